@@ -1,0 +1,39 @@
+# drivemetrics: `make demo` runs the demo on synthetic scenes, `make test` runs lint + the test suite.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+TORCH_SPEC ?= torch==2.13.0
+
+.PHONY: venv dev demo test lint bench clean
+
+# The CPU build of torch is installed first (available offline on the project's machines), so the range in
+# pyproject.toml is already satisfied and pip never pulls a CUDA build.
+$(VENV)/.base:
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "$(TORCH_SPEC)"
+	$(PY) -m pip install -q -e ".[plot]"
+	touch $@
+
+$(VENV)/.dev: $(VENV)/.base pyproject.toml
+	$(PY) -m pip install -q -e ".[dev]"
+	touch $@
+
+venv: $(VENV)/.base
+dev: $(VENV)/.dev
+
+demo: $(VENV)/.base
+	$(VENV)/bin/drivemetrics demo --out demo_out
+
+lint: $(VENV)/.dev
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+test: $(VENV)/.dev lint
+	$(PY) -m pytest -q
+
+bench: $(VENV)/.dev
+	for f in benchmarks/*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
+
+clean:
+	rm -rf $(VENV) demo_out .pytest_cache .ruff_cache
