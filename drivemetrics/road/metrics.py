@@ -10,17 +10,20 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
+from drivemetrics.geometry.bev import BevGrid
 from drivemetrics.road.pixel import (
     PixelCounts,
     fixed_threshold_scores,
     format_thresholds,
     pixel_counts,
+    pixel_inputs_to_bev,
     scores_from_counts,
 )
 
 __all__ = ["RoadAveragePrecision", "RoadMaxF", "RoadPixelMetrics"]
 
 _SPACES = ("perspective", "bev")
+_WARP_MODES = ("devkit", "nearest", "bilinear")
 
 
 class RoadPixelMetrics(Metric):
@@ -52,7 +55,8 @@ class RoadPixelMetrics(Metric):
             homography before counting; see ``grid`` and ``warp_mode``).
         grid: the BEV grid (``space="bev"``); default: the KITTI grid ``BevGrid()``.
         warp_mode: BEV warp, ``"devkit"`` (nearest neighbour exactly like the devkit's lookup, default) or
-            ``"bilinear"`` (confidences interpolated; target and valid masks nearest).
+            ``"nearest"`` (nearest pixel in the 0-based convention) or ``"bilinear"`` (confidences interpolated;
+            target and valid masks nearest). See :func:`~drivemetrics.road.pixel.pixel_inputs_to_bev`.
         validate_args: check values in ``update`` (costs a device-to-host sync).
         kwargs: see torchmetrics' ``Metric`` keyword arguments.
 
@@ -84,7 +88,7 @@ class RoadPixelMetrics(Metric):
         fixed_threshold: float = 0.5,
         devkit_float32: bool = False,
         space: str = "perspective",
-        grid: Any = None,
+        grid: BevGrid | None = None,
         warp_mode: str = "devkit",
         validate_args: bool = True,
         **kwargs: Any,
@@ -115,8 +119,12 @@ class RoadPixelMetrics(Metric):
         for name in ("tp", "fp", "fn", "tn"):
             self.add_state(name, torch.zeros(counted.numel(), dtype=torch.int64), dist_reduce_fx="sum")
 
-    def _setup_bev(self, grid: Any, warp_mode: str) -> None:
-        raise NotImplementedError("space='bev' needs drivemetrics.geometry.warp")
+    def _setup_bev(self, grid: BevGrid | None, warp_mode: str) -> None:
+        if grid is not None and not isinstance(grid, BevGrid):
+            raise TypeError(f"`grid` must be a BevGrid, got {type(grid).__name__}")
+        if warp_mode not in _WARP_MODES:
+            raise ValueError(f"`warp_mode` must be one of {_WARP_MODES}, got {warp_mode!r}")
+        self.grid = BevGrid() if grid is None else grid
 
     def update(
         self, preds: Tensor, target: Tensor, valid: Tensor | None = None, homography: Tensor | None = None
@@ -135,7 +143,9 @@ class RoadPixelMetrics(Metric):
     def _to_bev(
         self, preds: Tensor, target: Tensor, valid: Tensor | None, homography: Tensor | None
     ) -> tuple[Tensor, Tensor, Tensor]:
-        raise NotImplementedError("space='bev' needs drivemetrics.geometry.warp")
+        if homography is None:
+            raise ValueError("space='bev' needs `homography` (B x 3 x 3 image-from-road) in update()")
+        return pixel_inputs_to_bev(preds, target, valid, homography, self.grid, mode=self.warp_mode)
 
     def compute(self) -> dict[str, Tensor]:
         """Pooled scores (see the class docstring)."""
