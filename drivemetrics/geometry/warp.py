@@ -47,7 +47,9 @@ __all__ = [
 # --------------------------------------------------------------------------------------------------- checks
 
 
-def _check_inputs(x: Tensor, name: str, image_from_road: Tensor, grid: BevGrid, mode: str) -> Tensor:
+def _check_inputs(
+    x: Tensor, name: str, image_from_road: Tensor, grid: BevGrid, mode: str, validate_args: bool
+) -> Tensor:
     """Validate a ``B x C x H x W`` input, the mode and the homographies; return homographies ``B x 3 x 3``."""
     if mode not in WARP_MODES:
         raise ValueError(f"`mode` must be one of {', '.join(WARP_MODES)}, got {mode!r}")
@@ -58,7 +60,7 @@ def _check_inputs(x: Tensor, name: str, image_from_road: Tensor, grid: BevGrid, 
         )
     if not isinstance(grid, BevGrid):
         raise TypeError(f"`grid` must be a BevGrid, got {type(grid).__name__}")
-    h = check_road_homography(image_from_road, grid)
+    h = check_road_homography(image_from_road, grid, check_values=validate_args)
     if h.shape[0] not in (1, x.shape[0]):
         raise ValueError(
             f"`image_from_road` must hold 1 or B = {x.shape[0]} homographies (one per `{name}` sample), "
@@ -212,7 +214,11 @@ def _forward_index(image_size: tuple[int, int], h: Tensor, grid: BevGrid, mode: 
 
 
 def warp_image_to_bev(
-    image: Tensor, image_from_road: Tensor, grid: BevGrid | None = None, mode: WarpMode = "bilinear"
+    image: Tensor,
+    image_from_road: Tensor,
+    grid: BevGrid | None = None,
+    mode: WarpMode = "bilinear",
+    validate_args: bool = True,
 ) -> tuple[Tensor, Tensor]:
     """Warp camera images to the bird's-eye view of the road plane.
 
@@ -230,6 +236,8 @@ def warp_image_to_bev(
             homographies.
         grid: the BEV grid (default: the KITTI-ROAD grid, 800 x 400 cells of 0.05 m).
         mode: ``"bilinear"`` (differentiable), ``"nearest"`` or ``"devkit"``.
+        validate_args: check the homographies' values (finite, not singular, horizon outside the grid); these
+            checks synchronise with the device, turn them off in training loops once the inputs are known good.
 
     Returns:
         ``(bev, valid)``: ``bev`` is ``B x C x rows x cols`` in the input's dtype (0 where invalid); ``valid``
@@ -240,7 +248,7 @@ def warp_image_to_bev(
         the grid.
     """
     grid = BevGrid() if grid is None else grid
-    h = _check_inputs(image, "image", image_from_road, grid, mode)
+    h = _check_inputs(image, "image", image_from_road, grid, mode, validate_args)
     out_hw = grid.shape
     if mode in ("devkit", "nearest"):
         flat, valid = _forward_index((image.shape[-2], image.shape[-1]), h, grid, mode)
@@ -257,6 +265,7 @@ def warp_bev_to_image(
     image_size: tuple[int, int],
     grid: BevGrid | None = None,
     mode: WarpMode = "bilinear",
+    validate_args: bool = True,
 ) -> tuple[Tensor, Tensor]:
     """Warp bird's-eye views back into the camera image (the inverse of :func:`warp_image_to_bev`).
 
@@ -279,13 +288,14 @@ def warp_bev_to_image(
         grid: the BEV grid of ``bev`` (default: the KITTI-ROAD grid).
         mode: ``"bilinear"`` (differentiable w.r.t. ``bev`` and ``image_from_road``), ``"nearest"`` or
             ``"devkit"``.
+        validate_args: as in :func:`warp_image_to_bev`.
 
     Returns:
         ``(image, valid)``: ``image`` is ``B x C x H x W`` in ``bev``'s dtype; ``valid`` a bool ``B x H x W``
         mask of the pixels that see the grid.
     """
     grid = BevGrid() if grid is None else grid
-    h = _check_inputs(bev, "bev", image_from_road, grid, mode)
+    h = _check_inputs(bev, "bev", image_from_road, grid, mode, validate_args)
     if tuple(bev.shape[-2:]) != grid.shape:
         raise ValueError(f"`bev` must be B x C x {grid.rows} x {grid.cols} to match `grid`, got {tuple(bev.shape)}")
     height, width = _check_size(image_size)
