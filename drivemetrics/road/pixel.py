@@ -29,7 +29,10 @@ from drivemetrics.geometry.bev import BevGrid
 
 __all__ = [
     "PixelCounts",
+    "confidence_buckets",
     "counts_at_threshold",
+    "fixed_threshold_scores",
+    "format_thresholds",
     "kitti_thresholds",
     "pixel_counts",
     "pixel_inputs_to_bev",
