@@ -19,6 +19,7 @@ Modes:
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Literal
 
@@ -106,6 +107,14 @@ def devkit_cell_centers(grid: BevGrid, device: torch.device | str | None = None)
     z = _numpy_arange(grid.z_max - r / 2, grid.z_min, -r, grid.rows, torch.float32, device)
     zz, xx = torch.meshgrid(z, x, indexing="ij")
     return xx, zz
+
+
+@functools.lru_cache(maxsize=8)
+def _devkit_points(grid: BevGrid, device: torch.device) -> Tensor:
+    """``3 x N`` float64 homogeneous devkit cell centres ``(X, Z, 1)`` (cached per grid and device)."""
+    x, z = devkit_cell_centers(grid, device)
+    x, z = x.reshape(-1).to(torch.float64), z.reshape(-1).to(torch.float64)
+    return torch.stack((x, z, torch.ones_like(x)))
 
 
 def _project(h: Tensor, x: Tensor, z: Tensor) -> Tensor:
@@ -201,8 +210,7 @@ def _forward_index(image_size: tuple[int, int], h: Tensor, grid: BevGrid, mode: 
     """Flat image index (long, in range) and validity, each ``B x N``, for the nearest / devkit image -> BEV warps."""
     height, width = image_size
     if mode == "devkit":
-        x, z = devkit_cell_centers(grid, h.device)
-        p = _project(h.to(torch.float64), x, z)  # float32 centres, projected in float64
+        p = torch.matmul(h.to(torch.float64), _devkit_points(grid, h.device))  # float32 centres, in float64
         u, v = p[:, 0] / p[:, 2], p[:, 1] / p[:, 2]
         valid = (v >= 1) & (u >= 1) & (v <= height) & (u <= width)
         row = v.clamp_(1, height).floor_().sub_(1)  # (floor(v) - 1, floor(u) - 1) where valid
