@@ -212,6 +212,8 @@ def _match_size(pred: Tensor, gt_hw: tuple[int, int], name: str, crop: bool) -> 
     if crop and pred.shape[0] >= gt_hw[0] and pred.shape[1] >= gt_hw[1]:
         return pred[: gt_hw[0], : gt_hw[1]]
     hint = " (--crop only crops results larger than the ground truth)" if crop else "; pass --crop to crop it"
+    if tuple(pred.shape) == BevGrid().shape:
+        hint += " (results must be perspective maps: --space bev warps them to the BEV itself)"
     raise ValueError(
         f"result {name} is {pred.shape[0]} x {pred.shape[1]} but its ground truth is {gt_hw[0]} x {gt_hw[1]}{hint}"
     )
