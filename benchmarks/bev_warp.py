@@ -5,7 +5,8 @@ lookup table per frame, since the calibration changes). Timed in the same run:
 
 - baseline ``numpy LUT``: per frame, the devkit's rules in numpy (float32 cell centres projected in float64,
   pixel ``(floor(v) - 1, floor(u) - 1)``), then the table lookup;
-- ``warp devkit``: ``warp_image_to_bev(..., mode="devkit")`` on the whole batch (outputs asserted identical);
+- ``warp devkit``: ``warp_image_to_bev(..., mode="devkit")`` on the whole batch (outputs asserted identical;
+  on the CPU the function itself works through the batch in cache-sized chunks, on a GPU in one go);
 - baseline ``scipy bilinear``: per frame, ``scipy.ndimage.map_coordinates(order=1)`` at the projected cell centres;
 - ``warp bilinear``: ``warp_image_to_bev(..., mode="bilinear")`` (differentiable; outputs asserted within 1e-4).
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from typing import Literal
 
 import torch
@@ -166,6 +167,23 @@ def _sample_bilinear(
     return values, valid.reshape(b, *out_hw)
 
 
+#: On the CPU, frames are warped in chunks of at most this many output points (about 1.5 KITTI BEV frames),
+#: so that the float64 temporaries stay in cache; on other devices the whole batch goes at once.
+CPU_CHUNK_POINTS = 1 << 19
+
+
+def _in_chunks(
+    fn: Callable[..., tuple[Tensor, Tensor]], x: Tensor, h: Tensor, points_per_frame: int, **kwargs: object
+) -> tuple[Tensor, Tensor]:
+    """``fn(x, h, **kwargs)``, on the CPU split over chunks of the batch (results concatenated)."""
+    b = x.shape[0]
+    chunk = max(1, CPU_CHUNK_POINTS // max(points_per_frame, 1)) if x.device.type == "cpu" else b
+    if chunk >= b:
+        return fn(x, h, **kwargs)
+    parts = [fn(x[i : i + chunk], h[i : i + chunk], **kwargs) for i in range(0, b, chunk)]
+    return torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
+
+
 # ------------------------------------------------------------------------------------------------- public API
 
 
@@ -260,6 +278,11 @@ def warp_image_to_bev(
     """
     grid = BevGrid() if grid is None else grid
     h = _check_inputs(image, "image", image_from_road, grid, mode, validate_args)
+    return _in_chunks(_image_to_bev, image, h, grid.rows * grid.cols, grid=grid, mode=mode)
+
+
+def _image_to_bev(image: Tensor, h: Tensor, grid: BevGrid, mode: str) -> tuple[Tensor, Tensor]:
+    """:func:`warp_image_to_bev` on checked inputs (``h`` is ``B x 3 x 3``)."""
     out_hw = grid.shape
     if mode in ("devkit", "nearest"):
         flat, valid = _forward_index((image.shape[-2], image.shape[-1]), h, grid, mode)
@@ -310,6 +333,14 @@ def warp_bev_to_image(
     if tuple(bev.shape[-2:]) != grid.shape:
         raise ValueError(f"`bev` must be B x C x {grid.rows} x {grid.cols} to match `grid`, got {tuple(bev.shape)}")
     height, width = _check_size(image_size)
+    return _in_chunks(_bev_to_image, bev, h, height * width, image_size=(height, width), grid=grid, mode=mode)
+
+
+def _bev_to_image(
+    bev: Tensor, h: Tensor, image_size: tuple[int, int], grid: BevGrid, mode: str
+) -> tuple[Tensor, Tensor]:
+    """:func:`warp_bev_to_image` on checked inputs (``h`` is ``B x 3 x 3``)."""
+    height, width = image_size
     b = bev.shape[0]
     dtype = torch.float64 if mode in ("devkit", "nearest") else _coord_dtype(bev)
     road_from_image = torch.linalg.inv(h.to(dtype))

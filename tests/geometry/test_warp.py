@@ -421,3 +421,25 @@ def test_devkit_check_points_on_device(fixtures_dir, device):
     assert (row[0, 0, 0].item(), col[0, 0, 0].item()) == (204, 452)
     assert (row[0, 0, 399].item(), col[0, 0, 399].item()) == (199, 767)
     assert int(valid.sum()) == 307362
+
+
+def test_cpu_chunking_gives_the_same_result_and_gradients(monkeypatch):
+    import drivemetrics.geometry.warp as warp_module
+
+    h1 = small_camera()
+    h2 = h1.clone()
+    h2[0, 2] += 0.3
+    hs = torch.stack([h1, h2, h1]).requires_grad_(True)
+    image = torch.rand(3, 2, 6, 8, dtype=torch.float64, requires_grad=True)
+    whole = [warp_image_to_bev(image, hs, SMALL_GRID, mode=m) for m in ("bilinear", "devkit")]
+    back_whole = warp_bev_to_image(whole[0][0], hs, (6, 8), SMALL_GRID)
+    grads_whole = torch.autograd.grad(whole[0][0].sum() + back_whole[0].sum(), (image, hs))
+    monkeypatch.setattr(warp_module, "CPU_CHUNK_POINTS", 16)  # one frame per chunk (4 x 4 cells)
+    chunked = [warp_image_to_bev(image, hs, SMALL_GRID, mode=m) for m in ("bilinear", "devkit")]
+    back_chunked = warp_bev_to_image(chunked[0][0], hs, (6, 8), SMALL_GRID)
+    grads_chunked = torch.autograd.grad(chunked[0][0].sum() + back_chunked[0].sum(), (image, hs))
+    for (a, va), (b, vb) in zip([*whole, back_whole], [*chunked, back_chunked], strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+        assert torch.equal(va, vb)
+    for a, b in zip(grads_whole, grads_chunked, strict=True):
+        torch.testing.assert_close(a, b)
