@@ -72,7 +72,7 @@ def e2e_ld(
     detector: Detector,
     image_from_road: Tensor,
     recorded_poses: Tensor | None = None,
-    frames: int | None = None,
+    frames: int = 20,
     z_samples: Tensor | None = None,
     controller: LateralController | None = None,
     lane_width: float = DEFAULT_LANE_WIDTH,
@@ -88,7 +88,7 @@ def e2e_ld(
         detector: ``(N, C, H, W) -> (N, 2, P, 2)`` lane points in pixels (NaN = absent).
         image_from_road: ``(3, 3)`` or ``(B, 3, 3)`` camera homography.
         recorded_poses: ``(B, T, 3)`` recorded ``(x, z, heading)`` in a clip frame; default straight along +Z.
-        frames: closed-loop steps (default ``T``; ld-metric: 20 steps from 21 images, ``frames = T - 1`` also fine).
+        frames: closed-loop steps, at most ``T`` (default 20 = 1 s at 20 Hz; ld-metric runs 20 steps on 21 images).
         z_samples: ``(M,)`` metres; default 0..100 m every metre.
         controller: default ``LinearMPC()`` (RAV4 2017); its ``params`` are the vehicle.
         return_details: return an :class:`E2EResult` instead of the ``(B,)`` values.
@@ -99,9 +99,9 @@ def e2e_ld(
     batch, length = images.shape[:2]
     check_shape(target, "target", (batch, length, "M"))
     check_finite(target, "target")
-    frames = length if frames is None else int(frames)
-    if not 1 <= frames <= length:
-        raise ValueError(f"`frames` must be in [1, {length}] (the clip length), got {frames}")
+    if int(frames) != frames or not 1 <= frames <= length:
+        raise ValueError(f"`frames` must be an integer in [1, {length}] (the clip length), got {frames}")
+    frames = int(frames)
     dtype, device = target.dtype, target.device
     z_samples = default_z_samples(dtype, device) if z_samples is None else z_samples.to(target)
     if z_samples.shape != target.shape[-1:]:

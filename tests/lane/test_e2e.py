@@ -76,8 +76,8 @@ def test_biased_detector_deviates_and_is_symmetric():
 def test_batched_equals_per_clip():
     images, target = _clip(batch=2, length=11)
     speed = torch.tensor([[20.0] * 11, [28.0] * 11], dtype=torch.float64)
-    both = e2e_ld(images, target, speed, _detector(2.0), H)
-    one = e2e_ld(images[1:], target[1:], speed[1:], _detector(2.0), H)
+    both = e2e_ld(images, target, speed, _detector(2.0), H, frames=11)
+    one = e2e_ld(images[1:], target[1:], speed[1:], _detector(2.0), H, frames=11)
     assert torch.allclose(both[1:], one)
     assert float(both[0]) != pytest.approx(float(both[1]))
 
@@ -87,29 +87,29 @@ def test_recorded_poses_curved_and_default_straight():
     dt = 0.05
     z = torch.arange(6, dtype=torch.float64) * 25.0 * dt
     straight = torch.stack([torch.zeros(6), z, torch.zeros(6)], -1)[None].double()
-    a = e2e_ld(images, target, 25.0, _detector(2.0), H, recorded_poses=straight)
-    b = e2e_ld(images, target, 25.0, _detector(2.0), H)
+    a = e2e_ld(images, target, 25.0, _detector(2.0), H, recorded_poses=straight, frames=6)
+    b = e2e_ld(images, target, 25.0, _detector(2.0), H, frames=6)
     assert torch.allclose(a, b)
     # the same (straight-road) frames recorded while driving rotated by 30 degrees give the same deviation
     psi = math.radians(30.0)
     turned = torch.stack([z * math.sin(psi), z * math.cos(psi), torch.full((6,), psi, dtype=torch.float64)], -1)
-    c = e2e_ld(images, target, 25.0, _detector(2.0), H, recorded_poses=turned[None])
+    c = e2e_ld(images, target, 25.0, _detector(2.0), H, recorded_poses=turned[None], frames=6)
     assert torch.allclose(a, c, atol=1e-9)
 
 
 def test_bad_inputs():
     images, target = _clip(batch=1, length=4)
     with pytest.raises(ValueError, match="target"):
-        e2e_ld(images, target[:, :3], 25.0, _detector(), H)
+        e2e_ld(images, target[:, :3], 25.0, _detector(), H, frames=4)
     with pytest.raises(ValueError, match="frames"):
-        e2e_ld(images, target, 25.0, _detector(), H, frames=5)
+        e2e_ld(images, target, 25.0, _detector(), H)  # default 20 frames > clip of 4
     with pytest.raises(ValueError, match="speed"):
-        e2e_ld(images, target, 0.0, _detector(), H)
+        e2e_ld(images, target, 0.0, _detector(), H, frames=4)
     with pytest.raises(ValueError, match="images"):
-        e2e_ld(images[0], target, 25.0, _detector(), H)
+        e2e_ld(images[0], target, 25.0, _detector(), H, frames=4)
 
     def blind(images):
         return torch.full((images.shape[0], 2, 3, 2), float("nan"), dtype=torch.float64)
 
     with pytest.raises(ValueError, match="both ego lane lines are missing"):
-        e2e_ld(images, target, 25.0, blind, H)
+        e2e_ld(images, target, 25.0, blind, H, frames=4)

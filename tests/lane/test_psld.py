@@ -239,3 +239,19 @@ def test_loss_arguments():
 def test_default_controller_is_mpc():
     pred, gt, speed = _scenes(2, seed=10)
     assert torch.equal(psld(pred, gt, speed), psld(pred, gt, speed, controller=LinearMPC()))
+
+
+def test_metric_merge_state_uses_sum_and_max():
+    pred, gt, speed = _scenes(6, seed=11)
+    per_frame = psld(pred, gt, speed, reduction="none")
+    a, b = PSLD(), PSLD(aggregate="max")
+    a.update(pred[:2], gt[:2], speed[:2])
+    other = PSLD()
+    other.update(pred[2:], gt[2:], speed[2:])
+    a.merge_state(other)
+    assert float(a.compute()) == pytest.approx(float(per_frame.mean()), rel=1e-6)
+    b.update(pred[:2], gt[:2], speed[:2])
+    other_max = PSLD(aggregate="max")
+    other_max.update(pred[2:], gt[2:], speed[2:])
+    b.merge_state(other_max)
+    assert float(b.compute()) == pytest.approx(float(per_frame.max()), rel=1e-6)
