@@ -292,8 +292,8 @@ class PSLDLoss(nn.Module):
             u = soft_argmax_rows(preds, self.softmax_temperature)
             v = self.rows.to(u).expand_as(u)
             preds = torch.stack([u, v], -1)
-        valid = torch.ones(preds.shape[:-1], dtype=torch.bool, device=preds.device)
-        return centre_from_image_lanes(preds, image_from_road, z, valid, self.lane_width)
+        # NaN / negative-u points are absent (no gradient flows to them); see centre_from_image_lanes.
+        return centre_from_image_lanes(preds, image_from_road, z, None, self.lane_width)
 
     def forward(
         self,

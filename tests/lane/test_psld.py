@@ -255,3 +255,54 @@ def test_metric_merge_state_uses_sum_and_max():
     other_max.update(pred[2:], gt[2:], speed[2:])
     b.merge_state(other_max)
     assert float(b.compute()) == pytest.approx(float(per_frame.max()), rel=1e-6)
+
+
+def test_loss_on_points_with_absent_points():
+    H = image_from_road_homography(intrinsic_matrix(700.0, 700.0, 620.0, 190.0).double(), 1.6, pitch=0.03)
+    z_img = torch.tensor([8.0, 15.0, 30.0, 45.0], dtype=torch.float64)
+    lines = torch.stack([torch.stack([-1.5 + 0 * z_img, z_img], -1), torch.stack([2.1 + 0 * z_img, z_img], -1)])
+    uv = road_to_image(H, lines)[None].clone()
+    uv[0, 0, 3] = float("nan")  # an absent point
+    uv.requires_grad_()
+    loss = PSLDLoss("points")(uv, torch.zeros(1, Z.numel(), dtype=torch.float64), 20.0, H)
+    loss.backward()
+    assert bool(torch.isfinite(loss))
+    assert bool(torch.isfinite(uv.grad).all())
+    assert float(uv.grad[0, 0, 3].abs().sum()) == 0.0
+    assert float(uv.grad[0, 1].abs().sum()) > 0.0
+
+
+def _ddp_worker(rank, world, port, queue):
+    import os
+
+    import torch.distributed as dist
+
+    os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    pred, gt, speed = _scenes(6, seed=12)
+    part = slice(0, 2) if rank == 0 else slice(2, 6)  # uneven split across ranks
+    mean, peak = PSLD(), PSLD(aggregate="max")
+    mean.update(pred[part], gt[part], speed[part])
+    peak.update(pred[part], gt[part], speed[part])
+    queue.put((rank, float(mean.compute()), float(peak.compute())))
+    dist.destroy_process_group()
+
+
+@pytest.mark.ddp
+def test_metric_syncs_over_two_processes():
+    import socket
+
+    import torch.multiprocessing as mp
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    mp.start_processes(_ddp_worker, args=(2, port, queue), nprocs=2, join=True, start_method="spawn")
+    results = [queue.get(timeout=60) for _ in range(2)]
+    pred, gt, speed = _scenes(6, seed=12)
+    per_frame = psld(pred, gt, speed, reduction="none")
+    for _, mean, peak in results:
+        assert mean == pytest.approx(float(per_frame.mean()), rel=1e-6)
+        assert peak == pytest.approx(float(per_frame.max()), rel=1e-6)
