@@ -1,6 +1,6 @@
 """E2E-LD: the end-to-end lateral deviation of a closed loop driven by a lane detector (Sato et al., CVPR 2022).
 
-For a clip of recorded frames (default 20 steps at 20 Hz = 1 s), starting at the first recorded pose:
+For a clip of recorded frames (the paper: 20 steps at 20 Hz = 1 s), starting at the first recorded pose:
 
 1. synthesise the camera view from the *simulated* pose by warping the recorded frame through the road plane
    (:func:`drivemetrics.geometry.camera.synthesize_shifted_view`: lateral offset, longitudinal offset and yaw;
@@ -72,7 +72,7 @@ def e2e_ld(
     detector: Detector,
     image_from_road: Tensor,
     recorded_poses: Tensor | None = None,
-    frames: int = 20,
+    frames: int | None = None,
     z_samples: Tensor | None = None,
     controller: LateralController | None = None,
     lane_width: float = DEFAULT_LANE_WIDTH,
@@ -88,7 +88,8 @@ def e2e_ld(
         detector: ``(N, C, H, W) -> (N, 2, P, 2)`` lane points in pixels (NaN = absent).
         image_from_road: ``(3, 3)`` or ``(B, 3, 3)`` camera homography.
         recorded_poses: ``(B, T, 3)`` recorded ``(x, z, heading)`` in a clip frame; default straight along +Z.
-        frames: closed-loop steps, at most ``T`` (default 20 = 1 s at 20 Hz; ld-metric runs 20 steps on 21 images).
+        frames: closed-loop steps, at most ``T``; default ``T`` (the paper's clips: 20 steps = 1 s at 20 Hz;
+            ld-metric runs 20 steps on 21 images).
         z_samples: ``(M,)`` metres; default 0..100 m every metre.
         controller: default ``LinearMPC()`` (RAV4 2017); its ``params`` are the vehicle.
         return_details: return an :class:`E2EResult` instead of the ``(B,)`` values.
@@ -99,6 +100,7 @@ def e2e_ld(
     batch, length = images.shape[:2]
     check_shape(target, "target", (batch, length, "M"))
     check_finite(target, "target")
+    frames = length if frames is None else frames
     if int(frames) != frames or not 1 <= frames <= length:
         raise ValueError(f"`frames` must be an integer in [1, {length}] (the clip length), got {frames}")
     frames = int(frames)

@@ -76,7 +76,7 @@ def test_biased_detector_deviates_and_is_symmetric():
 def test_batched_equals_per_clip():
     images, target = _clip(batch=2, length=11)
     speed = torch.tensor([[20.0] * 11, [28.0] * 11], dtype=torch.float64)
-    both = e2e_ld(images, target, speed, _detector(2.0), H, frames=11)
+    both = e2e_ld(images, target, speed, _detector(2.0), H)  # default: every frame of the clip
     one = e2e_ld(images[1:], target[1:], speed[1:], _detector(2.0), H, frames=11)
     assert torch.allclose(both[1:], one)
     assert float(both[0]) != pytest.approx(float(both[1]))
@@ -102,7 +102,7 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="target"):
         e2e_ld(images, target[:, :3], 25.0, _detector(), H, frames=4)
     with pytest.raises(ValueError, match="frames"):
-        e2e_ld(images, target, 25.0, _detector(), H)  # default 20 frames > clip of 4
+        e2e_ld(images, target, 25.0, _detector(), H, frames=5)  # more steps than the clip of 4
     with pytest.raises(ValueError, match="speed"):
         e2e_ld(images, target, 0.0, _detector(), H, frames=4)
     with pytest.raises(ValueError, match="images"):
