@@ -133,18 +133,19 @@ class KinematicBicycle:
         pending = wheel[:, None].expand(batch, self.params.delay_substeps).clone()
         return BicycleState(zeros, zeros.clone(), zeros.clone(), wheel, pending)
 
-    def step(self, state: BicycleState, command: Tensor, speed: Tensor | float) -> BicycleState:
+    def step(self, state: BicycleState, command: Tensor, speed: Tensor | float, validate: bool = True) -> BicycleState:
         """Advance one frame: ``substeps`` sub-steps of rate-limited, delayed steering and exact arc motion.
 
         Args:
             state: the current :class:`BicycleState`.
             command: commanded steering-wheel angle, radians, ``(B,)``; held for the whole frame.
             speed: m/s, ``(B,)`` or float (constant over the frame; must be > 0).
+            validate: check ``speed`` (a host sync on GPU; callers that checked it already pass False).
         """
         p = self.params
         x, z, heading, wheel, pending = state
         speed_t = torch.as_tensor(speed, dtype=x.dtype, device=x.device)
-        if bool((speed_t <= 0).any()):
+        if validate and bool((speed_t <= 0).any()):
             raise ValueError("`speed` must be > 0 m/s (the kinematic model has no defined behaviour at rest)")
         max_change = p.max_steer_rate * p.substep_dt
         for _ in range(p.substeps):
