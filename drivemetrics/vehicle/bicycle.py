@@ -17,7 +17,7 @@ from torch import Tensor
 
 from drivemetrics.vehicle.single_track import single_track_step
 
-__all__ = ["RAV4_2017", "BicycleState", "KinematicBicycle", "VehicleParams"]
+__all__ = ["OPENPILOT_MOCK_V066", "RAV4_2017", "BicycleState", "KinematicBicycle", "VehicleParams"]
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,10 @@ class VehicleParams:
 
 
 RAV4_2017 = VehicleParams()
+"""Toyota RAV4 2017, the vehicle of the E2E-LD / PSLD papers (and of DRP-attack's openpilot mock car)."""
+
+OPENPILOT_MOCK_V066 = VehicleParams(name="openpilot_mock_v0.6.6", wheelbase=2.70, steer_ratio=13.0)
+"""The vanilla openpilot v0.6.6 ``mock`` car that the released ld-metric code would load (see the README)."""
 
 
 class BicycleState(NamedTuple):
