@@ -311,13 +311,11 @@ def test_metric_syncs_over_two_processes():
 def test_initial_steering_and_rate_limit():
     """With a steering-rate limit the start angle matters: starting at the angle that holds the curve beats
     starting straight (the wheel needs time to get there), for the detector and the reference loop alike."""
-    import math as _math
-
-    params = RAV4_2017.replace(max_steer_rate=_math.radians(25.0))
+    params = RAV4_2017.replace(max_steer_rate=math.radians(25.0))
     ctrl = LinearMPC(params)
     radius = 200.0
     gt = (Z**2 / (2 * radius))[None]
-    holding = torch.tensor([_math.atan(RAV4_2017.wheelbase / radius) * RAV4_2017.steer_ratio], dtype=torch.float64)
+    holding = torch.tensor([math.atan(RAV4_2017.wheelbase / radius) * RAV4_2017.steer_ratio], dtype=torch.float64)
     dev_hold = psld_deviations(gt, gt, 20.0, controller=ctrl, reference="centre", initial_steering=holding)
     dev_zero = psld_deviations(gt, gt, 20.0, controller=ctrl, reference="centre", initial_steering=holding * 0)
     assert float(dev_hold.abs().max()) < 0.5 * float(dev_zero.abs().max())
