@@ -367,3 +367,7 @@ class PSLD(Metric):
         if self.aggregate == "max":
             return self.peak.float()
         return (self.total / self.count.clamp_min(1)).float()
+
+    def plot(self, val: Tensor | list[Tensor] | None = None, ax: Any = None) -> Any:
+        """Plot a value (or a sequence of values) of the metric with matplotlib (torchmetrics' ``plot``)."""
+        return self._plot(val, ax)

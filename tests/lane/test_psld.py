@@ -321,3 +321,16 @@ def test_initial_steering_and_rate_limit():
     assert float(dev_hold.abs().max()) < 0.5 * float(dev_zero.abs().max())
     # without a rate limit the default snap makes the start angle irrelevant for a perfect detection
     assert float(psld(gt, gt, 20.0)) == 0.0
+
+
+def test_metric_plot():
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    pred, gt, speed = _scenes(3, seed=13)
+    metric = PSLD()
+    values = [metric(pred, gt, speed) for _ in range(2)]
+    fig, ax = metric.plot(values)
+    assert ax.get_ylim()[0] <= 0.0
+    matplotlib.pyplot.close(fig)
