@@ -84,7 +84,9 @@ class DetectorModel:
 
 DETECTOR_PRESETS: dict[str, DetectorModel] = {
     "good": DetectorModel(edge_softness=0.1, noise=0.3, shadows=2, shadow_strength=0.25),
-    "blurry_far": DetectorModel(blur_start=12.0, blur_growth=0.12, fade_start=25.0, fade_length=25.0, noise=0.4),
+    "blurry_far": DetectorModel(
+        blur_start=12.0, blur_growth=0.12, fade_start=25.0, fade_length=25.0, fade_level=0.4, noise=0.4
+    ),
     "sidewalk_happy": DetectorModel(sidewalk_fp=0.8, boundary_bias=0.2, noise=0.4),
     "shadowed": DetectorModel(shadows=8, shadow_strength=0.75, shadow_radius=(1.5, 4.0), noise=0.5),
     "lane_good": DetectorModel(target="lane", edge_softness=0.1, noise=0.3),

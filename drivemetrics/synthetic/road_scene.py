@@ -278,15 +278,16 @@ class Centerline:
     def points(self, s: Tensor, step: float = 0.25) -> tuple[Tensor, Tensor, Tensor]:
         """Points ``(x, z, heading)`` of the curve at arc lengths ``s`` (``B x ...``, metres)."""
         table = self.table(step, extra=max(0.0, float(s.max()) - float(self.length.min())) + 1.0)
-        return _eval_table(table, s, step)
+        return _eval_table(table, s, step)[:3]
 
     def to(self, device: torch.device | str | None = None, dtype: torch.dtype | None = None) -> Centerline:
         """A copy on another device / dtype."""
         return Centerline(*(getattr(self, f.name).to(device=device, dtype=dtype) for f in fields(self)))
 
 
-def _eval_table(table: tuple[Tensor, ...], s: Tensor, step: float) -> tuple[Tensor, Tensor, Tensor]:
-    """Centreline ``(x, z, heading)`` at arc lengths ``s`` (``B x ...``): an exact arc step from the sample below."""
+def _eval_table(table: tuple[Tensor, ...], s: Tensor, step: float) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Centreline ``(x, z, heading, curvature)`` at arc lengths ``s`` (``B x ...``): an arc step from the sample
+    below (exact for constant curvature)."""
     s_tab, x_tab, z_tab, th_tab, k_tab = table
     shape = s.shape
     flat = s.reshape(shape[0], -1)
@@ -298,7 +299,7 @@ def _eval_table(table: tuple[Tensor, ...], s: Tensor, step: float) -> tuple[Tens
     mid = th0 + 0.5 * turn
     x = x_tab.gather(1, i) + chord * torch.sin(mid)
     z = z_tab.gather(1, i) + chord * torch.cos(mid)
-    return x.reshape(shape), z.reshape(shape), (th0 + turn).reshape(shape)
+    return x.reshape(shape), z.reshape(shape), (th0 + turn).reshape(shape), k0.reshape(shape)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -431,13 +432,12 @@ class RoadGeometry:
         frac = ((pz - z0) / (z1 - z0)).clamp(0, 1)
         s = (j - 1 + frac).to(dtype) * table_step
         for _ in range(iterations):
-            cx, cz, th = _eval_table(table, s, table_step)
-            kappa = self.centerline.curvature(s)
+            cx, cz, th, kappa = _eval_table(table, s, table_step)
             tx, tz = torch.sin(th), torch.cos(th)
             along = (px - cx) * tx + (pz - cz) * tz
             d = (px - cx) * tz - (pz - cz) * tx
             s = (s + along / (1 - kappa * d).clamp_min(0.25)).clamp(0, s_max)
-        cx, cz, th = _eval_table(table, s, table_step)
+        cx, cz, th, _ = _eval_table(table, s, table_step)
         tx, tz = torch.sin(th), torch.cos(th)
         along = (px - cx) * tx + (pz - cz) * tz
         d = (px - cx) * tz - (pz - cz) * tx
@@ -550,10 +550,12 @@ def sample_road_geometry(
 ) -> RoadGeometry:
     """Random roads with an ego lane, seeded by ``generator`` (drawn on the generator's device).
 
-    Each scene picks one of ``kinds``: ``straight``; ``curve`` (a straight, a clothoid entry, then a circular arc);
-    ``clothoid`` (curvature growing linearly); ``s_curve`` (an arc one way, then the other). The curvature
-    magnitude is drawn in ``[min_curvature, max_curvature]`` (1/m), the total heading change stays below about
-    70 deg. The centreline is the ego lane's centre, starting near ``x = 0, z = 0``; lane width 2.8-3.8 m,
+    Each centreline has 4 segments of 0-20, 10-25, 15-30 and 50-90 m. Each scene picks one of ``kinds``:
+    ``straight``; ``curve`` (straight, clothoid entry, circular arc, clothoid exit); ``clothoid`` (curvature
+    growing linearly over two segments, then relaxing to 0); ``s_curve`` (straight, an arc one way, an arc the
+    other way, straight). The curvature magnitude is drawn log-uniformly in ``[min_curvature, max_curvature]``
+    (1/m) with a random sign, and scaled down where needed so that the heading stays within 1.2 rad (~70 deg).
+    The centreline is the ego lane's centre, starting near ``x = 0, z = 0``; lane width 2.8-3.8 m,
     0-2 lanes on the left, 0-1 on the right, shoulder 0-0.5 m, sidewalk 1.5-3 m. With probability
     ``narrowing_probability`` the ego lane narrows by 0.4-1.2 m over 10-20 m somewhere between 10 and 35 m.
     """
@@ -576,27 +578,28 @@ def sample_road_geometry(
     log_k = uniform(math.log(min_curvature), math.log(max_curvature))
     kappa = sign * log_k.exp()
     zero = torch.zeros(b, dtype=torch.float64, device=gdev)
-    third = kappa / 3
+    # (curvature_start, curvature_end) of the 4 segments, per kind: K x B x 4 each
+    half_k = kappa / 2
     # (curvature_start, curvature_end) of the 4 segments, per kind: K x B x 4 each
     k_start = torch.stack(
         [
             torch.stack([zero, zero, zero, zero], 1),  # straight
-            torch.stack([zero, zero, kappa, kappa], 1),  # curve: straight, clothoid entry, arc, arc
-            torch.stack([zero, zero, third, 2 * third], 1),  # clothoid: curvature grows linearly
+            torch.stack([zero, zero, kappa, kappa], 1),  # curve: straight, clothoid entry, arc, clothoid exit
+            torch.stack([zero, zero, half_k, kappa], 1),  # clothoid: curvature grows linearly, then relaxes
             torch.stack([zero, kappa, -kappa, zero], 1),  # s_curve: straight, arc, opposite arc, straight
         ]
     )
     k_end = torch.stack(
         [
             torch.stack([zero, zero, zero, zero], 1),
-            torch.stack([zero, kappa, kappa, kappa], 1),
-            torch.stack([zero, third, 2 * third, kappa], 1),
+            torch.stack([zero, kappa, kappa, zero], 1),
+            torch.stack([zero, half_k, kappa, zero], 1),
             torch.stack([zero, kappa, -kappa, zero], 1),
         ]
     )
     rows = torch.arange(b, device=gdev)
     k_start, k_end = k_start[kind_code, rows], k_end[kind_code, rows]
-    lengths = torch.stack([uniform(0, 20), uniform(10, 25), uniform(15, 30), uniform(20, 40)], 1)
+    lengths = torch.stack([uniform(0, 20), uniform(10, 25), uniform(15, 30), uniform(50, 90)], 1)
     # keep the heading within ~70 deg of the start heading
     turn = (0.5 * (k_start + k_end) * lengths).cumsum(1).abs().amax(1)
     scale = (1.2 / turn.clamp_min(1e-9)).clamp(max=1.0)
