@@ -24,6 +24,7 @@ from drivemetrics.synthetic.road_scene import (
     road_points_from_pixels,
     sample_road_geometry,
 )
+from drivemetrics.synthetic.scenes import ego_lane_scenes, synthetic_scenes
 
 __all__ = [
     "DETECTOR_PRESETS",
@@ -39,6 +40,7 @@ __all__ = [
     "SyntheticDetector",
     "baseline_prior",
     "default_image_from_road",
+    "ego_lane_scenes",
     "kitti_gt_image",
     "make_road",
     "mean_gt_prior",
@@ -47,4 +49,5 @@ __all__ = [
     "road_points_from_pixels",
     "sample_detector",
     "sample_road_geometry",
+    "synthetic_scenes",
 ]
