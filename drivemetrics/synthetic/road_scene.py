@@ -255,9 +255,10 @@ class Centerline:
     def table(self, step: float = 0.25, extra: float = 40.0) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
         """Samples of the curve every ``step`` metres from ``s = 0`` to ``max(length) + extra``.
 
-        Returns ``(s, x, z, heading, curvature)``: ``s`` is ``(N,)``, the others ``B x N``. Positions are
-        integrated with exact arc steps between samples (exact for piecewise-constant curvature aligned to the
-        samples, second-order accurate otherwise).
+        Returns ``(s, x, z, heading, curvature)``: ``s`` is ``(N,)``, the others ``B x N``; ``heading`` is exact,
+        ``curvature`` is the mean curvature of the cell starting at each sample (heading change / step), and the
+        positions chain exact circular arcs of that curvature between samples (exact for circles and straights,
+        second-order accurate for clothoids and at curvature jumps).
         """
         dtype, device = self.start_x.dtype, self.start_x.device
         n = math.ceil((float(self.length.max()) + extra) / step) + 1
@@ -265,8 +266,9 @@ class Centerline:
         s_b = s.expand(self.batch_size, n)
         c64 = Centerline(*(getattr(self, f.name).double() for f in fields(self)))
         theta = c64.heading(s_b)
-        kappa = c64.curvature(s_b)
         dtheta = theta.diff(dim=1)
+        # mean curvature of each cell [s_i, s_i + step]: evaluating with it keeps the curve continuous
+        kappa = torch.cat([dtheta, dtheta[:, -1:]], 1) / step
         mid = theta[:, :-1] + 0.5 * dtheta
         chord = step * torch.sinc(dtheta / (2 * torch.pi))
         dx = torch.cat([torch.zeros_like(s_b[:, :1]), chord * torch.sin(mid)], 1).cumsum(1)
@@ -399,12 +401,12 @@ class RoadGeometry:
             centerline, *(_cat_profiles([getattr(r, f.name) for r in roads]) for f in fields(RoadGeometry)[1:])
         )
 
-    def coordinates(self, x: Tensor, z: Tensor, iterations: int = 6, table_step: float = 0.25) -> RoadCoordinates:
-        """Project road points onto the centreline (vectorised Newton iterations).
+    def coordinates(self, x: Tensor, z: Tensor, iterations: int = 8, table_step: float = 0.25) -> RoadCoordinates:
+        """Project road points onto the centreline (vectorised, safeguarded Newton iterations).
 
         Args:
             x, z: road points, metres, shape ``B x ...`` or ``...`` (shared by every scene).
-            iterations: Newton steps on the foot-point condition ``(p - c(s)) . t(s) = 0``.
+            iterations: solver steps on the foot-point condition ``(p - c(s)) . t(s) = 0``.
             table_step: spacing of the centreline samples, metres.
 
         The start value comes from the point's Z (the centreline must keep ``|heading| < 90 deg`` over its length,
@@ -431,12 +433,31 @@ class RoadGeometry:
         z0, z1 = z_tab.gather(1, j - 1), z_tab.gather(1, j)
         frac = ((pz - z0) / (z1 - z0)).clamp(0, 1)
         s = (j - 1 + frac).to(dtype) * table_step
-        for _ in range(iterations):
+        # Safeguarded Newton on f(s) = (p - c(s)) . t(s), which decreases with slope -(1 - kappa d): Newton steps
+        # until the root is bracketed, then regula falsi with the Illinois rule (Newton alone can cycle at
+        # curvature jumps, e.g. the inflection of an S-curve).
+        lo, hi = torch.zeros_like(s), torch.full_like(s, s_max)
+        f_lo, f_hi = torch.zeros_like(s), torch.zeros_like(s)
+        has_lo, has_hi = torch.zeros_like(s, dtype=torch.bool), torch.zeros_like(s, dtype=torch.bool)
+        last_pos = torch.zeros_like(has_lo)
+        for it in range(iterations):
             cx, cz, th, kappa = _eval_table(table, s, table_step)
             tx, tz = torch.sin(th), torch.cos(th)
             along = (px - cx) * tx + (pz - cz) * tz
             d = (px - cx) * tz - (pz - cz) * tx
-            s = (s + along / (1 - kappa * d).clamp_min(0.25)).clamp(0, s_max)
+            pos = along > 0
+            if it > 0:  # Illinois: the end kept twice in a row has its value halved
+                same = pos == last_pos
+                f_lo = torch.where(same & ~pos, 0.5 * f_lo, f_lo)
+                f_hi = torch.where(same & pos, 0.5 * f_hi, f_hi)
+            lo, f_lo, has_lo = torch.where(pos, s, lo), torch.where(pos, along, f_lo), has_lo | pos
+            hi, f_hi, has_hi = torch.where(pos, hi, s), torch.where(pos, f_hi, along), has_hi | ~pos
+            last_pos = pos
+            newton = s + along / (1 - kappa * d).clamp_min(0.25)
+            bracketed = has_lo & has_hi
+            denom = torch.where(bracketed, f_lo - f_hi, torch.ones_like(s))
+            falsi = (lo * (-f_hi) + hi * f_lo) / denom
+            s = torch.where(bracketed, falsi, newton).clamp(0, s_max)
         cx, cz, th, _ = _eval_table(table, s, table_step)
         tx, tz = torch.sin(th), torch.cos(th)
         along = (px - cx) * tx + (pz - cz) * tz
