@@ -3,8 +3,10 @@
 A synthetic detector's confidence is a function of the road-plane point (x, z) of a pixel or BEV cell, so the
 same scene and detector give consistent maps in perspective and in BEV. Its ingredients:
 
-- a soft boundary: ``sigmoid(margin / softness)`` where ``margin`` is the signed lateral distance (metres) to the
-  target's (road or ego lane) boundary, plus ``boundary_bias`` (positive: the detection bleeds outwards);
+- a soft boundary: ``sigmoid(clamp(margin / softness, -saturation, saturation) + noise)`` where ``margin`` is the
+  signed lateral distance (metres) to the target's (road or ego lane) boundary, plus ``boundary_bias`` (positive:
+  the detection bleeds outwards); the clamp keeps the noise visible deep inside and far outside the target, so
+  confidences spread like a real detector's instead of saturating;
 - far-range blur: ``softness = edge_softness + blur_growth * max(z - blur_start, 0)``, so boundaries get less sharp
   with distance; and far-range fade: beyond ``fade_start`` the confidence decays towards ``fade_level``;
 - texture noise: a smooth random field (a sum of plane waves with 1-6 m wavelengths) added to the logit;
@@ -36,7 +38,8 @@ class DetectorModel:
         blur_start, blur_growth: softness grows by ``blur_growth`` per metre of Z beyond ``blur_start``.
         fade_start, fade_length, fade_level: beyond ``fade_start`` the confidence relaxes towards ``fade_level``
             with e-folding distance ``fade_length`` (``fade_start = inf`` disables it).
-        high, low: confidence deep inside / far outside the target.
+        saturation: bound (logit units) of the boundary term, so that noise keeps acting inside / outside.
+        high, low: the confidence range: ``p = low + (high - low) * sigmoid(logit)``.
         boundary_bias: shifts the detected boundary outwards (positive) or inwards (negative).
         noise: amplitude (logit units) of the smooth texture noise.
         shadows: shadows per scene; shadow_radius: (min, max) radius; shadow_strength: relative confidence drop.
@@ -52,10 +55,11 @@ class DetectorModel:
     fade_start: float = math.inf
     fade_length: float = 20.0
     fade_level: float = 0.5
-    high: float = 0.97
-    low: float = 0.03
+    saturation: float = 3.5
+    high: float = 1.0
+    low: float = 0.0
     boundary_bias: float = 0.0
-    noise: float = 0.4
+    noise: float = 0.6
     shadows: int = 0
     shadow_radius: tuple[float, float] = (1.0, 3.5)
     shadow_strength: float = 0.5
@@ -69,6 +73,8 @@ class DetectorModel:
             raise ValueError(f"`target` must be 'road' or 'lane', got {self.target!r}")
         if not self.edge_softness > 0 or self.blur_growth < 0 or not self.fade_length > 0:
             raise ValueError("`edge_softness` and `fade_length` must be > 0 and `blur_growth` >= 0")
+        if not self.saturation > 0:
+            raise ValueError(f"`saturation` must be > 0 (logit units), got {self.saturation}")
         for name in ("high", "low", "fade_level", "shadow_strength", "sidewalk_fp", "off_target_fp"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ValueError(f"`{name}` must be in [0, 1], got {getattr(self, name)}")
@@ -83,14 +89,12 @@ class DetectorModel:
 
 
 DETECTOR_PRESETS: dict[str, DetectorModel] = {
-    "good": DetectorModel(edge_softness=0.1, noise=0.3, shadows=2, shadow_strength=0.25),
-    "blurry_far": DetectorModel(
-        blur_start=12.0, blur_growth=0.12, fade_start=25.0, fade_length=25.0, fade_level=0.4, noise=0.4
-    ),
-    "sidewalk_happy": DetectorModel(sidewalk_fp=0.8, boundary_bias=0.2, noise=0.4),
-    "shadowed": DetectorModel(shadows=8, shadow_strength=0.75, shadow_radius=(1.5, 4.0), noise=0.5),
-    "lane_good": DetectorModel(target="lane", edge_softness=0.1, noise=0.3),
-    "lane_potholes": DetectorModel(target="lane", noise=0.3, potholes=4, pothole_radius=(0.5, 1.2)),
+    "good": DetectorModel(edge_softness=0.1, noise=0.5, shadows=2, shadow_strength=0.2),
+    "blurry_far": DetectorModel(blur_start=12.0, blur_growth=0.12, fade_start=25.0, fade_length=25.0, fade_level=0.4),
+    "sidewalk_happy": DetectorModel(sidewalk_fp=0.9, boundary_bias=0.2),
+    "shadowed": DetectorModel(shadows=8, shadow_strength=0.7, shadow_radius=(1.5, 4.0)),
+    "lane_good": DetectorModel(target="lane", edge_softness=0.1, noise=0.5),
+    "lane_potholes": DetectorModel(target="lane", noise=0.5, potholes=4, pothole_radius=(0.5, 1.2)),
     "lane_blurry": DetectorModel(target="lane", blur_start=10.0, blur_growth=0.08, fade_start=30.0, off_target_fp=0.3),
 }
 
@@ -141,7 +145,7 @@ class SyntheticDetector:
         margin = geometry.edge_distance(coords, m.target) + m.boundary_bias
         softness = m.edge_softness + m.blur_growth * (z - m.blur_start).clamp_min(0)
         texture = self.texture(x, z)
-        logit = margin / softness + m.noise * texture
+        logit = (margin / softness).clamp(-m.saturation, m.saturation) + m.noise * texture
         p = m.low + (m.high - m.low) * torch.sigmoid(logit)
         if m.off_target_fp > 0 and m.target == "lane":
             road = torch.sigmoid(geometry.edge_distance(coords, "road") / softness)

@@ -827,9 +827,43 @@ def render_perspective(
     Pixels at or above the horizon are valid non-road (KITTI marks the sky red).
     """
     x, z, on_ground = road_points_from_pixels(image_from_road, image_size, geometry.batch_size, geometry.device)
-    valid = torch.ones_like(on_ground)
     dtype = geometry.dtype
-    return _finish(geometry, x.to(dtype), z.to(dtype), on_ground, valid, boundary_dont_care, detector, target)
+    x, z = x.to(dtype), z.to(dtype)
+    # only rows that see the ground in some scene need the projection (about half of a KITTI image is sky)
+    rows = torch.nonzero(on_ground.any(2).any(0)).flatten()
+    first = on_ground.shape[1] if rows.numel() == 0 else int(rows[0])
+    crop = _finish(
+        geometry,
+        x[:, first:],
+        z[:, first:],
+        on_ground[:, first:],
+        torch.ones_like(on_ground[:, first:]),
+        boundary_dont_care,
+        detector,
+        target,
+    )
+    if first == 0:
+        return crop
+
+    def pad(t: Tensor, value: float | bool) -> Tensor:
+        top = torch.full((t.shape[0], first, t.shape[2]), value, dtype=t.dtype, device=t.device)
+        return torch.cat([top, t], 1)
+
+    coords = RoadCoordinates(pad(crop.coords.s, 0.0), pad(crop.coords.d, 0.0), pad(crop.coords.on_centerline, False))
+    confidence = None
+    if crop.confidence is not None:
+        confidence = pad(crop.confidence, float(detector.model.low))  # type: ignore[attr-defined]
+    return RenderedScene(
+        pad(crop.road, False),
+        pad(crop.lane, False),
+        pad(crop.sidewalk, False),
+        pad(crop.valid, True),
+        x,
+        z,
+        on_ground,
+        coords,
+        confidence,
+    )
 
 
 def kitti_gt_image(target: Tensor, valid: Tensor | None = None) -> Tensor:
