@@ -19,6 +19,8 @@ def _table(text: str) -> dict[str, list[float]]:
     """Rows of the demo table: label -> [persp MaxF, AP, PRE, REC, BEV MaxF, AP, PRE, REC, rendered MaxF, AP]."""
     rows = {}
     for line in text.splitlines():
+        if line.startswith("BEV (devkit warp):"):  # end of the table (other sections may follow)
+            break
         parts = [p.strip() for p in line.split("|")]
         if len(parts) == 4 and re.fullmatch(r"[-\d. ]+", " ".join(parts[1:])) and parts[0]:
             rows[parts[0]] = [float(v) for v in " ".join(parts[1:]).split()]
