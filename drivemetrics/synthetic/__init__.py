@@ -5,6 +5,7 @@ BEV / perspective rendering, the embedded KITTI camera) and :mod:`drivemetrics.s
 """
 
 from drivemetrics.synthetic.confidence import DETECTOR_PRESETS, DetectorModel, SyntheticDetector, sample_detector
+from drivemetrics.synthetic.kitti_export import kitti_calib_text, write_kitti_road_folder
 from drivemetrics.synthetic.road_scene import (
     KITTI_IMAGE_SIZE,
     KITTI_UM_000000_IMAGE_FROM_ROAD,
@@ -41,6 +42,7 @@ __all__ = [
     "baseline_prior",
     "default_image_from_road",
     "ego_lane_scenes",
+    "kitti_calib_text",
     "kitti_gt_image",
     "make_road",
     "mean_gt_prior",
@@ -50,4 +52,5 @@ __all__ = [
     "sample_detector",
     "sample_road_geometry",
     "synthetic_scenes",
+    "write_kitti_road_folder",
 ]
