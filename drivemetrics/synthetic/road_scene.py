@@ -67,6 +67,8 @@ class Profile:
                 f"profile `knots` and `values` must both have shape B x K with K >= 1, got "
                 f"{tuple(self.knots.shape)} and {tuple(self.values.shape)}"
             )
+        if not (bool(torch.isfinite(self.knots).all()) and bool(torch.isfinite(self.values).all())):
+            raise ValueError("profile `knots` and `values` must be finite (no NaN or infinity)")
         if self.knots.shape[1] > 1 and bool((self.knots.diff(dim=1) < 0).any()):
             raise ValueError("profile `knots` must be non-decreasing along each row")
 

@@ -52,6 +52,8 @@ def test_profile_bad_input():
         Profile(torch.tensor([1.0]), torch.tensor([1.0]))
     with pytest.raises(ValueError, match="value"):
         Profile.constant([1.0, 2.0, 3.0], batch_size=2)
+    with pytest.raises(ValueError, match="finite"):
+        Profile.constant(float("nan"))
 
 
 # --- centreline -----------------------------------------------------------------------------------------------
