@@ -403,7 +403,7 @@ class RoadGeometry:
             centerline, *(_cat_profiles([getattr(r, f.name) for r in roads]) for f in fields(RoadGeometry)[1:])
         )
 
-    def coordinates(self, x: Tensor, z: Tensor, iterations: int = 8, table_step: float = 0.25) -> RoadCoordinates:
+    def coordinates(self, x: Tensor, z: Tensor, iterations: int = 6, table_step: float = 0.25) -> RoadCoordinates:
         """Project road points onto the centreline (vectorised, safeguarded Newton iterations).
 
         Args:
