@@ -1,7 +1,9 @@
 """Seeded synthetic scenes for tests and the demo: roads, ego lanes, GT masks and detector-like confidences.
 
-Road frame (KITTI-ROAD): X right, Z forward, metres. See :mod:`drivemetrics.synthetic.road_scene` (geometry,
-BEV / perspective rendering, the embedded KITTI camera) and :mod:`drivemetrics.synthetic.confidence` (error models).
+Road frame (KITTI-ROAD): X right, Z forward, metres. Modules: :mod:`~drivemetrics.synthetic.road_scene` (road
+geometry, BEV / perspective GT rendering, the embedded KITTI camera, the mean-of-GT prior),
+:mod:`~drivemetrics.synthetic.confidence` (detector error models), :mod:`~drivemetrics.synthetic.scenes` (one-call
+road and ego-lane scenes) and :mod:`~drivemetrics.synthetic.kitti_export` (KITTI-ROAD folders for the CLI).
 """
 
 from drivemetrics.synthetic.confidence import DETECTOR_PRESETS, DetectorModel, SyntheticDetector, sample_detector

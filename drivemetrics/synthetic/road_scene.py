@@ -601,7 +601,6 @@ def sample_road_geometry(
     log_k = uniform(math.log(min_curvature), math.log(max_curvature))
     kappa = sign * log_k.exp()
     zero = torch.zeros(b, dtype=torch.float64, device=gdev)
-    # (curvature_start, curvature_end) of the 4 segments, per kind: K x B x 4 each
     half_k = kappa / 2
     # (curvature_start, curvature_end) of the 4 segments, per kind: K x B x 4 each
     k_start = torch.stack(
