@@ -19,7 +19,9 @@ Modes:
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from typing import Literal
 
 import torch
@@ -47,7 +49,9 @@ __all__ = [
 # --------------------------------------------------------------------------------------------------- checks
 
 
-def _check_inputs(x: Tensor, name: str, image_from_road: Tensor, grid: BevGrid, mode: str) -> Tensor:
+def _check_inputs(
+    x: Tensor, name: str, image_from_road: Tensor, grid: BevGrid, mode: str, validate_args: bool
+) -> Tensor:
     """Validate a ``B x C x H x W`` input, the mode and the homographies; return homographies ``B x 3 x 3``."""
     if mode not in WARP_MODES:
         raise ValueError(f"`mode` must be one of {', '.join(WARP_MODES)}, got {mode!r}")
@@ -58,7 +62,7 @@ def _check_inputs(x: Tensor, name: str, image_from_road: Tensor, grid: BevGrid, 
         )
     if not isinstance(grid, BevGrid):
         raise TypeError(f"`grid` must be a BevGrid, got {type(grid).__name__}")
-    h = check_road_homography(image_from_road, grid)
+    h = check_road_homography(image_from_road, grid, check_values=validate_args)
     if h.shape[0] not in (1, x.shape[0]):
         raise ValueError(
             f"`image_from_road` must hold 1 or B = {x.shape[0]} homographies (one per `{name}` sample), "
@@ -69,9 +73,9 @@ def _check_inputs(x: Tensor, name: str, image_from_road: Tensor, grid: BevGrid, 
     return h.expand(x.shape[0], 3, 3)
 
 
-def _coord_dtype(x: Tensor, h: Tensor) -> torch.dtype:
-    """Dtype for coordinates: the homography's, promoted with a floating input's."""
-    return torch.promote_types(h.dtype, x.dtype) if x.is_floating_point() else h.dtype
+def _coord_dtype(x: Tensor) -> torch.dtype:
+    """Dtype of the bilinear sampling coordinates: the input's, at least float32."""
+    return torch.promote_types(x.dtype, torch.float32)
 
 
 # -------------------------------------------------------------------------------------------------- devkit grid
@@ -106,41 +110,78 @@ def devkit_cell_centers(grid: BevGrid, device: torch.device | str | None = None)
     return xx, zz
 
 
-def _project(h: Tensor, x: Tensor, z: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """``(u w, v w, w)`` of road points ``(x, z)`` (shape ``N``) under ``B x 3 x 3`` homographies; each ``B x N``."""
-    x, z = x.reshape(1, -1), z.reshape(1, -1)
-    rows = [h[:, i, 0:1] * x + h[:, i, 1:2] * z + h[:, i, 2:3] for i in range(3)]
-    return rows[0], rows[1], rows[2]
+@functools.lru_cache(maxsize=8)
+def _devkit_points(grid: BevGrid, device: torch.device) -> Tensor:
+    """``3 x N`` float64 homogeneous devkit cell centres ``(X, Z, 1)`` (cached per grid and device)."""
+    x, z = devkit_cell_centers(grid, device)
+    x, z = x.reshape(-1).to(torch.float64), z.reshape(-1).to(torch.float64)
+    return torch.stack((x, z, torch.ones_like(x)))
+
+
+def _project(h: Tensor, x: Tensor, z: Tensor) -> Tensor:
+    """Homogeneous images ``B x 3 x N`` of road points ``(x, z)`` (any shape, ``N`` values) under ``B x 3 x 3``."""
+    x, z = x.reshape(-1).to(h.dtype), z.reshape(-1).to(h.dtype)
+    return torch.matmul(h, torch.stack((x, z, torch.ones_like(x))))
+
+
+def _dehomogenise(p: Tensor, side: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """``(p0 / p2, p1 / p2, in_front)`` of ``B x 3 x N`` points; ``in_front``: ``p2`` has the sign ``side`` (``B``)."""
+    w = p[:, 2]
+    in_front = w * side.unsqueeze(1) > 0
+    w = torch.where(in_front, w, torch.ones_like(w))  # keeps the quotients finite where invalid
+    return p[:, 0] / w, p[:, 1] / w, in_front
 
 
 # -------------------------------------------------------------------------------------------------- sampling
 
 
-def _gather(src: Tensor, row: Tensor, col: Tensor, valid: Tensor, out_hw: tuple[int, int]) -> Tensor:
-    """``src[b, :, row, col]`` for integer ``B x N`` indices (any values where invalid); invalid -> 0."""
+def _gather(src: Tensor, flat_index: Tensor, valid: Tensor, out_hw: tuple[int, int]) -> Tensor:
+    """``src[b, :, i]`` (``src`` flattened over H x W) for in-range long ``B x N`` indices; invalid -> 0."""
     b, c, h, w = src.shape
-    flat_index = torch.where(valid, row * w + col, torch.zeros_like(row))
     values = src.reshape(b, c, h * w).gather(2, flat_index.unsqueeze(1).expand(b, c, flat_index.shape[1]))
-    values = torch.where(valid.unsqueeze(1), values, torch.zeros((), dtype=src.dtype, device=src.device))
+    values = values.masked_fill(~valid.unsqueeze(1), 0)
     return values.reshape(b, c, *out_hw)
 
 
-def _sample(
-    src: Tensor, u: Tensor, v: Tensor, in_front: Tensor, out_hw: tuple[int, int], mode: str
+def _nearest_index(u: Tensor, v: Tensor, height: int, width: int) -> tuple[Tensor, Tensor]:
+    """Flat index of pixel ``(round(v), round(u))`` and the mask of points on the image (``-0.5 .. W - 0.5``)."""
+    valid = (u >= -0.5) & (u <= width - 0.5) & (v >= -0.5) & (v <= height - 0.5)
+    col = torch.round(u).clamp_(0, width - 1)
+    row = torch.round(v).clamp_(0, height - 1)
+    return (row.mul_(width).add_(col)).long(), valid
+
+
+def _sample_bilinear(
+    src: Tensor, u: Tensor, v: Tensor, in_front: Tensor, out_hw: tuple[int, int]
 ) -> tuple[Tensor, Tensor]:
-    """Sample ``src`` (``B x C x H x W``) at continuous pixel-centre coordinates ``(u, v)`` (``B x N``)."""
+    """Bilinear samples of ``src`` (``B x C x H x W``) at pixel-centre coordinates ``(u, v)`` (``B x N``).
+
+    Points off the image (``-0.5 .. W - 0.5``) or not ``in_front`` give 0; within half a pixel of the border the
+    border pixel is used (``grid_sample`` with ``padding_mode="border"``, ``align_corners=True``).
+    """
     b, _, h, w = src.shape
     valid = in_front & (u >= -0.5) & (u <= w - 0.5) & (v >= -0.5) & (v <= h - 0.5)
-    if mode == "nearest":
-        col = torch.round(torch.where(valid, u, 0)).long().clamp(0, w - 1)
-        row = torch.round(torch.where(valid, v, 0)).long().clamp(0, h - 1)
-        return _gather(src, row, col, valid, out_hw), valid.reshape(b, *out_hw)
-    # bilinear; invalid coordinates are replaced before normalising so that no inf / NaN enters grid_sample
-    uv = torch.stack((torch.where(valid, u, 0), torch.where(valid, v, 0)), dim=-1)
-    grid = normalize_pixel_coordinates(uv, h, w).to(src.dtype).reshape(b, *out_hw, 2)
+    grid = normalize_pixel_coordinates(torch.stack((u, v), dim=-1), h, w).to(src.dtype).reshape(b, *out_hw, 2)
     values = F.grid_sample(src, grid, mode="bilinear", padding_mode="border", align_corners=True)
-    values = values * valid.reshape(b, 1, *out_hw).to(src.dtype)
+    values = values.masked_fill(~valid.reshape(b, 1, *out_hw), 0)
     return values, valid.reshape(b, *out_hw)
+
+
+#: On the CPU, frames are warped in chunks of at most this many output points (about 1.5 KITTI BEV frames),
+#: so that the float64 temporaries stay in cache; on other devices the whole batch goes at once.
+CPU_CHUNK_POINTS = 1 << 19
+
+
+def _in_chunks(
+    fn: Callable[..., tuple[Tensor, Tensor]], x: Tensor, h: Tensor, points_per_frame: int, **kwargs: object
+) -> tuple[Tensor, Tensor]:
+    """``fn(x, h, **kwargs)``, on the CPU split over chunks of the batch (results concatenated)."""
+    b = x.shape[0]
+    chunk = max(1, CPU_CHUNK_POINTS // max(points_per_frame, 1)) if x.device.type == "cpu" else b
+    if chunk >= b:
+        return fn(x, h, **kwargs)
+    parts = [fn(x[i : i + chunk], h[i : i + chunk], **kwargs) for i in range(0, b, chunk)]
+    return torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
 
 
 # ------------------------------------------------------------------------------------------------- public API
@@ -166,10 +207,10 @@ def bev_sample_pixels(
         raise ValueError(f"`mode` must be 'devkit' or 'nearest' for a pixel lookup, got {mode!r}")
     h = check_road_homography(image_from_road, grid)
     height, width = _check_size(image_size)
-    row, col, valid = _forward_indices((height, width), h, grid, mode)
+    flat, valid = _forward_index((height, width), h, grid, mode)
     shape = (h.shape[0], *grid.shape)
-    row = torch.where(valid, row, -1).reshape(shape)
-    col = torch.where(valid, col, -1).reshape(shape)
+    row = torch.where(valid, flat // width, -1).reshape(shape)
+    col = torch.where(valid, flat % width, -1).reshape(shape)
     return row, col, valid.reshape(shape)
 
 
@@ -183,28 +224,27 @@ def _check_size(image_size: tuple[int, int]) -> tuple[int, int]:
     return int(image_size[0]), int(image_size[1])
 
 
-def _forward_indices(image_size: tuple[int, int], h: Tensor, grid: BevGrid, mode: str) -> tuple[Tensor, Tensor, Tensor]:
-    """Integer lookup ``(row, col, valid)``, each ``B x N``, for the nearest / devkit image -> BEV warps."""
+def _forward_index(image_size: tuple[int, int], h: Tensor, grid: BevGrid, mode: str) -> tuple[Tensor, Tensor]:
+    """Flat image index (long, in range) and validity, each ``B x N``, for the nearest / devkit image -> BEV warps."""
     height, width = image_size
     if mode == "devkit":
-        x, z = devkit_cell_centers(grid, h.device)
-        uw, vw, w = _project(h.to(torch.float64), x.to(torch.float64), z.to(torch.float64))
-        u, v = uw / w, vw / w
+        p = torch.matmul(h.to(torch.float64), _devkit_points(grid, h.device))  # float32 centres, in float64
+        u, v = p[:, 0] / p[:, 2], p[:, 1] / p[:, 2]
         valid = (v >= 1) & (u >= 1) & (v <= height) & (u <= width)
-        row = torch.floor(torch.where(valid, v, 1)).long() - 1
-        col = torch.floor(torch.where(valid, u, 1)).long() - 1
-        return row, col, valid
-    x, z = grid.cell_centers(h.dtype, h.device)
-    uw, vw, w = _project(h, x, z)
-    u, v = uw / w, vw / w
-    valid = (u >= -0.5) & (u <= width - 0.5) & (v >= -0.5) & (v <= height - 0.5)
-    col = torch.round(torch.where(valid, u, 0)).long().clamp(0, width - 1)
-    row = torch.round(torch.where(valid, v, 0)).long().clamp(0, height - 1)
-    return row, col, valid
+        row = v.clamp_(1, height).floor_().sub_(1)  # (floor(v) - 1, floor(u) - 1) where valid
+        col = u.clamp_(1, width).floor_().sub_(1)
+        return row.mul_(width).add_(col).long(), valid
+    x, z = grid.cell_centers(torch.float64, h.device)
+    p = _project(h, x, z)
+    return _nearest_index(p[:, 0] / p[:, 2], p[:, 1] / p[:, 2], height, width)
 
 
 def warp_image_to_bev(
-    image: Tensor, image_from_road: Tensor, grid: BevGrid | None = None, mode: WarpMode = "bilinear"
+    image: Tensor,
+    image_from_road: Tensor,
+    grid: BevGrid | None = None,
+    mode: WarpMode = "bilinear",
+    validate_args: bool = True,
 ) -> tuple[Tensor, Tensor]:
     """Warp camera images to the bird's-eye view of the road plane.
 
@@ -214,7 +254,10 @@ def warp_image_to_bev(
     from ``numpy.arange`` cast to float32, projected in float64; a cell is valid iff ``1 <= u <= W`` and
     ``1 <= v <= H``; it takes pixel ``(floor(v) - 1, floor(u) - 1)`` (the devkit treats the 0-based ``P2``
     coordinates as 1-based, so it samples 1 to 2 pixels up-left of the nearest pixel); unseen cells are 0; the
-    dtype is kept. Pass the float64 homography from the calibration file for exact agreement.
+    dtype is kept. Pass the float64 homography from the calibration file for exact agreement. The projection
+    is one float64 matrix product, as in the devkit (``numpy.dot``); like the devkit's own output, it could
+    differ in the last bit between BLAS libraries, which moves a cell only if ``u`` or ``v`` lies within about
+    1e-13 pixel of an integer (verified identical to a numpy transcription on the KITTI-ROAD fixture frames).
 
     Args:
         image: ``B x C x H x W`` (floating for ``"bilinear"``; any dtype for ``"nearest"`` / ``"devkit"``).
@@ -222,6 +265,8 @@ def warp_image_to_bev(
             homographies.
         grid: the BEV grid (default: the KITTI-ROAD grid, 800 x 400 cells of 0.05 m).
         mode: ``"bilinear"`` (differentiable), ``"nearest"`` or ``"devkit"``.
+        validate_args: check the homographies' values (finite, not singular, horizon outside the grid); these
+            checks synchronise with the device, turn them off in training loops once the inputs are known good.
 
     Returns:
         ``(bev, valid)``: ``bev`` is ``B x C x rows x cols`` in the input's dtype (0 where invalid); ``valid``
@@ -232,19 +277,20 @@ def warp_image_to_bev(
         the grid.
     """
     grid = BevGrid() if grid is None else grid
-    h = _check_inputs(image, "image", image_from_road, grid, mode)
+    h = _check_inputs(image, "image", image_from_road, grid, mode, validate_args)
+    return _in_chunks(_image_to_bev, image, h, grid.rows * grid.cols, grid=grid, mode=mode)
+
+
+def _image_to_bev(image: Tensor, h: Tensor, grid: BevGrid, mode: str) -> tuple[Tensor, Tensor]:
+    """:func:`warp_image_to_bev` on checked inputs (``h`` is ``B x 3 x 3``)."""
     out_hw = grid.shape
     if mode in ("devkit", "nearest"):
-        row, col, valid = _forward_indices(tuple(image.shape[-2:]), h, grid, mode)
-        return _gather(image, row, col, valid, out_hw), valid.reshape(image.shape[0], *out_hw)
-    dtype = _coord_dtype(image, h)
-    h = h.to(dtype)
-    x, z = grid.cell_centers(dtype, image.device)
-    uw, vw, w = _project(h, x, z)
-    side = grid_side(h, grid).unsqueeze(1)
-    in_front = w * side > 0
-    safe_w = torch.where(in_front, w, torch.ones_like(w))
-    return _sample(image, uw / safe_w, vw / safe_w, in_front, out_hw, mode)
+        flat, valid = _forward_index((image.shape[-2], image.shape[-1]), h, grid, mode)
+        return _gather(image, flat, valid, out_hw), valid.reshape(image.shape[0], *out_hw)
+    x, z = grid.cell_centers(torch.float64, image.device)
+    p = _project(h.to(_coord_dtype(image)), x, z)
+    u, v, in_front = _dehomogenise(p, grid_side(h, grid))
+    return _sample_bilinear(image, u, v, in_front, out_hw)
 
 
 def warp_bev_to_image(
@@ -253,6 +299,7 @@ def warp_bev_to_image(
     image_size: tuple[int, int],
     grid: BevGrid | None = None,
     mode: WarpMode = "bilinear",
+    validate_args: bool = True,
 ) -> tuple[Tensor, Tensor]:
     """Warp bird's-eye views back into the camera image (the inverse of :func:`warp_image_to_bev`).
 
@@ -275,18 +322,27 @@ def warp_bev_to_image(
         grid: the BEV grid of ``bev`` (default: the KITTI-ROAD grid).
         mode: ``"bilinear"`` (differentiable w.r.t. ``bev`` and ``image_from_road``), ``"nearest"`` or
             ``"devkit"``.
+        validate_args: as in :func:`warp_image_to_bev`.
 
     Returns:
         ``(image, valid)``: ``image`` is ``B x C x H x W`` in ``bev``'s dtype; ``valid`` a bool ``B x H x W``
         mask of the pixels that see the grid.
     """
     grid = BevGrid() if grid is None else grid
-    h = _check_inputs(bev, "bev", image_from_road, grid, mode)
+    h = _check_inputs(bev, "bev", image_from_road, grid, mode, validate_args)
     if tuple(bev.shape[-2:]) != grid.shape:
         raise ValueError(f"`bev` must be B x C x {grid.rows} x {grid.cols} to match `grid`, got {tuple(bev.shape)}")
     height, width = _check_size(image_size)
+    return _in_chunks(_bev_to_image, bev, h, height * width, image_size=(height, width), grid=grid, mode=mode)
+
+
+def _bev_to_image(
+    bev: Tensor, h: Tensor, image_size: tuple[int, int], grid: BevGrid, mode: str
+) -> tuple[Tensor, Tensor]:
+    """:func:`warp_bev_to_image` on checked inputs (``h`` is ``B x 3 x 3``)."""
+    height, width = image_size
     b = bev.shape[0]
-    dtype = torch.float64 if mode == "devkit" else _coord_dtype(bev, h)
+    dtype = torch.float64 if mode in ("devkit", "nearest") else _coord_dtype(bev)
     road_from_image = torch.linalg.inv(h.to(dtype))
     v_im, u_im = torch.meshgrid(
         torch.arange(height, dtype=dtype, device=bev.device),
@@ -294,19 +350,19 @@ def warp_bev_to_image(
         indexing="ij",
     )
     if mode == "devkit":
-        u_im, v_im = u_im + 1, v_im + 1  # the devkit's 1-based pixel coordinates
-    xw, zw, w = _project(road_from_image, u_im, v_im)
-    if mode == "devkit":
-        x, z = xw / w, zw / w
-        col_1 = torch.round((x - grid.x_min) / grid.resolution)
-        row_1 = torch.round(grid.rows - (z - grid.z_min) / grid.resolution)
+        p = _project(road_from_image, u_im + 1, v_im + 1)  # the devkit's 1-based pixel coordinates
+        x, z = p[:, 0] / p[:, 2], p[:, 1] / p[:, 2]
+        col_1 = torch.round((x - grid.x_min) / grid.resolution).nan_to_num_(0.0)
+        row_1 = torch.round(grid.rows - (z - grid.z_min) / grid.resolution).nan_to_num_(0.0)
         valid = (col_1 >= 1) & (col_1 <= grid.cols) & (row_1 >= 1) & (row_1 <= grid.rows)
-        col = torch.where(valid, col_1, 1).long() - 1
-        row = torch.where(valid, row_1, 1).long() - 1
-        return _gather(bev, row, col, valid, (height, width)), valid.reshape(b, height, width)
+        flat = (row_1.clamp_(1, grid.rows) - 1).mul_(grid.cols).add_(col_1.clamp_(1, grid.cols) - 1).long()
+        return _gather(bev, flat, valid, (height, width)), valid.reshape(b, height, width)
     # a pixel sees the road iff its back-projection lies on the grid's side of the camera
-    side = grid_side(h, grid).unsqueeze(1)
-    in_front = w * side > 0
-    safe_w = torch.where(in_front, w, torch.ones_like(w))
-    row, col = grid.cell_from_metric(xw / safe_w, zw / safe_w)
-    return _sample(bev, col, row, in_front, (height, width), mode)
+    p = _project(road_from_image, u_im, v_im)
+    x, z, in_front = _dehomogenise(p, grid_side(h, grid))
+    row, col = grid.cell_from_metric(x, z)
+    if mode == "nearest":
+        flat, valid = _nearest_index(col, row, grid.rows, grid.cols)
+        valid &= in_front
+        return _gather(bev, flat, valid, (height, width)), valid.reshape(b, height, width)
+    return _sample_bilinear(bev, col, row, in_front, (height, width))

@@ -77,7 +77,9 @@ def run_road_eval(args: argparse.Namespace) -> int:
     if args.json:
         out = Path(args.json)
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(scores, indent=2) + "\n")
+        # NaN (no valid road pixel in a category) becomes null, keeping the file standard JSON
+        clean = {cat: {k: (None if v != v else v) for k, v in entry.items()} for cat, entry in scores.items()}
+        out.write_text(json.dumps(clean, indent=2, allow_nan=False) + "\n")
     return 0
 
 

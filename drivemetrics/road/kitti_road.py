@@ -49,6 +49,26 @@ RESULT_KEYS: tuple[str, ...] = (
     "totalNegNum",
 )
 
+__all__ = [
+    "RESULT_KEYS",
+    "ROAD_CATEGORIES",
+    "SPACES",
+    "URBAN_ROAD_PARTS",
+    "KittiRoadLayout",
+    "calib_file_for",
+    "category_frames",
+    "evaluate_results",
+    "find_layout",
+    "format_scores_table",
+    "frame_counts",
+    "gt_masks",
+    "parse_gt_name",
+    "read_confidence_png",
+    "read_gt_png",
+    "transform_to_bev",
+    "write_png",
+]
+
 _GT_NAME = re.compile(r"^(um|umm|uu)_(road|lane)_(\d{6})$")
 SPACES: tuple[str, ...] = ("perspective", "bev")
 
@@ -212,6 +232,8 @@ def _match_size(pred: Tensor, gt_hw: tuple[int, int], name: str, crop: bool) -> 
     if crop and pred.shape[0] >= gt_hw[0] and pred.shape[1] >= gt_hw[1]:
         return pred[: gt_hw[0], : gt_hw[1]]
     hint = " (--crop only crops results larger than the ground truth)" if crop else "; pass --crop to crop it"
+    if tuple(pred.shape) == BevGrid().shape:
+        hint += " (results must be perspective maps: --space bev warps them to the BEV itself)"
     raise ValueError(
         f"result {name} is {pred.shape[0]} x {pred.shape[1]} but its ground truth is {gt_hw[0]} x {gt_hw[1]}{hint}"
     )
@@ -339,7 +361,9 @@ def format_scores_table(scores: dict[str, dict[str, float]], space: str = "persp
     lines = [f"KITTI-ROAD evaluation ({space}), percent", header]
     for category, s in scores.items():
         cells = " ".join(f"{100 * s[p]:>8.2f}" for p in props)
-        lines.append(f"{category:<10} {cells} {round(s['BestThresh'] * 255):>6d}/255")
+        best = s["BestThresh"]
+        best_text = f"{round(best * 255):>6d}/255" if best == best else f"{'nan':>10}"
+        lines.append(f"{category:<10} {cells} {best_text}")
     return "\n".join(lines)
 
 

@@ -13,11 +13,13 @@ from torchmetrics import Metric
 from drivemetrics.geometry.bev import BevGrid
 from drivemetrics.road.pixel import (
     PixelCounts,
+    bucket_histograms,
+    counts_from_histograms,
     fixed_threshold_scores,
     format_thresholds,
-    pixel_counts,
     pixel_inputs_to_bev,
     scores_from_counts,
+    validate_pixel_inputs,
 )
 
 __all__ = ["RoadAveragePrecision", "RoadMaxF", "RoadPixelMetrics"]
@@ -134,11 +136,13 @@ class RoadPixelMetrics(Metric):
             preds, target, valid = self._to_bev(preds, target, valid, homography)
         elif homography is not None:
             raise ValueError("`homography` is only used with space='bev'; this metric evaluates in perspective")
-        counts = pixel_counts(preds, target, valid, self.counted_thresholds, validate_args=self.validate_args)
-        self.tp += counts.tp.sum(0)
-        self.fp += counts.fp.sum(0)
-        self.fn += counts.fn.sum(0)
-        self.tn += counts.tn.sum(0)
+        preds, target, valid = validate_pixel_inputs(preds, target, valid, check_values=self.validate_args)
+        hist = bucket_histograms(preds, target, valid, self.counted_thresholds, per_image=False)[0]
+        counts = counts_from_histograms(hist)
+        self.tp += counts.tp
+        self.fp += counts.fp
+        self.fn += counts.fn
+        self.tn += counts.tn
 
     def _to_bev(
         self, preds: Tensor, target: Tensor, valid: Tensor | None, homography: Tensor | None

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import torch
@@ -108,22 +108,202 @@ def _ceil_to_dtype(values: Tensor, dtype: torch.dtype) -> Tensor:
     return torch.where(cast.to(torch.float64) < values, up, cast)
 
 
+def _uniform_grid_size(thresholds: Tensor) -> tuple[int, Tensor] | None:
+    """If ``thresholds`` is a grid ``k / (n - 1)`` plus at most 2 other values, return ``(n, extra values)``."""
+    total = thresholds.numel()
+    for n in (total, total - 1, total - 2):
+        if n < 2 or n - 1 >= 2**24:
+            continue
+        grid = kitti_thresholds(n, device=thresholds.device)
+        position = torch.searchsorted(thresholds, grid).clamp_max(total - 1)
+        if bool((thresholds[position] == grid).all()):
+            in_grid = torch.zeros(total, dtype=torch.bool, device=thresholds.device)
+            in_grid[position] = True
+            return n, thresholds[~in_grid]
+    return None
+
+
 def confidence_buckets(preds: Tensor, thresholds: Tensor) -> Tensor:
-    """For each pixel, the number of thresholds ``<= p`` (int32, same shape as ``preds``, values ``0..T``).
+    """For each pixel, the number of thresholds ``<= p`` (integer, same shape as ``preds``, values ``0..T``).
 
     ``preds``: float confidences in [0, 1] or ``uint8`` values ``v`` meaning ``p = v / 255``; ``thresholds``: float64,
-    sorted. Road at threshold ``k`` iff ``bucket > k``.
+    sorted. Road at threshold ``k`` iff ``bucket > k``. The comparison is exact (see the module docstring).
+
+    Fast path (same result as ``torch.bucketize`` against the exact thresholds): for float16/32 maps and a grid
+    ``k / (n - 1)`` the bucket is ``floor(p * (n - 1)) + 1``, computed in float32 where that is exact for every
+    float32 ``p`` (checked once per grid at the float32 neighbours of each threshold; true for the KITTI grid) or
+    else in float64; up to two extra thresholds (e.g. a fixed 0.5) add one comparison each.
     """
     if preds.dtype == torch.uint8:
         levels = torch.arange(256, dtype=torch.float64, device=thresholds.device) / 255.0
-        table = torch.bucketize(levels, thresholds, right=True, out_int32=True)
-        if table.numel() == 256 and torch.equal(table, torch.arange(1, 257, dtype=torch.int32, device=table.device)):
-            return preds.to(torch.int32) + 1  # the devkit grid: v >= k  <=>  bucket = v + 1 > k
+        table = torch.bucketize(levels, thresholds, right=True)
         return table[preds.to(torch.int64)]
-    if preds.dtype in (torch.float16, torch.bfloat16):
-        preds = preds.float()  # exact
-    boundaries = _ceil_to_dtype(thresholds, preds.dtype)
-    return torch.bucketize(preds, boundaries, right=True, out_int32=True)
+    return _bucket_function(preds.dtype, thresholds)(preds)
+
+
+def _bucket_function(dtype: torch.dtype, thresholds: Tensor) -> Callable[[Tensor], Tensor]:
+    """The fastest exact ``p -> #thresholds <= p`` for float maps of ``dtype`` (decided once, applied per block)."""
+    if dtype in (torch.float16, torch.bfloat16, torch.float32):
+        uniform = _uniform_grid_size(thresholds)
+        rule = _floor_rule(uniform[0], thresholds.device) if uniform is not None else None
+        if uniform is not None and rule is not None:
+            n, extras = uniform
+            extra_values = _ceil_to_dtype(extras, torch.float32).tolist()
+            out_dtype = torch.int32 if n > 2**14 else torch.int16
+
+            def grid_bucket(preds: Tensor) -> Tensor:
+                preds = preds.float()  # exact for float16 / bfloat16
+                scaled = preds * (n - 1) if rule == torch.float32 else preds.double().mul_(n - 1)
+                bucket = scaled.clamp_(-1, n - 1).to(out_dtype).add_(1)
+                for value in extra_values:
+                    bucket += preds >= value
+                return bucket
+
+            return grid_bucket
+    work_dtype = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+    boundaries = _ceil_to_dtype(thresholds, work_dtype)
+
+    def search_bucket(preds: Tensor) -> Tensor:
+        return torch.bucketize(preds.to(work_dtype), boundaries, right=True, out_int32=True)
+
+    return search_bucket
+
+
+_FLOOR_RULES: dict[tuple[int, str], torch.dtype | None] = {}
+
+
+def _floor_rule(n: int, device: torch.device) -> torch.dtype | None:
+    """The float dtype in which ``floor(p * (n - 1)) >= k  <=>  p >= fl64(k / (n - 1))`` for every float32 ``p``.
+
+    Both sides are monotone in ``p`` (IEEE rounding is monotone), so it suffices to check the two float32 values
+    on either side of each threshold. float32 arithmetic passes for the KITTI grid ``n = 256``; float64 (where
+    ``p * (n - 1)`` is exact) passes for most other grids; ``None`` means use ``bucketize``.
+    """
+    key = (n, str(device))
+    if key not in _FLOOR_RULES:
+        grid = kitti_thresholds(n, device=device)
+        at_or_above = _ceil_to_dtype(grid, torch.float32)
+        below = torch.nextafter(at_or_above, torch.full_like(at_or_above, -math.inf))
+        k = torch.arange(n, dtype=torch.float64, device=device)
+        _FLOOR_RULES[key] = None
+        for dtype in (torch.float32, torch.float64):
+            ok_above = torch.floor((at_or_above.to(dtype) * (n - 1)).double()) >= k
+            ok_below = torch.floor((below.to(dtype) * (n - 1)).double()) < k
+            if bool(ok_above.all()) and bool(ok_below[1:].all()):
+                _FLOOR_RULES[key] = dtype
+                break
+    return _FLOOR_RULES[key]
+
+
+#: CPU block size (pixels): the temporaries of a block stay in the cache (0: one pass over the batch, as on GPUs).
+CPU_BLOCK_PIXELS = 2**18
+
+
+def bucket_histograms(
+    preds: Tensor, target: Tensor, valid: Tensor | None, thresholds: Tensor, per_image: bool = True
+) -> Tensor:
+    """Histograms of the buckets (:func:`confidence_buckets`) of negative and positive valid pixels.
+
+    Inputs are ``B x H x W`` (already validated; ``target`` / ``valid`` bool or 0/1), ``thresholds`` float64 sorted.
+    Returns int64 ``B x 2 x (T + 1)`` (``1 x 2 x (T + 1)`` pooled when ``per_image=False``); ``[:, 0]`` negatives,
+    ``[:, 1]`` positives.
+
+    One pass: each pixel gets a small integer code ``bucket + bins * (class + classes * image)`` (int16 when it
+    fits, the class part built in uint8) and one ``bincount`` counts them; invalid pixels get their own classes,
+    dropped afterwards. ``uint8`` maps are counted by raw value (256 bins) and the small histogram is then
+    regrouped into buckets, so any threshold set costs the same. On the CPU the pixels go through in blocks of
+    :data:`CPU_BLOCK_PIXELS` so the temporaries stay in the cache; on other devices the batch is one pass.
+    """
+    batch = preds.shape[0]
+    device = preds.device
+    num_thresholds = thresholds.numel()
+    if preds.dtype == torch.uint8:
+        bins = 256
+        to_values: Callable[[Tensor], Tensor] = _identity
+    else:
+        bins = num_thresholds + 1
+        to_values = _bucket_function(preds.dtype, thresholds)
+    classes = 2 if valid is None else 4  # target bit + 2 * valid bit
+    code_dtype = torch.int16 if bins * classes <= 2**15 else torch.int32
+
+    def block_histogram(p: Tensor, t: Tensor, v: Tensor | None, images: int) -> Tensor:
+        cls = _as_uint8(t)
+        if v is not None:
+            cls = torch.add(cls, _as_uint8(v), alpha=2)
+        if images > 1:
+            cls = cls + torch.arange(0, images * classes, classes, dtype=torch.uint8, device=device).view(-1, 1, 1)
+        values = to_values(p)
+        if values.dtype != torch.uint8:
+            values = values.to(code_dtype)
+        code = cls.to(code_dtype).mul_(bins).add_(values)
+        hist = torch.bincount(code.reshape(-1), minlength=images * classes * bins)
+        return hist.view(images, classes, bins)[:, -2:]  # the valid negative and positive classes
+
+    if device.type == "cpu" and CPU_BLOCK_PIXELS > 0:
+        hist = torch.zeros(batch if per_image else 1, 2, bins, dtype=torch.int64)
+        for image in range(batch):
+            flat = [x[image].reshape(-1) for x in (preds, target)] + [
+                None if valid is None else valid[image].reshape(-1)
+            ]
+            for start in range(0, flat[0].numel(), CPU_BLOCK_PIXELS):
+                block = [None if x is None else x[start : start + CPU_BLOCK_PIXELS] for x in flat]
+                hist[image if per_image else 0] += block_histogram(*block, images=1)[0]
+    elif per_image:  # image offsets must fit the uint8 class code and the code dtype
+        max_codes = 2**15 if code_dtype == torch.int16 else 2**31
+        chunk = min(256 // classes, max_codes // (bins * classes))
+        hist = torch.cat(
+            [
+                block_histogram(
+                    preds[i : i + chunk],
+                    target[i : i + chunk],
+                    None if valid is None else valid[i : i + chunk],
+                    images=min(chunk, batch - i),
+                )
+                for i in range(0, batch, chunk)
+            ]
+        )
+    else:
+        hist = block_histogram(preds, target, valid, images=1)
+    if preds.dtype == torch.uint8:
+        hist = _regroup_uint8_histogram(hist, thresholds)
+    return hist
+
+
+def _regroup_uint8_histogram(hist: Tensor, thresholds: Tensor) -> Tensor:
+    """Raw-value histograms ``(..., 256)`` of uint8 maps -> bucket histograms ``(..., T + 1)``.
+
+    Value ``v`` (``p = v / 255``) falls in bucket ``#{k : t_k <= v / 255}``, which is non-decreasing in ``v``; the
+    bucket histogram is the difference of the raw cumulative histogram read at each bucket's last value
+    (cumsum + gather, deterministic on every device).
+    """
+    levels = torch.arange(256, dtype=torch.float64, device=hist.device) / 255.0
+    bucket_of_value = torch.bucketize(levels, thresholds, right=True)  # (256,), non-decreasing
+    buckets = torch.arange(thresholds.numel() + 1, device=hist.device)
+    last_value = torch.searchsorted(bucket_of_value, buckets, right=True) - 1  # -1: bucket holds no value
+    cumulative = torch.cat([torch.zeros_like(hist[..., :1]), hist.cumsum(-1)], -1)
+    bucket_cumulative = cumulative[..., last_value + 1]
+    return torch.diff(bucket_cumulative, dim=-1, prepend=torch.zeros_like(bucket_cumulative[..., :1]))
+
+
+def _identity(x: Tensor) -> Tensor:
+    return x
+
+
+def _as_uint8(mask: Tensor) -> Tensor:
+    """A 0/1 mask as uint8 (a free view for bool)."""
+    if mask.dtype == torch.bool:
+        return mask.view(torch.uint8)
+    return (mask != 0).view(torch.uint8)
+
+
+def counts_from_histograms(hist: Tensor) -> PixelCounts:
+    """Per-threshold counts ``(..., T)`` from bucket histograms ``(..., 2, T + 1)`` (see :func:`bucket_histograms`)."""
+    below = hist.cumsum(-1)[..., :-1]  # below[..., c, k] = #{class c : p < t_k}
+    neg_num = hist[..., 0, :].sum(-1, keepdim=True)
+    pos_num = hist[..., 1, :].sum(-1, keepdim=True)
+    fn = below[..., 1, :]
+    tn = below[..., 0, :]
+    return PixelCounts(tp=pos_num - fn, fp=neg_num - tn, fn=fn, tn=tn)
 
 
 def _as_batch(x: Tensor, name: str) -> Tensor:
@@ -191,22 +371,7 @@ def pixel_counts(
     """
     preds, target, valid = validate_pixel_inputs(preds, target, valid, check_values=validate_args)
     thr = format_thresholds(thresholds, device=preds.device)
-    num_bins = thr.numel() + 1
-    batch = preds.shape[0]
-    bucket = confidence_buckets(preds, thr)
-    index_dtype = torch.int32 if 2 * batch * num_bins + 1 < 2**31 else torch.int64
-    image = torch.arange(batch, device=preds.device, dtype=index_dtype).view(-1, 1, 1)
-    index = bucket.to(index_dtype) + num_bins * (target.to(index_dtype) + 2 * image)
-    overflow_bin = 2 * batch * num_bins
-    if valid is not None:
-        index = torch.where(valid.bool(), index, torch.full_like(index, overflow_bin))
-    hist = torch.bincount(index.reshape(-1), minlength=overflow_bin + 1)[:overflow_bin].view(batch, 2, num_bins)
-    below = hist.cumsum(-1)[..., :-1]  # below[..., c, k] = #{class c : p < t_k}
-    neg_num = hist[:, 0].sum(-1, keepdim=True)
-    pos_num = hist[:, 1].sum(-1, keepdim=True)
-    fn = below[:, 1]
-    tn = below[:, 0]
-    return PixelCounts(tp=pos_num - fn, fp=neg_num - tn, fn=fn, tn=tn)
+    return counts_from_histograms(bucket_histograms(preds, target, valid, thr, per_image=True))
 
 
 def counts_at_threshold(

@@ -80,3 +80,14 @@ def test_stack_calibs():
         stack_calibs([{"P9": torch.zeros(3, 4)}, a], "P9")
     with pytest.raises(ValueError, match="empty"):
         stack_calibs([], "P2")
+
+
+def test_read_real_kitti_object_file(fixtures_dir):
+    # KITTI-object calibration files share the syntax (no Tr_cam_to_road)
+    calib = read_kitti_calib(
+        fixtures_dir / "kitti_object/calib/000000.txt", required=("P2", "R0_rect", "Tr_velo_to_cam")
+    )
+    assert calib["P2"][0, 0].item() == 707.0493
+    assert calib["Tr_velo_to_cam"].shape == (3, 4)
+    with pytest.raises(ValueError, match=r"missing calibration key\(s\) Tr_cam_to_road"):
+        read_kitti_calib(fixtures_dir / "kitti_object/calib/000000.txt")

@@ -367,3 +367,79 @@ def test_bilinear_and_devkit_agree_up_to_the_devkit_offset(fixtures_dir):
     assert row_shift.min() >= 1 - 1e-9
     assert row_shift.max() <= 2 + 1e-9
     assert abs(col_shift.mean().item() - 1.5) < 0.05
+
+
+def test_validate_args_false_skips_value_checks_only():
+    h = small_camera()
+    image = torch.rand(1, 1, 6, 8, dtype=torch.float64)
+    for mode in ("bilinear", "devkit"):
+        checked = warp_image_to_bev(image, h, SMALL_GRID, mode=mode)
+        unchecked = warp_image_to_bev(image, h, SMALL_GRID, mode=mode, validate_args=False)
+        torch.testing.assert_close(checked[0], unchecked[0], rtol=0, atol=0)
+    horizon = torch.tensor([[1.0, 0, 0], [0, 0, 1], [0, 1, -3]], dtype=torch.float64)  # w = 0 at z = 3 m
+    with pytest.raises(ValueError, match="horizon"):
+        warp_image_to_bev(image, horizon, SMALL_GRID)
+    warp_image_to_bev(image, horizon, SMALL_GRID, validate_args=False)  # the caller's responsibility
+    with pytest.raises(ValueError, match=r"must have shape B x 3 x 3"):  # shapes are always checked
+        warp_image_to_bev(image, torch.eye(4), SMALL_GRID, validate_args=False)
+
+
+def test_inverse_nearest_picks_rounded_cell():
+    P2 = torch.tensor([[16.0, 0, 15.37, 0], [0, 16.0, 1.1, 0], [0, 0, 1, 0]], dtype=torch.float64)
+    Tr = torch.tensor([[1.0, 0, 0, 0], [0, 1, 0, -1.5], [0, 0, 1, 0]], dtype=torch.float64)
+    h = image_from_road(P2, torch.eye(3, dtype=torch.float64), Tr)
+    rows, cols = SMALL_GRID.shape
+    bev = torch.arange(rows * cols, dtype=torch.int64).reshape(1, 1, rows, cols) + 1
+    # (cx = 15.37 keeps every back-projection off the rounding ties)
+    image, valid = warp_bev_to_image(bev, h, (16, 32), SMALL_GRID, mode="nearest")
+    vv, uu = torch.meshgrid(
+        torch.arange(16.0, dtype=torch.float64), torch.arange(32.0, dtype=torch.float64), indexing="ij"
+    )
+    z = 24 / (vv - 1.1)
+    x = (uu - 15.37) * z / 16
+    row, col = SMALL_GRID.cell_from_metric(x, z)
+    seen = (vv > 1.1) & (row >= -0.5) & (row <= rows - 0.5) & (col >= -0.5) & (col <= cols - 0.5)
+    assert torch.equal(valid[0], seen)
+    expect = torch.where(seen, torch.round(row).clamp(0, rows - 1) * cols + torch.round(col).clamp(0, cols - 1) + 1, 0)
+    assert torch.equal(image[0, 0], expect.long())
+
+
+def test_bev_sample_pixels_errors():
+    with pytest.raises(ValueError, match=r"'devkit' or 'nearest' for a pixel lookup"):
+        bev_sample_pixels(small_camera(), (6, 8), SMALL_GRID, mode="bilinear")
+    with pytest.raises(ValueError, match=r"`image_size` must be \(H, W\)"):
+        bev_sample_pixels(small_camera(), (6.0, 8), SMALL_GRID)
+
+
+def test_devkit_check_points_on_device(fixtures_dir, device):
+    from drivemetrics.geometry import image_from_road_calib, read_kitti_calib
+
+    h = image_from_road_calib(read_kitti_calib(fixtures_dir / "kitti_road/training/calib/um_000000.txt")).to(device)
+    row, col, valid = bev_sample_pixels(h, (375, 1242))
+    assert row.device.type == device.type
+    assert (row[0, 400, 200].item(), col[0, 400, 200].item()) == (221, 611)
+    assert (row[0, 0, 0].item(), col[0, 0, 0].item()) == (204, 452)
+    assert (row[0, 0, 399].item(), col[0, 0, 399].item()) == (199, 767)
+    assert int(valid.sum()) == 307362
+
+
+def test_cpu_chunking_gives_the_same_result_and_gradients(monkeypatch):
+    import drivemetrics.geometry.warp as warp_module
+
+    h1 = small_camera()
+    h2 = h1.clone()
+    h2[0, 2] += 0.3
+    hs = torch.stack([h1, h2, h1]).requires_grad_(True)
+    image = torch.rand(3, 2, 6, 8, dtype=torch.float64, requires_grad=True)
+    whole = [warp_image_to_bev(image, hs, SMALL_GRID, mode=m) for m in ("bilinear", "devkit")]
+    back_whole = warp_bev_to_image(whole[0][0], hs, (6, 8), SMALL_GRID)
+    grads_whole = torch.autograd.grad(whole[0][0].sum() + back_whole[0].sum(), (image, hs))
+    monkeypatch.setattr(warp_module, "CPU_CHUNK_POINTS", 16)  # one frame per chunk (4 x 4 cells)
+    chunked = [warp_image_to_bev(image, hs, SMALL_GRID, mode=m) for m in ("bilinear", "devkit")]
+    back_chunked = warp_bev_to_image(chunked[0][0], hs, (6, 8), SMALL_GRID)
+    grads_chunked = torch.autograd.grad(chunked[0][0].sum() + back_chunked[0].sum(), (image, hs))
+    for (a, va), (b, vb) in zip([*whole, back_whole], [*chunked, back_chunked], strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+        assert torch.equal(va, vb)
+    for a, b in zip(grads_whole, grads_chunked, strict=True):
+        torch.testing.assert_close(a, b)

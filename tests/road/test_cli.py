@@ -115,3 +115,20 @@ def test_road_bev_cli(fixtures_dir, tmp_path, capsys):
     code = main(["road-bev", "--calib", str(tmp_path), "--input", str(tmp_path / "in"), "--output", str(tmp_path)])
     assert code == 2
     assert "no calibration file for 'umm_road_000000'" in capsys.readouterr().err
+
+
+def test_road_eval_empty_road_gives_null_in_json(tmp_path, capsys):
+    (tmp_path / "data" / "gt_image_2").mkdir(parents=True)
+    (tmp_path / "res").mkdir()
+    red = np.zeros((4, 5, 3), np.uint8)
+    red[..., 0] = 255  # valid, no road anywhere
+    Image.fromarray(red).save(tmp_path / "data" / "gt_image_2" / "uu_road_000001.png")
+    Image.fromarray(np.full((4, 5), 200, np.uint8)).save(tmp_path / "res" / "uu_road_000001.png")
+    out = tmp_path / "s.json"
+    args = ["road-eval", "--data", str(tmp_path / "data"), "--results", str(tmp_path / "res"), "--json", str(out)]
+    with pytest.warns(RuntimeWarning, match="no valid ground-truth road pixel"):
+        assert main([*args, "--no-progress"]) == 0
+    scores = json.loads(out.read_text())
+    assert scores["uu_road"]["MaxF"] is None
+    assert scores["uu_road"]["totalPosNum"] == 0
+    assert scores["uu_road"]["totalNegNum"] == 20

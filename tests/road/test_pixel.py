@@ -283,3 +283,73 @@ def test_scores_from_counts_checks_its_arguments():
         scores_from_counts(counts, beta=0.0)
     with pytest.raises(ValueError, match="same shape"):
         scores_from_counts((counts.tp, counts.fp[:3], counts.fn, counts.tn))
+
+
+@pytest.mark.parametrize(
+    "thresholds",
+    [
+        None,
+        11,
+        101,
+        1001,
+        [*(k / 255 for k in range(256)), 0.5],
+        [0.0, 0.1, 0.5, 0.7, 0.9],
+        [*(k / 10 for k in range(11))],
+    ],
+)
+def test_float_buckets_equal_exact_comparison(thresholds):
+    """Every fast path gives the exact count of thresholds <= p, at the float32 neighbours of each threshold."""
+    from drivemetrics.road.pixel import confidence_buckets, format_thresholds
+
+    thr = format_thresholds(sorted(set(thresholds)) if isinstance(thresholds, list) else thresholds)
+    near = thr.float()
+    up = torch.nextafter(near, torch.tensor(2.0))
+    down = torch.nextafter(near, torch.tensor(-1.0))
+    g = torch.Generator().manual_seed(0)
+    preds = torch.cat([near, up, down, torch.rand(5000, generator=g), torch.tensor([0.0, 1.0])]).clamp(0, 1)
+    expected = torch.bucketize(preds.double(), thr, right=True)  # exact: float32 -> float64 is exact
+    got = confidence_buckets(preds.view(1, 1, -1), thr).view(-1)
+    torch.testing.assert_close(got.long(), expected)
+    got16 = confidence_buckets(preds.half().view(1, 1, -1), thr).view(-1)
+    torch.testing.assert_close(got16.long(), torch.bucketize(preds.half().double(), thr, right=True))
+
+
+@pytest.mark.parametrize("block", [0, 7, 4096])
+@pytest.mark.parametrize("as_float", [False, True])
+@pytest.mark.parametrize("with_valid", [False, True])
+def test_block_and_vectorised_paths_agree_with_the_oracle(monkeypatch, block, as_float, with_valid):
+    """block 0 runs the one-pass batched path that GPUs use (image offsets in chunks of <= 32 images)."""
+    import drivemetrics.road.pixel as pixel
+
+    monkeypatch.setattr(pixel, "CPU_BLOCK_PIXELS", block)
+    values, target, valid = _random_frames(31, batch=70, height=5, width=9)
+    preds = torch.from_numpy(values)
+    preds = preds.float() / 255 if as_float else preds
+    valid_t = torch.from_numpy(valid) if with_valid else None
+    thr = np.sort(np.append(DEVKIT_THRESH, 0.5))
+    counts = pixel_counts(preds, torch.from_numpy(target), valid_t, thresholds=thr.tolist())
+    for i in (0, 31, 32, 63, 64, 69):
+        fn, fp, _, _ = devkit_eval_image(target[i], values[i].astype("f4") / 255, thr, valid[i] if with_valid else None)
+        np.testing.assert_array_equal(counts.fn[i].numpy(), fn)
+        np.testing.assert_array_equal(counts.fp[i].numpy(), fp)
+    pooled = pixel.bucket_histograms(
+        preds, torch.from_numpy(target), valid_t, pixel.format_thresholds(None), per_image=False
+    )
+    per_image = pixel.bucket_histograms(
+        preds, torch.from_numpy(target), valid_t, pixel.format_thresholds(None), per_image=True
+    )
+    torch.testing.assert_close(pooled[0], per_image.sum(0))
+
+
+@pytest.mark.parametrize("thresholds", [[0.3, 0.6], [0.5], [0.0, 1.0], 5, [0.2, 0.2001, 0.2002, 0.9]])
+def test_uint8_maps_with_custom_thresholds_match_brute_force(thresholds):
+    rng = np.random.default_rng(8)
+    values = rng.integers(0, 256, size=(3, 6, 7)).astype(np.uint8)
+    target = rng.random(values.shape) < 0.5
+    thr = np.arange(thresholds) / (thresholds - 1) if isinstance(thresholds, int) else np.asarray(thresholds)
+    counts = pixel_counts(torch.from_numpy(values), torch.from_numpy(target), thresholds=thresholds)
+    p = values.astype(np.float64) / 255  # uint8 v means p = v / 255
+    for k, t in enumerate(thr):
+        road = p >= t
+        np.testing.assert_array_equal(counts.tp[:, k].numpy(), (road & target).sum((1, 2)))
+        np.testing.assert_array_equal(counts.fp[:, k].numpy(), (road & ~target).sum((1, 2)))
