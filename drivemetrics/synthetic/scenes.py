@@ -66,6 +66,8 @@ def ego_lane_scenes(
     detector: DetectorModel | str | None = "lane_potholes",
     space: str = "bev",
     grid: BevGrid | None = None,
+    image_from_road: Tensor | None = None,
+    image_size: tuple[int, int] = KITTI_IMAGE_SIZE,
     kinds: Sequence[str] = ("s_curve", "curve", "clothoid", "straight"),
     narrowing_probability: float = 0.5,
     dtype: torch.dtype = torch.float32,
@@ -74,7 +76,8 @@ def ego_lane_scenes(
     """Ego-lane scenes for the driving-corridor metric: S-curves, narrowing lanes, pot-holes in the confidence.
 
     The GT is ``scene.lane``; the default detector (``"lane_potholes"``) punches holes into the ego lane's
-    confidence. For the baseline prior (mean of GT masks over many scenes) see :func:`baseline_prior`.
+    confidence. Arguments as in :func:`synthetic_scenes`. For the baseline prior (mean of GT masks over many
+    scenes) see :func:`baseline_prior` with ``target="lane"``.
     """
     if isinstance(detector, DetectorModel) and detector.target != "lane":
         raise ValueError("`detector` for ego-lane scenes must have target='lane'")
@@ -84,6 +87,8 @@ def ego_lane_scenes(
         detector=detector,
         space=space,
         grid=grid,
+        image_from_road=image_from_road,
+        image_size=image_size,
         kinds=kinds,
         narrowing_probability=narrowing_probability,
         dtype=dtype,

@@ -148,6 +148,18 @@ def test_synthetic_scenes_on_device(device):
     torch.testing.assert_close(out.confidence.cpu(), ref.confidence, atol=1e-3, rtol=0)
 
 
+def test_ego_lane_scenes_in_perspective():
+    quarter = torch.diag(torch.tensor([0.25, 0.25, 1.0], dtype=torch.float64)) @ default_image_from_road()
+    _, scene = ego_lane_scenes(
+        3, torch.Generator().manual_seed(0), space="perspective", image_from_road=quarter, image_size=(94, 311)
+    )
+    assert scene.lane.shape == scene.confidence.shape == (3, 94, 311)
+    assert scene.lane.any(2).any(1).all()
+    assert not (scene.lane & ~scene.road).any()  # the ego lane lies on the road
+    assert scene.confidence[scene.lane].mean() > 0.8
+    assert scene.confidence[~scene.road].mean() < 0.1
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
