@@ -469,6 +469,15 @@ class RoadGeometry:
         on = (along.abs() < tol) & (s <= length) & torch.isfinite(px) & torch.isfinite(pz)
         return RoadCoordinates(s.reshape(shape), d.reshape(shape), on.reshape(shape))
 
+    def points_at(self, s: Tensor, d: Tensor | float = 0.0) -> tuple[Tensor, Tensor]:
+        """Road points ``(x, z)`` at arc lengths ``s`` and signed lateral offsets ``d`` (``B x ...``, metres).
+
+        E.g. the ego lane's right boundary as a polyline: ``points_at(s, geometry.lane_right(s))``.
+        """
+        cx, cz, heading = self.centerline.points(s)
+        d = torch.as_tensor(d, dtype=cx.dtype, device=cx.device)
+        return cx + d * torch.cos(heading), cz - d * torch.sin(heading)
+
     def lateral_offset(self, x: Tensor, z: Tensor) -> Tensor:
         """Signed lateral offset (metres, + right) of road points from the centreline; NaN where off the curve."""
         c = self.coordinates(x, z)

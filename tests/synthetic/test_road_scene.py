@@ -183,6 +183,19 @@ def test_random_roads_projection_matches_brute_force_nearest_point():
         np.testing.assert_allclose(coords.s[b].numpy()[both], s[i][both], atol=6e-3)
 
 
+def test_points_at_round_trips_through_coordinates():
+    road = make_road([(10.0, 0.0, 0.0), (30.0, 1 / 40, 1 / 40), (30.0, -1 / 40, -1 / 40)], dtype=torch.float64)
+    s = torch.tensor([[5.0, 20.0, 35.0, 55.0]], dtype=torch.float64)
+    d = torch.tensor([[-2.0, 1.75, -1.75, 3.0]], dtype=torch.float64)
+    x, z = road.points_at(s, d)
+    c = road.coordinates(x, z)
+    torch.testing.assert_close(c.s, s, atol=1e-9, rtol=0)
+    torch.testing.assert_close(c.d, d, atol=1e-9, rtol=0)
+    # on the straight start: hand-computed
+    assert x[0, 0].item() == pytest.approx(-2.0)
+    assert z[0, 0].item() == pytest.approx(5.0)
+
+
 def test_points_behind_start_or_beyond_end_are_off_the_centreline():
     road = make_road([(30.0, 0.0, 0.0)], dtype=torch.float64)
     c = road.coordinates(torch.tensor([[0.0, 1.0, 0.0]]), torch.tensor([[-2.0, 15.0, 31.0]]))
