@@ -210,9 +210,7 @@ def sample_detector(
         # pot-holes stay inside the target; shadows may reach beyond the edges
         inset = r.minimum(0.45 * (right - left)) if kind != "road" else torch.zeros_like(r)
         d = left + inset + (right - left - 2 * inset) * torch.rand(b, count, **kw)
-        cx, cz, th = geo.centerline.points(s)
-        x = cx + d * torch.cos(th)
-        z = cz - d * torch.sin(th)
+        x, z = geo.points_at(s, d)
         return torch.stack([x, z, r], -1)
 
     shadows = discs(model.shadows, (5.0, 45.0), model.shadow_radius, "road")
