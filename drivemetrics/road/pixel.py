@@ -264,12 +264,25 @@ def bucket_histograms(
         )
     else:
         hist = block_histogram(preds, target, valid, images=1)
-    if preds.dtype == torch.uint8:  # regroup raw values 0..255 into threshold buckets
-        levels = torch.arange(256, dtype=torch.float64, device=device) / 255.0
-        table = torch.bucketize(levels, thresholds, right=True)
-        regrouped = torch.zeros(*hist.shape[:2], num_thresholds + 1, dtype=hist.dtype, device=device)
-        hist = regrouped.index_add_(-1, table, hist)
+    if preds.dtype == torch.uint8:
+        hist = _regroup_uint8_histogram(hist, thresholds)
     return hist
+
+
+def _regroup_uint8_histogram(hist: Tensor, thresholds: Tensor) -> Tensor:
+    """Raw-value histograms ``(..., 256)`` of uint8 maps -> bucket histograms ``(..., T + 1)``.
+
+    Value ``v`` (``p = v / 255``) falls in bucket ``#{k : t_k <= v / 255}``, which is non-decreasing in ``v``; the
+    bucket histogram is the difference of the raw cumulative histogram read at each bucket's last value
+    (cumsum + gather, deterministic on every device).
+    """
+    levels = torch.arange(256, dtype=torch.float64, device=hist.device) / 255.0
+    bucket_of_value = torch.bucketize(levels, thresholds, right=True)  # (256,), non-decreasing
+    buckets = torch.arange(thresholds.numel() + 1, device=hist.device)
+    last_value = torch.searchsorted(bucket_of_value, buckets, right=True) - 1  # -1: bucket holds no value
+    cumulative = torch.cat([torch.zeros_like(hist[..., :1]), hist.cumsum(-1)], -1)
+    bucket_cumulative = cumulative[..., last_value + 1]
+    return torch.diff(bucket_cumulative, dim=-1, prepend=torch.zeros_like(bucket_cumulative[..., :1]))
 
 
 def _identity(x: Tensor) -> Tensor:

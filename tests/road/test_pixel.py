@@ -339,3 +339,17 @@ def test_block_and_vectorised_paths_agree_with_the_oracle(monkeypatch, block, as
         preds, torch.from_numpy(target), valid_t, pixel.format_thresholds(None), per_image=True
     )
     torch.testing.assert_close(pooled[0], per_image.sum(0))
+
+
+@pytest.mark.parametrize("thresholds", [[0.3, 0.6], [0.5], [0.0, 1.0], 5, [0.2, 0.2001, 0.2002, 0.9]])
+def test_uint8_maps_with_custom_thresholds_match_brute_force(thresholds):
+    rng = np.random.default_rng(8)
+    values = rng.integers(0, 256, size=(3, 6, 7)).astype(np.uint8)
+    target = rng.random(values.shape) < 0.5
+    thr = np.arange(thresholds) / (thresholds - 1) if isinstance(thresholds, int) else np.asarray(thresholds)
+    counts = pixel_counts(torch.from_numpy(values), torch.from_numpy(target), thresholds=thresholds)
+    p = values.astype(np.float64) / 255  # uint8 v means p = v / 255
+    for k, t in enumerate(thr):
+        road = p >= t
+        np.testing.assert_array_equal(counts.tp[:, k].numpy(), (road & target).sum((1, 2)))
+        np.testing.assert_array_equal(counts.fp[:, k].numpy(), (road & ~target).sum((1, 2)))
