@@ -105,8 +105,8 @@ class CorridorConfig:
             raise ValueError(f"the largest wheel angle N * wheel_angle_step must be < pi / 2 rad, got {max_angle}")
         if max_angle > 0 and self.wheelbase / math.tan(max_angle) <= self.width / 2:
             raise ValueError(
-                f"the tightest turn radius L / tan({max_angle:.3g}) = {self.wheelbase / math.tan(max_angle):.3g} m must "
-                f"exceed half the corridor width ({self.width / 2} m)"
+                f"the tightest turn radius L / tan({max_angle:.3g}) = {self.wheelbase / math.tan(max_angle):.3g} m "
+                f"must exceed half the corridor width ({self.width / 2} m)"
             )
         if not (math.isfinite(self.min_distance) and self.min_distance >= 0):
             raise ValueError(f"`min_distance` must be a finite number >= 0 metres, got {self.min_distance}")
@@ -347,7 +347,7 @@ def _prepare_confidence(preds: Tensor, grid: BevGrid) -> Tensor:
         raise ValueError(f"`preds` must be a floating confidence map in [0, 1] or uint8 in 0..255, got {preds.dtype}")
     if preds.numel():
         low, high = torch.aminmax(preds)
-        if not (0 <= float(low) and float(high) <= 1):  # also catches NaN
+        if not (float(low) >= 0 and float(high) <= 1):  # also catches NaN
             raise ValueError(
                 f"`preds` must hold finite confidences in [0, 1] (or uint8 in 0..255), got min {float(low):.4g}, "
                 f"max {float(high):.4g}"
@@ -389,7 +389,7 @@ def _max_stages(config: CorridorConfig, grid: BevGrid) -> int:
         return config.max_stages
     shortest = config.stage_length * math.cos(config.curvatures_per_side * config.wheel_angle_step)
     diagonal = math.hypot(grid.x_max - grid.x_min, grid.z_max - grid.z_min)
-    return int(math.ceil(diagonal / shortest)) + 1
+    return math.ceil(diagonal / shortest) + 1
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -439,7 +439,7 @@ def fit_driving_corridor(
     x_start, z_start, h_start = _start_pose(config, grid)
     device = conf.device
     dtype = torch.float64 if conf.dtype == torch.float64 else torch.float32
-    B, H, W = conf.shape
+    B = conf.shape[0]
     n_max = _max_stages(config, grid)
     S = config.steps_per_stage
 
