@@ -1,0 +1,114 @@
+"""KITTI calibration files: ``key: v1 v2 ...`` lines, row-major matrices.
+
+A KITTI-ROAD calibration file (``calib/um_000000.txt``) holds the camera projections ``P0`` .. ``P3`` (3 x 4),
+the rectification ``R0_rect`` (3 x 3) and the rigid transforms ``Tr_velo_to_cam``, ``Tr_imu_to_velo`` and
+``Tr_cam_to_road`` (3 x 4). KITTI-object files use the same syntax.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+#: Matrix shape of each known key; other keys are kept as flat vectors.
+KITTI_CALIB_SHAPES: dict[str, tuple[int, int]] = {
+    "P0": (3, 4),
+    "P1": (3, 4),
+    "P2": (3, 4),
+    "P3": (3, 4),
+    "R0_rect": (3, 3),
+    "R_rect": (3, 3),
+    "Tr_velo_to_cam": (3, 4),
+    "Tr_imu_to_velo": (3, 4),
+    "Tr_cam_to_road": (3, 4),
+}
+
+#: The keys the road-plane homography needs.
+ROAD_CALIB_KEYS: tuple[str, ...] = ("P2", "R0_rect", "Tr_cam_to_road")
+
+
+def parse_kitti_calib(
+    text: str, source: str = "<string>", required: Iterable[str] = (), dtype: torch.dtype = torch.float64
+) -> dict[str, Tensor]:
+    """Parse the text of a KITTI calibration file.
+
+    Blank lines and lines starting with ``#`` are skipped. Known keys (:data:`KITTI_CALIB_SHAPES`) are reshaped
+    row-major to their matrix shape and must have exactly that many values; other keys stay flat vectors.
+
+    Args:
+        text: the file content.
+        source: the file name used in error messages.
+        required: keys that must be present (e.g. :data:`ROAD_CALIB_KEYS`).
+        dtype: floating dtype of the returned tensors (float64 keeps the file's precision).
+
+    Returns:
+        ``{key: tensor}`` on the CPU.
+
+    Raises:
+        ValueError: a malformed line, a non-number, a wrong value count, a repeated or a missing required key.
+    """
+    calib: dict[str, Tensor] = {}
+    for line_no, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, values_text = line.partition(":")
+        key = key.strip()
+        if not sep or not key or ":" in values_text:
+            raise ValueError(f"{source}:{line_no}: expected one `key: v1 v2 ...` per line, got {line!r}")
+        if key in calib:
+            raise ValueError(f"{source}:{line_no}: key {key!r} appears twice")
+        try:
+            values = [float(v) for v in values_text.split()]
+        except ValueError as err:
+            raise ValueError(
+                f"{source}:{line_no}: values of {key!r} must be numbers, got {values_text.strip()!r}"
+            ) from err
+        tensor = torch.tensor(values, dtype=dtype)
+        if key in KITTI_CALIB_SHAPES:
+            rows, cols = KITTI_CALIB_SHAPES[key]
+            if len(values) != rows * cols:
+                raise ValueError(
+                    f"{source}:{line_no}: {key} must have {rows * cols} values ({rows} x {cols}), got {len(values)}"
+                )
+            tensor = tensor.reshape(rows, cols)
+        calib[key] = tensor
+    missing = [k for k in required if k not in calib]
+    if missing:
+        raise ValueError(f"{source}: missing calibration key(s) {', '.join(missing)} (found: {', '.join(calib)})")
+    return calib
+
+
+def read_kitti_calib(
+    path: str | Path, required: Iterable[str] = ROAD_CALIB_KEYS, dtype: torch.dtype = torch.float64
+) -> dict[str, Tensor]:
+    """Read a KITTI calibration file; see :func:`parse_kitti_calib`.
+
+    Args:
+        path: the ``.txt`` file.
+        required: keys that must be present; default the three the road homography needs.
+        dtype: floating dtype of the returned tensors.
+
+    Raises:
+        FileNotFoundError: the file does not exist.
+        ValueError: see :func:`parse_kitti_calib`.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"calibration file not found: {path}")
+    return parse_kitti_calib(path.read_text(), source=str(path), required=required, dtype=dtype)
+
+
+def stack_calibs(calibs: Iterable[Mapping[str, Tensor]], key: str) -> Tensor:
+    """Stack one matrix of several calibrations into a batch ``B x rows x cols``."""
+    mats = []
+    for i, calib in enumerate(calibs):
+        if key not in calib:
+            raise KeyError(f"calibration {i} has no key {key!r}")
+        mats.append(calib[key])
+    if not mats:
+        raise ValueError("`calibs` is empty")
+    return torch.stack(mats)

@@ -1,0 +1,88 @@
+"""Road subcommands: ``road-eval`` (the KITTI-ROAD devkit's evaluation, perspective or BEV) and ``road-bev``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from drivemetrics.road.kitti_road import (
+    ROAD_CATEGORIES,
+    SPACES,
+    evaluate_results,
+    format_scores_table,
+    transform_to_bev,
+)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``road-eval`` and ``road-bev`` to the ``drivemetrics`` command."""
+    ev = subparsers.add_parser(
+        "road-eval",
+        help="evaluate KITTI-ROAD result PNGs (pooled MaxF, AP, working point per category), like the devkit",
+        description=(
+            "Evaluate 8-bit confidence PNGs named like the ground truth (um_road_000000.png ...) against "
+            "KITTI-ROAD ground truth, pooled over each category's frames, as the devkit's evaluateRoad does. "
+            "With --space bev, ground truth and results are first warped to the 800 x 400 BEV grid with each "
+            "frame's calibration (the devkit's lookup)."
+        ),
+    )
+    ev.add_argument("--data", required=True, help="folder with gt_image_2/ and calib/ (or training/ with them)")
+    ev.add_argument("--results", required=True, help="folder with the result PNGs")
+    ev.add_argument("--space", choices=SPACES, default="perspective", help="evaluation space (default: perspective)")
+    ev.add_argument("--json", metavar="OUT", help="also write {category: {MaxF, AvgPrec, ...}} (fractions) here")
+    ev.add_argument(
+        "--crop", action="store_true", help="crop results larger than their ground truth (top-left) instead of failing"
+    )
+    ev.add_argument(
+        "--categories", nargs="+", choices=ROAD_CATEGORIES, default=list(ROAD_CATEGORIES), help="categories to evaluate"
+    )
+    ev.add_argument(
+        "--devkit-float32",
+        action="store_true",
+        help="working-point values (PRE_wp ...) from float32 counts, exactly as the devkit prints them",
+    )
+    ev.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ev.set_defaults(func=run_road_eval)
+
+    bev = subparsers.add_parser(
+        "road-bev",
+        help="warp perspective PNGs to the KITTI-ROAD BEV grid (for submitting to the KITTI server)",
+        description=(
+            "Warp every PNG of --input to the 800 x 400 bird's-eye view with its calibration (um_road_000012.png "
+            "uses calib/um_road_000012.txt or calib/um_000012.txt), like the devkit's transform2BEV."
+        ),
+    )
+    bev.add_argument("--calib", required=True, help="folder with the calibration .txt files")
+    bev.add_argument("--input", required=True, help="folder with perspective PNGs")
+    bev.add_argument("--output", required=True, help="folder for the BEV PNGs (same names)")
+    bev.add_argument("--no-progress", action="store_true", help="no progress bar")
+    bev.set_defaults(func=run_road_bev)
+
+
+def run_road_eval(args: argparse.Namespace) -> int:
+    """``drivemetrics road-eval``: print the table, optionally write JSON; exit code 0."""
+    scores = evaluate_results(
+        args.data,
+        args.results,
+        space=args.space,
+        crop=args.crop,
+        categories=args.categories,
+        devkit_float32=args.devkit_float32,
+        progress=False if args.no_progress else None,
+        log=lambda line: print(line, file=sys.stderr),
+    )
+    print(format_scores_table(scores, args.space))
+    if args.json:
+        out = Path(args.json)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(scores, indent=2) + "\n")
+    return 0
+
+
+def run_road_bev(args: argparse.Namespace) -> int:
+    """``drivemetrics road-bev``: write one BEV PNG per input PNG; exit code 0."""
+    written = transform_to_bev(args.calib, args.input, args.output, progress=False if args.no_progress else None)
+    print(f"wrote {len(written)} BEV image(s) to {args.output}")
+    return 0

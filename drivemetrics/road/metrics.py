@@ -1,0 +1,178 @@
+"""``torchmetrics`` wrappers of the KITTI-ROAD pixel metrics (perspective or BEV), pooled over every update."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from torch import Tensor
+from torchmetrics import Metric
+
+from drivemetrics.geometry.bev import BevGrid
+from drivemetrics.road.pixel import (
+    PixelCounts,
+    fixed_threshold_scores,
+    format_thresholds,
+    pixel_counts,
+    pixel_inputs_to_bev,
+    scores_from_counts,
+)
+
+__all__ = ["RoadAveragePrecision", "RoadMaxF", "RoadPixelMetrics"]
+
+_SPACES = ("perspective", "bev")
+_WARP_MODES = ("devkit", "nearest", "bilinear")
+
+
+class RoadPixelMetrics(Metric):
+    r"""KITTI-ROAD pixel evaluation (the devkit's ``evalExp`` + ``pxEval_maximizeFMeasure``), pooled over updates.
+
+    As input to ``update`` the metric accepts:
+
+    - ``preds``: ``B x H x W`` (or ``H x W``) road confidences, float in [0, 1] or ``uint8`` 0..255 (``p = v / 255``);
+    - ``target``: same shape, binary road ground truth;
+    - ``valid`` (optional): same shape, binary; 0 marks "don't care" pixels, which are ignored;
+    - ``homography`` (``space="bev"`` only): ``B x 3 x 3`` per-frame image-from-road homographies.
+
+    The state is four int64 counters per threshold (TP, FP, FN, TN, summed across processes), never the maps, so
+    memory does not grow with the number of frames. ``compute()`` returns the dict of
+    :func:`~drivemetrics.road.pixel.scores_from_counts` over everything seen (pooled, one best threshold; not a
+    mean of per-image scores): ``MaxF``, ``AvgPrec`` (11-point), ``AvgPrecIntegrated``, ``BestThresh``, ``PRE_wp``,
+    ``REC_wp``, ``FPR_wp``, ``FNR_wp``, ``A_wp``, ``IoU_wp``, ..., the curves ``precision`` / ``recall`` / ``F`` /
+    ``thresholds``, plus ``F_fixed``, ``PRE_fixed``, ``REC_fixed``, ``IoU_fixed`` at ``p >= fixed_threshold``.
+
+    Road at threshold ``t_k`` iff ``p >= t_k`` (exact comparison; for uint8 maps and the default thresholds
+    ``v >= k``). To log one number from Lightning use :class:`RoadMaxF` or :class:`RoadAveragePrecision`.
+
+    Args:
+        thresholds: ``None`` (the devkit's 256 values ``k / 255``), an int ``T`` (``k / (T - 1)``) or sorted values.
+        beta: F-measure weight (devkit: 1).
+        fixed_threshold: the threshold of the ``*_fixed`` keys (default 0.5, i.e. ``p >= 0.5``).
+        devkit_float32: reproduce the devkit's float32 rounding of the working-point values.
+        space: ``"perspective"`` (default) or ``"bev"`` (inputs are warped to the BEV grid with each frame's
+            homography before counting; see ``grid`` and ``warp_mode``).
+        grid: the BEV grid (``space="bev"``); default: the KITTI grid ``BevGrid()``.
+        warp_mode: BEV warp, ``"devkit"`` (nearest neighbour exactly like the devkit's lookup, default) or
+            ``"nearest"`` (nearest pixel in the 0-based convention) or ``"bilinear"`` (confidences interpolated;
+            target and valid masks nearest). See :func:`~drivemetrics.road.pixel.pixel_inputs_to_bev`.
+        validate_args: check values in ``update`` (costs a device-to-host sync).
+        kwargs: see torchmetrics' ``Metric`` keyword arguments.
+
+    Example:
+        >>> import torch
+        >>> metric = RoadPixelMetrics()
+        >>> target = torch.zeros(1, 4, 4, dtype=torch.bool); target[:, 2:] = True
+        >>> preds = torch.where(target, 200, 30).to(torch.uint8)
+        >>> metric.update(preds, target)
+        >>> round(metric.compute()["MaxF"].item(), 6)
+        1.0
+    """
+
+    is_differentiable = False
+    higher_is_better = True
+    full_state_update = False
+    plot_lower_bound = 0.0
+    plot_upper_bound = 1.0
+
+    tp: Tensor
+    fp: Tensor
+    fn: Tensor
+    tn: Tensor
+
+    def __init__(
+        self,
+        thresholds: int | Sequence[float] | Tensor | None = None,
+        beta: float = 1.0,
+        fixed_threshold: float = 0.5,
+        devkit_float32: bool = False,
+        space: str = "perspective",
+        grid: BevGrid | None = None,
+        warp_mode: str = "devkit",
+        validate_args: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if not (isinstance(beta, (int, float)) and math.isfinite(beta) and beta > 0):
+            raise ValueError(f"`beta` must be a finite number > 0, got {beta!r}")
+        if not (isinstance(fixed_threshold, (int, float)) and 0.0 <= fixed_threshold <= 1.0):
+            raise ValueError(f"`fixed_threshold` must be a number in [0, 1], got {fixed_threshold!r}")
+        if space not in _SPACES:
+            raise ValueError(f"`space` must be one of {_SPACES}, got {space!r}")
+        sweep = format_thresholds(thresholds)
+        fixed = torch.tensor([float(fixed_threshold)], dtype=torch.float64)
+        counted = torch.unique(torch.cat([sweep, fixed]))  # sorted; one counting pass serves both
+        self.beta = float(beta)
+        self.fixed_threshold = float(fixed_threshold)
+        self.devkit_float32 = bool(devkit_float32)
+        self.validate_args = bool(validate_args)
+        self.space = space
+        self.warp_mode = warp_mode
+        self.grid = grid
+        if space == "bev":
+            self._setup_bev(grid, warp_mode)
+        self.register_buffer("thresholds", sweep, persistent=False)
+        self.register_buffer("counted_thresholds", counted, persistent=False)
+        self.register_buffer("_sweep_index", torch.searchsorted(counted, sweep), persistent=False)
+        self.register_buffer("_fixed_index", torch.searchsorted(counted, fixed), persistent=False)
+        for name in ("tp", "fp", "fn", "tn"):
+            self.add_state(name, torch.zeros(counted.numel(), dtype=torch.int64), dist_reduce_fx="sum")
+
+    def _setup_bev(self, grid: BevGrid | None, warp_mode: str) -> None:
+        if grid is not None and not isinstance(grid, BevGrid):
+            raise TypeError(f"`grid` must be a BevGrid, got {type(grid).__name__}")
+        if warp_mode not in _WARP_MODES:
+            raise ValueError(f"`warp_mode` must be one of {_WARP_MODES}, got {warp_mode!r}")
+        self.grid = BevGrid() if grid is None else grid
+
+    def update(
+        self, preds: Tensor, target: Tensor, valid: Tensor | None = None, homography: Tensor | None = None
+    ) -> None:
+        """Count a batch (shapes in the class docstring)."""
+        if self.space == "bev":
+            preds, target, valid = self._to_bev(preds, target, valid, homography)
+        elif homography is not None:
+            raise ValueError("`homography` is only used with space='bev'; this metric evaluates in perspective")
+        counts = pixel_counts(preds, target, valid, self.counted_thresholds, validate_args=self.validate_args)
+        self.tp += counts.tp.sum(0)
+        self.fp += counts.fp.sum(0)
+        self.fn += counts.fn.sum(0)
+        self.tn += counts.tn.sum(0)
+
+    def _to_bev(
+        self, preds: Tensor, target: Tensor, valid: Tensor | None, homography: Tensor | None
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        if homography is None:
+            raise ValueError("space='bev' needs `homography` (B x 3 x 3 image-from-road) in update()")
+        return pixel_inputs_to_bev(preds, target, valid, homography, self.grid, mode=self.warp_mode)
+
+    def compute(self) -> dict[str, Tensor]:
+        """Pooled scores (see the class docstring)."""
+        sweep = PixelCounts(*(c[self._sweep_index] for c in (self.tp, self.fp, self.fn, self.tn)))
+        scores = scores_from_counts(sweep, self.thresholds, beta=self.beta, devkit_float32=self.devkit_float32)
+        fixed = PixelCounts(*(c[self._fixed_index[0]] for c in (self.tp, self.fp, self.fn, self.tn)))
+        for key, value in fixed_threshold_scores(fixed, beta=self.beta).items():
+            scores[f"{key}_fixed"] = value
+        scores["fixed_threshold"] = torch.tensor(self.fixed_threshold, dtype=torch.float64, device=self.tp.device)
+        return scores
+
+
+class RoadMaxF(RoadPixelMetrics):
+    """The pooled KITTI-ROAD ``MaxF`` as a scalar, for ``self.log(...)`` in Lightning (same args as the base)."""
+
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """Pooled MaxF (float64 scalar)."""
+        return super().compute()["MaxF"]
+
+
+class RoadAveragePrecision(RoadPixelMetrics):
+    """The pooled KITTI-ROAD 11-point ``AvgPrec`` as a scalar (``integrated=True``: the exact integrated AP)."""
+
+    def __init__(self, *args: Any, integrated: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.integrated = bool(integrated)
+
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """Pooled AP (float64 scalar)."""
+        return super().compute()["AvgPrecIntegrated" if self.integrated else "AvgPrec"]

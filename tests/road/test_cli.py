@@ -1,0 +1,117 @@
+import json
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from drivemetrics.cli import main
+
+FRAMES = ["um_road_000000", "umm_road_000000", "uu_road_000000", "uu_road_000093"]
+
+
+def write_baseline_results(gt_dir, out_dir):
+    """The devkit's computeBaseline output: one 376 x 1242 location-potential PNG per frame (larger than the GT)."""
+    potential = np.zeros((376, 1242), np.float32)
+    for key in FRAMES:
+        road = np.asarray(Image.open(gt_dir / f"{key}.png").convert("RGB"))[..., 2] > 0
+        potential[: road.shape[0], : road.shape[1]] += road
+    prior = ((potential / len(FRAMES)) * 255).astype(np.uint8)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for key in FRAMES:
+        Image.fromarray(prior).save(out_dir / f"{key}.png")
+
+
+@pytest.fixture
+def baseline_results(fixtures_dir, tmp_path):
+    write_baseline_results(fixtures_dir / "kitti_road/training/gt_image_2", tmp_path / "results")
+    return tmp_path / "results"
+
+
+def test_road_eval_needs_crop_for_baseline_maps(fixtures_dir, baseline_results, capsys):
+    code = main(["road-eval", "--data", str(fixtures_dir / "kitti_road"), "--results", str(baseline_results)])
+    assert code == 2
+    assert "is 376 x 1242 but its ground truth is 375 x 1242; pass --crop" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("space", "urban", "per_image"),
+    [
+        # kitti_road.md section 7: the 4 frames pooled (= urban_road here) and the single-frame categories
+        (
+            "perspective",
+            (0.8634450850048166, 0.9167009977958855, 64),
+            {"um_road": (0.9110107479, 0.9336981812, 128), "umm_road": (0.9194780895, 0.9553328377, 1)},
+        ),
+        (
+            "bev",
+            (0.8036932039144153, 0.8368548662661625, 64),
+            {"um_road": (0.7495937535, None, None), "umm_road": (0.9367359422, None, None)},
+        ),
+    ],
+)
+def test_road_eval_conformance_through_cli(fixtures_dir, baseline_results, tmp_path, capsys, space, urban, per_image):
+    out = tmp_path / "scores.json"
+    args = ["road-eval", "--data", str(fixtures_dir / "kitti_road"), "--results", str(baseline_results)]
+    code = main([*args, "--space", space, "--crop", "--json", str(out), "--no-progress", "--devkit-float32"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "um_lane: no result files" in captured.err  # GT present, no result: skipped
+    scores = json.loads(out.read_text())
+    assert set(scores) == {"um_road", "umm_road", "uu_road", "urban_road"}
+    for entry in scores.values():
+        assert set(entry) == {
+            "MaxF",
+            "AvgPrec",
+            "PRE_wp",
+            "REC_wp",
+            "FPR_wp",
+            "FNR_wp",
+            "A_wp",
+            "BestThresh",
+            "totalPosNum",
+            "totalNegNum",
+        }
+    max_f, ap, thresh = urban
+    assert abs(scores["urban_road"]["MaxF"] - max_f) < 1e-9
+    assert abs(scores["urban_road"]["AvgPrec"] - ap) < 1e-9
+    assert round(scores["urban_road"]["BestThresh"] * 255) == thresh
+    for cat, (cat_f, cat_ap, cat_thresh) in per_image.items():
+        assert abs(scores[cat]["MaxF"] - cat_f) < 1e-9, cat
+        if cat_ap is not None:
+            assert abs(scores[cat]["AvgPrec"] - cat_ap) < 1e-9, cat
+            assert round(scores[cat]["BestThresh"] * 255) == cat_thresh, cat
+    if space == "perspective":
+        assert scores["urban_road"]["totalPosNum"] == 309518
+        assert scores["urban_road"]["totalNegNum"] == 1548878
+        assert abs(scores["urban_road"]["A_wp"] - 0.9547050000) < 1e-9
+    # the printed table is in percent, one row per category
+    row = next(line for line in captured.out.splitlines() if line.startswith("urban_road"))
+    assert f"{100 * max_f:.2f}" in row
+
+
+def test_road_eval_errors(tmp_path, capsys):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "res").mkdir()
+    assert main(["road-eval", "--data", str(tmp_path / "data"), "--results", str(tmp_path / "res")]) == 2
+    assert "unknown KITTI-ROAD layout" in capsys.readouterr().err
+    assert main(["road-eval", "--data", str(tmp_path / "nope"), "--results", str(tmp_path / "res")]) == 2
+    assert "data folder not found" in capsys.readouterr().err
+
+
+def test_road_bev_cli(fixtures_dir, tmp_path, capsys):
+    gt_dir = fixtures_dir / "kitti_road/training/gt_image_2"
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "umm_road_000000.png").write_bytes((gt_dir / "umm_road_000000.png").read_bytes())
+    args = ["road-bev", "--calib", str(fixtures_dir / "kitti_road/training/calib")]
+    code = main([*args, "--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"), "--no-progress"])
+    assert code == 0
+    assert "wrote 1 BEV image(s)" in capsys.readouterr().out
+    bev = np.asarray(Image.open(tmp_path / "out" / "umm_road_000000.png"))
+    # kitti_road.md section 7, umm_road_000000 in BEV: black 13025, red 145411, magenta 161564
+    assert bev.shape == (800, 400, 3)
+    assert int((bev.sum(-1) == 0).sum()) == 13025
+    assert int(((bev[..., 0] == 255) & (bev[..., 2] == 0)).sum()) == 145411
+    assert int(((bev[..., 0] == 255) & (bev[..., 2] == 255)).sum()) == 161564
+    code = main(["road-bev", "--calib", str(tmp_path), "--input", str(tmp_path / "in"), "--output", str(tmp_path)])
+    assert code == 2
+    assert "no calibration file for 'umm_road_000000'" in capsys.readouterr().err

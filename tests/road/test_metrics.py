@@ -1,0 +1,232 @@
+"""The torchmetrics wrappers: pooling over updates, forward/reset, state size, BEV space, real-data conformance."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+
+import numpy as np
+import pytest
+import torch
+from torchmetrics import MetricCollection
+
+from drivemetrics.geometry import BevGrid, bev_sample_pixels
+from drivemetrics.road import RoadAveragePrecision, RoadMaxF, RoadPixelMetrics
+
+from .devkit_oracle import devkit_pooled
+
+DEVKIT_THRESH = np.arange(256) / 255.0
+
+
+def _frames(seed: int, batch: int = 2, height: int = 12, width: int = 15):
+    rng = np.random.default_rng(seed)
+    target = rng.random((batch, height, width)) < 0.4
+    conf = np.clip(0.5 + 0.4 * (target - 0.5) + rng.normal(0, 0.3, target.shape), 0, 1)
+    values = np.round(conf * 255).astype(np.uint8)
+    valid = rng.random(target.shape) > 0.1
+    return values, target, valid
+
+
+def test_pooled_over_updates_equals_devkit(device):
+    metric = RoadPixelMetrics().to(device)
+    all_values, all_target, all_valid = [], [], []
+    for seed in range(4):
+        values, target, valid = _frames(seed, batch=1 + seed % 2)
+        preds = torch.from_numpy(values)
+        preds = preds.float() / 255 if seed % 2 else preds  # mixed input types pool into the same counters
+        metric.update(preds.to(device), torch.from_numpy(target).to(device), torch.from_numpy(valid).to(device))
+        all_values += list(values)
+        all_target += list(target)
+        all_valid += list(valid)
+    scores = metric.compute()
+    oracle = devkit_pooled(all_target, [v.astype("f4") / 255 for v in all_values], DEVKIT_THRESH, all_valid)
+    assert scores["MaxF"].item() == pytest.approx(oracle["MaxF"], abs=1e-12)
+    assert scores["AvgPrec"].item() == pytest.approx(oracle["AvgPrec"], abs=1e-12)
+    assert scores["BestThresh"].item() == oracle["BestThresh"]
+    assert scores["totalPosNum"].item() == oracle["totalPosNum"]
+    assert scores["precision"].shape == (256,)
+    assert scores["MaxF"].device.type == device.type
+
+
+def test_fixed_threshold_keys_match_brute_force():
+    values, target, valid = _frames(9)
+    probs = torch.from_numpy(values).double() / 255
+    probs[0, 0, :3] = 0.5  # exact ties at the fixed threshold count as road
+    metric = RoadPixelMetrics(fixed_threshold=0.5)
+    metric.update(probs, torch.from_numpy(target), torch.from_numpy(valid))
+    scores = metric.compute()
+    road = probs.numpy() >= 0.5
+    tp = np.sum(road & target & valid)
+    fp = np.sum(road & ~target & valid)
+    fn = np.sum(~road & target & valid)
+    assert scores["F_fixed"].item() == pytest.approx(2 * tp / (2 * tp + fp + fn), abs=1e-15)
+    assert scores["PRE_fixed"].item() == pytest.approx(tp / (tp + fp), abs=1e-15)
+    assert scores["IoU_fixed"].item() == pytest.approx(tp / (tp + fp + fn), abs=1e-15)
+    assert scores["fixed_threshold"].item() == 0.5
+    # the fixed threshold does not enter the MaxF search
+    assert scores["thresholds"].numel() == 256
+
+
+def test_forward_returns_batch_value_and_accumulates():
+    a = _frames(1)
+    b = _frames(2)
+    metric = RoadPixelMetrics()
+    batch_a = metric(*(torch.from_numpy(x) for x in a))
+    batch_b = metric(*(torch.from_numpy(x) for x in b))
+    only_b = RoadPixelMetrics()
+    only_b.update(*(torch.from_numpy(x) for x in b))
+    assert batch_b["MaxF"].item() == only_b.compute()["MaxF"].item()
+    both = devkit_pooled([*a[1], *b[1]], [v.astype("f4") / 255 for v in [*a[0], *b[0]]], DEVKIT_THRESH, [*a[2], *b[2]])
+    assert metric.compute()["MaxF"].item() == pytest.approx(both["MaxF"], abs=1e-12)
+    assert batch_a["MaxF"].item() != pytest.approx(batch_b["MaxF"].item(), abs=1e-6)
+    metric.reset()
+    assert int(metric.tp.sum()) == 0
+
+
+def test_state_is_constant_size_counters():
+    metric = RoadPixelMetrics()
+    sizes_before = {k: v.numel() for k, v in metric.metric_state.items()}
+    for seed in range(3):
+        metric.update(*(torch.from_numpy(x) for x in _frames(seed, batch=3)))
+    sizes_after = {k: v.numel() for k, v in metric.metric_state.items()}
+    assert sizes_before == sizes_after == {"tp": 257, "fp": 257, "fn": 257, "tn": 257}  # 256 + the fixed threshold
+    assert all(v.dtype == torch.int64 for v in metric.metric_state.values())
+    assert all(fx.__name__ == "dim_zero_sum" for fx in metric._reductions.values())
+    assert metric.state_dict() == {}
+
+
+def test_scalar_wrappers_and_collection():
+    frames = [tuple(torch.from_numpy(x) for x in _frames(s)) for s in range(2)]
+    full = RoadPixelMetrics()
+    collection = MetricCollection(
+        {"maxf": RoadMaxF(), "ap": RoadAveragePrecision(), "ap_int": RoadAveragePrecision(integrated=True)}
+    )
+    for frame in frames:
+        full.update(*frame)
+        collection.update(*frame)
+    expected = full.compute()
+    got = collection.compute()
+    assert got["maxf"].ndim == 0
+    assert got["maxf"].item() == expected["MaxF"].item()
+    assert got["ap"].item() == expected["AvgPrec"].item()
+    assert got["ap_int"].item() == expected["AvgPrecIntegrated"].item()
+
+
+def test_pickle_clone_and_custom_threshold_count():
+    metric = RoadPixelMetrics(thresholds=11, fixed_threshold=0.3)
+    metric.update(*(torch.from_numpy(x) for x in _frames(4)))
+    clone = pickle.loads(pickle.dumps(metric))
+    assert clone.compute()["MaxF"].item() == metric.compute()["MaxF"].item()
+    assert copy.deepcopy(metric).compute()["BestThresh"].item() == metric.compute()["BestThresh"].item()
+    assert metric.tp.numel() == 11  # 0.3 = 3/10 is already one of the thresholds
+    assert metric.compute()["thresholds"].numel() == 11
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"beta": 0}, "`beta` must be"),
+        ({"fixed_threshold": 1.5}, "`fixed_threshold` must be"),
+        ({"space": "image"}, "`space` must be one of"),
+        ({"space": "bev", "warp_mode": "cubic"}, "`warp_mode` must be one of"),
+        ({"thresholds": [0.3, 0.1]}, "strictly increasing"),
+    ],
+)
+def test_bad_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        RoadPixelMetrics(**kwargs)
+
+
+def test_homography_rules():
+    frame = [torch.from_numpy(x) for x in _frames(0)]
+    with pytest.raises(ValueError, match="only used with space='bev'"):
+        RoadPixelMetrics().update(*frame, homography=torch.eye(3))
+    with pytest.raises(ValueError, match="needs `homography`"):
+        RoadPixelMetrics(space="bev").update(*frame)
+    with pytest.raises(TypeError, match="`grid` must be a BevGrid"):
+        RoadPixelMetrics(space="bev", grid=(10, 10))
+
+
+def _toy_homography() -> torch.Tensor:
+    """A camera 1.6 m above a small grid looking forward: image_from_road for a 40 x 60 image."""
+    fx = fy = 30.0
+    cu, cv, height = 30.0, 5.0, 1.6
+    # u = fx X / Z + cu, v = fy * height / Z + cv  ->  [u w, v w, w] = H [X, Z, 1]
+    return torch.tensor([[fx, cu, 0.0], [0.0, cv, fy * height], [0.0, 1.0, 0.0]], dtype=torch.float64)
+
+
+@pytest.mark.parametrize("mode", ["devkit", "nearest", "bilinear"])
+def test_bev_space_equals_oracle_on_independently_warped_maps(mode):
+    grid = BevGrid(x_min=-2.0, x_max=2.0, z_min=4.0, z_max=12.0, resolution=0.2)
+    values, target, valid = _frames(5, batch=2, height=40, width=60)
+    homography = _toy_homography().expand(2, 3, 3)
+    metric = RoadPixelMetrics(space="bev", grid=grid, warp_mode=mode)
+    preds = torch.from_numpy(values)
+    metric.update(preds, torch.from_numpy(target), torch.from_numpy(valid), homography=homography)
+    scores = metric.compute()
+    # oracle: labels through geom's nearest/devkit lookup table, numpy indexing, devkit pooling
+    label_mode = "nearest" if mode == "bilinear" else mode
+    row, col, seen = (t.numpy() for t in bev_sample_pixels(homography, (40, 60), grid, mode=label_mode))
+    b = np.arange(2)[:, None, None]
+    target_bev = np.where(seen, target[b, row, col], False)
+    valid_bev = seen & valid[b, row, col]
+    if mode == "bilinear":
+        from drivemetrics.geometry import warp_image_to_bev
+
+        probs, seen_bilinear = warp_image_to_bev(preds.float().unsqueeze(1) / 255, homography, grid, mode="bilinear")
+        probs = probs[:, 0].numpy()
+        valid_bev &= seen_bilinear.numpy()
+    else:
+        probs = np.where(seen, values[b, row, col], 0).astype("f4") / 255
+    oracle = devkit_pooled(list(target_bev), list(probs), DEVKIT_THRESH, list(valid_bev))
+    assert scores["totalPosNum"].item() == oracle["totalPosNum"]
+    assert scores["totalNegNum"].item() == oracle["totalNegNum"]
+    assert scores["MaxF"].item() == pytest.approx(oracle["MaxF"], abs=1e-12)
+    assert scores["AvgPrec"].item() == pytest.approx(oracle["AvgPrec"], abs=1e-12)
+
+
+def _kitti_baseline(fixtures_dir):
+    """The devkit's location-potential baseline from the 4 fixture frames (kitti_road.md section 7)."""
+    from PIL import Image
+
+    from drivemetrics.geometry import image_from_road_calib, read_kitti_calib
+
+    root = fixtures_dir / "kitti_road" / "training"
+    names = ["um_road_000000", "umm_road_000000", "uu_road_000000", "uu_road_000093"]
+    gts = [np.array(Image.open(root / "gt_image_2" / f"{n}.png").convert("RGB")) for n in names]
+    prior = np.zeros((376, 1242), np.float32)
+    for gt in gts:
+        prior[: gt.shape[0], : gt.shape[1]] += gt[:, :, 2] > 0
+    prior8 = (prior / len(gts) * 255).astype("u1")
+    for name, gt in zip(names, gts, strict=True):
+        h, w = gt.shape[:2]
+        calib = read_kitti_calib(root / "calib" / (name.replace("_road", "") + ".txt"))
+        yield (
+            torch.from_numpy(prior8[:h, :w].copy()),
+            torch.from_numpy(gt[:, :, 2] > 0),
+            torch.from_numpy(gt[:, :, 0] > 0),
+            image_from_road_calib(calib),
+        )
+
+
+@pytest.mark.parametrize(
+    ("space", "expected"),
+    [
+        (
+            "perspective",
+            {"MaxF": 0.8634450850048166, "AvgPrec": 0.9167009977958855, "PRE_wp": 0.8671165109, "REC_wp": 0.8598045707},
+        ),
+        ("bev", {"MaxF": 0.8036932039144153, "AvgPrec": 0.8368548662661625, "PRE_wp": 0.7342315316}),
+    ],
+)
+def test_kitti_fixture_conformance(fixtures_dir, space, expected):
+    metric = RoadPixelMetrics(space=space, devkit_float32=True)
+    for preds, road, valid, homography in _kitti_baseline(fixtures_dir):
+        metric.update(preds, road, valid, homography=homography if space == "bev" else None)
+    scores = metric.compute()
+    assert scores["BestThresh"].item() == 64 / 255
+    assert scores["MaxF"].item() == pytest.approx(expected["MaxF"], abs=1e-12)
+    assert scores["AvgPrec"].item() == pytest.approx(expected["AvgPrec"], abs=1e-12)
+    assert scores["PRE_wp"].item() == pytest.approx(expected["PRE_wp"], abs=1e-9)
+    if "REC_wp" in expected:
+        assert scores["REC_wp"].item() == pytest.approx(expected["REC_wp"], abs=1e-9)
