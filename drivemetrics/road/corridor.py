@@ -186,11 +186,10 @@ class CorridorFit(NamedTuple):
 
 def _half_line(alpha: Tensor, beta: Tensor) -> tuple[Tensor, Tensor]:
     """``{t : alpha + beta * t >= 0}`` as an interval ``[lo, hi]`` (possibly infinite or empty)."""
-    root = -alpha / torch.where(beta == 0, torch.ones_like(beta), beta)
-    inf = torch.full_like(root, math.inf)
-    whole = torch.where(alpha >= 0, -inf, inf)  # beta == 0: everything or nothing
-    lo = torch.where(beta > 0, root, torch.where(beta < 0, -inf, whole))
-    hi = torch.where(beta < 0, root, torch.where(beta > 0, inf, -whole))
+    root = -alpha / torch.where(beta == 0, 1.0, beta)
+    whole = torch.where(alpha >= 0, -math.inf, math.inf)  # beta == 0: everything or nothing
+    lo = torch.where(beta > 0, root, torch.where(beta < 0, -math.inf, whole))
+    hi = torch.where(beta < 0, root, torch.where(beta > 0, math.inf, -whole))
     return lo, hi
 
 
@@ -198,9 +197,8 @@ def _disc_chord(cx: Tensor, dz: Tensor, radius: Tensor) -> tuple[Tensor, Tensor]
     """Interval of ``t`` with ``(t - cx)^2 + dz^2 <= radius^2``; empty (``+inf, -inf``) when the row misses."""
     sq = radius * radius - dz * dz
     half = torch.sqrt(sq.clamp_min(0))
-    inf = torch.full_like(half, math.inf)
     hit = sq >= 0
-    return torch.where(hit, cx - half, inf), torch.where(hit, cx + half, -inf)
+    return torch.where(hit, cx - half, math.inf), torch.where(hit, cx + half, -math.inf)
 
 
 def _element_rows(start: Tensor, end: Tensor, width: float, bulge: float, grid: BevGrid) -> tuple[Tensor, int]:
@@ -323,8 +321,8 @@ def _paint_spans(rows: Tensor, col_lo: Tensor, col_hi: Tensor, keep: Tensor, gri
     hi = col_hi.clamp(0, W)
     use = keep[..., None, None] & (rows2 >= 0) & (rows2 < H) & (hi > lo)
     r = rows2.clamp(0, H - 1)
-    diff = torch.zeros(B, H * (W + 1), dtype=torch.int32, device=rows.device)
-    ones = use.to(torch.int32).reshape(B, -1)
+    diff = torch.zeros(B, H * (W + 1), dtype=torch.int16, device=rows.device)
+    ones = use.to(torch.int16).reshape(B, -1)
     diff.scatter_add_(1, (r * (W + 1) + lo).reshape(B, -1), ones)
     diff.scatter_add_(1, (r * (W + 1) + hi).reshape(B, -1), -ones)
     return diff.reshape(B, H, W + 1)[..., :W].cumsum(-1) > 0
@@ -450,7 +448,9 @@ def fit_driving_corridor(
         detections = detections & valid_mask
         weights = torch.where(valid_mask, weights, torch.zeros((), dtype=dtype, device=device))
     prefix_conf = torch.nn.functional.pad(weights.cumsum(-1), (1, 0)).flatten()
-    prefix_det = torch.nn.functional.pad(detections.to(torch.int32).cumsum(-1, dtype=torch.int32), (1, 0)).flatten()
+    count_dtype = torch.int16 if grid.cols < 2**15 else torch.int32  # row counts are at most W
+    counts = detections.to(count_dtype).cumsum(-1, dtype=count_dtype)
+    prefix_det = torch.nn.functional.pad(counts, (1, 0)).flatten()
 
     angles = torch.tensor(config.wheel_angles, dtype=dtype, device=device)  # angles[0] == 0: straight
     K = angles.numel()
