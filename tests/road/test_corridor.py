@@ -359,6 +359,24 @@ def test_mean_of_gt_prior_corridor_ends_where_the_prior_drops_below_threshold():
     assert far < 40.0
 
 
+@pytest.mark.slow
+def test_mean_of_gt_baseline_on_synthetic_scenes_stops_where_the_prior_thins_out():
+    """The KITTI-style baseline (mean of GT ego lanes) on the library's synthetic scenes."""
+    from drivemetrics.synthetic import ego_lane_scenes, mean_gt_prior
+
+    _, scene = ego_lane_scenes(12, torch.Generator().manual_seed(0), detector=None)
+    prior = mean_gt_prior(scene.lane)
+    _, zs = GRID.cell_centers()
+    z_rows = zs[:, 0].flip(0)  # near to far
+    for threshold in (0.5, 0.6):
+        fit = fit_driving_corridor(prior[None], threshold=threshold)
+        far = zs[fit.mask[0]].max().item()
+        wide = ((prior >= threshold).sum(1).float() * GRID.resolution).flip(0)
+        narrower_than_full = z_rows[wide < CFG.width].min().item() if (wide < CFG.width).any() else GRID.z_max
+        narrower_than_half = z_rows[wide < CFG.width / 2].min().item() if (wide < CFG.width / 2).any() else GRID.z_max
+        assert narrower_than_full - 0.5 < far < narrower_than_half + 3.0, threshold
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # scores on hand-computed masks
 
