@@ -717,8 +717,9 @@ class DrivingCorridorMetric(Metric):
         self.grid = grid if grid is not None else BevGrid()
         self.config = config if config is not None else CorridorConfig()
         _start_pose(self.config, self.grid)
-        num = _eval_rows(self.grid, self.config.min_distance).numel()
-        self.register_buffer("z", self.grid.z_centers(torch.float64)[_eval_rows(self.grid, self.config.min_distance)])
+        rows = _eval_rows(self.grid, self.config.min_distance)
+        num = rows.numel()
+        self.register_buffer("z", self.grid.z_centers(torch.float64)[rows], persistent=False)
         for name in ("tp_cells", "fp_cells", "row_tp", "row_fp", "row_fn", "hit_rows"):
             self.add_state(name, torch.zeros(num, dtype=torch.long), dist_reduce_fx="sum")
         self.add_state("frames", torch.zeros((), dtype=torch.long), dist_reduce_fx="sum")

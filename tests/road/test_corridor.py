@@ -464,6 +464,7 @@ def test_metric_accumulates_like_the_functional_and_table():
     curves = metric.compute_curves()
     assert curves["z"].shape == curves["hitrate"].shape
     assert curves["z"][0] >= 9.0
+    assert metric.state_dict() == {}
     metric.reset()
     assert metric.frames.item() == 0
 
