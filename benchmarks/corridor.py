@@ -90,6 +90,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer repeats and frames")
     parser.add_argument("--device", default=None, help="cpu / cuda (default: cpu, and cuda when available)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="CPU threads for the baselines and growth tables (default 1: stable "
+        "on a shared machine, where OpenMP's spinning threads can be far slower than one)",
+    )
     args = parser.parse_args()
     repeat = 1 if args.quick else 3
     grid, config, threshold = BevGrid(), CorridorConfig(), 0.5
@@ -106,10 +113,17 @@ def main() -> None:
             t_one = timed(lambda c=conf: fit_driving_corridor(c, threshold=threshold, config=config), repeat)
             torch.set_num_threads(threads)
             print(f"\n[cpu, 1 thread] batch of 32 frames 800 x 400: {t_one:.3f} s -> {32 / t_one:.1f} frames/s")
+        if device == "cpu":
+            torch.set_num_threads(threads)
         t_batch = timed(lambda c=conf: fit_driving_corridor(c, threshold=threshold, config=config), repeat)
         fps = 32 / t_batch
         name = f"{device}, {torch.get_num_threads()} threads" if device == "cpu" else device
         print(f"\n[{name}] batch of 32 frames 800 x 400, paper defaults: {t_batch:.3f} s -> {fps:.1f} frames/s")
+        if device == "cpu":
+            torch.set_num_threads(args.threads)
+            t_batch = timed(lambda c=conf: fit_driving_corridor(c, threshold=threshold, config=config), repeat)
+            fps = 32 / t_batch
+            print(f"  from here on {args.threads} thread(s): batch of 32 at {fps:.1f} frames/s")
         frames = 4 if args.quick else 8
         t_loop = timed(
             lambda c=conf, n=frames: [fit_driving_corridor(c[i : i + 1], threshold=threshold) for i in range(n)], 1
@@ -119,7 +133,7 @@ def main() -> None:
             f"(batched is x{fps * t_loop / frames:.2f})"
         )
         if device == "cpu":
-            naive_frames = 1 if args.quick else 2
+            naive_frames = 1
             t_naive = timed(
                 lambda c=conf, n=naive_frames: [naive_fit(c[i], threshold, grid, config) for i in range(n)], 1
             )
