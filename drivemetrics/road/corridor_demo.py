@@ -38,14 +38,16 @@ def corridor_section(out_dir: Path, seed: int, quick: bool) -> str:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     grid, config, threshold = BevGrid(), CorridorConfig(), 0.5
-    num = 4 if quick else 12
+    num = 4 if quick else 8
+    from drivemetrics.synthetic import mean_gt_prior
+
     methods: dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
     for detector in _DETECTORS:
         methods[detector] = _scenes(num, seed, detector)
     _, lanes, valid = methods[_DETECTORS[0]]
     # the KITTI baseline: the mean of ground-truth ego lanes of other scenes (a location prior)
     _, prior_lanes, prior_valid = _scenes(2 * num, seed + 1000, "lane_good")
-    prior = (prior_lanes.float() * prior_valid).sum(0) / prior_valid.float().sum(0).clamp_min(1)
+    prior = mean_gt_prior(prior_lanes, prior_valid)
     methods["mean-of-GT prior"] = (prior.expand_as(lanes).contiguous(), lanes, valid)
 
     header = f"{'method':18s}" + "".join(
