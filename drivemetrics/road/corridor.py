@@ -321,8 +321,9 @@ def _paint_spans(rows: Tensor, col_lo: Tensor, col_hi: Tensor, keep: Tensor, gri
     hi = col_hi.clamp(0, W)
     use = keep[..., None, None] & (rows2 >= 0) & (rows2 < H) & (hi > lo)
     r = rows2.clamp(0, H - 1)
-    diff = torch.zeros(B, H * (W + 1), dtype=torch.int32, device=rows.device)
-    ones = use.to(torch.int32).reshape(B, -1)
+    dtype = torch.int16 if rows.device.type == "cpu" else torch.int32  # overlap counts are tiny
+    diff = torch.zeros(B, H * (W + 1), dtype=dtype, device=rows.device)
+    ones = use.to(dtype).reshape(B, -1)
     diff.scatter_add_(1, (r * (W + 1) + lo).reshape(B, -1), ones)
     diff.scatter_add_(1, (r * (W + 1) + hi).reshape(B, -1), -ones)
     return diff.reshape(B, H, W + 1)[..., :W].cumsum(-1) > 0
