@@ -45,6 +45,7 @@ __all__ = [
     "driving_corridor_scores",
     "fit_driving_corridor",
     "format_corridor_table",
+    "kitti_corridor_table",
     "load_corridor_config",
 ]
 
@@ -800,6 +801,66 @@ def corridor_table(
         part = slice(i, i + batch_size)
         metric.update(preds_t[part], target_t[part], None if valid_t is None else valid_t[part])
     return {k: float(v) for k, v in metric.compute().items()}
+
+
+def kitti_corridor_table(
+    data_dir: str | Path,
+    results_dir: str | Path,
+    *,
+    threshold: float,
+    category: str = "um_lane",
+    crop: bool = False,
+    grid: BevGrid | None = None,
+    config: CorridorConfig | None = None,
+) -> dict[str, float]:
+    """Table IV for KITTI-ROAD result PNGs of ``category`` (``um_lane``), in the BEV, like ``road-eval``.
+
+    Ground truth and results are warped to ``grid`` with each frame's calibration by the devkit's lookup (cells
+    unseen by the camera become don't-care); the corridor is fitted to each result and scored against the
+    ego-lane ground truth, pooled over the frames.
+
+    Args:
+        data_dir: folder with ``gt_image_2/`` and ``calib/`` (or ``training/`` with them).
+        results_dir: 8-bit confidence PNGs named like the ground truth (``um_lane_000000.png`` ...).
+        threshold: the working point, e.g. ``BestThresh`` of the BEV pixel evaluation of the same results;
+            a cell is a detection when ``value / 255 >= threshold``.
+        crop: crop results larger than their ground truth (top-left) instead of failing.
+
+    Returns:
+        The dict of :func:`corridor_table`.
+    """
+    from drivemetrics.geometry.calib import read_kitti_calib
+    from drivemetrics.geometry.homography import image_from_road_calib
+    from drivemetrics.geometry.warp import warp_image_to_bev
+    from drivemetrics.road.kitti_road import (
+        _match_size,
+        calib_file_for,
+        category_frames,
+        find_layout,
+        gt_masks,
+        read_confidence_png,
+        read_gt_png,
+    )
+
+    grid = grid if grid is not None else BevGrid()
+    layout = find_layout(data_dir, need_calib=True)
+    keys = category_frames(layout.gt_dir, category)
+    if not keys:
+        raise ValueError(f"no {category} ground truth in {layout.gt_dir}")
+    results = Path(results_dir)
+    missing = [k for k in keys if not (results / f"{k}.png").is_file()]
+    if missing:
+        raise FileNotFoundError(f"{len(missing)} of {len(keys)} {category} results missing in {results}: {missing[:3]}")
+    preds, lanes, valids = [], [], []
+    for key in keys:
+        gt = read_gt_png(layout.gt_dir / f"{key}.png")
+        pred = _match_size(read_confidence_png(results / f"{key}.png"), tuple(gt.shape[1:]), key, crop)
+        homography = image_from_road_calib(read_kitti_calib(calib_file_for(layout.calib_dir, key)))
+        lane, valid = gt_masks(warp_image_to_bev(gt[None], homography, grid, mode="devkit")[0][0])
+        preds.append(warp_image_to_bev(pred[None, None], homography, grid, mode="devkit")[0][0, 0])
+        lanes.append(lane)
+        valids.append(valid)
+    return corridor_table(preds, lanes, valids, threshold=threshold, grid=grid, config=config)
 
 
 def format_corridor_table(scores: dict[str, float], distances: Sequence[float] = (20.0, 30.0, 40.0)) -> str:

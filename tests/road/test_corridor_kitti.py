@@ -55,3 +55,24 @@ def test_real_ego_lane_gt_as_confidence_scores_perfectly_and_shifts_hurt(fixture
     for d in (20, 30, 40):
         assert shifted[f"precision_lat_{d}m"].item() < 0.9
         assert shifted[f"hitrate_{d}m"].item() == 0.0
+
+
+def test_kitti_corridor_table_from_result_pngs(fixtures_dir, tmp_path):
+    """Result PNG = the ego-lane GT (255 on the lane): Table IV is all 100 %; an empty result scores 0."""
+    from drivemetrics.road.corridor import format_corridor_table, kitti_corridor_table
+    from drivemetrics.road.kitti_road import gt_masks, read_gt_png, write_png
+
+    root = fixtures_dir / "kitti_road" / "training"
+    if not (root / "gt_image_2" / "um_lane_000000.png").is_file():
+        pytest.skip("um_lane_000000 fixture absent")
+    lane, _ = gt_masks(read_gt_png(root / "gt_image_2" / "um_lane_000000.png"))
+    write_png(tmp_path / "good" / "um_lane_000000.png", lane.to(torch.uint8) * 255)
+    write_png(tmp_path / "empty" / "um_lane_000000.png", torch.zeros_like(lane, dtype=torch.uint8))
+    table = kitti_corridor_table(root.parent, tmp_path / "good", threshold=1 / 255)
+    assert {k: v for k, v in table.items() if k != "mean_length"} == dict.fromkeys(table.keys() - {"mean_length"}, 1.0)
+    assert "100.0%" in format_corridor_table(table)
+    empty = kitti_corridor_table(root.parent, tmp_path / "empty", threshold=0.5)
+    assert empty["hitrate_20m"] == 0.0
+    assert empty["mean_length"] == 0.0
+    with pytest.raises(FileNotFoundError, match="missing"):
+        kitti_corridor_table(root.parent, tmp_path / "nothing", threshold=0.5)
