@@ -86,12 +86,12 @@ def _figures(out_dir: Path, grid: BevGrid, methods: dict, fits: dict, curves: di
         fit = fits[name]
         for row in range(3):
             ax = axes[row][col]
-            ax.imshow(conf[row].cpu(), cmap="gray", vmin=0, vmax=1, extent=extent)
-            xs, zs = grid.cell_centers()
-            ax.contour(xs, zs, target[row].float().cpu(), levels=[0.5], colors="lime", linewidths=0.8)
+            ax.imshow(conf[row].cpu().numpy(), cmap="gray", vmin=0, vmax=1, extent=extent)
+            xs, zs = (t.numpy() for t in grid.cell_centers())
+            ax.contour(xs, zs, target[row].float().cpu().numpy(), levels=[0.5], colors="lime", linewidths=0.8)
             n = int(fit.num_stages[row]) * (fit.path.shape[1] - 1) // fit.wheel_angles.shape[1] + 1
             for side, colour in ((fit.left, "red"), (fit.right, "red")):
-                ax.plot(side[row, :n, 0].cpu(), side[row, :n, 1].cpu(), color=colour, linewidth=1.2)
+                ax.plot(side[row, :n, 0].cpu().numpy(), side[row, :n, 1].cpu().numpy(), color=colour, linewidth=1.2)
             ax.set_xlim(grid.x_min, grid.x_max)
             ax.set_ylim(grid.z_min, grid.z_max)
             ax.set_title(f"{name}\nframe {row}: {float(fit.length[row]):.1f} m", fontsize=8)
@@ -104,7 +104,7 @@ def _figures(out_dir: Path, grid: BevGrid, methods: dict, fits: dict, curves: di
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.5))
     for name, curve in curves.items():
         for ax, key in zip(axes, ("precision_lat", "f1_long", "hitrate"), strict=True):
-            ax.plot(curve["z"].cpu(), curve[key].cpu(), label=name)
+            ax.plot(curve["z"].cpu().numpy(), curve[key].cpu().numpy(), label=name)
     for ax, title in zip(axes, ("integrated lateral precision", "integrated longitudinal F1", "hitrate"), strict=True):
         ax.set_title(title)
         ax.set_xlabel("distance d (m)")

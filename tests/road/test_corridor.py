@@ -336,6 +336,15 @@ def test_start_pose_and_lateral_borders():
         fit_driving_corridor(torch.zeros(1, *GRID.shape), threshold=0.5, config=replace(CFG, start_x=12.0))
     with pytest.raises(ValueError, match="start pose"):
         fit_driving_corridor(torch.zeros(1, *GRID.shape), threshold=0.5, config=replace(CFG, start_z=50.0))
+    # a start heading: a lane drawn along a path that starts turned by 0.2 rad is followed
+    turned, _ = lane_np([(0.0, 30.0)], 3.5, start=(0.0, 6.0, 0.2))
+    turned_t = torch.from_numpy(turned)[None]
+    config = replace(CFG, start_heading=0.2, distances=(20.0, 30.0))
+    assert stats_at(driving_corridor_scores(turned_t.float(), turned_t, threshold=0.5, config=config), 30) == (
+        1.0,
+        1.0,
+        1.0,
+    )
     shifted = straight_lane(x_shift=-3.0)[None].float()
     fit = fit_driving_corridor(shifted, threshold=0.5, config=replace(CFG, start_x=-3.0, start_z=8.0))
     assert fit.path[0, 0].tolist() == [-3.0, 8.0, 0.0]
