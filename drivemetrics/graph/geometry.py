@@ -178,7 +178,9 @@ def densify(graph: nx.Graph, spacing: float) -> nx.Graph:
     n_old = len(arrays.nodes)
     start = (max((n for n in arrays.nodes if isinstance(n, (int, np.integer))), default=-1)) + 1
     ids = list(arrays.nodes) + list(range(start, start + len(pos2) - n_old))
-    out.add_nodes_from((ids[i], {"pos": tuple(p)}) for i, p in zip(range(n_old, len(pos2)), pos2[n_old:].tolist()))
+    out.add_nodes_from(
+        (ids[i], {"pos": tuple(p)}) for i, p in zip(range(n_old, len(pos2)), pos2[n_old:].tolist(), strict=True)
+    )
     out.add_edges_from((ids[u], ids[v]) for u, v in edges2.tolist())
     return out
 
