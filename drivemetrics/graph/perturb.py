@@ -23,36 +23,24 @@ import networkx as nx
 import numpy as np
 from scipy.spatial import cKDTree
 
+from drivemetrics.graph.geometry import graph_arrays, validate_graph
+
 PerturbationFn = Callable[..., tuple[nx.Graph, nx.Graph]]
 
 
 def _copy_int_labels(graph: nx.Graph) -> nx.Graph:
-    """A copy with nodes ``0..n-1`` (sorted order when sortable) and ``pos`` as float tuples."""
-    if not isinstance(graph, nx.Graph) or graph.is_directed() or graph.is_multigraph():
-        raise TypeError(f"`graph` must be an undirected networkx.Graph, got {type(graph).__name__}")
-    try:
-        order = sorted(graph.nodes)
-    except TypeError:
-        order = list(graph.nodes)
-    index = {n: i for i, n in enumerate(order)}
-    out = nx.Graph()
-    for n in order:
-        pos = graph.nodes[n].get("pos")
-        if pos is None:
-            raise ValueError(f"`graph` node {n!r} has no 'pos' attribute")
-        out.add_node(index[n], pos=(float(pos[0]), float(pos[1])))
-    out.add_edges_from((index[a], index[b]) for a, b in graph.edges if a != b)
-    return out
+    """A validated copy with nodes ``0..n-1`` and ``pos`` as float tuples (the input is not modified)."""
+    return validate_graph(graph, "graph", allow_empty=False)
 
 
 def _positions(graph: nx.Graph) -> np.ndarray:
     """N x 2 node positions of an int-labelled graph (node i in row i)."""
-    return np.array([graph.nodes[i]["pos"] for i in range(graph.number_of_nodes())], dtype=np.float64).reshape(-1, 2)
+    return graph_arrays(graph).pos
 
 
 def _edge_array(graph: nx.Graph) -> np.ndarray:
-    """E x 2 node indices of the edges."""
-    return np.array(list(graph.edges), dtype=np.int64).reshape(-1, 2)
+    """E x 2 node indices of the edges (rows of :func:`_positions`)."""
+    return graph_arrays(graph).edges
 
 
 def _new_node(graph: nx.Graph, xy: np.ndarray) -> int:
