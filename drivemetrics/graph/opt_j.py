@@ -21,12 +21,9 @@ from dataclasses import asdict, dataclass
 
 import networkx as nx
 import numpy as np
-from scipy.optimize import linear_sum_assignment
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
-from drivemetrics.graph.geometry import control_nodes, snap_points, validate_graph
+from drivemetrics.graph.geometry import control_nodes, max_matching_min_cost, snap_points, validate_graph
 
 __all__ = ["OptJResult", "opt_j"]
 
@@ -64,30 +61,6 @@ class OptJResult:
     def as_dict(self) -> dict[str, float]:
         """Counts and ``precision`` / ``recall`` / ``f1``."""
         return {**asdict(self), "precision": self.precision, "recall": self.recall, "f1": self.f1}
-
-
-def _assign_optimal(src_idx: np.ndarray, dst_idx: np.ndarray, cost: np.ndarray, n_src: int, n_dst: int) -> dict:
-    """Maximum-cardinality min-cost assignment of candidate pairs, solved per connected group of candidates."""
-    if not len(src_idx):
-        return {}
-    adj = coo_matrix((np.ones(len(src_idx)), (src_idx, n_src + dst_idx)), shape=(n_src + n_dst,) * 2)
-    _, label = connected_components(adj, directed=False)
-    group = label[src_idx]
-    order = np.argsort(group, kind="stable")
-    src_idx, dst_idx, cost, group = src_idx[order], dst_idx[order], cost[order], group[order]
-    bounds = np.flatnonzero(np.diff(group)) + 1
-    big = float(cost.max()) * (len(src_idx) + 1) + 1.0  # any real pair beats leaving one more node unmatched
-    matches = {}
-    for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, len(group)], strict=True):
-        s_u, s_inv = np.unique(src_idx[lo:hi], return_inverse=True)
-        d_u, d_inv = np.unique(dst_idx[lo:hi], return_inverse=True)
-        mat = np.full((len(s_u), len(d_u)), big)
-        mat[s_inv, d_inv] = cost[lo:hi]
-        rows, cols = linear_sum_assignment(mat)
-        for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
-            if mat[r, c] < big:
-                matches[int(s_u[r])] = int(d_u[c])
-    return matches
 
 
 def _match_into(
@@ -135,8 +108,8 @@ def _match_into(
     pairs = cKDTree(pts).sparse_distance_matrix(tree, d_max, output_type="ndarray")
     s_idx, c_idx, dist = pairs["i"].astype(np.int64), pairs["j"].astype(np.int64), pairs["v"]
     cost = dist + alpha * np.abs(src_deg[s_idx] - cand_deg[c_idx])
-    assignment = _assign_optimal(s_idx, c_idx, cost, len(pts), len(cand))
-    return {src_nodes[i]: cand[j] for i, j in assignment.items()}, dst_snap
+    rows, cols = max_matching_min_cost(s_idx, c_idx, cost, len(pts), len(cand))
+    return {src_nodes[i]: cand[j] for i, j in zip(rows.tolist(), cols.tolist(), strict=True)}, dst_snap
 
 
 def opt_j(
