@@ -7,14 +7,21 @@ Readers are in :mod:`drivemetrics.graph.io`, shared geometry in :mod:`drivemetri
 from __future__ import annotations
 
 from drivemetrics.graph.geometry import (
+    GraphArrays,
+    Projection,
     SegmentIndex,
     control_nodes,
     crop,
     densify,
     endpoints,
     graph_arrays,
+    graph_from_arrays,
+    graph_length,
     junctions,
+    match_points,
+    max_matching_min_cost,
     project_points,
+    resample_chains,
     snap_points,
     validate_graph,
 )
@@ -29,22 +36,43 @@ from drivemetrics.graph.io import (
     to_graph,
     write_roadtracer_graph,
 )
+from drivemetrics.graph.metrics import OptG, OptJ, OptP
+from drivemetrics.graph.opt_g import OptGResult, opt_g
+from drivemetrics.graph.opt_j import OptJResult, opt_j
+from drivemetrics.graph.opt_p import OptPResult, decompose_into_paths, opt_p
 
 __all__ = [
+    "GraphArrays",
+    "OptG",
+    "OptGResult",
+    "OptJ",
+    "OptJResult",
+    "OptP",
+    "OptPResult",
+    "Projection",
     "SegmentIndex",
     "UnsafePickleError",
     "control_nodes",
     "crop",
+    "decompose_into_paths",
     "densify",
     "endpoints",
     "graph_arrays",
+    "graph_from_arrays",
+    "graph_length",
     "junctions",
+    "match_points",
+    "max_matching_min_cost",
+    "opt_g",
+    "opt_j",
+    "opt_p",
     "project_points",
     "read_geojson",
     "read_graph",
     "read_networkx_pickle",
     "read_roadtracer_graph",
     "read_sat2graph_pickle",
+    "resample_chains",
     "safe_pickle_load",
     "snap_points",
     "to_graph",

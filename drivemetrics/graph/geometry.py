@@ -11,6 +11,9 @@ carry ``pos = (x, y)`` (pixels, or metres). Functions never modify their input g
 - :func:`snap_points`: project points and insert them as nodes (splitting edges).
 - :func:`crop`: clip a graph to a window shrunk by a border, cutting edges at the window boundary.
 - :func:`junctions`, :func:`endpoints`, :func:`control_nodes`: nodes of degree >= 3, == 1, != 2.
+- :func:`resample_chains`: re-place the nodes of every chain between control nodes at a regular spacing.
+- :func:`max_matching_min_cost` / :func:`match_points`: one-to-one matching (maximum cardinality, then minimum total
+  cost) of candidate pairs, solved per independent group with ``scipy.optimize.linear_sum_assignment``.
 """
 
 from __future__ import annotations
@@ -19,6 +22,9 @@ from dataclasses import dataclass
 
 import networkx as nx
 import numpy as np
+from scipy.optimize import linear_sum_assignment
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
 __all__ = [
@@ -33,7 +39,10 @@ __all__ = [
     "graph_from_arrays",
     "graph_length",
     "junctions",
+    "match_points",
+    "max_matching_min_cost",
     "project_points",
+    "resample_chains",
     "snap_points",
     "validate_graph",
 ]
@@ -436,3 +445,114 @@ def endpoints(graph: nx.Graph) -> list:
 def control_nodes(graph: nx.Graph) -> list:
     """Junctions and endpoints: nodes of degree 1 or >= 3, in ``graph.nodes`` order."""
     return _degree_filter(graph, "control")
+
+
+def _chains(graph: nx.Graph) -> list[list]:
+    """Maximal chains of degree-2 nodes: node lists from a control node to a control node (or closed cycles)."""
+    is_ctrl = {n: graph.degree(n) != 2 for n in graph.nodes}
+    seen: set[frozenset] = set()
+    chains = []
+    starts = [n for n in graph.nodes if is_ctrl[n]] + list(graph.nodes)
+    for start in starts:
+        for nb in graph.adj[start]:
+            if frozenset((start, nb)) in seen:
+                continue
+            chain = [start, nb]
+            seen.add(frozenset((start, nb)))
+            while not is_ctrl[chain[-1]] and chain[-1] != start:
+                a, b = graph.adj[chain[-1]]
+                nxt = b if a == chain[-2] or frozenset((chain[-1], a)) in seen else a
+                if frozenset((chain[-1], nxt)) in seen:
+                    break
+                seen.add(frozenset((chain[-1], nxt)))
+                chain.append(nxt)
+            chains.append(chain)
+    return chains
+
+
+def resample_chains(graph: nx.Graph, spacing: float) -> nx.Graph:
+    """Re-place nodes so that every chain between control nodes is cut into ``ceil(L / spacing)`` equal-arc pieces.
+
+    Control nodes (degree != 2) keep their position; the intermediate nodes are replaced by nodes at regular arc
+    length along the chain polyline, so the node density no longer depends on how finely the input was drawn (the
+    released OPT-G code gets a similar effect from Ramer-Douglas-Peucker simplification followed by oversampling).
+    Closed cycles without a control node keep one of their nodes as the anchor. Returns a new graph (ids ``0..N-1``).
+    """
+    if not spacing > 0:
+        raise ValueError(f"`spacing` must be > 0, got {spacing}")
+    arrays = graph_arrays(graph)
+    index = {n: i for i, n in enumerate(arrays.nodes)}
+    pos_out: list[np.ndarray] = [arrays.pos]
+    edges_out: list[np.ndarray] = []
+    used = np.zeros(len(arrays.nodes), dtype=bool)
+    next_id = len(arrays.nodes)
+    for chain in _chains(graph):
+        ids = np.array([index[n] for n in chain])
+        pts = arrays.pos[ids]
+        used[ids[0]] = used[ids[-1]] = True
+        seg = np.linalg.norm(np.diff(pts, axis=0), axis=1)
+        cum = np.concatenate([[0.0], np.cumsum(seg)])
+        pieces = max(1, int(np.ceil(cum[-1] / spacing - 1e-9)))
+        s = cum[-1] * np.arange(1, pieces) / pieces
+        new = np.stack([np.interp(s, cum, pts[:, 0]), np.interp(s, cum, pts[:, 1])], axis=1)
+        chain_ids = np.concatenate([[ids[0]], next_id + np.arange(len(new)), [ids[-1]]])
+        next_id += len(new)
+        pos_out.append(new)
+        edges_out.append(np.stack([chain_ids[:-1], chain_ids[1:]], axis=1))
+    pos = np.concatenate(pos_out)
+    edges = np.concatenate(edges_out) if edges_out else np.empty((0, 2), dtype=np.int64)
+    keep = np.ones(len(pos), dtype=bool)
+    keep[: len(arrays.nodes)] = used
+    remap = np.cumsum(keep) - 1
+    return graph_from_arrays(pos[keep], remap[edges])
+
+
+def max_matching_min_cost(
+    src: np.ndarray, dst: np.ndarray, cost: np.ndarray, n_src: int, n_dst: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """One-to-one matching among candidate pairs ``(src[k], dst[k])`` with ``cost[k]``.
+
+    Maximises the number of matched pairs, then minimises their total cost (exact: each connected group of candidate
+    pairs is a dense ``linear_sum_assignment`` with a prohibitive cost on non-candidates). Returns matched
+    ``(src_idx, dst_idx)`` arrays.
+    """
+    src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+    cost = np.asarray(cost, dtype=np.float64)
+    if not len(src):
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    adj = coo_matrix((np.ones(len(src)), (src, n_src + dst)), shape=(n_src + n_dst,) * 2)
+    _, label = connected_components(adj, directed=False)
+    group = label[src]
+    order = np.argsort(group, kind="stable")
+    src, dst, cost, group = src[order], dst[order], cost[order], group[order]
+    bounds = np.flatnonzero(np.diff(group)) + 1
+    big = (float(np.abs(cost).max()) + 1.0) * (len(src) + 1)  # one more pair always beats any cost saving
+    out_s, out_d = [], []
+    for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, len(group)], strict=True):
+        if hi - lo == 1:
+            out_s.append(src[lo : lo + 1])
+            out_d.append(dst[lo : lo + 1])
+            continue
+        s_u, s_inv = np.unique(src[lo:hi], return_inverse=True)
+        d_u, d_inv = np.unique(dst[lo:hi], return_inverse=True)
+        mat = np.full((len(s_u), len(d_u)), big)
+        mat[s_inv, d_inv] = cost[lo:hi]
+        rows, cols = linear_sum_assignment(mat)
+        real = mat[rows, cols] < big
+        out_s.append(s_u[rows[real]])
+        out_d.append(d_u[cols[real]])
+    return np.concatenate(out_s), np.concatenate(out_d)
+
+
+def match_points(a: np.ndarray, b: np.ndarray, max_dist: float) -> tuple[np.ndarray, np.ndarray]:
+    """One-to-one matching of points ``a`` ``(N, 2)`` and ``b`` ``(M, 2)`` closer than ``max_dist``.
+
+    Maximum number of pairs, then minimum total Euclidean distance. Returns index arrays ``(ia, ib)``.
+    """
+    a = np.asarray(a, dtype=np.float64).reshape(-1, 2)
+    b = np.asarray(b, dtype=np.float64).reshape(-1, 2)
+    if not len(a) or not len(b):
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    pairs = cKDTree(a).sparse_distance_matrix(cKDTree(b), max_dist, output_type="ndarray")
+    pairs = pairs[pairs["v"] < max_dist]
+    return max_matching_min_cost(pairs["i"], pairs["j"], pairs["v"], len(a), len(b))
