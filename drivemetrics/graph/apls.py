@@ -43,9 +43,9 @@ from scipy.sparse.csgraph import dijkstra
 from torch import Tensor
 from torchmetrics import Metric
 
-from drivemetrics.graph.ccq import _graph_pairs
+from drivemetrics.graph.geometry import _chains as road_chains
 from drivemetrics.graph.geometry import graph_arrays, snap_points, validate_graph
-from drivemetrics.graph.perturb import road_chains
+from drivemetrics.graph.metrics import graph_pairs
 from drivemetrics.graph.tlts import CHUNK, length_csgraph
 
 VARIANTS = ("cosmiq", "sat2graph")
@@ -243,7 +243,7 @@ class AveragePathLengthSimilarity(Metric):
 
     def update(self, preds: nx.Graph | Sequence[nx.Graph], target: nx.Graph | Sequence[nx.Graph]) -> None:
         """Add one graph pair or a batch of pairs."""
-        for p, t in _graph_pairs(preds, target):
+        for p, t in graph_pairs(preds, target):
             r = apls(p, t, **self.options)
             self.diff_gt_to_pred += r.diff_gt_to_pred
             self.pairs_gt_to_pred += r.pairs_gt_to_pred

@@ -27,6 +27,7 @@ from torchmetrics import Metric
 
 from drivemetrics._validation import check_same_shape, check_shape, check_tensor
 from drivemetrics.graph.geometry import graph_arrays
+from drivemetrics.graph.metrics import graph_pairs
 
 
 @dataclass(frozen=True)
@@ -212,7 +213,7 @@ class CorrectnessCompletenessQuality(Metric):
         if isinstance(preds, Tensor):
             counts = ccq_counts(preds, target, self.slack).sum(0)
         else:
-            pairs = _graph_pairs(preds, target)
+            pairs = graph_pairs(preds, target)
             rows = []
             for p, t in pairs:
                 r = ccq_graph(p, t, self.slack, self.scale)
@@ -234,20 +235,3 @@ class CorrectnessCompletenessQuality(Metric):
             "completeness": torch.tensor(comp),
             "quality": torch.tensor(qual),
         }
-
-
-def _graph_pairs(
-    preds: nx.Graph | Sequence[nx.Graph], target: nx.Graph | Sequence[nx.Graph]
-) -> list[tuple[nx.Graph, nx.Graph]]:
-    """Normalise ``(graph, graph)`` or ``(sequence, sequence)`` update arguments to a list of pairs."""
-    if isinstance(preds, nx.Graph) and isinstance(target, nx.Graph):
-        return [(preds, target)]
-    if isinstance(preds, nx.Graph) or isinstance(target, nx.Graph):
-        raise TypeError("`preds` and `target` must both be graphs or both be sequences of graphs")
-    preds, target = list(preds), list(target)
-    if len(preds) != len(target):
-        raise ValueError(f"`preds` and `target` must hold as many graphs, got {len(preds)} and {len(target)}")
-    for g, name in [(g, "preds") for g in preds] + [(g, "target") for g in target]:
-        if not isinstance(g, nx.Graph):
-            raise TypeError(f"`{name}` must hold networkx graphs, got {type(g).__name__}")
-    return list(zip(preds, target, strict=True))

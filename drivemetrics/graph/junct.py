@@ -37,9 +37,9 @@ from scipy.spatial import cKDTree
 from torch import Tensor
 from torchmetrics import Metric
 
-from drivemetrics.graph.ccq import _graph_pairs
+from drivemetrics.graph.geometry import _chains as road_chains
 from drivemetrics.graph.geometry import graph_arrays, validate_graph
-from drivemetrics.graph.perturb import road_chains
+from drivemetrics.graph.metrics import graph_pairs
 from drivemetrics.graph.tlts import CHUNK, length_csgraph
 
 SCALE = 1.7
@@ -248,7 +248,7 @@ class JunctionMetric(Metric):
 
     def update(self, preds: nx.Graph | Sequence[nx.Graph], target: nx.Graph | Sequence[nx.Graph]) -> None:
         """Add one graph pair or a batch of pairs."""
-        for p, t in _graph_pairs(preds, target):
+        for p, t in graph_pairs(preds, target):
             r = junct(p, t, **self.options)
             self.correct_score += r.correct_score
             self.error_score += r.error_score

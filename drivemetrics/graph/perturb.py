@@ -23,6 +23,7 @@ import networkx as nx
 import numpy as np
 from scipy.spatial import cKDTree
 
+from drivemetrics.graph.geometry import _chains as road_chains
 from drivemetrics.graph.geometry import graph_arrays, validate_graph
 
 PerturbationFn = Callable[..., tuple[nx.Graph, nx.Graph]]
@@ -49,44 +50,6 @@ def _new_node(graph: nx.Graph, xy: np.ndarray) -> int:
         node += 1
     graph.add_node(node, pos=(float(xy[0]), float(xy[1])))
     return node
-
-
-def road_chains(graph: nx.Graph) -> list[list]:
-    """Decompose a graph into chains: node lists between nodes of degree != 2 (or around pure cycles).
-
-    Every edge belongs to exactly one chain; a chain's inner nodes have degree 2.
-    """
-    seen: set[frozenset] = set()
-    chains = []
-    anchors = [n for n in graph.nodes if graph.degree(n) != 2]
-    for start in anchors:
-        for nxt in graph.neighbors(start):
-            if frozenset((start, nxt)) in seen:
-                continue
-            chain = [start, nxt]
-            seen.add(frozenset((start, nxt)))
-            while graph.degree(chain[-1]) == 2:
-                a, b = graph.neighbors(chain[-1])
-                step = b if a == chain[-2] else a
-                if frozenset((chain[-1], step)) in seen:
-                    break
-                seen.add(frozenset((chain[-1], step)))
-                chain.append(step)
-            chains.append(chain)
-    for a, b in graph.edges:  # cycles made only of degree-2 nodes
-        if frozenset((a, b)) in seen:
-            continue
-        chain = [a, b]
-        seen.add(frozenset((a, b)))
-        while True:
-            u, v = graph.neighbors(chain[-1])
-            step = v if u == chain[-2] else u
-            if frozenset((chain[-1], step)) in seen:
-                break
-            seen.add(frozenset((chain[-1], step)))
-            chain.append(step)
-        chains.append(chain)
-    return chains
 
 
 def _check_k(k: int) -> None:

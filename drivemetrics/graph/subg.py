@@ -31,8 +31,8 @@ from scipy.spatial import cKDTree
 from torch import Tensor
 from torchmetrics import Metric
 
-from drivemetrics.graph.ccq import _graph_pairs
 from drivemetrics.graph.geometry import validate_graph
+from drivemetrics.graph.metrics import graph_pairs
 from drivemetrics.graph.tlts import CHUNK, dense_arrays, length_csgraph
 
 
@@ -166,7 +166,7 @@ class SubgraphMetric(Metric):
 
     def update(self, preds: nx.Graph | Sequence[nx.Graph], target: nx.Graph | Sequence[nx.Graph]) -> None:
         """Add one graph pair or a batch of pairs."""
-        for p, t in _graph_pairs(preds, target):
+        for p, t in graph_pairs(preds, target):
             r = subg(p, t, **self.options)
             self.n_marbles += r.n_marbles
             self.n_holes += r.n_holes

@@ -33,8 +33,8 @@ from scipy.spatial import cKDTree
 from torch import Tensor
 from torchmetrics import Metric
 
-from drivemetrics.graph.ccq import _graph_pairs
 from drivemetrics.graph.geometry import densify_arrays, graph_arrays, validate_graph
+from drivemetrics.graph.metrics import graph_pairs
 
 CHUNK = 64  # Dijkstra sources per batch (memory: CHUNK x nodes float64)
 
@@ -181,7 +181,7 @@ class TooLongTooShort(Metric):
 
     def update(self, preds: nx.Graph | Sequence[nx.Graph], target: nx.Graph | Sequence[nx.Graph]) -> None:
         """Add one graph pair or a batch of pairs."""
-        for p, t in _graph_pairs(preds, target):
+        for p, t in graph_pairs(preds, target):
             r = tlts(p, t, **self.options)
             self.n_correct += r.n_correct
             self.n_too_long += r.n_too_long
