@@ -143,13 +143,16 @@ def node_perturbations(graph: nx.Graph, k: int, seed: int = 0, shift: float = 30
 
 
 def _offset_chain(pos: np.ndarray, offset: float) -> np.ndarray:
-    """Positions of a polyline (P x 2) moved ``offset`` px along its left normals (per-vertex average)."""
-    tangent = np.zeros_like(pos)
-    tangent[1:] += pos[1:] - pos[:-1]
-    tangent[:-1] += pos[1:] - pos[:-1]
-    tangent /= np.maximum(np.linalg.norm(tangent, axis=1, keepdims=True), 1e-12)
-    normal = np.stack([-tangent[:, 1], tangent[:, 0]], axis=1)
-    return pos + offset * normal
+    """Polyline (P x 2) moved ``offset`` px to its left, with mitred joints (each segment stays ``offset`` away)."""
+    seg = np.diff(pos, axis=0)
+    seg /= np.maximum(np.linalg.norm(seg, axis=1, keepdims=True), 1e-12)
+    seg_normal = np.stack([-seg[:, 1], seg[:, 0]], axis=1)  # S x 2
+    before = np.concatenate([seg_normal[:1], seg_normal])  # normal of the segment ending at each vertex
+    after = np.concatenate([seg_normal, seg_normal[-1:]])
+    mitre = before + after
+    mitre /= np.maximum(np.linalg.norm(mitre, axis=1, keepdims=True), 1e-12)
+    scale = 1.0 / np.maximum(np.einsum("ij,ij->i", mitre, after), 0.5)  # capped for very sharp turns
+    return pos + offset * scale[:, None] * mitre
 
 
 def _double_roads(graph: nx.Graph, k: int, rng: np.random.Generator, offset: float, min_length: float) -> nx.Graph:
