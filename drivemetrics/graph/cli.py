@@ -29,6 +29,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ev.add_argument("--workers", type=int, default=1, help="processes for many tiles (default 1)")
     ev.add_argument("--seed", type=int, default=0, help="seed of the sampled metrics (default 0)")
     ev.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    ev.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="METRIC.KEY=VALUE",
+        help="metric option, e.g. apls.max_snap_dist=25 or apls.variant=sat2graph (repeatable)",
+    )
     ev.set_defaults(func=_run_eval)
 
     se = subparsers.add_parser(
@@ -50,24 +57,40 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     se.add_argument("--seed", type=int, default=0, help="seed of the perturbations")
     se.add_argument("--quick", action="store_true", help="K = 4, step 2, 1024 px crop, 50 samples (for tests)")
     se.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    se.add_argument("--set", action="append", default=[], metavar="METRIC.KEY=VALUE", help="metric option (repeatable)")
     se.set_defaults(func=_run_sensitivity)
 
 
 def _seeded_options(seed: int) -> dict[str, dict]:
-    return {
-        "opt_p": {"seed": seed},
-        "opt_g": {"seed": seed},
-        "apls": {"seed": seed},
-        "tlts": {"seed": seed},
-        "subg": {"seed": seed},
-    }
+    return {name: {"seed": seed} for name in ("opt_p", "opt_g", "apls", "tlts", "subg")}
+
+
+def _parse_value(text: str) -> object:
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return {"none": None, "true": True, "false": False}.get(text.lower(), text)
+
+
+def apply_settings(options: dict[str, dict], settings: list[str]) -> dict[str, dict]:
+    """Add ``METRIC.KEY=VALUE`` settings to per-metric options (numbers, true / false / none, else strings)."""
+    for item in settings:
+        key, sep, value = item.partition("=")
+        metric, dot, name = key.partition(".")
+        if not sep or not dot or metric not in METRICS or not name:
+            raise ValueError(f"`--set` expects METRIC.KEY=VALUE with METRIC in {sorted(METRICS)}, got {item!r}")
+        options.setdefault(metric, {})[name] = _parse_value(value)
+    return options
 
 
 def _run_eval(args: argparse.Namespace) -> int:
     pairs, orphans = find_pairs(args.gt, args.pred)
     missing = [name for name, _, p in pairs if p is None]
+    options = apply_settings(_seeded_options(args.seed), args.set)
     per_tile, scores = evaluate_dataset(
-        pairs, args.metrics, _seeded_options(args.seed), workers=args.workers, progress=not args.no_progress
+        pairs, args.metrics, options, workers=args.workers, progress=not args.no_progress
     )
     print(f"{len(pairs)} tile(s)" + (f", {len(missing)} without prediction (scored empty)" if missing else ""))
     if orphans:
@@ -104,6 +127,7 @@ def _run_sensitivity(args: argparse.Namespace) -> int:
     options = fast_options(samples)
     for name, extra in _seeded_options(args.seed).items():
         options.setdefault(name, {}).update(extra)
+    options = apply_settings(options, args.set)
     rows = run_sensitivity(
         gt,
         list(range(0, k_max + 1, k_step)),

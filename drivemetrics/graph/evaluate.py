@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -75,6 +76,11 @@ def evaluate_pair(
     """Run ``metrics`` (default: all of :data:`METRICS`) on one pair; ``options[name]`` are keyword arguments."""
     names = check_metric_names(metrics if metrics is not None else METRICS)
     options = options or {}
+    for name in names:
+        accepted = set(inspect.signature(METRICS[name]).parameters) - {"preds", "target"}
+        unknown = sorted(set(options.get(name, {})) - accepted)
+        if unknown:
+            raise ValueError(f"unknown option(s) {unknown} for metric {name!r}; it accepts {sorted(accepted)}")
     return {name: _as_dict(METRICS[name](preds, target, **options.get(name, {}))) for name in names}
 
 

@@ -37,6 +37,10 @@ def test_graph_eval_one_pair(tmp_path, capsys):
             "--json",
             str(out),
             "--no-progress",
+            "--set",
+            "apls.max_snap_dist=25",
+            "--set",
+            "apls.variant=sat2graph",
         ]
     )
     assert code == 0
@@ -55,6 +59,10 @@ def test_graph_eval_errors(tmp_path, capsys):
     bad = ["graph-eval", "--gt", str(tmp_path / "gt.graph"), "--pred", str(tmp_path / "gt.graph"), "--metrics", "x"]
     assert main(bad) == 2
     assert "unknown metric" in capsys.readouterr().err
+    assert main([*bad[:5], "--set", "apls.max_snap_dist"]) == 2
+    assert "METRIC.KEY=VALUE" in capsys.readouterr().err
+    assert main([*bad[:5], "--metrics", "apls", "--set", "apls.colour=3", "--no-progress"]) == 2
+    assert "colour" in capsys.readouterr().err
 
 
 def test_graph_sensitivity_quick(tmp_path, capsys):
