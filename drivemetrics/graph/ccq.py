@@ -26,7 +26,7 @@ from torch import Tensor
 from torchmetrics import Metric
 
 from drivemetrics._validation import check_same_shape, check_shape, check_tensor
-from drivemetrics.graph.geometry import graph_arrays
+from drivemetrics.graph.geometry import graph_arrays, validate_graph
 from drivemetrics.graph.metrics import graph_pairs
 
 
@@ -171,8 +171,8 @@ def ccq_graph(
     """
     if not scale > 0:
         raise ValueError(f"`scale` must be > 0, got {scale}")
-    if target.number_of_edges() == 0:
-        raise ValueError("`target` graph has no edge: CCQ needs a non-empty ground truth")
+    target = validate_graph(target, "target", allow_empty=False)
+    preds = validate_graph(preds, "preds")
     graphs = [target] + ([preds] if preds.number_of_nodes() else [])
     shape, origin = _canvas(graphs, scale)
     gt_img = render_graph(target, shape, origin, scale, device)

@@ -97,6 +97,9 @@ def test_graph_identical_empty_and_errors():
     assert empty.total_gt > 0
     with pytest.raises(ValueError, match="target"):
         ccq_graph(g, nx.Graph())
+    nan_pred = _graph([(0, 0), (float("nan"), 3)], [(0, 1)])
+    with pytest.raises(ValueError, match="preds"):
+        ccq_graph(nan_pred, g)
     with pytest.raises(ValueError, match="scale"):
         ccq_graph(g, g, scale=0)
     with pytest.raises(ValueError, match="binary"):
