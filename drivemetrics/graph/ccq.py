@@ -123,25 +123,27 @@ def render_graph(
 ) -> Tensor:
     """Draw a graph's edges as one-pixel lines into an ``H x W`` bool image.
 
-    Pixel ``(row, col)`` covers graph coordinates whose ``(y - origin_y) * scale`` rounds to ``row`` and
-    ``(x - origin_x) * scale`` rounds to ``col``; edges are sampled every <= 0.5 canvas pixels, parts outside the
-    canvas are dropped.
+    Canvas coordinates are ``u = (x - origin_x) * scale`` (column) and ``v = (y - origin_y) * scale`` (row); pixel
+    ``(row, col)`` covers ``[row, row + 1) x [col, col + 1)``. Each edge is drawn like PIL's ``ImageDraw.line``
+    with width 1 (what the released CCQ protocol uses): both ends go to the pixel containing them, then one pixel
+    per step along the major axis (8-connected). Parts outside the canvas are dropped.
     """
     h, w = shape
     image = torch.zeros(h * w, dtype=torch.bool, device=device)
     arrays = graph_arrays(graph)
-    pos, edges = arrays.pos, arrays.edges
-    if len(edges) == 0:
-        pts = np.round((pos - np.asarray(origin)) * scale).astype(np.int64)
-    else:
-        a = (pos[edges[:, 0]] - np.asarray(origin)) * scale
-        b = (pos[edges[:, 1]] - np.asarray(origin)) * scale
-        steps = np.maximum(np.ceil(np.linalg.norm(b - a, axis=1) / 0.5).astype(np.int64), 1)
+    pix = np.floor((arrays.pos - np.asarray(origin, dtype=np.float64)) * scale)
+    edges = arrays.edges
+    if len(edges):
+        a, b = pix[edges[:, 0]], pix[edges[:, 1]]
+        steps = np.maximum(np.abs(b - a).max(axis=1).astype(np.int64), 1)
         edge_of = np.repeat(np.arange(len(edges)), steps + 1)
         start = np.repeat(np.cumsum(steps + 1) - (steps + 1), steps + 1)
         t = (np.arange(len(edge_of)) - start) / steps[edge_of]
-        pts = np.round(a[edge_of] + t[:, None] * (b[edge_of] - a[edge_of])).astype(np.int64)
-        pts = np.concatenate([pts, np.round((pos - np.asarray(origin)) * scale).astype(np.int64)])
+        pts = np.floor(a[edge_of] + t[:, None] * (b[edge_of] - a[edge_of]) + 0.5)
+        pts = np.concatenate([pts, pix])
+    else:
+        pts = pix
+    pts = pts.astype(np.int64)
     inside = (pts[:, 0] >= 0) & (pts[:, 0] < w) & (pts[:, 1] >= 0) & (pts[:, 1] < h)
     flat = torch.as_tensor(pts[inside, 1] * w + pts[inside, 0], device=device)
     image[flat] = True
@@ -149,16 +151,23 @@ def render_graph(
 
 
 def _canvas(graphs: Sequence[nx.Graph], scale: float) -> tuple[tuple[int, int], tuple[float, float]]:
-    """Shape and origin of a canvas covering every node of ``graphs`` with a 1-pixel margin."""
+    """Shape and origin of a canvas covering every node of ``graphs`` with a 1-pixel margin.
+
+    The origin is a multiple of ``1 / scale``, so pixels fall on the same grid as a canvas at the coordinate origin.
+    """
     pos = np.concatenate([graph_arrays(g).pos for g in graphs])
-    lo = np.floor(pos.min(axis=0)) - 1.0 / scale
-    hi = pos.max(axis=0)
-    w, h = (np.ceil((hi - lo) * scale).astype(np.int64) + 2).tolist()
+    lo = (np.floor(pos.min(axis=0) * scale) - 1) / scale
+    w, h = (np.floor((pos.max(axis=0) - lo) * scale).astype(np.int64) + 2).tolist()
     return (int(h), int(w)), (float(lo[0]), float(lo[1]))
 
 
 def ccq_graph(
-    preds: nx.Graph, target: nx.Graph, slack: float = 8.0, scale: float = 0.25, device: torch.device | str | None = None
+    preds: nx.Graph,
+    target: nx.Graph,
+    slack: float = 8.0,
+    scale: float = 0.25,
+    canvas: tuple[float, float, int, int] | None = None,
+    device: torch.device | str | None = None,
 ) -> CCQResult:
     """CCQ of two road graphs rendered on one canvas.
 
@@ -167,14 +176,18 @@ def ccq_graph(
         target: ground-truth graph; must have at least one edge.
         slack: tolerance in graph pixels (8 in Citraro et al.'s protocol); ``slack * scale`` on the canvas.
         scale: canvas pixels per graph pixel (0.25 in the protocol).
+        canvas: ``(origin_x, origin_y, height, width)`` of the canvas (e.g. ``(-4096, -4096, 2048, 2048)`` for a
+            RoadTracer region); default: the bounding box of both graphs on the grid of multiples of ``1 / scale``.
         device: where to render and dilate.
     """
     if not scale > 0:
         raise ValueError(f"`scale` must be > 0, got {scale}")
     target = validate_graph(target, "target", allow_empty=False)
     preds = validate_graph(preds, "preds")
-    graphs = [target] + ([preds] if preds.number_of_nodes() else [])
-    shape, origin = _canvas(graphs, scale)
+    if canvas is None:
+        shape, origin = _canvas([target] + ([preds] if preds.number_of_nodes() else []), scale)
+    else:
+        origin, shape = (float(canvas[0]), float(canvas[1])), (int(canvas[2]), int(canvas[3]))
     gt_img = render_graph(target, shape, origin, scale, device)
     if preds.number_of_nodes():
         pred_img = render_graph(preds, shape, origin, scale, device)

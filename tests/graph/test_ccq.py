@@ -149,3 +149,29 @@ def test_vancouver_identical_and_real_prediction(fixtures_dir):
     assert 0.3 < r.quality < 1.0
     assert 0.0 < r.correctness < 1.0
     assert 0.0 < r.completeness < 1.0
+
+
+@pytest.mark.parametrize("name", ["pred_roadtracer.graph", "pred_segmentation.graph"])
+def test_conformance_with_released_protocol(fixtures_dir, name):
+    """The released protocol: PIL lines (width 1) at scale 1/4 on the 8192 px region, EDT with slack 2 px."""
+    from PIL import Image, ImageDraw
+
+    from drivemetrics.graph.geometry import graph_arrays
+
+    folder = fixtures_dir / "graphs" / "roadtracer_vancouver"
+    gt, pred = read_graph(folder / "gt.graph"), read_graph(folder / name)
+
+    def pil_render(g):
+        arrays = graph_arrays(g)
+        pos = (arrays.pos + 4096) * 0.25
+        image = Image.new("L", (2048, 2048))
+        draw = ImageDraw.Draw(image)
+        for u, v in arrays.edges:
+            draw.line([tuple(pos[u]), tuple(pos[v])], fill=255, width=1)
+        return np.array(image) > 0
+
+    ref = ccq_scores(*_reference_counts(pil_render(pred), pil_render(gt), 2))
+    ours = ccq_graph(pred, gt, slack=8, scale=0.25, canvas=(-4096, -4096, 2048, 2048))
+    assert ours.correctness == pytest.approx(ref[0], abs=2e-3)
+    assert ours.completeness == pytest.approx(ref[1], abs=2e-3)
+    assert ours.quality == pytest.approx(ref[2], abs=2e-3)
