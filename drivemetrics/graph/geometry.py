@@ -553,6 +553,15 @@ def match_points(a: np.ndarray, b: np.ndarray, max_dist: float) -> tuple[np.ndar
     b = np.asarray(b, dtype=np.float64).reshape(-1, 2)
     if not len(a) or not len(b):
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    if len(a) * len(b) <= 4096:  # small: one dense assignment
+        dist = np.linalg.norm(a[:, None] - b[None], axis=2)
+        close = dist < max_dist
+        if not close.any():
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+        big = (float(dist[close].max()) + 1.0) * (min(len(a), len(b)) + 1)
+        rows, cols = linear_sum_assignment(np.where(close, dist, big))
+        real = close[rows, cols]
+        return rows[real].astype(np.int64), cols[real].astype(np.int64)
     pairs = cKDTree(a).sparse_distance_matrix(cKDTree(b), max_dist, output_type="ndarray")
     pairs = pairs[pairs["v"] < max_dist]
     return max_matching_min_cost(pairs["i"], pairs["j"], pairs["v"], len(a), len(b))
