@@ -34,6 +34,7 @@ __all__ = [
     "control_nodes",
     "crop",
     "densify",
+    "densify_arrays",
     "endpoints",
     "graph_arrays",
     "graph_from_arrays",
@@ -43,6 +44,7 @@ __all__ = [
     "max_matching_min_cost",
     "project_points",
     "resample_chains",
+    "road_chains",
     "snap_points",
     "validate_graph",
 ]
@@ -447,8 +449,9 @@ def control_nodes(graph: nx.Graph) -> list:
     return _degree_filter(graph, "control")
 
 
-def _chains(graph: nx.Graph) -> list[list]:
-    """Maximal chains of degree-2 nodes: node lists from a control node to a control node (or closed cycles)."""
+def road_chains(graph: nx.Graph) -> list[list]:
+    """Maximal chains through degree-2 nodes: node lists from a control node to a control node (a closed cycle with
+    no control node starts and ends at the same node). Every edge lies on exactly one chain."""
     is_ctrl = {n: graph.degree(n) != 2 for n in graph.nodes}
     seen: set[frozenset] = set()
     chains = []
@@ -486,7 +489,7 @@ def resample_chains(graph: nx.Graph, spacing: float) -> nx.Graph:
     edges_out: list[np.ndarray] = []
     used = np.zeros(len(arrays.nodes), dtype=bool)
     next_id = len(arrays.nodes)
-    for chain in _chains(graph):
+    for chain in road_chains(graph):
         ids = np.array([index[n] for n in chain])
         pts = arrays.pos[ids]
         used[ids[0]] = used[ids[-1]] = True
@@ -553,6 +556,18 @@ def match_points(a: np.ndarray, b: np.ndarray, max_dist: float) -> tuple[np.ndar
     b = np.asarray(b, dtype=np.float64).reshape(-1, 2)
     if not len(a) or not len(b):
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    if len(a) * len(b) <= 4096:  # small: one dense assignment
+        dist = np.linalg.norm(a[:, None] - b[None], axis=2)
+        close = dist < max_dist
+        if not close.any():
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+        big = (float(dist[close].max()) + 1.0) * (min(len(a), len(b)) + 1)
+        rows, cols = linear_sum_assignment(np.where(close, dist, big))
+        real = close[rows, cols]
+        return rows[real].astype(np.int64), cols[real].astype(np.int64)
     pairs = cKDTree(a).sparse_distance_matrix(cKDTree(b), max_dist, output_type="ndarray")
     pairs = pairs[pairs["v"] < max_dist]
     return max_matching_min_cost(pairs["i"], pairs["j"], pairs["v"], len(a), len(b))
+
+
+_chains = road_chains  # former private name, kept for callers that imported it

@@ -12,9 +12,8 @@ roles swapped; F1 their harmonic mean.
 
 Differences from the released code (``path_based/path_connectivity_metric.py``), chosen for speed and determinism:
 
-- The random path decomposition takes a ``seed`` (the released code uses the unseeded ``random`` module, and its
-  result moves by several F1 points from run to run). Each path is a random walk from a random end node over unused
-  edges, stopping where it cannot continue without repeating a node.
+- The random path decomposition (the same randomised depth-first search) takes a ``seed``; the released code uses
+  the unseeded ``random`` module, and its result moves by several F1 points from run to run.
 - The graph being matched into is densified once at ``spacing`` (5 px) instead of inserting the projections as new
   nodes; snapped points are exact projections onto those short edges, and the matched parts are removed at the
   resolution ``spacing`` (the released code: ``th_existing`` = 10 px).
@@ -27,6 +26,7 @@ Differences from the released code (``path_based/path_connectivity_metric.py``),
 from __future__ import annotations
 
 import heapq
+import itertools
 from dataclasses import asdict, dataclass
 
 import networkx as nx
@@ -61,57 +61,79 @@ class OptPResult:
         return {**asdict(self), "f1": self.f1}
 
 
+def _dfs_chain(adj: dict, start: object, rng: np.random.Generator) -> list:
+    """Randomised depth-first search from ``start`` over the edges in ``adj`` for a simple path ending at a dead end
+    (a node whose only edge is the one the path arrived by). Without one, the longest chain seen before a cycle
+    was found (or ``[start]``)."""
+    on_path = {start}
+    closed: set = set()
+    dead_edges: set = set()
+    chain = [start]
+    fallback = [start]
+    while chain:
+        n = chain[-1]
+        if len(chain) > 1 and len(adj[n]) == 1:
+            return chain
+        options = [
+            m for m in adj[n] if (n, m) not in dead_edges and m not in closed and (len(chain) < 2 or m != chain[-2])
+        ]
+        if options:
+            m = options[int(rng.integers(len(options)))] if len(options) > 1 else options[0]
+            if m in on_path:  # a cycle: remember the chain, do not enter m again from here
+                if len(chain) > len(fallback):
+                    fallback = chain.copy()
+                dead_edges.update(((n, m), (m, n)))
+            else:
+                on_path.add(m)
+                chain.append(m)
+        else:  # backtrack
+            if len(chain) > 1:
+                dead_edges.update(((chain[-2], n), (n, chain[-2])))
+            on_path.discard(n)
+            closed.add(n)
+            chain.pop()
+    return fallback
+
+
 def decompose_into_paths(graph: nx.Graph, seed: int | np.random.Generator | None = 0) -> list[list]:
     """Decompose ``graph`` into edge-disjoint simple paths (node-id lists of >= 2 nodes) covering every edge.
 
-    Repeatedly start at a random node of degree 1 among unused edges (any node with unused edges when none is left)
-    and walk to a random unvisited neighbour over unused edges until stuck; closed loops come out as open paths.
-    Equal seeds give equal decompositions. The input is not modified.
+    As the released code: repeatedly take a random node of degree 1 among the unused edges (a random node with unused
+    edges when there is none) and run a randomised depth-first search for a simple path from it to a dead end (or,
+    in a component of cycles, the chain found before closing a cycle); remove its edges. Equal seeds give equal
+    decompositions; the input is not modified.
     """
     rng = np.random.default_rng(seed)
     adj = {n: set(graph.adj[n]) - {n} for n in graph.nodes}
-    order = list(graph.nodes)
-    ends = [n for n in order if len(adj[n]) == 1]
-    cursor = 0  # nodes with unused edges are found by scanning `order` once
+    ends = [n for n in graph.nodes if len(adj[n]) == 1]
+    alive = [n for n in graph.nodes if adj[n]]
     paths: list[list] = []
     while True:
         start = None
-        while ends:  # lazy deletion: entries may be stale
+        while ends and start is None:  # lazy deletion: entries may be stale
             k = int(rng.integers(len(ends)))
             ends[k], ends[-1] = ends[-1], ends[k]
             n = ends.pop()
-            if len(adj[n]) == 1:
+            start = n if len(adj[n]) == 1 else None
+        while alive and start is None:
+            k = int(rng.integers(len(alive)))
+            alive[k], alive[-1] = alive[-1], alive[k]
+            n = alive.pop()
+            if adj[n]:
                 start = n
-                break
+                alive.append(n)
         if start is None:
-            while cursor < len(order) and not adj[order[cursor]]:
-                cursor += 1
-            if cursor == len(order):
-                return paths
-            start = order[cursor]
-        path = [start]
-        on_path = {start}
-        node = start
-        while True:
-            options = [m for m in adj[node] if m not in on_path]
-            closing = not options
-            if closing:  # stuck: close a loop with one last edge back onto the path, if there is one
-                options = sorted(adj[node]) if len(path) > 2 else []
-                if not options:
-                    break
-            nxt = options[int(rng.integers(len(options)))] if len(options) > 1 else options[0]
-            adj[node].discard(nxt)
-            adj[nxt].discard(node)
-            for q in (node, nxt):
+            return paths
+        path = _dfs_chain(adj, start, rng)
+        if len(path) < 2:  # cannot happen for a node with edges; guard against an endless loop
+            path = [start, next(iter(adj[start]))]
+        for u, v in itertools.pairwise(path):
+            adj[u].discard(v)
+            adj[v].discard(u)
+            for q in (u, v):
                 if len(adj[q]) == 1:
                     ends.append(q)
-            path.append(nxt)
-            if closing:
-                break
-            on_path.add(nxt)
-            node = nxt
-        if len(path) >= 2:
-            paths.append(path)
+        paths.append(path)
 
 
 def _resample_path(points: np.ndarray, segment_length: float) -> np.ndarray:
@@ -183,6 +205,9 @@ def _align_path(
     vi, e, t, d = target.index.within(points, d_snap)
     keep = target.alive[e] & (d < d_snap)
     vi, e, t, d = vi[keep], e[keep], t[keep], d[keep]
+    foot_all = target.pos[target.edges[e, 0]] + t[:, None] * (
+        target.pos[target.edges[e, 1]] - target.pos[target.edges[e, 0]]
+    )
     clamp_node = np.where(t <= 0, target.edges[e, 0], np.where(t >= 1, target.edges[e, 1], -1))
     clamped = clamp_node >= 0
     if clamped.any():
@@ -193,10 +218,10 @@ def _align_path(
         ok[first[is_min]] = True
         keep = np.ones(len(vi), dtype=bool)
         keep[np.flatnonzero(clamped)] = ok
-        vi, e, d, clamp_node = vi[keep], e[keep], d[keep], clamp_node[keep]
+        vi, e, d, clamp_node, foot_all = vi[keep], e[keep], d[keep], clamp_node[keep], foot_all[keep]
     rank = np.arange(len(vi)) - np.searchsorted(vi, vi, side="left")
     keep = rank < K
-    vi, e, d, rank, clamp_node = vi[keep], e[keep], d[keep], rank[keep], clamp_node[keep]
+    vi, e, d, rank, clamp_node, foot_all = vi[keep], e[keep], d[keep], rank[keep], clamp_node[keep], foot_all[keep]
     # a candidate is a node of the target (foot clamped to it) or a point inside one of its short edges
     cand_e = np.full((n_v, K), -1, dtype=np.int64)
     cand_node = np.full((n_v, K), -1, dtype=np.int64)
@@ -204,6 +229,8 @@ def _align_path(
     unary[:, 0] = 0.0
     cand_e[vi, rank] = np.where(clamp_node >= 0, -2, e)  # -2: node candidate
     cand_node[vi, rank] = clamp_node
+    vi_foot = np.zeros((n_v, K, 2))
+    vi_foot[vi, rank] = foot_all
     unary[vi, rank + 1] = d**2
     # ---- corridor components per segment
     n_seg = n_v - 1
@@ -233,27 +260,29 @@ def _align_path(
     block = coo_matrix((target.length[be] + 1e-9, (bi, bj)), shape=(n_pairs, n_pairs)).tocsr()
     _, label = connected_components(block, directed=False) if n_pairs else (0, np.empty(0, dtype=np.int64))
 
-    def lookup(seg: np.ndarray, cand: np.ndarray, cand_nodes: np.ndarray) -> np.ndarray:
-        """Corridor pair index (-1 if none) for segment ``seg`` of each candidate: its node, or an end of its edge."""
-        out = np.full(cand.shape, -1, dtype=np.int64)
+    def lookup(seg: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+        """Corridor pair index of ``nodes`` (``(n_seg, K)``, -1 = none) in segment ``seg``'s corridor, -1 if absent."""
         if not n_pairs:
-            return out
-        ce = np.maximum(cand, 0)
-        for node, valid in (
-            (target.edges[ce, 1], cand >= 0),
-            (target.edges[ce, 0], cand >= 0),
-            (cand_nodes, cand_nodes >= 0),
-        ):
-            k = seg[:, None] * m + node
-            p = np.minimum(np.searchsorted(keys, k), n_pairs - 1)
-            out = np.where(valid & (keys[p] == k), p, out)
-        return out
+            return np.full(nodes.shape, -1, dtype=np.int64)
+        k = seg[:, None] * m + nodes
+        p = np.minimum(np.searchsorted(keys, k), n_pairs - 1)
+        return np.where((nodes >= 0) & (keys[p] == k), p, -1)
 
+    # attachments of every candidate to the corridor graph: its node, or the two ends of its short edge
+    ce = np.maximum(cand_e, 0)
+    end0 = np.where(cand_e >= 0, target.edges[ce, 0], cand_node)
+    end1 = np.where(cand_e >= 0, target.edges[ce, 1], -1)
     seg_ids = np.arange(n_seg)
-    prev_pair = lookup(seg_ids, cand_e[:-1], cand_node[:-1])
-    curr_pair = lookup(seg_ids, cand_e[1:], cand_node[1:])
-    prev_lab = np.where(prev_pair >= 0, label[np.maximum(prev_pair, 0)] if n_pairs else -1, -1)
-    curr_lab = np.where(curr_pair >= 0, label[np.maximum(curr_pair, 0)] if n_pairs else -1, -1)
+    prev_att = (lookup(seg_ids, end0[:-1]), lookup(seg_ids, end1[:-1]))
+    curr_att = (lookup(seg_ids, end0[1:]), lookup(seg_ids, end1[1:]))
+
+    def component(att: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        if not n_pairs:
+            return np.full(att[0].shape, -1, dtype=np.int64)
+        lab0 = np.where(att[0] >= 0, label[np.maximum(att[0], 0)], -1)
+        return np.where(lab0 >= 0, lab0, np.where(att[1] >= 0, label[np.maximum(att[1], 0)], -1))
+
+    prev_lab, curr_lab = component(prev_att), component(curr_att)
     same_edge = (cand_e[:-1, :, None] == cand_e[1:, None, :]) & (cand_e[:-1, :, None] >= 0)
     same_comp = (prev_lab[:, :, None] == curr_lab[:, None, :]) & (prev_lab[:, :, None] >= 0)
     allowed = np.zeros((n_seg, K + 1, K + 1), dtype=bool)
@@ -280,52 +309,95 @@ def _align_path(
     score = float((pieces**2).sum() / total**2)
     gaps = np.concatenate([[False], ~chosen, [False]])
     interruptions = int(np.count_nonzero(~gaps[:-1] & gaps[1:]))
-    # ---- remove the matched part: edges under interior feet and the corridor path between the feet
+    # ---- remove the matched part of the target: the corridor routes between consecutive feet. An edge crossed an
+    # even number of times is a detour (the route went to a foot on a side road and came back) and stays; the short
+    # edge under a foot goes only when the route enters it at one end and leaves at the other.
     sel = np.flatnonzero(chosen)
     if len(sel):
-        ea = cand_e[sel, states[sel] - 1]
-        eb = cand_e[sel + 1, states[sel + 1] - 1]
-        removed = [ea[ea >= 0], eb[eb >= 0]]
-        need = (ea != eb) | (ea < 0)
-        src = prev_pair[sel, states[sel] - 1][need]
-        dst = curr_pair[sel, states[sel + 1] - 1][need]
-        removed.append(_corridor_paths(block, src, dst, p_node, target))
-        target.remove(np.concatenate(removed))
+        st = states - 1
+        rows = np.arange(n_v)
+        slot = np.maximum(st, 0)
+        e_ch = cand_e[rows, slot]
+        foot_ch = vi_foot[rows, slot]
+        ends_ch = target.edges[np.maximum(e_ch, 0)]
+        d0 = np.where(e_ch >= 0, np.linalg.norm(target.pos[ends_ch[:, 0]] - foot_ch, axis=1), 0.0).tolist()
+        d1 = np.where(e_ch >= 0, np.linalg.norm(target.pos[ends_ch[:, 1]] - foot_ch, axis=1), 0.0).tolist()
+        # corridor attachments of the chosen candidates: segment i uses vertex i (prev) and vertex i + 1 (curr)
+        pa0, pa1 = prev_att[0][seg_ids, slot[:-1]].tolist(), prev_att[1][seg_ids, slot[:-1]].tolist()
+        ca0, ca1 = curr_att[0][seg_ids, slot[1:]].tolist(), curr_att[1][seg_ids, slot[1:]].tolist()
+        e_list = e_ch.tolist()
+        jobs = []
+        for i in sel.tolist():
+            ea, eb = e_list[i], e_list[i + 1]
+            if ea >= 0 and ea == eb:
+                continue  # both feet on one short edge
+            src = [(p, d, end) for p, d, end in ((pa0[i], d0[i], 0), (pa1[i], d1[i], 1)) if p >= 0]
+            dst = [(p, d, end) for p, d, end in ((ca0[i], d0[i + 1], 0), (ca1[i], d1[i + 1], 1)) if p >= 0]
+            if ea < 0:
+                src = [(p, 0.0, -1) for p, _, _ in src]
+            if eb < 0:
+                dst = [(p, 0.0, -1) for p, _, _ in dst]
+            jobs.append((src, dst, ea, eb))
+        route_edges, halves = _corridor_paths(block, jobs, p_node, target)
+        edges_u, n_used = np.unique(route_edges, return_counts=True)
+        half_u, n_half = np.unique(halves, return_counts=True)
+        odd_half = half_u[n_half % 2 == 1]
+        piece, n_odd = np.unique(odd_half // 2, return_counts=True)
+        target.remove(np.concatenate([edges_u[n_used % 2 == 1], piece[n_odd == 2]]))
     return _PathScore(score, bool(chosen.all()), interruptions)
 
 
-def _corridor_paths(block: object, src: np.ndarray, dst: np.ndarray, p_node: np.ndarray, target: _MatchTarget) -> list:
-    """Edge ids on shortest corridor paths between pair nodes ``src[k]`` and ``dst[k]`` (Dijkstra on tiny blocks)."""
+def _corridor_paths(block: object, jobs: list, p_node: np.ndarray, target: _MatchTarget) -> tuple[np.ndarray, ...]:
+    """Shortest corridor route of every job ``(sources, goals, edge_a, edge_b)`` (multi-source Dijkstra on the tiny
+    corridor block; sources / goals as from :func:`_attachments`).
+
+    Returns the edge ids on the routes (with repetition) and the half-edges crossed at the feet, coded
+    ``2 * edge + end``.
+    """
     out: list[int] = []
-    if not len(src):
-        return np.empty(0, dtype=np.int64)
+    halves: list[int] = []
     indptr, indices, data = block.indptr, block.indices, block.data
-    for s, g in zip(src.tolist(), dst.tolist(), strict=True):
-        if s < 0 or g < 0 or s == g:
+    for sources, goals, edge_a, edge_b in jobs:
+        if not sources or not goals:
             continue
-        dist = {s: 0.0}
-        prev = {}
-        heap = [(0.0, s)]
+        goal_cost = {pair: (d, end) for pair, d, end in goals}
+        dist: dict[int, float] = {}
+        prev: dict[int, int] = {}
+        origin: dict[int, int] = {}
+        heap = []
+        for pair, d0, end in sources:
+            if d0 < dist.get(pair, np.inf):
+                dist[pair] = d0
+                origin[pair] = end
+                heapq.heappush(heap, (d0, pair))
+        best, best_goal = np.inf, -1
         while heap:
             du, u = heapq.heappop(heap)
-            if u == g:
+            if du >= best:
                 break
             if du > dist.get(u, np.inf):
                 continue
+            if u in goal_cost and du + goal_cost[u][0] < best:
+                best, best_goal = du + goal_cost[u][0], u
             for k in range(indptr[u], indptr[u + 1]):
                 v, dv = int(indices[k]), du + float(data[k])
                 if dv < dist.get(v, np.inf):
                     dist[v] = dv
                     prev[v] = u
+                    origin[v] = origin[u]
                     heapq.heappush(heap, (dv, v))
-        if g not in prev:
+        if best_goal < 0:
             continue
-        v = g
-        while v != s:
+        if edge_b >= 0:
+            halves.append(2 * edge_b + goal_cost[best_goal][1])
+        if edge_a >= 0:
+            halves.append(2 * edge_a + origin[best_goal])
+        v = best_goal
+        while v in prev:
             u = prev[v]
             out.append(target.edge_id[(int(p_node[u]), int(p_node[v]))])
             v = u
-    return np.asarray(out, dtype=np.int64)
+    return np.asarray(out, dtype=np.int64), np.asarray(halves, dtype=np.int64)
 
 
 def path_alignment(

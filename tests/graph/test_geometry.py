@@ -18,6 +18,7 @@ from drivemetrics.graph.geometry import (
     match_points,
     project_points,
     resample_chains,
+    road_chains,
     snap_points,
     validate_graph,
 )
@@ -119,6 +120,20 @@ def test_resample_chains_regular_spacing():
     )
     rr = resample_chains(ring, 0.5)
     assert rr.number_of_edges() == rr.number_of_nodes() == math.ceil(graph_length(ring) / 0.5)
+
+
+def test_road_chains_cover_every_edge_once():
+    g = nx.path_graph(5)  # 0-1-2-3-4, plus a branch at 2 and a separate triangle
+    g.add_edge(2, 9)
+    g.add_edges_from([(20, 21), (21, 22), (22, 20)])
+    chains = road_chains(g)
+    edges = [frozenset(e) for c in chains for e in itertools.pairwise(c)]
+    assert len(edges) == len(set(edges)) == g.number_of_edges()
+    ends = sorted(tuple(sorted((c[0], c[-1]))) for c in chains)
+    assert ends[:3] == [(0, 2), (2, 4), (2, 9)]
+    (triangle,) = [c for c in chains if c[0] >= 20]
+    assert triangle[0] == triangle[-1]
+    assert len(triangle) == 4
 
 
 # ---------------------------------------------------------------- projection
