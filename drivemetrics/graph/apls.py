@@ -43,8 +43,7 @@ from scipy.sparse.csgraph import dijkstra
 from torch import Tensor
 from torchmetrics import Metric
 
-from drivemetrics.graph.geometry import _chains as road_chains
-from drivemetrics.graph.geometry import graph_arrays, snap_points, validate_graph
+from drivemetrics.graph.geometry import graph_arrays, road_chains, snap_points, validate_graph
 from drivemetrics.graph.metrics import graph_pairs
 from drivemetrics.graph.tlts import CHUNK, length_csgraph
 

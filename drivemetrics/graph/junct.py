@@ -37,8 +37,7 @@ from scipy.spatial import cKDTree
 from torch import Tensor
 from torchmetrics import Metric
 
-from drivemetrics.graph.geometry import _chains as road_chains
-from drivemetrics.graph.geometry import graph_arrays, validate_graph
+from drivemetrics.graph.geometry import graph_arrays, road_chains, validate_graph
 from drivemetrics.graph.metrics import graph_pairs
 from drivemetrics.graph.tlts import CHUNK, length_csgraph
 

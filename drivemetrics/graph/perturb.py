@@ -23,8 +23,7 @@ import networkx as nx
 import numpy as np
 from scipy.spatial import cKDTree
 
-from drivemetrics.graph.geometry import _chains as road_chains
-from drivemetrics.graph.geometry import graph_arrays, validate_graph
+from drivemetrics.graph.geometry import graph_arrays, road_chains, validate_graph
 
 PerturbationFn = Callable[..., tuple[nx.Graph, nx.Graph]]
 
