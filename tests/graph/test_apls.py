@@ -120,3 +120,14 @@ def test_vancouver_crop(fixtures_dir):
     assert apls(gt, gt).apls == pytest.approx(1.0)
     r = apls(pred, gt, max_snap_dist=25)
     assert 0.05 < r.apls < 1.0
+
+
+def test_spacenet_geojson_in_metres(fixtures_dir):
+    """SpaceNet labels vs OSM for one Vegas tile, with CosmiQ's metre defaults (snap 4 m, control points 50 m)."""
+    folder = fixtures_dir / "graphs" / "spacenet_vegas"
+    gt = read_graph(folder / "spacenetroads" / "AOI_2_Vegas_img99.geojson")
+    osm = read_graph(folder / "osm" / "AOI_2_Vegas_img99.geojson")
+    assert apls(gt, gt).apls == pytest.approx(1.0)
+    r = apls(osm, gt)
+    assert 0.0 < r.apls < 1.0
+    assert r.apls == pytest.approx(2 * r.gt_to_pred * r.pred_to_gt / (r.gt_to_pred + r.pred_to_gt))

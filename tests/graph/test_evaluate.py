@@ -3,9 +3,14 @@ import math
 import networkx as nx
 import pytest
 
+from drivemetrics.graph.apls import AveragePathLengthSimilarity
+from drivemetrics.graph.ccq import CorrectnessCompletenessQuality
 from drivemetrics.graph.evaluate import METRICS, aggregate, evaluate_dataset, evaluate_pair, find_pairs
 from drivemetrics.graph.geometry import crop
 from drivemetrics.graph.io import read_graph, write_roadtracer_graph
+from drivemetrics.graph.junct import JunctionMetric
+from drivemetrics.graph.subg import SubgraphMetric
+from drivemetrics.graph.tlts import TooLongTooShort
 
 FAST = {
     "opt_g": {"n_samples": 50},
@@ -145,3 +150,31 @@ def test_vancouver_identical_crop_all_metrics(fixtures_dir):
     assert empty["subg"]["f1"] == 0.0
     assert empty["junct"]["f_correct"] == 0.0
     assert not math.isnan(empty["ccq"]["quality"])
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        AveragePathLengthSimilarity,
+        CorrectnessCompletenessQuality,
+        JunctionMetric,
+        lambda: SubgraphMetric(n_subgraphs=30),
+        lambda: TooLongTooShort(n_paths=30),
+    ],
+)
+def test_metric_states_merge_like_one_process(make):
+    """Two 'ranks' updated separately and merged (sum reduction) equal one metric that saw both tiles."""
+    shifted = town()
+    nx.set_node_attributes(
+        shifted, {n: (x + 6, y - 3) for n, (x, y) in nx.get_node_attributes(shifted, "pos").items()}, "pos"
+    )
+    half = _graph([(0, 0), (300, 0), (300, 300), (0, 300)], [(0, 1), (1, 2), (1, 3)])
+    single, rank0, rank1 = make(), make(), make()
+    single.update([shifted, half], [town(), town()])
+    rank0.update(shifted, town())
+    rank1.update(half, town())
+    rank0.merge_state(rank1)
+    a, b = single.compute(), rank0.compute()
+    assert a.keys() == b.keys()
+    for key in a:
+        assert float(a[key]) == pytest.approx(float(b[key]), nan_ok=True), key
