@@ -18,9 +18,11 @@ predicted out-angles with no GT out-angle within 90 degrees. Then
 Defaults are those of ``junction_metric.go`` run by its ``main`` (constants 50 / 65 / 65 px times ``Scale: 1.7``).
 Clusters whose centre lies outside ``bounds`` are ignored (the Go ``main`` uses the region shrunk by 300 px).
 
-Differences from the Go code, on purpose: predicted junctions are clustered like the GT ones (Go clusters them
-around the nearest GT cluster, ``GetIntersectionClustersWithContext``); a junction joins at most one cluster (Go
-may add an already clustered junction to a later cluster too). The Go file prints the two scores but not the final
+Predicted junctions are clustered around their nearest GT cluster (Go's ``GetIntersectionClustersWithContext``:
+the predicted junction closest to a GT cluster centre becomes a centre and keeps the junctions of that GT cluster
+reachable within ``3 * cluster_radius``; the others stay alone); ``context=False`` clusters them like the GT.
+Difference from the Go code, on purpose: a GT junction joins at most one cluster (Go may add an already
+clustered junction to a later cluster too). The Go file prints the two scores but not the final
 formula; the one above is the RoadTracer paper's.
 """
 
@@ -74,18 +76,10 @@ def junct_scores(correct_score: float, n_gt: int, error_score: float, n_pred: in
     return float(f_correct), float(f_error)
 
 
-def junction_clusters(
-    graph: nx.Graph, cluster_radius: float = CLUSTER_RADIUS, angle_distance: float = ANGLE_DISTANCE
-) -> JunctionClusters:
-    """Cluster the junctions of a validated graph and measure their out-angles (see module doc)."""
-    arrays = graph_arrays(graph)
-    pos = arrays.pos
-    index = {n: i for i, n in enumerate(arrays.nodes)}
-    degree = np.array([graph.degree(n) for n in arrays.nodes], dtype=np.int64)
-    junction_rows = np.flatnonzero(degree >= 3)
-    if len(junction_rows) == 0:
-        return JunctionClusters(np.zeros((0, 2)), np.zeros((0, 0)))
-    cs = length_csgraph(pos, arrays.edges)
+def _greedy_assignment(
+    cs: object, pos: np.ndarray, junction_rows: np.ndarray, cluster_radius: float
+) -> tuple[np.ndarray, list[int]]:
+    """Go's ``GetIntersectionClusters``: node-order greedy clusters; returns (cluster of each row, centre rows)."""
     cluster_of = np.full(len(pos), -1, dtype=np.int64)
     centres: list[int] = []
     for lo in range(0, len(junction_rows), CHUNK):
@@ -98,6 +92,59 @@ def junction_clusters(
             members = junction_rows[near[k]]
             cluster_of[members[cluster_of[members] < 0]] = len(centres)
             centres.append(int(row))
+    return cluster_of, centres
+
+
+def _context_assignment(
+    cs: object, pos: np.ndarray, junction_rows: np.ndarray, context: np.ndarray, cluster_radius: float
+) -> tuple[np.ndarray, list[int]]:
+    """Go's ``GetIntersectionClustersWithContext``.
+
+    Junctions go to their nearest context centre; per context centre the junction closest to it becomes the cluster
+    centre and keeps the junctions reachable within ``3 * cluster_radius`` along the graph; the others become
+    single-junction clusters.
+    """
+    dist, group = cKDTree(context).query(pos[junction_rows])
+    order = np.lexsort((dist, group))  # per group, closest first
+    rows, group = junction_rows[order], group[order]
+    first = np.r_[True, group[1:] != group[:-1]]
+    best_row = rows[first]  # one per used context centre
+    group_index = np.cumsum(first) - 1  # which best each junction belongs to
+    reach = np.zeros(len(rows), dtype=bool)
+    for lo in range(0, len(best_row), CHUNK):
+        d = dijkstra(cs, directed=False, indices=best_row[lo : lo + CHUNK], limit=3 * cluster_radius)
+        in_chunk = (group_index >= lo) & (group_index < lo + CHUNK)
+        reach[in_chunk] = np.isfinite(d[group_index[in_chunk] - lo, rows[in_chunk]])
+    cluster_of = np.full(len(pos), -1, dtype=np.int64)
+    cluster_of[rows[reach]] = group_index[reach]
+    singles = rows[~reach]
+    cluster_of[singles] = len(best_row) + np.arange(len(singles))
+    return cluster_of, [*best_row.tolist(), *singles.tolist()]
+
+
+def junction_clusters(
+    graph: nx.Graph,
+    cluster_radius: float = CLUSTER_RADIUS,
+    angle_distance: float = ANGLE_DISTANCE,
+    context: np.ndarray | None = None,
+) -> JunctionClusters:
+    """Cluster the junctions of a validated graph and measure their out-angles (see module doc).
+
+    With ``context`` (``C x 2`` GT cluster centres), junctions are grouped around their nearest context centre
+    instead, as Go's ``GetIntersectionClustersWithContext`` does for the prediction.
+    """
+    arrays = graph_arrays(graph)
+    pos = arrays.pos
+    index = {n: i for i, n in enumerate(arrays.nodes)}
+    degree = np.array([graph.degree(n) for n in arrays.nodes], dtype=np.int64)
+    junction_rows = np.flatnonzero(degree >= 3)
+    if len(junction_rows) == 0:
+        return JunctionClusters(np.zeros((0, 2)), np.zeros((0, 0)))
+    cs = length_csgraph(pos, arrays.edges)
+    if context is not None and len(context):
+        cluster_of, centres = _context_assignment(cs, pos, junction_rows, np.asarray(context), cluster_radius)
+    else:
+        cluster_of, centres = _greedy_assignment(cs, pos, junction_rows, cluster_radius)
     # one out-position per road end at a clustered junction
     chains = road_chains(graph)
     rows_of = [np.array([index[n] for n in c], dtype=np.int64) for c in chains]
@@ -168,6 +215,7 @@ def junct(
     angle_distance: float = ANGLE_DISTANCE,
     match_radius: float = MATCH_RADIUS,
     bounds: tuple[float, float, float, float] | None = None,
+    context: bool = True,
 ) -> JUNCTResult:
     """JUNCT scores of a predicted road graph against the ground truth (parameters in px, see module doc).
 
@@ -178,6 +226,8 @@ def junct(
         angle_distance: distance followed along roads to measure out-angles (110.5 px).
         match_radius: GT / predicted cluster matching radius (110.5 px).
         bounds: ``(xmin, ymin, xmax, ymax)``; clusters centred outside are ignored (``None``: keep all).
+        context: cluster predicted junctions around the GT clusters (Go's behaviour); ``False`` clusters them like
+            the GT ones.
     """
     if not (cluster_radius > 0 and angle_distance > 0 and match_radius > 0):
         raise ValueError(
@@ -186,7 +236,7 @@ def junct(
     gt = validate_graph(target, "target", allow_empty=False)
     pred = validate_graph(preds, "preds")
     g = junction_clusters(gt, cluster_radius, angle_distance)
-    p = junction_clusters(pred, cluster_radius, angle_distance)
+    p = junction_clusters(pred, cluster_radius, angle_distance, context=g.centers if context else None)
     g_in, p_in = _inside(g.centers, bounds), _inside(p.centers, bounds)
     n_gt, n_pred = int(g_in.sum()), int(p_in.sum())
     correct_score, error_score = 0.0, 0.0

@@ -39,6 +39,25 @@ def test_close_junctions_form_one_cluster():
     assert np.isfinite(clusters.angles[0]).sum() == 4
 
 
+def test_context_clustering_of_predicted_junctions():
+    gt = _star((0, 0), [0, 90, 180, 270])
+    # predicted crossing drawn as two T-junctions 40 px apart (joined), plus a detached junction 60 px away
+    pos = [(-20, 0), (20, 0), (-200, 0), (-20, 200), (200, 0), (20, -200), (0, 60), (-100, 60), (100, 60), (0, 160)]
+    pred = nx.Graph()
+    for i, p in enumerate(pos):
+        pred.add_node(i, pos=p)
+    pred.add_edges_from([(0, 1), (0, 2), (0, 3), (1, 4), (1, 5), (6, 7), (6, 8), (6, 9)])
+    clusters = junction_clusters(validate_graph(pred, "p"), context=np.array([[0.0, 0.0]]))
+    assert len(clusters.centers) == 2  # the joined pair, and the detached junction alone
+    assert np.isfinite(clusters.angles).sum(axis=1).tolist() == [4, 3]
+    r = junct(pred, gt)
+    assert (r.n_gt, r.n_pred) == (1, 2)
+    assert r.f_correct == 1.0
+    assert r.f_error == pytest.approx(0.5)  # the detached junction is unmatched
+    plain = junction_clusters(validate_graph(pred, "p"))
+    assert len(plain.centers) == 2
+
+
 def test_identical_missing_and_extra_arms():
     cross = _star((0, 0), [0, 90, 180, 270])
     tee = _star((0, 0), [0, 90, 180])
