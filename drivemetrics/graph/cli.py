@@ -28,6 +28,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ev.add_argument("--json", default=None, metavar="OUT", help="write per-tile and aggregated results as JSON")
     ev.add_argument("--workers", type=int, default=1, help="processes for many tiles (default 1)")
     ev.add_argument("--seed", type=int, default=0, help="seed of the sampled metrics (default 0)")
+    ev.add_argument(
+        "--window",
+        nargs=4,
+        type=float,
+        default=None,
+        metavar=("XMIN", "YMIN", "XMAX", "YMAX"),
+        help="crop both graphs to this window first (RoadTracer protocol: the city's 8192 px region)",
+    )
+    ev.add_argument(
+        "--border", type=float, default=0.0, help="shrink the window (default: the GT's extent) by this margin, px"
+    )
     ev.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     ev.add_argument(
         "--set",
@@ -90,7 +101,13 @@ def _run_eval(args: argparse.Namespace) -> int:
     missing = [name for name, _, p in pairs if p is None]
     options = apply_settings(_seeded_options(args.seed), args.set)
     per_tile, scores = evaluate_dataset(
-        pairs, args.metrics, options, workers=args.workers, progress=not args.no_progress
+        pairs,
+        args.metrics,
+        options,
+        workers=args.workers,
+        progress=not args.no_progress,
+        window=tuple(args.window) if args.window else None,
+        border=args.border,
     )
     print(f"{len(pairs)} tile(s)" + (f", {len(missing)} without prediction (scored empty)" if missing else ""))
     if orphans:

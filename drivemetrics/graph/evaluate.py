@@ -26,6 +26,7 @@ from tqdm import tqdm
 
 from drivemetrics.graph.apls import apls, apls_scores
 from drivemetrics.graph.ccq import ccq_graph, ccq_scores
+from drivemetrics.graph.geometry import crop, graph_arrays
 from drivemetrics.graph.io import read_graph
 from drivemetrics.graph.junct import junct, junct_scores
 from drivemetrics.graph.opt_g import opt_g
@@ -169,10 +170,16 @@ def find_pairs(gt: str | Path, pred: str | Path) -> tuple[list[tuple[str, Path, 
     return pairs, sorted(set(preds) - set(gts))
 
 
-def _evaluate_files(job: tuple[str, Path, Path | None, list[str], dict]) -> tuple[str, dict[str, dict[str, float]]]:
-    name, gt_path, pred_path, metrics, options = job
+def _evaluate_files(job: tuple) -> tuple[str, dict[str, dict[str, float]]]:
+    name, gt_path, pred_path, metrics, options, window, border = job
     target = read_graph(gt_path)
     preds = read_graph(pred_path) if pred_path is not None else nx.Graph()
+    if window is not None or border:
+        if window is None:  # the GT's bounding box
+            pos = graph_arrays(target).pos
+            window = (*pos.min(axis=0).tolist(), *pos.max(axis=0).tolist())
+        target = crop(target, *window, border=border)
+        preds = crop(preds, *window, border=border) if preds.number_of_edges() else preds
     return name, evaluate_pair(preds, target, metrics, options)
 
 
@@ -182,15 +189,22 @@ def evaluate_dataset(
     options: dict[str, dict[str, Any]] | None = None,
     workers: int = 1,
     progress: bool = True,
+    window: tuple[float, float, float, float] | None = None,
+    border: float = 0.0,
 ) -> tuple[dict[str, dict[str, dict[str, float]]], dict[str, dict[str, float]]]:
     """Evaluate tiles (from :func:`find_pairs`); returns ``(per_tile by name, aggregate)``.
 
     ``workers > 1`` evaluates tiles in a process pool (results do not depend on it: every metric is seeded).
+    ``window = (xmin, ymin, xmax, ymax)`` and ``border`` crop both graphs first (edges cut at the boundary); with a
+    border but no window the GT's bounding box is shrunk. The RoadTracer protocol of Citraro et al. uses the city's
+    8192 px region and a 260 px border.
     """
     names = check_metric_names(metrics if metrics is not None else METRICS)
     if workers < 1:
         raise ValueError(f"`workers` must be >= 1, got {workers}")
-    jobs = [(name, g, p, names, options or {}) for name, g, p in pairs]
+    if border < 0:
+        raise ValueError(f"`border` must be >= 0, got {border}")
+    jobs = [(name, g, p, names, options or {}, window, border) for name, g, p in pairs]
     bar = tqdm(total=len(jobs), desc="graph-eval", unit="tile", disable=not progress)
     results: dict[str, dict[str, dict[str, float]]] = {}
     if workers == 1 or len(jobs) == 1:

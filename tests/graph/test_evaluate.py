@@ -135,6 +135,11 @@ def test_dataset_workers_agree(tmp_path):
     tiles2, agg2 = evaluate_dataset(pairs, metrics, workers=2, progress=False)
     assert tiles1 == tiles2
     assert agg1 == agg2
+    _, cropped = evaluate_dataset(pairs, ["ccq"], progress=False, window=(0, 0, 600, 600), border=100)
+    # both graphs lose the same outer 100 px: the shifted tile stays perfect at 4 px < 8 px slack
+    assert cropped["ccq"]["quality"] == 1.0
+    with pytest.raises(ValueError, match="border"):
+        evaluate_dataset(pairs, ["ccq"], progress=False, border=-1)
     assert agg1["apls"]["apls"] == pytest.approx((tiles1["a"]["apls"]["apls"] + tiles1["b"]["apls"]["apls"]) / 2)
 
 
