@@ -8,7 +8,7 @@
 - OPT-P: F1 of the mean per-tile precision and the mean per-tile recall;
 - TLTS: mean of the per-tile fractions (for every class; the released script reads ``too_short`` from the
   ``too_long`` key, a bug we do not reproduce);
-- APLS: mean of the per-tile APLS (SpaceNet's protocol).
+- APLS: mean of the per-tile APLS and one-way scores (SpaceNet's protocol).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 import networkx as nx
 from tqdm import tqdm
 
-from drivemetrics.graph.apls import apls, apls_scores
+from drivemetrics.graph.apls import apls
 from drivemetrics.graph.ccq import ccq_graph, ccq_scores
 from drivemetrics.graph.geometry import crop, graph_arrays
 from drivemetrics.graph.io import read_graph
@@ -132,13 +132,7 @@ def aggregate(per_tile: Sequence[dict[str, dict[str, float]]]) -> dict[str, dict
         elif name == "tlts":
             out[name] = {k: mean(name, k) for k in ("correct", "too_long", "too_short", "infeasible")}
         elif name == "apls":
-            pooled = apls_scores(
-                total(name, "diff_gt_to_pred"),
-                total(name, "pairs_gt_to_pred"),
-                total(name, "diff_pred_to_gt"),
-                total(name, "pairs_pred_to_gt"),
-            )
-            out[name] = {"apls": mean(name, "apls"), "apls_pooled": pooled[0]}
+            out[name] = {k: mean(name, k) for k in ("apls", "gt_to_pred", "pred_to_gt")}
     return out
 
 
