@@ -25,14 +25,13 @@ Differences from the released code (``path_based/path_connectivity_metric.py``),
 
 from __future__ import annotations
 
-import heapq
 import itertools
 from dataclasses import asdict, dataclass
 
 import networkx as nx
 import numpy as np
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
+from scipy.sparse import coo_matrix, csr_matrix
+from scipy.sparse.csgraph import connected_components, dijkstra
 from scipy.spatial import cKDTree
 
 from drivemetrics.graph.geometry import SegmentIndex, densify_arrays, graph_arrays, validate_graph
@@ -289,12 +288,13 @@ def _align_path(
     allowed[:, 1:, 1:] = same_edge | same_comp
     penalty = seg_len**2 * penalty_factor
     # ---- Viterbi (min-sum) over the chain
+    trans = np.where(allowed, 0.0, penalty[:, None, None])
     cost = unary[0].copy()
     back = np.empty((n_seg, K + 1), dtype=np.int64)
     for i in range(n_seg):
-        total_cost = cost[:, None] + np.where(allowed[i], 0.0, penalty[i])
-        back[i] = np.argmin(total_cost, axis=0)
-        cost = total_cost[back[i], np.arange(K + 1)] + unary[i + 1]
+        total_cost = trans[i] + cost[:, None]
+        back[i] = total_cost.argmin(axis=0)
+        cost = total_cost.min(axis=0) + unary[i + 1]
     states = np.empty(n_v, dtype=np.int64)
     states[-1] = int(np.argmin(cost))
     for i in range(n_seg - 1, -1, -1):
@@ -348,56 +348,62 @@ def _align_path(
 
 
 def _corridor_paths(block: object, jobs: list, p_node: np.ndarray, target: _MatchTarget) -> tuple[np.ndarray, ...]:
-    """Shortest corridor route of every job ``(sources, goals, edge_a, edge_b)`` (multi-source Dijkstra on the tiny
-    corridor block; sources / goals as from :func:`_attachments`).
+    """Shortest corridor route of every job ``(sources, goals, edge_a, edge_b)``; sources / goals list
+    ``(corridor pair, distance to the foot, end)``.
 
-    Returns the edge ids on the routes (with repetition) and the half-edges crossed at the feet, coded
-    ``2 * edge + end``.
+    One ``scipy.sparse.csgraph.dijkstra`` call per chunk of jobs on the corridor block augmented with a virtual source
+    and a virtual sink per job (linked to the attachments with the foot distances). Returns the edge ids on the
+    routes (with repetition) and the half-edges crossed at the feet, coded ``2 * edge + end``.
     """
+    jobs = [job for job in jobs if job[0] and job[1]]
+    if not jobs:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    n_pairs = block.shape[0]
+    n_jobs = len(jobs)
+    src_rows, src_cols, src_w, dst_rows, dst_cols, dst_w = [], [], [], [], [], []
+    for j, (sources, goals, _, _) in enumerate(jobs):
+        for pair, d, _ in sources:
+            src_rows.append(n_pairs + j)
+            src_cols.append(pair)
+            src_w.append(d + 1e-9)
+        for pair, d, _ in goals:
+            dst_rows.append(pair)
+            dst_cols.append(n_pairs + n_jobs + j)
+            dst_w.append(d + 1e-9)
+    coo = block.tocoo()
+    n_aug = n_pairs + 2 * n_jobs
+    aug = csr_matrix(
+        (
+            np.concatenate([coo.data, src_w, dst_w]),
+            (np.concatenate([coo.row, src_rows, dst_rows]), np.concatenate([coo.col, src_cols, dst_cols])),
+        ),
+        shape=(n_aug, n_aug),
+    )
     out: list[int] = []
     halves: list[int] = []
-    indptr, indices, data = block.indptr, block.indices, block.data
-    for sources, goals, edge_a, edge_b in jobs:
-        if not sources or not goals:
-            continue
-        goal_cost = {pair: (d, end) for pair, d, end in goals}
-        dist: dict[int, float] = {}
-        prev: dict[int, int] = {}
-        origin: dict[int, int] = {}
-        heap = []
-        for pair, d0, end in sources:
-            if d0 < dist.get(pair, np.inf):
-                dist[pair] = d0
-                origin[pair] = end
-                heapq.heappush(heap, (d0, pair))
-        best, best_goal = np.inf, -1
-        while heap:
-            du, u = heapq.heappop(heap)
-            if du >= best:
-                break
-            if du > dist.get(u, np.inf):
-                continue
-            if u in goal_cost and du + goal_cost[u][0] < best:
-                best, best_goal = du + goal_cost[u][0], u
-            for k in range(indptr[u], indptr[u + 1]):
-                v, dv = int(indices[k]), du + float(data[k])
-                if dv < dist.get(v, np.inf):
-                    dist[v] = dv
-                    prev[v] = u
-                    origin[v] = origin[u]
-                    heapq.heappush(heap, (dv, v))
-        if best_goal < 0:
-            continue
-        if edge_b >= 0:
-            halves.append(2 * edge_b + goal_cost[best_goal][1])
-        if edge_a >= 0:
-            halves.append(2 * edge_a + origin[best_goal])
-        v = best_goal
-        while v in prev:
-            u = prev[v]
-            out.append(target.edge_id[(int(p_node[u]), int(p_node[v]))])
-            v = u
+    p_list = p_node.tolist()
+    for lo in range(0, n_jobs, _DIJKSTRA_CHUNK):
+        hi = min(lo + _DIJKSTRA_CHUNK, n_jobs)
+        _, pred = dijkstra(aug, directed=True, indices=np.arange(n_pairs + lo, n_pairs + hi), return_predecessors=True)
+        for j in range(lo, hi):
+            sources, goals, edge_a, edge_b = jobs[j]
+            row = pred[j - lo]
+            sink = n_pairs + n_jobs + j
+            v = int(row[sink])
+            if v < 0:
+                continue  # not connected (cannot happen for an allowed transition)
+            if edge_b >= 0:
+                halves.append(2 * edge_b + next(end for pair, _, end in goals if pair == v))
+            u = int(row[v])
+            while u < n_pairs:
+                out.append(target.edge_id[(p_list[u], p_list[v])])
+                v, u = u, int(row[u])
+            if edge_a >= 0:
+                halves.append(2 * edge_a + next(end for pair, _, end in sources if pair == v))
     return np.asarray(out, dtype=np.int64), np.asarray(halves, dtype=np.int64)
+
+
+_DIJKSTRA_CHUNK = 64
 
 
 def path_alignment(
