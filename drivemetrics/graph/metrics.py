@@ -120,11 +120,13 @@ class OptP(_GraphMetric):
         corridor: float = 25.0,
         max_candidates: int = 8,
         spacing: float = 5.0,
+        n_decompositions: int = 1,
         seed: int | None = 0,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.options = {
+            "n_decompositions": n_decompositions,
             "d_snap": d_snap,
             "segment_length": segment_length,
             "corridor": corridor,

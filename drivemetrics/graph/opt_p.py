@@ -18,21 +18,26 @@ Differences from the released code (``path_based/path_connectivity_metric.py``),
   nodes; snapped points are exact projections onto those short edges, and the matched parts are removed at the
   resolution ``spacing`` (the released code: ``th_existing`` = 10 px).
 - Candidates per path vertex are the local distance minima along each nearby road (one per road and side), the
-  ``max_candidates`` closest kept; connectivity is tested inside the corridor without the 5-hop cut-off.
+  ``max_candidates`` closest kept; connectivity is tested inside the corridor without the 5-hop cut-off (it never
+  changed a result in our comparisons).
+- Removal: the released code deletes every edge of the corridor routes between consecutive snapped points, including
+  detours (a route that runs from a road to a snapped point on a side road and back); here an edge crossed an even
+  number of times is kept, so a side road is not cut where a turning path brushed it. With the same decomposition
+  and a fresh graph per path the two agree within 0.02 per path on Vancouver crops; with removal the released code
+  scores about 0.03 F1 lower.
 - Paths left when the other graph has no edges any more score 0 (the released code stops and leaves them out of the
   mean); an empty prediction scores precision 0 and recall 0 (the released code returns 1 and NaN).
 """
 
 from __future__ import annotations
 
-import heapq
 import itertools
 from dataclasses import asdict, dataclass
 
 import networkx as nx
 import numpy as np
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
+from scipy.sparse import coo_matrix, csr_matrix
+from scipy.sparse.csgraph import connected_components, dijkstra
 from scipy.spatial import cKDTree
 
 from drivemetrics.graph.geometry import SegmentIndex, densify_arrays, graph_arrays, validate_graph
@@ -289,12 +294,13 @@ def _align_path(
     allowed[:, 1:, 1:] = same_edge | same_comp
     penalty = seg_len**2 * penalty_factor
     # ---- Viterbi (min-sum) over the chain
+    trans = np.where(allowed, 0.0, penalty[:, None, None])
     cost = unary[0].copy()
     back = np.empty((n_seg, K + 1), dtype=np.int64)
     for i in range(n_seg):
-        total_cost = cost[:, None] + np.where(allowed[i], 0.0, penalty[i])
-        back[i] = np.argmin(total_cost, axis=0)
-        cost = total_cost[back[i], np.arange(K + 1)] + unary[i + 1]
+        total_cost = trans[i] + cost[:, None]
+        back[i] = total_cost.argmin(axis=0)
+        cost = total_cost.min(axis=0) + unary[i + 1]
     states = np.empty(n_v, dtype=np.int64)
     states[-1] = int(np.argmin(cost))
     for i in range(n_seg - 1, -1, -1):
@@ -348,56 +354,62 @@ def _align_path(
 
 
 def _corridor_paths(block: object, jobs: list, p_node: np.ndarray, target: _MatchTarget) -> tuple[np.ndarray, ...]:
-    """Shortest corridor route of every job ``(sources, goals, edge_a, edge_b)`` (multi-source Dijkstra on the tiny
-    corridor block; sources / goals as from :func:`_attachments`).
+    """Shortest corridor route of every job ``(sources, goals, edge_a, edge_b)``; sources / goals list
+    ``(corridor pair, distance to the foot, end)``.
 
-    Returns the edge ids on the routes (with repetition) and the half-edges crossed at the feet, coded
-    ``2 * edge + end``.
+    One ``scipy.sparse.csgraph.dijkstra`` call per chunk of jobs on the corridor block augmented with a virtual source
+    and a virtual sink per job (linked to the attachments with the foot distances). Returns the edge ids on the
+    routes (with repetition) and the half-edges crossed at the feet, coded ``2 * edge + end``.
     """
+    jobs = [job for job in jobs if job[0] and job[1]]
+    if not jobs:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    n_pairs = block.shape[0]
+    n_jobs = len(jobs)
+    src_rows, src_cols, src_w, dst_rows, dst_cols, dst_w = [], [], [], [], [], []
+    for j, (sources, goals, _, _) in enumerate(jobs):
+        for pair, d, _ in sources:
+            src_rows.append(n_pairs + j)
+            src_cols.append(pair)
+            src_w.append(d + 1e-9)
+        for pair, d, _ in goals:
+            dst_rows.append(pair)
+            dst_cols.append(n_pairs + n_jobs + j)
+            dst_w.append(d + 1e-9)
+    coo = block.tocoo()
+    n_aug = n_pairs + 2 * n_jobs
+    aug = csr_matrix(
+        (
+            np.concatenate([coo.data, src_w, dst_w]),
+            (np.concatenate([coo.row, src_rows, dst_rows]), np.concatenate([coo.col, src_cols, dst_cols])),
+        ),
+        shape=(n_aug, n_aug),
+    )
     out: list[int] = []
     halves: list[int] = []
-    indptr, indices, data = block.indptr, block.indices, block.data
-    for sources, goals, edge_a, edge_b in jobs:
-        if not sources or not goals:
-            continue
-        goal_cost = {pair: (d, end) for pair, d, end in goals}
-        dist: dict[int, float] = {}
-        prev: dict[int, int] = {}
-        origin: dict[int, int] = {}
-        heap = []
-        for pair, d0, end in sources:
-            if d0 < dist.get(pair, np.inf):
-                dist[pair] = d0
-                origin[pair] = end
-                heapq.heappush(heap, (d0, pair))
-        best, best_goal = np.inf, -1
-        while heap:
-            du, u = heapq.heappop(heap)
-            if du >= best:
-                break
-            if du > dist.get(u, np.inf):
-                continue
-            if u in goal_cost and du + goal_cost[u][0] < best:
-                best, best_goal = du + goal_cost[u][0], u
-            for k in range(indptr[u], indptr[u + 1]):
-                v, dv = int(indices[k]), du + float(data[k])
-                if dv < dist.get(v, np.inf):
-                    dist[v] = dv
-                    prev[v] = u
-                    origin[v] = origin[u]
-                    heapq.heappush(heap, (dv, v))
-        if best_goal < 0:
-            continue
-        if edge_b >= 0:
-            halves.append(2 * edge_b + goal_cost[best_goal][1])
-        if edge_a >= 0:
-            halves.append(2 * edge_a + origin[best_goal])
-        v = best_goal
-        while v in prev:
-            u = prev[v]
-            out.append(target.edge_id[(int(p_node[u]), int(p_node[v]))])
-            v = u
+    p_list = p_node.tolist()
+    for lo in range(0, n_jobs, _DIJKSTRA_CHUNK):
+        hi = min(lo + _DIJKSTRA_CHUNK, n_jobs)
+        _, pred = dijkstra(aug, directed=True, indices=np.arange(n_pairs + lo, n_pairs + hi), return_predecessors=True)
+        for j in range(lo, hi):
+            sources, goals, edge_a, edge_b = jobs[j]
+            row = pred[j - lo]
+            sink = n_pairs + n_jobs + j
+            v = int(row[sink])
+            if v < 0:
+                continue  # not connected (cannot happen for an allowed transition)
+            if edge_b >= 0:
+                halves.append(2 * edge_b + next(end for pair, _, end in goals if pair == v))
+            u = int(row[v])
+            while u < n_pairs:
+                out.append(target.edge_id[(p_list[u], p_list[v])])
+                v, u = u, int(row[u])
+            if edge_a >= 0:
+                halves.append(2 * edge_a + next(end for pair, _, end in sources if pair == v))
     return np.asarray(out, dtype=np.int64), np.asarray(halves, dtype=np.int64)
+
+
+_DIJKSTRA_CHUNK = 64
 
 
 def path_alignment(
@@ -446,6 +458,7 @@ def opt_p(
     penalty_factor: float = 10000.0,
     max_candidates: int = 8,
     spacing: float = 5.0,
+    n_decompositions: int = 1,
 ) -> OptPResult:
     """OPT-P path precision / recall / F1 of a predicted road graph against the ground truth.
 
@@ -459,15 +472,20 @@ def opt_p(
         penalty_factor: a broken transition costs ``segment_length^2 * penalty_factor`` (10000).
         max_candidates: snapped candidates kept per path vertex (the closest).
         spacing: resolution of the matched graph (its edges are split to this length), units of ``pos``.
+        n_decompositions: average precision and recall over this many random path decompositions (1, as the paper;
+            more reduces the run-to-run spread of the metric, about +-0.01 F1 per tile at 1).
 
     Returns:
-        :class:`OptPResult` (``precision``, ``recall``, ``f1`` and path / interruption counts).
+        :class:`OptPResult` (``precision``, ``recall``, ``f1``; path / interruption counts are summed over the
+        decompositions).
     """
     for name, value in (("d_snap", d_snap), ("segment_length", segment_length), ("corridor", corridor)):
         if not value > 0:
             raise ValueError(f"`{name}` must be > 0, got {value}")
     if max_candidates < 1:
         raise ValueError(f"`max_candidates` must be >= 1, got {max_candidates}")
+    if n_decompositions < 1:
+        raise ValueError(f"`n_decompositions` must be >= 1, got {n_decompositions}")
     gt = validate_graph(target, "target", allow_empty=False)
     pred = validate_graph(preds, "preds")
     kwargs = {
@@ -479,10 +497,14 @@ def opt_p(
         "spacing": spacing,
     }
     rng = np.random.default_rng(seed)
-    seeds = rng.integers(2**63 - 1, size=2)
+    seeds = rng.integers(2**63 - 1, size=(n_decompositions, 2)).tolist()
     if pred.number_of_edges() == 0:
-        n_gt = len(decompose_into_paths(gt, int(seeds[0])))
+        n_gt = sum(len(decompose_into_paths(gt, s_gt)) for s_gt, _ in seeds)
         return OptPResult(0.0, 0.0, 0, n_gt, 0, n_gt)
-    recall, n_gt, n_conn, n_int = path_alignment(gt, pred, seed=int(seeds[0]), **kwargs)
-    precision, n_pred, _, _ = path_alignment(pred, gt, seed=int(seeds[1]), **kwargs)
-    return OptPResult(precision, recall, n_pred, n_gt, n_conn, n_int)
+    totals = np.zeros(6)
+    for s_gt, s_pred in seeds:
+        recall, n_gt, n_conn, n_int = path_alignment(gt, pred, seed=s_gt, **kwargs)
+        precision, n_pred, _, _ = path_alignment(pred, gt, seed=s_pred, **kwargs)
+        totals += (precision, recall, n_pred, n_gt, n_conn, n_int)
+    p, r, n_pred, n_gt, n_conn, n_int = totals.tolist()
+    return OptPResult(p / n_decompositions, r / n_decompositions, int(n_pred), int(n_gt), int(n_conn), int(n_int))

@@ -120,3 +120,22 @@ def test_metric_sums_counts():
     n_pred, n_gt = a.n_pred + b.n_pred, a.n_gt + b.n_gt
     assert out["precision"].item() == pytest.approx((n_pred - a.n_spurious - b.n_spurious) / n_pred)
     assert out["recall"].item() == pytest.approx((n_gt - a.n_missing - b.n_missing) / n_gt)
+
+
+@pytest.mark.parametrize("metric", ["opt_j", "opt_p", "opt_g"])
+def test_messy_but_valid_graphs(metric):
+    from drivemetrics.graph import opt_j, opt_p
+
+    fn = {"opt_j": opt_j, "opt_p": opt_p, "opt_g": lambda p, g: opt_g(p, g, n_samples=50)}[metric]
+    g = _graph([(0, 0), (100, 0), (0, 300), (150, 300), (150, 300)], [(0, 1), (2, 3), (3, 4), (1, 1)])
+    g.add_node("lonely", pos=(500.0, 500.0))  # isolated node, mixed id types
+    # two components, a self-loop, a duplicate node (3 and 4 coincide): cleaned, then scored
+    assert fn(g, g).f1 == pytest.approx(1.0)
+    moved = g.copy()
+    moved.nodes[0]["pos"] = (0.0, float("nan"))
+    with pytest.raises(ValueError, match="NaN"):
+        fn(moved, g)
+    no_pos = g.copy()
+    del no_pos.nodes[2]["pos"]
+    with pytest.raises(ValueError, match="no 'pos'"):
+        fn(g, no_pos)

@@ -236,3 +236,15 @@ def test_metric_sums_counts_over_tiles():
         metric.update([gt], [gt, gt])
     with pytest.raises(TypeError, match="both be graphs"):
         metric.update(gt, [gt])
+
+
+def test_metric_merge_state_equals_one_pass():
+    gt = _t_junction()
+    pred = _t_junction(shift=(3.0, 4.0), drop_branch=True)
+    a, b, both = OptJ(), OptJ(), OptJ()
+    a.update(gt, gt)
+    b.update(pred, gt)
+    both.update([gt, pred], [gt, gt])
+    a.merge_state(b)  # what a DDP sync does with sum-reduced states
+    for key in ("precision", "recall", "f1"):
+        assert a.compute()[key].item() == pytest.approx(both.compute()[key].item())

@@ -121,8 +121,27 @@ def test_seed_determinism_and_no_mutation():
     assert before == (nx.to_dict_of_lists(gt), nx.to_dict_of_lists(pred))
 
 
+def test_several_decompositions_average():
+    gt = _grid(4)
+    pred = _grid(4)
+    pred.remove_edge(5, 6)
+    pred.remove_edge(9, 13)
+    avg = opt_p(pred, gt, seed=2, n_decompositions=3)
+    rng = np.random.default_rng(2)
+    seeds = rng.integers(2**63 - 1, size=(3, 2)).tolist()
+    from drivemetrics.graph.opt_p import path_alignment
+
+    g, p = validate_graph(gt, "g"), validate_graph(pred, "p")
+    recalls = [path_alignment(g, p, seed=s)[0] for s, _ in seeds]
+    precisions = [path_alignment(p, g, seed=s)[0] for _, s in seeds]
+    assert avg.recall == pytest.approx(np.mean(recalls))
+    assert avg.precision == pytest.approx(np.mean(precisions))
+
+
 def test_bad_arguments():
     g = _grid(2)
+    with pytest.raises(ValueError, match="n_decompositions"):
+        opt_p(g, g, n_decompositions=0)
     with pytest.raises(ValueError, match="d_snap"):
         opt_p(g, g, d_snap=0)
     with pytest.raises(ValueError, match="max_candidates"):
