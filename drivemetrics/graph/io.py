@@ -1,0 +1,339 @@
+"""Readers and writers for road-network graphs.
+
+Every reader returns the project's one representation: an undirected :class:`networkx.Graph` with integer node ids
+``0..N-1`` and a node attribute ``pos = (x, y)`` (a tuple of Python floats, pixels unless stated otherwise).
+
+Formats:
+
+- RoadTracer ``.graph`` text (node lines ``x y``, one blank line, edge lines ``i j``): :func:`read_roadtracer_graph`.
+- GeoJSON ``LineString`` / ``MultiLineString`` features (SpaceNet, OSM): :func:`read_geojson`.
+- Sat2Graph adjacency pickles ``{(row, col): [(row, col), ...]}``: :func:`read_sat2graph_pickle`.
+- Pickled networkx graphs, e.g. UrbanLaneGraph ``R[city][split][sample_id] = nx.DiGraph``:
+  :func:`read_networkx_pickle` (the raw object) and :func:`to_graph` (one graph to the representation).
+
+Pickles are read with a restricted unpickler (:func:`safe_pickle_load`) that admits only networkx graph classes,
+numpy arrays / scalars / dtypes and plain builtin containers; anything else (``os.system``, ``eval``, arbitrary
+classes) raises :class:`UnsafePickleError` before it can run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import pickle
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import networkx as nx
+import numpy as np
+
+__all__ = [
+    "UnsafePickleError",
+    "from_edges",
+    "read_geojson",
+    "read_graph",
+    "read_networkx_pickle",
+    "read_roadtracer_graph",
+    "read_sat2graph_pickle",
+    "safe_pickle_load",
+    "to_graph",
+    "write_roadtracer_graph",
+]
+
+EARTH_RADIUS_M = 6_378_137.0  # WGS84 equatorial radius, metres
+
+
+class UnsafePickleError(pickle.UnpicklingError):
+    """A pickle asked for a global outside the allowed graph / numpy / builtin types."""
+
+
+_ALLOWED_BUILTINS = {
+    "dict",
+    "list",
+    "tuple",
+    "set",
+    "frozenset",
+    "int",
+    "float",
+    "complex",
+    "str",
+    "bytes",
+    "bytearray",
+    "bool",
+    "slice",
+    "range",
+    "object",
+}
+_NUMPY_ALLOWED = {
+    ("numpy", "ndarray"),
+    ("numpy", "dtype"),
+    ("numpy._core.multiarray", "_reconstruct"),
+    ("numpy._core.multiarray", "scalar"),
+    ("numpy._core.numeric", "_frombuffer"),
+}
+_NETWORKX_MODULES = {
+    "networkx.classes.graph",
+    "networkx.classes.digraph",
+    "networkx.classes.multigraph",
+    "networkx.classes.multidigraph",
+    "networkx.classes.reportviews",
+    "networkx.classes.coreviews",
+}
+
+
+class _RestrictedUnpickler(pickle.Unpickler):
+    """Resolves only an allow-list of globals (graphs, numpy arrays and scalars, builtin containers)."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module in ("builtins", "__builtin__") and name in _ALLOWED_BUILTINS:
+            return super().find_class("builtins", name)
+        if module == "copy_reg" and name == "_reconstructor":  # Python 2 object pickles
+            return super().find_class("copyreg", "_reconstructor")
+        if module == "copyreg" and name == "_reconstructor":
+            return super().find_class(module, name)
+        if module.startswith("numpy.core."):  # numpy < 2 module paths
+            module = "numpy._core." + module[len("numpy.core.") :]
+        if module == "numpy.core":
+            module = "numpy._core"
+        if (module, name) in _NUMPY_ALLOWED:
+            return super().find_class(module, name)
+        if module in _NETWORKX_MODULES and name[:1].isupper():
+            return super().find_class(module, name)
+        raise UnsafePickleError(
+            f"refusing to unpickle global '{module}.{name}': only networkx graphs, numpy arrays and builtin "
+            "types are allowed in graph pickles"
+        )
+
+
+def safe_pickle_load(file: str | Path | BinaryIO, *, encoding: str = "latin1") -> Any:
+    """Unpickle ``file`` (a path or binary file object) with the restricted unpickler.
+
+    ``encoding='latin1'`` also reads Python-2 pickles holding numpy data (Sat2Graph). Raises
+    :class:`UnsafePickleError` for any global outside the allow-list, before it is called.
+    """
+    if isinstance(file, (str, Path)):
+        with open(file, "rb") as handle:
+            return _RestrictedUnpickler(handle, encoding=encoding).load()
+    return _RestrictedUnpickler(file, encoding=encoding).load()
+
+
+def _check_xy(x: float, y: float, where: str) -> tuple[float, float]:
+    if not (math.isfinite(x) and math.isfinite(y)):
+        raise ValueError(f"{where}: node position ({x}, {y}) is not finite")
+    return (x, y)
+
+
+def from_edges(positions: np.ndarray | Iterable[Iterable[float]], edges: Iterable[Iterable[int]]) -> nx.Graph:
+    """Graph from an ``(N, 2)`` array of node positions and an iterable of ``(i, j)`` index pairs.
+
+    Duplicate and reversed edges collapse; self-loops ``(i, i)`` are dropped; indices must lie in ``0..N-1``.
+    """
+    pos = np.asarray(positions, dtype=np.float64).reshape(-1, 2)
+    if not np.isfinite(pos).all():
+        raise ValueError("`positions` contains NaN or infinite coordinates")
+    graph = nx.Graph()
+    graph.add_nodes_from((i, {"pos": (float(x), float(y))}) for i, (x, y) in enumerate(pos.tolist()))
+    pairs = np.asarray(list(edges), dtype=np.int64).reshape(-1, 2)
+    if len(pairs) and (pairs.min() < 0 or pairs.max() >= len(pos)):
+        raise ValueError(f"`edges` indices must lie in 0..{len(pos) - 1}, got {pairs.min()}..{pairs.max()}")
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    graph.add_edges_from(pairs.tolist())
+    return graph
+
+
+def read_roadtracer_graph(path: str | Path) -> nx.Graph:
+    """Read a RoadTracer ``.graph`` text file: ``x y`` node lines, a blank line, ``i j`` edge lines (pixels).
+
+    Edges listed in both directions collapse to one undirected edge. Malformed lines raise ``ValueError`` naming the
+    file and line number.
+    """
+    path = Path(path)
+    positions: list[tuple[float, float]] = []
+    edges: list[tuple[int, int]] = []
+    in_edges = False
+    with open(path, encoding="utf-8") as handle:
+        for number, raw in enumerate(handle, start=1):
+            line = raw.strip()
+            if not line:
+                in_edges = True
+                continue
+            parts = line.split()
+            where = f"{path}:{number}"
+            if len(parts) != 2:
+                raise ValueError(f"{where}: expected two numbers per line, got {line!r}")
+            try:
+                if in_edges:
+                    edges.append((int(parts[0]), int(parts[1])))
+                else:
+                    positions.append(_check_xy(float(parts[0]), float(parts[1]), where))
+            except ValueError as err:
+                kind = "two integer node indices" if in_edges else "two coordinates"
+                raise ValueError(f"{where}: expected {kind}, got {line!r} ({err})") from None
+    return from_edges(np.asarray(positions, dtype=np.float64).reshape(-1, 2), edges)
+
+
+def write_roadtracer_graph(graph: nx.Graph, path: str | Path) -> None:
+    """Write ``graph`` (nodes with ``pos``) as a RoadTracer ``.graph`` file (each edge listed in both directions)."""
+    nodes = list(graph.nodes)
+    index = {n: i for i, n in enumerate(nodes)}
+    lines = [f"{float(graph.nodes[n]['pos'][0]):.6f} {float(graph.nodes[n]['pos'][1]):.6f}" for n in nodes]
+    lines.append("")
+    for u, v in graph.edges:
+        if u != v:
+            lines.append(f"{index[u]} {index[v]}")
+            lines.append(f"{index[v]} {index[u]}")
+    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _lonlat_to_local_metres(lonlat: np.ndarray) -> np.ndarray:
+    """Equirectangular projection about the bounding-box centre: x east, y north, metres (error < 0.1 % per km)."""
+    lon0 = 0.5 * (lonlat[:, 0].min() + lonlat[:, 0].max())
+    lat0 = 0.5 * (lonlat[:, 1].min() + lonlat[:, 1].max())
+    scale = math.pi / 180.0 * EARTH_RADIUS_M
+    x = (lonlat[:, 0] - lon0) * scale * math.cos(math.radians(lat0))
+    y = (lonlat[:, 1] - lat0) * scale
+    return np.stack([x, y], axis=1)
+
+
+def read_geojson(path: str | Path, *, coordinates: str = "metres") -> nx.Graph:
+    """Read ``LineString`` / ``MultiLineString`` features of a GeoJSON file as one graph.
+
+    Consecutive vertices of a line become edges; vertices with identical coordinates (shared by several lines) become
+    one node, so lines meeting at a common vertex form a junction. Other geometry types are ignored.
+
+    Args:
+        path: the ``.geojson`` file.
+        coordinates: ``"metres"`` (default) projects lon/lat (CRS84) to a local east/north frame in metres centred on
+            the data's bounding box (``graph.graph["origin_lonlat"]`` keeps the centre); ``"raw"`` keeps the file's
+            numbers (use it for files already in pixels or a projected CRS).
+    """
+    if coordinates not in ("metres", "raw"):
+        raise ValueError(f"`coordinates` must be 'metres' or 'raw', got {coordinates!r}")
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not valid JSON ({err})") from None
+    features = data.get("features") if isinstance(data, dict) else None
+    if features is None:
+        raise ValueError(f"{path}: expected a GeoJSON FeatureCollection with a 'features' list")
+    lines: list[np.ndarray] = []
+    for k, feature in enumerate(features):
+        geometry = (feature or {}).get("geometry") or {}
+        kind = geometry.get("type")
+        parts = [geometry.get("coordinates")] if kind == "LineString" else None
+        if kind == "MultiLineString":
+            parts = geometry.get("coordinates")
+        for part in parts or []:
+            coords = np.asarray(part, dtype=np.float64)
+            if coords.ndim != 2 or coords.shape[1] < 2 or len(coords) < 1:
+                raise ValueError(f"{path}: feature {k} has malformed coordinates")
+            if not np.isfinite(coords[:, :2]).all():
+                raise ValueError(f"{path}: feature {k} has non-finite coordinates")
+            lines.append(coords[:, :2])
+    if not lines:
+        return nx.Graph()
+    vertices = np.concatenate(lines)
+    unique, inverse = np.unique(vertices, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    edges = []
+    start = 0
+    for line in lines:
+        ids = inverse[start : start + len(line)]
+        edges.append(np.stack([ids[:-1], ids[1:]], axis=1))
+        start += len(line)
+    positions = _lonlat_to_local_metres(unique) if coordinates == "metres" else unique
+    graph = from_edges(positions, np.concatenate(edges).tolist())
+    if coordinates == "metres":
+        graph.graph["origin_lonlat"] = (
+            float(0.5 * (unique[:, 0].min() + unique[:, 0].max())),
+            float(0.5 * (unique[:, 1].min() + unique[:, 1].max())),
+        )
+    return graph
+
+
+def read_sat2graph_pickle(path: str | Path, *, swap_xy: bool = True) -> nx.Graph:
+    """Read a Sat2Graph adjacency pickle ``{(a, b): [(a, b), ...]}`` (Python 2 pickles are fine).
+
+    Sat2Graph keys are ``(row, col)`` pixels; with ``swap_xy=True`` (default) ``pos = (col, row)`` = image ``(x, y)``.
+    """
+    data = safe_pickle_load(path)
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a dict {{(x, y): [neighbours]}}, got {type(data).__name__}")
+    keys: dict[tuple[float, float], int] = {}
+    edges: list[tuple[int, int]] = []
+
+    def node(key: Any) -> int:
+        try:
+            a, b = float(key[0]), float(key[1])
+        except (TypeError, IndexError, ValueError):
+            raise ValueError(f"{path}: node key {key!r} is not an (x, y) pair") from None
+        xy = (b, a) if swap_xy else (a, b)
+        _check_xy(*xy, str(path))
+        return keys.setdefault(xy, len(keys))
+
+    for key, neighbours in data.items():
+        i = node(key)
+        for other in neighbours:
+            edges.append((i, node(other)))
+    positions = np.asarray(list(keys), dtype=np.float64).reshape(-1, 2)
+    return from_edges(positions, edges)
+
+
+def read_networkx_pickle(path: str | Path) -> Any:
+    """Unpickle a file holding networkx graphs (possibly nested in dicts/lists) with the restricted unpickler.
+
+    Returns the raw object; convert each graph with :func:`to_graph`.
+    """
+    return safe_pickle_load(path)
+
+
+def to_graph(graph: nx.Graph, *, pos_key: str = "pos", scale: float = 1.0) -> nx.Graph:
+    """Convert any networkx graph (directed, multi, any node ids, ``pos`` as tuple / list / ndarray) to the project's
+    representation: a new undirected simple :class:`networkx.Graph` with ids ``0..N-1`` and tuple ``pos`` multiplied
+    by ``scale``. The input is not modified; the original ids are kept in the node attribute ``"source_id"``.
+
+    Raises ``ValueError`` when a node lacks ``pos_key`` or its position is not two finite numbers.
+    """
+    if not isinstance(graph, nx.Graph):
+        raise TypeError(f"`graph` must be a networkx graph, got {type(graph).__name__}")
+    nodes = list(graph.nodes)
+    index = {n: i for i, n in enumerate(nodes)}
+    out = nx.Graph()
+    for i, n in enumerate(nodes):
+        attrs = graph.nodes[n]
+        if pos_key not in attrs:
+            raise ValueError(f"`graph` node {n!r} has no '{pos_key}' attribute")
+        p = np.asarray(attrs[pos_key], dtype=np.float64).reshape(-1)
+        if p.shape[0] < 2 or not np.isfinite(p[:2]).all():
+            raise ValueError(f"`graph` node {n!r}: '{pos_key}' must be two finite numbers, got {attrs[pos_key]!r}")
+        out.add_node(i, pos=(float(p[0]) * scale, float(p[1]) * scale), source_id=n)
+    out.add_edges_from((index[u], index[v]) for u, v in graph.edges() if u != v)
+    return out
+
+
+def read_graph(path: str | Path) -> nx.Graph:
+    """Read one graph, choosing the reader from the file name.
+
+    ``.graph`` / ``.txt``: RoadTracer text; ``.geojson`` / ``.json``: GeoJSON (lon/lat to local metres); ``.p`` /
+    ``.pkl`` / ``.pickle`` / ``.gpickle``: a Sat2Graph adjacency dict or a single pickled networkx graph.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"graph file not found: {path}")
+    suffix = path.suffix.lower()
+    if suffix in (".graph", ".txt"):
+        return read_roadtracer_graph(path)
+    if suffix in (".geojson", ".json"):
+        return read_geojson(path)
+    if suffix in (".p", ".pkl", ".pickle", ".gpickle"):
+        obj = safe_pickle_load(path)
+        if isinstance(obj, nx.Graph):
+            return to_graph(obj)
+        if isinstance(obj, dict) and all(isinstance(k, tuple) and len(k) == 2 for k in list(obj)[:10]):
+            return read_sat2graph_pickle(path)
+        raise ValueError(
+            f"{path}: pickle holds {type(obj).__name__}, not a graph; use read_networkx_pickle() for containers"
+        )
+    raise ValueError(f"{path}: unknown graph format {suffix!r} (expected .graph, .geojson, .json, .p, .pickle)")

@@ -1,0 +1,94 @@
+import json
+
+import networkx as nx
+import pytest
+
+from drivemetrics.cli import main
+from drivemetrics.graph.io import write_roadtracer_graph
+
+
+def grid(n=4, step=200.0):
+    g = nx.Graph()
+    for i in range(n):
+        for j in range(n):
+            g.add_node(i * n + j, pos=(j * step, i * step))
+            if j:
+                g.add_edge(i * n + j - 1, i * n + j)
+            if i:
+                g.add_edge((i - 1) * n + j, i * n + j)
+    return g
+
+
+def test_graph_eval_one_pair(tmp_path, capsys):
+    write_roadtracer_graph(grid(), tmp_path / "gt.graph")
+    write_roadtracer_graph(grid(), tmp_path / "pred.graph")
+    out = tmp_path / "r.json"
+    code = main(
+        [
+            "graph-eval",
+            "--gt",
+            str(tmp_path / "gt.graph"),
+            "--pred",
+            str(tmp_path / "pred.graph"),
+            "--metrics",
+            "apls",
+            "opt_j",
+            "junct",
+            "--json",
+            str(out),
+            "--no-progress",
+            "--set",
+            "apls.max_snap_dist=25",
+            "--set",
+            "apls.variant=sat2graph",
+        ]
+    )
+    assert code == 0
+    data = json.loads(out.read_text())
+    assert data["aggregate"]["apls"]["apls"] == pytest.approx(1.0)
+    assert data["aggregate"]["opt_j"]["f1"] == 1.0
+    assert data["aggregate"]["junct"]["f_error"] == 0.0
+    assert set(data["tiles"]) == {"gt"}
+    assert "apls" in capsys.readouterr().out
+
+
+def test_graph_eval_errors(tmp_path, capsys):
+    write_roadtracer_graph(grid(), tmp_path / "gt.graph")
+    assert main(["graph-eval", "--gt", str(tmp_path / "gt.graph"), "--pred", str(tmp_path / "none.graph")]) == 2
+    assert "--pred" in capsys.readouterr().err
+    bad = ["graph-eval", "--gt", str(tmp_path / "gt.graph"), "--pred", str(tmp_path / "gt.graph"), "--metrics", "x"]
+    assert main(bad) == 2
+    assert "unknown metric" in capsys.readouterr().err
+    assert main([*bad[:5], "--set", "apls.max_snap_dist"]) == 2
+    assert "METRIC.KEY=VALUE" in capsys.readouterr().err
+    assert main([*bad[:5], "--metrics", "apls", "--set", "apls.colour=3", "--no-progress"]) == 2
+    assert "colour" in capsys.readouterr().err
+
+
+def test_graph_sensitivity_quick(tmp_path, capsys):
+    write_roadtracer_graph(grid(), tmp_path / "gt.graph")
+    code = main(
+        [
+            "graph-sensitivity",
+            "--gt",
+            str(tmp_path / "gt.graph"),
+            "--out",
+            str(tmp_path / "out"),
+            "--quick",
+            "--metrics",
+            "apls",
+            "ccq",
+            "--kinds",
+            "node_perturbations",
+            "doubled_pred",
+            "--no-progress",
+        ]
+    )
+    assert code == 0
+    assert (tmp_path / "out" / "sensitivity.png").is_file()
+    lines = (tmp_path / "out" / "sensitivity.csv").read_text().splitlines()
+    assert lines[0] == "kind,k,metric,score,value"
+    assert len(lines) == 1 + 2 * 3 * (1 + 3)  # kinds x levels (0, 2, 4) x scores
+    printed = capsys.readouterr().out
+    assert "apls (apls)" in printed
+    assert "ccq (quality)" in printed
