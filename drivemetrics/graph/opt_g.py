@@ -21,6 +21,9 @@ Differences from the released code (``graph_based/holes_marbles_new_metric.py``)
   Ramer-Douglas-Peucker simplification with a randomly shuffled node order followed by oversampling.
 - A subgraph is the part of the graph connected to the root inside the ball (the released depth-first search also
   yields one ring of nodes beyond the radius and prunes children at junctions by a distance heuristic).
+
+Measured against the released code on Vancouver crops (300 draws, 2 seeds): ``matching="greedy"`` is within 0.02 F1;
+the optimal matching scores about 0.02 higher.
 """
 
 from __future__ import annotations

@@ -39,6 +39,14 @@ def test_roadtracer_text_by_hand(tmp_path):
     assert set(map(frozenset, g.edges)) == {frozenset((0, 1)), frozenset((1, 2))}
 
 
+def test_roadtracer_text_with_windows_line_ends(tmp_path):
+    path = tmp_path / "w.graph"
+    path.write_bytes(b"0.000000 0.000000\r\n3.000000 4.000000\r\n\r\n0 1\r\n1 0\r\n")  # as the released writer
+    g = read_roadtracer_graph(path)
+    assert (g.number_of_nodes(), g.number_of_edges()) == (2, 1)
+    assert g.nodes[1]["pos"] == (3.0, 4.0)
+
+
 @pytest.mark.parametrize(
     ("text", "match"),
     [
@@ -157,6 +165,19 @@ def test_restricted_pickle_reads_graphs_and_numpy(tmp_path):
     h = back["city"]["eval"]["s0"]
     assert isinstance(h, nx.DiGraph)
     assert h.nodes[1]["pos"].tolist() == [3.0, 5.0]
+
+
+def test_read_graph_dispatches_pickles(tmp_path):
+    g = nx.Graph()
+    g.add_node("a", pos=np.array([0.0, 0.0]))
+    g.add_node("b", pos=np.array([5.0, 0.0]))
+    g.add_edge("a", "b")
+    (tmp_path / "one.gpickle").write_bytes(pickle.dumps(g))
+    out = read_graph(tmp_path / "one.gpickle")
+    assert (out.number_of_nodes(), out.number_of_edges()) == (2, 1)
+    (tmp_path / "many.pickle").write_bytes(pickle.dumps({"city": {"eval": {"x": g}}}))
+    with pytest.raises(ValueError, match="read_networkx_pickle"):
+        read_graph(tmp_path / "many.pickle")
 
 
 def test_to_graph_converts_without_mutating():
