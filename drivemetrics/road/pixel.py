@@ -7,8 +7,9 @@ Semantics follow the KITTI-ROAD devkit (``evalExp`` + ``pxEval_maximizeFMeasure`
 - The comparison is exact: the stored value of ``p`` (float16/32/64) is compared with the float64 threshold as
   real numbers, as the devkit's float64 histogram does. So ``p = 64/255`` stored as float32 (which rounds up)
   counts as road at threshold 64, and a float32 value just below ``64/255`` does not.
-- Counting is one pass: each pixel is bucketed by the number of thresholds ``<= p`` (``torch.bucketize``), one
-  ``bincount`` builds per-image histograms of positive and negative pixels, and cumulative sums give
+- Counting is one pass: each pixel is bucketed by the number of thresholds ``<= p`` (its raw value for uint8, an
+  exact ``floor(p * 255) + 1`` for float maps on the devkit grid, ``torch.bucketize`` otherwise), one ``bincount``
+  of small integer codes builds the histograms of positive and negative pixels, and cumulative sums give
   ``TP/FP/FN/TN`` at every threshold. Memory is ``O(pixels + thresholds)``, never ``pixels x thresholds``.
 - Pixels outside the ``valid`` mask (KITTI's black "don't care" pixels) are ignored completely.
 - Scores are computed from counts pooled over everything counted (micro average), one best threshold overall.
@@ -239,31 +240,31 @@ def bucket_histograms(
         hist = torch.bincount(code.reshape(-1), minlength=images * classes * bins)
         return hist.view(images, classes, bins)[:, -2:]  # the valid negative and positive classes
 
-    if device.type == "cpu" and CPU_BLOCK_PIXELS > 0:
+    pixels = preds.shape[1] * preds.shape[2]
+    blocked = device.type == "cpu" and CPU_BLOCK_PIXELS > 0
+    if blocked and pixels > CPU_BLOCK_PIXELS:  # large images: blocks of pixels, one image at a time
         hist = torch.zeros(batch if per_image else 1, 2, bins, dtype=torch.int64)
         for image in range(batch):
-            flat = [x[image].reshape(-1) for x in (preds, target)] + [
-                None if valid is None else valid[image].reshape(-1)
-            ]
-            for start in range(0, flat[0].numel(), CPU_BLOCK_PIXELS):
+            flat = [preds[image].reshape(-1), target[image].reshape(-1)]
+            flat.append(None if valid is None else valid[image].reshape(-1))
+            for start in range(0, pixels, CPU_BLOCK_PIXELS):
                 block = [None if x is None else x[start : start + CPU_BLOCK_PIXELS] for x in flat]
                 hist[image if per_image else 0] += block_histogram(*block, images=1)[0]
-    elif per_image:  # image offsets must fit the uint8 class code and the code dtype
-        max_codes = 2**15 if code_dtype == torch.int16 else 2**31
-        chunk = min(256 // classes, max_codes // (bins * classes))
-        hist = torch.cat(
-            [
-                block_histogram(
-                    preds[i : i + chunk],
-                    target[i : i + chunk],
-                    None if valid is None else valid[i : i + chunk],
-                    images=min(chunk, batch - i),
-                )
-                for i in range(0, batch, chunk)
-            ]
-        )
-    else:
-        hist = block_histogram(preds, target, valid, images=1)
+    else:  # chunks of whole images (the whole batch at once off the CPU)
+        chunk = max(1, CPU_BLOCK_PIXELS // max(pixels, 1)) if blocked else batch
+        if per_image:  # image offsets must fit the uint8 class code and the code dtype
+            max_codes = 2**15 if code_dtype == torch.int16 else 2**31
+            chunk = min(chunk, 256 // classes, max_codes // (bins * classes))
+        parts = [
+            block_histogram(
+                preds[i : i + chunk],
+                target[i : i + chunk],
+                None if valid is None else valid[i : i + chunk],
+                images=min(chunk, batch - i) if per_image else 1,
+            )
+            for i in range(0, max(batch, 1), max(chunk, 1))
+        ]
+        hist = torch.cat(parts) if per_image else torch.stack(parts).sum(0)
     if preds.dtype == torch.uint8:
         hist = _regroup_uint8_histogram(hist, thresholds)
     return hist
