@@ -26,7 +26,12 @@ THRESH = np.arange(256) / 255.0
 
 
 def make_frames(count: int, distinct: int, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """``count`` frames cycling over ``distinct`` synthetic ones: a road wedge, noisy uint8 confidences, valid mask."""
+    """``count`` frames cycling over ``distinct`` synthetic ones, shaped like a segmentation network's output.
+
+    Road is a wedge below the horizon; the confidence is a sigmoid of the signed distance to the road edge (in
+    pixels) with a low-frequency error and a little pixel noise, quantised to uint8, so large areas are saturated
+    at 0 or 255 as with a trained network. The valid mask has a "don't care" block as in um_road_000000.
+    """
     rng = np.random.default_rng(seed)
     rows = np.arange(HEIGHT)[:, None]
     cols = np.arange(WIDTH)[None, :]
@@ -35,10 +40,11 @@ def make_frames(count: int, distinct: int, seed: int = 0) -> list[tuple[np.ndarr
         centre = WIDTH / 2 + rng.uniform(-150, 150)
         half_width = np.clip((rows - 180) * rng.uniform(2.0, 4.0), 0, None)
         road = np.abs(cols - centre) < half_width
-        conf = np.clip(0.5 + 0.35 * (road - 0.5) + rng.normal(0, 0.25, road.shape), 0, 1)
-        values = np.round(conf * 255).astype(np.uint8)
+        error = 40 * np.sin(rows / rng.uniform(20, 60) + rng.uniform(0, 6)) + 30 * np.sin(cols / rng.uniform(50, 150))
+        logit = (half_width + error - np.abs(cols - centre)) / 12 + rng.normal(0, 0.3, road.shape)
+        values = np.round(255 / (1 + np.exp(-logit))).astype(np.uint8)
         valid = np.ones_like(road)
-        valid[190:250, : rng.integers(0, 400)] = False  # a "don't care" block as in um_road_000000
+        valid[190:250, : rng.integers(0, 400)] = False
         base.append((values, road, valid))
     return [base[i % distinct] for i in range(count)]
 

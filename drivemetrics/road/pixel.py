@@ -17,6 +17,7 @@ Semantics follow the KITTI-ROAD devkit (``evalExp`` + ``pxEval_maximizeFMeasure`
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Callable, Sequence
@@ -198,6 +199,15 @@ def _floor_rule(n: int, device: torch.device) -> torch.dtype | None:
 
 #: CPU block size (pixels): the temporaries of a block stay in the cache (0: one pass over the batch, as on GPUs).
 CPU_BLOCK_PIXELS = 2**18
+#: CPU sub-histograms: pixel ``i`` of a row counts into sub-histogram ``i % CPU_LANES`` (summed afterwards), so long
+#: runs of equal values (saturated road, sky) do not serialise the increments of one counter.
+CPU_LANES = 4
+
+
+@functools.lru_cache(maxsize=16)
+def _lane_offsets(length: int, lanes: int, classes: int) -> Tensor:
+    """uint8 ``(i % lanes) * classes`` for ``i < length`` (CPU, cached; read-only)."""
+    return (torch.arange(length) % lanes).to(torch.uint8).mul_(classes)
 
 
 def bucket_histograms(
@@ -213,7 +223,8 @@ def bucket_histograms(
     fits, the class part built in uint8) and one ``bincount`` counts them; invalid pixels get their own classes,
     dropped afterwards. ``uint8`` maps are counted by raw value (256 bins) and the small histogram is then
     regrouped into buckets, so any threshold set costs the same. On the CPU the pixels go through in blocks of
-    :data:`CPU_BLOCK_PIXELS` so the temporaries stay in the cache; on other devices the batch is one pass.
+    :data:`CPU_BLOCK_PIXELS` (and :data:`CPU_LANES` sub-histograms) so the temporaries stay in the cache; on other
+    devices the batch is one pass.
     """
     batch = preds.shape[0]
     device = preds.device
@@ -225,23 +236,28 @@ def bucket_histograms(
         bins = num_thresholds + 1
         to_values = _bucket_function(preds.dtype, thresholds)
     classes = 2 if valid is None else 4  # target bit + 2 * valid bit
-    code_dtype = torch.int16 if bins * classes <= 2**15 else torch.int32
+    code_dtype = torch.int16 if bins * classes * CPU_LANES <= 2**15 else torch.int32
+
+    blocked = device.type == "cpu" and CPU_BLOCK_PIXELS > 0
+    lanes = CPU_LANES if blocked else 1
 
     def block_histogram(p: Tensor, t: Tensor, v: Tensor | None, images: int) -> Tensor:
         cls = _as_uint8(t)
         if v is not None:
             cls = torch.add(cls, _as_uint8(v), alpha=2)
+        if lanes > 1:  # neighbouring pixels count into different sub-histograms (runs of equal codes are slow)
+            cls = cls + _lane_offsets(p.shape[-1], lanes, classes)
         if images > 1:
-            cls = cls + torch.arange(0, images * classes, classes, dtype=torch.uint8, device=device).view(-1, 1, 1)
+            step = classes * lanes
+            cls = cls + torch.arange(0, images * step, step, dtype=torch.uint8, device=device).view(-1, 1, 1)
         values = to_values(p)
         if values.dtype != torch.uint8:
             values = values.to(code_dtype)
         code = cls.to(code_dtype).mul_(bins).add_(values)
-        hist = torch.bincount(code.reshape(-1), minlength=images * classes * bins)
-        return hist.view(images, classes, bins)[:, -2:]  # the valid negative and positive classes
+        hist = torch.bincount(code.reshape(-1), minlength=images * lanes * classes * bins)
+        return hist.view(images, lanes, classes, bins).sum(1)[:, -2:]  # the valid negative and positive classes
 
     pixels = preds.shape[1] * preds.shape[2]
-    blocked = device.type == "cpu" and CPU_BLOCK_PIXELS > 0
     if blocked and pixels > CPU_BLOCK_PIXELS:  # large images: blocks of pixels, one image at a time
         hist = torch.zeros(batch if per_image else 1, 2, bins, dtype=torch.int64)
         for image in range(batch):
@@ -254,7 +270,7 @@ def bucket_histograms(
         chunk = max(1, CPU_BLOCK_PIXELS // max(pixels, 1)) if blocked else batch
         if per_image:  # image offsets must fit the uint8 class code and the code dtype
             max_codes = 2**15 if code_dtype == torch.int16 else 2**31
-            chunk = min(chunk, 256 // classes, max_codes // (bins * classes))
+            chunk = min(chunk, 256 // (classes * lanes), max_codes // (bins * classes * lanes))
         parts = [
             block_histogram(
                 preds[i : i + chunk],
