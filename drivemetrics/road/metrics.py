@@ -15,11 +15,11 @@ from drivemetrics.road.pixel import (
     PixelCounts,
     bucket_histograms,
     counts_from_histograms,
-    fixed_threshold_scores,
     format_thresholds,
     pixel_inputs_to_bev,
-    scores_from_counts,
+    scores_with_fixed_threshold,
     validate_pixel_inputs,
+    with_fixed_threshold,
 )
 
 __all__ = ["RoadAveragePrecision", "RoadMaxF", "RoadPixelMetrics"]
@@ -103,8 +103,7 @@ class RoadPixelMetrics(Metric):
         if space not in _SPACES:
             raise ValueError(f"`space` must be one of {_SPACES}, got {space!r}")
         sweep = format_thresholds(thresholds)
-        fixed = torch.tensor([float(fixed_threshold)], dtype=torch.float64)
-        counted = torch.unique(torch.cat([sweep, fixed]))  # sorted; one counting pass serves both
+        counted, sweep_index, fixed_index = with_fixed_threshold(sweep, fixed_threshold)  # one counting pass
         self.beta = float(beta)
         self.fixed_threshold = float(fixed_threshold)
         self.devkit_float32 = bool(devkit_float32)
@@ -116,8 +115,8 @@ class RoadPixelMetrics(Metric):
             self._setup_bev(grid, warp_mode)
         self.register_buffer("thresholds", sweep, persistent=False)
         self.register_buffer("counted_thresholds", counted, persistent=False)
-        self.register_buffer("_sweep_index", torch.searchsorted(counted, sweep), persistent=False)
-        self.register_buffer("_fixed_index", torch.searchsorted(counted, fixed), persistent=False)
+        self.register_buffer("_sweep_index", sweep_index, persistent=False)
+        self.register_buffer("_fixed_index", fixed_index, persistent=False)
         for name in ("tp", "fp", "fn", "tn"):
             self.add_state(name, torch.zeros(counted.numel(), dtype=torch.int64), dist_reduce_fx="sum")
 
@@ -153,13 +152,15 @@ class RoadPixelMetrics(Metric):
 
     def compute(self) -> dict[str, Tensor]:
         """Pooled scores (see the class docstring)."""
-        sweep = PixelCounts(*(c[self._sweep_index] for c in (self.tp, self.fp, self.fn, self.tn)))
-        scores = scores_from_counts(sweep, self.thresholds, beta=self.beta, devkit_float32=self.devkit_float32)
-        fixed = PixelCounts(*(c[self._fixed_index[0]] for c in (self.tp, self.fp, self.fn, self.tn)))
-        for key, value in fixed_threshold_scores(fixed, beta=self.beta).items():
-            scores[f"{key}_fixed"] = value
-        scores["fixed_threshold"] = torch.tensor(self.fixed_threshold, dtype=torch.float64, device=self.tp.device)
-        return scores
+        return scores_with_fixed_threshold(
+            PixelCounts(self.tp, self.fp, self.fn, self.tn),
+            self.thresholds,
+            self._sweep_index,
+            self._fixed_index,
+            self.fixed_threshold,
+            beta=self.beta,
+            devkit_float32=self.devkit_float32,
+        )
 
 
 class RoadMaxF(RoadPixelMetrics):

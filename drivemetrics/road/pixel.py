@@ -31,8 +31,10 @@ from drivemetrics.geometry.bev import BevGrid
 
 __all__ = [
     "PixelCounts",
+    "bucket_histograms",
     "confidence_buckets",
     "counts_at_threshold",
+    "counts_from_histograms",
     "fixed_threshold_scores",
     "format_thresholds",
     "kitti_thresholds",
@@ -40,6 +42,9 @@ __all__ = [
     "pixel_inputs_to_bev",
     "road_pixel_scores",
     "scores_from_counts",
+    "scores_with_fixed_threshold",
+    "validate_pixel_inputs",
+    "with_fixed_threshold",
 ]
 
 #: The devkit's 11 recall levels, as ``np.arange(0, 1.1, 0.1)`` produces them (0.30000000000000004 etc.).
@@ -538,19 +543,62 @@ def fixed_threshold_scores(counts: PixelCounts | Sequence[Tensor], beta: float =
     }
 
 
+def with_fixed_threshold(thresholds: Tensor, fixed_threshold: float) -> tuple[Tensor, Tensor, Tensor]:
+    """Thresholds to count at so that one pass serves the sweep and a fixed threshold.
+
+    Returns ``(counted, sweep_index, fixed_index)``: the sorted union (float64) and where the sweep thresholds and
+    the fixed one sit in it.
+    """
+    fixed = torch.tensor([float(fixed_threshold)], dtype=torch.float64, device=thresholds.device)
+    counted = torch.unique(torch.cat([thresholds, fixed]))
+    return counted, torch.searchsorted(counted, thresholds), torch.searchsorted(counted, fixed)[0]
+
+
+def scores_with_fixed_threshold(
+    counts: PixelCounts,
+    thresholds: Tensor,
+    sweep_index: Tensor,
+    fixed_index: Tensor,
+    fixed_threshold: float,
+    beta: float = 1.0,
+    devkit_float32: bool = False,
+) -> dict[str, Tensor]:
+    """:func:`scores_from_counts` over the sweep plus ``F_fixed``, ``PRE_fixed``, ``REC_fixed``, ``IoU_fixed`` and
+    ``fixed_threshold``, from counts taken at the union of :func:`with_fixed_threshold`."""
+    sweep = PixelCounts(*(c[..., sweep_index] for c in counts))
+    scores = scores_from_counts(sweep, thresholds, beta=beta, devkit_float32=devkit_float32)
+    fixed = PixelCounts(*(c[..., fixed_index] for c in counts))
+    for key, value in fixed_threshold_scores(fixed, beta=beta).items():
+        scores[f"{key}_fixed"] = value
+    scores["fixed_threshold"] = torch.tensor(float(fixed_threshold), dtype=torch.float64, device=counts.tp.device)
+    return scores
+
+
 def road_pixel_scores(
     preds: Tensor,
     target: Tensor,
     valid: Tensor | None = None,
     thresholds: int | Sequence[float] | Tensor | None = None,
     beta: float = 1.0,
+    fixed_threshold: float = 0.5,
     devkit_float32: bool = False,
     validate_args: bool = True,
 ) -> dict[str, Tensor]:
-    """Pooled devkit scores of a batch in one call: :func:`pixel_counts` summed over images, then
-    :func:`scores_from_counts`. Shapes and arguments as there."""
-    counts = pixel_counts(preds, target, valid, thresholds, validate_args=validate_args).sum(0)
-    return scores_from_counts(counts, thresholds, beta=beta, devkit_float32=devkit_float32)
+    """Pooled devkit scores of a batch in one call (the functional form of ``RoadPixelMetrics``).
+
+    Arguments as in :func:`pixel_counts` and :func:`scores_from_counts`; the keys are those of
+    :func:`scores_from_counts` plus ``F_fixed``, ``PRE_fixed``, ``REC_fixed``, ``IoU_fixed`` at
+    ``p >= fixed_threshold``.
+    """
+    if not (isinstance(fixed_threshold, (int, float)) and 0.0 <= fixed_threshold <= 1.0):
+        raise ValueError(f"`fixed_threshold` must be a number in [0, 1], got {fixed_threshold!r}")
+    preds, target, valid = validate_pixel_inputs(preds, target, valid, check_values=validate_args)
+    sweep = format_thresholds(thresholds, device=preds.device)
+    counted, sweep_index, fixed_index = with_fixed_threshold(sweep, fixed_threshold)
+    counts = counts_from_histograms(bucket_histograms(preds, target, valid, counted, per_image=False)[0])
+    return scores_with_fixed_threshold(
+        counts, sweep, sweep_index, fixed_index, fixed_threshold, beta=beta, devkit_float32=devkit_float32
+    )
 
 
 def pixel_inputs_to_bev(

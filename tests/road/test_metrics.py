@@ -230,3 +230,18 @@ def test_kitti_fixture_conformance(fixtures_dir, space, expected):
     assert scores["PRE_wp"].item() == pytest.approx(expected["PRE_wp"], abs=1e-9)
     if "REC_wp" in expected:
         assert scores["REC_wp"].item() == pytest.approx(expected["REC_wp"], abs=1e-9)
+
+
+def test_functional_and_module_give_the_same_dict():
+    from drivemetrics.road import road_pixel_scores
+
+    values, target, valid = (torch.from_numpy(x) for x in _frames(12, batch=3))
+    probs = values.float() / 255
+    metric = RoadPixelMetrics(thresholds=51, beta=0.5, fixed_threshold=0.35)
+    metric.update(probs, target, valid)
+    module = metric.compute()
+    functional = road_pixel_scores(probs, target, valid, thresholds=51, beta=0.5, fixed_threshold=0.35)
+    assert module.keys() == functional.keys()
+    for key in module:
+        torch.testing.assert_close(module[key], functional[key], equal_nan=True, rtol=0, atol=0, msg=key)
+    assert 0 < module["F_fixed"].item() < 1
