@@ -203,7 +203,7 @@ def _floor_rule(n: int, device: torch.device) -> torch.dtype | None:
 
 
 #: CPU block size (pixels): the temporaries of a block stay in the cache (0: one pass over the batch, as on GPUs).
-CPU_BLOCK_PIXELS = 2**18
+CPU_BLOCK_PIXELS = 2**19
 #: CPU sub-histograms: pixel ``i`` of a row counts into sub-histogram ``i % CPU_LANES`` (summed afterwards), so long
 #: runs of equal values (saturated road, sky) do not serialise the increments of one counter.
 CPU_LANES = 4
