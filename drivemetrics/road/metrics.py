@@ -36,7 +36,8 @@ class RoadPixelMetrics(Metric):
     - ``preds``: ``B x H x W`` (or ``H x W``) road confidences, float in [0, 1] or ``uint8`` 0..255 (``p = v / 255``);
     - ``target``: same shape, binary road ground truth;
     - ``valid`` (optional): same shape, binary; 0 marks "don't care" pixels, which are ignored;
-    - ``homography`` (``space="bev"`` only): ``B x 3 x 3`` per-frame image-from-road homographies.
+    - ``homography`` (``space="bev"``): ``B x 3 x 3`` per-frame image-from-road homographies; a perspective metric
+      ignores it, so perspective and BEV metrics can share one ``MetricCollection`` and one ``update`` call.
 
     The state is four int64 counters per threshold (TP, FP, FN, TN, summed across processes), never the maps, so
     memory does not grow with the number of frames. ``compute()`` returns the dict of
@@ -119,6 +120,18 @@ class RoadPixelMetrics(Metric):
         self.register_buffer("_fixed_index", fixed_index, persistent=False)
         for name in ("tp", "fp", "fn", "tn"):
             self.add_state(name, torch.zeros(counted.numel(), dtype=torch.int64), dist_reduce_fx="sum")
+        # What the counters mean (the counted thresholds, the space and its warp), as a constant state: a
+        # MetricCollection merges metrics whose states are equal into one compute group, and without this a
+        # perspective and a BEV metric (or two threshold sets) that happen to count the same first batch would be
+        # merged and share counters from then on.
+        self.add_state("counting_config", self._counting_config(counted), dist_reduce_fx="max")
+
+    def _counting_config(self, counted: Tensor) -> Tensor:
+        """float64 ``[thresholds..., space, warp mode, grid x_min, x_max, z_min, z_max, resolution]``."""
+        bev = [1.0, float(_WARP_MODES.index(self.warp_mode))] if self.space == "bev" else [0.0, -1.0]
+        grid = self.grid if isinstance(self.grid, BevGrid) else None
+        extent = [grid.x_min, grid.x_max, grid.z_min, grid.z_max, grid.resolution] if grid else [0.0] * 5
+        return torch.cat([counted, torch.tensor(bev + extent, dtype=torch.float64)])
 
     def _setup_bev(self, grid: BevGrid | None, warp_mode: str) -> None:
         if grid is not None and not isinstance(grid, BevGrid):
@@ -133,8 +146,6 @@ class RoadPixelMetrics(Metric):
         """Count a batch (shapes in the class docstring)."""
         if self.space == "bev":
             preds, target, valid = self._to_bev(preds, target, valid, homography)
-        elif homography is not None:
-            raise ValueError("`homography` is only used with space='bev'; this metric evaluates in perspective")
         preds, target, valid = validate_pixel_inputs(preds, target, valid, check_values=self.validate_args)
         hist = bucket_histograms(preds, target, valid, self.counted_thresholds, per_image=False)[0]
         counts = counts_from_histograms(hist)
