@@ -82,7 +82,7 @@ def stack_batch(frames, device: torch.device) -> tuple[torch.Tensor, torch.Tenso
 def run_drivemetrics(batches, count: int) -> tuple[dict[str, float], int]:
     """Pooled evaluation of ``count`` frames with RoadPixelMetrics, one update per batch (cycling over ``batches``)."""
     preds0 = batches[0][0]
-    metric = RoadPixelMetrics(validate_args=False).to(preds0.device)
+    metric = RoadPixelMetrics(fixed_threshold=None, validate_args=False).to(preds0.device)  # as the devkit
     seen = 0
     index = 0
     while seen < count:
@@ -146,7 +146,10 @@ def main() -> None:
             f"drivemetrics CPU {label}: wall {t_ours:7.3f} s {count / t_ours:7.1f} frames/s | cpu {c_ours:7.3f} s | "
             f"ratio wall {t_numpy / t_ours:5.1f}x cpu {c_numpy / c_ours:5.1f}x (same MaxF {scores['MaxF']:.12f})"
         )
-    print(f"metric state: {state_bytes} bytes (4 int64 counters x 257 thresholds), independent of the frame count")
+    print(
+        f"metric state: {state_bytes} bytes (4 int64 counters x 256 thresholds + a constant config), "
+        "whatever the number of frames"
+    )
     if torch.cuda.is_available():
         gpu_batches = [stack_batch(frames[: args.batch], torch.device("cuda"))]
         gpu_float = [(p.float() / 255, t, v) for p, t, v in gpu_batches]

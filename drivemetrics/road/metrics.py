@@ -14,6 +14,7 @@ from drivemetrics.geometry.bev import BevGrid
 from drivemetrics.road.pixel import (
     PixelCounts,
     bucket_histograms,
+    check_fixed_threshold,
     counts_from_histograms,
     format_thresholds,
     pixel_inputs_to_bev,
@@ -52,7 +53,8 @@ class RoadPixelMetrics(Metric):
     Args:
         thresholds: ``None`` (the devkit's 256 values ``k / 255``), an int ``T`` (``k / (T - 1)``) or sorted values.
         beta: F-measure weight (devkit: 1).
-        fixed_threshold: the threshold of the ``*_fixed`` keys (default 0.5, i.e. ``p >= 0.5``).
+        fixed_threshold: the threshold of the ``*_fixed`` keys (default 0.5, i.e. ``p >= 0.5``); ``None`` drops
+            them (float maps then count a little faster).
         devkit_float32: reproduce the devkit's float32 rounding of the working-point values.
         space: ``"perspective"`` (default) or ``"bev"`` (inputs are warped to the BEV grid with each frame's
             homography before counting; see ``grid`` and ``warp_mode``).
@@ -88,7 +90,7 @@ class RoadPixelMetrics(Metric):
         self,
         thresholds: int | Sequence[float] | Tensor | None = None,
         beta: float = 1.0,
-        fixed_threshold: float = 0.5,
+        fixed_threshold: float | None = 0.5,
         devkit_float32: bool = False,
         space: str = "perspective",
         grid: BevGrid | None = None,
@@ -99,14 +101,13 @@ class RoadPixelMetrics(Metric):
         super().__init__(**kwargs)
         if not (isinstance(beta, (int, float)) and math.isfinite(beta) and beta > 0):
             raise ValueError(f"`beta` must be a finite number > 0, got {beta!r}")
-        if not (isinstance(fixed_threshold, (int, float)) and 0.0 <= fixed_threshold <= 1.0):
-            raise ValueError(f"`fixed_threshold` must be a number in [0, 1], got {fixed_threshold!r}")
+        check_fixed_threshold(fixed_threshold)
         if space not in _SPACES:
             raise ValueError(f"`space` must be one of {_SPACES}, got {space!r}")
         sweep = format_thresholds(thresholds)
         counted, sweep_index, fixed_index = with_fixed_threshold(sweep, fixed_threshold)  # one counting pass
         self.beta = float(beta)
-        self.fixed_threshold = float(fixed_threshold)
+        self.fixed_threshold = None if fixed_threshold is None else float(fixed_threshold)
         self.devkit_float32 = bool(devkit_float32)
         self.validate_args = bool(validate_args)
         self.space = space

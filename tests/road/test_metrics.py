@@ -275,3 +275,17 @@ def test_collection_never_merges_differently_configured_counters():
     persp = RoadMaxF()
     persp.update(*frames)
     assert collection.compute()["persp"].item() == persp.compute().item()
+
+
+def test_without_fixed_threshold():
+    frame = [torch.from_numpy(x) for x in _frames(13)]
+    metric = RoadPixelMetrics(fixed_threshold=None)
+    metric.update(frame[0].float() / 255, *frame[1:])
+    scores = metric.compute()
+    assert "F_fixed" not in scores
+    assert metric.tp.numel() == 256
+    with_fixed = RoadPixelMetrics()
+    with_fixed.update(frame[0].float() / 255, *frame[1:])
+    assert scores["MaxF"].item() == with_fixed.compute()["MaxF"].item()
+    with pytest.raises(ValueError, match="`fixed_threshold` must be None or a number"):
+        RoadPixelMetrics(fixed_threshold=True)

@@ -353,3 +353,19 @@ def test_uint8_maps_with_custom_thresholds_match_brute_force(thresholds):
         road = p >= t
         np.testing.assert_array_equal(counts.tp[:, k].numpy(), (road & target).sum((1, 2)))
         np.testing.assert_array_equal(counts.fp[:, k].numpy(), (road & ~target).sum((1, 2)))
+
+
+@pytest.mark.parametrize("block", [0, 4096])
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float32, torch.float64])
+def test_inputs_are_not_modified(monkeypatch, block, dtype):
+    import drivemetrics.road.pixel as pixel
+
+    monkeypatch.setattr(pixel, "CPU_BLOCK_PIXELS", block)
+    values, target, valid = (torch.from_numpy(x) for x in _random_frames(40, batch=3))
+    preds = values if dtype == torch.uint8 else (values.to(dtype) / 255)
+    copies = [x.clone() for x in (preds, target, valid)]
+    for valid_arg in (None, valid):
+        pixel_counts(preds, target, valid_arg, thresholds=[*(k / 255 for k in range(128)), 0.7, 0.8])
+        road_pixel_scores(preds, target, valid_arg)
+    for original, copy in zip((preds, target, valid), copies, strict=True):
+        assert torch.equal(original, copy)
