@@ -292,7 +292,8 @@ def bucket_histograms(
     blocked = device.type == "cpu" and CPU_BLOCK_PIXELS > 0
     lanes = CPU_LANES if blocked else 1
     groups = classes * patterns * lanes  # per image; the group code is uint8
-    code_dtype = torch.int16 if bins * groups <= 2**15 else torch.int32
+    # int16 codes halve the CPU memory traffic; elsewhere int32, which every backend's bincount takes
+    code_dtype = torch.int16 if blocked and bins * groups <= 2**15 else torch.int32
 
     workspace: dict[tuple[str, torch.dtype], Tensor] = {}
 
