@@ -174,6 +174,38 @@ class RoadPixelMetrics(Metric):
             devkit_float32=self.devkit_float32,
         )
 
+    def plot(self, val: dict[str, Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:
+        """Draw the pooled precision-recall curve with the MaxF working point (needs matplotlib).
+
+        Args:
+            val: a dict from :meth:`compute` (default: compute now).
+            ax: a matplotlib axes to draw into (default: a new figure).
+
+        Returns:
+            ``(figure, axes)``.
+        """
+        try:
+            import matplotlib.pyplot as plt
+        except ModuleNotFoundError as error:  # pragma: no cover - matplotlib is an optional extra
+            raise ModuleNotFoundError("plot() needs matplotlib: pip install 'drivemetrics[plot]'") from error
+        scores = self.compute() if val is None else val
+        kept = scores["recall"] > 0  # the points the devkit keeps (TP > 0)
+        recall = scores["recall"][kept].cpu().numpy()
+        precision = scores["precision"][kept].cpu().numpy()
+        fig, ax = plt.subplots() if ax is None else (ax.figure, ax)
+        ax.plot(
+            recall,
+            precision,
+            label=f"{self.space}: MaxF {scores['MaxF'].item():.4f}, AP {scores['AvgPrec'].item():.4f}",
+        )
+        ax.plot([scores["REC_wp"].item()], [scores["PRE_wp"].item()], "o", color="black")
+        ax.set_xlabel("recall")
+        ax.set_ylabel("precision")
+        ax.set_xlim(0, 1.01)
+        ax.set_ylim(0, 1.01)
+        ax.legend(loc="lower left")
+        return fig, ax
+
 
 class RoadMaxF(RoadPixelMetrics):
     """The pooled KITTI-ROAD ``MaxF`` as a scalar, for ``self.log(...)`` in Lightning (same args as the base)."""

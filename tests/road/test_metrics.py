@@ -289,3 +289,20 @@ def test_without_fixed_threshold():
     assert scores["MaxF"].item() == with_fixed.compute()["MaxF"].item()
     with pytest.raises(ValueError, match="`fixed_threshold` must be None or a number"):
         RoadPixelMetrics(fixed_threshold=True)
+
+
+def test_plot_draws_the_kept_curve_and_the_working_point():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    metric = RoadPixelMetrics()
+    metric.update(*(torch.from_numpy(x) for x in _frames(14)))
+    scores = metric.compute()
+    fig, ax = metric.plot()
+    curve, point = ax.get_lines()
+    kept = scores["recall"] > 0
+    np.testing.assert_array_equal(curve.get_xdata(), scores["recall"][kept].numpy())
+    np.testing.assert_array_equal(curve.get_ydata(), scores["precision"][kept].numpy())
+    assert point.get_xdata()[0] == scores["REC_wp"].item()
+    plt.close(fig)
