@@ -40,8 +40,9 @@ class RoadPixelMetrics(Metric):
     - ``homography`` (``space="bev"``): ``B x 3 x 3`` per-frame image-from-road homographies; a perspective metric
       ignores it, so perspective and BEV metrics can share one ``MetricCollection`` and one ``update`` call.
 
-    The state is four int64 counters per threshold (TP, FP, FN, TN, summed across processes), never the maps, so
-    memory does not grow with the number of frames. ``compute()`` returns the dict of
+    The state is four int64 counters per threshold (TP, FP, FN, TN, summed across processes; plus a constant
+    ``counting_config`` that keeps differently configured metrics out of one ``MetricCollection`` compute group),
+    never the maps, so memory does not grow with the number of frames. ``compute()`` returns the dict of
     :func:`~drivemetrics.road.pixel.scores_from_counts` over everything seen (pooled, one best threshold; not a
     mean of per-image scores): ``MaxF``, ``AvgPrec`` (11-point), ``AvgPrecIntegrated``, ``BestThresh``, ``PRE_wp``,
     ``REC_wp``, ``FPR_wp``, ``FNR_wp``, ``A_wp``, ``IoU_wp``, ..., the curves ``precision`` / ``recall`` / ``F`` /
