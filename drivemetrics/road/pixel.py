@@ -146,7 +146,7 @@ def confidence_buckets(preds: Tensor, thresholds: Tensor) -> Tensor:
         table = torch.bucketize(levels, thresholds, right=True)
         return table[preds.to(torch.int64)]
     plan = _level_plan(preds.dtype, thresholds)
-    level, bits = plan.levels(preds, _no_buffer)
+    level, bits = plan.levels(preds.detach(), _no_buffer)
     if plan.bins == thresholds.numel() + 1 and plan.extras == 0 and level.dtype == torch.int32:
         return level  # bucketize gave the buckets directly
     bucket = level.to(torch.int32) + 1
@@ -283,6 +283,7 @@ def bucket_histograms(
     :data:`CPU_BLOCK_PIXELS` (and :data:`CPU_LANES` sub-histograms) so the temporaries stay in the cache; on other
     devices the batch is one pass.
     """
+    preds = preds.detach()  # counting is not differentiable (and the CPU path writes into reused buffers)
     batch = preds.shape[0]
     device = preds.device
     plan = _level_plan(preds.dtype, thresholds)

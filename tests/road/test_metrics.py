@@ -306,3 +306,12 @@ def test_plot_draws_the_kept_curve_and_the_working_point():
     np.testing.assert_array_equal(curve.get_ydata(), scores["precision"][kept].numpy())
     assert point.get_xdata()[0] == scores["REC_wp"].item()
     plt.close(fig)
+
+
+def test_forward_with_preds_that_require_grad():
+    values, target, valid = (torch.from_numpy(x) for x in _frames(15))
+    probs = (values.float() / 255).requires_grad_(True)
+    metric = RoadPixelMetrics()
+    batch = metric(probs, target, valid)  # forward runs update with grad enabled
+    assert not batch["MaxF"].requires_grad
+    assert batch["MaxF"].item() == metric.compute()["MaxF"].item()
