@@ -26,7 +26,12 @@ THRESH = np.arange(256) / 255.0
 
 
 def make_frames(count: int, distinct: int, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """``count`` frames cycling over ``distinct`` synthetic ones: a road wedge, noisy uint8 confidences, valid mask."""
+    """``count`` frames cycling over ``distinct`` synthetic ones, shaped like a segmentation network's output.
+
+    Road is a wedge below the horizon; the confidence is a sigmoid of the signed distance to the road edge (in
+    pixels) with a low-frequency error and a little pixel noise, quantised to uint8, so large areas are saturated
+    at 0 or 255 as with a trained network. The valid mask has a "don't care" block as in um_road_000000.
+    """
     rng = np.random.default_rng(seed)
     rows = np.arange(HEIGHT)[:, None]
     cols = np.arange(WIDTH)[None, :]
@@ -35,10 +40,11 @@ def make_frames(count: int, distinct: int, seed: int = 0) -> list[tuple[np.ndarr
         centre = WIDTH / 2 + rng.uniform(-150, 150)
         half_width = np.clip((rows - 180) * rng.uniform(2.0, 4.0), 0, None)
         road = np.abs(cols - centre) < half_width
-        conf = np.clip(0.5 + 0.35 * (road - 0.5) + rng.normal(0, 0.25, road.shape), 0, 1)
-        values = np.round(conf * 255).astype(np.uint8)
+        error = 40 * np.sin(rows / rng.uniform(20, 60) + rng.uniform(0, 6)) + 30 * np.sin(cols / rng.uniform(50, 150))
+        logit = (half_width + error - np.abs(cols - centre)) / 12 + rng.normal(0, 0.3, road.shape)
+        values = np.round(255 / (1 + np.exp(-logit))).astype(np.uint8)
         valid = np.ones_like(road)
-        valid[190:250, : rng.integers(0, 400)] = False  # a "don't care" block as in um_road_000000
+        valid[190:250, : rng.integers(0, 400)] = False
         base.append((values, road, valid))
     return [base[i % distinct] for i in range(count)]
 
@@ -76,7 +82,7 @@ def stack_batch(frames, device: torch.device) -> tuple[torch.Tensor, torch.Tenso
 def run_drivemetrics(batches, count: int) -> tuple[dict[str, float], int]:
     """Pooled evaluation of ``count`` frames with RoadPixelMetrics, one update per batch (cycling over ``batches``)."""
     preds0 = batches[0][0]
-    metric = RoadPixelMetrics(validate_args=False).to(preds0.device)
+    metric = RoadPixelMetrics(fixed_threshold=None, validate_args=False).to(preds0.device)  # as the devkit
     seen = 0
     index = 0
     while seen < count:
@@ -140,7 +146,10 @@ def main() -> None:
             f"drivemetrics CPU {label}: wall {t_ours:7.3f} s {count / t_ours:7.1f} frames/s | cpu {c_ours:7.3f} s | "
             f"ratio wall {t_numpy / t_ours:5.1f}x cpu {c_numpy / c_ours:5.1f}x (same MaxF {scores['MaxF']:.12f})"
         )
-    print(f"metric state: {state_bytes} bytes (4 int64 counters x 257 thresholds), independent of the frame count")
+    print(
+        f"metric state: {state_bytes} bytes (4 int64 counters x 256 thresholds + a constant config), "
+        "whatever the number of frames"
+    )
     if torch.cuda.is_available():
         gpu_batches = [stack_batch(frames[: args.batch], torch.device("cuda"))]
         gpu_float = [(p.float() / 255, t, v) for p, t, v in gpu_batches]

@@ -11,6 +11,8 @@ from drivemetrics.road.pixel import (
     pixel_inputs_to_bev,
     road_pixel_scores,
     scores_from_counts,
+    scores_with_fixed_threshold,
+    with_fixed_threshold,
 )
 
 __all__ = [
@@ -26,5 +28,7 @@ __all__ = [
     "pixel_inputs_to_bev",
     "road_pixel_scores",
     "scores_from_counts",
+    "scores_with_fixed_threshold",
     "soft_f_measure",
+    "with_fixed_threshold",
 ]

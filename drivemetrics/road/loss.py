@@ -70,7 +70,8 @@ def soft_f_measure(
         validate_args: check values (costs a device-to-host sync).
 
     Returns:
-        ``B`` soft F values (or a scalar when ``pooled``), in ``preds``' dtype.
+        ``B`` soft F values (or a scalar when ``pooled``), in ``preds``' dtype (float32 for float16 / bfloat16
+        inputs, whose sums over an image would overflow).
     """
     _check_args(beta, smooth)
     check_tensor(preds, "preds")
@@ -92,6 +93,8 @@ def soft_f_measure(
         check_binary(target, "target")
         if valid is not None:
             check_binary(valid, "valid")
+    if preds.dtype in (torch.float16, torch.bfloat16):  # sums over an image overflow float16 (max 65504)
+        preds = preds.float()
     probs = torch.sigmoid(preds) if from_logits else preds
     y = target.to(probs.dtype)
     weight = torch.ones_like(y) if valid is None else valid.to(probs.dtype)
@@ -189,6 +192,8 @@ class SoftFMeasureLoss(nn.Module):
                 check_binary(target, "target")
                 if valid is not None:
                     check_binary(valid, "valid")
+            if preds.dtype in (torch.float16, torch.bfloat16):
+                preds = preds.float()
             probs = _squeeze_channel(torch.sigmoid(preds) if from_logits else preds, "preds")
             preds, target, valid = pixel_inputs_to_bev(probs, target, valid, homography, self.grid, mode="bilinear")
             from_logits = False

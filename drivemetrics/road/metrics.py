@@ -14,12 +14,13 @@ from drivemetrics.geometry.bev import BevGrid
 from drivemetrics.road.pixel import (
     PixelCounts,
     bucket_histograms,
+    check_fixed_threshold,
     counts_from_histograms,
-    fixed_threshold_scores,
     format_thresholds,
     pixel_inputs_to_bev,
-    scores_from_counts,
+    scores_with_fixed_threshold,
     validate_pixel_inputs,
+    with_fixed_threshold,
 )
 
 __all__ = ["RoadAveragePrecision", "RoadMaxF", "RoadPixelMetrics"]
@@ -36,10 +37,12 @@ class RoadPixelMetrics(Metric):
     - ``preds``: ``B x H x W`` (or ``H x W``) road confidences, float in [0, 1] or ``uint8`` 0..255 (``p = v / 255``);
     - ``target``: same shape, binary road ground truth;
     - ``valid`` (optional): same shape, binary; 0 marks "don't care" pixels, which are ignored;
-    - ``homography`` (``space="bev"`` only): ``B x 3 x 3`` per-frame image-from-road homographies.
+    - ``homography`` (``space="bev"``): ``B x 3 x 3`` per-frame image-from-road homographies; a perspective metric
+      ignores it, so perspective and BEV metrics can share one ``MetricCollection`` and one ``update`` call.
 
-    The state is four int64 counters per threshold (TP, FP, FN, TN, summed across processes), never the maps, so
-    memory does not grow with the number of frames. ``compute()`` returns the dict of
+    The state is four int64 counters per threshold (TP, FP, FN, TN, summed across processes; plus a constant
+    ``counting_config`` that keeps differently configured metrics out of one ``MetricCollection`` compute group),
+    never the maps, so memory does not grow with the number of frames. ``compute()`` returns the dict of
     :func:`~drivemetrics.road.pixel.scores_from_counts` over everything seen (pooled, one best threshold; not a
     mean of per-image scores): ``MaxF``, ``AvgPrec`` (11-point), ``AvgPrecIntegrated``, ``BestThresh``, ``PRE_wp``,
     ``REC_wp``, ``FPR_wp``, ``FNR_wp``, ``A_wp``, ``IoU_wp``, ..., the curves ``precision`` / ``recall`` / ``F`` /
@@ -51,7 +54,8 @@ class RoadPixelMetrics(Metric):
     Args:
         thresholds: ``None`` (the devkit's 256 values ``k / 255``), an int ``T`` (``k / (T - 1)``) or sorted values.
         beta: F-measure weight (devkit: 1).
-        fixed_threshold: the threshold of the ``*_fixed`` keys (default 0.5, i.e. ``p >= 0.5``).
+        fixed_threshold: the threshold of the ``*_fixed`` keys (default 0.5, i.e. ``p >= 0.5``); ``None`` drops
+            them (float maps then count a little faster).
         devkit_float32: reproduce the devkit's float32 rounding of the working-point values.
         space: ``"perspective"`` (default) or ``"bev"`` (inputs are warped to the BEV grid with each frame's
             homography before counting; see ``grid`` and ``warp_mode``).
@@ -87,7 +91,7 @@ class RoadPixelMetrics(Metric):
         self,
         thresholds: int | Sequence[float] | Tensor | None = None,
         beta: float = 1.0,
-        fixed_threshold: float = 0.5,
+        fixed_threshold: float | None = 0.5,
         devkit_float32: bool = False,
         space: str = "perspective",
         grid: BevGrid | None = None,
@@ -98,15 +102,13 @@ class RoadPixelMetrics(Metric):
         super().__init__(**kwargs)
         if not (isinstance(beta, (int, float)) and math.isfinite(beta) and beta > 0):
             raise ValueError(f"`beta` must be a finite number > 0, got {beta!r}")
-        if not (isinstance(fixed_threshold, (int, float)) and 0.0 <= fixed_threshold <= 1.0):
-            raise ValueError(f"`fixed_threshold` must be a number in [0, 1], got {fixed_threshold!r}")
+        check_fixed_threshold(fixed_threshold)
         if space not in _SPACES:
             raise ValueError(f"`space` must be one of {_SPACES}, got {space!r}")
         sweep = format_thresholds(thresholds)
-        fixed = torch.tensor([float(fixed_threshold)], dtype=torch.float64)
-        counted = torch.unique(torch.cat([sweep, fixed]))  # sorted; one counting pass serves both
+        counted, sweep_index, fixed_index = with_fixed_threshold(sweep, fixed_threshold)  # one counting pass
         self.beta = float(beta)
-        self.fixed_threshold = float(fixed_threshold)
+        self.fixed_threshold = None if fixed_threshold is None else float(fixed_threshold)
         self.devkit_float32 = bool(devkit_float32)
         self.validate_args = bool(validate_args)
         self.space = space
@@ -116,10 +118,22 @@ class RoadPixelMetrics(Metric):
             self._setup_bev(grid, warp_mode)
         self.register_buffer("thresholds", sweep, persistent=False)
         self.register_buffer("counted_thresholds", counted, persistent=False)
-        self.register_buffer("_sweep_index", torch.searchsorted(counted, sweep), persistent=False)
-        self.register_buffer("_fixed_index", torch.searchsorted(counted, fixed), persistent=False)
+        self.register_buffer("_sweep_index", sweep_index, persistent=False)
+        self.register_buffer("_fixed_index", fixed_index, persistent=False)
         for name in ("tp", "fp", "fn", "tn"):
             self.add_state(name, torch.zeros(counted.numel(), dtype=torch.int64), dist_reduce_fx="sum")
+        # What the counters mean (the counted thresholds, the space and its warp), as a constant state: a
+        # MetricCollection merges metrics whose states are equal into one compute group, and without this a
+        # perspective and a BEV metric (or two threshold sets) that happen to count the same first batch would be
+        # merged and share counters from then on.
+        self.add_state("counting_config", self._counting_config(counted), dist_reduce_fx="max")
+
+    def _counting_config(self, counted: Tensor) -> Tensor:
+        """float64 ``[thresholds..., space, warp mode, grid x_min, x_max, z_min, z_max, resolution]``."""
+        bev = [1.0, float(_WARP_MODES.index(self.warp_mode))] if self.space == "bev" else [0.0, -1.0]
+        grid = self.grid if isinstance(self.grid, BevGrid) else None
+        extent = [grid.x_min, grid.x_max, grid.z_min, grid.z_max, grid.resolution] if grid else [0.0] * 5
+        return torch.cat([counted, torch.tensor(bev + extent, dtype=torch.float64)])
 
     def _setup_bev(self, grid: BevGrid | None, warp_mode: str) -> None:
         if grid is not None and not isinstance(grid, BevGrid):
@@ -134,8 +148,6 @@ class RoadPixelMetrics(Metric):
         """Count a batch (shapes in the class docstring)."""
         if self.space == "bev":
             preds, target, valid = self._to_bev(preds, target, valid, homography)
-        elif homography is not None:
-            raise ValueError("`homography` is only used with space='bev'; this metric evaluates in perspective")
         preds, target, valid = validate_pixel_inputs(preds, target, valid, check_values=self.validate_args)
         hist = bucket_histograms(preds, target, valid, self.counted_thresholds, per_image=False)[0]
         counts = counts_from_histograms(hist)
@@ -153,13 +165,47 @@ class RoadPixelMetrics(Metric):
 
     def compute(self) -> dict[str, Tensor]:
         """Pooled scores (see the class docstring)."""
-        sweep = PixelCounts(*(c[self._sweep_index] for c in (self.tp, self.fp, self.fn, self.tn)))
-        scores = scores_from_counts(sweep, self.thresholds, beta=self.beta, devkit_float32=self.devkit_float32)
-        fixed = PixelCounts(*(c[self._fixed_index[0]] for c in (self.tp, self.fp, self.fn, self.tn)))
-        for key, value in fixed_threshold_scores(fixed, beta=self.beta).items():
-            scores[f"{key}_fixed"] = value
-        scores["fixed_threshold"] = torch.tensor(self.fixed_threshold, dtype=torch.float64, device=self.tp.device)
-        return scores
+        return scores_with_fixed_threshold(
+            PixelCounts(self.tp, self.fp, self.fn, self.tn),
+            self.thresholds,
+            self._sweep_index,
+            self._fixed_index,
+            self.fixed_threshold,
+            beta=self.beta,
+            devkit_float32=self.devkit_float32,
+        )
+
+    def plot(self, val: dict[str, Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:
+        """Draw the pooled precision-recall curve with the MaxF working point (needs matplotlib).
+
+        Args:
+            val: a dict from :meth:`compute` (default: compute now).
+            ax: a matplotlib axes to draw into (default: a new figure).
+
+        Returns:
+            ``(figure, axes)``.
+        """
+        try:
+            import matplotlib.pyplot as plt
+        except ModuleNotFoundError as error:  # pragma: no cover - matplotlib is an optional extra
+            raise ModuleNotFoundError("plot() needs matplotlib: pip install 'drivemetrics[plot]'") from error
+        scores = self.compute() if val is None else val
+        kept = scores["recall"] > 0  # the points the devkit keeps (TP > 0)
+        recall = scores["recall"][kept].cpu().numpy()
+        precision = scores["precision"][kept].cpu().numpy()
+        fig, ax = plt.subplots() if ax is None else (ax.figure, ax)
+        ax.plot(
+            recall,
+            precision,
+            label=f"{self.space}: MaxF {scores['MaxF'].item():.4f}, AP {scores['AvgPrec'].item():.4f}",
+        )
+        ax.plot([scores["REC_wp"].item()], [scores["PRE_wp"].item()], "o", color="black")
+        ax.set_xlabel("recall")
+        ax.set_ylabel("precision")
+        ax.set_xlim(0, 1.01)
+        ax.set_ylim(0, 1.01)
+        ax.legend(loc="lower left")
+        return fig, ax
 
 
 class RoadMaxF(RoadPixelMetrics):

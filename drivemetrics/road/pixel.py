@@ -7,8 +7,9 @@ Semantics follow the KITTI-ROAD devkit (``evalExp`` + ``pxEval_maximizeFMeasure`
 - The comparison is exact: the stored value of ``p`` (float16/32/64) is compared with the float64 threshold as
   real numbers, as the devkit's float64 histogram does. So ``p = 64/255`` stored as float32 (which rounds up)
   counts as road at threshold 64, and a float32 value just below ``64/255`` does not.
-- Counting is one pass: each pixel is bucketed by the number of thresholds ``<= p`` (``torch.bucketize``), one
-  ``bincount`` builds per-image histograms of positive and negative pixels, and cumulative sums give
+- Counting is one pass: each pixel is bucketed by the number of thresholds ``<= p`` (its raw value for uint8, an
+  exact ``floor(p * 255) + 1`` for float maps on the devkit grid, ``torch.bucketize`` otherwise), one ``bincount``
+  of small integer codes builds the histograms of positive and negative pixels, and cumulative sums give
   ``TP/FP/FN/TN`` at every threshold. Memory is ``O(pixels + thresholds)``, never ``pixels x thresholds``.
 - Pixels outside the ``valid`` mask (KITTI's black "don't care" pixels) are ignored completely.
 - Scores are computed from counts pooled over everything counted (micro average), one best threshold overall.
@@ -16,6 +17,7 @@ Semantics follow the KITTI-ROAD devkit (``evalExp`` + ``pxEval_maximizeFMeasure`
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Callable, Sequence
@@ -29,8 +31,10 @@ from drivemetrics.geometry.bev import BevGrid
 
 __all__ = [
     "PixelCounts",
+    "bucket_histograms",
     "confidence_buckets",
     "counts_at_threshold",
+    "counts_from_histograms",
     "fixed_threshold_scores",
     "format_thresholds",
     "kitti_thresholds",
@@ -38,6 +42,9 @@ __all__ = [
     "pixel_inputs_to_bev",
     "road_pixel_scores",
     "scores_from_counts",
+    "scores_with_fixed_threshold",
+    "validate_pixel_inputs",
+    "with_fixed_threshold",
 ]
 
 #: The devkit's 11 recall levels, as ``np.arange(0, 1.1, 0.1)`` produces them (0.30000000000000004 etc.).
@@ -138,35 +145,87 @@ def confidence_buckets(preds: Tensor, thresholds: Tensor) -> Tensor:
         levels = torch.arange(256, dtype=torch.float64, device=thresholds.device) / 255.0
         table = torch.bucketize(levels, thresholds, right=True)
         return table[preds.to(torch.int64)]
-    return _bucket_function(preds.dtype, thresholds)(preds)
+    plan = _level_plan(preds.dtype, thresholds)
+    level, bits = plan.levels(preds.detach(), _no_buffer)
+    if plan.bins == thresholds.numel() + 1 and plan.extras == 0 and level.dtype == torch.int32:
+        return level  # bucketize gave the buckets directly
+    bucket = level.to(torch.int32) + 1
+    return bucket if bits is None else bucket + _popcount(bits)
 
 
-def _bucket_function(dtype: torch.dtype, thresholds: Tensor) -> Callable[[Tensor], Tensor]:
-    """The fastest exact ``p -> #thresholds <= p`` for float maps of ``dtype`` (decided once, applied per block)."""
+def _no_buffer(name: str, shape: Sequence[int], dtype: torch.dtype) -> None:
+    """No reusable buffer (off the CPU, or outside the blocked loop): every op allocates its result."""
+    return
+
+
+def _popcount(bits: Tensor) -> Tensor:
+    """Number of set bits of small uint8 patterns (at most 2 bits here)."""
+    return (bits & 1).to(torch.int32) + ((bits >> 1) & 1).to(torch.int32)
+
+
+class _LevelPlan(NamedTuple):
+    """How pixels are counted: ``levels(p, take) -> (level, extra_bits)`` (``take(name, shape, dtype)`` lends a
+    reusable buffer or ``None``), ``bins`` levels, ``2**extras`` bit patterns, and ``to_buckets`` turning the
+    ``(..., 2**extras, bins)`` histogram into the ``(..., T + 1)`` bucket histogram."""
+
+    levels: Callable[[Tensor, Callable[..., Tensor | None]], tuple[Tensor, Tensor | None]]
+    bins: int
+    extras: int
+    to_buckets: Callable[[Tensor], Tensor]
+
+
+def _level_plan(dtype: torch.dtype, thresholds: Tensor) -> _LevelPlan:
+    """Choose the cheapest exact way to count maps of ``dtype`` at ``thresholds`` (decided once per call).
+
+    - uint8: the level is the raw value ``v``; the 256-level histogram is regrouped by ``v / 255``.
+    - float16/32 on a grid ``k / (n - 1)`` (plus up to 2 extra thresholds, e.g. a fixed 0.5): the level is
+      ``floor(p * (n - 1))`` (exact, see :func:`_floor_rule`) and each extra threshold adds one bit ``p >= e``; the
+      bucket is ``level + 1 + #bits``.
+    - otherwise: the level is the bucket itself, from ``torch.bucketize`` against the exact thresholds.
+    """
+    num_buckets = thresholds.numel() + 1
+    if dtype == torch.uint8:
+        return _LevelPlan(
+            lambda p, take: (p, None), 256, 0, lambda h: _regroup_uint8_histogram(h[..., 0, :], thresholds)
+        )
     if dtype in (torch.float16, torch.bfloat16, torch.float32):
         uniform = _uniform_grid_size(thresholds)
         rule = _floor_rule(uniform[0], thresholds.device) if uniform is not None else None
         if uniform is not None and rule is not None:
             n, extras = uniform
             extra_values = _ceil_to_dtype(extras, torch.float32).tolist()
-            out_dtype = torch.int32 if n > 2**14 else torch.int16
+            level_dtype = torch.uint8 if n <= 256 else torch.int16 if n <= 2**15 else torch.int32
 
-            def grid_bucket(preds: Tensor) -> Tensor:
+            def grid_levels(preds: Tensor, take: Callable[..., Tensor | None]) -> tuple[Tensor, Tensor | None]:
                 preds = preds.float()  # exact for float16 / bfloat16
-                scaled = preds * (n - 1) if rule == torch.float32 else preds.double().mul_(n - 1)
-                bucket = scaled.clamp_(-1, n - 1).to(out_dtype).add_(1)
-                for value in extra_values:
-                    bucket += preds >= value
-                return bucket
+                if rule == torch.float32:
+                    scaled = torch.mul(preds, n - 1, out=take("scaled", preds.shape, torch.float32))
+                else:
+                    scaled = preds.double().mul_(n - 1)
+                scaled.clamp_(0, n - 1)
+                level_buffer = take("level", preds.shape, level_dtype)
+                level = scaled.to(level_dtype) if level_buffer is None else level_buffer.copy_(scaled)
+                bits = None
+                for i, value in enumerate(extra_values):
+                    bit = torch.ge(preds, value, out=take(f"bit{i}", preds.shape, torch.bool)).view(torch.uint8)
+                    bits = bit if bits is None else bits.add_(bit, alpha=2**i)
+                return level, bits
 
-            return grid_bucket
+            def grid_buckets(hist: Tensor) -> Tensor:
+                buckets = torch.zeros(*hist.shape[:-2], num_buckets, dtype=hist.dtype, device=hist.device)
+                for pattern in range(hist.shape[-2]):
+                    shift = 1 + bin(pattern).count("1")
+                    buckets[..., shift : shift + n] += hist[..., pattern, :]
+                return buckets
+
+            return _LevelPlan(grid_levels, n, len(extra_values), grid_buckets)
     work_dtype = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
     boundaries = _ceil_to_dtype(thresholds, work_dtype)
 
-    def search_bucket(preds: Tensor) -> Tensor:
-        return torch.bucketize(preds.to(work_dtype), boundaries, right=True, out_int32=True)
+    def search_levels(preds: Tensor, take: Callable[..., Tensor | None]) -> tuple[Tensor, Tensor | None]:
+        return torch.bucketize(preds.to(work_dtype), boundaries, right=True, out_int32=True), None
 
-    return search_bucket
+    return _LevelPlan(search_levels, num_buckets, 0, lambda h: h[..., 0, :])
 
 
 _FLOOR_RULES: dict[tuple[int, str], torch.dtype | None] = {}
@@ -196,7 +255,16 @@ def _floor_rule(n: int, device: torch.device) -> torch.dtype | None:
 
 
 #: CPU block size (pixels): the temporaries of a block stay in the cache (0: one pass over the batch, as on GPUs).
-CPU_BLOCK_PIXELS = 2**18
+CPU_BLOCK_PIXELS = 2**19
+#: CPU sub-histograms: pixel ``i`` of a row counts into sub-histogram ``i % CPU_LANES`` (summed afterwards), so long
+#: runs of equal values (saturated road, sky) do not serialise the increments of one counter.
+CPU_LANES = 4
+
+
+@functools.lru_cache(maxsize=16)
+def _lane_offsets(length: int, lanes: int, classes: int) -> Tensor:
+    """uint8 ``(i % lanes) * classes`` for ``i < length`` (CPU, cached; read-only)."""
+    return (torch.arange(length) % lanes).to(torch.uint8).mul_(classes)
 
 
 def bucket_histograms(
@@ -212,61 +280,82 @@ def bucket_histograms(
     fits, the class part built in uint8) and one ``bincount`` counts them; invalid pixels get their own classes,
     dropped afterwards. ``uint8`` maps are counted by raw value (256 bins) and the small histogram is then
     regrouped into buckets, so any threshold set costs the same. On the CPU the pixels go through in blocks of
-    :data:`CPU_BLOCK_PIXELS` so the temporaries stay in the cache; on other devices the batch is one pass.
+    :data:`CPU_BLOCK_PIXELS` (and :data:`CPU_LANES` sub-histograms) so the temporaries stay in the cache; on other
+    devices the batch is one pass.
     """
+    preds = preds.detach()  # counting is not differentiable (and the CPU path writes into reused buffers)
     batch = preds.shape[0]
     device = preds.device
-    num_thresholds = thresholds.numel()
-    if preds.dtype == torch.uint8:
-        bins = 256
-        to_values: Callable[[Tensor], Tensor] = _identity
-    else:
-        bins = num_thresholds + 1
-        to_values = _bucket_function(preds.dtype, thresholds)
+    plan = _level_plan(preds.dtype, thresholds)
+    bins = plan.bins
+    patterns = 2**plan.extras
     classes = 2 if valid is None else 4  # target bit + 2 * valid bit
-    code_dtype = torch.int16 if bins * classes <= 2**15 else torch.int32
+    blocked = device.type == "cpu" and CPU_BLOCK_PIXELS > 0
+    lanes = CPU_LANES if blocked else 1
+    groups = classes * patterns * lanes  # per image; the group code is uint8
+    # int16 codes halve the CPU memory traffic; elsewhere int32, which every backend's bincount takes
+    code_dtype = torch.int16 if blocked and bins * groups <= 2**15 else torch.int32
+
+    workspace: dict[tuple[str, torch.dtype], Tensor] = {}
+
+    def take(name: str, shape: Sequence[int], dtype: torch.dtype) -> Tensor | None:
+        """A reusable CPU buffer of ``shape`` (fresh large allocations page-fault on every block)."""
+        if not blocked:
+            return None
+        numel = math.prod(shape)
+        buffer = workspace.get((name, dtype))
+        if buffer is None or buffer.numel() < numel:
+            buffer = workspace[(name, dtype)] = torch.empty(numel, dtype=dtype)
+        return buffer[:numel].view(shape)
 
     def block_histogram(p: Tensor, t: Tensor, v: Tensor | None, images: int) -> Tensor:
-        cls = _as_uint8(t)
+        """``images x patterns x 2 x bins`` histogram of a block; the group of a pixel is
+        ``class + classes * (pattern + patterns * (lane + lanes * image))``."""
+        level, bits = plan.levels(p, take)
+        group = _as_uint8(t)  # may view `target`: only ever written through `out=` into our own buffer
+        buffer = take("group", p.shape, torch.uint8)
         if v is not None:
-            cls = torch.add(cls, _as_uint8(v), alpha=2)
+            group = torch.add(group, _as_uint8(v), alpha=2, out=buffer)
+        if bits is not None:
+            group = torch.add(group, bits, alpha=classes, out=buffer)
+        if lanes > 1:  # neighbouring pixels count into different sub-histograms (runs of equal codes are slow)
+            group = torch.add(group, _lane_offsets(p.shape[-1], lanes, classes * patterns), out=buffer)
         if images > 1:
-            cls = cls + torch.arange(0, images * classes, classes, dtype=torch.uint8, device=device).view(-1, 1, 1)
-        values = to_values(p)
-        if values.dtype != torch.uint8:
-            values = values.to(code_dtype)
-        code = cls.to(code_dtype).mul_(bins).add_(values)
-        hist = torch.bincount(code.reshape(-1), minlength=images * classes * bins)
-        return hist.view(images, classes, bins)[:, -2:]  # the valid negative and positive classes
+            step = classes * patterns * lanes
+            offsets = torch.arange(0, images * step, step, dtype=torch.uint8, device=device).view(-1, 1, 1)
+            group = torch.add(group, offsets, out=buffer)
+        code = take("code", p.shape, code_dtype)
+        code = group.to(code_dtype) if code is None else code.copy_(group)
+        code.mul_(bins).add_(level)
+        hist = torch.bincount(code.reshape(-1), minlength=images * groups * bins)
+        hist = hist.view(images, lanes, patterns, classes, bins).sum(1)
+        return hist[:, :, -2:]  # the valid negative and positive classes
 
-    if device.type == "cpu" and CPU_BLOCK_PIXELS > 0:
-        hist = torch.zeros(batch if per_image else 1, 2, bins, dtype=torch.int64)
+    pixels = preds.shape[1] * preds.shape[2]
+    if blocked and pixels > CPU_BLOCK_PIXELS:  # large images: blocks of pixels, one image at a time
+        hist = torch.zeros(batch if per_image else 1, patterns, 2, bins, dtype=torch.int64)
         for image in range(batch):
-            flat = [x[image].reshape(-1) for x in (preds, target)] + [
-                None if valid is None else valid[image].reshape(-1)
-            ]
-            for start in range(0, flat[0].numel(), CPU_BLOCK_PIXELS):
+            flat = [preds[image].reshape(-1), target[image].reshape(-1)]
+            flat.append(None if valid is None else valid[image].reshape(-1))
+            for start in range(0, pixels, CPU_BLOCK_PIXELS):
                 block = [None if x is None else x[start : start + CPU_BLOCK_PIXELS] for x in flat]
                 hist[image if per_image else 0] += block_histogram(*block, images=1)[0]
-    elif per_image:  # image offsets must fit the uint8 class code and the code dtype
-        max_codes = 2**15 if code_dtype == torch.int16 else 2**31
-        chunk = min(256 // classes, max_codes // (bins * classes))
-        hist = torch.cat(
-            [
-                block_histogram(
-                    preds[i : i + chunk],
-                    target[i : i + chunk],
-                    None if valid is None else valid[i : i + chunk],
-                    images=min(chunk, batch - i),
-                )
-                for i in range(0, batch, chunk)
-            ]
-        )
-    else:
-        hist = block_histogram(preds, target, valid, images=1)
-    if preds.dtype == torch.uint8:
-        hist = _regroup_uint8_histogram(hist, thresholds)
-    return hist
+    else:  # chunks of whole images (the whole batch at once off the CPU)
+        chunk = max(1, CPU_BLOCK_PIXELS // max(pixels, 1)) if blocked else batch
+        if per_image:  # image offsets must fit the uint8 group code and the code dtype
+            max_codes = 2**15 if code_dtype == torch.int16 else 2**31
+            chunk = min(chunk, 256 // groups, max_codes // (bins * groups))
+        parts = [
+            block_histogram(
+                preds[i : i + chunk],
+                target[i : i + chunk],
+                None if valid is None else valid[i : i + chunk],
+                images=min(chunk, batch - i) if per_image else 1,
+            )
+            for i in range(0, max(batch, 1), max(chunk, 1))
+        ]
+        hist = torch.cat(parts) if per_image else torch.stack(parts).sum(0)
+    return plan.to_buckets(hist.transpose(1, 2))  # (images, 2, patterns, bins) -> (images, 2, T + 1)
 
 
 def _regroup_uint8_histogram(hist: Tensor, thresholds: Tensor) -> Tensor:
@@ -283,10 +372,6 @@ def _regroup_uint8_histogram(hist: Tensor, thresholds: Tensor) -> Tensor:
     cumulative = torch.cat([torch.zeros_like(hist[..., :1]), hist.cumsum(-1)], -1)
     bucket_cumulative = cumulative[..., last_value + 1]
     return torch.diff(bucket_cumulative, dim=-1, prepend=torch.zeros_like(bucket_cumulative[..., :1]))
-
-
-def _identity(x: Tensor) -> Tensor:
-    return x
 
 
 def _as_uint8(mask: Tensor) -> Tensor:
@@ -521,19 +606,75 @@ def fixed_threshold_scores(counts: PixelCounts | Sequence[Tensor], beta: float =
     }
 
 
+def check_fixed_threshold(fixed_threshold: float | None) -> None:
+    """``fixed_threshold`` must be ``None`` or a number in [0, 1]."""
+    if fixed_threshold is not None and not (
+        isinstance(fixed_threshold, (int, float))
+        and not isinstance(fixed_threshold, bool)
+        and 0 <= fixed_threshold <= 1
+    ):
+        raise ValueError(f"`fixed_threshold` must be None or a number in [0, 1], got {fixed_threshold!r}")
+
+
+def with_fixed_threshold(thresholds: Tensor, fixed_threshold: float | None) -> tuple[Tensor, Tensor, Tensor | None]:
+    """Thresholds to count at so that one pass serves the sweep and a fixed threshold.
+
+    Returns ``(counted, sweep_index, fixed_index)``: the sorted union (float64) and where the sweep thresholds and
+    the fixed one sit in it (``fixed_index`` is ``None`` when ``fixed_threshold`` is).
+    """
+    if fixed_threshold is None:
+        return thresholds, torch.arange(thresholds.numel(), device=thresholds.device), None
+    fixed = torch.tensor([float(fixed_threshold)], dtype=torch.float64, device=thresholds.device)
+    counted = torch.unique(torch.cat([thresholds, fixed]))
+    return counted, torch.searchsorted(counted, thresholds), torch.searchsorted(counted, fixed)[0]
+
+
+def scores_with_fixed_threshold(
+    counts: PixelCounts,
+    thresholds: Tensor,
+    sweep_index: Tensor,
+    fixed_index: Tensor | None,
+    fixed_threshold: float | None,
+    beta: float = 1.0,
+    devkit_float32: bool = False,
+) -> dict[str, Tensor]:
+    """:func:`scores_from_counts` over the sweep plus ``F_fixed``, ``PRE_fixed``, ``REC_fixed``, ``IoU_fixed`` and
+    ``fixed_threshold`` (unless it is ``None``), from counts taken at the union of :func:`with_fixed_threshold`."""
+    sweep = PixelCounts(*(c[..., sweep_index] for c in counts))
+    scores = scores_from_counts(sweep, thresholds, beta=beta, devkit_float32=devkit_float32)
+    if fixed_index is None or fixed_threshold is None:
+        return scores
+    fixed = PixelCounts(*(c[..., fixed_index] for c in counts))
+    for key, value in fixed_threshold_scores(fixed, beta=beta).items():
+        scores[f"{key}_fixed"] = value
+    scores["fixed_threshold"] = torch.tensor(float(fixed_threshold), dtype=torch.float64, device=counts.tp.device)
+    return scores
+
+
 def road_pixel_scores(
     preds: Tensor,
     target: Tensor,
     valid: Tensor | None = None,
     thresholds: int | Sequence[float] | Tensor | None = None,
     beta: float = 1.0,
+    fixed_threshold: float | None = 0.5,
     devkit_float32: bool = False,
     validate_args: bool = True,
 ) -> dict[str, Tensor]:
-    """Pooled devkit scores of a batch in one call: :func:`pixel_counts` summed over images, then
-    :func:`scores_from_counts`. Shapes and arguments as there."""
-    counts = pixel_counts(preds, target, valid, thresholds, validate_args=validate_args).sum(0)
-    return scores_from_counts(counts, thresholds, beta=beta, devkit_float32=devkit_float32)
+    """Pooled devkit scores of a batch in one call (the functional form of ``RoadPixelMetrics``).
+
+    Arguments as in :func:`pixel_counts` and :func:`scores_from_counts`; the keys are those of
+    :func:`scores_from_counts` plus ``F_fixed``, ``PRE_fixed``, ``REC_fixed``, ``IoU_fixed`` at
+    ``p >= fixed_threshold`` (``None``: no fixed threshold, a little faster for float maps).
+    """
+    check_fixed_threshold(fixed_threshold)
+    preds, target, valid = validate_pixel_inputs(preds, target, valid, check_values=validate_args)
+    sweep = format_thresholds(thresholds, device=preds.device)
+    counted, sweep_index, fixed_index = with_fixed_threshold(sweep, fixed_threshold)
+    counts = counts_from_histograms(bucket_histograms(preds, target, valid, counted, per_image=False)[0])
+    return scores_with_fixed_threshold(
+        counts, sweep, sweep_index, fixed_index, fixed_threshold, beta=beta, devkit_float32=devkit_float32
+    )
 
 
 def pixel_inputs_to_bev(

@@ -200,3 +200,14 @@ def test_loss_runs_on_device(device):
     loss.backward()
     assert preds.grad.device.type == device.type
     assert np.isfinite(loss.item())
+
+
+def test_half_precision_inputs_do_not_overflow():
+    preds = torch.full((1, 400, 1000), 0.75, dtype=torch.float16, requires_grad=True)
+    target = torch.ones(1, 400, 1000)
+    loss = SoftFMeasureLoss(smooth=0)(preds, target)
+    expected = 1 - 2 * 0.75 * 4e5 / (2 * 0.75 * 4e5 + 0.25 * 4e5)
+    assert loss.item() == pytest.approx(expected, rel=1e-6)
+    loss.backward()
+    assert preds.grad.dtype == torch.float16
+    assert bool(torch.isfinite(preds.grad).all())

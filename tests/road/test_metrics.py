@@ -89,9 +89,10 @@ def test_state_is_constant_size_counters():
     for seed in range(3):
         metric.update(*(torch.from_numpy(x) for x in _frames(seed, batch=3)))
     sizes_after = {k: v.numel() for k, v in metric.metric_state.items()}
-    assert sizes_before == sizes_after == {"tp": 257, "fp": 257, "fn": 257, "tn": 257}  # 256 + the fixed threshold
-    assert all(v.dtype == torch.int64 for v in metric.metric_state.values())
-    assert all(fx.__name__ == "dim_zero_sum" for fx in metric._reductions.values())
+    counters = {"tp": 257, "fp": 257, "fn": 257, "tn": 257}  # 256 + the fixed threshold
+    assert sizes_before == sizes_after == {**counters, "counting_config": 257 + 7}
+    assert all(metric.metric_state[k].dtype == torch.int64 for k in counters)
+    assert all(metric._reductions[k].__name__ == "dim_zero_sum" for k in counters)
     assert metric.state_dict() == {}
 
 
@@ -139,8 +140,11 @@ def test_bad_arguments(kwargs, match):
 
 def test_homography_rules():
     frame = [torch.from_numpy(x) for x in _frames(0)]
-    with pytest.raises(ValueError, match="only used with space='bev'"):
-        RoadPixelMetrics().update(*frame, homography=torch.eye(3))
+    perspective = RoadPixelMetrics()
+    perspective.update(*frame, homography=torch.eye(3))  # ignored: perspective and BEV metrics share collections
+    plain = RoadPixelMetrics()
+    plain.update(*frame)
+    assert torch.equal(perspective.tp, plain.tp)
     with pytest.raises(ValueError, match="needs `homography`"):
         RoadPixelMetrics(space="bev").update(*frame)
     with pytest.raises(TypeError, match="`grid` must be a BevGrid"):
@@ -230,3 +234,84 @@ def test_kitti_fixture_conformance(fixtures_dir, space, expected):
     assert scores["PRE_wp"].item() == pytest.approx(expected["PRE_wp"], abs=1e-9)
     if "REC_wp" in expected:
         assert scores["REC_wp"].item() == pytest.approx(expected["REC_wp"], abs=1e-9)
+
+
+def test_functional_and_module_give_the_same_dict():
+    from drivemetrics.road import road_pixel_scores
+
+    values, target, valid = (torch.from_numpy(x) for x in _frames(12, batch=3))
+    probs = values.float() / 255
+    metric = RoadPixelMetrics(thresholds=51, beta=0.5, fixed_threshold=0.35)
+    metric.update(probs, target, valid)
+    module = metric.compute()
+    functional = road_pixel_scores(probs, target, valid, thresholds=51, beta=0.5, fixed_threshold=0.35)
+    assert module.keys() == functional.keys()
+    for key in module:
+        torch.testing.assert_close(module[key], functional[key], equal_nan=True, rtol=0, atol=0, msg=key)
+    assert 0 < module["F_fixed"].item() < 1
+
+
+def test_collection_never_merges_differently_configured_counters():
+    """Equal first batches must not put a perspective and a BEV metric (or two threshold sets) in one group."""
+    grid = BevGrid(x_min=-2.0, x_max=2.0, z_min=4.0, z_max=12.0, resolution=0.2)
+    homography = _toy_homography()
+    collection = MetricCollection(
+        {
+            "persp": RoadMaxF(),
+            "bev": RoadMaxF(space="bev", grid=grid),
+            "shifted": RoadMaxF(thresholds=[(k + 0.25) / 256 for k in range(256)]),  # same state shapes
+            "ap": RoadAveragePrecision(),
+        }
+    )
+    empty = torch.zeros(1, 40, 60)
+    # a first batch that counts nothing anywhere: every counter stays 0
+    collection.update(empty, empty.bool(), torch.zeros(1, 40, 60, dtype=torch.bool), homography=homography)
+    frames = [torch.from_numpy(x) for x in _frames(6, batch=1, height=40, width=60)]
+    collection.update(*frames, homography=homography)
+    groups = [sorted(g) for g in collection.compute_groups.values()]
+    assert ["ap", "persp"] in groups
+    assert ["bev"] in groups
+    assert ["shifted"] in groups
+    persp = RoadMaxF()
+    persp.update(*frames)
+    assert collection.compute()["persp"].item() == persp.compute().item()
+
+
+def test_without_fixed_threshold():
+    frame = [torch.from_numpy(x) for x in _frames(13)]
+    metric = RoadPixelMetrics(fixed_threshold=None)
+    metric.update(frame[0].float() / 255, *frame[1:])
+    scores = metric.compute()
+    assert "F_fixed" not in scores
+    assert metric.tp.numel() == 256
+    with_fixed = RoadPixelMetrics()
+    with_fixed.update(frame[0].float() / 255, *frame[1:])
+    assert scores["MaxF"].item() == with_fixed.compute()["MaxF"].item()
+    with pytest.raises(ValueError, match="`fixed_threshold` must be None or a number"):
+        RoadPixelMetrics(fixed_threshold=True)
+
+
+def test_plot_draws_the_kept_curve_and_the_working_point():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    metric = RoadPixelMetrics()
+    metric.update(*(torch.from_numpy(x) for x in _frames(14)))
+    scores = metric.compute()
+    fig, ax = metric.plot()
+    curve, point = ax.get_lines()
+    kept = scores["recall"] > 0
+    np.testing.assert_array_equal(curve.get_xdata(), scores["recall"][kept].numpy())
+    np.testing.assert_array_equal(curve.get_ydata(), scores["precision"][kept].numpy())
+    assert point.get_xdata()[0] == scores["REC_wp"].item()
+    plt.close(fig)
+
+
+def test_forward_with_preds_that_require_grad():
+    values, target, valid = (torch.from_numpy(x) for x in _frames(15))
+    probs = (values.float() / 255).requires_grad_(True)
+    metric = RoadPixelMetrics()
+    batch = metric(probs, target, valid)  # forward runs update with grad enabled
+    assert not batch["MaxF"].requires_grad
+    assert batch["MaxF"].item() == metric.compute()["MaxF"].item()

@@ -353,3 +353,33 @@ def test_uint8_maps_with_custom_thresholds_match_brute_force(thresholds):
         road = p >= t
         np.testing.assert_array_equal(counts.tp[:, k].numpy(), (road & target).sum((1, 2)))
         np.testing.assert_array_equal(counts.fp[:, k].numpy(), (road & ~target).sum((1, 2)))
+
+
+@pytest.mark.parametrize("block", [0, 4096])
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float32, torch.float64])
+def test_inputs_are_not_modified(monkeypatch, block, dtype):
+    import drivemetrics.road.pixel as pixel
+
+    monkeypatch.setattr(pixel, "CPU_BLOCK_PIXELS", block)
+    values, target, valid = (torch.from_numpy(x) for x in _random_frames(40, batch=3))
+    preds = values if dtype == torch.uint8 else (values.to(dtype) / 255)
+    copies = [x.clone() for x in (preds, target, valid)]
+    for valid_arg in (None, valid):
+        pixel_counts(preds, target, valid_arg, thresholds=[*(k / 255 for k in range(128)), 0.7, 0.8])
+        road_pixel_scores(preds, target, valid_arg)
+    for original, copy in zip((preds, target, valid), copies, strict=True):
+        assert torch.equal(original, copy)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float16, torch.float32, torch.float64])
+@pytest.mark.parametrize("thresholds", [None, [*(k / 255 for k in range(256)), 0.5], [0.1, 0.35, 0.9]])
+def test_cuda_counts_equal_cpu_counts(dtype, thresholds):
+    values, target, valid = (torch.from_numpy(x) for x in _random_frames(50, batch=70, height=12, width=33))
+    preds = values if dtype == torch.uint8 else (values.double() / 255).to(dtype)
+    thr = sorted(set(thresholds)) if isinstance(thresholds, list) else thresholds
+    for valid_arg in (None, valid):
+        cpu = pixel_counts(preds, target, valid_arg, thr)
+        gpu = pixel_counts(preds.cuda(), target.cuda(), None if valid_arg is None else valid_arg.cuda(), thr)
+        for a, b in zip(cpu, gpu, strict=True):
+            torch.testing.assert_close(a, b.cpu(), rtol=0, atol=0)
