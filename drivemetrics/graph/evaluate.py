@@ -17,6 +17,7 @@ import dataclasses
 import inspect
 import math
 from collections.abc import Callable, Iterable, Sequence
+import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -207,7 +208,8 @@ def evaluate_dataset(
             results[name] = res
             bar.update()
     else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        # spawn, not fork: forking a process that already runs torch / OpenMP threads can deadlock the children
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
             for name, res in pool.map(_evaluate_files, jobs):
                 results[name] = res
                 bar.update()
