@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from drivemetrics.road.corridor import format_corridor_table, kitti_corridor_table
 from drivemetrics.road.kitti_road import (
     ROAD_CATEGORIES,
     SPACES,
@@ -43,6 +44,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="working-point values (PRE_wp ...) from float32 counts, exactly as the devkit prints them",
     )
+    ev.add_argument(
+        "--corridor",
+        action="store_true",
+        help="with --space bev: add the driving-corridor scores (Table IV of Fritsch et al. 2013) for um_lane, "
+        "fitted at the category's BEV working point",
+    )
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
     ev.set_defaults(func=run_road_eval)
 
@@ -63,6 +70,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_road_eval(args: argparse.Namespace) -> int:
     """``drivemetrics road-eval``: print the table, optionally write JSON; exit code 0."""
+    if args.corridor and args.space != "bev":
+        raise ValueError("`--corridor` needs `--space bev` (the corridor is fitted in the bird's-eye view)")
+    if args.corridor and "um_lane" not in args.categories:
+        raise ValueError("`--corridor` scores the ego-lane: include um_lane in `--categories`")
     scores = evaluate_results(
         args.data,
         args.results,
@@ -74,6 +85,14 @@ def run_road_eval(args: argparse.Namespace) -> int:
         log=lambda line: print(line, file=sys.stderr),
     )
     print(format_scores_table(scores, args.space))
+    if args.corridor:
+        if "um_lane" not in scores:
+            raise ValueError("`--corridor` needs um_lane ground truth and results, and none were evaluated")
+        # the devkit's working point may be 0 (everything counts as road); the corridor needs a threshold > 0
+        threshold = max(scores["um_lane"]["BestThresh"], 1 / 255)
+        table = kitti_corridor_table(args.data, args.results, threshold=threshold, crop=args.crop)
+        print(f"\nDriving corridor (um_lane, BEV, threshold {threshold:.4f}):\n{format_corridor_table(table)}")
+        scores = {**scores, "um_lane_corridor": table}
     if args.json:
         out = Path(args.json)
         out.parent.mkdir(parents=True, exist_ok=True)

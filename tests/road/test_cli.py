@@ -132,3 +132,42 @@ def test_road_eval_empty_road_gives_null_in_json(tmp_path, capsys):
     assert scores["uu_road"]["MaxF"] is None
     assert scores["uu_road"]["totalPosNum"] == 0
     assert scores["uu_road"]["totalNegNum"] == 20
+
+
+def _write_lane_result(gt_dir, out_dir, shift_px=0):
+    """um_lane_000000 result: 255 on the ground-truth ego-lane (optionally shifted sideways), 0 elsewhere."""
+    lane = np.asarray(Image.open(gt_dir / "um_lane_000000.png").convert("RGB"))[..., 2] > 0
+    lane = np.roll(lane, shift_px, axis=1)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    Image.fromarray((lane * 255).astype(np.uint8)).save(out_dir / "um_lane_000000.png")
+
+
+def test_road_eval_corridor_table(fixtures_dir, tmp_path, capsys):
+    gt_dir = fixtures_dir / "kitti_road/training/gt_image_2"
+    data = str(fixtures_dir / "kitti_road")
+    tables = {}
+    for shift in (0, 60):
+        res, out = tmp_path / f"res{shift}", tmp_path / f"scores{shift}.json"
+        _write_lane_result(gt_dir, res, shift)
+        args = ["road-eval", "--data", data, "--results", str(res), "--space", "bev", "--corridor"]
+        code = main([*args, "--categories", "um_lane", "--json", str(out), "--no-progress"])
+        captured = capsys.readouterr()
+        assert code == 0, captured.err
+        assert "Driving corridor" in captured.out
+        assert "Precision_lat" in captured.out
+        tables[shift] = json.loads(out.read_text())["um_lane_corridor"]
+    # the ground truth itself: a corridor inside the ego-lane, perfect lateral precision at every distance
+    for d in (20, 30, 40):
+        assert tables[0][f"precision_lat_{d}m"] == pytest.approx(1.0)
+        assert tables[0][f"f1_long_{d}m"] == pytest.approx(1.0)
+    # a result shifted sideways in the image (60 px, about a lane width at mid range) is worse at every distance
+    for d in (20, 30):
+        assert tables[60][f"precision_lat_{d}m"] < tables[0][f"precision_lat_{d}m"]
+
+
+def test_road_eval_corridor_needs_bev(fixtures_dir, tmp_path, capsys):
+    args = ["road-eval", "--data", str(fixtures_dir / "kitti_road"), "--results", str(tmp_path), "--corridor"]
+    assert main(args) == 2
+    assert "`--corridor` needs `--space bev`" in capsys.readouterr().err
+    assert main([*args, "--space", "bev", "--categories", "um_road"]) == 2
+    assert "include um_lane" in capsys.readouterr().err
