@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+import json
+
+from drivemetrics.cli import main
+
+
+def _write(path, records):
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def test_tusimple_eval_prints_and_writes(tmp_path, capsys):
+    ys = [200, 210, 220, 230]
+    gt = tmp_path / "gt.json"
+    pred = tmp_path / "pred.json"
+    _write(
+        gt,
+        [
+            {"raw_file": "a", "lanes": [[100, 110, 120, 130]], "h_samples": ys},
+            {"raw_file": "b", "lanes": [[500, 500, 500, 500]], "h_samples": ys},
+        ],
+    )
+    # image a: perfect; image b: the only prediction is 50 px off -> (0, 1, 1)
+    _write(
+        pred,
+        [
+            {"raw_file": "b", "lanes": [[550, 550, 550, 550]], "run_time": 10},
+            {"raw_file": "a", "lanes": [[101, 111, 121, 131]], "run_time": 10},
+        ],
+    )
+    out = tmp_path / "res" / "out.json"
+    assert main(["tusimple-eval", "--pred", str(pred), "--gt", str(gt), "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "Accuracy 0.500000" in printed
+    assert json.loads(out.read_text()) == {"Accuracy": 0.5, "FP": 0.5, "FN": 0.5, "F1": 0.5}
+
+
+def test_tusimple_eval_malformed_line_exit_code(tmp_path, capsys):
+    gt = tmp_path / "gt.json"
+    pred = tmp_path / "pred.json"
+    _write(gt, [{"raw_file": "a", "lanes": [[1, 2]], "h_samples": [1, 2]}])
+    pred.write_text('{"raw_file": "a", "lanes": [[1, 2]], "run_time": 1}\n{"raw_file": \n')
+    assert main(["tusimple-eval", "--pred", str(pred), "--gt", str(gt)]) == 2
+    assert "pred.json:2" in capsys.readouterr().err
+    assert main(["tusimple-eval", "--pred", str(tmp_path / "missing.json"), "--gt", str(gt)]) == 2
