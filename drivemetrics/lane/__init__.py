@@ -4,6 +4,12 @@ Image frame: x right, y down, pixels; lanes sampled at fixed rows are ``B x L x 
 point.
 """
 
+from drivemetrics.lane.road_center import (
+    expected_center_from_anchors,
+    expected_center_from_maps,
+    expected_center_from_polynomials,
+    road_center_attack_loss,
+)
 from drivemetrics.lane.tusimple import (
     TuSimpleImageScores,
     TuSimpleMetrics,
@@ -22,7 +28,11 @@ __all__ = [
     "TuSimpleMetrics",
     "TuSimpleRecords",
     "evaluate_tusimple_files",
+    "expected_center_from_anchors",
+    "expected_center_from_maps",
+    "expected_center_from_polynomials",
     "read_tusimple_json",
+    "road_center_attack_loss",
     "select_ego_lanes",
     "tusimple_f1",
     "tusimple_image_scores",
