@@ -4,6 +4,15 @@ Image frame: x right, y down, pixels; lanes sampled at fixed rows are ``B x L x 
 point.
 """
 
+from drivemetrics.lane.culane import (
+    CULaneCounts,
+    CULaneF1,
+    culane_counts,
+    culane_f1,
+    draw_lanes,
+    lane_iou_matrix,
+    lanes_from_rows,
+)
 from drivemetrics.lane.road_center import (
     expected_center_from_anchors,
     expected_center_from_maps,
@@ -24,13 +33,20 @@ from drivemetrics.lane.tusimple import (
 )
 
 __all__ = [
+    "CULaneCounts",
+    "CULaneF1",
     "TuSimpleImageScores",
     "TuSimpleMetrics",
     "TuSimpleRecords",
+    "culane_counts",
+    "culane_f1",
+    "draw_lanes",
     "evaluate_tusimple_files",
     "expected_center_from_anchors",
     "expected_center_from_maps",
     "expected_center_from_polynomials",
+    "lane_iou_matrix",
+    "lanes_from_rows",
     "read_tusimple_json",
     "road_center_attack_loss",
     "select_ego_lanes",
