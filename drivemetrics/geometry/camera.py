@@ -1,0 +1,294 @@
+"""Pinhole camera over the road plane: image <-> road homographies, horizon, and shifted-view synthesis.
+
+Road frame (KITTI-ROAD convention): X right, Y down, Z forward, metres; the road is the plane Y = 0 and the camera
+centre sits at ``(0, -camera_height, 0)`` (straight above the origin). A road point is written ``(X, Z)``; its
+homogeneous form is ``(X, Z, 1)``. Pixels are ``(u, v)`` = (column, row), origin at the top-left pixel centre.
+
+The central object is the ``image_from_road`` homography ``H`` (``... x 3 x 3``): ``s (u, v, 1) = H (X, Z, 1)``
+with ``s`` > 0 the depth of the point in front of the camera. It can be built from intrinsics and extrinsics
+(:func:`image_from_road_homography`), taken from a KITTI calibration (any 3 x 3 matrix in this convention,
+:func:`normalize_image_from_road`), or fitted to four point pairs (:func:`homography_from_correspondences`).
+Everything is batched over leading dimensions, device-agnostic and differentiable.
+"""
+
+from __future__ import annotations
+
+import kornia.geometry.transform as kgt
+import torch
+from torch import Tensor
+
+from drivemetrics._validation import check_finite, check_shape, check_tensor
+
+__all__ = [
+    "apply_homography",
+    "homography_from_correspondences",
+    "horizon_row",
+    "image_from_road_homography",
+    "image_to_road",
+    "intrinsic_matrix",
+    "normalize_image_from_road",
+    "road_to_camera_rotation",
+    "road_to_image",
+    "shifted_view_homography",
+    "synthesize_shifted_view",
+]
+
+
+def _as_tensor(value: Tensor | float, like: Tensor | None = None) -> Tensor:
+    if isinstance(value, Tensor):
+        return value if like is None else value.to(dtype=like.dtype, device=like.device)
+    if like is None:
+        return torch.tensor(float(value), dtype=torch.get_default_dtype())
+    return torch.tensor(float(value), dtype=like.dtype, device=like.device)
+
+
+def intrinsic_matrix(fx: Tensor | float, fy: Tensor | float, cx: Tensor | float, cy: Tensor | float) -> Tensor:
+    """Pinhole intrinsics ``K = [[fx, 0, cx], [0, fy, cy], [0, 0, 1]]`` (pixels), shape ``(..., 3, 3)``.
+
+    Tensor arguments broadcast against each other (e.g. one focal length per batch element).
+    """
+    ref = next((a for a in (fx, fy, cx, cy) if isinstance(a, Tensor)), None)
+    fx_t, fy_t, cx_t, cy_t = torch.broadcast_tensors(*(_as_tensor(a, ref) for a in (fx, fy, cx, cy)))
+    zero, one = torch.zeros_like(fx_t), torch.ones_like(fx_t)
+    rows = [
+        torch.stack([fx_t, zero, cx_t], -1),
+        torch.stack([zero, fy_t, cy_t], -1),
+        torch.stack([zero, zero, one], -1),
+    ]
+    return torch.stack(rows, -2)
+
+
+def road_to_camera_rotation(
+    pitch: Tensor | float = 0.0, yaw: Tensor | float = 0.0, roll: Tensor | float = 0.0, like: Tensor | None = None
+) -> Tensor:
+    """Rotation ``R`` (``..., 3, 3``) taking road-frame directions to camera-frame directions (radians).
+
+    Camera frame: x right, y down, z along the optical axis (OpenCV). With all angles zero the camera axes are the
+    road axes. ``pitch`` > 0 tilts the optical axis down towards the road, ``yaw`` > 0 turns it right (towards +X),
+    ``roll`` > 0 turns the camera clockwise about its optical axis as seen from behind (the image x axis tilts
+    down). The camera is first yawed, then pitched about its own x axis, then rolled: ``R = Rz(roll) Rx(pitch)
+    Ry(yaw)`` with the signs above.
+    """
+    ref = like if like is not None else next((a for a in (pitch, yaw, roll) if isinstance(a, Tensor)), None)
+    p, y, r = torch.broadcast_tensors(*(_as_tensor(a, ref) for a in (pitch, yaw, roll)))
+    zero, one = torch.zeros_like(p), torch.ones_like(p)
+    cp, sp, cy, sy, cr, sr = torch.cos(p), torch.sin(p), torch.cos(y), torch.sin(y), torch.cos(r), torch.sin(r)
+
+    def mat(rows: list[list[Tensor]]) -> Tensor:
+        return torch.stack([torch.stack(row, -1) for row in rows], -2)
+
+    # Each matrix maps coordinates in the parent frame to coordinates in the rotated frame (rows = new axes).
+    r_yaw = mat([[cy, zero, -sy], [zero, one, zero], [sy, zero, cy]])
+    r_pitch = mat([[one, zero, zero], [zero, cp, -sp], [zero, sp, cp]])
+    r_roll = mat([[cr, sr, zero], [-sr, cr, zero], [zero, zero, one]])
+    return r_roll @ r_pitch @ r_yaw
+
+
+def image_from_road_homography(
+    intrinsics: Tensor,
+    camera_height: Tensor | float,
+    pitch: Tensor | float = 0.0,
+    yaw: Tensor | float = 0.0,
+    roll: Tensor | float = 0.0,
+) -> Tensor:
+    """The ``image_from_road`` homography of a pinhole camera ``camera_height`` metres above the road origin.
+
+    ``H = K [r1, r3, h r2]`` where ``r_i`` are the columns of :func:`road_to_camera_rotation`; a road point
+    ``(X, 0, Z)`` seen from the camera centre ``(0, -h, 0)`` has camera coordinates ``X r1 + Z r3 + h r2``.
+
+    Args:
+        intrinsics: ``K``, shape ``(..., 3, 3)`` (pixels).
+        camera_height: height of the camera centre above the road, metres (> 0).
+        pitch, yaw, roll: camera angles in radians, see :func:`road_to_camera_rotation`.
+
+    Returns:
+        ``H`` of shape ``(..., 3, 3)`` (batch shape broadcast over all arguments).
+    """
+    _check_mat(intrinsics, "intrinsics")
+    h = _as_tensor(camera_height, intrinsics)
+    if bool((h <= 0).any()):
+        raise ValueError(f"`camera_height` must be > 0 metres, got {h}")
+    rot = road_to_camera_rotation(pitch, yaw, roll, like=intrinsics)
+    cols = torch.stack([rot[..., :, 0], rot[..., :, 2], rot[..., :, 1] * h[..., None]], -1)
+    return intrinsics @ cols
+
+
+def _check_mat(matrix: Tensor, name: str) -> None:
+    check_tensor(matrix, name)
+    if matrix.ndim < 2 or matrix.shape[-2:] != (3, 3):
+        raise ValueError(f"`{name}` must have shape ... x 3 x 3, got {tuple(matrix.shape)}")
+    check_finite(matrix, name)
+
+
+def normalize_image_from_road(matrix: Tensor, reference_point: tuple[float, float] = (0.0, 20.0)) -> Tensor:
+    """Validate an ``image_from_road`` matrix (e.g. from a KITTI calibration) and fix its scale and sign.
+
+    The homography is scaled so that its largest absolute entry is 1 and signed so that the homogeneous depth of
+    ``reference_point`` (``(X, Z)`` metres, default 20 m straight ahead) is positive, which is what
+    :func:`image_to_road` and :func:`horizon_row` rely on to tell road pixels from sky pixels.
+
+    Args:
+        matrix: ``(..., 3, 3)`` mapping road ``(X, Z, 1)`` to pixels ``(u, v, 1)``.
+        reference_point: a road point known to be in front of the camera.
+    """
+    _check_mat(matrix, "image_from_road")
+    if bool((torch.linalg.det(matrix.double()).abs() < 1e-12 * matrix.abs().amax((-2, -1)).double() ** 3).any()):
+        raise ValueError("`image_from_road` is singular (the road plane must not contain the camera centre)")
+    scale = matrix.abs().amax(dim=(-2, -1), keepdim=True)
+    depth = matrix[..., 2, 0] * reference_point[0] + matrix[..., 2, 1] * reference_point[1] + matrix[..., 2, 2]
+    sign = torch.where(depth < 0, -1.0, 1.0).to(matrix.dtype)[..., None, None]
+    return matrix * sign / scale
+
+
+def homography_from_correspondences(image_points: Tensor, road_points: Tensor) -> Tensor:
+    """The ``image_from_road`` homography from four point pairs (kornia's DLT), batched.
+
+    Args:
+        image_points: ``(B, 4, 2)`` pixels ``(u, v)``.
+        road_points: ``(B, 4, 2)`` road points ``(X, Z)`` metres, in front of the camera, no three collinear.
+
+    Returns:
+        ``(B, 3, 3)`` normalised as in :func:`normalize_image_from_road` (depth of the first point positive).
+    """
+    check_shape(image_points, "image_points", ("B", 4, 2))
+    check_shape(road_points, "road_points", ("B", 4, 2))
+    check_finite(image_points, "image_points")
+    check_finite(road_points, "road_points")
+    hom = kgt.get_perspective_transform(road_points, image_points.to(road_points.dtype))
+    first = road_points[:, 0]
+    depth = hom[:, 2, 0] * first[:, 0] + hom[:, 2, 1] * first[:, 1] + hom[:, 2, 2]
+    sign = torch.where(depth < 0, -1.0, 1.0).to(hom.dtype)[:, None, None]
+    return hom * sign
+
+
+def apply_homography(matrix: Tensor, points: Tensor) -> tuple[Tensor, Tensor]:
+    """Apply ``matrix`` (``(..., 3, 3)``) to ``points`` (``(..., N, 2)``); returns ``(mapped, w)``.
+
+    ``mapped`` is ``(..., N, 2)`` after the homogeneous divide, ``w`` (``(..., N)``) the homogeneous coordinate
+    before it (its sign tells whether the point is in front of the camera when mapping road -> image).
+    """
+    hom = torch.cat([points, torch.ones_like(points[..., :1])], -1)
+    out = hom @ matrix.transpose(-1, -2)
+    w = out[..., 2]
+    return out[..., :2] / w[..., None], w
+
+
+def road_to_image(image_from_road: Tensor, points_xz: Tensor) -> Tensor:
+    """Project road points ``(..., N, 2)`` (``(X, Z)`` metres) to pixels ``(..., N, 2)`` (``(u, v)``).
+
+    Points behind the camera (non-positive depth) become NaN.
+    """
+    uv, w = apply_homography(image_from_road, points_xz)
+    return torch.where((w > 0)[..., None], uv, torch.full_like(uv, float("nan")))
+
+
+def image_to_road(image_from_road: Tensor, points_uv: Tensor) -> tuple[Tensor, Tensor]:
+    """Back-project pixels ``(..., N, 2)`` onto the road plane.
+
+    Returns:
+        ``(points_xz, on_road)``: road points ``(..., N, 2)`` in metres and a boolean ``(..., N)`` that is False
+        for pixels at or above the horizon (their ray never meets the road in front of the camera). Off-road
+        entries hold finite but meaningless values (not NaN, so gradients stay finite under masking).
+    """
+    road_from_image = torch.linalg.inv(image_from_road)
+    xz, w = apply_homography(road_from_image, points_uv)
+    # w = 1 / depth (up to the positive scale fixed by normalize_image_from_road); sky pixels have w <= 0.
+    scale = image_from_road[..., 2:, :].abs().amax(-1)  # (..., 1), keeps the threshold scale-free
+    on_road = w * scale > 1e-9
+    safe_w = torch.where(on_road, w, torch.ones_like(w))
+    hom = torch.cat([points_uv, torch.ones_like(points_uv[..., :1])], -1) @ road_from_image.transpose(-1, -2)
+    xz = hom[..., :2] / safe_w[..., None]
+    return xz, on_road
+
+
+def horizon_row(image_from_road: Tensor, u: Tensor | float) -> Tensor:
+    """Image row ``v`` of the horizon (the vanishing line of the road plane) at column(s) ``u``.
+
+    Rows with larger ``v`` (below the horizon) see the road. ``u`` broadcasts against the batch shape.
+    """
+    inv = torch.linalg.inv(image_from_road)
+    u_t = _as_tensor(u, image_from_road)
+    return -(inv[..., 2, 0] * u_t + inv[..., 2, 2]) / inv[..., 2, 1]
+
+
+def shifted_view_homography(
+    image_from_road: Tensor,
+    lateral_offset: Tensor | float,
+    yaw_offset: Tensor | float,
+    longitudinal_offset: Tensor | float = 0.0,
+) -> Tensor:
+    """Pixel homography from a recorded image to the view of a camera moved on the road plane.
+
+    The new camera is the recorded one displaced by ``(lateral_offset, longitudinal_offset)`` metres (X, Z in the
+    recorded road frame) and turned by ``yaw_offset`` radians (from +Z towards +X). Exact for points on the road
+    plane: ``M = H G H^-1`` with ``G`` the rigid motion of road coordinates into the new vehicle frame.
+
+    Returns:
+        ``(..., 3, 3)`` source (recorded) -> destination (new view) pixel homography, as taken by
+        ``kornia.geometry.transform.warp_perspective``.
+    """
+    _check_mat(image_from_road, "image_from_road")
+    dx = _as_tensor(lateral_offset, image_from_road)
+    dz = _as_tensor(longitudinal_offset, image_from_road)
+    psi = _as_tensor(yaw_offset, image_from_road)
+    dx, dz, psi = torch.broadcast_tensors(dx, dz, psi)
+    c, s = torch.cos(psi), torch.sin(psi)
+    zero, one = torch.zeros_like(c), torch.ones_like(c)
+    # new X' = (p - d) . right = c (X - dx) - s (Z - dz);  Z' = (p - d) . forward = s (X - dx) + c (Z - dz)
+    rows = [
+        torch.stack([c, -s, -c * dx + s * dz], -1),
+        torch.stack([s, c, -s * dx - c * dz], -1),
+        torch.stack([zero, zero, one], -1),
+    ]
+    g = torch.stack(rows, -2)
+    return image_from_road @ g @ torch.linalg.inv(image_from_road)
+
+
+def synthesize_shifted_view(
+    images: Tensor,
+    image_from_road: Tensor,
+    lateral_offset: Tensor | float,
+    yaw_offset: Tensor | float,
+    max_distance: float = 120.0,
+) -> Tensor:
+    """Synthesise what the camera would see after a lateral shift and a yaw change, by warping through the road.
+
+    Road pixels are re-projected exactly through the road plane (``kornia`` ``warp_perspective``, bilinear,
+    ``align_corners=True``). Pixels whose ray does not meet the road within ``max_distance`` metres (sky, the
+    horizon band, anything above the road) and pixels whose source falls outside the recorded image are **kept**
+    from the recorded image: objects above the road are not re-projected (a documented approximation).
+
+    Args:
+        images: ``(B, C, H, W)`` recorded frames (float).
+        image_from_road: ``(B, 3, 3)`` or ``(3, 3)``.
+        lateral_offset: ``(B,)`` or float, metres (X, right positive).
+        yaw_offset: ``(B,)`` or float, radians (towards +X positive).
+        max_distance: road points farther than this (metres) count as sky.
+
+    Returns:
+        ``(B, C, H, W)`` synthesised frames.
+    """
+    check_shape(images, "images", ("B", "C", "H", "W"))
+    if not images.is_floating_point():
+        raise ValueError(f"`images` must be a floating tensor, got {images.dtype}")
+    batch, _, height, width = images.shape
+    hom = image_from_road.to(images.dtype).expand(batch, 3, 3)
+    dx = _as_tensor(lateral_offset, hom).expand(batch)
+    psi = _as_tensor(yaw_offset, hom).expand(batch)
+    warp = shifted_view_homography(hom, dx, psi)
+    ones = torch.ones_like(images[:, :1])
+    stacked = torch.cat([images, ones], 1)
+    warped = kgt.warp_perspective(stacked, warp, (height, width), align_corners=True)
+    inside = warped[:, -1:] > 0.999
+    # Road mask of the new view: rays meeting the road closer than max_distance.
+    v, u = torch.meshgrid(
+        torch.arange(height, dtype=hom.dtype, device=hom.device),
+        torch.arange(width, dtype=hom.dtype, device=hom.device),
+        indexing="ij",
+    )
+    pixels = torch.stack([u, v], -1).reshape(1, -1, 2).expand(batch, -1, -1)
+    new_from_road = hom  # the moved camera has the same intrinsics/extrinsics w.r.t. its own road frame
+    xz, on_road = image_to_road(new_from_road, pixels)
+    near = on_road & (xz.norm(dim=-1) < max_distance)
+    road = near.reshape(batch, 1, height, width) & inside
+    return torch.where(road, warped[:, :-1], images)
