@@ -25,7 +25,6 @@ __all__ = [
     "centre_from_image_lanes",
     "centre_from_polynomials",
     "image_lanes_to_road",
-    "interpolate_profile",
     "lane_centre",
     "resample_lane",
     "soft_argmax_rows",
@@ -234,21 +233,3 @@ def centre_from_polynomials(coefficients: Tensor, z_samples: Tensor) -> Tensor:
     powers = z_samples.to(coefficients)[:, None] ** torch.arange(coefficients.shape[-1], device=coefficients.device)
     lines = coefficients @ powers.T  # (B, 2, M)
     return lines.mean(1)
-
-
-def interpolate_profile(knots_z: Tensor, knots_x: Tensor, z_query: Tensor) -> Tensor:
-    """Piecewise-linear ``X(z_query)`` of a profile given at increasing ``knots_z``, linear beyond the ends.
-
-    Args:
-        knots_z: ``(..., M)`` increasing (per row), metres.
-        knots_x: ``(..., M)`` metres.
-        z_query: ``(..., Q)`` metres (same leading shape).
-    """
-    hi = torch.searchsorted(knots_z.detach().contiguous(), z_query.detach().contiguous())
-    hi = hi.clamp(1, knots_z.shape[-1] - 1)
-    lo = hi - 1
-    z_lo, z_hi = knots_z.gather(-1, lo), knots_z.gather(-1, hi)
-    x_lo, x_hi = knots_x.gather(-1, lo), knots_x.gather(-1, hi)
-    dz = z_hi - z_lo
-    dz = torch.where(dz.abs() > 1e-9, dz, torch.full_like(dz, 1e-9))
-    return x_lo + (z_query - z_lo) / dz * (x_hi - x_lo)

@@ -1,0 +1,155 @@
+"""E2E-LD: the end-to-end lateral deviation of a closed loop driven by a lane detector (Sato et al., CVPR 2022).
+
+For a clip of recorded frames (default 20 steps at 20 Hz = 1 s), starting at the first recorded pose:
+
+1. synthesise the camera view from the *simulated* pose by warping the recorded frame through the road plane
+   (:func:`drivemetrics.geometry.camera.synthesize_shifted_view`: lateral offset, longitudinal offset and yaw;
+   pixels above the horizon kept from the recorded frame);
+2. run the user's detector (any callable ``images (N, C, H, W) -> lanes (N, 2, P, 2)`` pixels, ego-left then
+   ego-right, NaN for absent points) on the batch of clips;
+3. lane centre (:func:`drivemetrics.lane.geometry.centre_from_image_lanes`) -> lateral controller -> one frame of
+   the kinematic bicycle.
+
+The reference is the same closed loop driven by the ground-truth lane centre (no images). Then::
+
+    E2E-LD(clip) = max_{1 <= t <= T} |lateral offset of the detector-driven pose from the reference pose at t|
+
+the offset being measured along the reference vehicle's lateral axis. Batched over clips (one Python loop over
+time steps). Recorded poses default to a straight drive along +Z at the given speed (ld-metric's TuSimple mock).
+
+Differences from ld-metric: both loops here use the same vehicle (ld-metric: 25 deg/s steering-rate limit for the
+detector loop, unlimited for the ground truth - pass a rate-limited ``controller.params`` to add one to both);
+image rotation uses the physical yaw (ld-metric passes radians where OpenCV expects degrees); no 0.7 BEV scale,
+no pose noise; the vehicle reference point is the camera position.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import torch
+from torch import Tensor
+
+from drivemetrics._validation import check_finite, check_shape
+from drivemetrics.geometry.camera import synthesize_shifted_view
+from drivemetrics.lane.control import LateralController, LinearMPC, PosedPath, VehiclePath
+from drivemetrics.lane.geometry import DEFAULT_LANE_WIDTH, centre_from_image_lanes
+from drivemetrics.lane.psld import default_z_samples
+from drivemetrics.vehicle.bicycle import KinematicBicycle
+
+__all__ = ["E2EResult", "e2e_ld"]
+
+Detector = Callable[[Tensor], Tensor]
+
+
+class E2EResult(NamedTuple):
+    """Output of :func:`e2e_ld` with ``return_details=True``.
+
+    Attributes:
+        value: ``(B,)`` E2E-LD per clip, metres.
+        deviation: ``(B, T)`` signed lateral offsets from the reference at t = 1..T, metres.
+        poses: ``(B, T + 1, 3)`` detector-driven poses ``(x, z, heading)`` in the clip frame (t = 0..T).
+        reference_poses: ``(B, T + 1, 3)`` ground-truth-driven poses.
+    """
+
+    value: Tensor
+    deviation: Tensor
+    poses: Tensor
+    reference_poses: Tensor
+
+
+def _straight_poses(speed: Tensor, dt: float) -> Tensor:
+    z = torch.cumsum(speed * dt, 1) - speed[:, :1] * dt
+    zeros = torch.zeros_like(z)
+    return torch.stack([zeros, z, zeros], -1)
+
+
+def e2e_ld(
+    images: Tensor,
+    target: Tensor,
+    speed: Tensor | float,
+    detector: Detector,
+    image_from_road: Tensor,
+    recorded_poses: Tensor | None = None,
+    frames: int | None = None,
+    z_samples: Tensor | None = None,
+    controller: LateralController | None = None,
+    lane_width: float = DEFAULT_LANE_WIDTH,
+    return_details: bool = False,
+) -> Tensor | E2EResult:
+    """E2E-LD of a detector on a batch of clips (module docstring).
+
+    Args:
+        images: ``(B, T, C, H, W)`` recorded frames (float).
+        target: ``(B, T, M)`` ground-truth lane-centre profiles of each recorded frame (its own road frame,
+            metres) at ``z_samples``.
+        speed: float, ``(B,)`` or ``(B, T)`` m/s (> 0).
+        detector: ``(N, C, H, W) -> (N, 2, P, 2)`` lane points in pixels (NaN = absent).
+        image_from_road: ``(3, 3)`` or ``(B, 3, 3)`` camera homography.
+        recorded_poses: ``(B, T, 3)`` recorded ``(x, z, heading)`` in a clip frame; default straight along +Z.
+        frames: closed-loop steps (default ``T``; ld-metric: 20 steps from 21 images, ``frames = T - 1`` also fine).
+        z_samples: ``(M,)`` metres; default 0..100 m every metre.
+        controller: default ``LinearMPC()`` (RAV4 2017); its ``params`` are the vehicle.
+        return_details: return an :class:`E2EResult` instead of the ``(B,)`` values.
+    """
+    check_shape(images, "images", ("B", "T", "C", "H", "W"))
+    if not images.is_floating_point():
+        raise ValueError(f"`images` must be a floating tensor, got {images.dtype}")
+    batch, length = images.shape[:2]
+    check_shape(target, "target", (batch, length, "M"))
+    check_finite(target, "target")
+    frames = length if frames is None else int(frames)
+    if not 1 <= frames <= length:
+        raise ValueError(f"`frames` must be in [1, {length}] (the clip length), got {frames}")
+    dtype, device = target.dtype, target.device
+    z_samples = default_z_samples(dtype, device) if z_samples is None else z_samples.to(target)
+    if z_samples.shape != target.shape[-1:]:
+        raise ValueError(f"`z_samples` must have shape ({target.shape[-1]},), got {tuple(z_samples.shape)}")
+    v = torch.as_tensor(speed, dtype=dtype, device=device)
+    v = v.reshape(-1, 1).expand(batch, length) if v.ndim <= 1 else v
+    check_shape(v, "speed", (batch, length))
+    check_finite(v, "speed")
+    if bool((v <= 0).any()):
+        raise ValueError("`speed` must be > 0 m/s in every frame")
+    controller = LinearMPC() if controller is None else controller
+    model = KinematicBicycle(controller.params)
+    if recorded_poses is None:
+        recorded_poses = _straight_poses(v, controller.params.frame_dt)
+    check_shape(recorded_poses, "recorded_poses", (batch, length, 3))
+    check_finite(recorded_poses, "recorded_poses")
+    hom = image_from_road.to(dtype).expand(batch, 3, 3)
+
+    # Rows 0..B-1: detector-driven loop; rows B..2B-1: ground-truth loop.
+    start = recorded_poses[:, 0].repeat(2, 1)
+    state = model.initial_state(2 * batch, dtype=dtype, device=device)
+    state = state._replace(x=start[:, 0], z=start[:, 1], heading=start[:, 2])
+    poses = [torch.stack([state.x, state.z, state.heading], -1)]
+    for t in range(frames):
+        rec = recorded_poses[:, t].repeat(2, 1)
+        c, s = torch.cos(rec[:, 2]), torch.sin(rec[:, 2])
+        dx, dz = state.x - rec[:, 0], state.z - rec[:, 1]
+        lateral, longitudinal = c * dx - s * dz, s * dx + c * dz  # in the recorded vehicle frame
+        yaw = state.heading - rec[:, 2]
+        view = synthesize_shifted_view(
+            images[:, t].to(dtype), hom, lateral[:batch], yaw[:batch], longitudinal_offset=longitudinal[:batch]
+        )
+        lanes = detector(view)
+        centre = centre_from_image_lanes(lanes.to(dtype), hom, z_samples, lane_width=lane_width)
+        gt_path = PosedPath(z_samples, target[:, t], lateral[batch:], longitudinal[batch:], yaw[batch:])
+        speeds = v[:, t].repeat(2)
+        cmd_det = controller(VehiclePath(z_samples, centre), v[:, t], state.steering_wheel[:batch])
+        cmd_gt = controller(gt_path, v[:, t], state.steering_wheel[batch:])
+        command = torch.cat([cmd_det, cmd_gt])
+        if t == 0:  # start with the wheel at the first command (ld-metric's snap)
+            state = state._replace(steering_wheel=command, pending=command[:, None].expand_as(state.pending).clone())
+        state = model.step(state, command, speeds)
+        poses.append(torch.stack([state.x, state.z, state.heading], -1))
+    track = torch.stack(poses, 1)  # (2B, T + 1, 3)
+    det, ref = track[:batch], track[batch:]
+    right_x, right_z = torch.cos(ref[..., 2]), -torch.sin(ref[..., 2])
+    deviation = ((det[..., 0] - ref[..., 0]) * right_x + (det[..., 1] - ref[..., 1]) * right_z)[:, 1:]
+    value = deviation.abs().amax(1)
+    if return_details:
+        return E2EResult(value, deviation, det, ref)
+    return value

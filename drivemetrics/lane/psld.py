@@ -1,0 +1,368 @@
+"""PSLD, the per-frame simulated lateral deviation (Sato et al., CVPR 2022), exact and as a differentiable loss.
+
+For each frame a vehicle starts at the origin of the frame's road frame (X right, Z forward, heading 0) at the
+frame's speed. Step 1 (one camera frame, 1/20 s) is controlled by the **detected** lane centre, steps 2..Tp by the
+**ground-truth** centre (the road, re-expressed in the vehicle frame at every step); the lateral controller and the
+kinematic bicycle are those of :mod:`drivemetrics.lane.control` and :mod:`drivemetrics.vehicle`. Then::
+
+    PSLD(frame) = (1 / Tp) max_{1 <= t <= Tp} |x(t) - x_ref(t)|
+
+Reference ``x_ref`` (argument ``reference``):
+
+* ``"rollout"`` (default): the same closed loop driven by the ground-truth centre at every step, compared
+  index-wise, as ld-metric does (its ``y_GT``). A perfect detection scores exactly 0, whatever the controller's own
+  tracking error or the start offset.
+* ``"centre"``: the ground-truth lane centre itself at the vehicle's longitudinal position, ``X_gt(z(t))``.
+
+Inputs are lane-centre *profiles*: lateral positions ``(B, M)`` at fixed longitudinal distances ``z_samples``
+(:func:`drivemetrics.lane.geometry.centre_from_image_lanes` builds them from image lanes). Profiles are continued
+linearly beyond their last sample. Everything runs batched over frames: one Python loop over the ``Tp`` steps.
+
+Differences from ld-metric (documented, see the README): ld-metric sums the per-frame values over the 20 start
+frames of a scenario (its number = 20 x our mean); it uses openpilot's nonlinear MPC and RK4 (we use a closed-form
+linear MPC and exact arcs); its step 1 uses the detector on a synthesised view of the *simulated* pose while here
+the frame's detection is used at the recorded pose (the start of every PSLD rollout), which is what makes PSLD
+computable from per-frame detections alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import torch
+from torch import Tensor, nn
+from torchmetrics import Metric
+
+from drivemetrics._validation import check_finite, check_tensor
+from drivemetrics.lane.control import LateralController, LinearMPC, PosedPath, VehiclePath, sample_profile
+from drivemetrics.lane.geometry import (
+    DEFAULT_LANE_WIDTH,
+    centre_from_image_lanes,
+    centre_from_polynomials,
+    soft_argmax_rows,
+)
+from drivemetrics.vehicle.bicycle import KinematicBicycle
+
+__all__ = [
+    "DEFAULT_Z_SAMPLES",
+    "PSLD",
+    "PSLDLoss",
+    "default_z_samples",
+    "psld",
+    "psld_deviations",
+    "smooth_psld",
+]
+
+Reference = Literal["rollout", "centre"]
+DEFAULT_Z_SAMPLES = (0.0, 100.0, 1.0)
+"""Default longitudinal sampling (start, stop, step) in metres: 0, 1, ..., 100 m."""
+
+
+def default_z_samples(dtype: torch.dtype | None = None, device: torch.device | str | None = None) -> Tensor:
+    """The default ``z_samples``: 0 to 100 m every metre, ``(101,)``."""
+    start, stop, step = DEFAULT_Z_SAMPLES
+    return torch.arange(start, stop + step / 2, step, dtype=dtype or torch.get_default_dtype(), device=device)
+
+
+def _check_profiles(preds: Tensor, target: Tensor, z_samples: Tensor) -> None:
+    for name, value in (("preds", preds), ("target", target)):
+        check_tensor(value, name)
+        if value.ndim != 2:
+            raise ValueError(f"`{name}` must be a lane-centre profile of shape B x M, got {tuple(value.shape)}")
+        if not value.is_floating_point():
+            raise ValueError(f"`{name}` must be a floating tensor, got {value.dtype}")
+        check_finite(value, name)
+    if preds.shape != target.shape:
+        raise ValueError(
+            f"`preds` and `target` must have the same shape, got {tuple(preds.shape)}, {tuple(target.shape)}"
+        )
+    if preds.shape[0] == 0:
+        raise ValueError("`preds` is empty (no frames)")
+    check_tensor(z_samples, "z_samples")
+    if z_samples.ndim != 1 or z_samples.shape[0] != preds.shape[1]:
+        raise ValueError(f"`z_samples` must have shape ({preds.shape[1]},), got {tuple(z_samples.shape)}")
+    if z_samples.shape[0] < 2 or not bool((z_samples[1:] > z_samples[:-1]).all()):
+        raise ValueError("`z_samples` must hold at least 2 strictly increasing distances")
+
+
+def _check_speed(speed: Tensor | float, like: Tensor) -> Tensor:
+    v = torch.as_tensor(speed, dtype=like.dtype, device=like.device)
+    if v.ndim > 1 or (v.ndim == 1 and v.shape[0] not in (1, like.shape[0])):
+        raise ValueError(f"`speed` must be a float or have shape ({like.shape[0]},), got {tuple(v.shape)}")
+    check_finite(v, "speed")
+    if bool((v <= 0).any()):
+        raise ValueError("`speed` must be > 0 m/s for every frame (PSLD is undefined for a vehicle at rest)")
+    return v.expand(like.shape[0])
+
+
+def _check_horizon(horizon_frames: int) -> None:
+    if int(horizon_frames) != horizon_frames or horizon_frames < 1:
+        raise ValueError(f"`horizon_frames` (Tp) must be an integer >= 1, got {horizon_frames}")
+
+
+def psld_deviations(
+    preds: Tensor,
+    target: Tensor,
+    speed: Tensor | float,
+    z_samples: Tensor | None = None,
+    horizon_frames: int = 10,
+    reference: Reference = "rollout",
+    controller: LateralController | None = None,
+    initial_steering: Tensor | None = None,
+) -> Tensor:
+    """Signed lateral deviations ``x(t) - x_ref(t)`` of the PSLD rollouts, ``(B, Tp)`` metres, t = 1..Tp.
+
+    Args:
+        preds: detected lane-centre profiles ``(B, M)`` (metres) at ``z_samples``.
+        target: ground-truth lane-centre profiles ``(B, M)``.
+        speed: ``(B,)`` or float, m/s (> 0).
+        z_samples: ``(M,)`` metres, increasing; default :func:`default_z_samples`.
+        horizon_frames: ``Tp`` (frames; default 10 = 0.5 s at 20 Hz; the paper's best for attacks is 5).
+        reference: ``"rollout"`` or ``"centre"`` (module docstring).
+        controller: a lateral controller (default ``LinearMPC()`` with the RAV4 2017 vehicle); its ``params``
+            define the vehicle.
+        initial_steering: ``(B,)`` steering-wheel angle at the start, radians; default: the first command
+            (ld-metric's snap), so the start angle never limits the first step.
+    """
+    z_samples = default_z_samples(preds.dtype, preds.device) if z_samples is None else z_samples.to(preds)
+    _check_profiles(preds, target, z_samples)
+    _check_horizon(horizon_frames)
+    if reference not in ("rollout", "centre"):
+        raise ValueError(f"`reference` must be 'rollout' or 'centre', got {reference!r}")
+    controller = LinearMPC() if controller is None else controller
+    v = _check_speed(speed, preds)
+    batch = preds.shape[0]
+    with_ref = reference == "rollout"
+    first_path = torch.cat([preds, target]) if with_ref else preds
+    road = torch.cat([target, target]) if with_ref else target
+    speeds = torch.cat([v, v]) if with_ref else v
+    n = first_path.shape[0]
+    model = KinematicBicycle(controller.params)
+    state = model.initial_state(n, dtype=preds.dtype, device=preds.device)
+    control = controller.bind(speeds)
+    command = control(VehiclePath(z_samples, first_path), state.steering_wheel)
+    if initial_steering is None:
+        wheel0 = command
+    else:
+        wheel0 = torch.as_tensor(initial_steering, dtype=preds.dtype, device=preds.device).expand(batch)
+        wheel0 = torch.cat([wheel0, wheel0]) if with_ref else wheel0
+    state = state._replace(steering_wheel=wheel0, pending=wheel0[:, None].expand_as(state.pending).clone())
+    xs = []
+    for step in range(horizon_frames):
+        if step > 0:
+            # The ground-truth centre seen from the current pose (the road is fixed in the frame's road frame).
+            command = control(PosedPath(z_samples, road, state.x, state.z, state.heading), state.steering_wheel)
+        state = model.step(state, command, speeds)
+        if with_ref:
+            xs.append(state.x[:batch] - state.x[batch:])
+        else:
+            centre, _ = sample_profile(z_samples, target, state.z[:, None])
+            xs.append(state.x - centre[:, 0])
+    return torch.stack(xs, 1)
+
+
+def _reduce(values: Tensor, reduction: str) -> Tensor:
+    if reduction == "mean":
+        return values.mean()
+    if reduction == "sum":
+        return values.sum()
+    if reduction == "none":
+        return values
+    raise ValueError(f"`reduction` must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+
+def psld(
+    preds: Tensor,
+    target: Tensor,
+    speed: Tensor | float,
+    z_samples: Tensor | None = None,
+    horizon_frames: int = 10,
+    reference: Reference = "rollout",
+    controller: LateralController | None = None,
+    initial_steering: Tensor | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """PSLD (metres per step): ``(1 / Tp) max_t |x(t) - x_ref(t)|`` per frame, reduced over frames.
+
+    Arguments as :func:`psld_deviations`; ``reduction`` is ``"mean"`` (default), ``"sum"`` or ``"none"``
+    (per-frame values ``(B,)``). ld-metric's per-scenario number is the ``"sum"`` over the scenario's 20 frames.
+
+    Example:
+        >>> z = default_z_samples()
+        >>> gt = torch.zeros(2, z.numel())
+        >>> psld(gt, gt, speed=20.0)
+        tensor(0.)
+    """
+    dev = psld_deviations(preds, target, speed, z_samples, horizon_frames, reference, controller, initial_steering)
+    return _reduce(dev.abs().amax(1) / horizon_frames, reduction)
+
+
+def smooth_psld(deviations: Tensor, temperature: float = 0.02, abs_eps: float = 1e-3) -> Tensor:
+    """Smooth PSLD per frame from signed deviations ``(B, Tp)``: smooth |.| then a log-sum-exp maximum.
+
+    ``|d| ~ sqrt(d^2 + eps^2) - eps`` and ``max_t a_t ~ T log sum_t exp(a_t / T)``; the result lies within
+    ``temperature * log(Tp) + abs_eps`` metres of the exact ``max_t |d_t|`` before the ``1 / Tp`` scale, and
+    ``temperature = abs_eps = 0`` gives the exact PSLD.
+    """
+    if temperature < 0 or abs_eps < 0:
+        raise ValueError(f"`temperature` and `abs_eps` must be >= 0, got {temperature} and {abs_eps}")
+    tp = deviations.shape[1]
+    mag = (deviations**2 + abs_eps**2).sqrt() - abs_eps if abs_eps > 0 else deviations.abs()
+    peak = temperature * torch.logsumexp(mag / temperature, dim=1) if temperature > 0 else mag.amax(1)
+    return peak / tp
+
+
+InputType = Literal["centre", "points", "row_scores", "polynomial"]
+
+
+class PSLDLoss(nn.Module):
+    """Differentiable PSLD surrogate for training: gradients flow from lane predictions to the loss.
+
+    The prediction is turned into a lane-centre profile (``input_type``), rolled out as in :func:`psld`, and the
+    max over steps becomes a log-sum-exp with ``temperature`` (metres; 0 recovers the exact PSLD).
+
+    ``input_type``:
+
+    * ``"centre"``: ``preds`` ``(B, M)`` lane-centre profile at ``z_samples`` (metres).
+    * ``"points"``: ``(B, 2, N, 2)`` ego-left / ego-right lane points in pixels ``(u, v)``; needs
+      ``image_from_road`` (homography, may itself require grad).
+    * ``"row_scores"``: ``(B, 2, R, W)`` row-wise column logits of the two ego lines at image rows ``rows``
+      (``(R,)`` pixels, constructor argument) -> soft-argmax columns -> points.
+    * ``"polynomial"``: ``(B, 2, K)`` road-frame polynomial coefficients ``X = sum_k c_k Z^k`` of the two lines.
+
+    ``target`` is always the ground-truth lane-centre profile ``(B, M)`` at ``z_samples``.
+
+    Example:
+        >>> loss_fn = PSLDLoss()
+        >>> z = default_z_samples()
+        >>> pred = torch.full((2, z.numel()), 0.3, requires_grad=True)
+        >>> loss = loss_fn(pred, torch.zeros(2, z.numel()), speed=torch.tensor([20.0, 25.0]))
+        >>> loss.backward()
+    """
+
+    def __init__(
+        self,
+        input_type: InputType = "centre",
+        z_samples: Tensor | None = None,
+        horizon_frames: int = 10,
+        reference: Reference = "rollout",
+        controller: LateralController | None = None,
+        temperature: float = 0.02,
+        abs_eps: float = 1e-3,
+        rows: Tensor | None = None,
+        softmax_temperature: float = 1.0,
+        lane_width: float = DEFAULT_LANE_WIDTH,
+        reduction: str = "mean",
+    ) -> None:
+        super().__init__()
+        if input_type not in ("centre", "points", "row_scores", "polynomial"):
+            raise ValueError(
+                f"`input_type` must be 'centre', 'points', 'row_scores' or 'polynomial', got {input_type!r}"
+            )
+        if input_type == "row_scores" and rows is None:
+            raise ValueError("`rows` (image rows of the row-wise scores, pixels) is required for 'row_scores'")
+        _check_horizon(horizon_frames)
+        self.input_type = input_type
+        self.horizon_frames = int(horizon_frames)
+        self.reference = reference
+        self.controller = LinearMPC() if controller is None else controller
+        self.temperature = float(temperature)
+        self.abs_eps = float(abs_eps)
+        self.softmax_temperature = float(softmax_temperature)
+        self.lane_width = float(lane_width)
+        self.reduction = reduction
+        self.register_buffer("z_samples", default_z_samples() if z_samples is None else z_samples.clone(), False)
+        self.register_buffer("rows", None if rows is None else rows.clone(), False)
+
+    def centre_profile(self, preds: Tensor, image_from_road: Tensor | None = None) -> Tensor:
+        """The lane-centre profile ``(B, M)`` of a prediction of this loss's ``input_type``."""
+        z = self.z_samples.to(preds.dtype)
+        if self.input_type == "centre":
+            return preds
+        if self.input_type == "polynomial":
+            return centre_from_polynomials(preds, z)
+        if image_from_road is None:
+            raise ValueError(f"`image_from_road` is required for input_type {self.input_type!r}")
+        if self.input_type == "row_scores":
+            if preds.ndim != 4 or preds.shape[1] != 2 or preds.shape[2] != self.rows.shape[0]:
+                raise ValueError(
+                    f"`preds` must have shape B x 2 x {self.rows.shape[0]} x W (row-wise scores), got "
+                    f"{tuple(preds.shape)}"
+                )
+            u = soft_argmax_rows(preds, self.softmax_temperature)
+            v = self.rows.to(u).expand_as(u)
+            preds = torch.stack([u, v], -1)
+        valid = torch.ones(preds.shape[:-1], dtype=torch.bool, device=preds.device)
+        return centre_from_image_lanes(preds, image_from_road, z, valid, self.lane_width)
+
+    def forward(
+        self,
+        preds: Tensor,
+        target: Tensor,
+        speed: Tensor | float,
+        image_from_road: Tensor | None = None,
+    ) -> Tensor:
+        """The smooth PSLD (metres per step), reduced over frames."""
+        centre = self.centre_profile(preds, image_from_road)
+        dev = psld_deviations(
+            centre, target, speed, self.z_samples.to(centre.dtype), self.horizon_frames, self.reference,
+            self.controller,
+        )  # fmt: skip
+        return _reduce(smooth_psld(dev, self.temperature, self.abs_eps), self.reduction)
+
+
+class PSLD(Metric):
+    """PSLD accumulated over frames (``torchmetrics``): the mean (default) or the max of the per-frame values.
+
+    States: ``total`` (sum of per-frame PSLD), ``count`` (frames), ``peak`` (largest per-frame value), synced with
+    sum / sum / max. ``update(preds, target, speed)`` takes lane-centre profiles as :func:`psld`.
+
+    Args:
+        aggregate: ``"mean"`` or ``"max"``: what :meth:`compute` returns.
+        z_samples, horizon_frames, reference, controller: as :func:`psld`.
+    """
+
+    is_differentiable = True
+    higher_is_better = False
+    full_state_update = False
+    plot_lower_bound = 0.0
+
+    total: Tensor
+    count: Tensor
+    peak: Tensor
+
+    def __init__(
+        self,
+        aggregate: Literal["mean", "max"] = "mean",
+        z_samples: Tensor | None = None,
+        horizon_frames: int = 10,
+        reference: Reference = "rollout",
+        controller: LateralController | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if aggregate not in ("mean", "max"):
+            raise ValueError(f"`aggregate` must be 'mean' or 'max', got {aggregate!r}")
+        _check_horizon(horizon_frames)
+        self.aggregate = aggregate
+        self.horizon_frames = int(horizon_frames)
+        self.reference = reference
+        self.controller = LinearMPC() if controller is None else controller
+        self.z_samples_init = None if z_samples is None else z_samples.clone()
+        self.add_state("total", torch.tensor(0.0, dtype=torch.float64), dist_reduce_fx="sum")
+        self.add_state("count", torch.tensor(0, dtype=torch.long), dist_reduce_fx="sum")
+        self.add_state("peak", torch.tensor(0.0, dtype=torch.float64), dist_reduce_fx="max")
+
+    def update(self, preds: Tensor, target: Tensor, speed: Tensor | float) -> None:
+        """Add the frames of a batch of profiles ``(B, M)``."""
+        z = None if self.z_samples_init is None else self.z_samples_init.to(preds)
+        values = psld(preds, target, speed, z, self.horizon_frames, self.reference, self.controller, reduction="none")
+        self.total = self.total + values.sum().to(self.total.dtype)
+        self.count = self.count + values.numel()
+        self.peak = torch.maximum(self.peak, values.max().to(self.peak.dtype))
+
+    def compute(self) -> Tensor:
+        """Mean (or max) per-frame PSLD, metres per step."""
+        if self.aggregate == "max":
+            return self.peak.float()
+        return (self.total / self.count.clamp_min(1)).float()
