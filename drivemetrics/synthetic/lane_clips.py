@@ -378,8 +378,9 @@ class PaintedLineDetector:
         threshold: brightness above which a pixel is paint.
 
     Call:
-        ``detector(images)`` with ``images`` ``B x C x H x W`` returns ``B x 2 x N`` x (pixels) of the ego-left
-        and ego-right line.
+        ``detector(images)`` with ``images`` ``B x C x H x W`` returns ``B x 2 x N x 2`` lane points ``(u, v)``
+        (pixels) of the ego-left and ego-right line, NaN where absent (the detector format of
+        :func:`drivemetrics.lane.e2e.e2e_ld`); :meth:`detect_x` returns only the x, ``B x 2 x N``.
     """
 
     def __init__(self, h_samples: Tensor, threshold: float = 0.6) -> None:
@@ -404,6 +405,12 @@ class PaintedLineDetector:
         return left, right
 
     def __call__(self, images: Tensor) -> Tensor:
+        x = self.detect_x(images)
+        rows = self.h_samples.to(x).expand_as(x)
+        return torch.stack([x, torch.where(torch.isnan(x), torch.nan, rows)], dim=-1)
+
+    def detect_x(self, images: Tensor) -> Tensor:
+        """Ego-left / ego-right x (pixels) at ``h_samples``: ``B x 2 x N``, NaN where not found."""
         check_shape(images, "images", ("B", "C", "H", "W"))
         rows = self.h_samples.to(images.device).round().long()
         if bool((rows < 0).any()) or bool((rows >= images.shape[-2]).any()):
@@ -427,3 +434,47 @@ class PaintedLineDetector:
             divider = torch.where(enough, fitted, divider)
         left, right = self._find(bright, divider)
         return torch.stack([left, right], dim=1).to(images.dtype)
+
+
+class NoisyLaneDetector:
+    """Wrap an image -> lanes detector and apply a :class:`LaneNoise` to its output in the road frame.
+
+    Detected points ``(u, v)`` are back-projected to the road plane, moved laterally by the noise model
+    (``X += bias + tan(heading) Z + curvature Z^2 / 2 + jitter N(0, 1)``), dropped beyond ``max_range``, and
+    projected back. Noise fields may be tensors of shape ``B`` (one value per image of the batch the detector is
+    called with), so one call can score several noise levels at once.
+
+    Args:
+        detector: callable ``B x C x H x W -> B x 2 x N x 2`` (e.g. :class:`PaintedLineDetector`).
+        noise: the error model.
+        image_from_road: ``3 x 3`` homography of the camera.
+        seed: seed of the jitter (each call draws new jitter from one generator).
+    """
+
+    def __init__(self, detector: PaintedLineDetector, noise: LaneNoise, image_from_road: Tensor, seed: int = 0) -> None:
+        self.detector = detector
+        self.noise = noise
+        self.image_from_road = image_from_road
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def __call__(self, images: Tensor) -> Tensor:
+        lanes = self.detector(images).to(torch.float64)  # B x 2 x N x 2
+        hom = self.image_from_road.to(lanes)
+        present = ~torch.isnan(lanes).any(-1)
+        xz, on_road = image_to_road(hom, torch.nan_to_num(lanes))
+        x, z = xz[..., 0], xz[..., 1]
+
+        def field(value: float | Tensor) -> Tensor:
+            value = torch.as_tensor(value, dtype=lanes.dtype, device=lanes.device)
+            return value.reshape(-1, 1, 1) if value.ndim == 1 else value
+
+        x = x + field(self.noise.lateral_bias) + torch.tan(field(self.noise.heading_error)) * z
+        x = x + field(self.noise.curvature_error) * z * z / 2
+        jitter = field(self.noise.jitter)
+        if bool((jitter != 0).any()):
+            x = x + jitter * torch.randn(x.shape, generator=self.generator, dtype=x.dtype).to(x.device)
+        keep = present & on_road
+        if self.noise.max_range is not None:
+            keep = keep & (z <= field(self.noise.max_range))
+        uv = road_to_image(hom, torch.stack([x, z], dim=-1))
+        return torch.where(keep[..., None], uv, torch.nan).to(images.dtype)

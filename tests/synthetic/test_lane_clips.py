@@ -9,6 +9,7 @@ from drivemetrics.synthetic.lane_clips import (
     NOISE_MODELS,
     LaneCamera,
     LaneNoise,
+    NoisyLaneDetector,
     PaintedLineDetector,
     make_lane_clips,
     perturb_road_lanes,
@@ -88,7 +89,12 @@ def test_painted_lines_are_bright_at_gt_positions(clips):
 
 def test_detector_reads_back_ego_lines(clips):
     detector = PaintedLineDetector(clips.h_samples)
-    found = detector(clips.images.flatten(0, 1))
+    points = detector(clips.images.flatten(0, 1))
+    found = detector.detect_x(clips.images.flatten(0, 1))
+    torch.testing.assert_close(points[..., 0], found, equal_nan=True)
+    torch.testing.assert_close(
+        points[..., 1][~torch.isnan(found)], clips.h_samples.expand_as(found)[~torch.isnan(found)]
+    )
     gt = clips.lanes_image[:, :, 1:3].flatten(0, 1)
     err = (found.double() - gt).abs()
     assert torch.nanmedian(err) < 0.5
@@ -127,3 +133,22 @@ def test_bad_arguments():
         make_lane_clips(batch=1, frames=1, channels=2)
     with pytest.raises(ValueError, match="batch"):
         make_lane_clips(batch=0)
+
+
+def test_noisy_detector_bias_in_road_frame(clips):
+    from drivemetrics.geometry.camera import image_to_road
+
+    base = PaintedLineDetector(clips.h_samples)
+    images = clips.images[:, 0]
+    clean = base(images).double()
+    bias = torch.tensor([0.0, 0.5, -0.5], dtype=torch.float64)
+    noisy = NoisyLaneDetector(base, LaneNoise(lateral_bias=bias), clips.image_from_road)(images).double()
+    ok = ~torch.isnan(clean[..., 0])
+    xz_clean, _ = image_to_road(clips.image_from_road, clean.nan_to_num())
+    xz_noisy, _ = image_to_road(clips.image_from_road, noisy.nan_to_num())
+    shift = (xz_noisy[..., 0] - xz_clean[..., 0])[ok]
+    expected = bias[:, None, None].expand_as(ok)[ok]
+    torch.testing.assert_close(shift, expected, atol=1e-3, rtol=0)
+    short = NoisyLaneDetector(base, LaneNoise(max_range=10.0), clips.image_from_road)(images).double()
+    xz_short, _ = image_to_road(clips.image_from_road, clean.nan_to_num())
+    assert torch.isnan(short[..., 0][ok & (xz_short[..., 1] > 10.0)]).all()
