@@ -93,7 +93,7 @@ def test_detector_reads_back_ego_lines(clips):
     found = detector.detect_x(clips.images.flatten(0, 1))
     torch.testing.assert_close(points[..., 0], found, equal_nan=True)
     torch.testing.assert_close(
-        points[..., 1][~torch.isnan(found)], clips.h_samples.expand_as(found)[~torch.isnan(found)]
+        points[..., 1][~torch.isnan(found)], clips.h_samples.float().expand_as(found)[~torch.isnan(found)]
     )
     gt = clips.lanes_image[:, :, 1:3].flatten(0, 1)
     err = (found.double() - gt).abs()
