@@ -89,6 +89,7 @@ def tusimple_image_scores(
     preds_mask: Tensor | None = None,
     target_mask: Tensor | None = None,
     fp_mode: FpMode = "official",
+    pixel_threshold: float = PIXEL_THRESHOLD,
 ) -> TuSimpleImageScores:
     """Official TuSimple per-image accuracy, FP and FN for a batch of images.
 
@@ -104,6 +105,8 @@ def tusimple_image_scores(
             count an all-missing prediction as a lane, as the official evaluator does for all ``-2`` lanes).
         fp_mode: ``"official"`` (``n_pred - n_matched``, may be negative) or ``"unmatched"`` (predictions that are
             no matched GT lane's best prediction; never negative).
+        pixel_threshold: base point threshold in pixels (official: 20 px for 1280 x 720 images; scale it with
+            the image width for other resolutions).
 
     Returns:
         :class:`TuSimpleImageScores` (float64 tensors of shape ``B``).
@@ -111,6 +114,8 @@ def tusimple_image_scores(
     h_samples = _validate(preds, target, h_samples)
     if fp_mode not in ("official", "unmatched"):
         raise ValueError(f"`fp_mode` must be 'official' or 'unmatched', got {fp_mode!r}")
+    if not pixel_threshold > 0:
+        raise ValueError(f"`pixel_threshold` must be > 0 pixels, got {pixel_threshold}")
     device = preds.device
     pred_lane = _lane_masks(preds, preds_mask, "preds")
     gt_lane = _lane_masks(target, target_mask, "target")
@@ -135,7 +140,7 @@ def tusimple_image_scores(
     dx = (x_b - x_mean[..., None]) * weight
     syy = (dy * dy).sum(-1)
     slope = torch.where((count > 1) & (syy > 0), (dy * dx).sum(-1) / syy.clamp(min=1e-300), 0.0)
-    threshold = PIXEL_THRESHOLD / torch.cos(torch.atan(slope))  # B x L_gt
+    threshold = pixel_threshold / torch.cos(torch.atan(slope))  # B x L_gt
 
     # Point accuracy of every (GT, prediction) pair: B x L_gt x L_pred.
     pred_m = torch.where(pred_x >= 0, pred_x, MISSING_VALUE)
@@ -240,6 +245,7 @@ def tusimple_metrics(
     ego_only: bool = False,
     image_width: float = 1280.0,
     fp_mode: FpMode = "official",
+    pixel_threshold: float = PIXEL_THRESHOLD,
 ) -> dict[str, Tensor]:
     """TuSimple ``accuracy``, ``fp``, ``fn`` (per-image averages) and ``f1`` of a batch, as 0-d float64 tensors.
 
@@ -256,7 +262,9 @@ def tusimple_metrics(
     if ego_only:
         preds_mask = select_ego_lanes(preds, preds_mask, image_width)
         target_mask = select_ego_lanes(target, target_mask, image_width)
-    scores = tusimple_image_scores(preds, target, h_samples, run_time, preds_mask, target_mask, fp_mode)
+    scores = tusimple_image_scores(
+        preds, target, h_samples, run_time, preds_mask, target_mask, fp_mode, pixel_threshold
+    )
     accuracy, fp, fn = scores.accuracy.mean(), scores.fp.mean(), scores.fn.mean()
     return {"accuracy": accuracy, "fp": fp, "fn": fn, "f1": tusimple_f1(fp, fn)}
 
@@ -272,6 +280,7 @@ class TuSimpleMetrics(Metric):
         ego_only: score only the ego-left / ego-right lanes (:func:`select_ego_lanes`).
         image_width: image width in pixels, used by ``ego_only``.
         fp_mode: ``"official"`` or ``"unmatched"`` (see :func:`tusimple_image_scores`).
+        pixel_threshold: base point threshold in pixels (20 for TuSimple's 1280 x 720 images).
         kwargs: torchmetrics ``Metric`` keyword arguments.
     """
 
@@ -285,9 +294,17 @@ class TuSimpleMetrics(Metric):
     num_images: Tensor
 
     def __init__(
-        self, ego_only: bool = False, image_width: float = 1280.0, fp_mode: FpMode = "official", **kwargs: object
+        self,
+        ego_only: bool = False,
+        image_width: float = 1280.0,
+        fp_mode: FpMode = "official",
+        pixel_threshold: float = PIXEL_THRESHOLD,
+        **kwargs: object,
     ) -> None:
         super().__init__(**kwargs)
+        if not pixel_threshold > 0:
+            raise ValueError(f"`pixel_threshold` must be > 0 pixels, got {pixel_threshold}")
+        self.pixel_threshold = float(pixel_threshold)
         if fp_mode not in ("official", "unmatched"):
             raise ValueError(f"`fp_mode` must be 'official' or 'unmatched', got {fp_mode!r}")
         if not image_width > 0:
@@ -312,7 +329,9 @@ class TuSimpleMetrics(Metric):
         if self.ego_only:
             preds_mask = select_ego_lanes(preds, preds_mask, self.image_width)
             target_mask = select_ego_lanes(target, target_mask, self.image_width)
-        scores = tusimple_image_scores(preds, target, h_samples, run_time, preds_mask, target_mask, self.fp_mode)
+        scores = tusimple_image_scores(
+            preds, target, h_samples, run_time, preds_mask, target_mask, self.fp_mode, self.pixel_threshold
+        )
         self.sum_accuracy += scores.accuracy.sum()
         self.sum_fp += scores.fp.sum()
         self.sum_fn += scores.fn.sum()
