@@ -31,10 +31,10 @@ from drivemetrics.synthetic.lane_clips import (
 def _scaled(noise: LaneNoise, scale: torch.Tensor) -> LaneNoise:
     """The noise model with its errors multiplied by a signed per-scenario scale (``|scale|`` for jitter and range).
 
-    A larger ``|scale|`` shortens the range: ``max_range * (2 - |scale|)``.
+    A larger ``|scale|`` shortens the range: ``max_range * (1.5 - |scale| / 2)``.
     """
     magnitude = scale.abs()
-    max_range = None if noise.max_range is None else noise.max_range * (2.0 - magnitude.clamp(max=1.9))
+    max_range = None if noise.max_range is None else noise.max_range * (1.5 - 0.5 * magnitude)
     return LaneNoise(
         lateral_bias=noise.lateral_bias * scale,
         heading_error=noise.heading_error * scale,
