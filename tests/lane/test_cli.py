@@ -43,3 +43,18 @@ def test_tusimple_eval_malformed_line_exit_code(tmp_path, capsys):
     assert main(["tusimple-eval", "--pred", str(pred), "--gt", str(gt)]) == 2
     assert "pred.json:2" in capsys.readouterr().err
     assert main(["tusimple-eval", "--pred", str(tmp_path / "missing.json"), "--gt", str(gt)]) == 2
+
+
+def test_tusimple_eval_per_image_and_ego_only(tmp_path):
+    ys = [200, 210]
+    gt = tmp_path / "gt.json"
+    pred = tmp_path / "pred.json"
+    _write(gt, [{"raw_file": "a", "lanes": [[100, 100], [500, 500], [800, 800]], "h_samples": ys}])
+    _write(pred, [{"raw_file": "a", "lanes": [[500, 500], [800, 800]], "run_time": 5}])
+    out = tmp_path / "out.json"
+    argv = ["tusimple-eval", "--pred", str(pred), "--gt", str(gt), "--json", str(out), "--per-image"]
+    assert main(argv) == 0
+    payload = json.loads(out.read_text())
+    assert payload["per_image"] == [{"raw_file": "a", "accuracy": 2 / 3, "fp": 0.0, "fn": 1 / 3}]
+    assert main([*argv, "--ego-only"]) == 0
+    assert json.loads(out.read_text())["overall"]["Accuracy"] == 1.0

@@ -280,3 +280,46 @@ def test_conformance_official(fixtures_dir):
             assert ours[key] == pytest.approx(theirs[key], abs=1e-12, rel=0), (ours["raw_file"], key)
     for item in expected["overall"]:
         assert overall[item["name"]] == pytest.approx(item["value"], abs=1e-12, rel=0)
+
+
+def test_empty_lane_dimensions():
+    ys = torch.tensor(YS)
+    gt, gm = _pad([[_line(500, 0.0)]], 56)
+    no_pred = torch.zeros(1, 0, 56, dtype=torch.float64)
+    s = tusimple_image_scores(no_pred, gt, ys, target_mask=gm)
+    assert (float(s.accuracy[0]), float(s.fp[0]), float(s.fn[0])) == (0.0, 0.0, 1.0)
+    s = tusimple_image_scores(gt, torch.zeros(1, 0, 56, dtype=torch.float64), ys)
+    assert (float(s.accuracy[0]), float(s.fp[0]), float(s.fn[0])) == (0.0, 1.0, 0.0)
+
+
+def test_metric_merge_and_forward_match_functional():
+    rng = np.random.default_rng(7)
+    gts = [[_line(rng.uniform(100, 1100), rng.uniform(-1, 1)) for _ in range(3)] for _ in range(6)]
+    preds = [[[x + rng.normal(0, 15) for x in lane] for lane in gt[:2]] for gt in gts]
+    p, pm = _pad(preds, 56)
+    g, gm = _pad(gts, 56)
+    ys = torch.tensor(YS)
+    whole = tusimple_metrics(p, g, ys, preds_mask=pm, target_mask=gm)
+    first, second = TuSimpleMetrics(), TuSimpleMetrics()
+    batch_value = first(p[:4], g[:4], ys, preds_mask=pm[:4], target_mask=gm[:4])
+    torch.testing.assert_close(
+        batch_value["accuracy"], tusimple_metrics(p[:4], g[:4], ys, preds_mask=pm[:4], target_mask=gm[:4])["accuracy"]
+    )
+    second.update(p[4:], g[4:], ys, preds_mask=pm[4:], target_mask=gm[4:])
+    first.merge_state(second)
+    merged = first.compute()
+    for key in ("accuracy", "fp", "fn", "f1"):
+        torch.testing.assert_close(merged[key], whole[key])
+
+
+def test_metric_ego_only_scores_two_lanes():
+    gt = [_line(200, 0.0), _line(500, 0.0), _line(800, 0.0), _line(1100, 0.0)]
+    pred = [gt[1], gt[2], _line(20, 0.0)]  # both ego lanes right, an outer lane wrong
+    p, pm = _pad([pred], 56)
+    g, gm = _pad([gt], 56)
+    metric = TuSimpleMetrics(ego_only=True)
+    metric.update(p, g, torch.tensor(YS), preds_mask=pm, target_mask=gm)
+    out = metric.compute()
+    assert (float(out["accuracy"]), float(out["fp"]), float(out["fn"])) == (1.0, 0.0, 0.0)
+    full = tusimple_metrics(p, g, torch.tensor(YS), preds_mask=pm, target_mask=gm)
+    assert float(full["fn"]) == 0.5  # without ego_only the two outer GT lanes are missed
