@@ -365,6 +365,21 @@ def perturb_road_lanes(
     return out
 
 
+def detections_from_gt(
+    clips: LaneClips, noise: LaneNoise, generator: torch.Generator | None = None
+) -> tuple[Tensor, Tensor]:
+    """Synthetic detections: the clips' GT road-frame lanes with a :class:`LaneNoise` applied.
+
+    Returns:
+        ``(lanes_road, lanes_image)``: ``B x T x L x M`` perturbed X (metres) at ``clips.z_samples`` and the same
+        lanes projected to ``B x T x L x N`` x (pixels) at ``clips.h_samples`` (NaN where missing or off-image).
+    """
+    road = perturb_road_lanes(clips.lanes_road, clips.z_samples, noise, generator)
+    width = clips.images.shape[-1]
+    image = road_lanes_to_image(road, clips.z_samples, clips.image_from_road, clips.h_samples, width)
+    return road, image
+
+
 class PaintedLineDetector:
     """A simple image -> lanes detector for the synthetic clips: finds the ego lines row by row.
 

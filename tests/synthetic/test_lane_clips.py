@@ -11,6 +11,7 @@ from drivemetrics.synthetic.lane_clips import (
     LaneNoise,
     NoisyLaneDetector,
     PaintedLineDetector,
+    detections_from_gt,
     make_lane_clips,
     perturb_road_lanes,
     road_lanes_to_image,
@@ -152,3 +153,16 @@ def test_noisy_detector_bias_in_road_frame(clips):
     short = NoisyLaneDetector(base, LaneNoise(max_range=10.0), clips.image_from_road)(images).double()
     xz_short, _ = image_to_road(clips.image_from_road, clean.nan_to_num())
     assert torch.isnan(short[..., 0][ok & (xz_short[..., 1] > 10.0)]).all()
+
+
+def test_detections_from_gt(clips):
+    road, image = detections_from_gt(clips, LaneNoise())
+    torch.testing.assert_close(road, clips.lanes_road)
+    # with no noise the projected detections agree with the GT image lanes wherever both exist (< 0.2 px:
+    # the GT is interpolated from a finer distance grid)
+    both = ~torch.isnan(image) & ~torch.isnan(clips.lanes_image)
+    assert both.float().mean() > 0.5
+    assert (image - clips.lanes_image)[both].abs().max() < 0.2
+    _, biased = detections_from_gt(clips, LaneNoise(lateral_bias=0.5))
+    ego_right = biased[:, :, 2] - clips.lanes_image[:, :, 2]
+    assert (ego_right[~torch.isnan(ego_right)] > 0).all()  # moved right in the image
