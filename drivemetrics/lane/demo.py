@@ -165,6 +165,18 @@ def _plot(result: dict[str, object], out_dir: Path) -> list[Path]:
     traj = out_dir / "lane_trajectories.png"
     fig.savefig(traj, dpi=110)
     plt.close(fig)
+    poses: torch.Tensor = result["poses"]  # type: ignore[assignment]
+    reference: torch.Tensor = result["reference_poses"]  # type: ignore[assignment]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot(reference[0, :, 0], reference[0, :, 1], "k--", lw=1.5, label="driven by GT lanes")
+    for i, name in enumerate(names):
+        ax.plot(poses[i * per, :, 0], poses[i * per, :, 1], color=colours[i % len(colours)], lw=1, label=name)
+    ax.set(xlabel="x (m, right)", ylabel="z (m, forward)", title="Simulated paths of the first clip (clip frame)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    paths = out_dir / "lane_paths.png"
+    fig.savefig(paths, dpi=110)
+    plt.close(fig)
     fig, ax = plt.subplots(figsize=(5, 4))
     ax.scatter(acc, e2e, s=14)  # type: ignore[arg-type]
     ax.set(xlabel="TuSimple accuracy", ylabel="E2E-LD (m)", title="Conventional accuracy vs E2E-LD")
@@ -172,7 +184,7 @@ def _plot(result: dict[str, object], out_dir: Path) -> list[Path]:
     scatter = out_dir / "lane_accuracy_vs_e2e.png"
     fig.savefig(scatter, dpi=110)
     plt.close(fig)
-    return [traj, scatter]
+    return [traj, paths, scatter]
 
 
 def run(out_dir: Path, seed: int = 0, quick: bool = False) -> str:

@@ -43,3 +43,4 @@ def test_run_writes_figures_and_table(tmp_path, result, monkeypatch):
     assert "r = " in text
     assert (tmp_path / "lane_trajectories.png").stat().st_size > 1000
     assert (tmp_path / "lane_accuracy_vs_e2e.png").is_file()
+    assert (tmp_path / "lane_paths.png").is_file()
