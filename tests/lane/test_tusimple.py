@@ -323,3 +323,49 @@ def test_metric_ego_only_scores_two_lanes():
     assert (float(out["accuracy"]), float(out["fp"]), float(out["fn"])) == (1.0, 0.0, 0.0)
     full = tusimple_metrics(p, g, torch.tensor(YS), preds_mask=pm, target_mask=gm)
     assert float(full["fn"]) == 0.5  # without ego_only the two outer GT lanes are missed
+
+
+def _ddp_data():
+    rng = np.random.default_rng(11)
+    gts = [
+        [_line(rng.uniform(100, 1100), rng.uniform(-1, 1)) for _ in range(int(rng.integers(1, 5)))] for _ in range(5)
+    ]
+    preds = [[[x + rng.normal(0, 12) for x in lane] for lane in gt] for gt in gts]
+    p, pm = _pad(preds, 56)
+    g, gm = _pad(gts, 56)
+    return p, pm, g, gm
+
+
+def _ddp_worker(rank, port, queue):
+    import os
+
+    import torch.distributed as dist
+
+    os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
+    dist.init_process_group("gloo", rank=rank, world_size=2)
+    p, pm, g, gm = _ddp_data()
+    part = slice(0, 1) if rank == 0 else slice(1, 5)  # uneven split
+    metric = TuSimpleMetrics()
+    metric.update(p[part], g[part], torch.tensor(YS), preds_mask=pm[part], target_mask=gm[part])
+    queue.put({key: float(value) for key, value in metric.compute().items()})
+    dist.destroy_process_group()
+
+
+@pytest.mark.ddp
+@pytest.mark.slow
+def test_metric_syncs_over_two_processes():
+    import socket
+
+    import torch.multiprocessing as mp
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    queue = mp.get_context("spawn").Queue()
+    mp.start_processes(_ddp_worker, args=(port, queue), nprocs=2, join=True, start_method="spawn")
+    results = [queue.get(timeout=60) for _ in range(2)]
+    p, pm, g, gm = _ddp_data()
+    expected = tusimple_metrics(p, g, torch.tensor(YS), preds_mask=pm, target_mask=gm)
+    for result in results:
+        for key, value in expected.items():
+            assert result[key] == pytest.approx(float(value), abs=1e-12)
