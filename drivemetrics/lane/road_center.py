@@ -136,6 +136,7 @@ def expected_center_from_anchors(
     xs: Tensor,
     confidence: Tensor,
     image_width: float | None = None,
+    offsets: Tensor | None = None,
 ) -> Tensor:
     """Expected road center of anchor proposals (LaneATT style): confidence-weighted mean x per row, then mean.
 
@@ -146,12 +147,18 @@ def expected_center_from_anchors(
             to [0, 1] or in pixels when ``image_width`` is given.
         confidence: ``B x A`` proposal probabilities (LaneATT: softmax of the class scores, lane class), > 0 sum.
         image_width: divide ``xs`` by this width (pixels); None when ``xs`` is already normalised.
+        offsets: optional ``B x A x R`` predicted offsets added to ``xs`` (then ``xs`` are the anchors' own x
+            positions), same units.
 
     Returns:
-        ``B`` centers (differentiable w.r.t. ``xs`` and ``confidence``).
+        ``B`` centers (differentiable w.r.t. ``xs``, ``offsets`` and ``confidence``).
     """
     check_tensor(xs, "xs")
     check_shape(xs, "xs", ("B", "A", "R"))
+    if offsets is not None:
+        check_shape(offsets, "offsets", tuple(xs.shape))
+        check_finite(offsets, "offsets")
+        xs = xs + offsets
     check_shape(confidence, "confidence", xs.shape[:2])
     check_finite(xs, "xs")
     check_finite(confidence, "confidence")

@@ -62,6 +62,8 @@ def test_anchor_hand_values(device):
     # rows: (0.2 + 3 * 0.6) / 4 = 0.5 and (0.4 + 3 * 0.8) / 4 = 0.7
     assert float(expected_center_from_anchors(xs, conf)) == pytest.approx(0.6)
     assert float(expected_center_from_anchors(xs * 640, conf, image_width=640)) == pytest.approx(0.6)
+    anchors = torch.full_like(xs, 0.5)
+    assert float(expected_center_from_anchors(anchors, conf, offsets=xs - 0.5)) == pytest.approx(0.6)
 
 
 def test_attack_loss_direction():
@@ -84,6 +86,8 @@ def test_gradcheck_all_families():
     xs = torch.rand(2, 6, 4, dtype=torch.float64, requires_grad=True)
     c = torch.rand(2, 6, dtype=torch.float64).add(0.05).requires_grad_()
     assert torch.autograd.gradcheck(expected_center_from_anchors, (xs, c))
+    off = torch.randn(2, 6, 4, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda o: expected_center_from_anchors(xs.detach(), c.detach(), 640.0, o), (off,))
 
 
 def test_gradient_direction_pushes_right():
