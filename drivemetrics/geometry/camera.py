@@ -191,14 +191,13 @@ def image_to_road(image_from_road: Tensor, points_uv: Tensor) -> tuple[Tensor, T
         entries hold finite but meaningless values (not NaN, so gradients stay finite under masking).
     """
     road_from_image = torch.linalg.inv(image_from_road)
-    xz, w = apply_homography(road_from_image, points_uv)
-    # w = 1 / depth (up to the positive scale fixed by normalize_image_from_road); sky pixels have w <= 0.
-    scale = image_from_road[..., 2:, :].abs().amax(-1)  # (..., 1), keeps the threshold scale-free
+    hom = torch.cat([points_uv, torch.ones_like(points_uv[..., :1])], -1) @ road_from_image.transpose(-1, -2)
+    w = hom[..., 2]
+    # w = 1 / depth up to a positive scale (H's sign convention: depth > 0 in front); sky pixels have w <= 0.
+    scale = image_from_road[..., 2:, :].abs().amax(-1)  # (..., 1), makes the threshold invariant to H's scale
     on_road = w * scale > 1e-9
     safe_w = torch.where(on_road, w, torch.ones_like(w))
-    hom = torch.cat([points_uv, torch.ones_like(points_uv[..., :1])], -1) @ road_from_image.transpose(-1, -2)
-    xz = hom[..., :2] / safe_w[..., None]
-    return xz, on_road
+    return hom[..., :2] / safe_w[..., None], on_road
 
 
 def horizon_row(image_from_road: Tensor, u: Tensor | float) -> Tensor:

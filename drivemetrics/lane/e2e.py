@@ -1,6 +1,6 @@
 """E2E-LD: the end-to-end lateral deviation of a closed loop driven by a lane detector (Sato et al., CVPR 2022).
 
-For a clip of recorded frames (default 20 steps at 20 Hz = 1 s), starting at the first recorded pose:
+For a clip of recorded frames (the paper: 20 steps at 20 Hz = 1 s), starting at the first recorded pose:
 
 1. synthesise the camera view from the *simulated* pose by warping the recorded frame through the road plane
    (:func:`drivemetrics.geometry.camera.synthesize_shifted_view`: lateral offset, longitudinal offset and yaw;
@@ -88,7 +88,8 @@ def e2e_ld(
         detector: ``(N, C, H, W) -> (N, 2, P, 2)`` lane points in pixels (NaN = absent).
         image_from_road: ``(3, 3)`` or ``(B, 3, 3)`` camera homography.
         recorded_poses: ``(B, T, 3)`` recorded ``(x, z, heading)`` in a clip frame; default straight along +Z.
-        frames: closed-loop steps (default ``T``; ld-metric: 20 steps from 21 images, ``frames = T - 1`` also fine).
+        frames: closed-loop steps, at most ``T``; default ``T`` (the paper's clips: 20 steps = 1 s at 20 Hz;
+            ld-metric runs 20 steps on 21 images).
         z_samples: ``(M,)`` metres; default 0..100 m every metre.
         controller: default ``LinearMPC()`` (RAV4 2017); its ``params`` are the vehicle.
         return_details: return an :class:`E2EResult` instead of the ``(B,)`` values.
@@ -99,9 +100,10 @@ def e2e_ld(
     batch, length = images.shape[:2]
     check_shape(target, "target", (batch, length, "M"))
     check_finite(target, "target")
-    frames = length if frames is None else int(frames)
-    if not 1 <= frames <= length:
-        raise ValueError(f"`frames` must be in [1, {length}] (the clip length), got {frames}")
+    frames = length if frames is None else frames
+    if int(frames) != frames or not 1 <= frames <= length:
+        raise ValueError(f"`frames` must be an integer in [1, {length}] (the clip length), got {frames}")
+    frames = int(frames)
     dtype, device = target.dtype, target.device
     z_samples = default_z_samples(dtype, device) if z_samples is None else z_samples.to(target)
     if z_samples.shape != target.shape[-1:]:
@@ -138,12 +140,13 @@ def e2e_ld(
         centre = centre_from_image_lanes(lanes.to(dtype), hom, z_samples, lane_width=lane_width)
         gt_path = PosedPath(z_samples, target[:, t], lateral[batch:], longitudinal[batch:], yaw[batch:])
         speeds = v[:, t].repeat(2)
-        cmd_det = controller(VehiclePath(z_samples, centre), v[:, t], state.steering_wheel[:batch])
-        cmd_gt = controller(gt_path, v[:, t], state.steering_wheel[batch:])
+        control = controller.bind(v[:, t])  # speeds were validated above (no per-step host sync)
+        cmd_det = control(VehiclePath(z_samples, centre), state.steering_wheel[:batch])
+        cmd_gt = control(gt_path, state.steering_wheel[batch:])
         command = torch.cat([cmd_det, cmd_gt])
         if t == 0:  # start with the wheel at the first command (ld-metric's snap)
             state = state._replace(steering_wheel=command, pending=command[:, None].expand_as(state.pending).clone())
-        state = model.step(state, command, speeds)
+        state = model.step(state, command, speeds, validate=False)
         poses.append(torch.stack([state.x, state.z, state.heading], -1))
     track = torch.stack(poses, 1)  # (2B, T + 1, 3)
     det, ref = track[:batch], track[batch:]

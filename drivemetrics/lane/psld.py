@@ -152,7 +152,7 @@ def psld_deviations(
         if step > 0:
             # The ground-truth centre seen from the current pose (the road is fixed in the frame's road frame).
             command = control(PosedPath(z_samples, road, state.x, state.z, state.heading), state.steering_wheel)
-        state = model.step(state, command, speeds)
+        state = model.step(state, command, speeds, validate=False)
         if with_ref:
             xs.append(state.x[:batch] - state.x[batch:])
         else:
@@ -292,8 +292,8 @@ class PSLDLoss(nn.Module):
             u = soft_argmax_rows(preds, self.softmax_temperature)
             v = self.rows.to(u).expand_as(u)
             preds = torch.stack([u, v], -1)
-        valid = torch.ones(preds.shape[:-1], dtype=torch.bool, device=preds.device)
-        return centre_from_image_lanes(preds, image_from_road, z, valid, self.lane_width)
+        # NaN / negative-u points are absent (no gradient flows to them); see centre_from_image_lanes.
+        return centre_from_image_lanes(preds, image_from_road, z, None, self.lane_width)
 
     def forward(
         self,
@@ -348,14 +348,14 @@ class PSLD(Metric):
         self.horizon_frames = int(horizon_frames)
         self.reference = reference
         self.controller = LinearMPC() if controller is None else controller
-        self.z_samples_init = None if z_samples is None else z_samples.clone()
+        self.register_buffer("z_samples", None if z_samples is None else z_samples.clone(), persistent=False)
         self.add_state("total", torch.tensor(0.0, dtype=torch.float64), dist_reduce_fx="sum")
         self.add_state("count", torch.tensor(0, dtype=torch.long), dist_reduce_fx="sum")
         self.add_state("peak", torch.tensor(0.0, dtype=torch.float64), dist_reduce_fx="max")
 
     def update(self, preds: Tensor, target: Tensor, speed: Tensor | float) -> None:
         """Add the frames of a batch of profiles ``(B, M)``."""
-        z = None if self.z_samples_init is None else self.z_samples_init.to(preds)
+        z = None if self.z_samples is None else self.z_samples.to(preds)
         values = psld(preds, target, speed, z, self.horizon_frames, self.reference, self.controller, reduction="none")
         self.total = self.total + values.sum().to(self.total.dtype)
         self.count = self.count + values.numel()

@@ -1,6 +1,6 @@
 """Vehicle models shared by the corridor metric (road) and the closed-loop lane metrics (lane)."""
 
-from drivemetrics.vehicle.bicycle import RAV4_2017, BicycleState, KinematicBicycle, VehicleParams
+from drivemetrics.vehicle.bicycle import OPENPILOT_MOCK_V066, RAV4_2017, BicycleState, KinematicBicycle, VehicleParams
 from drivemetrics.vehicle.single_track import single_track_step
 
-__all__ = ["RAV4_2017", "BicycleState", "KinematicBicycle", "VehicleParams", "single_track_step"]
+__all__ = ["OPENPILOT_MOCK_V066", "RAV4_2017", "BicycleState", "KinematicBicycle", "VehicleParams", "single_track_step"]

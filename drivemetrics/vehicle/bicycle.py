@@ -17,7 +17,7 @@ from torch import Tensor
 
 from drivemetrics.vehicle.single_track import single_track_step
 
-__all__ = ["RAV4_2017", "BicycleState", "KinematicBicycle", "VehicleParams"]
+__all__ = ["OPENPILOT_MOCK_V066", "RAV4_2017", "BicycleState", "KinematicBicycle", "VehicleParams"]
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,10 @@ class VehicleParams:
 
 
 RAV4_2017 = VehicleParams()
+"""Toyota RAV4 2017, the vehicle of the E2E-LD / PSLD papers (and of DRP-attack's openpilot mock car)."""
+
+OPENPILOT_MOCK_V066 = VehicleParams(name="openpilot_mock_v0.6.6", wheelbase=2.70, steer_ratio=13.0)
+"""The vanilla openpilot v0.6.6 ``mock`` car that the released ld-metric code would load (see the README)."""
 
 
 class BicycleState(NamedTuple):
@@ -133,18 +137,19 @@ class KinematicBicycle:
         pending = wheel[:, None].expand(batch, self.params.delay_substeps).clone()
         return BicycleState(zeros, zeros.clone(), zeros.clone(), wheel, pending)
 
-    def step(self, state: BicycleState, command: Tensor, speed: Tensor | float) -> BicycleState:
+    def step(self, state: BicycleState, command: Tensor, speed: Tensor | float, validate: bool = True) -> BicycleState:
         """Advance one frame: ``substeps`` sub-steps of rate-limited, delayed steering and exact arc motion.
 
         Args:
             state: the current :class:`BicycleState`.
             command: commanded steering-wheel angle, radians, ``(B,)``; held for the whole frame.
             speed: m/s, ``(B,)`` or float (constant over the frame; must be > 0).
+            validate: check ``speed`` (a host sync on GPU; callers that checked it already pass False).
         """
         p = self.params
         x, z, heading, wheel, pending = state
         speed_t = torch.as_tensor(speed, dtype=x.dtype, device=x.device)
-        if bool((speed_t <= 0).any()):
+        if validate and bool((speed_t <= 0).any()):
             raise ValueError("`speed` must be > 0 m/s (the kinematic model has no defined behaviour at rest)")
         max_change = p.max_steer_rate * p.substep_dt
         for _ in range(p.substeps):
