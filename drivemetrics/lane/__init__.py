@@ -21,8 +21,10 @@ from drivemetrics.lane.culane import (
     culane_counts,
     culane_f1,
     draw_lanes,
+    evaluate_culane_dirs,
     lane_iou_matrix,
     lanes_from_rows,
+    read_culane_lines,
 )
 from drivemetrics.lane.e2e import (
     E2EResult,
@@ -95,6 +97,7 @@ __all__ = [
     "default_z_samples",
     "draw_lanes",
     "e2e_ld",
+    "evaluate_culane_dirs",
     "evaluate_tusimple_files",
     "expected_center_from_anchors",
     "expected_center_from_maps",
@@ -106,6 +109,7 @@ __all__ = [
     "pearson_r",
     "psld",
     "psld_deviations",
+    "read_culane_lines",
     "read_tusimple_json",
     "resample_lane",
     "road_center_attack_loss",

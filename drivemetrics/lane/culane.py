@@ -18,6 +18,8 @@ the exact distance; on lanes annotated every 10-20 rows the IoU differences are 
 
 from __future__ import annotations
 
+import math
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
@@ -293,3 +295,95 @@ class CULaneF1(Metric):
     def compute(self) -> dict[str, Tensor]:
         """``{"precision", "recall", "f1"}`` from the accumulated totals."""
         return _prf(self.tp, self.fp, self.fn)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# CULane files: one ``<image>.lines.txt`` per image, one lane per line as ``x1 y1 x2 y2 ...`` (pixels)
+
+
+def read_culane_lines(path: str | Path) -> Tensor:
+    """Read a CULane ``.lines.txt`` file into ``L x P x 2`` float64 points ``(x, y)``, NaN-padded.
+
+    Blank lines are skipped; a line with an odd number of values, a non-number or fewer than 2 points raises
+    ``ValueError`` naming the file and 1-based line number. An empty file gives ``0 x 0 x 2``.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"CULane lane file not found: {path}")
+    lanes: list[list[float]] = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            values = [float(v) for v in line.split()]
+        except ValueError:
+            raise ValueError(f"{path}:{number}: expected numbers `x1 y1 x2 y2 ...`") from None
+        if len(values) % 2 or len(values) < 4 or not all(math.isfinite(v) for v in values):
+            raise ValueError(f"{path}:{number}: a lane needs an even number (>= 4) of finite values `x y`")
+        lanes.append(values)
+    longest = max([len(v) // 2 for v in lanes] + [0])
+    out = torch.full((len(lanes), longest, 2), torch.nan, dtype=torch.float64)
+    for i, values in enumerate(lanes):
+        out[i, : len(values) // 2] = torch.tensor(values, dtype=torch.float64).reshape(-1, 2)
+    return out
+
+
+def _stack_lanes(lanes: list[Tensor]) -> Tensor:
+    n_lanes = max([t.shape[0] for t in lanes] + [1])
+    n_points = max([t.shape[1] for t in lanes] + [2])
+    out = torch.full((len(lanes), n_lanes, n_points, 2), torch.nan, dtype=torch.float64)
+    for i, t in enumerate(lanes):
+        out[i, : t.shape[0], : t.shape[1]] = t
+    return out
+
+
+def evaluate_culane_dirs(
+    pred_dir: str | Path,
+    gt_dir: str | Path,
+    names: list[str] | None = None,
+    height: int = 590,
+    width: int = 1640,
+    line_width: float = 30.0,
+    iou_threshold: float = 0.5,
+    chunk: int = 16,
+) -> dict[str, float]:
+    """CULane precision / recall / F1 of a folder of ``.lines.txt`` predictions against a GT folder.
+
+    Args:
+        pred_dir, gt_dir: folders holding ``<name>.lines.txt`` files (sub-folders allowed).
+        names: relative paths of the GT files to score (default: every ``*.lines.txt`` under ``gt_dir``); a
+            missing prediction file counts as no lanes.
+        height, width, line_width, iou_threshold: as :func:`culane_counts`.
+        chunk: images drawn per batch (bounds memory).
+
+    Returns:
+        ``{"precision", "recall", "f1", "tp", "fp", "fn", "images"}``.
+    """
+    pred_dir, gt_dir = Path(pred_dir), Path(gt_dir)
+    if not gt_dir.is_dir():
+        raise FileNotFoundError(f"GT folder not found: {gt_dir}")
+    if not pred_dir.is_dir():
+        raise FileNotFoundError(f"prediction folder not found: {pred_dir}")
+    if names is None:
+        names = sorted(str(p.relative_to(gt_dir)) for p in gt_dir.rglob("*.lines.txt"))
+    if not names:
+        raise ValueError(f"no `.lines.txt` files to evaluate under {gt_dir}")
+    totals = torch.zeros(3, dtype=torch.long)
+    for start in range(0, len(names), chunk):
+        batch = names[start : start + chunk]
+        gts = [read_culane_lines(gt_dir / name) for name in batch]
+        preds = [
+            read_culane_lines(pred_dir / name) if (pred_dir / name).is_file() else torch.zeros(0, 0, 2)
+            for name in batch
+        ]
+        counts = culane_counts(_stack_lanes(preds), _stack_lanes(gts), height, width, line_width, iou_threshold)
+        totals += torch.stack([c.sum() for c in counts]).cpu()
+    tp, fp, fn = totals
+    scores = _prf(tp, fp, fn)
+    return {
+        **{key: float(value) for key, value in scores.items()},
+        "tp": int(tp),
+        "fp": int(fp),
+        "fn": int(fn),
+        "images": len(names),
+    }

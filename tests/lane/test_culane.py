@@ -125,3 +125,47 @@ def test_bad_inputs():
         CULaneF1(iou_threshold=1.5)
     with pytest.raises(ValueError, match="infinite"):
         draw_lanes(torch.full((1, 1, 2, 2), float("inf")), 10, 10)
+
+
+def _write_lines(path, lanes):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(" ".join(f"{v:g}" for xy in lane for v in xy) for lane in lanes) + "\n")
+
+
+def test_culane_files_and_cli(tmp_path, capsys):
+    from drivemetrics.cli import main
+    from drivemetrics.lane.culane import evaluate_culane_dirs, read_culane_lines
+
+    vertical = [(600.0, 580.0), (600.0, 300.0)]
+    other = [(1000.0, 580.0), (1000.0, 300.0)]
+    _write_lines(tmp_path / "gt" / "d" / "a.lines.txt", [vertical, other])
+    _write_lines(tmp_path / "gt" / "d" / "b.lines.txt", [vertical])
+    _write_lines(tmp_path / "pred" / "d" / "a.lines.txt", [[(x + 3, y) for x, y in vertical]])  # TP, one FN
+    # b has no prediction file: FN
+    lanes = read_culane_lines(tmp_path / "gt" / "d" / "a.lines.txt")
+    assert lanes.shape == (2, 2, 2)
+    result = evaluate_culane_dirs(tmp_path / "pred", tmp_path / "gt")
+    assert (result["tp"], result["fp"], result["fn"], result["images"]) == (1, 0, 2, 2)
+    assert result["precision"] == 1.0
+    assert result["recall"] == pytest.approx(1 / 3)
+    listing = tmp_path / "list.txt"
+    listing.write_text("/d/a.jpg\n")
+    out = tmp_path / "out.json"
+    argv = ["culane-eval", "--pred", str(tmp_path / "pred"), "--gt", str(tmp_path / "gt"), "--list", str(listing)]
+    assert main([*argv, "--json", str(out)]) == 0
+    assert "f1" in capsys.readouterr().out
+    assert '"fn": 1' in out.read_text()
+
+
+def test_culane_reader_errors(tmp_path):
+    from drivemetrics.lane.culane import read_culane_lines
+
+    bad = tmp_path / "x.lines.txt"
+    bad.write_text("1 2 3 4\n\n5 6 7\n")
+    with pytest.raises(ValueError, match=r"x\.lines\.txt:3"):
+        read_culane_lines(bad)
+    bad.write_text("1 2 a 4\n")
+    with pytest.raises(ValueError, match=r":1: expected numbers"):
+        read_culane_lines(bad)
+    with pytest.raises(FileNotFoundError):
+        read_culane_lines(tmp_path / "none.lines.txt")
