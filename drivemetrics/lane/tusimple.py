@@ -49,7 +49,7 @@ class TuSimpleImageScores:
     """Per-image TuSimple scores, each of shape ``B`` (float64).
 
     ``accuracy``, ``fp``, ``fn`` are the official per-image values; ``matched``, ``num_pred``, ``num_gt`` are
-    the lane counts behind them (``num_gt`` before the 4-lane cap).
+    the lane counts behind them (before the 4-lane cap and the rejection rules).
     """
 
     accuracy: Tensor
