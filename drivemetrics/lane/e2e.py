@@ -120,6 +120,10 @@ def e2e_ld(
         recorded_poses = _straight_poses(v, controller.params.frame_dt)
     check_shape(recorded_poses, "recorded_poses", (batch, length, 3))
     check_finite(recorded_poses, "recorded_poses")
+    if image_from_road.shape not in ((3, 3), (batch, 3, 3)):
+        raise ValueError(
+            f"`image_from_road` must have shape 3 x 3 or {batch} x 3 x 3, got {tuple(image_from_road.shape)}"
+        )
     hom = image_from_road.to(dtype).expand(batch, 3, 3)
 
     # Rows 0..B-1: detector-driven loop; rows B..2B-1: ground-truth loop.
@@ -137,6 +141,11 @@ def e2e_ld(
             images[:, t].to(dtype), hom, lateral[:batch], yaw[:batch], longitudinal_offset=longitudinal[:batch]
         )
         lanes = detector(view)
+        if not isinstance(lanes, Tensor) or lanes.ndim != 4 or lanes.shape[0] != batch or lanes.shape[1] != 2:
+            got = tuple(lanes.shape) if isinstance(lanes, Tensor) else type(lanes).__name__
+            raise ValueError(
+                f"`detector` must return lanes of shape {batch} x 2 x P x 2 (ego-left, ego-right), got {got}"
+            )
         centre = centre_from_image_lanes(lanes.to(dtype), hom, z_samples, lane_width=lane_width)
         gt_path = PosedPath(z_samples, target[:, t], lateral[batch:], longitudinal[batch:], yaw[batch:])
         speeds = v[:, t].repeat(2)

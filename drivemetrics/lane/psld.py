@@ -140,12 +140,13 @@ def psld_deviations(
     model = KinematicBicycle(controller.params)
     state = model.initial_state(n, dtype=preds.dtype, device=preds.device)
     control = controller.bind(speeds)
-    command = control(VehiclePath(z_samples, first_path), state.steering_wheel)
     if initial_steering is None:
+        command = control(VehiclePath(z_samples, first_path), state.steering_wheel)
         wheel0 = command
     else:
         wheel0 = torch.as_tensor(initial_steering, dtype=preds.dtype, device=preds.device).expand(batch)
         wheel0 = torch.cat([wheel0, wheel0]) if with_ref else wheel0
+        command = control(VehiclePath(z_samples, first_path), wheel0)
     state = state._replace(steering_wheel=wheel0, pending=wheel0[:, None].expand_as(state.pending).clone())
     xs = []
     for step in range(horizon_frames):
@@ -366,3 +367,7 @@ class PSLD(Metric):
         if self.aggregate == "max":
             return self.peak.float()
         return (self.total / self.count.clamp_min(1)).float()
+
+    def plot(self, val: Tensor | list[Tensor] | None = None, ax: Any = None) -> Any:
+        """Plot a value (or a sequence of values) of the metric with matplotlib (torchmetrics' ``plot``)."""
+        return self._plot(val, ax)

@@ -109,6 +109,11 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="images"):
         e2e_ld(images[0], target, 25.0, _detector(), H, frames=4)
 
+    with pytest.raises(ValueError, match="detector"):
+        e2e_ld(images, target, 25.0, lambda im: torch.zeros(1, 3, 5, 2), H, frames=4)
+    with pytest.raises(ValueError, match="image_from_road"):
+        e2e_ld(images, target, 25.0, _detector(), H[None].repeat(2, 1, 1), frames=4)
+
     def blind(images):
         return torch.full((images.shape[0], 2, 3, 2), float("nan"), dtype=torch.float64)
 

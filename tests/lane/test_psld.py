@@ -306,3 +306,31 @@ def test_metric_syncs_over_two_processes():
     for _, mean, peak in results:
         assert mean == pytest.approx(float(per_frame.mean()), rel=1e-6)
         assert peak == pytest.approx(float(per_frame.max()), rel=1e-6)
+
+
+def test_initial_steering_and_rate_limit():
+    """With a steering-rate limit the start angle matters: starting at the angle that holds the curve beats
+    starting straight (the wheel needs time to get there), for the detector and the reference loop alike."""
+    params = RAV4_2017.replace(max_steer_rate=math.radians(25.0))
+    ctrl = LinearMPC(params)
+    radius = 200.0
+    gt = (Z**2 / (2 * radius))[None]
+    holding = torch.tensor([math.atan(RAV4_2017.wheelbase / radius) * RAV4_2017.steer_ratio], dtype=torch.float64)
+    dev_hold = psld_deviations(gt, gt, 20.0, controller=ctrl, reference="centre", initial_steering=holding)
+    dev_zero = psld_deviations(gt, gt, 20.0, controller=ctrl, reference="centre", initial_steering=holding * 0)
+    assert float(dev_hold.abs().max()) < 0.5 * float(dev_zero.abs().max())
+    # without a rate limit the default snap makes the start angle irrelevant for a perfect detection
+    assert float(psld(gt, gt, 20.0)) == 0.0
+
+
+def test_metric_plot():
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    pred, gt, speed = _scenes(3, seed=13)
+    metric = PSLD()
+    values = [metric(pred, gt, speed) for _ in range(2)]
+    fig, ax = metric.plot(values)
+    assert ax.get_ylim()[0] <= 0.0
+    matplotlib.pyplot.close(fig)
