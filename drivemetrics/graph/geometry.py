@@ -568,6 +568,3 @@ def match_points(a: np.ndarray, b: np.ndarray, max_dist: float) -> tuple[np.ndar
     pairs = cKDTree(a).sparse_distance_matrix(cKDTree(b), max_dist, output_type="ndarray")
     pairs = pairs[pairs["v"] < max_dist]
     return max_matching_min_cost(pairs["i"], pairs["j"], pairs["v"], len(a), len(b))
-
-
-_chains = road_chains  # former private name, kept for callers that imported it

@@ -1,0 +1,106 @@
+from __future__ import annotations
+
+import csv
+import importlib
+import inspect
+
+import pytest
+
+import drivemetrics.graph as graph_pkg
+from drivemetrics.cli import _domain_modules
+from drivemetrics.graph.demo import run
+from drivemetrics.graph.evaluate import METRICS
+from drivemetrics.graph.perturb import PERTURBATIONS
+
+
+@pytest.fixture(scope="module")
+def quick_demo(tmp_path_factory):
+    out = tmp_path_factory.mktemp("graph_demo")
+    return out, run(out, seed=0, quick=True)
+
+
+def _csv_rows(path):
+    with open(path, encoding="utf-8") as handle:
+        return [dict(row, k=int(row["k"]), value=float(row["value"])) for row in csv.DictReader(handle)]
+
+
+def test_demo_is_discovered():
+    assert "drivemetrics.graph.demo" in _domain_modules("demo")
+
+
+def test_quick_demo_table_names_every_metric_and_error_type(quick_demo):
+    _, text = quick_demo
+    for name in METRICS:
+        assert f"{name} (" in text
+    for kind in PERTURBATIONS:
+        assert kind in text
+    assert "blind to (FLAT)" in text
+
+
+def test_quick_demo_writes_the_figure_and_csv(quick_demo):
+    out, _ = quick_demo
+    png = out / "sensitivity.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert png.stat().st_size > 10_000
+    rows = _csv_rows(out / "sensitivity.csv")
+    assert {r["metric"] for r in rows} == set(METRICS)
+    assert {r["kind"] for r in rows} == set(PERTURBATIONS)
+    assert {r["k"] for r in rows} == {0, 2, 4}
+
+
+def test_opt_p_and_opt_j_respond_to_interruptions(quick_demo):
+    out, _ = quick_demo
+    rows = _csv_rows(out / "sensitivity.csv")
+
+    def f1(metric, kind, k):
+        (value,) = [r["value"] for r in rows if (r["metric"], r["score"], r["kind"], r["k"]) == (metric, "f1", kind, k)]
+        return value
+
+    for metric in ("opt_p", "opt_j"):
+        assert f1(metric, "interruptions", 0) == pytest.approx(1.0)  # identical graphs score perfectly
+        assert f1(metric, "interruptions", 2) < 1.0 - 0.01
+        assert f1(metric, "interruptions", 4) < f1(metric, "interruptions", 2)  # more gaps, lower score
+
+
+def test_quick_demo_is_deterministic(quick_demo, tmp_path):
+    _, text = quick_demo
+    assert run(tmp_path, seed=0, quick=True) == text
+
+
+def test_package_exports_the_classic_metrics_and_tools():
+    names = [
+        "CCQResult",
+        "CorrectnessCompletenessQuality",
+        "ccq",
+        "ccq_graph",
+        "TLTSResult",
+        "TooLongTooShort",
+        "tlts",
+        "APLSResult",
+        "AveragePathLengthSimilarity",
+        "apls",
+        "JUNCTResult",
+        "JunctionMetric",
+        "junct",
+        "SUBGResult",
+        "SubgraphMetric",
+        "subg",
+        "PERTURBATIONS",
+        "perturb",
+        "evaluate_pair",
+        "evaluate_dataset",
+        "run_sensitivity",
+        "opt_p",
+        "opt_j",
+        "opt_g",
+    ]
+    for name in names:
+        assert name in graph_pkg.__all__
+        assert getattr(graph_pkg, name) is not None
+    # functionals share their module's name: the attribute is the function, the module stays importable
+    for name in ("opt_p", "opt_j", "opt_g", "apls", "ccq", "tlts", "junct", "subg", "perturb"):
+        assert inspect.isfunction(getattr(graph_pkg, name))
+        module = importlib.import_module(f"drivemetrics.graph.{name}")
+        assert inspect.ismodule(module)
+        assert getattr(module, name) is getattr(graph_pkg, name)
+    assert not hasattr(importlib.import_module("drivemetrics.graph.geometry"), "_chains")
