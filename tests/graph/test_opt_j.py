@@ -270,38 +270,25 @@ def _ddp_metrics():
     return {"OptJ": OptJ(), "OptP": OptP(), "OptG": OptG(n_samples=20, radius=150.0)}
 
 
-def _ddp_worker(rank, port, out_dir):
-    import torch.distributed as dist
-
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
-    try:
-        metrics = _ddp_metrics()
-        for pred, gt in _ddp_tiles()[rank::2]:  # uneven split: 3 tiles on rank 0, 2 on rank 1
-            for metric in metrics.values():
-                metric.update(pred, gt)
-        result = {name: {k: v.item() for k, v in m.compute().items()} for name, m in metrics.items()}
-        torch.save(result, f"{out_dir}/rank{rank}.pt")
-    finally:
-        dist.destroy_process_group()
+def _ddp_worker(rank, world):
+    metrics = _ddp_metrics()
+    for pred, gt in _ddp_tiles()[rank::world]:  # uneven split: 3 tiles on rank 0, 2 on rank 1
+        for metric in metrics.values():
+            metric.update(pred, gt)
+    return {name: {k: v.item() for k, v in m.compute().items()} for name, m in metrics.items()}
 
 
 @pytest.mark.ddp
-def test_two_process_sync_equals_single_process(tmp_path):
-    import socket
+def test_two_process_sync_equals_single_process():
+    from tests.ddp import run_distributed
 
-    import torch.multiprocessing as mp
-
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    mp.spawn(_ddp_worker, args=(port, str(tmp_path)), nprocs=2, join=True)
+    results = run_distributed(_ddp_worker)
     single = _ddp_metrics()
     for pred, gt in _ddp_tiles():
         for metric in single.values():
             metric.update(pred, gt)
     expected = {name: {k: v.item() for k, v in m.compute().items()} for name, m in single.items()}
-    for rank in range(2):
-        result = torch.load(tmp_path / f"rank{rank}.pt")
+    for rank, result in enumerate(results):
         for name, scores in expected.items():
             for key, value in scores.items():
                 assert result[name][key] == pytest.approx(value), (rank, name, key)

@@ -272,38 +272,23 @@ def test_loss_on_points_with_absent_points():
     assert float(uv.grad[0, 1].abs().sum()) > 0.0
 
 
-def _ddp_worker(rank, world, port, queue):
-    import os
-
-    import torch.distributed as dist
-
-    os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
-    dist.init_process_group("gloo", rank=rank, world_size=world)
+def _ddp_worker(rank, world):
     pred, gt, speed = _scenes(6, seed=12)
     part = slice(0, 2) if rank == 0 else slice(2, 6)  # uneven split across ranks
     mean, peak = PSLD(), PSLD(aggregate="max")
     mean.update(pred[part], gt[part], speed[part])
     peak.update(pred[part], gt[part], speed[part])
-    queue.put((rank, float(mean.compute()), float(peak.compute())))
-    dist.destroy_process_group()
+    return float(mean.compute()), float(peak.compute())
 
 
 @pytest.mark.ddp
 def test_metric_syncs_over_two_processes():
-    import socket
+    from tests.ddp import run_distributed
 
-    import torch.multiprocessing as mp
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    mp.start_processes(_ddp_worker, args=(2, port, queue), nprocs=2, join=True, start_method="spawn")
-    results = [queue.get(timeout=60) for _ in range(2)]
+    results = run_distributed(_ddp_worker)
     pred, gt, speed = _scenes(6, seed=12)
     per_frame = psld(pred, gt, speed, reduction="none")
-    for _, mean, peak in results:
+    for mean, peak in results:
         assert mean == pytest.approx(float(per_frame.mean()), rel=1e-6)
         assert peak == pytest.approx(float(per_frame.max()), rel=1e-6)
 

@@ -336,34 +336,20 @@ def _ddp_data():
     return p, pm, g, gm
 
 
-def _ddp_worker(rank, port, queue):
-    import os
-
-    import torch.distributed as dist
-
-    os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
-    dist.init_process_group("gloo", rank=rank, world_size=2)
+def _ddp_worker(rank, world):
     p, pm, g, gm = _ddp_data()
     part = slice(0, 1) if rank == 0 else slice(1, 5)  # uneven split
     metric = TuSimpleMetrics()
     metric.update(p[part], g[part], torch.tensor(YS), preds_mask=pm[part], target_mask=gm[part])
-    queue.put({key: float(value) for key, value in metric.compute().items()})
-    dist.destroy_process_group()
+    return {key: float(value) for key, value in metric.compute().items()}
 
 
 @pytest.mark.ddp
 @pytest.mark.slow
 def test_metric_syncs_over_two_processes():
-    import socket
+    from tests.ddp import run_distributed
 
-    import torch.multiprocessing as mp
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    queue = mp.get_context("spawn").Queue()
-    mp.start_processes(_ddp_worker, args=(port, queue), nprocs=2, join=True, start_method="spawn")
-    results = [queue.get(timeout=60) for _ in range(2)]
+    results = run_distributed(_ddp_worker)
     p, pm, g, gm = _ddp_data()
     expected = tusimple_metrics(p, g, torch.tensor(YS), preds_mask=pm, target_mask=gm)
     for result in results:
