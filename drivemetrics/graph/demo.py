@@ -65,7 +65,7 @@ def sensitivity_rows(
 
 def blind_spots(rows: list[SensitivityRow], tolerance: float = FLAT_TOLERANCE) -> dict[str, list[str]]:
     """``{metric (score): [error types whose spread over k is <= tolerance]}`` for the main scores."""
-    spread = flatness(rows, tolerance)
+    spread = flatness(rows)
     kinds = list(dict.fromkeys(r.kind for r in rows))
     return {
         f"{m} ({s})": [kind for kind in kinds if spread[(m, s, kind)] <= tolerance]

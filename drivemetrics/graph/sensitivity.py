@@ -109,8 +109,8 @@ def run_sensitivity(
     return rows
 
 
-def flatness(rows: Sequence[SensitivityRow], tolerance: float = FLAT_TOLERANCE) -> dict[tuple[str, str, str], float]:
-    """``{(metric, score, kind): spread}``: max - min of the score over the levels (flat when <= ``tolerance``)."""
+def flatness(rows: Sequence[SensitivityRow]) -> dict[tuple[str, str, str], float]:
+    """``{(metric, score, kind): spread}``: max - min of the score over the levels (a metric is flat where small)."""
     values: dict[tuple[str, str, str], list[float]] = {}
     for r in rows:
         values.setdefault((r.metric, r.score, r.kind), []).append(r.value)
@@ -119,7 +119,7 @@ def flatness(rows: Sequence[SensitivityRow], tolerance: float = FLAT_TOLERANCE) 
 
 def flatness_table(rows: Sequence[SensitivityRow], tolerance: float = FLAT_TOLERANCE) -> str:
     """Text table of the spread of each metric's main scores per error type; ``FLAT`` marks spreads <= tolerance."""
-    spread = flatness(rows, tolerance)
+    spread = flatness(rows)
     kinds = list(dict.fromkeys(r.kind for r in rows))
     metrics = list(dict.fromkeys(r.metric for r in rows))
     width = max(len(k) for k in kinds) + 2
