@@ -1,63 +1,76 @@
 """The ``drivemetrics`` console command.
 
-Each domain that offers subcommands has a module ``drivemetrics/<domain>/cli.py`` with a function
-``register(subparsers)`` that adds its subcommands; each subcommand sets ``func`` (``args -> int`` exit code)
-with ``parser.set_defaults(func=...)``. Domains are listed in :data:`DOMAINS`; a domain without a ``cli``
-module is skipped.
+The subcommands are listed in a static table, :data:`COMMANDS` (name -> module, one-line help), so that
+``drivemetrics --help`` imports no domain. Only the module of the subcommand that runs is imported; it has a
+function ``register(subparsers)`` that adds its subcommands, each of which sets ``func`` (``args -> int`` exit
+code) with ``parser.set_defaults(func=...)``. Every other command gets a placeholder parser with its help line.
+A test checks that the table and the modules' ``register`` functions agree.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import sys
 from collections.abc import Sequence
 
-DOMAINS = ("road", "lane", "attack", "graph", "detection")
+#: Subcommand name -> (module that registers it, one-line help shown by ``drivemetrics --help``).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("drivemetrics.demos.cli", "run every domain's demo on synthetic scenes (no download)"),
+    "road-eval": (
+        "drivemetrics.road.cli",
+        "evaluate KITTI-ROAD result PNGs (pooled MaxF, AP, working point per category), like the devkit",
+    ),
+    "road-bev": (
+        "drivemetrics.road.cli",
+        "warp perspective PNGs to the KITTI-ROAD BEV grid (for submitting to the KITTI server)",
+    ),
+    "tusimple-eval": ("drivemetrics.lane.cli", "score TuSimple JSON-lines predictions (accuracy, FP, FN, F1)"),
+    "culane-eval": ("drivemetrics.lane.cli", "score CULane .lines.txt predictions (precision, recall, F1)"),
+    "graph-eval": ("drivemetrics.graph.cli", "road-network metrics (CCQ, TLTS, APLS, JUNCT, SUBG, OPT-P/J/G)"),
+    "graph-sensitivity": (
+        "drivemetrics.graph.cli",
+        "perturb a road network and plot how each graph metric responds",
+    ),
+}
+
+#: Exit status of a command that failed on bad input (argparse uses the same for bad arguments).
+EXIT_BAD_INPUT = 2
 
 
-def _domain_modules(kind: str) -> list[str]:
-    """Names of the existing ``drivemetrics.<domain>.<kind>`` modules, in :data:`DOMAINS` order."""
-    names = []
-    for domain in DOMAINS:
-        name = f"drivemetrics.{domain}.{kind}"
-        if importlib.util.find_spec(f"drivemetrics.{domain}") and importlib.util.find_spec(name):
-            names.append(name)
-    return names
+def _command_in(argv: Sequence[str]) -> str | None:
+    """The first argument that names a command, if any (options before it are top-level options)."""
+    for arg in argv:
+        if not arg.startswith("-"):
+            return arg if arg in COMMANDS else None
+    return None
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every domain's subcommands."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser: ``command``'s module registers its real subcommands, the others are placeholders."""
     parser = argparse.ArgumentParser(
         prog="drivemetrics", description="Driving-oriented metrics and losses for road, lane and lane-graph perception."
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    demo = sub.add_parser("demo", help="run every domain's demo on synthetic scenes (no download)")
-    demo.add_argument("--out", default="demo_out", help="folder for figures and tables (default: demo_out)")
-    demo.add_argument("--seed", type=int, default=0, help="seed of the synthetic scenes")
-    demo.add_argument("--quick", action="store_true", help="smaller scenes, for tests")
-    demo.add_argument(
-        "--only", nargs="*", default=None, metavar="DOMAIN", help=f"run only these sections, from {', '.join(DOMAINS)}"
-    )
-    demo.set_defaults(func=_run_demo)
-    for name in _domain_modules("cli"):
-        importlib.import_module(name).register(sub)
+    registered: set[str] = set()
+    if command is not None:
+        module = importlib.import_module(COMMANDS[command][0])
+        before = set(sub.choices)
+        module.register(sub)
+        registered = set(sub.choices) - before
+    for name, (_, help_text) in COMMANDS.items():
+        if name not in registered:
+            sub.add_parser(name, help=help_text, add_help=False)
     return parser
-
-
-def _run_demo(args: argparse.Namespace) -> int:
-    from drivemetrics.demo import run_demo
-
-    return run_demo(out_dir=args.out, seed=args.seed, quick=args.quick, only=args.only)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console command; returns the exit code."""
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_command_in(argv))
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except (ValueError, FileNotFoundError, KeyError) as err:
         print(f"drivemetrics {args.command}: error: {err}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT

@@ -3,70 +3,38 @@
 Road frame (KITTI-ROAD convention): X right, Y down, Z forward, metres; the road is the plane Y = 0.
 """
 
-from drivemetrics.geometry.bev import BevGrid
-from drivemetrics.geometry.calib import (
-    KITTI_CALIB_SHAPES,
-    ROAD_CALIB_KEYS,
-    parse_kitti_calib,
-    read_kitti_calib,
-    stack_calibs,
-)
-from drivemetrics.geometry.camera import (
-    apply_homography,
-    homography_from_correspondences,
-    horizon_row,
-    image_from_road_homography,
-    image_to_road,
-    intrinsic_matrix,
-    normalize_image_from_road,
-    road_to_camera_rotation,
-    road_to_image,
-    shifted_view_homography,
-    synthesize_shifted_view,
-)
-from drivemetrics.geometry.homography import (
-    check_road_homography,
-    image_from_bev_cell,
-    image_from_road,
-    image_from_road_calib,
-    road_from_bev_cell,
-)
-from drivemetrics.geometry.warp import (
-    WARP_MODES,
-    WarpMode,
-    bev_sample_pixels,
-    devkit_cell_centers,
-    warp_bev_to_image,
-    warp_image_to_bev,
-)
+from drivemetrics._lazy import lazy_exports
 
-__all__ = [
-    "KITTI_CALIB_SHAPES",
-    "ROAD_CALIB_KEYS",
-    "WARP_MODES",
-    "BevGrid",
-    "WarpMode",
-    "apply_homography",
-    "bev_sample_pixels",
-    "check_road_homography",
-    "devkit_cell_centers",
-    "homography_from_correspondences",
-    "horizon_row",
-    "image_from_bev_cell",
-    "image_from_road",
-    "image_from_road_calib",
-    "image_from_road_homography",
-    "image_to_road",
-    "intrinsic_matrix",
-    "normalize_image_from_road",
-    "parse_kitti_calib",
-    "read_kitti_calib",
-    "road_from_bev_cell",
-    "road_to_camera_rotation",
-    "road_to_image",
-    "shifted_view_homography",
-    "stack_calibs",
-    "synthesize_shifted_view",
-    "warp_bev_to_image",
-    "warp_image_to_bev",
-]
+_EXPORTS = {
+    "apply_homography": "drivemetrics.geometry.camera",
+    "bev_sample_pixels": "drivemetrics.geometry.warp",
+    "BevGrid": "drivemetrics.geometry.bev",
+    "check_road_homography": "drivemetrics.geometry.homography",
+    "devkit_cell_centers": "drivemetrics.geometry.warp",
+    "homography_from_correspondences": "drivemetrics.geometry.camera",
+    "horizon_row": "drivemetrics.geometry.camera",
+    "image_from_bev_cell": "drivemetrics.geometry.homography",
+    "image_from_road": "drivemetrics.geometry.homography",
+    "image_from_road_calib": "drivemetrics.geometry.homography",
+    "image_from_road_homography": "drivemetrics.geometry.camera",
+    "image_to_road": "drivemetrics.geometry.camera",
+    "intrinsic_matrix": "drivemetrics.geometry.camera",
+    "KITTI_CALIB_SHAPES": "drivemetrics.geometry.calib",
+    "normalize_image_from_road": "drivemetrics.geometry.camera",
+    "parse_kitti_calib": "drivemetrics.geometry.calib",
+    "read_kitti_calib": "drivemetrics.geometry.calib",
+    "ROAD_CALIB_KEYS": "drivemetrics.geometry.calib",
+    "road_from_bev_cell": "drivemetrics.geometry.homography",
+    "road_to_camera_rotation": "drivemetrics.geometry.camera",
+    "road_to_image": "drivemetrics.geometry.camera",
+    "shifted_view_homography": "drivemetrics.geometry.camera",
+    "stack_calibs": "drivemetrics.geometry.calib",
+    "synthesize_shifted_view": "drivemetrics.geometry.camera",
+    "warp_bev_to_image": "drivemetrics.geometry.warp",
+    "warp_image_to_bev": "drivemetrics.geometry.warp",
+    "WARP_MODES": "drivemetrics.geometry.warp",
+    "WarpMode": "drivemetrics.geometry.warp",
+}
+
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

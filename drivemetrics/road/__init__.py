@@ -1,58 +1,35 @@
 """Road: KITTI-ROAD pixel metrics (perspective and BEV), the soft F-measure loss and the driving corridor."""
 
-from drivemetrics.road.corridor import (
-    CorridorConfig,
-    CorridorFit,
-    DrivingCorridorMetric,
-    corridor_curves,
-    corridor_row_statistics,
-    corridor_table,
-    driving_corridor_scores,
-    fit_driving_corridor,
-    format_corridor_table,
-    kitti_corridor_table,
-    load_corridor_config,
-)
-from drivemetrics.road.loss import SoftFMeasureLoss, soft_f_measure
-from drivemetrics.road.metrics import RoadAveragePrecision, RoadMaxF, RoadPixelMetrics
-from drivemetrics.road.pixel import (
-    PixelCounts,
-    counts_at_threshold,
-    fixed_threshold_scores,
-    kitti_thresholds,
-    pixel_counts,
-    pixel_inputs_to_bev,
-    road_pixel_scores,
-    scores_from_counts,
-    scores_with_fixed_threshold,
-    with_fixed_threshold,
-)
+from drivemetrics._lazy import lazy_exports
 
-__all__ = [
-    "CorridorConfig",
-    "CorridorFit",
-    "DrivingCorridorMetric",
-    "PixelCounts",
-    "RoadAveragePrecision",
-    "RoadMaxF",
-    "RoadPixelMetrics",
-    "SoftFMeasureLoss",
-    "corridor_curves",
-    "corridor_row_statistics",
-    "corridor_table",
-    "counts_at_threshold",
-    "driving_corridor_scores",
-    "fit_driving_corridor",
-    "fixed_threshold_scores",
-    "format_corridor_table",
-    "kitti_corridor_table",
-    "kitti_thresholds",
-    "load_corridor_config",
-    "pixel_counts",
-    "pixel_inputs_to_bev",
-    "road_pixel_scores",
-    "scores_from_counts",
-    "scores_with_fixed_threshold",
-    "soft_f_measure",
-    "with_fixed_threshold",
-]
+_EXPORTS = {
+    "corridor_curves": "drivemetrics.road.corridor",
+    "corridor_row_statistics": "drivemetrics.road.corridor",
+    "corridor_table": "drivemetrics.road.corridor",
+    "CorridorConfig": "drivemetrics.road.corridor",
+    "CorridorFit": "drivemetrics.road.corridor",
+    "counts_at_threshold": "drivemetrics.road.pixel",
+    "driving_corridor_scores": "drivemetrics.road.corridor",
+    "DrivingCorridorMetric": "drivemetrics.road.corridor",
+    "fit_driving_corridor": "drivemetrics.road.corridor",
+    "fixed_threshold_scores": "drivemetrics.road.pixel",
+    "format_corridor_table": "drivemetrics.road.corridor",
+    "kitti_corridor_table": "drivemetrics.road.corridor",
+    "kitti_thresholds": "drivemetrics.road.pixel",
+    "load_corridor_config": "drivemetrics.road.corridor",
+    "pixel_counts": "drivemetrics.road.pixel",
+    "pixel_inputs_to_bev": "drivemetrics.road.pixel",
+    "PixelCounts": "drivemetrics.road.pixel",
+    "road_pixel_scores": "drivemetrics.road.pixel",
+    "RoadAveragePrecision": "drivemetrics.road.metrics",
+    "RoadMaxF": "drivemetrics.road.metrics",
+    "RoadPixelMetrics": "drivemetrics.road.metrics",
+    "scores_from_counts": "drivemetrics.road.pixel",
+    "scores_with_fixed_threshold": "drivemetrics.road.pixel",
+    "soft_f_measure": "drivemetrics.road.loss",
+    "SoftFMeasureLoss": "drivemetrics.road.loss",
+    "with_fixed_threshold": "drivemetrics.road.pixel",
+}
+
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -7,55 +7,36 @@ road and ego-lane scenes) and :mod:`~drivemetrics.synthetic.kitti_export` (KITTI
 :mod:`~drivemetrics.synthetic.road_network` (road-network graphs in pixels for the graph metrics).
 """
 
-from drivemetrics.synthetic.confidence import DETECTOR_PRESETS, DetectorModel, SyntheticDetector, sample_detector
-from drivemetrics.synthetic.kitti_export import kitti_calib_text, write_kitti_road_folder
-from drivemetrics.synthetic.road_network import make_road_network
-from drivemetrics.synthetic.road_scene import (
-    KITTI_IMAGE_SIZE,
-    KITTI_UM_000000_IMAGE_FROM_ROAD,
-    SCENE_KINDS,
-    Centerline,
-    Profile,
-    RenderedScene,
-    RoadCoordinates,
-    RoadGeometry,
-    baseline_prior,
-    default_image_from_road,
-    kitti_gt_image,
-    make_road,
-    mean_gt_prior,
-    render_bev,
-    render_perspective,
-    road_points_from_pixels,
-    sample_road_geometry,
-)
-from drivemetrics.synthetic.scenes import ego_lane_scenes, synthetic_scenes
+from drivemetrics._lazy import lazy_exports
 
-__all__ = [
-    "DETECTOR_PRESETS",
-    "KITTI_IMAGE_SIZE",
-    "KITTI_UM_000000_IMAGE_FROM_ROAD",
-    "SCENE_KINDS",
-    "Centerline",
-    "DetectorModel",
-    "Profile",
-    "RenderedScene",
-    "RoadCoordinates",
-    "RoadGeometry",
-    "SyntheticDetector",
-    "baseline_prior",
-    "default_image_from_road",
-    "ego_lane_scenes",
-    "kitti_calib_text",
-    "kitti_gt_image",
-    "make_road",
-    "make_road_network",
-    "mean_gt_prior",
-    "render_bev",
-    "render_perspective",
-    "road_points_from_pixels",
-    "sample_detector",
-    "sample_road_geometry",
-    "synthetic_scenes",
-    "write_kitti_road_folder",
-]
+_EXPORTS = {
+    "baseline_prior": "drivemetrics.synthetic.road_scene",
+    "Centerline": "drivemetrics.synthetic.road_scene",
+    "default_image_from_road": "drivemetrics.synthetic.road_scene",
+    "DETECTOR_PRESETS": "drivemetrics.synthetic.confidence",
+    "DetectorModel": "drivemetrics.synthetic.confidence",
+    "ego_lane_scenes": "drivemetrics.synthetic.scenes",
+    "kitti_calib_text": "drivemetrics.synthetic.kitti_export",
+    "kitti_gt_image": "drivemetrics.synthetic.road_scene",
+    "KITTI_IMAGE_SIZE": "drivemetrics.synthetic.road_scene",
+    "KITTI_UM_000000_IMAGE_FROM_ROAD": "drivemetrics.synthetic.road_scene",
+    "make_road": "drivemetrics.synthetic.road_scene",
+    "make_road_network": "drivemetrics.synthetic.road_network",
+    "mean_gt_prior": "drivemetrics.synthetic.road_scene",
+    "Profile": "drivemetrics.synthetic.road_scene",
+    "render_bev": "drivemetrics.synthetic.road_scene",
+    "render_perspective": "drivemetrics.synthetic.road_scene",
+    "RenderedScene": "drivemetrics.synthetic.road_scene",
+    "road_points_from_pixels": "drivemetrics.synthetic.road_scene",
+    "RoadCoordinates": "drivemetrics.synthetic.road_scene",
+    "RoadGeometry": "drivemetrics.synthetic.road_scene",
+    "sample_detector": "drivemetrics.synthetic.confidence",
+    "sample_road_geometry": "drivemetrics.synthetic.road_scene",
+    "SCENE_KINDS": "drivemetrics.synthetic.road_scene",
+    "synthetic_scenes": "drivemetrics.synthetic.scenes",
+    "SyntheticDetector": "drivemetrics.synthetic.confidence",
+    "write_kitti_road_folder": "drivemetrics.synthetic.kitti_export",
+}
+
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -1,6 +1,15 @@
 """Vehicle models shared by the corridor metric (road) and the closed-loop lane metrics (lane)."""
 
-from drivemetrics.vehicle.bicycle import OPENPILOT_MOCK_V066, RAV4_2017, BicycleState, KinematicBicycle, VehicleParams
-from drivemetrics.vehicle.single_track import single_track_step
+from drivemetrics._lazy import lazy_exports
 
-__all__ = ["OPENPILOT_MOCK_V066", "RAV4_2017", "BicycleState", "KinematicBicycle", "VehicleParams", "single_track_step"]
+_EXPORTS = {
+    "BicycleState": "drivemetrics.vehicle.bicycle",
+    "KinematicBicycle": "drivemetrics.vehicle.bicycle",
+    "OPENPILOT_MOCK_V066": "drivemetrics.vehicle.bicycle",
+    "RAV4_2017": "drivemetrics.vehicle.bicycle",
+    "single_track_step": "drivemetrics.vehicle.single_track",
+    "VehicleParams": "drivemetrics.vehicle.bicycle",
+}
+
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

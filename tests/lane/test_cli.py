@@ -2,17 +2,7 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from drivemetrics.cli import main
-
-
-@pytest.fixture(autouse=True)
-def _only_lane_commands(monkeypatch):
-    """Build the command with the lane subcommands only, so these tests do not depend on other domains."""
-    import drivemetrics.cli
-
-    monkeypatch.setattr(drivemetrics.cli, "_domain_modules", lambda kind: [f"drivemetrics.lane.{kind}"])
 
 
 def _write(path, records):

@@ -12,12 +12,12 @@ A mean-of-GT baseline prior (the KITTI-ROAD "location potential") built from oth
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
 import torch
 from torch import Tensor
 
+from drivemetrics.demos.corridor import corridor_section
 from drivemetrics.geometry.bev import BevGrid
 from drivemetrics.road.metrics import RoadPixelMetrics
 from drivemetrics.synthetic import (
@@ -182,11 +182,5 @@ def run(out_dir: Path, seed: int = 0, quick: bool = False) -> str:
         format_table(results),
         "BEV (devkit warp): perspective maps warped like the KITTI server; BEV rendered: maps drawn on the grid.",
     ]
-    # the driving-corridor section (helper branch `corridor`), when it is installed
-    try:
-        corridor_demo = importlib.import_module("drivemetrics.road.corridor_demo")
-    except ModuleNotFoundError:
-        corridor_demo = None
-    if corridor_demo is not None and hasattr(corridor_demo, "corridor_section"):
-        text.append(corridor_demo.corridor_section(out_dir, seed, quick))
+    text.append(corridor_section(out_dir, seed, quick))
     return "\n".join(text)

@@ -7,8 +7,8 @@ import inspect
 import pytest
 
 import drivemetrics.graph as graph_pkg
-from drivemetrics.cli import _domain_modules
-from drivemetrics.graph.demo import run
+from drivemetrics.demos import SECTIONS
+from drivemetrics.demos.graph import run
 from drivemetrics.graph.evaluate import METRICS
 from drivemetrics.graph.perturb import PERTURBATIONS
 
@@ -25,7 +25,7 @@ def _csv_rows(path):
 
 
 def test_demo_is_discovered():
-    assert "drivemetrics.graph.demo" in _domain_modules("demo")
+    assert "graph" in SECTIONS
 
 
 def test_quick_demo_table_names_every_metric_and_error_type(quick_demo):

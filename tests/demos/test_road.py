@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from drivemetrics.road import demo
+from drivemetrics.demos import road as demo
 
 
 @pytest.fixture(scope="module")

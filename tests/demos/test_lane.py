@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from drivemetrics.lane.demo import evaluate_scenarios, run
+from drivemetrics.demos.lane import evaluate_scenarios, run
 from drivemetrics.synthetic.lane_clips import NOISE_MODELS
 
 
@@ -33,7 +33,7 @@ def test_psld_tracks_e2e(result):
 
 
 def test_run_writes_figures_and_table(tmp_path, result, monkeypatch):
-    import drivemetrics.lane.demo as demo
+    import drivemetrics.demos.lane as demo
 
     monkeypatch.setattr(demo, "evaluate_scenarios", lambda seed, quick: result)
     text = run(tmp_path, seed=0, quick=True)

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from drivemetrics.road.corridor_demo import corridor_section
+from drivemetrics.demos.corridor import corridor_section
 
 
 @pytest.mark.slow
