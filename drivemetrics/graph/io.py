@@ -27,6 +27,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from drivemetrics._files import atomic_write_text
 from drivemetrics._safe_pickle import UnsafePickleError, safe_pickle_load
 
 __all__ = [
@@ -110,7 +111,7 @@ def write_roadtracer_graph(graph: nx.Graph, path: str | Path) -> None:
         if u != v:
             lines.append(f"{index[u]} {index[v]}")
             lines.append(f"{index[v]} {index[u]}")
-    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    atomic_write_text(path, "\n".join(lines) + "\n")
 
 
 def _lonlat_to_local_metres(lonlat: np.ndarray) -> np.ndarray:
