@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import traceback
 from collections.abc import Sequence
 
 #: Subcommand name -> (module that registers it, one-line help shown by ``drivemetrics --help``).
@@ -36,6 +37,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 #: Exit status of a command that failed on bad input (argparse uses the same for bad arguments).
 EXIT_BAD_INPUT = 2
+#: Exit status after Ctrl-C (128 + SIGINT), as shells report it.
+EXIT_INTERRUPTED = 130
 
 
 def _command_in(argv: Sequence[str]) -> str | None:
@@ -51,6 +54,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="drivemetrics", description="Driving-oriented metrics and losses for road, lane and lane-graph perception."
     )
+    parser.add_argument(
+        "--verbose", action="store_true", help="on an error, show the Python traceback, not only the one-line message"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     registered: set[str] = set()
     if command is not None:
@@ -65,12 +71,23 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the console command; returns the exit code."""
+    """Entry point of the console command; returns the exit code.
+
+    Bad input (a ``ValueError`` such as a malformed line or a refused pickle, a missing or unreadable file) prints
+    one line ``drivemetrics COMMAND: error: ...`` naming the file and exits with status 2; ``--verbose`` adds the
+    traceback. Ctrl-C exits with status 130 after the command has cleaned up (no partial outputs).
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(_command_in(argv))
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (ValueError, FileNotFoundError, KeyError) as err:
-        print(f"drivemetrics {args.command}: error: {err}", file=sys.stderr)
+    except (ValueError, OSError, KeyError) as err:
+        if args.verbose:
+            traceback.print_exc()
+        message = err.args[0] if isinstance(err, KeyError) and err.args else err
+        print(f"drivemetrics {args.command}: error: {message}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print(f"drivemetrics {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
+from drivemetrics._files import atomic_write_text, check_output_path
 from drivemetrics.graph.evaluate import METRICS, evaluate_dataset, find_pairs, format_table
 from drivemetrics.graph.geometry import crop, graph_arrays
 from drivemetrics.graph.io import read_graph
@@ -97,6 +97,8 @@ def apply_settings(options: dict[str, dict], settings: list[str]) -> dict[str, d
 
 
 def _run_eval(args: argparse.Namespace) -> int:
+    if args.json:
+        check_output_path(args.json, input_files=[args.gt, args.pred], input_dirs=[args.gt, args.pred], option="--json")
     pairs, orphans = find_pairs(args.gt, args.pred)
     missing = [name for name, _, p in pairs if p is None]
     options = apply_settings(_seeded_options(args.seed), args.set)
@@ -115,7 +117,7 @@ def _run_eval(args: argparse.Namespace) -> int:
     print(format_table(scores))
     if args.json:
         payload = {"aggregate": scores, "tiles": per_tile, "missing_predictions": missing, "ignored": orphans}
-        Path(args.json).write_text(json.dumps(payload, indent=2, default=float), encoding="utf-8")
+        atomic_write_text(args.json, json.dumps(payload, indent=2, default=float))
         print(f"wrote {args.json}")
     return 0
 
@@ -154,7 +156,7 @@ def _run_sensitivity(args: argparse.Namespace) -> int:
         seed=args.seed,
         progress=not args.no_progress,
     )
-    out = Path(args.out)
+    out = check_output_path(args.out, input_files=[args.gt], option="--out")
     out.mkdir(parents=True, exist_ok=True)
     write_csv(rows, out / "sensitivity.csv")
     plot_sensitivity(rows, out / "sensitivity.png")

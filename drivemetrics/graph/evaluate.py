@@ -16,15 +16,14 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
-import multiprocessing
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import networkx as nx
 from tqdm import tqdm
 
+from drivemetrics._pool import map_in_processes
 from drivemetrics.graph.apls import apls
 from drivemetrics.graph.ccq import ccq_graph, ccq_scores
 from drivemetrics.graph.geometry import crop, graph_arrays
@@ -202,18 +201,12 @@ def evaluate_dataset(
     jobs = [(name, g, p, names, options or {}, window, border) for name, g, p in pairs]
     bar = tqdm(total=len(jobs), desc="graph-eval", unit="tile", disable=not progress)
     results: dict[str, dict[str, dict[str, float]]] = {}
-    if workers == 1 or len(jobs) == 1:
-        for job in jobs:
-            name, res = _evaluate_files(job)
+    try:
+        for name, res in map_in_processes(_evaluate_files, jobs, workers):
             results[name] = res
             bar.update()
-    else:
-        # spawn, not fork: forking a process that already runs torch / OpenMP threads can deadlock the children
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            for name, res in pool.map(_evaluate_files, jobs):
-                results[name] = res
-                bar.update()
-    bar.close()
+    finally:
+        bar.close()
     ordered = {name: results[name] for name, _, _ in pairs}
     return ordered, aggregate(list(ordered.values()))
 

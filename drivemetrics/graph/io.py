@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import json
 import math
-import pickle
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import networkx as nx
 import numpy as np
+
+from drivemetrics._files import atomic_write_text
+from drivemetrics._safe_pickle import UnsafePickleError, safe_pickle_load
 
 __all__ = [
     "UnsafePickleError",
@@ -42,80 +44,6 @@ __all__ = [
 ]
 
 EARTH_RADIUS_M = 6_378_137.0  # WGS84 equatorial radius, metres
-
-
-class UnsafePickleError(pickle.UnpicklingError):
-    """A pickle asked for a global outside the allowed graph / numpy / builtin types."""
-
-
-_ALLOWED_BUILTINS = {
-    "dict",
-    "list",
-    "tuple",
-    "set",
-    "frozenset",
-    "int",
-    "float",
-    "complex",
-    "str",
-    "bytes",
-    "bytearray",
-    "bool",
-    "slice",
-    "range",
-    "object",
-}
-_NUMPY_ALLOWED = {
-    ("numpy", "ndarray"),
-    ("numpy", "dtype"),
-    ("numpy._core.multiarray", "_reconstruct"),
-    ("numpy._core.multiarray", "scalar"),
-    ("numpy._core.numeric", "_frombuffer"),
-}
-_NETWORKX_MODULES = {
-    "networkx.classes.graph",
-    "networkx.classes.digraph",
-    "networkx.classes.multigraph",
-    "networkx.classes.multidigraph",
-    "networkx.classes.reportviews",
-    "networkx.classes.coreviews",
-}
-
-
-class _RestrictedUnpickler(pickle.Unpickler):
-    """Resolves only an allow-list of globals (graphs, numpy arrays and scalars, builtin containers)."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        if module in ("builtins", "__builtin__") and name in _ALLOWED_BUILTINS:
-            return super().find_class("builtins", name)
-        if module == "copy_reg" and name == "_reconstructor":  # Python 2 object pickles
-            return super().find_class("copyreg", "_reconstructor")
-        if module == "copyreg" and name == "_reconstructor":
-            return super().find_class(module, name)
-        if module.startswith("numpy.core."):  # numpy < 2 module paths
-            module = "numpy._core." + module[len("numpy.core.") :]
-        if module == "numpy.core":
-            module = "numpy._core"
-        if (module, name) in _NUMPY_ALLOWED:
-            return super().find_class(module, name)
-        if module in _NETWORKX_MODULES and name[:1].isupper():
-            return super().find_class(module, name)
-        raise UnsafePickleError(
-            f"refusing to unpickle global '{module}.{name}': only networkx graphs, numpy arrays and builtin "
-            "types are allowed in graph pickles"
-        )
-
-
-def safe_pickle_load(file: str | Path | BinaryIO, *, encoding: str = "latin1") -> Any:
-    """Unpickle ``file`` (a path or binary file object) with the restricted unpickler.
-
-    ``encoding='latin1'`` also reads Python-2 pickles holding numpy data (Sat2Graph). Raises
-    :class:`UnsafePickleError` for any global outside the allow-list, before it is called.
-    """
-    if isinstance(file, (str, Path)):
-        with open(file, "rb") as handle:
-            return _RestrictedUnpickler(handle, encoding=encoding).load()
-    return _RestrictedUnpickler(file, encoding=encoding).load()
 
 
 def _check_xy(x: float, y: float, where: str) -> tuple[float, float]:
@@ -183,7 +111,7 @@ def write_roadtracer_graph(graph: nx.Graph, path: str | Path) -> None:
         if u != v:
             lines.append(f"{index[u]} {index[v]}")
             lines.append(f"{index[v]} {index[u]}")
-    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    atomic_write_text(path, "\n".join(lines) + "\n")
 
 
 def _lonlat_to_local_metres(lonlat: np.ndarray) -> np.ndarray:

@@ -18,6 +18,7 @@ from typing import Any
 import networkx as nx
 from tqdm import tqdm
 
+from drivemetrics._files import atomic_open, atomic_save_figure
 from drivemetrics.graph.evaluate import METRICS, check_metric_names, evaluate_pair
 from drivemetrics.graph.perturb import PERTURBATIONS, perturb
 
@@ -137,7 +138,7 @@ def flatness_table(rows: Sequence[SensitivityRow], tolerance: float = FLAT_TOLER
 
 def write_csv(rows: Sequence[SensitivityRow], path: str | Path) -> None:
     """Write ``kind,k,metric,score,value`` lines."""
-    with open(path, "w", newline="", encoding="utf-8") as handle:
+    with atomic_open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(["kind", "k", "metric", "score", "value"])
         writer.writerows([r.kind, r.k, r.metric, r.score, f"{r.value:.6g}"] for r in rows)
@@ -172,5 +173,5 @@ def plot_sensitivity(rows: Sequence[SensitivityRow], path: str | Path) -> None:
                 ax.set_xlabel("number of errors k", fontsize=8)
             ax.tick_params(labelsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    atomic_save_figure(fig, path, dpi=110)
     plt.close(fig)

@@ -8,8 +8,11 @@ from pathlib import Path
 
 
 def _tusimple_eval(args: argparse.Namespace) -> int:
+    from drivemetrics._files import atomic_write_text, check_output_path
     from drivemetrics.lane.tusimple import evaluate_tusimple_files
 
+    if args.json:
+        check_output_path(args.json, input_files=[args.pred, args.gt], option="--json")
     overall, per_image = evaluate_tusimple_files(
         args.pred, args.gt, ego_only=args.ego_only, image_width=args.image_width, fp_mode=args.fp_mode
     )
@@ -17,10 +20,8 @@ def _tusimple_eval(args: argparse.Namespace) -> int:
         print(f"{name:<8} {overall[name]:.6f}")
     print(f"images   {len(per_image)}")
     if args.json:
-        out = Path(args.json)
-        out.parent.mkdir(parents=True, exist_ok=True)
         payload = {"overall": overall, "per_image": per_image} if args.per_image else overall
-        out.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
+        atomic_write_text(args.json, json.dumps(payload, indent=1) + "\n")
     return 0
 
 

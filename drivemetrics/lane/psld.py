@@ -64,14 +64,16 @@ def default_z_samples(dtype: torch.dtype | None = None, device: torch.device | s
     return torch.arange(start, stop + step / 2, step, dtype=dtype or torch.get_default_dtype(), device=device)
 
 
-def _check_profiles(preds: Tensor, target: Tensor, z_samples: Tensor) -> None:
+def _check_profiles(preds: Tensor, target: Tensor, z_samples: Tensor, values: bool = True) -> None:
+    """Shapes and dtypes always; with ``values`` also finiteness and increasing ``z_samples`` (host syncs)."""
     for name, value in (("preds", preds), ("target", target)):
         check_tensor(value, name)
         if value.ndim != 2:
             raise ValueError(f"`{name}` must be a lane-centre profile of shape B x M, got {tuple(value.shape)}")
         if not value.is_floating_point():
             raise ValueError(f"`{name}` must be a floating tensor, got {value.dtype}")
-        check_finite(value, name)
+        if values:
+            check_finite(value, name)
     if preds.shape != target.shape:
         raise ValueError(
             f"`preds` and `target` must have the same shape, got {tuple(preds.shape)}, {tuple(target.shape)}"
@@ -81,16 +83,17 @@ def _check_profiles(preds: Tensor, target: Tensor, z_samples: Tensor) -> None:
     check_tensor(z_samples, "z_samples")
     if z_samples.ndim != 1 or z_samples.shape[0] != preds.shape[1]:
         raise ValueError(f"`z_samples` must have shape ({preds.shape[1]},), got {tuple(z_samples.shape)}")
-    if z_samples.shape[0] < 2 or not bool((z_samples[1:] > z_samples[:-1]).all()):
+    if z_samples.shape[0] < 2 or (values and not bool((z_samples[1:] > z_samples[:-1]).all())):
         raise ValueError("`z_samples` must hold at least 2 strictly increasing distances")
 
 
-def _check_speed(speed: Tensor | float, like: Tensor) -> Tensor:
+def _check_speed(speed: Tensor | float, like: Tensor, values: bool = True) -> Tensor:
     v = torch.as_tensor(speed, dtype=like.dtype, device=like.device)
     if v.ndim > 1 or (v.ndim == 1 and v.shape[0] not in (1, like.shape[0])):
         raise ValueError(f"`speed` must be a float or have shape ({like.shape[0]},), got {tuple(v.shape)}")
-    check_finite(v, "speed")
-    if bool((v <= 0).any()):
+    if values:
+        check_finite(v, "speed")
+    if values and bool((v <= 0).any()):
         raise ValueError("`speed` must be > 0 m/s for every frame (PSLD is undefined for a vehicle at rest)")
     return v.expand(like.shape[0])
 
@@ -109,6 +112,7 @@ def psld_deviations(
     reference: Reference = "rollout",
     controller: LateralController | None = None,
     initial_steering: Tensor | None = None,
+    validate_args: bool = True,
 ) -> Tensor:
     """Signed lateral deviations ``x(t) - x_ref(t)`` of the PSLD rollouts, ``(B, Tp)`` metres, t = 1..Tp.
 
@@ -123,14 +127,16 @@ def psld_deviations(
             define the vehicle.
         initial_steering: ``(B,)`` steering-wheel angle at the start, radians; default: the first command
             (ld-metric's snap), so the start angle never limits the first step.
+        validate_args: check values (finite, ``speed > 0``, increasing ``z_samples``); these checks synchronise
+            with the device, ``False`` skips them (shapes are always checked).
     """
     z_samples = default_z_samples(preds.dtype, preds.device) if z_samples is None else z_samples.to(preds)
-    _check_profiles(preds, target, z_samples)
+    _check_profiles(preds, target, z_samples, validate_args)
     _check_horizon(horizon_frames)
     if reference not in ("rollout", "centre"):
         raise ValueError(f"`reference` must be 'rollout' or 'centre', got {reference!r}")
     controller = LinearMPC() if controller is None else controller
-    v = _check_speed(speed, preds)
+    v = _check_speed(speed, preds, validate_args)
     batch = preds.shape[0]
     with_ref = reference == "rollout"
     first_path = torch.cat([preds, target]) if with_ref else preds
@@ -182,6 +188,7 @@ def psld(
     controller: LateralController | None = None,
     initial_steering: Tensor | None = None,
     reduction: str = "mean",
+    validate_args: bool = True,
 ) -> Tensor:
     """PSLD (metres per step): ``(1 / Tp) max_t |x(t) - x_ref(t)|`` per frame, reduced over frames.
 
@@ -194,7 +201,9 @@ def psld(
         >>> psld(gt, gt, speed=20.0)
         tensor(0.)
     """
-    dev = psld_deviations(preds, target, speed, z_samples, horizon_frames, reference, controller, initial_steering)
+    dev = psld_deviations(
+        preds, target, speed, z_samples, horizon_frames, reference, controller, initial_steering, validate_args
+    )
     return _reduce(dev.abs().amax(1) / horizon_frames, reduction)
 
 
@@ -232,6 +241,7 @@ class PSLDLoss(nn.Module):
     * ``"polynomial"``: ``(B, 2, K)`` road-frame polynomial coefficients ``X = sum_k c_k Z^k`` of the two lines.
 
     ``target`` is always the ground-truth lane-centre profile ``(B, M)`` at ``z_samples``.
+    ``validate_args=False`` skips the value checks (finite, ``speed > 0``) that synchronise with the device.
 
     Example:
         >>> loss_fn = PSLDLoss()
@@ -254,8 +264,10 @@ class PSLDLoss(nn.Module):
         softmax_temperature: float = 1.0,
         lane_width: float = DEFAULT_LANE_WIDTH,
         reduction: str = "mean",
+        validate_args: bool = True,
     ) -> None:
         super().__init__()
+        self.validate_args = bool(validate_args)
         if input_type not in ("centre", "points", "row_scores", "polynomial"):
             raise ValueError(
                 f"`input_type` must be 'centre', 'points', 'row_scores' or 'polynomial', got {input_type!r}"
@@ -307,7 +319,7 @@ class PSLDLoss(nn.Module):
         centre = self.centre_profile(preds, image_from_road)
         dev = psld_deviations(
             centre, target, speed, self.z_samples.to(centre.dtype), self.horizon_frames, self.reference,
-            self.controller,
+            self.controller, validate_args=self.validate_args,
         )  # fmt: skip
         return _reduce(smooth_psld(dev, self.temperature, self.abs_eps), self.reduction)
 
@@ -321,6 +333,7 @@ class PSLD(Metric):
     Args:
         aggregate: ``"mean"`` or ``"max"``: what :meth:`compute` returns.
         z_samples, horizon_frames, reference, controller: as :func:`psld`.
+        validate_args: check values in ``update`` (finite, ``speed > 0``); ``False`` skips these host syncs.
     """
 
     is_differentiable = True
@@ -339,9 +352,11 @@ class PSLD(Metric):
         horizon_frames: int = 10,
         reference: Reference = "rollout",
         controller: LateralController | None = None,
+        validate_args: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.validate_args = bool(validate_args)
         if aggregate not in ("mean", "max"):
             raise ValueError(f"`aggregate` must be 'mean' or 'max', got {aggregate!r}")
         _check_horizon(horizon_frames)
@@ -357,7 +372,10 @@ class PSLD(Metric):
     def update(self, preds: Tensor, target: Tensor, speed: Tensor | float) -> None:
         """Add the frames of a batch of profiles ``(B, M)``."""
         z = None if self.z_samples is None else self.z_samples.to(preds)
-        values = psld(preds, target, speed, z, self.horizon_frames, self.reference, self.controller, reduction="none")
+        values = psld(
+            preds, target, speed, z, self.horizon_frames, self.reference, self.controller, reduction="none",
+            validate_args=self.validate_args,
+        )  # fmt: skip
         self.total = self.total + values.sum().to(self.total.dtype)
         self.count = self.count + values.numel()
         self.peak = torch.maximum(self.peak, values.max().to(self.peak.dtype))

@@ -34,6 +34,7 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
+from drivemetrics._files import atomic_open
 from drivemetrics._validation import check_shape, check_tensor
 
 PIXEL_THRESHOLD = 20.0
@@ -504,7 +505,7 @@ def write_tusimple_json(
     times = None if run_time is None else [float(t) for t in torch.as_tensor(run_time).reshape(-1).tolist()]
     if times is not None and len(times) != len(raw_files):
         raise ValueError(f"`run_time` must have {len(raw_files)} values, got {len(times)}")
-    with Path(path).open("w", encoding="utf-8") as handle:
+    with atomic_open(path, "w", encoding="utf-8") as handle:
         for b, name in enumerate(raw_files):
             keep = torch.ones(lanes.shape[2], dtype=torch.bool) if h is None else ~torch.isnan(h[b])
             record: dict[str, object] = {"raw_file": name}

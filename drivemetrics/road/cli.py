@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
+from drivemetrics._files import atomic_write_text, check_output_path
 from drivemetrics.road.corridor import format_corridor_table, kitti_corridor_table
 from drivemetrics.road.kitti_road import (
     ROAD_CATEGORIES,
@@ -74,6 +74,8 @@ def run_road_eval(args: argparse.Namespace) -> int:
         raise ValueError("`--corridor` needs `--space bev` (the corridor is fitted in the bird's-eye view)")
     if args.corridor and "um_lane" not in args.categories:
         raise ValueError("`--corridor` scores the ego-lane: include um_lane in `--categories`")
+    if args.json:
+        check_output_path(args.json, input_dirs=[args.data, args.results], option="--json")
     scores = evaluate_results(
         args.data,
         args.results,
@@ -94,11 +96,9 @@ def run_road_eval(args: argparse.Namespace) -> int:
         print(f"\nDriving corridor (um_lane, BEV, threshold {threshold:.4f}):\n{format_corridor_table(table)}")
         scores = {**scores, "um_lane_corridor": table}
     if args.json:
-        out = Path(args.json)
-        out.parent.mkdir(parents=True, exist_ok=True)
         # NaN (no valid road pixel in a category) becomes null, keeping the file standard JSON
         clean = {cat: {k: (None if v != v else v) for k, v in entry.items()} for cat, entry in scores.items()}
-        out.write_text(json.dumps(clean, indent=2, allow_nan=False) + "\n")
+        atomic_write_text(args.json, json.dumps(clean, indent=2, allow_nan=False) + "\n")
     return 0
 
 

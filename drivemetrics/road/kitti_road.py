@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from PIL import Image
 from torch import Tensor
 
+from drivemetrics._files import atomic_save_png, check_output_path, load_image
 from drivemetrics.geometry.bev import BevGrid
 from drivemetrics.geometry.calib import read_kitti_calib
 from drivemetrics.geometry.homography import image_from_road_calib
@@ -158,18 +158,15 @@ def read_gt_png(path: str | Path) -> Tensor:
         FileNotFoundError: missing file.
         ValueError: not a colour PNG.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"ground-truth file not found: {path}")
-    with Image.open(path) as img:
-        if img.mode == "P":
-            img = img.convert("RGB")
-        if img.mode not in ("RGB", "RGBA"):
-            raise ValueError(
-                f"{path}: ground truth must be an 8-bit colour PNG (magenta road, red non-road, black don't care), "
-                f"got mode {img.mode}"
-            )
-        rgb = np.array(img)[..., :3]
+    img = load_image(path, what="ground-truth PNG")
+    if img.mode == "P":
+        img = img.convert("RGB")
+    if img.mode not in ("RGB", "RGBA"):
+        raise ValueError(
+            f"{path}: ground truth must be an 8-bit colour PNG (magenta road, red non-road, black don't care), "
+            f"got mode {img.mode}"
+        )
+    rgb = np.array(img)[..., :3]
     return torch.from_numpy(rgb).permute(2, 0, 1).contiguous()
 
 
@@ -190,15 +187,12 @@ def read_confidence_png(path: str | Path) -> Tensor:
         FileNotFoundError: missing file.
         ValueError: a 16-bit or floating-point PNG.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"result file not found: {path}")
-    with Image.open(path) as img:
-        if img.mode not in ("L", "1", "P", "RGB", "RGBA", "LA"):
-            raise ValueError(f"{path}: results must be 8-bit PNGs (greyscale 0..255), got mode {img.mode}")
-        if img.mode != "L":
-            img = img.convert("L")
-        gray = np.array(img)
+    img = load_image(path, what="result PNG")
+    if img.mode not in ("L", "1", "P", "RGB", "RGBA", "LA"):
+        raise ValueError(f"{path}: results must be 8-bit PNGs (greyscale 0..255), got mode {img.mode}")
+    if img.mode != "L":
+        img = img.convert("L")
+    gray = np.array(img)
     return torch.from_numpy(gray)
 
 
@@ -209,9 +203,7 @@ def write_png(path: str | Path, image: Tensor) -> None:
     array = image.detach().cpu().numpy()
     if array.ndim == 3:
         array = np.ascontiguousarray(array.transpose(1, 2, 0))
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    Image.fromarray(array).save(path)
+    atomic_save_png(path, array)
 
 
 # -------------------------------------------------------------------------------------------------- evaluation
@@ -392,6 +384,7 @@ def transform_to_bev(
     for folder, what in ((Path(calib_dir), "calibration"), (input_dir, "input")):
         if not folder.is_dir():
             raise FileNotFoundError(f"{what} folder not found: {folder}")
+    check_output_path(output_dir, input_dirs=[input_dir, calib_dir], option="output_dir")
     files = sorted(input_dir.glob("*.png"))
     if not files:
         raise ValueError(f"no .png files in {input_dir}")
@@ -399,18 +392,17 @@ def transform_to_bev(
     for path in _progress([str(f) for f in files], progress, "to BEV"):
         path = Path(path)
         homography = image_from_road_calib(read_kitti_calib(calib_file_for(calib_dir, path.stem)))
-        with Image.open(path) as img:
-            if img.mode == "P":
-                img = img.convert("RGB")
-            if img.mode not in ("L", "RGB", "RGBA", "LA", "1"):
-                raise ValueError(f"{path}: expected an 8-bit PNG, got mode {img.mode}")
-            array = np.array(img.convert("L") if img.mode == "1" else img)
+        img = load_image(path, what="input PNG")
+        if img.mode == "P":
+            img = img.convert("RGB")
+        if img.mode not in ("L", "RGB", "RGBA", "LA", "1"):
+            raise ValueError(f"{path}: expected an 8-bit PNG, got mode {img.mode}")
+        array = np.array(img.convert("L") if img.mode == "1" else img)
         image = torch.from_numpy(array)
         image = image[None, None] if image.ndim == 2 else image.permute(2, 0, 1)[None]
         bev = warp_image_to_bev(image, homography, grid, mode="devkit")[0][0]
         out = output_dir / f"{path.stem}.png"
-        output_dir.mkdir(parents=True, exist_ok=True)
         array_out = bev[0].numpy() if bev.shape[0] == 1 else np.ascontiguousarray(bev.permute(1, 2, 0).numpy())
-        Image.fromarray(array_out).save(out)
+        atomic_save_png(out, array_out)
         written.append(out)
     return written

@@ -161,7 +161,9 @@ class RoadPixelMetrics(Metric):
     ) -> tuple[Tensor, Tensor, Tensor]:
         if homography is None:
             raise ValueError("space='bev' needs `homography` (B x 3 x 3 image-from-road) in update()")
-        return pixel_inputs_to_bev(preds, target, valid, homography, self.grid, mode=self.warp_mode)
+        return pixel_inputs_to_bev(
+            preds, target, valid, homography, self.grid, mode=self.warp_mode, validate_args=self.validate_args
+        )
 
     def compute(self) -> dict[str, Tensor]:
         """Pooled scores (see the class docstring)."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import math
 import warnings
+import weakref
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
@@ -174,7 +175,27 @@ class _LevelPlan(NamedTuple):
     to_buckets: Callable[[Tensor], Tensor]
 
 
+_PLANS: dict[tuple[int, torch.dtype], tuple[weakref.ref[Tensor], int, _LevelPlan]] = {}
+
+
 def _level_plan(dtype: torch.dtype, thresholds: Tensor) -> _LevelPlan:
+    """:func:`_make_level_plan`, remembered per thresholds tensor (same object, unmodified) and dtype.
+
+    Choosing a plan inspects the threshold values (a device-to-host sync off the CPU); a Metric passes the same
+    thresholds buffer to every ``update``, so the sync happens once, not once per batch.
+    """
+    key = (id(thresholds), dtype)
+    cached = _PLANS.get(key)
+    if cached is not None and cached[0]() is thresholds and cached[1] == thresholds._version:
+        return cached[2]
+    plan = _make_level_plan(dtype, thresholds)
+    if len(_PLANS) > 64:
+        _PLANS.clear()
+    _PLANS[key] = (weakref.ref(thresholds), thresholds._version, plan)
+    return plan
+
+
+def _make_level_plan(dtype: torch.dtype, thresholds: Tensor) -> _LevelPlan:
     """Choose the cheapest exact way to count maps of ``dtype`` at ``thresholds`` (decided once per call).
 
     - uint8: the level is the raw value ``v``; the 256-level histogram is regrouped by ``v / 255``.
@@ -684,6 +705,7 @@ def pixel_inputs_to_bev(
     image_from_road: Tensor,
     grid: BevGrid | None = None,
     mode: str = "devkit",
+    validate_args: bool = True,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """Warp a perspective prediction, its ground truth and valid mask to the BEV grid, for BEV evaluation.
 
@@ -697,6 +719,8 @@ def pixel_inputs_to_bev(
         mode: ``"devkit"`` (the devkit's nearest-pixel lookup, bit for bit; uint8 stays uint8), ``"nearest"``, or
             ``"bilinear"`` (confidences interpolated, differentiable; ``target`` and ``valid`` use the nearest
             pixel, since labels must not be blended).
+        validate_args: check the homographies (invertible, horizon outside the grid; host syncs); ``False``
+            skips these checks.
 
     Returns:
         ``(preds_bev, target_bev, valid_bev)``, each ``B x rows x cols``; ``valid_bev`` (bool) is the warped valid
@@ -714,10 +738,14 @@ def pixel_inputs_to_bev(
     label_mode = "nearest" if mode == "bilinear" else mode
     if mode == "bilinear" and not preds.is_floating_point():
         preds = preds.float() / 255.0 if preds.dtype == torch.uint8 else preds.float()
-    preds_bev, seen = warp_image_to_bev(preds.unsqueeze(1), image_from_road, grid, mode=mode)
+    preds_bev, seen = warp_image_to_bev(
+        preds.unsqueeze(1), image_from_road, grid, mode=mode, validate_args=validate_args
+    )
     labels = target.bool() if valid is None else torch.stack([target.bool(), valid.bool()], 1)
     labels = labels if labels.ndim == 4 else labels.unsqueeze(1)
-    labels_bev, labels_seen = warp_image_to_bev(labels, image_from_road, grid, mode=label_mode)
+    labels_bev, labels_seen = warp_image_to_bev(
+        labels, image_from_road, grid, mode=label_mode, validate_args=validate_args
+    )
     valid_bev = seen & labels_seen
     if valid is not None:
         valid_bev = valid_bev & labels_bev[:, 1]

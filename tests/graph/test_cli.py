@@ -92,3 +92,21 @@ def test_graph_sensitivity_quick(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "apls (apls)" in printed
     assert "ccq (quality)" in printed
+
+
+def test_graph_eval_refuses_json_over_an_input_and_hostile_pickles(tmp_path, capsys):
+    write_roadtracer_graph(grid(), tmp_path / "gt.graph")
+    write_roadtracer_graph(grid(), tmp_path / "pred.graph")
+    before = (tmp_path / "pred.graph").read_bytes()
+    args = ["graph-eval", "--gt", str(tmp_path / "gt.graph"), "--pred", str(tmp_path / "pred.graph")]
+    assert main([*args, "--json", str(tmp_path / "pred.graph"), "--no-progress"]) == 2
+    assert "`--json`" in capsys.readouterr().err
+    assert (tmp_path / "pred.graph").read_bytes() == before
+    bomb = tmp_path / "pred.p"
+    bomb.write_bytes(b"cbuiltins\nbytearray\n(L3000000000\ntR.")
+    code = main(["graph-eval", "--gt", str(tmp_path / "gt.graph"), "--pred", str(bomb), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "pred.p" in err
+    assert "budget" in err
+    assert "Traceback" not in err

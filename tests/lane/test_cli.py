@@ -58,3 +58,15 @@ def test_tusimple_eval_per_image_and_ego_only(tmp_path):
     assert payload["per_image"] == [{"raw_file": "a", "accuracy": 2 / 3, "fp": 0.0, "fn": 1 / 3}]
     assert main([*argv, "--ego-only"]) == 0
     assert json.loads(out.read_text())["overall"]["Accuracy"] == 1.0
+
+
+def test_tusimple_eval_refuses_to_write_over_its_prediction_file(tmp_path, capsys):
+    ys = [200, 210]
+    gt, pred = tmp_path / "label.json", tmp_path / "pred.json"
+    _write(gt, [{"raw_file": "a", "lanes": [[100, 110]], "h_samples": ys}])
+    _write(pred, [{"raw_file": "a", "lanes": [[100, 110]], "run_time": 10}])
+    before = pred.read_bytes()
+    assert main(["tusimple-eval", "--gt", str(gt), "--pred", str(pred), "--json", str(pred)]) == 2
+    assert "`--json`" in capsys.readouterr().err
+    assert pred.read_bytes() == before
+    assert main(["tusimple-eval", "--gt", str(gt), "--pred", str(pred), "--json", str(gt)]) == 2

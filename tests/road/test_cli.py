@@ -112,9 +112,38 @@ def test_road_bev_cli(fixtures_dir, tmp_path, capsys):
     assert int((bev.sum(-1) == 0).sum()) == 13025
     assert int(((bev[..., 0] == 255) & (bev[..., 2] == 0)).sum()) == 145411
     assert int(((bev[..., 0] == 255) & (bev[..., 2] == 255)).sum()) == 161564
-    code = main(["road-bev", "--calib", str(tmp_path), "--input", str(tmp_path / "in"), "--output", str(tmp_path)])
+    code = main(
+        ["road-bev", "--calib", str(tmp_path), "--input", str(tmp_path / "in"), "--output", str(tmp_path / "o")]
+    )
     assert code == 2
     assert "no calibration file for 'umm_road_000000'" in capsys.readouterr().err
+
+
+def test_road_bev_refuses_to_overwrite_its_input(fixtures_dir, tmp_path, capsys):
+    calib = str(fixtures_dir / "kitti_road/training/calib")
+    (tmp_path / "res").mkdir()
+    png = tmp_path / "res" / "umm_road_000000.png"
+    png.write_bytes((fixtures_dir / "kitti_road/training/gt_image_2/umm_road_000000.png").read_bytes())
+    before = png.read_bytes()
+    code = main(["road-bev", "--calib", calib, "--input", str(tmp_path / "res"), "--output", str(tmp_path / "res")])
+    assert code == 2
+    assert "is the input folder" in capsys.readouterr().err
+    assert png.read_bytes() == before
+    assert sorted(p.name for p in (tmp_path / "res").iterdir()) == ["umm_road_000000.png"]
+
+
+def test_road_eval_truncated_result_png_is_one_line_naming_the_file(fixtures_dir, tmp_path, capsys):
+    data = fixtures_dir / "kitti_road/training"
+    (tmp_path / "res").mkdir()
+    for gt in sorted((data / "gt_image_2").glob("*.png")):
+        (tmp_path / "res" / gt.name).write_bytes(gt.read_bytes())
+    broken = sorted((tmp_path / "res").iterdir())[0]
+    broken.write_bytes(broken.read_bytes()[:300])
+    code = main(["road-eval", "--data", str(data), "--results", str(tmp_path / "res"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"{broken.name}: cannot decode the result PNG" in err
+    assert "Traceback" not in err
 
 
 def test_road_eval_empty_road_gives_null_in_json(tmp_path, capsys):

@@ -110,7 +110,7 @@ def test_gt_png_errors(tmp_path):
     Image.fromarray(np.zeros((2, 2), np.uint8)).save(tmp_path / "grey.png")
     with pytest.raises(ValueError, match=r"grey.png: ground truth must be an 8-bit colour PNG"):
         read_gt_png(tmp_path / "grey.png")
-    with pytest.raises(FileNotFoundError, match="ground-truth file not found"):
+    with pytest.raises(FileNotFoundError, match="ground-truth PNG file not found"):
         read_gt_png(tmp_path / "none.png")
     with pytest.raises(ValueError, match=r"`gt_rgb` must have shape ... x 3 x H x W"):
         gt_masks(torch.zeros(2, 4, 4))
@@ -137,7 +137,7 @@ def test_confidence_png_modes(tmp_path):
     Image.fromarray(np.zeros((4, 4), np.uint16) + 1000).save(tmp_path / "16.png")
     with pytest.raises(ValueError, match=r"16.png: results must be 8-bit PNGs"):
         read_confidence_png(tmp_path / "16.png")
-    with pytest.raises(FileNotFoundError, match="result file not found"):
+    with pytest.raises(FileNotFoundError, match="result PNG file not found"):
         read_confidence_png(tmp_path / "none.png")
 
 

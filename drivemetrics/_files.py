@@ -1,0 +1,120 @@
+"""Safe file handling shared by every command: outputs never overwrite inputs, writes are atomic, images that do
+not decode name their file.
+
+- :func:`check_output_path` refuses an output that is one of the command's input files or folders (after resolving
+  links), before anything is computed.
+- :func:`atomic_write_text`, :func:`atomic_write_bytes`, :func:`atomic_open` and :func:`atomic_save_png` write to
+  a temporary file in the target folder and rename it into place (``os.replace``), so an interrupted run leaves
+  either the old file or the new one, never a truncated file.
+- :func:`load_image` decodes an image with Pillow and turns any decoding failure (truncated file, not an
+  image, decompression bomb) into a :class:`ValueError` naming the file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+
+def _resolved(path: str | Path) -> Path:
+    return Path(path).expanduser().resolve()
+
+
+def check_output_path(
+    output: str | Path,
+    *,
+    input_files: Iterable[str | Path] = (),
+    input_dirs: Iterable[str | Path] = (),
+    option: str = "output",
+) -> Path:
+    """``output`` resolved, after checking it is none of ``input_files`` / ``input_dirs`` (links resolved).
+
+    An output *folder* must not be an input folder; an output *file* must not be an input file, nor an input
+    folder. Raises ``ValueError`` naming ``option`` and the clashing input.
+    """
+    out = _resolved(output)
+    for path in input_files:
+        if path is not None and _resolved(path) == out:
+            raise ValueError(f"`{option}` {output} is one of the inputs ({path}); refusing to overwrite it")
+        with contextlib.suppress(OSError):
+            if out.exists() and Path(path).exists() and os.path.samefile(out, path):
+                raise ValueError(f"`{option}` {output} is the same file as the input {path}; refusing to overwrite it")
+    for folder in input_dirs:
+        if folder is not None and _resolved(folder) == out:
+            raise ValueError(f"`{option}` {output} is the input folder {folder}; choose another folder")
+    return out
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | Path, mode: str = "w", **kwargs: Any) -> Iterator[IO[Any]]:
+    """Open a temporary file beside ``path`` for writing; on success it replaces ``path``, on error it is removed.
+
+    Creates missing parent folders. ``mode`` is ``"w"`` (text; pass ``encoding``) or ``"wb"``.
+    """
+    if mode not in ("w", "wb"):
+        raise ValueError(f"`mode` must be 'w' or 'wb', got {mode!r}")
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(handle, mode, **kwargs) as stream:
+            yield stream
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(tmp_name, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name)
+        raise
+
+
+def atomic_write_text(path: str | Path, text: str, encoding: str = "utf-8") -> None:
+    """Write ``text`` to ``path`` atomically (temporary file in the same folder, then rename)."""
+    with atomic_open(path, "w", encoding=encoding, newline="") as stream:
+        stream.write(text)
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (temporary file in the same folder, then rename)."""
+    with atomic_open(path, "wb") as stream:
+        stream.write(data)
+
+
+def atomic_save_png(path: str | Path, array: np.ndarray) -> None:
+    """Save a ``uint8`` ``H x W`` or ``H x W x 3`` array as PNG, atomically."""
+    from PIL import Image
+
+    with atomic_open(path, "wb") as stream:
+        Image.fromarray(array).save(stream, format="PNG")
+
+
+def atomic_save_figure(fig: Any, path: str | Path, **kwargs: Any) -> None:
+    """``fig.savefig`` atomically; the format comes from ``path``'s suffix."""
+    fmt = Path(path).suffix.lstrip(".") or "png"
+    with atomic_open(path, "wb") as stream:
+        fig.savefig(stream, format=fmt, **kwargs)
+
+
+def load_image(path: str | Path, *, what: str = "image") -> Any:
+    """The image at ``path`` as a fully decoded ``PIL.Image.Image``.
+
+    Raises ``FileNotFoundError`` for a missing file and ``ValueError`` naming the file for anything Pillow cannot
+    decode (truncated data, not an image, a decompression bomb).
+    """
+    from PIL import Image
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{what} file not found: {path}")
+    try:
+        img = Image.open(path)
+        img.load()  # decodes everything and closes the file (single-frame images)
+    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as err:
+        raise ValueError(f"{path}: cannot decode the {what} ({type(err).__name__}: {err})") from None
+    return img

@@ -1,0 +1,188 @@
+"""Property-based fuzzing of every file reader: any bytes either parse or raise the documented error type.
+
+The documented error for a bad file is ``ValueError`` (``UnsafePickleError`` and ``UnicodeDecodeError`` are
+ValueErrors) naming the file; never another exception, a hang or unbounded memory. The default budget is small
+(``make test``); set ``DRIVEMETRICS_FUZZ_EXAMPLES`` (e.g. 5000) for a longer run.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pickle
+import zlib
+
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+pytestmark = pytest.mark.fuzz
+
+EXAMPLES = int(os.environ.get("DRIVEMETRICS_FUZZ_EXAMPLES", "60"))
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    derandomize=True,
+)
+
+
+def _mutations(seed: bytes) -> st.SearchStrategy[bytes]:
+    """Random bytes, and a valid file cut short or with bytes flipped or inserted (reaches deeper parser paths)."""
+
+    def mutate(args: tuple[int, int, int, bytes]) -> bytes:
+        cut, at, op, noise = args
+        data = seed[: max(cut % (len(seed) + 1), 0)] if op == 0 else seed
+        at = at % (len(data) + 1)
+        if op == 1:
+            return data[:at] + noise + data[at + len(noise) :]
+        if op == 2:
+            return data[:at] + noise + data[at:]
+        return data
+
+    positions = st.integers(0, 10**6)
+    mutated = st.tuples(positions, positions, st.integers(0, 2), st.binary(min_size=1, max_size=8)).map(mutate)
+    return st.one_of(st.binary(max_size=400), mutated)
+
+
+def _expect_value_error_or_result(read, path, data):
+    path.write_bytes(data)
+    try:
+        read(path)
+    except ValueError as err:
+        message = str(err)
+        assert message, "a ValueError without a message"
+
+
+TUSIMPLE = (
+    json.dumps({"raw_file": "clips/a/1.jpg", "lanes": [[-2, 100, 110], [5, -2, 7]], "h_samples": [240, 250, 260]})
+    + "\n"
+).encode()
+
+
+@FUZZ
+@given(data=_mutations(TUSIMPLE))
+def test_tusimple_json_lines(tmp_path_factory, data):
+    from drivemetrics.lane.tusimple import read_tusimple_json
+
+    _expect_value_error_or_result(read_tusimple_json, tmp_path_factory.mktemp("ts") / "pred.json", data)
+
+
+CULANE = b"100.5 580 120.25 560 140 540 \n700 580 690 560\n"
+
+
+@FUZZ
+@given(data=_mutations(CULANE))
+def test_culane_lines(tmp_path_factory, data):
+    from drivemetrics.lane.culane import read_culane_lines
+
+    _expect_value_error_or_result(read_culane_lines, tmp_path_factory.mktemp("cu") / "a.lines.txt", data)
+
+
+CALIB = (
+    "P0: " + " ".join(["1.0"] * 12) + "\nP1: " + " ".join(["1.0"] * 12) + "\nP2: 721.5 0 609.5 44.8 0 721.5 172.8 "
+    "0.2 0 0 1 0.003\nP3: "
+    + " ".join(["1.0"] * 12)
+    + "\nR0_rect: 1 0 0 0 1 0 0 0 1\nTr_velo_to_cam: "
+    + " ".join(["0.5"] * 12)
+    + "\nTr_imu_to_velo: "
+    + " ".join(["0.5"] * 12)
+    + "\nTr_cam_to_road: 1 0 0 0 0 1 0 -1.6 0 0 1 0\n"
+).encode()
+
+
+@FUZZ
+@given(data=_mutations(CALIB))
+def test_kitti_calib(tmp_path_factory, data):
+    from drivemetrics.geometry.calib import read_kitti_calib
+
+    _expect_value_error_or_result(read_kitti_calib, tmp_path_factory.mktemp("ca") / "um_000000.txt", data)
+
+
+ROADTRACER = b"0 0\n10 0\n10 10\n\n0 1\n1 2\n"
+
+
+@FUZZ
+@given(data=_mutations(ROADTRACER))
+def test_roadtracer_graph(tmp_path_factory, data):
+    from drivemetrics.graph.io import read_roadtracer_graph
+
+    _expect_value_error_or_result(read_roadtracer_graph, tmp_path_factory.mktemp("rt") / "g.graph", data)
+
+
+GEOJSON = json.dumps(
+    {
+        "type": "FeatureCollection",
+        "features": [{"type": "Feature", "geometry": {"type": "LineString", "coordinates": [[0, 0], [1, 1], [2, 0]]}}],
+    }
+).encode()
+
+
+@FUZZ
+@given(data=_mutations(GEOJSON))
+def test_geojson(tmp_path_factory, data):
+    from drivemetrics.graph.io import read_geojson
+
+    _expect_value_error_or_result(read_geojson, tmp_path_factory.mktemp("gj") / "g.geojson", data)
+
+
+def _graph_pickle() -> bytes:
+    graph = nx.DiGraph()
+    graph.add_node(0, pos=np.array([1.0, 2.0]))
+    graph.add_node(1, pos=np.array([5.0, 2.0]))
+    graph.add_edge(0, 1)
+    return pickle.dumps({"austin": {"eval": {"0_0_0": graph}}}, protocol=4)
+
+
+@FUZZ
+@given(data=_mutations(_graph_pickle()))
+def test_graph_pickles(tmp_path_factory, data):
+    from drivemetrics.graph.io import read_graph, read_networkx_pickle
+
+    folder = tmp_path_factory.mktemp("pk")
+    _expect_value_error_or_result(read_networkx_pickle, folder / "sub.pickle", data)
+    _expect_value_error_or_result(read_graph, folder / "g.p", data)
+
+
+def _png(mode: str, shape: tuple[int, ...]) -> bytes:
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.fromarray(np.arange(np.prod(shape), dtype=np.uint8).reshape(shape), mode=None).convert(mode).save(
+        buffer, format="PNG"
+    )
+    return buffer.getvalue()
+
+
+@FUZZ
+@given(data=_mutations(_png("L", (6, 7))))
+def test_result_png(tmp_path_factory, data):
+    from drivemetrics.road.kitti_road import read_confidence_png
+
+    _expect_value_error_or_result(read_confidence_png, tmp_path_factory.mktemp("png") / "um_road_000000.png", data)
+
+
+@FUZZ
+@given(data=_mutations(_png("RGB", (6, 7, 3))))
+def test_gt_png(tmp_path_factory, data):
+    from drivemetrics.road.kitti_road import read_gt_png
+
+    _expect_value_error_or_result(read_gt_png, tmp_path_factory.mktemp("gt") / "um_road_000000.png", data)
+
+
+def test_png_with_a_huge_declared_size_is_refused_quickly(tmp_path):
+    """A 60-byte PNG header claiming 100000 x 100000 pixels: Pillow's decompression-bomb guard, as a ValueError."""
+    from drivemetrics.road.kitti_road import read_confidence_png
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return len(body).to_bytes(4, "big") + kind + body + zlib.crc32(kind + body).to_bytes(4, "big")
+
+    header = (100_000).to_bytes(4, "big") * 2 + bytes([8, 0, 0, 0, 0])
+    data = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"")) + chunk(b"IEND", b"")
+    path = tmp_path / "um_road_000000.png"
+    path.write_bytes(data)
+    with pytest.raises(ValueError, match=r"um_road_000000\.png"):
+        read_confidence_png(path)
