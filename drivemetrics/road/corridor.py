@@ -350,7 +350,7 @@ def _prepare_confidence(preds: Tensor, grid: BevGrid) -> Tensor:
     if not preds.is_floating_point():
         raise ValueError(f"`preds` must be a floating confidence map in [0, 1] or uint8 in 0..255, got {preds.dtype}")
     if preds.numel():
-        low, high = torch.aminmax(preds)
+        low, high = torch.aminmax(preds.detach())
         if not (float(low) >= 0 and float(high) <= 1):  # also catches NaN
             raise ValueError(
                 f"`preds` must hold finite confidences in [0, 1] (or uint8 in 0..255), got min {float(low):.4g}, "
