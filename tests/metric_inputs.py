@@ -145,7 +145,7 @@ def _road_pixel_case(cls: type[Metric]) -> MetricCase:
 
 
 _CORRIDOR_GRID = BevGrid(x_min=-4.0, x_max=4.0, z_min=6.0, z_max=26.0, resolution=0.25)  # 80 x 32 cells
-_CORRIDOR_CONFIG = CorridorConfig(distances=(15.0, 20.0))
+_CORRIDOR_CONFIG = CorridorConfig(distances=(15.0, 20.0), max_stages=5)
 
 
 @register(
@@ -223,7 +223,7 @@ def _psld_case(cls: type[Metric]) -> MetricCase:
 # graph
 
 
-def _grid_graph(g: torch.Generator, n: int = 4, step: float = 100.0, jitter: float = 0.0, drop: int = 0) -> nx.Graph:
+def _grid_graph(g: torch.Generator, n: int = 3, step: float = 100.0, jitter: float = 0.0, drop: int = 0) -> nx.Graph:
     graph = nx.grid_2d_graph(n, n)
     noise = torch.randn(n * n, 2, generator=g) * jitter
     pos = {
