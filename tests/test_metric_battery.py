@@ -49,7 +49,10 @@ WORLD_SIZE = 2
 RTOL, ATOL = 1e-6, 1e-8
 METADATA_FLAGS = ("higher_is_better", "is_differentiable", "full_state_update")
 
-pytestmark = pytest.mark.filterwarnings("ignore:.*compute.*before.*update.*:UserWarning")
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:.*compute.*before.*update.*:UserWarning",
+    "ignore:This property will be removed in 2.0.0:DeprecationWarning",  # torchmetrics' own copy / pickle path
+)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -438,3 +441,16 @@ def test_two_processes_equal_one_process(cls, ddp_results):
         for step, values in enumerate(result["steps"]):
             assert_same_values(_tensors(values), _values(ref.per_step[step]), f"rank {rank}: dist_sync_on_step {step}")
         assert_same_values(_tensors(result["final"]), expected, f"rank {rank}: dist_sync_on_step compute")
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+def test_torchscript_is_not_supported_as_the_readme_says():
+    from drivemetrics.lane.culane import CULaneF1Score
+    from drivemetrics.road.metrics import RoadMaxF
+
+    with pytest.raises(ValueError, match="Unknown type annotation"):
+        torch.jit.script(RoadMaxF())
+    scripted = torch.jit.script(CULaneF1Score(height=64, width=168))
+    lanes = torch.tensor([[[[20.0, 20.0], [40.0, 58.0]]]])
+    with pytest.raises(AttributeError):  # forward is @torch.jit.unused in torchmetrics
+        scripted(lanes, lanes)
