@@ -347,13 +347,27 @@ def test_scalar_classes_of_a_family_share_one_compute_group(family):
 
 
 def test_differently_configured_metrics_stay_in_separate_compute_groups():
+    """Perfect predictions count the same for any threshold: only the ``config_key`` state tells the metrics apart."""
+    from drivemetrics.graph.scalar_metrics import OptJF1Score, OptJPrecision
+    from drivemetrics.lane.culane import CULaneF1Score, CULanePrecision
     from drivemetrics.lane.tusimple import TuSimpleAccuracy, TuSimpleF1Score
 
-    batch_args, batch_kwargs = _reference(TuSimpleAccuracy).case.batches[0]
-    exact = TuSimpleF1Score(pixel_threshold=1e-3)  # different counts on later batches, maybe equal on the first
-    collection = MetricCollection({"acc": TuSimpleAccuracy(), "f1_strict": exact}, compute_groups=True)
-    collection.update(*batch_args, **batch_kwargs)
-    assert len(collection.compute_groups) == 2
+    (_, lanes, h_samples), _ = _reference(TuSimpleAccuracy).case.batches[0]
+    (_, culane), _ = _reference(CULaneF1Score).case.batches[0]
+    (_, graph), _ = _reference(OptJF1Score).case.batches[0]
+    small = _reference(CULaneF1Score).case.init_kwargs
+    cases = [
+        (TuSimpleAccuracy, TuSimpleF1Score, {}, {"pixel_threshold": 5.0}, (lanes, lanes, h_samples)),
+        (CULanePrecision, CULaneF1Score, small, {**small, "iou_threshold": 0.3}, (culane, culane)),
+        (OptJPrecision, OptJF1Score, {}, {"d_max": 20.0}, (graph, graph)),
+    ]
+    for first, second, kwargs, other_kwargs, inputs in cases:
+        same = MetricCollection({"a": first(**kwargs), "b": second(**kwargs)}, compute_groups=True)
+        same.update(*inputs)
+        assert len(same.compute_groups) == 1, first.__name__
+        different = MetricCollection({"a": first(**kwargs), "b": second(**other_kwargs)}, compute_groups=True)
+        different.update(*inputs)
+        assert len(different.compute_groups) == 2, first.__name__
 
 
 @by_class
