@@ -85,9 +85,10 @@ def official_spline(points: np.ndarray, steps: int = SPLINE_STEPS) -> np.ndarray
         coef_d = (m[1:] - m[:-1]) / (6 * h[:, None])
         t = (h / steps)[:, None] * np.arange(steps)  # (n - 1) x steps
         t = t[..., None]
-        curve = p[:-1, None, :].astype(np.float64) + coef_b[:, None] * t + coef_c[:, None] * t**2 + coef_d[:, None] * t**3
-    out = np.concatenate([curve.reshape(-1, 2).astype(np.float32), p[-1:]], axis=0)
-    return out
+        curve = (
+            p[:-1, None, :].astype(np.float64) + coef_b[:, None] * t + coef_c[:, None] * t**2 + coef_d[:, None] * t**3
+        )
+    return np.concatenate([curve.reshape(-1, 2).astype(np.float32), p[-1:]], axis=0)
 
 
 def cv_round(values: np.ndarray) -> np.ndarray:
@@ -112,10 +113,37 @@ def official_lane_pixels(points: np.ndarray, steps: int = SPLINE_STEPS) -> np.nd
     return pixels[keep]
 
 
+#: OpenCV releases whose thick lines equal the official tool's on lanes leaving the image (4.13 draws them otherwise)
+CV2_VERSIONS = ((4, 10), (4, 13))
+_checked_cv2: list[bool] = []
+
+
+def _cv2() -> object:
+    """``cv2``, with an install hint when missing and a warning (once) for releases that draw differently."""
+    try:
+        import cv2
+    except ImportError:
+        raise ImportError(
+            "compat='reference' draws lanes with OpenCV: pip install 'drivemetrics[culane]' "
+            "(opencv-python-headless >= 4.10, < 4.13)"
+        ) from None
+    if not _checked_cv2:
+        _checked_cv2.append(True)
+        version = tuple(int(v) for v in cv2.__version__.split(".")[:2])
+        if not CV2_VERSIONS[0] <= version < CV2_VERSIONS[1]:
+            import warnings
+
+            warnings.warn(
+                f"OpenCV {cv2.__version__}: thick lines crossing the image border may differ by a few pixels from "
+                "the official CULane tool's (exact with opencv-python-headless >= 4.10, < 4.13)",
+                stacklevel=3,
+            )
+    return cv2
+
+
 def draw_official_lane(points: np.ndarray, height: int, width: int, line_width: int) -> np.ndarray | None:
     """``height x width`` uint8 0/1 drawing of one lane as the official tool makes it (None for < 2 points)."""
-    import cv2
-
+    cv2 = _cv2()
     pixels = official_lane_pixels(points)
     if pixels is None:
         return None
