@@ -23,7 +23,6 @@ Two modes:
 from __future__ import annotations
 
 import math
-import os
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
@@ -633,26 +632,6 @@ def read_culane_list(path: str | Path) -> list[str]:
     return [_lane_name(n) for n in names]
 
 
-def _read_frames(names: list[str], gt_dir: str, pred_dir: str) -> list[tuple[list[np.ndarray], list[np.ndarray]]]:
-    from drivemetrics.lane.culane_official import read_culane_file
-
-    return [
-        (read_culane_file(os.path.join(gt_dir, n)), read_culane_file(os.path.join(pred_dir, n), missing_ok=True))
-        for n in names
-    ]
-
-
-def _score_official_chunk(
-    names: list[str], gt_dir: str, pred_dir: str, height: int, width: int, line_width: int
-) -> list[tuple[int, int, np.ndarray]]:
-    from drivemetrics.lane.culane_official import score_frame_official
-
-    return [
-        score_frame_official(os.path.join(gt_dir, n), os.path.join(pred_dir, n), height, width, line_width)
-        for n in names
-    ]
-
-
 def _map_chunks(fn: Callable[[list[str]], object], chunks: list[list[str]], workers: int) -> Iterator:
     """``fn(chunk)`` for every chunk, in order, in ``workers`` spawned processes (1: in this process)."""
     if workers <= 1 or len(chunks) <= 1:
@@ -693,8 +672,10 @@ def score_culane_dirs(
     dropped = {"pred": 0, "gt": 0}
     if compat == "reference":
         lw = round(line_width)
+        from drivemetrics.lane.culane_official import score_official_chunk
+
         score = partial(
-            _score_official_chunk, gt_dir=str(gt_dir), pred_dir=str(pred_dir), height=height, width=width, line_width=lw
+            score_official_chunk, gt_dir=str(gt_dir), pred_dir=str(pred_dir), height=height, width=width, line_width=lw
         )
         for part in _map_chunks(score, chunks, workers):
             for g, p, m in part:
@@ -702,7 +683,10 @@ def score_culane_dirs(
                 n_pred.append(p)
                 matched.append(m)
     else:
-        for frames in _map_chunks(partial(_read_frames, gt_dir=str(gt_dir), pred_dir=str(pred_dir)), chunks, workers):
+        from drivemetrics.lane.culane_official import read_frames_chunk
+
+        read = partial(read_frames_chunk, gt_dir=str(gt_dir), pred_dir=str(pred_dir))
+        for frames in _map_chunks(read, chunks, workers):
             gts = [[lane for lane in g if len(lane) >= 2] for g, _ in frames]
             preds = [[lane for lane in p if len(lane) >= 2] for _, p in frames]
             dropped["gt"] += sum(len(g) for g, _ in frames) - sum(len(g) for g in gts)

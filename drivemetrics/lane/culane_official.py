@@ -19,6 +19,7 @@ numpy only at import (``cv2``, from the ``culane`` extra, is imported when a lan
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -256,3 +257,21 @@ def score_frame_official(
     pred_lanes = read_culane_file(pred_path, missing_ok=True)
     iou = official_iou_matrix(gt_lanes, pred_lanes, height, width, line_width)
     return len(gt_lanes), len(pred_lanes), matched_ious(iou, official_match(iou))
+
+
+def score_official_chunk(
+    names: list[str], gt_dir: str, pred_dir: str, height: int, width: int, line_width: int
+) -> list[tuple[int, int, np.ndarray]]:
+    """:func:`score_frame_official` of every ``.lines.txt`` name (a worker's share of ``culane-eval``)."""
+    return [
+        score_frame_official(os.path.join(gt_dir, n), os.path.join(pred_dir, n), height, width, line_width)
+        for n in names
+    ]
+
+
+def read_frames_chunk(names: list[str], gt_dir: str, pred_dir: str) -> list[tuple[list[np.ndarray], list[np.ndarray]]]:
+    """(GT lanes, predicted lanes) of every ``.lines.txt`` name; a missing prediction file reads as no lanes."""
+    return [
+        (read_culane_file(os.path.join(gt_dir, n)), read_culane_file(os.path.join(pred_dir, n), missing_ok=True))
+        for n in names
+    ]
