@@ -75,7 +75,12 @@ def _f1_label(t: float) -> str:
 
 
 def _culane_eval(args: argparse.Namespace) -> int:
+    import torch
+
     from drivemetrics.lane.culane import _threshold_key, evaluate_culane_dirs
+
+    # a chunk's tensors are small: one thread per process, parallel work through --workers
+    torch.set_num_threads(1)
 
     thresholds = list(IOU_RANGE) if args.iou_range else list(dict.fromkeys(args.iou or [0.5]))
     if args.iou_range and args.iou:
@@ -204,7 +209,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="reference: the official C++ evaluator's numbers (0/1-point lanes count, its spline and rounding, OpenCV)",
     )
     culane.add_argument("--chunk", type=int, default=64, help="images scored per batch")
-    culane.add_argument("--workers", type=int, default=1, help="processes reading (compat: also scoring) the files")
+    culane.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="processes reading and scoring the files (torch runs one thread per process)",
+    )
     culane.add_argument("--per-image", action="store_true", help="with --json, add per-image TP / FP / FN")
     culane.add_argument("--json", default=None, metavar="OUT", help="also write the scores to OUT")
     culane.set_defaults(func=_culane_eval)

@@ -216,6 +216,14 @@ def spline_lanes(
         (``B x L x N x 2`` float64 samples, NaN for lanes of fewer than 2 distinct points; ``B x L`` bools of the
         lanes drawn).
     """
+    curve, _, drawn = _spline_samples(points, lane_mask, spacing, max_samples)
+    return curve, drawn
+
+
+def _spline_samples(
+    points: Tensor, lane_mask: Tensor | None, spacing: float, max_samples: int
+) -> tuple[Tensor, Tensor, Tensor]:
+    """:func:`spline_lanes` plus the ``B x L x N x 2`` unit tangents at the samples."""
     if not spacing > 0 or max_samples < 2:
         raise ValueError(f"need spacing > 0 and max_samples >= 2, got {spacing}, {max_samples}")
     valid, lane_mask = _check_points(points, lane_mask, "points")
@@ -268,66 +276,64 @@ def spline_lanes(
     idx = torch.minimum(idx, (n - 2).clamp(min=0)[..., None])
     t = (s - torch.gather(start, 2, idx))[..., None]
     idx2 = idx[..., None].expand(*idx.shape, 2)
-    curve = (
-        torch.gather(torch.nan_to_num(pts[..., :-1, :]), 2, idx2)
-        + torch.gather(coef_b, 2, idx2) * t
-        + torch.gather(coef_c, 2, idx2) * t**2
-        + torch.gather(coef_d, 2, idx2) * t**3
-    )
-    return curve.masked_fill(~drawn[..., None, None], torch.nan), drawn
+    cb, cc, cd = (torch.gather(coef, 2, idx2) for coef in (coef_b, coef_c, coef_d))
+    curve = torch.gather(torch.nan_to_num(pts[..., :-1, :]), 2, idx2) + t * (cb + t * (cc + t * cd))
+    tangent = cb + t * (2 * cc + 3 * t * cd)
+    tangent = tangent / tangent.norm(dim=-1, keepdim=True).clamp(min=1e-12)
+    hide = ~drawn[..., None, None]
+    return curve.masked_fill(hide, torch.nan), tangent.masked_fill(hide, torch.nan), drawn
 
 
-def _row_intervals(curve: Tensor, drawn: Tensor, height: int, width: int, r: float) -> tuple[Tensor, Tensor, Tensor]:
-    """Per-row drawn columns ``[first, last]`` (``B x L x H`` long, empty when first > last) of sampled curves, and
-    ``B x L`` bools of lanes monotone in y (for those one interval per row is exact; others need :func:`draw_lanes`).
+def _scatter_rows(lo_row: Tensor, hi_row: Tensor, rows: Tensor, lo: Tensor, hi: Tensor, ok: Tensor) -> None:
+    """Merge column intervals ``[lo, hi]`` at integer ``rows`` (``B x L x ...``) into ``B x L x (H + 1)`` rows."""
+    height = lo_row.shape[-1] - 1
+    ok = ok & (rows >= 0) & (rows < height)
+    index = torch.where(ok, rows, height).long().flatten(2)
+    lo_row.scatter_reduce_(2, index, lo.flatten(2).to(lo_row.dtype), "amin")
+    hi_row.scatter_reduce_(2, index, hi.flatten(2).to(hi_row.dtype), "amax")
 
-    Every row cut by a segment's capsule (the disk at its start, the band along it; the curve's last point is a
-    zero-length segment) is an interval of columns in closed form; the intervals are merged per row with a
-    scatter-min / scatter-max over a window of rows around each segment. float32.
+
+def _row_intervals(
+    curve: Tensor, tangent: Tensor, drawn: Tensor, height: int, width: int, r: float
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Per-row drawn columns ``[first, last]`` (``B x L x H`` long, empty when first > last) of the pixels within
+    ``r`` of sampled curves, and ``B x L`` bools of the curves monotone in y (the only ones this is exact for:
+    they cut every row in one interval; the others are drawn with :func:`draw_lanes`).
+
+    The set within ``r`` of a curve is bounded by its two offset curves (``point +- r * normal``) and the disks at
+    its ends; on every row its extent is the range of the offset curves' crossings and the disks' chords. The
+    offset polylines' crossings are found in a window of rows around each of their edges, the ranges merged with
+    a scatter-min / scatter-max.
     """
     b, n_lanes = curve.shape[:2]
-    pts = torch.where(drawn[..., None, None], curve, 0.0).to(torch.float32)
-    a = pts
-    c = torch.cat([pts[..., 1:, :], pts[..., -1:, :]], dim=2)  # last segment: the end point alone
-    ax, ay, dx, dy = a[..., 0], a[..., 1], c[..., 0] - a[..., 0], c[..., 1] - a[..., 1]
-    monotone = (dy >= 0).all(-1) | (dy <= 0).all(-1)
-    length2 = dx * dx + dy * dy
-    length = length2.sqrt()
-    # a zero dx (dy) is replaced by a tiny one: the slab (band) becomes +-huge and the disks cover the exact rows
-    eps = 1e-9
-    dx_s = torch.where(dx == 0, eps, dx)
-    dy_s = torch.where(dy == 0, eps, dy)
-    g_t = -dy / dx_s  # slab 0 <= projection <= 1: x = ax + g_t * v + [0, q]
-    q = length2 / dx_s
-    g_p = dx / dy_s  # band |distance| <= r: x = ax + g_p * v -+ r * length / |dy|
-    w_p = r * length / dy_s.abs()
-    segment = length2 > 0
-    lo_t0 = torch.where(segment, ax + torch.clamp(q, max=0), _BIG)
-    hi_t0 = torch.where(segment, ax + torch.clamp(q, min=0), -_BIG)
-    lo_p0, hi_p0 = ax - w_p, ax + w_p
-    window = math.ceil(float(dy.abs().max()) + 2 * r) + 2 if dy.numel() else 1
-    row0 = torch.floor(torch.minimum(ay, c[..., 1]) - r)
-    k = torch.arange(window, device=curve.device, dtype=torch.float32)
-    v = (row0 - ay)[..., None] + k  # row - ay, B x L x S x K
-
-    def at(x: Tensor) -> Tensor:
-        return x[..., None]
-
-    lo_body = torch.maximum(torch.addcmul(at(lo_t0), at(g_t), v), torch.addcmul(at(lo_p0), at(g_p), v))
-    hi_body = torch.minimum(torch.addcmul(at(hi_t0), at(g_t), v), torch.addcmul(at(hi_p0), at(g_p), v))
-    empty = lo_body > hi_body
-    h2 = r * r - v * v
+    pts = torch.where(drawn[..., None, None], curve, 0.0)
+    normal = torch.where(drawn[..., None, None], torch.stack([-tangent[..., 1], tangent[..., 0]], dim=-1), 0.0)
+    dy_curve = pts[..., 1:, 1] - pts[..., :-1, 1]
+    monotone = (dy_curve >= 0).all(-1) | (dy_curve <= 0).all(-1)
+    lo_row = torch.full((b, n_lanes, height + 1), _BIG, dtype=torch.float64, device=curve.device)
+    hi_row = torch.full((b, n_lanes, height + 1), -_BIG, dtype=torch.float64, device=curve.device)
+    offsets = torch.cat([pts + r * normal, pts - r * normal], dim=2)  # B x L x 2N x 2; edge N-1 -> N is dropped
+    p0, p1 = offsets[..., :-1, :], offsets[..., 1:, :]
+    edge_ok = torch.ones(p0.shape[2], dtype=torch.bool, device=curve.device)
+    edge_ok[pts.shape[2] - 1] = False
+    x0, y0, dx, dy = p0[..., 0], p0[..., 1], p1[..., 0] - p0[..., 0], p1[..., 1] - p0[..., 1]
+    dy = dy.masked_fill(~edge_ok, 0.0)
+    y_lo = torch.minimum(y0, p1[..., 1])
+    window = math.ceil(float(dy.abs().max())) + 1 if dy.numel() else 1
+    rows = torch.ceil(y_lo)[..., None] + torch.arange(window, device=curve.device, dtype=torch.float64)
+    t = ((rows - y0[..., None]) / torch.where(dy == 0, 1.0, dy)[..., None]).clamp(0, 1)
+    x = torch.addcmul(x0[..., None], t, dx[..., None])
+    ok = (rows <= (y_lo + dy.abs())[..., None]) & (edge_ok & drawn[..., None])[..., None]
+    _scatter_rows(lo_row, hi_row, rows, x, x, ok)
+    # disks at both ends
+    ends = torch.stack([pts[..., 0, :], pts[..., -1, :]], dim=2)  # B x L x 2 x 2
+    k = torch.arange(math.ceil(2 * r) + 2, device=curve.device, dtype=torch.float64)
+    rows = torch.floor(ends[..., 1] - r)[..., None] + k
+    h2 = r * r - (rows - ends[..., 1, None]) ** 2
     half = h2.clamp(min=0).sqrt()
-    outside = h2 < 0
-    lo = torch.minimum(torch.where(outside, _BIG, at(ax) - half), lo_body.masked_fill(empty, _BIG))
-    hi = torch.maximum(torch.where(outside, -_BIG, at(ax) + half), hi_body.masked_fill(empty, -_BIG))
-    rows = at(row0) + k
-    inside = (rows >= 0) & (rows < height) & drawn[..., None, None]
-    index = torch.where(inside, rows, height).long().flatten(2)
-    lo_row = torch.full((b, n_lanes, height + 1), _BIG, dtype=torch.float32, device=curve.device)
-    hi_row = torch.full((b, n_lanes, height + 1), -_BIG, dtype=torch.float32, device=curve.device)
-    lo_row.scatter_reduce_(2, index, lo.flatten(2), "amin")
-    hi_row.scatter_reduce_(2, index, hi.flatten(2), "amax")
+    _scatter_rows(
+        lo_row, hi_row, rows, ends[..., 0, None] - half, ends[..., 0, None] + half, (h2 >= 0) & drawn[..., None, None]
+    )
     first = torch.ceil(lo_row[..., :height]).clamp(0, width).long()
     last = torch.floor(hi_row[..., :height]).clamp(-1, width - 1).long()
     return first, last, monotone
@@ -355,10 +361,10 @@ def lane_iou_matrix(
             f"`preds` and `target` must have the same batch size, got {preds.shape[0]} and {target.shape[0]}"
         )
     r = (line_width + 1) / 2  # OpenCV's pen of width w covers w + 1 px across, whatever the direction
-    pred_curve, pred_drawn = spline_lanes(preds, preds_mask, spacing)
-    gt_curve, gt_drawn = spline_lanes(target, target_mask, spacing)
-    pf, pl, p_mono = _row_intervals(pred_curve, pred_drawn, height, width, r)
-    gf, gl, g_mono = _row_intervals(gt_curve, gt_drawn, height, width, r)
+    pred_curve, pred_tangent, pred_drawn = _spline_samples(preds, preds_mask, spacing, 1024)
+    gt_curve, gt_tangent, gt_drawn = _spline_samples(target, target_mask, spacing, 1024)
+    pf, pl, p_mono = _row_intervals(pred_curve, pred_tangent, pred_drawn, height, width, r)
+    gf, gl, g_mono = _row_intervals(gt_curve, gt_tangent, gt_drawn, height, width, r)
     inter = (torch.minimum(pl[:, :, None], gl[:, None]) - torch.maximum(pf[:, :, None], gf[:, None]) + 1).clamp(min=0)
     inter = inter.sum(-1).to(torch.float64)
     area_p = (pl - pf + 1).clamp(min=0).sum(-1).to(torch.float64)
@@ -644,6 +650,26 @@ def _map_chunks(fn: Callable[[list[str]], object], chunks: list[list[str]], work
         yield from pool.map(fn, chunks)
 
 
+def _score_default_chunk(
+    names: list[str], gt_dir: str, pred_dir: str, height: int, width: int, line_width: float, threads: int
+) -> tuple[list[tuple[int, int, np.ndarray]], dict[str, int]]:
+    """Default-mode matches of a chunk of frames read from files, and the lanes of < 2 points dropped."""
+    from drivemetrics.lane.culane_official import read_frames_chunk
+
+    if threads:
+        torch.set_num_threads(threads)
+    frames = read_frames_chunk(names, gt_dir, pred_dir)
+    gts = [[lane for lane in g if len(lane) >= 2] for g, _ in frames]
+    preds = [[lane for lane in p if len(lane) >= 2] for _, p in frames]
+    dropped = {
+        "pred": sum(len(p) for _, p in frames) - sum(len(p) for p in preds),
+        "gt": sum(len(g) for g, _ in frames) - sum(len(g) for g in gts),
+    }
+    result = culane_matches(_stack_lanes(preds), _stack_lanes(gts), height, width, line_width)
+    m_all = result.matched_iou.cpu().numpy()
+    return [(len(g), len(p), m_all[i, : len(g)]) for i, (g, p) in enumerate(zip(gts, preds, strict=True))], dropped
+
+
 def score_culane_dirs(
     pred_dir: str | Path,
     gt_dir: str | Path,
@@ -671,38 +697,42 @@ def score_culane_dirs(
     n_gt, n_pred, matched = [], [], []
     dropped = {"pred": 0, "gt": 0}
     if compat == "reference":
-        lw = round(line_width)
         from drivemetrics.lane.culane_official import score_official_chunk
 
         score = partial(
-            score_official_chunk, gt_dir=str(gt_dir), pred_dir=str(pred_dir), height=height, width=width, line_width=lw
+            score_official_chunk,
+            gt_dir=str(gt_dir),
+            pred_dir=str(pred_dir),
+            height=height,
+            width=width,
+            line_width=round(line_width),
         )
-        for part in _map_chunks(score, chunks, workers):
-            for g, p, m in part:
-                n_gt.append(g)
-                n_pred.append(p)
-                matched.append(m)
+        parts = ((part, None) for part in _map_chunks(score, chunks, workers))
     else:
-        from drivemetrics.lane.culane_official import read_frames_chunk
-
-        read = partial(read_frames_chunk, gt_dir=str(gt_dir), pred_dir=str(pred_dir))
-        for frames in _map_chunks(read, chunks, workers):
-            gts = [[lane for lane in g if len(lane) >= 2] for g, _ in frames]
-            preds = [[lane for lane in p if len(lane) >= 2] for _, p in frames]
-            dropped["gt"] += sum(len(g) for g, _ in frames) - sum(len(g) for g in gts)
-            dropped["pred"] += sum(len(p) for _, p in frames) - sum(len(p) for p in preds)
-            result = culane_matches(_stack_lanes(preds), _stack_lanes(gts), height, width, line_width)
-            m_all = result.matched_iou.cpu().numpy()
-            for i, g in enumerate(gts):
-                n_gt.append(len(g))
-                n_pred.append(len(preds[i]))
-                matched.append(m_all[i, : len(g)])
-        if dropped["gt"] or dropped["pred"]:
-            warnings.warn(
-                f"{dropped['pred']} predicted and {dropped['gt']} GT lane(s) with fewer than 2 points dropped "
-                "(compat='reference' scores them as lanes with IoU 0, as the official tool)",
-                stacklevel=2,
-            )
+        # worker processes run torch on one thread each (the tensors of a chunk are small)
+        score = partial(
+            _score_default_chunk,
+            gt_dir=str(gt_dir),
+            pred_dir=str(pred_dir),
+            height=height,
+            width=width,
+            line_width=line_width,
+            threads=1 if workers > 1 else 0,
+        )
+        parts = _map_chunks(score, chunks, workers)
+    for part, part_dropped in parts:
+        for g, p, m in part:
+            n_gt.append(g)
+            n_pred.append(p)
+            matched.append(m)
+        for key in part_dropped or {}:
+            dropped[key] += part_dropped[key]
+    if dropped["gt"] or dropped["pred"]:
+        warnings.warn(
+            f"{dropped['pred']} predicted and {dropped['gt']} GT lane(s) with fewer than 2 points dropped "
+            "(compat='reference' scores them as lanes with IoU 0, as the official tool)",
+            stacklevel=2,
+        )
     return {
         "n_gt": np.array(n_gt, dtype=np.int64),
         "n_pred": np.array(n_pred, dtype=np.int64),
