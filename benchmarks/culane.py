@@ -12,8 +12,8 @@ folder. Timed in the same run, on the same cores:
   each a fresh process (start-up, file reading and the JSON included).
 
 The baseline's counts must equal the compat mode's. Run
-``python benchmarks/culane.py [--frames N] [--data DIR]`` (default 34,680 frames, the CULane test size; the
-baseline can be limited with ``--baseline-frames`` and its time scaled to the whole set, which is printed).
+``python benchmarks/culane.py [--quick] [--frames N] [--data DIR]`` (default 34,680 frames, the CULane test size;
+the loop is timed on the first ``--baseline-frames`` (1,000) frames and scaled to the set, as printed).
 """
 
 from __future__ import annotations
@@ -158,9 +158,14 @@ def run_cli(root: Path, *extra: str) -> tuple[float, dict]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=CULANE_TEST_FRAMES)
-    parser.add_argument("--baseline-frames", type=int, default=None, help="time the loop on the first N frames")
+    parser.add_argument(
+        "--baseline-frames", type=int, default=1000, help="time the loop on the first N frames, scaled (0: all)"
+    )
+    parser.add_argument("--quick", action="store_true", help="2,000 frames, loop timed on 300")
     parser.add_argument("--data", default=None, help="folder for the synthetic set (reused when it has list.txt)")
     args = parser.parse_args()
+    if args.quick:
+        args.frames, args.baseline_frames = 2000, 300
     root = Path(args.data) if args.data else Path(tempfile.mkdtemp(prefix="culane_bench_"))
     if (root / "list.txt").is_file():
         names = (root / "list.txt").read_text().split()
