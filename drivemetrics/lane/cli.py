@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 
@@ -25,24 +26,119 @@ def _tusimple_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def _culane_eval(args: argparse.Namespace) -> int:
-    from drivemetrics.lane.culane import evaluate_culane_dirs
+def _write_json(path: str, payload: object, inputs: Sequence[Path]) -> None:
+    """Write ``payload`` to ``path`` atomically (temp file in the same folder, then rename); never over an input."""
+    import os
+    import tempfile
 
+    out = Path(path)
+    if any(out.resolve() == p.resolve() for p in inputs):
+        raise ValueError(f"--json {out} would overwrite an input file")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(json.dumps(payload, indent=1) + "\n")
+    os.replace(tmp, out)
+
+
+IOU_RANGE = tuple(round(0.5 + 0.05 * k, 2) for k in range(10))  # mF1: IoU 0.50:0.05:0.95
+
+
+def _category_lists(paths: Sequence[str]) -> dict[str, list[str]]:
+    """``{row name: lane files}`` of list files and folders of list files (CULane ``list/test_split``)."""
+    import re
+
+    from drivemetrics.lane.culane import read_culane_list
+
+    files: list[Path] = []
+    for item in paths:
+        path = Path(item)
+        if path.is_dir():
+            found = sorted(path.glob("*.txt"))
+            if not found:
+                raise FileNotFoundError(f"--list folder {path} holds no .txt list files")
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise FileNotFoundError(f"--list: no such file or folder: {path}")
+    rows: dict[str, list[str]] = {}
+    for path in files:
+        name = re.sub(r"^test\d+_", "", path.stem)
+        if name in rows:
+            raise ValueError(f"--list: two lists give the row name {name!r} ({path})")
+        rows[name] = read_culane_list(path)
+    return rows
+
+
+def _f1_label(t: float) -> str:
+    return f"F1@{round(t * 100):d}"
+
+
+def _culane_eval(args: argparse.Namespace) -> int:
+    import torch
+
+    from drivemetrics.lane.culane import _threshold_key, evaluate_culane_dirs
+
+    # a chunk's tensors are small: one thread per process, parallel work through --workers
+    torch.set_num_threads(1)
+
+    thresholds = list(IOU_RANGE) if args.iou_range else list(dict.fromkeys(args.iou or [0.5]))
+    if args.iou_range and args.iou:
+        raise ValueError("give either --iou or --iou-range, not both")
+    categories = _category_lists(args.list) if args.list else None
+    table = categories is not None and (len(categories) > 1 or any(Path(p).is_dir() for p in args.list))
     names = None
-    if args.list:
-        lines = Path(args.list).read_text(encoding="utf-8").split()
-        names = [name if name.endswith(".lines.txt") else str(Path(name).with_suffix(".lines.txt")) for name in lines]
-        names = [name.lstrip("/") for name in names]
+    if categories is not None and not table:
+        names = next(iter(categories.values()))
+        categories = None
     result = evaluate_culane_dirs(
-        args.pred, args.gt, names, args.height, args.width, args.line_width, args.iou, chunk=args.chunk
+        args.pred,
+        args.gt,
+        names,
+        args.height,
+        args.width,
+        args.line_width,
+        thresholds,
+        chunk=args.chunk,
+        compat=args.compat,
+        workers=args.workers,
+        per_image=args.per_image,
+        categories=categories,
     )
-    for key in ("precision", "recall", "f1"):
-        print(f"{key:<10} {result[key]:.6f}")
-    print(f"TP {result['tp']}  FP {result['fp']}  FN {result['fn']}  images {result['images']}")
+    shown = thresholds if len(thresholds) <= 3 else [t for t in thresholds if t in (0.5, 0.75)]
+    if table:
+        header = f"{'category':<12} {'images':>7} {'TP':>7} {'FP':>7} {'FN':>7} " + " ".join(
+            f"{_f1_label(t):>7}" for t in shown
+        )
+        if len(thresholds) > 1:
+            header += f" {'mF1':>7}"
+        print(header)
+        rows = {**result["categories"], "total": result}
+        for name, row in rows.items():
+            first = row["by_threshold"][_threshold_key(thresholds[0])]
+            n_gt = first["tp"] + first["fn"]
+            if n_gt == 0:  # CULane's cross: no GT lanes, papers report the FP count
+                cells = f"{'-':>7} {first['fp']:>7} {'-':>7} " + " ".join(f"{'-':>7}" for _ in shown)
+                cells += f" {'-':>7}" if len(thresholds) > 1 else ""
+            else:
+                cells = f"{first['tp']:>7} {first['fp']:>7} {first['fn']:>7} " + " ".join(
+                    f"{100 * row['by_threshold'][_threshold_key(t)]['f1']:>7.2f}" for t in shown
+                )
+                cells += f" {100 * row['mF1']:>7.2f}" if len(thresholds) > 1 else ""
+            print(f"{name:<12} {row['images']:>7} {cells}")
+        print("F1 in %; a category without GT lanes (cross) is reported as its FP count")
+    else:
+        for key in ("precision", "recall", "f1"):
+            print(f"{key:<10} {result[key]:.6f}")
+        for t in shown if len(thresholds) > 1 else []:
+            print(f"{_f1_label(t):<10} {result['by_threshold'][_threshold_key(t)]['f1']:.6f}")
+        if len(thresholds) > 1:
+            label = "mF1" if thresholds == list(IOU_RANGE) else "mean F1"
+            print(f"{label:<10} {result['mF1']:.6f}")
+        print(f"TP {result['tp']}  FP {result['fp']}  FN {result['fn']}  images {result['images']}")
     if args.json:
-        out = Path(args.json)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+        _write_json(args.json, result, [Path(p) for p in args.list or []])
     return 0
 
 
@@ -75,17 +171,51 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "culane-eval",
         help="CULane lane precision / recall / F1 of a folder of .lines.txt predictions",
         description=(
-            "Draw every lane `line-width` px wide on a height x width image, match predictions to GT lanes one-to-one "
-            "(Hungarian, max IoU), count a pair with IoU > --iou as TP; precision / recall / F1 from the totals."
+            "Interpolate every lane with a natural cubic spline, draw it `line-width` px wide on a height x width "
+            "image, match predictions to GT lanes one-to-one (max total IoU), count a pair with IoU > --iou as TP; "
+            "precision / recall / F1 from the totals. --compat reference reproduces the official C++ evaluator "
+            "(needs opencv-python-headless: pip install drivemetrics[culane])."
         ),
     )
-    culane.add_argument("--pred", required=True, help="folder of predicted <image>.lines.txt files")
+    culane.add_argument(
+        "--pred", required=True, help="folder of predicted <image>.lines.txt files (missing = no lanes)"
+    )
     culane.add_argument("--gt", required=True, help="folder of GT <image>.lines.txt files")
-    culane.add_argument("--list", default=None, help="file listing the images to score (default: every GT file)")
+    culane.add_argument(
+        "--list",
+        nargs="+",
+        default=None,
+        metavar="LIST",
+        help="list file(s) of the images to score (default: every GT file); several files or a folder such as "
+        "list/test_split give one table row each (row name = file name without the testN_ prefix)",
+    )
     culane.add_argument("--height", type=int, default=590)
     culane.add_argument("--width", type=int, default=1640)
     culane.add_argument("--line-width", type=float, default=30.0, help="drawn lane width in pixels")
-    culane.add_argument("--iou", type=float, default=0.5, help="IoU a matched pair must exceed")
-    culane.add_argument("--chunk", type=int, default=16, help="images drawn per batch")
+    culane.add_argument(
+        "--iou",
+        type=float,
+        nargs="+",
+        default=None,
+        metavar="T",
+        help="IoU threshold(s) a matched pair must exceed (0.5)",
+    )
+    culane.add_argument(
+        "--iou-range", action="store_true", help="score IoU 0.50:0.05:0.95 in one pass: F1@50, F1@75 and mF1"
+    )
+    culane.add_argument(
+        "--compat",
+        choices=("reference",),
+        default=None,
+        help="reference: the official C++ evaluator's numbers (0/1-point lanes count, its spline and rounding, OpenCV)",
+    )
+    culane.add_argument("--chunk", type=int, default=64, help="images scored per batch")
+    culane.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="processes reading and scoring the files (torch runs one thread per process)",
+    )
+    culane.add_argument("--per-image", action="store_true", help="with --json, add per-image TP / FP / FN")
     culane.add_argument("--json", default=None, metavar="OUT", help="also write the scores to OUT")
     culane.set_defaults(func=_culane_eval)

@@ -1,30 +1,36 @@
-"""CULane-style lane F1: lanes drawn as wide polylines, IoU, Hungarian matching, TP / FP / FN counts.
+"""CULane lane F1: lanes drawn as wide curves, IoU, one-to-one matching, TP / FP / FN counts.
 
-As in the CULane evaluator (Pan et al., SCNN) and its ports: every lane is drawn as a polyline of width
-``line_width`` px (default 30) on an ``H x W`` image (default 590 x 1640); the IoU of every (prediction, GT) pair
-is the pixel intersection over union of the drawn masks; predictions and GT lanes are paired one-to-one by the
-Hungarian algorithm maximising the total IoU (``scipy.optimize.linear_sum_assignment``); a pair with IoU
-``> iou_threshold`` (strict, default 0.5) is a true positive, ``FP = n_pred - TP``, ``FN = n_gt - TP``; precision,
-recall and F1 come from the totals over the dataset.
+As in the CULane evaluator (Pan et al., SCNN, ``tools/lane_evaluation``): every lane is interpolated with a natural
+cubic spline, drawn ``line_width`` px wide (default 30) on an ``H x W`` image (default 590 x 1640); the IoU of every
+(GT, prediction) pair is the pixel intersection over union of the drawings; GT and predicted lanes are paired
+one-to-one maximising the total IoU; a pair with IoU ``> iou_threshold`` (strict, default 0.5) is a true positive,
+``FP = n_pred - TP``, ``FN = n_gt - TP``; precision, recall and F1 come from the totals over the dataset.
 
-Drawing is vectorised in torch without any per-pixel loop: a pixel (centre at integer coordinates, as OpenCV) is
-inside when its distance to a segment is ``<= line_width / 2`` (a "capsule", which is what ``cv2.line`` with a
-thick pen and round caps draws). Each capsule cuts every image row in one interval of columns, computed in closed
-form; the intervals are rasterised with a scatter + cumulative sum. Differences to the official tool, stated:
-lanes are drawn through the given points (the C++ tool first interpolates them with a cubic spline, 50 points
-per interval, LaneATT's port with ``splprep``), and OpenCV's polygonal approximation of round caps is replaced by
-the exact distance; on lanes annotated every 10-20 rows the IoU differences are a few pixels on the boundary.
+Two modes:
+
+* default: batched torch on any device. A lane is the natural cubic spline through its points (chord-length
+  parameter, as the official tool), sampled every ``spacing`` px of chord (default 8); a pixel (centre at integer
+  coordinates) is inside when its distance to the sampled curve is ``<= line_width / 2``, computed in closed form
+  per image row (no per-pixel loop); matching is ``scipy.optimize.linear_sum_assignment`` on ``1 - IoU``. Lanes
+  with fewer than 2 points are dropped with a warning that counts them (the official tool scores them as lanes of
+  IoU 0); consecutive repeated points are merged. IoUs differ from the official ones by the official tool's integer
+  rounding of every point and OpenCV's polygonal pen (measured in the README).
+* ``compat="reference"``: the official C++ evaluator step by step (:mod:`drivemetrics.lane.culane_official`,
+  needs ``opencv-python-headless``, the ``culane`` extra): 0- and 1-point lanes count with IoU 0, float32 points,
+  the tool's spline with 50 steps per interval, ``cvRound``, ``cv::line`` of thickness 30, its Kuhn-Munkres.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 import torch
-from scipy.optimize import linear_sum_assignment
 from torch import Tensor
 from torchmetrics import Metric
 
@@ -32,6 +38,7 @@ from drivemetrics._metric import ScalarFromDict, plot_metric
 from drivemetrics._validation import check_shape, check_tensor
 
 _BIG = 1e9
+COMPAT_MODES = (None, "reference")
 
 
 class CULaneCounts(NamedTuple):
@@ -40,6 +47,29 @@ class CULaneCounts(NamedTuple):
     tp: Tensor
     fp: Tensor
     fn: Tensor
+
+
+class CULaneMatches(NamedTuple):
+    """Per-image matching result, from which the counts at any IoU threshold follow.
+
+    ``matched_iou``: ``B x L_gt`` float64 IoU of every GT lane with its matched prediction (NaN: no match or
+    padding); ``n_pred``, ``n_gt``: ``B`` long numbers of scored lanes. TP at threshold t = ``(matched_iou > t)``
+    summed over lanes.
+    """
+
+    matched_iou: Tensor
+    n_pred: Tensor
+    n_gt: Tensor
+
+    def counts(self, iou_threshold: float = 0.5) -> CULaneCounts:
+        """TP / FP / FN per image at ``iou_threshold`` (strict)."""
+        tp = (self.matched_iou > iou_threshold).sum(-1)
+        return CULaneCounts(tp, self.n_pred - tp, self.n_gt - tp)
+
+
+def _check_compat(compat: str | None) -> None:
+    if compat not in COMPAT_MODES:
+        raise ValueError(f"`compat` must be None or 'reference', got {compat!r}")
 
 
 def lanes_from_rows(xs: Tensor, ys: Tensor) -> Tensor:
@@ -52,8 +82,8 @@ def lanes_from_rows(xs: Tensor, ys: Tensor) -> Tensor:
     return torch.stack([xs, torch.where(torch.isnan(xs), torch.nan, ys)], dim=-1)
 
 
-def _lane_mask_from_points(points: Tensor, lane_mask: Tensor | None, name: str) -> tuple[Tensor, Tensor]:
-    """(valid points ``B x L x P``, lane slots ``B x L``), checking that every lane has 2 valid points."""
+def _check_points(points: Tensor, lane_mask: Tensor | None, name: str) -> tuple[Tensor, Tensor]:
+    """(valid points ``B x L x P``, lane slots ``B x L``) after shape and value checks."""
     check_tensor(points, name)
     check_shape(points, name, ("B", "L", "P", 2))
     if bool(torch.isinf(points).any()):
@@ -64,49 +94,20 @@ def _lane_mask_from_points(points: Tensor, lane_mask: Tensor | None, name: str) 
     else:
         check_shape(lane_mask, f"{name}_mask", points.shape[:2])
         lane_mask = lane_mask.to(device=points.device, dtype=torch.bool)
-    short = lane_mask & (valid.sum(dim=-1) < 2)
-    if bool(short.any()):
-        b, lane = (int(v) for v in short.nonzero()[0])
-        raise ValueError(f"`{name}`: lane {lane} of image {b} has fewer than 2 valid points; a lane needs 2 to draw")
     return valid, lane_mask
 
 
-def draw_lanes(
-    points: Tensor,
-    height: int = 590,
-    width: int = 1640,
-    line_width: float = 30.0,
-    lane_mask: Tensor | None = None,
-) -> Tensor:
-    """Rasterise lanes as polylines ``line_width`` px wide.
+def _capsule_row_extent(
+    ax: Tensor, ay: Tensor, cx: Tensor, cy: Tensor, rows: Tensor, r: float
+) -> tuple[Tensor, Tensor]:
+    """Columns ``[lo, hi]`` where row ``rows`` cuts the capsule (points within ``r`` of segment A-C); lo > hi: none.
 
-    Args:
-        points: ``B x L x P x 2`` lane points ``(x, y)`` in pixels (x = column, y = row, pixel centres at integer
-            coordinates), NaN = padding. Consecutive valid points are joined; a NaN point breaks the polyline.
-        height, width: image size in pixels.
-        line_width: pen width in pixels (a pixel is inside when its distance to the polyline is <= half of it).
-        lane_mask: optional ``B x L`` bools of real lanes (default: slots with a valid point).
-
-    Returns:
-        ``B x L x height x width`` bool masks (False for padding slots). Points may lie outside the image.
+    All arguments broadcast together (float64).
     """
-    if not (line_width > 0 and height > 0 and width > 0):
-        raise ValueError(f"need line_width, height, width > 0, got {line_width}, {height}, {width}")
-    valid, lane_mask = _lane_mask_from_points(points, lane_mask, "points")
-    b, n_lanes, _, _ = points.shape
-    pts = points.to(torch.float64)
-    a, c = pts[:, :, :-1], pts[:, :, 1:]  # segment ends, B x L x S x 2
-    seg_ok = valid[:, :, :-1] & valid[:, :, 1:] & lane_mask[..., None]
-    a = torch.where(seg_ok[..., None], a, 0.0)
-    c = torch.where(seg_ok[..., None], c, 0.0)
-    r = line_width / 2
-    rows = torch.arange(height, device=points.device, dtype=torch.float64)
-    ax, ay = a[..., 0, None], a[..., 1, None]  # B x L x S x 1
-    cx, cy = c[..., 0, None], c[..., 1, None]
     dx, dy = cx - ax, cy - ay
     length2 = dx * dx + dy * dy
     length = length2.sqrt()
-    v = rows - ay  # row offset from A, B x L x S x H
+    v = rows - ay  # row offset from A
 
     def disk(px: Tensor, py: Tensor) -> tuple[Tensor, Tensor]:
         h2 = r * r - (rows - py) ** 2
@@ -134,6 +135,45 @@ def draw_lanes(
     hi_body = torch.where(body_ok, hi_body, -_BIG)
     lo = torch.minimum(torch.minimum(lo_a, lo_c), lo_body)
     hi = torch.maximum(torch.maximum(hi_a, hi_c), hi_body)
+    return lo, hi
+
+
+def draw_lanes(
+    points: Tensor,
+    height: int = 590,
+    width: int = 1640,
+    line_width: float = 30.0,
+    lane_mask: Tensor | None = None,
+) -> Tensor:
+    """Rasterise lanes as straight polylines ``line_width`` px wide (no interpolation; see :func:`spline_lanes`).
+
+    Args:
+        points: ``B x L x P x 2`` lane points ``(x, y)`` in pixels (x = column, y = row, pixel centres at integer
+            coordinates), NaN = padding. Consecutive valid points are joined; a NaN point breaks the polyline.
+        height, width: image size in pixels.
+        line_width: pen width in pixels (a pixel is inside when its distance to the polyline is <= half of it).
+        lane_mask: optional ``B x L`` bools of real lanes (default: slots with a valid point).
+
+    Returns:
+        ``B x L x height x width`` bool masks (False for padding slots). Points may lie outside the image.
+    """
+    if not (line_width > 0 and height > 0 and width > 0):
+        raise ValueError(f"need line_width, height, width > 0, got {line_width}, {height}, {width}")
+    valid, lane_mask = _check_points(points, lane_mask, "points")
+    short = lane_mask & (valid.sum(dim=-1) < 2)
+    if bool(short.any()):
+        b, lane = (int(v) for v in short.nonzero()[0])
+        raise ValueError(f"`points`: lane {lane} of image {b} has fewer than 2 valid points; a lane needs 2 to draw")
+    b, n_lanes, _, _ = points.shape
+    pts = points.to(torch.float64)
+    a, c = pts[:, :, :-1], pts[:, :, 1:]  # segment ends, B x L x S x 2
+    seg_ok = valid[:, :, :-1] & valid[:, :, 1:] & lane_mask[..., None]
+    a = torch.where(seg_ok[..., None], a, 0.0)
+    c = torch.where(seg_ok[..., None], c, 0.0)
+    rows = torch.arange(height, device=points.device, dtype=torch.float64)
+    lo, hi = _capsule_row_extent(
+        a[..., 0, None], a[..., 1, None], c[..., 0, None], c[..., 1, None], rows, line_width / 2
+    )
     # integer columns inside [lo, hi], clipped to the image; empty when first > last
     first = torch.ceil(lo).clamp(0, width)
     last = torch.floor(hi).clamp(-1, width - 1)
@@ -143,12 +183,161 @@ def draw_lanes(
     step = nonempty.to(torch.int32)
     # difference array over columns, per (image, lane, row); segments of a lane add up
     diff = torch.zeros(b, n_lanes, height, width + 1, dtype=torch.int32, device=points.device)
-    first_h = first.permute(0, 1, 3, 2)  # B x L x H x S
-    end_h = end.permute(0, 1, 3, 2)
-    step_h = step.permute(0, 1, 3, 2)
-    diff.scatter_add_(3, first_h, step_h)
-    diff.scatter_add_(3, end_h, -step_h)
+    diff.scatter_add_(3, first.permute(0, 1, 3, 2), step.permute(0, 1, 3, 2))
+    diff.scatter_add_(3, end.permute(0, 1, 3, 2), -step.permute(0, 1, 3, 2))
     return diff[..., :width].cumsum(dim=3) > 0
+
+
+def _compact(points: Tensor, keep: Tensor) -> tuple[Tensor, Tensor]:
+    """Move the kept points of every lane to the front (order kept), NaN after; returns (points, counts)."""
+    order = torch.sort((~keep).to(torch.int8), dim=-1, stable=True).indices
+    pts = torch.gather(points, 2, order[..., None].expand(*order.shape, 2))
+    n = keep.sum(-1)
+    tail = torch.arange(points.shape[2], device=points.device) >= n[..., None]
+    return pts.masked_fill(tail[..., None], torch.nan), n
+
+
+def spline_lanes(
+    points: Tensor, lane_mask: Tensor | None = None, spacing: float = 8.0, max_samples: int = 1024
+) -> tuple[Tensor, Tensor]:
+    """Sample every lane's natural cubic spline (the official tool's curve) at even steps of its parameter.
+
+    The spline runs through the lane's valid points in order with the chord length as parameter and zero second
+    derivative at both ends (2-point lanes stay straight); NaN points are skipped and consecutive repeated points
+    merged. Every lane gets ``N`` samples, ``N`` = ``ceil(longest chord length / spacing) + 1`` capped at
+    ``max_samples``, the first and last sample being its end points.
+
+    Args:
+        points: ``B x L x P x 2`` points ``(x, y)``, NaN = padding.
+        lane_mask: optional ``B x L`` bools of real lanes (default: slots with a valid point).
+        spacing: largest parameter step between samples, pixels.
+        max_samples: cap on ``N``.
+
+    Returns:
+        (``B x L x N x 2`` float64 samples, NaN for lanes of fewer than 2 distinct points; ``B x L`` bools of the
+        lanes drawn).
+    """
+    curve, _, drawn = _spline_samples(points, lane_mask, spacing, max_samples)
+    return curve, drawn
+
+
+def _spline_samples(
+    points: Tensor, lane_mask: Tensor | None, spacing: float, max_samples: int
+) -> tuple[Tensor, Tensor, Tensor]:
+    """:func:`spline_lanes` plus the ``B x L x N x 2`` unit tangents at the samples."""
+    if not spacing > 0 or max_samples < 2:
+        raise ValueError(f"need spacing > 0 and max_samples >= 2, got {spacing}, {max_samples}")
+    valid, lane_mask = _check_points(points, lane_mask, "points")
+    pts = points.to(torch.float64)
+    pts, n = _compact(pts, valid & lane_mask[..., None])
+    repeat = torch.zeros_like(valid)
+    repeat[..., 1:] = (pts[..., 1:, :] == pts[..., :-1, :]).all(-1)
+    pts, n = _compact(pts, (torch.arange(pts.shape[2], device=pts.device) < n[..., None]) & ~repeat)
+    n_max = max(int(n.max()) if n.numel() else 0, 2)
+    pts = pts[..., :n_max, :]
+    drawn = lane_mask & (n >= 2)
+    b, n_lanes, p = pts.shape[:3]
+    j = torch.arange(p - 1, device=pts.device)
+    interval_ok = j < (n - 1)[..., None]  # B x L x (P-1)
+    d = torch.nan_to_num(pts[..., 1:, :] - pts[..., :-1, :])
+    h = torch.where(interval_ok, d.norm(dim=-1), 1.0)
+    slope = torch.where(interval_ok[..., None], d / h[..., None], 0.0)
+    # second derivatives M at the interior knots 1..P-2: tridiagonal, Thomas algorithm over the knot index
+    m = torch.zeros(b, n_lanes, p, 2, dtype=torch.float64, device=pts.device)
+    if p > 2:
+        eq_ok = (j[: p - 2] + 1 < (n - 1)[..., None])[..., None]  # interior knot i = k + 1 is real
+        lower = torch.where(eq_ok[..., 0], h[..., :-1], 0.0)
+        diag = torch.where(eq_ok[..., 0], 2 * (h[..., :-1] + h[..., 1:]), 1.0)
+        upper = torch.where(eq_ok[..., 0], h[..., 1:], 0.0)
+        rhs = torch.where(eq_ok, 6 * (slope[..., 1:, :] - slope[..., :-1, :]), 0.0)
+        c_prime, d_prime = [], []
+        for k in range(p - 2):
+            if k == 0:
+                denom = diag[..., 0]
+                c_prime.append(upper[..., 0] / denom)
+                d_prime.append(rhs[..., 0, :] / denom[..., None])
+            else:
+                denom = diag[..., k] - lower[..., k] * c_prime[k - 1]
+                c_prime.append(upper[..., k] / denom)
+                d_prime.append((rhs[..., k, :] - lower[..., k, None] * d_prime[k - 1]) / denom[..., None])
+        interior = [d_prime[-1]]
+        for k in range(p - 4, -1, -1):
+            interior.append(d_prime[k] - c_prime[k][..., None] * interior[-1])
+        m[..., 1 : p - 1, :] = torch.stack(interior[::-1], dim=2)
+    coef_b = slope - h[..., None] * (2 * m[..., :-1, :] + m[..., 1:, :]) / 6
+    coef_c = m[..., :-1, :] / 2
+    coef_d = (m[..., 1:, :] - m[..., :-1, :]) / (6 * h[..., None])
+    start = torch.cumsum(torch.where(interval_ok, h, 0.0), dim=-1) - torch.where(interval_ok, h, 0.0)
+    total = torch.where(interval_ok, h, 0.0).sum(-1)  # B x L
+    longest = float(total.max()) if total.numel() else 0.0
+    n_samples = int(min(max(math.ceil(longest / spacing) + 1, 2), max_samples))
+    s = total[..., None] * torch.linspace(0, 1, n_samples, dtype=torch.float64, device=pts.device)
+    bounds = torch.where(interval_ok, start, math.inf).contiguous()
+    idx = (torch.searchsorted(bounds, s.contiguous(), right=True) - 1).clamp(min=0)
+    idx = torch.minimum(idx, (n - 2).clamp(min=0)[..., None])
+    t = (s - torch.gather(start, 2, idx))[..., None]
+    idx2 = idx[..., None].expand(*idx.shape, 2)
+    cb, cc, cd = (torch.gather(coef, 2, idx2) for coef in (coef_b, coef_c, coef_d))
+    curve = torch.gather(torch.nan_to_num(pts[..., :-1, :]), 2, idx2) + t * (cb + t * (cc + t * cd))
+    tangent = cb + t * (2 * cc + 3 * t * cd)
+    tangent = tangent / tangent.norm(dim=-1, keepdim=True).clamp(min=1e-12)
+    hide = ~drawn[..., None, None]
+    return curve.masked_fill(hide, torch.nan), tangent.masked_fill(hide, torch.nan), drawn
+
+
+def _scatter_rows(lo_row: Tensor, hi_row: Tensor, rows: Tensor, lo: Tensor, hi: Tensor, ok: Tensor) -> None:
+    """Merge column intervals ``[lo, hi]`` at integer ``rows`` (``B x L x ...``) into ``B x L x (H + 1)`` rows."""
+    height = lo_row.shape[-1] - 1
+    ok = ok & (rows >= 0) & (rows < height)
+    index = torch.where(ok, rows, height).long().flatten(2)
+    lo_row.scatter_reduce_(2, index, lo.flatten(2).to(lo_row.dtype), "amin")
+    hi_row.scatter_reduce_(2, index, hi.flatten(2).to(hi_row.dtype), "amax")
+
+
+def _row_intervals(
+    curve: Tensor, tangent: Tensor, drawn: Tensor, height: int, width: int, r: float
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Per-row drawn columns ``[first, last]`` (``B x L x H`` long, empty when first > last) of the pixels within
+    ``r`` of sampled curves, and ``B x L`` bools of the curves monotone in y (the only ones this is exact for:
+    they cut every row in one interval; the others are drawn with :func:`draw_lanes`).
+
+    The set within ``r`` of a curve is bounded by its two offset curves (``point +- r * normal``) and the disks at
+    its ends; on every row its extent is the range of the offset curves' crossings and the disks' chords. The
+    offset polylines' crossings are found in a window of rows around each of their edges, the ranges merged with
+    a scatter-min / scatter-max.
+    """
+    b, n_lanes = curve.shape[:2]
+    pts = torch.where(drawn[..., None, None], curve, 0.0)
+    normal = torch.where(drawn[..., None, None], torch.stack([-tangent[..., 1], tangent[..., 0]], dim=-1), 0.0)
+    dy_curve = pts[..., 1:, 1] - pts[..., :-1, 1]
+    monotone = (dy_curve >= 0).all(-1) | (dy_curve <= 0).all(-1)
+    lo_row = torch.full((b, n_lanes, height + 1), _BIG, dtype=torch.float64, device=curve.device)
+    hi_row = torch.full((b, n_lanes, height + 1), -_BIG, dtype=torch.float64, device=curve.device)
+    offsets = torch.cat([pts + r * normal, pts - r * normal], dim=2)  # B x L x 2N x 2; edge N-1 -> N is dropped
+    p0, p1 = offsets[..., :-1, :], offsets[..., 1:, :]
+    edge_ok = torch.ones(p0.shape[2], dtype=torch.bool, device=curve.device)
+    edge_ok[pts.shape[2] - 1] = False
+    x0, y0, dx, dy = p0[..., 0], p0[..., 1], p1[..., 0] - p0[..., 0], p1[..., 1] - p0[..., 1]
+    dy = dy.masked_fill(~edge_ok, 0.0)
+    y_lo = torch.minimum(y0, p1[..., 1])
+    window = math.ceil(float(dy.abs().max())) + 1 if dy.numel() else 1
+    rows = torch.ceil(y_lo)[..., None] + torch.arange(window, device=curve.device, dtype=torch.float64)
+    t = ((rows - y0[..., None]) / torch.where(dy == 0, 1.0, dy)[..., None]).clamp(0, 1)
+    x = torch.addcmul(x0[..., None], t, dx[..., None])
+    ok = (rows <= (y_lo + dy.abs())[..., None]) & (edge_ok & drawn[..., None])[..., None]
+    _scatter_rows(lo_row, hi_row, rows, x, x, ok)
+    # disks at both ends
+    ends = torch.stack([pts[..., 0, :], pts[..., -1, :]], dim=2)  # B x L x 2 x 2
+    k = torch.arange(math.ceil(2 * r) + 2, device=curve.device, dtype=torch.float64)
+    rows = torch.floor(ends[..., 1] - r)[..., None] + k
+    h2 = r * r - (rows - ends[..., 1, None]) ** 2
+    half = h2.clamp(min=0).sqrt()
+    _scatter_rows(
+        lo_row, hi_row, rows, ends[..., 0, None] - half, ends[..., 0, None] + half, (h2 >= 0) & drawn[..., None, None]
+    )
+    first = torch.ceil(lo_row[..., :height]).clamp(0, width).long()
+    last = torch.floor(hi_row[..., :height]).clamp(-1, width - 1).long()
+    return first, last, monotone
 
 
 def lane_iou_matrix(
@@ -159,13 +348,124 @@ def lane_iou_matrix(
     line_width: float = 30.0,
     preds_mask: Tensor | None = None,
     target_mask: Tensor | None = None,
+    spacing: float = 8.0,
 ) -> Tensor:
-    """IoU of every (prediction, GT) lane pair: ``B x L_pred x L_gt`` float (0 for padding slots)."""
-    pred_masks = draw_lanes(preds, height, width, line_width, preds_mask).flatten(2).to(torch.float32)
-    gt_masks = draw_lanes(target, height, width, line_width, target_mask).flatten(2).to(torch.float32)
-    inter = pred_masks @ gt_masks.transpose(1, 2)
-    union = pred_masks.sum(-1)[:, :, None] + gt_masks.sum(-1)[:, None, :] - inter
-    return torch.where(union > 0, inter / union.clamp(min=1), 0.0)
+    """IoU of every (prediction, GT) lane pair, default mode: ``B x L_pred x L_gt`` float64 (0 for padding slots
+    and for lanes of fewer than 2 points). Lanes are drawn as their spline (:func:`spline_lanes`, ``spacing`` px).
+    """
+    if not (line_width > 0 and height > 0 and width > 0):
+        raise ValueError(f"need line_width, height, width > 0, got {line_width}, {height}, {width}")
+    check_tensor(preds, "preds")
+    check_tensor(target, "target")
+    if preds.shape[0] != target.shape[0]:
+        raise ValueError(
+            f"`preds` and `target` must have the same batch size, got {preds.shape[0]} and {target.shape[0]}"
+        )
+    r = (line_width + 1) / 2  # OpenCV's pen of width w covers w + 1 px across, whatever the direction
+    pred_curve, pred_tangent, pred_drawn = _spline_samples(preds, preds_mask, spacing, 1024)
+    gt_curve, gt_tangent, gt_drawn = _spline_samples(target, target_mask, spacing, 1024)
+    pf, pl, p_mono = _row_intervals(pred_curve, pred_tangent, pred_drawn, height, width, r)
+    gf, gl, g_mono = _row_intervals(gt_curve, gt_tangent, gt_drawn, height, width, r)
+    inter = (torch.minimum(pl[:, :, None], gl[:, None]) - torch.maximum(pf[:, :, None], gf[:, None]) + 1).clamp(min=0)
+    inter = inter.sum(-1).to(torch.float64)
+    area_p = (pl - pf + 1).clamp(min=0).sum(-1).to(torch.float64)
+    area_g = (gl - gf + 1).clamp(min=0).sum(-1).to(torch.float64)
+    union = area_p[:, :, None] + area_g[:, None, :] - inter
+    iou = torch.where(union > 0, inter / union.clamp(min=1), 0.0)
+    # lanes that turn back in y can cut a row twice: those images are drawn pixel by pixel
+    redo = ~((p_mono | ~pred_drawn).all(-1) & (g_mono | ~gt_drawn).all(-1))
+    for i in redo.nonzero().flatten().tolist():
+        pm = draw_lanes(pred_curve[i : i + 1], height, width, 2 * r, pred_drawn[i : i + 1])[0]
+        gm = draw_lanes(gt_curve[i : i + 1], height, width, 2 * r, gt_drawn[i : i + 1])[0]
+        pm, gm = pm.flatten(1).to(torch.float32), gm.flatten(1).to(torch.float32)
+        inter_i = (pm @ gm.T).to(torch.float64)
+        union_i = pm.sum(-1)[:, None].to(torch.float64) + gm.sum(-1)[None].to(torch.float64) - inter_i
+        iou[i] = torch.where(union_i > 0, inter_i / union_i.clamp(min=1), 0.0)
+    return iou
+
+
+def _warn_short(valid: Tensor, lane_mask: Tensor, name: str) -> Tensor:
+    """Drop lane slots with fewer than 2 valid points, warning with their number; returns the new lane mask."""
+    short = lane_mask & (valid.sum(-1) < 2)
+    n_short = int(short.sum())
+    if n_short:
+        warnings.warn(
+            f"{n_short} {name} lane(s) with fewer than 2 points dropped (compat='reference' scores them as lanes "
+            "with IoU 0, as the official tool)",
+            stacklevel=3,
+        )
+    return lane_mask & ~short
+
+
+def _hungarian(iou: np.ndarray) -> np.ndarray:
+    """GT -> prediction match (``-1`` = none) maximising the total IoU; ``iou`` is ``n_gt x n_pred``."""
+    from scipy.optimize import linear_sum_assignment
+
+    match = np.full(iou.shape[0], -1, dtype=np.int64)
+    if iou.size:
+        rows, cols = linear_sum_assignment(1.0 - iou)
+        match[rows] = cols
+    return match
+
+
+def culane_matches(
+    preds: Tensor,
+    target: Tensor,
+    height: int = 590,
+    width: int = 1640,
+    line_width: float = 30.0,
+    preds_mask: Tensor | None = None,
+    target_mask: Tensor | None = None,
+    compat: str | None = None,
+) -> CULaneMatches:
+    """Match predictions to GT lanes per image; :meth:`CULaneMatches.counts` gives TP / FP / FN at any threshold.
+
+    Args:
+        preds: ``B x L_pred x P x 2`` predicted lane points ``(x, y)`` in pixels, NaN = padding
+            (:func:`lanes_from_rows` converts row-sampled lanes).
+        target: ``B x L_gt x Q x 2`` GT lane points.
+        height, width: image size (CULane 590 x 1640).
+        line_width: drawn lane width in pixels (30).
+        preds_mask, target_mask: optional ``B x L`` bools of real lanes (default: slots with a valid point; give
+            them to count lanes of 0 points in compat mode).
+        compat: None (default mode) or ``"reference"`` (the official C++ tool, CPU, needs OpenCV).
+    """
+    _check_compat(compat)
+    check_tensor(preds, "preds")
+    check_tensor(target, "target")
+    if preds.shape[0] != target.shape[0]:
+        raise ValueError(
+            f"`preds` and `target` must have the same batch size, got {preds.shape[0]} and {target.shape[0]}"
+        )
+    p_valid, pred_lane = _check_points(preds, preds_mask, "preds")
+    g_valid, gt_lane = _check_points(target, target_mask, "target")
+    if compat == "reference":
+        from drivemetrics.lane.culane_official import matched_ious, official_iou_matrix, official_match
+
+        preds_np, target_np = preds.detach().cpu().double().numpy(), target.detach().cpu().double().numpy()
+        p_valid_np, g_valid_np = p_valid.cpu().numpy(), g_valid.cpu().numpy()
+        pred_lane_np, gt_lane_np = pred_lane.cpu().numpy(), gt_lane.cpu().numpy()
+        matched = np.full(target.shape[:2], np.nan)
+        for i in range(preds.shape[0]):
+            gt_rows = np.flatnonzero(gt_lane_np[i])
+            gts = [target_np[i, k][g_valid_np[i, k]] for k in gt_rows]
+            prs = [preds_np[i, k][p_valid_np[i, k]] for k in np.flatnonzero(pred_lane_np[i])]
+            iou = official_iou_matrix(gts, prs, int(height), int(width), round(line_width))
+            matched[i, gt_rows] = matched_ious(iou, official_match(iou))
+    else:
+        pred_lane = _warn_short(p_valid, pred_lane, "predicted")
+        gt_lane = _warn_short(g_valid, gt_lane, "GT")
+        iou_all = lane_iou_matrix(preds, target, height, width, line_width, pred_lane, gt_lane).cpu().numpy()
+        pred_lane_np, gt_lane_np = pred_lane.cpu().numpy(), gt_lane.cpu().numpy()
+        matched = np.full(target.shape[:2], np.nan)
+        for i in range(preds.shape[0]):  # scipy's assignment runs per image on the CPU
+            gt_rows, pred_cols = np.flatnonzero(gt_lane_np[i]), np.flatnonzero(pred_lane_np[i])
+            iou = iou_all[i][np.ix_(pred_cols, gt_rows)].T
+            match = _hungarian(iou)
+            has = match >= 0
+            matched[i, gt_rows[has]] = iou[np.flatnonzero(has), match[has]]
+    device = preds.device
+    return CULaneMatches(torch.from_numpy(matched).to(device), pred_lane.sum(-1).to(device), gt_lane.sum(-1).to(device))
 
 
 def culane_counts(
@@ -177,43 +477,16 @@ def culane_counts(
     iou_threshold: float = 0.5,
     preds_mask: Tensor | None = None,
     target_mask: Tensor | None = None,
+    compat: str | None = None,
 ) -> CULaneCounts:
-    """Per-image CULane TP, FP, FN.
+    """Per-image CULane TP, FP, FN at ``iou_threshold`` (strict; 0.5, also 0.3 and 0.75 are used).
 
-    Args:
-        preds: ``B x L_pred x P x 2`` predicted lane points ``(x, y)`` in pixels, NaN = padding
-            (:func:`lanes_from_rows` converts row-sampled lanes).
-        target: ``B x L_gt x Q x 2`` GT lane points.
-        height, width: image size (CULane 590 x 1640).
-        line_width: drawn lane width in pixels (30).
-        iou_threshold: a matched pair is a TP when its IoU is strictly greater (0.5; 0.3 is also used).
-        preds_mask, target_mask: optional ``B x L`` bools of real lanes (default: slots with a valid point).
-
-    Returns:
-        :class:`CULaneCounts` of ``B`` long tensors.
+    Other arguments as :func:`culane_matches`. Returns :class:`CULaneCounts` of ``B`` long tensors.
     """
     if not 0 <= iou_threshold < 1:
         raise ValueError(f"`iou_threshold` must be in [0, 1), got {iou_threshold}")
-    check_tensor(preds, "preds")
-    check_tensor(target, "target")
-    if preds.shape[0] != target.shape[0]:
-        raise ValueError(
-            f"`preds` and `target` must have the same batch size, got {preds.shape[0]} and {target.shape[0]}"
-        )
-    _, pred_lane = _lane_mask_from_points(preds, preds_mask, "preds")
-    _, gt_lane = _lane_mask_from_points(target, target_mask, "target")
-    iou = lane_iou_matrix(preds, target, height, width, line_width, pred_lane, gt_lane).cpu().numpy()
-    pred_lane_np, gt_lane_np = pred_lane.cpu().numpy(), gt_lane.cpu().numpy()
-    tp = np.zeros(preds.shape[0], dtype=np.int64)
-    for i in range(preds.shape[0]):  # scipy's assignment runs per image on the CPU
-        sub = iou[i][np.ix_(pred_lane_np[i], gt_lane_np[i])]
-        if sub.size:
-            rows, cols = linear_sum_assignment(1.0 - sub)
-            tp[i] = int((sub[rows, cols] > iou_threshold).sum())
-    tp_t = torch.from_numpy(tp).to(preds.device)
-    fp = pred_lane.sum(-1) - tp_t
-    fn = gt_lane.sum(-1) - tp_t
-    return CULaneCounts(tp_t, fp, fn)
+    matches = culane_matches(preds, target, height, width, line_width, preds_mask, target_mask, compat)
+    return matches.counts(iou_threshold)
 
 
 def _prf(tp: Tensor, fp: Tensor, fn: Tensor) -> dict[str, Tensor]:
@@ -233,12 +506,13 @@ def culane_f1(
     iou_threshold: float = 0.5,
     preds_mask: Tensor | None = None,
     target_mask: Tensor | None = None,
+    compat: str | None = None,
 ) -> dict[str, Tensor]:
     """CULane ``precision``, ``recall``, ``f1`` from the batch's total TP / FP / FN (0 when undefined).
 
     Arguments as in :func:`culane_counts`.
     """
-    counts = culane_counts(preds, target, height, width, line_width, iou_threshold, preds_mask, target_mask)
+    counts = culane_counts(preds, target, height, width, line_width, iou_threshold, preds_mask, target_mask, compat)
     return _prf(counts.tp.sum(), counts.fp.sum(), counts.fn.sum())
 
 
@@ -252,6 +526,7 @@ class CULaneF1(Metric):
         height, width: image size in pixels (CULane 590 x 1640).
         line_width: drawn lane width in pixels (30).
         iou_threshold: IoU above which a matched pair counts (0.5).
+        compat: None (default mode) or ``"reference"`` (official C++ tool, CPU, needs OpenCV).
         kwargs: torchmetrics ``Metric`` keyword arguments.
     """
 
@@ -271,6 +546,7 @@ class CULaneF1(Metric):
         width: int = 1640,
         line_width: float = 30.0,
         iou_threshold: float = 0.5,
+        compat: str | None = None,
         **kwargs: object,
     ) -> None:
         super().__init__(**kwargs)
@@ -278,9 +554,11 @@ class CULaneF1(Metric):
             raise ValueError(f"need height, width, line_width > 0, got {height}, {width}, {line_width}")
         if not 0 <= iou_threshold < 1:
             raise ValueError(f"`iou_threshold` must be in [0, 1), got {iou_threshold}")
+        _check_compat(compat)
         self.height, self.width = int(height), int(width)
         self.line_width = float(line_width)
         self.iou_threshold = float(iou_threshold)
+        self.compat = compat
         for name in ("tp", "fp", "fn"):
             self.add_state(name, torch.zeros((), dtype=torch.long), dist_reduce_fx="sum")
 
@@ -289,7 +567,15 @@ class CULaneF1(Metric):
     ) -> None:
         """Add a batch (shapes as in :func:`culane_counts`)."""
         counts = culane_counts(
-            preds, target, self.height, self.width, self.line_width, self.iou_threshold, preds_mask, target_mask
+            preds,
+            target,
+            self.height,
+            self.width,
+            self.line_width,
+            self.iou_threshold,
+            preds_mask,
+            target_mask,
+            self.compat,
         )
         self.tp += counts.tp.sum()
         self.fp += counts.fp.sum()
@@ -309,39 +595,168 @@ class CULaneF1(Metric):
 
 
 def read_culane_lines(path: str | Path) -> Tensor:
-    """Read a CULane ``.lines.txt`` file into ``L x P x 2`` float64 points ``(x, y)``, NaN-padded.
+    """Read a CULane ``.lines.txt`` file into ``L x P x 2`` float64 points ``(x, y)``, NaN-padded (default mode).
 
-    Blank lines are skipped; a line with an odd number of values, a non-number or fewer than 2 points raises
-    ``ValueError`` naming the file and 1-based line number. An empty file gives ``0 x 0 x 2``.
+    Lines with fewer than 2 points (blank lines included) are dropped with a warning that counts them; a
+    non-number or an odd number of values raises ``ValueError`` naming the file and 1-based line number. An empty
+    file gives ``0 x 0 x 2``. :func:`drivemetrics.lane.culane_official.read_culane_file` keeps every line.
     """
+    from drivemetrics.lane.culane_official import read_culane_file
+
+    lanes = read_culane_file(path)
+    kept = [lane for lane in lanes if len(lane) >= 2]
+    if len(kept) < len(lanes):
+        warnings.warn(f"{path}: {len(lanes) - len(kept)} line(s) with fewer than 2 points dropped", stacklevel=2)
+    return _stack_lanes([kept])[0] if kept else torch.zeros(0, 0, 2, dtype=torch.float64)
+
+
+def _stack_lanes(frames: list[list[np.ndarray]]) -> Tensor:
+    """``B x L x P x 2`` NaN-padded float64 tensor of per-frame lists of ``n x 2`` lanes."""
+    n_lanes = max([len(f) for f in frames] + [1])
+    n_points = max([len(lane) for f in frames for lane in f] + [2])
+    out = np.full((len(frames), n_lanes, n_points, 2), np.nan)
+    for i, frame in enumerate(frames):
+        for k, lane in enumerate(frame):
+            out[i, k, : len(lane)] = lane
+    return torch.from_numpy(out)
+
+
+def _lane_name(name: str) -> str:
+    """List entry (``/driver_x/y/00000.jpg`` or ``.lines.txt``) -> relative ``.lines.txt`` path."""
+    name = name.strip().lstrip("/")
+    if not name.endswith(".lines.txt"):
+        name = str(Path(name).with_suffix(".lines.txt"))
+    return name
+
+
+def _frame_key(lane_file: str) -> str:
+    """Frame name as in the list file without extension."""
+    return lane_file[: -len(".lines.txt")]
+
+
+def read_culane_list(path: str | Path) -> list[str]:
+    """Relative ``.lines.txt`` paths of a CULane list file (one image per line, first column; blank lines skipped)."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"CULane lane file not found: {path}")
-    lanes: list[list[float]] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            values = [float(v) for v in line.split()]
-        except ValueError:
-            raise ValueError(f"{path}:{number}: expected numbers `x1 y1 x2 y2 ...`") from None
-        if len(values) % 2 or len(values) < 4 or not all(math.isfinite(v) for v in values):
-            raise ValueError(f"{path}:{number}: a lane needs an even number (>= 4) of finite values `x y`")
-        lanes.append(values)
-    longest = max([len(v) // 2 for v in lanes] + [0])
-    out = torch.full((len(lanes), longest, 2), torch.nan, dtype=torch.float64)
-    for i, values in enumerate(lanes):
-        out[i, : len(values) // 2] = torch.tensor(values, dtype=torch.float64).reshape(-1, 2)
-    return out
+        raise FileNotFoundError(f"CULane list file not found: {path}")
+    names = [line.split()[0] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if not names:
+        raise ValueError(f"{path}: the list names no images")
+    return [_lane_name(n) for n in names]
 
 
-def _stack_lanes(lanes: list[Tensor]) -> Tensor:
-    n_lanes = max([t.shape[0] for t in lanes] + [1])
-    n_points = max([t.shape[1] for t in lanes] + [2])
-    out = torch.full((len(lanes), n_lanes, n_points, 2), torch.nan, dtype=torch.float64)
-    for i, t in enumerate(lanes):
-        out[i, : t.shape[0], : t.shape[1]] = t
-    return out
+def _map_chunks(fn: Callable[[list[str]], object], chunks: list[list[str]], workers: int) -> Iterator:
+    """``fn(chunk)`` for every chunk, in order, in ``workers`` spawned processes (1: in this process)."""
+    if workers <= 1 or len(chunks) <= 1:
+        yield from map(fn, chunks)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        yield from pool.map(fn, chunks)
+
+
+def _score_default_chunk(
+    names: list[str], gt_dir: str, pred_dir: str, height: int, width: int, line_width: float, threads: int
+) -> tuple[list[tuple[int, int, np.ndarray]], dict[str, int]]:
+    """Default-mode matches of a chunk of frames read from files, and the lanes of < 2 points dropped."""
+    from drivemetrics.lane.culane_official import read_frames_chunk
+
+    if threads:
+        torch.set_num_threads(threads)
+    frames = read_frames_chunk(names, gt_dir, pred_dir)
+    gts = [[lane for lane in g if len(lane) >= 2] for g, _ in frames]
+    preds = [[lane for lane in p if len(lane) >= 2] for _, p in frames]
+    dropped = {
+        "pred": sum(len(p) for _, p in frames) - sum(len(p) for p in preds),
+        "gt": sum(len(g) for g, _ in frames) - sum(len(g) for g in gts),
+    }
+    result = culane_matches(_stack_lanes(preds), _stack_lanes(gts), height, width, line_width)
+    m_all = result.matched_iou.cpu().numpy()
+    return [(len(g), len(p), m_all[i, : len(g)]) for i, (g, p) in enumerate(zip(gts, preds, strict=True))], dropped
+
+
+def score_culane_dirs(
+    pred_dir: str | Path,
+    gt_dir: str | Path,
+    names: list[str],
+    height: int = 590,
+    width: int = 1640,
+    line_width: float = 30.0,
+    compat: str | None = None,
+    chunk: int = 64,
+    workers: int = 1,
+) -> dict[str, object]:
+    """Match every listed frame: ``{"n_gt", "n_pred"}`` (``F`` int arrays), ``"matched"`` (list of per-GT-lane
+    matched IoU arrays, NaN = unmatched) and ``"dropped"`` (``{"pred", "gt"}`` lanes of < 2 points dropped in the
+    default mode). ``names``: relative ``.lines.txt`` paths; a missing prediction file is a frame without lanes.
+    """
+    _check_compat(compat)
+    pred_dir, gt_dir = Path(pred_dir), Path(gt_dir)
+    if not gt_dir.is_dir():
+        raise FileNotFoundError(f"GT folder not found: {gt_dir}")
+    if not pred_dir.is_dir():
+        raise FileNotFoundError(f"prediction folder not found: {pred_dir}")
+    if chunk < 1 or workers < 1:
+        raise ValueError(f"`chunk` and `workers` must be >= 1, got {chunk}, {workers}")
+    chunks = [names[i : i + chunk] for i in range(0, len(names), chunk)]
+    n_gt, n_pred, matched = [], [], []
+    dropped = {"pred": 0, "gt": 0}
+    if compat == "reference":
+        from drivemetrics.lane.culane_official import score_official_chunk
+
+        score = partial(
+            score_official_chunk,
+            gt_dir=str(gt_dir),
+            pred_dir=str(pred_dir),
+            height=height,
+            width=width,
+            line_width=round(line_width),
+        )
+        parts = ((part, None) for part in _map_chunks(score, chunks, workers))
+    else:
+        # worker processes run torch on one thread each (the tensors of a chunk are small)
+        score = partial(
+            _score_default_chunk,
+            gt_dir=str(gt_dir),
+            pred_dir=str(pred_dir),
+            height=height,
+            width=width,
+            line_width=line_width,
+            threads=1 if workers > 1 else 0,
+        )
+        parts = _map_chunks(score, chunks, workers)
+    for part, part_dropped in parts:
+        for g, p, m in part:
+            n_gt.append(g)
+            n_pred.append(p)
+            matched.append(m)
+        for key in part_dropped or {}:
+            dropped[key] += part_dropped[key]
+    if dropped["gt"] or dropped["pred"]:
+        warnings.warn(
+            f"{dropped['pred']} predicted and {dropped['gt']} GT lane(s) with fewer than 2 points dropped "
+            "(compat='reference' scores them as lanes with IoU 0, as the official tool)",
+            stacklevel=2,
+        )
+    return {
+        "n_gt": np.array(n_gt, dtype=np.int64),
+        "n_pred": np.array(n_pred, dtype=np.int64),
+        "matched": matched,
+        "dropped": dropped,
+    }
+
+
+def _totals(n_gt: np.ndarray, n_pred: np.ndarray, matched: list[np.ndarray], threshold: float) -> dict[str, object]:
+    tp = int(sum(int((m > threshold).sum()) for m in matched))
+    fp, fn = int(n_pred.sum()) - tp, int(n_gt.sum()) - tp
+    scores = _prf(torch.tensor(tp), torch.tensor(fp), torch.tensor(fn))
+    return {**{k: float(v) for k, v in scores.items()}, "tp": tp, "fp": fp, "fn": fn}
+
+
+def _threshold_key(t: float) -> str:
+    return f"{t:.2f}"
 
 
 def evaluate_culane_dirs(
@@ -351,49 +766,80 @@ def evaluate_culane_dirs(
     height: int = 590,
     width: int = 1640,
     line_width: float = 30.0,
-    iou_threshold: float = 0.5,
-    chunk: int = 16,
-) -> dict[str, float]:
+    iou_threshold: float | Sequence[float] = 0.5,
+    chunk: int = 64,
+    compat: str | None = None,
+    workers: int = 1,
+    per_image: bool = False,
+    categories: dict[str, list[str]] | None = None,
+) -> dict[str, object]:
     """CULane precision / recall / F1 of a folder of ``.lines.txt`` predictions against a GT folder.
 
     Args:
         pred_dir, gt_dir: folders holding ``<name>.lines.txt`` files (sub-folders allowed).
-        names: relative paths of the GT files to score (default: every ``*.lines.txt`` under ``gt_dir``); a
-            missing prediction file counts as no lanes.
-        height, width, line_width, iou_threshold: as :func:`culane_counts`.
-        chunk: images drawn per batch (bounds memory).
+        names: relative paths of the GT files to score (default: every ``*.lines.txt`` under ``gt_dir``, or the
+            union of ``categories``); a missing prediction file counts as no lanes.
+        height, width, line_width: as :func:`culane_matches`.
+        iou_threshold: one threshold or several (scored in one pass: the matching does not depend on it).
+        chunk: frames per batch (bounds memory); workers: processes reading (and in compat mode scoring) files.
+        compat: None or ``"reference"`` (the official C++ tool's numbers).
+        per_image: add ``"per_image": {frame: {"tp", "fp", "fn"}}`` at the first threshold.
+        categories: ``{row name: names}``, e.g. the CULane test splits; each row is scored from the same matches.
 
     Returns:
-        ``{"precision", "recall", "f1", "tp", "fp", "fn", "images"}``.
+        ``{"precision", "recall", "f1", "tp", "fp", "fn"}`` at the first threshold, ``"images"``,
+        ``"iou_thresholds"``, ``"by_threshold": {"0.50": {...}, ...}``, ``"mF1"`` (mean F1 over the thresholds)
+        when there are several, ``"dropped_lanes"`` (default mode), and ``"per_image"`` / ``"categories"``.
     """
-    pred_dir, gt_dir = Path(pred_dir), Path(gt_dir)
-    if not gt_dir.is_dir():
-        raise FileNotFoundError(f"GT folder not found: {gt_dir}")
-    if not pred_dir.is_dir():
-        raise FileNotFoundError(f"prediction folder not found: {pred_dir}")
+    thresholds = (
+        [float(iou_threshold)] if isinstance(iou_threshold, (int, float)) else [float(t) for t in iou_threshold]
+    )
+    if not thresholds or not all(0 <= t < 1 for t in thresholds):
+        raise ValueError(f"`iou_threshold` must be one or more values in [0, 1), got {iou_threshold}")
+    gt_dir = Path(gt_dir)
+    if names is None and categories:
+        names = list(dict.fromkeys(n for rows in categories.values() for n in rows))
     if names is None:
-        names = sorted(str(p.relative_to(gt_dir)) for p in gt_dir.rglob("*.lines.txt"))
+        if not gt_dir.is_dir():
+            raise FileNotFoundError(f"GT folder not found: {gt_dir}")
+        names = sorted(p.relative_to(gt_dir).as_posix() for p in gt_dir.rglob("*.lines.txt"))
     if not names:
         raise ValueError(f"no `.lines.txt` files to evaluate under {gt_dir}")
-    totals = torch.zeros(3, dtype=torch.long)
-    for start in range(0, len(names), chunk):
-        batch = names[start : start + chunk]
-        gts = [read_culane_lines(gt_dir / name) for name in batch]
-        preds = [
-            read_culane_lines(pred_dir / name) if (pred_dir / name).is_file() else torch.zeros(0, 0, 2)
-            for name in batch
-        ]
-        counts = culane_counts(_stack_lanes(preds), _stack_lanes(gts), height, width, line_width, iou_threshold)
-        totals += torch.stack([c.sum() for c in counts]).cpu()
-    tp, fp, fn = totals
-    scores = _prf(tp, fp, fn)
-    return {
-        **{key: float(value) for key, value in scores.items()},
-        "tp": int(tp),
-        "fp": int(fp),
-        "fn": int(fn),
+    names = list(dict.fromkeys(_lane_name(n) for n in names))
+    scored = score_culane_dirs(pred_dir, gt_dir, names, height, width, line_width, compat, chunk, workers)
+    n_gt, n_pred, matched = scored["n_gt"], scored["n_pred"], scored["matched"]
+
+    def table(select: np.ndarray | None = None) -> dict[str, object]:
+        g, p = (n_gt, n_pred) if select is None else (n_gt[select], n_pred[select])
+        m = matched if select is None else [matched[i] for i in select]
+        rows = {_threshold_key(t): _totals(g, p, m, t) for t in thresholds}
+        out: dict[str, object] = {"images": len(g), "by_threshold": rows}
+        if len(thresholds) > 1:
+            out["mF1"] = float(np.mean([r["f1"] for r in rows.values()]))
+        return out
+
+    overall = table()
+    result: dict[str, object] = {
+        **overall["by_threshold"][_threshold_key(thresholds[0])],
         "images": len(names),
+        "iou_thresholds": thresholds,
+        **{k: v for k, v in overall.items() if k != "images"},
     }
+    if compat is None:
+        result["dropped_lanes"] = scored["dropped"]
+    if categories:
+        index = {n: i for i, n in enumerate(names)}
+        result["categories"] = {
+            row: table(np.array([index[_lane_name(n)] for n in dict.fromkeys(rows)], dtype=np.int64))
+            for row, rows in categories.items()
+        }
+    if per_image:
+        t0 = thresholds[0]
+        result["per_image"] = {}
+        for name, g, p, m in zip(names, n_gt, n_pred, matched, strict=True):
+            tp = int((m > t0).sum())
+            result["per_image"][_frame_key(name)] = {"tp": tp, "fp": int(p) - tp, "fn": int(g) - tp}
+    return result
 
 
 # ----------------------------------------------------------------------------------------------------------------

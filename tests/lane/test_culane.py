@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 
 import numpy as np
 import pytest
@@ -169,3 +170,199 @@ def test_culane_reader_errors(tmp_path):
         read_culane_lines(bad)
     with pytest.raises(FileNotFoundError):
         read_culane_lines(tmp_path / "none.lines.txt")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# spline interpolation, per-row drawing, thresholds, files (issues 15 / 19)
+
+
+def test_spline_lanes_is_the_natural_spline_on_chord_length():
+    from scipy.interpolate import CubicSpline
+
+    from drivemetrics.lane.culane import spline_lanes
+
+    lane = np.array([[100.0, 590.0], [160.0, 470.0], [260.0, 380.0], [420.0, 300.0], [700.0, 260.0]])
+    points = torch.full((1, 2, 6, 2), float("nan"), dtype=torch.float64)
+    points[0, 0, :5] = torch.from_numpy(lane)
+    points[0, 1, :2] = torch.tensor([[5.0, 5.0], [5.0, 5.0]])  # one distinct point: not drawn
+    curve, drawn = spline_lanes(points, spacing=4.0)
+    assert drawn.tolist() == [[True, False]]
+    assert torch.isnan(curve[0, 1]).all()
+    s = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(lane, axis=0), axis=1))])
+    expected = CubicSpline(s, lane, bc_type="natural")(np.linspace(0, s[-1], curve.shape[2]))
+    np.testing.assert_allclose(curve[0, 0].numpy(), expected, atol=1e-9)
+    assert curve.shape[2] == int(np.ceil(s[-1] / 4.0)) + 1
+
+
+def _brute_iou(curves_a, curves_b, height, width, radius):
+    masks = [[_brute_mask(c, height, width, radius) for c in curves] for curves in (curves_a, curves_b)]
+    out = np.zeros((len(curves_a), len(curves_b)))
+    for i, a in enumerate(masks[0]):
+        for j, b in enumerate(masks[1]):
+            union = (a | b).sum()
+            out[i, j] = (a & b).sum() / union if union else 0.0
+    return out
+
+
+def test_iou_per_row_equals_pixel_masks_for_lanes_leaving_the_image_and_turning_back():
+    from drivemetrics.lane.culane import spline_lanes
+
+    height, width = 120, 200
+    nan = float("nan")
+    preds = torch.tensor(
+        [
+            [[-60.0, 130.0], [20.0, 80.0], [90.0, 40.0], [150.0, -30.0]],  # leaves the image at both ends
+            [[40.0, 110.0], [60.0, 60.0], [110.0, 40.0], [150.0, 70.0]],  # turns back down: two cuts per row
+            [[170.0, 118.0], [260.0, 60.0], [nan, nan], [nan, nan]],  # 2 points, mostly right of the image
+        ],
+        dtype=torch.float64,
+    )[None]
+    target = torch.tensor(
+        [
+            [[-50.0, 125.0], [25.0, 82.0], [95.0, 38.0], [140.0, -20.0]],
+            [[45.0, 112.0], [62.0, 58.0], [112.0, 45.0], [145.0, 75.0]],
+        ],
+        dtype=torch.float64,
+    )[None]
+    iou = lane_iou_matrix(preds, target, height, width, line_width=20.0, spacing=3.0)[0].numpy()
+    pred_curve, _ = spline_lanes(preds, spacing=3.0)
+    gt_curve, _ = spline_lanes(target, spacing=3.0)
+    expected = _brute_iou(pred_curve[0].numpy(), gt_curve[0].numpy(), height, width, 10.5)
+    np.testing.assert_allclose(iou, expected, atol=2e-3)  # float32 rows: a boundary pixel at most
+    assert expected[0, 0] > 0.5
+    assert expected[1, 1] > 0.5
+    assert expected[2].max() == 0
+
+
+def _vertical_lane(x):
+    return [(float(x), 600.0), (float(x), 300.0), (float(x), -10.0)]
+
+
+def _write_frames(root, frames):
+    """frames: {name: (gt lanes, pred lanes or None for no file)}; lanes as lists of (x, y) or raw strings."""
+    for name, (gt, pred) in frames.items():
+        for kind, lanes in (("gt", gt), ("pred", pred)):
+            if lanes is None:
+                continue
+            path = root / kind / f"{name}.lines.txt"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            lines = [lane if isinstance(lane, str) else " ".join(f"{v:g}" for xy in lane for v in xy) for lane in lanes]
+            path.write_text("".join(line + "\n" for line in lines))
+
+
+@pytest.mark.parametrize("compat", [None, "reference"])
+def test_threshold_sweep_f1_at_50_75_and_mf1(tmp_path, compat):
+    if compat:
+        pytest.importorskip("cv2")
+    from drivemetrics.lane.culane import evaluate_culane_dirs
+
+    # vertical lanes 31 px wide through the whole image, shifted by s px: IoU = (31 - s) / (31 + s) in both modes
+    shifts = [0, 4, 8, 12]  # IoU 1, 0.771, 0.590, 0.442
+    gt = [_vertical_lane(200 + 300 * k) for k in range(4)]
+    pred = [_vertical_lane(200 + 300 * k + s) for k, s in enumerate(shifts)]
+    _write_frames(tmp_path, {"a": (gt, pred)})
+    thresholds = [round(0.5 + 0.05 * k, 2) for k in range(10)]
+    result = evaluate_culane_dirs(tmp_path / "pred", tmp_path / "gt", iou_threshold=thresholds, compat=compat)
+    tps = [result["by_threshold"][f"{t:.2f}"]["tp"] for t in thresholds]
+    assert tps == [3, 3, 2, 2, 2, 2, 1, 1, 1, 1]
+    assert result["tp"] == 3
+    assert result["f1"] == pytest.approx(0.75)
+    assert result["by_threshold"]["0.75"]["f1"] == pytest.approx(0.5)
+    assert result["mF1"] == pytest.approx(18 / 40)
+
+
+def test_one_point_blank_and_empty_files(tmp_path):
+    from drivemetrics.lane.culane import evaluate_culane_dirs
+
+    lane, other = _vertical_lane(400), _vertical_lane(1000)
+    frames = {
+        "one_point": ([lane], [lane, [(700.0, 300.0)]]),  # a 1-point predicted line
+        "blank_line": ([lane, other], [lane, "", other]),  # a blank line between two lanes
+        "empty_pred": ([lane, other], []),
+        "empty_gt": ([], [lane]),
+        "both_empty": ([], []),
+        "missing_pred": ([lane], None),  # no prediction file: no lanes
+    }
+    _write_frames(tmp_path, frames)
+    with pytest.warns(UserWarning, match="2 predicted and 0 GT lane"):
+        default = evaluate_culane_dirs(tmp_path / "pred", tmp_path / "gt", per_image=True)
+    expected_default = {
+        "one_point": (1, 0, 0),
+        "blank_line": (2, 0, 0),
+        "empty_pred": (0, 0, 2),
+        "empty_gt": (0, 1, 0),
+        "both_empty": (0, 0, 0),
+        "missing_pred": (0, 0, 1),
+    }
+    assert {k: (v["tp"], v["fp"], v["fn"]) for k, v in default["per_image"].items()} == expected_default
+    assert default["dropped_lanes"] == {"pred": 2, "gt": 0}
+    pytest.importorskip("cv2")
+    compat = evaluate_culane_dirs(tmp_path / "pred", tmp_path / "gt", per_image=True, compat="reference")
+    expected_compat = {**expected_default, "one_point": (1, 1, 0), "blank_line": (2, 1, 0)}
+    assert {k: (v["tp"], v["fp"], v["fn"]) for k, v in compat["per_image"].items()} == expected_compat
+
+
+def test_category_table_cli(tmp_path, capsys):
+    from drivemetrics.cli import main
+
+    lane, other = _vertical_lane(400), _vertical_lane(1000)
+    frames = {
+        "d/n1": ([lane, other], [lane, other]),  # normal: 2 TP
+        "d/n2": ([lane], [_vertical_lane(460)]),  # normal: FP + FN
+        "d/c1": ([lane], [lane]),  # curve: TP
+        "d/x1": ([], [lane, other]),  # cross: no GT lanes, 2 FP
+    }
+    _write_frames(tmp_path, frames)
+    split = tmp_path / "test_split"
+    split.mkdir()
+    (split / "test0_normal.txt").write_text("/d/n1.jpg\n/d/n2.jpg\n")
+    (split / "test6_curve.txt").write_text("/d/c1.jpg\n")
+    (split / "test7_cross.txt").write_text("/d/x1.jpg\n")
+    out = tmp_path / "table.json"
+    argv = ["culane-eval", "--pred", str(tmp_path / "pred"), "--gt", str(tmp_path / "gt"), "--list", str(split)]
+    assert main([*argv, "--iou", "0.5", "0.75", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    rows = {line.split()[0]: line.split()[1:] for line in printed[1:-1]}
+    assert rows["normal"] == ["2", "2", "1", "1", "66.67", "66.67", "66.67"]
+    assert rows["curve"] == ["1", "1", "0", "0", "100.00", "100.00", "100.00"]
+    assert rows["cross"] == ["1", "-", "2", "-", "-", "-", "-"]
+    assert rows["total"][:4] == ["4", "3", "3", "1"]
+    result = json.loads(out.read_text())
+    assert result["categories"]["cross"]["by_threshold"]["0.50"]["fp"] == 2
+    assert result["categories"]["normal"]["images"] == 2
+    assert result["tp"] == 3
+    assert result["images"] == 4
+
+
+def test_culane_f1_metric_compat_counts_zero_point_lanes():
+    pytest.importorskip("cv2")
+    lane = torch.tensor([[400.0, 600.0], [400.0, 300.0], [400.0, -10.0]], dtype=torch.float64)
+    preds = torch.full((1, 2, 3, 2), float("nan"), dtype=torch.float64)
+    preds[0, 0] = lane
+    target = lane[None, None]
+    preds_mask = torch.tensor([[True, True]])  # the second slot is a 0-point line
+    metric = CULaneF1(compat="reference")
+    metric.update(preds, target, preds_mask=preds_mask)
+    assert (int(metric.tp), int(metric.fp), int(metric.fn)) == (1, 1, 0)
+    default = CULaneF1()
+    with pytest.warns(UserWarning, match="1 predicted lane"):
+        default.update(preds, target, preds_mask=preds_mask)
+    assert (int(default.tp), int(default.fp), int(default.fn)) == (1, 0, 0)
+    with pytest.raises(ValueError, match="compat"):
+        CULaneF1(compat="official")
+
+
+@pytest.mark.slow
+def test_workers_give_the_same_result(tmp_path):
+    pytest.importorskip("cv2")
+    from drivemetrics.lane.culane import evaluate_culane_dirs
+
+    frames = {f"f{k}": ([_vertical_lane(300 + k)], [_vertical_lane(300 + 2 * k)]) for k in range(6)}
+    _write_frames(tmp_path, frames)
+    for compat in (None, "reference"):
+        one = evaluate_culane_dirs(tmp_path / "pred", tmp_path / "gt", chunk=2, compat=compat, per_image=True)
+        two = evaluate_culane_dirs(
+            tmp_path / "pred", tmp_path / "gt", chunk=2, compat=compat, workers=2, per_image=True
+        )
+        assert one["per_image"] == two["per_image"]
+        assert one["tp"] == two["tp"]

@@ -1,0 +1,216 @@
+"""Benchmark: ``culane-eval`` end to end (default and ``--compat reference``) vs a plain per-frame OpenCV loop.
+
+A synthetic CULane-format test set (590 x 1640, about 4 GT lanes per frame with points every 10 rows; predictions
+= the GT lanes shifted and jittered, some missing, some extra, some sampled every 20 rows) is written once into a
+folder. Timed in the same run, on the same cores:
+
+- baseline ``opencv loop``: per frame, read both files, interpolate every lane of >= 3 points with the official
+  natural cubic spline (50 steps per interval), round the points, draw each lane once with ``cv2.line``
+  (thickness 30, segment by segment), IoU of every pair with numpy, ``scipy`` Hungarian, TP when IoU > 0.5 --
+  the official algorithm as one would write it in Python;
+- ``culane-eval`` (default mode, batched torch) and ``culane-eval --compat reference`` (``--workers 1`` and 2),
+  each a fresh process (start-up, file reading and the JSON included).
+
+The baseline's counts must equal the compat mode's. Run
+``python benchmarks/culane.py [--quick] [--frames N] [--data DIR]`` (default 34,680 frames, the CULane test size;
+the loop is timed on the first ``--baseline-frames`` (1,000) frames and scaled to the set, as printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+CULANE_TEST_FRAMES = 34_680
+HEIGHT, WIDTH = 590, 1640
+
+
+def _lane_x(bottom_x: float, bend: float, ys: np.ndarray) -> np.ndarray:
+    """x of a lane converging from ``bottom_x`` at row 590 towards (820, 250), with a quadratic bend."""
+    t = (590 - ys) / 340.0
+    return bottom_x + (820 - bottom_x) * t + bend * t * t
+
+
+def _fmt(xs: np.ndarray, ys: np.ndarray) -> str:
+    return " ".join(f"{x:.3f} {y:.3f}" for x, y in zip(xs, ys, strict=True))
+
+
+def make_dataset(root: Path, frames: int, seed: int = 0) -> list[str]:
+    """Write ``gt/`` and ``pred/`` ``.lines.txt`` files and ``list.txt``; returns the list entries."""
+    gen = np.random.default_rng(seed)
+    names = []
+    for i in range(frames):
+        folder = f"driver_{i // 1000:03d}"
+        name = f"{folder}/{i:05d}"
+        names.append(f"/{name}.jpg")
+        n_lanes = int(gen.choice([2, 3, 4, 4, 4, 5]))
+        bottoms = np.sort(gen.uniform(-300, 1900, n_lanes))
+        bend = gen.normal(0, 60)
+        top = gen.uniform(260, 330)
+        gt_lines, pred_lines = [], []
+        for bottom in bottoms:
+            ys = np.arange(590.0, top, -10.0)
+            gt_lines.append(_fmt(_lane_x(bottom, bend, ys), ys))
+            if gen.random() < 0.9:  # detected
+                step = 20.0 if gen.random() < 0.3 else 10.0
+                ys_p = np.arange(590.0 - gen.uniform(0, 40), top + gen.uniform(0, 60), -step)
+                if len(ys_p) < 2:
+                    continue
+                xs_p = _lane_x(bottom + gen.normal(0, 8), bend, ys_p) + gen.normal(0, 1.5, len(ys_p))
+                pred_lines.append(_fmt(xs_p, ys_p))
+        if gen.random() < 0.15:  # a false positive
+            ys = np.arange(590.0, 300.0, -10.0)
+            pred_lines.append(_fmt(_lane_x(gen.uniform(-300, 1900), gen.normal(0, 60), ys), ys))
+        for kind, lines in (("gt", gt_lines), ("pred", pred_lines)):
+            path = root / kind / f"{name}.lines.txt"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("".join(line + "\n" for line in lines))
+    (root / "list.txt").write_text("\n".join(names) + "\n")
+    return names
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# baseline: the official algorithm as a plain per-frame Python / OpenCV loop
+
+
+def _read(path: Path) -> list[np.ndarray]:
+    if not path.is_file():
+        return []
+    return [np.array(line.split(), dtype=np.float64).reshape(-1, 2) for line in path.read_text().splitlines()]
+
+
+def _natural_spline(points: np.ndarray, steps: int = 50) -> np.ndarray:
+    p = points.astype(np.float32).astype(np.float64)
+    n = len(p)
+    h = np.linalg.norm(np.diff(p, axis=0), axis=1)
+    slope = np.diff(p, axis=0) / h[:, None]
+    # tridiagonal system of the natural spline's second derivatives at the interior knots
+    a = np.zeros((n - 2, n - 2))
+    for i in range(n - 2):
+        a[i, i] = 2 * (h[i] + h[i + 1])
+        if i > 0:
+            a[i, i - 1] = h[i]
+        if i < n - 3:
+            a[i, i + 1] = h[i + 1]
+    m = np.zeros((n, 2))
+    m[1:-1] = np.linalg.solve(a, 6 * (slope[1:] - slope[:-1]))
+    out = []
+    for j in range(n - 1):
+        t = np.arange(steps)[:, None] * h[j] / steps
+        b = slope[j] - h[j] * (2 * m[j] + m[j + 1]) / 6
+        out.append(p[j] + b * t + m[j] / 2 * t**2 + (m[j + 1] - m[j]) / (6 * h[j]) * t**3)
+    out.append(p[-1:])
+    return np.concatenate(out).astype(np.float32)
+
+
+def _draw(lane: np.ndarray) -> np.ndarray | None:
+    import cv2
+
+    if len(lane) < 2:
+        return None
+    curve = lane.astype(np.float32) if len(lane) == 2 else _natural_spline(lane)
+    pts = np.rint(curve).astype(np.int32)
+    image = np.zeros((HEIGHT, WIDTH), np.uint8)
+    for k in range(len(pts) - 1):
+        cv2.line(image, (int(pts[k, 0]), int(pts[k, 1])), (int(pts[k + 1, 0]), int(pts[k + 1, 1])), 1, 30)
+    return image
+
+
+def baseline(root: Path, names: list[str]) -> tuple[int, int, int]:
+    from scipy.optimize import linear_sum_assignment
+
+    tp = fp = fn = 0
+    for entry in names:
+        rel = entry.lstrip("/").replace(".jpg", ".lines.txt")
+        gt, pred = _read(root / "gt" / rel), _read(root / "pred" / rel)
+        gm, pm = [_draw(lane) for lane in gt], [_draw(lane) for lane in pred]
+        iou = np.zeros((len(gt), len(pred)))
+        for i, a in enumerate(gm):
+            for j, b in enumerate(pm):
+                if a is not None and b is not None:
+                    inter = np.count_nonzero(a & b)
+                    iou[i, j] = inter / (np.count_nonzero(a) + np.count_nonzero(b) - inter)
+        hits = 0
+        if iou.size:
+            r, c = linear_sum_assignment(1 - iou)
+            hits = int((iou[r, c] > 0.5).sum())
+        tp, fp, fn = tp + hits, fp + len(pred) - hits, fn + len(gt) - hits
+    return tp, fp, fn
+
+
+def run_cli(root: Path, *extra: str) -> tuple[float, dict]:
+    out = root / f"result{'_'.join(extra).replace('-', '')}.json"
+    argv = [sys.executable, "-m", "drivemetrics", "culane-eval", "--pred", str(root / "pred"), "--gt", str(root / "gt")]
+    argv += ["--list", str(root / "list.txt"), "--json", str(out), *extra]
+    start = time.perf_counter()
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start, json.loads(out.read_text())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--frames", type=int, default=CULANE_TEST_FRAMES)
+    parser.add_argument(
+        "--baseline-frames", type=int, default=1000, help="time the loop on the first N frames, scaled (0: all)"
+    )
+    parser.add_argument("--quick", action="store_true", help="2,000 frames, loop timed on 300")
+    parser.add_argument("--data", default=None, help="folder for the synthetic set (reused when it has list.txt)")
+    args = parser.parse_args()
+    if args.quick:
+        args.frames, args.baseline_frames = 2000, 300
+    root = Path(args.data) if args.data else Path(tempfile.mkdtemp(prefix="culane_bench_"))
+    if (root / "list.txt").is_file():
+        names = (root / "list.txt").read_text().split()
+        if len(names) != args.frames:
+            raise SystemExit(f"{root} holds {len(names)} frames, not {args.frames}")
+    else:
+        start = time.perf_counter()
+        names = make_dataset(root, args.frames)
+        print(f"wrote {len(names)} frames to {root} in {time.perf_counter() - start:.1f} s")
+    print(f"frames {len(names)}, cpu cores {os.cpu_count()}, torch threads: default")
+
+    n_base = min(args.baseline_frames or len(names), len(names))
+    start = time.perf_counter()
+    base_counts = baseline(root, names[:n_base])
+    t_base = (time.perf_counter() - start) * len(names) / n_base
+    scaled = "" if n_base == len(names) else f" (timed on {n_base} frames, scaled)"
+    print(f"opencv loop                     {t_base:9.1f} s{scaled}")
+
+    t_default, r_default = run_cli(root)
+    print(f"culane-eval (default)           {t_default:9.1f} s   x{t_base / t_default:6.1f}")
+    for workers in ("1", "2"):
+        t_compat, r_compat = run_cli(root, "--compat", "reference", "--workers", workers)
+        print(f"culane-eval --compat --workers {workers} {t_compat:9.1f} s   x{t_base / t_compat:6.1f}")
+    if n_base == len(names):
+        assert (r_compat["tp"], r_compat["fp"], r_compat["fn"]) == base_counts, (r_compat, base_counts)
+    else:
+        _, r_part = run_cli_subset(root, names[:n_base])
+        assert (r_part["tp"], r_part["fp"], r_part["fn"]) == base_counts, (r_part, base_counts)
+    print(
+        f"counts: loop {base_counts} = compat; default TP/FP/FN {r_default['tp']}/{r_default['fp']}/{r_default['fn']}"
+    )
+    print(f"F1: compat {r_compat['f1']:.4f}, default {r_default['f1']:.4f}")
+
+
+def run_cli_subset(root: Path, names: list[str]) -> tuple[float, dict]:
+    """``culane-eval --compat reference`` on the first frames only (to check the baseline's counts)."""
+    subset = root / "list_subset.txt"
+    subset.write_text("\n".join(names) + "\n")
+    out = root / "result_subset.json"
+    argv = [sys.executable, "-m", "drivemetrics", "culane-eval", "--pred", str(root / "pred"), "--gt", str(root / "gt")]
+    argv += ["--list", str(subset), "--json", str(out), "--compat", "reference"]
+    start = time.perf_counter()
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start, json.loads(out.read_text())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,277 @@
+"""CULane ``compat="reference"``: the official C++ evaluator (SCNN ``tools/lane_evaluation``) step by step.
+
+numpy only at import (``cv2``, from the ``culane`` extra, is imported when a lane is drawn), so worker processes of
+``culane-eval --workers`` start without torch. What the official tool does, and this module with it:
+
+* every text line of a ``.lines.txt`` file is a lane, also a blank line (0 points) or a 1-point line; such a lane
+  has IoU 0 with every other lane (the tool prints "lane size must be greater or equal to 2" and goes on);
+* points are ``cv::Point2f`` (float32); lanes of 3 or more points go through the tool's natural cubic spline
+  (chord-length parameter, 50 steps per interval, computed in double from the float points, stored as float32);
+  2-point lanes are kept as they are;
+* every point becomes an integer pixel by ``cvRound`` (round half to even) and consecutive points are joined with
+  ``cv::line`` of thickness ``line_width`` (8-connected) on an ``height x width`` image;
+* IoU = intersection / union of the drawn pixels (NaN when both drawings are empty, as the tool's 0 / 0);
+* matching: the tool's Kuhn-Munkres on the IoU matrix with its 1e-2 equality tolerance; a GT lane is a TP when
+  its match has IoU strictly above the threshold; FP = predicted lines - TP, FN = GT lines - TP; an empty GT or
+  prediction list short-cuts to all FP / all FN.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+
+SPLINE_STEPS = 50
+
+
+def read_culane_file(path: str | Path, missing_ok: bool = False) -> list[np.ndarray]:
+    """Read a CULane ``.lines.txt`` file as the official tool does: one ``n x 2`` float64 array per text line.
+
+    A blank line is a 0-point lane and a line ``x y`` a 1-point lane (the caller decides whether to keep them).
+    Numbers are checked: a non-number, an odd count or a non-finite value raises ``ValueError`` naming the file and
+    the 1-based line. ``missing_ok``: a missing file reads as no lanes (the official tool's behaviour for
+    prediction files); otherwise ``FileNotFoundError``.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        if missing_ok:
+            return []
+        raise FileNotFoundError(f"CULane lane file not found: {path}") from None
+    lanes = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        try:
+            values = np.array(line.split(), dtype=np.float64)
+        except ValueError:
+            raise ValueError(f"{path}:{number}: expected numbers `x1 y1 x2 y2 ...`") from None
+        if values.size % 2 or not np.isfinite(values).all():
+            raise ValueError(f"{path}:{number}: a lane needs an even number of finite values `x y`")
+        lanes.append(values.reshape(-1, 2))
+    return lanes
+
+
+def official_spline(points: np.ndarray, steps: int = SPLINE_STEPS) -> np.ndarray:
+    """The official tool's natural cubic spline of a lane of ``n >= 3`` points: ``(n - 1) * steps + 1`` x 2 float32.
+
+    Parameter = chord length between consecutive points; the second derivatives are 0 at both ends; each interval
+    is sampled at ``k * h / steps``, ``k = 0 .. steps - 1``, then the last input point is appended.
+    """
+    p = np.asarray(points, dtype=np.float32)
+    n = p.shape[0]
+    if n < 3:
+        raise ValueError(f"official_spline needs >= 3 points, got {n}")
+    d = (p[1:] - p[:-1]).astype(np.float64)  # float32 differences, as the C++ Point2f arithmetic
+    with np.errstate(divide="ignore", invalid="ignore"):
+        h = np.sqrt(d[:, 0] ** 2 + d[:, 1] ** 2)
+        slope = d / h[:, None]
+        a, b, c = h[:-1].copy(), 2 * (h[:-1] + h[1:]), h[1:].copy()
+        rhs = 6 * (slope[1:] - slope[:-1])  # (n - 2) x 2
+        c[0] = c[0] / b[0]
+        rhs[0] = rhs[0] / b[0]
+        for i in range(1, n - 2):
+            tmp = b[i] - a[i] * c[i - 1]
+            c[i] = c[i] / tmp
+            rhs[i] = (rhs[i] - a[i] * rhs[i - 1]) / tmp
+        m = np.zeros((n, 2))
+        m[n - 2] = rhs[n - 3]
+        for i in range(n - 4, -1, -1):
+            m[i + 1] = rhs[i] - c[i] * m[i + 2]
+        m[0] = m[n - 1] = 0.0
+        coef_b = slope - (2 * h[:, None] * m[:-1] + h[:, None] * m[1:]) / 6
+        coef_c = m[:-1] / 2
+        coef_d = (m[1:] - m[:-1]) / (6 * h[:, None])
+        t = (h / steps)[:, None] * np.arange(steps)  # (n - 1) x steps
+        t = t[..., None]
+        curve = (
+            p[:-1, None, :].astype(np.float64) + coef_b[:, None] * t + coef_c[:, None] * t**2 + coef_d[:, None] * t**3
+        )
+    return np.concatenate([curve.reshape(-1, 2).astype(np.float32), p[-1:]], axis=0)
+
+
+def cv_round(values: np.ndarray) -> np.ndarray:
+    """OpenCV's float -> int conversion (``cvRound``): round half to even; NaN / out of range -> ``INT_MIN``."""
+    v = np.asarray(values, dtype=np.float32)
+    ok = np.isfinite(v) & (np.abs(v) < 2.0**31 - 128)
+    out = np.full(v.shape, np.iinfo(np.int32).min, dtype=np.int32)
+    out[ok] = np.rint(v[ok]).astype(np.int32)
+    return out
+
+
+def official_lane_pixels(points: np.ndarray, steps: int = SPLINE_STEPS) -> np.ndarray | None:
+    """Integer pixels ``k x 2`` (x, y) the official tool joins with ``cv::line``; None for lanes of < 2 points."""
+    p = np.asarray(points, dtype=np.float32).reshape(-1, 2)
+    if p.shape[0] < 2:
+        return None
+    curve = p if p.shape[0] == 2 else official_spline(p, steps)
+    pixels = cv_round(curve)
+    # consecutive repeats only redraw the same round cap: dropping them leaves the drawing unchanged
+    keep = np.ones(len(pixels), dtype=bool)
+    keep[1:] = (pixels[1:] != pixels[:-1]).any(axis=1)
+    return pixels[keep]
+
+
+#: OpenCV releases whose thick lines equal the official tool's on lanes leaving the image (4.13 draws them otherwise)
+CV2_VERSIONS = ((4, 10), (4, 13))
+_checked_cv2: list[bool] = []
+
+
+def _cv2() -> object:
+    """``cv2``, with an install hint when missing and a warning (once) for releases that draw differently."""
+    try:
+        import cv2
+    except ImportError:
+        raise ImportError(
+            "compat='reference' draws lanes with OpenCV: pip install 'drivemetrics[culane]' "
+            "(opencv-python-headless >= 4.10, < 4.13)"
+        ) from None
+    if not _checked_cv2:
+        _checked_cv2.append(True)
+        version = tuple(int(v) for v in cv2.__version__.split(".")[:2])
+        if not CV2_VERSIONS[0] <= version < CV2_VERSIONS[1]:
+            import warnings
+
+            warnings.warn(
+                f"OpenCV {cv2.__version__}: thick lines crossing the image border may differ by a few pixels from "
+                "the official CULane tool's (exact with opencv-python-headless >= 4.10, < 4.13)",
+                stacklevel=3,
+            )
+    return cv2
+
+
+def draw_official_lane(points: np.ndarray, height: int, width: int, line_width: int) -> np.ndarray | None:
+    """``height x width`` uint8 0/1 drawing of one lane as the official tool makes it (None for < 2 points)."""
+    cv2 = _cv2()
+    pixels = official_lane_pixels(points)
+    if pixels is None:
+        return None
+    image = np.zeros((height, width), dtype=np.uint8)
+    cv2.polylines(image, [pixels.reshape(-1, 1, 2)], isClosed=False, color=1, thickness=int(line_width))
+    return image
+
+
+def official_iou_matrix(
+    gt_lanes: list[np.ndarray], pred_lanes: list[np.ndarray], height: int = 590, width: int = 1640, line_width: int = 30
+) -> np.ndarray:
+    """``n_gt x n_pred`` IoU matrix of the official tool (0 for lanes of < 2 points, NaN for 0 / 0)."""
+    gt_masks = [draw_official_lane(lane, height, width, line_width) for lane in gt_lanes]
+    pred_masks = [draw_official_lane(lane, height, width, line_width) for lane in pred_lanes]
+    iou = np.zeros((len(gt_lanes), len(pred_lanes)))
+    if not gt_lanes or not pred_lanes:
+        return iou
+    gt_rows = [_row_span(m) for m in gt_masks]
+    pred_rows = [_row_span(m) for m in pred_masks]
+    gt_sum = [int(np.count_nonzero(m)) if m is not None else 0 for m in gt_masks]
+    pred_sum = [int(np.count_nonzero(m)) if m is not None else 0 for m in pred_masks]
+    for i, (gm, (g0, g1)) in enumerate(zip(gt_masks, gt_rows, strict=True)):
+        if gm is None:
+            continue
+        for j, (pm, (p0, p1)) in enumerate(zip(pred_masks, pred_rows, strict=True)):
+            if pm is None:
+                continue
+            r0, r1 = max(g0, p0), min(g1, p1)
+            inter = int(np.count_nonzero(gm[r0:r1] & pm[r0:r1])) if r1 > r0 else 0
+            union = gt_sum[i] + pred_sum[j] - inter
+            iou[i, j] = inter / union if union else math.nan
+    return iou
+
+
+def _row_span(mask: np.ndarray | None) -> tuple[int, int]:
+    if mask is None:
+        return 0, 0
+    rows = np.flatnonzero(mask.any(axis=1))
+    return (int(rows[0]), int(rows[-1]) + 1) if rows.size else (0, 0)
+
+
+def official_match(iou: np.ndarray) -> np.ndarray:
+    """GT -> prediction match (``-1`` = none) of the official Kuhn-Munkres (1e-2 tolerance) on ``n_gt x n_pred``."""
+    n_gt, n_pred = iou.shape
+    if n_gt == 0 or n_pred == 0:
+        return np.full(n_gt, -1, dtype=np.int64)
+    swap = n_gt > n_pred
+    mat = (iou.T if swap else iou).tolist()
+    n_left, n_right = len(mat), len(mat[0])
+    left_match, right_match = [-1] * n_left, [-1] * n_right
+    right_w = [0.0] * n_right
+    left_w = []
+    for row in mat:
+        w = -1e5
+        for v in row:
+            if w < v:  # NaN never compares true, as in C++
+                w = v
+        left_w.append(w)
+    left_used, right_used = [False] * n_left, [False] * n_right
+
+    def dfs(u: int) -> bool:
+        left_used[u] = True
+        for v in range(n_right):
+            if not right_used[v] and abs(left_w[u] + right_w[v] - mat[u][v]) < 1e-2:
+                right_used[v] = True
+                if right_match[v] == -1 or dfs(right_match[v]):
+                    right_match[v] = u
+                    left_match[u] = v
+                    return True
+        return False
+
+    for u in range(n_left):
+        while True:
+            left_used[:] = [False] * n_left
+            right_used[:] = [False] * n_right
+            if dfs(u):
+                break
+            d = 1e10
+            for i in range(n_left):
+                if left_used[i]:
+                    for j in range(n_right):
+                        if not right_used[j]:
+                            cand = left_w[i] + right_w[j] - mat[i][j]
+                            if cand < d:  # std::min(d, cand) keeps d when cand is NaN
+                                d = cand
+            if d == 1e10:
+                return np.array(right_match if swap else left_match, dtype=np.int64)
+            for i in range(n_left):
+                if left_used[i]:
+                    left_w[i] -= d
+            for j in range(n_right):
+                if right_used[j]:
+                    right_w[j] += d
+    return np.array(right_match if swap else left_match, dtype=np.int64)
+
+
+def matched_ious(iou: np.ndarray, gt_match: np.ndarray) -> np.ndarray:
+    """IoU of every GT lane with its match (NaN when unmatched): TP at threshold t = ``(matched > t).sum()``."""
+    out = np.full(iou.shape[0], np.nan)
+    has = gt_match >= 0
+    out[has] = iou[np.flatnonzero(has), gt_match[has]]
+    return out
+
+
+def score_frame_official(
+    gt_path: str, pred_path: str, height: int, width: int, line_width: int
+) -> tuple[int, int, np.ndarray]:
+    """One frame from its files: (GT lines, predicted lines, matched IoU per GT lane). Missing prediction = none."""
+    gt_lanes = read_culane_file(gt_path)
+    pred_lanes = read_culane_file(pred_path, missing_ok=True)
+    iou = official_iou_matrix(gt_lanes, pred_lanes, height, width, line_width)
+    return len(gt_lanes), len(pred_lanes), matched_ious(iou, official_match(iou))
+
+
+def score_official_chunk(
+    names: list[str], gt_dir: str, pred_dir: str, height: int, width: int, line_width: int
+) -> list[tuple[int, int, np.ndarray]]:
+    """:func:`score_frame_official` of every ``.lines.txt`` name (a worker's share of ``culane-eval``)."""
+    return [
+        score_frame_official(os.path.join(gt_dir, n), os.path.join(pred_dir, n), height, width, line_width)
+        for n in names
+    ]
+
+
+def read_frames_chunk(names: list[str], gt_dir: str, pred_dir: str) -> list[tuple[list[np.ndarray], list[np.ndarray]]]:
+    """(GT lanes, predicted lanes) of every ``.lines.txt`` name; a missing prediction file reads as no lanes."""
+    return [
+        (read_culane_file(os.path.join(gt_dir, n)), read_culane_file(os.path.join(pred_dir, n), missing_ok=True))
+        for n in names
+    ]

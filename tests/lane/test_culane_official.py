@@ -1,0 +1,177 @@
+"""CULane compat="reference" against the official C++ evaluator's fixture, and the older Python-port fixture."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+cv2 = pytest.importorskip("cv2", reason="compat='reference' needs opencv-python-headless (the culane extra)")
+
+from drivemetrics.lane.culane import evaluate_culane_dirs  # noqa: E402
+from drivemetrics.lane.culane_official import (  # noqa: E402
+    cv_round,
+    draw_official_lane,
+    matched_ious,
+    official_iou_matrix,
+    official_lane_pixels,
+    official_match,
+    official_spline,
+    read_culane_file,
+)
+
+IOU_TOLERANCE = 5e-7  # the fixture stores IoUs with 6 decimals
+
+
+@pytest.fixture(scope="module")
+def official(fixtures_dir):
+    root = fixtures_dir / "culane_official"
+    if not root.is_dir():
+        pytest.skip("culane_official fixture absent")
+    return root, json.loads((root / "expected_official.json").read_text())
+
+
+def _frame(root, name):
+    gt = read_culane_file(root / "gt" / f"{name}.lines.txt")
+    pred = read_culane_file(root / "pred" / f"{name}.lines.txt", missing_ok=True)
+    return gt, pred
+
+
+def test_cli_compat_equals_official_tool(official, tmp_path):
+    from drivemetrics.cli import main
+
+    root, expected = official
+    out = tmp_path / "out.json"
+    argv = ["culane-eval", "--pred", str(root / "pred"), "--gt", str(root / "gt"), "--list", str(root / "list.txt")]
+    assert main([*argv, "--compat", "reference", "--per-image", "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert set(result["per_image"]) == set(expected["frames"])
+    for name, frame in expected["frames"].items():
+        got = result["per_image"][name]
+        assert (got["tp"], got["fp"], got["fn"]) == (frame["tp"], frame["fp"], frame["fn"]), name
+    pooled = expected["pooled"]
+    assert (result["tp"], result["fp"], result["fn"]) == (pooled["tp"], pooled["fp"], pooled["fn"])
+    for key in ("precision", "recall", "f1"):
+        assert result[key] == pytest.approx(pooled[key], abs=1e-12)
+
+
+def test_ious_and_matches_equal_official_tool(official):
+    root, expected = official
+    for name, frame in expected["frames"].items():
+        gt, pred = _frame(root, name)
+        assert [len(lane) for lane in gt] == frame["gt_points_per_line"], name
+        assert [len(lane) for lane in pred] == frame["pred_points_per_line"], name
+        iou = official_iou_matrix(gt, pred)
+        want = np.array(frame["iou_gt_x_pred"], dtype=float).reshape(len(gt), len(pred))
+        np.testing.assert_allclose(iou, want, atol=IOU_TOLERANCE, rtol=0, err_msg=name)
+        # the tool reports the match of TP lanes only (-1 for the others)
+        matched = matched_ious(iou, official_match(iou))
+        match = np.where(matched > 0.5, official_match(iou), -1)
+        assert match.tolist() == frame["gt_match"], name
+
+
+def test_port_fixture_differences_frame_by_frame(fixtures_dir):
+    """The Python port's numbers, with the documented differences: it drops lines of < 2 points (the official
+    tool counts each as a lane of IoU 0) and its interpolation (splprep, truncation) moves IoUs by ~0.01, which
+    flips pairs lying that close to the threshold."""
+    root = fixtures_dir / "culane"
+    if not root.is_dir():
+        pytest.skip("culane fixture absent")
+    expected = json.loads((root / "expected_reference.json").read_text())
+    flipped = []
+    for name, frame in expected["frames"].items():
+        gt, pred = _frame(root, name)
+        iou = official_iou_matrix(gt, pred)
+        tp = int((matched_ious(iou, official_match(iou)) > 0.5).sum())
+        got = (tp, len(pred) - tp, len(gt) - tp)
+        short_pred = sum(len(lane) < 2 for lane in pred)
+        short_gt = sum(len(lane) < 2 for lane in gt)
+        want = (frame["tp"], frame["fp"] + short_pred, frame["fn"] + short_gt)
+        if got != want:
+            port_iou = np.array(frame["ious"], dtype=float)
+            assert np.abs(port_iou - 0.5).min() < 0.01, (name, got, want)  # a pair at the threshold
+            assert abs(got[0] - want[0]) == 1
+            flipped.append(name)
+        # where both score the same lanes, the IoUs agree to the interpolation difference
+        kept_pred = [k for k, lane in enumerate(pred) if len(lane) >= 2]
+        if kept_pred and gt and frame["ious"]:
+            port = np.array(frame["ious"], dtype=float).T  # port rows = predictions
+            assert np.abs(iou[:, kept_pred] - port).max() < 0.05, name
+    assert len(flipped) <= 2
+
+
+def test_polylines_draw_the_same_pixels_as_segment_lines():
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        n = int(rng.integers(2, 12))
+        y = np.sort(rng.uniform(-50, 650, n))[::-1]
+        x = rng.uniform(-200, 1840, 1) + np.cumsum(rng.normal(0, 30, n))
+        lane = np.stack([x, y], axis=1)
+        image = draw_official_lane(lane, 590, 1640, 30)
+        # the official loop: every consecutive pair of (rounded, not de-duplicated) points with cv::line
+        curve = lane.astype(np.float32) if n == 2 else official_spline(lane)
+        pixels = cv_round(curve)
+        expected = np.zeros((590, 1640), np.uint8)
+        for a, b in itertools.pairwise(pixels):
+            cv2.line(expected, (int(a[0]), int(a[1])), (int(b[0]), int(b[1])), 1, 30)
+        assert (image == expected).all()
+        assert len(official_lane_pixels(lane)) <= len(pixels)
+
+
+def test_cv_round_is_half_to_even():
+    assert cv_round(np.array([0.5, 1.5, 2.5, -0.5, -1.5, 87.5, 113.5])).tolist() == [0, 2, 2, 0, -2, 88, 114]
+    assert cv_round(np.array([np.nan]))[0] == np.iinfo(np.int32).min
+
+
+def test_official_spline_is_the_natural_spline_on_chord_length():
+    from scipy.interpolate import CubicSpline
+
+    lane = np.array([[100.0, 590.0], [160.0, 470.0], [260.0, 380.0], [420.0, 300.0]])
+    out = official_spline(lane, steps=50)
+    assert out.shape == (151, 2)
+    s = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(lane.astype(np.float32), axis=0), axis=1))])
+    spline = CubicSpline(s, lane, bc_type="natural")
+    t = np.concatenate([np.linspace(s[i], s[i + 1], 51)[:-1] for i in range(3)] + [s[-1:]])
+    np.testing.assert_allclose(out, spline(t), atol=1e-3)
+
+
+def test_match_more_gt_than_predictions():
+    iou = np.array([[0.2, 0.9], [0.8, 0.7], [0.1, 0.0]])  # 3 GT x 2 predictions: best total is 0.9 + 0.8
+    assert official_match(iou).tolist() == [1, 0, -1]
+    assert official_match(np.zeros((0, 3))).tolist() == []
+    assert official_match(np.zeros((2, 0))).tolist() == [-1, -1]
+
+
+def test_default_mode_on_the_official_fixture(official):
+    """Default mode: every frame scored; it drops < 2-point lines (each an FP or FN of the official tool) and its
+    IoUs stay within 0.015 of the official ones (the official rounding of points and OpenCV's polygonal pen)."""
+    from drivemetrics.lane.culane import _stack_lanes, lane_iou_matrix
+
+    root, expected = official
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = evaluate_culane_dirs(
+            root / "pred", root / "gt", (root / "list.txt").read_text().split(), per_image=True
+        )
+    assert any("3 predicted and 0 GT lane(s) with fewer than 2 points dropped" in str(w.message) for w in caught)
+    assert result["images"] == len(expected["frames"]) == len(result["per_image"])
+    kept = {}
+    for name, frame in expected["frames"].items():
+        gt, pred = _frame(root, name)
+        short_pred = sum(len(lane) < 2 for lane in pred)
+        short_gt = sum(len(lane) < 2 for lane in gt)
+        got = result["per_image"][name]
+        assert (got["tp"], got["fp"] + short_pred, got["fn"] + short_gt) == (frame["tp"], frame["fp"], frame["fn"])
+        keep_g = [k for k, lane in enumerate(gt) if len(lane) >= 2]
+        keep_p = [k for k, lane in enumerate(pred) if len(lane) >= 2]
+        if keep_g and keep_p:
+            kept[name] = (keep_g, keep_p, [gt[k] for k in keep_g], [pred[k] for k in keep_p])
+    iou = lane_iou_matrix(_stack_lanes([v[3] for v in kept.values()]), _stack_lanes([v[2] for v in kept.values()]))
+    worst = 0.0
+    for i, (name, (keep_g, keep_p, _, _)) in enumerate(kept.items()):
+        want = np.array(expected["frames"][name]["iou_gt_x_pred"], dtype=float)[np.ix_(keep_g, keep_p)]
+        worst = max(worst, float(np.abs(iou[i, : len(keep_p), : len(keep_g)].numpy().T - want).max()))
+    assert worst < 0.015
