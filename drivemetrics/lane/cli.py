@@ -26,21 +26,6 @@ def _tusimple_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_json(path: str, payload: object, inputs: Sequence[Path]) -> None:
-    """Write ``payload`` to ``path`` atomically (temp file in the same folder, then rename); never over an input."""
-    import os
-    import tempfile
-
-    out = Path(path)
-    if any(out.resolve() == p.resolve() for p in inputs):
-        raise ValueError(f"--json {out} would overwrite an input file")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(json.dumps(payload, indent=1) + "\n")
-    os.replace(tmp, out)
-
-
 IOU_RANGE = tuple(round(0.5 + 0.05 * k, 2) for k in range(10))  # mF1: IoU 0.50:0.05:0.95
 
 
@@ -83,6 +68,11 @@ def _culane_eval(args: argparse.Namespace) -> int:
     # a chunk's tensors are small: one thread per process, parallel work through --workers
     torch.set_num_threads(1)
 
+    from drivemetrics._files import atomic_write_text, check_output_path
+
+    if args.json:
+        inputs = [args.pred, args.gt, *(args.list or [])]
+        check_output_path(args.json, input_files=inputs, input_dirs=inputs, option="--json")
     thresholds = list(IOU_RANGE) if args.iou_range else list(dict.fromkeys(args.iou or [0.5]))
     if args.iou_range and args.iou:
         raise ValueError("give either --iou or --iou-range, not both")
@@ -138,7 +128,7 @@ def _culane_eval(args: argparse.Namespace) -> int:
             print(f"{label:<10} {result['mF1']:.6f}")
         print(f"TP {result['tp']}  FP {result['fp']}  FN {result['fn']}  images {result['images']}")
     if args.json:
-        _write_json(args.json, result, [Path(p) for p in args.list or []])
+        atomic_write_text(args.json, json.dumps(result, indent=1) + "\n")
     return 0
 
 
