@@ -124,13 +124,25 @@ def _clip_by_half_plane(points: Tensor, count: Tensor, start: Tensor, end: Tenso
     return torch.gather(candidates, 1, order[..., None].expand(-1, -1, 2)), new_count
 
 
+def _broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    """NumPy broadcasting of two shapes (``torch.broadcast_shapes`` imports torch.fx on first use, ~2 s)."""
+    size = max(len(a), len(b))
+    a, b = (1,) * (size - len(a)) + a, (1,) * (size - len(b)) + b
+    out = []
+    for i, j in zip(a, b, strict=True):
+        if i != j and 1 not in (i, j):
+            raise ValueError(f"shapes {a} and {b} do not broadcast")
+        out.append(j if i == 1 else i)
+    return tuple(out)
+
+
 def convex_polygon_intersection_area(poly_a: Tensor, poly_b: Tensor) -> Tensor:
     """Area of the intersection of convex polygons ``... x Ka x 2`` and ``... x Kb x 2`` (both counter-clockwise).
 
     Clips ``poly_a`` by each edge of ``poly_b`` (Sutherland-Hodgman), in the inputs' dtype. Coordinates are taken
     relative to ``poly_b``'s first vertex to keep the rounding small far from the origin.
     """
-    shape = torch.broadcast_shapes(poly_a.shape[:-2], poly_b.shape[:-2])
+    shape = _broadcast_shape(tuple(poly_a.shape[:-2]), tuple(poly_b.shape[:-2]))
     a = poly_a.expand(*shape, *poly_a.shape[-2:]).reshape(-1, poly_a.shape[-2], 2)
     b = poly_b.expand(*shape, *poly_b.shape[-2:]).reshape(-1, poly_b.shape[-2], 2)
     if a.shape[0] == 0:

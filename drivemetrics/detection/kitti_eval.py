@@ -89,16 +89,24 @@ def kitti_recall_thresholds(scores: np.ndarray | Sequence[float], n_gt: int) -> 
     the next sampling point than the following score (always when ``i`` is the last); the sampling point then
     advances by ``1 / 40``, accumulated in float64 as the C++ does. At most 41 values.
     """
-    v = sorted((float(s) for s in scores), reverse=True)
+    v = np.sort(np.asarray(scores, dtype=np.float64).reshape(-1))[::-1]
+    last = len(v) - 1
     thresholds: list[float] = []
     current = 0.0
-    for i, score in enumerate(v):
+    i = 0
+    while i <= last:
+        # score i is skipped while (i + 2) / n - cur < cur - (i + 1) / n, i.e. i < cur * n - 1.5; jump close to the
+        # first index that may pass (2 below it, far beyond rounding; the last index is always kept), then apply the
+        # C++ test exactly
+        i = min(max(i, int(math.floor(current * n_gt - 1.5)) - 2), last)  # the last score is always kept
         left = (i + 1) / n_gt
-        right = (i + 2) / n_gt if i < len(v) - 1 else left
-        if (right - current) < (current - left) and i < len(v) - 1:
+        right = (i + 2) / n_gt if i < last else left
+        if (right - current) < (current - left) and i < last:
+            i += 1
             continue
-        thresholds.append(score)
+        thresholds.append(float(v[i]))
         current += 1.0 / (N_SAMPLE_PTS - 1.0)
+        i += 1
     return thresholds
 
 
@@ -139,26 +147,33 @@ class _Flat:
 
 
 def _type_codes(types: Sequence[str]) -> np.ndarray:
-    return np.fromiter((_CODES.get(t.lower(), _OTHER) for t in types), dtype=np.int64, count=len(types))
+    if not types:
+        return np.zeros(0, dtype=np.int64)
+    names, inverse = np.unique(np.asarray(types, dtype=object).astype(str), return_inverse=True)
+    codes = np.array([_CODES.get(str(n).lower(), _OTHER) for n in names], dtype=np.int64)
+    return codes[inverse.reshape(-1)]
 
 
 def _flatten(frames: Sequence[KittiObjects]) -> _Flat:
     counts = np.array([len(f) for f in frames], dtype=np.int64)
     frame = np.repeat(np.arange(len(frames), dtype=np.int64), counts)
-    types = [t for f in frames for t in f.type]
-    arrays = [f.to_array()[:, :14] for f in frames if len(f)]
-    values = np.concatenate(arrays) if arrays else np.zeros((0, 14))
+
+    def cat(name: str, width: int) -> np.ndarray:
+        parts = [getattr(f, name) for f in frames]
+        out = np.concatenate(parts).astype(np.float64, copy=False) if parts else np.zeros(0)
+        return out.reshape(-1, width)
+
     scores = [f.score if f.score is not None else np.zeros(len(f)) for f in frames]
-    score = np.concatenate(scores) if scores else np.zeros(0)
+    location, dims = cat("location", 3), cat("dimensions", 3)
     return _Flat(
         frame=frame,
-        code=_type_codes(types),
-        truncated=values[:, 0],
-        occluded=values[:, 1],
-        alpha=values[:, 2],
-        bbox=values[:, 3:7],
-        box3d=np.concatenate([values[:, 10:13], values[:, 7:10], values[:, 13:14]], axis=1),
-        score=score,
+        code=_type_codes([t for f in frames for t in f.type]),
+        truncated=cat("truncated", 1)[:, 0],
+        occluded=cat("occluded", 1)[:, 0],
+        alpha=cat("alpha", 1)[:, 0],
+        bbox=cat("bbox", 4),
+        box3d=np.concatenate([location, dims, cat("rotation_y", 1)], axis=1),
+        score=np.concatenate(scores) if scores else np.zeros(0),
     )
 
 
@@ -179,12 +194,18 @@ class _PairOverlaps:
 
     det: np.ndarray
     gt: np.ndarray
+    gt_code: np.ndarray
     iou: dict[str, np.ndarray]
     over_det: dict[str, np.ndarray]
 
 
 def _pair_overlaps(det: _Flat, gt: _Flat, n_frames: int, kinds: Sequence[str], device: torch.device) -> _PairOverlaps:
-    det_i, gt_i = _frame_pairs(det.frame, gt.frame, n_frames)
+    # only objects that can matter: detections of an evaluated class or small enough to be ignored; GT of a class,
+    # a neighbour class or DontCare
+    det_keep = np.flatnonzero((det.code <= 2) | (np.abs(det.bbox[:, 1] - det.bbox[:, 3]) < max(MIN_HEIGHT)))
+    gt_keep = np.flatnonzero(gt.code <= _DONTCARE)
+    local_d, local_g = _frame_pairs(det.frame[det_keep], gt.frame[gt_keep], n_frames)
+    det_i, gt_i = det_keep[local_d], gt_keep[local_g]
     iou: dict[str, np.ndarray] = {}
     over_det: dict[str, np.ndarray] = {}
     if "2d" in kinds:
@@ -216,7 +237,7 @@ def _pair_overlaps(det: _Flat, gt: _Flat, n_frames: int, kinds: Sequence[str], d
                 full_iou[near_idx] = box3d_from_bev_area(da, ga, inter, -1).cpu().numpy()
                 full_over[near_idx] = box3d_from_bev_area(da, ga, inter, 0).cpu().numpy()
             iou[kind], over_det[kind] = full_iou, full_over
-    return _PairOverlaps(det=det_i, gt=gt_i, iou=iou, over_det=over_det)
+    return _PairOverlaps(det=det_i, gt=gt_i, gt_code=gt.code[gt_i], iou=iou, over_det=over_det)
 
 
 def _safe_div(num: Tensor, den: Tensor) -> Tensor:
@@ -293,64 +314,59 @@ def _greedy_match(
     cand: _Candidates,
     active: Tensor,
     ignored_det: Tensor,
-    ignored_gt: Tensor,
+    ignored_gt_pair: Tensor,
     score: Tensor,
     by_score: bool,
-) -> tuple[Tensor, Tensor, Tensor]:
+) -> tuple[Tensor, Tensor]:
     """Greedy GT-order matching of every scenario (difficulty x threshold) at once.
 
     Args:
         cand: the candidate pairs.
-        active: ``S x D`` bool, the paired detections that take part (not skipped, score above the threshold).
-        ignored_det: ``S x D`` int8 (0 / 1 for active ones).
-        ignored_gt: ``S x N_gt`` int8.
+        active: ``D x S`` bool, the paired detections that take part (not skipped, score above the threshold).
+        ignored_det: ``D x S`` int8 (0 / 1 for the active ones).
+        ignored_gt_pair: ``P x S`` int8, the ``ignored_gt`` flag of each pair's GT.
         score: ``D`` detection scores.
         by_score: pass 1 (highest score wins) or pass 2 (largest overlap among counted detections wins, else the
             first ignored one).
 
     Returns:
-        ``(assigned S x D bool, tp_pair S x P bool)``: the detections assigned, and for each pair whether it was a
-        true positive; plus the pair index tensor of those flags (all pairs).
+        ``(assigned D x S, tp_pair P x S)``: the detections assigned, and the pairs matched as true positives.
     """
-    n_scen, n_det = active.shape
+    n_det, n_scen = active.shape
     device = active.device
-    assigned = torch.zeros(n_scen, n_det, dtype=torch.bool, device=device)
-    tp_pair = torch.zeros(n_scen, cand.det.numel(), dtype=torch.bool, device=device)
-    scen = torch.arange(n_scen, device=device)[:, None]
+    n_pairs = cand.det.numel()
+    assigned = torch.zeros(n_det + 1, n_scen, dtype=torch.bool, device=device)  # last row: a sink for no-ops
+    tp_pair = torch.zeros(n_pairs + 1, n_scen, dtype=torch.bool, device=device)
     big = torch.iinfo(torch.int64).max
     for pairs, group, n_groups in cand.steps:
         det = cand.det[pairs]
-        eligible = active[:, det] & ~assigned[:, det]
-        position = torch.arange(pairs.numel(), device=device).expand(n_scen, -1)
-        index = group.expand(n_scen, -1)
+        eligible = active[det] & ~assigned[det]  # P_k x S
+        index = group[:, None].expand(-1, n_scen)
+        position = torch.arange(pairs.numel(), device=device)[:, None].expand(-1, n_scen)
 
         def first_best(mask: Tensor, key: Tensor, index: Tensor = index, position: Tensor = position) -> Tensor:
-            """Per group, the first position with the largest key among ``mask``; ``big`` if none."""
-            keyed = torch.where(mask, key.expand(n_scen, -1), torch.full_like(mask, -math.inf, dtype=key.dtype))
-            best = torch.full((n_scen, n_groups), -math.inf, dtype=key.dtype, device=device)
-            best = best.scatter_reduce(1, index, keyed, "amax", include_self=True)
-            hit = mask & (keyed == best.gather(1, index))
-            pos = torch.where(hit, position, torch.full_like(position, big))
-            first = torch.full((n_scen, n_groups), big, dtype=torch.int64, device=device)
-            return first.scatter_reduce(1, index, pos, "amin", include_self=True)
+            """Per group and scenario, the first position with the largest key among ``mask``; ``big`` if none."""
+            keyed = torch.where(mask, key[:, None], -math.inf)
+            best = torch.full((n_groups, n_scen), -math.inf, dtype=key.dtype, device=device)
+            best = best.scatter_reduce(0, index, keyed, "amax", include_self=True)
+            pos = torch.where(mask & (keyed == best.gather(0, index)), position, big)
+            first = torch.full((n_groups, n_scen), big, dtype=torch.int64, device=device)
+            return first.scatter_reduce(0, index, pos, "amin", include_self=True)
 
         if by_score:
             winner = first_best(eligible, score[det])
         else:
-            ig = ignored_det[:, det]
+            ig = ignored_det[det]
             winner = first_best(eligible & (ig == 0), cand.overlap[pairs])
             fallback = first_best(eligible & (ig == 1), torch.zeros_like(cand.overlap[pairs]))
             winner = torch.where(winner == big, fallback, winner)
         found = winner != big
-        win_pos = torch.where(found, winner, torch.zeros_like(winner))
-        win_pair = pairs[win_pos]  # S x G
+        win_pair = pairs[torch.where(found, winner, 0)]  # G x S
         win_det = cand.det[win_pair]
-        gt_of_group = cand.gt[win_pair]
-        is_tp = found & (ignored_gt.gather(1, gt_of_group) == 0) & (ignored_det.gather(1, win_det) == 0)
-        rows = scen.expand_as(win_det)[found]
-        assigned[rows, win_det[found]] = True
-        tp_pair[rows, win_pair[found]] = is_tp[found]
-    return assigned, tp_pair
+        is_tp = found & (ignored_gt_pair.gather(0, win_pair) == 0) & (ignored_det.gather(0, win_det) == 0)
+        assigned.scatter_(0, torch.where(found, win_det, n_det), True)
+        tp_pair.scatter_(0, torch.where(is_tp, win_pair, n_pairs), True)
+    return assigned[:n_det], tp_pair[:n_pairs]
 
 
 def _evaluate_class_metric(
@@ -368,64 +384,68 @@ def _evaluate_class_metric(
     ig_det = _ignored_det(det, class_code)
     n_gt = (ig_gt == 0).sum(1)
     # DontCare regions covered by a detection (overlap over the detection's own size)
-    dc_pair = (gt.code[overlaps.gt] == _DONTCARE) & (overlaps.over_det[kind] > min_overlap)
+    dc_pair = (overlaps.gt_code == _DONTCARE) & (overlaps.over_det[kind] > min_overlap)
     dc_hit = np.zeros(len(det.code), dtype=bool)
     dc_hit[overlaps.det[dc_pair]] = True
     # candidate pairs: GT of the class or its neighbour, detection taking part in some difficulty, overlap > min
-    keep = (ig_gt[0][overlaps.gt] != -1) & (ig_det.max(0)[overlaps.det] >= 0) & (overlaps.iou[kind] > min_overlap)
-    keep &= (ig_det != -1).any(0)[overlaps.det]
+    det_takes_part = (ig_det != -1).any(0)
+    gt_code = overlaps.gt_code
+    keep = (gt_code == class_code) | (gt_code == _NEIGHBOUR.get(class_code, -100))
+    keep &= overlaps.iou[kind] > min_overlap
+    keep &= det_takes_part[overlaps.det]
     cand = _candidates(overlaps.det[keep], overlaps.gt[keep], overlaps.iou[kind][keep], gt.frame, device)
     ids = cand.det_ids
-    score_all = torch.from_numpy(det.score).to(device)
-    score = score_all[torch.from_numpy(ids).to(device)]
-    ig_det_t = torch.from_numpy(ig_det[:, ids]).to(device)
-    ig_gt_t = torch.from_numpy(ig_gt).to(device)
+    score = torch.from_numpy(det.score[ids]).to(device)
+    ig_det_t = torch.from_numpy(ig_det[:, ids].T.copy()).to(device)  # D x 3
+    ig_gt_pair = torch.from_numpy(ig_gt.T.copy()).to(device)[cand.gt]  # P x 3
 
     # pass 1: thresholds per difficulty
-    assigned, tp_pair = _greedy_match(cand, ig_det_t != -1, ig_det_t, ig_gt_t, score, by_score=True)
+    assigned, tp_pair = _greedy_match(cand, ig_det_t != -1, ig_det_t, ig_gt_pair, score, by_score=True)
     thresholds = []
     for d in range(3):
-        tp_scores = score[cand.det[tp_pair[d]]].cpu().numpy()
+        tp_scores = score[cand.det[tp_pair[:, d]]].cpu().numpy()
         thresholds.append(kitti_recall_thresholds(tp_scores, int(n_gt[d])) if n_gt[d] > 0 else [])
     if any(len(t) > N_SAMPLE_PTS for t in thresholds):  # cannot happen: recall <= 1
         raise RuntimeError("more than 41 recall thresholds")
 
-    # pass 2: every difficulty x threshold (unused slots: +inf, nothing active)
-    thr = torch.full((3, N_SAMPLE_PTS), math.inf, dtype=torch.float64, device=device)
-    for d in range(3):
-        thr[d, : len(thresholds[d])] = torch.tensor(thresholds[d], dtype=torch.float64)
-    thr = thr.reshape(-1)  # S = 3 * 41, difficulty-major
-    diff_of = torch.arange(3, device=device).repeat_interleave(N_SAMPLE_PTS)
-    ig_det_s = ig_det_t[diff_of]
-    ig_gt_s = ig_gt_t[diff_of]
-    active = (ig_det_s != -1) & (score[None] >= thr[:, None])
-    assigned, tp_pair = _greedy_match(cand, active, ig_det_s, ig_gt_s, score, by_score=False)
-    tp = tp_pair.sum(1).to(torch.float64)
+    # pass 2: every distinct (difficulty, threshold) at once
+    scenarios = sorted({(d, t) for d in range(3) for t in thresholds[d]})
+    slot_of = {sc: i for i, sc in enumerate(scenarios)}
+    diff_of = torch.tensor([d for d, _ in scenarios], dtype=torch.long, device=device)
+    thr = torch.tensor([t for _, t in scenarios], dtype=torch.float64, device=device)
+    ig_det_s = ig_det_t[:, diff_of]
+    active = (ig_det_s != -1) & (score[:, None] >= thr[None, :])
+    assigned, tp_pair = _greedy_match(cand, active, ig_det_s, ig_gt_pair[:, diff_of], score, by_score=False)
     # FP: counted, active, unassigned detections not covering a DontCare region
     counted = (ig_det == 0) & ~dc_hit[None]  # 3 x N_det
-    fp_rows = []
-    for d in range(3):
-        kept = np.sort(det.score[counted[d]])
-        at_least = len(kept) - np.searchsorted(kept, thr[d * N_SAMPLE_PTS : (d + 1) * N_SAMPLE_PTS].cpu().numpy(), "left")
-        fp_rows.append(at_least)
-    fp = torch.from_numpy(np.concatenate(fp_rows).astype(np.float64)).to(device)
-    counted_paired = torch.from_numpy(counted[:, ids]).to(device)[diff_of]
-    fp -= (assigned & counted_paired & active).sum(1).to(torch.float64)
+    sorted_counted = [np.sort(det.score[counted[d]]) for d in range(3)]
+    fp_all = [len(sorted_counted[d]) - np.searchsorted(sorted_counted[d], t, "left") for d, t in scenarios]
+    counted_paired = torch.from_numpy(counted[:, ids].T.copy()).to(device)[:, diff_of]
+    fp_s = torch.tensor(fp_all, dtype=torch.float64, device=device)
+    fp_s = fp_s - (assigned & counted_paired & active).sum(0).to(torch.float64)
+    tp_s = tp_pair.sum(0).to(torch.float64)
+    slots = [[slot_of[(d, t)] for t in thresholds[d]] for d in range(3)]
+    tp, fp = _to_slots(tp_s, slots), _to_slots(fp_s, slots)
     result = {"precision": _curves(tp, tp, fp, thresholds)}
     if compute_aos:
         alpha_det = torch.from_numpy(det.alpha[ids]).to(device)[cand.det]
         alpha_gt = torch.from_numpy(gt.alpha).to(device)[cand.gt]
         similarity = (1.0 + torch.cos(alpha_gt - alpha_det)) / 2.0
-        sim = (tp_pair.to(torch.float64) * similarity[None]).sum(1)
+        sim = _to_slots((tp_pair.to(torch.float64) * similarity[:, None]).sum(0), slots)
         result["aos"] = _curves(sim, tp, fp, thresholds)
     return result
 
 
-def _curves(num: Tensor, tp: Tensor, fp: Tensor, thresholds: list[list[float]]) -> list[list[float]]:
+def _to_slots(per_scenario: Tensor, slots: list[list[int]]) -> list[list[float]]:
+    """Per difficulty, the values of the scenarios of its thresholds, in threshold order."""
+    values = per_scenario.tolist()
+    return [[values[i] for i in row] for row in slots]
+
+
+def _curves(
+    num_l: list[list[float]], tp_l: list[list[float]], fp_l: list[list[float]], thresholds: list[list[float]]
+) -> list[list[float]]:
     """The 41-slot max-interpolated curves ``num / (tp + fp)`` per difficulty, filled as the C++ fills them."""
-    num_l = num.reshape(3, N_SAMPLE_PTS).tolist()
-    tp_l = tp.reshape(3, N_SAMPLE_PTS).tolist()
-    fp_l = fp.reshape(3, N_SAMPLE_PTS).tolist()
     curves = []
     for d in range(3):
         values = [0.0] * N_SAMPLE_PTS
@@ -487,7 +507,9 @@ def evaluate_kitti_objects(
             ``{"2d" | "bev" | "3d": (car, pedestrian, cyclist)}``.
         only_detected: as the C++, evaluate a class and overlap kind only if some detection of the class carries
             that box (``False``: evaluate every class and kind; a class never detected gets AP 0).
-        workers: threads evaluating the (class, kind) combinations in parallel.
+        workers: threads evaluating the (class, kind) combinations in parallel. The tensors here are small, so
+            torch's intra-op parallelism only adds overhead (a lot of it on a busy machine): on the CPU the
+            evaluation runs with ``torch.set_num_threads(1)`` (restored afterwards) and parallelises over jobs.
         device: where the matching runs (default CPU).
 
     Returns:
@@ -506,6 +528,24 @@ def evaluate_kitti_objects(
             raise ValueError(f"unknown class {name!r}: expected one of {KITTI_CLASSES}")
     table = _overlap_table(overlaps)
     device = torch.device("cpu") if device is None else torch.device(device)
+    threads = torch.get_num_threads()
+    if device.type == "cpu":
+        torch.set_num_threads(1)
+    try:
+        return _evaluate(groundtruth, detections, names, table, only_detected, workers, device)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _evaluate(
+    groundtruth: Sequence[KittiObjects],
+    detections: Sequence[KittiObjects],
+    names: Sequence[str],
+    table: Mapping[str, tuple[float, float, float]],
+    only_detected: bool,
+    workers: int,
+    device: torch.device,
+) -> dict[str, dict[str, dict[str, dict[str, object]]]]:
     gt, det = _flatten(groundtruth), _flatten(detections)
     compute_aos = not bool((det.alpha == -10).any())
     todo = _classes_to_evaluate(det, names)
