@@ -98,7 +98,7 @@ def kitti_recall_thresholds(scores: np.ndarray | Sequence[float], n_gt: int) -> 
         # score i is skipped while (i + 2) / n - cur < cur - (i + 1) / n, i.e. i < cur * n - 1.5; jump close to the
         # first index that may pass (2 below it, far beyond rounding; the last index is always kept), then apply the
         # C++ test exactly
-        i = min(max(i, int(math.floor(current * n_gt - 1.5)) - 2), last)  # the last score is always kept
+        i = min(max(i, math.floor(current * n_gt - 1.5) - 2), last)  # the last score is always kept
         left = (i + 1) / n_gt
         right = (i + 2) / n_gt if i < last else left
         if (right - current) < (current - left) and i < last:
@@ -344,7 +344,9 @@ def _greedy_match(
         index = group[:, None].expand(-1, n_scen)
         position = torch.arange(pairs.numel(), device=device)[:, None].expand(-1, n_scen)
 
-        def first_best(mask: Tensor, key: Tensor, index: Tensor = index, position: Tensor = position) -> Tensor:
+        def first_best(
+            mask: Tensor, key: Tensor, index: Tensor = index, position: Tensor = position, n_groups: int = n_groups
+        ) -> Tensor:
             """Per group and scenario, the first position with the largest key among ``mask``; ``big`` if none."""
             keyed = torch.where(mask, key[:, None], -math.inf)
             best = torch.full((n_groups, n_scen), -math.inf, dtype=key.dtype, device=device)

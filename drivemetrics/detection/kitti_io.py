@@ -87,7 +87,11 @@ class KittiObjects:
     def from_array(cls, types: Sequence[str], values: np.ndarray) -> KittiObjects:
         """Build from ``N`` type names and an ``N x 14`` (label) or ``N x 15`` (result) array of the numeric columns."""
         values = np.asarray(values, dtype=np.float64)
-        if values.ndim != 2 or values.shape[0] != len(types) or values.shape[1] not in (_NUMERIC_COLUMNS, _NUMERIC_COLUMNS + 1):
+        if (
+            values.ndim != 2
+            or values.shape[0] != len(types)
+            or values.shape[1] not in (_NUMERIC_COLUMNS, _NUMERIC_COLUMNS + 1)
+        ):
             raise ValueError(f"expected {len(types)} x 14 or {len(types)} x 15 numeric values, got {values.shape}")
         return cls(
             type=list(types),
@@ -104,22 +108,24 @@ class KittiObjects:
     def to_array(self) -> np.ndarray:
         """The numeric columns as an ``N x 14`` (or ``N x 15`` with scores) float64 array, in file order."""
         cols = [
-            self.truncated[:, None],
-            self.occluded[:, None],
-            self.alpha[:, None],
-            self.bbox,
-            self.dimensions,
-            self.location,
-            self.rotation_y[:, None],
+            (self.truncated, 1),
+            (self.occluded, 1),
+            (self.alpha, 1),
+            (self.bbox, 4),
+            (self.dimensions, 3),
+            (self.location, 3),
+            (self.rotation_y, 1),
         ]
         if self.score is not None:
-            cols.append(self.score[:, None])
-        return np.concatenate([np.asarray(c, dtype=np.float64).reshape(len(self), -1) for c in cols], axis=1)
+            cols.append((self.score, 1))
+        return np.concatenate([np.asarray(c, dtype=np.float64).reshape(len(self), w) for c, w in cols], axis=1)
 
     def with_score(self, score: float | np.ndarray) -> KittiObjects:
         """A copy carrying ``score`` (a constant or ``N`` values), e.g. to submit labels as detections."""
         scores = np.broadcast_to(np.asarray(score, dtype=np.float64), (len(self),)).copy()
-        return KittiObjects.from_array(self.type, np.concatenate([self.to_array()[:, :_NUMERIC_COLUMNS], scores[:, None]], 1))
+        return KittiObjects.from_array(
+            self.type, np.concatenate([self.to_array()[:, :_NUMERIC_COLUMNS], scores[:, None]], 1)
+        )
 
 
 def parse_kitti_objects(text: str, source: str = "<string>", with_score: bool | None = None) -> KittiObjects:

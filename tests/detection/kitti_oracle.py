@@ -177,7 +177,10 @@ def evaluate(gts, dets, overlaps=(0.7, 0.5, 0.5), classes=CLASS_NAMES, metrics=(
     for ci, cls in enumerate(classes):
         out[cls] = {}
         for metric in metrics:
-            cache = [(overlap_matrix(d, g, metric, -1), overlap_matrix(d, g, metric, 0)) for g, d in zip(gts, dets)]
+            cache = [
+                (overlap_matrix(d, g, metric, -1), overlap_matrix(d, g, metric, 0))
+                for g, d in zip(gts, dets, strict=True)
+            ]
             curves = [
                 eval_class(gts, dets, cls, metric, overlaps[ci], diff, compute_aos and metric == "2d", cache)
                 for diff in range(3)
@@ -227,8 +230,23 @@ def jitter_detections(labels: list[KittiObjects], seed: int = 0, tiny: bool = Tr
             height = gen.uniform(10, 30) if tiny and gen.random() < 0.3 else gen.uniform(30, 150)
             width = height * gen.uniform(0.5, 2.0)
             row = np.array(
-                [-1, -1, gen.uniform(-3, 3), x1, y1, x1 + width, y1 + height, 1.5, 1.6, 3.9]
-                + [gen.uniform(-15, 15), 1.6, gen.uniform(5, 60), gen.uniform(-3, 3), gen.random()]
+                [
+                    -1,
+                    -1,
+                    gen.uniform(-3, 3),
+                    x1,
+                    y1,
+                    x1 + width,
+                    y1 + height,
+                    1.5,
+                    1.6,
+                    3.9,
+                    gen.uniform(-15, 15),
+                    1.6,
+                    gen.uniform(5, 60),
+                    gen.uniform(-3, 3),
+                    gen.random(),
+                ]
             )
             types.append(types_all[gen.integers(3)])
             rows.append(row)

@@ -69,7 +69,9 @@ def test_groundtruth_as_detections_gives_100_where_cpp_does(labels):
                     assert values["AP_R11"] == pytest.approx(100.0, abs=1e-9), (cls, metric, diff)
 
 
-def _compare_with_oracle(result, expected, classes=("car", "pedestrian", "cyclist"), metrics=("2d", "aos", "bev", "3d")):
+def _compare_with_oracle(
+    result, expected, classes=("car", "pedestrian", "cyclist"), metrics=("2d", "aos", "bev", "3d")
+):
     for cls in classes:
         for metric in metrics:
             got = _curves(result, cls, metric)
