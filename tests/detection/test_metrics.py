@@ -169,3 +169,12 @@ def test_two_process_sync_equals_single_process(fixtures_dir):
         assert ap == pytest.approx(expected["car_bev_moderate_R40"].item(), abs=1e-12)
         for key, value in expected.items():
             assert values[key] == pytest.approx(value.item(), abs=1e-12, nan_ok=True), key
+
+
+def test_no_frames_and_empty_frames_give_zero():
+    with pytest.warns(UserWarning, match="before"):
+        assert KittiObjectAP().compute().item() == 0.0
+    metric = KittiObjectMetrics()
+    metric.update([KittiObjects.empty(with_score=True)], [KittiObjects.empty()])
+    values = metric.compute()
+    assert all(v.item() == 0.0 for v in values.values())
