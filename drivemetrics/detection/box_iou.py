@@ -1,0 +1,197 @@
+"""Exact box overlaps as the KITTI object evaluation defines them: 2D, bird's-eye view (rotated) and 3D.
+
+Every function works element-wise on broadcastable batches, so ``f(a[:, None], b[None])`` gives the ``N x M``
+matrix and ``f(a[i], b[j])`` a list of pairs. The rotated footprints are intersected by Sutherland-Hodgman clipping
+of one convex quadrilateral by the other's four edges, in the inputs' dtype (use float64: the official C++ works
+in double precision); the area is exact up to rounding, also for identical, touching, nested and degenerate
+(zero-size) boxes, which the float32 CUDA kernel of the Python ports gets wrong.
+
+Box layouts (the label file's fields):
+
+- 2D ``... x 4``: ``x1, y1, x2, y2`` pixels.
+- BEV ``... x 5``: ``x, z, l, w, ry`` (centre in the camera's ground plane, length, width, yaw). The footprint's
+  corners are ``(x, z) + R @ (+-l/2, +-w/2)`` with ``R = [[cos ry, sin ry], [-sin ry, cos ry]]``, as the C++
+  ``toPolygon``.
+- 3D ``... x 7``: ``x, y, z, h, w, l, ry``, ``y`` the bottom face (camera y points down): the box spans
+  ``[y - h, y]`` vertically.
+
+``criterion``: ``-1`` IoU (intersection over union), ``0`` intersection over the first box (the C++ uses it with
+the detection first for DontCare regions), ``1`` intersection over the second box. A zero denominator gives 0.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+__all__ = [
+    "bev_box_corners",
+    "bev_intersection_area",
+    "bev_overlap",
+    "box2d_overlap",
+    "box3d_overlap",
+    "convex_polygon_intersection_area",
+    "polygon_area",
+]
+
+
+def _divide(numerator: Tensor, denominator: Tensor) -> Tensor:
+    """``numerator / denominator``, 0 where the denominator is not positive."""
+    safe = torch.where(denominator > 0, denominator, torch.ones_like(denominator))
+    return torch.where(denominator > 0, numerator / safe, torch.zeros_like(numerator))
+
+
+def _ratio(inter: Tensor, size_a: Tensor, size_b: Tensor, criterion: int) -> Tensor:
+    if criterion == -1:
+        return _divide(inter, size_a + size_b - inter)
+    if criterion == 0:
+        return _divide(inter, size_a)
+    if criterion == 1:
+        return _divide(inter, size_b)
+    raise ValueError(f"`criterion` must be -1 (IoU), 0 (over the first box) or 1 (over the second), got {criterion!r}")
+
+
+def _check_last(box: Tensor, size: int, name: str) -> None:
+    if box.shape[-1] != size:
+        raise ValueError(f"`{name}` must be ... x {size}, got {tuple(box.shape)}")
+
+
+def box2d_overlap(boxes_a: Tensor, boxes_b: Tensor, criterion: int = -1) -> Tensor:
+    """2D overlap of ``... x 4`` boxes (C++ ``imageBoxOverlap``: no +1 pixel, 0 unless the boxes intersect)."""
+    _check_last(boxes_a, 4, "boxes_a")
+    _check_last(boxes_b, 4, "boxes_b")
+    w = torch.minimum(boxes_a[..., 2], boxes_b[..., 2]) - torch.maximum(boxes_a[..., 0], boxes_b[..., 0])
+    h = torch.minimum(boxes_a[..., 3], boxes_b[..., 3]) - torch.maximum(boxes_a[..., 1], boxes_b[..., 1])
+    hit = (w > 0) & (h > 0)
+    inter = torch.where(hit, w * h, torch.zeros_like(w))
+    area_a = (boxes_a[..., 2] - boxes_a[..., 0]) * (boxes_a[..., 3] - boxes_a[..., 1])
+    area_b = (boxes_b[..., 2] - boxes_b[..., 0]) * (boxes_b[..., 3] - boxes_b[..., 1])
+    return torch.where(hit, _ratio(inter, area_a, area_b, criterion), torch.zeros_like(w))
+
+
+def bev_box_corners(boxes: Tensor) -> Tensor:
+    """Footprint corners ``... x 4 x 2`` of BEV boxes ``... x 5`` (``x, z, l, w, ry``), counter-clockwise in the
+    ``(x, z)`` axes (positive signed area); negative sizes are taken by absolute value."""
+    _check_last(boxes, 5, "boxes")
+    half_l = boxes[..., 2].abs()[..., None] / 2
+    half_w = boxes[..., 3].abs()[..., None] / 2
+    signs_l = torch.tensor([1.0, -1.0, -1.0, 1.0], dtype=boxes.dtype, device=boxes.device)
+    signs_w = torch.tensor([1.0, 1.0, -1.0, -1.0], dtype=boxes.dtype, device=boxes.device)
+    local_x, local_z = half_l * signs_l, half_w * signs_w
+    cos, sin = torch.cos(boxes[..., 4])[..., None], torch.sin(boxes[..., 4])[..., None]
+    x = cos * local_x + sin * local_z + boxes[..., 0:1]
+    z = -sin * local_x + cos * local_z + boxes[..., 1:2]
+    return torch.stack([x, z], dim=-1)
+
+
+def polygon_area(points: Tensor, count: Tensor | None = None) -> Tensor:
+    """Signed shoelace area of polygons ``... x K x 2`` (the first ``count`` vertices of each; default all K)."""
+    if count is not None:
+        keep = torch.arange(points.shape[-2], device=points.device) < count[..., None]
+        points = torch.where(keep[..., None], points, points[..., :1, :])  # padding with vertex 0 adds no area
+    nxt = torch.roll(points, -1, dims=-2)
+    cross = points[..., 0] * nxt[..., 1] - points[..., 1] * nxt[..., 0]
+    return cross.sum(-1) / 2
+
+
+def _clip_by_half_plane(points: Tensor, count: Tensor, start: Tensor, end: Tensor) -> tuple[Tensor, Tensor]:
+    """One Sutherland-Hodgman step: keep the part of each polygon left of (or on) the line ``start -> end``.
+
+    ``points``: ``P x K x 2`` (first ``count`` valid), ``start`` / ``end``: ``P x 2``. Returns the clipped
+    polygons ``P x K' x 2`` and their vertex counts.
+    """
+    size = points.shape[1]
+    slots = torch.arange(size, device=points.device)
+    valid = slots < count[:, None]
+    nxt_index = torch.where(slots + 1 < count[:, None], slots + 1, torch.zeros_like(slots))
+    nxt = torch.gather(points, 1, nxt_index[..., None].expand(-1, -1, 2))
+    edge = (end - start)[:, None, :]
+    rel = points - start[:, None, :]
+    dist = edge[..., 0] * rel[..., 1] - edge[..., 1] * rel[..., 0]  # > 0: left of the edge (inside)
+    dist_nxt = torch.gather(dist, 1, nxt_index)
+    inside, inside_nxt = dist >= 0, dist_nxt >= 0
+    crossing = valid & (inside != inside_nxt)
+    denom = torch.where(crossing, dist - dist_nxt, torch.ones_like(dist))
+    cut = points + (nxt - points) * (dist / denom)[..., None]
+    keep_nxt = valid & inside_nxt
+    # for each edge i -> i+1: [the crossing point, the end vertex], in polygon order
+    candidates = torch.stack([cut, nxt], dim=2).reshape(points.shape[0], 2 * size, 2)
+    keep = torch.stack([crossing, keep_nxt], dim=2).reshape(points.shape[0], 2 * size)
+    new_count = keep.sum(1)
+    order = torch.sort((~keep).to(torch.int8), dim=1, stable=True).indices
+    width = max(int(new_count.max()), 1) if new_count.numel() else 1
+    order = order[:, :width]
+    return torch.gather(candidates, 1, order[..., None].expand(-1, -1, 2)), new_count
+
+
+def _broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    """NumPy broadcasting of two shapes (``torch.broadcast_shapes`` imports torch.fx on first use, ~2 s)."""
+    size = max(len(a), len(b))
+    a, b = (1,) * (size - len(a)) + a, (1,) * (size - len(b)) + b
+    out = []
+    for i, j in zip(a, b, strict=True):
+        if i != j and 1 not in (i, j):
+            raise ValueError(f"shapes {a} and {b} do not broadcast")
+        out.append(j if i == 1 else i)
+    return tuple(out)
+
+
+def convex_polygon_intersection_area(poly_a: Tensor, poly_b: Tensor) -> Tensor:
+    """Area of the intersection of convex polygons ``... x Ka x 2`` and ``... x Kb x 2`` (both counter-clockwise).
+
+    Clips ``poly_a`` by each edge of ``poly_b`` (Sutherland-Hodgman), in the inputs' dtype. Coordinates are taken
+    relative to ``poly_b``'s first vertex to keep the rounding small far from the origin.
+    """
+    shape = _broadcast_shape(tuple(poly_a.shape[:-2]), tuple(poly_b.shape[:-2]))
+    a = poly_a.expand(*shape, *poly_a.shape[-2:]).reshape(-1, poly_a.shape[-2], 2)
+    b = poly_b.expand(*shape, *poly_b.shape[-2:]).reshape(-1, poly_b.shape[-2], 2)
+    if a.shape[0] == 0:
+        return torch.zeros(shape, dtype=poly_a.dtype, device=poly_a.device)
+    origin = b[:, :1, :]
+    points, b = a - origin, b - origin
+    count = torch.full((points.shape[0],), points.shape[1], dtype=torch.long, device=points.device)
+    for k in range(b.shape[1]):
+        points, count = _clip_by_half_plane(points, count, b[:, k], b[:, (k + 1) % b.shape[1]])
+    area = polygon_area(points, count).clamp_min(0)
+    return area.reshape(shape)
+
+
+def bev_intersection_area(boxes_a: Tensor, boxes_b: Tensor) -> Tensor:
+    """Intersection area (m^2) of the rotated footprints of BEV boxes ``... x 5`` and ``... x 5``."""
+    return convex_polygon_intersection_area(bev_box_corners(boxes_a), bev_box_corners(boxes_b))
+
+
+def bev_overlap(boxes_a: Tensor, boxes_b: Tensor, criterion: int = -1) -> Tensor:
+    """Bird's-eye-view overlap of rotated boxes ``... x 5`` (C++ ``groundBoxOverlap``)."""
+    _check_last(boxes_a, 5, "boxes_a")
+    _check_last(boxes_b, 5, "boxes_b")
+    inter = bev_intersection_area(boxes_a, boxes_b)
+    area_a = (boxes_a[..., 2] * boxes_a[..., 3]).abs()
+    area_b = (boxes_b[..., 2] * boxes_b[..., 3]).abs()
+    return _ratio(inter, area_a, area_b, criterion)
+
+
+def box3d_from_bev_area(boxes_a: Tensor, boxes_b: Tensor, bev_inter: Tensor, criterion: int = -1) -> Tensor:
+    """3D overlap of boxes ``... x 7`` given their BEV intersection area (C++ ``box3DOverlap``):
+    ``inter = bev_inter * max(0, min(y_a, y_b) - max(y_a - h_a, y_b - h_b))``, volumes ``h * w * l``."""
+    height = torch.minimum(boxes_a[..., 1], boxes_b[..., 1]) - torch.maximum(
+        boxes_a[..., 1] - boxes_a[..., 3], boxes_b[..., 1] - boxes_b[..., 3]
+    )
+    inter = bev_inter * height.clamp_min(0)
+    vol_a = boxes_a[..., 3:6].prod(-1).abs()
+    vol_b = boxes_b[..., 3:6].prod(-1).abs()
+    return _ratio(inter, vol_a, vol_b, criterion)
+
+
+def box3d_to_bev(boxes: Tensor) -> Tensor:
+    """``... x 7`` (``x, y, z, h, w, l, ry``) -> ``... x 5`` (``x, z, l, w, ry``)."""
+    return boxes[..., [0, 2, 5, 4, 6]]
+
+
+def box3d_overlap(boxes_a: Tensor, boxes_b: Tensor, criterion: int = -1) -> Tensor:
+    """3D overlap of boxes ``... x 7`` (``x, y, z, h, w, l, ry``): the BEV intersection area times the vertical
+    overlap, over the union volume (criterion -1), as the official C++ ``box3DOverlap``."""
+    _check_last(boxes_a, 7, "boxes_a")
+    _check_last(boxes_b, 7, "boxes_b")
+    inter = bev_intersection_area(box3d_to_bev(boxes_a), box3d_to_bev(boxes_b))
+    return box3d_from_bev_area(boxes_a, boxes_b, inter, criterion)

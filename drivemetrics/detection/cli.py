@@ -1,0 +1,143 @@
+"""Detection subcommand of the ``drivemetrics`` command: ``kitti-object-eval``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+#: Stats file suffix of each metric, as the official C++ names them.
+STATS_NAMES = {"2d": "detection", "aos": "orientation", "bev": "detection_ground", "3d": "detection_3d"}
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def format_stats(curves: list[list[float]]) -> str:
+    """A ``stats_<class>_<metric>.txt`` body as the C++ ``saveStats`` writes it: one line per difficulty,
+    each value ``%f`` followed by a space."""
+    return "".join("".join(f"{v:f} " for v in row) + "\n" for row in curves)
+
+
+def format_table(result: dict) -> str:
+    """The AP table: per class, one row per metric, R11 and R40 for easy / moderate / hard."""
+    from drivemetrics.detection.kitti_eval import DIFFICULTIES
+
+    lines = []
+    for cls, per_metric in result.items():
+        lines.append(f"{cls.capitalize()}")
+        lines.append(f"{'':8}" + "".join(f"{d:>20}" for d in DIFFICULTIES))
+        lines.append(f"{'AP':8}" + "".join(f"{'R11':>10}{'R40':>10}" for _ in DIFFICULTIES))
+        for metric, per_diff in per_metric.items():
+            values = "".join(f"{per_diff[d]['AP_R11']:>10.4f}{per_diff[d]['AP_R40']:>10.4f}" for d in DIFFICULTIES)
+            lines.append(f"{metric:8}{values}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _read_list(path: str) -> list[str]:
+    file = Path(path)
+    if not file.is_file():
+        raise FileNotFoundError(f"--list file not found: {file}")
+    names = []
+    for line_no, line in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) != 1:
+            raise ValueError(f"{file}:{line_no}: expected one frame name per line, got {line!r}")
+        names.append(fields[0][:-4] if fields[0].endswith(".txt") else fields[0])
+    if not names:
+        raise ValueError(f"--list file {file} names no frame")
+    return names
+
+
+def _kitti_object_eval(args: argparse.Namespace) -> int:
+    import warnings
+
+    from drivemetrics.detection.kitti_eval import evaluate_kitti_objects
+    from drivemetrics.detection.kitti_io import read_kitti_object_folder
+
+    gt_dir, det_dir = Path(args.gt), Path(args.det)
+    for name, folder in (("--gt", gt_dir), ("--det", det_dir)):
+        if not folder.is_dir():
+            raise FileNotFoundError(f"{name} folder not found: {folder}")
+    inputs = {gt_dir.resolve(), det_dir.resolve()}
+    if args.write_stats and Path(args.write_stats).resolve() in inputs:
+        raise ValueError("--write-stats must not be the --gt or --det folder (the stats would be read as frames)")
+    if args.json and Path(args.json).resolve().parent in inputs and Path(args.json).suffix == ".txt":
+        raise ValueError("--json must not be a .txt file in the --gt or --det folder")
+    if args.workers < 1:
+        raise ValueError(f"--workers must be >= 1, got {args.workers}")
+    frames = _read_list(args.list) if args.list else None
+    groundtruth = read_kitti_object_folder(gt_dir, frames, with_score=False)
+    if not groundtruth:
+        raise ValueError(f"--gt folder {gt_dir} holds no .txt label file")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        detections = read_kitti_object_folder(det_dir, list(groundtruth), with_score=True, missing="warn")
+    for warning in caught:
+        print(f"warning: {warning.message}", file=sys.stderr)
+    result = evaluate_kitti_objects(
+        list(groundtruth.values()),
+        list(detections.values()),
+        overlaps=args.overlaps,
+        workers=args.workers,
+    )
+    print(f"{len(groundtruth)} frames, overlaps: {args.overlaps}")
+    if not result:
+        print("no class was evaluated (no detection of Car, Pedestrian or Cyclist with a usable box)")
+    print(format_table(result))
+    if args.write_stats:
+        out = Path(args.write_stats)
+        for cls, per_metric in result.items():
+            for metric, per_diff in per_metric.items():
+                curves = [per_diff[d]["curve"] for d in ("easy", "moderate", "hard")]
+                _atomic_write(out / f"stats_{cls}_{STATS_NAMES[metric]}.txt", format_stats(curves))
+    if args.json:
+        _atomic_write(Path(args.json), json.dumps(result, indent=1) + "\n")
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the detection subcommands."""
+    parser = subparsers.add_parser(
+        "kitti-object-eval",
+        help="KITTI object AP (2D, AOS, BEV, 3D; R11 and R40), exactly as the official C++ evaluate_object",
+        description=(
+            "Evaluate a KITTI object result folder (16-column lines with score) against a label folder: the official "
+            "protocol (difficulties, Van / Person_sitting and DontCare handling, greedy matching, 41 recall "
+            "thresholds), AP over 11 and 40 recall points per class, metric and difficulty. Every frame of the GT "
+            "folder (or of --list) is evaluated; a frame without a result file counts as no detections (warning). "
+            "Classes / metrics are evaluated only when detected, AOS only if no detection has alpha = -10, as the C++."
+        ),
+    )
+    parser.add_argument("--gt", required=True, help="label folder (label_2): <frame>.txt, 15 columns")
+    parser.add_argument("--det", required=True, help="result folder: <frame>.txt, 16 columns (with score)")
+    parser.add_argument("--list", help="file of frame names (one per line, e.g. 000123) to evaluate")
+    parser.add_argument("--json", help="write {class: {metric: {difficulty: {curve, AP_R11, AP_R40}}}} here")
+    parser.add_argument(
+        "--write-stats",
+        metavar="DIR",
+        help="write stats_<class>_<detection|orientation|detection_ground|detection_3d>.txt as the C++ does",
+    )
+    parser.add_argument(
+        "--overlaps",
+        choices=("strict", "loose"),
+        default="strict",
+        help="minimum overlaps: strict (official, 0.7/0.5/0.5) or loose (BEV/3D 0.5/0.25/0.25)",
+    )
+    parser.add_argument("--workers", type=int, default=1, help="threads evaluating classes / metrics in parallel")
+    parser.set_defaults(func=_kitti_object_eval)

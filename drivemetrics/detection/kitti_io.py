@@ -1,0 +1,350 @@
+"""KITTI object files: label / result lines, result folders, calibration, and the sensor projections.
+
+A label line has 15 space-separated columns (devkit ``readme.txt``), a result line a 16th, the score::
+
+    type truncated occluded alpha x1 y1 x2 y2 h w l x y z rotation_y [score]
+
+``x1 y1 x2 y2`` is the 2D box in pixels, ``h w l`` the 3D box size in metres, ``x y z`` the centre of the box's
+**bottom face** in rectified camera-0 coordinates (x right, y down, z forward) and ``rotation_y`` the yaw around
+the camera y axis. Invalid fields use the devkit's defaults (alpha -10, size -1, location -1000, rotation -10).
+
+A calibration file holds ``P0`` .. ``P3`` (3 x 4), ``R0_rect`` (3 x 3), ``Tr_velo_to_cam`` and ``Tr_imu_to_velo``
+(3 x 4). A velodyne point maps to the left colour image as ``P2 @ R0_rect @ Tr_velo_to_cam @ [x, y, z, 1]``.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from drivemetrics.geometry.calib import parse_kitti_calib
+
+__all__ = [
+    "KITTI_OBJECT_CALIB_KEYS",
+    "KittiObjects",
+    "box3d_corners",
+    "camera_to_image",
+    "format_kitti_objects",
+    "parse_kitti_objects",
+    "read_kitti_object_calib",
+    "read_kitti_object_folder",
+    "read_kitti_objects",
+    "velodyne_to_camera",
+    "velodyne_to_image",
+    "write_kitti_object_calib",
+    "write_kitti_objects",
+]
+
+#: The seven keys of a KITTI object calibration file, in file order.
+KITTI_OBJECT_CALIB_KEYS: tuple[str, ...] = ("P0", "P1", "P2", "P3", "R0_rect", "Tr_velo_to_cam", "Tr_imu_to_velo")
+
+_NUMERIC_COLUMNS = 14  # every column after the type, without the score
+
+
+@dataclass
+class KittiObjects:
+    """The objects of one frame (one label or result file); arrays are float64 numpy, ``N`` rows.
+
+    Attributes:
+        type: ``N`` class names as written in the file (``Car``, ``Van``, ``DontCare``, ...).
+        truncated: ``N`` truncation in [0, 1] (-1 for DontCare).
+        occluded: ``N`` occlusion level 0..3 (-1 for DontCare).
+        alpha: ``N`` observation angle in radians (-10: not given).
+        bbox: ``N x 4`` 2D box ``x1, y1, x2, y2`` in pixels.
+        dimensions: ``N x 3`` 3D size ``h, w, l`` in metres (the file's order).
+        location: ``N x 3`` bottom-face centre ``x, y, z`` in rectified camera coordinates, metres.
+        rotation_y: ``N`` yaw around the camera y axis in radians.
+        score: ``N`` confidences (results), or ``None`` (labels).
+    """
+
+    type: list[str]
+    truncated: np.ndarray
+    occluded: np.ndarray
+    alpha: np.ndarray
+    bbox: np.ndarray
+    dimensions: np.ndarray
+    location: np.ndarray
+    rotation_y: np.ndarray
+    score: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.type)
+
+    @classmethod
+    def empty(cls, with_score: bool = False) -> KittiObjects:
+        """A frame without objects."""
+        return cls.from_array([], np.zeros((0, 15 if with_score else _NUMERIC_COLUMNS)))
+
+    @classmethod
+    def from_array(cls, types: Sequence[str], values: np.ndarray) -> KittiObjects:
+        """Build from ``N`` type names and an ``N x 14`` (label) or ``N x 15`` (result) array of the numeric columns."""
+        values = np.asarray(values, dtype=np.float64)
+        if (
+            values.ndim != 2
+            or values.shape[0] != len(types)
+            or values.shape[1] not in (_NUMERIC_COLUMNS, _NUMERIC_COLUMNS + 1)
+        ):
+            raise ValueError(f"expected {len(types)} x 14 or {len(types)} x 15 numeric values, got {values.shape}")
+        return cls(
+            type=list(types),
+            truncated=values[:, 0].copy(),
+            occluded=values[:, 1].copy(),
+            alpha=values[:, 2].copy(),
+            bbox=values[:, 3:7].copy(),
+            dimensions=values[:, 7:10].copy(),
+            location=values[:, 10:13].copy(),
+            rotation_y=values[:, 13].copy(),
+            score=values[:, 14].copy() if values.shape[1] == 15 else None,
+        )
+
+    def to_array(self) -> np.ndarray:
+        """The numeric columns as an ``N x 14`` (or ``N x 15`` with scores) float64 array, in file order."""
+        cols = [
+            (self.truncated, 1),
+            (self.occluded, 1),
+            (self.alpha, 1),
+            (self.bbox, 4),
+            (self.dimensions, 3),
+            (self.location, 3),
+            (self.rotation_y, 1),
+        ]
+        if self.score is not None:
+            cols.append((self.score, 1))
+        return np.concatenate([np.asarray(c, dtype=np.float64).reshape(len(self), w) for c, w in cols], axis=1)
+
+    def with_score(self, score: float | np.ndarray) -> KittiObjects:
+        """A copy carrying ``score`` (a constant or ``N`` values), e.g. to submit labels as detections."""
+        scores = np.broadcast_to(np.asarray(score, dtype=np.float64), (len(self),)).copy()
+        return KittiObjects.from_array(
+            self.type, np.concatenate([self.to_array()[:, :_NUMERIC_COLUMNS], scores[:, None]], 1)
+        )
+
+
+def parse_kitti_objects(text: str, source: str = "<string>", with_score: bool | None = None) -> KittiObjects:
+    """Parse the text of a label (15 columns) or result (16 columns) file.
+
+    Columns may be separated by any whitespace; blank lines are skipped.
+
+    Args:
+        text: the file content.
+        source: the file name used in error messages.
+        with_score: ``True`` requires 16 columns (a result file), ``False`` 15 (a label file); ``None`` accepts
+            either, but the same count on every line.
+
+    Raises:
+        ValueError: a line with a wrong column count or a non-number, naming ``source`` and the line number.
+    """
+    types: list[str] = []
+    rows: list[list[float]] = []
+    expected = None if with_score is None else (16 if with_score else 15)
+    for line_no, raw in enumerate(text.splitlines(), start=1):
+        fields = raw.split()
+        if not fields:
+            continue
+        if expected is None:
+            if len(fields) not in (15, 16):
+                raise ValueError(
+                    f"{source}:{line_no}: expected 15 (label) or 16 (result) columns, got {len(fields)}: {raw!r}"
+                )
+            expected = len(fields)
+        if len(fields) != expected:
+            what = "result (with score)" if expected == 16 else "label"
+            raise ValueError(f"{source}:{line_no}: expected {expected} columns for a {what} line, got {len(fields)}")
+        try:
+            rows.append([float(v) for v in fields[1:]])
+        except ValueError as err:
+            raise ValueError(f"{source}:{line_no}: columns 2..{expected} must be numbers: {raw.strip()!r}") from err
+        if not all(np.isfinite(rows[-1])):
+            raise ValueError(f"{source}:{line_no}: non-finite number in {raw.strip()!r}")
+        types.append(fields[0])
+    width = (expected if expected is not None else (16 if with_score else 15)) - 1
+    return KittiObjects.from_array(types, np.asarray(rows, dtype=np.float64).reshape(len(rows), width))
+
+
+def read_kitti_objects(path: str | Path, with_score: bool | None = None) -> KittiObjects:
+    """Read one label or result file (see :func:`parse_kitti_objects`).
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        ValueError: a malformed line (the message names the file and line).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"KITTI object file not found: {path}")
+    return parse_kitti_objects(path.read_text(encoding="utf-8"), source=str(path), with_score=with_score)
+
+
+def format_kitti_objects(objects: KittiObjects, decimals: int = 2) -> str:
+    """The file text of ``objects``: one line per object, numbers with ``decimals`` decimals (devkit: 2).
+
+    Occlusion is written as an integer; the score (if any) with at least 4 decimals.
+    """
+    lines = []
+    values = objects.to_array()
+    for name, row in zip(objects.type, values, strict=True):
+        if not name or any(c.isspace() for c in name):
+            raise ValueError(f"object type must be one word, got {name!r}")
+        nums = [f"{row[0]:.{decimals}f}", f"{round(row[1]):d}"] + [f"{v:.{decimals}f}" for v in row[2:14]]
+        if values.shape[1] == 15:
+            nums.append(f"{row[14]:.{max(decimals, 4)}f}")
+        lines.append(" ".join([name, *nums]))
+    return "".join(line + "\n" for line in lines)
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    """Write ``text`` to a temporary file in ``path``'s folder, then rename it over ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_kitti_objects(path: str | Path, objects: KittiObjects, decimals: int = 2) -> None:
+    """Write a label or result file atomically (see :func:`format_kitti_objects`)."""
+    _atomic_write(Path(path), format_kitti_objects(objects, decimals))
+
+
+def read_kitti_object_folder(
+    folder: str | Path, frames: Iterable[str] | None = None, with_score: bool | None = None, missing: str = "error"
+) -> dict[str, KittiObjects]:
+    """Read ``<frame>.txt`` files of a label or result folder.
+
+    Args:
+        folder: the folder (``label_2`` or a result ``data`` folder).
+        frames: frame names without ``.txt`` (default: every ``*.txt`` in the folder, sorted).
+        with_score: see :func:`parse_kitti_objects`.
+        missing: for a listed frame without a file: ``"error"`` (FileNotFoundError), ``"empty"`` (no objects)
+            or ``"warn"`` (no objects and a warning).
+
+    Returns:
+        ``{frame: objects}`` in the order of ``frames``.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"KITTI object folder not found: {folder}")
+    if missing not in ("error", "empty", "warn"):
+        raise ValueError(f"`missing` must be 'error', 'empty' or 'warn', got {missing!r}")
+    names = sorted(p.stem for p in folder.glob("*.txt")) if frames is None else list(frames)
+    out: dict[str, KittiObjects] = {}
+    absent = []
+    for name in names:
+        path = folder / f"{name}.txt"
+        if not path.is_file():
+            if missing == "error":
+                raise FileNotFoundError(f"KITTI object file not found: {path}")
+            absent.append(name)
+            out[name] = KittiObjects.empty(with_score=bool(with_score))
+            continue
+        out[name] = read_kitti_objects(path, with_score=with_score)
+    if absent and missing == "warn":
+        shown = ", ".join(absent[:5]) + (" ..." if len(absent) > 5 else "")
+        warnings.warn(
+            f"{len(absent)} frame(s) have no file in {folder} and count as having no objects: {shown}", stacklevel=2
+        )
+    return out
+
+
+def read_kitti_object_calib(path: str | Path, dtype: torch.dtype = torch.float64) -> dict[str, Tensor]:
+    """Read a KITTI object calibration file: the seven :data:`KITTI_OBJECT_CALIB_KEYS` (``Tr_imu_to_velo`` may be
+    absent, as in the test split of some copies); matrices as 3 x 4 / 3 x 3 tensors.
+
+    Raises:
+        FileNotFoundError: the file does not exist.
+        ValueError: a malformed line (naming file and line) or a missing key.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"calibration file not found: {path}")
+    required = KITTI_OBJECT_CALIB_KEYS[:6]
+    return parse_kitti_calib(path.read_text(encoding="utf-8"), source=str(path), required=required, dtype=dtype)
+
+
+def write_kitti_object_calib(path: str | Path, calib: Mapping[str, Tensor]) -> None:
+    """Write a calibration file (keys in :data:`KITTI_OBJECT_CALIB_KEYS` order first, ``%.12e`` values)."""
+    keys = [k for k in KITTI_OBJECT_CALIB_KEYS if k in calib] + [k for k in calib if k not in KITTI_OBJECT_CALIB_KEYS]
+    lines = []
+    for key in keys:
+        values = torch.as_tensor(calib[key]).reshape(-1).tolist()
+        lines.append(f"{key}: " + " ".join(f"{v:.12e}" for v in values))
+    _atomic_write(Path(path), "\n".join(lines) + "\n")
+
+
+def _homogeneous_4x4(matrix: Tensor) -> Tensor:
+    """``... x 3 x 3`` or ``... x 3 x 4`` -> ``... x 4 x 4`` with a ``[0 0 0 1]`` bottom row."""
+    out = torch.zeros(*matrix.shape[:-2], 4, 4, dtype=matrix.dtype, device=matrix.device)
+    out[..., : matrix.shape[-2], : matrix.shape[-1]] = matrix
+    out[..., 3, 3] = 1.0
+    return out
+
+
+def velodyne_to_camera(points: Tensor, calib: Mapping[str, Tensor]) -> Tensor:
+    """Velodyne points ``... x N x 3`` (metres) -> rectified camera-0 coordinates ``... x N x 3``.
+
+    ``R0_rect @ Tr_velo_to_cam @ [x, y, z, 1]`` (both extended to 4 x 4); batched calibrations broadcast.
+    """
+    if points.shape[-1] != 3:
+        raise ValueError(f"`points` must be ... x N x 3, got {tuple(points.shape)}")
+    rect = _homogeneous_4x4(calib["R0_rect"].to(points)) @ _homogeneous_4x4(calib["Tr_velo_to_cam"].to(points))
+    hom = torch.cat([points, torch.ones_like(points[..., :1])], dim=-1)
+    return (hom @ rect.transpose(-1, -2))[..., :3]
+
+
+def camera_to_image(points: Tensor, projection: Tensor) -> tuple[Tensor, Tensor]:
+    """Rectified camera points ``... x N x 3`` -> pixels ``... x N x 2`` with a 3 x 4 projection (e.g. ``P2``).
+
+    Divides by the homogeneous coordinate ``w = P[2] @ [x, y, z, 1]`` (not by the camera z; they differ by
+    ``P[2, 3]``, a few mm for P2).
+
+    Returns:
+        ``(uv, w)``: pixels and the homogeneous depth ``w`` (points with ``w <= 0`` are behind the camera).
+    """
+    if points.shape[-1] != 3:
+        raise ValueError(f"`points` must be ... x N x 3, got {tuple(points.shape)}")
+    if projection.shape[-2:] != (3, 4):
+        raise ValueError(f"`projection` must be 3 x 4, got {tuple(projection.shape)}")
+    hom = torch.cat([points, torch.ones_like(points[..., :1])], dim=-1)
+    proj = hom @ projection.to(points).transpose(-1, -2)
+    w = proj[..., 2]
+    return proj[..., :2] / w.unsqueeze(-1), w
+
+
+def velodyne_to_image(points: Tensor, calib: Mapping[str, Tensor], camera: str = "P2") -> tuple[Tensor, Tensor]:
+    """Velodyne points ``... x N x 3`` -> pixels ``... x N x 2`` of ``camera`` (``"P2"``: left colour) and ``w``."""
+    return camera_to_image(velodyne_to_camera(points, calib), calib[camera])
+
+
+def box3d_corners(dimensions: Tensor, location: Tensor, rotation_y: Tensor) -> Tensor:
+    """The 8 corners ``N x 8 x 3`` of KITTI 3D boxes in camera coordinates (devkit ``computeBox3D``).
+
+    Args:
+        dimensions: ``N x 3`` ``h, w, l``.
+        location: ``N x 3`` bottom-face centre.
+        rotation_y: ``N`` yaw; the box's length axis points along ``(cos ry, 0, -sin ry)``.
+
+    Returns:
+        Corners 0-3 on the bottom face (y = location y), 4-7 above them on the top face (y - h).
+    """
+    h, w, l = dimensions.unbind(-1)
+    sx = torch.tensor([1, -1, -1, 1, 1, -1, -1, 1], dtype=dimensions.dtype, device=dimensions.device) / 2
+    sz = torch.tensor([1, 1, -1, -1, 1, 1, -1, -1], dtype=dimensions.dtype, device=dimensions.device) / 2
+    sy = torch.tensor([0, 0, 0, 0, -1, -1, -1, -1], dtype=dimensions.dtype, device=dimensions.device)
+    x = l[:, None] * sx
+    y = h[:, None] * sy
+    z = w[:, None] * sz
+    cos, sin = torch.cos(rotation_y)[:, None], torch.sin(rotation_y)[:, None]
+    rx = cos * x + sin * z
+    rz = -sin * x + cos * z
+    return torch.stack([rx, y, rz], dim=-1) + location[:, None, :]

@@ -1,0 +1,60 @@
+"""``drivemetrics kitti-object-eval``: stats files byte-identical to the official C++, JSON, lists and errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from drivemetrics.cli import main
+
+
+@pytest.fixture(scope="module")
+def kitti_dir(fixtures_dir):
+    path = fixtures_dir / "kitti_object"
+    if not path.is_dir():
+        pytest.skip("kitti_object fixtures absent")
+    return path
+
+
+def test_stats_files_equal_official_cpp_bytes(kitti_dir, tmp_path, capsys):
+    frames = tmp_path / "list.txt"
+    frames.write_text("".join(f"{i:06d}\n" for i in range(100)))
+    stats, out_json = tmp_path / "stats", tmp_path / "out.json"
+    argv = ["kitti-object-eval", "--gt", str(kitti_dir / "label_2"), "--det", str(kitti_dir / "det_100")]
+    argv += ["--list", str(frames), "--write-stats", str(stats), "--json", str(out_json), "--workers", "2"]
+    assert main(argv) == 0
+    expected = sorted(p.name for p in (kitti_dir / "expected_official_100").iterdir())
+    assert sorted(p.name for p in stats.iterdir()) == expected
+    for name in expected:
+        assert (stats / name).read_bytes() == (kitti_dir / "expected_official_100" / name).read_bytes(), name
+    result = json.loads(out_json.read_text())
+    assert list(result) == ["car"]
+    assert list(result["car"]) == ["2d", "aos", "bev", "3d"]
+    moderate = result["car"]["3d"]["moderate"]
+    assert len(moderate["curve"]) == 41
+    assert round(moderate["AP_R40"], 4) == 31.7419
+    printed = capsys.readouterr().out
+    assert "100 frames" in printed
+    assert "38.7411" in printed  # Car 2D moderate R40
+
+
+def test_missing_result_files_count_as_empty_with_a_warning(kitti_dir, tmp_path, capsys):
+    argv = ["kitti-object-eval", "--gt", str(kitti_dir / "label_2"), "--det", str(kitti_dir / "det_100")]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert "200 frame(s) have no file" in captured.err
+    assert "300 frames" in captured.out
+
+
+def test_bad_inputs_exit_2(kitti_dir, tmp_path, capsys):
+    gt, det = str(kitti_dir / "label_2"), str(kitti_dir / "det_100")
+    assert main(["kitti-object-eval", "--gt", gt, "--det", det, "--write-stats", det]) == 2
+    assert "--write-stats" in capsys.readouterr().err
+    assert main(["kitti-object-eval", "--gt", str(tmp_path / "none"), "--det", det]) == 2
+    assert "--gt folder not found" in capsys.readouterr().err
+    bad = tmp_path / "det"
+    bad.mkdir()
+    (bad / "000000.txt").write_text("Car -1 -1 0.1 1 2 3 4 1 1 1 0 0 5 0\n")  # no score
+    assert main(["kitti-object-eval", "--gt", gt, "--det", str(bad)]) == 2
+    assert "000000.txt:1: expected 16 columns" in capsys.readouterr().err

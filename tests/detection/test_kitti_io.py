@@ -1,0 +1,155 @@
+"""KITTI object label / result / calibration files and the velodyne -> camera -> image projections."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from drivemetrics.detection.kitti_io import (
+    KittiObjects,
+    box3d_corners,
+    camera_to_image,
+    format_kitti_objects,
+    parse_kitti_objects,
+    read_kitti_object_calib,
+    read_kitti_object_folder,
+    read_kitti_objects,
+    velodyne_to_camera,
+    velodyne_to_image,
+    write_kitti_object_calib,
+    write_kitti_objects,
+)
+
+LABEL = (
+    "Pedestrian 0.00 0 -0.20 712.40 143.00 810.73 307.92 1.89 0.48 1.20 1.84 1.47 8.41 0.01\n"
+    "DontCare -1 -1 -10 503.89 169.71 590.61 190.13 -1 -1 -1 -1000 -1000 -1000 -10\n"
+)
+
+
+def test_parse_label_columns():
+    objs = parse_kitti_objects(LABEL)
+    assert objs.type == ["Pedestrian", "DontCare"]
+    assert objs.score is None
+    np.testing.assert_array_equal(objs.bbox[0], [712.40, 143.00, 810.73, 307.92])
+    np.testing.assert_array_equal(objs.dimensions[0], [1.89, 0.48, 1.20])  # h, w, l
+    np.testing.assert_array_equal(objs.location[1], [-1000, -1000, -1000])
+    assert objs.alpha[1] == -10
+    assert objs.occluded[1] == -1
+    assert objs.rotation_y[0] == 0.01
+
+
+def test_result_round_trip(tmp_path):
+    objs = parse_kitti_objects(LABEL).with_score([0.75, 0.125])
+    path = tmp_path / "res" / "000000.txt"
+    write_kitti_objects(path, objs)
+    back = read_kitti_objects(path, with_score=True)
+    assert back.type == objs.type
+    np.testing.assert_array_equal(back.to_array(), objs.to_array())
+    text = format_kitti_objects(parse_kitti_objects(LABEL))
+    assert text.splitlines()[0] == LABEL.splitlines()[0]
+    assert text.splitlines()[1] == (
+        "DontCare -1.00 -1 -10.00 503.89 169.71 590.61 190.13 -1.00 -1.00 -1.00 -1000.00 -1000.00 -1000.00 -10.00"
+    )
+    assert [p.name for p in path.parent.iterdir()] == ["000000.txt"]  # no temp file left
+
+
+@pytest.mark.parametrize(
+    ("text", "with_score", "message"),
+    [
+        ("Car 0 0 0 1 2 3 4 1 1 1 0 0 5\n", None, r"f\.txt:1: expected 15 \(label\) or 16"),
+        (LABEL + "Car 0 0 0 1 2 3 4 1 1 1 0 0 5 0 0.9\n", None, r"f\.txt:3: expected 15 columns"),
+        ("\n" + LABEL.replace("0.48", "abc"), False, r"f\.txt:2: columns 2\.\.15 must be numbers"),
+        (LABEL, True, r"f\.txt:1: expected 16 columns for a result"),
+        ("Car 0 0 0 1 2 3 4 1 1 1 0 0 nan 0\n", False, r"f\.txt:1: non-finite"),
+    ],
+)
+def test_malformed_lines_name_file_and_line(text, with_score, message):
+    with pytest.raises(ValueError, match=message):
+        parse_kitti_objects(text, source="f.txt", with_score=with_score)
+
+
+def test_folder_reading_and_missing_frames(tmp_path):
+    (tmp_path / "000001.txt").write_text(LABEL)
+    (tmp_path / "000000.txt").write_text("")
+    frames = read_kitti_object_folder(tmp_path)
+    assert list(frames) == ["000000", "000001"]
+    assert len(frames["000000"]) == 0
+    assert len(frames["000001"]) == 2
+    with pytest.raises(FileNotFoundError, match="000002"):
+        read_kitti_object_folder(tmp_path, ["000002"])
+    with pytest.warns(UserWarning, match="1 frame"):
+        out = read_kitti_object_folder(tmp_path, ["000002", "000001"], with_score=False, missing="warn")
+    assert len(out["000002"]) == 0
+    with pytest.raises(FileNotFoundError):
+        read_kitti_object_folder(tmp_path / "nope")
+    with pytest.raises(FileNotFoundError):
+        read_kitti_objects(tmp_path / "nope.txt")
+
+
+def test_empty_frame_shapes():
+    empty = KittiObjects.empty(with_score=True)
+    assert len(empty) == 0
+    assert empty.bbox.shape == (0, 4)
+    assert empty.score.shape == (0,)
+    assert format_kitti_objects(empty) == ""
+
+
+@pytest.fixture(scope="module")
+def calib0(fixtures_dir):
+    path = fixtures_dir / "kitti_object" / "calib" / "000000.txt"
+    if not path.is_file():
+        pytest.skip("kitti_object calib fixtures absent")
+    return read_kitti_object_calib(path)
+
+
+def test_calibration_keys_and_projection(calib0):
+    assert calib0["P2"].shape == (3, 4)
+    assert calib0["R0_rect"].shape == (3, 3)
+    assert calib0["Tr_velo_to_cam"].shape == (3, 4)
+    assert calib0["Tr_imu_to_velo"].shape == (3, 4)
+    # reference notes 1.2: velodyne (10, 0, -1) -> rect (-0.0255, 0.8875, 9.6726) -> uv (606.637, 245.221), w 9.6776
+    point = torch.tensor([[10.0, 0.0, -1.0]], dtype=torch.float64)
+    rect = velodyne_to_camera(point, calib0)
+    torch.testing.assert_close(rect, torch.tensor([[-0.0255, 0.8875, 9.6726]], dtype=torch.float64), atol=5e-5, rtol=0)
+    uv, w = velodyne_to_image(point, calib0)
+    torch.testing.assert_close(uv, torch.tensor([[606.637, 245.221]], dtype=torch.float64), atol=5e-4, rtol=0)
+    assert w.item() == pytest.approx(9.6776, abs=5e-5)
+
+
+def test_projected_box_extent(calib0):
+    """Label 000000 projects to [710.44, 144.00, 820.29, 307.59] with P2 alone (reference notes 1.2)."""
+    objs = parse_kitti_objects(LABEL)
+    corners = box3d_corners(
+        torch.from_numpy(objs.dimensions[:1]),
+        torch.from_numpy(objs.location[:1]),
+        torch.from_numpy(objs.rotation_y[:1]),
+    )
+    uv, _ = camera_to_image(corners[0], calib0["P2"])
+    extent = torch.cat([uv.min(0).values, uv.max(0).values])
+    torch.testing.assert_close(
+        extent, torch.tensor([710.44, 144.00, 820.29, 307.59], dtype=torch.float64), atol=6e-3, rtol=0
+    )
+
+
+def test_calib_round_trip_and_errors(tmp_path, calib0):
+    path = tmp_path / "c.txt"
+    write_kitti_object_calib(path, calib0)
+    back = read_kitti_object_calib(path)
+    for key, value in calib0.items():
+        torch.testing.assert_close(back[key], value, rtol=1e-12, atol=0)
+    (tmp_path / "bad.txt").write_text("P0: 1 2 3\n")
+    with pytest.raises(ValueError, match=r"bad\.txt:1: P0 must have 12 values"):
+        read_kitti_object_calib(tmp_path / "bad.txt")
+    with pytest.raises(FileNotFoundError):
+        read_kitti_object_calib(tmp_path / "none.txt")
+
+
+def test_corners_geometry():
+    corners = box3d_corners(torch.tensor([[2.0, 1.0, 4.0]]), torch.tensor([[1.0, 1.5, 10.0]]), torch.tensor([0.0]))[0]
+    assert corners[:4, 1].eq(1.5).all()
+    assert corners[4:, 1].eq(-0.5).all()
+    assert corners[:, 0].min() == -1
+    assert corners[:, 0].max() == 3
+    assert corners[:, 2].min() == 9.5
+    assert corners[:, 2].max() == 10.5
