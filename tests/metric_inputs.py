@@ -30,6 +30,7 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
+from drivemetrics.detection.metrics import KittiObjectAP, KittiObjectMetrics
 from drivemetrics.geometry.bev import BevGrid
 from drivemetrics.graph.apls import AveragePathLengthSimilarity
 from drivemetrics.graph.ccq import CorrectnessCompletenessQuality
@@ -286,3 +287,46 @@ def _ccq_case(cls: type[Metric]) -> MetricCase:
         preds = torch.roll(target, shifts=(i - 1, 0), dims=(1, 2)) & (torch.rand(2, 24, 24, generator=g) > 0.2)
         batches.append(((preds, target), {}))
     return MetricCase({"slack": 1.5}, batches)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# detection
+
+
+def _kitti_frame(g: torch.Generator, cars: int, jitter: float, pred: bool) -> dict[str, Tensor]:
+    """A frame of ``cars`` cars in a row (dict inputs of KittiObjectMetrics), boxes jittered by ``jitter``."""
+    x = (
+        torch.arange(cars, dtype=torch.float64) * 4.0
+        - 4.0
+        + jitter * torch.randn(cars, generator=g, dtype=torch.float64)
+    )
+    z = 12.0 + 3.0 * torch.arange(cars, dtype=torch.float64)
+    left = 300.0 + 150.0 * torch.arange(cars, dtype=torch.float64) + 10 * jitter * torch.rand(cars, generator=g)
+    frame = {
+        "labels": torch.zeros(cars, dtype=torch.long),  # Car
+        "boxes": torch.stack([left, torch.full_like(left, 150.0), left + 80.0, torch.full_like(left, 210.0)], 1),
+        "dimensions": torch.tensor([[1.5, 1.6, 3.9]], dtype=torch.float64).expand(cars, 3).clone(),
+        "location": torch.stack([x, torch.full_like(x, 1.6), z], 1),
+        "rotation_y": 0.1 * torch.randn(cars, generator=g, dtype=torch.float64),
+        "alpha": torch.zeros(cars, dtype=torch.float64),
+    }
+    if pred:
+        frame["scores"] = torch.rand(cars, generator=g, dtype=torch.float64)
+    else:
+        frame["truncated"] = torch.zeros(cars, dtype=torch.float64)
+        frame["occluded"] = torch.zeros(cars, dtype=torch.long)
+    return frame
+
+
+@register(KittiObjectMetrics, KittiObjectAP)
+def _kitti_object_case(cls: type[Metric]) -> MetricCase:
+    g = _generator(11)
+    batches = []
+    for i in range(NUM_BATCHES):
+        target = [_kitti_frame(_generator(100 + 2 * i + k), 2 + k + i % 2, 0.0, False) for k in range(2)]
+        preds = [_kitti_frame(_generator(100 + 2 * i + k), 2 + k + i % 2, 0.3 * (i + 1), True) for k in range(2)]
+        preds[0]["scores"] = torch.rand(len(preds[0]["scores"]), generator=g, dtype=torch.float64)
+        batches.append(((preds, target), {}))
+    kwargs: dict[str, Any] = {"metric": "bev"} if cls is KittiObjectAP else {}
+    # dict-of-tensor frames: no float tensor argument to cast or differentiate
+    return MetricCase(kwargs, batches, None, grad_arg=None, float64_rtol=None)

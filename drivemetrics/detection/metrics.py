@@ -15,6 +15,7 @@ from torch import Tensor
 from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 
+from drivemetrics._metric import plot_metric
 from drivemetrics.detection.kitti_eval import DIFFICULTIES, KITTI_CLASSES, METRICS, evaluate_kitti_objects
 from drivemetrics.detection.kitti_io import KittiObjects
 
@@ -193,7 +194,8 @@ class KittiObjectMetrics(Metric):
         """Draw the 41-point interpolated precision curves of ``cls`` / ``metric`` for the three difficulties.
 
         Args:
-            val: a result of :meth:`evaluate` (default: evaluate now).
+            val: a result of :meth:`evaluate` (default: evaluate now) for the precision curves, or values of
+                :meth:`compute` (a flat dict, or a sequence of them over epochs) drawn torchmetrics-style.
             ax: a matplotlib axes to draw into (default: a new figure).
             cls: ``car``, ``pedestrian`` or ``cyclist``.
             metric: ``2d``, ``aos``, ``bev`` or ``3d``.
@@ -205,6 +207,9 @@ class KittiObjectMetrics(Metric):
             import matplotlib.pyplot as plt
         except ModuleNotFoundError as error:  # pragma: no cover - matplotlib is an optional extra
             raise ModuleNotFoundError("plot() needs matplotlib: pip install 'drivemetrics[plot]'") from error
+        is_flat = isinstance(val, dict) and all(isinstance(v, Tensor) for v in val.values())
+        if is_flat or (isinstance(val, Sequence) and not isinstance(val, str)):
+            return plot_metric(self, val, ax)
         result = self.evaluate() if val is None else val
         fig, ax = plt.subplots() if ax is None else (ax.figure, ax)
         recall = np.arange(41) / 40
