@@ -186,3 +186,35 @@ def test_png_with_a_huge_declared_size_is_refused_quickly(tmp_path):
     path.write_bytes(data)
     with pytest.raises(ValueError, match=r"um_road_000000\.png"):
         read_confidence_png(path)
+
+
+KITTI_LABEL = (
+    b"Car 0.00 0 -1.58 587.01 173.33 614.12 200.12 1.65 1.67 3.64 -0.65 1.71 46.70 -1.59\n"
+    b"Pedestrian 0.00 0 0.21 423.17 173.67 433.17 224.03 1.60 0.38 0.30 -5.12 1.85 30.00 0.04\n"
+    b"DontCare -1 -1 -10 503.89 169.71 590.61 190.13 -1 -1 -1 -1000 -1000 -1000 -10\n"
+)
+
+
+@FUZZ
+@given(data=_mutations(KITTI_LABEL))
+def test_kitti_object_labels(tmp_path_factory, data):
+    from drivemetrics.detection.kitti_io import read_kitti_objects
+
+    _expect_value_error_or_result(read_kitti_objects, tmp_path_factory.mktemp("ko") / "000000.txt", data)
+
+
+@FUZZ
+@given(data=_mutations(KITTI_LABEL.replace(b"\n", b" 0.9\n")))
+def test_kitti_object_results(tmp_path_factory, data):
+    from drivemetrics.detection.kitti_io import read_kitti_objects
+
+    path = tmp_path_factory.mktemp("kr") / "000000.txt"
+    _expect_value_error_or_result(lambda p: read_kitti_objects(p, with_score=True), path, data)
+
+
+@FUZZ
+@given(data=_mutations(CALIB))
+def test_kitti_object_calib(tmp_path_factory, data):
+    from drivemetrics.detection.kitti_io import read_kitti_object_calib
+
+    _expect_value_error_or_result(read_kitti_object_calib, tmp_path_factory.mktemp("oc") / "000000.txt", data)
