@@ -359,7 +359,7 @@ def _offsets(prep: _Prepared, poses: Tensor) -> Tensor:
     if prep.lane_centre is None:
         return rel[..., 0]
     batch, length, m = prep.lane_centre.shape
-    centre, _ = sample_profile(prep.z_samples, prep.lane_centre.reshape(-1, m), rel[..., 1].reshape(-1, 1))
+    centre, _ = sample_profile(prep.z_samples, prep.lane_centre.reshape(-1, m), rel[..., 1].reshape(-1, 1).contiguous())
     return rel[..., 0] - centre.reshape(batch, length)
 
 
