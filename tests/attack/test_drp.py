@@ -3,7 +3,7 @@ import dataclasses
 import pytest
 import torch
 
-from drivemetrics.attack.drp import DRPConfig, DriveClips, LaneModel, drp_attack, evaluate_patch, simulate_drive
+from drivemetrics.attack.drp import DriveClips, DRPConfig, LaneModel, drp_attack, evaluate_patch, simulate_drive
 from drivemetrics.attack.patch import PatchSpec
 from drivemetrics.lane.e2e import e2e_ld
 from drivemetrics.synthetic.lane_clips import LaneCamera, make_lane_clips
@@ -16,9 +16,7 @@ SPEC = PatchSpec(width=3.6, length=12.0, start=5.0, cell=0.2)
 @pytest.fixture(scope="module")
 def clips():
     c = make_lane_clips(batch=2, frames=6, seed=3, camera=CAMERA, max_wander=0.1)
-    drive = DriveClips(
-        c.images.double(), c.speed, c.image_from_road, c.poses, c.centre_road, c.z_samples, c.lane_width
-    )
+    drive = DriveClips(c.images.double(), c.speed, c.image_from_road, c.poses, c.centre_road, c.z_samples, c.lane_width)
     return c, drive
 
 
@@ -56,7 +54,8 @@ def test_zero_budget_changes_nothing(clips, model):
     _, drive = clips
     result = drp_attack(drive, model, config(linf=0.0))
     ev = result.evaluation
-    assert result.iterations == 0 and torch.equal(result.perturbation, torch.zeros_like(result.perturbation))
+    assert result.iterations == 0
+    assert torch.equal(result.perturbation, torch.zeros_like(result.perturbation))
     assert torch.equal(ev.attacked_poses, ev.benign_poses)
 
 
@@ -78,14 +77,15 @@ def test_batched_equals_per_clip(clips, model):
 
 
 @pytest.mark.parametrize(
-    "scheme,optimizer", [("trajectory", "adam"), pytest.param("backprop", "sign", marks=pytest.mark.slow)]
+    ("scheme", "optimizer"), [("trajectory", "adam"), pytest.param("backprop", "sign", marks=pytest.mark.slow)]
 )
 def test_attack_pushes_the_car_and_respects_the_budget(clips, model, scheme, optimizer):
     _, drive = clips
     cfg = config(linf=0.2, l2=3.0, top_k=400, scheme=scheme, optimizer=optimizer, iterations=4)
     result = drp_attack(drive, model, cfg)
     delta = result.perturbation
-    assert delta.min() >= 0 and delta.max() <= 0.2
+    assert delta.min() >= 0
+    assert delta.max() <= 0.2
     assert (delta.flatten(1).norm(dim=1) <= 3.0 + 1e-9).all()
     assert ((delta.sum(1) > 0).flatten(1).sum(1) <= 400).all()
     ev = result.evaluation
@@ -95,7 +95,7 @@ def test_attack_pushes_the_car_and_respects_the_budget(clips, model, scheme, opt
 
 
 def test_bad_inputs(clips, model):
-    c, drive = clips
+    _c, drive = clips
     with pytest.raises(ValueError, match="linf"):
         config(linf=-0.1)
     with pytest.raises(ValueError, match="outside the camera view"):

@@ -59,8 +59,10 @@ def test_marker_lands_at_projected_pixel(pose):
     if not ahead.all():  # the near edge is behind the camera: the patch reaches the image bottom
         assert touched[:, 0].max() == H - 1
         return
-    assert touched[:, 0].min() >= uv[:, 1].min() - 1 and touched[:, 0].max() <= uv[:, 1].max() + 1
-    assert touched[:, 1].min() >= uv[:, 0].min() - 1 and touched[:, 1].max() <= uv[:, 0].max() + 1
+    assert touched[:, 0].min() >= uv[:, 1].min() - 1
+    assert touched[:, 0].max() <= uv[:, 1].max() + 1
+    assert touched[:, 1].min() >= uv[:, 0].min() - 1
+    assert touched[:, 1].max() <= uv[:, 0].max() + 1
 
 
 def test_zero_perturbation_is_bit_identical():
@@ -124,12 +126,13 @@ def test_batched_equals_per_sample():
         assert torch.allclose(batched[i : i + 1], single, atol=1e-6)
 
 
-@pytest.mark.parametrize("l2,top_k", [(None, None), (2.0, None), (None, 50), (1.0, 20)])
+@pytest.mark.parametrize(("l2", "top_k"), [(None, None), (2.0, None), (None, 50), (1.0, 20)])
 def test_projection_satisfies_every_constraint(l2, top_k):
     gen = torch.Generator().manual_seed(3)
     delta = torch.randn(3, 2, 20, 12, generator=gen)
     out = project_perturbation(delta, 0.25, l2, top_k)
-    assert out.min() >= 0 and out.max() <= 0.25
+    assert out.min() >= 0
+    assert out.max() <= 0.25
     if l2 is not None:
         assert (out.flatten(1).norm(dim=1) <= l2 * (1 + 1e-6)).all()
     if top_k is not None:

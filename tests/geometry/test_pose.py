@@ -20,7 +20,7 @@ def test_matrices_are_inverse_and_match_relative_pose():
     points = torch.randn(5, 3, generator=gen, dtype=torch.float64)
     eye = torch.eye(3, dtype=torch.float64).expand(5, 3, 3)
     assert torch.allclose(road_from_world(poses) @ world_from_road(poses), eye)
-    mapped = (road_from_world(poses) @ torch.cat([points[:, :2], torch.ones(5, 1, dtype=torch.float64)], 1)[..., None])
+    mapped = road_from_world(poses) @ torch.cat([points[:, :2], torch.ones(5, 1, dtype=torch.float64)], 1)[..., None]
     assert torch.allclose(mapped[:, :2, 0], relative_pose(points, poses)[:, :2])
 
 
