@@ -5,11 +5,11 @@ from drivemetrics._lazy import lazy_exports
 _EXPORTS = {
     "check_image_size": "drivemetrics.attack.patch",
     "composite_patch": "drivemetrics.attack.patch",
+    "DriveClips": "drivemetrics.attack.drp",
+    "drp_attack": "drivemetrics.attack.drp",
     "DRPConfig": "drivemetrics.attack.drp",
     "DRPEvaluation": "drivemetrics.attack.drp",
     "DRPResult": "drivemetrics.attack.drp",
-    "DriveClips": "drivemetrics.attack.drp",
-    "drp_attack": "drivemetrics.attack.drp",
     "EOTNoise": "drivemetrics.attack.drp",
     "evaluate_patch": "drivemetrics.attack.drp",
     "image_from_texture": "drivemetrics.attack.patch",
