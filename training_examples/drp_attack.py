@@ -208,10 +208,6 @@ def main(argv: list[str] | None = None) -> dict:
             "attacked_max_deviation_m": float(ev.attacked_max_deviation.mean()),
             "zero_budget_max_deviation_m": float(zero_ev.attacked_max_deviation.mean()),
             "success_rate": float(ev.success.double().mean()),
-            "direction": direction,
-            "benign_e2e_ld_m": float(ev.benign_e2e_ld.mean()),
-            "attacked_e2e_ld_m": float(ev.attacked_e2e_ld.mean()),
-            "iterations": result.iterations,
         }
         report["families"][family] = row
         print(
