@@ -23,8 +23,10 @@ _EXPORTS = {
     "normalize_image_from_road": "drivemetrics.geometry.camera",
     "parse_kitti_calib": "drivemetrics.geometry.calib",
     "read_kitti_calib": "drivemetrics.geometry.calib",
+    "relative_pose": "drivemetrics.geometry.pose",
     "ROAD_CALIB_KEYS": "drivemetrics.geometry.calib",
     "road_from_bev_cell": "drivemetrics.geometry.homography",
+    "road_from_world": "drivemetrics.geometry.pose",
     "road_to_camera_rotation": "drivemetrics.geometry.camera",
     "road_to_image": "drivemetrics.geometry.camera",
     "shifted_view_homography": "drivemetrics.geometry.camera",
@@ -34,6 +36,7 @@ _EXPORTS = {
     "warp_image_to_bev": "drivemetrics.geometry.warp",
     "WARP_MODES": "drivemetrics.geometry.warp",
     "WarpMode": "drivemetrics.geometry.warp",
+    "world_from_road": "drivemetrics.geometry.pose",
 }
 
 __all__ = sorted(_EXPORTS)

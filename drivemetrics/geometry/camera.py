@@ -18,6 +18,7 @@ import torch
 from torch import Tensor
 
 from drivemetrics._validation import check_finite, check_shape, check_tensor
+from drivemetrics.geometry.pose import road_from_world
 
 __all__ = [
     "apply_homography",
@@ -231,15 +232,7 @@ def shifted_view_homography(
     dz = _as_tensor(longitudinal_offset, image_from_road)
     psi = _as_tensor(yaw_offset, image_from_road)
     dx, dz, psi = torch.broadcast_tensors(dx, dz, psi)
-    c, s = torch.cos(psi), torch.sin(psi)
-    zero, one = torch.zeros_like(c), torch.ones_like(c)
-    # new X' = (p - d) . right = c (X - dx) - s (Z - dz);  Z' = (p - d) . forward = s (X - dx) + c (Z - dz)
-    rows = [
-        torch.stack([c, -s, -c * dx + s * dz], -1),
-        torch.stack([s, c, -s * dx - c * dz], -1),
-        torch.stack([zero, zero, one], -1),
-    ]
-    g = torch.stack(rows, -2)
+    g = road_from_world(torch.stack([dx, dz, psi], -1))  # recorded road frame -> new vehicle road frame
     return image_from_road @ g @ torch.linalg.inv(image_from_road)
 
 

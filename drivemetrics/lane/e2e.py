@@ -33,6 +33,7 @@ from torch import Tensor
 
 from drivemetrics._validation import check_finite, check_shape
 from drivemetrics.geometry.camera import synthesize_shifted_view
+from drivemetrics.geometry.pose import relative_pose
 from drivemetrics.lane.control import LateralController, LinearMPC, PosedPath, VehiclePath
 from drivemetrics.lane.geometry import DEFAULT_LANE_WIDTH, centre_from_image_lanes
 from drivemetrics.lane.psld import default_z_samples
@@ -133,10 +134,8 @@ def e2e_ld(
     poses = [torch.stack([state.x, state.z, state.heading], -1)]
     for t in range(frames):
         rec = recorded_poses[:, t].repeat(2, 1)
-        c, s = torch.cos(rec[:, 2]), torch.sin(rec[:, 2])
-        dx, dz = state.x - rec[:, 0], state.z - rec[:, 1]
-        lateral, longitudinal = c * dx - s * dz, s * dx + c * dz  # in the recorded vehicle frame
-        yaw = state.heading - rec[:, 2]
+        pose = torch.stack([state.x, state.z, state.heading], -1)
+        lateral, longitudinal, yaw = relative_pose(pose, rec).unbind(-1)  # in the recorded vehicle frame
         view = synthesize_shifted_view(
             images[:, t].to(dtype), hom, lateral[:batch], yaw[:batch], longitudinal_offset=longitudinal[:batch]
         )
