@@ -6,10 +6,18 @@ import argparse
 import json
 from pathlib import Path
 
-from drivemetrics.graph.evaluate import METRICS, evaluate_dataset, find_pairs, format_table
-from drivemetrics.graph.geometry import crop, graph_arrays
-from drivemetrics.graph.io import read_graph
-from drivemetrics.graph.perturb import PERTURBATIONS
+# Light at import (``drivemetrics graph-eval --help`` must not load scipy / torch): the library is imported in the
+# run functions, and these names are copies of the keys of drivemetrics.graph.evaluate.METRICS and
+# drivemetrics.graph.perturb.PERTURBATIONS (a test keeps them equal).
+METRICS: tuple[str, ...] = ("opt_p", "opt_j", "opt_g", "apls", "tlts", "subg", "junct", "ccq")
+PERTURBATIONS: tuple[str, ...] = (
+    "interruptions",
+    "overconnections",
+    "node_perturbations",
+    "doubled_pred",
+    "doubled_gt",
+    "false_positives",
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -97,6 +105,8 @@ def apply_settings(options: dict[str, dict], settings: list[str]) -> dict[str, d
 
 
 def _run_eval(args: argparse.Namespace) -> int:
+    from drivemetrics.graph.evaluate import evaluate_dataset, find_pairs, format_table
+
     pairs, orphans = find_pairs(args.gt, args.pred)
     missing = [name for name, _, p in pairs if p is None]
     options = apply_settings(_seeded_options(args.seed), args.set)
@@ -121,6 +131,8 @@ def _run_eval(args: argparse.Namespace) -> int:
 
 
 def _run_sensitivity(args: argparse.Namespace) -> int:
+    from drivemetrics.graph.geometry import crop, graph_arrays
+    from drivemetrics.graph.io import read_graph
     from drivemetrics.graph.sensitivity import (
         fast_options,
         flatness_table,

@@ -7,14 +7,10 @@ import json
 import sys
 from pathlib import Path
 
-from drivemetrics.road.corridor import format_corridor_table, kitti_corridor_table
-from drivemetrics.road.kitti_road import (
-    ROAD_CATEGORIES,
-    SPACES,
-    evaluate_results,
-    format_scores_table,
-    transform_to_bev,
-)
+# Light at import (``drivemetrics road-eval --help`` must not load torch): the library is imported in the run
+# functions, and the choices below are copies of drivemetrics.road.kitti_road's constants (a test keeps them equal).
+ROAD_CATEGORIES: tuple[str, ...] = ("um_road", "umm_road", "uu_road", "um_lane")
+SPACES: tuple[str, ...] = ("perspective", "bev")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -70,6 +66,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_road_eval(args: argparse.Namespace) -> int:
     """``drivemetrics road-eval``: print the table, optionally write JSON; exit code 0."""
+    from drivemetrics.road.kitti_road import evaluate_results, format_scores_table
+
     if args.corridor and args.space != "bev":
         raise ValueError("`--corridor` needs `--space bev` (the corridor is fitted in the bird's-eye view)")
     if args.corridor and "um_lane" not in args.categories:
@@ -89,6 +87,8 @@ def run_road_eval(args: argparse.Namespace) -> int:
         if "um_lane" not in scores:
             raise ValueError("`--corridor` needs um_lane ground truth and results, and none were evaluated")
         # the devkit's working point may be 0 (everything counts as road); the corridor needs a threshold > 0
+        from drivemetrics.road.corridor import format_corridor_table, kitti_corridor_table
+
         threshold = max(scores["um_lane"]["BestThresh"], 1 / 255)
         table = kitti_corridor_table(args.data, args.results, threshold=threshold, crop=args.crop)
         print(f"\nDriving corridor (um_lane, BEV, threshold {threshold:.4f}):\n{format_corridor_table(table)}")
@@ -104,6 +104,8 @@ def run_road_eval(args: argparse.Namespace) -> int:
 
 def run_road_bev(args: argparse.Namespace) -> int:
     """``drivemetrics road-bev``: write one BEV PNG per input PNG; exit code 0."""
+    from drivemetrics.road.kitti_road import transform_to_bev
+
     written = transform_to_bev(args.calib, args.input, args.output, progress=False if args.no_progress else None)
     print(f"wrote {len(written)} BEV image(s) to {args.output}")
     return 0

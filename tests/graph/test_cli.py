@@ -92,3 +92,14 @@ def test_graph_sensitivity_quick(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "apls (apls)" in printed
     assert "ccq (quality)" in printed
+
+
+def test_cli_names_equal_the_library_tables():
+    # the CLI module hard-codes them to stay light at import
+    import importlib
+
+    from drivemetrics.graph import cli, evaluate
+
+    perturb = importlib.import_module("drivemetrics.graph.perturb")  # the package attribute is the function
+    assert tuple(evaluate.METRICS) == cli.METRICS
+    assert tuple(perturb.PERTURBATIONS) == cli.PERTURBATIONS
