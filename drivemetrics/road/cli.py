@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 # Light at import (``drivemetrics road-eval --help`` must not load torch): the library is imported in the run
@@ -47,6 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "fitted at the category's BEV working point",
     )
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_workers(ev)
     ev.set_defaults(func=run_road_eval)
 
     bev = subparsers.add_parser(
@@ -61,7 +64,40 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     bev.add_argument("--input", required=True, help="folder with perspective PNGs")
     bev.add_argument("--output", required=True, help="folder for the BEV PNGs (same names)")
     bev.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_workers(bev)
     bev.set_defaults(func=run_road_bev)
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _add_workers(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help=f"threads decoding PNGs (default: one per CPU core, here {os.cpu_count()})",
+    )
+
+
+def write_json_atomic(path: str | Path, payload: object) -> None:
+    """Write ``payload`` as JSON: a temporary file in the target folder, then renamed over ``path``."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(payload, indent=2, allow_nan=False) + "\n"
+    handle, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def run_road_eval(args: argparse.Namespace) -> int:
@@ -81,6 +117,7 @@ def run_road_eval(args: argparse.Namespace) -> int:
         devkit_float32=args.devkit_float32,
         progress=False if args.no_progress else None,
         log=lambda line: print(line, file=sys.stderr),
+        workers=args.workers,
     )
     print(format_scores_table(scores, args.space))
     if args.corridor:
@@ -94,11 +131,9 @@ def run_road_eval(args: argparse.Namespace) -> int:
         print(f"\nDriving corridor (um_lane, BEV, threshold {threshold:.4f}):\n{format_corridor_table(table)}")
         scores = {**scores, "um_lane_corridor": table}
     if args.json:
-        out = Path(args.json)
-        out.parent.mkdir(parents=True, exist_ok=True)
         # NaN (no valid road pixel in a category) becomes null, keeping the file standard JSON
         clean = {cat: {k: (None if v != v else v) for k, v in entry.items()} for cat, entry in scores.items()}
-        out.write_text(json.dumps(clean, indent=2, allow_nan=False) + "\n")
+        write_json_atomic(args.json, clean)
     return 0
 
 
@@ -106,6 +141,8 @@ def run_road_bev(args: argparse.Namespace) -> int:
     """``drivemetrics road-bev``: write one BEV PNG per input PNG; exit code 0."""
     from drivemetrics.road.kitti_road import transform_to_bev
 
-    written = transform_to_bev(args.calib, args.input, args.output, progress=False if args.no_progress else None)
+    written = transform_to_bev(
+        args.calib, args.input, args.output, progress=False if args.no_progress else None, workers=args.workers
+    )
     print(f"wrote {len(written)} BEV image(s) to {args.output}")
     return 0

@@ -179,3 +179,10 @@ def test_cli_choices_equal_the_library_constants():
 
     assert cli.ROAD_CATEGORIES == kitti_road.ROAD_CATEGORIES
     assert cli.SPACES == kitti_road.SPACES
+
+
+def test_road_eval_rejects_zero_workers(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["road-eval", "--data", "d", "--results", "r", "--workers", "0"])
+    assert exit_info.value.code == 2
+    assert "--workers: must be >= 1, got 0" in capsys.readouterr().err
