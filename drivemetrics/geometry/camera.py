@@ -13,7 +13,6 @@ Everything is batched over leading dimensions, device-agnostic and differentiabl
 
 from __future__ import annotations
 
-import kornia.geometry.transform as kgt
 import torch
 from torch import Tensor
 
@@ -155,6 +154,8 @@ def homography_from_correspondences(image_points: Tensor, road_points: Tensor) -
     check_shape(road_points, "road_points", ("B", 4, 2))
     check_finite(image_points, "image_points")
     check_finite(road_points, "road_points")
+    import kornia.geometry.transform as kgt  # kornia takes ~1 s to import
+
     hom = kgt.get_perspective_transform(road_points, image_points.to(road_points.dtype))
     first = road_points[:, 0]
     depth = hom[:, 2, 0] * first[:, 0] + hom[:, 2, 1] * first[:, 1] + hom[:, 2, 2]
@@ -274,6 +275,8 @@ def synthesize_shifted_view(
     warp = shifted_view_homography(hom, dx, psi, dz).to(images.dtype)
     ones = torch.ones_like(images[:, :1])
     stacked = torch.cat([images, ones], 1)
+    import kornia.geometry.transform as kgt
+
     warped = kgt.warp_perspective(stacked, warp, (height, width), align_corners=True)
     inside = warped[:, -1:] > 0.999
     # Road mask of the new view: rays meeting the road closer than max_distance.

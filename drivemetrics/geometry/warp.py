@@ -26,7 +26,6 @@ from typing import Literal
 
 import torch
 import torch.nn.functional as F
-from kornia.geometry.conversions import normalize_pixel_coordinates
 from torch import Tensor
 
 from drivemetrics._validation import check_shape
@@ -161,6 +160,8 @@ def _sample_bilinear(
     """
     b, _, h, w = src.shape
     valid = in_front & (u >= -0.5) & (u <= w - 0.5) & (v >= -0.5) & (v <= h - 0.5)
+    from kornia.geometry.conversions import normalize_pixel_coordinates  # kornia takes ~1 s to import
+
     grid = normalize_pixel_coordinates(torch.stack((u, v), dim=-1), h, w).to(src.dtype).reshape(b, *out_hw, 2)
     values = F.grid_sample(src, grid, mode="bilinear", padding_mode="border", align_corners=True)
     values = values.masked_fill(~valid.reshape(b, 1, *out_hw), 0)

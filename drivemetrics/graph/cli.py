@@ -5,11 +5,18 @@ from __future__ import annotations
 import argparse
 import json
 
-from drivemetrics._files import atomic_write_text, check_output_path
-from drivemetrics.graph.evaluate import METRICS, evaluate_dataset, find_pairs, format_table
-from drivemetrics.graph.geometry import crop, graph_arrays
-from drivemetrics.graph.io import read_graph
-from drivemetrics.graph.perturb import PERTURBATIONS
+# Light at import (``drivemetrics graph-eval --help`` must not load scipy / torch): the library is imported in the
+# run functions, and these names are copies of the keys of drivemetrics.graph.evaluate.METRICS and
+# drivemetrics.graph.perturb.PERTURBATIONS (a test keeps them equal).
+METRICS: tuple[str, ...] = ("opt_p", "opt_j", "opt_g", "apls", "tlts", "subg", "junct", "ccq")
+PERTURBATIONS: tuple[str, ...] = (
+    "interruptions",
+    "overconnections",
+    "node_perturbations",
+    "doubled_pred",
+    "doubled_gt",
+    "false_positives",
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -97,6 +104,9 @@ def apply_settings(options: dict[str, dict], settings: list[str]) -> dict[str, d
 
 
 def _run_eval(args: argparse.Namespace) -> int:
+    from drivemetrics._files import atomic_write_text, check_output_path
+    from drivemetrics.graph.evaluate import evaluate_dataset, find_pairs, format_table
+
     if args.json:
         check_output_path(args.json, input_files=[args.gt, args.pred], input_dirs=[args.gt, args.pred], option="--json")
     pairs, orphans = find_pairs(args.gt, args.pred)
@@ -123,6 +133,8 @@ def _run_eval(args: argparse.Namespace) -> int:
 
 
 def _run_sensitivity(args: argparse.Namespace) -> int:
+    from drivemetrics.graph.geometry import crop, graph_arrays
+    from drivemetrics.graph.io import read_graph
     from drivemetrics.graph.sensitivity import (
         fast_options,
         flatness_table,
@@ -156,6 +168,8 @@ def _run_sensitivity(args: argparse.Namespace) -> int:
         seed=args.seed,
         progress=not args.no_progress,
     )
+    from drivemetrics._files import check_output_path
+
     out = check_output_path(args.out, input_files=[args.gt], option="--out")
     out.mkdir(parents=True, exist_ok=True)
     write_csv(rows, out / "sensitivity.csv")

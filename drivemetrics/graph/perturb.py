@@ -91,11 +91,17 @@ def interruptions(graph: nx.Graph, k: int, seed: int = 0, gap: float = 60.0) -> 
 
 
 def overconnections(
-    graph: nx.Graph, k: int, seed: int = 0, min_length: float = 50.0, max_length: float = 200.0
+    graph: nx.Graph,
+    k: int,
+    seed: int = 0,
+    min_length: float = 50.0,
+    max_length: float = 200.0,
+    min_junction_distance: float = 0.0,
 ) -> tuple[nx.Graph, nx.Graph]:
     """Add ``k`` straight spurious roads to the prediction between random node pairs ``min..max_length`` px apart.
 
-    Pairs already joined by an edge are skipped. Returns ``(pred, gt)``.
+    Pairs already joined by an edge are skipped. With ``min_junction_distance > 0`` both ends lie at least that far
+    (px) from every GT junction (degree >= 3), e.g. beyond JUNCT's clustering reach. Returns ``(pred, gt)``.
     """
     _check_k(k)
     gt = _copy_int_labels(graph)
@@ -105,11 +111,17 @@ def overconnections(
     rng = np.random.default_rng(seed)
     pos = _positions(gt)
     tree = cKDTree(pos)
+    usable = np.ones(len(pos), dtype=bool)
+    junction_rows = np.array([gt.degree(n) >= 3 for n in range(len(pos))])
+    if min_junction_distance > 0 and junction_rows.any():
+        usable = cKDTree(pos[junction_rows]).query(pos)[0] >= min_junction_distance
     added = 0
     for start in rng.permutation(len(pos)):
+        if not usable[start]:
+            continue
         near = np.asarray(tree.query_ball_point(pos[start], max_length), dtype=np.int64)
         dist = np.linalg.norm(pos[near] - pos[start], axis=1)
-        near = near[dist >= min_length]
+        near = near[(dist >= min_length) & usable[near]]
         near = near[[not pred.has_edge(start, int(n)) for n in near]]
         if len(near) == 0:
             continue
@@ -117,7 +129,8 @@ def overconnections(
         added += 1
         if added == k:
             return pred, gt
-    raise ValueError(f"could not find {k} node pairs {min_length}..{max_length} px apart; graph too small")
+    far = f", both >= {min_junction_distance} px from every junction" if min_junction_distance > 0 else ""
+    raise ValueError(f"could not find {k} node pairs {min_length}..{max_length} px apart{far}; graph too small")
 
 
 def node_perturbations(graph: nx.Graph, k: int, seed: int = 0, shift: float = 30.0) -> tuple[nx.Graph, nx.Graph]:

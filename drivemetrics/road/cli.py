@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
-from drivemetrics._files import atomic_write_text, check_output_path
-from drivemetrics.road.corridor import format_corridor_table, kitti_corridor_table
-from drivemetrics.road.kitti_road import (
-    ROAD_CATEGORIES,
-    SPACES,
-    evaluate_results,
-    format_scores_table,
-    transform_to_bev,
-)
+# Light at import (``drivemetrics road-eval --help`` must not load torch): the library is imported in the run
+# functions, and the choices below are copies of drivemetrics.road.kitti_road's constants (a test keeps them equal).
+ROAD_CATEGORIES: tuple[str, ...] = ("um_road", "umm_road", "uu_road", "um_lane")
+SPACES: tuple[str, ...] = ("perspective", "bev")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -51,6 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "fitted at the category's BEV working point",
     )
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_workers(ev)
     ev.set_defaults(func=run_road_eval)
 
     bev = subparsers.add_parser(
@@ -65,17 +62,38 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     bev.add_argument("--input", required=True, help="folder with perspective PNGs")
     bev.add_argument("--output", required=True, help="folder for the BEV PNGs (same names)")
     bev.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_workers(bev)
     bev.set_defaults(func=run_road_bev)
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _add_workers(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help=f"threads decoding PNGs (default: one per CPU core, here {os.cpu_count()})",
+    )
 
 
 def run_road_eval(args: argparse.Namespace) -> int:
     """``drivemetrics road-eval``: print the table, optionally write JSON; exit code 0."""
+    from drivemetrics._files import atomic_write_text, check_output_path
+    from drivemetrics.road.kitti_road import evaluate_results, format_scores_table
+
+    if args.json:
+        check_output_path(args.json, input_dirs=[args.data, args.results], option="--json")
     if args.corridor and args.space != "bev":
         raise ValueError("`--corridor` needs `--space bev` (the corridor is fitted in the bird's-eye view)")
     if args.corridor and "um_lane" not in args.categories:
         raise ValueError("`--corridor` scores the ego-lane: include um_lane in `--categories`")
-    if args.json:
-        check_output_path(args.json, input_dirs=[args.data, args.results], option="--json")
     scores = evaluate_results(
         args.data,
         args.results,
@@ -85,12 +103,15 @@ def run_road_eval(args: argparse.Namespace) -> int:
         devkit_float32=args.devkit_float32,
         progress=False if args.no_progress else None,
         log=lambda line: print(line, file=sys.stderr),
+        workers=args.workers,
     )
     print(format_scores_table(scores, args.space))
     if args.corridor:
         if "um_lane" not in scores:
             raise ValueError("`--corridor` needs um_lane ground truth and results, and none were evaluated")
         # the devkit's working point may be 0 (everything counts as road); the corridor needs a threshold > 0
+        from drivemetrics.road.corridor import format_corridor_table, kitti_corridor_table
+
         threshold = max(scores["um_lane"]["BestThresh"], 1 / 255)
         table = kitti_corridor_table(args.data, args.results, threshold=threshold, crop=args.crop)
         print(f"\nDriving corridor (um_lane, BEV, threshold {threshold:.4f}):\n{format_corridor_table(table)}")
@@ -104,6 +125,10 @@ def run_road_eval(args: argparse.Namespace) -> int:
 
 def run_road_bev(args: argparse.Namespace) -> int:
     """``drivemetrics road-bev``: write one BEV PNG per input PNG; exit code 0."""
-    written = transform_to_bev(args.calib, args.input, args.output, progress=False if args.no_progress else None)
+    from drivemetrics.road.kitti_road import transform_to_bev
+
+    written = transform_to_bev(
+        args.calib, args.input, args.output, progress=False if args.no_progress else None, workers=args.workers
+    )
     print(f"wrote {len(written)} BEV image(s) to {args.output}")
     return 0

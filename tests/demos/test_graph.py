@@ -104,3 +104,13 @@ def test_package_exports_the_classic_metrics_and_tools():
         assert inspect.ismodule(module)
         assert getattr(module, name) is getattr(graph_pkg, name)
     assert not hasattr(importlib.import_module("drivemetrics.graph.geometry"), "_chains")
+
+
+def test_junct_sees_overconnections_far_from_gt_junctions(quick_demo):
+    from drivemetrics.demos.graph import junct_far_overconnections
+
+    scores = junct_far_overconnections((0, 2, 4), seed=0)
+    assert [k for k, _ in scores] == [0, 2, 4]
+    assert scores[0][1] == 0.0
+    assert 0.0 < scores[1][1] < scores[2][1]  # each far overconnection adds unmatched predicted clusters
+    assert "JUNCT f_error k=0: 0.000, k=2: " in quick_demo[1]

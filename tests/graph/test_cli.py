@@ -110,3 +110,14 @@ def test_graph_eval_refuses_json_over_an_input_and_hostile_pickles(tmp_path, cap
     assert "pred.p" in err
     assert "budget" in err
     assert "Traceback" not in err
+
+
+def test_cli_names_equal_the_library_tables():
+    # the CLI module hard-codes them to stay light at import
+    import importlib
+
+    from drivemetrics.graph import cli, evaluate
+
+    perturb = importlib.import_module("drivemetrics.graph.perturb")  # the package attribute is the function
+    assert tuple(evaluate.METRICS) == cli.METRICS
+    assert tuple(perturb.PERTURBATIONS) == cli.PERTURBATIONS

@@ -116,3 +116,46 @@ def test_vancouver_crop(fixtures_dir):
     r = junct(pred, gt)
     assert 0.3 < r.f_correct < 1.0
     assert 0.0 < r.f_error < 1.0
+
+
+def _ladder(connectors=(100.0,), rungs=(), length=2000.0, gap=150.0, step=50.0):
+    """Two parallel straight roads ``gap`` px apart (nodes every ``step`` px) joined by vertical ``connectors``.
+
+    A connector at ``x`` makes two GT junctions, (x, 0) and (x, gap). ``rungs`` are extra vertical edges added
+    the same way (the overconnections of a prediction). Node ids: ``(row, column)``.
+    """
+    g = nx.Graph()
+    xs = np.arange(0.0, length + step / 2, step)
+    for row, y in enumerate((0.0, gap)):
+        for i, x in enumerate(xs):
+            g.add_node((row, i), pos=(float(x), y))
+            if i:
+                g.add_edge((row, i - 1), (row, i))
+    for x in (*connectors, *rungs):
+        i = round(x / step)
+        g.add_edge((0, i), (1, i))
+    return g
+
+
+@pytest.mark.parametrize("context", [True, False])
+def test_overconnections_far_from_gt_junctions_raise_f_error(context):
+    # GT: 2 junction clusters at x = 100 (150 px apart > cluster radius 85). Each spurious rung 900+ px away makes
+    # two predicted junctions no GT cluster reaches (context reach 3 x 85 px along the roads): unmatched clusters,
+    # +1 error each. F_error = 2k / (2 + 2k).
+    gt = _ladder()
+    for k, rungs in enumerate([(), (1000.0,), (1000.0, 1500.0), (1000.0, 1500.0, 1900.0)]):
+        r = junct(_ladder(rungs=rungs), gt, context=context)
+        assert r.n_gt == 2
+        assert r.f_correct == 1.0
+        assert r.n_pred == 2 + 2 * k
+        assert r.error_score == 2 * k
+        assert r.f_error == pytest.approx(2 * k / (2 + 2 * k))
+
+
+def test_overconnection_next_to_a_gt_junction_is_absorbed():
+    # JUNCT's blind spot: a rung 50 px from the GT junctions makes two predicted junctions within the context reach
+    # of the GT clusters, so they join them; the new arm (about 66 degrees from the centre) lies within 90 degrees
+    # of the GT's arm at 90 degrees, so no out-angle is wrong: F_error stays 0.
+    gt = _ladder()
+    r = junct(_ladder(rungs=(150.0,)), gt)
+    assert (r.n_gt, r.n_pred, r.error_score, r.f_correct, r.f_error) == (2, 2, 0.0, 1.0, 0.0)

@@ -78,6 +78,18 @@ def test_overconnections_add_edges_in_length_range():
         assert 150 <= d <= 300
 
 
+def test_overconnections_can_keep_away_from_junctions():
+    g = grid(step=400.0)
+    junction_pos = np.array([g.nodes[n]["pos"] for n in g if g.degree(n) >= 3])
+    pred, gt = overconnections(g, 5, seed=1, max_length=300, min_junction_distance=150.0)
+    new = set(map(frozenset, pred.edges)) - set(map(frozenset, gt.edges))
+    assert len(new) == 5
+    for node in set().union(*new):
+        assert np.min(np.hypot(*(junction_pos - pred.nodes[node]["pos"]).T)) >= 150.0
+    with pytest.raises(ValueError, match="from every junction"):
+        overconnections(g, 5, max_length=300, min_junction_distance=250.0)
+
+
 def test_node_perturbations_move_k_nodes_by_shift():
     pred, gt = node_perturbations(grid(), 7, seed=0, shift=30.0)
     moved = np.linalg.norm(graph_arrays(pred).pos - graph_arrays(gt).pos, axis=1)

@@ -200,3 +200,18 @@ def test_road_eval_corridor_needs_bev(fixtures_dir, tmp_path, capsys):
     assert "`--corridor` needs `--space bev`" in capsys.readouterr().err
     assert main([*args, "--space", "bev", "--categories", "um_road"]) == 2
     assert "include um_lane" in capsys.readouterr().err
+
+
+def test_cli_choices_equal_the_library_constants():
+    # the CLI module hard-codes them to stay light at import
+    from drivemetrics.road import cli, kitti_road
+
+    assert cli.ROAD_CATEGORIES == kitti_road.ROAD_CATEGORIES
+    assert cli.SPACES == kitti_road.SPACES
+
+
+def test_road_eval_rejects_zero_workers(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["road-eval", "--data", "d", "--results", "r", "--workers", "0"])
+    assert exit_info.value.code == 2
+    assert "--workers: must be >= 1, got 0" in capsys.readouterr().err

@@ -12,6 +12,7 @@ from drivemetrics.road.kitti_road import (
     format_scores_table,
     frame_counts,
     gt_masks,
+    parallel_map,
     parse_gt_name,
     read_confidence_png,
     read_gt_png,
@@ -291,7 +292,60 @@ def test_conformance_baseline_prior(fixtures_dir, space):
             assert round(float(s["BestThresh"]) * 255) == thresh, key
 
 
-def test_transform_to_bev_real_gt(fixtures_dir, tmp_path):
+@pytest.mark.parametrize("space", ["perspective", "bev"])
+def test_evaluate_results_threads_count_like_frame_counts(fixtures_dir, tmp_path, space):
+    # the threaded reader (red / blue channels only, one gather for the BEV) against the plain per-frame path
+    root = fixtures_dir / "kitti_road/training"
+    results = tmp_path / "res"
+    results.mkdir()
+    prior = baseline_prior(root / "gt_image_2")
+    for key in FRAMES:
+        Image.fromarray(prior).save(results / f"{key}.png")
+    total, per_frame = pooled_counts(fixtures_dir, space)
+    for workers in (1, 3):
+        scores = evaluate_results(root.parent, results, space=space, crop=True, progress=False, workers=workers)
+        assert scores["urban_road"]["totalPosNum"] == int(total.tp[0] + total.fn[0])
+        assert scores["urban_road"]["totalNegNum"] == int(total.fp[0] + total.tn[0])
+        assert scores["urban_road"]["MaxF"] == pytest.approx(EXPECTED[space]["MaxF"], abs=1e-12)
+        uu = PixelCounts(
+            *(a + b for a, b in zip(per_frame["uu_road_000000"], per_frame["uu_road_000093"], strict=True))
+        )
+        assert scores["uu_road"]["MaxF"] == pytest.approx(float(scores_from_counts(uu)["MaxF"]), abs=1e-12)
+    with pytest.raises(ValueError, match="`workers` must be a positive int"):
+        evaluate_results(root.parent, results, space=space, crop=True, progress=False, workers=0)
+
+
+def test_parallel_map_keeps_order_bounds_the_queue_and_raises():
+    pulled = []
+
+    def items():
+        for i in range(100):
+            pulled.append(i)
+            yield i
+
+    results = parallel_map(lambda i: i * i, items(), workers=3)
+    assert next(results) == 0
+    assert len(pulled) <= 2 * 3 + 1  # a bounded window, not the whole input
+    assert list(results) == [i * i for i in range(1, 100)]
+
+    def fail_at_5(i):
+        if i == 5:
+            raise ValueError("frame 5 is bad")
+        return i
+
+    got = []
+
+    def consume():
+        for value in parallel_map(fail_at_5, range(50), workers=2):
+            got.append(value)
+
+    with pytest.raises(ValueError, match="frame 5 is bad"):
+        consume()
+    assert got == [0, 1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_transform_to_bev_real_gt(fixtures_dir, tmp_path, workers):
     root = fixtures_dir / "kitti_road/training"
     inputs = tmp_path / "in"
     inputs.mkdir()
@@ -299,7 +353,8 @@ def test_transform_to_bev_real_gt(fixtures_dir, tmp_path):
         (inputs / f"{key}.png").write_bytes((root / "gt_image_2" / f"{key}.png").read_bytes())
     grey = np.asarray(Image.open(root / "gt_image_2" / "um_road_000000.png").convert("RGB"))[..., 2]
     Image.fromarray(grey).save(inputs / "uu_road_000093.png")  # 8-bit grey, with another frame's calibration
-    written = transform_to_bev(root / "calib", inputs, tmp_path / "out", progress=False)
+    written = transform_to_bev(root / "calib", inputs, tmp_path / "out", progress=False, workers=workers)
+    assert not list((tmp_path / "out").glob("*.tmp*"))
     assert [p.name for p in written] == ["um_lane_000000.png", "um_road_000000.png", "uu_road_000093.png"]
     # kitti_road.md section 7: BEV colour counts (black incl. unseen, red, magenta)
     for key, (black, red, magenta) in {
@@ -328,3 +383,5 @@ def test_transform_to_bev_errors(tmp_path):
         transform_to_bev(tmp_path / "calib", tmp_path / "in", tmp_path / "out")
     with pytest.raises(FileNotFoundError, match=r"input folder not found"):
         transform_to_bev(tmp_path / "calib", tmp_path / "nope", tmp_path / "out")
+    with pytest.raises(ValueError, match=r"is the input folder"):
+        transform_to_bev(tmp_path / "calib", tmp_path / "in", tmp_path / "in" / ".")

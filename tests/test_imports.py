@@ -1,0 +1,160 @@
+"""Import budget: ``import drivemetrics``, the CLI and the domain packages stay light (issue 12).
+
+Each check runs in a fresh interpreter (``sys.modules`` of this test process is already full) and reports which
+modules the imports put in ``sys.modules``. Heavy packages: plotting, Lightning and ``scipy.signal`` (which
+``torchmetrics`` pulls in) must wait until a function needs them; the top level and the CLI must not even load torch.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from drivemetrics.cli import COMMANDS
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DOMAINS = ("geometry", "vehicle", "road", "lane", "graph", "attack", "detection")
+HEAVY = ("matplotlib", "lightning", "pytorch_lightning", "scipy.signal")
+HEAVY_OR_TORCH = (*HEAVY, "torch", "torchmetrics", "kornia", "scipy")
+
+#: Library modules without a torchmetrics Metric in them: importing them must not load the heavy packages.
+#: (A module defining a ``torchmetrics.Metric`` pulls ``scipy.signal`` and matplotlib through ``import
+#: torchmetrics`` itself, which we cannot avoid.)
+PLAIN_MODULES = (
+    "drivemetrics.geometry.bev",
+    "drivemetrics.geometry.calib",
+    "drivemetrics.geometry.camera",
+    "drivemetrics.geometry.homography",
+    "drivemetrics.geometry.warp",
+    "drivemetrics.vehicle.bicycle",
+    "drivemetrics.vehicle.single_track",
+    "drivemetrics.road.kitti_road",
+    "drivemetrics.road.pixel",
+    "drivemetrics.road.loss",
+    "drivemetrics.lane.geometry",
+    "drivemetrics.lane.control",
+    "drivemetrics.lane.road_center",
+    "drivemetrics.lane.stats",
+    "drivemetrics.graph.geometry",
+    "drivemetrics.graph.io",
+    "drivemetrics.graph.perturb",
+)
+
+
+def loaded_after(code: str) -> dict:
+    """Run ``code`` in a fresh interpreter; it must print one JSON line (helper ``mods()`` lists sys.modules)."""
+    prelude = "import json, sys\ndef mods():\n    return sorted(sys.modules)\n"
+    result = subprocess.run(
+        [sys.executable, "-c", prelude + textwrap.dedent(code)],
+        cwd=REPO_ROOT,
+        env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def present(modules: list[str], names: tuple[str, ...]) -> list[str]:
+    return sorted(n for n in names if n in modules)
+
+
+def domain_modules(modules: list[str]) -> list[str]:
+    return sorted(m for m in modules if m.split(".")[:2][-1] in (*DOMAINS, "demos", "synthetic") and "." in m)
+
+
+@pytest.fixture(scope="module")
+def top_level_and_cli() -> dict:
+    """sys.modules after ``drivemetrics --help``, then after importing every domain package and CLI module."""
+    return loaded_after(
+        f"""
+        import contextlib, io
+        from drivemetrics.cli import main
+        with contextlib.redirect_stdout(io.StringIO()):
+            try:
+                main(["--help"])
+            except SystemExit:
+                pass
+        after_help = mods()
+        import importlib
+        for domain in {DOMAINS!r}:
+            try:
+                importlib.import_module("drivemetrics." + domain)
+            except ModuleNotFoundError as err:
+                if err.name != "drivemetrics." + domain:
+                    raise
+        for module in sorted({{m for m, _ in {COMMANDS!r}.values()}}):
+            importlib.import_module(module)
+        print(json.dumps({{"help": after_help, "all": mods()}}))
+        """
+    )
+
+
+def test_top_level_help_imports_no_domain_and_no_torch(top_level_and_cli):
+    modules = top_level_and_cli["help"]
+    assert domain_modules(modules) == []
+    assert present(modules, HEAVY_OR_TORCH) == []
+
+
+def test_domain_packages_and_cli_modules_import_no_heavy_package(top_level_and_cli):
+    # domain __init__ files export lazily and the subcommand modules import the library in their run functions
+    assert present(top_level_and_cli["all"], HEAVY_OR_TORCH) == []
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_subcommand_help_is_light(command):
+    modules = loaded_after(
+        f"""
+        import contextlib, io
+        from drivemetrics.cli import main
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            try:
+                main([{command!r}, "--help"])
+            except SystemExit:
+                pass
+        print(json.dumps({{"modules": mods(), "usage": out.getvalue()}}))
+        """
+    )
+    assert f"drivemetrics {command}" in modules["usage"]  # the real parser answered, not the placeholder
+    assert present(modules["modules"], HEAVY_OR_TORCH) == []
+    own_package = COMMANDS[command][0].rsplit(".", 1)[0]
+    others = [m for m in domain_modules(modules["modules"]) if not m.startswith(own_package)]
+    assert others == []
+
+
+def test_plain_library_modules_import_no_plotting_lightning_or_scipy_signal():
+    modules = loaded_after(
+        f"""
+        import importlib
+        for module in {PLAIN_MODULES!r}:
+            importlib.import_module(module)
+        print(json.dumps(mods()))
+        """
+    )
+    assert present(modules, HEAVY) == []
+    assert "kornia" not in modules  # ~1 s: imported only by the functions using it (road-eval does not)
+
+
+@pytest.mark.slow
+def test_no_library_module_imports_lightning():
+    # every module of the package, torchmetrics-based ones included: Lightning only inside the functions using it
+    modules = loaded_after(
+        """
+        import importlib, pkgutil
+        import drivemetrics
+        names = [m.name for m in pkgutil.walk_packages(drivemetrics.__path__, "drivemetrics.")]
+        names = [n for n in names if n != "drivemetrics.__main__"]  # that one runs the command
+        for name in names:
+            importlib.import_module(name)
+        print(json.dumps({"names": names, "modules": mods()}))
+        """
+    )
+    assert "drivemetrics.road.metrics" in modules["names"]
+    assert present(modules["modules"], ("lightning", "pytorch_lightning")) == []
