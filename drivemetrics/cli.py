@@ -28,6 +28,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "tusimple-eval": ("drivemetrics.lane.cli", "score TuSimple JSON-lines predictions (accuracy, FP, FN, F1)"),
     "culane-eval": ("drivemetrics.lane.cli", "score CULane .lines.txt predictions (precision, recall, F1)"),
     "graph-eval": ("drivemetrics.graph.cli", "road-network metrics (CCQ, TLTS, APLS, JUNCT, SUBG, OPT-P/J/G)"),
+    "lanegraph-eval": (
+        "drivemetrics.graph.cli",
+        "UrbanLaneGraph evaluation: TOPO/GEO, APLS, SDA, graph IoU, planning (--compat reference available)",
+    ),
     "graph-sensitivity": (
         "drivemetrics.graph.cli",
         "perturb a road network and plot how each graph metric responds",

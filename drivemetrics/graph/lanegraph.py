@@ -46,6 +46,7 @@ Fixed in the default mode (each reproduced by ``compat="reference"``):
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import networkx as nx
@@ -881,8 +882,8 @@ def _planning_reference(g_gt: nx.DiGraph, g_pred: nx.DiGraph, rand: ReferencePla
     for _ in range(attempts):
         start = rand.python.choice(gt_nodes)
         cur = start
-        steps = 0  # the evaluator keeps the walk when its loop index reached 50 (a dead end at step j stops at j)
-        while steps < 99:
+        steps = 0
+        while steps < 100:
             succ = list(g_gt.successors(cur))
             if not succ:
                 break
@@ -941,7 +942,7 @@ def _shortest_path(graph: csr_matrix, starts: np.ndarray, ends: np.ndarray) -> n
     return None
 
 
-def _planning_default(gt: LaneArrays, pred: LaneArrays, seed: int, attempts: int) -> dict:
+def _planning_default(gt: LaneArrays, pred: LaneArrays, seed: int | Sequence[int], attempts: int) -> dict:
     rng = np.random.default_rng(seed)
     n = len(gt.nodes)
     if n == 0:
@@ -955,7 +956,7 @@ def _planning_default(gt: LaneArrays, pred: LaneArrays, seed: int, attempts: int
     for _ in range(attempts):
         start = int(rng.integers(n))
         cur, steps = start, 0
-        while steps < 99:  # the evaluator's rule: keep walks whose loop index reached 50
+        while steps < 100:  # kept when at least 50 steps were walked (the evaluator: loop index j >= 50)
             k = first[cur + 1] - first[cur]
             if k == 0:
                 break
@@ -983,7 +984,7 @@ def planning(
     preds: nx.DiGraph,
     target: nx.DiGraph,
     compat: str | None = None,
-    seed: int = 0,
+    seed: int | Sequence[int] = 0,
     attempts: int = 100,
     reference_random: ReferencePlanningRandom | None = None,
 ) -> dict[str, float]:
