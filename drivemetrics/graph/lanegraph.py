@@ -165,10 +165,12 @@ def _greedy_sequential(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return selected
 
 
-def _first_of_each(keys: np.ndarray) -> np.ndarray:
-    first = np.zeros(len(keys), dtype=bool)
-    first[np.unique(keys, return_index=True)[1]] = True
-    return first
+def _first_of_each(keys: np.ndarray, size: int) -> np.ndarray:
+    """Mask of the first occurrence of every key (keys in ``0..size-1``)."""
+    first = np.empty(size, dtype=np.int64)
+    order = np.arange(len(keys))
+    first[keys[::-1]] = order[::-1]  # repeated indices: numpy assigns in order, so the earliest position wins
+    return first[keys] == order
 
 
 def greedy_matching(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -182,13 +184,22 @@ def greedy_matching(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a = np.asarray(a, dtype=np.int64)
     b = np.asarray(b, dtype=np.int64)
     selected = np.zeros(len(a), dtype=bool)
+    if not len(a):
+        return selected
+    if int(a.max()) > 8 * len(a) + 4096:  # compact sparse keys
+        a = np.unique(a, return_inverse=True)[1].reshape(-1)
+    if int(b.max()) > 8 * len(b) + 4096:
+        b = np.unique(b, return_inverse=True)[1].reshape(-1)
+    used_a = np.zeros(int(a.max()) + 1, dtype=bool)
+    used_b = np.zeros(int(b.max()) + 1, dtype=bool)
     idx = np.arange(len(a))
     while len(idx) > 2000:
         aa, bb = a[idx], b[idx]
-        win = _first_of_each(aa) & _first_of_each(bb)
+        win = _first_of_each(aa, len(used_a)) & _first_of_each(bb, len(used_b))
         selected[idx[win]] = True
-        drop = np.isin(aa, aa[win]) | np.isin(bb, bb[win])
-        idx = idx[~drop]
+        used_a[aa[win]] = True
+        used_b[bb[win]] = True
+        idx = idx[~(used_a[aa] | used_b[bb])]
     if len(idx):
         selected[idx[_greedy_sequential(a[idx], b[idx])]] = True
     return selected
@@ -258,7 +269,7 @@ def _topo_local(
     pairs: tuple[np.ndarray, np.ndarray],
     seeds_pred: np.ndarray,
     seeds_gt: np.ndarray,
-    chunk: int = 48,
+    chunk: int = 128,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Local precision and recall around every seed pair (vectorised over seeds)."""
     pa, pb = pairs
@@ -282,9 +293,8 @@ def _topo_local(
         in_g = np.zeros((s_n, len(gt_pts)), dtype=bool)
         in_g[np.repeat(np.arange(s_n), size_g), ball_g.indices] = True
         ok = in_g[seed_of, pb[pair]]
-        seed_of, pair = seed_of[ok], pair[ok]
-        srt = np.lexsort((pair, seed_of))  # per seed, in global priority order
-        seed_of, pair = seed_of[srt], pair[srt]
+        key = np.sort(seed_of[ok] * len(pa) + pair[ok])  # per seed, in global priority order
+        seed_of, pair = key // len(pa), key % len(pa)
         chosen = greedy_matching(seed_of * len(pred_pts) + pa[pair], seed_of * len(gt_pts) + pb[pair])
         matched = np.bincount(seed_of[chosen], minlength=s_n)
         precisions.append(matched / np.maximum(size_p, 1))
