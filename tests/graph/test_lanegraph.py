@@ -195,9 +195,9 @@ def test_planning_by_hand():
 
 
 def test_pair_reference_reports_topo_precision_as_geo_precision():
-    gt = straight(0, 200)
-    pred = straight(0, 200)
-    pred.add_node("spur", pos=np.array([100.0, -100.0]))  # unmatched points inside the local balls
+    gt = straight(0, 200, y=50.0)
+    pred = straight(0, 200, y=50.0)
+    pred.add_node("spur", pos=np.array([100.0, 100.0]))  # unmatched points inside the local balls
     pred.add_edge(10, "spur")
     ref = evaluate_lanegraph_pair(pred, gt, compat="reference")
     assert ref["geo_precision"] == ref["topo_precision"]
