@@ -27,9 +27,11 @@ Metrics (parameters are the evaluator's):
 Fixed in the default mode (each reproduced by ``compat="reference"``):
 
 - GEO / TOPO: no clipping of the resampled points to ``[0, 4096)`` px (the evaluator drops everything outside,
-  so full-LGP tiles lose their far side and graphs in negative coordinates vanish); node positions are not
-  truncated to integers; the 400 px neighbourhood is the exact graph-distance ball (the evaluator's depth-first
-  walk depends on the visiting order on graphs with cycles); TOPO is 0, not NaN, when nothing matches.
+  so full-LGP tiles lose their far side and graphs in negative coordinates vanish); the 400 px neighbourhood is the
+  exact graph-distance ball plus one step (the evaluator's depth-first walk gives the same set on trees but depends
+  on the visiting order on graphs with cycles); TOPO is 0, not NaN, when nothing matches. The resampling is the
+  evaluator's (positions truncated to int, same points), so GEO agrees with the evaluator's true GEO precision
+  and recall wherever it does not clip.
 - Graph IoU: the canvas covers both graphs at their float positions (the evaluator truncates coordinates to int
   and draws on a fixed ``area_size`` canvas, clipping everything outside it); a pixel is inside a lane when its
   centre is within ``lane_width / 2`` of an edge (the evaluator's OpenCV ``cv2.line`` is matched closely, not
@@ -209,29 +211,39 @@ def greedy_matching(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 # GEO / TOPO, default mode (vectorised)
 
 
-def _resample_lanes(pos: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Points every ~2 px along the (undirected, deduplicated) edges and the edges between consecutive points."""
-    e = np.sort(edges, axis=1)
-    e = e[e[:, 0] != e[:, 1]]
-    if not len(e):
+def _resample_lanes(arr: LaneArrays) -> tuple[np.ndarray, np.ndarray]:
+    """The evaluator's resampling without its clipping: node positions truncated to int, each undirected edge
+    (first direction met) cut into ``max(1, int(L) // 2)`` pieces, identical points merged.
+
+    Returns the points ``(P, 2)`` (in the evaluator's node order) and the undirected edges ``(K, 2)`` between
+    consecutive points.
+    """
+    pairs = []
+    seen: set = set()
+    for nid, nei in _reference_adjacency(arr).items():
+        for nn in nei:
+            if (nid, nn) in seen or (nn, nid) in seen:
+                continue
+            seen.add((nid, nn))
+            pairs.append((*nid, *nn))
+    if not pairs:
         return np.empty((0, 2)), np.empty((0, 2), dtype=np.int64)
-    e = np.unique(e, axis=0)
-    p0, p1 = pos[e[:, 0]], pos[e[:, 1]]
-    pieces = np.maximum(1, np.floor(np.linalg.norm(p1 - p0, axis=1)).astype(np.int64) // INTERP_SPACING)
-    counts = pieces + 1
-    edge_of = np.repeat(np.arange(len(e)), counts)
-    k = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
-    t = k / np.repeat(pieces, counts)
-    pts = p0[edge_of] + t[:, None] * (p1 - p0)[edge_of]
-    pts[k == 0] = p0  # exact end points, so edges meeting at a node share it
-    pts[k == np.repeat(pieces, counts)] = p1
-    unique, inverse = np.unique(pts, axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    nxt = np.arange(len(pts) - 1)
-    nxt = nxt[edge_of[nxt] == edge_of[nxt + 1]]
-    seg = np.stack([inverse[nxt], inverse[nxt + 1]], axis=1)
+    ends = np.array(pairs, dtype=np.float64)
+    p0, p1 = ends[:, :2], ends[:, 2:]
+    n_pts = np.maximum(2, np.floor(np.sqrt(((p0 - p1) ** 2).sum(axis=1))).astype(np.int64) // INTERP_SPACING + 1)
+    edge_of = np.repeat(np.arange(len(pairs)), n_pts)
+    i = np.arange(int(n_pts.sum())) - np.repeat(np.cumsum(n_pts) - n_pts, n_pts)
+    a = 1.0 - i / (n_pts[edge_of] - 1)
+    pts = p0[edge_of] * a[:, None] + p1[edge_of] * (1 - a)[:, None]
+    unique, first, inverse = np.unique(pts, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")  # first-appearance order, as the evaluator's dict
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    node = rank[inverse.reshape(-1)]
+    nxt = np.flatnonzero(edge_of[:-1] == edge_of[1:])
+    seg = np.sort(np.stack([node[nxt], node[nxt + 1]], axis=1), axis=1)
     seg = seg[seg[:, 0] != seg[:, 1]]
-    return unique, np.unique(np.sort(seg, axis=1), axis=0)
+    return unique[order], np.unique(seg, axis=0)
 
 
 def _candidate_pairs(pred_pts: np.ndarray, gt_pts: np.ndarray, thr: float) -> tuple[np.ndarray, ...]:
@@ -245,7 +257,7 @@ def _candidate_pairs(pred_pts: np.ndarray, gt_pts: np.ndarray, thr: float) -> tu
     r = d[:, 0] ** 2 + d[:, 1] ** 2
     keep = r < thr * thr
     pa, pb, r = pa[keep], pb[keep], r[keep]
-    order = np.lexsort((pb, pa, r))
+    order = np.lexsort((-pb, pa, r))  # ties: the evaluator's R-tree returns candidates newest first
     return pa[order], pb[order], r[order]
 
 
@@ -305,8 +317,8 @@ def _topo_local(
 
 
 def _geo_topo_default(pred: LaneArrays, gt: LaneArrays) -> dict[str, float]:
-    pred_pts, pred_seg = _resample_lanes(pred.pos, pred.edges)
-    gt_pts, gt_seg = _resample_lanes(gt.pos, gt.edges)
+    pred_pts, pred_seg = _resample_lanes(pred)
+    gt_pts, gt_seg = _resample_lanes(gt)
     zero = {"geo_precision": 0.0, "geo_recall": 0.0, "topo_precision": 0.0, "topo_recall": 0.0}
     if not len(pred_pts) or not len(gt_pts):
         return zero
@@ -412,7 +424,7 @@ def _reference_match_count(indexed: list, queried: list, thr: float = MATCH_DIST
     r = d[:, 0] ** 2 + d[:, 1] ** 2
     keep = r < thr * thr
     qi, ni, r = qi[keep], ni[keep], r[keep]
-    order = np.lexsort((ni, qi, r))
+    order = np.lexsort((-ni, qi, r))  # ties: the R-tree returns candidates newest first
     return int(_greedy_sequential(qi[order], ni[order]).sum())
 
 
@@ -430,7 +442,7 @@ def _geo_topo_reference(pred: LaneArrays, gt: LaneArrays) -> dict[str, float]:
     r = d[:, 0] ** 2 + d[:, 1] ** 2
     keep = r < MATCH_DIST**2
     pi, gi, r = pi[keep], gi[keep], r[keep]
-    order = np.lexsort((gi, pi, r))
+    order = np.lexsort((-gi, pi, r))  # ties: the R-tree returns candidates newest first
     pi, gi = pi[order], gi[order]
     chosen = np.flatnonzero(_greedy_sequential(pi, gi))
     ps, rs = [], []
@@ -557,15 +569,18 @@ def graph_iou(
     Default: a pixel belongs to a drawing when its centre is within ``lane_width / 2`` of an edge, at float
     positions, on a canvas covering both graphs (``area_size`` unused); NaN when neither graph has an edge.
     ``compat="reference"``: like the evaluator's ``cv2.line(..., thickness=lane_width)`` on an ``area_size`` =
-    ``(height, width)`` canvas with int-truncated end points (OpenCV's polygon rasteriser is approximated by the
-    same distance rule: on the successor split the values agree with OpenCV's to about 1e-2, see the README);
-    ``|A & B| / (1e-8 + |A | B|)``.
+    ``(height, width)`` canvas with int-truncated end points, ``|A & B| / (1e-8 + |A | B|)``. OpenCV is not used:
+    its polygon rasteriser is approximated by the distance rule with radius ``sqrt(r**2 + r)``, ``r = lane_width /
+    2`` (5.48 px for 10 px lines); on the 100 austin successor samples the IoU differs from OpenCV's by at most
+    0.0043 (mean 0.0012).
     """
     compat = check_compat(compat)
     pred, gt = _arrays(preds, "preds"), _arrays(target, "target")
     radius = lane_width / 2.0
     if compat == "reference":
         shape = (int(area_size[0]), int(area_size[1]))
+        # OpenCV fills the polygon of the thick line with its rounded edges: about half a pixel wider than w / 2
+        radius = math.sqrt(radius * radius + radius)
 
         def segments(arr: LaneArrays) -> tuple[np.ndarray, np.ndarray]:
             p = np.trunc(arr.pos)

@@ -153,7 +153,7 @@ def test_iou_reference_close_to_opencv():
                 cv2.line(im, (int(a[0]), int(a[1])), (int(b[0]), int(b[1])), 255, 10)
             masks.append(im > 0)
         expect = (masks[0] & masks[1]).sum() / (masks[0] | masks[1]).sum()
-        assert graph_iou(h, g, compat="reference") == pytest.approx(expect, abs=0.03)
+        assert graph_iou(h, g, compat="reference") == pytest.approx(expect, abs=0.01)
 
 
 @pytest.mark.parametrize("compat", [None, "reference"])
