@@ -69,7 +69,8 @@ def test_geo_half_line(compat):
 def test_geo_shift(compat):
     assert geo_topo(straight(0, 100, y=3.0), straight(0, 100), compat)["geo_recall"] == 1.0
     far = geo_topo(straight(0, 100, y=10.0), straight(0, 100), compat)
-    assert far["geo_precision"] == 0.0 and far["geo_recall"] == 0.0
+    assert far["geo_precision"] == 0.0
+    assert far["geo_recall"] == 0.0
     # nothing matched: the evaluator's np.mean([]) makes TOPO NaN; the default says 0
     if compat:
         assert math.isnan(far["topo_precision"])
@@ -191,7 +192,8 @@ def test_planning_by_hand():
     assert empty == {"mmd": 5000.0, "med": 5000.0, "sr": 0.0}
     assert all(math.isnan(v) for v in planning(gt, straight(0, 100)).values())  # walks shorter than 50 steps
     ref = planning(gt, gt, compat="reference")
-    assert ref["mmd"] == 0.0 and ref["sr"] == 1.0
+    assert ref["mmd"] == 0.0
+    assert ref["sr"] == 1.0
 
 
 def test_pair_reference_reports_topo_precision_as_geo_precision():
