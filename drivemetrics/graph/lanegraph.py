@@ -281,32 +281,32 @@ def _topo_local(
     pairs: tuple[np.ndarray, np.ndarray],
     seeds_pred: np.ndarray,
     seeds_gt: np.ndarray,
-    chunk: int = 128,
+    chunk: int = 32,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Local precision and recall around every seed pair (vectorised over seeds)."""
+    """Local precision and recall around every seed pair (vectorised over seeds; order of the output arbitrary).
+
+    Seeds are processed in spatially compact groups; for a group, the candidate pairs (kept in global priority
+    order) whose predicted point lies in one of the group's balls are tested against every ball at once, so each
+    seed's local pairs come out already in priority order.
+    """
     pa, pb = pairs
-    order = np.argsort(pa, kind="stable")  # CSR of the candidate pairs by predicted point
-    starts = np.searchsorted(pa[order], np.arange(len(pred_pts) + 1))
+    cell = np.floor(pred_pts[seeds_pred] / TOPO_RADIUS).astype(np.int64)
+    order = np.lexsort((cell[:, 0], cell[:, 1]))
+    seeds_pred, seeds_gt = seeds_pred[order], seeds_gt[order]
     precisions, recalls = [], []
     for lo in range(0, len(seeds_pred), chunk):
         sp, sg = seeds_pred[lo : lo + chunk], seeds_gt[lo : lo + chunk]
         s_n = len(sp)
         ball_p = _balls(pred_graph, sp, TOPO_RADIUS)
         ball_g = _balls(gt_graph, sg, TOPO_RADIUS)
-        size_p = np.diff(ball_p.indptr)
-        size_g = np.diff(ball_g.indptr)
-        mem_s = np.repeat(np.arange(s_n), size_p)
-        mem_a = ball_p.indices
-        counts = starts[mem_a + 1] - starts[mem_a]
-        seed_of = np.repeat(mem_s, counts)
-        first = np.repeat(starts[mem_a], counts)
-        k = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
-        pair = order[first + k]
+        size_p, size_g = np.diff(ball_p.indptr), np.diff(ball_g.indptr)
+        in_p = np.zeros((s_n, len(pred_pts)), dtype=bool)
+        in_p[np.repeat(np.arange(s_n), size_p), ball_p.indices] = True
         in_g = np.zeros((s_n, len(gt_pts)), dtype=bool)
         in_g[np.repeat(np.arange(s_n), size_g), ball_g.indices] = True
-        ok = in_g[seed_of, pb[pair]]
-        key = np.sort(seed_of[ok] * len(pa) + pair[ok])  # per seed, in global priority order
-        seed_of, pair = key // len(pa), key % len(pa)
+        rel = np.flatnonzero(in_p.any(axis=0)[pa] & in_g.any(axis=0)[pb])
+        seed_of, r = np.nonzero(in_p[:, pa[rel]] & in_g[:, pb[rel]])  # row-major: per seed, in priority order
+        pair = rel[r]
         chosen = greedy_matching(seed_of * len(pred_pts) + pa[pair], seed_of * len(gt_pts) + pb[pair])
         matched = np.bincount(seed_of[chosen], minlength=s_n)
         precisions.append(matched / np.maximum(size_p, 1))
