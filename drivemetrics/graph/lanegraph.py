@@ -290,6 +290,9 @@ def _topo_local(
     seed's local pairs come out already in priority order.
     """
     pa, pb = pairs
+    # pairs that come first among all pairs at both their ends win in any subset containing them (greedy = locally
+    # dominant matching): select them up front, the rounds then run on the rest
+    dominant = _first_of_each(pa, len(pred_pts)) & _first_of_each(pb, len(gt_pts))
     cell = np.floor(pred_pts[seeds_pred] / TOPO_RADIUS).astype(np.int64)
     order = np.lexsort((cell[:, 0], cell[:, 1]))
     seeds_pred, seeds_gt = seeds_pred[order], seeds_gt[order]
@@ -307,8 +310,16 @@ def _topo_local(
         rel = np.flatnonzero(in_p.any(axis=0)[pa] & in_g.any(axis=0)[pb])
         seed_of, r = np.nonzero(in_p[:, pa[rel]] & in_g[:, pb[rel]])  # row-major: per seed, in priority order
         pair = rel[r]
-        chosen = greedy_matching(seed_of * len(pred_pts) + pa[pair], seed_of * len(gt_pts) + pb[pair])
-        matched = np.bincount(seed_of[chosen], minlength=s_n)
+        key_a = seed_of * len(pred_pts) + pa[pair]
+        key_b = seed_of * len(gt_pts) + pb[pair]
+        first = dominant[pair]
+        used_a = np.zeros(s_n * len(pred_pts), dtype=bool)
+        used_b = np.zeros(s_n * len(gt_pts), dtype=bool)
+        used_a[key_a[first]] = True
+        used_b[key_b[first]] = True
+        rest = ~first & ~used_a[key_a] & ~used_b[key_b]
+        chosen = greedy_matching(key_a[rest], key_b[rest])
+        matched = np.bincount(seed_of[first], minlength=s_n) + np.bincount(seed_of[rest][chosen], minlength=s_n)
         precisions.append(matched / np.maximum(size_p, 1))
         recalls.append(matched / np.maximum(size_g, 1))
     if not precisions:
