@@ -536,36 +536,58 @@ def _raster_keys(
 ) -> np.ndarray:
     """Flat indices ``row * width + col`` of the pixels whose centre lies within ``radius`` of a segment.
 
-    ``origin = (x0, y0)`` is the pixel at index 0; pixels outside ``shape = (height, width)`` are dropped.
+    ``origin = (x0, y0)`` is the pixel at index 0; pixels outside ``shape = (height, width)`` are dropped. Each
+    segment's capsule is convex, so on every pixel row it covers one interval: the union of the intervals of its
+    two end discs and of its band, computed in closed form; the pixels are generated from these spans.
     """
     if not len(p0):
         return np.empty(0, dtype=np.int64)
-    # cut long segments into <= 8 px pieces: the union of capsules is unchanged and the boxes stay small
-    length = np.linalg.norm(p1 - p0, axis=1)
-    pieces = np.maximum(1, np.ceil(length / 8.0).astype(np.int64))
-    seg = np.repeat(np.arange(len(p0)), pieces)
-    k = np.arange(int(pieces.sum())) - np.repeat(np.cumsum(pieces) - pieces, pieces)
-    t0 = k / np.repeat(pieces, pieces)
-    t1 = (k + 1) / np.repeat(pieces, pieces)
-    a = p0[seg] + t0[:, None] * (p1 - p0)[seg]
-    b = p0[seg] + t1[:, None] * (p1 - p0)[seg]
-    lo = np.floor(np.minimum(a, b) - radius).astype(np.int64)
-    hi = np.ceil(np.maximum(a, b) + radius).astype(np.int64)
-    w = hi[:, 0] - lo[:, 0] + 1
-    h = hi[:, 1] - lo[:, 1] + 1
-    n = w * h
-    piece = np.repeat(np.arange(len(a)), n)
-    j = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
-    x = lo[piece, 0] + j % w[piece]
-    y = lo[piece, 1] + j // w[piece]
-    ab = b[piece] - a[piece]
-    px = np.stack([x, y], axis=1).astype(np.float64) - a[piece]
-    denom = np.einsum("ij,ij->i", ab, ab)
-    t = np.clip(np.einsum("ij,ij->i", px, ab) / np.where(denom > 0, denom, 1.0), 0.0, 1.0)
-    d2 = np.einsum("ij,ij->i", px - t[:, None] * ab, px - t[:, None] * ab)
-    col, row = x - origin[0], y - origin[1]
-    keep = (d2 <= radius * radius + 1e-9) & (col >= 0) & (col < shape[1]) & (row >= 0) & (row < shape[0])
-    return np.unique(row[keep] * shape[1] + col[keep])
+    eps = 1e-9
+    p0 = np.asarray(p0, dtype=np.float64) - origin
+    p1 = np.asarray(p1, dtype=np.float64) - origin
+    y_lo = np.maximum(np.ceil(np.minimum(p0[:, 1], p1[:, 1]) - radius - eps), 0).astype(np.int64)
+    y_hi = np.minimum(np.floor(np.maximum(p0[:, 1], p1[:, 1]) + radius + eps), shape[0] - 1).astype(np.int64)
+    n_rows = np.maximum(y_hi - y_lo + 1, 0)
+    seg = np.repeat(np.arange(len(p0)), n_rows)
+    y = (y_lo[seg] + np.arange(int(n_rows.sum())) - np.repeat(np.cumsum(n_rows) - n_rows, n_rows)).astype(np.float64)
+    a, b = p0[seg], p1[seg]
+    left = np.full(len(y), np.inf)
+    right = np.full(len(y), -np.inf)
+    for c in (a, b):  # end discs
+        h2 = radius * radius - (y - c[:, 1]) ** 2
+        ok = h2 >= -eps
+        h = np.sqrt(np.maximum(h2, 0.0))
+        left = np.where(ok, np.minimum(left, c[:, 0] - h), left)
+        right = np.where(ok, np.maximum(right, c[:, 0] + h), right)
+    d = b - a
+    length = np.hypot(d[:, 0], d[:, 1])
+    safe = np.where(length > 0, length, 1.0)
+    u = d / safe[:, None]
+    lo_x = np.full(len(y), -np.inf)
+    hi_x = np.full(len(y), np.inf)
+    feasible = length > 0
+    # band: -r <= (p - a) . n <= r and 0 <= (p - a) . u <= L, with n = (-u_y, u_x) and p = (x, y)
+    for k, m, c1, c2 in (
+        (-u[:, 1], (y - a[:, 1]) * u[:, 0], -radius, radius),
+        (u[:, 0], (y - a[:, 1]) * u[:, 1], 0.0, length),
+    ):
+        steep = np.abs(k) > 1e-12
+        ks = np.where(steep, k, 1.0)
+        e1 = a[:, 0] + (c1 - eps - m) / ks
+        e2 = a[:, 0] + (c2 + eps - m) / ks
+        lo_x = np.where(steep, np.maximum(lo_x, np.minimum(e1, e2)), lo_x)
+        hi_x = np.where(steep, np.minimum(hi_x, np.maximum(e1, e2)), hi_x)
+        feasible &= steep | ((m >= c1 - eps) & (m <= c2 + eps))
+    band = feasible & (lo_x <= hi_x)
+    left = np.where(band, np.minimum(left, lo_x), left)
+    right = np.where(band, np.maximum(right, hi_x), right)
+    col_lo = np.maximum(np.ceil(left - eps), 0)
+    col_hi = np.minimum(np.floor(right + eps), shape[1] - 1)
+    ok = np.isfinite(left) & (col_hi >= col_lo)
+    col_lo, col_hi, rows = col_lo[ok].astype(np.int64), col_hi[ok].astype(np.int64), y[ok].astype(np.int64)
+    count = col_hi - col_lo + 1
+    start = np.repeat(rows * shape[1] + col_lo, count)
+    return np.unique(start + np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count))
 
 
 def graph_iou(
