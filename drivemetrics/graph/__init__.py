@@ -4,7 +4,9 @@ One representation: an undirected :class:`networkx.Graph` whose nodes carry ``po
 Readers are in :mod:`drivemetrics.graph.io`, shared geometry in :mod:`drivemetrics.graph.geometry`.
 
 Functionals share their module's name (``opt_p``, ``opt_j``, ``opt_g``, ``apls``, ``ccq``, ``tlts``, ``junct``,
-``subg``, ``perturb``): ``drivemetrics.graph.apls`` is the function. Reach a module's other names with
+``subg``, ``perturb``): ``drivemetrics.graph.apls`` is the function. UrbanLaneGraph lane-graph metrics (directed
+graphs) are in :mod:`~drivemetrics.graph.lanegraph`, :mod:`~drivemetrics.graph.lanegraph_eval` and
+:mod:`~drivemetrics.graph.lanegraph_metric`. Reach a module's other names with
 ``from drivemetrics.graph.apls import VARIANTS`` (or ``importlib.import_module``), not by attribute.
 """
 
@@ -29,9 +31,13 @@ _EXPORTS = {
     "densify_arrays": "drivemetrics.graph.geometry",
     "endpoints": "drivemetrics.graph.geometry",
     "evaluate_dataset": "drivemetrics.graph.evaluate",
+    "evaluate_lanegraph_pair": "drivemetrics.graph.lanegraph",
     "evaluate_pair": "drivemetrics.graph.evaluate",
+    "evaluate_submission": "drivemetrics.graph.lanegraph_eval",
+    "geo_topo": "drivemetrics.graph.lanegraph",
     "graph_arrays": "drivemetrics.graph.geometry",
     "graph_from_arrays": "drivemetrics.graph.geometry",
+    "graph_iou": "drivemetrics.graph.lanegraph",
     "graph_length": "drivemetrics.graph.geometry",
     "GraphArrays": "drivemetrics.graph.geometry",
     "junct": "drivemetrics.graph.junct",
@@ -40,6 +46,22 @@ _EXPORTS = {
     "JunctionMetric": "drivemetrics.graph.junct",
     "junctions": "drivemetrics.graph.geometry",
     "JUNCTResult": "drivemetrics.graph.junct",
+    "lane_arrays": "drivemetrics.graph.lanegraph",
+    "lanegraph_apls": "drivemetrics.graph.lanegraph",
+    "LaneGraphAPLS": "drivemetrics.graph.lanegraph_metric",
+    "LaneGraphGeoPrecision": "drivemetrics.graph.lanegraph_metric",
+    "LaneGraphGeoRecall": "drivemetrics.graph.lanegraph_metric",
+    "LaneGraphIoU": "drivemetrics.graph.lanegraph_metric",
+    "LaneGraphMED": "drivemetrics.graph.lanegraph_metric",
+    "LaneGraphMetrics": "drivemetrics.graph.lanegraph_metric",
+    "LaneGraphMMD": "drivemetrics.graph.lanegraph_metric",
+    "LaneGraphPlanning": "drivemetrics.graph.lanegraph_metric",
+    "LaneGraphSDA20": "drivemetrics.graph.lanegraph_metric",
+    "LaneGraphSDA50": "drivemetrics.graph.lanegraph_metric",
+    "LaneGraphSuccessRate": "drivemetrics.graph.lanegraph_metric",
+    "LaneGraphTopoPrecision": "drivemetrics.graph.lanegraph_metric",
+    "LaneGraphTopoRecall": "drivemetrics.graph.lanegraph_metric",
+    "load_lanegraph_pickle": "drivemetrics.graph.lanegraph_eval",
     "match_points": "drivemetrics.graph.geometry",
     "max_matching_min_cost": "drivemetrics.graph.geometry",
     "opt_g": "drivemetrics.graph.opt_g",
@@ -62,6 +84,7 @@ _EXPORTS = {
     "OptPResult": "drivemetrics.graph.opt_p",
     "perturb": "drivemetrics.graph.perturb",
     "PERTURBATIONS": "drivemetrics.graph.perturb",
+    "planning": "drivemetrics.graph.lanegraph",
     "project_points": "drivemetrics.graph.geometry",
     "Projection": "drivemetrics.graph.geometry",
     "read_geojson": "drivemetrics.graph.io",
@@ -73,6 +96,7 @@ _EXPORTS = {
     "road_chains": "drivemetrics.graph.geometry",
     "run_sensitivity": "drivemetrics.graph.sensitivity",
     "safe_pickle_load": "drivemetrics.graph.io",
+    "sda": "drivemetrics.graph.lanegraph",
     "SegmentIndex": "drivemetrics.graph.geometry",
     "snap_points": "drivemetrics.graph.geometry",
     "subg": "drivemetrics.graph.subg",

@@ -1,4 +1,4 @@
-"""``drivemetrics graph-eval`` and ``drivemetrics graph-sensitivity``."""
+"""``drivemetrics graph-eval``, ``drivemetrics graph-sensitivity`` and ``drivemetrics lanegraph-eval``."""
 
 from __future__ import annotations
 
@@ -77,6 +77,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     se.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     se.add_argument("--set", action="append", default=[], metavar="METRIC.KEY=VALUE", help="metric option (repeatable)")
     se.set_defaults(func=_run_sensitivity)
+
+    lg = subparsers.add_parser(
+        "lanegraph-eval",
+        help="UrbanLaneGraph evaluation (TOPO/GEO, APLS, SDA, graph IoU; planning MMD/MED/SR)",
+        description="Score an UrbanLaneGraph submission pickle R[city][split][sample_id] -> nx.DiGraph against the "
+        "annotations: per-sample values, the mean per city and the mean over cities (NaN ignored). Pickles are read "
+        "with a restricted unpickler. --compat reference reproduces the released evaluator's numbers, bugs included.",
+    )
+    lg.add_argument("--gt", required=True, help="annotation pickle")
+    lg.add_argument("--pred", required=True, help="submission pickle")
+    lg.add_argument("--task", required=True, choices=("successor", "full", "planning"), help="benchmark task")
+    lg.add_argument("--split", default="eval", help="split to evaluate (default eval)")
+    lg.add_argument("--compat", choices=("reference",), default=None, help="reproduce the released evaluator's numbers")
+    lg.add_argument("--json", default=None, metavar="OUT", help="write overall / per-city / per-sample JSON here")
+    lg.add_argument("--figures", default=None, metavar="DIR", help="write one PNG per sample (GT and prediction)")
+    lg.add_argument("--workers", type=int, default=1, help="processes (default 1)")
+    lg.add_argument("--seed", type=int, default=0, help="seed of APLS source sampling and planning (default 0)")
+    lg.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    lg.set_defaults(func=_run_lanegraph)
 
 
 def _seeded_options(seed: int) -> dict[str, dict]:
@@ -176,4 +195,49 @@ def _run_sensitivity(args: argparse.Namespace) -> int:
     plot_sensitivity(rows, out / "sensitivity.png")
     print(flatness_table(rows))
     print(f"wrote {out / 'sensitivity.csv'} and {out / 'sensitivity.png'}")
+    return 0
+
+
+def _run_lanegraph(args: argparse.Namespace) -> int:
+    from drivemetrics.graph.lanegraph_eval import (
+        evaluate_submission,
+        format_tables,
+        load_lanegraph_pickle,
+        plot_sample,
+        prepare_sample,
+        write_json,
+    )
+
+    inputs = [Path(args.gt), Path(args.pred)]
+    if args.json and any(p.exists() and Path(args.json).resolve() == p.resolve() for p in inputs):
+        raise ValueError(f"`--json` {args.json} is one of the input files; choose another output path")
+    gt_data = load_lanegraph_pickle(args.gt, "`--gt` annotations")
+    pred_data = load_lanegraph_pickle(args.pred, "`--pred` submission")
+    result = evaluate_submission(
+        gt_data,
+        pred_data,
+        args.task,
+        split=args.split,
+        compat=args.compat,
+        workers=args.workers,
+        progress=not args.no_progress,
+        seed=args.seed,
+    )
+    n = len(result["samples"])
+    mode = " [compat=reference]" if args.compat else ""
+    print(f"{n} sample(s), {len(result['missing'])} without prediction{mode}")
+    print(format_tables(result))
+    if args.json:
+        write_json(result, args.json, inputs)
+        print(f"wrote {args.json}")
+    if args.figures:
+        out = Path(args.figures)
+        out.mkdir(parents=True, exist_ok=True)
+        for city, splits in gt_data.items():
+            preds = (pred_data.get(city) or {}).get(args.split) or {}
+            for sample_id, gt in (splits.get(args.split) or {}).items():
+                if sample_id in preds:
+                    g, p = prepare_sample(gt, preds[sample_id], sample_id, args.task)
+                    plot_sample(g, p, out / f"{sample_id}.png", title=sample_id)
+        print(f"wrote figures to {out}")
     return 0
