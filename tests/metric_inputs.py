@@ -35,6 +35,21 @@ from drivemetrics.geometry.bev import BevGrid
 from drivemetrics.graph.apls import AveragePathLengthSimilarity
 from drivemetrics.graph.ccq import CorrectnessCompletenessQuality
 from drivemetrics.graph.junct import JunctionMetric
+from drivemetrics.graph.lanegraph_metric import (
+    LaneGraphAPLS,
+    LaneGraphGeoPrecision,
+    LaneGraphGeoRecall,
+    LaneGraphIoU,
+    LaneGraphMED,
+    LaneGraphMetrics,
+    LaneGraphMMD,
+    LaneGraphPlanning,
+    LaneGraphSDA20,
+    LaneGraphSDA50,
+    LaneGraphSuccessRate,
+    LaneGraphTopoPrecision,
+    LaneGraphTopoRecall,
+)
 from drivemetrics.graph.metrics import OptG, OptJ, OptP
 from drivemetrics.graph.scalar_metrics import (
     APLS,
@@ -330,3 +345,44 @@ def _kitti_object_case(cls: type[Metric]) -> MetricCase:
     kwargs: dict[str, Any] = {"metric": "bev"} if cls is KittiObjectAP else {}
     # dict-of-tensor frames: no float tensor argument to cast or differentiate
     return MetricCase(kwargs, batches, None, grad_arg=None, float64_rtol=None)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# lane graphs
+
+
+def _lane_fork(x: float, y: float, spread: float, length: float = 60.0) -> nx.DiGraph:
+    """A directed lane that splits in two: 0 -> 1 -> 2 (a resampled approach) -> 3 / 4 (the two branches)."""
+    import numpy as np
+
+    g = nx.DiGraph()
+    points = [(x - length, y), (x - length / 2, y), (x, y), (x + length, y + spread), (x + length, y - spread)]
+    for i, point in enumerate(points):
+        g.add_node(i, pos=np.array(point, dtype=np.float64))
+    g.add_edges_from([(0, 1), (1, 2), (2, 3), (2, 4)])
+    return g
+
+
+@register(
+    LaneGraphMetrics,
+    LaneGraphTopoPrecision,
+    LaneGraphTopoRecall,
+    LaneGraphGeoPrecision,
+    LaneGraphGeoRecall,
+    LaneGraphAPLS,
+    LaneGraphSDA20,
+    LaneGraphSDA50,
+    LaneGraphIoU,
+    LaneGraphPlanning,
+    LaneGraphMMD,
+    LaneGraphMED,
+    LaneGraphSuccessRate,
+)
+def _lane_graph_case(cls: type[Metric]) -> MetricCase:
+    batches = []
+    for i in range(NUM_BATCHES):
+        target = [_lane_fork(128.0, 128.0, 30.0), _lane_fork(100.0, 90.0 + 10 * i, 25.0)]
+        preds = [_lane_fork(128.0 + 3.0 * i, 128.0, 30.0 - 4.0 * i), _lane_fork(100.0, 95.0 + 12 * i, 25.0, 50.0)]
+        batches.append(((preds, target), {}))
+    # graphs in, per-sample float64 means out: nothing to cast or differentiate
+    return MetricCase({}, batches, None, grad_arg=None, float64_rtol=None)

@@ -199,6 +199,9 @@ def _run_sensitivity(args: argparse.Namespace) -> int:
 
 
 def _run_lanegraph(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from drivemetrics._files import check_output_path
     from drivemetrics.graph.lanegraph_eval import (
         evaluate_submission,
         format_tables,
@@ -208,9 +211,11 @@ def _run_lanegraph(args: argparse.Namespace) -> int:
         write_json,
     )
 
-    inputs = [Path(args.gt), Path(args.pred)]
-    if args.json and any(p.exists() and Path(args.json).resolve() == p.resolve() for p in inputs):
-        raise ValueError(f"`--json` {args.json} is one of the input files; choose another output path")
+    inputs = [args.gt, args.pred]
+    if args.json:
+        check_output_path(args.json, input_files=inputs, option="--json")
+    if args.figures:
+        check_output_path(args.figures, input_files=inputs, option="--figures")
     gt_data = load_lanegraph_pickle(args.gt, "`--gt` annotations")
     pred_data = load_lanegraph_pickle(args.pred, "`--pred` submission")
     result = evaluate_submission(
@@ -232,7 +237,6 @@ def _run_lanegraph(args: argparse.Namespace) -> int:
         print(f"wrote {args.json}")
     if args.figures:
         out = Path(args.figures)
-        out.mkdir(parents=True, exist_ok=True)
         for city, splits in gt_data.items():
             preds = (pred_data.get(city) or {}).get(args.split) or {}
             for sample_id, gt in (splits.get(args.split) or {}).items():

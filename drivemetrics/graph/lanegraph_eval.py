@@ -22,8 +22,6 @@ from __future__ import annotations
 import json
 import math
 import multiprocessing
-import os
-import tempfile
 import warnings
 import zlib
 from collections.abc import Iterable
@@ -35,6 +33,7 @@ import networkx as nx
 import numpy as np
 from scipy.spatial import cKDTree
 
+from drivemetrics._files import atomic_save_figure, atomic_write_text, check_output_path
 from drivemetrics.graph.io import safe_pickle_load
 from drivemetrics.graph.lanegraph import (
     LANE_METRICS,
@@ -249,20 +248,10 @@ def write_json(result: dict[str, Any], path: str | Path, inputs: Iterable[str | 
 
     Raises ``ValueError`` if ``path`` is one of ``inputs`` (a command never writes over its inputs).
     """
-    path = Path(path)
-    for item in inputs:
-        if Path(item).exists() and path.exists() and path.resolve() == Path(item).resolve():
-            raise ValueError(f"refusing to write the results over the input file {item}")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    inputs = list(inputs)
+    check_output_path(path, input_files=inputs, input_dirs=inputs, option="--json")
     payload = {k: result[k] for k in ("overall", "cities", "samples") if k in result}
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(_json_ready(payload), handle, indent=2, allow_nan=False)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_text(path, json.dumps(_json_ready(payload), indent=2, allow_nan=False))
 
 
 def format_tables(result: dict[str, Any]) -> str:
@@ -305,5 +294,5 @@ def plot_sample(gt: nx.DiGraph, pred: nx.DiGraph, path: str | Path, title: str =
     ax.set_title(title, fontsize=8)
     ax.legend(fontsize=6, loc="upper right")
     fig.tight_layout()
-    fig.savefig(path, dpi=80)
+    atomic_save_figure(fig, path, dpi=80)
     plt.close(fig)

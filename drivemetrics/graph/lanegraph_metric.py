@@ -141,7 +141,8 @@ class LaneGraphPlanning(_PerSampleMean):
         seed: seed of the start / goal draws (default mode).
     """
 
-    higher_is_better = None
+    # the headline values MMD and MED are distances (lower is better); log SR through LaneGraphSuccessRate
+    higher_is_better = False
     plot_lower_bound = 0.0
     _keys = PLANNING_METRICS
 
