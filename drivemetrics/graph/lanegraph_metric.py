@@ -144,6 +144,7 @@ class LaneGraphPlanning(_PerSampleMean):
     # the headline values MMD and MED are distances (lower is better); log SR through LaneGraphSuccessRate
     higher_is_better = False
     plot_lower_bound = 0.0
+    plot_upper_bound = None  # distances in pixels: unbounded
     _keys = PLANNING_METRICS
 
     def __init__(self, compat: str | None = None, seed: int = 0, **kwargs: Any) -> None:
