@@ -34,10 +34,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=float,
         default=None,
         metavar=("XMIN", "YMIN", "XMAX", "YMAX"),
-        help="crop both graphs to this window first (RoadTracer protocol: the city's 8192 px region)",
+        help="crop both graphs to this window, then shift it to the origin (RoadTracer protocol: the city's "
+        "8192 px region)",
     )
     ev.add_argument(
-        "--border", type=float, default=0.0, help="shrink the window (default: the GT's extent) by this margin, px"
+        "--border",
+        type=float,
+        default=0.0,
+        help="then crop [B, size - B) of the shifted window (default: shrink the GT's extent), px; protocol: 260",
+    )
+    ev.add_argument(
+        "--compat",
+        choices=["reference"],
+        default=None,
+        help="reproduce the released code (lcit/metrics_delin): its crop, OPT-J, OPT-P, OPT-G, TLTS and CCQ",
     )
     ev.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     ev.add_argument(
@@ -96,7 +106,25 @@ def apply_settings(options: dict[str, dict], settings: list[str]) -> dict[str, d
     return options
 
 
+def _write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to a temporary file beside ``path``, then move it over ``path``."""
+    import os
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def _run_eval(args: argparse.Namespace) -> int:
+    if args.json and Path(args.json).resolve() in (Path(args.gt).resolve(), Path(args.pred).resolve()):
+        raise ValueError(f"`--json` {args.json} would overwrite an input graph; choose another file")
     pairs, orphans = find_pairs(args.gt, args.pred)
     missing = [name for name, _, p in pairs if p is None]
     options = apply_settings(_seeded_options(args.seed), args.set)
@@ -108,6 +136,7 @@ def _run_eval(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         window=tuple(args.window) if args.window else None,
         border=args.border,
+        compat=args.compat,
     )
     print(f"{len(pairs)} tile(s)" + (f", {len(missing)} without prediction (scored empty)" if missing else ""))
     if orphans:
@@ -115,7 +144,7 @@ def _run_eval(args: argparse.Namespace) -> int:
     print(format_table(scores))
     if args.json:
         payload = {"aggregate": scores, "tiles": per_tile, "missing_predictions": missing, "ignored": orphans}
-        Path(args.json).write_text(json.dumps(payload, indent=2, default=float), encoding="utf-8")
+        _write_text_atomic(Path(args.json), json.dumps(payload, indent=2, default=float))
         print(f"wrote {args.json}")
     return 0
 

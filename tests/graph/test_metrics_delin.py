@@ -1,0 +1,61 @@
+"""Conformance with the released code of Citraro et al. (``lcit/metrics_delin``) on the RoadTracer Vancouver fixture.
+
+``expected_metrics_delin_crop2048.json`` holds what the released code returned for the 2048 px window centred at the
+origin (segmentation prediction): the crops, OPT-J, CCQ, and OPT-P / OPT-G / TLTS for seeds 0-2. ``compat="reference"``
+must give the deterministic values exactly and the sampled ones from the same distribution.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+import pytest
+
+from drivemetrics.graph.evaluate import crop_protocol
+from drivemetrics.graph.geometry import crop
+from drivemetrics.graph.io import read_roadtracer_graph
+
+WINDOW = (-1024.0, -1024.0, 1024.0, 1024.0)
+
+
+@pytest.fixture(scope="module")
+def vancouver(fixtures_dir):
+    folder = fixtures_dir / "graphs" / "roadtracer_vancouver"
+    expected = json.loads((folder / "expected_metrics_delin_crop2048.json").read_text())
+    graphs = {
+        "gt": read_roadtracer_graph(folder / "gt.graph"),
+        "segmentation": read_roadtracer_graph(folder / "pred_segmentation.graph"),
+    }
+    return expected, graphs
+
+
+def _sha(rows) -> str:
+    return hashlib.sha256(json.dumps(rows).encode("utf-8")).hexdigest()
+
+
+@pytest.mark.parametrize("name", ["gt", "segmentation"])
+def test_reference_crop_equals_released_crop(vancouver, name):
+    expected, graphs = vancouver
+    want = expected["crops"][name]
+    g = graphs[name]
+    c = crop(g, *WINDOW, compat="reference")
+    assert (c.number_of_nodes(), c.number_of_edges()) == (want["n_nodes"], want["n_edges"])
+    n0 = g.number_of_nodes()
+    kept = [n for n in c.nodes if n < n0]
+    new = [n for n in c.nodes if n >= n0]
+    assert kept == want["kept_original_node_ids"]  # ids and order
+    assert list(c.nodes) == kept + new
+    edges = sorted([min(u, v), max(u, v)] for u, v in c.edges)
+    assert edges == want["edges"]
+    assert _sha(edges) == want["edges_sha256"]
+    rows = [[n, next(iter(c.adj[n])), *c.nodes[n]["pos"]] for n in new]
+    assert [r[:2] for r in rows] == [r[:2] for r in want["new_boundary_nodes"]]
+    np.testing.assert_allclose(
+        np.array(rows, dtype=float)[:, 2:], np.array(want["new_boundary_nodes"], dtype=float)[:, 2:], rtol=0, atol=1e-9
+    )
+    # the protocol (crop, then shift the window to the origin) keeps the ids and moves the positions
+    shifted = crop_protocol(g, WINDOW, 0.0, compat="reference")
+    assert list(shifted.nodes) == list(c.nodes)
+    assert shifted.nodes[new[0]]["pos"] == pytest.approx(np.add(c.nodes[new[0]]["pos"], 1024.0).tolist(), abs=1e-12)
