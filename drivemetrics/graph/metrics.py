@@ -85,11 +85,18 @@ class OptJ(_GraphMetric):
         d_max: float = 25.0,
         alpha: float = 100.0,
         existing_dist: float = 1.0,
-        matching: str = "optimal",
+        matching: str | None = None,
+        compat: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.options = {"d_max": d_max, "alpha": alpha, "existing_dist": existing_dist, "matching": matching}
+        self.options = {
+            "d_max": d_max,
+            "alpha": alpha,
+            "existing_dist": existing_dist,
+            "matching": matching,
+            "compat": compat,
+        }
         for name in ("tp", "pp", "ap"):
             self._add_sum(name)
 

@@ -13,9 +13,11 @@ import json
 import numpy as np
 import pytest
 
+from drivemetrics.graph.ccq import ccq_graph
 from drivemetrics.graph.evaluate import crop_protocol
 from drivemetrics.graph.geometry import crop
 from drivemetrics.graph.io import read_roadtracer_graph
+from drivemetrics.graph.opt_j import opt_j
 
 WINDOW = (-1024.0, -1024.0, 1024.0, 1024.0)
 
@@ -59,3 +61,49 @@ def test_reference_crop_equals_released_crop(vancouver, name):
     shifted = crop_protocol(g, WINDOW, 0.0, compat="reference")
     assert list(shifted.nodes) == list(c.nodes)
     assert shifted.nodes[new[0]]["pos"] == pytest.approx(np.add(c.nodes[new[0]]["pos"], 1024.0).tolist(), abs=1e-12)
+
+
+@pytest.fixture(scope="module")
+def window_crops(vancouver):
+    """GT and segmentation prediction cropped and shifted as the released protocol (reference rules)."""
+    _expected, graphs = vancouver
+    return {name: crop_protocol(g, WINDOW, 0.0, compat="reference") for name, g in graphs.items()}
+
+
+def _released(expected, metric, seed=None):
+    return next(r for r in expected["results"] if r["metric"] == metric and r["seed"] == seed)
+
+
+def test_reference_opt_j_equals_released(vancouver, window_crops):
+    want = _released(vancouver[0], "optj")
+    res = opt_j(window_crops["segmentation"], window_crops["gt"], compat="reference")
+    assert (res.tp, res.pp, res.ap) == (want["tp"], want["pp"], want["ap"])
+    for key in ("precision", "recall", "f1"):
+        assert getattr(res, key) == pytest.approx(want[key], abs=1e-9)
+    # the default (optimal matching, merged duplicates) is a different number
+    assert opt_j(window_crops["segmentation"], window_crops["gt"]).f1 != pytest.approx(want["f1"], abs=1e-4)
+
+
+@pytest.mark.parametrize("metric", ["ccq", "ccq1"])
+def test_reference_ccq_equals_released(vancouver, window_crops, metric):
+    want = _released(vancouver[0], metric)
+    size = want["image_size"]
+    res = ccq_graph(
+        window_crops["segmentation"],
+        window_crops["gt"],
+        slack=8.0,
+        scale=want["scale"],
+        canvas=(0.0, 0.0, size, size),
+        compat="reference",
+    )
+    assert (res.matched_pred, res.total_pred, res.matched_gt, res.total_gt) == (
+        want["TP_g"],
+        want["pred_pixels"],
+        want["TP_p"],
+        want["gt_pixels"],
+    )
+    assert res.total_pred - res.matched_pred == want["FP"]
+    assert res.total_gt - res.matched_gt == want["FN"]
+    assert res.correctness == pytest.approx(want["correctness"], abs=1e-9)
+    assert res.completeness == pytest.approx(want["completeness"], abs=1e-9)
+    assert res.quality == pytest.approx(want["quality"], abs=1e-9)
