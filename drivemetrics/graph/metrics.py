@@ -7,7 +7,8 @@ aggregation follows the paper's protocol (``examples/compute_scores_roadtracer.p
 - :class:`OptP`: mean of per-tile precision and mean of per-tile recall, then the F1 of the two means.
 - :class:`OptG`: predicted / ground-truth / spurious / missing counts summed over tiles, then the ratios.
 
-``compute()`` returns a dict of scalar tensors ``{"precision", "recall", "f1"}``. The states are tensors, so the
+Every class takes ``compat="reference"`` (the released code's numbers, see each functional). ``compute()`` returns a
+dict of scalar tensors ``{"precision", "recall", "f1"}``. The states are tensors, so the
 metrics sync across processes (DDP) like any torchmetrics metric. Graph metrics are not differentiable.
 """
 
@@ -21,6 +22,7 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
+from drivemetrics.graph.geometry import check_compat
 from drivemetrics.graph.opt_g import opt_g
 from drivemetrics.graph.opt_j import opt_j
 from drivemetrics.graph.opt_p import opt_p
@@ -90,6 +92,7 @@ class OptJ(_GraphMetric):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        check_compat(compat)
         self.options = {
             "d_max": d_max,
             "alpha": alpha,
@@ -129,10 +132,13 @@ class OptP(_GraphMetric):
         spacing: float = 5.0,
         n_decompositions: int = 1,
         seed: int | None = 0,
+        compat: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        check_compat(compat)
         self.options = {
+            "compat": compat,
             "n_decompositions": n_decompositions,
             "d_snap": d_snap,
             "segment_length": segment_length,
@@ -173,12 +179,15 @@ class OptG(_GraphMetric):
         radius: float = 300.0,
         d_match: float = 25.0,
         spacing: float = 10.0,
-        matching: str = "optimal",
+        matching: str | None = None,
         seed: int | None = 0,
+        compat: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        check_compat(compat)
         self.options = {
+            "compat": compat,
             "n_samples": n_samples,
             "radius": radius,
             "d_match": d_match,

@@ -262,10 +262,19 @@ class TooLongTooShort(Metric):
         perc_length: float = 0.05,
         n_paths: int = 1000,
         seed: int = 0,
+        *,
+        compat: str | None = None,
         **kwargs: object,
     ) -> None:
         super().__init__(**kwargs)
-        self.options = {"max_node_dist": max_node_dist, "perc_length": perc_length, "n_paths": n_paths, "seed": seed}
+        check_compat(compat)
+        self.options = {
+            "max_node_dist": max_node_dist,
+            "perc_length": perc_length,
+            "n_paths": n_paths,
+            "seed": seed,
+            "compat": compat,
+        }
         for name in ("n_correct", "n_too_long", "n_too_short", "n_infeasible"):
             self.add_state(name, default=torch.tensor(0, dtype=torch.long), dist_reduce_fx="sum")
 

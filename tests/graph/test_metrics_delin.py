@@ -7,6 +7,7 @@ must give the deterministic values exactly and the sampled ones from the same di
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 
@@ -17,7 +18,10 @@ from drivemetrics.graph.ccq import ccq_graph
 from drivemetrics.graph.evaluate import crop_protocol
 from drivemetrics.graph.geometry import crop
 from drivemetrics.graph.io import read_roadtracer_graph
+from drivemetrics.graph.opt_g import opt_g
 from drivemetrics.graph.opt_j import opt_j
+from drivemetrics.graph.opt_p import opt_p
+from drivemetrics.graph.tlts import tlts
 
 WINDOW = (-1024.0, -1024.0, 1024.0, 1024.0)
 
@@ -107,3 +111,38 @@ def test_reference_ccq_equals_released(vancouver, window_crops, metric):
     assert res.correctness == pytest.approx(want["correctness"], abs=1e-9)
     assert res.completeness == pytest.approx(want["completeness"], abs=1e-9)
     assert res.quality == pytest.approx(want["quality"], abs=1e-9)
+
+
+SAMPLED = {
+    "optp": ("precision", "recall", "f1"),
+    "optg": ("f1", "spurious", "missing"),
+    "tlts": ("correct", "too_long", "too_short", "infeasible"),
+}
+
+
+@pytest.fixture(scope="module")
+def sampled_means(window_crops):
+    """Mean over seeds 0-2 of the sampled metrics in compat mode (what the released seed range is compared with)."""
+    pred, gt = window_crops["segmentation"], window_crops["gt"]
+    runs = {"optp": [], "optg": [], "tlts": []}
+    for seed in (0, 1, 2):
+        runs["optp"].append(opt_p(pred, gt, seed=seed, compat="reference").as_dict())
+        runs["optg"].append(opt_g(pred, gt, seed=seed, compat="reference").as_dict())
+        runs["tlts"].append(dataclasses.asdict(tlts(pred, gt, seed=seed, compat="reference")))
+    return runs
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("metric", "key"), [(m, k) for m, keys in SAMPLED.items() for k in keys])
+def test_reference_sampled_metrics_within_released_seed_range(vancouver, sampled_means, metric, key):
+    spread = next(s for s in vancouver[0]["stochastic_spread"] if s["metric"] == metric)[key]
+    mean = float(np.mean([run[key] for run in sampled_means[metric]]))
+    assert spread["min"] - 0.02 <= mean <= spread["max"] + 0.02, (metric, key, mean, spread["min"], spread["max"])
+
+
+@pytest.mark.slow
+def test_reference_tlts_divides_by_n_paths_plus_one(sampled_means):
+    for run in sampled_means["tlts"]:
+        counts = [run[k] for k in ("n_correct", "n_too_long", "n_too_short", "n_infeasible")]
+        assert sum(counts) == 1001
+        assert run["correct"] == run["n_correct"] / 1001
