@@ -77,6 +77,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     se.add_argument("--metrics", nargs="+", default=list(METRICS), metavar="NAME", help="metrics (default all)")
     se.add_argument("--seed", type=int, default=0, help="seed of the perturbations")
     se.add_argument("--quick", action="store_true", help="K = 4, step 2, 1024 px crop, 50 samples (for tests)")
+    se.add_argument("--compat", choices=["reference"], default=None, help="score with the released code's procedures")
     se.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     se.add_argument("--set", action="append", default=[], metavar="METRIC.KEY=VALUE", help="metric option (repeatable)")
     se.set_defaults(func=_run_sensitivity)
@@ -167,7 +168,7 @@ def _run_sensitivity(args: argparse.Namespace) -> int:
     if side > 0:
         pos = graph_arrays(gt).pos
         cx, cy = (pos.min(axis=0) + pos.max(axis=0)) / 2
-        gt = crop(gt, cx - side / 2, cy - side / 2, cx + side / 2, cy + side / 2)
+        gt = crop(gt, cx - side / 2, cy - side / 2, cx + side / 2, cy + side / 2, compat=args.compat)
     if gt.number_of_edges() == 0:
         raise ValueError("the (cropped) GT graph has no edge")
     options = fast_options(samples)
@@ -182,6 +183,7 @@ def _run_sensitivity(args: argparse.Namespace) -> int:
         options,
         seed=args.seed,
         progress=not args.no_progress,
+        compat=args.compat,
     )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
