@@ -18,6 +18,7 @@ from drivemetrics.graph.ccq import ccq_graph
 from drivemetrics.graph.evaluate import crop_protocol
 from drivemetrics.graph.geometry import crop
 from drivemetrics.graph.io import read_roadtracer_graph
+from drivemetrics.graph.metrics import OptG, OptJ
 from drivemetrics.graph.opt_g import opt_g
 from drivemetrics.graph.opt_j import opt_j
 from drivemetrics.graph.opt_p import opt_p
@@ -146,3 +147,14 @@ def test_reference_tlts_divides_by_n_paths_plus_one(sampled_means):
         counts = [run[k] for k in ("n_correct", "n_too_long", "n_too_short", "n_infeasible")]
         assert sum(counts) == 1001
         assert run["correct"] == run["n_correct"] / 1001
+
+
+def test_metric_classes_take_compat(vancouver, window_crops):
+    optj = _released(vancouver[0], "optj")
+    metric = OptJ(compat="reference")
+    metric.update(window_crops["segmentation"], window_crops["gt"])
+    assert float(metric.compute()["f1"]) == pytest.approx(optj["f1"], abs=1e-9)
+    with pytest.raises(ValueError, match="compat"):
+        OptG(compat="metrics_delin")
+    with pytest.raises(ValueError, match="greedy"):
+        opt_j(window_crops["segmentation"], window_crops["gt"], matching="optimal", compat="reference")
