@@ -23,8 +23,8 @@ Differences from the released code (``path_based/path_connectivity_metric.py``),
 - Removal: the released code deletes every edge of the corridor routes between consecutive snapped points, including
   detours (a route that runs from a road to a snapped point on a side road and back); here an edge crossed an even
   number of times is kept, so a side road is not cut where a turning path brushed it. With the same decomposition
-  and a fresh graph per path the two agree within 0.02 per path on Vancouver crops; with removal the released code
-  scores about 0.03 F1 lower.
+  and a fresh graph per path the two agreed within 0.02 per path on Vancouver crops (a one-off comparison, not a
+  test); with removal the released code scores about 0.02-0.03 F1 lower.
 - Paths left when the other graph has no edges any more score 0 (the released code stops and leaves them out of the
   mean); an empty prediction scores precision 0 and recall 0 (the released code returns 1 and NaN).
 
