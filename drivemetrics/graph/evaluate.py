@@ -7,7 +7,7 @@
 - OPT-J, OPT-G, SUBG, CCQ, JUNCT: from counts summed over tiles;
 - OPT-P: F1 of the mean per-tile precision and the mean per-tile recall;
 - TLTS: mean of the per-tile fractions (for every class; the released script reads ``too_short`` from the
-  ``too_long`` key, a bug we do not reproduce);
+  ``too_long`` key, a bug reproduced only with ``compat="reference"``);
 - APLS: mean of the per-tile APLS and one-way scores (SpaceNet's protocol).
 
 ``compat="reference"`` passes ``compat="reference"`` to every metric that has it (OPT-J, OPT-P, OPT-G, TLTS, CCQ)
@@ -96,8 +96,15 @@ def evaluate_pair(
     return {name: _as_dict(METRICS[name](preds, target, **options.get(name, {}))) for name in names}
 
 
-def aggregate(per_tile: Sequence[dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
-    """Dataset scores from per-tile results of :func:`evaluate_pair` (see the module doc for the rules)."""
+def aggregate(
+    per_tile: Sequence[dict[str, dict[str, float]]], compat: str | None = None
+) -> dict[str, dict[str, float]]:
+    """Dataset scores from per-tile results of :func:`evaluate_pair` (see the module doc for the rules).
+
+    ``compat="reference"`` keeps the released script's TLTS aggregation bug: ``too_short`` is the mean of the per-tile
+    ``too_long``.
+    """
+    reference = check_compat(compat)
     if not per_tile:
         raise ValueError("`per_tile` is empty: nothing to aggregate")
     out: dict[str, dict[str, float]] = {}
@@ -142,6 +149,8 @@ def aggregate(per_tile: Sequence[dict[str, dict[str, float]]]) -> dict[str, dict
             out[name] = {"f_correct": fc, "f_error": fe}
         elif name == "tlts":
             out[name] = {k: mean(name, k) for k in ("correct", "too_long", "too_short", "infeasible")}
+            if reference:
+                out[name]["too_short"] = out[name]["too_long"]
         elif name == "apls":
             out[name] = {k: mean(name, k) for k in ("apls", "gt_to_pred", "pred_to_gt")}
     return out
@@ -265,7 +274,7 @@ def evaluate_dataset(
                 bar.update()
     bar.close()
     ordered = {name: results[name] for name, _, _ in pairs}
-    return ordered, aggregate(list(ordered.values()))
+    return ordered, aggregate(list(ordered.values()), compat)
 
 
 def format_table(scores: dict[str, dict[str, float]]) -> str:
