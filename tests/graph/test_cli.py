@@ -94,6 +94,18 @@ def test_graph_sensitivity_quick(tmp_path, capsys):
     assert "ccq (quality)" in printed
 
 
+def test_graph_sensitivity_quick_compat_reference(tmp_path, capsys):
+    write_roadtracer_graph(grid(), tmp_path / "gt.graph")
+    args = ["graph-sensitivity", "--gt", str(tmp_path / "gt.graph"), "--out", str(tmp_path / "out"), "--quick"]
+    args += ["--metrics", "opt_j", "tlts", "--kinds", "interruptions", "--compat", "reference", "--no-progress"]
+    assert main(args) == 0
+    rows = [line.split(",") for line in (tmp_path / "out" / "sensitivity.csv").read_text().splitlines()[1:]]
+    opt_j = {int(k): float(v) for kind, k, metric, score, v in rows if (metric, score) == ("opt_j", "f1")}
+    assert opt_j[0] == pytest.approx(1.0)
+    assert opt_j[4] < 1.0
+    assert "tlts (correct)" in capsys.readouterr().out
+
+
 def test_graph_eval_json_refuses_to_overwrite_an_input(tmp_path, capsys):
     write_roadtracer_graph(grid(), tmp_path / "gt.graph")
     args = ["graph-eval", "--gt", str(tmp_path / "gt.graph"), "--pred", str(tmp_path / "gt.graph")]
