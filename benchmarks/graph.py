@@ -2,6 +2,7 @@
 
     python benchmarks/graph.py            # 2048 px, 4096 px crops and the full 8192 px tile
     python benchmarks/graph.py --quick    # 2048 px crop only, fewer samples
+    python benchmarks/graph.py --compat reference   # the released code's crop and procedures (compat mode)
 
 For each metric and size: wall time, peak traced memory (tracemalloc: numpy buffers included) and the node counts.
 Baselines measured in the same run: loop implementations in the style of the released reference code (networkx
@@ -17,6 +18,7 @@ Needs the fixtures (../shared/fixtures or $DRIVEMETRICS_FIXTURES).
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 import sys
 import time
@@ -111,15 +113,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2048 px crop only, fewer samples")
     parser.add_argument("--metrics", nargs="+", default=list(METRICS), help="metrics to time")
+    parser.add_argument("--compat", choices=["reference"], default=None, help="time the compat='reference' mode")
     args = parser.parse_args()
     folder = fixtures()
     gt_full = read_graph(folder / "gt.graph")
     pred_full = read_graph(folder / "pred_roadtracer.graph")
     sizes = [2048] if args.quick else [2048, 4096, 8192]
     samples = 100 if args.quick else None  # None: every metric's default (1000 draws)
-    options = {}
+    options: dict[str, dict] = {}
     if samples:
         options = {"opt_g": {"n_samples": samples}, "subg": {"n_subgraphs": samples}, "tlts": {"n_paths": samples}}
+    if args.compat:
+        for name in args.metrics:
+            if "compat" in inspect.signature(METRICS[name]).parameters:
+                options.setdefault(name, {})["compat"] = args.compat
     rows = []
     print("wall = elapsed time (the machine may be shared), cpu = process CPU time")
     print(f"{'metric':<7}{'size':>6}{'GT n':>7}{'pred n':>8}{'wall s':>9}{'cpu s':>8}{'peak MiB':>10}")
@@ -128,7 +135,7 @@ def main() -> None:
             gt, pred = gt_full, pred_full
         else:
             h = size / 2
-            gt, pred = crop(gt_full, -h, -h, h, h), crop(pred_full, -h, -h, h, h)
+            gt, pred = (crop(g, -h, -h, h, h, compat=args.compat) for g in (gt_full, pred_full))
         n = gt.number_of_nodes() + pred.number_of_nodes()
         for name in args.metrics:
             wall, cpu, peak, _ = measure(METRICS[name], pred, gt, **options.get(name, {}))

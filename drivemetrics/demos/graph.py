@@ -44,23 +44,26 @@ PERTURBATION_OPTIONS: dict[str, dict[str, float]] = {"false_positives": {"length
 
 
 def sensitivity_rows(
-    size: float, levels: tuple[int, ...], samples: int, seed: int
+    size: float, levels: tuple[int, ...], samples: int, seed: int, compat: str | None = None
 ) -> tuple[list[SensitivityRow], dict[str, int]]:
-    """Score every metric on every error type at every ``k`` of ``levels``; also returns the GT's size counts."""
+    """Score every metric on every error type at every ``k`` of ``levels``; also returns the GT's size counts.
+
+    ``compat="reference"``: the metrics that have it run the released code's procedures.
+    """
     target = make_road_network(size, seed=seed)
     options = fast_options(samples)
     for name in ("opt_p", "opt_g", "apls", "tlts", "subg"):
         options.setdefault(name, {})["seed"] = seed
     options["apls"]["max_snap_dist"] = 25.0  # pixel data: APLS's defaults are metres
     rows: list[SensitivityRow] = []
-    base = evaluate_pair(*perturb(target, "interruptions", 0), None, options)
+    base = evaluate_pair(*perturb(target, "interruptions", 0), None, options, compat=compat)
     for kind in PERTURBATIONS:  # a loop over a handful of (kind, k) scenarios
         for k in levels:
             if k == 0:
                 res = base
             else:
                 pred, gt = perturb(target, kind, k, seed=seed, **PERTURBATION_OPTIONS.get(kind, {}))
-                res = evaluate_pair(pred, gt, None, options)
+                res = evaluate_pair(pred, gt, None, options, compat=compat)
             rows += [SensitivityRow(kind, k, m, s, float(res[m][s])) for m in METRICS for s in SCORES[m]]
     info = {
         "nodes": target.number_of_nodes(),
@@ -95,19 +98,23 @@ def blind_spots(rows: list[SensitivityRow], tolerance: float = FLAT_TOLERANCE) -
     }
 
 
-def run(out_dir: Path, seed: int, quick: bool) -> str:
-    """Run the graph sensitivity demo, write ``sensitivity.png`` / ``.csv`` under ``out_dir``, return the tables."""
+def run(out_dir: Path, seed: int, quick: bool, compat: str | None = None) -> str:
+    """Run the graph sensitivity demo, write ``sensitivity.png`` / ``.csv`` under ``out_dir``, return the tables.
+
+    ``compat="reference"`` scores with the released code's procedures (same table and files).
+    """
     mode = QUICK if quick else FULL
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    rows, info = sensitivity_rows(mode["size"], mode["levels"], mode["samples"], seed)
+    rows, info = sensitivity_rows(mode["size"], mode["levels"], mode["samples"], seed, compat)
     plot_sensitivity(rows, out_dir / "sensitivity.png")
     write_csv(rows, out_dir / "sensitivity.csv")
     blind = blind_spots(rows)
     lines = [
         f"synthetic road network {mode['size']:.0f}² px, seed {seed}: "
         + ", ".join(f"{v} {k}" for k, v in info.items()),
-        f"k = {', '.join(map(str, mode['levels']))} errors per type; {mode['samples']} draws for sampled metrics",
+        f"k = {', '.join(map(str, mode['levels']))} errors per type; {mode['samples']} draws for sampled metrics"
+        + (f"; compat={compat}" if compat else ""),
         "",
         flatness_table(rows),
         "",

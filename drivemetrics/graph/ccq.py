@@ -10,6 +10,11 @@ is complete when a predicted pixel lies within ``slack`` of it.
   graphs on a common canvas and scores them. The default follows the released RoadTracer protocol of Citraro et
   al. (render at scale 1/4 with thickness 1, slack 8 px at full resolution = 2 px on the canvas);
 - :class:`CorrectnessCompletenessQuality` accumulates the four pixel counts over tiles (sum-reduced).
+
+``compat="reference"`` renders as the released examples do (``render_segments``: end points scaled, rounded to the
+nearest integer, half to even, then drawn with PIL's ``ImageDraw.line`` of width 1), which gives the released pixel
+counts exactly. The default draws each end point in the pixel that contains it (``floor``): a pixel ``(row, col)``
+covers ``[row, row + 1) x [col, col + 1)``, while rounding moves every line by up to half a pixel.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from torchmetrics import Metric
 
 from drivemetrics._metric import plot_metric
 from drivemetrics._validation import check_same_shape, check_shape, check_tensor
-from drivemetrics.graph.geometry import graph_arrays, validate_graph
+from drivemetrics.graph.geometry import check_compat, graph_arrays, validate_graph
 from drivemetrics.graph.metrics import graph_pairs
 
 
@@ -152,6 +157,30 @@ def render_graph(
     return image.reshape(h, w)
 
 
+def render_graph_reference(
+    graph: nx.Graph,
+    shape: tuple[int, int],
+    origin: tuple[float, float] = (0.0, 0.0),
+    scale: float = 1.0,
+    device: torch.device | str | None = None,
+) -> Tensor:
+    """Draw a graph's edges as the released ``render_segments`` does: an ``H x W`` bool image.
+
+    End points ``(pos - origin) * scale`` are rounded to integers (half to even, as Python's ``round``) and every
+    edge is drawn with PIL's ``ImageDraw.line`` of width 1 (parts outside the canvas are clipped by PIL).
+    """
+    from PIL import Image, ImageDraw
+
+    h, w = shape
+    image = Image.new("L", (int(w), int(h)), 0)
+    draw = ImageDraw.Draw(image)
+    arrays = graph_arrays(graph)
+    pix = np.round((arrays.pos - np.asarray(origin, dtype=np.float64)) * scale).astype(np.int64)
+    for a, b in zip(pix[arrays.edges[:, 0]].tolist(), pix[arrays.edges[:, 1]].tolist(), strict=True):
+        draw.line(a + b, fill=255, width=1)
+    return torch.as_tensor(np.asarray(image) > 0, device=device)
+
+
 def _canvas(graphs: Sequence[nx.Graph], scale: float) -> tuple[tuple[int, int], tuple[float, float]]:
     """Shape and origin of a canvas covering every node of ``graphs`` with a 1-pixel margin.
 
@@ -170,6 +199,7 @@ def ccq_graph(
     scale: float = 0.25,
     canvas: tuple[float, float, int, int] | None = None,
     device: torch.device | str | None = None,
+    compat: str | None = None,
 ) -> CCQResult:
     """CCQ of two road graphs rendered on one canvas.
 
@@ -181,20 +211,22 @@ def ccq_graph(
         canvas: ``(origin_x, origin_y, height, width)`` of the canvas (e.g. ``(-4096, -4096, 2048, 2048)`` for a
             RoadTracer region); default: the bounding box of both graphs on the grid of multiples of ``1 / scale``.
         device: where to render and dilate.
+        compat: ``None`` (default) or ``"reference"``: render as the released examples (rounded end points, PIL
+            lines, no merging of nodes); with the protocol's canvas (``graph-eval --window`` passes
+            ``(0, 0, size / 4, size / 4)``) the pixel counts equal the released ones.
     """
     if not scale > 0:
         raise ValueError(f"`scale` must be > 0, got {scale}")
-    target = validate_graph(target, "target", allow_empty=False)
-    preds = validate_graph(preds, "preds")
+    reference = check_compat(compat)
+    render = render_graph_reference if reference else render_graph
+    target = validate_graph(target, "target", allow_empty=False, merge_duplicates=not reference)
+    preds = validate_graph(preds, "preds", merge_duplicates=not reference)
     if canvas is None:
         shape, origin = _canvas([target] + ([preds] if preds.number_of_nodes() else []), scale)
     else:
         origin, shape = (float(canvas[0]), float(canvas[1])), (int(canvas[2]), int(canvas[3]))
-    gt_img = render_graph(target, shape, origin, scale, device)
-    if preds.number_of_nodes():
-        pred_img = render_graph(preds, shape, origin, scale, device)
-    else:
-        pred_img = torch.zeros_like(gt_img)
+    gt_img = render(target, shape, origin, scale, device)
+    pred_img = render(preds, shape, origin, scale, device) if preds.number_of_nodes() else torch.zeros_like(gt_img)
     return ccq(pred_img[None], gt_img[None], slack * scale)
 
 
@@ -216,10 +248,12 @@ class CorrectnessCompletenessQuality(Metric):
     matched_gt: Tensor
     total_gt: Tensor
 
-    def __init__(self, slack: float = 8.0, scale: float = 0.25, **kwargs: object) -> None:
+    def __init__(self, slack: float = 8.0, scale: float = 0.25, *, compat: str | None = None, **kwargs: object) -> None:
         super().__init__(**kwargs)
+        check_compat(compat)
         self.slack = slack
         self.scale = scale
+        self.compat = compat
         for name in ("matched_pred", "total_pred", "matched_gt", "total_gt"):
             self.add_state(name, default=torch.tensor(0, dtype=torch.long), dist_reduce_fx="sum")
 
@@ -233,7 +267,7 @@ class CorrectnessCompletenessQuality(Metric):
             pairs = graph_pairs(preds, target)
             rows = []
             for p, t in pairs:
-                r = ccq_graph(p, t, self.slack, self.scale)
+                r = ccq_graph(p, t, self.slack, self.scale, compat=self.compat)
                 rows.append([r.matched_pred, r.total_pred, r.matched_gt, r.total_gt])
             counts = torch.tensor(rows, dtype=torch.long).sum(0)
         counts = counts.to(self.matched_pred.device)

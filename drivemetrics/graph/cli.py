@@ -41,10 +41,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=float,
         default=None,
         metavar=("XMIN", "YMIN", "XMAX", "YMAX"),
-        help="crop both graphs to this window first (RoadTracer protocol: the city's 8192 px region)",
+        help="crop both graphs to this window, then shift it to the origin (RoadTracer protocol: the city's "
+        "8192 px region)",
     )
     ev.add_argument(
-        "--border", type=float, default=0.0, help="shrink the window (default: the GT's extent) by this margin, px"
+        "--border",
+        type=float,
+        default=0.0,
+        help="then crop [B, size - B) of the shifted window (default: shrink the GT's extent), px; protocol: 260",
+    )
+    ev.add_argument(
+        "--compat",
+        choices=["reference"],
+        default=None,
+        help="reproduce the released code (lcit/metrics_delin): its crop, OPT-J, OPT-P, OPT-G, TLTS and CCQ",
     )
     ev.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     ev.add_argument(
@@ -74,6 +84,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     se.add_argument("--metrics", nargs="+", default=list(METRICS), metavar="NAME", help="metrics (default all)")
     se.add_argument("--seed", type=int, default=0, help="seed of the perturbations")
     se.add_argument("--quick", action="store_true", help="K = 4, step 2, 1024 px crop, 50 samples (for tests)")
+    se.add_argument("--compat", choices=["reference"], default=None, help="score with the released code's procedures")
     se.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     se.add_argument("--set", action="append", default=[], metavar="METRIC.KEY=VALUE", help="metric option (repeatable)")
     se.set_defaults(func=_run_sensitivity)
@@ -139,6 +150,7 @@ def _run_eval(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         window=tuple(args.window) if args.window else None,
         border=args.border,
+        compat=args.compat,
     )
     print(f"{len(pairs)} tile(s)" + (f", {len(missing)} without prediction (scored empty)" if missing else ""))
     if orphans:
@@ -171,7 +183,7 @@ def _run_sensitivity(args: argparse.Namespace) -> int:
     if side > 0:
         pos = graph_arrays(gt).pos
         cx, cy = (pos.min(axis=0) + pos.max(axis=0)) / 2
-        gt = crop(gt, cx - side / 2, cy - side / 2, cx + side / 2, cy + side / 2)
+        gt = crop(gt, cx - side / 2, cy - side / 2, cx + side / 2, cy + side / 2, compat=args.compat)
     if gt.number_of_edges() == 0:
         raise ValueError("the (cropped) GT graph has no edge")
     options = fast_options(samples)
@@ -186,6 +198,7 @@ def _run_sensitivity(args: argparse.Namespace) -> int:
         options,
         seed=args.seed,
         progress=not args.no_progress,
+        compat=args.compat,
     )
     from drivemetrics._files import check_output_path
 

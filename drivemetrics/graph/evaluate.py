@@ -7,8 +7,11 @@
 - OPT-J, OPT-G, SUBG, CCQ, JUNCT: from counts summed over tiles;
 - OPT-P: F1 of the mean per-tile precision and the mean per-tile recall;
 - TLTS: mean of the per-tile fractions (for every class; the released script reads ``too_short`` from the
-  ``too_long`` key, a bug we do not reproduce);
+  ``too_long`` key, a bug reproduced only with ``compat="reference"``);
 - APLS: mean of the per-tile APLS and one-way scores (SpaceNet's protocol).
+
+``compat="reference"`` passes ``compat="reference"`` to every metric that has it (OPT-J, OPT-P, OPT-G, TLTS, CCQ)
+and crops with the released ``crop_graph`` rules, so the numbers are those of ``lcit/metrics_delin``.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from tqdm import tqdm
 from drivemetrics._pool import map_in_processes
 from drivemetrics.graph.apls import apls
 from drivemetrics.graph.ccq import ccq_graph, ccq_scores
-from drivemetrics.graph.geometry import crop, graph_arrays
+from drivemetrics.graph.geometry import check_compat, crop, graph_arrays, translate
 from drivemetrics.graph.io import read_graph
 from drivemetrics.graph.junct import junct, junct_scores
 from drivemetrics.graph.opt_g import opt_g
@@ -73,20 +76,34 @@ def evaluate_pair(
     target: nx.Graph,
     metrics: Sequence[str] | None = None,
     options: dict[str, dict[str, Any]] | None = None,
+    compat: str | None = None,
 ) -> dict[str, dict[str, float]]:
-    """Run ``metrics`` (default: all of :data:`METRICS`) on one pair; ``options[name]`` are keyword arguments."""
+    """Run ``metrics`` (default: all of :data:`METRICS`) on one pair; ``options[name]`` are keyword arguments.
+
+    ``compat="reference"`` is passed to every metric that accepts ``compat`` (unless ``options`` set it).
+    """
     names = check_metric_names(metrics if metrics is not None else METRICS)
-    options = options or {}
+    check_compat(compat)
+    options = {name: dict(opts) for name, opts in (options or {}).items()}
     for name in names:
         accepted = set(inspect.signature(METRICS[name]).parameters) - {"preds", "target"}
         unknown = sorted(set(options.get(name, {})) - accepted)
         if unknown:
             raise ValueError(f"unknown option(s) {unknown} for metric {name!r}; it accepts {sorted(accepted)}")
+        if compat is not None and "compat" in accepted:
+            options.setdefault(name, {}).setdefault("compat", compat)
     return {name: _as_dict(METRICS[name](preds, target, **options.get(name, {}))) for name in names}
 
 
-def aggregate(per_tile: Sequence[dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
-    """Dataset scores from per-tile results of :func:`evaluate_pair` (see the module doc for the rules)."""
+def aggregate(
+    per_tile: Sequence[dict[str, dict[str, float]]], compat: str | None = None
+) -> dict[str, dict[str, float]]:
+    """Dataset scores from per-tile results of :func:`evaluate_pair` (see the module doc for the rules).
+
+    ``compat="reference"`` keeps the released script's TLTS aggregation bug: ``too_short`` is the mean of the per-tile
+    ``too_long``.
+    """
+    reference = check_compat(compat)
     if not per_tile:
         raise ValueError("`per_tile` is empty: nothing to aggregate")
     out: dict[str, dict[str, float]] = {}
@@ -100,7 +117,7 @@ def aggregate(per_tile: Sequence[dict[str, dict[str, float]]]) -> dict[str, dict
     def f1(p: float, r: float) -> float:
         return 2 * p * r / (p + r) if p + r > 0 else 0.0
 
-    names = per_tile[0].keys()
+    names = [name for name in per_tile[0] if name in METRICS]
     for name in names:
         if name == "opt_p":
             p, r = mean(name, "precision"), mean(name, "recall")
@@ -131,6 +148,8 @@ def aggregate(per_tile: Sequence[dict[str, dict[str, float]]]) -> dict[str, dict
             out[name] = {"f_correct": fc, "f_error": fe}
         elif name == "tlts":
             out[name] = {k: mean(name, k) for k in ("correct", "too_long", "too_short", "infeasible")}
+            if reference:
+                out[name]["too_short"] = out[name]["too_long"]
         elif name == "apls":
             out[name] = {k: mean(name, k) for k in ("apls", "gt_to_pred", "pred_to_gt")}
     return out
@@ -164,17 +183,53 @@ def find_pairs(gt: str | Path, pred: str | Path) -> tuple[list[tuple[str, Path, 
     return pairs, sorted(set(preds) - set(gts))
 
 
+def crop_protocol(
+    graph: nx.Graph,
+    window: tuple[float, float, float, float] | None,
+    border: float,
+    compat: str | None = None,
+    extent: tuple[float, float, float, float] | None = None,
+) -> nx.Graph:
+    """The RoadTracer protocol of Citraro et al. (``examples/compute_scores_roadtracer.py``).
+
+    With a ``window = (xmin, ymin, xmax, ymax)``: crop to it, then shift it to the origin; with ``border > 0``, then
+    crop ``[border, width - border) x [border, height - border)`` of the shifted tile. Without a window, ``border``
+    shrinks ``extent`` (the GT's bounding box) in place. ``compat`` chooses the crop rules (see :func:`crop`).
+    """
+    if window is not None:
+        xmin, ymin, xmax, ymax = window
+        graph = translate(crop(graph, xmin, ymin, xmax, ymax, compat=compat), -xmin, -ymin)
+        extent = (0.0, 0.0, xmax - xmin, ymax - ymin)
+    if border:
+        if extent is None:
+            raise ValueError("`border` without `window` needs the `extent` to shrink")
+        graph = crop(graph, *extent, border=border, compat=compat)
+    return graph
+
+
+def _graph_size(graph: nx.Graph) -> dict[str, int]:
+    return {"nodes": graph.number_of_nodes(), "edges": graph.number_of_edges()}
+
+
 def _evaluate_files(job: tuple) -> tuple[str, dict[str, dict[str, float]]]:
-    name, gt_path, pred_path, metrics, options, window, border = job
+    name, gt_path, pred_path, metrics, options, window, border, compat = job
     target = read_graph(gt_path)
     preds = read_graph(pred_path) if pred_path is not None else nx.Graph()
     if window is not None or border:
+        extent = None
         if window is None:  # the GT's bounding box
             pos = graph_arrays(target).pos
-            window = (*pos.min(axis=0).tolist(), *pos.max(axis=0).tolist())
-        target = crop(target, *window, border=border)
-        preds = crop(preds, *window, border=border) if preds.number_of_edges() else preds
-    return name, evaluate_pair(preds, target, metrics, options)
+            extent = (*pos.min(axis=0).tolist(), *pos.max(axis=0).tolist())
+        target = crop_protocol(target, window, border, compat, extent)
+        preds = crop_protocol(preds, window, border, compat, extent) if preds.number_of_edges() else preds
+    options = {key: dict(value) for key, value in options.items()}
+    if window is not None and "ccq" in metrics and "canvas" not in options.get("ccq", {}):
+        scale = options.get("ccq", {}).get("scale", 0.25)
+        width, height = window[2] - window[0], window[3] - window[1]  # the shifted tile, as the released script
+        options.setdefault("ccq", {})["canvas"] = (0.0, 0.0, round(height * scale), round(width * scale))
+    result = evaluate_pair(preds, target, metrics, options, compat=compat)
+    result["graphs"] = {"gt": _graph_size(target), "pred": _graph_size(preds)}
+    return name, result
 
 
 def evaluate_dataset(
@@ -185,20 +240,24 @@ def evaluate_dataset(
     progress: bool = True,
     window: tuple[float, float, float, float] | None = None,
     border: float = 0.0,
+    compat: str | None = None,
 ) -> tuple[dict[str, dict[str, dict[str, float]]], dict[str, dict[str, float]]]:
     """Evaluate tiles (from :func:`find_pairs`); returns ``(per_tile by name, aggregate)``.
 
     ``workers > 1`` evaluates tiles in a process pool (results do not depend on it: every metric is seeded).
-    ``window = (xmin, ymin, xmax, ymax)`` and ``border`` crop both graphs first (edges cut at the boundary); with a
-    border but no window the GT's bounding box is shrunk. The RoadTracer protocol of Citraro et al. uses the city's
-    8192 px region and a 260 px border.
+    ``window = (xmin, ymin, xmax, ymax)`` and ``border`` crop both graphs first (:func:`crop_protocol`: crop to the
+    window, shift it to the origin, then cut the border; with a border but no window the GT's bounding box is
+    shrunk); the CCQ canvas is then the shifted window. The RoadTracer protocol of Citraro et al. uses the city's
+    8192 px region and a 260 px border. Each tile's result also holds ``"graphs"``: the node and edge counts of
+    ``"gt"`` and ``"pred"`` after cropping. ``compat="reference"``: the released code's crop and metrics.
     """
     names = check_metric_names(metrics if metrics is not None else METRICS)
+    check_compat(compat)
     if workers < 1:
         raise ValueError(f"`workers` must be >= 1, got {workers}")
     if border < 0:
         raise ValueError(f"`border` must be >= 0, got {border}")
-    jobs = [(name, g, p, names, options or {}, window, border) for name, g, p in pairs]
+    jobs = [(name, g, p, names, options or {}, window, border, compat) for name, g, p in pairs]
     bar = tqdm(total=len(jobs), desc="graph-eval", unit="tile", disable=not progress)
     results: dict[str, dict[str, dict[str, float]]] = {}
     try:
@@ -208,7 +267,7 @@ def evaluate_dataset(
     finally:
         bar.close()
     ordered = {name: results[name] for name, _, _ in pairs}
-    return ordered, aggregate(list(ordered.values()))
+    return ordered, aggregate(list(ordered.values()), compat)
 
 
 def format_table(scores: dict[str, dict[str, float]]) -> str:

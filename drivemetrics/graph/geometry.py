@@ -28,9 +28,11 @@ from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
 __all__ = [
+    "COMPAT_MODES",
     "GraphArrays",
     "Projection",
     "SegmentIndex",
+    "check_compat",
     "control_nodes",
     "crop",
     "densify",
@@ -46,6 +48,7 @@ __all__ = [
     "resample_chains",
     "road_chains",
     "snap_points",
+    "translate",
     "validate_graph",
 ]
 
@@ -397,15 +400,149 @@ def _clip_segments(a: np.ndarray, b: np.ndarray, box: tuple[float, float, float,
     return t0, t1, hit
 
 
-def crop(graph: nx.Graph, xmin: float, ymin: float, xmax: float, ymax: float, border: float = 0.0) -> nx.Graph:
+COMPAT_MODES = (None, "reference")
+"""Values of every graph metric's ``compat`` argument: ``None`` (default definition) or ``"reference"`` (the numbers
+of the released code of Citraro et al., ``lcit/metrics_delin``, bugs included)."""
+
+
+def check_compat(compat: str | None) -> bool:
+    """``True`` for ``compat="reference"``, ``False`` for ``None``; ``ValueError`` otherwise."""
+    if compat not in COMPAT_MODES:
+        raise ValueError(f"`compat` must be None or 'reference', got {compat!r}")
+    return compat == "reference"
+
+
+def translate(graph: nx.Graph, dx: float, dy: float) -> nx.Graph:
+    """A copy of ``graph`` (same ids, order and attributes) with every ``pos`` moved by ``(dx, dy)``."""
+    out = graph.copy()
+    for _, attrs in out.nodes(data=True):
+        x, y = attrs["pos"][:2]
+        attrs["pos"] = (float(x) + dx, float(y) + dy)
+    return out
+
+
+_SIDE_NAMES = ("x = xmin", "y = ymin", "y = ymax", "x = xmax")
+
+
+def _box_sides(box: tuple[float, float, float, float]) -> tuple[np.ndarray, np.ndarray]:
+    """The four box sides as segments ``P[k] -> Q[k]``, in the released order (x=xmin, y=ymin, y=ymax, x=xmax)."""
+    xmin, ymin, xmax, ymax = box
+    p = np.array([(xmin, ymin), (xmin, ymin), (xmin, ymax), (xmax, ymin)], dtype=np.float64)
+    q = np.array([(xmin, ymax), (xmax, ymin), (xmax, ymax), (xmax, ymax)], dtype=np.float64)
+    return p, q
+
+
+def _nearest_side(points: np.ndarray, box: tuple[float, float, float, float]) -> np.ndarray:
+    """Index (into :data:`_SIDE_NAMES`) of the box side closest to each point ``(N, 2)``; ties go to the first side.
+
+    Distances are computed as the released code does (projection parameter with a ``1e-12`` guard), so exact ties
+    resolve the same way.
+    """
+    p, q = _box_sides(box)
+    qp = (q - p)[None]
+    xp = points[:, None] - p[None]
+    lam = np.sum(xp * qp, axis=2) / (np.sum(qp * qp, axis=2) + 1e-12)
+    foot = p[None] + lam[:, :, None] * qp
+    foot = np.where((lam <= 0)[:, :, None], p[None], foot)
+    foot = np.where((lam >= 1)[:, :, None], q[None], foot)
+    return np.argmin(np.linalg.norm(foot - points[:, None], axis=2), axis=1)
+
+
+def _line_intersection(a0: np.ndarray, a1: np.ndarray, b0: np.ndarray, b1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Intersection of the infinite lines ``a0-a1`` and ``b0-b1`` (rows); ``ok`` is False for parallel lines."""
+    xdiff = np.stack([a0[:, 0] - a1[:, 0], b0[:, 0] - b1[:, 0]], axis=1)
+    ydiff = np.stack([a0[:, 1] - a1[:, 1], b0[:, 1] - b1[:, 1]], axis=1)
+    div = xdiff[:, 0] * ydiff[:, 1] - xdiff[:, 1] * ydiff[:, 0]
+    da = a0[:, 0] * a1[:, 1] - a0[:, 1] * a1[:, 0]
+    db = b0[:, 0] * b1[:, 1] - b0[:, 1] * b1[:, 0]
+    ok = div != 0
+    safe = np.where(ok, div, 1.0)
+    x = (da * xdiff[:, 1] - db * xdiff[:, 0]) / safe
+    y = (da * ydiff[:, 1] - db * ydiff[:, 0]) / safe
+    return np.stack([x, y], axis=1), ok
+
+
+def _crop_reference(graph: nx.Graph, box: tuple[float, float, float, float]) -> nx.Graph:
+    """The released ``crop_graph`` (``lcit/metrics_delin`` utils): see :func:`crop` with ``compat="reference"``."""
+    xmin, ymin, xmax, ymax = box
+    nodes = list(graph.nodes)
+    if any(not isinstance(n, (int, np.integer)) or isinstance(n, bool) for n in nodes):
+        raise ValueError("crop(compat='reference') needs integer node ids (new nodes are numbered max(id) + 1, ...)")
+    out = graph.copy()
+    if not nodes:
+        return out
+    pos = np.array([graph.nodes[n]["pos"][:2] for n in nodes], dtype=np.float64).reshape(-1, 2)
+    outside_of = dict(
+        zip(
+            nodes,
+            ((pos[:, 0] < xmin) | (pos[:, 0] >= xmax) | (pos[:, 1] < ymin) | (pos[:, 1] >= ymax)).tolist(),
+            strict=True,
+        )
+    )
+    edges = list(out.edges())
+    cut = [(s, t) for s, t in edges if outside_of[s] != outside_of[t]]
+    for s, t in edges:
+        if outside_of[s] and outside_of[t]:
+            out.remove_edge(s, t)
+    if cut:
+        ends = np.array([(t, s) if outside_of[s] else (s, t) for s, t in cut])  # (inside, outside)
+        index = {n: i for i, n in enumerate(nodes)}
+        p_s = pos[[index[s] for s, _ in cut]]
+        p_t = pos[[index[t] for _, t in cut]]
+        p_out = pos[[index[o] for o in ends[:, 1].tolist()]]
+        side = _nearest_side(p_out, box)
+        sp, sq = _box_sides(box)
+        new_pos, ok = _line_intersection(sp[side], sq[side], p_s, p_t)
+        if not ok.all():
+            k = int(np.flatnonzero(~ok)[0])
+            raise ValueError(
+                f"crop(compat='reference'): edge {cut[k]} is parallel to the box side {_SIDE_NAMES[side[k]]} "
+                "closest to its outside end; the released crop_graph fails on it (no intersection point)"
+            )
+        next_id = int(max(nodes)) + 1
+        for k, (s, t) in enumerate(cut):
+            inside = t if outside_of[s] else s
+            out.add_node(next_id, pos=(float(new_pos[k, 0]), float(new_pos[k, 1])))
+            if outside_of[s]:
+                out.add_edge(next_id, inside)
+            else:
+                out.add_edge(inside, next_id)
+            out.remove_edge(s, t)
+            next_id += 1
+    out.remove_nodes_from([n for n in list(out.nodes) if out.degree(n) == 0])
+    return out
+
+
+def crop(
+    graph: nx.Graph,
+    xmin: float,
+    ymin: float,
+    xmax: float,
+    ymax: float,
+    border: float = 0.0,
+    *,
+    compat: str | None = None,
+) -> nx.Graph:
     """Clip ``graph`` to the window ``[xmin + border, xmax - border] x [ymin + border, ymax - border]``.
 
-    Edges crossing the window boundary are cut there (a new node is added at the crossing); edges outside are
-    dropped, then nodes left without edges. Returns a new graph in the representation (ids ``0..N-1``).
+    Default: every edge is clipped to the closed window (Liang-Barsky), so an edge passing through the window with
+    both ends outside keeps its inside piece; a new node is added where an edge crosses the boundary; nodes left
+    without edges are dropped and nodes at identical positions merged (:func:`validate_graph`). Returns a new graph
+    in the representation (ids ``0..N-1``).
+
+    ``compat="reference"``: the released ``crop_graph`` of ``lcit/metrics_delin``, rule for rule. A point is inside
+    when ``xmin <= x < xmax`` and ``ymin <= y < ymax``; an edge with both ends inside is kept and one with both ends
+    outside is dropped (even if it passes through the window); an edge with one end outside is replaced by an edge
+    from its inside end to a new node placed where the edge's line meets the line of the window side closest to the
+    *outside* end (ties: x = xmin, y = ymin, y = ymax, x = xmax), which need not be the side the edge crosses. New
+    nodes are numbered ``max(id) + 1, + 2, ...`` in edge order; then nodes without edges are removed. Node ids, node
+    order (kept ids, then new ids) and attributes are kept, nothing is merged. Node ids must be integers.
     """
     box = (xmin + border, ymin + border, xmax - border, ymax - border)
     if box[0] > box[2] or box[1] > box[3]:
         raise ValueError(f"crop window {box} is empty (border {border} too large for the window)")
+    if check_compat(compat):
+        return _crop_reference(graph, box)
     arrays = graph_arrays(graph)
     pos, edges = arrays.pos, arrays.edges
     a, b = pos[edges[:, 0]], pos[edges[:, 1]]

@@ -7,7 +7,8 @@ aggregation follows the paper's protocol (``examples/compute_scores_roadtracer.p
 - :class:`OptP`: mean of per-tile precision and mean of per-tile recall, then the F1 of the two means.
 - :class:`OptG`: predicted / ground-truth / spurious / missing counts summed over tiles, then the ratios.
 
-``compute()`` returns a dict of scalar tensors ``{"precision", "recall", "f1"}``. The states are tensors, so the
+Every class takes ``compat="reference"`` (the released code's numbers, see each functional). ``compute()`` returns a
+dict of scalar tensors ``{"precision", "recall", "f1"}``. The states are tensors, so the
 metrics sync across processes (DDP) like any torchmetrics metric. Graph metrics are not differentiable.
 """
 
@@ -22,6 +23,7 @@ from torch import Tensor
 from torchmetrics import Metric
 
 from drivemetrics._metric import plot_metric
+from drivemetrics.graph.geometry import check_compat
 from drivemetrics.graph.opt_g import opt_g
 from drivemetrics.graph.opt_j import opt_j
 from drivemetrics.graph.opt_p import opt_p
@@ -90,11 +92,19 @@ class OptJ(_GraphMetric):
         d_max: float = 25.0,
         alpha: float = 100.0,
         existing_dist: float = 1.0,
-        matching: str = "optimal",
+        matching: str | None = None,
+        compat: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.options = {"d_max": d_max, "alpha": alpha, "existing_dist": existing_dist, "matching": matching}
+        check_compat(compat)
+        self.options = {
+            "d_max": d_max,
+            "alpha": alpha,
+            "existing_dist": existing_dist,
+            "matching": matching,
+            "compat": compat,
+        }
         for name in ("tp", "pp", "ap"):
             self._add_sum(name)
 
@@ -127,10 +137,13 @@ class OptP(_GraphMetric):
         spacing: float = 5.0,
         n_decompositions: int = 1,
         seed: int | None = 0,
+        compat: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        check_compat(compat)
         self.options = {
+            "compat": compat,
             "n_decompositions": n_decompositions,
             "d_snap": d_snap,
             "segment_length": segment_length,
@@ -171,12 +184,15 @@ class OptG(_GraphMetric):
         radius: float = 300.0,
         d_match: float = 25.0,
         spacing: float = 10.0,
-        matching: str = "optimal",
+        matching: str | None = None,
         seed: int | None = 0,
+        compat: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        check_compat(compat)
         self.options = {
+            "compat": compat,
             "n_samples": n_samples,
             "radius": radius,
             "d_match": d_match,

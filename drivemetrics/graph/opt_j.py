@@ -13,6 +13,11 @@ assignment (``scipy.optimize.linear_sum_assignment`` on independent groups), and
 first direction is not matched again in the second. ``matching="greedy"`` reproduces the released code: nodes are
 taken in graph order, each picks its cheapest unused candidate among its ``candidates_k = 5`` nearest, and in the
 second direction already matched ground-truth nodes may be matched again.
+
+``compat="reference"`` gives the numbers of the released code (``junction_based/junction_new_metric.py``): greedy
+matching, nodes at identical positions are not merged (so a crop made with ``crop(..., compat="reference")`` keeps
+its node order, which the greedy pass follows), and an empty prediction scores ``tp = pp = ap = 0``. On the Vancouver
+fixture it gives the released ``tp``, ``pp`` and ``ap`` exactly.
 """
 
 from __future__ import annotations
@@ -23,7 +28,13 @@ import networkx as nx
 import numpy as np
 from scipy.spatial import cKDTree
 
-from drivemetrics.graph.geometry import control_nodes, max_matching_min_cost, snap_points, validate_graph
+from drivemetrics.graph.geometry import (
+    check_compat,
+    control_nodes,
+    max_matching_min_cost,
+    snap_points,
+    validate_graph,
+)
 
 __all__ = ["OptJResult", "opt_j"]
 
@@ -119,8 +130,9 @@ def opt_j(
     d_max: float = 25.0,
     alpha: float = 100.0,
     existing_dist: float = 1.0,
-    matching: str = "optimal",
+    matching: str | None = None,
     candidates_k: int = 5,
+    compat: str | None = None,
 ) -> OptJResult:
     """OPT-J junction precision / recall of a predicted road graph against the ground truth.
 
@@ -131,26 +143,33 @@ def opt_j(
         alpha: weight of the degree difference in the matching cost ``distance + alpha * |deg_gt - deg_pred|``
             (the released code's form; the paper writes the weight on the distance instead).
         existing_dist: when snapping a node onto an edge, reuse an edge end closer than this (``th_existing``, 1 px).
-        matching: ``"optimal"`` (default, assignment) or ``"greedy"`` (the released code's order, for published
-            numbers).
+        matching: ``"optimal"`` (the default, assignment) or ``"greedy"`` (the released code's order); ``None``
+            picks ``"optimal"``, or ``"greedy"`` with ``compat="reference"``.
         candidates_k: number of nearest candidates inspected per node in greedy mode (5 in the released code).
+        compat: ``None`` (default) or ``"reference"``: the released code's numbers (greedy matching, no merging of
+            nodes at identical positions, an empty prediction scores all zeros).
 
     Returns:
         :class:`OptJResult` with ``tp``, ``pp``, ``ap`` and ``precision``, ``recall``, ``f1``. An empty prediction
         gives ``tp = pp = 0`` and ``ap`` = the summed ground-truth degrees (the released code reports ``ap = 0``, which
         would drop the tile from a summed recall).
     """
+    reference = check_compat(compat)
+    if matching is None:
+        matching = "greedy" if reference else "optimal"
     if matching not in ("optimal", "greedy"):
         raise ValueError(f"`matching` must be 'optimal' or 'greedy', got {matching!r}")
+    if reference and matching != "greedy":
+        raise ValueError("compat='reference' uses the released greedy matching; leave `matching` unset")
     if not d_max > 0:
         raise ValueError(f"`d_max` must be > 0, got {d_max}")
     if candidates_k < 1:
         raise ValueError(f"`candidates_k` must be >= 1, got {candidates_k}")
-    gt = validate_graph(target, "target", allow_empty=False)
-    pred = validate_graph(preds, "preds")
+    gt = validate_graph(target, "target", allow_empty=False, merge_duplicates=not reference)
+    pred = validate_graph(preds, "preds", merge_duplicates=not reference)
     gt_ctrl = control_nodes(gt)
     if pred.number_of_edges() == 0:
-        return OptJResult(0, 0, int(sum(gt.degree(n) for n in gt_ctrl)))
+        return OptJResult(0, 0, 0 if reference else int(sum(gt.degree(n) for n in gt_ctrl)))
     common = {"d_max": d_max, "alpha": alpha, "existing_dist": existing_dist, "matching": matching}
     m_gt, pred_snap = _match_into(gt, gt_ctrl, pred, set(), candidates_k=candidates_k, **common)
     matched_pred = set(m_gt.values())

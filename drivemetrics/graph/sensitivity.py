@@ -78,10 +78,12 @@ def run_sensitivity(
     options: dict[str, dict[str, Any]] | None = None,
     seed: int = 0,
     progress: bool = True,
+    compat: str | None = None,
 ) -> list[SensitivityRow]:
     """Score every metric on ``perturb(target, kind, k, seed)`` for each error type and each ``k`` in ``levels``.
 
-    The unperturbed pair (``k = 0``) is scored once and shared by all error types.
+    The unperturbed pair (``k = 0``) is scored once and shared by all error types. ``compat="reference"`` scores
+    with the released code's procedures (passed to every metric that has the option).
     """
     kinds = list(kinds if kinds is not None else PERTURBATIONS)
     unknown = sorted(set(kinds) - set(PERTURBATIONS))
@@ -96,14 +98,14 @@ def run_sensitivity(
     bar = tqdm(total=len(jobs) + (0 in levels), desc="graph-sensitivity", unit="pair", disable=not progress)
     if 0 in levels:
         pred, gt = perturb(target, kinds[0], 0, seed)
-        base = evaluate_pair(pred, gt, names, options)
+        base = evaluate_pair(pred, gt, names, options, compat=compat)
         bar.update()
         for kind in kinds:
             rows += [SensitivityRow(kind, 0, m, s, float(base[m][s])) for m in names for s in SCORES[m]]
     for kind, k in jobs:
         bar.set_postfix_str(f"{kind} k={k}")
         pred, gt = perturb(target, kind, k, seed)
-        res = evaluate_pair(pred, gt, names, options)
+        res = evaluate_pair(pred, gt, names, options, compat=compat)
         rows += [SensitivityRow(kind, k, m, s, float(res[m][s])) for m in names for s in SCORES[m]]
         bar.update()
     bar.close()

@@ -17,6 +17,12 @@ Differences from the released code (documented, on purpose):
   seeded only through numpy;
 - the target of each path is drawn uniformly among the GT nodes connected to the source, so no draw is wasted on
   disconnected pairs; exactly ``n_paths`` paths are scored (the released loop scores ``n_paths + 1``).
+
+``compat="reference"`` runs the released procedure: no merging of nodes at identical positions, oversampling with
+``round(L / spacing)`` pieces per edge, both end points drawn independently with the released sampler (nodes next to
+empty areas; a pair that is equal or not connected is drawn again), hop-count shortest paths in both graphs (their
+lengths measured afterwards), and fractions over ``n_paths + 1`` paths; an empty prediction gives infeasible = 1.
+Random choices use one seeded generator (the released distribution, not its draws).
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from torch import Tensor
 from torchmetrics import Metric
 
 from drivemetrics._metric import plot_metric
-from drivemetrics.graph.geometry import densify_arrays, graph_arrays, validate_graph
+from drivemetrics.graph.geometry import check_compat, densify_arrays, graph_arrays, validate_graph
 from drivemetrics.graph.metrics import graph_pairs
 
 CHUNK = 64  # Dijkstra sources per batch (memory: CHUNK x nodes float64)
@@ -91,6 +97,85 @@ def _result(counts: Sequence[int]) -> TLTSResult:
     return TLTSResult(*fractions, *(int(c) for c in counts))
 
 
+def hop_path_lengths(pos: np.ndarray, edges: np.ndarray, sources: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """Euclidean length of a fewest-edges path from ``sources[k]`` to ``targets[k]`` (``inf`` when not connected).
+
+    Breadth-first (unweighted) shortest paths with predecessors, chunked over the distinct sources; the length of the
+    path found is then summed along it.
+    """
+    from scipy.sparse.csgraph import shortest_path
+
+    out = np.full(len(sources), np.inf)
+    if not len(sources):
+        return out
+    graph = length_csgraph(pos, edges)
+    graph.data[:] = 1.0
+    uniq, inverse = np.unique(sources, return_inverse=True)
+    step = max(CHUNK, int(4e6 // max(len(pos), 1)))  # rows per batch: about 4e6 matrix cells
+    for lo in range(0, len(uniq), step):
+        chunk = uniq[lo : lo + step]
+        hops, pred = shortest_path(graph, directed=False, unweighted=True, indices=chunk, return_predecessors=True)
+        rows = np.flatnonzero((inverse >= lo) & (inverse < lo + len(chunk)))
+        r = inverse[rows] - lo
+        ok = np.isfinite(hops[r, targets[rows]])
+        rows, r = rows[ok], r[ok]
+        cur = targets[rows].copy()
+        length = np.zeros(len(rows))
+        active = pred[r, cur] >= 0
+        while active.any():
+            prev = pred[r[active], cur[active]]
+            length[active] += np.linalg.norm(pos[cur[active]] - pos[prev], axis=1)
+            cur[active] = prev
+            active[active] = pred[r[active], prev] >= 0
+        out[rows] = length
+    return out
+
+
+def _tlts_reference(
+    preds: nx.Graph, target: nx.Graph, max_node_dist: float, perc_length: float, n_paths: int, seed: int | None
+) -> TLTSResult:
+    """The released ``toolong_tooshort``, see the module doc."""
+    from scipy.sparse.csgraph import connected_components
+
+    from drivemetrics.graph.reference import NodeSampler, oversample
+
+    gt = validate_graph(target, "target", allow_empty=False, merge_duplicates=False)
+    pred = validate_graph(preds, "preds", merge_duplicates=False)
+    total = n_paths + 1
+    if pred.number_of_edges() == 0:
+        return _result([0, 0, 0, total])
+    rng = np.random.default_rng(seed)
+    spacing = max_node_dist // 3
+    gt_arrays = graph_arrays(oversample(gt, spacing))
+    pred_arrays = graph_arrays(oversample(pred, spacing))
+    _, label = connected_components(length_csgraph(gt_arrays.pos, gt_arrays.edges), directed=False)
+    sampler = NodeSampler(gt_arrays.pos, rng, max_node_dist)
+    sources, targets = [], []
+    draws = 0
+    while len(sources) < total and draws < 100 * total:  # bounded (the released loop can run forever)
+        draws += 1
+        s, t = sampler.sample_index(), sampler.sample_index()
+        if s != t and label[s] == label[t]:
+            sources.append(s)
+            targets.append(t)
+    sources_a, targets_a = np.asarray(sources, dtype=np.int64), np.asarray(targets, dtype=np.int64)
+    gt_len = hop_path_lengths(gt_arrays.pos, gt_arrays.edges, sources_a, targets_a)
+    tree = cKDTree(pred_arrays.pos)
+    d_s, p_s = tree.query(gt_arrays.pos[sources_a])
+    d_t, p_t = tree.query(gt_arrays.pos[targets_a])
+    snapped = (d_s < max_node_dist) & (d_t < max_node_dist)
+    pred_len = np.full(len(sources_a), np.inf)
+    pred_len[snapped] = hop_path_lengths(pred_arrays.pos, pred_arrays.edges, p_s[snapped], p_t[snapped])
+    feasible = np.isfinite(pred_len)
+    rel = (gt_len - pred_len) / gt_len
+    too_short = feasible & (rel > perc_length)
+    too_long = feasible & (rel < -perc_length)
+    correct = feasible & ~too_short & ~too_long
+    counts = [int(correct.sum()), int(too_long.sum()), int(too_short.sum()), int((~feasible).sum())]
+    n = len(sources_a)
+    return TLTSResult(*(c / n if n else 0.0 for c in counts), *counts)
+
+
 def tlts(
     preds: nx.Graph,
     target: nx.Graph,
@@ -98,6 +183,8 @@ def tlts(
     perc_length: float = 0.05,
     n_paths: int = 1000,
     seed: int = 0,
+    *,
+    compat: str | None = None,
 ) -> TLTSResult:
     """Too-long / too-short fractions of ``n_paths`` random GT shortest paths.
 
@@ -109,11 +196,14 @@ def tlts(
         perc_length: relative length tolerance of a correct path.
         n_paths: number of sampled paths.
         seed: seed of the path sampling.
+        compat: ``None`` (default) or ``"reference"``: the released procedure (see the module doc).
     """
     if not max_node_dist > 0 or not perc_length >= 0 or n_paths < 1:
         raise ValueError(
             f"need max_node_dist > 0, perc_length >= 0, n_paths >= 1; got {max_node_dist}, {perc_length}, {n_paths}"
         )
+    if check_compat(compat):
+        return _tlts_reference(preds, target, max_node_dist, perc_length, n_paths, seed)
     gt = validate_graph(target, "target", allow_empty=False)
     pred = validate_graph(preds, "preds")
     spacing = max(max_node_dist // 3, 1.0)
@@ -176,10 +266,19 @@ class TooLongTooShort(Metric):
         perc_length: float = 0.05,
         n_paths: int = 1000,
         seed: int = 0,
+        *,
+        compat: str | None = None,
         **kwargs: object,
     ) -> None:
         super().__init__(**kwargs)
-        self.options = {"max_node_dist": max_node_dist, "perc_length": perc_length, "n_paths": n_paths, "seed": seed}
+        check_compat(compat)
+        self.options = {
+            "max_node_dist": max_node_dist,
+            "perc_length": perc_length,
+            "n_paths": n_paths,
+            "seed": seed,
+            "compat": compat,
+        }
         for name in ("n_correct", "n_too_long", "n_too_short", "n_infeasible"):
             self.add_state(name, default=torch.tensor(0, dtype=torch.long), dist_reduce_fx="sum")
 

@@ -62,6 +62,25 @@ def test_opt_p_and_opt_j_respond_to_interruptions(quick_demo):
         assert f1(metric, "interruptions", 4) < f1(metric, "interruptions", 2)  # more gaps, lower score
 
 
+@pytest.mark.slow
+def test_quick_demo_in_compat_mode(tmp_path):
+    text = run(tmp_path, seed=0, quick=True, compat="reference")
+    assert "compat=reference" in text
+    rows = _csv_rows(tmp_path / "sensitivity.csv")
+    assert {r["metric"] for r in rows} == set(METRICS)
+
+    def value(metric, score, kind, k):
+        (v,) = [r["value"] for r in rows if (r["metric"], r["score"], r["kind"], r["k"]) == (metric, score, kind, k)]
+        return v
+
+    # identical graphs: OPT-J scores perfectly; the released OPT-G does not quite (each graph is simplified with its
+    # own random node order, and a matched node with id 0 is not counted); TLTS scores its n_paths + 1 paths correct
+    assert value("opt_j", "f1", "interruptions", 0) == pytest.approx(1.0, abs=1e-9)
+    assert 0.99 < value("opt_g", "f1", "interruptions", 0) < 1.0
+    assert value("tlts", "correct", "interruptions", 0) == 1.0
+    assert value("opt_j", "f1", "interruptions", 4) < 1.0 - 0.01
+
+
 def test_quick_demo_is_deterministic(quick_demo, tmp_path):
     _, text = quick_demo
     assert run(tmp_path, seed=0, quick=True) == text

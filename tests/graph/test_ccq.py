@@ -152,8 +152,12 @@ def test_vancouver_identical_and_real_prediction(fixtures_dir):
 
 
 @pytest.mark.parametrize("name", ["pred_roadtracer.graph", "pred_segmentation.graph"])
-def test_conformance_with_released_protocol(fixtures_dir, name):
-    """The released protocol: PIL lines (width 1) at scale 1/4 on the 8192 px region, EDT with slack 2 px."""
+def test_default_render_agrees_with_pil_lines_of_unrounded_points(fixtures_dir, name):
+    """PIL lines (width 1) of the unrounded scaled points at scale 1/4 on the 8192 px region, EDT with slack 2 px.
+
+    Not the released protocol (it rounds the points first; ``compat="reference"`` reproduces it exactly, see
+    ``test_metrics_delin.py``): this checks the default line drawing against PIL's at the same pixel grid.
+    """
     from PIL import Image, ImageDraw
 
     from drivemetrics.graph.geometry import graph_arrays

@@ -121,3 +121,64 @@ def test_cli_names_equal_the_library_tables():
     perturb = importlib.import_module("drivemetrics.graph.perturb")  # the package attribute is the function
     assert tuple(evaluate.METRICS) == cli.METRICS
     assert tuple(perturb.PERTURBATIONS) == cli.PERTURBATIONS
+
+
+def test_graph_sensitivity_quick_compat_reference(tmp_path, capsys):
+    write_roadtracer_graph(grid(), tmp_path / "gt.graph")
+    args = ["graph-sensitivity", "--gt", str(tmp_path / "gt.graph"), "--out", str(tmp_path / "out"), "--quick"]
+    args += ["--metrics", "opt_j", "tlts", "--kinds", "interruptions", "--compat", "reference", "--no-progress"]
+    assert main(args) == 0
+    rows = [line.split(",") for line in (tmp_path / "out" / "sensitivity.csv").read_text().splitlines()[1:]]
+    opt_j = {int(k): float(v) for kind, k, metric, score, v in rows if (metric, score) == ("opt_j", "f1")}
+    assert opt_j[0] == pytest.approx(1.0)
+    assert opt_j[4] < 1.0
+    assert "tlts (correct)" in capsys.readouterr().out
+
+
+def test_graph_eval_json_refuses_to_overwrite_an_input(tmp_path, capsys):
+    write_roadtracer_graph(grid(), tmp_path / "gt.graph")
+    args = ["graph-eval", "--gt", str(tmp_path / "gt.graph"), "--pred", str(tmp_path / "gt.graph")]
+    assert main([*args, "--metrics", "opt_j", "--json", str(tmp_path / "gt.graph"), "--no-progress"]) == 2
+    assert "refusing to overwrite" in capsys.readouterr().err
+    assert (tmp_path / "gt.graph").read_text().startswith("0.000000 0.000000")
+
+
+def test_graph_eval_window_border_protocol_and_sizes(tmp_path):
+    # grid 0..600 px; window [100, 700) shifted to the origin, then border 50: [50, 550) of the shifted tile
+    write_roadtracer_graph(grid(), tmp_path / "gt.graph")
+    out = tmp_path / "r.json"
+    base = ["graph-eval", "--gt", str(tmp_path / "gt.graph"), "--pred", str(tmp_path / "gt.graph"), "--no-progress"]
+    window = ["--window", "100", "100", "700", "700", "--border", "50", "--metrics", "opt_j"]
+    assert main([*base, *window, "--compat", "reference", "--json", str(out)]) == 0
+    tile = json.loads(out.read_text())["tiles"]["gt"]
+    # shifted grid nodes at -100, 100, 300, 500; inside [50, 550): 100, 300, 500 -> 3 x 3 nodes, 12 edges, plus one
+    # boundary node for each of the 6 edges leaving through x = 50 or y = 50
+    assert tile["graphs"] == {"gt": {"nodes": 15, "edges": 18}, "pred": {"nodes": 15, "edges": 18}}
+    assert tile["opt_j"]["f1"] == pytest.approx(1.0, abs=1e-9)
+
+
+def test_graph_eval_compat_reference_on_vancouver(tmp_path, fixtures_dir):
+    folder = fixtures_dir / "graphs" / "roadtracer_vancouver"
+    expected = json.loads((folder / "expected_metrics_delin_crop2048.json").read_text())
+    out = tmp_path / "r.json"
+    args = ["graph-eval", "--gt", str(folder / "gt.graph"), "--pred", str(folder / "pred_segmentation.graph")]
+    args += ["--window", "-1024", "-1024", "1024", "1024", "--metrics", "opt_j", "ccq", "--no-progress"]
+    assert main([*args, "--compat", "reference", "--json", str(out)]) == 0
+    tile = json.loads(out.read_text())["tiles"]["gt"]
+    crops = expected["crops"]
+    assert tile["graphs"]["gt"] == {"nodes": crops["gt"]["n_nodes"], "edges": crops["gt"]["n_edges"]}
+    assert tile["graphs"]["pred"] == {
+        "nodes": crops["segmentation"]["n_nodes"],
+        "edges": crops["segmentation"]["n_edges"],
+    }
+    optj = next(r for r in expected["results"] if r["metric"] == "optj")
+    ccq = next(r for r in expected["results"] if r["metric"] == "ccq")
+    assert [tile["opt_j"][k] for k in ("tp", "pp", "ap")] == [optj["tp"], optj["pp"], optj["ap"]]
+    assert tile["opt_j"]["f1"] == pytest.approx(optj["f1"], abs=1e-9)
+    assert tile["ccq"]["quality"] == pytest.approx(ccq["quality"], abs=1e-9)
+    assert tile["ccq"]["total_gt"] == ccq["gt_pixels"]
+    # the default mode crops by the paper's rule: other sizes, other numbers
+    assert main([*args, "--json", str(out)]) == 0
+    default = json.loads(out.read_text())["tiles"]["gt"]
+    assert default["graphs"]["gt"] != tile["graphs"]["gt"]
+    assert default["ccq"]["quality"] != pytest.approx(ccq["quality"], abs=1e-3)

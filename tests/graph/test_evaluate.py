@@ -183,3 +183,11 @@ def test_metric_states_merge_like_one_process(make):
     assert a.keys() == b.keys()
     for key in a:
         assert float(a[key]) == pytest.approx(float(b[key]), nan_ok=True), key
+
+
+def test_aggregate_compat_reference_keeps_the_released_tlts_key_bug():
+    from drivemetrics.graph.evaluate import aggregate
+
+    tiles = [{"tlts": {"correct": 0.5, "too_long": 0.1, "too_short": 0.3, "infeasible": 0.1}}]
+    assert aggregate(tiles)["tlts"]["too_short"] == 0.3
+    assert aggregate(tiles, compat="reference")["tlts"]["too_short"] == 0.1

@@ -20,6 +20,7 @@ from drivemetrics.graph.geometry import (
     resample_chains,
     road_chains,
     snap_points,
+    translate,
     validate_graph,
 )
 
@@ -188,6 +189,74 @@ def test_snap_points_by_hand():
 
 
 # ---------------------------------------------------------------- crop / degree
+
+
+def _id_graph(points, edges, ids=None):
+    """Graph with the given integer ids (default 0..N-1), node order as listed."""
+    g = nx.Graph()
+    ids = list(range(len(points))) if ids is None else ids
+    for n, p in zip(ids, points, strict=True):
+        g.add_node(n, pos=(float(p[0]), float(p[1])))
+    g.add_edges_from(edges)
+    return g
+
+
+def test_crop_reference_drops_an_edge_through_the_box():
+    # both ends outside, the edge crosses the box: the released crop drops it, the default keeps the inside piece
+    g = _id_graph([[-50, 5], [50, 5], [2, 2], [8, 8]], [(0, 1), (2, 3)])
+    ref = crop(g, 0, 0, 10, 10, compat="reference")
+    assert list(ref.nodes) == [2, 3]
+    assert list(ref.edges) == [(2, 3)]
+    default = crop(g, 0, 0, 10, 10)
+    assert default.number_of_edges() == 2
+    assert sorted(default.nodes[n]["pos"] for n in default)[:2] == [(0.0, 5.0), (2.0, 2.0)]
+
+
+def test_crop_reference_half_open_box():
+    # x == xmax is outside in the released crop (a new node is made on the side), inside for the default
+    g = _id_graph([[5, 5], [10, 5]], [(0, 1)])
+    ref = crop(g, 0, 0, 10, 10, compat="reference")
+    assert list(ref.nodes) == [0, 2]  # node 1 (x = xmax) is outside, replaced by new node 2 = max(id) + 1
+    assert ref.nodes[2]["pos"] == (10.0, 5.0)
+    assert list(crop(g, 0, 0, 10, 10).nodes) == [0, 1]
+
+
+def test_crop_reference_boundary_node_on_the_side_nearest_the_outside_end():
+    # outside end (30, -1) lies in the corner region beyond (xmax, ymin): both sides are equally near (the corner),
+    # the tie goes to y = ymin, so the new node is where the edge's line meets y = 0: (26.5, 0), outside the box,
+    # although the edge leaves the box through x = 10
+    g = _id_graph([[9, 5], [30, -1]], [(7, 3)], ids=[7, 3])
+    ref = crop(g, 0, 0, 10, 10, compat="reference")
+    assert list(ref.nodes) == [7, 8]  # new id = max(id) + 1
+    assert ref.nodes[8]["pos"] == pytest.approx((26.5, 0.0), abs=1e-12)
+    assert list(ref.edges) == [(7, 8)]
+    default = crop(g, 0, 0, 10, 10)
+    assert sorted(default.nodes[n]["pos"] for n in default)[1] == pytest.approx((10.0, 5 - 6 / 21))
+    # an outside end straight below the box: the side y = 0, where the edge crosses
+    g2 = _id_graph([[9, 1], [9.5, -20]], [(0, 1)])
+    ref2 = crop(g2, 0, 0, 10, 10, compat="reference")
+    assert ref2.nodes[2]["pos"] == pytest.approx((9 + 0.5 / 21, 0.0), abs=1e-12)
+
+
+def test_crop_reference_keeps_identical_positions_and_ids_in_order():
+    g = _id_graph([[1, 1], [5, 5], [5, 5], [9, 9], [20, 20]], [(4, 0), (1, 2), (2, 9), (0, 1)], ids=[4, 0, 1, 2, 9])
+    ref = crop(g, 0, 0, 10, 10, compat="reference")
+    assert list(ref.nodes) == [4, 0, 1, 2, 10]  # input order, then the new node
+    assert ref.nodes[0]["pos"] == ref.nodes[1]["pos"] == (5.0, 5.0)  # not merged
+    assert ref.number_of_edges() == 4
+    assert crop(g, 0, 0, 10, 10).number_of_nodes() == 4  # the default merges the two nodes at (5, 5)
+    with pytest.raises(ValueError, match="integer node ids"):
+        crop(nx.relabel_nodes(g, str), 0, 0, 10, 10, compat="reference")
+    with pytest.raises(ValueError, match="compat"):
+        crop(g, 0, 0, 10, 10, compat="released")
+
+
+def test_translate_keeps_ids_and_moves_positions():
+    g = _id_graph([[1, 2], [3, 4]], [(5, 2)], ids=[5, 2])
+    t = translate(g, 10.0, -2.0)
+    assert list(t.nodes) == [5, 2]
+    assert t.nodes[2]["pos"] == (13.0, 2.0)
+    assert g.nodes[2]["pos"] == (3.0, 4.0)
 
 
 def test_crop_cuts_edges_at_the_window():
