@@ -401,6 +401,19 @@ def _as_lists(out: Any) -> dict[str, list]:
     return {k: v.detach().cpu().double().tolist() for k, v in _values(out).items()}
 
 
+def _same_state(value: Any, expected: Any) -> bool:
+    """Tensor states equal, list states (of tensors) equal element by element."""
+    if isinstance(expected, Tensor):
+        return isinstance(value, Tensor) and torch.equal(value, expected)
+    if isinstance(expected, list):
+        return (
+            isinstance(value, list)
+            and len(value) == len(expected)
+            and all(torch.equal(a, b) for a, b in zip(value, expected, strict=True))
+        )
+    return value == expected
+
+
 def _ddp_worker(rank: int, world: int, class_paths: list[str], out_dir: str) -> str:
     warnings.simplefilter("ignore")
     torch.set_num_threads(1)
@@ -412,10 +425,7 @@ def _ddp_worker(rank: int, world: int, class_paths: list[str], out_dir: str) -> 
             metric = _update(cls(**case.init_kwargs), case.batches[rank::world])
             local = {name: copy.deepcopy(getattr(metric, name)) for name in metric._defaults}
             synced = _as_lists(metric.compute())
-            kept = all(
-                torch.equal(getattr(metric, n), v) if isinstance(v, Tensor) else getattr(metric, n) == v
-                for n, v in local.items()
-            )
+            kept = all(_same_state(getattr(metric, n), v) for n, v in local.items())
             on_step = cls(**case.init_kwargs, dist_sync_on_step=True)
             steps = [_as_lists(on_step(*args, **kwargs)) for args, kwargs in case.batches[rank::world]]
             results[path] = {
