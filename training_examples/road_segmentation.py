@@ -397,6 +397,8 @@ def run(argv: list[str] | None = None) -> tuple[LightningCLI, dict[str, Any]]:
     parser.add_argument("--figure", metavar="PATH", help="save a PNG: a validation frame and the metric curves")
     parser.add_argument("--ckpt_path", metavar="FILE", help="resume training from this Lightning checkpoint")
     ours, rest = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
+    if ours.quick:
+        torch.set_num_threads(1)  # small tensors: a second thread costs more than it saves (and the CPU is shared)
     history = MetricHistory()
     cli = LightningCLI(
         RoadSegmenter,
