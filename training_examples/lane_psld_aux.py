@@ -262,8 +262,8 @@ def save_figure(path: str | Path, models: dict[str, LaneDetector], test: dict[st
     frame = test["images"][7]
     axes[0].imshow(frame[0].numpy(), cmap="gray", vmin=0, vmax=1)
     rows = test["clips"].h_samples.numpy()
-    for lane in test["lanes"][7]:
-        axes[0].plot(lane.numpy(), rows, "-", color="lime", lw=2.5, label="GT" if lane is test["lanes"][7][0] else None)
+    for i, lane in enumerate(test["lanes"][7]):
+        axes[0].plot(lane.numpy(), rows, "-", color="lime", lw=2.5, label="ground truth" if i == 0 else None)
     for (name, model), colour in zip(models.items(), ("tab:orange", "tab:red"), strict=True):
         with torch.no_grad():
             x = model.net.to_pixels(model.net(frame[None]))[0]

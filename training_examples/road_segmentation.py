@@ -56,12 +56,7 @@ REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "configs" / "road_segmentation.yaml"
 KITTI_SIZE = (375, 1242)  # (H, W) of a KITTI-ROAD image; frames are resized to image_scale times this
 KITTI_CAMERA = {"focal": 721.5377, "cx": 609.5593, "cy": 172.854, "height": 1.65}
-QUICK_ARGS = [
-    "--trainer.max_epochs=3",
-    "--data.train_frames=32",
-    "--data.val_frames=16",
-    "--trainer.limit_train_batches=4",
-]
+QUICK_ARGS = ["--trainer.max_epochs=8", "--data.train_frames=64", "--data.val_frames=16"]
 
 
 # ------------------------------------------------------------------------------------------------------------ data
@@ -175,7 +170,7 @@ class RoadDataModule(pl.LightningDataModule):
         self,
         root: str | None = None,
         image_scale: float = 0.125,
-        train_frames: int = 64,
+        train_frames: int = 128,
         val_frames: int = 16,
         val_every: int = 4,
         batch_size: int = 8,
@@ -324,6 +319,8 @@ class RoadSegmenter(pl.LightningModule):
         self.log_dict(self.val_pixel)
         has_lane = batch.get("has_lane", torch.ones(len(logits), dtype=torch.bool, device=logits.device))
         lane, lane_gt, lane_valid = pixel_inputs_to_bev(probs[:, 1], batch["lane"], valid, homography, self.grid)
+        if "has_lane" in batch and not bool(has_lane.any()):  # KITTI frames without an um_lane ground truth
+            return
         self.val_corridor.update(lane[has_lane], lane_gt[has_lane], lane_valid[has_lane])
         self.log_dict(self.val_corridor)
 
@@ -403,7 +400,7 @@ def run(argv: list[str] | None = None) -> tuple[LightningCLI, dict[str, Any]]:
     cli = LightningCLI(
         RoadSegmenter,
         RoadDataModule,
-        args=rest + (QUICK_ARGS if ours.quick else []),
+        args=(QUICK_ARGS if ours.quick else []) + rest,  # explicit arguments win over --quick
         run=False,
         parser_kwargs={"default_config_files": [str(CONFIG)]},
         trainer_defaults={"callbacks": [history]},
