@@ -362,6 +362,7 @@ def save_figure(path: str | Path, model: RoadSegmenter, data: RoadDataModule, hi
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    data.setup("validate")  # after a ddp_spawn run the main process has not built the data yet
     frame = data.val_set[0]
     with torch.no_grad():
         probs = model(frame["image"][None].to(model.device))[0].cpu()
