@@ -309,6 +309,19 @@ def load_config(path: str | Path, quick: bool) -> dict[str, Any]:
 
 
 def run(argv: list[str] | None = None) -> dict[str, Any]:
+    """Run the example (arguments as on the command line); ``--quick`` runs on one CPU thread (small tensors: a
+    second thread costs more than it saves), restored afterwards."""
+    argv = sys.argv[1:] if argv is None else argv
+    threads = torch.get_num_threads()
+    if "--quick" in argv:
+        torch.set_num_threads(1)
+    try:
+        return _run(argv)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _run(argv: list[str]) -> dict[str, Any]:
     """Train both detectors and return (and optionally write) the held-out scores."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default=str(CONFIG), help="YAML config (default: configs/lane_psld_aux.yaml)")
@@ -317,10 +330,8 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--figure", metavar="PATH", help="save a PNG: a held-out frame and the scores")
     parser.add_argument("--seed", type=int, help="override the config's seed")
     parser.add_argument("--psld-weight", type=float, help="override the config's PSLD loss weight")
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(argv)
     config = load_config(args.config, args.quick)
-    if args.quick:
-        torch.set_num_threads(1)  # tiny tensors: a second thread costs more than it saves (and the CPU is shared)
     if args.seed is not None:
         config["seed"] = args.seed
     if args.psld_weight is not None:

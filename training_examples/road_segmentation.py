@@ -388,15 +388,26 @@ def save_figure(path: str | Path, model: RoadSegmenter, data: RoadDataModule, hi
 
 
 def run(argv: list[str] | None = None) -> tuple[LightningCLI, dict[str, Any]]:
+    """Run the example (arguments as on the command line); ``--quick`` runs on one CPU thread (small tensors: a
+    second thread costs more than it saves), restored afterwards."""
+    argv = sys.argv[1:] if argv is None else argv
+    threads = torch.get_num_threads()
+    if "--quick" in argv:
+        torch.set_num_threads(1)
+    try:
+        return _run(argv)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _run(argv: list[str]) -> tuple[LightningCLI, dict[str, Any]]:
     """Parse the arguments, train, and return the CLI object and the final metrics (also written by ``--json``)."""
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument("--quick", action="store_true", help="a short CPU run (well under a minute)")
     parser.add_argument("--json", metavar="PATH", help="write the final metrics to this JSON file")
     parser.add_argument("--figure", metavar="PATH", help="save a PNG: a validation frame and the metric curves")
     parser.add_argument("--ckpt_path", metavar="FILE", help="resume training from this Lightning checkpoint")
-    ours, rest = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
-    if ours.quick:
-        torch.set_num_threads(1)  # small tensors: a second thread costs more than it saves (and the CPU is shared)
+    ours, rest = parser.parse_known_args(argv)
     history = MetricHistory()
     cli = LightningCLI(
         RoadSegmenter,

@@ -19,6 +19,16 @@ pytestmark = pytest.mark.filterwarnings(
 from drivemetrics.road import driving_corridor_scores, pixel_inputs_to_bev, road_pixel_scores  # noqa: E402
 from training_examples import road_segmentation as example  # noqa: E402
 
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Small tensors: one thread is faster (and the CI machine is shared); restored afterwards."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 TINY = ["--data.train_frames=16", "--data.val_frames=8", "--data.batch_size=4", "--trainer.max_epochs=1"]
 
 
