@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -43,6 +44,7 @@ from scipy.sparse.csgraph import dijkstra
 from torch import Tensor
 from torchmetrics import Metric
 
+from drivemetrics._metric import plot_metric
 from drivemetrics.graph.geometry import graph_arrays, road_chains, snap_points, validate_graph
 from drivemetrics.graph.metrics import graph_pairs
 from drivemetrics.graph.tlts import CHUNK, length_csgraph
@@ -222,6 +224,8 @@ class AveragePathLengthSimilarity(Metric):
     is_differentiable = False
     higher_is_better = True
     full_state_update = False
+    plot_lower_bound = 0.0
+    plot_upper_bound = 1.0
 
     diff_gt_to_pred: Tensor
     pairs_gt_to_pred: Tensor
@@ -268,3 +272,7 @@ class AveragePathLengthSimilarity(Metric):
             "pred_to_gt": torch.tensor(c_pg),
             "mean_apls": torch.tensor(mean),
         }
+
+    def plot(self, val: dict[str, Tensor] | Sequence[dict[str, Tensor]] | None = None, ax: Any = None) -> Any:
+        """Plot the scores (or their sequence over epochs) with matplotlib; returns ``(fig, ax)``."""
+        return plot_metric(self, val, ax)

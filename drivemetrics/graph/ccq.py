@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -25,6 +26,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from torchmetrics import Metric
 
+from drivemetrics._metric import plot_metric
 from drivemetrics._validation import check_same_shape, check_shape, check_tensor
 from drivemetrics.graph.geometry import graph_arrays, validate_graph
 from drivemetrics.graph.metrics import graph_pairs
@@ -206,6 +208,8 @@ class CorrectnessCompletenessQuality(Metric):
     is_differentiable = False
     higher_is_better = True
     full_state_update = False
+    plot_lower_bound = 0.0
+    plot_upper_bound = 1.0
 
     matched_pred: Tensor
     total_pred: Tensor
@@ -248,3 +252,7 @@ class CorrectnessCompletenessQuality(Metric):
             "completeness": torch.tensor(comp),
             "quality": torch.tensor(qual),
         }
+
+    def plot(self, val: dict[str, Tensor] | Sequence[dict[str, Tensor]] | None = None, ax: Any = None) -> Any:
+        """Plot the scores (or their sequence over epochs) with matplotlib; returns ``(fig, ax)``."""
+        return plot_metric(self, val, ax)

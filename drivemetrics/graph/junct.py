@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -39,6 +40,7 @@ from scipy.spatial import cKDTree
 from torch import Tensor
 from torchmetrics import Metric
 
+from drivemetrics._metric import plot_metric
 from drivemetrics.graph.geometry import graph_arrays, road_chains, validate_graph
 from drivemetrics.graph.metrics import graph_pairs
 from drivemetrics.graph.tlts import CHUNK, length_csgraph
@@ -271,6 +273,8 @@ class JunctionMetric(Metric):
     is_differentiable = False
     higher_is_better = True  # for ``f_correct``
     full_state_update = False
+    plot_lower_bound = 0.0
+    plot_upper_bound = 1.0
 
     correct_score: Tensor
     n_gt: Tensor
@@ -310,3 +314,7 @@ class JunctionMetric(Metric):
             float(self.correct_score), int(self.n_gt), float(self.error_score), int(self.n_pred)
         )
         return {"f_correct": torch.tensor(f_correct), "f_error": torch.tensor(f_error)}
+
+    def plot(self, val: dict[str, Tensor] | Sequence[dict[str, Tensor]] | None = None, ax: Any = None) -> Any:
+        """Plot the scores (or their sequence over epochs) with matplotlib; returns ``(fig, ax)``."""
+        return plot_metric(self, val, ax)

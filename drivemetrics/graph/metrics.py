@@ -21,6 +21,7 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
+from drivemetrics._metric import plot_metric
 from drivemetrics.graph.opt_g import opt_g
 from drivemetrics.graph.opt_j import opt_j
 from drivemetrics.graph.opt_p import opt_p
@@ -60,6 +61,10 @@ class _GraphMetric(Metric):
 
     def _add_sum(self, name: str) -> None:
         self.add_state(name, default=torch.tensor(0.0, dtype=torch.float64), dist_reduce_fx="sum")
+
+    def plot(self, val: dict[str, Tensor] | Sequence[dict[str, Tensor]] | None = None, ax: Any = None) -> Any:
+        """Plot the scores (or their sequence over epochs) with matplotlib; returns ``(fig, ax)``."""
+        return plot_metric(self, val, ax)
 
 
 class OptJ(_GraphMetric):

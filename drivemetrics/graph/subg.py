@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -31,6 +32,7 @@ from scipy.spatial import cKDTree
 from torch import Tensor
 from torchmetrics import Metric
 
+from drivemetrics._metric import plot_metric
 from drivemetrics.graph.geometry import validate_graph
 from drivemetrics.graph.metrics import graph_pairs
 from drivemetrics.graph.tlts import CHUNK, dense_arrays, length_csgraph
@@ -138,6 +140,8 @@ class SubgraphMetric(Metric):
     is_differentiable = False
     higher_is_better = True  # for ``f1``
     full_state_update = False
+    plot_lower_bound = 0.0
+    plot_upper_bound = 1.0
 
     n_marbles: Tensor
     n_holes: Tensor
@@ -179,3 +183,7 @@ class SubgraphMetric(Metric):
             int(self.n_marbles), int(self.n_holes), int(self.n_spurious), int(self.n_empty)
         )
         return {"f1": torch.tensor(f1), "spurious": torch.tensor(spurious), "missing": torch.tensor(missing)}
+
+    def plot(self, val: dict[str, Tensor] | Sequence[dict[str, Tensor]] | None = None, ax: Any = None) -> Any:
+        """Plot the scores (or their sequence over epochs) with matplotlib; returns ``(fig, ax)``."""
+        return plot_metric(self, val, ax)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -33,6 +34,7 @@ from scipy.spatial import cKDTree
 from torch import Tensor
 from torchmetrics import Metric
 
+from drivemetrics._metric import plot_metric
 from drivemetrics.graph.geometry import densify_arrays, graph_arrays, validate_graph
 from drivemetrics.graph.metrics import graph_pairs
 
@@ -160,6 +162,8 @@ class TooLongTooShort(Metric):
     is_differentiable = False
     higher_is_better = True  # for ``correct``
     full_state_update = False
+    plot_lower_bound = 0.0
+    plot_upper_bound = 1.0
 
     n_correct: Tensor
     n_too_long: Tensor
@@ -192,3 +196,7 @@ class TooLongTooShort(Metric):
         """Fractions of correct, too long, too short and infeasible paths."""
         r = _result([int(x.item()) for x in (self.n_correct, self.n_too_long, self.n_too_short, self.n_infeasible)])
         return {k: torch.tensor(getattr(r, k)) for k in ("correct", "too_long", "too_short", "infeasible")}
+
+    def plot(self, val: dict[str, Tensor] | Sequence[dict[str, Tensor]] | None = None, ax: Any = None) -> Any:
+        """Plot the scores (or their sequence over epochs) with matplotlib; returns ``(fig, ax)``."""
+        return plot_metric(self, val, ax)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -28,6 +28,7 @@ from scipy.optimize import linear_sum_assignment
 from torch import Tensor
 from torchmetrics import Metric
 
+from drivemetrics._metric import ScalarFromDict, plot_metric
 from drivemetrics._validation import check_shape, check_tensor
 
 _BIG = 1e9
@@ -257,6 +258,8 @@ class CULaneF1(Metric):
     is_differentiable = False
     higher_is_better = True
     full_state_update = False
+    plot_lower_bound = 0.0
+    plot_upper_bound = 1.0
 
     tp: Tensor
     fp: Tensor
@@ -295,6 +298,10 @@ class CULaneF1(Metric):
     def compute(self) -> dict[str, Tensor]:
         """``{"precision", "recall", "f1"}`` from the accumulated totals."""
         return _prf(self.tp, self.fp, self.fn)
+
+    def plot(self, val: dict[str, Tensor] | list[dict[str, Tensor]] | None = None, ax: Any = None) -> Any:
+        """Plot precision, recall and F1 (or their sequence over epochs) with matplotlib; ``(fig, ax)``."""
+        return plot_metric(self, val, ax)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -387,3 +394,37 @@ def evaluate_culane_dirs(
         "fn": int(fn),
         "images": len(names),
     }
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Scalar classes for ``self.log``: they share CULaneF1's counters, so a MetricCollection of them counts once.
+
+
+class _CULaneScalar(ScalarFromDict, CULaneF1):
+    is_differentiable = False
+    higher_is_better = True
+    full_state_update = False
+    plot_lower_bound = 0.0
+    plot_upper_bound = 1.0
+
+    def _state_config(self) -> object:
+        compat = getattr(self, "compat", None)
+        return ("CULane", self.height, self.width, self.line_width, self.iou_threshold, compat)
+
+
+class CULanePrecision(_CULaneScalar):
+    """CULane precision ``TP / (TP + FP)`` over all images seen (arguments as :class:`CULaneF1`)."""
+
+    key = "precision"
+
+
+class CULaneRecall(_CULaneScalar):
+    """CULane recall ``TP / (TP + FN)`` over all images seen (arguments as :class:`CULaneF1`)."""
+
+    key = "recall"
+
+
+class CULaneF1Score(_CULaneScalar):
+    """CULane F1 over all images seen, a scalar for ``self.log`` (arguments as :class:`CULaneF1`)."""
+
+    key = "f1"

@@ -33,6 +33,7 @@ import torch
 from torch import Tensor, nn
 from torchmetrics import Metric
 
+from drivemetrics._metric import plot_metric
 from drivemetrics._validation import check_finite, check_tensor
 from drivemetrics.lane.control import LateralController, LinearMPC, PosedPath, VehiclePath, sample_profile
 from drivemetrics.lane.geometry import (
@@ -327,6 +328,7 @@ class PSLD(Metric):
     higher_is_better = False
     full_state_update = False
     plot_lower_bound = 0.0
+    plot_upper_bound = None  # unbounded (metres per step)
 
     total: Tensor
     count: Tensor
@@ -370,4 +372,4 @@ class PSLD(Metric):
 
     def plot(self, val: Tensor | list[Tensor] | None = None, ax: Any = None) -> Any:
         """Plot a value (or a sequence of values) of the metric with matplotlib (torchmetrics' ``plot``)."""
-        return self._plot(val, ax)
+        return plot_metric(self, val, ax)

@@ -28,12 +28,13 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 from torch import Tensor
 from torchmetrics import Metric
 
+from drivemetrics._metric import ScalarFromDict, add_config_state, plot_metric
 from drivemetrics._validation import check_shape, check_tensor
 
 PIXEL_THRESHOLD = 20.0
@@ -287,6 +288,8 @@ class TuSimpleMetrics(Metric):
     is_differentiable = False
     higher_is_better = True
     full_state_update = False
+    plot_lower_bound = 0.0
+    plot_upper_bound = 1.0
 
     sum_accuracy: Tensor
     sum_fp: Tensor
@@ -315,6 +318,7 @@ class TuSimpleMetrics(Metric):
         for name in ("sum_accuracy", "sum_fp", "sum_fn"):
             self.add_state(name, torch.zeros((), dtype=torch.float64), dist_reduce_fx="sum")
         self.add_state("num_images", torch.zeros((), dtype=torch.long), dist_reduce_fx="sum")
+        add_config_state(self, ("TuSimple", self.ego_only, self.image_width, self.fp_mode, self.pixel_threshold))
 
     def update(
         self,
@@ -342,6 +346,58 @@ class TuSimpleMetrics(Metric):
         n = self.num_images.to(torch.float64)
         fp, fn = self.sum_fp / n, self.sum_fn / n
         return {"accuracy": self.sum_accuracy / n, "fp": fp, "fn": fn, "f1": tusimple_f1(fp, fn).to(fp.device)}
+
+    def plot(self, val: dict[str, Tensor] | Sequence[dict[str, Tensor]] | None = None, ax: Any = None) -> Any:
+        """Plot the four values (or their sequence over epochs) with matplotlib; returns ``(fig, ax)``."""
+        return plot_metric(self, val, ax)
+
+
+class TuSimpleAccuracy(ScalarFromDict, TuSimpleMetrics):
+    """TuSimple accuracy (mean per-image fraction of matched points), a scalar for ``self.log``.
+
+    Shares the states of :class:`TuSimpleMetrics` (same arguments), so a ``MetricCollection`` of the TuSimple
+    scalar classes counts once per batch.
+    """
+
+    key = "accuracy"
+    is_differentiable = False
+    higher_is_better = True
+    full_state_update = False
+    plot_lower_bound = 0.0
+    plot_upper_bound = 1.0
+
+
+class TuSimpleFalsePositives(ScalarFromDict, TuSimpleMetrics):
+    """TuSimple FP rate (mean per-image fraction of unmatched predicted lanes), a scalar for ``self.log``."""
+
+    key = "fp"
+    is_differentiable = False
+    higher_is_better = False
+    full_state_update = False
+    plot_lower_bound = 0.0
+    plot_upper_bound = 1.0
+
+
+class TuSimpleFalseNegatives(ScalarFromDict, TuSimpleMetrics):
+    """TuSimple FN rate (mean per-image fraction of missed ground-truth lanes), a scalar for ``self.log``."""
+
+    key = "fn"
+    is_differentiable = False
+    higher_is_better = False
+    full_state_update = False
+    plot_lower_bound = 0.0
+    plot_upper_bound = 1.0
+
+
+class TuSimpleF1Score(ScalarFromDict, TuSimpleMetrics):
+    """TuSimple F1 from the mean FP and FN rates (:func:`tusimple_f1`), a scalar for ``self.log``."""
+
+    key = "f1"
+    is_differentiable = False
+    higher_is_better = True
+    full_state_update = False
+    plot_lower_bound = 0.0
+    plot_upper_bound = 1.0
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
+from drivemetrics._metric import add_config_state, plot_metric
 from drivemetrics._validation import check_binary, check_shape, check_tensor
 from drivemetrics.geometry.bev import BevGrid
 from drivemetrics.vehicle.single_track import single_track_step
@@ -38,6 +39,9 @@ from drivemetrics.vehicle.single_track import single_track_step
 __all__ = [
     "CorridorConfig",
     "CorridorFit",
+    "DrivingCorridorHitRate",
+    "DrivingCorridorLateralPrecision",
+    "DrivingCorridorLongitudinalF1Score",
     "DrivingCorridorMetric",
     "corridor_curves",
     "corridor_row_statistics",
@@ -346,7 +350,7 @@ def _prepare_confidence(preds: Tensor, grid: BevGrid) -> Tensor:
     if not preds.is_floating_point():
         raise ValueError(f"`preds` must be a floating confidence map in [0, 1] or uint8 in 0..255, got {preds.dtype}")
     if preds.numel():
-        low, high = torch.aminmax(preds)
+        low, high = torch.aminmax(preds.detach())
         if not (float(low) >= 0 and float(high) <= 1):  # also catches NaN
             raise ValueError(
                 f"`preds` must hold finite confidences in [0, 1] (or uint8 in 0..255), got min {float(low):.4g}, "
@@ -726,6 +730,7 @@ class DrivingCorridorMetric(Metric):
             self.add_state(name, torch.zeros(num, dtype=torch.long), dist_reduce_fx="sum")
         self.add_state("frames", torch.zeros((), dtype=torch.long), dist_reduce_fx="sum")
         self.add_state("length_sum", torch.zeros((), dtype=torch.float64), dist_reduce_fx="sum")
+        add_config_state(self, ("DrivingCorridor", self.threshold, self.grid, self.config))
 
     def update(self, preds: Tensor, target: Tensor, valid: Tensor | None = None) -> None:
         """Fit the corridors of a batch and add their counts."""
@@ -757,6 +762,95 @@ class DrivingCorridorMetric(Metric):
         """Synced curves of precision, F1 and hitrate over the distance (see :func:`corridor_curves`)."""
         with self.sync_context():
             return {k: v.clone() for k, v in corridor_curves(self._stats()).items()}
+
+    def plot(self, val: dict[str, Tensor] | Sequence[dict[str, Tensor]] | None = None, ax: Any = None) -> Any:
+        """Plot with matplotlib; returns ``(fig, ax)``.
+
+        ``val=None``: the current curves of precision, F1 and hitrate over the distance (:meth:`compute_curves`).
+        Otherwise ``val`` is a dict from :meth:`compute` or a sequence of them (over epochs); ``mean_length``
+        (metres) is left out so that the scores share the [0, 1] axis.
+        """
+        if val is None:
+            return _plot_corridor_curves(self.compute_curves(), ax)
+        if isinstance(val, dict):
+            return plot_metric(self, {k: v for k, v in val.items() if k != "mean_length"}, ax)
+        return plot_metric(self, [{k: v for k, v in d.items() if k != "mean_length"} for d in val], ax)
+
+
+def _plot_corridor_curves(curves: dict[str, Tensor], ax: Any = None) -> tuple[Any, Any]:
+    try:
+        import matplotlib.pyplot as plt
+    except ModuleNotFoundError as error:  # pragma: no cover - matplotlib is an optional extra
+        raise ModuleNotFoundError("plot() needs matplotlib: pip install 'drivemetrics[plot]'") from error
+    fig, ax = plt.subplots() if ax is None else (ax.figure, ax)
+    z = curves["z"].cpu().numpy()
+    for name in ("precision_lat", "f1_long", "hitrate"):
+        ax.plot(z, curves[name].cpu().numpy(), label=name)
+    ax.set_xlabel("distance d (m)")
+    ax.set_ylabel("score up to d")
+    ax.set_ylim(0, 1.01)
+    ax.legend(loc="lower left")
+    return fig, ax
+
+
+class _CorridorScore(DrivingCorridorMetric):
+    """One corridor score at one distance, a scalar for ``self.log`` (shares :class:`DrivingCorridorMetric`'s states).
+
+    Args:
+        threshold, grid, config: as :class:`DrivingCorridorMetric`.
+        distance: ``d`` in metres (any distance between the first scored row and the grid's far edge, not only
+            the config's ``distances``).
+    """
+
+    curve: str
+    is_differentiable = False
+    higher_is_better = True
+    full_state_update = False
+    plot_lower_bound = 0.0
+    plot_upper_bound = 1.0
+
+    def __init__(
+        self,
+        threshold: float,
+        grid: BevGrid | None = None,
+        config: CorridorConfig | None = None,
+        *,
+        distance: float = 30.0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(threshold, grid, config, **kwargs)
+        if not (isinstance(distance, int | float) and bool((self.z <= distance).any()) and distance <= self.grid.z_max):
+            raise ValueError(
+                f"`distance` must lie between the first scored row ({float(self.z[0]):.3f} m) and the grid's far "
+                f"edge ({self.grid.z_max} m), got {distance!r}"
+            )
+        self.distance = float(distance)
+
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """The score at ``distance`` over all frames seen (float64 scalar)."""
+        return _scores_at(self._stats(), [self.distance], self.grid)[f"{self.curve}_{self.distance:g}m"]
+
+    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> Any:  # type: ignore[override]
+        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
+        return plot_metric(self, val, ax)
+
+
+class DrivingCorridorLateralPrecision(_CorridorScore):
+    """Lateral precision of the corridor up to ``distance`` (corridor cells on the ego-lane / all corridor cells)."""
+
+    curve = "precision_lat"
+
+
+class DrivingCorridorLongitudinalF1Score(_CorridorScore):
+    """Longitudinal F1 of the corridor rows up to ``distance`` (``2 TP / (2 TP + FP + FN)`` of rows)."""
+
+    curve = "f1_long"
+
+
+class DrivingCorridorHitRate(_CorridorScore):
+    """Fraction of frames whose corridor hits the ego-lane on every scored row up to ``distance``."""
+
+    curve = "hitrate"
 
 
 # ----------------------------------------------------------------------------------------------------------------

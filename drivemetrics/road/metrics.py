@@ -10,6 +10,7 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
+from drivemetrics._metric import plot_metric
 from drivemetrics.geometry.bev import BevGrid
 from drivemetrics.road.pixel import (
     PixelCounts,
@@ -215,6 +216,10 @@ class RoadMaxF(RoadPixelMetrics):
         """Pooled MaxF (float64 scalar)."""
         return super().compute()["MaxF"]
 
+    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
+        """``val=None``: the pooled PR curve with its MaxF point; else a value or a sequence of values over epochs."""
+        return _plot_scalar(self, val, ax)
+
 
 class RoadAveragePrecision(RoadPixelMetrics):
     """The pooled KITTI-ROAD 11-point ``AvgPrec`` as a scalar (``integrated=True``: the exact integrated AP)."""
@@ -226,3 +231,15 @@ class RoadAveragePrecision(RoadPixelMetrics):
     def compute(self) -> Tensor:  # type: ignore[override]
         """Pooled AP (float64 scalar)."""
         return super().compute()["AvgPrecIntegrated" if self.integrated else "AvgPrec"]
+
+    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
+        """``val=None``: the pooled PR curve with its MaxF point; else a value or a sequence of values over epochs."""
+        return _plot_scalar(self, val, ax)
+
+
+def _plot_scalar(metric: RoadPixelMetrics, val: Tensor | Sequence[Tensor] | None, ax: Any) -> tuple[Any, Any]:
+    if val is None:
+        with metric.sync_context():  # the pooled curve over all processes, as compute() would see it
+            scores = RoadPixelMetrics.compute(metric)
+        return RoadPixelMetrics.plot(metric, scores, ax)
+    return plot_metric(metric, val, ax)

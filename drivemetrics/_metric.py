@@ -1,0 +1,94 @@
+"""Shared pieces of the ``torchmetrics.Metric`` classes: scalar views of dict metrics, config keys and ``plot``.
+
+A dict-returning Metric (``compute() -> {"precision": ..., "recall": ..., "f1": ...}``) cannot be logged with
+Lightning's ``self.log(name, metric)``. Its scalar classes subclass it together with :class:`ScalarFromDict`, so
+they keep the family's states (same names, shapes and reductions) and return one value: a ``MetricCollection`` of
+several scalar classes of one family then counts once per batch (torchmetrics compute groups).
+
+Compute groups are formed by comparing state values after the first update, so two metrics of one family that
+count differently (another threshold, another image size, ...) could be merged by accident when their first
+counts coincide. :func:`add_config_state` adds a constant state derived from the counting options to prevent it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from torch import Tensor
+from torchmetrics import Metric
+
+__all__ = ["ScalarFromDict", "add_config_state", "config_key", "plot_metric"]
+
+CONFIG_STATE = "config_key"
+
+
+def config_key(config: object) -> Tensor:
+    """An int64 tensor of 8 values in 0..255 identifying ``repr(config)`` (a sha256 prefix).
+
+    Small integers, so torchmetrics' ``allclose`` state comparison tells any two different keys apart.
+    """
+    digest = hashlib.sha256(repr(config).encode("utf-8")).digest()[:8]
+    return torch.tensor(list(digest), dtype=torch.int64)
+
+
+def add_config_state(metric: Metric, config: object) -> None:
+    """Add the constant state ``config_key`` (see :func:`config_key`) to ``metric``, once.
+
+    ``config`` holds everything that changes what the metric counts (not what ``compute`` reads from the counts).
+    The state is reduced with ``max`` (equal on every process) and restored by ``reset``.
+    """
+    if CONFIG_STATE not in metric._defaults:
+        metric.add_state(CONFIG_STATE, config_key(config), dist_reduce_fx="max")
+
+
+def plot_metric(metric: Metric, val: Any = None, ax: Any = None) -> tuple[Any, Any]:
+    """torchmetrics' ``plot``: a value, a sequence of values (one per epoch) or a dict of scalars, with matplotlib.
+
+    Args:
+        metric: the metric whose name, bounds and ``higher_is_better`` label the plot.
+        val: a value from ``compute`` / ``forward``, or a sequence of them; default: ``metric.compute()``.
+        ax: matplotlib axes to draw into (default: a new figure).
+
+    Returns:
+        ``(figure, axes)``.
+    """
+    try:
+        import matplotlib.pyplot  # noqa: F401
+    except ModuleNotFoundError as error:  # pragma: no cover - matplotlib is an optional extra
+        raise ModuleNotFoundError("plot() needs matplotlib: pip install 'drivemetrics[plot]'") from error
+    if isinstance(val, Sequence) and not isinstance(val, (str, Tensor)):
+        val = list(val)
+    return metric._plot(val, ax)
+
+
+class ScalarFromDict:
+    """Mixin for a scalar class of a dict-returning Metric: ``compute()`` returns ``parent.compute()[key]``.
+
+    Use it first in the bases, ``class CULaneF1Score(ScalarFromDict, CULaneF1)``, and set ``key`` (the dict key)
+    and the metadata ``higher_is_better``, ``is_differentiable``, ``full_state_update``, ``plot_lower_bound``,
+    ``plot_upper_bound``. Override :meth:`_state_config` to add the ``config_key`` state (see
+    :func:`add_config_state`) when the parent does not have one.
+    """
+
+    key: str
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        config = self._state_config()
+        if config is not None:
+            add_config_state(self, config)  # type: ignore[arg-type]
+
+    def _state_config(self) -> object | None:
+        """The counting options to key the state with (``None``: the parent already keys it)."""
+        return None
+
+    def compute(self) -> Tensor:
+        """The ``key`` value of the family's ``compute()`` dict."""
+        return super().compute()[self.key]  # type: ignore[misc]
+
+    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:
+        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
+        return plot_metric(self, val, ax)  # type: ignore[arg-type]

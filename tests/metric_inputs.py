@@ -1,0 +1,288 @@
+"""Input factories for the Metric test battery (tests/test_metric_battery.py), one registration per Metric class.
+
+The battery discovers every ``torchmetrics.Metric`` class exported by the domain packages (``_EXPORTS`` of
+``drivemetrics.road``, ``.lane``, ``.graph``, ``.attack``, ``.detection`` and their sub-packages) and FAILS for a
+class without a factory here. To add a Metric class:
+
+1. write a factory ``def _my_case(cls: type[Metric]) -> MetricCase`` returning small, valid, deterministic inputs:
+   ``init_kwargs`` for ``cls(**init_kwargs)`` and exactly ``NUM_BATCHES`` (4) batches, each ``(args, kwargs)`` for
+   ``metric.update(*args, **kwargs)``. Batches 0 and 2 go to rank 0 and batches 1 and 3 to rank 1 in the DDP
+   checks. Make the batches differ, so that a metric that forgets or double-counts a batch changes its value;
+   keep them tiny (the whole battery must stay fast: every class is updated ~30 times);
+2. if the metric takes float tensors, give ``cast(batch, dtype)`` returning the batch with its float inputs in
+   ``dtype`` (used for the float64 / float16 checks) and ``grad_arg`` (index in ``args`` of a float input that can
+   carry gradients, for the ``is_differentiable`` check); else leave both ``None``. Float64 inputs must give the
+   float32 value within ``float64_rtol`` (loosen it, or set ``None``, only with a comment saying why);
+3. decorate it with ``@register(ClassA, ClassB, ...)`` for every class it serves (a family's dict class and its
+   scalar classes usually share one factory; the factory may look at ``cls`` to adapt ``init_kwargs``).
+
+Import the classes from their modules (not through the lazy package) so that a missing module fails loudly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import networkx as nx
+import torch
+from torch import Tensor
+from torchmetrics import Metric
+
+from drivemetrics.geometry.bev import BevGrid
+from drivemetrics.graph.apls import AveragePathLengthSimilarity
+from drivemetrics.graph.ccq import CorrectnessCompletenessQuality
+from drivemetrics.graph.junct import JunctionMetric
+from drivemetrics.graph.metrics import OptG, OptJ, OptP
+from drivemetrics.graph.scalar_metrics import (
+    APLS,
+    CCQCompleteness,
+    CCQCorrectness,
+    CCQQuality,
+    JunctionFCorrect,
+    JunctionFError,
+    OptGF1Score,
+    OptGPrecision,
+    OptGRecall,
+    OptJF1Score,
+    OptJPrecision,
+    OptJRecall,
+    OptPF1Score,
+    OptPPrecision,
+    OptPRecall,
+    SubgraphF1Score,
+    TooLongTooShortCorrect,
+)
+from drivemetrics.graph.subg import SubgraphMetric
+from drivemetrics.graph.tlts import TooLongTooShort
+from drivemetrics.lane.culane import CULaneF1, CULaneF1Score, CULanePrecision, CULaneRecall
+from drivemetrics.lane.psld import PSLD, default_z_samples
+from drivemetrics.lane.tusimple import (
+    TuSimpleAccuracy,
+    TuSimpleF1Score,
+    TuSimpleFalseNegatives,
+    TuSimpleFalsePositives,
+    TuSimpleMetrics,
+)
+from drivemetrics.road.corridor import (
+    CorridorConfig,
+    DrivingCorridorHitRate,
+    DrivingCorridorLateralPrecision,
+    DrivingCorridorLongitudinalF1Score,
+    DrivingCorridorMetric,
+)
+from drivemetrics.road.metrics import RoadAveragePrecision, RoadMaxF, RoadPixelMetrics
+
+NUM_BATCHES = 4
+
+Batch = tuple[tuple[Any, ...], dict[str, Any]]
+
+
+@dataclass
+class MetricCase:
+    """What the battery needs to exercise one Metric class (see the module docstring)."""
+
+    init_kwargs: dict[str, Any]
+    batches: list[Batch]
+    cast: Callable[[Batch, torch.dtype], Batch] | None = None
+    grad_arg: int | None = None
+    float64_rtol: float | None = 1e-4  # float64 vs float32 inputs; None: not comparable (say why at the factory)
+
+
+INPUT_FACTORIES: dict[type[Metric], Callable[[type[Metric]], MetricCase]] = {}
+
+
+def register(*classes: type[Metric]) -> Callable:
+    """Decorator: use the decorated factory for each of ``classes``."""
+
+    def wrap(factory: Callable[[type[Metric]], MetricCase]) -> Callable[[type[Metric]], MetricCase]:
+        for cls in classes:
+            if cls in INPUT_FACTORIES:
+                raise ValueError(f"{cls.__name__} has two input factories")
+            INPUT_FACTORIES[cls] = factory
+        return factory
+
+    return wrap
+
+
+def make_case(cls: type[Metric]) -> MetricCase:
+    """The registered case of ``cls`` (checked: ``NUM_BATCHES`` batches)."""
+    case = INPUT_FACTORIES[cls](cls)
+    if len(case.batches) != NUM_BATCHES:
+        raise ValueError(f"the input factory of {cls.__name__} must give {NUM_BATCHES} batches")
+    return case
+
+
+def cast_float_args(batch: Batch, dtype: torch.dtype) -> Batch:
+    """``batch`` with every floating tensor argument converted to ``dtype``."""
+    args, kwargs = batch
+
+    def convert(x: Any) -> Any:
+        return x.to(dtype) if isinstance(x, Tensor) and x.is_floating_point() else x
+
+    return tuple(convert(a) for a in args), {k: convert(v) for k, v in kwargs.items()}
+
+
+def _generator(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# road
+
+
+@register(RoadPixelMetrics, RoadMaxF, RoadAveragePrecision)
+def _road_pixel_case(cls: type[Metric]) -> MetricCase:
+    g = _generator(1)
+    batches = []
+    for i in range(NUM_BATCHES):
+        target = torch.rand(2, 9, 11, generator=g) < 0.25 + 0.1 * i
+        preds = (0.5 * target + 0.6 * torch.rand(target.shape, generator=g)).clamp(0, 1)
+        valid = torch.rand(target.shape, generator=g) > 0.1
+        batches.append(((preds, target, valid), {}))
+    return MetricCase({"thresholds": 32}, batches, cast_float_args, grad_arg=0)
+
+
+_CORRIDOR_GRID = BevGrid(x_min=-4.0, x_max=4.0, z_min=6.0, z_max=26.0, resolution=0.25)  # 80 x 32 cells
+_CORRIDOR_CONFIG = CorridorConfig(distances=(15.0, 20.0), max_stages=5)
+
+
+@register(
+    DrivingCorridorMetric, DrivingCorridorHitRate, DrivingCorridorLateralPrecision, DrivingCorridorLongitudinalF1Score
+)
+def _corridor_case(cls: type[Metric]) -> MetricCase:
+    xs, zs = _CORRIDOR_GRID.cell_centers()
+    batches = []
+    for i in range(NUM_BATCHES):
+        shifts = (0.3 * i, -0.4 * i + 0.2)
+        target = torch.stack([(xs - s).abs() <= 1.75 for s in shifts]) & (zs <= 24.0 - 2 * i)
+        preds = target.float() * 0.9
+        preds[0, 30 + 8 * i : 42 + 8 * i] = 0.0  # a gap: the corridor stops there (row 0 is the far edge)
+        preds[1] = torch.roll(preds[1], 3 * i - 2, dims=1)  # a detection shifted sideways
+        batches.append(((preds, target), {}))
+    kwargs: dict[str, Any] = {"threshold": 0.5, "grid": _CORRIDOR_GRID, "config": _CORRIDOR_CONFIG}
+    if cls is not DrivingCorridorMetric:
+        kwargs["distance"] = 20.0
+    # The beam search breaks ties between manoeuvres of (nearly) equal fitness by the rounding of the input's float
+    # type, so float32 and float64 maps can give different corridors on these synthetic, grid-aligned lanes.
+    return MetricCase(kwargs, batches, cast_float_args, grad_arg=0, float64_rtol=None)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# lane
+
+
+@register(TuSimpleMetrics, TuSimpleAccuracy, TuSimpleFalsePositives, TuSimpleFalseNegatives, TuSimpleF1Score)
+def _tusimple_case(cls: type[Metric]) -> MetricCase:
+    g = _generator(2)
+    h_samples = torch.arange(160.0, 720.0, 20.0)
+    batches = []
+    for i in range(NUM_BATCHES):
+        target = 200.0 + 250.0 * torch.arange(4.0)[None, :, None] + 0.3 * h_samples + torch.zeros(3, 4, 1)
+        target[:, 3, : 5 * i] = torch.nan  # a partly missing lane
+        preds = target + torch.randn(target.shape, generator=g) * (5.0 + 10.0 * i)
+        preds[0, 1] += 80.0  # a lane that misses
+        batches.append(((preds, target, h_samples.expand(3, -1)), {}))
+    return MetricCase({}, batches, cast_float_args, grad_arg=0)
+
+
+def _culane_lanes(g: torch.Generator, batch: int, noise: float) -> tuple[Tensor, Tensor]:
+    y = torch.linspace(20.0, 58.0, 8)
+    starts = torch.tensor([20.0, 60.0, 100.0, 140.0])
+    target = torch.stack([starts[:, None] + 0.8 * (y - 20.0), y.expand(4, -1)], dim=-1).expand(batch, -1, -1, -1)
+    preds = target + torch.randn(target.shape, generator=g) * noise
+    return preds.clone(), target.clone()
+
+
+@register(CULaneF1, CULanePrecision, CULaneRecall, CULaneF1Score)
+def _culane_case(cls: type[Metric]) -> MetricCase:
+    g = _generator(3)
+    batches = []
+    for i in range(NUM_BATCHES):
+        preds, target = _culane_lanes(g, 2, 0.3 + 1.2 * i)
+        preds[1, i % 4 :] = torch.nan  # missed lanes in the second image
+        batches.append(((preds, target), {}))
+    return MetricCase({"height": 64, "width": 168, "line_width": 6.0}, batches, cast_float_args, grad_arg=0)
+
+
+@register(PSLD)
+def _psld_case(cls: type[Metric]) -> MetricCase:
+    g = _generator(4)
+    z = default_z_samples(torch.float32)
+    batches = []
+    for i in range(NUM_BATCHES):
+        target = 0.002 * (z - 5.0) ** 2 * (1 + 0.5 * torch.randn(3, 1, generator=g))
+        preds = target + 0.2 * (i + 1) * torch.randn(3, 1, generator=g) + 0.01 * z
+        batches.append(((preds, target, 10.0 + i), {}))
+    # the closed-loop rollout runs in the input's float type: float32 is good to ~1e-3 relative
+    return MetricCase({}, batches, cast_float_args, grad_arg=0, float64_rtol=1e-2)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# graph
+
+
+def _grid_graph(g: torch.Generator, n: int = 3, step: float = 100.0, jitter: float = 0.0, drop: int = 0) -> nx.Graph:
+    graph = nx.grid_2d_graph(n, n)
+    noise = torch.randn(n * n, 2, generator=g) * jitter
+    pos = {
+        node: (node[0] * step + float(noise[k, 0]), node[1] * step + float(noise[k, 1])) for k, node in enumerate(graph)
+    }
+    graph = nx.convert_node_labels_to_integers(graph, label_attribute="cell")
+    nx.set_node_attributes(graph, {i: pos[graph.nodes[i]["cell"]] for i in graph}, "pos")
+    for _ in range(drop):
+        edges = list(graph.edges)
+        graph.remove_edge(*edges[int(torch.randint(len(edges), (1,), generator=g))])
+    return graph
+
+
+def _graph_batches(seed: int) -> list[Batch]:
+    g = _generator(seed)
+    batches = []
+    for i in range(NUM_BATCHES):
+        target = _grid_graph(g)
+        preds = _grid_graph(g, jitter=2.0 + 4.0 * i, drop=i)
+        if i % 2:  # a stub on a corner: a spurious junction
+            preds.add_node(100, pos=(-60.0, -60.0))
+            preds.add_edge(0, 100)
+        batches.append(((preds, target), {}))
+    return batches
+
+
+_GRAPH_OPTIONS: dict[type[Metric], dict[str, Any]] = {
+    OptJ: {},
+    OptP: {"spacing": 20.0},
+    OptG: {"n_samples": 6, "spacing": 20.0},
+    AveragePathLengthSimilarity: {"max_sources": 12},
+    JunctionMetric: {},
+    SubgraphMetric: {"n_subgraphs": 12, "spacing": 20.0},
+    TooLongTooShort: {"n_paths": 20},
+}
+
+
+@register(
+    OptJ, OptJPrecision, OptJRecall, OptJF1Score,
+    OptP, OptPPrecision, OptPRecall, OptPF1Score,
+    OptG, OptGPrecision, OptGRecall, OptGF1Score,
+    AveragePathLengthSimilarity, APLS,
+    JunctionMetric, JunctionFCorrect, JunctionFError,
+    SubgraphMetric, SubgraphF1Score,
+    TooLongTooShort, TooLongTooShortCorrect,
+)  # fmt: skip
+def _graph_case(cls: type[Metric]) -> MetricCase:
+    family = next(c for c in cls.__mro__ if c in _GRAPH_OPTIONS)
+    return MetricCase(dict(_GRAPH_OPTIONS[family]), _graph_batches(5))
+
+
+@register(CorrectnessCompletenessQuality, CCQCorrectness, CCQCompleteness, CCQQuality)
+def _ccq_case(cls: type[Metric]) -> MetricCase:
+    g = _generator(6)
+    batches = []
+    for i in range(NUM_BATCHES):
+        target = torch.zeros(2, 24, 24, dtype=torch.bool)
+        target[:, 12, 2:22] = True
+        target[:, 3:21, 6 + i] = True
+        preds = torch.roll(target, shifts=(i - 1, 0), dims=(1, 2)) & (torch.rand(2, 24, 24, generator=g) > 0.2)
+        batches.append(((preds, target), {}))
+    return MetricCase({"slack": 1.5}, batches)

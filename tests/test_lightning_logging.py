@@ -1,0 +1,158 @@
+"""A Lightning fit logs the scalar Metric classes with ``self.log`` and ``log_dict``; epoch values = functionals."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+from torchmetrics import MetricCollection
+
+from drivemetrics.lane import (
+    CULaneF1Score,
+    CULanePrecision,
+    CULaneRecall,
+    TuSimpleAccuracy,
+    TuSimpleF1Score,
+    TuSimpleFalseNegatives,
+    TuSimpleFalsePositives,
+    culane_f1,
+    tusimple_metrics,
+)
+from drivemetrics.road import RoadMaxF, road_pixel_scores
+
+pl = pytest.importorskip("pytorch_lightning")
+pytestmark = pytest.mark.filterwarnings("ignore:.*LeafSpec.*", "ignore:.*does not have many workers.*")
+
+N_FRAMES = 5  # batches of 2, 2, 1: per-batch means differ from the pooled values
+CULANE = {"height": 64, "width": 168, "line_width": 6.0}
+H_SAMPLES = torch.arange(160.0, 720.0, 20.0)
+
+
+def _validation_data() -> TensorDataset:
+    g = torch.Generator().manual_seed(7)
+    road_target = torch.rand(N_FRAMES, 8, 10, generator=g) < 0.4
+    road_preds = (0.5 * road_target + 0.6 * torch.rand(road_target.shape, generator=g)).clamp(0, 1)
+    lane_x = 200.0 + 250.0 * torch.arange(4.0)[None, :, None] + 0.3 * H_SAMPLES + torch.zeros(N_FRAMES, 4, 1)
+    tusimple_preds = lane_x + torch.randn(lane_x.shape, generator=g) * torch.linspace(3, 25, N_FRAMES)[:, None, None]
+    y = torch.linspace(20.0, 58.0, 8)
+    culane_target = torch.stack(
+        [torch.tensor([20.0, 60.0, 100.0, 140.0])[:, None] + 0.8 * (y - 20.0), y.expand(4, -1)], dim=-1
+    ).expand(N_FRAMES, -1, -1, -1)
+    culane_preds = (
+        culane_target
+        + torch.randn(culane_target.shape, generator=g) * torch.linspace(0.2, 4, N_FRAMES)[:, None, None, None]
+    )
+    culane_preds[1, 2:] = torch.nan  # two missed lanes
+    h_samples = H_SAMPLES.expand(N_FRAMES, -1)
+    return TensorDataset(road_preds, road_target, tusimple_preds, lane_x, h_samples, culane_preds, culane_target)
+
+
+class LoggingModule(pl.LightningModule):
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.zeros(()))
+        self.maxf = RoadMaxF(thresholds=32)
+        self.tusimple_accuracy = TuSimpleAccuracy()
+        self.tusimple_f1 = TuSimpleF1Score()
+        self.culane_f1 = CULaneF1Score(**CULANE)
+        tusimple = [TuSimpleAccuracy(), TuSimpleFalsePositives(), TuSimpleFalseNegatives(), TuSimpleF1Score()]
+        self.tusimple = MetricCollection(tusimple, prefix="col/")
+        culane = [CULanePrecision(**CULANE), CULaneRecall(**CULANE), CULaneF1Score(**CULANE)]
+        self.culane = MetricCollection(culane, prefix="col/")
+
+    def training_step(self, batch, batch_idx):
+        loss = (self.weight - 1.0) ** 2
+        self.log("train_loss", loss)
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        road_preds, road_target, tusimple_preds, tusimple_target, h_samples, culane_preds, culane_target = batch
+        self.maxf(road_preds, road_target)
+        self.tusimple_accuracy(tusimple_preds, tusimple_target, h_samples)
+        self.tusimple_f1(tusimple_preds, tusimple_target, h_samples)
+        self.culane_f1(culane_preds, culane_target)
+        self.log("val/maxf", self.maxf, on_step=False, on_epoch=True)
+        self.log("val/tusimple_accuracy", self.tusimple_accuracy, on_step=False, on_epoch=True)
+        self.log("val/tusimple_f1", self.tusimple_f1, on_step=False, on_epoch=True)
+        self.log("val/culane_f1", self.culane_f1, on_step=False, on_epoch=True)
+        self.tusimple.update(tusimple_preds, tusimple_target, h_samples)
+        self.culane.update(culane_preds, culane_target)
+        self.log_dict(self.tusimple, on_step=False, on_epoch=True)
+        self.log_dict(self.culane, on_step=False, on_epoch=True)
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+
+def test_fit_logs_scalar_metrics_and_collections(tmp_path):
+    data = _validation_data()
+    model = LoggingModule()
+    trainer = pl.Trainer(
+        max_epochs=1,
+        accelerator="cpu",
+        devices=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=tmp_path,
+    )
+    train = DataLoader(TensorDataset(torch.zeros(2, 1)), batch_size=1)
+    trainer.fit(model, train, DataLoader(data, batch_size=2))
+    logged = {k: v.item() for k, v in trainer.callback_metrics.items()}
+
+    road_preds, road_target, tusimple_preds, tusimple_target, h_samples, culane_preds, culane_target = data.tensors
+    road = road_pixel_scores(road_preds, road_target, thresholds=32)
+    tusimple = tusimple_metrics(tusimple_preds, tusimple_target, h_samples)
+    culane = culane_f1(culane_preds, culane_target, **CULANE)
+    expected = {
+        "val/maxf": road["MaxF"],
+        "val/tusimple_accuracy": tusimple["accuracy"],
+        "val/tusimple_f1": tusimple["f1"],
+        "val/culane_f1": culane["f1"],
+        "col/TuSimpleAccuracy": tusimple["accuracy"],
+        "col/TuSimpleFalsePositives": tusimple["fp"],
+        "col/TuSimpleFalseNegatives": tusimple["fn"],
+        "col/TuSimpleF1Score": tusimple["f1"],
+        "col/CULanePrecision": culane["precision"],
+        "col/CULaneRecall": culane["recall"],
+        "col/CULaneF1Score": culane["f1"],
+    }
+    for name, value in expected.items():
+        assert logged[name] == pytest.approx(value.item(), abs=1e-6), name
+
+    # pooled over the epoch, not a mean of per-batch values
+    batches = [slice(0, 2), slice(2, 4), slice(4, 5)]
+    mean_f1 = sum(culane_f1(culane_preds[b], culane_target[b], **CULANE)["f1"].item() for b in batches) / 3
+    assert logged["val/culane_f1"] != pytest.approx(mean_f1, abs=1e-6)
+    assert 0 < tusimple["accuracy"].item() < 1
+    assert 0 < culane["f1"].item() < 1
+    # the scalar classes of one family counted once per batch (one compute group), and Lightning reset them
+    assert len(model.tusimple.compute_groups) == 1
+    assert len(model.culane.compute_groups) == 1
+    assert model.maxf.update_count == 0
+    assert model.tusimple_f1.update_count == 0
+
+
+def test_every_logged_class_plots():
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    data = _validation_data().tensors
+    metrics = [
+        (RoadMaxF(thresholds=32), data[0:2]),
+        (TuSimpleAccuracy(), data[2:5]),
+        (TuSimpleF1Score(), data[2:5]),
+        (CULaneF1Score(**CULANE), data[5:7]),
+    ]
+    try:
+        for metric, inputs in metrics:
+            values = [metric(*(x[:2] for x in inputs)), metric(*(x[2:] for x in inputs))]
+            fig, ax = metric.plot(values)
+            assert len(ax.lines) >= 1, type(metric).__name__
+            assert fig is ax.figure
+    finally:
+        plt.close("all")
