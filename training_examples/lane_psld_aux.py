@@ -10,7 +10,8 @@ soft-argmax of each row is the line's x. Two runs with the same seeds, data and 
   the camera homography): the differentiable per-frame simulated lateral deviation of a vehicle steered for one
   frame by the predicted lane centre.
 
-Validation logs TuSimple accuracy / F1 and PSLD each epoch with ``self.log`` on Metric objects. After training, on
+Validation logs TuSimple accuracy / F1 (``TuSimpleAccuracy``, ``TuSimpleF1Score`` in one ``MetricCollection``) and
+``PSLD`` each epoch with ``self.log`` / ``self.log_dict`` on Metric objects. After training, on
 held-out clips, both detectors are scored with TuSimple accuracy / FP / FN / F1 (ego lanes), PSLD (mean over
 frames) and the closed-loop E2E-LD (the detector steers the simulated vehicle through the clip's synthesised
 views). Run::
@@ -38,8 +39,18 @@ import torch.nn.functional as F
 import yaml
 from torch import Tensor, nn
 from torch.utils.data import DataLoader, TensorDataset
+from torchmetrics import MetricCollection
 
-from drivemetrics.lane import PSLD, PSLDLoss, TuSimpleMetrics, centre_from_image_lanes, e2e_ld, soft_argmax_rows
+from drivemetrics.lane import (
+    PSLD,
+    PSLDLoss,
+    TuSimpleAccuracy,
+    TuSimpleF1Score,
+    TuSimpleMetrics,
+    centre_from_image_lanes,
+    e2e_ld,
+    soft_argmax_rows,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "configs" / "lane_psld_aux.yaml"
@@ -132,7 +143,15 @@ class LaneDetector(pl.LightningModule):
         self.register_buffer("z_samples", z_samples.double(), persistent=False)
         self.psld_loss = PSLDLoss("points", z_samples=z_samples.double(), horizon_frames=horizon_frames)
         threshold = 20.0 * image_width / TUSIMPLE_WIDTH
-        self.val_tusimple = TuSimpleMetrics(pixel_threshold=threshold)
+        self.pixel_threshold = threshold
+        self.val_tusimple = MetricCollection(
+            {
+                "tusimple_accuracy": TuSimpleAccuracy(pixel_threshold=threshold),
+                "tusimple_f1": TuSimpleF1Score(pixel_threshold=threshold),
+            },
+            prefix="val/",
+            compute_groups=[["tusimple_accuracy", "tusimple_f1"]],
+        )
         self.val_psld = PSLD(z_samples=z_samples.double(), horizon_frames=horizon_frames)
 
     def lanes_uv(self, logits: Tensor) -> Tensor:
@@ -171,15 +190,9 @@ class LaneDetector(pl.LightningModule):
         logits = self.net(images)
         x = self.net.to_pixels(logits)
         self.val_tusimple.update(x, lanes, self.h_samples)
+        self.log_dict(self.val_tusimple)
         self.val_psld.update(self.centre(logits), centre, speed)
         self.log("val/psld", self.val_psld)
-
-    def on_validation_epoch_end(self) -> None:
-        # TuSimpleMetrics returns a dict: log its values and reset it by hand (see the README: scalar classes)
-        scores = self.val_tusimple.compute()
-        self.log("val/tusimple_accuracy", scores["accuracy"].float())
-        self.log("val/tusimple_f1", scores["f1"].float())
-        self.val_tusimple.reset()
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
@@ -193,7 +206,7 @@ def held_out_scores(model: LaneDetector, test: dict[str, Any], e2e_frames: int) 
     model.eval()
     with torch.no_grad():
         logits = torch.cat([model.net(chunk) for chunk in test["images"].split(64)])
-        tusimple = TuSimpleMetrics(pixel_threshold=model.val_tusimple.pixel_threshold)
+        tusimple = TuSimpleMetrics(pixel_threshold=model.pixel_threshold)
         tusimple.update(model.net.to_pixels(logits), test["lanes"], model.h_samples)
         psld = PSLD(z_samples=model.z_samples, horizon_frames=model.hparams.horizon_frames)
         psld.update(model.centre(logits), test["centre"], test["speed"])

@@ -10,7 +10,8 @@ the homography from each frame's calibration is scaled with them). Each validati
 * ``val/maxf``, ``val/ap``, ``val/bev_maxf``, ``val/bev_ap``: one ``MetricCollection`` of ``RoadMaxF`` /
   ``RoadAveragePrecision`` in perspective and BEV (per-frame homographies passed to ``update``);
 * ``val/corridor_*``: driving-corridor lateral precision, longitudinal F1 and hitrate at 20 / 30 / 40 m of the
-  predicted ego lane (warped to BEV), scalar Metrics sharing ``DrivingCorridorMetric``'s counters;
+  predicted ego lane (warped to BEV): ``DrivingCorridorLateralPrecision``, ``DrivingCorridorLongitudinalF1Score``,
+  ``DrivingCorridorHitRate``, which share ``DrivingCorridorMetric``'s counters (one corridor fit per batch);
 * ``val/soft_f_loss``: the training loss on the validation frames (``MeanMetric``).
 
 Run (``LightningCLI``; defaults from ``configs/road_segmentation.yaml``)::
@@ -45,7 +46,9 @@ from torchmetrics import MeanMetric, MetricCollection
 from drivemetrics.geometry import BevGrid, image_from_road_homography, intrinsic_matrix
 from drivemetrics.road import (
     CorridorConfig,
-    DrivingCorridorMetric,
+    DrivingCorridorHitRate,
+    DrivingCorridorLateralPrecision,
+    DrivingCorridorLongitudinalF1Score,
     RoadAveragePrecision,
     RoadMaxF,
     SoftFMeasureLoss,
@@ -212,18 +215,6 @@ class RoadDataModule(pl.LightningDataModule):
 # ----------------------------------------------------------------------------------------------------------- model
 
 
-class CorridorScore(DrivingCorridorMetric):
-    """One driving-corridor score (e.g. ``hitrate_30m``) as a scalar Metric; scores with the same threshold, grid
-    and config share their counters in a ``MetricCollection`` (one corridor fit per update)."""
-
-    def __init__(self, key: str, threshold: float, grid: BevGrid | None = None, config: CorridorConfig | None = None):
-        super().__init__(threshold, grid, config)
-        self.key = key
-
-    def compute(self) -> Tensor:  # type: ignore[override]
-        return super().compute()[self.key]
-
-
 class TinySegNet(nn.Module):
     """RGB + normalised pixel coordinates -> 2 logit maps (road, ego lane); dilated 3 x 3 convolutions."""
 
@@ -283,9 +274,14 @@ class RoadSegmenter(pl.LightningModule):
             compute_groups=[["maxf", "ap"], ["bev_maxf", "bev_ap"]],  # one count per space, from the first batch
         )
         config = CorridorConfig()
+        classes = {
+            "precision_lat": DrivingCorridorLateralPrecision,
+            "f1_long": DrivingCorridorLongitudinalF1Score,
+            "hitrate": DrivingCorridorHitRate,
+        }
         scores = {
-            f"corridor_{name}_{d:g}m": CorridorScore(f"{name}_{d:g}m", corridor_threshold, grid, config)
-            for name in ("precision_lat", "f1_long", "hitrate")
+            f"corridor_{name}_{d:g}m": cls(corridor_threshold, grid, config, distance=d)
+            for name, cls in classes.items()
             for d in config.distances
         }
         self.val_corridor = MetricCollection(scores, prefix="val/", compute_groups=[list(scores)])  # one fit
