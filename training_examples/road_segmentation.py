@@ -32,6 +32,7 @@ import os
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Literal
 
@@ -405,15 +406,17 @@ def _run(argv: list[str]) -> tuple[LightningCLI, dict[str, Any]]:
     parser.add_argument("--ckpt_path", metavar="FILE", help="resume training from this Lightning checkpoint")
     ours, rest = parser.parse_known_args(argv)
     history = MetricHistory()
-    cli = LightningCLI(
-        RoadSegmenter,
-        RoadDataModule,
-        args=(QUICK_ARGS if ours.quick else []) + rest,  # explicit arguments win over --quick
-        run=False,
-        parser_kwargs={"default_config_files": [str(CONFIG)]},
-        trainer_defaults={"callbacks": [history]},
-        save_config_callback=None,
-    )
+    with warnings.catch_warnings():  # we always pass `args` (our own flags are taken out): not a mistake here
+        warnings.filterwarnings("ignore", message=".*LightningCLI's args parameter.*")
+        cli = LightningCLI(
+            RoadSegmenter,
+            RoadDataModule,
+            args=(QUICK_ARGS if ours.quick else []) + rest,  # explicit arguments win over --quick
+            run=False,
+            parser_kwargs={"default_config_files": [str(CONFIG)]},
+            trainer_defaults={"callbacks": [history]},
+            save_config_callback=None,
+        )
     start = time.perf_counter()
     cli.trainer.fit(cli.model, datamodule=cli.datamodule, ckpt_path=ours.ckpt_path)
     seconds = time.perf_counter() - start
