@@ -227,7 +227,7 @@ class LinearMPC:
             + (dt * self.heading_weight * v / L)[:, None] * (r_psi @ g_psi)
             + (self.rate_weight / dt) * delta_now[:, None] * diff[0]
         )
-        return torch.linalg.solve(self._hessian(v), rhs[..., None])[..., 0]
+        return _solve(self._hessian(v), rhs[..., None])[..., 0]
 
     def bind(self, speed: Tensor) -> Callable[[Path, Tensor], Tensor]:
         """The controller at fixed speeds ``(B,)``: gains precomputed, each call is a few dot products."""
@@ -236,7 +236,7 @@ class LinearMPC:
         L, dt, ratio = self.params.wheelbase, self.dt, self.params.steer_ratio
         first = torch.zeros(v.shape[0], self.steps, 1, dtype=v.dtype, device=v.device)
         first[:, 0] = 1
-        row = torch.linalg.solve(self._hessian(v), first)[..., 0]  # first row of the (symmetric) inverse
+        row = _solve(self._hessian(v), first)[..., 0]  # first row of the (symmetric) inverse
         gain_e = (dt * self.path_weight * v**2 / L)[:, None] * (row @ g_e.T)
         gain_psi = (dt * self.heading_weight * v / L)[:, None] * (row @ g_psi.T)
         gain_now = (self.rate_weight / dt) * row[:, 0]
@@ -252,6 +252,13 @@ class LinearMPC:
     def __call__(self, path: Path, speed: Tensor | float, steering_wheel: Tensor) -> Tensor:
         """Commanded steering-wheel angle ``(B,)`` radians: the first planned wheel angle x steer ratio."""
         return self.bind(_speed(speed, steering_wheel))(path, steering_wheel)
+
+
+def _solve(a: Tensor, b: Tensor) -> Tensor:
+    """``torch.linalg.solve`` in at least float32: CPU has no 16-bit LU, and 16 bits are too few for it anyway."""
+    if a.dtype in (torch.float16, torch.bfloat16):
+        return torch.linalg.solve(a.float(), b.float()).to(a.dtype)
+    return torch.linalg.solve(a, b)
 
 
 class PurePursuit:
