@@ -13,7 +13,11 @@ a single 5 x 5 convolution producing road logits; ``SoftFMeasureLoss(from_logits
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import tempfile
 import time
+from pathlib import Path
 
 import torch
 
@@ -53,7 +57,12 @@ def main() -> None:
     parser.add_argument("--bev", action="store_true", help="measure the loss in the bird's-eye view")
     parser.add_argument("--steps", type=int, default=150)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--quick", action="store_true", help="50 steps (a few seconds)")
+    parser.add_argument("--json", metavar="PATH", help="write the held-out scores before / after to this JSON file")
     args = parser.parse_args()
+    if args.quick:
+        args.steps = min(args.steps, 50)
+        torch.set_num_threads(1)  # tiny tensors: a second thread costs more than it saves
     torch.manual_seed(args.seed)
 
     train_x, train_y = make_images(32, seed=args.seed)
@@ -77,6 +86,21 @@ def main() -> None:
     print(f"trained {args.steps} steps in {time.perf_counter() - start:.1f} s ({'BEV' if args.bev else 'perspective'})")
     for key in before:
         print(f"held-out {key:8s}: {before[key]:.4f} -> {after[key]:.4f}")
+    if args.json:
+        space = "bev" if args.bev else "perspective"
+        payload = {"example": "soft_f_loss", "quick": args.quick, "steps": args.steps, "loss_space": space}
+        write_json(args.json, {**payload, "before": before, "after": after})
+
+
+def write_json(path: str | Path, payload: dict) -> None:
+    """Write ``payload`` atomically (temp file in the target folder, then rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w") as handle:
+        json.dump(payload, handle, indent=2, sort_keys=True)
+        handle.write("\n")
+    os.replace(tmp, path)
 
 
 if __name__ == "__main__":
