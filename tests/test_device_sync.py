@@ -83,7 +83,22 @@ def _kernels() -> dict[str, Callable[[], object]]:
     psld_loss = PSLDLoss(validate_args=False)
     psld_metric = PSLD(validate_args=False)
     leaf = centre.clone().requires_grad_()
+    from drivemetrics.attack.patch import PatchSpec, composite_patch, image_from_texture, road_pixel_mask
+
+    spec = PatchSpec()
+    warp = image_from_texture(
+        h[:1].double(), torch.zeros(2, 3, dtype=torch.float64), torch.zeros(2, 3, dtype=torch.float64), spec
+    ).float()
+    frames = torch.rand(2, 3, 375, 1242, generator=g)
+    texture = torch.rand(1, 1, *spec.shape, generator=g).mul_(0.2).requires_grad_()
+    mask = road_pixel_mask(h[:1].double(), (375, 1242))
+
+    def attack_step() -> None:
+        patched, _ = composite_patch(frames, texture, warp, mask)
+        patched.mean().backward()
+
     return {
+        "composite_patch forward + backward (DRP attack)": attack_step,
         "RoadPixelMetrics.update (float)": lambda: pixel.update(preds, target),
         "RoadPixelMetrics.update (uint8)": lambda: pixel.update(preds_u8, target),
         "RoadPixelMetrics.update (bev)": lambda: pixel_bev.update(bev_preds, bev_target, homography=h),
