@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
-def map_in_processes(fn: Callable[[Any], T], jobs: Sequence[Any], workers: int) -> Iterator[T]:
+def map_in_processes(fn: Callable[[Any], T], jobs: Sequence[Any], workers: int, chunksize: int = 1) -> Iterator[T]:
     """``fn(job)`` for every job, in order; ``workers == 1`` (or one job) runs in this process."""
     if workers < 1:
         raise ValueError(f"`workers` must be >= 1, got {workers}")
@@ -26,7 +26,7 @@ def map_in_processes(fn: Callable[[Any], T], jobs: Sequence[Any], workers: int) 
         return
     pool = ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=multiprocessing.get_context("spawn"))
     try:
-        yield from pool.map(fn, jobs)
+        yield from pool.map(fn, jobs, chunksize=chunksize)
     except BaseException:
         processes = list((pool._processes or {}).values())
         pool.shutdown(wait=False, cancel_futures=True)

@@ -218,3 +218,20 @@ def test_kitti_object_calib(tmp_path_factory, data):
     from drivemetrics.detection.kitti_io import read_kitti_object_calib
 
     _expect_value_error_or_result(read_kitti_object_calib, tmp_path_factory.mktemp("oc") / "000000.txt", data)
+
+
+def _lane_graph_submission() -> bytes:
+    graph = nx.DiGraph()
+    graph.add_node(0, pos=np.array([10.0, 20.0]))
+    graph.add_node(1, pos=np.array([60.0, 20.0]))
+    graph.add_edge(0, 1)
+    return pickle.dumps({"austin": {"eval": {"austin_83_34021_46605": graph}}}, protocol=4)
+
+
+@FUZZ
+@given(data=_mutations(_lane_graph_submission()))
+def test_lane_graph_pickles(tmp_path_factory, data):
+    from drivemetrics.graph.lanegraph_eval import load_lanegraph_pickle
+
+    path = tmp_path_factory.mktemp("lg") / "submission.pickle"
+    _expect_value_error_or_result(lambda p: load_lanegraph_pickle(p, "`--pred` submission"), path, data)

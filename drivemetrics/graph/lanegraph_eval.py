@@ -21,11 +21,9 @@ from __future__ import annotations
 
 import json
 import math
-import multiprocessing
 import warnings
 import zlib
 from collections.abc import Iterable
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +32,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from drivemetrics._files import atomic_save_figure, atomic_write_text, check_output_path
+from drivemetrics._pool import map_in_processes
 from drivemetrics.graph.io import safe_pickle_load
 from drivemetrics.graph.lanegraph import (
     LANE_METRICS,
@@ -217,12 +216,11 @@ def evaluate_submission(
             results[sample_id] = values
             bar.update()
     else:
-        # spawn, not fork: forking a process that already runs torch / OpenMP threads can deadlock the children
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            chunk = max(1, len(jobs) // (8 * workers))
-            for _, sample_id, values in pool.map(_evaluate_job, jobs, chunksize=chunk):
-                results[sample_id] = values
-                bar.update()
+        # spawned workers, terminated on Ctrl-C (drivemetrics._pool)
+        chunk = max(1, len(jobs) // (8 * workers))
+        for _, sample_id, values in map_in_processes(_evaluate_job, jobs, workers, chunksize=chunk):
+            results[sample_id] = values
+            bar.update()
     bar.close()
     samples.update(results)
     ordered = {sid: samples[sid] for city in cities for sid in gt_data[city][split]}

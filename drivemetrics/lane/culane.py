@@ -650,11 +650,9 @@ def _map_chunks(fn: Callable[[list[str]], object], chunks: list[list[str]], work
     if workers <= 1 or len(chunks) <= 1:
         yield from map(fn, chunks)
         return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from drivemetrics._pool import map_in_processes  # spawned workers, terminated on Ctrl-C
 
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        yield from pool.map(fn, chunks)
+    yield from map_in_processes(fn, chunks, workers)
 
 
 def _score_default_chunk(
