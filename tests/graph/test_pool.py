@@ -63,7 +63,15 @@ def test_ctrl_c_stops_the_workers_and_writes_no_output(tmp_path):
     env = {**os.environ, token: "1"}
     cmd = [sys.executable, "-m", "drivemetrics", "graph-eval", "--gt", str(gt_dir), "--pred", str(pred_dir)]
     cmd += ["--metrics", "tlts", "opt_p", "--workers", "2", "--no-progress", "--json", str(out)]
-    proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    # a shell that starts the test run in the background ignores SIGINT for it; restore the default in the command
+    proc = subprocess.Popen(
+        cmd,
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     deadline = time.monotonic() + 60
     while len(_processes_with(token)) < 3 and time.monotonic() < deadline:  # the command and its two workers
         time.sleep(0.2)
