@@ -6,17 +6,19 @@ centre, :mod:`drivemetrics.lane.road_center`) and :meth:`lanes` (ego-left / ego-
 pixels at the rows ``h_samples``, what the car steers by); :meth:`lane_model` packs them as an
 :class:`drivemetrics.attack.LaneModel`.
 
-* ``segmentation`` (SCNN-like): a 2-channel map (ego-left, ego-right) at half resolution, trained with a row-wise
-  softmax over columns; lanes = per-row soft-argmax.
-* ``rowwise`` (UltraFast-like): per lane and row anchor, a classification over ``cells`` grid cells plus a
-  "no lane" cell.
+* ``segmentation`` (SCNN-like): a 2-channel map (ego-left, ego-right) at the pooled resolution, trained with a
+  row-wise softmax over columns; lanes = per-row soft-argmax.
+* ``rowwise`` (UltraFast-like): per lane and row anchor, a classification over ``cells`` grid cells (the
+  column-pooled scores of a local lane-score map) plus a "no lane" cell (from global features).
 * ``polynomial`` (PolyLaneNet-like): per lane a cubic ``x(y)`` (normalised coordinates) and a confidence.
-* ``anchor`` (LaneATT-like): straight anchors through the vanishing point, per anchor a class (none / ego-left /
-  ego-right) and x offsets at the rows.
+* ``anchor`` (LaneATT-like): straight anchors through the vanishing point; the lane-score map is pooled along every
+  anchor and one shared linear layer gives its class (none / ego-left / ego-right) and x offsets at the rows.
 
-:class:`TinyLineDetector` is a parameter-free differentiable detector (a soft-argmax of the brightness per row)
-for tests. Backbone: three 3 x 3 convolutions (8, 16, 16 channels, two 2 x 2 max-pools) on the grey image average-pooled
-to a quarter of its size (32 x 64), so that training and attacking stay fast on a CPU.
+The segmentation, row-wise and anchor heads read local lane evidence, so a patch darkening the road near a marking
+moves their lanes. :class:`TinyLineDetector` is a parameter-free differentiable detector (a soft-argmax of the
+brightness per row) for tests. Backbone: three 3 x 3 convolutions (8, 16, 16 channels, two 2 x 2 max-pools) on the
+grey image average-pooled to about 32 rows (32 x 64 for 128 x 256 frames), so that training and attacking stay
+fast on a CPU.
 """
 
 from __future__ import annotations
