@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import os
 import tempfile
 import time
@@ -23,10 +24,11 @@ from pathlib import Path
 import torch
 
 from drivemetrics.attack import DriveClips, DRPConfig, EOTNoise, PatchSpec, drp_attack, evaluate_patch, render_drive
-from drivemetrics.synthetic.lane_clips import make_lane_clips
+from drivemetrics.synthetic.lane_clips import LaneCamera, make_lane_clips
 from drivemetrics.synthetic.lane_detectors import FAMILIES, LaneDetector, make_detector, train_detector
 
 ROOT = Path(__file__).resolve().parents[1]
+ARCH = 2  # detector architecture version, part of the cache key of the saved detectors
 
 
 def load_config(path: Path, quick: bool) -> dict:
@@ -59,22 +61,46 @@ def write_atomic(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
+def lane_camera(config: dict) -> LaneCamera:
+    """The synthetic camera of the config's ``camera`` section (default 256 x 128 px)."""
+    return LaneCamera(**config.get("camera", {}))
+
+
+def vanishing_point(camera: LaneCamera) -> tuple[float, float]:
+    """``(u, v)`` pixels where the straight road ahead vanishes (the anchors' common point)."""
+    return camera.cx, camera.cy - camera.focal * math.tan(camera.pitch)
+
+
+def h_samples(camera: LaneCamera) -> torch.Tensor:
+    """Detector rows: from just below the horizon to the bottom, every 4 px at 128 rows (scaled with the height)."""
+    step = 4.0 * camera.height / 128
+    start = math.ceil(vanishing_point(camera)[1] + 1.5 * step)
+    return torch.arange(float(start), camera.height, step)
+
+
 def detectors(config: dict, out: Path, retrain: bool) -> tuple[dict[str, LaneDetector], float]:
     """Train the four detectors, or load them from ``out`` when trained with the same settings."""
     train = config["train"]
-    key = hashlib.sha1(json.dumps({"train": train, "seed": config["seed"]}, sort_keys=True).encode()).hexdigest()[:10]
+    settings = {"train": train, "camera": config.get("camera", {}), "seed": config["seed"], "arch": ARCH}
+    key = hashlib.sha1(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:10]
+    camera = lane_camera(config)
     clips = None
     models, seconds = {}, 0.0
     for family in FAMILIES:
         path = out / "detectors" / f"{family}-{key}.pt"
         torch.manual_seed(config["seed"])
-        model = make_detector(family, torch.arange(46.0, 128.0, 4.0))
+        model = make_detector(family, h_samples(camera), (camera.height, camera.width), vanishing_point(camera))
         if path.is_file() and not retrain:
             model.load_state_dict(torch.load(path))
         else:
             if clips is None:
                 clips = make_lane_clips(
-                    train["clips"], train["frames"], seed=config["seed"] + 1, max_wander=train["max_wander"]
+                    train["clips"],
+                    train["frames"],
+                    seed=config["seed"] + 1,
+                    camera=camera,
+                    max_wander=train["max_wander"],
+                    h_samples=h_samples(camera),
                 )
                 images = clips.images.flatten(0, 1)
                 target = clips.lanes_image[:, :, list(clips.ego_lanes)].flatten(0, 1).float()
@@ -110,7 +136,10 @@ def attack_config(config: dict) -> DRPConfig:
 
 def held_out_clips(config: dict) -> DriveClips:
     a = config["attack"]
-    clips = make_lane_clips(a["clips"], a["frames"], seed=config["seed"] + 1000, max_wander=a["max_wander"])
+    camera = lane_camera(config)
+    clips = make_lane_clips(
+        a["clips"], a["frames"], seed=config["seed"] + 1000, camera=camera, max_wander=a["max_wander"]
+    )
     return DriveClips(
         images=clips.images,
         speed=clips.speed,

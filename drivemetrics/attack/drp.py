@@ -48,7 +48,7 @@ from drivemetrics.attack.patch import (
     project_perturbation,
     road_pixel_mask,
 )
-from drivemetrics.geometry.camera import synthesize_shifted_view
+from drivemetrics.geometry.camera import synthesize_shifted_view, view_road_mask
 from drivemetrics.geometry.pose import relative_pose
 from drivemetrics.lane.control import LateralController, LinearMPC, VehiclePath, sample_profile
 from drivemetrics.lane.geometry import DEFAULT_LANE_WIDTH, centre_from_image_lanes
@@ -206,7 +206,8 @@ class _Prepared(NamedTuple):
     poses: Tensor  # (B, T, 3) float64
     lane_centre: Tensor | None
     z_samples: Tensor
-    road_mask: Tensor  # (B, H, W)
+    road_mask: Tensor  # (B, H, W) pixels the patch may touch
+    view_mask: Tensor  # (B, 1, H, W) pixels re-projected by the view synthesis (pose-independent)
 
 
 def _prepare(clips: DriveClips) -> _Prepared:
@@ -248,7 +249,9 @@ def _prepare(clips: DriveClips) -> _Prepared:
         check_shape(centre, "lane_centre", (batch, length, z_samples.shape[0]))
         check_finite(centre, "lane_centre")
         centre = centre.to(device=device, dtype=f64)
-    return _Prepared(images, speed, hom, poses, centre, z_samples, road_pixel_mask(hom, (height, width)))
+    size = (height, width)
+    road_mask, view_mask = road_pixel_mask(hom, size), view_road_mask(hom, size)
+    return _Prepared(images, speed, hom, poses, centre, z_samples, road_mask, view_mask)
 
 
 def _render(
@@ -267,7 +270,9 @@ def _render(
     rec = prep.poses[clip, frame]
     hom = prep.hom[clip]
     lateral, longitudinal, yaw = relative_pose(poses, rec).unbind(-1)
-    view = synthesize_shifted_view(prep.images[clip, frame], hom, lateral, yaw, longitudinal_offset=longitudinal)
+    view = synthesize_shifted_view(
+        prep.images[clip, frame], hom, lateral, yaw, longitudinal_offset=longitudinal, road_mask=prep.view_mask[clip]
+    )
     if perturbation is not None:
         warp = image_from_texture(hom, poses, prep.poses[clip, 0], spec, patch_shift)
         view, _ = composite_patch(view, perturbation[clip], warp, prep.road_mask[clip])
@@ -430,10 +435,12 @@ def evaluate_patch(
     controller = LinearMPC() if controller is None else controller
     prep = _prepare(clips)
     _check_perturbation(perturbation, prep, config)
-    with torch.no_grad():
+    with torch.inference_mode():
         benign = _rollout(prep, model, None, config, controller)
         attacked = _rollout(prep, model, perturbation, config, controller)
         reference = _reference_drive(prep, controller) if prep.lane_centre is not None else None
+    benign, attacked = benign.clone(), attacked.clone()  # normal tensors, not inference tensors
+    reference = None if reference is None else reference.clone()
     off_b, off_a = _offsets(prep, benign), _offsets(prep, attacked)
     width = clips.lane_width
     lane_width = config.lane_width if width is None else torch.as_tensor(width).to(off_b)[:, None]
@@ -586,8 +593,9 @@ def drp_attack(
         _check_perturbation(init, prep, config)
         delta = init.detach().to(dtype=dtype, device=device).clone()
     delta = project_perturbation(delta, config.linf, config.l2, config.top_k).requires_grad_(True)
-    with torch.no_grad():
+    with torch.inference_mode():
         benign = _rollout(prep, model, None, config, controller)
+    benign = benign.clone()
     _check_visible(prep, benign, config.patch)
     adam = _Adam(delta, config.lr) if config.optimizer == "adam" else None
     gen = torch.Generator().manual_seed(config.seed)
@@ -598,8 +606,9 @@ def drp_attack(
     offsets_benign = relative_pose(benign, prep.poses)[..., 0]
     start = time.perf_counter()
     for _ in range(config.iterations if config.linf > 0 else 0):
-        with torch.no_grad():
+        with torch.inference_mode():
             attacked = _rollout(prep, model, delta, config, controller)
+        attacked = attacked.clone()  # a normal tensor: the trajectory loss below records autograd on it
         deviation = (config.sign * (relative_pose(attacked, prep.poses)[..., 0] - offsets_benign)).amax(1)
         history.append(deviation)
         improved = deviation > best_dev
@@ -627,7 +636,7 @@ def drp_attack(
             delta.copy_(project_perturbation(delta, config.linf, config.l2, config.top_k))
     seconds = time.perf_counter() - start
     if config.linf > 0 and len(history) == iterations:  # ran out of iterations: score the last update too
-        with torch.no_grad():
+        with torch.inference_mode():
             attacked = _rollout(prep, model, delta, config, controller)
         deviation = (config.sign * (relative_pose(attacked, prep.poses)[..., 0] - offsets_benign)).amax(1)
         best = torch.where((deviation > best_dev)[:, None, None, None], delta.detach(), best)

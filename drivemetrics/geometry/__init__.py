@@ -32,6 +32,7 @@ _EXPORTS = {
     "shifted_view_homography": "drivemetrics.geometry.camera",
     "stack_calibs": "drivemetrics.geometry.calib",
     "synthesize_shifted_view": "drivemetrics.geometry.camera",
+    "view_road_mask": "drivemetrics.geometry.camera",
     "warp_bev_to_image": "drivemetrics.geometry.warp",
     "warp_image_to_bev": "drivemetrics.geometry.warp",
     "WARP_MODES": "drivemetrics.geometry.warp",

@@ -31,6 +31,7 @@ __all__ = [
     "road_to_image",
     "shifted_view_homography",
     "synthesize_shifted_view",
+    "view_road_mask",
 ]
 
 
@@ -212,6 +213,23 @@ def horizon_row(image_from_road: Tensor, u: Tensor | float) -> Tensor:
     return -(inv[..., 2, 0] * u_t + inv[..., 2, 2]) / inv[..., 2, 1]
 
 
+def view_road_mask(image_from_road: Tensor, image_size: tuple[int, int], max_distance: float = 120.0) -> Tensor:
+    """Boolean ``(B, 1, H, W)`` (``(3, 3)`` input: ``B = 1``): pixels whose ray meets the road closer than
+    ``max_distance`` metres, the pixels :func:`synthesize_shifted_view` re-projects (the same for every pose).
+    """
+    height, width = image_size
+    hom = image_from_road.to(torch.float64).reshape(-1, 3, 3)
+    v, u = torch.meshgrid(
+        torch.arange(height, dtype=hom.dtype, device=hom.device),
+        torch.arange(width, dtype=hom.dtype, device=hom.device),
+        indexing="ij",
+    )
+    pixels = torch.stack([u, v], -1).reshape(1, -1, 2).expand(hom.shape[0], -1, -1)
+    xz, on_road = image_to_road(hom, pixels)  # the moved camera has the same intrinsics w.r.t. its road frame
+    near = on_road & (xz.norm(dim=-1) < max_distance)
+    return near.reshape(hom.shape[0], 1, height, width)
+
+
 def shifted_view_homography(
     image_from_road: Tensor,
     lateral_offset: Tensor | float,
@@ -244,6 +262,7 @@ def synthesize_shifted_view(
     yaw_offset: Tensor | float,
     max_distance: float = 120.0,
     longitudinal_offset: Tensor | float = 0.0,
+    road_mask: Tensor | None = None,
 ) -> Tensor:
     """Synthesise what the camera would see after a lateral shift and a yaw change, by warping through the road.
 
@@ -259,6 +278,8 @@ def synthesize_shifted_view(
         yaw_offset: ``(B,)`` or float, radians (towards +X positive).
         max_distance: road points farther than this (metres) count as sky.
         longitudinal_offset: ``(B,)`` or float, metres (Z, forward positive).
+        road_mask: optional precomputed :func:`view_road_mask` of ``image_from_road`` and ``max_distance``
+            (``(B, 1, H, W)`` or ``(1, 1, H, W)``): it does not depend on the pose, so loops over poses pass it once.
 
     Returns:
         ``(B, C, H, W)`` synthesised frames.
@@ -279,15 +300,7 @@ def synthesize_shifted_view(
 
     warped = kgt.warp_perspective(stacked, warp, (height, width), align_corners=True)
     inside = warped[:, -1:] > 0.999
-    # Road mask of the new view: rays meeting the road closer than max_distance.
-    v, u = torch.meshgrid(
-        torch.arange(height, dtype=hom.dtype, device=hom.device),
-        torch.arange(width, dtype=hom.dtype, device=hom.device),
-        indexing="ij",
-    )
-    pixels = torch.stack([u, v], -1).reshape(1, -1, 2).expand(batch, -1, -1)
-    new_from_road = hom  # the moved camera has the same intrinsics/extrinsics w.r.t. its own road frame
-    xz, on_road = image_to_road(new_from_road, pixels)
-    near = on_road & (xz.norm(dim=-1) < max_distance)
-    road = near.reshape(batch, 1, height, width) & inside
+    if road_mask is None:
+        road_mask = view_road_mask(hom, (height, width), max_distance)
+    road = road_mask.to(images.device) & inside
     return torch.where(road, warped[:, :-1], images)

@@ -6,17 +6,19 @@ centre, :mod:`drivemetrics.lane.road_center`) and :meth:`lanes` (ego-left / ego-
 pixels at the rows ``h_samples``, what the car steers by); :meth:`lane_model` packs them as an
 :class:`drivemetrics.attack.LaneModel`.
 
-* ``segmentation`` (SCNN-like): a 2-channel map (ego-left, ego-right) at half resolution, trained with a row-wise
-  softmax over columns; lanes = per-row soft-argmax.
-* ``rowwise`` (UltraFast-like): per lane and row anchor, a classification over ``cells`` grid cells plus a
-  "no lane" cell.
+* ``segmentation`` (SCNN-like): a 2-channel map (ego-left, ego-right) at the pooled resolution, trained with a
+  row-wise softmax over columns; lanes = per-row soft-argmax.
+* ``rowwise`` (UltraFast-like): per lane and row anchor, a classification over ``cells`` grid cells (the
+  column-pooled scores of a local lane-score map) plus a "no lane" cell (from global features).
 * ``polynomial`` (PolyLaneNet-like): per lane a cubic ``x(y)`` (normalised coordinates) and a confidence.
-* ``anchor`` (LaneATT-like): straight anchors through the vanishing point, per anchor a class (none / ego-left /
-  ego-right) and x offsets at the rows.
+* ``anchor`` (LaneATT-like): straight anchors through the vanishing point; the lane-score map is pooled along every
+  anchor and one shared linear layer gives its class (none / ego-left / ego-right) and x offsets at the rows.
 
-:class:`TinyLineDetector` is a parameter-free differentiable detector (a soft-argmax of the brightness per row)
-for tests. Backbone: three 3 x 3 convolutions (8, 16, 16 channels, two 2 x 2 max-pools) on the grey image average-pooled
-to a quarter of its size (32 x 64), so that training and attacking stay fast on a CPU.
+The segmentation, row-wise and anchor heads read local lane evidence, so a patch darkening the road near a marking
+moves their lanes. :class:`TinyLineDetector` is a parameter-free differentiable detector (a soft-argmax of the
+brightness per row) for tests. Backbone: three 3 x 3 convolutions (8, 16, 16 channels, two 2 x 2 max-pools) on the
+grey image average-pooled to about 32 rows (32 x 64 for 128 x 256 frames), so that training and attacking stay
+fast on a CPU.
 """
 
 from __future__ import annotations
@@ -99,6 +101,7 @@ class LaneDetector(nn.Module):
             raise ValueError(f"`family` must be one of {FAMILIES}, got {family!r}")
         self.family = family
         self.height, self.width = image_size
+        self.pool = max(1, self.height // 32)  # input average-pooled to about 32 rows
         self.register_buffer("h_samples", h_samples.to(torch.float32).clone())
         r = h_samples.numel()
         self.backbone = nn.Sequential(
@@ -113,36 +116,48 @@ class LaneDetector(nn.Module):
         )
         feat = 16 * 4 * 8
         self.cells = cells
-        if family == "segmentation":
+        if family in ("segmentation", "rowwise", "anchor"):
+            # local head at the pooled resolution: lane evidence where the markings are
             self.head = nn.Sequential(nn.Conv2d(16, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 2, 1))
-        elif family == "rowwise":
-            self.head = nn.Linear(feat, 2 * r * (cells + 1))
+        if family == "rowwise":
+            self.no_lane = nn.Linear(feat, 2 * r)
         elif family == "polynomial":
             self.head = nn.Linear(feat, 2 * 5)
-        else:
-            self.head = nn.Linear(feat, cells * (3 + r))
+        elif family == "anchor":
+            self.anchor_head = nn.Linear(2 * r, 3 + r)
             bottom = torch.linspace(-0.5 * self.width, 1.5 * self.width, cells)
             u0, v0 = vanishing_point
             frac = (self.h_samples - v0) / (self.height - 1 - v0)  # R
             self.register_buffer("anchor_x", u0 + (bottom[:, None] - u0) * frac[None, :])  # A x R pixels
 
+    def _maps(self, x: Tensor) -> Tensor:
+        """``(N, 2, R, W / pool)`` ego-left / ego-right lane scores at the rows ``h_samples``, pooled columns."""
+        maps = F.interpolate(self.head(x), scale_factor=4, mode="bilinear", align_corners=False)
+        rows = ((self.h_samples + 0.5) / self.pool - 0.5).round().long().clamp(0, maps.shape[-2] - 1)
+        return maps[:, :, rows]
+
     def forward(self, images: Tensor) -> dict[str, Tensor]:
-        x = F.avg_pool2d(images.mean(1, keepdim=True), 4)  # N x 1 x H/4 x W/4
-        x = self.backbone(x - 0.35)  # N x 16 x H/16 x W/16
+        x = F.avg_pool2d(images.mean(1, keepdim=True), self.pool)  # N x 1 x H/pool x W/pool
+        x = self.backbone(x - 0.35)  # N x 16 x H/(4 pool) x W/(4 pool)
         n, r = x.shape[0], self.h_samples.numel()
         if self.family == "segmentation":
-            maps = F.interpolate(self.head(x), scale_factor=4, mode="bilinear", align_corners=False)  # H/4 x W/4
-            rows = ((self.h_samples - 1.5) / 4).round().long().clamp(0, maps.shape[-2] - 1)
-            return {"maps": maps[:, :, rows]}
-        pooled = F.adaptive_avg_pool2d(x, (4, 8)).flatten(1)
-        out = self.head(pooled)
+            return {"maps": self._maps(x)}
         if self.family == "rowwise":
-            return {"logits": out.reshape(n, 2, r, self.cells + 1)}
+            maps = self._maps(x)  # cells: columns averaged in groups
+            cells = F.adaptive_avg_pool2d(maps, (r, self.cells))
+            no_lane = self.no_lane(F.adaptive_avg_pool2d(x, (4, 8)).flatten(1)).reshape(n, 2, r, 1)
+            return {"logits": torch.cat([cells, no_lane], -1)}
         if self.family == "polynomial":
-            out = out.reshape(n, 2, 5)
+            out = self.head(F.adaptive_avg_pool2d(x, (4, 8)).flatten(1)).reshape(n, 2, 5)
             base = torch.tensor([[0.0, 0.0, 0.0, 0.4], [0.0, 0.0, 0.0, 0.6]], device=out.device, dtype=out.dtype)
             return {"coefficients": out[..., :4] + base, "confidence": out[..., 4]}
-        out = out.reshape(n, self.cells, 3 + r)
+        # anchor (LaneATT-like): lane scores pooled along every anchor, then one linear layer shared by the anchors
+        maps = F.interpolate(self.head(x), scale_factor=4, mode="bilinear", align_corners=False)  # N x 2 x h x w
+        gx = (self.anchor_x + 0.5) / self.width * 2 - 1  # A x R, grid_sample coordinates (align_corners=False)
+        gy = ((self.h_samples + 0.5) / self.height * 2 - 1).expand_as(gx)
+        grid = torch.stack([gx, gy], -1).to(maps.dtype).expand(n, -1, -1, -1)
+        along = F.grid_sample(maps, grid, align_corners=False)  # N x 2 x A x R
+        out = self.anchor_head(along.permute(0, 2, 1, 3).flatten(2))  # N x A x (3 + R)
         return {"classes": out[..., :3], "offsets": out[..., 3:] * 10.0}
 
     def center(self, output: dict[str, Tensor]) -> Tensor:
@@ -163,7 +178,7 @@ class LaneDetector(nn.Module):
         if self.family == "segmentation":
             maps = output["maps"]
             col = torch.arange(maps.shape[-1], device=maps.device, dtype=maps.dtype)
-            return 4 * (torch.softmax(maps, -1) * col).sum(-1) + 1.5
+            return self.pool * ((torch.softmax(maps, -1) * col).sum(-1) + 0.5) - 0.5
         if self.family == "rowwise":
             prob = torch.softmax(output["logits"][..., :-1], -1)
             col = (torch.arange(self.cells, device=prob.device, dtype=prob.dtype) + 0.5) * self.width / self.cells
@@ -188,7 +203,7 @@ class LaneDetector(nn.Module):
         tx = torch.nan_to_num(target_x)
         if self.family == "segmentation":
             maps = output["maps"]
-            col = ((tx - 1.5) / 4).round().long().clamp(0, maps.shape[-1] - 1)
+            col = ((tx + 0.5) / self.pool - 0.5).round().long().clamp(0, maps.shape[-1] - 1)
             ce = F.cross_entropy(maps.permute(0, 3, 1, 2), col, reduction="none")
             return (ce * present).sum() / present.sum().clamp_min(1)
         if self.family == "rowwise":
@@ -220,9 +235,17 @@ class LaneDetector(nn.Module):
         return LaneModel(self, self.center, self.lanes, self.family)
 
 
-def make_detector(family: str, h_samples: Tensor, image_size: tuple[int, int] = (128, 256)) -> LaneDetector:
-    """A fresh :class:`LaneDetector` (seeded by the caller's ``torch.manual_seed``)."""
-    return LaneDetector(family, h_samples, image_size)
+def make_detector(
+    family: str,
+    h_samples: Tensor,
+    image_size: tuple[int, int] = (128, 256),
+    vanishing_point: tuple[float, float] | None = None,
+) -> LaneDetector:
+    """A fresh :class:`LaneDetector` (seeded by the caller's ``torch.manual_seed``); the vanishing point defaults to
+    that of the default :class:`~drivemetrics.synthetic.lane_clips.LaneCamera` scaled to ``image_size``."""
+    if vanishing_point is None:
+        vanishing_point = (127.5 * image_size[1] / 256, 40.0 * image_size[0] / 128)
+    return LaneDetector(family, h_samples, image_size, vanishing_point)
 
 
 def train_detector(

@@ -19,6 +19,7 @@ from drivemetrics.geometry.camera import (
     road_to_image,
     shifted_view_homography,
     synthesize_shifted_view,
+    view_road_mask,
 )
 
 FX, FY, CX, CY = 700.0, 710.0, 620.0, 190.0
@@ -174,6 +175,27 @@ def test_synthesized_view_matches_rendering(device):
     # Pixels above the horizon are kept from the recorded frame.
     sky = synthesize_shifted_view(torch.rand(1, 3, 96, 160, dtype=torch.float64, device=device), H, 0.4, 0.03)
     assert sky.shape == (1, 3, 96, 160)
+
+
+def test_view_road_mask_is_the_road_closer_than_max_distance():
+    K = intrinsic_matrix(120.0, 120.0, 80.0, 30.0).double()
+    H = image_from_road_homography(K, 1.5, pitch=0.05)
+    mask = view_road_mask(H, (96, 160), max_distance=40.0)
+    assert mask.shape == (1, 1, 96, 160)
+    # Independent check per pixel: back-project a few pixels by hand through the inverse homography.
+    inv = torch.linalg.inv(H)
+    for u, v in [(80, 95), (10, 60), (150, 40), (80, 20), (80, 33)]:
+        x, z, w = (inv @ torch.tensor([u, v, 1.0], dtype=torch.float64)).tolist()
+        expected = w * H[2].abs().max().item() > 1e-9 and math.hypot(x / w, z / w) < 40.0
+        assert bool(mask[0, 0, v, u]) == expected, (u, v)
+    assert mask[0, 0, 95].all()
+    assert not mask[0, 0, 0].any()
+    # A precomputed mask gives bit-identical views.
+    images = torch.rand(2, 3, 96, 160, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    dx, psi = torch.tensor([0.4, -0.2], dtype=torch.float64), torch.tensor([0.01, -0.02], dtype=torch.float64)
+    plain = synthesize_shifted_view(images, H, dx, psi, max_distance=40.0)
+    given = synthesize_shifted_view(images, H, dx, psi, max_distance=40.0, road_mask=mask)
+    assert torch.equal(plain, given)
 
 
 def test_shifted_view_homography_moves_road_points():
