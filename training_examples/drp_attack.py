@@ -16,8 +16,6 @@ import argparse
 import hashlib
 import json
 import math
-import os
-import tempfile
 import time
 from pathlib import Path
 
@@ -54,11 +52,9 @@ def merge(base: dict, override: dict) -> None:
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-    os.replace(tmp, path)
+    from drivemetrics._files import atomic_write_bytes
+
+    atomic_write_bytes(path, data)
 
 
 def lane_camera(config: dict) -> LaneCamera:
