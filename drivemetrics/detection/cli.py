@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 #: Stats file suffix of each metric, as the official C++ names them.
@@ -14,15 +12,10 @@ STATS_NAMES = {"2d": "detection", "aos": "orientation", "bev": "detection_ground
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write ``text`` to a temporary file in ``path``'s folder, then rename it over ``path``."""
+    from drivemetrics._files import atomic_write_text
+
+    atomic_write_text(path, text)
 
 
 def format_stats(curves: list[list[float]]) -> str:
@@ -79,6 +72,11 @@ def _kitti_object_eval(args: argparse.Namespace) -> int:
         raise ValueError("--write-stats must not be the --gt or --det folder (the stats would be read as frames)")
     if args.json and Path(args.json).resolve().parent in inputs and Path(args.json).suffix == ".txt":
         raise ValueError("--json must not be a .txt file in the --gt or --det folder")
+    if args.json:
+        from drivemetrics._files import check_output_path
+
+        lists = [args.list] if args.list else []
+        check_output_path(args.json, input_files=lists, input_dirs=[gt_dir, det_dir], option="--json")
     if args.workers < 1:
         raise ValueError(f"--workers must be >= 1, got {args.workers}")
     frames = _read_list(args.list) if args.list else None

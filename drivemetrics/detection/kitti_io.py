@@ -14,8 +14,6 @@ A calibration file holds ``P0`` .. ``P3`` (3 x 4), ``R0_rect`` (3 x 3), ``Tr_vel
 
 from __future__ import annotations
 
-import os
-import tempfile
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -201,15 +199,9 @@ def format_kitti_objects(objects: KittiObjects, decimals: int = 2) -> str:
 
 def _atomic_write(path: Path, text: str) -> None:
     """Write ``text`` to a temporary file in ``path``'s folder, then rename it over ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    from drivemetrics._files import atomic_write_text
+
+    atomic_write_text(path, text)
 
 
 def write_kitti_objects(path: str | Path, objects: KittiObjects, decimals: int = 2) -> None:
