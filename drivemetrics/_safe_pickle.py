@@ -104,15 +104,25 @@ def _size_of_argument(arg: Any) -> int:
         return 2**63
 
 
-def _bounded_builtin(constructor: type, budget: _Budget) -> Any:
-    bytes_per_element = 1 if constructor in (bytes, bytearray) else 8
+class _Bounded:
+    """A builtin constructor whose calls are checked against the budget; replaced by the builtin after loading."""
 
-    def build(*args: Any, **kwargs: Any) -> Any:
+    def __init__(self, constructor: type, budget: _Budget) -> None:
+        self.constructor = constructor
+        self.budget = budget
+        self.bytes_per_element = 1 if constructor in (bytes, bytearray) else 8
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         elements = sum(_size_of_argument(a) for a in (*args, *kwargs.values()))
-        budget.spend(bytes_per_element * elements, f"builtins.{constructor.__name__}(...)")
-        return constructor(*args, **kwargs)
+        self.budget.spend(self.bytes_per_element * elements, f"builtins.{self.constructor.__name__}(...)")
+        return self.constructor(*args, **kwargs)
 
-    return build
+
+def _reconstructor(cls: type, base: Any, state: Any) -> Any:
+    """``copyreg._reconstructor`` with a bounded builtin base given back as the builtin itself."""
+    import copyreg
+
+    return copyreg._reconstructor(cls, base.constructor if isinstance(base, _Bounded) else base, state)
 
 
 def _bounded_array(budget: _Budget) -> Any:
@@ -149,11 +159,11 @@ class _RestrictedUnpickler(pickle.Unpickler):
             value = getattr(builtins, name)
             if name in ("object", "bool", "slice", "range", "float", "complex", "int", "str"):
                 return value  # allocate nothing beyond their (file-bounded) arguments; int/str cap digits
-            return _bounded_builtin(value, self._budget)
+            return _Bounded(value, self._budget)
         if module == "_codecs" and name == "encode":  # protocol 0-2 pickles spell bytes as encode(str, 'latin1')
             return _latin1_encode
         if module in ("copy_reg", "copyreg") and name == "_reconstructor":  # object pickles (Python 2 and 3)
-            return super().find_class("copyreg", "_reconstructor")
+            return _reconstructor
         if module.startswith("numpy.core."):  # numpy < 2 module paths
             module = "numpy._core." + module[len("numpy.core.") :]
         if (module, name) == ("numpy", "ndarray"):
@@ -174,8 +184,23 @@ class _RestrictedUnpickler(pickle.Unpickler):
         )
 
 
-def _check_nesting(obj: Any, limit: int) -> None:
-    """Raise if containers nest deeper than ``limit`` (iterative: a hostile depth cannot overflow the stack)."""
+def _plain(value: Any) -> Any:
+    """A loaded value as a normal object: bounded constructors back to the builtins, checked arrays to ndarrays."""
+    if isinstance(value, _Bounded):
+        return value.constructor
+    if type(value) is _CheckedArray:
+        return value.view(np.ndarray)
+    return value
+
+
+def _finish(obj: Any, limit: int) -> Any:
+    """Check the nesting (iteratively: a hostile depth cannot overflow the stack) and give back plain objects.
+
+    Old networkx pickles store ``dict`` as instance attributes (the dict factories): those must be the builtin again,
+    not the bounded wrapper, so the graphs can be pickled on (process pools) and used as before. Values inside
+    tuples and sets cannot be replaced; a checked array there stays an ndarray subclass.
+    """
+    obj = _plain(obj)
     stack = [(obj, 0)]
     seen: set[int] = set()
     while stack:
@@ -186,14 +211,26 @@ def _check_nesting(obj: Any, limit: int) -> None:
             continue
         if isinstance(item, dict):
             seen.add(id(item))
-            stack.extend((v, depth + 1) for v in item.values())
+            for key, value in item.items():
+                plain = _plain(value)
+                if plain is not value:
+                    item[key] = plain
+                stack.append((plain, depth + 1))
             stack.extend((k, depth + 1) for k in item if isinstance(k, tuple))
-        elif isinstance(item, (list, tuple, set, frozenset)):
+        elif isinstance(item, list):
+            seen.add(id(item))
+            for i, value in enumerate(item):
+                plain = _plain(value)
+                if plain is not value:
+                    item[i] = plain
+                stack.append((plain, depth + 1))
+        elif isinstance(item, (tuple, set, frozenset)):
             seen.add(id(item))
             stack.extend((v, depth + 1) for v in item)
-        elif hasattr(item, "__dict__") and not isinstance(item, (type, np.ndarray)):
+        elif hasattr(item, "__dict__") and not isinstance(item, (type, np.ndarray)) and not callable(item):
             seen.add(id(item))
             stack.append((vars(item), depth + 1))
+    return obj
 
 
 def safe_pickle_load(file: str | Path | BinaryIO, *, encoding: str = "latin1") -> Any:
@@ -220,7 +257,6 @@ def safe_pickle_load(file: str | Path | BinaryIO, *, encoding: str = "latin1") -
     except Exception as err:  # the unpickler raises many types for corrupt data: one documented error
         raise ValueError(f"{name}: truncated or corrupt pickle ({type(err).__name__}: {err})") from None
     try:
-        _check_nesting(obj, MAX_NESTING)
+        return _finish(obj, MAX_NESTING)
     except UnsafePickleError as err:
         raise UnsafePickleError(f"{name}: {err}") from None
-    return obj

@@ -104,3 +104,19 @@ def test_corrupt_pickles_name_the_file(tmp_path):
     path.write_bytes(pickle.dumps({"a": list(range(100))})[:-7])
     with pytest.raises(ValueError, match=r"sub\.pickle: truncated or corrupt pickle"):
         safe_pickle_load(path)
+
+
+def test_loaded_graphs_are_plain_objects_that_pickle_on():
+    """Old networkx pickles store ``dict`` as instance attributes: they come back as ``dict``, not the bounded
+    wrapper, arrays as plain ndarrays, so the loaded graphs can be sent to worker processes."""
+    graph = nx.DiGraph()
+    graph.node_dict_factory = dict  # as networkx 2.x pickled its factories
+    graph.add_node(0, pos=np.array([1.0, 2.0]))
+    graph.add_node(1, pos=np.array([3.0, 2.0]))
+    graph.add_edge(0, 1)
+    loaded = safe_pickle_load(io.BytesIO(pickle.dumps({"a": [graph]}, protocol=2)))
+    g = loaded["a"][0]
+    assert g.node_dict_factory is dict
+    assert type(g.nodes[0]["pos"]) is np.ndarray
+    again = pickle.loads(pickle.dumps(loaded))
+    assert list(again["a"][0].edges) == [(0, 1)]
