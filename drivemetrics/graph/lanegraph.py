@@ -273,6 +273,30 @@ def _balls(graph: csr_matrix, seeds: np.ndarray, radius: float) -> csr_matrix:
     return out
 
 
+class _BoxIndex:
+    """Points sorted by x, for the indices of the points inside an axis-aligned box."""
+
+    def __init__(self, pts: np.ndarray) -> None:
+        self.order = np.argsort(pts[:, 0], kind="stable")
+        self.x = pts[self.order, 0]
+        self.y = pts[self.order, 1]
+
+    def around(self, centres: np.ndarray, margin: float) -> np.ndarray:
+        """Indices (unsorted) of the points inside the bounding box of ``centres`` grown by ``margin`` px."""
+        lo, hi = centres.min(axis=0) - margin, centres.max(axis=0) + margin
+        a = int(np.searchsorted(self.x, lo[0], side="left"))
+        b = int(np.searchsorted(self.x, hi[0], side="right"))
+        y = self.y[a:b]
+        return self.order[a:b][(y >= lo[1]) & (y <= hi[1])]
+
+
+def _ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+    """``concatenate([arange(a, b) for a, b in zip(starts, stops)])`` without a Python loop."""
+    lengths = stops - starts
+    offsets = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
+    return offsets + np.arange(int(lengths.sum()))
+
+
 def _topo_local(
     pred_pts: np.ndarray,
     pred_graph: csr_matrix,
@@ -281,18 +305,28 @@ def _topo_local(
     pairs: tuple[np.ndarray, np.ndarray],
     seeds_pred: np.ndarray,
     seeds_gt: np.ndarray,
-    chunk: int = 32,
+    chunk: int = 64,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Local precision and recall around every seed pair (vectorised over seeds; order of the output arbitrary).
 
-    Seeds are processed in spatially compact groups; for a group, the candidate pairs (kept in global priority
-    order) whose predicted point lies in one of the group's balls are tested against every ball at once, so each
-    seed's local pairs come out already in priority order.
+    Seeds are processed in spatially compact groups. A group works on the part of each graph inside the box around
+    its seeds grown by the radius plus the longest edge: a node closer than the radius in graph distance is closer
+    in Euclidean distance, and so is every path to it, so its distance and its neighbours are the same in that part.
+    The candidate pairs (kept in global priority order) whose points lie in one of the group's balls are tested
+    against every ball at once, so each seed's local pairs come out already in priority order.
     """
     pa, pb = pairs
     # pairs that come first among all pairs at both their ends win in any subset containing them (greedy = locally
     # dominant matching): select them up front, the rounds then run on the rest
     dominant = _first_of_each(pa, len(pred_pts)) & _first_of_each(pb, len(gt_pts))
+    by_pred = np.argsort(pa, kind="stable")  # pair ids grouped by predicted point
+    pair_start = np.searchsorted(pa[by_pred], np.arange(len(pred_pts) + 1))
+    longest = max((float(g.data.max()) if g.nnz else 0.0) for g in (pred_graph, gt_graph))
+    margin = TOPO_RADIUS + longest + 1.0
+    local_p = np.full(len(pred_pts), -1, dtype=np.int64)  # global -> local index of the current group
+    local_g = np.full(len(gt_pts), -1, dtype=np.int64)
+    box_p, box_g = _BoxIndex(pred_pts), _BoxIndex(gt_pts)
+    in_group = np.zeros(len(pa), dtype=bool)  # pairs of the current group
     cell = np.floor(pred_pts[seeds_pred] / TOPO_RADIUS).astype(np.int64)
     order = np.lexsort((cell[:, 0], cell[:, 1]))
     seeds_pred, seeds_gt = seeds_pred[order], seeds_gt[order]
@@ -300,21 +334,30 @@ def _topo_local(
     for lo in range(0, len(seeds_pred), chunk):
         sp, sg = seeds_pred[lo : lo + chunk], seeds_gt[lo : lo + chunk]
         s_n = len(sp)
-        ball_p = _balls(pred_graph, sp, TOPO_RADIUS)
-        ball_g = _balls(gt_graph, sg, TOPO_RADIUS)
+        nodes_p = box_p.around(pred_pts[sp], margin)
+        nodes_g = box_g.around(gt_pts[sg], margin)
+        local_p[nodes_p] = np.arange(len(nodes_p))
+        local_g[nodes_g] = np.arange(len(nodes_g))
+        ball_p = _balls(pred_graph[nodes_p][:, nodes_p], local_p[sp], TOPO_RADIUS)
+        ball_g = _balls(gt_graph[nodes_g][:, nodes_g], local_g[sg], TOPO_RADIUS)
         size_p, size_g = np.diff(ball_p.indptr), np.diff(ball_g.indptr)
-        in_p = np.zeros((s_n, len(pred_pts)), dtype=bool)
+        in_p = np.zeros((s_n, len(nodes_p)), dtype=bool)
         in_p[np.repeat(np.arange(s_n), size_p), ball_p.indices] = True
-        in_g = np.zeros((s_n, len(gt_pts)), dtype=bool)
+        in_g = np.zeros((s_n, len(nodes_g)), dtype=bool)
         in_g[np.repeat(np.arange(s_n), size_g), ball_g.indices] = True
-        rel = np.flatnonzero(in_p.any(axis=0)[pa] & in_g.any(axis=0)[pb])
-        seed_of, r = np.nonzero(in_p[:, pa[rel]] & in_g[:, pb[rel]])  # row-major: per seed, in priority order
+        ids = by_pred[_ranges(pair_start[nodes_p], pair_start[nodes_p + 1])]  # pairs with a local predicted point
+        in_group[ids[local_g[pb[ids]] >= 0]] = True  # ... and a local GT point
+        ids = np.flatnonzero(in_group)  # in priority order
+        in_group[ids] = False
+        la, lb = local_p[pa[ids]], local_g[pb[ids]]
+        rel = np.flatnonzero(in_p.any(axis=0)[la] & in_g.any(axis=0)[lb])
+        seed_of, r = np.nonzero(in_p[:, la[rel]] & in_g[:, lb[rel]])  # row-major: per seed, in priority order
         pair = rel[r]
-        key_a = seed_of * len(pred_pts) + pa[pair]
-        key_b = seed_of * len(gt_pts) + pb[pair]
-        first = dominant[pair]
-        used_a = np.zeros(s_n * len(pred_pts), dtype=bool)
-        used_b = np.zeros(s_n * len(gt_pts), dtype=bool)
+        key_a = seed_of * len(nodes_p) + la[pair]
+        key_b = seed_of * len(nodes_g) + lb[pair]
+        first = dominant[ids[pair]]
+        used_a = np.zeros(s_n * len(nodes_p), dtype=bool)
+        used_b = np.zeros(s_n * len(nodes_g), dtype=bool)
         used_a[key_a[first]] = True
         used_b[key_b[first]] = True
         rest = ~first & ~used_a[key_a] & ~used_b[key_b]
@@ -322,6 +365,8 @@ def _topo_local(
         matched = np.bincount(seed_of[first], minlength=s_n) + np.bincount(seed_of[rest][chosen], minlength=s_n)
         precisions.append(matched / np.maximum(size_p, 1))
         recalls.append(matched / np.maximum(size_g, 1))
+        local_p[nodes_p] = -1
+        local_g[nodes_g] = -1
     if not precisions:
         return np.empty(0), np.empty(0)
     return np.concatenate(precisions), np.concatenate(recalls)

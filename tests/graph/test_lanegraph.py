@@ -221,3 +221,72 @@ def test_bad_input():
         geo_topo(g, g, compat="ulg")
     with pytest.raises(ValueError, match="task"):
         evaluate_lanegraph_pair(g, g, task="planning")
+
+
+def _lane_grid(n: int, spacing: float, jitter: float, seed: int) -> nx.DiGraph:
+    """An ``n x n`` grid of lanes (both directions), node positions jittered, a few edges dropped."""
+    rng = np.random.default_rng(seed)
+    g = nx.DiGraph()
+    for i in range(n):
+        for j in range(n):
+            g.add_node((i, j), pos=np.array([i * spacing, j * spacing]) + rng.normal(0.0, jitter, 2))
+    for i in range(n):
+        for j in range(n):
+            for di, dj in ((1, 0), (0, 1)):
+                if i + di < n and j + dj < n and rng.random() > 0.15:
+                    g.add_edge((i, j), (i + di, j + dj))
+    return g
+
+
+def _topo_by_seed(pred_pts, pred_graph, gt_pts, gt_graph, pa, pb, seeds_pred, seeds_gt):
+    """Per seed, the plain definition: graph-distance balls on the whole graphs (plus one step), the candidate pairs
+    inside both balls in priority order, a sequential greedy matching."""
+    from scipy.sparse.csgraph import dijkstra
+
+    from drivemetrics.graph.lanegraph import TOPO_RADIUS
+
+    def ball(graph, seed):
+        inside = np.flatnonzero(dijkstra(graph, directed=False, indices=seed) < TOPO_RADIUS)
+        ring = graph[inside].indices
+        return np.union1d(inside, ring)
+
+    out = []
+    for sp, sg in zip(seeds_pred, seeds_gt, strict=True):
+        bp, bg = ball(pred_graph, sp), ball(gt_graph, sg)
+        keep = np.isin(pa, bp) & np.isin(pb, bg)
+        used_a, used_b, matched = set(), set(), 0
+        for a, b in zip(pa[keep].tolist(), pb[keep].tolist(), strict=True):
+            if a not in used_a and b not in used_b:
+                used_a.add(a)
+                used_b.add(b)
+                matched += 1
+        out.append((matched / len(bp), matched / len(bg)))
+    return sorted(out)
+
+
+@pytest.mark.parametrize("chunk", [1, 5, 64])
+def test_topo_local_equals_the_per_seed_definition(chunk):
+    """The grouped, box-restricted TOPO kernel gives every seed the values of the plain per-seed definition on
+    graphs much larger than a ball (balls cut by the group's box would change them)."""
+    from drivemetrics.graph.lanegraph import (
+        MATCH_DIST,
+        _candidate_pairs,
+        _length_graph,
+        _resample_lanes,
+        _topo_local,
+        lane_arrays,
+    )
+
+    gt = _lane_grid(8, 150.0, 3.0, seed=0)
+    pred = _lane_grid(8, 150.0, 3.0, seed=1)
+    pred_pts, pred_seg = _resample_lanes(lane_arrays(pred, "preds"))
+    gt_pts, gt_seg = _resample_lanes(lane_arrays(gt, "target"))
+    pa, pb, _ = _candidate_pairs(pred_pts, gt_pts, MATCH_DIST)
+    chosen = np.flatnonzero(greedy_matching(pa, pb))
+    seeds = chosen[np.random.default_rng(2).choice(len(chosen), 40, replace=False)]
+    pred_graph, gt_graph = _length_graph(pred_pts, pred_seg), _length_graph(gt_pts, gt_seg)
+    p, r = _topo_local(pred_pts, pred_graph, gt_pts, gt_graph, (pa, pb), pa[seeds], pb[seeds], chunk=chunk)
+    expected = _topo_by_seed(pred_pts, pred_graph, gt_pts, gt_graph, pa, pb, pa[seeds], pb[seeds])
+    got = sorted(zip(p.tolist(), r.tolist(), strict=True))
+    np.testing.assert_allclose(np.array(got), np.array(expected), rtol=0, atol=1e-12)
+    assert min(e[0] for e in expected) < 0.9  # the grids differ: local precision is not trivially 1
