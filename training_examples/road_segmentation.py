@@ -119,8 +119,8 @@ def kitti_frames(root: str | Path, image_scale: float) -> dict[str, Tensor]:
     :func:`synthetic_frames`, plus ``has_lane`` ``B`` bool (an ``um_lane`` ground truth exists; else ``lane`` is
     empty and that frame's lane is neither trained nor scored)."""
     import numpy as np
-    from PIL import Image
 
+    from drivemetrics._files import load_image
     from drivemetrics.geometry import image_from_road_calib, read_kitti_calib
     from drivemetrics.road.kitti_road import calib_file_for, category_frames, find_layout, gt_masks, read_gt_png
 
@@ -135,7 +135,8 @@ def kitti_frames(root: str | Path, image_scale: float) -> dict[str, Tensor]:
         image_path = layout.root / "image_2" / f"{cat}_{number}.png"
         if not image_path.is_file():
             raise FileNotFoundError(f"camera image missing for {key}: {image_path}")
-        rgb = torch.from_numpy(np.asarray(Image.open(image_path).convert("RGB"))).permute(2, 0, 1).float() / 255
+        pixels = np.array(load_image(image_path, what="camera image").convert("RGB"))  # a writable copy
+        rgb = torch.from_numpy(pixels).permute(2, 0, 1).float() / 255
         h, w = rgb.shape[-2:]
         road, valid = gt_masks(read_gt_png(layout.gt_dir / f"{key}.png"))
         lane_path = layout.gt_dir / f"{cat}_lane_{number}.png"
