@@ -1,8 +1,8 @@
 """Safe file handling shared by every command: outputs never overwrite inputs, writes are atomic, images that do
 not decode name their file.
 
-- :func:`check_output_path` refuses an output that is one of the command's input files or folders (after resolving
-  links), before anything is computed.
+- :func:`check_output_path` refuses an output that is one of the command's input files or folders, or a file inside
+  an input folder named like the files read from it (after resolving links), before anything is computed.
 - :func:`atomic_write_text`, :func:`atomic_write_bytes`, :func:`atomic_open` and :func:`atomic_save_png` write to
   a temporary file in the target folder and rename it into place (``os.replace``), so an interrupted run leaves
   either the old file or the new one, never a truncated file.
@@ -32,12 +32,16 @@ def check_output_path(
     *,
     input_files: Iterable[str | Path] = (),
     input_dirs: Iterable[str | Path] = (),
+    read_suffixes: Iterable[str] | None = None,
     option: str = "output",
 ) -> Path:
-    """``output`` resolved, after checking it is none of ``input_files`` / ``input_dirs`` (links resolved).
+    """``output`` resolved, after checking it is none of the inputs (links resolved).
 
     An output *folder* must not be an input folder; an output *file* must not be an input file, nor an input
-    folder. Raises ``ValueError`` naming ``option`` and the clashing input.
+    folder. An output file inside an input folder (at any depth) must not have a name ending in one of
+    ``read_suffixes`` (the kinds of file the command reads from its folders, e.g. ``(".png", ".txt")``): it could be
+    one of the inputs, or be read as one by the next run. With ``read_suffixes=None`` (kinds unknown) an existing
+    file inside an input folder is refused. Raises ``ValueError`` naming ``option`` and the clashing input.
     """
     out = _resolved(output)
     for path in input_files:
@@ -46,9 +50,24 @@ def check_output_path(
         with contextlib.suppress(OSError):
             if out.exists() and Path(path).exists() and os.path.samefile(out, path):
                 raise ValueError(f"`{option}` {output} is the same file as the input {path}; refusing to overwrite it")
+    suffixes = None if read_suffixes is None else tuple(s.lower() for s in read_suffixes)
     for folder in input_dirs:
-        if folder is not None and _resolved(folder) == out:
+        if folder is None:
+            continue
+        root = _resolved(folder)
+        if root == out:
             raise ValueError(f"`{option}` {output} is the input folder {folder}; choose another folder")
+        if not root.is_dir() or out.is_dir() or not out.is_relative_to(root):
+            continue  # an output folder inside an input folder holds new files only
+        if suffixes is None and out.exists():
+            raise ValueError(
+                f"`{option}` {output} is an existing file inside the input folder {folder}; refusing to overwrite it"
+            )
+        if suffixes is not None and out.name.lower().endswith(suffixes):
+            raise ValueError(
+                f"`{option}` {output} is inside the input folder {folder} and named like the files read from it "
+                f"({', '.join(suffixes)}); write it elsewhere"
+            )
     return out
 
 

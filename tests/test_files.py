@@ -61,3 +61,24 @@ def test_truncated_png_names_the_file(tmp_path):
         load_image(path, what="result PNG")
     with pytest.raises(FileNotFoundError, match="missing"):
         load_image(tmp_path / "missing.png")
+
+
+def test_output_file_inside_an_input_folder(tmp_path):
+    results = tmp_path / "results"
+    (results / "sub").mkdir(parents=True)
+    frame = results / "um_road_000000.png"
+    frame.write_bytes(b"png")
+    # named like the files the command reads: refused, existing or not, at any depth
+    for path in (frame, results / "new.png", results / "sub" / "x.PNG"):
+        with pytest.raises(ValueError, match=r"`--json` .* inside the input folder .* named like the files read"):
+            check_output_path(path, input_dirs=[results], read_suffixes=(".png", ".txt"), option="--json")
+    # another kind of file may be written (and replaced) there
+    (results / "scores.json").write_text("{}")
+    assert check_output_path(results / "scores.json", input_dirs=[results], read_suffixes=(".png",))
+    # kinds unknown: an existing file is refused, a new one allowed
+    with pytest.raises(ValueError, match="existing file inside the input folder"):
+        check_output_path(frame, input_dirs=[results])
+    assert check_output_path(results / "new.json", input_dirs=[results])
+    # an output folder inside an input folder is allowed (it only receives new files)
+    assert check_output_path(results / "sub", input_dirs=[results])
+    assert frame.read_bytes() == b"png"

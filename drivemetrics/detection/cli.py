@@ -70,13 +70,13 @@ def _kitti_object_eval(args: argparse.Namespace) -> int:
     inputs = {gt_dir.resolve(), det_dir.resolve()}
     if args.write_stats and Path(args.write_stats).resolve() in inputs:
         raise ValueError("--write-stats must not be the --gt or --det folder (the stats would be read as frames)")
-    if args.json and Path(args.json).resolve().parent in inputs and Path(args.json).suffix == ".txt":
-        raise ValueError("--json must not be a .txt file in the --gt or --det folder")
     if args.json:
         from drivemetrics._files import check_output_path
 
         lists = [args.list] if args.list else []
-        check_output_path(args.json, input_files=lists, input_dirs=[gt_dir, det_dir], option="--json")
+        check_output_path(
+            args.json, input_files=lists, input_dirs=[gt_dir, det_dir], read_suffixes=(".txt",), option="--json"
+        )
     if args.workers < 1:
         raise ValueError(f"--workers must be >= 1, got {args.workers}")
     frames = _read_list(args.list) if args.list else None

@@ -135,10 +135,13 @@ def apply_settings(options: dict[str, dict], settings: list[str]) -> dict[str, d
 
 def _run_eval(args: argparse.Namespace) -> int:
     from drivemetrics._files import atomic_write_text, check_output_path
-    from drivemetrics.graph.evaluate import evaluate_dataset, find_pairs, format_table
+    from drivemetrics.graph.evaluate import GRAPH_SUFFIXES, evaluate_dataset, find_pairs, format_table
 
     if args.json:
-        check_output_path(args.json, input_files=[args.gt, args.pred], input_dirs=[args.gt, args.pred], option="--json")
+        inputs = [args.gt, args.pred]
+        check_output_path(
+            args.json, input_files=inputs, input_dirs=inputs, read_suffixes=GRAPH_SUFFIXES, option="--json"
+        )
     pairs, orphans = find_pairs(args.gt, args.pred)
     missing = [name for name, _, p in pairs if p is None]
     options = apply_settings(_seeded_options(args.seed), args.set)

@@ -72,7 +72,7 @@ def _culane_eval(args: argparse.Namespace) -> int:
 
     if args.json:
         inputs = [args.pred, args.gt, *(args.list or [])]
-        check_output_path(args.json, input_files=inputs, input_dirs=inputs, option="--json")
+        check_output_path(args.json, input_files=inputs, input_dirs=inputs, read_suffixes=(".txt",), option="--json")
     thresholds = list(IOU_RANGE) if args.iou_range else list(dict.fromkeys(args.iou or [0.5]))
     if args.iou_range and args.iou:
         raise ValueError("give either --iou or --iou-range, not both")

@@ -89,7 +89,9 @@ def run_road_eval(args: argparse.Namespace) -> int:
     from drivemetrics.road.kitti_road import evaluate_results, format_scores_table
 
     if args.json:
-        check_output_path(args.json, input_dirs=[args.data, args.results], option="--json")
+        check_output_path(
+            args.json, input_dirs=[args.data, args.results], read_suffixes=(".png", ".txt"), option="--json"
+        )
     if args.corridor and args.space != "bev":
         raise ValueError("`--corridor` needs `--space bev` (the corridor is fitted in the bird's-eye view)")
     if args.corridor and "um_lane" not in args.categories:

@@ -58,3 +58,14 @@ def test_bad_inputs_exit_2(kitti_dir, tmp_path, capsys):
     (bad / "000000.txt").write_text("Car -1 -1 0.1 1 2 3 4 1 1 1 0 0 5 0\n")  # no score
     assert main(["kitti-object-eval", "--gt", gt, "--det", str(bad)]) == 2
     assert "000000.txt:1: expected 16 columns" in capsys.readouterr().err
+
+
+def test_json_never_over_a_frame_file(kitti_dir, tmp_path, capsys):
+    det = tmp_path / "det"
+    det.mkdir()
+    source = kitti_dir / "det_100" / "000000.txt"
+    (det / "000000.txt").write_bytes(source.read_bytes())
+    args = ["kitti-object-eval", "--gt", str(kitti_dir / "label_2"), "--det", str(det)]
+    assert main([*args, "--json", str(det / "000000.txt")]) == 2
+    assert "named like the files read" in capsys.readouterr().err
+    assert (det / "000000.txt").read_bytes() == source.read_bytes()

@@ -182,3 +182,17 @@ def test_graph_eval_compat_reference_on_vancouver(tmp_path, fixtures_dir):
     default = json.loads(out.read_text())["tiles"]["gt"]
     assert default["graphs"]["gt"] != tile["graphs"]["gt"]
     assert default["ccq"]["quality"] != pytest.approx(ccq["quality"], abs=1e-3)
+
+
+def test_graph_eval_json_never_into_a_graph_folder_as_a_graph(tmp_path, capsys):
+    """Folders of graphs: a --json among them would overwrite a tile (or be read as one by the next run)."""
+    for folder in ("gt", "pred"):
+        (tmp_path / folder).mkdir()
+        write_roadtracer_graph(grid(), tmp_path / folder / "tile.graph")
+    (tmp_path / "pred" / "other.json").write_text('{"type": "FeatureCollection", "features": []}')
+    args = ["graph-eval", "--gt", str(tmp_path / "gt"), "--pred", str(tmp_path / "pred"), "--metrics", "opt_j"]
+    for target in (tmp_path / "pred" / "tile.graph", tmp_path / "pred" / "other.json", tmp_path / "gt" / "s.json"):
+        before = target.read_bytes() if target.exists() else None
+        assert main([*args, "--no-progress", "--json", str(target)]) == 2
+        assert "named like the files read" in capsys.readouterr().err
+        assert (target.read_bytes() if target.exists() else None) == before

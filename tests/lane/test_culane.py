@@ -156,6 +156,12 @@ def test_culane_files_and_cli(tmp_path, capsys):
     assert main([*argv, "--json", str(out)]) == 0
     assert "f1" in capsys.readouterr().out
     assert '"fn": 1' in out.read_text()
+    # --json over a prediction file (or named like one inside an input folder) is refused, the file intact
+    target = tmp_path / "pred" / "d" / "a.lines.txt"
+    before = target.read_bytes()
+    assert main([*argv, "--json", str(target)]) == 2
+    assert "named like the files read" in capsys.readouterr().err
+    assert target.read_bytes() == before
 
 
 def test_culane_reader_errors(tmp_path):

@@ -215,3 +215,18 @@ def test_road_eval_rejects_zero_workers(capsys):
         main(["road-eval", "--data", "d", "--results", "r", "--workers", "0"])
     assert exit_info.value.code == 2
     assert "--workers: must be >= 1, got 0" in capsys.readouterr().err
+
+
+def test_road_eval_json_never_over_a_file_of_the_input_folders(fixtures_dir, baseline_results, capsys):
+    data = str(fixtures_dir / "kitti_road/training")
+    frame = baseline_results / "um_road_000000.png"
+    before = frame.read_bytes()
+    base = ["road-eval", "--data", data, "--results", str(baseline_results), "--crop", "--no-progress"]
+    assert main([*base, "--json", str(frame)]) == 2
+    err = capsys.readouterr().err
+    assert "--json" in err
+    assert "named like the files read" in err
+    assert frame.read_bytes() == before
+    # a JSON file beside the results is fine
+    assert main([*base, "--json", str(baseline_results / "scores.json")]) == 0
+    assert "um_road" in json.loads((baseline_results / "scores.json").read_text())
