@@ -39,3 +39,11 @@ def test_running_command_gets_its_real_parser():
     args = parser.parse_args(["road-eval", "--data", "d", "--results", "r"])
     assert callable(args.func)
     assert args.space == "perspective"
+
+
+def test_demo_out_that_is_a_file_is_one_line_naming_it(tmp_path, capsys):
+    target = tmp_path / "notes.txt"
+    target.write_text("mine")
+    assert main(["demo", "--out", str(target)]) == 2
+    assert "`--out` " in capsys.readouterr().err
+    assert target.read_text() == "mine"

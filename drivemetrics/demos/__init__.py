@@ -28,6 +28,8 @@ def run_demo(
             raise ValueError(f"`only` names unknown demo sections {sorted(unknown)}; known: {', '.join(SECTIONS)}")
         sections = [s for s in SECTIONS if s in only]
     out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"`--out` {out} is a file; the demo writes its figures into a folder")
     out.mkdir(parents=True, exist_ok=True)
     for section in sections:
         start = time.perf_counter()
