@@ -373,10 +373,6 @@ def _lane_fork(x: float, y: float, spread: float, length: float = 60.0) -> nx.Di
     LaneGraphSDA20,
     LaneGraphSDA50,
     LaneGraphIoU,
-    LaneGraphPlanning,
-    LaneGraphMMD,
-    LaneGraphMED,
-    LaneGraphSuccessRate,
 )
 def _lane_graph_case(cls: type[Metric]) -> MetricCase:
     batches = []
@@ -385,4 +381,27 @@ def _lane_graph_case(cls: type[Metric]) -> MetricCase:
         preds = [_lane_fork(128.0 + 3.0 * i, 128.0, 30.0 - 4.0 * i), _lane_fork(100.0, 95.0 + 12 * i, 25.0, 50.0)]
         batches.append(((preds, target), {}))
     # graphs in, per-sample float64 means out: nothing to cast or differentiate
+    return MetricCase({}, batches, None, grad_arg=None, float64_rtol=None)
+
+
+def _lane_chain(n: int, y: float, wiggle: float) -> nx.DiGraph:
+    """A directed chain of ``n`` nodes 3 px apart along x, swaying by ``wiggle`` px (long enough to plan on)."""
+    import numpy as np
+
+    g = nx.DiGraph()
+    for i in range(n):
+        g.add_node(i, pos=np.array([10.0 + 3.0 * i, y + wiggle * np.sin(i / 5.0)]))
+    g.add_edges_from((i, i + 1) for i in range(n - 1))
+    return g
+
+
+@register(LaneGraphPlanning, LaneGraphMMD, LaneGraphMED, LaneGraphSuccessRate)
+def _lane_planning_case(cls: type[Metric]) -> MetricCase:
+    """Chains of >= 60 nodes: planning walks need 50 steps on the GT, so every batch gives finite values (checked
+    in tests/graph/test_lanegraph_metric.py)."""
+    batches = []
+    for i in range(NUM_BATCHES):
+        target = [_lane_chain(75, 100.0, 5.0), _lane_chain(80, 60.0, 0.0)]
+        preds = [_lane_chain(75, 100.0 + 2.0 * i, 5.0 + i), _lane_chain(60 + 10 * i, 62.0, 2.0)]
+        batches.append(((preds, target), {}))
     return MetricCase({}, batches, None, grad_arg=None, float64_rtol=None)

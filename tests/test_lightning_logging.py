@@ -18,7 +18,7 @@ from drivemetrics.lane import (
     culane_f1,
     tusimple_metrics,
 )
-from drivemetrics.road import RoadMaxF, road_pixel_scores
+from drivemetrics.road import RoadAveragePrecision, RoadMaxF, road_pixel_scores
 
 pl = pytest.importorskip("pytorch_lightning")
 pytestmark = pytest.mark.filterwarnings("ignore:.*LeafSpec.*", "ignore:.*does not have many workers.*")
@@ -59,6 +59,7 @@ class LoggingModule(pl.LightningModule):
         self.tusimple = MetricCollection(tusimple, prefix="col/")
         culane = [CULanePrecision(**CULANE), CULaneRecall(**CULANE), CULaneF1Score(**CULANE)]
         self.culane = MetricCollection(culane, prefix="col/")
+        self.road = MetricCollection([RoadMaxF(thresholds=32), RoadAveragePrecision(thresholds=32)], prefix="col/")
 
     def training_step(self, batch, batch_idx):
         loss = (self.weight - 1.0) ** 2
@@ -77,8 +78,10 @@ class LoggingModule(pl.LightningModule):
         self.log("val/culane_f1", self.culane_f1, on_step=False, on_epoch=True)
         self.tusimple.update(tusimple_preds, tusimple_target, h_samples)
         self.culane.update(culane_preds, culane_target)
+        self.road.update(road_preds, road_target)
         self.log_dict(self.tusimple, on_step=False, on_epoch=True)
         self.log_dict(self.culane, on_step=False, on_epoch=True)
+        self.log_dict(self.road, on_step=False, on_epoch=True)
 
     def configure_optimizers(self):
         return torch.optim.SGD(self.parameters(), lr=0.1)
@@ -107,6 +110,8 @@ def test_fit_logs_scalar_metrics_and_collections(tmp_path):
     culane = culane_f1(culane_preds, culane_target, **CULANE)
     expected = {
         "val/maxf": road["MaxF"],
+        "col/RoadMaxF": road["MaxF"],
+        "col/RoadAveragePrecision": road["AvgPrec"],
         "val/tusimple_accuracy": tusimple["accuracy"],
         "val/tusimple_f1": tusimple["f1"],
         "val/culane_f1": culane["f1"],

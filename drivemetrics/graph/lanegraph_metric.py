@@ -22,6 +22,7 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
+from drivemetrics._metric import add_config_state
 from drivemetrics.graph.lanegraph import (
     LANE_METRICS,
     PLANNING_METRICS,
@@ -128,6 +129,9 @@ class LaneGraphMetrics(_PerSampleMean):
             raise ValueError(f"`task` must be 'successor' or 'full', got {task!r}")
         self.task = task
         self.compat = check_compat(compat)
+        # the options change the per-sample values summed in update: differently configured metrics must not share
+        # a MetricCollection compute group (which they would after a first batch scoring the same)
+        add_config_state(self, ("LaneGraphMetrics", task, self.compat))
 
     def _sample(self, pred: nx.DiGraph, gt: nx.DiGraph) -> dict[str, float]:
         return evaluate_lanegraph_pair(pred, gt, self.task, self.compat)
@@ -151,6 +155,7 @@ class LaneGraphPlanning(_PerSampleMean):
         super().__init__(**kwargs)
         self.compat = check_compat(compat)
         self.seed = seed
+        add_config_state(self, ("LaneGraphPlanning", self.compat, seed))
 
     def _sample(self, pred: nx.DiGraph, gt: nx.DiGraph) -> dict[str, float]:
         return planning(pred, gt, self.compat, seed=self.seed)

@@ -178,3 +178,32 @@ def test_no_frames_and_empty_frames_give_zero():
     metric.update([KittiObjects.empty(with_score=True)], [KittiObjects.empty()])
     values = metric.compute()
     assert all(v.item() == 0.0 for v in values.values())
+
+
+def test_a_collection_of_aps_stores_the_frames_once_and_gives_each_its_value(fixtures_dir):
+    """Several KittiObjectAP of one table (different class, metric, difficulty, overlaps: all read at compute time)
+    share one compute group, and each reports its own entry of the functional evaluation."""
+    from torchmetrics import MetricCollection
+
+    gts = _labels(fixtures_dir, 30)
+    dets = _dets(gts)
+    chosen = {
+        "car_3d_moderate": {"cls": "car", "metric": "3d", "difficulty": "moderate"},
+        "pedestrian_bev_hard_r11": {"cls": "pedestrian", "metric": "bev", "difficulty": "hard", "recall_points": 11},
+        "car_2d_easy_loose": {"cls": "car", "metric": "2d", "difficulty": "easy", "overlaps": "loose"},
+    }
+    collection = MetricCollection({k: KittiObjectAP(**v) for k, v in chosen.items()}, compute_groups=True)
+    collection.update(dets[:15], gts[:15])
+    collection.update(dets[15:], gts[15:])
+    values = collection.compute()
+    assert len(collection.compute_groups) == 1
+    strict = evaluate_kitti_objects(gts, dets, only_detected=False)
+    loose = evaluate_kitti_objects(gts, dets, overlaps="loose", only_detected=False)
+    expected = {
+        "car_3d_moderate": strict["car"]["3d"]["moderate"]["AP_R40"],
+        "pedestrian_bev_hard_r11": strict["pedestrian"]["bev"]["hard"]["AP_R11"],
+        "car_2d_easy_loose": loose["car"]["2d"]["easy"]["AP_R40"],
+    }
+    assert len({round(v, 6) for v in expected.values()}) == 3  # three different numbers to tell apart
+    for name, value in expected.items():
+        assert values[name].item() == pytest.approx(value, abs=1e-9), name

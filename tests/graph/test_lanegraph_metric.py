@@ -103,3 +103,38 @@ def test_bad_arguments_and_plot():
     fig, ax = metric.plot()
     assert fig is not None
     assert ax is not None
+
+
+def test_differently_configured_metrics_never_share_a_compute_group():
+    """Both configurations score the first batch alike (1), the second differently (negative coordinates vanish in
+    the reference mode): without the config state a MetricCollection would merge them after the first batch and
+    report one metric's values for both."""
+    from drivemetrics.graph import LaneGraphGeoPrecision
+
+    negative = line(-300.0, -100.0, y=-20.0)
+    collection = MetricCollection(
+        {"default": LaneGraphGeoPrecision(), "reference": LaneGraphGeoPrecision(compat="reference")},
+        compute_groups=True,
+    )
+    collection.update(line(0.0, 200.0), line(0.0, 200.0))
+    collection.update(negative, negative)
+    values = collection.compute()
+    assert len(collection.compute_groups) == 2
+    assert float(values["default"]) == pytest.approx(1.0)
+    assert float(values["reference"]) == pytest.approx(0.5)  # (1 + 0) / 2
+    planning = MetricCollection(
+        {"a": LaneGraphSuccessRate(seed=0), "b": LaneGraphSuccessRate(seed=1)}, compute_groups=True
+    )
+    planning.update(line(0.0, 1000.0), line(0.0, 1000.0))
+    assert len(planning.compute_groups) == 2
+
+
+def test_battery_planning_inputs_give_finite_values():
+    """The metric battery's planning case must exercise real numbers (NaN == NaN would hide any mismatch)."""
+    from tests.metric_inputs import make_case
+
+    case = make_case(LaneGraphPlanning)
+    metric = LaneGraphPlanning()
+    for args, kwargs in case.batches:
+        values = metric(*args, **kwargs)
+        assert all(math.isfinite(float(v)) for v in values.values()), values
