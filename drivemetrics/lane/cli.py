@@ -26,11 +26,8 @@ def _tusimple_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-IOU_RANGE = tuple(round(0.5 + 0.05 * k, 2) for k in range(10))  # mF1: IoU 0.50:0.05:0.95
-
-
 def _category_lists(paths: Sequence[str]) -> dict[str, list[str]]:
-    """``{row name: lane files}`` of list files and folders of list files (CULane ``list/test_split``)."""
+    """``{row name: entries as written}`` of list files and folders of list files (CULane ``list/test_split``)."""
     import re
 
     from drivemetrics.lane.culane import read_culane_list
@@ -52,7 +49,7 @@ def _category_lists(paths: Sequence[str]) -> dict[str, list[str]]:
         name = re.sub(r"^test\d+_", "", path.stem)
         if name in rows:
             raise ValueError(f"--list: two lists give the row name {name!r} ({path})")
-        rows[name] = read_culane_list(path)
+        rows[name] = read_culane_list(path, as_written=True)
     return rows
 
 
@@ -63,7 +60,7 @@ def _f1_label(t: float) -> str:
 def _culane_eval(args: argparse.Namespace) -> int:
     import torch
 
-    from drivemetrics.lane.culane import _threshold_key, evaluate_culane_dirs
+    from drivemetrics.lane.culane import IOU_RANGE, _threshold_key, evaluate_culane_dirs
 
     # a chunk's tensors are small: one thread per process, parallel work through --workers
     torch.set_num_threads(1)
@@ -97,12 +94,14 @@ def _culane_eval(args: argparse.Namespace) -> int:
         categories=categories,
     )
     shown = thresholds if len(thresholds) <= 3 else [t for t in thresholds if t in (0.5, 0.75)]
+    mean_key = "mF1" if "mF1" in result else "mean_f1"  # mF1 only for IoU 0.50:0.05:0.95
+    mean_label = "mF1" if mean_key == "mF1" else "mean F1"
     if table:
         header = f"{'category':<12} {'images':>7} {'TP':>7} {'FP':>7} {'FN':>7} " + " ".join(
             f"{_f1_label(t):>7}" for t in shown
         )
         if len(thresholds) > 1:
-            header += f" {'mF1':>7}"
+            header += f" {mean_label:>7}"
         print(header)
         rows = {**result["categories"], "total": result}
         for name, row in rows.items():
@@ -115,7 +114,7 @@ def _culane_eval(args: argparse.Namespace) -> int:
                 cells = f"{first['tp']:>7} {first['fp']:>7} {first['fn']:>7} " + " ".join(
                     f"{100 * row['by_threshold'][_threshold_key(t)]['f1']:>7.2f}" for t in shown
                 )
-                cells += f" {100 * row['mF1']:>7.2f}" if len(thresholds) > 1 else ""
+                cells += f" {100 * row[mean_key]:>7.2f}" if len(thresholds) > 1 else ""
             print(f"{name:<12} {row['images']:>7} {cells}")
         print("F1 in %; a category without GT lanes (cross) is reported as its FP count")
     else:
@@ -124,8 +123,7 @@ def _culane_eval(args: argparse.Namespace) -> int:
         for t in shown if len(thresholds) > 1 else []:
             print(f"{_f1_label(t):<10} {result['by_threshold'][_threshold_key(t)]['f1']:.6f}")
         if len(thresholds) > 1:
-            label = "mF1" if thresholds == list(IOU_RANGE) else "mean F1"
-            print(f"{label:<10} {result['mF1']:.6f}")
+            print(f"{mean_label:<10} {result[mean_key]:.6f}")
         print(f"TP {result['tp']}  FP {result['fp']}  FN {result['fn']}  images {result['images']}")
     if args.json:
         atomic_write_text(args.json, json.dumps(result, indent=1) + "\n")

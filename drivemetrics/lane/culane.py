@@ -26,7 +26,7 @@ import math
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -39,6 +39,7 @@ from drivemetrics._validation import check_shape, check_tensor
 
 _BIG = 1e9
 COMPAT_MODES = (None, "reference")
+IOU_RANGE = tuple(round(0.5 + 0.05 * k, 2) for k in range(10))  # mF1: mean F1 over IoU 0.50:0.05:0.95
 
 
 class CULaneCounts(NamedTuple):
@@ -629,20 +630,27 @@ def _lane_name(name: str) -> str:
     return name
 
 
-def _frame_key(lane_file: str) -> str:
-    """Frame name as in the list file without extension."""
-    return lane_file[: -len(".lines.txt")]
+def _frame_key(name: str) -> str:
+    """Frame name: the list entry (or relative ``.lines.txt`` path) as spelled, without extension."""
+    name = name.strip()
+    if name.endswith(".lines.txt"):
+        return name[: -len(".lines.txt")]
+    return name[: len(name) - len(PurePosixPath(name).suffix)]
 
 
-def read_culane_list(path: str | Path) -> list[str]:
-    """Relative ``.lines.txt`` paths of a CULane list file (one image per line, first column; blank lines skipped)."""
+def read_culane_list(path: str | Path, as_written: bool = False) -> list[str]:
+    """Relative ``.lines.txt`` paths of a CULane list file (one image per line, first column; blank lines skipped).
+
+    ``as_written``: return the entries as spelled in the file (``/driver_x/y/00000.jpg``); given to
+    :func:`evaluate_culane_dirs`, they name its per-image frames the list's way (``/driver_x/y/00000``).
+    """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"CULane list file not found: {path}")
     names = [line.split()[0] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     if not names:
         raise ValueError(f"{path}: the list names no images")
-    return [_lane_name(n) for n in names]
+    return names if as_written else [_lane_name(n) for n in names]
 
 
 def _map_chunks(fn: Callable[[list[str]], object], chunks: list[list[str]], workers: int) -> Iterator:
@@ -775,19 +783,22 @@ def evaluate_culane_dirs(
 
     Args:
         pred_dir, gt_dir: folders holding ``<name>.lines.txt`` files (sub-folders allowed).
-        names: relative paths of the GT files to score (default: every ``*.lines.txt`` under ``gt_dir``, or the
-            union of ``categories``); a missing prediction file counts as no lanes.
+        names: list entries (``/driver_x/y/00000.jpg``) or relative ``.lines.txt`` paths of the GT files to score
+            (default: every ``*.lines.txt`` under ``gt_dir``, or the union of ``categories``); a missing prediction
+            file counts as no lanes.
         height, width, line_width: as :func:`culane_matches`.
         iou_threshold: one threshold or several (scored in one pass: the matching does not depend on it).
         chunk: frames per batch (bounds memory); workers: processes reading (and in compat mode scoring) files.
         compat: None or ``"reference"`` (the official C++ tool's numbers).
-        per_image: add ``"per_image": {frame: {"tp", "fp", "fn"}}`` at the first threshold.
+        per_image: add ``"per_image": {frame: {"tp", "fp", "fn"}}`` at the first threshold; ``frame`` is the name
+            as given (list entry or path under ``gt_dir``) without extension.
         categories: ``{row name: names}``, e.g. the CULane test splits; each row is scored from the same matches.
 
     Returns:
         ``{"precision", "recall", "f1", "tp", "fp", "fn"}`` at the first threshold, ``"images"``,
-        ``"iou_thresholds"``, ``"by_threshold": {"0.50": {...}, ...}``, ``"mF1"`` (mean F1 over the thresholds)
-        when there are several, ``"dropped_lanes"`` (default mode), and ``"per_image"`` / ``"categories"``.
+        ``"iou_thresholds"``, ``"by_threshold": {"0.50": {...}, ...}``, the mean F1 over the thresholds when there
+        are several (``"mF1"`` for :data:`IOU_RANGE`, else ``"mean_f1"``), ``"dropped_lanes"`` (default mode), and
+        ``"per_image"`` / ``"categories"``.
     """
     thresholds = (
         [float(iou_threshold)] if isinstance(iou_threshold, (int, float)) else [float(t) for t in iou_threshold]
@@ -803,7 +814,11 @@ def evaluate_culane_dirs(
         names = sorted(p.relative_to(gt_dir).as_posix() for p in gt_dir.rglob("*.lines.txt"))
     if not names:
         raise ValueError(f"no `.lines.txt` files to evaluate under {gt_dir}")
-    names = list(dict.fromkeys(_lane_name(n) for n in names))
+    frames: dict[str, str] = {}  # lane file -> frame name as given (the first spelling of a file wins)
+    for n in names:
+        frames.setdefault(_lane_name(n), _frame_key(n))
+    names = list(frames)
+    mean_key = "mF1" if tuple(sorted(thresholds)) == IOU_RANGE else "mean_f1"
     scored = score_culane_dirs(pred_dir, gt_dir, names, height, width, line_width, compat, chunk, workers)
     n_gt, n_pred, matched = scored["n_gt"], scored["n_pred"], scored["matched"]
 
@@ -813,7 +828,7 @@ def evaluate_culane_dirs(
         rows = {_threshold_key(t): _totals(g, p, m, t) for t in thresholds}
         out: dict[str, object] = {"images": len(g), "by_threshold": rows}
         if len(thresholds) > 1:
-            out["mF1"] = float(np.mean([r["f1"] for r in rows.values()]))
+            out[mean_key] = float(np.mean([r["f1"] for r in rows.values()]))
         return out
 
     overall = table()
@@ -836,7 +851,7 @@ def evaluate_culane_dirs(
         result["per_image"] = {}
         for name, g, p, m in zip(names, n_gt, n_pred, matched, strict=True):
             tp = int((m > t0).sum())
-            result["per_image"][_frame_key(name)] = {"tp": tp, "fp": int(p) - tp, "fn": int(g) - tp}
+            result["per_image"][frames[name]] = {"tp": tp, "fp": int(p) - tp, "fn": int(g) - tp}
     return result
 
 

@@ -275,6 +275,11 @@ def test_threshold_sweep_f1_at_50_75_and_mf1(tmp_path, compat):
     assert result["f1"] == pytest.approx(0.75)
     assert result["by_threshold"]["0.75"]["f1"] == pytest.approx(0.5)
     assert result["mF1"] == pytest.approx(18 / 40)
+    assert "mean_f1" not in result
+    # any other set of thresholds: the mean F1 is no mF1 (IoU 0.50:0.05:0.95)
+    two = evaluate_culane_dirs(tmp_path / "pred", tmp_path / "gt", iou_threshold=[0.5, 0.75], compat=compat)
+    assert two["mean_f1"] == pytest.approx((0.75 + 0.5) / 2)
+    assert "mF1" not in two
 
 
 def test_one_point_blank_and_empty_files(tmp_path):
@@ -326,8 +331,9 @@ def test_category_table_cli(tmp_path, capsys):
     (split / "test7_cross.txt").write_text("/d/x1.jpg\n")
     out = tmp_path / "table.json"
     argv = ["culane-eval", "--pred", str(tmp_path / "pred"), "--gt", str(tmp_path / "gt"), "--list", str(split)]
-    assert main([*argv, "--iou", "0.5", "0.75", "--json", str(out)]) == 0
+    assert main([*argv, "--iou", "0.5", "0.75", "--per-image", "--json", str(out)]) == 0
     printed = capsys.readouterr().out.splitlines()
+    assert printed[0].split()[-4:] == ["F1@50", "F1@75", "mean", "F1"]  # not mF1: that is IoU 0.50:0.05:0.95
     rows = {line.split()[0]: line.split()[1:] for line in printed[1:-1]}
     assert rows["normal"] == ["2", "2", "1", "1", "66.67", "66.67", "66.67"]
     assert rows["curve"] == ["1", "1", "0", "0", "100.00", "100.00", "100.00"]
@@ -336,6 +342,13 @@ def test_category_table_cli(tmp_path, capsys):
     result = json.loads(out.read_text())
     assert result["categories"]["cross"]["by_threshold"]["0.50"]["fp"] == 2
     assert result["categories"]["normal"]["images"] == 2
+    assert result["categories"]["normal"]["mean_f1"] == pytest.approx(2 / 3)
+    assert "mF1" not in result
+    assert "mF1" not in result["categories"]["normal"]
+    assert set(result["per_image"]) == {"/d/n1", "/d/n2", "/d/c1", "/d/x1"}  # as in the lists, no extension
+    assert main([*argv, "--iou-range", "--json", str(out)]) == 0
+    assert capsys.readouterr().out.splitlines()[0].split()[-3:] == ["F1@50", "F1@75", "mF1"]
+    assert json.loads(out.read_text())["categories"]["curve"]["mF1"] == pytest.approx(1.0)
     assert result["tp"] == 3
     assert result["images"] == 4
 
@@ -356,6 +369,36 @@ def test_culane_f1_metric_compat_counts_zero_point_lanes():
     assert (int(default.tp), int(default.fp), int(default.fn)) == (1, 0, 0)
     with pytest.raises(ValueError, match="compat"):
         CULaneF1(compat="official")
+
+
+def test_one_line_output_names_the_mean_f1(tmp_path, capsys):
+    from drivemetrics.cli import main
+
+    _write_frames(tmp_path, {"d/a": ([_vertical_lane(400)], [_vertical_lane(404)])})  # IoU 27 / 35 = 0.771
+    argv = ["culane-eval", "--pred", str(tmp_path / "pred"), "--gt", str(tmp_path / "gt")]
+    assert main([*argv, "--iou", "0.5", "0.8"]) == 0
+    printed = capsys.readouterr().out
+    assert "mean F1    0.500000" in printed
+    assert "mF1" not in printed
+    assert main([*argv, "--iou-range"]) == 0
+    assert "mF1        0.600000" in capsys.readouterr().out
+
+
+def test_per_image_frame_names(tmp_path):
+    from drivemetrics.lane.culane import evaluate_culane_dirs, read_culane_list
+
+    frames = {"d/a": ([_vertical_lane(400)], [_vertical_lane(400)]), "d/b": ([_vertical_lane(400)], [])}
+    _write_frames(tmp_path, frames)
+    listing = tmp_path / "list.txt"
+    listing.write_text("/d/a.jpg\nd/b.jpg\n")
+
+    def keys(names: list[str] | None) -> list[str]:
+        return list(evaluate_culane_dirs(tmp_path / "pred", tmp_path / "gt", names, per_image=True)["per_image"])
+
+    assert keys(read_culane_list(listing, as_written=True)) == ["/d/a", "d/b"]  # the list's own spelling
+    assert keys(["/d/a.lines.txt", "/d/a.jpg", "d/b"]) == ["/d/a", "d/b"]  # one frame per file, first spelling
+    assert keys(read_culane_list(listing)) == ["d/a", "d/b"]  # relative .lines.txt paths
+    assert keys(None) == ["d/a", "d/b"]  # folder scan: paths relative to the GT folder
 
 
 @pytest.mark.slow
