@@ -32,6 +32,7 @@ _EXPORTS = {
     "velodyne_to_camera": "drivemetrics.detection.kitti_io",
     "velodyne_to_image": "drivemetrics.detection.kitti_io",
     "write_kitti_object_calib": "drivemetrics.detection.kitti_io",
+    "write_kitti_object_folder": "drivemetrics.detection.kitti_io",
     "write_kitti_objects": "drivemetrics.detection.kitti_io",
 }
 

@@ -3,8 +3,11 @@
 Every function works element-wise on broadcastable batches, so ``f(a[:, None], b[None])`` gives the ``N x M``
 matrix and ``f(a[i], b[j])`` a list of pairs. The rotated footprints are intersected by Sutherland-Hodgman clipping
 of one convex quadrilateral by the other's four edges, in the inputs' dtype (use float64: the official C++ works
-in double precision); the area is exact up to rounding, also for identical, touching, nested and degenerate
-(zero-size) boxes, which the float32 CUDA kernel of the Python ports gets wrong.
+in double precision); the area is exact up to rounding, also for identical, touching and nested boxes, which the
+float32 CUDA kernel of the Python ports gets wrong. A degenerate (zero-area: a point or a segment) footprint
+intersects nothing: its zero-length edges would clip nothing away, so the area is set to 0 (the official C++, with
+boost, gives 0 too); every intersection is also capped at the smaller of the two areas (volumes in 3D), so it is
+symmetric up to rounding and an IoU never exceeds 1.
 
 Box layouts (the label file's fields):
 
@@ -140,7 +143,8 @@ def convex_polygon_intersection_area(poly_a: Tensor, poly_b: Tensor) -> Tensor:
     """Area of the intersection of convex polygons ``... x Ka x 2`` and ``... x Kb x 2`` (both counter-clockwise).
 
     Clips ``poly_a`` by each edge of ``poly_b`` (Sutherland-Hodgman), in the inputs' dtype. Coordinates are taken
-    relative to ``poly_b``'s first vertex to keep the rounding small far from the origin.
+    relative to ``poly_b``'s first vertex to keep the rounding small far from the origin. The result is 0 if either
+    polygon has a non-positive shoelace area, and at most the smaller area.
     """
     shape = _broadcast_shape(tuple(poly_a.shape[:-2]), tuple(poly_b.shape[:-2]))
     a = poly_a.expand(*shape, *poly_a.shape[-2:]).reshape(-1, poly_a.shape[-2], 2)
@@ -149,16 +153,28 @@ def convex_polygon_intersection_area(poly_a: Tensor, poly_b: Tensor) -> Tensor:
         return torch.zeros(shape, dtype=poly_a.dtype, device=poly_a.device)
     origin = b[:, :1, :]
     points, b = a - origin, b - origin
+    # a zero-length edge of poly_b keeps every point: a zero-area poly_b (e.g. a point) would clip nothing away
+    smaller = torch.minimum(polygon_area(points), polygon_area(b))
     count = torch.full((points.shape[0],), points.shape[1], dtype=torch.long, device=points.device)
     for k in range(b.shape[1]):
         points, count = _clip_by_half_plane(points, count, b[:, k], b[:, (k + 1) % b.shape[1]])
-    area = polygon_area(points, count).clamp_min(0)
+    area = _cap(polygon_area(points, count), smaller)
     return area.reshape(shape)
 
 
+def _cap(inter: Tensor, smaller: Tensor) -> Tensor:
+    """``inter`` clamped to ``[0, smaller]``, and 0 where ``smaller`` (the smaller area / volume) is not positive."""
+    capped = torch.minimum(inter.clamp_min(0), smaller)
+    return torch.where(smaller > 0, capped, torch.zeros_like(capped))
+
+
 def bev_intersection_area(boxes_a: Tensor, boxes_b: Tensor) -> Tensor:
-    """Intersection area (m^2) of the rotated footprints of BEV boxes ``... x 5`` and ``... x 5``."""
-    return convex_polygon_intersection_area(bev_box_corners(boxes_a), bev_box_corners(boxes_b))
+    """Intersection area (m^2) of the rotated footprints of BEV boxes ``... x 5`` and ``... x 5``: 0 if either
+    box has ``l * w == 0``, never more than the smaller ``|l * w|``."""
+    inter = convex_polygon_intersection_area(bev_box_corners(boxes_a), bev_box_corners(boxes_b))
+    area_a = (boxes_a[..., 2] * boxes_a[..., 3]).abs()
+    area_b = (boxes_b[..., 2] * boxes_b[..., 3]).abs()
+    return _cap(inter, torch.minimum(area_a, area_b))
 
 
 def bev_overlap(boxes_a: Tensor, boxes_b: Tensor, criterion: int = -1) -> Tensor:
@@ -177,9 +193,9 @@ def box3d_from_bev_area(boxes_a: Tensor, boxes_b: Tensor, bev_inter: Tensor, cri
     height = torch.minimum(boxes_a[..., 1], boxes_b[..., 1]) - torch.maximum(
         boxes_a[..., 1] - boxes_a[..., 3], boxes_b[..., 1] - boxes_b[..., 3]
     )
-    inter = bev_inter * height.clamp_min(0)
     vol_a = boxes_a[..., 3:6].prod(-1).abs()
     vol_b = boxes_b[..., 3:6].prod(-1).abs()
+    inter = _cap(bev_inter * height, torch.minimum(vol_a, vol_b))
     return _ratio(inter, vol_a, vol_b, criterion)
 
 

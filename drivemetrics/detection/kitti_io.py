@@ -38,6 +38,7 @@ __all__ = [
     "velodyne_to_camera",
     "velodyne_to_image",
     "write_kitti_object_calib",
+    "write_kitti_object_folder",
     "write_kitti_objects",
 ]
 
@@ -207,6 +208,35 @@ def _atomic_write(path: Path, text: str) -> None:
 def write_kitti_objects(path: str | Path, objects: KittiObjects, decimals: int = 2) -> None:
     """Write a label or result file atomically (see :func:`format_kitti_objects`)."""
     _atomic_write(Path(path), format_kitti_objects(objects, decimals))
+
+
+def write_kitti_object_folder(folder: str | Path, frames: Mapping[str, KittiObjects], decimals: int = 2) -> None:
+    """Write one ``<frame>.txt`` per frame into ``folder`` (created if missing), each atomically (see
+    :func:`write_kitti_objects`); the inverse of :func:`read_kitti_object_folder`. A frame without objects gives an
+    empty file. Every file is formatted before the first is written, so a bad frame writes nothing.
+
+    Args:
+        folder: the output folder (e.g. a result ``data`` folder).
+        frames: ``{frame: objects}``, frame names without ``.txt``.
+        decimals: see :func:`format_kitti_objects`.
+
+    Raises:
+        ValueError: a frame name that is not a plain file name (empty, ``.``/``..``, a path separator), or an
+            object type that is not one word.
+    """
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"`folder` must be a folder, got the file {folder}")
+    texts: dict[str, str] = {}
+    for name, objects in frames.items():
+        if not isinstance(name, str) or name in ("", ".", "..") or "/" in name or "\\" in name or "\0" in name:
+            raise ValueError(f"`frames` keys must be plain file names without .txt, got {name!r}")
+        try:
+            texts[name] = format_kitti_objects(objects, decimals)
+        except ValueError as err:
+            raise ValueError(f"`frames[{name!r}]`: {err}") from err
+    for name, text in texts.items():
+        _atomic_write(folder / f"{name}.txt", text)
 
 
 def read_kitti_object_folder(

@@ -170,3 +170,78 @@ def test_gradcheck_generic_position():
     boxes_a = _t([[0.0, 0.0, 4.0, 2.0, 0.3]]).requires_grad_()
     boxes_b = _t([[0.7, 0.4, 3.5, 1.8, -0.2]]).requires_grad_()
     assert torch.autograd.gradcheck(bev_overlap, (boxes_a, boxes_b))
+
+
+BOX = [0.0, 0.0, 4.0, 2.0, 0.3]
+DEGENERATE = [
+    [0.0, 0.0, 0.0, 0.0, 0.0],  # a point at the box's centre
+    [0.3, -0.2, 0.0, 0.0, 1.0],  # a point inside, off-centre
+    [0.0, 0.0, 0.0, 2.0, 0.3],  # zero length: a segment across the box
+    [0.0, 0.0, 4.0, 0.0, 0.3],  # zero width: a segment along the box's axis
+    [0.1, 0.2, 0.0, 3.0, 1.1],  # zero length, crossing the box's edges
+]
+
+
+@pytest.mark.parametrize("degenerate", DEGENERATE)
+def test_zero_area_box_intersects_nothing_in_both_orders(degenerate):
+    """A point clipped nothing away: ``(box, point)`` used to give area 8 and BEV IoU ~4.5e15."""
+    box, deg = _t(BOX), _t(degenerate)
+    for a, b in ((box, deg), (deg, box)):
+        assert bev_intersection_area(a, b).item() == 0.0
+        for criterion in (-1, 0, 1):
+            assert bev_overlap(a, b, criterion).item() == 0.0
+    corners_box, corners_deg = bev_box_corners(box), bev_box_corners(deg)
+    assert convex_polygon_intersection_area(corners_box, corners_deg).item() <= 1e-12
+    assert convex_polygon_intersection_area(corners_deg, corners_box).item() <= 1e-12
+    # 3D: x, y, z, h, w, l, ry with the BEV footprint (x, z, l, w, ry)
+    box3 = _t([BOX[0], 1.6, BOX[1], 1.5, BOX[3], BOX[2], BOX[4]])
+    deg3 = _t([degenerate[0], 1.6, degenerate[1], 1.5, degenerate[3], degenerate[2], degenerate[4]])
+    for a, b in ((box3, deg3), (deg3, box3)):
+        for criterion in (-1, 0, 1):
+            assert box3d_overlap(a, b, criterion).item() == 0.0
+
+
+def test_zero_area_boxes_together_give_zero_not_nan():
+    point = _t([0.0, 0.0, 0.0, 0.0, 0.0])
+    segment = _t([0.0, 0.0, 0.0, 2.0, 0.0])
+    for a, b in ((point, point), (segment, segment), (point, segment)):
+        assert bev_overlap(a, b).item() == 0.0
+    flat = _t([0.0, 1.6, 0.0, 0.0, 1.6, 3.9, 0.2])  # zero height: zero volume
+    assert box3d_overlap(flat, flat).item() == 0.0
+    assert box3d_overlap(flat, _t([0.0, 1.6, 0.0, 1.5, 1.6, 3.9, 0.2])).item() == 0.0
+
+
+def _random_boxes(gen: torch.Generator, n: int) -> torch.Tensor:
+    """BEV boxes with centres in [0, 4)^2, sizes in [0, 4) (a quarter of them with l or w exactly 0)."""
+    size = torch.rand(n, 2, generator=gen) * 4
+    size[torch.rand(n, 2, generator=gen) < 0.125] = 0.0
+    centre = torch.rand(n, 2, generator=gen) * 4
+    yaw = (torch.rand(n, 1, generator=gen) - 0.5) * 7
+    return torch.cat([centre, size, yaw], 1).double()
+
+
+def test_random_pairs_are_symmetric_and_bounded_by_the_smaller_area():
+    gen = torch.Generator().manual_seed(1)
+    a, b = _random_boxes(gen, 400), _random_boxes(gen, 400)
+    inter, swapped = bev_intersection_area(a, b), bev_intersection_area(b, a)
+    torch.testing.assert_close(inter, swapped, rtol=0, atol=1e-12)
+    smaller = torch.minimum((a[:, 2] * a[:, 3]).abs(), (b[:, 2] * b[:, 3]).abs())
+    assert (inter <= smaller).all()
+    assert (inter >= 0).all()
+    assert (inter[smaller == 0] == 0).all()
+    assert (smaller == 0).sum() > 40  # both kinds of pair are drawn
+    assert (inter > 0).sum() > 100
+    for criterion in (-1, 0, 1):
+        overlap = bev_overlap(a, b, criterion)
+        assert ((overlap >= 0) & (overlap <= 1)).all()
+        if criterion == -1:
+            torch.testing.assert_close(overlap, bev_overlap(b, a), rtol=0, atol=1e-12)
+    # 3D: random heights and bottoms on top of the BEV footprints
+    h_a, h_b = torch.rand(400, 1, generator=gen).double() * 2, torch.rand(400, 1, generator=gen).double() * 2
+    y_a, y_b = torch.rand(400, 1, generator=gen).double(), torch.rand(400, 1, generator=gen).double()
+    a3 = torch.cat([a[:, :1], y_a, a[:, 1:2], h_a, a[:, 3:4], a[:, 2:3], a[:, 4:]], 1)
+    b3 = torch.cat([b[:, :1], y_b, b[:, 1:2], h_b, b[:, 3:4], b[:, 2:3], b[:, 4:]], 1)
+    iou3 = box3d_overlap(a3, b3)
+    torch.testing.assert_close(iou3, box3d_overlap(b3, a3), rtol=0, atol=1e-12)
+    assert ((iou3 >= 0) & (iou3 <= 1)).all()
+    assert (iou3[smaller == 0] == 0).all()

@@ -163,6 +163,23 @@ def test_aos_skipped_when_an_alpha_is_missing():
     assert math.isclose(aos["curve"][0], 1.0)
 
 
+def test_zero_size_groundtruth_is_not_matched_in_bev_or_3d():
+    """A GT with w = l = 0 under a detection has BEV / 3D IoU 0, as the official C++ (boost) gives; the clipping
+    used to keep the whole detection, a union of rounding size and an IoU ~1e15, so AP depended on rounding."""
+    det = _frame("Car -1 -1 0.1 100 100 200 180 1.5 1.73 4.2 0 1.6 20 0.1 0.9\n", True)
+    sized = _frame("Car 0.00 0 0.1 100 100 200 180 1.5 1.73 4.2 0 1.6 20 0.1\n", False)
+    point = _frame("Car 0.00 0 0.1 100 100 200 180 1.5 0 0 0 1.6 20 0.1\n", False)
+    matched = evaluate_kitti_objects([sized], [det])["car"]
+    result = evaluate_kitti_objects([point], [det])["car"]
+    for diff in DIFFICULTIES:
+        for metric in ("2d", "bev", "3d"):  # n_gt = 1: a match gives R11 100 / 11
+            assert matched[metric][diff]["AP_R11"] == pytest.approx(100 / 11), (metric, diff)
+        assert result["2d"][diff]["AP_R11"] == pytest.approx(100 / 11)  # the 2D boxes still match
+        for metric in ("bev", "3d"):
+            assert result[metric][diff]["AP_R11"] == 0.0, (metric, diff)
+            assert result[metric][diff]["AP_R40"] == 0.0, (metric, diff)
+
+
 def test_bad_inputs():
     gt = _frame("Car 0.00 0 0.1 100 100 200 180 1.5 1.6 3.9 0 1.6 20 0.1\n", False)
     with pytest.raises(ValueError, match="frames"):

@@ -18,6 +18,7 @@ from drivemetrics.detection.kitti_io import (
     velodyne_to_camera,
     velodyne_to_image,
     write_kitti_object_calib,
+    write_kitti_object_folder,
     write_kitti_objects,
 )
 
@@ -85,6 +86,49 @@ def test_folder_reading_and_missing_frames(tmp_path):
         read_kitti_object_folder(tmp_path / "nope")
     with pytest.raises(FileNotFoundError):
         read_kitti_objects(tmp_path / "nope.txt")
+
+
+def _assert_same_frames(got: dict[str, KittiObjects], want: dict[str, KittiObjects]) -> None:
+    assert list(got) == list(want)
+    for name in want:
+        assert got[name].type == want[name].type, name
+        np.testing.assert_array_equal(got[name].to_array(), want[name].to_array(), err_msg=name)
+
+
+@pytest.mark.parametrize("with_score", [False, True])
+def test_folder_round_trip(tmp_path, with_score):
+    source = tmp_path / "source"
+    source.mkdir()
+    (source / "000000.txt").write_text(LABEL)
+    (source / "000001.txt").write_text("")
+    (source / "000007.txt").write_text(LABEL.splitlines()[0] + "\n")
+    first = read_kitti_object_folder(source, with_score=False)
+    if with_score:
+        first = {name: objs.with_score(np.linspace(0.9, 0.1, len(objs))) for name, objs in first.items()}
+    copy = tmp_path / "out" / "data"  # created, parents included
+    write_kitti_object_folder(copy, first)
+    assert sorted(p.name for p in copy.iterdir()) == ["000000.txt", "000001.txt", "000007.txt"]  # no temp file
+    second = read_kitti_object_folder(copy, with_score=with_score)
+    _assert_same_frames(second, first)
+    write_kitti_object_folder(copy, second)  # overwriting gives the same files again
+    _assert_same_frames(read_kitti_object_folder(copy, with_score=with_score), first)
+    if not with_score:
+        assert (copy / "000000.txt").read_text() == format_kitti_objects(parse_kitti_objects(LABEL))
+
+
+def test_folder_writing_errors(tmp_path):
+    objs = parse_kitti_objects(LABEL)
+    for name in ("", "..", "a/b", "a\\b"):
+        with pytest.raises(ValueError, match="`frames` keys"):
+            write_kitti_object_folder(tmp_path / "out", {name: objs})
+    bad = parse_kitti_objects(LABEL)
+    bad.type[1] = "Dont Care"
+    with pytest.raises(ValueError, match=r"frames\['000001'\].*one word"):
+        write_kitti_object_folder(tmp_path / "out", {"000000": objs, "000001": bad})
+    assert not (tmp_path / "out").exists()  # nothing written
+    (tmp_path / "file.txt").write_text("")
+    with pytest.raises(ValueError, match="`folder`"):
+        write_kitti_object_folder(tmp_path / "file.txt", {"000000": objs})
 
 
 def test_empty_frame_shapes():
