@@ -5,7 +5,8 @@ not decode name their file.
   an input folder named like the files read from it (after resolving links), before anything is computed.
 - :func:`atomic_write_text`, :func:`atomic_write_bytes`, :func:`atomic_open` and :func:`atomic_save_png` write to
   a temporary file in the target folder and rename it into place (``os.replace``), so an interrupted run leaves
-  either the old file or the new one, never a truncated file.
+  either the old file or the new one, never a truncated file. The new file keeps the mode of the file it replaces
+  (a new file gets ``0o666`` minus the umask, like a plain ``open``).
 - :func:`load_image` decodes an image with Pillow and turns any decoding failure (truncated file, not an
   image, decompression bomb) into a :class:`ValueError` naming the file.
 """
@@ -14,7 +15,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
+import secrets
+import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -71,6 +73,36 @@ def check_output_path(
     return out
 
 
+def _create_temporary(target: Path) -> tuple[int, str]:
+    """A new, exclusively created temporary file beside ``target``: ``(descriptor, name)``.
+
+    Its mode is the one ``target`` would get from a plain ``open``: the mode of the file it replaces, or for a new
+    file ``0o666`` minus the umask (applied by the kernel at creation, so the process umask is never changed and
+    default ACLs of the folder apply as usual). ``tempfile.mkstemp`` would give ``0o600`` every time.
+    """
+    try:
+        replaced_mode: int | None = stat.S_IMODE(os.stat(target).st_mode)
+    except OSError:
+        replaced_mode = None
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    for _ in range(100):
+        name = str(target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            handle = os.open(name, flags, 0o666)
+        except FileExistsError:
+            continue
+        if replaced_mode is not None:
+            try:
+                os.chmod(handle if os.chmod in os.supports_fd else name, replaced_mode)
+            except BaseException:
+                os.close(handle)
+                with contextlib.suppress(OSError):
+                    os.unlink(name)
+                raise
+        return handle, name
+    raise FileExistsError(f"cannot create a temporary file beside {target}")
+
+
 @contextlib.contextmanager
 def atomic_open(path: str | Path, mode: str = "w", **kwargs: Any) -> Iterator[IO[Any]]:
     """Open a temporary file beside ``path`` for writing; on success it replaces ``path``, on error it is removed.
@@ -81,7 +113,7 @@ def atomic_open(path: str | Path, mode: str = "w", **kwargs: Any) -> Iterator[IO
         raise ValueError(f"`mode` must be 'w' or 'wb', got {mode!r}")
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    handle, tmp_name = _create_temporary(target)
     try:
         with os.fdopen(handle, mode, **kwargs) as stream:
             yield stream

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 
 import pytest
 
@@ -82,3 +83,33 @@ def test_output_file_inside_an_input_folder(tmp_path):
     # an output folder inside an input folder is allowed (it only receives new files)
     assert check_output_path(results / "sub", input_dirs=[results])
     assert frame.read_bytes() == b"png"
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
+@pytest.mark.parametrize("umask", [0o022, 0o002, 0o077])
+def test_atomic_write_gives_a_new_file_the_mode_of_a_plain_open(tmp_path, umask):
+    old = os.umask(umask)
+    try:
+        atomic_write_text(tmp_path / "new.json", "{}")
+        with open(tmp_path / "plain.json", "w") as stream:
+            stream.write("{}")
+    finally:
+        os.umask(old)
+    new_mode = stat.S_IMODE(os.stat(tmp_path / "new.json").st_mode)
+    assert new_mode == 0o666 & ~umask
+    assert new_mode == stat.S_IMODE(os.stat(tmp_path / "plain.json").st_mode)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
+@pytest.mark.parametrize("mode", [0o664, 0o640, 0o755])
+def test_atomic_write_keeps_the_mode_of_the_replaced_file(tmp_path, mode):
+    path = tmp_path / "scores.json"
+    path.write_text("{}")
+    os.chmod(path, mode)
+    atomic_write_text(path, '{"a": 1}')
+    assert json.loads(path.read_text()) == {"a": 1}
+    assert stat.S_IMODE(os.stat(path).st_mode) == mode
+    with atomic_open(path, "wb") as stream:
+        stream.write(b"{}")
+    assert stat.S_IMODE(os.stat(path).st_mode) == mode
+    assert os.listdir(tmp_path) == ["scores.json"]
