@@ -7,6 +7,8 @@ not decode name their file.
   a temporary file in the target folder and rename it into place (``os.replace``), so an interrupted run leaves
   either the old file or the new one, never a truncated file. The new file keeps the mode of the file it replaces
   (a new file gets ``0o666`` minus the umask, like a plain ``open``).
+- :func:`read_text` reads a UTF-8 text file and turns invalid UTF-8 into a :class:`ValueError` naming the file,
+  line and byte offset.
 - :func:`load_image` decodes an image with Pillow and turns any decoding failure (truncated file, not an
   image, decompression bomb) into a :class:`ValueError` naming the file.
 """
@@ -151,6 +153,30 @@ def atomic_save_figure(fig: Any, path: str | Path, **kwargs: Any) -> None:
     fmt = Path(path).suffix.lstrip(".") or "png"
     with atomic_open(path, "wb") as stream:
         fig.savefig(stream, format=fmt, **kwargs)
+
+
+def read_text(path: str | Path, *, what: str = "file") -> str:
+    """The UTF-8 text of ``path``, newlines translated to ``"\\n"`` as a text-mode ``open`` does.
+
+    Invalid UTF-8 raises ``ValueError`` naming the file, the line and the byte offset (a ``UnicodeDecodeError``
+    alone names neither). A missing file raises ``FileNotFoundError`` naming ``what`` and the file.
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{what} not found: {path}") from None
+    except IsADirectoryError:
+        raise ValueError(f"{path}: is a folder, expected a {what}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise ValueError(
+            f"{path}:{line}: not valid UTF-8 (byte 0x{data[err.start]:02x} at offset {err.start}: {err.reason}); "
+            f"expected a UTF-8 {what}"
+        ) from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")  # universal newlines, as ``open(path)`` reads them
 
 
 def load_image(path: str | Path, *, what: str = "image") -> Any:

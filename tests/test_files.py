@@ -8,7 +8,7 @@ import stat
 
 import pytest
 
-from drivemetrics._files import atomic_open, atomic_write_text, check_output_path, load_image
+from drivemetrics._files import atomic_open, atomic_write_text, check_output_path, load_image, read_text
 
 
 def test_output_equal_to_an_input_file_is_refused(tmp_path):
@@ -113,3 +113,66 @@ def test_atomic_write_keeps_the_mode_of_the_replaced_file(tmp_path, mode):
         stream.write(b"{}")
     assert stat.S_IMODE(os.stat(path).st_mode) == mode
     assert os.listdir(tmp_path) == ["scores.json"]
+
+
+def _read_detection_list(path):
+    from drivemetrics.detection.cli import _read_list
+
+    return _read_list(str(path))
+
+
+def _reader(module: str, name: str, **kwargs):
+    def read(path):
+        import importlib
+
+        return getattr(importlib.import_module(module), name)(path, **kwargs)
+
+    return read
+
+
+@pytest.mark.parametrize(
+    ("read", "good"),
+    [
+        (_reader("drivemetrics.lane.tusimple", "read_tusimple_json"), '{"raw_file": "a.jpg", "lanes": []}\n'),
+        (_reader("drivemetrics.lane.culane", "read_culane_list"), "/driver_1/a/00000.jpg\n"),
+        (_reader("drivemetrics.lane.culane", "read_culane_lines"), "100 580 120 560\n"),
+        (_reader("drivemetrics.lane.culane_official", "read_culane_file"), "100 580 120 560\n"),
+        (_reader("drivemetrics.graph.io", "read_roadtracer_graph"), "0 0\n1 1\n\n0 1\n"),
+        (_reader("drivemetrics.graph.io", "read_geojson"), '{"type": "FeatureCollection", "features": []}'),
+        (_reader("drivemetrics.geometry.calib", "read_kitti_calib", required=("P0",)), "P0: 1 0 0 0 0 1 0 0 0 0 1 0\n"),
+        (_reader("drivemetrics.detection.kitti_io", "read_kitti_objects"), ""),
+        (_reader("drivemetrics.detection.kitti_io", "read_kitti_object_calib"), "P0: 1 0 0 0 0 1 0 0 0 0 1 0\n"),
+        (_read_detection_list, "000000\n"),
+    ],
+    ids=[
+        "tusimple",
+        "culane-list",
+        "culane-lines",
+        "culane-file",
+        "roadtracer",
+        "geojson",
+        "calib",
+        "kitti-objects",
+        "kitti-object-calib",
+        "detection-list",
+    ],
+)
+def test_invalid_utf8_names_the_file_line_and_offset(tmp_path, read, good):
+    path = tmp_path / "input.txt"
+    path.write_bytes(good.encode() + b"\xff\xfe junk\n")
+    with pytest.raises(ValueError, match="not valid UTF-8") as info:
+        read(path)
+    message = str(info.value)
+    assert not isinstance(info.value, UnicodeDecodeError)
+    line = good.count("\n") + 1
+    assert message.startswith(f"{path}:{line}: ")
+    assert f"offset {len(good.encode())}" in message
+    assert "0xff" in message
+
+
+def test_read_text_translates_newlines_like_open(tmp_path):
+    path = tmp_path / "a.txt"
+    path.write_bytes("é\r\nb\rc\n".encode())
+    assert read_text(path) == "é\nb\nc\n"
+    with pytest.raises(FileNotFoundError, match="list file not found"):
+        read_text(tmp_path / "missing.txt", what="list file")

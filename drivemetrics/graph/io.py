@@ -18,6 +18,7 @@ classes) raises :class:`UnsafePickleError` before it can run.
 
 from __future__ import annotations
 
+import io
 import json
 import math
 from collections.abc import Iterable
@@ -27,7 +28,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from drivemetrics._files import atomic_write_text
+from drivemetrics._files import atomic_write_text, read_text
 from drivemetrics._safe_pickle import UnsafePickleError, safe_pickle_load
 
 __all__ = [
@@ -80,24 +81,23 @@ def read_roadtracer_graph(path: str | Path) -> nx.Graph:
     positions: list[tuple[float, float]] = []
     edges: list[tuple[int, int]] = []
     in_edges = False
-    with open(path, encoding="utf-8") as handle:
-        for number, raw in enumerate(handle, start=1):
-            line = raw.strip()
-            if not line:
-                in_edges = True
-                continue
-            parts = line.split()
-            where = f"{path}:{number}"
-            if len(parts) != 2:
-                raise ValueError(f"{where}: expected two numbers per line, got {line!r}")
-            try:
-                if in_edges:
-                    edges.append((int(parts[0]), int(parts[1])))
-                else:
-                    positions.append(_check_xy(float(parts[0]), float(parts[1]), where))
-            except ValueError as err:
-                kind = "two integer node indices" if in_edges else "two coordinates"
-                raise ValueError(f"{where}: expected {kind}, got {line!r} ({err})") from None
+    for number, raw in enumerate(io.StringIO(read_text(path, what="graph text file")), start=1):
+        line = raw.strip()
+        if not line:
+            in_edges = True
+            continue
+        parts = line.split()
+        where = f"{path}:{number}"
+        if len(parts) != 2:
+            raise ValueError(f"{where}: expected two numbers per line, got {line!r}")
+        try:
+            if in_edges:
+                edges.append((int(parts[0]), int(parts[1])))
+            else:
+                positions.append(_check_xy(float(parts[0]), float(parts[1]), where))
+        except ValueError as err:
+            kind = "two integer node indices" if in_edges else "two coordinates"
+            raise ValueError(f"{where}: expected {kind}, got {line!r} ({err})") from None
     return from_edges(np.asarray(positions, dtype=np.float64).reshape(-1, 2), edges)
 
 
@@ -140,7 +140,7 @@ def read_geojson(path: str | Path, *, coordinates: str = "metres") -> nx.Graph:
         raise ValueError(f"`coordinates` must be 'metres' or 'raw', got {coordinates!r}")
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_text(path, what="GeoJSON file"))
     except json.JSONDecodeError as err:
         raise ValueError(f"{path}: not valid JSON ({err})") from None
     features = data.get("features") if isinstance(data, dict) else None
