@@ -220,6 +220,7 @@ def _run_lanegraph(args: argparse.Namespace) -> int:
     from drivemetrics._files import check_output_path
     from drivemetrics.graph.lanegraph_eval import (
         evaluate_submission,
+        figure_path,
         format_tables,
         load_lanegraph_pickle,
         plot_sample,
@@ -234,6 +235,13 @@ def _run_lanegraph(args: argparse.Namespace) -> int:
         check_output_path(args.figures, input_files=inputs, option="--figures")
     gt_data = load_lanegraph_pickle(args.gt, "`--gt` annotations")
     pred_data = load_lanegraph_pickle(args.pred, "`--pred` submission")
+    figures: list[tuple[Path, object, object, object]] = []  # (path, sample id, GT, prediction)
+    if args.figures:  # every figure path checked before any computing
+        for city, splits in gt_data.items():
+            preds = (pred_data.get(city) or {}).get(args.split) or {}
+            for sample_id, gt in (splits.get(args.split) or {}).items():
+                if sample_id in preds:
+                    figures.append((figure_path(args.figures, sample_id), sample_id, gt, preds[sample_id]))
     result = evaluate_submission(
         gt_data,
         pred_data,
@@ -252,12 +260,8 @@ def _run_lanegraph(args: argparse.Namespace) -> int:
         write_json(result, args.json, inputs)
         print(f"wrote {args.json}")
     if args.figures:
-        out = Path(args.figures)
-        for city, splits in gt_data.items():
-            preds = (pred_data.get(city) or {}).get(args.split) or {}
-            for sample_id, gt in (splits.get(args.split) or {}).items():
-                if sample_id in preds:
-                    g, p = prepare_sample(gt, preds[sample_id], sample_id, args.task)
-                    plot_sample(g, p, out / f"{sample_id}.png", title=sample_id)
-        print(f"wrote figures to {out}")
+        for path, sample_id, gt, pred in figures:
+            g, p = prepare_sample(gt, pred, sample_id, args.task)
+            plot_sample(g, p, path, title=str(sample_id))
+        print(f"wrote figures to {args.figures}")
     return 0

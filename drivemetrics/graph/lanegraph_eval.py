@@ -269,6 +269,25 @@ def format_tables(result: dict[str, Any]) -> str:
     return "\n".join(rows)
 
 
+def figure_path(folder: str | Path, sample_id: object) -> Path:
+    """``folder / f"{sample_id}.png"``, refusing a sample id that would leave ``folder``.
+
+    Sample ids come from the submission pickle: an id holding a path separator, a NUL, or ``..`` (``../../x``)
+    raises ``ValueError`` rather than writing outside the figures folder.
+    """
+    name = str(sample_id)
+    if not name or "\0" in name or "/" in name or "\\" in name or name.startswith("..") or name in (".", ".."):
+        raise ValueError(
+            f"sample id {short_repr(sample_id)} cannot name a figure file (path separators or '..'); "
+            "rename the sample or leave out --figures"
+        )
+    folder = Path(folder)
+    path = folder / f"{name}.png"
+    if path.resolve().parent != folder.resolve():
+        raise ValueError(f"sample id {short_repr(sample_id)}: the figure would leave the folder {folder}")
+    return path
+
+
 def plot_sample(gt: nx.DiGraph, pred: nx.DiGraph, path: str | Path, title: str = "") -> None:
     """PNG of a sample: GT (green) and prediction (red) overlaid, matched split points (SDA@20) marked."""
     import matplotlib
