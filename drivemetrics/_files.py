@@ -3,6 +3,7 @@ not decode name their file.
 
 - :func:`check_output_path` refuses an output that is one of the command's input files or folders, or a file inside
   an input folder named like the files read from it (after resolving links), before anything is computed.
+- :class:`InputFiles` checks each output file, just before it is written, against the input files (links resolved).
 - :func:`atomic_write_text`, :func:`atomic_write_bytes`, :func:`atomic_open` and :func:`atomic_save_png` write to
   a temporary file in the target folder and rename it into place (``os.replace``), so an interrupted run leaves
   either the old file or the new one, never a truncated file. The new file keeps the mode of the file it replaces
@@ -103,6 +104,35 @@ def _create_temporary(target: Path) -> tuple[int, str]:
                 raise
         return handle, name
     raise FileExistsError(f"cannot create a temporary file beside {target}")
+
+
+class InputFiles:
+    """The identities of a command's input files (resolved paths and device / inode numbers), to check each output
+    against just before it is written: a link inside the output folder pointing at an input (``out/a.png ->
+    ../in/a.png``), or an input that is a link to an output-to-be, is caught whatever the folders look like.
+    """
+
+    def __init__(self, paths: Iterable[str | Path] = ()) -> None:
+        self._paths: dict[Path, Path] = {}
+        self._inodes: dict[tuple[int, int], Path] = {}
+        for path in paths:
+            self.add(path)
+
+    def add(self, path: str | Path) -> None:
+        self._paths.setdefault(_resolved(path), Path(path))
+        with contextlib.suppress(OSError):
+            st = os.stat(path)
+            self._inodes.setdefault((st.st_dev, st.st_ino), Path(path))
+
+    def check(self, output: str | Path, option: str = "output") -> None:
+        """Raise ``ValueError`` when ``output`` (links resolved) is one of the input files."""
+        clash = self._paths.get(_resolved(output))
+        if clash is None:
+            with contextlib.suppress(OSError):
+                st = os.stat(output)
+                clash = self._inodes.get((st.st_dev, st.st_ino))
+        if clash is not None:
+            raise ValueError(f"{option} {output} is the input file {clash} (through a link); refusing to overwrite it")
 
 
 @contextlib.contextmanager
