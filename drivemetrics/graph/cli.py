@@ -167,6 +167,7 @@ def _run_eval(args: argparse.Namespace) -> int:
 
 
 def _run_sensitivity(args: argparse.Namespace) -> int:
+    from drivemetrics._files import check_output_path
     from drivemetrics.graph.geometry import crop, graph_arrays
     from drivemetrics.graph.io import read_graph
     from drivemetrics.graph.sensitivity import (
@@ -182,6 +183,12 @@ def _run_sensitivity(args: argparse.Namespace) -> int:
         k_max, k_step, side, samples = 4, 2, 1024.0, 50
     if k_max < 1 or k_step < 1:
         raise ValueError(f"`--k-max` and `--k-step` must be >= 1, got {k_max} and {k_step}")
+    # every output checked before any computing
+    out = check_output_path(args.out, input_files=[args.gt], option="--out")
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"`--out` {args.out} is a file; graph-sensitivity writes into a folder")
+    for name in ("sensitivity.csv", "sensitivity.png"):
+        check_output_path(out / name, input_files=[args.gt], option="--out")
     gt = read_graph(args.gt)
     if side > 0:
         pos = graph_arrays(gt).pos
@@ -203,9 +210,6 @@ def _run_sensitivity(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         compat=args.compat,
     )
-    from drivemetrics._files import check_output_path
-
-    out = check_output_path(args.out, input_files=[args.gt], option="--out")
     out.mkdir(parents=True, exist_ok=True)
     write_csv(rows, out / "sensitivity.csv")
     plot_sensitivity(rows, out / "sensitivity.png")
