@@ -176,3 +176,26 @@ def test_read_text_translates_newlines_like_open(tmp_path):
     assert read_text(path) == "é\nb\nc\n"
     with pytest.raises(FileNotFoundError, match="list file not found"):
         read_text(tmp_path / "missing.txt", what="list file")
+
+
+def test_every_file_written_by_the_package_goes_through_the_atomic_writers():
+    """No module but ``_files.py`` writes a file itself (``savefig(path)``, ``Image.save``, ``write_text``, ...)."""
+    import ast
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parents[1] / "drivemetrics"
+    writers = {"savefig", "save", "write_text", "write_bytes", "imwrite", "dump"}
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        if path.name == "_files.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in writers:
+                found.append(f"{path.relative_to(package)}:{node.lineno} .{node.func.attr}(")
+            if (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", getattr(node.func, "attr", None)) == "open"
+                and any(isinstance(a, ast.Constant) and str(a.value)[:1] in "wax" for a in node.args[1:2])
+            ):
+                found.append(f"{path.relative_to(package)}:{node.lineno} open(..., write mode)")
+    assert found == []
