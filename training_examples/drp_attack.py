@@ -198,7 +198,12 @@ def save_fig(fig, path: Path) -> None:
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, default=ROOT / "configs" / "drp_attack.yaml")
-    parser.add_argument("--quick", action="store_true", help="few clips and iterations (about a minute on a CPU)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="few clips and iterations: 20-40 s on a busy 2-core CPU with the detectors cached in --out, "
+        "training them adds about 15 s",
+    )
     parser.add_argument("--json", type=Path, default=None, help="write the results as JSON to this path")
     parser.add_argument("--out", type=Path, default=ROOT / "examples_out" / "drp_attack", help="figures + detectors")
     parser.add_argument("--retrain", action="store_true", help="train the detectors even if saved ones exist")
