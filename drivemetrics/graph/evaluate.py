@@ -195,6 +195,8 @@ def crop_protocol(
     With a ``window = (xmin, ymin, xmax, ymax)``: crop to it, then shift it to the origin; with ``border > 0``, then
     crop ``[border, width - border) x [border, height - border)`` of the shifted tile. Without a window, ``border``
     shrinks ``extent`` (the GT's bounding box) in place. ``compat`` chooses the crop rules (see :func:`crop`).
+    With a window, the result's graph attribute ``"tile"`` is the shifted window ``(0, 0, width, height)`` (the
+    released CCQ canvas, used by ``ccq_graph(compat="reference")``).
     """
     if window is not None:
         xmin, ymin, xmax, ymax = window
@@ -204,6 +206,8 @@ def crop_protocol(
         if extent is None:
             raise ValueError("`border` without `window` needs the `extent` to shrink")
         graph = crop(graph, *extent, border=border, compat=compat)
+    if window is not None:
+        graph.graph["tile"] = (0.0, 0.0, float(window[2] - window[0]), float(window[3] - window[1]))
     return graph
 
 
