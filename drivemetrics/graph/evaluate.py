@@ -11,7 +11,8 @@
 - APLS: mean of the per-tile APLS and one-way scores (SpaceNet's protocol).
 
 ``compat="reference"`` passes ``compat="reference"`` to every metric that has it (OPT-J, OPT-P, OPT-G, TLTS, CCQ)
-and crops with the released ``crop_graph`` rules, so the numbers are those of ``lcit/metrics_delin``.
+and crops with the released ``crop_graph`` rules, so the numbers are those of ``lcit/metrics_delin``. APLS, JUNCT
+and SUBG have no compat mode (:func:`metrics_without_compat`) and are scored in the default mode.
 """
 
 from __future__ import annotations
@@ -69,6 +70,11 @@ def check_metric_names(names: Iterable[str]) -> list[str]:
     if unknown:
         raise ValueError(f"unknown metric(s) {unknown}; choose from {sorted(METRICS)}")
     return names
+
+
+def metrics_without_compat(names: Iterable[str]) -> list[str]:
+    """The metrics among ``names`` whose functional has no ``compat`` mode (scored in the default mode)."""
+    return [name for name in check_metric_names(names) if "compat" not in inspect.signature(METRICS[name]).parameters]
 
 
 def evaluate_pair(
