@@ -36,14 +36,23 @@ def test_drp_attack_quick(tmp_path):
     assert set(report["families"]) == {"segmentation", "rowwise", "polynomial", "anchor"}
     keys = {"benign_max_deviation_m", "attacked_max_deviation_m", "zero_budget_max_deviation_m", "success_rate"}
     for family, row in report["families"].items():
+        clips = row.pop("clips")
         assert set(row) == keys, family
         assert _finite(row), family
         assert row["zero_budget_max_deviation_m"] == pytest.approx(row["benign_max_deviation_m"], abs=1e-9), family
         assert 0 <= row["success_rate"] <= 1, family
+        # per clip: the means above are their means
+        assert [c["clip"] for c in clips] == list(range(len(clips)))
+        mean = sum(c["attacked_max_deviation_m"] for c in clips) / len(clips)
+        assert mean == pytest.approx(row["attacked_max_deviation_m"], rel=1e-9), family
+        assert sum(c["success"] for c in clips) / len(clips) == pytest.approx(row["success_rate"]), family
     assert math.isfinite(report["iterations_per_s"])
     assert report["iterations_per_s"] > 0
     assert len(list((tmp_path / "out" / "detectors").glob("*.pt"))) == 4  # the cache of trained detectors
-    assert not list((tmp_path / "out").glob("*.png"))  # --no-figures
+    # --no-figures: only the raw patch textures, one per family
+    assert sorted(p.name for p in (tmp_path / "out").glob("*.png")) == sorted(
+        f"patch_texture_{family}.png" for family in report["families"]
+    )
 
 
 @pytest.mark.slow
