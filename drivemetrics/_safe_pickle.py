@@ -1,13 +1,24 @@
 """A restricted, bounded unpickler for graph and array pickles (road graphs, lane graphs, Sat2Graph dicts).
 
-Only an allow-list of globals resolves (networkx graph classes, numpy arrays / dtypes / scalars, builtin
-containers and numbers). Every callable that can allocate is wrapped so that its arguments are checked against
-an allocation budget *before* it runs: ``bytearray(3_000_000_000)`` or ``list(range(10**10))`` fail at once.
-The budget is proportional to the file size (a pickle's own data is bounded by its size; only calls amplify).
-Arrays are rebuilt through :class:`_CheckedArray`, whose ``__setstate__`` checks the shape against the data and
-refuses object arrays (numpy can crash on inconsistent object-array states). After loading, a nesting limit is
-checked. Any failure is an :class:`UnsafePickleError` (refused content) or a :class:`ValueError` naming the file
-(truncated or corrupt pickle).
+A subclass of the pure-Python unpickler, so that every opcode that builds, calls or sets state is checked before
+it runs:
+
+* only an allow-list of globals resolves (networkx graph classes, numpy arrays / dtypes / scalars, builtin
+  containers and numbers), and only those globals are ever called;
+* calls are checked by what is called: a builtin constructor against an allocation budget (``bytearray(3e9)``,
+  ``list(range(10**10))`` fail at once), ``str`` only on text, networkx classes only without arguments (pickles
+  create graphs with ``cls.__new__`` and set their state), ``numpy.dtype`` always as a new dtype;
+* every container built (tuples, lists, dicts, sets, their appends / setitems / additems, call arguments and
+  results) is charged with its *expanded* size, shared references counted once per reference, against the same
+  budget: nested shared tuples ``(t, t)``, whose hash or repr costs double per level, fail before they are hashed;
+  the nesting height is tracked the same way;
+* BUILD (setting an object's state) is allowed only on an array, dtype or networkx object created by this load,
+  never on a class, a function or a shared object; array states are checked against their data (object arrays
+  refused) before numpy sees them.
+
+The budget is ``64 MiB + 64 x the file size`` (a pickle's own data is bounded by its size; only calls and shared
+references amplify). Any failure is an :class:`UnsafePickleError` (refused content) or a :class:`ValueError` naming
+the file (truncated or corrupt pickle).
 """
 
 from __future__ import annotations
@@ -16,6 +27,7 @@ import builtins
 import io
 import math
 import pickle
+import struct
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -26,6 +38,8 @@ BASE_BUDGET_BYTES = 64 * 2**20
 BYTES_PER_FILE_BYTE = 64
 #: Deepest nesting of containers accepted in a loaded pickle.
 MAX_NESTING = 200
+#: Bytes charged per element of a container (a reference).
+_ELEMENT_BYTES = 8
 
 
 class UnsafePickleError(pickle.UnpicklingError, ValueError):
@@ -49,6 +63,8 @@ _ALLOWED_BUILTINS = {
     "range",
     "object",
 }
+#: Builtin constructors whose calls allocate in proportion to their arguments, and the bytes per element.
+_BOUNDED_CONSTRUCTORS = {dict: 8, list: 8, tuple: 8, set: 8, frozenset: 8, bytes: 1, bytearray: 1}
 _NETWORKX_MODULES = {
     "networkx.classes.graph",
     "networkx.classes.digraph",
@@ -59,26 +75,11 @@ _NETWORKX_MODULES = {
 }
 
 
-class _CheckedArray(np.ndarray):
-    """An ndarray rebuilt from a pickle: its state is checked before numpy sees it."""
-
-    def __setstate__(self, state: Any) -> None:
-        if not isinstance(state, tuple) or len(state) not in (4, 5):
-            raise UnsafePickleError("array state is not a (version, shape, dtype, fortran, data) tuple")
-        shape, dtype, data = state[-4], state[-3], state[-1]
-        if not isinstance(dtype, np.dtype) or dtype.hasobject:
-            raise UnsafePickleError("refusing an object (or non-dtype) array in a pickle")
-        if not isinstance(shape, tuple) or not all(isinstance(n, int) and n >= 0 for n in shape):
-            raise UnsafePickleError(f"array shape {shape!r} is not a tuple of non-negative integers")
-        if not isinstance(data, (bytes, bytearray)) or len(data) != math.prod(shape) * dtype.itemsize:
-            raise UnsafePickleError("array data does not match its shape and dtype")
-        super().__setstate__(state)
-
-
 class _Budget:
-    """Bytes that calls made by one pickle may still allocate."""
+    """Bytes that one pickle may still make the loader allocate (calls, and containers at their expanded size)."""
 
     def __init__(self, total: int) -> None:
+        self.total = total
         self.left = total
 
     def spend(self, nbytes: int, what: str) -> None:
@@ -104,37 +105,15 @@ def _size_of_argument(arg: Any) -> int:
         return 2**63
 
 
-class _Bounded:
-    """A builtin constructor whose calls are checked against the budget; replaced by the builtin after loading."""
-
-    def __init__(self, constructor: type, budget: _Budget) -> None:
-        self.constructor = constructor
-        self.budget = budget
-        self.bytes_per_element = 1 if constructor in (bytes, bytearray) else 8
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        elements = sum(_size_of_argument(a) for a in (*args, *kwargs.values()))
-        self.budget.spend(self.bytes_per_element * elements, f"builtins.{self.constructor.__name__}(...)")
-        return self.constructor(*args, **kwargs)
+def _is_graph_class(cls: Any) -> bool:
+    return isinstance(cls, type) and cls.__module__ in _NETWORKX_MODULES
 
 
-def _reconstructor(cls: type, base: Any, state: Any) -> Any:
-    """``copyreg._reconstructor`` with a bounded builtin base given back as the builtin itself."""
-    import copyreg
-
-    return copyreg._reconstructor(cls, base.constructor if isinstance(base, _Bounded) else base, state)
-
-
-def _bounded_array(budget: _Budget) -> Any:
-    def reconstruct(cls: Any, shape: Any, dtype: Any) -> np.ndarray:
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
-        if not all(isinstance(n, int) and n >= 0 for n in shape):
-            raise UnsafePickleError(f"array shape {shape!r} is not a tuple of non-negative integers")
-        itemsize = np.dtype(dtype).itemsize
-        budget.spend(math.prod(shape) * max(itemsize, 1), "numpy array")
-        return _CheckedArray.__new__(_CheckedArray, shape, dtype)
-
-    return reconstruct
+def _reconstructor(cls: Any, base: Any, state: Any) -> Any:
+    """``copyreg._reconstructor`` as protocol 0/1 pickles of graphs use it: ``(graph class, object, None)`` only."""
+    if not _is_graph_class(cls) or base is not object or state is not None:
+        raise UnsafePickleError("copyreg._reconstructor is only allowed as (networkx class, object, None)")
+    return object.__new__(cls)
 
 
 def _latin1_encode(text: Any, encoding: Any = "latin1") -> bytes:
@@ -147,19 +126,72 @@ def _ndarray_refused(*args: Any, **kwargs: Any) -> None:
     raise UnsafePickleError("refusing to call numpy.ndarray directly from a pickle")
 
 
-class _RestrictedUnpickler(pickle.Unpickler):
-    """Resolves only an allow-list of globals and bounds what their calls may allocate."""
+def _check_array_state(state: Any) -> None:
+    """Refuse an array state numpy could crash on or read past: object dtypes, shapes not matching the data."""
+    if not isinstance(state, tuple) or len(state) not in (4, 5):
+        raise UnsafePickleError("array state is not a (version, shape, dtype, fortran, data) tuple")
+    shape, dtype, data = state[-4], state[-3], state[-1]
+    if not isinstance(dtype, np.dtype) or dtype.hasobject:
+        raise UnsafePickleError("refusing an object (or non-dtype) array in a pickle")
+    if not isinstance(shape, tuple) or not all(isinstance(n, int) and n >= 0 for n in shape):
+        raise UnsafePickleError(f"array shape {shape!r} is not a tuple of non-negative integers")
+    if not isinstance(data, (bytes, bytearray)) or len(data) != math.prod(shape) * dtype.itemsize:
+        raise UnsafePickleError("array data does not match its shape and dtype")
 
-    def __init__(self, file: BinaryIO, *, encoding: str, budget: _Budget) -> None:
+
+def _leaf_size(obj: Any) -> int:
+    """Elements a value not built as a container counts for: text and bytes by their length."""
+    kind = type(obj)
+    return 1 + len(obj) // _ELEMENT_BYTES if kind is str or kind is bytes or kind is bytearray else 1
+
+
+_dispatch = dict(pickle._Unpickler.dispatch)  # type: ignore[attr-defined]
+
+
+def _opcode(code: bytes) -> Any:
+    def register(method: Any) -> Any:
+        _dispatch[code[0]] = method
+        return method
+
+    return register
+
+
+class _RestrictedUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc]
+    """Resolves only an allow-list of globals; checks every call, container and BUILD before it runs.
+
+    A side table gives, for what this load built, its expanded size and nesting height (items not in it count as
+    leaves). If a container is filled, or an object's state set, after another container took a reference to it
+    (only cycles do that in real pickles), the table is stale and :func:`_check_structure` walks the result.
+    """
+
+    dispatch = _dispatch
+
+    def __init__(self, file: io.BytesIO, *, encoding: str, budget: _Budget) -> None:
         super().__init__(file, encoding=encoding)
+        self._data_file = file
+        self._data_size = len(file.getvalue())
         self._budget = budget
+        self._table: dict[int, tuple[int, int]] = {}  # id -> (expanded size, nesting height) of what this load built
+        self._keep: list[Any] = []  # ... and those objects, so that their ids stay unique during the load
+        self._referenced: set[int] = set()  # ids in the table already counted into another container
+        self._created: dict[int, Any] = {}  # objects made by this load: the only BUILD targets
+        self._fresh_arrays: set[int] = set()  # arrays made by numpy's _reconstruct, waiting for their state
+        self._globals: dict[tuple[str, str], Any] = {}
+        self._callable: set[int] = set()  # ids of the resolved globals: the only things called
+        self.stale = False
 
+    # -- globals ------------------------------------------------------------------------------------------------
     def find_class(self, module: str, name: str) -> Any:
+        key = (module, name)
+        if key not in self._globals:
+            value = self._resolve(module, name)
+            self._globals[key] = value
+            self._callable.add(id(value))
+        return self._globals[key]
+
+    def _resolve(self, module: str, name: str) -> Any:
         if module in ("builtins", "__builtin__") and name in _ALLOWED_BUILTINS:
-            value = getattr(builtins, name)
-            if name in ("object", "bool", "slice", "range", "float", "complex", "int", "str"):
-                return value  # allocate nothing beyond their (file-bounded) arguments; int/str cap digits
-            return _Bounded(value, self._budget)
+            return getattr(builtins, name)  # calls are checked in _call
         if module == "_codecs" and name == "encode":  # protocol 0-2 pickles spell bytes as encode(str, 'latin1')
             return _latin1_encode
         if module in ("copy_reg", "copyreg") and name == "_reconstructor":  # object pickles (Python 2 and 3)
@@ -169,7 +201,7 @@ class _RestrictedUnpickler(pickle.Unpickler):
         if (module, name) == ("numpy", "ndarray"):
             return _ndarray_refused
         if (module, name) == ("numpy._core.multiarray", "_reconstruct"):
-            return _bounded_array(self._budget)
+            return self._reconstruct_array
         if (module, name) in {
             ("numpy", "dtype"),
             ("numpy._core.multiarray", "scalar"),
@@ -177,69 +209,321 @@ class _RestrictedUnpickler(pickle.Unpickler):
         }:
             return super().find_class(module, name)
         if module in _NETWORKX_MODULES and name[:1].isupper():
-            return super().find_class(module, name)
+            value = super().find_class(module, name)
+            if _is_graph_class(value):
+                return value
         raise UnsafePickleError(
             f"refusing to unpickle global '{module}.{name}': only networkx graphs, numpy arrays and builtin "
             "types are allowed in graph pickles"
         )
 
+    def _reconstruct_array(self, cls: Any, shape: Any, dtype: Any) -> np.ndarray:
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        if not all(isinstance(n, int) and n >= 0 for n in shape):
+            raise UnsafePickleError(f"array shape {shape!r} is not a tuple of non-negative integers")
+        itemsize = np.dtype(dtype).itemsize
+        self._budget.spend(math.prod(shape) * max(itemsize, 1), "numpy array")
+        array = np.ndarray.__new__(np.ndarray, shape, dtype)
+        self._fresh_arrays.add(id(array))
+        return array
 
-def _plain(value: Any) -> Any:
-    """A loaded value as a normal object: bounded constructors back to the builtins, checked arrays to ndarrays."""
-    if isinstance(value, _Bounded):
-        return value.constructor
-    if type(value) is _CheckedArray:
-        return value.view(np.ndarray)
-    return value
+    # -- reading ------------------------------------------------------------------------------------------------
+    def load(self) -> Any:
+        """The pure-Python loop, reading straight from the in-memory file (a frame is only a length prefix here)."""
+        file = self._data_file
+        self.read, self.readline, self.readinto = file.read, file.readline, file.readinto
+        self.metastack = []
+        self.stack = []
+        self.append = self.stack.append
+        self.proto = 0
+        read, dispatch = file.read, self.dispatch
+        try:
+            while True:
+                key = read(1)
+                if not key:
+                    raise EOFError
+                dispatch[key[0]](self)
+        except pickle._Stop as stop:  # type: ignore[attr-defined]
+            return stop.value
+
+    @_opcode(pickle.FRAME)
+    def load_frame(self) -> None:
+        if len(self.read(8)) != 8:
+            raise EOFError
+
+    @_opcode(pickle.BYTEARRAY8)
+    def load_bytearray8(self) -> None:
+        (size,) = struct.unpack("<Q", self.read(8))
+        left = self._data_size - self._data_file.tell()
+        if size > left:  # the pure-Python unpickler would allocate the claimed size before reading
+            raise EOFError(f"BYTEARRAY8 claims {size:,} bytes, {left:,} are left")
+        self.append(bytearray(self.read(size)))
+
+    # -- expanded sizes -----------------------------------------------------------------------------------------
+    def _measure(self, items: Any) -> tuple[int, int]:
+        """Expanded size and nesting height of ``items``; marks the built ones as referenced."""
+        get = self._table.get
+        referenced = self._referenced
+        total, height = 0, 0
+        for item in items:
+            entry = get(id(item))
+            if entry is None:
+                kind = type(item)
+                total += 1 + len(item) // _ELEMENT_BYTES if kind is str or kind is bytes or kind is bytearray else 1
+            else:
+                total += entry[0]
+                if entry[1] > height:
+                    height = entry[1]
+                referenced.add(id(item))
+        return total, height
+
+    def _record(self, obj: Any, size: int, height: int, what: str) -> Any:
+        if height > MAX_NESTING:
+            raise UnsafePickleError(f"containers nest deeper than {MAX_NESTING} levels")
+        key = id(obj)
+        if key not in self._table:
+            self._keep.append(obj)
+        elif key in self._referenced:  # those holding it were counted with its old size
+            self.stale = True
+        self._table[key] = (size, height)
+        return obj
+
+    def _new(self, obj: Any, items: Any, what: str) -> Any:
+        """Charge and record ``obj`` built from ``items`` (call this before building, for dicts and sets)."""
+        size, height = self._measure(items)
+        self._budget.spend(_ELEMENT_BYTES * (size + 1), f"a {what} expanding to {size + 1:,} elements")
+        return self._record(obj, size + 1, height + 1, what)
+
+    def _new_empty(self, obj: Any) -> Any:
+        self._budget.spend(_ELEMENT_BYTES, "an empty container")
+        self._keep.append(obj)
+        self._table[id(obj)] = (1, 1)
+        return obj
+
+    def _grow(self, target: Any, kind: type, items: Any) -> None:
+        """Charge adding ``items`` (keys and values for a dict) to ``target``, which must be a ``kind``."""
+        if type(target) is not kind:
+            raise UnsafePickleError(f"refusing to add items to a {type(target).__name__} in a pickle")
+        size, height = self._measure(items)
+        old_size, old_height = self._table.get(id(target)) or (1, 1)
+        self._budget.spend(_ELEMENT_BYTES * size, f"a {kind.__name__} expanding to {old_size + size:,} elements")
+        self._record(target, old_size + size, max(old_height, height + 1), kind.__name__)
+
+    # -- containers ---------------------------------------------------------------------------------------------
+    @_opcode(pickle.TUPLE)
+    def load_tuple(self) -> None:
+        items = self.pop_mark()  # first: it switches self.append to the outer stack
+        self.append(self._new(tuple(items), items, "tuple"))
+
+    @_opcode(pickle.TUPLE1)
+    def load_tuple1(self) -> None:
+        self.stack[-1] = self._new((self.stack[-1],), self.stack[-1:], "tuple")
+
+    @_opcode(pickle.TUPLE2)
+    def load_tuple2(self) -> None:
+        self.stack[-2:] = [self._new((self.stack[-2], self.stack[-1]), self.stack[-2:], "tuple")]
+
+    @_opcode(pickle.TUPLE3)
+    def load_tuple3(self) -> None:
+        self.stack[-3:] = [self._new((self.stack[-3], self.stack[-2], self.stack[-1]), self.stack[-3:], "tuple")]
+
+    @_opcode(pickle.EMPTY_LIST)
+    def load_empty_list(self) -> None:
+        self.append(self._new_empty([]))
+
+    @_opcode(pickle.LIST)
+    def load_list(self) -> None:
+        items = self.pop_mark()
+        self.append(self._new(items, items, "list"))
+
+    @_opcode(pickle.APPEND)
+    def load_append(self) -> None:
+        value = self.stack.pop()
+        self._grow(self.stack[-1], list, (value,))
+        self.stack[-1].append(value)
+
+    @_opcode(pickle.APPENDS)
+    def load_appends(self) -> None:
+        items = self.pop_mark()
+        self._grow(self.stack[-1], list, items)
+        self.stack[-1].extend(items)
+
+    @_opcode(pickle.EMPTY_DICT)
+    def load_empty_dictionary(self) -> None:
+        self.append(self._new_empty({}))
+
+    @_opcode(pickle.DICT)
+    def load_dict(self) -> None:
+        items = self.pop_mark()
+        size, height = self._measure(items)
+        self._budget.spend(_ELEMENT_BYTES * (size + 1), f"a dict expanding to {size + 1:,} elements")  # then hash
+        self.append(self._record({items[i]: items[i + 1] for i in range(0, len(items), 2)}, size + 1, height + 1, ""))
+
+    @_opcode(pickle.SETITEM)
+    def load_setitem(self) -> None:
+        value = self.stack.pop()
+        key = self.stack.pop()
+        self._grow(self.stack[-1], dict, (key, value))
+        self.stack[-1][key] = value
+
+    @_opcode(pickle.SETITEMS)
+    def load_setitems(self) -> None:
+        items = self.pop_mark()
+        target = self.stack[-1]
+        self._grow(target, dict, items)
+        for i in range(0, len(items), 2):
+            target[items[i]] = items[i + 1]
+
+    @_opcode(pickle.EMPTY_SET)
+    def load_empty_set(self) -> None:
+        self.append(self._new_empty(set()))
+
+    @_opcode(pickle.ADDITEMS)
+    def load_additems(self) -> None:
+        items = self.pop_mark()
+        self._grow(self.stack[-1], set, items)
+        self.stack[-1].update(items)
+
+    @_opcode(pickle.FROZENSET)
+    def load_frozenset(self) -> None:
+        items = self.pop_mark()
+        size, height = self._measure(items)
+        self._budget.spend(_ELEMENT_BYTES * (size + 1), f"a frozenset expanding to {size + 1:,} elements")
+        self.append(self._record(frozenset(items), size + 1, height + 1, ""))
+
+    # -- calls and state ----------------------------------------------------------------------------------------
+    def _call(self, func: Any, args: Any) -> Any:
+        if id(func) not in self._callable:
+            raise UnsafePickleError(f"refusing to call a {type(func).__name__}: only resolved globals are called")
+        if not isinstance(args, tuple):
+            raise UnsafePickleError("call arguments in a pickle must be a tuple")
+        size, height = self._measure(args)
+        self._budget.spend(_ELEMENT_BYTES * size, "call arguments")
+        if func in _BOUNDED_CONSTRUCTORS:
+            elements = sum(_size_of_argument(a) for a in args)
+            self._budget.spend(_BOUNDED_CONSTRUCTORS[func] * elements, f"builtins.{func.__name__}(...)")
+        elif func is str:
+            if not all(isinstance(a, (str, bytes, bytearray)) for a in args):
+                raise UnsafePickleError("builtins.str(...) is only allowed on str or bytes in a pickle")
+            self._budget.spend(4 * sum(len(a) for a in args), "builtins.str(...)")
+        elif func is np.dtype:  # always a new dtype, never numpy's shared one: BUILD sets its state
+            args = (args[0], len(args) > 1 and bool(args[1]), True) if 1 <= len(args) <= 3 else args
+        elif args and _is_graph_class(func):
+            raise UnsafePickleError(f"refusing to call networkx class {func.__name__} with arguments in a pickle")
+        result = func(*args)
+        self._created[id(result)] = result
+        kind = type(result)
+        if kind in (list, tuple, set, frozenset):
+            self._new(result, result, kind.__name__)
+        elif kind is dict:
+            self._new(result, (*result, *result.values()), "dict")
+        elif isinstance(result, (np.dtype, np.ndarray)) or _is_graph_class(kind):
+            self._record(result, 1 + size, 1 + height, "")  # objects whose state BUILD may set
+        return result
+
+    @_opcode(pickle.REDUCE)
+    def load_reduce(self) -> None:
+        args = self.stack.pop()
+        self.stack[-1] = self._call(self.stack[-1], args)
+
+    def _instantiate(self, klass: Any, args: list) -> None:  # INST, OBJ (protocols 0 and 1)
+        self.append(self._call(klass, tuple(args)))
+
+    def _newobj(self, cls: Any, args: Any, kwargs: Any) -> None:
+        if not _is_graph_class(cls) or id(cls) not in self._callable:
+            raise UnsafePickleError(f"refusing to create a {getattr(cls, '__name__', type(cls).__name__)} object")
+        if args or kwargs:
+            raise UnsafePickleError(f"refusing to create networkx {cls.__name__} with arguments in a pickle")
+        obj = cls.__new__(cls)
+        self._created[id(obj)] = obj
+        self.append(self._record(obj, 1, 1, ""))
+
+    @_opcode(pickle.NEWOBJ)
+    def load_newobj(self) -> None:
+        args = self.stack.pop()
+        self._newobj(self.stack.pop(), args, None)
+
+    @_opcode(pickle.NEWOBJ_EX)
+    def load_newobj_ex(self) -> None:
+        kwargs = self.stack.pop()
+        args = self.stack.pop()
+        self._newobj(self.stack.pop(), args, kwargs)
+
+    @_opcode(pickle.BUILD)
+    def load_build(self) -> None:
+        state, inst = self.stack[-1], self.stack[-2]
+        if self._created.get(id(inst)) is not inst or not (
+            isinstance(inst, np.dtype) or type(inst).__module__ in _NETWORKX_MODULES or id(inst) in self._fresh_arrays
+        ):
+            raise UnsafePickleError(
+                f"refusing to set the state of a {type(inst).__name__} object: only arrays, dtypes and networkx "
+                "objects created by this pickle take a state"
+            )
+        if isinstance(inst, np.ndarray):
+            _check_array_state(state)
+            self._fresh_arrays.discard(id(inst))  # one state per array
+        slots = state[1] if isinstance(state, tuple) and len(state) == 2 and isinstance(state[1], dict) else {}
+        if any(not isinstance(k, str) or k.startswith("__") for k in slots):
+            raise UnsafePickleError("refusing to set special attributes from a pickle")
+        size, height = self._measure((state,))
+        pickle._Unpickler.load_build(self)  # type: ignore[attr-defined]
+        self._record(inst, 1 + size, 1 + height, "")
 
 
-def _finish(obj: Any, limit: int) -> Any:
-    """Check the nesting (iteratively: a hostile depth cannot overflow the stack) and give back plain objects.
+def _check_structure(obj: Any, limit: int, max_elements: int) -> None:
+    """Walk a loaded structure whose side table went stale: nesting height at most ``limit``, expanded size (shared
+    references counted once per reference, as a recursive walk, a repr or ``json.dumps`` sees them) at most
+    ``max_elements``. Iterative (a hostile depth cannot overflow the stack), bottom-up, shared objects visited once,
+    a reference back into a cycle counted once."""
 
-    Old networkx pickles store ``dict`` as instance attributes (the dict factories): those must be the builtin again,
-    not the bounded wrapper, so the graphs can be pickled on (process pools) and used as before. Values inside
-    tuples and sets cannot be replaced; a checked array there stays an ndarray subclass.
-    """
-    obj = _plain(obj)
-    stack = [(obj, 0)]
-    seen: set[int] = set()
-    while stack:
-        item, depth = stack.pop()
-        if depth > limit:
-            raise UnsafePickleError(f"containers nest deeper than {limit} levels")
-        if id(item) in seen:
-            continue
+    def children(item: Any) -> list | None:
         if isinstance(item, dict):
-            seen.add(id(item))
-            for key, value in item.items():
-                plain = _plain(value)
-                if plain is not value:
-                    item[key] = plain
-                stack.append((plain, depth + 1))
-            stack.extend((k, depth + 1) for k in item if isinstance(k, tuple))
-        elif isinstance(item, list):
-            seen.add(id(item))
-            for i, value in enumerate(item):
-                plain = _plain(value)
-                if plain is not value:
-                    item[i] = plain
-                stack.append((plain, depth + 1))
-        elif isinstance(item, (tuple, set, frozenset)):
-            seen.add(id(item))
-            stack.extend((v, depth + 1) for v in item)
-        elif hasattr(item, "__dict__") and not isinstance(item, (type, np.ndarray)) and not callable(item):
-            seen.add(id(item))
-            stack.append((vars(item), depth + 1))
-    return obj
+            return [*item, *item.values()]
+        if isinstance(item, (list, tuple, set, frozenset)):
+            return list(item)
+        if hasattr(item, "__dict__") and not isinstance(item, (type, np.ndarray)) and not callable(item):
+            return [vars(item)]
+        return None
+
+    done: dict[int, tuple[int, int]] = {}  # id -> (expanded size, nesting height)
+    on_path: set[int] = set()
+    stack: list[tuple[Any, list | None]] = [(obj, None)]
+    while stack:
+        item, kids = stack.pop()
+        key = id(item)
+        if kids is not None:  # all children are done, or on the path (a cycle)
+            size, height = 1, 0
+            for kid in kids:
+                kid_size, kid_height = done.get(id(kid)) or (_leaf_size(kid), 0)
+                size += kid_size
+                height = max(height, kid_height)
+            if height + 1 > limit:
+                raise UnsafePickleError(f"containers nest deeper than {limit} levels")
+            if size > max_elements:
+                raise UnsafePickleError(
+                    f"the loaded structure expands to more than {max_elements:,} elements through shared references, "
+                    "more than this pickle's budget"
+                )
+            on_path.discard(key)
+            done[key] = (size, height + 1)
+            continue
+        if key in done or key in on_path:
+            continue
+        found = children(item)
+        if found is not None:
+            on_path.add(key)
+            stack.append((item, found))
+            stack.extend((kid, None) for kid in found)
 
 
 def safe_pickle_load(file: str | Path | BinaryIO, *, encoding: str = "latin1") -> Any:
     """Unpickle ``file`` (a path or binary file object) with the restricted, bounded unpickler.
 
     ``encoding='latin1'`` also reads Python-2 pickles holding numpy data (Sat2Graph). Raises
-    :class:`UnsafePickleError` for a global outside the allow-list (before it is called), an allocation beyond
-    the budget (``64 MiB + 64 x file size``, before it is made) or nesting deeper than :data:`MAX_NESTING`;
-    raises :class:`ValueError` naming the file for a truncated or corrupt pickle.
+    :class:`UnsafePickleError` for a global outside the allow-list (before it is called), a call graph / array
+    pickles never make, a BUILD on anything but an object this pickle created, an allocation or expanded size beyond
+    the budget (``64 MiB + 64 x file size``, before it is made) or nesting deeper than :data:`MAX_NESTING`; raises
+    :class:`ValueError` naming the file for a truncated or corrupt pickle.
     """
     if isinstance(file, (str, Path)):
         name = str(file)
@@ -248,15 +532,15 @@ def safe_pickle_load(file: str | Path | BinaryIO, *, encoding: str = "latin1") -
         name = getattr(file, "name", "<pickle stream>")
         data = file.read()
     budget = _Budget(BASE_BUDGET_BYTES + BYTES_PER_FILE_BYTE * len(data))
+    unpickler = _RestrictedUnpickler(io.BytesIO(data), encoding=encoding, budget=budget)
     try:
-        obj = _RestrictedUnpickler(io.BytesIO(data), encoding=encoding, budget=budget).load()
+        obj = unpickler.load()
+        if unpickler.stale:
+            _check_structure(obj, MAX_NESTING, budget.total // _ELEMENT_BYTES)
     except UnsafePickleError as err:
         raise UnsafePickleError(f"{name}: {err}") from None
     except (MemoryError, RecursionError) as err:
         raise UnsafePickleError(f"{name}: refused, the pickle needs too much memory or nesting ({err!r})") from None
     except Exception as err:  # the unpickler raises many types for corrupt data: one documented error
         raise ValueError(f"{name}: truncated or corrupt pickle ({type(err).__name__}: {err})") from None
-    try:
-        return _finish(obj, MAX_NESTING)
-    except UnsafePickleError as err:
-        raise UnsafePickleError(f"{name}: {err}") from None
+    return obj

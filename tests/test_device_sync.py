@@ -36,13 +36,15 @@ KNOWN_SYNCS = {
 class SyncRecorder(TorchFunctionMode):
     """Records (function, drivemetrics file:line) for every host-synchronising call made inside the mode."""
 
+    names = SYNCING
+
     def __init__(self) -> None:
         super().__init__()
         self.calls: list[tuple[str, str]] = []
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         name = getattr(func, "__name__", str(func))
-        if name in SYNCING:
+        if name in self.names:
             frames = [f for f in traceback.extract_stack()[:-1] if "/drivemetrics/" in f.filename]
             where = f"{frames[-1].filename.split('/drivemetrics/')[-1]}:{frames[-1].lineno}" if frames else "?"
             self.calls.append((name, where))
@@ -115,6 +117,20 @@ def _kernels() -> dict[str, Callable[[], object]]:
 
 @pytest.mark.parametrize("name", list(_kernels()))
 def test_kernel_does_not_synchronise_with_the_host(name):
+    assert _syncs(_kernels()[name]) == []
+
+
+#: ``bincount`` sizes its output from the data: on CUDA it reads the min and max back to the host.
+SYNCING_OFF_CPU = {"bincount", "histc", "histogram"}
+
+
+@pytest.mark.parametrize("name", [k for k in _kernels() if "RoadPixelMetrics" in k or "RoadMaxF" in k])
+def test_pixel_counting_off_the_cpu_path_has_no_data_dependent_sizes(monkeypatch, name):
+    """``CPU_BLOCK_PIXELS = 0`` runs the one-pass path other devices take: it must not call bincount."""
+    import drivemetrics.road.pixel as pixel
+
+    monkeypatch.setattr(pixel, "CPU_BLOCK_PIXELS", 0)
+    monkeypatch.setattr(SyncRecorder, "names", SYNCING | SYNCING_OFF_CPU)
     assert _syncs(_kernels()[name]) == []
 
 

@@ -120,3 +120,164 @@ def test_loaded_graphs_are_plain_objects_that_pickle_on():
     assert type(g.nodes[0]["pos"]) is np.ndarray
     again = pickle.loads(pickle.dumps(loaded))
     assert list(again["a"][0].edges) == [(0, 1)]
+
+
+# --- attacks of audit 16: each one loaded (or ran for hours) with the previous unpickler -----------------------------
+
+
+def _build_then_bytearray(n: int) -> bytes:
+    """BUILD sets bytes_per_element=0 on the old bounded-bytearray wrapper object, then bytearray(n) is free."""
+    return (
+        b"\x80\x04cbuiltins\nbytearray\n}X\x11\x00\x00\x00bytes_per_elementK\x00sb\x8a\x05"
+        + n.to_bytes(5, "little")
+        + b"\x85R."
+    )
+
+
+BUILD_ON_BYTEARRAY = _build_then_bytearray(300_000_000)
+# BUILD with slot state on the networkx Graph class: setattr(nx.Graph, 'add_edge', int) for the whole process
+POISON_GRAPH_CLASS = b"\x80\x04cnetworkx.classes.graph\nGraph\nN}X\x08\x00\x00\x00add_edgecbuiltins\nint\ns\x86b."
+
+
+def _shared_tuples(depth: int) -> bytes:
+    """t0 = (); t(i+1) = (ti, ti): a few bytes per level, 2**depth elements when walked (hash, repr, str)."""
+    payload = b"\x80\x04)\x94"
+    for i in range(depth):
+        payload += b"h" + bytes([i]) + b"h" + bytes([i]) + b"\x86\x94"
+    return payload
+
+
+def _str_of_shared_tuples(depth: int) -> bytes:
+    return b"\x80\x04cbuiltins\nstr\n" + _shared_tuples(depth)[2:] + b"\x85R."
+
+
+def _dict_keyed_by_shared_tuples(depth: int) -> bytes:
+    return _shared_tuples(depth) + b"}h" + bytes([depth]) + b"Ns."
+
+
+def _digraph_of_one_shared_list(n: int) -> bytes:
+    """nx.DiGraph({i: L for i in range(n)}) with one list L of n nodes: n**2 edges from O(n) bytes."""
+    shared = list(range(n))
+
+    class Call:
+        def __reduce__(self):
+            return nx.DiGraph, (dict.fromkeys(range(n), shared),)
+
+    return pickle.dumps(Call(), protocol=4)
+
+
+def _late_filled_lists(depth: int) -> bytes:
+    """L(i) = [L(i-1), L(i-1)], each list filled after the lists holding it: 2**depth elements when walked."""
+    payload = b"\x80\x04" + b"]\x940" * (depth + 1)
+    for i in range(depth, 0, -1):
+        payload += b"h" + bytes([i]) + b"(h" + bytes([i - 1]) + b"h" + bytes([i - 1]) + b"e0"
+    return payload + b"h" + bytes([depth]) + b"."
+
+
+def test_build_cannot_change_a_bounded_constructor():
+    with pytest.raises(UnsafePickleError, match="refusing to set the state of a type"):
+        safe_pickle_load(io.BytesIO(BUILD_ON_BYTEARRAY))
+    assert len(bytearray(3)) == 3
+
+
+def test_build_cannot_rewrite_a_networkx_class():
+    """Run in a child process: on failure the class would stay poisoned for the rest of the test session."""
+    code = textwrap.dedent(
+        f"""
+        import io
+        import networkx as nx
+        from drivemetrics._safe_pickle import safe_pickle_load, UnsafePickleError
+        try:
+            safe_pickle_load(io.BytesIO({POISON_GRAPH_CLASS!r}))
+        except UnsafePickleError as err:
+            assert "refusing to set the state of a type" in str(err), err
+        else:
+            raise SystemExit("the class-poisoning pickle loaded")
+        graph = nx.Graph()
+        graph.add_edge(0, 1)
+        assert list(graph.edges) == [(0, 1)]
+        """
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_build_is_refused_on_globals_and_shared_objects():
+    for payload in (
+        b"\x80\x04c_codecs\nencode\n}X\x01\x00\x00\x00aK\x00sb.",  # a function
+        b"\x80\x04cnetworkx.classes.digraph\nDiGraph\n}X\x01\x00\x00\x00aK\x00sb.",  # a class, dict state
+        b"\x80\x04]}b.",  # a list
+    ):
+        with pytest.raises(UnsafePickleError, match="refusing to set the state"):
+            safe_pickle_load(io.BytesIO(payload))
+    # numpy.dtype always gives a new dtype: BUILD on it never touches numpy's shared float64
+    loaded = safe_pickle_load(io.BytesIO(pickle.dumps(np.dtype(">f8"), protocol=2)))
+    assert loaded == np.dtype(">f8")
+    assert loaded is not np.dtype(">f8")
+
+
+def test_str_only_converts_text():
+    with pytest.raises(UnsafePickleError, match="str"):
+        safe_pickle_load(io.BytesIO(_str_of_shared_tuples(20)))
+    # creating a str with NEWOBJ is refused too
+    with pytest.raises(UnsafePickleError, match="refusing to create"):
+        safe_pickle_load(io.BytesIO(b"\x80\x04cbuiltins\nstr\n" + _shared_tuples(20)[2:] + b"\x85\x81."))
+
+
+def test_networkx_classes_are_not_called_with_arguments():
+    with pytest.raises(UnsafePickleError, match="DiGraph with arguments"):
+        safe_pickle_load(io.BytesIO(_digraph_of_one_shared_list(300)))
+
+
+def test_shared_references_are_charged_at_their_expanded_size():
+    # depth 27: about 2 s of hashing with the previous unpickler, depth 40 hours
+    with pytest.raises(UnsafePickleError, match="tuple expanding to"):
+        safe_pickle_load(io.BytesIO(_dict_keyed_by_shared_tuples(27)))
+    with pytest.raises(UnsafePickleError, match="expands to more than"):
+        safe_pickle_load(io.BytesIO(_late_filled_lists(40)))
+    # sharing within the budget is fine
+    small = safe_pickle_load(io.BytesIO(_late_filled_lists(10)))
+    assert small[0] is small[1]
+
+
+def test_bytearray8_never_allocates_more_than_the_file_holds():
+    with pytest.raises(ValueError, match="truncated or corrupt"):
+        safe_pickle_load(io.BytesIO(b"\x80\x05\x96" + (3_000_000_000).to_bytes(8, "little") + b"."))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the peak RSS from /proc")
+def test_audit_attacks_fail_fast_naming_the_file(tmp_path):
+    attacks = {
+        "build_bypass.pkl": BUILD_ON_BYTEARRAY,
+        "build_bypass_3g.pkl": _build_then_bytearray(3_000_000_000),
+        "poison.pkl": POISON_GRAPH_CLASS,
+        "str.pkl": _str_of_shared_tuples(60),
+        "hash.pkl": _dict_keyed_by_shared_tuples(40),
+        "digraph.pkl": _digraph_of_one_shared_list(1000),
+        "late_lists.pkl": _late_filled_lists(60),
+    }
+    for name, payload in attacks.items():
+        (tmp_path / name).write_bytes(payload)
+    code = textwrap.dedent(
+        f"""
+        import time
+        from pathlib import Path
+        from drivemetrics._safe_pickle import safe_pickle_load, UnsafePickleError
+        worst = 0.0
+        for name in {sorted(attacks)!r}:
+            path = Path({str(tmp_path)!r}) / name
+            start = time.perf_counter()
+            try:
+                safe_pickle_load(path)
+            except UnsafePickleError as err:
+                assert str(err).startswith(str(path)), err
+            else:
+                raise SystemExit(name + " loaded")
+            worst = max(worst, time.perf_counter() - start)
+        peak = [line for line in open("/proc/self/status") if line.startswith("VmHWM")][0].split()[1]
+        print(worst, peak)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    seconds, max_rss_kib = float(out.stdout.split()[0]), int(out.stdout.split()[1])
+    assert seconds < 1.0
+    assert max_rss_kib < 200 * 1024

@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -315,9 +317,9 @@ class RoadSegmenter(pl.LightningModule):
         self.log_dict(self.val_pixel)
         has_lane = batch.get("has_lane", torch.ones(len(logits), dtype=torch.bool, device=logits.device))
         lane, lane_gt, lane_valid = pixel_inputs_to_bev(probs[:, 1], batch["lane"], valid, homography, self.grid)
-        if "has_lane" in batch and not bool(has_lane.any()):  # KITTI frames without an um_lane ground truth
-            return
-        self.val_corridor.update(lane[has_lane], lane_gt[has_lane], lane_valid[has_lane])
+        if "has_lane" not in batch or bool(has_lane.any()):  # frames with a lane ground truth (KITTI: um_lane)
+            self.val_corridor.update(lane[has_lane], lane_gt[has_lane], lane_valid[has_lane])
+        # logged in every step, even without an update: under DDP every rank must log (and so sync) the same metrics
         self.log_dict(self.val_corridor)
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
@@ -328,16 +330,36 @@ class RoadSegmenter(pl.LightningModule):
 
 
 class MetricHistory(pl.Callback):
-    """Keeps the logged ``val/*`` values of every validation epoch (for the JSON and the figure)."""
+    """Keeps the logged ``val/*`` values of every validation epoch and the epochs / steps trained (for the JSON and
+    the figure).
 
-    def __init__(self) -> None:
+    Under ``ddp_spawn`` the training runs in child processes, so the main process's trainer and callback see none of
+    it: at the end of the fit, rank 0 writes ``history``, ``epochs`` and ``global_steps`` to ``share`` (a JSON file),
+    which :meth:`trained` reads back in the main process.
+    """
+
+    def __init__(self, share: Path | None = None) -> None:
+        self.share = share
         self.epochs: list[dict[str, float]] = []
+        self.summary: dict[str, Any] = {"epochs": 0, "global_steps": 0, "history": self.epochs}
 
     def on_validation_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if trainer.sanity_checking:
             return
         values = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("val/")}
         self.epochs.append({"epoch": trainer.current_epoch, **values})
+
+    def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self.summary = {"epochs": trainer.current_epoch, "global_steps": trainer.global_step, "history": self.epochs}
+        if self.share is not None and trainer.is_global_zero:
+            write_json(self.share, self.summary)
+
+    def trained(self) -> dict[str, Any]:
+        """``epochs``, ``global_steps`` and ``history`` of the fit: rank 0's from ``share`` when it wrote them
+        there (a spawned run), else this process's own."""
+        if self.share is not None and self.share.is_file() and self.share.stat().st_size > 0:
+            return json.loads(self.share.read_text())
+        return self.summary
 
 
 def write_json(path: str | Path, payload: dict[str, Any]) -> None:
@@ -400,7 +422,16 @@ def _run(argv: list[str]) -> tuple[LightningCLI, dict[str, Any]]:
     parser.add_argument("--figure", metavar="PATH", help="save a PNG: a validation frame and the metric curves")
     parser.add_argument("--ckpt_path", metavar="FILE", help="resume training from this Lightning checkpoint")
     ours, rest = parser.parse_known_args(argv)
-    history = MetricHistory()
+    handle, share = tempfile.mkstemp(prefix="road_segmentation_", suffix=".json")  # rank 0's history (ddp_spawn)
+    os.close(handle)
+    try:
+        return _fit(ours, rest, MetricHistory(Path(share)))
+    finally:
+        Path(share).unlink(missing_ok=True)
+
+
+def _fit(ours: argparse.Namespace, rest: list[str], history: MetricHistory) -> tuple[LightningCLI, dict[str, Any]]:
+    """Build the ``LightningCLI``, train, and collect the result."""
     with warnings.catch_warnings():  # we always pass `args` (our own flags are taken out): not a mistake here
         warnings.filterwarnings("ignore", message=".*LightningCLI's args parameter.*")
         cli = LightningCLI(
@@ -416,23 +447,24 @@ def _run(argv: list[str]) -> tuple[LightningCLI, dict[str, Any]]:
     cli.trainer.fit(cli.model, datamodule=cli.datamodule, ckpt_path=ours.ckpt_path)
     seconds = time.perf_counter() - start
     final = {k: float(v) for k, v in cli.trainer.callback_metrics.items() if k.startswith("val/")}
+    trained = history.trained()
     result = {
         "example": "road_segmentation",
         "quick": ours.quick,
         "data": "synthetic" if cli.datamodule.hparams.root is None else str(cli.datamodule.hparams.root),
         "loss_space": cli.model.hparams.loss_space,
-        "epochs": cli.trainer.current_epoch,
-        "global_steps": cli.trainer.global_step,
+        "epochs": trained["epochs"],
+        "global_steps": trained["global_steps"],
         "world_size": cli.trainer.world_size,
         "seconds": round(seconds, 2),
         "final": final,
-        "history": history.epochs,
+        "history": trained["history"],
     }
     if cli.trainer.is_global_zero:
         if ours.json:
             write_json(ours.json, result)
         if ours.figure:
-            save_figure(ours.figure, cli.model, cli.datamodule, history.epochs)
+            save_figure(ours.figure, cli.model, cli.datamodule, trained["history"])
     return cli, result
 
 

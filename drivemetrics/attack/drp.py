@@ -49,7 +49,7 @@ from drivemetrics.attack.patch import (
     road_pixel_mask,
 )
 from drivemetrics.geometry.camera import synthesize_shifted_view, view_road_mask
-from drivemetrics.geometry.pose import relative_pose
+from drivemetrics.geometry.pose import compose_pose, relative_pose
 from drivemetrics.lane.control import LateralController, LinearMPC, VehiclePath, sample_profile
 from drivemetrics.lane.geometry import DEFAULT_LANE_WIDTH, centre_from_image_lanes
 from drivemetrics.lane.road_center import road_center_attack_loss
@@ -282,9 +282,51 @@ def _render(
 
 
 def _shift_pose(poses: Tensor, lateral: Tensor, yaw: Tensor) -> Tensor:
-    """Poses moved ``lateral`` metres along their own right axis and turned by ``yaw`` radians."""
-    h = poses[..., 2]
-    return torch.stack([poses[..., 0] + torch.cos(h) * lateral, poses[..., 1] - torch.sin(h) * lateral, h + yaw], -1)
+    """Poses ``(..., 3)`` moved ``lateral`` metres along their own right axis and turned by ``yaw`` radians."""
+    return compose_pose(poses, torch.stack([lateral, torch.zeros_like(lateral), yaw], -1))
+
+
+def _tensors(output: Any) -> list[Tensor]:
+    """The tensors in a model output (a tensor, or mappings / sequences of them, nested)."""
+    if isinstance(output, Tensor):
+        return [output]
+    if isinstance(output, dict):
+        output = list(output.values())
+    if isinstance(output, (list, tuple)):
+        return [t for item in output for t in _tensors(item)]
+    return []
+
+
+def _nonfinite_rows(output: Any, rows: int) -> list[int] | None:
+    """Rows of a model output holding NaN / inf (all rows when a tensor is not batched by row); None if finite."""
+    bad = torch.zeros(rows, dtype=torch.bool)
+    for t in _tensors(output):
+        if not t.is_floating_point() and not t.is_complex():
+            continue
+        finite = torch.isfinite(t.detach())
+        if t.ndim > 0 and t.shape[0] == rows:
+            bad |= ~finite.reshape(rows, -1).all(1).cpu()
+        elif not bool(finite.all()):
+            bad[:] = True
+    return torch.nonzero(bad).flatten().tolist() if bool(bad.any()) else None
+
+
+def _lane_centre(prep: _Prepared, clip: Tensor, output: Any, lanes: Tensor, config: DRPConfig, t: int) -> Tensor:
+    """Lane-centre profiles ``(N, M)`` from the ego lanes ``(N, 2, P, 2)`` the model read at frame ``t`` of clips
+    ``clip`` ``(N,)``; a failure caused by a non-finite model output (its lanes read as absent) says so.
+    """
+    hom = prep.hom[clip]
+    try:
+        return centre_from_image_lanes(lanes.to(torch.float64), hom, prep.z_samples, lane_width=config.lane_width)
+    except ValueError as error:  # only on failure: no host sync added on the normal path
+        bad = _nonfinite_rows(output, lanes.shape[0])
+        if bad is None:
+            raise
+        clips = sorted(set(clip.cpu()[bad].tolist()))
+        raise ValueError(
+            f"the model output is not finite (NaN or inf) at frame {t} of clip(s) {clips[:10]}: `model.forward` "
+            f"produced NaN / inf values, so its ego lane lines read as missing ({error})"
+        ) from error
 
 
 def _rollout(
@@ -314,13 +356,12 @@ def _rollout(
             pose = _shift_pose(pose, noise["lateral"][:, t], noise["yaw"][:, t])
             shift, brightness = noise["shift"], noise["brightness"]
         view = _render(prep, clip, frame, pose, perturbation, config.patch, shift, brightness)
-        lanes = model.lanes(model.forward(view))
+        output = model.forward(view)
+        lanes = model.lanes(output)
         if not isinstance(lanes, Tensor) or lanes.ndim != 4 or lanes.shape[:2] != (clip.shape[0], 2):
             got = tuple(lanes.shape) if isinstance(lanes, Tensor) else type(lanes).__name__
             raise ValueError(f"`model.lanes` must return {clip.shape[0]} x 2 x P x 2 lane points (pixels), got {got}")
-        centre = centre_from_image_lanes(
-            lanes.to(torch.float64), prep.hom[clip], prep.z_samples, lane_width=config.lane_width
-        )
+        centre = _lane_centre(prep, clip, output, lanes, config, t)
         command = control(VehiclePath(prep.z_samples, centre), state.steering_wheel)
         if t == 0:  # start with the wheel at the first command (as lane.e2e and ld-metric)
             state = state._replace(steering_wheel=command, pending=command[:, None].expand_as(state.pending).clone())
@@ -342,12 +383,17 @@ def simulate_drive(
     ``0 .. T-2`` are seen by the detector (T - 1 steps, like ld-metric's 20 steps on 21 frames). No gradient
     is disabled here: under ``torch.no_grad()`` it is a plain simulation, otherwise differentiable w.r.t.
     ``perturbation`` (and the model's parameters).
+
+    Raises:
+        ValueError: bad shapes, a perturbation outside ``[0, config.linf]`` (or the L2 / top-k budget), a patch no
+            recorded frame sees, or non-finite model outputs.
     """
     config = DRPConfig() if config is None else config
     controller = LinearMPC() if controller is None else controller
     prep = _prepare(clips)
     if perturbation is not None:
         _check_perturbation(perturbation, prep, config)
+        _check_visible(prep, prep.poses, config.patch)
     return _rollout(prep, model, perturbation, config, controller)
 
 
@@ -368,7 +414,8 @@ def _offsets(prep: _Prepared, poses: Tensor) -> Tensor:
     return rel[..., 0] - centre.reshape(batch, length)
 
 
-def _check_perturbation(perturbation: Tensor, prep: _Prepared, config: DRPConfig) -> None:
+def _check_perturbation(perturbation: Tensor, prep: _Prepared, config: DRPConfig, budget: bool = True) -> None:
+    """Shape ``(B, C', rows, cols)``, finiteness and (``budget``) the config's darkening budget."""
     batch = prep.images.shape[0]
     rows, cols = config.patch.shape
     check_tensor(perturbation, "perturbation")
@@ -378,6 +425,32 @@ def _check_perturbation(perturbation: Tensor, prep: _Prepared, config: DRPConfig
             f"got {tuple(perturbation.shape)}"
         )
     check_finite(perturbation, "perturbation")
+    if budget:
+        _check_within_budget(perturbation, config.linf, config.l2, config.top_k)
+
+
+def _check_within_budget(perturbation: Tensor, linf: float, l2: float | None = None, top_k: int | None = None) -> None:
+    """``ValueError`` unless ``perturbation`` ``(B, C', rows, cols)`` darkens only, within ``0 <= delta <= linf``, the
+    L2 budget (per patch) and the top-k cell budget (cells whose darkening summed over channels is > 0).
+    """
+    hint = "project it with drivemetrics.attack.project_perturbation"
+    if perturbation.numel() == 0:
+        return
+    detached = perturbation.detach()
+    if bool(((detached < 0) | (detached > linf)).any()):  # compared in the tensor's dtype (float32 clamps at linf)
+        low, high = float(detached.min()), float(detached.max())
+        raise ValueError(
+            f"`perturbation` must be a darkening within the budget, values in [0, linf = {linf}] (image units), "
+            f"got values in [{low:.6g}, {high:.6g}]: {hint}"
+        )
+    if l2 is not None:
+        norm = float(perturbation.detach().to(torch.float64).flatten(1).norm(dim=1).amax())
+        if norm > l2 * (1 + 1e-6) + 1e-12:
+            raise ValueError(f"`perturbation` must have an L2 norm <= l2 = {l2} per patch, got {norm:.6g}: {hint}")
+    if top_k is not None:
+        cells = int((perturbation.sum(1) > 0).flatten(1).sum(1).amax())
+        if cells > top_k:
+            raise ValueError(f"`perturbation` may darken at most top_k = {top_k} cells per patch, got {cells}: {hint}")
 
 
 def _check_visible(prep: _Prepared, poses: Tensor, spec: PatchSpec) -> None:
@@ -430,16 +503,23 @@ def evaluate_patch(
     config: DRPConfig | None = None,
     controller: LateralController | None = None,
 ) -> DRPEvaluation:
-    """Drive the clips without and with the patch (no gradient) and measure deviation, E2E-LD and success."""
+    """Drive the clips without and with the patch (no gradient) and measure deviation, E2E-LD and success.
+
+    Raises:
+        ValueError: as :func:`simulate_drive` (the patch must be seen in some frame of the benign drive).
+    """
     config = DRPConfig() if config is None else config
     controller = LinearMPC() if controller is None else controller
     prep = _prepare(clips)
     _check_perturbation(perturbation, prep, config)
     with torch.inference_mode():
         benign = _rollout(prep, model, None, config, controller)
+    benign = benign.clone()  # a normal tensor, not an inference tensor
+    _check_visible(prep, benign, config.patch)
+    with torch.inference_mode():
         attacked = _rollout(prep, model, perturbation, config, controller)
         reference = _reference_drive(prep, controller) if prep.lane_centre is not None else None
-    benign, attacked = benign.clone(), attacked.clone()  # normal tensors, not inference tensors
+    attacked = attacked.clone()
     reference = None if reference is None else reference.clone()
     off_b, off_a = _offsets(prep, benign), _offsets(prep, attacked)
     width = clips.lane_width
@@ -590,7 +670,7 @@ def drp_attack(
     if init is None:
         delta = torch.zeros(batch, config.channels, rows, cols, dtype=dtype, device=device)
     else:
-        _check_perturbation(init, prep, config)
+        _check_perturbation(init, prep, config, budget=False)  # projected below
         delta = init.detach().to(dtype=dtype, device=device).clone()
     delta = project_perturbation(delta, config.linf, config.l2, config.top_k).requires_grad_(True)
     with torch.inference_mode():
@@ -646,15 +726,28 @@ def drp_attack(
 
 
 def render_drive(
-    clips: DriveClips, poses: Tensor, perturbation: Tensor | None = None, spec: PatchSpec | None = None
+    clips: DriveClips,
+    poses: Tensor,
+    perturbation: Tensor | None = None,
+    spec: PatchSpec | None = None,
+    linf: float | None = None,
 ) -> Tensor:
-    """The frames ``(B, T, C, H, W)`` the car sees at world ``poses`` ``(B, T, 3)``, with the patch if given."""
+    """The frames ``(B, T, C, H, W)`` the car sees at world ``poses`` ``(B, T, 3)``, with the patch if given.
+
+    ``perturbation`` ``(B, C', rows, cols)`` must be a darkening (``>= 0``) within ``linf`` when it is given, and
+    visible in some frame of ``poses`` for every clip.
+    """
     prep = _prepare(clips)
     batch, length = prep.images.shape[:2]
     check_shape(poses, "poses", (batch, length, 3))
+    check_finite(poses, "poses")
     spec = PatchSpec() if spec is None else spec
     if perturbation is not None:
-        _check_perturbation(perturbation, prep, DRPConfig(patch=spec))
+        if linf is not None:
+            check_budget(linf)
+        _check_perturbation(perturbation, prep, DRPConfig(patch=spec), budget=False)
+        _check_within_budget(perturbation, math.inf if linf is None else linf)
+        _check_visible(prep, poses.to(device=prep.images.device, dtype=torch.float64), spec)
     clip = torch.arange(batch, device=poses.device).repeat_interleave(length)
     frame = torch.arange(length, device=poses.device).repeat(batch)
     view = _render(prep, clip, frame, poses.reshape(-1, 3).to(torch.float64), perturbation, spec)

@@ -10,6 +10,7 @@ _EXPORTS = {
     "bev_sample_pixels": "drivemetrics.geometry.warp",
     "BevGrid": "drivemetrics.geometry.bev",
     "check_road_homography": "drivemetrics.geometry.homography",
+    "compose_pose": "drivemetrics.geometry.pose",
     "devkit_cell_centers": "drivemetrics.geometry.warp",
     "homography_from_correspondences": "drivemetrics.geometry.camera",
     "horizon_row": "drivemetrics.geometry.camera",

@@ -13,7 +13,7 @@ from torch import Tensor
 
 from drivemetrics._validation import check_tensor
 
-__all__ = ["relative_pose", "road_from_world", "world_from_road"]
+__all__ = ["compose_pose", "relative_pose", "road_from_world", "world_from_road"]
 
 
 def _check_pose(pose: Tensor, name: str) -> None:
@@ -65,3 +65,19 @@ def relative_pose(pose: Tensor, reference: Tensor) -> Tensor:
     c, s = torch.cos(reference[..., 2]), torch.sin(reference[..., 2])
     dx, dz = pose[..., 0] - reference[..., 0], pose[..., 1] - reference[..., 1]
     return torch.stack([c * dx - s * dz, s * dx + c * dz, pose[..., 2] - reference[..., 2]], -1)
+
+
+def compose_pose(reference: Tensor, offset: Tensor) -> Tensor:
+    """World pose ``(..., 3)`` of ``offset`` given in the road frame of ``reference`` (both ``(..., 3)``, broadcast).
+
+    ``offset`` is ``(lateral, longitudinal, yaw)``: metres along the reference's X (right) and Z (forward) axes and
+    radians added to its heading (not wrapped). The inverse of :func:`relative_pose`:
+    ``relative_pose(compose_pose(reference, offset), reference) == offset``.
+    """
+    _check_pose(reference, "reference")
+    _check_pose(offset, "offset")
+    c, s = torch.cos(reference[..., 2]), torch.sin(reference[..., 2])
+    lateral, longitudinal, yaw = offset.unbind(-1)
+    x = reference[..., 0] + (c * lateral + s * longitudinal)
+    z = reference[..., 1] + (c * longitudinal - s * lateral)
+    return torch.stack([x, z, reference[..., 2] + yaw], -1)

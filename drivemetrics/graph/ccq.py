@@ -13,8 +13,12 @@ is complete when a predicted pixel lies within ``slack`` of it.
 
 ``compat="reference"`` renders as the released examples do (``render_segments``: end points scaled, rounded to the
 nearest integer, half to even, then drawn with PIL's ``ImageDraw.line`` of width 1), which gives the released pixel
-counts exactly. The default draws each end point in the pixel that contains it (``floor``): a pixel ``(row, col)``
-covers ``[row, row + 1) x [col, col + 1)``, while rounding moves every line by up to half a pixel.
+counts exactly. Its default canvas is the released one: origin ``(0, 0)`` and the tile the graphs were cut to, side
+``int(side * scale)`` (the ``"tile"`` graph attribute set by :func:`drivemetrics.graph.evaluate.crop_protocol`);
+without that attribute a square from the origin up to ``ceil(max coordinate * scale)`` (the released crop can put
+boundary nodes outside the tile, so this can differ from the released count). The default mode draws each end point
+in the pixel that contains it (``floor``): a pixel ``(row, col)`` covers ``[row, row + 1) x [col, col + 1)``, while
+rounding moves every line by up to half a pixel.
 """
 
 from __future__ import annotations
@@ -192,6 +196,35 @@ def _canvas(graphs: Sequence[nx.Graph], scale: float) -> tuple[tuple[int, int], 
     return (int(h), int(w)), (float(lo[0]), float(lo[1]))
 
 
+def check_canvas(canvas: Sequence[float]) -> tuple[tuple[int, int], tuple[float, float]]:
+    """``(shape, origin)`` of a canvas ``(origin_x, origin_y, height, width)``; ``ValueError`` if it is malformed."""
+    if len(canvas) != 4:
+        raise ValueError(f"`canvas` must be (origin_x, origin_y, height, width), got {canvas!r}")
+    h, w = int(canvas[2]), int(canvas[3])
+    if h < 1 or w < 1 or not all(math.isfinite(float(c)) for c in canvas[:2]):
+        raise ValueError(f"`canvas` needs a finite origin and height, width >= 1, got {canvas!r}")
+    return (h, w), (float(canvas[0]), float(canvas[1]))
+
+
+def reference_canvas(
+    graphs: Sequence[nx.Graph], scale: float, tile: Sequence[float] | None = None
+) -> tuple[tuple[int, int], tuple[float, float]]:
+    """The released CCQ canvas (``render_segments`` on ``size * scale`` pixels from the origin): shape and origin.
+
+    With a ``tile = (xmin, ymin, xmax, ymax)`` (the ``"tile"`` graph attribute set by ``crop_protocol``): that tile,
+    sides ``int(side * scale)`` as PIL truncates them. Otherwise a square from ``(0, 0)`` with side
+    ``ceil(max coordinate of graphs * scale)``.
+    """
+    if tile is not None:
+        if len(tile) != 4:
+            raise ValueError(f"the 'tile' graph attribute must be (xmin, ymin, xmax, ymax), got {tile!r}")
+        xmin, ymin, xmax, ymax = (float(v) for v in tile)
+        return (max(int((ymax - ymin) * scale), 1), max(int((xmax - xmin) * scale), 1)), (xmin, ymin)
+    top = max((float(graph_arrays(g).pos.max()) for g in graphs if g.number_of_nodes()), default=0.0)
+    side = max(math.ceil(top * scale), 1)
+    return (side, side), (0.0, 0.0)
+
+
 def ccq_graph(
     preds: nx.Graph,
     target: nx.Graph,
@@ -209,22 +242,26 @@ def ccq_graph(
         slack: tolerance in graph pixels (8 in Citraro et al.'s protocol); ``slack * scale`` on the canvas.
         scale: canvas pixels per graph pixel (0.25 in the protocol).
         canvas: ``(origin_x, origin_y, height, width)`` of the canvas (e.g. ``(-4096, -4096, 2048, 2048)`` for a
-            RoadTracer region); default: the bounding box of both graphs on the grid of multiples of ``1 / scale``.
+            RoadTracer region); default: the bounding box of both graphs on the grid of multiples of ``1 / scale``,
+            or with ``compat="reference"`` the released canvas (see :func:`reference_canvas`).
         device: where to render and dilate.
         compat: ``None`` (default) or ``"reference"``: render as the released examples (rounded end points, PIL
-            lines, no merging of nodes); with the protocol's canvas (``graph-eval --window`` passes
-            ``(0, 0, size / 4, size / 4)``) the pixel counts equal the released ones.
+            lines, no merging of nodes) on the released canvas; on graphs cut by ``crop_protocol`` (or with the
+            protocol's canvas ``(0, 0, size / 4, size / 4)``) the pixel counts equal the released ones.
     """
     if not scale > 0:
         raise ValueError(f"`scale` must be > 0, got {scale}")
     reference = check_compat(compat)
+    if canvas is not None:
+        shape, origin = check_canvas(canvas)
+    tiles = [g.graph.get("tile") for g in (target, preds) if isinstance(g, nx.Graph)]
     render = render_graph_reference if reference else render_graph
     target = validate_graph(target, "target", allow_empty=False, merge_duplicates=not reference)
     preds = validate_graph(preds, "preds", merge_duplicates=not reference)
-    if canvas is None:
+    if canvas is None and reference:
+        shape, origin = reference_canvas([target, preds], scale, next((t for t in tiles if t is not None), None))
+    elif canvas is None:
         shape, origin = _canvas([target] + ([preds] if preds.number_of_nodes() else []), scale)
-    else:
-        origin, shape = (float(canvas[0]), float(canvas[1])), (int(canvas[2]), int(canvas[3]))
     gt_img = render(target, shape, origin, scale, device)
     pred_img = render(preds, shape, origin, scale, device) if preds.number_of_nodes() else torch.zeros_like(gt_img)
     return ccq(pred_img[None], gt_img[None], slack * scale)
@@ -234,7 +271,8 @@ class CorrectnessCompletenessQuality(Metric):
     """Accumulates CCQ pixel counts over tiles; ``compute`` returns correctness, completeness and quality.
 
     ``update(preds, target)`` takes either two ``B x H x W`` skeleton-image tensors (``slack`` in image pixels)
-    or two graphs / two sequences of graphs (rendered with ``scale``; ``slack`` in graph pixels).
+    or two graphs / two sequences of graphs (rendered with ``scale`` on ``canvas``, as :func:`ccq_graph`; ``slack``
+    in graph pixels).
     """
 
     is_differentiable = False
@@ -248,11 +286,22 @@ class CorrectnessCompletenessQuality(Metric):
     matched_gt: Tensor
     total_gt: Tensor
 
-    def __init__(self, slack: float = 8.0, scale: float = 0.25, *, compat: str | None = None, **kwargs: object) -> None:
+    def __init__(
+        self,
+        slack: float = 8.0,
+        scale: float = 0.25,
+        *,
+        canvas: tuple[float, float, int, int] | None = None,
+        compat: str | None = None,
+        **kwargs: object,
+    ) -> None:
         super().__init__(**kwargs)
         check_compat(compat)
+        if canvas is not None:
+            check_canvas(canvas)
         self.slack = slack
         self.scale = scale
+        self.canvas = canvas
         self.compat = compat
         for name in ("matched_pred", "total_pred", "matched_gt", "total_gt"):
             self.add_state(name, default=torch.tensor(0, dtype=torch.long), dist_reduce_fx="sum")
@@ -267,7 +316,7 @@ class CorrectnessCompletenessQuality(Metric):
             pairs = graph_pairs(preds, target)
             rows = []
             for p, t in pairs:
-                r = ccq_graph(p, t, self.slack, self.scale, compat=self.compat)
+                r = ccq_graph(p, t, self.slack, self.scale, canvas=self.canvas, compat=self.compat)
                 rows.append([r.matched_pred, r.total_pred, r.matched_gt, r.total_gt])
             counts = torch.tensor(rows, dtype=torch.long).sum(0)
         counts = counts.to(self.matched_pred.device)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 # Light at import (``drivemetrics graph-eval --help`` must not load scipy / torch): the library is imported in the
 # run functions, and these names are copies of the keys of drivemetrics.graph.evaluate.METRICS and
@@ -54,7 +55,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--compat",
         choices=["reference"],
         default=None,
-        help="reproduce the released code (lcit/metrics_delin): its crop, OPT-J, OPT-P, OPT-G, TLTS and CCQ",
+        help="reproduce the released code (lcit/metrics_delin): its crop, OPT-J, OPT-P, OPT-G, TLTS and CCQ "
+        "(APLS, JUNCT and SUBG have no compat mode: scored in the default mode, with a warning)",
     )
     ev.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     ev.add_argument(
@@ -133,6 +135,18 @@ def apply_settings(options: dict[str, dict], settings: list[str]) -> dict[str, d
     return options
 
 
+def warn_default_mode(metrics: list[str], compat: str | None) -> None:
+    """With ``compat``, print one line to stderr naming the chosen metrics that have no compat mode."""
+    from drivemetrics.graph.evaluate import metrics_without_compat
+
+    plain = metrics_without_compat(metrics) if compat else []
+    if plain:
+        print(
+            f"warning: --compat {compat}: {', '.join(plain)} have no compat mode and are scored in the default mode",
+            file=sys.stderr,
+        )
+
+
 def _run_eval(args: argparse.Namespace) -> int:
     from drivemetrics._files import atomic_write_text, check_output_path
     from drivemetrics.graph.evaluate import GRAPH_SUFFIXES, evaluate_dataset, find_pairs, format_table
@@ -145,6 +159,7 @@ def _run_eval(args: argparse.Namespace) -> int:
     pairs, orphans = find_pairs(args.gt, args.pred)
     missing = [name for name, _, p in pairs if p is None]
     options = apply_settings(_seeded_options(args.seed), args.set)
+    warn_default_mode(args.metrics, args.compat)
     per_tile, scores = evaluate_dataset(
         pairs,
         args.metrics,
@@ -200,6 +215,7 @@ def _run_sensitivity(args: argparse.Namespace) -> int:
     for name, extra in _seeded_options(args.seed).items():
         options.setdefault(name, {}).update(extra)
     options = apply_settings(options, args.set)
+    warn_default_mode(args.metrics, args.compat)
     rows = run_sensitivity(
         gt,
         list(range(0, k_max + 1, k_step)),

@@ -11,7 +11,8 @@
 - APLS: mean of the per-tile APLS and one-way scores (SpaceNet's protocol).
 
 ``compat="reference"`` passes ``compat="reference"`` to every metric that has it (OPT-J, OPT-P, OPT-G, TLTS, CCQ)
-and crops with the released ``crop_graph`` rules, so the numbers are those of ``lcit/metrics_delin``.
+and crops with the released ``crop_graph`` rules, so the numbers are those of ``lcit/metrics_delin``. APLS, JUNCT
+and SUBG have no compat mode (:func:`metrics_without_compat`) and are scored in the default mode.
 """
 
 from __future__ import annotations
@@ -69,6 +70,11 @@ def check_metric_names(names: Iterable[str]) -> list[str]:
     if unknown:
         raise ValueError(f"unknown metric(s) {unknown}; choose from {sorted(METRICS)}")
     return names
+
+
+def metrics_without_compat(names: Iterable[str]) -> list[str]:
+    """The metrics among ``names`` whose functional has no ``compat`` mode (scored in the default mode)."""
+    return [name for name in check_metric_names(names) if "compat" not in inspect.signature(METRICS[name]).parameters]
 
 
 def evaluate_pair(
@@ -195,6 +201,8 @@ def crop_protocol(
     With a ``window = (xmin, ymin, xmax, ymax)``: crop to it, then shift it to the origin; with ``border > 0``, then
     crop ``[border, width - border) x [border, height - border)`` of the shifted tile. Without a window, ``border``
     shrinks ``extent`` (the GT's bounding box) in place. ``compat`` chooses the crop rules (see :func:`crop`).
+    With a window, the result's graph attribute ``"tile"`` is the shifted window ``(0, 0, width, height)`` (the
+    released CCQ canvas, used by ``ccq_graph(compat="reference")``).
     """
     if window is not None:
         xmin, ymin, xmax, ymax = window
@@ -204,6 +212,8 @@ def crop_protocol(
         if extent is None:
             raise ValueError("`border` without `window` needs the `extent` to shrink")
         graph = crop(graph, *extent, border=border, compat=compat)
+    if window is not None:
+        graph.graph["tile"] = (0.0, 0.0, float(window[2] - window[0]), float(window[3] - window[1]))
     return graph
 
 

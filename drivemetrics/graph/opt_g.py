@@ -23,11 +23,12 @@ Differences from the released code (``graph_based/holes_marbles_new_metric.py``)
   yields one ring of nodes beyond the radius and prunes children at junctions by a distance heuristic).
 
 ``compat="reference"`` runs the released procedure step by step (:mod:`drivemetrics.graph.reference`): no merging of
-nodes at identical positions, Ramer-Douglas-Peucker simplification (epsilon 5, shuffled order) then oversampling
-(``round(L / spacing)`` pieces per edge), roots from the ground truth or the prediction with probability 1/2 through
-the released sampler (nodes next to empty areas), the released depth-first subgraphs, greedy matching, and the
-released count that ignores a matched predicted node whose id is 0. Random choices use one seeded generator, so
-the results follow the released distribution without repeating its (unseeded) draws.
+nodes at identical positions, isolated nodes kept (they can be roots), Ramer-Douglas-Peucker simplification (epsilon
+5, shuffled order) then oversampling (``round(L / spacing)`` pieces per edge), roots from the ground truth or the
+prediction with probability 1/2 through the released sampler (nodes next to empty areas), the released depth-first
+subgraphs, greedy matching, and the released count that ignores a matched predicted node whose id is 0. Random
+choices use one seeded generator, so the results follow the released distribution without repeating its (unseeded)
+draws.
 """
 
 from __future__ import annotations
@@ -173,9 +174,14 @@ def _opt_g_reference(
     """The released ``opt_g`` (greedy matching), see the module doc."""
     rng = np.random.default_rng(seed)
     gt = _ReferenceGraph(
-        validate_graph(target, "target", allow_empty=False, merge_duplicates=False), spacing, d_match, rng
+        validate_graph(target, "target", allow_empty=False, merge_duplicates=False, keep_isolated=True),
+        spacing,
+        d_match,
+        rng,
     )
-    pred = _ReferenceGraph(validate_graph(preds, "preds", merge_duplicates=False), spacing, d_match, rng)
+    pred = _ReferenceGraph(
+        validate_graph(preds, "preds", merge_duplicates=False, keep_isolated=True), spacing, d_match, rng
+    )
     n_pred = n_gt = n_spurious = n_missing = 0
     for _ in range(n_samples):
         from_gt = rng.random() < 0.5 or pred.sampler is None

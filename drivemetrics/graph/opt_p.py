@@ -22,9 +22,8 @@ Differences from the released code (``path_based/path_connectivity_metric.py``),
   changed a result in our comparisons).
 - Removal: the released code deletes every edge of the corridor routes between consecutive snapped points, including
   detours (a route that runs from a road to a snapped point on a side road and back); here an edge crossed an even
-  number of times is kept, so a side road is not cut where a turning path brushed it. With the same decomposition
-  and a fresh graph per path the two agreed within 0.02 per path on Vancouver crops (a one-off comparison, not a
-  test); with removal the released code scores about 0.02-0.03 F1 lower.
+  number of times is kept, so a side road is not cut where a turning path brushed it. No test compares single
+  paths with the released code; what is tested is the ``compat="reference"`` mean below.
 - Paths left when the other graph has no edges any more score 0 (the released code stops and leaves them out of the
   mean); an empty prediction scores precision 0 and recall 0 (the released code returns 1 and NaN).
 
@@ -33,8 +32,9 @@ merging of nodes at identical positions, paths left once the other graph is used
 empty prediction gives precision 1 and recall NaN. The alignment and its removal step stay this module's (detours
 kept): restating the released removal on the densified graph removed more than the released code does (F1 0.63
 against the released 0.67-0.71 on the Vancouver fixture window), while this alignment with the released crop gives
-F1 0.71 (mean of seeds 0-2), inside the released seed range widened by 0.02. The difference that remains is the
-released removal of detours (about -0.02 F1 on that window).
+F1 0.71 (mean of seeds 0-2). Tested (``tests/graph/test_metrics_delin.py``): on that window the mean over seeds 0-2
+of precision, recall and F1 lies inside the released seed range widened by 0.02. The difference that remains is
+the released removal of detours (about -0.02 F1 on that window; no test checks this figure).
 """
 
 from __future__ import annotations

@@ -48,8 +48,8 @@ class _GraphScalar(ScalarFromDict):
 
     def _state_config(self) -> object:
         options = getattr(self, "options", None)
-        if options is None:  # CCQ keeps its two options as attributes
-            options = {"slack": self.slack, "scale": self.scale}  # type: ignore[attr-defined]
+        if options is None:  # CCQ keeps its options as attributes
+            options = {"slack": self.slack, "scale": self.scale, "canvas": self.canvas}  # type: ignore[attr-defined]
         family = next(c.__name__ for c in type(self).__mro__ if c.__module__ != __name__ and c is not ScalarFromDict)
         return (family, sorted(options.items()), getattr(self, "compat", None))
 

@@ -18,11 +18,12 @@ Differences from the released code (documented, on purpose):
 - the target of each path is drawn uniformly among the GT nodes connected to the source, so no draw is wasted on
   disconnected pairs; exactly ``n_paths`` paths are scored (the released loop scores ``n_paths + 1``).
 
-``compat="reference"`` runs the released procedure: no merging of nodes at identical positions, oversampling with
-``round(L / spacing)`` pieces per edge, both end points drawn independently with the released sampler (nodes next to
-empty areas; a pair that is equal or not connected is drawn again), hop-count shortest paths in both graphs (their
-lengths measured afterwards), and fractions over ``n_paths + 1`` paths; an empty prediction gives infeasible = 1.
-Random choices use one seeded generator (the released distribution, not its draws).
+``compat="reference"`` runs the released procedure: no merging of nodes at identical positions, isolated nodes kept
+(a path end snapped to an isolated predicted node is infeasible), oversampling with ``round(L / spacing)`` pieces
+per edge, both end points drawn independently with the released sampler (nodes next to empty areas; a pair that is
+equal or not connected is drawn again), hop-count shortest paths in both graphs (their lengths measured afterwards),
+and fractions over ``n_paths + 1`` paths; an empty prediction gives infeasible = 1. Random choices use one seeded
+generator (the released distribution, not its draws).
 """
 
 from __future__ import annotations
@@ -139,8 +140,8 @@ def _tlts_reference(
 
     from drivemetrics.graph.reference import NodeSampler, oversample
 
-    gt = validate_graph(target, "target", allow_empty=False, merge_duplicates=False)
-    pred = validate_graph(preds, "preds", merge_duplicates=False)
+    gt = validate_graph(target, "target", allow_empty=False, merge_duplicates=False, keep_isolated=True)
+    pred = validate_graph(preds, "preds", merge_duplicates=False, keep_isolated=True)
     total = n_paths + 1
     if pred.number_of_edges() == 0:
         return _result([0, 0, 0, total])

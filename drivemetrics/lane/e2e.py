@@ -158,8 +158,7 @@ def e2e_ld(
         poses.append(torch.stack([state.x, state.z, state.heading], -1))
     track = torch.stack(poses, 1)  # (2B, T + 1, 3)
     det, ref = track[:batch], track[batch:]
-    right_x, right_z = torch.cos(ref[..., 2]), -torch.sin(ref[..., 2])
-    deviation = ((det[..., 0] - ref[..., 0]) * right_x + (det[..., 1] - ref[..., 1]) * right_z)[:, 1:]
+    deviation = relative_pose(det, ref)[:, 1:, 0]  # lateral offset in the reference drive's frame
     value = deviation.abs().amax(1)
     if return_details:
         return E2EResult(value, deviation, det, ref)

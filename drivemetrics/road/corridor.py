@@ -631,17 +631,19 @@ def corridor_curves(stats: dict[str, Tensor]) -> dict[str, Tensor]:
 
     Returns ``z`` (metres, near to far) and, for ``d = z[e]``, ``precision_lat`` (TP / (TP + FP) of corridor cells
     over ``min_distance <= z <= d``), ``f1_long`` (2 TP / (2 TP + FP + FN) of rows), ``hitrate`` (fraction of
-    frames hit up to ``d``). Undefined ratios (0 / 0, e.g. no corridor at all) are 0.
+    frames hit up to ``d``). Undefined ratios over scored frames (0 / 0, e.g. no corridor at all) are 0; with no
+    frame scored at all every score is NaN (nothing was measured).
     """
     tp, fp = stats["tp_cells"].cumsum(0), stats["fp_cells"].cumsum(0)
     rtp, rfp, rfn = stats["row_tp"].cumsum(0), stats["row_fp"].cumsum(0), stats["row_fn"].cumsum(0)
     frames = stats["frames"].double()
-    return {
-        "z": stats["z"],
+    scores = {
         "precision_lat": _safe_ratio(tp, tp + fp),
         "f1_long": _safe_ratio(2 * rtp, 2 * rtp + rfp + rfn),
         "hitrate": _safe_ratio(stats["hit_rows"], frames.expand_as(stats["z"])),
     }
+    none = frames == 0  # a tensor test, no host sync
+    return {"z": stats["z"], **{k: torch.where(none, torch.full_like(v, math.nan), v) for k, v in scores.items()}}
 
 
 def _scores_at(stats: dict[str, Tensor], distances: Sequence[float], grid: BevGrid) -> dict[str, Tensor]:
@@ -755,7 +757,8 @@ class DrivingCorridorMetric(Metric):
     def compute(self) -> dict[str, Tensor]:
         """Scores at the config's distances, plus ``mean_length`` (mean corridor arc length, metres)."""
         out = _scores_at(self._stats(), self.config.distances, self.grid)
-        out["mean_length"] = _safe_ratio(self.length_sum, self.frames)
+        mean_length = _safe_ratio(self.length_sum, self.frames)
+        out["mean_length"] = torch.where(self.frames > 0, mean_length, torch.full_like(mean_length, math.nan))
         return out
 
     def compute_curves(self) -> dict[str, Tensor]:

@@ -298,7 +298,8 @@ def bucket_histograms(
     ``[:, 1]`` positives.
 
     One pass: each pixel gets a small integer code ``bucket + bins * (class + classes * image)`` (int16 when it
-    fits, the class part built in uint8) and one ``bincount`` counts them; invalid pixels get their own classes,
+    fits, the class part built in uint8) and one ``bincount`` (off the CPU a fixed-size ``index_add_``, which needs
+    no host sync) counts them; invalid pixels get their own classes,
     dropped afterwards. ``uint8`` maps are counted by raw value (256 bins) and the small histogram is then
     regrouped into buckets, so any threshold set costs the same. On the CPU the pixels go through in blocks of
     :data:`CPU_BLOCK_PIXELS` (and :data:`CPU_LANES` sub-histograms) so the temporaries stay in the cache; on other
@@ -314,7 +315,7 @@ def bucket_histograms(
     blocked = device.type == "cpu" and CPU_BLOCK_PIXELS > 0
     lanes = CPU_LANES if blocked else 1
     groups = classes * patterns * lanes  # per image; the group code is uint8
-    # int16 codes halve the CPU memory traffic; elsewhere int32, which every backend's bincount takes
+    # int16 codes halve the CPU memory traffic; elsewhere int32
     code_dtype = torch.int16 if blocked and bins * groups <= 2**15 else torch.int32
 
     workspace: dict[tuple[str, torch.dtype], Tensor] = {}
@@ -348,7 +349,12 @@ def bucket_histograms(
         code = take("code", p.shape, code_dtype)
         code = group.to(code_dtype) if code is None else code.copy_(group)
         code.mul_(bins).add_(level)
-        hist = torch.bincount(code.reshape(-1), minlength=images * groups * bins)
+        size = images * groups * bins
+        if blocked:  # CPU: bincount is the fastest counter
+            hist = torch.bincount(code.reshape(-1), minlength=size)
+        else:  # CUDA's bincount reads the codes' min and max back to the host; a fixed-size scatter does not
+            flat = code.reshape(-1).to(torch.int64)
+            hist = torch.zeros(size, dtype=torch.int64, device=device).index_add_(0, flat, torch.ones_like(flat))
         hist = hist.view(images, lanes, patterns, classes, bins).sum(1)
         return hist[:, :, -2:]  # the valid negative and positive classes
 

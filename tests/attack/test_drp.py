@@ -3,8 +3,16 @@ import dataclasses
 import pytest
 import torch
 
-from drivemetrics.attack.drp import DriveClips, DRPConfig, LaneModel, drp_attack, evaluate_patch, simulate_drive
-from drivemetrics.attack.patch import PatchSpec
+from drivemetrics.attack.drp import (
+    DriveClips,
+    DRPConfig,
+    LaneModel,
+    drp_attack,
+    evaluate_patch,
+    render_drive,
+    simulate_drive,
+)
+from drivemetrics.attack.patch import PatchSpec, project_perturbation
 from drivemetrics.lane.e2e import e2e_ld
 from drivemetrics.synthetic.lane_clips import LaneCamera, make_lane_clips
 from drivemetrics.synthetic.lane_detectors import TinyLineDetector
@@ -111,3 +119,130 @@ def test_bad_inputs(clips, model):
         drp_attack(drive, broken, config())
     with pytest.raises(ValueError, match="perturbation"):
         simulate_drive(drive, model, torch.zeros(2, 1, 3, 3), config())
+
+
+def nan_model(model):
+    """The detector with every output NaN (its lanes then read as missing)."""
+
+    def forward(images):
+        maps = model.forward(images)["maps"]
+        return {"maps": maps * float("nan")}
+
+    return LaneModel(forward, model.center, model.lanes)
+
+
+def test_nan_model_output_is_named(clips, model):
+    _, drive = clips
+    broken = nan_model(model)
+    delta = torch.zeros(2, 1, *SPEC.shape, dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"model output is not finite \(NaN or inf\) at frame 0 of clip\(s\) \[0, 1\]"):
+        simulate_drive(drive, broken, config=config())
+    with pytest.raises(ValueError, match="model output is not finite"):
+        evaluate_patch(drive, broken, delta, config())
+    for scheme in ("trajectory", "backprop"):
+        with pytest.raises(ValueError, match="model output is not finite"):
+            drp_attack(drive, broken, config(scheme=scheme))
+
+
+def test_nan_output_of_one_clip_is_named(clips, model):
+    _, drive = clips
+
+    def forward(images):
+        maps = model.forward(images)["maps"].clone()
+        maps[1:] = float("inf") * maps[1:].sign()  # clip 1: +-inf logits -> NaN softmax
+        return {"maps": maps}
+
+    with pytest.raises(ValueError, match=r"not finite.*clip\(s\) \[1\]"):
+        simulate_drive(drive, LaneModel(forward, model.center, model.lanes), config=config())
+
+
+def test_perturbation_must_darken_within_budget(clips, model):
+    c, drive = clips
+    ok = torch.full((2, 1, *SPEC.shape), 0.1, dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"darkening within the budget.*\[0, linf = 0.3\]"):
+        evaluate_patch(drive, model, -ok, config())  # brightening
+    with pytest.raises(ValueError, match="darkening within the budget"):
+        simulate_drive(drive, model, 4 * ok, config())  # 0.4 > linf 0.3
+    with pytest.raises(ValueError, match="L2 norm"):
+        simulate_drive(drive, model, ok, config(l2=1.0))  # sqrt(1080) * 0.1 = 3.3
+    with pytest.raises(ValueError, match="top_k = 10 cells"):
+        evaluate_patch(drive, model, ok, config(top_k=10))
+    with pytest.raises(ValueError, match="darkening within the budget"):
+        render_drive(drive, c.poses, -ok, SPEC)
+    with pytest.raises(ValueError, match=r"linf = 0.05"):
+        render_drive(drive, c.poses, ok, SPEC, linf=0.05)
+    assert render_drive(drive, c.poses, ok, SPEC, linf=0.1).shape == drive.images.shape
+    # drp_attack's `init` is projected onto the budget, not refused
+    result = drp_attack(drive, model, config(iterations=0), init=4 * ok)
+    assert float(result.perturbation.max()) <= 0.3
+
+
+def test_patch_outside_the_view_raises_everywhere(clips, model):
+    c, drive = clips
+    far = config(patch=dataclasses.replace(SPEC, lateral=80.0))
+    delta = torch.zeros(2, 1, *SPEC.shape, dtype=torch.float64)
+    with pytest.raises(ValueError, match="outside the camera view"):
+        evaluate_patch(drive, model, delta, far)
+    with pytest.raises(ValueError, match="outside the camera view"):
+        simulate_drive(drive, model, delta, far)
+    with pytest.raises(ValueError, match="outside the camera view"):
+        render_drive(drive, c.poses, delta, far.patch)
+
+
+@pytest.mark.parametrize("iterations", [1, 2, 3])
+@pytest.mark.parametrize(
+    ("linf", "l2", "top_k"),
+    [(0.03, None, None), (0.08, 0.5, 300)],
+    ids=["linf", "l2-top-k"],  # the L2 scaling would hide a missing L-inf clamp: one binding budget per run
+)
+def test_every_step_respects_the_budget(clips, model, iterations, linf, l2, top_k):
+    _, drive = clips
+    one = dataclasses.replace(  # one clip of 4 frames, for speed
+        drive,
+        images=drive.images[:1, :4],
+        speed=drive.speed[:1],
+        recorded_poses=drive.recorded_poses[:1, :4],
+        lane_centre=drive.lane_centre[:1, :4],
+        lane_width=drive.lane_width[:1],
+    )
+    cfg = config(linf=linf, l2=l2, top_k=top_k, lr=0.1, iterations=iterations, eot_samples=1)
+    result = drp_attack(one, model, cfg)
+    delta = result.perturbation
+    assert result.iterations == iterations
+    assert float(delta.max()) > 0  # the attack moved
+    assert float(delta.min()) >= 0  # darken only
+    assert float(delta.max()) <= linf
+    if l2 is not None:
+        assert (delta.flatten(1).norm(dim=1) <= l2 * (1 + 1e-12)).all()
+    if top_k is not None:
+        assert ((delta.sum(1) > 0).flatten(1).sum(1) <= top_k).all()
+
+
+@pytest.mark.gpu
+def test_cuda_attack_matches_cpu(clips, model):
+    _, drive = clips
+    cuda = dataclasses.replace(
+        drive,
+        images=drive.images.cuda(),
+        image_from_road=drive.image_from_road.cuda(),
+        recorded_poses=drive.recorded_poses.cuda(),
+        lane_centre=drive.lane_centre.cuda(),
+        z_samples=drive.z_samples.cuda(),
+        speed=torch.as_tensor(drive.speed).cuda(),
+        lane_width=drive.lane_width.cuda(),
+    )
+    cfg = config(linf=0.2, l2=3.0, iterations=2)
+    cpu, gpu = drp_attack(drive, model, cfg), drp_attack(cuda, model, cfg)
+    assert gpu.perturbation.is_cuda
+    assert torch.allclose(gpu.perturbation.cpu(), cpu.perturbation, atol=1e-6)
+    assert torch.allclose(gpu.evaluation.attacked_poses.cpu(), cpu.evaluation.attacked_poses, atol=1e-6)
+    assert torch.allclose(gpu.history.cpu(), cpu.history, atol=1e-6)
+
+
+def test_float32_patch_clamped_at_the_budget_is_accepted(clips, model):
+    c, drive = clips
+    drive32 = dataclasses.replace(drive, images=drive.images.float())
+    delta = project_perturbation(torch.ones(2, 1, *SPEC.shape), 0.3)  # float32(0.3) > 0.3 as a double
+    assert float(delta.max()) > 0.3
+    assert simulate_drive(drive32, model, delta, config()).shape == (2, 6, 3)
+    assert render_drive(drive32, c.poses, delta, SPEC, linf=0.3).shape == drive32.images.shape

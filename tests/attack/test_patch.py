@@ -126,6 +126,24 @@ def test_batched_equals_per_sample():
         assert torch.allclose(batched[i : i + 1], single, atol=1e-6)
 
 
+@pytest.mark.gpu
+def test_cuda_composite_matches_cpu():
+    gen = torch.Generator().manual_seed(4)
+    images = torch.rand(4, 3, H, W, generator=gen, dtype=torch.float64)
+    spec = PatchSpec(cell=0.1)
+    delta = torch.rand(4, 1, *spec.shape, generator=gen, dtype=torch.float64) * 0.3
+    poses = torch.randn(4, 3, generator=gen, dtype=torch.float64) * torch.tensor([0.5, 3.0, 0.02]).double()
+    anchors = torch.zeros(4, 3, dtype=torch.float64)
+    hom = camera()
+    cpu = composite_patch(images, delta, image_from_texture(hom, poses, anchors, spec), road_pixel_mask(hom, (H, W)))
+    hom_g = hom.cuda()
+    warp_g = image_from_texture(hom_g, poses.cuda(), anchors.cuda(), spec)
+    gpu = composite_patch(images.cuda(), delta.cuda(), warp_g, road_pixel_mask(hom_g, (H, W)))
+    for a, b in zip(cpu, gpu, strict=True):
+        assert b.is_cuda
+        assert torch.allclose(b.cpu(), a, atol=1e-9)
+
+
 @pytest.mark.parametrize(("l2", "top_k"), [(None, None), (2.0, None), (None, 50), (1.0, 20)])
 def test_projection_satisfies_every_constraint(l2, top_k):
     gen = torch.Generator().manual_seed(3)

@@ -140,6 +140,31 @@ def test_metric_sums_counts_over_tiles():
     assert images.compute()["quality"].item() == 1.0
 
 
+def test_reference_canvas_without_tile_starts_at_the_origin():
+    """compat CCQ without a canvas or a tile: a square from (0, 0) to ceil(max coordinate * scale), as the released
+    examples draw (negative coordinates are clipped)."""
+    gt = _graph([(-40, 10), (40, 10)], [(0, 1)])
+    res = ccq_graph(gt, gt, slack=0.0, scale=1.0, compat="reference")
+    assert res.total_gt == 40  # columns 0..39 of a 40 x 40 canvas
+    wide = ccq_graph(gt, gt, slack=0.0, scale=1.0, canvas=(-64, 0, 64, 128), compat="reference")
+    assert wide.total_gt == 81
+    gt.graph["tile"] = (0.0, 0.0, 20.0, 20.0)
+    assert ccq_graph(gt, gt, slack=0.0, scale=1.0, compat="reference").total_gt == 20  # the tile: 20 x 20 px
+    with pytest.raises(ValueError, match="canvas"):
+        ccq_graph(gt, gt, canvas=(0, 0, 0, 5))
+    with pytest.raises(ValueError, match="canvas"):
+        CorrectnessCompletenessQuality(canvas=(0, 0, 8))
+
+
+def test_scalar_classes_with_different_canvases_count_apart():
+    """The canvas changes the counts, so it is part of the scalar classes' compute-group key."""
+    from drivemetrics.graph.scalar_metrics import CCQQuality
+
+    a, b = CCQQuality(), CCQQuality(canvas=(0.0, 0.0, 64, 64))
+    assert not torch.equal(a.config_key, b.config_key)
+    assert torch.equal(a.config_key, CCQQuality().config_key)
+
+
 def test_vancouver_identical_and_real_prediction(fixtures_dir):
     folder = fixtures_dir / "graphs" / "roadtracer_vancouver"
     gt = crop(read_graph(folder / "gt.graph"), -1024, -1024, 1024, 1024)

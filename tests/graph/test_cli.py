@@ -157,6 +157,25 @@ def test_graph_sensitivity_quick_compat_reference(tmp_path, capsys):
     assert "tlts (correct)" in capsys.readouterr().out
 
 
+def test_graph_eval_compat_warns_about_metrics_without_compat_mode(tmp_path, capsys):
+    write_roadtracer_graph(grid(), tmp_path / "gt.graph")
+    args = ["graph-eval", "--gt", str(tmp_path / "gt.graph"), "--pred", str(tmp_path / "gt.graph"), "--no-progress"]
+    metrics = ["--metrics", "opt_j", "subg", "junct", "--set", "subg.n_subgraphs=20"]
+    assert main([*args, *metrics, "--compat", "reference"]) == 0
+    err = capsys.readouterr().err
+    warnings = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert warnings == [
+        "warning: --compat reference: subg, junct have no compat mode and are scored in the default mode"
+    ]
+    assert main([*args, *metrics]) == 0  # no compat: no warning
+    assert "warning" not in capsys.readouterr().err
+    assert main([*args, "--metrics", "opt_j", "ccq", "--compat", "reference"]) == 0  # all have a compat mode
+    assert "warning" not in capsys.readouterr().err
+    from drivemetrics.graph.evaluate import METRICS, metrics_without_compat
+
+    assert metrics_without_compat(METRICS) == ["apls", "subg", "junct"]
+
+
 def test_graph_eval_json_refuses_to_overwrite_an_input(tmp_path, capsys):
     write_roadtracer_graph(grid(), tmp_path / "gt.graph")
     args = ["graph-eval", "--gt", str(tmp_path / "gt.graph"), "--pred", str(tmp_path / "gt.graph")]

@@ -14,7 +14,7 @@ import json
 import numpy as np
 import pytest
 
-from drivemetrics.graph.ccq import ccq_graph
+from drivemetrics.graph.ccq import CorrectnessCompletenessQuality, ccq_graph
 from drivemetrics.graph.evaluate import crop_protocol
 from drivemetrics.graph.geometry import crop
 from drivemetrics.graph.io import read_roadtracer_graph
@@ -112,6 +112,33 @@ def test_reference_ccq_equals_released(vancouver, window_crops, metric):
     assert res.correctness == pytest.approx(want["correctness"], abs=1e-9)
     assert res.completeness == pytest.approx(want["completeness"], abs=1e-9)
     assert res.quality == pytest.approx(want["quality"], abs=1e-9)
+
+
+@pytest.mark.parametrize("metric", ["ccq", "ccq1"])
+def test_reference_ccq_default_canvas_is_released(vancouver, window_crops, metric):
+    """Without a canvas, compat CCQ draws on the released one: the protocol's tile from the origin."""
+    want = _released(vancouver[0], metric)
+    pred, gt = window_crops["segmentation"], window_crops["gt"]
+    assert gt.graph["tile"] == (0.0, 0.0, 2048.0, 2048.0)
+    res = ccq_graph(pred, gt, slack=8.0, scale=want["scale"], compat="reference")
+    assert (res.matched_pred, res.total_pred, res.matched_gt, res.total_gt) == (
+        want["TP_g"],
+        want["pred_pixels"],
+        want["TP_p"],
+        want["gt_pixels"],
+    )
+    assert res.quality == pytest.approx(want["quality"], abs=1e-9)
+    # the Metric class, on these graphs and on graphs without the tile attribute with an explicit canvas
+    bare = [g.copy() for g in (pred, gt)]
+    for g in bare:
+        del g.graph["tile"]
+    size = want["image_size"]
+    for canvas, graphs in ((None, (pred, gt)), ((0.0, 0.0, size, size), bare)):
+        m = CorrectnessCompletenessQuality(scale=want["scale"], canvas=canvas, compat="reference")
+        m.update(*graphs)
+        counts = [int(getattr(m, k)) for k in ("matched_pred", "total_pred", "matched_gt", "total_gt")]
+        assert counts == [want["TP_g"], want["pred_pixels"], want["TP_p"], want["gt_pixels"]]
+        assert float(m.compute()["quality"]) == pytest.approx(want["quality"], abs=1e-6)  # float32 tensor
 
 
 SAMPLED = {

@@ -139,3 +139,17 @@ def test_messy_but_valid_graphs(metric):
     del no_pos.nodes[2]["pos"]
     with pytest.raises(ValueError, match="no 'pos'"):
         fn(g, no_pos)
+
+
+def test_reference_keeps_isolated_nodes():
+    """The released opt_g never drops isolated nodes: an isolated predicted node can be a root (a spurious marble)."""
+    # ids from 1: the released count ignores a matched predicted node whose id is 0
+    road = nx.relabel_nodes(_graph([(0, 0), (400, 0), (400, 400)], [(0, 1), (1, 2)]), lambda n: n + 1)
+    pred = road.copy()
+    pred.add_node(4, pos=(100.0, 300.0))  # far from the road, next to empty space
+    clean = opt_g(road, road, n_samples=200, compat="reference")
+    assert (clean.n_spurious, clean.n_missing) == (0, 0)
+    res = opt_g(pred, road, n_samples=200, compat="reference")
+    assert res.n_spurious > 0
+    assert res.n_missing == 0
+    assert opt_g(pred, road, n_samples=200).n_spurious == 0  # the default mode drops isolated nodes

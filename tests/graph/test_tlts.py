@@ -102,3 +102,17 @@ def test_vancouver_crop(fixtures_dir):
     r = tlts(pred, gt, n_paths=100)
     assert 0.0 < r.correct < 1.0
     assert r.correct + r.too_long + r.too_short + r.infeasible == pytest.approx(1.0)
+
+
+def test_reference_keeps_isolated_nodes():
+    """The released toolong_tooshort keeps isolated nodes: a path end snapped to one is infeasible."""
+    gt = _polyline([(0, 0), (480, 0), (480, 480)])
+    shifted = _polyline([(0, 3), (477, 3), (477, 480)])  # 3 px off the GT: every path correct
+    assert tlts(shifted, gt, n_paths=100, compat="reference").correct == 1.0
+    # isolated predicted nodes exactly on the oversampled GT nodes (every 8 px): nearer than the road
+    pred = shifted.copy()
+    pts = [(x, 0.0) for x in range(0, 481, 8)] + [(480.0, y) for y in range(8, 481, 8)]
+    pred.add_nodes_from((10 + i, {"pos": (float(x), float(y))}) for i, (x, y) in enumerate(pts))
+    res = tlts(pred, gt, n_paths=100, compat="reference")
+    assert res.infeasible == 1.0
+    assert tlts(pred, gt, n_paths=100).correct == 1.0  # the default mode drops isolated nodes

@@ -528,3 +528,21 @@ def test_bad_input_is_rejected_clearly():
         DrivingCorridorMetric(threshold=2.0)
     with pytest.raises(ValueError, match="frames"):
         corridor_table(conf, torch.cat([target, target]), threshold=0.5)
+
+
+def test_no_frame_scored_gives_nan_not_zero():
+    """A metric that saw no frame has measured nothing: NaN, while frames without any corridor score 0."""
+    import math
+
+    from drivemetrics.road import DrivingCorridorHitRate, DrivingCorridorLateralPrecision, DrivingCorridorMetric
+
+    grid = BevGrid()
+    with pytest.warns(UserWarning, match="before the ``update``"):
+        assert math.isnan(DrivingCorridorHitRate(0.5, grid).compute().item())
+    with pytest.warns(UserWarning, match="before the ``update``"):
+        assert all(math.isnan(v.item()) for v in DrivingCorridorMetric(0.5, grid).compute().values())
+    metric = DrivingCorridorLateralPrecision(0.5, grid)
+    lane = torch.zeros(1, *grid.shape, dtype=torch.bool)
+    lane[..., 185:215] = True  # a straight ego lane, nothing detected
+    metric.update(torch.zeros(1, *grid.shape), lane)
+    assert metric.compute().item() == 0.0

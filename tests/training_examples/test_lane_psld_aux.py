@@ -94,3 +94,19 @@ def test_config_errors(tmp_path):
     bad.write_text("seed: 0\n")
     with pytest.raises(ValueError, match="missing keys"):
         example.load_config(bad, quick=False)
+
+
+def test_shipped_config_and_its_quick_section():
+    full = example.load_config(example.CONFIG, quick=False)
+    quick = example.load_config(example.CONFIG, quick=True)
+    assert "quick" not in full
+    assert "quick" not in quick
+    assert full["train"] == {"clips": 48, "frames": 10}
+    assert full["e2e_frames"] == 20
+    assert quick["train"] == {"clips": 24, "frames": 5}  # the quick section overrides these four
+    assert quick["val"] == {"clips": 2, "frames": 5}
+    assert quick["test"] == {"clips": 4, "frames": 20}
+    assert quick["e2e_frames"] == 10
+    untouched = ("seed", "psld_weight", "max_epochs", "batch_size", "model")
+    assert {k: quick[k] for k in untouched} == {k: full[k] for k in untouched}
+    assert quick["model"]["image_width"] == 256

@@ -80,8 +80,15 @@ def test_quick_run_logs_the_pooled_metrics_and_writes_json(tmp_path):
 @pytest.mark.slow
 def test_two_process_ddp_logs_the_metric_pooled_over_both_ranks(tmp_path):
     args = ["--quick", *TINY, "--data.batch_size=2", "--trainer.devices=2", "--trainer.strategy=ddp_spawn"]
-    cli, result = example.run([*args, f"--trainer.default_root_dir={tmp_path}"])
+    out = tmp_path / "road.json"
+    cli, result = example.run([*args, f"--trainer.default_root_dir={tmp_path}", "--json", str(out)])
     assert result["world_size"] == 2
+    # trained in the spawned processes: rank 0's epochs, steps and history reach the main process and the JSON
+    written = json.loads(out.read_text())
+    assert written["epochs"] == 1
+    assert written["global_steps"] == 4  # 16 frames, 8 per rank, batches of 2
+    assert [h["epoch"] for h in written["history"]] == [0]
+    assert {k: v for k, v in written["history"][0].items() if k != "epoch"} == pytest.approx(written["final"])
     logged = {k: float(v) for k, v in cli.trainer.callback_metrics.items()}
     expected = _expected(cli)  # the trained weights are loaded back into the main process
     _assert_logged_equal(logged, expected)
@@ -91,6 +98,20 @@ def test_two_process_ddp_logs_the_metric_pooled_over_both_ranks(tmp_path):
         probs = cli.model(frames["image"][0::2])
     rank0 = road_pixel_scores(probs[:, 0], frames["road"][0::2], frames["valid"][0::2])["MaxF"].item()
     assert logged["val/maxf"] != pytest.approx(rank0, abs=1e-6)
+
+
+@pytest.mark.parametrize("has_lane", [[False, False, False], [True, False, True]])
+def test_validation_step_logs_the_corridor_even_without_lane_ground_truth(has_lane, monkeypatch):
+    """Every rank must log the same metrics under DDP: a batch without lane ground truth logs, but adds no frame."""
+    model = example.RoadSegmenter()
+    batch = {**example.synthetic_frames(3, seed=0, image_scale=0.125), "has_lane": torch.tensor(has_lane)}
+    logged: list[str] = []
+    monkeypatch.setattr(model, "log", lambda name, value, **kwargs: logged.append(name))
+    monkeypatch.setattr(model, "log_dict", lambda values, **kwargs: logged.extend(values.keys()))
+    with torch.no_grad():
+        model.validation_step(batch, 0)
+    assert set(model.val_corridor.keys(keep_base=False)) <= set(logged)
+    assert [int(m.frames) for m in model.val_corridor.values()] == [sum(has_lane)] * 9  # 3 scores x 3 distances
 
 
 def test_resume_from_checkpoint_gives_the_uninterrupted_metrics(tmp_path):
