@@ -3,9 +3,13 @@ not decode name their file.
 
 - :func:`check_output_path` refuses an output that is one of the command's input files or folders, or a file inside
   an input folder named like the files read from it (after resolving links), before anything is computed.
+- :class:`InputFiles` checks each output file, just before it is written, against the input files (links resolved).
 - :func:`atomic_write_text`, :func:`atomic_write_bytes`, :func:`atomic_open` and :func:`atomic_save_png` write to
   a temporary file in the target folder and rename it into place (``os.replace``), so an interrupted run leaves
-  either the old file or the new one, never a truncated file.
+  either the old file or the new one, never a truncated file. The new file keeps the mode of the file it replaces
+  (a new file gets ``0o666`` minus the umask, like a plain ``open``).
+- :func:`read_text` reads a UTF-8 text file and turns invalid UTF-8 into a :class:`ValueError` naming the file,
+  line and byte offset.
 - :func:`load_image` decodes an image with Pillow and turns any decoding failure (truncated file, not an
   image, decompression bomb) into a :class:`ValueError` naming the file.
 """
@@ -14,7 +18,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
+import secrets
+import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -71,6 +76,65 @@ def check_output_path(
     return out
 
 
+def _create_temporary(target: Path) -> tuple[int, str]:
+    """A new, exclusively created temporary file beside ``target``: ``(descriptor, name)``.
+
+    Its mode is the one ``target`` would get from a plain ``open``: the mode of the file it replaces, or for a new
+    file ``0o666`` minus the umask (applied by the kernel at creation, so the process umask is never changed and
+    default ACLs of the folder apply as usual). ``tempfile.mkstemp`` would give ``0o600`` every time.
+    """
+    try:
+        replaced_mode: int | None = stat.S_IMODE(os.stat(target).st_mode)
+    except OSError:
+        replaced_mode = None
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    for _ in range(100):
+        name = str(target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            handle = os.open(name, flags, 0o666)
+        except FileExistsError:
+            continue
+        if replaced_mode is not None:
+            try:
+                os.chmod(handle if os.chmod in os.supports_fd else name, replaced_mode)
+            except BaseException:
+                os.close(handle)
+                with contextlib.suppress(OSError):
+                    os.unlink(name)
+                raise
+        return handle, name
+    raise FileExistsError(f"cannot create a temporary file beside {target}")
+
+
+class InputFiles:
+    """The identities of a command's input files (resolved paths and device / inode numbers), to check each output
+    against just before it is written: a link inside the output folder pointing at an input (``out/a.png ->
+    ../in/a.png``), or an input that is a link to an output-to-be, is caught whatever the folders look like.
+    """
+
+    def __init__(self, paths: Iterable[str | Path] = ()) -> None:
+        self._paths: dict[Path, Path] = {}
+        self._inodes: dict[tuple[int, int], Path] = {}
+        for path in paths:
+            self.add(path)
+
+    def add(self, path: str | Path) -> None:
+        self._paths.setdefault(_resolved(path), Path(path))
+        with contextlib.suppress(OSError):
+            st = os.stat(path)
+            self._inodes.setdefault((st.st_dev, st.st_ino), Path(path))
+
+    def check(self, output: str | Path, option: str = "output") -> None:
+        """Raise ``ValueError`` when ``output`` (links resolved) is one of the input files."""
+        clash = self._paths.get(_resolved(output))
+        if clash is None:
+            with contextlib.suppress(OSError):
+                st = os.stat(output)
+                clash = self._inodes.get((st.st_dev, st.st_ino))
+        if clash is not None:
+            raise ValueError(f"{option} {output} is the input file {clash} (through a link); refusing to overwrite it")
+
+
 @contextlib.contextmanager
 def atomic_open(path: str | Path, mode: str = "w", **kwargs: Any) -> Iterator[IO[Any]]:
     """Open a temporary file beside ``path`` for writing; on success it replaces ``path``, on error it is removed.
@@ -81,7 +145,7 @@ def atomic_open(path: str | Path, mode: str = "w", **kwargs: Any) -> Iterator[IO
         raise ValueError(f"`mode` must be 'w' or 'wb', got {mode!r}")
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    handle, tmp_name = _create_temporary(target)
     try:
         with os.fdopen(handle, mode, **kwargs) as stream:
             yield stream
@@ -119,6 +183,30 @@ def atomic_save_figure(fig: Any, path: str | Path, **kwargs: Any) -> None:
     fmt = Path(path).suffix.lstrip(".") or "png"
     with atomic_open(path, "wb") as stream:
         fig.savefig(stream, format=fmt, **kwargs)
+
+
+def read_text(path: str | Path, *, what: str = "file") -> str:
+    """The UTF-8 text of ``path``, newlines translated to ``"\\n"`` as a text-mode ``open`` does.
+
+    Invalid UTF-8 raises ``ValueError`` naming the file, the line and the byte offset (a ``UnicodeDecodeError``
+    alone names neither). A missing file raises ``FileNotFoundError`` naming ``what`` and the file.
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{what} not found: {path}") from None
+    except IsADirectoryError:
+        raise ValueError(f"{path}: is a folder, expected a {what}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise ValueError(
+            f"{path}:{line}: not valid UTF-8 (byte 0x{data[err.start]:02x} at offset {err.start}: {err.reason}); "
+            f"expected a UTF-8 {what}"
+        ) from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")  # universal newlines, as ``open(path)`` reads them
 
 
 def load_image(path: str | Path, *, what: str = "image") -> Any:

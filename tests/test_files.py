@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 
 import pytest
 
-from drivemetrics._files import atomic_open, atomic_write_text, check_output_path, load_image
+from drivemetrics._files import atomic_open, atomic_write_text, check_output_path, load_image, read_text
 
 
 def test_output_equal_to_an_input_file_is_refused(tmp_path):
@@ -82,3 +83,119 @@ def test_output_file_inside_an_input_folder(tmp_path):
     # an output folder inside an input folder is allowed (it only receives new files)
     assert check_output_path(results / "sub", input_dirs=[results])
     assert frame.read_bytes() == b"png"
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
+@pytest.mark.parametrize("umask", [0o022, 0o002, 0o077])
+def test_atomic_write_gives_a_new_file_the_mode_of_a_plain_open(tmp_path, umask):
+    old = os.umask(umask)
+    try:
+        atomic_write_text(tmp_path / "new.json", "{}")
+        with open(tmp_path / "plain.json", "w") as stream:
+            stream.write("{}")
+    finally:
+        os.umask(old)
+    new_mode = stat.S_IMODE(os.stat(tmp_path / "new.json").st_mode)
+    assert new_mode == 0o666 & ~umask
+    assert new_mode == stat.S_IMODE(os.stat(tmp_path / "plain.json").st_mode)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
+@pytest.mark.parametrize("mode", [0o664, 0o640, 0o755])
+def test_atomic_write_keeps_the_mode_of_the_replaced_file(tmp_path, mode):
+    path = tmp_path / "scores.json"
+    path.write_text("{}")
+    os.chmod(path, mode)
+    atomic_write_text(path, '{"a": 1}')
+    assert json.loads(path.read_text()) == {"a": 1}
+    assert stat.S_IMODE(os.stat(path).st_mode) == mode
+    with atomic_open(path, "wb") as stream:
+        stream.write(b"{}")
+    assert stat.S_IMODE(os.stat(path).st_mode) == mode
+    assert os.listdir(tmp_path) == ["scores.json"]
+
+
+def _read_detection_list(path):
+    from drivemetrics.detection.cli import _read_list
+
+    return _read_list(str(path))
+
+
+def _reader(module: str, name: str, **kwargs):
+    def read(path):
+        import importlib
+
+        return getattr(importlib.import_module(module), name)(path, **kwargs)
+
+    return read
+
+
+@pytest.mark.parametrize(
+    ("read", "good"),
+    [
+        (_reader("drivemetrics.lane.tusimple", "read_tusimple_json"), '{"raw_file": "a.jpg", "lanes": []}\n'),
+        (_reader("drivemetrics.lane.culane", "read_culane_list"), "/driver_1/a/00000.jpg\n"),
+        (_reader("drivemetrics.lane.culane", "read_culane_lines"), "100 580 120 560\n"),
+        (_reader("drivemetrics.lane.culane_official", "read_culane_file"), "100 580 120 560\n"),
+        (_reader("drivemetrics.graph.io", "read_roadtracer_graph"), "0 0\n1 1\n\n0 1\n"),
+        (_reader("drivemetrics.graph.io", "read_geojson"), '{"type": "FeatureCollection", "features": []}'),
+        (_reader("drivemetrics.geometry.calib", "read_kitti_calib", required=("P0",)), "P0: 1 0 0 0 0 1 0 0 0 0 1 0\n"),
+        (_reader("drivemetrics.detection.kitti_io", "read_kitti_objects"), ""),
+        (_reader("drivemetrics.detection.kitti_io", "read_kitti_object_calib"), "P0: 1 0 0 0 0 1 0 0 0 0 1 0\n"),
+        (_read_detection_list, "000000\n"),
+    ],
+    ids=[
+        "tusimple",
+        "culane-list",
+        "culane-lines",
+        "culane-file",
+        "roadtracer",
+        "geojson",
+        "calib",
+        "kitti-objects",
+        "kitti-object-calib",
+        "detection-list",
+    ],
+)
+def test_invalid_utf8_names_the_file_line_and_offset(tmp_path, read, good):
+    path = tmp_path / "input.txt"
+    path.write_bytes(good.encode() + b"\xff\xfe junk\n")
+    with pytest.raises(ValueError, match="not valid UTF-8") as info:
+        read(path)
+    message = str(info.value)
+    assert not isinstance(info.value, UnicodeDecodeError)
+    line = good.count("\n") + 1
+    assert message.startswith(f"{path}:{line}: ")
+    assert f"offset {len(good.encode())}" in message
+    assert "0xff" in message
+
+
+def test_read_text_translates_newlines_like_open(tmp_path):
+    path = tmp_path / "a.txt"
+    path.write_bytes("é\r\nb\rc\n".encode())
+    assert read_text(path) == "é\nb\nc\n"
+    with pytest.raises(FileNotFoundError, match="list file not found"):
+        read_text(tmp_path / "missing.txt", what="list file")
+
+
+def test_every_file_written_by_the_package_goes_through_the_atomic_writers():
+    """No module but ``_files.py`` writes a file itself (``savefig(path)``, ``Image.save``, ``write_text``, ...)."""
+    import ast
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parents[1] / "drivemetrics"
+    writers = {"savefig", "save", "write_text", "write_bytes", "imwrite", "dump"}
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        if path.name == "_files.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in writers:
+                found.append(f"{path.relative_to(package)}:{node.lineno} .{node.func.attr}(")
+            if (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", getattr(node.func, "attr", None)) == "open"
+                and any(isinstance(a, ast.Constant) and str(a.value)[:1] in "wax" for a in node.args[1:2])
+            ):
+                found.append(f"{path.relative_to(package)}:{node.lineno} open(..., write mode)")
+    assert found == []

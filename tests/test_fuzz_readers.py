@@ -1,7 +1,7 @@
 """Property-based fuzzing of every file reader: any bytes either parse or raise the documented error type.
 
-The documented error for a bad file is ``ValueError`` (``UnsafePickleError`` and ``UnicodeDecodeError`` are
-ValueErrors) naming the file; never another exception, a hang or unbounded memory. The default budget is small
+The documented error for a bad file is ``ValueError`` (``UnsafePickleError`` is one; invalid UTF-8 is one too)
+naming the file; never another exception, a hang or unbounded memory. The default budget is small
 (``make test``); set ``DRIVEMETRICS_FUZZ_EXAMPLES`` (e.g. 5000) for a longer run.
 """
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import torch
 
+from drivemetrics._files import atomic_save_figure
 from drivemetrics.geometry.bev import BevGrid
 from drivemetrics.road.corridor import (
     CorridorConfig,
@@ -98,7 +99,7 @@ def _figures(out_dir: Path, grid: BevGrid, methods: dict, fits: dict, curves: di
             ax.tick_params(labelsize=6)
     fig.suptitle("Driving corridor (red) over BEV confidence, GT ego lane (green)", fontsize=10)
     fig.tight_layout()
-    fig.savefig(out_dir / "corridor_fig12.png", dpi=90)
+    atomic_save_figure(fig, out_dir / "corridor_fig12.png", dpi=90)
     plt.close(fig)
 
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.5))
@@ -112,5 +113,5 @@ def _figures(out_dir: Path, grid: BevGrid, methods: dict, fits: dict, curves: di
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(out_dir / "corridor_fig13.png", dpi=90)
+    atomic_save_figure(fig, out_dir / "corridor_fig13.png", dpi=90)
     plt.close(fig)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import torch
 
+from drivemetrics._files import atomic_save_figure
 from drivemetrics.lane.culane import culane_counts, lanes_from_rows
 from drivemetrics.lane.tusimple import tusimple_f1, tusimple_image_scores
 from drivemetrics.synthetic.lane_clips import (
@@ -163,7 +164,7 @@ def _plot(result: dict[str, object], out_dir: Path) -> list[Path]:
     fig.tight_layout()
     out_dir.mkdir(parents=True, exist_ok=True)
     traj = out_dir / "lane_trajectories.png"
-    fig.savefig(traj, dpi=110)
+    atomic_save_figure(fig, traj, dpi=110)
     plt.close(fig)
     poses: torch.Tensor = result["poses"]  # type: ignore[assignment]
     reference: torch.Tensor = result["reference_poses"]  # type: ignore[assignment]
@@ -175,14 +176,14 @@ def _plot(result: dict[str, object], out_dir: Path) -> list[Path]:
     ax.legend(fontsize=7)
     fig.tight_layout()
     paths = out_dir / "lane_paths.png"
-    fig.savefig(paths, dpi=110)
+    atomic_save_figure(fig, paths, dpi=110)
     plt.close(fig)
     fig, ax = plt.subplots(figsize=(5, 4))
     ax.scatter(acc, e2e, s=14)  # type: ignore[arg-type]
     ax.set(xlabel="TuSimple accuracy", ylabel="E2E-LD (m)", title="Conventional accuracy vs E2E-LD")
     fig.tight_layout()
     scatter = out_dir / "lane_accuracy_vs_e2e.png"
-    fig.savefig(scatter, dpi=110)
+    atomic_save_figure(fig, scatter, dpi=110)
     plt.close(fig)
     return [traj, paths, scatter]
 

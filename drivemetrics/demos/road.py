@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from drivemetrics._files import atomic_save_figure
 from drivemetrics.demos.corridor import corridor_section
 from drivemetrics.geometry.bev import BevGrid
 from drivemetrics.road.metrics import RoadPixelMetrics
@@ -133,7 +134,7 @@ def _figures(results: dict[str, dict[str, dict[str, Tensor]]], out_dir: Path, gr
         ax.legend(fontsize=7, loc="lower left")
     fig.tight_layout()
     written.append(out_dir / "road_pr_curves.png")
-    fig.savefig(written[-1], dpi=90)
+    atomic_save_figure(fig, written[-1], dpi=90)
     plt.close(fig)
 
     maps = results["_maps"]
@@ -149,7 +150,7 @@ def _figures(results: dict[str, dict[str, dict[str, Tensor]]], out_dir: Path, gr
     fig.suptitle("BEV confidence (scene 0), GT road boundary in cyan; blank: outside the camera view")
     fig.tight_layout()
     written.append(out_dir / "road_bev_overlays.png")
-    fig.savefig(written[-1], dpi=80)
+    atomic_save_figure(fig, written[-1], dpi=80)
     plt.close(fig)
 
     fig, axes = plt.subplots(len(labels), 1, figsize=(8, 2.3 * len(labels)))
@@ -160,7 +161,7 @@ def _figures(results: dict[str, dict[str, dict[str, Tensor]]], out_dir: Path, gr
         ax.axis("off")
     fig.tight_layout()
     written.append(out_dir / "road_perspective.png")
-    fig.savefig(written[-1], dpi=80)
+    atomic_save_figure(fig, written[-1], dpi=80)
     plt.close(fig)
     return written
 

@@ -45,7 +45,9 @@ def _read_list(path: str) -> list[str]:
     if not file.is_file():
         raise FileNotFoundError(f"--list file not found: {file}")
     names = []
-    for line_no, line in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
+    from drivemetrics._files import read_text
+
+    for line_no, line in enumerate(read_text(file, what="--list file").splitlines(), start=1):
         fields = line.split()
         if not fields:
             continue

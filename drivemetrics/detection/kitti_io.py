@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from drivemetrics._files import read_text
 from drivemetrics.geometry.calib import parse_kitti_calib
 
 __all__ = [
@@ -178,7 +179,8 @@ def read_kitti_objects(path: str | Path, with_score: bool | None = None) -> Kitt
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"KITTI object file not found: {path}")
-    return parse_kitti_objects(path.read_text(encoding="utf-8"), source=str(path), with_score=with_score)
+    text = read_text(path, what="KITTI object file")
+    return parse_kitti_objects(text, source=str(path), with_score=with_score)
 
 
 def format_kitti_objects(objects: KittiObjects, decimals: int = 2) -> str:
@@ -291,7 +293,8 @@ def read_kitti_object_calib(path: str | Path, dtype: torch.dtype = torch.float64
     if not path.is_file():
         raise FileNotFoundError(f"calibration file not found: {path}")
     required = KITTI_OBJECT_CALIB_KEYS[:6]
-    return parse_kitti_calib(path.read_text(encoding="utf-8"), source=str(path), required=required, dtype=dtype)
+    text = read_text(path, what="calibration file")
+    return parse_kitti_calib(text, source=str(path), required=required, dtype=dtype)
 
 
 def write_kitti_object_calib(path: str | Path, calib: Mapping[str, Tensor]) -> None:

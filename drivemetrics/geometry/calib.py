@@ -13,6 +13,8 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from drivemetrics._files import read_text
+
 #: Matrix shape of each known key; other keys are kept as flat vectors.
 KITTI_CALIB_SHAPES: dict[str, tuple[int, int]] = {
     "P0": (3, 4),
@@ -99,7 +101,8 @@ def read_kitti_calib(
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"calibration file not found: {path}")
-    return parse_kitti_calib(path.read_text(), source=str(path), required=required, dtype=dtype)
+    text = read_text(path, what="calibration file")
+    return parse_kitti_calib(text, source=str(path), required=required, dtype=dtype)
 
 
 def stack_calibs(calibs: Iterable[Mapping[str, Tensor]], key: str) -> Tensor:

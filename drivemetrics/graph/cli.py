@@ -182,6 +182,7 @@ def _run_eval(args: argparse.Namespace) -> int:
 
 
 def _run_sensitivity(args: argparse.Namespace) -> int:
+    from drivemetrics._files import check_output_path
     from drivemetrics.graph.geometry import crop, graph_arrays
     from drivemetrics.graph.io import read_graph
     from drivemetrics.graph.sensitivity import (
@@ -197,6 +198,12 @@ def _run_sensitivity(args: argparse.Namespace) -> int:
         k_max, k_step, side, samples = 4, 2, 1024.0, 50
     if k_max < 1 or k_step < 1:
         raise ValueError(f"`--k-max` and `--k-step` must be >= 1, got {k_max} and {k_step}")
+    # every output checked before any computing
+    out = check_output_path(args.out, input_files=[args.gt], option="--out")
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"`--out` {args.out} is a file; graph-sensitivity writes into a folder")
+    for name in ("sensitivity.csv", "sensitivity.png"):
+        check_output_path(out / name, input_files=[args.gt], option="--out")
     gt = read_graph(args.gt)
     if side > 0:
         pos = graph_arrays(gt).pos
@@ -219,9 +226,6 @@ def _run_sensitivity(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         compat=args.compat,
     )
-    from drivemetrics._files import check_output_path
-
-    out = check_output_path(args.out, input_files=[args.gt], option="--out")
     out.mkdir(parents=True, exist_ok=True)
     write_csv(rows, out / "sensitivity.csv")
     plot_sensitivity(rows, out / "sensitivity.png")
@@ -236,6 +240,7 @@ def _run_lanegraph(args: argparse.Namespace) -> int:
     from drivemetrics._files import check_output_path
     from drivemetrics.graph.lanegraph_eval import (
         evaluate_submission,
+        figure_path,
         format_tables,
         load_lanegraph_pickle,
         plot_sample,
@@ -250,6 +255,13 @@ def _run_lanegraph(args: argparse.Namespace) -> int:
         check_output_path(args.figures, input_files=inputs, option="--figures")
     gt_data = load_lanegraph_pickle(args.gt, "`--gt` annotations")
     pred_data = load_lanegraph_pickle(args.pred, "`--pred` submission")
+    figures: list[tuple[Path, object, object, object]] = []  # (path, sample id, GT, prediction)
+    if args.figures:  # every figure path checked before any computing
+        for city, splits in gt_data.items():
+            preds = (pred_data.get(city) or {}).get(args.split) or {}
+            for sample_id, gt in (splits.get(args.split) or {}).items():
+                if sample_id in preds:
+                    figures.append((figure_path(args.figures, sample_id), sample_id, gt, preds[sample_id]))
     result = evaluate_submission(
         gt_data,
         pred_data,
@@ -268,12 +280,8 @@ def _run_lanegraph(args: argparse.Namespace) -> int:
         write_json(result, args.json, inputs)
         print(f"wrote {args.json}")
     if args.figures:
-        out = Path(args.figures)
-        for city, splits in gt_data.items():
-            preds = (pred_data.get(city) or {}).get(args.split) or {}
-            for sample_id, gt in (splits.get(args.split) or {}).items():
-                if sample_id in preds:
-                    g, p = prepare_sample(gt, preds[sample_id], sample_id, args.task)
-                    plot_sample(g, p, out / f"{sample_id}.png", title=sample_id)
-        print(f"wrote figures to {out}")
+        for path, sample_id, gt, pred in figures:
+            g, p = prepare_sample(gt, pred, sample_id, args.task)
+            plot_sample(g, p, path, title=str(sample_id))
+        print(f"wrote figures to {args.figures}")
     return 0

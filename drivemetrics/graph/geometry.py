@@ -27,6 +27,8 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
+from drivemetrics.graph.io import short_repr
+
 __all__ = [
     "COMPAT_MODES",
     "GraphArrays",
@@ -111,18 +113,22 @@ def validate_graph(
     for i, n in enumerate(nodes):
         attrs = graph.nodes[n]
         if "pos" not in attrs:
-            raise ValueError(f"`{name}` node {n!r} has no 'pos' attribute (expected pos=(x, y))")
+            raise ValueError(f"`{name}` node {short_repr(n)} has no 'pos' attribute (expected pos=(x, y))")
         try:
             p = np.asarray(attrs["pos"], dtype=np.float64).reshape(-1)
         except (TypeError, ValueError):
-            raise ValueError(f"`{name}` node {n!r}: 'pos' must be two numbers, got {attrs['pos']!r}") from None
+            raise ValueError(
+                f"`{name}` node {short_repr(n)}: 'pos' must be two numbers, got {short_repr(attrs['pos'])}"
+            ) from None
         if p.shape[0] != 2:
-            raise ValueError(f"`{name}` node {n!r}: 'pos' must be two numbers (x, y), got {attrs['pos']!r}")
+            raise ValueError(
+                f"`{name}` node {short_repr(n)}: 'pos' must be two numbers (x, y), got {short_repr(attrs['pos'])}"
+            )
         pos[i] = p
     bad = ~np.isfinite(pos).all(axis=1)
     if bad.any():
         n = nodes[int(np.flatnonzero(bad)[0])]
-        raise ValueError(f"`{name}` has {int(bad.sum())} node(s) with NaN or infinite 'pos', e.g. node {n!r}")
+        raise ValueError(f"`{name}` has {int(bad.sum())} node(s) with NaN or infinite 'pos', e.g. node {short_repr(n)}")
     index = {n: i for i, n in enumerate(nodes)}
     edges = np.array([(index[u], index[v]) for u, v in graph.edges()], dtype=np.int64).reshape(-1, 2)
     if merge_duplicates and len(pos):

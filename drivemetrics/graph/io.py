@@ -18,8 +18,10 @@ classes) raises :class:`UnsafePickleError` before it can run.
 
 from __future__ import annotations
 
+import io
 import json
 import math
+import reprlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -27,7 +29,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from drivemetrics._files import atomic_write_text
+from drivemetrics._files import atomic_write_text, read_text
 from drivemetrics._safe_pickle import UnsafePickleError, safe_pickle_load
 
 __all__ = [
@@ -44,6 +46,24 @@ __all__ = [
 ]
 
 EARTH_RADIUS_M = 6_378_137.0  # WGS84 equatorial radius, metres
+
+
+def short_repr(value: Any, limit: int = 80) -> str:
+    """A ``repr`` of ``value`` of at most ``limit`` characters (``...`` marks a cut), for error messages.
+
+    A key or line of a hostile file can be megabytes long or deeply nested; :mod:`reprlib` abbreviates long strings,
+    big containers and deep nesting without building the full ``repr`` first.
+    """
+    try:
+        text = _REPR.repr(value)
+    except Exception:  # e.g. an int beyond Python's digit limit, a hostile __repr__
+        return f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel = 4
+_REPR.maxstring = _REPR.maxother = _REPR.maxlong = 80
 
 
 def _check_xy(x: float, y: float, where: str) -> tuple[float, float]:
@@ -80,24 +100,24 @@ def read_roadtracer_graph(path: str | Path) -> nx.Graph:
     positions: list[tuple[float, float]] = []
     edges: list[tuple[int, int]] = []
     in_edges = False
-    with open(path, encoding="utf-8") as handle:
-        for number, raw in enumerate(handle, start=1):
-            line = raw.strip()
-            if not line:
-                in_edges = True
-                continue
-            parts = line.split()
-            where = f"{path}:{number}"
-            if len(parts) != 2:
-                raise ValueError(f"{where}: expected two numbers per line, got {line!r}")
-            try:
-                if in_edges:
-                    edges.append((int(parts[0]), int(parts[1])))
-                else:
-                    positions.append(_check_xy(float(parts[0]), float(parts[1]), where))
-            except ValueError as err:
-                kind = "two integer node indices" if in_edges else "two coordinates"
-                raise ValueError(f"{where}: expected {kind}, got {line!r} ({err})") from None
+    for number, raw in enumerate(io.StringIO(read_text(path, what="graph text file")), start=1):
+        line = raw.strip()
+        if not line:
+            in_edges = True
+            continue
+        parts = line.split()
+        where = f"{path}:{number}"
+        if len(parts) != 2:
+            raise ValueError(f"{where}: expected two numbers per line, got {short_repr(line)}")
+        try:
+            a, b = (int(parts[0]), int(parts[1])) if in_edges else (float(parts[0]), float(parts[1]))
+        except ValueError:
+            kind = "two integer node indices" if in_edges else "two coordinates"
+            raise ValueError(f"{where}: expected {kind}, got {short_repr(line)}") from None
+        if in_edges:
+            edges.append((a, b))
+        else:
+            positions.append(_check_xy(a, b, where))
     return from_edges(np.asarray(positions, dtype=np.float64).reshape(-1, 2), edges)
 
 
@@ -140,23 +160,40 @@ def read_geojson(path: str | Path, *, coordinates: str = "metres") -> nx.Graph:
         raise ValueError(f"`coordinates` must be 'metres' or 'raw', got {coordinates!r}")
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_text(path, what="GeoJSON file"))
     except json.JSONDecodeError as err:
         raise ValueError(f"{path}: not valid JSON ({err})") from None
     features = data.get("features") if isinstance(data, dict) else None
-    if features is None:
-        raise ValueError(f"{path}: expected a GeoJSON FeatureCollection with a 'features' list")
+    if not isinstance(features, list):
+        got = type(data).__name__ if not isinstance(data, dict) else f"'features': {type(features).__name__}"
+        raise ValueError(f"{path}: expected a GeoJSON FeatureCollection with a 'features' list, got {got}")
     lines: list[np.ndarray] = []
     for k, feature in enumerate(features):
-        geometry = (feature or {}).get("geometry") or {}
+        if feature is None:
+            continue
+        if not isinstance(feature, dict):
+            raise ValueError(f"{path}: feature {k} must be a JSON object, got {type(feature).__name__}")
+        geometry = feature.get("geometry")
+        if geometry is None:
+            continue  # a feature without geometry (GeoJSON allows null)
+        if not isinstance(geometry, dict):
+            raise ValueError(
+                f"{path}: feature {k}: 'geometry' must be a JSON object or null, got {type(geometry).__name__}"
+            )
         kind = geometry.get("type")
-        parts = [geometry.get("coordinates")] if kind == "LineString" else None
-        if kind == "MultiLineString":
-            parts = geometry.get("coordinates")
-        for part in parts or []:
-            coords = np.asarray(part, dtype=np.float64)
+        value = geometry.get("coordinates")
+        if kind not in ("LineString", "MultiLineString"):
+            continue
+        if not isinstance(value, list):
+            raise ValueError(f"{path}: feature {k}: {kind} 'coordinates' must be a list, got {type(value).__name__}")
+        parts = [value] if kind == "LineString" else value
+        for part in parts:
+            try:
+                coords = np.asarray(part, dtype=np.float64)
+            except (TypeError, ValueError):
+                coords = np.empty(0)
             if coords.ndim != 2 or coords.shape[1] < 2 or len(coords) < 1:
-                raise ValueError(f"{path}: feature {k} has malformed coordinates")
+                raise ValueError(f"{path}: feature {k} has malformed coordinates (expected a list of [x, y] numbers)")
             if not np.isfinite(coords[:, :2]).all():
                 raise ValueError(f"{path}: feature {k} has non-finite coordinates")
             lines.append(coords[:, :2])
@@ -195,14 +232,19 @@ def read_sat2graph_pickle(path: str | Path, *, swap_xy: bool = True) -> nx.Graph
     def node(key: Any) -> int:
         try:
             a, b = float(key[0]), float(key[1])
-        except (TypeError, IndexError, ValueError):
-            raise ValueError(f"{path}: node key {key!r} is not an (x, y) pair") from None
+        except Exception:  # any key type: tuple too short, dict, string, array
+            raise ValueError(f"{path}: node key {short_repr(key)} is not an (x, y) pair") from None
         xy = (b, a) if swap_xy else (a, b)
         _check_xy(*xy, str(path))
         return keys.setdefault(xy, len(keys))
 
     for key, neighbours in data.items():
         i = node(key)
+        if not isinstance(neighbours, (list, tuple, set, frozenset)):
+            raise ValueError(
+                f"{path}: the neighbours of node {short_repr(key)} must be a list of (x, y) pairs, "
+                f"got {type(neighbours).__name__}"
+            )
         for other in neighbours:
             edges.append((i, node(other)))
     positions = np.asarray(list(keys), dtype=np.float64).reshape(-1, 2)
@@ -232,10 +274,14 @@ def to_graph(graph: nx.Graph, *, pos_key: str = "pos", scale: float = 1.0) -> nx
     for i, n in enumerate(nodes):
         attrs = graph.nodes[n]
         if pos_key not in attrs:
-            raise ValueError(f"`graph` node {n!r} has no '{pos_key}' attribute")
-        p = np.asarray(attrs[pos_key], dtype=np.float64).reshape(-1)
+            raise ValueError(f"`graph` node {short_repr(n)} has no '{pos_key}' attribute")
+        try:
+            p = np.asarray(attrs[pos_key], dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError):
+            p = np.empty(0)
         if p.shape[0] < 2 or not np.isfinite(p[:2]).all():
-            raise ValueError(f"`graph` node {n!r}: '{pos_key}' must be two finite numbers, got {attrs[pos_key]!r}")
+            got = short_repr(attrs[pos_key])
+            raise ValueError(f"`graph` node {short_repr(n)}: '{pos_key}' must be two finite numbers, got {got}")
         out.add_node(i, pos=(float(p[0]) * scale, float(p[1]) * scale), source_id=n)
     out.add_edges_from((index[u], index[v]) for u, v in graph.edges() if u != v)
     return out
@@ -258,7 +304,10 @@ def read_graph(path: str | Path) -> nx.Graph:
     if suffix in (".p", ".pkl", ".pickle", ".gpickle"):
         obj = safe_pickle_load(path)
         if isinstance(obj, nx.Graph):
-            return to_graph(obj)
+            try:
+                return to_graph(obj)
+            except ValueError as err:
+                raise ValueError(f"{path}: {err}") from None
         if isinstance(obj, dict) and all(isinstance(k, tuple) and len(k) == 2 for k in list(obj)[:10]):
             return read_sat2graph_pickle(path)
         raise ValueError(

@@ -58,6 +58,8 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 from scipy.spatial import cKDTree
 
+from drivemetrics.graph.io import short_repr
+
 __all__ = [
     "COMPAT_MODES",
     "LANE_METRICS",
@@ -120,13 +122,16 @@ def lane_arrays(graph: object, name: str) -> LaneArrays:
     for i, n in enumerate(nodes):
         attrs = graph.nodes[n]
         if "pos" not in attrs:
-            raise ValueError(f"`{name}` node {n!r} has no 'pos' attribute (expected pos=(x, y) in pixels)")
+            raise ValueError(f"`{name}` node {short_repr(n)} has no 'pos' attribute (expected pos=(x, y) in pixels)")
         try:
             p = np.asarray(attrs["pos"], dtype=np.float64).reshape(-1)
         except (TypeError, ValueError):
-            raise ValueError(f"`{name}` node {n!r}: 'pos' must be two numbers, got {attrs['pos']!r}") from None
+            raise ValueError(
+                f"`{name}` node {short_repr(n)}: 'pos' must be two numbers, got {short_repr(attrs['pos'])}"
+            ) from None
         if p.shape[0] != 2 or not np.isfinite(p).all():
-            raise ValueError(f"`{name}` node {n!r}: 'pos' must be two finite numbers (x, y), got {attrs['pos']!r}")
+            got = short_repr(attrs["pos"])
+            raise ValueError(f"`{name}` node {short_repr(n)}: 'pos' must be two finite numbers (x, y), got {got}")
         pos[i] = p
     index = {n: i for i, n in enumerate(nodes)}
     edges = np.array([(index[u], index[v]) for u, v in graph.edges()], dtype=np.int64).reshape(-1, 2)

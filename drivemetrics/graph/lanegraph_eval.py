@@ -33,7 +33,7 @@ from scipy.spatial import cKDTree
 
 from drivemetrics._files import atomic_save_figure, atomic_write_text, check_output_path
 from drivemetrics._pool import map_in_processes
-from drivemetrics.graph.io import safe_pickle_load
+from drivemetrics.graph.io import safe_pickle_load, short_repr
 from drivemetrics.graph.lanegraph import (
     LANE_METRICS,
     PLANNING_METRICS,
@@ -77,14 +77,15 @@ def load_lanegraph_pickle(path: str | Path, what: str = "file") -> dict:
         raise ValueError(f"{path}: expected a dict R[city][split][sample_id] -> nx.DiGraph, got {type(data).__name__}")
     for city, splits in data.items():
         if not isinstance(splits, dict):
-            raise ValueError(f"{path}: R[{city!r}] must be a dict of splits, got {type(splits).__name__}")
+            raise ValueError(f"{path}: R[{short_repr(city)}] must be a dict of splits, got {type(splits).__name__}")
         for split, samples in splits.items():
             if not isinstance(samples, dict):
-                raise ValueError(f"{path}: R[{city!r}][{split!r}] must be a dict of samples")
+                raise ValueError(f"{path}: R[{short_repr(city)}][{short_repr(split)}] must be a dict of samples")
             for sample_id, graph in samples.items():
                 if not isinstance(graph, nx.DiGraph):
                     raise ValueError(
-                        f"{path}: R[{city!r}][{split!r}][{sample_id!r}] must be a networkx.DiGraph, "
+                        f"{path}: R[{short_repr(city)}][{short_repr(split)}][{short_repr(sample_id)}] must be a "
+                        "networkx.DiGraph, "
                         f"got {type(graph).__name__}"
                     )
     return data
@@ -97,7 +98,7 @@ def sample_offsets(sample_id: str) -> tuple[float, float]:
         return float(parts[2]), float(parts[3])
     except (IndexError, ValueError):
         raise ValueError(
-            f"sample id {sample_id!r}: expected 'city_n_xoffset_yoffset...' with numeric fields 2 and 3"
+            f"sample id {short_repr(sample_id)}: expected 'city_n_xoffset_yoffset...' with numeric fields 2 and 3"
         ) from None
 
 
@@ -184,7 +185,7 @@ def evaluate_submission(
     keys = PLANNING_METRICS if task == "planning" else LANE_METRICS
     cities = [c for c in _city_order(gt_data) if split in gt_data[c]]
     if not cities:
-        raise ValueError(f"the annotations hold no split {split!r} (cities: {sorted(gt_data)})")
+        raise ValueError(f"the annotations hold no split {short_repr(split)} (cities: {sorted(gt_data)})")
     samples: dict[str, dict[str, float]] = {}
     city_of: dict[str, str] = {}
     jobs = []
@@ -266,6 +267,25 @@ def format_tables(result: dict[str, Any]) -> str:
     rows.append("-" * len(header))
     rows.append(f"{'overall':<12}" + "".join(fmt(result["overall"][k]) for k in keys))
     return "\n".join(rows)
+
+
+def figure_path(folder: str | Path, sample_id: object) -> Path:
+    """``folder / f"{sample_id}.png"``, refusing a sample id that would leave ``folder``.
+
+    Sample ids come from the submission pickle: an id holding a path separator, a NUL, or ``..`` (``../../x``)
+    raises ``ValueError`` rather than writing outside the figures folder.
+    """
+    name = str(sample_id)
+    if not name or "\0" in name or "/" in name or "\\" in name or name.startswith("..") or name in (".", ".."):
+        raise ValueError(
+            f"sample id {short_repr(sample_id)} cannot name a figure file (path separators or '..'); "
+            "rename the sample or leave out --figures"
+        )
+    folder = Path(folder)
+    path = folder / f"{name}.png"
+    if path.resolve().parent != folder.resolve():
+        raise ValueError(f"sample id {short_repr(sample_id)}: the figure would leave the folder {folder}")
+    return path
 
 
 def plot_sample(gt: nx.DiGraph, pred: nx.DiGraph, path: str | Path, title: str = "") -> None:

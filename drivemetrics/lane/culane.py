@@ -34,6 +34,7 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
+from drivemetrics._files import read_text
 from drivemetrics._metric import ScalarFromDict, plot_metric
 from drivemetrics._validation import check_shape, check_tensor
 
@@ -647,7 +648,8 @@ def read_culane_list(path: str | Path, as_written: bool = False) -> list[str]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"CULane list file not found: {path}")
-    names = [line.split()[0] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    text = read_text(path, what="CULane list file")
+    names = [line.split()[0] for line in text.splitlines() if line.strip()]
     if not names:
         raise ValueError(f"{path}: the list names no images")
     return names if as_written else [_lane_name(n) for n in names]

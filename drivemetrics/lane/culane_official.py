@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from drivemetrics._files import read_text
+
 SPLINE_STEPS = 50
 
 
@@ -37,7 +39,7 @@ def read_culane_file(path: str | Path, missing_ok: bool = False) -> list[np.ndar
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, what="CULane lane file")
     except FileNotFoundError:
         if missing_ok:
             return []

@@ -24,6 +24,7 @@ F1 is the harmonic mean of precision ``1 - FP`` and recall ``1 - FN`` of those a
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,7 +35,7 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
-from drivemetrics._files import atomic_open
+from drivemetrics._files import atomic_open, read_text
 from drivemetrics._metric import ScalarFromDict, add_config_state, plot_metric
 from drivemetrics._validation import check_shape, check_tensor
 
@@ -461,50 +462,47 @@ def read_tusimple_json(path: str | Path, require_h_samples: bool | None = None) 
     all_h: list[list[float] | None] = []
     all_rt: list[float | None] = []
     line_numbers: list[int] = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{number}"
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{where}: not valid JSON ({err.msg})") from None
-            if not isinstance(record, dict):
-                raise ValueError(f"{where}: expected a JSON object per line")
-            for key in ("raw_file", "lanes"):
-                if key not in record:
-                    raise ValueError(f"{where}: missing key `{key}`")
-            if not isinstance(record["raw_file"], str):
-                raise ValueError(f"{where}: `raw_file` must be a string")
-            if not isinstance(record["lanes"], list):
-                raise ValueError(f"{where}: `lanes` must be a list of lanes")
-            lanes = [_number_list(lane, where, f"lanes[{i}]") for i, lane in enumerate(record["lanes"])]
-            h = None
-            if "h_samples" in record:
-                h = _number_list(record["h_samples"], where, "h_samples")
-                if not h:
-                    raise ValueError(f"{where}: `h_samples` is empty")
-                for i, lane in enumerate(lanes):
-                    if len(lane) != len(h):
-                        raise ValueError(
-                            f"{where}: lanes[{i}] has {len(lane)} values but `h_samples` has {len(h)} rows"
-                        )
-            elif require_h_samples:
-                raise ValueError(f"{where}: missing key `h_samples`")
-            rt = None
-            if "run_time" in record:
-                rt_value = record["run_time"]
-                if isinstance(rt_value, bool) or not isinstance(rt_value, (int, float)):
-                    raise ValueError(f"{where}: `run_time` must be a number (milliseconds)")
-                rt = float(rt_value)
-            elif require_h_samples is False:
-                raise ValueError(f"{where}: missing key `run_time`")
-            raw_files.append(record["raw_file"])
-            line_numbers.append(number)
-            all_lanes.append(lanes)
-            all_h.append(h)
-            all_rt.append(rt)
+    for number, line in enumerate(io.StringIO(read_text(path, what="TuSimple file")), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{where}: not valid JSON ({err.msg})") from None
+        if not isinstance(record, dict):
+            raise ValueError(f"{where}: expected a JSON object per line")
+        for key in ("raw_file", "lanes"):
+            if key not in record:
+                raise ValueError(f"{where}: missing key `{key}`")
+        if not isinstance(record["raw_file"], str):
+            raise ValueError(f"{where}: `raw_file` must be a string")
+        if not isinstance(record["lanes"], list):
+            raise ValueError(f"{where}: `lanes` must be a list of lanes")
+        lanes = [_number_list(lane, where, f"lanes[{i}]") for i, lane in enumerate(record["lanes"])]
+        h = None
+        if "h_samples" in record:
+            h = _number_list(record["h_samples"], where, "h_samples")
+            if not h:
+                raise ValueError(f"{where}: `h_samples` is empty")
+            for i, lane in enumerate(lanes):
+                if len(lane) != len(h):
+                    raise ValueError(f"{where}: lanes[{i}] has {len(lane)} values but `h_samples` has {len(h)} rows")
+        elif require_h_samples:
+            raise ValueError(f"{where}: missing key `h_samples`")
+        rt = None
+        if "run_time" in record:
+            rt_value = record["run_time"]
+            if isinstance(rt_value, bool) or not isinstance(rt_value, (int, float)):
+                raise ValueError(f"{where}: `run_time` must be a number (milliseconds)")
+            rt = float(rt_value)
+        elif require_h_samples is False:
+            raise ValueError(f"{where}: missing key `run_time`")
+        raw_files.append(record["raw_file"])
+        line_numbers.append(number)
+        all_lanes.append(lanes)
+        all_h.append(h)
+        all_rt.append(rt)
     if not raw_files:
         raise ValueError(f"{path}: no records")
     has_h = [h is not None for h in all_h]

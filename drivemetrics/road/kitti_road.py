@@ -29,7 +29,7 @@ import torch
 from PIL import Image
 from torch import Tensor
 
-from drivemetrics._files import atomic_save_png, check_output_path, load_image
+from drivemetrics._files import InputFiles, atomic_save_png, check_output_path, load_image
 from drivemetrics.geometry.bev import BevGrid
 from drivemetrics.geometry.calib import read_kitti_calib
 from drivemetrics.geometry.homography import image_from_road_calib
@@ -484,9 +484,15 @@ def format_scores_table(scores: dict[str, dict[str, float]], space: str = "persp
 # ------------------------------------------------------------------------------------------------ BEV transform
 
 
-def _warp_file_to_bev(path: Path, calib_dir: Path, output_dir: Path, grid: BevGrid | None) -> Path:
-    """Warp one PNG to the BEV (its calibration by :func:`calib_file_for`) and write it atomically; the path."""
-    homography = image_from_road_calib(read_kitti_calib(calib_file_for(calib_dir, path.stem)))
+def _warp_file_to_bev(
+    path: Path, calib_dir: Path, output_dir: Path, grid: BevGrid | None, inputs: InputFiles | None = None
+) -> Path:
+    """Warp one PNG to the BEV (its calibration by :func:`calib_file_for`) and write it atomically; the path.
+
+    ``inputs``: the command's input files; the output is refused (``ValueError``) if it resolves to one of them.
+    """
+    calib = calib_file_for(calib_dir, path.stem)
+    homography = image_from_road_calib(read_kitti_calib(calib))
     img = load_image(path, what="input PNG")
     if img.mode == "P":
         img = img.convert("RGB")
@@ -498,6 +504,9 @@ def _warp_file_to_bev(path: Path, calib_dir: Path, output_dir: Path, grid: BevGr
     bev = warp_image_to_bev(image, homography, grid, mode="devkit")[0][0]
     array_out = bev[0].numpy() if bev.shape[0] == 1 else np.ascontiguousarray(bev.permute(1, 2, 0).numpy())
     out = output_dir / f"{path.stem}.png"
+    if inputs is not None:
+        inputs.check(out, "output_dir file")
+        InputFiles([calib]).check(out, "output_dir file")
     atomic_save_png(out, array_out)
     return out
 
@@ -522,7 +531,8 @@ def transform_to_bev(
 
     Raises:
         FileNotFoundError: missing folders or calibration; ValueError: no PNG in ``input_dir``, a non-8-bit PNG,
-        or ``output_dir`` is ``input_dir`` (the inputs would be overwritten).
+        or ``output_dir`` is ``input_dir`` or one of its files is an input (through a link): the inputs would be
+        overwritten.
     """
     input_dir, output_dir, calib_dir = Path(input_dir), Path(output_dir), Path(calib_dir)
     for folder, what in ((calib_dir, "calibration"), (input_dir, "input")):
@@ -532,10 +542,13 @@ def transform_to_bev(
     files = sorted(input_dir.glob("*.png"))
     if not files:
         raise ValueError(f"no .png files in {input_dir}")
+    inputs = InputFiles(files)
+    for path in files:  # before any work: no output may be an input (e.g. through a link in output_dir)
+        inputs.check(output_dir / f"{path.stem}.png", "output_dir file")
     output_dir.mkdir(parents=True, exist_ok=True)
 
     def warp(path: Path) -> Path:
-        return _warp_file_to_bev(path, calib_dir, output_dir, grid)
+        return _warp_file_to_bev(path, calib_dir, output_dir, grid, inputs)
 
     bar = _progress([str(f) for f in files], progress, "to BEV")
     with _one_torch_thread_per_worker():

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from PIL import Image
 from torch import Tensor
 
+from drivemetrics._files import atomic_save_png, atomic_write_text
 from drivemetrics.synthetic.road_scene import RenderedScene, default_image_from_road, kitti_gt_image
 
 #: ``fy`` of the KITTI camera, used for the calibration's (irrelevant for the road plane) Y column of ``P2``.
@@ -91,9 +91,9 @@ def write_kitti_road_folder(
     for i in range(target.shape[0]):  # one file per frame
         index = start_index + i
         key = f"{category}_{index:06d}"
-        Image.fromarray(np.ascontiguousarray(gt[i])).save(out / "gt_image_2" / f"{key}.png")
-        (out / "calib" / f"{cat}_{index:06d}.txt").write_text(calib)
+        atomic_save_png(out / "gt_image_2" / f"{key}.png", np.ascontiguousarray(gt[i]))
+        atomic_write_text(out / "calib" / f"{cat}_{index:06d}.txt", calib)
         if results is not None:
-            Image.fromarray(results[i].cpu().numpy()).save(out / "results" / f"{key}.png")
+            atomic_save_png(out / "results" / f"{key}.png", np.ascontiguousarray(results[i].cpu().numpy()))
         keys.append(key)
     return keys

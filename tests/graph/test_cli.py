@@ -94,6 +94,28 @@ def test_graph_sensitivity_quick(tmp_path, capsys):
     assert "ccq (quality)" in printed
 
 
+def test_graph_sensitivity_refuses_out_before_any_computing(tmp_path, capsys, monkeypatch):
+    import drivemetrics.graph.io as graph_io
+    import drivemetrics.graph.sensitivity as sensitivity
+
+    def no_computing(*args, **kwargs):
+        raise AssertionError("computed before checking --out")
+
+    monkeypatch.setattr(sensitivity, "run_sensitivity", no_computing)
+    monkeypatch.setattr(graph_io, "read_graph", no_computing)
+    gt = tmp_path / "gt.graph"
+    write_roadtracer_graph(grid(), gt)
+    before = gt.read_bytes()
+    (tmp_path / "file.txt").write_text("keep")
+    args = ["graph-sensitivity", "--gt", str(gt), "--quick", "--no-progress", "--out"]
+    assert main([*args, str(gt)]) == 2
+    assert "`--out`" in capsys.readouterr().err
+    assert main([*args, str(tmp_path / "file.txt")]) == 2
+    assert "is a file" in capsys.readouterr().err
+    assert gt.read_bytes() == before
+    assert (tmp_path / "file.txt").read_text() == "keep"
+
+
 def test_graph_eval_refuses_json_over_an_input_and_hostile_pickles(tmp_path, capsys):
     write_roadtracer_graph(grid(), tmp_path / "gt.graph")
     write_roadtracer_graph(grid(), tmp_path / "pred.graph")

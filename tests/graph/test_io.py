@@ -15,6 +15,7 @@ from drivemetrics.graph.io import (
     read_roadtracer_graph,
     read_sat2graph_pickle,
     safe_pickle_load,
+    short_repr,
     to_graph,
     write_roadtracer_graph,
 )
@@ -125,6 +126,34 @@ def test_geojson_bad_input(tmp_path):
         read_geojson(tmp_path / "b.geojson", coordinates="utm")
 
 
+@pytest.mark.parametrize(
+    ("document", "match"),
+    [
+        ({"type": "FeatureCollection", "features": 1}, "'features' list, got 'features': int"),
+        ([1, 2], "'features' list, got list"),
+        ({"features": [1]}, "feature 0 must be a JSON object, got int"),
+        ({"features": [{"geometry": 1}]}, "feature 0: 'geometry' must be a JSON object or null, got int"),
+        ({"features": [{"geometry": {"type": "LineString", "coordinates": 5}}]}, "'coordinates' must be a list"),
+        ({"features": [{"geometry": {"type": "MultiLineString", "coordinates": [5]}}]}, "malformed coordinates"),
+        ({"features": [{"geometry": {"type": "LineString", "coordinates": [[0, 0], [1]]}}]}, "malformed coordinates"),
+        ({"features": [{"geometry": {"type": "LineString", "coordinates": [[0, {}], [1, 1]]}}]}, "malformed"),
+    ],
+)
+def test_geojson_wrong_types_are_one_value_error_naming_the_file(tmp_path, document, match):
+    path = tmp_path / "s.geojson"
+    path.write_text(json.dumps(document))
+    with pytest.raises(ValueError, match=match) as info:
+        read_geojson(path)
+    assert str(info.value).startswith(f"{path}: ")
+
+
+def test_geojson_null_geometry_is_skipped(tmp_path):
+    path = tmp_path / "s.geojson"
+    line = {"geometry": {"type": "LineString", "coordinates": [[0, 0], [1, 1]]}}
+    path.write_text(json.dumps({"features": [None, {"geometry": None}, line]}))
+    assert read_geojson(path, coordinates="raw").number_of_edges() == 1
+
+
 # ---------------------------------------------------------------- pickles
 
 
@@ -222,6 +251,67 @@ def test_sat2graph_dict_by_hand(tmp_path):
         (15.0, 30.0),
     }
     assert read_graph(path).number_of_edges() == 2
+
+
+@pytest.mark.parametrize(
+    ("data", "match"),
+    [
+        ({(0, 0): 5}, r"neighbours of node \(0, 0\) must be a list of \(x, y\) pairs, got int"),
+        ({(0, 0): [(1,)]}, "node key .* is not an"),
+        ({(0, 0): [{}]}, "node key {} is not an"),
+    ],
+)
+def test_sat2graph_wrong_types_are_one_value_error_naming_the_file(tmp_path, data, match):
+    path = tmp_path / "g.p"
+    path.write_bytes(pickle.dumps(data, protocol=2))
+    with pytest.raises(ValueError, match=match) as info:
+        read_graph(path)
+    assert str(info.value).startswith(f"{path}: ")
+
+
+@pytest.mark.parametrize("pos", [{}, "ab", None, [1], object])
+def test_networkx_pickle_with_a_bad_pos_names_the_file(tmp_path, pos):
+    g = nx.Graph()
+    g.add_node(0, pos=pos)
+    path = tmp_path / "g.pickle"
+    path.write_bytes(pickle.dumps(g))
+    if pos is object:  # not loadable by the restricted unpickler: refused, also a ValueError
+        with pytest.raises(ValueError, match=str(path)):
+            read_graph(path)
+        return
+    with pytest.raises(ValueError, match="'pos' must be two finite numbers") as info:
+        read_graph(path)
+    assert str(info.value).startswith(f"{path}: ")
+
+
+def test_error_messages_cap_reprs():
+    from drivemetrics.graph.geometry import validate_graph
+
+    huge = "x" * 5_000_000
+    nested: tuple = ()
+    for _ in range(25):
+        nested = (nested, nested)  # 2**25 leaves: the full repr would not fit in memory
+    for value in (huge, nested, 10**5000):
+        assert len(short_repr(value)) <= 80
+    g = nx.Graph()
+    g.add_node(huge, pos=huge)
+    for check in (to_graph, lambda graph: validate_graph(graph, "gt")):
+        with pytest.raises(ValueError, match="'pos' must be two") as info:
+            check(g)
+        assert len(str(info.value)) < 300
+
+
+def test_long_keys_and_lines_are_cut_in_messages(tmp_path):
+    path = tmp_path / "g.p"
+    path.write_bytes(pickle.dumps({("a" * 1_000_000, 0): []}, protocol=2))
+    with pytest.raises(ValueError, match="is not an") as info:
+        read_graph(path)
+    assert len(str(info.value)) < 120 + len(str(path))
+    text = tmp_path / "g.graph"
+    text.write_text("1 " + "y" * 1_000_000 + "\n")
+    with pytest.raises(ValueError, match="expected two coordinates") as info:
+        read_roadtracer_graph(text)
+    assert len(str(info.value)) < 150 + len(str(text))
 
 
 # ---------------------------------------------------------------- real fixtures

@@ -172,6 +172,34 @@ def test_cli_json(tmp_path, capsys):
     assert main([*args[:-2], "--task", "successor", "--compat", "reference", "--no-progress", "--workers", "2"]) == 0
 
 
+@pytest.mark.parametrize("sample_id", ["../../escaped", "../escaped_1_0_0", "sub/a1", "a\\b", "..", "/tmp/abs"])
+def test_cli_figures_refuse_a_sample_id_leaving_the_folder(tmp_path, capsys, monkeypatch, sample_id):
+    import drivemetrics.graph.lanegraph_eval as lanegraph_eval
+
+    gt = {"austin": {"eval": {sample_id: line(0, 200)}}}
+    work = tmp_path / "a" / "b"
+    work.mkdir(parents=True)
+    gt_path, pred_path = submission(work, "gt.pickle", gt), submission(work, "pred.pickle", gt)
+
+    def no_computing(*args, **kwargs):
+        raise AssertionError("evaluated before refusing the figure path")
+
+    monkeypatch.setattr(lanegraph_eval, "evaluate_submission", no_computing)
+    fig = work / "fig"
+    args = ["lanegraph-eval", "--gt", str(gt_path), "--pred", str(pred_path), "--task", "successor"]
+    assert main([*args, "--no-progress", "--figures", str(fig)]) == 2
+    assert "cannot name a figure file" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.rglob("*.png")) == []
+
+
+def test_figure_path_keeps_plain_ids_in_the_folder(tmp_path):
+    from drivemetrics.graph.lanegraph_eval import figure_path
+
+    assert figure_path(tmp_path, "austin_23_1000_2000") == tmp_path / "austin_23_1000_2000.png"
+    assert figure_path(tmp_path, 7) == tmp_path / "7.png"
+    assert figure_path(tmp_path, "a..b") == tmp_path / "a..b.png"
+
+
 def test_crafted_pickle_is_rejected(tmp_path):
     class Evil:
         def __reduce__(self):

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -86,3 +87,32 @@ def test_ctrl_c_stops_the_workers_and_writes_no_output(tmp_path):
     assert _processes_with(token) == []
     assert not out.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["gt", "pred"]
+
+
+def _sigint_state(_job: int) -> tuple[bool, bool]:
+    """In a worker: (SIGINT ignored, SIGINT blocked)."""
+    return signal.getsignal(signal.SIGINT) == signal.SIG_IGN, signal.SIGINT in signal.pthread_sigmask(
+        signal.SIG_BLOCK, []
+    )
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="POSIX signal masks")
+def test_workers_never_see_ctrl_c_and_the_parent_still_does():
+    from drivemetrics._pool import _sigint_blocked, map_in_processes
+
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    # started with SIGINT blocked (so even their interpreter start-up never sees it), then ignoring it
+    assert list(map_in_processes(_sigint_state, [0, 1, 2, 3], 2)) == [(True, True)] * 4
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == before  # the parent's mask is restored
+    assert signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
+    reached = []
+
+    def interrupted_while_starting() -> None:
+        with _sigint_blocked():
+            signal.pthread_kill(threading.get_ident(), signal.SIGINT)  # to this thread: pending while blocked
+            time.sleep(0.05)
+            reached.append(True)  # not raised while blocked
+
+    with pytest.raises(KeyboardInterrupt):  # a Ctrl-C while the workers start is delivered right after
+        interrupted_while_starting()
+    assert reached == [True]

@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -130,6 +131,40 @@ def test_road_bev_refuses_to_overwrite_its_input(fixtures_dir, tmp_path, capsys)
     assert "is the input folder" in capsys.readouterr().err
     assert png.read_bytes() == before
     assert sorted(p.name for p in (tmp_path / "res").iterdir()) == ["umm_road_000000.png"]
+
+
+@pytest.mark.parametrize("link_in", ["output", "input"])
+def test_road_bev_refuses_an_output_that_is_an_input_through_a_link(fixtures_dir, tmp_path, capsys, link_in):
+    calib = str(fixtures_dir / "kitti_road/training/calib")
+    real_dir, link_dir = (
+        (tmp_path / "in", tmp_path / "out") if link_in == "output" else (tmp_path / "out", tmp_path / "in")
+    )
+    real_dir.mkdir()
+    link_dir.mkdir()
+    png = real_dir / "umm_road_000000.png"
+    png.write_bytes((fixtures_dir / "kitti_road/training/gt_image_2/umm_road_000000.png").read_bytes())
+    (link_dir / png.name).symlink_to(Path("..") / real_dir.name / png.name)
+    before = png.read_bytes()
+    code = main(["road-bev", "--calib", calib, "--input", str(tmp_path / "in"), "--output", str(tmp_path / "out")])
+    assert code == 2
+    assert "is the input file" in capsys.readouterr().err
+    assert png.read_bytes() == before
+    assert (link_dir / png.name).is_symlink()
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == [png.name] * 2
+
+
+def test_bev_output_checked_against_the_inputs_just_before_writing(fixtures_dir, tmp_path):
+    from drivemetrics._files import InputFiles
+    from drivemetrics.road.kitti_road import _warp_file_to_bev
+
+    calib = fixtures_dir / "kitti_road/training/calib"
+    png = tmp_path / "umm_road_000000.png"
+    png.write_bytes((fixtures_dir / "kitti_road/training/gt_image_2/umm_road_000000.png").read_bytes())
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / png.name).symlink_to(png)  # appeared after the up-front check
+    with pytest.raises(ValueError, match="is the input file"):
+        _warp_file_to_bev(png, calib, tmp_path / "out", None, InputFiles([png]))
+    assert (tmp_path / "out" / png.name).is_symlink()
 
 
 def test_road_eval_truncated_result_png_is_one_line_naming_the_file(fixtures_dir, tmp_path, capsys):
