@@ -235,3 +235,69 @@ def test_lane_graph_pickles(tmp_path_factory, data):
 
     path = tmp_path_factory.mktemp("lg") / "submission.pickle"
     _expect_value_error_or_result(lambda p: load_lanegraph_pickle(p, "`--pred` submission"), path, data)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# structurally wrong JSON: a valid document with one value replaced by any JSON value (byte mutations rarely make
+# well-formed JSON of the wrong shape, which is where readers used to fail with TypeError / AttributeError)
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-(10**6), 10**6) | st.floats() | st.text(max_size=4),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+def _paths(doc: object, prefix: tuple = ()) -> list[tuple]:
+    """Every path (keys / indices) to a value inside ``doc``, the root included."""
+    out = [prefix]
+    if isinstance(doc, dict):
+        for key, value in doc.items():
+            out += _paths(value, (*prefix, key))
+    elif isinstance(doc, list):
+        for index, value in enumerate(doc):
+            out += _paths(value, (*prefix, index))
+    return out
+
+
+def _replaced(doc: object, path: tuple, value: object) -> object:
+    if not path:
+        return value
+    head, rest = path[0], path[1:]
+    if isinstance(doc, dict):
+        return {**doc, head: _replaced(doc[head], rest, value)}
+    return [_replaced(v, rest, value) if i == head else v for i, v in enumerate(doc)]
+
+
+def _json_mutations(doc: object) -> st.SearchStrategy[bytes]:
+    paths = _paths(doc)
+    return st.tuples(st.integers(0, len(paths) - 1), _JSON_VALUES).map(
+        lambda args: json.dumps(_replaced(doc, paths[args[0]], args[1])).encode()
+    )
+
+
+def _expect_value_error_naming_the_file(read, path, data):
+    path.write_bytes(data)
+    try:
+        read(path)
+    except ValueError as err:
+        message = str(err)
+    else:
+        return
+    assert path.name in message, f"the error does not name the file: {message}"
+
+
+@FUZZ
+@given(data=_json_mutations(json.loads(TUSIMPLE)))
+def test_tusimple_json_of_the_wrong_shape(tmp_path_factory, data):
+    from drivemetrics.lane.tusimple import read_tusimple_json
+
+    _expect_value_error_naming_the_file(read_tusimple_json, tmp_path_factory.mktemp("tsj") / "pred.json", data)
+
+
+@FUZZ
+@given(data=_json_mutations(json.loads(GEOJSON)))
+def test_geojson_of_the_wrong_shape(tmp_path_factory, data):
+    from drivemetrics.graph.io import read_geojson
+
+    _expect_value_error_naming_the_file(read_geojson, tmp_path_factory.mktemp("gjj") / "g.geojson", data)
