@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from drivemetrics._options import add_workers, resolve_workers
+
 #: Stats file suffix of each metric, as the official C++ names them.
 STATS_NAMES = {"2d": "detection", "aos": "orientation", "bev": "detection_ground", "3d": "detection_3d"}
 
@@ -79,8 +81,6 @@ def _kitti_object_eval(args: argparse.Namespace) -> int:
         check_output_path(
             args.json, input_files=lists, input_dirs=[gt_dir, det_dir], read_suffixes=(".txt",), option="--json"
         )
-    if args.workers < 1:
-        raise ValueError(f"--workers must be >= 1, got {args.workers}")
     frames = _read_list(args.list) if args.list else None
     groundtruth = read_kitti_object_folder(gt_dir, frames, with_score=False)
     if not groundtruth:
@@ -94,7 +94,7 @@ def _kitti_object_eval(args: argparse.Namespace) -> int:
         list(groundtruth.values()),
         list(detections.values()),
         overlaps=args.overlaps,
-        workers=args.workers,
+        workers=resolve_workers(args.workers),
     )
     print(f"{len(groundtruth)} frames, overlaps: {args.overlaps}")
     if not result:
@@ -139,5 +139,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="strict",
         help="minimum overlaps: strict (official, 0.7/0.5/0.5) or loose (BEV/3D 0.5/0.25/0.25)",
     )
-    parser.add_argument("--workers", type=int, default=1, help="threads evaluating classes / metrics in parallel")
+    add_workers(parser, "threads evaluating classes / metrics in parallel")
     parser.set_defaults(func=_kitti_object_eval)

@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+from drivemetrics._options import add_workers, resolve_workers
+
 # Light at import (``drivemetrics graph-eval --help`` must not load scipy / torch): the library is imported in the
 # run functions, and these names are copies of the keys of drivemetrics.graph.evaluate.METRICS and
 # drivemetrics.graph.perturb.PERTURBATIONS (a test keeps them equal).
@@ -34,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--metrics", nargs="+", default=list(METRICS), metavar="NAME", help=f"from {', '.join(METRICS)} (default all)"
     )
     ev.add_argument("--json", default=None, metavar="OUT", help="write per-tile and aggregated results as JSON")
-    ev.add_argument("--workers", type=int, default=1, help="processes for many tiles (default 1)")
+    add_workers(ev, "processes scoring the tiles")
     ev.add_argument("--seed", type=int, default=0, help="seed of the sampled metrics (default 0)")
     ev.add_argument(
         "--window",
@@ -105,7 +107,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     lg.add_argument("--compat", choices=("reference",), default=None, help="reproduce the released evaluator's numbers")
     lg.add_argument("--json", default=None, metavar="OUT", help="write overall / per-city / per-sample JSON here")
     lg.add_argument("--figures", default=None, metavar="DIR", help="write one PNG per sample (GT and prediction)")
-    lg.add_argument("--workers", type=int, default=1, help="processes (default 1)")
+    add_workers(lg, "processes scoring the samples")
     lg.add_argument("--seed", type=int, default=0, help="seed of APLS source sampling and planning (default 0)")
     lg.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     lg.set_defaults(func=_run_lanegraph)
@@ -164,7 +166,7 @@ def _run_eval(args: argparse.Namespace) -> int:
         pairs,
         args.metrics,
         options,
-        workers=args.workers,
+        workers=resolve_workers(args.workers),
         progress=not args.no_progress,
         window=tuple(args.window) if args.window else None,
         border=args.border,
@@ -268,7 +270,7 @@ def _run_lanegraph(args: argparse.Namespace) -> int:
         args.task,
         split=args.split,
         compat=args.compat,
-        workers=args.workers,
+        workers=resolve_workers(args.workers),
         progress=not args.no_progress,
         seed=args.seed,
     )

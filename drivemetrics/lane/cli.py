@@ -7,6 +7,8 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from drivemetrics._options import add_workers, resolve_workers
+
 
 def _tusimple_eval(args: argparse.Namespace) -> int:
     from drivemetrics._files import atomic_write_text, check_output_path
@@ -89,7 +91,7 @@ def _culane_eval(args: argparse.Namespace) -> int:
         thresholds,
         chunk=args.chunk,
         compat=args.compat,
-        workers=args.workers,
+        workers=resolve_workers(args.workers),
         per_image=args.per_image,
         categories=categories,
     )
@@ -198,12 +200,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="reference: the official C++ evaluator's numbers (0/1-point lanes count, its spline and rounding, OpenCV)",
     )
     culane.add_argument("--chunk", type=int, default=64, help="images scored per batch")
-    culane.add_argument(
-        "--workers",
-        type=int,
-        default=1,
-        help="processes reading and scoring the files (torch runs one thread per process)",
-    )
+    add_workers(culane, "processes reading and scoring the files (torch runs one thread per process)")
     culane.add_argument("--per-image", action="store_true", help="with --json, add per-image TP / FP / FN")
     culane.add_argument("--json", default=None, metavar="OUT", help="also write the scores to OUT")
     culane.set_defaults(func=_culane_eval)

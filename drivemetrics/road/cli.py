@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
+
+from drivemetrics._options import add_workers
 
 # Light at import (``drivemetrics road-eval --help`` must not load torch): the library is imported in the run
 # functions, and the choices below are copies of drivemetrics.road.kitti_road's constants (a test keeps them equal).
@@ -47,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "fitted at the category's BEV working point",
     )
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
-    _add_workers(ev)
+    add_workers(ev, "threads decoding PNGs")
     ev.set_defaults(func=run_road_eval)
 
     bev = subparsers.add_parser(
@@ -62,25 +63,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     bev.add_argument("--input", required=True, help="folder with perspective PNGs")
     bev.add_argument("--output", required=True, help="folder for the BEV PNGs (same names)")
     bev.add_argument("--no-progress", action="store_true", help="no progress bar")
-    _add_workers(bev)
+    add_workers(bev, "threads decoding PNGs")
     bev.set_defaults(func=run_road_bev)
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
-def _add_workers(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--workers",
-        type=_positive_int,
-        default=None,
-        metavar="N",
-        help=f"threads decoding PNGs (default: one per CPU core, here {os.cpu_count()})",
-    )
 
 
 def run_road_eval(args: argparse.Namespace) -> int:
