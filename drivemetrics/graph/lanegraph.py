@@ -1074,7 +1074,7 @@ def _planning_default(gt: LaneArrays, pred: LaneArrays, seed: int | Sequence[int
             continue
         p_start, p_end = gt.pos[start], gt.pos[cur]
         path_gt = _shortest_path(g_gt, _closest(gt.pos, p_start), _closest(gt.pos, p_end))
-        if path_gt is None:
+        if path_gt is None or len(path_gt) < 2:  # no route on the GT (or the walk came back to its start)
             continue
         with_gt += 1
         path_pred = None
@@ -1128,8 +1128,9 @@ def evaluate_lanegraph_pair(
     """Every lane-graph metric of one sample: ``{m: value for m in LANE_METRICS}`` (NaN where undefined).
 
     ``task``: ``"successor"`` (256 x 256 crops) or ``"full"`` (5000 x 5000 tiles; only the reference mode's IoU
-    canvas depends on it). With ``compat="reference"`` and the successor task, ``geo_precision`` is what the
-    evaluator reports under "GEO Precision": its TOPO precision.
+    canvas and SDA depend on it: the evaluator reports no SDA for full tiles, so it is NaN there). With
+    ``compat="reference"`` and the successor task, ``geo_precision`` is what the evaluator reports under
+    "GEO Precision": its TOPO precision.
     """
     compat = check_compat(compat)
     if task not in ("successor", "full"):
@@ -1142,6 +1143,8 @@ def evaluate_lanegraph_pair(
     out.update(geo_topo(pred, gt, compat))
     if compat == "reference" and task == "successor":
         out["geo_precision"] = out["topo_precision"]
+    if compat == "reference" and task == "full":  # the evaluator does not report SDA for full tiles
+        out["sda20"] = out["sda50"] = math.nan
     return {k: float(out[k]) for k in LANE_METRICS}
 
 

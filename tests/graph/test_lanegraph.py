@@ -290,3 +290,12 @@ def test_topo_local_equals_the_per_seed_definition(chunk):
     got = sorted(zip(p.tolist(), r.tolist(), strict=True))
     np.testing.assert_allclose(np.array(got), np.array(expected), rtol=0, atol=1e-12)
     assert min(e[0] for e in expected) < 0.9  # the grids differ: local precision is not trivially 1
+
+
+def test_reference_full_task_reports_no_sda():
+    """The evaluator's full-LGP evaluation does not report SDA: NaN in the reference mode, scored by default."""
+    g = fork()
+    assert math.isnan(evaluate_lanegraph_pair(g, g, "full", "reference")["sda20"])
+    assert math.isnan(evaluate_lanegraph_pair(g, g, "full", "reference")["sda50"])
+    assert evaluate_lanegraph_pair(g, g, "full")["sda20"] == 1.0
+    assert evaluate_lanegraph_pair(g, g, "successor", "reference")["sda20"] == 1.0

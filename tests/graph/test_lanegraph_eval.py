@@ -219,3 +219,28 @@ def test_geo_iou_functions_accept_arrays_once_checked():
     g = line(0, 100)
     assert geo_topo(g, g)["geo_recall"] == 1.0
     assert graph_iou(g, g) == 1.0
+
+
+def test_full_lgp_planning_against_itself_is_perfect(fixtures_dir):
+    """Planning through the evaluation (the per-sample seed the CLI uses): a graph against itself scores MMD = MED = 0
+    and SR = 1. Walks that come back to their start have no route to plan and are skipped (they used to count as
+    5000 px failures of the identical prediction)."""
+    data = load_lanegraph_pickle(fixtures_dir / "lanegraph" / "submission_full_lgp_eval.pickle")
+    result = evaluate_submission(data, data, "planning", progress=False)
+    assert result["overall"] == pytest.approx({"mmd": 0.0, "med": 0.0, "sr": 1.0})
+
+
+def test_planning_skips_walks_that_return_to_their_start():
+    from drivemetrics.graph.lanegraph import planning
+
+    def ring(n):
+        g = nx.DiGraph()
+        for i in range(n):
+            angle = 2 * np.pi * i / n
+            g.add_node(i, pos=np.array([200 + 100 * np.cos(angle), 200 + 100 * np.sin(angle)]))
+        g.add_edges_from((i, (i + 1) % n) for i in range(n))
+        return g
+
+    # 100 steps around a 50-node ring end where they started: nothing to plan, not a failure
+    assert all(np.isnan(v) for v in planning(ring(50), ring(50)).values())
+    assert planning(ring(60), ring(60)) == pytest.approx({"mmd": 0.0, "med": 0.0, "sr": 1.0})
