@@ -27,7 +27,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
-from drivemetrics.graph.io import short_repr
+from drivemetrics.graph.io import node_positions
 
 __all__ = [
     "COMPAT_MODES",
@@ -108,27 +108,7 @@ def validate_graph(
     """
     if not isinstance(graph, nx.Graph):
         raise TypeError(f"`{name}` must be a networkx graph, got {type(graph).__name__}")
-    nodes = list(graph.nodes)
-    pos = np.empty((len(nodes), 2), dtype=np.float64)
-    for i, n in enumerate(nodes):
-        attrs = graph.nodes[n]
-        if "pos" not in attrs:
-            raise ValueError(f"`{name}` node {short_repr(n)} has no 'pos' attribute (expected pos=(x, y))")
-        try:
-            p = np.asarray(attrs["pos"], dtype=np.float64).reshape(-1)
-        except (TypeError, ValueError):
-            raise ValueError(
-                f"`{name}` node {short_repr(n)}: 'pos' must be two numbers, got {short_repr(attrs['pos'])}"
-            ) from None
-        if p.shape[0] != 2:
-            raise ValueError(
-                f"`{name}` node {short_repr(n)}: 'pos' must be two numbers (x, y), got {short_repr(attrs['pos'])}"
-            )
-        pos[i] = p
-    bad = ~np.isfinite(pos).all(axis=1)
-    if bad.any():
-        n = nodes[int(np.flatnonzero(bad)[0])]
-        raise ValueError(f"`{name}` has {int(bad.sum())} node(s) with NaN or infinite 'pos', e.g. node {short_repr(n)}")
+    nodes, pos = node_positions(graph, name)
     index = {n: i for i, n in enumerate(nodes)}
     edges = np.array([(index[u], index[v]) for u, v in graph.edges()], dtype=np.int64).reshape(-1, 2)
     if merge_duplicates and len(pos):

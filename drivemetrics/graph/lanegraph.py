@@ -58,7 +58,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 from scipy.spatial import cKDTree
 
-from drivemetrics.graph.io import short_repr
+from drivemetrics.graph.io import node_positions
 
 __all__ = [
     "COMPAT_MODES",
@@ -117,22 +117,7 @@ def lane_arrays(graph: object, name: str) -> LaneArrays:
     if not isinstance(graph, nx.DiGraph):
         kind = type(graph).__name__
         raise TypeError(f"`{name}` must be a directed lane graph (networkx.DiGraph), got {kind}")
-    nodes = list(graph.nodes)
-    pos = np.empty((len(nodes), 2), dtype=np.float64)
-    for i, n in enumerate(nodes):
-        attrs = graph.nodes[n]
-        if "pos" not in attrs:
-            raise ValueError(f"`{name}` node {short_repr(n)} has no 'pos' attribute (expected pos=(x, y) in pixels)")
-        try:
-            p = np.asarray(attrs["pos"], dtype=np.float64).reshape(-1)
-        except (TypeError, ValueError):
-            raise ValueError(
-                f"`{name}` node {short_repr(n)}: 'pos' must be two numbers, got {short_repr(attrs['pos'])}"
-            ) from None
-        if p.shape[0] != 2 or not np.isfinite(p).all():
-            got = short_repr(attrs["pos"])
-            raise ValueError(f"`{name}` node {short_repr(n)}: 'pos' must be two finite numbers (x, y), got {got}")
-        pos[i] = p
+    nodes, pos = node_positions(graph, name)
     index = {n: i for i, n in enumerate(nodes)}
     edges = np.array([(index[u], index[v]) for u, v in graph.edges()], dtype=np.int64).reshape(-1, 2)
     return LaneArrays(nodes, pos, edges)
