@@ -220,14 +220,12 @@ def save_figures(out: Path, family: str, drive: DriveClips, result, spec: PatchS
 
 
 def save_fig(fig, path: Path) -> None:
-    import io
-
     import matplotlib.pyplot as plt
 
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
+    from drivemetrics._files import atomic_save_figure
+
+    atomic_save_figure(fig, path, dpi=100, bbox_inches="tight")
     plt.close(fig)
-    write_atomic(path, buffer.getvalue())
 
 
 def main(argv: list[str] | None = None) -> dict:

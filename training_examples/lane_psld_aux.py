@@ -291,9 +291,9 @@ def save_figure(path: str | Path, models: dict[str, LaneDetector], test: dict[st
     axes[1].legend(fontsize=8)
     axes[1].set_title("held-out clips")
     fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    from drivemetrics._files import atomic_save_figure
+
+    atomic_save_figure(fig, path, dpi=110)  # creates missing folders
     plt.close(fig)
 
 

@@ -395,9 +395,9 @@ def save_figure(path: str | Path, model: RoadSegmenter, data: RoadDataModule, hi
     axes[1].legend(loc="lower right", fontsize=8)
     axes[1].set_title("logged each validation epoch")
     fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    from drivemetrics._files import atomic_save_figure
+
+    atomic_save_figure(fig, path, dpi=110)  # creates missing folders
     plt.close(fig)
 
 

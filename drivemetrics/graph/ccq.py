@@ -37,7 +37,7 @@ from torchmetrics import Metric
 
 from drivemetrics._metric import plot_metric
 from drivemetrics._validation import check_same_shape, check_shape, check_tensor
-from drivemetrics.graph.geometry import check_compat, graph_arrays, validate_graph
+from drivemetrics.graph.geometry import check_compat, graph_arrays, index_in_group, validate_graph
 from drivemetrics.graph.metrics import graph_pairs
 
 
@@ -148,8 +148,7 @@ def render_graph(
         a, b = pix[edges[:, 0]], pix[edges[:, 1]]
         steps = np.maximum(np.abs(b - a).max(axis=1).astype(np.int64), 1)
         edge_of = np.repeat(np.arange(len(edges)), steps + 1)
-        start = np.repeat(np.cumsum(steps + 1) - (steps + 1), steps + 1)
-        t = (np.arange(len(edge_of)) - start) / steps[edge_of]
+        t = index_in_group(steps + 1) / steps[edge_of]
         pts = np.floor(a[edge_of] + t[:, None] * (b[edge_of] - a[edge_of]) + 0.5)
         pts = np.concatenate([pts, pix])
     else:

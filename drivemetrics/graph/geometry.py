@@ -27,7 +27,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
-from drivemetrics.graph.io import short_repr
+from drivemetrics.graph.io import node_positions
 
 __all__ = [
     "COMPAT_MODES",
@@ -93,6 +93,13 @@ def graph_length(graph: nx.Graph) -> float:
     return float(graph_arrays(graph).lengths.sum())
 
 
+def index_in_group(counts: np.ndarray) -> np.ndarray:
+    """For consecutive groups of ``counts[g]`` items, each item's index inside its group: ``[2, 3] -> [0, 1, 0, 1, 2]``
+    (``concatenate([arange(c) for c in counts])`` without a Python loop)."""
+    counts = np.asarray(counts, dtype=np.int64)
+    return np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+
+
 def validate_graph(
     graph: object, name: str, *, allow_empty: bool = True, merge_duplicates: bool = True, keep_isolated: bool = False
 ) -> nx.Graph:
@@ -108,27 +115,7 @@ def validate_graph(
     """
     if not isinstance(graph, nx.Graph):
         raise TypeError(f"`{name}` must be a networkx graph, got {type(graph).__name__}")
-    nodes = list(graph.nodes)
-    pos = np.empty((len(nodes), 2), dtype=np.float64)
-    for i, n in enumerate(nodes):
-        attrs = graph.nodes[n]
-        if "pos" not in attrs:
-            raise ValueError(f"`{name}` node {short_repr(n)} has no 'pos' attribute (expected pos=(x, y))")
-        try:
-            p = np.asarray(attrs["pos"], dtype=np.float64).reshape(-1)
-        except (TypeError, ValueError):
-            raise ValueError(
-                f"`{name}` node {short_repr(n)}: 'pos' must be two numbers, got {short_repr(attrs['pos'])}"
-            ) from None
-        if p.shape[0] != 2:
-            raise ValueError(
-                f"`{name}` node {short_repr(n)}: 'pos' must be two numbers (x, y), got {short_repr(attrs['pos'])}"
-            )
-        pos[i] = p
-    bad = ~np.isfinite(pos).all(axis=1)
-    if bad.any():
-        n = nodes[int(np.flatnonzero(bad)[0])]
-        raise ValueError(f"`{name}` has {int(bad.sum())} node(s) with NaN or infinite 'pos', e.g. node {short_repr(n)}")
+    nodes, pos = node_positions(graph, name)
     index = {n: i for i, n in enumerate(nodes)}
     edges = np.array([(index[u], index[v]) for u, v in graph.edges()], dtype=np.int64).reshape(-1, 2)
     if merge_duplicates and len(pos):
@@ -176,7 +163,7 @@ def densify_arrays(pos: np.ndarray, edges: np.ndarray, spacing: float) -> tuple[
     # chain of each edge: start, new nodes..., end
     chain_start = np.repeat(edges[:, 0], pieces)
     parent = np.repeat(np.arange(len(edges)), pieces)
-    k_in_edge = np.arange(int(pieces.sum())) - np.repeat(np.cumsum(pieces) - pieces, pieces)
+    k_in_edge = index_in_group(pieces)
     first_new = len(pos) + np.repeat(offsets, pieces)
     src = np.where(k_in_edge == 0, chain_start, first_new + k_in_edge - 1)
     last = k_in_edge == np.repeat(pieces, pieces) - 1
@@ -252,7 +239,7 @@ class SegmentIndex:
         self.piece_length = max(float(piece_length), 1e-6)
         pieces = np.maximum(1, np.ceil(lengths / self.piece_length).astype(np.int64))
         self._piece_edge = np.repeat(np.arange(len(self.edges)), pieces)
-        k = np.arange(int(pieces.sum())) - np.repeat(np.cumsum(pieces) - pieces, pieces)
+        k = index_in_group(pieces)
         t_mid = (k + 0.5) / np.repeat(pieces, pieces)
         mids = a[self._piece_edge] + t_mid[:, None] * (b - a)[self._piece_edge]
         self._half = 0.5 * float((lengths / pieces).max()) if len(lengths) else 0.0

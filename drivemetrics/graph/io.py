@@ -259,6 +259,40 @@ def read_networkx_pickle(path: str | Path) -> Any:
     return safe_pickle_load(path)
 
 
+def node_positions(
+    graph: nx.Graph, name: str, pos_key: str = "pos", allow_extra: bool = False
+) -> tuple[list[Any], np.ndarray]:
+    """The nodes of ``graph`` (in its order) and their positions ``(N, 2)`` float64, checked.
+
+    Every node needs ``pos_key`` holding two finite numbers (``allow_extra``: the first two of a longer sequence);
+    otherwise a ``ValueError`` names ``name``, the node and the value (abbreviated).
+    """
+    nodes = list(graph.nodes)
+    pos = np.empty((len(nodes), 2), dtype=np.float64)
+    for i, n in enumerate(nodes):
+        attrs = graph.nodes[n]
+        if pos_key not in attrs:
+            raise ValueError(f"`{name}` node {short_repr(n)} has no '{pos_key}' attribute (expected {pos_key}=(x, y))")
+        try:
+            p = np.asarray(attrs[pos_key], dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError):
+            p = np.empty(0)
+        if p.shape[0] < 2 or (p.shape[0] > 2 and not allow_extra):
+            raise ValueError(
+                f"`{name}` node {short_repr(n)}: '{pos_key}' must be two finite numbers (x, y); got "
+                f"{short_repr(attrs[pos_key])}, not two numbers"
+            )
+        pos[i] = p[:2]
+    bad = ~np.isfinite(pos).all(axis=1)
+    if bad.any():
+        n = nodes[int(np.flatnonzero(bad)[0])]
+        raise ValueError(
+            f"`{name}` has {int(bad.sum())} node(s) with NaN or infinite '{pos_key}' (it must be two finite numbers), "
+            f"e.g. node {short_repr(n)}"
+        )
+    return nodes, pos
+
+
 def to_graph(graph: nx.Graph, *, pos_key: str = "pos", scale: float = 1.0) -> nx.Graph:
     """Convert any networkx graph (directed, multi, any node ids, ``pos`` as tuple / list / ndarray) to the project's
     representation: a new undirected simple :class:`networkx.Graph` with ids ``0..N-1`` and tuple ``pos`` multiplied
@@ -268,21 +302,11 @@ def to_graph(graph: nx.Graph, *, pos_key: str = "pos", scale: float = 1.0) -> nx
     """
     if not isinstance(graph, nx.Graph):
         raise TypeError(f"`graph` must be a networkx graph, got {type(graph).__name__}")
-    nodes = list(graph.nodes)
+    nodes, pos = node_positions(graph, "graph", pos_key, allow_extra=True)
     index = {n: i for i, n in enumerate(nodes)}
     out = nx.Graph()
-    for i, n in enumerate(nodes):
-        attrs = graph.nodes[n]
-        if pos_key not in attrs:
-            raise ValueError(f"`graph` node {short_repr(n)} has no '{pos_key}' attribute")
-        try:
-            p = np.asarray(attrs[pos_key], dtype=np.float64).reshape(-1)
-        except (TypeError, ValueError):
-            p = np.empty(0)
-        if p.shape[0] < 2 or not np.isfinite(p[:2]).all():
-            got = short_repr(attrs[pos_key])
-            raise ValueError(f"`graph` node {short_repr(n)}: '{pos_key}' must be two finite numbers, got {got}")
-        out.add_node(i, pos=(float(p[0]) * scale, float(p[1]) * scale), source_id=n)
+    for i, (n, (x, y)) in enumerate(zip(nodes, pos.tolist(), strict=True)):
+        out.add_node(i, pos=(x * scale, y * scale), source_id=n)
     out.add_edges_from((index[u], index[v]) for u, v in graph.edges() if u != v)
     return out
 

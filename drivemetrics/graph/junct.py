@@ -41,7 +41,7 @@ from torch import Tensor
 from torchmetrics import Metric
 
 from drivemetrics._metric import plot_metric
-from drivemetrics.graph.geometry import graph_arrays, road_chains, validate_graph
+from drivemetrics.graph.geometry import graph_arrays, index_in_group, road_chains, validate_graph
 from drivemetrics.graph.metrics import graph_pairs
 from drivemetrics.graph.tlts import CHUNK, length_csgraph
 
@@ -184,7 +184,7 @@ def junction_clusters(
     cluster, angle = cluster[order], angle[order]
     counts = np.bincount(cluster, minlength=len(centres))
     angles = np.full((len(centres), max(int(counts.max(initial=0)), 1)), np.nan)
-    slot = np.arange(len(cluster)) - np.repeat(np.cumsum(counts) - counts, counts)
+    slot = index_in_group(counts)
     angles[cluster, slot] = angle
     return JunctionClusters(centers, angles)
 

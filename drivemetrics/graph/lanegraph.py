@@ -58,7 +58,8 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 from scipy.spatial import cKDTree
 
-from drivemetrics.graph.io import short_repr
+from drivemetrics.graph.geometry import index_in_group
+from drivemetrics.graph.io import node_positions
 
 __all__ = [
     "COMPAT_MODES",
@@ -117,22 +118,7 @@ def lane_arrays(graph: object, name: str) -> LaneArrays:
     if not isinstance(graph, nx.DiGraph):
         kind = type(graph).__name__
         raise TypeError(f"`{name}` must be a directed lane graph (networkx.DiGraph), got {kind}")
-    nodes = list(graph.nodes)
-    pos = np.empty((len(nodes), 2), dtype=np.float64)
-    for i, n in enumerate(nodes):
-        attrs = graph.nodes[n]
-        if "pos" not in attrs:
-            raise ValueError(f"`{name}` node {short_repr(n)} has no 'pos' attribute (expected pos=(x, y) in pixels)")
-        try:
-            p = np.asarray(attrs["pos"], dtype=np.float64).reshape(-1)
-        except (TypeError, ValueError):
-            raise ValueError(
-                f"`{name}` node {short_repr(n)}: 'pos' must be two numbers, got {short_repr(attrs['pos'])}"
-            ) from None
-        if p.shape[0] != 2 or not np.isfinite(p).all():
-            got = short_repr(attrs["pos"])
-            raise ValueError(f"`{name}` node {short_repr(n)}: 'pos' must be two finite numbers (x, y), got {got}")
-        pos[i] = p
+    nodes, pos = node_positions(graph, name)
     index = {n: i for i, n in enumerate(nodes)}
     edges = np.array([(index[u], index[v]) for u, v in graph.edges()], dtype=np.int64).reshape(-1, 2)
     return LaneArrays(nodes, pos, edges)
@@ -237,7 +223,7 @@ def _resample_lanes(arr: LaneArrays) -> tuple[np.ndarray, np.ndarray]:
     p0, p1 = ends[:, :2], ends[:, 2:]
     n_pts = np.maximum(2, np.floor(np.sqrt(((p0 - p1) ** 2).sum(axis=1))).astype(np.int64) // INTERP_SPACING + 1)
     edge_of = np.repeat(np.arange(len(pairs)), n_pts)
-    i = np.arange(int(n_pts.sum())) - np.repeat(np.cumsum(n_pts) - n_pts, n_pts)
+    i = index_in_group(n_pts)
     a = 1.0 - i / (n_pts[edge_of] - 1)
     pts = p0[edge_of] * a[:, None] + p1[edge_of] * (1 - a)[:, None]
     unique, first, inverse = np.unique(pts, axis=0, return_index=True, return_inverse=True)
@@ -297,9 +283,7 @@ class _BoxIndex:
 
 def _ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
     """``concatenate([arange(a, b) for a, b in zip(starts, stops)])`` without a Python loop."""
-    lengths = stops - starts
-    offsets = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
-    return offsets + np.arange(int(lengths.sum()))
+    return np.repeat(starts, stops - starts) + index_in_group(stops - starts)
 
 
 def _topo_local(
@@ -599,7 +583,7 @@ def _raster_keys(
     y_hi = np.minimum(np.floor(np.maximum(p0[:, 1], p1[:, 1]) + radius + eps), shape[0] - 1).astype(np.int64)
     n_rows = np.maximum(y_hi - y_lo + 1, 0)
     seg = np.repeat(np.arange(len(p0)), n_rows)
-    y = (y_lo[seg] + np.arange(int(n_rows.sum())) - np.repeat(np.cumsum(n_rows) - n_rows, n_rows)).astype(np.float64)
+    y = (y_lo[seg] + index_in_group(n_rows)).astype(np.float64)
     a, b = p0[seg], p1[seg]
     left = np.full(len(y), np.inf)
     right = np.full(len(y), -np.inf)
@@ -637,7 +621,7 @@ def _raster_keys(
     col_lo, col_hi, rows = col_lo[ok].astype(np.int64), col_hi[ok].astype(np.int64), y[ok].astype(np.int64)
     count = col_hi - col_lo + 1
     start = np.repeat(rows * shape[1] + col_lo, count)
-    return np.unique(start + np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count))
+    return np.unique(start + index_in_group(count))
 
 
 def graph_iou(
@@ -706,7 +690,7 @@ def _apls_control_points(pos: np.ndarray, edges: np.ndarray, spacing: float) -> 
     pieces = np.where(length < 0.75 * spacing, 1, pieces)
     n_new = pieces - 1
     edge_of = np.repeat(np.arange(len(edges)), n_new)
-    k = np.arange(int(n_new.sum())) - np.repeat(np.cumsum(n_new) - n_new, n_new) + 1
+    k = index_in_group(n_new) + 1
     t = k / np.repeat(pieces, n_new)
     return np.concatenate([pos, a[edge_of] + t[:, None] * (b - a)[edge_of]])
 

@@ -30,6 +30,7 @@ from drivemetrics.graph.lanegraph import (
     evaluate_lanegraph_pair,
     planning,
 )
+from drivemetrics.graph.metrics import graph_pairs
 
 __all__ = [
     "LaneGraphAPLS",
@@ -46,17 +47,6 @@ __all__ = [
     "LaneGraphTopoPrecision",
     "LaneGraphTopoRecall",
 ]
-
-
-def _pairs(preds: nx.DiGraph | Sequence[nx.DiGraph], target: nx.DiGraph | Sequence[nx.DiGraph]) -> list[tuple]:
-    if isinstance(preds, nx.Graph) and isinstance(target, nx.Graph):
-        return [(preds, target)]
-    if isinstance(preds, nx.Graph) or isinstance(target, nx.Graph):
-        raise TypeError("`preds` and `target` must both be lane graphs or both be sequences of lane graphs")
-    preds, target = list(preds), list(target)
-    if len(preds) != len(target):
-        raise ValueError(f"`preds` and `target` must hold as many graphs, got {len(preds)} and {len(target)}")
-    return list(zip(preds, target, strict=True))
 
 
 class _PerSampleMean(Metric):
@@ -80,7 +70,7 @@ class _PerSampleMean(Metric):
 
     def update(self, preds: nx.DiGraph | Sequence[nx.DiGraph], target: nx.DiGraph | Sequence[nx.DiGraph]) -> None:
         """Add one ``(pred, gt)`` lane-graph pair or two equal-length sequences of them."""
-        for pred, gt in _pairs(preds, target):
+        for pred, gt in graph_pairs(preds, target):
             values = self._sample(pred, gt)
             v = torch.tensor([values[k] for k in self._keys], dtype=torch.float64, device=self.value_sum.device)
             defined = ~torch.isnan(v)

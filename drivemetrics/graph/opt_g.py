@@ -41,7 +41,14 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import breadth_first_order
 from scipy.spatial import cKDTree
 
-from drivemetrics.graph.geometry import check_compat, graph_arrays, match_points, resample_chains, validate_graph
+from drivemetrics.graph.geometry import (
+    check_compat,
+    graph_arrays,
+    index_in_group,
+    match_points,
+    resample_chains,
+    validate_graph,
+)
 from drivemetrics.graph.opt_j import f1_from, safe_ratio
 
 __all__ = ["OptGResult", "opt_g"]
@@ -102,7 +109,7 @@ class _Sampled:
         indptr, indices = self.adj.indptr, self.adj.indices
         deg = indptr[ball + 1] - indptr[ball]
         src = np.repeat(np.arange(len(ball)), deg)
-        nbr = indices[np.repeat(indptr[ball], deg) + np.arange(int(deg.sum())) - np.repeat(np.cumsum(deg) - deg, deg)]
+        nbr = indices[np.repeat(indptr[ball], deg) + index_in_group(deg)]
         dst = self._local[nbr]
         ok = dst >= 0
         self._local[ball] = -1

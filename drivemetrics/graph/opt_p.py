@@ -48,7 +48,14 @@ from scipy.sparse import coo_matrix, csr_matrix
 from scipy.sparse.csgraph import connected_components, dijkstra
 from scipy.spatial import cKDTree
 
-from drivemetrics.graph.geometry import SegmentIndex, check_compat, densify_arrays, graph_arrays, validate_graph
+from drivemetrics.graph.geometry import (
+    SegmentIndex,
+    check_compat,
+    densify_arrays,
+    graph_arrays,
+    index_in_group,
+    validate_graph,
+)
 from drivemetrics.graph.opt_j import f1_from
 
 __all__ = ["OptPResult", "decompose_into_paths", "opt_p", "path_alignment"]
@@ -156,7 +163,7 @@ def _resample_path(points: np.ndarray, segment_length: float) -> np.ndarray:
     pieces = np.power(2, np.ceil(np.log2(ratio) - 1e-12)).astype(np.int64)
     starts = np.repeat(points[:-1], pieces, axis=0)
     delta = np.repeat(np.diff(points, axis=0) / pieces[:, None], pieces, axis=0)
-    k = np.arange(int(pieces.sum())) - np.repeat(np.cumsum(pieces) - pieces, pieces)
+    k = index_in_group(pieces)
     return np.concatenate([starts + k[:, None] * delta, points[-1:]])
 
 
@@ -263,7 +270,7 @@ def _align_path(
     # block edges: alive incident edges whose other end is in the same segment's corridor
     deg_all = target.inc_start[p_node + 1] - target.inc_start[p_node]
     rep = np.repeat(np.arange(n_pairs), deg_all)
-    offs = np.arange(int(deg_all.sum())) - np.repeat(np.cumsum(deg_all) - deg_all, deg_all)
+    offs = index_in_group(deg_all)
     inc = target.inc_edge[target.inc_start[p_node][rep] + offs]
     other = np.where(target.edges[inc, 0] == p_node[rep], target.edges[inc, 1], target.edges[inc, 0])
     okey = p_seg[rep] * m + other
