@@ -1,7 +1,10 @@
 """Lazy package exports (PEP 562), so that ``import drivemetrics.<domain>.cli`` stays cheap.
 
-A domain's ``__init__`` lists ``{"Name": "drivemetrics.domain.module"}`` and calls :func:`lazy_exports`; the
-module holding a name is imported on first access. ``from drivemetrics.road import RoadMaxF`` works as before.
+A package's ``__init__`` lists ``{"Name": "drivemetrics.domain.module"}`` and calls :func:`lazy_exports`; the
+module holding a name is imported on first access (``from drivemetrics.road import RoadPixelMetrics``). An entry
+``{"road": "drivemetrics.road"}`` that names a subpackage itself makes it an attribute that imports on first use
+(``import drivemetrics; drivemetrics.road``). Every lazy package has an ``__init__.pyi`` stub listing the same
+names, so that type checkers see them (a test keeps the two in step).
 Where an exported name equals a submodule's name (``drivemetrics.graph.apls`` the module and ``apls`` the
 function), the package attribute is the exported object, as an eager ``from .apls import apls`` would leave it;
 the module stays reachable through ``importlib.import_module`` / ``sys.modules``.
@@ -35,7 +38,8 @@ def lazy_exports(package: str, exports: dict[str, str]) -> tuple[Callable[[str],
         module = exports.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
+        imported = importlib.import_module(module)
+        value = imported if module == f"{package}.{name}" else getattr(imported, name)
         module_of_package.__dict__[name] = value
         return value
 

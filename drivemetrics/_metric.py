@@ -67,7 +67,7 @@ def plot_metric(metric: Metric, val: Any = None, ax: Any = None) -> tuple[Any, A
 class ScalarFromDict:
     """Mixin for a scalar class of a dict-returning Metric: ``compute()`` returns ``parent.compute()[key]``.
 
-    Use it first in the bases, ``class CULaneF1Score(ScalarFromDict, CULaneF1)``, and set ``key`` (the dict key)
+    Use it first in the bases, ``class CULaneF1Score(ScalarFromDict, CULaneMetrics)``, and set ``key`` (the dict key)
     and the metadata ``higher_is_better``, ``is_differentiable``, ``full_state_update``, ``plot_lower_bound``,
     ``plot_upper_bound``. Override :meth:`_state_config` to add the ``config_key`` state (see
     :func:`add_config_state`) when the parent does not have one.

@@ -140,8 +140,8 @@ def _reader(module: str, name: str, **kwargs):
         (_reader("drivemetrics.graph.io", "read_roadtracer_graph"), "0 0\n1 1\n\n0 1\n"),
         (_reader("drivemetrics.graph.io", "read_geojson"), '{"type": "FeatureCollection", "features": []}'),
         (_reader("drivemetrics.geometry.calib", "read_kitti_calib", required=("P0",)), "P0: 1 0 0 0 0 1 0 0 0 0 1 0\n"),
-        (_reader("drivemetrics.detection.kitti_io", "read_kitti_objects"), ""),
-        (_reader("drivemetrics.detection.kitti_io", "read_kitti_object_calib"), "P0: 1 0 0 0 0 1 0 0 0 0 1 0\n"),
+        (_reader("drivemetrics.detection.io", "read_kitti_objects"), ""),
+        (_reader("drivemetrics.detection.io", "read_kitti_object_calib"), "P0: 1 0 0 0 0 1 0 0 0 0 1 0\n"),
         (_read_detection_list, "000000\n"),
     ],
     ids=[

@@ -48,7 +48,7 @@ def _scaled(noise: LaneNoise, scale: torch.Tensor) -> LaneNoise:
 def evaluate_scenarios(seed: int = 0, quick: bool = False) -> dict[str, object]:
     """Compute every metric on clips x noise models; returns per-scenario tensors and names."""
     from drivemetrics.lane.e2e import e2e_ld
-    from drivemetrics.lane.geometry import centre_from_image_lanes
+    from drivemetrics.lane.geometry import center_from_image_lanes
     from drivemetrics.lane.psld import psld
 
     clips_per_model, frames = (3, 10) if quick else (8, 20)
@@ -74,7 +74,7 @@ def evaluate_scenarios(seed: int = 0, quick: bool = False) -> dict[str, object]:
 
     images = clips.images.repeat(k, 1, 1, 1, 1)
     target_lanes = clips.lanes_image[:, :, list(clips.ego_lanes)].repeat(k, 1, 1, 1)  # S x T x 2 x N
-    centre = clips.centre_road.repeat(k, 1, 1)
+    center = clips.center_road.repeat(k, 1, 1)
     speed = clips.speed.repeat(k)
     poses = clips.poses.repeat(k, 1, 1)
 
@@ -103,16 +103,16 @@ def evaluate_scenarios(seed: int = 0, quick: bool = False) -> dict[str, object]:
     tp, fp, fn = (c.reshape(n, frames).sum(1).double() for c in counts)
     culane = torch.where(tp > 0, 2 * tp / (2 * tp + fp + fn), 0.0)
 
-    centre_pred = centre_from_image_lanes(
+    center_pred = center_from_image_lanes(
         detections.flatten(0, 1), clips.image_from_road, clips.z_samples, max_distance=60.0
     )
     psld_frames = psld(
-        centre_pred, centre.flatten(0, 1), speed.repeat_interleave(frames), clips.z_samples, reduction="none"
+        center_pred, center.flatten(0, 1), speed.repeat_interleave(frames), clips.z_samples, reduction="none"
     )
     psld_value = psld_frames.reshape(n, frames).mean(1)
     e2e = e2e_ld(
         images.double(),
-        centre,
+        center,
         speed,
         detector,
         clips.image_from_road,

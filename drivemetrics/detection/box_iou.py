@@ -12,7 +12,7 @@ symmetric up to rounding and an IoU never exceeds 1.
 Box layouts (the label file's fields):
 
 - 2D ``... x 4``: ``x1, y1, x2, y2`` pixels.
-- BEV ``... x 5``: ``x, z, l, w, ry`` (centre in the camera's ground plane, length, width, yaw). The footprint's
+- BEV ``... x 5``: ``x, z, l, w, ry`` (center in the camera's ground plane, length, width, yaw). The footprint's
   corners are ``(x, z) + R @ (+-l/2, +-w/2)`` with ``R = [[cos ry, sin ry], [-sin ry, cos ry]]``, as the C++
   ``toPolygon``.
 - 3D ``... x 7``: ``x, y, z, h, w, l, ry``, ``y`` the bottom face (camera y points down): the box spans

@@ -28,7 +28,7 @@ def format_stats(curves: list[list[float]]) -> str:
 
 def format_table(result: dict) -> str:
     """The AP table: per class, one row per metric, R11 and R40 for easy / moderate / hard."""
-    from drivemetrics.detection.kitti_eval import DIFFICULTIES
+    from drivemetrics.detection.kitti_object import DIFFICULTIES
 
     lines = []
     for cls, per_metric in result.items():
@@ -64,8 +64,8 @@ def _read_list(path: str) -> list[str]:
 def _kitti_object_eval(args: argparse.Namespace) -> int:
     import warnings
 
-    from drivemetrics.detection.kitti_eval import evaluate_kitti_objects
-    from drivemetrics.detection.kitti_io import read_kitti_object_folder
+    from drivemetrics.detection.io import read_kitti_object_folder
+    from drivemetrics.detection.kitti_object import evaluate_kitti_objects
 
     gt_dir, det_dir = Path(args.gt), Path(args.det)
     for name, folder in (("--gt", gt_dir), ("--det", det_dir)):
@@ -91,8 +91,8 @@ def _kitti_object_eval(args: argparse.Namespace) -> int:
     for warning in caught:
         print(f"warning: {warning.message}", file=sys.stderr)
     result = evaluate_kitti_objects(
-        list(groundtruth.values()),
         list(detections.values()),
+        list(groundtruth.values()),
         overlaps=args.overlaps,
         workers=resolve_workers(args.workers),
     )

@@ -1,9 +1,9 @@
 """Synthetic lane clips: curved roads with painted lane lines seen by a forward camera, with exact GT lanes.
 
 A clip is a vehicle driving along a road at about 25 m/s for ``T`` frames at 20 Hz. Road frame of each frame: X
-right, Z forward, metres, origin on the road below the camera, Z along the vehicle heading. The road centreline is
+right, Z forward, metres, origin on the road below the camera, Z along the vehicle heading. The road centerline is
 a clothoid (curvature ``k0 + k1 s`` along its arc length ``s``); ``L`` lane lines (default 4: outer-left,
-ego-left, ego-right, outer-right) run at fixed lateral offsets from the ego lane centre. The vehicle follows the
+ego-left, ego-right, outer-right) run at fixed lateral offsets from the ego lane center. The vehicle follows the
 ego lane with a smooth lateral wander (and the matching heading error). The camera (default 256 x 128 px, focal
 200 px, 1.5 m high, pitched 0.06 rad down) renders grayscale or RGB frames through the road-plane homography of
 :mod:`drivemetrics.geometry.camera`: sky above the horizon, asphalt, grass beyond the outer lines, anti-aliased
@@ -68,7 +68,7 @@ class LaneClips:
             each frame.
         z_samples: ``M`` longitudinal distances (metres).
         poses: ``B x T x 3`` world pose of the camera (x, z metres; heading radians from +z towards +x).
-        lateral_offset: ``B x T`` offset of the vehicle from the ego lane centre (metres, right positive).
+        lateral_offset: ``B x T`` offset of the vehicle from the ego lane center (metres, right positive).
         speed: ``B`` speeds (m/s), constant per clip.
         curvature: ``B x 2`` clothoid coefficients ``(k0 [1/m], k1 [1/m^2])`` of the road.
         lane_width: ``B`` lane widths (metres).
@@ -92,8 +92,8 @@ class LaneClips:
     ego_lanes: tuple[int, int] = EGO_LANE_INDICES
 
     @property
-    def centre_road(self) -> Tensor:
-        """``B x T x M`` lateral position of the ego lane centre at ``z_samples`` (metres)."""
+    def center_road(self) -> Tensor:
+        """``B x T x M`` lateral position of the ego lane center at ``z_samples`` (metres)."""
         left, right = self.ego_lanes
         return 0.5 * (self.lanes_road[:, :, left] + self.lanes_road[:, :, right])
 
@@ -166,7 +166,7 @@ def make_lane_clips(
         speed_range: speeds drawn uniformly (m/s).
         max_curvature: ``|k0| <= max_curvature`` (1/m); ``|k1| <= max_curvature / 200`` (1/m^2).
         lane_width_range: lane widths drawn uniformly (metres).
-        max_wander: largest lateral offset from the ego lane centre (metres).
+        max_wander: largest lateral offset from the ego lane center (metres).
         z_samples: road-frame sample distances (default 2, 3, ..., 60 m).
         h_samples: image rows (default :meth:`LaneCamera.default_h_samples`).
         max_label_distance: GT image lanes stop at this distance (metres), like TuSimple labels near the horizon.
@@ -198,7 +198,7 @@ def make_lane_clips(
 
     dt = 1.0 / FRAME_RATE_HZ
     t = torch.arange(frames, dtype=f64) * dt  # T
-    # Road centreline on a fine arc-length grid, s = 0 at the first frame's position.
+    # Road centerline on a fine arc-length grid, s = 0 at the first frame's position.
     ds = 0.5
     s_end = float(speed.max()) * frames * dt + 140.0
     s = torch.arange(-10.0, s_end + ds, ds, dtype=f64)  # K
@@ -222,10 +222,10 @@ def make_lane_clips(
     lateral = wander_mean[:, None] + wander_amp[:, None] * torch.sin(omega * t + wander_phase[:, None])
     lateral_rate = wander_amp[:, None] * omega * torch.cos(omega * t + wander_phase[:, None])
     theta_v = k0[:, None] * s_v + 0.5 * k1[:, None] * s_v * s_v
-    centre_x = _interp_sorted(s_v, s.expand(batch, -1), cx)
-    centre_z = _interp_sorted(s_v, s.expand(batch, -1), cz)
-    pos_x = centre_x + lateral * torch.cos(theta_v)
-    pos_z = centre_z - lateral * torch.sin(theta_v)
+    center_x = _interp_sorted(s_v, s.expand(batch, -1), cx)
+    center_z = _interp_sorted(s_v, s.expand(batch, -1), cz)
+    pos_x = center_x + lateral * torch.cos(theta_v)
+    pos_z = center_z - lateral * torch.sin(theta_v)
     heading = theta_v + torch.atan(lateral_rate / speed[:, None])
     poses = torch.stack([pos_x, pos_z, heading], dim=-1)
 
@@ -385,7 +385,7 @@ class PaintedLineDetector:
 
     On each row of ``h_samples`` it thresholds the brightness (mean over channels) and takes, on each side of a
     divider column, the bright run nearest to the divider; the lane x is the run's midpoint. The divider starts at
-    the image centre and is refined twice with a quadratic fit (in the row) of the found lane centres, so it follows
+    the image center and is refined twice with a quadratic fit (in the row) of the found lane centers, so it follows
     curves. Rows where no run is found give NaN.
 
     Args:

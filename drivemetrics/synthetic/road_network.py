@@ -1,6 +1,6 @@
 """Seeded synthetic road networks (pixel coordinates) for the graph-metric demo and tests.
 
-:func:`make_road_network` lays out a square grid of intersections ``spacing`` px apart, centred in a ``size`` x
+:func:`make_road_network` lays out a square grid of intersections ``spacing`` px apart, centerd in a ``size`` x
 ``size`` px tile, and moves each one by up to ``jitter * spacing`` px. Neighbouring intersections are joined by
 streets; a fraction ``dead_end_fraction`` of the streets is cut short into dead ends (a spur of 40-60 % of the street
 from one end), chosen so that the network stays connected and no intersection becomes a dead end itself; a fraction
