@@ -13,7 +13,8 @@ import time
 
 import torch
 
-from drivemetrics.lane.psld import PSLDLoss, default_z_samples, psld
+from drivemetrics.lane.geometry import default_z_samples
+from drivemetrics.lane.psld import PSLDLoss, psld
 
 
 def scenes(n: int, device: torch.device, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

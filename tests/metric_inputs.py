@@ -73,7 +73,8 @@ from drivemetrics.graph.scalar_metrics import (
 from drivemetrics.graph.subg import SubgraphMetric
 from drivemetrics.graph.tlts import TooLongTooShort
 from drivemetrics.lane.culane import CULaneF1Score, CULaneMetrics, CULanePrecision, CULaneRecall
-from drivemetrics.lane.psld import PSLD, default_z_samples
+from drivemetrics.lane.geometry import default_z_samples
+from drivemetrics.lane.psld import PSLD
 from drivemetrics.lane.tusimple import (
     TuSimpleAccuracy,
     TuSimpleF1Score,

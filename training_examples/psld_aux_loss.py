@@ -22,8 +22,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from drivemetrics.lane.geometry import center_from_polynomials
-from drivemetrics.lane.psld import PSLDLoss, default_z_samples, psld
+from drivemetrics.lane.geometry import center_from_polynomials, default_z_samples
+from drivemetrics.lane.psld import PSLDLoss, psld
 
 Z = default_z_samples()
 Z_FIT = torch.linspace(5.0, 40.0, 8)

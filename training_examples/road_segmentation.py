@@ -54,7 +54,7 @@ from drivemetrics.road import (
     RoadPixelMaxFScore,
     SoftFMeasureLoss,
 )
-from drivemetrics.road.pixel import pixel_inputs_to_bev
+from drivemetrics.road.bev_inputs import pixel_inputs_to_bev
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "configs" / "road_segmentation.yaml"

@@ -45,6 +45,20 @@ def _scaled(noise: LaneNoise, scale: torch.Tensor) -> LaneNoise:
     )
 
 
+def _scenario_noise(names: list[str], scale: torch.Tensor, clips_per_model: int) -> LaneNoise:
+    """One :class:`LaneNoise` with a value per scenario: each named model scaled by its clips' ``scale``."""
+    fields: dict[str, list[torch.Tensor]] = {"lateral_bias": [], "heading_error": [], "curvature_error": []}
+    fields |= {"jitter": [], "max_range": []}
+    for i, name in enumerate(names):
+        noisy = _scaled(NOISE_MODELS[name], scale[i * clips_per_model : (i + 1) * clips_per_model])
+        for key in fields:
+            value = getattr(noisy, key)
+            default = 1e9 if key == "max_range" else 0.0
+            value = default if value is None else value
+            fields[key].append(torch.as_tensor(value, dtype=torch.float64).expand(clips_per_model))
+    return LaneNoise(**{key: torch.cat(values) for key, values in fields.items()})
+
+
 def evaluate_scenarios(seed: int = 0, quick: bool = False) -> dict[str, object]:
     """Compute every metric on clips x noise models; returns per-scenario tensors and names."""
     from drivemetrics.lane.e2e import e2e_ld
@@ -60,16 +74,7 @@ def evaluate_scenarios(seed: int = 0, quick: bool = False) -> dict[str, object]:
     magnitude = 0.25 + 1.5 * torch.rand(n, generator=gen, dtype=torch.float64)
     sign = torch.where(torch.rand(n, generator=gen) < 0.5, -1.0, 1.0).to(torch.float64)
     scale = sign * magnitude
-    fields: dict[str, list[torch.Tensor]] = {"lateral_bias": [], "heading_error": [], "curvature_error": []}
-    fields |= {"jitter": [], "max_range": []}
-    for i, name in enumerate(names):
-        noisy = _scaled(NOISE_MODELS[name], scale[i * clips_per_model : (i + 1) * clips_per_model])
-        for key in fields:
-            value = getattr(noisy, key)
-            default = 1e9 if key == "max_range" else 0.0
-            value = default if value is None else value
-            fields[key].append(torch.as_tensor(value, dtype=torch.float64).expand(clips_per_model))
-    noise = LaneNoise(**{key: torch.cat(values) for key, values in fields.items()})
+    noise = _scenario_noise(names, scale, clips_per_model)
     detector = NoisyLaneDetector(PaintedLineDetector(clips.h_samples), noise, clips.image_from_road, seed=seed)
 
     images = clips.images.repeat(k, 1, 1, 1, 1)

@@ -35,8 +35,7 @@ from drivemetrics._validation import check_finite, check_shape
 from drivemetrics.geometry.camera import synthesize_shifted_view
 from drivemetrics.geometry.pose import relative_pose
 from drivemetrics.lane.control import LateralController, LinearMPC, PosedPath, VehiclePath
-from drivemetrics.lane.geometry import DEFAULT_LANE_WIDTH, center_from_image_lanes
-from drivemetrics.lane.psld import default_z_samples
+from drivemetrics.lane.geometry import DEFAULT_LANE_WIDTH, center_from_image_lanes, default_z_samples
 from drivemetrics.vehicle.bicycle import KinematicBicycle
 
 __all__ = ["E2EResult", "e2e_ld"]

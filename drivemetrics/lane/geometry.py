@@ -17,7 +17,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from drivemetrics._validation import check_finite, check_tensor
+from drivemetrics._validation import check_finite, check_shape, check_tensor
 from drivemetrics.geometry.camera import image_to_road
 
 __all__ = [
@@ -233,3 +233,30 @@ def center_from_polynomials(coefficients: Tensor, z_samples: Tensor) -> Tensor:
     powers = z_samples.to(coefficients)[:, None] ** torch.arange(coefficients.shape[-1], device=coefficients.device)
     lines = coefficients @ powers.T  # (B, 2, M)
     return lines.mean(1)
+
+
+DEFAULT_Z_SAMPLES = (0.0, 100.0, 1.0)
+"""Default longitudinal sampling (start, stop, step) in metres: 0, 1, ..., 100 m."""
+
+
+def default_z_samples(dtype: torch.dtype | None = None, device: torch.device | str | None = None) -> Tensor:
+    """The default ``z_samples``: 0 to 100 m every metre, ``(101,)``."""
+    start, stop, step = DEFAULT_Z_SAMPLES
+    return torch.arange(start, stop + step / 2, step, dtype=dtype or torch.get_default_dtype(), device=device)
+
+
+def lane_slot_mask(lanes: Tensor, lane_mask: Tensor | None = None, name: str = "lanes") -> Tensor:
+    """Which lane slots of ``lanes`` ``(B, L, N)`` are real lanes, ``(B, L)`` bool.
+
+    ``lane_mask`` (``(B, L)``) when given, else the slots with at least one finite value (an all-NaN slot is
+    padding). ``name`` names the argument in the error message of a wrongly shaped mask.
+
+    Example:
+        >>> lanes = torch.tensor([[[1.0, 2.0], [float("nan"), float("nan")]]])
+        >>> lane_slot_mask(lanes).tolist()
+        [[True, False]]
+    """
+    if lane_mask is None:
+        return torch.isfinite(lanes).any(dim=-1)
+    check_shape(lane_mask, f"{name}_mask", lanes.shape[:2])
+    return lane_mask.to(device=lanes.device, dtype=torch.bool)

@@ -20,7 +20,7 @@ from torch import Tensor
 
 from drivemetrics._files import atomic_open, read_text
 from drivemetrics._validation import check_shape
-from drivemetrics.lane.tusimple import _lane_masks
+from drivemetrics.lane.geometry import lane_slot_mask
 
 __all__ = ["TuSimpleRecords", "read_culane_lines", "read_culane_list", "read_tusimple_json", "write_tusimple_json"]
 
@@ -226,7 +226,7 @@ def write_tusimple_json(
         run_time: optional ``B`` milliseconds (predictions).
     """
     check_shape(lanes, "lanes", (len(raw_files), "L", "N"))
-    mask = _lane_masks(lanes, lane_mask, "lanes").cpu()
+    mask = lane_slot_mask(lanes, lane_mask, "lanes").cpu()
     values = lanes.detach().to("cpu", torch.float64)
     h = None
     if h_samples is not None:

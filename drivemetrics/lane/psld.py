@@ -38,8 +38,10 @@ from drivemetrics._validation import check_finite, check_tensor
 from drivemetrics.lane.control import LateralController, LinearMPC, PosedPath, VehiclePath, sample_profile
 from drivemetrics.lane.geometry import (
     DEFAULT_LANE_WIDTH,
+    DEFAULT_Z_SAMPLES,
     center_from_image_lanes,
     center_from_polynomials,
+    default_z_samples,
     soft_argmax_rows,
 )
 from drivemetrics.vehicle.bicycle import KinematicBicycle
@@ -55,14 +57,6 @@ __all__ = [
 ]
 
 Reference = Literal["rollout", "center"]
-DEFAULT_Z_SAMPLES = (0.0, 100.0, 1.0)
-"""Default longitudinal sampling (start, stop, step) in metres: 0, 1, ..., 100 m."""
-
-
-def default_z_samples(dtype: torch.dtype | None = None, device: torch.device | str | None = None) -> Tensor:
-    """The default ``z_samples``: 0 to 100 m every metre, ``(101,)``."""
-    start, stop, step = DEFAULT_Z_SAMPLES
-    return torch.arange(start, stop + step / 2, step, dtype=dtype or torch.get_default_dtype(), device=device)
 
 
 def _check_profiles(preds: Tensor, target: Tensor, z_samples: Tensor, values: bool = True) -> None:

@@ -35,6 +35,7 @@ from torchmetrics import Metric
 from drivemetrics._compat import Compat, check_compat
 from drivemetrics._metric import add_config_state, plot_metric
 from drivemetrics._validation import check_shape, check_tensor
+from drivemetrics.lane.geometry import lane_slot_mask
 
 PIXEL_THRESHOLD = 20.0
 POINT_ACCURACY_THRESHOLD = 0.85
@@ -58,13 +59,6 @@ class TuSimpleImageScores:
     num_gt: Tensor
 
 
-def _lane_masks(lanes: Tensor, lane_mask: Tensor | None, name: str) -> Tensor:
-    if lane_mask is None:
-        return torch.isfinite(lanes).any(dim=-1)
-    check_shape(lane_mask, f"{name}_mask", lanes.shape[:2])
-    return lane_mask.to(device=lanes.device, dtype=torch.bool)
-
-
 def _validate(preds: Tensor, target: Tensor, h_samples: Tensor) -> Tensor:
     check_tensor(preds, "preds")
     check_tensor(target, "target")
@@ -77,6 +71,24 @@ def _validate(preds: Tensor, target: Tensor, h_samples: Tensor) -> Tensor:
     if bool(torch.isinf(preds).any()) or bool(torch.isinf(target).any()):
         raise ValueError("`preds` and `target` must not contain infinite values (use NaN for a missing point)")
     return h_samples
+
+
+def _gt_thresholds(gt_x: Tensor, ys: Tensor, sample_ok: Tensor, pixel_threshold: float) -> Tensor:
+    """Point threshold ``pixel_threshold / cos(atan(k))`` per GT lane, ``(B, L_gt)`` pixels, with ``k`` the ordinary
+    least-squares slope of x on y over the lane's valid points (0 with fewer than 2)."""
+    gt_valid = (gt_x >= 0) & sample_ok[:, None, :]  # NaN compares False
+    weight = gt_valid.to(torch.float64)
+    count = weight.sum(-1)
+    safe_count = count.clamp(min=1)
+    y_b = torch.where(sample_ok, ys, 0.0)[:, None, :]
+    x_b = torch.where(gt_valid, gt_x, 0.0)
+    y_mean = (weight * y_b).sum(-1) / safe_count
+    x_mean = x_b.sum(-1) / safe_count
+    dy = (y_b - y_mean[..., None]) * weight
+    dx = (x_b - x_mean[..., None]) * weight
+    syy = (dy * dy).sum(-1)
+    slope = torch.where((count > 1) & (syy > 0), (dy * dx).sum(-1) / syy.clamp(min=1e-300), 0.0)
+    return pixel_threshold / torch.cos(torch.atan(slope))
 
 
 def tusimple_image_scores(
@@ -115,8 +127,8 @@ def tusimple_image_scores(
     if not pixel_threshold > 0:
         raise ValueError(f"`pixel_threshold` must be > 0 pixels, got {pixel_threshold}")
     device = preds.device
-    pred_lane = _lane_masks(preds, preds_mask, "preds")
-    gt_lane = _lane_masks(target, target_mask, "target")
+    pred_lane = lane_slot_mask(preds, preds_mask, "preds")
+    gt_lane = lane_slot_mask(target, target_mask, "target")
     pred_x = preds.to(torch.float64)
     gt_x = target.to(torch.float64)
     ys = h_samples.to(device=device, dtype=torch.float64)
@@ -125,20 +137,7 @@ def tusimple_image_scores(
         raise ValueError("`h_samples` must hold at least one non-NaN row per image")
     num_samples = sample_ok.sum(dim=1).to(torch.float64)  # B
 
-    # Slope of x on y over each GT lane's valid points (ordinary least squares); threshold 20 / cos(atan(k)).
-    gt_valid = (gt_x >= 0) & sample_ok[:, None, :]  # NaN compares False
-    weight = gt_valid.to(torch.float64)
-    count = weight.sum(-1)
-    safe_count = count.clamp(min=1)
-    y_b = torch.where(sample_ok, ys, 0.0)[:, None, :]
-    x_b = torch.where(gt_valid, gt_x, 0.0)
-    y_mean = (weight * y_b).sum(-1) / safe_count
-    x_mean = x_b.sum(-1) / safe_count
-    dy = (y_b - y_mean[..., None]) * weight
-    dx = (x_b - x_mean[..., None]) * weight
-    syy = (dy * dy).sum(-1)
-    slope = torch.where((count > 1) & (syy > 0), (dy * dx).sum(-1) / syy.clamp(min=1e-300), 0.0)
-    threshold = pixel_threshold / torch.cos(torch.atan(slope))  # B x L_gt
+    threshold = _gt_thresholds(gt_x, ys, sample_ok, pixel_threshold)  # B x L_gt
 
     # Point accuracy of every (GT, prediction) pair: B x L_gt x L_pred.
     pred_m = torch.where(pred_x >= 0, pred_x, MISSING_VALUE)
@@ -207,7 +206,7 @@ def select_ego_lanes(lanes: Tensor, lane_mask: Tensor | None = None, image_width
         ``B x L`` bool mask with at most one left and one right lane per image.
     """
     check_shape(lanes, "lanes", ("B", "L", "N"))
-    real = _lane_masks(lanes, lane_mask, "lanes")
+    real = lane_slot_mask(lanes, lane_mask, "lanes")
     valid = lanes >= 0
     count = valid.sum(-1)
     mean_x = torch.where(valid, lanes, 0.0).sum(-1) / count.clamp(min=1)

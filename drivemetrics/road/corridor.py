@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import torch
@@ -323,96 +324,172 @@ def fit_driving_corridor(
     conf = _prepare_confidence(preds, grid)
     valid_mask = _prepare_mask(valid, "valid", conf, grid) if valid is not None else None
     threshold = _check_threshold(threshold)
-    x_start, z_start, h_start = _start_pose(config, grid)
-    device = conf.device
     dtype = torch.float64 if conf.dtype == torch.float64 else torch.float32
-    B = conf.shape[0]
+    prefix = _prefix_sums(conf, valid_mask, threshold, grid, dtype)
+    primitives = _primitives(config, grid, dtype, conf.device)
     n_max = _max_stages(config, grid)
-    S = config.steps_per_stage
+    beam = _start_beam(conf.shape[0], primitives.angles.numel(), n_max, config, grid, dtype, conf.device)
+    for stage in range(n_max):
+        if not bool(beam.active.any()):
+            break
+        _search_stage(stage, beam, primitives, prefix, config, grid)
+    return _best_corridor(beam, primitives, n_max, config, grid)
 
-    # row-wise prefix sums of the confidence (fitness) and of the detections (admissibility), flattened
+
+class _Primitives(NamedTuple):
+    """The ``K = 2N + 1`` manoeuvres of one stage: wheel angle (radians, ``angles[0] == 0``: straight), curvature
+    (1/m), arc length (m), and ``bulge``: how far (m) an element can reach beyond the chord of its end points."""
+
+    angles: Tensor
+    curvature: Tensor
+    arc: Tensor
+    bulge: float
+
+
+@dataclass
+class _Beam:
+    """The kept hypotheses of every frame (slot 0 is the best): end pose ``(B, K, 3)``, fitness ``(B, K)``, step
+    poses of the path ``(B, K, 1 + n_max * S, 3)``, wheel-angle index per stage ``(B, K, n_max)`` (-1: unused),
+    number of stages ``(B,)`` and whether the frame is still searching ``(B,)``."""
+
+    pose: Tensor
+    fitness: Tensor
+    path: Tensor
+    choice: Tensor
+    num_stages: Tensor
+    active: Tensor
+
+
+def _prefix_sums(
+    conf: Tensor, valid_mask: Tensor | None, threshold: float, grid: BevGrid, dtype: torch.dtype
+) -> tuple[Tensor, Tensor]:
+    """Row-wise prefix sums, flattened, of the confidence (fitness) and of the detections (admissibility)."""
     detections = conf >= threshold
     weights = conf.to(dtype)
     if valid_mask is not None:
         detections = detections & valid_mask
-        weights = torch.where(valid_mask, weights, torch.zeros((), dtype=dtype, device=device))
+        weights = torch.where(valid_mask, weights, torch.zeros((), dtype=dtype, device=conf.device))
     prefix_conf = torch.nn.functional.pad(weights.cumsum(-1), (1, 0)).flatten()
     count_dtype = torch.int16 if grid.cols < 2**15 else torch.int32  # row counts are at most W
     counts = detections.to(count_dtype).cumsum(-1, dtype=count_dtype)
     prefix_det = torch.nn.functional.pad(counts, (1, 0)).flatten()
+    return prefix_conf, prefix_det
 
+
+def _primitives(config: CorridorConfig, grid: BevGrid, dtype: torch.dtype, device: torch.device) -> _Primitives:
+    """The stage's manoeuvres from the config's wheel angles, speed, step and steps per stage."""
     angles = torch.tensor(config.wheel_angles, dtype=dtype, device=device)  # angles[0] == 0: straight
-    K = angles.numel()
     curvature = torch.tan(angles) / config.wheelbase
-    arc = config.speed * torch.cos(angles) * config.dt * S
+    arc = config.speed * torch.cos(angles) * config.dt * config.steps_per_stage
     turn = curvature.abs() * arc
     bulge = float(((1.0 / curvature.abs().clamp_min(1e-12) + 0.5 * config.width) * (1 - torch.cos(turn / 2))).max())
-    bulge += 1e-3 * grid.resolution
+    return _Primitives(angles, curvature, arc, bulge + 1e-3 * grid.resolution)
 
-    # kept hypotheses (slot 0 is the best): end pose, fitness, step poses of the path, wheel-angle index per stage
-    pose = torch.tensor([x_start, z_start, h_start], dtype=dtype, device=device).expand(B, K, 3).clone()
-    fitness = torch.full((B, K), -math.inf, dtype=torch.float64, device=device)
+
+def _start_beam(
+    batch: int, K: int, n_max: int, config: CorridorConfig, grid: BevGrid, dtype: torch.dtype, device: torch.device
+) -> _Beam:
+    """Every frame at the start pose, with one live hypothesis of fitness 0."""
+    x_start, z_start, h_start = _start_pose(config, grid)
+    pose = torch.tensor([x_start, z_start, h_start], dtype=dtype, device=device).expand(batch, K, 3).clone()
+    fitness = torch.full((batch, K), -math.inf, dtype=torch.float64, device=device)
     fitness[:, 0] = 0.0
-    path = torch.full((B, K, 1 + n_max * S, 3), math.nan, dtype=dtype, device=device)
+    path = torch.full((batch, K, 1 + n_max * config.steps_per_stage, 3), math.nan, dtype=dtype, device=device)
     path[:, :, 0] = pose
-    choice = torch.full((B, K, n_max), -1, dtype=torch.long, device=device)
-    num_stages = torch.zeros(B, dtype=torch.long, device=device)
-    active = torch.ones(B, dtype=torch.bool, device=device)
+    choice = torch.full((batch, K, n_max), -1, dtype=torch.long, device=device)
+    num_stages = torch.zeros(batch, dtype=torch.long, device=device)
+    active = torch.ones(batch, dtype=torch.bool, device=device)
+    return _Beam(pose, fitness, path, choice, num_stages, active)
 
-    for stage in range(n_max):
-        ids = active.nonzero().flatten()  # frames still searching
-        b = ids.numel()
-        if b == 0:
-            break
-        nh = 1 if stage == 0 else K  # hypotheses to extend (only the start pose at first)
-        hyp = pose[ids, :nh]
-        # candidates: b x nh (hypothesis) x K (primitive), stepped with the single-track model
-        x, z, h = (v[:, :, None].expand(b, nh, K) for v in hyp.unbind(-1))
-        steps = []
-        for _ in range(S):
-            x, z, h = single_track_step(x, z, h, config.speed, angles, config.dt, config.wheelbase)
-            steps.append(torch.stack([x, z, h], -1))
-        steps_t = torch.stack(steps, -2)  # b x nh x K x S x 3
-        start = hyp[:, :, None].expand(b, nh, K, 3)
-        end = steps_t[..., -1, :]
-        first_row, num_rows = _element_rows(start, end, config.width, bulge, grid)
-        parts = []  # the straight primitive and the curved ones are rasterised separately (no wasted work)
-        for group in (slice(0, 1), slice(1, K)) if K > 1 else (slice(0, 1),):
-            k_group = curvature[group].expand(b, nh, -1)
-            spans = _element_spans(
-                start[:, :, group], end[:, :, group], k_group, config.width, grid, first_row[:, :, group], num_rows
-            )
-            area, (conf_sum, det_sum) = _span_sums(*spans, (prefix_conf, prefix_det), ids, grid)
-            parts.append(torch.stack([area.double(), conf_sum.double(), det_sum.double()]))
-        area, conf_sum, det_sum = (v.flatten(1) for v in torch.cat(parts, -1))  # each b x (nh * K)
-        alive = torch.isfinite(fitness[ids, :nh]).repeat_interleave(K, 1)
-        admissible = alive & (area > 0) & (det_sum > config.det_min * area)
-        progress = admissible.any(1)
-        candidate_fitness = torch.where(admissible, fitness[ids, :nh].repeat_interleave(K, 1) + conf_sum, -math.inf)
-        order = torch.sort(candidate_fitness, dim=1, descending=True, stable=True).indices[:, :K]
-        parent, primitive = order // K, order % K
-        rows_b = torch.arange(b, device=device)[:, None]
-        new_path = path[ids[:, None], parent]
-        new_path[:, :, 1 + stage * S : 1 + (stage + 1) * S] = steps_t.flatten(1, 2)[rows_b, order]
-        new_choice = choice[ids[:, None], parent]
-        new_choice[:, :, stage] = primitive
-        upd = progress[:, None]
-        fitness[ids] = torch.where(upd, torch.gather(candidate_fitness, 1, order), fitness[ids])
-        pose[ids] = torch.where(upd[..., None], end.flatten(1, 2)[rows_b, order], pose[ids])
-        path[ids] = torch.where(upd[..., None, None], new_path, path[ids])
-        choice[ids] = torch.where(upd[..., None], new_choice, choice[ids])
-        num_stages[ids] += progress.long()
-        reached_far_edge = pose[ids, 0, 1] >= grid.z_max
-        active[ids] = progress & ~reached_far_edge
 
-    # the best kept hypothesis sits in slot 0 (candidates are sorted by fitness)
-    best_path = path[:, 0]
-    best_choice = choice[:, 0]
+def _step_candidates(hyp: Tensor, K: int, primitives: _Primitives, config: CorridorConfig) -> Tensor:
+    """Step poses ``(b, nh, K, S, 3)`` of every hypothesis ``hyp`` ``(b, nh, 3)`` extended by every primitive."""
+    b, nh = hyp.shape[:2]
+    x, z, h = (v[:, :, None].expand(b, nh, K) for v in hyp.unbind(-1))
+    steps = []
+    for _ in range(config.steps_per_stage):
+        x, z, h = single_track_step(x, z, h, config.speed, primitives.angles, config.dt, config.wheelbase)
+        steps.append(torch.stack([x, z, h], -1))
+    return torch.stack(steps, -2)
+
+
+def _candidate_sums(
+    start: Tensor,
+    end: Tensor,
+    ids: Tensor,
+    primitives: _Primitives,
+    prefix: tuple[Tensor, Tensor],
+    config: CorridorConfig,
+    grid: BevGrid,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Area, confidence sum and detection count of every candidate element, each ``(b, nh * K)``."""
+    b, nh, K = start.shape[:3]
+    first_row, num_rows = _element_rows(start, end, config.width, primitives.bulge, grid)
+    parts = []  # the straight primitive and the curved ones are rasterised separately (no wasted work)
+    for group in (slice(0, 1), slice(1, K)) if K > 1 else (slice(0, 1),):
+        k_group = primitives.curvature[group].expand(b, nh, -1)
+        spans = _element_spans(
+            start[:, :, group], end[:, :, group], k_group, config.width, grid, first_row[:, :, group], num_rows
+        )
+        area, (conf_sum, det_sum) = _span_sums(*spans, prefix, ids, grid)
+        parts.append(torch.stack([area.double(), conf_sum.double(), det_sum.double()]))
+    area, conf_sum, det_sum = (v.flatten(1) for v in torch.cat(parts, -1))
+    return area, conf_sum, det_sum
+
+
+def _search_stage(
+    stage: int,
+    beam: _Beam,
+    primitives: _Primitives,
+    prefix: tuple[Tensor, Tensor],
+    config: CorridorConfig,
+    grid: BevGrid,
+) -> None:
+    """Extend the kept hypotheses of the frames still searching by one stage and keep the best ``K`` (in place)."""
+    K, S = primitives.angles.numel(), config.steps_per_stage
+    ids = beam.active.nonzero().flatten()  # frames still searching
+    b = ids.numel()
+    nh = 1 if stage == 0 else K  # hypotheses to extend (only the start pose at first)
+    hyp = beam.pose[ids, :nh]
+    steps = _step_candidates(hyp, K, primitives, config)  # (b, nh, K, S, 3)
+    end = steps[..., -1, :]
+    area, conf_sum, det_sum = _candidate_sums(
+        hyp[:, :, None].expand(b, nh, K, 3), end, ids, primitives, prefix, config, grid
+    )
+    alive = torch.isfinite(beam.fitness[ids, :nh]).repeat_interleave(K, 1)
+    admissible = alive & (area > 0) & (det_sum > config.det_min * area)
+    progress = admissible.any(1)
+    candidate_fitness = torch.where(admissible, beam.fitness[ids, :nh].repeat_interleave(K, 1) + conf_sum, -math.inf)
+    order = torch.sort(candidate_fitness, dim=1, descending=True, stable=True).indices[:, :K]
+    parent, primitive = order // K, order % K
+    rows_b = torch.arange(b, device=ids.device)[:, None]
+    new_path = beam.path[ids[:, None], parent]
+    new_path[:, :, 1 + stage * S : 1 + (stage + 1) * S] = steps.flatten(1, 2)[rows_b, order]
+    new_choice = beam.choice[ids[:, None], parent]
+    new_choice[:, :, stage] = primitive
+    upd = progress[:, None]
+    beam.fitness[ids] = torch.where(upd, torch.gather(candidate_fitness, 1, order), beam.fitness[ids])
+    beam.pose[ids] = torch.where(upd[..., None], end.flatten(1, 2)[rows_b, order], beam.pose[ids])
+    beam.path[ids] = torch.where(upd[..., None, None], new_path, beam.path[ids])
+    beam.choice[ids] = torch.where(upd[..., None], new_choice, beam.choice[ids])
+    beam.num_stages[ids] += progress.long()
+    reached_far_edge = beam.pose[ids, 0, 1] >= grid.z_max
+    beam.active[ids] = progress & ~reached_far_edge
+
+
+def _best_corridor(
+    beam: _Beam, primitives: _Primitives, n_max: int, config: CorridorConfig, grid: BevGrid
+) -> CorridorFit:
+    """The corridor of the best kept hypothesis (slot 0: candidates are sorted by fitness): mask, borders, ..."""
+    S = config.steps_per_stage
+    best_path = beam.path[:, 0]
+    best_choice = beam.choice[:, 0]
+    zero = torch.zeros((), dtype=best_path.dtype, device=best_path.device)
     used = best_choice >= 0
     element_start = torch.nan_to_num(best_path[:, 0 : n_max * S : S])
     element_end = torch.nan_to_num(best_path[:, S::S])
-    element_k = torch.where(used, curvature[best_choice.clamp_min(0)], torch.zeros((), dtype=dtype, device=device))
-    first_row, num_rows = _element_rows(element_start, element_end, config.width, bulge, grid)
+    element_k = torch.where(used, primitives.curvature[best_choice.clamp_min(0)], zero)
+    first_row, num_rows = _element_rows(element_start, element_end, config.width, primitives.bulge, grid)
     rows, col_lo, col_hi = _element_spans(
         element_start, element_end, element_k, config.width, grid, first_row, num_rows
     )
@@ -421,10 +498,10 @@ def fit_driving_corridor(
     center = best_path[..., :2]
     left = center - 0.5 * config.width * right_dir
     right = center + 0.5 * config.width * right_dir
-    wheel = torch.where(used, angles[best_choice.clamp_min(0)], torch.full((), math.nan, dtype=dtype, device=device))
-    length = torch.where(used, arc[best_choice.clamp_min(0)], torch.zeros((), dtype=dtype, device=device)).sum(-1)
-    best_fitness = torch.where(num_stages > 0, fitness[:, 0], torch.zeros((), dtype=torch.float64, device=device))
-    return CorridorFit(mask, best_path, left, right, wheel, num_stages, length, best_fitness)
+    wheel = torch.where(used, primitives.angles[best_choice.clamp_min(0)], torch.full_like(zero, math.nan))
+    length = torch.where(used, primitives.arc[best_choice.clamp_min(0)], zero).sum(-1)
+    best_fitness = torch.where(beam.num_stages > 0, beam.fitness[:, 0], torch.zeros_like(beam.fitness[:, 0]))
+    return CorridorFit(mask, best_path, left, right, wheel, beam.num_stages, length, best_fitness)
 
 
 # ----------------------------------------------------------------------------------------------------------------

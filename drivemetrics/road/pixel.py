@@ -31,6 +31,7 @@ from torchmetrics import Metric
 from drivemetrics._metric import plot_metric
 from drivemetrics._validation import check_binary, check_finite, check_same_shape, check_tensor
 from drivemetrics.geometry.bev import BevGrid
+from drivemetrics.road.bev_inputs import as_batch, pixel_inputs_to_bev
 
 __all__ = [
     "PixelCounts",
@@ -426,14 +427,6 @@ def counts_from_histograms(hist: Tensor) -> PixelCounts:
     return PixelCounts(tp=pos_num - fn, fp=neg_num - tn, fn=fn, tn=tn)
 
 
-def _as_batch(x: Tensor, name: str) -> Tensor:
-    if x.ndim == 2:
-        return x.unsqueeze(0)
-    if x.ndim != 3:
-        raise ValueError(f"`{name}` must have shape B x H x W (or H x W), got {tuple(x.shape)}")
-    return x
-
-
 def validate_pixel_inputs(
     preds: Tensor, target: Tensor, valid: Tensor | None = None, check_values: bool = True
 ) -> tuple[Tensor, Tensor, Tensor | None]:
@@ -444,8 +437,8 @@ def validate_pixel_inputs(
     """
     check_tensor(preds, "preds")
     check_tensor(target, "target")
-    preds = _as_batch(preds, "preds")
-    target = _as_batch(target, "target")
+    preds = as_batch(preds, "preds")
+    target = as_batch(target, "target")
     check_same_shape(preds, "preds", target, "target")
     if not (preds.is_floating_point() or preds.dtype == torch.uint8):
         raise TypeError(f"`preds` must be a float tensor in [0, 1] or uint8 (0..255), got dtype {preds.dtype}")
@@ -455,7 +448,7 @@ def validate_pixel_inputs(
         target = target != 0
     if valid is not None:
         check_tensor(valid, "valid")
-        valid = _as_batch(valid, "valid")
+        valid = as_batch(valid, "valid")
         check_same_shape(preds, "preds", valid, "valid")
     if check_values:
         if preds.is_floating_point():
@@ -504,6 +497,19 @@ def counts_at_threshold(
 
 def _gather_last(x: Tensor, index: Tensor) -> Tensor:
     return torch.gather(x, -1, index.unsqueeze(-1)).squeeze(-1)
+
+
+def _eleven_point_ap(precision: Tensor, recall: Tensor, kept: Tensor) -> Tensor:
+    """The devkit's 11-point interpolated AP ``(...)``: mean over the recall levels of the best precision at recall
+    ``>=`` level (0 for a level no threshold reaches), summed in the devkit's order for an identical float."""
+    levels = torch.tensor(AP_RECALL_LEVELS, dtype=torch.float64, device=precision.device)
+    reach = (recall.unsqueeze(-2) >= levels.unsqueeze(-1)) & kept.unsqueeze(-2)  # (..., 11, T)
+    best_prec = torch.where(reach, precision.unsqueeze(-2), torch.full_like(reach, -math.inf, dtype=torch.float64))
+    best_prec = best_prec.amax(-1).clamp_min(0.0)
+    avg_prec = torch.zeros_like(best_prec[..., 0])
+    for level in range(len(AP_RECALL_LEVELS)):
+        avg_prec = avg_prec + best_prec[..., level]
+    return avg_prec / len(AP_RECALL_LEVELS)
 
 
 def scores_from_counts(
@@ -574,15 +580,7 @@ def scores_from_counts(
     best = masked_f.argmax(-1)
     max_f = _gather_last(f_curve, best)
 
-    # -- 11-point interpolated AP: mean over levels of the best precision at recall >= level --
-    levels = torch.tensor(AP_RECALL_LEVELS, dtype=torch.float64, device=tp.device)
-    reach = (recall.unsqueeze(-2) >= levels.unsqueeze(-1)) & kept.unsqueeze(-2)  # (..., 11, T)
-    best_prec = torch.where(reach, precision.unsqueeze(-2), torch.full_like(reach, -math.inf, dtype=torch.float64))
-    best_prec = best_prec.amax(-1).clamp_min(0.0)
-    avg_prec = torch.zeros_like(pos_num)
-    for level in range(len(AP_RECALL_LEVELS)):  # summed in the devkit's order, so the float result is identical
-        avg_prec = avg_prec + best_prec[..., level]
-    avg_prec = avg_prec / len(AP_RECALL_LEVELS)
+    avg_prec = _eleven_point_ap(precision, recall, kept)
 
     # -- integrated AP: area under the step precision-recall curve (precision without epsilon) --
     exact_prec = torch.where(kept, tp64 / (tp64 + fp64).clamp_min(1.0), torch.zeros_like(tp64))
@@ -710,60 +708,6 @@ def road_pixel_scores(
     return scores_with_fixed_threshold(
         counts, sweep, sweep_index, fixed_index, fixed_threshold, beta=beta, devkit_float32=devkit_float32
     )
-
-
-def pixel_inputs_to_bev(
-    preds: Tensor,
-    target: Tensor,
-    valid: Tensor | None,
-    image_from_road: Tensor,
-    grid: BevGrid | None = None,
-    mode: str = "devkit",
-    validate_args: bool = True,
-) -> tuple[Tensor, Tensor, Tensor]:
-    """Warp a perspective prediction, its ground truth and valid mask to the BEV grid, for BEV evaluation.
-
-    Args:
-        preds: ``B x H x W`` (or ``H x W``) confidences, float in [0, 1] or ``uint8``.
-        target: same shape, binary road ground truth.
-        valid: optional same-shape binary mask of evaluated pixels.
-        image_from_road: ``B x 3 x 3`` (one per frame) or ``3 x 3`` road -> image homographies
-            (:func:`drivemetrics.geometry.image_from_road`); float64 for bit-exact devkit lookups.
-        grid: the BEV grid (default: the KITTI-ROAD grid, 800 x 400 cells of 0.05 m).
-        mode: ``"devkit"`` (the devkit's nearest-pixel lookup, bit for bit; uint8 stays uint8), ``"nearest"``, or
-            ``"bilinear"`` (confidences interpolated, differentiable; ``target`` and ``valid`` use the nearest
-            pixel, since labels must not be blended).
-        validate_args: check the homographies (invertible, horizon outside the grid; host syncs); ``False``
-            skips these checks.
-
-    Returns:
-        ``(preds_bev, target_bev, valid_bev)``, each ``B x rows x cols``; ``valid_bev`` (bool) is the warped valid
-        mask AND the cells that see the image (the devkit's warped GT is black, i.e. "don't care", there).
-    """
-    from drivemetrics.geometry.warp import warp_image_to_bev
-
-    check_tensor(image_from_road, "image_from_road")
-    preds = _as_batch(check_tensor(preds, "preds"), "preds")
-    target = _as_batch(check_tensor(target, "target"), "target")
-    check_same_shape(preds, "preds", target, "target")
-    if valid is not None:
-        valid = _as_batch(check_tensor(valid, "valid"), "valid")
-        check_same_shape(preds, "preds", valid, "valid")
-    label_mode = "nearest" if mode == "bilinear" else mode
-    if mode == "bilinear" and not preds.is_floating_point():
-        preds = preds.float() / 255.0 if preds.dtype == torch.uint8 else preds.float()
-    preds_bev, seen = warp_image_to_bev(
-        preds.unsqueeze(1), image_from_road, grid, mode=mode, validate_args=validate_args
-    )
-    labels = target.bool() if valid is None else torch.stack([target.bool(), valid.bool()], 1)
-    labels = labels if labels.ndim == 4 else labels.unsqueeze(1)
-    labels_bev, labels_seen = warp_image_to_bev(
-        labels, image_from_road, grid, mode=label_mode, validate_args=validate_args
-    )
-    valid_bev = seen & labels_seen
-    if valid is not None:
-        valid_bev = valid_bev & labels_bev[:, 1]
-    return preds_bev[:, 0], labels_bev[:, 0], valid_bev
 
 
 class RoadPixelMetrics(Metric):

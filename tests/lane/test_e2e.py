@@ -11,7 +11,7 @@ import torch
 
 from drivemetrics.geometry.camera import image_from_road_homography, image_to_road, intrinsic_matrix
 from drivemetrics.lane.e2e import e2e_ld
-from drivemetrics.lane.psld import default_z_samples
+from drivemetrics.lane.geometry import default_z_samples
 
 HEIGHT, WIDTH = 96, 160
 H = image_from_road_homography(intrinsic_matrix(120.0, 120.0, 80.0, 30.0).double(), 1.5, pitch=0.05)

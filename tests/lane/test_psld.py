@@ -10,7 +10,8 @@ import torch
 
 from drivemetrics.geometry.camera import image_from_road_homography, intrinsic_matrix, road_to_image
 from drivemetrics.lane.control import LinearMPC, PurePursuit
-from drivemetrics.lane.psld import PSLD, PSLDLoss, default_z_samples, psld, psld_deviations, smooth_psld
+from drivemetrics.lane.geometry import default_z_samples
+from drivemetrics.lane.psld import PSLD, PSLDLoss, psld, psld_deviations, smooth_psld
 from drivemetrics.vehicle import RAV4_2017
 
 Z = default_z_samples(torch.float64)
