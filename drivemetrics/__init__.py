@@ -22,6 +22,7 @@ _SUBPACKAGES = {
     "geometry": "drivemetrics.geometry",
     "graph": "drivemetrics.graph",
     "lane": "drivemetrics.lane",
+    "polyline": "drivemetrics.polyline",
     "road": "drivemetrics.road",
     "vehicle": "drivemetrics.vehicle",
 }
@@ -53,4 +54,4 @@ _CLASSES = {
 _EXPORTS = {**_SUBPACKAGES, **_CLASSES}
 
 __all__ = sorted(_CLASSES)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _CLASSES, submodules=_SUBPACKAGES)

@@ -19,6 +19,9 @@ from drivemetrics import (
     lane as lane,
 )
 from drivemetrics import (
+    polyline as polyline,
+)
+from drivemetrics import (
     road as road,
 )
 from drivemetrics import (

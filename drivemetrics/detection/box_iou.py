@@ -27,6 +27,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from drivemetrics._compute import safe_divide
+
 __all__ = [
     "bev_box_corners",
     "bev_intersection_area",
@@ -38,19 +40,13 @@ __all__ = [
 ]
 
 
-def _divide(numerator: Tensor, denominator: Tensor) -> Tensor:
-    """``numerator / denominator``, 0 where the denominator is not positive."""
-    safe = torch.where(denominator > 0, denominator, torch.ones_like(denominator))
-    return torch.where(denominator > 0, numerator / safe, torch.zeros_like(numerator))
-
-
 def _ratio(inter: Tensor, size_a: Tensor, size_b: Tensor, criterion: int) -> Tensor:
     if criterion == -1:
-        return _divide(inter, size_a + size_b - inter)
+        return safe_divide(inter, size_a + size_b - inter)
     if criterion == 0:
-        return _divide(inter, size_a)
+        return safe_divide(inter, size_a)
     if criterion == 1:
-        return _divide(inter, size_b)
+        return safe_divide(inter, size_b)
     raise ValueError(f"`criterion` must be -1 (IoU), 0 (over the first box) or 1 (over the second), got {criterion!r}")
 
 

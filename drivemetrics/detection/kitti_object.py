@@ -41,6 +41,7 @@ from torch import Tensor
 from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 
+from drivemetrics._compute import safe_divide
 from drivemetrics._metric import plot_metric
 from drivemetrics.detection.box_iou import bev_intersection_area, box2d_overlap, box3d_from_bev_area
 from drivemetrics.detection.io import KittiObjects
@@ -241,17 +242,13 @@ def _pair_overlaps(det: _Flat, gt: _Flat, n_frames: int, kinds: Sequence[str], d
                 area_d = (da[:, 4] * da[:, 5]).abs()
                 area_g = (ga[:, 4] * ga[:, 5]).abs()
                 pos_u = area_d + area_g - inter
-                full_iou[near_idx] = _safe_div(inter, pos_u).cpu().numpy()
-                full_over[near_idx] = _safe_div(inter, area_d).cpu().numpy()
+                full_iou[near_idx] = safe_divide(inter, pos_u).cpu().numpy()
+                full_over[near_idx] = safe_divide(inter, area_d).cpu().numpy()
             else:
                 full_iou[near_idx] = box3d_from_bev_area(da, ga, inter, -1).cpu().numpy()
                 full_over[near_idx] = box3d_from_bev_area(da, ga, inter, 0).cpu().numpy()
             iou[kind], over_det[kind] = full_iou, full_over
     return _PairOverlaps(det=det_i, gt=gt_i, gt_code=gt.code[gt_i], iou=iou, over_det=over_det)
-
-
-def _safe_div(num: Tensor, den: Tensor) -> Tensor:
-    return torch.where(den > 0, num / torch.where(den > 0, den, torch.ones_like(den)), torch.zeros_like(num))
 
 
 def _ignored_gt(gt: _Flat, class_code: int) -> np.ndarray:

@@ -33,6 +33,7 @@ from torch import Tensor
 from torchmetrics import Metric
 
 from drivemetrics._compat import Compat, check_compat
+from drivemetrics._compute import precision_recall_f1
 from drivemetrics._metric import add_config_state, plot_metric
 from drivemetrics._validation import check_shape, check_tensor
 
@@ -483,14 +484,6 @@ def culane_counts(
     return matches.counts(iou_threshold)
 
 
-def _prf(tp: Tensor, fp: Tensor, fn: Tensor) -> dict[str, Tensor]:
-    tp, fp, fn = (v.to(torch.float64) for v in (tp, fp, fn))
-    precision = torch.where(tp + fp > 0, tp / (tp + fp).clamp(min=1), 0.0)
-    recall = torch.where(tp + fn > 0, tp / (tp + fn).clamp(min=1), 0.0)
-    f1 = torch.where(precision + recall > 0, 2 * precision * recall / (precision + recall).clamp(min=1e-300), 0.0)
-    return {"precision": precision, "recall": recall, "f1": f1}
-
-
 def culane_f1(
     preds: Tensor,
     target: Tensor,
@@ -507,7 +500,7 @@ def culane_f1(
     Arguments as in :func:`culane_counts`.
     """
     counts = culane_counts(preds, target, height, width, line_width, iou_threshold, preds_mask, target_mask, compat)
-    return _prf(counts.tp.sum(), counts.fp.sum(), counts.fn.sum())
+    return precision_recall_f1(counts.tp.sum(), counts.fp.sum(), counts.fn.sum())
 
 
 class CULaneMetrics(Metric):
@@ -579,7 +572,7 @@ class CULaneMetrics(Metric):
 
     def compute(self) -> dict[str, Tensor]:
         """``{"precision", "recall", "f1"}`` from the accumulated totals."""
-        return _prf(self.tp, self.fp, self.fn)
+        return precision_recall_f1(self.tp, self.fp, self.fn)
 
     def plot(self, val: dict[str, Tensor] | list[dict[str, Tensor]] | None = None, ax: Any = None) -> Any:
         """Plot precision, recall and F1 (or their sequence over epochs) with matplotlib; ``(fig, ax)``."""

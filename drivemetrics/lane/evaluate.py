@@ -12,7 +12,8 @@ import numpy as np
 import torch
 
 from drivemetrics._compat import Compat, check_compat
-from drivemetrics.lane.culane import IOU_RANGE, _prf, culane_matches
+from drivemetrics._compute import precision_recall_f1
+from drivemetrics.lane.culane import IOU_RANGE, culane_matches
 from drivemetrics.lane.io import _frame_key, _lane_name, _stack_lanes, read_tusimple_json
 from drivemetrics.lane.tusimple import select_ego_lanes, tusimple_f1, tusimple_image_scores
 
@@ -123,7 +124,7 @@ def score_culane_dirs(
 def _totals(n_gt: np.ndarray, n_pred: np.ndarray, matched: list[np.ndarray], threshold: float) -> dict[str, object]:
     tp = int(sum(int((m > threshold).sum()) for m in matched))
     fp, fn = int(n_pred.sum()) - tp, int(n_gt.sum()) - tp
-    scores = _prf(torch.tensor(tp), torch.tensor(fp), torch.tensor(fn))
+    scores = precision_recall_f1(torch.tensor(tp), torch.tensor(fp), torch.tensor(fn))
     return {**{k: float(v) for k, v in scores.items()}, "tp": tp, "fp": fp, "fn": fn}
 
 

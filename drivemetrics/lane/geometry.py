@@ -22,10 +22,13 @@ from drivemetrics.geometry.camera import image_to_road
 
 __all__ = [
     "DEFAULT_LANE_WIDTH",
+    "DEFAULT_Z_SAMPLES",
     "center_from_image_lanes",
     "center_from_polynomials",
+    "default_z_samples",
     "image_lanes_to_road",
     "lane_center",
+    "lane_slot_mask",
     "resample_lane",
     "soft_argmax_rows",
 ]

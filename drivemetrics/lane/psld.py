@@ -38,7 +38,6 @@ from drivemetrics._validation import check_finite, check_tensor
 from drivemetrics.lane.control import LateralController, LinearMPC, PosedPath, VehiclePath, sample_profile
 from drivemetrics.lane.geometry import (
     DEFAULT_LANE_WIDTH,
-    DEFAULT_Z_SAMPLES,
     center_from_image_lanes,
     center_from_polynomials,
     default_z_samples,
@@ -47,10 +46,8 @@ from drivemetrics.lane.geometry import (
 from drivemetrics.vehicle.bicycle import KinematicBicycle
 
 __all__ = [
-    "DEFAULT_Z_SAMPLES",
     "PSLD",
     "PSLDLoss",
-    "default_z_samples",
     "psld",
     "psld_deviations",
     "smooth_psld",

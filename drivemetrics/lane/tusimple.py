@@ -33,6 +33,7 @@ from torch import Tensor
 from torchmetrics import Metric
 
 from drivemetrics._compat import Compat, check_compat
+from drivemetrics._compute import f1_score
 from drivemetrics._metric import add_config_state, plot_metric
 from drivemetrics._validation import check_shape, check_tensor
 from drivemetrics.lane.geometry import lane_slot_mask
@@ -228,8 +229,7 @@ def tusimple_f1(fp: Tensor | float, fn: Tensor | float) -> Tensor:
     """F1 from TuSimple FP and FN rates: harmonic mean of precision ``1 - fp`` and recall ``1 - fn`` (0 if both 0)."""
     precision = 1.0 - torch.as_tensor(fp, dtype=torch.float64)
     recall = 1.0 - torch.as_tensor(fn, dtype=torch.float64)
-    total = precision + recall
-    return torch.where(total > 0, 2 * precision * recall / torch.where(total > 0, total, 1.0), 0.0)
+    return f1_score(precision, recall)
 
 
 def tusimple_metrics(

@@ -30,6 +30,7 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
+from drivemetrics._compute import safe_divide
 from drivemetrics._metric import add_config_state, plot_metric
 from drivemetrics._validation import check_binary, check_shape, check_tensor
 from drivemetrics.geometry.bev import BevGrid
@@ -581,9 +582,9 @@ def corridor_row_statistics(
     }
 
 
-def _safe_ratio(num: Tensor, den: Tensor) -> Tensor:
-    num, den = num.double(), den.double()
-    return torch.where(den > 0, num / den.clamp_min(1e-300), torch.zeros_like(num))
+def _ratio(num: Tensor, den: Tensor) -> Tensor:
+    """float64 ``num / den``, 0 where ``den`` is 0."""
+    return safe_divide(num.double(), den.double())
 
 
 def corridor_curves(stats: dict[str, Tensor]) -> dict[str, Tensor]:
@@ -598,9 +599,9 @@ def corridor_curves(stats: dict[str, Tensor]) -> dict[str, Tensor]:
     rtp, rfp, rfn = stats["row_tp"].cumsum(0), stats["row_fp"].cumsum(0), stats["row_fn"].cumsum(0)
     frames = stats["frames"].double()
     scores = {
-        "precision_lat": _safe_ratio(tp, tp + fp),
-        "f1_long": _safe_ratio(2 * rtp, 2 * rtp + rfp + rfn),
-        "hitrate": _safe_ratio(stats["hit_rows"], frames.expand_as(stats["z"])),
+        "precision_lat": _ratio(tp, tp + fp),
+        "f1_long": _ratio(2 * rtp, 2 * rtp + rfp + rfn),
+        "hitrate": _ratio(stats["hit_rows"], frames.expand_as(stats["z"])),
     }
     none = frames == 0  # a tensor test, no host sync
     return {"z": stats["z"], **{k: torch.where(none, torch.full_like(v, math.nan), v) for k, v in scores.items()}}
@@ -717,7 +718,7 @@ class DrivingCorridorMetrics(Metric):
     def compute(self) -> dict[str, Tensor]:
         """Scores at the config's distances, plus ``mean_length`` (mean corridor arc length, metres)."""
         out = _scores_at(self._stats(), self.config.distances, self.grid)
-        mean_length = _safe_ratio(self.length_sum, self.frames)
+        mean_length = _ratio(self.length_sum, self.frames)
         out["mean_length"] = torch.where(self.frames > 0, mean_length, torch.full_like(mean_length, math.nan))
         return out
 
