@@ -14,8 +14,8 @@ import pytest
 pytest.importorskip("pytorch_lightning")
 pytest.importorskip("scipy")
 
-from tests.conftest import REPO_ROOT  # noqa: E402
-from training_examples import loss_study as study  # noqa: E402
+from tests.conftest import REPO_ROOT
+from training_examples import loss_study as study
 
 
 def test_t_interval_matches_a_hand_computation():
@@ -77,7 +77,8 @@ def test_quick_mode_output(tmp_path):
     result = json.loads((out / "loss_study.json").read_text())
     seeds = result["seeds"]
     assert result["quick"] is True
-    assert len(seeds) >= 3 and len(set(seeds)) == len(seeds)
+    assert len(seeds) >= 3
+    assert len(set(seeds)) == len(seeds)
 
     lane = result["lane"]
     assert lane["seeds"] == seeds
@@ -88,9 +89,11 @@ def test_quick_mode_output(tmp_path):
     _check_settings(lane["settings"], lane["runs"], "weight", lane["weights"], study.LANE_METRICS, seeds)
     for run in lane["runs"]:
         scores = run["scores"]
-        assert 0 <= scores["tusimple_accuracy"] <= 1 and 0 <= scores["tusimple_f1"] <= 1
+        assert 0 <= scores["tusimple_accuracy"] <= 1
+        assert 0 <= scores["tusimple_f1"] <= 1
         assert 0 <= scores["culane_f1"] <= 1
-        assert scores["psld"] >= 0 and scores["e2e_ld"] >= 0
+        assert scores["psld"] >= 0
+        assert scores["e2e_ld"] >= 0
         assert [p["step"] for p in run["probes"]] == sorted({p["step"] for p in run["probes"]})
         for probe in run["probes"]:
             assert -1 - 1e-9 <= probe["grad_cosine"] <= 1 + 1e-9
@@ -119,7 +122,8 @@ def _check_settings(settings, runs, key, expected, metrics, seeds):
             assert stats["n"] == len(seeds)
             assert stats["mean"] == pytest.approx(sum(stats["values"]) / len(seeds), abs=1e-12)
             low, high = stats["ci95"]
-            assert low <= stats["mean"] + 1e-12 and stats["mean"] <= high + 1e-12, (setting[key], name)
+            assert low <= stats["mean"] + 1e-12, (setting[key], name)
+            assert stats["mean"] <= high + 1e-12, (setting[key], name)
         if setting is baseline:
             assert setting["difference_to_baseline"] == {}
             continue
