@@ -542,7 +542,7 @@ def lane_figure(path: Path, lane: dict[str, Any]) -> None:
     positions = list(range(len(weights)))
     labels = ["0 (baseline)"] + [f"{w:g}" for w in weights[1:]]
     colours = plt.get_cmap("viridis")([i / max(len(weights) - 1, 1) for i in positions])
-    fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
+    fig, axes = plt.subplots(1, 4, figsize=(19, 3.9))
     for ax, metric, unit in ((axes[0], "e2e_ld", "E2E-LD [m]"), (axes[1], "psld", "PSLD [m per step]")):
         for i, setting in enumerate(lane["settings"]):
             stats = setting["metrics"][metric]
@@ -562,9 +562,30 @@ def lane_figure(path: Path, lane: dict[str, Any]) -> None:
     axes[2].set_ylabel("TuSimple accuracy")
     axes[2].set_title("per run: conventional accuracy vs closed loop")
     axes[2].legend(title="PSLD weight", fontsize=8)
+    distance = row_distances(lane["h_samples"])
+    for i, g in enumerate(lane["gradients"]):
+        axes[3].plot(distance, g["psld_row_share_mean"], "o-", ms=3, color=colours[i], label=labels[i])
+    axes[3].set_xscale("log")
+    axes[3].set_xticks([4, 6, 10, 20, 30, 50], ["4", "6", "10", "20", "30", "50"])
+    axes[3].minorticks_off()
+    axes[3].set_xlabel("distance of the row on the road [m]")
+    axes[3].set_ylabel("share of |d PSLD / d x|")
+    axes[3].set_title("where the PSLD gradient acts (probe batch)")
+    axes[3].legend(title="runs with weight", fontsize=8)
     fig.tight_layout()
     atomic_save_figure(fig, path, dpi=100)
     plt.close(fig)
+
+
+def row_distances(h_samples: list[float]) -> list[float]:
+    """Road distance (metres) of each image row at the image centre column (the synthetic clips' camera)."""
+    from drivemetrics.geometry import image_to_road
+    from drivemetrics.synthetic.lane_clips import LaneCamera
+
+    camera = LaneCamera()
+    rows = torch.tensor(h_samples, dtype=torch.float64)
+    points = torch.stack([torch.full_like(rows, camera.cx), rows], -1)
+    return image_to_road(camera.image_from_road(), points)[0][:, 1].tolist()
 
 
 def road_figure(path: Path, road: dict[str, Any]) -> None:
@@ -586,7 +607,7 @@ def road_figure(path: Path, road: dict[str, Any]) -> None:
             low, high = stats["ci95"]
             ax.bar(x, stats["mean"], width, color=f"C{i}", label=setting["loss"] if j == 0 else None, alpha=0.7)
             ax.errorbar(x, stats["mean"], yerr=[[stats["mean"] - low], [high - stats["mean"]]], color="k", capsize=2)
-    ax.set_xticks(range(len(ROAD_METRICS)), [m.replace("corridor_", "") for m in ROAD_METRICS], fontsize=8)
+    ax.set_xticks(range(len(ROAD_METRICS)), [m.replace("corridor_", "") for m in ROAD_METRICS], fontsize=8, rotation=15)
     ax.set_ylim(0, 1.05)
     ax.set_title("held-out road scores by soft-F loss space: mean and 95 % t-interval over seeds")
     ax.legend(title="soft F in", fontsize=8)
@@ -605,9 +626,19 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--out", default=str(REPO / "examples_out" / "loss_study"), help="folder of JSON and figures")
     parser.add_argument("--json", metavar="PATH", help="write the JSON here instead of OUT/loss_study.json")
     parser.add_argument("--only", choices=("lane", "road"), help="run only one of the two studies")
+    parser.add_argument("--report", metavar="JSON", help="tables and figures (under --out) of a finished study")
     parser.add_argument("--jobs", type=int, choices=(1, 2), default=1,
                         help="2: the road study runs in a second process, beside the lane study")  # fmt: skip
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    if args.report:  # tables and figures of a finished study
+        import json
+
+        report = json.loads(Path(args.report).read_text())
+        if "lane" in report:
+            lane_figure(Path(args.out) / "loss_study_lane.png", report["lane"])
+        if "road" in report:
+            road_figure(Path(args.out) / "loss_study_road.png", report["road"])
+        return report
     config = QUICK if args.quick else FULL
     out = Path(args.out)
     threads = torch.get_num_threads()
@@ -648,25 +679,65 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
     return result
 
 
-def format_table(result: dict[str, Any]) -> str:
-    """The per-setting means and 95 % intervals as text."""
-    lines = []
+def _cell(stats: dict[str, Any], scale: float = 1.0, digits: int = 3) -> str:
+    """``mean [low, high]`` of a t-interval, scaled."""
+    low, high = (scale * v for v in stats["ci95"])
+    return f"{scale * stats['mean']:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+
+
+LANE_COLUMNS = (  # metric, heading, scale, digits
+    ("tusimple_accuracy", "TuSimple acc", 1.0, 3),
+    ("tusimple_f1", "TuSimple F1", 1.0, 3),
+    ("culane_f1", "CULane F1", 1.0, 3),
+    ("psld", "PSLD [mm/step]", 1000.0, 2),
+    ("e2e_ld", "E2E-LD [cm]", 100.0, 1),
+)
+
+
+def markdown_tables(result: dict[str, Any]) -> str:
+    """README-ready tables (mean and 95 % t-interval over seeds) of a study's JSON."""
+    lines: list[str] = []
     if "lane" in result:
-        lines.append(f"lane: balance point {result['lane']['balance']['weight']:g} (grad-norm ratio)")
-        for s in result["lane"]["settings"]:
-            cells = [f"{k} {v['mean']:.4g} [{v['ci95'][0]:.4g}, {v['ci95'][1]:.4g}]" for k, v in s["metrics"].items()]
-            lines.append(f"  w={s['weight']:<8g} " + "; ".join(cells))
+        lane = result["lane"]
+        balance = lane["balance"]
+        lines += [
+            f"Lane, seeds {lane['seeds']}; balance point {balance['weight']:g} (median gradient-norm ratio "
+            f"{balance['grad_norm_ratio_median']:.3g}, range {balance['grad_norm_ratio_range'][0]:.3g} to "
+            f"{balance['grad_norm_ratio_range'][1]:.3g}; loss-magnitude ratio {balance['loss_ratio_median']:.3g})",
+            "",
+            "| PSLD weight | " + " | ".join(c[1] for c in LANE_COLUMNS) + " |",
+            "|---" * (len(LANE_COLUMNS) + 1) + "|",
+        ]
+        for s in lane["settings"]:
+            cells = [_cell(s["metrics"][m], scale, digits) for m, _, scale, digits in LANE_COLUMNS]
+            lines.append(f"| {s['weight']:g} | " + " | ".join(cells) + " |")
+        lines += ["", "| difference to weight 0 (paired by seed) | " + " | ".join(c[1] for c in LANE_COLUMNS) + " |"]
+        lines.append("|---" * (len(LANE_COLUMNS) + 1) + "|")
+        for s in lane["settings"][1:]:
+            cells = [_cell(s["difference_to_baseline"][m], scale, digits) for m, _, scale, digits in LANE_COLUMNS]
+            lines.append(f"| {s['weight']:g} | " + " | ".join(cells) + " |")
+        lines += ["", "| PSLD weight | cos(grad base, grad PSLD) | PSLD gradient alignment with the point errors |"]
+        lines.append("|---|---|---|")
+        for g in lane["gradients"]:
+            lines.append(f"| {g['weight']:g} | {_cell(g['grad_cosine'])} | {_cell(g['psld_alignment'])} |")
     if "road" in result:
-        for s in result["road"]["settings"]:
-            cells = [f"{k} {v['mean']:.3f} [{v['ci95'][0]:.3f}, {v['ci95'][1]:.3f}]" for k, v in s["metrics"].items()]
-            lines.append(f"road {s['loss']:<12} " + "; ".join(cells))
+        road = result["road"]
+        names = [s["loss"] for s in road["settings"]]
+        lines += ["", f"Road, seeds {road['seeds']}", ""]
+        lines.append("| held-out score | " + " | ".join(f"soft F in {n}" for n in names) + " | "
+                     + " | ".join(f"{n} - {names[0]}" for n in names[1:]) + " |")  # fmt: skip
+        lines.append("|---" * (2 * len(names)) + "|")
+        for metric in ROAD_METRICS:
+            cells = [_cell(s["metrics"][metric]) for s in road["settings"]]
+            cells += [_cell(s["difference_to_baseline"][metric]) for s in road["settings"][1:]]
+            lines.append(f"| {metric} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 def main() -> None:
     result = run()
-    print(format_table(result))
-    print(f"({result['seconds']:.0f} s)")
+    print(markdown_tables(result))
+    print(f"({result['seconds']:.0f} s, seeds {result['seeds']})")
 
 
 if __name__ == "__main__":
