@@ -32,10 +32,10 @@ from torchmetrics import Metric
 
 from drivemetrics.detection.metrics import KittiObjectAP, KittiObjectMetrics
 from drivemetrics.geometry.bev import BevGrid
-from drivemetrics.graph.apls import AveragePathLengthSimilarity
-from drivemetrics.graph.ccq import CorrectnessCompletenessQuality
-from drivemetrics.graph.junct import JunctionMetric
-from drivemetrics.graph.lanegraph_metric import (
+from drivemetrics.roadnet.apls import AveragePathLengthSimilarity
+from drivemetrics.roadnet.ccq import CorrectnessCompletenessQuality
+from drivemetrics.roadnet.junct import JunctionMetric
+from drivemetrics.lanegraph.lanegraph_metric import (
     LaneGraphAPLS,
     LaneGraphGeoPrecision,
     LaneGraphGeoRecall,
@@ -50,8 +50,8 @@ from drivemetrics.graph.lanegraph_metric import (
     LaneGraphTopoPrecision,
     LaneGraphTopoRecall,
 )
-from drivemetrics.graph.metrics import OptG, OptJ, OptP
-from drivemetrics.graph.scalar_metrics import (
+from drivemetrics.roadnet.metrics import OptG, OptJ, OptP
+from drivemetrics.roadnet.scalar_metrics import (
     APLS,
     CCQCompleteness,
     CCQCorrectness,
@@ -70,8 +70,8 @@ from drivemetrics.graph.scalar_metrics import (
     SubgraphF1Score,
     TooLongTooShortCorrect,
 )
-from drivemetrics.graph.subg import SubgraphMetric
-from drivemetrics.graph.tlts import TooLongTooShort
+from drivemetrics.roadnet.subg import SubgraphMetric
+from drivemetrics.roadnet.tlts import TooLongTooShort
 from drivemetrics.lane.culane import CULaneF1, CULaneF1Score, CULanePrecision, CULaneRecall
 from drivemetrics.lane.psld import PSLD, default_z_samples
 from drivemetrics.lane.tusimple import (
@@ -398,7 +398,7 @@ def _lane_chain(n: int, y: float, wiggle: float) -> nx.DiGraph:
 @register(LaneGraphPlanning, LaneGraphMMD, LaneGraphMED, LaneGraphSuccessRate)
 def _lane_planning_case(cls: type[Metric]) -> MetricCase:
     """Chains of >= 60 nodes: planning walks need 50 steps on the GT, so every batch gives finite values (checked
-    in tests/graph/test_lanegraph_metric.py)."""
+    in tests/roadnet/test_lanegraph_metric.py)."""
     batches = []
     for i in range(NUM_BATCHES):
         target = [_lane_chain(75, 100.0, 5.0), _lane_chain(80, 60.0, 0.0)]

@@ -348,7 +348,7 @@ def test_scalar_classes_of_a_family_share_one_compute_group(family):
 
 def test_differently_configured_metrics_stay_in_separate_compute_groups():
     """Perfect predictions count the same for any threshold: only the ``config_key`` state tells the metrics apart."""
-    from drivemetrics.graph.scalar_metrics import OptJF1Score, OptJPrecision
+    from drivemetrics.roadnet.scalar_metrics import OptJF1Score, OptJPrecision
     from drivemetrics.lane.culane import CULaneF1Score, CULanePrecision
     from drivemetrics.lane.tusimple import TuSimpleAccuracy, TuSimpleF1Score
 

@@ -1,7 +1,7 @@
 """Graph section of ``drivemetrics demo``: which road-network metric sees which kind of error.
 
 A seeded synthetic road network (:func:`drivemetrics.synthetic.make_road_network`, pixels) is the ground truth.
-Each error type of :data:`drivemetrics.graph.perturb.PERTURBATIONS` is applied at a few counts ``k``; every metric
+Each error type of :data:`drivemetrics.roadnet.perturb.PERTURBATIONS` is applied at a few counts ``k``; every metric
 (OPT-P, OPT-J, OPT-G and the classic APLS, TLTS, SUBG, JUNCT, CCQ) scores each ``(pred, gt)`` pair. The table gives,
 per metric and error type, the spread of the main score over ``k`` (``FLAT`` = the metric does not see the error),
 the message of Citraro et al. (ECCV 2020): older metrics are blind to some errors, OPT-P / OPT-J / OPT-G are not.
@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from drivemetrics.graph.evaluate import METRICS, evaluate_pair
-from drivemetrics.graph.junct import CLUSTER_RADIUS, junct
-from drivemetrics.graph.perturb import PERTURBATIONS, perturb
-from drivemetrics.graph.sensitivity import (
+from drivemetrics.roadnet.evaluate import METRICS, evaluate_pair
+from drivemetrics.roadnet.junct import CLUSTER_RADIUS, junct
+from drivemetrics.roadnet.perturb import PERTURBATIONS, perturb
+from drivemetrics.roadnet.sensitivity import (
     FLAT_TOLERANCE,
     PRIMARY,
     SCORES,

@@ -1,0 +1,97 @@
+"""Road-network metrics on graphs (RoadTracer / SpaceNet / Sat2Graph / UrbanLaneGraph data).
+
+One representation: an undirected :class:`networkx.Graph` whose nodes carry ``pos = (x, y)`` (pixels, or metres).
+Readers are in :mod:`drivemetrics.roadnet.io`, shared geometry in :mod:`drivemetrics.roadnet.geometry`.
+
+Functionals share their module's name (``opt_p``, ``opt_j``, ``opt_g``, ``apls``, ``ccq``, ``tlts``, ``junct``,
+``subg``, ``perturb``): ``drivemetrics.roadnet.apls`` is the function. UrbanLaneGraph lane-graph metrics (directed
+graphs) are in :mod:`~drivemetrics.lanegraph.lanegraph`, :mod:`~drivemetrics.lanegraph.evaluate` and
+:mod:`~drivemetrics.lanegraph.lanegraph_metric`. Reach a module's other names with
+``from drivemetrics.roadnet.apls import VARIANTS`` (or ``importlib.import_module``), not by attribute.
+"""
+
+from drivemetrics._lazy import lazy_exports
+
+_EXPORTS = {
+    "APLS": "drivemetrics.roadnet.scalar_metrics",
+    "apls": "drivemetrics.roadnet.apls",
+    "APLSResult": "drivemetrics.roadnet.apls",
+    "AveragePathLengthSimilarity": "drivemetrics.roadnet.apls",
+    "ccq": "drivemetrics.roadnet.ccq",
+    "ccq_graph": "drivemetrics.roadnet.ccq",
+    "CCQCompleteness": "drivemetrics.roadnet.scalar_metrics",
+    "CCQCorrectness": "drivemetrics.roadnet.scalar_metrics",
+    "CCQQuality": "drivemetrics.roadnet.scalar_metrics",
+    "CCQResult": "drivemetrics.roadnet.ccq",
+    "control_nodes": "drivemetrics.roadnet.geometry",
+    "CorrectnessCompletenessQuality": "drivemetrics.roadnet.ccq",
+    "crop": "drivemetrics.roadnet.geometry",
+    "crop_protocol": "drivemetrics.roadnet.evaluate",
+    "decompose_into_paths": "drivemetrics.roadnet.opt_p",
+    "densify": "drivemetrics.roadnet.geometry",
+    "densify_arrays": "drivemetrics.roadnet.geometry",
+    "endpoints": "drivemetrics.roadnet.geometry",
+    "evaluate_dataset": "drivemetrics.roadnet.evaluate",
+    "evaluate_pair": "drivemetrics.roadnet.evaluate",
+    "graph_arrays": "drivemetrics.roadnet.geometry",
+    "graph_from_arrays": "drivemetrics.roadnet.geometry",
+    "graph_length": "drivemetrics.roadnet.geometry",
+    "GraphArrays": "drivemetrics.roadnet.geometry",
+    "junct": "drivemetrics.roadnet.junct",
+    "JunctionFCorrect": "drivemetrics.roadnet.scalar_metrics",
+    "JunctionFError": "drivemetrics.roadnet.scalar_metrics",
+    "JunctionMetric": "drivemetrics.roadnet.junct",
+    "junctions": "drivemetrics.roadnet.geometry",
+    "JUNCTResult": "drivemetrics.roadnet.junct",
+    "match_points": "drivemetrics.roadnet.geometry",
+    "max_matching_min_cost": "drivemetrics.roadnet.geometry",
+    "opt_g": "drivemetrics.roadnet.opt_g",
+    "opt_j": "drivemetrics.roadnet.opt_j",
+    "opt_p": "drivemetrics.roadnet.opt_p",
+    "OptG": "drivemetrics.roadnet.metrics",
+    "OptGF1Score": "drivemetrics.roadnet.scalar_metrics",
+    "OptGPrecision": "drivemetrics.roadnet.scalar_metrics",
+    "OptGRecall": "drivemetrics.roadnet.scalar_metrics",
+    "OptGResult": "drivemetrics.roadnet.opt_g",
+    "OptJ": "drivemetrics.roadnet.metrics",
+    "OptJF1Score": "drivemetrics.roadnet.scalar_metrics",
+    "OptJPrecision": "drivemetrics.roadnet.scalar_metrics",
+    "OptJRecall": "drivemetrics.roadnet.scalar_metrics",
+    "OptJResult": "drivemetrics.roadnet.opt_j",
+    "OptP": "drivemetrics.roadnet.metrics",
+    "OptPF1Score": "drivemetrics.roadnet.scalar_metrics",
+    "OptPPrecision": "drivemetrics.roadnet.scalar_metrics",
+    "OptPRecall": "drivemetrics.roadnet.scalar_metrics",
+    "OptPResult": "drivemetrics.roadnet.opt_p",
+    "perturb": "drivemetrics.roadnet.perturb",
+    "PERTURBATIONS": "drivemetrics.roadnet.perturb",
+    "project_points": "drivemetrics.roadnet.geometry",
+    "Projection": "drivemetrics.roadnet.geometry",
+    "read_geojson": "drivemetrics.roadnet.io",
+    "read_graph": "drivemetrics.roadnet.io",
+    "read_networkx_pickle": "drivemetrics.roadnet.io",
+    "read_roadtracer_graph": "drivemetrics.roadnet.io",
+    "read_sat2graph_pickle": "drivemetrics.roadnet.io",
+    "resample_chains": "drivemetrics.roadnet.geometry",
+    "road_chains": "drivemetrics.roadnet.geometry",
+    "run_sensitivity": "drivemetrics.roadnet.sensitivity",
+    "safe_pickle_load": "drivemetrics.roadnet.io",
+    "SegmentIndex": "drivemetrics.roadnet.geometry",
+    "snap_points": "drivemetrics.roadnet.geometry",
+    "subg": "drivemetrics.roadnet.subg",
+    "SubgraphF1Score": "drivemetrics.roadnet.scalar_metrics",
+    "SubgraphMetric": "drivemetrics.roadnet.subg",
+    "SUBGResult": "drivemetrics.roadnet.subg",
+    "tlts": "drivemetrics.roadnet.tlts",
+    "TLTSResult": "drivemetrics.roadnet.tlts",
+    "to_graph": "drivemetrics.roadnet.io",
+    "TooLongTooShort": "drivemetrics.roadnet.tlts",
+    "TooLongTooShortCorrect": "drivemetrics.roadnet.scalar_metrics",
+    "translate": "drivemetrics.roadnet.geometry",
+    "UnsafePickleError": "drivemetrics.roadnet.io",
+    "validate_graph": "drivemetrics.roadnet.geometry",
+    "write_roadtracer_graph": "drivemetrics.roadnet.io",
+}
+
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
