@@ -29,8 +29,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from drivemetrics.lanegraph.lanegraph import geo_topo, lanegraph_apls  # noqa: E402
 from drivemetrics.lanegraph.evaluate import evaluate_submission, load_lanegraph_pickle  # noqa: E402
+from drivemetrics.lanegraph.lanegraph import geo_topo, lanegraph_apls  # noqa: E402
 
 
 def fixtures() -> Path:

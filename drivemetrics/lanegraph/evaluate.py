@@ -33,7 +33,6 @@ from scipy.spatial import cKDTree
 
 from drivemetrics._files import atomic_save_figure, atomic_write_text, check_output_path
 from drivemetrics._pool import map_in_processes
-from drivemetrics.roadnet.io import safe_pickle_load, short_repr
 from drivemetrics.lanegraph.lanegraph import (
     LANE_METRICS,
     PLANNING_METRICS,
@@ -44,6 +43,7 @@ from drivemetrics.lanegraph.lanegraph import (
     missing_sample_values,
     planning,
 )
+from drivemetrics.roadnet.io import safe_pickle_load, short_repr
 
 __all__ = [
     "REFERENCE_CITIES",

@@ -1,30 +1,31 @@
-"""Road-network metrics on graphs (RoadTracer / SpaceNet / Sat2Graph / UrbanLaneGraph data).
+"""Road-network metrics on graphs (Citraro et al.; RoadTracer / SpaceNet / Sat2Graph data).
 
 One representation: an undirected :class:`networkx.Graph` whose nodes carry ``pos = (x, y)`` (pixels, or metres).
-Readers are in :mod:`drivemetrics.roadnet.io`, shared geometry in :mod:`drivemetrics.roadnet.geometry`.
+Readers are in :mod:`drivemetrics.roadnet.io`, shared geometry and kernel helpers in
+:mod:`drivemetrics.roadnet.geometry`, the APLS core in :mod:`drivemetrics.roadnet.path_similarity`.
 
-Functionals share their module's name (``opt_p``, ``opt_j``, ``opt_g``, ``apls``, ``ccq``, ``tlts``, ``junct``,
-``subg``, ``perturb``): ``drivemetrics.roadnet.apls`` is the function. UrbanLaneGraph lane-graph metrics (directed
-graphs) are in :mod:`~drivemetrics.lanegraph.lanegraph`, :mod:`~drivemetrics.lanegraph.evaluate` and
-:mod:`~drivemetrics.lanegraph.lanegraph_metric`. Reach a module's other names with
-``from drivemetrics.roadnet.apls import VARIANTS`` (or ``importlib.import_module``), not by attribute.
+One module per family holds its kernel and its Metric classes (``opt_j``: :func:`opt_j`, :class:`OptJMetrics`,
+:class:`OptJPrecision`, ...): ``opt_p``, ``opt_j``, ``opt_g``, ``apls``, ``ccq``, ``tlts``, ``junct``, ``subg``.
+The package attribute of a kernel's name is the kernel (``drivemetrics.roadnet.apls`` is the function); reach a
+module's other names with ``from drivemetrics.roadnet.apls import PROTOCOLS``. UrbanLaneGraph lane-graph metrics
+(directed graphs) are in :mod:`drivemetrics.lanegraph`.
 """
 
 from drivemetrics._lazy import lazy_exports
 
 _EXPORTS = {
-    "APLS": "drivemetrics.roadnet.scalar_metrics",
     "apls": "drivemetrics.roadnet.apls",
+    "APLSMetrics": "drivemetrics.roadnet.apls",
     "APLSResult": "drivemetrics.roadnet.apls",
-    "AveragePathLengthSimilarity": "drivemetrics.roadnet.apls",
+    "APLSScore": "drivemetrics.roadnet.apls",
     "ccq": "drivemetrics.roadnet.ccq",
     "ccq_graph": "drivemetrics.roadnet.ccq",
-    "CCQCompleteness": "drivemetrics.roadnet.scalar_metrics",
-    "CCQCorrectness": "drivemetrics.roadnet.scalar_metrics",
-    "CCQQuality": "drivemetrics.roadnet.scalar_metrics",
+    "CCQCompleteness": "drivemetrics.roadnet.ccq",
+    "CCQCorrectness": "drivemetrics.roadnet.ccq",
+    "CCQMetrics": "drivemetrics.roadnet.ccq",
+    "CCQQuality": "drivemetrics.roadnet.ccq",
     "CCQResult": "drivemetrics.roadnet.ccq",
     "control_nodes": "drivemetrics.roadnet.geometry",
-    "CorrectnessCompletenessQuality": "drivemetrics.roadnet.ccq",
     "crop": "drivemetrics.roadnet.geometry",
     "crop_protocol": "drivemetrics.roadnet.evaluate",
     "decompose_into_paths": "drivemetrics.roadnet.opt_p",
@@ -38,9 +39,9 @@ _EXPORTS = {
     "graph_length": "drivemetrics.roadnet.geometry",
     "GraphArrays": "drivemetrics.roadnet.geometry",
     "junct": "drivemetrics.roadnet.junct",
-    "JunctionFCorrect": "drivemetrics.roadnet.scalar_metrics",
-    "JunctionFError": "drivemetrics.roadnet.scalar_metrics",
-    "JunctionMetric": "drivemetrics.roadnet.junct",
+    "JunctionFCorrect": "drivemetrics.roadnet.junct",
+    "JunctionFError": "drivemetrics.roadnet.junct",
+    "JunctionMetrics": "drivemetrics.roadnet.junct",
     "junctions": "drivemetrics.roadnet.geometry",
     "JUNCTResult": "drivemetrics.roadnet.junct",
     "match_points": "drivemetrics.roadnet.geometry",
@@ -48,20 +49,20 @@ _EXPORTS = {
     "opt_g": "drivemetrics.roadnet.opt_g",
     "opt_j": "drivemetrics.roadnet.opt_j",
     "opt_p": "drivemetrics.roadnet.opt_p",
-    "OptG": "drivemetrics.roadnet.metrics",
-    "OptGF1Score": "drivemetrics.roadnet.scalar_metrics",
-    "OptGPrecision": "drivemetrics.roadnet.scalar_metrics",
-    "OptGRecall": "drivemetrics.roadnet.scalar_metrics",
+    "OptGF1Score": "drivemetrics.roadnet.opt_g",
+    "OptGMetrics": "drivemetrics.roadnet.opt_g",
+    "OptGPrecision": "drivemetrics.roadnet.opt_g",
+    "OptGRecall": "drivemetrics.roadnet.opt_g",
     "OptGResult": "drivemetrics.roadnet.opt_g",
-    "OptJ": "drivemetrics.roadnet.metrics",
-    "OptJF1Score": "drivemetrics.roadnet.scalar_metrics",
-    "OptJPrecision": "drivemetrics.roadnet.scalar_metrics",
-    "OptJRecall": "drivemetrics.roadnet.scalar_metrics",
+    "OptJF1Score": "drivemetrics.roadnet.opt_j",
+    "OptJMetrics": "drivemetrics.roadnet.opt_j",
+    "OptJPrecision": "drivemetrics.roadnet.opt_j",
+    "OptJRecall": "drivemetrics.roadnet.opt_j",
     "OptJResult": "drivemetrics.roadnet.opt_j",
-    "OptP": "drivemetrics.roadnet.metrics",
-    "OptPF1Score": "drivemetrics.roadnet.scalar_metrics",
-    "OptPPrecision": "drivemetrics.roadnet.scalar_metrics",
-    "OptPRecall": "drivemetrics.roadnet.scalar_metrics",
+    "OptPF1Score": "drivemetrics.roadnet.opt_p",
+    "OptPMetrics": "drivemetrics.roadnet.opt_p",
+    "OptPPrecision": "drivemetrics.roadnet.opt_p",
+    "OptPRecall": "drivemetrics.roadnet.opt_p",
     "OptPResult": "drivemetrics.roadnet.opt_p",
     "perturb": "drivemetrics.roadnet.perturb",
     "PERTURBATIONS": "drivemetrics.roadnet.perturb",
@@ -79,14 +80,14 @@ _EXPORTS = {
     "SegmentIndex": "drivemetrics.roadnet.geometry",
     "snap_points": "drivemetrics.roadnet.geometry",
     "subg": "drivemetrics.roadnet.subg",
-    "SubgraphF1Score": "drivemetrics.roadnet.scalar_metrics",
-    "SubgraphMetric": "drivemetrics.roadnet.subg",
+    "SubgraphF1Score": "drivemetrics.roadnet.subg",
+    "SubgraphMetrics": "drivemetrics.roadnet.subg",
     "SUBGResult": "drivemetrics.roadnet.subg",
     "tlts": "drivemetrics.roadnet.tlts",
+    "TLTSAccuracy": "drivemetrics.roadnet.tlts",
+    "TLTSMetrics": "drivemetrics.roadnet.tlts",
     "TLTSResult": "drivemetrics.roadnet.tlts",
     "to_graph": "drivemetrics.roadnet.io",
-    "TooLongTooShort": "drivemetrics.roadnet.tlts",
-    "TooLongTooShortCorrect": "drivemetrics.roadnet.scalar_metrics",
     "translate": "drivemetrics.roadnet.geometry",
     "UnsafePickleError": "drivemetrics.roadnet.io",
     "validate_graph": "drivemetrics.roadnet.geometry",

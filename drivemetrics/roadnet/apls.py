@@ -1,6 +1,6 @@
-"""Average Path Length Similarity (APLS), CosmiQ's definition (Van Etten et al., SpaceNet 3), with Sat2Graph's variant.
+"""Average Path Length Similarity (APLS), CosmiQ's definition (Van Etten et al., SpaceNet 3), and Sat2Graph's.
 
-CosmiQ (``variant="cosmiq"``, default):
+CosmiQ (``protocol="cosmiq"``, default):
 
 1. Control points of a graph: its junctions and endpoints (degree != 2) plus points along every road (chain of
    degree-2 nodes between them) of length ``L``: ``ceil(L / control_spacing) - 1`` evenly spaced points when
@@ -22,9 +22,10 @@ other pair (CosmiQ counts all its pairs, even very short ones, as 1); when two c
 existing node both keep it (CosmiQ relabels the node, so the first point looks missing); ``is_curved_eps`` is not
 used (its function default 10**3 silently disables all midpoints; we always place them, as CosmiQ's CLI does).
 
-Sat2Graph's Go implementation (``variant="sat2graph"``) differs: control points snap within 10 units (not 4); pairs
-need ``L_gt > min_path_length`` = 100 (not ``>= 10``); and the two directions are combined by the *arithmetic* mean
-(not the harmonic mean). The switch reproduces these three. Not reproduced: Go snaps to the nearest node of a graph
+Sat2Graph's Go implementation differs: control points snap within 10 units (not 4); pairs need
+``L_gt > min_path_length`` = 100 (not ``>= 10``); and the two directions are combined by the *arithmetic* mean (not
+the harmonic mean). ``protocol="sat2graph"`` selects its parameters (10, 100); ``compat="reference"`` (only with
+that protocol) adds its strict ``>`` and arithmetic mean. Not reproduced: Go snaps to the nearest node of a graph
 densified every 2 units (we project onto the edge: the snapped position differs by <= 1 unit), places its control
 points by hop counts (~25 hops of 2 units ~ 50 units), skips points within 100 units of the tile border and
 suppresses snapped nodes within 4 hops of an already matched one (nearly one-to-one).
@@ -32,28 +33,21 @@ suppresses snapped nodes within 4 hops of an already matched one (nearly one-to-
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import networkx as nx
-import numpy as np
 import torch
-from scipy.sparse.csgraph import dijkstra
 from torch import Tensor
 from torchmetrics import Metric
 
-from drivemetrics._metric import plot_metric
-from drivemetrics.roadnet.geometry import graph_arrays, road_chains, snap_points, validate_graph
-from drivemetrics.roadnet.metrics import graph_pairs
-from drivemetrics.roadnet.tlts import CHUNK, length_csgraph
+from drivemetrics._compat import check_compat
+from drivemetrics._metric import add_config_state, plot_metric
+from drivemetrics.roadnet.geometry import graph_pairs, validate_graph
+from drivemetrics.roadnet.path_similarity import PARAMETER_SETS, apls_scores, control_points, path_differences
 
-VARIANTS = ("cosmiq", "sat2graph")
-_DEFAULTS = {
-    "cosmiq": {"control_spacing": 50.0, "max_snap_dist": 4.0, "min_path_length": 10.0},
-    "sat2graph": {"control_spacing": 50.0, "max_snap_dist": 10.0, "min_path_length": 100.0},
-}
+PROTOCOLS = ("cosmiq", "sat2graph")
 
 
 @dataclass(frozen=True)
@@ -69,95 +63,11 @@ class APLSResult:
     pairs_pred_to_gt: int
 
 
-def apls_scores(
-    diff_gp: float, pairs_gp: float, diff_pg: float, pairs_pg: float, combine: str = "harmonic"
-) -> tuple[float, float, float]:
-    """``(apls, gt_to_pred, pred_to_gt)`` from summed differences and pair counts (a side without pairs scores 0)."""
-    c_gp = 1.0 - diff_gp / pairs_gp if pairs_gp > 0 else 0.0
-    c_pg = 1.0 - diff_pg / pairs_pg if pairs_pg > 0 else 0.0
-    if combine == "arithmetic":
-        value = (c_gp + c_pg) / 2
-    else:
-        value = 2 * c_gp * c_pg / (c_gp + c_pg) if c_gp > 0 and c_pg > 0 else 0.0
-    return float(value), float(c_gp), float(c_pg)
-
-
-def control_points(graph: nx.Graph, spacing: float) -> np.ndarray:
-    """``K x 2`` control points: degree != 2 nodes, then points every ~``spacing`` along each road (see module doc)."""
-    arrays = graph_arrays(graph)
-    index = {n: i for i, n in enumerate(arrays.nodes)}
-    ctrl = [index[n] for n in graph.nodes if graph.degree(n) != 2]
-    points = [arrays.pos[ctrl]]
-    for chain in road_chains(graph):
-        poly = arrays.pos[[index[n] for n in chain]]
-        seg = np.linalg.norm(np.diff(poly, axis=0), axis=1)
-        cum = np.r_[0.0, np.cumsum(seg)]
-        length = cum[-1]
-        if length > spacing:
-            n_int = math.ceil(length / spacing - 1e-9)
-            at = length * np.arange(1, n_int) / n_int
-        elif length >= 0.75 * spacing:
-            at = np.array([length / 2])
-        else:
-            continue
-        k = np.clip(np.searchsorted(cum, at, side="right") - 1, 0, len(seg) - 1)
-        t = (at - cum[k]) / np.maximum(seg[k], 1e-12)
-        points.append(poly[k] + t[:, None] * (poly[k + 1] - poly[k]))
-    return np.concatenate(points).reshape(-1, 2)
-
-
-def _snap_rows(graph: nx.Graph, points: np.ndarray, max_dist: float) -> tuple[nx.Graph, np.ndarray]:
-    """Insert ``points`` into ``graph``; returns the new graph and each point's node row (-1 when missing)."""
-    new, ids = snap_points(graph, points, max_dist)
-    index = {n: i for i, n in enumerate(new.nodes)}
-    return new, np.array([-1 if n is None else index[n] for n in ids], dtype=np.int64)
-
-
-def _one_way(
-    own: nx.Graph,
-    own_rows: np.ndarray,
-    other: nx.Graph,
-    other_rows: np.ndarray,
-    min_path_length: float,
-    strict: bool,
-    max_sources: int | None,
-    rng: np.random.Generator,
-) -> tuple[float, int]:
-    """Summed capped differences and pair count for control points of ``own`` (rows in both snapped graphs)."""
-    n_cp = len(own_rows)
-    if n_cp < 2:
-        return 0.0, 0
-    sources = np.arange(n_cp)
-    if max_sources is not None and n_cp > max_sources:
-        sources = np.sort(rng.choice(n_cp, size=max_sources, replace=False))
-    own_arr, other_arr = graph_arrays(own), graph_arrays(other)
-    own_cs = length_csgraph(own_arr.pos, own_arr.edges)
-    other_cs = length_csgraph(other_arr.pos, other_arr.edges) if len(other_arr.edges) else None
-    present = other_rows >= 0
-    total_diff, total_pairs = 0.0, 0
-    for lo in range(0, len(sources), CHUNK):
-        src = sources[lo : lo + CHUNK]
-        l_own = dijkstra(own_cs, directed=False, indices=own_rows[src])[:, own_rows]  # R x K
-        l_other = np.full_like(l_own, np.inf)
-        ok = present[src]
-        if other_cs is not None and ok.any():
-            d = dijkstra(other_cs, directed=False, indices=other_rows[src[ok]])
-            l_other[ok] = np.where(present[None, :], d[:, np.where(present, other_rows, 0)], np.inf)
-        long_enough = l_own > min_path_length if strict else l_own >= min_path_length
-        valid = np.isfinite(l_own) & long_enough & (l_own > 0)
-        valid[np.arange(len(src)), src] = False
-        with np.errstate(invalid="ignore"):
-            diff = np.minimum(1.0, np.abs(l_own - l_other) / l_own)
-        diff = np.where(np.isfinite(l_other), diff, 1.0)
-        total_diff += float(diff[valid].sum())
-        total_pairs += int(valid.sum())
-    return total_diff, total_pairs
-
-
 def apls(
     preds: nx.Graph,
     target: nx.Graph,
-    variant: str = "cosmiq",
+    protocol: str = "cosmiq",
+    compat: str = "default",
     control_spacing: float | None = None,
     max_snap_dist: float | None = None,
     min_path_length: float | None = None,
@@ -170,16 +80,25 @@ def apls(
         preds: predicted graph (``pos`` in the units of the parameters: metres for CosmiQ's defaults); may be empty
             (APLS 0).
         target: ground-truth graph; must have an edge.
-        variant: ``"cosmiq"`` (harmonic mean, projection onto edges) or ``"sat2graph"`` (see module doc).
+        protocol: parameter set, ``"cosmiq"`` (SpaceNet; snapping 4, minimum path 10) or ``"sat2graph"``
+            (snapping 10, minimum path 100).
+        compat: ``"default"`` (harmonic mean, paths ``>= min_path_length``) or ``"reference"`` (Sat2Graph's
+            released Go code: arithmetic mean, paths ``> min_path_length``; only with ``protocol="sat2graph"``).
         control_spacing: distance between control points along roads (default 50).
         max_snap_dist: snapping distance of control points onto the other graph (cosmiq 4, sat2graph 10).
         min_path_length: GT paths shorter than this are skipped (cosmiq 10, ``>=``; sat2graph 100, ``>``).
         max_sources: at most this many path sources per direction (seeded draw); ``None`` = all control points.
         seed: seed of the source draw.
     """
-    if variant not in VARIANTS:
-        raise ValueError(f"`variant` must be one of {VARIANTS}, got {variant!r}")
-    opts = dict(_DEFAULTS[variant])
+    reference = check_compat(compat)
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"`protocol` must be one of {PROTOCOLS}, got {protocol!r}")
+    if reference and protocol != "sat2graph":
+        raise ValueError(
+            "`compat='reference'` reproduces Sat2Graph's released APLS (protocol='sat2graph'); "
+            "CosmiQ's released code is not reproduced (see the module doc)"
+        )
+    opts = dict(PARAMETER_SETS[protocol])
     for key, value in (
         ("control_spacing", control_spacing),
         ("max_snap_dist", max_snap_dist),
@@ -193,31 +112,26 @@ def apls(
         raise ValueError(f"`max_sources` must be >= 1 or None, got {max_sources}")
     gt = validate_graph(target, "target", allow_empty=False)
     pred = validate_graph(preds, "preds")
-    sat = variant == "sat2graph"
-    combine = "arithmetic" if sat else "harmonic"
     if pred.number_of_edges() == 0:
         return APLSResult(0.0, 0.0, 0.0, 0.0, 0, 0.0, 0)
     cp_gt = control_points(gt, opts["control_spacing"])
     cp_pred = control_points(pred, opts["control_spacing"])
-    snap = opts["max_snap_dist"]
-    own = 1e-6  # own control points lie on the graph
-    # each graph receives its own control points (exactly on it) and the other's (within the snapping distance)
-    gt2, rows_gt_own = _snap_rows(gt, cp_gt, own)
-    gt2, rows_gt_other = _snap_rows(gt2, cp_pred, snap)
-    pred2, rows_pred_own = _snap_rows(pred, cp_pred, own)
-    pred2, rows_pred_other = _snap_rows(pred2, cp_gt, snap)
-    # rows of the first insertion stay valid: snap_points only appends nodes
-    rng = np.random.default_rng(seed)
-    d_gp, n_gp = _one_way(gt2, rows_gt_own, pred2, rows_pred_other, opts["min_path_length"], sat, max_sources, rng)
-    d_pg, n_pg = _one_way(pred2, rows_pred_own, gt2, rows_gt_other, opts["min_path_length"], sat, max_sources, rng)
-    value, c_gp, c_pg = apls_scores(d_gp, n_gp, d_pg, n_pg, combine)
+    d_gp, n_gp, d_pg, n_pg = path_differences(
+        gt, pred, cp_gt, cp_pred, opts["max_snap_dist"], opts["min_path_length"], reference, max_sources, seed
+    )
+    value, c_gp, c_pg = apls_scores(d_gp, n_gp, d_pg, n_pg, _combine(compat))
     return APLSResult(value, c_gp, c_pg, d_gp, n_gp, d_pg, n_pg)
 
 
-class AveragePathLengthSimilarity(Metric):
+def _combine(compat: str) -> str:
+    """How the two one-way scores are combined: harmonic mean, arithmetic with Sat2Graph's released code."""
+    return "arithmetic" if compat == "reference" else "harmonic"
+
+
+class APLSMetrics(Metric):
     """Accumulates APLS path differences and pair counts over tiles (sum-reduced).
 
-    ``compute`` returns the one-way scores from the pooled sums and their harmonic (or, for ``sat2graph``,
+    ``compute`` returns the one-way scores from the pooled sums and their harmonic (or, with ``compat="reference"``,
     arithmetic) mean, plus ``mean_apls``: the mean of the per-tile APLS values (SpaceNet's protocol).
     """
 
@@ -234,15 +148,36 @@ class AveragePathLengthSimilarity(Metric):
     apls_sum: Tensor
     tiles: Tensor
 
-    def __init__(self, variant: str = "cosmiq", max_sources: int | None = 500, seed: int = 0, **kwargs: object) -> None:
-        options = {k: kwargs.pop(k) for k in ("control_spacing", "max_snap_dist", "min_path_length") if k in kwargs}
+    def __init__(
+        self,
+        protocol: str = "cosmiq",
+        compat: str = "default",
+        max_sources: int | None = 500,
+        seed: int = 0,
+        *,
+        control_spacing: float | None = None,
+        max_snap_dist: float | None = None,
+        min_path_length: float | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
-        if variant not in VARIANTS:
-            raise ValueError(f"`variant` must be one of {VARIANTS}, got {variant!r}")
-        self.options = {"variant": variant, "max_sources": max_sources, "seed": seed, **options}
+        if check_compat(compat) and protocol != "sat2graph":
+            raise ValueError("`compat='reference'` reproduces Sat2Graph's released APLS: use protocol='sat2graph'")
+        if protocol not in PROTOCOLS:
+            raise ValueError(f"`protocol` must be one of {PROTOCOLS}, got {protocol!r}")
+        self.options = {
+            "protocol": protocol,
+            "compat": compat,
+            "max_sources": max_sources,
+            "seed": seed,
+            "control_spacing": control_spacing,
+            "max_snap_dist": max_snap_dist,
+            "min_path_length": min_path_length,
+        }
         for name in ("diff_gt_to_pred", "pairs_gt_to_pred", "diff_pred_to_gt", "pairs_pred_to_gt", "apls_sum"):
             self.add_state(name, default=torch.tensor(0.0, dtype=torch.float64), dist_reduce_fx="sum")
         self.add_state("tiles", default=torch.tensor(0, dtype=torch.long), dist_reduce_fx="sum")
+        add_config_state(self, ("APLSMetrics", sorted(self.options.items())))
 
     def update(self, preds: nx.Graph | Sequence[nx.Graph], target: nx.Graph | Sequence[nx.Graph]) -> None:
         """Add one graph pair or a batch of pairs."""
@@ -257,7 +192,7 @@ class AveragePathLengthSimilarity(Metric):
 
     def compute(self) -> dict[str, Tensor]:
         """Pooled APLS and one-way scores, and the mean per-tile APLS."""
-        combine = "arithmetic" if self.options["variant"] == "sat2graph" else "harmonic"
+        combine = _combine(self.options["compat"])
         value, c_gp, c_pg = apls_scores(
             float(self.diff_gt_to_pred),
             float(self.pairs_gt_to_pred),
@@ -276,3 +211,11 @@ class AveragePathLengthSimilarity(Metric):
     def plot(self, val: dict[str, Tensor] | Sequence[dict[str, Tensor]] | None = None, ax: Any = None) -> Any:
         """Plot the scores (or their sequence over epochs) with matplotlib; returns ``(fig, ax)``."""
         return plot_metric(self, val, ax)
+
+
+class APLSScore(APLSMetrics):
+    """APLS from the path differences pooled over tiles (arguments as :class:`APLSMetrics`)."""
+
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """The ``apls`` value of :meth:`APLSMetrics.compute`."""
+        return super().compute()["apls"]

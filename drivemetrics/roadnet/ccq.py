@@ -9,7 +9,7 @@ is complete when a predicted pixel lies within ``slack`` of it.
 - :func:`render_graph` draws a road graph's centre lines into such an image; :func:`ccq_graph` renders a pair of
   graphs on a common canvas and scores them. The default follows the released RoadTracer protocol of Citraro et
   al. (render at scale 1/4 with thickness 1, slack 8 px at full resolution = 2 px on the canvas);
-- :class:`CorrectnessCompletenessQuality` accumulates the four pixel counts over tiles (sum-reduced).
+- :class:`CCQMetrics` accumulates the four pixel counts over tiles (sum-reduced).
 
 ``compat="reference"`` renders as the released examples do (``render_segments``: end points scaled, rounded to the
 nearest integer, half to even, then drawn with PIL's ``ImageDraw.line`` of width 1), which gives the released pixel
@@ -35,10 +35,9 @@ import torch.nn.functional as F
 from torch import Tensor
 from torchmetrics import Metric
 
-from drivemetrics._metric import plot_metric
+from drivemetrics._metric import add_config_state, plot_metric
 from drivemetrics._validation import check_same_shape, check_shape, check_tensor
-from drivemetrics.roadnet.geometry import check_compat, graph_arrays, index_in_group, validate_graph
-from drivemetrics.roadnet.metrics import graph_pairs
+from drivemetrics.roadnet.geometry import check_compat, graph_arrays, graph_pairs, index_in_group, validate_graph
 
 
 @dataclass(frozen=True)
@@ -231,7 +230,7 @@ def ccq_graph(
     scale: float = 0.25,
     canvas: tuple[float, float, int, int] | None = None,
     device: torch.device | str | None = None,
-    compat: str | None = None,
+    compat: str = "default",
 ) -> CCQResult:
     """CCQ of two road graphs rendered on one canvas.
 
@@ -266,7 +265,7 @@ def ccq_graph(
     return ccq(pred_img[None], gt_img[None], slack * scale)
 
 
-class CorrectnessCompletenessQuality(Metric):
+class CCQMetrics(Metric):
     """Accumulates CCQ pixel counts over tiles; ``compute`` returns correctness, completeness and quality.
 
     ``update(preds, target)`` takes either two ``B x H x W`` skeleton-image tensors (``slack`` in image pixels)
@@ -291,7 +290,7 @@ class CorrectnessCompletenessQuality(Metric):
         scale: float = 0.25,
         *,
         canvas: tuple[float, float, int, int] | None = None,
-        compat: str | None = None,
+        compat: str = "default",
         **kwargs: object,
     ) -> None:
         super().__init__(**kwargs)
@@ -304,6 +303,7 @@ class CorrectnessCompletenessQuality(Metric):
         self.compat = compat
         for name in ("matched_pred", "total_pred", "matched_gt", "total_gt"):
             self.add_state(name, default=torch.tensor(0, dtype=torch.long), dist_reduce_fx="sum")
+        add_config_state(self, ("CCQMetrics", slack, scale, canvas, compat))
 
     def update(
         self, preds: Tensor | nx.Graph | Sequence[nx.Graph], target: Tensor | nx.Graph | Sequence[nx.Graph]
@@ -338,3 +338,27 @@ class CorrectnessCompletenessQuality(Metric):
     def plot(self, val: dict[str, Tensor] | Sequence[dict[str, Tensor]] | None = None, ax: Any = None) -> Any:
         """Plot the scores (or their sequence over epochs) with matplotlib; returns ``(fig, ax)``."""
         return plot_metric(self, val, ax)
+
+
+class CCQCorrectness(CCQMetrics):
+    """CCQ correctness (precision of predicted road pixels within the slack) (arguments as :class:`CCQMetrics`)."""
+
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """The ``correctness`` value of :meth:`CCQMetrics.compute`."""
+        return super().compute()["correctness"]
+
+
+class CCQCompleteness(CCQMetrics):
+    """CCQ completeness (recall of ground-truth road pixels within the slack) (arguments as :class:`CCQMetrics`)."""
+
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """The ``completeness`` value of :meth:`CCQMetrics.compute`."""
+        return super().compute()["completeness"]
+
+
+class CCQQuality(CCQMetrics):
+    """CCQ quality (``TP / (TP + FP + FN)`` of road pixels) (arguments as :class:`CCQMetrics`)."""
+
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """The ``quality`` value of :meth:`CCQMetrics.compute`."""
+        return super().compute()["quality"]

@@ -55,10 +55,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     ev.add_argument(
         "--compat",
-        choices=["reference"],
-        default=None,
+        choices=["default", "reference"],
+        default="default",
         help="reproduce the released code (lcit/metrics_delin): its crop, OPT-J, OPT-P, OPT-G, TLTS and CCQ "
-        "(APLS, JUNCT and SUBG have no compat mode: scored in the default mode, with a warning)",
+        "(APLS, JUNCT and SUBG: scored in the default mode, with a warning; Sat2Graph's released APLS: "
+        "--set apls.protocol=sat2graph --set apls.compat=reference)",
     )
     ev.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     ev.add_argument(
@@ -66,7 +67,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         metavar="METRIC.KEY=VALUE",
-        help="metric option, e.g. apls.max_snap_dist=25 or apls.variant=sat2graph (repeatable)",
+        help="metric option, e.g. apls.max_snap_dist=25 or apls.protocol=sat2graph (repeatable)",
     )
     ev.set_defaults(func=_run_eval)
 
@@ -88,7 +89,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     se.add_argument("--metrics", nargs="+", default=list(METRICS), metavar="NAME", help="metrics (default all)")
     se.add_argument("--seed", type=int, default=0, help="seed of the perturbations")
     se.add_argument("--quick", action="store_true", help="K = 4, step 2, 1024 px crop, 50 samples (for tests)")
-    se.add_argument("--compat", choices=["reference"], default=None, help="score with the released code's procedures")
+    se.add_argument("--compat", choices=["default", "reference"], default="default", help="score as the released code")
     se.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     se.add_argument("--set", action="append", default=[], metavar="METRIC.KEY=VALUE", help="metric option (repeatable)")
     se.set_defaults(func=_run_sensitivity)
@@ -104,7 +105,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     lg.add_argument("--pred", required=True, help="submission pickle")
     lg.add_argument("--task", required=True, choices=("successor", "full", "planning"), help="benchmark task")
     lg.add_argument("--split", default="eval", help="split to evaluate (default eval)")
-    lg.add_argument("--compat", choices=("reference",), default=None, help="reproduce the released evaluator's numbers")
+    lg.add_argument(
+        "--compat", choices=("default", "reference"), default="default", help="the released evaluator's numbers"
+    )
     lg.add_argument("--json", default=None, metavar="OUT", help="write overall / per-city / per-sample JSON here")
     lg.add_argument("--figures", default=None, metavar="DIR", help="write one PNG per sample (GT and prediction)")
     add_workers(lg, "processes scoring the samples")
@@ -137,11 +140,11 @@ def apply_settings(options: dict[str, dict], settings: list[str]) -> dict[str, d
     return options
 
 
-def warn_default_mode(metrics: list[str], compat: str | None) -> None:
+def warn_default_mode(metrics: list[str], compat: str) -> None:
     """With ``compat``, print one line to stderr naming the chosen metrics that have no compat mode."""
     from drivemetrics.roadnet.evaluate import metrics_without_compat
 
-    plain = metrics_without_compat(metrics) if compat else []
+    plain = metrics_without_compat(metrics) if compat == "reference" else []
     if plain:
         print(
             f"warning: --compat {compat}: {', '.join(plain)} have no compat mode and are scored in the default mode",
@@ -275,7 +278,7 @@ def _run_lanegraph(args: argparse.Namespace) -> int:
         seed=args.seed,
     )
     n = len(result["samples"])
-    mode = " [compat=reference]" if args.compat else ""
+    mode = " [compat=reference]" if args.compat == "reference" else ""
     print(f"{n} sample(s), {len(result['missing'])} without prediction{mode}")
     print(format_tables(result))
     if args.json:

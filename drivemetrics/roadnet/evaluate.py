@@ -72,9 +72,17 @@ def check_metric_names(names: Iterable[str]) -> list[str]:
     return names
 
 
+COMPAT_METRICS = frozenset({"opt_p", "opt_j", "opt_g", "tlts", "ccq"})
+"""Metrics whose ``compat="reference"`` reproduces the released code of Citraro et al. (``lcit/metrics_delin``).
+
+APLS's ``compat="reference"`` is another tool (Sat2Graph's, with ``protocol="sat2graph"``): set it through
+``options`` (``apls.compat=reference apls.protocol=sat2graph`` on the CLI); JUNCT and SUBG have no compat mode.
+"""
+
+
 def metrics_without_compat(names: Iterable[str]) -> list[str]:
-    """The metrics among ``names`` whose functional has no ``compat`` mode (scored in the default mode)."""
-    return [name for name in check_metric_names(names) if "compat" not in inspect.signature(METRICS[name]).parameters]
+    """The metrics among ``names`` that ``compat="reference"`` leaves in the default mode (not in the table)."""
+    return [name for name in check_metric_names(names) if name not in COMPAT_METRICS]
 
 
 def evaluate_pair(
@@ -82,11 +90,11 @@ def evaluate_pair(
     target: nx.Graph,
     metrics: Sequence[str] | None = None,
     options: dict[str, dict[str, Any]] | None = None,
-    compat: str | None = None,
+    compat: str = "default",
 ) -> dict[str, dict[str, float]]:
     """Run ``metrics`` (default: all of :data:`METRICS`) on one pair; ``options[name]`` are keyword arguments.
 
-    ``compat="reference"`` is passed to every metric that accepts ``compat`` (unless ``options`` set it).
+    ``compat`` is passed to every metric of :data:`COMPAT_METRICS` (unless ``options`` set it).
     """
     names = check_metric_names(metrics if metrics is not None else METRICS)
     check_compat(compat)
@@ -96,14 +104,12 @@ def evaluate_pair(
         unknown = sorted(set(options.get(name, {})) - accepted)
         if unknown:
             raise ValueError(f"unknown option(s) {unknown} for metric {name!r}; it accepts {sorted(accepted)}")
-        if compat is not None and "compat" in accepted:
+        if name in COMPAT_METRICS:
             options.setdefault(name, {}).setdefault("compat", compat)
     return {name: _as_dict(METRICS[name](preds, target, **options.get(name, {}))) for name in names}
 
 
-def aggregate(
-    per_tile: Sequence[dict[str, dict[str, float]]], compat: str | None = None
-) -> dict[str, dict[str, float]]:
+def aggregate(per_tile: Sequence[dict[str, dict[str, float]]], compat: str = "default") -> dict[str, dict[str, float]]:
     """Dataset scores from per-tile results of :func:`evaluate_pair` (see the module doc for the rules).
 
     ``compat="reference"`` keeps the released script's TLTS aggregation bug: ``too_short`` is the mean of the per-tile
@@ -193,7 +199,7 @@ def crop_protocol(
     graph: nx.Graph,
     window: tuple[float, float, float, float] | None,
     border: float,
-    compat: str | None = None,
+    compat: str = "default",
     extent: tuple[float, float, float, float] | None = None,
 ) -> nx.Graph:
     """The RoadTracer protocol of Citraro et al. (``examples/compute_scores_roadtracer.py``).
@@ -250,7 +256,7 @@ def evaluate_dataset(
     progress: bool = True,
     window: tuple[float, float, float, float] | None = None,
     border: float = 0.0,
-    compat: str | None = None,
+    compat: str = "default",
 ) -> tuple[dict[str, dict[str, dict[str, float]]], dict[str, dict[str, float]]]:
     """Evaluate tiles (from :func:`find_pairs`); returns ``(per_tile by name, aggregate)``.
 

@@ -18,37 +18,43 @@ carry ``pos = (x, y)`` (pixels, or metres). Functions never modify their input g
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import networkx as nx
 import numpy as np
 from scipy.optimize import linear_sum_assignment
-from scipy.sparse import coo_matrix
+from scipy.sparse import coo_matrix, csr_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
+from drivemetrics._compat import check_compat
 from drivemetrics.roadnet.io import node_positions
 
 __all__ = [
-    "COMPAT_MODES",
+    "CHUNK",
     "GraphArrays",
     "Projection",
     "SegmentIndex",
-    "check_compat",
     "control_nodes",
     "crop",
+    "dense_arrays",
     "densify",
     "densify_arrays",
     "endpoints",
+    "f1_from",
     "graph_arrays",
     "graph_from_arrays",
     "graph_length",
+    "graph_pairs",
     "junctions",
+    "length_csgraph",
     "match_points",
     "max_matching_min_cost",
     "project_points",
     "resample_chains",
     "road_chains",
+    "safe_ratio",
     "snap_points",
     "translate",
     "validate_graph",
@@ -393,18 +399,6 @@ def _clip_segments(a: np.ndarray, b: np.ndarray, box: tuple[float, float, float,
     return t0, t1, hit
 
 
-COMPAT_MODES = (None, "reference")
-"""Values of every graph metric's ``compat`` argument: ``None`` (default definition) or ``"reference"`` (the numbers
-of the released code of Citraro et al., ``lcit/metrics_delin``, bugs included)."""
-
-
-def check_compat(compat: str | None) -> bool:
-    """``True`` for ``compat="reference"``, ``False`` for ``None``; ``ValueError`` otherwise."""
-    if compat not in COMPAT_MODES:
-        raise ValueError(f"`compat` must be None or 'reference', got {compat!r}")
-    return compat == "reference"
-
-
 def translate(graph: nx.Graph, dx: float, dy: float) -> nx.Graph:
     """A copy of ``graph`` (same ids, order and attributes) with every ``pos`` moved by ``(dx, dy)``."""
     out = graph.copy()
@@ -514,7 +508,7 @@ def crop(
     ymax: float,
     border: float = 0.0,
     *,
-    compat: str | None = None,
+    compat: str = "default",
 ) -> nx.Graph:
     """Clip ``graph`` to the window ``[xmin + border, xmax - border] x [ymin + border, ymax - border]``.
 
@@ -698,3 +692,50 @@ def match_points(a: np.ndarray, b: np.ndarray, max_dist: float) -> tuple[np.ndar
     pairs = cKDTree(a).sparse_distance_matrix(cKDTree(b), max_dist, output_type="ndarray")
     pairs = pairs[pairs["v"] < max_dist]
     return max_matching_min_cost(pairs["i"], pairs["j"], pairs["v"], len(a), len(b))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# helpers shared by the kernels and the Metric classes
+
+
+def safe_ratio(num: float, den: float) -> float:
+    """``num / den``, or 0.0 when ``den == 0``."""
+    return float(num) / float(den) if den else 0.0
+
+
+def f1_from(precision: float, recall: float) -> float:
+    """Harmonic mean of precision and recall, 0.0 when both are 0."""
+    return 2.0 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
+
+
+CHUNK = 64  # Dijkstra sources per batch (memory: CHUNK x nodes float64)
+
+
+def length_csgraph(pos: np.ndarray, edges: np.ndarray) -> csr_matrix:
+    """Symmetric sparse adjacency ``N x N`` weighted by Euclidean edge length (for scipy.sparse.csgraph)."""
+    n = len(pos)
+    if len(edges) == 0:
+        return csr_matrix((n, n))
+    w = np.maximum(np.linalg.norm(pos[edges[:, 1]] - pos[edges[:, 0]], axis=1), 1e-9)
+    rows = np.concatenate([edges[:, 0], edges[:, 1]])
+    cols = np.concatenate([edges[:, 1], edges[:, 0]])
+    return csr_matrix((np.concatenate([w, w]), (rows, cols)), shape=(n, n))
+
+
+def dense_arrays(graph: nx.Graph, spacing: float) -> tuple[np.ndarray, np.ndarray]:
+    """Node positions and edges of ``graph`` densified so that no edge exceeds ``spacing``."""
+    arrays = graph_arrays(graph)
+    pos, edges, _ = densify_arrays(arrays.pos, arrays.edges, spacing)
+    return pos, edges
+
+
+def graph_pairs(preds: nx.Graph | Sequence[nx.Graph], target: nx.Graph | Sequence[nx.Graph]) -> list[tuple]:
+    """``[(pred, target), ...]`` from one graph pair or two sequences of the same length."""
+    if isinstance(preds, nx.Graph) and isinstance(target, nx.Graph):
+        return [(preds, target)]
+    if isinstance(preds, nx.Graph) or isinstance(target, nx.Graph):
+        raise TypeError("`preds` and `target` must both be graphs or both be sequences of graphs")
+    preds, target = list(preds), list(target)
+    if len(preds) != len(target):
+        raise ValueError(f"`preds` and `target` must hold as many graphs, got {len(preds)} and {len(target)}")
+    return list(zip(preds, target, strict=True))

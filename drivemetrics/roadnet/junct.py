@@ -40,10 +40,16 @@ from scipy.spatial import cKDTree
 from torch import Tensor
 from torchmetrics import Metric
 
-from drivemetrics._metric import plot_metric
-from drivemetrics.roadnet.geometry import graph_arrays, index_in_group, road_chains, validate_graph
-from drivemetrics.roadnet.metrics import graph_pairs
-from drivemetrics.roadnet.tlts import CHUNK, length_csgraph
+from drivemetrics._metric import add_config_state, plot_metric
+from drivemetrics.roadnet.geometry import (
+    CHUNK,
+    graph_arrays,
+    graph_pairs,
+    index_in_group,
+    length_csgraph,
+    road_chains,
+    validate_graph,
+)
 
 SCALE = 1.7
 CLUSTER_RADIUS = 50 * SCALE
@@ -267,7 +273,7 @@ def junct(
     )
 
 
-class JunctionMetric(Metric):
+class JunctionMetrics(Metric):
     """Accumulates JUNCT scores and cluster counts over tiles (sum-reduced); ``compute`` gives F_correct, F_error."""
 
     is_differentiable = False
@@ -298,6 +304,7 @@ class JunctionMetric(Metric):
         self.add_state("error_score", default=torch.tensor(0.0, dtype=torch.float64), dist_reduce_fx="sum")
         self.add_state("n_gt", default=torch.tensor(0, dtype=torch.long), dist_reduce_fx="sum")
         self.add_state("n_pred", default=torch.tensor(0, dtype=torch.long), dist_reduce_fx="sum")
+        add_config_state(self, ("JunctionMetrics", sorted(self.options.items())))
 
     def update(self, preds: nx.Graph | Sequence[nx.Graph], target: nx.Graph | Sequence[nx.Graph]) -> None:
         """Add one graph pair or a batch of pairs."""
@@ -318,3 +325,21 @@ class JunctionMetric(Metric):
     def plot(self, val: dict[str, Tensor] | Sequence[dict[str, Tensor]] | None = None, ax: Any = None) -> Any:
         """Plot the scores (or their sequence over epochs) with matplotlib; returns ``(fig, ax)``."""
         return plot_metric(self, val, ax)
+
+
+class JunctionFCorrect(JunctionMetrics):
+    """JUNCT ``F_correct`` (higher is better), scores summed over tiles (arguments as :class:`JunctionMetrics`)."""
+
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """The ``f_correct`` value of :meth:`JunctionMetrics.compute`."""
+        return super().compute()["f_correct"]
+
+
+class JunctionFError(JunctionMetrics):
+    """JUNCT ``F_error`` (lower is better), scores summed over tiles (arguments as :class:`JunctionMetrics`)."""
+
+    higher_is_better = False
+
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """The ``f_error`` value of :meth:`JunctionMetrics.compute`."""
+        return super().compute()["f_error"]

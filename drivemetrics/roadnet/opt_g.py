@@ -33,25 +33,33 @@ draws.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import networkx as nx
 import numpy as np
+import torch
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import breadth_first_order
 from scipy.spatial import cKDTree
+from torch import Tensor
 
+from drivemetrics._metric import add_config_state
+from drivemetrics.roadnet._metric import GraphMetric, tensor_f1, tensor_ratios
 from drivemetrics.roadnet.geometry import (
     check_compat,
+    f1_from,
     graph_arrays,
+    graph_pairs,
     index_in_group,
     match_points,
     resample_chains,
+    safe_ratio,
     validate_graph,
 )
-from drivemetrics.roadnet.opt_j import f1_from, safe_ratio
 
-__all__ = ["OptGResult", "opt_g"]
+__all__ = ["OptGF1Score", "OptGMetrics", "OptGPrecision", "OptGRecall", "OptGResult", "opt_g"]
 
 
 @dataclass(frozen=True)
@@ -221,7 +229,7 @@ def opt_g(
     spacing: float = 10.0,
     matching: str | None = None,
     seed: int | None = 0,
-    compat: str | None = None,
+    compat: str = "default",
 ) -> OptGResult:
     """OPT-G subgraph precision / recall of a predicted road graph against the ground truth.
 
@@ -278,3 +286,80 @@ def opt_g(
         n_missing += len(sub_gt) - matched
         n_spurious += len(sub_pred) - matched
     return OptGResult(n_pred, n_gt, n_spurious, n_missing)
+
+
+class OptGMetrics(GraphMetric):
+    """OPT-G precision / recall / F1 from counts summed over tiles (see :func:`~drivemetrics.roadnet.opt_g.opt_g`)."""
+
+    n_pred: Tensor
+    n_gt: Tensor
+    n_spurious: Tensor
+    n_missing: Tensor
+
+    def __init__(
+        self,
+        *,
+        n_samples: int = 1000,
+        radius: float = 300.0,
+        d_match: float = 25.0,
+        spacing: float = 10.0,
+        matching: str | None = None,
+        seed: int | None = 0,
+        compat: str = "default",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        check_compat(compat)
+        self.options = {
+            "compat": compat,
+            "n_samples": n_samples,
+            "radius": radius,
+            "d_match": d_match,
+            "spacing": spacing,
+            "matching": matching,
+            "seed": seed,
+        }
+        for name in ("n_pred", "n_gt", "n_spurious", "n_missing"):
+            self._add_sum(name)
+        add_config_state(self, ("OptGMetrics", sorted(self.options.items())))
+
+    def update(self, preds: nx.Graph | Sequence[nx.Graph], target: nx.Graph | Sequence[nx.Graph]) -> None:
+        """Add the counts of one tile or of a sequence of tiles."""
+        for pred, gt in graph_pairs(preds, target):
+            res = opt_g(pred, gt, **self.options)
+            self.n_pred += res.n_pred
+            self.n_gt += res.n_gt
+            self.n_spurious += res.n_spurious
+            self.n_missing += res.n_missing
+
+    def compute(self) -> dict[str, Tensor]:
+        out = tensor_ratios(self.n_pred - self.n_spurious, self.n_pred, self.n_gt)
+        out["recall"] = torch.where(
+            self.n_gt > 0, (self.n_gt - self.n_missing) / self.n_gt.clamp(min=1), torch.zeros_like(self.n_gt)
+        )
+        out["f1"] = tensor_f1(out["precision"], out["recall"])
+        return out
+
+
+class OptGPrecision(OptGMetrics):
+    """OPT-G subgraph precision, counts summed over tiles (arguments as :class:`OptGMetrics`)."""
+
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """The ``precision`` value of :meth:`OptGMetrics.compute`."""
+        return super().compute()["precision"]
+
+
+class OptGRecall(OptGMetrics):
+    """OPT-G subgraph recall, counts summed over tiles (arguments as :class:`OptGMetrics`)."""
+
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """The ``recall`` value of :meth:`OptGMetrics.compute`."""
+        return super().compute()["recall"]
+
+
+class OptGF1Score(OptGMetrics):
+    """OPT-G F1, counts summed over tiles (arguments as :class:`OptGMetrics`)."""
+
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """The ``f1`` value of :meth:`OptGMetrics.compute`."""
+        return super().compute()["f1"]

@@ -22,31 +22,29 @@ fixture it gives the released ``tp``, ``pp`` and ``ap`` exactly.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import networkx as nx
 import numpy as np
 from scipy.spatial import cKDTree
+from torch import Tensor
 
+from drivemetrics._metric import add_config_state
+from drivemetrics.roadnet._metric import GraphMetric, tensor_ratios
 from drivemetrics.roadnet.geometry import (
     check_compat,
     control_nodes,
+    f1_from,
+    graph_pairs,
     max_matching_min_cost,
+    safe_ratio,
     snap_points,
     validate_graph,
 )
 
-__all__ = ["OptJResult", "opt_j"]
-
-
-def safe_ratio(num: float, den: float) -> float:
-    """``num / den``, or 0.0 when ``den == 0``."""
-    return float(num) / float(den) if den else 0.0
-
-
-def f1_from(precision: float, recall: float) -> float:
-    """Harmonic mean of precision and recall, 0.0 when both are 0."""
-    return 2.0 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
+__all__ = ["OptJF1Score", "OptJMetrics", "OptJPrecision", "OptJRecall", "OptJResult", "opt_j"]
 
 
 @dataclass(frozen=True)
@@ -132,7 +130,7 @@ def opt_j(
     existing_dist: float = 1.0,
     matching: str | None = None,
     candidates_k: int = 5,
-    compat: str | None = None,
+    compat: str = "default",
 ) -> OptJResult:
     """OPT-J junction precision / recall of a predicted road graph against the ground truth.
 
@@ -186,3 +184,79 @@ def opt_j(
         d_gt = gt_snap.degree(m_pred[n]) if n in m_pred else 0
         tp, pp, ap = tp + min(d_gt, d_pr), pp + d_pr, ap + d_gt
     return OptJResult(int(tp), int(pp), int(ap))
+
+
+class OptJMetrics(GraphMetric):
+    """OPT-J junction precision / recall / F1 summed over tiles (see :func:`~drivemetrics.roadnet.opt_j.opt_j`).
+
+    Example:
+        >>> import networkx as nx
+        >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
+        >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (50.0, 0.0), 2: (100.0, 0.0), 3: (50.0, 50.0)}, "pos")
+        >>> metric = OptJMetrics()
+        >>> metric.update(g, g)
+        >>> float(metric.compute()["f1"])
+        1.0
+    """
+
+    tp: Tensor
+    pp: Tensor
+    ap: Tensor
+
+    def __init__(
+        self,
+        *,
+        d_max: float = 25.0,
+        alpha: float = 100.0,
+        existing_dist: float = 1.0,
+        matching: str | None = None,
+        compat: str = "default",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        check_compat(compat)
+        self.options = {
+            "d_max": d_max,
+            "alpha": alpha,
+            "existing_dist": existing_dist,
+            "matching": matching,
+            "compat": compat,
+        }
+        for name in ("tp", "pp", "ap"):
+            self._add_sum(name)
+        add_config_state(self, ("OptJMetrics", sorted(self.options.items())))
+
+    def update(self, preds: nx.Graph | Sequence[nx.Graph], target: nx.Graph | Sequence[nx.Graph]) -> None:
+        """Add the counts of one tile or of a sequence of tiles."""
+        for pred, gt in graph_pairs(preds, target):
+            res = opt_j(pred, gt, **self.options)
+            self.tp += res.tp
+            self.pp += res.pp
+            self.ap += res.ap
+
+    def compute(self) -> dict[str, Tensor]:
+        return tensor_ratios(self.tp, self.pp, self.ap)
+
+
+class OptJPrecision(OptJMetrics):
+    """OPT-J junction precision, counts summed over tiles (arguments as :class:`OptJMetrics`)."""
+
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """The ``precision`` value of :meth:`OptJMetrics.compute`."""
+        return super().compute()["precision"]
+
+
+class OptJRecall(OptJMetrics):
+    """OPT-J junction recall, counts summed over tiles (arguments as :class:`OptJMetrics`)."""
+
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """The ``recall`` value of :meth:`OptJMetrics.compute`."""
+        return super().compute()["recall"]
+
+
+class OptJF1Score(OptJMetrics):
+    """OPT-J junction F1, counts summed over tiles (arguments as :class:`OptJMetrics`)."""
+
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """The ``f1`` value of :meth:`OptJMetrics.compute`."""
+        return super().compute()["f1"]

@@ -40,25 +40,40 @@ the released removal of detours (about -0.02 F1 on that window; no test checks t
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import networkx as nx
 import numpy as np
 from scipy.sparse import coo_matrix, csr_matrix
 from scipy.sparse.csgraph import connected_components, dijkstra
 from scipy.spatial import cKDTree
+from torch import Tensor
 
+from drivemetrics._metric import add_config_state
+from drivemetrics.roadnet._metric import GraphMetric, tensor_f1
 from drivemetrics.roadnet.geometry import (
     SegmentIndex,
     check_compat,
     densify_arrays,
+    f1_from,
     graph_arrays,
+    graph_pairs,
     index_in_group,
     validate_graph,
 )
-from drivemetrics.roadnet.opt_j import f1_from
 
-__all__ = ["OptPResult", "decompose_into_paths", "opt_p", "path_alignment"]
+__all__ = [
+    "OptPF1Score",
+    "OptPMetrics",
+    "OptPPrecision",
+    "OptPRecall",
+    "OptPResult",
+    "decompose_into_paths",
+    "opt_p",
+    "path_alignment",
+]
 
 
 @dataclass(frozen=True)
@@ -479,7 +494,7 @@ def opt_p(
     max_candidates: int = 8,
     spacing: float = 5.0,
     n_decompositions: int = 1,
-    compat: str | None = None,
+    compat: str = "default",
 ) -> OptPResult:
     """OPT-P path precision / recall / F1 of a predicted road graph against the ground truth.
 
@@ -534,3 +549,77 @@ def opt_p(
         totals += (precision, recall, n_pred, n_gt, n_conn, n_int)
     p, r, n_pred, n_gt, n_conn, n_int = totals.tolist()
     return OptPResult(p / n_decompositions, r / n_decompositions, int(n_pred), int(n_gt), int(n_conn), int(n_int))
+
+
+class OptPMetrics(GraphMetric):
+    """OPT-P: mean per-tile path precision and recall, F1 of the means (see :func:`opt_p`)."""
+
+    sum_precision: Tensor
+    sum_recall: Tensor
+    n_tiles: Tensor
+
+    def __init__(
+        self,
+        *,
+        d_snap: float = 25.0,
+        segment_length: float = 25.0,
+        corridor: float = 25.0,
+        max_candidates: int = 8,
+        spacing: float = 5.0,
+        n_decompositions: int = 1,
+        seed: int | None = 0,
+        compat: str = "default",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        check_compat(compat)
+        self.options = {
+            "compat": compat,
+            "n_decompositions": n_decompositions,
+            "d_snap": d_snap,
+            "segment_length": segment_length,
+            "corridor": corridor,
+            "max_candidates": max_candidates,
+            "spacing": spacing,
+            "seed": seed,
+        }
+        for name in ("sum_precision", "sum_recall", "n_tiles"):
+            self._add_sum(name)
+        add_config_state(self, ("OptPMetrics", sorted(self.options.items())))
+
+    def update(self, preds: nx.Graph | Sequence[nx.Graph], target: nx.Graph | Sequence[nx.Graph]) -> None:
+        """Add the precision and recall of one tile or of a sequence of tiles."""
+        for pred, gt in graph_pairs(preds, target):
+            res = opt_p(pred, gt, **self.options)
+            self.sum_precision += res.precision
+            self.sum_recall += res.recall
+            self.n_tiles += 1
+
+    def compute(self) -> dict[str, Tensor]:
+        n = self.n_tiles.clamp(min=1)
+        precision, recall = self.sum_precision / n, self.sum_recall / n
+        return {"precision": precision, "recall": recall, "f1": tensor_f1(precision, recall)}
+
+
+class OptPPrecision(OptPMetrics):
+    """OPT-P path precision, mean over tiles (arguments as :class:`OptPMetrics`)."""
+
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """The ``precision`` value of :meth:`OptPMetrics.compute`."""
+        return super().compute()["precision"]
+
+
+class OptPRecall(OptPMetrics):
+    """OPT-P path recall, mean over tiles (arguments as :class:`OptPMetrics`)."""
+
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """The ``recall`` value of :meth:`OptPMetrics.compute`."""
+        return super().compute()["recall"]
+
+
+class OptPF1Score(OptPMetrics):
+    """OPT-P F1 of the mean precision and recall (arguments as :class:`OptPMetrics`)."""
+
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """The ``f1`` value of :meth:`OptPMetrics.compute`."""
+        return super().compute()["f1"]

@@ -78,7 +78,7 @@ def run_sensitivity(
     options: dict[str, dict[str, Any]] | None = None,
     seed: int = 0,
     progress: bool = True,
-    compat: str | None = None,
+    compat: str = "default",
 ) -> list[SensitivityRow]:
     """Score every metric on ``perturb(target, kind, k, seed)`` for each error type and each ``k`` in ``levels``.
 

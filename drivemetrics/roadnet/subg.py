@@ -32,10 +32,8 @@ from scipy.spatial import cKDTree
 from torch import Tensor
 from torchmetrics import Metric
 
-from drivemetrics._metric import plot_metric
-from drivemetrics.roadnet.geometry import validate_graph
-from drivemetrics.roadnet.metrics import graph_pairs
-from drivemetrics.roadnet.tlts import CHUNK, dense_arrays, length_csgraph
+from drivemetrics._metric import add_config_state, plot_metric
+from drivemetrics.roadnet.geometry import CHUNK, dense_arrays, graph_pairs, length_csgraph, validate_graph
 
 
 @dataclass(frozen=True)
@@ -134,7 +132,7 @@ def subg(
     return SUBGResult(*subg_scores(n_marbles, n_holes, n_spurious, n_empty), n_marbles, n_holes, n_spurious, n_empty)
 
 
-class SubgraphMetric(Metric):
+class SubgraphMetrics(Metric):
     """Accumulates hole / marble counts over tiles (sum-reduced); ``compute`` returns f1, spurious, missing."""
 
     is_differentiable = False
@@ -167,6 +165,7 @@ class SubgraphMetric(Metric):
         }
         for name in ("n_marbles", "n_holes", "n_spurious", "n_empty"):
             self.add_state(name, default=torch.tensor(0, dtype=torch.long), dist_reduce_fx="sum")
+        add_config_state(self, ("SubgraphMetrics", sorted(self.options.items())))
 
     def update(self, preds: nx.Graph | Sequence[nx.Graph], target: nx.Graph | Sequence[nx.Graph]) -> None:
         """Add one graph pair or a batch of pairs."""
@@ -187,3 +186,11 @@ class SubgraphMetric(Metric):
     def plot(self, val: dict[str, Tensor] | Sequence[dict[str, Tensor]] | None = None, ax: Any = None) -> Any:
         """Plot the scores (or their sequence over epochs) with matplotlib; returns ``(fig, ax)``."""
         return plot_metric(self, val, ax)
+
+
+class SubgraphF1Score(SubgraphMetrics):
+    """SUBG F1 of holes and marbles, counts summed over tiles (arguments as :class:`SubgraphMetrics`)."""
+
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """The ``f1`` value of :meth:`SubgraphMetrics.compute`."""
+        return super().compute()["f1"]

@@ -41,29 +41,16 @@ from scipy.spatial import cKDTree
 from torch import Tensor
 from torchmetrics import Metric
 
-from drivemetrics._metric import plot_metric
-from drivemetrics.roadnet.geometry import check_compat, densify_arrays, graph_arrays, validate_graph
-from drivemetrics.roadnet.metrics import graph_pairs
-
-CHUNK = 64  # Dijkstra sources per batch (memory: CHUNK x nodes float64)
-
-
-def length_csgraph(pos: np.ndarray, edges: np.ndarray) -> csr_matrix:
-    """Symmetric sparse adjacency ``N x N`` weighted by Euclidean edge length (for scipy.sparse.csgraph)."""
-    n = len(pos)
-    if len(edges) == 0:
-        return csr_matrix((n, n))
-    w = np.maximum(np.linalg.norm(pos[edges[:, 1]] - pos[edges[:, 0]], axis=1), 1e-9)
-    rows = np.concatenate([edges[:, 0], edges[:, 1]])
-    cols = np.concatenate([edges[:, 1], edges[:, 0]])
-    return csr_matrix((np.concatenate([w, w]), (rows, cols)), shape=(n, n))
-
-
-def dense_arrays(graph: nx.Graph, spacing: float) -> tuple[np.ndarray, np.ndarray]:
-    """Node positions and edges of ``graph`` densified so that no edge exceeds ``spacing``."""
-    arrays = graph_arrays(graph)
-    pos, edges, _ = densify_arrays(arrays.pos, arrays.edges, spacing)
-    return pos, edges
+from drivemetrics._metric import add_config_state, plot_metric
+from drivemetrics.roadnet.geometry import (
+    CHUNK,
+    check_compat,
+    dense_arrays,
+    graph_arrays,
+    graph_pairs,
+    length_csgraph,
+    validate_graph,
+)
 
 
 def path_lengths(csgraph: csr_matrix, sources: np.ndarray, targets: np.ndarray) -> np.ndarray:
@@ -185,7 +172,7 @@ def tlts(
     n_paths: int = 1000,
     seed: int = 0,
     *,
-    compat: str | None = None,
+    compat: str = "default",
 ) -> TLTSResult:
     """Too-long / too-short fractions of ``n_paths`` random GT shortest paths.
 
@@ -242,7 +229,7 @@ def tlts(
     return _result([int(correct.sum()), int(too_long.sum()), int(too_short.sum()), int((~feasible).sum())])
 
 
-class TooLongTooShort(Metric):
+class TLTSMetrics(Metric):
     """Accumulates TLTS path counts over tiles (sum-reduced); ``compute`` returns the four fractions.
 
     ``update(preds, target)`` takes two graphs or two sequences of graphs. Fractions are pooled over all paths of
@@ -268,7 +255,7 @@ class TooLongTooShort(Metric):
         n_paths: int = 1000,
         seed: int = 0,
         *,
-        compat: str | None = None,
+        compat: str = "default",
         **kwargs: object,
     ) -> None:
         super().__init__(**kwargs)
@@ -282,6 +269,7 @@ class TooLongTooShort(Metric):
         }
         for name in ("n_correct", "n_too_long", "n_too_short", "n_infeasible"):
             self.add_state(name, default=torch.tensor(0, dtype=torch.long), dist_reduce_fx="sum")
+        add_config_state(self, ("TLTSMetrics", sorted(self.options.items())))
 
     def update(self, preds: nx.Graph | Sequence[nx.Graph], target: nx.Graph | Sequence[nx.Graph]) -> None:
         """Add one graph pair or a batch of pairs."""
@@ -300,3 +288,11 @@ class TooLongTooShort(Metric):
     def plot(self, val: dict[str, Tensor] | Sequence[dict[str, Tensor]] | None = None, ax: Any = None) -> Any:
         """Plot the scores (or their sequence over epochs) with matplotlib; returns ``(fig, ax)``."""
         return plot_metric(self, val, ax)
+
+
+class TLTSAccuracy(TLTSMetrics):
+    """TLTS fraction of correct paths (neither too long nor too short), pooled (arguments as :class:`TLTSMetrics`)."""
+
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """The ``correct`` value of :meth:`TLTSMetrics.compute`."""
+        return super().compute()["correct"]

@@ -9,8 +9,6 @@ import numpy as np
 import pytest
 
 from drivemetrics.cli import main
-from drivemetrics.roadnet.io import UnsafePickleError
-from drivemetrics.lanegraph.lanegraph import evaluate_lanegraph_pair, geo_topo, graph_iou
 from drivemetrics.lanegraph.evaluate import (
     evaluate_submission,
     filter_near,
@@ -18,6 +16,8 @@ from drivemetrics.lanegraph.evaluate import (
     prepare_sample,
     sample_offsets,
 )
+from drivemetrics.lanegraph.lanegraph import evaluate_lanegraph_pair, geo_topo, graph_iou
+from drivemetrics.roadnet.io import UnsafePickleError
 
 KEYS = {
     "TOPO Precision": "topo_precision",

@@ -4,9 +4,10 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from drivemetrics.roadnet.apls import AveragePathLengthSimilarity, apls, apls_scores, control_points
+from drivemetrics.roadnet.apls import APLSMetrics, apls
 from drivemetrics.roadnet.geometry import crop
 from drivemetrics.roadnet.io import read_graph
+from drivemetrics.roadnet.path_similarity import apls_scores, control_points
 
 
 def _graph(points, edges):
@@ -46,7 +47,7 @@ def test_hand_example_missing_end():
     assert r.pred_to_gt == pytest.approx(1.0)
     assert r.apls == pytest.approx(0.5)
     assert (r.pairs_gt_to_pred, r.pairs_pred_to_gt) == (6, 6)
-    sat = apls(pred, gt, variant="sat2graph", max_snap_dist=4, min_path_length=10)
+    sat = apls(pred, gt, protocol="sat2graph", compat="reference", max_snap_dist=4, min_path_length=10)
     assert sat.apls == pytest.approx((1 / 3 + 1) / 2)  # arithmetic mean
 
 
@@ -83,8 +84,12 @@ def test_identical_empty_errors():
     assert apls(nx.Graph(), g).apls == 0.0
     with pytest.raises(ValueError, match="target"):
         apls(g, nx.Graph())
-    with pytest.raises(ValueError, match="variant"):
-        apls(g, g, variant="spacenet")
+    with pytest.raises(ValueError, match="protocol"):
+        apls(g, g, protocol="spacenet")
+    with pytest.raises(ValueError, match="sat2graph"):  # the reference mode reproduces Sat2Graph's tool only
+        apls(g, g, compat="reference")
+    with pytest.raises(ValueError, match="compat"):
+        apls(g, g, compat=None)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="max_sources"):
         apls(g, g, max_sources=0)
     assert apls_scores(1.0, 2.0, 0.0, 0.0) == (0.0, 0.5, 0.0)
@@ -104,7 +109,7 @@ def test_source_sampling():
 def test_metric_pools_and_means():
     gt = _polyline([(0, 0), (100, 0)])
     pred = _polyline([(0, 0), (60, 0)])
-    metric = AveragePathLengthSimilarity()
+    metric = APLSMetrics()
     metric.update([pred, gt], [gt, gt])
     out = metric.compute()
     assert out["mean_apls"].item() == pytest.approx((0.5 + 1.0) / 2)

@@ -5,7 +5,7 @@ import torch
 from scipy import ndimage
 
 from drivemetrics.roadnet.ccq import (
-    CorrectnessCompletenessQuality,
+    CCQMetrics,
     ccq,
     ccq_counts,
     ccq_graph,
@@ -121,7 +121,7 @@ def test_shifted_graph_within_and_beyond_slack():
 def test_metric_sums_counts_over_tiles():
     a = _graph([(0, 0), (200, 0)], [(0, 1)])
     b = _graph([(0, 0), (200, 0), (200, 200)], [(0, 1), (1, 2)])
-    metric = CorrectnessCompletenessQuality()
+    metric = CCQMetrics()
     metric.update(a, b)
     metric.update([b], [b])
     ra, rb = ccq_graph(a, b), ccq_graph(b, b)
@@ -135,7 +135,7 @@ def test_metric_sums_counts_over_tiles():
     assert out["correctness"].item() == pytest.approx(corr)
     assert out["completeness"].item() == pytest.approx(comp)
     assert out["quality"].item() == pytest.approx(qual)
-    images = CorrectnessCompletenessQuality(slack=1)
+    images = CCQMetrics(slack=1)
     images.update(torch.eye(5)[None].bool(), torch.eye(5)[None].bool())
     assert images.compute()["quality"].item() == 1.0
 
@@ -153,12 +153,12 @@ def test_reference_canvas_without_tile_starts_at_the_origin():
     with pytest.raises(ValueError, match="canvas"):
         ccq_graph(gt, gt, canvas=(0, 0, 0, 5))
     with pytest.raises(ValueError, match="canvas"):
-        CorrectnessCompletenessQuality(canvas=(0, 0, 8))
+        CCQMetrics(canvas=(0, 0, 8))
 
 
 def test_scalar_classes_with_different_canvases_count_apart():
     """The canvas changes the counts, so it is part of the scalar classes' compute-group key."""
-    from drivemetrics.roadnet.scalar_metrics import CCQQuality
+    from drivemetrics.roadnet.ccq import CCQQuality
 
     a, b = CCQQuality(), CCQQuality(canvas=(0.0, 0.0, 64, 64))
     assert not torch.equal(a.config_key, b.config_key)

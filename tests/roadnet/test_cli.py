@@ -40,7 +40,9 @@ def test_graph_eval_one_pair(tmp_path, capsys):
             "--set",
             "apls.max_snap_dist=25",
             "--set",
-            "apls.variant=sat2graph",
+            "apls.protocol=sat2graph",
+            "--set",
+            "apls.compat=reference",
         ]
     )
     assert code == 0

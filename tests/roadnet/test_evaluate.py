@@ -3,14 +3,14 @@ import math
 import networkx as nx
 import pytest
 
-from drivemetrics.roadnet.apls import AveragePathLengthSimilarity
-from drivemetrics.roadnet.ccq import CorrectnessCompletenessQuality
+from drivemetrics.roadnet.apls import APLSMetrics
+from drivemetrics.roadnet.ccq import CCQMetrics
 from drivemetrics.roadnet.evaluate import METRICS, aggregate, evaluate_dataset, evaluate_pair, find_pairs
 from drivemetrics.roadnet.geometry import crop
 from drivemetrics.roadnet.io import read_graph, write_roadtracer_graph
-from drivemetrics.roadnet.junct import JunctionMetric
-from drivemetrics.roadnet.subg import SubgraphMetric
-from drivemetrics.roadnet.tlts import TooLongTooShort
+from drivemetrics.roadnet.junct import JunctionMetrics
+from drivemetrics.roadnet.subg import SubgraphMetrics
+from drivemetrics.roadnet.tlts import TLTSMetrics
 
 FAST = {
     "opt_g": {"n_samples": 50},
@@ -160,11 +160,11 @@ def test_vancouver_identical_crop_all_metrics(fixtures_dir):
 @pytest.mark.parametrize(
     "make",
     [
-        AveragePathLengthSimilarity,
-        CorrectnessCompletenessQuality,
-        JunctionMetric,
-        lambda: SubgraphMetric(n_subgraphs=30),
-        lambda: TooLongTooShort(n_paths=30),
+        APLSMetrics,
+        CCQMetrics,
+        JunctionMetrics,
+        lambda: SubgraphMetrics(n_subgraphs=30),
+        lambda: TLTSMetrics(n_paths=30),
     ],
 )
 def test_metric_states_merge_like_one_process(make):

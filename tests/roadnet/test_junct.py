@@ -6,7 +6,7 @@ import pytest
 
 from drivemetrics.roadnet.geometry import crop, validate_graph
 from drivemetrics.roadnet.io import read_graph
-from drivemetrics.roadnet.junct import JunctionMetric, junct, junct_scores, junction_clusters
+from drivemetrics.roadnet.junct import JunctionMetrics, junct, junct_scores, junction_clusters
 
 
 def _star(center, angles_deg, arm=200.0, start_id=0):
@@ -100,7 +100,7 @@ def test_bounds_and_errors():
 def test_metric_sums():
     cross = _star((0, 0), [0, 90, 180, 270])
     tee = _star((0, 0), [0, 90, 180])
-    metric = JunctionMetric()
+    metric = JunctionMetrics()
     metric.update([tee, cross], [cross, tee])
     out = metric.compute()
     assert out["f_correct"].item() == pytest.approx((0.75 + 1.0) / 2)

@@ -14,13 +14,12 @@ import json
 import numpy as np
 import pytest
 
-from drivemetrics.roadnet.ccq import CorrectnessCompletenessQuality, ccq_graph
+from drivemetrics.roadnet.ccq import CCQMetrics, ccq_graph
 from drivemetrics.roadnet.evaluate import crop_protocol
 from drivemetrics.roadnet.geometry import crop
 from drivemetrics.roadnet.io import read_roadtracer_graph
-from drivemetrics.roadnet.metrics import OptG, OptJ
-from drivemetrics.roadnet.opt_g import opt_g
-from drivemetrics.roadnet.opt_j import opt_j
+from drivemetrics.roadnet.opt_g import OptGMetrics, opt_g
+from drivemetrics.roadnet.opt_j import OptJMetrics, opt_j
 from drivemetrics.roadnet.opt_p import opt_p
 from drivemetrics.roadnet.tlts import tlts
 
@@ -134,7 +133,7 @@ def test_reference_ccq_default_canvas_is_released(vancouver, window_crops, metri
         del g.graph["tile"]
     size = want["image_size"]
     for canvas, graphs in ((None, (pred, gt)), ((0.0, 0.0, size, size), bare)):
-        m = CorrectnessCompletenessQuality(scale=want["scale"], canvas=canvas, compat="reference")
+        m = CCQMetrics(scale=want["scale"], canvas=canvas, compat="reference")
         m.update(*graphs)
         counts = [int(getattr(m, k)) for k in ("matched_pred", "total_pred", "matched_gt", "total_gt")]
         assert counts == [want["TP_g"], want["pred_pixels"], want["TP_p"], want["gt_pixels"]]
@@ -178,10 +177,10 @@ def test_reference_tlts_divides_by_n_paths_plus_one(sampled_means):
 
 def test_metric_classes_take_compat(vancouver, window_crops):
     optj = _released(vancouver[0], "optj")
-    metric = OptJ(compat="reference")
+    metric = OptJMetrics(compat="reference")
     metric.update(window_crops["segmentation"], window_crops["gt"])
     assert float(metric.compute()["f1"]) == pytest.approx(optj["f1"], abs=1e-9)
     with pytest.raises(ValueError, match="compat"):
-        OptG(compat="metrics_delin")
+        OptGMetrics(compat="metrics_delin")
     with pytest.raises(ValueError, match="greedy"):
         opt_j(window_crops["segmentation"], window_crops["gt"], matching="optimal", compat="reference")

@@ -2,7 +2,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from drivemetrics.roadnet import OptG, crop, opt_g, read_graph
+from drivemetrics.roadnet import OptGMetrics, crop, opt_g, read_graph
 from drivemetrics.roadnet.opt_g import _greedy_pairs
 
 
@@ -112,7 +112,7 @@ def test_vancouver_crop(fixtures_dir):
 
 def test_metric_sums_counts():
     gt, pred = _line(0, 200), _line(0, 100)
-    metric = OptG(n_samples=30, radius=1000.0)
+    metric = OptGMetrics(n_samples=30, radius=1000.0)
     metric.update([gt, pred], [gt, gt])
     a = opt_g(gt, gt, n_samples=30, radius=1000.0)
     b = opt_g(pred, gt, n_samples=30, radius=1000.0)

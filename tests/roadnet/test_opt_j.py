@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from drivemetrics.roadnet import OptJ, crop, opt_j, read_graph, validate_graph
+from drivemetrics.roadnet import OptJMetrics, crop, opt_j, read_graph, validate_graph
 
 
 def _graph(points, edges):
@@ -222,7 +222,7 @@ def test_vancouver_full_tile_greedy_and_optimal(fixtures_dir):
 def test_metric_sums_counts_over_tiles():
     gt = _t_junction()
     pred = _t_junction(shift=(3.0, 4.0), drop_branch=True)
-    metric = OptJ()
+    metric = OptJMetrics()
     metric.update([gt, pred], [gt, gt])  # (6, 6, 6) + (4, 4, 6)
     metric.update(nx.Graph(), gt)  # (0, 0, 6)
     out = metric.compute()
@@ -241,7 +241,7 @@ def test_metric_sums_counts_over_tiles():
 def test_metric_merge_state_equals_one_pass():
     gt = _t_junction()
     pred = _t_junction(shift=(3.0, 4.0), drop_branch=True)
-    a, b, both = OptJ(), OptJ(), OptJ()
+    a, b, both = OptJMetrics(), OptJMetrics(), OptJMetrics()
     a.update(gt, gt)
     b.update(pred, gt)
     both.update([gt, pred], [gt, gt])
@@ -265,9 +265,13 @@ def _ddp_tiles():
 
 
 def _ddp_metrics():
-    from drivemetrics.roadnet import OptG, OptP
+    from drivemetrics.roadnet import OptGMetrics, OptPMetrics
 
-    return {"OptJ": OptJ(), "OptP": OptP(), "OptG": OptG(n_samples=20, radius=150.0)}
+    return {
+        "OptJMetrics": OptJMetrics(),
+        "OptPMetrics": OptPMetrics(),
+        "OptGMetrics": OptGMetrics(n_samples=20, radius=150.0),
+    }
 
 
 def _ddp_worker(rank, world):

@@ -4,7 +4,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from drivemetrics.roadnet import OptP, crop, decompose_into_paths, opt_p, read_graph, validate_graph
+from drivemetrics.roadnet import OptPMetrics, crop, decompose_into_paths, opt_p, read_graph, validate_graph
 
 
 def _graph(points, edges):
@@ -171,7 +171,7 @@ def test_vancouver_crop(fixtures_dir):
 def test_metric_averages_tiles():
     gt = _line(0, 200)
     gap = _graph([(0, 0), (90, 0), (110, 0), (200, 0)], [(0, 1), (2, 3)])
-    metric = OptP()
+    metric = OptPMetrics()
     metric.update([gt, gap], [gt, gt])
     out = metric.compute()
     recall = (1.0 + (100**2 + 75**2) / 200**2) / 2

@@ -3,10 +3,9 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import cdist
 
-from drivemetrics.roadnet.geometry import crop, validate_graph
+from drivemetrics.roadnet.geometry import crop, dense_arrays, validate_graph
 from drivemetrics.roadnet.io import read_graph
-from drivemetrics.roadnet.subg import SubgraphMetric, subg, subg_scores
-from drivemetrics.roadnet.tlts import dense_arrays
+from drivemetrics.roadnet.subg import SubgraphMetrics, subg, subg_scores
 
 
 def _graph(points, edges):
@@ -114,7 +113,7 @@ def test_seeded_and_metric():
     gt = _polyline([(0, 0), (400, 0), (400, 400)])
     pred = _polyline([(0, 3), (300, 3)])
     assert subg(pred, gt, seed=1, n_subgraphs=20) == subg(pred, gt, seed=1, n_subgraphs=20)
-    metric = SubgraphMetric(n_subgraphs=20)
+    metric = SubgraphMetrics(n_subgraphs=20)
     metric.update(pred, gt)
     metric.update(gt, gt)
     a, b = subg(pred, gt, n_subgraphs=20), subg(gt, gt, n_subgraphs=20)

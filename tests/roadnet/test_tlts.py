@@ -2,9 +2,9 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from drivemetrics.roadnet.geometry import crop
+from drivemetrics.roadnet.geometry import crop, length_csgraph
 from drivemetrics.roadnet.io import read_graph
-from drivemetrics.roadnet.tlts import TooLongTooShort, length_csgraph, path_lengths, tlts
+from drivemetrics.roadnet.tlts import TLTSMetrics, path_lengths, tlts
 
 
 def _graph(points, edges):
@@ -86,7 +86,7 @@ def test_seeded_and_errors():
 def test_metric_pools_counts():
     gt = _polyline([(0, 0), (1000, 0)])
     pred = _graph([(0, 0), (450, 0), (550, 0), (1000, 0)], [(0, 1), (2, 3)])
-    metric = TooLongTooShort(n_paths=100)
+    metric = TLTSMetrics(n_paths=100)
     metric.update([gt, pred], [gt, gt])
     a, b = tlts(gt, gt, n_paths=100), tlts(pred, gt, n_paths=100)
     out = metric.compute()
