@@ -34,7 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "graph-eval": ("drivemetrics.roadnet.cli", "road-network metrics (CCQ, TLTS, APLS, JUNCT, SUBG, OPT-P/J/G)"),
     "lanegraph-eval": (
-        "drivemetrics.roadnet.cli",
+        "drivemetrics.lanegraph.cli",
         "UrbanLaneGraph evaluation: TOPO/GEO, APLS, SDA, graph IoU, planning (--compat reference available)",
     ),
     "graph-sensitivity": (

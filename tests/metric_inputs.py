@@ -41,20 +41,22 @@ from drivemetrics.lane.tusimple import (
     TuSimpleFalsePositives,
     TuSimpleMetrics,
 )
-from drivemetrics.lanegraph.lanegraph_metric import (
+from drivemetrics.lanegraph.lanegraph import (
     LaneGraphAPLS,
     LaneGraphGeoPrecision,
     LaneGraphGeoRecall,
     LaneGraphIoU,
-    LaneGraphMED,
     LaneGraphMetrics,
-    LaneGraphMMD,
-    LaneGraphPlanning,
     LaneGraphSDA20,
     LaneGraphSDA50,
-    LaneGraphSuccessRate,
     LaneGraphTopoPrecision,
     LaneGraphTopoRecall,
+)
+from drivemetrics.lanegraph.planning import (
+    LaneGraphPlanningMED,
+    LaneGraphPlanningMetrics,
+    LaneGraphPlanningMMD,
+    LaneGraphPlanningSuccessRate,
 )
 from drivemetrics.road.corridor import (
     CorridorConfig,
@@ -378,7 +380,7 @@ def _lane_chain(n: int, y: float, wiggle: float) -> nx.DiGraph:
     return g
 
 
-@register(LaneGraphPlanning, LaneGraphMMD, LaneGraphMED, LaneGraphSuccessRate)
+@register(LaneGraphPlanningMetrics, LaneGraphPlanningMMD, LaneGraphPlanningMED, LaneGraphPlanningSuccessRate)
 def _lane_planning_case(cls: type[Metric]) -> MetricCase:
     """Chains of >= 60 nodes: planning walks need 50 steps on the GT, so every batch gives finite values (checked
     in tests/roadnet/test_lanegraph_metric.py)."""

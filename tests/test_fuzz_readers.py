@@ -231,7 +231,7 @@ def _lane_graph_submission() -> bytes:
 @FUZZ
 @given(data=_mutations(_lane_graph_submission()))
 def test_lane_graph_pickles(tmp_path_factory, data):
-    from drivemetrics.lanegraph.evaluate import load_lanegraph_pickle
+    from drivemetrics.lanegraph.io import load_lanegraph_pickle
 
     path = tmp_path_factory.mktemp("lg") / "submission.pickle"
     _expect_value_error_or_result(lambda p: load_lanegraph_pickle(p, "`--pred` submission"), path, data)

@@ -1,30 +1,42 @@
-"""UrbanLaneGraph lane-graph metrics."""
+"""UrbanLaneGraph metrics (Zürn et al., CVPR 2023) on directed lane graphs (``networkx.DiGraph``, ``pos`` in pixels).
+
+One module per family: :mod:`~drivemetrics.lanegraph.lanegraph` (every per-sample metric,
+:func:`evaluate_lanegraph_pair`,
+:class:`LaneGraphMetrics` and its scalar classes; the definitions are in its module doc), kernels
+:mod:`~drivemetrics.lanegraph.geo_topo`, :mod:`~drivemetrics.lanegraph.sda`, :mod:`~drivemetrics.lanegraph.iou`,
+:mod:`~drivemetrics.lanegraph.apls` (the road-network APLS core with the UrbanLaneGraph parameter set), and
+:mod:`~drivemetrics.lanegraph.planning` (kernel and :class:`LaneGraphPlanningMetrics`). Shared helpers:
+:mod:`~drivemetrics.lanegraph.geometry`; files: ``io``, ``evaluate``, ``plot``, ``cli``.
+"""
 
 from drivemetrics._lazy import lazy_exports
 
 _EXPORTS = {
     "evaluate_lanegraph_pair": "drivemetrics.lanegraph.lanegraph",
     "evaluate_submission": "drivemetrics.lanegraph.evaluate",
-    "geo_topo": "drivemetrics.lanegraph.lanegraph",
-    "graph_iou": "drivemetrics.lanegraph.lanegraph",
-    "lane_arrays": "drivemetrics.lanegraph.lanegraph",
-    "lanegraph_apls": "drivemetrics.lanegraph.lanegraph",
-    "LaneGraphAPLS": "drivemetrics.lanegraph.lanegraph_metric",
-    "LaneGraphGeoPrecision": "drivemetrics.lanegraph.lanegraph_metric",
-    "LaneGraphGeoRecall": "drivemetrics.lanegraph.lanegraph_metric",
-    "LaneGraphIoU": "drivemetrics.lanegraph.lanegraph_metric",
-    "LaneGraphMED": "drivemetrics.lanegraph.lanegraph_metric",
-    "LaneGraphMetrics": "drivemetrics.lanegraph.lanegraph_metric",
-    "LaneGraphMMD": "drivemetrics.lanegraph.lanegraph_metric",
-    "LaneGraphPlanning": "drivemetrics.lanegraph.lanegraph_metric",
-    "LaneGraphSDA20": "drivemetrics.lanegraph.lanegraph_metric",
-    "LaneGraphSDA50": "drivemetrics.lanegraph.lanegraph_metric",
-    "LaneGraphSuccessRate": "drivemetrics.lanegraph.lanegraph_metric",
-    "LaneGraphTopoPrecision": "drivemetrics.lanegraph.lanegraph_metric",
-    "LaneGraphTopoRecall": "drivemetrics.lanegraph.lanegraph_metric",
-    "load_lanegraph_pickle": "drivemetrics.lanegraph.evaluate",
-    "planning": "drivemetrics.lanegraph.lanegraph",
-    "sda": "drivemetrics.lanegraph.lanegraph",
+    "geo_topo": "drivemetrics.lanegraph.geo_topo",
+    "graph_iou": "drivemetrics.lanegraph.iou",
+    "lane_arrays": "drivemetrics.lanegraph.geometry",
+    "LANE_METRICS": "drivemetrics.lanegraph.geometry",
+    "LaneArrays": "drivemetrics.lanegraph.geometry",
+    "lanegraph_apls": "drivemetrics.lanegraph.apls",
+    "LaneGraphAPLS": "drivemetrics.lanegraph.lanegraph",
+    "LaneGraphGeoPrecision": "drivemetrics.lanegraph.lanegraph",
+    "LaneGraphGeoRecall": "drivemetrics.lanegraph.lanegraph",
+    "LaneGraphIoU": "drivemetrics.lanegraph.lanegraph",
+    "LaneGraphMetrics": "drivemetrics.lanegraph.lanegraph",
+    "LaneGraphPlanningMED": "drivemetrics.lanegraph.planning",
+    "LaneGraphPlanningMetrics": "drivemetrics.lanegraph.planning",
+    "LaneGraphPlanningMMD": "drivemetrics.lanegraph.planning",
+    "LaneGraphPlanningSuccessRate": "drivemetrics.lanegraph.planning",
+    "LaneGraphSDA20": "drivemetrics.lanegraph.lanegraph",
+    "LaneGraphSDA50": "drivemetrics.lanegraph.lanegraph",
+    "LaneGraphTopoPrecision": "drivemetrics.lanegraph.lanegraph",
+    "LaneGraphTopoRecall": "drivemetrics.lanegraph.lanegraph",
+    "load_lanegraph_pickle": "drivemetrics.lanegraph.io",
+    "planning": "drivemetrics.lanegraph.planning",
+    "PLANNING_METRICS": "drivemetrics.lanegraph.geometry",
+    "sda": "drivemetrics.lanegraph.sda",
 }
 
 __all__ = sorted(_EXPORTS)

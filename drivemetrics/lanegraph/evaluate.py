@@ -1,8 +1,9 @@
 """UrbanLaneGraph submissions: loading, per-sample preprocessing, evaluation of a split and the evaluator's pooling.
 
 Submission and annotation pickles hold ``R[city][split][sample_id] = nx.DiGraph`` (node attribute ``pos`` in
-pixels) and are read with the restricted unpickler (:func:`~drivemetrics.roadnet.io.safe_pickle_load`): a pickle
-asking for anything but graphs, numpy arrays and builtin containers is rejected before it runs.
+pixels) and are read by :func:`~drivemetrics.lanegraph.io.load_lanegraph_pickle` with the restricted unpickler
+(:func:`~drivemetrics.roadnet.io.safe_pickle_load`): a pickle asking for anything but graphs, numpy arrays and
+builtin containers is rejected before it runs.
 
 Tasks:
 
@@ -31,19 +32,12 @@ import networkx as nx
 import numpy as np
 from scipy.spatial import cKDTree
 
-from drivemetrics._files import atomic_save_figure, atomic_write_text, check_output_path
+from drivemetrics._files import atomic_write_text, check_output_path
 from drivemetrics._pool import map_in_processes
-from drivemetrics.lanegraph.lanegraph import (
-    LANE_METRICS,
-    PLANNING_METRICS,
-    ReferencePlanningRandom,
-    check_compat,
-    evaluate_lanegraph_pair,
-    lane_arrays,
-    missing_sample_values,
-    planning,
-)
-from drivemetrics.roadnet.io import safe_pickle_load, short_repr
+from drivemetrics.lanegraph.geometry import LANE_METRICS, PLANNING_METRICS, check_compat, lane_arrays
+from drivemetrics.lanegraph.lanegraph import evaluate_lanegraph_pair, missing_sample_values
+from drivemetrics.lanegraph.planning import ReferencePlanningRandom, planning
+from drivemetrics.roadnet.io import short_repr
 
 __all__ = [
     "REFERENCE_CITIES",
@@ -51,7 +45,6 @@ __all__ = [
     "evaluate_submission",
     "filter_near",
     "format_tables",
-    "load_lanegraph_pickle",
     "prepare_sample",
     "sample_offsets",
     "shift_graph",
@@ -61,34 +54,6 @@ __all__ = [
 TASKS = ("successor", "full", "planning")
 REFERENCE_CITIES = ("austin", "detroit", "miami", "paloalto", "pittsburgh", "washington")
 FULL_FILTER_PX = 50.0
-
-
-def load_lanegraph_pickle(path: str | Path, what: str = "file") -> dict:
-    """``R[city][split][sample_id] -> nx.DiGraph`` from a pickle, read with the restricted unpickler.
-
-    Raises ``FileNotFoundError`` for a missing file and ``ValueError`` naming ``what`` / the file when the content is
-    not nested dicts of graphs.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{what} not found: {path}")
-    data = safe_pickle_load(path)
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a dict R[city][split][sample_id] -> nx.DiGraph, got {type(data).__name__}")
-    for city, splits in data.items():
-        if not isinstance(splits, dict):
-            raise ValueError(f"{path}: R[{short_repr(city)}] must be a dict of splits, got {type(splits).__name__}")
-        for split, samples in splits.items():
-            if not isinstance(samples, dict):
-                raise ValueError(f"{path}: R[{short_repr(city)}][{short_repr(split)}] must be a dict of samples")
-            for sample_id, graph in samples.items():
-                if not isinstance(graph, nx.DiGraph):
-                    raise ValueError(
-                        f"{path}: R[{short_repr(city)}][{short_repr(split)}][{short_repr(sample_id)}] must be a "
-                        "networkx.DiGraph, "
-                        f"got {type(graph).__name__}"
-                    )
-    return data
 
 
 def sample_offsets(sample_id: str) -> tuple[float, float]:
@@ -161,11 +126,11 @@ def _city_order(cities: Iterable[str]) -> list[str]:
 
 
 def evaluate_submission(
-    gt_data: dict,
     pred_data: dict,
+    gt_data: dict,
     task: str,
     split: str = "eval",
-    compat: str | None = None,
+    compat: str = "default",
     workers: int = 1,
     progress: bool = True,
     seed: int = 0,
@@ -267,50 +232,3 @@ def format_tables(result: dict[str, Any]) -> str:
     rows.append("-" * len(header))
     rows.append(f"{'overall':<12}" + "".join(fmt(result["overall"][k]) for k in keys))
     return "\n".join(rows)
-
-
-def figure_path(folder: str | Path, sample_id: object) -> Path:
-    """``folder / f"{sample_id}.png"``, refusing a sample id that would leave ``folder``.
-
-    Sample ids come from the submission pickle: an id holding a path separator, a NUL, or ``..`` (``../../x``)
-    raises ``ValueError`` rather than writing outside the figures folder.
-    """
-    name = str(sample_id)
-    if not name or "\0" in name or "/" in name or "\\" in name or name.startswith("..") or name in (".", ".."):
-        raise ValueError(
-            f"sample id {short_repr(sample_id)} cannot name a figure file (path separators or '..'); "
-            "rename the sample or leave out --figures"
-        )
-    folder = Path(folder)
-    path = folder / f"{name}.png"
-    if path.resolve().parent != folder.resolve():
-        raise ValueError(f"sample id {short_repr(sample_id)}: the figure would leave the folder {folder}")
-    return path
-
-
-def plot_sample(gt: nx.DiGraph, pred: nx.DiGraph, path: str | Path, title: str = "") -> None:
-    """PNG of a sample: GT (green) and prediction (red) overlaid, matched split points (SDA@20) marked."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from drivemetrics.lanegraph.lanegraph import matched_splits
-
-    fig, ax = plt.subplots(figsize=(5, 5))
-    for graph, color, label in ((gt, "tab:green", "GT"), (pred, "tab:red", "prediction")):
-        arr = lane_arrays(graph, label)
-        for u, v in arr.edges.tolist():
-            ax.plot(arr.pos[[u, v], 0], arr.pos[[u, v], 1], color=color, lw=1.5, alpha=0.8)
-        ax.plot([], [], color=color, label=label)
-    g_s, p_s = matched_splits(pred, gt, 20.0)
-    if len(g_s):
-        ax.scatter(g_s[:, 0], g_s[:, 1], s=60, facecolors="none", edgecolors="k", label="matched split (GT)")
-        ax.scatter(p_s[:, 0], p_s[:, 1], s=20, c="k", marker="x", label="matched split (pred)")
-    ax.set_aspect("equal")
-    ax.invert_yaxis()
-    ax.set_title(title, fontsize=8)
-    ax.legend(fontsize=6, loc="upper right")
-    fig.tight_layout()
-    atomic_save_figure(fig, path, dpi=80)
-    plt.close(fig)

@@ -9,14 +9,11 @@ import numpy as np
 import pytest
 
 from drivemetrics.cli import main
-from drivemetrics.lanegraph.evaluate import (
-    evaluate_submission,
-    filter_near,
-    load_lanegraph_pickle,
-    prepare_sample,
-    sample_offsets,
-)
-from drivemetrics.lanegraph.lanegraph import evaluate_lanegraph_pair, geo_topo, graph_iou
+from drivemetrics.lanegraph.evaluate import evaluate_submission, filter_near, prepare_sample, sample_offsets
+from drivemetrics.lanegraph.geo_topo import geo_topo
+from drivemetrics.lanegraph.io import load_lanegraph_pickle
+from drivemetrics.lanegraph.iou import graph_iou
+from drivemetrics.lanegraph.lanegraph import evaluate_lanegraph_pair
 from drivemetrics.roadnet.io import UnsafePickleError
 
 KEYS = {
@@ -136,22 +133,22 @@ def small_dataset():
 
 def test_pooling_and_missing_samples():
     gt, pred = small_dataset()
-    default = evaluate_submission(gt, pred, "successor", progress=False)
+    default = evaluate_submission(pred, gt, "successor", progress=False)
     assert default["missing"] == ["a2"]
     assert default["samples"]["a2"]["geo_recall"] == 0.0  # scored as an empty prediction
     assert math.isnan(default["samples"]["a2"]["sda20"])  # no split in the GT
     assert default["cities"]["austin"]["geo_recall"] == pytest.approx(0.5)
     assert default["cities"]["miami"]["geo_recall"] == 0.0
     assert default["overall"]["geo_recall"] == pytest.approx(0.25)
-    reference = evaluate_submission(gt, pred, "successor", compat="reference", progress=False)
+    reference = evaluate_submission(pred, gt, "successor", compat="reference", progress=False)
     assert reference["samples"]["a2"] == dict.fromkeys(KEYS.values(), 0.0)
-    plan_ref = evaluate_submission(gt, {}, "planning", compat="reference", progress=False)
+    plan_ref = evaluate_submission({}, gt, "planning", compat="reference", progress=False)
     assert plan_ref["samples"]["a1"] == {"mmd": 0.0, "med": 0.0, "sr": 0.0}  # the evaluator's code (doc: 5000)
 
 
 def test_planning_missing_sample_default_is_5000():
     gt = {"austin": {"eval": {"austin_1_0_0": line(0, 1000, step=5.0)}}}
-    result = evaluate_submission(gt, {}, "planning", progress=False)
+    result = evaluate_submission({}, gt, "planning", progress=False)
     assert result["samples"]["austin_1_0_0"] == {"mmd": 5000.0, "med": 5000.0, "sr": 0.0}
 
 
@@ -193,7 +190,7 @@ def test_cli_figures_refuse_a_sample_id_leaving_the_folder(tmp_path, capsys, mon
 
 
 def test_figure_path_keeps_plain_ids_in_the_folder(tmp_path):
-    from drivemetrics.lanegraph.evaluate import figure_path
+    from drivemetrics.lanegraph.plot import figure_path
 
     assert figure_path(tmp_path, "austin_23_1000_2000") == tmp_path / "austin_23_1000_2000.png"
     assert figure_path(tmp_path, 7) == tmp_path / "7.png"
@@ -231,7 +228,7 @@ def test_full_lgp_planning_against_itself_is_perfect(fixtures_dir):
 
 
 def test_planning_skips_walks_that_return_to_their_start():
-    from drivemetrics.lanegraph.lanegraph import planning
+    from drivemetrics.lanegraph.planning import planning
 
     def ring(n):
         g = nx.DiGraph()

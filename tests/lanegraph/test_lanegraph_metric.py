@@ -13,10 +13,10 @@ from drivemetrics.lanegraph import (
     LaneGraphAPLS,
     LaneGraphIoU,
     LaneGraphMetrics,
-    LaneGraphMMD,
-    LaneGraphPlanning,
+    LaneGraphPlanningMetrics,
+    LaneGraphPlanningMMD,
+    LaneGraphPlanningSuccessRate,
     LaneGraphSDA20,
-    LaneGraphSuccessRate,
 )
 
 
@@ -71,19 +71,19 @@ def test_scalar_classes_share_states_in_a_collection():
     assert float(out["apls"]) == pytest.approx(1.0)
     assert math.isnan(float(out["sda20"]))
     assert LaneGraphIoU.higher_is_better is True
-    assert LaneGraphMMD.higher_is_better is False
+    assert LaneGraphPlanningMMD.higher_is_better is False
     assert LaneGraphIoU.plot_upper_bound == 1.0
 
 
 def test_planning_metric_and_pickling():
     gt = line(0, 1000, step=5.0)
-    metric = LaneGraphPlanning()
+    metric = LaneGraphPlanningMetrics()
     metric.update(gt, gt)
     metric.update(nx.DiGraph(), gt)
     out = metric.compute()
     assert float(out["mmd"]) == pytest.approx(2500.0)
     assert float(out["sr"]) == pytest.approx(0.5)
-    sr = LaneGraphSuccessRate()
+    sr = LaneGraphPlanningSuccessRate()
     sr.update(gt, gt)
     clone = pickle.loads(pickle.dumps(sr))
     assert float(clone.compute()) == 1.0
@@ -123,7 +123,7 @@ def test_differently_configured_metrics_never_share_a_compute_group():
     assert float(values["default"]) == pytest.approx(1.0)
     assert float(values["reference"]) == pytest.approx(0.5)  # (1 + 0) / 2
     planning = MetricCollection(
-        {"a": LaneGraphSuccessRate(seed=0), "b": LaneGraphSuccessRate(seed=1)}, compute_groups=True
+        {"a": LaneGraphPlanningSuccessRate(seed=0), "b": LaneGraphPlanningSuccessRate(seed=1)}, compute_groups=True
     )
     planning.update(line(0.0, 1000.0), line(0.0, 1000.0))
     assert len(planning.compute_groups) == 2
@@ -133,8 +133,8 @@ def test_battery_planning_inputs_give_finite_values():
     """The metric battery's planning case must exercise real numbers (NaN == NaN would hide any mismatch)."""
     from tests.metric_inputs import make_case
 
-    case = make_case(LaneGraphPlanning)
-    metric = LaneGraphPlanning()
+    case = make_case(LaneGraphPlanningMetrics)
+    metric = LaneGraphPlanningMetrics()
     for args, kwargs in case.batches:
         values = metric(*args, **kwargs)
         assert all(math.isfinite(float(v)) for v in values.values()), values
