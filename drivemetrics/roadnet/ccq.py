@@ -116,9 +116,30 @@ def ccq_counts(preds: Tensor, target: Tensor, slack: float = 2.0) -> Tensor:
     ).long()
 
 
-def ccq(preds: Tensor, target: Tensor, slack: float = 2.0) -> CCQResult:
-    """CCQ of a batch of skeleton images ``B x H x W`` (counts summed over the batch); GT must not be empty."""
-    counts = ccq_counts(preds, target, slack).sum(0).tolist()
+def ccq(
+    preds: Tensor | nx.Graph,
+    target: Tensor | nx.Graph,
+    slack: float | None = None,
+    scale: float = 0.25,
+    *,
+    canvas: tuple[float, float, int, int] | None = None,
+    compat: str = "default",
+) -> CCQResult:
+    """CCQ of a batch of skeleton images ``(B, H, W)`` (counts summed over the batch), or of two road graphs.
+
+    Takes what :class:`CCQMetrics` takes. Two graphs are rendered and scored as :func:`ccq_graph` does (``slack``
+    in graph pixels, default 8; ``scale``, ``canvas`` and ``compat`` apply to graphs); two image tensors are scored
+    directly (``slack`` in image pixels, default 2). The GT must not be empty.
+
+    >>> import torch
+    >>> skeleton = torch.eye(8, dtype=torch.bool)[None]
+    >>> ccq(skeleton, skeleton).quality
+    1.0
+    """
+    if isinstance(preds, nx.Graph) or isinstance(target, nx.Graph):
+        return ccq_graph(preds, target, 8.0 if slack is None else slack, scale, canvas=canvas, compat=compat)
+    check_compat(compat)
+    counts = ccq_counts(preds, target, 2.0 if slack is None else slack).sum(0).tolist()
     if counts[3] == 0:
         raise ValueError("`target` has no centre-line pixel: CCQ needs a non-empty ground truth")
     return CCQResult(*ccq_scores(*counts), *(int(c) for c in counts))

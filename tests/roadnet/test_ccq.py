@@ -204,3 +204,19 @@ def test_default_render_agrees_with_pil_lines_of_unrounded_points(fixtures_dir, 
     assert ours.correctness == pytest.approx(ref[0], abs=2e-3)
     assert ours.completeness == pytest.approx(ref[1], abs=2e-3)
     assert ours.quality == pytest.approx(ref[2], abs=2e-3)
+
+
+def test_ccq_takes_the_graphs_its_class_takes():
+    """``ccq`` on graphs counts exactly what ``CCQMetrics`` counts for the same pair (slack 3, scale 1)."""
+    gt = _graph([(0, 0), (100, 0), (100, 80), (30, 40)], [(0, 1), (1, 2), (1, 3)])
+    pred = _graph([(0, 4), (100, 4), (100, 60)], [(0, 1), (1, 2)])
+    r = ccq(pred, gt, 3.0, 1.0)
+    metric = CCQMetrics(slack=3.0, scale=1.0)
+    metric.update(pred, gt)
+    out = metric.compute()
+    assert r.quality < 1.0
+    assert (r.correctness, r.completeness, r.quality) == pytest.approx(
+        (float(out["correctness"]), float(out["completeness"]), float(out["quality"]))
+    )
+    with pytest.raises(ValueError, match="compat"):
+        ccq(pred, gt, compat="released")
