@@ -44,7 +44,7 @@ PERTURBATION_OPTIONS: dict[str, dict[str, float]] = {"false_positives": {"length
 
 
 def sensitivity_rows(
-    size: float, levels: tuple[int, ...], samples: int, seed: int, compat: str | None = None
+    size: float, levels: tuple[int, ...], samples: int, seed: int, compat: str = "default"
 ) -> tuple[list[SensitivityRow], dict[str, int]]:
     """Score every metric on every error type at every ``k`` of ``levels``; also returns the GT's size counts.
 
@@ -98,7 +98,7 @@ def blind_spots(rows: list[SensitivityRow], tolerance: float = FLAT_TOLERANCE) -
     }
 
 
-def run(out_dir: Path, seed: int, quick: bool, compat: str | None = None) -> str:
+def run(out_dir: Path, seed: int, quick: bool, compat: str = "default") -> str:
     """Run the graph sensitivity demo, write ``sensitivity.png`` / ``.csv`` under ``out_dir``, return the tables.
 
     ``compat="reference"`` scores with the released code's procedures (same table and files).
@@ -114,7 +114,7 @@ def run(out_dir: Path, seed: int, quick: bool, compat: str | None = None) -> str
         f"synthetic road network {mode['size']:.0f}² px, seed {seed}: "
         + ", ".join(f"{v} {k}" for k, v in info.items()),
         f"k = {', '.join(map(str, mode['levels']))} errors per type; {mode['samples']} draws for sampled metrics"
-        + (f"; compat={compat}" if compat else ""),
+        + (f"; compat={compat}" if compat == "reference" else ""),
         "",
         flatness_table(rows),
         "",
