@@ -383,7 +383,7 @@ def _lane_chain(n: int, y: float, wiggle: float) -> nx.DiGraph:
 @register(LaneGraphPlanningMetrics, LaneGraphPlanningMMD, LaneGraphPlanningMED, LaneGraphPlanningSuccessRate)
 def _lane_planning_case(cls: type[Metric]) -> MetricCase:
     """Chains of >= 60 nodes: planning walks need 50 steps on the GT, so every batch gives finite values (checked
-    in tests/roadnet/test_lanegraph_metric.py)."""
+    in tests/lanegraph/test_lanegraph.py)."""
     batches = []
     for i in range(NUM_BATCHES):
         target = [_lane_chain(75, 100.0, 5.0), _lane_chain(80, 60.0, 0.0)]
