@@ -72,7 +72,7 @@ def _run_lanegraph(args: argparse.Namespace) -> int:
         print(f"wrote {args.json}")
     if args.figures:
         for path, sample_id, gt, pred in figures:
-            g, p = prepare_sample(gt, pred, sample_id, args.task)
-            plot_sample(g, p, path, title=str(sample_id))
+            p, g = prepare_sample(pred, gt, sample_id, args.task)
+            plot_sample(p, g, path, title=str(sample_id))
         print(f"wrote figures to {args.figures}")
     return 0

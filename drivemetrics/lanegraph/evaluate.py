@@ -89,22 +89,22 @@ def filter_near(target: nx.DiGraph, source: nx.DiGraph, threshold: float = FULL_
     return source.subgraph(keep).copy()
 
 
-def prepare_sample(gt: nx.DiGraph, pred: nx.DiGraph, sample_id: str, task: str) -> tuple[nx.DiGraph, nx.DiGraph]:
-    """The task's preprocessing of one ``(gt, pred)`` pair (see the module doc)."""
+def prepare_sample(pred: nx.DiGraph, gt: nx.DiGraph, sample_id: str, task: str) -> tuple[nx.DiGraph, nx.DiGraph]:
+    """The task's preprocessing of one ``(pred, gt)`` pair (see the module doc); returns ``(pred, gt)``."""
     if task == "successor":
-        return gt, pred
+        return pred, gt
     dx, dy = sample_offsets(sample_id)
     gt, pred = shift_graph(gt, dx, dy), shift_graph(pred, dx, dy)
     if task == "full":
         pred = filter_near(gt, pred)
-    return gt, pred
+    return pred, gt
 
 
 def _evaluate_job(job: tuple) -> tuple[str, str, dict[str, float]]:
     city, sample_id, gt, pred, task, compat, seed = job
     if pred is None:  # default mode only: the reference mode fills missing samples before
         pred = nx.DiGraph()
-    gt, pred = prepare_sample(gt, pred, sample_id, task)
+    pred, gt = prepare_sample(pred, gt, sample_id, task)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         if task == "planning":
@@ -173,7 +173,7 @@ def evaluate_submission(
     if task == "planning" and compat == "reference":
         rand = ReferencePlanningRandom()
         for _, sample_id, gt, pred, *_ in jobs:
-            g, p = prepare_sample(gt, pred, sample_id, task)
+            p, g = prepare_sample(pred, gt, sample_id, task)
             results[sample_id] = planning(p, g, "reference", reference_random=rand)
             bar.update()
     elif workers == 1 or len(jobs) <= 1:

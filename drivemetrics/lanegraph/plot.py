@@ -32,7 +32,7 @@ def figure_path(folder: str | Path, sample_id: object) -> Path:
     return path
 
 
-def plot_sample(gt: nx.DiGraph, pred: nx.DiGraph, path: str | Path, title: str = "") -> None:
+def plot_sample(pred: nx.DiGraph, gt: nx.DiGraph, path: str | Path, title: str = "") -> None:
     """PNG of a sample: GT (green) and prediction (red) overlaid, matched split points (SDA@20) marked."""
     import matplotlib
 

@@ -80,7 +80,7 @@ def test_full_lgp_self_comparison_is_one(fixtures_dir):
     data = load_lanegraph_pickle(fixtures_dir / "lanegraph" / "submission_full_lgp_eval.pickle")
     sid, graph = next(iter(data["austin"]["eval"].items()))
     assert graph.number_of_nodes() == 5214
-    gt, _ = prepare_sample(graph, graph, sid, "full")
+    _, gt = prepare_sample(graph, graph, sid, "full")
     # a 500 px window keeps the test fast; the whole tile (and all 561 successor samples) run in
     # benchmarks/lanegraph.py
     pos = np.array([gt.nodes[n]["pos"] for n in gt.nodes])
@@ -109,7 +109,7 @@ def test_full_preprocessing():
         sample_offsets("paloalto_24")
     gt = line(15359 + 0, 15359 + 100)
     pred = nx.union(line(15359 + 0, 15359 + 100, y=20.0), line(15359 + 0, 15359 + 100, y=60.0, step=50.0), ("a", "b"))
-    g, p = prepare_sample(gt, pred, "paloalto_24_15359_0", "full")
+    p, g = prepare_sample(pred, gt, "paloalto_24_15359_0", "full")
     assert np.allclose(g.nodes[0]["pos"], [0.0, 0.0])
     assert gt.nodes[0]["pos"][0] == 15359.0  # inputs untouched
     assert sorted(p.nodes) == sorted(n for n in p.nodes if str(n).startswith("a"))  # 60 px away: filtered
