@@ -79,6 +79,14 @@ def evaluate_lanegraph_pair(
     canvas and SDA depend on it: the evaluator reports no SDA for full tiles, so it is NaN there). With
     ``compat="reference"`` and the successor task, ``geo_precision`` is what the evaluator reports under
     "GEO Precision": its TOPO precision.
+
+    Example:
+        >>> import networkx as nx, numpy as np
+        >>> g = nx.DiGraph([(0, 1), (1, 2), (1, 3)])
+        >>> xy = {0: (10.0, 10.0), 1: (60.0, 10.0), 2: (120.0, 10.0), 3: (120.0, 60.0)}
+        >>> nx.set_node_attributes(g, {n: np.array(p) for n, p in xy.items()}, "pos")
+        >>> evaluate_lanegraph_pair(g, g)["topo_recall"]
+        1.0
     """
     compat = check_compat(compat)
     if task not in ("successor", "full"):
@@ -165,7 +173,18 @@ class LaneGraphGeoPrecision(LaneGraphMetrics):
 
 
 class LaneGraphGeoRecall(LaneGraphMetrics):
-    """GEO recall (the ``'geo_recall'`` value of :class:`LaneGraphMetrics`; same arguments and states)."""
+    """GEO recall (the ``'geo_recall'`` value of :class:`LaneGraphMetrics`; same arguments and states).
+
+    Example:
+        >>> import networkx as nx, numpy as np
+        >>> g = nx.DiGraph([(0, 1), (1, 2), (1, 3)])
+        >>> xy = {0: (10.0, 10.0), 1: (60.0, 10.0), 2: (120.0, 10.0), 3: (120.0, 60.0)}
+        >>> nx.set_node_attributes(g, {n: np.array(p) for n, p in xy.items()}, "pos")
+        >>> metric = LaneGraphGeoRecall()
+        >>> metric.update(g, g)
+        >>> float(metric.compute())
+        1.0
+    """
 
     def compute(self) -> Tensor:  # type: ignore[override]
         """Mean of ``geo_recall`` over the samples (NaN ignored)."""

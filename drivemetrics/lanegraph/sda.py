@@ -24,6 +24,14 @@ def sda(preds: nx.DiGraph, target: nx.DiGraph, threshold: float = 20.0, compat: 
     """Split detection accuracy SDA@``threshold`` (px): tp / (tp + fp + fn) after Hungarian matching of split nodes.
 
     NaN when the GT has no split node, 0 when the prediction has none. Same in both modes.
+
+    Example:
+        >>> import networkx as nx, numpy as np
+        >>> g = nx.DiGraph([(0, 1), (1, 2), (1, 3)])
+        >>> xy = {0: (10.0, 10.0), 1: (60.0, 10.0), 2: (120.0, 10.0), 3: (120.0, 60.0)}
+        >>> nx.set_node_attributes(g, {n: np.array(p) for n, p in xy.items()}, "pos")
+        >>> sda(g, g)
+        1.0
     """
     check_compat(compat)
     gt_s = split_points(_arrays(target, "target"))

@@ -89,6 +89,13 @@ def apls(
         min_path_length: GT paths shorter than this are skipped (cosmiq 10, ``>=``; sat2graph 100, ``>``).
         max_sources: at most this many path sources per direction (seeded draw); ``None`` = all control points.
         seed: seed of the source draw.
+
+    Example:
+        >>> import networkx as nx
+        >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
+        >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (100.0, 0.0), 2: (200.0, 0.0), 3: (100.0, 100.0)}, "pos")
+        >>> apls(g, g).apls
+        1.0
     """
     reference = check_compat(compat)
     if protocol not in PROTOCOLS:
@@ -214,7 +221,17 @@ class APLSMetrics(Metric):
 
 
 class APLSScore(APLSMetrics):
-    """APLS from the path differences pooled over tiles (arguments as :class:`APLSMetrics`)."""
+    """APLS from the path differences pooled over tiles (arguments as :class:`APLSMetrics`).
+
+    Example:
+        >>> import networkx as nx
+        >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
+        >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (100.0, 0.0), 2: (200.0, 0.0), 3: (100.0, 100.0)}, "pos")
+        >>> metric = APLSScore()
+        >>> metric.update(g, g)
+        >>> float(metric.compute())
+        1.0
+    """
 
     def compute(self) -> Tensor:  # type: ignore[override]
         """The ``apls`` value of :meth:`APLSMetrics.compute`."""

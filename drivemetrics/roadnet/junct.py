@@ -236,6 +236,13 @@ def junct(
         bounds: ``(xmin, ymin, xmax, ymax)``; clusters centred outside are ignored (``None``: keep all).
         context: cluster predicted junctions around the GT clusters (Go's behaviour); ``False`` clusters them like
             the GT ones.
+
+    Example:
+        >>> import networkx as nx
+        >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
+        >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (100.0, 0.0), 2: (200.0, 0.0), 3: (100.0, 100.0)}, "pos")
+        >>> junct(g, g).f_correct
+        1.0
     """
     if not (cluster_radius > 0 and angle_distance > 0 and match_radius > 0):
         raise ValueError(

@@ -77,6 +77,13 @@ def subg(
         match_distance: hole-marble matching distance and root snapping distance (px, strict ``<``).
         n_subgraphs: number of roots.
         seed: seed of the root sampling.
+
+    Example:
+        >>> import networkx as nx
+        >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
+        >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (100.0, 0.0), 2: (200.0, 0.0), 3: (100.0, 100.0)}, "pos")
+        >>> subg(g, g, n_subgraphs=10).f1
+        1.0
     """
     if not (spacing > 0 and radius > 0 and match_distance > 0 and n_subgraphs >= 1):
         raise ValueError(

@@ -185,6 +185,13 @@ def tlts(
         n_paths: number of sampled paths.
         seed: seed of the path sampling.
         compat: ``None`` (default) or ``"reference"``: the released procedure (see the module doc).
+
+    Example:
+        >>> import networkx as nx
+        >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
+        >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (100.0, 0.0), 2: (200.0, 0.0), 3: (100.0, 100.0)}, "pos")
+        >>> tlts(g, g, n_paths=20).correct
+        1.0
     """
     if not max_node_dist > 0 or not perc_length >= 0 or n_paths < 1:
         raise ValueError(
