@@ -3,7 +3,7 @@
 Lane graphs are :class:`networkx.DiGraph` objects whose nodes carry ``pos = (x, y)`` in pixels (any node ids). Every
 function takes ``(preds, target)`` and a ``compat`` switch:
 
-- ``compat=None`` (default): the paper's definitions with the released evaluator's bugs fixed (listed below).
+- ``compat="default"``: the paper's definitions with the released evaluator's bugs fixed (listed below).
 - ``compat="reference"``: reproduces the numbers of the released evaluator (``jzuern/lanegnn``
   ``urbanlanegraph_evaluator``, setup.py 0.11), bugs included, for comparison with the leaderboard.
 

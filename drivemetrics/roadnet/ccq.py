@@ -264,7 +264,7 @@ def ccq_graph(
             RoadTracer region); default: the bounding box of both graphs on the grid of multiples of ``1 / scale``,
             or with ``compat="reference"`` the released canvas (see :func:`reference_canvas`).
         device: where to render and dilate.
-        compat: ``None`` (default) or ``"reference"``: render as the released examples (rounded end points, PIL
+        compat: ``"default"`` or ``"reference"``: render as the released examples (rounded end points, PIL
             lines, no merging of nodes) on the released canvas; on graphs cut by ``crop_protocol`` (or with the
             protocol's canvas ``(0, 0, size / 4, size / 4)``) the pixel counts equal the released ones.
     """

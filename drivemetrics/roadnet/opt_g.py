@@ -243,7 +243,7 @@ def opt_g(
         matching: ``"optimal"`` (one-to-one maximum matching of minimum total distance) or ``"greedy"``
             (ascending distance, as the released code); ``None``: ``"optimal"``, or ``"greedy"`` in compat mode.
         seed: seed of every random choice; equal seeds give equal results.
-        compat: ``None`` (default) or ``"reference"``: the released procedure (see the module doc).
+        compat: ``"default"`` or ``"reference"``: the released procedure (see the module doc).
 
     Returns:
         :class:`OptGResult` with the summed counts and ``precision``, ``recall``, ``f1``.

@@ -144,7 +144,7 @@ def opt_j(
         matching: ``"optimal"`` (the default, assignment) or ``"greedy"`` (the released code's order); ``None``
             picks ``"optimal"``, or ``"greedy"`` with ``compat="reference"``.
         candidates_k: number of nearest candidates inspected per node in greedy mode (5 in the released code).
-        compat: ``None`` (default) or ``"reference"``: the released code's numbers (greedy matching, no merging of
+        compat: ``"default"`` or ``"reference"``: the released code's numbers (greedy matching, no merging of
             nodes at identical positions, an empty prediction scores all zeros).
 
     Returns:

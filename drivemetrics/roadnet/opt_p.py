@@ -510,7 +510,7 @@ def opt_p(
         spacing: resolution of the matched graph (its edges are split to this length), units of ``pos``.
         n_decompositions: average precision and recall over this many random path decompositions (1, as the paper;
             more reduces the run-to-run spread of the metric, about +-0.01 F1 per tile at 1).
-        compat: ``None`` (default) or ``"reference"``: the released code's choices (see the module doc).
+        compat: ``"default"`` or ``"reference"``: the released code's choices (see the module doc).
 
     Returns:
         :class:`OptPResult` (``precision``, ``recall``, ``f1``; path / interruption counts are summed over the

@@ -184,7 +184,7 @@ def tlts(
         perc_length: relative length tolerance of a correct path.
         n_paths: number of sampled paths.
         seed: seed of the path sampling.
-        compat: ``None`` (default) or ``"reference"``: the released procedure (see the module doc).
+        compat: ``"default"`` or ``"reference"``: the released procedure (see the module doc).
 
     Example:
         >>> import networkx as nx
