@@ -43,6 +43,13 @@ PLAIN_MODULES = (
     "drivemetrics.roadnet.geometry",
     "drivemetrics.roadnet.io",
     "drivemetrics.roadnet.perturb",
+    "drivemetrics.roadnet.path_similarity",
+    "drivemetrics.lanegraph.geometry",
+    "drivemetrics.lanegraph.io",
+    "drivemetrics.lanegraph.geo_topo",
+    "drivemetrics.lanegraph.sda",
+    "drivemetrics.lanegraph.iou",
+    "drivemetrics.lanegraph.apls",
 )
 
 
