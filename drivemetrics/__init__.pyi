@@ -13,16 +13,19 @@ from drivemetrics import (
     geometry as geometry,
 )
 from drivemetrics import (
-    graph as graph,
+    lane as lane,
 )
 from drivemetrics import (
-    lane as lane,
+    lanegraph as lanegraph,
 )
 from drivemetrics import (
     polyline as polyline,
 )
 from drivemetrics import (
     road as road,
+)
+from drivemetrics import (
+    roadnet as roadnet,
 )
 from drivemetrics import (
     vehicle as vehicle,
@@ -37,6 +40,23 @@ from drivemetrics.lane.tusimple import (
     TuSimpleFalsePositives,
     TuSimpleMetrics,
 )
+from drivemetrics.lanegraph.lanegraph import (
+    LaneGraphAPLS,
+    LaneGraphGeoPrecision,
+    LaneGraphGeoRecall,
+    LaneGraphIoU,
+    LaneGraphMetrics,
+    LaneGraphSDA20,
+    LaneGraphSDA50,
+    LaneGraphTopoPrecision,
+    LaneGraphTopoRecall,
+)
+from drivemetrics.lanegraph.planning import (
+    LaneGraphPlanningMED,
+    LaneGraphPlanningMetrics,
+    LaneGraphPlanningMMD,
+    LaneGraphPlanningSuccessRate,
+)
 from drivemetrics.road.corridor import (
     DrivingCorridorHitRate,
     DrivingCorridorLateralPrecision,
@@ -45,11 +65,25 @@ from drivemetrics.road.corridor import (
 )
 from drivemetrics.road.pixel import RoadPixelAveragePrecision, RoadPixelMaxFScore, RoadPixelMetrics
 from drivemetrics.road.soft_f_measure import SoftFMeasureLoss
+from drivemetrics.roadnet.apls import APLSMetrics, APLSScore
+from drivemetrics.roadnet.ccq import CCQCompleteness, CCQCorrectness, CCQMetrics, CCQQuality
+from drivemetrics.roadnet.junct import JunctionFCorrect, JunctionFError, JunctionMetrics
+from drivemetrics.roadnet.opt_g import OptGF1Score, OptGMetrics, OptGPrecision, OptGRecall
+from drivemetrics.roadnet.opt_j import OptJF1Score, OptJMetrics, OptJPrecision, OptJRecall
+from drivemetrics.roadnet.opt_p import OptPF1Score, OptPMetrics, OptPPrecision, OptPRecall
+from drivemetrics.roadnet.subg import SubgraphF1Score, SubgraphMetrics
+from drivemetrics.roadnet.tlts import TLTSAccuracy, TLTSMetrics
 
 __version__: str
 
 __all__ = [
     "PSLD",
+    "APLSMetrics",
+    "APLSScore",
+    "CCQCompleteness",
+    "CCQCorrectness",
+    "CCQMetrics",
+    "CCQQuality",
     "CULaneF1Score",
     "CULaneMetrics",
     "CULanePrecision",
@@ -58,13 +92,45 @@ __all__ = [
     "DrivingCorridorLateralPrecision",
     "DrivingCorridorLongitudinalF1Score",
     "DrivingCorridorMetrics",
+    "JunctionFCorrect",
+    "JunctionFError",
+    "JunctionMetrics",
     "KittiObjectAveragePrecision",
     "KittiObjectMetrics",
+    "LaneGraphAPLS",
+    "LaneGraphGeoPrecision",
+    "LaneGraphGeoRecall",
+    "LaneGraphIoU",
+    "LaneGraphMetrics",
+    "LaneGraphPlanningMED",
+    "LaneGraphPlanningMMD",
+    "LaneGraphPlanningMetrics",
+    "LaneGraphPlanningSuccessRate",
+    "LaneGraphSDA20",
+    "LaneGraphSDA50",
+    "LaneGraphTopoPrecision",
+    "LaneGraphTopoRecall",
+    "OptGF1Score",
+    "OptGMetrics",
+    "OptGPrecision",
+    "OptGRecall",
+    "OptJF1Score",
+    "OptJMetrics",
+    "OptJPrecision",
+    "OptJRecall",
+    "OptPF1Score",
+    "OptPMetrics",
+    "OptPPrecision",
+    "OptPRecall",
     "PSLDLoss",
     "RoadPixelAveragePrecision",
     "RoadPixelMaxFScore",
     "RoadPixelMetrics",
     "SoftFMeasureLoss",
+    "SubgraphF1Score",
+    "SubgraphMetrics",
+    "TLTSAccuracy",
+    "TLTSMetrics",
     "TuSimpleAccuracy",
     "TuSimpleF1Score",
     "TuSimpleFalseNegatives",

@@ -5,7 +5,7 @@ module holding a name is imported on first access (``from drivemetrics.road impo
 ``submodules`` argument (``{"road": "drivemetrics.road"}``) makes subpackages attributes that import on first use
 (``import drivemetrics; drivemetrics.road``). Every lazy package has an ``__init__.pyi`` stub listing the same
 names, so that type checkers see them (a test keeps the two in step).
-Where an exported name equals a submodule's name (``drivemetrics.graph.apls`` the module and ``apls`` the
+Where an exported name equals a submodule's name (``drivemetrics.roadnet.apls`` the module and ``apls`` the
 function), the package attribute is the exported object, as an eager ``from .apls import apls`` would leave it;
 the module stays reachable through ``importlib.import_module`` / ``sys.modules``.
 """

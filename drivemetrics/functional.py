@@ -27,6 +27,12 @@ from drivemetrics.lane.road_center import (
     road_center_attack_loss,
 )
 from drivemetrics.lane.tusimple import tusimple_f1, tusimple_image_scores, tusimple_metrics
+from drivemetrics.lanegraph.apls import lanegraph_apls
+from drivemetrics.lanegraph.geo_topo import geo_topo
+from drivemetrics.lanegraph.iou import graph_iou
+from drivemetrics.lanegraph.lanegraph import evaluate_lanegraph_pair
+from drivemetrics.lanegraph.planning import planning
+from drivemetrics.lanegraph.sda import sda
 from drivemetrics.road.corridor import (
     corridor_curves,
     corridor_row_statistics,
@@ -41,15 +47,22 @@ from drivemetrics.road.pixel import (
     scores_from_counts,
 )
 from drivemetrics.road.soft_f_measure import soft_f_measure
-
-# ---- road-network and lane-graph kernels (drivemetrics.roadnet / drivemetrics.lanegraph) ----------------------
-# GRAPH-KERNELS: the graph split (branch `housegraph`) adds its kernels here when it lands: apls, ccq, geo_topo,
-# graph_iou, junct, opt_g, opt_j, opt_p, sda, subg, tlts and the lane-graph kernels.
+from drivemetrics.roadnet.apls import apls
+from drivemetrics.roadnet.ccq import ccq, ccq_graph
+from drivemetrics.roadnet.junct import junct
+from drivemetrics.roadnet.opt_g import opt_g
+from drivemetrics.roadnet.opt_j import opt_j
+from drivemetrics.roadnet.opt_p import opt_p
+from drivemetrics.roadnet.subg import subg
+from drivemetrics.roadnet.tlts import tlts
 
 __all__ = [
+    "apls",
     "bev_overlap",
     "box2d_overlap",
     "box3d_overlap",
+    "ccq",
+    "ccq_graph",
     "corridor_curves",
     "corridor_row_statistics",
     "counts_at_threshold",
@@ -59,20 +72,32 @@ __all__ = [
     "driving_corridor_scores",
     "e2e_ld",
     "evaluate_kitti_objects",
+    "evaluate_lanegraph_pair",
     "expected_center_from_anchors",
     "expected_center_from_maps",
     "expected_center_from_polynomials",
     "fit_driving_corridor",
     "fixed_threshold_scores",
+    "geo_topo",
+    "graph_iou",
+    "junct",
     "lane_iou_matrix",
+    "lanegraph_apls",
+    "opt_g",
+    "opt_j",
+    "opt_p",
     "pixel_counts",
+    "planning",
     "psld",
     "psld_deviations",
     "road_center_attack_loss",
     "road_pixel_scores",
     "scores_from_counts",
+    "sda",
     "smooth_psld",
     "soft_f_measure",
+    "subg",
+    "tlts",
     "tusimple_f1",
     "tusimple_image_scores",
     "tusimple_metrics",

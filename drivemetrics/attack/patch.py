@@ -2,7 +2,7 @@
 
 The patch is a texture of ``rows x cols`` cells of ``cell`` metres, fixed in the world: a rectangle of the road
 plane given in the road frame of an *anchor* pose (the first recorded frame of a clip), ``start`` metres ahead,
-centerd ``lateral`` metres to the right (:class:`PatchSpec`). Texture row 0 is the far end, column 0 the left
+centered ``lateral`` metres to the right (:class:`PatchSpec`). Texture row 0 is the far end, column 0 the left
 edge; cell ``(row, col)`` has its center at ``X = lateral - width / 2 + (col + 0.5) cell``,
 ``Z = start + length - (row + 0.5) cell``.
 

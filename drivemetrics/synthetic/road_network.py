@@ -1,6 +1,6 @@
 """Seeded synthetic road networks (pixel coordinates) for the graph-metric demo and tests.
 
-:func:`make_road_network` lays out a square grid of intersections ``spacing`` px apart, centerd in a ``size`` x
+:func:`make_road_network` lays out a square grid of intersections ``spacing`` px apart, centered in a ``size`` x
 ``size`` px tile, and moves each one by up to ``jitter * spacing`` px. Neighbouring intersections are joined by
 streets; a fraction ``dead_end_fraction`` of the streets is cut short into dead ends (a spur of 40-60 % of the street
 from one end), chosen so that the network stays connected and no intersection becomes a dead end itself; a fraction
@@ -9,7 +9,7 @@ drawn as a polyline with vertices about ``curve_step`` px apart (clipped to the 
 are single edges.
 
 The result is an undirected ``networkx.Graph`` with nodes ``0..N-1`` carrying ``pos = (x, y)`` in pixels (x right,
-y down, all inside ``[0, size]``), in the representation of :mod:`drivemetrics.graph`. ``graph.graph`` records the
+y down, all inside ``[0, size]``), in the representation of :mod:`drivemetrics.roadnet`. ``graph.graph`` records the
 parameters and the counts ``n_dead_ends`` (exactly the nodes of degree 1) and ``n_curved``.
 """
 
