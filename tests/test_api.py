@@ -1,7 +1,7 @@
 """The public face (issue 23): real signatures, one reference switch, one naming scheme, one function size limit.
 
 * ``inspect.signature`` of every exported Metric and loss class shows its real parameters (no ``*args``; a scalar
-  class takes every parameter of its family, plus its own);
+  class takes every parameter of its family, with the same defaults, plus its own);
 * no public signature has ``fp_mode`` or ``variant``; the families that reproduce a released tool take
   ``compat="default"`` (validated by :func:`drivemetrics._compat.check_compat`);
 * ``drivemetrics.functional`` holds the kernels named in the README; every Metric / loss class is importable from
@@ -60,7 +60,6 @@ def test_signature_shows_the_real_parameters(cls):
         for name, param in inspect.signature(family).parameters.items():
             assert name in params, f"{cls.__name__} lacks {name!r} of {family.__name__}"
             assert params[name].default == param.default, (cls.__name__, name)
-        assert "__init__" in vars(cls), f"{cls.__name__} must define its own __init__"
 
 
 @pytest.mark.parametrize("cls", exported_classes(), ids=lambda c: c.__name__)

@@ -70,14 +70,14 @@ TuSimpleF1Score(image_width="1280")  # wrong
 KittiObjectAveragePrecision(recall_points="40")  # wrong
 """
 
-#: The road-network and lane-graph kernels join the script once the graph split lands in drivemetrics.functional.
+#: The road-network kernels (the script checks them when drivemetrics.functional has them).
 GRAPH_LINES = """
-import networkx as nx
-g = nx.Graph()
-opt_j_scores = F.opt_j(g, g)
-apls_value = F.apls(g, g)
-F.opt_j(g, "g")  # wrong
-F.apls("g", g)  # wrong
+from typing import Any
+g: Any = None  # a networkx graph (networkx ships no type stubs, so graphs are Any; the keywords are checked)
+opt_j_scores = F.opt_j(g, g, d_max=25.0)
+apls_value = F.apls(g, g, protocol="cosmiq")
+F.opt_j(g, g, d_max="25")  # wrong
+F.apls(g, g, protocol=3)  # wrong
 """
 
 
