@@ -82,6 +82,20 @@ class RaggedRows(NamedTuple):
         """One ``(n_f, *shape)`` tensor per frame (reads the lengths on the host)."""
         return list(torch.split(self.rows, self.lengths.tolist()))
 
+    @classmethod
+    def from_frames(
+        cls,
+        frames: Sequence[Tensor | Any],
+        shape: tuple[int, ...],
+        dtype: torch.dtype,
+        device: torch.device | str | None = None,
+    ) -> RaggedRows:
+        """Concatenate one ``(n_f, *shape)`` tensor (or array) per frame; ``n_f`` may be 0."""
+        parts = [torch.as_tensor(f).reshape(-1, *shape) for f in frames]
+        rows = torch.cat(parts).to(dtype) if parts else torch.zeros((0, *shape), dtype=dtype)
+        lengths = torch.tensor([p.shape[0] for p in parts], dtype=torch.int64)
+        return cls(rows.to(device), lengths.to(device))
+
 
 @dataclass(frozen=True)
 class Frames:
@@ -249,11 +263,7 @@ class RaggedStateMixin:
                 if lengths.device.type == "cpu" and int(lengths.sum()) != rows.shape[0]:
                     raise ValueError(f"`{name}`: the lengths sum to {int(lengths.sum())}, not {rows.shape[0]} rows")
             else:
-                frames = list(value)
-                rows = torch.cat([torch.as_tensor(f).reshape(-1, *shape) for f in frames]) if frames else None
-                if rows is None:
-                    rows = torch.zeros((0, *shape), dtype=dtype)
-                lengths = torch.tensor([torch.as_tensor(f).reshape(-1, *shape).shape[0] for f in frames])
+                rows, lengths = RaggedRows.from_frames(value, shape, dtype)
             if tuple(rows.shape[1:]) != shape:
                 raise ValueError(
                     f"`{name}`: rows must have shape (n, {', '.join(map(str, shape))}), got {tuple(rows.shape)}"
