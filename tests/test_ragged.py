@@ -151,12 +151,34 @@ def _worker(rank: int, world: int) -> dict[str, object]:
         local = metric.ragged_frames().keys.tolist()
         out[name] = {k: v.tolist() for k, v in metric.compute().items()}
         out[f"{name}_local_kept"] = metric.ragged_frames().keys.tolist() == local
+    from drivemetrics._distributed import distributed_from_env
+    from drivemetrics.graph.lanegraph_eval import evaluate_submission
+
+    with distributed_from_env() as shard:  # the group of this test: a dataset evaluation in shards
+        assert (shard.rank, shard.world) == (rank, world)
+        for compat in (None, "reference"):
+            result = evaluate_submission(*_lane_graphs(), "successor", compat=compat, progress=False)
+            out[f"lanegraph_{compat}"] = result
     # the bare gather: rank order, no sorting
     keys = (torch.arange(rank, dtype=torch.int64) + 1).repeat(2)  # rank r sends 2r frames of 1..r rows
     field = RaggedRows(torch.full((int(keys.sum()),), float(rank)), keys.clone())
     all_keys, fields = gather_ragged(keys, {"x": field})
     out["gather"] = (all_keys.tolist(), fields["x"].lengths.tolist(), fields["x"].rows.tolist())
     return out
+
+
+def _lane_graphs() -> tuple[dict, dict]:
+    from tests.graph.test_lanegraph_eval import line
+
+    gt = {
+        "austin": {"eval": {f"a{i}": line(0, 150 + 20 * i, y=10.0 * i) for i in range(4)}},
+        "miami": {"eval": {f"m{i}": line(0, 200, y=5.0 * i) for i in range(3)}},
+    }
+    pred = {  # a0 without prediction; shifted, shortened and exact lanes
+        "austin": {"eval": {f"a{i}": line(0, 120 + 30 * i, y=13.0 * i) for i in range(1, 4)}},
+        "miami": {"eval": {f"m{i}": line(10 * i, 200, y=5.0 * i) for i in range(3)}},
+    }
+    return gt, pred
 
 
 @pytest.fixture(scope="module")
@@ -180,3 +202,15 @@ def test_gather_keeps_rank_order(three_ranks):
     expected = ([1, 1, 1, 2, 1, 2], [1, 1, 1, 2, 1, 2], [1.0, 1.0] + [2.0] * 6)
     for result in three_ranks:
         assert result["gather"] == expected
+
+
+@pytest.mark.ddp
+@pytest.mark.parametrize("compat", [None, "reference"])
+def test_lanegraph_evaluation_in_shards_equals_one_process(three_ranks, compat):
+    import json
+
+    from drivemetrics.graph.lanegraph_eval import _json_ready, evaluate_submission
+
+    expected = json.dumps(_json_ready(evaluate_submission(*_lane_graphs(), "successor", compat=compat, progress=False)))
+    for rank, result in enumerate(three_ranks):
+        assert json.dumps(_json_ready(result[f"lanegraph_{compat}"])) == expected, f"rank {rank}"
