@@ -150,7 +150,9 @@ def gather_ragged(
         if fields[name].lengths.numel() != count:
             raise ValueError(f"field {name!r} holds {fields[name].lengths.numel()} frames, the keys {count}")
     world = dist.get_world_size(group)
-    header = torch.tensor([count, *(fields[n].rows.shape[0] for n in names)], dtype=torch.int64, device=device)
+    header = torch.tensor([count, *(fields[n].rows.shape[0] for n in names)], dtype=torch.int64)
+    # on CUDA from pinned memory: the copy does not wait for the device
+    header = header.pin_memory().to(device, non_blocking=True) if device.type == "cuda" else header.to(device)
     headers = [torch.empty_like(header) for _ in range(world)]
     dist.all_gather(headers, header, group=group)
     counts = torch.stack(headers).cpu().tolist()  # the one host synchronisation: sizes of every rank's data

@@ -214,3 +214,36 @@ def test_lanegraph_evaluation_in_shards_equals_one_process(three_ranks, compat):
     expected = json.dumps(_json_ready(evaluate_submission(*_lane_graphs(), "successor", compat=compat, progress=False)))
     for rank, result in enumerate(three_ranks):
         assert json.dumps(_json_ready(result[f"lanegraph_{compat}"])) == expected, f"rank {rank}"
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_nccl_gather_on_cuda_reads_the_device_once(tmp_path):
+    """One NCCL rank on the GPU: the metric's frames survive the packed gather, and the gather synchronises with
+    the host once (the header read that sizes the buffer)."""
+    import torch.distributed as dist
+
+    if not dist.is_nccl_available():
+        pytest.skip("NCCL not available")
+    dist.init_process_group("nccl", init_method=f"file://{tmp_path / 'rendezvous'}", rank=0, world_size=1)
+    try:
+        metric = FrameLog().to("cuda")
+        _update(metric, [4, 1, 2])
+        _update(metric, [0, 3])
+        out = metric.compute()  # synced through NCCL
+        for name, value in _expected([0, 1, 2, 3, 4]).items():
+            assert out[name].device.type == "cuda", name
+            assert torch.equal(out[name].cpu(), value), name
+        keys, fields = metric._local_frames()
+        torch.cuda.synchronize()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            torch.cuda.set_sync_debug_mode("warn")
+            try:
+                gather_ragged(keys, fields)
+            finally:
+                torch.cuda.set_sync_debug_mode("default")
+        syncs = [str(w.message) for w in caught if "synchroniz" in str(w.message)]
+        assert len(syncs) == 1, syncs
+    finally:
+        dist.destroy_process_group()
