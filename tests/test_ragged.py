@@ -247,3 +247,33 @@ def test_nccl_gather_on_cuda_reads_the_device_once(tmp_path):
         assert len(syncs) == 1, syncs
     finally:
         dist.destroy_process_group()
+
+
+def test_gather_and_sort_read_the_device_once(tmp_path):
+    """The gather's only host read is the header (the sizes of every rank's data); sorting reads nothing. Checked
+    on CPU tensors with the recorder of tests/test_device_sync.py (``repeat_interleave`` with ``output_size``
+    does not synchronise)."""
+    import torch.distributed as dist
+
+    from tests.test_device_sync import SyncRecorder
+
+    class Recorder(SyncRecorder):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            if getattr(func, "__name__", "") == "repeat_interleave" and (kwargs or {}).get("output_size") is not None:
+                return func(*args, **(kwargs or {}))
+            return super().__torch_function__(func, types, args, kwargs)
+
+    metric = FrameLog()
+    _update(metric, [4, 1, 2])
+    _update(metric, [0, 3])
+    keys, fields = metric._local_frames()
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'rendezvous'}", rank=0, world_size=1)
+    try:
+        with Recorder() as gather_calls:
+            gathered = gather_ragged(keys, fields)
+    finally:
+        dist.destroy_process_group()
+    assert [name for name, _ in gather_calls.calls] == ["cpu", "tolist"]  # one read: the header
+    with Recorder() as sort_calls:
+        sort_frames(*gathered)
+    assert sort_calls.calls == []
