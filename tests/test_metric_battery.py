@@ -47,7 +47,7 @@ from torchmetrics import Metric, MetricCollection
 from tests.ddp import run_distributed
 from tests.metric_inputs import INPUT_FACTORIES, NUM_BATCHES, MetricCase, make_case
 
-DOMAINS = ("road", "lane", "graph", "attack", "detection")
+DOMAINS = ("road", "lane", "roadnet", "lanegraph", "attack", "detection")
 WORLD_SIZE = 2
 #: split name -> the batches each of three ranks updates with (issue 30: empty and uneven ranks)
 UNEVEN_SPLITS: dict[str, list[list[int]]] = {"one_rank_empty": [[0, 1], [], [2, 3]], "uneven": [[3], [0, 1], [2]]}
@@ -354,9 +354,9 @@ def test_scalar_classes_of_a_family_share_one_compute_group(family):
 
 def test_differently_configured_metrics_stay_in_separate_compute_groups():
     """Perfect predictions count the same for any threshold: only the ``config_key`` state tells the metrics apart."""
-    from drivemetrics.graph.scalar_metrics import OptJF1Score, OptJPrecision
     from drivemetrics.lane.culane import CULaneF1Score, CULanePrecision
     from drivemetrics.lane.tusimple import TuSimpleAccuracy, TuSimpleF1Score
+    from drivemetrics.roadnet.opt_j import OptJF1Score, OptJPrecision
 
     (_, lanes, h_samples), _ = _reference(TuSimpleAccuracy).case.batches[0]
     (_, culane), _ = _reference(CULaneF1Score).case.batches[0]
