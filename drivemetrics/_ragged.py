@@ -40,6 +40,8 @@ append frames in ``update``; read them back, synced across processes inside ``co
   (the pooled AP of two processes equals the one-process AP over the same frames): sort pooled detections by a
   key that breaks score ties on content, or treat equal scores as one threshold, as the KITTI evaluation does.
 - dtype: each field keeps its declared dtype (``set_dtype`` of the metric does not change it).
+- A custom ``dist_sync_fn`` of the metric applies to its tensor states only; ragged states always go through
+  :func:`gather_ragged`.
 """
 
 from __future__ import annotations
