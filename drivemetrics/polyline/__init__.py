@@ -1,0 +1,1 @@
+"""Polyline geometry shared by lane topology and vectorised-map AP (layer 1: imports only torch / numpy)."""
