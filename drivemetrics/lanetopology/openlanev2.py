@@ -227,7 +227,7 @@ def scores_from_statistics(
 
     def ap(c: int) -> float:
         sel = channel == c
-        return average_precision_11(ap_rows[sel, 1], ap_rows[sel, 2], int(round(ap_num_gt[c])), reference)
+        return average_precision_11(ap_rows[sel, 1], ap_rows[sel, 2], round(float(ap_num_gt[c])), reference)
 
     out: dict[str, float] = {}
     lane_aps = [ap(t) for t, _ in enumerate(LANE_THRESHOLDS)]
@@ -318,8 +318,15 @@ class OpenLaneV2Metrics(Metric):
     ...         "traffic_element": [], "topology_lclc": [[0.0]], "topology_lcte": []}
     >>> metric = OpenLaneV2Metrics(compat="reference")
     >>> metric.update([pred], [gt])
-    >>> float(metric.compute()["OLS"])
-    1.0
+    >>> scores = metric.compute()
+    >>> float(scores["DET_l"]), float(scores["TOP_ll"])
+    (1.0, 1.0)
+
+    Without any lane-element relation in the ground truth, the devkit's TOP_lt is 0, so OLS is
+    ``(1 + 1 + 1 + 0) / 4``:
+
+    >>> float(scores["OLS"])
+    0.75
     """
 
     is_differentiable = False
