@@ -51,7 +51,8 @@ def evaluate_openlanev2(
         raise ValueError(f"predictions missing for {len(missing)} frame(s), first: {token_name(missing[0])}")
     extra = [t for t in preds if t not in target]
     if extra:
-        raise ValueError(f"predictions for {len(extra)} frame(s) not in the ground truth, first: {token_name(extra[0])}")
+        first = token_name(extra[0])
+        raise ValueError(f"predictions for {len(extra)} frame(s) not in the ground truth, first: {first}")
     tokens = list(target)
 
     def named(frames: Mapping[Any, Mapping[str, Any]], token: Any) -> Mapping[str, Any]:
