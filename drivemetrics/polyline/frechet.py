@@ -19,6 +19,8 @@ The soft variant replaces ``min`` by ``-gamma * logsumexp(-x / gamma)`` and ``ma
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor
 
@@ -158,50 +160,73 @@ def soft_frechet_distance_pairs(
 
 def frechet_distance_matrix(
     preds: Tensor,
+    preds_lengths: Tensor | None,
     target: Tensor,
-    preds_lengths: Tensor | None = None,
-    target_lengths: Tensor | None = None,
+    target_lengths: Tensor | None,
     chunk_pairs: int = 65536,
 ) -> Tensor:
-    """Discrete Frechet distances between every target and every predicted polyline of each sample of a batch.
+    """Discrete Frechet distances between every prediction and every target polyline of each frame.
+
+    Same call signature and layout as :func:`drivemetrics.polyline.chamfer.chamfer_distance_matrix`.
 
     Args:
-        preds: predicted polylines, shape ``(B, P, M, D)`` (padded to ``M`` points), e.g. metres.
-        target: ground-truth polylines, shape ``(B, G, N, D)`` (padded to ``N`` points).
-        preds_lengths: valid points per predicted polyline, shape ``(B, P)``; ``None``: all ``M``.
-        target_lengths: valid points per ground-truth polyline, shape ``(B, G)``; ``None``: all ``N``.
-        chunk_pairs: pairs computed at once (bounds memory to about ``chunk_pairs x N`` values).
+        preds: ``(..., Na, Pa, D)`` predicted polylines (metres), padded; leading dims are batch dims (frames).
+        preds_lengths: ``(..., Na)`` valid point counts (0 = absent line); ``None``: all ``Pa``.
+        target: ``(..., Nb, Pb, D)`` target polylines, same leading dims.
+        target_lengths: ``(..., Nb)``; ``None``: all ``Pb``.
+        chunk_pairs: pairs computed at once (bounds memory to about ``chunk_pairs x Pb`` values).
 
     Returns:
-        Distances, shape ``(B, G, P)``: ground truth in rows, predictions in columns (the devkits' layout).
+        ``(..., Na, Nb)`` distances (metres), ``inf`` for pairs with an absent line (the devkit layout, GT rows,
+        is its transpose).
 
-    >>> target = torch.tensor([[[[0.0, 0.0], [1.0, 0.0]], [[0.0, 5.0], [1.0, 5.0]]]])
-    >>> preds = torch.tensor([[[[0.0, 1.0], [1.0, 1.0]]]])
-    >>> frechet_distance_matrix(preds, target)
-    tensor([[[1.],
-             [4.]]])
+    >>> preds = torch.tensor([[[[0.0, 1.0], [1.0, 1.0]]]])  # (1, 1, 2, 2)
+    >>> target = torch.tensor([[[[0.0, 0.0], [1.0, 0.0]], [[0.0, 5.0], [1.0, 5.0]]]])  # (1, 2, 2, 2)
+    >>> frechet_distance_matrix(preds, None, target, None)
+    tensor([[[1., 4.]]])
     """
     if not isinstance(preds, Tensor) or not isinstance(target, Tensor):
         raise TypeError("`preds` and `target` must be torch.Tensors")
-    if preds.ndim != 4 or target.ndim != 4 or preds.shape[0] != target.shape[0] or preds.shape[3] != target.shape[3]:
+    if preds.ndim < 3 or target.ndim != preds.ndim or preds.shape[:-3] != target.shape[:-3]:
         raise ValueError(
-            f"`preds` and `target` must have shapes (B, P, M, D) and (B, G, N, D), got {tuple(preds.shape)} and "
-            f"{tuple(target.shape)}"
+            f"`preds` and `target` must have shapes (..., Na, Pa, D) and (..., Nb, Pb, D) with the same leading "
+            f"dims, got {tuple(preds.shape)} and {tuple(target.shape)}"
         )
-    p_len = _check_polylines(preds, preds_lengths, "preds")
-    t_len = _check_polylines(target, target_lengths, "target")
-    batch, num_p, m, dim = preds.shape
-    num_g, n = target.shape[1], target.shape[2]
-    preds = _zero_padding(preds, p_len)
-    target = _zero_padding(target, t_len)
-    a = target[:, :, None].expand(batch, num_g, num_p, n, dim).reshape(-1, n, dim)
-    b = preds[:, None].expand(batch, num_g, num_p, m, dim).reshape(-1, m, dim)
-    a_len = t_len[:, :, None].expand(batch, num_g, num_p).reshape(-1)
-    b_len = p_len[:, None].expand(batch, num_g, num_p).reshape(-1)
+    if preds.shape[-1] != target.shape[-1]:
+        raise ValueError(f"`preds` and `target` must have the same D, got {preds.shape[-1]} and {target.shape[-1]}")
+    lead = preds.shape[:-3]
+    num_a, pa, dim = preds.shape[-3:]
+    num_b, pb = target.shape[-3], target.shape[-2]
+    a_len = _lengths(preds, preds_lengths, "preds")
+    b_len = _lengths(target, target_lengths, "target")
+    frames = math.prod(lead)
+    a = _zero_padding(preds, a_len.clamp(min=1)).reshape(frames, num_a, pa, dim)
+    b = _zero_padding(target, b_len.clamp(min=1)).reshape(frames, num_b, pb, dim)
+    a = a[:, :, None].expand(frames, num_a, num_b, pa, dim).reshape(-1, pa, dim)
+    b = b[:, None].expand(frames, num_a, num_b, pb, dim).reshape(-1, pb, dim)
+    a_l = a_len.reshape(frames, num_a)[:, :, None].expand(frames, num_a, num_b).reshape(-1)
+    b_l = b_len.reshape(frames, num_b)[:, None].expand(frames, num_a, num_b).reshape(-1)
     step = max(1, chunk_pairs)
+    # the target in the rows of the programme (its length bounds the memory)
     out = [
-        _frechet_dp(a[s : s + step], b[s : s + step], a_len[s : s + step], b_len[s : s + step], None)
+        _frechet_dp(
+            b[s : s + step], a[s : s + step], b_l[s : s + step].clamp(min=1), a_l[s : s + step].clamp(min=1), None
+        )
         for s in range(0, a.shape[0], step)
     ]
     flat = torch.cat(out) if out else preds.new_zeros(0)
-    return flat.reshape(batch, num_g, num_p)
+    flat = torch.where((a_l == 0) | (b_l == 0), torch.full_like(flat, torch.inf), flat)
+    return flat.reshape(*lead, num_a, num_b)
+
+
+def _lengths(points: Tensor, lengths: Tensor | None, name: str) -> Tensor:
+    """Lengths as int64 on the points' device, 0 allowed (absent line), checked against the padded size."""
+    size = points.shape[-2]
+    if lengths is None:
+        return torch.full(points.shape[:-2], size, dtype=torch.long, device=points.device)
+    lengths = torch.as_tensor(lengths, device=points.device).long()
+    if lengths.shape != points.shape[:-2]:
+        raise ValueError(f"`{name}_lengths` must have shape {tuple(points.shape[:-2])}, got {tuple(lengths.shape)}")
+    if lengths.numel() and (int(lengths.min()) < 0 or int(lengths.max()) > size):
+        raise ValueError(f"`{name}_lengths` must lie in [0, {size}] (the padded number of points)")
+    return lengths

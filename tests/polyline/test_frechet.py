@@ -81,19 +81,23 @@ def test_matrix_batched_equals_one_by_one() -> None:
     preds = torch.from_numpy(rng.normal(size=(batch, num_p, m, 3)))
     t_len = torch.from_numpy(rng.integers(1, n + 1, size=(batch, num_g)))
     p_len = torch.from_numpy(rng.integers(2, m + 1, size=(batch, num_p)))
-    matrix = frechet_distance_matrix(preds, target, p_len, t_len, chunk_pairs=7)
-    assert matrix.shape == (batch, num_g, num_p)
+    p_len[0, 1] = 0  # an absent prediction
+    matrix = frechet_distance_matrix(preds, p_len, target, t_len, chunk_pairs=7)
+    assert matrix.shape == (batch, num_p, num_g)
     for s in range(batch):
         for g in range(num_g):
             for p in range(num_p):
+                if p_len[s, p] == 0:
+                    assert matrix[s, p, g].item() == float("inf")
+                    continue
                 one = plain_frechet(target[s, g, : t_len[s, g]].numpy(), preds[s, p, : p_len[s, p]].numpy())
-                assert matrix[s, g, p].item() == pytest.approx(one, abs=1e-12)
+                assert matrix[s, p, g].item() == pytest.approx(one, abs=1e-12)
 
 
 def test_float32_and_empty() -> None:
     preds = torch.zeros(2, 0, 4, 3)
     target = torch.zeros(2, 3, 5, 3)
-    assert frechet_distance_matrix(preds, target).shape == (2, 3, 0)
+    assert frechet_distance_matrix(preds, None, target, None).shape == (2, 0, 3)
     a = torch.tensor([[0.0, 0.0], [3.0, 4.0]])
     assert frechet_distance_pairs(a, a + 1).dtype == torch.float32
 
