@@ -17,9 +17,9 @@ from drivemetrics.lanetopology.openlanev2 import frame_statistics, scores_from_s
 __all__ = ["evaluate_openlanev2", "evaluate_openlanev2_files"]
 
 
-def _chunk_statistics(job: tuple[list[Any], list[Any], Track, Compat]) -> dict[str, np.ndarray]:
-    preds, target, track, compat = job
-    return frame_statistics(preds, target, track, compat)
+def _chunk_statistics(job: tuple[list[Any], list[Any], Track, Compat, str]) -> dict[str, np.ndarray]:
+    preds, target, track, compat, device = job
+    return frame_statistics(preds, target, track, compat, device)
 
 
 def evaluate_openlanev2(
@@ -29,10 +29,12 @@ def evaluate_openlanev2(
     compat: Compat = "default",
     workers: int = 1,
     frames_per_job: int = 256,
+    device: str = "cpu",
 ) -> dict[str, float]:
     """Score ``{token: prediction dict}`` against ``{token: annotation dict}`` (the devkit's per-frame dicts).
 
-    Every ground-truth frame needs a prediction (an empty one is a frame with empty lists); predictions for
+    ``workers`` processes score chunks of ``frames_per_job`` frames; ``device`` is where the lane distances of
+    a chunk are computed (all of its frames at once). Every ground-truth frame needs a prediction (an empty one is a frame with empty lists); predictions for
     tokens not in the ground truth are refused, as the devkit does.
 
     Returns:
@@ -64,6 +66,7 @@ def evaluate_openlanev2(
             [named(target, t) for t in tokens[s : s + frames_per_job]],
             track,
             compat,
+            device,
         )
         for s in range(0, len(tokens), frames_per_job)
     ]
