@@ -34,8 +34,8 @@ def evaluate_openlanev2(
     """Score ``{token: prediction dict}`` against ``{token: annotation dict}`` (the devkit's per-frame dicts).
 
     ``workers`` processes score chunks of ``frames_per_job`` frames; ``device`` is where the lane distances of
-    a chunk are computed (all of its frames at once). Every ground-truth frame needs a prediction (an empty one is a frame with empty lists); predictions for
-    tokens not in the ground truth are refused, as the devkit does.
+    a chunk are computed (all of its frames at once). Every ground-truth frame needs a prediction (an empty one
+    is a frame with empty lists); predictions for tokens not in the ground truth are refused, as the devkit does.
 
     Returns:
         The keys of :func:`drivemetrics.lanetopology.openlanev2.scores_from_statistics`, as floats.

@@ -133,7 +133,7 @@ def _matrix(value: Any, shape: tuple[int, int], where: str, is_pred: bool) -> np
         raise ValueError(f"{where}: contains NaN or infinite values")
     if is_pred and ((arr < 0) | (arr > 1)).any():
         raise ValueError(f"{where}: relation confidences must lie in [0, 1]")
-    if not is_pred and not np.isin(arr, (0.0, 1.0)).all():
+    if not is_pred and not ((arr == 0.0) | (arr == 1.0)).all():
         raise ValueError(f"{where}: ground-truth topology must be 0/1")
     return arr
 

@@ -167,7 +167,7 @@ def frame_statistics(
             lane_matches.append(match)
         te_conf = p.te_confidence if p.te_confidence is not None else np.zeros(0)
         te_d = iou_distance_matrix(g.te_boxes, p.te_boxes)
-        for a in range(len(TRAFFIC_ELEMENT_ATTRIBUTES)):
+        for a in np.union1d(g.te_attribute, p.te_attribute):  # absent attributes add nothing
             gi, pi = g.te_attribute == a, p.te_attribute == a
             match = greedy_match(te_d[np.ix_(gi, pi)], te_conf[pi], TE_THRESHOLD, reference)
             add(_TE0 + a, te_conf[pi], match, int(gi.sum()))

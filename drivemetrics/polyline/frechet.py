@@ -54,9 +54,26 @@ def _zero_padding(points: Tensor, lengths: Tensor) -> Tensor:
     return torch.where(valid[..., None], points, torch.zeros((), dtype=points.dtype, device=points.device))
 
 
+#: Point-pair distances precomputed at once by the hard kernel (larger batches are split).
+_MAX_ELEMENTS = 1 << 24
+
+
 def _frechet_dp(a: Tensor, b: Tensor, a_len: Tensor, b_len: Tensor, gamma: float | None) -> Tensor:
     """Anti-diagonal dynamic programme for K pairs: ``a`` (K, n, D), ``b`` (K, m, D) -> (K,)."""
     k, n, _ = a.shape
+    m = b.shape[1]
+    if gamma is None and k > 0:
+        # hard kernel: all point distances of a chunk at once (exact per-pair norms, no matmul expansion)
+        step = max(1, _MAX_ELEMENTS // (n * m))
+        if k > step:
+            return torch.cat(
+                [
+                    _frechet_dp(a[s : s + step], b[s : s + step], a_len[s : s + step], b_len[s : s + step], None)
+                    for s in range(0, k, step)
+                ]
+            )
+        full = torch.cdist(a, b, compute_mode="donot_use_mm_for_euclid_dist")
+        return _frechet_dp_from_distances(full, a_len, b_len)
     m = b.shape[1]
     if k == 0:
         return a.new_zeros(0)
@@ -93,6 +110,33 @@ def _frechet_dp(a: Tensor, b: Tensor, a_len: Tensor, b_len: Tensor, gamma: float
             current = torch.where(inside, current, inf)
         picked = current.gather(1, (a_len - 1).clamp(min=0)[:, None])[:, 0]
         result = torch.where(target_step == step, picked, result)
+        prev2, prev1 = prev1, current
+    return result
+
+
+def _frechet_dp_from_distances(full: Tensor, a_len: Tensor, b_len: Tensor) -> Tensor:
+    """The hard programme on precomputed point distances ``full`` (K, n, m)."""
+    k, n, m = full.shape
+    rows = torch.arange(n, device=full.device)
+    inf = torch.tensor(float("inf"), dtype=full.dtype, device=full.device)
+    inf_col = inf.expand(k, 1)
+    prev1 = torch.full((k, n), float("inf"), dtype=full.dtype, device=full.device)
+    prev2 = prev1
+    target_step = a_len + b_len - 2
+    last_row = (a_len - 1).clamp(min=0)[:, None]
+    result = full.new_zeros(k)
+    flat = full.reshape(k, n * m)
+    for step in range(n + m - 1):
+        cols = step - rows
+        inside = (cols >= 0) & (cols < m)
+        dist = flat[:, rows * m + cols.clamp(0, m - 1)]
+        if step == 0:
+            current = torch.where(inside, dist, inf)
+        else:
+            up = torch.cat([inf_col, prev1[:, :-1]], dim=1)
+            diag = torch.cat([inf_col, prev2[:, :-1]], dim=1)
+            current = torch.where(inside, torch.maximum(dist, torch.minimum(torch.minimum(up, prev1), diag)), inf)
+        result = torch.where(target_step == step, current.gather(1, last_row)[:, 0], result)
         prev2, prev1 = prev1, current
     return result
 
