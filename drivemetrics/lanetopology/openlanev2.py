@@ -29,7 +29,7 @@ from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 
 from drivemetrics._compat import Compat, check_compat
-from drivemetrics._metric import ScalarFromDict, add_config_state
+from drivemetrics._metric import ScalarFromDict, add_config_state, plot_metric
 from drivemetrics.lanetopology.frames import (
     AREA_CATEGORIES,
     TRACKS,
@@ -62,6 +62,7 @@ __all__ = [
     "OpenLaneV2Score",
     "OpenLaneV2TrafficElementAP",
     "OpenLaneV2UniScore",
+    "OpenLaneV2UniScoreMetrics",
     "frame_statistics",
     "openlanev2_scores",
     "scores_from_statistics",
@@ -300,34 +301,8 @@ def openlanev2_scores(
     return {k: torch.tensor(v, dtype=torch.float64) for k, v in values.items()}
 
 
-class OpenLaneV2Metrics(Metric):
-    """OpenLane-V2 scores over all frames seen: a dict of OLS / OLUS, sub-scores and per-threshold values.
-
-    Args:
-        track: ``"centerline"`` (OLS) or ``"lanesegment"`` (OLUS).
-        compat: ``"reference"`` reproduces the devkit 2.1.0 (to 1e-6 on its fixture); ``"default"`` applies the
-            documented fixes.
-        distance_device: where the lane distances are computed (default: CPU; ``"cuda"`` for the GPU).
-        kwargs: passed to :class:`torchmetrics.Metric`.
-
-    ``update(preds, target)`` takes lists of per-frame devkit dicts (numpy arrays, tensors or lists inside).
-
-    >>> gt = {"lane_centerline": [{"points": [[0, 0, 0], [10, 0, 0]]}], "traffic_element": [],
-    ...       "topology_lclc": [[0]], "topology_lcte": []}
-    >>> pred = {"lane_centerline": [{"points": [[0, 0.5, 0], [10, 0.5, 0]], "confidence": 0.9}],
-    ...         "traffic_element": [], "topology_lclc": [[0.0]], "topology_lcte": []}
-    >>> metric = OpenLaneV2Metrics(compat="reference")
-    >>> metric.update([pred], [gt])
-    >>> scores = metric.compute()
-    >>> float(scores["DET_l"]), float(scores["TOP_ll"])
-    (1.0, 1.0)
-
-    Without any lane-element relation in the ground truth, the devkit's TOP_lt is 0, so OLS is
-    ``(1 + 1 + 1 + 0) / 4``:
-
-    >>> float(scores["OLS"])
-    0.75
-    """
+class _OpenLaneV2Family(Metric):
+    """The states, update and compute shared by :class:`OpenLaneV2Metrics` and :class:`OpenLaneV2UniScoreMetrics`."""
 
     is_differentiable = False
     higher_is_better = True
@@ -378,13 +353,79 @@ class OpenLaneV2Metrics(Metric):
         )
         return {k: torch.tensor(v, dtype=torch.float64, device=self.device) for k, v in values.items()}
 
+    def plot(self, val: Any = None, ax: Any = None) -> tuple[Any, Any]:
+        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
+        return plot_metric(self, val, ax)
+
+
+class OpenLaneV2Metrics(_OpenLaneV2Family):
+    """OpenLane-V2 scores over all frames seen: a dict of OLS / OLUS, sub-scores and per-threshold values.
+
+    Args:
+        track: ``"centerline"`` (OLS) or ``"lanesegment"`` (OLUS).
+        compat: ``"reference"`` reproduces the devkit 2.1.0 (to 1e-6 on its fixture); ``"default"`` applies the
+            documented fixes.
+        distance_device: where the lane distances are computed (default: CPU; ``"cuda"`` for the GPU).
+        kwargs: passed to :class:`torchmetrics.Metric`.
+
+    ``update(preds, target)`` takes lists of per-frame devkit dicts (numpy arrays, tensors or lists inside).
+
+    >>> gt = {"lane_centerline": [{"points": [[0, 0, 0], [10, 0, 0]]}], "traffic_element": [],
+    ...       "topology_lclc": [[0]], "topology_lcte": []}
+    >>> pred = {"lane_centerline": [{"points": [[0, 0.5, 0], [10, 0.5, 0]], "confidence": 0.9}],
+    ...         "traffic_element": [], "topology_lclc": [[0.0]], "topology_lcte": []}
+    >>> metric = OpenLaneV2Metrics(compat="reference")
+    >>> metric.update([pred], [gt])
+    >>> scores = metric.compute()
+    >>> float(scores["DET_l"]), float(scores["TOP_ll"])
+    (1.0, 1.0)
+
+    Without any lane-element relation in the ground truth, the devkit's TOP_lt is 0, so OLS is
+    ``(1 + 1 + 1 + 0) / 4``:
+
+    >>> float(scores["OLS"])
+    0.75
+    """
+
+    def __init__(
+        self,
+        track: Track = "centerline",
+        compat: Compat = "default",
+        distance_device: torch.device | str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(track=track, compat=compat, distance_device=distance_device, **kwargs)
+
+
+class OpenLaneV2UniScoreMetrics(_OpenLaneV2Family):
+    """The lane-segment track's scores (OLUS, DET_ls, DET_a, DET_t, TOP_lsls, TOP_lste and per-threshold values):
+    :class:`OpenLaneV2Metrics` with ``track="lanesegment"``, the family of :class:`OpenLaneV2UniScore` and
+    :class:`OpenLaneV2AreaAP`.
+
+    >>> OpenLaneV2UniScoreMetrics(compat="reference").track
+    'lanesegment'
+    """
+
+    def __init__(
+        self, compat: Compat = "default", distance_device: torch.device | str | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(track="lanesegment", compat=compat, distance_device=distance_device, **kwargs)
+
 
 class _Scalar(ScalarFromDict, OpenLaneV2Metrics):
     def _state_config(self) -> object | None:
         return None  # the family keys its state
 
     def compute(self) -> Tensor:  # type: ignore[override]
-        return OpenLaneV2Metrics.compute(self)[self.key]
+        return _OpenLaneV2Family.compute(self)[self.key]
+
+
+class _SegmentScalar(ScalarFromDict, OpenLaneV2UniScoreMetrics):
+    def _state_config(self) -> object | None:
+        return None  # the family keys its state
+
+    def compute(self) -> Tensor:  # type: ignore[override]
+        return _OpenLaneV2Family.compute(self)[self.key]
 
 
 class OpenLaneV2Score(_Scalar):
@@ -402,7 +443,7 @@ class OpenLaneV2Score(_Scalar):
         super().__init__(track="centerline", compat=compat, distance_device=distance_device, **kwargs)
 
 
-class OpenLaneV2UniScore(_Scalar):
+class OpenLaneV2UniScore(_SegmentScalar):
     """OLUS, the OpenLane-V2 UniScore of the lane-segment track (arguments as :class:`OpenLaneV2Metrics`).
 
     >>> OpenLaneV2UniScore().key
@@ -414,7 +455,7 @@ class OpenLaneV2UniScore(_Scalar):
     def __init__(
         self, compat: Compat = "default", distance_device: torch.device | str | None = None, **kwargs: Any
     ) -> None:
-        super().__init__(track="lanesegment", compat=compat, distance_device=distance_device, **kwargs)
+        super().__init__(compat=compat, distance_device=distance_device, **kwargs)
 
 
 class OpenLaneV2F1Score(_Scalar):
@@ -432,7 +473,7 @@ class OpenLaneV2F1Score(_Scalar):
         super().__init__(track="centerline", compat=compat, distance_device=distance_device, **kwargs)
 
 
-class OpenLaneV2AreaAP(_Scalar):
+class OpenLaneV2AreaAP(_SegmentScalar):
     """DET_a, area AP of the lane-segment track (arguments as :class:`OpenLaneV2Metrics`).
 
     >>> OpenLaneV2AreaAP().key
@@ -444,7 +485,7 @@ class OpenLaneV2AreaAP(_Scalar):
     def __init__(
         self, compat: Compat = "default", distance_device: torch.device | str | None = None, **kwargs: Any
     ) -> None:
-        super().__init__(track="lanesegment", compat=compat, distance_device=distance_device, **kwargs)
+        super().__init__(compat=compat, distance_device=distance_device, **kwargs)
 
 
 class _TrackScalar(_Scalar):
