@@ -41,12 +41,13 @@ from drivemetrics.lanetopology.frames import (
 from drivemetrics.lanetopology.scoring import (
     area_distance_matrix,
     average_precision_11,
-    fscore_counts,
+    fscore_counts_from_samples,
+    fscore_samples,
     greedy_match,
     iou_distance_matrix,
     lane_distance_matrices,
     topology_matrix,
-    topology_vertex_ap,
+    topology_vertex_ap_batch,
 )
 
 __all__ = [
@@ -155,6 +156,8 @@ def frame_statistics(
     topology = np.zeros((2, 2, len(LANE_THRESHOLDS)))
     fscore = np.zeros(5)
 
+    relations: list[list[tuple[int, np.ndarray, np.ndarray]]] = [[], []]  # (threshold, GT, scores) per kind
+
     def add(channel: int, confidence: np.ndarray, match: np.ndarray, gt_count: int) -> None:
         rows.append(np.stack([np.full(len(match), channel, dtype=np.float64), confidence, match >= 0], 1))
         num_gt[channel] += gt_count
@@ -186,16 +189,57 @@ def frame_statistics(
         for t, match in enumerate(lane_matches):
             if 0 not in g.topology_lanes.shape:
                 scores = topology_matrix(g.topology_lanes, p.topology_lanes, match, match)
-                values = topology_vertex_ap(g.topology_lanes, scores, reference)
-                topology[0, :, t] += (values.sum(), len(values))
+                relations[0].append((t, g.topology_lanes, scores))
             if 0 not in g.topology_elements.shape:
                 scores = topology_matrix(g.topology_elements, p.topology_elements, match, te_match)
-                values = topology_vertex_ap(g.topology_elements, scores, reference)
-                topology[1, :, t] += (values.sum(), len(values))
-        if not sides:
-            fscore += fscore_counts(g.lanes, p.lanes)
+                relations[1].append((t, g.topology_elements, scores))
+    for kind, items in enumerate(relations):
+        topology[kind] = _topology_sums(items, reference)
+    if not sides:
+        fscore = _fscore_batch(gts, prs)
     ap_rows = np.concatenate(rows) if rows else np.zeros((0, 3))
     return {"ap_rows": ap_rows, "ap_num_gt": num_gt, "topology": topology, "fscore": fscore}
+
+
+def _topology_sums(items: Sequence[tuple[int, np.ndarray, np.ndarray]], reference: bool) -> np.ndarray:
+    """``(2, T)`` [sum | count] of per-vertex APs per lane threshold, all matrices scored as one padded batch."""
+    out = np.zeros((2, len(LANE_THRESHOLDS)))
+    if not items:
+        return out
+    rows = max(m.shape[0] for _, m, _ in items)
+    cols = max(m.shape[1] for _, m, _ in items)
+    gt = np.zeros((len(items), rows, cols))
+    scores = np.zeros((len(items), rows, cols))
+    row_ok = np.zeros((len(items), rows), dtype=bool)
+    col_ok = np.zeros((len(items), cols), dtype=bool)
+    thresholds = np.array([t for t, _, _ in items])
+    for k, (_, g, sc) in enumerate(items):
+        gt[k, : g.shape[0], : g.shape[1]] = g
+        scores[k, : g.shape[0], : g.shape[1]] = sc
+        row_ok[k, : g.shape[0]] = True
+        col_ok[k, : g.shape[1]] = True
+    by_row, by_col = topology_vertex_ap_batch(gt, scores, reference)
+    per_item = np.where(row_ok, by_row, 0.0).sum(1) + np.where(col_ok, by_col, 0.0).sum(1)
+    count = row_ok.sum(1) + col_ok.sum(1)
+    np.add.at(out[0], thresholds, per_item)
+    np.add.at(out[1], thresholds, count)
+    return out
+
+
+def _fscore_batch(gts: Sequence[LaneFrame], prs: Sequence[LaneFrame]) -> np.ndarray:
+    """Summed F-score counts of many frames, the lanes of all frames sampled at once."""
+    out = np.zeros(5)
+    g_all = [x for f in gts for x in f.lanes]
+    p_all = [x for f in prs for x in f.lanes]
+    gs, gv, gk = fscore_samples(g_all)
+    ps, pv, pk = fscore_samples(p_all)
+    g0 = p0 = 0
+    for g, p in zip(gts, prs, strict=True):
+        gsl, psl = slice(g0, g0 + len(g.lanes)), slice(p0, p0 + len(p.lanes))
+        keep_g, keep_p = gk[gsl], pk[psl]
+        out += fscore_counts_from_samples(gs[gsl][keep_g], gv[gsl][keep_g], ps[psl][keep_p], pv[psl][keep_p])
+        g0, p0 = g0 + len(g.lanes), p0 + len(p.lanes)
+    return out
 
 
 def _mean(values: Sequence[float], reference: bool) -> float:

@@ -368,6 +368,19 @@ def topology_vertex_ap(gt: np.ndarray, scores: np.ndarray, reference: bool) -> n
     return np.concatenate(values)
 
 
+def topology_vertex_ap_batch(gt: np.ndarray, scores: np.ndarray, reference: bool) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`topology_vertex_ap` of a batch of zero-padded matrices ``(N, R, C)``: ``(rows (N, R), cols (N, C))``.
+
+    Padding rows / columns (GT 0, score 0) add nothing to the other vertices; their own values are meaningless
+    and must be masked by the caller.
+    """
+    num, rows, cols = gt.shape
+    by_row = _vertex_ap_rows(gt.reshape(num * rows, cols), scores.reshape(num * rows, cols), reference)
+    gt_t, scores_t = gt.transpose(0, 2, 1), scores.transpose(0, 2, 1)
+    by_col = _vertex_ap_rows(gt_t.reshape(num * cols, rows), scores_t.reshape(num * cols, rows), reference)
+    return by_row.reshape(num, rows), by_col.reshape(num, cols)
+
+
 def _vertex_ap_rows(gt: np.ndarray, scores: np.ndarray, reference: bool) -> np.ndarray:
     rows, cols = gt.shape
     if rows == 0:
@@ -411,6 +424,20 @@ _DIST_TH = 1.5
 _RATIO_TH = 0.75
 
 
+def fscore_samples(lanes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_fscore_lanes` for the lanes of many frames at once, before dropping lanes: ``(samples (K, 100, 2),
+    visible (K, 100), kept (K,))`` for the ``K`` input lanes (``kept`` False for a lane the devkit drops)."""
+    first_ok = np.array([x.shape[0] > 1 and x[0, 0] < _X_SAMPLES[-1] and x[-1, 0] > _X_SAMPLES[0] for x in lanes])
+    samples = np.zeros((len(lanes), 100, 2))
+    visible = np.zeros((len(lanes), 100), dtype=bool)
+    index = np.flatnonzero(first_ok) if len(lanes) else np.zeros(0, dtype=np.int64)
+    if index.size:
+        s, v, _ = _sample_lanes([lanes[i] for i in index])
+        samples[index], visible[index] = s, v
+    kept = visible.sum(1) > 1 if len(lanes) else np.zeros(0, dtype=bool)
+    return samples, visible, kept
+
+
 def _fscore_lanes(lanes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Kept lanes' ``(y, z)`` at the 100 x samples ``(K, 100, 2)`` and their visibility ``(K, 100)``.
 
@@ -419,9 +446,12 @@ def _fscore_lanes(lanes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     for all lanes at once. Lanes are kept if they have 2+ points, start before x = 49 and end after x = -50 (the
     first / last point, in driving order), and see more than one sample.
     """
-    kept = [x for x in lanes if x.shape[0] > 1 and x[0, 0] < _X_SAMPLES[-1] and x[-1, 0] > _X_SAMPLES[0]]
-    if not kept:
-        return np.zeros((0, 100, 2)), np.zeros((0, 100), dtype=bool)
+    samples, visible, kept = fscore_samples(lanes)
+    return samples[kept], visible[kept]
+
+
+def _sample_lanes(kept: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Samples and visibility of lanes (all of them; no filtering)."""
     n_max = max(len(x) for x in kept)
     pts = np.full((len(kept), n_max, 3), np.inf)
     lengths = np.array([len(x) for x in kept])
@@ -440,8 +470,7 @@ def _fscore_lanes(lanes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     x_min = x[:, 0]
     x_max = np.take_along_axis(x, (lengths - 1)[:, None], 1)[:, 0]
     visible = (_X_SAMPLES[None] >= x_min[:, None]) & (_X_SAMPLES[None] <= x_max[:, None])
-    keep = visible.sum(1) > 1
-    return samples[keep], visible[keep]
+    return samples, visible, visible.sum(1) > 1
 
 
 def fscore_counts(gt_lanes: Sequence[np.ndarray], pred_lanes: Sequence[np.ndarray]) -> np.ndarray:
@@ -454,10 +483,15 @@ def fscore_counts(gt_lanes: Sequence[np.ndarray], pred_lanes: Sequence[np.ndarra
     >>> fscore_counts([lane], [lane + [0, 0.5, 0]]).tolist()
     [1, 1, 1, 1, 1]
     """
-    from scipy.optimize import linear_sum_assignment
-
     gs, gv = _fscore_lanes(gt_lanes)
     ps, pv = _fscore_lanes(pred_lanes)
+    return fscore_counts_from_samples(gs, gv, ps, pv)
+
+
+def fscore_counts_from_samples(gs: np.ndarray, gv: np.ndarray, ps: np.ndarray, pv: np.ndarray) -> np.ndarray:
+    """:func:`fscore_counts` from the kept lanes' samples ``(K, 100, 2)`` and visibility ``(K, 100)``."""
+    from scipy.optimize import linear_sum_assignment
+
     cnt_gt, cnt_pred = len(gs), len(ps)
     if cnt_gt == 0 or cnt_pred == 0:
         return np.array([0, 0, cnt_gt, cnt_pred, 0])
