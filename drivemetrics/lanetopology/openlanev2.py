@@ -353,6 +353,10 @@ class _OpenLaneV2Family(Metric):
     full_state_update = False
     plot_lower_bound = 0.0
     plot_upper_bound = 1.0
+    ap_rows: list[Tensor] | Tensor
+    ap_num_gt: Tensor
+    topology: Tensor
+    fscore: Tensor
 
     def __init__(
         self,
@@ -377,7 +381,8 @@ class _OpenLaneV2Family(Metric):
         """Add frames: ``preds`` and ``target`` are lists of per-frame devkit dicts (or :class:`LaneFrame`)."""
         device = self.distance_device if self.distance_device is not None else "cpu"
         stats = frame_statistics(preds, target, self.track, self.compat, device)  # type: ignore[arg-type]
-        self.ap_rows.append(torch.from_numpy(stats["ap_rows"]).to(self.device))  # type: ignore[union-attr]
+        assert isinstance(self.ap_rows, list)  # a list until synced
+        self.ap_rows.append(torch.from_numpy(stats["ap_rows"]).to(self.device))
         self.ap_num_gt += torch.from_numpy(stats["ap_num_gt"]).to(self.device)
         self.topology += torch.from_numpy(stats["topology"]).to(self.device)
         self.fscore += torch.from_numpy(stats["fscore"]).to(self.device)

@@ -144,9 +144,9 @@ def lane_distance_matrices(
     g0 = p0 = 0
     for lanes_g, lanes_p in zip(gt_frames, pred_frames, strict=True):
         ng, np_ = len(lanes_g), len(lanes_p)
-        gi, pj = np.meshgrid(np.arange(ng), np.arange(np_), indexing="ij")
-        gi_list.append(gi.reshape(-1) + g0)
-        pj_list.append(pj.reshape(-1) + p0)
+        rows_g, cols_p = np.meshgrid(np.arange(ng), np.arange(np_), indexing="ij")
+        gi_list.append(rows_g.reshape(-1) + g0)
+        pj_list.append(cols_p.reshape(-1) + p0)
         shapes.append((ng, np_))
         g0 += ng
         p0 += np_
@@ -323,11 +323,11 @@ def average_precision_11(confidence: np.ndarray, tp: np.ndarray, num_gt: int, re
     cum_tp = np.cumsum(tp_sorted)[last_of_tie]
     seen = (np.arange(len(tp_sorted)) + 1)[last_of_tie]
     precision = cum_tp / seen
-    total = 0.0
+    exact_sum = 0.0
     for k in range(11):
         reached = precision[10 * cum_tp >= k * num_gt]
-        total += reached.max() if reached.size else 0.0
-    return total / 11
+        exact_sum += float(reached.max()) if reached.size else 0.0
+    return exact_sum / 11
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -458,12 +458,12 @@ def _sample_lanes(kept: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, n
     for k, x in enumerate(kept):
         pts[k, : len(x)] = x
     order = np.argsort(pts[:, :, 0], axis=1, kind="stable")  # padding (inf) sorts last
-    pts = np.take_along_axis(pts, order[:, :, None], 1)
-    x = pts[:, :, 0]
+    ordered = np.take_along_axis(pts, order[:, :, None], 1)
+    x = ordered[:, :, 0]
     idx = (x[:, None, :] < _X_SAMPLES[None, :, None]).sum(-1)  # searchsorted(x, sample, "left") per lane
     idx = np.clip(idx, 1, lengths[:, None] - 1)
-    lo = np.take_along_axis(pts, (idx - 1)[:, :, None], 1)
-    hi = np.take_along_axis(pts, idx[:, :, None], 1)
+    lo = np.take_along_axis(ordered, (idx - 1)[:, :, None], 1)
+    hi = np.take_along_axis(ordered, idx[:, :, None], 1)
     with np.errstate(divide="ignore", invalid="ignore"):
         slope = (hi[..., 1:] - lo[..., 1:]) / (hi[..., :1] - lo[..., :1])
     samples = slope * (_X_SAMPLES[None, :, None] - lo[..., :1]) + lo[..., 1:]
