@@ -5,8 +5,9 @@ the devkit's own pickles (ground-truth collection and submission), then scored i
 
 - the devkit, in its own virtual environment (``--devkit-venv``, default ``/tmp/olv2-venv``: numpy < 1.24,
   scipy 1.9.3, similaritymeasures, ortools, shapely 2.0, iso3166, tqdm; created with ``--setup``), running the
-  devkit's source (``--devkit-src``: a folder holding the ``openlanev2`` package, e.g. an export of
-  github.com/OpenDriveLab/OpenLane-V2 at the 2.1.0 code). The pinned ortools 9.2 has no wheel for Python 3.11, so
+  devkit (``--setup`` installs the PyPI wheel ``openlanev2==2.1.0`` there with ``--no-deps``; or ``--devkit-src``:
+  a folder holding the ``openlanev2`` package, e.g. an export of github.com/OpenDriveLab/OpenLane-V2, whose
+  evaluation files are identical to the wheel's). The pinned ortools 9.2 has no wheel for Python 3.11, so
   a few lines of adapter give the old ``ortools.graph.pywrapgraph.SimpleMinCostFlow`` names on top of
   ``ortools.graph.python.min_cost_flow``; ``cv2`` (imported by the devkit's image reader only) is stubbed;
 - ``drivemetrics.lanetopology.evaluate_openlanev2(..., compat="reference")`` (one process, one torch thread).
@@ -85,9 +86,11 @@ print(json.dumps({"seconds": elapsed, "metrics": out}))
 
 
 def setup_devkit_venv(venv: Path) -> None:
-    """Create the devkit's virtual environment and install its dependencies (needs the package index)."""
+    """Create the devkit's virtual environment: its dependencies, then ``openlanev2==2.1.0`` without its pins
+    (ortools 9.2 and scipy 1.8 have no Python 3.11 wheels); needs the package index."""
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     subprocess.run([str(venv / "bin" / "pip"), "install", "-q", *DEVKIT_PACKAGES], check=True)
+    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--no-deps", "openlanev2==2.1.0"], check=True)
 
 
 def _resample(points: np.ndarray, num: int) -> np.ndarray:
