@@ -31,7 +31,9 @@ Fixed in the default mode (each reproduced by ``compat="reference"``):
   exact graph-distance ball plus one step (the evaluator's depth-first walk gives the same set on trees but depends
   on the visiting order on graphs with cycles); TOPO is 0, not NaN, when nothing matches. The resampling is the
   evaluator's (positions truncated to int, same points), so GEO agrees with the evaluator's true GEO precision
-  and recall wherever it does not clip.
+  and recall wherever it does not clip, except where two candidates of one point are exactly equidistant: the
+  default takes the newest first, the evaluator its R-tree's order (one match apart on 1 of the 200 austin and
+  miami successor samples).
 - Graph IoU: the canvas covers both graphs at their float positions (the evaluator truncates coordinates to int
   and draws on a fixed ``area_size`` canvas, clipping everything outside it); a pixel is inside a lane when its
   centre is within ``lane_width / 2`` of an edge (the reference mode draws with OpenCV's ``cv2.line`` as the
@@ -249,7 +251,7 @@ def _candidate_pairs(pred_pts: np.ndarray, gt_pts: np.ndarray, thr: float) -> tu
     r = d[:, 0] ** 2 + d[:, 1] ** 2
     keep = r < thr * thr
     pa, pb, r = pa[keep], pb[keep], r[keep]
-    order = np.lexsort((-pb, pa, r))  # ties: the evaluator's R-tree returns candidates newest first
+    order = np.lexsort((-pb, pa, r))  # ties: newest first (a fixed rule; the evaluator's R-tree order may differ)
     return pa[order], pb[order], r[order]
 
 
