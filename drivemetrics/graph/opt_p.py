@@ -500,7 +500,8 @@ def opt_p(
     Args:
         preds: predicted graph (nodes with ``pos``); may be empty (scores 0).
         target: ground-truth graph; must have at least one edge.
-        seed: seed of the random path decompositions (equal seeds give equal results).
+        seed: seed of the random path decompositions (equal seeds give equal results); with
+            ``compat="reference"`` the seed of a ``random.Random``: the released result after ``random.seed(seed)``.
         d_snap: largest distance between a path vertex and its snapped point (``th_snap``, 25 px).
         segment_length: paths are bisected until no segment is longer than this (25 px).
         corridor: nodes within this distance of a path segment form the corridor used to test connectivity (25 px).
