@@ -164,7 +164,7 @@ def main() -> None:
             print(f"{name:<7} {slope:5.2f}")
         print("\ntargets")
         full_optp = [s for m, size, _, s in rows if m == "opt_p" and size == 8192]
-        if full_optp:
+        if full_optp and not args.compat:  # compat OPT-P runs the released procedure: its speed is not a target
             ok = "ok" if full_optp[0] < 10 else "MISSED"
             print(
                 f"OPT-P full tile {full_optp[0]:.2f} s (CPU) < 10 s: {ok}",
