@@ -651,7 +651,7 @@ def graph_iou(
         def segments(arr: LaneArrays) -> tuple[np.ndarray, np.ndarray]:
             return arr.pos[arr.edges[:, 0]], arr.pos[arr.edges[:, 1]]
 
-        return opencv_graph_iou(segments(gt), segments(pred), area_size, lane_width)  # type: ignore[arg-type]
+        return opencv_graph_iou(segments(gt), segments(pred), area_size, lane_width)
     used = [arr.pos[arr.edges.reshape(-1)] for arr in (pred, gt) if len(arr.edges)]
     if not used:
         return math.nan

@@ -179,7 +179,7 @@ def opencv_graph_iou(
     gt_segments: tuple[np.ndarray, np.ndarray],
     pred_segments: tuple[np.ndarray, np.ndarray],
     area_size: tuple[int, int],
-    lane_width: int,
+    lane_width: float,
 ) -> float:
     """The evaluator's graph IoU: every edge drawn with ``cv2.line`` on an ``area_size`` canvas.
 
@@ -187,7 +187,7 @@ def opencv_graph_iou(
         gt_segments, pred_segments: ``(starts, ends)``, each ``(E, 2)`` edge end points ``(x, y)`` (pixels); they
             are truncated to integers as the evaluator's ``int(...)`` does.
         area_size: ``(height, width)`` of the canvas (pixels).
-        lane_width: line thickness (pixels, integer).
+        lane_width: line thickness (pixels, a whole number).
 
     Returns:
         ``|A & B| / (1e-8 + |A | B|)`` over the drawn pixels (0 when nothing is drawn).
