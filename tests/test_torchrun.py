@@ -1,8 +1,9 @@
 """Dataset commands under ``torchrun`` (gloo on this machine) write what one process writes (issue 30).
 
-Each case runs ``python -m drivemetrics COMMAND ...`` once and ``torchrun --standalone --nproc-per-node N -m
-drivemetrics COMMAND ...`` for several ``N`` on the real fixtures, and compares the JSON files byte for byte and
-the printed reports line for line. (lanegraph-eval's shards are checked in tests/test_ragged.py's process group.)
+Each case (kitti-object-eval, culane-eval, openlanev2-eval) runs ``python -m drivemetrics COMMAND ...`` once and
+``torchrun --standalone --nproc-per-node N -m drivemetrics COMMAND ...`` for several ``N`` on the real fixtures,
+and compares the JSON files byte for byte and the printed reports line for line. (lanegraph-eval's shards are
+checked in tests/test_ragged.py's process group.)
 """
 
 from __future__ import annotations
@@ -77,3 +78,12 @@ def test_a_command_that_does_not_shard_runs_on_rank_0_alone(monkeypatch, capsys)
     monkeypatch.setenv("RANK", "0")
     assert main(["tusimple-eval", "--pred", "/nonexistent", "--gt", "/nonexistent"]) == 2  # rank 0 runs it
     assert "runs on rank 0 alone" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("track", ["centerline", "lanesegment"])
+def test_openlanev2_eval_with_3_processes(fixtures_dir, tmp_path, track):
+    cases = fixtures_dir / "openlanev2" / f"{track}_cases.json"
+    if not cases.is_file():
+        pytest.skip("openlanev2 fixtures absent")
+    args = ["openlanev2-eval", "--gt", str(cases), "--pred", str(cases), "--compat", "reference"]
+    _assert_same_as_one_process(args, [3], tmp_path)
