@@ -4,7 +4,7 @@ Domains live in sub-packages, reachable as attributes after ``import drivemetric
 ``geometry`` (calibration, homographies, BEV grids and warps), ``vehicle`` (single-track / bicycle models), ``road``
 (KITTI-ROAD pixel metrics, soft F-measure loss, driving corridor), ``lane`` (TuSimple, CULane, PSLD, E2E-LD),
 ``attack`` (DRP patches), ``roadnet`` (road-network metrics), ``lanegraph`` (UrbanLaneGraph), ``detection`` (KITTI
-objects), ``polyline`` (polyline geometry shared by the map metrics) and
+objects), ``lanetopology`` (OpenLane-V2), ``polyline`` (polyline geometry shared by the map metrics) and
 ``synthetic`` (seeded scene generators used by tests and the demo). Every metric kernel and loss function is in
 :mod:`drivemetrics.functional`; every Metric and loss class is importable from its domain and from here.
 
@@ -23,6 +23,7 @@ _SUBPACKAGES = {
     "geometry": "drivemetrics.geometry",
     "lane": "drivemetrics.lane",
     "lanegraph": "drivemetrics.lanegraph",
+    "lanetopology": "drivemetrics.lanetopology",
     "polyline": "drivemetrics.polyline",
     "road": "drivemetrics.road",
     "roadnet": "drivemetrics.roadnet",
@@ -63,6 +64,17 @@ _CLASSES = {
     "LaneGraphSDA50": "drivemetrics.lanegraph.lanegraph",
     "LaneGraphTopoPrecision": "drivemetrics.lanegraph.lanegraph",
     "LaneGraphTopoRecall": "drivemetrics.lanegraph.lanegraph",
+    "LaneMatchingLoss": "drivemetrics.lanetopology.matching_loss",
+    "OpenLaneV2AreaAP": "drivemetrics.lanetopology.openlanev2",
+    "OpenLaneV2F1Score": "drivemetrics.lanetopology.openlanev2",
+    "OpenLaneV2LaneAP": "drivemetrics.lanetopology.openlanev2",
+    "OpenLaneV2LaneElementTopology": "drivemetrics.lanetopology.openlanev2",
+    "OpenLaneV2LaneTopology": "drivemetrics.lanetopology.openlanev2",
+    "OpenLaneV2Metrics": "drivemetrics.lanetopology.openlanev2",
+    "OpenLaneV2Score": "drivemetrics.lanetopology.openlanev2",
+    "OpenLaneV2TrafficElementAP": "drivemetrics.lanetopology.openlanev2",
+    "OpenLaneV2UniScore": "drivemetrics.lanetopology.openlanev2",
+    "OpenLaneV2UniScoreMetrics": "drivemetrics.lanetopology.openlanev2",
     "OptGF1Score": "drivemetrics.roadnet.opt_g",
     "OptGMetrics": "drivemetrics.roadnet.opt_g",
     "OptGPrecision": "drivemetrics.roadnet.opt_g",

@@ -19,6 +19,9 @@ from drivemetrics import (
     lanegraph as lanegraph,
 )
 from drivemetrics import (
+    lanetopology as lanetopology,
+)
+from drivemetrics import (
     polyline as polyline,
 )
 from drivemetrics import (
@@ -56,6 +59,19 @@ from drivemetrics.lanegraph.planning import (
     LaneGraphPlanningMetrics,
     LaneGraphPlanningMMD,
     LaneGraphPlanningSuccessRate,
+)
+from drivemetrics.lanetopology.matching_loss import LaneMatchingLoss
+from drivemetrics.lanetopology.openlanev2 import (
+    OpenLaneV2AreaAP,
+    OpenLaneV2F1Score,
+    OpenLaneV2LaneAP,
+    OpenLaneV2LaneElementTopology,
+    OpenLaneV2LaneTopology,
+    OpenLaneV2Metrics,
+    OpenLaneV2Score,
+    OpenLaneV2TrafficElementAP,
+    OpenLaneV2UniScore,
+    OpenLaneV2UniScoreMetrics,
 )
 from drivemetrics.road.corridor import (
     DrivingCorridorHitRate,
@@ -110,6 +126,17 @@ __all__ = [
     "LaneGraphSDA50",
     "LaneGraphTopoPrecision",
     "LaneGraphTopoRecall",
+    "LaneMatchingLoss",
+    "OpenLaneV2AreaAP",
+    "OpenLaneV2F1Score",
+    "OpenLaneV2LaneAP",
+    "OpenLaneV2LaneElementTopology",
+    "OpenLaneV2LaneTopology",
+    "OpenLaneV2Metrics",
+    "OpenLaneV2Score",
+    "OpenLaneV2TrafficElementAP",
+    "OpenLaneV2UniScore",
+    "OpenLaneV2UniScoreMetrics",
     "OptGF1Score",
     "OptGMetrics",
     "OptGPrecision",

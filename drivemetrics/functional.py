@@ -33,6 +33,9 @@ from drivemetrics.lanegraph.iou import graph_iou
 from drivemetrics.lanegraph.lanegraph import evaluate_lanegraph_pair
 from drivemetrics.lanegraph.planning import planning
 from drivemetrics.lanegraph.sda import sda
+from drivemetrics.lanetopology.matching_loss import lane_matching_loss
+from drivemetrics.lanetopology.openlanev2 import openlanev2_scores
+from drivemetrics.polyline.frechet import frechet_distance_matrix, frechet_distance_pairs, soft_frechet_distance_pairs
 from drivemetrics.road.corridor import (
     corridor_curves,
     corridor_row_statistics,
@@ -78,11 +81,15 @@ __all__ = [
     "expected_center_from_polynomials",
     "fit_driving_corridor",
     "fixed_threshold_scores",
+    "frechet_distance_matrix",
+    "frechet_distance_pairs",
     "geo_topo",
     "graph_iou",
     "junct",
     "lane_iou_matrix",
+    "lane_matching_loss",
     "lanegraph_apls",
+    "openlanev2_scores",
     "opt_g",
     "opt_j",
     "opt_p",
@@ -96,6 +103,7 @@ __all__ = [
     "sda",
     "smooth_psld",
     "soft_f_measure",
+    "soft_frechet_distance_pairs",
     "subg",
     "tlts",
     "tusimple_f1",
