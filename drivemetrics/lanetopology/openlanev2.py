@@ -29,7 +29,7 @@ from torch import Tensor
 from torchmetrics import Metric
 
 from drivemetrics._compat import Compat, check_compat
-from drivemetrics._metric import ScalarFromDict, add_config_state, plot_metric
+from drivemetrics._metric import add_config_state, plot_metric
 from drivemetrics._ragged import RaggedRows, RaggedStateMixin
 from drivemetrics.lanetopology.frames import (
     AREA_CATEGORIES,
@@ -357,16 +357,12 @@ class _OpenLaneV2Family(RaggedStateMixin, Metric):
     ap_num_gt: Tensor
     topology: Tensor
     fscore: Tensor
+    track: Track  # set by the subclass before this __init__ runs
 
     def __init__(
-        self,
-        track: Track = "centerline",
-        compat: Compat = "default",
-        distance_device: torch.device | str | None = None,
-        **kwargs: Any,
+        self, compat: Compat = "default", distance_device: torch.device | str | None = None, **kwargs: Any
     ) -> None:
         super().__init__(**kwargs)
-        self.track = _check_track(track)
         check_compat(compat)
         self.compat = compat
         self.distance_device = distance_device
@@ -441,7 +437,8 @@ class OpenLaneV2Metrics(_OpenLaneV2Family):
         distance_device: torch.device | str | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(track=track, compat=compat, distance_device=distance_device, **kwargs)
+        self.track = _check_track(track)
+        super().__init__(compat=compat, distance_device=distance_device, **kwargs)
 
 
 class OpenLaneV2UniScoreMetrics(_OpenLaneV2Family):
@@ -456,26 +453,40 @@ class OpenLaneV2UniScoreMetrics(_OpenLaneV2Family):
     def __init__(
         self, compat: Compat = "default", distance_device: torch.device | str | None = None, **kwargs: Any
     ) -> None:
-        super().__init__(track="lanesegment", compat=compat, distance_device=distance_device, **kwargs)
+        self.track = "lanesegment"
+        super().__init__(compat=compat, distance_device=distance_device, **kwargs)
 
 
-class _Scalar(ScalarFromDict, OpenLaneV2Metrics):
-    def _state_config(self) -> object | None:
-        return None  # the family keys its state
+class _Scalar(OpenLaneV2Metrics):
+    """One value of :class:`OpenLaneV2Metrics`' dict (``key``) as a 0-d float64 tensor, for ``self.log``."""
 
-    def compute(self) -> Tensor:  # type: ignore[override]
-        return _OpenLaneV2Family.compute(self)[self.key]
-
-
-class _SegmentScalar(ScalarFromDict, OpenLaneV2UniScoreMetrics):
-    def _state_config(self) -> object | None:
-        return None  # the family keys its state
+    key: str
 
     def compute(self) -> Tensor:  # type: ignore[override]
-        return _OpenLaneV2Family.compute(self)[self.key]
+        """The ``key`` value of the family's scores (0-d float64)."""
+        return super().compute()[self.key]
 
 
-class OpenLaneV2Score(_Scalar):
+class _CenterlineScalar(_Scalar):
+    """A value defined on the centerline track only (OLS, F-score)."""
+
+    def __init__(
+        self, compat: Compat = "default", distance_device: torch.device | str | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(track="centerline", compat=compat, distance_device=distance_device, **kwargs)
+
+
+class _SegmentScalar(OpenLaneV2UniScoreMetrics):
+    """One value of :class:`OpenLaneV2UniScoreMetrics`' dict (``key``) as a 0-d float64 tensor."""
+
+    key: str
+
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """The ``key`` value of the family's scores (0-d float64)."""
+        return super().compute()[self.key]
+
+
+class OpenLaneV2Score(_CenterlineScalar):
     """OLS, the OpenLane-V2 score of the centerline track (arguments as :class:`OpenLaneV2Metrics`).
 
     >>> OpenLaneV2Score(compat="reference").key
@@ -487,7 +498,7 @@ class OpenLaneV2Score(_Scalar):
     def __init__(
         self, compat: Compat = "default", distance_device: torch.device | str | None = None, **kwargs: Any
     ) -> None:
-        super().__init__(track="centerline", compat=compat, distance_device=distance_device, **kwargs)
+        super().__init__(compat=compat, distance_device=distance_device, **kwargs)
 
 
 class OpenLaneV2UniScore(_SegmentScalar):
@@ -505,7 +516,7 @@ class OpenLaneV2UniScore(_SegmentScalar):
         super().__init__(compat=compat, distance_device=distance_device, **kwargs)
 
 
-class OpenLaneV2F1Score(_Scalar):
+class OpenLaneV2F1Score(_CenterlineScalar):
     """The 3D-lane F-score of the centerline track (arguments as :class:`OpenLaneV2Metrics`).
 
     >>> OpenLaneV2F1Score().key
@@ -517,7 +528,7 @@ class OpenLaneV2F1Score(_Scalar):
     def __init__(
         self, compat: Compat = "default", distance_device: torch.device | str | None = None, **kwargs: Any
     ) -> None:
-        super().__init__(track="centerline", compat=compat, distance_device=distance_device, **kwargs)
+        super().__init__(compat=compat, distance_device=distance_device, **kwargs)
 
 
 class OpenLaneV2AreaAP(_SegmentScalar):
