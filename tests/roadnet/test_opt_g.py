@@ -2,8 +2,10 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from drivemetrics.roadnet import OptGMetrics, crop, opt_g, read_graph
-from drivemetrics.roadnet.opt_g import _greedy_pairs
+from drivemetrics.roadnet import OptGMetrics
+from drivemetrics.roadnet.geometry import crop
+from drivemetrics.roadnet.io import read_graph
+from drivemetrics.roadnet.opt_g import _greedy_pairs, opt_g
 
 
 def _graph(points, edges):
@@ -124,7 +126,7 @@ def test_metric_sums_counts():
 
 @pytest.mark.parametrize("metric", ["opt_j", "opt_p", "opt_g"])
 def test_messy_but_valid_graphs(metric):
-    from drivemetrics.roadnet import opt_j, opt_p
+    from drivemetrics.functional import opt_j, opt_p
 
     fn = {"opt_j": opt_j, "opt_p": opt_p, "opt_g": lambda p, g: opt_g(p, g, n_samples=50)}[metric]
     g = _graph([(0, 0), (100, 0), (0, 300), (150, 300), (150, 300)], [(0, 1), (2, 3), (3, 4), (1, 1)])

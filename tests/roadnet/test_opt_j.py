@@ -5,7 +5,10 @@ import numpy as np
 import pytest
 import torch
 
-from drivemetrics.roadnet import OptJMetrics, crop, opt_j, read_graph, validate_graph
+from drivemetrics.roadnet import OptJMetrics
+from drivemetrics.roadnet.geometry import crop, validate_graph
+from drivemetrics.roadnet.io import read_graph
+from drivemetrics.roadnet.opt_j import opt_j
 
 
 def _graph(points, edges):

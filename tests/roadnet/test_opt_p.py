@@ -4,7 +4,10 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from drivemetrics.roadnet import OptPMetrics, crop, decompose_into_paths, opt_p, read_graph, validate_graph
+from drivemetrics.roadnet import OptPMetrics
+from drivemetrics.roadnet.geometry import crop, validate_graph
+from drivemetrics.roadnet.io import read_graph
+from drivemetrics.roadnet.opt_p import decompose_into_paths, opt_p
 
 
 def _graph(points, edges):
