@@ -21,7 +21,7 @@ from drivemetrics.lanegraph.geometry import (
     _length_graph,
     check_compat,
 )
-from drivemetrics.lanegraph.lanegraph_compat import reference_pair_order
+from drivemetrics.lanegraph.reference import reference_pair_order
 from drivemetrics.roadnet.geometry import index_in_group
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -155,9 +155,9 @@ class _BoxIndex:
         self.x = pts[self.order, 0]
         self.y = pts[self.order, 1]
 
-    def around(self, centres: np.ndarray, margin: float) -> np.ndarray:
-        """Indices (unsorted) of the points inside the bounding box of ``centres`` grown by ``margin`` px."""
-        lo, hi = centres.min(axis=0) - margin, centres.max(axis=0) + margin
+    def around(self, centers: np.ndarray, margin: float) -> np.ndarray:
+        """Indices (unsorted) of the points inside the bounding box of ``centers`` grown by ``margin`` px."""
+        lo, hi = centers.min(axis=0) - margin, centers.max(axis=0) + margin
         a = int(np.searchsorted(self.x, lo[0], side="left"))
         b = int(np.searchsorted(self.x, hi[0], side="right"))
         y = self.y[a:b]

@@ -8,7 +8,7 @@ import networkx as nx
 import numpy as np
 
 from drivemetrics.lanegraph.geometry import LaneArrays, _arrays, check_compat
-from drivemetrics.lanegraph.lanegraph_compat import opencv_graph_iou
+from drivemetrics.lanegraph.reference import opencv_graph_iou
 from drivemetrics.roadnet.geometry import index_in_group
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -18,7 +18,7 @@ from drivemetrics.roadnet.geometry import index_in_group
 def _raster_keys(
     p0: np.ndarray, p1: np.ndarray, radius: float, origin: tuple[int, int], shape: tuple[int, int]
 ) -> np.ndarray:
-    """Flat indices ``row * width + col`` of the pixels whose centre lies within ``radius`` of a segment.
+    """Flat indices ``row * width + col`` of the pixels whose center lies within ``radius`` of a segment.
 
     ``origin = (x0, y0)`` is the pixel at index 0; pixels outside ``shape = (height, width)`` are dropped. Each
     segment's capsule is convex, so on every pixel row it covers one interval: the union of the intervals of its
@@ -83,12 +83,12 @@ def graph_iou(
 ) -> float:
     """IoU of the two graphs drawn with ``lane_width`` px wide edges.
 
-    Default: a pixel belongs to a drawing when its centre is within ``lane_width / 2`` of an edge, at float
+    Default: a pixel belongs to a drawing when its center is within ``lane_width / 2`` of an edge, at float
     positions, on a canvas covering both graphs (``area_size`` unused); NaN when neither graph has an edge.
     ``compat="reference"``: like the evaluator's ``cv2.line(..., thickness=lane_width)`` on an ``area_size`` =
     ``(height, width)`` canvas with int-truncated end points, ``|A & B| / (1e-8 + |A | B|)``, drawn with OpenCV
     (the ``lanegraph`` extra; ``ImportError`` naming it when missing): equal to the evaluator's IoU to 1e-6 on the
-    austin and miami successor samples (see :func:`~drivemetrics.lanegraph.lanegraph_compat.opencv_graph_iou`).
+    austin and miami successor samples (see :func:`~drivemetrics.lanegraph.reference.opencv_graph_iou`).
     """
     compat = check_compat(compat)
     pred, gt = _arrays(preds, "preds"), _arrays(target, "target")

@@ -36,7 +36,7 @@ Fixed in the default mode (each reproduced by ``compat="reference"``):
   miami successor samples).
 - Graph IoU: the canvas covers both graphs at their float positions (the evaluator truncates coordinates to int
   and draws on a fixed ``area_size`` canvas, clipping everything outside it); a pixel is inside a lane when its
-  centre is within ``lane_width / 2`` of an edge (the reference mode draws with OpenCV's ``cv2.line`` as the
+  center is within ``lane_width / 2`` of an edge (the reference mode draws with OpenCV's ``cv2.line`` as the
   evaluator, see :func:`graph_iou`).
 - APLS: deterministic and computed for every graph size (the evaluator fails on Python >= 3.11 for GTs of
   2,000 nodes or more and silently reports 0); a control point that lands on a node already claimed by another

@@ -1,12 +1,12 @@
-"""Correctness, completeness and quality (CCQ) of road centre lines (Wiedemann et al., 1998).
+"""Correctness, completeness and quality (CCQ) of road center lines (Wiedemann et al., 1998).
 
-Relaxed precision / recall / IoU of one-pixel-wide centre lines: a predicted pixel is correct when a ground-truth
-pixel lies within ``slack`` pixels of it (Euclidean distance between pixel centres, ``<=``), a ground-truth pixel
+Relaxed precision / recall / IoU of one-pixel-wide center lines: a predicted pixel is correct when a ground-truth
+pixel lies within ``slack`` pixels of it (Euclidean distance between pixel centers, ``<=``), a ground-truth pixel
 is complete when a predicted pixel lies within ``slack`` of it.
 
 - :func:`ccq_counts` / :func:`ccq` work on batches of skeleton images ``B x H x W`` (any device; the relaxed match
   is an exact disc dilation built from ``2 * slack + 1`` one-dimensional max-pools);
-- :func:`render_graph` draws a road graph's centre lines into such an image; :func:`ccq_graph` renders a pair of
+- :func:`render_graph` draws a road graph's center lines into such an image; :func:`ccq_graph` renders a pair of
   graphs on a common canvas and scores them. The default follows the released RoadTracer protocol of Citraro et
   al. (render at scale 1/4 with thickness 1, slack 8 px at full resolution = 2 px on the canvas);
 - :class:`CCQMetrics` accumulates the four pixel counts over tiles (sum-reduced).
@@ -93,8 +93,8 @@ def ccq_counts(preds: Tensor, target: Tensor, slack: float = 2.0) -> Tensor:
     """Relaxed pixel counts of skeleton images.
 
     Args:
-        preds: ``B x H x W`` predicted centre lines (bool or 0 / 1).
-        target: ``B x H x W`` ground-truth centre lines.
+        preds: ``B x H x W`` predicted center lines (bool or 0 / 1).
+        target: ``B x H x W`` ground-truth center lines.
         slack: tolerance in pixels (Euclidean, inclusive).
 
     Returns:
@@ -141,7 +141,7 @@ def ccq(
     check_compat(compat)
     counts = ccq_counts(preds, target, 2.0 if slack is None else slack).sum(0).tolist()
     if counts[3] == 0:
-        raise ValueError("`target` has no centre-line pixel: CCQ needs a non-empty ground truth")
+        raise ValueError("`target` has no center-line pixel: CCQ needs a non-empty ground truth")
     return CCQResult(*ccq_scores(*counts), *(int(c) for c in counts))
 
 

@@ -1,9 +1,9 @@
 """RoadTracer's junction metric JUNCT (Bastani et al., CVPR 2018): F_correct and F_error.
 
 A junction is a node with >= 3 neighbours. Junctions are grouped into clusters: taking junctions in node order,
-each junction not yet clustered becomes a cluster centre and collects the unclustered junctions within Euclidean
+each junction not yet clustered becomes a cluster center and collects the unclustered junctions within Euclidean
 distance ``cluster_radius`` that are reachable within graph distance ``2 * cluster_radius``. A cluster's
-*out-angles* are the directions, seen from its centre, of the points reached by following every road leaving the
+*out-angles* are the directions, seen from its center, of the points reached by following every road leaving the
 cluster for ``angle_distance`` (or up to the road's end / next junction when shorter).
 
 Each GT cluster (in order) takes the best unused predicted cluster within ``match_radius`` whose score
@@ -16,10 +16,10 @@ predicted out-angles with no GT out-angle within 90 degrees. Then
   number of predicted clusters.
 
 Defaults are those of ``junction_metric.go`` run by its ``main`` (constants 50 / 65 / 65 px times ``Scale: 1.7``).
-Clusters whose centre lies outside ``bounds`` are ignored (the Go ``main`` uses the region shrunk by 300 px).
+Clusters whose center lies outside ``bounds`` are ignored (the Go ``main`` uses the region shrunk by 300 px).
 
 Predicted junctions are clustered around their nearest GT cluster (Go's ``GetIntersectionClustersWithContext``:
-the predicted junction closest to a GT cluster centre becomes a centre and keeps the junctions of that GT cluster
+the predicted junction closest to a GT cluster center becomes a center and keeps the junctions of that GT cluster
 reachable within ``3 * cluster_radius``; the others stay alone); ``context=False`` clusters them like the GT.
 Difference from the Go code, on purpose: a GT junction joins at most one cluster (Go may add an already
 clustered junction to a later cluster too). The Go file prints the two scores but not the final
@@ -87,9 +87,9 @@ def junct_scores(correct_score: float, n_gt: int, error_score: float, n_pred: in
 def _greedy_assignment(
     cs: object, pos: np.ndarray, junction_rows: np.ndarray, cluster_radius: float
 ) -> tuple[np.ndarray, list[int]]:
-    """Go's ``GetIntersectionClusters``: node-order greedy clusters; returns (cluster of each row, centre rows)."""
+    """Go's ``GetIntersectionClusters``: node-order greedy clusters; returns (cluster of each row, center rows)."""
     cluster_of = np.full(len(pos), -1, dtype=np.int64)
-    centres: list[int] = []
+    centers: list[int] = []
     for lo in range(0, len(junction_rows), CHUNK):
         rows = junction_rows[lo : lo + CHUNK]
         near = np.isfinite(dijkstra(cs, directed=False, indices=rows, limit=2 * cluster_radius))[:, junction_rows]
@@ -98,9 +98,9 @@ def _greedy_assignment(
             if cluster_of[row] >= 0:
                 continue
             members = junction_rows[near[k]]
-            cluster_of[members[cluster_of[members] < 0]] = len(centres)
-            centres.append(int(row))
-    return cluster_of, centres
+            cluster_of[members[cluster_of[members] < 0]] = len(centers)
+            centers.append(int(row))
+    return cluster_of, centers
 
 
 def _context_assignment(
@@ -108,15 +108,15 @@ def _context_assignment(
 ) -> tuple[np.ndarray, list[int]]:
     """Go's ``GetIntersectionClustersWithContext``.
 
-    Junctions go to their nearest context centre; per context centre the junction closest to it becomes the cluster
-    centre and keeps the junctions reachable within ``3 * cluster_radius`` along the graph; the others become
+    Junctions go to their nearest context center; per context center the junction closest to it becomes the cluster
+    center and keeps the junctions reachable within ``3 * cluster_radius`` along the graph; the others become
     single-junction clusters.
     """
     dist, group = cKDTree(context).query(pos[junction_rows])
     order = np.lexsort((dist, group))  # per group, closest first
     rows, group = junction_rows[order], group[order]
     first = np.r_[True, group[1:] != group[:-1]]
-    best_row = rows[first]  # one per used context centre
+    best_row = rows[first]  # one per used context center
     group_index = np.cumsum(first) - 1  # which best each junction belongs to
     reach = np.zeros(len(rows), dtype=bool)
     for lo in range(0, len(best_row), CHUNK):
@@ -138,7 +138,7 @@ def junction_clusters(
 ) -> JunctionClusters:
     """Cluster the junctions of a validated graph and measure their out-angles (see module doc).
 
-    With ``context`` (``C x 2`` GT cluster centres), junctions are grouped around their nearest context centre
+    With ``context`` (``C x 2`` GT cluster centers), junctions are grouped around their nearest context center
     instead, as Go's ``GetIntersectionClustersWithContext`` does for the prediction.
     """
     arrays = graph_arrays(graph)
@@ -150,9 +150,9 @@ def junction_clusters(
         return JunctionClusters(np.zeros((0, 2)), np.zeros((0, 0)))
     cs = length_csgraph(pos, arrays.edges)
     if context is not None and len(context):
-        cluster_of, centres = _context_assignment(cs, pos, junction_rows, np.asarray(context), cluster_radius)
+        cluster_of, centers = _context_assignment(cs, pos, junction_rows, np.asarray(context), cluster_radius)
     else:
-        cluster_of, centres = _greedy_assignment(cs, pos, junction_rows, cluster_radius)
+        cluster_of, centers = _greedy_assignment(cs, pos, junction_rows, cluster_radius)
     # one out-position per road end at a clustered junction
     chains = road_chains(graph)
     rows_of = [np.array([index[n] for n in c], dtype=np.int64) for c in chains]
@@ -183,13 +183,13 @@ def junction_clusters(
     k = np.clip(k, offset[c], offset[c + 1] - 2)
     t = (at - cum[k]) / np.maximum(cum[k + 1] - cum[k], 1e-12)
     point = pos[flat_rows[k]] + np.clip(t, 0, 1)[:, None] * (pos[flat_rows[k + 1]] - pos[flat_rows[k]])
-    centers = pos[np.array(centres)]
+    centers = pos[np.array(centers)]
     vec = point - centers[cluster]
     angle = np.arctan2(vec[:, 1], vec[:, 0])
     order = np.argsort(cluster, kind="stable")
     cluster, angle = cluster[order], angle[order]
-    counts = np.bincount(cluster, minlength=len(centres))
-    angles = np.full((len(centres), max(int(counts.max(initial=0)), 1)), np.nan)
+    counts = np.bincount(cluster, minlength=len(centers))
+    angles = np.full((len(centers), max(int(counts.max(initial=0)), 1)), np.nan)
     slot = index_in_group(counts)
     angles[cluster, slot] = angle
     return JunctionClusters(centers, angles)
@@ -233,7 +233,7 @@ def junct(
         cluster_radius: junction clustering radius (85 px).
         angle_distance: distance followed along roads to measure out-angles (110.5 px).
         match_radius: GT / predicted cluster matching radius (110.5 px).
-        bounds: ``(xmin, ymin, xmax, ymax)``; clusters centred outside are ignored (``None``: keep all).
+        bounds: ``(xmin, ymin, xmax, ymax)``; clusters centered outside are ignored (``None``: keep all).
         context: cluster predicted junctions around the GT clusters (Go's behaviour); ``False`` clusters them like
             the GT ones.
 

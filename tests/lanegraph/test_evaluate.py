@@ -114,8 +114,8 @@ def test_full_lgp_self_comparison_is_one(fixtures_dir):
     pos = np.array([gt.nodes[n]["pos"] for n in gt.nodes])
     from scipy.spatial import cKDTree
 
-    centre = pos[np.argmax(cKDTree(pos).query_ball_point(pos, 250.0, return_length=True))]  # a dense area
-    keep = [n for n, p in zip(gt.nodes, pos, strict=True) if (np.abs(p - centre) < 250).all()]
+    center = pos[np.argmax(cKDTree(pos).query_ball_point(pos, 250.0, return_length=True))]  # a dense area
+    keep = [n for n, p in zip(gt.nodes, pos, strict=True) if (np.abs(p - center) < 250).all()]
     assert len(keep) > 100
     gt_win = gt.subgraph(keep).copy()
     values = evaluate_lanegraph_pair(gt_win.copy(), gt_win, "full")

@@ -154,7 +154,7 @@ def test_overconnections_far_from_gt_junctions_raise_f_error(context):
 
 def test_overconnection_next_to_a_gt_junction_is_absorbed():
     # JUNCT's blind spot: a rung 50 px from the GT junctions makes two predicted junctions within the context reach
-    # of the GT clusters, so they join them; the new arm (about 66 degrees from the centre) lies within 90 degrees
+    # of the GT clusters, so they join them; the new arm (about 66 degrees from the center) lies within 90 degrees
     # of the GT's arm at 90 degrees, so no out-angle is wrong: F_error stays 0.
     gt = _ladder()
     r = junct(_ladder(rungs=(150.0,)), gt)

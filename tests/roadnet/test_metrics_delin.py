@@ -1,6 +1,6 @@
 """Conformance with the released code of Citraro et al. (``lcit/metrics_delin``) on the RoadTracer Vancouver fixture.
 
-``expected_metrics_delin_crop2048.json`` holds what the released code returned for the 2048 px window centred at the
+``expected_metrics_delin_crop2048.json`` holds what the released code returned for the 2048 px window centered at the
 origin (segmentation prediction): the crops, OPT-J, CCQ, and OPT-P / OPT-G / TLTS for seeds 0-2. ``compat="reference"``
 must give the deterministic values exactly and the sampled ones from the same distribution.
 """
