@@ -59,7 +59,7 @@ from drivemetrics._metric import add_config_state
 from drivemetrics.lanegraph._metric import PerSampleMean
 from drivemetrics.lanegraph.apls import lanegraph_apls
 from drivemetrics.lanegraph.geo_topo import geo_topo
-from drivemetrics.lanegraph.geometry import LANE_METRICS, PLANNING_METRICS, check_compat, lane_arrays
+from drivemetrics.lanegraph.geometry import LANE_METRICS, PLANNING_METRICS, as_scalars, check_compat, lane_arrays
 from drivemetrics.lanegraph.iou import graph_iou
 from drivemetrics.lanegraph.sda import sda
 
@@ -74,8 +74,43 @@ def evaluate_lanegraph_pair(
     compat: str = "default",
     apls_max_sources: int | None = 500,
     seed: int = 0,
+) -> dict[str, Tensor]:
+    """Every lane-graph metric of one sample: ``{m: value for m in LANE_METRICS}`` (0-d float64, NaN where
+    undefined); :func:`lanegraph_pair_values` returns the same values as floats.
+
+    Parameters
+    ----------
+    preds, target : networkx.DiGraph
+        Predicted and ground-truth lane graphs, node attribute ``pos = (x, y)`` in pixels.
+    task : str
+        ``"successor"`` (256 x 256 crops) or ``"full"`` (5000 x 5000 tiles).
+    compat : str
+        ``"default"`` or ``"reference"``.
+    apls_max_sources : int or None
+        Control points per direction that start APLS paths (default mode).
+    seed : int
+        Seed of the APLS source draw.
+
+    Example:
+        >>> import networkx as nx, numpy as np
+        >>> g = nx.DiGraph([(0, 1), (1, 2), (1, 3)])
+        >>> xy = {0: (10.0, 10.0), 1: (60.0, 10.0), 2: (120.0, 10.0), 3: (120.0, 60.0)}
+        >>> nx.set_node_attributes(g, {n: np.array(p) for n, p in xy.items()}, "pos")
+        >>> evaluate_lanegraph_pair(g, g)["topo_recall"]
+        tensor(1., dtype=torch.float64)
+    """
+    return as_scalars(lanegraph_pair_values(preds, target, task, compat, apls_max_sources, seed))
+
+
+def lanegraph_pair_values(
+    preds: nx.DiGraph,
+    target: nx.DiGraph,
+    task: str = "successor",
+    compat: str = "default",
+    apls_max_sources: int | None = 500,
+    seed: int = 0,
 ) -> dict[str, float]:
-    """Every lane-graph metric of one sample: ``{m: value for m in LANE_METRICS}`` (NaN where undefined).
+    """Every lane-graph metric of one sample as floats (see :func:`evaluate_lanegraph_pair`).
 
     ``task``: ``"successor"`` (256 x 256 crops) or ``"full"`` (5000 x 5000 tiles; only the reference mode's IoU
     canvas and SDA depend on it: the evaluator reports no SDA for full tiles, so it is NaN there). With
@@ -87,7 +122,7 @@ def evaluate_lanegraph_pair(
         >>> g = nx.DiGraph([(0, 1), (1, 2), (1, 3)])
         >>> xy = {0: (10.0, 10.0), 1: (60.0, 10.0), 2: (120.0, 10.0), 3: (120.0, 60.0)}
         >>> nx.set_node_attributes(g, {n: np.array(p) for n, p in xy.items()}, "pos")
-        >>> evaluate_lanegraph_pair(g, g)["topo_recall"]
+        >>> lanegraph_pair_values(g, g)["topo_recall"]
         1.0
     """
     compat = check_compat(compat)
@@ -147,7 +182,7 @@ class LaneGraphMetrics(PerSampleMean):
         add_config_state(self, ("LaneGraphMetrics", task, self.compat))
 
     def _sample(self, pred: nx.DiGraph, gt: nx.DiGraph) -> dict[str, float]:
-        return evaluate_lanegraph_pair(pred, gt, self.task, self.compat)
+        return lanegraph_pair_values(pred, gt, self.task, self.compat)
 
 
 class LaneGraphTopoPrecision(LaneGraphMetrics):
