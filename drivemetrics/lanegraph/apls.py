@@ -206,13 +206,14 @@ def lanegraph_apls(
     ``compat="reference"``: the evaluator's numbers (every node a control point, no midpoints, relabelling on
     coincident nodes, a missing source scoring 1 for every reachable end; 0 for GTs of 2,000 nodes or more).
 
-    Example:
-        >>> import networkx as nx, numpy as np
-        >>> g = nx.DiGraph([(0, 1), (1, 2), (1, 3)])
-        >>> xy = {0: (10.0, 10.0), 1: (60.0, 10.0), 2: (120.0, 10.0), 3: (120.0, 60.0)}
-        >>> nx.set_node_attributes(g, {n: np.array(p) for n, p in xy.items()}, "pos")
-        >>> lanegraph_apls(g, g)
-        tensor(1., dtype=torch.float64)
+    Examples
+    --------
+    >>> import networkx as nx, numpy as np
+    >>> g = nx.DiGraph([(0, 1), (1, 2), (1, 3)])
+    >>> xy = {0: (10.0, 10.0), 1: (60.0, 10.0), 2: (120.0, 10.0), 3: (120.0, 60.0)}
+    >>> nx.set_node_attributes(g, {n: np.array(p) for n, p in xy.items()}, "pos")
+    >>> lanegraph_apls(g, g)
+    tensor(1., dtype=torch.float64)
     """
     compat = check_compat(compat)
     pred, gt = _arrays(preds, "preds"), _arrays(target, "target")

@@ -408,13 +408,14 @@ def geo_topo(preds: nx.DiGraph, target: nx.DiGraph, compat: str = "default") -> 
     compat : str
         ``"default"`` or ``"reference"``.
 
-    Example:
-        >>> import networkx as nx, numpy as np
-        >>> g, h = nx.DiGraph([(0, 1)]), nx.DiGraph([(0, 1)])  # two 100 px lanes overlapping by 50 px
-        >>> nx.set_node_attributes(g, {0: np.array([0.0, 0.0]), 1: np.array([100.0, 0.0])}, "pos")
-        >>> nx.set_node_attributes(h, {0: np.array([50.0, 0.0]), 1: np.array([150.0, 0.0])}, "pos")
-        >>> {k: round(float(v), 3) for k, v in geo_topo(h, g).items()}
-        {'geo_precision': 0.51, 'geo_recall': 0.51, 'topo_precision': 0.26, 'topo_recall': 0.26}
+    Examples
+    --------
+    >>> import networkx as nx, numpy as np
+    >>> g, h = nx.DiGraph([(0, 1)]), nx.DiGraph([(0, 1)])  # two 100 px lanes overlapping by 50 px
+    >>> nx.set_node_attributes(g, {0: np.array([0.0, 0.0]), 1: np.array([100.0, 0.0])}, "pos")
+    >>> nx.set_node_attributes(h, {0: np.array([50.0, 0.0]), 1: np.array([150.0, 0.0])}, "pos")
+    >>> {k: round(float(v), 3) for k, v in geo_topo(h, g).items()}
+    {'geo_precision': 0.51, 'geo_recall': 0.51, 'topo_precision': 0.26, 'topo_recall': 0.26}
     """
     compat = check_compat(compat)
     pred, gt = _arrays(preds, "preds"), _arrays(target, "target")

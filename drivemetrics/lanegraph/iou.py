@@ -107,15 +107,16 @@ def graph_iou(
     Tensor
         0-d float64 IoU in [0, 1] (NaN when neither graph has an edge).
 
-    Example:
-        >>> import networkx as nx, numpy as np
-        >>> g, h = nx.DiGraph([(0, 1)]), nx.DiGraph([(0, 1)])  # two 100 px lanes overlapping by 50 px
-        >>> nx.set_node_attributes(g, {0: np.array([0.0, 0.0]), 1: np.array([100.0, 0.0])}, "pos")
-        >>> nx.set_node_attributes(h, {0: np.array([50.0, 0.0]), 1: np.array([150.0, 0.0])}, "pos")
-        >>> graph_iou(g, g)
-        tensor(1., dtype=torch.float64)
-        >>> round(float(graph_iou(h, g)), 4)
-        0.3645
+    Examples
+    --------
+    >>> import networkx as nx, numpy as np
+    >>> g, h = nx.DiGraph([(0, 1)]), nx.DiGraph([(0, 1)])  # two 100 px lanes overlapping by 50 px
+    >>> nx.set_node_attributes(g, {0: np.array([0.0, 0.0]), 1: np.array([100.0, 0.0])}, "pos")
+    >>> nx.set_node_attributes(h, {0: np.array([50.0, 0.0]), 1: np.array([150.0, 0.0])}, "pos")
+    >>> graph_iou(g, g)
+    tensor(1., dtype=torch.float64)
+    >>> round(float(graph_iou(h, g)), 4)
+    0.3645
     """
     compat = check_compat(compat)
     pred, gt = _arrays(preds, "preds"), _arrays(target, "target")
