@@ -292,6 +292,18 @@ class CCQMetrics(Metric):
     ``update(preds, target)`` takes either two ``B x H x W`` skeleton-image tensors (``slack`` in image pixels)
     or two graphs / two sequences of graphs (rendered with ``scale`` on ``canvas``, as :func:`ccq_graph`; ``slack``
     in graph pixels).
+
+    Examples
+    --------
+    >>> import networkx as nx, numpy as np
+    >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+    >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
+    >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
+    >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
+    >>> metric = CCQMetrics()
+    >>> metric.update(pred, gt)
+    >>> {k: round(float(v), 4) for k, v in metric.compute().items()}
+    {'correctness': 1.0, 'completeness': 0.7556, 'quality': 0.7556}
     """
 
     is_differentiable = False
@@ -362,7 +374,20 @@ class CCQMetrics(Metric):
 
 
 class CCQCorrectness(CCQMetrics):
-    """CCQ correctness (precision of predicted road pixels within the slack) (arguments as :class:`CCQMetrics`)."""
+    """CCQ correctness (precision of predicted road pixels within the slack) (arguments as :class:`CCQMetrics`).
+
+    Examples
+    --------
+    >>> import networkx as nx, numpy as np
+    >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+    >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
+    >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
+    >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
+    >>> metric = CCQCorrectness()
+    >>> metric.update(pred, gt)
+    >>> round(float(metric.compute()), 4)
+    1.0
+    """
 
     def compute(self) -> Tensor:  # type: ignore[override]
         """The ``correctness`` value of :meth:`CCQMetrics.compute`."""
@@ -370,7 +395,20 @@ class CCQCorrectness(CCQMetrics):
 
 
 class CCQCompleteness(CCQMetrics):
-    """CCQ completeness (recall of ground-truth road pixels within the slack) (arguments as :class:`CCQMetrics`)."""
+    """CCQ completeness (recall of ground-truth road pixels within the slack) (arguments as :class:`CCQMetrics`).
+
+    Examples
+    --------
+    >>> import networkx as nx, numpy as np
+    >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+    >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
+    >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
+    >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
+    >>> metric = CCQCompleteness()
+    >>> metric.update(pred, gt)
+    >>> round(float(metric.compute()), 4)
+    0.7556
+    """
 
     def compute(self) -> Tensor:  # type: ignore[override]
         """The ``completeness`` value of :meth:`CCQMetrics.compute`."""
@@ -378,7 +416,20 @@ class CCQCompleteness(CCQMetrics):
 
 
 class CCQQuality(CCQMetrics):
-    """CCQ quality (``TP / (TP + FP + FN)`` of road pixels) (arguments as :class:`CCQMetrics`)."""
+    """CCQ quality (``TP / (TP + FP + FN)`` of road pixels) (arguments as :class:`CCQMetrics`).
+
+    Examples
+    --------
+    >>> import networkx as nx, numpy as np
+    >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+    >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
+    >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
+    >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
+    >>> metric = CCQQuality()
+    >>> metric.update(pred, gt)
+    >>> round(float(metric.compute()), 4)
+    0.7556
+    """
 
     def compute(self) -> Tensor:  # type: ignore[override]
         """The ``quality`` value of :meth:`CCQMetrics.compute`."""

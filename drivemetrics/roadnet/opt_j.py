@@ -189,14 +189,15 @@ def opt_j(
 class OptJMetrics(GraphMetric):
     """OPT-J junction precision / recall / F1 summed over tiles (see :func:`~drivemetrics.roadnet.opt_j.opt_j`).
 
-    Example:
-        >>> import networkx as nx
-        >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
-        >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (50.0, 0.0), 2: (100.0, 0.0), 3: (50.0, 50.0)}, "pos")
-        >>> metric = OptJMetrics()
-        >>> metric.update(g, g)
-        >>> float(metric.compute()["f1"])
-        1.0
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
+    >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (50.0, 0.0), 2: (100.0, 0.0), 3: (50.0, 50.0)}, "pos")
+    >>> metric = OptJMetrics()
+    >>> metric.update(g, g)
+    >>> float(metric.compute()["f1"])
+    1.0
     """
 
     tp: Tensor
@@ -239,7 +240,20 @@ class OptJMetrics(GraphMetric):
 
 
 class OptJPrecision(OptJMetrics):
-    """OPT-J junction precision, counts summed over tiles (arguments as :class:`OptJMetrics`)."""
+    """OPT-J junction precision, counts summed over tiles (arguments as :class:`OptJMetrics`).
+
+    Examples
+    --------
+    >>> import networkx as nx, numpy as np
+    >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+    >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
+    >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
+    >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
+    >>> metric = OptJPrecision()
+    >>> metric.update(pred, gt)
+    >>> round(float(metric.compute()), 4)
+    1.0
+    """
 
     def compute(self) -> Tensor:  # type: ignore[override]
         """The ``precision`` value of :meth:`OptJMetrics.compute`."""
@@ -247,7 +261,20 @@ class OptJPrecision(OptJMetrics):
 
 
 class OptJRecall(OptJMetrics):
-    """OPT-J junction recall, counts summed over tiles (arguments as :class:`OptJMetrics`)."""
+    """OPT-J junction recall, counts summed over tiles (arguments as :class:`OptJMetrics`).
+
+    Examples
+    --------
+    >>> import networkx as nx, numpy as np
+    >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+    >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
+    >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
+    >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
+    >>> metric = OptJRecall()
+    >>> metric.update(pred, gt)
+    >>> round(float(metric.compute()), 4)
+    0.75
+    """
 
     def compute(self) -> Tensor:  # type: ignore[override]
         """The ``recall`` value of :meth:`OptJMetrics.compute`."""
@@ -255,7 +282,20 @@ class OptJRecall(OptJMetrics):
 
 
 class OptJF1Score(OptJMetrics):
-    """OPT-J junction F1, counts summed over tiles (arguments as :class:`OptJMetrics`)."""
+    """OPT-J junction F1, counts summed over tiles (arguments as :class:`OptJMetrics`).
+
+    Examples
+    --------
+    >>> import networkx as nx, numpy as np
+    >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+    >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
+    >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
+    >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
+    >>> metric = OptJF1Score()
+    >>> metric.update(pred, gt)
+    >>> round(float(metric.compute()), 4)
+    0.8571
+    """
 
     def compute(self) -> Tensor:  # type: ignore[override]
         """The ``f1`` value of :meth:`OptJMetrics.compute`."""
