@@ -37,7 +37,14 @@ from torchmetrics import Metric
 
 from drivemetrics._metric import add_config_state, plot_metric
 from drivemetrics._validation import check_same_shape, check_shape, check_tensor
-from drivemetrics.roadnet.geometry import check_compat, graph_arrays, graph_pairs, index_in_group, validate_graph
+from drivemetrics.roadnet.geometry import (
+    check_compat,
+    graph_arrays,
+    graph_pairs,
+    index_in_group,
+    result_tensors,
+    validate_graph,
+)
 
 
 @dataclass(frozen=True)
@@ -124,7 +131,7 @@ def ccq(
     *,
     canvas: tuple[float, float, int, int] | None = None,
     compat: str = "default",
-) -> CCQResult:
+) -> dict[str, Tensor]:
     """CCQ of a batch of skeleton images ``(B, H, W)`` (counts summed over the batch), or of two road graphs.
 
     Takes what :class:`CCQMetrics` takes. Two graphs are rendered and scored as :func:`ccq_graph` does (``slack``
@@ -133,16 +140,18 @@ def ccq(
 
     >>> import torch
     >>> skeleton = torch.eye(8, dtype=torch.bool)[None]
-    >>> ccq(skeleton, skeleton).quality
-    1.0
+    >>> ccq(skeleton, skeleton)["quality"]
+    tensor(1., dtype=torch.float64)
     """
     if isinstance(preds, nx.Graph) or isinstance(target, nx.Graph):
-        return ccq_graph(preds, target, 8.0 if slack is None else slack, scale, canvas=canvas, compat=compat)
+        return result_tensors(
+            ccq_graph(preds, target, 8.0 if slack is None else slack, scale, canvas=canvas, compat=compat)
+        )
     check_compat(compat)
     counts = ccq_counts(preds, target, 2.0 if slack is None else slack).sum(0).tolist()
     if counts[3] == 0:
         raise ValueError("`target` has no center-line pixel: CCQ needs a non-empty ground truth")
-    return CCQResult(*ccq_scores(*counts), *(int(c) for c in counts))
+    return result_tensors(CCQResult(*ccq_scores(*counts), *(int(c) for c in counts)))
 
 
 def render_graph(
@@ -252,7 +261,7 @@ def ccq_graph(
     canvas: tuple[float, float, int, int] | None = None,
     device: torch.device | str | None = None,
     compat: str = "default",
-) -> CCQResult:
+) -> dict[str, Tensor]:
     """CCQ of two road graphs rendered on one canvas.
 
     Args:
@@ -267,6 +276,17 @@ def ccq_graph(
         compat: ``"default"`` or ``"reference"``: render as the released examples (rounded end points, PIL
             lines, no merging of nodes) on the released canvas; on graphs cut by ``crop_protocol`` (or with the
             protocol's canvas ``(0, 0, size / 4, size / 4)``) the pixel counts equal the released ones.
+
+    Examples
+    --------
+    >>> import networkx as nx, numpy as np
+    >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+    >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
+    >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
+    >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
+    >>> result = ccq_graph(pred, gt)  # also the pixel counts matched_pred, total_pred, ...
+    >>> {k: round(result[k].item(), 4) for k in ("correctness", "completeness", "quality")}
+    {'correctness': 1.0, 'completeness': 0.7556, 'quality': 0.7556}
     """
     if not scale > 0:
         raise ValueError(f"`scale` must be > 0, got {scale}")
@@ -283,7 +303,7 @@ def ccq_graph(
         shape, origin = _canvas([target] + ([preds] if preds.number_of_nodes() else []), scale)
     gt_img = render(target, shape, origin, scale, device)
     pred_img = render(preds, shape, origin, scale, device) if preds.number_of_nodes() else torch.zeros_like(gt_img)
-    return ccq(pred_img[None], gt_img[None], slack * scale)
+    return result_tensors(ccq(pred_img[None], gt_img[None], slack * scale))
 
 
 class CCQMetrics(Metric):
@@ -349,7 +369,7 @@ class CCQMetrics(Metric):
             rows = []
             for p, t in pairs:
                 r = ccq_graph(p, t, self.slack, self.scale, canvas=self.canvas, compat=self.compat)
-                rows.append([r.matched_pred, r.total_pred, r.matched_gt, r.total_gt])
+                rows.append([int(r[k]) for k in ("matched_pred", "total_pred", "matched_gt", "total_gt")])
             counts = torch.tensor(rows, dtype=torch.long).sum(0)
         counts = counts.to(self.matched_pred.device)
         self.matched_pred += counts[0]

@@ -47,6 +47,7 @@ from drivemetrics.roadnet.geometry import (
     graph_pairs,
     index_in_group,
     length_csgraph,
+    result_tensors,
     road_chains,
     validate_graph,
 )
@@ -224,7 +225,7 @@ def junct(
     match_radius: float = MATCH_RADIUS,
     bounds: tuple[float, float, float, float] | None = None,
     context: bool = True,
-) -> JUNCTResult:
+) -> dict[str, Tensor]:
     """JUNCT scores of a predicted road graph against the ground truth (parameters in px, see module doc).
 
     Args:
@@ -242,8 +243,8 @@ def junct(
     >>> import networkx as nx
     >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
     >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (100.0, 0.0), 2: (200.0, 0.0), 3: (100.0, 100.0)}, "pos")
-    >>> junct(g, g).f_correct
-    1.0
+    >>> junct(g, g)["f_correct"]
+    tensor(1., dtype=torch.float64)
     """
     if not (cluster_radius > 0 and angle_distance > 0 and match_radius > 0):
         raise ValueError(
@@ -276,8 +277,8 @@ def junct(
                     error_score += float(error[k])
                     break
     error_score += float((p_in & ~used).sum())
-    return JUNCTResult(
-        *junct_scores(correct_score, n_gt, error_score, n_pred), correct_score, n_gt, error_score, n_pred
+    return result_tensors(
+        JUNCTResult(*junct_scores(correct_score, n_gt, error_score, n_pred), correct_score, n_gt, error_score, n_pred)
     )
 
 
@@ -331,10 +332,10 @@ class JunctionMetrics(Metric):
         """Add one graph pair or a batch of pairs."""
         for p, t in graph_pairs(preds, target):
             r = junct(p, t, **self.options)
-            self.correct_score += r.correct_score
-            self.error_score += r.error_score
-            self.n_gt += r.n_gt
-            self.n_pred += r.n_pred
+            self.correct_score += r["correct_score"]
+            self.error_score += r["error_score"]
+            self.n_gt += r["n_gt"]
+            self.n_pred += r["n_pred"]
 
     def compute(self) -> dict[str, Tensor]:
         """F_correct and F_error from the summed scores."""

@@ -55,6 +55,7 @@ from drivemetrics.roadnet.geometry import (
     index_in_group,
     match_points,
     resample_chains,
+    result_tensors,
     safe_ratio,
     validate_graph,
 )
@@ -230,7 +231,7 @@ def opt_g(
     matching: str | None = None,
     seed: int | None = 0,
     compat: str = "default",
-) -> OptGResult:
+) -> dict[str, Tensor]:
     """OPT-G subgraph precision / recall of a predicted road graph against the ground truth.
 
     Args:
@@ -246,15 +247,15 @@ def opt_g(
         compat: ``"default"`` or ``"reference"``: the released procedure (see the module doc).
 
     Returns:
-        :class:`OptGResult` with the summed counts and ``precision``, ``recall``, ``f1``.
+        ``dict[str, Tensor]``: the summed counts (int64) and ``precision``, ``recall``, ``f1`` (float64).
 
     Examples
     --------
     >>> import networkx as nx
     >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
     >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (100.0, 0.0), 2: (200.0, 0.0), 3: (100.0, 100.0)}, "pos")
-    >>> opt_g(g, g, n_samples=10).f1
-    1.0
+    >>> opt_g(g, g, n_samples=10)["f1"]
+    tensor(1., dtype=torch.float64)
     """
     reference = check_compat(compat)
     if matching is None:
@@ -269,7 +270,7 @@ def opt_g(
         if not value > 0:
             raise ValueError(f"`{name}` must be > 0, got {value}")
     if reference:
-        return _opt_g_reference(preds, target, n_samples, radius, d_match, spacing, seed)
+        return result_tensors(_opt_g_reference(preds, target, n_samples, radius, d_match, spacing, seed))
     gt = _Sampled(validate_graph(target, "target", allow_empty=False), spacing)
     pred = _Sampled(validate_graph(preds, "preds"), spacing)
     rng = np.random.default_rng(seed)
@@ -293,7 +294,7 @@ def opt_g(
         n_pred += len(sub_pred)
         n_missing += len(sub_gt) - matched
         n_spurious += len(sub_pred) - matched
-    return OptGResult(n_pred, n_gt, n_spurious, n_missing)
+    return result_tensors(OptGResult(n_pred, n_gt, n_spurious, n_missing))
 
 
 class OptGMetrics(GraphMetric):
@@ -348,10 +349,10 @@ class OptGMetrics(GraphMetric):
         """Add the counts of one tile or of a sequence of tiles."""
         for pred, gt in graph_pairs(preds, target):
             res = opt_g(pred, gt, **self.options)
-            self.n_pred += res.n_pred
-            self.n_gt += res.n_gt
-            self.n_spurious += res.n_spurious
-            self.n_missing += res.n_missing
+            self.n_pred += res["n_pred"]
+            self.n_gt += res["n_gt"]
+            self.n_spurious += res["n_spurious"]
+            self.n_missing += res["n_missing"]
 
     def compute(self) -> dict[str, Tensor]:
         out = tensor_ratios(self.n_pred - self.n_spurious, self.n_pred, self.n_gt)

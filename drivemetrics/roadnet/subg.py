@@ -33,7 +33,14 @@ from torch import Tensor
 from torchmetrics import Metric
 
 from drivemetrics._metric import add_config_state, plot_metric
-from drivemetrics.roadnet.geometry import CHUNK, dense_arrays, graph_pairs, length_csgraph, validate_graph
+from drivemetrics.roadnet.geometry import (
+    CHUNK,
+    dense_arrays,
+    graph_pairs,
+    length_csgraph,
+    result_tensors,
+    validate_graph,
+)
 
 
 @dataclass(frozen=True)
@@ -66,7 +73,7 @@ def subg(
     match_distance: float = 25.0,
     n_subgraphs: int = 1000,
     seed: int = 0,
-) -> SUBGResult:
+) -> dict[str, Tensor]:
     """Holes-and-marbles scores of ``n_subgraphs`` GT-rooted local subgraphs.
 
     Args:
@@ -83,8 +90,8 @@ def subg(
     >>> import networkx as nx
     >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
     >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (100.0, 0.0), 2: (200.0, 0.0), 3: (100.0, 100.0)}, "pos")
-    >>> subg(g, g, n_subgraphs=10).f1
-    1.0
+    >>> subg(g, g, n_subgraphs=10)["f1"]
+    tensor(1., dtype=torch.float64)
     """
     if not (spacing > 0 and radius > 0 and match_distance > 0 and n_subgraphs >= 1):
         raise ValueError(
@@ -102,7 +109,7 @@ def subg(
             int(np.isfinite(dijkstra(gt_cs, directed=False, indices=roots[lo : lo + CHUNK], limit=radius)).sum())
             for lo in range(0, len(roots), CHUNK)
         )
-        return SUBGResult(*subg_scores(0, n_holes, 0, n_holes), 0, n_holes, 0, n_holes)
+        return result_tensors(SUBGResult(*subg_scores(0, n_holes, 0, n_holes), 0, n_holes, 0, n_holes))
     pred_pos, pred_edges = dense_arrays(pred, spacing)
     pred_cs = length_csgraph(pred_pos, pred_edges)
     pred_tree = cKDTree(pred_pos)
@@ -137,7 +144,9 @@ def subg(
         n_matched_holes += len(row)
         n_matched_marbles += len(np.unique(row * len(pred_pos) + pm[first[row, col]]))
     n_spurious, n_empty = n_marbles - n_matched_marbles, n_holes - n_matched_holes
-    return SUBGResult(*subg_scores(n_marbles, n_holes, n_spurious, n_empty), n_marbles, n_holes, n_spurious, n_empty)
+    return result_tensors(
+        SUBGResult(*subg_scores(n_marbles, n_holes, n_spurious, n_empty), n_marbles, n_holes, n_spurious, n_empty)
+    )
 
 
 class SubgraphMetrics(Metric):
@@ -192,10 +201,10 @@ class SubgraphMetrics(Metric):
         """Add one graph pair or a batch of pairs."""
         for p, t in graph_pairs(preds, target):
             r = subg(p, t, **self.options)
-            self.n_marbles += r.n_marbles
-            self.n_holes += r.n_holes
-            self.n_spurious += r.n_spurious
-            self.n_empty += r.n_empty
+            self.n_marbles += r["n_marbles"]
+            self.n_holes += r["n_holes"]
+            self.n_spurious += r["n_spurious"]
+            self.n_empty += r["n_empty"]
 
     def compute(self) -> dict[str, Tensor]:
         """F1, spurious and missing rates from the summed counts."""

@@ -49,6 +49,7 @@ from drivemetrics.roadnet.geometry import (
     graph_arrays,
     graph_pairs,
     length_csgraph,
+    result_tensors,
     validate_graph,
 )
 
@@ -173,7 +174,7 @@ def tlts(
     seed: int = 0,
     *,
     compat: str = "default",
-) -> TLTSResult:
+) -> dict[str, Tensor]:
     """Too-long / too-short fractions of ``n_paths`` random GT shortest paths.
 
     Args:
@@ -191,15 +192,15 @@ def tlts(
     >>> import networkx as nx
     >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
     >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (100.0, 0.0), 2: (200.0, 0.0), 3: (100.0, 100.0)}, "pos")
-    >>> tlts(g, g, n_paths=20).correct
-    1.0
+    >>> tlts(g, g, n_paths=20)["correct"]
+    tensor(1., dtype=torch.float64)
     """
     if not max_node_dist > 0 or not perc_length >= 0 or n_paths < 1:
         raise ValueError(
             f"need max_node_dist > 0, perc_length >= 0, n_paths >= 1; got {max_node_dist}, {perc_length}, {n_paths}"
         )
     if check_compat(compat):
-        return _tlts_reference(preds, target, max_node_dist, perc_length, n_paths, seed)
+        return result_tensors(_tlts_reference(preds, target, max_node_dist, perc_length, n_paths, seed))
     gt = validate_graph(target, "target", allow_empty=False)
     pred = validate_graph(preds, "preds")
     spacing = max(max_node_dist // 3, 1.0)
@@ -221,7 +222,7 @@ def tlts(
         targets[lo : lo + CHUNK] = tgt
         gt_len[lo : lo + CHUNK] = dist[np.arange(len(src)), tgt]
     if pred.number_of_edges() == 0:
-        return _result([0, 0, 0, n_paths])
+        return result_tensors(_result([0, 0, 0, n_paths]))
     pred_pos, pred_edges = dense_arrays(pred, spacing)
     tree = cKDTree(pred_pos)
     d_s, p_s = tree.query(gt_pos[sources])
@@ -234,7 +235,9 @@ def tlts(
     too_short = feasible & (rel > perc_length)
     too_long = feasible & (rel < -perc_length)
     correct = feasible & ~too_short & ~too_long
-    return _result([int(correct.sum()), int(too_long.sum()), int(too_short.sum()), int((~feasible).sum())])
+    return result_tensors(
+        _result([int(correct.sum()), int(too_long.sum()), int(too_short.sum()), int((~feasible).sum())])
+    )
 
 
 class TLTSMetrics(Metric):
@@ -295,10 +298,10 @@ class TLTSMetrics(Metric):
         """Add one graph pair or a batch of pairs."""
         for p, t in graph_pairs(preds, target):
             r = tlts(p, t, **self.options)
-            self.n_correct += r.n_correct
-            self.n_too_long += r.n_too_long
-            self.n_too_short += r.n_too_short
-            self.n_infeasible += r.n_infeasible
+            self.n_correct += r["n_correct"]
+            self.n_too_long += r["n_too_long"]
+            self.n_too_short += r["n_too_short"]
+            self.n_infeasible += r["n_infeasible"]
 
     def compute(self) -> dict[str, Tensor]:
         """Fractions of correct, too long, too short and infeasible paths."""
