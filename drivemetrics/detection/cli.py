@@ -79,7 +79,12 @@ def _kitti_object_eval(args: argparse.Namespace) -> int:
 
         lists = [args.list] if args.list else []
         check_output_path(
-            args.json, input_files=lists, input_dirs=[gt_dir, det_dir], read_suffixes=(".txt",), option="--json"
+            args.json,
+            input_files=lists,
+            input_dirs=[gt_dir, det_dir],
+            read_suffixes=(".txt",),
+            option="--json",
+            is_folder=False,
         )
     frames = _read_list(args.list) if args.list else None
     groundtruth = read_kitti_object_folder(gt_dir, frames, with_score=False)

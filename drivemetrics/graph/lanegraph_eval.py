@@ -32,8 +32,9 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from drivemetrics._files import atomic_save_figure, atomic_write_text, check_output_path
+from drivemetrics._limits import check_graph_size, check_inside_area
 from drivemetrics._pool import map_in_processes
-from drivemetrics.graph.io import safe_pickle_load, short_repr
+from drivemetrics.graph.io import node_positions, safe_pickle_load, short_repr
 from drivemetrics.graph.lanegraph import (
     LANE_METRICS,
     PLANNING_METRICS,
@@ -140,6 +141,11 @@ def _evaluate_job(job: tuple) -> tuple[str, str, dict[str, float]]:
     if pred is None:  # default mode only: the reference mode fills missing samples before
         pred = nx.DiGraph()
     gt, pred = prepare_sample(gt, pred, sample_id, task)
+    area = (256.0, 256.0) if task == "successor" else (5000.0, 5000.0)
+    for graph, what in ((gt, "--gt annotation"), (pred, "--pred submission")):
+        where = f"{what} {city}/{short_repr(sample_id)}"
+        check_graph_size(graph.number_of_nodes(), graph.number_of_edges(), where)
+        check_inside_area(node_positions(graph, where)[1] if graph.number_of_nodes() else [], area, where)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         if task == "planning":
@@ -248,7 +254,7 @@ def write_json(result: dict[str, Any], path: str | Path, inputs: Iterable[str | 
     Raises ``ValueError`` if ``path`` is one of ``inputs`` (a command never writes over its inputs).
     """
     inputs = list(inputs)
-    check_output_path(path, input_files=inputs, input_dirs=inputs, option="--json")
+    check_output_path(path, input_files=inputs, input_dirs=inputs, option="--json", is_folder=False)
     payload = {k: result[k] for k in ("overall", "cities", "samples") if k in result}
     atomic_write_text(path, json.dumps(_json_ready(payload), indent=2, allow_nan=False))
 

@@ -322,8 +322,11 @@ def _row_intervals(
     x0, y0, dx, dy = p0[..., 0], p0[..., 1], p1[..., 0] - p0[..., 0], p1[..., 1] - p0[..., 1]
     dy = dy.masked_fill(~edge_ok, 0.0)
     y_lo = torch.minimum(y0, p1[..., 1])
-    window = math.ceil(float(dy.abs().max())) + 1 if dy.numel() else 1
-    rows = torch.ceil(y_lo)[..., None] + torch.arange(window, device=curve.device, dtype=torch.float64)
+    # rows outside [0, height) are dropped: start each edge's window at row 0 at the earliest and make it at most
+    # height + 1 rows long, so that the cost is bounded by the canvas, never by the coordinates
+    window = min(math.ceil(float(dy.abs().max())) + 1, height + 1) if dy.numel() else 1
+    first_row = torch.ceil(y_lo).clamp(0, height)
+    rows = first_row[..., None] + torch.arange(window, device=curve.device, dtype=torch.float64)
     t = ((rows - y0[..., None]) / torch.where(dy == 0, 1.0, dy)[..., None]).clamp(0, 1)
     x = torch.addcmul(x0[..., None], t, dx[..., None])
     ok = (rows <= (y_lo + dy.abs())[..., None]) & (edge_ok & drawn[..., None])[..., None]
@@ -649,6 +652,9 @@ def read_culane_list(path: str | Path, as_written: bool = False) -> list[str]:
     if not path.is_file():
         raise FileNotFoundError(f"CULane list file not found: {path}")
     text = read_text(path, what="CULane list file")
+    if "\x00" in text:
+        line = text.count("\n", 0, text.index("\x00")) + 1
+        raise ValueError(f"{path}:{line}: a NUL byte in the list (expected one image name per line)")
     names = [line.split()[0] for line in text.splitlines() if line.strip()]
     if not names:
         raise ValueError(f"{path}: the list names no images")

@@ -926,8 +926,7 @@ def kitti_corridor_table(
     Returns:
         The dict of :func:`corridor_table`.
     """
-    from drivemetrics.geometry.calib import read_kitti_calib
-    from drivemetrics.geometry.homography import image_from_road_calib
+    from drivemetrics.geometry.homography import image_from_road_calib_file
     from drivemetrics.geometry.warp import warp_image_to_bev
     from drivemetrics.road.kitti_road import (
         _match_size,
@@ -952,7 +951,7 @@ def kitti_corridor_table(
     for key in keys:
         gt = read_gt_png(layout.gt_dir / f"{key}.png")
         pred = _match_size(read_confidence_png(results / f"{key}.png"), tuple(gt.shape[1:]), key, crop)
-        homography = image_from_road_calib(read_kitti_calib(calib_file_for(layout.calib_dir, key)))
+        homography = image_from_road_calib_file(calib_file_for(layout.calib_dir, key))
         lane, valid = gt_masks(warp_image_to_bev(gt[None], homography, grid, mode="devkit")[0][0])
         preds.append(warp_image_to_bev(pred[None, None], homography, grid, mode="devkit")[0][0, 0])
         lanes.append(lane)
