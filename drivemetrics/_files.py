@@ -20,6 +20,7 @@ import contextlib
 import os
 import secrets
 import stat
+import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -256,7 +257,9 @@ def load_image(path: str | Path, *, what: str = "image") -> Any:
 
     errors = (OSError, SyntaxError, ValueError, Image.DecompressionBombError)
     try:
-        img = Image.open(path)  # reads the header only
+        with warnings.catch_warnings():  # Pillow's DecompressionBombWarning: the size is checked below
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            img = Image.open(path)  # reads the header only
     except errors as err:
         raise ValueError(f"{path}: cannot decode the {what} ({type(err).__name__}: {err})") from None
     try:

@@ -103,20 +103,32 @@ def set_limits(**values: int) -> contextlib.AbstractContextManager[None]:
     """Raise (or lower) limits for this process: ``with set_limits(max_lane_points=50_000): ...``.
 
     Called without ``with`` the values stay in force. Spawned worker processes do not see them: a command passes
-    ``--limit`` on through ``DRIVEMETRICS_LIMITS`` (see :func:`apply_limit_options`).
+    ``--limit`` on through ``DRIVEMETRICS_LIMITS`` (see :func:`limit_options`).
     """
     layer = _parse_assignments(",".join(f"{k}={v}" for k, v in values.items()), "set_limits")
     _overrides.append(layer)
     return _restore(layer)
 
 
-def apply_limit_options(assignments: list[str]) -> None:
-    """The CLI's ``--limit NAME=VALUE`` options: checked, then exported in ``DRIVEMETRICS_LIMITS`` (workers too)."""
+@contextlib.contextmanager
+def limit_options(assignments: list[str]) -> Iterator[None]:
+    """The CLI's ``--limit NAME=VALUE`` options, in force inside the ``with`` block: over :func:`set_limits` in
+    this process, and through ``DRIVEMETRICS_LIMITS`` in the worker processes it starts (restored afterwards)."""
     if not assignments:
+        yield
         return
-    _parse_assignments(",".join(assignments), "--limit")
-    current = os.environ.get(ENV_VAR, "")
-    os.environ[ENV_VAR] = ",".join(filter(None, [current, *assignments]))
+    layer = _parse_assignments(",".join(assignments), "--limit")
+    previous = os.environ.get(ENV_VAR)
+    os.environ[ENV_VAR] = ",".join(filter(None, [previous or "", *assignments]))
+    _overrides.append(layer)
+    try:
+        yield
+    finally:
+        _overrides.remove(layer)
+        if previous is None:
+            os.environ.pop(ENV_VAR, None)
+        else:
+            os.environ[ENV_VAR] = previous
 
 
 def _how_to_raise(name: str) -> str:

@@ -104,10 +104,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(_command_in(argv))
     args = parser.parse_args(argv)
     try:
-        from drivemetrics._limits import apply_limit_options
+        from drivemetrics._limits import limit_options
 
-        apply_limit_options(args.limit)
-        return int(args.func(args) or 0)
+        with limit_options(args.limit):
+            return int(args.func(args) or 0)
     except (ValueError, OSError, KeyError) as err:
         if args.verbose:
             traceback.print_exc()

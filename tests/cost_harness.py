@@ -29,13 +29,14 @@ MEMORY_CAP = 3 * 1024**3
 
 @dataclass
 class Run:
-    """Exit status, wall time (s), peak RSS (MB) and output of one child process."""
+    """Exit status, wall time (s), peak RSS (MB), output and CPU time (user + system, s) of one child process."""
 
     returncode: int
     seconds: float
     peak_mb: float
     stdout: str
     stderr: str
+    cpu_seconds: float = 0.0
 
 
 def run_child(
@@ -67,7 +68,8 @@ def run_child(
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        return Run(proc.returncode, seconds, usage.ru_maxrss / 1024, out.read(), err.read())
+        cpu = usage.ru_utime + usage.ru_stime
+        return Run(proc.returncode, seconds, usage.ru_maxrss / 1024, out.read(), err.read(), cpu)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -93,15 +95,20 @@ def _culane(tmp: Path, pred_text: str, list_text: str | None = None) -> tuple[li
     (tmp / "gt" / "a.lines.txt").write_text(lane)
     (tmp / "ok" / "a.lines.txt").write_text(lane)
     (tmp / "bad" / "a.lines.txt").write_text(pred_text)
-    extra: list[str] = []
     if list_text is not None:
         (tmp / "list.txt").write_bytes(list_text.encode())
         (tmp / "ok_list.txt").write_text("a.jpg\n")
-        extra = ["--list"]
-    args = ["culane-eval", "--gt", "gt", "--json", "out.json", "--pred"]
+    args = ["culane-eval", "--gt", "gt", "--pred", "ok"]
     if list_text is None:
-        return [*args, "bad"], [*args, "ok"]
-    return [*args, "ok", *extra, "list.txt"], [*args, "ok", *extra, "ok_list.txt"]
+        args = args[:-1]
+        return [*args, "bad", "--json", "out.json"], [*args, "ok", "--json", "ok_out.json"]
+    return [*args, "--list", "list.txt", "--json", "out.json"], [
+        *args,
+        "--list",
+        "ok_list.txt",
+        "--json",
+        "ok_out.json",
+    ]
 
 
 ROAD_GRAPH = "0 0\n400 0\n400 400\n0 400\n\n0 1\n1 2\n2 3\n"
@@ -254,13 +261,13 @@ def measure(name: str, tmp: Path, root: Path = REPO_ROOT, timeout: float = 120.0
 if __name__ == "__main__":  # python tests/cost_harness.py [ROOT] [NAME...]: print every row's cost
     root = Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else REPO_ROOT
     names = sys.argv[2:] or list(SCENARIOS)
-    print(f"{'row':<26} {'rc':>4} {'s':>7} {'MB':>7} | {'valid s':>7} {'MB':>6}  first line of stderr")
+    print(f"{'row':<26} {'rc':>4} {'s':>7} {'cpu s':>6} {'MB':>6} | {'valid s':>7} {'cpu s':>6} {'MB':>6}  stderr")
     for name in names:
         with tempfile.TemporaryDirectory() as folder:
             bad, ok = measure(name, Path(folder), root, timeout=90.0)
         line = (bad.stderr.strip().splitlines() or [""])[-1][:110]
         print(
-            f"{name:<26} {bad.returncode:>4} {bad.seconds:7.2f} {bad.peak_mb:7.0f} | "
-            f"{ok.seconds:7.2f} {ok.peak_mb:6.0f}  {line}",
+            f"{name:<26} {bad.returncode:>4} {bad.seconds:7.2f} {bad.cpu_seconds:6.2f} {bad.peak_mb:6.0f} | "
+            f"{ok.seconds:7.2f} {ok.cpu_seconds:6.2f} {ok.peak_mb:6.0f}  {line}",
             flush=True,
         )

@@ -36,7 +36,7 @@ from torch import Tensor
 from torchmetrics import Metric
 
 from drivemetrics._files import atomic_open, read_text
-from drivemetrics._limits import check_count, load_json
+from drivemetrics._limits import check_count, get_limits, load_json
 from drivemetrics._metric import ScalarFromDict, add_config_state, plot_metric
 from drivemetrics._validation import check_shape, check_tensor
 
@@ -433,6 +433,19 @@ class TuSimpleRecords:
         return len(self.raw_files)
 
 
+def check_record_size(line: str, where: str) -> None:
+    """Refuse a record holding more numbers than ``max_lanes_per_frame`` lanes of ``max_lane_points`` values (and
+    their ``h_samples``) could, counted from its commas before it is parsed."""
+    limits = get_limits()
+    most = (limits.max_lanes_per_frame + 1) * (limits.max_lane_points + 1) + 100
+    values = line.count(",") + 1
+    if values > most:
+        raise ValueError(
+            f"{where}: a record of about {values:,} values, more than max_lanes_per_frame={limits.max_lanes_per_frame} "
+            f"lanes of max_lane_points={limits.max_lane_points:,} values (raise them with --limit NAME=N)"
+        )
+
+
 def check_lanes(lanes: object, where: str, max_points: int | None) -> None:
     """Refuse a record of more lanes, or a lane of more values, than the limits (before anything is padded)."""
     if not isinstance(lanes, list):
@@ -487,6 +500,7 @@ def read_tusimple_json(
         if not line.strip():
             continue
         where = f"{path}:{number}"
+        check_record_size(line, where)
         record = load_json(line, where)
         if not isinstance(record, dict):
             raise ValueError(f"{where}: expected a JSON object per line")
