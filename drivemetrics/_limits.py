@@ -13,7 +13,7 @@ than 100 points, RoadTracer regions 8192 px) and can be raised for one process:
 
 >>> from drivemetrics._limits import get_limits, set_limits
 >>> get_limits().max_lanes_per_frame
-200
+64
 >>> with set_limits(max_lanes_per_frame=1000):
 ...     get_limits().max_lanes_per_frame
 1000
@@ -43,6 +43,8 @@ class Limits:
         max_png_pixels: width x height a PNG may declare in its header (checked before decoding).
         max_lane_points: points of one lane (CULane line, TuSimple lane or ``h_samples``).
         max_lanes_per_frame: lanes of one frame (CULane file, TuSimple record).
+        max_abs_coordinate: largest absolute lane coordinate, pixels (CULane; a lane may run far off the canvas,
+            but values beyond this are a unit error, and their squares overflow).
         max_graph_nodes: nodes of one road or lane graph.
         max_graph_edges: edges of one road or lane graph.
         max_graph_extent: side, in pixels, of the bounding box of one road graph's nodes (``graph-eval``: the
@@ -53,7 +55,8 @@ class Limits:
 
     max_png_pixels: int = 50_000_000
     max_lane_points: int = 10_000
-    max_lanes_per_frame: int = 200
+    max_lanes_per_frame: int = 64
+    max_abs_coordinate: int = 1_000_000_000
     max_graph_nodes: int = 2_000_000
     max_graph_edges: int = 4_000_000
     max_graph_extent: int = 32_768
@@ -247,7 +250,7 @@ def check_graph_extent(pos: Any, where: object) -> None:
     with np.errstate(over="ignore", invalid="ignore"):
         span = hi - lo
     if not (span <= limit).all():
-        far = int(np.argmax(np.abs(pos - np.median(pos, axis=0)).max(axis=1)))
+        far = int(np.argmax(np.abs(pos).max(axis=1)))
         raise ValueError(
             f"{where}: the nodes span {span[0]:.6g} x {span[1]:.6g} px (e.g. a node at ({pos[far, 0]:.6g}, "
             f"{pos[far, 1]:.6g})), more than max_graph_extent={limit:,} px ({_how_to_raise('max_graph_extent')})"
@@ -285,4 +288,18 @@ def check_image_fits_camera(
         raise ValueError(
             f"{path}: a {width} x {height} px image does not fit the camera of {calib} (principal point "
             f"({cx:.1f}, {cy:.1f}) px, expected near the image centre): the image size must be the calibration's"
+        )
+
+
+def check_coordinates(values: Any, where: object) -> None:
+    """Refuse coordinates (any array, pixels) larger in magnitude than ``max_abs_coordinate``."""
+    import numpy as np
+
+    limit = get_limits().max_abs_coordinate
+    values = np.asarray(values, dtype=np.float64)
+    if values.size and not (np.abs(values) <= limit).all():
+        worst = float(values.flat[int(np.argmax(np.abs(values)))])
+        raise ValueError(
+            f"{where}: the coordinate {worst:.6g} px is larger than max_abs_coordinate={limit:.3g} "
+            f"({_how_to_raise('max_abs_coordinate')})"
         )

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from drivemetrics._files import read_text
-from drivemetrics._limits import check_count
+from drivemetrics._limits import check_coordinates, check_count
 
 SPLINE_STEPS = 50
 
@@ -56,6 +56,7 @@ def read_culane_file(path: str | Path, missing_ok: bool = False) -> list[np.ndar
         if values.size % 2 or not np.isfinite(values).all():
             raise ValueError(f"{path}:{number}: a lane needs an even number of finite values `x y`")
         check_count(values.size // 2, "max_lane_points", f"{path}:{number}", "points in one lane")
+        check_coordinates(values, f"{path}:{number}")
         lanes.append(values.reshape(-1, 2))
     return lanes
 
