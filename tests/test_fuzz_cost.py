@@ -79,12 +79,12 @@ def campaign(examples: int) -> None:
     from hypothesis import HealthCheck, given, settings
 
     from drivemetrics._limits import set_limits
-    from drivemetrics.graph.evaluate import _evaluate_files
-    from drivemetrics.graph.io import read_geojson, read_graph
-    from drivemetrics.graph.lanegraph_eval import _evaluate_job
     from drivemetrics.lane.culane import _stack_lanes, culane_matches, read_culane_lines
     from drivemetrics.lane.tusimple import evaluate_tusimple_files
+    from drivemetrics.lanegraph.evaluate import _evaluate_job
     from drivemetrics.road.kitti_road import read_confidence_png
+    from drivemetrics.roadnet.evaluate import _evaluate_files
+    from drivemetrics.roadnet.io import read_geojson, read_graph
 
     st, _, point, lanes, depth, digits = _strategies()
     run = settings(

@@ -129,7 +129,7 @@ def test_tusimple_lanes_are_checked_against_the_labels_before_padding(tmp_path):
 
 
 def test_graph_reader_and_extent_limits_name_the_file(tmp_path):
-    from drivemetrics.graph.io import read_graph
+    from drivemetrics.roadnet.io import read_graph
 
     path = tmp_path / "g.graph"
     path.write_text("0 0\n10 10\n\n0 7\n")
@@ -148,7 +148,7 @@ def test_graph_reader_and_extent_limits_name_the_file(tmp_path):
 
 
 def test_graph_eval_set_is_typed_before_any_work():
-    from drivemetrics.graph.cli import apply_settings
+    from drivemetrics.roadnet.cli import apply_settings
 
     assert apply_settings({}, ["opt_j.d_max=12.5"]) == {"opt_j": {"d_max": 12.5}}
     with pytest.raises(ValueError, match=r"`--set opt_j\.d_max=abc`: opt_j\.d_max must be a number"):
