@@ -141,7 +141,7 @@ def campaign(examples: int) -> None:
         edges = [(k, k + 1) for k in range(len(nodes) - 1)] + ([(0, bad_index)] if bad_index > 5 else [])
         text = "".join(f"{_fmt(x)} {_fmt(y)}\n" for x, y in nodes) + "\n" + "".join(f"{a} {b}\n" for a, b in edges)
         path.write_text(text)
-        job = ("t", folder / "gt.graph", path, ["ccq", "opt_j"], {}, None, 0.0, None)
+        job = ("t", folder / "gt.graph", path, ["ccq", "opt_j"], {}, None, 0.0, "default")
         _expect(lambda: _evaluate_files(job), path)
         geo = folder / "pred.geojson"
         line = {"type": "Feature", "geometry": {"type": "LineString", "coordinates": [list(p) for p in nodes]}}
@@ -162,7 +162,7 @@ def campaign(examples: int) -> None:
         for k, (x, y) in enumerate(nodes):
             pred.add_node(k, pos=np.array([x, y]))
         pred.add_edges_from((k, k + 1) for k in range(len(nodes) - 1))
-        _expect(lambda: _evaluate_job(("austin", path.name, graph, pred, "successor", None, 0)), path)
+        _expect(lambda: _evaluate_job(("austin", path.name, graph, pred, "successor", "default", 0)), path)
 
     # PNG: a header declaring any size over a few bytes of data
     @run
