@@ -120,8 +120,8 @@ def _graph(
     (tmp / "gt.graph").write_text(ROAD_GRAPH)
     (tmp / "ok.graph").write_text(ROAD_GRAPH)
     (tmp / name).write_text(pred_text)
-    args = ["graph-eval", "--no-progress", "--workers", "1", "--gt", "gt.graph", *extra, "--pred"]
-    return [*args, name], [*args, "ok.graph"]
+    args = ["graph-eval", "--no-progress", "--workers", "1", "--gt", "gt.graph", "--pred"]
+    return [*args, name, *extra], [*args, "ok.graph"]
 
 
 def _lane_graph_pickle(path: Path, far: bool) -> None:
