@@ -37,6 +37,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "drivemetrics.graph.cli",
         "UrbanLaneGraph evaluation: TOPO/GEO, APLS, SDA, graph IoU, planning (--compat reference available)",
     ),
+    "map-eval": (
+        "drivemetrics.vectormap.cli",
+        "vectorised HD-map Chamfer AP (MapTR nuScenes, Argoverse 2 CVPR 2023) from their native JSON files",
+    ),
     "graph-sensitivity": (
         "drivemetrics.graph.cli",
         "perturb a road network and plot how each graph metric responds",

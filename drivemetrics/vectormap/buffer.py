@@ -60,7 +60,13 @@ def buffer_pieces(points: Tensor, distance: float = 2.0, mitre_limit: float = 5.
     normal = torch.stack([-unit[:, 1], unit[:, 0]], -1)  # left normal
     w = distance
     rects = torch.stack(
-        [line[:-1] + w * normal, line[1:] + w * normal, line[1:] - w * normal, line[:-1] - w * normal, line[:-1] - w * normal],
+        [
+            line[:-1] + w * normal,
+            line[1:] + w * normal,
+            line[1:] - w * normal,
+            line[:-1] - w * normal,
+            line[:-1] - w * normal,
+        ],
         1,
     )
     if line.shape[0] < 3:

@@ -55,7 +55,9 @@ def evaluate_map_samples(
     paired = [by_token.get(s.token, MapSample(s.token)) for s in gt]
     pred_dims = min((p.shape[1] for s in paired for p in s.points), default=2)
     if proto.dims == "2d" and pred_dims != 2:
-        raise ValueError(f"protocol {proto.name!r} evaluates 2-D predictions; the prediction file has {pred_dims}-D points")
+        raise ValueError(
+            f"protocol {proto.name!r} evaluates 2-D predictions; the prediction file has {pred_dims}-D points"
+        )
     gt_dims = 2 if proto.dims == "2d" else pred_dims
     pieces = []
     for start in range(0, len(gt), batch_size):

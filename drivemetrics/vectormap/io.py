@@ -92,7 +92,7 @@ def _class_of(value: Any, classes: tuple[str, ...], where: str) -> str:
     return classes[value]
 
 
-def read_map_gt(path: str | Path, format: MapFormat | None = None) -> list[MapSample]:  # noqa: A002
+def read_map_gt(path: str | Path, format: MapFormat | None = None) -> list[MapSample]:
     """GT samples of a MapTR annotation JSON or an Argoverse 2 challenge GT JSON, in file order.
 
     >>> import tempfile, json, os
@@ -145,7 +145,7 @@ def read_map_gt(path: str | Path, format: MapFormat | None = None) -> list[MapSa
     return samples
 
 
-def read_map_preds(path: str | Path, format: MapFormat | None = None) -> list[MapSample]:  # noqa: A002
+def read_map_preds(path: str | Path, format: MapFormat | None = None) -> list[MapSample]:
     """Prediction samples of a MapTR ``results`` JSON or an Argoverse 2 challenge submission, in file order."""
     data = _load(path, "prediction")
     kind = format or detect_format(data)

@@ -47,9 +47,7 @@ __all__ = [
 ]
 
 
-def _group_by_class(
-    points: Tensor, lengths: Tensor, labels: Tensor, num_classes: int
-) -> tuple[Tensor, Tensor, Tensor]:
+def _group_by_class(points: Tensor, lengths: Tensor, labels: Tensor, num_classes: int) -> tuple[Tensor, Tensor, Tensor]:
     """Regroup ``(B, N, P, D)`` into ``(B, C, K, P, D)`` by label; returns points, lengths, source index (-1 = none)."""
     batch, num = lengths.shape
     valid = lengths > 0
@@ -60,9 +58,9 @@ def _group_by_class(
     b, n, c = onehot.nonzero(as_tuple=True)
     source[b, c, position[b, n, c]] = n
     safe = source.clamp_min(0)
-    grouped = points.gather(
-        1, safe.reshape(batch, -1)[..., None, None].expand(-1, -1, *points.shape[-2:])
-    ).reshape(batch, num_classes, -1, *points.shape[-2:])
+    grouped = points.gather(1, safe.reshape(batch, -1)[..., None, None].expand(-1, -1, *points.shape[-2:])).reshape(
+        batch, num_classes, -1, *points.shape[-2:]
+    )
     grouped_lengths = torch.where(source >= 0, lengths.gather(1, safe.reshape(batch, -1)).reshape(source.shape), 0)
     return grouped, grouped_lengths, source
 
@@ -79,7 +77,9 @@ def _check_inputs(name: str, points: Tensor, lengths: Tensor | None, labels: Ten
         raise ValueError(f"`{name}_labels` must be integer class ids of shape {tuple(lengths.shape)}")
     used = labels[lengths > 0]
     if used.numel() and (int(used.min()) < 0 or int(used.max()) >= num_classes):
-        raise ValueError(f"`{name}_labels` must lie in [0, {num_classes - 1}], got {int(used.min())}..{int(used.max())}")
+        raise ValueError(
+            f"`{name}_labels` must lie in [0, {num_classes - 1}], got {int(used.min())}..{int(used.max())}"
+        )
     if not torch.isfinite(points).all():
         raise ValueError(f"`{name}` holds NaN or infinite coordinates")
     return lengths
@@ -125,9 +125,13 @@ def vector_map_matches(
     preds_lengths = _check_inputs("preds", preds, preds_lengths, preds_labels, num_classes)
     target_lengths = _check_inputs("target", target, target_lengths, target_labels, num_classes)
     if preds.shape[0] != target.shape[0]:
-        raise ValueError(f"`preds` and `target` must hold the same frames, got B = {preds.shape[0]} and {target.shape[0]}")
+        raise ValueError(
+            f"`preds` and `target` must hold the same frames, got B = {preds.shape[0]} and {target.shape[0]}"
+        )
     if preds_scores.shape != preds_lengths.shape:
-        raise ValueError(f"`preds_scores` must have shape {tuple(preds_lengths.shape)}, got {tuple(preds_scores.shape)}")
+        raise ValueError(
+            f"`preds_scores` must have shape {tuple(preds_lengths.shape)}, got {tuple(preds_scores.shape)}"
+        )
     if proto.dims == "2d":
         if preds.shape[-1] != 2:
             raise ValueError(f"protocol {proto.name!r} evaluates 2-D polylines; `preds` has D = {preds.shape[-1]}")
@@ -164,7 +168,9 @@ def vector_map_matches(
             pred_s[b, c, k], pred_sl[b, c, k], gt_s[b, c, g], gt_sl[b, c, g], distance=proto.buffer_prefilter
         )
         distances[b[~meet], c[~meet], k[~meet], g[~meet]] = torch.inf
-    scores_g = torch.where(source >= 0, preds_scores.detach().gather(1, source.clamp_min(0).flatten(1)).reshape(source.shape), 0)
+    scores_g = torch.where(
+        source >= 0, preds_scores.detach().gather(1, source.clamp_min(0).flatten(1)).reshape(source.shape), 0
+    )
     tp_g = greedy_match(
         distances,
         scores_g.to(dtype),
@@ -181,7 +187,9 @@ def vector_map_matches(
     keep = preds_lengths > 0
     labels_all = torch.where(keep, preds_labels, 0)
     num_targets = torch.zeros(num_classes, dtype=torch.long, device=preds.device)
-    num_targets.index_add_(0, target_labels[target_lengths > 0].long(), torch.ones_like(target_labels[target_lengths > 0]).long())
+    num_targets.index_add_(
+        0, target_labels[target_lengths > 0].long(), torch.ones_like(target_labels[target_lengths > 0]).long()
+    )
     return {
         "scores": preds_scores.detach()[keep],
         "labels": labels_all[keep].long(),
@@ -325,9 +333,7 @@ class VectorMapAPMetrics(Metric):
     true_positive: list[Tensor]
     num_targets: Tensor
 
-    def __init__(
-        self, protocol: str = "default", thresholds: Sequence[float] | None = None, **kwargs: Any
-    ) -> None:
+    def __init__(self, protocol: str = "default", thresholds: Sequence[float] | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.protocol = get_protocol(protocol)
         self.thresholds = tuple(float(t) for t in (self.protocol.thresholds if thresholds is None else thresholds))
