@@ -49,7 +49,7 @@ __all__ = [
 
 def _group_by_class(points: Tensor, lengths: Tensor, labels: Tensor, num_classes: int) -> tuple[Tensor, Tensor, Tensor]:
     """Regroup ``(B, N, P, D)`` into ``(B, C, K, P, D)`` by label; returns points, lengths, source index (-1 = none)."""
-    batch, num = lengths.shape
+    batch = lengths.shape[0]
     valid = lengths > 0
     onehot = (labels.unsqueeze(-1) == torch.arange(num_classes, device=labels.device)) & valid.unsqueeze(-1)
     position = onehot.long().cumsum(1) - 1  # (B, N, C)
@@ -159,15 +159,25 @@ def vector_map_matches(
     else:
         pred_s, pred_sl = resample_by_spacing(pred_g, pred_len_g, proto.spacing)
         gt_s, gt_sl = resample_by_spacing(gt_g, gt_len_g, proto.spacing)
-    distances = chamfer_distance_matrix(pred_s, pred_sl, gt_s, gt_sl)  # (B, C, K, L)
-    if proto.buffer_prefilter is not None and distances.numel():
-        # only a pair within the largest threshold can change a result (see drivemetrics.vectormap.buffer)
-        candidate = distances <= max(thresholds_t)
-        b, c, k, g = candidate.nonzero(as_tuple=True)
-        meet = buffers_intersect(
-            pred_s[b, c, k], pred_sl[b, c, k], gt_s[b, c, g], gt_sl[b, c, g], distance=proto.buffer_prefilter
-        )
-        distances[b[~meet], c[~meet], k[~meet], g[~meet]] = torch.inf
+    # pairs provably farther than the largest threshold never match: not computed (inf), see max_distance
+    distances = chamfer_distance_matrix(pred_s, pred_sl, gt_s, gt_sl, max_distance=max(thresholds_t))  # (B, C, K, L)
+    if proto.buffer_prefilter is not None and distances.numel() and distances.shape[-1]:
+        # A rejected pair changes a result only if it is a prediction's nearest GT within the largest threshold:
+        # test those; where one is rejected the next nearest becomes the candidate (repeat until none is rejected).
+        tested = torch.zeros_like(distances, dtype=torch.bool)
+        while True:
+            nearest_value, nearest_index = distances.min(-1)
+            candidate = torch.zeros_like(tested)
+            candidate.scatter_(-1, nearest_index.unsqueeze(-1), (nearest_value <= max(thresholds_t)).unsqueeze(-1))
+            candidate &= ~tested
+            if not bool(candidate.any()):
+                break
+            tested |= candidate
+            b, c, k, g = candidate.nonzero(as_tuple=True)
+            meet = buffers_intersect(
+                pred_s[b, c, k], pred_sl[b, c, k], gt_s[b, c, g], gt_sl[b, c, g], distance=proto.buffer_prefilter
+            )
+            distances[b[~meet], c[~meet], k[~meet], g[~meet]] = torch.inf
     scores_g = torch.where(
         source >= 0, preds_scores.detach().gather(1, source.clamp_min(0).flatten(1)).reshape(source.shape), 0
     )
