@@ -32,17 +32,21 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "drivemetrics.detection.cli",
         "KITTI object AP (2D, AOS, BEV, 3D; R11 and R40) of a result folder, exactly as the official C++",
     ),
-    "graph-eval": ("drivemetrics.graph.cli", "road-network metrics (CCQ, TLTS, APLS, JUNCT, SUBG, OPT-P/J/G)"),
+    "graph-eval": ("drivemetrics.roadnet.cli", "road-network metrics (CCQ, TLTS, APLS, JUNCT, SUBG, OPT-P/J/G)"),
     "lanegraph-eval": (
-        "drivemetrics.graph.cli",
+        "drivemetrics.lanegraph.cli",
         "UrbanLaneGraph evaluation: TOPO/GEO, APLS, SDA, graph IoU, planning (--compat reference available)",
     ),
     "map-eval": (
         "drivemetrics.vectormap.cli",
         "vectorised HD-map Chamfer AP (MapTR nuScenes, Argoverse 2 CVPR 2023) from their native JSON files",
     ),
+    "openlanev2-eval": (
+        "drivemetrics.lanetopology.cli",
+        "OpenLane-V2 OLS / OLUS and sub-scores from devkit pickles (--compat reference: devkit 2.1.0)",
+    ),
     "graph-sensitivity": (
-        "drivemetrics.graph.cli",
+        "drivemetrics.roadnet.cli",
         "perturb a road network and plot how each graph metric responds",
     ),
 }

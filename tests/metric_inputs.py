@@ -32,46 +32,6 @@ from torchmetrics import Metric
 
 from drivemetrics.detection.metrics import KittiObjectAP, KittiObjectMetrics
 from drivemetrics.geometry.bev import BevGrid
-from drivemetrics.graph.apls import AveragePathLengthSimilarity
-from drivemetrics.graph.ccq import CorrectnessCompletenessQuality
-from drivemetrics.graph.junct import JunctionMetric
-from drivemetrics.graph.lanegraph_metric import (
-    LaneGraphAPLS,
-    LaneGraphGeoPrecision,
-    LaneGraphGeoRecall,
-    LaneGraphIoU,
-    LaneGraphMED,
-    LaneGraphMetrics,
-    LaneGraphMMD,
-    LaneGraphPlanning,
-    LaneGraphSDA20,
-    LaneGraphSDA50,
-    LaneGraphSuccessRate,
-    LaneGraphTopoPrecision,
-    LaneGraphTopoRecall,
-)
-from drivemetrics.graph.metrics import OptG, OptJ, OptP
-from drivemetrics.graph.scalar_metrics import (
-    APLS,
-    CCQCompleteness,
-    CCQCorrectness,
-    CCQQuality,
-    JunctionFCorrect,
-    JunctionFError,
-    OptGF1Score,
-    OptGPrecision,
-    OptGRecall,
-    OptJF1Score,
-    OptJPrecision,
-    OptJRecall,
-    OptPF1Score,
-    OptPPrecision,
-    OptPRecall,
-    SubgraphF1Score,
-    TooLongTooShortCorrect,
-)
-from drivemetrics.graph.subg import SubgraphMetric
-from drivemetrics.graph.tlts import TooLongTooShort
 from drivemetrics.lane.culane import CULaneF1, CULaneF1Score, CULanePrecision, CULaneRecall
 from drivemetrics.lane.psld import PSLD, default_z_samples
 from drivemetrics.lane.tusimple import (
@@ -81,6 +41,35 @@ from drivemetrics.lane.tusimple import (
     TuSimpleFalsePositives,
     TuSimpleMetrics,
 )
+from drivemetrics.lanegraph.lanegraph import (
+    LaneGraphAPLS,
+    LaneGraphGeoPrecision,
+    LaneGraphGeoRecall,
+    LaneGraphIoU,
+    LaneGraphMetrics,
+    LaneGraphSDA20,
+    LaneGraphSDA50,
+    LaneGraphTopoPrecision,
+    LaneGraphTopoRecall,
+)
+from drivemetrics.lanegraph.planning import (
+    LaneGraphPlanningMED,
+    LaneGraphPlanningMetrics,
+    LaneGraphPlanningMMD,
+    LaneGraphPlanningSuccessRate,
+)
+from drivemetrics.lanetopology.openlanev2 import (
+    OpenLaneV2AreaAP,
+    OpenLaneV2F1Score,
+    OpenLaneV2LaneAP,
+    OpenLaneV2LaneElementTopology,
+    OpenLaneV2LaneTopology,
+    OpenLaneV2Metrics,
+    OpenLaneV2Score,
+    OpenLaneV2TrafficElementAP,
+    OpenLaneV2UniScore,
+    OpenLaneV2UniScoreMetrics,
+)
 from drivemetrics.road.corridor import (
     CorridorConfig,
     DrivingCorridorHitRate,
@@ -89,6 +78,14 @@ from drivemetrics.road.corridor import (
     DrivingCorridorMetric,
 )
 from drivemetrics.road.metrics import RoadAveragePrecision, RoadMaxF, RoadPixelMetrics
+from drivemetrics.roadnet.apls import APLSMetrics, APLSScore
+from drivemetrics.roadnet.ccq import CCQCompleteness, CCQCorrectness, CCQMetrics, CCQQuality
+from drivemetrics.roadnet.junct import JunctionFCorrect, JunctionFError, JunctionMetrics
+from drivemetrics.roadnet.opt_g import OptGF1Score, OptGMetrics, OptGPrecision, OptGRecall
+from drivemetrics.roadnet.opt_j import OptJF1Score, OptJMetrics, OptJPrecision, OptJRecall
+from drivemetrics.roadnet.opt_p import OptPF1Score, OptPMetrics, OptPPrecision, OptPRecall
+from drivemetrics.roadnet.subg import SubgraphF1Score, SubgraphMetrics
+from drivemetrics.roadnet.tlts import TLTSAccuracy, TLTSMetrics
 from drivemetrics.vectormap.map_ap import (
     VectorMapAPMetrics,
     VectorMapAveragePrecision,
@@ -272,31 +269,31 @@ def _graph_batches(seed: int) -> list[Batch]:
 
 
 _GRAPH_OPTIONS: dict[type[Metric], dict[str, Any]] = {
-    OptJ: {},
-    OptP: {"spacing": 20.0},
-    OptG: {"n_samples": 6, "spacing": 20.0},
-    AveragePathLengthSimilarity: {"max_sources": 12},
-    JunctionMetric: {},
-    SubgraphMetric: {"n_subgraphs": 12, "spacing": 20.0},
-    TooLongTooShort: {"n_paths": 20},
+    OptJMetrics: {},
+    OptPMetrics: {"spacing": 20.0},
+    OptGMetrics: {"n_samples": 6, "spacing": 20.0},
+    APLSMetrics: {"max_sources": 12},
+    JunctionMetrics: {},
+    SubgraphMetrics: {"n_subgraphs": 12, "spacing": 20.0},
+    TLTSMetrics: {"n_paths": 20},
 }
 
 
 @register(
-    OptJ, OptJPrecision, OptJRecall, OptJF1Score,
-    OptP, OptPPrecision, OptPRecall, OptPF1Score,
-    OptG, OptGPrecision, OptGRecall, OptGF1Score,
-    AveragePathLengthSimilarity, APLS,
-    JunctionMetric, JunctionFCorrect, JunctionFError,
-    SubgraphMetric, SubgraphF1Score,
-    TooLongTooShort, TooLongTooShortCorrect,
+    OptJMetrics, OptJPrecision, OptJRecall, OptJF1Score,
+    OptPMetrics, OptPPrecision, OptPRecall, OptPF1Score,
+    OptGMetrics, OptGPrecision, OptGRecall, OptGF1Score,
+    APLSMetrics, APLSScore,
+    JunctionMetrics, JunctionFCorrect, JunctionFError,
+    SubgraphMetrics, SubgraphF1Score,
+    TLTSMetrics, TLTSAccuracy,
 )  # fmt: skip
 def _graph_case(cls: type[Metric]) -> MetricCase:
     family = next(c for c in cls.__mro__ if c in _GRAPH_OPTIONS)
     return MetricCase(dict(_GRAPH_OPTIONS[family]), _graph_batches(5))
 
 
-@register(CorrectnessCompletenessQuality, CCQCorrectness, CCQCompleteness, CCQQuality)
+@register(CCQMetrics, CCQCorrectness, CCQCompleteness, CCQQuality)
 def _ccq_case(cls: type[Metric]) -> MetricCase:
     g = _generator(6)
     batches = []
@@ -400,16 +397,91 @@ def _lane_chain(n: int, y: float, wiggle: float) -> nx.DiGraph:
     return g
 
 
-@register(LaneGraphPlanning, LaneGraphMMD, LaneGraphMED, LaneGraphSuccessRate)
+@register(LaneGraphPlanningMetrics, LaneGraphPlanningMMD, LaneGraphPlanningMED, LaneGraphPlanningSuccessRate)
 def _lane_planning_case(cls: type[Metric]) -> MetricCase:
     """Chains of >= 60 nodes: planning walks need 50 steps on the GT, so every batch gives finite values (checked
-    in tests/graph/test_lanegraph_metric.py)."""
+    in tests/lanegraph/test_lanegraph.py)."""
     batches = []
     for i in range(NUM_BATCHES):
         target = [_lane_chain(75, 100.0, 5.0), _lane_chain(80, 60.0, 0.0)]
         preds = [_lane_chain(75, 100.0 + 2.0 * i, 5.0 + i), _lane_chain(60 + 10 * i, 62.0, 2.0)]
         batches.append(((preds, target), {}))
     return MetricCase({}, batches, None, grad_arg=None, float64_rtol=None)
+
+
+def _olv2_lane(y: float, shift: float, points: int = 6) -> list[list[float]]:
+    return [[5.0 * k, y + shift, 0.0] for k in range(points)]
+
+
+def _olv2_frame(track: str, batch: int, frame: int, pred: bool) -> dict[str, Any]:
+    """A small OpenLane-V2 frame: 3 lanes 3.5 m apart (predictions shifted by 0.3-2.5 m), 2 traffic elements."""
+    shifts = [0.3 * batch + 0.2 * frame, 1.5, 2.5 - 0.4 * batch] if pred else [0.0, 0.0, 0.0]
+    count = 3 if not pred else 2 + (batch + frame) % 2
+    conf = [0.9 - 0.1 * k - 0.01 * batch - 0.003 * frame for k in range(count)]
+    lanes = []
+    for k in range(count):
+        centre = _olv2_lane(3.5 * k, shifts[k])
+        if track == "centerline":
+            item: dict[str, Any] = {"points": centre}
+        else:
+            item = {
+                "centerline": centre,
+                "left_laneline": _olv2_lane(3.5 * k + 1.75, shifts[k]),
+                "right_laneline": _olv2_lane(3.5 * k - 1.75, shifts[k]),
+            }
+        if pred:
+            item["confidence"] = conf[k]
+        lanes.append(item)
+    boxes = [[[100.0, 100.0], [140.0, 150.0]], [[300.0 + 8 * batch, 80.0], [330.0 + 8 * batch, 120.0]]]
+    elements = []
+    for k, box in enumerate(boxes):
+        element: dict[str, Any] = {"points": box, "attribute": (k + batch * pred) % 3, "category": 1}
+        if pred:
+            element["confidence"] = 0.8 - 0.2 * k - 0.01 * frame
+        elements.append(element)
+    ll = [
+        [(0.7 if pred else 1.0) if j == i + 1 else (0.2 if pred else 0.0) for j in range(count)] for i in range(count)
+    ]
+    lt = [[(0.6 if pred else 1.0) if i == k else 0.0 for k in range(2)] for i in range(count)]
+    frame_dict: dict[str, Any] = {"traffic_element": elements}
+    if track == "centerline":
+        frame_dict.update(lane_centerline=lanes, topology_lclc=ll, topology_lcte=lt)
+    else:
+        area: dict[str, Any] = {"points": _olv2_lane(-6.0, shifts[0] if pred else 0.0, 5), "category": 2}
+        if pred:
+            area["confidence"] = 0.7 - 0.01 * batch
+        frame_dict.update(lane_segment=lanes, area=[area], topology_lsls=ll, topology_lste=lt)
+    return frame_dict
+
+
+@register(
+    OpenLaneV2Metrics,
+    OpenLaneV2Score,
+    OpenLaneV2UniScore,
+    OpenLaneV2LaneAP,
+    OpenLaneV2TrafficElementAP,
+    OpenLaneV2AreaAP,
+    OpenLaneV2LaneTopology,
+    OpenLaneV2LaneElementTopology,
+    OpenLaneV2F1Score,
+    OpenLaneV2UniScoreMetrics,
+)
+def _openlanev2_case(cls: type[Metric]) -> MetricCase:
+    """Two frames per batch, devkit dicts of lists; the lane-segment classes get the lane-segment track."""
+    lanesegment = cls in (OpenLaneV2UniScore, OpenLaneV2AreaAP, OpenLaneV2UniScoreMetrics)
+    track = "lanesegment" if lanesegment else "centerline"
+    init_kwargs: dict[str, Any] = (
+        {}
+        if cls in (OpenLaneV2Score, OpenLaneV2UniScore, OpenLaneV2F1Score, OpenLaneV2AreaAP, OpenLaneV2UniScoreMetrics)
+        else {"track": track}
+    )
+    batches = []
+    for i in range(NUM_BATCHES):
+        preds = [_olv2_frame(track, i, f, True) for f in range(2)]
+        target = [_olv2_frame(track, i, f, False) for f in range(2)]
+        batches.append(((preds, target), {}))
+    # frames of nested lists in, float64 scores out: nothing to cast or differentiate
+    return MetricCase(init_kwargs, batches, None, grad_arg=None, float64_rtol=None)
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "drivemetrics"
 BOTTOM = ("geometry", "vehicle", "polyline")
-DOMAINS = ("road", "lane", "graph", "attack", "detection", "vectormap")
+DOMAINS = ("road", "lane", "roadnet", "lanegraph", "attack", "detection", "vectormap")
 TOP = ("drivemetrics.synthetic", "drivemetrics.demos")
 
 
