@@ -413,7 +413,7 @@ class VectorMapAPMetrics(Metric):
         return plot_metric(self, val, ax)
 
 
-class VectorMapMeanAveragePrecision(ScalarFromDict, VectorMapAPMetrics):
+class VectorMapMeanAveragePrecision(ScalarFromDict, VectorMapAPMetrics):  # type: ignore[misc]
     """Vectorised HD-map mAP (mean of the class APs), one tensor.
 
     >>> metric = VectorMapMeanAveragePrecision(protocol="nuscenes-maptr")
@@ -429,7 +429,7 @@ class VectorMapMeanAveragePrecision(ScalarFromDict, VectorMapAPMetrics):
         super().__init__(protocol=protocol, thresholds=thresholds, **kwargs)
 
 
-class VectorMapAveragePrecision(ScalarFromDict, VectorMapAPMetrics):
+class VectorMapAveragePrecision(ScalarFromDict, VectorMapAPMetrics):  # type: ignore[misc]
     """AP of one class (mean over the thresholds, or at one threshold), one tensor.
 
     Args:
