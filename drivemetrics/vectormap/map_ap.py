@@ -65,6 +65,25 @@ def _group_by_class(points: Tensor, lengths: Tensor, labels: Tensor, num_classes
     return grouped, grouped_lengths, source
 
 
+def _resample_present(points: Tensor, lengths: Tensor, proto: MapProtocol) -> tuple[Tensor, Tensor]:
+    """Resample the present polylines of ``(B, N, P, D)`` as the protocol says; ``(B, N, S, D)`` and lengths."""
+    present = lengths > 0
+    flat_points, flat_lengths = points[present], lengths[present]  # (L, P, D), (L,)
+    if proto.resample == "count":
+        if flat_points.shape[0]:
+            samples = resample_by_count(flat_points, flat_lengths, proto.num_samples)
+        else:
+            samples = points.new_zeros(0, proto.num_samples, points.shape[-1])
+        counts = torch.full_like(flat_lengths, proto.num_samples)
+    else:
+        samples, counts = resample_by_spacing(flat_points, flat_lengths, proto.spacing)
+    out = points.new_zeros(*lengths.shape, samples.shape[1], points.shape[-1])
+    out[present] = samples
+    out_lengths = torch.zeros_like(lengths)
+    out_lengths[present] = counts
+    return out, out_lengths
+
+
 def _check_inputs(name: str, points: Tensor, lengths: Tensor | None, labels: Tensor, num_classes: int) -> Tensor:
     if lengths is None:
         if not isinstance(points, Tensor) or points.ndim != 4:
@@ -145,20 +164,12 @@ def vector_map_matches(
     kept = (preds_lengths >= proto.min_pred_points) & (preds_lengths > 0)
     preds_lengths = torch.where(kept, preds_lengths, torch.zeros_like(preds_lengths))
     dtype = torch.float64
-    pred_g, pred_len_g, source = _group_by_class(preds.detach().to(dtype), preds_lengths, preds_labels, num_classes)
-    gt_g, gt_len_g, _ = _group_by_class(target.detach().to(dtype), target_lengths, target_labels, num_classes)
-    if proto.resample == "count":
-        pred_s = resample_by_count(pred_g, pred_len_g, proto.num_samples) if pred_g.shape[2] else pred_g
-        gt_s = resample_by_count(gt_g, gt_len_g, proto.num_samples) if gt_g.shape[2] else gt_g
-        pred_sl = torch.where(pred_len_g > 0, proto.num_samples, 0)
-        gt_sl = torch.where(gt_len_g > 0, proto.num_samples, 0)
-        if not pred_g.shape[2]:
-            pred_s = pred_g.new_zeros(*pred_g.shape[:3], proto.num_samples, pred_g.shape[-1])
-        if not gt_g.shape[2]:
-            gt_s = gt_g.new_zeros(*gt_g.shape[:3], proto.num_samples, gt_g.shape[-1])
-    else:
-        pred_s, pred_sl = resample_by_spacing(pred_g, pred_len_g, proto.spacing)
-        gt_s, gt_sl = resample_by_spacing(gt_g, gt_len_g, proto.spacing)
+    # resample the present lines only (flat), then regroup by class: padding slots cost nothing
+    pred_r, pred_rl = _resample_present(preds.detach().to(dtype), preds_lengths, proto)
+    gt_r, gt_rl = _resample_present(target.detach().to(dtype), target_lengths, proto)
+    pred_s, pred_sl, source = _group_by_class(pred_r, pred_rl, preds_labels, num_classes)
+    gt_s, gt_sl, _ = _group_by_class(gt_r, gt_rl, target_labels, num_classes)
+    pred_len_g, gt_len_g = pred_sl, gt_sl
     # pairs provably farther than the largest threshold never match: not computed (inf), see max_distance
     distances = chamfer_distance_matrix(pred_s, pred_sl, gt_s, gt_sl, max_distance=max(thresholds_t))  # (B, C, K, L)
     if proto.buffer_prefilter is not None and distances.numel() and distances.shape[-1]:
