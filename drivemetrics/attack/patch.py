@@ -2,8 +2,8 @@
 
 The patch is a texture of ``rows x cols`` cells of ``cell`` metres, fixed in the world: a rectangle of the road
 plane given in the road frame of an *anchor* pose (the first recorded frame of a clip), ``start`` metres ahead,
-centred ``lateral`` metres to the right (:class:`PatchSpec`). Texture row 0 is the far end, column 0 the left
-edge; cell ``(row, col)`` has its centre at ``X = lateral - width / 2 + (col + 0.5) cell``,
+centered ``lateral`` metres to the right (:class:`PatchSpec`). Texture row 0 is the far end, column 0 the left
+edge; cell ``(row, col)`` has its center at ``X = lateral - width / 2 + (col + 0.5) cell``,
 ``Z = start + length - (row + 0.5) cell``.
 
 For a camera at pose ``p`` (world ``(x, z, heading)``, :mod:`drivemetrics.geometry.pose`) the texture -> image
@@ -48,7 +48,7 @@ class PatchSpec:
         width: extent along X (lateral).
         length: extent along Z (forward).
         start: distance from the anchor pose to the near edge.
-        lateral: X of the patch centre line in the anchor's road frame (right positive).
+        lateral: X of the patch center line in the anchor's road frame (right positive).
         cell: texture cell size.
     """
 

@@ -12,7 +12,7 @@ symmetric up to rounding and an IoU never exceeds 1.
 Box layouts (the label file's fields):
 
 - 2D ``... x 4``: ``x1, y1, x2, y2`` pixels.
-- BEV ``... x 5``: ``x, z, l, w, ry`` (centre in the camera's ground plane, length, width, yaw). The footprint's
+- BEV ``... x 5``: ``x, z, l, w, ry`` (center in the camera's ground plane, length, width, yaw). The footprint's
   corners are ``(x, z) + R @ (+-l/2, +-w/2)`` with ``R = [[cos ry, sin ry], [-sin ry, cos ry]]``, as the C++
   ``toPolygon``.
 - 3D ``... x 7``: ``x, y, z, h, w, l, ry``, ``y`` the bottom face (camera y points down): the box spans
@@ -27,6 +27,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from drivemetrics._compute import safe_divide
+
 __all__ = [
     "bev_box_corners",
     "bev_intersection_area",
@@ -38,19 +40,13 @@ __all__ = [
 ]
 
 
-def _divide(numerator: Tensor, denominator: Tensor) -> Tensor:
-    """``numerator / denominator``, 0 where the denominator is not positive."""
-    safe = torch.where(denominator > 0, denominator, torch.ones_like(denominator))
-    return torch.where(denominator > 0, numerator / safe, torch.zeros_like(numerator))
-
-
 def _ratio(inter: Tensor, size_a: Tensor, size_b: Tensor, criterion: int) -> Tensor:
     if criterion == -1:
-        return _divide(inter, size_a + size_b - inter)
+        return safe_divide(inter, size_a + size_b - inter)
     if criterion == 0:
-        return _divide(inter, size_a)
+        return safe_divide(inter, size_a)
     if criterion == 1:
-        return _divide(inter, size_b)
+        return safe_divide(inter, size_b)
     raise ValueError(f"`criterion` must be -1 (IoU), 0 (over the first box) or 1 (over the second), got {criterion!r}")
 
 

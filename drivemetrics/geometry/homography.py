@@ -2,7 +2,7 @@
 
 Road frame (KITTI-ROAD): X right, Y down, Z forward, metres; the road is the plane Y = 0. The homography
 ``image_from_road`` maps road points ``(X, Z, 1)`` to homogeneous image pixels ``(u w, v w, w)``, where ``u`` is
-the column and ``v`` the row in KITTI's 0-based pixel-centre convention (the convention of ``P2``); ``w`` is the
+the column and ``v`` the row in KITTI's 0-based pixel-center convention (the convention of ``P2``); ``w`` is the
 depth of the point in front of the camera.
 """
 
@@ -63,7 +63,7 @@ def image_from_road_calib(calib: Mapping[str, Tensor]) -> Tensor:
 def road_from_bev_cell(grid: BevGrid, dtype: torch.dtype = torch.float64, device: torch.device | None = None) -> Tensor:
     """Affine ``3 x 3`` map from continuous BEV cell coordinates ``(col, row, 1)`` to road ``(X, Z, 1)`` (metres).
 
-    Integer ``(col, row)`` are cell centres, as in :meth:`BevGrid.metric_from_cell`.
+    Integer ``(col, row)`` are cell centers, as in :meth:`BevGrid.metric_from_cell`.
     """
     r = grid.resolution
     return torch.tensor(

@@ -1,15 +1,15 @@
 """Batched warps between the camera image and the bird's-eye view (BEV) of the road plane.
 
-Conventions: images are ``B x C x H x W``; image pixel ``(u, v)`` = (column, row) with pixel centres at integers
+Conventions: images are ``B x C x H x W``; image pixel ``(u, v)`` = (column, row) with pixel centers at integers
 (KITTI's 0-based convention, the one of ``P2``); BEV cells follow :class:`BevGrid` (row 0 far, column 0 left,
-values at cell centres). The homography ``image_from_road`` (``B x 3 x 3`` or ``3 x 3``, see
+values at cell centers). The homography ``image_from_road`` (``B x 3 x 3`` or ``3 x 3``, see
 :func:`drivemetrics.geometry.image_from_road`) maps road points ``(X, Z, 1)`` to image pixels.
 
 Modes:
 
 - ``"bilinear"``: differentiable; gradients reach the input and ``image_from_road``. Sampling uses
   ``torch.nn.functional.grid_sample`` with ``align_corners=True`` on coordinates normalised by
-  ``kornia.geometry.conversions.normalize_pixel_coordinates``; a cell is valid when its centre falls on the
+  ``kornia.geometry.conversions.normalize_pixel_coordinates``; a cell is valid when its center falls on the
   image (``-0.5 <= u <= W - 0.5`` and the same for ``v``); samples within half a pixel of the border use the
   border pixel. Invalid cells are 0.
 - ``"nearest"``: the nearest pixel in the 0-based convention (``round(u), round(v)``), any dtype.
@@ -95,7 +95,7 @@ def _numpy_arange(
 
 
 def devkit_cell_centers(grid: BevGrid, device: torch.device | str | None = None) -> tuple[Tensor, Tensor]:
-    """Cell-centre meshes ``(X, Z)``, ``rows x cols``, exactly as the devkit builds them.
+    """Cell-center meshes ``(X, Z)``, ``rows x cols``, exactly as the devkit builds them.
 
     The devkit uses ``numpy.arange(x_min + res / 2, x_max, res)`` and ``numpy.arange(z_max - res / 2, z_min,
     -res)`` in float64 and casts the meshes to float32 before projecting; the values returned here are those
@@ -111,7 +111,7 @@ def devkit_cell_centers(grid: BevGrid, device: torch.device | str | None = None)
 
 @functools.lru_cache(maxsize=8)
 def _devkit_points(grid: BevGrid, device: torch.device) -> Tensor:
-    """``3 x N`` float64 homogeneous devkit cell centres ``(X, Z, 1)`` (cached per grid and device)."""
+    """``3 x N`` float64 homogeneous devkit cell centers ``(X, Z, 1)`` (cached per grid and device)."""
     x, z = devkit_cell_centers(grid, device)
     x, z = x.reshape(-1).to(torch.float64), z.reshape(-1).to(torch.float64)
     return torch.stack((x, z, torch.ones_like(x)))
@@ -153,7 +153,7 @@ def _nearest_index(u: Tensor, v: Tensor, height: int, width: int) -> tuple[Tenso
 def _sample_bilinear(
     src: Tensor, u: Tensor, v: Tensor, in_front: Tensor, out_hw: tuple[int, int]
 ) -> tuple[Tensor, Tensor]:
-    """Bilinear samples of ``src`` (``B x C x H x W``) at pixel-centre coordinates ``(u, v)`` (``B x N``).
+    """Bilinear samples of ``src`` (``B x C x H x W``) at pixel-center coordinates ``(u, v)`` (``B x N``).
 
     Points off the image (``-0.5 .. W - 0.5``) or not ``in_front`` give 0; within half a pixel of the border the
     border pixel is used (``grid_sample`` with ``padding_mode="border"``, ``align_corners=True``).
@@ -229,7 +229,7 @@ def _forward_index(image_size: tuple[int, int], h: Tensor, grid: BevGrid, mode: 
     """Flat image index (long, in range) and validity, each ``B x N``, for the nearest / devkit image -> BEV warps."""
     height, width = image_size
     if mode == "devkit":
-        p = torch.matmul(h.to(torch.float64), _devkit_points(grid, h.device))  # float32 centres, in float64
+        p = torch.matmul(h.to(torch.float64), _devkit_points(grid, h.device))  # float32 centers, in float64
         u, v = p[:, 0] / p[:, 2], p[:, 1] / p[:, 2]
         valid = (v >= 1) & (u >= 1) & (v <= height) & (u <= width)
         row = v.clamp_(1, height).floor_().sub_(1)  # (floor(v) - 1, floor(u) - 1) where valid
@@ -249,9 +249,9 @@ def warp_image_to_bev(
 ) -> tuple[Tensor, Tensor]:
     """Warp camera images to the bird's-eye view of the road plane.
 
-    Each BEV cell centre ``(X, Z)`` is projected with ``image_from_road`` and the image is sampled there.
+    Each BEV cell center ``(X, Z)`` is projected with ``image_from_road`` and the image is sampled there.
 
-    ``mode="devkit"`` reproduces the KITTI-ROAD devkit's ``BirdsEyeView.compute`` bit for bit: cell centres
+    ``mode="devkit"`` reproduces the KITTI-ROAD devkit's ``BirdsEyeView.compute`` bit for bit: cell centers
     from ``numpy.arange`` cast to float32, projected in float64; a cell is valid iff ``1 <= u <= W`` and
     ``1 <= v <= H``; it takes pixel ``(floor(v) - 1, floor(u) - 1)`` (the devkit treats the 0-based ``P2``
     coordinates as 1-based, so it samples 1 to 2 pixels up-left of the nearest pixel); unseen cells are 0; the
@@ -304,7 +304,7 @@ def warp_bev_to_image(
 ) -> tuple[Tensor, Tensor]:
     """Warp bird's-eye views back into the camera image (the inverse of :func:`warp_image_to_bev`).
 
-    Each image pixel centre is back-projected onto the road plane with ``inv(image_from_road)`` and the BEV is
+    Each image pixel center is back-projected onto the road plane with ``inv(image_from_road)`` and the BEV is
     sampled at that road point; pixels above the horizon and pixels whose road point lies outside the grid
     are invalid (0).
 
@@ -313,7 +313,7 @@ def warp_bev_to_image(
     ``Xi = round((X - x_min) / res)``, ``Zi = round(rows - (Z - z_min) / res)`` (half to even), keeps
     ``1 <= Xi <= cols``, ``1 <= Zi <= rows`` and writes ``bev[Zi - 1, Xi - 1]`` into pixel
     ``(y_im - 1, x_im - 1)``. It is not the exact inverse of the devkit's forward lookup: the forward warp
-    floors, this one rounds, and neither uses the 0-based pixel / cell-centre convention, so a forward and
+    floors, this one rounds, and neither uses the 0-based pixel / cell-center convention, so a forward and
     reverse devkit round trip moves content by about one pixel.
 
     Args:

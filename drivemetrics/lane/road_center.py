@@ -2,7 +2,7 @@
 
 Sato & Chen (CVPR 2022) attack lane detectors of three families with one objective, the expected horizontal
 position of the detected lanes in the image, normalised so that 0 is the left edge, 1 the right edge and 0.5 the
-image centre; ``loss = mean(1 - center)`` pushes the lanes (and the car's path) right, ``mean(center)`` left.
+image center; ``loss = mean(1 - center)`` pushes the lanes (and the car's path) right, ``mean(center)`` left.
 
 * segmentation / row-wise classification (their eq. 3): per lane and row, the expected column under the softmax
   over columns (or grid cells), :func:`expected_center_from_maps`;
@@ -11,7 +11,7 @@ image centre; ``loss = mean(1 - center)`` pushes the lanes (and the car's path) 
 * anchor-based (eq. 5): per row, the confidence-weighted mean x of all anchor proposals,
   :func:`expected_center_from_anchors`.
 
-Column ``w`` of ``W`` is at ``(w + 0.5) / W`` (pixel centres, so a uniform distribution gives exactly 0.5); the
+Column ``w`` of ``W`` is at ``(w + 0.5) / W`` (pixel centers, so a uniform distribution gives exactly 0.5); the
 reference code uses ``w / W`` (SCNN) or ``(k + 1) / G`` (UltraFast), constant offsets of half a cell that do not
 change gradients.
 """

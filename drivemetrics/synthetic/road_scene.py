@@ -1,10 +1,10 @@
 """Synthetic road scenes: road geometry in the road plane, and GT masks in BEV and in perspective.
 
 Road frame (KITTI-ROAD convention): X right, Z forward, metres, the road is the plane Y = 0. A road is a
-*centreline* defined by its curvature along the arc length ``s`` (piecewise-linear curvature segments, so straight
+*centerline* defined by its curvature along the arc length ``s`` (piecewise-linear curvature segments, so straight
 roads, circular arcs, clothoids and S-curves), plus lateral offsets that may vary with ``s``: the road edges, the
 ego-lane boundaries and a sidewalk on each side. Lateral offsets ``d`` are signed, metres, positive to the right of
-the centreline (seen in the driving direction).
+the centerline (seen in the driving direction).
 
 Everything is batched over ``B`` scenes and vectorised over query points; nothing loops over pixels.
 """
@@ -22,7 +22,7 @@ from drivemetrics.geometry.bev import BevGrid
 
 # KITTI-ROAD training frame um_000000: image_from_road = (P2 R0_rect inv(Tr_cam_to_road))[:, [0, 2, 3]], the
 # homography mapping road points (X, Z, 1) to homogeneous image points (u w, v w, w); u = column, v = row, 0-based
-# pixel coordinates with pixel centres at integers.
+# pixel coordinates with pixel centers at integers.
 KITTI_UM_000000_IMAGE_FROM_ROAD: tuple[tuple[float, float, float], ...] = (
     (721.407369, 609.673644, -120.951608),
     (-11.0854977, 177.699737, 1101.14431),
@@ -146,7 +146,7 @@ def _cat_profiles(profiles: Sequence[Profile]) -> Profile:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Centreline
+# Centerline
 # ---------------------------------------------------------------------------------------------------------------
 
 
@@ -174,7 +174,7 @@ class Centerline:
     def __post_init__(self) -> None:
         b = self.start_x.shape
         if len(b) != 1 or self.start_z.shape != b or self.start_heading.shape != b:
-            raise ValueError("centreline `start_x`, `start_z`, `start_heading` must all have shape (B,)")
+            raise ValueError("centerline `start_x`, `start_z`, `start_heading` must all have shape (B,)")
         k_shape = self.segment_lengths.shape
         if len(k_shape) != 2 or k_shape[0] != b[0]:
             raise ValueError(f"`segment_lengths` must have shape B x K with B = {b[0]}, got {tuple(k_shape)}")
@@ -184,7 +184,7 @@ class Centerline:
             raise ValueError("`segment_lengths` must be >= 0 metres")
         for name in ("start_x", "start_z", "start_heading", "segment_lengths", "curvature_start", "curvature_end"):
             if not bool(torch.isfinite(getattr(self, name)).all()):
-                raise ValueError(f"centreline `{name}` contains NaN or infinite values")
+                raise ValueError(f"centerline `{name}` contains NaN or infinite values")
 
     @classmethod
     def from_segments(
@@ -196,7 +196,7 @@ class Centerline:
         dtype: torch.dtype = torch.float32,
         device: torch.device | str | None = None,
     ) -> Centerline:
-        """One centreline (``B = 1``) from ``(length, curvature_start, curvature_end)`` segments."""
+        """One centerline (``B = 1``) from ``(length, curvature_start, curvature_end)`` segments."""
         if not segments:
             raise ValueError("`segments` must hold at least one (length, curvature_start, curvature_end) tuple")
         seg = torch.tensor([list(s) for s in segments], dtype=dtype, device=device)
@@ -290,7 +290,7 @@ class Centerline:
 
 
 def _eval_table(table: tuple[Tensor, ...], s: Tensor, step: float) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """Centreline ``(x, z, heading, curvature)`` at arc lengths ``s`` (``B x ...``): an arc step from the sample
+    """Centerline ``(x, z, heading, curvature)`` at arc lengths ``s`` (``B x ...``): an arc step from the sample
     below (exact for constant curvature)."""
     s_tab, x_tab, z_tab, th_tab, k_tab = table
     shape = s.shape
@@ -313,12 +313,12 @@ def _eval_table(table: tuple[Tensor, ...], s: Tensor, step: float) -> tuple[Tens
 
 @dataclass(frozen=True)
 class RoadCoordinates:
-    """Road points expressed relative to the centreline (all ``B x ...``).
+    """Road points expressed relative to the centerline (all ``B x ...``).
 
     Attributes:
-        s: arc length of the foot point on the centreline, metres.
-        d: signed lateral offset from the centreline, metres, positive to the right.
-        on_centerline: True where the point projects perpendicularly onto the centreline inside
+        s: arc length of the foot point on the centerline, metres.
+        d: signed lateral offset from the centerline, metres, positive to the right.
+        on_centerline: True where the point projects perpendicularly onto the centerline inside
             ``[0, length]`` (points behind the start, beyond the end or not on the ground plane are False).
     """
 
@@ -329,7 +329,7 @@ class RoadCoordinates:
 
 @dataclass(frozen=True)
 class RoadGeometry:
-    """A batch of roads: a centreline plus lateral offset profiles (signed, metres, + right of the centreline).
+    """A batch of roads: a centerline plus lateral offset profiles (signed, metres, + right of the centerline).
 
     Attributes:
         centerline: the reference curve.
@@ -350,7 +350,7 @@ class RoadGeometry:
         for f in fields(self)[1:]:
             p = getattr(self, f.name)
             if p.batch_size != b:
-                raise ValueError(f"`{f.name}` profile has {p.batch_size} scenes, the centreline has {b}")
+                raise ValueError(f"`{f.name}` profile has {p.batch_size} scenes, the centerline has {b}")
 
     @property
     def batch_size(self) -> int:
@@ -404,16 +404,16 @@ class RoadGeometry:
         )
 
     def coordinates(self, x: Tensor, z: Tensor, iterations: int = 6, table_step: float = 0.25) -> RoadCoordinates:
-        """Project road points onto the centreline (vectorised, safeguarded Newton iterations).
+        """Project road points onto the centerline (vectorised, safeguarded Newton iterations).
 
         Args:
             x, z: road points, metres, shape ``B x ...`` or ``...`` (shared by every scene).
             iterations: solver steps on the foot-point condition ``(p - c(s)) . t(s) = 0``.
-            table_step: spacing of the centreline samples, metres.
+            table_step: spacing of the centerline samples, metres.
 
-        The start value comes from the point's Z (the centreline must keep ``|heading| < 90 deg`` over its length,
+        The start value comes from the point's Z (the centerline must keep ``|heading| < 90 deg`` over its length,
         i.e. keep going forward; checked). A point whose perpendicular foot lies outside ``[0, length]`` or which
-        is farther from the centreline than its radius of curvature gets ``on_centerline = False``.
+        is farther from the centerline than its radius of curvature gets ``on_centerline = False``.
         """
         x, z = torch.broadcast_tensors(x, z)
         b = self.batch_size
@@ -427,10 +427,10 @@ class RoadGeometry:
         s_tab, _, z_tab, _, _ = table
         if bool((z_tab.diff(dim=1) <= 0).any()):
             raise ValueError(
-                "the centreline must keep going forward (|heading| < 90 deg) so that road points can be projected"
+                "the centerline must keep going forward (|heading| < 90 deg) so that road points can be projected"
             )
         s_max = float(s_tab[-1])
-        # start: the centreline sample with the same Z
+        # start: the centerline sample with the same Z
         j = torch.searchsorted(z_tab.contiguous(), pz.contiguous()).clamp(1, s_tab.shape[0] - 1)
         z0, z1 = z_tab.gather(1, j - 1), z_tab.gather(1, j)
         frac = ((pz - z0) / (z1 - z0)).clamp(0, 1)
@@ -479,7 +479,7 @@ class RoadGeometry:
         return cx + d * torch.cos(heading), cz - d * torch.sin(heading)
 
     def lateral_offset(self, x: Tensor, z: Tensor) -> Tensor:
-        """Signed lateral offset (metres, + right) of road points from the centreline; NaN where off the curve."""
+        """Signed lateral offset (metres, + right) of road points from the centerline; NaN where off the curve."""
         c = self.coordinates(x, z)
         return torch.where(c.on_centerline, c.d, torch.full_like(c.d, float("nan")))
 
@@ -501,7 +501,7 @@ class RoadGeometry:
     def edge_distance(self, coords: RoadCoordinates, target: str = "road") -> Tensor:
         """Signed distance (metres) to the nearest boundary of the road or ego lane, positive inside.
 
-        Measured laterally (along ``d``); off-centreline points get ``-inf``.
+        Measured laterally (along ``d``); off-centerline points get ``-inf``.
         """
         if target == "road":
             left, right = self.road_left(coords.s), self.road_right(coords.s)
@@ -528,7 +528,7 @@ def make_road(
     dtype: torch.dtype = torch.float32,
     device: torch.device | str | None = None,
 ) -> RoadGeometry:
-    """One road (``B = 1``) whose centreline is the ego lane's centre line.
+    """One road (``B = 1``) whose centerline is the ego lane's center line.
 
     Args:
         segments: ``(length, curvature_start, curvature_end)`` per segment (metres, 1/m; + curves right).
@@ -536,7 +536,7 @@ def make_road(
         lanes_left, lanes_right: number of further lanes left / right of the ego lane.
         shoulder: extra road surface beyond the outermost lanes, metres.
         sidewalk_width: sidewalk width beyond each road edge, metres.
-        start_x, start_heading: centreline start at ``(start_x, z = 0)``, heading in radians.
+        start_x, start_heading: centerline start at ``(start_x, z = 0)``, heading in radians.
         narrowing: ``(s_start, s_end, new_width)``: the ego lane (and the road with it) narrows from its right
             boundary linearly from ``lane_width`` to ``new_width`` between the two arc lengths.
 
@@ -582,12 +582,12 @@ def sample_road_geometry(
 ) -> RoadGeometry:
     """Random roads with an ego lane, seeded by ``generator`` (drawn on the generator's device).
 
-    Each centreline has 4 segments of 0-20, 10-25, 15-30 and 50-90 m. Each scene picks one of ``kinds``:
+    Each centerline has 4 segments of 0-20, 10-25, 15-30 and 50-90 m. Each scene picks one of ``kinds``:
     ``straight``; ``curve`` (straight, clothoid entry, circular arc, clothoid exit); ``clothoid`` (curvature
     growing linearly over two segments, then relaxing to 0); ``s_curve`` (straight, an arc one way, an arc the
     other way, straight). The curvature magnitude is drawn log-uniformly in ``[min_curvature, max_curvature]``
     (1/m) with a random sign, and scaled down where needed so that the heading stays within 1.2 rad (~70 deg).
-    The centreline is the ego lane's centre, starting near ``x = 0, z = 0``; lane width 2.8-3.8 m,
+    The centerline is the ego lane's center, starting near ``x = 0, z = 0``; lane width 2.8-3.8 m,
     0-2 lanes on the left, 0-1 on the right, shoulder 0-0.5 m, sidewalk 1.5-3 m. With probability
     ``narrowing_probability`` the ego lane narrows by 0.4-1.2 m over 10-20 m somewhere between 10 and 35 m.
     """
@@ -675,7 +675,7 @@ class RenderedScene:
         road, lane, sidewalk: bool masks of the road surface, the ego lane and the sidewalks.
         valid: bool, False where the KITTI GT is "don't care" (BEV cells outside the camera view, the optional
             boundary band); pixels above the horizon are valid non-road, as in KITTI.
-        x, z: road-plane point of each pixel / cell centre, metres (0 where ``on_ground`` is False).
+        x, z: road-plane point of each pixel / cell center, metres (0 where ``on_ground`` is False).
         on_ground: False for image pixels at or above the horizon.
         coords: the points' :class:`RoadCoordinates`.
         confidence: detector confidence in [0, 1] when a detector was given, else None.
@@ -749,13 +749,13 @@ def render_bev(
     boundary_dont_care: float = 0.0,
     target: str = "road",
 ) -> RenderedScene:
-    """Render GT masks (and a detector's confidence) on a BEV grid by testing every cell centre.
+    """Render GT masks (and a detector's confidence) on a BEV grid by testing every cell center.
 
     Args:
         geometry: ``B`` roads.
         grid: the BEV grid (default: the KITTI-ROAD 800 x 400 grid).
         image_from_road: ``3 x 3`` or ``B x 3 x 3`` camera homography (default: the embedded KITTI um_000000 one);
-            cells whose centre projects outside the image (``-0.5 <= u < W - 0.5``, ``-0.5 <= v < H - 0.5``, in
+            cells whose center projects outside the image (``-0.5 <= u < W - 0.5``, ``-0.5 <= v < H - 0.5``, in
             front of the camera) are not valid, like the black (don't-care) area of the devkit's BEV GT.
         image_size: ``(H, W)`` of the camera image; ``None`` makes every cell valid (no camera).
         detector: a :class:`~drivemetrics.synthetic.confidence.SyntheticDetector` to render a confidence map.
@@ -792,7 +792,7 @@ def road_points_from_pixels(
     batch_size: int = 1,
     device: torch.device | str | None = None,
 ) -> tuple[Tensor, Tensor, Tensor]:
-    """Road-plane point of every pixel centre (``u`` = column, ``v`` = row, 0-based) through the inverse homography.
+    """Road-plane point of every pixel center (``u`` = column, ``v`` = row, 0-based) through the inverse homography.
 
     Returns ``(x, z, on_ground)``, each ``B x H x W`` (float64 metres; bool). Pixels whose ray does not hit the
     road plane in front of the camera (at or above the horizon) have ``on_ground = False`` and ``x = z = 0``.

@@ -180,7 +180,7 @@ class SoftFMeasureLoss(nn.Module):
         if self.space == "bev":
             if homography is None:
                 raise ValueError("space='bev' needs `homography` (B x 3 x 3 image-from-road) in forward()")
-            from drivemetrics.road.pixel import pixel_inputs_to_bev
+            from drivemetrics.road.bev_inputs import pixel_inputs_to_bev
 
             check_tensor(preds, "preds")
             if not preds.is_floating_point():

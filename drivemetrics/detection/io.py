@@ -4,7 +4,7 @@ A label line has 15 space-separated columns (devkit ``readme.txt``), a result li
 
     type truncated occluded alpha x1 y1 x2 y2 h w l x y z rotation_y [score]
 
-``x1 y1 x2 y2`` is the 2D box in pixels, ``h w l`` the 3D box size in metres, ``x y z`` the centre of the box's
+``x1 y1 x2 y2`` is the 2D box in pixels, ``h w l`` the 3D box size in metres, ``x y z`` the center of the box's
 **bottom face** in rectified camera-0 coordinates (x right, y down, z forward) and ``rotation_y`` the yaw around
 the camera y axis. Invalid fields use the devkit's defaults (alpha -10, size -1, location -1000, rotation -10).
 
@@ -60,7 +60,7 @@ class KittiObjects:
         alpha: ``N`` observation angle in radians (-10: not given).
         bbox: ``N x 4`` 2D box ``x1, y1, x2, y2`` in pixels.
         dimensions: ``N x 3`` 3D size ``h, w, l`` in metres (the file's order).
-        location: ``N x 3`` bottom-face centre ``x, y, z`` in rectified camera coordinates, metres.
+        location: ``N x 3`` bottom-face center ``x, y, z`` in rectified camera coordinates, metres.
         rotation_y: ``N`` yaw around the camera y axis in radians.
         score: ``N`` confidences (results), or ``None`` (labels).
     """
@@ -356,7 +356,7 @@ def box3d_corners(dimensions: Tensor, location: Tensor, rotation_y: Tensor) -> T
 
     Args:
         dimensions: ``N x 3`` ``h, w, l``.
-        location: ``N x 3`` bottom-face centre.
+        location: ``N x 3`` bottom-face center.
         rotation_y: ``N`` yaw; the box's length axis points along ``(cos ry, 0, -sin ry)``.
 
     Returns:
