@@ -3,8 +3,9 @@ road boundaries) as MapTR (nuScenes) and the CVPR 2023 Argoverse 2 online-map ch
 permutation-invariant Chamfer loss for training map heads.
 
 Polylines are padded tensors ``(B, N, P, D)`` in metres (ego frame) with ``lengths (B, N)``; see
-:mod:`drivemetrics.polyline`. Functional kernels: :func:`vector_map_ap`, :func:`vector_map_matches`,
-:func:`vector_map_ap_from_matches`, :func:`map_chamfer_loss`.
+:mod:`drivemetrics.polyline`. The package exports classes, readers and the dataset evaluation; the kernels
+(``vector_map_ap``, ``vector_map_matches``, ``vector_map_ap_from_matches``, ``map_chamfer_loss``) are in
+:mod:`drivemetrics.functional`.
 """
 
 from drivemetrics._lazy import lazy_exports
@@ -18,16 +19,11 @@ _EXPORTS = {
     "VectorMapAPMetrics": "drivemetrics.vectormap.map_ap",
     "VectorMapAveragePrecision": "drivemetrics.vectormap.map_ap",
     "VectorMapMeanAveragePrecision": "drivemetrics.vectormap.map_ap",
-    "buffers_intersect": "drivemetrics.vectormap.buffer",
     "evaluate_map_files": "drivemetrics.vectormap.evaluate",
     "evaluate_map_samples": "drivemetrics.vectormap.evaluate",
-    "map_chamfer_loss": "drivemetrics.vectormap.chamfer_loss",
     "pack_samples": "drivemetrics.vectormap.io",
     "read_map_gt": "drivemetrics.vectormap.io",
     "read_map_preds": "drivemetrics.vectormap.io",
-    "vector_map_ap": "drivemetrics.vectormap.map_ap",
-    "vector_map_ap_from_matches": "drivemetrics.vectormap.map_ap",
-    "vector_map_matches": "drivemetrics.vectormap.map_ap",
 }
 
 __all__ = sorted(_EXPORTS)

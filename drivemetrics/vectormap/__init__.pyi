@@ -1,6 +1,6 @@
-from drivemetrics.vectormap.buffer import buffers_intersect as buffers_intersect
+"""Type stub of the lazy exports of :mod:`drivemetrics.vectormap` (kept equal to ``_EXPORTS``)."""
+
 from drivemetrics.vectormap.chamfer_loss import MapChamferLoss as MapChamferLoss
-from drivemetrics.vectormap.chamfer_loss import map_chamfer_loss as map_chamfer_loss
 from drivemetrics.vectormap.evaluate import MapEvaluation as MapEvaluation
 from drivemetrics.vectormap.evaluate import evaluate_map_files as evaluate_map_files
 from drivemetrics.vectormap.evaluate import evaluate_map_samples as evaluate_map_samples
@@ -11,9 +11,6 @@ from drivemetrics.vectormap.io import read_map_preds as read_map_preds
 from drivemetrics.vectormap.map_ap import VectorMapAPMetrics as VectorMapAPMetrics
 from drivemetrics.vectormap.map_ap import VectorMapAveragePrecision as VectorMapAveragePrecision
 from drivemetrics.vectormap.map_ap import VectorMapMeanAveragePrecision as VectorMapMeanAveragePrecision
-from drivemetrics.vectormap.map_ap import vector_map_ap as vector_map_ap
-from drivemetrics.vectormap.map_ap import vector_map_ap_from_matches as vector_map_ap_from_matches
-from drivemetrics.vectormap.map_ap import vector_map_matches as vector_map_matches
 from drivemetrics.vectormap.protocol import PROTOCOLS as PROTOCOLS
 from drivemetrics.vectormap.protocol import MapProtocol as MapProtocol
 

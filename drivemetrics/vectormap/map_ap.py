@@ -24,7 +24,8 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
-from drivemetrics._metric import ScalarFromDict, add_config_state, plot_metric
+from drivemetrics._metric import add_config_state, plot_metric
+from drivemetrics._ragged import RaggedRows, RaggedStateMixin
 from drivemetrics.polyline import (
     average_precision_area,
     chamfer_distance_matrix,
@@ -104,6 +105,29 @@ def _check_inputs(name: str, points: Tensor, lengths: Tensor | None, labels: Ten
     return lengths
 
 
+def _buffer_prefilter(
+    distances: Tensor, pred_s: Tensor, pred_sl: Tensor, gt_s: Tensor, gt_sl: Tensor, buffer: float, reach: float
+) -> None:
+    """Set to ``inf`` (in place) the pairs of ``distances (B, C, K, L)`` whose buffers of ``buffer`` metres miss.
+
+    A rejected pair changes a result only if it is a prediction's nearest GT within ``reach`` (the largest
+    threshold): those are tested; where one is rejected the next nearest becomes the candidate (repeat until none
+    is rejected).
+    """
+    tested = torch.zeros_like(distances, dtype=torch.bool)
+    while True:
+        nearest_value, nearest_index = distances.min(-1)
+        candidate = torch.zeros_like(tested)
+        candidate.scatter_(-1, nearest_index.unsqueeze(-1), (nearest_value <= reach).unsqueeze(-1))
+        candidate &= ~tested
+        if not bool(candidate.any()):
+            break
+        tested |= candidate
+        b, c, k, g = candidate.nonzero(as_tuple=True)
+        meet = buffers_intersect(pred_s[b, c, k], pred_sl[b, c, k], gt_s[b, c, g], gt_sl[b, c, g], distance=buffer)
+        distances[b[~meet], c[~meet], k[~meet], g[~meet]] = torch.inf
+
+
 def vector_map_matches(
     preds: Tensor,
     preds_lengths: Tensor | None,
@@ -173,22 +197,7 @@ def vector_map_matches(
     # pairs provably farther than the largest threshold never match: not computed (inf), see max_distance
     distances = chamfer_distance_matrix(pred_s, pred_sl, gt_s, gt_sl, max_distance=max(thresholds_t))  # (B, C, K, L)
     if proto.buffer_prefilter is not None and distances.numel() and distances.shape[-1]:
-        # A rejected pair changes a result only if it is a prediction's nearest GT within the largest threshold:
-        # test those; where one is rejected the next nearest becomes the candidate (repeat until none is rejected).
-        tested = torch.zeros_like(distances, dtype=torch.bool)
-        while True:
-            nearest_value, nearest_index = distances.min(-1)
-            candidate = torch.zeros_like(tested)
-            candidate.scatter_(-1, nearest_index.unsqueeze(-1), (nearest_value <= max(thresholds_t)).unsqueeze(-1))
-            candidate &= ~tested
-            if not bool(candidate.any()):
-                break
-            tested |= candidate
-            b, c, k, g = candidate.nonzero(as_tuple=True)
-            meet = buffers_intersect(
-                pred_s[b, c, k], pred_sl[b, c, k], gt_s[b, c, g], gt_sl[b, c, g], distance=proto.buffer_prefilter
-            )
-            distances[b[~meet], c[~meet], k[~meet], g[~meet]] = torch.inf
+        _buffer_prefilter(distances, pred_s, pred_sl, gt_s, gt_sl, proto.buffer_prefilter, max(thresholds_t))
     scores_g = torch.where(
         source >= 0, preds_scores.detach().gather(1, source.clamp_min(0).flatten(1)).reshape(source.shape), 0
     )
@@ -235,6 +244,22 @@ def _float32_area_ap(precision: Tensor, recall: Tensor) -> Tensor:
     return torch.tensor(values, dtype=torch.float64)
 
 
+def _content_order(scores: Tensor, labels: Tensor, true_positive: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """The matched predictions reordered so that equal scores are ordered by content, not by arrival.
+
+    Rows with fewer true-positive thresholds come first, then by their flags (lexicographic); the score sort of
+    :func:`~drivemetrics.polyline.pooled_precision_recall` is stable, so tied scores keep this order. Rows equal
+    in score, class and flags are interchangeable: the AP no longer depends on the order of frames (one process
+    or several, any sharding).
+    """
+    order = torch.arange(scores.shape[0], device=scores.device)
+    flags = true_positive.long()
+    for t in reversed(range(flags.shape[-1])):
+        order = order[torch.sort(flags[order, t], stable=True).indices]
+    order = order[torch.sort(flags[order].sum(-1), stable=True).indices]
+    return scores[order], labels[order], true_positive[order]
+
+
 def vector_map_ap_from_matches(
     scores: Tensor,
     labels: Tensor,
@@ -263,6 +288,7 @@ def vector_map_ap_from_matches(
     proto = get_protocol(protocol)
     num_classes = len(proto.class_names)
     num_thresholds = true_positive.shape[-1]
+    scores, labels, true_positive = _content_order(scores, labels, true_positive)
     ap = torch.zeros(num_classes, num_thresholds, dtype=torch.float64, device=scores.device)
     num_preds = torch.zeros(num_classes, dtype=torch.long, device=scores.device)
     curve_dtype = torch.float32 if proto.float32_curve else torch.float64
@@ -322,13 +348,14 @@ def vector_map_ap(
     )
 
 
-class VectorMapAPMetrics(Metric):
+class VectorMapAPMetrics(RaggedStateMixin, Metric):
     """Vectorised HD-map AP over a dataset: mAP, per-class AP and per-class AP at each threshold (a dict).
 
     ``compute()`` returns ``{"map": ..., "ap_<class>": ..., "ap_<class>_<thr>": ...}`` (e.g. ``ap_divider_0.5``).
-    State: the matched predictions (score, class, true-positive flags; list states concatenated across processes)
-    and the GT count per class (sum). Matching is per frame, so it happens in ``update``; pooled ties are ordered by
-    arrival (frame order on one process).
+    State: per frame, the matched predictions as ragged rows ``(score, class, true-positive flag per threshold)``
+    (:mod:`drivemetrics._ragged`: one gather across processes, also when a process saw no frame or fewer frames
+    than the others), and the GT count per class (sum). Matching is per frame, so it happens in ``update``; tied
+    scores are ordered by content when pooled, so the result does not depend on the order of frames or processes.
 
     Args:
         protocol: ``"default"``, ``"nuscenes-maptr"`` or ``"av2-cvpr23"`` (see
@@ -349,9 +376,6 @@ class VectorMapAPMetrics(Metric):
     plot_lower_bound = 0.0
     plot_upper_bound = 1.0
 
-    scores: list[Tensor]
-    labels: list[Tensor]
-    true_positive: list[Tensor]
     num_targets: Tensor
 
     def __init__(self, protocol: str = "default", thresholds: Sequence[float] | None = None, **kwargs: Any) -> None:
@@ -360,10 +384,8 @@ class VectorMapAPMetrics(Metric):
         self.thresholds = tuple(float(t) for t in (self.protocol.thresholds if thresholds is None else thresholds))
         if not self.thresholds or any(not t > 0 for t in self.thresholds):
             raise ValueError(f"`thresholds` must be positive distances in metres, got {self.thresholds}")
-        # the per-prediction state lives here only (swap for a ragged distributed state in one place)
-        self.add_state("scores", default=[], dist_reduce_fx="cat")
-        self.add_state("labels", default=[], dist_reduce_fx="cat")
-        self.add_state("true_positive", default=[], dist_reduce_fx="cat")
+        # the one per-prediction state: rows (score, class id, flag at each threshold), float64
+        self.add_ragged_state(matches=((2 + len(self.thresholds),), torch.float64))
         self.add_state(
             "num_targets", default=torch.zeros(len(self.protocol.class_names), dtype=torch.long), dist_reduce_fx="sum"
         )
@@ -391,26 +413,27 @@ class VectorMapAPMetrics(Metric):
             self.protocol,
             self.thresholds,
         )
-        self.scores.append(out["scores"].to(torch.float64))
-        self.labels.append(out["labels"])
-        self.true_positive.append(out["true_positive"])
+        rows = torch.cat(
+            [
+                out["scores"].to(torch.float64)[:, None],
+                out["labels"].to(torch.float64)[:, None],
+                out["true_positive"].to(torch.float64),
+            ],
+            1,
+        )
+        lengths = (
+            preds_lengths
+            if preds_lengths is not None
+            else torch.full(preds.shape[:2], preds.shape[2], device=preds.device)
+        )
+        kept = ((lengths >= self.protocol.min_pred_points) & (lengths > 0)).sum(1)  # rows per frame, as matched
+        self.append_frames(matches=RaggedRows(rows, kept.to(torch.int64)))
         self.num_targets += out["num_targets"].to(self.num_targets.device)
-
-    def _pooled(self) -> tuple[Tensor, Tensor, Tensor]:
-        def cat(items: list[Tensor] | Tensor, empty: Tensor) -> Tensor:
-            if isinstance(items, Tensor):
-                return items
-            return torch.cat(items) if items else empty
-
-        device = self.num_targets.device
-        scores = cat(self.scores, torch.zeros(0, dtype=torch.float64, device=device))
-        labels = cat(self.labels, torch.zeros(0, dtype=torch.long, device=device))
-        tp = cat(self.true_positive, torch.zeros(0, len(self.thresholds), dtype=torch.bool, device=device))
-        return scores, labels, tp
 
     def compute(self) -> dict[str, Tensor]:
         """``map``, ``ap_<class>`` and ``ap_<class>_<threshold>`` (float64 scalars)."""
-        scores, labels, tp = self._pooled()
+        rows = self.ragged_frames().fields["matches"].rows
+        scores, labels, tp = rows[:, 0], rows[:, 1].to(torch.long), rows[:, 2:] > 0.5
         out = vector_map_ap_from_matches(scores, labels, tp, self.num_targets, self.protocol)
         result = {"map": out["map"]}
         for c, name in enumerate(self.protocol.class_names):
@@ -424,8 +447,8 @@ class VectorMapAPMetrics(Metric):
         return plot_metric(self, val, ax)
 
 
-class VectorMapMeanAveragePrecision(ScalarFromDict, VectorMapAPMetrics):  # type: ignore[misc]
-    """Vectorised HD-map mAP (mean of the class APs), one tensor.
+class VectorMapMeanAveragePrecision(VectorMapAPMetrics):
+    """Vectorised HD-map mAP (mean of the class APs), one tensor (arguments as :class:`VectorMapAPMetrics`).
 
     >>> metric = VectorMapMeanAveragePrecision(protocol="nuscenes-maptr")
     >>> line = torch.tensor([[[[0.0, 0.0], [0.0, 10.0]]]])
@@ -434,13 +457,15 @@ class VectorMapMeanAveragePrecision(ScalarFromDict, VectorMapAPMetrics):  # type
     0.3333333333333333
     """
 
-    key = "map"
-
     def __init__(self, protocol: str = "default", thresholds: Sequence[float] | None = None, **kwargs: Any) -> None:
         super().__init__(protocol=protocol, thresholds=thresholds, **kwargs)
 
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """The mAP (0-d float64)."""
+        return super().compute()["map"]
 
-class VectorMapAveragePrecision(ScalarFromDict, VectorMapAPMetrics):  # type: ignore[misc]
+
+class VectorMapAveragePrecision(VectorMapAPMetrics):
     """AP of one class (mean over the thresholds, or at one threshold), one tensor.
 
     Args:
@@ -473,3 +498,7 @@ class VectorMapAveragePrecision(ScalarFromDict, VectorMapAPMetrics):  # type: ig
         self.class_name = class_name
         self.threshold = threshold
         self.key = f"ap_{class_name}" if threshold is None else f"ap_{class_name}_{float(threshold):g}"
+
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """The class AP (0-d float64)."""
+        return super().compute()[self.key]

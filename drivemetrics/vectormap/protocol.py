@@ -13,7 +13,8 @@ Fixes of ``"default"`` over the references (each a field below):
 - explicit dimensionality: 2-D or 3-D polylines are used as given (predictions and GT must agree) instead of being
   cut or silently reshaped;
 - a class without any GT reports AP NaN (not 0) and the mAP averages the classes that have GT;
-- ties between scores are broken by input order everywhere (the references use numpy's unstable sort);
+- ties between scores (in every protocol) are ordered by content (fewer true-positive thresholds first; the
+  references use numpy's unstable sort), so that the pooled AP does not depend on the order of frames;
 - float64 throughout (MapTR keeps precision / recall in float32).
 """
 
