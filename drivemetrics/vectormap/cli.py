@@ -14,6 +14,10 @@ def _map_eval(args: argparse.Namespace) -> int:
     if args.json:
         check_output_path(args.json, input_files=[args.gt, args.pred], option="--json")
     result = evaluate_map_files(args.gt, args.pred, args.protocol, args.device)
+    from drivemetrics._distributed import current_shard
+
+    if not current_shard().is_main:  # torchrun: rank 0 reports
+        return 0
     for token in result.unknown_samples:
         print(f"warning: prediction sample {token} has no GT sample; ignored", file=sys.stderr)
     report = result.report
@@ -44,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "challenge GT and submission JSON and equals its evaluator; default reads either with the library's "
             "fixes (fall-back matching, no buffer prefilter, NaN for classes without GT). Predictions are paired "
             "with GT samples by token; a GT sample without predictions counts as empty, prediction samples without "
-            "GT are reported and ignored."
+            "GT are reported and ignored. Under torchrun each rank matches its shard of the samples; rank 0 reports."
         ),
     )
     parser.add_argument(
@@ -54,4 +58,4 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--pred", required=True, help="prediction JSON (MapTR results or challenge submission)")
     parser.add_argument("--json", help='write {"mAP": ..., "classes": {name: {"AP", "AP@0.5", ...}}} here')
     parser.add_argument("--device", default="cpu", help="torch device for the evaluation (default cpu)")
-    parser.set_defaults(func=_map_eval)
+    parser.set_defaults(func=_map_eval, sharded=True)

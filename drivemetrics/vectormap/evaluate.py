@@ -7,10 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch import Tensor
 
+from drivemetrics._distributed import current_shard
+from drivemetrics._ragged import RaggedRows
 from drivemetrics.vectormap.io import MapSample, pack_samples, read_map_gt, read_map_preds
 from drivemetrics.vectormap.map_ap import vector_map_ap_from_matches, vector_map_matches
-from drivemetrics.vectormap.protocol import get_protocol
+from drivemetrics.vectormap.protocol import MapProtocol, get_protocol
 
 __all__ = ["MapEvaluation", "evaluate_map_files", "evaluate_map_samples"]
 
@@ -26,6 +29,38 @@ class MapEvaluation:
     unknown_samples: list[str]
 
 
+def _match_samples(
+    gt: list[MapSample],
+    preds: list[MapSample],
+    proto: MapProtocol,
+    gt_dims: int,
+    pred_dims: int,
+    device: torch.device | str,
+    batch_size: int,
+) -> tuple[Tensor, Tensor]:
+    """Match paired samples in batches: rows ``(S, 2 + T)`` float64 (score, class id, true-positive flags) and the
+    GT count per class ``(C,)``."""
+    rows = [torch.zeros(0, 2 + len(proto.thresholds), dtype=torch.float64, device=device)]
+    num_targets = torch.zeros(len(proto.class_names), dtype=torch.long, device=device)
+    for start in range(0, len(gt), batch_size):
+        gt_part = pack_samples(gt[start : start + batch_size], proto.class_names, gt_dims, device=device)
+        pred_part = pack_samples(preds[start : start + batch_size], proto.class_names, pred_dims, device=device)
+        matches = vector_map_matches(
+            pred_part["points"],
+            pred_part["lengths"],
+            pred_part["labels"],
+            pred_part["scores"],
+            gt_part["points"],
+            gt_part["lengths"],
+            gt_part["labels"],
+            proto,
+        )
+        columns = [matches["scores"].to(torch.float64)[:, None], matches["labels"].to(torch.float64)[:, None]]
+        rows.append(torch.cat([*columns, matches["true_positive"].to(torch.float64)], 1).to(device))
+        num_targets += matches["num_targets"].to(device)
+    return torch.cat(rows), num_targets
+
+
 def evaluate_map_samples(
     gt: list[MapSample],
     preds: list[MapSample],
@@ -34,6 +69,10 @@ def evaluate_map_samples(
     batch_size: int = 2000,
 ) -> MapEvaluation:
     """Evaluate prediction samples against GT samples (paired by token; GT without predictions count as empty).
+
+    Under ``torchrun`` (the ``map-eval`` command, see :mod:`drivemetrics._distributed`) each rank matches the GT
+    samples ``rank, rank + world, ...`` and the matches are pooled across the ranks: every rank returns the report
+    of one process.
 
     Returns:
         ``report = {"mAP": float, "classes": {name: {"AP", "AP@<thr>", "num_gts", "num_preds"}}}``.
@@ -59,33 +98,15 @@ def evaluate_map_samples(
             f"protocol {proto.name!r} evaluates 2-D predictions; the prediction file has {pred_dims}-D points"
         )
     gt_dims = 2 if proto.dims == "2d" else pred_dims
-    pieces = []
-    for start in range(0, len(gt), batch_size):
-        gt_part = pack_samples(gt[start : start + batch_size], proto.class_names, gt_dims, device=device)
-        pred_part = pack_samples(paired[start : start + batch_size], proto.class_names, pred_dims, device=device)
-        pieces.append(
-            vector_map_matches(
-                pred_part["points"],
-                pred_part["lengths"],
-                pred_part["labels"],
-                pred_part["scores"],
-                gt_part["points"],
-                gt_part["lengths"],
-                gt_part["labels"],
-                proto,
-            )
-        )
-    if pieces:
-        scores = torch.cat([p["scores"] for p in pieces])
-        labels = torch.cat([p["labels"] for p in pieces])
-        tp = torch.cat([p["true_positive"] for p in pieces])
-        num_targets = torch.stack([p["num_targets"] for p in pieces]).sum(0)
-    else:
-        scores = torch.zeros(0, dtype=torch.float64)
-        labels = torch.zeros(0, dtype=torch.long)
-        tp = torch.zeros(0, len(proto.thresholds), dtype=torch.bool)
-        num_targets = torch.zeros(len(proto.class_names), dtype=torch.long)
-    out = vector_map_ap_from_matches(scores, labels, tp, num_targets, proto)
+    shard = current_shard()  # under torchrun: this rank matches its shard of the samples, then all are pooled
+    mine = shard.indices(len(gt))
+    rows, num_targets = _match_samples(
+        [gt[i] for i in mine], [paired[i] for i in mine], proto, gt_dims, pred_dims, device, batch_size
+    )
+    if shard.world > 1:  # tied scores are ordered by content: the pooled AP does not depend on the sharding
+        frames = shard.gather_frames([shard.rank], matches=RaggedRows(rows, torch.tensor([rows.shape[0]])))
+        rows, num_targets = frames.fields["matches"].rows, shard.sum(num_targets)
+    out = vector_map_ap_from_matches(rows[:, 0], rows[:, 1].long(), rows[:, 2:] > 0.5, num_targets, proto)
     classes: dict[str, dict[str, float | int]] = {}
     for c, name in enumerate(proto.class_names):
         entry: dict[str, float | int] = {"AP": float(out["ap"][c])}

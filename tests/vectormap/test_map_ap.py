@@ -17,7 +17,7 @@ from drivemetrics.vectormap.map_ap import (
     vector_map_ap,
     vector_map_matches,
 )
-from drivemetrics.vectormap.protocol import MapProtocol
+from drivemetrics.vectormap.protocol import PROTOCOLS, MapProtocol
 
 
 @pytest.fixture(scope="module")
@@ -173,3 +173,19 @@ def test_three_d_default_uses_z():
     lifted = [[[0.0, 0.0, 1.2], [0.0, 10.0, 1.2]]]
     out = vector_map_matches(*_frame(lifted, base))
     assert out["true_positive"].tolist() == [[False, False, True]]
+
+
+@pytest.mark.parametrize("protocol", ["default", "nuscenes-maptr", "av2-cvpr23"])
+def test_tied_scores_do_not_depend_on_frame_order(protocol):
+    """A true positive in one frame and a false positive in another, both scored 0.5, two GT lines: in arrival
+    order the AP at 1 m would be 0.5 (TP first) or 0.25 (FP first); ordered by content it is 0.25 either way."""
+    line = torch.tensor([[[0.0, 0.0], [0.0, 10.0]]])
+    hit = (line[None] + 0.2, None, torch.tensor([[0]]), torch.tensor([[0.5]]), line[None], None, torch.tensor([[0]]))
+    miss = (line[None] + 5.0, None, torch.tensor([[0]]), torch.tensor([[0.5]]), line[None], None, torch.tensor([[0]]))
+    values = []
+    for frames in ((hit, miss), (miss, hit)):
+        metric = VectorMapAveragePrecision(PROTOCOLS[protocol].class_names[0], threshold=1.0, protocol=protocol)
+        for frame in frames:
+            metric.update(*frame)
+        values.append(metric.compute().item())
+    assert values == [0.25, 0.25]
