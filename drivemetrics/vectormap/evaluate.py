@@ -23,7 +23,12 @@ PROTOCOL_FORMATS = {"nuscenes-maptr": "maptr", "av2-cvpr23": "av2"}
 
 @dataclass
 class MapEvaluation:
-    """Result of a file evaluation: the report dict and the prediction tokens without GT (ignored)."""
+    """Result of a file evaluation: the report dict and the prediction tokens without GT (ignored).
+
+    >>> result = MapEvaluation({"mAP": 0.5, "classes": {}}, ["orphan"])
+    >>> result.report["mAP"], result.unknown_samples
+    (0.5, ['orphan'])
+    """
 
     report: dict[str, Any]
     unknown_samples: list[str]
@@ -124,7 +129,19 @@ def evaluate_map_files(
     protocol: str = "default",
     device: torch.device | str = "cpu",
 ) -> MapEvaluation:
-    """Read a GT and a prediction file in the protocol's native format and evaluate them."""
+    """Read a GT and a prediction file in the protocol's native format and evaluate them.
+
+    >>> import tempfile, json, os
+    >>> gt = {"GTs": [{"sample_token": "a", "vectors": [{"pts": [[0, 0], [0, 10]], "type": 0}]}]}
+    >>> pred = {"results": [{"sample_token": "a",
+    ...                      "vectors": [{"pts": [[0.7, 0], [0.7, 10]], "type": 0, "confidence_level": 0.9}]}]}
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     for name, data in (("gt.json", gt), ("pred.json", pred)):
+    ...         _ = open(os.path.join(d, name), "w").write(json.dumps(data))
+    ...     result = evaluate_map_files(os.path.join(d, "gt.json"), os.path.join(d, "pred.json"), "nuscenes-maptr")
+    >>> result.report["classes"]["divider"]["AP@0.5"], result.report["classes"]["divider"]["AP@1.0"]
+    (0.0, 1.0)
+    """
     fmt = PROTOCOL_FORMATS.get(get_protocol(protocol).name)
     gt = read_map_gt(gt_path, fmt)  # type: ignore[arg-type]
     preds = read_map_preds(pred_path, fmt)  # type: ignore[arg-type]

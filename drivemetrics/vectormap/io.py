@@ -42,7 +42,13 @@ MapFormat = Literal["maptr", "av2"]
 
 @dataclass
 class MapSample:
-    """One sample (frame): its polylines, their class names and (predictions) confidences."""
+    """One sample (frame): its polylines (``(P, D)`` arrays, metres), their class names and (predictions)
+    confidences.
+
+    >>> sample = MapSample("a", [np.array([[0.0, 0.0], [0.0, 10.0]])], ["divider"], [0.9])
+    >>> sample.token, sample.points[0].shape, sample.labels
+    ('a', (2, 2), ['divider'])
+    """
 
     token: str
     points: list[np.ndarray] = field(default_factory=list)
@@ -146,7 +152,17 @@ def read_map_gt(path: str | Path, format: MapFormat | None = None) -> list[MapSa
 
 
 def read_map_preds(path: str | Path, format: MapFormat | None = None) -> list[MapSample]:
-    """Prediction samples of a MapTR ``results`` JSON or an Argoverse 2 challenge submission, in file order."""
+    """Prediction samples of a MapTR ``results`` JSON or an Argoverse 2 challenge submission, in file order.
+
+    >>> import tempfile, json, os
+    >>> vector = {"pts": [[0, 0], [1, 0]], "type": 0, "confidence_level": 0.8}
+    >>> results = {"results": [{"sample_token": "a", "vectors": [vector]}]}
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = open(os.path.join(d, "pred.json"), "w").write(json.dumps(results))
+    ...     sample = read_map_preds(os.path.join(d, "pred.json"))[0]
+    >>> sample.token, sample.labels, sample.scores
+    ('a', ['divider'], [0.8])
+    """
     data = _load(path, "prediction")
     kind = format or detect_format(data)
     results = data.get("results") if isinstance(data, dict) else None

@@ -44,6 +44,12 @@ class MapProtocol:
         dims: ``"2d"``: the first two coordinates are used (GT cut to (x, y); 3-D predictions are an error, as the
             references cannot use them); ``"as-given"``: 2-D or 3-D, predictions and GT must agree.
         min_pred_points: predictions with fewer points are dropped (MapTR drops lines under 2 points).
+
+    >>> maptr = PROTOCOLS["nuscenes-maptr"]
+    >>> maptr.class_names, maptr.thresholds, maptr.num_samples, maptr.buffer_prefilter
+    (('divider', 'ped_crossing', 'boundary'), (0.5, 1.0, 1.5), 100, 2.0)
+    >>> MapProtocol("strict", ("divider",), thresholds=(0.5,), fallback=False).fallback
+    False
     """
 
     name: str
