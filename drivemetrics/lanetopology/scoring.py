@@ -28,7 +28,7 @@ from torch import Tensor
 
 from drivemetrics.polyline.average_precision import average_precision_11point, pooled_precision_recall
 from drivemetrics.polyline.chamfer import chamfer_distance
-from drivemetrics.polyline.frechet import frechet_distance_pairs
+from drivemetrics.polyline.frechet import bounded_frechet_distance_pairs
 from drivemetrics.polyline.matching import greedy_match_index
 from drivemetrics.polyline.ragged import drop_closing_point
 
@@ -110,11 +110,10 @@ def lane_distance_matrices(
         prefilter: Chamfer prefilter bound, metres (the largest matching threshold).
         device: where the distances are computed.
         max_elements: point-pair distances held at once (pairs are processed in chunks of this size).
-        max_distance: if given, pairs whose relaxed distance provably reaches it (lower bound of the discrete
-            Frechet distance: the larger of the start-point and end-point distances) get
-            :data:`REJECTED_DISTANCE` without running the Frechet programme. Matching with strict thresholds
-            ``<= max_distance`` is unchanged (such a pair can never match, and it is never the nearest GT of a
-            prediction that matches).
+        max_distance: if given, pairs whose relaxed distance provably exceeds it get :data:`REJECTED_DISTANCE`
+            (:func:`~drivemetrics.polyline.frechet.bounded_frechet_distance_pairs` drops them early). Matching
+            with thresholds ``<= max_distance`` is unchanged (such a pair can never match, and it is never the
+            nearest GT of a prediction that matches).
 
     Returns:
         One float64 array ``(G_f, P_f)`` per frame.
@@ -166,25 +165,19 @@ def lane_distance_matrices(
             or [values.new_zeros(0)]
         )
         keep = near[cham * relax[gi[near]] < prefilter]
-        if max_distance is not None and keep.numel():
-            # discrete Frechet >= max(|a_0 - b_0|, |a_end - b_end|): skip pairs whose bound already fails
-            gk, pk = gi[keep], pj[keep]
-            first = torch.linalg.vector_norm(g_pts[gk, 0] - p_pts[pk, 0], dim=-1)
-            g_end = g_pts[gk, g_len[gk] - 1]
-            p_end = p_pts[pk, p_len[pk] - 1]
-            bound = torch.maximum(first, torch.linalg.vector_norm(g_end - p_end, dim=-1)) * relax[gk]
-            if gt_sides is not None:
-                bound = 0.5 * bound  # the Chamfer terms are >= 0
-            keep = keep[bound < max_distance * (1 - 1e-9)]
         chunk_kept = max(1, max_elements // max(g_pts.shape[1], p_pts.shape[1]))
         for part in keep.split(chunk_kept):
             gk, pk = gi[part], pj[part]
-            dist = frechet_distance_pairs(g_pts[gk], p_pts[pk], g_len[gk], p_len[pk])
+            bound = None
+            if max_distance is not None:  # raw Frechet bound of a relaxed distance that can still match
+                bound = max_distance * (1 + 1e-9) / relax[gk] * (2.0 if gt_sides is not None else 1.0)
+            dist = bounded_frechet_distance_pairs(g_pts[gk], p_pts[pk], g_len[gk], p_len[pk], bound)
+            rejected = torch.isinf(dist)
             if gt_sides is not None and pred_sides is not None:
                 for (sg, sg_len), (sp, sp_len) in zip(sides_g, sides_p, strict=True):
                     dist = dist + _gt_chamfer(sg[gk], sg_len[gk], sp[pk], sp_len[pk])
                 dist = 0.5 * dist
-            values[part] = dist * relax[gk]
+            values[part] = torch.where(rejected, REJECTED_DISTANCE, dist * relax[gk])
     flat = values.cpu().numpy()
     out, start = [], 0
     for ng, np_ in shapes:
@@ -482,10 +475,13 @@ def _sample_lanes(kept: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, n
     order = np.argsort(pts[:, :, 0], axis=1, kind="stable")  # padding (inf) sorts last
     ordered = np.take_along_axis(pts, order[:, :, None], 1)
     x = ordered[:, :, 0]
-    idx = (x[:, None, :] < _X_SAMPLES[None, :, None]).sum(-1)  # searchsorted(x, sample, "left") per lane
+    # searchsorted(x, sample, "left") per lane, all lanes at once
+    samples_x = np.broadcast_to(_X_SAMPLES, (len(kept), len(_X_SAMPLES)))
+    idx = torch.searchsorted(torch.from_numpy(np.ascontiguousarray(x)), torch.from_numpy(samples_x.copy())).numpy()
     idx = np.clip(idx, 1, lengths[:, None] - 1)
-    lo = np.take_along_axis(ordered, (idx - 1)[:, :, None], 1)
-    hi = np.take_along_axis(ordered, idx[:, :, None], 1)
+    lane = np.arange(len(kept))[:, None]
+    lo = ordered[lane, idx - 1]
+    hi = ordered[lane, idx]
     with np.errstate(divide="ignore", invalid="ignore"):
         slope = (hi[..., 1:] - lo[..., 1:]) / (hi[..., :1] - lo[..., :1])
     samples = slope * (_X_SAMPLES[None, :, None] - lo[..., :1]) + lo[..., 1:]

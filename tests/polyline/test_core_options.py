@@ -15,6 +15,7 @@ from drivemetrics.polyline import (
     greedy_match_index,
     interpolated_precision_11point,
 )
+from drivemetrics.polyline.frechet import bounded_frechet_distance_pairs, frechet_distance_pairs
 
 
 def _loop_index(dist: np.ndarray, scores: np.ndarray, threshold: float, inclusive: bool, fallback: bool) -> list[int]:
@@ -88,3 +89,24 @@ def test_drop_closing_point_min_points() -> None:
     assert drop_closing_point(points, lengths).tolist() == [2, 2]
     assert drop_closing_point(points, lengths, min_points=2).tolist() == [1, 2]
     assert drop_closing_point(points, torch.tensor([1, 3]), min_points=2).tolist() == [1, 2]  # 1 point stays
+
+
+@pytest.mark.parametrize(("n", "m"), [(2, 2), (11, 7), (1, 5), (30, 1), (40, 40)])
+def test_bounded_frechet_is_exact_below_the_bound(n: int, m: int) -> None:
+    gen = torch.Generator().manual_seed(n * 100 + m)
+    k = 60
+    a = torch.randn(k, n, 3, dtype=torch.float64, generator=gen).cumsum(1)
+    b = a[:, :1] + torch.randn(k, m, 3, dtype=torch.float64, generator=gen).cumsum(1)
+    a_len = torch.randint(1, n + 1, (k,), generator=gen)
+    b_len = torch.randint(1, m + 1, (k,), generator=gen)
+    want = frechet_distance_pairs(a, b, a_len, b_len)
+    assert torch.equal(bounded_frechet_distance_pairs(a, b, a_len, b_len), want)
+    for bound in (want.median(), want * torch.rand(k, generator=gen, dtype=torch.float64) * 2):
+        got = bounded_frechet_distance_pairs(a, b, a_len, b_len, bound, check_every=2)
+        below = want <= bound
+        assert torch.equal(got[below], want[below])
+        assert bool(((got == want) | torch.isinf(got))[~below].all())
+    # a 2-point lane against a shifted copy: distance 1 exactly, dropped below 1
+    line = torch.tensor([[[0.0, 0.0], [4.0, 0.0]]])
+    assert bounded_frechet_distance_pairs(line, line + torch.tensor([0.0, 1.0]), max_distance=1.0).tolist() == [1.0]
+    assert math.isinf(bounded_frechet_distance_pairs(line, line + torch.tensor([0.0, 1.0]), max_distance=0.9)[0])
