@@ -40,10 +40,11 @@ from drivemetrics.lanetopology.frames import (
     parse_frame,
 )
 from drivemetrics.lanetopology.scoring import (
+    FSCORE_DIST_TH,
+    FSCORE_RATIO_TH,
     UNMATCHED_RELATION,
     area_distance_matrix,
     average_precision_11,
-    fscore_counts_from_samples,
     fscore_samples,
     iou_distance_matrix,
     lane_distance_matrices,
@@ -279,18 +280,64 @@ def _topology_sums(
 
 
 def _fscore_batch(gts: Sequence[LaneFrame], prs: Sequence[LaneFrame]) -> np.ndarray:
-    """Summed F-score counts of many frames, the lanes of all frames sampled at once."""
+    """Summed F-score counts of many frames: lanes sampled at once, the cost matrices of all frames as padded
+    batches, one min-cost assignment per frame (:func:`fscore_counts_from_samples` rules)."""
     out = np.zeros(5)
     g_all = [x for f in gts for x in f.lanes]
     p_all = [x for f in prs for x in f.lanes]
     gs, gv, gk = fscore_samples(g_all)
     ps, pv, pk = fscore_samples(p_all)
-    g0 = p0 = 0
-    for g, p in zip(gts, prs, strict=True):
-        gsl, psl = slice(g0, g0 + len(g.lanes)), slice(p0, p0 + len(p.lanes))
-        keep_g, keep_p = gk[gsl], pk[psl]
-        out += fscore_counts_from_samples(gs[gsl][keep_g], gv[gsl][keep_g], ps[psl][keep_p], pv[psl][keep_p])
-        g0, p0 = g0 + len(g.lanes), p0 + len(p.lanes)
+    g_frame = np.repeat(np.arange(len(gts)), [len(f.lanes) for f in gts])[gk]
+    p_frame = np.repeat(np.arange(len(prs)), [len(f.lanes) for f in prs])[pk]
+    gs, gv, ps, pv = gs[gk], gv[gk], ps[pk], pv[pk]
+    g_count = np.bincount(g_frame, minlength=len(gts))
+    p_count = np.bincount(p_frame, minlength=len(prs))
+    out[2], out[3] = g_count.sum(), p_count.sum()
+    both_frames = np.flatnonzero((g_count > 0) & (p_count > 0))
+    if not both_frames.size:
+        return out
+    # slot of each kept lane within its frame, then padded (F, G, ...) / (F, P, ...) arrays
+    g_slot = np.arange(len(g_frame)) - np.r_[0, np.cumsum(g_count)][g_frame]
+    p_slot = np.arange(len(p_frame)) - np.r_[0, np.cumsum(p_count)][p_frame]
+    frames, g_max, p_max = len(gts), int(g_count.max()), int(p_count.max())
+    gs_pad = np.zeros((frames, g_max, 100, 2))
+    gv_pad = np.zeros((frames, g_max, 100), dtype=bool)
+    ps_pad = np.zeros((frames, p_max, 100, 2))
+    pv_pad = np.zeros((frames, p_max, 100), dtype=bool)
+    gs_pad[g_frame, g_slot], gv_pad[g_frame, g_slot] = gs, gv
+    ps_pad[p_frame, p_slot], pv_pad[p_frame, p_slot] = ps, pv
+    chunk = max(1, (1 << 21) // (g_max * p_max * 100))  # sample pairs held at once
+    for start in range(0, len(both_frames), chunk):
+        part = both_frames[start : start + chunk]
+        out += _fscore_chunk(gs_pad[part], gv_pad[part], ps_pad[part], pv_pad[part], g_count[part], p_count[part])
+    return out
+
+
+def _fscore_chunk(
+    gs: np.ndarray, gv: np.ndarray, ps: np.ndarray, pv: np.ndarray, g_count: np.ndarray, p_count: np.ndarray
+) -> np.ndarray:
+    """F-score counts of padded frames ``gs (F, G, 100, 2)``, ``gv (F, G, 100)``, ``ps``, ``pv`` (same for
+    predictions), ``g_count`` / ``p_count`` ``(F,)`` lanes per frame: ``[r_lane, p_lane, 0, 0, match_num]``."""
+    from scipy.optimize import linear_sum_assignment
+
+    out = np.zeros(5)
+    both = gv[:, :, None] & pv[:, None, :]
+    neither = ~gv[:, :, None] & ~pv[:, None, :]
+    diff = gs[:, :, None] - ps[:, None, :]
+    dist = np.sqrt(diff[..., 0] ** 2 + diff[..., 1] ** 2)
+    dist = np.where(both, dist, np.where(neither, 0.0, FSCORE_DIST_TH))
+    matched_points = (dist < FSCORE_DIST_TH).sum(-1) - neither.sum(-1)
+    cost = dist.sum(-1)
+    cost_int = np.where((cost > 0) & (cost < 1), 1, np.trunc(cost)).astype(np.int64)
+    g_visible = gv.sum(-1)
+    p_visible = pv.sum(-1)
+    for k in range(len(gs)):
+        rows, cols = linear_sum_assignment(cost_int[k, : g_count[k], : p_count[k]])
+        ok = cost_int[k, rows, cols] < FSCORE_DIST_TH * 100
+        matched = matched_points[k, rows, cols][ok]
+        out[4] += ok.sum()
+        out[0] += (matched / g_visible[k, rows[ok]] >= FSCORE_RATIO_TH).sum()
+        out[1] += (matched / p_visible[k, cols[ok]] >= FSCORE_RATIO_TH).sum()
     return out
 
 

@@ -435,8 +435,12 @@ def _last_index_of_runs(sorted_rows: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------------------------
 # F-score (OpenLane v1's 3D-lane evaluator)
 _X_SAMPLES = np.linspace(-50, 50, num=100, endpoint=False)
-_DIST_TH = 1.5
-_RATIO_TH = 0.75
+#: F-score: a sample pair matches below this distance (metres); a lane pair matches if its cost is below 100 x it.
+FSCORE_DIST_TH = 1.5
+#: F-score: a matched lane counts if this share of its visible samples match.
+FSCORE_RATIO_TH = 0.75
+_DIST_TH = FSCORE_DIST_TH
+_RATIO_TH = FSCORE_RATIO_TH
 
 
 def fscore_samples(lanes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
