@@ -190,26 +190,7 @@ def frame_statistics(
     add(_TE_POOLED, all_te_conf, np.concatenate([np.zeros(0, dtype=bool), *[m[:, 0] >= 0 for m in te_match]]))
     num_gt[_TE_POOLED] = len(gt_attr)
     if sides:
-        area_conf = [p.area_confidence if p.area_confidence is not None else empty for p in prs]
-        area_d = [area_distance_matrix(g.areas, p.areas) for g, p in zip(gts, prs, strict=True)]
-        area_match = match_frames(
-            area_d,
-            area_conf,
-            AREA_THRESHOLDS,
-            reference,
-            [g.area_category for g in gts],
-            [p.area_category for p in prs],
-        )
-        all_area_conf = np.concatenate([empty, *area_conf])
-        all_area_match = np.concatenate([np.zeros((0, len(AREA_THRESHOLDS)), dtype=np.int64), *area_match])
-        pred_cat = np.concatenate([np.zeros(0, dtype=np.int64), *[p.area_category for p in prs]])
-        gt_cat = np.concatenate([np.zeros(0, dtype=np.int64), *[g.area_category for g in gts]])
-        for c, category in enumerate(AREA_CATEGORIES):
-            sel = pred_cat == category
-            for t in range(len(AREA_THRESHOLDS)):
-                channel = _AREA0 + c * len(AREA_THRESHOLDS) + t
-                add(channel, all_area_conf[sel], all_area_match[sel, t] >= 0)
-                num_gt[channel] = int((gt_cat == category).sum())
+        rows += _area_rows(gts, prs, reference, num_gt)
     topology[0] = _topology_sums(
         [g.topology_lanes for g in gts], [p.topology_lanes for p in prs], lane_match, lane_match, reference
     )
@@ -221,6 +202,31 @@ def frame_statistics(
         fscore = _fscore_batch(gts, prs)
     ap_rows = np.concatenate(rows) if rows else np.zeros((0, 3))
     return {"ap_rows": ap_rows, "ap_num_gt": num_gt, "topology": topology, "fscore": fscore}
+
+
+def _area_rows(
+    gts: Sequence[LaneFrame], prs: Sequence[LaneFrame], reference: bool, num_gt: np.ndarray
+) -> list[np.ndarray]:
+    """AP rows of the area channels (category x threshold) of all frames; adds their GT counts to ``num_gt``."""
+    empty = np.zeros(0)
+    rows: list[np.ndarray] = []
+    area_conf = [p.area_confidence if p.area_confidence is not None else empty for p in prs]
+    area_d = [area_distance_matrix(g.areas, p.areas) for g, p in zip(gts, prs, strict=True)]
+    area_match = match_frames(
+        area_d, area_conf, AREA_THRESHOLDS, reference, [g.area_category for g in gts], [p.area_category for p in prs]
+    )
+    all_area_conf = np.concatenate([empty, *area_conf])
+    all_area_match = np.concatenate([np.zeros((0, len(AREA_THRESHOLDS)), dtype=np.int64), *area_match])
+    pred_cat = np.concatenate([np.zeros(0, dtype=np.int64), *[p.area_category for p in prs]])
+    gt_cat = np.concatenate([np.zeros(0, dtype=np.int64), *[g.area_category for g in gts]])
+    for c, category in enumerate(AREA_CATEGORIES):
+        sel = pred_cat == category
+        for t in range(len(AREA_THRESHOLDS)):
+            channel = _AREA0 + c * len(AREA_THRESHOLDS) + t
+            tp = all_area_match[sel, t] >= 0
+            rows.append(np.stack([np.full(len(tp), channel, dtype=np.float64), all_area_conf[sel], tp], 1))
+            num_gt[channel] = int((gt_cat == category).sum())
+    return rows
 
 
 def _pad_stack(arrays: Sequence[np.ndarray], shape: tuple[int, ...], fill: float = 0.0) -> np.ndarray:
