@@ -3,7 +3,8 @@
 The references differ in dtypes, and the library lets each preset say which: MapTR keeps precision in float32
 (recall in float64) and stores the AP as float32; OpenLane-V2 keeps both in float32 and compares recall with a
 float64 grid ``0, 0.1, ..., 1.0`` built as ``i * 0.1`` (so ``0.30000000000000004`` and ``0.7000000000000001``:
-a float32 recall of exactly 7/10 misses the 0.7 point, 3/10 reaches 0.3).
+a float32 recall of exactly 7/10 misses the 0.7 point, 3/10 reaches 0.3) under numpy 2's promotion; the devkit
+runs on numpy 1.x, whose value-based casting compares in float32 (7/10 reaches 0.7): ``compare_dtype=torch.float32``.
 """
 
 from __future__ import annotations
