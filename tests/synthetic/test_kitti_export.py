@@ -63,7 +63,7 @@ def test_road_eval_cli_on_synthetic_folder_matches_in_memory_metric(dataset, spa
         metric = RoadPixelMetrics(space="bev")
         metric.update(preds, scene.road, scene.valid, homography=default_image_from_road().expand(2, 3, 3))
     expected = metric.compute()
-    for key in ("MaxF", "AvgPrec", "PRE_wp", "REC_wp", "totalPosNum"):
+    for key in ("max_f", "average_precision", "precision_wp", "recall_wp", "total_positives"):
         assert scores[key] == pytest.approx(float(expected[key]), abs=1e-6)
 
 
