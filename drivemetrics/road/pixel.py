@@ -482,6 +482,15 @@ def pixel_counts(
 
     Returns:
         :class:`PixelCounts` with int64 tensors of shape ``B x T``; ``.sum()`` pools them over the batch.
+
+    Examples
+    --------
+    >>> import torch
+    >>> target = torch.zeros(1, 4, 4, dtype=torch.bool); target[:, 2:] = True  # (B, H, W): road in the lower half
+    >>> preds = torch.where(target, 200, 30).to(torch.uint8)  # uint8 confidences, p = v / 255
+    >>> counts = pixel_counts(preds, target, thresholds=[0.0, 0.5, 1.0])
+    >>> counts.tp, counts.fp
+    (tensor([[8, 8, 0]]), tensor([[8, 0, 0]]))
     """
     preds, target, valid = validate_pixel_inputs(preds, target, valid, check_values=validate_args)
     thr = format_thresholds(thresholds, device=preds.device)
@@ -491,7 +500,16 @@ def pixel_counts(
 def counts_at_threshold(
     preds: Tensor, target: Tensor, valid: Tensor | None = None, threshold: float = 0.5, validate_args: bool = True
 ) -> PixelCounts:
-    """Per-image counts at one threshold (``p >= threshold``), int64 tensors of shape ``B``."""
+    """Per-image counts at one threshold (``p >= threshold``), int64 tensors of shape ``B``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> target = torch.zeros(1, 4, 4, dtype=torch.bool); target[:, 2:] = True  # (B, H, W): road in the lower half
+    >>> preds = torch.where(target, 200, 30).to(torch.uint8)  # uint8 confidences, p = v / 255
+    >>> counts_at_threshold(preds, target, threshold=0.5)
+    PixelCounts(tp=tensor([8]), fp=tensor([0]), fn=tensor([0]), tn=tensor([8]))
+    """
     counts = pixel_counts(preds, target, valid, [float(threshold)], validate_args=validate_args)
     return PixelCounts(*(c[..., 0] for c in counts))
 
@@ -652,7 +670,15 @@ def scores_from_counts(
 
 
 def fixed_threshold_scores(counts: PixelCounts | Sequence[Tensor], beta: float = 1.0) -> dict[str, Tensor]:
-    """Plain ``F_beta``, precision, recall and IoU from counts at one threshold (no epsilon; 0/0 gives NaN)."""
+    """Plain ``F_beta``, precision, recall and IoU from counts at one threshold (no epsilon; 0/0 gives NaN).
+
+    Examples
+    --------
+    >>> import torch
+    >>> scores = fixed_threshold_scores((torch.tensor(3), torch.tensor(1), torch.tensor(1), torch.tensor(5)))
+    >>> scores["f_measure"], scores["iou"]
+    (tensor(0.7500, dtype=torch.float64), tensor(0.6000, dtype=torch.float64))
+    """
     tp, fp, fn, _ = (torch.as_tensor(c).to(torch.float64) for c in counts)
     beta2 = float(beta) ** 2
     return {
@@ -724,6 +750,17 @@ def road_pixel_scores(
     Arguments as in :func:`pixel_counts` and :func:`scores_from_counts`; the keys are those of
     :func:`scores_from_counts` plus ``f_measure_fixed``, ``precision_fixed``, ``recall_fixed``, ``iou_fixed`` at
     ``p >= fixed_threshold`` (``None``: no fixed threshold, a little faster for float maps).
+
+    Examples
+    --------
+    >>> import torch
+    >>> target = torch.zeros(1, 4, 4, dtype=torch.bool); target[:, 2:] = True  # (B, H, W): road in the lower half
+    >>> preds = torch.where(target, 200, 30).to(torch.uint8)  # uint8 confidences, p = v / 255
+    >>> scores = road_pixel_scores(preds, target)
+    >>> scores["max_f"], scores["precision_wp"], scores["best_threshold"]
+    (tensor(1.0000, dtype=torch.float64), tensor(1., dtype=torch.float64), tensor(0.1216, dtype=torch.float64))
+    >>> scores["total_positives"]
+    tensor(8., dtype=torch.float64)
     """
     check_fixed_threshold(fixed_threshold)
     preds, target, valid = validate_pixel_inputs(preds, target, valid, check_values=validate_args)
@@ -924,11 +961,10 @@ class RoadPixelMaxFScore(RoadPixelMetrics):
 
     Example:
         >>> import torch
-        >>> metric = RoadPixelMaxFScore()
-        >>> target = torch.zeros(1, 4, 4, dtype=torch.bool); target[:, 2:] = True
-        >>> metric.update(torch.where(target, 200, 30).to(torch.uint8), target)
-        >>> metric.compute().item()
-        1.0
+        >>> target = torch.zeros(1, 4, 4, dtype=torch.bool); target[:, 2:] = True  # (B, H, W)
+        >>> preds = torch.where(target, 200, 30).to(torch.uint8)
+        >>> RoadPixelMaxFScore()(preds, target)  # a perfect prediction (the devkit's 1e-10 epsilon is in F)
+        tensor(1.0000, dtype=torch.float64)
     """
 
     def __init__(
