@@ -273,7 +273,8 @@ def evaluate_tusimple_files(
         ``{"raw_file", "accuracy", "fp", "fn"}``.
     """
     gt = read_tusimple_json(gt_path, require_h_samples=True)
-    pred = read_tusimple_json(pred_path, require_h_samples=False)
+    rows = None if gt.h_samples is None else gt.h_samples.shape[1]
+    pred = read_tusimple_json(pred_path, require_h_samples=False, max_points=rows)
     if gt.h_samples is None:  # pragma: no cover - guaranteed by require_h_samples
         raise ValueError(f"{gt_path}: labels need `h_samples`")
     if len(set(gt.raw_files)) != len(gt.raw_files):
