@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import torch
@@ -41,30 +41,10 @@ _BIG = 1e9
 IOU_RANGE = tuple(round(0.5 + 0.05 * k, 2) for k in range(10))  # mF1: mean F1 over IoU 0.50:0.05:0.95
 
 
-class CULaneCounts(NamedTuple):
-    """Per-image counts, each a ``B`` long tensor."""
-
-    tp: Tensor
-    fp: Tensor
-    fn: Tensor
-
-
-class CULaneMatches(NamedTuple):
-    """Per-image matching result, from which the counts at any IoU threshold follow.
-
-    ``matched_iou``: ``B x L_gt`` float64 IoU of every GT lane with its matched prediction (NaN: no match or
-    padding); ``n_pred``, ``n_gt``: ``B`` long numbers of scored lanes. TP at threshold t = ``(matched_iou > t)``
-    summed over lanes.
-    """
-
-    matched_iou: Tensor
-    n_pred: Tensor
-    n_gt: Tensor
-
-    def counts(self, iou_threshold: float = 0.5) -> CULaneCounts:
-        """TP / FP / FN per image at ``iou_threshold`` (strict)."""
-        tp = (self.matched_iou > iou_threshold).sum(-1)
-        return CULaneCounts(tp, self.n_pred - tp, self.n_gt - tp)
+def counts_from_matches(matches: dict[str, Tensor], iou_threshold: float = 0.5) -> dict[str, Tensor]:
+    """Per-image ``tp``, ``fp``, ``fn`` (``(B,)`` long) at ``iou_threshold`` (strict) from :func:`culane_matches`."""
+    tp = (matches["matched_iou"] > iou_threshold).sum(-1)
+    return {"tp": tp, "fp": matches["num_pred"] - tp, "fn": matches["num_gt"] - tp}
 
 
 def lanes_from_rows(xs: Tensor, ys: Tensor) -> Tensor:
@@ -226,7 +206,8 @@ def _spline_samples(
     pts = points.to(torch.float64)
     pts, n = _compact(pts, valid & lane_mask[..., None])
     repeat = torch.zeros_like(valid)
-    repeat[..., 1:] = (pts[..., 1:, :] == pts[..., :-1, :]).all(-1)
+    # consecutive points closer than 1e-6 px are one point (also makes the spline's chord steps never subnormal)
+    repeat[..., 1:] = ((pts[..., 1:, :] - pts[..., :-1, :]).abs() <= 1e-6).all(-1)
     pts, n = _compact(pts, (torch.arange(pts.shape[2], device=pts.device) < n[..., None]) & ~repeat)
     n_max = max(int(n.max()) if n.numel() else 0, 2)
     pts = pts[..., :n_max, :]
@@ -315,12 +296,21 @@ def _row_intervals(
     x0, y0, dx, dy = p0[..., 0], p0[..., 1], p1[..., 0] - p0[..., 0], p1[..., 1] - p0[..., 1]
     dy = dy.masked_fill(~edge_ok, 0.0)
     y_lo = torch.minimum(y0, p1[..., 1])
-    window = math.ceil(float(dy.abs().max())) + 1 if dy.numel() else 1
-    rows = torch.ceil(y_lo)[..., None] + torch.arange(window, device=curve.device, dtype=torch.float64)
-    t = ((rows - y0[..., None]) / torch.where(dy == 0, 1.0, dy)[..., None]).clamp(0, 1)
-    x = torch.addcmul(x0[..., None], t, dx[..., None])
-    ok = (rows <= (y_lo + dy.abs())[..., None]) & (edge_ok & drawn[..., None])[..., None]
-    _scatter_rows(lo_row, hi_row, rows, x, x, ok)
+    # every edge visits the rows it crosses inside [0, height), found with one flat index (each edge has its own
+    # number of rows): the cost is bounded by the canvas and the samples, never by the coordinates
+    usable = edge_ok & drawn[..., None]
+    first_row = torch.ceil(y_lo).clamp(min=0)
+    last_row = torch.floor(y_lo + dy.abs()).clamp(max=height - 1)
+    count = torch.where(usable & (last_row >= first_row), last_row - first_row + 1, 0.0).long().flatten()
+    edge = torch.repeat_interleave(torch.arange(count.numel(), device=curve.device), count)
+    start = torch.cumsum(count, 0) - count
+    rows = first_row.flatten()[edge] + (torch.arange(edge.numel(), device=curve.device) - start[edge])
+    e_dy = dy.flatten()[edge]
+    t = ((rows - y0.flatten()[edge]) / torch.where(e_dy == 0, 1.0, e_dy)).clamp(0, 1)
+    x = torch.addcmul(x0.flatten()[edge], t, dx.flatten()[edge])
+    index = (edge // dy.shape[-1]) * (height + 1) + rows.long()
+    lo_row.view(-1).scatter_reduce_(0, index, x, "amin")
+    hi_row.view(-1).scatter_reduce_(0, index, x, "amax")
     # disks at both ends
     ends = torch.stack([pts[..., 0, :], pts[..., -1, :]], dim=2)  # B x L x 2 x 2
     k = torch.arange(math.ceil(2 * r) + 2, device=curve.device, dtype=torch.float64)
@@ -335,6 +325,17 @@ def _row_intervals(
     return first, last, monotone
 
 
+def _draw_in_chunks(curve: Tensor, drawn: Tensor, height: int, width: int, line_width: float) -> Tensor:
+    """:func:`draw_lanes` of one image's ``L x N x 2`` curves (``L x H x W`` bools), a few lanes per call so that
+    its ``lanes x segments x rows`` temporaries stay below ~2**20 elements whatever the number of lanes."""
+    per_call = max(1, 2**20 // max(1, curve.shape[1] * height))
+    parts = [
+        draw_lanes(curve[None, k : k + per_call], height, width, line_width, drawn[None, k : k + per_call])[0]
+        for k in range(0, curve.shape[0], per_call)
+    ]
+    return torch.cat(parts) if parts else torch.zeros(0, height, width, dtype=torch.bool, device=curve.device)
+
+
 def lane_iou_matrix(
     preds: Tensor,
     target: Tensor,
@@ -347,6 +348,15 @@ def lane_iou_matrix(
 ) -> Tensor:
     """IoU of every (prediction, GT) lane pair, default mode: ``B x L_pred x L_gt`` float64 (0 for padding slots
     and for lanes of fewer than 2 points). Lanes are drawn as their spline (:func:`spline_lanes`, ``spacing`` px).
+
+    Examples
+    --------
+    >>> import torch
+    >>> lane = torch.tensor([[[[800.0, 580.0], [820.0, 300.0]]]])  # (B, L_gt, P, 2) = (1, 1, 2, 2), pixels
+    >>> preds = torch.cat([lane, lane + torch.tensor([300.0, 0.0])], 1)  # the lane and a false one 300 px right
+    >>> lane_iou_matrix(preds, lane)  # (B, L_pred, L_gt)
+    tensor([[[1.],
+             [0.]]], dtype=torch.float64)
     """
     if not (line_width > 0 and height > 0 and width > 0):
         raise ValueError(f"need line_width, height, width > 0, got {line_width}, {height}, {width}")
@@ -370,11 +380,19 @@ def lane_iou_matrix(
     # lanes that turn back in y can cut a row twice: those images are drawn pixel by pixel
     redo = ~((p_mono | ~pred_drawn).all(-1) & (g_mono | ~gt_drawn).all(-1))
     for i in redo.nonzero().flatten().tolist():
-        pm = draw_lanes(pred_curve[i : i + 1], height, width, 2 * r, pred_drawn[i : i + 1])[0]
-        gm = draw_lanes(gt_curve[i : i + 1], height, width, 2 * r, gt_drawn[i : i + 1])[0]
-        pm, gm = pm.flatten(1).to(torch.float32), gm.flatten(1).to(torch.float32)
-        inter_i = (pm @ gm.T).to(torch.float64)
-        union_i = pm.sum(-1)[:, None].to(torch.float64) + gm.sum(-1)[None].to(torch.float64) - inter_i
+        pm = _draw_in_chunks(pred_curve[i], pred_drawn[i], height, width, 2 * r).flatten(1)
+        gm = _draw_in_chunks(gt_curve[i], gt_drawn[i], height, width, 2 * r).flatten(1)
+        # a few lanes at a time: float or int copies of every mask would cost L x H x W x 4 (or 8) bytes
+        gm_float = [gm[k : k + 8].to(torch.float32) for k in range(0, len(gm), 8)]
+        gm_area = torch.cat([g.sum(-1) for g in gm_float] or [torch.zeros(0)]).to(torch.float64)
+        rows_i, pm_area = [], []
+        for k in range(0, len(pm), 8):
+            chunk = pm[k : k + 8].to(torch.float32)
+            rows_i.append(torch.cat([chunk @ g.T for g in gm_float] or [torch.zeros(len(chunk), 0)], dim=1))
+            pm_area.append(chunk.sum(-1))
+        inter_i = torch.cat(rows_i or [torch.zeros(0, len(gm))]).to(torch.float64)
+        pm_area_t = torch.cat(pm_area or [torch.zeros(0)]).to(torch.float64)
+        union_i = pm_area_t[:, None] + gm_area[None] - inter_i
         iou[i] = torch.where(union_i > 0, inter_i / union_i.clamp(min=1), 0.0)
     return iou
 
@@ -412,8 +430,8 @@ def culane_matches(
     preds_mask: Tensor | None = None,
     target_mask: Tensor | None = None,
     compat: Compat = "default",
-) -> CULaneMatches:
-    """Match predictions to GT lanes per image; :meth:`CULaneMatches.counts` gives TP / FP / FN at any threshold.
+) -> dict[str, Tensor]:
+    """Match predictions to GT lanes per image; :func:`counts_from_matches` gives TP / FP / FN at any threshold.
 
     Args:
         preds: ``B x L_pred x P x 2`` predicted lane points ``(x, y)`` in pixels, NaN = padding
@@ -424,6 +442,19 @@ def culane_matches(
         preds_mask, target_mask: optional ``B x L`` bools of real lanes (default: slots with a valid point; give
             them to count lanes of 0 points in compat mode).
         compat: ``"default"`` or ``"reference"`` (the official C++ tool, CPU, needs OpenCV).
+
+    Returns:
+        ``"matched_iou"``: ``(B, L_gt)`` float64 IoU of every GT lane with its matched prediction (NaN: no match or
+        padding); ``"num_pred"``, ``"num_gt"``: ``(B,)`` long numbers of scored lanes. TP at threshold ``t`` is
+        ``(matched_iou > t)`` summed over the lanes.
+
+    Examples
+    --------
+    >>> import torch
+    >>> lane = torch.tensor([[[[800.0, 580.0], [820.0, 300.0]]]])  # (B, L_gt, P, 2) = (1, 1, 2, 2), pixels
+    >>> preds = torch.cat([lane, lane + torch.tensor([300.0, 0.0])], 1)  # the lane and a false one 300 px right
+    >>> culane_matches(preds, lane)
+    {'matched_iou': tensor([[1.]], dtype=torch.float64), 'num_pred': tensor([2]), 'num_gt': tensor([1])}
     """
     check_compat(compat)
     check_tensor(preds, "preds")
@@ -460,7 +491,11 @@ def culane_matches(
             has = match >= 0
             matched[i, gt_rows[has]] = iou[np.flatnonzero(has), match[has]]
     device = preds.device
-    return CULaneMatches(torch.from_numpy(matched).to(device), pred_lane.sum(-1).to(device), gt_lane.sum(-1).to(device))
+    return {
+        "matched_iou": torch.from_numpy(matched).to(device),
+        "num_pred": pred_lane.sum(-1).to(device),
+        "num_gt": gt_lane.sum(-1).to(device),
+    }
 
 
 def culane_counts(
@@ -473,15 +508,23 @@ def culane_counts(
     preds_mask: Tensor | None = None,
     target_mask: Tensor | None = None,
     compat: Compat = "default",
-) -> CULaneCounts:
+) -> dict[str, Tensor]:
     """Per-image CULane TP, FP, FN at ``iou_threshold`` (strict; 0.5, also 0.3 and 0.75 are used).
 
-    Other arguments as :func:`culane_matches`. Returns :class:`CULaneCounts` of ``B`` long tensors.
+    Other arguments as :func:`culane_matches`. Returns ``{"tp", "fp", "fn"}``, ``(B,)`` long tensors.
+
+    Examples
+    --------
+    >>> import torch
+    >>> lane = torch.tensor([[[[800.0, 580.0], [820.0, 300.0]]]])  # (B, L_gt, P, 2) = (1, 1, 2, 2), pixels
+    >>> preds = torch.cat([lane, lane + torch.tensor([300.0, 0.0])], 1)  # the lane and a false one 300 px right
+    >>> culane_counts(preds, lane)
+    {'tp': tensor([1]), 'fp': tensor([1]), 'fn': tensor([0])}
     """
     if not 0 <= iou_threshold < 1:
         raise ValueError(f"`iou_threshold` must be in [0, 1), got {iou_threshold}")
     matches = culane_matches(preds, target, height, width, line_width, preds_mask, target_mask, compat)
-    return matches.counts(iou_threshold)
+    return counts_from_matches(matches, iou_threshold)
 
 
 def culane_f1(
@@ -498,9 +541,17 @@ def culane_f1(
     """CULane ``precision``, ``recall``, ``f1`` from the batch's total TP / FP / FN (0 when undefined).
 
     Arguments as in :func:`culane_counts`.
+
+    Examples
+    --------
+    >>> import torch
+    >>> lane = torch.tensor([[[[800.0, 580.0], [820.0, 300.0]]]])  # (B, L_gt, P, 2) = (1, 1, 2, 2), pixels
+    >>> preds = torch.cat([lane, lane + torch.tensor([300.0, 0.0])], 1)  # the lane and a false one 300 px right
+    >>> {key: round(value.item(), 4) for key, value in culane_f1(preds, lane).items()}
+    {'precision': 0.5, 'recall': 1.0, 'f1': 0.6667}
     """
     counts = culane_counts(preds, target, height, width, line_width, iou_threshold, preds_mask, target_mask, compat)
-    return precision_recall_f1(counts.tp.sum(), counts.fp.sum(), counts.fn.sum())
+    return precision_recall_f1(counts["tp"].sum(), counts["fp"].sum(), counts["fn"].sum())
 
 
 class CULaneMetrics(Metric):
@@ -515,6 +566,16 @@ class CULaneMetrics(Metric):
         iou_threshold: IoU above which a matched pair counts (0.5).
         compat: ``"default"`` or ``"reference"`` (official C++ tool, CPU, needs OpenCV).
         kwargs: torchmetrics ``Metric`` keyword arguments.
+
+    Examples
+    --------
+    >>> import torch
+    >>> lane = torch.tensor([[[[800.0, 580.0], [820.0, 300.0]]]])  # (B, L_gt, P, 2) = (1, 1, 2, 2), pixels
+    >>> preds = torch.cat([lane, lane + torch.tensor([300.0, 0.0])], 1)  # the lane and a false one 300 px right
+    >>> metric = CULaneMetrics()
+    >>> metric.update(preds, lane)
+    >>> {key: round(value.item(), 4) for key, value in metric.compute().items()}
+    {'precision': 0.5, 'recall': 1.0, 'f1': 0.6667}
     """
 
     is_differentiable = False
@@ -566,9 +627,9 @@ class CULaneMetrics(Metric):
             target_mask,
             self.compat,
         )
-        self.tp += counts.tp.sum()
-        self.fp += counts.fp.sum()
-        self.fn += counts.fn.sum()
+        self.tp += counts["tp"].sum()
+        self.fp += counts["fp"].sum()
+        self.fn += counts["fn"].sum()
 
     def compute(self) -> dict[str, Tensor]:
         """``{"precision", "recall", "f1"}`` from the accumulated totals."""

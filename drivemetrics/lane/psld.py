@@ -79,6 +79,10 @@ def _check_profiles(preds: Tensor, target: Tensor, z_samples: Tensor, values: bo
         raise ValueError("`z_samples` must hold at least 2 strictly increasing distances")
 
 
+#: Largest speed accepted, m/s (above the land speed record, 341 m/s): a larger one is a unit error.
+MAX_SPEED = 350.0
+
+
 def _check_speed(speed: Tensor | float, like: Tensor, values: bool = True) -> Tensor:
     v = torch.as_tensor(speed, dtype=like.dtype, device=like.device)
     if v.ndim > 1 or (v.ndim == 1 and v.shape[0] not in (1, like.shape[0])):
@@ -87,6 +91,8 @@ def _check_speed(speed: Tensor | float, like: Tensor, values: bool = True) -> Te
         check_finite(v, "speed")
     if values and bool((v <= 0).any()):
         raise ValueError("`speed` must be > 0 m/s for every frame (PSLD is undefined for a vehicle at rest)")
+    if values and bool((v > MAX_SPEED).any()):
+        raise ValueError(f"`speed` must be at most {MAX_SPEED:g} m/s (faster than any road vehicle), got {v.max():.4g}")
     return v.expand(like.shape[0])
 
 
@@ -121,6 +127,17 @@ def psld_deviations(
             (ld-metric's snap), so the start angle never limits the first step.
         validate_args: check values (finite, ``speed > 0``, increasing ``z_samples``); these checks synchronise
             with the device, ``False`` skips them (shapes are always checked).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from drivemetrics.lane.geometry import default_z_samples
+    >>> z = default_z_samples()  # (M,) metres ahead
+    >>> target = torch.zeros(2, z.numel())  # (B, M) lane centers, metres
+    >>> preds = target + 0.5  # detected 0.5 m to the right
+    >>> deviations = psld_deviations(preds, target, speed=20.0)  # (B, Tp) metres
+    >>> deviations.shape, deviations.abs().amax(1)
+    (torch.Size([2, 10]), tensor([0.0386, 0.0386]))
     """
     z_samples = default_z_samples(preds.dtype, preds.device) if z_samples is None else z_samples.to(preds)
     _check_profiles(preds, target, z_samples, validate_args)
@@ -205,6 +222,17 @@ def smooth_psld(deviations: Tensor, temperature: float = 0.02, abs_eps: float = 
     ``|d| ~ sqrt(d^2 + eps^2) - eps`` and ``max_t a_t ~ T log sum_t exp(a_t / T)``; the result lies within
     ``temperature * log(Tp) + abs_eps`` metres of the exact ``max_t |d_t|`` before the ``1 / Tp`` scale, and
     ``temperature = abs_eps = 0`` gives the exact PSLD.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from drivemetrics.lane.geometry import default_z_samples
+    >>> z = default_z_samples()  # (M,) metres ahead
+    >>> target = torch.zeros(2, z.numel())  # (B, M) lane centers, metres
+    >>> preds = target + 0.5  # detected 0.5 m to the right
+    >>> deviations = psld_deviations(preds, target, speed=20.0)
+    >>> smooth_psld(deviations, temperature=0.0, abs_eps=0.0)  # the exact PSLD per frame
+    tensor([0.0039, 0.0039])
     """
     if temperature < 0 or abs_eps < 0:
         raise ValueError(f"`temperature` and `abs_eps` must be >= 0, got {temperature} and {abs_eps}")
@@ -326,6 +354,18 @@ class PSLD(Metric):
         aggregate: ``"mean"`` or ``"max"``: what :meth:`compute` returns.
         z_samples, horizon_frames, reference, controller: as :func:`psld`.
         validate_args: check values in ``update`` (finite, ``speed > 0``); ``False`` skips these host syncs.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from drivemetrics.lane.geometry import default_z_samples
+    >>> z = default_z_samples()  # (M,) metres ahead
+    >>> target = torch.zeros(2, z.numel())  # (B, M) lane centers, metres
+    >>> preds = target + 0.5  # detected 0.5 m to the right
+    >>> metric = PSLD()
+    >>> metric.update(preds, target, speed=20.0)
+    >>> metric.compute()  # metres
+    tensor(0.0039)
     """
 
     is_differentiable = True
@@ -374,10 +414,9 @@ class PSLD(Metric):
         self.peak = torch.maximum(self.peak, values.max().to(self.peak.dtype))
 
     def compute(self) -> Tensor:
-        """Mean (or max) per-frame PSLD, metres per step."""
-        if self.aggregate == "max":
-            return self.peak.float()
-        return (self.total / self.count.clamp_min(1)).float()
+        """Mean (or max) per-frame PSLD, metres per step; NaN before any frame was added (never a perfect 0)."""
+        value = self.peak if self.aggregate == "max" else self.total / self.count.clamp_min(1)
+        return torch.where(self.count > 0, value, torch.nan).float()
 
     def plot(self, val: Tensor | list[Tensor] | None = None, ax: Any = None) -> Any:
         """Plot a value (or a sequence of values) of the metric with matplotlib (torchmetrics' ``plot``)."""
