@@ -32,10 +32,13 @@ from scipy.spatial.distance import cdist
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from drivemetrics.graph.evaluate import METRICS  # noqa: E402
-from drivemetrics.graph.geometry import crop, validate_graph  # noqa: E402
-from drivemetrics.graph.io import read_graph  # noqa: E402
-from drivemetrics.graph.tlts import dense_arrays  # noqa: E402
+from drivemetrics.roadnet.evaluate import METRICS  # noqa: E402
+from drivemetrics.roadnet.geometry import (  # noqa: E402
+    crop,
+    dense_arrays,
+    validate_graph,
+)
+from drivemetrics.roadnet.io import read_graph  # noqa: E402
 
 
 def fixtures() -> Path:

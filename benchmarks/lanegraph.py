@@ -29,8 +29,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from drivemetrics.graph.lanegraph import geo_topo, lanegraph_apls  # noqa: E402
-from drivemetrics.graph.lanegraph_eval import evaluate_submission, load_lanegraph_pickle  # noqa: E402
+from drivemetrics.lanegraph.apls import lanegraph_apls  # noqa: E402
+from drivemetrics.lanegraph.evaluate import evaluate_submission  # noqa: E402
+from drivemetrics.lanegraph.geo_topo import geo_topo  # noqa: E402
+from drivemetrics.lanegraph.io import load_lanegraph_pickle  # noqa: E402
 
 
 def fixtures() -> Path:
@@ -104,11 +106,11 @@ def main() -> None:
         print(f"full tile GEO+TOPO + APLS: {times[-1]:.1f} s (target < 10 s; released evaluator: 188 s for GEO+TOPO)")
         gt_data = load_lanegraph_pickle(folder / "annotations_successor_lgp_eval.pickle")
         pred_data = load_lanegraph_pickle(folder / "submission_succ_lgp_eval.pickle")
-        for compat in (None, "reference"):
+        for compat in ("default", "reference"):
             t, result = timed(
                 evaluate_submission,
-                gt_data,
                 pred_data,
+                gt_data,
                 "successor",
                 compat=compat,
                 workers=args.workers,

@@ -2,7 +2,8 @@
 
 Domains live in sub-packages: ``geometry`` (calibration, homographies, BEV grids and warps), ``vehicle``
 (single-track / bicycle models), ``road`` (KITTI-ROAD pixel and corridor metrics), ``lane`` (TuSimple, PSLD,
-E2E-LD), ``attack`` (DRP patches), ``graph`` (road-network metrics), ``detection`` (KITTI objects) and
+E2E-LD), ``attack`` (DRP patches), ``roadnet`` (road-network metrics), ``lanegraph`` (UrbanLaneGraph),
+``detection`` (KITTI objects) and
 ``synthetic`` (seeded scene generators used by tests and the demo).
 """
 

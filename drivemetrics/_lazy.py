@@ -2,7 +2,7 @@
 
 A domain's ``__init__`` lists ``{"Name": "drivemetrics.domain.module"}`` and calls :func:`lazy_exports`; the
 module holding a name is imported on first access. ``from drivemetrics.road import RoadMaxF`` works as before.
-Where an exported name equals a submodule's name (``drivemetrics.graph.apls`` the module and ``apls`` the
+Where an exported name equals a submodule's name (``drivemetrics.roadnet.apls`` the module and ``apls`` the
 function), the package attribute is the exported object, as an eager ``from .apls import apls`` would leave it;
 the module stays reachable through ``importlib.import_module`` / ``sys.modules``.
 """

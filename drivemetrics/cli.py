@@ -34,13 +34,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "drivemetrics.detection.cli",
         "KITTI object AP (2D, AOS, BEV, 3D; R11 and R40) of a result folder, exactly as the official C++",
     ),
-    "graph-eval": ("drivemetrics.graph.cli", "road-network metrics (CCQ, TLTS, APLS, JUNCT, SUBG, OPT-P/J/G)"),
+    "graph-eval": ("drivemetrics.roadnet.cli", "road-network metrics (CCQ, TLTS, APLS, JUNCT, SUBG, OPT-P/J/G)"),
     "lanegraph-eval": (
-        "drivemetrics.graph.cli",
+        "drivemetrics.lanegraph.cli",
         "UrbanLaneGraph evaluation: TOPO/GEO, APLS, SDA, graph IoU, planning (--compat reference available)",
     ),
     "graph-sensitivity": (
-        "drivemetrics.graph.cli",
+        "drivemetrics.roadnet.cli",
         "perturb a road network and plot how each graph metric responds",
     ),
 }

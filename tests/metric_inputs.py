@@ -32,46 +32,6 @@ from torchmetrics import Metric
 
 from drivemetrics.detection.metrics import KittiObjectAP, KittiObjectMetrics
 from drivemetrics.geometry.bev import BevGrid
-from drivemetrics.graph.apls import AveragePathLengthSimilarity
-from drivemetrics.graph.ccq import CorrectnessCompletenessQuality
-from drivemetrics.graph.junct import JunctionMetric
-from drivemetrics.graph.lanegraph_metric import (
-    LaneGraphAPLS,
-    LaneGraphGeoPrecision,
-    LaneGraphGeoRecall,
-    LaneGraphIoU,
-    LaneGraphMED,
-    LaneGraphMetrics,
-    LaneGraphMMD,
-    LaneGraphPlanning,
-    LaneGraphSDA20,
-    LaneGraphSDA50,
-    LaneGraphSuccessRate,
-    LaneGraphTopoPrecision,
-    LaneGraphTopoRecall,
-)
-from drivemetrics.graph.metrics import OptG, OptJ, OptP
-from drivemetrics.graph.scalar_metrics import (
-    APLS,
-    CCQCompleteness,
-    CCQCorrectness,
-    CCQQuality,
-    JunctionFCorrect,
-    JunctionFError,
-    OptGF1Score,
-    OptGPrecision,
-    OptGRecall,
-    OptJF1Score,
-    OptJPrecision,
-    OptJRecall,
-    OptPF1Score,
-    OptPPrecision,
-    OptPRecall,
-    SubgraphF1Score,
-    TooLongTooShortCorrect,
-)
-from drivemetrics.graph.subg import SubgraphMetric
-from drivemetrics.graph.tlts import TooLongTooShort
 from drivemetrics.lane.culane import CULaneF1, CULaneF1Score, CULanePrecision, CULaneRecall
 from drivemetrics.lane.psld import PSLD, default_z_samples
 from drivemetrics.lane.tusimple import (
@@ -81,6 +41,23 @@ from drivemetrics.lane.tusimple import (
     TuSimpleFalsePositives,
     TuSimpleMetrics,
 )
+from drivemetrics.lanegraph.lanegraph import (
+    LaneGraphAPLS,
+    LaneGraphGeoPrecision,
+    LaneGraphGeoRecall,
+    LaneGraphIoU,
+    LaneGraphMetrics,
+    LaneGraphSDA20,
+    LaneGraphSDA50,
+    LaneGraphTopoPrecision,
+    LaneGraphTopoRecall,
+)
+from drivemetrics.lanegraph.planning import (
+    LaneGraphPlanningMED,
+    LaneGraphPlanningMetrics,
+    LaneGraphPlanningMMD,
+    LaneGraphPlanningSuccessRate,
+)
 from drivemetrics.road.corridor import (
     CorridorConfig,
     DrivingCorridorHitRate,
@@ -89,6 +66,14 @@ from drivemetrics.road.corridor import (
     DrivingCorridorMetric,
 )
 from drivemetrics.road.metrics import RoadAveragePrecision, RoadMaxF, RoadPixelMetrics
+from drivemetrics.roadnet.apls import APLSMetrics, APLSScore
+from drivemetrics.roadnet.ccq import CCQCompleteness, CCQCorrectness, CCQMetrics, CCQQuality
+from drivemetrics.roadnet.junct import JunctionFCorrect, JunctionFError, JunctionMetrics
+from drivemetrics.roadnet.opt_g import OptGF1Score, OptGMetrics, OptGPrecision, OptGRecall
+from drivemetrics.roadnet.opt_j import OptJF1Score, OptJMetrics, OptJPrecision, OptJRecall
+from drivemetrics.roadnet.opt_p import OptPF1Score, OptPMetrics, OptPPrecision, OptPRecall
+from drivemetrics.roadnet.subg import SubgraphF1Score, SubgraphMetrics
+from drivemetrics.roadnet.tlts import TLTSAccuracy, TLTSMetrics
 
 NUM_BATCHES = 4
 
@@ -267,31 +252,31 @@ def _graph_batches(seed: int) -> list[Batch]:
 
 
 _GRAPH_OPTIONS: dict[type[Metric], dict[str, Any]] = {
-    OptJ: {},
-    OptP: {"spacing": 20.0},
-    OptG: {"n_samples": 6, "spacing": 20.0},
-    AveragePathLengthSimilarity: {"max_sources": 12},
-    JunctionMetric: {},
-    SubgraphMetric: {"n_subgraphs": 12, "spacing": 20.0},
-    TooLongTooShort: {"n_paths": 20},
+    OptJMetrics: {},
+    OptPMetrics: {"spacing": 20.0},
+    OptGMetrics: {"n_samples": 6, "spacing": 20.0},
+    APLSMetrics: {"max_sources": 12},
+    JunctionMetrics: {},
+    SubgraphMetrics: {"n_subgraphs": 12, "spacing": 20.0},
+    TLTSMetrics: {"n_paths": 20},
 }
 
 
 @register(
-    OptJ, OptJPrecision, OptJRecall, OptJF1Score,
-    OptP, OptPPrecision, OptPRecall, OptPF1Score,
-    OptG, OptGPrecision, OptGRecall, OptGF1Score,
-    AveragePathLengthSimilarity, APLS,
-    JunctionMetric, JunctionFCorrect, JunctionFError,
-    SubgraphMetric, SubgraphF1Score,
-    TooLongTooShort, TooLongTooShortCorrect,
+    OptJMetrics, OptJPrecision, OptJRecall, OptJF1Score,
+    OptPMetrics, OptPPrecision, OptPRecall, OptPF1Score,
+    OptGMetrics, OptGPrecision, OptGRecall, OptGF1Score,
+    APLSMetrics, APLSScore,
+    JunctionMetrics, JunctionFCorrect, JunctionFError,
+    SubgraphMetrics, SubgraphF1Score,
+    TLTSMetrics, TLTSAccuracy,
 )  # fmt: skip
 def _graph_case(cls: type[Metric]) -> MetricCase:
     family = next(c for c in cls.__mro__ if c in _GRAPH_OPTIONS)
     return MetricCase(dict(_GRAPH_OPTIONS[family]), _graph_batches(5))
 
 
-@register(CorrectnessCompletenessQuality, CCQCorrectness, CCQCompleteness, CCQQuality)
+@register(CCQMetrics, CCQCorrectness, CCQCompleteness, CCQQuality)
 def _ccq_case(cls: type[Metric]) -> MetricCase:
     g = _generator(6)
     batches = []
@@ -395,10 +380,10 @@ def _lane_chain(n: int, y: float, wiggle: float) -> nx.DiGraph:
     return g
 
 
-@register(LaneGraphPlanning, LaneGraphMMD, LaneGraphMED, LaneGraphSuccessRate)
+@register(LaneGraphPlanningMetrics, LaneGraphPlanningMMD, LaneGraphPlanningMED, LaneGraphPlanningSuccessRate)
 def _lane_planning_case(cls: type[Metric]) -> MetricCase:
     """Chains of >= 60 nodes: planning walks need 50 steps on the GT, so every batch gives finite values (checked
-    in tests/graph/test_lanegraph_metric.py)."""
+    in tests/lanegraph/test_lanegraph.py)."""
     batches = []
     for i in range(NUM_BATCHES):
         target = [_lane_chain(75, 100.0, 5.0), _lane_chain(80, 60.0, 0.0)]

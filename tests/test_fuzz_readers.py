@@ -108,7 +108,7 @@ ROADTRACER = b"0 0\n10 0\n10 10\n\n0 1\n1 2\n"
 @FUZZ
 @given(data=_mutations(ROADTRACER))
 def test_roadtracer_graph(tmp_path_factory, data):
-    from drivemetrics.graph.io import read_roadtracer_graph
+    from drivemetrics.roadnet.io import read_roadtracer_graph
 
     _expect_value_error_or_result(read_roadtracer_graph, tmp_path_factory.mktemp("rt") / "g.graph", data)
 
@@ -124,7 +124,7 @@ GEOJSON = json.dumps(
 @FUZZ
 @given(data=_mutations(GEOJSON))
 def test_geojson(tmp_path_factory, data):
-    from drivemetrics.graph.io import read_geojson
+    from drivemetrics.roadnet.io import read_geojson
 
     _expect_value_error_or_result(read_geojson, tmp_path_factory.mktemp("gj") / "g.geojson", data)
 
@@ -140,7 +140,7 @@ def _graph_pickle() -> bytes:
 @FUZZ
 @given(data=_mutations(_graph_pickle()))
 def test_graph_pickles(tmp_path_factory, data):
-    from drivemetrics.graph.io import read_graph, read_networkx_pickle
+    from drivemetrics.roadnet.io import read_graph, read_networkx_pickle
 
     folder = tmp_path_factory.mktemp("pk")
     _expect_value_error_or_result(read_networkx_pickle, folder / "sub.pickle", data)
@@ -231,7 +231,7 @@ def _lane_graph_submission() -> bytes:
 @FUZZ
 @given(data=_mutations(_lane_graph_submission()))
 def test_lane_graph_pickles(tmp_path_factory, data):
-    from drivemetrics.graph.lanegraph_eval import load_lanegraph_pickle
+    from drivemetrics.lanegraph.io import load_lanegraph_pickle
 
     path = tmp_path_factory.mktemp("lg") / "submission.pickle"
     _expect_value_error_or_result(lambda p: load_lanegraph_pickle(p, "`--pred` submission"), path, data)
@@ -298,6 +298,6 @@ def test_tusimple_json_of_the_wrong_shape(tmp_path_factory, data):
 @FUZZ
 @given(data=_json_mutations(json.loads(GEOJSON)))
 def test_geojson_of_the_wrong_shape(tmp_path_factory, data):
-    from drivemetrics.graph.io import read_geojson
+    from drivemetrics.roadnet.io import read_geojson
 
     _expect_value_error_naming_the_file(read_geojson, tmp_path_factory.mktemp("gjj") / "g.geojson", data)

@@ -18,7 +18,7 @@ import pytest
 from drivemetrics.cli import COMMANDS
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-DOMAINS = ("geometry", "vehicle", "road", "lane", "graph", "attack", "detection")
+DOMAINS = ("geometry", "vehicle", "road", "lane", "roadnet", "lanegraph", "attack", "detection")
 HEAVY = ("matplotlib", "lightning", "pytorch_lightning", "scipy.signal")
 HEAVY_OR_TORCH = (*HEAVY, "torch", "torchmetrics", "kornia", "scipy")
 
@@ -40,9 +40,16 @@ PLAIN_MODULES = (
     "drivemetrics.lane.control",
     "drivemetrics.lane.road_center",
     "drivemetrics.lane.stats",
-    "drivemetrics.graph.geometry",
-    "drivemetrics.graph.io",
-    "drivemetrics.graph.perturb",
+    "drivemetrics.roadnet.geometry",
+    "drivemetrics.roadnet.io",
+    "drivemetrics.roadnet.perturb",
+    "drivemetrics.roadnet.path_similarity",
+    "drivemetrics.lanegraph.geometry",
+    "drivemetrics.lanegraph.io",
+    "drivemetrics.lanegraph.geo_topo",
+    "drivemetrics.lanegraph.sda",
+    "drivemetrics.lanegraph.iou",
+    "drivemetrics.lanegraph.apls",
 )
 
 

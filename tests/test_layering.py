@@ -13,7 +13,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "drivemetrics"
 BOTTOM = ("geometry", "vehicle")
-DOMAINS = ("road", "lane", "graph", "attack", "detection")
+DOMAINS = ("road", "lane", "roadnet", "lanegraph", "attack", "detection")
 TOP = ("drivemetrics.synthetic", "drivemetrics.demos")
 
 

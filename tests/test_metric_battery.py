@@ -44,7 +44,7 @@ from torchmetrics import Metric, MetricCollection
 from tests.ddp import run_distributed
 from tests.metric_inputs import INPUT_FACTORIES, NUM_BATCHES, MetricCase, make_case
 
-DOMAINS = ("road", "lane", "graph", "attack", "detection")
+DOMAINS = ("road", "lane", "roadnet", "lanegraph", "attack", "detection")
 WORLD_SIZE = 2
 RTOL, ATOL = 1e-6, 1e-8
 METADATA_FLAGS = ("higher_is_better", "is_differentiable", "full_state_update")
@@ -348,9 +348,9 @@ def test_scalar_classes_of_a_family_share_one_compute_group(family):
 
 def test_differently_configured_metrics_stay_in_separate_compute_groups():
     """Perfect predictions count the same for any threshold: only the ``config_key`` state tells the metrics apart."""
-    from drivemetrics.graph.scalar_metrics import OptJF1Score, OptJPrecision
     from drivemetrics.lane.culane import CULaneF1Score, CULanePrecision
     from drivemetrics.lane.tusimple import TuSimpleAccuracy, TuSimpleF1Score
+    from drivemetrics.roadnet.opt_j import OptJF1Score, OptJPrecision
 
     (_, lanes, h_samples), _ = _reference(TuSimpleAccuracy).case.batches[0]
     (_, culane), _ = _reference(CULaneF1Score).case.batches[0]

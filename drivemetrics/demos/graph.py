@@ -1,7 +1,7 @@
 """Graph section of ``drivemetrics demo``: which road-network metric sees which kind of error.
 
 A seeded synthetic road network (:func:`drivemetrics.synthetic.make_road_network`, pixels) is the ground truth.
-Each error type of :data:`drivemetrics.graph.perturb.PERTURBATIONS` is applied at a few counts ``k``; every metric
+Each error type of :data:`drivemetrics.roadnet.perturb.PERTURBATIONS` is applied at a few counts ``k``; every metric
 (OPT-P, OPT-J, OPT-G and the classic APLS, TLTS, SUBG, JUNCT, CCQ) scores each ``(pred, gt)`` pair. The table gives,
 per metric and error type, the spread of the main score over ``k`` (``FLAT`` = the metric does not see the error),
 the message of Citraro et al. (ECCV 2020): older metrics are blind to some errors, OPT-P / OPT-J / OPT-G are not.
@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from drivemetrics.graph.evaluate import METRICS, evaluate_pair
-from drivemetrics.graph.junct import CLUSTER_RADIUS, junct
-from drivemetrics.graph.perturb import PERTURBATIONS, perturb
-from drivemetrics.graph.sensitivity import (
+from drivemetrics.roadnet.evaluate import METRICS, evaluate_pair
+from drivemetrics.roadnet.junct import CLUSTER_RADIUS, junct
+from drivemetrics.roadnet.perturb import PERTURBATIONS, perturb
+from drivemetrics.roadnet.sensitivity import (
     FLAT_TOLERANCE,
     PRIMARY,
     SCORES,
@@ -44,7 +44,7 @@ PERTURBATION_OPTIONS: dict[str, dict[str, float]] = {"false_positives": {"length
 
 
 def sensitivity_rows(
-    size: float, levels: tuple[int, ...], samples: int, seed: int, compat: str | None = None
+    size: float, levels: tuple[int, ...], samples: int, seed: int, compat: str = "default"
 ) -> tuple[list[SensitivityRow], dict[str, int]]:
     """Score every metric on every error type at every ``k`` of ``levels``; also returns the GT's size counts.
 
@@ -98,7 +98,7 @@ def blind_spots(rows: list[SensitivityRow], tolerance: float = FLAT_TOLERANCE) -
     }
 
 
-def run(out_dir: Path, seed: int, quick: bool, compat: str | None = None) -> str:
+def run(out_dir: Path, seed: int, quick: bool, compat: str = "default") -> str:
     """Run the graph sensitivity demo, write ``sensitivity.png`` / ``.csv`` under ``out_dir``, return the tables.
 
     ``compat="reference"`` scores with the released code's procedures (same table and files).
@@ -114,7 +114,7 @@ def run(out_dir: Path, seed: int, quick: bool, compat: str | None = None) -> str
         f"synthetic road network {mode['size']:.0f}² px, seed {seed}: "
         + ", ".join(f"{v} {k}" for k, v in info.items()),
         f"k = {', '.join(map(str, mode['levels']))} errors per type; {mode['samples']} draws for sampled metrics"
-        + (f"; compat={compat}" if compat else ""),
+        + (f"; compat={compat}" if compat == "reference" else ""),
         "",
         flatness_table(rows),
         "",

@@ -9,7 +9,7 @@ drawn as a polyline with vertices about ``curve_step`` px apart (clipped to the 
 are single edges.
 
 The result is an undirected ``networkx.Graph`` with nodes ``0..N-1`` carrying ``pos = (x, y)`` in pixels (x right,
-y down, all inside ``[0, size]``), in the representation of :mod:`drivemetrics.graph`. ``graph.graph`` records the
+y down, all inside ``[0, size]``), in the representation of :mod:`drivemetrics.roadnet`. ``graph.graph`` records the
 parameters and the counts ``n_dead_ends`` (exactly the nodes of degree 1) and ``n_curved``.
 """
 

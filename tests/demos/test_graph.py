@@ -6,11 +6,11 @@ import inspect
 
 import pytest
 
-import drivemetrics.graph as graph_pkg
+import drivemetrics.roadnet as graph_pkg
 from drivemetrics.demos import SECTIONS
 from drivemetrics.demos.graph import run
-from drivemetrics.graph.evaluate import METRICS
-from drivemetrics.graph.perturb import PERTURBATIONS
+from drivemetrics.roadnet.evaluate import METRICS
+from drivemetrics.roadnet.perturb import PERTURBATIONS
 
 
 @pytest.fixture(scope="module")
@@ -89,20 +89,20 @@ def test_quick_demo_is_deterministic(quick_demo, tmp_path):
 def test_package_exports_the_classic_metrics_and_tools():
     names = [
         "CCQResult",
-        "CorrectnessCompletenessQuality",
+        "CCQMetrics",
         "ccq",
         "ccq_graph",
         "TLTSResult",
-        "TooLongTooShort",
+        "TLTSMetrics",
         "tlts",
         "APLSResult",
-        "AveragePathLengthSimilarity",
+        "APLSMetrics",
         "apls",
         "JUNCTResult",
-        "JunctionMetric",
+        "JunctionMetrics",
         "junct",
         "SUBGResult",
-        "SubgraphMetric",
+        "SubgraphMetrics",
         "subg",
         "PERTURBATIONS",
         "perturb",
@@ -119,10 +119,10 @@ def test_package_exports_the_classic_metrics_and_tools():
     # functionals share their module's name: the attribute is the function, the module stays importable
     for name in ("opt_p", "opt_j", "opt_g", "apls", "ccq", "tlts", "junct", "subg", "perturb"):
         assert inspect.isfunction(getattr(graph_pkg, name))
-        module = importlib.import_module(f"drivemetrics.graph.{name}")
+        module = importlib.import_module(f"drivemetrics.roadnet.{name}")
         assert inspect.ismodule(module)
         assert getattr(module, name) is getattr(graph_pkg, name)
-    assert not hasattr(importlib.import_module("drivemetrics.graph.geometry"), "_chains")
+    assert not hasattr(importlib.import_module("drivemetrics.roadnet.geometry"), "_chains")
 
 
 def test_junct_sees_overconnections_far_from_gt_junctions(quick_demo):

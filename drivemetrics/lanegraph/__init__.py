@@ -1,0 +1,43 @@
+"""UrbanLaneGraph metrics (Zürn et al., CVPR 2023) on directed lane graphs (``networkx.DiGraph``, ``pos`` in pixels).
+
+One module per family: :mod:`~drivemetrics.lanegraph.lanegraph` (every per-sample metric,
+:func:`evaluate_lanegraph_pair`,
+:class:`LaneGraphMetrics` and its scalar classes; the definitions are in its module doc), kernels
+:mod:`~drivemetrics.lanegraph.geo_topo`, :mod:`~drivemetrics.lanegraph.sda`, :mod:`~drivemetrics.lanegraph.iou`,
+:mod:`~drivemetrics.lanegraph.apls` (the road-network APLS core with the UrbanLaneGraph parameter set), and
+:mod:`~drivemetrics.lanegraph.planning` (kernel and :class:`LaneGraphPlanningMetrics`). Shared helpers:
+:mod:`~drivemetrics.lanegraph.geometry`; files: ``io``, ``evaluate``, ``plot``, ``cli``.
+"""
+
+from drivemetrics._lazy import lazy_exports
+
+_EXPORTS = {
+    "evaluate_lanegraph_pair": "drivemetrics.lanegraph.lanegraph",
+    "evaluate_submission": "drivemetrics.lanegraph.evaluate",
+    "geo_topo": "drivemetrics.lanegraph.geo_topo",
+    "graph_iou": "drivemetrics.lanegraph.iou",
+    "lane_arrays": "drivemetrics.lanegraph.geometry",
+    "LANE_METRICS": "drivemetrics.lanegraph.geometry",
+    "LaneArrays": "drivemetrics.lanegraph.geometry",
+    "lanegraph_apls": "drivemetrics.lanegraph.apls",
+    "LaneGraphAPLS": "drivemetrics.lanegraph.lanegraph",
+    "LaneGraphGeoPrecision": "drivemetrics.lanegraph.lanegraph",
+    "LaneGraphGeoRecall": "drivemetrics.lanegraph.lanegraph",
+    "LaneGraphIoU": "drivemetrics.lanegraph.lanegraph",
+    "LaneGraphMetrics": "drivemetrics.lanegraph.lanegraph",
+    "LaneGraphPlanningMED": "drivemetrics.lanegraph.planning",
+    "LaneGraphPlanningMetrics": "drivemetrics.lanegraph.planning",
+    "LaneGraphPlanningMMD": "drivemetrics.lanegraph.planning",
+    "LaneGraphPlanningSuccessRate": "drivemetrics.lanegraph.planning",
+    "LaneGraphSDA20": "drivemetrics.lanegraph.lanegraph",
+    "LaneGraphSDA50": "drivemetrics.lanegraph.lanegraph",
+    "LaneGraphTopoPrecision": "drivemetrics.lanegraph.lanegraph",
+    "LaneGraphTopoRecall": "drivemetrics.lanegraph.lanegraph",
+    "load_lanegraph_pickle": "drivemetrics.lanegraph.io",
+    "planning": "drivemetrics.lanegraph.planning",
+    "PLANNING_METRICS": "drivemetrics.lanegraph.geometry",
+    "sda": "drivemetrics.lanegraph.sda",
+}
+
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -1,0 +1,78 @@
+"""``drivemetrics lanegraph-eval`` (UrbanLaneGraph)."""
+
+from __future__ import annotations
+
+import argparse
+
+from drivemetrics._options import add_workers, resolve_workers
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the lane-graph subcommand."""
+    lg = subparsers.add_parser(
+        "lanegraph-eval",
+        help="UrbanLaneGraph evaluation (TOPO/GEO, APLS, SDA, graph IoU; planning MMD/MED/SR)",
+        description="Score an UrbanLaneGraph submission pickle R[city][split][sample_id] -> nx.DiGraph against the "
+        "annotations: per-sample values, the mean per city and the mean over cities (NaN ignored). Pickles are read "
+        "with a restricted unpickler. --compat reference reproduces the released evaluator's numbers, bugs included.",
+    )
+    lg.add_argument("--gt", required=True, help="annotation pickle")
+    lg.add_argument("--pred", required=True, help="submission pickle")
+    lg.add_argument("--task", required=True, choices=("successor", "full", "planning"), help="benchmark task")
+    lg.add_argument("--split", default="eval", help="split to evaluate (default eval)")
+    lg.add_argument(
+        "--compat", choices=("default", "reference"), default="default", help="the released evaluator's numbers"
+    )
+    lg.add_argument("--json", default=None, metavar="OUT", help="write overall / per-city / per-sample JSON here")
+    lg.add_argument("--figures", default=None, metavar="DIR", help="write one PNG per sample (GT and prediction)")
+    add_workers(lg, "processes scoring the samples")
+    lg.add_argument("--seed", type=int, default=0, help="seed of APLS source sampling and planning (default 0)")
+    lg.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    lg.set_defaults(func=_run_lanegraph)
+
+
+def _run_lanegraph(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from drivemetrics._files import check_output_path
+    from drivemetrics.lanegraph.evaluate import evaluate_submission, format_tables, prepare_sample, write_json
+    from drivemetrics.lanegraph.io import load_lanegraph_pickle
+    from drivemetrics.lanegraph.plot import figure_path, plot_sample
+
+    inputs = [args.gt, args.pred]
+    if args.json:
+        check_output_path(args.json, input_files=inputs, option="--json")
+    if args.figures:
+        check_output_path(args.figures, input_files=inputs, option="--figures")
+    gt_data = load_lanegraph_pickle(args.gt, "`--gt` annotations")
+    pred_data = load_lanegraph_pickle(args.pred, "`--pred` submission")
+    figures: list[tuple[Path, object, object, object]] = []  # (path, sample id, GT, prediction)
+    if args.figures:  # every figure path checked before any computing
+        for city, splits in gt_data.items():
+            preds = (pred_data.get(city) or {}).get(args.split) or {}
+            for sample_id, gt in (splits.get(args.split) or {}).items():
+                if sample_id in preds:
+                    figures.append((figure_path(args.figures, sample_id), sample_id, gt, preds[sample_id]))
+    result = evaluate_submission(
+        pred_data,
+        gt_data,
+        args.task,
+        split=args.split,
+        compat=args.compat,
+        workers=resolve_workers(args.workers),
+        progress=not args.no_progress,
+        seed=args.seed,
+    )
+    n = len(result["samples"])
+    mode = " [compat=reference]" if args.compat == "reference" else ""
+    print(f"{n} sample(s), {len(result['missing'])} without prediction{mode}")
+    print(format_tables(result))
+    if args.json:
+        write_json(result, args.json, inputs)
+        print(f"wrote {args.json}")
+    if args.figures:
+        for path, sample_id, gt, pred in figures:
+            p, g = prepare_sample(pred, gt, sample_id, args.task)
+            plot_sample(p, g, path, title=str(sample_id))
+        print(f"wrote figures to {args.figures}")
+    return 0

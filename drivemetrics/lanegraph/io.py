@@ -1,0 +1,39 @@
+"""Reading UrbanLaneGraph annotation and submission pickles (restricted unpickler)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import networkx as nx
+
+from drivemetrics.roadnet.io import safe_pickle_load, short_repr
+
+__all__ = ["load_lanegraph_pickle"]
+
+
+def load_lanegraph_pickle(path: str | Path, what: str = "file") -> dict:
+    """``R[city][split][sample_id] -> nx.DiGraph`` from a pickle, read with the restricted unpickler.
+
+    Raises ``FileNotFoundError`` for a missing file and ``ValueError`` naming ``what`` / the file when the content is
+    not nested dicts of graphs.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{what} not found: {path}")
+    data = safe_pickle_load(path)
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a dict R[city][split][sample_id] -> nx.DiGraph, got {type(data).__name__}")
+    for city, splits in data.items():
+        if not isinstance(splits, dict):
+            raise ValueError(f"{path}: R[{short_repr(city)}] must be a dict of splits, got {type(splits).__name__}")
+        for split, samples in splits.items():
+            if not isinstance(samples, dict):
+                raise ValueError(f"{path}: R[{short_repr(city)}][{short_repr(split)}] must be a dict of samples")
+            for sample_id, graph in samples.items():
+                if not isinstance(graph, nx.DiGraph):
+                    raise ValueError(
+                        f"{path}: R[{short_repr(city)}][{short_repr(split)}][{short_repr(sample_id)}] must be a "
+                        "networkx.DiGraph, "
+                        f"got {type(graph).__name__}"
+                    )
+    return data

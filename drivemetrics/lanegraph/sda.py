@@ -1,0 +1,58 @@
+"""SDA@R: split-detection accuracy of UrbanLaneGraph (Hungarian matching of split nodes)."""
+
+from __future__ import annotations
+
+import math
+
+import networkx as nx
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from drivemetrics.lanegraph.geometry import LaneArrays, _arrays, check_compat
+
+# ---------------------------------------------------------------------------------------------------------------
+# SDA
+
+
+def split_points(arr: LaneArrays) -> np.ndarray:
+    """Positions ``(K, 2)`` of the nodes with out-degree >= 2 (in node order)."""
+    out_deg = np.bincount(arr.edges[:, 0], minlength=len(arr.nodes)) if len(arr.edges) else np.zeros(len(arr.nodes))
+    return arr.pos[out_deg >= 2]
+
+
+def sda(preds: nx.DiGraph, target: nx.DiGraph, threshold: float = 20.0, compat: str = "default") -> float:
+    """Split detection accuracy SDA@``threshold`` (px): tp / (tp + fp + fn) after Hungarian matching of split nodes.
+
+    NaN when the GT has no split node, 0 when the prediction has none. Same in both modes.
+
+    Example:
+        >>> import networkx as nx, numpy as np
+        >>> g = nx.DiGraph([(0, 1), (1, 2), (1, 3)])
+        >>> xy = {0: (10.0, 10.0), 1: (60.0, 10.0), 2: (120.0, 10.0), 3: (120.0, 60.0)}
+        >>> nx.set_node_attributes(g, {n: np.array(p) for n, p in xy.items()}, "pos")
+        >>> sda(g, g)
+        1.0
+    """
+    check_compat(compat)
+    gt_s = split_points(_arrays(target, "target"))
+    pred_s = split_points(_arrays(preds, "preds"))
+    if not len(gt_s):
+        return math.nan
+    if not len(pred_s):
+        return 0.0
+    cost = np.linalg.norm(gt_s[:, None, :] - pred_s[None, :, :], axis=-1)
+    rows, cols = linear_sum_assignment(cost)
+    tp = int(np.sum(cost[rows, cols] < threshold))
+    return tp / (len(pred_s) + len(gt_s) - tp)
+
+
+def matched_splits(preds: nx.DiGraph, target: nx.DiGraph, threshold: float) -> tuple[np.ndarray, np.ndarray]:
+    """GT and predicted split positions ``(K, 2)`` matched closer than ``threshold`` (for figures)."""
+    gt_s = split_points(_arrays(target, "target"))
+    pred_s = split_points(_arrays(preds, "preds"))
+    if not len(gt_s) or not len(pred_s):
+        return np.empty((0, 2)), np.empty((0, 2))
+    cost = np.linalg.norm(gt_s[:, None, :] - pred_s[None, :, :], axis=-1)
+    rows, cols = linear_sum_assignment(cost)
+    ok = cost[rows, cols] < threshold
+    return gt_s[rows[ok]], pred_s[cols[ok]]

@@ -1,0 +1,121 @@
+"""Average precision from pooled, matched detections: precision / recall curve, VOC area AP and 11-point AP.
+
+The references differ in dtypes, and the library lets each preset say which: MapTR keeps precision in float32
+(recall in float64) and stores the AP as float32; OpenLane-V2 keeps both in float32 and compares recall with a
+float64 grid ``0, 0.1, ..., 1.0`` built as ``i * 0.1`` (so ``0.30000000000000004`` and ``0.7000000000000001``:
+a float32 recall of exactly 7/10 misses the 0.7 point, 3/10 reaches 0.3).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+__all__ = [
+    "average_precision_11point",
+    "average_precision_area",
+    "interpolated_precision_11point",
+    "pooled_precision_recall",
+]
+
+
+def pooled_precision_recall(
+    scores: Tensor,
+    true_positive: Tensor,
+    num_targets: Tensor | int,
+    precision_dtype: torch.dtype = torch.float64,
+    recall_dtype: torch.dtype = torch.float64,
+) -> tuple[Tensor, Tensor]:
+    """Precision and recall after each detection, detections pooled over frames and sorted by descending score.
+
+    Args:
+        scores: ``(N,)`` confidences of all detections of one class (every frame pooled).
+        true_positive: ``(..., N)`` bool flags (leading dims e.g. thresholds), from :func:`greedy_match`.
+        num_targets: number of targets of the class (scalar or broadcastable to the leading dims).
+        precision_dtype: dtype of the precision division (``float32`` where a reference tracks it so).
+        recall_dtype: dtype of the recall division.
+
+    Returns:
+        ``(precision (..., N), recall (..., N))`` in score order (ties in input order). Recall is 0 with no
+        target (``cumTP / max(num_targets, 1)``, as the references' ``max(n, eps)``).
+
+    >>> precision, recall = pooled_precision_recall(torch.tensor([0.9, 0.8, 0.7]), torch.tensor([True, False, True]), 4)
+    >>> precision.tolist(), recall.tolist()
+    ([1.0, 0.5, 0.6666666666666666], [0.25, 0.25, 0.5])
+    """
+    if scores.ndim != 1 or true_positive.shape[-1] != scores.shape[0]:
+        raise ValueError(
+            f"`scores` must be (N,) and `true_positive` (..., N); got {tuple(scores.shape)}, "
+            f"{tuple(true_positive.shape)}"
+        )
+    order = torch.sort(scores.detach(), descending=True, stable=True).indices
+    tp = true_positive[..., order].to(torch.float64)
+    cum_tp = tp.cumsum(-1)
+    cum_fp = (1 - tp).cumsum(-1)
+    total = torch.as_tensor(num_targets, dtype=torch.float64, device=scores.device)
+    if total.ndim:
+        total = total.unsqueeze(-1)
+    recall = cum_tp.to(recall_dtype) / total.clamp_min(1).to(recall_dtype)
+    precision = cum_tp.to(precision_dtype) / (cum_tp + cum_fp).clamp_min(1).to(precision_dtype)
+    return precision, recall
+
+
+def average_precision_area(precision: Tensor, recall: Tensor) -> Tensor:
+    """VOC "area" AP: precision made monotone from the right, integrated over the recall steps.
+
+    Adds ``(recall 0, precision 0)`` before and ``(recall 1, precision 0)`` after the curve, replaces each
+    precision by the largest precision at the same or a later position, and sums ``(recall step) x (precision at
+    the step's right end)``. Computed in the promoted dtype of both inputs (MapTR: float32 precision x float64
+    recall -> float64).
+
+    Args:
+        precision: ``(..., N)`` precision after each detection (score order).
+        recall: ``(..., N)`` recall after each detection.
+
+    Returns:
+        ``(...)`` AP in [0, 1].
+
+    >>> average_precision_area(torch.tensor([1.0, 0.5, 2 / 3]), torch.tensor([0.25, 0.25, 0.5]))
+    tensor(0.4167)
+    """
+    dtype = torch.promote_types(precision.dtype, recall.dtype)
+    zeros = torch.zeros((*recall.shape[:-1], 1), dtype=dtype, device=recall.device)
+    mrec = torch.cat([zeros, recall.to(dtype), zeros + 1], -1)
+    mpre = torch.cat([zeros, precision, zeros], -1)
+    mpre = mpre.flip(-1).cummax(-1).values.flip(-1).to(dtype)
+    return ((mrec[..., 1:] - mrec[..., :-1]) * mpre[..., 1:]).sum(-1)
+
+
+def interpolated_precision_11point(precision: Tensor, recall: Tensor) -> Tensor:
+    """``(..., 11)``: for ``r = i * 0.1`` (float64, ``i = 0..10``), the largest precision with recall ``>= r`` or 0.
+
+    Recall is compared in float64 after exact promotion, as numpy compares a float32 array with a float64 grid.
+
+    >>> interpolated_precision_11point(torch.tensor([1.0, 0.5]), torch.tensor([0.3, 0.7], dtype=torch.float32))
+    tensor([1.0000, 1.0000, 1.0000, 1.0000, 0.5000, 0.5000, 0.5000, 0.0000, 0.0000,
+            0.0000, 0.0000])
+    """
+    grid = torch.arange(11, dtype=torch.float64, device=recall.device) * 0.1
+    reach = recall.to(torch.float64).unsqueeze(-2) >= grid.unsqueeze(-1)  # (..., 11, N)
+    values = torch.where(reach, precision.unsqueeze(-2), torch.zeros_like(precision).unsqueeze(-2))
+    if precision.shape[-1] == 0:
+        return torch.zeros((*precision.shape[:-1], 11), dtype=precision.dtype, device=precision.device)
+    return values.amax(-1)
+
+
+def average_precision_11point(precision: Tensor, recall: Tensor, dtype: torch.dtype | None = None) -> Tensor:
+    """11-point interpolated AP: the mean of :func:`interpolated_precision_11point`, summed in order in ``dtype``.
+
+    Args:
+        precision: ``(..., N)``.
+        recall: ``(..., N)``.
+        dtype: accumulation dtype (default: ``precision``'s; OpenLane-V2 sums in float32).
+
+    >>> average_precision_11point(torch.tensor([1.0, 0.5]), torch.tensor([0.3, 0.7], dtype=torch.float32))
+    tensor(0.5000)
+    """
+    values = interpolated_precision_11point(precision, recall).to(dtype or precision.dtype)
+    total = values[..., 0]
+    for i in range(1, 11):
+        total = total + values[..., i]
+    return total / 11

@@ -1,0 +1,218 @@
+"""``drivemetrics graph-eval`` and ``drivemetrics graph-sensitivity`` (road networks)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from drivemetrics._options import add_workers, resolve_workers
+
+# Light at import (``drivemetrics graph-eval --help`` must not load scipy / torch): the library is imported in the
+# run functions, and these names are copies of the keys of drivemetrics.roadnet.evaluate.METRICS and
+# drivemetrics.roadnet.perturb.PERTURBATIONS (a test keeps them equal).
+METRICS: tuple[str, ...] = ("opt_p", "opt_j", "opt_g", "apls", "tlts", "subg", "junct", "ccq")
+PERTURBATIONS: tuple[str, ...] = (
+    "interruptions",
+    "overconnections",
+    "node_perturbations",
+    "doubled_pred",
+    "doubled_gt",
+    "false_positives",
+)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the graph subcommands."""
+    ev = subparsers.add_parser(
+        "graph-eval",
+        help="evaluate predicted road graphs against ground truth (one pair or folders matched by name)",
+        description="Score predicted road graphs with OPT-P/J/G, APLS, TLTS, SUBG, JUNCT and CCQ. Folders are "
+        "matched by file stem; a GT tile without prediction is scored as an empty prediction.",
+    )
+    ev.add_argument("--gt", required=True, help="ground-truth graph file or folder")
+    ev.add_argument("--pred", required=True, help="predicted graph file or folder")
+    ev.add_argument(
+        "--metrics", nargs="+", default=list(METRICS), metavar="NAME", help=f"from {', '.join(METRICS)} (default all)"
+    )
+    ev.add_argument("--json", default=None, metavar="OUT", help="write per-tile and aggregated results as JSON")
+    add_workers(ev, "processes scoring the tiles")
+    ev.add_argument("--seed", type=int, default=0, help="seed of the sampled metrics (default 0)")
+    ev.add_argument(
+        "--window",
+        nargs=4,
+        type=float,
+        default=None,
+        metavar=("XMIN", "YMIN", "XMAX", "YMAX"),
+        help="crop both graphs to this window, then shift it to the origin (RoadTracer protocol: the city's "
+        "8192 px region)",
+    )
+    ev.add_argument(
+        "--border",
+        type=float,
+        default=0.0,
+        help="then crop [B, size - B) of the shifted window (default: shrink the GT's extent), px; protocol: 260",
+    )
+    ev.add_argument(
+        "--compat",
+        choices=["default", "reference"],
+        default="default",
+        help="reproduce the released code (lcit/metrics_delin): its crop, OPT-J, OPT-P, OPT-G, TLTS and CCQ "
+        "(APLS, JUNCT and SUBG: scored in the default mode, with a warning; Sat2Graph's released APLS: "
+        "--set apls.protocol=sat2graph --set apls.compat=reference)",
+    )
+    ev.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    ev.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="METRIC.KEY=VALUE",
+        help="metric option, e.g. apls.max_snap_dist=25 or apls.protocol=sat2graph (repeatable)",
+    )
+    ev.set_defaults(func=_run_eval)
+
+    se = subparsers.add_parser(
+        "graph-sensitivity",
+        help="sensitivity of every graph metric to synthetic errors (Citraro et al. Fig. 5)",
+        description="Perturb a GT graph with k = 0..K errors of each type, score every metric, write a PNG grid of "
+        "curves and a CSV, and print how flat each metric is per error type.",
+    )
+    se.add_argument("--gt", required=True, help="ground-truth graph file")
+    se.add_argument("--out", default="graph_sensitivity", help="output folder (default graph_sensitivity)")
+    se.add_argument("--k-max", type=int, default=20, help="largest number of errors K (default 20)")
+    se.add_argument("--k-step", type=int, default=4, help="step between error counts (default 4)")
+    se.add_argument(
+        "--crop", type=float, default=2048.0, help="side of the centred window cut from the GT, px (0: whole graph)"
+    )
+    se.add_argument("--samples", type=int, default=200, help="random draws of OPT-G / SUBG / TLTS / APLS sources")
+    se.add_argument("--kinds", nargs="+", default=list(PERTURBATIONS), metavar="KIND", help="error types")
+    se.add_argument("--metrics", nargs="+", default=list(METRICS), metavar="NAME", help="metrics (default all)")
+    se.add_argument("--seed", type=int, default=0, help="seed of the perturbations")
+    se.add_argument("--quick", action="store_true", help="K = 4, step 2, 1024 px crop, 50 samples (for tests)")
+    se.add_argument("--compat", choices=["default", "reference"], default="default", help="score as the released code")
+    se.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    se.add_argument("--set", action="append", default=[], metavar="METRIC.KEY=VALUE", help="metric option (repeatable)")
+    se.set_defaults(func=_run_sensitivity)
+
+
+def _seeded_options(seed: int) -> dict[str, dict]:
+    return {name: {"seed": seed} for name in ("opt_p", "opt_g", "apls", "tlts", "subg")}
+
+
+def _parse_value(text: str) -> object:
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return {"none": None, "true": True, "false": False}.get(text.lower(), text)
+
+
+def apply_settings(options: dict[str, dict], settings: list[str]) -> dict[str, dict]:
+    """Add ``METRIC.KEY=VALUE`` settings to per-metric options (numbers, true / false / none, else strings)."""
+    for item in settings:
+        key, sep, value = item.partition("=")
+        metric, dot, name = key.partition(".")
+        if not sep or not dot or metric not in METRICS or not name:
+            raise ValueError(f"`--set` expects METRIC.KEY=VALUE with METRIC in {sorted(METRICS)}, got {item!r}")
+        options.setdefault(metric, {})[name] = _parse_value(value)
+    return options
+
+
+def warn_default_mode(metrics: list[str], compat: str) -> None:
+    """With ``compat``, print one line to stderr naming the chosen metrics that have no compat mode."""
+    from drivemetrics.roadnet.evaluate import metrics_without_compat
+
+    plain = metrics_without_compat(metrics) if compat == "reference" else []
+    if plain:
+        print(
+            f"warning: --compat {compat}: {', '.join(plain)} have no compat mode and are scored in the default mode",
+            file=sys.stderr,
+        )
+
+
+def _run_eval(args: argparse.Namespace) -> int:
+    from drivemetrics._files import atomic_write_text, check_output_path
+    from drivemetrics.roadnet.evaluate import GRAPH_SUFFIXES, evaluate_dataset, find_pairs, format_table
+
+    if args.json:
+        inputs = [args.gt, args.pred]
+        check_output_path(
+            args.json, input_files=inputs, input_dirs=inputs, read_suffixes=GRAPH_SUFFIXES, option="--json"
+        )
+    pairs, orphans = find_pairs(args.gt, args.pred)
+    missing = [name for name, _, p in pairs if p is None]
+    options = apply_settings(_seeded_options(args.seed), args.set)
+    warn_default_mode(args.metrics, args.compat)
+    per_tile, scores = evaluate_dataset(
+        pairs,
+        args.metrics,
+        options,
+        workers=resolve_workers(args.workers),
+        progress=not args.no_progress,
+        window=tuple(args.window) if args.window else None,
+        border=args.border,
+        compat=args.compat,
+    )
+    print(f"{len(pairs)} tile(s)" + (f", {len(missing)} without prediction (scored empty)" if missing else ""))
+    if orphans:
+        print(f"ignored {len(orphans)} prediction(s) without GT: {', '.join(orphans[:5])}")
+    print(format_table(scores))
+    if args.json:
+        payload = {"aggregate": scores, "tiles": per_tile, "missing_predictions": missing, "ignored": orphans}
+        atomic_write_text(args.json, json.dumps(payload, indent=2, default=float))
+        print(f"wrote {args.json}")
+    return 0
+
+
+def _run_sensitivity(args: argparse.Namespace) -> int:
+    from drivemetrics._files import check_output_path
+    from drivemetrics.roadnet.geometry import crop, graph_arrays
+    from drivemetrics.roadnet.io import read_graph
+    from drivemetrics.roadnet.sensitivity import (
+        fast_options,
+        flatness_table,
+        plot_sensitivity,
+        run_sensitivity,
+        write_csv,
+    )
+
+    k_max, k_step, side, samples = args.k_max, args.k_step, args.crop, args.samples
+    if args.quick:
+        k_max, k_step, side, samples = 4, 2, 1024.0, 50
+    if k_max < 1 or k_step < 1:
+        raise ValueError(f"`--k-max` and `--k-step` must be >= 1, got {k_max} and {k_step}")
+    # every output checked before any computing
+    out = check_output_path(args.out, input_files=[args.gt], option="--out")
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"`--out` {args.out} is a file; graph-sensitivity writes into a folder")
+    for name in ("sensitivity.csv", "sensitivity.png"):
+        check_output_path(out / name, input_files=[args.gt], option="--out")
+    gt = read_graph(args.gt)
+    if side > 0:
+        pos = graph_arrays(gt).pos
+        cx, cy = (pos.min(axis=0) + pos.max(axis=0)) / 2
+        gt = crop(gt, cx - side / 2, cy - side / 2, cx + side / 2, cy + side / 2, compat=args.compat)
+    if gt.number_of_edges() == 0:
+        raise ValueError("the (cropped) GT graph has no edge")
+    options = fast_options(samples)
+    for name, extra in _seeded_options(args.seed).items():
+        options.setdefault(name, {}).update(extra)
+    options = apply_settings(options, args.set)
+    warn_default_mode(args.metrics, args.compat)
+    rows = run_sensitivity(
+        gt,
+        list(range(0, k_max + 1, k_step)),
+        args.kinds,
+        args.metrics,
+        options,
+        seed=args.seed,
+        progress=not args.no_progress,
+        compat=args.compat,
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    write_csv(rows, out / "sensitivity.csv")
+    plot_sensitivity(rows, out / "sensitivity.png")
+    print(flatness_table(rows))
+    print(f"wrote {out / 'sensitivity.csv'} and {out / 'sensitivity.png'}")
+    return 0
