@@ -20,6 +20,10 @@ from drivemetrics import __version__
 #: Subcommand name -> (module that registers it, one-line help shown by ``drivemetrics --help``).
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("drivemetrics.demos.cli", "run every domain's demo on synthetic scenes (no download)"),
+    "config": (
+        "drivemetrics.configs.cli",
+        "list the shipped configs, or print one (drivemetrics config corridor > my_corridor.toml)",
+    ),
     "road-eval": (
         "drivemetrics.road.cli",
         "evaluate KITTI-ROAD result PNGs (pooled MaxF, AP, working point per category), like the devkit",

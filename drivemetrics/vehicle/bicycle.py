@@ -22,7 +22,8 @@ __all__ = ["OPENPILOT_MOCK_V066", "RAV4_2017", "BicycleState", "KinematicBicycle
 
 @dataclass(frozen=True)
 class VehicleParams:
-    """Vehicle and simulation constants (SI units). Defaults: Toyota RAV4 2017 (``configs/vehicles/rav4_2017.toml``).
+    """Vehicle and simulation constants (SI units). Defaults: Toyota RAV4 2017 (shipped preset
+    ``vehicles/rav4_2017.toml``).
 
     Attributes:
         name: preset name.
