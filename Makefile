@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: venv dev demo examples test lint bench clean
+.PHONY: venv dev demo examples test lint bench gpu-check gpu-wheels clean
 
 # The CPU build of torch is installed first (available offline on the project's machines), so the range in
 # pyproject.toml is already satisfied and pip never pulls a CUDA build.
@@ -51,6 +51,17 @@ test: $(VENV)/.dev lint
 
 bench: $(VENV)/.dev
 	for f in benchmarks/*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
+
+# On a CUDA machine whose Python already has torch (the lent GPU machines): the prepared GPU check, one JSON and a
+# table (benchmarks/gpu_check.py). Without CUDA it prints one line and exits 0. `make gpu-wheels` (here) downloads
+# the wheels that machine lacks (kornia, kornia-rs, pyspng for CPython 3.12) into .whl/ to carry there.
+gpu-check:
+	PYTHONPATH=$(CURDIR) $(PYTHON) benchmarks/gpu_check.py --json gpu_check.json
+
+gpu-wheels:
+	$(PYTHON) -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+		--platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+		-d .whl kornia kornia-rs pyspng
 
 clean:
 	rm -rf $(VENV) demo_out examples_out .pytest_cache .ruff_cache

@@ -36,6 +36,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageFilter
 
+from drivemetrics._png import fast_decoder
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 #: Frames per category in the KITTI-ROAD training split (289 in all).
 SPLIT = {"um": 95, "umm": 96, "uu": 98}
@@ -209,9 +211,9 @@ print(json.dumps(scores))
 """
 
 
-def run_timed(argv: list[str]) -> tuple[float, float, str]:
+def run_timed(argv: list[str], extra_env: dict[str, str] | None = None) -> tuple[float, float, str]:
     """``(wall s, CPU s of the child (user + system), stdout)`` of one run of ``argv``."""
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), **(extra_env or {})}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(argv, check=True, capture_output=True, text=True, env=env, cwd=REPO_ROOT)
@@ -221,9 +223,9 @@ def run_timed(argv: list[str]) -> tuple[float, float, str]:
     return wall, cpu, done.stdout
 
 
-def best_of(argv: list[str], repeat: int) -> tuple[float, float, str]:
+def best_of(argv: list[str], repeat: int, extra_env: dict[str, str] | None = None) -> tuple[float, float, str]:
     """Best wall time and best CPU time over ``repeat`` runs, and the first run's stdout."""
-    runs = [run_timed(argv) for _ in range(repeat)]
+    runs = [run_timed(argv, extra_env) for _ in range(repeat)]
     return min(r[0] for r in runs), min(r[1] for r in runs), runs[0][2]
 
 
@@ -239,7 +241,7 @@ def main() -> None:
         frames = len(list((folder / "data" / "gt_image_2").glob("*.png")))
         cpus = os.cpu_count()
         print(f"{frames} frames of ~375 x 1242, {cpus} CPU(s); wall time of a fresh process, best of {repeat}")
-        print(f"{'space':<12} {'command':<38} {'wall s':>7} {'frames/s':>9} {'vs loop':>8} {'CPU s':>6}")
+        print(f"{'space':<12} {'command':<44} {'wall s':>7} {'frames/s':>9} {'vs loop':>8} {'CPU s':>6}")
         folders = [str(folder / "data"), str(folder / "results"), str(cpus)]
         floor_s, floor_cpu, _ = best_of([python, "-c", DECODE_FLOOR, *folders], repeat)
         sketch_s, sketch_cpu, sketch_out = best_of([python, "-c", NUMPY_SKETCH, *folders], repeat)
@@ -251,29 +253,30 @@ def main() -> None:
             if space == "perspective":
                 loop_s_persp = loop_s
             label = "plain loop (Pillow + np.histogram)"
-            print(f"{space:<12} {label:<38} {loop_s:>7.2f} {frames / loop_s:>9.1f} {'':>8} {loop_cpu:>6.2f}")
+            print(f"{space:<12} {label:<44} {loop_s:>7.2f} {frames / loop_s:>9.1f} {'':>8} {loop_cpu:>6.2f}")
             if space == "perspective":
                 label = f"floor: Pillow decoding only, {cpus} threads"
                 ceiling, rate = loop_s / floor_s, frames / floor_s
-                print(f"{space:<12} {label:<38} {floor_s:>7.2f} {rate:>9.1f} {ceiling:>7.2f}x {floor_cpu:>6.2f}")
+                print(f"{space:<12} {label:<44} {floor_s:>7.2f} {rate:>9.1f} {ceiling:>7.2f}x {floor_cpu:>6.2f}")
                 label, speed, rate = f"sketch: numpy only, {cpus} threads", loop_s / sketch_s, frames / sketch_s
-                print(f"{space:<12} {label:<38} {sketch_s:>7.2f} {rate:>9.1f} {speed:>7.2f}x {sketch_cpu:>6.2f}")
+                print(f"{space:<12} {label:<44} {sketch_s:>7.2f} {rate:>9.1f} {speed:>7.2f}x {sketch_cpu:>6.2f}")
                 for cat, value in json.loads(sketch_out).items():
                     assert abs(expected[cat] - value) < 1e-9, ("sketch", cat, value, expected[cat])
-            for workers in (1, 2, None):
-                out = Path(tmp) / f"scores_{space}_{workers}.json"
+            for workers, decoder in ((1, "auto"), (2, "auto"), (None, "auto"), (None, "pillow")):
+                out = Path(tmp) / f"scores_{space}_{workers}_{decoder}.json"
                 cli = [python, "-m", "drivemetrics", "road-eval", "--data", str(folder / "data")]
                 cli += ["--results", str(folder / "results"), "--space", space, "--no-progress", "--json", str(out)]
                 cli += ["--categories", "um_road", "umm_road", "uu_road"]
                 if workers is not None:
                     cli += ["--workers", str(workers)]
-                cli_s, cli_cpu, _ = best_of(cli, repeat)
+                cli_s, cli_cpu, _ = best_of(cli, repeat, {"DRIVEMETRICS_PNG_DECODER": decoder})
                 got = json.loads(out.read_text())
                 for cat, value in expected.items():
                     assert abs(got[cat]["MaxF"] - value) < 1e-9, (space, cat, got[cat]["MaxF"], value)
-                label = f"drivemetrics road-eval --workers {workers or f'{cpus} (default)'}"
+                used = "pillow" if decoder == "pillow" else fast_decoder()
+                label = f"road-eval --workers {workers or f'{cpus} (default)'}, {used}"
                 speed = f"{loop_s / cli_s:.2f}x"
-                print(f"{space:<12} {label:<38} {cli_s:>7.2f} {frames / cli_s:>9.1f} {speed:>8} {cli_cpu:>6.2f}")
+                print(f"{space:<12} {label:<44} {cli_s:>7.2f} {frames / cli_s:>9.1f} {speed:>8} {cli_cpu:>6.2f}")
         print("MaxF of every category equal to the loop's (|diff| < 1e-9)")
         print(
             f"floor: decoding the same PNGs with Pillow in {cpus} threads, nothing else (no counting, no torch), "

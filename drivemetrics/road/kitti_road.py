@@ -30,6 +30,7 @@ from PIL import Image
 from torch import Tensor
 
 from drivemetrics._files import InputFiles, atomic_save_png, check_output_path, load_image
+from drivemetrics._png import decode_png_array
 from drivemetrics.geometry.bev import BevGrid
 from drivemetrics.geometry.calib import read_kitti_calib
 from drivemetrics.geometry.homography import image_from_road_calib
@@ -193,8 +194,12 @@ def read_gt_png(path: str | Path) -> Tensor:
 def _read_gt_red_blue(path: Path) -> tuple[np.ndarray, np.ndarray]:
     """The red and blue channels (``uint8`` ``H x W``) of a ground-truth PNG: all the evaluation needs.
 
-    Cheaper than :func:`read_gt_png`: Pillow extracts the two bands without building an RGB array.
+    Cheaper than :func:`read_gt_png`: libspng decodes where installed (:mod:`drivemetrics._png`), else Pillow
+    extracts the two bands without building an RGB array.
     """
+    rgb = decode_png_array(path)
+    if rgb is not None and rgb.ndim == 3:
+        return np.ascontiguousarray(rgb[..., 0]), np.ascontiguousarray(rgb[..., 2])
     img = _open_gt(path)
     return np.array(img.getchannel(0)), np.array(img.getchannel(2))
 
@@ -216,6 +221,9 @@ def read_confidence_png(path: str | Path) -> Tensor:
         FileNotFoundError: missing file.
         ValueError: a 16-bit or floating-point PNG.
     """
+    gray = decode_png_array(path)
+    if gray is not None and gray.ndim == 2:
+        return torch.from_numpy(gray)
     img = load_image(path, what="result PNG")
     if img.mode not in ("L", "1", "P", "RGB", "RGBA", "LA"):
         raise ValueError(f"{path}: results must be 8-bit PNGs (greyscale 0..255), got mode {img.mode}")
