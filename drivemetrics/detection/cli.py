@@ -82,12 +82,15 @@ def _kitti_object_eval(args: argparse.Namespace) -> int:
             args.json, input_files=lists, input_dirs=[gt_dir, det_dir], read_suffixes=(".txt",), option="--json"
         )
     frames = _read_list(args.list) if args.list else None
-    groundtruth = read_kitti_object_folder(gt_dir, frames, with_score=False)
+    progress = False if args.no_progress else None
+    groundtruth = read_kitti_object_folder(gt_dir, frames, with_score=False, progress=progress)
     if not groundtruth:
         raise ValueError(f"--gt folder {gt_dir} holds no .txt label file")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        detections = read_kitti_object_folder(det_dir, list(groundtruth), with_score=True, missing="warn")
+        detections = read_kitti_object_folder(
+            det_dir, list(groundtruth), with_score=True, missing="warn", progress=progress
+        )
     for warning in caught:
         print(f"warning: {warning.message}", file=sys.stderr)
     result = evaluate_kitti_objects(
@@ -95,6 +98,7 @@ def _kitti_object_eval(args: argparse.Namespace) -> int:
         list(detections.values()),
         overlaps=args.overlaps,
         workers=resolve_workers(args.workers),
+        progress=progress,
     )
     print(f"{len(groundtruth)} frames, overlaps: {args.overlaps}")
     if not result:
@@ -140,4 +144,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="minimum overlaps: strict (official, 0.7/0.5/0.5) or loose (BEV/3D 0.5/0.25/0.25)",
     )
     add_workers(parser, "threads evaluating classes / metrics in parallel")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar (default: shown on a terminal)")
     parser.set_defaults(func=_kitti_object_eval)

@@ -35,6 +35,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from drivemetrics._progress import progress_bar
 from drivemetrics.detection.box_iou import bev_intersection_area, box2d_overlap, box3d_from_bev_area
 from drivemetrics.detection.kitti_io import KittiObjects
 
@@ -498,6 +499,7 @@ def evaluate_kitti_objects(
     only_detected: bool = True,
     workers: int = 1,
     device: torch.device | str | None = None,
+    progress: bool | None = False,
 ) -> dict[str, dict[str, dict[str, dict[str, object]]]]:
     """The official KITTI object evaluation of ``detections`` against ``groundtruth`` (frame by frame).
 
@@ -513,6 +515,8 @@ def evaluate_kitti_objects(
             torch's intra-op parallelism only adds overhead (a lot of it on a busy machine): on the CPU the
             evaluation runs with ``torch.set_num_threads(1)`` (restored afterwards) and parallelises over jobs.
         device: where the matching runs (default CPU).
+        progress: a tqdm bar over the (class, kind) curves on stderr (``None``: only when stdout and stderr are
+            terminals).
 
     Returns:
         ``{class: {"2d" | "aos" | "bev" | "3d": {difficulty: {"curve": 41 floats, "AP_R11": float,
@@ -534,7 +538,7 @@ def evaluate_kitti_objects(
     if device.type == "cpu":
         torch.set_num_threads(1)
     try:
-        return _evaluate(groundtruth, detections, names, table, only_detected, workers, device)
+        return _evaluate(groundtruth, detections, names, table, only_detected, workers, device, progress)
     finally:
         torch.set_num_threads(threads)
 
@@ -547,6 +551,7 @@ def _evaluate(
     only_detected: bool,
     workers: int,
     device: torch.device,
+    progress: bool | None = False,
 ) -> dict[str, dict[str, dict[str, dict[str, object]]]]:
     gt, det = _flatten(groundtruth), _flatten(detections)
     compute_aos = not bool((det.alpha == -10).any())
@@ -562,11 +567,17 @@ def _evaluate(
             code, kind, det, gt, pair_ov, table[kind][code], compute_aos and kind == "2d", device
         )
 
-    if workers > 1 and len(jobs) > 1:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            outputs = list(pool.map(run, jobs))
-    else:
-        outputs = [run(job) for job in jobs]
+    outputs = []
+    with progress_bar(len(jobs), "kitti-object-eval", "curve", progress) as bar:
+        if workers > 1 and len(jobs) > 1:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                for output in pool.map(run, jobs):
+                    outputs.append(output)
+                    bar.update()
+        else:
+            for job in jobs:
+                outputs.append(run(job))
+                bar.update()
     result: dict[str, dict[str, dict[str, dict[str, object]]]] = {}
     for (name, kind), curves in zip(jobs, outputs, strict=True):
         per_class = result.setdefault(name, {})

@@ -24,6 +24,7 @@ import torch
 from torch import Tensor
 
 from drivemetrics._files import read_text
+from drivemetrics._progress import progress_bar
 from drivemetrics.geometry.calib import parse_kitti_calib
 
 __all__ = [
@@ -242,7 +243,11 @@ def write_kitti_object_folder(folder: str | Path, frames: Mapping[str, KittiObje
 
 
 def read_kitti_object_folder(
-    folder: str | Path, frames: Iterable[str] | None = None, with_score: bool | None = None, missing: str = "error"
+    folder: str | Path,
+    frames: Iterable[str] | None = None,
+    with_score: bool | None = None,
+    missing: str = "error",
+    progress: bool | None = False,
 ) -> dict[str, KittiObjects]:
     """Read ``<frame>.txt`` files of a label or result folder.
 
@@ -252,6 +257,7 @@ def read_kitti_object_folder(
         with_score: see :func:`parse_kitti_objects`.
         missing: for a listed frame without a file: ``"error"`` (FileNotFoundError), ``"empty"`` (no objects)
             or ``"warn"`` (no objects and a warning).
+        progress: a tqdm bar over the frames on stderr (``None``: only when stdout and stderr are terminals).
 
     Returns:
         ``{frame: objects}`` in the order of ``frames``.
@@ -264,15 +270,17 @@ def read_kitti_object_folder(
     names = sorted(p.stem for p in folder.glob("*.txt")) if frames is None else list(frames)
     out: dict[str, KittiObjects] = {}
     absent = []
-    for name in names:
-        path = folder / f"{name}.txt"
-        if not path.is_file():
-            if missing == "error":
-                raise FileNotFoundError(f"KITTI object file not found: {path}")
-            absent.append(name)
-            out[name] = KittiObjects.empty(with_score=bool(with_score))
-            continue
-        out[name] = read_kitti_objects(path, with_score=with_score)
+    with progress_bar(len(names), f"reading {folder.name}", "frame", progress) as bar:
+        for name in names:
+            bar.update()
+            path = folder / f"{name}.txt"
+            if not path.is_file():
+                if missing == "error":
+                    raise FileNotFoundError(f"KITTI object file not found: {path}")
+                absent.append(name)
+                out[name] = KittiObjects.empty(with_score=bool(with_score))
+                continue
+            out[name] = read_kitti_objects(path, with_score=with_score)
     if absent and missing == "warn":
         shown = ", ".join(absent[:5]) + (" ..." if len(absent) > 5 else "")
         warnings.warn(

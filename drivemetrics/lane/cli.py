@@ -17,7 +17,12 @@ def _tusimple_eval(args: argparse.Namespace) -> int:
     if args.json:
         check_output_path(args.json, input_files=[args.pred, args.gt], option="--json")
     overall, per_image = evaluate_tusimple_files(
-        args.pred, args.gt, ego_only=args.ego_only, image_width=args.image_width, fp_mode=args.fp_mode
+        args.pred,
+        args.gt,
+        ego_only=args.ego_only,
+        image_width=args.image_width,
+        fp_mode=args.fp_mode,
+        progress=False if args.no_progress else None,
     )
     for name in ("Accuracy", "FP", "FN", "F1"):
         print(f"{name:<8} {overall[name]:.6f}")
@@ -94,6 +99,7 @@ def _culane_eval(args: argparse.Namespace) -> int:
         workers=resolve_workers(args.workers),
         per_image=args.per_image,
         categories=categories,
+        progress=False if args.no_progress else None,
     )
     shown = thresholds if len(thresholds) <= 3 else [t for t in thresholds if t in (0.5, 0.75)]
     mean_key = "mF1" if "mF1" in result else "mean_f1"  # mF1 only for IoU 0.50:0.05:0.95
@@ -147,6 +153,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--gt", required=True, help="label JSON-lines file")
     parser.add_argument("--json", default=None, metavar="OUT", help="also write {Accuracy, FP, FN, F1} to OUT")
     parser.add_argument("--per-image", action="store_true", help="with --json, add the per-image scores")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar (default: shown on a terminal)")
     parser.add_argument("--ego-only", action="store_true", help="score only the ego-left and ego-right lanes")
     parser.add_argument("--image-width", type=float, default=1280.0, help="image width for --ego-only (pixels)")
     parser.add_argument(
@@ -202,5 +209,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     culane.add_argument("--chunk", type=int, default=64, help="images scored per batch")
     add_workers(culane, "processes reading and scoring the files (torch runs one thread per process)")
     culane.add_argument("--per-image", action="store_true", help="with --json, add per-image TP / FP / FN")
+    culane.add_argument("--no-progress", action="store_true", help="no progress bar (default: shown on a terminal)")
     culane.add_argument("--json", default=None, metavar="OUT", help="also write the scores to OUT")
     culane.set_defaults(func=_culane_eval)

@@ -36,6 +36,7 @@ from torchmetrics import Metric
 
 from drivemetrics._files import read_text
 from drivemetrics._metric import ScalarFromDict, plot_metric
+from drivemetrics._progress import progress_bar
 from drivemetrics._validation import check_shape, check_tensor
 
 _BIG = 1e9
@@ -695,10 +696,12 @@ def score_culane_dirs(
     compat: str | None = None,
     chunk: int = 64,
     workers: int = 1,
+    progress: bool | None = False,
 ) -> dict[str, object]:
     """Match every listed frame: ``{"n_gt", "n_pred"}`` (``F`` int arrays), ``"matched"`` (list of per-GT-lane
     matched IoU arrays, NaN = unmatched) and ``"dropped"`` (``{"pred", "gt"}`` lanes of < 2 points dropped in the
     default mode). ``names``: relative ``.lines.txt`` paths; a missing prediction file is a frame without lanes.
+    ``progress``: a tqdm bar over the frames (``None``: only when stdout and stderr are terminals).
     """
     _check_compat(compat)
     pred_dir, gt_dir = Path(pred_dir), Path(gt_dir)
@@ -735,13 +738,15 @@ def score_culane_dirs(
             threads=1 if workers > 1 else 0,
         )
         parts = _map_chunks(score, chunks, workers)
-    for part, part_dropped in parts:
-        for g, p, m in part:
-            n_gt.append(g)
-            n_pred.append(p)
-            matched.append(m)
-        for key in part_dropped or {}:
-            dropped[key] += part_dropped[key]
+    with progress_bar(len(names), "culane-eval", "image", progress) as bar:
+        for part, part_dropped in parts:
+            for g, p, m in part:
+                n_gt.append(g)
+                n_pred.append(p)
+                matched.append(m)
+            for key in part_dropped or {}:
+                dropped[key] += part_dropped[key]
+            bar.update(len(part))
     if dropped["gt"] or dropped["pred"]:
         warnings.warn(
             f"{dropped['pred']} predicted and {dropped['gt']} GT lane(s) with fewer than 2 points dropped "
@@ -780,6 +785,7 @@ def evaluate_culane_dirs(
     workers: int = 1,
     per_image: bool = False,
     categories: dict[str, list[str]] | None = None,
+    progress: bool | None = False,
 ) -> dict[str, object]:
     """CULane precision / recall / F1 of a folder of ``.lines.txt`` predictions against a GT folder.
 
@@ -792,6 +798,7 @@ def evaluate_culane_dirs(
         iou_threshold: one threshold or several (scored in one pass: the matching does not depend on it).
         chunk: frames per batch (bounds memory); workers: processes reading (and in compat mode scoring) files.
         compat: None or ``"reference"`` (the official C++ tool's numbers).
+        progress: a tqdm bar over the frames on stderr (``None``: only when stdout and stderr are terminals).
         per_image: add ``"per_image": {frame: {"tp", "fp", "fn"}}`` at the first threshold; ``frame`` is the name
             as given (list entry or path under ``gt_dir``) without extension.
         categories: ``{row name: names}``, e.g. the CULane test splits; each row is scored from the same matches.
@@ -821,7 +828,7 @@ def evaluate_culane_dirs(
         frames.setdefault(_lane_name(n), _frame_key(n))
     names = list(frames)
     mean_key = "mF1" if tuple(sorted(thresholds)) == IOU_RANGE else "mean_f1"
-    scored = score_culane_dirs(pred_dir, gt_dir, names, height, width, line_width, compat, chunk, workers)
+    scored = score_culane_dirs(pred_dir, gt_dir, names, height, width, line_width, compat, chunk, workers, progress)
     n_gt, n_pred, matched = scored["n_gt"], scored["n_pred"], scored["matched"]
 
     def table(select: np.ndarray | None = None) -> dict[str, object]:

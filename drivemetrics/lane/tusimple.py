@@ -37,6 +37,7 @@ from torchmetrics import Metric
 
 from drivemetrics._files import atomic_open, read_text
 from drivemetrics._metric import ScalarFromDict, add_config_state, plot_metric
+from drivemetrics._progress import progress_bar
 from drivemetrics._validation import check_shape, check_tensor
 
 PIXEL_THRESHOLD = 20.0
@@ -581,18 +582,42 @@ def evaluate_tusimple_files(
     ego_only: bool = False,
     image_width: float = 1280.0,
     fp_mode: FpMode = "official",
+    progress: bool | None = False,
 ) -> tuple[dict[str, float], list[dict[str, object]]]:
     """Score a TuSimple prediction file against a label file (``LaneEval.bench_one_submit`` semantics).
 
     Every label ``raw_file`` needs exactly one prediction with the same ``raw_file`` (order may differ) and the
-    same number of values per lane as the label's ``h_samples``.
+    same number of values per lane as the label's ``h_samples``. ``progress``: a tqdm bar over the three stages
+    (read the labels, read the predictions, score every image in one batch) on stderr (``None``: only when stdout
+    and stderr are terminals).
 
     Returns:
         ``({"Accuracy", "FP", "FN", "F1"}, per_image)`` with fractions, and per image
         ``{"raw_file", "accuracy", "fp", "fn"}``.
     """
-    gt = read_tusimple_json(gt_path, require_h_samples=True)
-    pred = read_tusimple_json(pred_path, require_h_samples=False)
+    with progress_bar(3, "tusimple-eval", "stage", progress) as bar:
+        bar.set_postfix_str("reading labels")
+        gt = read_tusimple_json(gt_path, require_h_samples=True)
+        bar.update()
+        bar.set_postfix_str("reading predictions")
+        pred = read_tusimple_json(pred_path, require_h_samples=False)
+        bar.update()
+        bar.set_postfix_str(f"scoring {len(gt.raw_files)} images")
+        result = _score_tusimple_records(gt, pred, pred_path, gt_path, ego_only, image_width, fp_mode)
+        bar.update()
+    return result
+
+
+def _score_tusimple_records(
+    gt: TuSimpleRecords,
+    pred: TuSimpleRecords,
+    pred_path: str | Path,
+    gt_path: str | Path,
+    ego_only: bool,
+    image_width: float,
+    fp_mode: FpMode,
+) -> tuple[dict[str, float], list[dict[str, object]]]:
+    """The body of :func:`evaluate_tusimple_files` once both files are read."""
     if gt.h_samples is None:  # pragma: no cover - guaranteed by require_h_samples
         raise ValueError(f"{gt_path}: labels need `h_samples`")
     if len(set(gt.raw_files)) != len(gt.raw_files):
