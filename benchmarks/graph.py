@@ -116,7 +116,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2048 px crop only, fewer samples")
     parser.add_argument("--metrics", nargs="+", default=list(METRICS), help="metrics to time")
-    parser.add_argument("--compat", choices=["reference"], default=None, help="time the compat='reference' mode")
+    parser.add_argument(
+        "--compat", choices=["default", "reference"], default="default", help="time the compat='reference' mode"
+    )
     args = parser.parse_args()
     folder = fixtures()
     gt_full = read_graph(folder / "gt.graph")
@@ -126,7 +128,7 @@ def main() -> None:
     options: dict[str, dict] = {}
     if samples:
         options = {"opt_g": {"n_samples": samples}, "subg": {"n_subgraphs": samples}, "tlts": {"n_paths": samples}}
-    if args.compat:
+    if args.compat == "reference":
         for name in args.metrics:
             if "compat" in inspect.signature(METRICS[name]).parameters:
                 options.setdefault(name, {})["compat"] = args.compat
@@ -167,7 +169,7 @@ def main() -> None:
             print(f"{name:<7} {slope:5.2f}")
         print("\ntargets")
         full_optp = [s for m, size, _, s in rows if m == "opt_p" and size == 8192]
-        if full_optp:
+        if full_optp and args.compat == "default":  # the released OPT-P procedure (compat): no speed target
             ok = "ok" if full_optp[0] < 10 else "MISSED"
             print(
                 f"OPT-P full tile {full_optp[0]:.2f} s (CPU) < 10 s: {ok}",

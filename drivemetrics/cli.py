@@ -43,6 +43,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "drivemetrics.lanegraph.cli",
         "UrbanLaneGraph evaluation: TOPO/GEO, APLS, SDA, graph IoU, planning (--compat reference available)",
     ),
+    "openlanev2-eval": (
+        "drivemetrics.lanetopology.cli",
+        "OpenLane-V2 OLS / OLUS and sub-scores from devkit pickles (--compat reference: devkit 2.1.0)",
+    ),
     "graph-sensitivity": (
         "drivemetrics.roadnet.cli",
         "perturb a road network and plot how each graph metric responds",

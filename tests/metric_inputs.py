@@ -58,6 +58,18 @@ from drivemetrics.lanegraph.planning import (
     LaneGraphPlanningMMD,
     LaneGraphPlanningSuccessRate,
 )
+from drivemetrics.lanetopology.openlanev2 import (
+    OpenLaneV2AreaAP,
+    OpenLaneV2F1Score,
+    OpenLaneV2LaneAP,
+    OpenLaneV2LaneElementTopology,
+    OpenLaneV2LaneTopology,
+    OpenLaneV2Metrics,
+    OpenLaneV2Score,
+    OpenLaneV2TrafficElementAP,
+    OpenLaneV2UniScore,
+    OpenLaneV2UniScoreMetrics,
+)
 from drivemetrics.road.corridor import (
     CorridorConfig,
     DrivingCorridorHitRate,
@@ -390,3 +402,78 @@ def _lane_planning_case(cls: type[Metric]) -> MetricCase:
         preds = [_lane_chain(75, 100.0 + 2.0 * i, 5.0 + i), _lane_chain(60 + 10 * i, 62.0, 2.0)]
         batches.append(((preds, target), {}))
     return MetricCase({}, batches, None, grad_arg=None, float64_rtol=None)
+
+
+def _olv2_lane(y: float, shift: float, points: int = 6) -> list[list[float]]:
+    return [[5.0 * k, y + shift, 0.0] for k in range(points)]
+
+
+def _olv2_frame(track: str, batch: int, frame: int, pred: bool) -> dict[str, Any]:
+    """A small OpenLane-V2 frame: 3 lanes 3.5 m apart (predictions shifted by 0.3-2.5 m), 2 traffic elements."""
+    shifts = [0.3 * batch + 0.2 * frame, 1.5, 2.5 - 0.4 * batch] if pred else [0.0, 0.0, 0.0]
+    count = 3 if not pred else 2 + (batch + frame) % 2
+    conf = [0.9 - 0.1 * k - 0.01 * batch - 0.003 * frame for k in range(count)]
+    lanes = []
+    for k in range(count):
+        centre = _olv2_lane(3.5 * k, shifts[k])
+        if track == "centerline":
+            item: dict[str, Any] = {"points": centre}
+        else:
+            item = {
+                "centerline": centre,
+                "left_laneline": _olv2_lane(3.5 * k + 1.75, shifts[k]),
+                "right_laneline": _olv2_lane(3.5 * k - 1.75, shifts[k]),
+            }
+        if pred:
+            item["confidence"] = conf[k]
+        lanes.append(item)
+    boxes = [[[100.0, 100.0], [140.0, 150.0]], [[300.0 + 8 * batch, 80.0], [330.0 + 8 * batch, 120.0]]]
+    elements = []
+    for k, box in enumerate(boxes):
+        element: dict[str, Any] = {"points": box, "attribute": (k + batch * pred) % 3, "category": 1}
+        if pred:
+            element["confidence"] = 0.8 - 0.2 * k - 0.01 * frame
+        elements.append(element)
+    ll = [
+        [(0.7 if pred else 1.0) if j == i + 1 else (0.2 if pred else 0.0) for j in range(count)] for i in range(count)
+    ]
+    lt = [[(0.6 if pred else 1.0) if i == k else 0.0 for k in range(2)] for i in range(count)]
+    frame_dict: dict[str, Any] = {"traffic_element": elements}
+    if track == "centerline":
+        frame_dict.update(lane_centerline=lanes, topology_lclc=ll, topology_lcte=lt)
+    else:
+        area: dict[str, Any] = {"points": _olv2_lane(-6.0, shifts[0] if pred else 0.0, 5), "category": 2}
+        if pred:
+            area["confidence"] = 0.7 - 0.01 * batch
+        frame_dict.update(lane_segment=lanes, area=[area], topology_lsls=ll, topology_lste=lt)
+    return frame_dict
+
+
+@register(
+    OpenLaneV2Metrics,
+    OpenLaneV2Score,
+    OpenLaneV2UniScore,
+    OpenLaneV2LaneAP,
+    OpenLaneV2TrafficElementAP,
+    OpenLaneV2AreaAP,
+    OpenLaneV2LaneTopology,
+    OpenLaneV2LaneElementTopology,
+    OpenLaneV2F1Score,
+    OpenLaneV2UniScoreMetrics,
+)
+def _openlanev2_case(cls: type[Metric]) -> MetricCase:
+    """Two frames per batch, devkit dicts of lists; the lane-segment classes get the lane-segment track."""
+    lanesegment = cls in (OpenLaneV2UniScore, OpenLaneV2AreaAP, OpenLaneV2UniScoreMetrics)
+    track = "lanesegment" if lanesegment else "centerline"
+    init_kwargs: dict[str, Any] = (
+        {}
+        if cls in (OpenLaneV2Score, OpenLaneV2UniScore, OpenLaneV2F1Score, OpenLaneV2AreaAP, OpenLaneV2UniScoreMetrics)
+        else {"track": track}
+    )
+    batches = []
+    for i in range(NUM_BATCHES):
+        preds = [_olv2_frame(track, i, f, True) for f in range(2)]
+        target = [_olv2_frame(track, i, f, False) for f in range(2)]
+        batches.append(((preds, target), {}))
+    # frames of nested lists in, float64 scores out: nothing to cast or differentiate
+    return MetricCase(init_kwargs, batches, None, grad_arg=None, float64_rtol=None)

@@ -18,7 +18,7 @@ import pytest
 from drivemetrics.cli import COMMANDS
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-DOMAINS = ("geometry", "vehicle", "road", "lane", "roadnet", "lanegraph", "attack", "detection")
+DOMAINS = ("geometry", "vehicle", "road", "lane", "roadnet", "lanegraph", "attack", "detection", "lanetopology")
 HEAVY = ("matplotlib", "lightning", "pytorch_lightning", "scipy.signal")
 HEAVY_OR_TORCH = (*HEAVY, "torch", "torchmetrics", "kornia", "scipy")
 
@@ -44,6 +44,11 @@ PLAIN_MODULES = (
     "drivemetrics.roadnet.io",
     "drivemetrics.roadnet.perturb",
     "drivemetrics.roadnet.path_similarity",
+    "drivemetrics.lanetopology.frames",
+    "drivemetrics.lanetopology.scoring",
+    "drivemetrics.lanetopology.io",
+    "drivemetrics.lanetopology.matching_loss",
+    "drivemetrics.polyline.frechet",
     "drivemetrics.lanegraph.geometry",
     "drivemetrics.lanegraph.io",
     "drivemetrics.lanegraph.geo_topo",

@@ -44,7 +44,7 @@ from torchmetrics import Metric, MetricCollection
 from tests.ddp import run_distributed
 from tests.metric_inputs import INPUT_FACTORIES, NUM_BATCHES, MetricCase, make_case
 
-DOMAINS = ("road", "lane", "roadnet", "lanegraph", "attack", "detection")
+DOMAINS = ("road", "lane", "roadnet", "lanegraph", "attack", "detection", "lanetopology")
 WORLD_SIZE = 2
 RTOL, ATOL = 1e-6, 1e-8
 METADATA_FLAGS = ("higher_is_better", "is_differentiable", "full_state_update")

@@ -10,6 +10,11 @@ numpy only at import (``cv2``, from the ``culane`` extra, is imported when a lan
   2-point lanes are kept as they are;
 * every point becomes an integer pixel by ``cvRound`` (round half to even) and consecutive points are joined with
   ``cv::line`` of thickness ``line_width`` (8-connected) on an ``height x width`` image;
+* repeated consecutive points: a lane whose points all fall in one pixel (e.g. ``x y x y``) is a disc of diameter
+  ``line_width`` (``cv::line`` from a point to itself draws its round caps); in a lane of 3 or more points a repeated
+  point makes a chord length 0, the spline's ``0 / 0`` turns every interpolated point into NaN, which ``cvRound``
+  maps to ``INT_MIN``: the lane is drawn as the one segment from ``(INT_MIN, INT_MIN)`` to its last point (clipped
+  to the image), as the official tool draws it;
 * IoU = intersection / union of the drawn pixels (NaN when both drawings are empty, as the tool's 0 / 0);
 * matching: the tool's Kuhn-Munkres on the IoU matrix with its 1e-2 equality tolerance; a GT lane is a TP when
   its match has IoU strictly above the threshold; FP = predicted lines - TP, FN = GT lines - TP; an empty GT or
@@ -113,7 +118,10 @@ def official_lane_pixels(points: np.ndarray, steps: int = SPLINE_STEPS) -> np.nd
     # consecutive repeats only redraw the same round cap: dropping them leaves the drawing unchanged
     keep = np.ones(len(pixels), dtype=bool)
     keep[1:] = (pixels[1:] != pixels[:-1]).any(axis=1)
-    return pixels[keep]
+    pixels = pixels[keep]
+    if len(pixels) == 1:  # every point in one pixel: cv::line(p, p) still draws its round caps, a one-point
+        pixels = np.repeat(pixels, 2, axis=0)  # polyline draws nothing, so keep a zero-length segment
+    return pixels
 
 
 #: OpenCV releases whose thick lines equal the official tool's on lanes leaving the image (4.13 draws them otherwise)

@@ -21,6 +21,7 @@ from drivemetrics.lanegraph.geometry import (
     _length_graph,
     check_compat,
 )
+from drivemetrics.lanegraph.lanegraph_compat import reference_pair_order
 from drivemetrics.roadnet.geometry import index_in_group
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -130,7 +131,7 @@ def _candidate_pairs(pred_pts: np.ndarray, gt_pts: np.ndarray, thr: float) -> tu
     r = d[:, 0] ** 2 + d[:, 1] ** 2
     keep = r < thr * thr
     pa, pb, r = pa[keep], pb[keep], r[keep]
-    order = np.lexsort((-pb, pa, r))  # ties: the evaluator's R-tree returns candidates newest first
+    order = np.lexsort((-pb, pa, r))  # ties: newest first (a fixed rule; the evaluator's R-tree order may differ)
     return pa[order], pb[order], r[order]
 
 
@@ -351,7 +352,7 @@ def _reference_match_count(indexed: list, queried: list, thr: float = MATCH_DIST
     r = d[:, 0] ** 2 + d[:, 1] ** 2
     keep = r < thr * thr
     qi, ni, r = qi[keep], ni[keep], r[keep]
-    order = np.lexsort((-ni, qi, r))  # ties: the R-tree returns candidates newest first
+    order = reference_pair_order(a, q, qi, ni, r, thr)  # ties: the evaluator's R-tree order
     return int(_greedy_sequential(qi[order], ni[order]).sum())
 
 
@@ -369,7 +370,7 @@ def _geo_topo_reference(pred: LaneArrays, gt: LaneArrays) -> dict[str, float]:
     r = d[:, 0] ** 2 + d[:, 1] ** 2
     keep = r < MATCH_DIST**2
     pi, gi, r = pi[keep], gi[keep], r[keep]
-    order = np.lexsort((-gi, pi, r))  # ties: the R-tree returns candidates newest first
+    order = reference_pair_order(g, p, pi, gi, r, MATCH_DIST)  # ties: the evaluator's R-tree order
     pi, gi = pi[order], gi[order]
     chosen = np.flatnonzero(_greedy_sequential(pi, gi))
     ps, rs = [], []

@@ -31,11 +31,13 @@ Fixed in the default mode (each reproduced by ``compat="reference"``):
   exact graph-distance ball plus one step (the evaluator's depth-first walk gives the same set on trees but depends
   on the visiting order on graphs with cycles); TOPO is 0, not NaN, when nothing matches. The resampling is the
   evaluator's (positions truncated to int, same points), so GEO agrees with the evaluator's true GEO precision
-  and recall wherever it does not clip.
+  and recall wherever it does not clip, except where two candidates of one point are exactly equidistant: the
+  default takes the newest first, the evaluator its R-tree's order (one match apart on 1 of the 200 austin and
+  miami successor samples).
 - Graph IoU: the canvas covers both graphs at their float positions (the evaluator truncates coordinates to int
   and draws on a fixed ``area_size`` canvas, clipping everything outside it); a pixel is inside a lane when its
-  centre is within ``lane_width / 2`` of an edge (the evaluator's OpenCV ``cv2.line`` is matched closely, not
-  bit for bit, by the reference mode, see :func:`graph_iou`).
+  centre is within ``lane_width / 2`` of an edge (the reference mode draws with OpenCV's ``cv2.line`` as the
+  evaluator, see :func:`graph_iou`).
 - APLS: deterministic and computed for every graph size (the evaluator fails on Python >= 3.11 for GTs of
   2,000 nodes or more and silently reports 0); a control point that lands on a node already claimed by another
   keeps it (the evaluator relabels the node, so the first point looks missing); a control point missing from the

@@ -8,8 +8,9 @@ Layer 1 (imports torch only, defines no Metric). Sets of polylines are padded te
   length, ends included), ``resample_by_spacing`` (fixed spacing, numpy ``arange`` end effects).
 - :mod:`~drivemetrics.polyline.chamfer`: ``chamfer_distance`` (paired) and ``chamfer_distance_matrix`` (all pairs
   of each frame), reduction ``"mean"`` / ``"sum"`` / ``"max"`` / one direction; differentiable.
-- ``drivemetrics.polyline.frechet`` (discrete Frechet distance matrix, same call signature as
-  ``chamfer_distance_matrix``): written with the OpenLane-V2 domain.
+- :mod:`~drivemetrics.polyline.frechet`: ``frechet_distance_matrix`` (same call signature as
+  ``chamfer_distance_matrix``), ``frechet_distance_pairs`` and ``soft_frechet_distance_pairs`` (log-sum-exp, for
+  losses); anti-diagonal dynamic programme.
 - :mod:`~drivemetrics.polyline.matching`: ``greedy_match`` (nearest target only, or with fall-back; inclusive or
   strict threshold), ``nearest_target``, ``score_rank``.
 - :mod:`~drivemetrics.polyline.average_precision`: ``pooled_precision_recall``, ``average_precision_area`` (VOC),
@@ -27,6 +28,11 @@ from drivemetrics.polyline.chamfer import (
     chamfer_distance,
     chamfer_distance_matrix,
     point_distance_matrix,
+)
+from drivemetrics.polyline.frechet import (
+    frechet_distance_matrix,
+    frechet_distance_pairs,
+    soft_frechet_distance_pairs,
 )
 from drivemetrics.polyline.matching import greedy_match, nearest_target, score_rank
 from drivemetrics.polyline.ragged import (
@@ -47,6 +53,8 @@ __all__ = [
     "chamfer_distance_matrix",
     "check_polylines",
     "drop_closing_point",
+    "frechet_distance_matrix",
+    "frechet_distance_pairs",
     "greedy_match",
     "interpolate_at",
     "interpolated_precision_11point",
@@ -58,5 +66,6 @@ __all__ = [
     "resample_by_count",
     "resample_by_spacing",
     "score_rank",
+    "soft_frechet_distance_pairs",
     "unpad_polylines",
 ]

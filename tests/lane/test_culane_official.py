@@ -216,3 +216,56 @@ def test_default_mode_on_the_official_fixture(official):
         want = np.array(expected["frames"][name]["iou_gt_x_pred"], dtype=float)[np.ix_(keep_g, keep_p)]
         worst = max(worst, float(np.abs(iou[i, : len(keep_p), : len(keep_g)].numpy().T - want).max()))
     assert worst < 0.015
+
+
+INT_MIN = int(np.iinfo(np.int32).min)
+
+
+def official_drawing(points_int):
+    """What the official loop draws: cv::line between every consecutive pair of integer points, thickness 30."""
+    image = np.zeros((590, 1640), np.uint8)
+    for a, b in itertools.pairwise(points_int):
+        cv2.line(image, (int(a[0]), int(a[1])), (int(b[0]), int(b[1])), 1, 30)
+    return image
+
+
+@pytest.mark.parametrize(
+    "lane",
+    [
+        [[100.0, 50.0], [100.0, 50.0]],  # 2 points, repeated: kept as is, cv::line(p, p)
+        [[100.2, 50.1], [100.4, 50.3], [100.3, 50.2]],  # spline inside one pixel: 101 times (100, 50)
+    ],
+)
+def test_lane_in_one_pixel_is_a_disc(lane):
+    """lane.md: 2-point lanes are drawn as they are, every point rounded to a cv::Point, joined by cv::line of
+    thickness 30; a zero-length cv::line draws its round caps (a disc), not nothing."""
+    image = draw_official_lane(np.array(lane), 590, 1640, 30)
+    expected = official_drawing([(100, 50)] * 2)
+    assert expected.sum() > 600  # a disc of diameter ~30
+    assert (image == expected).all()
+    iou = official_iou_matrix([np.array(lane)], [np.array(lane), np.array([[100.0, 0.0], [100.0, 120.0]])])
+    assert iou[0, 0] == 1.0
+    assert 0 < iou[0, 1] < 1
+
+
+@pytest.mark.parametrize(
+    "lane",
+    [
+        [[100.0, 300.0], [100.0, 300.0], [200.0, 100.0]],  # repeated first point
+        [[100.0, 300.0], [150.0, 200.0], [150.0, 200.0], [200.0, 100.0]],  # repeated inner point
+        [[100.0, 300.0], [200.0, 100.0], [200.0, 100.0]],  # repeated last point
+    ],
+)
+def test_repeated_point_in_a_spline_lane_follows_the_official_arithmetic(lane):
+    """lane.md: 3+ point lanes go through the tool's natural cubic spline on chord length. A repeated point gives a
+    chord h = 0; the tool divides by it (0 / 0 = NaN in its double arithmetic), the tridiagonal solve spreads the NaN
+    to every second derivative, so every interpolated point is NaN; cvRound(NaN) = INT_MIN; only the appended last
+    point is finite. The official loop then draws the clipped segment from (INT_MIN, INT_MIN) to the last point."""
+    lane = np.array(lane)
+    curve = official_spline(lane)
+    assert np.isnan(curve[:-1]).all()
+    assert curve[-1].tolist() == lane[-1].tolist()
+    last = (int(lane[-1, 0]), int(lane[-1, 1]))
+    expected = official_drawing([(INT_MIN, INT_MIN)] * (len(curve) - 1) + [last])
+    assert expected.sum() > 0  # the clipped segment towards the top left corner ends at the last point
+    assert (draw_official_lane(lane, 590, 1640, 30) == expected).all()

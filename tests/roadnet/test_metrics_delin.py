@@ -175,6 +175,30 @@ def test_reference_tlts_divides_by_n_paths_plus_one(sampled_means):
         assert run["correct"] == run["n_correct"] / 1001
 
 
+@pytest.mark.slow
+def test_reference_opt_p_equals_released_per_seed(vancouver, window_crops):
+    """The released alignment and removal restated stage by stage, with the released random draws: seed S gives what
+    the released code gives after ``random.seed(S)``."""
+    spread = next(s for s in vancouver[0]["stochastic_spread"] if s["metric"] == "optp")
+    for k, seed in enumerate(spread["seeds"]):
+        got = opt_p(window_crops["segmentation"], window_crops["gt"], seed=seed, compat="reference").as_dict()
+        for key in ("precision", "recall", "f1"):
+            assert got[key] == pytest.approx(spread[key]["values"][k], abs=1e-9), (seed, key)
+
+
+RELEASED_OPTP_F1_ROADTRACER = (0.668, 0.694)  # issue 31: the released code on this window, seeds 0-2 (3 decimals)
+
+
+@pytest.mark.slow
+def test_reference_opt_p_roadtracer_inside_released_range(fixtures_dir, window_crops):
+    folder = fixtures_dir / "graphs" / "roadtracer_vancouver"
+    pred = crop_protocol(read_roadtracer_graph(folder / "pred_roadtracer.graph"), WINDOW, 0.0, compat="reference")
+    f1 = [opt_p(pred, window_crops["gt"], seed=seed, compat="reference").f1 for seed in (0, 1, 2)]
+    lo, hi = RELEASED_OPTP_F1_ROADTRACER
+    assert lo <= float(np.mean(f1)) <= hi
+    assert all(lo - 5e-4 <= v <= hi + 5e-4 for v in f1), f1  # each seed: the quoted values, rounded
+
+
 def test_metric_classes_take_compat(vancouver, window_crops):
     optj = _released(vancouver[0], "optj")
     metric = OptJMetrics(compat="reference")

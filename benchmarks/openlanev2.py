@@ -1,0 +1,251 @@
+"""Benchmark: the official OpenLane-V2 devkit (2.1.0 evaluation code) against ``drivemetrics`` on the same frames.
+
+Synthetic centerline-track frames (``--frames``, default 1000) with lanes of 11 and of 201 points are written as
+the devkit's own pickles (ground-truth collection and submission), then scored in the same run by
+
+- the devkit, in its own virtual environment (``--devkit-venv``, default ``/tmp/olv2-venv``: numpy < 1.24,
+  scipy 1.9.3, similaritymeasures, ortools, shapely 2.0, iso3166, tqdm; created with ``--setup``), running the
+  devkit (``--setup`` installs the PyPI wheel ``openlanev2==2.1.0`` there with ``--no-deps``; or ``--devkit-src``:
+  a folder holding the ``openlanev2`` package, e.g. an export of github.com/OpenDriveLab/OpenLane-V2, whose
+  evaluation files are identical to the wheel's). The pinned ortools 9.2 has no wheel for Python 3.11, so
+  a few lines of adapter give the old ``ortools.graph.pywrapgraph.SimpleMinCostFlow`` names on top of
+  ``ortools.graph.python.min_cost_flow``; ``cv2`` (imported by the devkit's image reader only) is stubbed;
+- ``drivemetrics.lanetopology.evaluate_openlanev2(..., compat="reference")`` (one process, one torch thread).
+
+Printed: each side's evaluation time (pickles already in memory), the ratio, and the largest difference over the
+headline values (DET_l, DET_t, TOP_ll, TOP_lt, OLS, F_score). The F-score can differ where the min-cost
+assignment is not unique (OR-Tools and scipy may pick different optima); the count of such frames is printed.
+
+Run ``python benchmarks/openlanev2.py [--setup] [--frames N] [--points 11 201] [--device cuda]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pickle
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+HEADLINE = ("DET_l", "DET_t", "TOP_ll", "TOP_lt", "OLS", "F_score")
+DEVKIT_PACKAGES = [
+    "numpy<1.24",
+    "scipy==1.9.3",
+    "similaritymeasures",
+    "ortools",
+    "shapely==2.0.*",
+    "iso3166",
+    "tqdm",
+]
+
+_RUNNER = r"""
+import json, sys, time, types, pickle
+sys.path.insert(0, sys.argv[1])
+from ortools.graph.python import min_cost_flow as _mcf
+
+class SimpleMinCostFlow:  # the old pywrapgraph names over the current API
+    def __init__(self):
+        self._f = _mcf.SimpleMinCostFlow()
+        self.OPTIMAL = self._f.OPTIMAL
+    def AddArcWithCapacityAndUnitCost(self, t, h, c, u): return self._f.add_arc_with_capacity_and_unit_cost(t, h, c, u)
+    def SetNodeSupply(self, n, s): return self._f.set_node_supply(n, s)
+    def Solve(self): return self._f.solve()
+    def NumArcs(self): return self._f.num_arcs()
+    def Tail(self, a): return self._f.tail(a)
+    def Head(self, a): return self._f.head(a)
+    def Flow(self, a): return self._f.flow(a)
+    def UnitCost(self, a): return self._f.unit_cost(a)
+
+pywrapgraph = types.ModuleType("ortools.graph.pywrapgraph")
+pywrapgraph.SimpleMinCostFlow = SimpleMinCostFlow
+sys.modules["ortools.graph.pywrapgraph"] = pywrapgraph
+import ortools.graph
+ortools.graph.pywrapgraph = pywrapgraph
+sys.modules.setdefault("cv2", types.ModuleType("cv2"))
+from openlanev2.centerline.evaluation.evaluate import evaluate
+import numpy
+sys.modules.setdefault("numpy._core", numpy.core)  # the pickles come from numpy 2 (after shapely's import)
+sys.modules.setdefault("numpy._core.multiarray", numpy.core.multiarray)
+gt = pickle.load(open(sys.argv[2], "rb"))
+pred = pickle.load(open(sys.argv[3], "rb"))
+start = time.perf_counter()
+metrics = evaluate(gt, pred, verbose=False)
+elapsed = time.perf_counter() - start
+score = metrics["OpenLane-V2 Score"]
+out = {k: float(score[k]) for k in ("DET_l", "DET_t", "TOP_ll", "TOP_lt")}
+out["OLS"] = float(score["score"])
+out["F_score"] = float(metrics["F-Score for 3D Lane"]["score"])
+print(json.dumps({"seconds": elapsed, "metrics": out}))
+"""
+
+
+def setup_devkit_venv(venv: Path) -> None:
+    """Create the devkit's virtual environment: its dependencies, then ``openlanev2==2.1.0`` without its pins
+    (ortools 9.2 and scipy 1.8 have no Python 3.11 wheels); needs the package index."""
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", *DEVKIT_PACKAGES], check=True)
+    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--no-deps", "openlanev2==2.1.0"], check=True)
+
+
+def _resample(points: np.ndarray, num: int) -> np.ndarray:
+    seg = np.linalg.norm(np.diff(points, axis=0), axis=1)
+    s = np.r_[0, np.cumsum(seg)]
+    t = np.linspace(0, s[-1], num)
+    return np.stack([np.interp(t, s, points[:, k]) for k in range(3)], 1)
+
+
+def make_frames(n: int, num_points: int, seed: int = 0) -> tuple[dict, dict]:
+    """``n`` synthetic frames: (devkit GT collection, devkit submission), lanes of ``num_points`` points."""
+    rng = np.random.default_rng(seed)
+    gt_collection, results = {}, {}
+    conf_counter = 0
+    for f in range(n):
+        token = ("val", str(10000 + f // 50), str(315970000000000000 + 100000 * f))
+        num_lanes = int(rng.integers(4, 11))
+        lanes = []
+        for _ in range(num_lanes):
+            start = np.array([rng.uniform(-45, 30), rng.uniform(-20, 20), rng.uniform(-2, 0)])
+            heading = rng.uniform(-0.6, 0.6)
+            length = rng.uniform(15, 45)
+            bend = rng.uniform(-0.02, 0.02)
+            u = np.linspace(0, length, 40)
+            xy = np.stack([np.cos(heading + bend * u), np.sin(heading + bend * u)], 1)
+            pts = start + np.c_[np.cumsum(xy, 0) * (length / 40), np.zeros(40)]
+            lanes.append(_resample(pts, num_points).astype(np.float32))
+        num_te = int(rng.integers(0, 5))
+        boxes = []
+        for _ in range(num_te):
+            x, y = rng.uniform(0, 1800), rng.uniform(0, 900)
+            w, h = rng.uniform(15, 60), rng.uniform(15, 60)
+            boxes.append(np.array([[x, y], [x + w, y + h]], dtype=np.float32))
+        te_attr = rng.integers(0, 13, size=num_te)
+        topo_ll = (rng.random((num_lanes, num_lanes)) < 0.15).astype(np.int8)
+        np.fill_diagonal(topo_ll, 0)
+        topo_lt = (rng.random((num_lanes, num_te)) < 0.3).astype(np.int8)
+        gt_collection[token] = {
+            "annotation": {
+                "lane_centerline": [{"id": k, "points": p} for k, p in enumerate(lanes)],
+                "traffic_element": [
+                    {"id": 100 + k, "category": 1, "attribute": int(a), "points": b}
+                    for k, (a, b) in enumerate(zip(te_attr, boxes, strict=True))
+                ],
+                "topology_lclc": topo_ll,
+                "topology_lcte": topo_lt,
+            }
+        }
+        pred_lanes = []
+        for p in lanes:
+            kind = rng.random()
+            if kind < 0.15:
+                continue  # missed
+            shift = np.array([0, rng.normal(0, 1.2), rng.normal(0, 0.2)], dtype=np.float32)
+            q = p + shift
+            if kind > 0.93:
+                q = q[::-1].copy()  # reversed
+            pred_lanes.append(q)
+        for _ in range(int(rng.integers(0, 3))):  # extras
+            pred_lanes.append(lanes[int(rng.integers(num_lanes))] + np.float32(rng.uniform(3, 8)))
+        pred_boxes = [b + rng.normal(0, 4, size=(2, 2)).astype(np.float32) for b in boxes if rng.random() > 0.2]
+        pred_boxes = [np.sort(b, axis=0) for b in pred_boxes]
+        pred_attr = [int(a) if rng.random() > 0.2 else int(rng.integers(13)) for a in te_attr[: len(pred_boxes)]]
+        num_p, num_pt = len(pred_lanes), len(pred_boxes)
+
+        def confidences(k: int) -> list[float]:
+            nonlocal conf_counter
+            values = [float(np.float32(0.05 + 0.9 * ((conf_counter + i) * 0.6180339887 % 1))) for i in range(k)]
+            conf_counter += k
+            return values
+
+        results[token] = {
+            "predictions": {
+                "lane_centerline": [
+                    {"id": k, "points": p, "confidence": c}
+                    for k, (p, c) in enumerate(zip(pred_lanes, confidences(num_p), strict=True))
+                ],
+                "traffic_element": [
+                    {"id": 1000 + k, "category": 1, "attribute": a, "points": b, "confidence": c}
+                    for k, (a, b, c) in enumerate(zip(pred_attr, pred_boxes, confidences(num_pt), strict=True))
+                ],
+                "topology_lclc": np.round(rng.random((num_p, num_p)), 3),
+                "topology_lcte": np.round(rng.random((num_p, num_pt)), 3),
+            }
+        }
+    submission = {
+        "method": "synthetic",
+        "e-mail": "a@b.c",
+        "institution / company": "x",
+        "country / region": "DE",
+        "authors": ["x"],
+        "results": results,
+    }
+    return gt_collection, submission
+
+
+def run_library(gt: dict, submission: dict, device: str) -> tuple[float, dict[str, float]]:
+    from drivemetrics.lanetopology.evaluate import evaluate_openlanev2
+
+    target = {k: v["annotation"] for k, v in gt.items()}
+    preds = {k: v["predictions"] for k, v in submission["results"].items()}
+    first = next(iter(target))
+    evaluate_openlanev2({first: preds[first]}, {first: target[first]}, device=device)  # imports, warm-up
+    start = time.perf_counter()
+    scores = evaluate_openlanev2(preds, target, compat="reference", frames_per_job=len(target), device=device)
+    return time.perf_counter() - start, {k: scores[k] for k in HEADLINE}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--frames", type=int, default=1000)
+    parser.add_argument("--points", type=int, nargs="+", default=[11, 201])
+    parser.add_argument("--devkit-venv", type=Path, default=Path("/tmp/olv2-venv"))
+    parser.add_argument("--devkit-src", type=Path, default=Path("/tmp/olv2-src"))
+    parser.add_argument("--setup", action="store_true", help="create the devkit venv first")
+    parser.add_argument("--device", default="cpu", help="where the library computes the lane distances")
+    parser.add_argument("--skip-devkit", action="store_true", help="time the library only")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    if args.setup:
+        setup_devkit_venv(args.devkit_venv)
+    python = args.devkit_venv / "bin" / "python"
+    for num_points in args.points:
+        gt, submission = make_frames(args.frames, num_points)
+        lib_s, lib = run_library(gt, submission, args.device)
+        line = f"{args.frames} frames, {num_points}-point lanes: drivemetrics {lib_s:.2f} s"
+        if args.skip_devkit:
+            print(line, {k: round(v, 6) for k, v in lib.items()})
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            gt_path, pred_path = Path(tmp) / "gt.pkl", Path(tmp) / "pred.pkl"
+            gt_path.write_bytes(pickle.dumps(gt))
+            pred_path.write_bytes(pickle.dumps(submission))
+            runner = Path(tmp) / "runner.py"
+            runner.write_text(_RUNNER)
+            env = {"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"}
+            done = subprocess.run(
+                [str(python), str(runner), str(args.devkit_src), str(gt_path), str(pred_path)],
+                capture_output=True,
+                text=True,
+                env=env,
+            )
+        if done.returncode:
+            print(done.stderr[-3000:], file=sys.stderr)
+            raise SystemExit(f"the devkit failed (exit {done.returncode})")
+        dev = json.loads(done.stdout.strip().splitlines()[-1])
+        diff = {k: abs(dev["metrics"][k] - lib[k]) for k in HEADLINE}
+        same = max(v for k, v in diff.items() if k != "F_score")
+        print(
+            f"{line}, devkit {dev['seconds']:.2f} s, ratio {dev['seconds'] / lib_s:.1f}x; "
+            f"max |diff| (OLS parts) {same:.1e}, F_score diff {diff['F_score']:.1e}"
+        )
+        print("  devkit ", {k: round(v, 7) for k, v in dev["metrics"].items()})
+        print("  library", {k: round(v, 7) for k, v in lib.items()})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+"""The ``openlanev2-eval`` subcommand."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+from drivemetrics._options import add_workers, resolve_workers
+
+HEADLINE = {
+    "centerline": ("DET_l", "DET_t", "TOP_ll", "TOP_lt", "OLS", "F_score"),
+    "lanesegment": ("DET_ls", "DET_a", "DET_t", "TOP_lsls", "TOP_lste", "OLUS"),
+}
+
+
+def _openlanev2_eval(args: argparse.Namespace) -> int:
+    import torch
+
+    from drivemetrics._files import atomic_write_text, check_output_path
+    from drivemetrics.lanetopology.evaluate import evaluate_openlanev2_files, json_report
+
+    if args.json:
+        check_output_path(args.json, input_files=[args.gt, args.pred], option="--json")
+    torch.set_num_threads(1)  # many small kernels: threads only contend
+    track, scores = evaluate_openlanev2_files(
+        args.gt, args.pred, track=args.track, compat=args.compat, workers=resolve_workers(args.workers)
+    )
+    title = "OpenLane-V2 Score" if track == "centerline" else "OpenLane-V2 UniScore"
+    print(f"{title} ({track} track, compat={args.compat})")
+    for name in HEADLINE[track]:
+        value = scores[name]
+        print(f"  {name:<10} {value:.6f}" if not math.isnan(value) else f"  {name:<10} nan")
+    if args.json:
+        atomic_write_text(args.json, json.dumps(json_report(track, scores, HEADLINE[track]), indent=1) + "\n")
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``openlanev2-eval`` subcommand."""
+    parser = subparsers.add_parser(
+        "openlanev2-eval",
+        help="OpenLane-V2 OLS / OLUS with sub-scores (devkit 2.1.0 with --compat reference)",
+        description=(
+            "Score OpenLane-V2 predictions: the devkit's ground-truth collection pickle (or a fixture JSON) against "
+            "a submission pickle (or a fixture JSON). Prints the headline scores; --json writes them with the "
+            "per-threshold values."
+        ),
+    )
+    parser.add_argument("--gt", required=True, help="ground truth: devkit collection .pkl or fixture .json")
+    parser.add_argument("--pred", required=True, help="predictions: devkit submission .pkl or fixture .json")
+    parser.add_argument("--track", choices=("centerline", "lanesegment"), default=None, help="default: detected")
+    parser.add_argument(
+        "--compat",
+        choices=("default", "reference"),
+        default="default",
+        help="reference: reproduce the devkit 2.1.0, faults included; default: the documented fixes",
+    )
+    parser.add_argument("--json", default=None, metavar="OUT", help="also write the scores as JSON to OUT")
+    add_workers(parser, "frame chunks")
+    parser.set_defaults(func=_openlanev2_eval)

@@ -1,0 +1,105 @@
+"""Dataset evaluation for OpenLane-V2: files in, scores out (the ``openlanev2-eval`` command's engine)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from drivemetrics._compat import Compat, check_compat
+from drivemetrics._pool import map_in_processes
+from drivemetrics.lanetopology.frames import Track
+from drivemetrics.lanetopology.io import detect_track, read_ground_truth, read_predictions, token_name
+from drivemetrics.lanetopology.openlanev2 import frame_statistics, scores_from_statistics
+
+__all__ = ["evaluate_openlanev2", "evaluate_openlanev2_files"]
+
+
+def _chunk_statistics(job: tuple[list[Any], list[Any], Track, Compat, str]) -> dict[str, np.ndarray]:
+    preds, target, track, compat, device = job
+    return frame_statistics(preds, target, track, compat, device)
+
+
+def evaluate_openlanev2(
+    preds: Mapping[Any, Mapping[str, Any]],
+    target: Mapping[Any, Mapping[str, Any]],
+    track: Track = "centerline",
+    compat: Compat = "default",
+    workers: int = 1,
+    frames_per_job: int = 256,
+    device: str = "cpu",
+) -> dict[str, float]:
+    """Score ``{token: prediction dict}`` against ``{token: annotation dict}`` (the devkit's per-frame dicts).
+
+    ``workers`` processes score chunks of ``frames_per_job`` frames; ``device`` is where the lane distances of
+    a chunk are computed (all of its frames at once). Every ground-truth frame needs a prediction (an empty one
+    is a frame with empty lists); predictions for tokens not in the ground truth are refused, as the devkit does.
+
+    Returns:
+        The keys of :func:`drivemetrics.lanetopology.openlanev2.scores_from_statistics`, as floats.
+
+    >>> gt = {("val", "1", "2"): {"lane_centerline": [{"points": [[0, 0, 0], [10, 0, 0]]}],
+    ...       "traffic_element": [], "topology_lclc": [[0]], "topology_lcte": []}}
+    >>> pred = {("val", "1", "2"): {"lane_centerline": [{"points": [[0, 0, 0], [10, 0, 0]], "confidence": 1.0}],
+    ...         "traffic_element": [], "topology_lclc": [[0.0]], "topology_lcte": []}}
+    >>> evaluate_openlanev2(pred, gt, compat="reference")["DET_l"]
+    1.0
+    """
+    check_compat(compat)
+    missing = [t for t in target if t not in preds]
+    if missing:
+        raise ValueError(f"predictions missing for {len(missing)} frame(s), first: {token_name(missing[0])}")
+    extra = [t for t in preds if t not in target]
+    if extra:
+        first = token_name(extra[0])
+        raise ValueError(f"predictions for {len(extra)} frame(s) not in the ground truth, first: {first}")
+    tokens = list(target)
+
+    def named(frames: Mapping[Any, Mapping[str, Any]], token: Any) -> Mapping[str, Any]:
+        return {**frames[token], "token": token_name(token)}
+
+    jobs = [
+        (
+            [named(preds, t) for t in tokens[s : s + frames_per_job]],
+            [named(target, t) for t in tokens[s : s + frames_per_job]],
+            track,
+            compat,
+            device,
+        )
+        for s in range(0, len(tokens), frames_per_job)
+    ]
+    parts = list(map_in_processes(_chunk_statistics, jobs, workers))
+    if not parts:
+        raise ValueError("no frames to evaluate")
+    stats = {
+        "ap_rows": np.concatenate([p["ap_rows"] for p in parts]),
+        "ap_num_gt": sum(p["ap_num_gt"] for p in parts),
+        "topology": sum(p["topology"] for p in parts),
+        "fscore": sum(p["fscore"] for p in parts),
+    }
+    return scores_from_statistics(**stats, track=track, compat=compat)  # type: ignore[arg-type]
+
+
+def evaluate_openlanev2_files(
+    gt: str | Path,
+    pred: str | Path,
+    track: Track | None = None,
+    compat: Compat = "default",
+    workers: int = 1,
+) -> tuple[Track, dict[str, float]]:
+    """Read the ground truth (devkit pickle or fixture JSON) and predictions (submission pickle or fixture JSON),
+    detect the track unless given, and score them; returns ``(track, scores)``."""
+    target = read_ground_truth(gt)
+    preds = read_predictions(pred)
+    track = track or detect_track(target, gt)
+    return track, evaluate_openlanev2(preds, target, track, compat, workers)
+
+
+def json_report(track: Track, scores: Mapping[str, float], headline: Sequence[str]) -> dict[str, Any]:
+    """The command's JSON: headline keys at the top level, the rest under ``per_threshold``."""
+    out: dict[str, Any] = {name: scores[name] for name in headline}
+    out["track"] = track
+    out["per_threshold"] = {k: v for k, v in scores.items() if "@" in k}
+    return out

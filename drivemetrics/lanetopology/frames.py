@@ -1,0 +1,234 @@
+"""OpenLane-V2 frames as arrays: parsing and validation of one frame's annotation or prediction.
+
+A frame comes as the devkit's per-frame dict (the ``annotation`` of a ground-truth collection entry, or the
+``predictions`` of a submission entry), with numpy arrays, tensors or nested lists as values; the fixture JSON uses
+the same keys with lists. :func:`parse_frame` turns it into a :class:`LaneFrame` of float64 / int64 numpy arrays and
+raises one ``ValueError`` naming the frame and the field for anything malformed (wrong shapes, NaN or infinite
+points, confidences outside [0, 1], topology matrices of the wrong size).
+
+Tracks: ``"centerline"`` (keys ``lane_centerline``, ``traffic_element``, ``topology_lclc``, ``topology_lcte``) and
+``"lanesegment"`` (``lane_segment`` with ``centerline`` / ``left_laneline`` / ``right_laneline``, ``area``,
+``traffic_element``, ``topology_lsls``, ``topology_lste``). Lane points are BEV metres ``(x, y, z)``; traffic
+element boxes image pixels ``[[x1, y1], [x2, y2]]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+__all__ = ["AREA_CATEGORIES", "TRACKS", "TRAFFIC_ELEMENT_ATTRIBUTES", "LaneFrame", "Track", "parse_frame"]
+
+Track = Literal["centerline", "lanesegment"]
+TRACKS: tuple[Track, ...] = ("centerline", "lanesegment")
+
+#: Traffic-element attributes of the devkit, index = attribute id (0-12); DET_t averages over all 13.
+TRAFFIC_ELEMENT_ATTRIBUTES = (
+    "unknown",
+    "red",
+    "green",
+    "yellow",
+    "go_straight",
+    "turn_left",
+    "turn_right",
+    "no_left_turn",
+    "no_right_turn",
+    "u_turn",
+    "no_u_turn",
+    "slight_left",
+    "slight_right",
+)
+#: Area categories of the lane-segment track, id -> name.
+AREA_CATEGORIES = {1: "pedestrian_crossing", 2: "road_boundary"}
+
+_KEYS = {
+    "centerline": ("lane_centerline", "topology_lclc", "topology_lcte"),
+    "lanesegment": ("lane_segment", "topology_lsls", "topology_lste"),
+}
+
+
+@dataclass
+class LaneFrame:
+    """One frame of one track, as float64 / int64 arrays (``L`` lanes, ``T`` traffic elements, ``A`` areas).
+
+    Attributes:
+        token: the frame's name in error messages (the devkit token joined by ``/``).
+        lanes: centerlines, ``L`` arrays of shape ``(N_i, 3)``, metres, in driving order.
+        lefts / rights: lane-segment track only: left and right lanelines, ``L`` arrays ``(N_i, 3)``.
+        lane_confidence: ``(L,)`` in [0, 1] for predictions, ``None`` for ground truth.
+        te_boxes: ``(T, 2, 2)`` boxes ``[[x1, y1], [x2, y2]]``, pixels.
+        te_attribute: ``(T,)`` attribute ids 0-12.
+        te_confidence: ``(T,)`` or ``None``.
+        areas: lane-segment track only: ``A`` arrays ``(K_i, 3)``, metres.
+        area_category: ``(A,)`` category ids (1 crossing, 2 road boundary).
+        area_confidence: ``(A,)`` or ``None``.
+        topology_lanes: ``(L, L)``: lane j follows lane i (0/1 for ground truth, confidences for predictions).
+        topology_elements: ``(L, T)``: lane i is governed by element j.
+    """
+
+    token: str
+    lanes: list[np.ndarray]
+    te_boxes: np.ndarray
+    te_attribute: np.ndarray
+    topology_lanes: np.ndarray
+    topology_elements: np.ndarray
+    lane_confidence: np.ndarray | None = None
+    te_confidence: np.ndarray | None = None
+    lefts: list[np.ndarray] = field(default_factory=list)
+    rights: list[np.ndarray] = field(default_factory=list)
+    areas: list[np.ndarray] = field(default_factory=list)
+    area_category: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    area_confidence: np.ndarray | None = None
+
+
+def _as_array(value: Any, where: str) -> np.ndarray:
+    try:
+        if hasattr(value, "detach"):  # a torch tensor
+            value = value.detach().cpu().numpy()
+        return np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{where}: not a numeric array ({err})") from None
+
+
+def _points(value: Any, where: str, dim: int = 3) -> np.ndarray:
+    arr = _as_array(value, where)
+    if arr.ndim != 2 or arr.shape[1] != dim or arr.shape[0] < 2:
+        raise ValueError(f"{where}: expected shape (N >= 2, {dim}), got {arr.shape}")
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{where}: contains NaN or infinite values")
+    return arr
+
+
+def _confidence(item: Mapping[str, Any], where: str) -> float:
+    if "confidence" not in item:
+        raise ValueError(f"{where}.confidence: missing")
+    value = float(_as_array(item["confidence"], f"{where}.confidence").reshape(-1)[0])
+    if not 0.0 <= value <= 1.0:  # also refuses NaN
+        raise ValueError(f"{where}.confidence: {value} is outside [0, 1]")
+    return value
+
+
+def _items(ann: Mapping[str, Any], key: str, where: str) -> Sequence[Mapping[str, Any]]:
+    if key not in ann:
+        raise ValueError(f"{where}.{key}: missing")
+    items = ann[key]
+    if not isinstance(items, Sequence) or isinstance(items, (str, bytes)):
+        raise ValueError(f"{where}.{key}: expected a list, got {type(items).__name__}")
+    for k, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            raise ValueError(f"{where}.{key}[{k}]: expected a dict, got {type(item).__name__}")
+    return items
+
+
+def _matrix(value: Any, shape: tuple[int, int], where: str, is_pred: bool) -> np.ndarray:
+    arr = _as_array(value, where)
+    if arr.size == 0:
+        arr = np.zeros(shape)
+    if arr.shape != shape:
+        raise ValueError(f"{where}: expected shape {shape}, got {arr.shape}")
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{where}: contains NaN or infinite values")
+    if is_pred and ((arr < 0) | (arr > 1)).any():
+        raise ValueError(f"{where}: relation confidences must lie in [0, 1]")
+    if not is_pred and not ((arr == 0.0) | (arr == 1.0)).all():
+        raise ValueError(f"{where}: ground-truth topology must be 0/1")
+    return arr
+
+
+def parse_frame(ann: Mapping[str, Any], *, track: Track, is_pred: bool, token: str = "?") -> LaneFrame:
+    """Parse and validate one frame's devkit dict (annotation or prediction) into a :class:`LaneFrame`.
+
+    Args:
+        ann: the frame's dict (see the module docstring for the keys of each track).
+        track: ``"centerline"`` or ``"lanesegment"``.
+        is_pred: predictions need ``confidence`` on lanes, areas and elements; ground truth does not.
+        token: the frame's name, used in error messages.
+
+    Raises:
+        ValueError: naming the frame and the field, for any malformed entry.
+
+    >>> ann = {"lane_centerline": [{"points": [[0, 0, 0], [10, 0, 0]]}], "traffic_element": [],
+    ...        "topology_lclc": [[0]], "topology_lcte": []}
+    >>> frame = parse_frame(ann, track="centerline", is_pred=False, token="val/1/2")
+    >>> frame.lanes[0].shape, frame.topology_elements.shape
+    ((2, 3), (1, 0))
+    """
+    if track not in TRACKS:
+        raise ValueError(f"`track` must be one of {TRACKS}, got {track!r}")
+    where = f"frame {token}"
+    if not isinstance(ann, Mapping):
+        raise ValueError(f"{where}: expected a dict, got {type(ann).__name__}")
+    lane_key, ll_key, lt_key = _KEYS[track]
+    lanes_in = _items(ann, lane_key, where)
+    lanes: list[np.ndarray] = []
+    lefts: list[np.ndarray] = []
+    rights: list[np.ndarray] = []
+    lane_conf: list[float] = []
+    for k, item in enumerate(lanes_in):
+        at = f"{where}: {lane_key}[{k}]"
+        if track == "centerline":
+            if "points" not in item:
+                raise ValueError(f"{at}.points: missing")
+            lanes.append(_points(item["points"], f"{at}.points"))
+        else:
+            for name, out in (("centerline", lanes), ("left_laneline", lefts), ("right_laneline", rights)):
+                if name not in item:
+                    raise ValueError(f"{at}.{name}: missing")
+                out.append(_points(item[name], f"{at}.{name}"))
+        if is_pred:
+            lane_conf.append(_confidence(item, at))
+    te_in = _items(ann, "traffic_element", where)
+    boxes = np.zeros((len(te_in), 2, 2))
+    attrs = np.zeros(len(te_in), dtype=np.int64)
+    te_conf: list[float] = []
+    for k, item in enumerate(te_in):
+        at = f"{where}: traffic_element[{k}]"
+        if "points" not in item:
+            raise ValueError(f"{at}.points: missing")
+        box = _as_array(item["points"], f"{at}.points")
+        if box.shape != (2, 2) or not np.isfinite(box).all():
+            raise ValueError(f"{at}.points: expected a finite box [[x1, y1], [x2, y2]], got shape {box.shape}")
+        boxes[k] = box
+        attribute = item.get("attribute")
+        if attribute is None or int(attribute) != attribute or not 0 <= int(attribute) < 13:
+            raise ValueError(f"{at}.attribute: expected an integer in 0-12, got {attribute!r}")
+        attrs[k] = int(attribute)
+        if is_pred:
+            te_conf.append(_confidence(item, at))
+    areas: list[np.ndarray] = []
+    area_cat: list[int] = []
+    area_conf: list[float] = []
+    if track == "lanesegment":
+        for k, item in enumerate(_items(ann, "area", where)):
+            at = f"{where}: area[{k}]"
+            if "points" not in item:
+                raise ValueError(f"{at}.points: missing")
+            areas.append(_points(item["points"], f"{at}.points"))
+            category = item.get("category")
+            if category not in AREA_CATEGORIES:
+                raise ValueError(f"{at}.category: expected 1 or 2, got {category!r}")
+            area_cat.append(int(category))
+            if is_pred:
+                area_conf.append(_confidence(item, at))
+    num_l, num_t = len(lanes), len(te_in)
+    for key in (ll_key, lt_key):
+        if key not in ann:
+            raise ValueError(f"{where}.{key}: missing")
+    return LaneFrame(
+        token=token,
+        lanes=lanes,
+        lefts=lefts,
+        rights=rights,
+        lane_confidence=np.asarray(lane_conf) if is_pred else None,
+        te_boxes=boxes,
+        te_attribute=attrs,
+        te_confidence=np.asarray(te_conf) if is_pred else None,
+        areas=areas,
+        area_category=np.asarray(area_cat, dtype=np.int64),
+        area_confidence=np.asarray(area_conf) if is_pred else None,
+        topology_lanes=_matrix(ann[ll_key], (num_l, num_l), f"{where}: {ll_key}", is_pred),
+        topology_elements=_matrix(ann[lt_key], (num_l, num_t), f"{where}: {lt_key}", is_pred),
+    )

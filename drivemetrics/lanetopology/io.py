@@ -1,0 +1,106 @@
+"""Reading OpenLane-V2 inputs: the devkit's ground-truth collection pickle, its submission pickle, the fixture JSON.
+
+Pickles go through the restricted unpickler (:func:`drivemetrics._safe_pickle.safe_pickle_load`: numpy arrays and
+scalars, dicts, lists, tuples, str and numbers; nothing that runs code).
+
+* Ground-truth collection: ``{(split, segment_id, timestamp): {"annotation": {...}, ...}}``.
+* Submission: ``{"method": ..., "results": {(split, segment_id, timestamp): {"predictions": {...}}}}``.
+* Fixture JSON: ``{"track", "frames": [{"token": [split, segment_id, timestamp], "gt": {...}, "pred": {...}}]}``.
+
+Every reader returns ``{token: frame dict}`` (tokens as tuples of str, in file order) with the devkit's per-frame
+keys (see :mod:`drivemetrics.lanetopology.frames`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from drivemetrics._files import read_text
+from drivemetrics._safe_pickle import safe_pickle_load
+from drivemetrics.lanetopology.frames import Track
+
+__all__ = ["detect_track", "read_ground_truth", "read_predictions", "token_name"]
+
+Token = tuple[str, ...]
+
+
+def token_name(token: Any) -> str:
+    """A token as text for messages: ``("val", "10000", "315")`` -> ``val/10000/315``.
+
+    >>> token_name(("val", "10000", "315"))
+    'val/10000/315'
+    """
+    return "/".join(map(str, token)) if isinstance(token, (tuple, list)) else str(token)
+
+
+def _token(value: Any) -> Token:
+    return tuple(str(x) for x in value) if isinstance(value, (tuple, list)) else (str(value),)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(read_text(path, what="OpenLane-V2 JSON file"))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not valid JSON ({err})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("frames"), list):
+        raise ValueError(f"{path}: expected an object with a 'frames' list (the fixture schema)")
+    return data
+
+
+def _json_frames(path: Path, side: str) -> dict[Token, Mapping[str, Any]]:
+    out: dict[Token, Mapping[str, Any]] = {}
+    for k, frame in enumerate(_read_json(path)["frames"]):
+        if not isinstance(frame, dict) or "token" not in frame or side not in frame:
+            raise ValueError(f"{path}: frames[{k}] needs 'token' and '{side}'")
+        out[_token(frame["token"])] = frame[side]
+    return out
+
+
+def _is_json(path: Path) -> bool:
+    return path.suffix.lower() == ".json"
+
+
+def read_ground_truth(path: str | Path) -> dict[Token, Mapping[str, Any]]:
+    """Ground-truth frames from a devkit collection pickle or a fixture JSON (its ``gt`` side)."""
+    path = Path(path)
+    if _is_json(path):
+        return _json_frames(path, "gt")
+    data = safe_pickle_load(path)
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected the devkit's dict {{token: {{'annotation': ...}}}}")
+    out: dict[Token, Mapping[str, Any]] = {}
+    for token, entry in data.items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("annotation"), dict):
+            raise ValueError(f"{path}: frame {token_name(token)}: missing 'annotation' dict")
+        out[_token(token)] = entry["annotation"]
+    return out
+
+
+def read_predictions(path: str | Path) -> dict[Token, Mapping[str, Any]]:
+    """Predicted frames from a devkit submission pickle or a fixture JSON (its ``pred`` side)."""
+    path = Path(path)
+    if _is_json(path):
+        return _json_frames(path, "pred")
+    data = safe_pickle_load(path)
+    if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
+        raise ValueError(f"{path}: expected the devkit's submission dict {{'method': ..., 'results': {{...}}}}")
+    out: dict[Token, Mapping[str, Any]] = {}
+    for token, entry in data["results"].items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("predictions"), dict):
+            raise ValueError(f"{path}: frame {token_name(token)}: missing 'predictions' dict")
+        out[_token(token)] = entry["predictions"]
+    return out
+
+
+def detect_track(frames: Mapping[Token, Mapping[str, Any]], path: str | Path) -> Track:
+    """``"lanesegment"`` when the first frame has ``lane_segment``, ``"centerline"`` when ``lane_centerline``."""
+    for frame in frames.values():
+        if "lane_segment" in frame:
+            return "lanesegment"
+        if "lane_centerline" in frame:
+            return "centerline"
+        break
+    raise ValueError(f"{path}: cannot tell the track (no 'lane_centerline' or 'lane_segment'); pass --track")

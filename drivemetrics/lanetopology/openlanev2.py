@@ -1,0 +1,591 @@
+"""OpenLane-V2 scores: OLS (centerline track) and OLUS (lane-segment track) with every sub-score, as the devkit
+2.1.0 computes them (``compat="reference"``, equal to the devkit to 1e-6) or with the library's fixes (default).
+
+Centerline track: ``DET_l`` (lane AP, Frechet thresholds 1, 2, 3 m), ``DET_t`` (traffic-element AP, IoU > 0.25,
+mean over 13 attributes), ``TOP_ll`` / ``TOP_lt`` (per-vertex AP of lane-lane and lane-element relations of
+matched items), ``OLS = mean(DET_l, DET_t, sqrt(TOP_ll), sqrt(TOP_lt))`` and the 3D-lane ``F_score``.
+Lane-segment track: ``DET_ls``, ``DET_a`` (area AP, Chamfer 0.5, 1, 1.5 m, two categories), ``DET_t``,
+``TOP_lsls``, ``TOP_lste`` and ``OLUS = mean(DET_ls, DET_a, DET_t, sqrt(TOP_lsls), sqrt(TOP_lste))``.
+
+Default mode fixes (see :mod:`drivemetrics.lanetopology.scoring`; measured effects on the fixture are in the
+domain README section): matching falls back to the next free ground truth, tied confidences form one operating
+point, 11-point AP uses exact recall levels, classes without ground truth are left out of the means (NaN).
+
+State: everything the scores need is summed per batch, except the detection AP, which needs each detection's
+confidence and true-positive flag pooled over all frames: one concatenated ``(N, 3)`` state
+``[channel, confidence, tp]`` (:data:`_AP_ROWS`), kept in one place so that a ragged state can replace it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+from torchmetrics import Metric
+from torchmetrics.utilities.data import dim_zero_cat
+
+from drivemetrics._compat import Compat, check_compat
+from drivemetrics._metric import ScalarFromDict, add_config_state, plot_metric
+from drivemetrics.lanetopology.frames import (
+    AREA_CATEGORIES,
+    TRACKS,
+    TRAFFIC_ELEMENT_ATTRIBUTES,
+    LaneFrame,
+    Track,
+    parse_frame,
+)
+from drivemetrics.lanetopology.scoring import (
+    area_distance_matrix,
+    average_precision_11,
+    fscore_counts_from_samples,
+    fscore_samples,
+    greedy_match,
+    iou_distance_matrix,
+    lane_distance_matrices,
+    topology_matrix,
+    topology_vertex_ap_batch,
+)
+
+__all__ = [
+    "AREA_THRESHOLDS",
+    "LANE_THRESHOLDS",
+    "TE_THRESHOLD",
+    "OpenLaneV2AreaAP",
+    "OpenLaneV2F1Score",
+    "OpenLaneV2LaneAP",
+    "OpenLaneV2LaneElementTopology",
+    "OpenLaneV2LaneTopology",
+    "OpenLaneV2Metrics",
+    "OpenLaneV2Score",
+    "OpenLaneV2TrafficElementAP",
+    "OpenLaneV2UniScore",
+    "OpenLaneV2UniScoreMetrics",
+    "frame_statistics",
+    "openlanev2_scores",
+    "scores_from_statistics",
+]
+
+#: Lane matching thresholds (Frechet / combined distance), metres.
+LANE_THRESHOLDS = (1.0, 2.0, 3.0)
+#: Area matching thresholds (Chamfer), metres.
+AREA_THRESHOLDS = (0.5, 1.0, 1.5)
+#: Traffic-element matching threshold on ``1 - IoU``.
+TE_THRESHOLD = 0.75
+
+# AP channels: lanes per threshold, traffic elements per attribute, pooled elements, areas per category x threshold
+_TE0 = len(LANE_THRESHOLDS)
+_TE_POOLED = _TE0 + len(TRAFFIC_ELEMENT_ATTRIBUTES)
+_AREA0 = _TE_POOLED + 1
+_NUM_CHANNELS = _AREA0 + len(AREA_CATEGORIES) * len(AREA_THRESHOLDS)
+
+_NAMES = {
+    "centerline": {"lane": "DET_l", "top_ll": "TOP_ll", "top_lt": "TOP_lt", "score": "OLS"},
+    "lanesegment": {"lane": "DET_ls", "top_ll": "TOP_lsls", "top_lt": "TOP_lste", "score": "OLUS"},
+}
+
+
+def _check_track(track: object) -> Track:
+    if track not in TRACKS:
+        raise ValueError(f"`track` must be one of {TRACKS}, got {track!r}")
+    return track  # type: ignore[return-value]
+
+
+def _frames(items: Sequence[Any], track: Track, is_pred: bool, name: str) -> list[LaneFrame]:
+    if isinstance(items, (Mapping, LaneFrame)):
+        items = [items]
+    out = []
+    for k, item in enumerate(items):
+        if isinstance(item, LaneFrame):
+            out.append(item)
+        else:
+            token = item.get("token", f"{name}[{k}]") if isinstance(item, Mapping) else f"{name}[{k}]"
+            token = "/".join(map(str, token)) if isinstance(token, (tuple, list)) else str(token)
+            out.append(parse_frame(item, track=track, is_pred=is_pred, token=token))
+    return out
+
+
+def frame_statistics(
+    preds: Sequence[Any],
+    target: Sequence[Any],
+    track: Track = "centerline",
+    compat: Compat = "default",
+    device: torch.device | str = "cpu",
+) -> dict[str, np.ndarray]:
+    """Everything the scores need from a batch of frames (distances for the whole batch at once).
+
+    Args:
+        preds: per frame the devkit's prediction dict (or a :class:`LaneFrame`).
+        target: per frame the devkit's annotation dict (or a :class:`LaneFrame`), same order.
+        track: ``"centerline"`` or ``"lanesegment"``.
+        compat: ``"reference"`` for the devkit 2.1.0 rules, ``"default"`` for the fixed ones.
+        device: where the lane distance matrices are computed.
+
+    Returns:
+        ``ap_rows`` ``(N, 3)`` float64 ``[channel, confidence, tp]``; ``ap_num_gt`` ``(C,)``; ``topology``
+        ``(2, 2, 3)`` float64 ``[lane-lane | lane-element][sum | count][lane threshold]``; ``fscore`` ``(5,)``
+        ``[r_lane, p_lane, cnt_gt, cnt_pred, match_num]`` (zeros on the lane-segment track).
+
+    >>> gt = {"lane_centerline": [{"points": [[0, 0, 0], [10, 0, 0]]}], "traffic_element": [],
+    ...       "topology_lclc": [[0]], "topology_lcte": []}
+    >>> pred = {"lane_centerline": [{"points": [[0, 0.5, 0], [10, 0.5, 0]], "confidence": 0.9}],
+    ...         "traffic_element": [], "topology_lclc": [[0.0]], "topology_lcte": []}
+    >>> frame_statistics([pred], [gt])["ap_rows"][:3].tolist()
+    [[0.0, 0.9, 1.0], [1.0, 0.9, 1.0], [2.0, 0.9, 1.0]]
+    """
+    track = _check_track(track)
+    reference = check_compat(compat)
+    gts = _frames(target, track, False, "target")
+    prs = _frames(preds, track, True, "preds")
+    if len(gts) != len(prs):
+        raise ValueError(f"`preds` has {len(prs)} frames and `target` {len(gts)}; they must pair up")
+    sides = track == "lanesegment"
+    lane_d = lane_distance_matrices(
+        [g.lanes for g in gts],
+        [p.lanes for p in prs],
+        [(g.lefts, g.rights) for g in gts] if sides else None,
+        [(p.lefts, p.rights) for p in prs] if sides else None,
+        prefilter=LANE_THRESHOLDS[-1],
+        device=device,
+    )
+    rows: list[np.ndarray] = []
+    num_gt = np.zeros(_NUM_CHANNELS)
+    topology = np.zeros((2, 2, len(LANE_THRESHOLDS)))
+    fscore = np.zeros(5)
+
+    relations: list[list[tuple[int, np.ndarray, np.ndarray]]] = [[], []]  # (threshold, GT, scores) per kind
+
+    def add(channel: int, confidence: np.ndarray, match: np.ndarray, gt_count: int) -> None:
+        rows.append(np.stack([np.full(len(match), channel, dtype=np.float64), confidence, match >= 0], 1))
+        num_gt[channel] += gt_count
+
+    for g, p, dist in zip(gts, prs, lane_d, strict=True):
+        lane_conf = p.lane_confidence if p.lane_confidence is not None else np.zeros(0)
+        lane_matches = []
+        for t, threshold in enumerate(LANE_THRESHOLDS):
+            match = greedy_match(dist, lane_conf, threshold, reference)
+            add(t, lane_conf, match, len(g.lanes))
+            lane_matches.append(match)
+        te_conf = p.te_confidence if p.te_confidence is not None else np.zeros(0)
+        te_d = iou_distance_matrix(g.te_boxes, p.te_boxes)
+        for a in np.union1d(g.te_attribute, p.te_attribute):  # absent attributes add nothing
+            gi, pi = g.te_attribute == a, p.te_attribute == a
+            match = greedy_match(te_d[np.ix_(gi, pi)], te_conf[pi], TE_THRESHOLD, reference)
+            add(_TE0 + a, te_conf[pi], match, int(gi.sum()))
+        te_match = greedy_match(te_d, te_conf, TE_THRESHOLD, reference)
+        add(_TE_POOLED, te_conf, te_match, len(g.te_boxes))
+        if sides:
+            area_conf = p.area_confidence if p.area_confidence is not None else np.zeros(0)
+            area_d = area_distance_matrix(g.areas, p.areas)
+            for c, category in enumerate(AREA_CATEGORIES):
+                gi, pi = g.area_category == category, p.area_category == category
+                sub = area_d[np.ix_(gi, pi)]
+                for t, threshold in enumerate(AREA_THRESHOLDS):
+                    match = greedy_match(sub, area_conf[pi], threshold, reference)
+                    add(_AREA0 + c * len(AREA_THRESHOLDS) + t, area_conf[pi], match, int(gi.sum()))
+        for t, match in enumerate(lane_matches):
+            if 0 not in g.topology_lanes.shape:
+                scores = topology_matrix(g.topology_lanes, p.topology_lanes, match, match)
+                relations[0].append((t, g.topology_lanes, scores))
+            if 0 not in g.topology_elements.shape:
+                scores = topology_matrix(g.topology_elements, p.topology_elements, match, te_match)
+                relations[1].append((t, g.topology_elements, scores))
+    for kind, items in enumerate(relations):
+        topology[kind] = _topology_sums(items, reference)
+    if not sides:
+        fscore = _fscore_batch(gts, prs)
+    ap_rows = np.concatenate(rows) if rows else np.zeros((0, 3))
+    return {"ap_rows": ap_rows, "ap_num_gt": num_gt, "topology": topology, "fscore": fscore}
+
+
+def _topology_sums(items: Sequence[tuple[int, np.ndarray, np.ndarray]], reference: bool) -> np.ndarray:
+    """``(2, T)`` [sum | count] of per-vertex APs per lane threshold, all matrices scored as one padded batch."""
+    out = np.zeros((2, len(LANE_THRESHOLDS)))
+    if not items:
+        return out
+    rows = max(m.shape[0] for _, m, _ in items)
+    cols = max(m.shape[1] for _, m, _ in items)
+    gt = np.zeros((len(items), rows, cols))
+    scores = np.zeros((len(items), rows, cols))
+    row_ok = np.zeros((len(items), rows), dtype=bool)
+    col_ok = np.zeros((len(items), cols), dtype=bool)
+    thresholds = np.array([t for t, _, _ in items])
+    for k, (_, g, sc) in enumerate(items):
+        gt[k, : g.shape[0], : g.shape[1]] = g
+        scores[k, : g.shape[0], : g.shape[1]] = sc
+        row_ok[k, : g.shape[0]] = True
+        col_ok[k, : g.shape[1]] = True
+    by_row, by_col = topology_vertex_ap_batch(gt, scores, reference)
+    per_item = np.where(row_ok, by_row, 0.0).sum(1) + np.where(col_ok, by_col, 0.0).sum(1)
+    count = row_ok.sum(1) + col_ok.sum(1)
+    np.add.at(out[0], thresholds, per_item)
+    np.add.at(out[1], thresholds, count)
+    return out
+
+
+def _fscore_batch(gts: Sequence[LaneFrame], prs: Sequence[LaneFrame]) -> np.ndarray:
+    """Summed F-score counts of many frames, the lanes of all frames sampled at once."""
+    out = np.zeros(5)
+    g_all = [x for f in gts for x in f.lanes]
+    p_all = [x for f in prs for x in f.lanes]
+    gs, gv, gk = fscore_samples(g_all)
+    ps, pv, pk = fscore_samples(p_all)
+    g0 = p0 = 0
+    for g, p in zip(gts, prs, strict=True):
+        gsl, psl = slice(g0, g0 + len(g.lanes)), slice(p0, p0 + len(p.lanes))
+        keep_g, keep_p = gk[gsl], pk[psl]
+        out += fscore_counts_from_samples(gs[gsl][keep_g], gv[gsl][keep_g], ps[psl][keep_p], pv[psl][keep_p])
+        g0, p0 = g0 + len(g.lanes), p0 + len(p.lanes)
+    return out
+
+
+def _mean(values: Sequence[float], reference: bool) -> float:
+    if reference:  # the devkit averages float32 APs in float32
+        return float(np.asarray(values, dtype=np.float32).mean())
+    arr = np.asarray(values, dtype=np.float64)
+    arr = arr[~np.isnan(arr)]
+    return float(arr.mean()) if arr.size else float("nan")
+
+
+def scores_from_statistics(
+    ap_rows: np.ndarray,
+    ap_num_gt: np.ndarray,
+    topology: np.ndarray,
+    fscore: np.ndarray,
+    track: Track = "centerline",
+    compat: Compat = "default",
+) -> dict[str, float]:
+    """The headline and per-threshold scores from pooled :func:`frame_statistics` (arrays summed / concatenated).
+
+    Returns:
+        Headline keys as the devkit names them (``DET_l``, ``DET_t``, ``TOP_ll``, ``TOP_lt``, ``OLS``, ``F_score``;
+        ``DET_ls``, ``DET_a``, ``DET_t``, ``TOP_lsls``, ``TOP_lste``, ``OLUS``) and per-threshold keys
+        ``"<name>@<threshold>"`` (``DET_t@<attribute>``, ``DET_a@<category>@<threshold>``, ``TE_AP_pooled@0.75``).
+    """
+    track = _check_track(track)
+    reference = check_compat(compat)
+    names = _NAMES[track]
+    channel = ap_rows[:, 0].astype(np.int64) if len(ap_rows) else np.zeros(0, dtype=np.int64)
+
+    def ap(c: int) -> float:
+        sel = channel == c
+        return average_precision_11(ap_rows[sel, 1], ap_rows[sel, 2], round(float(ap_num_gt[c])), reference)
+
+    out: dict[str, float] = {}
+    lane_aps = [ap(t) for t, _ in enumerate(LANE_THRESHOLDS)]
+    for value, threshold in zip(lane_aps, LANE_THRESHOLDS, strict=True):
+        out[f"{names['lane']}@{threshold}"] = value
+    out[names["lane"]] = _mean(lane_aps, reference)
+    te_aps = [ap(_TE0 + a) for a in range(len(TRAFFIC_ELEMENT_ATTRIBUTES))]
+    for value, attribute in zip(te_aps, TRAFFIC_ELEMENT_ATTRIBUTES, strict=True):
+        out[f"DET_t@{attribute}"] = value
+    out["DET_t"] = _mean(te_aps, reference)
+    out[f"TE_AP_pooled@{TE_THRESHOLD}"] = ap(_TE_POOLED)
+    if track == "lanesegment":
+        area_aps = []
+        for c, category in enumerate(AREA_CATEGORIES.values()):
+            for t, threshold in enumerate(AREA_THRESHOLDS):
+                value = ap(_AREA0 + c * len(AREA_THRESHOLDS) + t)
+                out[f"DET_a@{category}@{threshold}"] = value
+                area_aps.append(value)
+        out["DET_a"] = _mean(area_aps, reference)
+    for k, key in enumerate(("top_ll", "top_lt")):
+        sums, counts = topology[k]
+        for t, threshold in enumerate(LANE_THRESHOLDS):
+            out[f"{names[key]}@{threshold}"] = float(sums[t] / counts[t]) if counts[t] else float("nan")
+        total = counts.sum()
+        out[names[key]] = float(sums.sum() / total) if total else (0.0 if reference else float("nan"))
+    parts = [out[names["lane"]]]
+    if track == "lanesegment":
+        parts.append(out["DET_a"])
+    parts += [out["DET_t"], math.sqrt(out[names["top_ll"]]), math.sqrt(out[names["top_lt"]])]
+    out[names["score"]] = float(np.mean(parts))
+    if track == "centerline":
+        r_lane, p_lane, cnt_gt, cnt_pred, _ = fscore
+        recall = r_lane / cnt_gt if cnt_gt else r_lane / (cnt_gt + 1e-6)
+        precision = p_lane / cnt_pred if cnt_pred else p_lane / (cnt_pred + 1e-6)
+        total = recall + precision
+        out["F_score"] = 2 * recall * precision / (total if total else total + 1e-6)
+    return out
+
+
+def openlanev2_scores(
+    preds: Sequence[Any],
+    target: Sequence[Any],
+    track: Track = "centerline",
+    compat: Compat = "default",
+    device: torch.device | str = "cpu",
+) -> dict[str, Tensor]:
+    """OLS or OLUS with every sub-score and per-threshold value, for a list of frames.
+
+    Args:
+        preds: per frame the devkit's prediction dict (``lane_centerline`` / ``lane_segment`` ... with
+            ``confidence``), or a :class:`LaneFrame`.
+        target: per frame the devkit's annotation dict, same order.
+        track: ``"centerline"`` or ``"lanesegment"``.
+        compat: ``"reference"`` reproduces the devkit 2.1.0; ``"default"`` applies the documented fixes.
+        device: where the lane distances are computed.
+
+    Returns:
+        float64 scalar tensors under the keys of :func:`scores_from_statistics`.
+
+    >>> gt = {"lane_centerline": [{"points": [[0, 0, 0], [10, 0, 0]]}], "traffic_element": [],
+    ...       "topology_lclc": [[0]], "topology_lcte": []}
+    >>> pred = {"lane_centerline": [{"points": [[0, 0.5, 0], [10, 0.5, 0]], "confidence": 0.9}],
+    ...         "traffic_element": [], "topology_lclc": [[0.0]], "topology_lcte": []}
+    >>> scores = openlanev2_scores([pred], [gt], compat="reference")
+    >>> float(scores["DET_l"]), float(scores["TOP_ll"]), float(scores["F_score"])
+    (1.0, 1.0, 1.0)
+    """
+    stats = frame_statistics(preds, target, track, compat, device)
+    values = scores_from_statistics(**stats, track=track, compat=compat)
+    return {k: torch.tensor(v, dtype=torch.float64) for k, v in values.items()}
+
+
+class _OpenLaneV2Family(Metric):
+    """The states, update and compute shared by :class:`OpenLaneV2Metrics` and :class:`OpenLaneV2UniScoreMetrics`."""
+
+    is_differentiable = False
+    higher_is_better = True
+    full_state_update = False
+    plot_lower_bound = 0.0
+    plot_upper_bound = 1.0
+    ap_rows: list[Tensor] | Tensor
+    ap_num_gt: Tensor
+    topology: Tensor
+    fscore: Tensor
+
+    def __init__(
+        self,
+        track: Track = "centerline",
+        compat: Compat = "default",
+        distance_device: torch.device | str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.track = _check_track(track)
+        check_compat(compat)
+        self.compat = compat
+        self.distance_device = distance_device
+        # the one per-detection state (see the module docstring)
+        self.add_state("ap_rows", [], dist_reduce_fx="cat")
+        self.add_state("ap_num_gt", torch.zeros(_NUM_CHANNELS, dtype=torch.float64), dist_reduce_fx="sum")
+        self.add_state("topology", torch.zeros(2, 2, len(LANE_THRESHOLDS), dtype=torch.float64), dist_reduce_fx="sum")
+        self.add_state("fscore", torch.zeros(5, dtype=torch.float64), dist_reduce_fx="sum")
+        add_config_state(self, ("OpenLaneV2", self.track, self.compat))
+
+    def update(self, preds: Sequence[Any], target: Sequence[Any]) -> None:
+        """Add frames: ``preds`` and ``target`` are lists of per-frame devkit dicts (or :class:`LaneFrame`)."""
+        device = self.distance_device if self.distance_device is not None else "cpu"
+        stats = frame_statistics(preds, target, self.track, self.compat, device)  # type: ignore[arg-type]
+        assert isinstance(self.ap_rows, list)  # a list until synced
+        self.ap_rows.append(torch.from_numpy(stats["ap_rows"]).to(self.device))
+        self.ap_num_gt += torch.from_numpy(stats["ap_num_gt"]).to(self.device)
+        self.topology += torch.from_numpy(stats["topology"]).to(self.device)
+        self.fscore += torch.from_numpy(stats["fscore"]).to(self.device)
+
+    def compute(self) -> dict[str, Tensor]:
+        """The scores, float64 scalars (keys of :func:`scores_from_statistics`)."""
+        rows = self.ap_rows
+        rows = dim_zero_cat(rows) if isinstance(rows, list) and rows else rows
+        rows_np = rows.detach().cpu().numpy() if isinstance(rows, Tensor) else np.zeros((0, 3))
+        values = scores_from_statistics(
+            rows_np.reshape(-1, 3),
+            self.ap_num_gt.cpu().numpy(),
+            self.topology.cpu().numpy(),
+            self.fscore.cpu().numpy(),
+            track=self.track,  # type: ignore[arg-type]
+            compat=self.compat,  # type: ignore[arg-type]
+        )
+        return {k: torch.tensor(v, dtype=torch.float64, device=self.device) for k, v in values.items()}
+
+    def plot(self, val: Any = None, ax: Any = None) -> tuple[Any, Any]:
+        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
+        return plot_metric(self, val, ax)
+
+
+class OpenLaneV2Metrics(_OpenLaneV2Family):
+    """OpenLane-V2 scores over all frames seen: a dict of OLS / OLUS, sub-scores and per-threshold values.
+
+    Args:
+        track: ``"centerline"`` (OLS) or ``"lanesegment"`` (OLUS).
+        compat: ``"reference"`` reproduces the devkit 2.1.0 (to 1e-6 on its fixture); ``"default"`` applies the
+            documented fixes.
+        distance_device: where the lane distances are computed (default: CPU; ``"cuda"`` for the GPU).
+        kwargs: passed to :class:`torchmetrics.Metric`.
+
+    ``update(preds, target)`` takes lists of per-frame devkit dicts (numpy arrays, tensors or lists inside).
+
+    >>> gt = {"lane_centerline": [{"points": [[0, 0, 0], [10, 0, 0]]}], "traffic_element": [],
+    ...       "topology_lclc": [[0]], "topology_lcte": []}
+    >>> pred = {"lane_centerline": [{"points": [[0, 0.5, 0], [10, 0.5, 0]], "confidence": 0.9}],
+    ...         "traffic_element": [], "topology_lclc": [[0.0]], "topology_lcte": []}
+    >>> metric = OpenLaneV2Metrics(compat="reference")
+    >>> metric.update([pred], [gt])
+    >>> scores = metric.compute()
+    >>> float(scores["DET_l"]), float(scores["TOP_ll"])
+    (1.0, 1.0)
+
+    Without any lane-element relation in the ground truth, the devkit's TOP_lt is 0, so OLS is
+    ``(1 + 1 + 1 + 0) / 4``:
+
+    >>> float(scores["OLS"])
+    0.75
+    """
+
+    def __init__(
+        self,
+        track: Track = "centerline",
+        compat: Compat = "default",
+        distance_device: torch.device | str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(track=track, compat=compat, distance_device=distance_device, **kwargs)
+
+
+class OpenLaneV2UniScoreMetrics(_OpenLaneV2Family):
+    """The lane-segment track's scores (OLUS, DET_ls, DET_a, DET_t, TOP_lsls, TOP_lste and per-threshold values):
+    :class:`OpenLaneV2Metrics` with ``track="lanesegment"``, the family of :class:`OpenLaneV2UniScore` and
+    :class:`OpenLaneV2AreaAP`.
+
+    >>> OpenLaneV2UniScoreMetrics(compat="reference").track
+    'lanesegment'
+    """
+
+    def __init__(
+        self, compat: Compat = "default", distance_device: torch.device | str | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(track="lanesegment", compat=compat, distance_device=distance_device, **kwargs)
+
+
+class _Scalar(ScalarFromDict, OpenLaneV2Metrics):
+    def _state_config(self) -> object | None:
+        return None  # the family keys its state
+
+    def compute(self) -> Tensor:  # type: ignore[override]
+        return _OpenLaneV2Family.compute(self)[self.key]
+
+
+class _SegmentScalar(ScalarFromDict, OpenLaneV2UniScoreMetrics):
+    def _state_config(self) -> object | None:
+        return None  # the family keys its state
+
+    def compute(self) -> Tensor:  # type: ignore[override]
+        return _OpenLaneV2Family.compute(self)[self.key]
+
+
+class OpenLaneV2Score(_Scalar):
+    """OLS, the OpenLane-V2 score of the centerline track (arguments as :class:`OpenLaneV2Metrics`).
+
+    >>> OpenLaneV2Score(compat="reference").key
+    'OLS'
+    """
+
+    key = "OLS"
+
+    def __init__(
+        self, compat: Compat = "default", distance_device: torch.device | str | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(track="centerline", compat=compat, distance_device=distance_device, **kwargs)
+
+
+class OpenLaneV2UniScore(_SegmentScalar):
+    """OLUS, the OpenLane-V2 UniScore of the lane-segment track (arguments as :class:`OpenLaneV2Metrics`).
+
+    >>> OpenLaneV2UniScore().key
+    'OLUS'
+    """
+
+    key = "OLUS"
+
+    def __init__(
+        self, compat: Compat = "default", distance_device: torch.device | str | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(compat=compat, distance_device=distance_device, **kwargs)
+
+
+class OpenLaneV2F1Score(_Scalar):
+    """The 3D-lane F-score of the centerline track (arguments as :class:`OpenLaneV2Metrics`).
+
+    >>> OpenLaneV2F1Score().key
+    'F_score'
+    """
+
+    key = "F_score"
+
+    def __init__(
+        self, compat: Compat = "default", distance_device: torch.device | str | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(track="centerline", compat=compat, distance_device=distance_device, **kwargs)
+
+
+class OpenLaneV2AreaAP(_SegmentScalar):
+    """DET_a, area AP of the lane-segment track (arguments as :class:`OpenLaneV2Metrics`).
+
+    >>> OpenLaneV2AreaAP().key
+    'DET_a'
+    """
+
+    key = "DET_a"
+
+    def __init__(
+        self, compat: Compat = "default", distance_device: torch.device | str | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(compat=compat, distance_device=distance_device, **kwargs)
+
+
+class _TrackScalar(_Scalar):
+    _role: str
+
+    def __init__(
+        self,
+        track: Track = "centerline",
+        compat: Compat = "default",
+        distance_device: torch.device | str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.key = _NAMES[_check_track(track)][self._role] if self._role in _NAMES[track] else self._role
+        super().__init__(track=track, compat=compat, distance_device=distance_device, **kwargs)
+
+
+class OpenLaneV2LaneAP(_TrackScalar):
+    """DET_l (centerline track) or DET_ls (lane-segment track) (arguments as :class:`OpenLaneV2Metrics`).
+
+    >>> OpenLaneV2LaneAP(track="lanesegment").key
+    'DET_ls'
+    """
+
+    _role = "lane"
+
+
+class OpenLaneV2TrafficElementAP(_TrackScalar):
+    """DET_t, traffic-element AP averaged over the 13 attributes (arguments as :class:`OpenLaneV2Metrics`).
+
+    >>> OpenLaneV2TrafficElementAP().key
+    'DET_t'
+    """
+
+    _role = "DET_t"
+
+
+class OpenLaneV2LaneTopology(_TrackScalar):
+    """TOP_ll (centerline track) or TOP_lsls (lane-segment track) (arguments as :class:`OpenLaneV2Metrics`).
+
+    >>> OpenLaneV2LaneTopology().key
+    'TOP_ll'
+    """
+
+    _role = "top_ll"
+
+
+class OpenLaneV2LaneElementTopology(_TrackScalar):
+    """TOP_lt (centerline track) or TOP_lste (lane-segment track) (arguments as :class:`OpenLaneV2Metrics`).
+
+    >>> OpenLaneV2LaneElementTopology(track="lanesegment").key
+    'TOP_lste'
+    """
+
+    _role = "top_lt"
