@@ -24,6 +24,10 @@ $(VENV)/.dev: $(VENV)/.base pyproject.toml
 	$(PY) -m pip install -q -e ".[dev]"
 	touch $@
 
+$(VENV)/.docs: $(VENV)/.base pyproject.toml
+	$(PY) -m pip install -q -e ".[docs]"
+	touch $@
+
 venv: $(VENV)/.base
 dev: $(VENV)/.dev
 
@@ -49,6 +53,14 @@ lint: $(VENV)/.dev
 test: $(VENV)/.dev lint
 	$(PY) -m pytest -q
 
+# The documentation site in docs/site (warnings are errors: docs/mkdocs.yml sets strict); the API pages are generated
+# from the packages' export lists by docs/gen_api.py. `make docs-serve` previews it on http://127.0.0.1:8000.
+docs: $(VENV)/.docs
+	cd docs && NO_MKDOCS_2_WARNING=1 $(abspath $(VENV))/bin/mkdocs build --strict
+
+docs-serve: $(VENV)/.docs
+	cd docs && NO_MKDOCS_2_WARNING=1 $(abspath $(VENV))/bin/mkdocs serve
+
 bench: $(VENV)/.dev
 	for f in benchmarks/*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
 
@@ -64,4 +76,4 @@ gpu-wheels:
 		-d .whl kornia kornia-rs pyspng
 
 clean:
-	rm -rf $(VENV) demo_out examples_out .pytest_cache .ruff_cache
+	rm -rf $(VENV) demo_out examples_out docs/site .pytest_cache .ruff_cache
