@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -89,6 +90,22 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _run(args: argparse.Namespace) -> int:
+    """Run the command; under torchrun (``WORLD_SIZE`` > 1) across the ranks when it shards its frames
+    (``sharded=True`` in its parser defaults, see :mod:`drivemetrics._distributed`), else on rank 0 alone."""
+    if os.environ.get("WORLD_SIZE", "1").strip() in ("", "0", "1"):
+        return int(args.func(args) or 0)
+    if not getattr(args, "sharded", False):
+        if os.environ.get("RANK", "0").strip() not in ("", "0"):
+            return 0
+        print(f"drivemetrics {args.command}: runs on rank 0 alone (it does not shard its frames)", file=sys.stderr)
+        return int(args.func(args) or 0)
+    from drivemetrics._distributed import distributed_from_env
+
+    with distributed_from_env():
+        return int(args.func(args) or 0)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console command; returns the exit code.
 
@@ -100,7 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(_command_in(argv))
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        return _run(args)
     except (ValueError, OSError, KeyError) as err:
         if args.verbose:
             traceback.print_exc()

@@ -7,8 +7,10 @@ class without a factory here. To add a Metric class:
 1. write a factory ``def _my_case(cls: type[Metric]) -> MetricCase`` returning small, valid, deterministic inputs:
    ``init_kwargs`` for ``cls(**init_kwargs)`` and exactly ``NUM_BATCHES`` (4) batches, each ``(args, kwargs)`` for
    ``metric.update(*args, **kwargs)``. Batches 0 and 2 go to rank 0 and batches 1 and 3 to rank 1 in the DDP
-   checks. Make the batches differ, so that a metric that forgets or double-counts a batch changes its value;
-   keep them tiny (the whole battery must stay fast: every class is updated ~30 times);
+   checks (and other splits, one rank without batches among them, in the uneven DDP checks, which compare
+   integer values exactly and floats to 1e-12). Make the batches differ, so that a metric that forgets or
+   double-counts a batch changes its value; keep them tiny (the whole battery must stay fast: every class is
+   updated ~30 times);
 2. if the metric takes float tensors, give ``cast(batch, dtype)`` returning the batch with its float inputs in
    ``dtype`` (used for the float64 / float16 checks) and ``grad_arg`` (index in ``args`` of a float input that can
    carry gradients, for the ``is_differentiable`` check); else leave both ``None``. Float64 inputs must give the

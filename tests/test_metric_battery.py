@@ -20,6 +20,9 @@ themselves are checked by each metric's own tests; this battery checks the Metri
 - DDP (marked ``ddp``): two gloo processes, batches strided across ranks, give the one-process value, leave the
   local states untouched, and with ``dist_sync_on_step=True`` each ``forward`` gives the value of both ranks'
   batches. One process group serves every class.
+- Uneven DDP (marked ``ddp`` and ``slow``): three gloo processes, one of them without any update, or with
+  different numbers of batches (see ``UNEVEN_SPLITS``), give the one-process value: exactly for integer values,
+  to 1e-12 for floats. One process group serves every class and split.
 """
 
 from __future__ import annotations
@@ -46,6 +49,9 @@ from tests.metric_inputs import INPUT_FACTORIES, NUM_BATCHES, MetricCase, make_c
 
 DOMAINS = ("road", "lane", "roadnet", "lanegraph", "attack", "detection", "lanetopology")
 WORLD_SIZE = 2
+#: split name -> the batches each of three ranks updates with (issue 30: empty and uneven ranks)
+UNEVEN_SPLITS: dict[str, list[list[int]]] = {"one_rank_empty": [[0, 1], [], [2, 3]], "uneven": [[3], [0, 1], [2]]}
+EXACT_RTOL = EXACT_ATOL = 1e-12
 RTOL, ATOL = 1e-6, 1e-8
 METADATA_FLAGS = ("higher_is_better", "is_differentiable", "full_state_update")
 
@@ -465,6 +471,57 @@ def test_two_processes_equal_one_process(cls, ddp_results):
         for step, values in enumerate(result["steps"]):
             assert_same_values(_tensors(values), _values(ref.per_step[step]), f"rank {rank}: dist_sync_on_step {step}")
         assert_same_values(_tensors(result["final"]), expected, f"rank {rank}: dist_sync_on_step compute")
+
+
+def _uneven_worker(rank: int, world: int, class_paths: list[str], out_dir: str) -> str:
+    warnings.simplefilter("ignore")
+    torch.set_num_threads(1)
+    results: dict[str, Any] = {}
+    for path in class_paths:
+        for split, batches_of_rank in UNEVEN_SPLITS.items():
+            try:
+                cls = _load_class(path)
+                case = make_case(cls)
+                metric = _update(cls(**case.init_kwargs), [case.batches[i] for i in batches_of_rank[rank]])
+                results[path, split] = {k: v.detach().cpu() for k, v in _values(metric.compute()).items()}
+            except Exception as error:  # reported by the test of that class
+                results[path, split] = {"error": f"{type(error).__name__}: {error}"}
+    out = Path(out_dir) / f"rank{rank}.pt"
+    torch.save(results, out)
+    return str(out)
+
+
+@pytest.fixture(scope="module")
+def uneven_ddp_results(tmp_path_factory) -> list[dict[Any, Any]]:
+    paths = [_class_path(cls) for cls in METRIC_CLASSES if cls in INPUT_FACTORIES]
+    files = run_distributed(_uneven_worker, paths, str(tmp_path_factory.mktemp("uneven")), world=3)
+    return [torch.load(f, weights_only=False) for f in files]
+
+
+def assert_same_exactly(actual: dict[str, Tensor], expected: Any, what: str) -> None:
+    """Integer values equal, floating values within 1e-12 (relative or absolute), NaN where NaN."""
+    expected = _values(expected)
+    assert actual.keys() == expected.keys(), f"{what}: keys {sorted(actual)} != {sorted(expected)}"
+    for key, want in expected.items():
+        got, want = actual[key], want.detach().cpu()
+        assert got.dtype == want.dtype, f"{what}[{key}]: dtype {got.dtype} != {want.dtype}"
+        if want.is_floating_point():
+            close = torch.allclose(got.double(), want.double(), rtol=EXACT_RTOL, atol=EXACT_ATOL, equal_nan=True)
+            assert close, f"{what}[{key}]: {got} != {want}"
+        else:
+            assert torch.equal(got, want), f"{what}[{key}]: {got} != {want}"
+
+
+@pytest.mark.ddp
+@pytest.mark.slow
+@by_class
+def test_empty_and_uneven_ranks_equal_one_process(cls, uneven_ddp_results):
+    ref = _ref(cls)
+    for split in UNEVEN_SPLITS:
+        for rank, results in enumerate(uneven_ddp_results):
+            result = results[_class_path(cls), split]
+            assert "error" not in result, f"{split}, rank {rank}: {result.get('error')}"
+            assert_same_exactly(result, ref.total_raw, f"{split}, rank {rank} of 3")
 
 
 @pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")

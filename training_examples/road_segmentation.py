@@ -323,9 +323,9 @@ class RoadSegmenter(pl.LightningModule):
         self.log_dict(self.val_pixel)
         has_lane = batch.get("has_lane", torch.ones(len(logits), dtype=torch.bool, device=logits.device))
         lane, lane_gt, lane_valid = pixel_inputs_to_bev(probs[:, 1], batch["lane"], valid, homography, self.grid)
-        if "has_lane" not in batch or bool(has_lane.any()):  # frames with a lane ground truth (KITTI: um_lane)
-            self.val_corridor.update(lane[has_lane], lane_gt[has_lane], lane_valid[has_lane])
-        # logged in every step, even without an update: under DDP every rank must log (and so sync) the same metrics
+        # frames with a lane ground truth (KITTI: um_lane); a batch without any adds nothing
+        self.val_corridor.update(lane[has_lane], lane_gt[has_lane], lane_valid[has_lane])
+        # logged in every step: under DDP every rank must log (and so sync) the same metrics
         self.log_dict(self.val_corridor)
 
     def configure_optimizers(self) -> torch.optim.Optimizer:

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from drivemetrics._options import add_workers, resolve_workers
 
@@ -61,6 +62,30 @@ def _read_list(path: str) -> list[str]:
     return names
 
 
+def _gather_frames(shard: Any, gts: list, dets: list, count: int) -> tuple[list, list]:
+    """Every rank's frames (``KittiObjects``) on every rank, in frame order: numbers as float64 rows, types as
+    UTF-8 bytes (:mod:`drivemetrics._distributed`)."""
+    import torch
+
+    from drivemetrics._distributed import bytes_to_strings, strings_to_bytes
+    from drivemetrics._ragged import RaggedRows
+    from drivemetrics.detection.kitti_io import KittiObjects
+
+    def fields(prefix: str, objects: list, columns: int) -> dict[str, RaggedRows]:
+        values = RaggedRows.from_frames([o.to_array() for o in objects], (columns,), torch.float64)
+        types = RaggedRows.from_frames([strings_to_bytes(o.type) for o in objects], (), torch.uint8)
+        return {f"{prefix}_values": values, f"{prefix}_types": types}
+
+    frames = shard.gather_frames(shard.indices(count), **fields("gt", gts, 14), **fields("det", dets, 15))
+    out = []
+    for prefix in ("gt", "det"):
+        values, types = frames.fields[f"{prefix}_values"].split(), frames.fields[f"{prefix}_types"].split()
+        out.append(
+            [KittiObjects.from_array(bytes_to_strings(t), v.numpy()) for t, v in zip(types, values, strict=True)]
+        )
+    return out[0], out[1]
+
+
 def _kitti_object_eval(args: argparse.Namespace) -> int:
     import warnings
 
@@ -81,11 +106,15 @@ def _kitti_object_eval(args: argparse.Namespace) -> int:
         check_output_path(
             args.json, input_files=lists, input_dirs=[gt_dir, det_dir], read_suffixes=(".txt",), option="--json"
         )
-    frames = _read_list(args.list) if args.list else None
-    progress = False if args.no_progress else None
-    groundtruth = read_kitti_object_folder(gt_dir, frames, with_score=False, progress=progress)
-    if not groundtruth:
+    from drivemetrics._distributed import current_shard
+
+    shard = current_shard()
+    progress = False if args.no_progress or not shard.is_main else None
+    frames = _read_list(args.list) if args.list else sorted(p.stem for p in gt_dir.glob("*.txt"))
+    frames = list(dict.fromkeys(frames))
+    if not frames:
         raise ValueError(f"--gt folder {gt_dir} holds no .txt label file")
+    groundtruth = read_kitti_object_folder(gt_dir, shard.take(frames), with_score=False, progress=progress)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         detections = read_kitti_object_folder(
@@ -93,6 +122,12 @@ def _kitti_object_eval(args: argparse.Namespace) -> int:
         )
     for warning in caught:
         print(f"warning: {warning.message}", file=sys.stderr)
+    if shard.world > 1:  # torchrun: every rank read its shard of the frames
+        gts, dets = _gather_frames(shard, list(groundtruth.values()), list(detections.values()), len(frames))
+        if not shard.is_main:
+            return 0
+        groundtruth = dict(zip(frames, gts, strict=True))
+        detections = dict(zip(frames, dets, strict=True))
     result = evaluate_kitti_objects(
         list(groundtruth.values()),
         list(detections.values()),
@@ -145,4 +180,4 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_workers(parser, "threads evaluating classes / metrics in parallel")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (default: shown on a terminal)")
-    parser.set_defaults(func=_kitti_object_eval)
+    parser.set_defaults(func=_kitti_object_eval, sharded=True)

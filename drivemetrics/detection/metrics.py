@@ -13,9 +13,9 @@ import numpy as np
 import torch
 from torch import Tensor
 from torchmetrics import Metric
-from torchmetrics.utilities.data import dim_zero_cat
 
 from drivemetrics._metric import plot_metric
+from drivemetrics._ragged import RaggedStateMixin
 from drivemetrics.detection.kitti_eval import DIFFICULTIES, KITTI_CLASSES, METRICS, evaluate_kitti_objects
 from drivemetrics.detection.kitti_io import KittiObjects
 
@@ -95,7 +95,7 @@ def _frames_from_rows(rows: np.ndarray, counts: np.ndarray, with_score: bool) ->
     return frames
 
 
-class KittiObjectMetrics(Metric):
+class KittiObjectMetrics(RaggedStateMixin, Metric):
     r"""The official KITTI object evaluation (2D, AOS, BEV, 3D; R11 and R40) over every frame seen.
 
     As input to ``update`` the metric accepts two lists with one entry per frame, each a
@@ -108,11 +108,13 @@ class KittiObjectMetrics(Metric):
     - ``alpha``: ``N`` observation angles (optional: missing means -10, which switches AOS off, as the C++);
     - ``preds`` only: ``scores``: ``N``; ``target`` only (optional, default 0): ``truncated``, ``occluded``.
 
-    The states are lists of per-frame rows (``dist_reduce_fx="cat"``, frame sizes kept in a second list so frames
-    survive the gather across processes). ``compute()`` returns a flat dict of float64 scalars
-    ``"{class}_{metric}_{difficulty}_R11"`` / ``"..._R40"`` (class ``car`` / ``pedestrian`` / ``cyclist``, metric
-    ``2d`` / ``aos`` / ``bev`` / ``3d``, difficulty ``easy`` / ``moderate`` / ``hard``), in percent; every class
-    and metric is always present (a class never detected has AP 0; AOS is NaN when a detection has no alpha).
+    The detections and labels are ragged per-frame state (:mod:`drivemetrics._ragged`): they sync across processes
+    in one gather whatever each process saw (none, or different numbers of frames); ``frame_ids`` in ``update``
+    (e.g. dataset indices) fix the frame order, which does not change the values. ``compute()`` returns a flat
+    dict of float64 scalars ``"{class}_{metric}_{difficulty}_R11"`` / ``"..._R40"`` (class ``car`` /
+    ``pedestrian`` / ``cyclist``, metric ``2d`` / ``aos`` / ``bev`` / ``3d``, difficulty ``easy`` /
+    ``moderate`` / ``hard``), in percent; every class and metric is always present (a class never detected has
+    AP 0; AOS is NaN when a detection has no alpha).
     :meth:`evaluate` returns the full nested result with the 41-point curves.
 
     Args:
@@ -127,48 +129,38 @@ class KittiObjectMetrics(Metric):
     plot_lower_bound = 0.0
     plot_upper_bound = 100.0
 
-    det_rows: list[Tensor]
-    det_counts: list[Tensor]
-    gt_rows: list[Tensor]
-    gt_counts: list[Tensor]
-
     def __init__(self, overlaps: str | Mapping[str, Sequence[float]] = "strict", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if isinstance(overlaps, str) and overlaps not in ("strict", "loose"):
             raise ValueError(f"`overlaps` must be 'strict', 'loose' or a mapping, got {overlaps!r}")
         self.overlaps = overlaps if isinstance(overlaps, str) else {k: tuple(v) for k, v in overlaps.items()}
-        for name in ("det_rows", "det_counts", "gt_rows", "gt_counts"):
-            self.add_state(name, default=[], dist_reduce_fx="cat")
+        self.add_ragged_state(det=(_COLUMNS, torch.float64), gt=(_COLUMNS, torch.float64))
 
     def update(
         self,
         preds: Sequence[KittiObjects | Mapping[str, Any]],
         target: Sequence[KittiObjects | Mapping[str, Any]],
+        frame_ids: Tensor | Sequence[int] | None = None,
     ) -> None:
-        """Add frames: ``preds[i]`` are the detections and ``target[i]`` the labels of frame ``i``."""
+        """Add frames: ``preds[i]`` are the detections and ``target[i]`` the labels of frame ``i``; ``frame_ids``
+        (optional, one int per frame) order the frames across processes."""
         if not isinstance(preds, Sequence) or not isinstance(target, Sequence):
             raise ValueError("`preds` and `target` must be lists with one entry per frame")
         if len(preds) != len(target):
             raise ValueError(f"got {len(preds)} prediction frames but {len(target)} target frames")
-        for i, (pred, tgt) in enumerate(zip(preds, target, strict=True)):
-            det = _frame_rows(pred, True, f"preds[{i}]")
-            gt = _frame_rows(tgt, False, f"target[{i}]")
-            device = self.device
-            self.det_rows.append(det.to(device))
-            self.gt_rows.append(gt.to(device))
-            self.det_counts.append(torch.tensor([det.shape[0]], dtype=torch.long, device=device))
-            self.gt_counts.append(torch.tensor([gt.shape[0]], dtype=torch.long, device=device))
+        dets = [_frame_rows(pred, True, f"preds[{i}]") for i, pred in enumerate(preds)]
+        gts = [_frame_rows(tgt, False, f"target[{i}]") for i, tgt in enumerate(target)]
+        self.append_frames(keys=frame_ids, det=dets, gt=gts)
 
     def _frames(self) -> tuple[list[KittiObjects], list[KittiObjects]]:
-        def cat(state: list[Tensor] | Tensor, width: int) -> np.ndarray:
-            if isinstance(state, list) and not state:
-                return np.zeros((0, width))
-            return dim_zero_cat(state).detach().cpu().numpy().reshape(-1, width)
+        frames = self.ragged_frames()
 
-        det_counts = cat(self.det_counts, 1).reshape(-1).astype(np.int64)
-        gt_counts = cat(self.gt_counts, 1).reshape(-1).astype(np.int64)
-        dets = _frames_from_rows(cat(self.det_rows, _COLUMNS), det_counts, with_score=True)
-        gts = _frames_from_rows(cat(self.gt_rows, _COLUMNS), gt_counts, with_score=False)
+        def numpy(name: str) -> tuple[np.ndarray, np.ndarray]:
+            field = frames.fields[name]
+            return field.rows.detach().cpu().numpy(), field.lengths.cpu().numpy()
+
+        dets = _frames_from_rows(*numpy("det"), with_score=True)
+        gts = _frames_from_rows(*numpy("gt"), with_score=False)
         return gts, dets
 
     def evaluate(self) -> dict[str, dict[str, dict[str, dict[str, object]]]]:

@@ -101,6 +101,10 @@ def _culane_eval(args: argparse.Namespace) -> int:
         categories=categories,
         progress=False if args.no_progress else None,
     )
+    from drivemetrics._distributed import current_shard
+
+    if not current_shard().is_main:  # torchrun: rank 0 reports
+        return 0
     shown = thresholds if len(thresholds) <= 3 else [t for t in thresholds if t in (0.5, 0.75)]
     mean_key = "mF1" if "mF1" in result else "mean_f1"  # mF1 only for IoU 0.50:0.05:0.95
     mean_label = "mF1" if mean_key == "mF1" else "mean F1"
@@ -211,4 +215,4 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     culane.add_argument("--per-image", action="store_true", help="with --json, add per-image TP / FP / FN")
     culane.add_argument("--no-progress", action="store_true", help="no progress bar (default: shown on a terminal)")
     culane.add_argument("--json", default=None, metavar="OUT", help="also write the scores to OUT")
-    culane.set_defaults(func=_culane_eval)
+    culane.set_defaults(func=_culane_eval, sharded=True)

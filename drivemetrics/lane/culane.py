@@ -34,9 +34,11 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
+from drivemetrics._distributed import Shard, current_shard
 from drivemetrics._files import read_text
 from drivemetrics._metric import ScalarFromDict, plot_metric
 from drivemetrics._progress import progress_bar
+from drivemetrics._ragged import RaggedRows
 from drivemetrics._validation import check_shape, check_tensor
 
 _BIG = 1e9
@@ -747,17 +749,38 @@ def score_culane_dirs(
             for key in part_dropped or {}:
                 dropped[key] += part_dropped[key]
             bar.update(len(part))
-    if dropped["gt"] or dropped["pred"]:
-        warnings.warn(
-            f"{dropped['pred']} predicted and {dropped['gt']} GT lane(s) with fewer than 2 points dropped "
-            "(compat='reference' scores them as lanes with IoU 0, as the official tool)",
-            stacklevel=2,
-        )
+    _warn_dropped(dropped, stacklevel=3)
     return {
         "n_gt": np.array(n_gt, dtype=np.int64),
         "n_pred": np.array(n_pred, dtype=np.int64),
         "matched": matched,
         "dropped": dropped,
+    }
+
+
+def _warn_dropped(dropped: dict[str, int], stacklevel: int) -> None:
+    if dropped["gt"] or dropped["pred"]:
+        warnings.warn(
+            f"{dropped['pred']} predicted and {dropped['gt']} GT lane(s) with fewer than 2 points dropped "
+            "(compat='reference' scores them as lanes with IoU 0, as the official tool)",
+            stacklevel=stacklevel,
+        )
+
+
+def _gather_scored(shard: Shard, scored: dict[str, Any], count: int) -> dict[str, Any]:
+    """The :func:`score_culane_dirs` results of every rank's frames (``shard.take(names)``), in frame order."""
+    counts = RaggedRows.from_frames(
+        [[g, p] for g, p in zip(scored["n_gt"].tolist(), scored["n_pred"].tolist(), strict=True)], (2,), torch.int64
+    )
+    matched = RaggedRows.from_frames([np.asarray(m, dtype=np.float64) for m in scored["matched"]], (), torch.float64)
+    frames = shard.gather_frames(shard.indices(count), counts=counts, matched=matched)
+    both = frames.fields["counts"].rows.cpu().numpy()
+    dropped = shard.sum(torch.tensor([scored["dropped"]["pred"], scored["dropped"]["gt"]])).tolist()
+    return {
+        "n_gt": both[:, 0].copy(),
+        "n_pred": both[:, 1].copy(),
+        "matched": [m.cpu().numpy() for m in frames.fields["matched"].split()],
+        "dropped": {"pred": dropped[0], "gt": dropped[1]},
     }
 
 
@@ -828,7 +851,26 @@ def evaluate_culane_dirs(
         frames.setdefault(_lane_name(n), _frame_key(n))
     names = list(frames)
     mean_key = "mF1" if tuple(sorted(thresholds)) == IOU_RANGE else "mean_f1"
-    scored = score_culane_dirs(pred_dir, gt_dir, names, height, width, line_width, compat, chunk, workers, progress)
+    shard = current_shard()  # under torchrun: this rank matches its shard of the frames, then all are gathered
+    with warnings.catch_warnings():
+        if shard.world > 1:  # one warning with the totals, from rank 0
+            warnings.filterwarnings("ignore", message=".*with fewer than 2 points dropped")
+        scored = score_culane_dirs(
+            pred_dir,
+            gt_dir,
+            shard.take(names),
+            height,
+            width,
+            line_width,
+            compat,
+            chunk,
+            workers,
+            progress if shard.is_main else False,  # rank 0 shows its shard's progress
+        )
+    if shard.world > 1:
+        scored = _gather_scored(shard, scored, len(names))
+        if shard.is_main:
+            _warn_dropped(scored["dropped"], stacklevel=2)
     n_gt, n_pred, matched = scored["n_gt"], scored["n_pred"], scored["matched"]
 
     def table(select: np.ndarray | None = None) -> dict[str, object]:

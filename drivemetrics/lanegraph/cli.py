@@ -28,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_workers(lg, "processes scoring the samples")
     lg.add_argument("--seed", type=int, default=0, help="seed of APLS source sampling and planning (default 0)")
     lg.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    lg.set_defaults(func=_run_lanegraph)
+    lg.set_defaults(func=_run_lanegraph, sharded=True)
 
 
 def _run_lanegraph(args: argparse.Namespace) -> int:
@@ -63,6 +63,10 @@ def _run_lanegraph(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         seed=args.seed,
     )
+    from drivemetrics._distributed import current_shard
+
+    if not current_shard().is_main:  # torchrun: rank 0 reports
+        return 0
     n = len(result["samples"])
     mode = " [compat=reference]" if args.compat == "reference" else ""
     print(f"{n} sample(s), {len(result['missing'])} without prediction{mode}")

@@ -24,16 +24,19 @@ import json
 import math
 import warnings
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import networkx as nx
 import numpy as np
+import torch
 from scipy.spatial import cKDTree
 
+from drivemetrics._distributed import Shard, current_shard
 from drivemetrics._files import atomic_write_text, check_output_path
 from drivemetrics._pool import map_in_processes
+from drivemetrics._ragged import RaggedRows
 from drivemetrics.lanegraph.geometry import LANE_METRICS, PLANNING_METRICS, check_compat, lane_arrays
 from drivemetrics.lanegraph.lanegraph import evaluate_lanegraph_pair, missing_sample_values
 from drivemetrics.lanegraph.planning import ReferencePlanningRandom, planning
@@ -125,6 +128,22 @@ def _city_order(cities: Iterable[str]) -> list[str]:
     return [c for c in REFERENCE_CITIES if c in cities] + sorted(c for c in cities if c not in REFERENCE_CITIES)
 
 
+def _gather_results(
+    shard: Shard, results: dict[str, dict[str, float]], jobs: list, keys: Sequence[str], sequential: bool
+) -> dict[str, dict[str, float]]:
+    """Every rank's per-sample values (one float64 row of ``keys`` per job) on every rank, in job order."""
+    mine = list(range(len(jobs))) if sequential and shard.is_main else [] if sequential else shard.indices(len(jobs))
+    rows = [[results[jobs[i][1]][k] for k in keys] for i in mine]
+    values = RaggedRows.from_frames(
+        [torch.tensor([row], dtype=torch.float64) for row in rows], (len(keys),), torch.float64
+    )
+    frames = shard.gather_frames(mine, values=values)
+    return {
+        jobs[i][1]: dict(zip(keys, row, strict=True))
+        for i, row in zip(frames.keys.tolist(), frames.fields["values"].rows.tolist(), strict=True)
+    }
+
+
 def evaluate_submission(
     pred_data: dict,
     gt_data: dict,
@@ -168,9 +187,14 @@ def evaluate_submission(
             jobs.append((city, sample_id, gt, pred, task, compat, seed))
     from tqdm import tqdm
 
+    # under torchrun each rank evaluates its shard of the samples (reference planning: one random stream, rank 0)
+    shard = current_shard()
+    sequential = task == "planning" and compat == "reference"
+    all_jobs = jobs
+    jobs = (jobs if shard.is_main else []) if sequential else shard.take(jobs)
     bar = tqdm(total=len(jobs), desc=f"lanegraph-eval {task}", unit="sample", disable=not progress)
     results: dict[str, dict[str, float]] = {}
-    if task == "planning" and compat == "reference":
+    if sequential:
         rand = ReferencePlanningRandom()
         for _, sample_id, gt, pred, *_ in jobs:
             p, g = prepare_sample(pred, gt, sample_id, task)
@@ -188,6 +212,8 @@ def evaluate_submission(
             results[sample_id] = values
             bar.update()
     bar.close()
+    if shard.world > 1:
+        results = _gather_results(shard, results, all_jobs, keys, sequential)
     samples.update(results)
     ordered = {sid: samples[sid] for city in cities for sid in gt_data[city][split]}
     per_city = {city: {k: _nanmean(ordered[sid][k] for sid in gt_data[city][split]) for k in keys} for city in cities}

@@ -26,6 +26,10 @@ def _openlanev2_eval(args: argparse.Namespace) -> int:
     track, scores = evaluate_openlanev2_files(
         args.gt, args.pred, track=args.track, compat=args.compat, workers=resolve_workers(args.workers)
     )
+    from drivemetrics._distributed import current_shard
+
+    if not current_shard().is_main:  # torchrun: rank 0 reports
+        return 0
     title = "OpenLane-V2 Score" if track == "centerline" else "OpenLane-V2 UniScore"
     print(f"{title} ({track} track, compat={args.compat})")
     for name in HEADLINE[track]:
@@ -58,4 +62,4 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--json", default=None, metavar="OUT", help="also write the scores as JSON to OUT")
     add_workers(parser, "frame chunks")
-    parser.set_defaults(func=_openlanev2_eval)
+    parser.set_defaults(func=_openlanev2_eval, sharded=True)

@@ -7,9 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from drivemetrics._compat import Compat, check_compat
+from drivemetrics._distributed import Shard, current_shard
 from drivemetrics._pool import map_in_processes
+from drivemetrics._ragged import RaggedRows
 from drivemetrics.lanetopology.frames import Track
 from drivemetrics.lanetopology.io import detect_track, read_ground_truth, read_predictions, token_name
 from drivemetrics.lanetopology.openlanev2 import frame_statistics, scores_from_statistics
@@ -20,6 +23,22 @@ __all__ = ["evaluate_openlanev2", "evaluate_openlanev2_files"]
 def _chunk_statistics(job: tuple[list[Any], list[Any], Track, Compat, str]) -> dict[str, np.ndarray]:
     preds, target, track, compat, device = job
     return frame_statistics(preds, target, track, compat, device)
+
+
+def _gather_parts(
+    shard: Shard, parts: list[dict[str, np.ndarray]], count: int, template: dict[str, np.ndarray]
+) -> list[dict[str, np.ndarray]]:
+    """Every rank's job statistics (``parts`` of ``shard.take(jobs)``) on every rank, in job order, so that the
+    sums run in the one-process order. ``template``: the statistics of no frame (their shapes)."""
+    fields = {}
+    for name, empty in template.items():
+        width = empty.shape[1] if name == "ap_rows" else empty.size
+        rows = [np.asarray(p[name], dtype=np.float64).reshape(-1, width) for p in parts]
+        fields[name] = RaggedRows.from_frames(rows, (width,), torch.float64)
+    frames = shard.gather_frames(shard.indices(count), **fields)
+    split = {name: frames.fields[name].split() for name in template}
+    shapes = {name: (-1, 3) if name == "ap_rows" else empty.shape for name, empty in template.items()}
+    return [{name: split[name][i].numpy().reshape(shapes[name]) for name in template} for i in range(len(frames))]
 
 
 def evaluate_openlanev2(
@@ -70,9 +89,12 @@ def evaluate_openlanev2(
         )
         for s in range(0, len(tokens), frames_per_job)
     ]
-    parts = list(map_in_processes(_chunk_statistics, jobs, workers))
-    if not parts:
+    if not jobs:
         raise ValueError("no frames to evaluate")
+    shard = current_shard()  # under torchrun: this rank scores its shard of the jobs, then all are gathered
+    parts = list(map_in_processes(_chunk_statistics, shard.take(jobs), workers))
+    if shard.world > 1:
+        parts = _gather_parts(shard, parts, len(jobs), frame_statistics([], [], track, compat, "cpu"))
     stats = {
         "ap_rows": np.concatenate([p["ap_rows"] for p in parts]),
         "ap_num_gt": sum(p["ap_num_gt"] for p in parts),

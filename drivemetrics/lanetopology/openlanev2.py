@@ -12,8 +12,9 @@ domain README section): matching falls back to the next free ground truth, tied 
 point, 11-point AP uses exact recall levels, classes without ground truth are left out of the means (NaN).
 
 State: everything the scores need is summed per batch, except the detection AP, which needs each detection's
-confidence and true-positive flag pooled over all frames: one concatenated ``(N, 3)`` state
-``[channel, confidence, tp]`` (:data:`_AP_ROWS`), kept in one place so that a ragged state can replace it.
+confidence and true-positive flag pooled over all frames: ``(N, 3)`` rows ``[channel, confidence, tp]``
+(:data:`_AP_ROWS`), kept as ragged state (:mod:`drivemetrics._ragged`, one chunk per ``update``), so that
+processes with no update or different numbers of frames sync in one gather.
 """
 
 from __future__ import annotations
@@ -26,10 +27,10 @@ import numpy as np
 import torch
 from torch import Tensor
 from torchmetrics import Metric
-from torchmetrics.utilities.data import dim_zero_cat
 
 from drivemetrics._compat import Compat, check_compat
 from drivemetrics._metric import ScalarFromDict, add_config_state, plot_metric
+from drivemetrics._ragged import RaggedRows, RaggedStateMixin
 from drivemetrics.lanetopology.frames import (
     AREA_CATEGORIES,
     TRACKS,
@@ -345,7 +346,7 @@ def openlanev2_scores(
     return {k: torch.tensor(v, dtype=torch.float64) for k, v in values.items()}
 
 
-class _OpenLaneV2Family(Metric):
+class _OpenLaneV2Family(RaggedStateMixin, Metric):
     """The states, update and compute shared by :class:`OpenLaneV2Metrics` and :class:`OpenLaneV2UniScoreMetrics`."""
 
     is_differentiable = False
@@ -353,7 +354,6 @@ class _OpenLaneV2Family(Metric):
     full_state_update = False
     plot_lower_bound = 0.0
     plot_upper_bound = 1.0
-    ap_rows: list[Tensor] | Tensor
     ap_num_gt: Tensor
     topology: Tensor
     fscore: Tensor
@@ -371,7 +371,7 @@ class _OpenLaneV2Family(Metric):
         self.compat = compat
         self.distance_device = distance_device
         # the one per-detection state (see the module docstring)
-        self.add_state("ap_rows", [], dist_reduce_fx="cat")
+        self.add_ragged_state(ap=((3,), torch.float64))
         self.add_state("ap_num_gt", torch.zeros(_NUM_CHANNELS, dtype=torch.float64), dist_reduce_fx="sum")
         self.add_state("topology", torch.zeros(2, 2, len(LANE_THRESHOLDS), dtype=torch.float64), dist_reduce_fx="sum")
         self.add_state("fscore", torch.zeros(5, dtype=torch.float64), dist_reduce_fx="sum")
@@ -381,17 +381,15 @@ class _OpenLaneV2Family(Metric):
         """Add frames: ``preds`` and ``target`` are lists of per-frame devkit dicts (or :class:`LaneFrame`)."""
         device = self.distance_device if self.distance_device is not None else "cpu"
         stats = frame_statistics(preds, target, self.track, self.compat, device)  # type: ignore[arg-type]
-        assert isinstance(self.ap_rows, list)  # a list until synced
-        self.ap_rows.append(torch.from_numpy(stats["ap_rows"]).to(self.device))
+        rows = torch.from_numpy(stats["ap_rows"]).to(torch.float64).reshape(-1, 3)
+        self.append_frames(ap=RaggedRows(rows, torch.tensor([rows.shape[0]])))  # the batch as one chunk
         self.ap_num_gt += torch.from_numpy(stats["ap_num_gt"]).to(self.device)
         self.topology += torch.from_numpy(stats["topology"]).to(self.device)
         self.fscore += torch.from_numpy(stats["fscore"]).to(self.device)
 
     def compute(self) -> dict[str, Tensor]:
         """The scores, float64 scalars (keys of :func:`scores_from_statistics`)."""
-        rows = self.ap_rows
-        rows = dim_zero_cat(rows) if isinstance(rows, list) and rows else rows
-        rows_np = rows.detach().cpu().numpy() if isinstance(rows, Tensor) else np.zeros((0, 3))
+        rows_np = self.ragged_frames().fields["ap"].rows.detach().cpu().numpy()
         values = scores_from_statistics(
             rows_np.reshape(-1, 3),
             self.ap_num_gt.cpu().numpy(),

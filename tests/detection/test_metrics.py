@@ -104,7 +104,7 @@ def test_reset_pickle_and_state_dict(fixtures_dir):
     assert clone.compute().item() == value.item()
     assert metric.state_dict() == {}
     metric.reset()
-    assert metric.det_rows == []
+    assert len(metric.ragged_frames()) == 0
     metric.update(dets[:5], gts[:5])
     metric.update(dets[5:], gts[5:])
     assert metric.compute().item() == value.item()
@@ -152,7 +152,12 @@ def _ddp_worker(rank, world, gts, dets):
         metric.update([dets[i]], [gts[i]])
         ap.update([dets[i]], [gts[i]])
     values = metric.compute()
-    return {k: v.item() for k, v in values.items()}, ap.compute().item(), len(metric.gt_rows)
+    # issue 30: rank 0 updates with 6 frames, rank 1 never calls update (gloo aborted, NCCL hung)
+    lonely = KittiObjectMetrics()
+    if rank == 0:
+        lonely.update(dets[:6], gts[:6])
+    lonely_values = {k: v.item() for k, v in lonely.compute().items()}
+    return {k: v.item() for k, v in values.items()}, ap.compute().item(), len(metric.ragged_frames()), lonely_values
 
 
 @pytest.mark.ddp
@@ -164,11 +169,16 @@ def test_two_process_sync_equals_single_process(fixtures_dir):
     single = KittiObjectMetrics()
     single.update(dets, gts)
     expected = single.compute()
-    for rank, (values, ap, local_frames) in enumerate(results):
+    first = KittiObjectMetrics()
+    first.update(dets[:6], gts[:6])
+    expected_lonely = first.compute()
+    for rank, (values, ap, local_frames, lonely) in enumerate(results):
         assert local_frames == len(range(rank, 25, 2))  # local state restored after the sync
         assert ap == pytest.approx(expected["car_bev_moderate_R40"].item(), abs=1e-12)
         for key, value in expected.items():
             assert values[key] == pytest.approx(value.item(), abs=1e-12, nan_ok=True), key
+        for key, value in expected_lonely.items():
+            assert lonely[key] == pytest.approx(value.item(), abs=1e-12, nan_ok=True), f"one rank empty: {key}"
 
 
 def test_no_frames_and_empty_frames_give_zero():

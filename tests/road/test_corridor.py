@@ -458,6 +458,7 @@ def test_metric_accumulates_like_the_functional_and_table():
     conf, targets = _mixed_batch()
     metric = DrivingCorridorMetric(threshold=0.5)
     metric.update(conf[:2], targets[:2])
+    metric.update(conf[:0], targets[:0])  # a batch without frames (e.g. none with a lane ground truth) adds nothing
     metric.update(conf[2:], targets[2:])
     result = metric.compute()
     expected = driving_corridor_scores(conf, targets, threshold=0.5)
