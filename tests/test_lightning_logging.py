@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 from torch.utils.data import DataLoader, TensorDataset
-from torchmetrics import MetricCollection
+from torchmetrics import Metric, MetricCollection
 
+from drivemetrics._metric import DictFamilyLogCheck
 from drivemetrics.lane import (
     CULaneF1Score,
     CULanePrecision,
@@ -161,3 +162,69 @@ def test_every_logged_class_plots():
             assert fig is ax.figure
     finally:
         plt.close("all")
+
+
+class _CountMetrics(DictFamilyLogCheck, Metric):
+    """A dict family: ``{"total", "mean"}`` of the values seen."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.add_state("total", torch.zeros(()), dist_reduce_fx="sum")
+        self.add_state("count", torch.zeros(()), dist_reduce_fx="sum")
+
+    def update(self, values: torch.Tensor) -> None:
+        self.total += values.sum()
+        self.count += values.numel()
+
+    def compute(self) -> dict[str, torch.Tensor]:
+        return {"total": self.total, "mean": self.total / self.count}
+
+
+class _CountMean(_CountMetrics):
+    """Its scalar class."""
+
+    def compute(self) -> torch.Tensor:
+        return super().compute()["mean"]
+
+
+class _LogsWhat(pl.LightningModule):
+    def __init__(self, metric: Metric) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.zeros(()))
+        self.metric = metric
+        self.batches_logged = 0
+
+    def validation_step(self, batch, batch_idx):
+        self.metric(batch[0])  # forward: the dict is in _forward_cache, as in a training_step
+        self.log("val/metric", self.metric)
+        self.batches_logged += 1
+
+
+def _validate(model: pl.LightningModule, tmp_path) -> None:
+    trainer = pl.Trainer(
+        accelerator="cpu",
+        devices=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=tmp_path,
+    )
+    trainer.validate(model, DataLoader(TensorDataset(torch.arange(6.0)), batch_size=2), verbose=False)
+
+
+def test_logging_a_dict_family_fails_at_the_log_call_naming_its_scalar_classes(tmp_path):
+    model = _LogsWhat(_CountMetrics())
+    with pytest.raises(TypeError, match=r"_CountMetrics returns a dict .* scalar classes \(_CountMean\)"):
+        _validate(model, tmp_path)
+    assert model.batches_logged == 0  # the first self.log call raised, not the end of the epoch
+
+
+def test_its_scalar_class_logs_and_the_family_still_works_outside_lightning(tmp_path):
+    model = _LogsWhat(_CountMean())
+    _validate(model, tmp_path)
+    assert model.batches_logged == 3
+    family = _CountMetrics()
+    assert family(torch.tensor([1.0, 3.0]))["mean"] == 2.0  # forward reads and writes _forward_cache as usual
+    assert family._forward_cache["total"] == 4.0
+    assert family.compute()["total"] == 4.0
