@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: venv dev demo examples test lint bench gpu-check gpu-wheels clean
+.PHONY: venv dev demo examples test lint bench gpu-check gpu-wheels docs docs-serve clean
 
 # The CPU build of torch is installed first (available offline on the project's machines), so the range in
 # pyproject.toml is already satisfied and pip never pulls a CUDA build.

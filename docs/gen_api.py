@@ -103,20 +103,32 @@ def api_pages() -> dict[str, str]:
 
 
 def on_files(files: Any, config: Any) -> Any:
-    """Add the generated API pages to the build (mkdocs >= 1.6 ``File.generated``)."""
+    """Add the generated API pages, and the committed result figures of ``benchmarks/results`` (linked from the
+    pages under the same relative path), to the build (mkdocs >= 1.6 ``File.generated``)."""
     from mkdocs.structure.files import File
 
     for path, content in api_pages().items():
         files.append(File.generated(config, path, content=content))
+    for image in sorted((PACKAGE.parent / "benchmarks" / "results").rglob("*.png")):
+        uri = image.relative_to(PACKAGE.parent).as_posix()
+        files.append(File.generated(config, uri, abs_src_path=str(image)))
     return files
 
 
 def on_nav(nav: Any, config: Any, files: Any) -> Any:
-    """Put the generated pages under the "API reference" section of the navigation."""
+    """Add the pages that ``nav`` in mkdocs.yml does not list: the generated API pages under "API reference", and a
+    new ``domains/*.md`` page (a domain added since) under "Domains", so that no page is left out of the menu."""
     from mkdocs.structure.nav import Section
 
-    generated = sorted((f for f in files if f.src_uri.startswith("api/") and f.src_uri.endswith(".md")), key=_api_order)
-    section = Section("API reference", [f.page for f in generated])  # mkdocs made a Page of every file not in nav
+    listed = {page.file.src_uri for page in nav.pages}
+    unlisted = [f for f in files.documentation_pages() if f.src_uri not in listed and f.page is not None]
+    generated = sorted((f for f in unlisted if f.src_uri.startswith("api/")), key=_api_order)
+    sections = {item.title: item for item in nav.items if isinstance(item, Section)}
+    for file in sorted((f for f in unlisted if f.src_uri.startswith("domains/")), key=lambda f: f.src_uri):
+        if "Domains" in sections:
+            sections["Domains"].children.append(file.page)
+            file.page.parent = sections["Domains"]
+    section = Section("API reference", [f.page for f in generated])
     for page in section.children:
         page.parent = section
     nav.items.append(section)

@@ -107,6 +107,6 @@ def test_wheel_works_in_a_clean_venv(tmp_path):
         "print(load_corridor_config(speed=5.0).speed)\n"
     )
     assert _run(python, "-c", code, cwd=outside).strip() == "5.0"
-    table = _run(bin_dir / "drivemetrics", "demo", "--quick", "--only", "road", "--out", "demo", cwd=outside)
+    table = _run(bin_dir / "drivemetrics", "demo", "--quick", "--only", "lane", "--out", "demo", cwd=outside)
     assert table.strip()
     assert any((outside / "demo").iterdir())
