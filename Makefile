@@ -20,8 +20,9 @@ $(VENV)/.examples: $(VENV)/.base pyproject.toml
 	$(PY) -m pip install -q -e ".[lightning,plot]"
 	touch $@
 
+# editable_mode=compat: a plain path entry instead of an import hook, so that mypy and pyright find the package
 $(VENV)/.dev: $(VENV)/.base pyproject.toml
-	$(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m pip install -q -e ".[dev]" --config-settings editable_mode=compat
 	touch $@
 
 $(VENV)/.docs: $(VENV)/.base pyproject.toml

@@ -3,11 +3,11 @@
 Frames are 375 x 1242 confidence maps, each with its own KITTI-like road homography (the devkit recomputes its
 lookup table per frame, since the calibration changes). Timed in the same run:
 
-- baseline ``numpy LUT``: per frame, the devkit's rules in numpy (float32 cell centres projected in float64,
+- baseline ``numpy LUT``: per frame, the devkit's rules in numpy (float32 cell centers projected in float64,
   pixel ``(floor(v) - 1, floor(u) - 1)``), then the table lookup;
 - ``warp devkit``: ``warp_image_to_bev(..., mode="devkit")`` on the whole batch (outputs asserted identical;
   on the CPU the function itself works through the batch in cache-sized chunks, on a GPU in one go);
-- baseline ``scipy bilinear``: per frame, ``scipy.ndimage.map_coordinates(order=1)`` at the projected cell centres;
+- baseline ``scipy bilinear``: per frame, ``scipy.ndimage.map_coordinates(order=1)`` at the projected cell centers;
 - ``warp bilinear``: ``warp_image_to_bev(..., mode="bilinear")`` (differentiable; outputs asserted within 1e-4).
 
 Run ``python benchmarks/bev_warp.py [--quick] [--frames N] [--device cuda]``.
@@ -50,7 +50,7 @@ def make_frames(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     return frames, homs
 
 
-def devkit_cell_centres_numpy() -> tuple[np.ndarray, np.ndarray]:
+def devkit_cell_centers_numpy() -> tuple[np.ndarray, np.ndarray]:
     x = np.arange(-10 + 0.025, 10, 0.05)
     z = np.arange(46 - 0.025, 6, -0.05)
     xm, zm = np.meshgrid(x, z)
@@ -59,7 +59,7 @@ def devkit_cell_centres_numpy() -> tuple[np.ndarray, np.ndarray]:
 
 def numpy_devkit_lut(frames: np.ndarray, homs: np.ndarray) -> np.ndarray:
     """Per frame: the devkit's lookup table, then the lookup (unseen cells 0)."""
-    xm, zm = devkit_cell_centres_numpy()
+    xm, zm = devkit_cell_centers_numpy()
     pts = np.stack([xm, zm, np.ones_like(xm)])
     out = np.zeros((len(frames), 800 * 400), frames.dtype)
     for i, (frame, h) in enumerate(zip(frames, homs, strict=True)):
@@ -71,7 +71,7 @@ def numpy_devkit_lut(frames: np.ndarray, homs: np.ndarray) -> np.ndarray:
 
 
 def scipy_bilinear(frames: np.ndarray, homs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per frame: bilinear sampling at the projected cell centres (0-based pixel centres), as float32."""
+    """Per frame: bilinear sampling at the projected cell centers (0-based pixel centers), as float32."""
     x, z = (t.numpy().ravel().astype(np.float64) for t in BevGrid().cell_centers(torch.float64))
     pts = np.stack([x, z, np.ones_like(x)])
     out = np.zeros((len(frames), 800 * 400), np.float32)

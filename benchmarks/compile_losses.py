@@ -18,9 +18,10 @@ from collections.abc import Callable
 
 import torch
 
-from drivemetrics.lane.psld import PSLDLoss, default_z_samples
-from drivemetrics.lane.road_center import expected_center_from_maps, road_center_attack_loss
-from drivemetrics.road.loss import SoftFMeasureLoss
+from drivemetrics.functional import expected_center_from_maps, road_center_attack_loss
+from drivemetrics.lane import PSLDLoss
+from drivemetrics.lane.geometry import default_z_samples
+from drivemetrics.road import SoftFMeasureLoss
 
 Case = tuple[Callable[[bool], Callable[..., torch.Tensor]], tuple[torch.Tensor, ...]]
 

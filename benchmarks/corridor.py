@@ -19,7 +19,8 @@ from dataclasses import replace
 import torch
 
 from drivemetrics.geometry.bev import BevGrid
-from drivemetrics.road.corridor import CorridorConfig, fit_driving_corridor
+from drivemetrics.road.corridor import fit_driving_corridor
+from drivemetrics.road.corridor_config import CorridorConfig
 from drivemetrics.vehicle.single_track import single_track_step
 
 
@@ -29,8 +30,8 @@ def lanes(batch: int, grid: BevGrid, seed: int = 0, device: str = "cpu") -> torc
     xs, zs = grid.cell_centers()
     bend = (torch.rand(batch, 1, 1, generator=g) - 0.5) * 0.012
     shift = (torch.rand(batch, 1, 1, generator=g) - 0.5) * 1.0
-    centre = shift + bend * (zs - grid.z_min) ** 2
-    lane = ((xs - centre).abs() <= 1.75).float()
+    center = shift + bend * (zs - grid.z_min) ** 2
+    lane = ((xs - center).abs() <= 1.75).float()
     noise = torch.rand(batch, *grid.shape, generator=g)
     return (0.8 * lane + 0.3 * noise).clamp(0, 1).to(device)
 

@@ -25,7 +25,7 @@ from drivemetrics.synthetic.lane_detectors import make_detector
 
 def setup(device: torch.device) -> tuple[DriveClips, object, DRPConfig]:
     c = make_lane_clips(batch=1, frames=21, seed=0, max_wander=0.1)
-    drive = DriveClips(c.images.to(device), c.speed, c.image_from_road, c.poses, c.centre_road, c.z_samples)
+    drive = DriveClips(c.images.to(device), c.speed, c.image_from_road, c.poses, c.center_road, c.z_samples)
     torch.manual_seed(0)
     detector = make_detector("segmentation", c.h_samples).to(device)
     for p in detector.parameters():

@@ -122,7 +122,7 @@ def _to(value: Any, device: torch.device) -> Any:
 
 
 def _pixel_counting(device: torch.device, scale: float) -> dict[str, Any]:
-    from drivemetrics.road import pixel_counts
+    from drivemetrics.functional import pixel_counts
 
     h, w = max(8, int(375 * scale)), max(8, int(1242 * scale))
     g = _generator(1)
@@ -223,7 +223,7 @@ def _drp(device: torch.device, scale: float) -> dict[str, Any]:
         parameter.requires_grad_(False)
     fields = {f: getattr(clips, f) for f in ("speed", "image_from_road", "poses", "z_samples")}
     drive = DriveClips(
-        clips.images.to(device), fields["speed"], fields["image_from_road"], fields["poses"], clips.centre_road,
+        clips.images.to(device), fields["speed"], fields["image_from_road"], fields["poses"], clips.center_road,
         fields["z_samples"],
     )  # fmt: skip
     result = drp_attack(drive, detector.lane_model(), DRPConfig(eot_samples=2, target_deviation=None, iterations=2))
@@ -300,10 +300,10 @@ def _timed(function: Callable[[], Any], device: torch.device, repeat: int, warmu
 
 def run_timings(device: torch.device, scale: float, attack_iterations: int) -> dict[str, float]:
     """Throughput and latency figures on ``device`` (see the module docstring)."""
+    from drivemetrics.functional import pixel_counts
     from drivemetrics.geometry import BevGrid
     from drivemetrics.geometry.warp import warp_image_to_bev
     from drivemetrics.lane import PSLDLoss
-    from drivemetrics.road import pixel_counts
 
     out: dict[str, float] = {}
     batch, h, w = max(1, int(64 * scale)), 375, 1242
@@ -343,7 +343,7 @@ def run_timings(device: torch.device, scale: float, attack_iterations: int) -> d
 
         clips = make_lane_clips(batch=1, frames=21, seed=0, max_wander=0.1)
         drive = DriveClips(
-            clips.images.to(device), clips.speed, clips.image_from_road, clips.poses, clips.centre_road,
+            clips.images.to(device), clips.speed, clips.image_from_road, clips.poses, clips.center_road,
             clips.z_samples,
         )  # fmt: skip
         torch.manual_seed(0)

@@ -32,8 +32,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from drivemetrics.detection.kitti_eval import DIFFICULTIES, evaluate_kitti_objects  # noqa: E402
-from drivemetrics.detection.kitti_io import KittiObjects, read_kitti_object_folder  # noqa: E402
+from drivemetrics.detection.io import KittiObjects, read_kitti_object_folder  # noqa: E402
+from drivemetrics.detection.kitti_object import DIFFICULTIES, evaluate_kitti_objects  # noqa: E402
 from tests.detection import kitti_oracle  # noqa: E402
 
 
@@ -78,13 +78,13 @@ def main() -> None:
     print(f"{'input':<18} {'detections':>10} {'vectorised s':>13} {'per-frame loop s':>17} {'speed-up':>9}  car 3D mod")
     for name, dets in inputs.items():
         start = time.perf_counter()
-        result = evaluate_kitti_objects(gts, dets, only_detected=False, workers=args.workers)
+        result = evaluate_kitti_objects(dets, gts, only_detected=False, workers=args.workers)
         fast = time.perf_counter() - start
         n = min(args.baseline_frames, args.frames)
         start = time.perf_counter()
         expected = kitti_oracle.evaluate(gts[:n], dets[:n])
         slow = (time.perf_counter() - start) * args.frames / n
-        _check_equal(evaluate_kitti_objects(gts[:n], dets[:n], only_detected=False), expected)
+        _check_equal(evaluate_kitti_objects(dets[:n], gts[:n], only_detected=False), expected)
         ap = result["car"]["3d"]["moderate"]["AP_R40"]
         count = sum(len(d) for d in dets)
         print(f"{name:<18} {count:>10} {fast:>13.2f} {slow:>16.1f}* {slow / fast:>8.1f}x  {ap:.4f}")

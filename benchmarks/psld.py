@@ -13,11 +13,12 @@ import time
 
 import torch
 
-from drivemetrics.lane.psld import PSLDLoss, default_z_samples, psld
+from drivemetrics.lane.geometry import default_z_samples
+from drivemetrics.lane.psld import PSLDLoss, psld
 
 
 def scenes(n: int, device: torch.device, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Random gentle-curve ground-truth centres, perturbed detections and speeds (float32)."""
+    """Random gentle-curve ground-truth centers, perturbed detections and speeds (float32)."""
     gen = torch.Generator().manual_seed(seed)
     z = default_z_samples(torch.float32)[None]
 

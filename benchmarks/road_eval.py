@@ -8,7 +8,7 @@ training split): ground truth and calibration are the fixture frames (``$DRIVEME
 The baseline, run in the same process and timed the same way (a fresh interpreter from the command line), is
 the plain per-image loop a user would write with the devkit's algorithm: per frame, Pillow decodes the ground
 truth and the result, ``v / 255`` as float32, ``np.histogram`` of the road and non-road confidences over the 256
-thresholds; for BEV, each frame's devkit lookup table (``BirdsEyeView.compute``: float32 cell centres through the
+thresholds; for BEV, each frame's devkit lookup table (``BirdsEyeView.compute``: float32 cell centers through the
 calibration homography, truncation, 1-based offset) warps both maps first. Both must give the same MaxF per
 category. Two more rows bound what any tool can do: the floor (the same PNGs decoded by Pillow in one thread per
 core, nothing else) and a torch-free sketch of the perspective evaluation (numpy ``bincount`` counting in the same

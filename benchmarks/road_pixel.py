@@ -37,11 +37,11 @@ def make_frames(count: int, distinct: int, seed: int = 0) -> list[tuple[np.ndarr
     cols = np.arange(WIDTH)[None, :]
     base = []
     for _ in range(distinct):
-        centre = WIDTH / 2 + rng.uniform(-150, 150)
+        center = WIDTH / 2 + rng.uniform(-150, 150)
         half_width = np.clip((rows - 180) * rng.uniform(2.0, 4.0), 0, None)
-        road = np.abs(cols - centre) < half_width
+        road = np.abs(cols - center) < half_width
         error = 40 * np.sin(rows / rng.uniform(20, 60) + rng.uniform(0, 6)) + 30 * np.sin(cols / rng.uniform(50, 150))
-        logit = (half_width + error - np.abs(cols - centre)) / 12 + rng.normal(0, 0.3, road.shape)
+        logit = (half_width + error - np.abs(cols - center)) / 12 + rng.normal(0, 0.3, road.shape)
         values = np.round(255 / (1 + np.exp(-logit))).astype(np.uint8)
         valid = np.ones_like(road)
         valid[190:250, : rng.integers(0, 400)] = False

@@ -1,9 +1,10 @@
 """Shared pieces of the ``torchmetrics.Metric`` classes: scalar views of dict metrics, config keys and ``plot``.
 
 A dict-returning Metric (``compute() -> {"precision": ..., "recall": ..., "f1": ...}``) cannot be logged with
-Lightning's ``self.log(name, metric)``. Its scalar classes subclass it together with :class:`ScalarFromDict`, so
-they keep the family's states (same names, shapes and reductions) and return one value: a ``MetricCollection`` of
-several scalar classes of one family then counts once per batch (torchmetrics compute groups).
+Lightning's ``self.log(name, metric)``. Its scalar classes are ordinary subclasses with their own ``__init__`` that
+override ``compute`` (and ``plot`` with :func:`plot_metric`), so they keep the family's states (same names, shapes
+and reductions) and return one value: a ``MetricCollection`` of several scalar classes of one family then counts
+once per batch (torchmetrics compute groups).
 
 Compute groups are formed by comparing state values after the first update, so two metrics of one family that
 count differently (another threshold, another image size, ...) could be merged by accident when their first
@@ -68,7 +69,10 @@ def plot_metric(metric: Metric, val: Any = None, ax: Any = None) -> tuple[Any, A
 class ScalarFromDict:
     """Mixin for a scalar class of a dict-returning Metric: ``compute()`` returns ``parent.compute()[key]``.
 
-    Use it first in the bases, ``class CULaneF1Score(ScalarFromDict, CULaneF1)``, and set ``key`` (the dict key)
+    Deprecated by issue 23 (scalar classes are ordinary subclasses with their own ``__init__``); only the graph
+    metrics still use it until their split into ``roadnet`` / ``lanegraph``, which removes it.
+
+    Use it first in the bases, ``class CULaneF1Score(ScalarFromDict, CULaneMetrics)``, and set ``key`` (the dict key)
     and the metadata ``higher_is_better``, ``is_differentiable``, ``full_state_update``, ``plot_lower_bound``,
     ``plot_upper_bound``. Override :meth:`_state_config` to add the ``config_key`` state (see
     :func:`add_config_state`) when the parent does not have one.

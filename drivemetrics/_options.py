@@ -28,3 +28,15 @@ def add_workers(parser: argparse.ArgumentParser, what: str) -> None:
 def resolve_workers(workers: int | None) -> int:
     """``workers`` or, when not given, the number of CPU cores."""
     return workers if workers is not None else (os.cpu_count() or 1)
+
+
+def add_compat(parser: argparse.ArgumentParser, reference: str) -> None:
+    """``--compat {default,reference}`` (default ``default``); ``reference`` says what the released tool does."""
+    from drivemetrics._compat import COMPAT_MODES
+
+    parser.add_argument(
+        "--compat",
+        choices=COMPAT_MODES,
+        default="default",
+        help=f"default: the paper's definition with the library's fixes; reference: {reference}",
+    )

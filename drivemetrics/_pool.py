@@ -1,4 +1,6 @@
-"""A process pool for dataset evaluation that stops cleanly on Ctrl-C.
+"""The pools of the dataset evaluations: threads for file decoding, processes that stop cleanly on Ctrl-C.
+
+:func:`parallel_map` maps a function over items in ``workers`` threads (file decoding; bounded memory).
 
 :func:`map_in_processes` maps a picklable function over jobs in ``workers`` spawned processes (spawn, not fork:
 forking a process that already runs torch / OpenMP threads can deadlock the children), yields results in job
@@ -16,11 +18,16 @@ the workers are started; either way the workers are terminated.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import multiprocessing
+import os
 import signal
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any, TypeVar
+
+import torch
 
 T = TypeVar("T")
 
@@ -69,3 +76,58 @@ def map_in_processes(fn: Callable[[Any], T], jobs: Sequence[Any], workers: int, 
             process.join(timeout=5)
         raise
     pool.shutdown(wait=True)
+
+
+_Item = TypeVar("_Item")
+
+
+_Result = TypeVar("_Result")
+
+
+def check_workers(workers: int | None) -> int:
+    """``workers`` as a positive int (``None``: ``os.cpu_count()``)."""
+    if workers is None:
+        return os.cpu_count() or 1
+    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+        raise ValueError(f"`workers` must be a positive int (or None for one per CPU core), got {workers!r}")
+    return workers
+
+
+@contextlib.contextmanager
+def one_torch_thread_per_worker() -> Iterator[None]:
+    """torch's intra-op threads set to 1 while frames are processed in parallel (restored after).
+
+    Frame-level threads replace op-level ones: a frame's ops are small, and intra-op threads spinning on a busy
+    machine cost more CPU than they save (measured: 1.7x the user time with one worker on 2 loaded cores).
+    """
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def parallel_map(
+    fn: Callable[[_Item], _Result], items: Iterable[_Item], workers: int | None = None
+) -> Iterator[_Result]:
+    """``fn(item)`` for every item, in order, computed by ``workers`` threads (default: one per CPU core).
+
+    Meant for file decoding (Pillow and torch release the GIL while they work). At most ``2 * workers`` items are
+    in flight, so memory stays bounded whatever the number of items; ``workers=1`` runs in the calling thread.
+    An exception of ``fn`` is raised here (for the first failing item in order) and the queued items are dropped.
+    """
+    workers = check_workers(workers)
+    if workers == 1:
+        yield from map(fn, items)
+        return
+    pool = ThreadPoolExecutor(workers, thread_name_prefix="drivemetrics-read")
+    try:
+        todo = iter(items)
+        pending = deque(pool.submit(fn, item) for item in itertools.islice(todo, 2 * workers))
+        while pending:
+            result = pending.popleft().result()
+            pending.extend(pool.submit(fn, item) for item in itertools.islice(todo, 1))
+            yield result
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)

@@ -32,10 +32,11 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
-from drivemetrics.detection.metrics import KittiObjectAP, KittiObjectMetrics
+from drivemetrics.detection.kitti_object import KittiObjectAveragePrecision, KittiObjectMetrics
 from drivemetrics.geometry.bev import BevGrid
-from drivemetrics.lane.culane import CULaneF1, CULaneF1Score, CULanePrecision, CULaneRecall
-from drivemetrics.lane.psld import PSLD, default_z_samples
+from drivemetrics.lane.culane import CULaneF1Score, CULaneMetrics, CULanePrecision, CULaneRecall
+from drivemetrics.lane.geometry import default_z_samples
+from drivemetrics.lane.psld import PSLD
 from drivemetrics.lane.tusimple import (
     TuSimpleAccuracy,
     TuSimpleF1Score,
@@ -73,13 +74,13 @@ from drivemetrics.lanetopology.openlanev2 import (
     OpenLaneV2UniScoreMetrics,
 )
 from drivemetrics.road.corridor import (
-    CorridorConfig,
     DrivingCorridorHitRate,
     DrivingCorridorLateralPrecision,
     DrivingCorridorLongitudinalF1Score,
-    DrivingCorridorMetric,
+    DrivingCorridorMetrics,
 )
-from drivemetrics.road.metrics import RoadAveragePrecision, RoadMaxF, RoadPixelMetrics
+from drivemetrics.road.corridor_config import CorridorConfig
+from drivemetrics.road.pixel import RoadPixelAveragePrecision, RoadPixelMaxFScore, RoadPixelMetrics
 from drivemetrics.roadnet.apls import APLSMetrics, APLSScore
 from drivemetrics.roadnet.ccq import CCQCompleteness, CCQCorrectness, CCQMetrics, CCQQuality
 from drivemetrics.roadnet.junct import JunctionFCorrect, JunctionFError, JunctionMetrics
@@ -147,7 +148,7 @@ def _generator(seed: int) -> torch.Generator:
 # road
 
 
-@register(RoadPixelMetrics, RoadMaxF, RoadAveragePrecision)
+@register(RoadPixelMetrics, RoadPixelMaxFScore, RoadPixelAveragePrecision)
 def _road_pixel_case(cls: type[Metric]) -> MetricCase:
     g = _generator(1)
     batches = []
@@ -164,7 +165,7 @@ _CORRIDOR_CONFIG = CorridorConfig(distances=(15.0, 20.0), max_stages=5)
 
 
 @register(
-    DrivingCorridorMetric, DrivingCorridorHitRate, DrivingCorridorLateralPrecision, DrivingCorridorLongitudinalF1Score
+    DrivingCorridorMetrics, DrivingCorridorHitRate, DrivingCorridorLateralPrecision, DrivingCorridorLongitudinalF1Score
 )
 def _corridor_case(cls: type[Metric]) -> MetricCase:
     xs, zs = _CORRIDOR_GRID.cell_centers()
@@ -177,7 +178,7 @@ def _corridor_case(cls: type[Metric]) -> MetricCase:
         preds[1] = torch.roll(preds[1], 3 * i - 2, dims=1)  # a detection shifted sideways
         batches.append(((preds, target), {}))
     kwargs: dict[str, Any] = {"threshold": 0.5, "grid": _CORRIDOR_GRID, "config": _CORRIDOR_CONFIG}
-    if cls is not DrivingCorridorMetric:
+    if cls is not DrivingCorridorMetrics:
         kwargs["distance"] = 20.0
     # The beam search breaks ties between manoeuvres of (nearly) equal fitness by the rounding of the input's float
     # type, so float32 and float64 maps can give different corridors on these synthetic, grid-aligned lanes.
@@ -210,7 +211,7 @@ def _culane_lanes(g: torch.Generator, batch: int, noise: float) -> tuple[Tensor,
     return preds.clone(), target.clone()
 
 
-@register(CULaneF1, CULanePrecision, CULaneRecall, CULaneF1Score)
+@register(CULaneMetrics, CULanePrecision, CULaneRecall, CULaneF1Score)
 def _culane_case(cls: type[Metric]) -> MetricCase:
     g = _generator(3)
     batches = []
@@ -332,7 +333,7 @@ def _kitti_frame(g: torch.Generator, cars: int, jitter: float, pred: bool) -> di
     return frame
 
 
-@register(KittiObjectMetrics, KittiObjectAP)
+@register(KittiObjectMetrics, KittiObjectAveragePrecision)
 def _kitti_object_case(cls: type[Metric]) -> MetricCase:
     g = _generator(11)
     batches = []
@@ -341,7 +342,7 @@ def _kitti_object_case(cls: type[Metric]) -> MetricCase:
         preds = [_kitti_frame(_generator(100 + 2 * i + k), 2 + k + i % 2, 0.3 * (i + 1), True) for k in range(2)]
         preds[0]["scores"] = torch.rand(len(preds[0]["scores"]), generator=g, dtype=torch.float64)
         batches.append(((preds, target), {}))
-    kwargs: dict[str, Any] = {"metric": "bev"} if cls is KittiObjectAP else {}
+    kwargs: dict[str, Any] = {"metric": "bev"} if cls is KittiObjectAveragePrecision else {}
     # dict-of-tensor frames: no float tensor argument to cast or differentiate
     return MetricCase(kwargs, batches, None, grad_arg=None, float64_rtol=None)
 

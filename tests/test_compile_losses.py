@@ -14,14 +14,15 @@ import pytest
 import torch
 import torch._dynamo
 
-from drivemetrics.lane.psld import PSLDLoss, default_z_samples
-from drivemetrics.lane.road_center import (
+from drivemetrics.functional import (
     expected_center_from_anchors,
     expected_center_from_maps,
     expected_center_from_polynomials,
     road_center_attack_loss,
 )
-from drivemetrics.road.loss import SoftFMeasureLoss
+from drivemetrics.lane import PSLDLoss
+from drivemetrics.lane.geometry import default_z_samples
+from drivemetrics.road import SoftFMeasureLoss
 
 
 def _soft_f() -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...]]:

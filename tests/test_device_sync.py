@@ -28,7 +28,7 @@ SYNCING = {
 KNOWN_SYNCS = {
     "fit_driving_corridor": "multi-stage search whose stopping rule (no new element with enough detections) is "
     "data-dependent: one sync per stage",
-    "CULaneF1 / culane_counts": "Hungarian matching runs in scipy on the CPU",
+    "CULaneMetrics / culane_counts": "Hungarian matching runs in scipy on the CPU",
     "TuSimpleMetrics": "per-image lane matching rules are evaluated on the host",
 }
 
@@ -64,8 +64,9 @@ def _homography(batch: int) -> torch.Tensor:
 
 
 def _kernels() -> dict[str, Callable[[], object]]:
-    from drivemetrics.lane import PSLD, PSLDLoss, psld
-    from drivemetrics.road import RoadMaxF, RoadPixelMetrics, SoftFMeasureLoss, soft_f_measure
+    from drivemetrics.functional import psld, soft_f_measure
+    from drivemetrics.lane import PSLD, PSLDLoss
+    from drivemetrics.road import RoadPixelMaxFScore, RoadPixelMetrics, SoftFMeasureLoss
 
     g = torch.Generator().manual_seed(0)
     preds = torch.rand(2, 120, 200, generator=g)
@@ -75,16 +76,16 @@ def _kernels() -> dict[str, Callable[[], object]]:
     bev = torch.rand(2, 1, 800, 400, generator=g)
     grid = BevGrid()
     h = _homography(2)
-    centre = torch.randn(3, 101, generator=g) * 0.3
-    gt_centre = torch.randn(3, 101, generator=g) * 0.3
+    center = torch.randn(3, 101, generator=g) * 0.3
+    gt_center = torch.randn(3, 101, generator=g) * 0.3
     pixel = RoadPixelMetrics(validate_args=False)
     pixel_bev = RoadPixelMetrics(space="bev", validate_args=False)
-    maxf = RoadMaxF(validate_args=False)
+    maxf = RoadPixelMaxFScore(validate_args=False)
     bev_preds, bev_target = torch.rand(2, 375, 1242, generator=g), torch.rand(2, 375, 1242, generator=g) > 0.5
     soft_f = SoftFMeasureLoss(validate_args=False)
     psld_loss = PSLDLoss(validate_args=False)
     psld_metric = PSLD(validate_args=False)
-    leaf = centre.clone().requires_grad_()
+    leaf = center.clone().requires_grad_()
     from drivemetrics.attack.patch import PatchSpec, composite_patch, image_from_texture, road_pixel_mask
 
     spec = PatchSpec()
@@ -104,14 +105,14 @@ def _kernels() -> dict[str, Callable[[], object]]:
         "RoadPixelMetrics.update (float)": lambda: pixel.update(preds, target),
         "RoadPixelMetrics.update (uint8)": lambda: pixel.update(preds_u8, target),
         "RoadPixelMetrics.update (bev)": lambda: pixel_bev.update(bev_preds, bev_target, homography=h),
-        "RoadMaxF.update": lambda: maxf.update(preds, target),
+        "RoadPixelMaxFScore.update": lambda: maxf.update(preds, target),
         "soft_f_measure": lambda: soft_f_measure(preds, target, validate_args=False),
         "SoftFMeasureLoss forward + backward": lambda: soft_f(preds.clone().requires_grad_(), target).backward(),
         "warp_image_to_bev (bilinear)": lambda: warp_image_to_bev(image, h, grid, validate_args=False),
         "warp_bev_to_image (bilinear)": lambda: warp_bev_to_image(bev, h, (375, 1242), grid, validate_args=False),
-        "psld": lambda: psld(centre, gt_centre, speed=20.0, validate_args=False),
-        "PSLDLoss forward + backward": lambda: psld_loss(leaf, gt_centre, speed=20.0).backward(),
-        "PSLD.update": lambda: psld_metric.update(centre, gt_centre, speed=20.0),
+        "psld": lambda: psld(center, gt_center, speed=20.0, validate_args=False),
+        "PSLDLoss forward + backward": lambda: psld_loss(leaf, gt_center, speed=20.0).backward(),
+        "PSLD.update": lambda: psld_metric.update(center, gt_center, speed=20.0),
     }
 
 
@@ -124,7 +125,7 @@ def test_kernel_does_not_synchronise_with_the_host(name):
 SYNCING_OFF_CPU = {"bincount", "histc", "histogram"}
 
 
-@pytest.mark.parametrize("name", [k for k in _kernels() if "RoadPixelMetrics" in k or "RoadMaxF" in k])
+@pytest.mark.parametrize("name", [k for k in _kernels() if "RoadPixelMetrics" in k or "RoadPixelMaxFScore" in k])
 def test_pixel_counting_off_the_cpu_path_has_no_data_dependent_sizes(monkeypatch, name):
     """``CPU_BLOCK_PIXELS = 0`` runs the one-pass path other devices take: it must not call bincount."""
     import drivemetrics.road.pixel as pixel
@@ -136,7 +137,7 @@ def test_pixel_counting_off_the_cpu_path_has_no_data_dependent_sizes(monkeypatch
 
 def test_the_recorder_sees_a_sync():
     """The check can fail: a kernel that reads a value back is caught, with its location."""
-    from drivemetrics.road import soft_f_measure
+    from drivemetrics.functional import soft_f_measure
 
     preds, target = torch.rand(1, 8, 8), torch.rand(1, 8, 8) > 0.5
     calls = _syncs(lambda: soft_f_measure(preds, target, validate_args=True))

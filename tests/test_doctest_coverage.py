@@ -61,9 +61,9 @@ def names_without_example() -> list[str]:
 
 def test_the_check_sees_classes_and_kernels():
     exports = domain_exports()
-    assert needs_example(exports["drivemetrics.road.RoadMaxF"])  # a Metric class
+    assert needs_example(exports["drivemetrics.road.RoadPixelMaxFScore"])  # a Metric class
     assert needs_example(exports["drivemetrics.lane.PSLDLoss"])  # a loss module
-    assert not needs_example(exports["drivemetrics.road.load_corridor_config"])  # a helper, not required
+    assert not needs_example(exports["drivemetrics.road.CorridorConfig"])  # a parameter class, not required
 
 
 class _NoExample(Metric):

@@ -66,7 +66,7 @@ TUSIMPLE = (
 @FUZZ
 @given(data=_mutations(TUSIMPLE))
 def test_tusimple_json_lines(tmp_path_factory, data):
-    from drivemetrics.lane.tusimple import read_tusimple_json
+    from drivemetrics.lane.io import read_tusimple_json
 
     _expect_value_error_or_result(read_tusimple_json, tmp_path_factory.mktemp("ts") / "pred.json", data)
 
@@ -77,7 +77,7 @@ CULANE = b"100.5 580 120.25 560 140 540 \n700 580 690 560\n"
 @FUZZ
 @given(data=_mutations(CULANE))
 def test_culane_lines(tmp_path_factory, data):
-    from drivemetrics.lane.culane import read_culane_lines
+    from drivemetrics.lane.io import read_culane_lines
 
     _expect_value_error_or_result(read_culane_lines, tmp_path_factory.mktemp("cu") / "a.lines.txt", data)
 
@@ -160,7 +160,7 @@ def _png(mode: str, shape: tuple[int, ...]) -> bytes:
 @FUZZ
 @given(data=_mutations(_png("L", (6, 7))))
 def test_result_png(tmp_path_factory, data):
-    from drivemetrics.road.kitti_road import read_confidence_png
+    from drivemetrics.road.io import read_confidence_png
 
     _expect_value_error_or_result(read_confidence_png, tmp_path_factory.mktemp("png") / "um_road_000000.png", data)
 
@@ -168,14 +168,14 @@ def test_result_png(tmp_path_factory, data):
 @FUZZ
 @given(data=_mutations(_png("RGB", (6, 7, 3))))
 def test_gt_png(tmp_path_factory, data):
-    from drivemetrics.road.kitti_road import read_gt_png
+    from drivemetrics.road.io import read_gt_png
 
     _expect_value_error_or_result(read_gt_png, tmp_path_factory.mktemp("gt") / "um_road_000000.png", data)
 
 
 def test_png_with_a_huge_declared_size_is_refused_quickly(tmp_path):
     """A 60-byte PNG header claiming 100000 x 100000 pixels: Pillow's decompression-bomb guard, as a ValueError."""
-    from drivemetrics.road.kitti_road import read_confidence_png
+    from drivemetrics.road.io import read_confidence_png
 
     def chunk(kind: bytes, body: bytes) -> bytes:
         return len(body).to_bytes(4, "big") + kind + body + zlib.crc32(kind + body).to_bytes(4, "big")
@@ -198,7 +198,7 @@ KITTI_LABEL = (
 @FUZZ
 @given(data=_mutations(KITTI_LABEL))
 def test_kitti_object_labels(tmp_path_factory, data):
-    from drivemetrics.detection.kitti_io import read_kitti_objects
+    from drivemetrics.detection.io import read_kitti_objects
 
     _expect_value_error_or_result(read_kitti_objects, tmp_path_factory.mktemp("ko") / "000000.txt", data)
 
@@ -206,7 +206,7 @@ def test_kitti_object_labels(tmp_path_factory, data):
 @FUZZ
 @given(data=_mutations(KITTI_LABEL.replace(b"\n", b" 0.9\n")))
 def test_kitti_object_results(tmp_path_factory, data):
-    from drivemetrics.detection.kitti_io import read_kitti_objects
+    from drivemetrics.detection.io import read_kitti_objects
 
     path = tmp_path_factory.mktemp("kr") / "000000.txt"
     _expect_value_error_or_result(lambda p: read_kitti_objects(p, with_score=True), path, data)
@@ -215,7 +215,7 @@ def test_kitti_object_results(tmp_path_factory, data):
 @FUZZ
 @given(data=_mutations(CALIB))
 def test_kitti_object_calib(tmp_path_factory, data):
-    from drivemetrics.detection.kitti_io import read_kitti_object_calib
+    from drivemetrics.detection.io import read_kitti_object_calib
 
     _expect_value_error_or_result(read_kitti_object_calib, tmp_path_factory.mktemp("oc") / "000000.txt", data)
 
@@ -290,7 +290,7 @@ def _expect_value_error_naming_the_file(read, path, data):
 @FUZZ
 @given(data=_json_mutations(json.loads(TUSIMPLE)))
 def test_tusimple_json_of_the_wrong_shape(tmp_path_factory, data):
-    from drivemetrics.lane.tusimple import read_tusimple_json
+    from drivemetrics.lane.io import read_tusimple_json
 
     _expect_value_error_naming_the_file(read_tusimple_json, tmp_path_factory.mktemp("tsj") / "pred.json", data)
 

@@ -8,6 +8,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from torchmetrics import Metric, MetricCollection
 
 from drivemetrics._metric import DictFamilyLogCheck
+from drivemetrics.functional import culane_f1, road_pixel_scores, tusimple_metrics
 from drivemetrics.lane import (
     CULaneF1Score,
     CULanePrecision,
@@ -16,10 +17,8 @@ from drivemetrics.lane import (
     TuSimpleF1Score,
     TuSimpleFalseNegatives,
     TuSimpleFalsePositives,
-    culane_f1,
-    tusimple_metrics,
 )
-from drivemetrics.road import RoadAveragePrecision, RoadMaxF, road_pixel_scores
+from drivemetrics.road import RoadPixelAveragePrecision, RoadPixelMaxFScore
 
 pl = pytest.importorskip("pytorch_lightning")
 pytestmark = pytest.mark.filterwarnings("ignore:.*LeafSpec.*", "ignore:.*does not have many workers.*")
@@ -52,7 +51,7 @@ class LoggingModule(pl.LightningModule):
     def __init__(self) -> None:
         super().__init__()
         self.weight = torch.nn.Parameter(torch.zeros(()))
-        self.maxf = RoadMaxF(thresholds=32)
+        self.maxf = RoadPixelMaxFScore(thresholds=32)
         self.tusimple_accuracy = TuSimpleAccuracy()
         self.tusimple_f1 = TuSimpleF1Score()
         self.culane_f1 = CULaneF1Score(**CULANE)
@@ -60,7 +59,9 @@ class LoggingModule(pl.LightningModule):
         self.tusimple = MetricCollection(tusimple, prefix="col/")
         culane = [CULanePrecision(**CULANE), CULaneRecall(**CULANE), CULaneF1Score(**CULANE)]
         self.culane = MetricCollection(culane, prefix="col/")
-        self.road = MetricCollection([RoadMaxF(thresholds=32), RoadAveragePrecision(thresholds=32)], prefix="col/")
+        self.road = MetricCollection(
+            [RoadPixelMaxFScore(thresholds=32), RoadPixelAveragePrecision(thresholds=32)], prefix="col/"
+        )
 
     def training_step(self, batch, batch_idx):
         loss = (self.weight - 1.0) ** 2
@@ -111,8 +112,8 @@ def test_fit_logs_scalar_metrics_and_collections(tmp_path):
     culane = culane_f1(culane_preds, culane_target, **CULANE)
     expected = {
         "val/maxf": road["MaxF"],
-        "col/RoadMaxF": road["MaxF"],
-        "col/RoadAveragePrecision": road["AvgPrec"],
+        "col/RoadPixelMaxFScore": road["MaxF"],
+        "col/RoadPixelAveragePrecision": road["AvgPrec"],
         "val/tusimple_accuracy": tusimple["accuracy"],
         "val/tusimple_f1": tusimple["f1"],
         "val/culane_f1": culane["f1"],
@@ -149,7 +150,7 @@ def test_every_logged_class_plots():
 
     data = _validation_data().tensors
     metrics = [
-        (RoadMaxF(thresholds=32), data[0:2]),
+        (RoadPixelMaxFScore(thresholds=32), data[0:2]),
         (TuSimpleAccuracy(), data[2:5]),
         (TuSimpleF1Score(), data[2:5]),
         (CULaneF1Score(**CULANE), data[5:7]),

@@ -202,7 +202,7 @@ def test_every_exported_metric_has_an_input_factory():
 
 def test_discovery_sees_known_classes():
     names = {cls.__name__ for cls in METRIC_CLASSES}
-    assert {"RoadMaxF", "TuSimpleF1Score", "CULaneF1Score", "OptJF1Score", "PSLD"} <= names
+    assert {"RoadPixelMaxFScore", "TuSimpleF1Score", "CULaneF1Score", "OptJF1Score", "PSLD"} <= names
 
 
 @by_class
@@ -527,11 +527,9 @@ def test_empty_and_uneven_ranks_equal_one_process(cls, uneven_ddp_results):
 @pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
 def test_torchscript_is_not_supported_as_the_readme_says():
     from drivemetrics.lane.culane import CULaneF1Score
-    from drivemetrics.road.metrics import RoadMaxF
+    from drivemetrics.road.pixel import RoadPixelMaxFScore
 
     with pytest.raises(ValueError, match="Unknown type annotation"):
-        torch.jit.script(RoadMaxF())
-    scripted = torch.jit.script(CULaneF1Score(height=64, width=168))
-    lanes = torch.tensor([[[[20.0, 20.0], [40.0, 58.0]]]])
-    with pytest.raises(AttributeError):  # forward is @torch.jit.unused in torchmetrics
-        scripted(lanes, lanes)
+        torch.jit.script(RoadPixelMaxFScore())
+    with pytest.raises(ValueError, match="Unknown type annotation"):  # the scalar's compute is annotated -> Tensor
+        torch.jit.script(CULaneF1Score(height=64, width=168))

@@ -3,7 +3,7 @@
 Trains (or loads from ``--out``) one small detector per family (segmentation, row-wise classification,
 polynomial, anchor; :mod:`drivemetrics.synthetic.lane_detectors`) on synthetic lane clips, then attacks each on
 held-out clips with :func:`drivemetrics.attack.drp_attack`, and prints per family the benign and attacked max
-lateral deviation from the lane centre, E2E-LD, the zero-budget deviation (must equal the benign one) and the
+lateral deviation from the lane center, E2E-LD, the zero-budget deviation (must equal the benign one) and the
 success rate (a side of the car crossed an ego-lane line). Writes per family the raw optimised darkening
 (``patch_texture_<family>.png``, always), and unless ``--no-figures`` a patch figure, a trajectory figure and a strip
 of patched frames (clip 0) into ``--out``. The JSON holds the means over clips and, under each family's ``clips``,
@@ -145,14 +145,14 @@ def held_out_clips(config: dict) -> DriveClips:
         speed=clips.speed,
         image_from_road=clips.image_from_road,
         recorded_poses=clips.poses,
-        lane_centre=clips.centre_road,
+        lane_center=clips.center_road,
         z_samples=clips.z_samples,
         lane_width=clips.lane_width,
     )
 
 
 def clip_rows(ev) -> list[dict]:
-    """Per-clip benign / attacked max deviation (m), E2E-LD (m, None without a lane centre) and success."""
+    """Per-clip benign / attacked max deviation (m), E2E-LD (m, None without a lane center) and success."""
 
     def values(x: torch.Tensor | None) -> list:
         return [None] * ev.success.shape[0] if x is None else x.tolist()
@@ -209,7 +209,7 @@ def save_figures(out: Path, family: str, drive: DriveClips, result, spec: PatchS
     ax.axhline(-half, color="k", lw=2)
     ax.plot(dist, ev.benign_offsets[0], label="benign")
     ax.plot(dist, ev.attacked_offsets[0], label="attacked")
-    ax.set(xlabel="time (s)", ylabel="offset from lane centre (m, right +)", title=f"{family}: clip 0")
+    ax.set(xlabel="time (s)", ylabel="offset from lane center (m, right +)", title=f"{family}: clip 0")
     ax.legend()
     save_fig(fig, out / f"trajectory_{family}.png")
     frames = render_drive(drive, ev.attacked_poses, result.perturbation, spec)[0, ::3, 0]

@@ -8,7 +8,7 @@ soft-argmax of each row is the line's x. Two runs with the same seeds, data and 
 * ``baseline``: cross-entropy over the columns + L1 on the soft-argmax x (pixels);
 * ``+ PSLD``: the same + ``psld_weight * PSLDLoss("points")`` on the soft-argmax lane points (pixels, through
   the camera homography): the differentiable per-frame simulated lateral deviation of a vehicle steered for one
-  frame by the predicted lane centre.
+  frame by the predicted lane center.
 
 Validation logs TuSimple accuracy / F1 (``TuSimpleAccuracy``, ``TuSimpleF1Score`` in one ``MetricCollection``) and
 ``PSLD`` each epoch with ``self.log`` / ``self.log_dict`` on Metric objects. After training, on
@@ -40,16 +40,9 @@ from torch.utils.data import DataLoader, TensorDataset
 from torchmetrics import MetricCollection
 
 from drivemetrics.configs import config_path
-from drivemetrics.lane import (
-    PSLD,
-    PSLDLoss,
-    TuSimpleAccuracy,
-    TuSimpleF1Score,
-    TuSimpleMetrics,
-    centre_from_image_lanes,
-    e2e_ld,
-    soft_argmax_rows,
-)
+from drivemetrics.functional import e2e_ld
+from drivemetrics.lane import PSLD, PSLDLoss, TuSimpleAccuracy, TuSimpleF1Score, TuSimpleMetrics
+from drivemetrics.lane.geometry import center_from_image_lanes, soft_argmax_rows
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = config_path("lane_psld_aux.yaml")
@@ -61,7 +54,7 @@ TUSIMPLE_WIDTH = 1280.0  # the official 20 px point threshold is for 1280-pixel-
 
 def load_clips(clips: int, frames: int, seed: int) -> dict[str, Any]:
     """Synthetic clips flattened to frames: ``images`` ``F x 1 x H x W``, ``lanes`` ``F x 2 x N`` ego-line x
-    (pixels) at ``h_samples``, ``centre`` ``F x M`` GT lane centre (metres) at ``z_samples``, ``speed`` ``F``;
+    (pixels) at ``h_samples``, ``center`` ``F x M`` GT lane center (metres) at ``z_samples``, ``speed`` ``F``;
     plus the clips themselves (for E2E-LD)."""
     from drivemetrics.synthetic.lane_clips import make_lane_clips
 
@@ -70,7 +63,7 @@ def load_clips(clips: int, frames: int, seed: int) -> dict[str, Any]:
     return {
         "images": data.images.flatten(0, 1),
         "lanes": data.lanes_image[:, :, [left, right]].flatten(0, 1).float(),
-        "centre": data.centre_road.flatten(0, 1),
+        "center": data.center_road.flatten(0, 1),
         "speed": data.speed[:, None].expand(clips, frames).flatten(),
         "clips": data,
     }
@@ -116,7 +109,7 @@ class LaneDetector(pl.LightningModule):
 
     Args:
         h_samples: ``N`` rows (pixels). image_from_road: ``3 x 3`` camera homography. z_samples: ``M`` distances
-            (metres) of the GT centre profiles. width: channels. downsample: input pooling factor (and column
+            (metres) of the GT center profiles. width: channels. downsample: input pooling factor (and column
             bin width, pixels). lr: Adam learning rate.
         psld_weight: weight of ``PSLDLoss`` (0: baseline). horizon_frames: PSLD horizon (frames at 20 Hz).
         image_width: frame width (pixels), to scale TuSimple's 20 px threshold.
@@ -158,9 +151,9 @@ class LaneDetector(pl.LightningModule):
         u = self.net.to_pixels(logits.double())
         return torch.stack([u, self.h_samples.expand_as(u)], -1)
 
-    def centre(self, logits: Tensor) -> Tensor:
-        """Predicted lane-centre profile ``B x M`` (metres) at ``z_samples``."""
-        return centre_from_image_lanes(self.lanes_uv(logits), self.image_from_road, self.z_samples)
+    def center(self, logits: Tensor) -> Tensor:
+        """Predicted lane-center profile ``B x M`` (metres) at ``z_samples``."""
+        return center_from_image_lanes(self.lanes_uv(logits), self.image_from_road, self.z_samples)
 
     def detect(self, images: Tensor) -> Tensor:
         """Detector interface of :func:`~drivemetrics.lane.e2e.e2e_ld`: images -> ``B x 2 x N x 2`` points."""
@@ -168,7 +161,7 @@ class LaneDetector(pl.LightningModule):
             return self.lanes_uv(self.net(images.float()))
 
     def training_step(self, batch: tuple[Tensor, ...], batch_idx: int) -> Tensor:
-        images, lanes, centre, speed = batch
+        images, lanes, center, speed = batch
         logits = self.net(images)
         d = self.net.downsample
         seen = ~torch.isnan(lanes)  # a GT line can leave the image on a sharp curve: those points are not trained
@@ -180,19 +173,19 @@ class LaneDetector(pl.LightningModule):
         self.log("train/ce", ce)
         self.log("train/l1_px", l1 * 10.0)
         if self.hparams.psld_weight > 0:
-            aux = self.psld_loss(self.lanes_uv(logits), centre, speed, self.image_from_road)
+            aux = self.psld_loss(self.lanes_uv(logits), center, speed, self.image_from_road)
             self.log("train/psld_loss", aux)
             loss = loss + self.hparams.psld_weight * aux
         self.log("train/loss", loss)
         return loss
 
     def validation_step(self, batch: tuple[Tensor, ...], batch_idx: int) -> None:
-        images, lanes, centre, speed = batch
+        images, lanes, center, speed = batch
         logits = self.net(images)
         x = self.net.to_pixels(logits)
         self.val_tusimple.update(x, lanes, self.h_samples)
         self.log_dict(self.val_tusimple)
-        self.val_psld.update(self.centre(logits), centre, speed)
+        self.val_psld.update(self.center(logits), center, speed)
         self.log("val/psld", self.val_psld)
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
@@ -210,11 +203,11 @@ def held_out_scores(model: LaneDetector, test: dict[str, Any], e2e_frames: int) 
         tusimple = TuSimpleMetrics(pixel_threshold=model.pixel_threshold)
         tusimple.update(model.net.to_pixels(logits), test["lanes"], model.h_samples)
         psld = PSLD(z_samples=model.z_samples, horizon_frames=model.hparams.horizon_frames)
-        psld.update(model.centre(logits), test["centre"], test["speed"])
+        psld.update(model.center(logits), test["center"], test["speed"])
         clips = test["clips"]
         e2e = e2e_ld(
             clips.images,
-            clips.centre_road,
+            clips.center_road,
             clips.speed,
             model.detect,
             clips.image_from_road,
@@ -233,7 +226,7 @@ def train_one(config: dict[str, Any], psld_weight: float, train: dict[str, Any],
     model = LaneDetector(clips.h_samples, clips.image_from_road, clips.z_samples, psld_weight=psld_weight,
                          **config["model"])  # fmt: skip
     loader_gen = torch.Generator().manual_seed(config["seed"])
-    keys = ("images", "lanes", "centre", "speed")
+    keys = ("images", "lanes", "center", "speed")
     train_loader = DataLoader(
         TensorDataset(*(train[k] for k in keys)), batch_size=config["batch_size"], shuffle=True, generator=loader_gen
     )

@@ -4,16 +4,16 @@
 ego-left and ego-right line, soft-argmax x) is trained on a task that leaves room to improve:
 
 * few training clips (``train.clips`` x ``train.frames``), gentle curves (``|k0| <= 1/500`` 1/m) and a large
-  lateral wander (up to ``wander`` metres off the lane centre);
+  lateral wander (up to ``wander`` metres off the lane center);
 * partial occlusions: dark or bright boxes (vehicles, shadows) over the road in half of the frames;
 * label noise: each training frame's GT lines get a lateral bias, a heading error and jitter on the road plane
-  before they are projected to the image (the PSLD target is the centre of the same noisy lines);
+  before they are projected to the image (the PSLD target is the center of the same noisy lines);
 * held-out clips from another curvature range: ``1/500 <= |k0| <= 1/250`` (sharper than any training clip), with
   the same occlusions and clean labels.
 
 Loss: cross-entropy over the column bins + L1 / 10 px on the soft-argmax x (the baseline), plus
 ``weight * PSLDLoss("points")`` on the soft-argmax lane points. The weights are 0 and three values a decade apart
-centred on the **balance point** ``w*``: the median, over the baseline runs and their probe steps, of the ratio of
+centered on the **balance point** ``w*``: the median, over the baseline runs and their probe steps, of the ratio of
 gradient norms ``||grad base loss|| / ||grad PSLD loss||`` (network parameters, one fixed training batch), rounded
 to one significant digit. Each run also records, at the probe steps, the cosine between the two gradients and what
 the PSLD gradient pushes on: its share per image row and its *alignment* with the error of each lane point
@@ -59,22 +59,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling examples
 from lane_psld_aux import RowLaneNet
 from road_segmentation import TinySegNet, synthetic_frames
 
-from drivemetrics.geometry import BevGrid
-from drivemetrics.lane import (
-    PSLDLoss,
-    centre_from_image_lanes,
+from drivemetrics.functional import (
     culane_f1,
+    driving_corridor_scores,
     e2e_ld,
-    lanes_from_rows,
     psld,
+    road_pixel_scores,
     tusimple_metrics,
 )
-from drivemetrics.road import (
-    SoftFMeasureLoss,
-    driving_corridor_scores,
-    pixel_inputs_to_bev,
-    road_pixel_scores,
-)
+from drivemetrics.geometry import BevGrid
+from drivemetrics.lane import PSLDLoss
+from drivemetrics.lane.culane import lanes_from_rows
+from drivemetrics.lane.geometry import center_from_image_lanes
+from drivemetrics.road import SoftFMeasureLoss
+from drivemetrics.road.bev_inputs import pixel_inputs_to_bev
 from drivemetrics.synthetic.lane_clips import (
     LaneClips,
     LaneNoise,
@@ -193,21 +191,21 @@ def occlude(images: Tensor, probability: float, gen: torch.Generator) -> Tensor:
 
 def lane_frames(clips: LaneClips, images: Tensor, lanes_road: Tensor | None = None) -> dict[str, Tensor]:
     """Frames of the clips: ``images`` ``(F, 1, H, W)``, ego-line x ``lanes`` ``(F, 2, N)`` pixels at the rows,
-    centre profile ``centre`` ``(F, M)`` metres, ``speed`` ``(F,)``; from ``lanes_road`` (noisy labels) when given,
+    center profile ``center`` ``(F, M)`` metres, ``speed`` ``(F,)``; from ``lanes_road`` (noisy labels) when given,
     else the clips' own GT."""
     left, right = clips.ego_lanes
     b, t = clips.images.shape[:2]
     if lanes_road is None:
-        lanes, centre = clips.lanes_image[:, :, [left, right]], clips.centre_road
+        lanes, center = clips.lanes_image[:, :, [left, right]], clips.center_road
     else:
         width = clips.images.shape[-1]
         lanes = road_lanes_to_image(lanes_road[:, :, [left, right]], clips.z_samples, clips.image_from_road,
                                     clips.h_samples, width)  # fmt: skip
-        centre = 0.5 * (lanes_road[:, :, left] + lanes_road[:, :, right])
+        center = 0.5 * (lanes_road[:, :, left] + lanes_road[:, :, right])
     return {
         "images": images.flatten(0, 1),
         "lanes": lanes.flatten(0, 1).float(),
-        "centre": centre.flatten(0, 1),
+        "center": center.flatten(0, 1),
         "speed": clips.speed[:, None].expand(b, t).flatten(),
     }
 
@@ -289,28 +287,28 @@ class LaneRun:
         ce = F.cross_entropy(logits.flatten(0, 2), torch.where(seen, target_bin, -100).flatten())
         return ce + (self.net.to_pixels(logits) - lanes)[seen].abs().mean() / 10.0
 
-    def aux_loss(self, logits: Tensor, centre: Tensor, speed: Tensor) -> Tensor:
+    def aux_loss(self, logits: Tensor, center: Tensor, speed: Tensor) -> Tensor:
         """The smooth PSLD of the soft-argmax lane points (m per step)."""
-        return self.psld_loss(self.lanes_uv(logits), centre, speed, self.image_from_road)
+        return self.psld_loss(self.lanes_uv(logits), center, speed, self.image_from_road)
 
     def loss(self, batch: tuple[Tensor, ...]) -> Tensor:
-        images, lanes, centre, speed = batch
+        images, lanes, center, speed = batch
         logits = self.net(images)
         loss = self.base_loss(logits, lanes)
         if self.weight > 0:
-            loss = loss + self.weight * self.aux_loss(logits, centre, speed)
+            loss = loss + self.weight * self.aux_loss(logits, center, speed)
         return loss
 
     def probe(self, batch: tuple[Tensor, ...]) -> dict[str, Any]:
         """Both losses on ``batch``, their parameter-gradient norms and cosine, and what the PSLD gradient pushes on
         (share of its magnitude per row, alignment with each lane point's error)."""
-        images, lanes, centre, speed = batch
+        images, lanes, center, speed = batch
         params = [p for p in self.net.parameters() if p.requires_grad]
         logits = self.net(images)
         base = self.base_loss(logits, lanes)
         x = self.net.to_pixels(logits.double())
         uv = torch.stack([x, self.h_samples.expand_as(x)], -1)
-        aux = self.psld_loss(uv, centre, speed, self.image_from_road)
+        aux = self.psld_loss(uv, center, speed, self.image_from_road)
         g_base = torch.autograd.grad(base, params, retain_graph=True)
         g_aux_x, *g_aux = torch.autograd.grad(aux, [x, *params])
         flat_base = torch.cat([g.flatten() for g in g_base]).double()
@@ -340,7 +338,7 @@ def train_lane(config: dict[str, Any], data: dict[str, Tensor], clips: LaneClips
     torch.manual_seed(seed)
     run = LaneRun(config, clips, weight)
     opt = torch.optim.Adam(run.net.parameters(), lr=config["lr"])
-    keys = ("images", "lanes", "centre", "speed")
+    keys = ("images", "lanes", "center", "speed")
     gen = torch.Generator().manual_seed(seed)
     count = len(data["images"])
     probe_batch = tuple(data[k][: config["batch_size"]] for k in keys)
@@ -375,13 +373,13 @@ def lane_scores(run: LaneRun, test: dict[str, Tensor], clips: LaneClips, config:
         tusimple = tusimple_metrics(x, gt, run.h_samples, pixel_threshold=20.0 * width / TUSIMPLE_WIDTH)
         culane = culane_f1(lanes_from_rows(x, run.h_samples), lanes_from_rows(gt, run.h_samples), height=height,
                            width=width, line_width=30.0 * width / CULANE_WIDTH)  # fmt: skip
-        centre = centre_from_image_lanes(run.lanes_uv(logits), run.image_from_road, run.z_samples)
-        psld_value = psld(centre, test["centre"], test["speed"], run.z_samples, config["horizon_frames"])
+        center = center_from_image_lanes(run.lanes_uv(logits), run.image_from_road, run.z_samples)
+        psld_value = psld(center, test["center"], test["speed"], run.z_samples, config["horizon_frames"])
 
         def detect(images: Tensor) -> Tensor:
             return run.lanes_uv(run.net(images.float()))
 
-        e2e = e2e_ld(clips.images, clips.centre_road, clips.speed, detect, clips.image_from_road,
+        e2e = e2e_ld(clips.images, clips.center_road, clips.speed, detect, clips.image_from_road,
                      recorded_poses=clips.poses, frames=config["e2e_frames"], z_samples=clips.z_samples)  # fmt: skip
     return {
         "tusimple_accuracy": float(tusimple["accuracy"]),
@@ -425,8 +423,8 @@ def lane_study(config: dict[str, Any], seeds: list[int], log: Any) -> dict[str, 
     for seed in seeds:
         one(0.0, seed)
     balance = balance_point([p for r in runs for p in r["probes"]])
-    centre = balance["weight"]
-    weights = [0.0, centre / 10, centre, centre * 10]
+    center = balance["weight"]
+    weights = [0.0, center / 10, center, center * 10]
     weights = [float(f"{w:.3g}") for w in weights]
     for weight in weights[1:]:
         for seed in seeds:
@@ -578,7 +576,7 @@ def lane_figure(path: Path, lane: dict[str, Any]) -> None:
 
 
 def row_distances(h_samples: list[float]) -> list[float]:
-    """Road distance (metres) of each image row at the image centre column (the synthetic clips' camera)."""
+    """Road distance (metres) of each image row at the image center column (the synthetic clips' camera)."""
     from drivemetrics.geometry import image_to_road
     from drivemetrics.synthetic.lane_clips import LaneCamera
 

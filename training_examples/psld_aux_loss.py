@@ -5,7 +5,7 @@ ego-left and ego-right lines (``X = c0 + c1 Z + c2 Z^2``). Two models are traine
 
 * baseline: L1 loss on the line positions at 5..40 m (what a lane detector usually optimises);
 * + PSLD:   the same loss + ``weight * PSLDLoss("polynomial")``, the differentiable per-frame simulated lateral
-  deviation (the vehicle driven by the predicted centre for one frame, by the ground truth afterwards).
+  deviation (the vehicle driven by the predicted center for one frame, by the ground truth afterwards).
 
 It prints the exact PSLD (``drivemetrics.lane.psld.psld``) on held-out frames for both; on this toy problem the
 auxiliary loss lowers PSLD by a few percent at equal line error (the point is the wiring, not the gain). Run:
@@ -22,8 +22,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from drivemetrics.lane.geometry import centre_from_polynomials
-from drivemetrics.lane.psld import PSLDLoss, default_z_samples, psld
+from drivemetrics.lane.geometry import center_from_polynomials, default_z_samples
+from drivemetrics.lane.psld import PSLDLoss, psld
 
 Z = default_z_samples()
 Z_FIT = torch.linspace(5.0, 40.0, 8)
@@ -73,8 +73,8 @@ def train(use_psld: bool, seed: int = 0, steps: int = 100, weight: float = 200.0
         pred = model(obs)
         loss = (lines_at(pred, Z_FIT) - lines_at(coeffs, Z_FIT)).abs().mean()
         if use_psld:
-            target_centre = centre_from_polynomials(coeffs, Z)
-            loss = loss + weight * psld_loss(pred, target_centre, speed)
+            target_center = center_from_polynomials(coeffs, Z)
+            loss = loss + weight * psld_loss(pred, target_center, speed)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -87,7 +87,7 @@ def evaluate(model: Head) -> tuple[float, float]:
     with torch.no_grad():
         pred = model(obs)
         l1 = float((lines_at(pred, Z_FIT) - lines_at(coeffs, Z_FIT)).abs().mean())
-        value = float(psld(centre_from_polynomials(pred, Z), centre_from_polynomials(coeffs, Z), speed))
+        value = float(psld(center_from_polynomials(pred, Z), center_from_polynomials(coeffs, Z), speed))
     return l1, value
 
 

@@ -7,11 +7,11 @@ KITTI-ROAD folder (``--data.root DIR`` with ``image_2/``, ``gt_image_2/``, ``cal
 the homography from each frame's calibration is scaled with them). Each validation epoch logs, with ``self.log`` /
 ``self.log_dict`` on Metric objects (Lightning syncs them across processes, computes and resets them):
 
-* ``val/maxf``, ``val/ap``, ``val/bev_maxf``, ``val/bev_ap``: one ``MetricCollection`` of ``RoadMaxF`` /
-  ``RoadAveragePrecision`` in perspective and BEV (per-frame homographies passed to ``update``);
+* ``val/maxf``, ``val/ap``, ``val/bev_maxf``, ``val/bev_ap``: one ``MetricCollection`` of ``RoadPixelMaxFScore`` /
+  ``RoadPixelAveragePrecision`` in perspective and BEV (per-frame homographies passed to ``update``);
 * ``val/corridor_*``: driving-corridor lateral precision, longitudinal F1 and hitrate at 20 / 30 / 40 m of the
   predicted ego lane (warped to BEV): ``DrivingCorridorLateralPrecision``, ``DrivingCorridorLongitudinalF1Score``,
-  ``DrivingCorridorHitRate``, which share ``DrivingCorridorMetric``'s counters (one corridor fit per batch);
+  ``DrivingCorridorHitRate``, which share ``DrivingCorridorMetrics``'s counters (one corridor fit per batch);
 * ``val/soft_f_loss``: the training loss on the validation frames (``MeanMetric``).
 
 Run (``LightningCLI``; defaults from ``drivemetrics/configs/road_segmentation.yaml``;
@@ -52,11 +52,11 @@ from drivemetrics.road import (
     DrivingCorridorHitRate,
     DrivingCorridorLateralPrecision,
     DrivingCorridorLongitudinalF1Score,
-    RoadAveragePrecision,
-    RoadMaxF,
+    RoadPixelAveragePrecision,
+    RoadPixelMaxFScore,
     SoftFMeasureLoss,
-    pixel_inputs_to_bev,
 )
+from drivemetrics.road.bev_inputs import pixel_inputs_to_bev
 
 CONFIG = config_path("road_segmentation.yaml")
 KITTI_SIZE = (375, 1242)  # (H, W) of a KITTI-ROAD image; frames are resized to image_scale times this
@@ -130,7 +130,7 @@ def kitti_frames(root: str | Path, image_scale: float) -> dict[str, Tensor]:
 
     from drivemetrics._files import load_image
     from drivemetrics.geometry import image_from_road_calib, read_kitti_calib
-    from drivemetrics.road.kitti_road import calib_file_for, category_frames, find_layout, gt_masks, read_gt_png
+    from drivemetrics.road.io import calib_file_for, category_frames, find_layout, gt_masks, read_gt_png
 
     layout = find_layout(root, need_calib=True)
     keys = [k for cat in ("um_road", "umm_road", "uu_road") for k in category_frames(layout.gt_dir, cat)]
@@ -273,10 +273,10 @@ class RoadSegmenter(pl.LightningModule):
         grid = self.grid
         self.val_pixel = MetricCollection(
             {
-                "maxf": RoadMaxF(),
-                "ap": RoadAveragePrecision(),
-                "bev_maxf": RoadMaxF(space="bev", grid=grid),
-                "bev_ap": RoadAveragePrecision(space="bev", grid=grid),
+                "maxf": RoadPixelMaxFScore(),
+                "ap": RoadPixelAveragePrecision(),
+                "bev_maxf": RoadPixelMaxFScore(space="bev", grid=grid),
+                "bev_ap": RoadPixelAveragePrecision(space="bev", grid=grid),
             },
             prefix="val/",
             compute_groups=[["maxf", "ap"], ["bev_maxf", "bev_ap"]],  # one count per space, from the first batch

@@ -2,12 +2,12 @@
 
 Sato et al. (USENIX Security 2021, "Dirty Road Can Attack") and Sato & Chen (CVPR 2022). Inputs are recorded
 clips (:class:`DriveClips`: frames, recorded poses, speed, camera homography, optionally the ground-truth lane
-centre), a differentiable lane detector (:class:`LaneModel`: ``images -> output``, the family's expected road centre
+center), a differentiable lane detector (:class:`LaneModel`: ``images -> output``, the family's expected road center
 and the ego lanes used for steering) and a :class:`DRPConfig`.
 
 Closed loop (:func:`simulate_drive`): at each frame the view from the *simulated* pose is synthesised from the
 recorded frame (:func:`drivemetrics.geometry.camera.synthesize_shifted_view`, as E2E-LD does), the patch is
-composited at that pose (:mod:`drivemetrics.attack.patch`), the detector's ego lanes become a lane-centre path,
+composited at that pose (:mod:`drivemetrics.attack.patch`), the detector's ego lanes become a lane-center path,
 the controller (:class:`drivemetrics.lane.control.LinearMPC` by default) turns it into a steering command and the
 kinematic bicycle advances one frame; later frames see the deviation that earlier frames caused. Clips (and EOT
 samples) run as one batch; the only Python loop is over time steps.
@@ -18,7 +18,7 @@ Attack (:func:`drp_attack`), one iteration:
    keeping the best patch);
 2. ``scheme="trajectory"`` (the papers'): render every frame at the simulated poses, for ``eot_samples`` seeded
    draws of pose noise (lateral, yaw), patch position and brightness -- clips x EOT x frames as one batch --, run
-   the detector, and minimise ``road_center_attack_loss`` of the family's expected road centre (pushed right or
+   the detector, and minimise ``road_center_attack_loss`` of the family's expected road center (pushed right or
    left), i.e. its sum over frames; ``scheme="backprop"``: roll the differentiable loop out with gradient (EOT
    samples as extra batch rows) and maximise the signed lateral offset of the car summed over frames;
 3. one Adam (or sign-gradient) step on the darkening, then projection onto the budget
@@ -51,7 +51,7 @@ from drivemetrics.attack.patch import (
 from drivemetrics.geometry.camera import synthesize_shifted_view, view_road_mask
 from drivemetrics.geometry.pose import compose_pose, relative_pose
 from drivemetrics.lane.control import LateralController, LinearMPC, VehiclePath, sample_profile
-from drivemetrics.lane.geometry import DEFAULT_LANE_WIDTH, centre_from_image_lanes
+from drivemetrics.lane.geometry import DEFAULT_LANE_WIDTH, center_from_image_lanes
 from drivemetrics.lane.road_center import road_center_attack_loss
 from drivemetrics.vehicle.bicycle import KinematicBicycle
 
@@ -76,7 +76,7 @@ class LaneModel:
 
     Attributes:
         forward: differentiable ``images (N, C, H, W) -> output`` (any structure).
-        center: ``output -> (N,)`` expected road centre in [0, 1] (e.g. a ``drivemetrics.lane.road_center``
+        center: ``output -> (N,)`` expected road center in [0, 1] (e.g. a ``drivemetrics.lane.road_center``
             ``expected_center_*`` function applied to the right fields of the output).
         lanes: ``output -> (N, 2, P, 2)`` ego-left / ego-right lane points ``(u, v)`` in pixels (NaN = absent),
             what the car steers by.
@@ -126,7 +126,7 @@ class DRPConfig:
         scheme: ``"trajectory"`` (the papers' alternation) or ``"backprop"`` (through the differentiable loop).
         target_deviation: stop when every clip's attacked drive deviates this far (metres) towards ``direction``
             from its benign drive (0.5, as DRP); None: run all iterations.
-        lane_width: metres, for steering when one line is missing (:func:`lane_centre`) and for ``success`` when
+        lane_width: metres, for steering when one line is missing (:func:`lane_center`) and for ``success`` when
             the clips carry no lane widths.
         car_width: metres; success = a side of the car crosses a line of the ego lane.
         seed: seed of the EOT noise.
@@ -183,9 +183,9 @@ class DriveClips:
         speed: float or ``(B,)`` m/s (constant per clip, > 0).
         image_from_road: ``(3, 3)`` or ``(B, 3, 3)`` camera homography (road frame below the camera).
         recorded_poses: ``(B, T, 3)`` world poses ``(x, z, heading)`` of the recording; default straight along +Z.
-        lane_centre: optional ``(B, T, M)`` ground-truth ego-lane centre X at ``z_samples`` in each recorded
-            frame's road frame (metres); needed for offsets from the lane centre, success and E2E-LD.
-        z_samples: ``(M,)`` metres, distances of the controller's path samples and of ``lane_centre``
+        lane_center: optional ``(B, T, M)`` ground-truth ego-lane center X at ``z_samples`` in each recorded
+            frame's road frame (metres); needed for offsets from the lane center, success and E2E-LD.
+        z_samples: ``(M,)`` metres, distances of the controller's path samples and of ``lane_center``
             (default 0..100 m every metre).
         lane_width: optional ``(B,)`` true lane widths, metres (success); default the config's.
     """
@@ -194,7 +194,7 @@ class DriveClips:
     speed: Tensor | float
     image_from_road: Tensor
     recorded_poses: Tensor | None = None
-    lane_centre: Tensor | None = None
+    lane_center: Tensor | None = None
     z_samples: Tensor | None = None
     lane_width: Tensor | None = None
 
@@ -204,7 +204,7 @@ class _Prepared(NamedTuple):
     speed: Tensor  # (B,) float64
     hom: Tensor  # (B, 3, 3) float64
     poses: Tensor  # (B, T, 3) float64
-    lane_centre: Tensor | None
+    lane_center: Tensor | None
     z_samples: Tensor
     road_mask: Tensor  # (B, H, W) pixels the patch may touch
     view_mask: Tensor  # (B, 1, H, W) pixels re-projected by the view synthesis (pose-independent)
@@ -244,14 +244,14 @@ def _prepare(clips: DriveClips) -> _Prepared:
         z_samples = torch.arange(0.0, 101.0, 1.0, dtype=f64, device=device)
     check_shape(z_samples, "z_samples", ("M",))
     z_samples = z_samples.to(device=device, dtype=f64)
-    centre = clips.lane_centre
-    if centre is not None:
-        check_shape(centre, "lane_centre", (batch, length, z_samples.shape[0]))
-        check_finite(centre, "lane_centre")
-        centre = centre.to(device=device, dtype=f64)
+    center = clips.lane_center
+    if center is not None:
+        check_shape(center, "lane_center", (batch, length, z_samples.shape[0]))
+        check_finite(center, "lane_center")
+        center = center.to(device=device, dtype=f64)
     size = (height, width)
     road_mask, view_mask = road_pixel_mask(hom, size), view_road_mask(hom, size)
-    return _Prepared(images, speed, hom, poses, centre, z_samples, road_mask, view_mask)
+    return _Prepared(images, speed, hom, poses, center, z_samples, road_mask, view_mask)
 
 
 def _render(
@@ -311,13 +311,13 @@ def _nonfinite_rows(output: Any, rows: int) -> list[int] | None:
     return torch.nonzero(bad).flatten().tolist() if bool(bad.any()) else None
 
 
-def _lane_centre(prep: _Prepared, clip: Tensor, output: Any, lanes: Tensor, config: DRPConfig, t: int) -> Tensor:
-    """Lane-centre profiles ``(N, M)`` from the ego lanes ``(N, 2, P, 2)`` the model read at frame ``t`` of clips
+def _lane_center(prep: _Prepared, clip: Tensor, output: Any, lanes: Tensor, config: DRPConfig, t: int) -> Tensor:
+    """Lane-center profiles ``(N, M)`` from the ego lanes ``(N, 2, P, 2)`` the model read at frame ``t`` of clips
     ``clip`` ``(N,)``; a failure caused by a non-finite model output (its lanes read as absent) says so.
     """
     hom = prep.hom[clip]
     try:
-        return centre_from_image_lanes(lanes.to(torch.float64), hom, prep.z_samples, lane_width=config.lane_width)
+        return center_from_image_lanes(lanes.to(torch.float64), hom, prep.z_samples, lane_width=config.lane_width)
     except ValueError as error:  # only on failure: no host sync added on the normal path
         bad = _nonfinite_rows(output, lanes.shape[0])
         if bad is None:
@@ -361,8 +361,8 @@ def _rollout(
         if not isinstance(lanes, Tensor) or lanes.ndim != 4 or lanes.shape[:2] != (clip.shape[0], 2):
             got = tuple(lanes.shape) if isinstance(lanes, Tensor) else type(lanes).__name__
             raise ValueError(f"`model.lanes` must return {clip.shape[0]} x 2 x P x 2 lane points (pixels), got {got}")
-        centre = _lane_centre(prep, clip, output, lanes, config, t)
-        command = control(VehiclePath(prep.z_samples, centre), state.steering_wheel)
+        center = _lane_center(prep, clip, output, lanes, config, t)
+        command = control(VehiclePath(prep.z_samples, center), state.steering_wheel)
         if t == 0:  # start with the wheel at the first command (as lane.e2e and ld-metric)
             state = state._replace(steering_wheel=command, pending=command[:, None].expand_as(state.pending).clone())
         state = vehicle.step(state, command, speed, validate=False)
@@ -398,8 +398,8 @@ def simulate_drive(
 
 
 def lane_offsets(clips: DriveClips, poses: Tensor) -> Tensor:
-    """Signed lateral offsets ``(B, T)`` of ``poses`` (metres, right positive) from the ground-truth lane centre
-    (``clips.lane_centre``), or from the recorded path when the clips carry no lane centre.
+    """Signed lateral offsets ``(B, T)`` of ``poses`` (metres, right positive) from the ground-truth lane center
+    (``clips.lane_center``), or from the recorded path when the clips carry no lane center.
     """
     prep = _prepare(clips)
     return _offsets(prep, poses)
@@ -407,11 +407,11 @@ def lane_offsets(clips: DriveClips, poses: Tensor) -> Tensor:
 
 def _offsets(prep: _Prepared, poses: Tensor) -> Tensor:
     rel = relative_pose(poses, prep.poses)
-    if prep.lane_centre is None:
+    if prep.lane_center is None:
         return rel[..., 0]
-    batch, length, m = prep.lane_centre.shape
-    centre, _ = sample_profile(prep.z_samples, prep.lane_centre.reshape(-1, m), rel[..., 1].reshape(-1, 1).contiguous())
-    return rel[..., 0] - centre.reshape(batch, length)
+    batch, length, m = prep.lane_center.shape
+    center, _ = sample_profile(prep.z_samples, prep.lane_center.reshape(-1, m), rel[..., 1].reshape(-1, 1).contiguous())
+    return rel[..., 0] - center.reshape(batch, length)
 
 
 def _check_perturbation(perturbation: Tensor, prep: _Prepared, config: DRPConfig, budget: bool = True) -> None:
@@ -476,8 +476,8 @@ class DRPEvaluation(NamedTuple):
 
     Attributes:
         benign_poses, attacked_poses: ``(B, T, 3)`` world poses.
-        reference_poses: ``(B, T, 3)`` drive steered by the ground-truth lane centre (None without it).
-        benign_offsets, attacked_offsets: ``(B, T)`` signed offsets from the lane centre (or recorded path).
+        reference_poses: ``(B, T, 3)`` drive steered by the ground-truth lane center (None without it).
+        benign_offsets, attacked_offsets: ``(B, T)`` signed offsets from the lane center (or recorded path).
         benign_max_deviation, attacked_max_deviation: max |offset|, metres.
         benign_e2e_ld, attacked_e2e_ld: max lateral distance from the reference drive, metres (None without it).
         benign_success, success: a side of the car crossed an ego-lane line (bool).
@@ -518,7 +518,7 @@ def evaluate_patch(
     _check_visible(prep, benign, config.patch)
     with torch.inference_mode():
         attacked = _rollout(prep, model, perturbation, config, controller)
-        reference = _reference_drive(prep, controller) if prep.lane_centre is not None else None
+        reference = _reference_drive(prep, controller) if prep.lane_center is not None else None
     attacked = attacked.clone()
     reference = None if reference is None else reference.clone()
     off_b, off_a = _offsets(prep, benign), _offsets(prep, attacked)
@@ -547,7 +547,7 @@ def evaluate_patch(
 
 
 def _reference_drive(prep: _Prepared, controller: LateralController) -> Tensor:
-    """Poses ``(B, T, 3)`` of the loop steered by the ground-truth lane centre (E2E-LD's reference)."""
+    """Poses ``(B, T, 3)`` of the loop steered by the ground-truth lane center (E2E-LD's reference)."""
     from drivemetrics.lane.control import PosedPath
 
     batch, length = prep.images.shape[:2]
@@ -559,7 +559,7 @@ def _reference_drive(prep: _Prepared, controller: LateralController) -> Tensor:
     poses = [start]
     for t in range(length - 1):
         lateral, longitudinal, yaw = relative_pose(poses[-1], prep.poses[:, t]).unbind(-1)
-        path = PosedPath(prep.z_samples, prep.lane_centre[:, t], lateral, longitudinal, yaw)
+        path = PosedPath(prep.z_samples, prep.lane_center[:, t], lateral, longitudinal, yaw)
         command = control(path, state.steering_wheel)
         if t == 0:
             state = state._replace(steering_wheel=command, pending=command[:, None].expand_as(state.pending).clone())
@@ -651,7 +651,7 @@ def drp_attack(
 
     Args:
         clips: the recorded clips.
-        model: the detector and its family's centre / lanes functions.
+        model: the detector and its family's center / lanes functions.
         config: attack settings.
         controller: lateral controller of the simulated car (default :class:`LinearMPC`, RAV4 2017).
         init: optional starting perturbation ``(B, C', rows, cols)`` (projected onto the budget); default zeros.

@@ -13,11 +13,13 @@ your own).
 
 Examples
 --------
->>> from drivemetrics.configs import config_names, read_config
->>> "corridor.toml" in config_names()
-True
->>> read_config("corridor").splitlines()[0].startswith("#")
-True
+
+Examples:
+    >>> from drivemetrics.configs import config_names, read_config
+    >>> "corridor.toml" in config_names()
+    True
+    >>> read_config("corridor").splitlines()[0].startswith("#")
+    True
 """
 
 from __future__ import annotations

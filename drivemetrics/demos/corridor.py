@@ -11,11 +11,8 @@ import torch
 
 from drivemetrics._files import atomic_save_figure
 from drivemetrics.geometry.bev import BevGrid
-from drivemetrics.road.corridor import (
-    CorridorConfig,
-    DrivingCorridorMetric,
-    fit_driving_corridor,
-)
+from drivemetrics.road.corridor import DrivingCorridorMetrics, fit_driving_corridor
+from drivemetrics.road.corridor_config import CorridorConfig
 
 _DETECTORS = ("lane_good", "lane_potholes", "lane_blurry")
 
@@ -57,7 +54,7 @@ def corridor_section(out_dir: Path, seed: int, quick: bool) -> str:
     lines = [f"Driving corridor (Table IV), {num} synthetic ego-lane scenes, threshold {threshold}", header]
     curves, fits = {}, {}
     for name, (conf, target, mask) in methods.items():
-        metric = DrivingCorridorMetric(threshold, grid=grid, config=config)
+        metric = DrivingCorridorMetrics(threshold, grid=grid, config=config)
         metric.update(conf, target, mask)
         scores = metric.compute()
         curves[name] = metric.compute_curves()

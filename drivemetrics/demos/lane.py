@@ -45,10 +45,24 @@ def _scaled(noise: LaneNoise, scale: torch.Tensor) -> LaneNoise:
     )
 
 
+def _scenario_noise(names: list[str], scale: torch.Tensor, clips_per_model: int) -> LaneNoise:
+    """One :class:`LaneNoise` with a value per scenario: each named model scaled by its clips' ``scale``."""
+    fields: dict[str, list[torch.Tensor]] = {"lateral_bias": [], "heading_error": [], "curvature_error": []}
+    fields |= {"jitter": [], "max_range": []}
+    for i, name in enumerate(names):
+        noisy = _scaled(NOISE_MODELS[name], scale[i * clips_per_model : (i + 1) * clips_per_model])
+        for key in fields:
+            value = getattr(noisy, key)
+            default = 1e9 if key == "max_range" else 0.0
+            value = default if value is None else value
+            fields[key].append(torch.as_tensor(value, dtype=torch.float64).expand(clips_per_model))
+    return LaneNoise(**{key: torch.cat(values) for key, values in fields.items()})
+
+
 def evaluate_scenarios(seed: int = 0, quick: bool = False) -> dict[str, object]:
     """Compute every metric on clips x noise models; returns per-scenario tensors and names."""
     from drivemetrics.lane.e2e import e2e_ld
-    from drivemetrics.lane.geometry import centre_from_image_lanes
+    from drivemetrics.lane.geometry import center_from_image_lanes
     from drivemetrics.lane.psld import psld
 
     clips_per_model, frames = (3, 10) if quick else (8, 20)
@@ -60,21 +74,12 @@ def evaluate_scenarios(seed: int = 0, quick: bool = False) -> dict[str, object]:
     magnitude = 0.25 + 1.5 * torch.rand(n, generator=gen, dtype=torch.float64)
     sign = torch.where(torch.rand(n, generator=gen) < 0.5, -1.0, 1.0).to(torch.float64)
     scale = sign * magnitude
-    fields: dict[str, list[torch.Tensor]] = {"lateral_bias": [], "heading_error": [], "curvature_error": []}
-    fields |= {"jitter": [], "max_range": []}
-    for i, name in enumerate(names):
-        noisy = _scaled(NOISE_MODELS[name], scale[i * clips_per_model : (i + 1) * clips_per_model])
-        for key in fields:
-            value = getattr(noisy, key)
-            default = 1e9 if key == "max_range" else 0.0
-            value = default if value is None else value
-            fields[key].append(torch.as_tensor(value, dtype=torch.float64).expand(clips_per_model))
-    noise = LaneNoise(**{key: torch.cat(values) for key, values in fields.items()})
+    noise = _scenario_noise(names, scale, clips_per_model)
     detector = NoisyLaneDetector(PaintedLineDetector(clips.h_samples), noise, clips.image_from_road, seed=seed)
 
     images = clips.images.repeat(k, 1, 1, 1, 1)
     target_lanes = clips.lanes_image[:, :, list(clips.ego_lanes)].repeat(k, 1, 1, 1)  # S x T x 2 x N
-    centre = clips.centre_road.repeat(k, 1, 1)
+    center = clips.center_road.repeat(k, 1, 1)
     speed = clips.speed.repeat(k)
     poses = clips.poses.repeat(k, 1, 1)
 
@@ -103,16 +108,16 @@ def evaluate_scenarios(seed: int = 0, quick: bool = False) -> dict[str, object]:
     tp, fp, fn = (c.reshape(n, frames).sum(1).double() for c in counts)
     culane = torch.where(tp > 0, 2 * tp / (2 * tp + fp + fn), 0.0)
 
-    centre_pred = centre_from_image_lanes(
+    center_pred = center_from_image_lanes(
         detections.flatten(0, 1), clips.image_from_road, clips.z_samples, max_distance=60.0
     )
     psld_frames = psld(
-        centre_pred, centre.flatten(0, 1), speed.repeat_interleave(frames), clips.z_samples, reduction="none"
+        center_pred, center.flatten(0, 1), speed.repeat_interleave(frames), clips.z_samples, reduction="none"
     )
     psld_value = psld_frames.reshape(n, frames).mean(1)
     e2e = e2e_ld(
         images.double(),
-        centre,
+        center,
         speed,
         detector,
         clips.image_from_road,

@@ -3,9 +3,9 @@
 Scenes come from :mod:`drivemetrics.synthetic` (random roads seen by the embedded KITTI um_000000 camera). Each
 synthetic detector produces 8-bit confidence maps (like KITTI result PNGs) and is evaluated pooled over the scenes
 
-- in perspective (:class:`~drivemetrics.road.metrics.RoadPixelMetrics`),
+- in perspective (:class:`~drivemetrics.road.pixel.RoadPixelMetrics`),
 - in BEV the KITTI-server way: prediction and GT warped with the devkit's lookup (``space="bev"``),
-- in BEV rendered directly from the scene (exact BEV GT; confidences evaluated at the cell centres).
+- in BEV rendered directly from the scene (exact BEV GT; confidences evaluated at the cell centers).
 
 A mean-of-GT baseline prior (the KITTI-ROAD "location potential") built from other random scenes is scored too.
 """
@@ -20,7 +20,7 @@ from torch import Tensor
 from drivemetrics._files import atomic_save_figure
 from drivemetrics.demos.corridor import corridor_section
 from drivemetrics.geometry.bev import BevGrid
-from drivemetrics.road.metrics import RoadPixelMetrics
+from drivemetrics.road.pixel import RoadPixelMetrics
 from drivemetrics.synthetic import (
     KITTI_IMAGE_SIZE,
     baseline_prior,

@@ -29,7 +29,7 @@ def format_stats(curves: list[list[float]]) -> str:
 
 def format_table(result: dict) -> str:
     """The AP table: per class, one row per metric, R11 and R40 for easy / moderate / hard."""
-    from drivemetrics.detection.kitti_eval import DIFFICULTIES
+    from drivemetrics.detection.kitti_object import DIFFICULTIES
 
     lines = []
     for cls, per_metric in result.items():
@@ -69,7 +69,7 @@ def _gather_frames(shard: Any, gts: list, dets: list, count: int) -> tuple[list,
 
     from drivemetrics._distributed import bytes_to_strings, strings_to_bytes
     from drivemetrics._ragged import RaggedRows
-    from drivemetrics.detection.kitti_io import KittiObjects
+    from drivemetrics.detection.io import KittiObjects
 
     def fields(prefix: str, objects: list, columns: int) -> dict[str, RaggedRows]:
         values = RaggedRows.from_frames([o.to_array() for o in objects], (columns,), torch.float64)
@@ -89,8 +89,8 @@ def _gather_frames(shard: Any, gts: list, dets: list, count: int) -> tuple[list,
 def _kitti_object_eval(args: argparse.Namespace) -> int:
     import warnings
 
-    from drivemetrics.detection.kitti_eval import evaluate_kitti_objects
-    from drivemetrics.detection.kitti_io import read_kitti_object_folder
+    from drivemetrics.detection.io import read_kitti_object_folder
+    from drivemetrics.detection.kitti_object import evaluate_kitti_objects
 
     gt_dir, det_dir = Path(args.gt), Path(args.det)
     for name, folder in (("--gt", gt_dir), ("--det", det_dir)):
@@ -129,8 +129,8 @@ def _kitti_object_eval(args: argparse.Namespace) -> int:
         groundtruth = dict(zip(frames, gts, strict=True))
         detections = dict(zip(frames, dets, strict=True))
     result = evaluate_kitti_objects(
-        list(groundtruth.values()),
         list(detections.values()),
+        list(groundtruth.values()),
         overlaps=args.overlaps,
         workers=resolve_workers(args.workers),
         progress=progress,

@@ -6,9 +6,13 @@ Road frame (KITTI-ROAD convention): X right, Y down, Z forward, metres; the road
 from drivemetrics._lazy import lazy_exports
 
 _EXPORTS = {
+    "BevGrid": "drivemetrics.geometry.bev",
+    "KITTI_CALIB_SHAPES": "drivemetrics.geometry.calib",
+    "ROAD_CALIB_KEYS": "drivemetrics.geometry.calib",
+    "WARP_MODES": "drivemetrics.geometry.warp",
+    "WarpMode": "drivemetrics.geometry.warp",
     "apply_homography": "drivemetrics.geometry.camera",
     "bev_sample_pixels": "drivemetrics.geometry.warp",
-    "BevGrid": "drivemetrics.geometry.bev",
     "check_road_homography": "drivemetrics.geometry.homography",
     "compose_pose": "drivemetrics.geometry.pose",
     "devkit_cell_centers": "drivemetrics.geometry.warp",
@@ -20,12 +24,10 @@ _EXPORTS = {
     "image_from_road_homography": "drivemetrics.geometry.camera",
     "image_to_road": "drivemetrics.geometry.camera",
     "intrinsic_matrix": "drivemetrics.geometry.camera",
-    "KITTI_CALIB_SHAPES": "drivemetrics.geometry.calib",
     "normalize_image_from_road": "drivemetrics.geometry.camera",
     "parse_kitti_calib": "drivemetrics.geometry.calib",
     "read_kitti_calib": "drivemetrics.geometry.calib",
     "relative_pose": "drivemetrics.geometry.pose",
-    "ROAD_CALIB_KEYS": "drivemetrics.geometry.calib",
     "road_from_bev_cell": "drivemetrics.geometry.homography",
     "road_from_world": "drivemetrics.geometry.pose",
     "road_to_camera_rotation": "drivemetrics.geometry.camera",
@@ -36,8 +38,6 @@ _EXPORTS = {
     "view_road_mask": "drivemetrics.geometry.camera",
     "warp_bev_to_image": "drivemetrics.geometry.warp",
     "warp_image_to_bev": "drivemetrics.geometry.warp",
-    "WARP_MODES": "drivemetrics.geometry.warp",
-    "WarpMode": "drivemetrics.geometry.warp",
     "world_from_road": "drivemetrics.geometry.pose",
 }
 

@@ -12,7 +12,7 @@ from torch import Tensor
 class BevGrid:
     """A regular grid on the road plane Y = 0 (road frame: X right, Z forward, metres).
 
-    Row 0 is the far edge (``z_max``), column 0 the left edge (``x_min``); values live at cell centres. The
+    Row 0 is the far edge (``z_max``), column 0 the left edge (``x_min``); values live at cell centers. The
     default is the KITTI-ROAD benchmark grid: X in [-10, 10] m, Z in [6, 46] m at 0.05 m, 800 rows x 400 columns.
     """
 
@@ -46,24 +46,24 @@ class BevGrid:
         return self.rows, self.cols
 
     def x_centers(self, dtype: torch.dtype = torch.float32, device: torch.device | str | None = None) -> Tensor:
-        """X of each column's centre, metres, shape ``(cols,)``, increasing."""
+        """X of each column's center, metres, shape ``(cols,)``, increasing."""
         j = torch.arange(self.cols, dtype=torch.float64, device=device)
         return (self.x_min + (j + 0.5) * self.resolution).to(dtype)
 
     def z_centers(self, dtype: torch.dtype = torch.float32, device: torch.device | str | None = None) -> Tensor:
-        """Z of each row's centre, metres, shape ``(rows,)``, decreasing (row 0 is far)."""
+        """Z of each row's center, metres, shape ``(rows,)``, decreasing (row 0 is far)."""
         i = torch.arange(self.rows, dtype=torch.float64, device=device)
         return (self.z_max - (i + 0.5) * self.resolution).to(dtype)
 
     def cell_centers(
         self, dtype: torch.dtype = torch.float32, device: torch.device | str | None = None
     ) -> tuple[Tensor, Tensor]:
-        """Meshes ``(X, Z)`` of cell centres, each ``rows x cols``, metres."""
+        """Meshes ``(X, Z)`` of cell centers, each ``(rows, cols)``, metres."""
         z, x = torch.meshgrid(self.z_centers(dtype, device), self.x_centers(dtype, device), indexing="ij")
         return x, z
 
     def cell_from_metric(self, x: Tensor, z: Tensor) -> tuple[Tensor, Tensor]:
-        """Continuous ``(row, col)`` of road points ``(x, z)``; integer values are cell centres."""
+        """Continuous ``(row, col)`` of road points ``(x, z)``; integer values are cell centers."""
         col = (x - self.x_min) / self.resolution - 0.5
         row = (self.z_max - z) / self.resolution - 0.5
         return row, col

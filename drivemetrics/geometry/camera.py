@@ -1,10 +1,10 @@
 """Pinhole camera over the road plane: image <-> road homographies, horizon, and shifted-view synthesis.
 
 Road frame (KITTI-ROAD convention): X right, Y down, Z forward, metres; the road is the plane Y = 0 and the camera
-centre sits at ``(0, -camera_height, 0)`` (straight above the origin). A road point is written ``(X, Z)``; its
-homogeneous form is ``(X, Z, 1)``. Pixels are ``(u, v)`` = (column, row), origin at the top-left pixel centre.
+center sits at ``(0, -camera_height, 0)`` (straight above the origin). A road point is written ``(X, Z)``; its
+homogeneous form is ``(X, Z, 1)``. Pixels are ``(u, v)`` = (column, row), origin at the top-left pixel center.
 
-The central object is the ``image_from_road`` homography ``H`` (``... x 3 x 3``): ``s (u, v, 1) = H (X, Z, 1)``
+The central object is the ``image_from_road`` homography ``H`` (``(..., 3, 3)``): ``s (u, v, 1) = H (X, Z, 1)``
 with ``s`` > 0 the depth of the point in front of the camera. It can be built from intrinsics and extrinsics
 (:func:`image_from_road_homography`), taken from a KITTI calibration (any 3 x 3 matrix in this convention,
 :func:`normalize_image_from_road`), or fitted to four point pairs (:func:`homography_from_correspondences`).
@@ -95,11 +95,11 @@ def image_from_road_homography(
     """The ``image_from_road`` homography of a pinhole camera ``camera_height`` metres above the road origin.
 
     ``H = K [r1, r3, h r2]`` where ``r_i`` are the columns of :func:`road_to_camera_rotation`; a road point
-    ``(X, 0, Z)`` seen from the camera centre ``(0, -h, 0)`` has camera coordinates ``X r1 + Z r3 + h r2``.
+    ``(X, 0, Z)`` seen from the camera center ``(0, -h, 0)`` has camera coordinates ``X r1 + Z r3 + h r2``.
 
     Args:
         intrinsics: ``K``, shape ``(..., 3, 3)`` (pixels).
-        camera_height: height of the camera centre above the road, metres (> 0).
+        camera_height: height of the camera center above the road, metres (> 0).
         pitch, yaw, roll: camera angles in radians, see :func:`road_to_camera_rotation`.
 
     Returns:
@@ -134,7 +134,7 @@ def normalize_image_from_road(matrix: Tensor, reference_point: tuple[float, floa
     """
     _check_mat(matrix, "image_from_road")
     if bool((torch.linalg.det(matrix.double()).abs() <= 1e-12 * matrix.abs().amax((-2, -1)).double() ** 3).any()):
-        raise ValueError("`image_from_road` is singular (the road plane must not contain the camera centre)")
+        raise ValueError("`image_from_road` is singular (the road plane must not contain the camera center)")
     scale = matrix.abs().amax(dim=(-2, -1), keepdim=True)
     depth = matrix[..., 2, 0] * reference_point[0] + matrix[..., 2, 1] * reference_point[1] + matrix[..., 2, 2]
     sign = torch.where(depth < 0, -1.0, 1.0).to(matrix.dtype)[..., None, None]

@@ -7,12 +7,15 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from drivemetrics._options import add_workers, resolve_workers
+from drivemetrics._options import add_compat, add_workers, resolve_workers
+
+#: Python result keys -> the names LaneEval prints (the CLI and its JSON keep them).
+_TUSIMPLE_NAMES = {"accuracy": "Accuracy", "fp": "FP", "fn": "FN", "f1": "F1"}
 
 
 def _tusimple_eval(args: argparse.Namespace) -> int:
     from drivemetrics._files import atomic_write_text, check_output_path
-    from drivemetrics.lane.tusimple import evaluate_tusimple_files
+    from drivemetrics.lane.evaluate import evaluate_tusimple_files
 
     if args.json:
         check_output_path(args.json, input_files=[args.pred, args.gt], option="--json")
@@ -21,11 +24,12 @@ def _tusimple_eval(args: argparse.Namespace) -> int:
         args.gt,
         ego_only=args.ego_only,
         image_width=args.image_width,
-        fp_mode=args.fp_mode,
+        compat=args.compat,
         progress=False if args.no_progress else None,
     )
-    for name in ("Accuracy", "FP", "FN", "F1"):
-        print(f"{name:<8} {overall[name]:.6f}")
+    overall = {devkit: overall[key] for key, devkit in _TUSIMPLE_NAMES.items()}  # the devkit's names
+    for name, value in overall.items():
+        print(f"{name:<8} {value:.6f}")
     print(f"images   {len(per_image)}")
     if args.json:
         payload = {"overall": overall, "per_image": per_image} if args.per_image else overall
@@ -37,7 +41,7 @@ def _category_lists(paths: Sequence[str]) -> dict[str, list[str]]:
     """``{row name: entries as written}`` of list files and folders of list files (CULane ``list/test_split``)."""
     import re
 
-    from drivemetrics.lane.culane import read_culane_list
+    from drivemetrics.lane.io import read_culane_list
 
     files: list[Path] = []
     for item in paths:
@@ -67,7 +71,8 @@ def _f1_label(t: float) -> str:
 def _culane_eval(args: argparse.Namespace) -> int:
     import torch
 
-    from drivemetrics.lane.culane import IOU_RANGE, _threshold_key, evaluate_culane_dirs
+    from drivemetrics.lane.culane import IOU_RANGE
+    from drivemetrics.lane.evaluate import _threshold_key, evaluate_culane_dirs
 
     # a chunk's tensors are small: one thread per process, parallel work through --workers
     torch.set_num_threads(1)
@@ -160,11 +165,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (default: shown on a terminal)")
     parser.add_argument("--ego-only", action="store_true", help="score only the ego-left and ego-right lanes")
     parser.add_argument("--image-width", type=float, default=1280.0, help="image width for --ego-only (pixels)")
-    parser.add_argument(
-        "--fp-mode",
-        choices=("official", "unmatched"),
-        default="official",
-        help="official: FP = n_pred - n_matched (may be negative); unmatched: predictions that are no GT's match",
+    add_compat(
+        parser,
+        "the official FP = n_pred - n_matched (may be negative); default counts the predictions that are no GT "
+        "lane's best match",
     )
     parser.set_defaults(func=_tusimple_eval)
 
@@ -204,12 +208,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     culane.add_argument(
         "--iou-range", action="store_true", help="score IoU 0.50:0.05:0.95 in one pass: F1@50, F1@75 and mF1"
     )
-    culane.add_argument(
-        "--compat",
-        choices=("reference",),
-        default=None,
-        help="reference: the official C++ evaluator's numbers (0/1-point lanes count, its spline and rounding, OpenCV)",
-    )
+    add_compat(culane, "the official C++ evaluator's numbers (0/1-point lanes count, its spline and rounding, OpenCV)")
     culane.add_argument("--chunk", type=int, default=64, help="images scored per batch")
     add_workers(culane, "processes reading and scoring the files (torch runs one thread per process)")
     culane.add_argument("--per-image", action="store_true", help="with --json, add per-image TP / FP / FN")

@@ -1,8 +1,8 @@
-"""Differentiable lateral controllers that follow a lane-centre path: closed-form linear MPC and pure pursuit.
+"""Differentiable lateral controllers that follow a lane-center path: closed-form linear MPC and pure pursuit.
 
 A controller is called as ``controller(path, speed, steering_wheel) -> command``:
 
-* ``path`` describes the centre line to follow *as seen from the vehicle* (X right, Z forward, vehicle at the
+* ``path`` describes the center line to follow *as seen from the vehicle* (X right, Z forward, vehicle at the
   origin): a :class:`VehiclePath` (a profile already in the vehicle frame) or a :class:`PosedPath` (a profile in
   a road frame plus the vehicle pose in that frame); both sample lateral position and slope at longitudinal
   distances;
@@ -21,7 +21,7 @@ follows three cubic polynomials (path, left and right lines with probabilities).
 around the vehicle's own straight line (small heading, ``psi' = v delta / L``), the control is the road-wheel
 angle, piecewise constant on ``steps`` uniform intervals, the costs are quadratic (path offset, heading against the
 path slope, steering rate, a tiny angle penalty), there are no lane-line barriers and no box constraints (the
-vehicle model clamps the wheel angle), and the input is one centre path. The optimum is then one ``steps x steps``
+vehicle model clamps the wheel angle), and the input is one center path. The optimum is then one ``(steps, steps)``
 linear solve per speed, so a step is a few dot products: exact, batched and differentiable.
 """
 
@@ -64,7 +64,7 @@ def sample_profile(knots_z: Tensor, knots_x: Tensor, z_query: Tensor) -> tuple[T
 
 
 class VehiclePath:
-    """A lane-centre profile in the vehicle frame: ``x`` ``(B, M)`` at increasing ``z`` (``(M,)`` or ``(B, M)``)."""
+    """A lane-center profile in the vehicle frame: ``x`` ``(B, M)`` at increasing ``z`` (``(M,)`` or ``(B, M)``)."""
 
     def __init__(self, z: Tensor, x: Tensor) -> None:
         if x.ndim != 2 or x.shape[-1] < 2:
@@ -184,7 +184,7 @@ class LinearMPC:
         return self.horizon / self.steps
 
     def _matrices(self, dtype: torch.dtype, device: torch.device) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """Unit-speed response matrices ``G_e``, ``G_psi`` (``N x N``), the difference matrix and state times."""
+        """Unit-speed response matrices ``G_e``, ``G_psi`` (``(N, N)``), the difference matrix and state times."""
         n, dt = self.steps, self.dt
         t_state = torch.arange(1, n + 1, dtype=dtype, device=device) * dt  # end of interval k
         t_start = torch.arange(n, dtype=dtype, device=device) * dt  # start of control interval j

@@ -1,7 +1,7 @@
 """CULane lane F1: lanes drawn as wide curves, IoU, one-to-one matching, TP / FP / FN counts.
 
 As in the CULane evaluator (Pan et al., SCNN, ``tools/lane_evaluation``): every lane is interpolated with a natural
-cubic spline, drawn ``line_width`` px wide (default 30) on an ``H x W`` image (default 590 x 1640); the IoU of every
+cubic spline, drawn ``line_width`` px wide (default 30) on an ``(H, W)`` image (default 590 x 1640); the IoU of every
 (GT, prediction) pair is the pixel intersection over union of the drawings; GT and predicted lanes are paired
 one-to-one maximising the total IoU; a pair with IoU ``> iou_threshold`` (strict, default 0.5) is a true positive,
 ``FP = n_pred - TP``, ``FN = n_gt - TP``; precision, recall and F1 come from the totals over the dataset.
@@ -9,7 +9,7 @@ one-to-one maximising the total IoU; a pair with IoU ``> iou_threshold`` (strict
 Two modes:
 
 * default: batched torch on any device. A lane is the natural cubic spline through its points (chord-length
-  parameter, as the official tool), sampled every ``spacing`` px of chord (default 8); a pixel (centre at integer
+  parameter, as the official tool), sampled every ``spacing`` px of chord (default 8); a pixel (center at integer
   coordinates) is inside when its distance to the sampled curve is ``<= line_width / 2``, computed in closed form
   per image row (no per-pixel loop); matching is ``scipy.optimize.linear_sum_assignment`` on ``1 - IoU``. Lanes
   with fewer than 2 points are dropped with a warning that counts them (the official tool scores them as lanes of
@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Iterator, Sequence
-from functools import partial
-from pathlib import Path, PurePosixPath
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -34,15 +32,12 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
-from drivemetrics._distributed import Shard, current_shard
-from drivemetrics._files import read_text
-from drivemetrics._metric import ScalarFromDict, plot_metric
-from drivemetrics._progress import progress_bar
-from drivemetrics._ragged import RaggedRows
+from drivemetrics._compat import Compat, check_compat
+from drivemetrics._compute import precision_recall_f1
+from drivemetrics._metric import add_config_state, plot_metric
 from drivemetrics._validation import check_shape, check_tensor
 
 _BIG = 1e9
-COMPAT_MODES = (None, "reference")
 IOU_RANGE = tuple(round(0.5 + 0.05 * k, 2) for k in range(10))  # mF1: mean F1 over IoU 0.50:0.05:0.95
 
 
@@ -57,7 +52,7 @@ class CULaneCounts(NamedTuple):
 class CULaneMatches(NamedTuple):
     """Per-image matching result, from which the counts at any IoU threshold follow.
 
-    ``matched_iou``: ``B x L_gt`` float64 IoU of every GT lane with its matched prediction (NaN: no match or
+    ``matched_iou``: ``(B, L_gt)`` float64 IoU of every GT lane with its matched prediction (NaN: no match or
     padding); ``n_pred``, ``n_gt``: ``B`` long numbers of scored lanes. TP at threshold t = ``(matched_iou > t)``
     summed over lanes.
     """
@@ -72,13 +67,8 @@ class CULaneMatches(NamedTuple):
         return CULaneCounts(tp, self.n_pred - tp, self.n_gt - tp)
 
 
-def _check_compat(compat: str | None) -> None:
-    if compat not in COMPAT_MODES:
-        raise ValueError(f"`compat` must be None or 'reference', got {compat!r}")
-
-
 def lanes_from_rows(xs: Tensor, ys: Tensor) -> Tensor:
-    """Turn row-sampled lanes (``B x L x N`` x at rows ``ys``: ``N`` or ``B x N``) into ``B x L x N x 2`` points."""
+    """Turn row-sampled lanes (``(B, L, N)`` x at rows ``ys``: ``N`` or ``(B, N)``) into ``(B, L, N, 2)`` points."""
     check_shape(xs, "xs", ("B", "L", "N"))
     if ys.ndim == 1:
         ys = ys.expand(xs.shape[0], -1)
@@ -88,7 +78,7 @@ def lanes_from_rows(xs: Tensor, ys: Tensor) -> Tensor:
 
 
 def _check_points(points: Tensor, lane_mask: Tensor | None, name: str) -> tuple[Tensor, Tensor]:
-    """(valid points ``B x L x P``, lane slots ``B x L``) after shape and value checks."""
+    """(valid points ``(B, L, P)``, lane slots ``(B, L)``) after shape and value checks."""
     check_tensor(points, name)
     check_shape(points, name, ("B", "L", "P", 2))
     if bool(torch.isinf(points).any()):
@@ -153,14 +143,14 @@ def draw_lanes(
     """Rasterise lanes as straight polylines ``line_width`` px wide (no interpolation; see :func:`spline_lanes`).
 
     Args:
-        points: ``B x L x P x 2`` lane points ``(x, y)`` in pixels (x = column, y = row, pixel centres at integer
+        points: ``(B, L, P, 2)`` lane points ``(x, y)`` in pixels (x = column, y = row, pixel centers at integer
             coordinates), NaN = padding. Consecutive valid points are joined; a NaN point breaks the polyline.
         height, width: image size in pixels.
         line_width: pen width in pixels (a pixel is inside when its distance to the polyline is <= half of it).
-        lane_mask: optional ``B x L`` bools of real lanes (default: slots with a valid point).
+        lane_mask: optional ``(B, L)`` bools of real lanes (default: slots with a valid point).
 
     Returns:
-        ``B x L x height x width`` bool masks (False for padding slots). Points may lie outside the image.
+        ``(B, L, height, width)`` bool masks (False for padding slots). Points may lie outside the image.
     """
     if not (line_width > 0 and height > 0 and width > 0):
         raise ValueError(f"need line_width, height, width > 0, got {line_width}, {height}, {width}")
@@ -213,13 +203,13 @@ def spline_lanes(
     ``max_samples``, the first and last sample being its end points.
 
     Args:
-        points: ``B x L x P x 2`` points ``(x, y)``, NaN = padding.
-        lane_mask: optional ``B x L`` bools of real lanes (default: slots with a valid point).
+        points: ``(B, L, P, 2)`` points ``(x, y)``, NaN = padding.
+        lane_mask: optional ``(B, L)`` bools of real lanes (default: slots with a valid point).
         spacing: largest parameter step between samples, pixels.
         max_samples: cap on ``N``.
 
     Returns:
-        (``B x L x N x 2`` float64 samples, NaN for lanes of fewer than 2 distinct points; ``B x L`` bools of the
+        (``(B, L, N, 2)`` float64 samples, NaN for lanes of fewer than 2 distinct points; ``(B, L)`` bools of the
         lanes drawn).
     """
     curve, _, drawn = _spline_samples(points, lane_mask, spacing, max_samples)
@@ -229,7 +219,7 @@ def spline_lanes(
 def _spline_samples(
     points: Tensor, lane_mask: Tensor | None, spacing: float, max_samples: int
 ) -> tuple[Tensor, Tensor, Tensor]:
-    """:func:`spline_lanes` plus the ``B x L x N x 2`` unit tangents at the samples."""
+    """:func:`spline_lanes` plus the ``(B, L, N, 2)`` unit tangents at the samples."""
     if not spacing > 0 or max_samples < 2:
         raise ValueError(f"need spacing > 0 and max_samples >= 2, got {spacing}, {max_samples}")
     valid, lane_mask = _check_points(points, lane_mask, "points")
@@ -291,7 +281,7 @@ def _spline_samples(
 
 
 def _scatter_rows(lo_row: Tensor, hi_row: Tensor, rows: Tensor, lo: Tensor, hi: Tensor, ok: Tensor) -> None:
-    """Merge column intervals ``[lo, hi]`` at integer ``rows`` (``B x L x ...``) into ``B x L x (H + 1)`` rows."""
+    """Merge column intervals ``[lo, hi]`` at integer ``rows`` (``(B, L, ...)``) into ``(B, L, (H + 1))`` rows."""
     height = lo_row.shape[-1] - 1
     ok = ok & (rows >= 0) & (rows < height)
     index = torch.where(ok, rows, height).long().flatten(2)
@@ -302,8 +292,8 @@ def _scatter_rows(lo_row: Tensor, hi_row: Tensor, rows: Tensor, lo: Tensor, hi: 
 def _row_intervals(
     curve: Tensor, tangent: Tensor, drawn: Tensor, height: int, width: int, r: float
 ) -> tuple[Tensor, Tensor, Tensor]:
-    """Per-row drawn columns ``[first, last]`` (``B x L x H`` long, empty when first > last) of the pixels within
-    ``r`` of sampled curves, and ``B x L`` bools of the curves monotone in y (the only ones this is exact for:
+    """Per-row drawn columns ``[first, last]`` (``(B, L, H)`` long, empty when first > last) of the pixels within
+    ``r`` of sampled curves, and ``(B, L)`` bools of the curves monotone in y (the only ones this is exact for:
     they cut every row in one interval; the others are drawn with :func:`draw_lanes`).
 
     The set within ``r`` of a curve is bounded by its two offset curves (``point +- r * normal``) and the disks at
@@ -355,7 +345,7 @@ def lane_iou_matrix(
     target_mask: Tensor | None = None,
     spacing: float = 8.0,
 ) -> Tensor:
-    """IoU of every (prediction, GT) lane pair, default mode: ``B x L_pred x L_gt`` float64 (0 for padding slots
+    """IoU of every (prediction, GT) lane pair, default mode: ``(B, L_pred, L_gt)`` float64 (0 for padding slots
     and for lanes of fewer than 2 points). Lanes are drawn as their spline (:func:`spline_lanes`, ``spacing`` px).
     """
     if not (line_width > 0 and height > 0 and width > 0):
@@ -403,7 +393,7 @@ def _warn_short(valid: Tensor, lane_mask: Tensor, name: str) -> Tensor:
 
 
 def _hungarian(iou: np.ndarray) -> np.ndarray:
-    """GT -> prediction match (``-1`` = none) maximising the total IoU; ``iou`` is ``n_gt x n_pred``."""
+    """GT -> prediction match (``-1`` = none) maximising the total IoU; ``iou`` is ``(n_gt, n_pred)``."""
     from scipy.optimize import linear_sum_assignment
 
     match = np.full(iou.shape[0], -1, dtype=np.int64)
@@ -421,21 +411,21 @@ def culane_matches(
     line_width: float = 30.0,
     preds_mask: Tensor | None = None,
     target_mask: Tensor | None = None,
-    compat: str | None = None,
+    compat: Compat = "default",
 ) -> CULaneMatches:
     """Match predictions to GT lanes per image; :meth:`CULaneMatches.counts` gives TP / FP / FN at any threshold.
 
     Args:
-        preds: ``B x L_pred x P x 2`` predicted lane points ``(x, y)`` in pixels, NaN = padding
+        preds: ``(B, L_pred, P, 2)`` predicted lane points ``(x, y)`` in pixels, NaN = padding
             (:func:`lanes_from_rows` converts row-sampled lanes).
-        target: ``B x L_gt x Q x 2`` GT lane points.
+        target: ``(B, L_gt, Q, 2)`` GT lane points.
         height, width: image size (CULane 590 x 1640).
         line_width: drawn lane width in pixels (30).
-        preds_mask, target_mask: optional ``B x L`` bools of real lanes (default: slots with a valid point; give
+        preds_mask, target_mask: optional ``(B, L)`` bools of real lanes (default: slots with a valid point; give
             them to count lanes of 0 points in compat mode).
-        compat: None (default mode) or ``"reference"`` (the official C++ tool, CPU, needs OpenCV).
+        compat: ``"default"`` or ``"reference"`` (the official C++ tool, CPU, needs OpenCV).
     """
-    _check_compat(compat)
+    check_compat(compat)
     check_tensor(preds, "preds")
     check_tensor(target, "target")
     if preds.shape[0] != target.shape[0]:
@@ -482,7 +472,7 @@ def culane_counts(
     iou_threshold: float = 0.5,
     preds_mask: Tensor | None = None,
     target_mask: Tensor | None = None,
-    compat: str | None = None,
+    compat: Compat = "default",
 ) -> CULaneCounts:
     """Per-image CULane TP, FP, FN at ``iou_threshold`` (strict; 0.5, also 0.3 and 0.75 are used).
 
@@ -494,14 +484,6 @@ def culane_counts(
     return matches.counts(iou_threshold)
 
 
-def _prf(tp: Tensor, fp: Tensor, fn: Tensor) -> dict[str, Tensor]:
-    tp, fp, fn = (v.to(torch.float64) for v in (tp, fp, fn))
-    precision = torch.where(tp + fp > 0, tp / (tp + fp).clamp(min=1), 0.0)
-    recall = torch.where(tp + fn > 0, tp / (tp + fn).clamp(min=1), 0.0)
-    f1 = torch.where(precision + recall > 0, 2 * precision * recall / (precision + recall).clamp(min=1e-300), 0.0)
-    return {"precision": precision, "recall": recall, "f1": f1}
-
-
 def culane_f1(
     preds: Tensor,
     target: Tensor,
@@ -511,17 +493,17 @@ def culane_f1(
     iou_threshold: float = 0.5,
     preds_mask: Tensor | None = None,
     target_mask: Tensor | None = None,
-    compat: str | None = None,
+    compat: Compat = "default",
 ) -> dict[str, Tensor]:
     """CULane ``precision``, ``recall``, ``f1`` from the batch's total TP / FP / FN (0 when undefined).
 
     Arguments as in :func:`culane_counts`.
     """
     counts = culane_counts(preds, target, height, width, line_width, iou_threshold, preds_mask, target_mask, compat)
-    return _prf(counts.tp.sum(), counts.fp.sum(), counts.fn.sum())
+    return precision_recall_f1(counts.tp.sum(), counts.fp.sum(), counts.fn.sum())
 
 
-class CULaneF1(Metric):
+class CULaneMetrics(Metric):
     """CULane F1 accumulated over batches: sum-reduced TP / FP / FN counters.
 
     ``update(preds, target, preds_mask=None, target_mask=None)`` as :func:`culane_counts`; ``compute()`` returns
@@ -531,7 +513,7 @@ class CULaneF1(Metric):
         height, width: image size in pixels (CULane 590 x 1640).
         line_width: drawn lane width in pixels (30).
         iou_threshold: IoU above which a matched pair counts (0.5).
-        compat: None (default mode) or ``"reference"`` (official C++ tool, CPU, needs OpenCV).
+        compat: ``"default"`` or ``"reference"`` (official C++ tool, CPU, needs OpenCV).
         kwargs: torchmetrics ``Metric`` keyword arguments.
     """
 
@@ -551,21 +533,23 @@ class CULaneF1(Metric):
         width: int = 1640,
         line_width: float = 30.0,
         iou_threshold: float = 0.5,
-        compat: str | None = None,
-        **kwargs: object,
+        compat: Compat = "default",
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         if not (height > 0 and width > 0 and line_width > 0):
             raise ValueError(f"need height, width, line_width > 0, got {height}, {width}, {line_width}")
         if not 0 <= iou_threshold < 1:
             raise ValueError(f"`iou_threshold` must be in [0, 1), got {iou_threshold}")
-        _check_compat(compat)
+        check_compat(compat)
         self.height, self.width = int(height), int(width)
         self.line_width = float(line_width)
         self.iou_threshold = float(iou_threshold)
         self.compat = compat
         for name in ("tp", "fp", "fn"):
             self.add_state(name, torch.zeros((), dtype=torch.long), dist_reduce_fx="sum")
+        # what the counters mean, as a constant state: keeps differently configured metrics out of one compute group
+        add_config_state(self, ("CULane", self.height, self.width, self.line_width, self.iou_threshold, compat))
 
     def update(
         self, preds: Tensor, target: Tensor, preds_mask: Tensor | None = None, target_mask: Tensor | None = None
@@ -588,353 +572,107 @@ class CULaneF1(Metric):
 
     def compute(self) -> dict[str, Tensor]:
         """``{"precision", "recall", "f1"}`` from the accumulated totals."""
-        return _prf(self.tp, self.fp, self.fn)
+        return precision_recall_f1(self.tp, self.fp, self.fn)
 
     def plot(self, val: dict[str, Tensor] | list[dict[str, Tensor]] | None = None, ax: Any = None) -> Any:
         """Plot precision, recall and F1 (or their sequence over epochs) with matplotlib; ``(fig, ax)``."""
         return plot_metric(self, val, ax)
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# CULane files: one ``<image>.lines.txt`` per image, one lane per line as ``x1 y1 x2 y2 ...`` (pixels)
+# Scalar classes for ``self.log``: they share CULaneMetrics' counters, so a MetricCollection of them counts once.
 
 
-def read_culane_lines(path: str | Path) -> Tensor:
-    """Read a CULane ``.lines.txt`` file into ``L x P x 2`` float64 points ``(x, y)``, NaN-padded (default mode).
+class CULanePrecision(CULaneMetrics):
+    """CULane precision ``TP / (TP + FP)`` over all images seen (arguments as :class:`CULaneMetrics`).
 
-    Lines with fewer than 2 points (blank lines included) are dropped with a warning that counts them; a
-    non-number or an odd number of values raises ``ValueError`` naming the file and 1-based line number. An empty
-    file gives ``0 x 0 x 2``. :func:`drivemetrics.lane.culane_official.read_culane_file` keeps every line.
+    Examples:
+        >>> import torch
+        >>> lane = torch.tensor([[[[800.0, 580.0], [820.0, 300.0]]]])
+        >>> metric = CULanePrecision()
+        >>> metric.update(lane, lane)
+        >>> metric.compute().item()
+        1.0
     """
-    from drivemetrics.lane.culane_official import read_culane_file
 
-    lanes = read_culane_file(path)
-    kept = [lane for lane in lanes if len(lane) >= 2]
-    if len(kept) < len(lanes):
-        warnings.warn(f"{path}: {len(lanes) - len(kept)} line(s) with fewer than 2 points dropped", stacklevel=2)
-    return _stack_lanes([kept])[0] if kept else torch.zeros(0, 0, 2, dtype=torch.float64)
+    def __init__(
+        self,
+        height: int = 590,
+        width: int = 1640,
+        line_width: float = 30.0,
+        iou_threshold: float = 0.5,
+        compat: Compat = "default",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(height, width, line_width, iou_threshold, compat, **kwargs)
 
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """Precision from the accumulated totals (0-d float64)."""
+        return super().compute()["precision"]
 
-def _stack_lanes(frames: list[list[np.ndarray]]) -> Tensor:
-    """``B x L x P x 2`` NaN-padded float64 tensor of per-frame lists of ``n x 2`` lanes."""
-    n_lanes = max([len(f) for f in frames] + [1])
-    n_points = max([len(lane) for f in frames for lane in f] + [2])
-    out = np.full((len(frames), n_lanes, n_points, 2), np.nan)
-    for i, frame in enumerate(frames):
-        for k, lane in enumerate(frame):
-            out[i, k, : len(lane)] = lane
-    return torch.from_numpy(out)
-
-
-def _lane_name(name: str) -> str:
-    """List entry (``/driver_x/y/00000.jpg`` or ``.lines.txt``) -> relative ``.lines.txt`` path."""
-    name = name.strip().lstrip("/")
-    if not name.endswith(".lines.txt"):
-        name = str(Path(name).with_suffix(".lines.txt"))
-    return name
+    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
+        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
+        return plot_metric(self, val, ax)
 
 
-def _frame_key(name: str) -> str:
-    """Frame name: the list entry (or relative ``.lines.txt`` path) as spelled, without extension."""
-    name = name.strip()
-    if name.endswith(".lines.txt"):
-        return name[: -len(".lines.txt")]
-    return name[: len(name) - len(PurePosixPath(name).suffix)]
+class CULaneRecall(CULaneMetrics):
+    """CULane recall ``TP / (TP + FN)`` over all images seen (arguments as :class:`CULaneMetrics`).
 
-
-def read_culane_list(path: str | Path, as_written: bool = False) -> list[str]:
-    """Relative ``.lines.txt`` paths of a CULane list file (one image per line, first column; blank lines skipped).
-
-    ``as_written``: return the entries as spelled in the file (``/driver_x/y/00000.jpg``); given to
-    :func:`evaluate_culane_dirs`, they name its per-image frames the list's way (``/driver_x/y/00000``).
+    Examples:
+        >>> import torch
+        >>> lane = torch.tensor([[[[800.0, 580.0], [820.0, 300.0]]]])
+        >>> metric = CULaneRecall()
+        >>> metric.update(lane, lane)
+        >>> metric.compute().item()
+        1.0
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"CULane list file not found: {path}")
-    text = read_text(path, what="CULane list file")
-    names = [line.split()[0] for line in text.splitlines() if line.strip()]
-    if not names:
-        raise ValueError(f"{path}: the list names no images")
-    return names if as_written else [_lane_name(n) for n in names]
+
+    def __init__(
+        self,
+        height: int = 590,
+        width: int = 1640,
+        line_width: float = 30.0,
+        iou_threshold: float = 0.5,
+        compat: Compat = "default",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(height, width, line_width, iou_threshold, compat, **kwargs)
+
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """Recall from the accumulated totals (0-d float64)."""
+        return super().compute()["recall"]
+
+    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
+        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
+        return plot_metric(self, val, ax)
 
 
-def _map_chunks(fn: Callable[[list[str]], object], chunks: list[list[str]], workers: int) -> Iterator:
-    """``fn(chunk)`` for every chunk, in order, in ``workers`` spawned processes (1: in this process)."""
-    if workers <= 1 or len(chunks) <= 1:
-        yield from map(fn, chunks)
-        return
-    from drivemetrics._pool import map_in_processes  # spawned workers, terminated on Ctrl-C
+class CULaneF1Score(CULaneMetrics):
+    """CULane F1 over all images seen, a scalar for ``self.log`` (arguments as :class:`CULaneMetrics`).
 
-    yield from map_in_processes(fn, chunks, workers)
-
-
-def _score_default_chunk(
-    names: list[str], gt_dir: str, pred_dir: str, height: int, width: int, line_width: float, threads: int
-) -> tuple[list[tuple[int, int, np.ndarray]], dict[str, int]]:
-    """Default-mode matches of a chunk of frames read from files, and the lanes of < 2 points dropped."""
-    from drivemetrics.lane.culane_official import read_frames_chunk
-
-    if threads:
-        torch.set_num_threads(threads)
-    frames = read_frames_chunk(names, gt_dir, pred_dir)
-    gts = [[lane for lane in g if len(lane) >= 2] for g, _ in frames]
-    preds = [[lane for lane in p if len(lane) >= 2] for _, p in frames]
-    dropped = {
-        "pred": sum(len(p) for _, p in frames) - sum(len(p) for p in preds),
-        "gt": sum(len(g) for g, _ in frames) - sum(len(g) for g in gts),
-    }
-    result = culane_matches(_stack_lanes(preds), _stack_lanes(gts), height, width, line_width)
-    m_all = result.matched_iou.cpu().numpy()
-    return [(len(g), len(p), m_all[i, : len(g)]) for i, (g, p) in enumerate(zip(gts, preds, strict=True))], dropped
-
-
-def score_culane_dirs(
-    pred_dir: str | Path,
-    gt_dir: str | Path,
-    names: list[str],
-    height: int = 590,
-    width: int = 1640,
-    line_width: float = 30.0,
-    compat: str | None = None,
-    chunk: int = 64,
-    workers: int = 1,
-    progress: bool | None = False,
-) -> dict[str, object]:
-    """Match every listed frame: ``{"n_gt", "n_pred"}`` (``F`` int arrays), ``"matched"`` (list of per-GT-lane
-    matched IoU arrays, NaN = unmatched) and ``"dropped"`` (``{"pred", "gt"}`` lanes of < 2 points dropped in the
-    default mode). ``names``: relative ``.lines.txt`` paths; a missing prediction file is a frame without lanes.
-    ``progress``: a tqdm bar over the frames (``None``: only when stdout and stderr are terminals).
+    Examples:
+        >>> import torch
+        >>> lane = torch.tensor([[[[800.0, 580.0], [820.0, 300.0]]]])
+        >>> metric = CULaneF1Score()
+        >>> metric.update(lane, lane)
+        >>> metric.compute().item()
+        1.0
     """
-    _check_compat(compat)
-    pred_dir, gt_dir = Path(pred_dir), Path(gt_dir)
-    if not gt_dir.is_dir():
-        raise FileNotFoundError(f"GT folder not found: {gt_dir}")
-    if not pred_dir.is_dir():
-        raise FileNotFoundError(f"prediction folder not found: {pred_dir}")
-    if chunk < 1 or workers < 1:
-        raise ValueError(f"`chunk` and `workers` must be >= 1, got {chunk}, {workers}")
-    chunks = [names[i : i + chunk] for i in range(0, len(names), chunk)]
-    n_gt, n_pred, matched = [], [], []
-    dropped = {"pred": 0, "gt": 0}
-    if compat == "reference":
-        from drivemetrics.lane.culane_official import score_official_chunk
 
-        score = partial(
-            score_official_chunk,
-            gt_dir=str(gt_dir),
-            pred_dir=str(pred_dir),
-            height=height,
-            width=width,
-            line_width=round(line_width),
-        )
-        parts = ((part, None) for part in _map_chunks(score, chunks, workers))
-    else:
-        # worker processes run torch on one thread each (the tensors of a chunk are small)
-        score = partial(
-            _score_default_chunk,
-            gt_dir=str(gt_dir),
-            pred_dir=str(pred_dir),
-            height=height,
-            width=width,
-            line_width=line_width,
-            threads=1 if workers > 1 else 0,
-        )
-        parts = _map_chunks(score, chunks, workers)
-    with progress_bar(len(names), "culane-eval", "image", progress) as bar:
-        for part, part_dropped in parts:
-            for g, p, m in part:
-                n_gt.append(g)
-                n_pred.append(p)
-                matched.append(m)
-            for key in part_dropped or {}:
-                dropped[key] += part_dropped[key]
-            bar.update(len(part))
-    _warn_dropped(dropped, stacklevel=3)
-    return {
-        "n_gt": np.array(n_gt, dtype=np.int64),
-        "n_pred": np.array(n_pred, dtype=np.int64),
-        "matched": matched,
-        "dropped": dropped,
-    }
+    def __init__(
+        self,
+        height: int = 590,
+        width: int = 1640,
+        line_width: float = 30.0,
+        iou_threshold: float = 0.5,
+        compat: Compat = "default",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(height, width, line_width, iou_threshold, compat, **kwargs)
 
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """F1 from the accumulated totals (0-d float64)."""
+        return super().compute()["f1"]
 
-def _warn_dropped(dropped: dict[str, int], stacklevel: int) -> None:
-    if dropped["gt"] or dropped["pred"]:
-        warnings.warn(
-            f"{dropped['pred']} predicted and {dropped['gt']} GT lane(s) with fewer than 2 points dropped "
-            "(compat='reference' scores them as lanes with IoU 0, as the official tool)",
-            stacklevel=stacklevel,
-        )
-
-
-def _gather_scored(shard: Shard, scored: dict[str, Any], count: int) -> dict[str, Any]:
-    """The :func:`score_culane_dirs` results of every rank's frames (``shard.take(names)``), in frame order."""
-    counts = RaggedRows.from_frames(
-        [[g, p] for g, p in zip(scored["n_gt"].tolist(), scored["n_pred"].tolist(), strict=True)], (2,), torch.int64
-    )
-    matched = RaggedRows.from_frames([np.asarray(m, dtype=np.float64) for m in scored["matched"]], (), torch.float64)
-    frames = shard.gather_frames(shard.indices(count), counts=counts, matched=matched)
-    both = frames.fields["counts"].rows.cpu().numpy()
-    dropped = shard.sum(torch.tensor([scored["dropped"]["pred"], scored["dropped"]["gt"]])).tolist()
-    return {
-        "n_gt": both[:, 0].copy(),
-        "n_pred": both[:, 1].copy(),
-        "matched": [m.cpu().numpy() for m in frames.fields["matched"].split()],
-        "dropped": {"pred": dropped[0], "gt": dropped[1]},
-    }
-
-
-def _totals(n_gt: np.ndarray, n_pred: np.ndarray, matched: list[np.ndarray], threshold: float) -> dict[str, object]:
-    tp = int(sum(int((m > threshold).sum()) for m in matched))
-    fp, fn = int(n_pred.sum()) - tp, int(n_gt.sum()) - tp
-    scores = _prf(torch.tensor(tp), torch.tensor(fp), torch.tensor(fn))
-    return {**{k: float(v) for k, v in scores.items()}, "tp": tp, "fp": fp, "fn": fn}
-
-
-def _threshold_key(t: float) -> str:
-    return f"{t:.2f}"
-
-
-def evaluate_culane_dirs(
-    pred_dir: str | Path,
-    gt_dir: str | Path,
-    names: list[str] | None = None,
-    height: int = 590,
-    width: int = 1640,
-    line_width: float = 30.0,
-    iou_threshold: float | Sequence[float] = 0.5,
-    chunk: int = 64,
-    compat: str | None = None,
-    workers: int = 1,
-    per_image: bool = False,
-    categories: dict[str, list[str]] | None = None,
-    progress: bool | None = False,
-) -> dict[str, object]:
-    """CULane precision / recall / F1 of a folder of ``.lines.txt`` predictions against a GT folder.
-
-    Args:
-        pred_dir, gt_dir: folders holding ``<name>.lines.txt`` files (sub-folders allowed).
-        names: list entries (``/driver_x/y/00000.jpg``) or relative ``.lines.txt`` paths of the GT files to score
-            (default: every ``*.lines.txt`` under ``gt_dir``, or the union of ``categories``); a missing prediction
-            file counts as no lanes.
-        height, width, line_width: as :func:`culane_matches`.
-        iou_threshold: one threshold or several (scored in one pass: the matching does not depend on it).
-        chunk: frames per batch (bounds memory); workers: processes reading (and in compat mode scoring) files.
-        compat: None or ``"reference"`` (the official C++ tool's numbers).
-        progress: a tqdm bar over the frames on stderr (``None``: only when stdout and stderr are terminals).
-        per_image: add ``"per_image": {frame: {"tp", "fp", "fn"}}`` at the first threshold; ``frame`` is the name
-            as given (list entry or path under ``gt_dir``) without extension.
-        categories: ``{row name: names}``, e.g. the CULane test splits; each row is scored from the same matches.
-
-    Returns:
-        ``{"precision", "recall", "f1", "tp", "fp", "fn"}`` at the first threshold, ``"images"``,
-        ``"iou_thresholds"``, ``"by_threshold": {"0.50": {...}, ...}``, the mean F1 over the thresholds when there
-        are several (``"mF1"`` for :data:`IOU_RANGE`, else ``"mean_f1"``), ``"dropped_lanes"`` (default mode), and
-        ``"per_image"`` / ``"categories"``.
-    """
-    thresholds = (
-        [float(iou_threshold)] if isinstance(iou_threshold, (int, float)) else [float(t) for t in iou_threshold]
-    )
-    if not thresholds or not all(0 <= t < 1 for t in thresholds):
-        raise ValueError(f"`iou_threshold` must be one or more values in [0, 1), got {iou_threshold}")
-    gt_dir = Path(gt_dir)
-    if names is None and categories:
-        names = list(dict.fromkeys(n for rows in categories.values() for n in rows))
-    if names is None:
-        if not gt_dir.is_dir():
-            raise FileNotFoundError(f"GT folder not found: {gt_dir}")
-        names = sorted(p.relative_to(gt_dir).as_posix() for p in gt_dir.rglob("*.lines.txt"))
-    if not names:
-        raise ValueError(f"no `.lines.txt` files to evaluate under {gt_dir}")
-    frames: dict[str, str] = {}  # lane file -> frame name as given (the first spelling of a file wins)
-    for n in names:
-        frames.setdefault(_lane_name(n), _frame_key(n))
-    names = list(frames)
-    mean_key = "mF1" if tuple(sorted(thresholds)) == IOU_RANGE else "mean_f1"
-    shard = current_shard()  # under torchrun: this rank matches its shard of the frames, then all are gathered
-    with warnings.catch_warnings():
-        if shard.world > 1:  # one warning with the totals, from rank 0
-            warnings.filterwarnings("ignore", message=".*with fewer than 2 points dropped")
-        scored = score_culane_dirs(
-            pred_dir,
-            gt_dir,
-            shard.take(names),
-            height,
-            width,
-            line_width,
-            compat,
-            chunk,
-            workers,
-            progress if shard.is_main else False,  # rank 0 shows its shard's progress
-        )
-    if shard.world > 1:
-        scored = _gather_scored(shard, scored, len(names))
-        if shard.is_main:
-            _warn_dropped(scored["dropped"], stacklevel=2)
-    n_gt, n_pred, matched = scored["n_gt"], scored["n_pred"], scored["matched"]
-
-    def table(select: np.ndarray | None = None) -> dict[str, object]:
-        g, p = (n_gt, n_pred) if select is None else (n_gt[select], n_pred[select])
-        m = matched if select is None else [matched[i] for i in select]
-        rows = {_threshold_key(t): _totals(g, p, m, t) for t in thresholds}
-        out: dict[str, object] = {"images": len(g), "by_threshold": rows}
-        if len(thresholds) > 1:
-            out[mean_key] = float(np.mean([r["f1"] for r in rows.values()]))
-        return out
-
-    overall = table()
-    result: dict[str, object] = {
-        **overall["by_threshold"][_threshold_key(thresholds[0])],
-        "images": len(names),
-        "iou_thresholds": thresholds,
-        **{k: v for k, v in overall.items() if k != "images"},
-    }
-    if compat is None:
-        result["dropped_lanes"] = scored["dropped"]
-    if categories:
-        index = {n: i for i, n in enumerate(names)}
-        result["categories"] = {
-            row: table(np.array([index[_lane_name(n)] for n in dict.fromkeys(rows)], dtype=np.int64))
-            for row, rows in categories.items()
-        }
-    if per_image:
-        t0 = thresholds[0]
-        result["per_image"] = {}
-        for name, g, p, m in zip(names, n_gt, n_pred, matched, strict=True):
-            tp = int((m > t0).sum())
-            result["per_image"][frames[name]] = {"tp": tp, "fp": int(p) - tp, "fn": int(g) - tp}
-    return result
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Scalar classes for ``self.log``: they share CULaneF1's counters, so a MetricCollection of them counts once.
-
-
-class _CULaneScalar(ScalarFromDict, CULaneF1):
-    is_differentiable = False
-    higher_is_better = True
-    full_state_update = False
-    plot_lower_bound = 0.0
-    plot_upper_bound = 1.0
-
-    def _state_config(self) -> object:
-        compat = getattr(self, "compat", None)
-        return ("CULane", self.height, self.width, self.line_width, self.iou_threshold, compat)
-
-
-class CULanePrecision(_CULaneScalar):
-    """CULane precision ``TP / (TP + FP)`` over all images seen (arguments as :class:`CULaneF1`)."""
-
-    key = "precision"
-
-
-class CULaneRecall(_CULaneScalar):
-    """CULane recall ``TP / (TP + FN)`` over all images seen (arguments as :class:`CULaneF1`)."""
-
-    key = "recall"
-
-
-class CULaneF1Score(_CULaneScalar):
-    """CULane F1 over all images seen, a scalar for ``self.log`` (arguments as :class:`CULaneF1`)."""
-
-    key = "f1"
+    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
+        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
+        return plot_metric(self, val, ax)

@@ -7,10 +7,10 @@ For a clip of recorded frames (the paper: 20 steps at 20 Hz = 1 s), starting at 
    pixels above the horizon kept from the recorded frame);
 2. run the user's detector (any callable ``images (N, C, H, W) -> lanes (N, 2, P, 2)`` pixels, ego-left then
    ego-right, NaN for absent points) on the batch of clips;
-3. lane centre (:func:`drivemetrics.lane.geometry.centre_from_image_lanes`) -> lateral controller -> one frame of
+3. lane center (:func:`drivemetrics.lane.geometry.center_from_image_lanes`) -> lateral controller -> one frame of
    the kinematic bicycle.
 
-The reference is the same closed loop driven by the ground-truth lane centre (no images). Then::
+The reference is the same closed loop driven by the ground-truth lane center (no images). Then::
 
     E2E-LD(clip) = max_{1 <= t <= T} |lateral offset of the detector-driven pose from the reference pose at t|
 
@@ -35,8 +35,7 @@ from drivemetrics._validation import check_finite, check_shape
 from drivemetrics.geometry.camera import synthesize_shifted_view
 from drivemetrics.geometry.pose import relative_pose
 from drivemetrics.lane.control import LateralController, LinearMPC, PosedPath, VehiclePath
-from drivemetrics.lane.geometry import DEFAULT_LANE_WIDTH, centre_from_image_lanes
-from drivemetrics.lane.psld import default_z_samples
+from drivemetrics.lane.geometry import DEFAULT_LANE_WIDTH, center_from_image_lanes, default_z_samples
 from drivemetrics.vehicle.bicycle import KinematicBicycle
 
 __all__ = ["E2EResult", "e2e_ld"]
@@ -83,7 +82,7 @@ def e2e_ld(
 
     Args:
         images: ``(B, T, C, H, W)`` recorded frames (float).
-        target: ``(B, T, M)`` ground-truth lane-centre profiles of each recorded frame (its own road frame,
+        target: ``(B, T, M)`` ground-truth lane-center profiles of each recorded frame (its own road frame,
             metres) at ``z_samples``.
         speed: float, ``(B,)`` or ``(B, T)`` m/s (> 0).
         detector: ``(N, C, H, W) -> (N, 2, P, 2)`` lane points in pixels (NaN = absent).
@@ -145,11 +144,11 @@ def e2e_ld(
             raise ValueError(
                 f"`detector` must return lanes of shape {batch} x 2 x P x 2 (ego-left, ego-right), got {got}"
             )
-        centre = centre_from_image_lanes(lanes.to(dtype), hom, z_samples, lane_width=lane_width)
+        center = center_from_image_lanes(lanes.to(dtype), hom, z_samples, lane_width=lane_width)
         gt_path = PosedPath(z_samples, target[:, t], lateral[batch:], longitudinal[batch:], yaw[batch:])
         speeds = v[:, t].repeat(2)
         control = controller.bind(v[:, t])  # speeds were validated above (no per-step host sync)
-        cmd_det = control(VehiclePath(z_samples, centre), state.steering_wheel[:batch])
+        cmd_det = control(VehiclePath(z_samples, center), state.steering_wheel[:batch])
         cmd_gt = control(gt_path, state.steering_wheel[batch:])
         command = torch.cat([cmd_det, cmd_gt])
         if t == 0:  # start with the wheel at the first command (ld-metric's snap)

@@ -1,12 +1,12 @@
-"""Lane lines from the image to the road plane, resampled at fixed longitudinal distances; the lane centre.
+"""Lane lines from the image to the road plane, resampled at fixed longitudinal distances; the lane center.
 
 Road frame: X right, Z forward, metres (origin on the road below the camera). A lane line is a set of points;
-a *profile* is the lateral position ``X`` of a line (or of the lane centre) sampled at fixed longitudinal
+a *profile* is the lateral position ``X`` of a line (or of the lane center) sampled at fixed longitudinal
 distances ``z_samples`` (``(M,)``, metres, increasing).
 
 Extrapolation (documented behaviour, :func:`resample_lane`): outside the Z range of its valid points a line is
 continued along its first / last segment (``"linear"``, default) or held at its end value (``"constant"``, what
-ld-metric does). A line with fewer than 2 valid points is *missing*; :func:`lane_centre` then offsets the other
+ld-metric does). A line with fewer than 2 valid points is *missing*; :func:`lane_center` then offsets the other
 line by half a lane width, and raises if both ego lines are missing.
 """
 
@@ -17,15 +17,18 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from drivemetrics._validation import check_finite, check_tensor
+from drivemetrics._validation import check_finite, check_shape, check_tensor
 from drivemetrics.geometry.camera import image_to_road
 
 __all__ = [
     "DEFAULT_LANE_WIDTH",
-    "centre_from_image_lanes",
-    "centre_from_polynomials",
+    "DEFAULT_Z_SAMPLES",
+    "center_from_image_lanes",
+    "center_from_polynomials",
+    "default_z_samples",
     "image_lanes_to_road",
-    "lane_centre",
+    "lane_center",
+    "lane_slot_mask",
     "resample_lane",
     "soft_argmax_rows",
 ]
@@ -133,14 +136,14 @@ def resample_lane(
     return profile, present
 
 
-def lane_centre(
+def lane_center(
     left: Tensor,
     right: Tensor,
     left_present: Tensor | None = None,
     right_present: Tensor | None = None,
     lane_width: float = DEFAULT_LANE_WIDTH,
 ) -> Tensor:
-    """Lane-centre profile from the ego-left and ego-right line profiles (``(..., M)``, metres).
+    """Lane-center profile from the ego-left and ego-right line profiles (``(..., M)``, metres).
 
     Both present: the midpoint. One missing: the other line shifted by ``lane_width / 2`` towards the lane
     (left line + w/2, right line - w/2). Both missing: ``ValueError`` naming the frames.
@@ -157,18 +160,18 @@ def lane_centre(
         bad = torch.nonzero(neither).tolist()[:10]
         raise ValueError(
             f"both ego lane lines are missing (fewer than 2 valid points each) at batch index(es) {bad}; "
-            "a lane centre cannot be formed"
+            "a lane center cannot be formed"
         )
     half = lane_width / 2
     both = (left + right) / 2
     only_left = left + half
     only_right = right - half
     out = torch.where(lp[..., None], torch.where(rp[..., None], both, only_left), only_right)
-    check_finite(out, "lane centre")
+    check_finite(out, "lane center")
     return out
 
 
-def centre_from_image_lanes(
+def center_from_image_lanes(
     lanes_uv: Tensor,
     image_from_road: Tensor,
     z_samples: Tensor,
@@ -177,7 +180,7 @@ def centre_from_image_lanes(
     extrapolation: Extrapolation = "linear",
     max_distance: float = 80.0,
 ) -> Tensor:
-    """Lane-centre profile ``(B, M)`` from ego-left / ego-right lines in the image.
+    """Lane-center profile ``(B, M)`` from ego-left / ego-right lines in the image.
 
     Args:
         lanes_uv: ``(B, 2, N, 2)`` pixels, lane 0 = ego-left, lane 1 = ego-right; NaN / negative u = absent.
@@ -193,7 +196,7 @@ def centre_from_image_lanes(
         hom = hom[:, None]
     xz, ok = image_lanes_to_road(lanes_uv, hom, valid, max_distance)
     profiles, present = resample_lane(xz, z_samples, ok, extrapolation)
-    return lane_centre(profiles[:, 0], profiles[:, 1], present[:, 0], present[:, 1], lane_width)
+    return lane_center(profiles[:, 0], profiles[:, 1], present[:, 0], present[:, 1], lane_width)
 
 
 def soft_argmax_rows(scores: Tensor, temperature: float = 1.0, from_logits: bool = True) -> Tensor:
@@ -205,7 +208,7 @@ def soft_argmax_rows(scores: Tensor, temperature: float = 1.0, from_logits: bool
         temperature: softmax temperature for logits.
 
     Returns:
-        ``(..., R)`` column coordinate ``u`` in pixels (0 = first column centre).
+        ``(..., R)`` column coordinate ``u`` in pixels (0 = first column center).
     """
     check_tensor(scores, "scores")
     check_finite(scores, "scores")
@@ -219,8 +222,8 @@ def soft_argmax_rows(scores: Tensor, temperature: float = 1.0, from_logits: bool
     return (weights * cols).sum(-1)
 
 
-def centre_from_polynomials(coefficients: Tensor, z_samples: Tensor) -> Tensor:
-    """Lane-centre profile ``(B, M)`` from road-frame polynomials ``X = sum_k c_k Z^k`` of the two ego lines.
+def center_from_polynomials(coefficients: Tensor, z_samples: Tensor) -> Tensor:
+    """Lane-center profile ``(B, M)`` from road-frame polynomials ``X = sum_k c_k Z^k`` of the two ego lines.
 
     Args:
         coefficients: ``(B, 2, K)`` (lane 0 ego-left, lane 1 ego-right; ``c_0`` first), metres.
@@ -233,3 +236,30 @@ def centre_from_polynomials(coefficients: Tensor, z_samples: Tensor) -> Tensor:
     powers = z_samples.to(coefficients)[:, None] ** torch.arange(coefficients.shape[-1], device=coefficients.device)
     lines = coefficients @ powers.T  # (B, 2, M)
     return lines.mean(1)
+
+
+DEFAULT_Z_SAMPLES = (0.0, 100.0, 1.0)
+"""Default longitudinal sampling (start, stop, step) in metres: 0, 1, ..., 100 m."""
+
+
+def default_z_samples(dtype: torch.dtype | None = None, device: torch.device | str | None = None) -> Tensor:
+    """The default ``z_samples``: 0 to 100 m every metre, ``(101,)``."""
+    start, stop, step = DEFAULT_Z_SAMPLES
+    return torch.arange(start, stop + step / 2, step, dtype=dtype or torch.get_default_dtype(), device=device)
+
+
+def lane_slot_mask(lanes: Tensor, lane_mask: Tensor | None = None, name: str = "lanes") -> Tensor:
+    """Which lane slots of ``lanes`` ``(B, L, N)`` are real lanes, ``(B, L)`` bool.
+
+    ``lane_mask`` (``(B, L)``) when given, else the slots with at least one finite value (an all-NaN slot is
+    padding). ``name`` names the argument in the error message of a wrongly shaped mask.
+
+    Examples:
+        >>> lanes = torch.tensor([[[1.0, 2.0], [float("nan"), float("nan")]]])
+        >>> lane_slot_mask(lanes).tolist()
+        [[True, False]]
+    """
+    if lane_mask is None:
+        return torch.isfinite(lanes).any(dim=-1)
+    check_shape(lane_mask, f"{name}_mask", lanes.shape[:2])
+    return lane_mask.to(device=lanes.device, dtype=torch.bool)

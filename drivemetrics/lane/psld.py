@@ -1,21 +1,21 @@
 """PSLD, the per-frame simulated lateral deviation (Sato et al., CVPR 2022), exact and as a differentiable loss.
 
 For each frame a vehicle starts at the origin of the frame's road frame (X right, Z forward, heading 0) at the
-frame's speed. Step 1 (one camera frame, 1/20 s) is controlled by the **detected** lane centre, steps 2..Tp by the
-**ground-truth** centre (the road, re-expressed in the vehicle frame at every step); the lateral controller and the
+frame's speed. Step 1 (one camera frame, 1/20 s) is controlled by the **detected** lane center, steps 2..Tp by the
+**ground-truth** center (the road, re-expressed in the vehicle frame at every step); the lateral controller and the
 kinematic bicycle are those of :mod:`drivemetrics.lane.control` and :mod:`drivemetrics.vehicle`. Then::
 
     PSLD(frame) = (1 / Tp) max_{1 <= t <= Tp} |x(t) - x_ref(t)|
 
 Reference ``x_ref`` (argument ``reference``):
 
-* ``"rollout"`` (default): the same closed loop driven by the ground-truth centre at every step, compared
+* ``"rollout"`` (default): the same closed loop driven by the ground-truth center at every step, compared
   index-wise, as ld-metric does (its ``y_GT``). A perfect detection scores exactly 0, whatever the controller's own
   tracking error or the start offset.
-* ``"centre"``: the ground-truth lane centre itself at the vehicle's longitudinal position, ``X_gt(z(t))``.
+* ``"center"``: the ground-truth lane center itself at the vehicle's longitudinal position, ``X_gt(z(t))``.
 
-Inputs are lane-centre *profiles*: lateral positions ``(B, M)`` at fixed longitudinal distances ``z_samples``
-(:func:`drivemetrics.lane.geometry.centre_from_image_lanes` builds them from image lanes). Profiles are continued
+Inputs are lane-center *profiles*: lateral positions ``(B, M)`` at fixed longitudinal distances ``z_samples``
+(:func:`drivemetrics.lane.geometry.center_from_image_lanes` builds them from image lanes). Profiles are continued
 linearly beyond their last sample. Everything runs batched over frames: one Python loop over the ``Tp`` steps.
 
 Differences from ld-metric (documented, see the README): ld-metric sums the per-frame values over the 20 start
@@ -38,31 +38,22 @@ from drivemetrics._validation import check_finite, check_tensor
 from drivemetrics.lane.control import LateralController, LinearMPC, PosedPath, VehiclePath, sample_profile
 from drivemetrics.lane.geometry import (
     DEFAULT_LANE_WIDTH,
-    centre_from_image_lanes,
-    centre_from_polynomials,
+    center_from_image_lanes,
+    center_from_polynomials,
+    default_z_samples,
     soft_argmax_rows,
 )
 from drivemetrics.vehicle.bicycle import KinematicBicycle
 
 __all__ = [
-    "DEFAULT_Z_SAMPLES",
     "PSLD",
     "PSLDLoss",
-    "default_z_samples",
     "psld",
     "psld_deviations",
     "smooth_psld",
 ]
 
-Reference = Literal["rollout", "centre"]
-DEFAULT_Z_SAMPLES = (0.0, 100.0, 1.0)
-"""Default longitudinal sampling (start, stop, step) in metres: 0, 1, ..., 100 m."""
-
-
-def default_z_samples(dtype: torch.dtype | None = None, device: torch.device | str | None = None) -> Tensor:
-    """The default ``z_samples``: 0 to 100 m every metre, ``(101,)``."""
-    start, stop, step = DEFAULT_Z_SAMPLES
-    return torch.arange(start, stop + step / 2, step, dtype=dtype or torch.get_default_dtype(), device=device)
+Reference = Literal["rollout", "center"]
 
 
 def _check_profiles(preds: Tensor, target: Tensor, z_samples: Tensor, values: bool = True) -> None:
@@ -70,7 +61,7 @@ def _check_profiles(preds: Tensor, target: Tensor, z_samples: Tensor, values: bo
     for name, value in (("preds", preds), ("target", target)):
         check_tensor(value, name)
         if value.ndim != 2:
-            raise ValueError(f"`{name}` must be a lane-centre profile of shape B x M, got {tuple(value.shape)}")
+            raise ValueError(f"`{name}` must be a lane-center profile of shape B x M, got {tuple(value.shape)}")
         if not value.is_floating_point():
             raise ValueError(f"`{name}` must be a floating tensor, got {value.dtype}")
         if values:
@@ -118,12 +109,12 @@ def psld_deviations(
     """Signed lateral deviations ``x(t) - x_ref(t)`` of the PSLD rollouts, ``(B, Tp)`` metres, t = 1..Tp.
 
     Args:
-        preds: detected lane-centre profiles ``(B, M)`` (metres) at ``z_samples``.
-        target: ground-truth lane-centre profiles ``(B, M)``.
+        preds: detected lane-center profiles ``(B, M)`` (metres) at ``z_samples``.
+        target: ground-truth lane-center profiles ``(B, M)``.
         speed: ``(B,)`` or float, m/s (> 0).
         z_samples: ``(M,)`` metres, increasing; default :func:`default_z_samples`.
         horizon_frames: ``Tp`` (frames; default 10 = 0.5 s at 20 Hz; the paper's best for attacks is 5).
-        reference: ``"rollout"`` or ``"centre"`` (module docstring).
+        reference: ``"rollout"`` or ``"center"`` (module docstring).
         controller: a lateral controller (default ``LinearMPC()`` with the RAV4 2017 vehicle); its ``params``
             define the vehicle.
         initial_steering: ``(B,)`` steering-wheel angle at the start, radians; default: the first command
@@ -134,8 +125,8 @@ def psld_deviations(
     z_samples = default_z_samples(preds.dtype, preds.device) if z_samples is None else z_samples.to(preds)
     _check_profiles(preds, target, z_samples, validate_args)
     _check_horizon(horizon_frames)
-    if reference not in ("rollout", "centre"):
-        raise ValueError(f"`reference` must be 'rollout' or 'centre', got {reference!r}")
+    if reference not in ("rollout", "center"):
+        raise ValueError(f"`reference` must be 'rollout' or 'center', got {reference!r}")
     controller = LinearMPC() if controller is None else controller
     v = _check_speed(speed, preds, validate_args)
     batch = preds.shape[0]
@@ -158,14 +149,14 @@ def psld_deviations(
     xs = []
     for step in range(horizon_frames):
         if step > 0:
-            # The ground-truth centre seen from the current pose (the road is fixed in the frame's road frame).
+            # The ground-truth center seen from the current pose (the road is fixed in the frame's road frame).
             command = control(PosedPath(z_samples, road, state.x, state.z, state.heading), state.steering_wheel)
         state = model.step(state, command, speeds, validate=False)
         if with_ref:
             xs.append(state.x[:batch] - state.x[batch:])
         else:
-            centre, _ = sample_profile(z_samples, target, state.z[:, None])
-            xs.append(state.x - centre[:, 0])
+            center, _ = sample_profile(z_samples, target, state.z[:, None])
+            xs.append(state.x - center[:, 0])
     return torch.stack(xs, 1)
 
 
@@ -196,7 +187,7 @@ def psld(
     Arguments as :func:`psld_deviations`; ``reduction`` is ``"mean"`` (default), ``"sum"`` or ``"none"``
     (per-frame values ``(B,)``). ld-metric's per-scenario number is the ``"sum"`` over the scenario's 20 frames.
 
-    Example:
+    Examples:
         >>> z = default_z_samples()
         >>> gt = torch.zeros(2, z.numel())
         >>> psld(gt, gt, speed=20.0)
@@ -223,28 +214,28 @@ def smooth_psld(deviations: Tensor, temperature: float = 0.02, abs_eps: float = 
     return peak / tp
 
 
-InputType = Literal["centre", "points", "row_scores", "polynomial"]
+InputType = Literal["center", "points", "row_scores", "polynomial"]
 
 
 class PSLDLoss(nn.Module):
     """Differentiable PSLD surrogate for training: gradients flow from lane predictions to the loss.
 
-    The prediction is turned into a lane-centre profile (``input_type``), rolled out as in :func:`psld`, and the
+    The prediction is turned into a lane-center profile (``input_type``), rolled out as in :func:`psld`, and the
     max over steps becomes a log-sum-exp with ``temperature`` (metres; 0 recovers the exact PSLD).
 
     ``input_type``:
 
-    * ``"centre"``: ``preds`` ``(B, M)`` lane-centre profile at ``z_samples`` (metres).
+    * ``"center"``: ``preds`` ``(B, M)`` lane-center profile at ``z_samples`` (metres).
     * ``"points"``: ``(B, 2, N, 2)`` ego-left / ego-right lane points in pixels ``(u, v)``; needs
       ``image_from_road`` (homography, may itself require grad).
     * ``"row_scores"``: ``(B, 2, R, W)`` row-wise column logits of the two ego lines at image rows ``rows``
       (``(R,)`` pixels, constructor argument) -> soft-argmax columns -> points.
     * ``"polynomial"``: ``(B, 2, K)`` road-frame polynomial coefficients ``X = sum_k c_k Z^k`` of the two lines.
 
-    ``target`` is always the ground-truth lane-centre profile ``(B, M)`` at ``z_samples``.
+    ``target`` is always the ground-truth lane-center profile ``(B, M)`` at ``z_samples``.
     ``validate_args=False`` skips the value checks (finite, ``speed > 0``) that synchronise with the device.
 
-    Example:
+    Examples:
         >>> loss_fn = PSLDLoss()
         >>> z = default_z_samples()
         >>> pred = torch.full((2, z.numel()), 0.3, requires_grad=True)
@@ -254,7 +245,7 @@ class PSLDLoss(nn.Module):
 
     def __init__(
         self,
-        input_type: InputType = "centre",
+        input_type: InputType = "center",
         z_samples: Tensor | None = None,
         horizon_frames: int = 10,
         reference: Reference = "rollout",
@@ -269,9 +260,9 @@ class PSLDLoss(nn.Module):
     ) -> None:
         super().__init__()
         self.validate_args = bool(validate_args)
-        if input_type not in ("centre", "points", "row_scores", "polynomial"):
+        if input_type not in ("center", "points", "row_scores", "polynomial"):
             raise ValueError(
-                f"`input_type` must be 'centre', 'points', 'row_scores' or 'polynomial', got {input_type!r}"
+                f"`input_type` must be 'center', 'points', 'row_scores' or 'polynomial', got {input_type!r}"
             )
         if input_type == "row_scores" and rows is None:
             raise ValueError("`rows` (image rows of the row-wise scores, pixels) is required for 'row_scores'")
@@ -288,13 +279,13 @@ class PSLDLoss(nn.Module):
         self.register_buffer("z_samples", default_z_samples() if z_samples is None else z_samples.clone(), False)
         self.register_buffer("rows", None if rows is None else rows.clone(), False)
 
-    def centre_profile(self, preds: Tensor, image_from_road: Tensor | None = None) -> Tensor:
-        """The lane-centre profile ``(B, M)`` of a prediction of this loss's ``input_type``."""
+    def center_profile(self, preds: Tensor, image_from_road: Tensor | None = None) -> Tensor:
+        """The lane-center profile ``(B, M)`` of a prediction of this loss's ``input_type``."""
         z = self.z_samples.to(preds.dtype)
-        if self.input_type == "centre":
+        if self.input_type == "center":
             return preds
         if self.input_type == "polynomial":
-            return centre_from_polynomials(preds, z)
+            return center_from_polynomials(preds, z)
         if image_from_road is None:
             raise ValueError(f"`image_from_road` is required for input_type {self.input_type!r}")
         if self.input_type == "row_scores":
@@ -306,8 +297,8 @@ class PSLDLoss(nn.Module):
             u = soft_argmax_rows(preds, self.softmax_temperature)
             v = self.rows.to(u).expand_as(u)
             preds = torch.stack([u, v], -1)
-        # NaN / negative-u points are absent (no gradient flows to them); see centre_from_image_lanes.
-        return centre_from_image_lanes(preds, image_from_road, z, None, self.lane_width)
+        # NaN / negative-u points are absent (no gradient flows to them); see center_from_image_lanes.
+        return center_from_image_lanes(preds, image_from_road, z, None, self.lane_width)
 
     def forward(
         self,
@@ -317,9 +308,9 @@ class PSLDLoss(nn.Module):
         image_from_road: Tensor | None = None,
     ) -> Tensor:
         """The smooth PSLD (metres per step), reduced over frames."""
-        centre = self.centre_profile(preds, image_from_road)
+        center = self.center_profile(preds, image_from_road)
         dev = psld_deviations(
-            centre, target, speed, self.z_samples.to(centre.dtype), self.horizon_frames, self.reference,
+            center, target, speed, self.z_samples.to(center.dtype), self.horizon_frames, self.reference,
             self.controller, validate_args=self.validate_args,
         )  # fmt: skip
         return _reduce(smooth_psld(dev, self.temperature, self.abs_eps), self.reduction)
@@ -329,7 +320,7 @@ class PSLD(Metric):
     """PSLD accumulated over frames (``torchmetrics``): the mean (default) or the max of the per-frame values.
 
     States: ``total`` (sum of per-frame PSLD), ``count`` (frames), ``peak`` (largest per-frame value), synced with
-    sum / sum / max. ``update(preds, target, speed)`` takes lane-centre profiles as :func:`psld`.
+    sum / sum / max. ``update(preds, target, speed)`` takes lane-center profiles as :func:`psld`.
 
     Args:
         aggregate: ``"mean"`` or ``"max"``: what :meth:`compute` returns.

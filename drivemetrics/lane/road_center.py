@@ -2,7 +2,7 @@
 
 Sato & Chen (CVPR 2022) attack lane detectors of three families with one objective, the expected horizontal
 position of the detected lanes in the image, normalised so that 0 is the left edge, 1 the right edge and 0.5 the
-image centre; ``loss = mean(1 - center)`` pushes the lanes (and the car's path) right, ``mean(center)`` left.
+image center; ``loss = mean(1 - center)`` pushes the lanes (and the car's path) right, ``mean(center)`` left.
 
 * segmentation / row-wise classification (their eq. 3): per lane and row, the expected column under the softmax
   over columns (or grid cells), :func:`expected_center_from_maps`;
@@ -11,7 +11,7 @@ image centre; ``loss = mean(1 - center)`` pushes the lanes (and the car's path) 
 * anchor-based (eq. 5): per row, the confidence-weighted mean x of all anchor proposals,
   :func:`expected_center_from_anchors`.
 
-Column ``w`` of ``W`` is at ``(w + 0.5) / W`` (pixel centres, so a uniform distribution gives exactly 0.5); the
+Column ``w`` of ``W`` is at ``(w + 0.5) / W`` (pixel centers, so a uniform distribution gives exactly 0.5); the
 reference code uses ``w / W`` (SCNN) or ``(k + 1) / G`` (UltraFast), constant offsets of half a cell that do not
 change gradients.
 """
@@ -49,7 +49,7 @@ def expected_center_from_maps(
     scores over the ``W`` columns; the center is the mean of ``x`` over the chosen lanes and all rows.
 
     Args:
-        maps: ``B x L x H x W`` scores: per-lane segmentation logits (SCNN: the left/right ego-lane channels) or
+        maps: ``(B, L, H, W)`` scores: per-lane segmentation logits (SCNN: the left/right ego-lane channels) or
             row-anchor classification logits (UltraFast: ``H`` row anchors x ``W`` grid cells).
         lanes: lane indices to use (default all), e.g. ``(1, 2)`` for the ego lanes of a 4-lane model.
         from_logits: softmax over columns (default); False takes non-negative scores normalised per row.
@@ -102,8 +102,8 @@ def expected_center_from_polynomials(
     its lanes (instead of the reference's empty mean, NaN).
 
     Args:
-        coefficients: ``B x L x (D + 1)`` polynomial coefficients.
-        confidence: optional ``B x L`` lane confidences in [0, 1] (default: all lanes used).
+        coefficients: ``(B, L, (D + 1))`` polynomial coefficients.
+        confidence: optional ``(B, L)`` lane confidences in [0, 1] (default: all lanes used).
         y: ``R`` normalised rows (default ``0.40, 0.41, ..., 0.99``, the lower 60 % of the image).
         conf_threshold: confidence needed to use a lane.
         validate_args: check values (finite); each check synchronises with the device and breaks a
@@ -158,11 +158,11 @@ def expected_center_from_anchors(
     ``center = mean_r (sum_a c_a x_{a,r} / sum_a c_a)`` over all proposals (no NMS, so it stays differentiable).
 
     Args:
-        xs: ``B x A x R`` x positions of every proposal at ``R`` rows (anchor x plus predicted offset), normalised
+        xs: ``(B, A, R)`` x positions of every proposal at ``R`` rows (anchor x plus predicted offset), normalised
             to [0, 1] or in pixels when ``image_width`` is given.
-        confidence: ``B x A`` proposal probabilities (LaneATT: softmax of the class scores, lane class), > 0 sum.
+        confidence: ``(B, A)`` proposal probabilities (LaneATT: softmax of the class scores, lane class), > 0 sum.
         image_width: divide ``xs`` by this width (pixels); None when ``xs`` is already normalised.
-        offsets: optional ``B x A x R`` predicted offsets added to ``xs`` (then ``xs`` are the anchors' own x
+        offsets: optional ``(B, A, R)`` predicted offsets added to ``xs`` (then ``xs`` are the anchors' own x
             positions), same units.
         validate_args: check values (finite, ``confidence`` non-negative with a positive sum); each check
             synchronises with the device and breaks a ``torch.compile`` graph,

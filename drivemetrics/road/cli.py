@@ -9,7 +9,7 @@ import sys
 from drivemetrics._options import add_workers
 
 # Light at import (``drivemetrics road-eval --help`` must not load torch): the library is imported in the run
-# functions, and the choices below are copies of drivemetrics.road.kitti_road's constants (a test keeps them equal).
+# functions, and the choices below are copies of drivemetrics.road.evaluate's constants (a test keeps them equal).
 ROAD_CATEGORIES: tuple[str, ...] = ("um_road", "umm_road", "uu_road", "um_lane")
 SPACES: tuple[str, ...] = ("perspective", "bev")
 
@@ -70,7 +70,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run_road_eval(args: argparse.Namespace) -> int:
     """``drivemetrics road-eval``: print the table, optionally write JSON; exit code 0."""
     from drivemetrics._files import atomic_write_text, check_output_path
-    from drivemetrics.road.kitti_road import evaluate_results, format_scores_table
+    from drivemetrics.road.evaluate import evaluate_results, format_scores_table
 
     if args.json:
         check_output_path(
@@ -96,7 +96,7 @@ def run_road_eval(args: argparse.Namespace) -> int:
         if "um_lane" not in scores:
             raise ValueError("`--corridor` needs um_lane ground truth and results, and none were evaluated")
         # the devkit's working point may be 0 (everything counts as road); the corridor needs a threshold > 0
-        from drivemetrics.road.corridor import format_corridor_table, kitti_corridor_table
+        from drivemetrics.road.evaluate import format_corridor_table, kitti_corridor_table
 
         threshold = max(scores["um_lane"]["BestThresh"], 1 / 255)
         table = kitti_corridor_table(args.data, args.results, threshold=threshold, crop=args.crop)
@@ -111,7 +111,7 @@ def run_road_eval(args: argparse.Namespace) -> int:
 
 def run_road_bev(args: argparse.Namespace) -> int:
     """``drivemetrics road-bev``: write one BEV PNG per input PNG; exit code 0."""
-    from drivemetrics.road.kitti_road import transform_to_bev
+    from drivemetrics.road.evaluate import transform_to_bev
 
     written = transform_to_bev(
         args.calib, args.input, args.output, progress=False if args.no_progress else None, workers=args.workers

@@ -13,7 +13,7 @@ convention of :func:`drivemetrics.vehicle.single_track_step`). Grids follow :cla
 
 Exact rasterisation. A constant-steering manoeuvre with curvature ``k = tan(rho) / L`` sweeps an annular sector
 (a rectangle when ``rho = 0``): the points whose offset from the arc is at most ``W / 2`` and that lie between the
-lateral lines of the start and end poses. A cell belongs to an element when its *centre* lies in that region
+lateral lines of the start and end poses. A cell belongs to an element when its *center* lies in that region
 (half-open between consecutive elements, so they never share a cell). Each grid row meets the region in at most two
 intervals, computed in closed form; sums over cells then come from per-row prefix sums. The cost is a few
 operations per row and element, with no loop over cells, candidates or frames (only over search stages).
@@ -23,156 +23,39 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields, replace
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor
 from torchmetrics import Metric
 
+from drivemetrics._compute import safe_divide
 from drivemetrics._metric import add_config_state, plot_metric
 from drivemetrics._validation import check_binary, check_shape, check_tensor
-from drivemetrics.configs import config_path
 from drivemetrics.geometry.bev import BevGrid
+from drivemetrics.road.corridor_config import CorridorConfig
 from drivemetrics.vehicle.single_track import single_track_step
 
 __all__ = [
-    "CorridorConfig",
     "CorridorFit",
     "DrivingCorridorHitRate",
     "DrivingCorridorLateralPrecision",
     "DrivingCorridorLongitudinalF1Score",
-    "DrivingCorridorMetric",
+    "DrivingCorridorMetrics",
     "corridor_curves",
     "corridor_row_statistics",
-    "corridor_table",
     "driving_corridor_scores",
     "fit_driving_corridor",
-    "format_corridor_table",
-    "kitti_corridor_table",
-    "load_corridor_config",
 ]
-
-#: The shipped defaults (package data ``drivemetrics/configs/corridor.toml``, found in a wheel as in a checkout).
-DEFAULT_CONFIG_PATH = config_path("corridor.toml")
-
-
-@dataclass(frozen=True)
-class CorridorConfig:
-    """Parameters of the corridor fit and of its scores; the paper's defaults (the shipped ``corridor.toml``).
-
-    Vehicle and search:
-        speed: ``v0`` in m/s. wheelbase: ``L`` in metres. dt: step in seconds. steps_per_stage: ``S`` steps per
-        manoeuvre. curvatures_per_side: ``N``; the wheel angles are ``k * wheel_angle_step`` for
-        ``k = -N..N`` (radians), i.e. ``2N + 1`` primitives. width: corridor width ``W`` in metres. det_min:
-        minimum fraction of a new element's area covered by detections for the search to go on.
-        start_x / start_z / start_heading: start pose (metres, metres, radians); ``start_z = None`` is the grid's
-        near edge. max_stages: cap on the number of stages (``None``: enough to cross the grid's diagonal).
-    Scores:
-        min_distance: rows nearer than this (metres) are not scored. min_overlap: lateral overlap in metres of
-        corridor and ground truth for a row to be a longitudinal hit. distances: the distances ``d`` in metres of
-        the table.
-    """
-
-    speed: float = 10.0
-    wheelbase: float = 2.7
-    dt: float = 0.05
-    steps_per_stage: int = 6
-    curvatures_per_side: int = 2
-    wheel_angle_step: float = 0.05
-    width: float = 2.2
-    det_min: float = 0.5
-    start_x: float = 0.0
-    start_z: float | None = None
-    start_heading: float = 0.0
-    max_stages: int | None = None
-    min_distance: float = 9.0
-    min_overlap: float = 2.0
-    distances: tuple[float, ...] = (20.0, 30.0, 40.0)
-
-    def __post_init__(self) -> None:
-        positive = ("speed", "wheelbase", "dt", "width", "wheel_angle_step", "min_overlap")
-        for name in positive:
-            value = getattr(self, name)
-            if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
-                raise ValueError(f"`{name}` must be a finite number > 0, got {value!r}")
-        for name in ("steps_per_stage", "curvatures_per_side"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < (1 if name == "steps_per_stage" else 0):
-                raise ValueError(
-                    f"`{name}` must be an integer >= {1 if name == 'steps_per_stage' else 0}, got {value!r}"
-                )
-        if self.max_stages is not None and (not isinstance(self.max_stages, int) or self.max_stages < 1):
-            raise ValueError(f"`max_stages` must be None or an integer >= 1, got {self.max_stages!r}")
-        if not 0 <= self.det_min < 1:
-            raise ValueError(f"`det_min` must lie in [0, 1), got {self.det_min}")
-        max_angle = self.curvatures_per_side * self.wheel_angle_step
-        if max_angle >= math.pi / 2:
-            raise ValueError(f"the largest wheel angle N * wheel_angle_step must be < pi / 2 rad, got {max_angle}")
-        if max_angle > 0 and self.wheelbase / math.tan(max_angle) <= self.width / 2:
-            raise ValueError(
-                f"the tightest turn radius L / tan({max_angle:.3g}) = {self.wheelbase / math.tan(max_angle):.3g} m "
-                f"must exceed half the corridor width ({self.width / 2} m)"
-            )
-        if not (math.isfinite(self.min_distance) and self.min_distance >= 0):
-            raise ValueError(f"`min_distance` must be a finite number >= 0 metres, got {self.min_distance}")
-        object.__setattr__(self, "distances", tuple(float(d) for d in self.distances))
-        if not self.distances or any(not d > self.min_distance for d in self.distances):
-            raise ValueError(f"`distances` must be non-empty and each > min_distance, got {self.distances}")
-
-    @property
-    def wheel_angles(self) -> tuple[float, ...]:
-        """The ``2N + 1`` wheel angles (radians) in search priority order: 0, -a, +a, -2a, +2a, ..."""
-        angles = [0.0]
-        for i in range(1, self.curvatures_per_side + 1):
-            angles += [-i * self.wheel_angle_step, i * self.wheel_angle_step]
-        return tuple(angles)
-
-    @property
-    def stage_length(self) -> float:
-        """Arc length in metres of a straight manoeuvre (the longest one), ``v dt S``."""
-        return self.speed * self.dt * self.steps_per_stage
-
-    def to_dict(self) -> dict[str, Any]:
-        """The fields as a plain dict."""
-        return asdict(self)
-
-
-def load_corridor_config(path: str | Path | None = None, **overrides: Any) -> CorridorConfig:
-    """Read a :class:`CorridorConfig` from a TOML file (default: the shipped ``corridor.toml``), then apply overrides.
-
-    The file's tables (``[vehicle]``, ``[search]``, ``[scores]``) only group the keys; every key must be a field
-    of :class:`CorridorConfig`. ``start_z`` / ``max_stages`` may be the string ``"auto"`` (meaning ``None``).
-    """
-    path = Path(path) if path is not None else DEFAULT_CONFIG_PATH
-    if not path.is_file():
-        raise FileNotFoundError(f"corridor config file not found: {path}")
-    try:
-        import tomllib
-    except ModuleNotFoundError as err:  # Python 3.10
-        raise ModuleNotFoundError("reading TOML configs needs Python >= 3.11 (tomllib)") from err
-    with path.open("rb") as handle:
-        data = tomllib.load(handle)
-    known = {f.name for f in fields(CorridorConfig)}
-    values: dict[str, Any] = {}
-    for section, table in data.items():
-        items = table.items() if isinstance(table, dict) else [(section, table)]
-        for key, value in items:
-            if key not in known:
-                raise KeyError(f"{path}: unknown corridor parameter {key!r} (known: {sorted(known)})")
-            values[key] = None if value == "auto" else value
-    if "distances" in values:
-        values["distances"] = tuple(values["distances"])
-    return replace(CorridorConfig(**values), **overrides)
 
 
 class CorridorFit(NamedTuple):
     """The fitted corridor of each frame (``P = 1 + max_stages * steps_per_stage`` step poses; NaN after the end).
 
-    mask: ``B x H x W`` bool, the grid cells of the corridor. path: ``B x P x 3`` centreline poses
-    ``(x, z, heading)`` at every step (metres, metres, radians). left / right: ``B x P x 2`` boundary points
-    ``(x, z)`` at ``-W/2`` / ``+W/2`` across the heading. wheel_angles: ``B x max_stages`` wheel angle of each
+    mask: ``(B, H, W)`` bool, the grid cells of the corridor. path: ``(B, P, 3)`` centerline poses
+    ``(x, z, heading)`` at every step (metres, metres, radians). left / right: ``(B, P, 2)`` boundary points
+    ``(x, z)`` at ``-W/2`` / ``+W/2`` across the heading. wheel_angles: ``(B, max_stages)`` wheel angle of each
     stage in radians (NaN after the end). num_stages: ``B`` number of elements (0: no corridor). length: ``B`` arc
     length in metres. fitness: ``B`` accumulated confidence under the corridor (sum over its cells).
     """
@@ -213,7 +96,7 @@ def _element_rows(start: Tensor, end: Tensor, width: float, bulge: float, grid: 
 
     The element's ``z`` extent is that of its four corners (start and end pose +- W/2 across the heading),
     widened by ``bulge`` metres: a bound of how far its arcs reach beyond the corners' chords (0 for straight
-    elements). Rows are those whose centre can lie inside; the count is the largest over all elements.
+    elements). Rows are those whose center can lie inside; the count is the largest over all elements.
     """
     res = grid.resolution
     half = 0.5 * width
@@ -240,13 +123,13 @@ def _element_spans(
     """Cell spans of corridor elements, row by row.
 
     Args:
-        start, end: ``... x 3`` start and end poses ``(x, z, heading)`` of each element.
+        start, end: ``(..., 3)`` start and end poses ``(x, z, heading)`` of each element.
         curvature: ``...`` signed curvature ``tan(rho) / L`` in 1/m (positive turns right; 0 is straight).
         width: corridor width in metres.
         first_row, num_rows: the rows examined, from :func:`_element_rows`.
 
     Returns:
-        ``rows``: ``... x R`` row indices (may lie outside the grid), ``col_lo`` / ``col_hi``: ``... x R x 2``
+        ``rows``: ``(..., R)`` row indices (may lie outside the grid), ``col_lo`` / ``col_hi``: ``(..., R, 2)``
         half-open column ranges ``[lo, hi)`` of the (at most two) spans, unclipped; a span is empty when
         ``hi <= lo``.
     """
@@ -298,8 +181,8 @@ def _span_sums(
     """Area (cells, rows beyond the far edge excluded) and in-grid sums of each element.
 
     ``rows`` / ``col_*``: ``b x ... x R (x 2)`` from :func:`_element_spans` for frames ``frame_ids`` (``b``);
-    ``prefix``: flattened ``B x H x (W + 1)`` row-wise prefix sums of all frames. Returns the area ``b x ...``
-    (long) and one ``b x ...`` sum per prefix table. Cells outside the grid to the left, right or near side count
+    ``prefix``: flattened ``(B, H, (W + 1))`` row-wise prefix sums of all frames. Returns the area ``(b, ...)``
+    (long) and one ``(b, ...)`` sum per prefix table. Cells outside the grid to the left, right or near side count
     in the area and add nothing to the sums.
     """
     H, W = grid.shape
@@ -320,7 +203,7 @@ def _span_sums(
 
 
 def _paint_spans(rows: Tensor, col_lo: Tensor, col_hi: Tensor, keep: Tensor, grid: BevGrid) -> Tensor:
-    """Mask ``B x H x W`` of the cells covered by the spans of the elements with ``keep`` (``B x M``)."""
+    """Mask ``(B, H, W)`` of the cells covered by the spans of the elements with ``keep`` (``(B, M)``)."""
     H, W = grid.shape
     B = rows.shape[0]
     rows2 = rows[..., None].expand_as(col_lo)
@@ -413,8 +296,8 @@ def fit_driving_corridor(
     """Fit the driving corridor to BEV ego-lane confidence maps by the paper's multi-stage search.
 
     Args:
-        preds: ``B x H x W`` confidence in [0, 1] (float) or 0..255 (uint8) on ``grid``.
-        valid: optional ``B x H x W`` mask of cells seen by the camera; cells outside it count as no detection
+        preds: ``(B, H, W)`` confidence in [0, 1] (float) or 0..255 (uint8) on ``grid``.
+        valid: optional ``(B, H, W)`` mask of cells seen by the camera; cells outside it count as no detection
             (confidence 0).
         threshold: detection working point in (0, 1]: a cell is a detection when ``confidence >= threshold``.
         grid: the BEV grid (default: KITTI-ROAD, 800 x 400 at 0.05 m).
@@ -425,7 +308,7 @@ def fit_driving_corridor(
     * Stage 1 extends the start pose by the ``2N + 1`` primitives; later stages extend each kept hypothesis by the
       ``2N + 1`` primitives from its end pose and heading, giving up to ``(2N + 1)^2`` candidates.
     * A candidate is *admissible* when its new element has ``detections / area > det_min``. The area counts the
-      cells whose centre lies in the element, including cells outside the grid to the left, right and near side
+      cells whose center lies in the element, including cells outside the grid to the left, right and near side
       (they hold no detection, so leaving the grid sideways ends the corridor); the part of an element beyond the
       far edge is cut off (the far edge is the end of the evaluated road, not missing detections).
     * The ``2N + 1`` admissible candidates of highest accumulated fitness (sum of confidence over all their cells)
@@ -442,108 +325,184 @@ def fit_driving_corridor(
     conf = _prepare_confidence(preds, grid)
     valid_mask = _prepare_mask(valid, "valid", conf, grid) if valid is not None else None
     threshold = _check_threshold(threshold)
-    x_start, z_start, h_start = _start_pose(config, grid)
-    device = conf.device
     dtype = torch.float64 if conf.dtype == torch.float64 else torch.float32
-    B = conf.shape[0]
+    prefix = _prefix_sums(conf, valid_mask, threshold, grid, dtype)
+    primitives = _primitives(config, grid, dtype, conf.device)
     n_max = _max_stages(config, grid)
-    S = config.steps_per_stage
+    beam = _start_beam(conf.shape[0], primitives.angles.numel(), n_max, config, grid, dtype, conf.device)
+    for stage in range(n_max):
+        if not bool(beam.active.any()):
+            break
+        _search_stage(stage, beam, primitives, prefix, config, grid)
+    return _best_corridor(beam, primitives, n_max, config, grid)
 
-    # row-wise prefix sums of the confidence (fitness) and of the detections (admissibility), flattened
+
+class _Primitives(NamedTuple):
+    """The ``K = 2N + 1`` manoeuvres of one stage: wheel angle (radians, ``angles[0] == 0``: straight), curvature
+    (1/m), arc length (m), and ``bulge``: how far (m) an element can reach beyond the chord of its end points."""
+
+    angles: Tensor
+    curvature: Tensor
+    arc: Tensor
+    bulge: float
+
+
+@dataclass
+class _Beam:
+    """The kept hypotheses of every frame (slot 0 is the best): end pose ``(B, K, 3)``, fitness ``(B, K)``, step
+    poses of the path ``(B, K, 1 + n_max * S, 3)``, wheel-angle index per stage ``(B, K, n_max)`` (-1: unused),
+    number of stages ``(B,)`` and whether the frame is still searching ``(B,)``."""
+
+    pose: Tensor
+    fitness: Tensor
+    path: Tensor
+    choice: Tensor
+    num_stages: Tensor
+    active: Tensor
+
+
+def _prefix_sums(
+    conf: Tensor, valid_mask: Tensor | None, threshold: float, grid: BevGrid, dtype: torch.dtype
+) -> tuple[Tensor, Tensor]:
+    """Row-wise prefix sums, flattened, of the confidence (fitness) and of the detections (admissibility)."""
     detections = conf >= threshold
     weights = conf.to(dtype)
     if valid_mask is not None:
         detections = detections & valid_mask
-        weights = torch.where(valid_mask, weights, torch.zeros((), dtype=dtype, device=device))
+        weights = torch.where(valid_mask, weights, torch.zeros((), dtype=dtype, device=conf.device))
     prefix_conf = torch.nn.functional.pad(weights.cumsum(-1), (1, 0)).flatten()
     count_dtype = torch.int16 if grid.cols < 2**15 else torch.int32  # row counts are at most W
     counts = detections.to(count_dtype).cumsum(-1, dtype=count_dtype)
     prefix_det = torch.nn.functional.pad(counts, (1, 0)).flatten()
+    return prefix_conf, prefix_det
 
+
+def _primitives(config: CorridorConfig, grid: BevGrid, dtype: torch.dtype, device: torch.device) -> _Primitives:
+    """The stage's manoeuvres from the config's wheel angles, speed, step and steps per stage."""
     angles = torch.tensor(config.wheel_angles, dtype=dtype, device=device)  # angles[0] == 0: straight
-    K = angles.numel()
     curvature = torch.tan(angles) / config.wheelbase
-    arc = config.speed * torch.cos(angles) * config.dt * S
+    arc = config.speed * torch.cos(angles) * config.dt * config.steps_per_stage
     turn = curvature.abs() * arc
     bulge = float(((1.0 / curvature.abs().clamp_min(1e-12) + 0.5 * config.width) * (1 - torch.cos(turn / 2))).max())
-    bulge += 1e-3 * grid.resolution
+    return _Primitives(angles, curvature, arc, bulge + 1e-3 * grid.resolution)
 
-    # kept hypotheses (slot 0 is the best): end pose, fitness, step poses of the path, wheel-angle index per stage
-    pose = torch.tensor([x_start, z_start, h_start], dtype=dtype, device=device).expand(B, K, 3).clone()
-    fitness = torch.full((B, K), -math.inf, dtype=torch.float64, device=device)
+
+def _start_beam(
+    batch: int, K: int, n_max: int, config: CorridorConfig, grid: BevGrid, dtype: torch.dtype, device: torch.device
+) -> _Beam:
+    """Every frame at the start pose, with one live hypothesis of fitness 0."""
+    x_start, z_start, h_start = _start_pose(config, grid)
+    pose = torch.tensor([x_start, z_start, h_start], dtype=dtype, device=device).expand(batch, K, 3).clone()
+    fitness = torch.full((batch, K), -math.inf, dtype=torch.float64, device=device)
     fitness[:, 0] = 0.0
-    path = torch.full((B, K, 1 + n_max * S, 3), math.nan, dtype=dtype, device=device)
+    path = torch.full((batch, K, 1 + n_max * config.steps_per_stage, 3), math.nan, dtype=dtype, device=device)
     path[:, :, 0] = pose
-    choice = torch.full((B, K, n_max), -1, dtype=torch.long, device=device)
-    num_stages = torch.zeros(B, dtype=torch.long, device=device)
-    active = torch.ones(B, dtype=torch.bool, device=device)
+    choice = torch.full((batch, K, n_max), -1, dtype=torch.long, device=device)
+    num_stages = torch.zeros(batch, dtype=torch.long, device=device)
+    active = torch.ones(batch, dtype=torch.bool, device=device)
+    return _Beam(pose, fitness, path, choice, num_stages, active)
 
-    for stage in range(n_max):
-        ids = active.nonzero().flatten()  # frames still searching
-        b = ids.numel()
-        if b == 0:
-            break
-        nh = 1 if stage == 0 else K  # hypotheses to extend (only the start pose at first)
-        hyp = pose[ids, :nh]
-        # candidates: b x nh (hypothesis) x K (primitive), stepped with the single-track model
-        x, z, h = (v[:, :, None].expand(b, nh, K) for v in hyp.unbind(-1))
-        steps = []
-        for _ in range(S):
-            x, z, h = single_track_step(x, z, h, config.speed, angles, config.dt, config.wheelbase)
-            steps.append(torch.stack([x, z, h], -1))
-        steps_t = torch.stack(steps, -2)  # b x nh x K x S x 3
-        start = hyp[:, :, None].expand(b, nh, K, 3)
-        end = steps_t[..., -1, :]
-        first_row, num_rows = _element_rows(start, end, config.width, bulge, grid)
-        parts = []  # the straight primitive and the curved ones are rasterised separately (no wasted work)
-        for group in (slice(0, 1), slice(1, K)) if K > 1 else (slice(0, 1),):
-            k_group = curvature[group].expand(b, nh, -1)
-            spans = _element_spans(
-                start[:, :, group], end[:, :, group], k_group, config.width, grid, first_row[:, :, group], num_rows
-            )
-            area, (conf_sum, det_sum) = _span_sums(*spans, (prefix_conf, prefix_det), ids, grid)
-            parts.append(torch.stack([area.double(), conf_sum.double(), det_sum.double()]))
-        area, conf_sum, det_sum = (v.flatten(1) for v in torch.cat(parts, -1))  # each b x (nh * K)
-        alive = torch.isfinite(fitness[ids, :nh]).repeat_interleave(K, 1)
-        admissible = alive & (area > 0) & (det_sum > config.det_min * area)
-        progress = admissible.any(1)
-        candidate_fitness = torch.where(admissible, fitness[ids, :nh].repeat_interleave(K, 1) + conf_sum, -math.inf)
-        order = torch.sort(candidate_fitness, dim=1, descending=True, stable=True).indices[:, :K]
-        parent, primitive = order // K, order % K
-        rows_b = torch.arange(b, device=device)[:, None]
-        new_path = path[ids[:, None], parent]
-        new_path[:, :, 1 + stage * S : 1 + (stage + 1) * S] = steps_t.flatten(1, 2)[rows_b, order]
-        new_choice = choice[ids[:, None], parent]
-        new_choice[:, :, stage] = primitive
-        upd = progress[:, None]
-        fitness[ids] = torch.where(upd, torch.gather(candidate_fitness, 1, order), fitness[ids])
-        pose[ids] = torch.where(upd[..., None], end.flatten(1, 2)[rows_b, order], pose[ids])
-        path[ids] = torch.where(upd[..., None, None], new_path, path[ids])
-        choice[ids] = torch.where(upd[..., None], new_choice, choice[ids])
-        num_stages[ids] += progress.long()
-        reached_far_edge = pose[ids, 0, 1] >= grid.z_max
-        active[ids] = progress & ~reached_far_edge
 
-    # the best kept hypothesis sits in slot 0 (candidates are sorted by fitness)
-    best_path = path[:, 0]
-    best_choice = choice[:, 0]
+def _step_candidates(hyp: Tensor, K: int, primitives: _Primitives, config: CorridorConfig) -> Tensor:
+    """Step poses ``(b, nh, K, S, 3)`` of every hypothesis ``hyp`` ``(b, nh, 3)`` extended by every primitive."""
+    b, nh = hyp.shape[:2]
+    x, z, h = (v[:, :, None].expand(b, nh, K) for v in hyp.unbind(-1))
+    steps = []
+    for _ in range(config.steps_per_stage):
+        x, z, h = single_track_step(x, z, h, config.speed, primitives.angles, config.dt, config.wheelbase)
+        steps.append(torch.stack([x, z, h], -1))
+    return torch.stack(steps, -2)
+
+
+def _candidate_sums(
+    start: Tensor,
+    end: Tensor,
+    ids: Tensor,
+    primitives: _Primitives,
+    prefix: tuple[Tensor, Tensor],
+    config: CorridorConfig,
+    grid: BevGrid,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Area, confidence sum and detection count of every candidate element, each ``(b, nh * K)``."""
+    b, nh, K = start.shape[:3]
+    first_row, num_rows = _element_rows(start, end, config.width, primitives.bulge, grid)
+    parts = []  # the straight primitive and the curved ones are rasterised separately (no wasted work)
+    for group in (slice(0, 1), slice(1, K)) if K > 1 else (slice(0, 1),):
+        k_group = primitives.curvature[group].expand(b, nh, -1)
+        spans = _element_spans(
+            start[:, :, group], end[:, :, group], k_group, config.width, grid, first_row[:, :, group], num_rows
+        )
+        area, (conf_sum, det_sum) = _span_sums(*spans, prefix, ids, grid)
+        parts.append(torch.stack([area.double(), conf_sum.double(), det_sum.double()]))
+    area, conf_sum, det_sum = (v.flatten(1) for v in torch.cat(parts, -1))
+    return area, conf_sum, det_sum
+
+
+def _search_stage(
+    stage: int,
+    beam: _Beam,
+    primitives: _Primitives,
+    prefix: tuple[Tensor, Tensor],
+    config: CorridorConfig,
+    grid: BevGrid,
+) -> None:
+    """Extend the kept hypotheses of the frames still searching by one stage and keep the best ``K`` (in place)."""
+    K, S = primitives.angles.numel(), config.steps_per_stage
+    ids = beam.active.nonzero().flatten()  # frames still searching
+    b = ids.numel()
+    nh = 1 if stage == 0 else K  # hypotheses to extend (only the start pose at first)
+    hyp = beam.pose[ids, :nh]
+    steps = _step_candidates(hyp, K, primitives, config)  # (b, nh, K, S, 3)
+    end = steps[..., -1, :]
+    area, conf_sum, det_sum = _candidate_sums(
+        hyp[:, :, None].expand(b, nh, K, 3), end, ids, primitives, prefix, config, grid
+    )
+    alive = torch.isfinite(beam.fitness[ids, :nh]).repeat_interleave(K, 1)
+    admissible = alive & (area > 0) & (det_sum > config.det_min * area)
+    progress = admissible.any(1)
+    candidate_fitness = torch.where(admissible, beam.fitness[ids, :nh].repeat_interleave(K, 1) + conf_sum, -math.inf)
+    order = torch.sort(candidate_fitness, dim=1, descending=True, stable=True).indices[:, :K]
+    parent, primitive = order // K, order % K
+    rows_b = torch.arange(b, device=ids.device)[:, None]
+    new_path = beam.path[ids[:, None], parent]
+    new_path[:, :, 1 + stage * S : 1 + (stage + 1) * S] = steps.flatten(1, 2)[rows_b, order]
+    new_choice = beam.choice[ids[:, None], parent]
+    new_choice[:, :, stage] = primitive
+    upd = progress[:, None]
+    beam.fitness[ids] = torch.where(upd, torch.gather(candidate_fitness, 1, order), beam.fitness[ids])
+    beam.pose[ids] = torch.where(upd[..., None], end.flatten(1, 2)[rows_b, order], beam.pose[ids])
+    beam.path[ids] = torch.where(upd[..., None, None], new_path, beam.path[ids])
+    beam.choice[ids] = torch.where(upd[..., None], new_choice, beam.choice[ids])
+    beam.num_stages[ids] += progress.long()
+    reached_far_edge = beam.pose[ids, 0, 1] >= grid.z_max
+    beam.active[ids] = progress & ~reached_far_edge
+
+
+def _best_corridor(
+    beam: _Beam, primitives: _Primitives, n_max: int, config: CorridorConfig, grid: BevGrid
+) -> CorridorFit:
+    """The corridor of the best kept hypothesis (slot 0: candidates are sorted by fitness): mask, borders, ..."""
+    S = config.steps_per_stage
+    best_path = beam.path[:, 0]
+    best_choice = beam.choice[:, 0]
+    zero = torch.zeros((), dtype=best_path.dtype, device=best_path.device)
     used = best_choice >= 0
     element_start = torch.nan_to_num(best_path[:, 0 : n_max * S : S])
     element_end = torch.nan_to_num(best_path[:, S::S])
-    element_k = torch.where(used, curvature[best_choice.clamp_min(0)], torch.zeros((), dtype=dtype, device=device))
-    first_row, num_rows = _element_rows(element_start, element_end, config.width, bulge, grid)
+    element_k = torch.where(used, primitives.curvature[best_choice.clamp_min(0)], zero)
+    first_row, num_rows = _element_rows(element_start, element_end, config.width, primitives.bulge, grid)
     rows, col_lo, col_hi = _element_spans(
         element_start, element_end, element_k, config.width, grid, first_row, num_rows
     )
     mask = _paint_spans(rows, col_lo, col_hi, used, grid)
     right_dir = torch.stack([torch.cos(best_path[..., 2]), -torch.sin(best_path[..., 2])], -1)
-    centre = best_path[..., :2]
-    left = centre - 0.5 * config.width * right_dir
-    right = centre + 0.5 * config.width * right_dir
-    wheel = torch.where(used, angles[best_choice.clamp_min(0)], torch.full((), math.nan, dtype=dtype, device=device))
-    length = torch.where(used, arc[best_choice.clamp_min(0)], torch.zeros((), dtype=dtype, device=device)).sum(-1)
-    best_fitness = torch.where(num_stages > 0, fitness[:, 0], torch.zeros((), dtype=torch.float64, device=device))
-    return CorridorFit(mask, best_path, left, right, wheel, num_stages, length, best_fitness)
+    center = best_path[..., :2]
+    left = center - 0.5 * config.width * right_dir
+    right = center + 0.5 * config.width * right_dir
+    wheel = torch.where(used, primitives.angles[best_choice.clamp_min(0)], torch.full_like(zero, math.nan))
+    length = torch.where(used, primitives.arc[best_choice.clamp_min(0)], zero).sum(-1)
+    best_fitness = torch.where(beam.num_stages > 0, beam.fitness[:, 0], torch.zeros_like(beam.fitness[:, 0]))
+    return CorridorFit(mask, best_path, left, right, wheel, beam.num_stages, length, best_fitness)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -551,7 +510,7 @@ def fit_driving_corridor(
 
 
 def _eval_rows(grid: BevGrid, min_distance: float, device: torch.device | str | None = None) -> Tensor:
-    """Grid row indices scored, ordered near to far: rows whose centre lies at ``z >= min_distance``."""
+    """Grid row indices scored, ordered near to far: rows whose center lies at ``z >= min_distance``."""
     z = grid.z_centers(torch.float64, device)
     rows = torch.nonzero(z >= min_distance).flatten().flip(0)
     if rows.numel() == 0:
@@ -570,7 +529,7 @@ def corridor_row_statistics(
 ) -> dict[str, Tensor]:
     """Per-row counts of a corridor against the ground-truth ego-lane, summed over the batch.
 
-    Rows are those with centre ``z >= min_distance``, ordered near to far (``E`` rows; ``z`` gives their
+    Rows are those with center ``z >= min_distance``, ordered near to far (``E`` rows; ``z`` gives their
     distance). Only cells with ``valid`` count (the rest is don't-care). Per row and frame: ``tp_cells`` /
     ``fp_cells`` are corridor cells on / off the ground truth (lateral precision); the row is a longitudinal TP
     when corridor and ground truth overlap by ``>= min_overlap`` metres, an FP when the corridor is present
@@ -578,9 +537,9 @@ def corridor_row_statistics(
     counts the frames whose rows ``0..e`` are all longitudinal TPs.
 
     Args:
-        corridor: ``B x H x W`` bool corridor mask (:attr:`CorridorFit.mask`).
-        target: ``B x H x W`` binary ground-truth ego-lane; every frame needs at least one valid lane cell.
-        valid: optional ``B x H x W`` binary mask of evaluated cells.
+        corridor: ``(B, H, W)`` bool corridor mask (:attr:`CorridorFit.mask`).
+        target: ``(B, H, W)`` binary ground-truth ego-lane; every frame needs at least one valid lane cell.
+        valid: optional ``(B, H, W)`` binary mask of evaluated cells.
 
     Returns:
         dict of ``E``-long tensors ``z`` (metres), ``tp_cells``, ``fp_cells``, ``row_tp``, ``row_fp``,
@@ -623,9 +582,9 @@ def corridor_row_statistics(
     }
 
 
-def _safe_ratio(num: Tensor, den: Tensor) -> Tensor:
-    num, den = num.double(), den.double()
-    return torch.where(den > 0, num / den.clamp_min(1e-300), torch.zeros_like(num))
+def _ratio(num: Tensor, den: Tensor) -> Tensor:
+    """float64 ``num / den``, 0 where ``den`` is 0."""
+    return safe_divide(num.double(), den.double())
 
 
 def corridor_curves(stats: dict[str, Tensor]) -> dict[str, Tensor]:
@@ -640,9 +599,9 @@ def corridor_curves(stats: dict[str, Tensor]) -> dict[str, Tensor]:
     rtp, rfp, rfn = stats["row_tp"].cumsum(0), stats["row_fp"].cumsum(0), stats["row_fn"].cumsum(0)
     frames = stats["frames"].double()
     scores = {
-        "precision_lat": _safe_ratio(tp, tp + fp),
-        "f1_long": _safe_ratio(2 * rtp, 2 * rtp + rfp + rfn),
-        "hitrate": _safe_ratio(stats["hit_rows"], frames.expand_as(stats["z"])),
+        "precision_lat": _ratio(tp, tp + fp),
+        "f1_long": _ratio(2 * rtp, 2 * rtp + rfp + rfn),
+        "hitrate": _ratio(stats["hit_rows"], frames.expand_as(stats["z"])),
     }
     none = frames == 0  # a tensor test, no host sync
     return {"z": stats["z"], **{k: torch.where(none, torch.full_like(v, math.nan), v) for k, v in scores.items()}}
@@ -687,10 +646,10 @@ def driving_corridor_scores(
     return _scores_at(stats, config.distances, grid)
 
 
-class DrivingCorridorMetric(Metric):
+class DrivingCorridorMetrics(Metric):
     """Driving-corridor scores (lateral precision, longitudinal F1, hitrate at distances), pooled over frames.
 
-    ``update(preds, target, valid=None)`` fits the corridor to each ``B x H x W`` BEV confidence map and adds its
+    ``update(preds, target, valid=None)`` fits the corridor to each ``(B, H, W)`` BEV confidence map and adds its
     per-row counts (sum-reduced counters, so the metric syncs across processes). ``compute()`` returns the dict of
     :func:`driving_corridor_scores`; :meth:`compute_curves` the curves of :func:`corridor_curves`.
 
@@ -698,8 +657,8 @@ class DrivingCorridorMetric(Metric):
         threshold: detection working point in (0, 1].
         grid: BEV grid (default KITTI-ROAD). config: :class:`CorridorConfig` (default: the paper's).
 
-    Example:
-        >>> metric = DrivingCorridorMetric(threshold=0.5)
+    Examples:
+        >>> metric = DrivingCorridorMetrics(threshold=0.5)
         >>> metric.update(confidence, ego_lane_gt, valid)  # doctest: +SKIP
         >>> metric.compute()["hitrate_30m"]  # doctest: +SKIP
     """
@@ -761,7 +720,7 @@ class DrivingCorridorMetric(Metric):
     def compute(self) -> dict[str, Tensor]:
         """Scores at the config's distances, plus ``mean_length`` (mean corridor arc length, metres)."""
         out = _scores_at(self._stats(), self.config.distances, self.grid)
-        mean_length = _safe_ratio(self.length_sum, self.frames)
+        mean_length = _ratio(self.length_sum, self.frames)
         out["mean_length"] = torch.where(self.frames > 0, mean_length, torch.full_like(mean_length, math.nan))
         return out
 
@@ -800,21 +759,31 @@ def _plot_corridor_curves(curves: dict[str, Tensor], ax: Any = None) -> tuple[An
     return fig, ax
 
 
-class _CorridorScore(DrivingCorridorMetric):
-    """One corridor score at one distance, a scalar for ``self.log`` (shares :class:`DrivingCorridorMetric`'s states).
+def _check_distance(distance: float, z: Tensor, grid: BevGrid) -> float:
+    """``distance`` (metres) as a float when it lies between the first scored row ``z[0]`` and the far edge."""
+    if not (isinstance(distance, int | float) and bool((z <= distance).any()) and distance <= grid.z_max):
+        raise ValueError(
+            f"`distance` must lie between the first scored row ({float(z[0]):.3f} m) and the grid's far "
+            f"edge ({grid.z_max} m), got {distance!r}"
+        )
+    return float(distance)
+
+
+class DrivingCorridorLateralPrecision(DrivingCorridorMetrics):
+    """Lateral precision of the corridor up to ``distance`` (corridor cells on the ego-lane / all corridor cells).
+
+    A scalar for ``self.log`` that shares :class:`DrivingCorridorMetrics`' states.
 
     Args:
-        threshold, grid, config: as :class:`DrivingCorridorMetric`.
+        threshold, grid, config: as :class:`DrivingCorridorMetrics`.
         distance: ``d`` in metres (any distance between the first scored row and the grid's far edge, not only
             the config's ``distances``).
-    """
 
-    curve: str
-    is_differentiable = False
-    higher_is_better = True
-    full_state_update = False
-    plot_lower_bound = 0.0
-    plot_upper_bound = 1.0
+    Examples:
+        >>> metric = DrivingCorridorLateralPrecision(threshold=0.5, distance=30.0)
+        >>> metric.update(confidence, ego_lane_gt, valid)  # doctest: +SKIP
+        >>> metric.compute()  # doctest: +SKIP
+    """
 
     def __init__(
         self,
@@ -826,148 +795,86 @@ class _CorridorScore(DrivingCorridorMetric):
         **kwargs: Any,
     ) -> None:
         super().__init__(threshold, grid, config, **kwargs)
-        if not (isinstance(distance, int | float) and bool((self.z <= distance).any()) and distance <= self.grid.z_max):
-            raise ValueError(
-                f"`distance` must lie between the first scored row ({float(self.z[0]):.3f} m) and the grid's far "
-                f"edge ({self.grid.z_max} m), got {distance!r}"
-            )
-        self.distance = float(distance)
+        self.distance = _check_distance(distance, self.z, self.grid)
 
     def compute(self) -> Tensor:  # type: ignore[override]
         """The score at ``distance`` over all frames seen (float64 scalar)."""
-        return _scores_at(self._stats(), [self.distance], self.grid)[f"{self.curve}_{self.distance:g}m"]
+        return _scores_at(self._stats(), [self.distance], self.grid)[f"precision_lat_{self.distance:g}m"]
 
     def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> Any:  # type: ignore[override]
         """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
         return plot_metric(self, val, ax)
 
 
-class DrivingCorridorLateralPrecision(_CorridorScore):
-    """Lateral precision of the corridor up to ``distance`` (corridor cells on the ego-lane / all corridor cells)."""
+class DrivingCorridorLongitudinalF1Score(DrivingCorridorMetrics):
+    """Longitudinal F1 of the corridor rows up to ``distance`` (``2 TP / (2 TP + FP + FN)`` of rows).
 
-    curve = "precision_lat"
-
-
-class DrivingCorridorLongitudinalF1Score(_CorridorScore):
-    """Longitudinal F1 of the corridor rows up to ``distance`` (``2 TP / (2 TP + FP + FN)`` of rows)."""
-
-    curve = "f1_long"
-
-
-class DrivingCorridorHitRate(_CorridorScore):
-    """Fraction of frames whose corridor hits the ego-lane on every scored row up to ``distance``."""
-
-    curve = "hitrate"
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Table IV
-
-
-def corridor_table(
-    preds: Tensor | Sequence[Tensor],
-    target: Tensor | Sequence[Tensor],
-    valid: Tensor | Sequence[Tensor] | None = None,
-    *,
-    threshold: float,
-    grid: BevGrid | None = None,
-    config: CorridorConfig | None = None,
-    batch_size: int = 32,
-) -> dict[str, float]:
-    """The paper's Table IV for a set of BEV frames: ``{precision_lat,f1_long,hitrate}_{d}m`` and ``mean_length``.
+    A scalar for ``self.log`` that shares :class:`DrivingCorridorMetrics`' states.
 
     Args:
-        preds: ``N x H x W`` confidence maps (or a sequence of ``H x W`` maps), float in [0, 1] or uint8.
-        target: the ground-truth ego-lanes (``um_lane``), same layout. valid: optional masks of evaluated cells.
-        threshold: the working point of the pixel evaluation (e.g. the MaxF threshold), in (0, 1].
-        batch_size: frames fitted at once.
+        threshold, grid, config: as :class:`DrivingCorridorMetrics`.
+        distance: ``d`` in metres (any distance between the first scored row and the grid's far edge, not only
+            the config's ``distances``).
+
+    Examples:
+        >>> metric = DrivingCorridorLongitudinalF1Score(threshold=0.5, distance=30.0)
+        >>> metric.update(confidence, ego_lane_gt, valid)  # doctest: +SKIP
+        >>> metric.compute()  # doctest: +SKIP
     """
 
-    def stack(x: Tensor | Sequence[Tensor] | None, name: str) -> Tensor | None:
-        if x is None or isinstance(x, Tensor):
-            return x
-        if len(x) == 0:
-            raise ValueError(f"`{name}` holds no frames")
-        return torch.stack([check_tensor(v, name) for v in x])
+    def __init__(
+        self,
+        threshold: float,
+        grid: BevGrid | None = None,
+        config: CorridorConfig | None = None,
+        *,
+        distance: float = 30.0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(threshold, grid, config, **kwargs)
+        self.distance = _check_distance(distance, self.z, self.grid)
 
-    preds_t, target_t, valid_t = stack(preds, "preds"), stack(target, "target"), stack(valid, "valid")
-    if preds_t is None or target_t is None:
-        raise ValueError("`preds` and `target` are required")
-    if preds_t.shape[0] != target_t.shape[0] or (valid_t is not None and valid_t.shape[0] != preds_t.shape[0]):
-        raise ValueError("`preds`, `target` and `valid` must hold the same number of frames")
-    if preds_t.shape[0] == 0:
-        raise ValueError("`preds` holds no frames")
-    metric = DrivingCorridorMetric(threshold, grid=grid, config=config).to(preds_t.device)
-    for i in range(0, preds_t.shape[0], batch_size):
-        part = slice(i, i + batch_size)
-        metric.update(preds_t[part], target_t[part], None if valid_t is None else valid_t[part])
-    return {k: float(v) for k, v in metric.compute().items()}
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """The score at ``distance`` over all frames seen (float64 scalar)."""
+        return _scores_at(self._stats(), [self.distance], self.grid)[f"f1_long_{self.distance:g}m"]
+
+    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> Any:  # type: ignore[override]
+        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
+        return plot_metric(self, val, ax)
 
 
-def kitti_corridor_table(
-    data_dir: str | Path,
-    results_dir: str | Path,
-    *,
-    threshold: float,
-    category: str = "um_lane",
-    crop: bool = False,
-    grid: BevGrid | None = None,
-    config: CorridorConfig | None = None,
-) -> dict[str, float]:
-    """Table IV for KITTI-ROAD result PNGs of ``category`` (``um_lane``), in the BEV, like ``road-eval``.
+class DrivingCorridorHitRate(DrivingCorridorMetrics):
+    """Fraction of frames whose corridor hits the ego-lane on every scored row up to ``distance``.
 
-    Ground truth and results are warped to ``grid`` with each frame's calibration by the devkit's lookup (cells
-    unseen by the camera become don't-care); the corridor is fitted to each result and scored against the
-    ego-lane ground truth, pooled over the frames.
+    A scalar for ``self.log`` that shares :class:`DrivingCorridorMetrics`' states.
 
     Args:
-        data_dir: folder with ``gt_image_2/`` and ``calib/`` (or ``training/`` with them).
-        results_dir: 8-bit confidence PNGs named like the ground truth (``um_lane_000000.png`` ...).
-        threshold: the working point, e.g. ``BestThresh`` of the BEV pixel evaluation of the same results;
-            a cell is a detection when ``value / 255 >= threshold``.
-        crop: crop results larger than their ground truth (top-left) instead of failing.
+        threshold, grid, config: as :class:`DrivingCorridorMetrics`.
+        distance: ``d`` in metres (any distance between the first scored row and the grid's far edge, not only
+            the config's ``distances``).
 
-    Returns:
-        The dict of :func:`corridor_table`.
+    Examples:
+        >>> metric = DrivingCorridorHitRate(threshold=0.5, distance=30.0)
+        >>> metric.update(confidence, ego_lane_gt, valid)  # doctest: +SKIP
+        >>> metric.compute()  # doctest: +SKIP
     """
-    from drivemetrics.geometry.calib import read_kitti_calib
-    from drivemetrics.geometry.homography import image_from_road_calib
-    from drivemetrics.geometry.warp import warp_image_to_bev
-    from drivemetrics.road.kitti_road import (
-        _match_size,
-        calib_file_for,
-        category_frames,
-        find_layout,
-        gt_masks,
-        read_confidence_png,
-        read_gt_png,
-    )
 
-    grid = grid if grid is not None else BevGrid()
-    layout = find_layout(data_dir, need_calib=True)
-    keys = category_frames(layout.gt_dir, category)
-    if not keys:
-        raise ValueError(f"no {category} ground truth in {layout.gt_dir}")
-    results = Path(results_dir)
-    missing = [k for k in keys if not (results / f"{k}.png").is_file()]
-    if missing:
-        raise FileNotFoundError(f"{len(missing)} of {len(keys)} {category} results missing in {results}: {missing[:3]}")
-    preds, lanes, valids = [], [], []
-    for key in keys:
-        gt = read_gt_png(layout.gt_dir / f"{key}.png")
-        pred = _match_size(read_confidence_png(results / f"{key}.png"), tuple(gt.shape[1:]), key, crop)
-        homography = image_from_road_calib(read_kitti_calib(calib_file_for(layout.calib_dir, key)))
-        lane, valid = gt_masks(warp_image_to_bev(gt[None], homography, grid, mode="devkit")[0][0])
-        preds.append(warp_image_to_bev(pred[None, None], homography, grid, mode="devkit")[0][0, 0])
-        lanes.append(lane)
-        valids.append(valid)
-    return corridor_table(preds, lanes, valids, threshold=threshold, grid=grid, config=config)
+    def __init__(
+        self,
+        threshold: float,
+        grid: BevGrid | None = None,
+        config: CorridorConfig | None = None,
+        *,
+        distance: float = 30.0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(threshold, grid, config, **kwargs)
+        self.distance = _check_distance(distance, self.z, self.grid)
 
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """The score at ``distance`` over all frames seen (float64 scalar)."""
+        return _scores_at(self._stats(), [self.distance], self.grid)[f"hitrate_{self.distance:g}m"]
 
-def format_corridor_table(scores: dict[str, float], distances: Sequence[float] = (20.0, 30.0, 40.0)) -> str:
-    """Table IV as text: rows Precision_lat, F1_long, Hitrate (percent); columns the distances."""
-    head = f"{'':15s}" + "".join(f"{f'{d:g} m':>9s}" for d in distances)
-    lines = [head]
-    for key, label in (("precision_lat", "Precision_lat"), ("f1_long", "F1_long"), ("hitrate", "Hitrate")):
-        lines.append(f"{label:15s}" + "".join(f"{100 * scores[f'{key}_{d:g}m']:8.1f}%" for d in distances))
-    return "\n".join(lines)
+    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> Any:  # type: ignore[override]
+        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
+        return plot_metric(self, val, ax)

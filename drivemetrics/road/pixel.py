@@ -10,7 +10,7 @@ Semantics follow the KITTI-ROAD devkit (``evalExp`` + ``pxEval_maximizeFMeasure`
 - Counting is one pass: each pixel is bucketed by the number of thresholds ``<= p`` (its raw value for uint8, an
   exact ``floor(p * 255) + 1`` for float maps on the devkit grid, ``torch.bucketize`` otherwise), one ``bincount``
   of small integer codes builds the histograms of positive and negative pixels, and cumulative sums give
-  ``TP/FP/FN/TN`` at every threshold. Memory is ``O(pixels + thresholds)``, never ``pixels x thresholds``.
+  ``TP/FP/FN/TN`` at every threshold. Memory is ``O(pixels + thresholds)``, never ``(pixels, thresholds)``.
 - Pixels outside the ``valid`` mask (KITTI's black "don't care" pixels) are ignored completely.
 - Scores are computed from counts pooled over everything counted (micro average), one best threshold overall.
 """
@@ -22,16 +22,22 @@ import math
 import warnings
 import weakref
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor
+from torchmetrics import Metric
 
+from drivemetrics._metric import plot_metric
 from drivemetrics._validation import check_binary, check_finite, check_same_shape, check_tensor
 from drivemetrics.geometry.bev import BevGrid
+from drivemetrics.road.bev_inputs import as_batch, pixel_inputs_to_bev
 
 __all__ = [
     "PixelCounts",
+    "RoadPixelAveragePrecision",
+    "RoadPixelMaxFScore",
+    "RoadPixelMetrics",
     "bucket_histograms",
     "confidence_buckets",
     "counts_at_threshold",
@@ -47,6 +53,9 @@ __all__ = [
     "validate_pixel_inputs",
     "with_fixed_threshold",
 ]
+
+_SPACES = ("perspective", "bev")
+_WARP_MODES = ("devkit", "nearest", "bilinear")
 
 #: The devkit's 11 recall levels, as ``np.arange(0, 1.1, 0.1)`` produces them (0.30000000000000004 etc.).
 AP_RECALL_LEVELS: tuple[float, ...] = tuple(i * 0.1 for i in range(11))
@@ -293,8 +302,8 @@ def bucket_histograms(
 ) -> Tensor:
     """Histograms of the buckets (:func:`confidence_buckets`) of negative and positive valid pixels.
 
-    Inputs are ``B x H x W`` (already validated; ``target`` / ``valid`` bool or 0/1), ``thresholds`` float64 sorted.
-    Returns int64 ``B x 2 x (T + 1)`` (``1 x 2 x (T + 1)`` pooled when ``per_image=False``); ``[:, 0]`` negatives,
+    Inputs are ``(B, H, W)`` (already validated; ``target`` / ``valid`` bool or 0/1), ``thresholds`` float64 sorted.
+    Returns int64 ``(B, 2, (T + 1))`` (``(1, 2, (T + 1))`` pooled when ``per_image=False``); ``[:, 0]`` negatives,
     ``[:, 1]`` positives.
 
     One pass: each pixel gets a small integer code ``bucket + bins * (class + classes * image)`` (int16 when it
@@ -331,7 +340,7 @@ def bucket_histograms(
         return buffer[:numel].view(shape)
 
     def block_histogram(p: Tensor, t: Tensor, v: Tensor | None, images: int) -> Tensor:
-        """``images x patterns x 2 x bins`` histogram of a block; the group of a pixel is
+        """``(images, patterns, 2, bins)`` histogram of a block; the group of a pixel is
         ``class + classes * (pattern + patterns * (lane + lanes * image))``."""
         level, bits = plan.levels(p, take)
         group = _as_uint8(t)  # may view `target`: only ever written through `out=` into our own buffer
@@ -418,26 +427,18 @@ def counts_from_histograms(hist: Tensor) -> PixelCounts:
     return PixelCounts(tp=pos_num - fn, fp=neg_num - tn, fn=fn, tn=tn)
 
 
-def _as_batch(x: Tensor, name: str) -> Tensor:
-    if x.ndim == 2:
-        return x.unsqueeze(0)
-    if x.ndim != 3:
-        raise ValueError(f"`{name}` must have shape B x H x W (or H x W), got {tuple(x.shape)}")
-    return x
-
-
 def validate_pixel_inputs(
     preds: Tensor, target: Tensor, valid: Tensor | None = None, check_values: bool = True
 ) -> tuple[Tensor, Tensor, Tensor | None]:
     """Check and batch ``preds`` (float in [0, 1] or uint8), binary ``target`` and optional binary ``valid``.
 
-    Returns the three as ``B x H x W`` tensors (``H x W`` inputs get ``B = 1``). ``check_values=False`` skips the
+    Returns the three as ``(B, H, W)`` tensors (``(H, W)`` inputs get ``B = 1``). ``check_values=False`` skips the
     value checks (NaN, range, binary), which need a device-to-host sync.
     """
     check_tensor(preds, "preds")
     check_tensor(target, "target")
-    preds = _as_batch(preds, "preds")
-    target = _as_batch(target, "target")
+    preds = as_batch(preds, "preds")
+    target = as_batch(target, "target")
     check_same_shape(preds, "preds", target, "target")
     if not (preds.is_floating_point() or preds.dtype == torch.uint8):
         raise TypeError(f"`preds` must be a float tensor in [0, 1] or uint8 (0..255), got dtype {preds.dtype}")
@@ -447,7 +448,7 @@ def validate_pixel_inputs(
         target = target != 0
     if valid is not None:
         check_tensor(valid, "valid")
-        valid = _as_batch(valid, "valid")
+        valid = as_batch(valid, "valid")
         check_same_shape(preds, "preds", valid, "valid")
     if check_values:
         if preds.is_floating_point():
@@ -472,14 +473,14 @@ def pixel_counts(
     """Per-image confusion counts at every threshold, in one pass.
 
     Args:
-        preds: ``B x H x W`` (or ``H x W``) road confidences, float in [0, 1] or ``uint8`` 0..255 (``p = v / 255``).
+        preds: ``(B, H, W)`` (or ``(H, W)``) road confidences, float in [0, 1] or ``uint8`` 0..255 (``p = v / 255``).
         target: same shape, binary road ground truth (bool or 0/1).
         valid: optional same-shape binary mask; pixels where it is 0 are ignored (KITTI's "don't care").
         thresholds: ``None`` (the devkit's ``k / 255``, 256 values), an int ``T`` (``k / (T - 1)``), or sorted values.
         validate_args: check values (NaN, range, binary); turn off to avoid the device-to-host sync.
 
     Returns:
-        :class:`PixelCounts` with int64 tensors of shape ``B x T``; ``.sum()`` pools them over the batch.
+        :class:`PixelCounts` with int64 tensors of shape ``(B, T)``; ``.sum()`` pools them over the batch.
     """
     preds, target, valid = validate_pixel_inputs(preds, target, valid, check_values=validate_args)
     thr = format_thresholds(thresholds, device=preds.device)
@@ -496,6 +497,19 @@ def counts_at_threshold(
 
 def _gather_last(x: Tensor, index: Tensor) -> Tensor:
     return torch.gather(x, -1, index.unsqueeze(-1)).squeeze(-1)
+
+
+def _eleven_point_ap(precision: Tensor, recall: Tensor, kept: Tensor) -> Tensor:
+    """The devkit's 11-point interpolated AP ``(...)``: mean over the recall levels of the best precision at recall
+    ``>=`` level (0 for a level no threshold reaches), summed in the devkit's order for an identical float."""
+    levels = torch.tensor(AP_RECALL_LEVELS, dtype=torch.float64, device=precision.device)
+    reach = (recall.unsqueeze(-2) >= levels.unsqueeze(-1)) & kept.unsqueeze(-2)  # (..., 11, T)
+    best_prec = torch.where(reach, precision.unsqueeze(-2), torch.full_like(reach, -math.inf, dtype=torch.float64))
+    best_prec = best_prec.amax(-1).clamp_min(0.0)
+    avg_prec = torch.zeros_like(best_prec[..., 0])
+    for level in range(len(AP_RECALL_LEVELS)):
+        avg_prec = avg_prec + best_prec[..., level]
+    return avg_prec / len(AP_RECALL_LEVELS)
 
 
 def scores_from_counts(
@@ -519,13 +533,13 @@ def scores_from_counts(
         A dict of tensors of shape ``(...)`` unless noted:
 
         - devkit keys: ``MaxF`` (max over thresholds of ``F_beta``, with the devkit's 1e-10 epsilon), ``AvgPrec``
-          (11-point interpolated AP at recall levels ``np.arange(0, 1.1, 0.1)``), ``BestThresh`` (the lowest threshold
-          reaching MaxF), ``PRE_wp``, ``REC_wp``, ``TPR_wp``, ``FPR_wp``, ``FNR_wp``, ``A_wp`` (accuracy), ``Q_wp``
-          (IoU), ``TP_wp``, ``FP_wp``, ``FN_wp``, ``TN_wp`` at that working point, ``totalPosNum``, ``totalNegNum``;
+            (11-point interpolated AP at recall levels ``np.arange(0, 1.1, 0.1)``), ``BestThresh`` (the lowest threshold
+            reaching MaxF), ``PRE_wp``, ``REC_wp``, ``TPR_wp``, ``FPR_wp``, ``FNR_wp``, ``A_wp`` (accuracy), ``Q_wp``
+            (IoU), ``TP_wp``, ``FP_wp``, ``FN_wp``, ``TN_wp`` at that working point, ``totalPosNum``, ``totalNegNum``;
         - extra keys: ``IoU_wp`` (same as ``Q_wp``), ``AvgPrecIntegrated`` (the area under the step precision-recall
-          curve, ``sum_k (R_k - R_{k+1}) P_k``, no interpolation), ``BestThreshIndex`` (int64);
+            curve, ``sum_k (R_k - R_{k+1}) P_k``, no interpolation), ``BestThreshIndex`` (int64);
         - curves, shape ``(..., T)``: ``precision`` (with the devkit's epsilon), ``recall``, ``F``, ``thresholds``.
-          Entries with ``TP = 0`` (which the devkit drops) have precision 0 and recall 0.
+            Entries with ``TP = 0`` (which the devkit drops) have precision 0 and recall 0.
 
     Differences from the devkit, all where it crashes or loses precision: no positive pixel gives NaN scores (the
     devkit raises); a recall level no threshold reaches adds 0 to the 11-point AP (the devkit raises; with
@@ -566,15 +580,7 @@ def scores_from_counts(
     best = masked_f.argmax(-1)
     max_f = _gather_last(f_curve, best)
 
-    # -- 11-point interpolated AP: mean over levels of the best precision at recall >= level --
-    levels = torch.tensor(AP_RECALL_LEVELS, dtype=torch.float64, device=tp.device)
-    reach = (recall.unsqueeze(-2) >= levels.unsqueeze(-1)) & kept.unsqueeze(-2)  # (..., 11, T)
-    best_prec = torch.where(reach, precision.unsqueeze(-2), torch.full_like(reach, -math.inf, dtype=torch.float64))
-    best_prec = best_prec.amax(-1).clamp_min(0.0)
-    avg_prec = torch.zeros_like(pos_num)
-    for level in range(len(AP_RECALL_LEVELS)):  # summed in the devkit's order, so the float result is identical
-        avg_prec = avg_prec + best_prec[..., level]
-    avg_prec = avg_prec / len(AP_RECALL_LEVELS)
+    avg_prec = _eleven_point_ap(precision, recall, kept)
 
     # -- integrated AP: area under the step precision-recall curve (precision without epsilon) --
     exact_prec = torch.where(kept, tp64 / (tp64 + fp64).clamp_min(1.0), torch.zeros_like(tp64))
@@ -704,55 +710,266 @@ def road_pixel_scores(
     )
 
 
-def pixel_inputs_to_bev(
-    preds: Tensor,
-    target: Tensor,
-    valid: Tensor | None,
-    image_from_road: Tensor,
-    grid: BevGrid | None = None,
-    mode: str = "devkit",
-    validate_args: bool = True,
-) -> tuple[Tensor, Tensor, Tensor]:
-    """Warp a perspective prediction, its ground truth and valid mask to the BEV grid, for BEV evaluation.
+class RoadPixelMetrics(Metric):
+    r"""KITTI-ROAD pixel evaluation (the devkit's ``evalExp`` + ``pxEval_maximizeFMeasure``), pooled over updates.
+
+    As input to ``update`` the metric accepts:
+
+    - ``preds``: ``(B, H, W)`` (or ``(H, W)``) road confidences, float in [0, 1] or ``uint8`` 0..255 (``p = v / 255``);
+    - ``target``: same shape, binary road ground truth;
+    - ``valid`` (optional): same shape, binary; 0 marks "don't care" pixels, which are ignored;
+    - ``homography`` (``space="bev"``): ``(B, 3, 3)`` per-frame image-from-road homographies; a perspective metric
+      ignores it, so perspective and BEV metrics can share one ``MetricCollection`` and one ``update`` call.
+
+    The state is four int64 counters per threshold (TP, FP, FN, TN, summed across processes; plus a constant
+    ``counting_config`` that keeps differently configured metrics out of one ``MetricCollection`` compute group),
+    never the maps, so memory does not grow with the number of frames. ``compute()`` returns the dict of
+    :func:`~drivemetrics.road.pixel.scores_from_counts` over everything seen (pooled, one best threshold; not a
+    mean of per-image scores): ``MaxF``, ``AvgPrec`` (11-point), ``AvgPrecIntegrated``, ``BestThresh``, ``PRE_wp``,
+    ``REC_wp``, ``FPR_wp``, ``FNR_wp``, ``A_wp``, ``IoU_wp``, ..., the curves ``precision`` / ``recall`` / ``F`` /
+    ``thresholds``, plus ``F_fixed``, ``PRE_fixed``, ``REC_fixed``, ``IoU_fixed`` at ``p >= fixed_threshold``.
+
+    Road at threshold ``t_k`` iff ``p >= t_k`` (exact comparison; for uint8 maps and the default thresholds
+    ``v >= k``). To log one number from Lightning use :class:`RoadPixelMaxFScore` or :class:`RoadPixelAveragePrecision`.
 
     Args:
-        preds: ``B x H x W`` (or ``H x W``) confidences, float in [0, 1] or ``uint8``.
-        target: same shape, binary road ground truth.
-        valid: optional same-shape binary mask of evaluated pixels.
-        image_from_road: ``B x 3 x 3`` (one per frame) or ``3 x 3`` road -> image homographies
-            (:func:`drivemetrics.geometry.image_from_road`); float64 for bit-exact devkit lookups.
-        grid: the BEV grid (default: the KITTI-ROAD grid, 800 x 400 cells of 0.05 m).
-        mode: ``"devkit"`` (the devkit's nearest-pixel lookup, bit for bit; uint8 stays uint8), ``"nearest"``, or
-            ``"bilinear"`` (confidences interpolated, differentiable; ``target`` and ``valid`` use the nearest
-            pixel, since labels must not be blended).
-        validate_args: check the homographies (invertible, horizon outside the grid; host syncs); ``False``
-            skips these checks.
+        thresholds: ``None`` (the devkit's 256 values ``k / 255``), an int ``T`` (``k / (T - 1)``) or sorted values.
+        beta: F-measure weight (devkit: 1).
+        fixed_threshold: the threshold of the ``*_fixed`` keys (default 0.5, i.e. ``p >= 0.5``); ``None`` drops
+            them (float maps then count a little faster).
+        devkit_float32: reproduce the devkit's float32 rounding of the working-point values.
+        space: ``"perspective"`` (default) or ``"bev"`` (inputs are warped to the BEV grid with each frame's
+            homography before counting; see ``grid`` and ``warp_mode``).
+        grid: the BEV grid (``space="bev"``); default: the KITTI grid ``BevGrid()``.
+        warp_mode: BEV warp, ``"devkit"`` (nearest neighbour exactly like the devkit's lookup, default) or
+            ``"nearest"`` (nearest pixel in the 0-based convention) or ``"bilinear"`` (confidences interpolated;
+            target and valid masks nearest). See :func:`~drivemetrics.road.pixel.pixel_inputs_to_bev`.
+        validate_args: check values in ``update`` (costs a device-to-host sync).
+        kwargs: see torchmetrics' ``Metric`` keyword arguments.
 
-    Returns:
-        ``(preds_bev, target_bev, valid_bev)``, each ``B x rows x cols``; ``valid_bev`` (bool) is the warped valid
-        mask AND the cells that see the image (the devkit's warped GT is black, i.e. "don't care", there).
+    Examples:
+        >>> import torch
+        >>> metric = RoadPixelMetrics()
+        >>> target = torch.zeros(1, 4, 4, dtype=torch.bool); target[:, 2:] = True
+        >>> preds = torch.where(target, 200, 30).to(torch.uint8)
+        >>> metric.update(preds, target)
+        >>> round(metric.compute()["MaxF"].item(), 6)
+        1.0
     """
-    from drivemetrics.geometry.warp import warp_image_to_bev
 
-    check_tensor(image_from_road, "image_from_road")
-    preds = _as_batch(check_tensor(preds, "preds"), "preds")
-    target = _as_batch(check_tensor(target, "target"), "target")
-    check_same_shape(preds, "preds", target, "target")
-    if valid is not None:
-        valid = _as_batch(check_tensor(valid, "valid"), "valid")
-        check_same_shape(preds, "preds", valid, "valid")
-    label_mode = "nearest" if mode == "bilinear" else mode
-    if mode == "bilinear" and not preds.is_floating_point():
-        preds = preds.float() / 255.0 if preds.dtype == torch.uint8 else preds.float()
-    preds_bev, seen = warp_image_to_bev(
-        preds.unsqueeze(1), image_from_road, grid, mode=mode, validate_args=validate_args
-    )
-    labels = target.bool() if valid is None else torch.stack([target.bool(), valid.bool()], 1)
-    labels = labels if labels.ndim == 4 else labels.unsqueeze(1)
-    labels_bev, labels_seen = warp_image_to_bev(
-        labels, image_from_road, grid, mode=label_mode, validate_args=validate_args
-    )
-    valid_bev = seen & labels_seen
-    if valid is not None:
-        valid_bev = valid_bev & labels_bev[:, 1]
-    return preds_bev[:, 0], labels_bev[:, 0], valid_bev
+    is_differentiable = False
+    higher_is_better = True
+    full_state_update = False
+    plot_lower_bound = 0.0
+    plot_upper_bound = 1.0
+
+    tp: Tensor
+    fp: Tensor
+    fn: Tensor
+    tn: Tensor
+
+    def __init__(
+        self,
+        thresholds: int | Sequence[float] | Tensor | None = None,
+        beta: float = 1.0,
+        fixed_threshold: float | None = 0.5,
+        devkit_float32: bool = False,
+        space: str = "perspective",
+        grid: BevGrid | None = None,
+        warp_mode: str = "devkit",
+        validate_args: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if not (isinstance(beta, (int, float)) and math.isfinite(beta) and beta > 0):
+            raise ValueError(f"`beta` must be a finite number > 0, got {beta!r}")
+        check_fixed_threshold(fixed_threshold)
+        if space not in _SPACES:
+            raise ValueError(f"`space` must be one of {_SPACES}, got {space!r}")
+        sweep = format_thresholds(thresholds)
+        counted, sweep_index, fixed_index = with_fixed_threshold(sweep, fixed_threshold)  # one counting pass
+        self.beta = float(beta)
+        self.fixed_threshold = None if fixed_threshold is None else float(fixed_threshold)
+        self.devkit_float32 = bool(devkit_float32)
+        self.validate_args = bool(validate_args)
+        self.space = space
+        self.warp_mode = warp_mode
+        self.grid = grid
+        if space == "bev":
+            self._setup_bev(grid, warp_mode)
+        self.register_buffer("thresholds", sweep, persistent=False)
+        self.register_buffer("counted_thresholds", counted, persistent=False)
+        self.register_buffer("_sweep_index", sweep_index, persistent=False)
+        self.register_buffer("_fixed_index", fixed_index, persistent=False)
+        for name in ("tp", "fp", "fn", "tn"):
+            self.add_state(name, torch.zeros(counted.numel(), dtype=torch.int64), dist_reduce_fx="sum")
+        # What the counters mean (the counted thresholds, the space and its warp), as a constant state: a
+        # MetricCollection merges metrics whose states are equal into one compute group, and without this a
+        # perspective and a BEV metric (or two threshold sets) that happen to count the same first batch would be
+        # merged and share counters from then on.
+        self.add_state("counting_config", self._counting_config(counted), dist_reduce_fx="max")
+
+    def _counting_config(self, counted: Tensor) -> Tensor:
+        """float64 ``[thresholds..., space, warp mode, grid x_min, x_max, z_min, z_max, resolution]``."""
+        bev = [1.0, float(_WARP_MODES.index(self.warp_mode))] if self.space == "bev" else [0.0, -1.0]
+        grid = self.grid if isinstance(self.grid, BevGrid) else None
+        extent = [grid.x_min, grid.x_max, grid.z_min, grid.z_max, grid.resolution] if grid else [0.0] * 5
+        return torch.cat([counted, torch.tensor(bev + extent, dtype=torch.float64)])
+
+    def _setup_bev(self, grid: BevGrid | None, warp_mode: str) -> None:
+        if grid is not None and not isinstance(grid, BevGrid):
+            raise TypeError(f"`grid` must be a BevGrid, got {type(grid).__name__}")
+        if warp_mode not in _WARP_MODES:
+            raise ValueError(f"`warp_mode` must be one of {_WARP_MODES}, got {warp_mode!r}")
+        self.grid = BevGrid() if grid is None else grid
+
+    def update(
+        self, preds: Tensor, target: Tensor, valid: Tensor | None = None, homography: Tensor | None = None
+    ) -> None:
+        """Count a batch (shapes in the class docstring)."""
+        if self.space == "bev":
+            preds, target, valid = self._to_bev(preds, target, valid, homography)
+        preds, target, valid = validate_pixel_inputs(preds, target, valid, check_values=self.validate_args)
+        hist = bucket_histograms(preds, target, valid, self.counted_thresholds, per_image=False)[0]
+        counts = counts_from_histograms(hist)
+        self.tp += counts.tp
+        self.fp += counts.fp
+        self.fn += counts.fn
+        self.tn += counts.tn
+
+    def _to_bev(
+        self, preds: Tensor, target: Tensor, valid: Tensor | None, homography: Tensor | None
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        if homography is None:
+            raise ValueError("space='bev' needs `homography` (B x 3 x 3 image-from-road) in update()")
+        return pixel_inputs_to_bev(
+            preds, target, valid, homography, self.grid, mode=self.warp_mode, validate_args=self.validate_args
+        )
+
+    def compute(self) -> dict[str, Tensor]:
+        """Pooled scores (see the class docstring)."""
+        return scores_with_fixed_threshold(
+            PixelCounts(self.tp, self.fp, self.fn, self.tn),
+            self.thresholds,
+            self._sweep_index,
+            self._fixed_index,
+            self.fixed_threshold,
+            beta=self.beta,
+            devkit_float32=self.devkit_float32,
+        )
+
+    def plot(self, val: dict[str, Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:
+        """Draw the pooled precision-recall curve with the MaxF working point (needs matplotlib).
+
+        Args:
+            val: a dict from :meth:`compute` (default: compute now).
+            ax: a matplotlib axes to draw into (default: a new figure).
+
+        Returns:
+            ``(figure, axes)``.
+        """
+        try:
+            import matplotlib.pyplot as plt
+        except ModuleNotFoundError as error:  # pragma: no cover - matplotlib is an optional extra
+            raise ModuleNotFoundError("plot() needs matplotlib: pip install 'drivemetrics[plot]'") from error
+        scores = self.compute() if val is None else val
+        kept = scores["recall"] > 0  # the points the devkit keeps (TP > 0)
+        recall = scores["recall"][kept].cpu().numpy()
+        precision = scores["precision"][kept].cpu().numpy()
+        fig, ax = plt.subplots() if ax is None else (ax.figure, ax)
+        ax.plot(
+            recall,
+            precision,
+            label=f"{self.space}: MaxF {scores['MaxF'].item():.4f}, AP {scores['AvgPrec'].item():.4f}",
+        )
+        ax.plot([scores["REC_wp"].item()], [scores["PRE_wp"].item()], "o", color="black")
+        ax.set_xlabel("recall")
+        ax.set_ylabel("precision")
+        ax.set_xlim(0, 1.01)
+        ax.set_ylim(0, 1.01)
+        ax.legend(loc="lower left")
+        return fig, ax
+
+
+class RoadPixelMaxFScore(RoadPixelMetrics):
+    """The pooled KITTI-ROAD ``MaxF`` as a scalar, for ``self.log(...)`` in Lightning (arguments as the family's).
+
+    Examples:
+        >>> import torch
+        >>> metric = RoadPixelMaxFScore()
+        >>> target = torch.zeros(1, 4, 4, dtype=torch.bool); target[:, 2:] = True
+        >>> metric.update(torch.where(target, 200, 30).to(torch.uint8), target)
+        >>> round(metric.compute().item(), 6)
+        1.0
+    """
+
+    def __init__(
+        self,
+        thresholds: int | Sequence[float] | Tensor | None = None,
+        beta: float = 1.0,
+        fixed_threshold: float | None = 0.5,
+        devkit_float32: bool = False,
+        space: str = "perspective",
+        grid: BevGrid | None = None,
+        warp_mode: str = "devkit",
+        validate_args: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            thresholds, beta, fixed_threshold, devkit_float32, space, grid, warp_mode, validate_args, **kwargs
+        )
+
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """Pooled MaxF (float64 scalar)."""
+        return super().compute()["MaxF"]
+
+    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
+        """``val=None``: the pooled PR curve with its MaxF point; else a value or a sequence of values over epochs."""
+        return _plot_scalar(self, val, ax)
+
+
+class RoadPixelAveragePrecision(RoadPixelMetrics):
+    """The pooled KITTI-ROAD 11-point ``AvgPrec`` as a scalar (``integrated=True``: the exact integrated AP).
+
+    Examples:
+        >>> import torch
+        >>> metric = RoadPixelAveragePrecision()
+        >>> target = torch.zeros(1, 4, 4, dtype=torch.bool); target[:, 2:] = True
+        >>> metric.update(torch.where(target, 200, 30).to(torch.uint8), target)
+        >>> round(metric.compute().item(), 6)
+        1.0
+    """
+
+    def __init__(
+        self,
+        thresholds: int | Sequence[float] | Tensor | None = None,
+        beta: float = 1.0,
+        fixed_threshold: float | None = 0.5,
+        devkit_float32: bool = False,
+        space: str = "perspective",
+        grid: BevGrid | None = None,
+        warp_mode: str = "devkit",
+        validate_args: bool = True,
+        integrated: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            thresholds, beta, fixed_threshold, devkit_float32, space, grid, warp_mode, validate_args, **kwargs
+        )
+        self.integrated = bool(integrated)
+
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """Pooled AP (float64 scalar)."""
+        return super().compute()["AvgPrecIntegrated" if self.integrated else "AvgPrec"]
+
+    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
+        """``val=None``: the pooled PR curve with its MaxF point; else a value or a sequence of values over epochs."""
+        return _plot_scalar(self, val, ax)
+
+
+def _plot_scalar(metric: RoadPixelMetrics, val: Tensor | Sequence[Tensor] | None, ax: Any) -> tuple[Any, Any]:
+    if val is None:
+        with metric.sync_context():  # the pooled curve over all processes, as compute() would see it
+            scores = RoadPixelMetrics.compute(metric)
+        return RoadPixelMetrics.plot(metric, scores, ax)
+    return plot_metric(metric, val, ax)

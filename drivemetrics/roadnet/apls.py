@@ -90,7 +90,7 @@ def apls(
         max_sources: at most this many path sources per direction (seeded draw); ``None`` = all control points.
         seed: seed of the source draw.
 
-    Example:
+    Examples:
         >>> import networkx as nx
         >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
         >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (100.0, 0.0), 2: (200.0, 0.0), 3: (100.0, 100.0)}, "pos")
@@ -223,7 +223,7 @@ class APLSMetrics(Metric):
 class APLSScore(APLSMetrics):
     """APLS from the path differences pooled over tiles (arguments as :class:`APLSMetrics`).
 
-    Example:
+    Examples:
         >>> import networkx as nx
         >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
         >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (100.0, 0.0), 2: (200.0, 0.0), 3: (100.0, 100.0)}, "pos")

@@ -251,7 +251,7 @@ def opt_g(
     Returns:
         :class:`OptGResult` with the summed counts and ``precision``, ``recall``, ``f1``.
 
-    Example:
+    Examples:
         >>> import networkx as nx
         >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
         >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (100.0, 0.0), 2: (200.0, 0.0), 3: (100.0, 100.0)}, "pos")

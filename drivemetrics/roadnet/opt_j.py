@@ -189,7 +189,7 @@ def opt_j(
 class OptJMetrics(GraphMetric):
     """OPT-J junction precision / recall / F1 summed over tiles (see :func:`~drivemetrics.roadnet.opt_j.opt_j`).
 
-    Example:
+    Examples:
         >>> import networkx as nx
         >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
         >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (50.0, 0.0), 2: (100.0, 0.0), 3: (50.0, 50.0)}, "pos")

@@ -78,7 +78,7 @@ def subg(
         n_subgraphs: number of roots.
         seed: seed of the root sampling.
 
-    Example:
+    Examples:
         >>> import networkx as nx
         >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
         >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (100.0, 0.0), 2: (200.0, 0.0), 3: (100.0, 100.0)}, "pos")

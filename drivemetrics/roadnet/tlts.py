@@ -188,7 +188,7 @@ def tlts(
         seed: seed of the path sampling.
         compat: ``"default"`` or ``"reference"``: the released procedure (see the module doc).
 
-    Example:
+    Examples:
         >>> import networkx as nx
         >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
         >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (100.0, 0.0), 2: (200.0, 0.0), 3: (100.0, 100.0)}, "pos")

@@ -1,9 +1,9 @@
 """Synthetic lane clips: curved roads with painted lane lines seen by a forward camera, with exact GT lanes.
 
 A clip is a vehicle driving along a road at about 25 m/s for ``T`` frames at 20 Hz. Road frame of each frame: X
-right, Z forward, metres, origin on the road below the camera, Z along the vehicle heading. The road centreline is
+right, Z forward, metres, origin on the road below the camera, Z along the vehicle heading. The road centerline is
 a clothoid (curvature ``k0 + k1 s`` along its arc length ``s``); ``L`` lane lines (default 4: outer-left,
-ego-left, ego-right, outer-right) run at fixed lateral offsets from the ego lane centre. The vehicle follows the
+ego-left, ego-right, outer-right) run at fixed lateral offsets from the ego lane center. The vehicle follows the
 ego lane with a smooth lateral wander (and the matching heading error). The camera (default 256 x 128 px, focal
 200 px, 1.5 m high, pitched 0.06 rad down) renders grayscale or RGB frames through the road-plane homography of
 :mod:`drivemetrics.geometry.camera`: sky above the horizon, asphalt, grass beyond the outer lines, anti-aliased
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 from torch import Tensor
@@ -45,7 +46,7 @@ class LaneCamera:
     pitch: float = 0.06
 
     def image_from_road(self, dtype: torch.dtype = torch.float64, device: torch.device | str | None = None) -> Tensor:
-        """The ``3 x 3`` road -> image homography."""
+        """The ``(3, 3)`` road -> image homography."""
         k = intrinsic_matrix(self.focal, self.focal, self.cx, self.cy).to(dtype=dtype, device=device)
         return image_from_road_homography(k, self.camera_height, self.pitch)
 
@@ -61,18 +62,18 @@ class LaneClips:
     """A batch of synthetic clips.
 
     Attributes:
-        images: ``B x T x C x H x W`` float frames in [0, 1].
-        lanes_image: ``B x T x L x N`` lane x (pixels) at the rows ``h_samples``; NaN when not visible.
+        images: ``(B, T, C, H, W)`` float frames in [0, 1].
+        lanes_image: ``(B, T, L, N)`` lane x (pixels) at the rows ``h_samples``; NaN when not visible.
         h_samples: ``N`` rows (pixels).
-        lanes_road: ``B x T x L x M`` lateral position X (metres) of every line at ``z_samples``, road frame of
+        lanes_road: ``(B, T, L, M)`` lateral position X (metres) of every line at ``z_samples``, road frame of
             each frame.
         z_samples: ``M`` longitudinal distances (metres).
-        poses: ``B x T x 3`` world pose of the camera (x, z metres; heading radians from +z towards +x).
-        lateral_offset: ``B x T`` offset of the vehicle from the ego lane centre (metres, right positive).
+        poses: ``(B, T, 3)`` world pose of the camera (x, z metres; heading radians from +z towards +x).
+        lateral_offset: ``(B, T)`` offset of the vehicle from the ego lane center (metres, right positive).
         speed: ``B`` speeds (m/s), constant per clip.
-        curvature: ``B x 2`` clothoid coefficients ``(k0 [1/m], k1 [1/m^2])`` of the road.
+        curvature: ``(B, 2)`` clothoid coefficients ``(k0 [1/m], k1 [1/m^2])`` of the road.
         lane_width: ``B`` lane widths (metres).
-        image_from_road: ``3 x 3`` homography of the camera.
+        image_from_road: ``(3, 3)`` homography of the camera.
         dt: frame period (s).
         ego_lanes: indices of the ego-left and ego-right line along ``L``.
     """
@@ -92,14 +93,14 @@ class LaneClips:
     ego_lanes: tuple[int, int] = EGO_LANE_INDICES
 
     @property
-    def centre_road(self) -> Tensor:
-        """``B x T x M`` lateral position of the ego lane centre at ``z_samples`` (metres)."""
+    def center_road(self) -> Tensor:
+        """``(B, T, M)`` lateral position of the ego lane center at ``z_samples`` (metres)."""
         left, right = self.ego_lanes
         return 0.5 * (self.lanes_road[:, :, left] + self.lanes_road[:, :, right])
 
 
 def _interp_sorted(xq: Tensor, xp: Tensor, fp: Tensor) -> Tensor:
-    """Batched linear interpolation: ``xp`` ``... x K`` non-decreasing, ``fp`` same shape, ``xq`` ``... x Q``.
+    """Batched linear interpolation: ``xp`` ``(..., K)`` non-decreasing, ``fp`` same shape, ``xq`` ``(..., Q)``.
 
     Outside ``[xp[0], xp[-1]]`` the result is NaN; NaN in ``fp`` propagates.
     """
@@ -120,14 +121,14 @@ def road_lanes_to_image(
     """Project road-frame lane profiles into the image and sample their x at fixed rows.
 
     Args:
-        lanes_road: ``... x L x M`` lateral X (metres) at ``z_samples``; NaN = missing (e.g. beyond the range).
+        lanes_road: ``(..., L, M)`` lateral X (metres) at ``z_samples``; NaN = missing (e.g. beyond the range).
         z_samples: ``M`` increasing distances (metres), all in front of the camera.
-        image_from_road: ``3 x 3`` homography.
+        image_from_road: ``(3, 3)`` homography.
         h_samples: ``N`` rows (pixels).
         width: image width; points outside ``[0, width - 1]`` become NaN.
 
     Returns:
-        ``... x L x N`` lane x (pixels), NaN where the lane is not visible at that row.
+        ``(..., L, N)`` lane x (pixels), NaN where the lane is not visible at that row.
     """
     check_shape(z_samples, "z_samples", ("M",))
     if lanes_road.shape[-1] != z_samples.shape[0]:
@@ -166,7 +167,7 @@ def make_lane_clips(
         speed_range: speeds drawn uniformly (m/s).
         max_curvature: ``|k0| <= max_curvature`` (1/m); ``|k1| <= max_curvature / 200`` (1/m^2).
         lane_width_range: lane widths drawn uniformly (metres).
-        max_wander: largest lateral offset from the ego lane centre (metres).
+        max_wander: largest lateral offset from the ego lane center (metres).
         z_samples: road-frame sample distances (default 2, 3, ..., 60 m).
         h_samples: image rows (default :meth:`LaneCamera.default_h_samples`).
         max_label_distance: GT image lanes stop at this distance (metres), like TuSimple labels near the horizon.
@@ -182,66 +183,22 @@ def make_lane_clips(
     camera = camera or LaneCamera()
     gen = torch.Generator().manual_seed(seed)
     f64 = torch.float64
-
-    def uniform(lo: float, hi: float, *shape: int) -> Tensor:
-        return lo + (hi - lo) * torch.rand(*shape, generator=gen, dtype=f64)
-
-    speed = uniform(*speed_range, batch)
-    k0 = uniform(-max_curvature, max_curvature, batch)
-    k1 = uniform(-max_curvature / 200, max_curvature / 200, batch)
-    lane_width = uniform(*lane_width_range, batch)
-    wander_mean = uniform(-0.5, 0.5, batch) * max_wander
-    wander_amp = uniform(0.0, 0.5, batch) * max_wander
-    wander_period = uniform(1.5, 4.0, batch)
-    wander_phase = uniform(0.0, 2 * math.pi, batch)
+    params = _draw_clip_params(gen, batch, speed_range, max_curvature, lane_width_range, max_wander)
     texture = torch.rand(batch, frames, 1, camera.height, camera.width, generator=gen)
-
     dt = 1.0 / FRAME_RATE_HZ
     t = torch.arange(frames, dtype=f64) * dt  # T
-    # Road centreline on a fine arc-length grid, s = 0 at the first frame's position.
-    ds = 0.5
-    s_end = float(speed.max()) * frames * dt + 140.0
-    s = torch.arange(-10.0, s_end + ds, ds, dtype=f64)  # K
-    theta = k0[:, None] * s + 0.5 * k1[:, None] * s * s  # B x K
-    sin_t, cos_t = torch.sin(theta), torch.cos(theta)
-    cx_ = torch.cumsum(0.5 * (sin_t[:, 1:] + sin_t[:, :-1]) * ds, dim=1)
-    cz_ = torch.cumsum(0.5 * (cos_t[:, 1:] + cos_t[:, :-1]) * ds, dim=1)
-    zero_idx = round(10.0 / ds)
-    cx = torch.cat([torch.zeros(batch, 1, dtype=f64), cx_], 1)
-    cz = torch.cat([torch.zeros(batch, 1, dtype=f64), cz_], 1)
-    cx, cz = cx - cx[:, zero_idx : zero_idx + 1], cz - cz[:, zero_idx : zero_idx + 1]
-
+    s, cx, cz, theta = _centerline(params, float(params.speed.max()) * frames * dt + 140.0)
     # Lane lines in the world: B x L x K.
-    offsets = torch.tensor([-1.5, -0.5, 0.5, 1.5], dtype=f64)[None, :] * lane_width[:, None]  # B x L
-    lines_x = cx[:, None, :] + offsets[..., None] * cos_t[:, None, :]
-    lines_z = cz[:, None, :] - offsets[..., None] * sin_t[:, None, :]
-
-    # Vehicle poses: B x T.
-    s_v = speed[:, None] * t  # B x T
-    omega = 2 * math.pi / wander_period[:, None]
-    lateral = wander_mean[:, None] + wander_amp[:, None] * torch.sin(omega * t + wander_phase[:, None])
-    lateral_rate = wander_amp[:, None] * omega * torch.cos(omega * t + wander_phase[:, None])
-    theta_v = k0[:, None] * s_v + 0.5 * k1[:, None] * s_v * s_v
-    centre_x = _interp_sorted(s_v, s.expand(batch, -1), cx)
-    centre_z = _interp_sorted(s_v, s.expand(batch, -1), cz)
-    pos_x = centre_x + lateral * torch.cos(theta_v)
-    pos_z = centre_z - lateral * torch.sin(theta_v)
-    heading = theta_v + torch.atan(lateral_rate / speed[:, None])
-    poses = torch.stack([pos_x, pos_z, heading], dim=-1)
-
-    # Lines in each frame's road frame: B x T x L x K (Z increases along s over the visible range).
-    rel_x = lines_x[:, None] - pos_x[..., None, None]
-    rel_z = lines_z[:, None] - pos_z[..., None, None]
-    ch, sh = torch.cos(heading)[..., None, None], torch.sin(heading)[..., None, None]
-    local_x = rel_x * ch - rel_z * sh
-    local_z = rel_x * sh + rel_z * ch
-    local_z = local_z.cummax(dim=-1).values  # guard against tiny non-monotonicity behind the camera
+    offsets = torch.tensor([-1.5, -0.5, 0.5, 1.5], dtype=f64)[None, :] * params.lane_width[:, None]  # B x L
+    lines_x = cx[:, None, :] + offsets[..., None] * torch.cos(theta)[:, None, :]
+    lines_z = cz[:, None, :] - offsets[..., None] * torch.sin(theta)[:, None, :]
+    poses, lateral = _vehicle_poses(params, t, s, cx, cz)
+    local_x, local_z = _lines_in_vehicle_frames(lines_x, lines_z, poses)
 
     if z_samples is None:
         z_samples = torch.arange(2.0, 61.0, 1.0, dtype=f64)
     z_samples = z_samples.to(f64)
     lanes_road = _interp_sorted(z_samples.expand(*local_z.shape[:-1], -1), local_z, local_x)
-
     hom = camera.image_from_road(f64)
     if h_samples is None:
         h_samples = camera.default_h_samples(f64)
@@ -249,8 +206,123 @@ def make_lane_clips(
     label_z = torch.arange(1.0, max_label_distance + 0.25, 0.25, dtype=f64)
     label_x = _interp_sorted(label_z.expand(*local_z.shape[:-1], -1), local_z, local_x)
     lanes_image = road_lanes_to_image(label_x, label_z, hom, h_samples, camera.width)
+    images = _render_clips(camera, hom, local_x, local_z, texture, channels)
 
-    # Rendering: back-project every pixel to the road, compare with the lines' X at the pixel's Z.
+    out = LaneClips(
+        images=images,
+        lanes_image=lanes_image,
+        h_samples=h_samples,
+        lanes_road=lanes_road,
+        z_samples=z_samples,
+        poses=poses,
+        lateral_offset=lateral,
+        speed=params.speed,
+        curvature=torch.stack([params.k0, params.k1], dim=-1),
+        lane_width=params.lane_width,
+        image_from_road=hom,
+        dt=dt,
+    )
+    if device is not None:
+        for name in ("images", "lanes_image", "h_samples", "lanes_road", "z_samples", "poses", "lateral_offset"):
+            setattr(out, name, getattr(out, name).to(device))
+        for name in ("speed", "curvature", "lane_width", "image_from_road"):
+            setattr(out, name, getattr(out, name).to(device))
+    return out
+
+
+class _ClipParams(NamedTuple):
+    """Per-clip random parameters, each ``(B,)`` float64: speed (m/s), curvature ``k0`` (1/m) and its rate ``k1``
+    (1/m^2), lane width (m), and the sinusoidal wander of the vehicle in its lane (mean, amplitude in m, period in
+    s, phase in radians)."""
+
+    speed: Tensor
+    k0: Tensor
+    k1: Tensor
+    lane_width: Tensor
+    wander_mean: Tensor
+    wander_amp: Tensor
+    wander_period: Tensor
+    wander_phase: Tensor
+
+
+def _draw_clip_params(
+    gen: torch.Generator,
+    batch: int,
+    speed_range: tuple[float, float],
+    max_curvature: float,
+    lane_width_range: tuple[float, float],
+    max_wander: float,
+) -> _ClipParams:
+    """Draw the clips' parameters from ``gen`` (in this order, so that a seed keeps giving the same clips)."""
+
+    def uniform(lo: float, hi: float) -> Tensor:
+        return lo + (hi - lo) * torch.rand(batch, generator=gen, dtype=torch.float64)
+
+    speed = uniform(*speed_range)
+    k0 = uniform(-max_curvature, max_curvature)
+    k1 = uniform(-max_curvature / 200, max_curvature / 200)
+    lane_width = uniform(*lane_width_range)
+    wander_mean = uniform(-0.5, 0.5) * max_wander
+    wander_amp = uniform(0.0, 0.5) * max_wander
+    wander_period = uniform(1.5, 4.0)
+    wander_phase = uniform(0.0, 2 * math.pi)
+    return _ClipParams(speed, k0, k1, lane_width, wander_mean, wander_amp, wander_period, wander_phase)
+
+
+def _centerline(params: _ClipParams, s_end: float) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Road centerline on an arc-length grid ``s`` (``(K,)``, 0.5 m steps, ``s = 0`` at the first frame's position):
+    ``(s, x, z, heading)``, the last three ``(B, K)`` (metres, radians)."""
+    f64 = torch.float64
+    ds = 0.5
+    s = torch.arange(-10.0, s_end + ds, ds, dtype=f64)  # K
+    theta = params.k0[:, None] * s + 0.5 * params.k1[:, None] * s * s  # B x K
+    sin_t, cos_t = torch.sin(theta), torch.cos(theta)
+    cx_ = torch.cumsum(0.5 * (sin_t[:, 1:] + sin_t[:, :-1]) * ds, dim=1)
+    cz_ = torch.cumsum(0.5 * (cos_t[:, 1:] + cos_t[:, :-1]) * ds, dim=1)
+    zero_idx = round(10.0 / ds)
+    batch = theta.shape[0]
+    cx = torch.cat([torch.zeros(batch, 1, dtype=f64), cx_], 1)
+    cz = torch.cat([torch.zeros(batch, 1, dtype=f64), cz_], 1)
+    return s, cx - cx[:, zero_idx : zero_idx + 1], cz - cz[:, zero_idx : zero_idx + 1], theta
+
+
+def _vehicle_poses(params: _ClipParams, t: Tensor, s: Tensor, cx: Tensor, cz: Tensor) -> tuple[Tensor, Tensor]:
+    """Vehicle poses ``(B, T, 3)`` ``(x, z, heading)`` wandering around the centerline, and the lateral offset
+    ``(B, T)`` in metres."""
+    batch = cx.shape[0]
+    s_v = params.speed[:, None] * t  # B x T
+    omega = 2 * math.pi / params.wander_period[:, None]
+    phase = omega * t + params.wander_phase[:, None]
+    lateral = params.wander_mean[:, None] + params.wander_amp[:, None] * torch.sin(phase)
+    lateral_rate = params.wander_amp[:, None] * omega * torch.cos(phase)
+    theta_v = params.k0[:, None] * s_v + 0.5 * params.k1[:, None] * s_v * s_v
+    center_x = _interp_sorted(s_v, s.expand(batch, -1), cx)
+    center_z = _interp_sorted(s_v, s.expand(batch, -1), cz)
+    pos_x = center_x + lateral * torch.cos(theta_v)
+    pos_z = center_z - lateral * torch.sin(theta_v)
+    heading = theta_v + torch.atan(lateral_rate / params.speed[:, None])
+    return torch.stack([pos_x, pos_z, heading], dim=-1), lateral
+
+
+def _lines_in_vehicle_frames(lines_x: Tensor, lines_z: Tensor, poses: Tensor) -> tuple[Tensor, Tensor]:
+    """World lines ``(B, L, K)`` in each frame's road frame: ``(x, z)``, each ``(B, T, L, K)`` (``z`` increasing)."""
+    pos_x, pos_z, heading = poses.unbind(-1)
+    rel_x = lines_x[:, None] - pos_x[..., None, None]
+    rel_z = lines_z[:, None] - pos_z[..., None, None]
+    ch, sh = torch.cos(heading)[..., None, None], torch.sin(heading)[..., None, None]
+    local_x = rel_x * ch - rel_z * sh
+    local_z = rel_x * sh + rel_z * ch
+    return local_x, local_z.cummax(dim=-1).values  # guard against tiny non-monotonicity behind the camera
+
+
+def _line_cover(
+    camera: LaneCamera, hom: Tensor, local_x: Tensor, local_z: Tensor
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Back-project every pixel to the road and compare with the lines' X at the pixel's Z: ``(cover, on_asphalt,
+    visible, v)`` with the painted fraction ``(B, T, P)`` float32, the asphalt mask ``(B, T, P)``, the pixels seeing
+    the road ``(P,)`` and the pixel rows ``(H, W)``."""
+    f64 = torch.float64
+    batch, frames = local_x.shape[:2]
     v, u = torch.meshgrid(torch.arange(camera.height, dtype=f64), torch.arange(camera.width, dtype=f64), indexing="ij")
     pix = torch.stack([u, v], -1).reshape(-1, 2)
     road_xz, on_road = image_to_road(hom, pix)
@@ -275,45 +347,33 @@ def make_lane_clips(
     cover[:, :, visible] = cover_road
     on_asphalt = torch.zeros(batch, frames, n_pix, dtype=torch.bool)
     on_asphalt[:, :, visible] = asphalt_road
+    return cover, on_asphalt, visible, v
+
+
+def _render_clips(
+    camera: LaneCamera, hom: Tensor, local_x: Tensor, local_z: Tensor, texture: Tensor, channels: int
+) -> Tensor:
+    """Images ``(B, T, C, H, W)`` in [0, 1]: asphalt, grass and sky shades, textured, with white painted lines."""
+    batch, frames = local_x.shape[:2]
+    shape = (batch, frames, 1, camera.height, camera.width)
+    cover, on_asphalt, visible, v = _line_cover(camera, hom, local_x, local_z)
     base = torch.where(on_asphalt, 0.32, 0.18)
     base = torch.where(visible, base, 0.7 - 0.3 * v.reshape(-1).to(torch.float32) / camera.height)
-    gray = base.reshape(batch, frames, 1, camera.height, camera.width).to(torch.float32)
+    gray = base.reshape(shape).to(torch.float32)
     gray = gray + 0.04 * (texture - 0.5) * visible.reshape(1, 1, 1, camera.height, camera.width)
-    cover_img = cover.reshape(batch, frames, 1, camera.height, camera.width).to(torch.float32)
+    cover_img = cover.reshape(shape).to(torch.float32)
     paint = 0.95
     gray = gray * (1 - cover_img) + paint * cover_img
-    if channels == 3:
-        tint = torch.tensor([1.0, 1.0, 1.0])
-        sky = torch.tensor([0.85, 0.95, 1.15])
-        grass = torch.tensor([0.8, 1.2, 0.7])
-        vis = visible.reshape(1, 1, 1, camera.height, camera.width)
-        asph = on_asphalt.reshape(batch, frames, 1, camera.height, camera.width)
-        colour = torch.where(~vis, sky[:, None, None], torch.where(asph, tint[:, None, None], grass[:, None, None]))
-        colour = colour * (1 - cover_img) + cover_img  # lines stay white
-        images = (gray * colour).clamp(0, 1)
-    else:
-        images = gray.clamp(0, 1)
-
-    out = LaneClips(
-        images=images,
-        lanes_image=lanes_image,
-        h_samples=h_samples,
-        lanes_road=lanes_road,
-        z_samples=z_samples,
-        poses=poses,
-        lateral_offset=lateral,
-        speed=speed,
-        curvature=torch.stack([k0, k1], dim=-1),
-        lane_width=lane_width,
-        image_from_road=hom,
-        dt=dt,
-    )
-    if device is not None:
-        for name in ("images", "lanes_image", "h_samples", "lanes_road", "z_samples", "poses", "lateral_offset"):
-            setattr(out, name, getattr(out, name).to(device))
-        for name in ("speed", "curvature", "lane_width", "image_from_road"):
-            setattr(out, name, getattr(out, name).to(device))
-    return out
+    if channels == 1:
+        return gray.clamp(0, 1)
+    tint = torch.tensor([1.0, 1.0, 1.0])
+    sky = torch.tensor([0.85, 0.95, 1.15])
+    grass = torch.tensor([0.8, 1.2, 0.7])
+    vis = visible.reshape(1, 1, 1, camera.height, camera.width)
+    asph = on_asphalt.reshape(shape)
+    colour = torch.where(~vis, sky[:, None, None], torch.where(asph, tint[:, None, None], grass[:, None, None]))
+    colour = colour * (1 - cover_img) + cover_img  # lines stay white
+    return (gray * colour).clamp(0, 1)
 
 
 @dataclass(frozen=True)
@@ -322,7 +382,7 @@ class LaneNoise:
 
     ``X'(z) = X(z) + lateral_bias + tan(heading_error) z + curvature_error z^2 / 2 + jitter * N(0, 1)``, and
     points farther than ``max_range`` metres become missing (NaN). Every field may also be a tensor broadcasting
-    against ``B x T`` (one value per clip / frame).
+    against ``(B, T)`` (one value per clip / frame).
     """
 
     lateral_bias: float | Tensor = 0.0
@@ -345,7 +405,7 @@ NOISE_MODELS: dict[str, LaneNoise] = {
 def perturb_road_lanes(
     lanes_road: Tensor, z_samples: Tensor, noise: LaneNoise, generator: torch.Generator | None = None
 ) -> Tensor:
-    """Apply a :class:`LaneNoise` to ``B x T x L x M`` road-frame lanes (X metres at ``z_samples``)."""
+    """Apply a :class:`LaneNoise` to ``(B, T, L, M)`` road-frame lanes (X metres at ``z_samples``)."""
     check_tensor(lanes_road, "lanes_road")
     check_shape(lanes_road, "lanes_road", ("B", "T", "L", z_samples.shape[0]))
     z = z_samples.to(lanes_road)
@@ -371,8 +431,8 @@ def detections_from_gt(
     """Synthetic detections: the clips' GT road-frame lanes with a :class:`LaneNoise` applied.
 
     Returns:
-        ``(lanes_road, lanes_image)``: ``B x T x L x M`` perturbed X (metres) at ``clips.z_samples`` and the same
-        lanes projected to ``B x T x L x N`` x (pixels) at ``clips.h_samples`` (NaN where missing or off-image).
+        ``(lanes_road, lanes_image)``: ``(B, T, L, M)`` perturbed X (metres) at ``clips.z_samples`` and the same
+        lanes projected to ``(B, T, L, N)`` x (pixels) at ``clips.h_samples`` (NaN where missing or off-image).
     """
     road = perturb_road_lanes(clips.lanes_road, clips.z_samples, noise, generator)
     width = clips.images.shape[-1]
@@ -385,7 +445,7 @@ class PaintedLineDetector:
 
     On each row of ``h_samples`` it thresholds the brightness (mean over channels) and takes, on each side of a
     divider column, the bright run nearest to the divider; the lane x is the run's midpoint. The divider starts at
-    the image centre and is refined twice with a quadratic fit (in the row) of the found lane centres, so it follows
+    the image center and is refined twice with a quadratic fit (in the row) of the found lane centers, so it follows
     curves. Rows where no run is found give NaN.
 
     Args:
@@ -393,9 +453,9 @@ class PaintedLineDetector:
         threshold: brightness above which a pixel is paint.
 
     Call:
-        ``detector(images)`` with ``images`` ``B x C x H x W`` returns ``B x 2 x N x 2`` lane points ``(u, v)``
+        ``detector(images)`` with ``images`` ``(B, C, H, W)`` returns ``(B, 2, N, 2)`` lane points ``(u, v)``
         (pixels) of the ego-left and ego-right line, NaN where absent (the detector format of
-        :func:`drivemetrics.lane.e2e.e2e_ld`); :meth:`detect_x` returns only the x, ``B x 2 x N``.
+        :func:`drivemetrics.lane.e2e.e2e_ld`); :meth:`detect_x` returns only the x, ``(B, 2, N)``.
     """
 
     def __init__(self, h_samples: Tensor, threshold: float = 0.6) -> None:
@@ -425,7 +485,7 @@ class PaintedLineDetector:
         return torch.stack([x, torch.where(torch.isnan(x), torch.nan, rows)], dim=-1)
 
     def detect_x(self, images: Tensor) -> Tensor:
-        """Ego-left / ego-right x (pixels) at ``h_samples``: ``B x 2 x N``, NaN where not found."""
+        """Ego-left / ego-right x (pixels) at ``h_samples``: ``(B, 2, N)``, NaN where not found."""
         check_shape(images, "images", ("B", "C", "H", "W"))
         rows = self.h_samples.to(images.device).round().long()
         if bool((rows < 0).any()) or bool((rows >= images.shape[-2]).any()):
@@ -462,7 +522,7 @@ class NoisyLaneDetector:
     Args:
         detector: callable ``B x C x H x W -> B x 2 x N x 2`` (e.g. :class:`PaintedLineDetector`).
         noise: the error model.
-        image_from_road: ``3 x 3`` homography of the camera.
+        image_from_road: ``(3, 3)`` homography of the camera.
         seed: seed of the jitter (each call draws new jitter from one generator).
     """
 

@@ -2,7 +2,7 @@
 
 Every detector maps ``images (N, C, H, W)`` (the :class:`~drivemetrics.synthetic.lane_clips.LaneCamera` frames,
 default 128 x 256) to a dict of outputs and provides :meth:`center` (the family's differentiable expected road
-centre, :mod:`drivemetrics.lane.road_center`) and :meth:`lanes` (ego-left / ego-right points ``(N, 2, R, 2)`` in
+center, :mod:`drivemetrics.lane.road_center`) and :meth:`lanes` (ego-left / ego-right points ``(N, 2, R, 2)`` in
 pixels at the rows ``h_samples``, what the car steers by); :meth:`lane_model` packs them as an
 :class:`drivemetrics.attack.LaneModel`.
 
@@ -44,7 +44,7 @@ class TinyLineDetector:
     """Parameter-free differentiable detector: per row, the soft-argmax of brightness left / right of a divider.
 
     Output ``{"maps": (N, 2, R, W)}`` logits (``sharpness`` x grey level, the other half of the row masked with a
-    large negative value); centre = :func:`expected_center_from_maps`; lanes = per-row expected column.
+    large negative value); center = :func:`expected_center_from_maps`; lanes = per-row expected column.
     """
 
     def __init__(self, h_samples: Tensor, width: int, divider: float | None = None, sharpness: float = 40.0) -> None:
@@ -161,7 +161,7 @@ class LaneDetector(nn.Module):
         return {"classes": out[..., :3], "offsets": out[..., 3:] * 10.0}
 
     def center(self, output: dict[str, Tensor]) -> Tensor:
-        """``(N,)`` expected road centre of the family (differentiable)."""
+        """``(N,)`` expected road center of the family (differentiable)."""
         if self.family == "segmentation":
             return expected_center_from_maps(output["maps"])
         if self.family == "rowwise":

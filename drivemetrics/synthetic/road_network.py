@@ -1,6 +1,6 @@
 """Seeded synthetic road networks (pixel coordinates) for the graph-metric demo and tests.
 
-:func:`make_road_network` lays out a square grid of intersections ``spacing`` px apart, centred in a ``size`` x
+:func:`make_road_network` lays out a square grid of intersections ``spacing`` px apart, centered in a ``size`` x
 ``size`` px tile, and moves each one by up to ``jitter * spacing`` px. Neighbouring intersections are joined by
 streets; a fraction ``dead_end_fraction`` of the streets is cut short into dead ends (a spur of 40-60 % of the street
 from one end), chosen so that the network stays connected and no intersection becomes a dead end itself; a fraction
@@ -26,6 +26,28 @@ __all__ = ["make_road_network"]
 def _check_fraction(value: float, name: str) -> None:
     if not (isinstance(value, (int, float)) and 0.0 <= value <= 1.0):
         raise ValueError(f"`{name}` must be a number in [0, 1], got {value!r}")
+
+
+def _cut_dead_ends(
+    grid: nx.Graph, streets: list[tuple[int, int]], n_wanted: int, rng: np.random.Generator
+) -> list[tuple[int, int]]:
+    """Remove up to ``n_wanted`` streets from ``grid`` (in place) while it stays connected and no far end becomes a
+    dead end itself; ``(kept end, removed end)`` of each (a spur is drawn from the kept end later)."""
+    spurs: list[tuple[int, int]] = []
+    for s in rng.permutation(len(streets)):  # loop over candidate streets (tens to hundreds), not points
+        if len(spurs) == n_wanted:
+            break
+        a, b = streets[s]
+        if rng.random() < 0.5:
+            a, b = b, a
+        if grid.degree(b) <= 2:  # b would become a dead end itself
+            continue
+        grid.remove_edge(a, b)
+        if not nx.has_path(grid, a, b):
+            grid.add_edge(a, b)
+            continue
+        spurs.append((a, b))
+    return spurs
 
 
 def make_road_network(
@@ -78,21 +100,7 @@ def make_road_network(
     streets += [(int(a), int(b)) for a, b in zip(idx[:-1, :].ravel(), idx[1:, :].ravel(), strict=True)]
 
     grid = nx.Graph(streets)
-    spurs: list[tuple[int, int]] = []  # (kept end, removed end)
-    n_wanted = round(dead_end_fraction * len(streets))
-    for s in rng.permutation(len(streets)):  # loop over candidate streets (tens to hundreds), not points
-        if len(spurs) == n_wanted:
-            break
-        a, b = streets[s]
-        if rng.random() < 0.5:
-            a, b = b, a
-        if grid.degree(b) <= 2:  # b would become a dead end itself
-            continue
-        grid.remove_edge(a, b)
-        if not nx.has_path(grid, a, b):
-            grid.add_edge(a, b)
-            continue
-        spurs.append((a, b))
+    spurs = _cut_dead_ends(grid, streets, round(dead_end_fraction * len(streets)), rng)
 
     graph = nx.Graph()
     for node in range(n * n):

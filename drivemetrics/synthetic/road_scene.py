@@ -1,10 +1,10 @@
 """Synthetic road scenes: road geometry in the road plane, and GT masks in BEV and in perspective.
 
 Road frame (KITTI-ROAD convention): X right, Z forward, metres, the road is the plane Y = 0. A road is a
-*centreline* defined by its curvature along the arc length ``s`` (piecewise-linear curvature segments, so straight
+*centerline* defined by its curvature along the arc length ``s`` (piecewise-linear curvature segments, so straight
 roads, circular arcs, clothoids and S-curves), plus lateral offsets that may vary with ``s``: the road edges, the
 ego-lane boundaries and a sidewalk on each side. Lateral offsets ``d`` are signed, metres, positive to the right of
-the centreline (seen in the driving direction).
+the centerline (seen in the driving direction).
 
 Everything is batched over ``B`` scenes and vectorised over query points; nothing loops over pixels.
 """
@@ -22,7 +22,7 @@ from drivemetrics.geometry.bev import BevGrid
 
 # KITTI-ROAD training frame um_000000: image_from_road = (P2 R0_rect inv(Tr_cam_to_road))[:, [0, 2, 3]], the
 # homography mapping road points (X, Z, 1) to homogeneous image points (u w, v w, w); u = column, v = row, 0-based
-# pixel coordinates with pixel centres at integers.
+# pixel coordinates with pixel centers at integers.
 KITTI_UM_000000_IMAGE_FROM_ROAD: tuple[tuple[float, float, float], ...] = (
     (721.407369, 609.673644, -120.951608),
     (-11.0854977, 177.699737, 1101.14431),
@@ -32,7 +32,7 @@ KITTI_IMAGE_SIZE: tuple[int, int] = (375, 1242)  # (height, width) of um_000000
 
 
 def default_image_from_road(dtype: torch.dtype = torch.float64, device: torch.device | str | None = None) -> Tensor:
-    """The embedded KITTI-ROAD camera (um_000000 road homography), ``3 x 3``, columns X, Z, 1."""
+    """The embedded KITTI-ROAD camera (um_000000 road homography), ``(3, 3)``, columns X, Z, 1."""
     return torch.tensor(KITTI_UM_000000_IMAGE_FROM_ROAD, dtype=dtype, device=device)
 
 
@@ -55,7 +55,7 @@ def _batch_tensor(value: Tensor | float | Sequence[float], batch_size: int, name
 class Profile:
     """A piecewise-linear function of arc length ``s`` (metres), one per scene; constant beyond the end knots.
 
-    ``knots`` is ``B x K`` (non-decreasing, metres) and ``values`` is ``B x K``. Two equal knots make a step.
+    ``knots`` is ``(B, K)`` (non-decreasing, metres) and ``values`` is ``(B, K)``. Two equal knots make a step.
     """
 
     knots: Tensor
@@ -109,7 +109,7 @@ class Profile:
         return self.knots.shape[0]
 
     def __call__(self, s: Tensor) -> Tensor:
-        """Evaluate at arc lengths ``s`` of shape ``B x ...``; returns the same shape."""
+        """Evaluate at arc lengths ``s`` of shape ``(B, ...)``; returns the same shape."""
         shape = s.shape
         flat = s.reshape(shape[0], -1)
         knots = self.knots.to(flat)
@@ -129,7 +129,7 @@ class Profile:
 
 
 def _pad_columns(t: Tensor, k: int, mode: str) -> Tensor:
-    """Pad ``B x K0`` to ``B x k`` with zeros (``mode="zero"``) or by repeating the last column."""
+    """Pad ``(B, K0)`` to ``(B, k)`` with zeros (``mode="zero"``) or by repeating the last column."""
     extra = k - t.shape[1]
     if extra <= 0:
         return t
@@ -146,7 +146,7 @@ def _cat_profiles(profiles: Sequence[Profile]) -> Profile:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Centreline
+# Centerline
 # ---------------------------------------------------------------------------------------------------------------
 
 
@@ -157,8 +157,8 @@ class Centerline:
     Attributes (``B`` scenes, ``K`` segments):
         start_x, start_z: ``(B,)`` start point, metres.
         start_heading: ``(B,)`` radians from +Z towards +X (0 drives along +Z; positive curvature turns right).
-        segment_lengths: ``B x K`` metres (zero-length segments are allowed, e.g. as padding).
-        curvature_start, curvature_end: ``B x K`` curvature (1/m) at the start and end of each segment; it varies
+        segment_lengths: ``(B, K)`` metres (zero-length segments are allowed, e.g. as padding).
+        curvature_start, curvature_end: ``(B, K)`` curvature (1/m) at the start and end of each segment; it varies
             linearly inside a segment (equal values: a circular arc; 0 and 0: straight; different: a clothoid).
 
     Beyond its length the curve continues straight (used only to project points; they are not on the road).
@@ -174,7 +174,7 @@ class Centerline:
     def __post_init__(self) -> None:
         b = self.start_x.shape
         if len(b) != 1 or self.start_z.shape != b or self.start_heading.shape != b:
-            raise ValueError("centreline `start_x`, `start_z`, `start_heading` must all have shape (B,)")
+            raise ValueError("centerline `start_x`, `start_z`, `start_heading` must all have shape (B,)")
         k_shape = self.segment_lengths.shape
         if len(k_shape) != 2 or k_shape[0] != b[0]:
             raise ValueError(f"`segment_lengths` must have shape B x K with B = {b[0]}, got {tuple(k_shape)}")
@@ -184,7 +184,7 @@ class Centerline:
             raise ValueError("`segment_lengths` must be >= 0 metres")
         for name in ("start_x", "start_z", "start_heading", "segment_lengths", "curvature_start", "curvature_end"):
             if not bool(torch.isfinite(getattr(self, name)).all()):
-                raise ValueError(f"centreline `{name}` contains NaN or infinite values")
+                raise ValueError(f"centerline `{name}` contains NaN or infinite values")
 
     @classmethod
     def from_segments(
@@ -196,7 +196,7 @@ class Centerline:
         dtype: torch.dtype = torch.float32,
         device: torch.device | str | None = None,
     ) -> Centerline:
-        """One centreline (``B = 1``) from ``(length, curvature_start, curvature_end)`` segments."""
+        """One centerline (``B = 1``) from ``(length, curvature_start, curvature_end)`` segments."""
         if not segments:
             raise ValueError("`segments` must hold at least one (length, curvature_start, curvature_end) tuple")
         seg = torch.tensor([list(s) for s in segments], dtype=dtype, device=device)
@@ -219,7 +219,7 @@ class Centerline:
         return self.segment_lengths.sum(1)
 
     def _segment_index(self, s: Tensor) -> tuple[Tensor, Tensor]:
-        """For ``s`` (``B x P``): segment index and the arc length from that segment's start (clamped to it)."""
+        """For ``s`` (``(B, P)``): segment index and the arc length from that segment's start (clamped to it)."""
         ends = self.segment_lengths.cumsum(1).to(s)
         idx = torch.searchsorted(ends.contiguous(), s.contiguous(), right=True).clamp_max(ends.shape[1] - 1)
         start = ends.gather(1, idx) - self.segment_lengths.to(s).gather(1, idx)
@@ -227,7 +227,7 @@ class Centerline:
         return idx, local
 
     def curvature(self, s: Tensor) -> Tensor:
-        """Curvature (1/m) at arc lengths ``s`` (``B x ...``); 0 outside ``[0, length]``."""
+        """Curvature (1/m) at arc lengths ``s`` (``(B, ...)``); 0 outside ``[0, length]``."""
         shape = s.shape
         flat = s.reshape(shape[0], -1)
         idx, local = self._segment_index(flat)
@@ -239,7 +239,7 @@ class Centerline:
         return torch.where(inside, kappa, torch.zeros_like(kappa)).reshape(shape)
 
     def heading(self, s: Tensor) -> Tensor:
-        """Heading (radians) at arc lengths ``s`` (``B x ...``), exact; constant before 0 and after the end."""
+        """Heading (radians) at arc lengths ``s`` (``(B, ...)``), exact; constant before 0 and after the end."""
         shape = s.shape
         flat = s.reshape(shape[0], -1)
         lengths = self.segment_lengths.to(flat)
@@ -257,7 +257,7 @@ class Centerline:
     def table(self, step: float = 0.25, extra: float = 40.0) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
         """Samples of the curve every ``step`` metres from ``s = 0`` to ``max(length) + extra``.
 
-        Returns ``(s, x, z, heading, curvature)``: ``s`` is ``(N,)``, the others ``B x N``; ``heading`` is exact,
+        Returns ``(s, x, z, heading, curvature)``: ``s`` is ``(N,)``, the others ``(B, N)``; ``heading`` is exact,
         ``curvature`` is the mean curvature of the cell starting at each sample (heading change / step), and the
         positions chain exact circular arcs of that curvature between samples (exact for circles and straights,
         second-order accurate for clothoids and at curvature jumps).
@@ -280,7 +280,7 @@ class Centerline:
         return s.to(dtype), x.to(dtype), z.to(dtype), theta.to(dtype), kappa.to(dtype)
 
     def points(self, s: Tensor, step: float = 0.25) -> tuple[Tensor, Tensor, Tensor]:
-        """Points ``(x, z, heading)`` of the curve at arc lengths ``s`` (``B x ...``, metres)."""
+        """Points ``(x, z, heading)`` of the curve at arc lengths ``s`` (``(B, ...)``, metres)."""
         table = self.table(step, extra=max(0.0, float(s.max()) - float(self.length.min())) + 1.0)
         return _eval_table(table, s, step)[:3]
 
@@ -290,7 +290,7 @@ class Centerline:
 
 
 def _eval_table(table: tuple[Tensor, ...], s: Tensor, step: float) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """Centreline ``(x, z, heading, curvature)`` at arc lengths ``s`` (``B x ...``): an arc step from the sample
+    """Centerline ``(x, z, heading, curvature)`` at arc lengths ``s`` (``(B, ...)``): an arc step from the sample
     below (exact for constant curvature)."""
     s_tab, x_tab, z_tab, th_tab, k_tab = table
     shape = s.shape
@@ -313,12 +313,12 @@ def _eval_table(table: tuple[Tensor, ...], s: Tensor, step: float) -> tuple[Tens
 
 @dataclass(frozen=True)
 class RoadCoordinates:
-    """Road points expressed relative to the centreline (all ``B x ...``).
+    """Road points expressed relative to the centerline (all ``(B, ...)``).
 
     Attributes:
-        s: arc length of the foot point on the centreline, metres.
-        d: signed lateral offset from the centreline, metres, positive to the right.
-        on_centerline: True where the point projects perpendicularly onto the centreline inside
+        s: arc length of the foot point on the centerline, metres.
+        d: signed lateral offset from the centerline, metres, positive to the right.
+        on_centerline: True where the point projects perpendicularly onto the centerline inside
             ``[0, length]`` (points behind the start, beyond the end or not on the ground plane are False).
     """
 
@@ -329,7 +329,7 @@ class RoadCoordinates:
 
 @dataclass(frozen=True)
 class RoadGeometry:
-    """A batch of roads: a centreline plus lateral offset profiles (signed, metres, + right of the centreline).
+    """A batch of roads: a centerline plus lateral offset profiles (signed, metres, + right of the centerline).
 
     Attributes:
         centerline: the reference curve.
@@ -350,7 +350,7 @@ class RoadGeometry:
         for f in fields(self)[1:]:
             p = getattr(self, f.name)
             if p.batch_size != b:
-                raise ValueError(f"`{f.name}` profile has {p.batch_size} scenes, the centreline has {b}")
+                raise ValueError(f"`{f.name}` profile has {p.batch_size} scenes, the centerline has {b}")
 
     @property
     def batch_size(self) -> int:
@@ -404,16 +404,16 @@ class RoadGeometry:
         )
 
     def coordinates(self, x: Tensor, z: Tensor, iterations: int = 6, table_step: float = 0.25) -> RoadCoordinates:
-        """Project road points onto the centreline (vectorised, safeguarded Newton iterations).
+        """Project road points onto the centerline (vectorised, safeguarded Newton iterations).
 
         Args:
-            x, z: road points, metres, shape ``B x ...`` or ``...`` (shared by every scene).
+            x, z: road points, metres, shape ``(B, ...)`` or ``...`` (shared by every scene).
             iterations: solver steps on the foot-point condition ``(p - c(s)) . t(s) = 0``.
-            table_step: spacing of the centreline samples, metres.
+            table_step: spacing of the centerline samples, metres.
 
-        The start value comes from the point's Z (the centreline must keep ``|heading| < 90 deg`` over its length,
+        The start value comes from the point's Z (the centerline must keep ``|heading| < 90 deg`` over its length,
         i.e. keep going forward; checked). A point whose perpendicular foot lies outside ``[0, length]`` or which
-        is farther from the centreline than its radius of curvature gets ``on_centerline = False``.
+        is farther from the centerline than its radius of curvature gets ``on_centerline = False``.
         """
         x, z = torch.broadcast_tensors(x, z)
         b = self.batch_size
@@ -427,10 +427,10 @@ class RoadGeometry:
         s_tab, _, z_tab, _, _ = table
         if bool((z_tab.diff(dim=1) <= 0).any()):
             raise ValueError(
-                "the centreline must keep going forward (|heading| < 90 deg) so that road points can be projected"
+                "the centerline must keep going forward (|heading| < 90 deg) so that road points can be projected"
             )
         s_max = float(s_tab[-1])
-        # start: the centreline sample with the same Z
+        # start: the centerline sample with the same Z
         j = torch.searchsorted(z_tab.contiguous(), pz.contiguous()).clamp(1, s_tab.shape[0] - 1)
         z0, z1 = z_tab.gather(1, j - 1), z_tab.gather(1, j)
         frac = ((pz - z0) / (z1 - z0)).clamp(0, 1)
@@ -470,7 +470,7 @@ class RoadGeometry:
         return RoadCoordinates(s.reshape(shape), d.reshape(shape), on.reshape(shape))
 
     def points_at(self, s: Tensor, d: Tensor | float = 0.0) -> tuple[Tensor, Tensor]:
-        """Road points ``(x, z)`` at arc lengths ``s`` and signed lateral offsets ``d`` (``B x ...``, metres).
+        """Road points ``(x, z)`` at arc lengths ``s`` and signed lateral offsets ``d`` (``(B, ...)``, metres).
 
         E.g. the ego lane's right boundary as a polyline: ``points_at(s, geometry.lane_right(s))``.
         """
@@ -479,7 +479,7 @@ class RoadGeometry:
         return cx + d * torch.cos(heading), cz - d * torch.sin(heading)
 
     def lateral_offset(self, x: Tensor, z: Tensor) -> Tensor:
-        """Signed lateral offset (metres, + right) of road points from the centreline; NaN where off the curve."""
+        """Signed lateral offset (metres, + right) of road points from the centerline; NaN where off the curve."""
         c = self.coordinates(x, z)
         return torch.where(c.on_centerline, c.d, torch.full_like(c.d, float("nan")))
 
@@ -501,7 +501,7 @@ class RoadGeometry:
     def edge_distance(self, coords: RoadCoordinates, target: str = "road") -> Tensor:
         """Signed distance (metres) to the nearest boundary of the road or ego lane, positive inside.
 
-        Measured laterally (along ``d``); off-centreline points get ``-inf``.
+        Measured laterally (along ``d``); off-centerline points get ``-inf``.
         """
         if target == "road":
             left, right = self.road_left(coords.s), self.road_right(coords.s)
@@ -528,7 +528,7 @@ def make_road(
     dtype: torch.dtype = torch.float32,
     device: torch.device | str | None = None,
 ) -> RoadGeometry:
-    """One road (``B = 1``) whose centreline is the ego lane's centre line.
+    """One road (``B = 1``) whose centerline is the ego lane's center line.
 
     Args:
         segments: ``(length, curvature_start, curvature_end)`` per segment (metres, 1/m; + curves right).
@@ -536,7 +536,7 @@ def make_road(
         lanes_left, lanes_right: number of further lanes left / right of the ego lane.
         shoulder: extra road surface beyond the outermost lanes, metres.
         sidewalk_width: sidewalk width beyond each road edge, metres.
-        start_x, start_heading: centreline start at ``(start_x, z = 0)``, heading in radians.
+        start_x, start_heading: centerline start at ``(start_x, z = 0)``, heading in radians.
         narrowing: ``(s_start, s_end, new_width)``: the ego lane (and the road with it) narrows from its right
             boundary linearly from ``lane_width`` to ``new_width`` between the two arc lengths.
 
@@ -582,12 +582,12 @@ def sample_road_geometry(
 ) -> RoadGeometry:
     """Random roads with an ego lane, seeded by ``generator`` (drawn on the generator's device).
 
-    Each centreline has 4 segments of 0-20, 10-25, 15-30 and 50-90 m. Each scene picks one of ``kinds``:
+    Each centerline has 4 segments of 0-20, 10-25, 15-30 and 50-90 m. Each scene picks one of ``kinds``:
     ``straight``; ``curve`` (straight, clothoid entry, circular arc, clothoid exit); ``clothoid`` (curvature
     growing linearly over two segments, then relaxing to 0); ``s_curve`` (straight, an arc one way, an arc the
     other way, straight). The curvature magnitude is drawn log-uniformly in ``[min_curvature, max_curvature]``
     (1/m) with a random sign, and scaled down where needed so that the heading stays within 1.2 rad (~70 deg).
-    The centreline is the ego lane's centre, starting near ``x = 0, z = 0``; lane width 2.8-3.8 m,
+    The centerline is the ego lane's center, starting near ``x = 0, z = 0``; lane width 2.8-3.8 m,
     0-2 lanes on the left, 0-1 on the right, shoulder 0-0.5 m, sidewalk 1.5-3 m. With probability
     ``narrowing_probability`` the ego lane narrows by 0.4-1.2 m over 10-20 m somewhere between 10 and 35 m.
     """
@@ -669,13 +669,13 @@ def sample_road_geometry(
 
 @dataclass(frozen=True)
 class RenderedScene:
-    """Masks of a batch of scenes on a pixel / cell raster, all ``B x H x W``.
+    """Masks of a batch of scenes on a pixel / cell raster, all ``(B, H, W)``.
 
     Attributes:
         road, lane, sidewalk: bool masks of the road surface, the ego lane and the sidewalks.
         valid: bool, False where the KITTI GT is "don't care" (BEV cells outside the camera view, the optional
             boundary band); pixels above the horizon are valid non-road, as in KITTI.
-        x, z: road-plane point of each pixel / cell centre, metres (0 where ``on_ground`` is False).
+        x, z: road-plane point of each pixel / cell center, metres (0 where ``on_ground`` is False).
         on_ground: False for image pixels at or above the horizon.
         coords: the points' :class:`RoadCoordinates`.
         confidence: detector confidence in [0, 1] when a detector was given, else None.
@@ -692,7 +692,7 @@ class RenderedScene:
     confidence: Tensor | None = None
 
     def target(self, kind: str = "road") -> Tensor:
-        """The GT mask for ``kind`` (``"road"`` or ``"lane"``), ``B x H x W`` bool."""
+        """The GT mask for ``kind`` (``"road"`` or ``"lane"``), ``(B, H, W)`` bool."""
         if kind not in ("road", "lane"):
             raise ValueError(f"`kind` must be 'road' or 'lane', got {kind!r}")
         return self.road if kind == "road" else self.lane
@@ -749,13 +749,13 @@ def render_bev(
     boundary_dont_care: float = 0.0,
     target: str = "road",
 ) -> RenderedScene:
-    """Render GT masks (and a detector's confidence) on a BEV grid by testing every cell centre.
+    """Render GT masks (and a detector's confidence) on a BEV grid by testing every cell center.
 
     Args:
         geometry: ``B`` roads.
         grid: the BEV grid (default: the KITTI-ROAD 800 x 400 grid).
-        image_from_road: ``3 x 3`` or ``B x 3 x 3`` camera homography (default: the embedded KITTI um_000000 one);
-            cells whose centre projects outside the image (``-0.5 <= u < W - 0.5``, ``-0.5 <= v < H - 0.5``, in
+        image_from_road: ``(3, 3)`` or ``(B, 3, 3)`` camera homography (default: the embedded KITTI um_000000 one);
+            cells whose center projects outside the image (``-0.5 <= u < W - 0.5``, ``-0.5 <= v < H - 0.5``, in
             front of the camera) are not valid, like the black (don't-care) area of the devkit's BEV GT.
         image_size: ``(H, W)`` of the camera image; ``None`` makes every cell valid (no camera).
         detector: a :class:`~drivemetrics.synthetic.confidence.SyntheticDetector` to render a confidence map.
@@ -763,7 +763,7 @@ def render_bev(
         target: ``"road"`` or ``"lane"``, the class the don't-care band follows.
 
     Returns:
-        A :class:`RenderedScene` with ``B x rows x cols`` masks.
+        A :class:`RenderedScene` with ``(B, rows, cols)`` masks.
     """
     grid = BevGrid() if grid is None else grid
     b, device = geometry.batch_size, geometry.device
@@ -792,9 +792,9 @@ def road_points_from_pixels(
     batch_size: int = 1,
     device: torch.device | str | None = None,
 ) -> tuple[Tensor, Tensor, Tensor]:
-    """Road-plane point of every pixel centre (``u`` = column, ``v`` = row, 0-based) through the inverse homography.
+    """Road-plane point of every pixel center (``u`` = column, ``v`` = row, 0-based) through the inverse homography.
 
-    Returns ``(x, z, on_ground)``, each ``B x H x W`` (float64 metres; bool). Pixels whose ray does not hit the
+    Returns ``(x, z, on_ground)``, each ``(B, H, W)`` (float64 metres; bool). Pixels whose ray does not hit the
     road plane in front of the camera (at or above the horizon) have ``on_ground = False`` and ``x = z = 0``.
     """
     height, width = _check_image_size(image_size)
@@ -830,7 +830,7 @@ def render_perspective(
 
     Args:
         geometry: ``B`` roads.
-        image_from_road: ``3 x 3`` or ``B x 3 x 3`` homography (default: the embedded KITTI um_000000 camera).
+        image_from_road: ``(3, 3)`` or ``(B, 3, 3)`` homography (default: the embedded KITTI um_000000 camera).
         image_size: ``(H, W)``, default ``(375, 1242)``.
         detector, boundary_dont_care, target: as in :func:`render_bev`.
 
@@ -877,11 +877,11 @@ def render_perspective(
 
 
 def kitti_gt_image(target: Tensor, valid: Tensor | None = None) -> Tensor:
-    """KITTI-ROAD GT colours, ``B x 3 x H x W`` uint8 RGB: magenta road, red valid non-road, black don't care.
+    """KITTI-ROAD GT colours, ``(B, 3, H, W)`` uint8 RGB: magenta road, red valid non-road, black don't care.
 
     Args:
-        target: ``B x H x W`` bool road (or ego-lane) mask.
-        valid: ``B x H x W`` bool evaluation area (default: everything).
+        target: ``(B, H, W)`` bool road (or ego-lane) mask.
+        valid: ``(B, H, W)`` bool evaluation area (default: everything).
     """
     if target.ndim != 3:
         raise ValueError(f"`target` must have shape B x H x W, got {tuple(target.shape)}")
@@ -897,12 +897,12 @@ def mean_gt_prior(masks: Tensor, valid: Tensor | None = None) -> Tensor:
     """The KITTI-ROAD baseline "location potential": per-pixel mean of GT masks over many frames.
 
     Args:
-        masks: ``N x H x W`` bool / {0, 1} GT masks.
-        valid: optional ``N x H x W`` valid masks; the mean is then over the frames where the pixel is valid
+        masks: ``(N, H, W)`` bool / {0, 1} GT masks.
+        valid: optional ``(N, H, W)`` valid masks; the mean is then over the frames where the pixel is valid
             (0 where it never is).
 
     Returns:
-        ``H x W`` float32 frequency in [0, 1].
+        ``(H, W)`` float32 frequency in [0, 1].
     """
     if masks.ndim != 3 or masks.shape[0] < 1:
         raise ValueError(f"`masks` must have shape N x H x W with N >= 1, got {tuple(masks.shape)}")
@@ -932,7 +932,7 @@ def baseline_prior(
 
     This is the synthetic counterpart of the KITTI-ROAD baseline prior (``computeBaseline``): a confidence map
     that is high where the road / ego lane usually is. The BEV mean is taken over the raster (cells outside the
-    camera view included), ``H x W`` float32.
+    camera view included), ``(H, W)`` float32.
     """
     if num_scenes < 1:
         raise ValueError(f"`num_scenes` must be >= 1, got {num_scenes}")

@@ -7,8 +7,8 @@ _EXPORTS = {
     "KinematicBicycle": "drivemetrics.vehicle.bicycle",
     "OPENPILOT_MOCK_V066": "drivemetrics.vehicle.bicycle",
     "RAV4_2017": "drivemetrics.vehicle.bicycle",
-    "single_track_step": "drivemetrics.vehicle.single_track",
     "VehicleParams": "drivemetrics.vehicle.bicycle",
+    "single_track_step": "drivemetrics.vehicle.single_track",
 }
 
 __all__ = sorted(_EXPORTS)

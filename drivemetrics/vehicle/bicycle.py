@@ -115,7 +115,7 @@ class BicycleState(NamedTuple):
 class KinematicBicycle:
     """Batched kinematic bicycle stepped one camera frame at a time (differentiable except at the limits).
 
-    Example:
+    Examples:
         >>> model = KinematicBicycle(RAV4_2017)
         >>> state = model.initial_state(4)
         >>> state = model.step(state, torch.full((4,), 0.1), speed=torch.full((4,), 20.0))

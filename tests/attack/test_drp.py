@@ -24,7 +24,7 @@ SPEC = PatchSpec(width=3.6, length=12.0, start=5.0, cell=0.2)
 @pytest.fixture(scope="module")
 def clips():
     c = make_lane_clips(batch=2, frames=6, seed=3, camera=CAMERA, max_wander=0.1)
-    drive = DriveClips(c.images.double(), c.speed, c.image_from_road, c.poses, c.centre_road, c.z_samples, c.lane_width)
+    drive = DriveClips(c.images.double(), c.speed, c.image_from_road, c.poses, c.center_road, c.z_samples, c.lane_width)
     return c, drive
 
 
@@ -44,7 +44,7 @@ def test_benign_drive_matches_lane_e2e(clips, model):
     poses = simulate_drive(drive, model, config=config())
     details = e2e_ld(
         drive.images,
-        c.centre_road,
+        c.center_road,
         c.speed,
         lambda v: model.lanes(model.forward(v)),
         c.image_from_road,
@@ -78,7 +78,7 @@ def test_batched_equals_per_clip(clips, model):
             images=drive.images[i : i + 1],
             speed=drive.speed[i : i + 1],
             recorded_poses=drive.recorded_poses[i : i + 1],
-            lane_centre=drive.lane_centre[i : i + 1],
+            lane_center=drive.lane_center[i : i + 1],
             lane_width=drive.lane_width[i : i + 1],
         )
         assert torch.allclose(simulate_drive(one, model, delta[i : i + 1], config()), both[i : i + 1], atol=1e-9)
@@ -202,7 +202,7 @@ def test_every_step_respects_the_budget(clips, model, iterations, linf, l2, top_
         images=drive.images[:1, :4],
         speed=drive.speed[:1],
         recorded_poses=drive.recorded_poses[:1, :4],
-        lane_centre=drive.lane_centre[:1, :4],
+        lane_center=drive.lane_center[:1, :4],
         lane_width=drive.lane_width[:1],
     )
     cfg = config(linf=linf, l2=l2, top_k=top_k, lr=0.1, iterations=iterations, eot_samples=1)
@@ -226,7 +226,7 @@ def test_cuda_attack_matches_cpu(clips, model):
         images=drive.images.cuda(),
         image_from_road=drive.image_from_road.cuda(),
         recorded_poses=drive.recorded_poses.cuda(),
-        lane_centre=drive.lane_centre.cuda(),
+        lane_center=drive.lane_center.cuda(),
         z_samples=drive.z_samples.cuda(),
         speed=torch.as_tensor(drive.speed).cuda(),
         lane_width=drive.lane_width.cuda(),

@@ -35,7 +35,7 @@ def test_marker_lands_at_projected_pixel(pose):
     spec = PatchSpec(width=2.0, length=10.0, start=8.0, lateral=0.5, cell=0.5)
     rows, cols = spec.shape
     delta = torch.zeros(1, 1, rows, cols, dtype=torch.float64)
-    r, c = 5, 1  # cell centre: X = 0.5 - 1 + 0.75 = 0.25, Z = 8 + 10 - 2.75 = 15.25 in the anchor frame
+    r, c = 5, 1  # cell center: X = 0.5 - 1 + 0.75 = 0.25, Z = 8 + 10 - 2.75 = 15.25 in the anchor frame
     delta[0, 0, r, c] = 0.5
     anchor = torch.tensor([0.0, 0.0, 0.0], dtype=torch.float64)  # the patch is given in the world frame here
     pose_t = torch.tensor(pose, dtype=torch.float64)

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from drivemetrics.detection.box_iou import bev_overlap, box2d_overlap, box3d_overlap
-from drivemetrics.detection.kitti_io import KittiObjects
+from drivemetrics.detection.io import KittiObjects
 
 CLASS_NAMES = ("car", "pedestrian", "cyclist")
 MIN_HEIGHT = (40, 25, 25)

@@ -174,8 +174,8 @@ def test_gradcheck_generic_position():
 
 BOX = [0.0, 0.0, 4.0, 2.0, 0.3]
 DEGENERATE = [
-    [0.0, 0.0, 0.0, 0.0, 0.0],  # a point at the box's centre
-    [0.3, -0.2, 0.0, 0.0, 1.0],  # a point inside, off-centre
+    [0.0, 0.0, 0.0, 0.0, 0.0],  # a point at the box's center
+    [0.3, -0.2, 0.0, 0.0, 1.0],  # a point inside, off-center
     [0.0, 0.0, 0.0, 2.0, 0.3],  # zero length: a segment across the box
     [0.0, 0.0, 4.0, 0.0, 0.3],  # zero width: a segment along the box's axis
     [0.1, 0.2, 0.0, 3.0, 1.1],  # zero length, crossing the box's edges
@@ -212,12 +212,12 @@ def test_zero_area_boxes_together_give_zero_not_nan():
 
 
 def _random_boxes(gen: torch.Generator, n: int) -> torch.Tensor:
-    """BEV boxes with centres in [0, 4)^2, sizes in [0, 4) (a quarter of them with l or w exactly 0)."""
+    """BEV boxes with centers in [0, 4)^2, sizes in [0, 4) (a quarter of them with l or w exactly 0)."""
     size = torch.rand(n, 2, generator=gen) * 4
     size[torch.rand(n, 2, generator=gen) < 0.125] = 0.0
-    centre = torch.rand(n, 2, generator=gen) * 4
+    center = torch.rand(n, 2, generator=gen) * 4
     yaw = (torch.rand(n, 1, generator=gen) - 0.5) * 7
-    return torch.cat([centre, size, yaw], 1).double()
+    return torch.cat([center, size, yaw], 1).double()
 
 
 def test_random_pairs_are_symmetric_and_bounded_by_the_smaller_area():

@@ -89,7 +89,7 @@ def test_image_from_bev_cell_composes_with_grid():
     expect = h @ torch.stack([x, z, torch.ones_like(x)])
     got = image_from_bev_cell(h, grid) @ torch.stack([col, row, torch.ones_like(col)]).double()
     torch.testing.assert_close(got, expect)
-    # the affine alone: cell (0, 0) is the far-left centre (-9.975, 45.975)
+    # the affine alone: cell (0, 0) is the far-left center (-9.975, 45.975)
     xz1 = road_from_bev_cell(grid) @ torch.tensor([0.0, 0.0, 1.0], dtype=torch.float64)
     torch.testing.assert_close(xz1, torch.tensor([-9.975, 45.975, 1.0], dtype=torch.float64))
 

@@ -70,7 +70,7 @@ def numpy_devkit_reverse(bev, tr33, size):
 
 def small_camera(dtype=torch.float64):
     """A tiny camera for a 6 x 8 image seeing the grid x [-1, 1], z [2, 4] at 0.5 m: u = 4 x / z + 3.7,
-    v = 6 / z + 0.3; every cell centre falls well inside the image and off integer coordinates."""
+    v = 6 / z + 0.3; every cell center falls well inside the image and off integer coordinates."""
     P2 = torch.tensor([[4.0, 0, 3.7, 0], [0, 4.0, 0.3, 0], [0, 0, 1, 0]], dtype=dtype)
     Tr = torch.tensor([[1.0, 0, 0, 0], [0, 1, 0, -1.5], [0, 0, 1, 0]], dtype=dtype)
     return image_from_road(P2, torch.eye(3, dtype=dtype), Tr)
@@ -147,7 +147,7 @@ def test_inverse_bilinear_on_linear_ramp_is_exact():
     seen = (vv > 1.1) & (row >= -0.5) & (row <= rows - 0.5) & (col >= -0.5) & (col <= cols - 0.5)
     assert torch.equal(valid[0], seen)
     assert (image[0, 0][~seen] == 0).all()
-    # bilinear interpolation of a linear function is exact between cell centres (the border half-cells clamp)
+    # bilinear interpolation of a linear function is exact between cell centers (the border half-cells clamp)
     inner = (vv > 1.1) & (row >= 0) & (row <= rows - 1) & (col >= 0) & (col <= cols - 1)
     assert inner.sum() >= 20
     torch.testing.assert_close(image[0, 0][inner], (1.5 * col + 0.25 * row - 1.0)[inner], rtol=0, atol=1e-12)

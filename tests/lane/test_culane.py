@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from drivemetrics.lane.culane import (
-    CULaneF1,
+    CULaneMetrics,
     culane_counts,
     culane_f1,
     draw_lanes,
@@ -18,7 +18,7 @@ from drivemetrics.lane.culane import (
 
 
 def _brute_mask(points, height, width, radius):
-    """Distance of every pixel centre to every segment, numpy loops over segments (test reference)."""
+    """Distance of every pixel center to every segment, numpy loops over segments (test reference)."""
     yy, xx = np.mgrid[0:height, 0:width].astype(np.float64)
     mask = np.zeros((height, width), dtype=bool)
     pts = [p for p in points if not np.isnan(p).any()]
@@ -99,7 +99,7 @@ def test_metric_accumulates(device):
     ys = torch.arange(300.0, 590.0, 10.0)
     lane = lanes_from_rows((600 + 0 * ys)[None, None], ys).to(device)
     far = lanes_from_rows((1000 + 0 * ys)[None, None], ys).to(device)
-    metric = CULaneF1().to(device)
+    metric = CULaneMetrics().to(device)
     metric.update(lane, lane)  # TP
     metric.update(far, lane)  # FP + FN
     out = metric.compute()
@@ -123,7 +123,7 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="points"):
         draw_lanes(torch.zeros(1, 2, 3), 10, 10)
     with pytest.raises(ValueError, match="iou_threshold"):
-        CULaneF1(iou_threshold=1.5)
+        CULaneMetrics(iou_threshold=1.5)
     with pytest.raises(ValueError, match="infinite"):
         draw_lanes(torch.full((1, 1, 2, 2), float("inf")), 10, 10)
 
@@ -135,7 +135,8 @@ def _write_lines(path, lanes):
 
 def test_culane_files_and_cli(tmp_path, capsys):
     from drivemetrics.cli import main
-    from drivemetrics.lane.culane import evaluate_culane_dirs, read_culane_lines
+    from drivemetrics.lane.evaluate import evaluate_culane_dirs
+    from drivemetrics.lane.io import read_culane_lines
 
     vertical = [(600.0, 580.0), (600.0, 300.0)]
     other = [(1000.0, 580.0), (1000.0, 300.0)]
@@ -165,7 +166,7 @@ def test_culane_files_and_cli(tmp_path, capsys):
 
 
 def test_culane_reader_errors(tmp_path):
-    from drivemetrics.lane.culane import read_culane_lines
+    from drivemetrics.lane.io import read_culane_lines
 
     bad = tmp_path / "x.lines.txt"
     bad.write_text("1 2 3 4\n\n5 6 7\n")
@@ -256,11 +257,11 @@ def _write_frames(root, frames):
             path.write_text("".join(line + "\n" for line in lines))
 
 
-@pytest.mark.parametrize("compat", [None, "reference"])
+@pytest.mark.parametrize("compat", ["default", "reference"])
 def test_threshold_sweep_f1_at_50_75_and_mf1(tmp_path, compat):
     if compat:
         pytest.importorskip("cv2")
-    from drivemetrics.lane.culane import evaluate_culane_dirs
+    from drivemetrics.lane.evaluate import evaluate_culane_dirs
 
     # vertical lanes 31 px wide through the whole image, shifted by s px: IoU = (31 - s) / (31 + s) in both modes
     shifts = [0, 4, 8, 12]  # IoU 1, 0.771, 0.590, 0.442
@@ -283,7 +284,7 @@ def test_threshold_sweep_f1_at_50_75_and_mf1(tmp_path, compat):
 
 
 def test_one_point_blank_and_empty_files(tmp_path):
-    from drivemetrics.lane.culane import evaluate_culane_dirs
+    from drivemetrics.lane.evaluate import evaluate_culane_dirs
 
     lane, other = _vertical_lane(400), _vertical_lane(1000)
     frames = {
@@ -360,15 +361,15 @@ def test_culane_f1_metric_compat_counts_zero_point_lanes():
     preds[0, 0] = lane
     target = lane[None, None]
     preds_mask = torch.tensor([[True, True]])  # the second slot is a 0-point line
-    metric = CULaneF1(compat="reference")
+    metric = CULaneMetrics(compat="reference")
     metric.update(preds, target, preds_mask=preds_mask)
     assert (int(metric.tp), int(metric.fp), int(metric.fn)) == (1, 1, 0)
-    default = CULaneF1()
+    default = CULaneMetrics()
     with pytest.warns(UserWarning, match="1 predicted lane"):
         default.update(preds, target, preds_mask=preds_mask)
     assert (int(default.tp), int(default.fp), int(default.fn)) == (1, 0, 0)
     with pytest.raises(ValueError, match="compat"):
-        CULaneF1(compat="official")
+        CULaneMetrics(compat="official")
 
 
 def test_one_line_output_names_the_mean_f1(tmp_path, capsys):
@@ -385,7 +386,8 @@ def test_one_line_output_names_the_mean_f1(tmp_path, capsys):
 
 
 def test_per_image_frame_names(tmp_path):
-    from drivemetrics.lane.culane import evaluate_culane_dirs, read_culane_list
+    from drivemetrics.lane.evaluate import evaluate_culane_dirs
+    from drivemetrics.lane.io import read_culane_list
 
     frames = {"d/a": ([_vertical_lane(400)], [_vertical_lane(400)]), "d/b": ([_vertical_lane(400)], [])}
     _write_frames(tmp_path, frames)
@@ -404,11 +406,11 @@ def test_per_image_frame_names(tmp_path):
 @pytest.mark.slow
 def test_workers_give_the_same_result(tmp_path):
     pytest.importorskip("cv2")
-    from drivemetrics.lane.culane import evaluate_culane_dirs
+    from drivemetrics.lane.evaluate import evaluate_culane_dirs
 
     frames = {f"f{k}": ([_vertical_lane(300 + k)], [_vertical_lane(300 + 2 * k)]) for k in range(6)}
     _write_frames(tmp_path, frames)
-    for compat in (None, "reference"):
+    for compat in ("default", "reference"):
         one = evaluate_culane_dirs(tmp_path / "pred", tmp_path / "gt", chunk=2, compat=compat, per_image=True)
         two = evaluate_culane_dirs(
             tmp_path / "pred", tmp_path / "gt", chunk=2, compat=compat, workers=2, per_image=True

@@ -11,7 +11,6 @@ import pytest
 
 cv2 = pytest.importorskip("cv2", reason="compat='reference' needs opencv-python-headless (the culane extra)")
 
-from drivemetrics.lane.culane import evaluate_culane_dirs  # noqa: E402
 from drivemetrics.lane.culane_official import (  # noqa: E402
     cv_round,
     draw_official_lane,
@@ -22,6 +21,7 @@ from drivemetrics.lane.culane_official import (  # noqa: E402
     official_spline,
     read_culane_file,
 )
+from drivemetrics.lane.evaluate import evaluate_culane_dirs  # noqa: E402
 
 IOU_TOLERANCE = 5e-7  # the fixture stores IoUs with 6 decimals
 PORT_IOU_TOLERANCE = 0.035  # the port's splprep + truncation against the natural spline: max 0.032 measured
@@ -112,7 +112,8 @@ def test_port_fixture_differences_frame_by_frame(port):
 def test_default_mode_on_the_port_fixture(port):
     """Default mode on the older fixture: all 50 frames scored, the port's counts on every frame but f028_partial
     (its pair at the threshold: 0.4949 in the port, 0.5017 here, a TP); both drop the 1-point lines."""
-    from drivemetrics.lane.culane import _stack_lanes, lane_iou_matrix
+    from drivemetrics.lane.culane import lane_iou_matrix
+    from drivemetrics.lane.io import _stack_lanes
 
     root, expected = port
     with pytest.warns(UserWarning, match="2 predicted and 0 GT lane"):
@@ -189,7 +190,8 @@ def test_match_more_gt_than_predictions():
 def test_default_mode_on_the_official_fixture(official):
     """Default mode: every frame scored; it drops < 2-point lines (each an FP or FN of the official tool) and its
     IoUs stay within 0.015 of the official ones (the official rounding of points and OpenCV's polygonal pen)."""
-    from drivemetrics.lane.culane import _stack_lanes, lane_iou_matrix
+    from drivemetrics.lane.culane import lane_iou_matrix
+    from drivemetrics.lane.io import _stack_lanes
 
     root, expected = official
     with warnings.catch_warnings(record=True) as caught:

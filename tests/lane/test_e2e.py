@@ -11,7 +11,7 @@ import torch
 
 from drivemetrics.geometry.camera import image_from_road_homography, image_to_road, intrinsic_matrix
 from drivemetrics.lane.e2e import e2e_ld
-from drivemetrics.lane.psld import default_z_samples
+from drivemetrics.lane.geometry import default_z_samples
 
 HEIGHT, WIDTH = 96, 160
 H = image_from_road_homography(intrinsic_matrix(120.0, 120.0, 80.0, 30.0).double(), 1.5, pitch=0.05)
@@ -20,7 +20,7 @@ Z = default_z_samples(torch.float64)
 
 
 def _render_straight_road(batch):
-    """Solid lines at X = -1.8 and +1.8 m on a straight road, seen from the lane centre."""
+    """Solid lines at X = -1.8 and +1.8 m on a straight road, seen from the lane center."""
     v, u = torch.meshgrid(
         torch.arange(HEIGHT, dtype=torch.float64), torch.arange(WIDTH, dtype=torch.float64), indexing="ij"
     )
@@ -31,7 +31,7 @@ def _render_straight_road(batch):
 
 
 def _detector(bias_px=0.0):
-    """Reads the painted lines back: per row, the mean column of bright pixels left / right of the image centre."""
+    """Reads the painted lines back: per row, the mean column of bright pixels left / right of the image center."""
 
     def detect(images):
         bright = (images[:, 0, ROWS] > 0.6).double()  # (N, R, W)
@@ -125,8 +125,8 @@ RADIUS = 400.0
 
 
 def _curved_clip(length=21, speed=25.0):
-    """A left-to-right curve (centre X = Z^2 / 2R), recorded while driving on its centre line; frames rendered from
-    each recorded pose, ground-truth centre profiles in each recorded vehicle frame."""
+    """A left-to-right curve (center X = Z^2 / 2R), recorded while driving on its center line; frames rendered from
+    each recorded pose, ground-truth center profiles in each recorded vehicle frame."""
     s = torch.arange(length, dtype=torch.float64) * speed * 0.05
     poses = torch.stack([s**2 / (2 * RADIUS), s, torch.atan(s / RADIUS)], -1)
     v, u = torch.meshgrid(
@@ -138,10 +138,10 @@ def _curved_clip(length=21, speed=25.0):
         c, s_ = math.cos(h_r), math.sin(h_r)
         X = x_r + xz[:, 0] * c + xz[:, 1] * s_
         Zw = z_r - xz[:, 0] * s_ + xz[:, 1] * c
-        centre = Zw**2 / (2 * RADIUS)
-        paint = ((X - centre + 1.8).abs() < 0.15) | ((X - centre - 1.8).abs() < 0.15)
+        center = Zw**2 / (2 * RADIUS)
+        paint = ((X - center + 1.8).abs() < 0.15) | ((X - center - 1.8).abs() < 0.15)
         frames.append(torch.where(on_road & paint & (xz[:, 1] < 60), 1.0, 0.2).double().reshape(1, HEIGHT, WIDTH))
-        # centre line seen from the recorded pose, sampled at vehicle-frame distances Z
+        # center line seen from the recorded pose, sampled at vehicle-frame distances Z
         zw = torch.linspace(z_r - 5, z_r + 150, 2000, dtype=torch.float64)
         xw = zw**2 / (2 * RADIUS)
         xv, zv = c * (xw - x_r) - s_ * (zw - z_r), s_ * (xw - x_r) + c * (zw - z_r)
@@ -150,7 +150,7 @@ def _curved_clip(length=21, speed=25.0):
 
 
 def _median_split_detector(bias_px=0.0):
-    """Per row: bright columns left / right of their median (works when the lines cross the image centre)."""
+    """Per row: bright columns left / right of their median (works when the lines cross the image center)."""
 
     def detect(images):
         bright = images[:, 0, ROWS] > 0.6

@@ -1,4 +1,4 @@
-"""Tests of drivemetrics.lane.geometry: image -> road, resampling, extrapolation, lane centre."""
+"""Tests of drivemetrics.lane.geometry: image -> road, resampling, extrapolation, lane center."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import torch
 
 from drivemetrics.geometry.camera import image_from_road_homography, intrinsic_matrix, road_to_image
 from drivemetrics.lane.geometry import (
-    centre_from_image_lanes,
-    centre_from_polynomials,
+    center_from_image_lanes,
+    center_from_polynomials,
     image_lanes_to_road,
-    lane_centre,
+    lane_center,
     resample_lane,
     soft_argmax_rows,
 )
@@ -52,33 +52,33 @@ def test_constant_extrapolation_and_invalid_points():
     assert torch.allclose(profile2, profile)
 
 
-def test_short_line_is_missing_and_centre_offsets():
+def test_short_line_is_missing_and_center_offsets():
     one_point = torch.tensor([[[1.0, 10.0], [float("nan"), float("nan")]]], dtype=torch.float64)
     _, present = resample_lane(one_point, Z)
     assert not bool(present.any())
     left = torch.full((2, Z.numel()), -1.7, dtype=torch.float64)
     right = torch.full((2, Z.numel()), 1.9, dtype=torch.float64)
-    both = lane_centre(left, right)
+    both = lane_center(left, right)
     assert torch.allclose(both, torch.full_like(both, 0.1))
     lp, rp = torch.tensor([True, False]), torch.tensor([False, True])
-    centre = lane_centre(left, right, lp, rp, lane_width=3.6)
-    assert torch.allclose(centre[0], torch.full_like(centre[0], 0.1))  # only left: -1.7 + 1.8
-    assert torch.allclose(centre[1], torch.full_like(centre[1], 0.1))  # only right: 1.9 - 1.8
+    center = lane_center(left, right, lp, rp, lane_width=3.6)
+    assert torch.allclose(center[0], torch.full_like(center[0], 0.1))  # only left: -1.7 + 1.8
+    assert torch.allclose(center[1], torch.full_like(center[1], 0.1))  # only right: 1.9 - 1.8
     with pytest.raises(ValueError, match="both ego lane lines are missing"):
-        lane_centre(left, right, torch.tensor([True, False]), torch.tensor([True, False]))
+        lane_center(left, right, torch.tensor([True, False]), torch.tensor([True, False]))
 
 
-def test_image_round_trip_to_centre(device):
+def test_image_round_trip_to_center(device):
     H = _homography().to(device)
     z_img = torch.linspace(8.0, 50.0, 12, dtype=torch.float64, device=device)
     left = torch.stack([-1.7 + 0.002 * z_img**1.5, z_img], -1)
     right = torch.stack([1.9 + 0.002 * z_img**1.5, z_img], -1)
     lanes_uv = road_to_image(H, torch.stack([left, right])[None])
-    centre = centre_from_image_lanes(lanes_uv, H, Z.to(device))
+    center = center_from_image_lanes(lanes_uv, H, Z.to(device))
     z = Z.to(device)
     inside = (z >= 8) & (z <= 50)
     expected = 0.1 + 0.002 * z**1.5
-    assert torch.allclose(centre[0][inside], expected[inside], atol=2e-3)  # piecewise-linear between 12 samples
+    assert torch.allclose(center[0][inside], expected[inside], atol=2e-3)  # piecewise-linear between 12 samples
 
 
 def test_image_lanes_out_of_range_marked_invalid():
@@ -99,10 +99,10 @@ def test_soft_argmax_rows():
         soft_argmax_rows(-probs - 1, from_logits=False)
 
 
-def test_centre_from_polynomials():
+def test_center_from_polynomials():
     coeffs = torch.tensor([[[-1.8, 0.01, 1e-4], [1.8, 0.01, 1e-4]]], dtype=torch.float64)
-    centre = centre_from_polynomials(coeffs, Z)
-    np.testing.assert_allclose(centre[0].numpy(), 0.01 * Z.numpy() + 1e-4 * Z.numpy() ** 2, atol=1e-12)
+    center = center_from_polynomials(coeffs, Z)
+    np.testing.assert_allclose(center[0].numpy(), 0.01 * Z.numpy() + 1e-4 * Z.numpy() ** 2, atol=1e-12)
 
 
 def test_bad_inputs():
@@ -111,20 +111,20 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="extrapolation"):
         resample_lane(torch.zeros(1, 3, 2), Z, extrapolation="cubic")
     with pytest.raises(ValueError, match="lanes_uv"):
-        centre_from_image_lanes(torch.zeros(1, 3, 4, 2), _homography(), Z)
+        center_from_image_lanes(torch.zeros(1, 3, 4, 2), _homography(), Z)
     uv = torch.full((1, 2, 3, 2), float("nan"), dtype=torch.float64)
     with pytest.raises(ValueError, match="points_uv"):
         image_lanes_to_road(uv, _homography(), valid=torch.ones(1, 2, 3, dtype=torch.bool))
 
 
-def test_gradcheck_resample_and_image_centre():
+def test_gradcheck_resample_and_image_center():
     pts = torch.tensor([[[0.3, 9.0], [0.5, 21.0], [0.2, 14.0], [0.9, 33.0]]], dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradcheck(lambda p: resample_lane(p, Z)[0], (pts,))
     H = _homography()
     z_img = torch.tensor([10.0, 20.0, 35.0], dtype=torch.float64)
     lines = torch.stack([torch.stack([-1.8 + 0 * z_img, z_img], -1), torch.stack([1.8 + 0 * z_img, z_img], -1)])
     uv = road_to_image(H, lines)[None].detach().requires_grad_()
-    assert torch.autograd.gradcheck(lambda p: centre_from_image_lanes(p, H, Z), (uv,))
+    assert torch.autograd.gradcheck(lambda p: center_from_image_lanes(p, H, Z), (uv,))
 
 
 def test_kitti_ego_lane_width(fixtures_dir):

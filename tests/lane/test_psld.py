@@ -10,7 +10,8 @@ import torch
 
 from drivemetrics.geometry.camera import image_from_road_homography, intrinsic_matrix, road_to_image
 from drivemetrics.lane.control import LinearMPC, PurePursuit
-from drivemetrics.lane.psld import PSLD, PSLDLoss, default_z_samples, psld, psld_deviations, smooth_psld
+from drivemetrics.lane.geometry import default_z_samples
+from drivemetrics.lane.psld import PSLD, PSLDLoss, psld, psld_deviations, smooth_psld
 from drivemetrics.vehicle import RAV4_2017
 
 Z = default_z_samples(torch.float64)
@@ -18,7 +19,7 @@ DT = RAV4_2017.frame_dt
 
 
 def _scenes(n, seed=0, scale=1.0):
-    """Ground-truth centres (gentle curves, start offsets) and perturbed detections, ``(n, M)`` each."""
+    """Ground-truth centers (gentle curves, start offsets) and perturbed detections, ``(n, M)`` each."""
     gen = torch.Generator().manual_seed(seed)
 
     def rnd(*shape):
@@ -87,10 +88,10 @@ def test_matches_independent_numpy_rollout():
 
 
 def test_reference_modes_and_scaling():
-    offset = torch.full((1, Z.numel()), 0.5, dtype=torch.float64)  # vehicle starts 0.5 m right of the centre
+    offset = torch.full((1, Z.numel()), 0.5, dtype=torch.float64)  # vehicle starts 0.5 m right of the center
     assert float(psld(offset, offset, 20.0)) == 0.0
-    centre = psld(offset, offset, 20.0, reference="centre", horizon_frames=1)
-    assert float(centre) == pytest.approx(0.5, abs=0.02)  # still ~0.5 m off after 1/20 s
+    center = psld(offset, offset, 20.0, reference="center", horizon_frames=1)
+    assert float(center) == pytest.approx(0.5, abs=0.02)  # still ~0.5 m off after 1/20 s
     pred, gt, speed = _scenes(4, seed=5)
     dev = psld_deviations(pred, gt, speed, horizon_frames=10)
     for tp in (1, 5, 10):
@@ -195,7 +196,7 @@ def test_gradient_descent_lowers_exact_psld():
 Z_SMALL = torch.arange(0.0, 101.0, 10.0, dtype=torch.float64)
 
 
-def test_gradcheck_centre_profile():
+def test_gradcheck_center_profile():
     pred, gt, speed = _scenes(2, seed=9)
     idx = (Z_SMALL).long()
     pred, gt = pred[:, idx].clone().requires_grad_(), gt[:, idx]
@@ -301,8 +302,8 @@ def test_initial_steering_and_rate_limit():
     radius = 200.0
     gt = (Z**2 / (2 * radius))[None]
     holding = torch.tensor([math.atan(RAV4_2017.wheelbase / radius) * RAV4_2017.steer_ratio], dtype=torch.float64)
-    dev_hold = psld_deviations(gt, gt, 20.0, controller=ctrl, reference="centre", initial_steering=holding)
-    dev_zero = psld_deviations(gt, gt, 20.0, controller=ctrl, reference="centre", initial_steering=holding * 0)
+    dev_hold = psld_deviations(gt, gt, 20.0, controller=ctrl, reference="center", initial_steering=holding)
+    dev_zero = psld_deviations(gt, gt, 20.0, controller=ctrl, reference="center", initial_steering=holding * 0)
     assert float(dev_hold.abs().max()) < 0.5 * float(dev_zero.abs().max())
     # without a rate limit the default snap makes the start angle irrelevant for a perfect detection
     assert float(psld(gt, gt, 20.0)) == 0.0

@@ -16,7 +16,7 @@ from drivemetrics.lane.road_center import (
 def test_maps_hand_values(device):
     uniform = torch.zeros(1, 1, 3, 4, device=device)
     assert float(expected_center_from_maps(uniform)) == pytest.approx(0.5)
-    # two columns with probabilities 1/4, 3/4 at centres 0.25, 0.75
+    # two columns with probabilities 1/4, 3/4 at centers 0.25, 0.75
     logits = torch.tensor([[[[0.0, math.log(3.0)]]]], device=device)
     assert float(expected_center_from_maps(logits)) == pytest.approx(0.25 * 0.25 + 0.75 * 0.75)
     # probabilities: lane 0 in column 0 (0.125) and column 1 (0.375) on two rows; lane 1 in column 3 (0.875)

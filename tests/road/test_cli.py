@@ -155,7 +155,7 @@ def test_road_bev_refuses_an_output_that_is_an_input_through_a_link(fixtures_dir
 
 def test_bev_output_checked_against_the_inputs_just_before_writing(fixtures_dir, tmp_path):
     from drivemetrics._files import InputFiles
-    from drivemetrics.road.kitti_road import _warp_file_to_bev
+    from drivemetrics.road.evaluate import _warp_file_to_bev
 
     calib = fixtures_dir / "kitti_road/training/calib"
     png = tmp_path / "umm_road_000000.png"
@@ -239,10 +239,10 @@ def test_road_eval_corridor_needs_bev(fixtures_dir, tmp_path, capsys):
 
 def test_cli_choices_equal_the_library_constants():
     # the CLI module hard-codes them to stay light at import
-    from drivemetrics.road import cli, kitti_road
+    from drivemetrics.road import cli, evaluate, io
 
-    assert cli.ROAD_CATEGORIES == kitti_road.ROAD_CATEGORIES
-    assert cli.SPACES == kitti_road.SPACES
+    assert cli.ROAD_CATEGORIES == io.ROAD_CATEGORIES
+    assert cli.SPACES == evaluate.SPACES
 
 
 def test_road_eval_rejects_zero_workers(capsys):

@@ -1,7 +1,7 @@
 """Driving corridor (Fritsch et al. 2013): rasterisation, search behaviour, scores, metric, bad input.
 
 There is no reference implementation; these tests are the oracle. Lanes are drawn along known single-track paths
-with an independent numpy point-in-element test (offset from the arc and arc-length position of every cell centre).
+with an independent numpy point-in-element test (offset from the arc and arc-length position of every cell center).
 """
 
 from __future__ import annotations
@@ -16,21 +16,18 @@ import torch
 
 from drivemetrics.geometry.bev import BevGrid
 from drivemetrics.road.corridor import (
-    DEFAULT_CONFIG_PATH,
-    CorridorConfig,
-    DrivingCorridorMetric,
+    DrivingCorridorMetrics,
     _element_rows,
     _element_spans,
     _paint_spans,
     _span_sums,
     corridor_curves,
     corridor_row_statistics,
-    corridor_table,
     driving_corridor_scores,
     fit_driving_corridor,
-    format_corridor_table,
-    load_corridor_config,
 )
+from drivemetrics.road.corridor_config import DEFAULT_CONFIG_PATH, CorridorConfig, load_corridor_config
+from drivemetrics.road.evaluate import corridor_table, format_corridor_table
 
 GRID = BevGrid()
 CFG = CorridorConfig()
@@ -42,7 +39,7 @@ L = CFG.wheelbase
 
 
 def element_mask_np(x0, z0, h0, rho, arc, width, xs, zs):
-    """Cells (centres xs, zs) of the constant-steering element from pose (x0, z0, h0), wheel angle rho, arc length.
+    """Cells (centers xs, zs) of the constant-steering element from pose (x0, z0, h0), wheel angle rho, arc length.
 
     Point test: local coordinates (a right, f forward); offset n from the arc solves k n^2 - 2 n = k |p|^2 - 2 a,
     arc position s = atan2(k f, 1 - k a) / k (the straight limit is n = a, s = f).
@@ -456,7 +453,7 @@ def test_uint8_confidence_equals_float():
 
 def test_metric_accumulates_like_the_functional_and_table():
     conf, targets = _mixed_batch()
-    metric = DrivingCorridorMetric(threshold=0.5)
+    metric = DrivingCorridorMetrics(threshold=0.5)
     metric.update(conf[:2], targets[:2])
     metric.update(conf[:0], targets[:0])  # a batch without frames (e.g. none with a lane ground truth) adds nothing
     metric.update(conf[2:], targets[2:])
@@ -487,7 +484,7 @@ def test_cpu_and_gpu_agree():
     gpu = fit_driving_corridor(conf.cuda(), threshold=0.5)
     assert torch.equal(cpu.num_stages, gpu.num_stages.cpu())
     assert (cpu.mask != gpu.mask.cpu()).sum() <= 10  # float ties at cell boundaries only
-    metric = DrivingCorridorMetric(threshold=0.5).cuda()
+    metric = DrivingCorridorMetrics(threshold=0.5).cuda()
     metric.update(conf.cuda(), targets.cuda())
     for key, value in driving_corridor_scores(conf, targets, threshold=0.5).items():
         assert abs(metric.compute()[key].item() - value.item()) < 1e-3
@@ -526,7 +523,7 @@ def test_bad_input_is_rejected_clearly():
     with pytest.raises(ValueError, match="target"):
         driving_corridor_scores(conf, target[:, :10], threshold=0.5)
     with pytest.raises(ValueError, match="threshold"):
-        DrivingCorridorMetric(threshold=2.0)
+        DrivingCorridorMetrics(threshold=2.0)
     with pytest.raises(ValueError, match="frames"):
         corridor_table(conf, torch.cat([target, target]), threshold=0.5)
 
@@ -535,13 +532,13 @@ def test_no_frame_scored_gives_nan_not_zero():
     """A metric that saw no frame has measured nothing: NaN, while frames without any corridor score 0."""
     import math
 
-    from drivemetrics.road import DrivingCorridorHitRate, DrivingCorridorLateralPrecision, DrivingCorridorMetric
+    from drivemetrics.road import DrivingCorridorHitRate, DrivingCorridorLateralPrecision, DrivingCorridorMetrics
 
     grid = BevGrid()
     with pytest.warns(UserWarning, match="before the ``update``"):
         assert math.isnan(DrivingCorridorHitRate(0.5, grid).compute().item())
     with pytest.warns(UserWarning, match="before the ``update``"):
-        assert all(math.isnan(v.item()) for v in DrivingCorridorMetric(0.5, grid).compute().values())
+        assert all(math.isnan(v.item()) for v in DrivingCorridorMetrics(0.5, grid).compute().values())
     metric = DrivingCorridorLateralPrecision(0.5, grid)
     lane = torch.zeros(1, *grid.shape, dtype=torch.bool)
     lane[..., 185:215] = True  # a straight ego lane, nothing detected

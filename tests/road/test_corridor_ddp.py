@@ -1,4 +1,4 @@
-"""DrivingCorridorMetric syncs its counters across two gloo processes."""
+"""DrivingCorridorMetrics syncs its counters across two gloo processes."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from drivemetrics.geometry.bev import BevGrid
-from drivemetrics.road.corridor import DrivingCorridorMetric, driving_corridor_scores
+from drivemetrics.road.corridor import DrivingCorridorMetrics, driving_corridor_scores
 from tests.ddp import run_distributed
 
 
@@ -22,7 +22,7 @@ def _frames() -> tuple[torch.Tensor, torch.Tensor]:
 
 def _worker(rank: int, world: int) -> tuple[dict[str, float], list[float]]:
     conf, targets = _frames()
-    metric = DrivingCorridorMetric(threshold=0.5)
+    metric = DrivingCorridorMetrics(threshold=0.5)
     metric.update(conf[rank::world], targets[rank::world])  # rank 0: frames 0, 2; rank 1: frames 1, 3
     result = {k: v.item() for k, v in metric.compute().items()}
     return result, metric.compute_curves()["hitrate"].tolist()
@@ -33,7 +33,7 @@ def test_metric_syncs_across_two_processes():
     results = run_distributed(_worker)
     conf, targets = _frames()
     expected = driving_corridor_scores(conf, targets, threshold=0.5)
-    metric = DrivingCorridorMetric(threshold=0.5)
+    metric = DrivingCorridorMetrics(threshold=0.5)
     metric.update(conf, targets)
     expected_hitrate = metric.compute_curves()["hitrate"].tolist()
     for result, hitrate in results:

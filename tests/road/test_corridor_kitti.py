@@ -59,8 +59,8 @@ def test_real_ego_lane_gt_as_confidence_scores_perfectly_and_shifts_hurt(fixture
 
 def test_kitti_corridor_table_from_result_pngs(fixtures_dir, tmp_path):
     """Result PNG = the ego-lane GT (255 on the lane): Table IV is all 100 %; an empty result scores 0."""
-    from drivemetrics.road.corridor import format_corridor_table, kitti_corridor_table
-    from drivemetrics.road.kitti_road import gt_masks, read_gt_png, write_png
+    from drivemetrics.road.evaluate import format_corridor_table, kitti_corridor_table
+    from drivemetrics.road.io import gt_masks, read_gt_png, write_png
 
     root = fixtures_dir / "kitti_road" / "training"
     if not (root / "gt_image_2" / "um_lane_000000.png").is_file():

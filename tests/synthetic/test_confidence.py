@@ -55,7 +55,7 @@ def test_far_range_fade_relaxes_to_the_fade_level():
     z = torch.tensor([[10.0, 10.0, 60.0, 60.0]])
     p = _conf_at(STRAIGHT, det, x, z)[0]
     assert p[0] > 0.95
-    assert p[1] < 0.05  # road centre and off-road near: unaffected
+    assert p[1] < 0.05  # road center and off-road near: unaffected
     assert p[2:].sub(0.4).abs().max() < 0.01  # 8 e-folding lengths later: ~ the fade level
 
 
@@ -76,15 +76,15 @@ def test_sidewalk_false_positives_appear_on_sidewalks_only():
 def test_shadows_darken_the_road_under_them():
     model = DetectorModel(noise=0.0, shadows=3, shadow_strength=0.6, shadow_radius=(1.0, 1.5))
     det = sample_detector(model, STRAIGHT, torch.Generator().manual_seed(2))
-    centres = det.shadows[0]
-    x, z = centres[:, 0][None], centres[:, 1][None]
+    centers = det.shadows[0]
+    x, z = centers[:, 0][None], centers[:, 1][None]
     coords = STRAIGHT.coordinates(x, z)
     on_road_inside = (STRAIGHT.edge_distance(coords, "road") > 0.6)[0]
     assert on_road_inside.any()
     p = _conf_at(STRAIGHT, det, x, z)[0]
     no_shadow = sample_detector(DetectorModel(noise=0.0), STRAIGHT)
     p_ref = _conf_at(STRAIGHT, no_shadow, x, z)[0]
-    # at a disc centre the soft disc is ~1: confidence drops by the shadow strength
+    # at a disc center the soft disc is ~1: confidence drops by the shadow strength
     torch.testing.assert_close(p[on_road_inside], p_ref[on_road_inside] * 0.4, atol=0.02, rtol=0)
 
 

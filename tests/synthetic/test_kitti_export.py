@@ -10,7 +10,7 @@ import torch
 from drivemetrics.cli import main
 from drivemetrics.geometry.calib import read_kitti_calib
 from drivemetrics.geometry.homography import image_from_road_calib
-from drivemetrics.road.metrics import RoadPixelMetrics
+from drivemetrics.road.pixel import RoadPixelMetrics
 from drivemetrics.synthetic import (
     default_image_from_road,
     kitti_calib_text,

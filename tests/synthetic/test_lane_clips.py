@@ -68,14 +68,14 @@ def test_straight_road_geometry_by_hand():
 
 
 def test_curvature_sign_and_lateral_offset(clips):
-    centre = clips.centre_road  # B x T x M
+    center = clips.center_road  # B x T x M
     z = clips.z_samples
-    # near the car the ego lane centre is at minus the vehicle's lateral offset (heading error is small)
-    near = centre[..., 0] + clips.lateral_offset
+    # near the car the ego lane center is at minus the vehicle's lateral offset (heading error is small)
+    near = center[..., 0] + clips.lateral_offset
     assert near.abs().max() < 0.1
-    # second derivative of the centre profile ~ road curvature (right turn: positive)
+    # second derivative of the center profile ~ road curvature (right turn: positive)
     k0 = clips.curvature[:, 0]
-    second = (centre[..., 12] - 2 * centre[..., 10] + centre[..., 8]) / (z[12] - z[10]) ** 2
+    second = (center[..., 12] - 2 * center[..., 10] + center[..., 8]) / (z[12] - z[10]) ** 2
     torch.testing.assert_close(second.mean(1), k0, atol=2e-4, rtol=0.2)
 
 

@@ -38,7 +38,7 @@ def test_segmentation_lane_x_maps_pooled_columns_to_pixels(size):
     maps = torch.full((1, 2, 1, width // pool), -1e4)
     maps[0, 0, 0, 5] = maps[0, 1, 0, 20] = 0.0
     x = detector.lane_x({"maps": maps})
-    # pooled column c covers pixels pool * c .. pool * c + pool - 1: its centre is pool * (c + 0.5) - 0.5
+    # pooled column c covers pixels pool * c .. pool * c + pool - 1: its center is pool * (c + 0.5) - 0.5
     assert torch.allclose(x[0, :, 0], torch.tensor([pool * 5.5 - 0.5, pool * 20.5 - 0.5]))
 
 

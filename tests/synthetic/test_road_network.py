@@ -48,7 +48,7 @@ def test_valid_connected_graph_inside_the_tile(seed, size):
 
 
 def test_plain_grid_by_hand():
-    # 1024 px, 160 px spacing: floor(1024 / 160) = 6 intersections per axis, centred: first at (1024 - 800) / 2
+    # 1024 px, 160 px spacing: floor(1024 / 160) = 6 intersections per axis, centered: first at (1024 - 800) / 2
     graph = make_road_network(1024, 160, seed=0, jitter=0, dead_end_fraction=0, curved_fraction=0)
     assert graph.number_of_nodes() == 36
     assert graph.number_of_edges() == 2 * 6 * 5

@@ -56,10 +56,10 @@ def test_profile_bad_input():
         Profile.constant(float("nan"))
 
 
-# --- centreline -----------------------------------------------------------------------------------------------
+# --- centerline -----------------------------------------------------------------------------------------------
 
 
-def test_straight_centreline_points_and_heading():
+def test_straight_centerline_points_and_heading():
     heading = 0.1
     c = Centerline.from_segments([(50.0, 0.0, 0.0)], start_x=1.0, start_heading=heading, dtype=torch.float64)
     s = torch.tensor([[0.0, 7.5, 30.0]], dtype=torch.float64)
@@ -70,11 +70,11 @@ def test_straight_centreline_points_and_heading():
 
 
 @pytest.mark.parametrize("kappa", [1 / 40, -1 / 25])
-def test_constant_curvature_centreline_is_a_circle(kappa):
+def test_constant_curvature_centerline_is_a_circle(kappa):
     c = Centerline.from_segments([(35.0, kappa, kappa)], dtype=torch.float64)
     s = torch.linspace(0, 35, 15, dtype=torch.float64)[None]
     x, z, th = c.points(s)
-    radius = 1 / kappa  # centre of curvature at (radius, 0): to the right for kappa > 0
+    radius = 1 / kappa  # center of curvature at (radius, 0): to the right for kappa > 0
     phi = s * kappa
     torch.testing.assert_close(x, radius * (1 - torch.cos(phi)), atol=1e-9, rtol=0)
     torch.testing.assert_close(z, radius * torch.sin(phi), atol=1e-9, rtol=0)
@@ -97,7 +97,7 @@ def test_clothoid_heading_and_position_against_numeric_integration():
     np.testing.assert_allclose(z[0].numpy(), z_ref[idx], atol=2e-4)
 
 
-def test_centreline_bad_input():
+def test_centerline_bad_input():
     with pytest.raises(ValueError, match="segment_lengths"):
         Centerline.from_segments([(-1.0, 0.0, 0.0)])
     with pytest.raises(ValueError, match="NaN"):
@@ -106,7 +106,7 @@ def test_centreline_bad_input():
         Centerline.from_segments([])
 
 
-# --- projection onto the centreline ----------------------------------------------------------------------------
+# --- projection onto the centerline ----------------------------------------------------------------------------
 
 
 def test_straight_road_lateral_offset_hand_computed():
@@ -130,20 +130,20 @@ def test_constant_curvature_offsets_match_circle_formula(kappa):
     gen = torch.Generator().manual_seed(0)
     arc = torch.rand(1, 200, generator=gen, dtype=torch.float64) * 40
     offset = (torch.rand(1, 200, generator=gen, dtype=torch.float64) - 0.5) * 12
-    radius = 1 / kappa  # signed; the centre of curvature is (radius, 0)
+    radius = 1 / kappa  # signed; the center of curvature is (radius, 0)
     theta = kappa * arc
-    # centreline point (R (1 - cos theta), R sin theta), right normal (cos theta, -sin theta)
+    # centerline point (R (1 - cos theta), R sin theta), right normal (cos theta, -sin theta)
     x = radius * (1 - torch.cos(theta)) + offset * torch.cos(theta)
     z = radius * torch.sin(theta) - offset * torch.sin(theta)
     c = road.coordinates(x, z)
-    centre_dist = torch.sqrt((x - radius) ** 2 + z**2)
-    torch.testing.assert_close(c.d, math.copysign(1, kappa) * (abs(radius) - centre_dist), atol=1e-8, rtol=0)
+    center_dist = torch.sqrt((x - radius) ** 2 + z**2)
+    torch.testing.assert_close(c.d, math.copysign(1, kappa) * (abs(radius) - center_dist), atol=1e-8, rtol=0)
     torch.testing.assert_close(c.d, offset, atol=1e-8, rtol=0)
     torch.testing.assert_close(c.s, arc, atol=1e-8, rtol=0)
     assert c.on_centerline.all()
 
 
-def _numpy_centreline(lengths, k_start, k_end, x0, heading0, step=0.01):
+def _numpy_centerline(lengths, k_start, k_end, x0, heading0, step=0.01):
     """Independent oracle: integrate the curvature profile with the trapezoid rule on a fine grid."""
     s = np.arange(0, lengths.sum() + step / 2, step)
     ends = np.cumsum(lengths)
@@ -164,7 +164,7 @@ def test_random_roads_projection_matches_brute_force_nearest_point():
     coords = geo.coordinates(px, pz)
     c = geo.centerline
     for b in range(4):
-        s, x, z, theta = _numpy_centreline(
+        s, x, z, theta = _numpy_centerline(
             c.segment_lengths[b].numpy(),
             c.curvature_start[b].numpy(),
             c.curvature_end[b].numpy(),
@@ -196,7 +196,7 @@ def test_points_at_round_trips_through_coordinates():
     assert z[0, 0].item() == pytest.approx(5.0)
 
 
-def test_points_behind_start_or_beyond_end_are_off_the_centreline():
+def test_points_behind_start_or_beyond_end_are_off_the_centerline():
     road = make_road([(30.0, 0.0, 0.0)], dtype=torch.float64)
     c = road.coordinates(torch.tensor([[0.0, 1.0, 0.0]]), torch.tensor([[-2.0, 15.0, 31.0]]))
     assert c.on_centerline.tolist() == [[False, True, False]]
@@ -411,8 +411,8 @@ def test_baseline_prior_peaks_on_the_ego_lane_and_decays_with_distance():
     assert prior.shape == SMALL_GRID.shape
     assert prior.min() >= 0
     assert prior.max() <= 1
-    centre = SMALL_GRID.cols // 2
-    near, far = prior[-5, centre - 2 : centre + 2].mean(), prior[5, centre - 2 : centre + 2].mean()
+    center = SMALL_GRID.cols // 2
+    near, far = prior[-5, center - 2 : center + 2].mean(), prior[5, center - 2 : center + 2].mean()
     assert near > 0.9
     assert far < near
     assert prior[-5, 0] < 0.1  # 10 m to the left: never the ego lane

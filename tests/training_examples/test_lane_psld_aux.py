@@ -10,7 +10,8 @@ import torch
 pytest.importorskip("pytorch_lightning")
 pytestmark = pytest.mark.filterwarnings("ignore:.*LeafSpec.*")
 
-from drivemetrics.lane import centre_from_image_lanes, psld, tusimple_metrics  # noqa: E402
+from drivemetrics.functional import psld, tusimple_metrics  # noqa: E402
+from drivemetrics.lane.geometry import center_from_image_lanes  # noqa: E402
 from training_examples import lane_psld_aux as example  # noqa: E402
 
 
@@ -66,8 +67,8 @@ def test_held_out_scores_equal_the_functionals(tiny):
     for key in ("accuracy", "fp", "fn", "f1"):
         assert scores[f"tusimple_{key}"] == pytest.approx(expected[key].item(), abs=1e-9)
     uv = torch.stack([x.double(), test["clips"].h_samples.expand_as(x)], -1)
-    centre = centre_from_image_lanes(uv, test["clips"].image_from_road, test["clips"].z_samples)
-    value = psld(centre, test["centre"], test["speed"], test["clips"].z_samples, horizon_frames=5)
+    center = center_from_image_lanes(uv, test["clips"].image_from_road, test["clips"].z_samples)
+    value = psld(center, test["center"], test["speed"], test["clips"].z_samples, horizon_frames=5)
     assert scores["psld"] == pytest.approx(value.item(), rel=1e-5)
     assert 0 <= scores["e2e_ld"] <= scores["e2e_ld_max"]
 

@@ -82,9 +82,9 @@ def test_quick_mode_output(tmp_path):
 
     lane = result["lane"]
     assert lane["seeds"] == seeds
-    centre = lane["balance"]["weight"]
-    assert centre > 0
-    assert lane["weights"] == pytest.approx([0.0, centre / 10, centre, centre * 10], rel=1e-2)
+    center = lane["balance"]["weight"]
+    assert center > 0
+    assert lane["weights"] == pytest.approx([0.0, center / 10, center, center * 10], rel=1e-2)
     assert len(lane["runs"]) == len(lane["weights"]) * len(seeds)
     _check_settings(lane["settings"], lane["runs"], "weight", lane["weights"], study.LANE_METRICS, seeds)
     for run in lane["runs"]:

@@ -16,7 +16,7 @@ def test_library_does_not_import_lightning():
     assert [p.name for p in sources if pattern.search(p.read_text())] == []
     code = (
         "import sys, drivemetrics.road, drivemetrics.lane, drivemetrics.geometry\n"
-        "from drivemetrics.road import RoadMaxF, DrivingCorridorMetric\n"
+        "from drivemetrics.road import RoadPixelMaxFScore, DrivingCorridorMetrics\n"
         "from drivemetrics.lane import PSLD, TuSimpleMetrics\n"
         "print(sorted(m for m in sys.modules if 'lightning' in m and 'utilities' not in m))"
     )

@@ -16,7 +16,8 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore:.*JsonargparseDeprecationWarning.*",
 )
 
-from drivemetrics.road import driving_corridor_scores, pixel_inputs_to_bev, road_pixel_scores  # noqa: E402
+from drivemetrics.functional import driving_corridor_scores, road_pixel_scores  # noqa: E402
+from drivemetrics.road.bev_inputs import pixel_inputs_to_bev  # noqa: E402
 from training_examples import road_segmentation as example  # noqa: E402
 
 

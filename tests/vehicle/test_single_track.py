@@ -19,7 +19,7 @@ def test_constant_steering_stays_on_circle_of_radius_l_over_tan_rho():
     x = z = h = torch.zeros((), dtype=torch.float64)
     for _ in range(40):
         x, z, h = single_track_step(x, z, h, v, rho, dt, L)
-    # positive rho turns right: circle centre at (+R, 0)
+    # positive rho turns right: circle center at (+R, 0)
     assert abs(math.hypot(x.item() - R, z.item()) - R) < 1e-9
     assert x.item() > 0
     assert abs(h.item() - 40 * v / L * math.sin(rho) * dt) < 1e-12

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from drivemetrics.road import RoadMaxF, RoadPixelMetrics
+from drivemetrics.road import RoadPixelMaxFScore, RoadPixelMetrics
 from tests.ddp import run_distributed
 
 WORLD_SIZE = 2
@@ -26,13 +26,13 @@ def _frames() -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
 
 def _worker(rank: int, world: int) -> dict[str, float]:
     metric = RoadPixelMetrics()
-    maxf = RoadMaxF()
+    maxf = RoadPixelMaxFScore()
     for preds, target, valid in _frames()[rank::world]:
         metric.update(preds, target, valid)
         maxf.update(preds, target, valid)
     scores = metric.compute()
     result = {key: scores[key].item() for key in KEYS}
-    result["RoadMaxF"] = maxf.compute().item()
+    result["RoadPixelMaxFScore"] = maxf.compute().item()
     result["local_tp0"] = int(metric.tp[0])  # the local state is restored after the sync
     return result
 
@@ -48,5 +48,5 @@ def test_two_process_sync_equals_single_process():
     for rank, result in enumerate(results):
         for key in KEYS:
             assert result[key] == expected[key].item(), (rank, key)
-        assert result["RoadMaxF"] == expected["MaxF"].item()
+        assert result["RoadPixelMaxFScore"] == expected["MaxF"].item()
         assert result["local_tp0"] == local_tp0[rank]

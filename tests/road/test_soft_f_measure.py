@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
+from drivemetrics.functional import road_pixel_scores
 from drivemetrics.geometry import BevGrid, bev_sample_pixels, warp_image_to_bev
-from drivemetrics.road import road_pixel_scores
-from drivemetrics.road.loss import SoftFMeasureLoss, soft_f_measure
+from drivemetrics.road.soft_f_measure import SoftFMeasureLoss, soft_f_measure
 
 PREDS = torch.tensor([[[0.8, 0.2], [0.6, 0.0]]], dtype=torch.float64)
 TARGET = torch.tensor([[[1, 0], [1, 0]]])

@@ -11,7 +11,7 @@ import torch
 from torchmetrics import MetricCollection
 
 from drivemetrics.geometry import BevGrid, bev_sample_pixels
-from drivemetrics.road import RoadAveragePrecision, RoadMaxF, RoadPixelMetrics
+from drivemetrics.road import RoadPixelAveragePrecision, RoadPixelMaxFScore, RoadPixelMetrics
 
 from .devkit_oracle import devkit_pooled
 
@@ -100,7 +100,11 @@ def test_scalar_wrappers_and_collection():
     frames = [tuple(torch.from_numpy(x) for x in _frames(s)) for s in range(2)]
     full = RoadPixelMetrics()
     collection = MetricCollection(
-        {"maxf": RoadMaxF(), "ap": RoadAveragePrecision(), "ap_int": RoadAveragePrecision(integrated=True)}
+        {
+            "maxf": RoadPixelMaxFScore(),
+            "ap": RoadPixelAveragePrecision(),
+            "ap_int": RoadPixelAveragePrecision(integrated=True),
+        }
     )
     for frame in frames:
         full.update(*frame)
@@ -237,7 +241,7 @@ def test_kitti_fixture_conformance(fixtures_dir, space, expected):
 
 
 def test_functional_and_module_give_the_same_dict():
-    from drivemetrics.road import road_pixel_scores
+    from drivemetrics.functional import road_pixel_scores
 
     values, target, valid = (torch.from_numpy(x) for x in _frames(12, batch=3))
     probs = values.float() / 255
@@ -257,10 +261,10 @@ def test_collection_never_merges_differently_configured_counters():
     homography = _toy_homography()
     collection = MetricCollection(
         {
-            "persp": RoadMaxF(),
-            "bev": RoadMaxF(space="bev", grid=grid),
-            "shifted": RoadMaxF(thresholds=[(k + 0.25) / 256 for k in range(256)]),  # same state shapes
-            "ap": RoadAveragePrecision(),
+            "persp": RoadPixelMaxFScore(),
+            "bev": RoadPixelMaxFScore(space="bev", grid=grid),
+            "shifted": RoadPixelMaxFScore(thresholds=[(k + 0.25) / 256 for k in range(256)]),  # same state shapes
+            "ap": RoadPixelAveragePrecision(),
         }
     )
     empty = torch.zeros(1, 40, 60)
@@ -272,7 +276,7 @@ def test_collection_never_merges_differently_configured_counters():
     assert ["ap", "persp"] in groups
     assert ["bev"] in groups
     assert ["shifted"] in groups
-    persp = RoadMaxF()
+    persp = RoadPixelMaxFScore()
     persp.update(*frames)
     assert collection.compute()["persp"].item() == persp.compute().item()
 

@@ -1,4 +1,4 @@
-"""KittiObjectMetrics / KittiObjectAP: per-frame accumulation equals the functional evaluation, DDP, pickling."""
+"""KittiObjectMetrics / KittiObjectAveragePrecision: per-frame accumulation equals the functional evaluation."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from drivemetrics.detection import KITTI_TYPES, KittiObjectAP, KittiObjectMetrics, evaluate_kitti_objects
-from drivemetrics.detection.kitti_io import KittiObjects, read_kitti_object_folder
+from drivemetrics.detection import KittiObjectAveragePrecision, KittiObjectMetrics
+from drivemetrics.detection.io import KittiObjects, read_kitti_object_folder
+from drivemetrics.detection.kitti_object import KITTI_TYPES
+from drivemetrics.functional import evaluate_kitti_objects
 from tests.ddp import run_distributed
 from tests.detection import kitti_oracle
 
@@ -59,7 +61,7 @@ def test_streaming_dict_inputs_equal_functional(fixtures_dir):
         )
         for f in dets
     ]
-    expected = evaluate_kitti_objects(gts, dims32, only_detected=False)
+    expected = evaluate_kitti_objects(dims32, gts, only_detected=False)
     assert len(values) == 3 * 4 * 3 * 2
     for cls in ("car", "pedestrian", "cyclist"):
         for metric_name in ("2d", "aos", "bev", "3d"):
@@ -74,8 +76,10 @@ def test_streaming_dict_inputs_equal_functional(fixtures_dir):
 def test_kitti_objects_inputs_and_scalar_ap(fixtures_dir):
     gts = _labels(fixtures_dir, 30)
     dets = _dets(gts)
-    expected = evaluate_kitti_objects(gts, dets, overlaps="loose", only_detected=False)
-    ap = KittiObjectAP(cls="pedestrian", metric="bev", difficulty="hard", recall_points=11, overlaps="loose")
+    expected = evaluate_kitti_objects(dets, gts, overlaps="loose", only_detected=False)
+    ap = KittiObjectAveragePrecision(
+        cls="pedestrian", metric="bev", difficulty="hard", recall_points=11, overlaps="loose"
+    )
     ap.update(dets, gts)
     assert ap.compute().item() == pytest.approx(expected["pedestrian"]["bev"]["hard"]["AP_R11"], abs=1e-12)
     full = KittiObjectMetrics(overlaps="loose")
@@ -86,7 +90,7 @@ def test_kitti_objects_inputs_and_scalar_ap(fixtures_dir):
 def test_gt_as_detections_is_100_and_missing_alpha_gives_nan_aos(fixtures_dir):
     gts = _labels(fixtures_dir, 60)
     dets = [g.with_score(1.0) for g in gts]
-    metric = KittiObjectAP(cls="car", metric="3d", difficulty="moderate")
+    metric = KittiObjectAveragePrecision(cls="car", metric="3d", difficulty="moderate")
     metric.update(dets, gts)
     assert metric.compute().item() == pytest.approx(100.0)
     full = KittiObjectMetrics()
@@ -97,7 +101,7 @@ def test_gt_as_detections_is_100_and_missing_alpha_gives_nan_aos(fixtures_dir):
 def test_reset_pickle_and_state_dict(fixtures_dir):
     gts = _labels(fixtures_dir, 10)
     dets = _dets(gts)
-    metric = KittiObjectAP(metric="2d")
+    metric = KittiObjectAveragePrecision(metric="2d")
     metric.update(dets, gts)
     value = metric.compute()
     clone = pickle.loads(pickle.dumps(metric))
@@ -112,9 +116,9 @@ def test_reset_pickle_and_state_dict(fixtures_dir):
 
 def test_bad_arguments():
     with pytest.raises(ValueError, match="cls"):
-        KittiObjectAP(cls="truck")
+        KittiObjectAveragePrecision(cls="truck")
     with pytest.raises(ValueError, match="recall_points"):
-        KittiObjectAP(recall_points=20)
+        KittiObjectAveragePrecision(recall_points=20)
     with pytest.raises(ValueError, match="overlaps"):
         KittiObjectMetrics(overlaps="medium")
     metric = KittiObjectMetrics()
@@ -138,7 +142,7 @@ def test_plot_draws_three_difficulties(fixtures_dir):
     metric.update([g.with_score(1.0) for g in gts], gts)
     _, ax = metric.plot(cls="car", metric="2d")
     assert len(ax.get_lines()) == 3
-    ap = KittiObjectAP()
+    ap = KittiObjectAveragePrecision()
     ap.update([g.with_score(1.0) for g in gts], gts)
     fig2, ax2 = ap.plot()
     assert fig2 is not None
@@ -147,7 +151,7 @@ def test_plot_draws_three_difficulties(fixtures_dir):
 
 def _ddp_worker(rank, world, gts, dets):
     metric = KittiObjectMetrics()
-    ap = KittiObjectAP(cls="car", metric="bev")
+    ap = KittiObjectAveragePrecision(cls="car", metric="bev")
     for i in range(rank, len(gts), world):
         metric.update([dets[i]], [gts[i]])
         ap.update([dets[i]], [gts[i]])
@@ -183,7 +187,7 @@ def test_two_process_sync_equals_single_process(fixtures_dir):
 
 def test_no_frames_and_empty_frames_give_zero():
     with pytest.warns(UserWarning, match="before"):
-        assert KittiObjectAP().compute().item() == 0.0
+        assert KittiObjectAveragePrecision().compute().item() == 0.0
     metric = KittiObjectMetrics()
     metric.update([KittiObjects.empty(with_score=True)], [KittiObjects.empty()])
     values = metric.compute()
@@ -191,7 +195,7 @@ def test_no_frames_and_empty_frames_give_zero():
 
 
 def test_a_collection_of_aps_stores_the_frames_once_and_gives_each_its_value(fixtures_dir):
-    """Several KittiObjectAP of one table (different class, metric, difficulty, overlaps: all read at compute time)
+    """Several KittiObjectAveragePrecision of one table (other class, metric, difficulty, overlaps: read at compute)
     share one compute group, and each reports its own entry of the functional evaluation."""
     from torchmetrics import MetricCollection
 
@@ -202,13 +206,13 @@ def test_a_collection_of_aps_stores_the_frames_once_and_gives_each_its_value(fix
         "pedestrian_bev_hard_r11": {"cls": "pedestrian", "metric": "bev", "difficulty": "hard", "recall_points": 11},
         "car_2d_easy_loose": {"cls": "car", "metric": "2d", "difficulty": "easy", "overlaps": "loose"},
     }
-    collection = MetricCollection({k: KittiObjectAP(**v) for k, v in chosen.items()}, compute_groups=True)
+    collection = MetricCollection({k: KittiObjectAveragePrecision(**v) for k, v in chosen.items()}, compute_groups=True)
     collection.update(dets[:15], gts[:15])
     collection.update(dets[15:], gts[15:])
     values = collection.compute()
     assert len(collection.compute_groups) == 1
-    strict = evaluate_kitti_objects(gts, dets, only_detected=False)
-    loose = evaluate_kitti_objects(gts, dets, overlaps="loose", only_detected=False)
+    strict = evaluate_kitti_objects(dets, gts, only_detected=False)
+    loose = evaluate_kitti_objects(dets, gts, overlaps="loose", only_detected=False)
     expected = {
         "car_3d_moderate": strict["car"]["3d"]["moderate"]["AP_R40"],
         "pedestrian_bev_hard_r11": strict["pedestrian"]["bev"]["hard"]["AP_R11"],

@@ -3,20 +3,17 @@ import pytest
 import torch
 from PIL import Image
 
+from drivemetrics._pool import parallel_map
 from drivemetrics.geometry import image_from_road_calib, read_kitti_calib, warp_image_to_bev
-from drivemetrics.road.kitti_road import (
+from drivemetrics.road.evaluate import evaluate_results, format_scores_table, frame_counts, transform_to_bev
+from drivemetrics.road.io import (
     calib_file_for,
     category_frames,
-    evaluate_results,
     find_layout,
-    format_scores_table,
-    frame_counts,
     gt_masks,
-    parallel_map,
     parse_gt_name,
     read_confidence_png,
     read_gt_png,
-    transform_to_bev,
     write_png,
 )
 from drivemetrics.road.pixel import PixelCounts, scores_from_counts

@@ -1,40 +1,37 @@
-"""KITTI-ROAD dataset tools: file layout, PNG ground truth and results, calibration lookup, pooled evaluation.
-
-File names (KITTI-ROAD): images ``image_2/<cat>_<idx6>.png``, calibration ``calib/<cat>_<idx6>.txt``, ground
-truth ``gt_image_2/<cat>_<type>_<idx6>.png`` with ``cat`` in um / umm / uu and ``type`` road (or lane, um only);
-results carry the ground truth's name. Ground-truth PNGs are RGB: magenta (255, 0, 255) road, red (255, 0, 0)
-valid non-road, black don't care. As in the devkit, a pixel is road iff its blue channel is > 0 and evaluated
-iff its red channel is > 0.
-
-Results are 8-bit PNG confidence maps (0..255, ``p = v / 255``), read as greyscale like the devkit's
-``cv2.imread(path, 0)``; colour PNGs are converted with Pillow's ITU-R 601 luma (identical for grey colours,
-possibly one level off OpenCV's conversion for other colours), 16-bit PNGs are rejected.
+"""KITTI-ROAD folder evaluation: pooled pixel scores per category (perspective or BEV), BEV conversion of result
+folders, and the driving-corridor table over a KITTI-ROAD folder. File reading and writing is in
+:mod:`drivemetrics.road.io`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import itertools
-import os
-import re
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 import numpy as np
 import torch
-from PIL import Image
 from torch import Tensor
 
 from drivemetrics._files import InputFiles, atomic_save_png, check_output_path, load_image
-from drivemetrics._png import decode_png_array
+from drivemetrics._pool import check_workers, one_torch_thread_per_worker, parallel_map
+from drivemetrics._validation import check_tensor
 from drivemetrics.geometry.bev import BevGrid
 from drivemetrics.geometry.calib import read_kitti_calib
 from drivemetrics.geometry.homography import image_from_road_calib
 from drivemetrics.geometry.warp import warp_image_to_bev
+from drivemetrics.road.corridor import DrivingCorridorMetrics
+from drivemetrics.road.corridor_config import CorridorConfig
+from drivemetrics.road.io import (
+    ROAD_CATEGORIES,
+    _read_gt_red_blue,
+    calib_file_for,
+    category_frames,
+    find_layout,
+    gt_masks,
+    read_confidence_png,
+    read_gt_png,
+)
 from drivemetrics.road.pixel import (
     PixelCounts,
     bucket_histograms,
@@ -43,9 +40,6 @@ from drivemetrics.road.pixel import (
     pixel_counts,
     scores_from_counts,
 )
-
-#: The evaluated combinations of category and type, in the devkit's order (plus the ego-lane).
-ROAD_CATEGORIES: tuple[str, ...] = ("um_road", "umm_road", "uu_road", "um_lane")
 
 #: The road categories pooled into the extra ``urban_road`` entry (all their frames' pixels together).
 URBAN_ROAD_PARTS: tuple[str, ...] = ("um_road", "umm_road", "uu_road")
@@ -66,181 +60,24 @@ RESULT_KEYS: tuple[str, ...] = (
 
 __all__ = [
     "RESULT_KEYS",
-    "ROAD_CATEGORIES",
     "SPACES",
     "URBAN_ROAD_PARTS",
-    "KittiRoadLayout",
-    "calib_file_for",
-    "category_frames",
+    "corridor_table",
     "evaluate_results",
-    "find_layout",
+    "format_corridor_table",
     "format_scores_table",
     "frame_counts",
-    "gt_masks",
-    "parallel_map",
-    "parse_gt_name",
-    "read_confidence_png",
-    "read_gt_png",
+    "kitti_corridor_table",
     "transform_to_bev",
-    "write_png",
 ]
 
-_GT_NAME = re.compile(r"^(um|umm|uu)_(road|lane)_(\d{6})$")
 SPACES: tuple[str, ...] = ("perspective", "bev")
 
 
 # ---------------------------------------------------------------------------------------------- names and layout
 
 
-def parse_gt_name(name: str) -> tuple[str, str, str]:
-    """``"um_road_000012"`` (or a path / ``.png`` name) -> ``("um", "road", "000012")``.
-
-    Raises:
-        ValueError: the name is not ``<um|umm|uu>_<road|lane>_<6 digits>``.
-    """
-    key = Path(name).name.split(".")[0]
-    match = _GT_NAME.match(key)
-    if match is None:
-        raise ValueError(f"not a KITTI-ROAD ground-truth name (<um|umm|uu>_<road|lane>_<6 digits>): {name!r}")
-    return match.group(1), match.group(2), match.group(3)
-
-
-def calib_file_for(calib_dir: str | Path, key: str) -> Path:
-    """The calibration file of a frame key, as the devkit's ``transform2BEV`` finds it.
-
-    ``calib_dir/<key>.txt`` first; else, for a three-tag key, the type tag is dropped: ``um_road_000012`` ->
-    ``um_000012.txt``.
-
-    Raises:
-        FileNotFoundError: naming the files tried.
-    """
-    calib_dir = Path(calib_dir)
-    key = Path(key).name.split(".")[0]
-    tried = [calib_dir / f"{key}.txt"]
-    tags = key.split("_")
-    if len(tags) == 3:
-        tried.append(calib_dir / f"{tags[0]}_{tags[2]}.txt")
-    for path in tried:
-        if path.is_file():
-            return path
-    raise FileNotFoundError(f"no calibration file for {key!r}: tried {', '.join(str(p) for p in tried)}")
-
-
-@dataclass(frozen=True)
-class KittiRoadLayout:
-    """Where the ground truth and calibration of a KITTI-ROAD split live."""
-
-    root: Path
-    gt_dir: Path
-    calib_dir: Path | None
-
-
-def find_layout(data_dir: str | Path, need_calib: bool = False) -> KittiRoadLayout:
-    """Locate ``gt_image_2/`` (and ``calib/``) in ``data_dir`` or ``data_dir/training``.
-
-    Raises:
-        FileNotFoundError: ``data_dir`` does not exist.
-        ValueError: neither layout is present, or ``calib/`` is missing while ``need_calib``.
-    """
-    data_dir = Path(data_dir)
-    if not data_dir.is_dir():
-        raise FileNotFoundError(f"data folder not found: {data_dir}")
-    for root in (data_dir, data_dir / "training"):
-        if (root / "gt_image_2").is_dir():
-            calib = root / "calib"
-            if need_calib and not calib.is_dir():
-                raise ValueError(f"{root} has gt_image_2/ but no calib/ (needed for the BEV evaluation)")
-            return KittiRoadLayout(root, root / "gt_image_2", calib if calib.is_dir() else None)
-    raise ValueError(
-        f"unknown KITTI-ROAD layout in {data_dir}: expected {data_dir}/gt_image_2/ (and calib/) or "
-        f"{data_dir}/training/gt_image_2/ (and calib/)"
-    )
-
-
-def category_frames(gt_dir: str | Path, category: str) -> list[str]:
-    """Sorted ground-truth keys of one category (e.g. ``["um_road_000000", ...]``) in ``gt_dir``."""
-    if category not in ROAD_CATEGORIES:
-        raise ValueError(f"unknown category {category!r}; expected one of {', '.join(ROAD_CATEGORIES)}")
-    return sorted(p.stem for p in Path(gt_dir).glob(f"{category}_*.png") if _GT_NAME.match(p.stem))
-
-
 # -------------------------------------------------------------------------------------------------------- PNGs
-
-
-def _open_gt(path: Path) -> Image.Image:
-    """The decoded ground-truth PNG as an RGB or RGBA Pillow image (palette PNGs converted)."""
-    img = load_image(path, what="ground-truth PNG")
-    if img.mode == "P":
-        return img.convert("RGB")
-    if img.mode not in ("RGB", "RGBA"):
-        raise ValueError(
-            f"{path}: ground truth must be an 8-bit colour PNG (magenta road, red non-road, black don't care), "
-            f"got mode {img.mode}"
-        )
-    return img
-
-
-def read_gt_png(path: str | Path) -> Tensor:
-    """A ground-truth PNG as a ``uint8`` tensor ``3 x H x W`` in RGB order.
-
-    Raises:
-        FileNotFoundError: missing file.
-        ValueError: not a colour PNG.
-    """
-    rgb = np.array(_open_gt(Path(path)))[..., :3]
-    return torch.from_numpy(rgb).permute(2, 0, 1).contiguous()
-
-
-def _read_gt_red_blue(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """The red and blue channels (``uint8`` ``H x W``) of a ground-truth PNG: all the evaluation needs.
-
-    Cheaper than :func:`read_gt_png`: libspng decodes where installed (:mod:`drivemetrics._png`), else Pillow
-    extracts the two bands without building an RGB array.
-    """
-    rgb = decode_png_array(path)
-    if rgb is not None and rgb.ndim == 3:
-        return np.ascontiguousarray(rgb[..., 0]), np.ascontiguousarray(rgb[..., 2])
-    img = _open_gt(path)
-    return np.array(img.getchannel(0)), np.array(img.getchannel(2))
-
-
-def gt_masks(gt_rgb: Tensor) -> tuple[Tensor, Tensor]:
-    """``(road, valid)`` bool masks (``... x H x W``) from RGB ground truth ``... x 3 x H x W``.
-
-    Road: blue channel > 0; valid: red channel > 0 (the devkit's rules, on RGB instead of OpenCV's BGR).
-    """
-    if gt_rgb.ndim < 3 or gt_rgb.shape[-3] != 3:
-        raise ValueError(f"`gt_rgb` must have shape ... x 3 x H x W, got {tuple(gt_rgb.shape)}")
-    return gt_rgb[..., 2, :, :] > 0, gt_rgb[..., 0, :, :] > 0
-
-
-def read_confidence_png(path: str | Path) -> Tensor:
-    """A result PNG as a ``uint8`` tensor ``H x W`` (confidence ``v / 255``), like ``cv2.imread(path, 0)``.
-
-    Raises:
-        FileNotFoundError: missing file.
-        ValueError: a 16-bit or floating-point PNG.
-    """
-    gray = decode_png_array(path)
-    if gray is not None and gray.ndim == 2:
-        return torch.from_numpy(gray)
-    img = load_image(path, what="result PNG")
-    if img.mode not in ("L", "1", "P", "RGB", "RGBA", "LA"):
-        raise ValueError(f"{path}: results must be 8-bit PNGs (greyscale 0..255), got mode {img.mode}")
-    if img.mode != "L":
-        img = img.convert("L")
-    gray = np.array(img)
-    return torch.from_numpy(gray)
-
-
-def write_png(path: str | Path, image: Tensor) -> None:
-    """Write a ``uint8`` ``H x W`` (greyscale) or ``3 x H x W`` (RGB) tensor as PNG, creating folders."""
-    if image.dtype != torch.uint8 or image.ndim not in (2, 3) or (image.ndim == 3 and image.shape[0] != 3):
-        raise ValueError(f"`image` must be uint8 H x W or 3 x H x W, got {image.dtype} {tuple(image.shape)}")
-    array = image.detach().cpu().numpy()
-    if array.ndim == 3:
-        array = np.ascontiguousarray(array.transpose(1, 2, 0))
-    atomic_save_png(path, array)
 
 
 # -------------------------------------------------------------------------------------------------- evaluation
@@ -255,61 +92,8 @@ def _progress(items: Sequence[str], enabled: bool | None, desc: str) -> Iterable
     return tqdm(items, desc=desc, unit="frame", disable=None if enabled is None else not enabled, leave=False)
 
 
-_Item = TypeVar("_Item")
-_Result = TypeVar("_Result")
-
-
-def _check_workers(workers: int | None) -> int:
-    """``workers`` as a positive int (``None``: ``os.cpu_count()``)."""
-    if workers is None:
-        return os.cpu_count() or 1
-    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
-        raise ValueError(f"`workers` must be a positive int (or None for one per CPU core), got {workers!r}")
-    return workers
-
-
-@contextlib.contextmanager
-def _one_torch_thread_per_worker() -> Iterator[None]:
-    """torch's intra-op threads set to 1 while frames are processed in parallel (restored after).
-
-    Frame-level threads replace op-level ones: a frame's ops are small, and intra-op threads spinning on a busy
-    machine cost more CPU than they save (measured: 1.7x the user time with one worker on 2 loaded cores).
-    """
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
-def parallel_map(
-    fn: Callable[[_Item], _Result], items: Iterable[_Item], workers: int | None = None
-) -> Iterator[_Result]:
-    """``fn(item)`` for every item, in order, computed by ``workers`` threads (default: one per CPU core).
-
-    Meant for file decoding (Pillow and torch release the GIL while they work). At most ``2 * workers`` items are
-    in flight, so memory stays bounded whatever the number of items; ``workers=1`` runs in the calling thread.
-    An exception of ``fn`` is raised here (for the first failing item in order) and the queued items are dropped.
-    """
-    workers = _check_workers(workers)
-    if workers == 1:
-        yield from map(fn, items)
-        return
-    pool = ThreadPoolExecutor(workers, thread_name_prefix="drivemetrics-read")
-    try:
-        todo = iter(items)
-        pending = deque(pool.submit(fn, item) for item in itertools.islice(todo, 2 * workers))
-        while pending:
-            result = pending.popleft().result()
-            pending.extend(pool.submit(fn, item) for item in itertools.islice(todo, 1))
-            yield result
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
 def _match_size(pred: Tensor, gt_hw: tuple[int, int], name: str, crop: bool) -> Tensor:
-    """``pred`` (``H x W``) cropped to ``gt_hw`` when ``crop`` allows it; ValueError otherwise."""
+    """``pred`` (``(H, W)``) cropped to ``gt_hw`` when ``crop`` allows it; ValueError otherwise."""
     if tuple(pred.shape) == gt_hw:
         return pred
     if crop and pred.shape[0] >= gt_hw[0] and pred.shape[1] >= gt_hw[1]:
@@ -331,9 +115,9 @@ def frame_counts(
     """Devkit counts at the 256 thresholds for one frame, in perspective or (with a homography) BEV.
 
     Args:
-        gt_rgb: ``uint8`` ``3 x H x W`` ground truth (RGB).
-        pred: ``uint8`` ``H x W`` confidences.
-        image_from_road: ``3 x 3`` float64 homography: evaluate in the BEV, both maps warped the devkit way
+        gt_rgb: ``uint8`` ``(3, H, W)`` ground truth (RGB).
+        pred: ``uint8`` ``(H, W)`` confidences.
+        image_from_road: ``(3, 3)`` float64 homography: evaluate in the BEV, both maps warped the devkit way
             (unseen cells become black, i.e. don't care).
         grid: the BEV grid (default: the KITTI-ROAD grid).
 
@@ -358,7 +142,7 @@ class _Frame:
 
 
 def _frame_histogram(frame: _Frame, crop: bool, grid: BevGrid | None, thresholds: Tensor) -> Tensor:
-    """Bucket histogram ``2 x (T + 1)`` (negatives, positives; see :func:`bucket_histograms`) of one frame.
+    """Bucket histogram ``(2, (T + 1))`` (negatives, positives; see :func:`bucket_histograms`) of one frame.
 
     The same counts as :func:`frame_counts` on :func:`read_gt_png` / :func:`read_confidence_png`, read for less:
     only the ground truth's red (valid) and blue (road) channels are extracted, all uint8, and the BEV warp moves
@@ -428,7 +212,7 @@ def evaluate_results(
     if not results_dir.is_dir():
         raise FileNotFoundError(f"results folder not found: {results_dir}")
     log = log or (lambda _line: None)
-    workers = _check_workers(workers)
+    workers = check_workers(workers)
     frames: list[tuple[str, _Frame]] = []
     for category in categories:
         keys = category_frames(layout.gt_dir, category)
@@ -458,7 +242,7 @@ def evaluate_results(
         return _frame_histogram(frame, crop, grid, thresholds)
 
     bar = _progress([c for c, _ in frames], progress, f"road-eval ({space})")  # advances as frames complete
-    with _one_torch_thread_per_worker():
+    with one_torch_thread_per_worker():
         for hist, category in zip(parallel_map(count, [f for _, f in frames], workers), bar, strict=True):
             histograms[category] = hist if category not in histograms else histograms[category] + hist
     totals = {category: counts_from_histograms(hist) for category, hist in histograms.items()}
@@ -559,5 +343,101 @@ def transform_to_bev(
         return _warp_file_to_bev(path, calib_dir, output_dir, grid, inputs)
 
     bar = _progress([str(f) for f in files], progress, "to BEV")
-    with _one_torch_thread_per_worker():
+    with one_torch_thread_per_worker():
         return [out for out, _ in zip(parallel_map(warp, files, workers), bar, strict=True)]
+
+
+def corridor_table(
+    preds: Tensor | Sequence[Tensor],
+    target: Tensor | Sequence[Tensor],
+    valid: Tensor | Sequence[Tensor] | None = None,
+    *,
+    threshold: float,
+    grid: BevGrid | None = None,
+    config: CorridorConfig | None = None,
+    batch_size: int = 32,
+) -> dict[str, float]:
+    """The paper's Table IV for a set of BEV frames: ``{precision_lat,f1_long,hitrate}_{d}m`` and ``mean_length``.
+
+    Args:
+        preds: ``(N, H, W)`` confidence maps (or a sequence of ``(H, W)`` maps), float in [0, 1] or uint8.
+        target: the ground-truth ego-lanes (``um_lane``), same layout. valid: optional masks of evaluated cells.
+        threshold: the working point of the pixel evaluation (e.g. the MaxF threshold), in (0, 1].
+        batch_size: frames fitted at once.
+    """
+
+    def stack(x: Tensor | Sequence[Tensor] | None, name: str) -> Tensor | None:
+        if x is None or isinstance(x, Tensor):
+            return x
+        if len(x) == 0:
+            raise ValueError(f"`{name}` holds no frames")
+        return torch.stack([check_tensor(v, name) for v in x])
+
+    preds_t, target_t, valid_t = stack(preds, "preds"), stack(target, "target"), stack(valid, "valid")
+    if preds_t is None or target_t is None:
+        raise ValueError("`preds` and `target` are required")
+    if preds_t.shape[0] != target_t.shape[0] or (valid_t is not None and valid_t.shape[0] != preds_t.shape[0]):
+        raise ValueError("`preds`, `target` and `valid` must hold the same number of frames")
+    if preds_t.shape[0] == 0:
+        raise ValueError("`preds` holds no frames")
+    metric = DrivingCorridorMetrics(threshold, grid=grid, config=config).to(preds_t.device)
+    for i in range(0, preds_t.shape[0], batch_size):
+        part = slice(i, i + batch_size)
+        metric.update(preds_t[part], target_t[part], None if valid_t is None else valid_t[part])
+    return {k: float(v) for k, v in metric.compute().items()}
+
+
+def kitti_corridor_table(
+    data_dir: str | Path,
+    results_dir: str | Path,
+    *,
+    threshold: float,
+    category: str = "um_lane",
+    crop: bool = False,
+    grid: BevGrid | None = None,
+    config: CorridorConfig | None = None,
+) -> dict[str, float]:
+    """Table IV for KITTI-ROAD result PNGs of ``category`` (``um_lane``), in the BEV, like ``road-eval``.
+
+    Ground truth and results are warped to ``grid`` with each frame's calibration by the devkit's lookup (cells
+    unseen by the camera become don't-care); the corridor is fitted to each result and scored against the
+    ego-lane ground truth, pooled over the frames.
+
+    Args:
+        data_dir: folder with ``gt_image_2/`` and ``calib/`` (or ``training/`` with them).
+        results_dir: 8-bit confidence PNGs named like the ground truth (``um_lane_000000.png`` ...).
+        threshold: the working point, e.g. ``BestThresh`` of the BEV pixel evaluation of the same results;
+            a cell is a detection when ``value / 255 >= threshold``.
+        crop: crop results larger than their ground truth (top-left) instead of failing.
+
+    Returns:
+        The dict of :func:`corridor_table`.
+    """
+    grid = grid if grid is not None else BevGrid()
+    layout = find_layout(data_dir, need_calib=True)
+    keys = category_frames(layout.gt_dir, category)
+    if not keys:
+        raise ValueError(f"no {category} ground truth in {layout.gt_dir}")
+    results = Path(results_dir)
+    missing = [k for k in keys if not (results / f"{k}.png").is_file()]
+    if missing:
+        raise FileNotFoundError(f"{len(missing)} of {len(keys)} {category} results missing in {results}: {missing[:3]}")
+    preds, lanes, valids = [], [], []
+    for key in keys:
+        gt = read_gt_png(layout.gt_dir / f"{key}.png")
+        pred = _match_size(read_confidence_png(results / f"{key}.png"), tuple(gt.shape[1:]), key, crop)
+        homography = image_from_road_calib(read_kitti_calib(calib_file_for(layout.calib_dir, key)))
+        lane, valid = gt_masks(warp_image_to_bev(gt[None], homography, grid, mode="devkit")[0][0])
+        preds.append(warp_image_to_bev(pred[None, None], homography, grid, mode="devkit")[0][0, 0])
+        lanes.append(lane)
+        valids.append(valid)
+    return corridor_table(preds, lanes, valids, threshold=threshold, grid=grid, config=config)
+
+
+def format_corridor_table(scores: dict[str, float], distances: Sequence[float] = (20.0, 30.0, 40.0)) -> str:
+    """Table IV as text: rows Precision_lat, F1_long, Hitrate (percent); columns the distances."""
+    head = f"{'':15s}" + "".join(f"{f'{d:g} m':>9s}" for d in distances)
+    lines = [head]
+    for key, label in (("precision_lat", "Precision_lat"), ("f1_long", "F1_long"), ("hitrate", "Hitrate")):
+        lines.append(f"{label:15s}" + "".join(f"{100 * scores[f'{key}_{d:g}m']:8.1f}%" for d in distances))
+    return "\n".join(lines)

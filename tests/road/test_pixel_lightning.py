@@ -6,7 +6,8 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-from drivemetrics.road import RoadAveragePrecision, RoadMaxF, SoftFMeasureLoss, road_pixel_scores
+from drivemetrics.functional import road_pixel_scores
+from drivemetrics.road import RoadPixelAveragePrecision, RoadPixelMaxFScore, SoftFMeasureLoss
 
 pl = pytest.importorskip("pytorch_lightning")
 pytestmark = pytest.mark.filterwarnings("ignore:.*LeafSpec.*")  # inside pytorch_lightning, not ours
@@ -27,8 +28,8 @@ class TinyRoadModule(pl.LightningModule):
         super().__init__()
         self.net = torch.nn.Conv2d(2, 1, kernel_size=3, padding=1)
         self.loss = SoftFMeasureLoss(from_logits=True)
-        self.val_maxf = RoadMaxF()
-        self.val_ap = RoadAveragePrecision()
+        self.val_maxf = RoadPixelMaxFScore()
+        self.val_ap = RoadPixelAveragePrecision()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.sigmoid(self.net(x))[:, 0]

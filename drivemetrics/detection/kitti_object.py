@@ -22,6 +22,9 @@ This implementation runs pass 1 and pass 2 for every frame, threshold and diffic
 is sequential only in the GT order *within* a frame, so it loops over "the k-th GT of every frame" and works on
 the candidate (GT, detection) pairs of all frames together (torch, float64 overlaps from
 :mod:`drivemetrics.detection.box_iou`).
+
+:class:`KittiObjectMetrics` accumulates per-frame boxes in a validation loop (``update(preds, target)`` with one
+entry per frame) and runs :func:`evaluate_kitti_objects` over every frame seen (on all processes) in ``compute()``.
 """
 
 from __future__ import annotations
@@ -30,22 +33,30 @@ import math
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor
+from torchmetrics import Metric
 
+from drivemetrics._compute import safe_divide
+from drivemetrics._metric import plot_metric
 from drivemetrics._progress import progress_bar
+from drivemetrics._ragged import RaggedStateMixin
 from drivemetrics.detection.box_iou import bev_intersection_area, box2d_overlap, box3d_from_bev_area
-from drivemetrics.detection.kitti_io import KittiObjects
+from drivemetrics.detection.io import KittiObjects
 
 __all__ = [
     "DIFFICULTIES",
     "KITTI_CLASSES",
+    "KITTI_TYPES",
     "LOOSE_OVERLAPS",
     "METRICS",
     "N_SAMPLE_PTS",
     "STRICT_OVERLAPS",
+    "KittiObjectAveragePrecision",
+    "KittiObjectMetrics",
     "average_precision_r11",
     "average_precision_r40",
     "evaluate_kitti_objects",
@@ -232,8 +243,8 @@ def _pair_overlaps(det: _Flat, gt: _Flat, n_frames: int, kinds: Sequence[str], d
                 area_d = (da[:, 4] * da[:, 5]).abs()
                 area_g = (ga[:, 4] * ga[:, 5]).abs()
                 pos_u = area_d + area_g - inter
-                full_iou[near_idx] = _safe_div(inter, pos_u).cpu().numpy()
-                full_over[near_idx] = _safe_div(inter, area_d).cpu().numpy()
+                full_iou[near_idx] = safe_divide(inter, pos_u).cpu().numpy()
+                full_over[near_idx] = safe_divide(inter, area_d).cpu().numpy()
             else:
                 full_iou[near_idx] = box3d_from_bev_area(da, ga, inter, -1).cpu().numpy()
                 full_over[near_idx] = box3d_from_bev_area(da, ga, inter, 0).cpu().numpy()
@@ -241,12 +252,8 @@ def _pair_overlaps(det: _Flat, gt: _Flat, n_frames: int, kinds: Sequence[str], d
     return _PairOverlaps(det=det_i, gt=gt_i, gt_code=gt.code[gt_i], iou=iou, over_det=over_det)
 
 
-def _safe_div(num: Tensor, den: Tensor) -> Tensor:
-    return torch.where(den > 0, num / torch.where(den > 0, den, torch.ones_like(den)), torch.zeros_like(num))
-
-
 def _ignored_gt(gt: _Flat, class_code: int) -> np.ndarray:
-    """``3 x N_gt`` int8: 0 counted, 1 ignored, -1 skipped (C++ ``cleanData``), per difficulty."""
+    """``(3, N_gt)`` int8: 0 counted, 1 ignored, -1 skipped (C++ ``cleanData``), per difficulty."""
     height = gt.bbox[:, 3] - gt.bbox[:, 1]
     valid = gt.code == class_code
     neighbour = gt.code == _NEIGHBOUR.get(class_code, -100)
@@ -259,7 +266,7 @@ def _ignored_gt(gt: _Flat, class_code: int) -> np.ndarray:
 
 
 def _ignored_det(det: _Flat, class_code: int) -> np.ndarray:
-    """``3 x N_det`` int8: 1 too small (any class), else 0 the class, -1 another class."""
+    """``(3, N_det)`` int8: 1 too small (any class), else 0 the class, -1 another class."""
     height = np.abs(det.bbox[:, 1] - det.bbox[:, 3])
     out = np.where(det.code == class_code, 0, -1).astype(np.int8)[None].repeat(3, 0)
     for d in range(3):
@@ -323,9 +330,9 @@ def _greedy_match(
 
     Args:
         cand: the candidate pairs.
-        active: ``D x S`` bool, the paired detections that take part (not skipped, score above the threshold).
-        ignored_det: ``D x S`` int8 (0 / 1 for the active ones).
-        ignored_gt_pair: ``P x S`` int8, the ``ignored_gt`` flag of each pair's GT.
+        active: ``(D, S)`` bool, the paired detections that take part (not skipped, score above the threshold).
+        ignored_det: ``(D, S)`` int8 (0 / 1 for the active ones).
+        ignored_gt_pair: ``(P, S)`` int8, the ``ignored_gt`` flag of each pair's GT.
         score: ``D`` detection scores.
         by_score: pass 1 (highest score wins) or pass 2 (largest overlap among counted detections wins, else the
             first ignored one).
@@ -492,8 +499,8 @@ def _overlap_table(overlaps: str | Mapping[str, Sequence[float]]) -> dict[str, t
 
 
 def evaluate_kitti_objects(
-    groundtruth: Sequence[KittiObjects],
-    detections: Sequence[KittiObjects],
+    preds: Sequence[KittiObjects],
+    target: Sequence[KittiObjects],
     classes: Sequence[str] = KITTI_CLASSES,
     overlaps: str | Mapping[str, Sequence[float]] = "strict",
     only_detected: bool = True,
@@ -501,11 +508,11 @@ def evaluate_kitti_objects(
     device: torch.device | str | None = None,
     progress: bool | None = False,
 ) -> dict[str, dict[str, dict[str, dict[str, object]]]]:
-    """The official KITTI object evaluation of ``detections`` against ``groundtruth`` (frame by frame).
+    """The official KITTI object evaluation of the detections ``preds`` against the labels ``target``, frame by frame.
 
     Args:
-        groundtruth: the label objects of each frame.
-        detections: the result objects of each frame (with scores), same length and order.
+        preds: the result objects (detections, with scores) of each frame.
+        target: the label objects of each frame, same length and order.
         classes: among ``car``, ``pedestrian``, ``cyclist`` (case-insensitive).
         overlaps: ``"strict"`` (official: 0.7 / 0.5 / 0.5), ``"loose"`` (BEV / 3D at 0.5 / 0.25 / 0.25) or
             ``{"2d" | "bev" | "3d": (car, pedestrian, cyclist)}``.
@@ -523,11 +530,11 @@ def evaluate_kitti_objects(
         "AP_R40": float}}}}``; AOS is absent if any detection has ``alpha == -10`` (as the C++ does), and so are
         the classes / kinds not evaluated.
     """
-    if len(groundtruth) != len(detections):
-        raise ValueError(f"got {len(groundtruth)} ground-truth frames but {len(detections)} detection frames")
-    for i, frame in enumerate(detections):
+    if len(preds) != len(target):
+        raise ValueError(f"got {len(preds)} prediction frames but {len(target)} target frames")
+    for i, frame in enumerate(preds):
         if len(frame) and frame.score is None:
-            raise ValueError(f"detections of frame {i} carry no score (a result line has 16 columns)")
+            raise ValueError(f"`preds` of frame {i} carry no score (a result line has 16 columns)")
     names = [c.lower() for c in classes]
     for name in names:
         if name not in KITTI_CLASSES:
@@ -538,7 +545,7 @@ def evaluate_kitti_objects(
     if device.type == "cpu":
         torch.set_num_threads(1)
     try:
-        return _evaluate(groundtruth, detections, names, table, only_detected, workers, device, progress)
+        return _evaluate(target, preds, names, table, only_detected, workers, device, progress)
     finally:
         torch.set_num_threads(threads)
 
@@ -595,3 +602,245 @@ def _evaluate(
     for name in result:
         result[name] = {m: result[name][m] for m in METRICS if m in result[name]}
     return result
+
+
+# ----------------------------------------------------------------------------------------------------
+# Metric classes
+
+#: The KITTI object types; an integer label ``k`` in ``update`` means ``KITTI_TYPES[k]``.
+KITTI_TYPES: tuple[str, ...] = (
+    "Car",
+    "Van",
+    "Truck",
+    "Pedestrian",
+    "Person_sitting",
+    "Cyclist",
+    "Tram",
+    "Misc",
+    "DontCare",
+)
+_TYPE_INDEX = {name: i for i, name in enumerate(KITTI_TYPES)}
+_COLUMNS = 16  # label, truncated, occluded, alpha, bbox 4, dimensions 3, location 3, rotation_y, score
+
+
+def _frame_rows(frame: KittiObjects | Mapping[str, Any], is_pred: bool, where: str) -> Tensor:
+    """One frame as an ``(N, 16)`` float64 tensor (label index first, score last)."""
+    if isinstance(frame, KittiObjects):
+        unknown = [t for t in frame.type if t not in _TYPE_INDEX]
+        if unknown:
+            raise ValueError(f"{where}: unknown KITTI type {unknown[0]!r}; expected one of {KITTI_TYPES}")
+        if is_pred and frame.score is None:
+            raise ValueError(f"{where}: detections need scores")
+        labels = np.array([_TYPE_INDEX[t] for t in frame.type], dtype=np.float64)
+        values = frame.to_array()[:, :14]
+        score = frame.score if frame.score is not None else np.zeros(len(frame))
+        return torch.from_numpy(np.concatenate([labels[:, None], values, score[:, None]], 1))
+    required = ["labels", "boxes", "dimensions", "location", "rotation_y"] + (["scores"] if is_pred else [])
+    missing = [k for k in required if k not in frame]
+    if missing:
+        raise ValueError(f"{where}: missing key(s) {missing}; expected {required} (+ alpha, truncated, occluded)")
+    labels = torch.as_tensor(frame["labels"])
+    n = labels.shape[0] if labels.ndim else 0
+    device = labels.device
+
+    def column(key: str, width: int, default: float | None = None) -> Tensor:
+        if key not in frame:
+            return torch.full((n, width), float(default), dtype=torch.float64, device=device)  # type: ignore[arg-type]
+        value = torch.as_tensor(frame[key], device=device).to(torch.float64)
+        if value.numel() != n * width:
+            shape = f"{n} x {width}" if width > 1 else f"{n}"
+            raise ValueError(f"{where}: `{key}` must have shape {shape} (one row per label), got {tuple(value.shape)}")
+        return value.reshape(n, width)
+
+    if labels.dtype.is_floating_point or labels.dtype == torch.bool or labels.ndim != 1:
+        raise ValueError(f"{where}: `labels` must be a 1-D integer tensor (index into KITTI_TYPES)")
+    return torch.cat(
+        [
+            labels.to(torch.float64)[:, None],
+            column("truncated", 1, 0.0),
+            column("occluded", 1, 0.0),
+            column("alpha", 1, -10.0),
+            column("boxes", 4),
+            column("dimensions", 3),
+            column("location", 3),
+            column("rotation_y", 1),
+            column("scores", 1) if is_pred else torch.zeros(n, 1, dtype=torch.float64, device=device),
+        ],
+        dim=1,
+    )
+
+
+def _frames_from_rows(rows: np.ndarray, counts: np.ndarray, with_score: bool) -> list[KittiObjects]:
+    frames = []
+    for block in np.split(rows, np.cumsum(counts)[:-1]) if len(counts) else []:
+        labels = block[:, 0].astype(np.int64)
+        if len(labels) and (labels.min() < 0 or labels.max() >= len(KITTI_TYPES)):
+            raise ValueError(f"labels must index KITTI_TYPES (0..{len(KITTI_TYPES) - 1})")
+        values = block[:, 1:16] if with_score else block[:, 1:15]
+        frames.append(KittiObjects.from_array([KITTI_TYPES[k] for k in labels], values))
+    return frames
+
+
+class KittiObjectMetrics(RaggedStateMixin, Metric):
+    r"""The official KITTI object evaluation (2D, AOS, BEV, 3D; R11 and R40) over every frame seen.
+
+    As input to ``update`` the metric accepts two lists with one entry per frame, each a
+    :class:`~drivemetrics.detection.io.KittiObjects` or a dict of tensors (``N`` objects):
+
+    - ``labels``: ``N`` int64 indices into :data:`KITTI_TYPES` (``Car`` 0, ``Van`` 1, ..., ``DontCare`` 8);
+    - ``boxes``: ``(N, 4)`` 2D boxes ``x1, y1, x2, y2`` in pixels;
+    - ``dimensions``: ``(N, 3)`` ``h, w, l`` in metres; ``location``: ``(N, 3)`` bottom-face center ``x, y, z`` in
+      rectified camera coordinates; ``rotation_y``: ``N`` yaw (radians);
+    - ``alpha``: ``N`` observation angles (optional: missing means -10, which switches AOS off, as the C++);
+    - ``preds`` only: ``scores``: ``N``; ``target`` only (optional, default 0): ``truncated``, ``occluded``.
+
+    The detections and labels are ragged per-frame state (:mod:`drivemetrics._ragged`): they sync across processes
+    in one gather whatever each process saw (none, or different numbers of frames); ``frame_ids`` in ``update``
+    (e.g. dataset indices) fix the frame order, which does not change the values. ``compute()`` returns a flat
+    dict of float64 scalars ``"{class}_{metric}_{difficulty}_R11"`` / ``"..._R40"`` (class ``car`` /
+    ``pedestrian`` / ``cyclist``, metric ``2d`` / ``aos`` / ``bev`` / ``3d``, difficulty ``easy`` /
+    ``moderate`` / ``hard``), in percent; every class and metric is always present (a class never detected has
+    AP 0; AOS is NaN when a detection has no alpha).
+    :meth:`evaluate` returns the full nested result with the 41-point curves.
+
+    Args:
+        overlaps: ``"strict"`` (official: 0.7 / 0.5 / 0.5), ``"loose"`` (BEV / 3D at 0.5 / 0.25 / 0.25) or a mapping
+            ``{"2d" | "bev" | "3d": (car, pedestrian, cyclist)}``.
+        kwargs: see torchmetrics' ``Metric`` keyword arguments.
+    """
+
+    is_differentiable = False
+    higher_is_better = True
+    full_state_update = False
+    plot_lower_bound = 0.0
+    plot_upper_bound = 100.0
+
+    def __init__(self, overlaps: str | Mapping[str, Sequence[float]] = "strict", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if isinstance(overlaps, str) and overlaps not in ("strict", "loose"):
+            raise ValueError(f"`overlaps` must be 'strict', 'loose' or a mapping, got {overlaps!r}")
+        self.overlaps = overlaps if isinstance(overlaps, str) else {k: tuple(v) for k, v in overlaps.items()}
+        self.add_ragged_state(det=(_COLUMNS, torch.float64), gt=(_COLUMNS, torch.float64))
+
+    def update(
+        self,
+        preds: Sequence[KittiObjects | Mapping[str, Any]],
+        target: Sequence[KittiObjects | Mapping[str, Any]],
+        frame_ids: Tensor | Sequence[int] | None = None,
+    ) -> None:
+        """Add frames: ``preds[i]`` are the detections and ``target[i]`` the labels of frame ``i``; ``frame_ids``
+        (optional, one int per frame) order the frames across processes."""
+        if not isinstance(preds, Sequence) or not isinstance(target, Sequence):
+            raise ValueError("`preds` and `target` must be lists with one entry per frame")
+        if len(preds) != len(target):
+            raise ValueError(f"got {len(preds)} prediction frames but {len(target)} target frames")
+        dets = [_frame_rows(pred, True, f"preds[{i}]") for i, pred in enumerate(preds)]
+        gts = [_frame_rows(tgt, False, f"target[{i}]") for i, tgt in enumerate(target)]
+        self.append_frames(keys=frame_ids, det=dets, gt=gts)
+
+    def _frames(self) -> tuple[list[KittiObjects], list[KittiObjects]]:
+        frames = self.ragged_frames()
+
+        def numpy(name: str) -> tuple[np.ndarray, np.ndarray]:
+            field = frames.fields[name]
+            return field.rows.detach().cpu().numpy(), field.lengths.cpu().numpy()
+
+        dets = _frames_from_rows(*numpy("det"), with_score=True)
+        gts = _frames_from_rows(*numpy("gt"), with_score=False)
+        return gts, dets
+
+    def evaluate(self) -> dict[str, dict[str, dict[str, dict[str, object]]]]:
+        """The nested result of :func:`~drivemetrics.detection.kitti_object.evaluate_kitti_objects` (curves and APs)
+        over the frames seen on this process (call inside ``sync_context()`` for all processes)."""
+        gts, dets = self._frames()
+        return evaluate_kitti_objects(dets, gts, overlaps=self.overlaps, only_detected=False)
+
+    def compute(self) -> dict[str, Tensor]:
+        """Flat dict of AP values in percent (see the class docstring)."""
+        result = self.evaluate()
+        out = {}
+        for cls in KITTI_CLASSES:
+            for metric in METRICS:
+                for diff in DIFFICULTIES:
+                    entry = result.get(cls, {}).get(metric, {}).get(diff)
+                    for points in ("R11", "R40"):
+                        value = float("nan") if entry is None else float(entry[f"AP_{points}"])  # type: ignore[arg-type]
+                        out[f"{cls}_{metric}_{diff}_{points}"] = torch.tensor(value, dtype=torch.float64)
+        return out
+
+    def plot(self, val: Any = None, ax: Any = None, cls: str = "car", metric: str = "3d") -> tuple[Any, Any]:
+        """Draw the 41-point interpolated precision curves of ``cls`` / ``metric`` for the three difficulties.
+
+        Args:
+            val: a result of :meth:`evaluate` (default: evaluate now) for the precision curves, or values of
+                :meth:`compute` (a flat dict, or a sequence of them over epochs) drawn torchmetrics-style.
+            ax: a matplotlib axes to draw into (default: a new figure).
+            cls: ``car``, ``pedestrian`` or ``cyclist``.
+            metric: ``2d``, ``aos``, ``bev`` or ``3d``.
+
+        Returns:
+            ``(figure, axes)``.
+        """
+        try:
+            import matplotlib.pyplot as plt
+        except ModuleNotFoundError as error:  # pragma: no cover - matplotlib is an optional extra
+            raise ModuleNotFoundError("plot() needs matplotlib: pip install 'drivemetrics[plot]'") from error
+        is_flat = isinstance(val, dict) and all(isinstance(v, Tensor) for v in val.values())
+        if is_flat or (isinstance(val, Sequence) and not isinstance(val, str)):
+            return plot_metric(self, val, ax)
+        result = self.evaluate() if val is None else val
+        fig, ax = plt.subplots() if ax is None else (ax.figure, ax)
+        recall = np.arange(41) / 40
+        for diff, entry in result.get(cls, {}).get(metric, {}).items():
+            ax.plot(recall, entry["curve"], label=f"{diff}: R40 {entry['AP_R40']:.2f}, R11 {entry['AP_R11']:.2f}")
+        ax.set_xlabel("recall")
+        ax.set_ylabel("orientation similarity" if metric == "aos" else "precision")
+        ax.set_title(f"KITTI {cls} {metric}")
+        ax.set_xlim(0, 1.01)
+        ax.set_ylim(0, 1.01)
+        ax.legend(loc="lower left")
+        return fig, ax
+
+
+class KittiObjectAveragePrecision(KittiObjectMetrics):
+    """One KITTI AP as a scalar (percent, float64) for ``self.log(...)``; same states as :class:`KittiObjectMetrics`.
+
+    Args:
+        cls: ``car`` (default), ``pedestrian`` or ``cyclist``.
+        metric: ``2d``, ``aos``, ``bev`` or ``3d`` (default).
+        difficulty: ``easy``, ``moderate`` (default) or ``hard``.
+        recall_points: 40 (official since 2019, default) or 11.
+        overlaps: see :class:`KittiObjectMetrics`.
+    """
+
+    def __init__(
+        self,
+        cls: str = "car",
+        metric: str = "3d",
+        difficulty: str = "moderate",
+        recall_points: int = 40,
+        overlaps: str | Mapping[str, Sequence[float]] = "strict",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(overlaps=overlaps, **kwargs)
+        if cls.lower() not in KITTI_CLASSES:
+            raise ValueError(f"`cls` must be one of {KITTI_CLASSES}, got {cls!r}")
+        if metric not in METRICS:
+            raise ValueError(f"`metric` must be one of {METRICS}, got {metric!r}")
+        if difficulty not in DIFFICULTIES:
+            raise ValueError(f"`difficulty` must be one of {DIFFICULTIES}, got {difficulty!r}")
+        if recall_points not in (11, 40):
+            raise ValueError(f"`recall_points` must be 11 or 40, got {recall_points!r}")
+        self.cls, self.metric, self.difficulty, self.recall_points = cls.lower(), metric, difficulty, recall_points
+
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """The selected AP in percent."""
+        gts, dets = self._frames()
+        result = evaluate_kitti_objects(dets, gts, classes=[self.cls], overlaps=self.overlaps, only_detected=False)
+        entry = result.get(self.cls, {}).get(self.metric, {}).get(self.difficulty)
+        value = float("nan") if entry is None else float(entry[f"AP_R{self.recall_points}"])  # type: ignore[arg-type]
+        return torch.tensor(value, dtype=torch.float64)
+
+    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> Any:  # type: ignore[override]
+        """Plot a value (or a sequence of values) of the metric with matplotlib (torchmetrics' ``plot``)."""
+        return self._plot(val, ax)

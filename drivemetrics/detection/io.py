@@ -4,7 +4,7 @@ A label line has 15 space-separated columns (devkit ``readme.txt``), a result li
 
     type truncated occluded alpha x1 y1 x2 y2 h w l x y z rotation_y [score]
 
-``x1 y1 x2 y2`` is the 2D box in pixels, ``h w l`` the 3D box size in metres, ``x y z`` the centre of the box's
+``x1 y1 x2 y2`` is the 2D box in pixels, ``h w l`` the 3D box size in metres, ``x y z`` the center of the box's
 **bottom face** in rectified camera-0 coordinates (x right, y down, z forward) and ``rotation_y`` the yaw around
 the camera y axis. Invalid fields use the devkit's defaults (alpha -10, size -1, location -1000, rotation -10).
 
@@ -59,9 +59,9 @@ class KittiObjects:
         truncated: ``N`` truncation in [0, 1] (-1 for DontCare).
         occluded: ``N`` occlusion level 0..3 (-1 for DontCare).
         alpha: ``N`` observation angle in radians (-10: not given).
-        bbox: ``N x 4`` 2D box ``x1, y1, x2, y2`` in pixels.
-        dimensions: ``N x 3`` 3D size ``h, w, l`` in metres (the file's order).
-        location: ``N x 3`` bottom-face centre ``x, y, z`` in rectified camera coordinates, metres.
+        bbox: ``(N, 4)`` 2D box ``x1, y1, x2, y2`` in pixels.
+        dimensions: ``(N, 3)`` 3D size ``h, w, l`` in metres (the file's order).
+        location: ``(N, 3)`` bottom-face center ``x, y, z`` in rectified camera coordinates, metres.
         rotation_y: ``N`` yaw around the camera y axis in radians.
         score: ``N`` confidences (results), or ``None`` (labels).
     """
@@ -86,7 +86,7 @@ class KittiObjects:
 
     @classmethod
     def from_array(cls, types: Sequence[str], values: np.ndarray) -> KittiObjects:
-        """Build from ``N`` type names and an ``N x 14`` (label) or ``N x 15`` (result) array of the numeric columns."""
+        """Build from ``N`` type names and an ``(N, 14)`` (label) or ``(N, 15)`` (result) array of numeric columns."""
         values = np.asarray(values, dtype=np.float64)
         if (
             values.ndim != 2
@@ -107,7 +107,7 @@ class KittiObjects:
         )
 
     def to_array(self) -> np.ndarray:
-        """The numeric columns as an ``N x 14`` (or ``N x 15`` with scores) float64 array, in file order."""
+        """The numeric columns as an ``(N, 14)`` (or ``(N, 15)`` with scores) float64 array, in file order."""
         cols = [
             (self.truncated, 1),
             (self.occluded, 1),
@@ -316,7 +316,7 @@ def write_kitti_object_calib(path: str | Path, calib: Mapping[str, Tensor]) -> N
 
 
 def _homogeneous_4x4(matrix: Tensor) -> Tensor:
-    """``... x 3 x 3`` or ``... x 3 x 4`` -> ``... x 4 x 4`` with a ``[0 0 0 1]`` bottom row."""
+    """``(..., 3, 3)`` or ``(..., 3, 4)`` -> ``(..., 4, 4)`` with a ``[0 0 0 1]`` bottom row."""
     out = torch.zeros(*matrix.shape[:-2], 4, 4, dtype=matrix.dtype, device=matrix.device)
     out[..., : matrix.shape[-2], : matrix.shape[-1]] = matrix
     out[..., 3, 3] = 1.0
@@ -324,7 +324,7 @@ def _homogeneous_4x4(matrix: Tensor) -> Tensor:
 
 
 def velodyne_to_camera(points: Tensor, calib: Mapping[str, Tensor]) -> Tensor:
-    """Velodyne points ``... x N x 3`` (metres) -> rectified camera-0 coordinates ``... x N x 3``.
+    """Velodyne points ``(..., N, 3)`` (metres) -> rectified camera-0 coordinates ``(..., N, 3)``.
 
     ``R0_rect @ Tr_velo_to_cam @ [x, y, z, 1]`` (both extended to 4 x 4); batched calibrations broadcast.
     """
@@ -336,7 +336,7 @@ def velodyne_to_camera(points: Tensor, calib: Mapping[str, Tensor]) -> Tensor:
 
 
 def camera_to_image(points: Tensor, projection: Tensor) -> tuple[Tensor, Tensor]:
-    """Rectified camera points ``... x N x 3`` -> pixels ``... x N x 2`` with a 3 x 4 projection (e.g. ``P2``).
+    """Rectified camera points ``(..., N, 3)`` -> pixels ``(..., N, 2)`` with a 3 x 4 projection (e.g. ``P2``).
 
     Divides by the homogeneous coordinate ``w = P[2] @ [x, y, z, 1]`` (not by the camera z; they differ by
     ``P[2, 3]``, a few mm for P2).
@@ -355,16 +355,16 @@ def camera_to_image(points: Tensor, projection: Tensor) -> tuple[Tensor, Tensor]
 
 
 def velodyne_to_image(points: Tensor, calib: Mapping[str, Tensor], camera: str = "P2") -> tuple[Tensor, Tensor]:
-    """Velodyne points ``... x N x 3`` -> pixels ``... x N x 2`` of ``camera`` (``"P2"``: left colour) and ``w``."""
+    """Velodyne points ``(..., N, 3)`` -> pixels ``(..., N, 2)`` of ``camera`` (``"P2"``: left colour) and ``w``."""
     return camera_to_image(velodyne_to_camera(points, calib), calib[camera])
 
 
 def box3d_corners(dimensions: Tensor, location: Tensor, rotation_y: Tensor) -> Tensor:
-    """The 8 corners ``N x 8 x 3`` of KITTI 3D boxes in camera coordinates (devkit ``computeBox3D``).
+    """The 8 corners ``(N, 8, 3)`` of KITTI 3D boxes in camera coordinates (devkit ``computeBox3D``).
 
     Args:
-        dimensions: ``N x 3`` ``h, w, l``.
-        location: ``N x 3`` bottom-face centre.
+        dimensions: ``(N, 3)`` ``h, w, l``.
+        location: ``(N, 3)`` bottom-face center.
         rotation_y: ``N`` yaw; the box's length axis points along ``(cos ry, 0, -sin ry)``.
 
     Returns:

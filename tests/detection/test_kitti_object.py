@@ -8,13 +8,13 @@ import math
 import numpy as np
 import pytest
 
-from drivemetrics.detection.kitti_eval import (
+from drivemetrics.detection.io import KittiObjects, parse_kitti_objects, read_kitti_object_folder
+from drivemetrics.detection.kitti_object import (
     DIFFICULTIES,
     LOOSE_OVERLAPS,
     evaluate_kitti_objects,
     kitti_recall_thresholds,
 )
-from drivemetrics.detection.kitti_io import KittiObjects, parse_kitti_objects, read_kitti_object_folder
 from tests.detection import kitti_oracle
 
 STATS = {"2d": "detection", "aos": "orientation", "bev": "detection_ground", "3d": "detection_3d"}
@@ -40,7 +40,7 @@ def _curves(result, cls, metric):
 def test_official_cpp_stats_real_detector(kitti_dir, labels):
     frames = [f"{i:06d}" for i in range(100)]
     det = read_kitti_object_folder(kitti_dir / "det_100", frames, with_score=True)
-    result = evaluate_kitti_objects(labels[:100], list(det.values()))
+    result = evaluate_kitti_objects(list(det.values()), labels[:100])
     assert set(result) == {"car"}  # the C++ evaluates only detected classes
     for metric, name in STATS.items():
         expected = np.loadtxt(kitti_dir / "expected_official_100" / f"stats_car_{name}.txt")
@@ -55,7 +55,7 @@ def test_official_cpp_stats_real_detector(kitti_dir, labels):
 
 def test_groundtruth_as_detections_gives_100_where_cpp_does(labels):
     det = [lab.with_score(1.0) for lab in labels]
-    result = evaluate_kitti_objects(labels, det)
+    result = evaluate_kitti_objects(det, labels)
     assert set(result) == {"car", "pedestrian", "cyclist"}
     for cls, per_metric in result.items():
         assert set(per_metric) == {"2d", "bev", "3d"}  # DontCare rows carry alpha -10: no AOS, as the C++
@@ -83,7 +83,7 @@ def _compare_with_oracle(
 def test_matches_per_frame_port_of_cpp_on_synthetic_detections(labels, seed):
     gts = labels[seed * 40 : seed * 40 + 40]
     dets = kitti_oracle.jitter_detections(gts, seed=seed)
-    result = evaluate_kitti_objects(gts, dets, only_detected=False)
+    result = evaluate_kitti_objects(dets, gts, only_detected=False)
     _compare_with_oracle(result, kitti_oracle.evaluate(gts, dets))
     assert result["car"]["2d"]["moderate"]["AP_R40"] > 10  # a meaningful case, not all zeros
 
@@ -91,7 +91,7 @@ def test_matches_per_frame_port_of_cpp_on_synthetic_detections(labels, seed):
 def test_loose_overlaps_match_port(labels):
     gts = labels[100:130]
     dets = kitti_oracle.jitter_detections(gts, seed=3)
-    result = evaluate_kitti_objects(gts, dets, overlaps="loose", only_detected=False)
+    result = evaluate_kitti_objects(dets, gts, overlaps="loose", only_detected=False)
     for metric in ("bev", "3d"):
         expected = kitti_oracle.evaluate(gts, dets, overlaps=LOOSE_OVERLAPS[metric], metrics=(metric,))
         _compare_with_oracle(result, expected, metrics=(metric,))
@@ -132,7 +132,7 @@ def test_edge_cases_match_port():
     ]
     gts = [_frame(t, False) for t in gt_text]
     dets = [_frame(t, True) for t in det_text]
-    result = evaluate_kitti_objects(gts, dets, only_detected=False)
+    result = evaluate_kitti_objects(dets, gts, only_detected=False)
     _compare_with_oracle(result, kitti_oracle.evaluate(gts, dets))
 
 
@@ -156,9 +156,9 @@ def test_aos_skipped_when_an_alpha_is_missing():
         "Car -1 -1 0.1 100 100 200 180 1.5 1.6 3.9 0 1.6 20 0.1 0.9\nMisc -1 -1 -10 0 0 10 10 1 1 1 0 0 5 0 0.1\n",
         True,
     )
-    assert "aos" not in evaluate_kitti_objects([gt], [det])["car"]
+    assert "aos" not in evaluate_kitti_objects([det], [gt])["car"]
     with_alpha = _frame("Car -1 -1 0.1 100 100 200 180 1.5 1.6 3.9 0 1.6 20 0.1 0.9\n", True)
-    aos = evaluate_kitti_objects([gt], [with_alpha])["car"]["aos"]["easy"]
+    aos = evaluate_kitti_objects([with_alpha], [gt])["car"]["aos"]["easy"]
     assert aos["AP_R11"] == pytest.approx(100 / 11)  # n_gt = 1: one threshold, recall sampling slot 0 only
     assert math.isclose(aos["curve"][0], 1.0)
 
@@ -169,8 +169,8 @@ def test_zero_size_groundtruth_is_not_matched_in_bev_or_3d():
     det = _frame("Car -1 -1 0.1 100 100 200 180 1.5 1.73 4.2 0 1.6 20 0.1 0.9\n", True)
     sized = _frame("Car 0.00 0 0.1 100 100 200 180 1.5 1.73 4.2 0 1.6 20 0.1\n", False)
     point = _frame("Car 0.00 0 0.1 100 100 200 180 1.5 0 0 0 1.6 20 0.1\n", False)
-    matched = evaluate_kitti_objects([sized], [det])["car"]
-    result = evaluate_kitti_objects([point], [det])["car"]
+    matched = evaluate_kitti_objects([det], [sized])["car"]
+    result = evaluate_kitti_objects([det], [point])["car"]
     for diff in DIFFICULTIES:
         for metric in ("2d", "bev", "3d"):  # n_gt = 1: a match gives R11 100 / 11
             assert matched[metric][diff]["AP_R11"] == pytest.approx(100 / 11), (metric, diff)
@@ -183,10 +183,10 @@ def test_zero_size_groundtruth_is_not_matched_in_bev_or_3d():
 def test_bad_inputs():
     gt = _frame("Car 0.00 0 0.1 100 100 200 180 1.5 1.6 3.9 0 1.6 20 0.1\n", False)
     with pytest.raises(ValueError, match="frames"):
-        evaluate_kitti_objects([gt], [])
+        evaluate_kitti_objects([], [gt])
     with pytest.raises(ValueError, match="score"):
         evaluate_kitti_objects([gt], [gt])
     with pytest.raises(ValueError, match="class"):
-        evaluate_kitti_objects([gt], [gt.with_score(1.0)], classes=["truck"])
+        evaluate_kitti_objects([gt.with_score(1.0)], [gt], classes=["truck"])
     with pytest.raises(ValueError, match="overlaps"):
-        evaluate_kitti_objects([gt], [gt.with_score(1.0)], overlaps="medium")
+        evaluate_kitti_objects([gt.with_score(1.0)], [gt], overlaps="medium")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from drivemetrics.detection.kitti_io import (
+from drivemetrics.detection.io import (
     KittiObjects,
     box3d_corners,
     camera_to_image,

@@ -1,0 +1,112 @@
+"""Every metric kernel and loss function of the library in one flat namespace (like ``torchmetrics.functional``).
+
+A kernel is a pure function of tensors, batched over the leading ``B`` dimension, that returns one ``Tensor`` or a
+``dict[str, Tensor]`` with snake_case keys; its arguments come in the order ``(preds, target, ...)``. Each one
+lives in its family module ``drivemetrics/<domain>/<family>.py`` beside the Metric classes built on it, e.g.
+:func:`culane_f1` in :mod:`drivemetrics.lane.culane` with :class:`~drivemetrics.lane.CULaneMetrics`.
+
+Importing this module imports torch and every domain (use ``drivemetrics.<domain>`` for the classes alone).
+
+Examples:
+    >>> import torch
+    >>> import drivemetrics.functional as F
+    >>> target = torch.zeros(1, 4, 4, dtype=torch.bool); target[:, 2:] = True
+    >>> round(F.road_pixel_scores(torch.where(target, 200, 30).to(torch.uint8), target)["MaxF"].item(), 6)
+    1.0
+"""
+
+from drivemetrics.detection.box_iou import bev_overlap, box2d_overlap, box3d_overlap
+from drivemetrics.detection.kitti_object import evaluate_kitti_objects
+from drivemetrics.lane.culane import culane_counts, culane_f1, culane_matches, lane_iou_matrix
+from drivemetrics.lane.e2e import e2e_ld
+from drivemetrics.lane.psld import psld, psld_deviations, smooth_psld
+from drivemetrics.lane.road_center import (
+    expected_center_from_anchors,
+    expected_center_from_maps,
+    expected_center_from_polynomials,
+    road_center_attack_loss,
+)
+from drivemetrics.lane.tusimple import tusimple_f1, tusimple_image_scores, tusimple_metrics
+from drivemetrics.lanegraph.apls import lanegraph_apls
+from drivemetrics.lanegraph.geo_topo import geo_topo
+from drivemetrics.lanegraph.iou import graph_iou
+from drivemetrics.lanegraph.lanegraph import evaluate_lanegraph_pair
+from drivemetrics.lanegraph.planning import planning
+from drivemetrics.lanegraph.sda import sda
+from drivemetrics.lanetopology.matching_loss import lane_matching_loss
+from drivemetrics.lanetopology.openlanev2 import openlanev2_scores
+from drivemetrics.polyline.frechet import frechet_distance_matrix, frechet_distance_pairs, soft_frechet_distance_pairs
+from drivemetrics.road.corridor import (
+    corridor_curves,
+    corridor_row_statistics,
+    driving_corridor_scores,
+    fit_driving_corridor,
+)
+from drivemetrics.road.pixel import (
+    counts_at_threshold,
+    fixed_threshold_scores,
+    pixel_counts,
+    road_pixel_scores,
+    scores_from_counts,
+)
+from drivemetrics.road.soft_f_measure import soft_f_measure
+from drivemetrics.roadnet.apls import apls
+from drivemetrics.roadnet.ccq import ccq, ccq_graph
+from drivemetrics.roadnet.junct import junct
+from drivemetrics.roadnet.opt_g import opt_g
+from drivemetrics.roadnet.opt_j import opt_j
+from drivemetrics.roadnet.opt_p import opt_p
+from drivemetrics.roadnet.subg import subg
+from drivemetrics.roadnet.tlts import tlts
+
+__all__ = [
+    "apls",
+    "bev_overlap",
+    "box2d_overlap",
+    "box3d_overlap",
+    "ccq",
+    "ccq_graph",
+    "corridor_curves",
+    "corridor_row_statistics",
+    "counts_at_threshold",
+    "culane_counts",
+    "culane_f1",
+    "culane_matches",
+    "driving_corridor_scores",
+    "e2e_ld",
+    "evaluate_kitti_objects",
+    "evaluate_lanegraph_pair",
+    "expected_center_from_anchors",
+    "expected_center_from_maps",
+    "expected_center_from_polynomials",
+    "fit_driving_corridor",
+    "fixed_threshold_scores",
+    "frechet_distance_matrix",
+    "frechet_distance_pairs",
+    "geo_topo",
+    "graph_iou",
+    "junct",
+    "lane_iou_matrix",
+    "lane_matching_loss",
+    "lanegraph_apls",
+    "openlanev2_scores",
+    "opt_g",
+    "opt_j",
+    "opt_p",
+    "pixel_counts",
+    "planning",
+    "psld",
+    "psld_deviations",
+    "road_center_attack_loss",
+    "road_pixel_scores",
+    "scores_from_counts",
+    "sda",
+    "smooth_psld",
+    "soft_f_measure",
+    "soft_frechet_distance_pairs",
+    "subg",
+    "tlts",
+    "tusimple_f1",
+    "tusimple_image_scores",
+    "tusimple_metrics",
+]

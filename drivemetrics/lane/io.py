@@ -1,0 +1,253 @@
+"""Lane files: CULane ``.lines.txt`` files and list files, TuSimple JSON-lines files (read and written).
+
+CULane: one ``<image>.lines.txt`` per image, one lane per line as ``x1 y1 x2 y2 ...`` (pixels). TuSimple: one JSON
+object per line with ``raw_file``, ``lanes`` (x per ``h_samples`` row, ``-2`` = missing), ``h_samples`` and
+optionally ``run_time``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from drivemetrics._files import atomic_open, read_text
+from drivemetrics._validation import check_shape
+from drivemetrics.lane.geometry import lane_slot_mask
+
+__all__ = ["TuSimpleRecords", "read_culane_lines", "read_culane_list", "read_tusimple_json", "write_tusimple_json"]
+
+
+def read_culane_lines(path: str | Path) -> Tensor:
+    """Read a CULane ``.lines.txt`` file into ``(L, P, 2)`` float64 points ``(x, y)``, NaN-padded (default mode).
+
+    Lines with fewer than 2 points (blank lines included) are dropped with a warning that counts them; a
+    non-number or an odd number of values raises ``ValueError`` naming the file and 1-based line number. An empty
+    file gives ``(0, 0, 2)``. :func:`drivemetrics.lane.culane_official.read_culane_file` keeps every line.
+    """
+    from drivemetrics.lane.culane_official import read_culane_file
+
+    lanes = read_culane_file(path)
+    kept = [lane for lane in lanes if len(lane) >= 2]
+    if len(kept) < len(lanes):
+        warnings.warn(f"{path}: {len(lanes) - len(kept)} line(s) with fewer than 2 points dropped", stacklevel=2)
+    return _stack_lanes([kept])[0] if kept else torch.zeros(0, 0, 2, dtype=torch.float64)
+
+
+def _stack_lanes(frames: list[list[np.ndarray]]) -> Tensor:
+    """``(B, L, P, 2)`` NaN-padded float64 tensor of per-frame lists of ``(n, 2)`` lanes."""
+    n_lanes = max([len(f) for f in frames] + [1])
+    n_points = max([len(lane) for f in frames for lane in f] + [2])
+    out = np.full((len(frames), n_lanes, n_points, 2), np.nan)
+    for i, frame in enumerate(frames):
+        for k, lane in enumerate(frame):
+            out[i, k, : len(lane)] = lane
+    return torch.from_numpy(out)
+
+
+def _lane_name(name: str) -> str:
+    """List entry (``/driver_x/y/00000.jpg`` or ``.lines.txt``) -> relative ``.lines.txt`` path."""
+    name = name.strip().lstrip("/")
+    if not name.endswith(".lines.txt"):
+        name = str(Path(name).with_suffix(".lines.txt"))
+    return name
+
+
+def _frame_key(name: str) -> str:
+    """Frame name: the list entry (or relative ``.lines.txt`` path) as spelled, without extension."""
+    name = name.strip()
+    if name.endswith(".lines.txt"):
+        return name[: -len(".lines.txt")]
+    return name[: len(name) - len(PurePosixPath(name).suffix)]
+
+
+def read_culane_list(path: str | Path, as_written: bool = False) -> list[str]:
+    """Relative ``.lines.txt`` paths of a CULane list file (one image per line, first column; blank lines skipped).
+
+    ``as_written``: return the entries as spelled in the file (``/driver_x/y/00000.jpg``); given to
+    :func:`evaluate_culane_dirs`, they name its per-image frames the list's way (``/driver_x/y/00000``).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"CULane list file not found: {path}")
+    text = read_text(path, what="CULane list file")
+    names = [line.split()[0] for line in text.splitlines() if line.strip()]
+    if not names:
+        raise ValueError(f"{path}: the list names no images")
+    return names if as_written else [_lane_name(n) for n in names]
+
+
+@dataclass
+class TuSimpleRecords:
+    """Lanes of a TuSimple JSON-lines file as padded tensors.
+
+    Attributes:
+        raw_files: image names (``raw_file``), one per line.
+        lanes: ``(B, L, N)`` float64 x coordinates (pixels), NaN = missing (negative values in the file) or padding.
+        lane_mask: ``(B, L)`` bool, True for lanes present in the file (also all-missing ones).
+        h_samples: ``(B, N)`` float64 rows (pixels), NaN-padded; None when the file has none (predictions).
+        run_time: ``B`` float64 milliseconds; None when the file has none (labels).
+        lane_lengths: ``(B, L)`` long, number of values each lane has in the file (0 for padding).
+        line_numbers: 1-based line of each record in the file.
+    """
+
+    raw_files: list[str]
+    lanes: Tensor
+    lane_mask: Tensor
+    h_samples: Tensor | None
+    run_time: Tensor | None
+    lane_lengths: Tensor
+    line_numbers: list[int]
+
+    def __len__(self) -> int:
+        return len(self.raw_files)
+
+
+def _number_list(value: object, where: str, what: str) -> list[float]:
+    if not isinstance(value, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+        raise ValueError(f"{where}: `{what}` must be a list of numbers")
+    return [float(v) for v in value]
+
+
+def read_tusimple_json(path: str | Path, require_h_samples: bool | None = None) -> TuSimpleRecords:
+    """Read a TuSimple JSON-lines file (labels or predictions) into padded tensors.
+
+    Each non-empty line is a JSON object with ``raw_file`` and ``lanes`` (lists of x or ``-2``), and either
+    ``h_samples`` (labels) or ``run_time`` (predictions, a scalar in ms). Every lane must have one value per
+    ``h_samples`` row (checked here for labels, against the labels in :func:`evaluate_tusimple_files` for
+    predictions).
+
+    Args:
+        path: file to read.
+        require_h_samples: True for label files, False for prediction files, None to accept either.
+
+    Raises:
+        FileNotFoundError: missing file.
+        ValueError: malformed line, naming the file and 1-based line number.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"TuSimple file not found: {path}")
+    raw_files: list[str] = []
+    all_lanes: list[list[list[float]]] = []
+    all_h: list[list[float] | None] = []
+    all_rt: list[float | None] = []
+    line_numbers: list[int] = []
+    for number, line in enumerate(io.StringIO(read_text(path, what="TuSimple file")), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{where}: not valid JSON ({err.msg})") from None
+        if not isinstance(record, dict):
+            raise ValueError(f"{where}: expected a JSON object per line")
+        for key in ("raw_file", "lanes"):
+            if key not in record:
+                raise ValueError(f"{where}: missing key `{key}`")
+        if not isinstance(record["raw_file"], str):
+            raise ValueError(f"{where}: `raw_file` must be a string")
+        if not isinstance(record["lanes"], list):
+            raise ValueError(f"{where}: `lanes` must be a list of lanes")
+        lanes = [_number_list(lane, where, f"lanes[{i}]") for i, lane in enumerate(record["lanes"])]
+        h = None
+        if "h_samples" in record:
+            h = _number_list(record["h_samples"], where, "h_samples")
+            if not h:
+                raise ValueError(f"{where}: `h_samples` is empty")
+            for i, lane in enumerate(lanes):
+                if len(lane) != len(h):
+                    raise ValueError(f"{where}: lanes[{i}] has {len(lane)} values but `h_samples` has {len(h)} rows")
+        elif require_h_samples:
+            raise ValueError(f"{where}: missing key `h_samples`")
+        rt = None
+        if "run_time" in record:
+            rt_value = record["run_time"]
+            if isinstance(rt_value, bool) or not isinstance(rt_value, (int, float)):
+                raise ValueError(f"{where}: `run_time` must be a number (milliseconds)")
+            rt = float(rt_value)
+        elif require_h_samples is False:
+            raise ValueError(f"{where}: missing key `run_time`")
+        raw_files.append(record["raw_file"])
+        line_numbers.append(number)
+        all_lanes.append(lanes)
+        all_h.append(h)
+        all_rt.append(rt)
+    if not raw_files:
+        raise ValueError(f"{path}: no records")
+    has_h = [h is not None for h in all_h]
+    has_rt = [rt is not None for rt in all_rt]
+    if any(has_h) and not all(has_h):
+        raise ValueError(f"{path}:{line_numbers[has_h.index(False)]}: `h_samples` missing on some lines only")
+    n = max([len(h) for h in all_h if h is not None] + [len(lane) for lanes in all_lanes for lane in lanes] + [1])
+    num_lanes = max([len(lanes) for lanes in all_lanes] + [0])
+    lanes_t = torch.full((len(raw_files), num_lanes, n), torch.nan, dtype=torch.float64)
+    mask = torch.zeros((len(raw_files), num_lanes), dtype=torch.bool)
+    lengths = torch.zeros((len(raw_files), num_lanes), dtype=torch.long)
+    for b, lanes in enumerate(all_lanes):
+        for i, lane in enumerate(lanes):
+            values = torch.tensor(lane, dtype=torch.float64)
+            lanes_t[b, i, : len(lane)] = torch.where(values >= 0, values, torch.nan)
+            mask[b, i] = True
+            lengths[b, i] = len(lane)
+    h_t = None
+    if all(has_h):
+        h_t = torch.full((len(raw_files), n), torch.nan, dtype=torch.float64)
+        for b, h in enumerate(all_h):
+            h_t[b, : len(h)] = torch.tensor(h, dtype=torch.float64)
+    rt_t = torch.tensor([rt if rt is not None else 0.0 for rt in all_rt], dtype=torch.float64) if any(has_rt) else None
+    return TuSimpleRecords(raw_files, lanes_t, mask, h_t, rt_t, lengths, line_numbers)
+
+
+def write_tusimple_json(
+    path: str | Path,
+    raw_files: Sequence[str],
+    lanes: Tensor,
+    lane_mask: Tensor | None = None,
+    h_samples: Tensor | None = None,
+    run_time: Tensor | Sequence[float] | None = None,
+) -> None:
+    """Write lanes as TuSimple JSON lines (NaN -> ``-2``, x rounded to 0.01 px as in the dataset).
+
+    Args:
+        path: output file.
+        raw_files: ``B`` image names.
+        lanes: ``(B, L, N)`` x coordinates (pixels), NaN = missing.
+        lane_mask: optional ``(B, L)`` bools of lanes to write (default: lanes with a non-NaN value).
+        h_samples: optional ``N`` or ``(B, N)`` rows (labels); NaN-padded rows are dropped with their values.
+        run_time: optional ``B`` milliseconds (predictions).
+    """
+    check_shape(lanes, "lanes", (len(raw_files), "L", "N"))
+    mask = lane_slot_mask(lanes, lane_mask, "lanes").cpu()
+    values = lanes.detach().to("cpu", torch.float64)
+    h = None
+    if h_samples is not None:
+        h = h_samples.detach().to("cpu", torch.float64)
+        if h.ndim == 1:
+            h = h.unsqueeze(0).expand(len(raw_files), -1)
+        check_shape(h, "h_samples", (len(raw_files), lanes.shape[2]))
+    times = None if run_time is None else [float(t) for t in torch.as_tensor(run_time).reshape(-1).tolist()]
+    if times is not None and len(times) != len(raw_files):
+        raise ValueError(f"`run_time` must have {len(raw_files)} values, got {len(times)}")
+    with atomic_open(path, "w", encoding="utf-8") as handle:
+        for b, name in enumerate(raw_files):
+            keep = torch.ones(lanes.shape[2], dtype=torch.bool) if h is None else ~torch.isnan(h[b])
+            record: dict[str, object] = {"raw_file": name}
+            record["lanes"] = [
+                [round(v, 2) if v == v else -2 for v in values[b, i][keep].tolist()]
+                for i in range(lanes.shape[1])
+                if mask[b, i]
+            ]
+            if h is not None:
+                record["h_samples"] = [int(v) if float(v).is_integer() else v for v in h[b][keep].tolist()]
+            if times is not None:
+                record["run_time"] = times[b]
+            handle.write(json.dumps(record) + "\n")
