@@ -150,7 +150,7 @@ def _bev_warp(device: torch.device, scale: float) -> Any:
 
 
 def _soft_f(device: torch.device, scale: float) -> dict[str, Any]:
-    from drivemetrics.road import soft_f_measure
+    from drivemetrics.functional import soft_f_measure
 
     h, w = max(8, int(256 * scale)), max(8, int(512 * scale))
     g = _generator(3)
@@ -172,7 +172,8 @@ def _psld_inputs(scale: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor
 
 
 def _psld(device: torch.device, scale: float) -> dict[str, Any]:
-    from drivemetrics.lane import PSLDLoss, psld
+    from drivemetrics.functional import psld
+    from drivemetrics.lane import PSLDLoss
 
     preds, target, z = _psld_inputs(scale)
     value = psld(preds.to(device), target.to(device), speed=20.0, z_samples=z.to(device), reduction="none")
