@@ -148,7 +148,7 @@ def _scalar_classes(family: type) -> list[str]:
 
 
 def _log_message(cls: type) -> str:
-    scalars = _scalar_classes(_dict_family_of(cls) or cls)
+    scalars = _scalar_classes(cls)
     use = f"log one of its scalar classes ({', '.join(scalars)})" if scalars else "log its scalar values"
     return (
         f"{cls.__name__} returns a dict from compute(), which Lightning's self.log cannot log (it would fail at the "

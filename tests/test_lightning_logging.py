@@ -229,3 +229,24 @@ def test_its_scalar_class_logs_and_the_family_still_works_outside_lightning(tmp_
     assert family(torch.tensor([1.0, 3.0]))["mean"] == 2.0  # forward reads and writes _forward_cache as usual
     assert family._forward_cache["total"] == 4.0
     assert family.compute()["total"] == 4.0
+
+
+def test_a_real_family_names_its_scalar_classes(tmp_path):
+    from drivemetrics.road import RoadPixelMetrics
+
+    class LogsRoad(pl.LightningModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.zeros(()))
+            self.road = RoadPixelMetrics(thresholds=8)
+
+        def validation_step(self, batch, batch_idx):
+            self.road.update(batch[0], batch[1])  # update only: nothing in _forward_cache yet
+            self.log("val/road", self.road)
+
+    data = TensorDataset(torch.rand(4, 6, 6), torch.rand(4, 6, 6) > 0.5)
+    trainer = pl.Trainer(
+        accelerator="cpu", devices=1, logger=False, enable_progress_bar=False, default_root_dir=tmp_path
+    )
+    with pytest.raises(TypeError, match=r"RoadPixelMetrics returns a dict .*RoadPixelMaxFScore"):
+        trainer.validate(LogsRoad(), DataLoader(data, batch_size=2), verbose=False)

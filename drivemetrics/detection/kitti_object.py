@@ -41,7 +41,7 @@ from torch import Tensor
 from torchmetrics import Metric
 
 from drivemetrics._compute import safe_divide
-from drivemetrics._metric import plot_metric
+from drivemetrics._metric import DictFamilyLogCheck, plot_metric
 from drivemetrics._progress import progress_bar
 from drivemetrics._ragged import RaggedStateMixin
 from drivemetrics.detection.box_iou import bev_intersection_area, box2d_overlap, box3d_from_bev_area
@@ -681,7 +681,7 @@ def _frames_from_rows(rows: np.ndarray, counts: np.ndarray, with_score: bool) ->
     return frames
 
 
-class KittiObjectMetrics(RaggedStateMixin, Metric):
+class KittiObjectMetrics(DictFamilyLogCheck, RaggedStateMixin, Metric):
     r"""The official KITTI object evaluation (2D, AOS, BEV, 3D; R11 and R40) over every frame seen.
 
     As input to ``update`` the metric accepts two lists with one entry per frame, each a

@@ -34,7 +34,7 @@ from torchmetrics import Metric
 
 from drivemetrics._compat import Compat, check_compat
 from drivemetrics._compute import precision_recall_f1
-from drivemetrics._metric import add_config_state, plot_metric
+from drivemetrics._metric import DictFamilyLogCheck, add_config_state, plot_metric
 from drivemetrics._validation import check_shape, check_tensor
 
 _BIG = 1e9
@@ -503,7 +503,7 @@ def culane_f1(
     return precision_recall_f1(counts.tp.sum(), counts.fp.sum(), counts.fn.sum())
 
 
-class CULaneMetrics(Metric):
+class CULaneMetrics(DictFamilyLogCheck, Metric):
     """CULane F1 accumulated over batches: sum-reduced TP / FP / FN counters.
 
     ``update(preds, target, preds_mask=None, target_mask=None)`` as :func:`culane_counts`; ``compute()`` returns

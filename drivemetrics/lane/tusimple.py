@@ -34,7 +34,7 @@ from torchmetrics import Metric
 
 from drivemetrics._compat import Compat, check_compat
 from drivemetrics._compute import f1_score
-from drivemetrics._metric import add_config_state, plot_metric
+from drivemetrics._metric import DictFamilyLogCheck, add_config_state, plot_metric
 from drivemetrics._validation import check_shape, check_tensor
 from drivemetrics.lane.geometry import lane_slot_mask
 
@@ -264,7 +264,7 @@ def tusimple_metrics(
     return {"accuracy": accuracy, "fp": fp, "fn": fn, "f1": tusimple_f1(fp, fn)}
 
 
-class TuSimpleMetrics(Metric):
+class TuSimpleMetrics(DictFamilyLogCheck, Metric):
     """TuSimple accuracy, FP, FN and F1 accumulated over batches (per-image averages, official rules).
 
     ``update(preds, target, h_samples, run_time=None, preds_mask=None, target_mask=None)`` takes the arguments of

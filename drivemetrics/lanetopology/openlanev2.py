@@ -29,7 +29,7 @@ from torch import Tensor
 from torchmetrics import Metric
 
 from drivemetrics._compat import Compat, check_compat
-from drivemetrics._metric import add_config_state, plot_metric
+from drivemetrics._metric import DictFamilyLogCheck, add_config_state, plot_metric
 from drivemetrics._ragged import RaggedRows, RaggedStateMixin
 from drivemetrics.lanetopology.frames import (
     AREA_CATEGORIES,
@@ -348,7 +348,7 @@ def openlanev2_scores(
     return {k: torch.tensor(v, dtype=torch.float64) for k, v in values.items()}
 
 
-class _OpenLaneV2Family(RaggedStateMixin, Metric):
+class _OpenLaneV2Family(DictFamilyLogCheck, RaggedStateMixin, Metric):
     """The states, update and compute shared by :class:`OpenLaneV2Metrics` and :class:`OpenLaneV2UniScoreMetrics`."""
 
     is_differentiable = False

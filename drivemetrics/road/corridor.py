@@ -31,7 +31,7 @@ from torch import Tensor
 from torchmetrics import Metric
 
 from drivemetrics._compute import safe_divide
-from drivemetrics._metric import add_config_state, plot_metric
+from drivemetrics._metric import DictFamilyLogCheck, add_config_state, plot_metric
 from drivemetrics._validation import check_binary, check_shape, check_tensor
 from drivemetrics.geometry.bev import BevGrid
 from drivemetrics.road.corridor_config import CorridorConfig
@@ -646,7 +646,7 @@ def driving_corridor_scores(
     return _scores_at(stats, config.distances, grid)
 
 
-class DrivingCorridorMetrics(Metric):
+class DrivingCorridorMetrics(DictFamilyLogCheck, Metric):
     """Driving-corridor scores (lateral precision, longitudinal F1, hitrate at distances), pooled over frames.
 
     ``update(preds, target, valid=None)`` fits the corridor to each ``(B, H, W)`` BEV confidence map and adds its

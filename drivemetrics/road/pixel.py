@@ -28,7 +28,7 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
-from drivemetrics._metric import plot_metric
+from drivemetrics._metric import DictFamilyLogCheck, plot_metric
 from drivemetrics._validation import check_binary, check_finite, check_same_shape, check_tensor
 from drivemetrics.geometry.bev import BevGrid
 from drivemetrics.road.bev_inputs import as_batch, pixel_inputs_to_bev
@@ -710,7 +710,7 @@ def road_pixel_scores(
     )
 
 
-class RoadPixelMetrics(Metric):
+class RoadPixelMetrics(DictFamilyLogCheck, Metric):
     r"""KITTI-ROAD pixel evaluation (the devkit's ``evalExp`` + ``pxEval_maximizeFMeasure``), pooled over updates.
 
     As input to ``update`` the metric accepts:

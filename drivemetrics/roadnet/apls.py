@@ -43,7 +43,7 @@ from torch import Tensor
 from torchmetrics import Metric
 
 from drivemetrics._compat import check_compat
-from drivemetrics._metric import add_config_state, plot_metric
+from drivemetrics._metric import DictFamilyLogCheck, add_config_state, plot_metric
 from drivemetrics.roadnet.geometry import graph_pairs, validate_graph
 from drivemetrics.roadnet.path_similarity import PARAMETER_SETS, apls_scores, control_points, path_differences
 
@@ -135,7 +135,7 @@ def _combine(compat: str) -> str:
     return "arithmetic" if compat == "reference" else "harmonic"
 
 
-class APLSMetrics(Metric):
+class APLSMetrics(DictFamilyLogCheck, Metric):
     """Accumulates APLS path differences and pair counts over tiles (sum-reduced).
 
     ``compute`` returns the one-way scores from the pooled sums and their harmonic (or, with ``compat="reference"``,

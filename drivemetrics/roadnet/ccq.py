@@ -35,7 +35,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from torchmetrics import Metric
 
-from drivemetrics._metric import add_config_state, plot_metric
+from drivemetrics._metric import DictFamilyLogCheck, add_config_state, plot_metric
 from drivemetrics._validation import check_same_shape, check_shape, check_tensor
 from drivemetrics.roadnet.geometry import check_compat, graph_arrays, graph_pairs, index_in_group, validate_graph
 
@@ -287,7 +287,7 @@ def ccq_graph(
     return ccq(pred_img[None], gt_img[None], slack * scale)
 
 
-class CCQMetrics(Metric):
+class CCQMetrics(DictFamilyLogCheck, Metric):
     """Accumulates CCQ pixel counts over tiles; ``compute`` returns correctness, completeness and quality.
 
     ``update(preds, target)`` takes either two ``(B, H, W)`` skeleton-image tensors (``slack`` in image pixels)

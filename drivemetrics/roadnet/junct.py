@@ -40,7 +40,7 @@ from scipy.spatial import cKDTree
 from torch import Tensor
 from torchmetrics import Metric
 
-from drivemetrics._metric import add_config_state, plot_metric
+from drivemetrics._metric import DictFamilyLogCheck, add_config_state, plot_metric
 from drivemetrics.roadnet.geometry import (
     CHUNK,
     graph_arrays,
@@ -280,7 +280,7 @@ def junct(
     )
 
 
-class JunctionMetrics(Metric):
+class JunctionMetrics(DictFamilyLogCheck, Metric):
     """Accumulates JUNCT scores and cluster counts over tiles (sum-reduced); ``compute`` gives F_correct, F_error."""
 
     is_differentiable = False

@@ -45,7 +45,7 @@ from scipy.sparse.csgraph import breadth_first_order
 from scipy.spatial import cKDTree
 from torch import Tensor
 
-from drivemetrics._metric import add_config_state
+from drivemetrics._metric import DictFamilyLogCheck, add_config_state
 from drivemetrics.roadnet._metric import GraphMetric, tensor_f1, tensor_ratios
 from drivemetrics.roadnet.geometry import (
     check_compat,
@@ -298,7 +298,7 @@ def opt_g(
     return OptGResult(n_pred, n_gt, n_spurious, n_missing)
 
 
-class OptGMetrics(GraphMetric):
+class OptGMetrics(DictFamilyLogCheck, GraphMetric):
     """OPT-G precision / recall / F1 from counts summed over tiles (see :func:`~drivemetrics.roadnet.opt_g.opt_g`).
 
     Cost: ``n_samples`` subgraph pairs per tile, about 1.8 s per 14-node tile at the default 1000 on one CPU thread

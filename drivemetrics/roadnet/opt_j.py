@@ -31,7 +31,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 from torch import Tensor
 
-from drivemetrics._metric import add_config_state
+from drivemetrics._metric import DictFamilyLogCheck, add_config_state
 from drivemetrics.roadnet._metric import GraphMetric, tensor_ratios
 from drivemetrics.roadnet.geometry import (
     check_compat,
@@ -186,7 +186,7 @@ def opt_j(
     return OptJResult(int(tp), int(pp), int(ap))
 
 
-class OptJMetrics(GraphMetric):
+class OptJMetrics(DictFamilyLogCheck, GraphMetric):
     """OPT-J junction precision / recall / F1 summed over tiles (see :func:`~drivemetrics.roadnet.opt_j.opt_j`).
 
     Examples:

@@ -53,7 +53,7 @@ from scipy.sparse.csgraph import connected_components, dijkstra
 from scipy.spatial import cKDTree
 from torch import Tensor
 
-from drivemetrics._metric import add_config_state
+from drivemetrics._metric import DictFamilyLogCheck, add_config_state
 from drivemetrics.roadnet._metric import GraphMetric, tensor_f1
 from drivemetrics.roadnet.geometry import (
     SegmentIndex,
@@ -571,7 +571,7 @@ def opt_p(
     return OptPResult(p / n_decompositions, r / n_decompositions, int(n_pred), int(n_gt), int(n_conn), int(n_int))
 
 
-class OptPMetrics(GraphMetric):
+class OptPMetrics(DictFamilyLogCheck, GraphMetric):
     """OPT-P: mean per-tile path precision and recall, F1 of the means (see :func:`opt_p`).
 
     Cost: about 0.02 s per 14-node tile and 0.14 s per 65-node tile on one CPU thread (``n_decompositions=1``).

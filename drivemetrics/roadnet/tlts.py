@@ -41,7 +41,7 @@ from scipy.spatial import cKDTree
 from torch import Tensor
 from torchmetrics import Metric
 
-from drivemetrics._metric import add_config_state, plot_metric
+from drivemetrics._metric import DictFamilyLogCheck, add_config_state, plot_metric
 from drivemetrics.roadnet.geometry import (
     CHUNK,
     check_compat,
@@ -238,7 +238,7 @@ def tlts(
     return _result([int(correct.sum()), int(too_long.sum()), int(too_short.sum()), int((~feasible).sum())])
 
 
-class TLTSMetrics(Metric):
+class TLTSMetrics(DictFamilyLogCheck, Metric):
     """Accumulates TLTS path counts over tiles (sum-reduced); ``compute`` returns the four fractions.
 
     ``update(preds, target)`` takes two graphs or two sequences of graphs. Fractions are pooled over all paths of
