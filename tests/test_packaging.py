@@ -31,12 +31,22 @@ def _run(*args: str | Path, cwd: Path) -> str:
     return done.stdout
 
 
+#: Not copied into the build tree: version control, environments and earlier build outputs (a stale build/ folder
+#: could put deleted modules into the wheel).
+NOT_SOURCES = (".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", "site", "demo_out", "examples_out")
+
+
 def _build(kind: str, out: Path) -> Path:
-    """Build the ``"wheel"`` or ``"sdist"`` of the checkout into ``out`` with this interpreter's setuptools."""
+    """Build the ``"wheel"`` or ``"sdist"`` of a copy of the checkout into ``out`` (this interpreter's setuptools;
+    building in the checkout would leave build/ and *.egg-info there)."""
+    import shutil
+
     from setuptools import build_meta
 
+    source = out.parent / f"source_{kind}"
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(*NOT_SOURCES))
     cwd = Path.cwd()
-    os.chdir(REPO)
+    os.chdir(source)
     try:
         name = build_meta.build_wheel(str(out)) if kind == "wheel" else build_meta.build_sdist(str(out))
     finally:
@@ -65,7 +75,7 @@ def test_config_command_lists_and_prints(capsys):
 
 @pytest.mark.slow
 def test_sdist_holds_a_runnable_test_suite(tmp_path):
-    sdist = _build("sdist", tmp_path)
+    sdist = _build("sdist", tmp_path / "dist")
     with tarfile.open(sdist) as archive:
         members = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
     tracked = _run("git", "ls-files", "tests", "training_examples", cwd=REPO).split()
@@ -101,7 +111,7 @@ def test_wheel_works_in_a_clean_venv(tmp_path):
     assert _run(bin_dir / "drivemetrics", "config", "corridor", cwd=outside) == read_config("corridor")
     code = (
         "import drivemetrics, sys\n"
-        "from drivemetrics.road import CorridorConfig, load_corridor_config\n"
+        "from drivemetrics.road.corridor_config import CorridorConfig, load_corridor_config\n"
         "assert 'site-packages' in drivemetrics.__file__, drivemetrics.__file__\n"
         "assert load_corridor_config() == CorridorConfig()\n"
         "print(load_corridor_config(speed=5.0).speed)\n"
