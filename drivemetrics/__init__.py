@@ -4,9 +4,10 @@ Domains live in sub-packages, reachable as attributes after ``import drivemetric
 ``geometry`` (calibration, homographies, BEV grids and warps), ``vehicle`` (single-track / bicycle models), ``road``
 (KITTI-ROAD pixel metrics, soft F-measure loss, driving corridor), ``lane`` (TuSimple, CULane, PSLD, E2E-LD),
 ``attack`` (DRP patches), ``roadnet`` (road-network metrics), ``lanegraph`` (UrbanLaneGraph), ``detection`` (KITTI
-objects), ``lanetopology`` (OpenLane-V2), ``polyline`` (polyline geometry shared by the map metrics) and
-``synthetic`` (seeded scene generators used by tests and the demo). Every metric kernel and loss function is in
-:mod:`drivemetrics.functional`; every Metric and loss class is importable from its domain and from here.
+objects), ``lanetopology`` (OpenLane-V2), ``polyline`` (polyline geometry shared by the map metrics), ``vectormap``
+(vectorised HD-map AP) and ``synthetic`` (seeded scene generators used by tests and the demo). Every metric kernel
+and loss function is in :mod:`drivemetrics.functional`; every Metric and loss class is importable from its domain and
+from here.
 
 ``import drivemetrics`` itself imports nothing heavy (no torch): the ``drivemetrics`` command starts fast.
 """
@@ -27,6 +28,7 @@ _SUBPACKAGES = {
     "polyline": "drivemetrics.polyline",
     "road": "drivemetrics.road",
     "roadnet": "drivemetrics.roadnet",
+    "vectormap": "drivemetrics.vectormap",
     "vehicle": "drivemetrics.vehicle",
 }
 
@@ -102,6 +104,10 @@ _CLASSES = {
     "TuSimpleFalseNegatives": "drivemetrics.lane.tusimple",
     "TuSimpleFalsePositives": "drivemetrics.lane.tusimple",
     "TuSimpleMetrics": "drivemetrics.lane.tusimple",
+    "MapChamferLoss": "drivemetrics.vectormap.chamfer_loss",
+    "VectorMapAPMetrics": "drivemetrics.vectormap.map_ap",
+    "VectorMapAveragePrecision": "drivemetrics.vectormap.map_ap",
+    "VectorMapMeanAveragePrecision": "drivemetrics.vectormap.map_ap",
 }
 _EXPORTS = {**_SUBPACKAGES, **_CLASSES}
 

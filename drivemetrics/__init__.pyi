@@ -31,6 +31,9 @@ from drivemetrics import (
     roadnet as roadnet,
 )
 from drivemetrics import (
+    vectormap as vectormap,
+)
+from drivemetrics import (
     vehicle as vehicle,
 )
 from drivemetrics.detection.kitti_object import KittiObjectAveragePrecision, KittiObjectMetrics
@@ -89,6 +92,12 @@ from drivemetrics.roadnet.opt_j import OptJF1Score, OptJMetrics, OptJPrecision, 
 from drivemetrics.roadnet.opt_p import OptPF1Score, OptPMetrics, OptPPrecision, OptPRecall
 from drivemetrics.roadnet.subg import SubgraphF1Score, SubgraphMetrics
 from drivemetrics.roadnet.tlts import TLTSAccuracy, TLTSMetrics
+from drivemetrics.vectormap.chamfer_loss import MapChamferLoss
+from drivemetrics.vectormap.map_ap import (
+    VectorMapAPMetrics,
+    VectorMapAveragePrecision,
+    VectorMapMeanAveragePrecision,
+)
 
 __version__: str
 
@@ -127,6 +136,7 @@ __all__ = [
     "LaneGraphTopoPrecision",
     "LaneGraphTopoRecall",
     "LaneMatchingLoss",
+    "MapChamferLoss",
     "OpenLaneV2AreaAP",
     "OpenLaneV2F1Score",
     "OpenLaneV2LaneAP",
@@ -163,4 +173,7 @@ __all__ = [
     "TuSimpleFalseNegatives",
     "TuSimpleFalsePositives",
     "TuSimpleMetrics",
+    "VectorMapAPMetrics",
+    "VectorMapAveragePrecision",
+    "VectorMapMeanAveragePrecision",
 ]

@@ -44,6 +44,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "drivemetrics.lanegraph.cli",
         "UrbanLaneGraph evaluation: TOPO/GEO, APLS, SDA, graph IoU, planning (--compat reference available)",
     ),
+    "map-eval": (
+        "drivemetrics.vectormap.cli",
+        "vectorised HD-map Chamfer AP (MapTR nuScenes, Argoverse 2 CVPR 2023) from their native JSON files",
+    ),
     "openlanev2-eval": (
         "drivemetrics.lanetopology.cli",
         "OpenLane-V2 OLS / OLUS and sub-scores from devkit pickles (--compat reference: devkit 2.1.0)",

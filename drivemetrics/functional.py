@@ -35,7 +35,16 @@ from drivemetrics.lanegraph.planning import planning
 from drivemetrics.lanegraph.sda import sda
 from drivemetrics.lanetopology.matching_loss import lane_matching_loss
 from drivemetrics.lanetopology.openlanev2 import openlanev2_scores
+from drivemetrics.polyline.average_precision import (
+    average_precision_11point,
+    average_precision_area,
+    interpolated_precision_11point,
+    pooled_precision_recall,
+)
+from drivemetrics.polyline.chamfer import chamfer_distance, chamfer_distance_matrix, point_distance_matrix
 from drivemetrics.polyline.frechet import frechet_distance_matrix, frechet_distance_pairs, soft_frechet_distance_pairs
+from drivemetrics.polyline.matching import greedy_match, nearest_target, score_rank
+from drivemetrics.polyline.resample import arc_length, interpolate_at, resample_by_count, resample_by_spacing
 from drivemetrics.road.corridor import (
     corridor_curves,
     corridor_row_statistics,
@@ -58,14 +67,23 @@ from drivemetrics.roadnet.opt_j import opt_j
 from drivemetrics.roadnet.opt_p import opt_p
 from drivemetrics.roadnet.subg import subg
 from drivemetrics.roadnet.tlts import tlts
+from drivemetrics.vectormap.buffer import buffers_intersect
+from drivemetrics.vectormap.chamfer_loss import map_chamfer_loss
+from drivemetrics.vectormap.map_ap import vector_map_ap, vector_map_ap_from_matches, vector_map_matches
 
 __all__ = [
     "apls",
+    "arc_length",
+    "average_precision_11point",
+    "average_precision_area",
     "bev_overlap",
     "box2d_overlap",
     "box3d_overlap",
+    "buffers_intersect",
     "ccq",
     "ccq_graph",
+    "chamfer_distance",
+    "chamfer_distance_matrix",
     "corridor_curves",
     "corridor_row_statistics",
     "counts_at_threshold",
@@ -85,20 +103,30 @@ __all__ = [
     "frechet_distance_pairs",
     "geo_topo",
     "graph_iou",
+    "greedy_match",
+    "interpolate_at",
+    "interpolated_precision_11point",
     "junct",
     "lane_iou_matrix",
     "lane_matching_loss",
     "lanegraph_apls",
+    "map_chamfer_loss",
+    "nearest_target",
     "openlanev2_scores",
     "opt_g",
     "opt_j",
     "opt_p",
     "pixel_counts",
     "planning",
+    "point_distance_matrix",
+    "pooled_precision_recall",
     "psld",
     "psld_deviations",
+    "resample_by_count",
+    "resample_by_spacing",
     "road_center_attack_loss",
     "road_pixel_scores",
+    "score_rank",
     "scores_from_counts",
     "sda",
     "smooth_psld",
@@ -109,4 +137,7 @@ __all__ = [
     "tusimple_f1",
     "tusimple_image_scores",
     "tusimple_metrics",
+    "vector_map_ap",
+    "vector_map_ap_from_matches",
+    "vector_map_matches",
 ]

@@ -89,6 +89,11 @@ from drivemetrics.roadnet.opt_j import OptJF1Score, OptJMetrics, OptJPrecision, 
 from drivemetrics.roadnet.opt_p import OptPF1Score, OptPMetrics, OptPPrecision, OptPRecall
 from drivemetrics.roadnet.subg import SubgraphF1Score, SubgraphMetrics
 from drivemetrics.roadnet.tlts import TLTSAccuracy, TLTSMetrics
+from drivemetrics.vectormap.map_ap import (
+    VectorMapAPMetrics,
+    VectorMapAveragePrecision,
+    VectorMapMeanAveragePrecision,
+)
 
 NUM_BATCHES = 4
 
@@ -480,3 +485,28 @@ def _openlanev2_case(cls: type[Metric]) -> MetricCase:
         batches.append(((preds, target), {}))
     # frames of nested lists in, float64 scores out: nothing to cast or differentiate
     return MetricCase(init_kwargs, batches, None, grad_arg=None, float64_rtol=None)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# vectormap
+
+
+@register(VectorMapAPMetrics, VectorMapMeanAveragePrecision, VectorMapAveragePrecision)
+def _vector_map_case(cls: type[Metric]) -> MetricCase:
+    """Two frames per batch of three lines each (one per class), predictions shifted 0.2-1.2 m, one extra line;
+    distances stay clear of the thresholds so that float32 and float64 inputs match the same way."""
+    g = _generator(26)
+    batches = []
+    for i in range(NUM_BATCHES):
+        start = torch.rand(2, 3, 1, 2, generator=g) * 20 - 10
+        target = start + torch.linspace(0, 1, 6)[:, None] * torch.tensor([1.0, 8.0])  # (2, 3, 6, 2)
+        shift = torch.tensor([0.2, 0.7, 1.2]).roll(i)[None, :, None, None] * torch.tensor([1.0, 0.0])
+        preds = torch.cat([target + shift, target[:, :1] + 6.0], 1)  # (2, 4, 6, 2)
+        labels = torch.tensor([[0, 1, 2], [2, 1, 0]])
+        preds_labels = torch.cat([labels, torch.tensor([[1], [2]])], 1)
+        scores = torch.rand(2, 4, generator=g) * 0.8 + 0.1
+        batches.append(((preds, None, preds_labels, scores, target, None, labels), {}))
+    init = {"protocol": "default"}
+    if cls is VectorMapAveragePrecision:
+        init = {"class_name": "divider", "threshold": 1.0, "protocol": "default"}
+    return MetricCase(init, batches, cast_float_args, grad_arg=None)

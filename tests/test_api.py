@@ -24,7 +24,7 @@ import drivemetrics
 import drivemetrics.functional as F
 
 PACKAGE = Path(__file__).resolve().parents[1] / "drivemetrics"
-DOMAINS = ("road", "lane", "detection", "roadnet", "lanegraph", "lanetopology")
+DOMAINS = ("road", "lane", "detection", "roadnet", "lanegraph", "lanetopology", "vectormap")
 #: Families that reproduce a released tool (``compat="reference"``).
 WITH_COMPAT = (
     "CULaneMetrics",

@@ -18,7 +18,18 @@ import pytest
 from drivemetrics.cli import COMMANDS
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-DOMAINS = ("geometry", "vehicle", "road", "lane", "roadnet", "lanegraph", "attack", "detection", "lanetopology")
+DOMAINS = (
+    "geometry",
+    "vehicle",
+    "road",
+    "lane",
+    "roadnet",
+    "lanegraph",
+    "attack",
+    "detection",
+    "lanetopology",
+    "vectormap",
+)
 HEAVY = ("matplotlib", "lightning", "pytorch_lightning", "scipy.signal")
 HEAVY_OR_TORCH = (*HEAVY, "torch", "torchmetrics", "kornia", "scipy")
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "drivemetrics"
-BOTTOM = ("geometry", "vehicle")
-DOMAINS = ("road", "lane", "roadnet", "lanegraph", "attack", "detection")
+BOTTOM = ("geometry", "vehicle", "polyline")
+DOMAINS = ("road", "lane", "roadnet", "lanegraph", "attack", "detection", "vectormap")
 TOP = ("drivemetrics.synthetic", "drivemetrics.demos")
 
 

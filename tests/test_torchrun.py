@@ -1,9 +1,9 @@
 """Dataset commands under ``torchrun`` (gloo on this machine) write what one process writes (issue 30).
 
-Each case (kitti-object-eval, culane-eval, openlanev2-eval) runs ``python -m drivemetrics COMMAND ...`` once and
-``torchrun --standalone --nproc-per-node N -m drivemetrics COMMAND ...`` for several ``N`` on the real fixtures,
-and compares the JSON files byte for byte and the printed reports line for line. (lanegraph-eval's shards are
-checked in tests/test_ragged.py's process group.)
+Each case (kitti-object-eval, culane-eval, openlanev2-eval, map-eval) runs ``python -m drivemetrics COMMAND ...``
+once and ``torchrun --standalone --nproc-per-node N -m drivemetrics COMMAND ...`` for several ``N`` on the real
+fixtures, and compares the JSON files byte for byte and the printed reports line for line. (lanegraph-eval's
+shards are checked in tests/test_ragged.py's process group.)
 """
 
 from __future__ import annotations
@@ -87,3 +87,12 @@ def test_openlanev2_eval_with_3_processes(fixtures_dir, tmp_path, track):
         pytest.skip("openlanev2 fixtures absent")
     args = ["openlanev2-eval", "--gt", str(cases), "--pred", str(cases), "--compat", "reference"]
     _assert_same_as_one_process(args, [3], tmp_path)
+
+
+@pytest.mark.parametrize(("protocol", "case"), [("nuscenes-maptr", "nuscenes_maptr"), ("default", "av2_cvpr23")])
+def test_map_eval_with_2_processes(fixtures_dir, tmp_path, protocol, case):
+    root = fixtures_dir / "map_ap" / "cases" / case
+    if not root.is_dir():
+        pytest.skip("map_ap fixtures absent")
+    args = ["map-eval", "--protocol", protocol, "--gt", str(root / "gt.json"), "--pred", str(root / "pred.json")]
+    _assert_same_as_one_process(args, [2], tmp_path)

@@ -68,6 +68,12 @@ TuSimpleFalsePositives(pixel_threshold="20")  # wrong
 TuSimpleFalseNegatives(compat="official")  # wrong
 TuSimpleF1Score(image_width="1280")  # wrong
 KittiObjectAveragePrecision(recall_points="40")  # wrong
+lines, ids = x[None], x[..., 0].long()
+map_scores: dict[str, torch.Tensor] = F.vector_map_ap(lines, None, ids, x[..., 0], lines, None, ids)
+map_value: torch.Tensor = drivemetrics.VectorMapMeanAveragePrecision(protocol="av2-cvpr23").compute()
+F.vector_map_ap(x, None, x, x, x, None, x, protocol=3)  # wrong
+drivemetrics.VectorMapAveragePrecision("divider", threshold="1.0")  # wrong
+drivemetrics.MapChamferLoss(reduction=3)  # wrong
 """
 
 #: The road-network kernels (the script checks them when drivemetrics.functional has them).

@@ -62,7 +62,7 @@ def pooled_precision_recall(
     return precision, recall
 
 
-def average_precision_area(precision: Tensor, recall: Tensor) -> Tensor:
+def average_precision_area(precision: Tensor, recall: Tensor, sum_dtype: torch.dtype | None = None) -> Tensor:
     """VOC "area" AP: precision made monotone from the right, integrated over the recall steps.
 
     Adds ``(recall 0, precision 0)`` before and ``(recall 1, precision 0)`` after the curve, replaces each
@@ -73,6 +73,8 @@ def average_precision_area(precision: Tensor, recall: Tensor) -> Tensor:
     Args:
         precision: ``(..., N)`` precision after each detection (score order).
         recall: ``(..., N)`` recall after each detection.
+        sum_dtype: dtype the step terms are summed in (default: the promoted dtype; MapTR's float32 terms summed
+            in float64 stay within a float32 ulp of numpy's float32 pairwise sum).
 
     Returns:
         ``(...)`` AP in [0, 1].
@@ -86,7 +88,8 @@ def average_precision_area(precision: Tensor, recall: Tensor) -> Tensor:
     mrec = torch.cat([zeros, recall.to(dtype), zeros + 1], -1)
     mpre = torch.cat([zeros, precision, zeros], -1)
     mpre = mpre.flip(-1).cummax(-1).values.flip(-1).to(dtype)
-    return ((mrec[..., 1:] - mrec[..., :-1]) * mpre[..., 1:]).sum(-1)
+    terms = (mrec[..., 1:] - mrec[..., :-1]) * mpre[..., 1:]
+    return terms.to(sum_dtype or dtype).sum(-1)
 
 
 def interpolated_precision_11point(precision: Tensor, recall: Tensor) -> Tensor:

@@ -3,8 +3,9 @@
 Directional Chamfer ``A -> B``: for every valid point of ``A`` the Euclidean distance to the nearest valid point of
 ``B``, averaged over ``A``'s points. The symmetric distance combines both directions (``reduction``): ``"mean"``
 (their average: MapTR, the CVPR 2023 Argoverse 2 challenge and OpenLane-V2 all use it), ``"sum"``, ``"max"``.
-Point distances are ``sqrt(dx*dx + dy*dy [+ dz*dz])`` summed in coordinate order (as scipy's ``cdist``), with a
-zero gradient at zero distance, so the kernels are exact and differentiable. Pairs with an absent polyline
+Point distances come from ``torch.cdist`` without the matrix-product expansion (bit-equal to scipy's ``cdist`` on
+the CPU), with a zero gradient at zero distance, so the kernels are exact and differentiable. Only pairs of present
+lines are computed, in size-sorted chunks. Pairs with an absent polyline
 (``lengths == 0``) get ``inf``.
 """
 
@@ -23,22 +24,34 @@ ChamferReduction = Literal["mean", "sum", "max", "forward", "backward"]
 _REDUCTIONS = ("mean", "sum", "max", "forward", "backward")
 
 
+def _broadcast(first: torch.Size, second: torch.Size) -> tuple[int, ...]:
+    """Broadcast two batch shapes (``torch.broadcast_shapes`` imports ``torch._refs`` on first use: seconds)."""
+    size = max(len(first), len(second))
+    a = (1,) * (size - len(first)) + tuple(first)
+    b = (1,) * (size - len(second)) + tuple(second)
+    out = []
+    for x, y in zip(a, b, strict=True):
+        if x != y and 1 not in (x, y):
+            raise ValueError(f"batch shapes {tuple(first)} and {tuple(second)} do not broadcast")
+        out.append(y if x == 1 else x)
+    return tuple(out)
+
+
 def point_distance_matrix(a: Tensor, b: Tensor) -> Tensor:
     """Euclidean distances ``(..., Pa, Pb)`` between point sets ``a (..., Pa, D)`` and ``b (..., Pb, D)``.
 
-    Exact (no ``|a|^2 + |b|^2 - 2ab`` expansion) and with a zero gradient where two points coincide.
+    ``torch.cdist`` without the ``|a|^2 + |b|^2 - 2ab`` expansion: bit-equal to scipy's ``cdist`` on the CPU, and
+    with a zero gradient where two points coincide.
 
     Examples:
         >>> point_distance_matrix(torch.tensor([[0.0, 0.0]]), torch.tensor([[3.0, 4.0], [0.0, 0.0]]))
         tensor([[5., 0.]])
     """
-    squared = None
-    for d in range(a.shape[-1]):
-        diff = a[..., :, None, d] - b[..., None, :, d]
-        squared = diff * diff if squared is None else squared + diff * diff
-    assert squared is not None
-    positive = squared > 0
-    return torch.where(positive, squared, torch.ones_like(squared)).sqrt() * positive
+    batch = _broadcast(a.shape[:-2], b.shape[:-2])
+    a3 = a.expand(*batch, *a.shape[-2:]).reshape(-1, *a.shape[-2:])
+    b3 = b.expand(*batch, *b.shape[-2:]).reshape(-1, *b.shape[-2:])
+    dist = torch.cdist(a3, b3, compute_mode="donot_use_mm_for_euclid_dist")
+    return dist.reshape(*batch, a.shape[-2], b.shape[-2])
 
 
 def _directional_means(
@@ -46,12 +59,76 @@ def _directional_means(
 ) -> tuple[Tensor, Tensor]:
     """Mean nearest distances ``A -> B`` and ``B -> A`` of broadcastable ``a (..., Pa, D)``, ``b (..., Pb, D)``."""
     dist = point_distance_matrix(a, b)
-    inf = torch.full_like(dist, torch.inf)
-    a_to_b = torch.where(b_mask[..., None, :], dist, inf).amin(-1)  # (..., Pa)
-    b_to_a = torch.where(a_mask[..., :, None], dist, inf).amin(-2)  # (..., Pb)
-    a_to_b = torch.where(a_mask, a_to_b, torch.zeros_like(a_to_b)).sum(-1) / a_lengths.clamp_min(1)
-    b_to_a = torch.where(b_mask, b_to_a, torch.zeros_like(b_to_a)).sum(-1) / b_lengths.clamp_min(1)
+    if bool(b_mask.all()):
+        a_to_b = dist.amin(-1)  # (..., Pa)
+    else:
+        a_to_b = torch.where(b_mask[..., None, :], dist, torch.full_like(dist, torch.inf)).amin(-1)
+    if bool(a_mask.all()):
+        b_to_a = dist.amin(-2)  # (..., Pb)
+    else:
+        b_to_a = torch.where(a_mask[..., :, None], dist, torch.full_like(dist, torch.inf)).amin(-2)
+    # sequential sums (cumsum): the same value whatever padding a batch or chunk adds (trailing zeros add nothing)
+    a_to_b = torch.where(a_mask, a_to_b, torch.zeros_like(a_to_b)).cumsum(-1)[..., -1] / a_lengths.clamp_min(1)
+    b_to_a = torch.where(b_mask, b_to_a, torch.zeros_like(b_to_a)).cumsum(-1)[..., -1] / b_lengths.clamp_min(1)
     return a_to_b, b_to_a
+
+
+def _paired_means(
+    a: Tensor, a_lengths: Tensor, b: Tensor, b_lengths: Tensor, max_elements: int
+) -> tuple[Tensor, Tensor]:
+    """Directional means of pairs ``a[k]``, ``b[k]`` (``(K, Pa, D)``, ``(K, Pb, D)``), in chunks of similar sizes.
+
+    Pairs are sorted by their point-pair count and each chunk is cut to its own longest lines, so that padding
+    costs little when lengths vary (fixed-spacing resampling).
+    """
+    num = a.shape[0]
+    dtype = torch.promote_types(a.dtype, b.dtype)
+    forward = torch.zeros(num, dtype=dtype, device=a.device)
+    backward = torch.zeros(num, dtype=dtype, device=a.device)
+    if num == 0:
+        return forward, backward
+    # buckets of lines whose lengths round up to the same powers of two; each chunk is cut to its longest lines
+    bucket_a = torch.ceil(torch.log2(a_lengths.clamp_min(1).to(torch.float64))).long()
+    bucket_b = torch.ceil(torch.log2(b_lengths.clamp_min(1).to(torch.float64))).long()
+    key = bucket_a * 64 + bucket_b
+    order = torch.argsort(key, stable=True)
+    keys, counts = torch.unique_consecutive(key[order], return_counts=True)
+    pieces_f, pieces_b, pieces_i = [], [], []
+    start = 0
+    for key_value, count in zip(keys.tolist(), counts.tolist(), strict=True):
+        per_pair = (1 << (key_value // 64)) * (1 << (key_value % 64))
+        step = max(1, max_elements // per_pair)
+        for chunk_start in range(start, start + count, step):
+            index = order[chunk_start : min(chunk_start + step, start + count)]
+            la, lb = a_lengths[index], b_lengths[index]
+            pa, pb = max(1, int(la.max())), max(1, int(lb.max()))
+            f, r = _directional_means(a[index, :pa], point_mask(la, pa), la, b[index, :pb], point_mask(lb, pb), lb)
+            pieces_f.append(f)
+            pieces_b.append(r)
+            pieces_i.append(index)
+        start += count
+    index = torch.cat(pieces_i)
+    forward = forward.index_put((index,), torch.cat(pieces_f).to(dtype))
+    backward = backward.index_put((index,), torch.cat(pieces_b).to(dtype))
+    return forward, backward
+
+
+def _boxes(points: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
+    """Bounding boxes ``(low, high)`` of the valid points, each ``(..., D)``."""
+    mask = point_mask(lengths, points.shape[-2]).unsqueeze(-1)
+    big = torch.finfo(points.dtype).max
+    low = torch.where(mask, points, torch.full_like(points, big)).amin(-2)
+    high = torch.where(mask, points, torch.full_like(points, -big)).amax(-2)
+    return low.detach(), high.detach()
+
+
+def _points_to_box(points: Tensor, lengths: Tensor, low: Tensor, high: Tensor) -> Tensor:
+    """``(K,)``: mean distance of each line's valid points ``(K, P, D)`` to a box ``(K, D)``."""
+    p = points.detach()
+    gap = (low[:, None] - p).clamp_min(0) + (p - high[:, None]).clamp_min(0)
+    dist = gap.square().sum(-1).sqrt()
+    dist = torch.where(point_mask(lengths, points.shape[-2]), dist, torch.zeros_like(dist))
+    return dist.sum(-1) / lengths.clamp_min(1)
 
 
 def _combine(forward: Tensor, backward: Tensor, reduction: str) -> Tensor:
@@ -111,6 +188,7 @@ def chamfer_distance_matrix(
     target_lengths: Tensor,
     reduction: ChamferReduction = "mean",
     max_elements: int = 1 << 24,
+    max_distance: float | None = None,
 ) -> Tensor:
     """Chamfer distances between every prediction and every target polyline of each frame.
 
@@ -120,8 +198,11 @@ def chamfer_distance_matrix(
         target: ``(..., Nb, Pb, D)`` target polylines, leading dims broadcastable with ``preds``'.
         target_lengths: ``(..., Nb)``.
         reduction: how both directions combine (see :func:`chamfer_distance`).
-        max_elements: point-pair distances held in memory at once; the frames are processed in chunks of at most
-            this many (a chunk holds at least one frame).
+        max_elements: point-pair distances held in memory at once: the pairs of present lines are sorted by size
+            and processed in chunks of at most this many (a chunk holds at least one pair).
+        max_distance: if given, pairs whose distance provably exceeds it (a lower bound from each point's distance
+            to the other line's bounding box) are not computed and get ``inf``; every distance ``<= max_distance``
+            is exact. Matching within thresholds ``<= max_distance`` is unchanged, at a fraction of the cost.
 
     Returns:
         ``(..., Na, Nb)`` distances (metres), ``inf`` for pairs with an absent line; differentiable.
@@ -138,31 +219,34 @@ def chamfer_distance_matrix(
     _check_reduction(reduction)
     if preds.shape[-1] != target.shape[-1]:
         raise ValueError(f"`preds` and `target` must have the same D, got {preds.shape[-1]} and {target.shape[-1]}")
-    batch = torch.broadcast_shapes(preds.shape[:-3], target.shape[:-3])
+    batch = _broadcast(preds.shape[:-3], target.shape[:-3])
     a = preds.expand(*batch, *preds.shape[-3:]).reshape(-1, *preds.shape[-3:])
     a_len = preds_lengths.expand(*batch, preds.shape[-3]).reshape(-1, preds.shape[-3])
     b = target.expand(*batch, *target.shape[-3:]).reshape(-1, *target.shape[-3:])
     b_len = target_lengths.expand(*batch, target.shape[-3]).reshape(-1, target.shape[-3])
-    frames, na, pa, _ = a.shape
-    nb, pb = b.shape[1], b.shape[2]
-    a_mask = point_mask(a_len, pa)
-    b_mask = point_mask(b_len, pb)
-    per_frame = max(1, na * nb * pa * pb)
-    chunk = max(1, max_elements // per_frame)
-    pieces = []
-    for start in range(0, frames, chunk):
-        s = slice(start, start + chunk)
-        forward, backward = _directional_means(
-            a[s, :, None, :, :],
-            a_mask[s, :, None, :],
-            a_len[s, :, None],
-            b[s, None, :, :, :],
-            b_mask[s, None, :, :],
-            b_len[s, None, :],
-        )
-        pieces.append(_combine(forward, backward, reduction))
+    frames, na = a.shape[0], a.shape[1]
+    nb = b.shape[1]
     dtype = torch.promote_types(preds.dtype, target.dtype)
-    result = torch.cat(pieces, 0) if pieces else torch.zeros(0, na, nb, dtype=dtype, device=preds.device)
+    present = (a_len > 0)[:, :, None] & (b_len > 0)[:, None, :]  # (F, Na, Nb)
+    limit = None if max_distance is None else max_distance * (1 + 1e-9) + 1e-9
+    if limit is not None:
+        # lower bounds: the gap between the two boxes, then each line's mean distance to the other's box
+        a_low, a_high = _boxes(a, a_len)
+        b_low, b_high = _boxes(b, b_len)
+        gap = (b_low[:, None] - a_high[:, :, None]).clamp_min(0) + (a_low[:, :, None] - b_high[:, None]).clamp_min(0)
+        box_gap = gap.square().sum(-1).sqrt()  # (F, Na, Nb)
+        present &= _combine(box_gap, box_gap, reduction) <= limit
+    f_idx, i_idx, j_idx = present.nonzero(as_tuple=True)
+    if limit is not None and f_idx.numel():
+        forward_lb = _points_to_box(a[f_idx, i_idx], a_len[f_idx, i_idx], b_low[f_idx, j_idx], b_high[f_idx, j_idx])
+        backward_lb = _points_to_box(b[f_idx, j_idx], b_len[f_idx, j_idx], a_low[f_idx, i_idx], a_high[f_idx, i_idx])
+        keep = _combine(forward_lb, backward_lb, reduction) <= limit
+        f_idx, i_idx, j_idx = f_idx[keep], i_idx[keep], j_idx[keep]
+    forward, backward = _paired_means(
+        a[f_idx, i_idx], a_len[f_idx, i_idx], b[f_idx, j_idx], b_len[f_idx, j_idx], max_elements
+    )
+    result = torch.full((frames, na, nb), torch.inf, dtype=dtype, device=preds.device)
+    result = result.index_put((f_idx, i_idx, j_idx), _combine(forward, backward, reduction).to(dtype))
     absent = (a_len == 0)[:, :, None] | (b_len == 0)[:, None, :]
     result = torch.where(absent, torch.full_like(result, torch.inf), result)
     return result.reshape(*batch, na, nb)

@@ -101,3 +101,17 @@ def test_closed_ring_drop_and_errors():
         chamfer_distance_matrix(torch.zeros(1, 2, 2), torch.tensor([2]), torch.zeros(1, 2, 3), torch.tensor([2]))
     with pytest.raises(ValueError, match="reduction"):
         chamfer_distance_matrix(ring, torch.tensor([4]), ring, torch.tensor([4]), reduction="median")
+
+
+def test_max_distance_prunes_only_pairs_beyond_it():
+    rng = np.random.default_rng(9)
+    lines = [torch.from_numpy(x + rng.uniform(-6, 6, 2)) for x in random_lines(30, list(rng.integers(2, 40, 12)))]
+    a, a_len = pad_polylines(lines[:6])
+    b, b_len = pad_polylines(lines[6:])
+    full = chamfer_distance_matrix(a, a_len, b, b_len)
+    for limit in (0.5, 1.5, 4.0):
+        pruned = chamfer_distance_matrix(a, a_len, b, b_len, max_distance=limit)
+        near = full <= limit
+        assert torch.equal(pruned[near], full[near])
+        assert (pruned[~near] > limit).all()
+    assert torch.isinf(chamfer_distance_matrix(a, a_len, b, b_len, max_distance=0.0)[full > 1.0]).any()

@@ -1,0 +1,30 @@
+"""Vectorised HD-map metrics: per-class Chamfer AP of predicted map polylines (lane dividers, pedestrian crossings,
+road boundaries) as MapTR (nuScenes) and the CVPR 2023 Argoverse 2 online-map challenge score it, and a
+permutation-invariant Chamfer loss for training map heads.
+
+Polylines are padded tensors ``(B, N, P, D)`` in metres (ego frame) with ``lengths (B, N)``; see
+:mod:`drivemetrics.polyline`. The package exports classes, readers and the dataset evaluation; the kernels
+(``vector_map_ap``, ``vector_map_matches``, ``vector_map_ap_from_matches``, ``map_chamfer_loss``) are in
+:mod:`drivemetrics.functional`.
+"""
+
+from drivemetrics._lazy import lazy_exports
+
+_EXPORTS = {
+    "MapChamferLoss": "drivemetrics.vectormap.chamfer_loss",
+    "MapEvaluation": "drivemetrics.vectormap.evaluate",
+    "MapProtocol": "drivemetrics.vectormap.protocol",
+    "MapSample": "drivemetrics.vectormap.io",
+    "PROTOCOLS": "drivemetrics.vectormap.protocol",
+    "VectorMapAPMetrics": "drivemetrics.vectormap.map_ap",
+    "VectorMapAveragePrecision": "drivemetrics.vectormap.map_ap",
+    "VectorMapMeanAveragePrecision": "drivemetrics.vectormap.map_ap",
+    "evaluate_map_files": "drivemetrics.vectormap.evaluate",
+    "evaluate_map_samples": "drivemetrics.vectormap.evaluate",
+    "pack_samples": "drivemetrics.vectormap.io",
+    "read_map_gt": "drivemetrics.vectormap.io",
+    "read_map_preds": "drivemetrics.vectormap.io",
+}
+
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

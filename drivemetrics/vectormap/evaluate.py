@@ -1,0 +1,151 @@
+"""Evaluating map-AP files: pair prediction samples with GT samples by token, pack them, run the protocol."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from drivemetrics._distributed import current_shard
+from drivemetrics._ragged import RaggedRows
+from drivemetrics.vectormap.io import MapSample, pack_samples, read_map_gt, read_map_preds
+from drivemetrics.vectormap.map_ap import vector_map_ap_from_matches, vector_map_matches
+from drivemetrics.vectormap.protocol import MapProtocol, get_protocol
+
+__all__ = ["MapEvaluation", "evaluate_map_files", "evaluate_map_samples"]
+
+#: file format of each preset (the default protocol reads either, detected from the content)
+PROTOCOL_FORMATS = {"nuscenes-maptr": "maptr", "av2-cvpr23": "av2"}
+
+
+@dataclass
+class MapEvaluation:
+    """Result of a file evaluation: the report dict and the prediction tokens without GT (ignored).
+
+    Examples:
+        >>> result = MapEvaluation({"mAP": 0.5, "classes": {}}, ["orphan"])
+        >>> result.report["mAP"], result.unknown_samples
+        (0.5, ['orphan'])
+    """
+
+    report: dict[str, Any]
+    unknown_samples: list[str]
+
+
+def _match_samples(
+    gt: list[MapSample],
+    preds: list[MapSample],
+    proto: MapProtocol,
+    gt_dims: int,
+    pred_dims: int,
+    device: torch.device | str,
+    batch_size: int,
+) -> tuple[Tensor, Tensor]:
+    """Match paired samples in batches: rows ``(S, 2 + T)`` float64 (score, class id, true-positive flags) and the
+    GT count per class ``(C,)``."""
+    rows = [torch.zeros(0, 2 + len(proto.thresholds), dtype=torch.float64, device=device)]
+    num_targets = torch.zeros(len(proto.class_names), dtype=torch.long, device=device)
+    for start in range(0, len(gt), batch_size):
+        gt_part = pack_samples(gt[start : start + batch_size], proto.class_names, gt_dims, device=device)
+        pred_part = pack_samples(preds[start : start + batch_size], proto.class_names, pred_dims, device=device)
+        matches = vector_map_matches(
+            pred_part["points"],
+            pred_part["lengths"],
+            pred_part["labels"],
+            pred_part["scores"],
+            gt_part["points"],
+            gt_part["lengths"],
+            gt_part["labels"],
+            proto,
+        )
+        columns = [matches["scores"].to(torch.float64)[:, None], matches["labels"].to(torch.float64)[:, None]]
+        rows.append(torch.cat([*columns, matches["true_positive"].to(torch.float64)], 1).to(device))
+        num_targets += matches["num_targets"].to(device)
+    return torch.cat(rows), num_targets
+
+
+def evaluate_map_samples(
+    gt: list[MapSample],
+    preds: list[MapSample],
+    protocol: str = "default",
+    device: torch.device | str = "cpu",
+    batch_size: int = 2000,
+) -> MapEvaluation:
+    """Evaluate prediction samples against GT samples (paired by token; GT without predictions count as empty).
+
+    Under ``torchrun`` (the ``map-eval`` command, see :mod:`drivemetrics._distributed`) each rank matches the GT
+    samples ``rank, rank + world, ...`` and the matches are pooled across the ranks: every rank returns the report
+    of one process.
+
+    Returns:
+        ``report = {"mAP": float, "classes": {name: {"AP", "AP@<thr>", "num_gts", "num_preds"}}}``.
+
+    Examples:
+        >>> import numpy as np
+        >>> gt = [MapSample("a", [np.array([[0.0, 0.0], [0.0, 10.0]])], ["divider"])]
+        >>> pred = [MapSample("a", [np.array([[0.7, 0.0], [0.7, 10.0]])], ["divider"], [0.9])]
+        >>> evaluate_map_samples(gt, pred, "av2-cvpr23").report["classes"]["divider"]["AP@1.0"]
+        1.0
+    """
+    proto = get_protocol(protocol)
+    gt_tokens = {s.token for s in gt}
+    by_token: dict[str, MapSample] = {}
+    for sample in preds:
+        if sample.token in by_token:
+            raise ValueError(f"prediction sample {sample.token} appears twice")
+        by_token[sample.token] = sample
+    unknown = [s.token for s in preds if s.token not in gt_tokens]
+    paired = [by_token.get(s.token, MapSample(s.token)) for s in gt]
+    pred_dims = min((p.shape[1] for s in paired for p in s.points), default=2)
+    if proto.dims == "2d" and pred_dims != 2:
+        raise ValueError(
+            f"protocol {proto.name!r} evaluates 2-D predictions; the prediction file has {pred_dims}-D points"
+        )
+    gt_dims = 2 if proto.dims == "2d" else pred_dims
+    shard = current_shard()  # under torchrun: this rank matches its shard of the samples, then all are pooled
+    mine = shard.indices(len(gt))
+    rows, num_targets = _match_samples(
+        [gt[i] for i in mine], [paired[i] for i in mine], proto, gt_dims, pred_dims, device, batch_size
+    )
+    if shard.world > 1:  # tied scores are ordered by content: the pooled AP does not depend on the sharding
+        frames = shard.gather_frames([shard.rank], matches=RaggedRows(rows, torch.tensor([rows.shape[0]])))
+        rows, num_targets = frames.fields["matches"].rows, shard.sum(num_targets)
+    out = vector_map_ap_from_matches(rows[:, 0], rows[:, 1].long(), rows[:, 2:] > 0.5, num_targets, proto)
+    classes: dict[str, dict[str, float | int]] = {}
+    for c, name in enumerate(proto.class_names):
+        entry: dict[str, float | int] = {"AP": float(out["ap"][c])}
+        for t, threshold in enumerate(proto.thresholds):
+            entry[f"AP@{threshold}"] = float(out["ap_per_threshold"][c, t])
+        entry["num_gts"] = int(out["num_targets"][c])
+        entry["num_preds"] = int(out["num_preds"][c])
+        classes[name] = entry
+    return MapEvaluation({"mAP": float(out["map"]), "classes": classes}, unknown)
+
+
+def evaluate_map_files(
+    gt_path: str | Path,
+    pred_path: str | Path,
+    protocol: str = "default",
+    device: torch.device | str = "cpu",
+) -> MapEvaluation:
+    """Read a GT and a prediction file in the protocol's native format and evaluate them.
+
+    Examples:
+        >>> import tempfile, json, os
+        >>> gt = {"GTs": [{"sample_token": "a", "vectors": [{"pts": [[0, 0], [0, 10]], "type": 0}]}]}
+        >>> pred = {"results": [{"sample_token": "a",
+        ...                      "vectors": [{"pts": [[0.7, 0], [0.7, 10]], "type": 0, "confidence_level": 0.9}]}]}
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     for name, data in (("gt.json", gt), ("pred.json", pred)):
+        ...         _ = open(os.path.join(d, name), "w").write(json.dumps(data))
+        ...     result = evaluate_map_files(os.path.join(d, "gt.json"), os.path.join(d, "pred.json"), "nuscenes-maptr")
+        >>> result.report["classes"]["divider"]["AP@0.5"], result.report["classes"]["divider"]["AP@1.0"]
+        (0.0, 1.0)
+    """
+    fmt = PROTOCOL_FORMATS.get(get_protocol(protocol).name)
+    gt = read_map_gt(gt_path, fmt)  # type: ignore[arg-type]
+    preds = read_map_preds(pred_path, fmt)  # type: ignore[arg-type]
+    return evaluate_map_samples(gt, preds, protocol, device)

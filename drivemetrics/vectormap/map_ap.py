@@ -1,0 +1,510 @@
+"""Vectorised HD-map AP (MapTR, Argoverse 2 challenge): per-class Chamfer AP at 0.5 / 1.0 / 1.5 m, and its Metrics.
+
+Every frame holds predicted polylines with a class label and a confidence, and GT polylines with a class label.
+Per class and frame, predictions and GT are resampled along arc length, compared by symmetric Chamfer distance and
+matched greedily by descending confidence; the matches of all frames are pooled per class into a VOC "area" AP per
+threshold. The protocol (:mod:`drivemetrics.vectormap.protocol`) decides resampling, prefilter, matching rule,
+precision dtypes and the AP of a class without GT. All frames and classes are processed at once on the inputs'
+device: polylines are regrouped into ``(B, C, K, P, D)`` (frame, class, instance, point, coordinate).
+
+Inputs of a batch of ``B`` frames (padding polylines have length 0):
+
+- ``preds (B, N, P, D)`` points in metres, ``preds_lengths (B, N)``, ``preds_labels (B, N)`` class ids in the
+  protocol's ``class_names`` order, ``preds_scores (B, N)``;
+- ``target (B, M, Q, D)``, ``target_lengths (B, M)``, ``target_labels (B, M)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+from torchmetrics import Metric
+
+from drivemetrics._metric import add_config_state, plot_metric
+from drivemetrics._ragged import RaggedRows, RaggedStateMixin
+from drivemetrics.polyline import (
+    average_precision_area,
+    chamfer_distance_matrix,
+    check_polylines,
+    greedy_match,
+    pooled_precision_recall,
+    resample_by_count,
+    resample_by_spacing,
+)
+from drivemetrics.vectormap.buffer import buffers_intersect
+from drivemetrics.vectormap.protocol import MapProtocol, get_protocol
+
+__all__ = [
+    "VectorMapAPMetrics",
+    "VectorMapAveragePrecision",
+    "VectorMapMeanAveragePrecision",
+    "vector_map_ap",
+    "vector_map_ap_from_matches",
+    "vector_map_matches",
+]
+
+
+def _group_by_class(points: Tensor, lengths: Tensor, labels: Tensor, num_classes: int) -> tuple[Tensor, Tensor, Tensor]:
+    """Regroup ``(B, N, P, D)`` into ``(B, C, K, P, D)`` by label; returns points, lengths, source index (-1 = none)."""
+    batch = lengths.shape[0]
+    valid = lengths > 0
+    onehot = (labels.unsqueeze(-1) == torch.arange(num_classes, device=labels.device)) & valid.unsqueeze(-1)
+    position = onehot.long().cumsum(1) - 1  # (B, N, C)
+    size = int(onehot.sum(1).max()) if onehot.numel() else 0
+    source = torch.full((batch, num_classes, max(size, 0)), -1, dtype=torch.long, device=lengths.device)
+    b, n, c = onehot.nonzero(as_tuple=True)
+    source[b, c, position[b, n, c]] = n
+    safe = source.clamp_min(0)
+    grouped = points.gather(1, safe.reshape(batch, -1)[..., None, None].expand(-1, -1, *points.shape[-2:])).reshape(
+        batch, num_classes, -1, *points.shape[-2:]
+    )
+    grouped_lengths = torch.where(source >= 0, lengths.gather(1, safe.reshape(batch, -1)).reshape(source.shape), 0)
+    return grouped, grouped_lengths, source
+
+
+def _resample_present(points: Tensor, lengths: Tensor, proto: MapProtocol) -> tuple[Tensor, Tensor]:
+    """Resample the present polylines of ``(B, N, P, D)`` as the protocol says; ``(B, N, S, D)`` and lengths."""
+    present = lengths > 0
+    flat_points, flat_lengths = points[present], lengths[present]  # (L, P, D), (L,)
+    if proto.resample == "count":
+        if flat_points.shape[0]:
+            samples = resample_by_count(flat_points, flat_lengths, proto.num_samples)
+        else:
+            samples = points.new_zeros(0, proto.num_samples, points.shape[-1])
+        counts = torch.full_like(flat_lengths, proto.num_samples)
+    else:
+        samples, counts = resample_by_spacing(flat_points, flat_lengths, proto.spacing)
+    out = points.new_zeros(*lengths.shape, samples.shape[1], points.shape[-1])
+    out[present] = samples
+    out_lengths = torch.zeros_like(lengths)
+    out_lengths[present] = counts
+    return out, out_lengths
+
+
+def _check_inputs(name: str, points: Tensor, lengths: Tensor | None, labels: Tensor, num_classes: int) -> Tensor:
+    if lengths is None:
+        if not isinstance(points, Tensor) or points.ndim != 4:
+            raise ValueError(f"`{name}` must have shape (B, N, P, D), got {getattr(points, 'shape', type(points))}")
+        lengths = torch.full(points.shape[:2], points.shape[2], dtype=torch.long, device=points.device)
+    check_polylines(points, lengths, name)
+    if points.ndim != 4:
+        raise ValueError(f"`{name}` must have shape (B, N, P, D), got {tuple(points.shape)}")
+    if labels.shape != lengths.shape or labels.is_floating_point():
+        raise ValueError(f"`{name}_labels` must be integer class ids of shape {tuple(lengths.shape)}")
+    used = labels[lengths > 0]
+    if used.numel() and (int(used.min()) < 0 or int(used.max()) >= num_classes):
+        raise ValueError(
+            f"`{name}_labels` must lie in [0, {num_classes - 1}], got {int(used.min())}..{int(used.max())}"
+        )
+    if not torch.isfinite(points).all():
+        raise ValueError(f"`{name}` holds NaN or infinite coordinates")
+    return lengths
+
+
+def _buffer_prefilter(
+    distances: Tensor, pred_s: Tensor, pred_sl: Tensor, gt_s: Tensor, gt_sl: Tensor, buffer: float, reach: float
+) -> None:
+    """Set to ``inf`` (in place) the pairs of ``distances (B, C, K, L)`` whose buffers of ``buffer`` metres miss.
+
+    A rejected pair changes a result only if it is a prediction's nearest GT within ``reach`` (the largest
+    threshold): those are tested; where one is rejected the next nearest becomes the candidate (repeat until none
+    is rejected).
+    """
+    tested = torch.zeros_like(distances, dtype=torch.bool)
+    while True:
+        nearest_value, nearest_index = distances.min(-1)
+        candidate = torch.zeros_like(tested)
+        candidate.scatter_(-1, nearest_index.unsqueeze(-1), (nearest_value <= reach).unsqueeze(-1))
+        candidate &= ~tested
+        if not bool(candidate.any()):
+            break
+        tested |= candidate
+        b, c, k, g = candidate.nonzero(as_tuple=True)
+        meet = buffers_intersect(pred_s[b, c, k], pred_sl[b, c, k], gt_s[b, c, g], gt_sl[b, c, g], distance=buffer)
+        distances[b[~meet], c[~meet], k[~meet], g[~meet]] = torch.inf
+
+
+def vector_map_matches(
+    preds: Tensor,
+    preds_lengths: Tensor | None,
+    preds_labels: Tensor,
+    preds_scores: Tensor,
+    target: Tensor,
+    target_lengths: Tensor | None,
+    target_labels: Tensor,
+    protocol: str | MapProtocol = "default",
+    thresholds: Sequence[float] | None = None,
+) -> dict[str, Tensor]:
+    """Per-frame matching of a batch: each prediction's true-positive flag at each threshold.
+
+    Args:
+        preds: ``(B, N, P, D)`` predicted polylines (metres, ego frame).
+        preds_lengths: ``(B, N)`` valid point counts (0 = padding; ``None``: all ``P``).
+        preds_labels: ``(B, N)`` class ids (the protocol's ``class_names`` order).
+        preds_scores: ``(B, N)`` confidences.
+        target: ``(B, M, Q, D)`` GT polylines.
+        target_lengths: ``(B, M)`` (``None``: all ``Q``).
+        target_labels: ``(B, M)``.
+        protocol: ``"default"``, ``"nuscenes-maptr"``, ``"av2-cvpr23"`` or a :class:`MapProtocol`.
+        thresholds: Chamfer thresholds in metres (default: the protocol's, 0.5 / 1.0 / 1.5).
+
+    Returns:
+        ``scores (S,)``, ``labels (S,)``, ``true_positive (S, T)`` for the ``S`` kept predictions in frame-major
+        input order, and ``num_targets (C,)`` GT counts per class.
+
+    Examples:
+        >>> line = torch.tensor([[[[0.0, 0.0], [0.0, 10.0]]]])  # one frame, one line
+        >>> out = vector_map_matches(line + 0.7, None, torch.tensor([[0]]), torch.tensor([[0.9]]),
+        ...                          line, None, torch.tensor([[0]]))
+        >>> out["true_positive"].tolist(), out["num_targets"].tolist()
+        ([[False, True, True]], [1, 0, 0])
+    """
+    proto = get_protocol(protocol)
+    num_classes = len(proto.class_names)
+    thresholds_t = tuple(float(t) for t in (proto.thresholds if thresholds is None else thresholds))
+    preds_lengths = _check_inputs("preds", preds, preds_lengths, preds_labels, num_classes)
+    target_lengths = _check_inputs("target", target, target_lengths, target_labels, num_classes)
+    if preds.shape[0] != target.shape[0]:
+        raise ValueError(
+            f"`preds` and `target` must hold the same frames, got B = {preds.shape[0]} and {target.shape[0]}"
+        )
+    if preds_scores.shape != preds_lengths.shape:
+        raise ValueError(
+            f"`preds_scores` must have shape {tuple(preds_lengths.shape)}, got {tuple(preds_scores.shape)}"
+        )
+    if proto.dims == "2d":
+        if preds.shape[-1] != 2:
+            raise ValueError(f"protocol {proto.name!r} evaluates 2-D polylines; `preds` has D = {preds.shape[-1]}")
+        target = target[..., :2]
+    elif preds.shape[-1] != target.shape[-1]:
+        raise ValueError(f"`preds` has D = {preds.shape[-1]} and `target` D = {target.shape[-1]}; they must agree")
+    short_target = (target_lengths > 0) & (target_lengths < 2)
+    if short_target.any():
+        b, m = short_target.nonzero()[0].tolist()
+        raise ValueError(f"target polyline {m} of frame {b} has 1 point; a polyline needs 2 or more")
+    kept = (preds_lengths >= proto.min_pred_points) & (preds_lengths > 0)
+    preds_lengths = torch.where(kept, preds_lengths, torch.zeros_like(preds_lengths))
+    dtype = torch.float64
+    # resample the present lines only (flat), then regroup by class: padding slots cost nothing
+    pred_r, pred_rl = _resample_present(preds.detach().to(dtype), preds_lengths, proto)
+    gt_r, gt_rl = _resample_present(target.detach().to(dtype), target_lengths, proto)
+    pred_s, pred_sl, source = _group_by_class(pred_r, pred_rl, preds_labels, num_classes)
+    gt_s, gt_sl, _ = _group_by_class(gt_r, gt_rl, target_labels, num_classes)
+    pred_len_g, gt_len_g = pred_sl, gt_sl
+    # pairs provably farther than the largest threshold never match: not computed (inf), see max_distance
+    distances = chamfer_distance_matrix(pred_s, pred_sl, gt_s, gt_sl, max_distance=max(thresholds_t))  # (B, C, K, L)
+    if proto.buffer_prefilter is not None and distances.numel() and distances.shape[-1]:
+        _buffer_prefilter(distances, pred_s, pred_sl, gt_s, gt_sl, proto.buffer_prefilter, max(thresholds_t))
+    scores_g = torch.where(
+        source >= 0, preds_scores.detach().gather(1, source.clamp_min(0).flatten(1)).reshape(source.shape), 0
+    )
+    tp_g = greedy_match(
+        distances,
+        scores_g.to(dtype),
+        list(thresholds_t),
+        preds_valid=pred_len_g > 0,
+        target_valid=gt_len_g > 0,
+        inclusive=True,
+        fallback=proto.fallback,
+    )  # (B, C, K, T)
+    batch, num = preds_lengths.shape
+    tp = torch.zeros(batch, num, len(thresholds_t), dtype=torch.bool, device=preds.device)
+    fb, fc, fk = (source >= 0).nonzero(as_tuple=True)
+    tp[fb, source[fb, fc, fk]] = tp_g[fb, fc, fk]
+    keep = preds_lengths > 0
+    labels_all = torch.where(keep, preds_labels, 0)
+    num_targets = torch.zeros(num_classes, dtype=torch.long, device=preds.device)
+    num_targets.index_add_(
+        0, target_labels[target_lengths > 0].long(), torch.ones_like(target_labels[target_lengths > 0]).long()
+    )
+    return {
+        "scores": preds_scores.detach()[keep],
+        "labels": labels_all[keep].long(),
+        "true_positive": tp[keep],
+        "num_targets": num_targets,
+    }
+
+
+def _float32_area_ap(precision: Tensor, recall: Tensor) -> Tensor:
+    """MapTR's float32 VOC AP, bit for bit: float32 step terms at the recall changes, summed by numpy (pairwise).
+
+    The terms are elementwise IEEE float32 operations (identical in torch); only the summation order is numpy's,
+    so the few selected terms of each curve are summed with ``numpy.sum`` on the CPU.
+    """
+    zeros = torch.zeros((*recall.shape[:-1], 1), dtype=torch.float32, device=recall.device)
+    mrec = torch.cat([zeros, recall.to(torch.float32), zeros + 1], -1)
+    mpre = torch.cat([zeros, precision.to(torch.float32), zeros], -1).flip(-1).cummax(-1).values.flip(-1)
+    terms = (mrec[..., 1:] - mrec[..., :-1]) * mpre[..., 1:]
+    changes = mrec[..., 1:] != mrec[..., :-1]
+    terms_np, changes_np = terms.cpu().numpy(), changes.cpu().numpy()
+    values = [float(np.float32(np.sum(t[m]))) for t, m in zip(terms_np, changes_np, strict=True)]
+    return torch.tensor(values, dtype=torch.float64)
+
+
+def _content_order(scores: Tensor, labels: Tensor, true_positive: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """The matched predictions reordered so that equal scores are ordered by content, not by arrival.
+
+    Rows with fewer true-positive thresholds come first, then by their flags (lexicographic); the score sort of
+    :func:`~drivemetrics.polyline.pooled_precision_recall` is stable, so tied scores keep this order. Rows equal
+    in score, class and flags are interchangeable: the AP no longer depends on the order of frames (one process
+    or several, any sharding).
+    """
+    order = torch.arange(scores.shape[0], device=scores.device)
+    flags = true_positive.long()
+    for t in reversed(range(flags.shape[-1])):
+        order = order[torch.sort(flags[order, t], stable=True).indices]
+    order = order[torch.sort(flags[order].sum(-1), stable=True).indices]
+    return scores[order], labels[order], true_positive[order]
+
+
+def vector_map_ap_from_matches(
+    scores: Tensor,
+    labels: Tensor,
+    true_positive: Tensor,
+    num_targets: Tensor,
+    protocol: str | MapProtocol = "default",
+) -> dict[str, Tensor]:
+    """Pool matched predictions per class into AP per threshold, class AP and mAP.
+
+    Args:
+        scores: ``(S,)`` confidences of all matched predictions (any number of frames).
+        labels: ``(S,)`` class ids.
+        true_positive: ``(S, T)`` flags from :func:`vector_map_matches`.
+        num_targets: ``(C,)`` GT counts.
+        protocol: as in :func:`vector_map_matches` (dtypes and the AP of a class without GT).
+
+    Returns:
+        ``ap_per_threshold (C, T)``, ``ap (C,)`` (mean over thresholds), ``map`` (mean over classes; the default
+        protocol skips classes without GT, whose AP is NaN), ``num_preds (C,)``, ``num_targets (C,)``; float64.
+
+    Examples:
+        >>> out = vector_map_ap_from_matches(torch.tensor([0.9, 0.8]), torch.tensor([0, 0]),
+        ...                                  torch.tensor([[True], [False]]), torch.tensor([2, 0, 0]))
+        >>> out["ap"].tolist()
+        [0.5, nan, nan]
+    """
+    proto = get_protocol(protocol)
+    num_classes = len(proto.class_names)
+    num_thresholds = true_positive.shape[-1]
+    scores, labels, true_positive = _content_order(scores, labels, true_positive)
+    ap = torch.zeros(num_classes, num_thresholds, dtype=torch.float64, device=scores.device)
+    num_preds = torch.zeros(num_classes, dtype=torch.long, device=scores.device)
+    curve_dtype = torch.float32 if proto.float32_curve else torch.float64
+    for c in range(num_classes):
+        chosen = labels == c
+        num_preds[c] = chosen.sum()
+        precision, recall = pooled_precision_recall(
+            scores[chosen], true_positive[chosen].T, num_targets[c], curve_dtype, curve_dtype
+        )
+        if proto.float32_curve:
+            ap[c] = _float32_area_ap(precision, recall).to(device=ap.device)
+        else:
+            ap[c] = average_precision_area(precision, recall)
+        if int(num_targets[c]) == 0 and proto.empty_class_ap == "nan":
+            ap[c] = torch.nan
+    class_ap = ap.mean(-1)
+    mean_ap = class_ap.nanmean() if proto.empty_class_ap == "nan" else class_ap.mean()
+    return {
+        "map": mean_ap,
+        "ap": class_ap,
+        "ap_per_threshold": ap,
+        "num_preds": num_preds,
+        "num_targets": num_targets.to(scores.device),
+    }
+
+
+def vector_map_ap(
+    preds: Tensor,
+    preds_lengths: Tensor | None,
+    preds_labels: Tensor,
+    preds_scores: Tensor,
+    target: Tensor,
+    target_lengths: Tensor | None,
+    target_labels: Tensor,
+    protocol: str | MapProtocol = "default",
+    thresholds: Sequence[float] | None = None,
+) -> dict[str, Tensor]:
+    """Vectorised-map Chamfer AP of a batch of frames (all frames pooled): :func:`vector_map_matches` then
+    :func:`vector_map_ap_from_matches`.
+
+    Args: see :func:`vector_map_matches`.
+
+    Returns:
+        ``map`` (scalar), ``ap (C,)``, ``ap_per_threshold (C, T)``, ``num_preds (C,)``, ``num_targets (C,)``.
+
+    Examples:
+        >>> line = torch.tensor([[[[0.0, 0.0], [0.0, 10.0]]]])
+        >>> out = vector_map_ap(line + 0.7, None, torch.tensor([[0]]), torch.tensor([[0.9]]), line, None,
+        ...                     torch.tensor([[0]]), protocol="nuscenes-maptr")
+        >>> out["ap_per_threshold"][0].tolist(), round(out["map"].item(), 4)
+        ([0.0, 1.0, 1.0], 0.2222)
+    """
+    matches = vector_map_matches(
+        preds, preds_lengths, preds_labels, preds_scores, target, target_lengths, target_labels, protocol, thresholds
+    )
+    return vector_map_ap_from_matches(
+        matches["scores"], matches["labels"], matches["true_positive"], matches["num_targets"], protocol
+    )
+
+
+class VectorMapAPMetrics(RaggedStateMixin, Metric):
+    """Vectorised HD-map AP over a dataset: mAP, per-class AP and per-class AP at each threshold (a dict).
+
+    ``compute()`` returns ``{"map": ..., "ap_<class>": ..., "ap_<class>_<thr>": ...}`` (e.g. ``ap_divider_0.5``).
+    State: per frame, the matched predictions as ragged rows ``(score, class, true-positive flag per threshold)``
+    (:mod:`drivemetrics._ragged`: one gather across processes, also when a process saw no frame or fewer frames
+    than the others), and the GT count per class (sum). Matching is per frame, so it happens in ``update``; tied
+    scores are ordered by content when pooled, so the result does not depend on the order of frames or processes.
+
+    Args:
+        protocol: ``"default"``, ``"nuscenes-maptr"`` or ``"av2-cvpr23"`` (see
+            :mod:`drivemetrics.vectormap.protocol`).
+        thresholds: Chamfer thresholds (metres); default the protocol's.
+
+    Examples:
+        >>> metric = VectorMapAPMetrics(protocol="av2-cvpr23")
+        >>> line = torch.tensor([[[[0.0, 0.0], [10.0, 0.0]]]])
+        >>> metric.update(line + torch.tensor([0.0, 0.6]), None, torch.tensor([[1]]), torch.tensor([[0.9]]),
+        ...               line, None, torch.tensor([[1]]))
+        >>> round(metric.compute()["ap_divider"].item(), 4)
+        0.6667
+    """
+
+    is_differentiable = False
+    higher_is_better = True
+    full_state_update = False
+    plot_lower_bound = 0.0
+    plot_upper_bound = 1.0
+
+    num_targets: Tensor
+
+    def __init__(self, protocol: str = "default", thresholds: Sequence[float] | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.protocol = get_protocol(protocol)
+        self.thresholds = tuple(float(t) for t in (self.protocol.thresholds if thresholds is None else thresholds))
+        if not self.thresholds or any(not t > 0 for t in self.thresholds):
+            raise ValueError(f"`thresholds` must be positive distances in metres, got {self.thresholds}")
+        # the one per-prediction state: rows (score, class id, flag at each threshold), float64
+        self.add_ragged_state(matches=((2 + len(self.thresholds),), torch.float64))
+        self.add_state(
+            "num_targets", default=torch.zeros(len(self.protocol.class_names), dtype=torch.long), dist_reduce_fx="sum"
+        )
+        add_config_state(self, (self.protocol, self.thresholds))
+
+    def update(
+        self,
+        preds: Tensor,
+        preds_lengths: Tensor | None,
+        preds_labels: Tensor,
+        preds_scores: Tensor,
+        target: Tensor,
+        target_lengths: Tensor | None,
+        target_labels: Tensor,
+    ) -> None:
+        """Match a batch of frames (see :func:`vector_map_matches` for the shapes)."""
+        out = vector_map_matches(
+            preds,
+            preds_lengths,
+            preds_labels,
+            preds_scores,
+            target,
+            target_lengths,
+            target_labels,
+            self.protocol,
+            self.thresholds,
+        )
+        rows = torch.cat(
+            [
+                out["scores"].to(torch.float64)[:, None],
+                out["labels"].to(torch.float64)[:, None],
+                out["true_positive"].to(torch.float64),
+            ],
+            1,
+        )
+        lengths = (
+            preds_lengths
+            if preds_lengths is not None
+            else torch.full(preds.shape[:2], preds.shape[2], device=preds.device)
+        )
+        kept = ((lengths >= self.protocol.min_pred_points) & (lengths > 0)).sum(1)  # rows per frame, as matched
+        self.append_frames(matches=RaggedRows(rows, kept.to(torch.int64)))
+        self.num_targets += out["num_targets"].to(self.num_targets.device)
+
+    def compute(self) -> dict[str, Tensor]:
+        """``map``, ``ap_<class>`` and ``ap_<class>_<threshold>`` (float64 scalars)."""
+        rows = self.ragged_frames().fields["matches"].rows
+        scores, labels, tp = rows[:, 0], rows[:, 1].to(torch.long), rows[:, 2:] > 0.5
+        out = vector_map_ap_from_matches(scores, labels, tp, self.num_targets, self.protocol)
+        result = {"map": out["map"]}
+        for c, name in enumerate(self.protocol.class_names):
+            result[f"ap_{name}"] = out["ap"][c]
+            for t, threshold in enumerate(self.thresholds):
+                result[f"ap_{name}_{threshold:g}"] = out["ap_per_threshold"][c, t]
+        return result
+
+    def plot(self, val: Any = None, ax: Any = None) -> tuple[Any, Any]:
+        """Plot the values (default: the current ones); ``(fig, ax)``."""
+        return plot_metric(self, val, ax)
+
+
+class VectorMapMeanAveragePrecision(VectorMapAPMetrics):
+    """Vectorised HD-map mAP (mean of the class APs), one tensor (arguments as :class:`VectorMapAPMetrics`).
+
+    Examples:
+        >>> metric = VectorMapMeanAveragePrecision(protocol="nuscenes-maptr")
+        >>> line = torch.tensor([[[[0.0, 0.0], [0.0, 10.0]]]])
+        >>> metric.update(line, None, torch.tensor([[2]]), torch.tensor([[0.5]]), line, None, torch.tensor([[2]]))
+        >>> metric.compute().item()  # boundary AP 1, the other classes have no GT (0 in this protocol)
+        0.3333333333333333
+    """
+
+    def __init__(self, protocol: str = "default", thresholds: Sequence[float] | None = None, **kwargs: Any) -> None:
+        super().__init__(protocol=protocol, thresholds=thresholds, **kwargs)
+
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """The mAP (0-d float64)."""
+        return super().compute()["map"]
+
+
+class VectorMapAveragePrecision(VectorMapAPMetrics):
+    """AP of one class (mean over the thresholds, or at one threshold), one tensor.
+
+    Args:
+        class_name: a class of the protocol (``divider``, ``ped_crossing``, ``boundary``).
+        threshold: one of the thresholds for the AP at it alone; ``None`` for the mean over thresholds.
+        protocol: see :class:`VectorMapAPMetrics`.
+        thresholds: see :class:`VectorMapAPMetrics`.
+
+    Examples:
+        >>> metric = VectorMapAveragePrecision("divider", threshold=1.0, protocol="av2-cvpr23")
+        >>> line = torch.tensor([[[[0.0, 0.0], [10.0, 0.0]]]])
+        >>> metric.update(line + torch.tensor([0.0, 0.6]), None, torch.tensor([[1]]), torch.tensor([[0.9]]),
+        ...               line, None, torch.tensor([[1]]))
+        >>> metric.compute().item()
+        1.0
+    """
+
+    def __init__(
+        self,
+        class_name: str,
+        threshold: float | None = None,
+        protocol: str = "default",
+        thresholds: Sequence[float] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(protocol=protocol, thresholds=thresholds, **kwargs)
+        if class_name not in self.protocol.class_names:
+            raise ValueError(f"`class_name` must be one of {self.protocol.class_names}, got {class_name!r}")
+        if threshold is not None and float(threshold) not in self.thresholds:
+            raise ValueError(f"`threshold` must be one of {self.thresholds}, got {threshold}")
+        self.class_name = class_name
+        self.threshold = threshold
+        self.key = f"ap_{class_name}" if threshold is None else f"ap_{class_name}_{float(threshold):g}"
+
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """The class AP (0-d float64)."""
+        return super().compute()[self.key]

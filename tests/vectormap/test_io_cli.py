@@ -1,0 +1,123 @@
+"""Readers of both native formats and the ``map-eval`` command."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from drivemetrics.cli import main
+from drivemetrics.vectormap.io import read_map_gt, read_map_preds
+
+
+def test_cli_reads_both_fixture_formats_and_writes_the_json(fixtures_dir, tmp_path, capsys):
+    root = fixtures_dir / "map_ap"
+    if not root.is_dir():
+        pytest.skip("map_ap fixtures absent")
+    expected = json.loads((root / "expected.json").read_text())
+    out = tmp_path / "av2.json"
+    case = root / "cases" / "av2_cvpr23"
+    code = main(
+        [
+            "map-eval",
+            "--protocol",
+            "av2-cvpr23",
+            "--gt",
+            str(case / "gt.json"),
+            "--pred",
+            str(case / "pred.json"),
+            "--json",
+            str(out),
+        ]
+    )
+    assert code == 0
+    report = json.loads(out.read_text())
+    assert report["mAP"] == pytest.approx(expected["av2_cvpr23"]["mAP"], abs=1e-6)
+    assert set(report["classes"]) == {"divider", "ped_crossing", "boundary"}
+    assert report["classes"]["divider"]["AP@1.0"] == pytest.approx(
+        expected["av2_cvpr23"]["per_class"]["divider"]["AP@1.0"], abs=1e-6
+    )
+    assert report["unknown_samples"] == ["00000007999999"]
+    assert "00000007999999" in capsys.readouterr().err
+    case = root / "cases" / "nuscenes_maptr"
+    out = tmp_path / "maptr.json"
+    assert (
+        main(
+            [
+                "map-eval",
+                "--protocol",
+                "nuscenes-maptr",
+                "--gt",
+                str(case / "gt.json"),
+                "--pred",
+                str(case / "pred.json"),
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    report = json.loads(out.read_text())
+    assert report["mAP"] == pytest.approx(expected["nuscenes_maptr"]["detail"]["NuscMap_chamfer/mAP"], abs=1e-6)
+    assert report["classes"]["boundary"]["AP@0.5"] == pytest.approx(
+        expected["nuscenes_maptr"]["detail"]["NuscMap_chamfer/boundary_AP_thr_0.5"], abs=1e-6
+    )
+
+
+def write(path, data):
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_malformed_vectors_name_sample_and_field(tmp_path, capsys):
+    gt = write(
+        tmp_path / "gt.json", {"GTs": [{"sample_token": "s1", "vectors": [{"pts": [[0, 0], [1, 0]], "type": 0}]}]}
+    )
+    bad = write(
+        tmp_path / "pred.json",
+        {
+            "results": [
+                {"sample_token": "s1", "vectors": [{"pts": [[0, 0], [1, "x"]], "type": 0, "confidence_level": 0.5}]}
+            ]
+        },
+    )
+    with pytest.raises(ValueError, match=r"sample s1: vectors\[0\]\.pts"):
+        read_map_preds(bad)
+    bad_type = write(
+        tmp_path / "p2.json",
+        {
+            "results": [
+                {"sample_token": "s1", "vectors": [{"pts": [[0, 0], [1, 0]], "type": 7, "confidence_level": 0.5}]}
+            ]
+        },
+    )
+    with pytest.raises(ValueError, match=r"sample s1: vectors\[0\]\.type"):
+        read_map_preds(bad_type)
+    bad_score = write(
+        tmp_path / "p3.json",
+        {
+            "results": [
+                {"sample_token": "s1", "vectors": [{"pts": [[0, 0], [1, 0]], "type": 0, "confidence_level": None}]}
+            ]
+        },
+    )
+    assert main(["map-eval", "--gt", str(gt), "--pred", str(bad_score)]) == 2
+    assert "confidence_level" in capsys.readouterr().err
+    av2 = write(
+        tmp_path / "av2.json", {"results": {"t1": {"vectors": [[[0, 0], [1, 0]]], "scores": [0.5, 0.2], "labels": [0]}}}
+    )
+    with pytest.raises(ValueError, match="sample t1: `vectors`, `scores` and `labels` differ"):
+        read_map_preds(av2)
+    nan_gt = write(
+        tmp_path / "g2.json",
+        {"seg": [{"timestamp": "t1", "annotation": {"divider": [[[0, 0, 0, 1], [float("nan"), 1, 0, 1]]]}}]},
+    )
+    with pytest.raises(ValueError, match=r"sample t1: annotation\.divider\[0\]"):
+        read_map_gt(nan_gt)
+
+
+def test_json_output_never_overwrites_an_input(tmp_path):
+    gt = write(tmp_path / "gt.json", {"GTs": [{"sample_token": "s1", "vectors": []}]})
+    pred = write(tmp_path / "pred.json", {"results": [{"sample_token": "s1", "vectors": []}]})
+    assert main(["map-eval", "--gt", str(gt), "--pred", str(pred), "--json", str(pred)]) == 2
+    assert json.loads(pred.read_text()) == {"results": [{"sample_token": "s1", "vectors": []}]}
