@@ -20,6 +20,7 @@ import contextlib
 import os
 import secrets
 import stat
+import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -39,6 +40,7 @@ def check_output_path(
     input_dirs: Iterable[str | Path] = (),
     read_suffixes: Iterable[str] | None = None,
     option: str = "output",
+    is_folder: bool | None = None,
 ) -> Path:
     """``output`` resolved, after checking it is none of the inputs (links resolved).
 
@@ -47,7 +49,11 @@ def check_output_path(
     ``read_suffixes`` (the kinds of file the command reads from its folders, e.g. ``(".png", ".txt")``): it could be
     one of the inputs, or be read as one by the next run. With ``read_suffixes=None`` (kinds unknown) an existing
     file inside an input folder is refused. Raises ``ValueError`` naming ``option`` and the clashing input.
+
+    The output must also be writable, checked before any work by :func:`check_writable` (an output file that is
+    an existing folder is refused, and so is ``--json /proc/x/scores.json``), naming the path as given.
     """
+    check_writable(output, option=option, is_folder=is_folder)
     out = _resolved(output)
     for path in input_files:
         if path is not None and _resolved(path) == out:
@@ -74,6 +80,32 @@ def check_output_path(
                 f"({', '.join(suffixes)}); write it elsewhere"
             )
     return out
+
+
+def check_writable(output: str | Path, *, option: str = "output", is_folder: bool | None = None) -> None:
+    """Raise ``ValueError`` naming ``option`` and ``output`` (as given) unless ``output`` can be written.
+
+    An output file (``is_folder=False``) must not be an existing folder, an output folder (``True``) not an
+    existing file (``None``: either); the nearest existing folder on the way to ``output`` must accept a new file
+    (probed by creating and removing an empty temporary file there).
+    """
+    path = Path(output).expanduser()
+    if is_folder is False and path.is_dir():
+        raise ValueError(f"`{option}` {output} is a folder; expected a file name")
+    if is_folder and path.exists() and not path.is_dir():
+        raise ValueError(f"`{option}` {output} is a file; expected a folder")
+    parent = (path if is_folder or (is_folder is None and path.is_dir()) else path.parent).absolute()
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ValueError(f"`{option}` {output}: {parent} is not a folder")
+    try:
+        handle, name = _create_temporary(parent / (path.name or "output"))
+    except OSError as err:
+        raise ValueError(f"`{option}` {output}: cannot write there ({err.strerror or type(err).__name__})") from None
+    os.close(handle)
+    with contextlib.suppress(OSError):
+        os.unlink(name)
 
 
 def _create_temporary(target: Path) -> tuple[int, str]:
@@ -213,16 +245,30 @@ def load_image(path: str | Path, *, what: str = "image") -> Any:
     """The image at ``path`` as a fully decoded ``PIL.Image.Image``.
 
     Raises ``FileNotFoundError`` for a missing file and ``ValueError`` naming the file for anything Pillow cannot
-    decode (truncated data, not an image, a decompression bomb).
+    decode (truncated data, not an image) and for an image declaring more than ``max_png_pixels`` pixels
+    (:mod:`drivemetrics._limits`), refused from its header, before decoding.
     """
     from PIL import Image
 
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{what} file not found: {path}")
+    from drivemetrics._limits import check_image_size
+
+    errors = (OSError, SyntaxError, ValueError, Image.DecompressionBombError)
     try:
-        img = Image.open(path)
+        with warnings.catch_warnings():  # Pillow's DecompressionBombWarning: the size is checked below
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            img = Image.open(path)  # reads the header only
+    except errors as err:
+        raise ValueError(f"{path}: cannot decode the {what} ({type(err).__name__}: {err})") from None
+    try:
+        check_image_size(path, *img.size)  # a decompression bomb is refused before it is decoded
+    except ValueError:
+        img.close()
+        raise
+    try:
         img.load()  # decodes everything and closes the file (single-frame images)
-    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as err:
+    except errors as err:
         raise ValueError(f"{path}: cannot decode the {what} ({type(err).__name__}: {err})") from None
     return img

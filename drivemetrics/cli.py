@@ -66,8 +66,14 @@ EXIT_INTERRUPTED = 130
 
 def _command_in(argv: Sequence[str]) -> str | None:
     """The first argument that names a command, if any (options before it are top-level options)."""
+    after_limit = False  # the value of a top-level `--limit NAME=VALUE`
     for arg in argv:
-        if not arg.startswith("-"):
+        if after_limit:
+            after_limit = False
+            continue
+        if arg == "--limit":
+            after_limit = True
+        elif not arg.startswith("-"):
             return arg if arg in COMMANDS else None
     return None
 
@@ -80,6 +86,16 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"drivemetrics {__version__}")
     parser.add_argument(
         "--verbose", action="store_true", help="on an error, show the Python traceback, not only the one-line message"
+    )
+    parser.add_argument(
+        "--limit",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="raise an input limit (repeatable), e.g. --limit max_lane_points=50000; names and defaults: "
+        "max_png_pixels, max_lane_points, max_lanes_per_frame, max_abs_coordinate, max_graph_nodes, max_graph_edges, "
+        "max_graph_extent, "
+        "max_json_depth, max_json_int_digits (see the README's promises)",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     registered: set[str] = set()
@@ -121,7 +137,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(_command_in(argv))
     args = parser.parse_args(argv)
     try:
-        return _run(args)
+        from drivemetrics._limits import limit_options
+
+        with limit_options(args.limit):
+            return _run(args)
     except (ValueError, OSError, KeyError) as err:
         if args.verbose:
             traceback.print_exc()

@@ -40,6 +40,10 @@ __all__ = [
 ]
 
 
+#: Most cells a patch texture may have (the default 24 x 3.6 m patch at 5 cm has 34,560).
+MAX_TEXTURE_CELLS = 2**24
+
+
 @dataclass(frozen=True)
 class PatchSpec:
     """Geometry of the road patch, metres (defaults: 3.6 m wide x 24 m long, 7 m ahead, 0.05 m cells).
@@ -60,8 +64,14 @@ class PatchSpec:
 
     def __post_init__(self) -> None:
         for key in ("width", "length", "cell"):
-            if not getattr(self, key) > 0:
-                raise ValueError(f"PatchSpec `{key}` must be > 0 metres, got {getattr(self, key)}")
+            if not (getattr(self, key) > 0 and math.isfinite(getattr(self, key))):
+                raise ValueError(f"PatchSpec `{key}` must be finite and > 0 metres, got {getattr(self, key)}")
+        cells = round(self.length / self.cell) * round(self.width / self.cell)
+        if cells > MAX_TEXTURE_CELLS:
+            raise ValueError(
+                f"PatchSpec `cell` {self.cell} m gives a texture of {cells:.3g} cells for {self.length} x {self.width} "
+                f"m, more than {MAX_TEXTURE_CELLS:,} (use cells of a few centimetres)"
+            )
         if not (math.isfinite(self.start) and math.isfinite(self.lateral)):
             raise ValueError(f"PatchSpec `start` and `lateral` must be finite, got {self.start}, {self.lateral}")
 
@@ -151,6 +161,7 @@ def composite_patch(
     image_from_texture: Tensor,
     road_mask: Tensor | None = None,
     lower: float | None = 0.0,
+    validate_args: bool = True,
 ) -> tuple[Tensor, Tensor]:
     """Darken the road under the patch: ``out = images - mask * warp(perturbation)``.
 
@@ -163,6 +174,7 @@ def composite_patch(
             (:func:`road_pixel_mask`); without it points behind the camera could be mirrored above the horizon.
         lower: darkened values are clamped from below to this (default 0, the darkest image value); None: no
             clamp. Frames already above it are returned bit-identical where the perturbation is 0.
+        validate_args: refuse a non-finite ``image_from_texture`` (a host sync; ``False`` skips it).
 
     Returns:
         ``(patched, coverage)``: ``(N, C, H, W)`` frames and ``(N, 1, H, W)`` patch coverage in [0, 1]
@@ -177,6 +189,8 @@ def composite_patch(
         )
     if perturbation.shape[1] not in (1, images.shape[1]):
         raise ValueError(f"`perturbation` must have 1 or {images.shape[1]} channels, got {perturbation.shape[1]}")
+    if validate_args:
+        check_finite(image_from_texture, "image_from_texture")
     n, _, height, width = images.shape
     warp = image_from_texture.to(images.dtype).expand(n, 3, 3)
     texture = perturbation.to(images.dtype).expand(n, -1, -1, -1)

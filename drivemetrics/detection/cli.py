@@ -104,7 +104,12 @@ def _kitti_object_eval(args: argparse.Namespace) -> int:
 
         lists = [args.list] if args.list else []
         check_output_path(
-            args.json, input_files=lists, input_dirs=[gt_dir, det_dir], read_suffixes=(".txt",), option="--json"
+            args.json,
+            input_files=lists,
+            input_dirs=[gt_dir, det_dir],
+            read_suffixes=(".txt",),
+            option="--json",
+            is_folder=False,
         )
     from drivemetrics._distributed import current_shard
 

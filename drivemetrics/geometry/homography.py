@@ -9,6 +9,7 @@ depth of the point in front of the camera.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 
 import torch
 from torch import Tensor
@@ -58,6 +59,22 @@ def image_from_road_calib(calib: Mapping[str, Tensor]) -> Tensor:
     if missing:
         raise KeyError(f"calibration lacks {', '.join(missing)} (needed for the road homography)")
     return image_from_road(calib["P2"], calib["R0_rect"], calib["Tr_cam_to_road"])
+
+
+def image_from_road_calib_file(path: str | Path) -> Tensor:
+    """:func:`image_from_road_calib` of a KITTI-ROAD calibration file; every failure (a missing key, NaN values, a
+    singular ``Tr_cam_to_road`` or homography) is a ``ValueError`` naming the file."""
+    from drivemetrics.geometry.calib import read_kitti_calib
+
+    calib = read_kitti_calib(path)
+    try:
+        homography = image_from_road_calib(calib)
+    except (ValueError, KeyError, RuntimeError) as err:  # torch.linalg.LinAlgError is a RuntimeError
+        message = err.args[0] if isinstance(err, KeyError) and err.args else err
+        raise ValueError(f"{path}: {message}") from None
+    if not bool(torch.isfinite(homography).all()) or abs(float(torch.linalg.det(homography))) < 1e-12:
+        raise ValueError(f"{path}: the road-plane homography P2 * R0_rect * inv(Tr_cam_to_road) is singular")
+    return homography
 
 
 def road_from_bev_cell(grid: BevGrid, dtype: torch.dtype = torch.float64, device: torch.device | None = None) -> Tensor:

@@ -18,7 +18,7 @@ def _tusimple_eval(args: argparse.Namespace) -> int:
     from drivemetrics.lane.evaluate import evaluate_tusimple_files
 
     if args.json:
-        check_output_path(args.json, input_files=[args.pred, args.gt], option="--json")
+        check_output_path(args.json, input_files=[args.pred, args.gt], option="--json", is_folder=False)
     overall, per_image = evaluate_tusimple_files(
         args.pred,
         args.gt,
@@ -81,7 +81,9 @@ def _culane_eval(args: argparse.Namespace) -> int:
 
     if args.json:
         inputs = [args.pred, args.gt, *(args.list or [])]
-        check_output_path(args.json, input_files=inputs, input_dirs=inputs, read_suffixes=(".txt",), option="--json")
+        check_output_path(
+            args.json, input_files=inputs, input_dirs=inputs, read_suffixes=(".txt",), option="--json", is_folder=False
+        )
     thresholds = list(IOU_RANGE) if args.iou_range else list(dict.fromkeys(args.iou or [0.5]))
     if args.iou_range and args.iou:
         raise ValueError("give either --iou or --iou-range, not both")

@@ -226,7 +226,8 @@ def _spline_samples(
     pts = points.to(torch.float64)
     pts, n = _compact(pts, valid & lane_mask[..., None])
     repeat = torch.zeros_like(valid)
-    repeat[..., 1:] = (pts[..., 1:, :] == pts[..., :-1, :]).all(-1)
+    # consecutive points closer than 1e-6 px are one point (also makes the spline's chord steps never subnormal)
+    repeat[..., 1:] = ((pts[..., 1:, :] - pts[..., :-1, :]).abs() <= 1e-6).all(-1)
     pts, n = _compact(pts, (torch.arange(pts.shape[2], device=pts.device) < n[..., None]) & ~repeat)
     n_max = max(int(n.max()) if n.numel() else 0, 2)
     pts = pts[..., :n_max, :]
@@ -315,12 +316,21 @@ def _row_intervals(
     x0, y0, dx, dy = p0[..., 0], p0[..., 1], p1[..., 0] - p0[..., 0], p1[..., 1] - p0[..., 1]
     dy = dy.masked_fill(~edge_ok, 0.0)
     y_lo = torch.minimum(y0, p1[..., 1])
-    window = math.ceil(float(dy.abs().max())) + 1 if dy.numel() else 1
-    rows = torch.ceil(y_lo)[..., None] + torch.arange(window, device=curve.device, dtype=torch.float64)
-    t = ((rows - y0[..., None]) / torch.where(dy == 0, 1.0, dy)[..., None]).clamp(0, 1)
-    x = torch.addcmul(x0[..., None], t, dx[..., None])
-    ok = (rows <= (y_lo + dy.abs())[..., None]) & (edge_ok & drawn[..., None])[..., None]
-    _scatter_rows(lo_row, hi_row, rows, x, x, ok)
+    # every edge visits the rows it crosses inside [0, height), found with one flat index (each edge has its own
+    # number of rows): the cost is bounded by the canvas and the samples, never by the coordinates
+    usable = edge_ok & drawn[..., None]
+    first_row = torch.ceil(y_lo).clamp(min=0)
+    last_row = torch.floor(y_lo + dy.abs()).clamp(max=height - 1)
+    count = torch.where(usable & (last_row >= first_row), last_row - first_row + 1, 0.0).long().flatten()
+    edge = torch.repeat_interleave(torch.arange(count.numel(), device=curve.device), count)
+    start = torch.cumsum(count, 0) - count
+    rows = first_row.flatten()[edge] + (torch.arange(edge.numel(), device=curve.device) - start[edge])
+    e_dy = dy.flatten()[edge]
+    t = ((rows - y0.flatten()[edge]) / torch.where(e_dy == 0, 1.0, e_dy)).clamp(0, 1)
+    x = torch.addcmul(x0.flatten()[edge], t, dx.flatten()[edge])
+    index = (edge // dy.shape[-1]) * (height + 1) + rows.long()
+    lo_row.view(-1).scatter_reduce_(0, index, x, "amin")
+    hi_row.view(-1).scatter_reduce_(0, index, x, "amax")
     # disks at both ends
     ends = torch.stack([pts[..., 0, :], pts[..., -1, :]], dim=2)  # B x L x 2 x 2
     k = torch.arange(math.ceil(2 * r) + 2, device=curve.device, dtype=torch.float64)
@@ -333,6 +343,17 @@ def _row_intervals(
     first = torch.ceil(lo_row[..., :height]).clamp(0, width).long()
     last = torch.floor(hi_row[..., :height]).clamp(-1, width - 1).long()
     return first, last, monotone
+
+
+def _draw_in_chunks(curve: Tensor, drawn: Tensor, height: int, width: int, line_width: float) -> Tensor:
+    """:func:`draw_lanes` of one image's ``(L, N, 2)`` curves (``(L, H, W)`` bools), a few lanes per call so that
+    its ``(lanes, segments, rows)`` temporaries stay below ~2**20 elements whatever the number of lanes."""
+    per_call = max(1, 2**20 // max(1, curve.shape[1] * height))
+    parts = [
+        draw_lanes(curve[None, k : k + per_call], height, width, line_width, drawn[None, k : k + per_call])[0]
+        for k in range(0, curve.shape[0], per_call)
+    ]
+    return torch.cat(parts) if parts else torch.zeros(0, height, width, dtype=torch.bool, device=curve.device)
 
 
 def lane_iou_matrix(
@@ -370,11 +391,19 @@ def lane_iou_matrix(
     # lanes that turn back in y can cut a row twice: those images are drawn pixel by pixel
     redo = ~((p_mono | ~pred_drawn).all(-1) & (g_mono | ~gt_drawn).all(-1))
     for i in redo.nonzero().flatten().tolist():
-        pm = draw_lanes(pred_curve[i : i + 1], height, width, 2 * r, pred_drawn[i : i + 1])[0]
-        gm = draw_lanes(gt_curve[i : i + 1], height, width, 2 * r, gt_drawn[i : i + 1])[0]
-        pm, gm = pm.flatten(1).to(torch.float32), gm.flatten(1).to(torch.float32)
-        inter_i = (pm @ gm.T).to(torch.float64)
-        union_i = pm.sum(-1)[:, None].to(torch.float64) + gm.sum(-1)[None].to(torch.float64) - inter_i
+        pm = _draw_in_chunks(pred_curve[i], pred_drawn[i], height, width, 2 * r).flatten(1)
+        gm = _draw_in_chunks(gt_curve[i], gt_drawn[i], height, width, 2 * r).flatten(1)
+        # a few lanes at a time: float or int copies of every mask would cost L x H x W x 4 (or 8) bytes
+        gm_float = [gm[k : k + 8].to(torch.float32) for k in range(0, len(gm), 8)]
+        gm_area = torch.cat([g.sum(-1) for g in gm_float] or [torch.zeros(0)]).to(torch.float64)
+        rows_i, pm_area = [], []
+        for k in range(0, len(pm), 8):
+            chunk = pm[k : k + 8].to(torch.float32)
+            rows_i.append(torch.cat([chunk @ g.T for g in gm_float] or [torch.zeros(len(chunk), 0)], dim=1))
+            pm_area.append(chunk.sum(-1))
+        inter_i = torch.cat(rows_i or [torch.zeros(0, len(gm))]).to(torch.float64)
+        pm_area_t = torch.cat(pm_area or [torch.zeros(0)]).to(torch.float64)
+        union_i = pm_area_t[:, None] + gm_area[None] - inter_i
         iou[i] = torch.where(union_i > 0, inter_i / union_i.clamp(min=1), 0.0)
     return iou
 

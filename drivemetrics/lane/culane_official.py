@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from drivemetrics._files import read_text
+from drivemetrics._limits import check_coordinates, check_count
 
 SPLINE_STEPS = 50
 
@@ -49,14 +50,18 @@ def read_culane_file(path: str | Path, missing_ok: bool = False) -> list[np.ndar
         if missing_ok:
             return []
         raise FileNotFoundError(f"CULane lane file not found: {path}") from None
+    lines = text.splitlines()
+    check_count(len(lines), "max_lanes_per_frame", path, "lines (lanes)")
     lanes = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(lines, start=1):
         try:
             values = np.array(line.split(), dtype=np.float64)
         except ValueError:
             raise ValueError(f"{path}:{number}: expected numbers `x1 y1 x2 y2 ...`") from None
         if values.size % 2 or not np.isfinite(values).all():
             raise ValueError(f"{path}:{number}: a lane needs an even number of finite values `x y`")
+        check_count(values.size // 2, "max_lane_points", f"{path}:{number}", "points in one lane")
+        check_coordinates(values, f"{path}:{number}")
         lanes.append(values.reshape(-1, 2))
     return lanes
 

@@ -288,7 +288,8 @@ def evaluate_tusimple_files(
         gt = read_tusimple_json(gt_path, require_h_samples=True)
         bar.update()
         bar.set_postfix_str("reading predictions")
-        pred = read_tusimple_json(pred_path, require_h_samples=False)
+        rows = None if gt.h_samples is None else gt.h_samples.shape[1]
+        pred = read_tusimple_json(pred_path, require_h_samples=False, max_points=rows)
         bar.update()
         bar.set_postfix_str(f"scoring {len(gt.raw_files)} images")
         result = _score_tusimple_records(gt, pred, pred_path, gt_path, ego_only, image_width, compat)

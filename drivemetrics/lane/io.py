@@ -19,6 +19,7 @@ import torch
 from torch import Tensor
 
 from drivemetrics._files import atomic_open, read_text
+from drivemetrics._limits import check_count, get_limits, load_json
 from drivemetrics._validation import check_shape
 from drivemetrics.lane.geometry import lane_slot_mask
 
@@ -78,6 +79,9 @@ def read_culane_list(path: str | Path, as_written: bool = False) -> list[str]:
     if not path.is_file():
         raise FileNotFoundError(f"CULane list file not found: {path}")
     text = read_text(path, what="CULane list file")
+    if "\x00" in text:
+        line = text.count("\n", 0, text.index("\x00")) + 1
+        raise ValueError(f"{path}:{line}: a NUL byte in the list (expected one image name per line)")
     names = [line.split()[0] for line in text.splitlines() if line.strip()]
     if not names:
         raise ValueError(f"{path}: the list names no images")
@@ -110,13 +114,43 @@ class TuSimpleRecords:
         return len(self.raw_files)
 
 
+def check_record_size(line: str, where: str) -> None:
+    """Refuse a record holding more numbers than ``max_lanes_per_frame`` lanes of ``max_lane_points`` values (and
+    their ``h_samples``) could, counted from its commas before it is parsed."""
+    limits = get_limits()
+    most = (limits.max_lanes_per_frame + 1) * (limits.max_lane_points + 1) + 100
+    values = line.count(",") + 1
+    if values > most:
+        raise ValueError(
+            f"{where}: a record of about {values:,} values, more than max_lanes_per_frame={limits.max_lanes_per_frame} "
+            f"lanes of max_lane_points={limits.max_lane_points:,} values (raise them with --limit NAME=N)"
+        )
+
+
+def check_lanes(lanes: object, where: str, max_points: int | None) -> None:
+    """Refuse a record of more lanes, or a lane of more values, than the limits (before anything is padded)."""
+    if not isinstance(lanes, list):
+        return
+    check_count(len(lanes), "max_lanes_per_frame", where, "lanes in one record")
+    for i, lane in enumerate(lanes):
+        if isinstance(lane, list):
+            check_count(len(lane), "max_lane_points", where, f"values in lanes[{i}]")
+            if max_points is not None and len(lane) > max_points:
+                raise ValueError(
+                    f"{where}: lanes[{i}] has {len(lane)} values but the labels' `h_samples` have at most "
+                    f"{max_points} rows"
+                )
+
+
 def _number_list(value: object, where: str, what: str) -> list[float]:
     if not isinstance(value, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
         raise ValueError(f"{where}: `{what}` must be a list of numbers")
     return [float(v) for v in value]
 
 
-def read_tusimple_json(path: str | Path, require_h_samples: bool | None = None) -> TuSimpleRecords:
+def read_tusimple_json(
+    path: str | Path, require_h_samples: bool | None = None, max_points: int | None = None
+) -> TuSimpleRecords:
     """Read a TuSimple JSON-lines file (labels or predictions) into padded tensors.
 
     Each non-empty line is a JSON object with ``raw_file`` and ``lanes`` (lists of x or ``-2``), and either
@@ -127,6 +161,9 @@ def read_tusimple_json(path: str | Path, require_h_samples: bool | None = None) 
     Args:
         path: file to read.
         require_h_samples: True for label files, False for prediction files, None to accept either.
+        max_points: refuse a lane of more values (the labels' rows, for predictions), before padding the records
+            to their longest lane; every file is also held to :class:`drivemetrics._limits.Limits`
+            (``max_lane_points``, ``max_lanes_per_frame``, JSON nesting and integer size).
 
     Raises:
         FileNotFoundError: missing file.
@@ -144,10 +181,8 @@ def read_tusimple_json(path: str | Path, require_h_samples: bool | None = None) 
         if not line.strip():
             continue
         where = f"{path}:{number}"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{where}: not valid JSON ({err.msg})") from None
+        check_record_size(line, where)
+        record = load_json(line, where)
         if not isinstance(record, dict):
             raise ValueError(f"{where}: expected a JSON object per line")
         for key in ("raw_file", "lanes"):
@@ -157,10 +192,12 @@ def read_tusimple_json(path: str | Path, require_h_samples: bool | None = None) 
             raise ValueError(f"{where}: `raw_file` must be a string")
         if not isinstance(record["lanes"], list):
             raise ValueError(f"{where}: `lanes` must be a list of lanes")
+        check_lanes(record["lanes"], where, max_points)
         lanes = [_number_list(lane, where, f"lanes[{i}]") for i, lane in enumerate(record["lanes"])]
         h = None
         if "h_samples" in record:
             h = _number_list(record["h_samples"], where, "h_samples")
+            check_count(len(h), "max_lane_points", where, "`h_samples` rows")
             if not h:
                 raise ValueError(f"{where}: `h_samples` is empty")
             for i, lane in enumerate(lanes):

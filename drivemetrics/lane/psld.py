@@ -79,6 +79,10 @@ def _check_profiles(preds: Tensor, target: Tensor, z_samples: Tensor, values: bo
         raise ValueError("`z_samples` must hold at least 2 strictly increasing distances")
 
 
+#: Largest speed accepted, m/s (above the land speed record, 341 m/s): a larger one is a unit error.
+MAX_SPEED = 350.0
+
+
 def _check_speed(speed: Tensor | float, like: Tensor, values: bool = True) -> Tensor:
     v = torch.as_tensor(speed, dtype=like.dtype, device=like.device)
     if v.ndim > 1 or (v.ndim == 1 and v.shape[0] not in (1, like.shape[0])):
@@ -87,6 +91,8 @@ def _check_speed(speed: Tensor | float, like: Tensor, values: bool = True) -> Te
         check_finite(v, "speed")
     if values and bool((v <= 0).any()):
         raise ValueError("`speed` must be > 0 m/s for every frame (PSLD is undefined for a vehicle at rest)")
+    if values and bool((v > MAX_SPEED).any()):
+        raise ValueError(f"`speed` must be at most {MAX_SPEED:g} m/s (faster than any road vehicle), got {v.max():.4g}")
     return v.expand(like.shape[0])
 
 
@@ -374,10 +380,9 @@ class PSLD(Metric):
         self.peak = torch.maximum(self.peak, values.max().to(self.peak.dtype))
 
     def compute(self) -> Tensor:
-        """Mean (or max) per-frame PSLD, metres per step."""
-        if self.aggregate == "max":
-            return self.peak.float()
-        return (self.total / self.count.clamp_min(1)).float()
+        """Mean (or max) per-frame PSLD, metres per step; NaN before any frame was added (never a perfect 0)."""
+        value = self.peak if self.aggregate == "max" else self.total / self.count.clamp_min(1)
+        return torch.where(self.count > 0, value, torch.nan).float()
 
     def plot(self, val: Tensor | list[Tensor] | None = None, ax: Any = None) -> Any:
         """Plot a value (or a sequence of values) of the metric with matplotlib (torchmetrics' ``plot``)."""

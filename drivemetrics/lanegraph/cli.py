@@ -41,9 +41,9 @@ def _run_lanegraph(args: argparse.Namespace) -> int:
 
     inputs = [args.gt, args.pred]
     if args.json:
-        check_output_path(args.json, input_files=inputs, option="--json")
+        check_output_path(args.json, input_files=inputs, option="--json", is_folder=False)
     if args.figures:
-        check_output_path(args.figures, input_files=inputs, option="--figures")
+        check_output_path(args.figures, input_files=inputs, option="--figures", is_folder=True)
     gt_data = load_lanegraph_pickle(args.gt, "`--gt` annotations")
     pred_data = load_lanegraph_pickle(args.pred, "`--pred` submission")
     figures: list[tuple[Path, object, object, object]] = []  # (path, sample id, GT, prediction)

@@ -35,12 +35,13 @@ from scipy.spatial import cKDTree
 
 from drivemetrics._distributed import Shard, current_shard
 from drivemetrics._files import atomic_write_text, check_output_path
+from drivemetrics._limits import check_graph_size, check_inside_area
 from drivemetrics._pool import map_in_processes
 from drivemetrics._ragged import RaggedRows
 from drivemetrics.lanegraph.geometry import LANE_METRICS, PLANNING_METRICS, check_compat, lane_arrays
 from drivemetrics.lanegraph.lanegraph import evaluate_lanegraph_pair, missing_sample_values
 from drivemetrics.lanegraph.planning import ReferencePlanningRandom, planning
-from drivemetrics.roadnet.io import short_repr
+from drivemetrics.roadnet.io import node_positions, short_repr
 
 __all__ = [
     "REFERENCE_CITIES",
@@ -108,6 +109,12 @@ def _evaluate_job(job: tuple) -> tuple[str, str, dict[str, float]]:
     if pred is None:  # default mode only: the reference mode fills missing samples before
         pred = nx.DiGraph()
     pred, gt = prepare_sample(pred, gt, sample_id, task)
+    area = {"successor": (256.0, 256.0), "full": (5000.0, 5000.0)}.get(task)  # planning: routes on city graphs
+    for graph, what in ((gt, "--gt annotation"), (pred, "--pred submission")):
+        where = f"{what} {city}/{short_repr(sample_id)}"
+        check_graph_size(graph.number_of_nodes(), graph.number_of_edges(), where)
+        if area is not None and graph.number_of_nodes():  # the IoU canvas and every sampling stay near the area
+            check_inside_area(node_positions(graph, where)[1], area, where)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         if task == "planning":
@@ -239,7 +246,7 @@ def write_json(result: dict[str, Any], path: str | Path, inputs: Iterable[str | 
     Raises ``ValueError`` if ``path`` is one of ``inputs`` (a command never writes over its inputs).
     """
     inputs = list(inputs)
-    check_output_path(path, input_files=inputs, input_dirs=inputs, option="--json")
+    check_output_path(path, input_files=inputs, input_dirs=inputs, option="--json", is_folder=False)
     payload = {k: result[k] for k in ("overall", "cities", "samples") if k in result}
     atomic_write_text(path, json.dumps(_json_ready(payload), indent=2, allow_nan=False))
 

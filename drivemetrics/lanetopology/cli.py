@@ -21,7 +21,7 @@ def _openlanev2_eval(args: argparse.Namespace) -> int:
     from drivemetrics.lanetopology.evaluate import evaluate_openlanev2_files, json_report
 
     if args.json:
-        check_output_path(args.json, input_files=[args.gt, args.pred], option="--json")
+        check_output_path(args.json, input_files=[args.gt, args.pred], option="--json", is_folder=False)
     torch.set_num_threads(1)  # many small kernels: threads only contend
     track, scores = evaluate_openlanev2_files(
         args.gt, args.pred, track=args.track, compat=args.compat, workers=resolve_workers(args.workers)

@@ -13,12 +13,12 @@ keys (see :mod:`drivemetrics.lanetopology.frames`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from drivemetrics._files import read_text
+from drivemetrics._limits import load_json
 from drivemetrics._safe_pickle import safe_pickle_load
 from drivemetrics.lanetopology.frames import Track
 
@@ -42,10 +42,7 @@ def _token(value: Any) -> Token:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(read_text(path, what="OpenLane-V2 JSON file"))
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: not valid JSON ({err})") from None
+    data = load_json(read_text(path, what="OpenLane-V2 JSON file"), path)  # bounded nesting and integers
     if not isinstance(data, dict) or not isinstance(data.get("frames"), list):
         raise ValueError(f"{path}: expected an object with a 'frames' list (the fixture schema)")
     return data

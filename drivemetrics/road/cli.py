@@ -74,7 +74,11 @@ def run_road_eval(args: argparse.Namespace) -> int:
 
     if args.json:
         check_output_path(
-            args.json, input_dirs=[args.data, args.results], read_suffixes=(".png", ".txt"), option="--json"
+            args.json,
+            input_dirs=[args.data, args.results],
+            read_suffixes=(".png", ".txt"),
+            option="--json",
+            is_folder=False,
         )
     if args.corridor and args.space != "bev":
         raise ValueError("`--corridor` needs `--space bev` (the corridor is fitted in the bird's-eye view)")

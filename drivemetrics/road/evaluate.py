@@ -14,11 +14,12 @@ import torch
 from torch import Tensor
 
 from drivemetrics._files import InputFiles, atomic_save_png, check_output_path, load_image
+from drivemetrics._limits import check_image_fits_camera, png_size
 from drivemetrics._pool import check_workers, one_torch_thread_per_worker, parallel_map
 from drivemetrics._validation import check_tensor
 from drivemetrics.geometry.bev import BevGrid
 from drivemetrics.geometry.calib import read_kitti_calib
-from drivemetrics.geometry.homography import image_from_road_calib
+from drivemetrics.geometry.homography import image_from_road_calib_file
 from drivemetrics.geometry.warp import warp_image_to_bev
 from drivemetrics.road.corridor import DrivingCorridorMetrics
 from drivemetrics.road.corridor_config import CorridorConfig
@@ -152,7 +153,7 @@ def _frame_histogram(frame: _Frame, crop: bool, grid: BevGrid | None, thresholds
     pred = _match_size(read_confidence_png(frame.result_path), red.shape, frame.key, crop)
     planes = torch.stack((torch.from_numpy(red), torch.from_numpy(blue), pred))
     if frame.calib_path is not None:
-        homography = image_from_road_calib(read_kitti_calib(frame.calib_path))
+        homography = image_from_road_calib_file(frame.calib_path)
         planes = warp_image_to_bev(planes.unsqueeze(0), homography, grid, mode="devkit")[0][0]
     valid, road, pred = planes[0:1] > 0, planes[1:2] > 0, planes[2:3]
     return bucket_histograms(pred, road, valid, thresholds, per_image=False)[0]
@@ -284,7 +285,11 @@ def _warp_file_to_bev(
     ``inputs``: the command's input files; the output is refused (``ValueError``) if it resolves to one of them.
     """
     calib = calib_file_for(calib_dir, path.stem)
-    homography = image_from_road_calib(read_kitti_calib(calib))
+    homography = image_from_road_calib_file(calib)
+    size = png_size(path)
+    if size is not None:  # before decoding: the image must be one of the calibration's camera
+        p2 = read_kitti_calib(calib)["P2"]
+        check_image_fits_camera(path, *size, (float(p2[0, 2]), float(p2[1, 2])), calib)
     img = load_image(path, what="input PNG")
     if img.mode == "P":
         img = img.convert("RGB")
@@ -330,7 +335,7 @@ def transform_to_bev(
     for folder, what in ((calib_dir, "calibration"), (input_dir, "input")):
         if not folder.is_dir():
             raise FileNotFoundError(f"{what} folder not found: {folder}")
-    check_output_path(output_dir, input_dirs=[input_dir, calib_dir], option="output_dir")
+    check_output_path(output_dir, input_dirs=[input_dir, calib_dir], option="output_dir", is_folder=True)
     files = sorted(input_dir.glob("*.png"))
     if not files:
         raise ValueError(f"no .png files in {input_dir}")
@@ -426,7 +431,7 @@ def kitti_corridor_table(
     for key in keys:
         gt = read_gt_png(layout.gt_dir / f"{key}.png")
         pred = _match_size(read_confidence_png(results / f"{key}.png"), tuple(gt.shape[1:]), key, crop)
-        homography = image_from_road_calib(read_kitti_calib(calib_file_for(layout.calib_dir, key)))
+        homography = image_from_road_calib_file(calib_file_for(layout.calib_dir, key))
         lane, valid = gt_masks(warp_image_to_bev(gt[None], homography, grid, mode="devkit")[0][0])
         preds.append(warp_image_to_bev(pred[None, None], homography, grid, mode="devkit")[0][0, 0])
         lanes.append(lane)

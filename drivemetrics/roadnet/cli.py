@@ -115,8 +115,29 @@ def apply_settings(options: dict[str, dict], settings: list[str]) -> dict[str, d
         metric, dot, name = key.partition(".")
         if not sep or not dot or metric not in METRICS or not name:
             raise ValueError(f"`--set` expects METRIC.KEY=VALUE with METRIC in {sorted(METRICS)}, got {item!r}")
-        options.setdefault(metric, {})[name] = _parse_value(value)
+        options.setdefault(metric, {})[name] = check_setting(metric, name, _parse_value(value), item)
     return options
+
+
+def check_setting(metric: str, name: str, value: object, item: str) -> object:
+    """``value``, after checking that ``metric`` has an option ``name`` and, when its default is a number, that
+    ``value`` is a number too (``--set opt_j.d_max=abc`` is refused before any work)."""
+    import inspect
+    import math
+
+    from drivemetrics.roadnet.evaluate import METRICS as FUNCTIONS
+
+    parameters = inspect.signature(FUNCTIONS[metric]).parameters
+    if name not in parameters or name in ("preds", "target"):
+        accepted = sorted(set(parameters) - {"preds", "target"})
+        raise ValueError(f"`--set {item[:80]}`: {metric} has no option {name!r}; it accepts {accepted}")
+    default = parameters[name].default
+    is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if isinstance(default, (int, float)) and not isinstance(default, bool) and not is_number:
+        raise ValueError(f"`--set {item[:80]}`: {metric}.{name} must be a number (default {default})")
+    if is_number and not math.isfinite(value):
+        raise ValueError(f"`--set {item[:80]}`: {metric}.{name} must be a finite number")
+    return value
 
 
 def warn_default_mode(metrics: list[str], compat: str) -> None:
@@ -138,7 +159,12 @@ def _run_eval(args: argparse.Namespace) -> int:
     if args.json:
         inputs = [args.gt, args.pred]
         check_output_path(
-            args.json, input_files=inputs, input_dirs=inputs, read_suffixes=GRAPH_SUFFIXES, option="--json"
+            args.json,
+            input_files=inputs,
+            input_dirs=inputs,
+            read_suffixes=GRAPH_SUFFIXES,
+            option="--json",
+            is_folder=False,
         )
     pairs, orphans = find_pairs(args.gt, args.pred)
     missing = [name for name, _, p in pairs if p is None]
@@ -183,7 +209,7 @@ def _run_sensitivity(args: argparse.Namespace) -> int:
     if k_max < 1 or k_step < 1:
         raise ValueError(f"`--k-max` and `--k-step` must be >= 1, got {k_max} and {k_step}")
     # every output checked before any computing
-    out = check_output_path(args.out, input_files=[args.gt], option="--out")
+    out = check_output_path(args.out, input_files=[args.gt], option="--out", is_folder=True)
     if out.exists() and not out.is_dir():
         raise ValueError(f"`--out` {args.out} is a file; graph-sensitivity writes into a folder")
     for name in ("sensitivity.csv", "sensitivity.png"):

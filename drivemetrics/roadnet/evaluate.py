@@ -27,6 +27,7 @@ from typing import Any
 import networkx as nx
 from tqdm import tqdm
 
+from drivemetrics._limits import check_graph_extent
 from drivemetrics._pool import map_in_processes
 from drivemetrics.roadnet.apls import apls
 from drivemetrics.roadnet.ccq import ccq_graph, ccq_scores
@@ -231,6 +232,9 @@ def _evaluate_files(job: tuple) -> tuple[str, dict[str, dict[str, float]]]:
     name, gt_path, pred_path, metrics, options, window, border, compat = job
     target = read_graph(gt_path)
     preds = read_graph(pred_path) if pred_path is not None else nx.Graph()
+    check_graph_extent(graph_arrays(target).pos, gt_path)
+    if pred_path is not None:
+        check_graph_extent(graph_arrays(preds).pos, pred_path)
     if window is not None or border:
         extent = None
         if window is None:  # the GT's bounding box

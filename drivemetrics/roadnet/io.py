@@ -19,7 +19,6 @@ classes) raises :class:`UnsafePickleError` before it can run.
 from __future__ import annotations
 
 import io
-import json
 import math
 import reprlib
 from collections.abc import Iterable
@@ -30,6 +29,7 @@ import networkx as nx
 import numpy as np
 
 from drivemetrics._files import atomic_write_text, read_text
+from drivemetrics._limits import check_graph_size, load_json
 from drivemetrics._safe_pickle import UnsafePickleError, safe_pickle_load
 
 __all__ = [
@@ -118,7 +118,10 @@ def read_roadtracer_graph(path: str | Path) -> nx.Graph:
             edges.append((a, b))
         else:
             positions.append(_check_xy(a, b, where))
-    return from_edges(np.asarray(positions, dtype=np.float64).reshape(-1, 2), edges)
+    try:
+        return from_edges(np.asarray(positions, dtype=np.float64).reshape(-1, 2), edges)
+    except ValueError as err:  # edge indices out of range
+        raise ValueError(f"{path}: {err}") from None
 
 
 def write_roadtracer_graph(graph: nx.Graph, path: str | Path) -> None:
@@ -159,10 +162,7 @@ def read_geojson(path: str | Path, *, coordinates: str = "metres") -> nx.Graph:
     if coordinates not in ("metres", "raw"):
         raise ValueError(f"`coordinates` must be 'metres' or 'raw', got {coordinates!r}")
     path = Path(path)
-    try:
-        data = json.loads(read_text(path, what="GeoJSON file"))
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: not valid JSON ({err})") from None
+    data = load_json(read_text(path, what="GeoJSON file"), path)
     features = data.get("features") if isinstance(data, dict) else None
     if not isinstance(features, list):
         got = type(data).__name__ if not isinstance(data, dict) else f"'features': {type(features).__name__}"
@@ -320,6 +320,12 @@ def read_graph(path: str | Path) -> nx.Graph:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"graph file not found: {path}")
+    graph = _read_graph_file(path)
+    check_graph_size(graph.number_of_nodes(), graph.number_of_edges(), path)
+    return graph
+
+
+def _read_graph_file(path: Path) -> nx.Graph:
     suffix = path.suffix.lower()
     if suffix in (".graph", ".txt"):
         return read_roadtracer_graph(path)

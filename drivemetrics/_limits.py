@@ -1,0 +1,306 @@
+"""Size limits on inputs, so that the cost of a file is bounded by its size, never by the values it holds.
+
+Every reader checks what a file *declares* (a PNG's width and height, the points of a lane, the lanes of a frame,
+the nodes and edges of a graph, the nesting and the integers of a JSON document) against :class:`Limits` before
+allocating anything for it, and raises one ``ValueError`` naming the file, the limit and how to raise it.
+
+The defaults are far above the public datasets (KITTI-ROAD PNGs have 0.47 M pixels, CULane / TuSimple lanes fewer
+than 100 points, RoadTracer regions 8192 px) and can be raised for one process:
+
+- in Python, ``with set_limits(max_lane_points=50_000): ...`` (or ``set_limits(...)`` once, without ``with``);
+- for a command, ``drivemetrics --limit max_lane_points=50000 culane-eval ...`` (repeatable);
+- for any process and its workers, the environment variable ``DRIVEMETRICS_LIMITS="max_lane_points=50000,..."``.
+
+Examples:
+    >>> from drivemetrics._limits import get_limits, set_limits
+    >>> get_limits().max_lanes_per_frame
+    64
+    >>> with set_limits(max_lanes_per_frame=1000):
+    ...     get_limits().max_lanes_per_frame
+    1000
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import math
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+#: Environment variable read by :func:`get_limits`: ``"name=value,name=value"``.
+ENV_VAR = "DRIVEMETRICS_LIMITS"
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """The documented input limits (each overridable, see the module doc).
+
+    Attributes:
+        max_png_pixels: width x height a PNG may declare in its header (checked before decoding).
+        max_lane_points: points of one lane (CULane line, TuSimple lane or ``h_samples``).
+        max_lanes_per_frame: lanes of one frame (CULane file, TuSimple record).
+        max_abs_coordinate: largest absolute lane coordinate, pixels (CULane; a lane may run far off the canvas,
+            but values beyond this are a unit error, and their squares overflow).
+        max_graph_nodes: nodes of one road or lane graph.
+        max_graph_edges: edges of one road or lane graph.
+        max_graph_extent: side, in pixels, of the bounding box of one road graph's nodes (``graph-eval``: the
+            CCQ canvas and every resampling along edges grow with it).
+        max_json_depth: nesting of arrays / objects in a JSON document.
+        max_json_int_digits: decimal digits of a JSON integer.
+    """
+
+    max_png_pixels: int = 50_000_000
+    max_lane_points: int = 10_000
+    max_lanes_per_frame: int = 64
+    max_abs_coordinate: int = 1_000_000_000
+    max_graph_nodes: int = 2_000_000
+    max_graph_edges: int = 4_000_000
+    max_graph_extent: int = 32_768
+    max_json_depth: int = 64
+    max_json_int_digits: int = 20
+
+
+_overrides: list[dict[str, int]] = []
+
+
+def _parse_assignments(text: str, origin: str) -> dict[str, int]:
+    """``{"name": value}`` from ``"name=value,name=value"`` (names of :class:`Limits`, positive integers)."""
+    names = {f.name for f in dataclasses.fields(Limits)}
+    out: dict[str, int] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, value = item.partition("=")
+        name = name.strip().replace("-", "_")
+        if not sep or name not in names:
+            raise ValueError(f"{origin}: expected NAME=VALUE with NAME in {sorted(names)}, got {item[:80]!r}")
+        try:
+            number = int(value.strip().replace("_", ""))
+        except ValueError:
+            raise ValueError(f"{origin}: {name} must be a positive integer, got {value[:80]!r}") from None
+        if number < 1:
+            raise ValueError(f"{origin}: {name} must be >= 1, got {number}")
+        out[name] = number
+    return out
+
+
+def get_limits() -> Limits:
+    """The limits in force: the defaults, then ``DRIVEMETRICS_LIMITS``, then :func:`set_limits` (innermost last)."""
+    values: dict[str, int] = _parse_assignments(os.environ.get(ENV_VAR, ""), ENV_VAR)
+    for layer in _overrides:
+        values.update(layer)
+    return Limits(**values)
+
+
+@contextlib.contextmanager
+def _restore(layer: dict[str, int]) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        _overrides.remove(layer)
+
+
+def set_limits(**values: int) -> contextlib.AbstractContextManager[None]:
+    """Raise (or lower) limits for this process: ``with set_limits(max_lane_points=50_000): ...``.
+
+    Called without ``with`` the values stay in force. Spawned worker processes do not see them: a command passes
+    ``--limit`` on through ``DRIVEMETRICS_LIMITS`` (see :func:`limit_options`).
+    """
+    layer = _parse_assignments(",".join(f"{k}={v}" for k, v in values.items()), "set_limits")
+    _overrides.append(layer)
+    return _restore(layer)
+
+
+@contextlib.contextmanager
+def limit_options(assignments: list[str]) -> Iterator[None]:
+    """The CLI's ``--limit NAME=VALUE`` options, in force inside the ``with`` block: over :func:`set_limits` in
+    this process, and through ``DRIVEMETRICS_LIMITS`` in the worker processes it starts (restored afterwards)."""
+    if not assignments:
+        yield
+        return
+    layer = _parse_assignments(",".join(assignments), "--limit")
+    previous = os.environ.get(ENV_VAR)
+    os.environ[ENV_VAR] = ",".join(filter(None, [previous or "", *assignments]))
+    _overrides.append(layer)
+    try:
+        yield
+    finally:
+        _overrides.remove(layer)
+        if previous is None:
+            os.environ.pop(ENV_VAR, None)
+        else:
+            os.environ[ENV_VAR] = previous
+
+
+def _how_to_raise(name: str) -> str:
+    return f"raise it with --limit {name}=N, DRIVEMETRICS_LIMITS or drivemetrics._limits.set_limits"
+
+
+def check_count(count: int, name: str, where: object, what: str) -> None:
+    """Raise ``ValueError`` ``"WHERE: COUNT WHAT exceed the limit ..."`` when ``count`` is above limit ``name``."""
+    limit = getattr(get_limits(), name)
+    if count > limit:
+        raise ValueError(f"{where}: {count:,} {what}, more than {name}={limit:,} ({_how_to_raise(name)})")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# PNG header
+
+
+def png_size(path: str | Path) -> tuple[int, int] | None:
+    """``(width, height)`` declared by a PNG file's header, ``None`` when the file is not a PNG."""
+    with open(path, "rb") as stream:
+        head = stream.read(24)
+    if len(head) < 24 or head[:8] != b"\x89PNG\r\n\x1a\n" or head[12:16] != b"IHDR":
+        return None
+    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+
+
+def check_image_size(path: str | Path, width: int, height: int) -> None:
+    """Refuse an image that declares more than ``max_png_pixels`` pixels (before decoding it)."""
+    limit = get_limits().max_png_pixels
+    if width * height > limit:
+        raise ValueError(
+            f"{path}: the image declares {width} x {height} = {width * height:,} pixels, more than "
+            f"max_png_pixels={limit:,} ({_how_to_raise('max_png_pixels')})"
+        )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# JSON
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+
+
+def json_depth(text: str) -> int:
+    """Deepest nesting of arrays / objects in a JSON text (strings skipped), in time linear in its length."""
+    import numpy as np
+
+    skeleton = _STRING.sub("", text).encode("utf-8", "replace")
+    if not skeleton:
+        return 0
+    codes = np.frombuffer(skeleton, dtype=np.uint8)
+    step = np.isin(codes, (ord("["), ord("{"))).astype(np.int64) - np.isin(codes, (ord("]"), ord("}")))
+    return int(np.cumsum(step).max(initial=0))
+
+
+def load_json(text: str, where: object) -> Any:
+    """``json.loads(text)`` within the limits: nesting at most ``max_json_depth``, integers of at most
+    ``max_json_int_digits`` digits, no ``NaN`` / ``Infinity`` and no number overflowing a float.
+
+    Every failure is a ``ValueError`` naming ``where`` (the file, with a line for JSON lines).
+    """
+    limits = get_limits()
+    depth = json_depth(text)
+    if depth > limits.max_json_depth:
+        raise ValueError(
+            f"{where}: JSON nested {depth} levels deep, more than max_json_depth={limits.max_json_depth} "
+            f"({_how_to_raise('max_json_depth')})"
+        )
+
+    def parse_int(digits: str) -> int:
+        if len(digits.lstrip("-")) > limits.max_json_int_digits:
+            raise ValueError(
+                f"{where}: a JSON integer of {len(digits.lstrip('-'))} digits ({digits[:20]}...), more than "
+                f"max_json_int_digits={limits.max_json_int_digits} ({_how_to_raise('max_json_int_digits')})"
+            )
+        return int(digits)
+
+    def parse_float(digits: str) -> float:
+        value = float(digits)
+        if not math.isfinite(value):
+            raise ValueError(f"{where}: the JSON number {digits[:40]} overflows a float")
+        return value
+
+    def parse_constant(name: str) -> float:
+        raise ValueError(f"{where}: {name} is not a finite number (not allowed in the JSON input)")
+
+    try:
+        return json.loads(text, parse_int=parse_int, parse_float=parse_float, parse_constant=parse_constant)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{where}: not valid JSON ({err.msg} at line {err.lineno}, column {err.colno})") from None
+    except RecursionError:
+        raise ValueError(f"{where}: JSON nested too deeply") from None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# graphs (positions as an ``(N, 2)`` array, so that this module imports neither networkx nor torch)
+
+
+def check_graph_size(n_nodes: int, n_edges: int, where: object) -> None:
+    """Refuse a graph of more than ``max_graph_nodes`` nodes or ``max_graph_edges`` edges."""
+    check_count(n_nodes, "max_graph_nodes", where, "nodes in one graph")
+    check_count(n_edges, "max_graph_edges", where, "edges in one graph")
+
+
+def check_graph_extent(pos: Any, where: object) -> None:
+    """Refuse node positions (``(N, 2)``, pixels) whose bounding box is wider or taller than ``max_graph_extent``.
+
+    Every canvas (CCQ) and every resampling along edges (APLS, TLTS, OPT-*) of ``graph-eval`` grows with it.
+    """
+    import numpy as np
+
+    pos = np.asarray(pos, dtype=np.float64).reshape(-1, 2)
+    if not len(pos):
+        return
+    limit = get_limits().max_graph_extent
+    lo, hi = pos.min(axis=0), pos.max(axis=0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        span = hi - lo
+    if not (span <= limit).all():
+        far = int(np.argmax(np.abs(pos).max(axis=1)))
+        raise ValueError(
+            f"{where}: the nodes span {span[0]:.6g} x {span[1]:.6g} px (e.g. a node at ({pos[far, 0]:.6g}, "
+            f"{pos[far, 1]:.6g})), more than max_graph_extent={limit:,} px ({_how_to_raise('max_graph_extent')})"
+        )
+
+
+def check_inside_area(pos: Any, area: tuple[float, float], where: object) -> None:
+    """Refuse node positions (``(N, 2)``, pixels) outside the ``(height, width)`` area enlarged by its own size on
+    every side (``[-width, 2 * width) x [-height, 2 * height)``): the canvas of a lane graph's sample."""
+    import numpy as np
+
+    pos = np.asarray(pos, dtype=np.float64).reshape(-1, 2)
+    height, width = area
+    outside = ~((pos[:, 0] >= -width) & (pos[:, 0] < 2 * width) & (pos[:, 1] >= -height) & (pos[:, 1] < 2 * height))
+    if outside.any():
+        k = int(np.argmax(outside))
+        raise ValueError(
+            f"{where}: a node at ({pos[k, 0]:.6g}, {pos[k, 1]:.6g}) px lies outside the {int(height)} x {int(width)} "
+            f"px sample area enlarged by its size on every side"
+        )
+
+
+def check_image_fits_camera(
+    path: str | Path, width: int, height: int, principal_point: tuple[float, float], calib: str | Path
+) -> None:
+    """Refuse an image whose size does not fit the camera of its calibration.
+
+    KITTI calibrations do not state the image size; the principal point ``(cx, cy)`` of ``P2`` lies near the
+    image center (609.6, 172.9 for 1242 x 375 px), so an image of that camera has ``cx`` in ``[W / 4, 3 W / 4]``
+    and ``cy`` in ``[H / 4, 3 H / 4]``. Anything else (a 12,000 x 12,000 px input for a 1242 x 375 px camera) is
+    another camera's image or a resized one, and its BEV would be wrong.
+    """
+    cx, cy = principal_point
+    if not (width / 4 <= cx <= 3 * width / 4 and height / 4 <= cy <= 3 * height / 4):
+        raise ValueError(
+            f"{path}: a {width} x {height} px image does not fit the camera of {calib} (principal point "
+            f"({cx:.1f}, {cy:.1f}) px, expected near the image center): the image size must be the calibration's"
+        )
+
+
+def check_coordinates(values: Any, where: object) -> None:
+    """Refuse coordinates (any array, pixels) larger in magnitude than ``max_abs_coordinate``."""
+    import numpy as np
+
+    limit = get_limits().max_abs_coordinate
+    values = np.asarray(values, dtype=np.float64)
+    if values.size and not (np.abs(values) <= limit).all():
+        worst = float(values.flat[int(np.argmax(np.abs(values)))])
+        raise ValueError(
+            f"{where}: the coordinate {worst:.6g} px is larger than max_abs_coordinate={limit:.3g} "
+            f"({_how_to_raise('max_abs_coordinate')})"
+        )

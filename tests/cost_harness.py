@@ -1,0 +1,378 @@
+"""Run a ``drivemetrics`` command (or a Python snippet) in a child process and measure its cost.
+
+Used by ``tests/test_bounded_cost.py`` (issue 24's table, one row per test) and ``tests/test_fuzz_cost.py``; run as a
+script (``python tests/cost_harness.py [ROOT]``) it prints every row's time and peak RSS for the package found at
+``ROOT`` (default: this checkout), which is how the before / after numbers of the README were measured.
+
+The child gets an address-space cap (``RLIMIT_AS``) and a wall-clock timeout, so a regression fails the test
+instead of taking the machine's memory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+#: Address-space cap of every child (torch alone reserves ~0.7 GB of address space).
+MEMORY_CAP = 3 * 1024**3
+
+
+@dataclass
+class Run:
+    """Exit status, wall time (s), peak RSS (MB), output and CPU time (user + system, s) of one child process."""
+
+    returncode: int
+    seconds: float
+    peak_mb: float
+    stdout: str
+    stderr: str
+    cpu_seconds: float = 0.0
+
+
+def run_child(
+    argv: list[str], cwd: Path, *, timeout: float = 120.0, root: Path = REPO_ROOT, env: dict | None = None
+) -> Run:
+    """``argv`` run as a child (``python -m drivemetrics`` when it starts with a command name)."""
+    if argv and argv[0] != "-c":
+        argv = ["-m", "drivemetrics", *argv]
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
+
+    child_env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1", **(env or {})}
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(
+            [sys.executable, *argv], cwd=cwd, env=child_env, stdout=out, stderr=err, preexec_fn=cap, text=True
+        )
+        while True:  # os.wait4 gives this child's own peak RSS (RUSAGE_CHILDREN would mix every child)
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() - start > timeout:
+                proc.kill()
+                pid, status, usage = os.wait4(proc.pid, 0)
+                break
+            time.sleep(0.01)
+        seconds = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        cpu = usage.ru_utime + usage.ru_stime
+        return Run(proc.returncode, seconds, usage.ru_maxrss / 1024, out.read(), err.read(), cpu)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# a warm child: imports the package once, then forks one grandchild per command (no import cost per row)
+
+#: Run by the warm child: import what the commands import, then for each JSON request on stdin fork a grandchild
+#: that runs ``drivemetrics.cli.main(argv)`` in ``cwd`` under the memory cap, and answer its exit status, wall time,
+#: peak RSS and CPU time (from ``wait4``: the grandchild's own, not the imports before the fork).
+_SERVER = r"""
+import json, os, resource, sys, tempfile, time
+import networkx, numpy, PIL.Image, scipy.optimize, torch, torchmetrics  # noqa: F401
+import drivemetrics.cli
+for name in ("lane", "road", "roadnet", "lanegraph", "lanetopology", "detection", "attack"):
+    try:
+        __import__(f"drivemetrics.{name}.cli")
+    except ImportError:
+        pass
+cap = int(sys.argv[1])
+reply = os.fdopen(os.dup(1), "w")
+for request in sys.stdin:
+    job = json.loads(request)
+    out, err = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
+    start = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.chdir(job["cwd"])
+            os.environ.update(job["env"])
+            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+            os.dup2(out.fileno(), 1)
+            os.dup2(err.fileno(), 2)
+            code = drivemetrics.cli.main(job["argv"])
+        except SystemExit as stop:
+            code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+        except BaseException:
+            import traceback
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code or 0)
+    while True:
+        done, status, usage = os.wait4(pid, os.WNOHANG)
+        if done:
+            break
+        if time.perf_counter() - start > job["timeout"]:
+            os.kill(pid, 9)
+            done, status, usage = os.wait4(pid, 0)
+            break
+        time.sleep(0.005)
+    seconds = time.perf_counter() - start
+    out.seek(0)
+    err.seek(0)
+    answer = {
+        "returncode": os.waitstatus_to_exitcode(status), "seconds": seconds, "peak_mb": usage.ru_maxrss / 1024,
+        "stdout": out.read(), "stderr": err.read(), "cpu_seconds": usage.ru_utime + usage.ru_stime,
+    }
+    out.close()
+    err.close()
+    reply.write(json.dumps(answer) + "\n")
+    reply.flush()
+"""
+
+
+class WarmCommands:
+    """``drivemetrics`` commands run in grandchildren forked from one child that imported the package once.
+
+    Each command still runs in its own process under :data:`MEMORY_CAP`, and its :class:`Run` holds that process's
+    own wall time, CPU time and peak RSS; only the start-up (Python, torch and the package imports, about 3 s of
+    CPU) is paid once instead of once per command. Use as a context manager.
+    """
+
+    def __init__(self, root: Path = REPO_ROOT) -> None:
+        env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1"}
+        self._proc = subprocess.Popen(
+            [sys.executable, "-c", _SERVER, str(MEMORY_CAP)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            text=True,
+        )
+
+    def run(self, argv: list[str], cwd: Path, *, timeout: float = 120.0, env: dict | None = None) -> Run:
+        """``drivemetrics ARGV`` run in ``cwd`` (as :func:`run_child` does, without the start-up)."""
+        assert self._proc.stdin is not None
+        assert self._proc.stdout is not None
+        request = {"argv": list(argv), "cwd": str(cwd), "timeout": timeout, "env": dict(env or {})}
+        self._proc.stdin.write(json.dumps(request) + "\n")
+        self._proc.stdin.flush()
+        answer = self._proc.stdout.readline()
+        if not answer:
+            raise RuntimeError(f"the warm child ended (exit {self._proc.wait()})")
+        return Run(**json.loads(answer))
+
+    def close(self) -> None:
+        if self._proc.stdin is not None:
+            self._proc.stdin.close()
+        self._proc.wait(timeout=30)
+
+    def __enter__(self) -> WarmCommands:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the rows of issue 24's table: each builds its files under ``tmp`` and returns (hostile argv, valid argv)
+
+H_SAMPLES = list(range(160, 720, 10))  # 56 TuSimple rows
+
+
+def _tusimple(tmp: Path, pred_record: str | None = None) -> tuple[list[str], list[str]]:
+    lane = [600 + 2 * k for k in range(len(H_SAMPLES))]
+    gt = {"raw_file": "clips/a/20.jpg", "lanes": [lane, [-2] * len(H_SAMPLES)], "h_samples": H_SAMPLES}
+    (tmp / "gt.json").write_text(json.dumps(gt) + "\n")
+    (tmp / "ok.json").write_text(json.dumps({"raw_file": "clips/a/20.jpg", "lanes": [lane], "run_time": 10}) + "\n")
+    (tmp / "bad.json").write_text((pred_record or "") + "\n")
+    args = ["tusimple-eval", "--gt", "gt.json", "--pred"]
+    return [*args, "bad.json"], [*args, "ok.json"]
+
+
+def _culane(tmp: Path, pred_text: str, list_text: str | None = None) -> tuple[list[str], list[str]]:
+    for folder in ("gt", "ok", "bad"):
+        (tmp / folder).mkdir()
+    lane = "800 580 810 450 820 300\n"
+    (tmp / "gt" / "a.lines.txt").write_text(lane)
+    (tmp / "ok" / "a.lines.txt").write_text(lane)
+    (tmp / "bad" / "a.lines.txt").write_text(pred_text)
+    if list_text is not None:
+        (tmp / "list.txt").write_bytes(list_text.encode())
+        (tmp / "ok_list.txt").write_text("a.jpg\n")
+    args = ["culane-eval", "--gt", "gt", "--pred", "ok"]
+    if list_text is None:
+        args = args[:-1]
+        return [*args, "bad", "--json", "out.json"], [*args, "ok", "--json", "ok_out.json"]
+    return [*args, "--list", "list.txt", "--json", "out.json"], [
+        *args,
+        "--list",
+        "ok_list.txt",
+        "--json",
+        "ok_out.json",
+    ]
+
+
+ROAD_GRAPH = "0 0\n400 0\n400 400\n0 400\n\n0 1\n1 2\n2 3\n"
+
+
+def _graph(
+    tmp: Path, pred_text: str, name: str = "pred.graph", extra: tuple[str, ...] = ()
+) -> tuple[list[str], list[str]]:
+    (tmp / "gt.graph").write_text(ROAD_GRAPH)
+    (tmp / "ok.graph").write_text(ROAD_GRAPH)
+    (tmp / name).write_text(pred_text)
+    args = ["graph-eval", "--no-progress", "--workers", "1", "--gt", "gt.graph", "--pred"]
+    return [*args, name, *extra], [*args, "ok.graph"]
+
+
+def _lane_graph_pickle(path: Path, far: bool) -> None:
+    import networkx as nx
+    import numpy as np
+
+    graph = nx.DiGraph()
+    for k in range(11):
+        graph.add_node(k, pos=np.array([20.0 + 20 * k, 128.0]))
+    graph.add_edges_from((k, k + 1) for k in range(10))
+    if far:
+        graph.nodes[10]["pos"] = np.array([1e7, 1e7])
+    path.write_bytes(pickle.dumps({"austin": {"eval": {"austin_1_0_0": graph}}}, protocol=4))
+
+
+def _png_bomb(path: Path, side: int = 12_000) -> None:
+    """A ``side x side`` grey PNG of zeros (about 140 KB for 12,000 px), compressed row by row."""
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return len(body).to_bytes(4, "big") + kind + body + zlib.crc32(kind + body).to_bytes(4, "big")
+
+    packer = zlib.compressobj(9)
+    row = bytes(side + 1)
+    data = b"".join(packer.compress(row) for _ in range(side)) + packer.flush()
+    header = side.to_bytes(4, "big") * 2 + bytes([8, 0, 0, 0, 0])
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", data) + chunk(b"IEND", b""))
+
+
+def _small_png(path: Path, shape: tuple[int, ...], value: int = 200) -> None:
+    import numpy as np
+    from PIL import Image
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    array = np.full(shape, value, np.uint8)
+    if len(shape) == 3:
+        array[..., 2] = 255  # KITTI GT: blue channel = road
+    Image.fromarray(array).save(path)
+
+
+ROAD_CALIB = (
+    "P0: " + " ".join(["1.0"] * 12) + "\nP1: " + " ".join(["1.0"] * 12) + "\nP2: 721.5 0 609.5 44.8 0 721.5 172.8 "
+    "0.2 0 0 1 0.003\nP3: "
+    + " ".join(["1.0"] * 12)
+    + "\nR0_rect: 1 0 0 0 1 0 0 0 1\nTr_velo_to_cam: "
+    + " ".join(["0.5"] * 12)
+    + "\nTr_imu_to_velo: "
+    + " ".join(["0.5"] * 12)
+    + "\nTr_cam_to_road: 1 0 0 0 0 1 0 -1.6 0 0 1 0\n"
+)
+
+
+def _road_eval(tmp: Path) -> tuple[list[str], list[str]]:
+    _small_png(tmp / "data" / "gt_image_2" / "um_road_000000.png", (375, 1242, 3), 0)
+    _small_png(tmp / "ok" / "um_road_000000.png", (375, 1242))
+    (tmp / "bad").mkdir()
+    _png_bomb(tmp / "bad" / "um_road_000000.png")
+    args = ["road-eval", "--no-progress", "--workers", "1", "--categories", "um_road", "--data", "data", "--results"]
+    return [*args, "bad"], [*args, "ok"]
+
+
+def _road_bev(tmp: Path) -> tuple[list[str], list[str]]:
+    (tmp / "calib").mkdir()
+    (tmp / "calib" / "um_000000.txt").write_text(ROAD_CALIB)
+    _small_png(tmp / "ok" / "um_road_000000.png", (375, 1242))
+    (tmp / "bad").mkdir()
+    _png_bomb(tmp / "bad" / "um_road_000000.png")
+    args = ["road-bev", "--no-progress", "--workers", "1", "--calib", "calib", "--output", "out", "--input"]
+    return [*args, "bad"], [*args, "ok"]
+
+
+def _lanegraph(tmp: Path) -> tuple[list[str], list[str]]:
+    _lane_graph_pickle(tmp / "gt.pickle", far=False)
+    _lane_graph_pickle(tmp / "ok.pickle", far=False)
+    _lane_graph_pickle(tmp / "bad.pickle", far=True)
+    args = ["lanegraph-eval", "--no-progress", "--workers", "1", "--task", "successor", "--gt", "gt.pickle", "--pred"]
+    return [*args, "bad.pickle"], [*args, "ok.pickle"]
+
+
+def _deep(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+#: name -> (builder, what a correct outcome is: "error" = exit 2 with one line; "ok" = exit 0)
+SCENARIOS = {
+    "culane_far_point": (lambda t: _culane(t, "0 0 1e7 1e7\n"), "ok"),
+    "culane_200k_points": (
+        lambda t: _culane(t, " ".join(f"{800 + k * 1e-3} {580 - k * 1e-3}" for k in range(200_000)) + "\n"),
+        "error",
+    ),
+    "culane_300k_lanes": (lambda t: _culane(t, "800 580 810 450\n" * 300_000), "error"),
+    "culane_nul_in_list": (lambda t: _culane(t, "", "a.jpg\x00\n"), "error"),
+    "graph_far_nodes": (lambda t: _graph(t, "0 0\n1e7 1e7\n\n0 1\n"), "error"),
+    "graph_nodes_1e300": (lambda t: _graph(t, "0 0\n1e300 1e300\n\n0 1\n"), "error"),
+    "graph_bad_edge_index": (lambda t: _graph(t, "0 0\n10 10\n\n0 7\n"), "error"),
+    "graph_deep_geojson": (lambda t: _graph(t, _deep(100_000), "pred.geojson"), "error"),
+    "graph_set_not_a_number": (lambda t: _graph(t, ROAD_GRAPH, extra=("--set", "opt_j.d_max=abc")), "error"),
+    "lanegraph_far_node": (_lanegraph, "error"),
+    "tusimple_200k_points": (
+        lambda t: _tusimple(
+            t, json.dumps({"raw_file": "clips/a/20.jpg", "lanes": [list(range(200_000))], "run_time": 1})
+        ),
+        "error",
+    ),
+    "tusimple_2000_lanes": (
+        lambda t: _tusimple(t, json.dumps({"raw_file": "clips/a/20.jpg", "lanes": [[-2] * 56] * 2000, "run_time": 1})),
+        "error",
+    ),
+    "tusimple_deep_json": (lambda t: _tusimple(t, _deep(100_000)), "error"),
+    "tusimple_huge_int": (
+        lambda t: _tusimple(t, '{"raw_file": "clips/a/20.jpg", "lanes": [], "run_time": 1' + "0" * 400 + "}"),
+        "error",
+    ),
+    "road_png_bomb": (_road_eval, "error"),
+    "road_bev_size_mismatch": (_road_bev, "error"),
+    "json_into_proc": (
+        lambda t: _replace_json(_culane(t, "800 580 810 450 820 300\n"), "/proc/nonexistent/out.json"),
+        "error",
+    ),
+    "json_into_a_folder": (lambda t: _replace_json(_culane(t, "800 580 810 450 820 300\n"), "."), "error"),
+}
+
+
+def _replace_json(argvs: tuple[list[str], list[str]], target: str) -> tuple[list[str], list[str]]:
+    bad, ok = argvs
+    bad = list(bad)
+    bad[bad.index("--json") + 1] = target
+    return bad, ok
+
+
+def measure(name: str, tmp: Path, root: Path = REPO_ROOT, timeout: float = 120.0) -> tuple[Run, Run]:
+    """(hostile run, valid run) of scenario ``name`` built under ``tmp``."""
+    build, _ = SCENARIOS[name]
+    bad, ok = build(tmp)
+    return run_child(bad, tmp, root=root, timeout=timeout), run_child(ok, tmp, root=root, timeout=timeout)
+
+
+if __name__ == "__main__":  # python tests/cost_harness.py [ROOT] [NAME...]: print every row's cost
+    root = Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else REPO_ROOT
+    names = sys.argv[2:] or list(SCENARIOS)
+    print(f"{'row':<26} {'rc':>4} {'s':>7} {'cpu s':>6} {'MB':>6} | {'valid s':>7} {'cpu s':>6} {'MB':>6}  stderr")
+    for name in names:
+        with tempfile.TemporaryDirectory() as folder:
+            bad, ok = measure(name, Path(folder), root, timeout=90.0)
+        line = (bad.stderr.strip().splitlines() or [""])[-1][:110]
+        print(
+            f"{name:<26} {bad.returncode:>4} {bad.seconds:7.2f} {bad.cpu_seconds:6.2f} {bad.peak_mb:6.0f} | "
+            f"{ok.seconds:7.2f} {ok.cpu_seconds:6.2f} {ok.peak_mb:6.0f}  {line}",
+            flush=True,
+        )

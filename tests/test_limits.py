@@ -1,0 +1,229 @@
+"""drivemetrics._limits and the checks built on it (issue 24): documented, overridable limits; one error contract."""
+
+from __future__ import annotations
+
+import json
+import math
+import zlib
+
+import numpy as np
+import pytest
+import torch
+
+from drivemetrics._limits import (
+    ENV_VAR,
+    Limits,
+    check_graph_extent,
+    check_inside_area,
+    get_limits,
+    json_depth,
+    load_json,
+    png_size,
+    set_limits,
+)
+
+
+def test_defaults_overrides_and_the_environment(monkeypatch):
+    assert get_limits() == Limits()
+    with set_limits(max_lane_points=5):
+        assert get_limits().max_lane_points == 5
+        with set_limits(max_lane_points=7, max_json_depth=3):
+            assert (get_limits().max_lane_points, get_limits().max_json_depth) == (7, 3)
+        assert get_limits().max_lane_points == 5
+    assert get_limits() == Limits()
+    monkeypatch.setenv(ENV_VAR, "max_png_pixels=100, max-graph-nodes=1_000")
+    assert (get_limits().max_png_pixels, get_limits().max_graph_nodes) == (100, 1000)
+    monkeypatch.setenv(ENV_VAR, "max_pngs=1")
+    with pytest.raises(ValueError, match=f"{ENV_VAR}: expected NAME=VALUE"):
+        get_limits()
+    with pytest.raises(ValueError, match="must be >= 1"):
+        set_limits(max_lane_points=0)
+
+
+def test_json_depth_skips_strings_and_load_json_refuses_what_costs_more_than_its_bytes():
+    assert json_depth('{"a": [[1], "[[[[", {"b": "\\"]]"}]}') == 3
+    assert load_json('{"lanes": [[1, 2.5]]}', "f.json:1") == {"lanes": [[1, 2.5]]}
+    for text, words in [
+        ("[" * 100_000 + "]" * 100_000, "f.json:1: JSON nested 100000 levels deep, more than max_json_depth=64"),
+        ("[1" + "0" * 400 + "]", "f.json:1: a JSON integer of 401 digits"),
+        ("[1e400]", "f.json:1: the JSON number 1e400 overflows a float"),
+        ("[NaN]", "f.json:1: NaN is not a finite number"),
+        ("[1, ", "f.json:1: not valid JSON"),
+    ]:
+        with pytest.raises(ValueError, match=r"^f\.json:1: ") as info:
+            load_json(text, "f.json:1")
+        assert str(info.value).startswith(words), str(info.value)
+    # past Python's recursion limit: still one ValueError
+    with set_limits(max_json_depth=200_000), pytest.raises(ValueError, match=r"f\.json: JSON nested too deeply"):
+        load_json("[" * 100_000 + "]" * 100_000, "f.json")
+
+
+def _png_header_only(path, width, height):
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return len(body).to_bytes(4, "big") + kind + body + zlib.crc32(kind + body).to_bytes(4, "big")
+
+    header = width.to_bytes(4, "big") + height.to_bytes(4, "big") + bytes([8, 0, 0, 0, 0])
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\0" * 64)))
+
+
+def test_a_png_bomb_is_refused_from_its_header_without_decoding(tmp_path, monkeypatch):
+    from PIL import ImageFile
+
+    from drivemetrics._files import load_image
+
+    path = tmp_path / "um_road_000000.png"
+    _png_header_only(path, 12_000, 12_000)
+    assert png_size(path) == (12_000, 12_000)
+
+    def no_decoding(self):
+        raise AssertionError("decoded before the size check")
+
+    monkeypatch.setattr(ImageFile.ImageFile, "load", no_decoding)
+    with pytest.raises(ValueError, match=r"um_road_000000\.png: the image declares 12000 x 12000 = 144,000,000 pixels"):
+        load_image(path)
+
+
+def test_culane_cost_is_bounded_by_the_canvas_and_far_points_draw_as_the_visible_part():
+    from drivemetrics.lane.culane import lane_iou_matrix
+
+    far = torch.tensor([[[[0.0, 0.0], [1e7, 1e7]]]], dtype=torch.float64)
+    near = torch.tensor([[[[0.0, 0.0], [2000.0, 2000.0]]]], dtype=torch.float64)  # the same line on the canvas
+    other = torch.tensor([[[[800.0, 580.0], [820.0, 300.0]]]], dtype=torch.float64)
+    assert lane_iou_matrix(far, near)[0, 0, 0].item() == pytest.approx(1.0)
+    assert lane_iou_matrix(far, other)[0, 0, 0].item() == 0.0
+    huge = torch.tensor([[[[-1e12, 300.0], [1e12, 300.0]]]], dtype=torch.float64)  # a horizontal line
+    row = torch.tensor([[[[-10.0, 300.0], [2000.0, 300.0]]]], dtype=torch.float64)
+    assert lane_iou_matrix(huge, row)[0, 0, 0].item() == pytest.approx(1.0)
+
+
+def test_culane_reader_limits_name_the_file_and_line(tmp_path):
+    from drivemetrics.lane.io import read_culane_lines, read_culane_list
+
+    path = tmp_path / "a.lines.txt"
+    path.write_text("1 2 3 4\n" + " ".join(["5 6"] * 11) + "\n")
+    assert read_culane_lines(path).shape == (2, 11, 2)
+    with set_limits(max_lane_points=10), pytest.raises(ValueError, match=r"a\.lines\.txt:2: 11 points in one lane"):
+        read_culane_lines(path)
+    with set_limits(max_lanes_per_frame=1), pytest.raises(ValueError, match=r"a\.lines\.txt: 2 lines \(lanes\)"):
+        read_culane_lines(path)
+    listing = tmp_path / "list.txt"
+    listing.write_bytes(b"a.jpg\nb\x00.jpg\n")
+    with pytest.raises(ValueError, match=r"list\.txt:2: a NUL byte"):
+        read_culane_list(listing)
+
+
+def test_tusimple_lanes_are_checked_against_the_labels_before_padding(tmp_path):
+    from drivemetrics.lane.io import read_tusimple_json
+
+    path = tmp_path / "pred.json"
+    path.write_text(json.dumps({"raw_file": "a.jpg", "lanes": [[1.0] * 57], "run_time": 1}) + "\n")
+    assert read_tusimple_json(path).lanes.shape == (1, 1, 57)
+    with pytest.raises(ValueError, match=r"pred\.json:1: lanes\[0\] has 57 values but the labels' `h_samples` have"):
+        read_tusimple_json(path, max_points=56)
+    path.write_text(json.dumps({"raw_file": "a.jpg", "lanes": [[1.0] * 3] * 5, "run_time": 1}) + "\n")
+    with set_limits(max_lanes_per_frame=4), pytest.raises(ValueError, match=r"pred\.json:1: 5 lanes in one record"):
+        read_tusimple_json(path)
+    path.write_text('{"raw_file": "a.jpg", "lanes": [], "run_time": ' + "9" * 30 + "}\n")
+    with pytest.raises(ValueError, match=r"pred\.json:1: a JSON integer of 30 digits"):
+        read_tusimple_json(path)
+
+
+def test_graph_reader_and_extent_limits_name_the_file(tmp_path):
+    from drivemetrics.roadnet.io import read_graph
+
+    path = tmp_path / "g.graph"
+    path.write_text("0 0\n10 10\n\n0 7\n")
+    with pytest.raises(ValueError, match=r"g\.graph: `edges` indices must lie in 0\.\.1"):
+        read_graph(path)
+    path.write_text("0 0\n10 10\n20 0\n\n0 1\n1 2\n")
+    assert read_graph(path).number_of_nodes() == 3
+    with set_limits(max_graph_nodes=2), pytest.raises(ValueError, match=r"g\.graph: 3 nodes in one graph"):
+        read_graph(path)
+    check_graph_extent(np.array([[0.0, 0.0], [32_768.0, 5.0]]), "g.graph")
+    with pytest.raises(ValueError, match=r"g\.graph: the nodes span 1e\+300 x 1e\+300 px .*max_graph_extent"):
+        check_graph_extent(np.array([[0.0, 0.0], [1e300, 1e300]]), "g.graph")
+    check_inside_area(np.array([[-255.0, 0.0], [511.0, 511.0]]), (256, 256), "sample a")
+    with pytest.raises(ValueError, match=r"sample a: a node at \(1e\+07, 1e\+07\) px lies outside the 256 x 256"):
+        check_inside_area(np.array([[0.0, 0.0], [1e7, 1e7]]), (256, 256), "sample a")
+
+
+def test_graph_eval_set_is_typed_before_any_work():
+    from drivemetrics.roadnet.cli import apply_settings
+
+    assert apply_settings({}, ["opt_j.d_max=12.5"]) == {"opt_j": {"d_max": 12.5}}
+    with pytest.raises(ValueError, match=r"`--set opt_j\.d_max=abc`: opt_j\.d_max must be a number"):
+        apply_settings({}, ["opt_j.d_max=abc"])
+    with pytest.raises(ValueError, match=r"opt_j has no option 'nope'"):
+        apply_settings({}, ["opt_j.nope=1"])
+    with pytest.raises(ValueError, match="finite"):
+        apply_settings({}, ["opt_j.d_max=nan"])
+
+
+def test_outputs_are_checked_writable_before_any_work(tmp_path):
+    from drivemetrics._files import check_output_path, check_writable
+
+    with pytest.raises(ValueError, match=r"`--json` /proc/nonexistent/out\.json: cannot write there"):
+        check_output_path("/proc/nonexistent/out.json", option="--json", is_folder=False)
+    with pytest.raises(ValueError, match=r"`--json` .* is a folder; expected a file name"):
+        check_output_path(tmp_path, option="--json", is_folder=False)
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(ValueError, match="is a file; expected a folder"):
+        check_writable(tmp_path / "f", option="--out", is_folder=True)
+    check_writable(tmp_path / "new" / "deeper" / "scores.json", option="--json", is_folder=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f"]  # the probe leaves nothing behind
+
+
+def test_cli_limit_option_raises_a_limit_for_the_command(tmp_path, capsys):
+    from drivemetrics.cli import main
+
+    for folder in ("gt", "pred"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "a.lines.txt").write_text(" ".join(f"{800 + k} {580 - 10 * k}" for k in range(20)) + "\n")
+    args = ["culane-eval", "--gt", str(tmp_path / "gt"), "--pred", str(tmp_path / "pred")]
+    with set_limits(max_lane_points=10):
+        assert main(args) == 2
+        assert "max_lane_points=10" in capsys.readouterr().err
+        assert main(["--limit", "max_lane_points=20", *args]) == 0
+    assert "f1         1.000000" in capsys.readouterr().out
+    assert main(["--limit", "max_lanes=3", *args]) == 2
+    assert "--limit: expected NAME=VALUE" in capsys.readouterr().err
+
+
+def test_calibration_errors_name_the_file(tmp_path):
+    from drivemetrics.geometry.homography import image_from_road_calib_file
+
+    calib = (
+        "P2: 721.5 0 609.5 44.8 0 721.5 172.8 0.2 0 0 1 0.003\nR0_rect: 1 0 0 0 1 0 0 0 1\n"
+        "Tr_cam_to_road: 0 0 0 0 0 0 0 0 0 0 0 0\n"
+    )
+    path = tmp_path / "um_000000.txt"
+    path.write_text(calib)
+    with pytest.raises(ValueError, match=r"um_000000\.txt: "):
+        image_from_road_calib_file(path)
+    path.write_text(calib.replace("Tr_cam_to_road: 0 0 0 0", "Tr_cam_to_road: nan 0 0 0"))
+    with pytest.raises(ValueError, match=r"um_000000\.txt"):
+        image_from_road_calib_file(path)
+
+
+def test_physically_impossible_arguments_are_refused_up_front():
+    from drivemetrics.attack.patch import PatchSpec, composite_patch
+    from drivemetrics.lane.psld import psld
+
+    z = torch.zeros(2, 101)
+    with pytest.raises(ValueError, match="`speed` must be at most 350 m/s"):
+        psld(z, z, speed=1e30)
+    with pytest.raises(ValueError, match="PatchSpec `cell` 1e-09 m gives a texture of"):
+        PatchSpec(cell=1e-9)
+    with pytest.raises(ValueError, match="PatchSpec `length` must be finite"):
+        PatchSpec(length=math.inf)
+    frames, texture = torch.zeros(1, 3, 8, 8), torch.zeros(1, 1, 4, 4)
+    with pytest.raises(ValueError, match="`image_from_texture` contains NaN"):
+        composite_patch(frames, texture, torch.full((1, 3, 3), math.nan))
+
+
+def test_psld_compute_before_update_is_nan_never_a_perfect_score():
+    from drivemetrics.lane.psld import PSLD
+
+    for aggregate in ("mean", "max"):
+        with pytest.warns(UserWarning, match="before the ``update``"):
+            assert math.isnan(PSLD(aggregate=aggregate).compute().item())
