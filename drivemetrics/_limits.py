@@ -187,9 +187,10 @@ def json_depth(text: str) -> int:
     return int(np.cumsum(step).max(initial=0))
 
 
-def load_json(text: str, where: object) -> Any:
+def load_json(text: str, where: object, *, allow_non_finite: bool = False) -> Any:
     """``json.loads(text)`` within the limits: nesting at most ``max_json_depth``, integers of at most
-    ``max_json_int_digits`` digits, no ``NaN`` / ``Infinity`` and no number overflowing a float.
+    ``max_json_int_digits`` digits, no ``NaN`` / ``Infinity`` (unless ``allow_non_finite``: then the reader's own
+    checks name the record and field holding them) and no number overflowing a float.
 
     Every failure is a ``ValueError`` naming ``where`` (the file, with a line for JSON lines).
     """
@@ -216,6 +217,8 @@ def load_json(text: str, where: object) -> Any:
         return value
 
     def parse_constant(name: str) -> float:
+        if allow_non_finite:
+            return float(name)
         raise ValueError(f"{where}: {name} is not a finite number (not allowed in the JSON input)")
 
     try:

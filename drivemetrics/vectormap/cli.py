@@ -12,7 +12,7 @@ def _map_eval(args: argparse.Namespace) -> int:
     from drivemetrics.vectormap.evaluate import evaluate_map_files
 
     if args.json:
-        check_output_path(args.json, input_files=[args.gt, args.pred], option="--json")
+        check_output_path(args.json, input_files=[args.gt, args.pred], option="--json", is_folder=False)
     result = evaluate_map_files(args.gt, args.pred, args.protocol, args.device)
     from drivemetrics._distributed import current_shard
 

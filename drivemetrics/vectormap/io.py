@@ -15,7 +15,6 @@ Samples carry class *names*; :func:`pack_samples` turns them into the protocol's
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +23,9 @@ from typing import Any, Literal
 import numpy as np
 import torch
 from torch import Tensor
+
+from drivemetrics._files import read_text
+from drivemetrics._limits import load_json
 
 __all__ = [
     "AV2_CLASSES",
@@ -58,14 +60,13 @@ class MapSample:
 
 
 def _load(path: str | Path, what: str) -> Any:
+    """The JSON document at ``path`` within the input limits (nesting, integer size, finite numbers).
+
+    Every failure is one ``ValueError`` naming the file (``FileNotFoundError`` for a missing file). ``NaN`` /
+    ``Infinity`` literals are read, so that the vector checks name the sample and field holding them.
+    """
     file = Path(path)
-    if not file.is_file():
-        raise FileNotFoundError(f"{what} file not found: {file}")
-    try:
-        with open(file, encoding="utf-8") as handle:
-            return json.load(handle)
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise ValueError(f"{file}: not a JSON file ({error})") from None
+    return load_json(read_text(file, what=what), file, allow_non_finite=True)
 
 
 def detect_format(data: Any) -> MapFormat:

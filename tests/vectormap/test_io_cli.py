@@ -121,3 +121,26 @@ def test_json_output_never_overwrites_an_input(tmp_path):
     pred = write(tmp_path / "pred.json", {"results": [{"sample_token": "s1", "vectors": []}]})
     assert main(["map-eval", "--gt", str(gt), "--pred", str(pred), "--json", str(pred)]) == 2
     assert json.loads(pred.read_text()) == {"results": [{"sample_token": "s1", "vectors": []}]}
+
+
+def test_hostile_json_is_one_line_naming_the_file(tmp_path):
+    from drivemetrics.cli import main
+
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    huge = tmp_path / "huge.json"
+    huge.write_text('{"results": [], "x": ' + "9" * 400 + "}")
+    for bad in (deep, huge):
+        assert main(["map-eval", "--protocol", "nuscenes-maptr", "--gt", str(bad), "--pred", str(bad)]) == 2
+
+
+def test_json_output_into_a_folder_is_refused_before_work(tmp_path, capsys):
+    from drivemetrics.cli import main
+
+    gt = tmp_path / "gt.json"
+    gt.write_text("{}")
+    folder = tmp_path / "out"
+    folder.mkdir()
+    argv = ["map-eval", "--protocol", "nuscenes-maptr", "--gt", str(gt), "--pred", str(gt), "--json", str(folder)]
+    assert main(argv) == 2
+    assert str(folder) in capsys.readouterr().err
