@@ -85,7 +85,7 @@ def main() -> None:
         expected = kitti_oracle.evaluate(gts[:n], dets[:n])
         slow = (time.perf_counter() - start) * args.frames / n
         _check_equal(evaluate_kitti_objects(dets[:n], gts[:n], only_detected=False), expected)
-        ap = result["car"]["3d"]["moderate"]["AP_R40"]
+        ap = result["car"]["3d"]["moderate"]["ap_r40"]
         count = sum(len(d) for d in dets)
         print(f"{name:<18} {count:>10} {fast:>13.2f} {slow:>16.1f}* {slow / fast:>8.1f}x  {ap:.4f}")
     print(f"* timed on {min(args.baseline_frames, args.frames)} frames, extrapolated linearly; results equal there")

@@ -67,7 +67,7 @@ def bench_tusimple(n_images: int) -> None:
     ys_t = torch.tensor(ys)
     t_loop, ref = _timeit(lambda: _loop_bench(pred, gt, ys), repeat=1)
     t_vec, scores = _timeit(lambda: tusimple_image_scores(preds_t, gts_t, ys_t))
-    got = torch.stack([scores.accuracy, scores.fp, scores.fn], -1).numpy()
+    got = torch.stack([scores["accuracy"], scores["fp"], scores["fn"]], -1).numpy()
     assert np.allclose(got, ref, atol=1e-12), "vectorised TuSimple differs from the loop"
     print(
         f"TuSimple, {n_images} images x 4 lanes: loop {t_loop * 1e3:.1f} ms, batched CPU {t_vec * 1e3:.1f} ms, "

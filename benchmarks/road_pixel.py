@@ -71,7 +71,12 @@ def devkit_numpy(frames: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> dic
     avg_prec = sum(max(precision[recall >= level]) for level in np.arange(0, 1.1, 0.1)) / 11
     f = 2 * (precision * recall) / (precision + recall + 1e-10)
     index = int(f.argmax())
-    return {"MaxF": float(f[index]), "AvgPrec": float(avg_prec), "BestThresh": float(THRESH[index]), "TP": tp[index]}
+    return {
+        "max_f": float(f[index]),
+        "average_precision": float(avg_prec),
+        "best_threshold": float(THRESH[index]),
+        "TP": tp[index],
+    }
 
 
 def stack_batch(frames, device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -94,7 +99,7 @@ def run_drivemetrics(batches, count: int) -> tuple[dict[str, float], int]:
         index += 1
     scores = metric.compute()
     state_bytes = sum(t.numel() * t.element_size() for t in metric.metric_state.values())
-    out = {k: scores[k].item() for k in ("MaxF", "AvgPrec", "BestThresh", "TP_wp")}
+    out = {k: scores[k].item() for k in ("max_f", "average_precision", "best_threshold", "tp_wp")}
     return out, state_bytes
 
 
@@ -140,11 +145,16 @@ def main() -> None:
         (scores, state_bytes), t_ours, c_ours = timed(
             run_drivemetrics, cpu_float if as_float else cpu_batches, count, repeat=3
         )
-        for key, ref_key in (("MaxF", "MaxF"), ("AvgPrec", "AvgPrec"), ("BestThresh", "BestThresh"), ("TP_wp", "TP")):
+        for key, ref_key in (
+            ("max_f", "max_f"),
+            ("average_precision", "average_precision"),
+            ("best_threshold", "best_threshold"),
+            ("tp_wp", "TP"),
+        ):
             assert abs(scores[key] - reference[ref_key]) <= 1e-12, (key, scores[key], reference[ref_key])
         print(
             f"drivemetrics CPU {label}: wall {t_ours:7.3f} s {count / t_ours:7.1f} frames/s | cpu {c_ours:7.3f} s | "
-            f"ratio wall {t_numpy / t_ours:5.1f}x cpu {c_numpy / c_ours:5.1f}x (same MaxF {scores['MaxF']:.12f})"
+            f"ratio wall {t_numpy / t_ours:5.1f}x cpu {c_numpy / c_ours:5.1f}x (same MaxF {scores['max_f']:.12f})"
         )
     print(
         f"metric state: {state_bytes} bytes (4 int64 counters x 256 thresholds + a constant config), "
@@ -156,7 +166,7 @@ def main() -> None:
         run_drivemetrics(gpu_batches, args.batch)  # warm-up
         for as_float in (False, True):
             (scores, _), t_gpu, _ = timed(run_drivemetrics, gpu_float if as_float else gpu_batches, count, repeat=3)
-            assert abs(scores["MaxF"] - reference["MaxF"]) <= 1e-12
+            assert abs(scores["max_f"] - reference["max_f"]) <= 1e-12
             label = "float32" if as_float else "uint8"
             print(
                 f"drivemetrics GPU {label:7s}: {t_gpu:8.3f} s  {count / t_gpu:9.1f} frames/s (data already on the GPU)"

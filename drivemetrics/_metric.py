@@ -22,7 +22,7 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
-__all__ = ["DictFamilyLogCheck", "ScalarFromDict", "add_config_state", "config_key", "plot_metric"]
+__all__ = ["DictFamilyLogCheck", "add_config_state", "config_key", "plot_metric"]
 
 CONFIG_STATE = "config_key"
 
@@ -64,39 +64,6 @@ def plot_metric(metric: Metric, val: Any = None, ax: Any = None) -> tuple[Any, A
     if isinstance(val, Sequence) and not isinstance(val, (str, Tensor)):
         val = list(val)
     return metric._plot(val, ax)
-
-
-class ScalarFromDict:
-    """Mixin for a scalar class of a dict-returning Metric: ``compute()`` returns ``parent.compute()[key]``.
-
-    Deprecated by issue 23 (scalar classes are ordinary subclasses with their own ``__init__``); only the graph
-    metrics still use it until their split into ``roadnet`` / ``lanegraph``, which removes it.
-
-    Use it first in the bases, ``class CULaneF1Score(ScalarFromDict, CULaneMetrics)``, and set ``key`` (the dict key)
-    and the metadata ``higher_is_better``, ``is_differentiable``, ``full_state_update``, ``plot_lower_bound``,
-    ``plot_upper_bound``. Override :meth:`_state_config` to add the ``config_key`` state (see
-    :func:`add_config_state`) when the parent does not have one.
-    """
-
-    key: str
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        config = self._state_config()
-        if config is not None:
-            add_config_state(self, config)  # type: ignore[arg-type]
-
-    def _state_config(self) -> object | None:
-        """The counting options to key the state with (``None``: the parent already keys it)."""
-        return None
-
-    def compute(self) -> Tensor:
-        """The ``key`` value of the family's ``compute()`` dict."""
-        return super().compute()[self.key]  # type: ignore[misc]
-
-    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:
-        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
-        return plot_metric(self, val, ax)  # type: ignore[arg-type]
 
 
 #: Modules of Lightning's result collection, which reads a logged Metric's ``_forward_cache`` inside ``self.log``.

@@ -11,7 +11,7 @@ Examples:
     >>> import torch
     >>> import drivemetrics.functional as F
     >>> target = torch.zeros(1, 4, 4, dtype=torch.bool); target[:, 2:] = True
-    >>> round(F.road_pixel_scores(torch.where(target, 200, 30).to(torch.uint8), target)["MaxF"].item(), 6)
+    >>> round(F.road_pixel_scores(torch.where(target, 200, 30).to(torch.uint8), target)["max_f"].item(), 6)
     1.0
 """
 

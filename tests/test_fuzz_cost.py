@@ -106,7 +106,7 @@ def campaign(examples: int) -> None:
         def score():
             pred = read_culane_lines(path)
             if pred.shape[0]:
-                iou = culane_matches(pred[None], gt).matched_iou
+                iou = culane_matches(pred[None], gt)["matched_iou"]
                 assert bool(torch.isfinite(iou).all() | torch.isnan(iou).all())
 
         _expect(score, path)

@@ -111,9 +111,9 @@ def test_fit_logs_scalar_metrics_and_collections(tmp_path):
     tusimple = tusimple_metrics(tusimple_preds, tusimple_target, h_samples)
     culane = culane_f1(culane_preds, culane_target, **CULANE)
     expected = {
-        "val/maxf": road["MaxF"],
-        "col/RoadPixelMaxFScore": road["MaxF"],
-        "col/RoadPixelAveragePrecision": road["AvgPrec"],
+        "val/maxf": road["max_f"],
+        "col/RoadPixelMaxFScore": road["max_f"],
+        "col/RoadPixelAveragePrecision": road["average_precision"],
         "val/tusimple_accuracy": tusimple["accuracy"],
         "val/tusimple_f1": tusimple["f1"],
         "val/culane_f1": culane["f1"],

@@ -491,9 +491,9 @@ def road_scores(net: TinySegNet, test: dict[str, Tensor], config: dict[str, Any]
     with torch.no_grad():
         probs = torch.sigmoid(net(test["image"]))
     valid, homography = test["valid"], test["homography"]
-    maxf = road_pixel_scores(probs[:, 0], test["road"], valid)["MaxF"]
+    maxf = road_pixel_scores(probs[:, 0], test["road"], valid)["max_f"]
     bev = pixel_inputs_to_bev(probs[:, 0], test["road"], valid, homography, grid)
-    bev_maxf = road_pixel_scores(*bev)["MaxF"]
+    bev_maxf = road_pixel_scores(*bev)["max_f"]
     lane = pixel_inputs_to_bev(probs[:, 1], test["lane"], valid, homography, grid)
     corridor = driving_corridor_scores(*lane, threshold=config["corridor_threshold"], grid=grid)
     scores = {"maxf": float(maxf), "bev_maxf": float(bev_maxf)}

@@ -47,7 +47,7 @@ def evaluate(net: torch.nn.Module, features: torch.Tensor, road: torch.Tensor) -
     with torch.no_grad():
         metric.update(torch.sigmoid(net(features))[:, 0], road)
     scores = metric.compute()
-    return {key: scores[key].item() for key in ("MaxF", "AvgPrec", "F_fixed")}
+    return {key: scores[key].item() for key in ("max_f", "average_precision", "f_measure_fixed")}
 
 
 def main() -> None:

@@ -95,9 +95,9 @@ def evaluate_scenarios(seed: int = 0, quick: bool = False) -> dict[str, object]:
         preds_mask=torch.ones(flat_pred.shape[:2], dtype=torch.bool),
         pixel_threshold=20.0 * clips.images.shape[-1] / 1280,
     )
-    accuracy = scores.accuracy.reshape(n, frames).mean(1)
-    tusimple_fp = scores.fp.reshape(n, frames).mean(1)
-    tusimple_fn = scores.fn.reshape(n, frames).mean(1)
+    accuracy = scores["accuracy"].reshape(n, frames).mean(1)
+    tusimple_fp = scores["fp"].reshape(n, frames).mean(1)
+    tusimple_fn = scores["fn"].reshape(n, frames).mean(1)
     f1 = tusimple_f1(tusimple_fp, tusimple_fn)
     # CULane F1 at this image size: 30 px at 1640 px wide -> 5 px at 256 px.
     pred_pts = lanes_from_rows(flat_pred, clips.h_samples)
@@ -105,7 +105,7 @@ def evaluate_scenarios(seed: int = 0, quick: bool = False) -> dict[str, object]:
     short_pred = (~torch.isnan(flat_pred)).sum(-1) >= 2
     short_gt = (~torch.isnan(flat_gt)).sum(-1) >= 2
     counts = culane_counts(pred_pts, gt_pts, 128, 256, 5.0, 0.5, short_pred, short_gt)
-    tp, fp, fn = (c.reshape(n, frames).sum(1).double() for c in counts)
+    tp, fp, fn = (c.reshape(n, frames).sum(1).double() for c in (counts["tp"], counts["fp"], counts["fn"]))
     culane = torch.where(tp > 0, 2 * tp / (2 * tp + fp + fn), 0.0)
 
     center_pred = center_from_image_lanes(
@@ -133,10 +133,10 @@ def evaluate_scenarios(seed: int = 0, quick: bool = False) -> dict[str, object]:
         "f1": f1,
         "culane_f1": culane,
         "psld": psld_value,
-        "e2e": e2e.value,
-        "deviation": e2e.deviation,
-        "poses": e2e.poses,
-        "reference_poses": e2e.reference_poses,
+        "e2e": e2e["e2e_ld"],
+        "deviation": e2e["deviation"],
+        "poses": e2e["poses"],
+        "reference_poses": e2e["reference_poses"],
         "dt": clips.dt,
     }
 

@@ -96,8 +96,8 @@ def format_table(results: dict[str, dict[str, dict[str, Tensor]]]) -> str:
     """The demo table: MaxF, AP (11-point), PRE / REC at the working point, perspective vs BEV, in %."""
     head = (
         f"{'detector':<20} | {'perspective':^27} | {'BEV (devkit warp)':^27} | {'BEV rendered':^13}\n"
-        f"{'':<20} | {'MaxF':>6} {'AP':>6} {'PRE':>6} {'REC':>6} | {'MaxF':>6} {'AP':>6} {'PRE':>6} {'REC':>6} |"
-        f" {'MaxF':>6} {'AP':>6}"
+        f"{'':<20} | {'max_f':>6} {'AP':>6} {'PRE':>6} {'REC':>6} | {'max_f':>6} {'AP':>6} {'PRE':>6} {'REC':>6} |"
+        f" {'max_f':>6} {'AP':>6}"
     )
     lines = [head, "-" * len(head.splitlines()[1])]
     for label, spaces in results.items():
@@ -106,9 +106,13 @@ def format_table(results: dict[str, dict[str, dict[str, Tensor]]]) -> str:
         cells = []
         for space in ("perspective", "bev"):
             s = spaces[space]
-            cells.append(" ".join(f"{100 * float(s[k]):6.2f}" for k in ("MaxF", "AvgPrec", "PRE_wp", "REC_wp")))
+            cells.append(
+                " ".join(
+                    f"{100 * float(s[k]):6.2f}" for k in ("max_f", "average_precision", "precision_wp", "recall_wp")
+                )
+            )
         r = spaces["bev_rendered"]
-        cells.append(f"{100 * float(r['MaxF']):6.2f} {100 * float(r['AvgPrec']):6.2f}")
+        cells.append(f"{100 * float(r['max_f']):6.2f} {100 * float(r['average_precision']):6.2f}")
         lines.append(f"{label:<20} | " + " | ".join(cells))
     return "\n".join(lines)
 
@@ -129,7 +133,7 @@ def _figures(results: dict[str, dict[str, dict[str, Tensor]]], out_dir: Path, gr
             s = results[label][space]
             kept = s["recall"] > 0
             recall, precision = s["recall"][kept].cpu().numpy(), s["precision"][kept].cpu().numpy()
-            ax.plot(recall, precision, label=f"{label} (MaxF {100 * float(s['MaxF']):.1f})")
+            ax.plot(recall, precision, label=f"{label} (MaxF {100 * float(s['max_f']):.1f})")
         ax.set(xlabel="recall", ylabel="precision", title=title, xlim=(0, 1), ylim=(0, 1.02))
         ax.legend(fontsize=7, loc="lower left")
     fig.tight_layout()

@@ -56,7 +56,14 @@ def _check_last(box: Tensor, size: int, name: str) -> None:
 
 
 def box2d_overlap(boxes_a: Tensor, boxes_b: Tensor, criterion: int = -1) -> Tensor:
-    """2D overlap of ``(..., 4)`` boxes (C++ ``imageBoxOverlap``: no +1 pixel, 0 unless the boxes intersect)."""
+    """2D overlap of ``... x 4`` boxes (C++ ``imageBoxOverlap``: no +1 pixel, 0 unless the boxes intersect).
+
+    Examples
+    --------
+    >>> import torch
+    >>> box2d_overlap(torch.tensor([0.0, 0.0, 2.0, 2.0]), torch.tensor([1.0, 0.0, 3.0, 2.0]))  # x1, y1, x2, y2
+    tensor(0.3333)
+    """
     _check_last(boxes_a, 4, "boxes_a")
     _check_last(boxes_b, 4, "boxes_b")
     w = torch.minimum(boxes_a[..., 2], boxes_b[..., 2]) - torch.maximum(boxes_a[..., 0], boxes_b[..., 0])
@@ -174,7 +181,15 @@ def bev_intersection_area(boxes_a: Tensor, boxes_b: Tensor) -> Tensor:
 
 
 def bev_overlap(boxes_a: Tensor, boxes_b: Tensor, criterion: int = -1) -> Tensor:
-    """Bird's-eye-view overlap of rotated boxes ``(..., 5)`` (C++ ``groundBoxOverlap``)."""
+    """Bird's-eye-view overlap of rotated boxes ``... x 5`` (C++ ``groundBoxOverlap``).
+
+    Examples
+    --------
+    >>> import torch
+    >>> box = torch.tensor([0.0, 10.0, 4.0, 2.0, 0.0])  # x, z, l, w, ry
+    >>> bev_overlap(box, box + torch.tensor([1.0, 0.0, 0.0, 0.0, 0.0]))
+    tensor(0.6000)
+    """
     _check_last(boxes_a, 5, "boxes_a")
     _check_last(boxes_b, 5, "boxes_b")
     inter = bev_intersection_area(boxes_a, boxes_b)
@@ -201,8 +216,16 @@ def box3d_to_bev(boxes: Tensor) -> Tensor:
 
 
 def box3d_overlap(boxes_a: Tensor, boxes_b: Tensor, criterion: int = -1) -> Tensor:
-    """3D overlap of boxes ``(..., 7)`` (``x, y, z, h, w, l, ry``): the BEV intersection area times the vertical
-    overlap, over the union volume (criterion -1), as the official C++ ``box3DOverlap``."""
+    """3D overlap of boxes ``... x 7`` (``x, y, z, h, w, l, ry``): the BEV intersection area times the vertical
+    overlap, over the union volume (criterion -1), as the official C++ ``box3DOverlap``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> box = torch.tensor([0.0, 1.0, 10.0, 1.5, 2.0, 4.0, 0.0])  # x, y, z, h, w, l, ry
+    >>> box3d_overlap(box, box)
+    tensor(1.)
+    """
     _check_last(boxes_a, 7, "boxes_a")
     _check_last(boxes_b, 7, "boxes_b")
     inter = bev_intersection_area(box3d_to_bev(boxes_a), box3d_to_bev(boxes_b))

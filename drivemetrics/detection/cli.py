@@ -37,7 +37,7 @@ def format_table(result: dict) -> str:
         lines.append(f"{'':8}" + "".join(f"{d:>20}" for d in DIFFICULTIES))
         lines.append(f"{'AP':8}" + "".join(f"{'R11':>10}{'R40':>10}" for _ in DIFFICULTIES))
         for metric, per_diff in per_metric.items():
-            values = "".join(f"{per_diff[d]['AP_R11']:>10.4f}{per_diff[d]['AP_R40']:>10.4f}" for d in DIFFICULTIES)
+            values = "".join(f"{per_diff[d]['ap_r11']:>10.4f}{per_diff[d]['ap_r40']:>10.4f}" for d in DIFFICULTIES)
             lines.append(f"{metric:8}{values}")
         lines.append("")
     return "\n".join(lines)
@@ -151,8 +151,25 @@ def _kitti_object_eval(args: argparse.Namespace) -> int:
                 curves = [per_diff[d]["curve"] for d in ("easy", "moderate", "hard")]
                 _atomic_write(out / f"stats_{cls}_{STATS_NAMES[metric]}.txt", format_stats(curves))
     if args.json:
-        _atomic_write(Path(args.json), json.dumps(result, indent=1) + "\n")
+        _atomic_write(Path(args.json), json.dumps(with_devkit_names(result), indent=1) + "\n")
     return 0
+
+
+#: The devkit's names of the per-difficulty keys (the JSON of ``kitti-object-eval`` uses them).
+KITTI_DEVKIT_NAMES = {"ap_r11": "AP_R11", "ap_r40": "AP_R40"}
+
+
+def with_devkit_names(result: dict) -> dict:
+    """``{class: {metric: {difficulty: {...}}}}`` with the innermost keys renamed by :data:`KITTI_DEVKIT_NAMES`."""
+    return {
+        cls: {
+            metric: {
+                diff: {KITTI_DEVKIT_NAMES.get(k, k): v for k, v in entry.items()} for diff, entry in per_diff.items()
+            }
+            for metric, per_diff in per_metric.items()
+        }
+        for cls, per_metric in result.items()
+    }
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

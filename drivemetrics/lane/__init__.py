@@ -12,14 +12,11 @@ Metric, loss and result classes are exported here (lazily); the functional kerne
 from drivemetrics._lazy import lazy_exports
 
 _EXPORTS = {
-    "CULaneCounts": "drivemetrics.lane.culane",
     "CULaneF1Score": "drivemetrics.lane.culane",
-    "CULaneMatches": "drivemetrics.lane.culane",
     "CULaneMetrics": "drivemetrics.lane.culane",
     "CULanePrecision": "drivemetrics.lane.culane",
     "CULaneRecall": "drivemetrics.lane.culane",
     "Correlation": "drivemetrics.lane.stats",
-    "E2EResult": "drivemetrics.lane.e2e",
     "LateralController": "drivemetrics.lane.control",
     "LinearMPC": "drivemetrics.lane.control",
     "PSLD": "drivemetrics.lane.psld",
@@ -30,7 +27,6 @@ _EXPORTS = {
     "TuSimpleF1Score": "drivemetrics.lane.tusimple",
     "TuSimpleFalseNegatives": "drivemetrics.lane.tusimple",
     "TuSimpleFalsePositives": "drivemetrics.lane.tusimple",
-    "TuSimpleImageScores": "drivemetrics.lane.tusimple",
     "TuSimpleMetrics": "drivemetrics.lane.tusimple",
     "TuSimpleRecords": "drivemetrics.lane.io",
     "VehiclePath": "drivemetrics.lane.control",

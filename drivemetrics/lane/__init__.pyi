@@ -2,14 +2,11 @@
 
 from drivemetrics.lane.control import LateralController, LinearMPC, PosedPath, PurePursuit, VehiclePath
 from drivemetrics.lane.culane import (
-    CULaneCounts,
     CULaneF1Score,
-    CULaneMatches,
     CULaneMetrics,
     CULanePrecision,
     CULaneRecall,
 )
-from drivemetrics.lane.e2e import E2EResult
 from drivemetrics.lane.io import TuSimpleRecords
 from drivemetrics.lane.psld import PSLD, PSLDLoss
 from drivemetrics.lane.stats import Correlation
@@ -18,20 +15,16 @@ from drivemetrics.lane.tusimple import (
     TuSimpleF1Score,
     TuSimpleFalseNegatives,
     TuSimpleFalsePositives,
-    TuSimpleImageScores,
     TuSimpleMetrics,
 )
 
 __all__ = [
     "PSLD",
-    "CULaneCounts",
     "CULaneF1Score",
-    "CULaneMatches",
     "CULaneMetrics",
     "CULanePrecision",
     "CULaneRecall",
     "Correlation",
-    "E2EResult",
     "LateralController",
     "LinearMPC",
     "PSLDLoss",
@@ -41,7 +34,6 @@ __all__ = [
     "TuSimpleF1Score",
     "TuSimpleFalseNegatives",
     "TuSimpleFalsePositives",
-    "TuSimpleImageScores",
     "TuSimpleMetrics",
     "TuSimpleRecords",
     "VehiclePath",

@@ -113,8 +113,9 @@ def _culane_eval(args: argparse.Namespace) -> int:
     if not current_shard().is_main:  # torchrun: rank 0 reports
         return 0
     shown = thresholds if len(thresholds) <= 3 else [t for t in thresholds if t in (0.5, 0.75)]
-    mean_key = "mF1" if "mF1" in result else "mean_f1"  # mF1 only for IoU 0.50:0.05:0.95
-    mean_label = "mF1" if mean_key == "mF1" else "mean F1"
+    iou_range = tuple(sorted(thresholds)) == IOU_RANGE  # the papers' mF1 is the mean F1 over IoU 0.50:0.05:0.95
+    mean_key = "mean_f1"
+    mean_label = "mF1" if iou_range else "mean F1"
     if table:
         header = f"{'category':<12} {'images':>7} {'TP':>7} {'FP':>7} {'FN':>7} " + " ".join(
             f"{_f1_label(t):>7}" for t in shown
@@ -145,8 +146,21 @@ def _culane_eval(args: argparse.Namespace) -> int:
             print(f"{mean_label:<10} {result[mean_key]:.6f}")
         print(f"TP {result['tp']}  FP {result['fp']}  FN {result['fn']}  images {result['images']}")
     if args.json:
-        atomic_write_text(args.json, json.dumps(result, indent=1) + "\n")
+        output = _with_devkit_names(result) if iou_range else result
+        atomic_write_text(args.json, json.dumps(output, indent=1) + "\n")
     return 0
+
+
+#: The papers' names of CULane result keys where they differ (``--iou-range`` JSON).
+CULANE_DEVKIT_NAMES = {"mean_f1": "mF1"}
+
+
+def _with_devkit_names(result: dict) -> dict:
+    """``result`` with :data:`CULANE_DEVKIT_NAMES` applied to its keys and to those of its categories."""
+    renamed = {CULANE_DEVKIT_NAMES.get(k, k): v for k, v in result.items()}
+    if isinstance(result.get("categories"), dict):
+        renamed["categories"] = {name: _with_devkit_names(row) for name, row in result["categories"].items()}
+    return renamed
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import torch
@@ -41,30 +41,10 @@ _BIG = 1e9
 IOU_RANGE = tuple(round(0.5 + 0.05 * k, 2) for k in range(10))  # mF1: mean F1 over IoU 0.50:0.05:0.95
 
 
-class CULaneCounts(NamedTuple):
-    """Per-image counts, each a ``B`` long tensor."""
-
-    tp: Tensor
-    fp: Tensor
-    fn: Tensor
-
-
-class CULaneMatches(NamedTuple):
-    """Per-image matching result, from which the counts at any IoU threshold follow.
-
-    ``matched_iou``: ``(B, L_gt)`` float64 IoU of every GT lane with its matched prediction (NaN: no match or
-    padding); ``n_pred``, ``n_gt``: ``B`` long numbers of scored lanes. TP at threshold t = ``(matched_iou > t)``
-    summed over lanes.
-    """
-
-    matched_iou: Tensor
-    n_pred: Tensor
-    n_gt: Tensor
-
-    def counts(self, iou_threshold: float = 0.5) -> CULaneCounts:
-        """TP / FP / FN per image at ``iou_threshold`` (strict)."""
-        tp = (self.matched_iou > iou_threshold).sum(-1)
-        return CULaneCounts(tp, self.n_pred - tp, self.n_gt - tp)
+def counts_from_matches(matches: dict[str, Tensor], iou_threshold: float = 0.5) -> dict[str, Tensor]:
+    """Per-image ``tp``, ``fp``, ``fn`` (``(B,)`` long) at ``iou_threshold`` (strict) from :func:`culane_matches`."""
+    tp = (matches["matched_iou"] > iou_threshold).sum(-1)
+    return {"tp": tp, "fp": matches["num_pred"] - tp, "fn": matches["num_gt"] - tp}
 
 
 def lanes_from_rows(xs: Tensor, ys: Tensor) -> Tensor:
@@ -368,6 +348,15 @@ def lane_iou_matrix(
 ) -> Tensor:
     """IoU of every (prediction, GT) lane pair, default mode: ``(B, L_pred, L_gt)`` float64 (0 for padding slots
     and for lanes of fewer than 2 points). Lanes are drawn as their spline (:func:`spline_lanes`, ``spacing`` px).
+
+    Examples
+    --------
+    >>> import torch
+    >>> lane = torch.tensor([[[[800.0, 580.0], [820.0, 300.0]]]])  # (B, L_gt, P, 2) = (1, 1, 2, 2), pixels
+    >>> preds = torch.cat([lane, lane + torch.tensor([300.0, 0.0])], 1)  # the lane and a false one 300 px right
+    >>> lane_iou_matrix(preds, lane)  # (B, L_pred, L_gt)
+    tensor([[[1.],
+             [0.]]], dtype=torch.float64)
     """
     if not (line_width > 0 and height > 0 and width > 0):
         raise ValueError(f"need line_width, height, width > 0, got {line_width}, {height}, {width}")
@@ -441,8 +430,8 @@ def culane_matches(
     preds_mask: Tensor | None = None,
     target_mask: Tensor | None = None,
     compat: Compat = "default",
-) -> CULaneMatches:
-    """Match predictions to GT lanes per image; :meth:`CULaneMatches.counts` gives TP / FP / FN at any threshold.
+) -> dict[str, Tensor]:
+    """Match predictions to GT lanes per image; :func:`counts_from_matches` gives TP / FP / FN at any threshold.
 
     Args:
         preds: ``(B, L_pred, P, 2)`` predicted lane points ``(x, y)`` in pixels, NaN = padding
@@ -453,6 +442,19 @@ def culane_matches(
         preds_mask, target_mask: optional ``(B, L)`` bools of real lanes (default: slots with a valid point; give
             them to count lanes of 0 points in compat mode).
         compat: ``"default"`` or ``"reference"`` (the official C++ tool, CPU, needs OpenCV).
+
+    Returns:
+        ``"matched_iou"``: ``(B, L_gt)`` float64 IoU of every GT lane with its matched prediction (NaN: no match or
+        padding); ``"num_pred"``, ``"num_gt"``: ``(B,)`` long numbers of scored lanes. TP at threshold ``t`` is
+        ``(matched_iou > t)`` summed over the lanes.
+
+    Examples
+    --------
+    >>> import torch
+    >>> lane = torch.tensor([[[[800.0, 580.0], [820.0, 300.0]]]])  # (B, L_gt, P, 2) = (1, 1, 2, 2), pixels
+    >>> preds = torch.cat([lane, lane + torch.tensor([300.0, 0.0])], 1)  # the lane and a false one 300 px right
+    >>> culane_matches(preds, lane)
+    {'matched_iou': tensor([[1.]], dtype=torch.float64), 'num_pred': tensor([2]), 'num_gt': tensor([1])}
     """
     check_compat(compat)
     check_tensor(preds, "preds")
@@ -489,7 +491,11 @@ def culane_matches(
             has = match >= 0
             matched[i, gt_rows[has]] = iou[np.flatnonzero(has), match[has]]
     device = preds.device
-    return CULaneMatches(torch.from_numpy(matched).to(device), pred_lane.sum(-1).to(device), gt_lane.sum(-1).to(device))
+    return {
+        "matched_iou": torch.from_numpy(matched).to(device),
+        "num_pred": pred_lane.sum(-1).to(device),
+        "num_gt": gt_lane.sum(-1).to(device),
+    }
 
 
 def culane_counts(
@@ -502,15 +508,23 @@ def culane_counts(
     preds_mask: Tensor | None = None,
     target_mask: Tensor | None = None,
     compat: Compat = "default",
-) -> CULaneCounts:
+) -> dict[str, Tensor]:
     """Per-image CULane TP, FP, FN at ``iou_threshold`` (strict; 0.5, also 0.3 and 0.75 are used).
 
-    Other arguments as :func:`culane_matches`. Returns :class:`CULaneCounts` of ``B`` long tensors.
+    Other arguments as :func:`culane_matches`. Returns ``{"tp", "fp", "fn"}``, ``(B,)`` long tensors.
+
+    Examples
+    --------
+    >>> import torch
+    >>> lane = torch.tensor([[[[800.0, 580.0], [820.0, 300.0]]]])  # (B, L_gt, P, 2) = (1, 1, 2, 2), pixels
+    >>> preds = torch.cat([lane, lane + torch.tensor([300.0, 0.0])], 1)  # the lane and a false one 300 px right
+    >>> culane_counts(preds, lane)
+    {'tp': tensor([1]), 'fp': tensor([1]), 'fn': tensor([0])}
     """
     if not 0 <= iou_threshold < 1:
         raise ValueError(f"`iou_threshold` must be in [0, 1), got {iou_threshold}")
     matches = culane_matches(preds, target, height, width, line_width, preds_mask, target_mask, compat)
-    return matches.counts(iou_threshold)
+    return counts_from_matches(matches, iou_threshold)
 
 
 def culane_f1(
@@ -527,9 +541,17 @@ def culane_f1(
     """CULane ``precision``, ``recall``, ``f1`` from the batch's total TP / FP / FN (0 when undefined).
 
     Arguments as in :func:`culane_counts`.
+
+    Examples
+    --------
+    >>> import torch
+    >>> lane = torch.tensor([[[[800.0, 580.0], [820.0, 300.0]]]])  # (B, L_gt, P, 2) = (1, 1, 2, 2), pixels
+    >>> preds = torch.cat([lane, lane + torch.tensor([300.0, 0.0])], 1)  # the lane and a false one 300 px right
+    >>> {key: round(value.item(), 4) for key, value in culane_f1(preds, lane).items()}
+    {'precision': 0.5, 'recall': 1.0, 'f1': 0.6667}
     """
     counts = culane_counts(preds, target, height, width, line_width, iou_threshold, preds_mask, target_mask, compat)
-    return precision_recall_f1(counts.tp.sum(), counts.fp.sum(), counts.fn.sum())
+    return precision_recall_f1(counts["tp"].sum(), counts["fp"].sum(), counts["fn"].sum())
 
 
 class CULaneMetrics(DictFamilyLogCheck, Metric):
@@ -544,6 +566,16 @@ class CULaneMetrics(DictFamilyLogCheck, Metric):
         iou_threshold: IoU above which a matched pair counts (0.5).
         compat: ``"default"`` or ``"reference"`` (official C++ tool, CPU, needs OpenCV).
         kwargs: torchmetrics ``Metric`` keyword arguments.
+
+    Examples
+    --------
+    >>> import torch
+    >>> lane = torch.tensor([[[[800.0, 580.0], [820.0, 300.0]]]])  # (B, L_gt, P, 2) = (1, 1, 2, 2), pixels
+    >>> preds = torch.cat([lane, lane + torch.tensor([300.0, 0.0])], 1)  # the lane and a false one 300 px right
+    >>> metric = CULaneMetrics()
+    >>> metric.update(preds, lane)
+    >>> {key: round(value.item(), 4) for key, value in metric.compute().items()}
+    {'precision': 0.5, 'recall': 1.0, 'f1': 0.6667}
     """
 
     is_differentiable = False
@@ -595,9 +627,9 @@ class CULaneMetrics(DictFamilyLogCheck, Metric):
             target_mask,
             self.compat,
         )
-        self.tp += counts.tp.sum()
-        self.fp += counts.fp.sum()
-        self.fn += counts.fn.sum()
+        self.tp += counts["tp"].sum()
+        self.fp += counts["fp"].sum()
+        self.fn += counts["fn"].sum()
 
     def compute(self) -> dict[str, Tensor]:
         """``{"precision", "recall", "f1"}`` from the accumulated totals."""

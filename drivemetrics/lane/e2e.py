@@ -26,7 +26,6 @@ no pose noise; the vehicle reference point is the camera position.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
 
 import torch
 from torch import Tensor
@@ -38,25 +37,9 @@ from drivemetrics.lane.control import LateralController, LinearMPC, PosedPath, V
 from drivemetrics.lane.geometry import DEFAULT_LANE_WIDTH, center_from_image_lanes, default_z_samples
 from drivemetrics.vehicle.bicycle import KinematicBicycle
 
-__all__ = ["E2EResult", "e2e_ld"]
+__all__ = ["e2e_ld"]
 
 Detector = Callable[[Tensor], Tensor]
-
-
-class E2EResult(NamedTuple):
-    """Output of :func:`e2e_ld` with ``return_details=True``.
-
-    Attributes:
-        value: ``(B,)`` E2E-LD per clip, metres.
-        deviation: ``(B, T)`` signed lateral offsets from the reference at t = 1..T, metres.
-        poses: ``(B, T + 1, 3)`` detector-driven poses ``(x, z, heading)`` in the clip frame (t = 0..T).
-        reference_poses: ``(B, T + 1, 3)`` ground-truth-driven poses.
-    """
-
-    value: Tensor
-    deviation: Tensor
-    poses: Tensor
-    reference_poses: Tensor
 
 
 def _straight_poses(speed: Tensor, dt: float) -> Tensor:
@@ -77,7 +60,7 @@ def e2e_ld(
     controller: LateralController | None = None,
     lane_width: float = DEFAULT_LANE_WIDTH,
     return_details: bool = False,
-) -> Tensor | E2EResult:
+) -> Tensor | dict[str, Tensor]:
     """E2E-LD of a detector on a batch of clips (module docstring).
 
     Args:
@@ -92,7 +75,23 @@ def e2e_ld(
             ld-metric runs 20 steps on 21 images).
         z_samples: ``(M,)`` metres; default 0..100 m every metre.
         controller: default ``LinearMPC()`` (RAV4 2017); its ``params`` are the vehicle.
-        return_details: return an :class:`E2EResult` instead of the ``(B,)`` values.
+        return_details: return the dict ``{"e2e_ld": (B,) metres, "deviation": (B, T) signed lateral offsets from the
+            reference at t = 1..T (metres), "poses": (B, T + 1, 3) detector-driven poses (x, z, heading) in the
+            clip frame, "reference_poses": (B, T + 1, 3) ground-truth-driven poses}`` instead of the ``(B,)`` values.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from drivemetrics.geometry.camera import image_from_road_homography, intrinsic_matrix, road_to_image
+    >>> hom = image_from_road_homography(intrinsic_matrix(120.0, 120.0, 80.0, 30.0).double(), 1.5, pitch=0.05)
+    >>> z = torch.linspace(8.0, 30.0, 12, dtype=torch.float64)
+    >>> def detector(view):  # sees the lane lines 0.5 m right of where they are, whatever the view
+    ...     lines = [road_to_image(hom, torch.stack([torch.full_like(z, x + 0.5), z], -1)) for x in (-1.8, 1.8)]
+    ...     return torch.stack(lines)[None].expand(view.shape[0], -1, -1, -1)  # (N, 2, P, 2) pixels
+    >>> images = torch.zeros(1, 6, 1, 96, 160, dtype=torch.float64)  # (B, T, C, H, W)
+    >>> target = torch.zeros(1, 6, 101, dtype=torch.float64)  # (B, T, M): the lane center at X = 0
+    >>> e2e_ld(images, target, 25.0, detector, hom)  # (B,) metres
+    tensor([0.2920], dtype=torch.float64)
     """
     check_shape(images, "images", ("B", "T", "C", "H", "W"))
     if not images.is_floating_point():
@@ -160,5 +159,5 @@ def e2e_ld(
     deviation = relative_pose(det, ref)[:, 1:, 0]  # lateral offset in the reference drive's frame
     value = deviation.abs().amax(1)
     if return_details:
-        return E2EResult(value, deviation, det, ref)
+        return {"e2e_ld": value, "deviation": deviation, "poses": det, "reference_poses": ref}
     return value

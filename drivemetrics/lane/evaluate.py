@@ -17,7 +17,7 @@ from drivemetrics._compute import precision_recall_f1
 from drivemetrics._distributed import Shard, current_shard
 from drivemetrics._progress import progress_bar
 from drivemetrics._ragged import RaggedRows
-from drivemetrics.lane.culane import IOU_RANGE, culane_matches
+from drivemetrics.lane.culane import culane_matches
 from drivemetrics.lane.io import TuSimpleRecords, _frame_key, _lane_name, _stack_lanes, read_tusimple_json
 from drivemetrics.lane.tusimple import select_ego_lanes, tusimple_f1, tusimple_image_scores
 
@@ -50,7 +50,7 @@ def _score_default_chunk(
         "gt": sum(len(g) for g, _ in frames) - sum(len(g) for g in gts),
     }
     result = culane_matches(_stack_lanes(preds), _stack_lanes(gts), height, width, line_width)
-    m_all = result.matched_iou.cpu().numpy()
+    m_all = result["matched_iou"].cpu().numpy()
     return [(len(g), len(p), m_all[i, : len(g)]) for i, (g, p) in enumerate(zip(gts, preds, strict=True))], dropped
 
 
@@ -195,7 +195,8 @@ def evaluate_culane_dirs(
     Returns:
         ``{"precision", "recall", "f1", "tp", "fp", "fn"}`` at the first threshold, ``"images"``,
         ``"iou_thresholds"``, ``"by_threshold": {"0.50": {...}, ...}``, the mean F1 over the thresholds when there
-        are several (``"mF1"`` for :data:`IOU_RANGE`, else ``"mean_f1"``), ``"dropped_lanes"`` (default mode), and
+        are several (``"mean_f1"``; the CLI calls it ``mF1`` for :data:`IOU_RANGE`), ``"dropped_lanes"`` (default
+        mode), and
         ``"per_image"`` / ``"categories"``.
     """
     thresholds = (
@@ -216,7 +217,6 @@ def evaluate_culane_dirs(
     for n in names:
         frames.setdefault(_lane_name(n), _frame_key(n))
     names = list(frames)
-    mean_key = "mF1" if tuple(sorted(thresholds)) == IOU_RANGE else "mean_f1"
     shard = current_shard()  # under torchrun: this rank matches its shard of the frames, then all are gathered
     with warnings.catch_warnings():
         if shard.world > 1:  # one warning with the totals, from rank 0
@@ -237,7 +237,7 @@ def evaluate_culane_dirs(
         rows = {_threshold_key(t): _totals(g, p, m, t) for t in thresholds}
         out: dict[str, object] = {"images": len(g), "by_threshold": rows}
         if len(thresholds) > 1:
-            out[mean_key] = float(np.mean([r["f1"] for r in rows.values()]))
+            out["mean_f1"] = float(np.mean([r["f1"] for r in rows.values()]))
         return out
 
     overall = table()
@@ -347,11 +347,11 @@ def _score_tusimple_records(
     scores = tusimple_image_scores(pred_lanes, gt.lanes, gt.h_samples, run_time, pred_mask, gt_mask, compat)
     per_image = [
         {"raw_file": name, "accuracy": float(a), "fp": float(p), "fn": float(f)}
-        for name, a, p, f in zip(gt.raw_files, scores.accuracy, scores.fp, scores.fn, strict=True)
+        for name, a, p, f in zip(gt.raw_files, scores["accuracy"], scores["fp"], scores["fn"], strict=True)
     ]
-    fp, fn = scores.fp.mean(), scores.fn.mean()
+    fp, fn = scores["fp"].mean(), scores["fn"].mean()
     overall = {
-        "accuracy": float(scores.accuracy.mean()),
+        "accuracy": float(scores["accuracy"].mean()),
         "fp": float(fp),
         "fn": float(fn),
         "f1": float(tusimple_f1(fp, fn)),

@@ -25,7 +25,6 @@ F1 is the harmonic mean of precision ``1 - FP`` and recall ``1 - FN`` of those a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -42,22 +41,6 @@ PIXEL_THRESHOLD = 20.0
 POINT_ACCURACY_THRESHOLD = 0.85
 MAX_RUN_TIME_MS = 200.0
 MISSING_VALUE = -100.0
-
-
-@dataclass
-class TuSimpleImageScores:
-    """Per-image TuSimple scores, each of shape ``B`` (float64).
-
-    ``accuracy``, ``fp``, ``fn`` are the official per-image values; ``matched``, ``num_pred``, ``num_gt`` are
-    the lane counts behind them (before the 4-lane cap and the rejection rules).
-    """
-
-    accuracy: Tensor
-    fp: Tensor
-    fn: Tensor
-    matched: Tensor
-    num_pred: Tensor
-    num_gt: Tensor
 
 
 def _validate(preds: Tensor, target: Tensor, h_samples: Tensor) -> Tensor:
@@ -101,7 +84,7 @@ def tusimple_image_scores(
     target_mask: Tensor | None = None,
     compat: Compat = "default",
     pixel_threshold: float = PIXEL_THRESHOLD,
-) -> TuSimpleImageScores:
+) -> dict[str, Tensor]:
     """Official TuSimple per-image accuracy, FP and FN for a batch of images.
 
     Args:
@@ -121,7 +104,18 @@ def tusimple_image_scores(
             the image width for other resolutions).
 
     Returns:
-        :class:`TuSimpleImageScores` (float64 tensors of shape ``B``).
+        float64 tensors of shape ``(B,)``: ``accuracy``, ``fp``, ``fn`` (the official per-image values) and
+        ``matched``, ``num_pred``, ``num_gt`` (the lane counts behind them, before the 4-lane cap and the rejection
+        rules).
+
+    Examples
+    --------
+    >>> import torch
+    >>> ys = torch.arange(160.0, 720.0, 10.0)  # (N,) rows, pixels
+    >>> gt = torch.stack([400 - 0.3 * (ys - 160), 880 + 0.3 * (ys - 160)])[None]  # (B, L_gt, N) = (1, 2, 56)
+    >>> scores = tusimple_image_scores(gt + 5.0, gt, ys)  # every point 5 px off: within the 20 px threshold
+    >>> scores["accuracy"], scores["fp"], scores["fn"]
+    (tensor([1.], dtype=torch.float64), tensor([0.], dtype=torch.float64), tensor([0.], dtype=torch.float64))
     """
     h_samples = _validate(preds, target, h_samples)
     official_fp = check_compat(compat)
@@ -188,7 +182,7 @@ def tusimple_image_scores(
     accuracy = torch.where(rejected, 0.0, accuracy)
     fp_rate = torch.where(rejected, 0.0, fp_rate)
     fn_rate = torch.where(rejected, 1.0, fn_rate)
-    return TuSimpleImageScores(accuracy, fp_rate, fn_rate, matched, n_pred, n_gt)
+    return {"accuracy": accuracy, "fp": fp_rate, "fn": fn_rate, "matched": matched, "num_pred": n_pred, "num_gt": n_gt}
 
 
 def select_ego_lanes(lanes: Tensor, lane_mask: Tensor | None = None, image_width: float = 1280.0) -> Tensor:
@@ -226,7 +220,14 @@ def select_ego_lanes(lanes: Tensor, lane_mask: Tensor | None = None, image_width
 
 
 def tusimple_f1(fp: Tensor | float, fn: Tensor | float) -> Tensor:
-    """F1 from TuSimple FP and FN rates: harmonic mean of precision ``1 - fp`` and recall ``1 - fn`` (0 if both 0)."""
+    """F1 from TuSimple FP and FN rates: harmonic mean of precision ``1 - fp`` and recall ``1 - fn`` (0 if both 0).
+
+    Examples
+    --------
+    >>> import torch
+    >>> tusimple_f1(torch.tensor(0.25), torch.tensor(0.5))  # precision 0.75, recall 0.5
+    tensor(0.6000, dtype=torch.float64)
+    """
     precision = 1.0 - torch.as_tensor(fp, dtype=torch.float64)
     recall = 1.0 - torch.as_tensor(fn, dtype=torch.float64)
     return f1_score(precision, recall)
@@ -260,7 +261,7 @@ def tusimple_metrics(
         preds_mask = select_ego_lanes(preds, preds_mask, image_width)
         target_mask = select_ego_lanes(target, target_mask, image_width)
     scores = tusimple_image_scores(preds, target, h_samples, run_time, preds_mask, target_mask, compat, pixel_threshold)
-    accuracy, fp, fn = scores.accuracy.mean(), scores.fp.mean(), scores.fn.mean()
+    accuracy, fp, fn = scores["accuracy"].mean(), scores["fp"].mean(), scores["fn"].mean()
     return {"accuracy": accuracy, "fp": fp, "fn": fn, "f1": tusimple_f1(fp, fn)}
 
 
@@ -277,6 +278,16 @@ class TuSimpleMetrics(DictFamilyLogCheck, Metric):
         compat: ``"default"`` or ``"reference"`` (the official FP counting, see :func:`tusimple_image_scores`).
         pixel_threshold: base point threshold in pixels (20 for TuSimple's 1280 x 720 images).
         kwargs: torchmetrics ``Metric`` keyword arguments.
+
+    Examples
+    --------
+    >>> import torch
+    >>> ys = torch.arange(160.0, 720.0, 10.0)  # (N,) rows, pixels
+    >>> gt = torch.stack([400 - 0.3 * (ys - 160), 880 + 0.3 * (ys - 160)])[None]  # (B, L_gt, N) = (1, 2, 56)
+    >>> metric = TuSimpleMetrics()
+    >>> metric.update(gt + 5.0, gt, ys)
+    >>> {key: value.item() for key, value in metric.compute().items()}
+    {'accuracy': 1.0, 'fp': 0.0, 'fn': 0.0, 'f1': 1.0}
     """
 
     is_differentiable = False
@@ -329,10 +340,10 @@ class TuSimpleMetrics(DictFamilyLogCheck, Metric):
         scores = tusimple_image_scores(
             preds, target, h_samples, run_time, preds_mask, target_mask, self.compat, self.pixel_threshold
         )
-        self.sum_accuracy += scores.accuracy.sum()
-        self.sum_fp += scores.fp.sum()
-        self.sum_fn += scores.fn.sum()
-        self.num_images += scores.accuracy.numel()
+        self.sum_accuracy += scores["accuracy"].sum()
+        self.sum_fp += scores["fp"].sum()
+        self.sum_fn += scores["fn"].sum()
+        self.num_images += scores["accuracy"].numel()
 
     def compute(self) -> dict[str, Tensor]:
         """``{"accuracy", "fp", "fn", "f1"}`` over all images seen (NaN before any update)."""

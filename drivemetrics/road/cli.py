@@ -37,9 +37,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--categories", nargs="+", choices=ROAD_CATEGORIES, default=list(ROAD_CATEGORIES), help="categories to evaluate"
     )
     ev.add_argument(
-        "--devkit-float32",
-        action="store_true",
-        help="working-point values (PRE_wp ...) from float32 counts, exactly as the devkit prints them",
+        "--compat",
+        choices=("default", "reference"),
+        default="default",
+        help="reference: working-point values (PRE_wp ...) from float32 counts, exactly as the devkit prints them "
+        "(default: exact float64 ratios)",
     )
     ev.add_argument(
         "--corridor",
@@ -70,7 +72,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run_road_eval(args: argparse.Namespace) -> int:
     """``drivemetrics road-eval``: print the table, optionally write JSON; exit code 0."""
     from drivemetrics._files import atomic_write_text, check_output_path
-    from drivemetrics.road.evaluate import evaluate_results, format_scores_table
+    from drivemetrics.road.evaluate import DEVKIT_NAMES, evaluate_results, format_scores_table
 
     if args.json:
         check_output_path(
@@ -90,7 +92,7 @@ def run_road_eval(args: argparse.Namespace) -> int:
         space=args.space,
         crop=args.crop,
         categories=args.categories,
-        devkit_float32=args.devkit_float32,
+        compat=args.compat,
         progress=False if args.no_progress else None,
         log=lambda line: print(line, file=sys.stderr),
         workers=args.workers,
@@ -102,13 +104,18 @@ def run_road_eval(args: argparse.Namespace) -> int:
         # the devkit's working point may be 0 (everything counts as road); the corridor needs a threshold > 0
         from drivemetrics.road.evaluate import format_corridor_table, kitti_corridor_table
 
-        threshold = max(scores["um_lane"]["BestThresh"], 1 / 255)
+        threshold = max(scores["um_lane"]["best_threshold"], 1 / 255)
         table = kitti_corridor_table(args.data, args.results, threshold=threshold, crop=args.crop)
         print(f"\nDriving corridor (um_lane, BEV, threshold {threshold:.4f}):\n{format_corridor_table(table)}")
-        scores = {**scores, "um_lane_corridor": table}
+    # the JSON keeps the devkit's key names (the Python API returns snake_case keys)
+    output: dict[str, dict[str, float]] = {
+        cat: {DEVKIT_NAMES[k]: v for k, v in entry.items()} for cat, entry in scores.items()
+    }
+    if args.corridor:
+        output["um_lane_corridor"] = table
     if args.json:
         # NaN (no valid road pixel in a category) becomes null, keeping the file standard JSON
-        clean = {cat: {k: (None if v != v else v) for k, v in entry.items()} for cat, entry in scores.items()}
+        clean = {cat: {k: (None if v != v else v) for k, v in entry.items()} for cat, entry in output.items()}
         atomic_write_text(args.json, json.dumps(clean, indent=2, allow_nan=False) + "\n")
     return 0
 

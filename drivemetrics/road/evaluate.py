@@ -45,21 +45,23 @@ from drivemetrics.road.pixel import (
 #: The road categories pooled into the extra ``urban_road`` entry (all their frames' pixels together).
 URBAN_ROAD_PARTS: tuple[str, ...] = ("um_road", "umm_road", "uu_road")
 
-#: The keys written per category by the evaluation (the devkit's names; values are fractions, not percent).
+#: The keys returned per category by the evaluation (values are fractions, not percent); the CLI prints and writes
+#: them under the devkit's names (:data:`DEVKIT_NAMES`).
 RESULT_KEYS: tuple[str, ...] = (
-    "MaxF",
-    "AvgPrec",
-    "PRE_wp",
-    "REC_wp",
-    "FPR_wp",
-    "FNR_wp",
-    "A_wp",
-    "BestThresh",
-    "totalPosNum",
-    "totalNegNum",
+    "max_f",
+    "average_precision",
+    "precision_wp",
+    "recall_wp",
+    "fpr_wp",
+    "fnr_wp",
+    "accuracy_wp",
+    "best_threshold",
+    "total_positives",
+    "total_negatives",
 )
 
 __all__ = [
+    "DEVKIT_NAMES",
     "RESULT_KEYS",
     "SPACES",
     "URBAN_ROAD_PARTS",
@@ -73,6 +75,20 @@ __all__ = [
 ]
 
 SPACES: tuple[str, ...] = ("perspective", "bev")
+
+#: The devkit's name of each result key (``road-eval`` prints and writes these).
+DEVKIT_NAMES: dict[str, str] = {
+    "max_f": "MaxF",
+    "average_precision": "AvgPrec",
+    "precision_wp": "PRE_wp",
+    "recall_wp": "REC_wp",
+    "fpr_wp": "FPR_wp",
+    "fnr_wp": "FNR_wp",
+    "accuracy_wp": "A_wp",
+    "best_threshold": "BestThresh",
+    "total_positives": "totalPosNum",
+    "total_negatives": "totalNegNum",
+}
 
 
 # ---------------------------------------------------------------------------------------------- names and layout
@@ -166,7 +182,7 @@ def evaluate_results(
     crop: bool = False,
     categories: Sequence[str] = ROAD_CATEGORIES,
     grid: BevGrid | None = None,
-    devkit_float32: bool = False,
+    compat: str = "default",
     progress: bool | None = None,
     log: Callable[[str], None] | None = None,
     workers: int | None = None,
@@ -187,14 +203,14 @@ def evaluate_results(
         categories: which of :data:`ROAD_CATEGORIES` to evaluate; those without ground truth files or without
             any result file are skipped (and logged).
         grid: the BEV grid for ``space="bev"`` (default: the KITTI-ROAD grid).
-        devkit_float32: working-point values from float32 counts, as the devkit computes them.
+        compat: ``"reference"``: working-point values from float32 counts, as the devkit computes them.
         progress: show a tqdm bar (``None``: only on a terminal).
         log: called with one line per skipped category (default: silent).
         workers: threads reading and counting frames (default: ``os.cpu_count()``; 1: no thread).
 
     Returns:
-        ``{category: {key: value}}`` with :data:`RESULT_KEYS`; values are fractions, ``BestThresh`` is
-        ``k / 255``; ``totalPosNum`` / ``totalNegNum`` are pixel (or cell) counts. When um_road, umm_road and
+        ``{category: {key: value}}`` with :data:`RESULT_KEYS`; values are fractions, ``best_threshold`` is
+        ``k / 255``; ``total_positives`` / ``total_negatives`` are pixel (or cell) counts. When um_road, umm_road and
         uu_road are all evaluated, an extra entry ``urban_road`` pools the pixels of all their frames (one best
         threshold overall; not a devkit category: the KITTI server's URBAN_ROAD aggregation is not public).
 
@@ -254,21 +270,22 @@ def evaluate_results(
         totals["urban_road"] = PixelCounts(*(sum(counts) for counts in zip(*parts, strict=True)))
     scores: dict[str, dict[str, float]] = {}
     for category, total in totals.items():
-        result = scores_from_counts(total, devkit_float32=devkit_float32)
+        result = scores_from_counts(total, compat=compat)
         scores[category] = {k: float(result[k]) for k in RESULT_KEYS}
-        scores[category]["totalPosNum"] = int(result["totalPosNum"])
-        scores[category]["totalNegNum"] = int(result["totalNegNum"])
+        scores[category]["total_positives"] = int(result["total_positives"])
+        scores[category]["total_negatives"] = int(result["total_negatives"])
     return scores
 
 
 def format_scores_table(scores: dict[str, dict[str, float]], space: str = "perspective") -> str:
-    """The devkit's printed properties (percent, ``%4.2f``) as a table, one row per category."""
-    props = ("MaxF", "AvgPrec", "PRE_wp", "REC_wp", "FPR_wp", "FNR_wp", "A_wp")
-    header = f"{'category':<10} " + " ".join(f"{p:>8}" for p in props) + f" {'BestThresh':>10}"
+    """The devkit's printed properties (percent, ``%4.2f``) as a table, one row per category, headed by the devkit's
+    names (:data:`DEVKIT_NAMES`); ``scores`` as :func:`evaluate_results` returns them."""
+    props = ("max_f", "average_precision", "precision_wp", "recall_wp", "fpr_wp", "fnr_wp", "accuracy_wp")
+    header = f"{'category':<10} " + " ".join(f"{DEVKIT_NAMES[p]:>8}" for p in props) + f" {'BestThresh':>10}"
     lines = [f"KITTI-ROAD evaluation ({space}), percent", header]
     for category, s in scores.items():
         cells = " ".join(f"{100 * s[p]:>8.2f}" for p in props)
-        best = s["BestThresh"]
+        best = s["best_threshold"]
         best_text = f"{round(best * 255):>6d}/255" if best == best else f"{'nan':>10}"
         lines.append(f"{category:<10} {cells} {best_text}")
     return "\n".join(lines)
@@ -411,7 +428,7 @@ def kitti_corridor_table(
     Args:
         data_dir: folder with ``gt_image_2/`` and ``calib/`` (or ``training/`` with them).
         results_dir: 8-bit confidence PNGs named like the ground truth (``um_lane_000000.png`` ...).
-        threshold: the working point, e.g. ``BestThresh`` of the BEV pixel evaluation of the same results;
+        threshold: the working point, e.g. ``best_threshold`` of the BEV pixel evaluation of the same results;
             a cell is a detection when ``value / 255 >= threshold``.
         crop: crop results larger than their ground truth (top-left) instead of failing.
 

@@ -28,6 +28,7 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
+from drivemetrics._compat import check_compat
 from drivemetrics._metric import DictFamilyLogCheck, plot_metric
 from drivemetrics._validation import check_binary, check_finite, check_same_shape, check_tensor
 from drivemetrics.geometry.bev import BevGrid
@@ -480,7 +481,16 @@ def pixel_counts(
         validate_args: check values (NaN, range, binary); turn off to avoid the device-to-host sync.
 
     Returns:
-        :class:`PixelCounts` with int64 tensors of shape ``(B, T)``; ``.sum()`` pools them over the batch.
+        :class:`PixelCounts` with int64 tensors of shape ``B x T``; ``.sum()`` pools them over the batch.
+
+    Examples
+    --------
+    >>> import torch
+    >>> target = torch.zeros(1, 4, 4, dtype=torch.bool); target[:, 2:] = True  # (B, H, W): road in the lower half
+    >>> preds = torch.where(target, 200, 30).to(torch.uint8)  # uint8 confidences, p = v / 255
+    >>> counts = pixel_counts(preds, target, thresholds=[0.0, 0.5, 1.0])
+    >>> counts.tp, counts.fp
+    (tensor([[8, 8, 0]]), tensor([[8, 0, 0]]))
     """
     preds, target, valid = validate_pixel_inputs(preds, target, valid, check_values=validate_args)
     thr = format_thresholds(thresholds, device=preds.device)
@@ -490,7 +500,16 @@ def pixel_counts(
 def counts_at_threshold(
     preds: Tensor, target: Tensor, valid: Tensor | None = None, threshold: float = 0.5, validate_args: bool = True
 ) -> PixelCounts:
-    """Per-image counts at one threshold (``p >= threshold``), int64 tensors of shape ``B``."""
+    """Per-image counts at one threshold (``p >= threshold``), int64 tensors of shape ``B``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> target = torch.zeros(1, 4, 4, dtype=torch.bool); target[:, 2:] = True  # (B, H, W): road in the lower half
+    >>> preds = torch.where(target, 200, 30).to(torch.uint8)  # uint8 confidences, p = v / 255
+    >>> counts_at_threshold(preds, target, threshold=0.5)
+    PixelCounts(tp=tensor([8]), fp=tensor([0]), fn=tensor([0]), tn=tensor([8]))
+    """
     counts = pixel_counts(preds, target, valid, [float(threshold)], validate_args=validate_args)
     return PixelCounts(*(c[..., 0] for c in counts))
 
@@ -516,35 +535,58 @@ def scores_from_counts(
     counts: PixelCounts | Sequence[Tensor],
     thresholds: int | Sequence[float] | Tensor | None = None,
     beta: float = 1.0,
-    devkit_float32: bool = False,
+    compat: str = "default",
     warn_empty: bool = True,
 ) -> dict[str, Tensor]:
     """The devkit's scores (``pxEval_maximizeFMeasure``) from per-threshold counts, plus a few extra keys.
 
-    Args:
-        counts: ``(tp, fp, fn, tn)`` of shape ``(..., T)``; leading dimensions are kept (e.g. per-image scores).
-        thresholds: the ``T`` thresholds the counts were taken at (same forms as in :func:`pixel_counts`).
-        beta: F-measure weight (the devkit uses 1).
-        devkit_float32: reproduce the devkit's working-point rounding (counts cast to float32 and the ``*_wp`` ratios
-            computed in float32). Default: exact float64 ratios of the int64 counts.
-        warn_empty: warn when there is no valid positive pixel (scores are then NaN).
+    Parameters
+    ----------
+    counts
+        ``(tp, fp, fn, tn)`` of shape ``(..., T)`` (pixels); leading dimensions are kept (e.g. per-image scores).
+    thresholds
+        The ``T`` thresholds the counts were taken at (same forms as in :func:`pixel_counts`).
+    beta
+        F-measure weight (the devkit uses 1).
+    compat
+        ``"default"``: the working-point values are exact float64 ratios of the int64 counts; ``"reference"``:
+        the devkit's rounding (counts cast to float32, the ``*_wp`` ratios computed in float32).
+    warn_empty
+        Warn when there is no valid positive pixel (scores are then NaN).
 
-    Returns:
-        A dict of tensors of shape ``(...)`` unless noted:
+    Returns
+    -------
+    dict[str, Tensor]
+        Tensors of shape ``(...)`` unless noted (the devkit's name in brackets; the CLI prints those):
 
-        - devkit keys: ``MaxF`` (max over thresholds of ``F_beta``, with the devkit's 1e-10 epsilon), ``AvgPrec``
-            (11-point interpolated AP at recall levels ``np.arange(0, 1.1, 0.1)``), ``BestThresh`` (the lowest threshold
-            reaching MaxF), ``PRE_wp``, ``REC_wp``, ``TPR_wp``, ``FPR_wp``, ``FNR_wp``, ``A_wp`` (accuracy), ``Q_wp``
-            (IoU), ``TP_wp``, ``FP_wp``, ``FN_wp``, ``TN_wp`` at that working point, ``totalPosNum``, ``totalNegNum``;
-        - extra keys: ``IoU_wp`` (same as ``Q_wp``), ``AvgPrecIntegrated`` (the area under the step precision-recall
-            curve, ``sum_k (R_k - R_{k+1}) P_k``, no interpolation), ``BestThreshIndex`` (int64);
-        - curves, shape ``(..., T)``: ``precision`` (with the devkit's epsilon), ``recall``, ``F``, ``thresholds``.
-            Entries with ``TP = 0`` (which the devkit drops) have precision 0 and recall 0.
+        - ``max_f`` (``MaxF``): max over thresholds of ``F_beta``, with the devkit's 1e-10 epsilon;
+          ``average_precision`` (``AvgPrec``): 11-point interpolated AP at recall levels ``np.arange(0, 1.1, 0.1)``;
+          ``best_threshold`` (``BestThresh``): the lowest threshold reaching ``max_f``;
+        - at that working point: ``precision_wp`` (``PRE_wp``), ``recall_wp`` (``REC_wp``), ``tpr_wp``
+          (``TPR_wp``), ``fpr_wp`` (``FPR_wp``), ``fnr_wp`` (``FNR_wp``), ``accuracy_wp`` (``A_wp``), ``iou_wp``
+          (``Q_wp``, ``IoU_wp``), ``tp_wp``, ``fp_wp``, ``fn_wp``, ``tn_wp`` (``TP_wp`` ...); ``total_positives``
+          / ``total_negatives`` (``totalPosNum`` / ``totalNegNum``, pixels);
+        - extra keys: ``average_precision_integrated`` (the area under the step precision-recall curve,
+          ``sum_k (R_k - R_{k+1}) P_k``, no interpolation), ``best_threshold_index`` (int64);
+        - curves, shape ``(..., T)``: ``precision`` (with the devkit's epsilon), ``recall``, ``f_measure``,
+          ``thresholds``. Entries with ``TP = 0`` (which the devkit drops) have precision 0 and recall 0.
 
+    Notes
+    -----
     Differences from the devkit, all where it crashes or loses precision: no positive pixel gives NaN scores (the
     devkit raises); a recall level no threshold reaches adds 0 to the 11-point AP (the devkit raises; with
-    thresholds starting at 0 every level is reached); ``*_wp`` values are exact float64 unless ``devkit_float32``.
+    thresholds starting at 0 every level is reached); ``*_wp`` values are exact float64 unless
+    ``compat="reference"``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> counts = (torch.tensor([4, 3, 0]), torch.tensor([4, 1, 0]), torch.tensor([0, 1, 4]), torch.tensor([0, 3, 4]))
+    >>> scores = scores_from_counts(counts, thresholds=[0.0, 0.5, 1.0])
+    >>> round(scores["max_f"].item(), 4), scores["best_threshold"].item(), scores["precision_wp"].item()
+    (0.75, 0.5, 0.75)
     """
+    reference = check_compat(compat)
     tp, fp, fn, tn = (torch.as_tensor(c) for c in counts)
     if not (tp.shape == fp.shape == fn.shape == tn.shape) or tp.ndim < 1:
         raise ValueError(
@@ -588,54 +630,62 @@ def scores_from_counts(
     ap_integrated = ((recall - next_recall) * exact_prec).sum(-1)
 
     # -- values at the working point --
-    wp_dtype = torch.float32 if devkit_float32 else torch.float64
-    if devkit_float32:  # the devkit packs the counts into uint32 and casts to float32
+    wp_dtype = torch.float32 if reference else torch.float64
+    if reference:  # the devkit packs the counts into uint32 and casts to float32
         tp_w, fp_w, fn_w, tn_w = (_gather_last(c, best).to(torch.float32) for c in (tp, fp, fn, tn))
     else:
         tp_w, fp_w, fn_w, tn_w = (_gather_last(c, best) for c in (tp64, fp64, fn64, tn64))
     pos_w = tp_w + fn_w
     neg_w = tn_w + fp_w
     scores = {
-        "MaxF": max_f,
-        "AvgPrec": avg_prec,
-        "AvgPrecIntegrated": ap_integrated,
-        "BestThresh": thr[best],
-        "BestThreshIndex": best,
-        "PRE_wp": tp_w / (tp_w + fp_w),
-        "REC_wp": tp_w / pos_w,
-        "TPR_wp": tp_w / pos_w,
-        "FPR_wp": fp_w / neg_w,
-        "FNR_wp": fn_w / pos_w,
-        "A_wp": (tp_w + tn_w) / (pos_w + neg_w),
-        "Q_wp": tp_w / (tp_w + fp_w + fn_w),
-        "IoU_wp": tp_w / (tp_w + fp_w + fn_w),
-        "TP_wp": tp_w.to(wp_dtype),
-        "FP_wp": fp_w.to(wp_dtype),
-        "FN_wp": fn_w.to(wp_dtype),
-        "TN_wp": tn_w.to(wp_dtype),
-        "totalPosNum": pos_num,
-        "totalNegNum": neg_num,
+        "max_f": max_f,
+        "average_precision": avg_prec,
+        "average_precision_integrated": ap_integrated,
+        "best_threshold": thr[best],
+        "best_threshold_index": best,
+        "precision_wp": tp_w / (tp_w + fp_w),
+        "recall_wp": tp_w / pos_w,
+        "tpr_wp": tp_w / pos_w,
+        "fpr_wp": fp_w / neg_w,
+        "fnr_wp": fn_w / pos_w,
+        "accuracy_wp": (tp_w + tn_w) / (pos_w + neg_w),
+        "iou_wp": tp_w / (tp_w + fp_w + fn_w),
+        "tp_wp": tp_w.to(wp_dtype),
+        "fp_wp": fp_w.to(wp_dtype),
+        "fn_wp": fn_w.to(wp_dtype),
+        "tn_wp": tn_w.to(wp_dtype),
+        "total_positives": pos_num,
+        "total_negatives": neg_num,
         "precision": precision,
         "recall": recall,
-        "F": f_curve,
+        "f_measure": f_curve,
         "thresholds": thr.expand(tp.shape),
     }
     empty = pos_num == 0
     if bool(empty.any()):
-        for key in ("MaxF", "AvgPrec", "AvgPrecIntegrated", "BestThresh", *(k for k in scores if k.endswith("_wp"))):
+        undefined = ("max_f", "average_precision", "average_precision_integrated", "best_threshold")
+        for key in (*undefined, *(k for k in scores if k.endswith("_wp"))):
             scores[key] = torch.where(empty, torch.full_like(scores[key], math.nan), scores[key])
     return scores
 
 
 def fixed_threshold_scores(counts: PixelCounts | Sequence[Tensor], beta: float = 1.0) -> dict[str, Tensor]:
-    """Plain ``F_beta``, precision, recall and IoU from counts at one threshold (no epsilon; 0/0 gives NaN)."""
+    """Plain ``F_beta``, precision, recall and IoU from counts at one threshold (no epsilon; 0/0 gives NaN).
+
+    Examples
+    --------
+    >>> import torch
+    >>> scores = fixed_threshold_scores((torch.tensor(3), torch.tensor(1), torch.tensor(1), torch.tensor(5)))
+    >>> scores["f_measure"], scores["iou"]
+    (tensor(0.7500, dtype=torch.float64), tensor(0.6000, dtype=torch.float64))
+    """
     tp, fp, fn, _ = (torch.as_tensor(c).to(torch.float64) for c in counts)
     beta2 = float(beta) ** 2
     return {
-        "F": (1 + beta2) * tp / ((1 + beta2) * tp + beta2 * fn + fp),
-        "PRE": tp / (tp + fp),
-        "REC": tp / (tp + fn),
-        "IoU": tp / (tp + fp + fn),
+        "f_measure": (1 + beta2) * tp / ((1 + beta2) * tp + beta2 * fn + fp),
+        "precision": tp / (tp + fp),
+        "recall": tp / (tp + fn),
+        "iou": tp / (tp + fp + fn),
     }
 
 
@@ -669,12 +719,13 @@ def scores_with_fixed_threshold(
     fixed_index: Tensor | None,
     fixed_threshold: float | None,
     beta: float = 1.0,
-    devkit_float32: bool = False,
+    compat: str = "default",
 ) -> dict[str, Tensor]:
-    """:func:`scores_from_counts` over the sweep plus ``F_fixed``, ``PRE_fixed``, ``REC_fixed``, ``IoU_fixed`` and
-    ``fixed_threshold`` (unless it is ``None``), from counts taken at the union of :func:`with_fixed_threshold`."""
+    """:func:`scores_from_counts` over the sweep plus ``f_measure_fixed``, ``precision_fixed``, ``recall_fixed``,
+    ``iou_fixed`` and ``fixed_threshold`` (unless it is ``None``), from counts taken at the union of
+    :func:`with_fixed_threshold`."""
     sweep = PixelCounts(*(c[..., sweep_index] for c in counts))
-    scores = scores_from_counts(sweep, thresholds, beta=beta, devkit_float32=devkit_float32)
+    scores = scores_from_counts(sweep, thresholds, beta=beta, compat=compat)
     if fixed_index is None or fixed_threshold is None:
         return scores
     fixed = PixelCounts(*(c[..., fixed_index] for c in counts))
@@ -691,14 +742,25 @@ def road_pixel_scores(
     thresholds: int | Sequence[float] | Tensor | None = None,
     beta: float = 1.0,
     fixed_threshold: float | None = 0.5,
-    devkit_float32: bool = False,
+    compat: str = "default",
     validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """Pooled devkit scores of a batch in one call (the functional form of ``RoadPixelMetrics``).
 
     Arguments as in :func:`pixel_counts` and :func:`scores_from_counts`; the keys are those of
-    :func:`scores_from_counts` plus ``F_fixed``, ``PRE_fixed``, ``REC_fixed``, ``IoU_fixed`` at
+    :func:`scores_from_counts` plus ``f_measure_fixed``, ``precision_fixed``, ``recall_fixed``, ``iou_fixed`` at
     ``p >= fixed_threshold`` (``None``: no fixed threshold, a little faster for float maps).
+
+    Examples
+    --------
+    >>> import torch
+    >>> target = torch.zeros(1, 4, 4, dtype=torch.bool); target[:, 2:] = True  # (B, H, W): road in the lower half
+    >>> preds = torch.where(target, 200, 30).to(torch.uint8)  # uint8 confidences, p = v / 255
+    >>> scores = road_pixel_scores(preds, target)
+    >>> scores["max_f"], scores["precision_wp"], scores["best_threshold"]
+    (tensor(1.0000, dtype=torch.float64), tensor(1., dtype=torch.float64), tensor(0.1216, dtype=torch.float64))
+    >>> scores["total_positives"]
+    tensor(8., dtype=torch.float64)
     """
     check_fixed_threshold(fixed_threshold)
     preds, target, valid = validate_pixel_inputs(preds, target, valid, check_values=validate_args)
@@ -706,7 +768,7 @@ def road_pixel_scores(
     counted, sweep_index, fixed_index = with_fixed_threshold(sweep, fixed_threshold)
     counts = counts_from_histograms(bucket_histograms(preds, target, valid, counted, per_image=False)[0])
     return scores_with_fixed_threshold(
-        counts, sweep, sweep_index, fixed_index, fixed_threshold, beta=beta, devkit_float32=devkit_float32
+        counts, sweep, sweep_index, fixed_index, fixed_threshold, beta=beta, compat=compat
     )
 
 
@@ -725,9 +787,10 @@ class RoadPixelMetrics(DictFamilyLogCheck, Metric):
     ``counting_config`` that keeps differently configured metrics out of one ``MetricCollection`` compute group),
     never the maps, so memory does not grow with the number of frames. ``compute()`` returns the dict of
     :func:`~drivemetrics.road.pixel.scores_from_counts` over everything seen (pooled, one best threshold; not a
-    mean of per-image scores): ``MaxF``, ``AvgPrec`` (11-point), ``AvgPrecIntegrated``, ``BestThresh``, ``PRE_wp``,
-    ``REC_wp``, ``FPR_wp``, ``FNR_wp``, ``A_wp``, ``IoU_wp``, ..., the curves ``precision`` / ``recall`` / ``F`` /
-    ``thresholds``, plus ``F_fixed``, ``PRE_fixed``, ``REC_fixed``, ``IoU_fixed`` at ``p >= fixed_threshold``.
+    mean of per-image scores): ``max_f``, ``average_precision`` (11-point), ``average_precision_integrated``,
+    ``best_threshold``, ``precision_wp``, ``recall_wp``, ``fpr_wp``, ``fnr_wp``, ``accuracy_wp``, ``iou_wp``, ...,
+    the curves ``precision`` / ``recall`` / ``f_measure`` / ``thresholds``, plus ``f_measure_fixed``,
+    ``precision_fixed``, ``recall_fixed``, ``iou_fixed`` at ``p >= fixed_threshold``.
 
     Road at threshold ``t_k`` iff ``p >= t_k`` (exact comparison; for uint8 maps and the default thresholds
     ``v >= k``). To log one number from Lightning use :class:`RoadPixelMaxFScore` or :class:`RoadPixelAveragePrecision`.
@@ -737,7 +800,8 @@ class RoadPixelMetrics(DictFamilyLogCheck, Metric):
         beta: F-measure weight (devkit: 1).
         fixed_threshold: the threshold of the ``*_fixed`` keys (default 0.5, i.e. ``p >= 0.5``); ``None`` drops
             them (float maps then count a little faster).
-        devkit_float32: reproduce the devkit's float32 rounding of the working-point values.
+        compat: ``"reference"`` reproduces the devkit's float32 rounding of the working-point values
+            (``"default"``: exact float64 ratios of the counts).
         space: ``"perspective"`` (default) or ``"bev"`` (inputs are warped to the BEV grid with each frame's
             homography before counting; see ``grid`` and ``warp_mode``).
         grid: the BEV grid (``space="bev"``); default: the KITTI grid ``BevGrid()``.
@@ -753,7 +817,7 @@ class RoadPixelMetrics(DictFamilyLogCheck, Metric):
         >>> target = torch.zeros(1, 4, 4, dtype=torch.bool); target[:, 2:] = True
         >>> preds = torch.where(target, 200, 30).to(torch.uint8)
         >>> metric.update(preds, target)
-        >>> round(metric.compute()["MaxF"].item(), 6)
+        >>> round(metric.compute()["max_f"].item(), 6)
         1.0
     """
 
@@ -773,7 +837,7 @@ class RoadPixelMetrics(DictFamilyLogCheck, Metric):
         thresholds: int | Sequence[float] | Tensor | None = None,
         beta: float = 1.0,
         fixed_threshold: float | None = 0.5,
-        devkit_float32: bool = False,
+        compat: str = "default",
         space: str = "perspective",
         grid: BevGrid | None = None,
         warp_mode: str = "devkit",
@@ -790,7 +854,8 @@ class RoadPixelMetrics(DictFamilyLogCheck, Metric):
         counted, sweep_index, fixed_index = with_fixed_threshold(sweep, fixed_threshold)  # one counting pass
         self.beta = float(beta)
         self.fixed_threshold = None if fixed_threshold is None else float(fixed_threshold)
-        self.devkit_float32 = bool(devkit_float32)
+        check_compat(compat)
+        self.compat = compat
         self.validate_args = bool(validate_args)
         self.space = space
         self.warp_mode = warp_mode
@@ -855,7 +920,7 @@ class RoadPixelMetrics(DictFamilyLogCheck, Metric):
             self._fixed_index,
             self.fixed_threshold,
             beta=self.beta,
-            devkit_float32=self.devkit_float32,
+            compat=self.compat,
         )
 
     def plot(self, val: dict[str, Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:
@@ -880,9 +945,9 @@ class RoadPixelMetrics(DictFamilyLogCheck, Metric):
         ax.plot(
             recall,
             precision,
-            label=f"{self.space}: MaxF {scores['MaxF'].item():.4f}, AP {scores['AvgPrec'].item():.4f}",
+            label=f"{self.space}: MaxF {scores['max_f'].item():.4f}, AP {scores['average_precision'].item():.4f}",
         )
-        ax.plot([scores["REC_wp"].item()], [scores["PRE_wp"].item()], "o", color="black")
+        ax.plot([scores["recall_wp"].item()], [scores["precision_wp"].item()], "o", color="black")
         ax.set_xlabel("recall")
         ax.set_ylabel("precision")
         ax.set_xlim(0, 1.01)
@@ -892,15 +957,14 @@ class RoadPixelMetrics(DictFamilyLogCheck, Metric):
 
 
 class RoadPixelMaxFScore(RoadPixelMetrics):
-    """The pooled KITTI-ROAD ``MaxF`` as a scalar, for ``self.log(...)`` in Lightning (arguments as the family's).
+    """The pooled KITTI-ROAD ``max_f`` as a scalar, for ``self.log(...)`` in Lightning (arguments as the family's).
 
     Examples:
         >>> import torch
-        >>> metric = RoadPixelMaxFScore()
-        >>> target = torch.zeros(1, 4, 4, dtype=torch.bool); target[:, 2:] = True
-        >>> metric.update(torch.where(target, 200, 30).to(torch.uint8), target)
-        >>> round(metric.compute().item(), 6)
-        1.0
+        >>> target = torch.zeros(1, 4, 4, dtype=torch.bool); target[:, 2:] = True  # (B, H, W)
+        >>> preds = torch.where(target, 200, 30).to(torch.uint8)
+        >>> RoadPixelMaxFScore()(preds, target)  # a perfect prediction (the devkit's 1e-10 epsilon is in F)
+        tensor(1.0000, dtype=torch.float64)
     """
 
     def __init__(
@@ -908,20 +972,18 @@ class RoadPixelMaxFScore(RoadPixelMetrics):
         thresholds: int | Sequence[float] | Tensor | None = None,
         beta: float = 1.0,
         fixed_threshold: float | None = 0.5,
-        devkit_float32: bool = False,
+        compat: str = "default",
         space: str = "perspective",
         grid: BevGrid | None = None,
         warp_mode: str = "devkit",
         validate_args: bool = True,
         **kwargs: Any,
     ) -> None:
-        super().__init__(
-            thresholds, beta, fixed_threshold, devkit_float32, space, grid, warp_mode, validate_args, **kwargs
-        )
+        super().__init__(thresholds, beta, fixed_threshold, compat, space, grid, warp_mode, validate_args, **kwargs)
 
     def compute(self) -> Tensor:  # type: ignore[override]
         """Pooled MaxF (float64 scalar)."""
-        return super().compute()["MaxF"]
+        return super().compute()["max_f"]
 
     def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
         """``val=None``: the pooled PR curve with its MaxF point; else a value or a sequence of values over epochs."""
@@ -929,7 +991,7 @@ class RoadPixelMaxFScore(RoadPixelMetrics):
 
 
 class RoadPixelAveragePrecision(RoadPixelMetrics):
-    """The pooled KITTI-ROAD 11-point ``AvgPrec`` as a scalar (``integrated=True``: the exact integrated AP).
+    """The pooled KITTI-ROAD 11-point ``average_precision`` as a scalar (``integrated=True``: the exact integrated AP).
 
     Examples:
         >>> import torch
@@ -945,7 +1007,7 @@ class RoadPixelAveragePrecision(RoadPixelMetrics):
         thresholds: int | Sequence[float] | Tensor | None = None,
         beta: float = 1.0,
         fixed_threshold: float | None = 0.5,
-        devkit_float32: bool = False,
+        compat: str = "default",
         space: str = "perspective",
         grid: BevGrid | None = None,
         warp_mode: str = "devkit",
@@ -953,14 +1015,12 @@ class RoadPixelAveragePrecision(RoadPixelMetrics):
         integrated: bool = False,
         **kwargs: Any,
     ) -> None:
-        super().__init__(
-            thresholds, beta, fixed_threshold, devkit_float32, space, grid, warp_mode, validate_args, **kwargs
-        )
+        super().__init__(thresholds, beta, fixed_threshold, compat, space, grid, warp_mode, validate_args, **kwargs)
         self.integrated = bool(integrated)
 
     def compute(self) -> Tensor:  # type: ignore[override]
         """Pooled AP (float64 scalar)."""
-        return super().compute()["AvgPrecIntegrated" if self.integrated else "AvgPrec"]
+        return super().compute()["average_precision_integrated" if self.integrated else "average_precision"]
 
     def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
         """``val=None``: the pooled PR curve with its MaxF point; else a value or a sequence of values over epochs."""

@@ -53,9 +53,9 @@ def test_benign_drive_matches_lane_e2e(clips, model):
         z_samples=c.z_samples,
         return_details=True,
     )
-    assert torch.allclose(poses, details.poses, atol=1e-9)
+    assert torch.allclose(poses, details["poses"], atol=1e-9)
     ev = evaluate_patch(drive, model, torch.zeros(2, 1, *SPEC.shape, dtype=torch.float64), config())
-    assert torch.allclose(ev.benign_e2e_ld, details.value, atol=1e-9)
+    assert torch.allclose(ev.benign_e2e_ld, details["e2e_ld"], atol=1e-9)
 
 
 def test_zero_budget_changes_nothing(clips, model):

@@ -31,7 +31,7 @@ def test_quick_demo_writes_figures(quick_run):
     out, text = quick_run
     for name in ("road_pr_curves.png", "road_bev_overlays.png", "road_perspective.png"):
         assert (out / name).stat().st_size > 10_000
-    assert "MaxF" in text
+    assert "max_f" in text
 
 
 def test_quick_demo_table_sanity(quick_run):

@@ -66,11 +66,11 @@ def test_streaming_dict_inputs_equal_functional(fixtures_dir):
     for cls in ("car", "pedestrian", "cyclist"):
         for metric_name in ("2d", "aos", "bev", "3d"):
             for diff in ("easy", "moderate", "hard"):
-                for points in ("R11", "R40"):
+                for points in ("r11", "r40"):
                     got = values[f"{cls}_{metric_name}_{diff}_{points}"]
                     assert got.dtype == torch.float64
-                    assert got.item() == pytest.approx(expected[cls][metric_name][diff][f"AP_{points}"], abs=1e-9)
-    assert values["car_2d_moderate_R40"] > 10
+                    assert got.item() == pytest.approx(expected[cls][metric_name][diff][f"ap_{points}"], abs=1e-9)
+    assert values["car_2d_moderate_r40"] > 10
 
 
 def test_kitti_objects_inputs_and_scalar_ap(fixtures_dir):
@@ -81,10 +81,10 @@ def test_kitti_objects_inputs_and_scalar_ap(fixtures_dir):
         cls="pedestrian", metric="bev", difficulty="hard", recall_points=11, overlaps="loose"
     )
     ap.update(dets, gts)
-    assert ap.compute().item() == pytest.approx(expected["pedestrian"]["bev"]["hard"]["AP_R11"], abs=1e-12)
+    assert ap.compute().item() == pytest.approx(expected["pedestrian"]["bev"]["hard"]["ap_r11"], abs=1e-12)
     full = KittiObjectMetrics(overlaps="loose")
     full.update(dets, gts)
-    assert full.compute()["pedestrian_bev_hard_R11"].item() == pytest.approx(ap.compute().item(), abs=1e-12)
+    assert full.compute()["pedestrian_bev_hard_r11"].item() == pytest.approx(ap.compute().item(), abs=1e-12)
 
 
 def test_gt_as_detections_is_100_and_missing_alpha_gives_nan_aos(fixtures_dir):
@@ -95,7 +95,7 @@ def test_gt_as_detections_is_100_and_missing_alpha_gives_nan_aos(fixtures_dir):
     assert metric.compute().item() == pytest.approx(100.0)
     full = KittiObjectMetrics()
     full.update(dets, gts)
-    assert torch.isnan(full.compute()["car_aos_easy_R40"])  # DontCare rows carry alpha -10
+    assert torch.isnan(full.compute()["car_aos_easy_r40"])  # DontCare rows carry alpha -10
 
 
 def test_reset_pickle_and_state_dict(fixtures_dir):
@@ -178,7 +178,7 @@ def test_two_process_sync_equals_single_process(fixtures_dir):
     expected_lonely = first.compute()
     for rank, (values, ap, local_frames, lonely) in enumerate(results):
         assert local_frames == len(range(rank, 25, 2))  # local state restored after the sync
-        assert ap == pytest.approx(expected["car_bev_moderate_R40"].item(), abs=1e-12)
+        assert ap == pytest.approx(expected["car_bev_moderate_r40"].item(), abs=1e-12)
         for key, value in expected.items():
             assert values[key] == pytest.approx(value.item(), abs=1e-12, nan_ok=True), key
         for key, value in expected_lonely.items():
@@ -214,9 +214,9 @@ def test_a_collection_of_aps_stores_the_frames_once_and_gives_each_its_value(fix
     strict = evaluate_kitti_objects(dets, gts, only_detected=False)
     loose = evaluate_kitti_objects(dets, gts, overlaps="loose", only_detected=False)
     expected = {
-        "car_3d_moderate": strict["car"]["3d"]["moderate"]["AP_R40"],
-        "pedestrian_bev_hard_r11": strict["pedestrian"]["bev"]["hard"]["AP_R11"],
-        "car_2d_easy_loose": loose["car"]["2d"]["easy"]["AP_R40"],
+        "car_3d_moderate": strict["car"]["3d"]["moderate"]["ap_r40"],
+        "pedestrian_bev_hard_r11": strict["pedestrian"]["bev"]["hard"]["ap_r11"],
+        "car_2d_easy_loose": loose["car"]["2d"]["easy"]["ap_r40"],
     }
     assert len({round(v, 6) for v in expected.values()}) == 3  # three different numbers to tell apart
     for name, value in expected.items():

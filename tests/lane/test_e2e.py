@@ -62,16 +62,16 @@ def test_biased_detector_deviates_and_is_symmetric():
     images, target = _clip()
     right = e2e_ld(images, target, 25.0, _detector(3.0), H, frames=20, return_details=True)
     left = e2e_ld(images, target, 25.0, _detector(-3.0), H, frames=20, return_details=True)
-    assert float(right.value[0]) > 0.1
-    assert torch.allclose(right.value, left.value, rtol=0.05)
+    assert float(right["e2e_ld"][0]) > 0.1
+    assert torch.allclose(right["e2e_ld"], left["e2e_ld"], rtol=0.05)
     # A detection shifted right in the image moves the perceived lane right: the car drifts right (+X).
-    assert float(right.deviation[0, -1]) > 0
-    assert float(left.deviation[0, -1]) < 0
+    assert float(right["deviation"][0, -1]) > 0
+    assert float(left["deviation"][0, -1]) < 0
     # The closed loop feeds back: the synthesised view of the drifted car shows the lines moved, so the drift
     # settles instead of growing linearly (it is not an open-loop replay of the recorded frames).
-    dev = right.deviation[0].abs()
+    dev = right["deviation"][0].abs()
     assert float(dev[-1] - dev[-5]) < 0.5 * float(dev[9] - dev[5])
-    assert right.poses.shape == (2, 21, 3)
+    assert right["poses"].shape == (2, 21, 3)
 
 
 def test_batched_equals_per_clip():
@@ -172,7 +172,7 @@ def test_curved_road_with_recorded_poses():
     bad = e2e_ld(images, target, 25.0, _median_split_detector(4.0), H, recorded_poses=poses)
     # A detector reading the rendered lines back follows the curve almost like the ground truth (measured 0.029 m:
     # pixel quantisation, and its lines end ~25 m ahead, continued straight, while the ground truth keeps curving).
-    assert float(good.value[0]) < 0.06
-    assert float(bad[0]) > 5 * float(good.value[0]) + 0.05
+    assert float(good["e2e_ld"][0]) < 0.06
+    assert float(bad[0]) > 5 * float(good["e2e_ld"][0]) + 0.05
     # and both loops actually went round the curve: heading gained about s / R
-    assert float(good.reference_poses[0, -1, 2]) == pytest.approx(float(poses[0, 20, 2]), abs=0.01)
+    assert float(good["reference_poses"][0, -1, 2]) == pytest.approx(float(poses[0, 20, 2]), abs=0.01)

@@ -78,7 +78,7 @@ def _scores(pred, gt, run_time=None, **kw):
     g, gm = _pad([gt], len(YS))
     rt = None if run_time is None else torch.tensor([float(run_time)])
     s = tusimple_image_scores(p, g, torch.tensor(YS), rt, pm, gm, **kw)
-    return float(s.accuracy[0]), float(s.fp[0]), float(s.fn[0])
+    return float(s["accuracy"][0]), float(s["fp"][0]), float(s["fn"][0])
 
 
 def test_perfect_two_lanes():
@@ -156,9 +156,9 @@ def test_random_against_reference(device):
         p.to(device), g.to(device), torch.tensor(YS, device=device), None, pm, gm, compat="reference"
     )
     ref = torch.tensor(refs, dtype=torch.float64)
-    torch.testing.assert_close(s.accuracy.cpu(), ref[:, 0], rtol=0, atol=1e-12)
-    torch.testing.assert_close(s.fp.cpu(), ref[:, 1], rtol=0, atol=1e-12)
-    torch.testing.assert_close(s.fn.cpu(), ref[:, 2], rtol=0, atol=1e-12)
+    torch.testing.assert_close(s["accuracy"].cpu(), ref[:, 0], rtol=0, atol=1e-12)
+    torch.testing.assert_close(s["fp"].cpu(), ref[:, 1], rtol=0, atol=1e-12)
+    torch.testing.assert_close(s["fn"].cpu(), ref[:, 2], rtol=0, atol=1e-12)
 
 
 def test_padded_h_samples_ignore_padding():
@@ -170,7 +170,7 @@ def test_padded_h_samples_ignore_padding():
     ys = torch.full((1, 56), float("nan"), dtype=torch.float64)
     ys[0, :30] = torch.arange(30, dtype=torch.float64) * 10 + 420
     s = tusimple_image_scores(pred, gt, ys)
-    assert float(s.accuracy[0]) == pytest.approx(27 / 30)
+    assert float(s["accuracy"][0]) == pytest.approx(27 / 30)
 
 
 def test_f1_from_rates():
@@ -288,9 +288,9 @@ def test_empty_lane_dimensions():
     gt, gm = _pad([[_line(500, 0.0)]], 56)
     no_pred = torch.zeros(1, 0, 56, dtype=torch.float64)
     s = tusimple_image_scores(no_pred, gt, ys, target_mask=gm)
-    assert (float(s.accuracy[0]), float(s.fp[0]), float(s.fn[0])) == (0.0, 0.0, 1.0)
+    assert (float(s["accuracy"][0]), float(s["fp"][0]), float(s["fn"][0])) == (0.0, 0.0, 1.0)
     s = tusimple_image_scores(gt, torch.zeros(1, 0, 56, dtype=torch.float64), ys)
-    assert (float(s.accuracy[0]), float(s.fp[0]), float(s.fn[0])) == (0.0, 1.0, 0.0)
+    assert (float(s["accuracy"][0]), float(s["fp"][0]), float(s["fn"][0])) == (0.0, 1.0, 0.0)
 
 
 def test_metric_merge_and_forward_match_functional():

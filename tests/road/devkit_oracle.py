@@ -49,21 +49,21 @@ def devkit_maximize_f(pos_num, neg_num, total_fn, total_fp, thresh, beta: float 
     p = tp + fn
     n = tn + fp
     return {
-        "MaxF": f[index],
-        "AvgPrec": avg_prec,
-        "BestThresh": thresh[index],
+        "max_f": f[index],
+        "average_precision": avg_prec,
+        "best_threshold": thresh[index],
         "index": index,
         "precision": precision,
         "recall": recall,
-        "totalPosNum": pos_num,
-        "totalNegNum": neg_num,
+        "total_positives": pos_num,
+        "total_negatives": neg_num,
         # float32 working point, exactly as the devkit
-        "PRE_wp32": (tp / (tp + fp))[0],
-        "REC_wp32": (tp / p)[0],
-        "FPR_wp32": (fp / n)[0],
-        "FNR_wp32": (fn / p)[0],
-        "A_wp32": ((tp + tn) / (p + n))[0],
-        "Q_wp32": (tp / (tp + fp + fn))[0],
+        "precision_wp32": (tp / (tp + fp))[0],
+        "recall_wp32": (tp / p)[0],
+        "fpr_wp32": (fp / n)[0],
+        "fnr_wp32": (fn / p)[0],
+        "accuracy_wp32": ((tp + tn) / (p + n))[0],
+        "iou_wp32": (tp / (tp + fp + fn))[0],
         # the same ratios in float64 from the exact counts
         "TP": total_tp[index],
         "FP": total_fp[index],

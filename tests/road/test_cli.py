@@ -53,7 +53,7 @@ def test_road_eval_needs_crop_for_baseline_maps(fixtures_dir, baseline_results, 
 def test_road_eval_conformance_through_cli(fixtures_dir, baseline_results, tmp_path, capsys, space, urban, per_image):
     out = tmp_path / "scores.json"
     args = ["road-eval", "--data", str(fixtures_dir / "kitti_road"), "--results", str(baseline_results)]
-    code = main([*args, "--space", space, "--crop", "--json", str(out), "--no-progress", "--devkit-float32"])
+    code = main([*args, "--space", space, "--crop", "--json", str(out), "--no-progress", "--compat", "reference"])
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert "um_lane: no result files" in captured.err  # GT present, no result: skipped

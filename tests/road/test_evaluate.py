@@ -159,14 +159,14 @@ def test_binary_synthetic_matches_devkit_values(tmp_path):
     assert list(scores) == ["um_road"]
     s = scores["um_road"]
     # kitti_road.md section 7: MaxF 0.7999999999492, AvgPrec 0.7454545454531456, BestThresh 1/255, PRE = REC = 0.8
-    assert s["MaxF"] == pytest.approx(0.7999999999492, abs=1e-13)
-    assert s["AvgPrec"] == pytest.approx(0.7454545454531456, abs=1e-13)
-    assert s["BestThresh"] == 1 / 255
-    assert s["PRE_wp"] == pytest.approx(0.8)
-    assert s["REC_wp"] == pytest.approx(0.8)
-    assert s["FPR_wp"] == pytest.approx(0.2)
-    assert s["A_wp"] == pytest.approx(0.8)
-    assert (s["totalPosNum"], s["totalNegNum"]) == (50, 50)
+    assert s["max_f"] == pytest.approx(0.7999999999492, abs=1e-13)
+    assert s["average_precision"] == pytest.approx(0.7454545454531456, abs=1e-13)
+    assert s["best_threshold"] == 1 / 255
+    assert s["precision_wp"] == pytest.approx(0.8)
+    assert s["recall_wp"] == pytest.approx(0.8)
+    assert s["fpr_wp"] == pytest.approx(0.2)
+    assert s["accuracy_wp"] == pytest.approx(0.8)
+    assert (s["total_positives"], s["total_negatives"]) == (50, 50)
     table = format_scores_table(scores)
     assert "um_road" in table
     assert "80.00" in table
@@ -184,7 +184,7 @@ def test_size_mismatch_and_crop(tmp_path):
     ):
         evaluate_results(tmp_path / "data", tmp_path / "res", progress=False)
     cropped = evaluate_results(tmp_path / "data", tmp_path / "res", crop=True, progress=False)
-    assert cropped["um_road"]["MaxF"] == pytest.approx(0.7999999999492, abs=1e-13)
+    assert cropped["um_road"]["max_f"] == pytest.approx(0.7999999999492, abs=1e-13)
     Image.fromarray(big[:9, :9]).save(tmp_path / "res" / "um_road_000000.png")
     with pytest.raises(ValueError, match=r"is 9 x 9 but its ground truth is 10 x 10 \(--crop only crops"):
         evaluate_results(tmp_path / "data", tmp_path / "res", crop=True, progress=False)
@@ -240,10 +240,15 @@ def pooled_counts(fixtures_dir, space):
 # kitti_road.md section 7 (devkit's own helper.py / BirdsEyeView.py on the 4 frames)
 EXPECTED = {
     "perspective": {
-        "MaxF": 0.8634450850048166,
-        "AvgPrec": 0.9167009977958855,
-        "BestThresh": 64 / 255,
-        "wp32": {"PRE_wp": 0.8671165109, "REC_wp": 0.8598045707, "FPR_wp": 0.0263306722, "FNR_wp": 0.1401953995},
+        "max_f": 0.8634450850048166,
+        "average_precision": 0.9167009977958855,
+        "best_threshold": 64 / 255,
+        "wp32": {
+            "precision_wp": 0.8671165109,
+            "recall_wp": 0.8598045707,
+            "fpr_wp": 0.0263306722,
+            "fnr_wp": 0.1401953995,
+        },
         "counts": (266125, 40783, 43393, 1508095),
         "per_image": {
             "um_road_000000": (0.9110107479, 0.9336981812, 128),
@@ -253,10 +258,15 @@ EXPECTED = {
         },
     },
     "bev": {
-        "MaxF": 0.8036932039144153,
-        "AvgPrec": 0.8368548662661625,
-        "BestThresh": 64 / 255,
-        "wp32": {"PRE_wp": 0.7342315316, "REC_wp": 0.8876709342, "FPR_wp": 0.1917221099, "FNR_wp": 0.1123290807},
+        "max_f": 0.8036932039144153,
+        "average_precision": 0.8368548662661625,
+        "best_threshold": 64 / 255,
+        "wp32": {
+            "precision_wp": 0.7342315316,
+            "recall_wp": 0.8876709342,
+            "fpr_wp": 0.1917221099,
+            "fnr_wp": 0.1123290807,
+        },
         "counts": (407243, 147409, 51534, 621459),
         "per_image": {
             "um_road_000000": (0.7495937535, None, None),
@@ -273,20 +283,20 @@ def test_conformance_baseline_prior(fixtures_dir, space):
     expected = EXPECTED[space]
     total, per_frame = pooled_counts(fixtures_dir, space)
     scores = scores_from_counts(total)
-    assert abs(float(scores["MaxF"]) - expected["MaxF"]) < 1e-9
-    assert abs(float(scores["AvgPrec"]) - expected["AvgPrec"]) < 1e-9
-    assert float(scores["BestThresh"]) == expected["BestThresh"]
-    k = int(scores["BestThreshIndex"])
+    assert abs(float(scores["max_f"]) - expected["max_f"]) < 1e-9
+    assert abs(float(scores["average_precision"]) - expected["average_precision"]) < 1e-9
+    assert float(scores["best_threshold"]) == expected["best_threshold"]
+    k = int(scores["best_threshold_index"])
     assert (int(total.tp[k]), int(total.fp[k]), int(total.fn[k]), int(total.tn[k])) == expected["counts"]
-    devkit32 = scores_from_counts(total, devkit_float32=True)
+    devkit32 = scores_from_counts(total, compat="reference")
     for key, value in expected["wp32"].items():
         assert abs(float(devkit32[key]) - value) < 1e-9, key  # the devkit's float32 working point, printed to 1e-10
     for key, (max_f, ap, thresh) in expected["per_image"].items():
         s = scores_from_counts(per_frame[key])
-        assert abs(float(s["MaxF"]) - max_f) < 1e-9, key
+        assert abs(float(s["max_f"]) - max_f) < 1e-9, key
         if ap is not None:
-            assert abs(float(s["AvgPrec"]) - ap) < 1e-9, key
-            assert round(float(s["BestThresh"]) * 255) == thresh, key
+            assert abs(float(s["average_precision"]) - ap) < 1e-9, key
+            assert round(float(s["best_threshold"]) * 255) == thresh, key
 
 
 @pytest.mark.parametrize("space", ["perspective", "bev"])
@@ -301,13 +311,13 @@ def test_evaluate_results_threads_count_like_frame_counts(fixtures_dir, tmp_path
     total, per_frame = pooled_counts(fixtures_dir, space)
     for workers in (1, 3):
         scores = evaluate_results(root.parent, results, space=space, crop=True, progress=False, workers=workers)
-        assert scores["urban_road"]["totalPosNum"] == int(total.tp[0] + total.fn[0])
-        assert scores["urban_road"]["totalNegNum"] == int(total.fp[0] + total.tn[0])
-        assert scores["urban_road"]["MaxF"] == pytest.approx(EXPECTED[space]["MaxF"], abs=1e-12)
+        assert scores["urban_road"]["total_positives"] == int(total.tp[0] + total.fn[0])
+        assert scores["urban_road"]["total_negatives"] == int(total.fp[0] + total.tn[0])
+        assert scores["urban_road"]["max_f"] == pytest.approx(EXPECTED[space]["max_f"], abs=1e-12)
         uu = PixelCounts(
             *(a + b for a, b in zip(per_frame["uu_road_000000"], per_frame["uu_road_000093"], strict=True))
         )
-        assert scores["uu_road"]["MaxF"] == pytest.approx(float(scores_from_counts(uu)["MaxF"]), abs=1e-12)
+        assert scores["uu_road"]["max_f"] == pytest.approx(float(scores_from_counts(uu)["max_f"]), abs=1e-12)
     with pytest.raises(ValueError, match="`workers` must be a positive int"):
         evaluate_results(root.parent, results, space=space, crop=True, progress=False, workers=0)
 

@@ -41,22 +41,22 @@ def test_matches_devkit_oracle_on_random_frames(seed, as_float, device):
     oracle = devkit_pooled(list(target), list(probs32), DEVKIT_THRESH, list(valid))
     preds = torch.from_numpy(probs32 if as_float else values).to(device)
     scores = road_pixel_scores(preds, torch.from_numpy(target).to(device), torch.from_numpy(valid).to(device))
-    assert scores["MaxF"].item() == pytest.approx(oracle["MaxF"], abs=1e-12)
-    assert scores["AvgPrec"].item() == pytest.approx(oracle["AvgPrec"], abs=1e-12)
-    assert scores["BestThresh"].item() == oracle["BestThresh"]
-    assert scores["BestThreshIndex"].item() == oracle["index"]
-    assert scores["totalPosNum"].item() == oracle["totalPosNum"]
-    assert scores["totalNegNum"].item() == oracle["totalNegNum"]
+    assert scores["max_f"].item() == pytest.approx(oracle["max_f"], abs=1e-12)
+    assert scores["average_precision"].item() == pytest.approx(oracle["average_precision"], abs=1e-12)
+    assert scores["best_threshold"].item() == oracle["best_threshold"]
+    assert scores["best_threshold_index"].item() == oracle["index"]
+    assert scores["total_positives"].item() == oracle["total_positives"]
+    assert scores["total_negatives"].item() == oracle["total_negatives"]
     for key in ("TP", "FP", "FN", "TN"):
-        assert scores[f"{key}_wp"].item() == oracle[key]
+        assert scores[f"{key.lower()}_wp"].item() == oracle[key]
     tp, fp, fn, tn = oracle["TP"], oracle["FP"], oracle["FN"], oracle["TN"]
     exact = {
-        "PRE_wp": tp / (tp + fp),
-        "REC_wp": tp / (tp + fn),
-        "FPR_wp": fp / (fp + tn),
-        "FNR_wp": fn / (tp + fn),
-        "A_wp": (tp + tn) / (tp + fp + fn + tn),
-        "IoU_wp": tp / (tp + fp + fn),
+        "precision_wp": tp / (tp + fp),
+        "recall_wp": tp / (tp + fn),
+        "fpr_wp": fp / (fp + tn),
+        "fnr_wp": fn / (tp + fn),
+        "accuracy_wp": (tp + tn) / (tp + fp + fn + tn),
+        "iou_wp": tp / (tp + fp + fn),
     }
     for key, value in exact.items():
         assert scores[key].item() == pytest.approx(value, abs=1e-12), key
@@ -66,14 +66,14 @@ def test_matches_devkit_oracle_on_random_frames(seed, as_float, device):
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_devkit_float32_working_point_is_bit_exact(seed):
+def test_reference_compat_working_point_is_bit_exact(seed):
     values, target, valid = _random_frames(100 + seed)
     probs32 = values.astype("f4") / 255
     oracle = devkit_pooled(list(target), list(probs32), DEVKIT_THRESH, list(valid))
     scores = road_pixel_scores(
-        torch.from_numpy(values), torch.from_numpy(target), torch.from_numpy(valid), devkit_float32=True
+        torch.from_numpy(values), torch.from_numpy(target), torch.from_numpy(valid), compat="reference"
     )
-    for key in ("PRE_wp", "REC_wp", "FPR_wp", "FNR_wp", "A_wp", "Q_wp"):
+    for key in ("precision_wp", "recall_wp", "fpr_wp", "fnr_wp", "accuracy_wp", "iou_wp"):
         assert scores[key].dtype == torch.float32
         assert scores[key].item() == oracle[f"{key}32"].item(), key
 
@@ -97,16 +97,16 @@ def test_hand_computed_binary_prediction():
     preds = torch.zeros(10, 10, dtype=torch.uint8)
     preds.view(-1)[10:60] = 255
     scores = road_pixel_scores(preds, target)
-    assert scores["MaxF"].item() == pytest.approx(0.7999999999492, abs=1e-13)
-    assert scores["AvgPrec"].item() == pytest.approx(0.7454545454531456, abs=1e-13)  # (9*0.8 + 2*0.5) / 11
-    assert scores["BestThresh"].item() == 1 / 255  # ties over k = 1..255: the lowest wins
-    assert scores["PRE_wp"].item() == pytest.approx(0.8)
-    assert scores["REC_wp"].item() == pytest.approx(0.8)
-    assert scores["FPR_wp"].item() == pytest.approx(10 / 50)
-    assert scores["A_wp"].item() == pytest.approx(80 / 100)
-    assert scores["IoU_wp"].item() == pytest.approx(40 / 60)
+    assert scores["max_f"].item() == pytest.approx(0.7999999999492, abs=1e-13)
+    assert scores["average_precision"].item() == pytest.approx(0.7454545454531456, abs=1e-13)  # (9*0.8 + 2*0.5) / 11
+    assert scores["best_threshold"].item() == 1 / 255  # ties over k = 1..255: the lowest wins
+    assert scores["precision_wp"].item() == pytest.approx(0.8)
+    assert scores["recall_wp"].item() == pytest.approx(0.8)
+    assert scores["fpr_wp"].item() == pytest.approx(10 / 50)
+    assert scores["accuracy_wp"].item() == pytest.approx(80 / 100)
+    assert scores["iou_wp"].item() == pytest.approx(40 / 60)
     # integrated AP: recall 1 at k = 0 with precision 0.5, recall 0.8 with precision 0.8 for k >= 1
-    assert scores["AvgPrecIntegrated"].item() == pytest.approx(0.2 * 0.5 + 0.8 * 0.8, abs=1e-15)
+    assert scores["average_precision_integrated"].item() == pytest.approx(0.2 * 0.5 + 0.8 * 0.8, abs=1e-15)
 
 
 def test_threshold_rule_every_uint8_value_and_its_float32_image(device):
@@ -162,8 +162,8 @@ def test_counts_at_threshold_and_fixed_scores():
     counts = counts_at_threshold(preds, target, threshold=0.5)
     assert [c.item() for c in counts] == [2, 0, 1, 1]
     fixed = fixed_threshold_scores(counts)
-    assert fixed["F"].item() == pytest.approx(2 * 2 / (2 * 2 + 1))
-    assert fixed["IoU"].item() == pytest.approx(2 / 3)
+    assert fixed["f_measure"].item() == pytest.approx(2 * 2 / (2 * 2 + 1))
+    assert fixed["iou"].item() == pytest.approx(2 / 3)
 
 
 def test_valid_mask_ignores_pixels_completely():
@@ -172,7 +172,7 @@ def test_valid_mask_ignores_pixels_completely():
     valid[:, :5] = False
     full = road_pixel_scores(torch.from_numpy(values[:, 5:]), torch.from_numpy(target[:, 5:]))
     masked = road_pixel_scores(torch.from_numpy(values), torch.from_numpy(target), torch.from_numpy(valid))
-    for key in ("MaxF", "AvgPrec", "BestThresh", "totalPosNum", "totalNegNum", "PRE_wp"):
+    for key in ("max_f", "average_precision", "best_threshold", "total_positives", "total_negatives", "precision_wp"):
         assert masked[key].item() == full[key].item()
 
 
@@ -180,15 +180,15 @@ def test_pooled_is_not_mean_of_images_and_batched_scores_equal_single():
     values, target, valid = _random_frames(5, batch=3)
     per_image = pixel_counts(torch.from_numpy(values), torch.from_numpy(target), torch.from_numpy(valid))
     batched = scores_from_counts(per_image)
-    assert batched["MaxF"].shape == (3,)
+    assert batched["max_f"].shape == (3,)
     for i in range(3):
         single = road_pixel_scores(torch.from_numpy(values[i]), torch.from_numpy(target[i]), torch.from_numpy(valid[i]))
-        for key in ("MaxF", "AvgPrec", "AvgPrecIntegrated", "BestThresh", "FPR_wp"):
+        for key in ("max_f", "average_precision", "average_precision_integrated", "best_threshold", "fpr_wp"):
             assert batched[key][i].item() == single[key].item(), key
     pooled = scores_from_counts(per_image.sum())
     oracle = devkit_pooled(list(target), list(values.astype("f4") / 255), DEVKIT_THRESH, list(valid))
-    assert pooled["MaxF"].item() == pytest.approx(oracle["MaxF"], abs=1e-12)
-    assert pooled["MaxF"].item() != pytest.approx(batched["MaxF"].mean().item(), abs=1e-9)
+    assert pooled["max_f"].item() == pytest.approx(oracle["max_f"], abs=1e-12)
+    assert pooled["max_f"].item() != pytest.approx(batched["max_f"].mean().item(), abs=1e-9)
 
 
 def test_integrated_ap_matches_step_area_brute_force():
@@ -207,7 +207,7 @@ def test_integrated_ap_matches_step_area_brute_force():
         recall = tp / y.sum()
         area += (recall - previous_recall) * tp / road.sum()
         previous_recall = recall
-    assert scores["AvgPrecIntegrated"].item() == pytest.approx(area, abs=1e-12)
+    assert scores["average_precision_integrated"].item() == pytest.approx(area, abs=1e-12)
 
 
 def test_beta_changes_the_working_point():
@@ -216,22 +216,22 @@ def test_beta_changes_the_working_point():
     f1 = road_pixel_scores(*args)
     f2 = road_pixel_scores(*args, beta=2.0)
     oracle = devkit_pooled(list(target), list(values.astype("f4") / 255), DEVKIT_THRESH, list(valid), beta=2.0)
-    assert f2["MaxF"].item() == pytest.approx(oracle["MaxF"], abs=1e-12)
-    assert f2["BestThresh"].item() == oracle["BestThresh"]
-    assert f2["REC_wp"].item() >= f1["REC_wp"].item()
+    assert f2["max_f"].item() == pytest.approx(oracle["max_f"], abs=1e-12)
+    assert f2["best_threshold"].item() == oracle["best_threshold"]
+    assert f2["recall_wp"].item() >= f1["recall_wp"].item()
 
 
 def test_empty_ground_truth_gives_nan_with_warning():
     preds = torch.rand(1, 4, 4)
     with pytest.warns(RuntimeWarning, match="no valid ground-truth road pixel"):
         scores = road_pixel_scores(preds, torch.zeros(1, 4, 4))
-    assert math.isnan(scores["MaxF"].item())
-    assert math.isnan(scores["AvgPrec"].item())
-    assert scores["totalNegNum"].item() == 16
+    assert math.isnan(scores["max_f"].item())
+    assert math.isnan(scores["average_precision"].item())
+    assert scores["total_negatives"].item() == 16
     with pytest.warns(RuntimeWarning):
         scores = road_pixel_scores(preds, torch.ones(1, 4, 4), valid=torch.zeros(1, 4, 4))
-    assert math.isnan(scores["MaxF"].item())
-    assert scores["totalPosNum"].item() == 0
+    assert math.isnan(scores["max_f"].item())
+    assert scores["total_positives"].item() == 0
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,16 @@ from drivemetrics.road import RoadPixelMaxFScore, RoadPixelMetrics
 from tests.ddp import run_distributed
 
 WORLD_SIZE = 2
-KEYS = ("MaxF", "AvgPrec", "AvgPrecIntegrated", "BestThresh", "PRE_wp", "REC_wp", "F_fixed", "totalPosNum")
+KEYS = (
+    "max_f",
+    "average_precision",
+    "average_precision_integrated",
+    "best_threshold",
+    "precision_wp",
+    "recall_wp",
+    "f_measure_fixed",
+    "total_positives",
+)
 
 
 def _frames() -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
@@ -48,5 +57,5 @@ def test_two_process_sync_equals_single_process():
     for rank, result in enumerate(results):
         for key in KEYS:
             assert result[key] == expected[key].item(), (rank, key)
-        assert result["RoadPixelMaxFScore"] == expected["MaxF"].item()
+        assert result["RoadPixelMaxFScore"] == expected["max_f"].item()
         assert result["local_tp0"] == local_tp0[rank]

@@ -71,9 +71,9 @@ def test_logged_metric_is_the_pooled_value(tmp_path):
     with torch.no_grad():
         outputs = [(model(x), y) for x, y in val]
     pooled = road_pixel_scores(torch.cat([p for p, _ in outputs]), torch.cat([y for _, y in outputs]))
-    per_batch = [road_pixel_scores(p, y)["MaxF"].item() for p, y in outputs]
-    assert logged["val_maxf"].item() == pytest.approx(pooled["MaxF"].item(), abs=1e-6)
-    assert logged["val_ap"].item() == pytest.approx(pooled["AvgPrec"].item(), abs=1e-6)
+    per_batch = [road_pixel_scores(p, y)["max_f"].item() for p, y in outputs]
+    assert logged["val_maxf"].item() == pytest.approx(pooled["max_f"].item(), abs=1e-6)
+    assert logged["val_ap"].item() == pytest.approx(pooled["average_precision"].item(), abs=1e-6)
     assert logged["val_maxf"].item() != pytest.approx(sum(per_batch) / len(per_batch), abs=1e-6)
     assert model.val_maxf.update_count == 0  # Lightning reset the metric after the epoch
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # nothing written to disk

@@ -40,12 +40,12 @@ def test_pooled_over_updates_equals_devkit(device):
         all_valid += list(valid)
     scores = metric.compute()
     oracle = devkit_pooled(all_target, [v.astype("f4") / 255 for v in all_values], DEVKIT_THRESH, all_valid)
-    assert scores["MaxF"].item() == pytest.approx(oracle["MaxF"], abs=1e-12)
-    assert scores["AvgPrec"].item() == pytest.approx(oracle["AvgPrec"], abs=1e-12)
-    assert scores["BestThresh"].item() == oracle["BestThresh"]
-    assert scores["totalPosNum"].item() == oracle["totalPosNum"]
+    assert scores["max_f"].item() == pytest.approx(oracle["max_f"], abs=1e-12)
+    assert scores["average_precision"].item() == pytest.approx(oracle["average_precision"], abs=1e-12)
+    assert scores["best_threshold"].item() == oracle["best_threshold"]
+    assert scores["total_positives"].item() == oracle["total_positives"]
     assert scores["precision"].shape == (256,)
-    assert scores["MaxF"].device.type == device.type
+    assert scores["max_f"].device.type == device.type
 
 
 def test_fixed_threshold_keys_match_brute_force():
@@ -59,9 +59,9 @@ def test_fixed_threshold_keys_match_brute_force():
     tp = np.sum(road & target & valid)
     fp = np.sum(road & ~target & valid)
     fn = np.sum(~road & target & valid)
-    assert scores["F_fixed"].item() == pytest.approx(2 * tp / (2 * tp + fp + fn), abs=1e-15)
-    assert scores["PRE_fixed"].item() == pytest.approx(tp / (tp + fp), abs=1e-15)
-    assert scores["IoU_fixed"].item() == pytest.approx(tp / (tp + fp + fn), abs=1e-15)
+    assert scores["f_measure_fixed"].item() == pytest.approx(2 * tp / (2 * tp + fp + fn), abs=1e-15)
+    assert scores["precision_fixed"].item() == pytest.approx(tp / (tp + fp), abs=1e-15)
+    assert scores["iou_fixed"].item() == pytest.approx(tp / (tp + fp + fn), abs=1e-15)
     assert scores["fixed_threshold"].item() == 0.5
     # the fixed threshold does not enter the MaxF search
     assert scores["thresholds"].numel() == 256
@@ -75,10 +75,10 @@ def test_forward_returns_batch_value_and_accumulates():
     batch_b = metric(*(torch.from_numpy(x) for x in b))
     only_b = RoadPixelMetrics()
     only_b.update(*(torch.from_numpy(x) for x in b))
-    assert batch_b["MaxF"].item() == only_b.compute()["MaxF"].item()
+    assert batch_b["max_f"].item() == only_b.compute()["max_f"].item()
     both = devkit_pooled([*a[1], *b[1]], [v.astype("f4") / 255 for v in [*a[0], *b[0]]], DEVKIT_THRESH, [*a[2], *b[2]])
-    assert metric.compute()["MaxF"].item() == pytest.approx(both["MaxF"], abs=1e-12)
-    assert batch_a["MaxF"].item() != pytest.approx(batch_b["MaxF"].item(), abs=1e-6)
+    assert metric.compute()["max_f"].item() == pytest.approx(both["max_f"], abs=1e-12)
+    assert batch_a["max_f"].item() != pytest.approx(batch_b["max_f"].item(), abs=1e-6)
     metric.reset()
     assert int(metric.tp.sum()) == 0
 
@@ -112,17 +112,17 @@ def test_scalar_wrappers_and_collection():
     expected = full.compute()
     got = collection.compute()
     assert got["maxf"].ndim == 0
-    assert got["maxf"].item() == expected["MaxF"].item()
-    assert got["ap"].item() == expected["AvgPrec"].item()
-    assert got["ap_int"].item() == expected["AvgPrecIntegrated"].item()
+    assert got["maxf"].item() == expected["max_f"].item()
+    assert got["ap"].item() == expected["average_precision"].item()
+    assert got["ap_int"].item() == expected["average_precision_integrated"].item()
 
 
 def test_pickle_clone_and_custom_threshold_count():
     metric = RoadPixelMetrics(thresholds=11, fixed_threshold=0.3)
     metric.update(*(torch.from_numpy(x) for x in _frames(4)))
     clone = pickle.loads(pickle.dumps(metric))
-    assert clone.compute()["MaxF"].item() == metric.compute()["MaxF"].item()
-    assert copy.deepcopy(metric).compute()["BestThresh"].item() == metric.compute()["BestThresh"].item()
+    assert clone.compute()["max_f"].item() == metric.compute()["max_f"].item()
+    assert copy.deepcopy(metric).compute()["best_threshold"].item() == metric.compute()["best_threshold"].item()
     assert metric.tp.numel() == 11  # 0.3 = 3/10 is already one of the thresholds
     assert metric.compute()["thresholds"].numel() == 11
 
@@ -187,10 +187,10 @@ def test_bev_space_equals_oracle_on_independently_warped_maps(mode):
     else:
         probs = np.where(seen, values[b, row, col], 0).astype("f4") / 255
     oracle = devkit_pooled(list(target_bev), list(probs), DEVKIT_THRESH, list(valid_bev))
-    assert scores["totalPosNum"].item() == oracle["totalPosNum"]
-    assert scores["totalNegNum"].item() == oracle["totalNegNum"]
-    assert scores["MaxF"].item() == pytest.approx(oracle["MaxF"], abs=1e-12)
-    assert scores["AvgPrec"].item() == pytest.approx(oracle["AvgPrec"], abs=1e-12)
+    assert scores["total_positives"].item() == oracle["total_positives"]
+    assert scores["total_negatives"].item() == oracle["total_negatives"]
+    assert scores["max_f"].item() == pytest.approx(oracle["max_f"], abs=1e-12)
+    assert scores["average_precision"].item() == pytest.approx(oracle["average_precision"], abs=1e-12)
 
 
 def _kitti_baseline(fixtures_dir):
@@ -222,22 +222,27 @@ def _kitti_baseline(fixtures_dir):
     [
         (
             "perspective",
-            {"MaxF": 0.8634450850048166, "AvgPrec": 0.9167009977958855, "PRE_wp": 0.8671165109, "REC_wp": 0.8598045707},
+            {
+                "max_f": 0.8634450850048166,
+                "average_precision": 0.9167009977958855,
+                "precision_wp": 0.8671165109,
+                "recall_wp": 0.8598045707,
+            },
         ),
-        ("bev", {"MaxF": 0.8036932039144153, "AvgPrec": 0.8368548662661625, "PRE_wp": 0.7342315316}),
+        ("bev", {"max_f": 0.8036932039144153, "average_precision": 0.8368548662661625, "precision_wp": 0.7342315316}),
     ],
 )
 def test_kitti_fixture_conformance(fixtures_dir, space, expected):
-    metric = RoadPixelMetrics(space=space, devkit_float32=True)
+    metric = RoadPixelMetrics(space=space, compat="reference")
     for preds, road, valid, homography in _kitti_baseline(fixtures_dir):
         metric.update(preds, road, valid, homography=homography if space == "bev" else None)
     scores = metric.compute()
-    assert scores["BestThresh"].item() == 64 / 255
-    assert scores["MaxF"].item() == pytest.approx(expected["MaxF"], abs=1e-12)
-    assert scores["AvgPrec"].item() == pytest.approx(expected["AvgPrec"], abs=1e-12)
-    assert scores["PRE_wp"].item() == pytest.approx(expected["PRE_wp"], abs=1e-9)
-    if "REC_wp" in expected:
-        assert scores["REC_wp"].item() == pytest.approx(expected["REC_wp"], abs=1e-9)
+    assert scores["best_threshold"].item() == 64 / 255
+    assert scores["max_f"].item() == pytest.approx(expected["max_f"], abs=1e-12)
+    assert scores["average_precision"].item() == pytest.approx(expected["average_precision"], abs=1e-12)
+    assert scores["precision_wp"].item() == pytest.approx(expected["precision_wp"], abs=1e-9)
+    if "recall_wp" in expected:
+        assert scores["recall_wp"].item() == pytest.approx(expected["recall_wp"], abs=1e-9)
 
 
 def test_functional_and_module_give_the_same_dict():
@@ -252,7 +257,7 @@ def test_functional_and_module_give_the_same_dict():
     assert module.keys() == functional.keys()
     for key in module:
         torch.testing.assert_close(module[key], functional[key], equal_nan=True, rtol=0, atol=0, msg=key)
-    assert 0 < module["F_fixed"].item() < 1
+    assert 0 < module["f_measure_fixed"].item() < 1
 
 
 def test_collection_never_merges_differently_configured_counters():
@@ -286,11 +291,11 @@ def test_without_fixed_threshold():
     metric = RoadPixelMetrics(fixed_threshold=None)
     metric.update(frame[0].float() / 255, *frame[1:])
     scores = metric.compute()
-    assert "F_fixed" not in scores
+    assert "f_measure_fixed" not in scores
     assert metric.tp.numel() == 256
     with_fixed = RoadPixelMetrics()
     with_fixed.update(frame[0].float() / 255, *frame[1:])
-    assert scores["MaxF"].item() == with_fixed.compute()["MaxF"].item()
+    assert scores["max_f"].item() == with_fixed.compute()["max_f"].item()
     with pytest.raises(ValueError, match="`fixed_threshold` must be None or a number"):
         RoadPixelMetrics(fixed_threshold=True)
 
@@ -308,7 +313,7 @@ def test_plot_draws_the_kept_curve_and_the_working_point():
     kept = scores["recall"] > 0
     np.testing.assert_array_equal(curve.get_xdata(), scores["recall"][kept].numpy())
     np.testing.assert_array_equal(curve.get_ydata(), scores["precision"][kept].numpy())
-    assert point.get_xdata()[0] == scores["REC_wp"].item()
+    assert point.get_xdata()[0] == scores["recall_wp"].item()
     plt.close(fig)
 
 
@@ -317,5 +322,5 @@ def test_forward_with_preds_that_require_grad():
     probs = (values.float() / 255).requires_grad_(True)
     metric = RoadPixelMetrics()
     batch = metric(probs, target, valid)  # forward runs update with grad enabled
-    assert not batch["MaxF"].requires_grad
-    assert batch["MaxF"].item() == metric.compute()["MaxF"].item()
+    assert not batch["max_f"].requires_grad
+    assert batch["max_f"].item() == metric.compute()["max_f"].item()

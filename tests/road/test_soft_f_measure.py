@@ -30,7 +30,7 @@ def test_binary_predictions_give_the_hard_f(device):
     valid = torch.rand(3, 9, 9, generator=g) < 0.9
     soft = soft_f_measure(hard.to(device), target.to(device), valid.to(device), smooth=0, pooled=True)
     pooled = road_pixel_scores(hard, target, valid, thresholds=[0.5])
-    tp, fp, fn = pooled["TP_wp"], pooled["FP_wp"], pooled["FN_wp"]
+    tp, fp, fn = pooled["tp_wp"], pooled["fp_wp"], pooled["fn_wp"]
     assert soft.item() == pytest.approx((2 * tp / (2 * tp + fp + fn)).item(), abs=1e-14)
 
 
@@ -173,7 +173,7 @@ def test_optimising_the_loss_raises_the_hard_f():
 
     def hard_maxf():
         with torch.no_grad():
-            return road_pixel_scores(torch.sigmoid(net(features))[:, 0], target)["MaxF"].item()
+            return road_pixel_scores(torch.sigmoid(net(features))[:, 0], target)["max_f"].item()
 
     before = hard_maxf()
     opt = torch.optim.Adam(net.parameters(), lr=0.05)
@@ -190,7 +190,7 @@ def test_optimising_the_loss_raises_the_hard_f():
     assert after > 0.9
     held_out, held_target = _scene(1)
     with torch.no_grad():
-        held = road_pixel_scores(torch.sigmoid(net(held_out))[:, 0], held_target)["MaxF"].item()
+        held = road_pixel_scores(torch.sigmoid(net(held_out))[:, 0], held_target)["max_f"].item()
     assert held > 0.9
 
 

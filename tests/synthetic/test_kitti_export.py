@@ -63,8 +63,10 @@ def test_road_eval_cli_on_synthetic_folder_matches_in_memory_metric(dataset, spa
         metric = RoadPixelMetrics(space="bev")
         metric.update(preds, scene.road, scene.valid, homography=default_image_from_road().expand(2, 3, 3))
     expected = metric.compute()
-    for key in ("MaxF", "AvgPrec", "PRE_wp", "REC_wp", "totalPosNum"):
-        assert scores[key] == pytest.approx(float(expected[key]), abs=1e-6)
+    # the CLI's JSON keeps the devkit's names (MaxF, AvgPrec, PRE_wp, ...)
+    for key, devkit_name in (("max_f", "MaxF"), ("average_precision", "AvgPrec"), ("precision_wp", "PRE_wp")):
+        assert scores[devkit_name] == pytest.approx(float(expected[key]), abs=1e-6)
+    assert scores["totalPosNum"] == int(expected["total_positives"])
 
 
 def test_bad_category_and_results(dataset, tmp_path):

@@ -62,9 +62,9 @@ def test_soft_f_loss_quick(tmp_path):
     settings = {k: result[k] for k in ("example", "quick", "steps", "loss_space")}
     assert settings == {"example": "soft_f_loss", "quick": True, "steps": 50, "loss_space": "perspective"}
     for when in ("before", "after"):
-        assert result[when].keys() == {"MaxF", "AvgPrec", "F_fixed"}
+        assert result[when].keys() == {"max_f", "average_precision", "f_measure_fixed"}
         assert _finite(result[when]), when
-    assert result["after"]["MaxF"] > result["before"]["MaxF"]  # the soft-F loss trains the segmenter
+    assert result["after"]["max_f"] > result["before"]["max_f"]  # the soft-F loss trains the segmenter
 
 
 @pytest.mark.slow

@@ -46,10 +46,10 @@ def _expected(cli) -> dict[str, float]:
     lane = pixel_inputs_to_bev(probs[:, 1], frames["lane"], valid, hom, model.grid)
     corridor = driving_corridor_scores(*lane, threshold=model.hparams.corridor_threshold, grid=model.grid)
     out = {
-        "val/maxf": pixel["MaxF"],
-        "val/ap": pixel["AvgPrec"],
-        "val/bev_maxf": bev["MaxF"],
-        "val/bev_ap": bev["AvgPrec"],
+        "val/maxf": pixel["max_f"],
+        "val/ap": pixel["average_precision"],
+        "val/bev_maxf": bev["max_f"],
+        "val/bev_ap": bev["average_precision"],
     }
     out.update({f"val/corridor_{k}": v for k, v in corridor.items()})
     return {k: float(v) for k, v in out.items()}
@@ -98,7 +98,7 @@ def test_two_process_ddp_logs_the_metric_pooled_over_both_ranks(tmp_path):
     frames = cli.datamodule.val_set.tensors
     with torch.no_grad():
         probs = cli.model(frames["image"][0::2])
-    rank0 = road_pixel_scores(probs[:, 0], frames["road"][0::2], frames["valid"][0::2])["MaxF"].item()
+    rank0 = road_pixel_scores(probs[:, 0], frames["road"][0::2], frames["valid"][0::2])["max_f"].item()
     assert logged["val/maxf"] != pytest.approx(rank0, abs=1e-6)
 
 
