@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import pickle
 import subprocess
 import sys
@@ -74,14 +75,14 @@ sys.modules.setdefault("numpy._core", numpy.core)  # the pickles come from numpy
 sys.modules.setdefault("numpy._core.multiarray", numpy.core.multiarray)
 gt = pickle.load(open(sys.argv[2], "rb"))
 pred = pickle.load(open(sys.argv[3], "rb"))
-start = time.perf_counter()
+start, cpu_start = time.perf_counter(), time.process_time()
 metrics = evaluate(gt, pred, verbose=False)
-elapsed = time.perf_counter() - start
+elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
 score = metrics["OpenLane-V2 Score"]
 out = {k: float(score[k]) for k in ("DET_l", "DET_t", "TOP_ll", "TOP_lt")}
 out["OLS"] = float(score["score"])
 out["F_score"] = float(metrics["F-Score for 3D Lane"]["score"])
-print(json.dumps({"seconds": elapsed, "metrics": out}))
+print(json.dumps({"seconds": elapsed, "cpu_seconds": cpu, "metrics": out}))
 """
 
 
@@ -187,16 +188,16 @@ def make_frames(n: int, num_points: int, seed: int = 0) -> tuple[dict, dict]:
     return gt_collection, submission
 
 
-def run_library(gt: dict, submission: dict, device: str) -> tuple[float, dict[str, float]]:
+def run_library(gt: dict, submission: dict, device: str) -> tuple[float, float, dict[str, float]]:
     from drivemetrics.lanetopology.evaluate import evaluate_openlanev2
 
     target = {k: v["annotation"] for k, v in gt.items()}
     preds = {k: v["predictions"] for k, v in submission["results"].items()}
     first = next(iter(target))
     evaluate_openlanev2({first: preds[first]}, {first: target[first]}, device=device)  # imports, warm-up
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     scores = evaluate_openlanev2(preds, target, compat="reference", frames_per_job=len(target), device=device)
-    return time.perf_counter() - start, {k: scores[k] for k in HEADLINE}
+    return time.perf_counter() - start, time.process_time() - cpu_start, {k: scores[k] for k in HEADLINE}
 
 
 def main() -> None:
@@ -215,8 +216,8 @@ def main() -> None:
     python = args.devkit_venv / "bin" / "python"
     for num_points in args.points:
         gt, submission = make_frames(args.frames, num_points)
-        lib_s, lib = run_library(gt, submission, args.device)
-        line = f"{args.frames} frames, {num_points}-point lanes: drivemetrics {lib_s:.2f} s"
+        lib_s, lib_cpu, lib = run_library(gt, submission, args.device)
+        line = f"{args.frames} frames, {num_points}-point lanes: drivemetrics {lib_s:.2f} s (CPU {lib_cpu:.2f} s)"
         if args.skip_devkit:
             print(line, {k: round(v, 6) for k, v in lib.items()})
             continue
@@ -240,7 +241,9 @@ def main() -> None:
         diff = {k: abs(dev["metrics"][k] - lib[k]) for k in HEADLINE}
         same = max(v for k, v in diff.items() if k != "F_score")
         print(
-            f"{line}, devkit {dev['seconds']:.2f} s, ratio {dev['seconds'] / lib_s:.1f}x; "
+            f"{line}, devkit {dev['seconds']:.2f} s (CPU {dev['cpu_seconds']:.2f} s), "
+            f"ratio {dev['seconds'] / lib_s:.1f}x "
+            f"(CPU {dev['cpu_seconds'] / lib_cpu:.1f}x), load {os.getloadavg()[0]:.1f}; "
             f"max |diff| (OLS parts) {same:.1e}, F_score diff {diff['F_score']:.1e}"
         )
         print("  devkit ", {k: round(v, 7) for k, v in dev["metrics"].items()})

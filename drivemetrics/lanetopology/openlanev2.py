@@ -40,14 +40,15 @@ from drivemetrics.lanetopology.frames import (
     parse_frame,
 )
 from drivemetrics.lanetopology.scoring import (
+    FSCORE_DIST_TH,
+    FSCORE_RATIO_TH,
+    UNMATCHED_RELATION,
     area_distance_matrix,
     average_precision_11,
-    fscore_counts_from_samples,
     fscore_samples,
-    greedy_match,
     iou_distance_matrix,
     lane_distance_matrices,
-    topology_matrix,
+    match_frames,
     topology_vertex_ap_batch,
 )
 
@@ -152,95 +153,198 @@ def frame_statistics(
         [(p.lefts, p.rights) for p in prs] if sides else None,
         prefilter=LANE_THRESHOLDS[-1],
         device=device,
+        max_distance=LANE_THRESHOLDS[-1],
     )
-    rows: list[np.ndarray] = []
     num_gt = np.zeros(_NUM_CHANNELS)
     topology = np.zeros((2, 2, len(LANE_THRESHOLDS)))
     fscore = np.zeros(5)
+    empty = np.zeros(0)
+    lane_conf = [p.lane_confidence if p.lane_confidence is not None else empty for p in prs]
+    te_conf = [p.te_confidence if p.te_confidence is not None else empty for p in prs]
+    # greedy matching of all frames at once: lanes at every threshold, traffic elements within their attribute
+    # (as if each attribute were matched on its own) and pooled
+    lane_match = match_frames(lane_d, lane_conf, LANE_THRESHOLDS, reference)
+    te_d = [iou_distance_matrix(g.te_boxes, p.te_boxes) for g, p in zip(gts, prs, strict=True)]
+    te_attr_match = match_frames(
+        te_d, te_conf, [TE_THRESHOLD], reference, [g.te_attribute for g in gts], [p.te_attribute for p in prs]
+    )
+    te_match = match_frames(te_d, te_conf, [TE_THRESHOLD], reference)
+    # AP rows, channel by channel, frames in order (the order of tied confidences matters in reference mode)
+    rows: list[np.ndarray] = []
 
-    relations: list[list[tuple[int, np.ndarray, np.ndarray]]] = [[], []]  # (threshold, GT, scores) per kind
+    def add(channel: np.ndarray | int, confidence: np.ndarray, tp: np.ndarray) -> None:
+        channel_col = np.broadcast_to(np.asarray(channel, dtype=np.float64), confidence.shape)
+        rows.append(np.stack([channel_col, confidence, tp], 1))
 
-    def add(channel: int, confidence: np.ndarray, match: np.ndarray, gt_count: int) -> None:
-        rows.append(np.stack([np.full(len(match), channel, dtype=np.float64), confidence, match >= 0], 1))
-        num_gt[channel] += gt_count
-
-    for g, p, dist in zip(gts, prs, lane_d, strict=True):
-        lane_conf = p.lane_confidence if p.lane_confidence is not None else np.zeros(0)
-        lane_matches = []
-        for t, threshold in enumerate(LANE_THRESHOLDS):
-            match = greedy_match(dist, lane_conf, threshold, reference)
-            add(t, lane_conf, match, len(g.lanes))
-            lane_matches.append(match)
-        te_conf = p.te_confidence if p.te_confidence is not None else np.zeros(0)
-        te_d = iou_distance_matrix(g.te_boxes, p.te_boxes)
-        for a in np.union1d(g.te_attribute, p.te_attribute):  # absent attributes add nothing
-            gi, pi = g.te_attribute == a, p.te_attribute == a
-            match = greedy_match(te_d[np.ix_(gi, pi)], te_conf[pi], TE_THRESHOLD, reference)
-            add(_TE0 + a, te_conf[pi], match, int(gi.sum()))
-        te_match = greedy_match(te_d, te_conf, TE_THRESHOLD, reference)
-        add(_TE_POOLED, te_conf, te_match, len(g.te_boxes))
-        if sides:
-            area_conf = p.area_confidence if p.area_confidence is not None else np.zeros(0)
-            area_d = area_distance_matrix(g.areas, p.areas)
-            for c, category in enumerate(AREA_CATEGORIES):
-                gi, pi = g.area_category == category, p.area_category == category
-                sub = area_d[np.ix_(gi, pi)]
-                for t, threshold in enumerate(AREA_THRESHOLDS):
-                    match = greedy_match(sub, area_conf[pi], threshold, reference)
-                    add(_AREA0 + c * len(AREA_THRESHOLDS) + t, area_conf[pi], match, int(gi.sum()))
-        for t, match in enumerate(lane_matches):
-            if 0 not in g.topology_lanes.shape:
-                scores = topology_matrix(g.topology_lanes, p.topology_lanes, match, match)
-                relations[0].append((t, g.topology_lanes, scores))
-            if 0 not in g.topology_elements.shape:
-                scores = topology_matrix(g.topology_elements, p.topology_elements, match, te_match)
-                relations[1].append((t, g.topology_elements, scores))
-    for kind, items in enumerate(relations):
-        topology[kind] = _topology_sums(items, reference)
+    all_lane_conf = np.concatenate([empty, *lane_conf])
+    all_lane_match = np.concatenate([np.zeros((0, len(LANE_THRESHOLDS)), dtype=np.int64), *lane_match])
+    num_gt[:_TE0] = sum(len(g.lanes) for g in gts)
+    for t in range(len(LANE_THRESHOLDS)):
+        add(t, all_lane_conf, all_lane_match[:, t] >= 0)
+    all_te_conf = np.concatenate([empty, *te_conf])
+    pred_attr = np.concatenate([np.zeros(0, dtype=np.int64), *[p.te_attribute for p in prs]])
+    gt_attr = np.concatenate([np.zeros(0, dtype=np.int64), *[g.te_attribute for g in gts]])
+    num_gt[_TE0:_TE_POOLED] += np.bincount(gt_attr, minlength=len(TRAFFIC_ELEMENT_ATTRIBUTES))
+    attr_tp = np.concatenate([np.zeros(0, dtype=bool), *[m[:, 0] >= 0 for m in te_attr_match]])
+    order = np.argsort(pred_attr, kind="stable")  # channel by channel, frames and predictions in order
+    add(_TE0 + pred_attr[order], all_te_conf[order], attr_tp[order])
+    add(_TE_POOLED, all_te_conf, np.concatenate([np.zeros(0, dtype=bool), *[m[:, 0] >= 0 for m in te_match]]))
+    num_gt[_TE_POOLED] = len(gt_attr)
+    if sides:
+        rows += _area_rows(gts, prs, reference, num_gt)
+    topology[0] = _topology_sums(
+        [g.topology_lanes for g in gts], [p.topology_lanes for p in prs], lane_match, lane_match, reference
+    )
+    te_cols = [np.repeat(m, len(LANE_THRESHOLDS), axis=1) for m in te_match]
+    topology[1] = _topology_sums(
+        [g.topology_elements for g in gts], [p.topology_elements for p in prs], lane_match, te_cols, reference
+    )
     if not sides:
         fscore = _fscore_batch(gts, prs)
     ap_rows = np.concatenate(rows) if rows else np.zeros((0, 3))
     return {"ap_rows": ap_rows, "ap_num_gt": num_gt, "topology": topology, "fscore": fscore}
 
 
-def _topology_sums(items: Sequence[tuple[int, np.ndarray, np.ndarray]], reference: bool) -> np.ndarray:
-    """``(2, T)`` [sum | count] of per-vertex APs per lane threshold, all matrices scored as one padded batch."""
-    out = np.zeros((2, len(LANE_THRESHOLDS)))
-    if not items:
+def _area_rows(
+    gts: Sequence[LaneFrame], prs: Sequence[LaneFrame], reference: bool, num_gt: np.ndarray
+) -> list[np.ndarray]:
+    """AP rows of the area channels (category x threshold) of all frames; adds their GT counts to ``num_gt``."""
+    empty = np.zeros(0)
+    rows: list[np.ndarray] = []
+    area_conf = [p.area_confidence if p.area_confidence is not None else empty for p in prs]
+    area_d = [area_distance_matrix(g.areas, p.areas) for g, p in zip(gts, prs, strict=True)]
+    area_match = match_frames(
+        area_d, area_conf, AREA_THRESHOLDS, reference, [g.area_category for g in gts], [p.area_category for p in prs]
+    )
+    all_area_conf = np.concatenate([empty, *area_conf])
+    all_area_match = np.concatenate([np.zeros((0, len(AREA_THRESHOLDS)), dtype=np.int64), *area_match])
+    pred_cat = np.concatenate([np.zeros(0, dtype=np.int64), *[p.area_category for p in prs]])
+    gt_cat = np.concatenate([np.zeros(0, dtype=np.int64), *[g.area_category for g in gts]])
+    for c, category in enumerate(AREA_CATEGORIES):
+        sel = pred_cat == category
+        for t in range(len(AREA_THRESHOLDS)):
+            channel = _AREA0 + c * len(AREA_THRESHOLDS) + t
+            tp = all_area_match[sel, t] >= 0
+            rows.append(np.stack([np.full(len(tp), channel, dtype=np.float64), all_area_conf[sel], tp], 1))
+            num_gt[channel] = int((gt_cat == category).sum())
+    return rows
+
+
+def _pad_stack(arrays: Sequence[np.ndarray], shape: tuple[int, ...], fill: float = 0.0) -> np.ndarray:
+    """Stack arrays of different sizes into ``(N, *shape)``, padded with ``fill``."""
+    out = np.full((len(arrays), *shape), fill, dtype=np.result_type(*arrays) if arrays else np.float64)
+    for k, a in enumerate(arrays):
+        out[(k, *[slice(0, n) for n in a.shape])] = a
+    return out
+
+
+def _topology_sums(
+    gt: Sequence[np.ndarray],
+    pred: Sequence[np.ndarray],
+    row_match: Sequence[np.ndarray],
+    col_match: Sequence[np.ndarray],
+    reference: bool,
+) -> np.ndarray:
+    """``(2, T)`` [sum | count] of per-vertex APs per lane threshold, all frames and thresholds as one batch.
+
+    The devkit's relation matrix of a frame (GT-sized): matched GT pairs take the prediction's confidence between
+    their predictions, all other entries ``(1 - gt) * (0.5 + float32 eps)``; frames whose GT matrix is empty are
+    left out. Built for every frame and threshold at once from the match index arrays ``(P_f, T)``.
+    """
+    num_t = len(LANE_THRESHOLDS)
+    out = np.zeros((2, num_t))
+    keep = [k for k, g in enumerate(gt) if 0 not in g.shape]
+    if not keep:
         return out
-    rows = max(m.shape[0] for _, m, _ in items)
-    cols = max(m.shape[1] for _, m, _ in items)
-    gt = np.zeros((len(items), rows, cols))
-    scores = np.zeros((len(items), rows, cols))
-    row_ok = np.zeros((len(items), rows), dtype=bool)
-    col_ok = np.zeros((len(items), cols), dtype=bool)
-    thresholds = np.array([t for t, _, _ in items])
-    for k, (_, g, sc) in enumerate(items):
-        gt[k, : g.shape[0], : g.shape[1]] = g
-        scores[k, : g.shape[0], : g.shape[1]] = sc
+    gts = [gt[k].astype(np.float64) for k in keep]
+    rows = max(g.shape[0] for g in gts)
+    cols = max(g.shape[1] for g in gts)
+    p_rows = max(1, max(pred[k].shape[0] for k in keep))
+    p_cols = max(1, max(pred[k].shape[1] for k in keep))
+    num = len(keep)
+    gt_pad = _pad_stack(gts, (rows, cols))
+    pred_pad = _pad_stack([pred[k].astype(np.float64) for k in keep], (p_rows, p_cols))
+    rmatch = _pad_stack([row_match[k] for k in keep], (p_rows, num_t), fill=-1).astype(np.int64)
+    cmatch = _pad_stack([col_match[k] for k in keep], (p_cols, num_t), fill=-1).astype(np.int64)
+    row_ok = np.zeros((num, rows), dtype=bool)
+    col_ok = np.zeros((num, cols), dtype=bool)
+    for k, g in enumerate(gts):
         row_ok[k, : g.shape[0]] = True
         col_ok[k, : g.shape[1]] = True
-    by_row, by_col = topology_vertex_ap_batch(gt, scores, reference)
-    per_item = np.where(row_ok, by_row, 0.0).sum(1) + np.where(col_ok, by_col, 0.0).sum(1)
-    count = row_ok.sum(1) + col_ok.sum(1)
-    np.add.at(out[0], thresholds, per_item)
-    np.add.at(out[1], thresholds, count)
+    base = (1.0 - gt_pad) * UNMATCHED_RELATION * (row_ok[:, :, None] & col_ok[:, None, :])
+    scores = np.repeat(base[:, None], num_t, axis=1)  # (N, T, R, C)
+    f, i, j, t = np.nonzero((rmatch >= 0)[:, :, None, :] & (cmatch >= 0)[:, None, :, :])
+    scores[f, t, rmatch[f, i, t], cmatch[f, j, t]] = pred_pad[f, i, j]
+    gt_all = np.repeat(gt_pad[:, None], num_t, axis=1).reshape(num * num_t, rows, cols)
+    by_row, by_col = topology_vertex_ap_batch(gt_all, scores.reshape(num * num_t, rows, cols), reference)
+    row_mask = np.repeat(row_ok[:, None], num_t, axis=1).reshape(num * num_t, rows)
+    col_mask = np.repeat(col_ok[:, None], num_t, axis=1).reshape(num * num_t, cols)
+    per_item = (np.where(row_mask, by_row, 0.0).sum(1) + np.where(col_mask, by_col, 0.0).sum(1)).reshape(num, num_t)
+    count = (row_mask.sum(1) + col_mask.sum(1)).reshape(num, num_t)
+    out[0] = per_item.sum(0)
+    out[1] = count.sum(0)
     return out
 
 
 def _fscore_batch(gts: Sequence[LaneFrame], prs: Sequence[LaneFrame]) -> np.ndarray:
-    """Summed F-score counts of many frames, the lanes of all frames sampled at once."""
+    """Summed F-score counts of many frames: lanes sampled at once, the cost matrices of all frames as padded
+    batches, one min-cost assignment per frame (:func:`fscore_counts_from_samples` rules)."""
     out = np.zeros(5)
     g_all = [x for f in gts for x in f.lanes]
     p_all = [x for f in prs for x in f.lanes]
     gs, gv, gk = fscore_samples(g_all)
     ps, pv, pk = fscore_samples(p_all)
-    g0 = p0 = 0
-    for g, p in zip(gts, prs, strict=True):
-        gsl, psl = slice(g0, g0 + len(g.lanes)), slice(p0, p0 + len(p.lanes))
-        keep_g, keep_p = gk[gsl], pk[psl]
-        out += fscore_counts_from_samples(gs[gsl][keep_g], gv[gsl][keep_g], ps[psl][keep_p], pv[psl][keep_p])
-        g0, p0 = g0 + len(g.lanes), p0 + len(p.lanes)
+    g_frame = np.repeat(np.arange(len(gts)), [len(f.lanes) for f in gts])[gk]
+    p_frame = np.repeat(np.arange(len(prs)), [len(f.lanes) for f in prs])[pk]
+    gs, gv, ps, pv = gs[gk], gv[gk], ps[pk], pv[pk]
+    g_count = np.bincount(g_frame, minlength=len(gts))
+    p_count = np.bincount(p_frame, minlength=len(prs))
+    out[2], out[3] = g_count.sum(), p_count.sum()
+    both_frames = np.flatnonzero((g_count > 0) & (p_count > 0))
+    if not both_frames.size:
+        return out
+    # slot of each kept lane within its frame, then padded (F, G, ...) / (F, P, ...) arrays
+    g_slot = np.arange(len(g_frame)) - np.r_[0, np.cumsum(g_count)][g_frame]
+    p_slot = np.arange(len(p_frame)) - np.r_[0, np.cumsum(p_count)][p_frame]
+    frames, g_max, p_max = len(gts), int(g_count.max()), int(p_count.max())
+    gs_pad = np.zeros((frames, g_max, 100, 2))
+    gv_pad = np.zeros((frames, g_max, 100), dtype=bool)
+    ps_pad = np.zeros((frames, p_max, 100, 2))
+    pv_pad = np.zeros((frames, p_max, 100), dtype=bool)
+    gs_pad[g_frame, g_slot], gv_pad[g_frame, g_slot] = gs, gv
+    ps_pad[p_frame, p_slot], pv_pad[p_frame, p_slot] = ps, pv
+    chunk = max(1, (1 << 21) // (g_max * p_max * 100))  # sample pairs held at once
+    for start in range(0, len(both_frames), chunk):
+        part = both_frames[start : start + chunk]
+        out += _fscore_chunk(gs_pad[part], gv_pad[part], ps_pad[part], pv_pad[part], g_count[part], p_count[part])
+    return out
+
+
+def _fscore_chunk(
+    gs: np.ndarray, gv: np.ndarray, ps: np.ndarray, pv: np.ndarray, g_count: np.ndarray, p_count: np.ndarray
+) -> np.ndarray:
+    """F-score counts of padded frames ``gs (F, G, 100, 2)``, ``gv (F, G, 100)``, ``ps``, ``pv`` (same for
+    predictions), ``g_count`` / ``p_count`` ``(F,)`` lanes per frame: ``[r_lane, p_lane, 0, 0, match_num]``."""
+    from scipy.optimize import linear_sum_assignment
+
+    out = np.zeros(5)
+    both = gv[:, :, None] & pv[:, None, :]
+    neither = ~gv[:, :, None] & ~pv[:, None, :]
+    diff = gs[:, :, None] - ps[:, None, :]
+    dist = np.sqrt(diff[..., 0] ** 2 + diff[..., 1] ** 2)
+    dist = np.where(both, dist, np.where(neither, 0.0, FSCORE_DIST_TH))
+    matched_points = (dist < FSCORE_DIST_TH).sum(-1) - neither.sum(-1)
+    cost = dist.sum(-1)
+    cost_int = np.where((cost > 0) & (cost < 1), 1, np.trunc(cost)).astype(np.int64)
+    g_visible = gv.sum(-1)
+    p_visible = pv.sum(-1)
+    for k in range(len(gs)):
+        rows, cols = linear_sum_assignment(cost_int[k, : g_count[k], : p_count[k]])
+        ok = cost_int[k, rows, cols] < FSCORE_DIST_TH * 100
+        matched = matched_points[k, rows, cols][ok]
+        out[4] += ok.sum()
+        out[0] += (matched / g_visible[k, rows[ok]] >= FSCORE_RATIO_TH).sum()
+        out[1] += (matched / p_visible[k, cols[ok]] >= FSCORE_RATIO_TH).sum()
     return out
 
 

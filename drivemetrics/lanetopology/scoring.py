@@ -26,19 +26,23 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from drivemetrics.polyline.average_precision import pooled_precision_recall
-from drivemetrics.polyline.frechet import frechet_distance_pairs
+from drivemetrics.polyline.average_precision import average_precision_11point, pooled_precision_recall
+from drivemetrics.polyline.chamfer import chamfer_distance
+from drivemetrics.polyline.frechet import bounded_frechet_distance_pairs
+from drivemetrics.polyline.matching import greedy_match_index
+from drivemetrics.polyline.ragged import drop_closing_point
 
 __all__ = [
     "REJECTED_DISTANCE",
     "RELATION_THRESHOLD",
+    "UNMATCHED_RELATION",
     "average_precision_11",
-    "chamfer_pairs",
     "ego_relaxation",
     "fscore_counts",
     "greedy_match",
     "iou_distance_matrix",
     "lane_distance_matrices",
+    "match_frames",
     "topology_vertex_ap",
 ]
 
@@ -47,6 +51,8 @@ REJECTED_DISTANCE = 1024.0
 #: Relation confidences strictly above this are predicted edges.
 RELATION_THRESHOLD = 0.5
 _EPS32 = float(np.finfo(np.float32).eps)
+#: What the devkit's relation matrix holds where a GT pair is not predicted (times ``1 - gt``).
+UNMATCHED_RELATION = 0.5 + _EPS32
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -62,38 +68,13 @@ def _pad(lines: Sequence[np.ndarray], dtype: torch.dtype, device: torch.device) 
     return torch.from_numpy(out).to(device=device, dtype=dtype), torch.from_numpy(lengths).to(device)
 
 
-def chamfer_pairs(a: Tensor, a_len: Tensor, b: Tensor, b_len: Tensor, drop_closing_point: bool = True) -> Tensor:
-    """Symmetric Chamfer distance of each pair ``(a[k], b[k])``: mean of the two mean nearest-point distances.
-
-    Args:
-        a: ground-truth polylines ``(K, N, D)``, padded; ``a_len`` ``(K,)`` their lengths.
-        b: predicted polylines ``(K, M, D)``, padded; ``b_len`` ``(K,)``.
-        drop_closing_point: drop a ground-truth polyline's last point when it equals its first (closed polygon),
-            as the devkit does.
-
-    Returns:
-        ``(K,)`` distances in the points' unit.
-
-    Examples:
-        >>> a = torch.tensor([[[0.0, 0.0], [2.0, 0.0]]])
-        >>> chamfer_pairs(a, torch.tensor([2]), a + torch.tensor([0.0, 1.0]), torch.tensor([2]))
-        tensor([1.])
-    """
-    if a.shape[0] == 0:
-        return a.new_zeros(0)
-    if drop_closing_point:  # the devkit drops it for any closed GT line (the shared helper only from 3 points)
-        first = a[:, 0]
-        last = a.gather(1, (a_len - 1)[:, None, None].expand(-1, 1, a.shape[2]))[:, 0]
-        a_len = a_len - ((first == last).all(-1) & (a_len > 1)).long()
-    # same rule as the shared drivemetrics.polyline.chamfer.chamfer_distance (mean of the two directional means),
-    # computed with torch.cdist's exact per-pair norms: about 9x faster on 201-point lanes
-    dist = torch.cdist(a, b, compute_mode="donot_use_mm_for_euclid_dist")
-    valid_a = torch.arange(a.shape[1], device=a.device) < a_len[:, None]
-    valid_b = torch.arange(b.shape[1], device=b.device) < b_len[:, None]
-    masked = torch.where(valid_a[:, :, None] & valid_b[:, None, :], dist, torch.inf)
-    a_to_b = torch.where(valid_a, masked.amin(2), 0.0).sum(1) / a_len
-    b_to_a = torch.where(valid_b, masked.amin(1), 0.0).sum(1) / b_len
-    return (a_to_b + b_to_a) / 2
+def _gt_chamfer(gt: Tensor, gt_len: Tensor, pred: Tensor, pred_len: Tensor) -> Tensor:
+    """Paired symmetric Chamfer distances ``(K,)`` (the shared core's ``"mean"``), GT ``(K, N, D)`` first, with
+    the closing point of any closed GT line dropped (as the devkit does, also for 2-point lines)."""
+    if gt.shape[0] == 0:
+        return gt.new_zeros(0)
+    gt_len = drop_closing_point(gt, gt_len, min_points=2)
+    return chamfer_distance(gt, gt_len, pred, pred_len)
 
 
 def ego_relaxation(lines: Sequence[np.ndarray]) -> np.ndarray:
@@ -103,7 +84,11 @@ def ego_relaxation(lines: Sequence[np.ndarray]) -> np.ndarray:
         >>> ego_relaxation([np.array([[30.0, 40.0, 0.0], [60.0, 80.0, 0.0]])])
         array([0.75])
     """
-    nearest = np.array([np.linalg.norm(x, axis=1).min() for x in lines]) if len(lines) else np.zeros(0)
+    if not len(lines):
+        return np.ones(0)
+    norms = np.linalg.norm(np.concatenate(lines), axis=1)  # every point of every lane at once
+    starts = np.r_[0, np.cumsum([len(x) for x in lines])[:-1]]
+    nearest = np.minimum.reduceat(norms, starts)
     return np.maximum(0.5, 1.0 - 5e-3 * nearest)
 
 
@@ -115,6 +100,7 @@ def lane_distance_matrices(
     prefilter: float = 3.0,
     device: torch.device | str = "cpu",
     max_elements: int = 1 << 22,
+    max_distance: float | None = None,
 ) -> list[np.ndarray]:
     """Relaxed lane distance matrices (GT rows x prediction columns) of many frames at once.
 
@@ -129,6 +115,10 @@ def lane_distance_matrices(
         prefilter: Chamfer prefilter bound, metres (the largest matching threshold).
         device: where the distances are computed.
         max_elements: point-pair distances held at once (pairs are processed in chunks of this size).
+        max_distance: if given, pairs whose relaxed distance provably exceeds it get :data:`REJECTED_DISTANCE`
+            (:func:`~drivemetrics.polyline.frechet.bounded_frechet_distance_pairs` drops them early). Matching
+            with thresholds ``<= max_distance`` is unchanged (such a pair can never match, and it is never the
+            nearest GT of a prediction that matches).
 
     Returns:
         One float64 array ``(G_f, P_f)`` per frame.
@@ -175,7 +165,7 @@ def lane_distance_matrices(
         chunk_pairs = max(1, max_elements // (g_pts.shape[1] * p_pts.shape[1]))
         cham = torch.cat(
             [
-                chamfer_pairs(g_pts[gi[part]], g_len[gi[part]], p_pts[pj[part]], p_len[pj[part]])
+                _gt_chamfer(g_pts[gi[part]], g_len[gi[part]], p_pts[pj[part]], p_len[pj[part]])
                 for part in near.split(chunk_pairs)
             ]
             or [values.new_zeros(0)]
@@ -184,12 +174,16 @@ def lane_distance_matrices(
         chunk_kept = max(1, max_elements // max(g_pts.shape[1], p_pts.shape[1]))
         for part in keep.split(chunk_kept):
             gk, pk = gi[part], pj[part]
-            dist = frechet_distance_pairs(g_pts[gk], p_pts[pk], g_len[gk], p_len[pk])
+            bound = None
+            if max_distance is not None:  # raw Frechet bound of a relaxed distance that can still match
+                bound = max_distance * (1 + 1e-9) / relax[gk] * (2.0 if gt_sides is not None else 1.0)
+            dist = bounded_frechet_distance_pairs(g_pts[gk], p_pts[pk], g_len[gk], p_len[pk], bound)
+            rejected = torch.isinf(dist)
             if gt_sides is not None and pred_sides is not None:
                 for (sg, sg_len), (sp, sp_len) in zip(sides_g, sides_p, strict=True):
-                    dist = dist + chamfer_pairs(sg[gk], sg_len[gk], sp[pk], sp_len[pk])
+                    dist = dist + _gt_chamfer(sg[gk], sg_len[gk], sp[pk], sp_len[pk])
                 dist = 0.5 * dist
-            values[part] = dist * relax[gk]
+            values[part] = torch.where(rejected, REJECTED_DISTANCE, dist * relax[gk])
     flat = values.cpu().numpy()
     out, start = [], 0
     for ng, np_ in shapes:
@@ -219,7 +213,7 @@ def area_distance_matrix(gt: Sequence[np.ndarray], pred: Sequence[np.ndarray]) -
     g_pts, g_len = _pad(gt, torch.float64, torch.device("cpu"))
     p_pts, p_len = _pad(pred, torch.float64, torch.device("cpu"))
     g, p = torch.from_numpy(gi.reshape(-1)), torch.from_numpy(pj.reshape(-1))
-    return chamfer_pairs(g_pts[g], g_len[g], p_pts[p], p_len[p]).numpy().reshape(len(gt), len(pred))
+    return _gt_chamfer(g_pts[g], g_len[g], p_pts[p], p_len[p]).numpy().reshape(len(gt), len(pred))
 
 
 def iou_distance_matrix(gt_boxes: np.ndarray, pred_boxes: np.ndarray) -> np.ndarray:
@@ -260,28 +254,56 @@ def greedy_match(distance: np.ndarray, confidence: np.ndarray, threshold: float,
         >>> greedy_match(d, np.array([0.9, 0.8]), 1.0, reference=False).tolist()
         [0, 1]
     """
-    num_g, num_p = distance.shape
-    match = np.full(num_p, -1, dtype=np.int64)
-    if num_g == 0 or num_p == 0:
-        return match
-    order = np.argsort(-confidence, kind="stable")
-    taken = np.zeros(num_g, dtype=bool)
-    if reference:
-        nearest = distance.argmin(0)
-        nearest_d = distance[nearest, np.arange(num_p)]
-        for i in order:
-            g = nearest[i]
-            if nearest_d[i] < threshold and not taken[g]:
-                taken[g] = True
-                match[i] = g
-        return match
-    for i in order:
-        column = np.where(taken, np.inf, distance[:, i])
-        g = int(column.argmin())
-        if column[g] < threshold:
-            taken[g] = True
-            match[i] = g
-    return match
+    return match_frames([distance], [confidence], [threshold], reference)[0][:, 0]
+
+
+def match_frames(
+    distances: Sequence[np.ndarray],
+    confidences: Sequence[np.ndarray],
+    thresholds: Sequence[float],
+    reference: bool,
+    gt_groups: Sequence[np.ndarray] | None = None,
+    pred_groups: Sequence[np.ndarray] | None = None,
+) -> list[np.ndarray]:
+    """:func:`greedy_match` of many frames and thresholds at once (one padded call of the shared core).
+
+    Args:
+        distances: per frame ``(G_f, P_f)`` distances, GT rows (their dtype is kept: float32 IoU distances are
+            compared with the thresholds in float32, as the devkit does).
+        confidences: per frame ``(P_f,)``.
+        thresholds: ``(T,)``; a pair matches when its distance is strictly below.
+        reference: see :func:`greedy_match`.
+        gt_groups / pred_groups: per frame ``(G_f,)`` / ``(P_f,)`` group ids (attribute, category): items only
+            match within their group, as if each group were matched on its own.
+
+    Returns:
+        Per frame ``(P_f, T)`` int64 GT index per prediction and threshold (-1: none).
+    """
+    num_frames = len(distances)
+    g_max = max((d.shape[0] for d in distances), default=0)
+    p_max = max((d.shape[1] for d in distances), default=0)
+    dtype = np.result_type(*distances) if num_frames else np.float64
+    padded = np.full((num_frames, p_max, g_max), np.inf, dtype=dtype)
+    scores = np.zeros((num_frames, p_max))
+    preds_valid = np.zeros((num_frames, p_max), dtype=bool)
+    for f, d in enumerate(distances):
+        g, p = d.shape
+        padded[f, :p, :g] = d.T
+        if gt_groups is not None and pred_groups is not None:
+            same = pred_groups[f][:, None] == gt_groups[f][None, :]
+            padded[f, :p, :g] = np.where(same, padded[f, :p, :g], np.inf)
+        scores[f, :p] = confidences[f]
+        preds_valid[f, :p] = True
+    dist_t = torch.from_numpy(padded)
+    match = greedy_match_index(
+        dist_t,
+        torch.from_numpy(scores),
+        torch.tensor(list(thresholds), dtype=dist_t.dtype),
+        preds_valid=torch.from_numpy(preds_valid),
+        inclusive=False,
+        fallback=not reference,
+    ).numpy()
+    return [match[f, : d.shape[1]] for f, d in enumerate(distances)]
 
 
 def average_precision_11(confidence: np.ndarray, tp: np.ndarray, num_gt: int, reference: bool) -> float:
@@ -316,15 +338,11 @@ def average_precision_11(confidence: np.ndarray, tp: np.ndarray, num_gt: int, re
             precision_dtype=torch.float32,
             recall_dtype=torch.float32,
         )
-        precision, recall = precision_t.numpy(), recall_t.numpy()
-        total = np.float32(0)
         # numpy 1.x compares a float32 array with a float64 scalar in float32 (value-based casting): so does the
-        # devkit, and a recall of exactly 7/10 reaches the 0.7 point (the shared float64-grid helper says it
-        # does not, which changes DET_t on the lane-segment fixture by 4.5e-3)
-        for level in np.arange(0, 1 + 1e-3, 0.1):
-            reached = precision[recall >= np.float32(level)]
-            total += np.float32(reached.max() if reached.size else 0)
-        return float(total / np.float32(11))
+        # devkit, and a recall of exactly 7/10 reaches the 0.7 point (a float64 comparison says it does not, which
+        # changes DET_t on the lane-segment fixture by 4.5e-3); float32 sum in level order
+        ap = average_precision_11point(precision_t, recall_t, dtype=torch.float32, compare_dtype=torch.float32)
+        return float(ap)
     conf_sorted = confidence[order]
     last_of_tie = np.r_[conf_sorted[1:] != conf_sorted[:-1], True]
     cum_tp = np.cumsum(tp_sorted)[last_of_tie]
@@ -354,7 +372,7 @@ def topology_matrix(gt: np.ndarray, pred: np.ndarray, row_match: np.ndarray, col
         array([[0.        , 0.        ],
                [0.50000012, 0.50000012]])
     """
-    out = (1.0 - gt) * (0.5 + _EPS32)
+    out = (1.0 - gt) * UNMATCHED_RELATION
     pr = np.flatnonzero(row_match >= 0)
     pc = np.flatnonzero(col_match >= 0)
     if len(pr) and len(pc):
@@ -429,8 +447,12 @@ def _last_index_of_runs(sorted_rows: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------------------------
 # F-score (OpenLane v1's 3D-lane evaluator)
 _X_SAMPLES = np.linspace(-50, 50, num=100, endpoint=False)
-_DIST_TH = 1.5
-_RATIO_TH = 0.75
+#: F-score: a sample pair matches below this distance (metres); a lane pair matches if its cost is below 100 x it.
+FSCORE_DIST_TH = 1.5
+#: F-score: a matched lane counts if this share of its visible samples match.
+FSCORE_RATIO_TH = 0.75
+_DIST_TH = FSCORE_DIST_TH
+_RATIO_TH = FSCORE_RATIO_TH
 
 
 def fscore_samples(lanes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -469,10 +491,13 @@ def _sample_lanes(kept: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, n
     order = np.argsort(pts[:, :, 0], axis=1, kind="stable")  # padding (inf) sorts last
     ordered = np.take_along_axis(pts, order[:, :, None], 1)
     x = ordered[:, :, 0]
-    idx = (x[:, None, :] < _X_SAMPLES[None, :, None]).sum(-1)  # searchsorted(x, sample, "left") per lane
+    # searchsorted(x, sample, "left") per lane, all lanes at once
+    samples_x = np.broadcast_to(_X_SAMPLES, (len(kept), len(_X_SAMPLES)))
+    idx = torch.searchsorted(torch.from_numpy(np.ascontiguousarray(x)), torch.from_numpy(samples_x.copy())).numpy()
     idx = np.clip(idx, 1, lengths[:, None] - 1)
-    lo = np.take_along_axis(ordered, (idx - 1)[:, :, None], 1)
-    hi = np.take_along_axis(ordered, idx[:, :, None], 1)
+    lane = np.arange(len(kept))[:, None]
+    lo = ordered[lane, idx - 1]
+    hi = ordered[lane, idx]
     with np.errstate(divide="ignore", invalid="ignore"):
         slope = (hi[..., 1:] - lo[..., 1:]) / (hi[..., :1] - lo[..., :1])
     samples = slope * (_X_SAMPLES[None, :, None] - lo[..., :1]) + lo[..., 1:]

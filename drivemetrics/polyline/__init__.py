@@ -10,9 +10,11 @@ Layer 1 (imports torch only, defines no Metric). Sets of polylines are padded te
   of each frame), reduction ``"mean"`` / ``"sum"`` / ``"max"`` / one direction; differentiable.
 - :mod:`~drivemetrics.polyline.frechet`: ``frechet_distance_matrix`` (same call signature as
   ``chamfer_distance_matrix``), ``frechet_distance_pairs`` and ``soft_frechet_distance_pairs`` (log-sum-exp, for
-  losses); anti-diagonal dynamic programme.
+  losses), ``bounded_frechet_distance_pairs`` (banded, exact up to a bound, pruned above it); anti-diagonal
+  dynamic programme.
 - :mod:`~drivemetrics.polyline.matching`: ``greedy_match`` (nearest target only, or with fall-back; inclusive or
-  strict threshold), ``nearest_target``, ``score_rank``.
+  strict threshold), ``greedy_match_index`` (the same, with the matched target's index), ``nearest_target``,
+  ``score_rank``.
 - :mod:`~drivemetrics.polyline.average_precision`: ``pooled_precision_recall``, ``average_precision_area`` (VOC),
   ``average_precision_11point`` / ``interpolated_precision_11point`` (float64 grid).
 """
@@ -30,11 +32,12 @@ from drivemetrics.polyline.chamfer import (
     point_distance_matrix,
 )
 from drivemetrics.polyline.frechet import (
+    bounded_frechet_distance_pairs,
     frechet_distance_matrix,
     frechet_distance_pairs,
     soft_frechet_distance_pairs,
 )
-from drivemetrics.polyline.matching import greedy_match, nearest_target, score_rank
+from drivemetrics.polyline.matching import greedy_match, greedy_match_index, nearest_target, score_rank
 from drivemetrics.polyline.ragged import (
     check_polylines,
     drop_closing_point,
@@ -49,6 +52,7 @@ __all__ = [
     "arc_length",
     "average_precision_11point",
     "average_precision_area",
+    "bounded_frechet_distance_pairs",
     "chamfer_distance",
     "chamfer_distance_matrix",
     "check_polylines",
@@ -56,6 +60,7 @@ __all__ = [
     "frechet_distance_matrix",
     "frechet_distance_pairs",
     "greedy_match",
+    "greedy_match_index",
     "interpolate_at",
     "interpolated_precision_11point",
     "nearest_target",

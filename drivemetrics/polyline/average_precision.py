@@ -3,7 +3,8 @@
 The references differ in dtypes, and the library lets each preset say which: MapTR keeps precision in float32
 (recall in float64) and stores the AP as float32; OpenLane-V2 keeps both in float32 and compares recall with a
 float64 grid ``0, 0.1, ..., 1.0`` built as ``i * 0.1`` (so ``0.30000000000000004`` and ``0.7000000000000001``:
-a float32 recall of exactly 7/10 misses the 0.7 point, 3/10 reaches 0.3).
+a float32 recall of exactly 7/10 misses the 0.7 point, 3/10 reaches 0.3) under numpy 2's promotion; the devkit
+runs on numpy 1.x, whose value-based casting compares in float32 (7/10 reaches 0.7): ``compare_dtype=torch.float32``.
 """
 
 from __future__ import annotations
@@ -92,37 +93,47 @@ def average_precision_area(precision: Tensor, recall: Tensor, sum_dtype: torch.d
     return terms.to(sum_dtype or dtype).sum(-1)
 
 
-def interpolated_precision_11point(precision: Tensor, recall: Tensor) -> Tensor:
+def interpolated_precision_11point(
+    precision: Tensor, recall: Tensor, compare_dtype: torch.dtype = torch.float64
+) -> Tensor:
     """``(..., 11)``: for ``r = i * 0.1`` (float64, ``i = 0..10``), the largest precision with recall ``>= r`` or 0.
 
-    Recall is compared in float64 after exact promotion, as numpy compares a float32 array with a float64 grid.
+    Recall is compared in ``compare_dtype``: float64 (default) after exact promotion, as numpy 2 compares a float32
+    array with a float64 grid; ``torch.float32`` casts the grid to float32 first, as numpy 1.x value-based casting
+    does (the OpenLane-V2 devkit: there a float32 recall of exactly 7/10 reaches the 0.7 point).
 
     Examples:
         >>> interpolated_precision_11point(torch.tensor([1.0, 0.5]), torch.tensor([0.3, 0.7], dtype=torch.float32))
         tensor([1.0000, 1.0000, 1.0000, 1.0000, 0.5000, 0.5000, 0.5000, 0.0000, 0.0000,
                 0.0000, 0.0000])
     """
-    grid = torch.arange(11, dtype=torch.float64, device=recall.device) * 0.1
-    reach = recall.to(torch.float64).unsqueeze(-2) >= grid.unsqueeze(-1)  # (..., 11, N)
+    grid = (torch.arange(11, dtype=torch.float64, device=recall.device) * 0.1).to(compare_dtype)
+    reach = recall.to(compare_dtype).unsqueeze(-2) >= grid.unsqueeze(-1)  # (..., 11, N)
     values = torch.where(reach, precision.unsqueeze(-2), torch.zeros_like(precision).unsqueeze(-2))
     if precision.shape[-1] == 0:
         return torch.zeros((*precision.shape[:-1], 11), dtype=precision.dtype, device=precision.device)
     return values.amax(-1)
 
 
-def average_precision_11point(precision: Tensor, recall: Tensor, dtype: torch.dtype | None = None) -> Tensor:
+def average_precision_11point(
+    precision: Tensor,
+    recall: Tensor,
+    dtype: torch.dtype | None = None,
+    compare_dtype: torch.dtype = torch.float64,
+) -> Tensor:
     """11-point interpolated AP: the mean of :func:`interpolated_precision_11point`, summed in order in ``dtype``.
 
     Args:
         precision: ``(..., N)``.
         recall: ``(..., N)``.
         dtype: accumulation dtype (default: ``precision``'s; OpenLane-V2 sums in float32).
+        compare_dtype: dtype recall and grid are compared in (see :func:`interpolated_precision_11point`).
 
     Examples:
         >>> average_precision_11point(torch.tensor([1.0, 0.5]), torch.tensor([0.3, 0.7], dtype=torch.float32))
         tensor(0.5000)
     """
-    values = interpolated_precision_11point(precision, recall).to(dtype or precision.dtype)
+    values = interpolated_precision_11point(precision, recall, compare_dtype).to(dtype or precision.dtype)
     total = values[..., 0]
     for i in range(1, 11):
         total = total + values[..., i]

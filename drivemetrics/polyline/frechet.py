@@ -24,7 +24,12 @@ import math
 import torch
 from torch import Tensor
 
-__all__ = ["frechet_distance_matrix", "frechet_distance_pairs", "soft_frechet_distance_pairs"]
+__all__ = [
+    "bounded_frechet_distance_pairs",
+    "frechet_distance_matrix",
+    "frechet_distance_pairs",
+    "soft_frechet_distance_pairs",
+]
 
 
 def _check_polylines(points: Tensor, lengths: Tensor | None, name: str) -> Tensor:
@@ -277,3 +282,101 @@ def _lengths(points: Tensor, lengths: Tensor | None, name: str) -> Tensor:
     if lengths.numel() and (int(lengths.min()) < 0 or int(lengths.max()) > size):
         raise ValueError(f"`{name}_lengths` must lie in [0, {size}] (the padded number of points)")
     return lengths
+
+
+def bounded_frechet_distance_pairs(
+    a: Tensor,
+    b: Tensor,
+    a_lengths: Tensor | None = None,
+    b_lengths: Tensor | None = None,
+    max_distance: float | Tensor | None = None,
+    check_every: int = 8,
+) -> Tensor:
+    """:func:`frechet_distance_pairs` without gradient, faster, and exact only up to ``max_distance``.
+
+    The programme runs on the band of valid cells of each anti-diagonal only. With ``max_distance``, a pair is
+    dropped from the batch as soon as two consecutive anti-diagonals hold no cell ``<= max_distance`` (every
+    monotone coupling crosses one of any two consecutive anti-diagonals, so its distance is larger), and so is a
+    pair whose start or end points are already farther apart; dropped pairs get ``inf``. Every distance
+    ``<= max_distance`` is exact (equal to :func:`frechet_distance_pairs`); a larger one is exact or ``inf``, so
+    matching with thresholds up to ``max_distance`` is unchanged.
+
+    Args:
+        a: ``(K, N, D)`` polylines (metres); ``a_lengths`` ``(K,)`` in ``[1, N]`` (default all ``N``).
+        b: ``(K, M, D)``; ``b_lengths`` ``(K,)``.
+        max_distance: bound (metres), one for all pairs or ``(K,)``; ``None``: every distance exact.
+        check_every: anti-diagonals between two prunings of the batch.
+
+    Returns:
+        ``(K,)`` distances.
+
+    >>> a = torch.tensor([[[0.0, 0.0], [1.0, 0.0], [2.0, 0.0]], [[0.0, 0.0], [1.0, 0.0], [2.0, 0.0]]])
+    >>> b = torch.tensor([[[0.0, 1.0], [2.0, 1.0], [9.0, 9.0]], [[0.0, 5.0], [2.0, 5.0], [9.0, 9.0]]])
+    >>> bounded_frechet_distance_pairs(a, b, b_lengths=torch.tensor([2, 2]), max_distance=2.0)
+    tensor([1.4142,    inf])
+    """
+    if a.ndim != 3 or b.ndim != 3 or a.shape[0] != b.shape[0] or a.shape[-1] != b.shape[-1]:
+        raise ValueError(f"`a` and `b` must be (K, N, D) and (K, M, D), got {tuple(a.shape)} and {tuple(b.shape)}")
+    a_len = _check_polylines(a, a_lengths, "a")
+    b_len = _check_polylines(b, b_lengths, "b")
+    a = _zero_padding(a.detach(), a_len)
+    b = _zero_padding(b.detach(), b_len)
+    k, n, m = a.shape[0], a.shape[1], b.shape[1]
+    result = torch.full((k,), torch.inf, dtype=a.dtype, device=a.device)
+    if k == 0:
+        return result
+    alive = torch.arange(k, device=a.device)
+    bound = None
+    if max_distance is not None:
+        bound = torch.as_tensor(max_distance, dtype=a.dtype, device=a.device).expand(k)
+        start_gap = torch.linalg.vector_norm(a[:, 0] - b[:, 0], dim=-1)
+        end_gap = torch.linalg.vector_norm(a[alive, a_len - 1] - b[alive, b_len - 1], dim=-1)
+        alive = alive[torch.maximum(start_gap, end_gap) <= bound]
+    step = max(1, _MAX_ELEMENTS // (n * m))
+    for s in range(0, alive.numel(), step):
+        part = alive[s : s + step]
+        full = torch.cdist(a[part], b[part], compute_mode="donot_use_mm_for_euclid_dist")
+        limit = None if bound is None else bound[part]
+        result[part] = _banded_dp(full.reshape(part.numel(), n * m), n, m, a_len[part], b_len[part], limit, check_every)
+    return result
+
+
+def _banded_dp(
+    flat: Tensor, n: int, m: int, a_len: Tensor, b_len: Tensor, bound: Tensor | None, check_every: int
+) -> Tensor:
+    """The hard programme on the valid band of each anti-diagonal; ``flat`` (K, n * m) point distances."""
+    k = flat.shape[0]
+    device = flat.device
+    result = torch.full((k,), torch.inf, dtype=flat.dtype, device=device)
+    ids = torch.arange(k, device=device)  # rows of ``flat`` still in the programme
+    target = a_len + b_len - 2  # the anti-diagonal holding F[a_len - 1, b_len - 1]
+    # three rotating anti-diagonal buffers; row i lives in column i + 1, column 0 is the +inf border; cells never
+    # written stay +inf, and stale cells of older diagonals are never read
+    buffers = [torch.full((k, n + 1), torch.inf, dtype=flat.dtype, device=device) for _ in range(3)]
+    for diag in range(n + m - 1):
+        lo, hi = max(0, diag - m + 1), min(n - 1, diag)
+        cells = torch.arange(lo, hi + 1, device=device) * (m - 1) + diag  # flat index of (i, diag - i)
+        dist = flat[ids[:, None], cells[None, :]]
+        current, prev1, prev2 = buffers[diag % 3], buffers[(diag - 1) % 3], buffers[(diag - 2) % 3]
+        if diag == 0:
+            current[:, 1:2] = dist
+        else:
+            up_left = torch.minimum(prev1[:, lo : hi + 1], prev1[:, lo + 1 : hi + 2])
+            current[:, lo + 1 : hi + 2] = torch.maximum(dist, torch.minimum(up_left, prev2[:, lo : hi + 1]))
+        done = target[ids] == diag
+        if bool(done.any()):
+            rows = done.nonzero()[:, 0]
+            result[ids[rows]] = current[rows, a_len[ids[rows]]]
+        if diag % check_every == check_every - 1:
+            keep = target[ids] > diag
+            if bound is not None:
+                prev_lo, prev_hi = max(0, diag - m), min(n - 1, diag - 1)
+                low = torch.minimum(current[:, lo + 1 : hi + 2].amin(1), prev1[:, prev_lo + 1 : prev_hi + 2].amin(1))
+                keep &= low <= bound[ids]
+            if not bool(keep.all()):
+                index = keep.nonzero()[:, 0]
+                ids = ids[index]
+                buffers = [buf[index] for buf in buffers]
+                if ids.numel() == 0:
+                    break
+    return result

@@ -21,7 +21,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-__all__ = ["greedy_match", "nearest_target", "score_rank"]
+__all__ = ["greedy_match", "greedy_match_index", "nearest_target", "score_rank"]
 
 
 def score_rank(scores: Tensor, valid: Tensor | None = None) -> Tensor:
@@ -145,3 +145,67 @@ def greedy_match(
         taken.scatter_(-1, choice.unsqueeze(-1), hit.unsqueeze(-1) | taken.gather(-1, choice.unsqueeze(-1)))
         tp[frame_index, pred] = hit
     return tp.reshape(*lead, num_preds, num_thr)
+
+
+def greedy_match_index(
+    distances: Tensor,
+    scores: Tensor,
+    thresholds: Tensor | float | list[float],
+    preds_valid: Tensor | None = None,
+    target_valid: Tensor | None = None,
+    inclusive: bool = True,
+    fallback: bool = False,
+) -> Tensor:
+    """:func:`greedy_match` that also says which target each true positive took (topology scores need it).
+
+    Same arguments and rules as :func:`greedy_match`.
+
+    Returns:
+        ``(..., P, T)`` long: the index of the matched target, ``-1`` for a false positive or padding.
+
+    >>> distances = torch.tensor([[0.3, 0.4], [0.2, 0.45]])  # 2 predictions x 2 targets
+    >>> greedy_match_index(distances, torch.tensor([0.9, 0.8]), [0.5])[..., 0]
+    tensor([ 0, -1])
+    >>> greedy_match_index(distances, torch.tensor([0.9, 0.8]), [0.5], fallback=True)[..., 0]
+    tensor([0, 1])
+    """
+    thresholds_t = torch.as_tensor(thresholds, dtype=distances.dtype, device=distances.device).reshape(-1)
+    num_preds, num_targets = distances.shape[-2], distances.shape[-1]
+    lead = distances.shape[:-2]
+    if not fallback:
+        tp = greedy_match(distances, scores, thresholds_t, preds_valid, target_valid, inclusive, fallback=False)
+        if num_targets == 0:
+            return torch.full(tp.shape, -1, dtype=torch.long, device=distances.device)
+        masked = distances.detach()
+        if target_valid is not None:
+            masked = torch.where(target_valid.unsqueeze(-2), masked, torch.full_like(masked, torch.inf))
+        index, _ = nearest_target(masked)
+        return torch.where(tp, index.unsqueeze(-1), torch.full_like(index.unsqueeze(-1), -1))
+    if preds_valid is None:
+        preds_valid = torch.ones(distances.shape[:-1], dtype=torch.bool, device=distances.device)
+    num_thr = thresholds_t.numel()
+    match = torch.full((*lead, num_preds, num_thr), -1, dtype=torch.long, device=distances.device)
+    if num_targets == 0 or num_preds == 0:
+        return match
+    distances = distances.detach()
+    if target_valid is not None:
+        distances = torch.where(target_valid.unsqueeze(-2), distances, torch.full_like(distances, torch.inf))
+    passes_fn = torch.le if inclusive else torch.lt
+    rank = score_rank(scores, preds_valid)
+    flat = distances.reshape(-1, num_preds, num_targets)
+    order = torch.argsort(rank.reshape(-1, num_preds), dim=-1)
+    valid_flat = preds_valid.reshape(-1, num_preds)
+    frames = flat.shape[0]
+    taken = torch.zeros(frames, num_thr, num_targets, dtype=torch.bool, device=distances.device)
+    match = match.reshape(frames, num_preds, num_thr)
+    frame_index = torch.arange(frames, device=distances.device)
+    for step in range(num_preds):
+        pred = order[:, step]
+        row = flat[frame_index, pred]  # (F, G)
+        ok = passes_fn(row.unsqueeze(1), thresholds_t[:, None]) & ~taken  # (F, T, G)
+        candidate = torch.where(ok, row.unsqueeze(1).expand_as(ok), torch.full_like(ok, torch.inf, dtype=row.dtype))
+        choice = candidate.argmin(-1)  # (F, T)
+        hit = ok.gather(-1, choice.unsqueeze(-1)).squeeze(-1) & valid_flat[frame_index, pred].unsqueeze(-1)
+        taken.scatter_(-1, choice.unsqueeze(-1), hit.unsqueeze(-1) | taken.gather(-1, choice.unsqueeze(-1)))
+        match[frame_index, pred] = torch.where(hit, choice, torch.full_like(choice, -1))
+    return match.reshape(*lead, num_preds, num_thr)

@@ -96,18 +96,20 @@ def unpad_polylines(points: Tensor, lengths: Tensor) -> list[Tensor]:
     return [points[n, : int(length)] for n, length in enumerate(lengths.tolist())]
 
 
-def drop_closing_point(points: Tensor, lengths: Tensor) -> Tensor:
+def drop_closing_point(points: Tensor, lengths: Tensor, min_points: int = 3) -> Tensor:
     """Lengths with the last point dropped where a polyline is closed (last point == first point, exactly).
 
-    Only polylines of 3 or more points are changed (a 2-point "ring" stays a segment).
+    Only polylines of ``min_points`` or more points are changed (default 3: a 2-point "ring" stays a segment;
+    OpenLane-V2 drops the closing point of any closed line: ``min_points=2``).
 
-    Examples:
-        >>> ring = torch.tensor([[[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 0.0]],
-        ...                      [[0.0, 0.0], [1.0, 0.0], [2.0, 0.0], [9.0, 9.0]]])
-        >>> drop_closing_point(ring, torch.tensor([4, 3]))
-        tensor([3, 3])
+    >>> ring = torch.tensor([[[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 0.0]],
+    ...                      [[0.0, 0.0], [1.0, 0.0], [2.0, 0.0], [9.0, 9.0]]])
+    >>> drop_closing_point(ring, torch.tensor([4, 3]))
+    tensor([3, 3])
+    >>> drop_closing_point(torch.zeros(1, 2, 2), torch.tensor([2]), min_points=2)
+    tensor([1])
     """
     last_index = (lengths - 1).clamp_min(0)
     last = points.gather(-2, last_index[..., None, None].expand(*lengths.shape, 1, points.shape[-1])).squeeze(-2)
-    closed = (points[..., 0, :] == last).all(-1) & (lengths >= 3)
+    closed = (points[..., 0, :] == last).all(-1) & (lengths >= max(min_points, 2))
     return lengths - closed.to(lengths.dtype)
