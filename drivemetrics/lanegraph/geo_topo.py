@@ -136,7 +136,7 @@ def _candidate_pairs(pred_pts: np.ndarray, gt_pts: np.ndarray, thr: float) -> tu
 
 
 def _balls(graph: csr_matrix, seeds: np.ndarray, radius: float) -> csr_matrix:
-    """``S x N`` membership: the seed, every node closer than ``radius`` and the neighbours of those nodes."""
+    """``(S, N)`` membership: the seed, every node closer than ``radius`` and the neighbours of those nodes."""
     dist = dijkstra(graph, directed=False, indices=seeds, limit=radius)
     inside = csr_matrix(dist < radius)
     adjacency = (graph != 0).astype(np.float64)

@@ -82,7 +82,7 @@ def evaluate_lanegraph_pair(
     ``compat="reference"`` and the successor task, ``geo_precision`` is what the evaluator reports under
     "GEO Precision": its TOPO precision.
 
-    Example:
+    Examples:
         >>> import networkx as nx, numpy as np
         >>> g = nx.DiGraph([(0, 1), (1, 2), (1, 3)])
         >>> xy = {0: (10.0, 10.0), 1: (60.0, 10.0), 2: (120.0, 10.0), 3: (120.0, 60.0)}
@@ -120,7 +120,7 @@ class LaneGraphMetrics(PerSampleMean):
         task: ``"successor"`` (256 px crops) or ``"full"`` (tiles).
         compat: ``"default"`` (bugs fixed) or ``"reference"`` (the released evaluator's numbers).
 
-    Example:
+    Examples:
         >>> import networkx as nx, numpy as np
         >>> g = nx.DiGraph([(0, 1), (1, 2)])
         >>> nx.set_node_attributes(g, {0: np.array([10.0, 10.0]), 1: np.array([60.0, 10.0]),
@@ -177,7 +177,7 @@ class LaneGraphGeoPrecision(LaneGraphMetrics):
 class LaneGraphGeoRecall(LaneGraphMetrics):
     """GEO recall (the ``'geo_recall'`` value of :class:`LaneGraphMetrics`; same arguments and states).
 
-    Example:
+    Examples:
         >>> import networkx as nx, numpy as np
         >>> g = nx.DiGraph([(0, 1), (1, 2), (1, 3)])
         >>> xy = {0: (10.0, 10.0), 1: (60.0, 10.0), 2: (120.0, 10.0), 3: (120.0, 60.0)}

@@ -25,7 +25,7 @@ def sda(preds: nx.DiGraph, target: nx.DiGraph, threshold: float = 20.0, compat: 
 
     NaN when the GT has no split node, 0 when the prediction has none. Same in both modes.
 
-    Example:
+    Examples:
         >>> import networkx as nx, numpy as np
         >>> g = nx.DiGraph([(0, 1), (1, 2), (1, 3)])
         >>> xy = {0: (10.0, 10.0), 1: (60.0, 10.0), 2: (120.0, 10.0), 3: (120.0, 60.0)}

@@ -43,7 +43,7 @@ from torch import Tensor
 from torchmetrics import Metric
 
 from drivemetrics._compat import check_compat
-from drivemetrics._metric import add_config_state, plot_metric
+from drivemetrics._metric import DictFamilyLogCheck, add_config_state, plot_metric
 from drivemetrics.roadnet.geometry import graph_pairs, validate_graph
 from drivemetrics.roadnet.path_similarity import PARAMETER_SETS, apls_scores, control_points, path_differences
 
@@ -90,7 +90,7 @@ def apls(
         max_sources: at most this many path sources per direction (seeded draw); ``None`` = all control points.
         seed: seed of the source draw.
 
-    Example:
+    Examples:
         >>> import networkx as nx
         >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
         >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (100.0, 0.0), 2: (200.0, 0.0), 3: (100.0, 100.0)}, "pos")
@@ -135,7 +135,7 @@ def _combine(compat: str) -> str:
     return "arithmetic" if compat == "reference" else "harmonic"
 
 
-class APLSMetrics(Metric):
+class APLSMetrics(DictFamilyLogCheck, Metric):
     """Accumulates APLS path differences and pair counts over tiles (sum-reduced).
 
     ``compute`` returns the one-way scores from the pooled sums and their harmonic (or, with ``compat="reference"``,
@@ -223,7 +223,7 @@ class APLSMetrics(Metric):
 class APLSScore(APLSMetrics):
     """APLS from the path differences pooled over tiles (arguments as :class:`APLSMetrics`).
 
-    Example:
+    Examples:
         >>> import networkx as nx
         >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
         >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (100.0, 0.0), 2: (200.0, 0.0), 3: (100.0, 100.0)}, "pos")

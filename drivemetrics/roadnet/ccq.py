@@ -4,7 +4,7 @@ Relaxed precision / recall / IoU of one-pixel-wide centre lines: a predicted pix
 pixel lies within ``slack`` pixels of it (Euclidean distance between pixel centres, ``<=``), a ground-truth pixel
 is complete when a predicted pixel lies within ``slack`` of it.
 
-- :func:`ccq_counts` / :func:`ccq` work on batches of skeleton images ``B x H x W`` (any device; the relaxed match
+- :func:`ccq_counts` / :func:`ccq` work on batches of skeleton images ``(B, H, W)`` (any device; the relaxed match
   is an exact disc dilation built from ``2 * slack + 1`` one-dimensional max-pools);
 - :func:`render_graph` draws a road graph's centre lines into such an image; :func:`ccq_graph` renders a pair of
   graphs on a common canvas and scores them. The default follows the released RoadTracer protocol of Citraro et
@@ -35,7 +35,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from torchmetrics import Metric
 
-from drivemetrics._metric import add_config_state, plot_metric
+from drivemetrics._metric import DictFamilyLogCheck, add_config_state, plot_metric
 from drivemetrics._validation import check_same_shape, check_shape, check_tensor
 from drivemetrics.roadnet.geometry import check_compat, graph_arrays, graph_pairs, index_in_group, validate_graph
 
@@ -68,7 +68,7 @@ def ccq_scores(
 
 
 def disc_dilation(mask: Tensor, radius: float) -> Tensor:
-    """Dilate boolean ``B x H x W`` masks by a Euclidean disc: out[p] = any(mask[q], |p - q| <= radius)."""
+    """Dilate boolean ``(B, H, W)`` masks by a Euclidean disc: out[p] = any(mask[q], |p - q| <= radius)."""
     check_shape(mask, "mask", ("B", "H", "W"))
     if radius < 0:
         raise ValueError(f"`radius` must be >= 0 pixels, got {radius}")
@@ -93,12 +93,12 @@ def ccq_counts(preds: Tensor, target: Tensor, slack: float = 2.0) -> Tensor:
     """Relaxed pixel counts of skeleton images.
 
     Args:
-        preds: ``B x H x W`` predicted centre lines (bool or 0 / 1).
-        target: ``B x H x W`` ground-truth centre lines.
+        preds: ``(B, H, W)`` predicted centre lines (bool or 0 / 1).
+        target: ``(B, H, W)`` ground-truth centre lines.
         slack: tolerance in pixels (Euclidean, inclusive).
 
     Returns:
-        ``B x 4`` int64 tensor: matched predicted pixels, predicted pixels, matched GT pixels, GT pixels.
+        ``(B, 4)`` int64 tensor: matched predicted pixels, predicted pixels, matched GT pixels, GT pixels.
     """
     check_shape(preds, "preds", ("B", "H", "W"))
     check_tensor(target, "target")
@@ -131,10 +131,11 @@ def ccq(
     in graph pixels, default 8; ``scale``, ``canvas`` and ``compat`` apply to graphs); two image tensors are scored
     directly (``slack`` in image pixels, default 2). The GT must not be empty.
 
-    >>> import torch
-    >>> skeleton = torch.eye(8, dtype=torch.bool)[None]
-    >>> ccq(skeleton, skeleton).quality
-    1.0
+    Examples:
+        >>> import torch
+        >>> skeleton = torch.eye(8, dtype=torch.bool)[None]
+        >>> ccq(skeleton, skeleton).quality
+        1.0
     """
     if isinstance(preds, nx.Graph) or isinstance(target, nx.Graph):
         return ccq_graph(preds, target, 8.0 if slack is None else slack, scale, canvas=canvas, compat=compat)
@@ -152,7 +153,7 @@ def render_graph(
     scale: float = 1.0,
     device: torch.device | str | None = None,
 ) -> Tensor:
-    """Draw a graph's edges as one-pixel lines into an ``H x W`` bool image.
+    """Draw a graph's edges as one-pixel lines into an ``(H, W)`` bool image.
 
     Canvas coordinates are ``u = (x - origin_x) * scale`` (column) and ``v = (y - origin_y) * scale`` (row); pixel
     ``(row, col)`` covers ``[row, row + 1) x [col, col + 1)``. Each edge is drawn like PIL's ``ImageDraw.line``
@@ -187,7 +188,7 @@ def render_graph_reference(
     scale: float = 1.0,
     device: torch.device | str | None = None,
 ) -> Tensor:
-    """Draw a graph's edges as the released ``render_segments`` does: an ``H x W`` bool image.
+    """Draw a graph's edges as the released ``render_segments`` does: an ``(H, W)`` bool image.
 
     End points ``(pos - origin) * scale`` are rounded to integers (half to even, as Python's ``round``) and every
     edge is drawn with PIL's ``ImageDraw.line`` of width 1 (parts outside the canvas are clipped by PIL).
@@ -286,10 +287,10 @@ def ccq_graph(
     return ccq(pred_img[None], gt_img[None], slack * scale)
 
 
-class CCQMetrics(Metric):
+class CCQMetrics(DictFamilyLogCheck, Metric):
     """Accumulates CCQ pixel counts over tiles; ``compute`` returns correctness, completeness and quality.
 
-    ``update(preds, target)`` takes either two ``B x H x W`` skeleton-image tensors (``slack`` in image pixels)
+    ``update(preds, target)`` takes either two ``(B, H, W)`` skeleton-image tensors (``slack`` in image pixels)
     or two graphs / two sequences of graphs (rendered with ``scale`` on ``canvas``, as :func:`ccq_graph`; ``slack``
     in graph pixels).
     """

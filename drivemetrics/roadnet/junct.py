@@ -40,7 +40,7 @@ from scipy.spatial import cKDTree
 from torch import Tensor
 from torchmetrics import Metric
 
-from drivemetrics._metric import add_config_state, plot_metric
+from drivemetrics._metric import DictFamilyLogCheck, add_config_state, plot_metric
 from drivemetrics.roadnet.geometry import (
     CHUNK,
     graph_arrays,
@@ -138,7 +138,7 @@ def junction_clusters(
 ) -> JunctionClusters:
     """Cluster the junctions of a validated graph and measure their out-angles (see module doc).
 
-    With ``context`` (``C x 2`` GT cluster centres), junctions are grouped around their nearest context centre
+    With ``context`` (``(C, 2)`` GT cluster centres), junctions are grouped around their nearest context centre
     instead, as Go's ``GetIntersectionClustersWithContext`` does for the prediction.
     """
     arrays = graph_arrays(graph)
@@ -237,7 +237,7 @@ def junct(
         context: cluster predicted junctions around the GT clusters (Go's behaviour); ``False`` clusters them like
             the GT ones.
 
-    Example:
+    Examples:
         >>> import networkx as nx
         >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
         >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (100.0, 0.0), 2: (200.0, 0.0), 3: (100.0, 100.0)}, "pos")
@@ -280,7 +280,7 @@ def junct(
     )
 
 
-class JunctionMetrics(Metric):
+class JunctionMetrics(DictFamilyLogCheck, Metric):
     """Accumulates JUNCT scores and cluster counts over tiles (sum-reduced); ``compute`` gives F_correct, F_error."""
 
     is_differentiable = False

@@ -31,7 +31,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 from torch import Tensor
 
-from drivemetrics._metric import add_config_state
+from drivemetrics._metric import DictFamilyLogCheck, add_config_state
 from drivemetrics.roadnet._metric import GraphMetric, tensor_ratios
 from drivemetrics.roadnet.geometry import (
     check_compat,
@@ -186,10 +186,10 @@ def opt_j(
     return OptJResult(int(tp), int(pp), int(ap))
 
 
-class OptJMetrics(GraphMetric):
+class OptJMetrics(DictFamilyLogCheck, GraphMetric):
     """OPT-J junction precision / recall / F1 summed over tiles (see :func:`~drivemetrics.roadnet.opt_j.opt_j`).
 
-    Example:
+    Examples:
         >>> import networkx as nx
         >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
         >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (50.0, 0.0), 2: (100.0, 0.0), 3: (50.0, 50.0)}, "pos")

@@ -32,7 +32,7 @@ from scipy.spatial import cKDTree
 from torch import Tensor
 from torchmetrics import Metric
 
-from drivemetrics._metric import add_config_state, plot_metric
+from drivemetrics._metric import DictFamilyLogCheck, add_config_state, plot_metric
 from drivemetrics.roadnet.geometry import CHUNK, dense_arrays, graph_pairs, length_csgraph, validate_graph
 
 
@@ -78,7 +78,7 @@ def subg(
         n_subgraphs: number of roots.
         seed: seed of the root sampling.
 
-    Example:
+    Examples:
         >>> import networkx as nx
         >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
         >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (100.0, 0.0), 2: (200.0, 0.0), 3: (100.0, 100.0)}, "pos")
@@ -139,7 +139,7 @@ def subg(
     return SUBGResult(*subg_scores(n_marbles, n_holes, n_spurious, n_empty), n_marbles, n_holes, n_spurious, n_empty)
 
 
-class SubgraphMetrics(Metric):
+class SubgraphMetrics(DictFamilyLogCheck, Metric):
     """Accumulates hole / marble counts over tiles (sum-reduced); ``compute`` returns f1, spurious, missing."""
 
     is_differentiable = False
