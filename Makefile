@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: venv dev demo examples test lint bench gpu-check gpu-wheels clean
+.PHONY: venv dev demo examples test lint bench gpu-check gpu-wheels docs docs-serve clean
 
 # The CPU build of torch is installed first (available offline on the project's machines), so the range in
 # pyproject.toml is already satisfied and pip never pulls a CUDA build.
@@ -23,6 +23,10 @@ $(VENV)/.examples: $(VENV)/.base pyproject.toml
 # editable_mode=compat: a plain path entry instead of an import hook, so that mypy and pyright find the package
 $(VENV)/.dev: $(VENV)/.base pyproject.toml
 	$(PY) -m pip install -q -e ".[dev]" --config-settings editable_mode=compat
+	touch $@
+
+$(VENV)/.docs: $(VENV)/.base pyproject.toml
+	$(PY) -m pip install -q -e ".[docs]"
 	touch $@
 
 venv: $(VENV)/.base
@@ -50,6 +54,14 @@ lint: $(VENV)/.dev
 test: $(VENV)/.dev lint
 	$(PY) -m pytest -q
 
+# The documentation site in docs/site (warnings are errors: docs/mkdocs.yml sets strict); the API pages are generated
+# from the packages' export lists by docs/gen_api.py. `make docs-serve` previews it on http://127.0.0.1:8000.
+docs: $(VENV)/.docs
+	cd docs && NO_MKDOCS_2_WARNING=1 $(abspath $(VENV))/bin/mkdocs build --strict
+
+docs-serve: $(VENV)/.docs
+	cd docs && NO_MKDOCS_2_WARNING=1 $(abspath $(VENV))/bin/mkdocs serve
+
 bench: $(VENV)/.dev
 	for f in benchmarks/*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
 
@@ -65,4 +77,4 @@ gpu-wheels:
 		-d .whl kornia kornia-rs pyspng
 
 clean:
-	rm -rf $(VENV) demo_out examples_out .pytest_cache .ruff_cache
+	rm -rf $(VENV) demo_out examples_out docs/site .pytest_cache .ruff_cache

@@ -29,10 +29,11 @@ def check_compat(compat: object, name: str = "compat") -> bool:
     Raises:
         ValueError: for any other value, naming the argument.
 
-    >>> check_compat("reference")
-    True
-    >>> check_compat("default")
-    False
+    Examples:
+        >>> check_compat("reference")
+        True
+        >>> check_compat("default")
+        False
     """
     if not isinstance(compat, str) or compat not in COMPAT_MODES:
         raise ValueError(f"`{name}` must be one of {COMPAT_MODES}, got {compat!r}")

@@ -1,10 +1,12 @@
 """Small numeric helpers shared by the kernels (written once): safe division and the F-score.
 
->>> import torch
->>> safe_divide(torch.tensor([1.0, 1.0]), torch.tensor([2.0, 0.0])).tolist()
-[0.5, 0.0]
->>> {k: round(v.item(), 3) for k, v in precision_recall_f1(torch.tensor(3), torch.tensor(1), torch.tensor(2)).items()}
-{'precision': 0.75, 'recall': 0.6, 'f1': 0.667}
+Examples:
+    >>> import torch
+    >>> safe_divide(torch.tensor([1.0, 1.0]), torch.tensor([2.0, 0.0])).tolist()
+    [0.5, 0.0]
+    >>> scores = precision_recall_f1(torch.tensor(3), torch.tensor(1), torch.tensor(2))
+    >>> {k: round(v.item(), 3) for k, v in scores.items()}
+    {'precision': 0.75, 'recall': 0.6, 'f1': 0.667}
 """
 
 from __future__ import annotations

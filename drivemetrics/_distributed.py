@@ -49,9 +49,10 @@ class Shard:
 
     ``device`` is where collective tensors live (the rank's CUDA device under NCCL, else the CPU).
 
-    >>> shard = Shard(rank=1, world=3)
-    >>> shard.take(["a", "b", "c", "d", "e"]), shard.indices(5), shard.is_main
-    (['b', 'e'], [1, 4], False)
+    Examples:
+        >>> shard = Shard(rank=1, world=3)
+        >>> shard.take(["a", "b", "c", "d", "e"]), shard.indices(5), shard.is_main
+        (['b', 'e'], [1, 4], False)
     """
 
     rank: int = 0
@@ -142,8 +143,9 @@ def distributed_from_env() -> Iterator[Shard]:
 def strings_to_bytes(strings: Sequence[str]) -> Tensor:
     """``strings`` as one uint8 tensor (UTF-8, each followed by a NUL byte): a frame's rows of width 1.
 
-    >>> bytes_to_strings(strings_to_bytes(["Car", "DontCare", ""]))
-    ['Car', 'DontCare', '']
+    Examples:
+        >>> bytes_to_strings(strings_to_bytes(["Car", "DontCare", ""]))
+        ['Car', 'DontCare', '']
     """
     return torch.tensor(list(b"".join(s.encode("utf-8") + b"\0" for s in strings)), dtype=torch.uint8)
 

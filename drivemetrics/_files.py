@@ -203,7 +203,7 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
 
 
 def atomic_save_png(path: str | Path, array: np.ndarray) -> None:
-    """Save a ``uint8`` ``H x W`` or ``H x W x 3`` array as PNG, atomically."""
+    """Save a ``uint8`` ``(H, W)`` or ``(H, W, 3)`` array as PNG, atomically."""
     from PIL import Image
 
     with atomic_open(path, "wb") as stream:

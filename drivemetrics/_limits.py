@@ -11,12 +11,13 @@ than 100 points, RoadTracer regions 8192 px) and can be raised for one process:
 - for a command, ``drivemetrics --limit max_lane_points=50000 culane-eval ...`` (repeatable);
 - for any process and its workers, the environment variable ``DRIVEMETRICS_LIMITS="max_lane_points=50000,..."``.
 
->>> from drivemetrics._limits import get_limits, set_limits
->>> get_limits().max_lanes_per_frame
-64
->>> with set_limits(max_lanes_per_frame=1000):
-...     get_limits().max_lanes_per_frame
-1000
+Examples:
+    >>> from drivemetrics._limits import get_limits, set_limits
+    >>> get_limits().max_lanes_per_frame
+    64
+    >>> with set_limits(max_lanes_per_frame=1000):
+    ...     get_limits().max_lanes_per_frame
+    1000
 """
 
 from __future__ import annotations
@@ -229,7 +230,7 @@ def load_json(text: str, where: object, *, allow_non_finite: bool = False) -> An
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# graphs (positions as an ``N x 2`` array, so that this module imports neither networkx nor torch)
+# graphs (positions as an ``(N, 2)`` array, so that this module imports neither networkx nor torch)
 
 
 def check_graph_size(n_nodes: int, n_edges: int, where: object) -> None:
@@ -239,7 +240,7 @@ def check_graph_size(n_nodes: int, n_edges: int, where: object) -> None:
 
 
 def check_graph_extent(pos: Any, where: object) -> None:
-    """Refuse node positions (``N x 2``, pixels) whose bounding box is wider or taller than ``max_graph_extent``.
+    """Refuse node positions (``(N, 2)``, pixels) whose bounding box is wider or taller than ``max_graph_extent``.
 
     Every canvas (CCQ) and every resampling along edges (APLS, TLTS, OPT-*) of ``graph-eval`` grows with it.
     """
@@ -261,7 +262,7 @@ def check_graph_extent(pos: Any, where: object) -> None:
 
 
 def check_inside_area(pos: Any, area: tuple[float, float], where: object) -> None:
-    """Refuse node positions (``N x 2``, pixels) outside the ``(height, width)`` area enlarged by its own size on
+    """Refuse node positions (``(N, 2)``, pixels) outside the ``(height, width)`` area enlarged by its own size on
     every side (``[-width, 2 * width) x [-height, 2 * height)``): the canvas of a lane graph's sample."""
     import numpy as np
 

@@ -14,6 +14,7 @@ counts coincide. :func:`add_config_state` adds a constant state derived from the
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,7 +22,7 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
-__all__ = ["add_config_state", "config_key", "plot_metric"]
+__all__ = ["DictFamilyLogCheck", "add_config_state", "config_key", "plot_metric"]
 
 CONFIG_STATE = "config_key"
 
@@ -63,3 +64,61 @@ def plot_metric(metric: Metric, val: Any = None, ax: Any = None) -> tuple[Any, A
     if isinstance(val, Sequence) and not isinstance(val, (str, Tensor)):
         val = list(val)
     return metric._plot(val, ax)
+
+
+#: Modules of Lightning's result collection, which reads a logged Metric's ``_forward_cache`` inside ``self.log``.
+_LIGHTNING_RESULT_MODULES = (
+    "pytorch_lightning.trainer.connectors.logger_connector.result",
+    "lightning.pytorch.trainer.connectors.logger_connector.result",
+)
+
+
+class DictFamilyLogCheck:
+    """Mixin of a dict family (``compute() -> dict``): ``self.log(name, family)`` fails at the call, not at epoch end.
+
+    Lightning can only log a Metric whose ``compute`` returns one tensor, and it finds out at the end of the epoch,
+    after the whole epoch has run. The one thing ``self.log`` reads from a logged Metric during the call is its
+    ``_forward_cache``; this mixin turns that read, when it comes from Lightning's result collection and the class
+    returns a dict, into a ``TypeError`` that names the family's scalar classes (its subclasses that return one
+    value). Everything else reads and writes ``_forward_cache`` as usual. Put it first in the bases of the family:
+    ``class CULaneMetrics(DictFamilyLogCheck, Metric)``.
+    """
+
+    @property
+    def _forward_cache(self) -> Any:
+        caller = sys._getframe(1).f_globals.get("__name__", "")
+        if caller in _LIGHTNING_RESULT_MODULES and _dict_family_of(type(self)) is not None:
+            raise TypeError(_log_message(type(self)))
+        return self.__dict__.get("_dict_family_forward_cache")
+
+    @_forward_cache.setter
+    def _forward_cache(self, value: Any) -> None:
+        self.__dict__["_dict_family_forward_cache"] = value
+
+
+def _dict_family_of(cls: type) -> type | None:
+    """The dict family ``cls`` belongs to if ``cls`` still returns its dict (same ``compute``), else ``None``."""
+    family = next((c for c in cls.__mro__ if DictFamilyLogCheck in c.__bases__), None)
+    if family is None or cls.compute is not family.compute:  # type: ignore[attr-defined]
+        return None
+    return family
+
+
+def _scalar_classes(family: type) -> list[str]:
+    """Names of the subclasses of ``family`` that return one value (their own ``compute``), recursively."""
+    names = []
+    for sub in family.__subclasses__():
+        if sub.compute is not family.compute:  # type: ignore[attr-defined]
+            names.append(sub.__name__)
+        names += _scalar_classes(sub)
+    return sorted(set(names))
+
+
+def _log_message(cls: type) -> str:
+    scalars = _scalar_classes(cls)
+    use = f"log one of its scalar classes ({', '.join(scalars)})" if scalars else "log its scalar values"
+    return (
+        f"{cls.__name__} returns a dict from compute(), which Lightning's self.log cannot log (it would fail at the "
+        f"end of the epoch): {use}, alone or in a MetricCollection, or call self.log_dict(metric.compute()) "
+        "in on_validation_epoch_end"
+    )

@@ -40,10 +40,11 @@ class PngHeader(NamedTuple):
 def png_header(data: bytes) -> PngHeader | None:
     """The ``IHDR`` of PNG bytes (at least the first 26), or ``None`` if ``data`` does not start like a PNG.
 
-    >>> png_header(PNG_SIGNATURE + b"\\x00\\x00\\x00\\rIHDR" + bytes([0, 0, 4, 218, 0, 0, 1, 119, 8, 0, 0, 0, 0]))
-    PngHeader(width=1242, height=375, bit_depth=8, colour_type=0)
-    >>> png_header(b"GIF89a") is None
-    True
+    Examples:
+        >>> png_header(PNG_SIGNATURE + b"\\x00\\x00\\x00\\rIHDR" + bytes([0, 0, 4, 218, 0, 0, 1, 119, 8, 0, 0, 0, 0]))
+        PngHeader(width=1242, height=375, bit_depth=8, colour_type=0)
+        >>> png_header(b"GIF89a") is None
+        True
     """
     if len(data) < 26 or not data.startswith(PNG_SIGNATURE) or data[12:16] != b"IHDR":
         return None

@@ -66,9 +66,11 @@ class RaggedRows(NamedTuple):
 
     Frame ``f`` holds ``rows[offsets[f] : offsets[f + 1]]`` (see :meth:`offsets`).
 
-    >>> frames = RaggedRows.from_frames([torch.ones(2, 3), torch.zeros(0, 3), torch.ones(1, 3)], (3,), torch.float64)
-    >>> frames.lengths.tolist(), frames.offsets().tolist(), frames.frame_index().tolist()
-    ([2, 0, 1], [0, 2, 2, 3], [0, 0, 2])
+    Examples:
+        >>> rows = [torch.ones(2, 3), torch.zeros(0, 3), torch.ones(1, 3)]
+        >>> frames = RaggedRows.from_frames(rows, (3,), torch.float64)
+        >>> frames.lengths.tolist(), frames.offsets().tolist(), frames.frame_index().tolist()
+        ([2, 0, 1], [0, 2, 2, 3], [0, 0, 2])
     """
 
     rows: Tensor
@@ -205,10 +207,11 @@ def gather_ragged(
 def sort_frames(keys: Tensor, fields: Mapping[str, RaggedRows]) -> tuple[Tensor, dict[str, RaggedRows]]:
     """The frames reordered by key (stable: equal keys keep their order), on the device, without host sync.
 
-    >>> rows = RaggedRows(torch.tensor([10, 11, 20, 30, 31, 32]), torch.tensor([2, 1, 3]))
-    >>> keys, fields = sort_frames(torch.tensor([5, 1, 3]), {"x": rows})
-    >>> keys.tolist(), fields["x"].lengths.tolist(), fields["x"].rows.tolist()
-    ([1, 3, 5], [1, 3, 2], [20, 30, 31, 32, 10, 11])
+    Examples:
+        >>> rows = RaggedRows(torch.tensor([10, 11, 20, 30, 31, 32]), torch.tensor([2, 1, 3]))
+        >>> keys, fields = sort_frames(torch.tensor([5, 1, 3]), {"x": rows})
+        >>> keys.tolist(), fields["x"].lengths.tolist(), fields["x"].rows.tolist()
+        ([1, 3, 5], [1, 3, 2], [20, 30, 31, 32, 10, 11])
     """
     order = torch.sort(keys, stable=True).indices
     out = {}

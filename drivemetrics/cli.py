@@ -16,9 +16,15 @@ import sys
 import traceback
 from collections.abc import Sequence
 
+from drivemetrics import __version__
+
 #: Subcommand name -> (module that registers it, one-line help shown by ``drivemetrics --help``).
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("drivemetrics.demos.cli", "run every domain's demo on synthetic scenes (no download)"),
+    "config": (
+        "drivemetrics.configs.cli",
+        "list the shipped configs, or print one (drivemetrics config corridor > my_corridor.toml)",
+    ),
     "road-eval": (
         "drivemetrics.road.cli",
         "evaluate KITTI-ROAD result PNGs (pooled MaxF, AP, working point per category), like the devkit",
@@ -77,6 +83,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="drivemetrics", description="Driving-oriented metrics and losses for road, lane and lane-graph perception."
     )
+    parser.add_argument("--version", action="version", version=f"drivemetrics {__version__}")
     parser.add_argument(
         "--verbose", action="store_true", help="on an error, show the Python traceback, not only the one-line message"
     )

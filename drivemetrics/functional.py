@@ -7,7 +7,7 @@ lives in its family module ``drivemetrics/<domain>/<family>.py`` beside the Metr
 
 Importing this module imports torch and every domain (use ``drivemetrics.<domain>`` for the classes alone).
 
-Example:
+Examples:
     >>> import torch
     >>> import drivemetrics.functional as F
     >>> target = torch.zeros(1, 4, 4, dtype=torch.bool); target[:, 2:] = True

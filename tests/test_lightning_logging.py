@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 from torch.utils.data import DataLoader, TensorDataset
-from torchmetrics import MetricCollection
+from torchmetrics import Metric, MetricCollection
 
+from drivemetrics._metric import DictFamilyLogCheck
 from drivemetrics.functional import culane_f1, road_pixel_scores, tusimple_metrics
 from drivemetrics.lane import (
     CULaneF1Score,
@@ -162,3 +163,90 @@ def test_every_logged_class_plots():
             assert fig is ax.figure
     finally:
         plt.close("all")
+
+
+class _CountMetrics(DictFamilyLogCheck, Metric):
+    """A dict family: ``{"total", "mean"}`` of the values seen."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.add_state("total", torch.zeros(()), dist_reduce_fx="sum")
+        self.add_state("count", torch.zeros(()), dist_reduce_fx="sum")
+
+    def update(self, values: torch.Tensor) -> None:
+        self.total += values.sum()
+        self.count += values.numel()
+
+    def compute(self) -> dict[str, torch.Tensor]:
+        return {"total": self.total, "mean": self.total / self.count}
+
+
+class _CountMean(_CountMetrics):
+    """Its scalar class."""
+
+    def compute(self) -> torch.Tensor:
+        return super().compute()["mean"]
+
+
+class _LogsWhat(pl.LightningModule):
+    def __init__(self, metric: Metric) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.zeros(()))
+        self.metric = metric
+        self.batches_logged = 0
+
+    def validation_step(self, batch, batch_idx):
+        self.metric(batch[0])  # forward: the dict is in _forward_cache, as in a training_step
+        self.log("val/metric", self.metric)
+        self.batches_logged += 1
+
+
+def _validate(model: pl.LightningModule, tmp_path) -> None:
+    trainer = pl.Trainer(
+        accelerator="cpu",
+        devices=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=tmp_path,
+    )
+    trainer.validate(model, DataLoader(TensorDataset(torch.arange(6.0)), batch_size=2), verbose=False)
+
+
+def test_logging_a_dict_family_fails_at_the_log_call_naming_its_scalar_classes(tmp_path):
+    model = _LogsWhat(_CountMetrics())
+    with pytest.raises(TypeError, match=r"_CountMetrics returns a dict .* scalar classes \(_CountMean\)"):
+        _validate(model, tmp_path)
+    assert model.batches_logged == 0  # the first self.log call raised, not the end of the epoch
+
+
+def test_its_scalar_class_logs_and_the_family_still_works_outside_lightning(tmp_path):
+    model = _LogsWhat(_CountMean())
+    _validate(model, tmp_path)
+    assert model.batches_logged == 3
+    family = _CountMetrics()
+    assert family(torch.tensor([1.0, 3.0]))["mean"] == 2.0  # forward reads and writes _forward_cache as usual
+    assert family._forward_cache["total"] == 4.0
+    assert family.compute()["total"] == 4.0
+
+
+def test_a_real_family_names_its_scalar_classes(tmp_path):
+    from drivemetrics.road import RoadPixelMetrics
+
+    class LogsRoad(pl.LightningModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.zeros(()))
+            self.road = RoadPixelMetrics(thresholds=8)
+
+        def validation_step(self, batch, batch_idx):
+            self.road.update(batch[0], batch[1])  # update only: nothing in _forward_cache yet
+            self.log("val/road", self.road)
+
+    data = TensorDataset(torch.rand(4, 6, 6), torch.rand(4, 6, 6) > 0.5)
+    trainer = pl.Trainer(
+        accelerator="cpu", devices=1, logger=False, enable_progress_bar=False, default_root_dir=tmp_path
+    )
+    with pytest.raises(TypeError, match=r"RoadPixelMetrics returns a dict .*RoadPixelMaxFScore"):
+        trainer.validate(LogsRoad(), DataLoader(data, batch_size=2), verbose=False)

@@ -7,7 +7,8 @@ lateral deviation from the lane center, E2E-LD, the zero-budget deviation (must 
 success rate (a side of the car crossed an ego-lane line). Writes per family the raw optimised darkening
 (``patch_texture_<family>.png``, always), and unless ``--no-figures`` a patch figure, a trajectory figure and a strip
 of patched frames (clip 0) into ``--out``. The JSON holds the means over clips and, under each family's ``clips``,
-the per-clip values. Settings: ``configs/drp_attack.yaml``.
+the per-clip values. Settings: ``drivemetrics/configs/drp_attack.yaml``
+(``drivemetrics config drp_attack`` prints it).
 
 Run: ``PYTHONPATH=. python training_examples/drp_attack.py --quick --json out.json``.
 """
@@ -24,6 +25,7 @@ from pathlib import Path
 import torch
 
 from drivemetrics.attack import DriveClips, DRPConfig, EOTNoise, PatchSpec, drp_attack, evaluate_patch, render_drive
+from drivemetrics.configs import config_path
 from drivemetrics.synthetic.lane_clips import LaneCamera, make_lane_clips
 from drivemetrics.synthetic.lane_detectors import FAMILIES, LaneDetector, make_detector, train_detector
 
@@ -230,7 +232,7 @@ def save_fig(fig, path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", type=Path, default=ROOT / "configs" / "drp_attack.yaml")
+    parser.add_argument("--config", type=Path, default=config_path("drp_attack.yaml"))
     parser.add_argument(
         "--quick",
         action="store_true",

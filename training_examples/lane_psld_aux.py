@@ -17,7 +17,7 @@ frames) and the closed-loop E2E-LD (the detector steers the simulated vehicle th
 views). Run::
 
     python training_examples/lane_psld_aux.py --quick --json out.json --figure out.png
-    python training_examples/lane_psld_aux.py --config configs/lane_psld_aux.yaml --seed 1
+    python training_examples/lane_psld_aux.py --config drivemetrics/configs/lane_psld_aux.yaml --seed 1
 
 Needs ``pip install 'drivemetrics[lightning]'``.
 """
@@ -39,12 +39,13 @@ from torch import Tensor, nn
 from torch.utils.data import DataLoader, TensorDataset
 from torchmetrics import MetricCollection
 
+from drivemetrics.configs import config_path
 from drivemetrics.functional import e2e_ld
 from drivemetrics.lane import PSLD, PSLDLoss, TuSimpleAccuracy, TuSimpleF1Score, TuSimpleMetrics
 from drivemetrics.lane.geometry import center_from_image_lanes, soft_argmax_rows
 
 REPO = Path(__file__).resolve().parents[1]
-CONFIG = REPO / "configs" / "lane_psld_aux.yaml"
+CONFIG = config_path("lane_psld_aux.yaml")
 TUSIMPLE_WIDTH = 1280.0  # the official 20 px point threshold is for 1280-pixel-wide images
 
 
@@ -326,7 +327,7 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
 def _run(argv: list[str]) -> dict[str, Any]:
     """Train both detectors and return (and optionally write) the held-out scores."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", default=str(CONFIG), help="YAML config (default: configs/lane_psld_aux.yaml)")
+    parser.add_argument("--config", default=str(CONFIG), help="YAML config (default: the shipped lane_psld_aux.yaml)")
     parser.add_argument("--quick", action="store_true", help="a short CPU run (well under a minute)")
     parser.add_argument("--json", metavar="PATH", help="write the final metrics to this JSON file")
     parser.add_argument("--figure", metavar="PATH", help="save a PNG: a held-out frame and the scores")

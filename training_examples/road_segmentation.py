@@ -14,7 +14,8 @@ the homography from each frame's calibration is scaled with them). Each validati
   ``DrivingCorridorHitRate``, which share ``DrivingCorridorMetrics``'s counters (one corridor fit per batch);
 * ``val/soft_f_loss``: the training loss on the validation frames (``MeanMetric``).
 
-Run (``LightningCLI``; defaults from ``configs/road_segmentation.yaml``)::
+Run (``LightningCLI``; defaults from ``drivemetrics/configs/road_segmentation.yaml``;
+``drivemetrics config road_segmentation`` prints it)::
 
     python training_examples/road_segmentation.py --quick --json out.json --figure out.png
     python training_examples/road_segmentation.py --model.loss_space bev --trainer.max_epochs 20
@@ -44,6 +45,7 @@ from torch import Tensor, nn
 from torch.utils.data import DataLoader, Dataset
 from torchmetrics import MeanMetric, MetricCollection
 
+from drivemetrics.configs import config_path
 from drivemetrics.geometry import BevGrid, image_from_road_homography, intrinsic_matrix
 from drivemetrics.road import (
     CorridorConfig,
@@ -56,11 +58,15 @@ from drivemetrics.road import (
 )
 from drivemetrics.road.bev_inputs import pixel_inputs_to_bev
 
-REPO = Path(__file__).resolve().parents[1]
-CONFIG = REPO / "configs" / "road_segmentation.yaml"
+CONFIG = config_path("road_segmentation.yaml")
 KITTI_SIZE = (375, 1242)  # (H, W) of a KITTI-ROAD image; frames are resized to image_scale times this
 KITTI_CAMERA = {"focal": 721.5377, "cx": 609.5593, "cy": 172.854, "height": 1.65}
-QUICK_ARGS = ["--trainer.max_epochs=8", "--data.train_frames=64", "--data.val_frames=16"]
+QUICK_ARGS = [
+    "--trainer.enable_checkpointing=false",
+    "--trainer.max_epochs=8",
+    "--data.train_frames=64",
+    "--data.val_frames=16",
+]
 
 
 # ------------------------------------------------------------------------------------------------------------ data

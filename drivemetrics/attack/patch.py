@@ -1,6 +1,6 @@
 """A dirt patch lying on the road: its placement in the camera image, compositing, and budget projection.
 
-The patch is a texture of ``rows x cols`` cells of ``cell`` metres, fixed in the world: a rectangle of the road
+The patch is a texture of ``(rows, cols)`` cells of ``cell`` metres, fixed in the world: a rectangle of the road
 plane given in the road frame of an *anchor* pose (the first recorded frame of a clip), ``start`` metres ahead,
 centered ``lateral`` metres to the right (:class:`PatchSpec`). Texture row 0 is the far end, column 0 the left
 edge; cell ``(row, col)`` has its center at ``X = lateral - width / 2 + (col + 0.5) cell``,
@@ -81,7 +81,7 @@ class PatchSpec:
         return max(1, round(self.length / self.cell)), max(1, round(self.width / self.cell))
 
     def road_from_texture(self, dtype: torch.dtype = torch.float64, device: torch.device | str | None = None) -> Tensor:
-        """``3 x 3`` affine map from texture pixel coordinates ``(col, row, 1)`` to anchor road ``(X, Z, 1)``."""
+        """``(3, 3)`` affine map from texture pixel coordinates ``(col, row, 1)`` to anchor road ``(X, Z, 1)``."""
         rows, cols = self.shape
         sx, sz = self.width / cols, self.length / rows
         x0 = self.lateral - self.width / 2 + 0.5 * sx
@@ -89,7 +89,7 @@ class PatchSpec:
         return torch.tensor([[sx, 0.0, x0], [0.0, -sz, z0], [0.0, 0.0, 1.0]], dtype=dtype, device=device)
 
     def corners(self, dtype: torch.dtype = torch.float64, device: torch.device | str | None = None) -> Tensor:
-        """``4 x 2`` road corners ``(X, Z)`` in the anchor frame: near-left, near-right, far-right, far-left."""
+        """``(4, 2)`` road corners ``(X, Z)`` in the anchor frame: near-left, near-right, far-right, far-left."""
         x0, x1 = self.lateral - self.width / 2, self.lateral + self.width / 2
         z0, z1 = self.start, self.start + self.length
         return torch.tensor([[x0, z0], [x1, z0], [x1, z1], [x0, z1]], dtype=dtype, device=device)

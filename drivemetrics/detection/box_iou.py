@@ -1,6 +1,6 @@
 """Exact box overlaps as the KITTI object evaluation defines them: 2D, bird's-eye view (rotated) and 3D.
 
-Every function works element-wise on broadcastable batches, so ``f(a[:, None], b[None])`` gives the ``N x M``
+Every function works element-wise on broadcastable batches, so ``f(a[:, None], b[None])`` gives the ``(N, M)``
 matrix and ``f(a[i], b[j])`` a list of pairs. The rotated footprints are intersected by Sutherland-Hodgman clipping
 of one convex quadrilateral by the other's four edges, in the inputs' dtype (use float64: the official C++ works
 in double precision); the area is exact up to rounding, also for identical, touching and nested boxes, which the
@@ -11,11 +11,11 @@ symmetric up to rounding and an IoU never exceeds 1.
 
 Box layouts (the label file's fields):
 
-- 2D ``... x 4``: ``x1, y1, x2, y2`` pixels.
-- BEV ``... x 5``: ``x, z, l, w, ry`` (center in the camera's ground plane, length, width, yaw). The footprint's
+- 2D ``(..., 4)``: ``x1, y1, x2, y2`` pixels.
+- BEV ``(..., 5)``: ``x, z, l, w, ry`` (center in the camera's ground plane, length, width, yaw). The footprint's
   corners are ``(x, z) + R @ (+-l/2, +-w/2)`` with ``R = [[cos ry, sin ry], [-sin ry, cos ry]]``, as the C++
   ``toPolygon``.
-- 3D ``... x 7``: ``x, y, z, h, w, l, ry``, ``y`` the bottom face (camera y points down): the box spans
+- 3D ``(..., 7)``: ``x, y, z, h, w, l, ry``, ``y`` the bottom face (camera y points down): the box spans
   ``[y - h, y]`` vertically.
 
 ``criterion``: ``-1`` IoU (intersection over union), ``0`` intersection over the first box (the C++ uses it with
@@ -76,7 +76,7 @@ def box2d_overlap(boxes_a: Tensor, boxes_b: Tensor, criterion: int = -1) -> Tens
 
 
 def bev_box_corners(boxes: Tensor) -> Tensor:
-    """Footprint corners ``... x 4 x 2`` of BEV boxes ``... x 5`` (``x, z, l, w, ry``), counter-clockwise in the
+    """Footprint corners ``(..., 4, 2)`` of BEV boxes ``(..., 5)`` (``x, z, l, w, ry``), counter-clockwise in the
     ``(x, z)`` axes (positive signed area); negative sizes are taken by absolute value."""
     _check_last(boxes, 5, "boxes")
     half_l = boxes[..., 2].abs()[..., None] / 2
@@ -91,7 +91,7 @@ def bev_box_corners(boxes: Tensor) -> Tensor:
 
 
 def polygon_area(points: Tensor, count: Tensor | None = None) -> Tensor:
-    """Signed shoelace area of polygons ``... x K x 2`` (the first ``count`` vertices of each; default all K)."""
+    """Signed shoelace area of polygons ``(..., K, 2)`` (the first ``count`` vertices of each; default all K)."""
     if count is not None:
         keep = torch.arange(points.shape[-2], device=points.device) < count[..., None]
         points = torch.where(keep[..., None], points, points[..., :1, :])  # padding with vertex 0 adds no area
@@ -103,7 +103,7 @@ def polygon_area(points: Tensor, count: Tensor | None = None) -> Tensor:
 def _clip_by_half_plane(points: Tensor, count: Tensor, start: Tensor, end: Tensor) -> tuple[Tensor, Tensor]:
     """One Sutherland-Hodgman step: keep the part of each polygon left of (or on) the line ``start -> end``.
 
-    ``points``: ``P x K x 2`` (first ``count`` valid), ``start`` / ``end``: ``P x 2``. Returns the clipped
+    ``points``: ``(P, K, 2)`` (first ``count`` valid), ``start`` / ``end``: ``(P, 2)``. Returns the clipped
     polygons ``P x K' x 2`` and their vertex counts.
     """
     size = points.shape[1]
@@ -143,7 +143,7 @@ def _broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def convex_polygon_intersection_area(poly_a: Tensor, poly_b: Tensor) -> Tensor:
-    """Area of the intersection of convex polygons ``... x Ka x 2`` and ``... x Kb x 2`` (both counter-clockwise).
+    """Area of the intersection of convex polygons ``(..., Ka, 2)`` and ``(..., Kb, 2)`` (both counter-clockwise).
 
     Clips ``poly_a`` by each edge of ``poly_b`` (Sutherland-Hodgman), in the inputs' dtype. Coordinates are taken
     relative to ``poly_b``'s first vertex to keep the rounding small far from the origin. The result is 0 if either
@@ -172,7 +172,7 @@ def _cap(inter: Tensor, smaller: Tensor) -> Tensor:
 
 
 def bev_intersection_area(boxes_a: Tensor, boxes_b: Tensor) -> Tensor:
-    """Intersection area (m^2) of the rotated footprints of BEV boxes ``... x 5`` and ``... x 5``: 0 if either
+    """Intersection area (m^2) of the rotated footprints of BEV boxes ``(..., 5)`` and ``(..., 5)``: 0 if either
     box has ``l * w == 0``, never more than the smaller ``|l * w|``."""
     inter = convex_polygon_intersection_area(bev_box_corners(boxes_a), bev_box_corners(boxes_b))
     area_a = (boxes_a[..., 2] * boxes_a[..., 3]).abs()
@@ -199,7 +199,7 @@ def bev_overlap(boxes_a: Tensor, boxes_b: Tensor, criterion: int = -1) -> Tensor
 
 
 def box3d_from_bev_area(boxes_a: Tensor, boxes_b: Tensor, bev_inter: Tensor, criterion: int = -1) -> Tensor:
-    """3D overlap of boxes ``... x 7`` given their BEV intersection area (C++ ``box3DOverlap``):
+    """3D overlap of boxes ``(..., 7)`` given their BEV intersection area (C++ ``box3DOverlap``):
     ``inter = bev_inter * max(0, min(y_a, y_b) - max(y_a - h_a, y_b - h_b))``, volumes ``h * w * l``."""
     height = torch.minimum(boxes_a[..., 1], boxes_b[..., 1]) - torch.maximum(
         boxes_a[..., 1] - boxes_a[..., 3], boxes_b[..., 1] - boxes_b[..., 3]
@@ -211,7 +211,7 @@ def box3d_from_bev_area(boxes_a: Tensor, boxes_b: Tensor, bev_inter: Tensor, cri
 
 
 def box3d_to_bev(boxes: Tensor) -> Tensor:
-    """``... x 7`` (``x, y, z, h, w, l, ry``) -> ``... x 5`` (``x, z, l, w, ry``)."""
+    """``(..., 7)`` (``x, y, z, h, w, l, ry``) -> ``(..., 5)`` (``x, z, l, w, ry``)."""
     return boxes[..., [0, 2, 5, 4, 6]]
 
 

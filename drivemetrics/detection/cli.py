@@ -114,14 +114,17 @@ def _kitti_object_eval(args: argparse.Namespace) -> int:
     from drivemetrics._distributed import current_shard
 
     shard = current_shard()
+    progress = False if args.no_progress or not shard.is_main else None
     frames = _read_list(args.list) if args.list else sorted(p.stem for p in gt_dir.glob("*.txt"))
     frames = list(dict.fromkeys(frames))
     if not frames:
         raise ValueError(f"--gt folder {gt_dir} holds no .txt label file")
-    groundtruth = read_kitti_object_folder(gt_dir, shard.take(frames), with_score=False)
+    groundtruth = read_kitti_object_folder(gt_dir, shard.take(frames), with_score=False, progress=progress)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        detections = read_kitti_object_folder(det_dir, list(groundtruth), with_score=True, missing="warn")
+        detections = read_kitti_object_folder(
+            det_dir, list(groundtruth), with_score=True, missing="warn", progress=progress
+        )
     for warning in caught:
         print(f"warning: {warning.message}", file=sys.stderr)
     if shard.world > 1:  # torchrun: every rank read its shard of the frames
@@ -135,6 +138,7 @@ def _kitti_object_eval(args: argparse.Namespace) -> int:
         list(groundtruth.values()),
         overlaps=args.overlaps,
         workers=resolve_workers(args.workers),
+        progress=progress,
     )
     print(f"{len(groundtruth)} frames, overlaps: {args.overlaps}")
     if not result:
@@ -197,4 +201,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="minimum overlaps: strict (official, 0.7/0.5/0.5) or loose (BEV/3D 0.5/0.25/0.25)",
     )
     add_workers(parser, "threads evaluating classes / metrics in parallel")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar (default: shown on a terminal)")
     parser.set_defaults(func=_kitti_object_eval, sharded=True)

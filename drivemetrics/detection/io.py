@@ -24,6 +24,7 @@ import torch
 from torch import Tensor
 
 from drivemetrics._files import read_text
+from drivemetrics._progress import progress_bar
 from drivemetrics.geometry.calib import parse_kitti_calib
 
 __all__ = [
@@ -58,9 +59,9 @@ class KittiObjects:
         truncated: ``N`` truncation in [0, 1] (-1 for DontCare).
         occluded: ``N`` occlusion level 0..3 (-1 for DontCare).
         alpha: ``N`` observation angle in radians (-10: not given).
-        bbox: ``N x 4`` 2D box ``x1, y1, x2, y2`` in pixels.
-        dimensions: ``N x 3`` 3D size ``h, w, l`` in metres (the file's order).
-        location: ``N x 3`` bottom-face center ``x, y, z`` in rectified camera coordinates, metres.
+        bbox: ``(N, 4)`` 2D box ``x1, y1, x2, y2`` in pixels.
+        dimensions: ``(N, 3)`` 3D size ``h, w, l`` in metres (the file's order).
+        location: ``(N, 3)`` bottom-face center ``x, y, z`` in rectified camera coordinates, metres.
         rotation_y: ``N`` yaw around the camera y axis in radians.
         score: ``N`` confidences (results), or ``None`` (labels).
     """
@@ -85,7 +86,7 @@ class KittiObjects:
 
     @classmethod
     def from_array(cls, types: Sequence[str], values: np.ndarray) -> KittiObjects:
-        """Build from ``N`` type names and an ``N x 14`` (label) or ``N x 15`` (result) array of the numeric columns."""
+        """Build from ``N`` type names and an ``(N, 14)`` (label) or ``(N, 15)`` (result) array of numeric columns."""
         values = np.asarray(values, dtype=np.float64)
         if (
             values.ndim != 2
@@ -106,7 +107,7 @@ class KittiObjects:
         )
 
     def to_array(self) -> np.ndarray:
-        """The numeric columns as an ``N x 14`` (or ``N x 15`` with scores) float64 array, in file order."""
+        """The numeric columns as an ``(N, 14)`` (or ``(N, 15)`` with scores) float64 array, in file order."""
         cols = [
             (self.truncated, 1),
             (self.occluded, 1),
@@ -242,7 +243,11 @@ def write_kitti_object_folder(folder: str | Path, frames: Mapping[str, KittiObje
 
 
 def read_kitti_object_folder(
-    folder: str | Path, frames: Iterable[str] | None = None, with_score: bool | None = None, missing: str = "error"
+    folder: str | Path,
+    frames: Iterable[str] | None = None,
+    with_score: bool | None = None,
+    missing: str = "error",
+    progress: bool | None = False,
 ) -> dict[str, KittiObjects]:
     """Read ``<frame>.txt`` files of a label or result folder.
 
@@ -252,6 +257,7 @@ def read_kitti_object_folder(
         with_score: see :func:`parse_kitti_objects`.
         missing: for a listed frame without a file: ``"error"`` (FileNotFoundError), ``"empty"`` (no objects)
             or ``"warn"`` (no objects and a warning).
+        progress: a tqdm bar over the frames on stderr (``None``: only when stdout and stderr are terminals).
 
     Returns:
         ``{frame: objects}`` in the order of ``frames``.
@@ -264,15 +270,17 @@ def read_kitti_object_folder(
     names = sorted(p.stem for p in folder.glob("*.txt")) if frames is None else list(frames)
     out: dict[str, KittiObjects] = {}
     absent = []
-    for name in names:
-        path = folder / f"{name}.txt"
-        if not path.is_file():
-            if missing == "error":
-                raise FileNotFoundError(f"KITTI object file not found: {path}")
-            absent.append(name)
-            out[name] = KittiObjects.empty(with_score=bool(with_score))
-            continue
-        out[name] = read_kitti_objects(path, with_score=with_score)
+    with progress_bar(len(names), f"reading {folder.name}", "frame", progress) as bar:
+        for name in names:
+            bar.update()
+            path = folder / f"{name}.txt"
+            if not path.is_file():
+                if missing == "error":
+                    raise FileNotFoundError(f"KITTI object file not found: {path}")
+                absent.append(name)
+                out[name] = KittiObjects.empty(with_score=bool(with_score))
+                continue
+            out[name] = read_kitti_objects(path, with_score=with_score)
     if absent and missing == "warn":
         shown = ", ".join(absent[:5]) + (" ..." if len(absent) > 5 else "")
         warnings.warn(
@@ -308,7 +316,7 @@ def write_kitti_object_calib(path: str | Path, calib: Mapping[str, Tensor]) -> N
 
 
 def _homogeneous_4x4(matrix: Tensor) -> Tensor:
-    """``... x 3 x 3`` or ``... x 3 x 4`` -> ``... x 4 x 4`` with a ``[0 0 0 1]`` bottom row."""
+    """``(..., 3, 3)`` or ``(..., 3, 4)`` -> ``(..., 4, 4)`` with a ``[0 0 0 1]`` bottom row."""
     out = torch.zeros(*matrix.shape[:-2], 4, 4, dtype=matrix.dtype, device=matrix.device)
     out[..., : matrix.shape[-2], : matrix.shape[-1]] = matrix
     out[..., 3, 3] = 1.0
@@ -316,7 +324,7 @@ def _homogeneous_4x4(matrix: Tensor) -> Tensor:
 
 
 def velodyne_to_camera(points: Tensor, calib: Mapping[str, Tensor]) -> Tensor:
-    """Velodyne points ``... x N x 3`` (metres) -> rectified camera-0 coordinates ``... x N x 3``.
+    """Velodyne points ``(..., N, 3)`` (metres) -> rectified camera-0 coordinates ``(..., N, 3)``.
 
     ``R0_rect @ Tr_velo_to_cam @ [x, y, z, 1]`` (both extended to 4 x 4); batched calibrations broadcast.
     """
@@ -328,7 +336,7 @@ def velodyne_to_camera(points: Tensor, calib: Mapping[str, Tensor]) -> Tensor:
 
 
 def camera_to_image(points: Tensor, projection: Tensor) -> tuple[Tensor, Tensor]:
-    """Rectified camera points ``... x N x 3`` -> pixels ``... x N x 2`` with a 3 x 4 projection (e.g. ``P2``).
+    """Rectified camera points ``(..., N, 3)`` -> pixels ``(..., N, 2)`` with a 3 x 4 projection (e.g. ``P2``).
 
     Divides by the homogeneous coordinate ``w = P[2] @ [x, y, z, 1]`` (not by the camera z; they differ by
     ``P[2, 3]``, a few mm for P2).
@@ -347,16 +355,16 @@ def camera_to_image(points: Tensor, projection: Tensor) -> tuple[Tensor, Tensor]
 
 
 def velodyne_to_image(points: Tensor, calib: Mapping[str, Tensor], camera: str = "P2") -> tuple[Tensor, Tensor]:
-    """Velodyne points ``... x N x 3`` -> pixels ``... x N x 2`` of ``camera`` (``"P2"``: left colour) and ``w``."""
+    """Velodyne points ``(..., N, 3)`` -> pixels ``(..., N, 2)`` of ``camera`` (``"P2"``: left colour) and ``w``."""
     return camera_to_image(velodyne_to_camera(points, calib), calib[camera])
 
 
 def box3d_corners(dimensions: Tensor, location: Tensor, rotation_y: Tensor) -> Tensor:
-    """The 8 corners ``N x 8 x 3`` of KITTI 3D boxes in camera coordinates (devkit ``computeBox3D``).
+    """The 8 corners ``(N, 8, 3)`` of KITTI 3D boxes in camera coordinates (devkit ``computeBox3D``).
 
     Args:
-        dimensions: ``N x 3`` ``h, w, l``.
-        location: ``N x 3`` bottom-face center.
+        dimensions: ``(N, 3)`` ``h, w, l``.
+        location: ``(N, 3)`` bottom-face center.
         rotation_y: ``N`` yaw; the box's length axis points along ``(cos ry, 0, -sin ry)``.
 
     Returns:

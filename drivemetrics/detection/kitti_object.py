@@ -41,7 +41,8 @@ from torch import Tensor
 from torchmetrics import Metric
 
 from drivemetrics._compute import safe_divide
-from drivemetrics._metric import plot_metric
+from drivemetrics._metric import DictFamilyLogCheck, plot_metric
+from drivemetrics._progress import progress_bar
 from drivemetrics._ragged import RaggedStateMixin
 from drivemetrics.detection.box_iou import bev_intersection_area, box2d_overlap, box3d_from_bev_area
 from drivemetrics.detection.io import KittiObjects
@@ -252,7 +253,7 @@ def _pair_overlaps(det: _Flat, gt: _Flat, n_frames: int, kinds: Sequence[str], d
 
 
 def _ignored_gt(gt: _Flat, class_code: int) -> np.ndarray:
-    """``3 x N_gt`` int8: 0 counted, 1 ignored, -1 skipped (C++ ``cleanData``), per difficulty."""
+    """``(3, N_gt)`` int8: 0 counted, 1 ignored, -1 skipped (C++ ``cleanData``), per difficulty."""
     height = gt.bbox[:, 3] - gt.bbox[:, 1]
     valid = gt.code == class_code
     neighbour = gt.code == _NEIGHBOUR.get(class_code, -100)
@@ -265,7 +266,7 @@ def _ignored_gt(gt: _Flat, class_code: int) -> np.ndarray:
 
 
 def _ignored_det(det: _Flat, class_code: int) -> np.ndarray:
-    """``3 x N_det`` int8: 1 too small (any class), else 0 the class, -1 another class."""
+    """``(3, N_det)`` int8: 1 too small (any class), else 0 the class, -1 another class."""
     height = np.abs(det.bbox[:, 1] - det.bbox[:, 3])
     out = np.where(det.code == class_code, 0, -1).astype(np.int8)[None].repeat(3, 0)
     for d in range(3):
@@ -329,9 +330,9 @@ def _greedy_match(
 
     Args:
         cand: the candidate pairs.
-        active: ``D x S`` bool, the paired detections that take part (not skipped, score above the threshold).
-        ignored_det: ``D x S`` int8 (0 / 1 for the active ones).
-        ignored_gt_pair: ``P x S`` int8, the ``ignored_gt`` flag of each pair's GT.
+        active: ``(D, S)`` bool, the paired detections that take part (not skipped, score above the threshold).
+        ignored_det: ``(D, S)`` int8 (0 / 1 for the active ones).
+        ignored_gt_pair: ``(P, S)`` int8, the ``ignored_gt`` flag of each pair's GT.
         score: ``D`` detection scores.
         by_score: pass 1 (highest score wins) or pass 2 (largest overlap among counted detections wins, else the
             first ignored one).
@@ -505,6 +506,7 @@ def evaluate_kitti_objects(
     only_detected: bool = True,
     workers: int = 1,
     device: torch.device | str | None = None,
+    progress: bool | None = False,
 ) -> dict[str, dict[str, dict[str, dict[str, object]]]]:
     """The official KITTI object evaluation of the detections ``preds`` against the labels ``target``, frame by frame.
 
@@ -520,6 +522,8 @@ def evaluate_kitti_objects(
             torch's intra-op parallelism only adds overhead (a lot of it on a busy machine): on the CPU the
             evaluation runs with ``torch.set_num_threads(1)`` (restored afterwards) and parallelises over jobs.
         device: where the matching runs (default CPU).
+        progress: a tqdm bar over the (class, kind) curves on stderr (``None``: only when stdout and stderr are
+            terminals).
 
     Returns:
         ``{class: {"2d" | "aos" | "bev" | "3d": {difficulty: {"curve": 41 floats, "ap_r11": float,
@@ -551,7 +555,7 @@ def evaluate_kitti_objects(
     if device.type == "cpu":
         torch.set_num_threads(1)
     try:
-        return _evaluate(target, preds, names, table, only_detected, workers, device)
+        return _evaluate(target, preds, names, table, only_detected, workers, device, progress)
     finally:
         torch.set_num_threads(threads)
 
@@ -564,6 +568,7 @@ def _evaluate(
     only_detected: bool,
     workers: int,
     device: torch.device,
+    progress: bool | None = False,
 ) -> dict[str, dict[str, dict[str, dict[str, object]]]]:
     gt, det = _flatten(groundtruth), _flatten(detections)
     compute_aos = not bool((det.alpha == -10).any())
@@ -579,11 +584,17 @@ def _evaluate(
             code, kind, det, gt, pair_ov, table[kind][code], compute_aos and kind == "2d", device
         )
 
-    if workers > 1 and len(jobs) > 1:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            outputs = list(pool.map(run, jobs))
-    else:
-        outputs = [run(job) for job in jobs]
+    outputs = []
+    with progress_bar(len(jobs), "kitti-object-eval", "curve", progress) as bar:
+        if workers > 1 and len(jobs) > 1:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                for output in pool.map(run, jobs):
+                    outputs.append(output)
+                    bar.update()
+        else:
+            for job in jobs:
+                outputs.append(run(job))
+                bar.update()
     result: dict[str, dict[str, dict[str, dict[str, object]]]] = {}
     for (name, kind), curves in zip(jobs, outputs, strict=True):
         per_class = result.setdefault(name, {})
@@ -623,7 +634,7 @@ _COLUMNS = 16  # label, truncated, occluded, alpha, bbox 4, dimensions 3, locati
 
 
 def _frame_rows(frame: KittiObjects | Mapping[str, Any], is_pred: bool, where: str) -> Tensor:
-    """One frame as an ``N x 16`` float64 tensor (label index first, score last)."""
+    """One frame as an ``(N, 16)`` float64 tensor (label index first, score last)."""
     if isinstance(frame, KittiObjects):
         unknown = [t for t in frame.type if t not in _TYPE_INDEX]
         if unknown:
@@ -680,15 +691,15 @@ def _frames_from_rows(rows: np.ndarray, counts: np.ndarray, with_score: bool) ->
     return frames
 
 
-class KittiObjectMetrics(RaggedStateMixin, Metric):
+class KittiObjectMetrics(DictFamilyLogCheck, RaggedStateMixin, Metric):
     r"""The official KITTI object evaluation (2D, AOS, BEV, 3D; R11 and R40) over every frame seen.
 
     As input to ``update`` the metric accepts two lists with one entry per frame, each a
     :class:`~drivemetrics.detection.io.KittiObjects` or a dict of tensors (``N`` objects):
 
     - ``labels``: ``N`` int64 indices into :data:`KITTI_TYPES` (``Car`` 0, ``Van`` 1, ..., ``DontCare`` 8);
-    - ``boxes``: ``N x 4`` 2D boxes ``x1, y1, x2, y2`` in pixels;
-    - ``dimensions``: ``N x 3`` ``h, w, l`` in metres; ``location``: ``N x 3`` bottom-face center ``x, y, z`` in
+    - ``boxes``: ``(N, 4)`` 2D boxes ``x1, y1, x2, y2`` in pixels;
+    - ``dimensions``: ``(N, 3)`` ``h, w, l`` in metres; ``location``: ``(N, 3)`` bottom-face center ``x, y, z`` in
       rectified camera coordinates; ``rotation_y``: ``N`` yaw (radians);
     - ``alpha``: ``N`` observation angles (optional: missing means -10, which switches AOS off, as the C++);
     - ``preds`` only: ``scores``: ``N``; ``target`` only (optional, default 0): ``truncated``, ``occluded``.

@@ -58,7 +58,7 @@ class BevGrid:
     def cell_centers(
         self, dtype: torch.dtype = torch.float32, device: torch.device | str | None = None
     ) -> tuple[Tensor, Tensor]:
-        """Meshes ``(X, Z)`` of cell centers, each ``rows x cols``, metres."""
+        """Meshes ``(X, Z)`` of cell centers, each ``(rows, cols)``, metres."""
         z, x = torch.meshgrid(self.z_centers(dtype, device), self.x_centers(dtype, device), indexing="ij")
         return x, z
 

@@ -106,7 +106,7 @@ def read_kitti_calib(
 
 
 def stack_calibs(calibs: Iterable[Mapping[str, Tensor]], key: str) -> Tensor:
-    """Stack one matrix of several calibrations into a batch ``B x rows x cols``."""
+    """Stack one matrix of several calibrations into a batch ``(B, rows, cols)``."""
     mats = []
     for i, calib in enumerate(calibs):
         if key not in calib:

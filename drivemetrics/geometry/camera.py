@@ -4,7 +4,7 @@ Road frame (KITTI-ROAD convention): X right, Y down, Z forward, metres; the road
 center sits at ``(0, -camera_height, 0)`` (straight above the origin). A road point is written ``(X, Z)``; its
 homogeneous form is ``(X, Z, 1)``. Pixels are ``(u, v)`` = (column, row), origin at the top-left pixel center.
 
-The central object is the ``image_from_road`` homography ``H`` (``... x 3 x 3``): ``s (u, v, 1) = H (X, Z, 1)``
+The central object is the ``image_from_road`` homography ``H`` (``(..., 3, 3)``): ``s (u, v, 1) = H (X, Z, 1)``
 with ``s`` > 0 the depth of the point in front of the camera. It can be built from intrinsics and extrinsics
 (:func:`image_from_road_homography`), taken from a KITTI calibration (any 3 x 3 matrix in this convention,
 :func:`normalize_image_from_road`), or fitted to four point pairs (:func:`homography_from_correspondences`).

@@ -20,7 +20,7 @@ from drivemetrics.geometry.calib import ROAD_CALIB_KEYS
 
 
 def _pad_to_4x4(m: Tensor) -> Tensor:
-    """``... x 3 x 3`` or ``... x 3 x 4`` -> ``... x 4 x 4`` with a last row ``[0 0 0 1]`` (zero-padded columns)."""
+    """``(..., 3, 3)`` or ``(..., 3, 4)`` -> ``(..., 4, 4)`` with a last row ``[0 0 0 1]`` (zero-padded columns)."""
     out = torch.zeros(*m.shape[:-2], 4, 4, dtype=m.dtype, device=m.device)
     out[..., :3, : m.shape[-1]] = m
     out[..., 3, 3] = 1
@@ -33,12 +33,12 @@ def image_from_road(P2: Tensor, R0_rect: Tensor, Tr_cam_to_road: Tensor) -> Tens
     Differentiable w.r.t. all three inputs; batched over leading dimensions (which broadcast).
 
     Args:
-        P2: camera projection, ``... x 3 x 4``.
-        R0_rect: rectification rotation, ``... x 3 x 3``.
-        Tr_cam_to_road: rigid transform camera -> road frame, ``... x 3 x 4`` (metres).
+        P2: camera projection, ``(..., 3, 4)``.
+        R0_rect: rectification rotation, ``(..., 3, 3)``.
+        Tr_cam_to_road: rigid transform camera -> road frame, ``(..., 3, 4)`` (metres).
 
     Returns:
-        ``... x 3 x 3`` homography mapping road points ``(X, Z, 1)`` (metres, Y = 0) to image pixels
+        ``(..., 3, 3)`` homography mapping road points ``(X, Z, 1)`` (metres, Y = 0) to image pixels
         ``(u w, v w, w)``.
     """
     for x, name, cols in ((P2, "P2", 4), (R0_rect, "R0_rect", 3), (Tr_cam_to_road, "Tr_cam_to_road", 4)):
@@ -54,7 +54,7 @@ def image_from_road(P2: Tensor, R0_rect: Tensor, Tr_cam_to_road: Tensor) -> Tens
 
 
 def image_from_road_calib(calib: Mapping[str, Tensor]) -> Tensor:
-    """:func:`image_from_road` of a parsed KITTI-ROAD calibration (see ``read_kitti_calib``); ``3 x 3``."""
+    """:func:`image_from_road` of a parsed KITTI-ROAD calibration (see ``read_kitti_calib``); ``(3, 3)``."""
     missing = [k for k in ROAD_CALIB_KEYS if k not in calib]
     if missing:
         raise KeyError(f"calibration lacks {', '.join(missing)} (needed for the road homography)")
@@ -78,7 +78,7 @@ def image_from_road_calib_file(path: str | Path) -> Tensor:
 
 
 def road_from_bev_cell(grid: BevGrid, dtype: torch.dtype = torch.float64, device: torch.device | None = None) -> Tensor:
-    """Affine ``3 x 3`` map from continuous BEV cell coordinates ``(col, row, 1)`` to road ``(X, Z, 1)`` (metres).
+    """Affine ``(3, 3)`` map from continuous BEV cell coordinates ``(col, row, 1)`` to road ``(X, Z, 1)`` (metres).
 
     Integer ``(col, row)`` are cell centers, as in :meth:`BevGrid.metric_from_cell`.
     """
@@ -89,7 +89,7 @@ def road_from_bev_cell(grid: BevGrid, dtype: torch.dtype = torch.float64, device
 
 
 def image_from_bev_cell(image_from_road: Tensor, grid: BevGrid) -> Tensor:
-    """Homography from BEV cell coordinates ``(col, row, 1)`` to image pixels, ``... x 3 x 3``.
+    """Homography from BEV cell coordinates ``(col, row, 1)`` to image pixels, ``(..., 3, 3)``.
 
     This is the source -> destination matrix ``kornia.geometry.transform.warp_perspective`` expects for a
     BEV -> image warp (its inverse does image -> BEV).
@@ -100,15 +100,16 @@ def image_from_bev_cell(image_from_road: Tensor, grid: BevGrid) -> Tensor:
 def check_road_homography(
     image_from_road: Tensor, grid: BevGrid, name: str = "image_from_road", check_values: bool = True
 ) -> Tensor:
-    """Validate road -> image homographies for warps over ``grid``; return them as ``B x 3 x 3``.
+    """Validate road -> image homographies for warps over ``grid``; return them as ``(B, 3, 3)``.
 
-    A ``3 x 3`` input becomes a batch of one. Checks: shape and floating dtype; with ``check_values`` also
+    A ``(3, 3)`` input becomes a batch of one. Checks: shape and floating dtype; with ``check_values`` also
     finite, not singular (relative smallest singular value above ``100 * eps`` of the dtype), and the horizon
     ``w = 0`` does not cross the grid (``w`` has one sign over the whole grid, i.e. every cell lies on one side
     of the camera). The value checks synchronise with the device; they run without gradients.
 
     Raises:
-        ValueError / TypeError naming ``name`` and, for batches, the offending sample.
+        ValueError: a bad shape or value, naming ``name`` and, for batches, the offending sample.
+        TypeError: a tensor of the wrong type or dtype, naming ``name``.
     """
     check_tensor(image_from_road, name)
     if image_from_road.ndim == 2:
@@ -144,7 +145,7 @@ def check_road_homography(
 
 
 def horizon_depths(image_from_road: Tensor, grid: BevGrid) -> Tensor:
-    """Homogeneous ``w`` (depth) of the four outer corners of ``grid``, ``B x 4``.
+    """Homogeneous ``w`` (depth) of the four outer corners of ``grid``, ``(B, 4)``.
 
     ``w`` is affine on the road plane, so its extremes over the grid are at these corners.
     """

@@ -1,8 +1,8 @@
 """Batched warps between the camera image and the bird's-eye view (BEV) of the road plane.
 
-Conventions: images are ``B x C x H x W``; image pixel ``(u, v)`` = (column, row) with pixel centers at integers
+Conventions: images are ``(B, C, H, W)``; image pixel ``(u, v)`` = (column, row) with pixel centers at integers
 (KITTI's 0-based convention, the one of ``P2``); BEV cells follow :class:`BevGrid` (row 0 far, column 0 left,
-values at cell centers). The homography ``image_from_road`` (``B x 3 x 3`` or ``3 x 3``, see
+values at cell centers). The homography ``image_from_road`` (``(B, 3, 3)`` or ``(3, 3)``, see
 :func:`drivemetrics.geometry.image_from_road`) maps road points ``(X, Z, 1)`` to image pixels.
 
 Modes:
@@ -51,7 +51,7 @@ __all__ = [
 def _check_inputs(
     x: Tensor, name: str, image_from_road: Tensor, grid: BevGrid, mode: str, validate_args: bool
 ) -> Tensor:
-    """Validate a ``B x C x H x W`` input, the mode and the homographies; return homographies ``B x 3 x 3``."""
+    """Validate a ``(B, C, H, W)`` input, the mode and the homographies; return homographies ``(B, 3, 3)``."""
     if mode not in WARP_MODES:
         raise ValueError(f"`mode` must be one of {', '.join(WARP_MODES)}, got {mode!r}")
     check_shape(x, name, ("B", "C", "H", "W"))
@@ -95,7 +95,7 @@ def _numpy_arange(
 
 
 def devkit_cell_centers(grid: BevGrid, device: torch.device | str | None = None) -> tuple[Tensor, Tensor]:
-    """Cell-center meshes ``(X, Z)``, ``rows x cols``, exactly as the devkit builds them.
+    """Cell-center meshes ``(X, Z)``, ``(rows, cols)``, exactly as the devkit builds them.
 
     The devkit uses ``numpy.arange(x_min + res / 2, x_max, res)`` and ``numpy.arange(z_max - res / 2, z_min,
     -res)`` in float64 and casts the meshes to float32 before projecting; the values returned here are those
@@ -111,20 +111,20 @@ def devkit_cell_centers(grid: BevGrid, device: torch.device | str | None = None)
 
 @functools.lru_cache(maxsize=8)
 def _devkit_points(grid: BevGrid, device: torch.device) -> Tensor:
-    """``3 x N`` float64 homogeneous devkit cell centers ``(X, Z, 1)`` (cached per grid and device)."""
+    """``(3, N)`` float64 homogeneous devkit cell centers ``(X, Z, 1)`` (cached per grid and device)."""
     x, z = devkit_cell_centers(grid, device)
     x, z = x.reshape(-1).to(torch.float64), z.reshape(-1).to(torch.float64)
     return torch.stack((x, z, torch.ones_like(x)))
 
 
 def _project(h: Tensor, x: Tensor, z: Tensor) -> Tensor:
-    """Homogeneous images ``B x 3 x N`` of road points ``(x, z)`` (any shape, ``N`` values) under ``B x 3 x 3``."""
+    """Homogeneous images ``(B, 3, N)`` of road points ``(x, z)`` (any shape, ``N`` values) under ``(B, 3, 3)``."""
     x, z = x.reshape(-1).to(h.dtype), z.reshape(-1).to(h.dtype)
     return torch.matmul(h, torch.stack((x, z, torch.ones_like(x))))
 
 
 def _dehomogenise(p: Tensor, side: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """``(p0 / p2, p1 / p2, in_front)`` of ``B x 3 x N`` points; ``in_front``: ``p2`` has the sign ``side`` (``B``)."""
+    """``(p0 / p2, p1 / p2, in_front)`` of ``(B, 3, N)`` points; ``in_front``: ``p2`` has the sign ``side`` (``B``)."""
     w = p[:, 2]
     in_front = w * side.unsqueeze(1) > 0
     w = torch.where(in_front, w, torch.ones_like(w))  # keeps the quotients finite where invalid
@@ -135,7 +135,7 @@ def _dehomogenise(p: Tensor, side: Tensor) -> tuple[Tensor, Tensor, Tensor]:
 
 
 def _gather(src: Tensor, flat_index: Tensor, valid: Tensor, out_hw: tuple[int, int]) -> Tensor:
-    """``src[b, :, i]`` (``src`` flattened over H x W) for in-range long ``B x N`` indices; invalid -> 0."""
+    """``src[b, :, i]`` (``src`` flattened over H x W) for in-range long ``(B, N)`` indices; invalid -> 0."""
     b, c, h, w = src.shape
     values = src.reshape(b, c, h * w).gather(2, flat_index.unsqueeze(1).expand(b, c, flat_index.shape[1]))
     values = values.masked_fill(~valid.unsqueeze(1), 0)
@@ -153,7 +153,7 @@ def _nearest_index(u: Tensor, v: Tensor, height: int, width: int) -> tuple[Tenso
 def _sample_bilinear(
     src: Tensor, u: Tensor, v: Tensor, in_front: Tensor, out_hw: tuple[int, int]
 ) -> tuple[Tensor, Tensor]:
-    """Bilinear samples of ``src`` (``B x C x H x W``) at pixel-center coordinates ``(u, v)`` (``B x N``).
+    """Bilinear samples of ``src`` (``(B, C, H, W)``) at pixel-center coordinates ``(u, v)`` (``(B, N)``).
 
     Points off the image (``-0.5 .. W - 0.5``) or not ``in_front`` give 0; within half a pixel of the border the
     border pixel is used (``grid_sample`` with ``padding_mode="border"``, ``align_corners=True``).
@@ -194,13 +194,13 @@ def bev_sample_pixels(
     """The image pixel each BEV cell samples in ``"nearest"`` or ``"devkit"`` mode (the lookup table).
 
     Args:
-        image_from_road: ``B x 3 x 3`` or ``3 x 3`` road -> image homographies.
+        image_from_road: ``(B, 3, 3)`` or ``(3, 3)`` road -> image homographies.
         image_size: ``(H, W)`` of the image, pixels.
         grid: the BEV grid (default: the KITTI-ROAD grid).
         mode: ``"devkit"`` (``(floor(v) - 1, floor(u) - 1)``) or ``"nearest"`` (``(round(v), round(u))``).
 
     Returns:
-        ``(row, col, valid)``, each ``B x rows x cols``; ``row`` / ``col`` are long image indices, meaningful
+        ``(row, col, valid)``, each ``(B, rows, cols)``; ``row`` / ``col`` are long image indices, meaningful
         where ``valid`` (elsewhere -1).
     """
     grid = BevGrid() if grid is None else grid
@@ -226,7 +226,7 @@ def _check_size(image_size: tuple[int, int]) -> tuple[int, int]:
 
 
 def _forward_index(image_size: tuple[int, int], h: Tensor, grid: BevGrid, mode: str) -> tuple[Tensor, Tensor]:
-    """Flat image index (long, in range) and validity, each ``B x N``, for the nearest / devkit image -> BEV warps."""
+    """Flat image index (long, in range) and validity, each ``(B, N)``, for the nearest / devkit image -> BEV warps."""
     height, width = image_size
     if mode == "devkit":
         p = torch.matmul(h.to(torch.float64), _devkit_points(grid, h.device))  # float32 centers, in float64
@@ -261,8 +261,8 @@ def warp_image_to_bev(
     1e-13 pixel of an integer (verified identical to a numpy transcription on the KITTI-ROAD fixture frames).
 
     Args:
-        image: ``B x C x H x W`` (floating for ``"bilinear"``; any dtype for ``"nearest"`` / ``"devkit"``).
-        image_from_road: ``B x 3 x 3`` (one per sample), ``1 x 3 x 3`` or ``3 x 3`` (shared) road -> image
+        image: ``(B, C, H, W)`` (floating for ``"bilinear"``; any dtype for ``"nearest"`` / ``"devkit"``).
+        image_from_road: ``(B, 3, 3)`` (one per sample), ``(1, 3, 3)`` or ``(3, 3)`` (shared) road -> image
             homographies.
         grid: the BEV grid (default: the KITTI-ROAD grid, 800 x 400 cells of 0.05 m).
         mode: ``"bilinear"`` (differentiable), ``"nearest"`` or ``"devkit"``.
@@ -270,12 +270,12 @@ def warp_image_to_bev(
             checks synchronise with the device, turn them off in training loops once the inputs are known good.
 
     Returns:
-        ``(bev, valid)``: ``bev`` is ``B x C x rows x cols`` in the input's dtype (0 where invalid); ``valid``
-        is a bool ``B x rows x cols`` mask of the cells that see the image.
+        ``(bev, valid)``: ``bev`` is ``(B, C, rows, cols)`` in the input's dtype (0 where invalid); ``valid``
+        is a bool ``(B, rows, cols)`` mask of the cells that see the image.
 
     Raises:
-        ValueError / TypeError: bad shapes or dtypes, unknown mode, singular homography, or the horizon inside
-        the grid.
+        ValueError: bad shapes, unknown mode, singular homography, or the horizon inside the grid.
+        TypeError: a wrong dtype.
     """
     grid = BevGrid() if grid is None else grid
     h = _check_inputs(image, "image", image_from_road, grid, mode, validate_args)
@@ -283,7 +283,7 @@ def warp_image_to_bev(
 
 
 def _image_to_bev(image: Tensor, h: Tensor, grid: BevGrid, mode: str) -> tuple[Tensor, Tensor]:
-    """:func:`warp_image_to_bev` on checked inputs (``h`` is ``B x 3 x 3``)."""
+    """:func:`warp_image_to_bev` on checked inputs (``h`` is ``(B, 3, 3)``)."""
     out_hw = grid.shape
     if mode in ("devkit", "nearest"):
         flat, valid = _forward_index((image.shape[-2], image.shape[-1]), h, grid, mode)
@@ -317,8 +317,8 @@ def warp_bev_to_image(
     reverse devkit round trip moves content by about one pixel.
 
     Args:
-        bev: ``B x C x rows x cols`` on ``grid`` (floating for ``"bilinear"``).
-        image_from_road: ``B x 3 x 3``, ``1 x 3 x 3`` or ``3 x 3`` road -> image homographies.
+        bev: ``(B, C, rows, cols)`` on ``grid`` (floating for ``"bilinear"``).
+        image_from_road: ``(B, 3, 3)``, ``(1, 3, 3)`` or ``(3, 3)`` road -> image homographies.
         image_size: ``(H, W)`` of the output image, pixels.
         grid: the BEV grid of ``bev`` (default: the KITTI-ROAD grid).
         mode: ``"bilinear"`` (differentiable w.r.t. ``bev`` and ``image_from_road``), ``"nearest"`` or
@@ -326,7 +326,7 @@ def warp_bev_to_image(
         validate_args: as in :func:`warp_image_to_bev`.
 
     Returns:
-        ``(image, valid)``: ``image`` is ``B x C x H x W`` in ``bev``'s dtype; ``valid`` a bool ``B x H x W``
+        ``(image, valid)``: ``image`` is ``(B, C, H, W)`` in ``bev``'s dtype; ``valid`` a bool ``(B, H, W)``
         mask of the pixels that see the grid.
     """
     grid = BevGrid() if grid is None else grid
@@ -340,7 +340,7 @@ def warp_bev_to_image(
 def _bev_to_image(
     bev: Tensor, h: Tensor, image_size: tuple[int, int], grid: BevGrid, mode: str
 ) -> tuple[Tensor, Tensor]:
-    """:func:`warp_bev_to_image` on checked inputs (``h`` is ``B x 3 x 3``)."""
+    """:func:`warp_bev_to_image` on checked inputs (``h`` is ``(B, 3, 3)``)."""
     height, width = image_size
     b = bev.shape[0]
     dtype = torch.float64 if mode in ("devkit", "nearest") else _coord_dtype(bev)

@@ -20,7 +20,12 @@ def _tusimple_eval(args: argparse.Namespace) -> int:
     if args.json:
         check_output_path(args.json, input_files=[args.pred, args.gt], option="--json", is_folder=False)
     overall, per_image = evaluate_tusimple_files(
-        args.pred, args.gt, ego_only=args.ego_only, image_width=args.image_width, compat=args.compat
+        args.pred,
+        args.gt,
+        ego_only=args.ego_only,
+        image_width=args.image_width,
+        compat=args.compat,
+        progress=False if args.no_progress else None,
     )
     overall = {devkit: overall[key] for key, devkit in _TUSIMPLE_NAMES.items()}  # the devkit's names
     for name, value in overall.items():
@@ -101,6 +106,7 @@ def _culane_eval(args: argparse.Namespace) -> int:
         workers=resolve_workers(args.workers),
         per_image=args.per_image,
         categories=categories,
+        progress=False if args.no_progress else None,
     )
     from drivemetrics._distributed import current_shard
 
@@ -172,6 +178,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--gt", required=True, help="label JSON-lines file")
     parser.add_argument("--json", default=None, metavar="OUT", help="also write {Accuracy, FP, FN, F1} to OUT")
     parser.add_argument("--per-image", action="store_true", help="with --json, add the per-image scores")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar (default: shown on a terminal)")
     parser.add_argument("--ego-only", action="store_true", help="score only the ego-left and ego-right lanes")
     parser.add_argument("--image-width", type=float, default=1280.0, help="image width for --ego-only (pixels)")
     add_compat(
@@ -221,5 +228,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     culane.add_argument("--chunk", type=int, default=64, help="images scored per batch")
     add_workers(culane, "processes reading and scoring the files (torch runs one thread per process)")
     culane.add_argument("--per-image", action="store_true", help="with --json, add per-image TP / FP / FN")
+    culane.add_argument("--no-progress", action="store_true", help="no progress bar (default: shown on a terminal)")
     culane.add_argument("--json", default=None, metavar="OUT", help="also write the scores to OUT")
     culane.set_defaults(func=_culane_eval, sharded=True)

@@ -21,7 +21,7 @@ follows three cubic polynomials (path, left and right lines with probabilities).
 around the vehicle's own straight line (small heading, ``psi' = v delta / L``), the control is the road-wheel
 angle, piecewise constant on ``steps`` uniform intervals, the costs are quadratic (path offset, heading against the
 path slope, steering rate, a tiny angle penalty), there are no lane-line barriers and no box constraints (the
-vehicle model clamps the wheel angle), and the input is one center path. The optimum is then one ``steps x steps``
+vehicle model clamps the wheel angle), and the input is one center path. The optimum is then one ``(steps, steps)``
 linear solve per speed, so a step is a few dot products: exact, batched and differentiable.
 """
 
@@ -184,7 +184,7 @@ class LinearMPC:
         return self.horizon / self.steps
 
     def _matrices(self, dtype: torch.dtype, device: torch.device) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """Unit-speed response matrices ``G_e``, ``G_psi`` (``N x N``), the difference matrix and state times."""
+        """Unit-speed response matrices ``G_e``, ``G_psi`` (``(N, N)``), the difference matrix and state times."""
         n, dt = self.steps, self.dt
         t_state = torch.arange(1, n + 1, dtype=dtype, device=device) * dt  # end of interval k
         t_start = torch.arange(n, dtype=dtype, device=device) * dt  # start of control interval j

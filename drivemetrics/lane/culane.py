@@ -1,7 +1,7 @@
 """CULane lane F1: lanes drawn as wide curves, IoU, one-to-one matching, TP / FP / FN counts.
 
 As in the CULane evaluator (Pan et al., SCNN, ``tools/lane_evaluation``): every lane is interpolated with a natural
-cubic spline, drawn ``line_width`` px wide (default 30) on an ``H x W`` image (default 590 x 1640); the IoU of every
+cubic spline, drawn ``line_width`` px wide (default 30) on an ``(H, W)`` image (default 590 x 1640); the IoU of every
 (GT, prediction) pair is the pixel intersection over union of the drawings; GT and predicted lanes are paired
 one-to-one maximising the total IoU; a pair with IoU ``> iou_threshold`` (strict, default 0.5) is a true positive,
 ``FP = n_pred - TP``, ``FN = n_gt - TP``; precision, recall and F1 come from the totals over the dataset.
@@ -34,7 +34,7 @@ from torchmetrics import Metric
 
 from drivemetrics._compat import Compat, check_compat
 from drivemetrics._compute import precision_recall_f1
-from drivemetrics._metric import add_config_state, plot_metric
+from drivemetrics._metric import DictFamilyLogCheck, add_config_state, plot_metric
 from drivemetrics._validation import check_shape, check_tensor
 
 _BIG = 1e9
@@ -48,7 +48,7 @@ def counts_from_matches(matches: dict[str, Tensor], iou_threshold: float = 0.5) 
 
 
 def lanes_from_rows(xs: Tensor, ys: Tensor) -> Tensor:
-    """Turn row-sampled lanes (``B x L x N`` x at rows ``ys``: ``N`` or ``B x N``) into ``B x L x N x 2`` points."""
+    """Turn row-sampled lanes (``(B, L, N)`` x at rows ``ys``: ``N`` or ``(B, N)``) into ``(B, L, N, 2)`` points."""
     check_shape(xs, "xs", ("B", "L", "N"))
     if ys.ndim == 1:
         ys = ys.expand(xs.shape[0], -1)
@@ -58,7 +58,7 @@ def lanes_from_rows(xs: Tensor, ys: Tensor) -> Tensor:
 
 
 def _check_points(points: Tensor, lane_mask: Tensor | None, name: str) -> tuple[Tensor, Tensor]:
-    """(valid points ``B x L x P``, lane slots ``B x L``) after shape and value checks."""
+    """(valid points ``(B, L, P)``, lane slots ``(B, L)``) after shape and value checks."""
     check_tensor(points, name)
     check_shape(points, name, ("B", "L", "P", 2))
     if bool(torch.isinf(points).any()):
@@ -123,14 +123,14 @@ def draw_lanes(
     """Rasterise lanes as straight polylines ``line_width`` px wide (no interpolation; see :func:`spline_lanes`).
 
     Args:
-        points: ``B x L x P x 2`` lane points ``(x, y)`` in pixels (x = column, y = row, pixel centers at integer
+        points: ``(B, L, P, 2)`` lane points ``(x, y)`` in pixels (x = column, y = row, pixel centers at integer
             coordinates), NaN = padding. Consecutive valid points are joined; a NaN point breaks the polyline.
         height, width: image size in pixels.
         line_width: pen width in pixels (a pixel is inside when its distance to the polyline is <= half of it).
-        lane_mask: optional ``B x L`` bools of real lanes (default: slots with a valid point).
+        lane_mask: optional ``(B, L)`` bools of real lanes (default: slots with a valid point).
 
     Returns:
-        ``B x L x height x width`` bool masks (False for padding slots). Points may lie outside the image.
+        ``(B, L, height, width)`` bool masks (False for padding slots). Points may lie outside the image.
     """
     if not (line_width > 0 and height > 0 and width > 0):
         raise ValueError(f"need line_width, height, width > 0, got {line_width}, {height}, {width}")
@@ -183,13 +183,13 @@ def spline_lanes(
     ``max_samples``, the first and last sample being its end points.
 
     Args:
-        points: ``B x L x P x 2`` points ``(x, y)``, NaN = padding.
-        lane_mask: optional ``B x L`` bools of real lanes (default: slots with a valid point).
+        points: ``(B, L, P, 2)`` points ``(x, y)``, NaN = padding.
+        lane_mask: optional ``(B, L)`` bools of real lanes (default: slots with a valid point).
         spacing: largest parameter step between samples, pixels.
         max_samples: cap on ``N``.
 
     Returns:
-        (``B x L x N x 2`` float64 samples, NaN for lanes of fewer than 2 distinct points; ``B x L`` bools of the
+        (``(B, L, N, 2)`` float64 samples, NaN for lanes of fewer than 2 distinct points; ``(B, L)`` bools of the
         lanes drawn).
     """
     curve, _, drawn = _spline_samples(points, lane_mask, spacing, max_samples)
@@ -199,7 +199,7 @@ def spline_lanes(
 def _spline_samples(
     points: Tensor, lane_mask: Tensor | None, spacing: float, max_samples: int
 ) -> tuple[Tensor, Tensor, Tensor]:
-    """:func:`spline_lanes` plus the ``B x L x N x 2`` unit tangents at the samples."""
+    """:func:`spline_lanes` plus the ``(B, L, N, 2)`` unit tangents at the samples."""
     if not spacing > 0 or max_samples < 2:
         raise ValueError(f"need spacing > 0 and max_samples >= 2, got {spacing}, {max_samples}")
     valid, lane_mask = _check_points(points, lane_mask, "points")
@@ -262,7 +262,7 @@ def _spline_samples(
 
 
 def _scatter_rows(lo_row: Tensor, hi_row: Tensor, rows: Tensor, lo: Tensor, hi: Tensor, ok: Tensor) -> None:
-    """Merge column intervals ``[lo, hi]`` at integer ``rows`` (``B x L x ...``) into ``B x L x (H + 1)`` rows."""
+    """Merge column intervals ``[lo, hi]`` at integer ``rows`` (``(B, L, ...)``) into ``(B, L, (H + 1))`` rows."""
     height = lo_row.shape[-1] - 1
     ok = ok & (rows >= 0) & (rows < height)
     index = torch.where(ok, rows, height).long().flatten(2)
@@ -273,8 +273,8 @@ def _scatter_rows(lo_row: Tensor, hi_row: Tensor, rows: Tensor, lo: Tensor, hi: 
 def _row_intervals(
     curve: Tensor, tangent: Tensor, drawn: Tensor, height: int, width: int, r: float
 ) -> tuple[Tensor, Tensor, Tensor]:
-    """Per-row drawn columns ``[first, last]`` (``B x L x H`` long, empty when first > last) of the pixels within
-    ``r`` of sampled curves, and ``B x L`` bools of the curves monotone in y (the only ones this is exact for:
+    """Per-row drawn columns ``[first, last]`` (``(B, L, H)`` long, empty when first > last) of the pixels within
+    ``r`` of sampled curves, and ``(B, L)`` bools of the curves monotone in y (the only ones this is exact for:
     they cut every row in one interval; the others are drawn with :func:`draw_lanes`).
 
     The set within ``r`` of a curve is bounded by its two offset curves (``point +- r * normal``) and the disks at
@@ -326,8 +326,8 @@ def _row_intervals(
 
 
 def _draw_in_chunks(curve: Tensor, drawn: Tensor, height: int, width: int, line_width: float) -> Tensor:
-    """:func:`draw_lanes` of one image's ``L x N x 2`` curves (``L x H x W`` bools), a few lanes per call so that
-    its ``lanes x segments x rows`` temporaries stay below ~2**20 elements whatever the number of lanes."""
+    """:func:`draw_lanes` of one image's ``(L, N, 2)`` curves (``(L, H, W)`` bools), a few lanes per call so that
+    its ``(lanes, segments, rows)`` temporaries stay below ~2**20 elements whatever the number of lanes."""
     per_call = max(1, 2**20 // max(1, curve.shape[1] * height))
     parts = [
         draw_lanes(curve[None, k : k + per_call], height, width, line_width, drawn[None, k : k + per_call])[0]
@@ -346,7 +346,7 @@ def lane_iou_matrix(
     target_mask: Tensor | None = None,
     spacing: float = 8.0,
 ) -> Tensor:
-    """IoU of every (prediction, GT) lane pair, default mode: ``B x L_pred x L_gt`` float64 (0 for padding slots
+    """IoU of every (prediction, GT) lane pair, default mode: ``(B, L_pred, L_gt)`` float64 (0 for padding slots
     and for lanes of fewer than 2 points). Lanes are drawn as their spline (:func:`spline_lanes`, ``spacing`` px).
 
     Examples
@@ -411,7 +411,7 @@ def _warn_short(valid: Tensor, lane_mask: Tensor, name: str) -> Tensor:
 
 
 def _hungarian(iou: np.ndarray) -> np.ndarray:
-    """GT -> prediction match (``-1`` = none) maximising the total IoU; ``iou`` is ``n_gt x n_pred``."""
+    """GT -> prediction match (``-1`` = none) maximising the total IoU; ``iou`` is ``(n_gt, n_pred)``."""
     from scipy.optimize import linear_sum_assignment
 
     match = np.full(iou.shape[0], -1, dtype=np.int64)
@@ -434,12 +434,12 @@ def culane_matches(
     """Match predictions to GT lanes per image; :func:`counts_from_matches` gives TP / FP / FN at any threshold.
 
     Args:
-        preds: ``B x L_pred x P x 2`` predicted lane points ``(x, y)`` in pixels, NaN = padding
+        preds: ``(B, L_pred, P, 2)`` predicted lane points ``(x, y)`` in pixels, NaN = padding
             (:func:`lanes_from_rows` converts row-sampled lanes).
-        target: ``B x L_gt x Q x 2`` GT lane points.
+        target: ``(B, L_gt, Q, 2)`` GT lane points.
         height, width: image size (CULane 590 x 1640).
         line_width: drawn lane width in pixels (30).
-        preds_mask, target_mask: optional ``B x L`` bools of real lanes (default: slots with a valid point; give
+        preds_mask, target_mask: optional ``(B, L)`` bools of real lanes (default: slots with a valid point; give
             them to count lanes of 0 points in compat mode).
         compat: ``"default"`` or ``"reference"`` (the official C++ tool, CPU, needs OpenCV).
 
@@ -554,7 +554,7 @@ def culane_f1(
     return precision_recall_f1(counts["tp"].sum(), counts["fp"].sum(), counts["fn"].sum())
 
 
-class CULaneMetrics(Metric):
+class CULaneMetrics(DictFamilyLogCheck, Metric):
     """CULane F1 accumulated over batches: sum-reduced TP / FP / FN counters.
 
     ``update(preds, target, preds_mask=None, target_mask=None)`` as :func:`culane_counts`; ``compute()`` returns
@@ -646,7 +646,7 @@ class CULaneMetrics(Metric):
 class CULanePrecision(CULaneMetrics):
     """CULane precision ``TP / (TP + FP)`` over all images seen (arguments as :class:`CULaneMetrics`).
 
-    Example:
+    Examples:
         >>> import torch
         >>> lane = torch.tensor([[[[800.0, 580.0], [820.0, 300.0]]]])
         >>> metric = CULanePrecision()
@@ -678,7 +678,7 @@ class CULanePrecision(CULaneMetrics):
 class CULaneRecall(CULaneMetrics):
     """CULane recall ``TP / (TP + FN)`` over all images seen (arguments as :class:`CULaneMetrics`).
 
-    Example:
+    Examples:
         >>> import torch
         >>> lane = torch.tensor([[[[800.0, 580.0], [820.0, 300.0]]]])
         >>> metric = CULaneRecall()
@@ -710,7 +710,7 @@ class CULaneRecall(CULaneMetrics):
 class CULaneF1Score(CULaneMetrics):
     """CULane F1 over all images seen, a scalar for ``self.log`` (arguments as :class:`CULaneMetrics`).
 
-    Example:
+    Examples:
         >>> import torch
         >>> lane = torch.tensor([[[[800.0, 580.0], [820.0, 300.0]]]])
         >>> metric = CULaneF1Score()

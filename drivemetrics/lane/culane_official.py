@@ -9,7 +9,7 @@ numpy only at import (``cv2``, from the ``culane`` extra, is imported when a lan
   (chord-length parameter, 50 steps per interval, computed in double from the float points, stored as float32);
   2-point lanes are kept as they are;
 * every point becomes an integer pixel by ``cvRound`` (round half to even) and consecutive points are joined with
-  ``cv::line`` of thickness ``line_width`` (8-connected) on an ``height x width`` image;
+  ``cv::line`` of thickness ``line_width`` (8-connected) on an ``(height, width)`` image;
 * repeated consecutive points: a lane whose points all fall in one pixel (e.g. ``x y x y``) is a disc of diameter
   ``line_width`` (``cv::line`` from a point to itself draws its round caps); in a lane of 3 or more points a repeated
   point makes a chord length 0, the spline's ``0 / 0`` turns every interpolated point into NaN, which ``cvRound``
@@ -36,7 +36,7 @@ SPLINE_STEPS = 50
 
 
 def read_culane_file(path: str | Path, missing_ok: bool = False) -> list[np.ndarray]:
-    """Read a CULane ``.lines.txt`` file as the official tool does: one ``n x 2`` float64 array per text line.
+    """Read a CULane ``.lines.txt`` file as the official tool does: one ``(n, 2)`` float64 array per text line.
 
     A blank line is a 0-point lane and a line ``x y`` a 1-point lane (the caller decides whether to keep them).
     Numbers are checked: a non-number, an odd count or a non-finite value raises ``ValueError`` naming the file and
@@ -114,7 +114,7 @@ def cv_round(values: np.ndarray) -> np.ndarray:
 
 
 def official_lane_pixels(points: np.ndarray, steps: int = SPLINE_STEPS) -> np.ndarray | None:
-    """Integer pixels ``k x 2`` (x, y) the official tool joins with ``cv::line``; None for lanes of < 2 points."""
+    """Integer pixels ``(k, 2)`` (x, y) the official tool joins with ``cv::line``; None for lanes of < 2 points."""
     p = np.asarray(points, dtype=np.float32).reshape(-1, 2)
     if p.shape[0] < 2:
         return None
@@ -158,7 +158,7 @@ def _cv2() -> object:
 
 
 def draw_official_lane(points: np.ndarray, height: int, width: int, line_width: int) -> np.ndarray | None:
-    """``height x width`` uint8 0/1 drawing of one lane as the official tool makes it (None for < 2 points)."""
+    """``(height, width)`` uint8 0/1 drawing of one lane as the official tool makes it (None for < 2 points)."""
     cv2 = _cv2()
     pixels = official_lane_pixels(points)
     if pixels is None:
@@ -171,7 +171,7 @@ def draw_official_lane(points: np.ndarray, height: int, width: int, line_width: 
 def official_iou_matrix(
     gt_lanes: list[np.ndarray], pred_lanes: list[np.ndarray], height: int = 590, width: int = 1640, line_width: int = 30
 ) -> np.ndarray:
-    """``n_gt x n_pred`` IoU matrix of the official tool (0 for lanes of < 2 points, NaN for 0 / 0)."""
+    """``(n_gt, n_pred)`` IoU matrix of the official tool (0 for lanes of < 2 points, NaN for 0 / 0)."""
     gt_masks = [draw_official_lane(lane, height, width, line_width) for lane in gt_lanes]
     pred_masks = [draw_official_lane(lane, height, width, line_width) for lane in pred_lanes]
     iou = np.zeros((len(gt_lanes), len(pred_lanes)))
@@ -202,7 +202,7 @@ def _row_span(mask: np.ndarray | None) -> tuple[int, int]:
 
 
 def official_match(iou: np.ndarray) -> np.ndarray:
-    """GT -> prediction match (``-1`` = none) of the official Kuhn-Munkres (1e-2 tolerance) on ``n_gt x n_pred``."""
+    """GT -> prediction match (``-1`` = none) of the official Kuhn-Munkres (1e-2 tolerance) on ``(n_gt, n_pred)``."""
     n_gt, n_pred = iou.shape
     if n_gt == 0 or n_pred == 0:
         return np.full(n_gt, -1, dtype=np.int64)

@@ -15,9 +15,10 @@ import torch
 from drivemetrics._compat import Compat, check_compat
 from drivemetrics._compute import precision_recall_f1
 from drivemetrics._distributed import Shard, current_shard
+from drivemetrics._progress import progress_bar
 from drivemetrics._ragged import RaggedRows
 from drivemetrics.lane.culane import culane_matches
-from drivemetrics.lane.io import _frame_key, _lane_name, _stack_lanes, read_tusimple_json
+from drivemetrics.lane.io import TuSimpleRecords, _frame_key, _lane_name, _stack_lanes, read_tusimple_json
 from drivemetrics.lane.tusimple import select_ego_lanes, tusimple_f1, tusimple_image_scores
 
 __all__ = ["evaluate_culane_dirs", "evaluate_tusimple_files", "score_culane_dirs"]
@@ -63,10 +64,12 @@ def score_culane_dirs(
     compat: Compat = "default",
     chunk: int = 64,
     workers: int = 1,
+    progress: bool | None = False,
 ) -> dict[str, object]:
     """Match every listed frame: ``{"n_gt", "n_pred"}`` (``F`` int arrays), ``"matched"`` (list of per-GT-lane
     matched IoU arrays, NaN = unmatched) and ``"dropped"`` (``{"pred", "gt"}`` lanes of < 2 points dropped in the
     default mode). ``names``: relative ``.lines.txt`` paths; a missing prediction file is a frame without lanes.
+    ``progress``: a tqdm bar over the frames (``None``: only when stdout and stderr are terminals).
     """
     check_compat(compat)
     pred_dir, gt_dir = Path(pred_dir), Path(gt_dir)
@@ -103,13 +106,15 @@ def score_culane_dirs(
             threads=1 if workers > 1 else 0,
         )
         parts = _map_chunks(score, chunks, workers)
-    for part, part_dropped in parts:
-        for g, p, m in part:
-            n_gt.append(g)
-            n_pred.append(p)
-            matched.append(m)
-        for key in part_dropped or {}:
-            dropped[key] += part_dropped[key]
+    with progress_bar(len(names), "culane-eval", "image", progress) as bar:
+        for part, part_dropped in parts:
+            for g, p, m in part:
+                n_gt.append(g)
+                n_pred.append(p)
+                matched.append(m)
+            for key in part_dropped or {}:
+                dropped[key] += part_dropped[key]
+            bar.update(len(part))
     _warn_dropped(dropped, stacklevel=3)
     return {
         "n_gt": np.array(n_gt, dtype=np.int64),
@@ -169,6 +174,7 @@ def evaluate_culane_dirs(
     workers: int = 1,
     per_image: bool = False,
     categories: dict[str, list[str]] | None = None,
+    progress: bool | None = False,
 ) -> dict[str, object]:
     """CULane precision / recall / F1 of a folder of ``.lines.txt`` predictions against a GT folder.
 
@@ -181,6 +187,7 @@ def evaluate_culane_dirs(
         iou_threshold: one threshold or several (scored in one pass: the matching does not depend on it).
         chunk: frames per batch (bounds memory); workers: processes reading (and in compat mode scoring) files.
         compat: ``"default"`` or ``"reference"`` (the official C++ tool's numbers).
+        progress: a tqdm bar over the frames on stderr (``None``: only when stdout and stderr are terminals).
         per_image: add ``"per_image": {frame: {"tp", "fp", "fn"}}`` at the first threshold; ``frame`` is the name
             as given (list entry or path under ``gt_dir``) without extension.
         categories: ``{row name: names}``, e.g. the CULane test splits; each row is scored from the same matches.
@@ -214,8 +221,9 @@ def evaluate_culane_dirs(
     with warnings.catch_warnings():
         if shard.world > 1:  # one warning with the totals, from rank 0
             warnings.filterwarnings("ignore", message=".*with fewer than 2 points dropped")
+        shown = progress if shard.is_main else False  # rank 0 shows its shard's progress
         scored = score_culane_dirs(
-            pred_dir, gt_dir, shard.take(names), height, width, line_width, compat, chunk, workers
+            pred_dir, gt_dir, shard.take(names), height, width, line_width, compat, chunk, workers, shown
         )
     if shard.world > 1:
         scored = _gather_scored(shard, scored, len(names))
@@ -262,19 +270,43 @@ def evaluate_tusimple_files(
     ego_only: bool = False,
     image_width: float = 1280.0,
     compat: Compat = "default",
+    progress: bool | None = False,
 ) -> tuple[dict[str, float], list[dict[str, object]]]:
     """Score a TuSimple prediction file against a label file (``LaneEval.bench_one_submit`` semantics).
 
     Every label ``raw_file`` needs exactly one prediction with the same ``raw_file`` (order may differ) and the
-    same number of values per lane as the label's ``h_samples``.
+    same number of values per lane as the label's ``h_samples``. ``progress``: a tqdm bar over the three stages
+    (read the labels, read the predictions, score every image in one batch) on stderr (``None``: only when stdout
+    and stderr are terminals).
 
     Returns:
         ``({"accuracy", "fp", "fn", "f1"}, per_image)`` with fractions, and per image
         ``{"raw_file", "accuracy", "fp", "fn"}``.
     """
-    gt = read_tusimple_json(gt_path, require_h_samples=True)
-    rows = None if gt.h_samples is None else gt.h_samples.shape[1]
-    pred = read_tusimple_json(pred_path, require_h_samples=False, max_points=rows)
+    with progress_bar(3, "tusimple-eval", "stage", progress) as bar:
+        bar.set_postfix_str("reading labels")
+        gt = read_tusimple_json(gt_path, require_h_samples=True)
+        bar.update()
+        bar.set_postfix_str("reading predictions")
+        rows = None if gt.h_samples is None else gt.h_samples.shape[1]
+        pred = read_tusimple_json(pred_path, require_h_samples=False, max_points=rows)
+        bar.update()
+        bar.set_postfix_str(f"scoring {len(gt.raw_files)} images")
+        result = _score_tusimple_records(gt, pred, pred_path, gt_path, ego_only, image_width, compat)
+        bar.update()
+    return result
+
+
+def _score_tusimple_records(
+    gt: TuSimpleRecords,
+    pred: TuSimpleRecords,
+    pred_path: str | Path,
+    gt_path: str | Path,
+    ego_only: bool,
+    image_width: float,
+    compat: Compat,
+) -> tuple[dict[str, float], list[dict[str, object]]]:
+    """The body of :func:`evaluate_tusimple_files` once both files are read."""
     if gt.h_samples is None:  # pragma: no cover - guaranteed by require_h_samples
         raise ValueError(f"{gt_path}: labels need `h_samples`")
     if len(set(gt.raw_files)) != len(gt.raw_files):

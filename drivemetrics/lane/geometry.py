@@ -254,7 +254,7 @@ def lane_slot_mask(lanes: Tensor, lane_mask: Tensor | None = None, name: str = "
     ``lane_mask`` (``(B, L)``) when given, else the slots with at least one finite value (an all-NaN slot is
     padding). ``name`` names the argument in the error message of a wrongly shaped mask.
 
-    Example:
+    Examples:
         >>> lanes = torch.tensor([[[1.0, 2.0], [float("nan"), float("nan")]]])
         >>> lane_slot_mask(lanes).tolist()
         [[True, False]]

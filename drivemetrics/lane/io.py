@@ -27,11 +27,11 @@ __all__ = ["TuSimpleRecords", "read_culane_lines", "read_culane_list", "read_tus
 
 
 def read_culane_lines(path: str | Path) -> Tensor:
-    """Read a CULane ``.lines.txt`` file into ``L x P x 2`` float64 points ``(x, y)``, NaN-padded (default mode).
+    """Read a CULane ``.lines.txt`` file into ``(L, P, 2)`` float64 points ``(x, y)``, NaN-padded (default mode).
 
     Lines with fewer than 2 points (blank lines included) are dropped with a warning that counts them; a
     non-number or an odd number of values raises ``ValueError`` naming the file and 1-based line number. An empty
-    file gives ``0 x 0 x 2``. :func:`drivemetrics.lane.culane_official.read_culane_file` keeps every line.
+    file gives ``(0, 0, 2)``. :func:`drivemetrics.lane.culane_official.read_culane_file` keeps every line.
     """
     from drivemetrics.lane.culane_official import read_culane_file
 
@@ -43,7 +43,7 @@ def read_culane_lines(path: str | Path) -> Tensor:
 
 
 def _stack_lanes(frames: list[list[np.ndarray]]) -> Tensor:
-    """``B x L x P x 2`` NaN-padded float64 tensor of per-frame lists of ``n x 2`` lanes."""
+    """``(B, L, P, 2)`` NaN-padded float64 tensor of per-frame lists of ``(n, 2)`` lanes."""
     n_lanes = max([len(f) for f in frames] + [1])
     n_points = max([len(lane) for f in frames for lane in f] + [2])
     out = np.full((len(frames), n_lanes, n_points, 2), np.nan)
@@ -94,11 +94,11 @@ class TuSimpleRecords:
 
     Attributes:
         raw_files: image names (``raw_file``), one per line.
-        lanes: ``B x L x N`` float64 x coordinates (pixels), NaN = missing (negative values in the file) or padding.
-        lane_mask: ``B x L`` bool, True for lanes present in the file (also all-missing ones).
-        h_samples: ``B x N`` float64 rows (pixels), NaN-padded; None when the file has none (predictions).
+        lanes: ``(B, L, N)`` float64 x coordinates (pixels), NaN = missing (negative values in the file) or padding.
+        lane_mask: ``(B, L)`` bool, True for lanes present in the file (also all-missing ones).
+        h_samples: ``(B, N)`` float64 rows (pixels), NaN-padded; None when the file has none (predictions).
         run_time: ``B`` float64 milliseconds; None when the file has none (labels).
-        lane_lengths: ``B x L`` long, number of values each lane has in the file (0 for padding).
+        lane_lengths: ``(B, L)`` long, number of values each lane has in the file (0 for padding).
         line_numbers: 1-based line of each record in the file.
     """
 
@@ -257,9 +257,9 @@ def write_tusimple_json(
     Args:
         path: output file.
         raw_files: ``B`` image names.
-        lanes: ``B x L x N`` x coordinates (pixels), NaN = missing.
-        lane_mask: optional ``B x L`` bools of lanes to write (default: lanes with a non-NaN value).
-        h_samples: optional ``N`` or ``B x N`` rows (labels); NaN-padded rows are dropped with their values.
+        lanes: ``(B, L, N)`` x coordinates (pixels), NaN = missing.
+        lane_mask: optional ``(B, L)`` bools of lanes to write (default: lanes with a non-NaN value).
+        h_samples: optional ``N`` or ``(B, N)`` rows (labels); NaN-padded rows are dropped with their values.
         run_time: optional ``B`` milliseconds (predictions).
     """
     check_shape(lanes, "lanes", (len(raw_files), "L", "N"))

@@ -204,7 +204,7 @@ def psld(
     Arguments as :func:`psld_deviations`; ``reduction`` is ``"mean"`` (default), ``"sum"`` or ``"none"``
     (per-frame values ``(B,)``). ld-metric's per-scenario number is the ``"sum"`` over the scenario's 20 frames.
 
-    Example:
+    Examples:
         >>> z = default_z_samples()
         >>> gt = torch.zeros(2, z.numel())
         >>> psld(gt, gt, speed=20.0)
@@ -263,7 +263,7 @@ class PSLDLoss(nn.Module):
     ``target`` is always the ground-truth lane-center profile ``(B, M)`` at ``z_samples``.
     ``validate_args=False`` skips the value checks (finite, ``speed > 0``) that synchronise with the device.
 
-    Example:
+    Examples:
         >>> loss_fn = PSLDLoss()
         >>> z = default_z_samples()
         >>> pred = torch.full((2, z.numel()), 0.3, requires_grad=True)

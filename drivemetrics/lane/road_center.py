@@ -41,6 +41,7 @@ def expected_center_from_maps(
     lanes: Sequence[int] | None = None,
     from_logits: bool = True,
     no_lane_cell: bool = False,
+    validate_args: bool = True,
 ) -> Tensor:
     """Expected road center from per-lane row-wise scores (segmentation maps or row-anchor classifiers).
 
@@ -48,11 +49,15 @@ def expected_center_from_maps(
     scores over the ``W`` columns; the center is the mean of ``x`` over the chosen lanes and all rows.
 
     Args:
-        maps: ``B x L x H x W`` scores: per-lane segmentation logits (SCNN: the left/right ego-lane channels) or
+        maps: ``(B, L, H, W)`` scores: per-lane segmentation logits (SCNN: the left/right ego-lane channels) or
             row-anchor classification logits (UltraFast: ``H`` row anchors x ``W`` grid cells).
         lanes: lane indices to use (default all), e.g. ``(1, 2)`` for the ego lanes of a 4-lane model.
         from_logits: softmax over columns (default); False takes non-negative scores normalised per row.
         no_lane_cell: the last column is a "no lane" class (UltraFast) and is excluded before the softmax.
+        validate_args: check values (finite, non-negative with positive row sums when ``from_logits=False``);
+            each check synchronises with the device and breaks a ``torch.compile`` graph,
+            so pass ``False`` in a compiled or GPU attack loop once the inputs are known to be valid (the
+            shapes are still checked).
 
     Returns:
         ``B`` centers in [0, 1] (differentiable w.r.t. ``maps``).
@@ -66,7 +71,8 @@ def expected_center_from_maps(
     """
     check_tensor(maps, "maps")
     check_shape(maps, "maps", ("B", "L", "H", "W"))
-    check_finite(maps, "maps")
+    if validate_args:
+        check_finite(maps, "maps")
     maps = _select_lanes(maps, lanes, "maps")
     if no_lane_cell:
         if maps.shape[-1] < 2:
@@ -77,10 +83,10 @@ def expected_center_from_maps(
     if from_logits:
         prob = torch.softmax(maps, dim=-1)
     else:
-        if bool((maps < 0).any()):
+        if validate_args and bool((maps < 0).any()):
             raise ValueError("`maps` must be non-negative when `from_logits=False`")
         mass = maps.sum(dim=-1, keepdim=True)
-        if bool((mass <= 0).any()):
+        if validate_args and bool((mass <= 0).any()):
             raise ValueError("`maps` has a row with zero total score; pass logits with `from_logits=True`")
         prob = maps / mass
     width = prob.shape[-1]
@@ -93,6 +99,7 @@ def expected_center_from_polynomials(
     confidence: Tensor | None = None,
     y: Tensor | None = None,
     conf_threshold: float = 0.5,
+    validate_args: bool = True,
 ) -> Tensor:
     """Expected road center of polynomial lanes (PolyLaneNet style): mean x of the confident lanes over rows.
 
@@ -102,10 +109,14 @@ def expected_center_from_polynomials(
     its lanes (instead of the reference's empty mean, NaN).
 
     Args:
-        coefficients: ``B x L x (D + 1)`` polynomial coefficients.
-        confidence: optional ``B x L`` lane confidences in [0, 1] (default: all lanes used).
+        coefficients: ``(B, L, (D + 1))`` polynomial coefficients.
+        confidence: optional ``(B, L)`` lane confidences in [0, 1] (default: all lanes used).
         y: ``R`` normalised rows (default ``0.40, 0.41, ..., 0.99``, the lower 60 % of the image).
         conf_threshold: confidence needed to use a lane.
+        validate_args: check values (finite); each check synchronises with the device and breaks a
+            ``torch.compile`` graph,
+            so pass ``False`` in a compiled or GPU attack loop once the inputs are known to be valid (the
+            shapes are still checked).
 
     Returns:
         ``B`` centers (differentiable w.r.t. ``coefficients``; the hard selection has no gradient w.r.t.
@@ -120,14 +131,16 @@ def expected_center_from_polynomials(
     """
     check_tensor(coefficients, "coefficients")
     check_shape(coefficients, "coefficients", ("B", "L", "D+1"))
-    check_finite(coefficients, "coefficients")
+    if validate_args:
+        check_finite(coefficients, "coefficients")
     if coefficients.shape[1] == 0 or coefficients.shape[2] == 0:
         raise ValueError(f"`coefficients` needs at least one lane and one coefficient, got {tuple(coefficients.shape)}")
     if y is None:
         y = torch.arange(40, 100, device=coefficients.device, dtype=coefficients.dtype) / 100
     check_tensor(y, "y")
     check_shape(y, "y", ("R",))
-    check_finite(y, "y")
+    if validate_args:
+        check_finite(y, "y")
     if y.numel() == 0:
         raise ValueError("`y` must hold at least one row")
     y = y.to(device=coefficients.device, dtype=coefficients.dtype)
@@ -138,7 +151,8 @@ def expected_center_from_polynomials(
         weight = torch.ones(coefficients.shape[:2], dtype=x.dtype, device=x.device)
     else:
         check_shape(confidence, "confidence", coefficients.shape[:2])
-        check_finite(confidence, "confidence")
+        if validate_args:
+            check_finite(confidence, "confidence")
         keep = confidence.to(x.device) >= conf_threshold
         keep = torch.where(keep.any(dim=1, keepdim=True), keep, torch.ones_like(keep))
         weight = keep.to(x.dtype)
@@ -151,18 +165,23 @@ def expected_center_from_anchors(
     confidence: Tensor,
     image_width: float | None = None,
     offsets: Tensor | None = None,
+    validate_args: bool = True,
 ) -> Tensor:
     """Expected road center of anchor proposals (LaneATT style): confidence-weighted mean x per row, then mean.
 
     ``center = mean_r (sum_a c_a x_{a,r} / sum_a c_a)`` over all proposals (no NMS, so it stays differentiable).
 
     Args:
-        xs: ``B x A x R`` x positions of every proposal at ``R`` rows (anchor x plus predicted offset), normalised
+        xs: ``(B, A, R)`` x positions of every proposal at ``R`` rows (anchor x plus predicted offset), normalised
             to [0, 1] or in pixels when ``image_width`` is given.
-        confidence: ``B x A`` proposal probabilities (LaneATT: softmax of the class scores, lane class), > 0 sum.
+        confidence: ``(B, A)`` proposal probabilities (LaneATT: softmax of the class scores, lane class), > 0 sum.
         image_width: divide ``xs`` by this width (pixels); None when ``xs`` is already normalised.
-        offsets: optional ``B x A x R`` predicted offsets added to ``xs`` (then ``xs`` are the anchors' own x
+        offsets: optional ``(B, A, R)`` predicted offsets added to ``xs`` (then ``xs`` are the anchors' own x
             positions), same units.
+        validate_args: check values (finite, ``confidence`` non-negative with a positive sum); each check
+            synchronises with the device and breaks a ``torch.compile`` graph,
+            so pass ``False`` in a compiled or GPU attack loop once the inputs are known to be valid (the
+            shapes are still checked).
 
     Returns:
         ``B`` centers (differentiable w.r.t. ``xs``, ``offsets`` and ``confidence``).
@@ -178,15 +197,17 @@ def expected_center_from_anchors(
     check_shape(xs, "xs", ("B", "A", "R"))
     if offsets is not None:
         check_shape(offsets, "offsets", tuple(xs.shape))
-        check_finite(offsets, "offsets")
+        if validate_args:
+            check_finite(offsets, "offsets")
         xs = xs + offsets
     check_shape(confidence, "confidence", xs.shape[:2])
-    check_finite(xs, "xs")
-    check_finite(confidence, "confidence")
     if xs.shape[1] == 0 or xs.shape[2] == 0:
         raise ValueError(f"`xs` needs at least one proposal and one row, got {tuple(xs.shape)}")
-    if bool((confidence < 0).any()) or bool((confidence.sum(1) <= 0).any()):
-        raise ValueError("`confidence` must be non-negative with a positive sum per image")
+    if validate_args:
+        check_finite(xs, "xs")
+        check_finite(confidence, "confidence")
+        if bool((confidence < 0).any()) or bool((confidence.sum(1) <= 0).any()):
+            raise ValueError("`confidence` must be non-negative with a positive sum per image")
     if image_width is not None:
         if not image_width > 0:
             raise ValueError(f"`image_width` must be > 0 pixels, got {image_width}")

@@ -33,7 +33,7 @@ from torchmetrics import Metric
 
 from drivemetrics._compat import Compat, check_compat
 from drivemetrics._compute import f1_score
-from drivemetrics._metric import add_config_state, plot_metric
+from drivemetrics._metric import DictFamilyLogCheck, add_config_state, plot_metric
 from drivemetrics._validation import check_shape, check_tensor
 from drivemetrics.lane.geometry import lane_slot_mask
 
@@ -88,13 +88,13 @@ def tusimple_image_scores(
     """Official TuSimple per-image accuracy, FP and FN for a batch of images.
 
     Args:
-        preds: ``B x L_pred x N`` predicted lane x coordinates (pixels) at the ``h_samples`` rows; NaN or negative
+        preds: ``(B, L_pred, N)`` predicted lane x coordinates (pixels) at the ``h_samples`` rows; NaN or negative
             = missing point.
-        target: ``B x L_gt x N`` ground-truth lanes, same convention.
-        h_samples: ``N`` or ``B x N`` row coordinates (pixels). NaN marks padding samples (images with fewer rows
+        target: ``(B, L_gt, N)`` ground-truth lanes, same convention.
+        h_samples: ``N`` or ``(B, N)`` row coordinates (pixels). NaN marks padding samples (images with fewer rows
             in a padded batch): they are ignored, and the accuracy denominator is the number of real samples.
         run_time: optional ``B`` run times in milliseconds (``> 200`` scores ``(0, 0, 1)``); default 0.
-        preds_mask, target_mask: optional ``B x L`` bools telling which lane slots are real lanes. By default a
+        preds_mask, target_mask: optional ``(B, L)`` bools telling which lane slots are real lanes. By default a
             slot is a lane when it has at least one non-NaN value, so an all-NaN slot is padding (pass a mask to
             count an all-missing prediction as a lane, as the official evaluator does for all ``-2`` lanes).
         compat: ``"default"``: FP counts the predictions that are no matched GT lane's best prediction (never
@@ -193,12 +193,12 @@ def select_ego_lanes(lanes: Tensor, lane_mask: Tensor | None = None, image_width
     it (the camera is assumed at the image center). Lanes without valid points are never chosen.
 
     Args:
-        lanes: ``B x L x N`` lane x coordinates (pixels), NaN / negative = missing.
-        lane_mask: optional ``B x L`` bools of real lane slots.
+        lanes: ``(B, L, N)`` lane x coordinates (pixels), NaN / negative = missing.
+        lane_mask: optional ``(B, L)`` bools of real lane slots.
         image_width: image width in pixels (TuSimple: 1280).
 
     Returns:
-        ``B x L`` bool mask with at most one left and one right lane per image.
+        ``(B, L)`` bool mask with at most one left and one right lane per image.
     """
     check_shape(lanes, "lanes", ("B", "L", "N"))
     real = lane_slot_mask(lanes, lane_mask, "lanes")
@@ -250,7 +250,7 @@ def tusimple_metrics(
     Arguments as in :func:`tusimple_image_scores`; ``ego_only=True`` first keeps only the ego-left and ego-right
     lanes of both predictions and GT (:func:`select_ego_lanes` with ``image_width``).
 
-    Example:
+    Examples:
         >>> ys = torch.arange(160.0, 720.0, 10.0)
         >>> gt = torch.stack([400 - 0.3 * (ys - 160), 880 + 0.3 * (ys - 160)])[None]  # 1 x 2 x 56
         >>> out = tusimple_metrics(gt + 5.0, gt, ys)
@@ -265,7 +265,7 @@ def tusimple_metrics(
     return {"accuracy": accuracy, "fp": fp, "fn": fn, "f1": tusimple_f1(fp, fn)}
 
 
-class TuSimpleMetrics(Metric):
+class TuSimpleMetrics(DictFamilyLogCheck, Metric):
     """TuSimple accuracy, FP, FN and F1 accumulated over batches (per-image averages, official rules).
 
     ``update(preds, target, h_samples, run_time=None, preds_mask=None, target_mask=None)`` takes the arguments of
@@ -362,7 +362,7 @@ class TuSimpleAccuracy(TuSimpleMetrics):
     Shares the states of :class:`TuSimpleMetrics` (same arguments), so a ``MetricCollection`` of the TuSimple
     scalar classes counts once per batch.
 
-    Example:
+    Examples:
         >>> ys = torch.arange(160.0, 720.0, 10.0)
         >>> gt = torch.stack([400 - 0.3 * (ys - 160), 880 + 0.3 * (ys - 160)])[None]  # (1, 2, 56)
         >>> metric = TuSimpleAccuracy()
@@ -398,7 +398,7 @@ class TuSimpleFalsePositives(TuSimpleMetrics):
     Shares the states of :class:`TuSimpleMetrics` (same arguments), so a ``MetricCollection`` of the TuSimple
     scalar classes counts once per batch.
 
-    Example:
+    Examples:
         >>> ys = torch.arange(160.0, 720.0, 10.0)
         >>> gt = torch.stack([400 - 0.3 * (ys - 160), 880 + 0.3 * (ys - 160)])[None]  # (1, 2, 56)
         >>> metric = TuSimpleFalsePositives()
@@ -434,7 +434,7 @@ class TuSimpleFalseNegatives(TuSimpleMetrics):
     Shares the states of :class:`TuSimpleMetrics` (same arguments), so a ``MetricCollection`` of the TuSimple
     scalar classes counts once per batch.
 
-    Example:
+    Examples:
         >>> ys = torch.arange(160.0, 720.0, 10.0)
         >>> gt = torch.stack([400 - 0.3 * (ys - 160), 880 + 0.3 * (ys - 160)])[None]  # (1, 2, 56)
         >>> metric = TuSimpleFalseNegatives()
@@ -470,7 +470,7 @@ class TuSimpleF1Score(TuSimpleMetrics):
     Shares the states of :class:`TuSimpleMetrics` (same arguments), so a ``MetricCollection`` of the TuSimple
     scalar classes counts once per batch.
 
-    Example:
+    Examples:
         >>> ys = torch.arange(160.0, 720.0, 10.0)
         >>> gt = torch.stack([400 - 0.3 * (ys - 160), 880 + 0.3 * (ys - 160)])[None]  # (1, 2, 56)
         >>> metric = TuSimpleF1Score()

@@ -13,12 +13,13 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
+from drivemetrics._metric import DictFamilyLogCheck
 from drivemetrics.roadnet.geometry import graph_pairs
 
 __all__ = ["PerSampleMean"]
 
 
-class PerSampleMean(Metric):
+class PerSampleMean(DictFamilyLogCheck, Metric):
     """Sum and count of the defined per-sample values of ``_keys`` (sum-reduced states)."""
 
     is_differentiable = False

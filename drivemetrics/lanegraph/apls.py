@@ -125,7 +125,7 @@ def _reference_insert(graph: nx.Graph, xy: dict, points: list, max_dist: float) 
 
 
 def _dist_matrix(graph: nx.Graph, xy: dict, sources: list, targets: list) -> np.ndarray:
-    """Shortest-path lengths ``len(sources) x len(targets)``; ids absent from ``graph`` give rows / columns of inf."""
+    """Shortest-path lengths ``(len(sources), len(targets))``; ids absent from ``graph`` give rows / columns of inf."""
     nodes = list(graph.nodes)
     index = {n: i for i, n in enumerate(nodes)}
     pos = np.array([xy[n] for n in nodes], dtype=np.float64).reshape(-1, 2)
@@ -141,7 +141,7 @@ def _dist_matrix(graph: nx.Graph, xy: dict, sources: list, targets: list) -> np.
 
 
 def _reference_one_way(native: np.ndarray, prime: np.ndarray, present: np.ndarray) -> float:
-    """The evaluator's ``path_sim_metric`` from native ``N x N`` and prime lengths; returns C (0 without paths)."""
+    """The evaluator's ``path_sim_metric`` from native ``(N, N)`` and prime lengths; returns C (0 without paths)."""
     reach = np.isfinite(native)
     np.fill_diagonal(reach, False)
     missing_rows = ~present
@@ -206,14 +206,13 @@ def lanegraph_apls(
     ``compat="reference"``: the evaluator's numbers (every node a control point, no midpoints, relabelling on
     coincident nodes, a missing source scoring 1 for every reachable end; 0 for GTs of 2,000 nodes or more).
 
-    Examples
-    --------
-    >>> import networkx as nx, numpy as np
-    >>> g = nx.DiGraph([(0, 1), (1, 2), (1, 3)])
-    >>> xy = {0: (10.0, 10.0), 1: (60.0, 10.0), 2: (120.0, 10.0), 3: (120.0, 60.0)}
-    >>> nx.set_node_attributes(g, {n: np.array(p) for n, p in xy.items()}, "pos")
-    >>> lanegraph_apls(g, g)
-    tensor(1., dtype=torch.float64)
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> g = nx.DiGraph([(0, 1), (1, 2), (1, 3)])
+        >>> xy = {0: (10.0, 10.0), 1: (60.0, 10.0), 2: (120.0, 10.0), 3: (120.0, 60.0)}
+        >>> nx.set_node_attributes(g, {n: np.array(p) for n, p in xy.items()}, "pos")
+        >>> lanegraph_apls(g, g)
+        tensor(1., dtype=torch.float64)
     """
     compat = check_compat(compat)
     pred, gt = _arrays(preds, "preds"), _arrays(target, "target")

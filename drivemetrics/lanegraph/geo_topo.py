@@ -138,7 +138,7 @@ def _candidate_pairs(pred_pts: np.ndarray, gt_pts: np.ndarray, thr: float) -> tu
 
 
 def _balls(graph: csr_matrix, seeds: np.ndarray, radius: float) -> csr_matrix:
-    """``S x N`` membership: the seed, every node closer than ``radius`` and the neighbours of those nodes."""
+    """``(S, N)`` membership: the seed, every node closer than ``radius`` and the neighbours of those nodes."""
     dist = dijkstra(graph, directed=False, indices=seeds, limit=radius)
     inside = csr_matrix(dist < radius)
     adjacency = (graph != 0).astype(np.float64)
@@ -401,21 +401,17 @@ def geo_topo(preds: nx.DiGraph, target: nx.DiGraph, compat: str = "default") -> 
     The reference mode returns the true GEO precision here; the evaluator's *reported* "GEO Precision" of the
     successor task is its TOPO precision (applied by :func:`evaluate_lanegraph_pair`).
 
-    Parameters
-    ----------
-    preds, target : networkx.DiGraph
-        Predicted and ground-truth lane graphs, node attribute ``pos = (x, y)`` in pixels.
-    compat : str
-        ``"default"`` or ``"reference"``.
+    Args:
+        preds, target (networkx.DiGraph): Predicted and ground-truth lane graphs, node ``pos = (x, y)`` in pixels.
+        compat (str): ``"default"`` or ``"reference"``.
 
-    Examples
-    --------
-    >>> import networkx as nx, numpy as np
-    >>> g, h = nx.DiGraph([(0, 1)]), nx.DiGraph([(0, 1)])  # two 100 px lanes overlapping by 50 px
-    >>> nx.set_node_attributes(g, {0: np.array([0.0, 0.0]), 1: np.array([100.0, 0.0])}, "pos")
-    >>> nx.set_node_attributes(h, {0: np.array([50.0, 0.0]), 1: np.array([150.0, 0.0])}, "pos")
-    >>> {k: round(float(v), 3) for k, v in geo_topo(h, g).items()}
-    {'geo_precision': 0.51, 'geo_recall': 0.51, 'topo_precision': 0.26, 'topo_recall': 0.26}
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> g, h = nx.DiGraph([(0, 1)]), nx.DiGraph([(0, 1)])  # two 100 px lanes overlapping by 50 px
+        >>> nx.set_node_attributes(g, {0: np.array([0.0, 0.0]), 1: np.array([100.0, 0.0])}, "pos")
+        >>> nx.set_node_attributes(h, {0: np.array([50.0, 0.0]), 1: np.array([150.0, 0.0])}, "pos")
+        >>> {k: round(float(v), 3) for k, v in geo_topo(h, g).items()}
+        {'geo_precision': 0.51, 'geo_recall': 0.51, 'topo_precision': 0.26, 'topo_recall': 0.26}
     """
     compat = check_compat(compat)
     pred, gt = _arrays(preds, "preds"), _arrays(target, "target")

@@ -91,32 +91,24 @@ def graph_iou(
     (the ``lanegraph`` extra; ``ImportError`` naming it when missing): equal to the evaluator's IoU to 1e-6 on the
     austin and miami successor samples (see :func:`~drivemetrics.lanegraph.reference.opencv_graph_iou`).
 
-    Parameters
-    ----------
-    preds, target : networkx.DiGraph
-        Predicted and ground-truth lane graphs, node attribute ``pos = (x, y)`` in pixels.
-    area_size : tuple of int
-        ``(height, width)`` of the reference mode's canvas, pixels.
-    lane_width : float
-        Width of the drawn lanes, pixels.
-    compat : str
-        ``"default"`` or ``"reference"``.
+    Args:
+        preds, target (networkx.DiGraph): Predicted and ground-truth lane graphs, node ``pos = (x, y)`` in pixels.
+        area_size (tuple of int): ``(height, width)`` of the reference mode's canvas, pixels.
+        lane_width (float): Width of the drawn lanes, pixels.
+        compat (str): ``"default"`` or ``"reference"``.
 
-    Returns
-    -------
-    Tensor
-        0-d float64 IoU in [0, 1] (NaN when neither graph has an edge).
+    Returns:
+        Tensor: 0-d float64 IoU in [0, 1] (NaN when neither graph has an edge).
 
-    Examples
-    --------
-    >>> import networkx as nx, numpy as np
-    >>> g, h = nx.DiGraph([(0, 1)]), nx.DiGraph([(0, 1)])  # two 100 px lanes overlapping by 50 px
-    >>> nx.set_node_attributes(g, {0: np.array([0.0, 0.0]), 1: np.array([100.0, 0.0])}, "pos")
-    >>> nx.set_node_attributes(h, {0: np.array([50.0, 0.0]), 1: np.array([150.0, 0.0])}, "pos")
-    >>> graph_iou(g, g)
-    tensor(1., dtype=torch.float64)
-    >>> round(float(graph_iou(h, g)), 4)
-    0.3645
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> g, h = nx.DiGraph([(0, 1)]), nx.DiGraph([(0, 1)])  # two 100 px lanes overlapping by 50 px
+        >>> nx.set_node_attributes(g, {0: np.array([0.0, 0.0]), 1: np.array([100.0, 0.0])}, "pos")
+        >>> nx.set_node_attributes(h, {0: np.array([50.0, 0.0]), 1: np.array([150.0, 0.0])}, "pos")
+        >>> graph_iou(g, g)
+        tensor(1., dtype=torch.float64)
+        >>> round(float(graph_iou(h, g)), 4)
+        0.3645
     """
     compat = check_compat(compat)
     pred, gt = _arrays(preds, "preds"), _arrays(target, "target")

@@ -78,27 +78,20 @@ def evaluate_lanegraph_pair(
     """Every lane-graph metric of one sample: ``{m: value for m in LANE_METRICS}`` (0-d float64, NaN where
     undefined); :func:`lanegraph_pair_values` returns the same values as floats.
 
-    Parameters
-    ----------
-    preds, target : networkx.DiGraph
-        Predicted and ground-truth lane graphs, node attribute ``pos = (x, y)`` in pixels.
-    task : str
-        ``"successor"`` (256 x 256 crops) or ``"full"`` (5000 x 5000 tiles).
-    compat : str
-        ``"default"`` or ``"reference"``.
-    apls_max_sources : int or None
-        Control points per direction that start APLS paths (default mode).
-    seed : int
-        Seed of the APLS source draw.
+    Args:
+        preds, target (networkx.DiGraph): Predicted and ground-truth lane graphs, node ``pos = (x, y)`` in pixels.
+        task (str): ``"successor"`` (256 x 256 crops) or ``"full"`` (5000 x 5000 tiles).
+        compat (str): ``"default"`` or ``"reference"``.
+        apls_max_sources (int or None): Control points per direction that start APLS paths (default mode).
+        seed (int): Seed of the APLS source draw.
 
-    Examples
-    --------
-    >>> import networkx as nx, numpy as np
-    >>> g = nx.DiGraph([(0, 1), (1, 2), (1, 3)])
-    >>> xy = {0: (10.0, 10.0), 1: (60.0, 10.0), 2: (120.0, 10.0), 3: (120.0, 60.0)}
-    >>> nx.set_node_attributes(g, {n: np.array(p) for n, p in xy.items()}, "pos")
-    >>> evaluate_lanegraph_pair(g, g)["topo_recall"]
-    tensor(1., dtype=torch.float64)
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> g = nx.DiGraph([(0, 1), (1, 2), (1, 3)])
+        >>> xy = {0: (10.0, 10.0), 1: (60.0, 10.0), 2: (120.0, 10.0), 3: (120.0, 60.0)}
+        >>> nx.set_node_attributes(g, {n: np.array(p) for n, p in xy.items()}, "pos")
+        >>> evaluate_lanegraph_pair(g, g)["topo_recall"]
+        tensor(1., dtype=torch.float64)
     """
     return as_scalars(lanegraph_pair_values(preds, target, task, compat, apls_max_sources, seed))
 
@@ -118,14 +111,13 @@ def lanegraph_pair_values(
     ``compat="reference"`` and the successor task, ``geo_precision`` is what the evaluator reports under
     "GEO Precision": its TOPO precision.
 
-    Examples
-    --------
-    >>> import networkx as nx, numpy as np
-    >>> g = nx.DiGraph([(0, 1), (1, 2), (1, 3)])
-    >>> xy = {0: (10.0, 10.0), 1: (60.0, 10.0), 2: (120.0, 10.0), 3: (120.0, 60.0)}
-    >>> nx.set_node_attributes(g, {n: np.array(p) for n, p in xy.items()}, "pos")
-    >>> lanegraph_pair_values(g, g)["topo_recall"]
-    1.0
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> g = nx.DiGraph([(0, 1), (1, 2), (1, 3)])
+        >>> xy = {0: (10.0, 10.0), 1: (60.0, 10.0), 2: (120.0, 10.0), 3: (120.0, 60.0)}
+        >>> nx.set_node_attributes(g, {n: np.array(p) for n, p in xy.items()}, "pos")
+        >>> lanegraph_pair_values(g, g)["topo_recall"]
+        1.0
     """
     compat = check_compat(compat)
     if task not in ("successor", "full"):
@@ -157,16 +149,15 @@ class LaneGraphMetrics(PerSampleMean):
         task: ``"successor"`` (256 px crops) or ``"full"`` (tiles).
         compat: ``"default"`` (bugs fixed) or ``"reference"`` (the released evaluator's numbers).
 
-    Examples
-    --------
-    >>> import networkx as nx, numpy as np
-    >>> g = nx.DiGraph([(0, 1), (1, 2)])
-    >>> nx.set_node_attributes(g, {0: np.array([10.0, 10.0]), 1: np.array([60.0, 10.0]),
-    ...                            2: np.array([120.0, 10.0])}, "pos")
-    >>> metric = LaneGraphMetrics()
-    >>> metric.update(g, g)
-    >>> float(metric.compute()["geo_recall"])
-    1.0
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> g = nx.DiGraph([(0, 1), (1, 2)])
+        >>> nx.set_node_attributes(g, {0: np.array([10.0, 10.0]), 1: np.array([60.0, 10.0]),
+        ...                            2: np.array([120.0, 10.0])}, "pos")
+        >>> metric = LaneGraphMetrics()
+        >>> metric.update(g, g)
+        >>> float(metric.compute()["geo_recall"])
+        1.0
     """
 
     higher_is_better = True
@@ -191,17 +182,16 @@ class LaneGraphMetrics(PerSampleMean):
 class LaneGraphTopoPrecision(LaneGraphMetrics):
     """TOPO precision (the ``'topo_precision'`` value of :class:`LaneGraphMetrics`; same arguments and states).
 
-    Examples
-    --------
-    >>> import networkx as nx, numpy as np
-    >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-    >>> gt, pred = nx.DiGraph([(0, 1), (1, 2), (1, 3)]), nx.DiGraph([(0, 1), (1, 2), (1, 3)])  # two forks
-    >>> nx.set_node_attributes(gt, pos((0, 50), (200, 50), (400, 50), (400, 250)), "pos")
-    >>> nx.set_node_attributes(pred, pos((0, 54), (210, 54), (400, 54), (300, 250)), "pos")
-    >>> metric = LaneGraphTopoPrecision()
-    >>> metric.update(pred, gt)
-    >>> round(float(metric.compute()), 4)
-    0.5017
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.DiGraph([(0, 1), (1, 2), (1, 3)]), nx.DiGraph([(0, 1), (1, 2), (1, 3)])  # two forks
+        >>> nx.set_node_attributes(gt, pos((0, 50), (200, 50), (400, 50), (400, 250)), "pos")
+        >>> nx.set_node_attributes(pred, pos((0, 54), (210, 54), (400, 54), (300, 250)), "pos")
+        >>> metric = LaneGraphTopoPrecision()
+        >>> metric.update(pred, gt)
+        >>> round(float(metric.compute()), 4)
+        0.5017
     """
 
     def compute(self) -> Tensor:  # type: ignore[override]
@@ -212,17 +202,16 @@ class LaneGraphTopoPrecision(LaneGraphMetrics):
 class LaneGraphTopoRecall(LaneGraphMetrics):
     """TOPO recall (the ``'topo_recall'`` value of :class:`LaneGraphMetrics`; same arguments and states).
 
-    Examples
-    --------
-    >>> import networkx as nx, numpy as np
-    >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-    >>> gt, pred = nx.DiGraph([(0, 1), (1, 2), (1, 3)]), nx.DiGraph([(0, 1), (1, 2), (1, 3)])  # two forks
-    >>> nx.set_node_attributes(gt, pos((0, 50), (200, 50), (400, 50), (400, 250)), "pos")
-    >>> nx.set_node_attributes(pred, pos((0, 54), (210, 54), (400, 54), (300, 250)), "pos")
-    >>> metric = LaneGraphTopoRecall()
-    >>> metric.update(pred, gt)
-    >>> round(float(metric.compute()), 4)
-    0.4174
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.DiGraph([(0, 1), (1, 2), (1, 3)]), nx.DiGraph([(0, 1), (1, 2), (1, 3)])  # two forks
+        >>> nx.set_node_attributes(gt, pos((0, 50), (200, 50), (400, 50), (400, 250)), "pos")
+        >>> nx.set_node_attributes(pred, pos((0, 54), (210, 54), (400, 54), (300, 250)), "pos")
+        >>> metric = LaneGraphTopoRecall()
+        >>> metric.update(pred, gt)
+        >>> round(float(metric.compute()), 4)
+        0.4174
     """
 
     def compute(self) -> Tensor:  # type: ignore[override]
@@ -233,17 +222,16 @@ class LaneGraphTopoRecall(LaneGraphMetrics):
 class LaneGraphGeoPrecision(LaneGraphMetrics):
     """GEO precision (the ``'geo_precision'`` value of :class:`LaneGraphMetrics`; same arguments and states).
 
-    Examples
-    --------
-    >>> import networkx as nx, numpy as np
-    >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-    >>> gt, pred = nx.DiGraph([(0, 1), (1, 2), (1, 3)]), nx.DiGraph([(0, 1), (1, 2), (1, 3)])  # two forks
-    >>> nx.set_node_attributes(gt, pos((0, 50), (200, 50), (400, 50), (400, 250)), "pos")
-    >>> nx.set_node_attributes(pred, pos((0, 54), (210, 54), (400, 54), (300, 250)), "pos")
-    >>> metric = LaneGraphGeoPrecision()
-    >>> metric.update(pred, gt)
-    >>> round(float(metric.compute()), 4)
-    0.7078
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.DiGraph([(0, 1), (1, 2), (1, 3)]), nx.DiGraph([(0, 1), (1, 2), (1, 3)])  # two forks
+        >>> nx.set_node_attributes(gt, pos((0, 50), (200, 50), (400, 50), (400, 250)), "pos")
+        >>> nx.set_node_attributes(pred, pos((0, 54), (210, 54), (400, 54), (300, 250)), "pos")
+        >>> metric = LaneGraphGeoPrecision()
+        >>> metric.update(pred, gt)
+        >>> round(float(metric.compute()), 4)
+        0.7078
     """
 
     def compute(self) -> Tensor:  # type: ignore[override]
@@ -254,16 +242,15 @@ class LaneGraphGeoPrecision(LaneGraphMetrics):
 class LaneGraphGeoRecall(LaneGraphMetrics):
     """GEO recall (the ``'geo_recall'`` value of :class:`LaneGraphMetrics`; same arguments and states).
 
-    Examples
-    --------
-    >>> import networkx as nx, numpy as np
-    >>> g = nx.DiGraph([(0, 1), (1, 2), (1, 3)])
-    >>> xy = {0: (10.0, 10.0), 1: (60.0, 10.0), 2: (120.0, 10.0), 3: (120.0, 60.0)}
-    >>> nx.set_node_attributes(g, {n: np.array(p) for n, p in xy.items()}, "pos")
-    >>> metric = LaneGraphGeoRecall()
-    >>> metric.update(g, g)
-    >>> float(metric.compute())
-    1.0
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> g = nx.DiGraph([(0, 1), (1, 2), (1, 3)])
+        >>> xy = {0: (10.0, 10.0), 1: (60.0, 10.0), 2: (120.0, 10.0), 3: (120.0, 60.0)}
+        >>> nx.set_node_attributes(g, {n: np.array(p) for n, p in xy.items()}, "pos")
+        >>> metric = LaneGraphGeoRecall()
+        >>> metric.update(g, g)
+        >>> float(metric.compute())
+        1.0
     """
 
     def compute(self) -> Tensor:  # type: ignore[override]
@@ -274,17 +261,16 @@ class LaneGraphGeoRecall(LaneGraphMetrics):
 class LaneGraphAPLS(LaneGraphMetrics):
     """APLS (the ``'apls'`` value of :class:`LaneGraphMetrics`; same arguments and states).
 
-    Examples
-    --------
-    >>> import networkx as nx, numpy as np
-    >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-    >>> gt, pred = nx.DiGraph([(0, 1), (1, 2), (1, 3)]), nx.DiGraph([(0, 1), (1, 2), (1, 3)])  # two forks
-    >>> nx.set_node_attributes(gt, pos((0, 50), (200, 50), (400, 50), (400, 250)), "pos")
-    >>> nx.set_node_attributes(pred, pos((0, 54), (210, 54), (400, 54), (300, 250)), "pos")
-    >>> metric = LaneGraphAPLS()
-    >>> metric.update(pred, gt)
-    >>> round(float(metric.compute()), 4)
-    0.49
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.DiGraph([(0, 1), (1, 2), (1, 3)]), nx.DiGraph([(0, 1), (1, 2), (1, 3)])  # two forks
+        >>> nx.set_node_attributes(gt, pos((0, 50), (200, 50), (400, 50), (400, 250)), "pos")
+        >>> nx.set_node_attributes(pred, pos((0, 54), (210, 54), (400, 54), (300, 250)), "pos")
+        >>> metric = LaneGraphAPLS()
+        >>> metric.update(pred, gt)
+        >>> round(float(metric.compute()), 4)
+        0.49
     """
 
     def compute(self) -> Tensor:  # type: ignore[override]
@@ -295,17 +281,16 @@ class LaneGraphAPLS(LaneGraphMetrics):
 class LaneGraphSDA20(LaneGraphMetrics):
     """SDA@20 (the ``'sda20'`` value of :class:`LaneGraphMetrics`; same arguments and states).
 
-    Examples
-    --------
-    >>> import networkx as nx, numpy as np
-    >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-    >>> gt, pred = nx.DiGraph([(0, 1), (1, 2), (1, 3)]), nx.DiGraph([(0, 1), (1, 2), (1, 3)])  # two forks
-    >>> nx.set_node_attributes(gt, pos((0, 50), (200, 50), (400, 50), (400, 250)), "pos")
-    >>> nx.set_node_attributes(pred, pos((0, 54), (210, 54), (400, 54), (300, 250)), "pos")
-    >>> metric = LaneGraphSDA20()
-    >>> metric.update(pred, gt)
-    >>> round(float(metric.compute()), 4)
-    1.0
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.DiGraph([(0, 1), (1, 2), (1, 3)]), nx.DiGraph([(0, 1), (1, 2), (1, 3)])  # two forks
+        >>> nx.set_node_attributes(gt, pos((0, 50), (200, 50), (400, 50), (400, 250)), "pos")
+        >>> nx.set_node_attributes(pred, pos((0, 54), (210, 54), (400, 54), (300, 250)), "pos")
+        >>> metric = LaneGraphSDA20()
+        >>> metric.update(pred, gt)
+        >>> round(float(metric.compute()), 4)
+        1.0
     """
 
     def compute(self) -> Tensor:  # type: ignore[override]
@@ -316,17 +301,16 @@ class LaneGraphSDA20(LaneGraphMetrics):
 class LaneGraphSDA50(LaneGraphMetrics):
     """SDA@50 (the ``'sda50'`` value of :class:`LaneGraphMetrics`; same arguments and states).
 
-    Examples
-    --------
-    >>> import networkx as nx, numpy as np
-    >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-    >>> gt, pred = nx.DiGraph([(0, 1), (1, 2), (1, 3)]), nx.DiGraph([(0, 1), (1, 2), (1, 3)])  # two forks
-    >>> nx.set_node_attributes(gt, pos((0, 50), (200, 50), (400, 50), (400, 250)), "pos")
-    >>> nx.set_node_attributes(pred, pos((0, 54), (210, 54), (400, 54), (300, 250)), "pos")
-    >>> metric = LaneGraphSDA50()
-    >>> metric.update(pred, gt)
-    >>> round(float(metric.compute()), 4)
-    1.0
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.DiGraph([(0, 1), (1, 2), (1, 3)]), nx.DiGraph([(0, 1), (1, 2), (1, 3)])  # two forks
+        >>> nx.set_node_attributes(gt, pos((0, 50), (200, 50), (400, 50), (400, 250)), "pos")
+        >>> nx.set_node_attributes(pred, pos((0, 54), (210, 54), (400, 54), (300, 250)), "pos")
+        >>> metric = LaneGraphSDA50()
+        >>> metric.update(pred, gt)
+        >>> round(float(metric.compute()), 4)
+        1.0
     """
 
     def compute(self) -> Tensor:  # type: ignore[override]
@@ -337,17 +321,16 @@ class LaneGraphSDA50(LaneGraphMetrics):
 class LaneGraphIoU(LaneGraphMetrics):
     """Graph IoU (the ``'iou'`` value of :class:`LaneGraphMetrics`; same arguments and states).
 
-    Examples
-    --------
-    >>> import networkx as nx, numpy as np
-    >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-    >>> gt, pred = nx.DiGraph([(0, 1), (1, 2), (1, 3)]), nx.DiGraph([(0, 1), (1, 2), (1, 3)])  # two forks
-    >>> nx.set_node_attributes(gt, pos((0, 50), (200, 50), (400, 50), (400, 250)), "pos")
-    >>> nx.set_node_attributes(pred, pos((0, 54), (210, 54), (400, 54), (300, 250)), "pos")
-    >>> metric = LaneGraphIoU()
-    >>> metric.update(pred, gt)
-    >>> round(float(metric.compute()), 4)
-    0.2848
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.DiGraph([(0, 1), (1, 2), (1, 3)]), nx.DiGraph([(0, 1), (1, 2), (1, 3)])  # two forks
+        >>> nx.set_node_attributes(gt, pos((0, 50), (200, 50), (400, 50), (400, 250)), "pos")
+        >>> nx.set_node_attributes(pred, pos((0, 54), (210, 54), (400, 54), (300, 250)), "pos")
+        >>> metric = LaneGraphIoU()
+        >>> metric.update(pred, gt)
+        >>> round(float(metric.compute()), 4)
+        0.2848
     """
 
     def compute(self) -> Tensor:  # type: ignore[override]

@@ -196,13 +196,12 @@ def planning(
     0-d float64 tensors; :func:`planning_values` returns the same values as floats (what the dataset evaluation
     writes). The parameters are those of :func:`planning_values`.
 
-    Examples
-    --------
-    >>> import networkx as nx, numpy as np
-    >>> g = nx.path_graph(80, create_using=nx.DiGraph)  # one straight 395 px lane, a node every 5 px
-    >>> nx.set_node_attributes(g, {n: np.array([5.0 * n, 0.0]) for n in g}, "pos")
-    >>> {k: round(float(v), 3) for k, v in planning(g, g).items()}
-    {'mmd': 0.0, 'med': 0.0, 'sr': 1.0}
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> g = nx.path_graph(80, create_using=nx.DiGraph)  # one straight 395 px lane, a node every 5 px
+        >>> nx.set_node_attributes(g, {n: np.array([5.0 * n, 0.0]) for n in g}, "pos")
+        >>> {k: round(float(v), 3) for k, v in planning(g, g).items()}
+        {'mmd': 0.0, 'med': 0.0, 'sr': 1.0}
     """
     return as_scalars(planning_values(preds, target, compat, seed, attempts, reference_random))
 
@@ -239,16 +238,15 @@ class LaneGraphPlanningMetrics(PerSampleMean):
         compat: ``"default"`` (seeded per sample with ``seed``) or ``"reference"``.
         seed: seed of the start / goal draws (default mode).
 
-    Examples
-    --------
-    >>> import networkx as nx, numpy as np
-    >>> gt, pred = nx.path_graph(80, nx.DiGraph), nx.path_graph(80, nx.DiGraph)  # straight lanes 3 px apart
-    >>> nx.set_node_attributes(gt, {n: np.array([5.0 * n, 0.0]) for n in gt}, "pos")
-    >>> nx.set_node_attributes(pred, {n: np.array([5.0 * n, 3.0]) for n in pred}, "pos")
-    >>> metric = LaneGraphPlanningMetrics()
-    >>> metric.update(pred, gt)
-    >>> {k: round(float(v), 3) for k, v in metric.compute().items()}
-    {'mmd': 3.0, 'med': 3.0, 'sr': 1.0}
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> gt, pred = nx.path_graph(80, nx.DiGraph), nx.path_graph(80, nx.DiGraph)  # straight lanes 3 px apart
+        >>> nx.set_node_attributes(gt, {n: np.array([5.0 * n, 0.0]) for n in gt}, "pos")
+        >>> nx.set_node_attributes(pred, {n: np.array([5.0 * n, 3.0]) for n in pred}, "pos")
+        >>> metric = LaneGraphPlanningMetrics()
+        >>> metric.update(pred, gt)
+        >>> {k: round(float(v), 3) for k, v in metric.compute().items()}
+        {'mmd': 3.0, 'med': 3.0, 'sr': 1.0}
     """
 
     # the headline values MMD and MED are distances (lower is better); log SR through LaneGraphPlanningSuccessRate
@@ -270,16 +268,15 @@ class LaneGraphPlanningMetrics(PerSampleMean):
 class LaneGraphPlanningMMD(LaneGraphPlanningMetrics):
     """Planning MMD, pixels (the ``'mmd'`` value of :class:`LaneGraphPlanningMetrics`; same arguments and states).
 
-    Examples
-    --------
-    >>> import networkx as nx, numpy as np
-    >>> gt, pred = nx.path_graph(80, nx.DiGraph), nx.path_graph(80, nx.DiGraph)  # straight lanes 3 px apart
-    >>> nx.set_node_attributes(gt, {n: np.array([5.0 * n, 0.0]) for n in gt}, "pos")
-    >>> nx.set_node_attributes(pred, {n: np.array([5.0 * n, 3.0]) for n in pred}, "pos")
-    >>> metric = LaneGraphPlanningMMD()
-    >>> metric.update(pred, gt)
-    >>> round(float(metric.compute()), 3)
-    3.0
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> gt, pred = nx.path_graph(80, nx.DiGraph), nx.path_graph(80, nx.DiGraph)  # straight lanes 3 px apart
+        >>> nx.set_node_attributes(gt, {n: np.array([5.0 * n, 0.0]) for n in gt}, "pos")
+        >>> nx.set_node_attributes(pred, {n: np.array([5.0 * n, 3.0]) for n in pred}, "pos")
+        >>> metric = LaneGraphPlanningMMD()
+        >>> metric.update(pred, gt)
+        >>> round(float(metric.compute()), 3)
+        3.0
     """
 
     higher_is_better = False
@@ -293,16 +290,15 @@ class LaneGraphPlanningMMD(LaneGraphPlanningMetrics):
 class LaneGraphPlanningMED(LaneGraphPlanningMetrics):
     """Planning MED, pixels (the ``'med'`` value of :class:`LaneGraphPlanningMetrics`; same arguments and states).
 
-    Examples
-    --------
-    >>> import networkx as nx, numpy as np
-    >>> gt, pred = nx.path_graph(80, nx.DiGraph), nx.path_graph(80, nx.DiGraph)  # straight lanes 3 px apart
-    >>> nx.set_node_attributes(gt, {n: np.array([5.0 * n, 0.0]) for n in gt}, "pos")
-    >>> nx.set_node_attributes(pred, {n: np.array([5.0 * n, 3.0]) for n in pred}, "pos")
-    >>> metric = LaneGraphPlanningMED()
-    >>> metric.update(pred, gt)
-    >>> round(float(metric.compute()), 3)
-    3.0
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> gt, pred = nx.path_graph(80, nx.DiGraph), nx.path_graph(80, nx.DiGraph)  # straight lanes 3 px apart
+        >>> nx.set_node_attributes(gt, {n: np.array([5.0 * n, 0.0]) for n in gt}, "pos")
+        >>> nx.set_node_attributes(pred, {n: np.array([5.0 * n, 3.0]) for n in pred}, "pos")
+        >>> metric = LaneGraphPlanningMED()
+        >>> metric.update(pred, gt)
+        >>> round(float(metric.compute()), 3)
+        3.0
     """
 
     higher_is_better = False
@@ -316,16 +312,15 @@ class LaneGraphPlanningMED(LaneGraphPlanningMetrics):
 class LaneGraphPlanningSuccessRate(LaneGraphPlanningMetrics):
     """Planning success rate (the ``'sr'`` value of :class:`LaneGraphPlanningMetrics`; same arguments and states).
 
-    Examples
-    --------
-    >>> import networkx as nx, numpy as np
-    >>> gt, pred = nx.path_graph(80, nx.DiGraph), nx.path_graph(80, nx.DiGraph)  # straight lanes 3 px apart
-    >>> nx.set_node_attributes(gt, {n: np.array([5.0 * n, 0.0]) for n in gt}, "pos")
-    >>> nx.set_node_attributes(pred, {n: np.array([5.0 * n, 3.0]) for n in pred}, "pos")
-    >>> metric = LaneGraphPlanningSuccessRate()
-    >>> metric.update(pred, gt)
-    >>> round(float(metric.compute()), 3)
-    1.0
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> gt, pred = nx.path_graph(80, nx.DiGraph), nx.path_graph(80, nx.DiGraph)  # straight lanes 3 px apart
+        >>> nx.set_node_attributes(gt, {n: np.array([5.0 * n, 0.0]) for n in gt}, "pos")
+        >>> nx.set_node_attributes(pred, {n: np.array([5.0 * n, 3.0]) for n in pred}, "pos")
+        >>> metric = LaneGraphPlanningSuccessRate()
+        >>> metric.update(pred, gt)
+        >>> round(float(metric.compute()), 3)
+        1.0
     """
 
     higher_is_better = True

@@ -67,8 +67,9 @@ def tied_pairs(query_rows: np.ndarray, sq_dist: np.ndarray) -> np.ndarray:
     Returns:
         ``(K,)`` bool: only these pairs depend on the R-tree's candidate order.
 
-    >>> tied_pairs(np.array([0, 0, 1, 1]), np.array([4.0, 4.0, 1.0, 2.0])).tolist()
-    [True, True, False, False]
+    Examples:
+        >>> tied_pairs(np.array([0, 0, 1, 1]), np.array([4.0, 4.0, 1.0, 2.0])).tolist()
+        [True, True, False, False]
     """
     if not len(query_rows):
         return np.zeros(0, dtype=bool)
@@ -147,9 +148,10 @@ def reference_pair_order(
     Returns:
         ``(K,)`` permutation of the pairs.
 
-    >>> pts = np.array([[0.0, 1.0], [0.0, -1.0]])
-    >>> reference_pair_order(pts, np.zeros((1, 2)), np.array([0, 0]), np.array([1, 0]), np.array([1.0, 1.0]), 8.0)
-    array([1, 0])
+    Examples:
+        >>> pts = np.array([[0.0, 1.0], [0.0, -1.0]])
+        >>> reference_pair_order(pts, np.zeros((1, 2)), np.array([0, 0]), np.array([1, 0]), np.array([1.0, 1.0]), 8.0)
+        array([1, 0])
     """
     query_rows = np.asarray(query_rows, dtype=np.int64)
     indexed_rows = np.asarray(indexed_rows, dtype=np.int64)
@@ -196,9 +198,10 @@ def opencv_graph_iou(
         ImportError: without OpenCV. ValueError: for a non-integer ``lane_width`` or end points beyond 32-bit
         integers.
 
-    >>> seg = (np.array([[10.0, 10.0]]), np.array([[100.0, 10.0]]))
-    >>> round(opencv_graph_iou(seg, seg, (64, 128), 10), 6)
-    1.0
+    Examples:
+        >>> seg = (np.array([[10.0, 10.0]]), np.array([[100.0, 10.0]]))
+        >>> round(opencv_graph_iou(seg, seg, (64, 128), 10), 6)
+        1.0
     """
     cv2 = _cv2()
     if float(lane_width) != int(lane_width) or int(lane_width) < 1:

@@ -26,32 +26,25 @@ def sda(preds: nx.DiGraph, target: nx.DiGraph, threshold: float = 20.0, compat: 
 
     NaN when the GT has no split node, 0 when the prediction has none. Same in both modes.
 
-    Parameters
-    ----------
-    preds, target : networkx.DiGraph
-        Predicted and ground-truth lane graphs, node attribute ``pos = (x, y)`` in pixels.
-    threshold : float
-        Largest distance of a true-positive pair, pixels.
-    compat : str
-        ``"default"`` or ``"reference"`` (same result).
+    Args:
+        preds, target (networkx.DiGraph): Predicted and ground-truth lane graphs, node ``pos = (x, y)`` in pixels.
+        threshold (float): Largest distance of a true-positive pair, pixels.
+        compat (str): ``"default"`` or ``"reference"`` (same result).
 
-    Returns
-    -------
-    Tensor
-        0-d float64 SDA in [0, 1] (NaN when the GT has no split node).
+    Returns:
+        Tensor: 0-d float64 SDA in [0, 1] (NaN when the GT has no split node).
 
-    Examples
-    --------
-    >>> import networkx as nx, numpy as np
-    >>> g = nx.DiGraph([(0, 1), (1, 2), (1, 3)])
-    >>> xy = {0: (10.0, 10.0), 1: (60.0, 10.0), 2: (120.0, 10.0), 3: (120.0, 60.0)}
-    >>> nx.set_node_attributes(g, {n: np.array(p) for n, p in xy.items()}, "pos")
-    >>> sda(g, g)
-    tensor(1., dtype=torch.float64)
-    >>> h = nx.relabel_nodes(g, {3: 4}); nx.set_node_attributes(h, {4: np.array([120.0, 90.0])}, "pos")
-    >>> h.add_edge(1, 5); h.nodes[5]["pos"] = np.array([100.0, 100.0])
-    >>> sda(h, g)
-    tensor(1., dtype=torch.float64)
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> g = nx.DiGraph([(0, 1), (1, 2), (1, 3)])
+        >>> xy = {0: (10.0, 10.0), 1: (60.0, 10.0), 2: (120.0, 10.0), 3: (120.0, 60.0)}
+        >>> nx.set_node_attributes(g, {n: np.array(p) for n, p in xy.items()}, "pos")
+        >>> sda(g, g)
+        tensor(1., dtype=torch.float64)
+        >>> h = nx.relabel_nodes(g, {3: 4}); nx.set_node_attributes(h, {4: np.array([120.0, 90.0])}, "pos")
+        >>> h.add_edge(1, 5); h.nodes[5]["pos"] = np.array([100.0, 100.0])
+        >>> sda(h, g)
+        tensor(1., dtype=torch.float64)
     """
     check_compat(compat)
     gt_s = split_points(_arrays(target, "target"))

@@ -59,12 +59,13 @@ def evaluate_openlanev2(
     Returns:
         The keys of :func:`drivemetrics.lanetopology.openlanev2.scores_from_statistics`, as floats.
 
-    >>> gt = {("val", "1", "2"): {"lane_centerline": [{"points": [[0, 0, 0], [10, 0, 0]]}],
-    ...       "traffic_element": [], "topology_lclc": [[0]], "topology_lcte": []}}
-    >>> pred = {("val", "1", "2"): {"lane_centerline": [{"points": [[0, 0, 0], [10, 0, 0]], "confidence": 1.0}],
-    ...         "traffic_element": [], "topology_lclc": [[0.0]], "topology_lcte": []}}
-    >>> evaluate_openlanev2(pred, gt, compat="reference")["DET_l"]
-    1.0
+    Examples:
+        >>> gt = {("val", "1", "2"): {"lane_centerline": [{"points": [[0, 0, 0], [10, 0, 0]]}],
+        ...       "traffic_element": [], "topology_lclc": [[0]], "topology_lcte": []}}
+        >>> pred = {("val", "1", "2"): {"lane_centerline": [{"points": [[0, 0, 0], [10, 0, 0]], "confidence": 1.0}],
+        ...         "traffic_element": [], "topology_lclc": [[0.0]], "topology_lcte": []}}
+        >>> evaluate_openlanev2(pred, gt, compat="reference")["DET_l"]
+        1.0
     """
     check_compat(compat)
     missing = [t for t in target if t not in preds]

@@ -150,11 +150,12 @@ def parse_frame(ann: Mapping[str, Any], *, track: Track, is_pred: bool, token: s
     Raises:
         ValueError: naming the frame and the field, for any malformed entry.
 
-    >>> ann = {"lane_centerline": [{"points": [[0, 0, 0], [10, 0, 0]]}], "traffic_element": [],
-    ...        "topology_lclc": [[0]], "topology_lcte": []}
-    >>> frame = parse_frame(ann, track="centerline", is_pred=False, token="val/1/2")
-    >>> frame.lanes[0].shape, frame.topology_elements.shape
-    ((2, 3), (1, 0))
+    Examples:
+        >>> ann = {"lane_centerline": [{"points": [[0, 0, 0], [10, 0, 0]]}], "traffic_element": [],
+        ...        "topology_lclc": [[0]], "topology_lcte": []}
+        >>> frame = parse_frame(ann, track="centerline", is_pred=False, token="val/1/2")
+        >>> frame.lanes[0].shape, frame.topology_elements.shape
+        ((2, 3), (1, 0))
     """
     if track not in TRACKS:
         raise ValueError(f"`track` must be one of {TRACKS}, got {track!r}")

@@ -30,8 +30,9 @@ Token = tuple[str, ...]
 def token_name(token: Any) -> str:
     """A token as text for messages: ``("val", "10000", "315")`` -> ``val/10000/315``.
 
-    >>> token_name(("val", "10000", "315"))
-    'val/10000/315'
+    Examples:
+        >>> token_name(("val", "10000", "315"))
+        'val/10000/315'
     """
     return "/".join(map(str, token)) if isinstance(token, (tuple, list)) else str(token)
 

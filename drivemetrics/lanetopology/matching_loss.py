@@ -74,14 +74,15 @@ def lane_matching_loss(
     Returns:
         Scalar loss (metres), 0 when there is no ground-truth lane.
 
-    >>> target = torch.tensor([[[[0.0, 0.0], [5.0, 0.0], [10.0, 0.0]]]])
-    >>> preds = (target + torch.tensor([0.0, 1.0])).requires_grad_(True)
-    >>> loss = lane_matching_loss(preds, target, gamma=0.01)
-    >>> round(loss.item(), 2)  # 1 m apart, plus the smoothing
-    1.01
-    >>> loss.backward()
-    >>> preds.grad[0, 0, :, 1]  # the three tied point distances share the gradient
-    tensor([0.3333, 0.3333, 0.3333])
+    Examples:
+        >>> target = torch.tensor([[[[0.0, 0.0], [5.0, 0.0], [10.0, 0.0]]]])
+        >>> preds = (target + torch.tensor([0.0, 1.0])).requires_grad_(True)
+        >>> loss = lane_matching_loss(preds, target, gamma=0.01)
+        >>> round(loss.item(), 2)  # 1 m apart, plus the smoothing
+        1.01
+        >>> loss.backward()
+        >>> preds.grad[0, 0, :, 1]  # the three tied point distances share the gradient
+        tensor([0.3333, 0.3333, 0.3333])
     """
     if preds.ndim != 4 or target.ndim != 4 or preds.shape[0] != target.shape[0] or preds.shape[3] != target.shape[3]:
         raise ValueError(
@@ -124,12 +125,13 @@ def lane_matching_loss(
 class LaneMatchingLoss(nn.Module):
     """:func:`lane_matching_loss` as a module (same arguments, fixed at construction).
 
-    >>> loss_fn = LaneMatchingLoss(assignment="soft", gamma=0.05)
-    >>> target = torch.zeros(1, 2, 4, 3)
-    >>> target[0, 1, :, 1] = 3.5
-    >>> target[:, :, :, 0] = torch.arange(4.0)
-    >>> float(loss_fn(target.clone(), target)) < 0.1
-    True
+    Examples:
+        >>> loss_fn = LaneMatchingLoss(assignment="soft", gamma=0.05)
+        >>> target = torch.zeros(1, 2, 4, 3)
+        >>> target[0, 1, :, 1] = 3.5
+        >>> target[:, :, :, 0] = torch.arange(4.0)
+        >>> float(loss_fn(target.clone(), target)) < 0.1
+        True
     """
 
     def __init__(

@@ -29,7 +29,7 @@ from torch import Tensor
 from torchmetrics import Metric
 
 from drivemetrics._compat import Compat, check_compat
-from drivemetrics._metric import add_config_state, plot_metric
+from drivemetrics._metric import DictFamilyLogCheck, add_config_state, plot_metric
 from drivemetrics._ragged import RaggedRows, RaggedStateMixin
 from drivemetrics.lanetopology.frames import (
     AREA_CATEGORIES,
@@ -131,12 +131,13 @@ def frame_statistics(
         ``(2, 2, 3)`` float64 ``[lane-lane | lane-element][sum | count][lane threshold]``; ``fscore`` ``(5,)``
         ``[r_lane, p_lane, cnt_gt, cnt_pred, match_num]`` (zeros on the lane-segment track).
 
-    >>> gt = {"lane_centerline": [{"points": [[0, 0, 0], [10, 0, 0]]}], "traffic_element": [],
-    ...       "topology_lclc": [[0]], "topology_lcte": []}
-    >>> pred = {"lane_centerline": [{"points": [[0, 0.5, 0], [10, 0.5, 0]], "confidence": 0.9}],
-    ...         "traffic_element": [], "topology_lclc": [[0.0]], "topology_lcte": []}
-    >>> frame_statistics([pred], [gt])["ap_rows"][:3].tolist()
-    [[0.0, 0.9, 1.0], [1.0, 0.9, 1.0], [2.0, 0.9, 1.0]]
+    Examples:
+        >>> gt = {"lane_centerline": [{"points": [[0, 0, 0], [10, 0, 0]]}], "traffic_element": [],
+        ...       "topology_lclc": [[0]], "topology_lcte": []}
+        >>> pred = {"lane_centerline": [{"points": [[0, 0.5, 0], [10, 0.5, 0]], "confidence": 0.9}],
+        ...         "traffic_element": [], "topology_lclc": [[0.0]], "topology_lcte": []}
+        >>> frame_statistics([pred], [gt])["ap_rows"][:3].tolist()
+        [[0.0, 0.9, 1.0], [1.0, 0.9, 1.0], [2.0, 0.9, 1.0]]
     """
     track = _check_track(track)
     reference = check_compat(compat)
@@ -437,20 +438,21 @@ def openlanev2_scores(
     Returns:
         float64 scalar tensors under the keys of :func:`scores_from_statistics`.
 
-    >>> gt = {"lane_centerline": [{"points": [[0, 0, 0], [10, 0, 0]]}], "traffic_element": [],
-    ...       "topology_lclc": [[0]], "topology_lcte": []}
-    >>> pred = {"lane_centerline": [{"points": [[0, 0.5, 0], [10, 0.5, 0]], "confidence": 0.9}],
-    ...         "traffic_element": [], "topology_lclc": [[0.0]], "topology_lcte": []}
-    >>> scores = openlanev2_scores([pred], [gt], compat="reference")
-    >>> float(scores["DET_l"]), float(scores["TOP_ll"]), float(scores["F_score"])
-    (1.0, 1.0, 1.0)
+    Examples:
+        >>> gt = {"lane_centerline": [{"points": [[0, 0, 0], [10, 0, 0]]}], "traffic_element": [],
+        ...       "topology_lclc": [[0]], "topology_lcte": []}
+        >>> pred = {"lane_centerline": [{"points": [[0, 0.5, 0], [10, 0.5, 0]], "confidence": 0.9}],
+        ...         "traffic_element": [], "topology_lclc": [[0.0]], "topology_lcte": []}
+        >>> scores = openlanev2_scores([pred], [gt], compat="reference")
+        >>> float(scores["DET_l"]), float(scores["TOP_ll"]), float(scores["F_score"])
+        (1.0, 1.0, 1.0)
     """
     stats = frame_statistics(preds, target, track, compat, device)
     values = scores_from_statistics(**stats, track=track, compat=compat)
     return {k: torch.tensor(v, dtype=torch.float64) for k, v in values.items()}
 
 
-class _OpenLaneV2Family(RaggedStateMixin, Metric):
+class _OpenLaneV2Family(DictFamilyLogCheck, RaggedStateMixin, Metric):
     """The states, update and compute shared by :class:`OpenLaneV2Metrics` and :class:`OpenLaneV2UniScoreMetrics`."""
 
     is_differentiable = False
@@ -517,21 +519,23 @@ class OpenLaneV2Metrics(_OpenLaneV2Family):
 
     ``update(preds, target)`` takes lists of per-frame devkit dicts (numpy arrays, tensors or lists inside).
 
-    >>> gt = {"lane_centerline": [{"points": [[0, 0, 0], [10, 0, 0]]}], "traffic_element": [],
-    ...       "topology_lclc": [[0]], "topology_lcte": []}
-    >>> pred = {"lane_centerline": [{"points": [[0, 0.5, 0], [10, 0.5, 0]], "confidence": 0.9}],
-    ...         "traffic_element": [], "topology_lclc": [[0.0]], "topology_lcte": []}
-    >>> metric = OpenLaneV2Metrics(compat="reference")
-    >>> metric.update([pred], [gt])
-    >>> scores = metric.compute()
-    >>> float(scores["DET_l"]), float(scores["TOP_ll"])
-    (1.0, 1.0)
+    Examples:
+        >>> gt = {"lane_centerline": [{"points": [[0, 0, 0], [10, 0, 0]]}], "traffic_element": [],
+        ...       "topology_lclc": [[0]], "topology_lcte": []}
+        >>> pred = {"lane_centerline": [{"points": [[0, 0.5, 0], [10, 0.5, 0]], "confidence": 0.9}],
+        ...         "traffic_element": [], "topology_lclc": [[0.0]], "topology_lcte": []}
+        >>> metric = OpenLaneV2Metrics(compat="reference")
+        >>> metric.update([pred], [gt])
+        >>> scores = metric.compute()
+        >>> float(scores["DET_l"]), float(scores["TOP_ll"])
+        (1.0, 1.0)
 
     Without any lane-element relation in the ground truth, the devkit's TOP_lt is 0, so OLS is
     ``(1 + 1 + 1 + 0) / 4``:
 
-    >>> float(scores["OLS"])
-    0.75
+    Examples:
+        >>> float(scores["OLS"])
+        0.75
     """
 
     def __init__(
@@ -550,8 +554,9 @@ class OpenLaneV2UniScoreMetrics(_OpenLaneV2Family):
     :class:`OpenLaneV2Metrics` with ``track="lanesegment"``, the family of :class:`OpenLaneV2UniScore` and
     :class:`OpenLaneV2AreaAP`.
 
-    >>> OpenLaneV2UniScoreMetrics(compat="reference").track
-    'lanesegment'
+    Examples:
+        >>> OpenLaneV2UniScoreMetrics(compat="reference").track
+        'lanesegment'
     """
 
     def __init__(
@@ -593,8 +598,9 @@ class _SegmentScalar(OpenLaneV2UniScoreMetrics):
 class OpenLaneV2Score(_CenterlineScalar):
     """OLS, the OpenLane-V2 score of the centerline track (arguments as :class:`OpenLaneV2Metrics`).
 
-    >>> OpenLaneV2Score(compat="reference").key
-    'OLS'
+    Examples:
+        >>> OpenLaneV2Score(compat="reference").key
+        'OLS'
     """
 
     key = "OLS"
@@ -608,8 +614,9 @@ class OpenLaneV2Score(_CenterlineScalar):
 class OpenLaneV2UniScore(_SegmentScalar):
     """OLUS, the OpenLane-V2 UniScore of the lane-segment track (arguments as :class:`OpenLaneV2Metrics`).
 
-    >>> OpenLaneV2UniScore().key
-    'OLUS'
+    Examples:
+        >>> OpenLaneV2UniScore().key
+        'OLUS'
     """
 
     key = "OLUS"
@@ -623,8 +630,9 @@ class OpenLaneV2UniScore(_SegmentScalar):
 class OpenLaneV2F1Score(_CenterlineScalar):
     """The 3D-lane F-score of the centerline track (arguments as :class:`OpenLaneV2Metrics`).
 
-    >>> OpenLaneV2F1Score().key
-    'F_score'
+    Examples:
+        >>> OpenLaneV2F1Score().key
+        'F_score'
     """
 
     key = "F_score"
@@ -638,8 +646,9 @@ class OpenLaneV2F1Score(_CenterlineScalar):
 class OpenLaneV2AreaAP(_SegmentScalar):
     """DET_a, area AP of the lane-segment track (arguments as :class:`OpenLaneV2Metrics`).
 
-    >>> OpenLaneV2AreaAP().key
-    'DET_a'
+    Examples:
+        >>> OpenLaneV2AreaAP().key
+        'DET_a'
     """
 
     key = "DET_a"
@@ -667,8 +676,9 @@ class _TrackScalar(_Scalar):
 class OpenLaneV2LaneAP(_TrackScalar):
     """DET_l (centerline track) or DET_ls (lane-segment track) (arguments as :class:`OpenLaneV2Metrics`).
 
-    >>> OpenLaneV2LaneAP(track="lanesegment").key
-    'DET_ls'
+    Examples:
+        >>> OpenLaneV2LaneAP(track="lanesegment").key
+        'DET_ls'
     """
 
     _role = "lane"
@@ -677,8 +687,9 @@ class OpenLaneV2LaneAP(_TrackScalar):
 class OpenLaneV2TrafficElementAP(_TrackScalar):
     """DET_t, traffic-element AP averaged over the 13 attributes (arguments as :class:`OpenLaneV2Metrics`).
 
-    >>> OpenLaneV2TrafficElementAP().key
-    'DET_t'
+    Examples:
+        >>> OpenLaneV2TrafficElementAP().key
+        'DET_t'
     """
 
     _role = "DET_t"
@@ -687,8 +698,9 @@ class OpenLaneV2TrafficElementAP(_TrackScalar):
 class OpenLaneV2LaneTopology(_TrackScalar):
     """TOP_ll (centerline track) or TOP_lsls (lane-segment track) (arguments as :class:`OpenLaneV2Metrics`).
 
-    >>> OpenLaneV2LaneTopology().key
-    'TOP_ll'
+    Examples:
+        >>> OpenLaneV2LaneTopology().key
+        'TOP_ll'
     """
 
     _role = "top_ll"
@@ -697,8 +709,9 @@ class OpenLaneV2LaneTopology(_TrackScalar):
 class OpenLaneV2LaneElementTopology(_TrackScalar):
     """TOP_lt (centerline track) or TOP_lste (lane-segment track) (arguments as :class:`OpenLaneV2Metrics`).
 
-    >>> OpenLaneV2LaneElementTopology(track="lanesegment").key
-    'TOP_lste'
+    Examples:
+        >>> OpenLaneV2LaneElementTopology(track="lanesegment").key
+        'TOP_lste'
     """
 
     _role = "top_lt"

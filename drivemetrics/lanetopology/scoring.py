@@ -80,8 +80,9 @@ def _gt_chamfer(gt: Tensor, gt_len: Tensor, pred: Tensor, pred_len: Tensor) -> T
 def ego_relaxation(lines: Sequence[np.ndarray]) -> np.ndarray:
     """The devkit's distance relaxation of each ground-truth lane: ``max(0.5, 1 - 0.005 * nearest point norm)``.
 
-    >>> ego_relaxation([np.array([[30.0, 40.0, 0.0], [60.0, 80.0, 0.0]])])
-    array([0.75])
+    Examples:
+        >>> ego_relaxation([np.array([[30.0, 40.0, 0.0], [60.0, 80.0, 0.0]])])
+        array([0.75])
     """
     if not len(lines):
         return np.ones(0)
@@ -122,10 +123,11 @@ def lane_distance_matrices(
     Returns:
         One float64 array ``(G_f, P_f)`` per frame.
 
-    >>> gt = [[np.array([[0.0, 0.0, 0.0], [10.0, 0.0, 0.0]])]]
-    >>> pred = [[np.array([[0.0, 1.0, 0.0], [10.0, 1.0, 0.0]]), np.array([[10.0, 0.0, 0.0], [0.0, 0.0, 0.0]])]]
-    >>> lane_distance_matrices(gt, pred)[0]
-    array([[ 1., 10.]])
+    Examples:
+        >>> gt = [[np.array([[0.0, 0.0, 0.0], [10.0, 0.0, 0.0]])]]
+        >>> pred = [[np.array([[0.0, 1.0, 0.0], [10.0, 1.0, 0.0]]), np.array([[10.0, 0.0, 0.0], [0.0, 0.0, 0.0]])]]
+        >>> lane_distance_matrices(gt, pred)[0]
+        array([[ 1., 10.]])
     """
     device = torch.device(device)
     dtype = torch.float64
@@ -201,8 +203,9 @@ def _boxes(points: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
 def area_distance_matrix(gt: Sequence[np.ndarray], pred: Sequence[np.ndarray]) -> np.ndarray:
     """Chamfer distances (GT rows x prediction columns) between areas, metres, closed GT polygons opened.
 
-    >>> area_distance_matrix([np.zeros((2, 3))], [np.ones((2, 3))]).round(4)
-    array([[1.7321]])
+    Examples:
+        >>> area_distance_matrix([np.zeros((2, 3))], [np.ones((2, 3))]).round(4)
+        array([[1.7321]])
     """
     if not len(gt) or not len(pred):
         return np.zeros((len(gt), len(pred)))
@@ -216,8 +219,9 @@ def area_distance_matrix(gt: Sequence[np.ndarray], pred: Sequence[np.ndarray]) -
 def iou_distance_matrix(gt_boxes: np.ndarray, pred_boxes: np.ndarray) -> np.ndarray:
     """``1 - IoU`` of axis-aligned boxes ``(G, 2, 2)`` x ``(P, 2, 2)`` (pixels, no +1), computed in float32.
 
-    >>> iou_distance_matrix(np.array([[[0, 0], [2, 2]]]), np.array([[[1, 0], [3, 2]]]))
-    array([[0.6666666]], dtype=float32)
+    Examples:
+        >>> iou_distance_matrix(np.array([[[0, 0], [2, 2]]]), np.array([[[1, 0], [3, 2]]]))
+        array([[0.6666666]], dtype=float32)
     """
     g = np.asarray(gt_boxes, dtype=np.float32).reshape(-1, 2, 2)[:, None]
     p = np.asarray(pred_boxes, dtype=np.float32).reshape(-1, 2, 2)[None, :]
@@ -243,11 +247,12 @@ def greedy_match(distance: np.ndarray, confidence: np.ndarray, threshold: float,
         reference: devkit rule (only the nearest GT, first on ties; a taken nearest GT makes a false positive);
             otherwise the nearest GT still free within the threshold.
 
-    >>> d = np.array([[0.5, 0.6], [2.0, 0.9]])
-    >>> greedy_match(d, np.array([0.9, 0.8]), 1.0, reference=True).tolist()
-    [0, -1]
-    >>> greedy_match(d, np.array([0.9, 0.8]), 1.0, reference=False).tolist()
-    [0, 1]
+    Examples:
+        >>> d = np.array([[0.5, 0.6], [2.0, 0.9]])
+        >>> greedy_match(d, np.array([0.9, 0.8]), 1.0, reference=True).tolist()
+        [0, -1]
+        >>> greedy_match(d, np.array([0.9, 0.8]), 1.0, reference=False).tolist()
+        [0, 1]
     """
     return match_frames([distance], [confidence], [threshold], reference)[0][:, 0]
 
@@ -313,8 +318,9 @@ def average_precision_11(confidence: np.ndarray, tp: np.ndarray, num_gt: int, re
             1.0 when there is neither ground truth nor detection, 0.0 when only detections); otherwise exact
             recall levels, tied confidences as one operating point, NaN without ground truth.
 
-    >>> average_precision_11(np.array([0.9, 0.8]), np.array([1, 0]), 2, reference=True)
-    0.5454545...
+    Examples:
+        >>> average_precision_11(np.array([0.9, 0.8]), np.array([1, 0]), 2, reference=True)
+        0.5454545...
     """
     if num_gt == 0:
         if reference:
@@ -360,10 +366,11 @@ def topology_matrix(gt: np.ndarray, pred: np.ndarray, row_match: np.ndarray, col
         pred: ``(P_r, P_c)`` predicted relation confidences.
         row_match / col_match: GT index per predicted row / column item (-1: unmatched).
 
-    >>> topology_matrix(np.array([[0, 1], [0, 0]]), np.array([[0.0, 0.9], [0.2, 0.0]]),
-    ...                 np.array([0, -1]), np.array([0, -1]))
-    array([[0.        , 0.        ],
-           [0.50000012, 0.50000012]])
+    Examples:
+        >>> topology_matrix(np.array([[0, 1], [0, 0]]), np.array([[0.0, 0.9], [0.2, 0.0]]),
+        ...                 np.array([0, -1]), np.array([0, -1]))
+        array([[0.        , 0.        ],
+               [0.50000012, 0.50000012]])
     """
     out = (1.0 - gt) * UNMATCHED_RELATION
     pr = np.flatnonzero(row_match >= 0)
@@ -380,8 +387,9 @@ def topology_vertex_ap(gt: np.ndarray, scores: np.ndarray, reference: bool) -> n
     edge / number of GT edges; 1 with neither GT nor predicted edges, 0 with only one of them. ``reference``:
     tied values ranked in index order (the devkit's small-array sort); otherwise a tie is one operating point.
 
-    >>> topology_vertex_ap(np.array([[0, 1], [0, 0]]), np.array([[0.9, 0.8], [0.1, 0.2]]), True)
-    array([0.5, 1. , 0. , 1. ])
+    Examples:
+        >>> topology_vertex_ap(np.array([[0, 1], [0, 0]]), np.array([[0.9, 0.8], [0.1, 0.2]]), True)
+        array([0.5, 1. , 0. , 1. ])
     """
     values = [_vertex_ap_rows(gt, scores, reference), _vertex_ap_rows(gt.T, scores.T, reference)]
     return np.concatenate(values)
@@ -505,9 +513,10 @@ def fscore_counts(gt_lanes: Sequence[np.ndarray], pred_lanes: Sequence[np.ndarra
     Min-cost one-to-one assignment of the integer costs with :func:`scipy.optimize.linear_sum_assignment`; where
     several assignments are optimal, OR-Tools (the devkit) may pick another one.
 
-    >>> lane = np.stack([np.linspace(0, 40, 11), np.zeros(11), np.zeros(11)], 1)
-    >>> fscore_counts([lane], [lane + [0, 0.5, 0]]).tolist()
-    [1, 1, 1, 1, 1]
+    Examples:
+        >>> lane = np.stack([np.linspace(0, 40, 11), np.zeros(11), np.zeros(11)], 1)
+        >>> fscore_counts([lane], [lane + [0, 0.5, 0]]).tolist()
+        [1, 1, 1, 1, 1]
     """
     gs, gv = _fscore_lanes(gt_lanes)
     ps, pv = _fscore_lanes(pred_lanes)

@@ -40,9 +40,11 @@ def pooled_precision_recall(
         ``(precision (..., N), recall (..., N))`` in score order (ties in input order). Recall is 0 with no
         target (``cumTP / max(num_targets, 1)``, as the references' ``max(n, eps)``).
 
-    >>> precision, recall = pooled_precision_recall(torch.tensor([0.9, 0.8, 0.7]), torch.tensor([True, False, True]), 4)
-    >>> precision.tolist(), recall.tolist()
-    ([1.0, 0.5, 0.6666666666666666], [0.25, 0.25, 0.5])
+    Examples:
+        >>> scores, matched = torch.tensor([0.9, 0.8, 0.7]), torch.tensor([True, False, True])
+        >>> precision, recall = pooled_precision_recall(scores, matched, 4)
+        >>> precision.tolist(), recall.tolist()
+        ([1.0, 0.5, 0.6666666666666666], [0.25, 0.25, 0.5])
     """
     if scores.ndim != 1 or true_positive.shape[-1] != scores.shape[0]:
         raise ValueError(
@@ -78,8 +80,9 @@ def average_precision_area(precision: Tensor, recall: Tensor, sum_dtype: torch.d
     Returns:
         ``(...)`` AP in [0, 1].
 
-    >>> average_precision_area(torch.tensor([1.0, 0.5, 2 / 3]), torch.tensor([0.25, 0.25, 0.5]))
-    tensor(0.4167)
+    Examples:
+        >>> average_precision_area(torch.tensor([1.0, 0.5, 2 / 3]), torch.tensor([0.25, 0.25, 0.5]))
+        tensor(0.4167)
     """
     dtype = torch.promote_types(precision.dtype, recall.dtype)
     zeros = torch.zeros((*recall.shape[:-1], 1), dtype=dtype, device=recall.device)
@@ -99,9 +102,10 @@ def interpolated_precision_11point(
     array with a float64 grid; ``torch.float32`` casts the grid to float32 first, as numpy 1.x value-based casting
     does (the OpenLane-V2 devkit: there a float32 recall of exactly 7/10 reaches the 0.7 point).
 
-    >>> interpolated_precision_11point(torch.tensor([1.0, 0.5]), torch.tensor([0.3, 0.7], dtype=torch.float32))
-    tensor([1.0000, 1.0000, 1.0000, 1.0000, 0.5000, 0.5000, 0.5000, 0.0000, 0.0000,
-            0.0000, 0.0000])
+    Examples:
+        >>> interpolated_precision_11point(torch.tensor([1.0, 0.5]), torch.tensor([0.3, 0.7], dtype=torch.float32))
+        tensor([1.0000, 1.0000, 1.0000, 1.0000, 0.5000, 0.5000, 0.5000, 0.0000, 0.0000,
+                0.0000, 0.0000])
     """
     grid = (torch.arange(11, dtype=torch.float64, device=recall.device) * 0.1).to(compare_dtype)
     reach = recall.to(compare_dtype).unsqueeze(-2) >= grid.unsqueeze(-1)  # (..., 11, N)
@@ -125,8 +129,9 @@ def average_precision_11point(
         dtype: accumulation dtype (default: ``precision``'s; OpenLane-V2 sums in float32).
         compare_dtype: dtype recall and grid are compared in (see :func:`interpolated_precision_11point`).
 
-    >>> average_precision_11point(torch.tensor([1.0, 0.5]), torch.tensor([0.3, 0.7], dtype=torch.float32))
-    tensor(0.5000)
+    Examples:
+        >>> average_precision_11point(torch.tensor([1.0, 0.5]), torch.tensor([0.3, 0.7], dtype=torch.float32))
+        tensor(0.5000)
     """
     values = interpolated_precision_11point(precision, recall, compare_dtype).to(dtype or precision.dtype)
     total = values[..., 0]

@@ -43,8 +43,9 @@ def point_distance_matrix(a: Tensor, b: Tensor) -> Tensor:
     ``torch.cdist`` without the ``|a|^2 + |b|^2 - 2ab`` expansion: bit-equal to scipy's ``cdist`` on the CPU, and
     with a zero gradient where two points coincide.
 
-    >>> point_distance_matrix(torch.tensor([[0.0, 0.0]]), torch.tensor([[3.0, 4.0], [0.0, 0.0]]))
-    tensor([[5., 0.]])
+    Examples:
+        >>> point_distance_matrix(torch.tensor([[0.0, 0.0]]), torch.tensor([[3.0, 4.0], [0.0, 0.0]]))
+        tensor([[5., 0.]])
     """
     batch = _broadcast(a.shape[:-2], b.shape[:-2])
     a3 = a.expand(*batch, *a.shape[-2:]).reshape(-1, *a.shape[-2:])
@@ -163,10 +164,11 @@ def chamfer_distance(
     Returns:
         ``(..., N)`` distances (metres); ``inf`` where either line is absent.
 
-    >>> a = torch.tensor([[[0.0, 0.0], [1.0, 0.0]]])
-    >>> b = torch.tensor([[[0.0, 1.0], [1.0, 1.0], [2.0, 1.0]]])
-    >>> chamfer_distance(a, torch.tensor([2]), b, torch.tensor([3]))
-    tensor([1.0690])
+    Examples:
+        >>> a = torch.tensor([[[0.0, 0.0], [1.0, 0.0]]])
+        >>> b = torch.tensor([[[0.0, 1.0], [1.0, 1.0], [2.0, 1.0]]])
+        >>> chamfer_distance(a, torch.tensor([2]), b, torch.tensor([3]))
+        tensor([1.0690])
     """
     check_polylines(preds, preds_lengths, "preds")
     check_polylines(target, target_lengths, "target")
@@ -205,11 +207,12 @@ def chamfer_distance_matrix(
     Returns:
         ``(..., Na, Nb)`` distances (metres), ``inf`` for pairs with an absent line; differentiable.
 
-    >>> preds = torch.tensor([[[[0.0, 0.0], [1.0, 0.0]], [[0.0, 5.0], [1.0, 5.0]]]])  # (1, 2, 2, 2)
-    >>> target = torch.tensor([[[[0.0, 1.0], [1.0, 1.0], [2.0, 1.0]]]])  # (1, 1, 3, 2)
-    >>> chamfer_distance_matrix(preds, torch.tensor([[2, 2]]), target, torch.tensor([[3]]))
-    tensor([[[1.0690],
-             [4.0205]]])
+    Examples:
+        >>> preds = torch.tensor([[[[0.0, 0.0], [1.0, 0.0]], [[0.0, 5.0], [1.0, 5.0]]]])  # (1, 2, 2, 2)
+        >>> target = torch.tensor([[[[0.0, 1.0], [1.0, 1.0], [2.0, 1.0]]]])  # (1, 1, 3, 2)
+        >>> chamfer_distance_matrix(preds, torch.tensor([[2, 2]]), target, torch.tensor([[3]]))
+        tensor([[[1.0690],
+                 [4.0205]]])
     """
     check_polylines(preds, preds_lengths, "preds")
     check_polylines(target, target_lengths, "target")

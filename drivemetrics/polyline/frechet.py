@@ -176,10 +176,11 @@ def frechet_distance_pairs(
     Returns:
         Distances, shape ``(...)``, in ``a``'s dtype; differentiable almost everywhere (a subgradient).
 
-    >>> a = torch.tensor([[[0.0, 0.0], [1.0, 0.0], [2.0, 0.0]]])
-    >>> b = torch.tensor([[[0.0, 1.0], [2.0, 1.0], [9.0, 9.0]]])
-    >>> frechet_distance_pairs(a, b, b_lengths=torch.tensor([2]))
-    tensor([1.4142])
+    Examples:
+        >>> a = torch.tensor([[[0.0, 0.0], [1.0, 0.0], [2.0, 0.0]]])
+        >>> b = torch.tensor([[[0.0, 1.0], [2.0, 1.0], [9.0, 9.0]]])
+        >>> frechet_distance_pairs(a, b, b_lengths=torch.tensor([2]))
+        tensor([1.4142])
     """
     return _pairs(a, b, a_lengths, b_lengths, None)
 
@@ -197,10 +198,11 @@ def soft_frechet_distance_pairs(
     smoothing: the result differs from the discrete Frechet distance by at most
     ``gamma * (N + M) * log(3)``, and tends to it as ``gamma -> 0``.
 
-    >>> a = torch.tensor([[[0.0, 0.0], [1.0, 0.0]]])
-    >>> b = torch.tensor([[[0.0, 1.0], [1.0, 1.0]]])
-    >>> round(float(soft_frechet_distance_pairs(a, b, gamma=0.01)), 2)
-    1.01
+    Examples:
+        >>> a = torch.tensor([[[0.0, 0.0], [1.0, 0.0]]])
+        >>> b = torch.tensor([[[0.0, 1.0], [1.0, 1.0]]])
+        >>> round(float(soft_frechet_distance_pairs(a, b, gamma=0.01)), 2)
+        1.01
     """
     if not gamma > 0:
         raise ValueError(f"`gamma` must be > 0, got {gamma}")
@@ -223,16 +225,17 @@ def frechet_distance_matrix(
         preds_lengths: ``(..., Na)`` valid point counts (0 = absent line); ``None``: all ``Pa``.
         target: ``(..., Nb, Pb, D)`` target polylines, same leading dims.
         target_lengths: ``(..., Nb)``; ``None``: all ``Pb``.
-        chunk_pairs: pairs computed at once (bounds memory to about ``chunk_pairs x Pb`` values).
+        chunk_pairs: pairs computed at once (bounds memory to about ``(chunk_pairs, Pb)`` values).
 
     Returns:
         ``(..., Na, Nb)`` distances (metres), ``inf`` for pairs with an absent line (the devkit layout, GT rows,
         is its transpose).
 
-    >>> preds = torch.tensor([[[[0.0, 1.0], [1.0, 1.0]]]])  # (1, 1, 2, 2)
-    >>> target = torch.tensor([[[[0.0, 0.0], [1.0, 0.0]], [[0.0, 5.0], [1.0, 5.0]]]])  # (1, 2, 2, 2)
-    >>> frechet_distance_matrix(preds, None, target, None)
-    tensor([[[1., 4.]]])
+    Examples:
+        >>> preds = torch.tensor([[[[0.0, 1.0], [1.0, 1.0]]]])  # (1, 1, 2, 2)
+        >>> target = torch.tensor([[[[0.0, 0.0], [1.0, 0.0]], [[0.0, 5.0], [1.0, 5.0]]]])  # (1, 2, 2, 2)
+        >>> frechet_distance_matrix(preds, None, target, None)
+        tensor([[[1., 4.]]])
     """
     if not isinstance(preds, Tensor) or not isinstance(target, Tensor):
         raise TypeError("`preds` and `target` must be torch.Tensors")

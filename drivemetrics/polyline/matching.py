@@ -29,8 +29,9 @@ def score_rank(scores: Tensor, valid: Tensor | None = None) -> Tensor:
 
     Invalid predictions rank after all valid ones.
 
-    >>> score_rank(torch.tensor([0.2, 0.9, 0.2, 0.5]))
-    tensor([2, 0, 3, 1])
+    Examples:
+        >>> score_rank(torch.tensor([0.2, 0.9, 0.2, 0.5]))
+        tensor([2, 0, 3, 1])
     """
     key = scores.detach()
     if valid is not None:
@@ -51,8 +52,9 @@ def nearest_target(distances: Tensor, target_valid: Tensor | None = None) -> tup
     Returns:
         The index of the first target with the smallest distance (0 and ``inf`` when there is none).
 
-    >>> nearest_target(torch.tensor([[2.0, 1.0, 1.0], [5.0, 7.0, 9.0]]))
-    (tensor([1, 0]), tensor([1., 5.]))
+    Examples:
+        >>> nearest_target(torch.tensor([[2.0, 1.0, 1.0], [5.0, 7.0, 9.0]]))
+        (tensor([1, 0]), tensor([1., 5.]))
     """
     if target_valid is not None:
         distances = torch.where(target_valid.unsqueeze(-2), distances, torch.full_like(distances, torch.inf))
@@ -92,11 +94,12 @@ def greedy_match(
     Returns:
         ``(..., P, T)`` bool, ``True`` for a true positive.
 
-    >>> distances = torch.tensor([[0.3, 0.4], [0.2, 0.45]])  # 2 predictions x 2 targets
-    >>> greedy_match(distances, torch.tensor([0.9, 0.8]), [0.5])[..., 0]
-    tensor([ True, False])
-    >>> greedy_match(distances, torch.tensor([0.9, 0.8]), [0.5], fallback=True)[..., 0]
-    tensor([True, True])
+    Examples:
+        >>> distances = torch.tensor([[0.3, 0.4], [0.2, 0.45]])  # 2 predictions x 2 targets
+        >>> greedy_match(distances, torch.tensor([0.9, 0.8]), [0.5])[..., 0]
+        tensor([ True, False])
+        >>> greedy_match(distances, torch.tensor([0.9, 0.8]), [0.5], fallback=True)[..., 0]
+        tensor([True, True])
     """
     thresholds_t = torch.as_tensor(thresholds, dtype=distances.dtype, device=distances.device).reshape(-1)
     num_preds, num_targets = distances.shape[-2], distances.shape[-1]

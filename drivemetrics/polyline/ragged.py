@@ -19,11 +19,12 @@ __all__ = ["check_polylines", "drop_closing_point", "pad_polylines", "point_mask
 def check_polylines(points: Tensor, lengths: Tensor, name: str = "points") -> None:
     """Raise a one-line ``ValueError`` / ``TypeError`` when ``(points, lengths)`` is not a padded polyline set.
 
-    >>> check_polylines(torch.zeros(2, 4, 2), torch.tensor([4, 2]))
-    >>> check_polylines(torch.zeros(2, 4, 2), torch.tensor([5, 2]))
-    Traceback (most recent call last):
-    ...
-    ValueError: `points_lengths` must lie in [0, 4] (the padded point count), got values in [2, 5]
+    Examples:
+        >>> check_polylines(torch.zeros(2, 4, 2), torch.tensor([4, 2]))
+        >>> check_polylines(torch.zeros(2, 4, 2), torch.tensor([5, 2]))
+        Traceback (most recent call last):
+        ...
+        ValueError: `points_lengths` must lie in [0, 4] (the padded point count), got values in [2, 5]
     """
     if not isinstance(points, Tensor) or not points.is_floating_point():
         raise TypeError(f"`{name}` must be a floating-point tensor (..., N, P, D)")
@@ -43,9 +44,10 @@ def check_polylines(points: Tensor, lengths: Tensor, name: str = "points") -> No
 def point_mask(lengths: Tensor, num_points: int) -> Tensor:
     """``(..., N, P)`` bool: which padded points are valid.
 
-    >>> point_mask(torch.tensor([3, 1]), 4)
-    tensor([[ True,  True,  True, False],
-            [ True, False, False, False]])
+    Examples:
+        >>> point_mask(torch.tensor([3, 1]), 4)
+        tensor([[ True,  True,  True, False],
+                [ True, False, False, False]])
     """
     return torch.arange(num_points, device=lengths.device) < lengths.unsqueeze(-1)
 
@@ -60,9 +62,10 @@ def pad_polylines(
         num_points: padded point count ``P`` (default: the longest polyline).
         dtype: dtype of ``points`` (default: the promoted dtype of the inputs, at least float32).
 
-    >>> points, lengths = pad_polylines([torch.tensor([[0.0, 0.0], [1.0, 0.0]]), torch.tensor([[2.0, 2.0]])])
-    >>> points.shape, lengths
-    (torch.Size([2, 2, 2]), tensor([2, 1]))
+    Examples:
+        >>> points, lengths = pad_polylines([torch.tensor([[0.0, 0.0], [1.0, 0.0]]), torch.tensor([[2.0, 2.0]])])
+        >>> points.shape, lengths
+        (torch.Size([2, 2, 2]), tensor([2, 1]))
     """
     if len(polylines) == 0:
         return torch.zeros(0, num_points or 0, 2, dtype=dtype or torch.float32), torch.zeros(0, dtype=torch.long)
@@ -86,8 +89,9 @@ def pad_polylines(
 def unpad_polylines(points: Tensor, lengths: Tensor) -> list[Tensor]:
     """The inverse of :func:`pad_polylines` for ``points (N, P, D)``: a list of ``(lengths[n], D)`` tensors.
 
-    >>> [p.shape for p in unpad_polylines(torch.zeros(2, 3, 2), torch.tensor([3, 1]))]
-    [torch.Size([3, 2]), torch.Size([1, 2])]
+    Examples:
+        >>> [p.shape for p in unpad_polylines(torch.zeros(2, 3, 2), torch.tensor([3, 1]))]
+        [torch.Size([3, 2]), torch.Size([1, 2])]
     """
     return [points[n, : int(length)] for n, length in enumerate(lengths.tolist())]
 

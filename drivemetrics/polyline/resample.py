@@ -38,8 +38,9 @@ def arc_length(points: Tensor, lengths: Tensor) -> Tensor:
         points: ``(..., N, P, D)`` polyline points.
         lengths: ``(..., N)`` valid point counts.
 
-    >>> arc_length(torch.tensor([[[0.0, 0.0], [3.0, 4.0], [3.0, 5.0]]]), torch.tensor([3]))
-    tensor([6.])
+    Examples:
+        >>> arc_length(torch.tensor([[[0.0, 0.0], [3.0, 4.0], [3.0, 5.0]]]), torch.tensor([3]))
+        tensor([6.])
     """
     check_polylines(points, lengths)
     if points.shape[-2] < 2:
@@ -59,12 +60,13 @@ def interpolate_at(points: Tensor, lengths: Tensor, positions: Tensor) -> Tensor
     Returns:
         ``(..., N, K, D)`` interpolated points, differentiable in ``points``.
 
-    >>> line = torch.tensor([[[0.0, 0.0], [2.0, 0.0], [2.0, 2.0]]])
-    >>> interpolate_at(line, torch.tensor([3]), torch.tensor([[0.0, 1.0, 3.0, 4.0]]))
-    tensor([[[0., 0.],
-             [1., 0.],
-             [2., 1.],
-             [2., 2.]]])
+    Examples:
+        >>> line = torch.tensor([[[0.0, 0.0], [2.0, 0.0], [2.0, 2.0]]])
+        >>> interpolate_at(line, torch.tensor([3]), torch.tensor([[0.0, 1.0, 3.0, 4.0]]))
+        tensor([[[0., 0.],
+                 [1., 0.],
+                 [2., 1.],
+                 [2., 2.]]])
     """
     check_polylines(points, lengths)
     num_points = points.shape[-2]
@@ -111,8 +113,9 @@ def resample_by_count(points: Tensor, lengths: Tensor, num_samples: int) -> Tens
         ``(..., N, num_samples, D)``; every output line is full (lengths ``num_samples``), except 0-point inputs
         which give zeros.
 
-    >>> resample_by_count(torch.tensor([[[0.0, 0.0], [4.0, 0.0]]]), torch.tensor([2]), 5)[0, :, 0]
-    tensor([0., 1., 2., 3., 4.])
+    Examples:
+        >>> resample_by_count(torch.tensor([[[0.0, 0.0], [4.0, 0.0]]]), torch.tensor([2]), 5)[0, :, 0]
+        tensor([0., 1., 2., 3., 4.])
     """
     if num_samples < 2:
         raise ValueError(f"`num_samples` must be >= 2, got {num_samples}")
@@ -145,10 +148,11 @@ def resample_by_spacing(
         ``(samples (..., N, M, D), sample_lengths (..., N))`` with ``M`` the largest count; 0-point inputs give
         ``sample_lengths`` 0.
 
-    >>> samples, counts = resample_by_spacing(torch.tensor([[[0.0, 0.0], [1.0, 0.0]]], dtype=torch.float64),
-    ...                                       torch.tensor([2]), 0.3)
-    >>> samples[0, : int(counts[0]), 0].tolist()
-    [0.0, 0.3, 0.6, 0.8999999999999999, 1.0]
+    Examples:
+        >>> samples, counts = resample_by_spacing(torch.tensor([[[0.0, 0.0], [1.0, 0.0]]], dtype=torch.float64),
+        ...                                       torch.tensor([2]), 0.3)
+        >>> samples[0, : int(counts[0]), 0].tolist()
+        [0.0, 0.3, 0.6, 0.8999999999999999, 1.0]
     """
     if not spacing > 0:
         raise ValueError(f"`spacing` must be > 0, got {spacing}")

@@ -33,10 +33,10 @@ def pixel_inputs_to_bev(
     """Warp a perspective prediction, its ground truth and valid mask to the BEV grid, for BEV evaluation.
 
     Args:
-        preds: ``B x H x W`` (or ``H x W``) confidences, float in [0, 1] or ``uint8``.
+        preds: ``(B, H, W)`` (or ``(H, W)``) confidences, float in [0, 1] or ``uint8``.
         target: same shape, binary road ground truth.
         valid: optional same-shape binary mask of evaluated pixels.
-        image_from_road: ``B x 3 x 3`` (one per frame) or ``3 x 3`` road -> image homographies
+        image_from_road: ``(B, 3, 3)`` (one per frame) or ``(3, 3)`` road -> image homographies
             (:func:`drivemetrics.geometry.image_from_road`); float64 for bit-exact devkit lookups.
         grid: the BEV grid (default: the KITTI-ROAD grid, 800 x 400 cells of 0.05 m).
         mode: ``"devkit"`` (the devkit's nearest-pixel lookup, bit for bit; uint8 stays uint8), ``"nearest"``, or
@@ -46,7 +46,7 @@ def pixel_inputs_to_bev(
             skips these checks.
 
     Returns:
-        ``(preds_bev, target_bev, valid_bev)``, each ``B x rows x cols``; ``valid_bev`` (bool) is the warped valid
+        ``(preds_bev, target_bev, valid_bev)``, each ``(B, rows, cols)``; ``valid_bev`` (bool) is the warped valid
         mask AND the cells that see the image (the devkit's warped GT is black, i.e. "don't care", there).
     """
     from drivemetrics.geometry.warp import warp_image_to_bev

@@ -31,7 +31,7 @@ from torch import Tensor
 from torchmetrics import Metric
 
 from drivemetrics._compute import safe_divide
-from drivemetrics._metric import add_config_state, plot_metric
+from drivemetrics._metric import DictFamilyLogCheck, add_config_state, plot_metric
 from drivemetrics._validation import check_binary, check_shape, check_tensor
 from drivemetrics.geometry.bev import BevGrid
 from drivemetrics.road.corridor_config import CorridorConfig
@@ -53,9 +53,9 @@ __all__ = [
 class CorridorFit(NamedTuple):
     """The fitted corridor of each frame (``P = 1 + max_stages * steps_per_stage`` step poses; NaN after the end).
 
-    mask: ``B x H x W`` bool, the grid cells of the corridor. path: ``B x P x 3`` centerline poses
-    ``(x, z, heading)`` at every step (metres, metres, radians). left / right: ``B x P x 2`` boundary points
-    ``(x, z)`` at ``-W/2`` / ``+W/2`` across the heading. wheel_angles: ``B x max_stages`` wheel angle of each
+    mask: ``(B, H, W)`` bool, the grid cells of the corridor. path: ``(B, P, 3)`` centerline poses
+    ``(x, z, heading)`` at every step (metres, metres, radians). left / right: ``(B, P, 2)`` boundary points
+    ``(x, z)`` at ``-W/2`` / ``+W/2`` across the heading. wheel_angles: ``(B, max_stages)`` wheel angle of each
     stage in radians (NaN after the end). num_stages: ``B`` number of elements (0: no corridor). length: ``B`` arc
     length in metres. fitness: ``B`` accumulated confidence under the corridor (sum over its cells).
     """
@@ -123,13 +123,13 @@ def _element_spans(
     """Cell spans of corridor elements, row by row.
 
     Args:
-        start, end: ``... x 3`` start and end poses ``(x, z, heading)`` of each element.
+        start, end: ``(..., 3)`` start and end poses ``(x, z, heading)`` of each element.
         curvature: ``...`` signed curvature ``tan(rho) / L`` in 1/m (positive turns right; 0 is straight).
         width: corridor width in metres.
         first_row, num_rows: the rows examined, from :func:`_element_rows`.
 
     Returns:
-        ``rows``: ``... x R`` row indices (may lie outside the grid), ``col_lo`` / ``col_hi``: ``... x R x 2``
+        ``rows``: ``(..., R)`` row indices (may lie outside the grid), ``col_lo`` / ``col_hi``: ``(..., R, 2)``
         half-open column ranges ``[lo, hi)`` of the (at most two) spans, unclipped; a span is empty when
         ``hi <= lo``.
     """
@@ -181,8 +181,8 @@ def _span_sums(
     """Area (cells, rows beyond the far edge excluded) and in-grid sums of each element.
 
     ``rows`` / ``col_*``: ``b x ... x R (x 2)`` from :func:`_element_spans` for frames ``frame_ids`` (``b``);
-    ``prefix``: flattened ``B x H x (W + 1)`` row-wise prefix sums of all frames. Returns the area ``b x ...``
-    (long) and one ``b x ...`` sum per prefix table. Cells outside the grid to the left, right or near side count
+    ``prefix``: flattened ``(B, H, (W + 1))`` row-wise prefix sums of all frames. Returns the area ``(b, ...)``
+    (long) and one ``(b, ...)`` sum per prefix table. Cells outside the grid to the left, right or near side count
     in the area and add nothing to the sums.
     """
     H, W = grid.shape
@@ -203,7 +203,7 @@ def _span_sums(
 
 
 def _paint_spans(rows: Tensor, col_lo: Tensor, col_hi: Tensor, keep: Tensor, grid: BevGrid) -> Tensor:
-    """Mask ``B x H x W`` of the cells covered by the spans of the elements with ``keep`` (``B x M``)."""
+    """Mask ``(B, H, W)`` of the cells covered by the spans of the elements with ``keep`` (``(B, M)``)."""
     H, W = grid.shape
     B = rows.shape[0]
     rows2 = rows[..., None].expand_as(col_lo)
@@ -296,8 +296,8 @@ def fit_driving_corridor(
     """Fit the driving corridor to BEV ego-lane confidence maps by the paper's multi-stage search.
 
     Args:
-        preds: ``B x H x W`` confidence in [0, 1] (float) or 0..255 (uint8) on ``grid``.
-        valid: optional ``B x H x W`` mask of cells seen by the camera; cells outside it count as no detection
+        preds: ``(B, H, W)`` confidence in [0, 1] (float) or 0..255 (uint8) on ``grid``.
+        valid: optional ``(B, H, W)`` mask of cells seen by the camera; cells outside it count as no detection
             (confidence 0).
         threshold: detection working point in (0, 1]: a cell is a detection when ``confidence >= threshold``.
         grid: the BEV grid (default: KITTI-ROAD, 800 x 400 at 0.05 m).
@@ -546,9 +546,9 @@ def corridor_row_statistics(
     counts the frames whose rows ``0..e`` are all longitudinal TPs.
 
     Args:
-        corridor: ``B x H x W`` bool corridor mask (:attr:`CorridorFit.mask`).
-        target: ``B x H x W`` binary ground-truth ego-lane; every frame needs at least one valid lane cell.
-        valid: optional ``B x H x W`` binary mask of evaluated cells.
+        corridor: ``(B, H, W)`` bool corridor mask (:attr:`CorridorFit.mask`).
+        target: ``(B, H, W)`` binary ground-truth ego-lane; every frame needs at least one valid lane cell.
+        valid: optional ``(B, H, W)`` binary mask of evaluated cells.
 
     Returns:
         dict of ``E``-long tensors ``z`` (metres), ``tp_cells``, ``fp_cells``, ``row_tp``, ``row_fp``,
@@ -682,10 +682,10 @@ def driving_corridor_scores(
     return _scores_at(stats, config.distances, grid)
 
 
-class DrivingCorridorMetrics(Metric):
+class DrivingCorridorMetrics(DictFamilyLogCheck, Metric):
     """Driving-corridor scores (lateral precision, longitudinal F1, hitrate at distances), pooled over frames.
 
-    ``update(preds, target, valid=None)`` fits the corridor to each ``B x H x W`` BEV confidence map and adds its
+    ``update(preds, target, valid=None)`` fits the corridor to each ``(B, H, W)`` BEV confidence map and adds its
     per-row counts (sum-reduced counters, so the metric syncs across processes). ``compute()`` returns the dict of
     :func:`driving_corridor_scores`; :meth:`compute_curves` the curves of :func:`corridor_curves`.
 

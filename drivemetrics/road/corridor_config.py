@@ -1,4 +1,4 @@
-"""The driving corridor's parameters: :class:`CorridorConfig` and its TOML file (``configs/corridor.toml``)."""
+"""The driving corridor's parameters: :class:`CorridorConfig` and its TOML file (the shipped ``corridor.toml``)."""
 
 from __future__ import annotations
 
@@ -7,15 +7,18 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from drivemetrics.configs import config_path
+
 __all__ = ["DEFAULT_CONFIG_PATH", "CorridorConfig", "load_corridor_config"]
 
 
-DEFAULT_CONFIG_PATH = Path(__file__).resolve().parents[2] / "configs" / "corridor.toml"
+#: The shipped defaults (package data ``drivemetrics/configs/corridor.toml``, found in a wheel as in a checkout).
+DEFAULT_CONFIG_PATH = config_path("corridor.toml")
 
 
 @dataclass(frozen=True)
 class CorridorConfig:
-    """Parameters of the corridor fit and of its scores; the defaults are the paper's (``configs/corridor.toml``).
+    """Parameters of the corridor fit and of its scores; the paper's defaults (the shipped ``corridor.toml``).
 
     Vehicle and search:
         speed: ``v0`` in m/s. wheelbase: ``L`` in metres. dt: step in seconds. steps_per_stage: ``S`` steps per
@@ -95,7 +98,7 @@ class CorridorConfig:
 
 
 def load_corridor_config(path: str | Path | None = None, **overrides: Any) -> CorridorConfig:
-    """Read a :class:`CorridorConfig` from a TOML file (default ``configs/corridor.toml``), then apply overrides.
+    """Read a :class:`CorridorConfig` from a TOML file (default: the shipped ``corridor.toml``), then apply overrides.
 
     The file's tables (``[vehicle]``, ``[search]``, ``[scores]``) only group the keys; every key must be a field
     of :class:`CorridorConfig`. ``start_z`` / ``max_stages`` may be the string ``"auto"`` (meaning ``None``).

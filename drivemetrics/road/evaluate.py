@@ -110,7 +110,7 @@ def _progress(items: Sequence[str], enabled: bool | None, desc: str) -> Iterable
 
 
 def _match_size(pred: Tensor, gt_hw: tuple[int, int], name: str, crop: bool) -> Tensor:
-    """``pred`` (``H x W``) cropped to ``gt_hw`` when ``crop`` allows it; ValueError otherwise."""
+    """``pred`` (``(H, W)``) cropped to ``gt_hw`` when ``crop`` allows it; ValueError otherwise."""
     if tuple(pred.shape) == gt_hw:
         return pred
     if crop and pred.shape[0] >= gt_hw[0] and pred.shape[1] >= gt_hw[1]:
@@ -132,9 +132,9 @@ def frame_counts(
     """Devkit counts at the 256 thresholds for one frame, in perspective or (with a homography) BEV.
 
     Args:
-        gt_rgb: ``uint8`` ``3 x H x W`` ground truth (RGB).
-        pred: ``uint8`` ``H x W`` confidences.
-        image_from_road: ``3 x 3`` float64 homography: evaluate in the BEV, both maps warped the devkit way
+        gt_rgb: ``uint8`` ``(3, H, W)`` ground truth (RGB).
+        pred: ``uint8`` ``(H, W)`` confidences.
+        image_from_road: ``(3, 3)`` float64 homography: evaluate in the BEV, both maps warped the devkit way
             (unseen cells become black, i.e. don't care).
         grid: the BEV grid (default: the KITTI-ROAD grid).
 
@@ -159,7 +159,7 @@ class _Frame:
 
 
 def _frame_histogram(frame: _Frame, crop: bool, grid: BevGrid | None, thresholds: Tensor) -> Tensor:
-    """Bucket histogram ``2 x (T + 1)`` (negatives, positives; see :func:`bucket_histograms`) of one frame.
+    """Bucket histogram ``(2, (T + 1))`` (negatives, positives; see :func:`bucket_histograms`) of one frame.
 
     The same counts as :func:`frame_counts` on :func:`read_gt_png` / :func:`read_confidence_png`, read for less:
     only the ground truth's red (valid) and blue (road) channels are extracted, all uint8, and the BEV warp moves
@@ -382,7 +382,7 @@ def corridor_table(
     """The paper's Table IV for a set of BEV frames: ``{precision_lat,f1_long,hitrate}_{d}m`` and ``mean_length``.
 
     Args:
-        preds: ``N x H x W`` confidence maps (or a sequence of ``H x W`` maps), float in [0, 1] or uint8.
+        preds: ``(N, H, W)`` confidence maps (or a sequence of ``(H, W)`` maps), float in [0, 1] or uint8.
         target: the ground-truth ego-lanes (``um_lane``), same layout. valid: optional masks of evaluated cells.
         threshold: the working point of the pixel evaluation (e.g. the MaxF threshold), in (0, 1].
         batch_size: frames fitted at once.

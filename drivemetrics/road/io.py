@@ -131,7 +131,7 @@ def _open_gt(path: Path) -> Image.Image:
 
 
 def read_gt_png(path: str | Path) -> Tensor:
-    """A ground-truth PNG as a ``uint8`` tensor ``3 x H x W`` in RGB order.
+    """A ground-truth PNG as a ``uint8`` tensor ``(3, H, W)`` in RGB order.
 
     Raises:
         FileNotFoundError: missing file.
@@ -142,7 +142,7 @@ def read_gt_png(path: str | Path) -> Tensor:
 
 
 def _read_gt_red_blue(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """The red and blue channels (``uint8`` ``H x W``) of a ground-truth PNG: all the evaluation needs.
+    """The red and blue channels (``uint8`` ``(H, W)``) of a ground-truth PNG: all the evaluation needs.
 
     Cheaper than :func:`read_gt_png`: libspng decodes where installed (:mod:`drivemetrics._png`), else Pillow
     extracts the two bands without building an RGB array.
@@ -155,7 +155,7 @@ def _read_gt_red_blue(path: Path) -> tuple[np.ndarray, np.ndarray]:
 
 
 def gt_masks(gt_rgb: Tensor) -> tuple[Tensor, Tensor]:
-    """``(road, valid)`` bool masks (``... x H x W``) from RGB ground truth ``... x 3 x H x W``.
+    """``(road, valid)`` bool masks (``(..., H, W)``) from RGB ground truth ``(..., 3, H, W)``.
 
     Road: blue channel > 0; valid: red channel > 0 (the devkit's rules, on RGB instead of OpenCV's BGR).
     """
@@ -165,7 +165,7 @@ def gt_masks(gt_rgb: Tensor) -> tuple[Tensor, Tensor]:
 
 
 def read_confidence_png(path: str | Path) -> Tensor:
-    """A result PNG as a ``uint8`` tensor ``H x W`` (confidence ``v / 255``), like ``cv2.imread(path, 0)``.
+    """A result PNG as a ``uint8`` tensor ``(H, W)`` (confidence ``v / 255``), like ``cv2.imread(path, 0)``.
 
     Raises:
         FileNotFoundError: missing file.
@@ -184,7 +184,7 @@ def read_confidence_png(path: str | Path) -> Tensor:
 
 
 def write_png(path: str | Path, image: Tensor) -> None:
-    """Write a ``uint8`` ``H x W`` (greyscale) or ``3 x H x W`` (RGB) tensor as PNG, creating folders."""
+    """Write a ``uint8`` ``(H, W)`` (greyscale) or ``(3, H, W)`` (RGB) tensor as PNG, creating folders."""
     if image.dtype != torch.uint8 or image.ndim not in (2, 3) or (image.ndim == 3 and image.shape[0] != 3):
         raise ValueError(f"`image` must be uint8 H x W or 3 x H x W, got {image.dtype} {tuple(image.shape)}")
     array = image.detach().cpu().numpy()

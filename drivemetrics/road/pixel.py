@@ -10,7 +10,7 @@ Semantics follow the KITTI-ROAD devkit (``evalExp`` + ``pxEval_maximizeFMeasure`
 - Counting is one pass: each pixel is bucketed by the number of thresholds ``<= p`` (its raw value for uint8, an
   exact ``floor(p * 255) + 1`` for float maps on the devkit grid, ``torch.bucketize`` otherwise), one ``bincount``
   of small integer codes builds the histograms of positive and negative pixels, and cumulative sums give
-  ``TP/FP/FN/TN`` at every threshold. Memory is ``O(pixels + thresholds)``, never ``pixels x thresholds``.
+  ``TP/FP/FN/TN`` at every threshold. Memory is ``O(pixels + thresholds)``, never ``(pixels, thresholds)``.
 - Pixels outside the ``valid`` mask (KITTI's black "don't care" pixels) are ignored completely.
 - Scores are computed from counts pooled over everything counted (micro average), one best threshold overall.
 """
@@ -29,7 +29,7 @@ from torch import Tensor
 from torchmetrics import Metric
 
 from drivemetrics._compat import check_compat
-from drivemetrics._metric import plot_metric
+from drivemetrics._metric import DictFamilyLogCheck, plot_metric
 from drivemetrics._validation import check_binary, check_finite, check_same_shape, check_tensor
 from drivemetrics.geometry.bev import BevGrid
 from drivemetrics.road.bev_inputs import as_batch, pixel_inputs_to_bev
@@ -303,8 +303,8 @@ def bucket_histograms(
 ) -> Tensor:
     """Histograms of the buckets (:func:`confidence_buckets`) of negative and positive valid pixels.
 
-    Inputs are ``B x H x W`` (already validated; ``target`` / ``valid`` bool or 0/1), ``thresholds`` float64 sorted.
-    Returns int64 ``B x 2 x (T + 1)`` (``1 x 2 x (T + 1)`` pooled when ``per_image=False``); ``[:, 0]`` negatives,
+    Inputs are ``(B, H, W)`` (already validated; ``target`` / ``valid`` bool or 0/1), ``thresholds`` float64 sorted.
+    Returns int64 ``(B, 2, (T + 1))`` (``(1, 2, (T + 1))`` pooled when ``per_image=False``); ``[:, 0]`` negatives,
     ``[:, 1]`` positives.
 
     One pass: each pixel gets a small integer code ``bucket + bins * (class + classes * image)`` (int16 when it
@@ -341,7 +341,7 @@ def bucket_histograms(
         return buffer[:numel].view(shape)
 
     def block_histogram(p: Tensor, t: Tensor, v: Tensor | None, images: int) -> Tensor:
-        """``images x patterns x 2 x bins`` histogram of a block; the group of a pixel is
+        """``(images, patterns, 2, bins)`` histogram of a block; the group of a pixel is
         ``class + classes * (pattern + patterns * (lane + lanes * image))``."""
         level, bits = plan.levels(p, take)
         group = _as_uint8(t)  # may view `target`: only ever written through `out=` into our own buffer
@@ -433,7 +433,7 @@ def validate_pixel_inputs(
 ) -> tuple[Tensor, Tensor, Tensor | None]:
     """Check and batch ``preds`` (float in [0, 1] or uint8), binary ``target`` and optional binary ``valid``.
 
-    Returns the three as ``B x H x W`` tensors (``H x W`` inputs get ``B = 1``). ``check_values=False`` skips the
+    Returns the three as ``(B, H, W)`` tensors (``(H, W)`` inputs get ``B = 1``). ``check_values=False`` skips the
     value checks (NaN, range, binary), which need a device-to-host sync.
     """
     check_tensor(preds, "preds")
@@ -474,7 +474,7 @@ def pixel_counts(
     """Per-image confusion counts at every threshold, in one pass.
 
     Args:
-        preds: ``B x H x W`` (or ``H x W``) road confidences, float in [0, 1] or ``uint8`` 0..255 (``p = v / 255``).
+        preds: ``(B, H, W)`` (or ``(H, W)``) road confidences, float in [0, 1] or ``uint8`` 0..255 (``p = v / 255``).
         target: same shape, binary road ground truth (bool or 0/1).
         valid: optional same-shape binary mask; pixels where it is 0 are ignored (KITTI's "don't care").
         thresholds: ``None`` (the devkit's ``k / 255``, 256 values), an int ``T`` (``k / (T - 1)``), or sorted values.
@@ -772,15 +772,15 @@ def road_pixel_scores(
     )
 
 
-class RoadPixelMetrics(Metric):
+class RoadPixelMetrics(DictFamilyLogCheck, Metric):
     r"""KITTI-ROAD pixel evaluation (the devkit's ``evalExp`` + ``pxEval_maximizeFMeasure``), pooled over updates.
 
     As input to ``update`` the metric accepts:
 
-    - ``preds``: ``B x H x W`` (or ``H x W``) road confidences, float in [0, 1] or ``uint8`` 0..255 (``p = v / 255``);
+    - ``preds``: ``(B, H, W)`` (or ``(H, W)``) road confidences, float in [0, 1] or ``uint8`` 0..255 (``p = v / 255``);
     - ``target``: same shape, binary road ground truth;
     - ``valid`` (optional): same shape, binary; 0 marks "don't care" pixels, which are ignored;
-    - ``homography`` (``space="bev"``): ``B x 3 x 3`` per-frame image-from-road homographies; a perspective metric
+    - ``homography`` (``space="bev"``): ``(B, 3, 3)`` per-frame image-from-road homographies; a perspective metric
       ignores it, so perspective and BEV metrics can share one ``MetricCollection`` and one ``update`` call.
 
     The state is four int64 counters per threshold (TP, FP, FN, TN, summed across processes; plus a constant
@@ -811,7 +811,7 @@ class RoadPixelMetrics(Metric):
         validate_args: check values in ``update`` (costs a device-to-host sync).
         kwargs: see torchmetrics' ``Metric`` keyword arguments.
 
-    Example:
+    Examples:
         >>> import torch
         >>> metric = RoadPixelMetrics()
         >>> target = torch.zeros(1, 4, 4, dtype=torch.bool); target[:, 2:] = True
@@ -959,7 +959,7 @@ class RoadPixelMetrics(Metric):
 class RoadPixelMaxFScore(RoadPixelMetrics):
     """The pooled KITTI-ROAD ``max_f`` as a scalar, for ``self.log(...)`` in Lightning (arguments as the family's).
 
-    Example:
+    Examples:
         >>> import torch
         >>> target = torch.zeros(1, 4, 4, dtype=torch.bool); target[:, 2:] = True  # (B, H, W)
         >>> preds = torch.where(target, 200, 30).to(torch.uint8)
@@ -993,7 +993,7 @@ class RoadPixelMaxFScore(RoadPixelMetrics):
 class RoadPixelAveragePrecision(RoadPixelMetrics):
     """The pooled KITTI-ROAD 11-point ``average_precision`` as a scalar (``integrated=True``: the exact integrated AP).
 
-    Example:
+    Examples:
         >>> import torch
         >>> metric = RoadPixelAveragePrecision()
         >>> target = torch.zeros(1, 4, 4, dtype=torch.bool); target[:, 2:] = True

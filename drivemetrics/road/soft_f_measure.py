@@ -26,7 +26,7 @@ _SPACES = ("perspective", "bev")
 
 
 def _squeeze_channel(x: Tensor, name: str) -> Tensor:
-    """``B x 1 x H x W`` -> ``B x H x W``; ``H x W`` -> ``1 x H x W``; ``B x H x W`` unchanged."""
+    """``(B, 1, H, W)`` -> ``(B, H, W)``; ``(H, W)`` -> ``(1, H, W)``; ``(B, H, W)`` unchanged."""
     if x.ndim == 4 and x.shape[1] == 1:
         return x[:, 0]
     if x.ndim == 2:
@@ -56,7 +56,7 @@ def soft_f_measure(
     """Soft ``F_beta`` of road probability maps, per image or pooled over the batch (differentiable).
 
     Args:
-        preds: ``B x H x W`` or ``B x 1 x H x W`` floating road probabilities in [0, 1], or raw scores with
+        preds: ``(B, H, W)`` or ``(B, 1, H, W)`` floating road probabilities in [0, 1], or raw scores with
             ``from_logits=True`` (a sigmoid is applied; never inferred from the values).
         target: same shape, binary road ground truth.
         valid: optional same-shape binary mask; pixels where it is 0 contribute nothing (and get no gradient).
@@ -143,10 +143,10 @@ class SoftFMeasureLoss(nn.Module):
         grid: the BEV grid (default: the KITTI-ROAD grid).
         validate_args: check values in ``forward``.
 
-    ``forward(preds, target, valid=None, homography=None)``: ``preds`` ``B x H x W`` or ``B x 1 x H x W``;
-    ``homography`` ``B x 3 x 3`` image-from-road (``space="bev"`` only). Returns a scalar (or ``B`` values).
+    ``forward(preds, target, valid=None, homography=None)``: ``preds`` ``(B, H, W)`` or ``(B, 1, H, W)``;
+    ``homography`` ``(B, 3, 3)`` image-from-road (``space="bev"`` only). Returns a scalar (or ``B`` values).
 
-    Example:
+    Examples:
         >>> import torch
         >>> loss_fn = SoftFMeasureLoss(from_logits=True)
         >>> logits = torch.zeros(2, 1, 8, 8, requires_grad=True)

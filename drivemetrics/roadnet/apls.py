@@ -43,7 +43,7 @@ from torch import Tensor
 from torchmetrics import Metric
 
 from drivemetrics._compat import check_compat
-from drivemetrics._metric import add_config_state, plot_metric
+from drivemetrics._metric import DictFamilyLogCheck, add_config_state, plot_metric
 from drivemetrics.roadnet.geometry import graph_pairs, result_tensors, validate_graph
 from drivemetrics.roadnet.path_similarity import PARAMETER_SETS, apls_scores, control_points, path_differences
 
@@ -90,13 +90,12 @@ def apls(
         max_sources: at most this many path sources per direction (seeded draw); ``None`` = all control points.
         seed: seed of the source draw.
 
-    Examples
-    --------
-    >>> import networkx as nx
-    >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
-    >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (100.0, 0.0), 2: (200.0, 0.0), 3: (100.0, 100.0)}, "pos")
-    >>> apls(g, g)["apls"]
-    tensor(1., dtype=torch.float64)
+    Examples:
+        >>> import networkx as nx
+        >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
+        >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (100.0, 0.0), 2: (200.0, 0.0), 3: (100.0, 100.0)}, "pos")
+        >>> apls(g, g)["apls"]
+        tensor(1., dtype=torch.float64)
     """
     reference = check_compat(compat)
     if protocol not in PROTOCOLS:
@@ -136,23 +135,22 @@ def _combine(compat: str) -> str:
     return "arithmetic" if compat == "reference" else "harmonic"
 
 
-class APLSMetrics(Metric):
+class APLSMetrics(DictFamilyLogCheck, Metric):
     """Accumulates APLS path differences and pair counts over tiles (sum-reduced).
 
     ``compute`` returns the one-way scores from the pooled sums and their harmonic (or, with ``compat="reference"``,
     arithmetic) mean, plus ``mean_apls``: the mean of the per-tile APLS values (SpaceNet's protocol).
 
-    Examples
-    --------
-    >>> import networkx as nx, numpy as np
-    >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-    >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
-    >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
-    >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
-    >>> metric = APLSMetrics()
-    >>> metric.update(pred, gt)
-    >>> {k: round(float(v), 4) for k, v in metric.compute().items()}
-    {'apls': 0.7226, 'gt_to_pred': 0.5665, 'pred_to_gt': 0.9975, 'mean_apls': 0.7226}
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
+        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
+        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
+        >>> metric = APLSMetrics()
+        >>> metric.update(pred, gt)
+        >>> {k: round(float(v), 4) for k, v in metric.compute().items()}
+        {'apls': 0.7226, 'gt_to_pred': 0.5665, 'pred_to_gt': 0.9975, 'mean_apls': 0.7226}
     """
 
     is_differentiable = False
@@ -236,15 +234,14 @@ class APLSMetrics(Metric):
 class APLSScore(APLSMetrics):
     """APLS from the path differences pooled over tiles (arguments as :class:`APLSMetrics`).
 
-    Examples
-    --------
-    >>> import networkx as nx
-    >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
-    >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (100.0, 0.0), 2: (200.0, 0.0), 3: (100.0, 100.0)}, "pos")
-    >>> metric = APLSScore()
-    >>> metric.update(g, g)
-    >>> float(metric.compute())
-    1.0
+    Examples:
+        >>> import networkx as nx
+        >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
+        >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (100.0, 0.0), 2: (200.0, 0.0), 3: (100.0, 100.0)}, "pos")
+        >>> metric = APLSScore()
+        >>> metric.update(g, g)
+        >>> float(metric.compute())
+        1.0
     """
 
     def compute(self) -> Tensor:  # type: ignore[override]

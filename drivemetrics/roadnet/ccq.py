@@ -4,7 +4,7 @@ Relaxed precision / recall / IoU of one-pixel-wide center lines: a predicted pix
 pixel lies within ``slack`` pixels of it (Euclidean distance between pixel centers, ``<=``), a ground-truth pixel
 is complete when a predicted pixel lies within ``slack`` of it.
 
-- :func:`ccq_counts` / :func:`ccq` work on batches of skeleton images ``B x H x W`` (any device; the relaxed match
+- :func:`ccq_counts` / :func:`ccq` work on batches of skeleton images ``(B, H, W)`` (any device; the relaxed match
   is an exact disc dilation built from ``2 * slack + 1`` one-dimensional max-pools);
 - :func:`render_graph` draws a road graph's center lines into such an image; :func:`ccq_graph` renders a pair of
   graphs on a common canvas and scores them. The default follows the released RoadTracer protocol of Citraro et
@@ -35,7 +35,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from torchmetrics import Metric
 
-from drivemetrics._metric import add_config_state, plot_metric
+from drivemetrics._metric import DictFamilyLogCheck, add_config_state, plot_metric
 from drivemetrics._validation import check_same_shape, check_shape, check_tensor
 from drivemetrics.roadnet.geometry import (
     check_compat,
@@ -75,7 +75,7 @@ def ccq_scores(
 
 
 def disc_dilation(mask: Tensor, radius: float) -> Tensor:
-    """Dilate boolean ``B x H x W`` masks by a Euclidean disc: out[p] = any(mask[q], |p - q| <= radius)."""
+    """Dilate boolean ``(B, H, W)`` masks by a Euclidean disc: out[p] = any(mask[q], |p - q| <= radius)."""
     check_shape(mask, "mask", ("B", "H", "W"))
     if radius < 0:
         raise ValueError(f"`radius` must be >= 0 pixels, got {radius}")
@@ -100,12 +100,12 @@ def ccq_counts(preds: Tensor, target: Tensor, slack: float = 2.0) -> Tensor:
     """Relaxed pixel counts of skeleton images.
 
     Args:
-        preds: ``B x H x W`` predicted center lines (bool or 0 / 1).
-        target: ``B x H x W`` ground-truth center lines.
+        preds: ``(B, H, W)`` predicted center lines (bool or 0 / 1).
+        target: ``(B, H, W)`` ground-truth center lines.
         slack: tolerance in pixels (Euclidean, inclusive).
 
     Returns:
-        ``B x 4`` int64 tensor: matched predicted pixels, predicted pixels, matched GT pixels, GT pixels.
+        ``(B, 4)`` int64 tensor: matched predicted pixels, predicted pixels, matched GT pixels, GT pixels.
     """
     check_shape(preds, "preds", ("B", "H", "W"))
     check_tensor(target, "target")
@@ -161,7 +161,7 @@ def render_graph(
     scale: float = 1.0,
     device: torch.device | str | None = None,
 ) -> Tensor:
-    """Draw a graph's edges as one-pixel lines into an ``H x W`` bool image.
+    """Draw a graph's edges as one-pixel lines into an ``(H, W)`` bool image.
 
     Canvas coordinates are ``u = (x - origin_x) * scale`` (column) and ``v = (y - origin_y) * scale`` (row); pixel
     ``(row, col)`` covers ``[row, row + 1) x [col, col + 1)``. Each edge is drawn like PIL's ``ImageDraw.line``
@@ -196,7 +196,7 @@ def render_graph_reference(
     scale: float = 1.0,
     device: torch.device | str | None = None,
 ) -> Tensor:
-    """Draw a graph's edges as the released ``render_segments`` does: an ``H x W`` bool image.
+    """Draw a graph's edges as the released ``render_segments`` does: an ``(H, W)`` bool image.
 
     End points ``(pos - origin) * scale`` are rounded to integers (half to even, as Python's ``round``) and every
     edge is drawn with PIL's ``ImageDraw.line`` of width 1 (parts outside the canvas are clipped by PIL).
@@ -277,16 +277,15 @@ def ccq_graph(
             lines, no merging of nodes) on the released canvas; on graphs cut by ``crop_protocol`` (or with the
             protocol's canvas ``(0, 0, size / 4, size / 4)``) the pixel counts equal the released ones.
 
-    Examples
-    --------
-    >>> import networkx as nx, numpy as np
-    >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-    >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
-    >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
-    >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
-    >>> result = ccq_graph(pred, gt)  # also the pixel counts matched_pred, total_pred, ...
-    >>> {k: round(result[k].item(), 4) for k in ("correctness", "completeness", "quality")}
-    {'correctness': 1.0, 'completeness': 0.7556, 'quality': 0.7556}
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
+        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
+        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
+        >>> result = ccq_graph(pred, gt)  # also the pixel counts matched_pred, total_pred, ...
+        >>> {k: round(result[k].item(), 4) for k in ("correctness", "completeness", "quality")}
+        {'correctness': 1.0, 'completeness': 0.7556, 'quality': 0.7556}
     """
     if not scale > 0:
         raise ValueError(f"`scale` must be > 0, got {scale}")
@@ -306,24 +305,23 @@ def ccq_graph(
     return result_tensors(ccq(pred_img[None], gt_img[None], slack * scale))
 
 
-class CCQMetrics(Metric):
+class CCQMetrics(DictFamilyLogCheck, Metric):
     """Accumulates CCQ pixel counts over tiles; ``compute`` returns correctness, completeness and quality.
 
-    ``update(preds, target)`` takes either two ``B x H x W`` skeleton-image tensors (``slack`` in image pixels)
+    ``update(preds, target)`` takes either two ``(B, H, W)`` skeleton-image tensors (``slack`` in image pixels)
     or two graphs / two sequences of graphs (rendered with ``scale`` on ``canvas``, as :func:`ccq_graph`; ``slack``
     in graph pixels).
 
-    Examples
-    --------
-    >>> import networkx as nx, numpy as np
-    >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-    >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
-    >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
-    >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
-    >>> metric = CCQMetrics()
-    >>> metric.update(pred, gt)
-    >>> {k: round(float(v), 4) for k, v in metric.compute().items()}
-    {'correctness': 1.0, 'completeness': 0.7556, 'quality': 0.7556}
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
+        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
+        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
+        >>> metric = CCQMetrics()
+        >>> metric.update(pred, gt)
+        >>> {k: round(float(v), 4) for k, v in metric.compute().items()}
+        {'correctness': 1.0, 'completeness': 0.7556, 'quality': 0.7556}
     """
 
     is_differentiable = False
@@ -396,17 +394,16 @@ class CCQMetrics(Metric):
 class CCQCorrectness(CCQMetrics):
     """CCQ correctness (precision of predicted road pixels within the slack) (arguments as :class:`CCQMetrics`).
 
-    Examples
-    --------
-    >>> import networkx as nx, numpy as np
-    >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-    >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
-    >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
-    >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
-    >>> metric = CCQCorrectness()
-    >>> metric.update(pred, gt)
-    >>> round(float(metric.compute()), 4)
-    1.0
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
+        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
+        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
+        >>> metric = CCQCorrectness()
+        >>> metric.update(pred, gt)
+        >>> round(float(metric.compute()), 4)
+        1.0
     """
 
     def compute(self) -> Tensor:  # type: ignore[override]
@@ -417,17 +414,16 @@ class CCQCorrectness(CCQMetrics):
 class CCQCompleteness(CCQMetrics):
     """CCQ completeness (recall of ground-truth road pixels within the slack) (arguments as :class:`CCQMetrics`).
 
-    Examples
-    --------
-    >>> import networkx as nx, numpy as np
-    >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-    >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
-    >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
-    >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
-    >>> metric = CCQCompleteness()
-    >>> metric.update(pred, gt)
-    >>> round(float(metric.compute()), 4)
-    0.7556
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
+        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
+        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
+        >>> metric = CCQCompleteness()
+        >>> metric.update(pred, gt)
+        >>> round(float(metric.compute()), 4)
+        0.7556
     """
 
     def compute(self) -> Tensor:  # type: ignore[override]
@@ -438,17 +434,16 @@ class CCQCompleteness(CCQMetrics):
 class CCQQuality(CCQMetrics):
     """CCQ quality (``TP / (TP + FP + FN)`` of road pixels) (arguments as :class:`CCQMetrics`).
 
-    Examples
-    --------
-    >>> import networkx as nx, numpy as np
-    >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-    >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
-    >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
-    >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
-    >>> metric = CCQQuality()
-    >>> metric.update(pred, gt)
-    >>> round(float(metric.compute()), 4)
-    0.7556
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
+        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
+        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
+        >>> metric = CCQQuality()
+        >>> metric.update(pred, gt)
+        >>> round(float(metric.compute()), 4)
+        0.7556
     """
 
     def compute(self) -> Tensor:  # type: ignore[override]

@@ -735,7 +735,7 @@ CHUNK = 64  # Dijkstra sources per batch (memory: CHUNK x nodes float64)
 
 
 def length_csgraph(pos: np.ndarray, edges: np.ndarray) -> csr_matrix:
-    """Symmetric sparse adjacency ``N x N`` weighted by Euclidean edge length (for scipy.sparse.csgraph)."""
+    """Symmetric sparse adjacency ``(N, N)`` weighted by Euclidean edge length (for scipy.sparse.csgraph)."""
     n = len(pos)
     if len(edges) == 0:
         return csr_matrix((n, n))

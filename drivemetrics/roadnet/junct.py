@@ -40,7 +40,7 @@ from scipy.spatial import cKDTree
 from torch import Tensor
 from torchmetrics import Metric
 
-from drivemetrics._metric import add_config_state, plot_metric
+from drivemetrics._metric import DictFamilyLogCheck, add_config_state, plot_metric
 from drivemetrics.roadnet.geometry import (
     CHUNK,
     graph_arrays,
@@ -139,7 +139,7 @@ def junction_clusters(
 ) -> JunctionClusters:
     """Cluster the junctions of a validated graph and measure their out-angles (see module doc).
 
-    With ``context`` (``C x 2`` GT cluster centers), junctions are grouped around their nearest context center
+    With ``context`` (``(C, 2)`` GT cluster centers), junctions are grouped around their nearest context center
     instead, as Go's ``GetIntersectionClustersWithContext`` does for the prediction.
     """
     arrays = graph_arrays(graph)
@@ -238,13 +238,12 @@ def junct(
         context: cluster predicted junctions around the GT clusters (Go's behaviour); ``False`` clusters them like
             the GT ones.
 
-    Examples
-    --------
-    >>> import networkx as nx
-    >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
-    >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (100.0, 0.0), 2: (200.0, 0.0), 3: (100.0, 100.0)}, "pos")
-    >>> junct(g, g)["f_correct"]
-    tensor(1., dtype=torch.float64)
+    Examples:
+        >>> import networkx as nx
+        >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
+        >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (100.0, 0.0), 2: (200.0, 0.0), 3: (100.0, 100.0)}, "pos")
+        >>> junct(g, g)["f_correct"]
+        tensor(1., dtype=torch.float64)
     """
     if not (cluster_radius > 0 and angle_distance > 0 and match_radius > 0):
         raise ValueError(
@@ -282,20 +281,19 @@ def junct(
     )
 
 
-class JunctionMetrics(Metric):
+class JunctionMetrics(DictFamilyLogCheck, Metric):
     """Accumulates JUNCT scores and cluster counts over tiles (sum-reduced); ``compute`` gives F_correct, F_error.
 
-    Examples
-    --------
-    >>> import networkx as nx, numpy as np
-    >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-    >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
-    >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
-    >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
-    >>> metric = JunctionMetrics()
-    >>> metric.update(pred, gt)
-    >>> {k: round(float(v), 4) for k, v in metric.compute().items()}
-    {'f_correct': 0.75, 'f_error': 0.0}
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
+        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
+        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
+        >>> metric = JunctionMetrics()
+        >>> metric.update(pred, gt)
+        >>> {k: round(float(v), 4) for k, v in metric.compute().items()}
+        {'f_correct': 0.75, 'f_error': 0.0}
     """
 
     is_differentiable = False
@@ -352,17 +350,16 @@ class JunctionMetrics(Metric):
 class JunctionFCorrect(JunctionMetrics):
     """JUNCT ``F_correct`` (higher is better), scores summed over tiles (arguments as :class:`JunctionMetrics`).
 
-    Examples
-    --------
-    >>> import networkx as nx, numpy as np
-    >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-    >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
-    >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
-    >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
-    >>> metric = JunctionFCorrect()
-    >>> metric.update(pred, gt)
-    >>> round(float(metric.compute()), 4)
-    0.75
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
+        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
+        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
+        >>> metric = JunctionFCorrect()
+        >>> metric.update(pred, gt)
+        >>> round(float(metric.compute()), 4)
+        0.75
     """
 
     def compute(self) -> Tensor:  # type: ignore[override]
@@ -373,17 +370,16 @@ class JunctionFCorrect(JunctionMetrics):
 class JunctionFError(JunctionMetrics):
     """JUNCT ``F_error`` (lower is better), scores summed over tiles (arguments as :class:`JunctionMetrics`).
 
-    Examples
-    --------
-    >>> import networkx as nx, numpy as np
-    >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-    >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
-    >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
-    >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
-    >>> metric = JunctionFError()
-    >>> metric.update(pred, gt)
-    >>> round(float(metric.compute()), 4)
-    0.0
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
+        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
+        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
+        >>> metric = JunctionFError()
+        >>> metric.update(pred, gt)
+        >>> round(float(metric.compute()), 4)
+        0.0
     """
 
     higher_is_better = False

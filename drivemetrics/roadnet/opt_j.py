@@ -31,7 +31,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 from torch import Tensor
 
-from drivemetrics._metric import add_config_state
+from drivemetrics._metric import DictFamilyLogCheck, add_config_state
 from drivemetrics.roadnet._metric import GraphMetric, tensor_ratios
 from drivemetrics.roadnet.geometry import (
     check_compat,
@@ -153,15 +153,14 @@ def opt_j(
         An empty prediction gives ``tp = pp = 0`` and ``ap`` = the summed ground-truth degrees (the released code
         reports ``ap = 0``, which would drop the tile from a summed recall).
 
-    Examples
-    --------
-    >>> import networkx as nx, numpy as np
-    >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-    >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
-    >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
-    >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
-    >>> {k: round(v.item(), 4) for k, v in opt_j(pred, gt).items()}
-    {'tp': 6, 'pp': 6, 'ap': 8, 'precision': 1.0, 'recall': 0.75, 'f1': 0.8571}
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
+        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
+        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
+        >>> {k: round(v.item(), 4) for k, v in opt_j(pred, gt).items()}
+        {'tp': 6, 'pp': 6, 'ap': 8, 'precision': 1.0, 'recall': 0.75, 'f1': 0.8571}
     """
     reference = check_compat(compat)
     if matching is None:
@@ -197,18 +196,17 @@ def opt_j(
     return result_tensors(OptJResult(int(tp), int(pp), int(ap)))
 
 
-class OptJMetrics(GraphMetric):
+class OptJMetrics(DictFamilyLogCheck, GraphMetric):
     """OPT-J junction precision / recall / F1 summed over tiles (see :func:`~drivemetrics.roadnet.opt_j.opt_j`).
 
-    Examples
-    --------
-    >>> import networkx as nx
-    >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
-    >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (50.0, 0.0), 2: (100.0, 0.0), 3: (50.0, 50.0)}, "pos")
-    >>> metric = OptJMetrics()
-    >>> metric.update(g, g)
-    >>> float(metric.compute()["f1"])
-    1.0
+    Examples:
+        >>> import networkx as nx
+        >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
+        >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (50.0, 0.0), 2: (100.0, 0.0), 3: (50.0, 50.0)}, "pos")
+        >>> metric = OptJMetrics()
+        >>> metric.update(g, g)
+        >>> float(metric.compute()["f1"])
+        1.0
     """
 
     tp: Tensor
@@ -253,17 +251,16 @@ class OptJMetrics(GraphMetric):
 class OptJPrecision(OptJMetrics):
     """OPT-J junction precision, counts summed over tiles (arguments as :class:`OptJMetrics`).
 
-    Examples
-    --------
-    >>> import networkx as nx, numpy as np
-    >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-    >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
-    >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
-    >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
-    >>> metric = OptJPrecision()
-    >>> metric.update(pred, gt)
-    >>> round(float(metric.compute()), 4)
-    1.0
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
+        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
+        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
+        >>> metric = OptJPrecision()
+        >>> metric.update(pred, gt)
+        >>> round(float(metric.compute()), 4)
+        1.0
     """
 
     def compute(self) -> Tensor:  # type: ignore[override]
@@ -274,17 +271,16 @@ class OptJPrecision(OptJMetrics):
 class OptJRecall(OptJMetrics):
     """OPT-J junction recall, counts summed over tiles (arguments as :class:`OptJMetrics`).
 
-    Examples
-    --------
-    >>> import networkx as nx, numpy as np
-    >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-    >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
-    >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
-    >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
-    >>> metric = OptJRecall()
-    >>> metric.update(pred, gt)
-    >>> round(float(metric.compute()), 4)
-    0.75
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
+        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
+        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
+        >>> metric = OptJRecall()
+        >>> metric.update(pred, gt)
+        >>> round(float(metric.compute()), 4)
+        0.75
     """
 
     def compute(self) -> Tensor:  # type: ignore[override]
@@ -295,17 +291,16 @@ class OptJRecall(OptJMetrics):
 class OptJF1Score(OptJMetrics):
     """OPT-J junction F1, counts summed over tiles (arguments as :class:`OptJMetrics`).
 
-    Examples
-    --------
-    >>> import networkx as nx, numpy as np
-    >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-    >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
-    >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
-    >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
-    >>> metric = OptJF1Score()
-    >>> metric.update(pred, gt)
-    >>> round(float(metric.compute()), 4)
-    0.8571
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
+        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
+        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
+        >>> metric = OptJF1Score()
+        >>> metric.update(pred, gt)
+        >>> round(float(metric.compute()), 4)
+        0.8571
     """
 
     def compute(self) -> Tensor:  # type: ignore[override]

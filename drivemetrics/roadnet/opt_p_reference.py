@@ -70,10 +70,11 @@ def prepare_released_graph(graph: nx.Graph) -> nx.Graph:
     when they are all integers: the released code needs them (new nodes get ``max(id) + 1, ...``, and a route node
     with id 0 is special, see :func:`remove_matched_routes`); otherwise nodes are numbered ``0..N-1`` in graph order.
 
-    >>> g = nx.Graph([(0, 1), (1, 2), (2, 2)])
-    >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (5.0, 0.0), 2: (0.0, 0.0)}, "pos")
-    >>> sorted(prepare_released_graph(g).edges())
-    [(0, 1)]
+    Examples:
+        >>> g = nx.Graph([(0, 1), (1, 2), (2, 2)])
+        >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (5.0, 0.0), 2: (0.0, 0.0)}, "pos")
+        >>> sorted(prepare_released_graph(g).edges())
+        [(0, 1)]
     """
     ids = list(graph.nodes)
     source = [graph.nodes[n].get("source_id", n) for n in ids]  # ids before validate_graph renumbered them
@@ -124,9 +125,10 @@ def sample_released_chain(graph: nx.Graph, rng: random.Random) -> list:
     ``rng.randrange`` is called exactly where the released code calls ``random.randrange``, on lists in the same
     order (graph node order, adjacency order), so a ``random.Random(S)`` gives the draws of ``random.seed(S)``.
 
-    >>> g = nx.path_graph(4)
-    >>> sample_released_chain(g, random.Random(0)) in ([0, 1, 2, 3], [3, 2, 1, 0])
-    True
+    Examples:
+        >>> g = nx.path_graph(4)
+        >>> sample_released_chain(g, random.Random(0)) in ([0, 1, 2, 3], [3, 2, 1, 0])
+        True
     """
     node_state: dict = {}
     edge_state: dict = {}
@@ -168,8 +170,9 @@ def released_decomposition(graph: nx.Graph, seed: int | random.Random | None = 0
     ``seed``: a ``random.Random`` (its stream continues) or a seed for one; the released code draws from the global
     ``random`` module, so ``random.Random(S)`` reproduces its run after ``random.seed(S)``.
 
-    >>> [len(p) for p in released_decomposition(nx.path_graph(5), seed=1)]
-    [5]
+    Examples:
+        >>> [len(p) for p in released_decomposition(nx.path_graph(5), seed=1)]
+        [5]
     """
     rng = seed if isinstance(seed, random.Random) else random.Random(seed)
     work = graph.copy()
@@ -191,8 +194,9 @@ def released_decomposition(graph: nx.Graph, seed: int | random.Random | None = 0
 def bisect_path(points: np.ndarray, max_length: float) -> np.ndarray:
     """Insert midpoints until no segment of the polyline ``points`` ``(n, 2)`` is longer than ``max_length``.
 
-    >>> bisect_path(np.array([[0.0, 0.0], [60.0, 0.0]]), 25.0)[:, 0].tolist()
-    [0.0, 15.0, 30.0, 45.0, 60.0]
+    Examples:
+        >>> bisect_path(np.array([[0.0, 0.0], [60.0, 0.0]]), 25.0)[:, 0].tolist()
+        [0.0, 15.0, 30.0, 45.0, 60.0]
     """
     limit_sq = max_length**2
     out = [np.asarray(p, dtype=np.float64) for p in points]
@@ -331,8 +335,10 @@ def corridor_transitions(
 def viterbi_states(candidates: list[list[Candidate]], costs: list[np.ndarray]) -> list[int]:
     """Candidate index per vertex minimising unary (squared distance, 0 unmatched) plus transition costs.
 
-    >>> viterbi_states([[(0.0,), (4.0, 1, (0, 0))], [(0.0,), (1.0, 2, (0, 0))]], [np.array([[9.0, 9.0], [9.0, 0.0]])])
-    [1, 1]
+    Examples:
+        >>> states = [[(0.0,), (4.0, 1, (0, 0))], [(0.0,), (1.0, 2, (0, 0))]]
+        >>> viterbi_states(states, [np.array([[9.0, 9.0], [9.0, 0.0]])])
+        [1, 1]
     """
     cost = np.array([c[0] for c in candidates[0]])
     back = []

@@ -41,7 +41,7 @@ def apls_scores(
 
 
 def control_points(graph: nx.Graph, spacing: float) -> np.ndarray:
-    """``K x 2`` control points: degree != 2 nodes, then points every ~``spacing`` along each road (see module doc)."""
+    """``(K, 2)`` control points: degree != 2 nodes, then points every ~``spacing`` along each road (see module doc)."""
     arrays = graph_arrays(graph)
     index = {n: i for i, n in enumerate(arrays.nodes)}
     ctrl = [index[n] for n in graph.nodes if graph.degree(n) != 2]

@@ -32,7 +32,7 @@ from scipy.spatial import cKDTree
 from torch import Tensor
 from torchmetrics import Metric
 
-from drivemetrics._metric import add_config_state, plot_metric
+from drivemetrics._metric import DictFamilyLogCheck, add_config_state, plot_metric
 from drivemetrics.roadnet.geometry import (
     CHUNK,
     dense_arrays,
@@ -85,13 +85,12 @@ def subg(
         n_subgraphs: number of roots.
         seed: seed of the root sampling.
 
-    Examples
-    --------
-    >>> import networkx as nx
-    >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
-    >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (100.0, 0.0), 2: (200.0, 0.0), 3: (100.0, 100.0)}, "pos")
-    >>> subg(g, g, n_subgraphs=10)["f1"]
-    tensor(1., dtype=torch.float64)
+    Examples:
+        >>> import networkx as nx
+        >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
+        >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (100.0, 0.0), 2: (200.0, 0.0), 3: (100.0, 100.0)}, "pos")
+        >>> subg(g, g, n_subgraphs=10)["f1"]
+        tensor(1., dtype=torch.float64)
     """
     if not (spacing > 0 and radius > 0 and match_distance > 0 and n_subgraphs >= 1):
         raise ValueError(
@@ -149,20 +148,19 @@ def subg(
     )
 
 
-class SubgraphMetrics(Metric):
+class SubgraphMetrics(DictFamilyLogCheck, Metric):
     """Accumulates hole / marble counts over tiles (sum-reduced); ``compute`` returns f1, spurious, missing.
 
-    Examples
-    --------
-    >>> import networkx as nx, numpy as np
-    >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-    >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
-    >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
-    >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
-    >>> metric = SubgraphMetrics(n_subgraphs=50)
-    >>> metric.update(pred, gt)
-    >>> {k: round(float(v), 4) for k, v in metric.compute().items()}
-    {'f1': 0.8077, 'spurious': 0.0209, 'missing': 0.3126}
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
+        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
+        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
+        >>> metric = SubgraphMetrics(n_subgraphs=50)
+        >>> metric.update(pred, gt)
+        >>> {k: round(float(v), 4) for k, v in metric.compute().items()}
+        {'f1': 0.8077, 'spurious': 0.0209, 'missing': 0.3126}
     """
 
     is_differentiable = False
@@ -221,17 +219,16 @@ class SubgraphMetrics(Metric):
 class SubgraphF1Score(SubgraphMetrics):
     """SUBG F1 of holes and marbles, counts summed over tiles (arguments as :class:`SubgraphMetrics`).
 
-    Examples
-    --------
-    >>> import networkx as nx, numpy as np
-    >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-    >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
-    >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
-    >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
-    >>> metric = SubgraphF1Score(n_subgraphs=50)
-    >>> metric.update(pred, gt)
-    >>> round(float(metric.compute()), 4)
-    0.8077
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
+        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
+        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
+        >>> metric = SubgraphF1Score(n_subgraphs=50)
+        >>> metric.update(pred, gt)
+        >>> round(float(metric.compute()), 4)
+        0.8077
     """
 
     def compute(self) -> Tensor:  # type: ignore[override]

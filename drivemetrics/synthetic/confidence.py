@@ -105,9 +105,9 @@ class SyntheticDetector:
 
     Attributes:
         model: the hyper-parameters.
-        shadows: ``B x M x 3`` shadow discs ``(x, z, radius)``, metres.
-        potholes: ``B x P x 3`` pot-hole discs ``(x, z, radius)``, metres.
-        waves: ``B x Q x 4`` texture plane waves ``(k_x, k_z, phase, amplitude)`` (rad/m, rad, logit units).
+        shadows: ``(B, M, 3)`` shadow discs ``(x, z, radius)``, metres.
+        potholes: ``(B, P, 3)`` pot-hole discs ``(x, z, radius)``, metres.
+        waves: ``(B, Q, 4)`` texture plane waves ``(k_x, k_z, phase, amplitude)`` (rad/m, rad, logit units).
     """
 
     model: DetectorModel
@@ -116,7 +116,7 @@ class SyntheticDetector:
     waves: Tensor
 
     def texture(self, x: Tensor, z: Tensor) -> Tensor:
-        """The smooth noise field at road points ``x, z`` (``B x ...``), roughly unit variance."""
+        """The smooth noise field at road points ``x, z`` (``(B, ...)``), roughly unit variance."""
         out = torch.zeros_like(x)
         waves = self.waves.to(x)
         extra = (1,) * (x.ndim - 1)
@@ -127,7 +127,7 @@ class SyntheticDetector:
 
     @staticmethod
     def _discs(discs: Tensor, x: Tensor, z: Tensor, edge: float) -> Tensor:
-        """Soft union (max) of discs ``B x M x 3`` at points ``x, z``; 1 inside, 0 outside, ``edge`` metres wide."""
+        """Soft union (max) of discs ``(B, M, 3)`` at points ``x, z``; 1 inside, 0 outside, ``edge`` metres wide."""
         out = torch.zeros_like(x)
         discs = discs.to(x)
         extra = (1,) * (x.ndim - 1)
@@ -140,7 +140,7 @@ class SyntheticDetector:
     def confidence(
         self, geometry: RoadGeometry, coords: RoadCoordinates, x: Tensor, z: Tensor, on_ground: Tensor
     ) -> Tensor:
-        """Confidence in [0, 1] at road points (all arguments ``B x ...``, as produced by the renderers)."""
+        """Confidence in [0, 1] at road points (all arguments ``(B, ...)``, as produced by the renderers)."""
         m = self.model
         margin = geometry.edge_distance(coords, m.target) + m.boundary_bias
         softness = m.edge_softness + m.blur_growth * (z - m.blur_start).clamp_min(0)

@@ -56,12 +56,12 @@ def write_kitti_road_folder(
 
     Args:
         out_dir: the dataset folder (created).
-        scene: a perspective :class:`RenderedScene` (``B x H x W``); ``*_road`` categories use ``scene.road``,
+        scene: a perspective :class:`RenderedScene` (``(B, H, W)``); ``*_road`` categories use ``scene.road``,
             ``um_lane`` uses ``scene.lane``; ``scene.valid`` is the red (evaluated) area.
-        results: optional ``B x H x W`` confidences (float in [0, 1], quantised as ``round(255 p)``, or uint8),
+        results: optional ``(B, H, W)`` confidences (float in [0, 1], quantised as ``round(255 p)``, or uint8),
             written as 8-bit result PNGs to ``out_dir/results`` (default: ``scene.confidence`` when present).
         category: ``um_road``, ``umm_road``, ``uu_road`` or ``um_lane``.
-        image_from_road: the camera of the scenes (``3 x 3``; default: the embedded KITTI camera).
+        image_from_road: the camera of the scenes (``(3, 3)``; default: the embedded KITTI camera).
         start_index: number of the first frame (``<category>_<index:06d>.png``).
 
     Returns:

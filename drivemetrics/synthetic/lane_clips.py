@@ -46,7 +46,7 @@ class LaneCamera:
     pitch: float = 0.06
 
     def image_from_road(self, dtype: torch.dtype = torch.float64, device: torch.device | str | None = None) -> Tensor:
-        """The ``3 x 3`` road -> image homography."""
+        """The ``(3, 3)`` road -> image homography."""
         k = intrinsic_matrix(self.focal, self.focal, self.cx, self.cy).to(dtype=dtype, device=device)
         return image_from_road_homography(k, self.camera_height, self.pitch)
 
@@ -62,18 +62,18 @@ class LaneClips:
     """A batch of synthetic clips.
 
     Attributes:
-        images: ``B x T x C x H x W`` float frames in [0, 1].
-        lanes_image: ``B x T x L x N`` lane x (pixels) at the rows ``h_samples``; NaN when not visible.
+        images: ``(B, T, C, H, W)`` float frames in [0, 1].
+        lanes_image: ``(B, T, L, N)`` lane x (pixels) at the rows ``h_samples``; NaN when not visible.
         h_samples: ``N`` rows (pixels).
-        lanes_road: ``B x T x L x M`` lateral position X (metres) of every line at ``z_samples``, road frame of
+        lanes_road: ``(B, T, L, M)`` lateral position X (metres) of every line at ``z_samples``, road frame of
             each frame.
         z_samples: ``M`` longitudinal distances (metres).
-        poses: ``B x T x 3`` world pose of the camera (x, z metres; heading radians from +z towards +x).
-        lateral_offset: ``B x T`` offset of the vehicle from the ego lane center (metres, right positive).
+        poses: ``(B, T, 3)`` world pose of the camera (x, z metres; heading radians from +z towards +x).
+        lateral_offset: ``(B, T)`` offset of the vehicle from the ego lane center (metres, right positive).
         speed: ``B`` speeds (m/s), constant per clip.
-        curvature: ``B x 2`` clothoid coefficients ``(k0 [1/m], k1 [1/m^2])`` of the road.
+        curvature: ``(B, 2)`` clothoid coefficients ``(k0 [1/m], k1 [1/m^2])`` of the road.
         lane_width: ``B`` lane widths (metres).
-        image_from_road: ``3 x 3`` homography of the camera.
+        image_from_road: ``(3, 3)`` homography of the camera.
         dt: frame period (s).
         ego_lanes: indices of the ego-left and ego-right line along ``L``.
     """
@@ -94,13 +94,13 @@ class LaneClips:
 
     @property
     def center_road(self) -> Tensor:
-        """``B x T x M`` lateral position of the ego lane center at ``z_samples`` (metres)."""
+        """``(B, T, M)`` lateral position of the ego lane center at ``z_samples`` (metres)."""
         left, right = self.ego_lanes
         return 0.5 * (self.lanes_road[:, :, left] + self.lanes_road[:, :, right])
 
 
 def _interp_sorted(xq: Tensor, xp: Tensor, fp: Tensor) -> Tensor:
-    """Batched linear interpolation: ``xp`` ``... x K`` non-decreasing, ``fp`` same shape, ``xq`` ``... x Q``.
+    """Batched linear interpolation: ``xp`` ``(..., K)`` non-decreasing, ``fp`` same shape, ``xq`` ``(..., Q)``.
 
     Outside ``[xp[0], xp[-1]]`` the result is NaN; NaN in ``fp`` propagates.
     """
@@ -121,14 +121,14 @@ def road_lanes_to_image(
     """Project road-frame lane profiles into the image and sample their x at fixed rows.
 
     Args:
-        lanes_road: ``... x L x M`` lateral X (metres) at ``z_samples``; NaN = missing (e.g. beyond the range).
+        lanes_road: ``(..., L, M)`` lateral X (metres) at ``z_samples``; NaN = missing (e.g. beyond the range).
         z_samples: ``M`` increasing distances (metres), all in front of the camera.
-        image_from_road: ``3 x 3`` homography.
+        image_from_road: ``(3, 3)`` homography.
         h_samples: ``N`` rows (pixels).
         width: image width; points outside ``[0, width - 1]`` become NaN.
 
     Returns:
-        ``... x L x N`` lane x (pixels), NaN where the lane is not visible at that row.
+        ``(..., L, N)`` lane x (pixels), NaN where the lane is not visible at that row.
     """
     check_shape(z_samples, "z_samples", ("M",))
     if lanes_road.shape[-1] != z_samples.shape[0]:
@@ -382,7 +382,7 @@ class LaneNoise:
 
     ``X'(z) = X(z) + lateral_bias + tan(heading_error) z + curvature_error z^2 / 2 + jitter * N(0, 1)``, and
     points farther than ``max_range`` metres become missing (NaN). Every field may also be a tensor broadcasting
-    against ``B x T`` (one value per clip / frame).
+    against ``(B, T)`` (one value per clip / frame).
     """
 
     lateral_bias: float | Tensor = 0.0
@@ -405,7 +405,7 @@ NOISE_MODELS: dict[str, LaneNoise] = {
 def perturb_road_lanes(
     lanes_road: Tensor, z_samples: Tensor, noise: LaneNoise, generator: torch.Generator | None = None
 ) -> Tensor:
-    """Apply a :class:`LaneNoise` to ``B x T x L x M`` road-frame lanes (X metres at ``z_samples``)."""
+    """Apply a :class:`LaneNoise` to ``(B, T, L, M)`` road-frame lanes (X metres at ``z_samples``)."""
     check_tensor(lanes_road, "lanes_road")
     check_shape(lanes_road, "lanes_road", ("B", "T", "L", z_samples.shape[0]))
     z = z_samples.to(lanes_road)
@@ -431,8 +431,8 @@ def detections_from_gt(
     """Synthetic detections: the clips' GT road-frame lanes with a :class:`LaneNoise` applied.
 
     Returns:
-        ``(lanes_road, lanes_image)``: ``B x T x L x M`` perturbed X (metres) at ``clips.z_samples`` and the same
-        lanes projected to ``B x T x L x N`` x (pixels) at ``clips.h_samples`` (NaN where missing or off-image).
+        ``(lanes_road, lanes_image)``: ``(B, T, L, M)`` perturbed X (metres) at ``clips.z_samples`` and the same
+        lanes projected to ``(B, T, L, N)`` x (pixels) at ``clips.h_samples`` (NaN where missing or off-image).
     """
     road = perturb_road_lanes(clips.lanes_road, clips.z_samples, noise, generator)
     width = clips.images.shape[-1]
@@ -453,9 +453,9 @@ class PaintedLineDetector:
         threshold: brightness above which a pixel is paint.
 
     Call:
-        ``detector(images)`` with ``images`` ``B x C x H x W`` returns ``B x 2 x N x 2`` lane points ``(u, v)``
+        ``detector(images)`` with ``images`` ``(B, C, H, W)`` returns ``(B, 2, N, 2)`` lane points ``(u, v)``
         (pixels) of the ego-left and ego-right line, NaN where absent (the detector format of
-        :func:`drivemetrics.lane.e2e.e2e_ld`); :meth:`detect_x` returns only the x, ``B x 2 x N``.
+        :func:`drivemetrics.lane.e2e.e2e_ld`); :meth:`detect_x` returns only the x, ``(B, 2, N)``.
     """
 
     def __init__(self, h_samples: Tensor, threshold: float = 0.6) -> None:
@@ -485,7 +485,7 @@ class PaintedLineDetector:
         return torch.stack([x, torch.where(torch.isnan(x), torch.nan, rows)], dim=-1)
 
     def detect_x(self, images: Tensor) -> Tensor:
-        """Ego-left / ego-right x (pixels) at ``h_samples``: ``B x 2 x N``, NaN where not found."""
+        """Ego-left / ego-right x (pixels) at ``h_samples``: ``(B, 2, N)``, NaN where not found."""
         check_shape(images, "images", ("B", "C", "H", "W"))
         rows = self.h_samples.to(images.device).round().long()
         if bool((rows < 0).any()) or bool((rows >= images.shape[-2]).any()):
@@ -522,7 +522,7 @@ class NoisyLaneDetector:
     Args:
         detector: callable ``B x C x H x W -> B x 2 x N x 2`` (e.g. :class:`PaintedLineDetector`).
         noise: the error model.
-        image_from_road: ``3 x 3`` homography of the camera.
+        image_from_road: ``(3, 3)`` homography of the camera.
         seed: seed of the jitter (each call draws new jitter from one generator).
     """
 

@@ -32,7 +32,7 @@ KITTI_IMAGE_SIZE: tuple[int, int] = (375, 1242)  # (height, width) of um_000000
 
 
 def default_image_from_road(dtype: torch.dtype = torch.float64, device: torch.device | str | None = None) -> Tensor:
-    """The embedded KITTI-ROAD camera (um_000000 road homography), ``3 x 3``, columns X, Z, 1."""
+    """The embedded KITTI-ROAD camera (um_000000 road homography), ``(3, 3)``, columns X, Z, 1."""
     return torch.tensor(KITTI_UM_000000_IMAGE_FROM_ROAD, dtype=dtype, device=device)
 
 
@@ -55,7 +55,7 @@ def _batch_tensor(value: Tensor | float | Sequence[float], batch_size: int, name
 class Profile:
     """A piecewise-linear function of arc length ``s`` (metres), one per scene; constant beyond the end knots.
 
-    ``knots`` is ``B x K`` (non-decreasing, metres) and ``values`` is ``B x K``. Two equal knots make a step.
+    ``knots`` is ``(B, K)`` (non-decreasing, metres) and ``values`` is ``(B, K)``. Two equal knots make a step.
     """
 
     knots: Tensor
@@ -109,7 +109,7 @@ class Profile:
         return self.knots.shape[0]
 
     def __call__(self, s: Tensor) -> Tensor:
-        """Evaluate at arc lengths ``s`` of shape ``B x ...``; returns the same shape."""
+        """Evaluate at arc lengths ``s`` of shape ``(B, ...)``; returns the same shape."""
         shape = s.shape
         flat = s.reshape(shape[0], -1)
         knots = self.knots.to(flat)
@@ -129,7 +129,7 @@ class Profile:
 
 
 def _pad_columns(t: Tensor, k: int, mode: str) -> Tensor:
-    """Pad ``B x K0`` to ``B x k`` with zeros (``mode="zero"``) or by repeating the last column."""
+    """Pad ``(B, K0)`` to ``(B, k)`` with zeros (``mode="zero"``) or by repeating the last column."""
     extra = k - t.shape[1]
     if extra <= 0:
         return t
@@ -157,8 +157,8 @@ class Centerline:
     Attributes (``B`` scenes, ``K`` segments):
         start_x, start_z: ``(B,)`` start point, metres.
         start_heading: ``(B,)`` radians from +Z towards +X (0 drives along +Z; positive curvature turns right).
-        segment_lengths: ``B x K`` metres (zero-length segments are allowed, e.g. as padding).
-        curvature_start, curvature_end: ``B x K`` curvature (1/m) at the start and end of each segment; it varies
+        segment_lengths: ``(B, K)`` metres (zero-length segments are allowed, e.g. as padding).
+        curvature_start, curvature_end: ``(B, K)`` curvature (1/m) at the start and end of each segment; it varies
             linearly inside a segment (equal values: a circular arc; 0 and 0: straight; different: a clothoid).
 
     Beyond its length the curve continues straight (used only to project points; they are not on the road).
@@ -219,7 +219,7 @@ class Centerline:
         return self.segment_lengths.sum(1)
 
     def _segment_index(self, s: Tensor) -> tuple[Tensor, Tensor]:
-        """For ``s`` (``B x P``): segment index and the arc length from that segment's start (clamped to it)."""
+        """For ``s`` (``(B, P)``): segment index and the arc length from that segment's start (clamped to it)."""
         ends = self.segment_lengths.cumsum(1).to(s)
         idx = torch.searchsorted(ends.contiguous(), s.contiguous(), right=True).clamp_max(ends.shape[1] - 1)
         start = ends.gather(1, idx) - self.segment_lengths.to(s).gather(1, idx)
@@ -227,7 +227,7 @@ class Centerline:
         return idx, local
 
     def curvature(self, s: Tensor) -> Tensor:
-        """Curvature (1/m) at arc lengths ``s`` (``B x ...``); 0 outside ``[0, length]``."""
+        """Curvature (1/m) at arc lengths ``s`` (``(B, ...)``); 0 outside ``[0, length]``."""
         shape = s.shape
         flat = s.reshape(shape[0], -1)
         idx, local = self._segment_index(flat)
@@ -239,7 +239,7 @@ class Centerline:
         return torch.where(inside, kappa, torch.zeros_like(kappa)).reshape(shape)
 
     def heading(self, s: Tensor) -> Tensor:
-        """Heading (radians) at arc lengths ``s`` (``B x ...``), exact; constant before 0 and after the end."""
+        """Heading (radians) at arc lengths ``s`` (``(B, ...)``), exact; constant before 0 and after the end."""
         shape = s.shape
         flat = s.reshape(shape[0], -1)
         lengths = self.segment_lengths.to(flat)
@@ -257,7 +257,7 @@ class Centerline:
     def table(self, step: float = 0.25, extra: float = 40.0) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
         """Samples of the curve every ``step`` metres from ``s = 0`` to ``max(length) + extra``.
 
-        Returns ``(s, x, z, heading, curvature)``: ``s`` is ``(N,)``, the others ``B x N``; ``heading`` is exact,
+        Returns ``(s, x, z, heading, curvature)``: ``s`` is ``(N,)``, the others ``(B, N)``; ``heading`` is exact,
         ``curvature`` is the mean curvature of the cell starting at each sample (heading change / step), and the
         positions chain exact circular arcs of that curvature between samples (exact for circles and straights,
         second-order accurate for clothoids and at curvature jumps).
@@ -280,7 +280,7 @@ class Centerline:
         return s.to(dtype), x.to(dtype), z.to(dtype), theta.to(dtype), kappa.to(dtype)
 
     def points(self, s: Tensor, step: float = 0.25) -> tuple[Tensor, Tensor, Tensor]:
-        """Points ``(x, z, heading)`` of the curve at arc lengths ``s`` (``B x ...``, metres)."""
+        """Points ``(x, z, heading)`` of the curve at arc lengths ``s`` (``(B, ...)``, metres)."""
         table = self.table(step, extra=max(0.0, float(s.max()) - float(self.length.min())) + 1.0)
         return _eval_table(table, s, step)[:3]
 
@@ -290,7 +290,7 @@ class Centerline:
 
 
 def _eval_table(table: tuple[Tensor, ...], s: Tensor, step: float) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """Centerline ``(x, z, heading, curvature)`` at arc lengths ``s`` (``B x ...``): an arc step from the sample
+    """Centerline ``(x, z, heading, curvature)`` at arc lengths ``s`` (``(B, ...)``): an arc step from the sample
     below (exact for constant curvature)."""
     s_tab, x_tab, z_tab, th_tab, k_tab = table
     shape = s.shape
@@ -313,7 +313,7 @@ def _eval_table(table: tuple[Tensor, ...], s: Tensor, step: float) -> tuple[Tens
 
 @dataclass(frozen=True)
 class RoadCoordinates:
-    """Road points expressed relative to the centerline (all ``B x ...``).
+    """Road points expressed relative to the centerline (all ``(B, ...)``).
 
     Attributes:
         s: arc length of the foot point on the centerline, metres.
@@ -407,7 +407,7 @@ class RoadGeometry:
         """Project road points onto the centerline (vectorised, safeguarded Newton iterations).
 
         Args:
-            x, z: road points, metres, shape ``B x ...`` or ``...`` (shared by every scene).
+            x, z: road points, metres, shape ``(B, ...)`` or ``...`` (shared by every scene).
             iterations: solver steps on the foot-point condition ``(p - c(s)) . t(s) = 0``.
             table_step: spacing of the centerline samples, metres.
 
@@ -470,7 +470,7 @@ class RoadGeometry:
         return RoadCoordinates(s.reshape(shape), d.reshape(shape), on.reshape(shape))
 
     def points_at(self, s: Tensor, d: Tensor | float = 0.0) -> tuple[Tensor, Tensor]:
-        """Road points ``(x, z)`` at arc lengths ``s`` and signed lateral offsets ``d`` (``B x ...``, metres).
+        """Road points ``(x, z)`` at arc lengths ``s`` and signed lateral offsets ``d`` (``(B, ...)``, metres).
 
         E.g. the ego lane's right boundary as a polyline: ``points_at(s, geometry.lane_right(s))``.
         """
@@ -669,7 +669,7 @@ def sample_road_geometry(
 
 @dataclass(frozen=True)
 class RenderedScene:
-    """Masks of a batch of scenes on a pixel / cell raster, all ``B x H x W``.
+    """Masks of a batch of scenes on a pixel / cell raster, all ``(B, H, W)``.
 
     Attributes:
         road, lane, sidewalk: bool masks of the road surface, the ego lane and the sidewalks.
@@ -692,7 +692,7 @@ class RenderedScene:
     confidence: Tensor | None = None
 
     def target(self, kind: str = "road") -> Tensor:
-        """The GT mask for ``kind`` (``"road"`` or ``"lane"``), ``B x H x W`` bool."""
+        """The GT mask for ``kind`` (``"road"`` or ``"lane"``), ``(B, H, W)`` bool."""
         if kind not in ("road", "lane"):
             raise ValueError(f"`kind` must be 'road' or 'lane', got {kind!r}")
         return self.road if kind == "road" else self.lane
@@ -754,7 +754,7 @@ def render_bev(
     Args:
         geometry: ``B`` roads.
         grid: the BEV grid (default: the KITTI-ROAD 800 x 400 grid).
-        image_from_road: ``3 x 3`` or ``B x 3 x 3`` camera homography (default: the embedded KITTI um_000000 one);
+        image_from_road: ``(3, 3)`` or ``(B, 3, 3)`` camera homography (default: the embedded KITTI um_000000 one);
             cells whose center projects outside the image (``-0.5 <= u < W - 0.5``, ``-0.5 <= v < H - 0.5``, in
             front of the camera) are not valid, like the black (don't-care) area of the devkit's BEV GT.
         image_size: ``(H, W)`` of the camera image; ``None`` makes every cell valid (no camera).
@@ -763,7 +763,7 @@ def render_bev(
         target: ``"road"`` or ``"lane"``, the class the don't-care band follows.
 
     Returns:
-        A :class:`RenderedScene` with ``B x rows x cols`` masks.
+        A :class:`RenderedScene` with ``(B, rows, cols)`` masks.
     """
     grid = BevGrid() if grid is None else grid
     b, device = geometry.batch_size, geometry.device
@@ -794,7 +794,7 @@ def road_points_from_pixels(
 ) -> tuple[Tensor, Tensor, Tensor]:
     """Road-plane point of every pixel center (``u`` = column, ``v`` = row, 0-based) through the inverse homography.
 
-    Returns ``(x, z, on_ground)``, each ``B x H x W`` (float64 metres; bool). Pixels whose ray does not hit the
+    Returns ``(x, z, on_ground)``, each ``(B, H, W)`` (float64 metres; bool). Pixels whose ray does not hit the
     road plane in front of the camera (at or above the horizon) have ``on_ground = False`` and ``x = z = 0``.
     """
     height, width = _check_image_size(image_size)
@@ -830,7 +830,7 @@ def render_perspective(
 
     Args:
         geometry: ``B`` roads.
-        image_from_road: ``3 x 3`` or ``B x 3 x 3`` homography (default: the embedded KITTI um_000000 camera).
+        image_from_road: ``(3, 3)`` or ``(B, 3, 3)`` homography (default: the embedded KITTI um_000000 camera).
         image_size: ``(H, W)``, default ``(375, 1242)``.
         detector, boundary_dont_care, target: as in :func:`render_bev`.
 
@@ -877,11 +877,11 @@ def render_perspective(
 
 
 def kitti_gt_image(target: Tensor, valid: Tensor | None = None) -> Tensor:
-    """KITTI-ROAD GT colours, ``B x 3 x H x W`` uint8 RGB: magenta road, red valid non-road, black don't care.
+    """KITTI-ROAD GT colours, ``(B, 3, H, W)`` uint8 RGB: magenta road, red valid non-road, black don't care.
 
     Args:
-        target: ``B x H x W`` bool road (or ego-lane) mask.
-        valid: ``B x H x W`` bool evaluation area (default: everything).
+        target: ``(B, H, W)`` bool road (or ego-lane) mask.
+        valid: ``(B, H, W)`` bool evaluation area (default: everything).
     """
     if target.ndim != 3:
         raise ValueError(f"`target` must have shape B x H x W, got {tuple(target.shape)}")
@@ -897,12 +897,12 @@ def mean_gt_prior(masks: Tensor, valid: Tensor | None = None) -> Tensor:
     """The KITTI-ROAD baseline "location potential": per-pixel mean of GT masks over many frames.
 
     Args:
-        masks: ``N x H x W`` bool / {0, 1} GT masks.
-        valid: optional ``N x H x W`` valid masks; the mean is then over the frames where the pixel is valid
+        masks: ``(N, H, W)`` bool / {0, 1} GT masks.
+        valid: optional ``(N, H, W)`` valid masks; the mean is then over the frames where the pixel is valid
             (0 where it never is).
 
     Returns:
-        ``H x W`` float32 frequency in [0, 1].
+        ``(H, W)`` float32 frequency in [0, 1].
     """
     if masks.ndim != 3 or masks.shape[0] < 1:
         raise ValueError(f"`masks` must have shape N x H x W with N >= 1, got {tuple(masks.shape)}")
@@ -932,7 +932,7 @@ def baseline_prior(
 
     This is the synthetic counterpart of the KITTI-ROAD baseline prior (``computeBaseline``): a confidence map
     that is high where the road / ego lane usually is. The BEV mean is taken over the raster (cells outside the
-    camera view included), ``H x W`` float32.
+    camera view included), ``(H, W)`` float32.
     """
     if num_scenes < 1:
         raise ValueError(f"`num_scenes` must be >= 1, got {num_scenes}")

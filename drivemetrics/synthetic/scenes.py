@@ -40,7 +40,7 @@ def synthetic_scenes(
         batch_size: number of scenes ``B``.
         generator: random source for the geometry and the detector's random parts.
         detector: a :class:`DetectorModel`, a preset name of ``DETECTOR_PRESETS`` or None (no confidence).
-        space: ``"bev"`` (``B x rows x cols`` on ``grid``) or ``"perspective"`` (``B x H x W``).
+        space: ``"bev"`` (``(B, rows, cols)`` on ``grid``) or ``"perspective"`` (``(B, H, W)``).
         grid, image_from_road, image_size: as in :func:`render_bev` / :func:`render_perspective`.
         kinds, narrowing_probability: passed to :func:`sample_road_geometry`.
 

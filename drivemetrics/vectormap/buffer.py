@@ -50,8 +50,9 @@ def buffer_pieces(points: Tensor, distance: float = 2.0, mitre_limit: float = 5.
         ``(S, 5, 2)`` convex polygons (vertices in order; shorter polygons repeat their last vertex); ``S = 0`` for
         a line of zero length.
 
-    >>> buffer_pieces(torch.tensor([[0.0, 0.0], [4.0, 0.0]], dtype=torch.float64), 1.0)[0, :4].tolist()
-    [[0.0, 1.0], [4.0, 1.0], [4.0, -1.0], [0.0, -1.0]]
+    Examples:
+        >>> buffer_pieces(torch.tensor([[0.0, 0.0], [4.0, 0.0]], dtype=torch.float64), 1.0)[0, :4].tolist()
+        [[0.0, 1.0], [4.0, 1.0], [4.0, -1.0], [0.0, -1.0]]
     """
     line = _clean(points.to(torch.float64))
     if line.shape[0] < 2:
@@ -155,10 +156,11 @@ def buffers_intersect(
     Returns:
         ``(K,)`` bool.
 
-    >>> a = torch.tensor([[[0.0, 0.0], [1.0, 0.0]], [[0.0, 0.0], [1.0, 0.0]]], dtype=torch.float64)
-    >>> b = torch.tensor([[[1.2, 0.0], [2.2, 0.0]], [[1.0, 0.0], [2.0, 0.0]]], dtype=torch.float64)
-    >>> buffers_intersect(a, torch.tensor([2, 2]), b, torch.tensor([2, 2])).tolist()  # end to end: flat caps
-    [False, True]
+    Examples:
+        >>> a = torch.tensor([[[0.0, 0.0], [1.0, 0.0]], [[0.0, 0.0], [1.0, 0.0]]], dtype=torch.float64)
+        >>> b = torch.tensor([[[1.2, 0.0], [2.2, 0.0]], [[1.0, 0.0], [2.0, 0.0]]], dtype=torch.float64)
+        >>> buffers_intersect(a, torch.tensor([2, 2]), b, torch.tensor([2, 2])).tolist()  # end to end: flat caps
+        [False, True]
     """
     num_pairs = a.shape[0]
     result = torch.zeros(num_pairs, dtype=torch.bool, device=a.device)

@@ -68,12 +68,13 @@ def map_chamfer_loss(
     Returns:
         The loss (metres).
 
-    >>> target = torch.tensor([[[[0.0, 0.0], [1.0, 0.0], [2.0, 0.0]]]])
-    >>> preds = target.flip(2) + torch.tensor([0.0, 0.5])  # reversed order, shifted 0.5 m
-    >>> map_chamfer_loss(preds, target, mode="permuted")
-    tensor(0.5000)
-    >>> map_chamfer_loss(preds, target)
-    tensor(0.5000)
+    Examples:
+        >>> target = torch.tensor([[[[0.0, 0.0], [1.0, 0.0], [2.0, 0.0]]]])
+        >>> preds = target.flip(2) + torch.tensor([0.0, 0.5])  # reversed order, shifted 0.5 m
+        >>> map_chamfer_loss(preds, target, mode="permuted")
+        tensor(0.5000)
+        >>> map_chamfer_loss(preds, target)
+        tensor(0.5000)
     """
     if mode not in ("chamfer", "permuted"):
         raise ValueError(f"`mode` must be 'chamfer' or 'permuted', got {mode!r}")
@@ -119,11 +120,12 @@ class MapChamferLoss(nn.Module):
         point_distance: ``"l2"`` or ``"l1"`` (``"permuted"`` only).
         reduction: ``"mean"``, ``"sum"`` or ``"none"``.
 
-    >>> loss = MapChamferLoss(mode="permuted")
-    >>> ring = torch.tensor([[[[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 0.0]]]])
-    >>> rotated = torch.tensor([[[[1.0, 0.0], [1.0, 1.0], [0.0, 0.0], [1.0, 0.0]]]])  # another start point
-    >>> loss(rotated, ring)
-    tensor(0.)
+    Examples:
+        >>> loss = MapChamferLoss(mode="permuted")
+        >>> ring = torch.tensor([[[[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 0.0]]]])
+        >>> rotated = torch.tensor([[[[1.0, 0.0], [1.0, 1.0], [0.0, 0.0], [1.0, 0.0]]]])  # another start point
+        >>> loss(rotated, ring)
+        tensor(0.)
     """
 
     def __init__(

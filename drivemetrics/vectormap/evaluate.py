@@ -25,9 +25,10 @@ PROTOCOL_FORMATS = {"nuscenes-maptr": "maptr", "av2-cvpr23": "av2"}
 class MapEvaluation:
     """Result of a file evaluation: the report dict and the prediction tokens without GT (ignored).
 
-    >>> result = MapEvaluation({"mAP": 0.5, "classes": {}}, ["orphan"])
-    >>> result.report["mAP"], result.unknown_samples
-    (0.5, ['orphan'])
+    Examples:
+        >>> result = MapEvaluation({"mAP": 0.5, "classes": {}}, ["orphan"])
+        >>> result.report["mAP"], result.unknown_samples
+        (0.5, ['orphan'])
     """
 
     report: dict[str, Any]
@@ -82,11 +83,12 @@ def evaluate_map_samples(
     Returns:
         ``report = {"mAP": float, "classes": {name: {"AP", "AP@<thr>", "num_gts", "num_preds"}}}``.
 
-    >>> import numpy as np
-    >>> gt = [MapSample("a", [np.array([[0.0, 0.0], [0.0, 10.0]])], ["divider"])]
-    >>> pred = [MapSample("a", [np.array([[0.7, 0.0], [0.7, 10.0]])], ["divider"], [0.9])]
-    >>> evaluate_map_samples(gt, pred, "av2-cvpr23").report["classes"]["divider"]["AP@1.0"]
-    1.0
+    Examples:
+        >>> import numpy as np
+        >>> gt = [MapSample("a", [np.array([[0.0, 0.0], [0.0, 10.0]])], ["divider"])]
+        >>> pred = [MapSample("a", [np.array([[0.7, 0.0], [0.7, 10.0]])], ["divider"], [0.9])]
+        >>> evaluate_map_samples(gt, pred, "av2-cvpr23").report["classes"]["divider"]["AP@1.0"]
+        1.0
     """
     proto = get_protocol(protocol)
     gt_tokens = {s.token for s in gt}
@@ -131,16 +133,17 @@ def evaluate_map_files(
 ) -> MapEvaluation:
     """Read a GT and a prediction file in the protocol's native format and evaluate them.
 
-    >>> import tempfile, json, os
-    >>> gt = {"GTs": [{"sample_token": "a", "vectors": [{"pts": [[0, 0], [0, 10]], "type": 0}]}]}
-    >>> pred = {"results": [{"sample_token": "a",
-    ...                      "vectors": [{"pts": [[0.7, 0], [0.7, 10]], "type": 0, "confidence_level": 0.9}]}]}
-    >>> with tempfile.TemporaryDirectory() as d:
-    ...     for name, data in (("gt.json", gt), ("pred.json", pred)):
-    ...         _ = open(os.path.join(d, name), "w").write(json.dumps(data))
-    ...     result = evaluate_map_files(os.path.join(d, "gt.json"), os.path.join(d, "pred.json"), "nuscenes-maptr")
-    >>> result.report["classes"]["divider"]["AP@0.5"], result.report["classes"]["divider"]["AP@1.0"]
-    (0.0, 1.0)
+    Examples:
+        >>> import tempfile, json, os
+        >>> gt = {"GTs": [{"sample_token": "a", "vectors": [{"pts": [[0, 0], [0, 10]], "type": 0}]}]}
+        >>> pred = {"results": [{"sample_token": "a",
+        ...                      "vectors": [{"pts": [[0.7, 0], [0.7, 10]], "type": 0, "confidence_level": 0.9}]}]}
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     for name, data in (("gt.json", gt), ("pred.json", pred)):
+        ...         _ = open(os.path.join(d, name), "w").write(json.dumps(data))
+        ...     result = evaluate_map_files(os.path.join(d, "gt.json"), os.path.join(d, "pred.json"), "nuscenes-maptr")
+        >>> result.report["classes"]["divider"]["AP@0.5"], result.report["classes"]["divider"]["AP@1.0"]
+        (0.0, 1.0)
     """
     fmt = PROTOCOL_FORMATS.get(get_protocol(protocol).name)
     gt = read_map_gt(gt_path, fmt)  # type: ignore[arg-type]

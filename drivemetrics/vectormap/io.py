@@ -47,9 +47,10 @@ class MapSample:
     """One sample (frame): its polylines (``(P, D)`` arrays, metres), their class names and (predictions)
     confidences.
 
-    >>> sample = MapSample("a", [np.array([[0.0, 0.0], [0.0, 10.0]])], ["divider"], [0.9])
-    >>> sample.token, sample.points[0].shape, sample.labels
-    ('a', (2, 2), ['divider'])
+    Examples:
+        >>> sample = MapSample("a", [np.array([[0.0, 0.0], [0.0, 10.0]])], ["divider"], [0.9])
+        >>> sample.token, sample.points[0].shape, sample.labels
+        ('a', (2, 2), ['divider'])
     """
 
     token: str
@@ -102,12 +103,13 @@ def _class_of(value: Any, classes: tuple[str, ...], where: str) -> str:
 def read_map_gt(path: str | Path, format: MapFormat | None = None) -> list[MapSample]:
     """GT samples of a MapTR annotation JSON or an Argoverse 2 challenge GT JSON, in file order.
 
-    >>> import tempfile, json, os
-    >>> gt = {"GTs": [{"sample_token": "a", "vectors": [{"pts": [[0, 0], [1, 0]], "type": 2}]}]}
-    >>> with tempfile.TemporaryDirectory() as d:
-    ...     _ = open(os.path.join(d, "gt.json"), "w").write(json.dumps(gt))
-    ...     read_map_gt(os.path.join(d, "gt.json"))[0].labels
-    ['boundary']
+    Examples:
+        >>> import tempfile, json, os
+        >>> gt = {"GTs": [{"sample_token": "a", "vectors": [{"pts": [[0, 0], [1, 0]], "type": 2}]}]}
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     _ = open(os.path.join(d, "gt.json"), "w").write(json.dumps(gt))
+        ...     read_map_gt(os.path.join(d, "gt.json"))[0].labels
+        ['boundary']
     """
     data = _load(path, "GT")
     kind = format or detect_format(data)
@@ -155,14 +157,15 @@ def read_map_gt(path: str | Path, format: MapFormat | None = None) -> list[MapSa
 def read_map_preds(path: str | Path, format: MapFormat | None = None) -> list[MapSample]:
     """Prediction samples of a MapTR ``results`` JSON or an Argoverse 2 challenge submission, in file order.
 
-    >>> import tempfile, json, os
-    >>> vector = {"pts": [[0, 0], [1, 0]], "type": 0, "confidence_level": 0.8}
-    >>> results = {"results": [{"sample_token": "a", "vectors": [vector]}]}
-    >>> with tempfile.TemporaryDirectory() as d:
-    ...     _ = open(os.path.join(d, "pred.json"), "w").write(json.dumps(results))
-    ...     sample = read_map_preds(os.path.join(d, "pred.json"))[0]
-    >>> sample.token, sample.labels, sample.scores
-    ('a', ['divider'], [0.8])
+    Examples:
+        >>> import tempfile, json, os
+        >>> vector = {"pts": [[0, 0], [1, 0]], "type": 0, "confidence_level": 0.8}
+        >>> results = {"results": [{"sample_token": "a", "vectors": [vector]}]}
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     _ = open(os.path.join(d, "pred.json"), "w").write(json.dumps(results))
+        ...     sample = read_map_preds(os.path.join(d, "pred.json"))[0]
+        >>> sample.token, sample.labels, sample.scores
+        ('a', ['divider'], [0.8])
     """
     data = _load(path, "prediction")
     kind = format or detect_format(data)
@@ -225,9 +228,10 @@ def pack_samples(
         dtype: float dtype of points and scores.
         device: target device.
 
-    >>> packed = pack_samples([MapSample("a", [np.zeros((3, 2))], ["boundary"], [0.5])], MAPTR_CLASSES)
-    >>> packed["points"].shape, packed["labels"].tolist()
-    (torch.Size([1, 1, 3, 2]), [[2]])
+    Examples:
+        >>> packed = pack_samples([MapSample("a", [np.zeros((3, 2))], ["boundary"], [0.5])], MAPTR_CLASSES)
+        >>> packed["points"].shape, packed["labels"].tolist()
+        (torch.Size([1, 1, 3, 2]), [[2]])
     """
     index = {name: i for i, name in enumerate(class_names)}
     lines = [(b, n, p) for b, s in enumerate(samples) for n, p in enumerate(s.points)]

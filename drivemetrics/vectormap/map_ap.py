@@ -156,11 +156,12 @@ def vector_map_matches(
         ``scores (S,)``, ``labels (S,)``, ``true_positive (S, T)`` for the ``S`` kept predictions in frame-major
         input order, and ``num_targets (C,)`` GT counts per class.
 
-    >>> line = torch.tensor([[[[0.0, 0.0], [0.0, 10.0]]]])  # one frame, one line
-    >>> out = vector_map_matches(line + 0.7, None, torch.tensor([[0]]), torch.tensor([[0.9]]),
-    ...                          line, None, torch.tensor([[0]]))
-    >>> out["true_positive"].tolist(), out["num_targets"].tolist()
-    ([[False, True, True]], [1, 0, 0])
+    Examples:
+        >>> line = torch.tensor([[[[0.0, 0.0], [0.0, 10.0]]]])  # one frame, one line
+        >>> out = vector_map_matches(line + 0.7, None, torch.tensor([[0]]), torch.tensor([[0.9]]),
+        ...                          line, None, torch.tensor([[0]]))
+        >>> out["true_positive"].tolist(), out["num_targets"].tolist()
+        ([[False, True, True]], [1, 0, 0])
     """
     proto = get_protocol(protocol)
     num_classes = len(proto.class_names)
@@ -280,10 +281,11 @@ def vector_map_ap_from_matches(
         ``ap_per_threshold (C, T)``, ``ap (C,)`` (mean over thresholds), ``map`` (mean over classes; the default
         protocol skips classes without GT, whose AP is NaN), ``num_preds (C,)``, ``num_targets (C,)``; float64.
 
-    >>> out = vector_map_ap_from_matches(torch.tensor([0.9, 0.8]), torch.tensor([0, 0]),
-    ...                                  torch.tensor([[True], [False]]), torch.tensor([2, 0, 0]))
-    >>> out["ap"].tolist()
-    [0.5, nan, nan]
+    Examples:
+        >>> out = vector_map_ap_from_matches(torch.tensor([0.9, 0.8]), torch.tensor([0, 0]),
+        ...                                  torch.tensor([[True], [False]]), torch.tensor([2, 0, 0]))
+        >>> out["ap"].tolist()
+        [0.5, nan, nan]
     """
     proto = get_protocol(protocol)
     num_classes = len(proto.class_names)
@@ -334,11 +336,12 @@ def vector_map_ap(
     Returns:
         ``map`` (scalar), ``ap (C,)``, ``ap_per_threshold (C, T)``, ``num_preds (C,)``, ``num_targets (C,)``.
 
-    >>> line = torch.tensor([[[[0.0, 0.0], [0.0, 10.0]]]])
-    >>> out = vector_map_ap(line + 0.7, None, torch.tensor([[0]]), torch.tensor([[0.9]]), line, None,
-    ...                     torch.tensor([[0]]), protocol="nuscenes-maptr")
-    >>> out["ap_per_threshold"][0].tolist(), round(out["map"].item(), 4)
-    ([0.0, 1.0, 1.0], 0.2222)
+    Examples:
+        >>> line = torch.tensor([[[[0.0, 0.0], [0.0, 10.0]]]])
+        >>> out = vector_map_ap(line + 0.7, None, torch.tensor([[0]]), torch.tensor([[0.9]]), line, None,
+        ...                     torch.tensor([[0]]), protocol="nuscenes-maptr")
+        >>> out["ap_per_threshold"][0].tolist(), round(out["map"].item(), 4)
+        ([0.0, 1.0, 1.0], 0.2222)
     """
     matches = vector_map_matches(
         preds, preds_lengths, preds_labels, preds_scores, target, target_lengths, target_labels, protocol, thresholds
@@ -362,12 +365,13 @@ class VectorMapAPMetrics(RaggedStateMixin, Metric):
             :mod:`drivemetrics.vectormap.protocol`).
         thresholds: Chamfer thresholds (metres); default the protocol's.
 
-    >>> metric = VectorMapAPMetrics(protocol="av2-cvpr23")
-    >>> line = torch.tensor([[[[0.0, 0.0], [10.0, 0.0]]]])
-    >>> metric.update(line + torch.tensor([0.0, 0.6]), None, torch.tensor([[1]]), torch.tensor([[0.9]]),
-    ...               line, None, torch.tensor([[1]]))
-    >>> round(metric.compute()["ap_divider"].item(), 4)
-    0.6667
+    Examples:
+        >>> metric = VectorMapAPMetrics(protocol="av2-cvpr23")
+        >>> line = torch.tensor([[[[0.0, 0.0], [10.0, 0.0]]]])
+        >>> metric.update(line + torch.tensor([0.0, 0.6]), None, torch.tensor([[1]]), torch.tensor([[0.9]]),
+        ...               line, None, torch.tensor([[1]]))
+        >>> round(metric.compute()["ap_divider"].item(), 4)
+        0.6667
     """
 
     is_differentiable = False
@@ -450,11 +454,12 @@ class VectorMapAPMetrics(RaggedStateMixin, Metric):
 class VectorMapMeanAveragePrecision(VectorMapAPMetrics):
     """Vectorised HD-map mAP (mean of the class APs), one tensor (arguments as :class:`VectorMapAPMetrics`).
 
-    >>> metric = VectorMapMeanAveragePrecision(protocol="nuscenes-maptr")
-    >>> line = torch.tensor([[[[0.0, 0.0], [0.0, 10.0]]]])
-    >>> metric.update(line, None, torch.tensor([[2]]), torch.tensor([[0.5]]), line, None, torch.tensor([[2]]))
-    >>> metric.compute().item()  # boundary AP 1, the other classes have no GT (0 in this protocol)
-    0.3333333333333333
+    Examples:
+        >>> metric = VectorMapMeanAveragePrecision(protocol="nuscenes-maptr")
+        >>> line = torch.tensor([[[[0.0, 0.0], [0.0, 10.0]]]])
+        >>> metric.update(line, None, torch.tensor([[2]]), torch.tensor([[0.5]]), line, None, torch.tensor([[2]]))
+        >>> metric.compute().item()  # boundary AP 1, the other classes have no GT (0 in this protocol)
+        0.3333333333333333
     """
 
     def __init__(self, protocol: str = "default", thresholds: Sequence[float] | None = None, **kwargs: Any) -> None:
@@ -474,12 +479,13 @@ class VectorMapAveragePrecision(VectorMapAPMetrics):
         protocol: see :class:`VectorMapAPMetrics`.
         thresholds: see :class:`VectorMapAPMetrics`.
 
-    >>> metric = VectorMapAveragePrecision("divider", threshold=1.0, protocol="av2-cvpr23")
-    >>> line = torch.tensor([[[[0.0, 0.0], [10.0, 0.0]]]])
-    >>> metric.update(line + torch.tensor([0.0, 0.6]), None, torch.tensor([[1]]), torch.tensor([[0.9]]),
-    ...               line, None, torch.tensor([[1]]))
-    >>> metric.compute().item()
-    1.0
+    Examples:
+        >>> metric = VectorMapAveragePrecision("divider", threshold=1.0, protocol="av2-cvpr23")
+        >>> line = torch.tensor([[[[0.0, 0.0], [10.0, 0.0]]]])
+        >>> metric.update(line + torch.tensor([0.0, 0.6]), None, torch.tensor([[1]]), torch.tensor([[0.9]]),
+        ...               line, None, torch.tensor([[1]]))
+        >>> metric.compute().item()
+        1.0
     """
 
     def __init__(

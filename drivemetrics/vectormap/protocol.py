@@ -45,11 +45,12 @@ class MapProtocol:
             references cannot use them); ``"as-given"``: 2-D or 3-D, predictions and GT must agree.
         min_pred_points: predictions with fewer points are dropped (MapTR drops lines under 2 points).
 
-    >>> maptr = PROTOCOLS["nuscenes-maptr"]
-    >>> maptr.class_names, maptr.thresholds, maptr.num_samples, maptr.buffer_prefilter
-    (('divider', 'ped_crossing', 'boundary'), (0.5, 1.0, 1.5), 100, 2.0)
-    >>> MapProtocol("strict", ("divider",), thresholds=(0.5,), fallback=False).fallback
-    False
+    Examples:
+        >>> maptr = PROTOCOLS["nuscenes-maptr"]
+        >>> maptr.class_names, maptr.thresholds, maptr.num_samples, maptr.buffer_prefilter
+        (('divider', 'ped_crossing', 'boundary'), (0.5, 1.0, 1.5), 100, 2.0)
+        >>> MapProtocol("strict", ("divider",), thresholds=(0.5,), fallback=False).fallback
+        False
     """
 
     name: str
@@ -94,8 +95,9 @@ PROTOCOLS: dict[str, MapProtocol] = {
 def get_protocol(protocol: str | MapProtocol) -> MapProtocol:
     """The :class:`MapProtocol` named ``protocol`` (or ``protocol`` itself); ``ValueError`` naming the choices.
 
-    >>> get_protocol("av2-cvpr23").class_names
-    ('ped_crossing', 'divider', 'boundary')
+    Examples:
+        >>> get_protocol("av2-cvpr23").class_names
+        ('ped_crossing', 'divider', 'boundary')
     """
     if isinstance(protocol, MapProtocol):
         return protocol

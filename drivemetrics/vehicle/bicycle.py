@@ -22,7 +22,8 @@ __all__ = ["OPENPILOT_MOCK_V066", "RAV4_2017", "BicycleState", "KinematicBicycle
 
 @dataclass(frozen=True)
 class VehicleParams:
-    """Vehicle and simulation constants (SI units). Defaults: Toyota RAV4 2017 (``configs/vehicles/rav4_2017.toml``).
+    """Vehicle and simulation constants (SI units). Defaults: Toyota RAV4 2017 (shipped preset
+    ``vehicles/rav4_2017.toml``).
 
     Attributes:
         name: preset name.
@@ -114,7 +115,7 @@ class BicycleState(NamedTuple):
 class KinematicBicycle:
     """Batched kinematic bicycle stepped one camera frame at a time (differentiable except at the limits).
 
-    Example:
+    Examples:
         >>> model = KinematicBicycle(RAV4_2017)
         >>> state = model.initial_state(4)
         >>> state = model.step(state, torch.full((4,), 0.1), speed=torch.full((4,), 20.0))

@@ -155,3 +155,16 @@ def test_reference_keeps_isolated_nodes():
     assert res["n_spurious"] > 0
     assert res["n_missing"] == 0
     assert opt_g(pred, road, n_samples=200)["n_spurious"] == 0  # the default mode drops isolated nodes
+
+
+def test_metric_takes_a_smaller_sample_budget_and_refuses_a_bad_one():
+    g = nx.Graph()
+    g.add_node(0, pos=(0.0, 0.0))
+    g.add_node(1, pos=(200.0, 0.0))
+    g.add_edge(0, 1)
+    metric = OptGMetrics(n_samples=20)
+    metric.update(g, g)
+    assert float(metric.compute()["f1"]) == 1.0
+    for bad in (0, 2.5):
+        with pytest.raises(ValueError, match="n_samples"):
+            OptGMetrics(n_samples=bad)

@@ -116,3 +116,9 @@ def test_reference_keeps_isolated_nodes():
     res = tlts(pred, gt, n_paths=100, compat="reference")
     assert res["infeasible"] == 1.0
     assert tlts(pred, gt, n_paths=100)["correct"] == 1.0  # the default mode drops isolated nodes
+
+
+@pytest.mark.parametrize("bad", [0, 10.0])
+def test_metric_refuses_a_bad_path_budget_at_construction(bad):
+    with pytest.raises(ValueError, match="n_paths"):
+        TLTSMetrics(n_paths=bad)

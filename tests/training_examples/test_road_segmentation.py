@@ -60,11 +60,12 @@ def _assert_logged_equal(logged: dict[str, float], expected: dict[str, float]) -
         assert logged[key] == pytest.approx(value, abs=1e-6), key
 
 
-def test_quick_run_logs_the_pooled_metrics_and_writes_json(tmp_path):
+def test_quick_run_logs_the_pooled_metrics_and_writes_json(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the quick run writes only what it was asked for (no checkpoint folder in the cwd)
     out = tmp_path / "road.json"
     figure = tmp_path / "road.png"
-    args = ["--quick", *TINY, f"--trainer.default_root_dir={tmp_path}", "--json", str(out), "--figure", str(figure)]
-    cli, result = example.run(args)
+    cli, result = example.run(["--quick", *TINY, "--json", str(out), "--figure", str(figure)])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["road.json", "road.png"]
     written = json.loads(out.read_text())
     assert written["final"] == pytest.approx(result["final"])
     assert written["epochs"] == 1
@@ -118,7 +119,8 @@ def test_validation_step_logs_the_corridor_even_without_lane_ground_truth(has_la
 def test_resume_from_checkpoint_gives_the_uninterrupted_metrics(tmp_path):
     base = ["--quick", *TINY[:-1]]
     _, straight = example.run([*base, "--trainer.max_epochs=2", f"--trainer.default_root_dir={tmp_path / 'a'}"])
-    example.run([*base, "--trainer.max_epochs=1", f"--trainer.default_root_dir={tmp_path / 'b'}"])
+    checkpoint = ["--trainer.enable_checkpointing=true"]  # --quick saves none unless asked
+    example.run([*base, *checkpoint, "--trainer.max_epochs=1", f"--trainer.default_root_dir={tmp_path / 'b'}"])
     (ckpt,) = (tmp_path / "b" / "checkpoints").glob("*.ckpt")
     _, resumed = example.run(
         [*base, "--trainer.max_epochs=2", f"--trainer.default_root_dir={tmp_path / 'c'}", "--ckpt_path", str(ckpt)]

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+from drivemetrics.configs import config_path
 from drivemetrics.vehicle import RAV4_2017, KinematicBicycle, VehicleParams
 
-PRESET = Path(__file__).resolve().parents[2] / "configs" / "vehicles" / "rav4_2017.toml"
+PRESET = config_path("vehicles/rav4_2017.toml")
 
 
 def test_preset_file_matches_dataclass_defaults():

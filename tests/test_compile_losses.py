@@ -1,0 +1,118 @@
+"""The training losses compile as one graph with ``validate_args=False`` (issue 27): forward and backward.
+
+``torch.compile(fullgraph=True)`` raises on any graph break (a value check's ``.item()`` would be one), and the
+compiled loss and its gradient must equal the eager ones. ``aot_eager`` traces forward and backward exactly as
+inductor does, without generating C++ (fast); ``inductor`` (the default backend, C++ code generation) is tried on
+one loss here and on all three by ``benchmarks/compile_losses.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import torch
+import torch._dynamo
+
+from drivemetrics.functional import (
+    expected_center_from_anchors,
+    expected_center_from_maps,
+    expected_center_from_polynomials,
+    road_center_attack_loss,
+)
+from drivemetrics.lane import PSLDLoss
+from drivemetrics.lane.geometry import default_z_samples
+from drivemetrics.road import SoftFMeasureLoss
+
+
+def _soft_f() -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...]]:
+    logits = torch.randn(2, 1, 12, 16, requires_grad=True)
+    target = (torch.rand(2, 1, 12, 16) > 0.5).float()
+    return SoftFMeasureLoss(from_logits=True, validate_args=False), (logits, target)
+
+
+def _soft_f_pooled() -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...]]:
+    probs = torch.rand(2, 12, 16, requires_grad=True)
+    target = (torch.rand(2, 12, 16) > 0.5).float()
+    valid = (torch.rand(2, 12, 16) > 0.2).float()
+    return SoftFMeasureLoss(reduction="pooled", validate_args=False), (probs, target, valid)
+
+
+def _psld() -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...]]:
+    m = default_z_samples().numel()
+    preds = (0.3 * torch.randn(2, m)).requires_grad_()
+    return PSLDLoss(validate_args=False), (preds, torch.zeros(2, m), torch.tensor([20.0, 25.0]))
+
+
+def _center_maps() -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...]]:
+    def loss(maps: torch.Tensor) -> torch.Tensor:
+        return road_center_attack_loss(expected_center_from_maps(maps, lanes=(1, 2), validate_args=False))
+
+    return loss, (torch.randn(2, 4, 8, 16, requires_grad=True),)
+
+
+def _center_polynomials() -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...]]:
+    def loss(coefficients: torch.Tensor, confidence: torch.Tensor) -> torch.Tensor:
+        center = expected_center_from_polynomials(coefficients, confidence, validate_args=False)
+        return road_center_attack_loss(center, "left")
+
+    return loss, (torch.randn(2, 4, 3, requires_grad=True), torch.rand(2, 4))
+
+
+def _center_anchors() -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...]]:
+    def loss(xs: torch.Tensor, confidence: torch.Tensor) -> torch.Tensor:
+        return road_center_attack_loss(expected_center_from_anchors(xs, confidence, validate_args=False))
+
+    return loss, (torch.rand(2, 5, 8, requires_grad=True), torch.rand(2, 5, requires_grad=True))
+
+
+CASES = {
+    "soft_f": _soft_f,
+    "soft_f_pooled": _soft_f_pooled,
+    "psld": _psld,
+    "center_maps": _center_maps,
+    "center_polynomials": _center_polynomials,
+    "center_anchors": _center_anchors,
+}
+
+
+def _check_compiled_matches_eager(case: str, backend: str) -> None:
+    torch.manual_seed(0)
+    fn, inputs = CASES[case]()
+    leaves = [x for x in inputs if x.requires_grad]
+    eager = fn(*inputs)
+    eager_grads = torch.autograd.grad(eager, leaves)
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, fullgraph=True, backend=backend)  # raises on a graph break
+    value = compiled(*inputs)
+    grads = torch.autograd.grad(value, leaves)
+    torch.testing.assert_close(value, eager)
+    for got, expected in zip(grads, eager_grads, strict=True):
+        assert got.abs().sum() > 0  # a real gradient flows
+        torch.testing.assert_close(got, expected)
+
+
+@pytest.mark.parametrize(
+    "case", [pytest.param(c, marks=pytest.mark.slow) if c == "psld" else c for c in sorted(CASES)]
+)  # PSLD traces a 10-frame MPC roll-out: ~30 s
+def test_loss_compiles_as_one_graph_forward_and_backward(case):
+    _check_compiled_matches_eager(case, "aot_eager")
+
+
+@pytest.mark.parametrize(
+    "case", ["center_maps"]
+)  # inductor on soft F / PSLD: 45 s / 170 s; benchmarks/compile_losses.py
+def test_loss_compiles_with_inductor(case):
+    _check_compiled_matches_eager(case, "inductor")
+
+
+def test_validation_is_what_breaks_the_graph():
+    """With the default ``validate_args=True`` the value checks synchronise with the host: no full graph."""
+    _, inputs = _center_maps()
+    torch._dynamo.reset()
+
+    def checked(maps: torch.Tensor) -> torch.Tensor:
+        return expected_center_from_maps(maps).sum()
+
+    with pytest.raises(torch._dynamo.exc.TorchDynamoException):  # Unsupported / UserError on the data-dependent check
+        torch.compile(checked, fullgraph=True, backend="eager")(*inputs)
