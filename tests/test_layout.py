@@ -31,9 +31,6 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "drivemetrics"
 #: Domains exempt from the rule (none: the graph split landed as roadnet/ and lanegraph/).
 NOT_YET_SPLIT: tuple[str, ...] = ()
-#: Packages whose kernels share their module's name as a package export (``drivemetrics.roadnet.apls`` is the
-#: function); their stubs still have to agree with ``_EXPORTS``. To be removed when they export classes only.
-NAME_CLASH_ALLOWED = ("drivemetrics.roadnet", "drivemetrics.lanegraph")
 #: Modules allowed to import Metric classes: they run or present metrics, they are not kernels or helpers.
 CONSUMERS = ("evaluate", "cli", "plot", "__init__", "__main__")
 #: A domain's private Metric base classes (shared ``update`` / state plumbing, no kernel): ``<domain>/_metric.py``;
@@ -170,7 +167,7 @@ def stub_violations(root: Path) -> list[str]:
             continue
         submodules = {p.stem for p in init.parent.glob("*.py")} | {p.name for p in init.parent.iterdir() if p.is_dir()}
         for name, module in exports.items():
-            if name in submodules and module != f"{package}.{name}" and package not in NAME_CLASH_ALLOWED:
+            if name in submodules and module != f"{package}.{name}":
                 problems.append(f"{package}: exports {name!r}, also the name of a submodule")
         stub = init.with_suffix(".pyi")
         if not stub.exists():

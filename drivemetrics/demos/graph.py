@@ -83,7 +83,7 @@ def junct_far_overconnections(levels: tuple[int, ...], seed: int) -> list[tuple[
     scores = []
     for k in levels:
         pred, gt = perturb(target, "overconnections", k, seed=seed, min_junction_distance=3 * CLUSTER_RADIUS)
-        scores.append((k, junct(pred, gt).f_error))
+        scores.append((k, float(junct(pred, gt)["f_error"])))
     return scores
 
 

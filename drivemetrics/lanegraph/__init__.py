@@ -6,20 +6,14 @@ One module per family: :mod:`~drivemetrics.lanegraph.lanegraph` (every per-sampl
 :mod:`~drivemetrics.lanegraph.geo_topo`, :mod:`~drivemetrics.lanegraph.sda`, :mod:`~drivemetrics.lanegraph.iou`,
 :mod:`~drivemetrics.lanegraph.apls` (the road-network APLS core with the UrbanLaneGraph parameter set), and
 :mod:`~drivemetrics.lanegraph.planning` (kernel and :class:`LaneGraphPlanningMetrics`). Shared helpers:
-:mod:`~drivemetrics.lanegraph.geometry`; files: ``io``, ``evaluate``, ``plot``, ``cli``.
+:mod:`~drivemetrics.lanegraph.geometry`; files: ``io``, ``evaluate``, ``plot``, ``cli``. This package exports the
+classes; the kernels are in :mod:`drivemetrics.functional` and in their modules.
 """
 
 from drivemetrics._lazy import lazy_exports
 
 _EXPORTS = {
-    "evaluate_lanegraph_pair": "drivemetrics.lanegraph.lanegraph",
-    "evaluate_submission": "drivemetrics.lanegraph.evaluate",
-    "geo_topo": "drivemetrics.lanegraph.geo_topo",
-    "graph_iou": "drivemetrics.lanegraph.iou",
-    "lane_arrays": "drivemetrics.lanegraph.geometry",
-    "LANE_METRICS": "drivemetrics.lanegraph.geometry",
     "LaneArrays": "drivemetrics.lanegraph.geometry",
-    "lanegraph_apls": "drivemetrics.lanegraph.apls",
     "LaneGraphAPLS": "drivemetrics.lanegraph.lanegraph",
     "LaneGraphGeoPrecision": "drivemetrics.lanegraph.lanegraph",
     "LaneGraphGeoRecall": "drivemetrics.lanegraph.lanegraph",
@@ -33,10 +27,6 @@ _EXPORTS = {
     "LaneGraphSDA50": "drivemetrics.lanegraph.lanegraph",
     "LaneGraphTopoPrecision": "drivemetrics.lanegraph.lanegraph",
     "LaneGraphTopoRecall": "drivemetrics.lanegraph.lanegraph",
-    "load_lanegraph_pickle": "drivemetrics.lanegraph.io",
-    "planning": "drivemetrics.lanegraph.planning",
-    "PLANNING_METRICS": "drivemetrics.lanegraph.geometry",
-    "sda": "drivemetrics.lanegraph.sda",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -7,6 +7,7 @@ import math
 import networkx as nx
 import numpy as np
 from scipy.sparse.csgraph import dijkstra
+from torch import Tensor
 
 from drivemetrics.lanegraph.geometry import (
     APLS_MIN_PATH_M,
@@ -17,6 +18,7 @@ from drivemetrics.lanegraph.geometry import (
     LaneArrays,
     _arrays,
     _length_graph,
+    as_scalar,
     check_compat,
 )
 from drivemetrics.roadnet.geometry import index_in_group
@@ -195,7 +197,7 @@ def _apls_reference(pred: LaneArrays, gt: LaneArrays) -> float:
 
 def lanegraph_apls(
     preds: nx.DiGraph, target: nx.DiGraph, compat: str = "default", max_sources: int | None = 500, seed: int = 0
-) -> float:
+) -> Tensor:
     """APLS with the UrbanLaneGraph parameters (0.15 m/px, 5 m snapping, 20 m minimum path, harmonic mean).
 
     Default: every node plus points every 10 m on edges longer than 7.5 m are control points (CosmiQ's rule), the
@@ -210,10 +212,10 @@ def lanegraph_apls(
         >>> xy = {0: (10.0, 10.0), 1: (60.0, 10.0), 2: (120.0, 10.0), 3: (120.0, 60.0)}
         >>> nx.set_node_attributes(g, {n: np.array(p) for n, p in xy.items()}, "pos")
         >>> lanegraph_apls(g, g)
-        1.0
+        tensor(1., dtype=torch.float64)
     """
     compat = check_compat(compat)
     pred, gt = _arrays(preds, "preds"), _arrays(target, "target")
     if compat == "reference":
-        return _apls_reference(pred, gt)
-    return _apls_default(pred, gt, max_sources, seed)
+        return as_scalar(_apls_reference(pred, gt))
+    return as_scalar(_apls_default(pred, gt, max_sources, seed))

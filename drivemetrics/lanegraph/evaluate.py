@@ -39,8 +39,8 @@ from drivemetrics._limits import check_graph_size, check_inside_area
 from drivemetrics._pool import map_in_processes
 from drivemetrics._ragged import RaggedRows
 from drivemetrics.lanegraph.geometry import LANE_METRICS, PLANNING_METRICS, check_compat, lane_arrays
-from drivemetrics.lanegraph.lanegraph import evaluate_lanegraph_pair, missing_sample_values
-from drivemetrics.lanegraph.planning import ReferencePlanningRandom, planning
+from drivemetrics.lanegraph.lanegraph import lanegraph_pair_values, missing_sample_values
+from drivemetrics.lanegraph.planning import ReferencePlanningRandom, planning_values
 from drivemetrics.roadnet.io import node_positions, short_repr
 
 __all__ = [
@@ -118,9 +118,9 @@ def _evaluate_job(job: tuple) -> tuple[str, str, dict[str, float]]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         if task == "planning":
-            values = planning(pred, gt, compat, seed=[seed, zlib.crc32(str(sample_id).encode())])
+            values = planning_values(pred, gt, compat, seed=[seed, zlib.crc32(str(sample_id).encode())])
         else:
-            values = evaluate_lanegraph_pair(pred, gt, task, compat, seed=seed)
+            values = lanegraph_pair_values(pred, gt, task, compat, seed=seed)
     return city, sample_id, values
 
 
@@ -205,7 +205,7 @@ def evaluate_submission(
         rand = ReferencePlanningRandom()
         for _, sample_id, gt, pred, *_ in jobs:
             p, g = prepare_sample(pred, gt, sample_id, task)
-            results[sample_id] = planning(p, g, "reference", reference_random=rand)
+            results[sample_id] = planning_values(p, g, "reference", reference_random=rand)
             bar.update()
     elif workers == 1 or len(jobs) <= 1:
         for job in jobs:

@@ -9,6 +9,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 from scipy.spatial import cKDTree
+from torch import Tensor
 
 from drivemetrics.lanegraph.geometry import (
     INTERP_SPACING,
@@ -19,9 +20,10 @@ from drivemetrics.lanegraph.geometry import (
     LaneArrays,
     _arrays,
     _length_graph,
+    as_scalars,
     check_compat,
 )
-from drivemetrics.lanegraph.lanegraph_compat import reference_pair_order
+from drivemetrics.lanegraph.reference import reference_pair_order
 from drivemetrics.roadnet.geometry import index_in_group
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -155,9 +157,9 @@ class _BoxIndex:
         self.x = pts[self.order, 0]
         self.y = pts[self.order, 1]
 
-    def around(self, centres: np.ndarray, margin: float) -> np.ndarray:
-        """Indices (unsorted) of the points inside the bounding box of ``centres`` grown by ``margin`` px."""
-        lo, hi = centres.min(axis=0) - margin, centres.max(axis=0) + margin
+    def around(self, centers: np.ndarray, margin: float) -> np.ndarray:
+        """Indices (unsorted) of the points inside the bounding box of ``centers`` grown by ``margin`` px."""
+        lo, hi = centers.min(axis=0) - margin, centers.max(axis=0) + margin
         a = int(np.searchsorted(self.x, lo[0], side="left"))
         b = int(np.searchsorted(self.x, hi[0], side="right"))
         y = self.y[a:b]
@@ -392,13 +394,26 @@ def _geo_topo_reference(pred: LaneArrays, gt: LaneArrays) -> dict[str, float]:
     }
 
 
-def geo_topo(preds: nx.DiGraph, target: nx.DiGraph, compat: str = "default") -> dict[str, float]:
+def geo_topo(preds: nx.DiGraph, target: nx.DiGraph, compat: str = "default") -> dict[str, Tensor]:
     """GEO and TOPO precision / recall of a predicted lane graph (see the module doc).
 
-    Returns ``{"geo_precision", "geo_recall", "topo_precision", "topo_recall"}`` (floats in [0, 1]). The reference
-    mode returns the true GEO precision here; the evaluator's *reported* "GEO Precision" of the successor task is
-    its TOPO precision (applied by :func:`evaluate_lanegraph_pair`).
+    Returns ``{"geo_precision", "geo_recall", "topo_precision", "topo_recall"}`` (0-d float64 tensors in [0, 1]).
+    The reference mode returns the true GEO precision here; the evaluator's *reported* "GEO Precision" of the
+    successor task is its TOPO precision (applied by :func:`evaluate_lanegraph_pair`).
+
+    Args:
+        preds, target (networkx.DiGraph): Predicted and ground-truth lane graphs, node ``pos = (x, y)`` in pixels.
+        compat (str): ``"default"`` or ``"reference"``.
+
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> g, h = nx.DiGraph([(0, 1)]), nx.DiGraph([(0, 1)])  # two 100 px lanes overlapping by 50 px
+        >>> nx.set_node_attributes(g, {0: np.array([0.0, 0.0]), 1: np.array([100.0, 0.0])}, "pos")
+        >>> nx.set_node_attributes(h, {0: np.array([50.0, 0.0]), 1: np.array([150.0, 0.0])}, "pos")
+        >>> {k: round(float(v), 3) for k, v in geo_topo(h, g).items()}
+        {'geo_precision': 0.51, 'geo_recall': 0.51, 'topo_precision': 0.26, 'topo_recall': 0.26}
     """
     compat = check_compat(compat)
     pred, gt = _arrays(preds, "preds"), _arrays(target, "target")
-    return _geo_topo_reference(pred, gt) if compat == "reference" else _geo_topo_default(pred, gt)
+    values = _geo_topo_reference(pred, gt) if compat == "reference" else _geo_topo_default(pred, gt)
+    return as_scalars(values)

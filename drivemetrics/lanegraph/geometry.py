@@ -6,6 +6,7 @@ Defines no Metric.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import networkx as nx
 import numpy as np
@@ -14,6 +15,9 @@ from scipy.sparse import csr_matrix
 from drivemetrics._compat import check_compat as shared_check_compat
 from drivemetrics.roadnet.io import node_positions
 from drivemetrics.roadnet.path_similarity import PARAMETER_SETS
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 LANE_METRICS = ("topo_precision", "topo_recall", "geo_precision", "geo_recall", "apls", "sda20", "sda50", "iou")
 PLANNING_METRICS = ("mmd", "med", "sr")
@@ -60,6 +64,18 @@ def lane_arrays(graph: object, name: str) -> LaneArrays:
     index = {n: i for i, n in enumerate(nodes)}
     edges = np.array([(index[u], index[v]) for u, v in graph.edges()], dtype=np.int64).reshape(-1, 2)
     return LaneArrays(nodes, pos, edges)
+
+
+def as_scalar(value: float) -> Tensor:
+    """``value`` as a 0-d float64 tensor: the kernels' return convention (NaN stays NaN)."""
+    import torch
+
+    return torch.tensor(float(value), dtype=torch.float64)
+
+
+def as_scalars(values: dict[str, float]) -> dict[str, Tensor]:
+    """``{key: 0-d float64 tensor}`` of a dict of floats (the kernels' return convention)."""
+    return {key: as_scalar(value) for key, value in values.items()}
 
 
 def _arrays(graph: object, name: str) -> LaneArrays:

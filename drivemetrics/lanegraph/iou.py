@@ -6,9 +6,10 @@ import math
 
 import networkx as nx
 import numpy as np
+from torch import Tensor
 
-from drivemetrics.lanegraph.geometry import LaneArrays, _arrays, check_compat
-from drivemetrics.lanegraph.lanegraph_compat import opencv_graph_iou
+from drivemetrics.lanegraph.geometry import LaneArrays, _arrays, as_scalar, check_compat
+from drivemetrics.lanegraph.reference import opencv_graph_iou
 from drivemetrics.roadnet.geometry import index_in_group
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -18,7 +19,7 @@ from drivemetrics.roadnet.geometry import index_in_group
 def _raster_keys(
     p0: np.ndarray, p1: np.ndarray, radius: float, origin: tuple[int, int], shape: tuple[int, int]
 ) -> np.ndarray:
-    """Flat indices ``row * width + col`` of the pixels whose centre lies within ``radius`` of a segment.
+    """Flat indices ``row * width + col`` of the pixels whose center lies within ``radius`` of a segment.
 
     ``origin = (x0, y0)`` is the pixel at index 0; pixels outside ``shape = (height, width)`` are dropped. Each
     segment's capsule is convex, so on every pixel row it covers one interval: the union of the intervals of its
@@ -80,15 +81,34 @@ def graph_iou(
     area_size: tuple[int, int] = (256, 256),
     lane_width: float = 10.0,
     compat: str = "default",
-) -> float:
+) -> Tensor:
     """IoU of the two graphs drawn with ``lane_width`` px wide edges.
 
-    Default: a pixel belongs to a drawing when its centre is within ``lane_width / 2`` of an edge, at float
+    Default: a pixel belongs to a drawing when its center is within ``lane_width / 2`` of an edge, at float
     positions, on a canvas covering both graphs (``area_size`` unused); NaN when neither graph has an edge.
     ``compat="reference"``: like the evaluator's ``cv2.line(..., thickness=lane_width)`` on an ``area_size`` =
     ``(height, width)`` canvas with int-truncated end points, ``|A & B| / (1e-8 + |A | B|)``, drawn with OpenCV
     (the ``lanegraph`` extra; ``ImportError`` naming it when missing): equal to the evaluator's IoU to 1e-6 on the
-    austin and miami successor samples (see :func:`~drivemetrics.lanegraph.lanegraph_compat.opencv_graph_iou`).
+    austin and miami successor samples (see :func:`~drivemetrics.lanegraph.reference.opencv_graph_iou`).
+
+    Args:
+        preds, target (networkx.DiGraph): Predicted and ground-truth lane graphs, node ``pos = (x, y)`` in pixels.
+        area_size (tuple of int): ``(height, width)`` of the reference mode's canvas, pixels.
+        lane_width (float): Width of the drawn lanes, pixels.
+        compat (str): ``"default"`` or ``"reference"``.
+
+    Returns:
+        Tensor: 0-d float64 IoU in [0, 1] (NaN when neither graph has an edge).
+
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> g, h = nx.DiGraph([(0, 1)]), nx.DiGraph([(0, 1)])  # two 100 px lanes overlapping by 50 px
+        >>> nx.set_node_attributes(g, {0: np.array([0.0, 0.0]), 1: np.array([100.0, 0.0])}, "pos")
+        >>> nx.set_node_attributes(h, {0: np.array([50.0, 0.0]), 1: np.array([150.0, 0.0])}, "pos")
+        >>> graph_iou(g, g)
+        tensor(1., dtype=torch.float64)
+        >>> round(float(graph_iou(h, g)), 4)
+        0.3645
     """
     compat = check_compat(compat)
     pred, gt = _arrays(preds, "preds"), _arrays(target, "target")
@@ -98,10 +118,10 @@ def graph_iou(
         def segments(arr: LaneArrays) -> tuple[np.ndarray, np.ndarray]:
             return arr.pos[arr.edges[:, 0]], arr.pos[arr.edges[:, 1]]
 
-        return opencv_graph_iou(segments(gt), segments(pred), area_size, lane_width)
+        return as_scalar(opencv_graph_iou(segments(gt), segments(pred), area_size, lane_width))
     used = [arr.pos[arr.edges.reshape(-1)] for arr in (pred, gt) if len(arr.edges)]
     if not used:
-        return math.nan
+        return as_scalar(math.nan)
     allpts = np.concatenate(used)
     x0, y0 = np.floor(allpts.min(axis=0) - radius - 1).astype(np.int64)
     x1, y1 = np.ceil(allpts.max(axis=0) + radius + 1).astype(np.int64)
@@ -113,4 +133,4 @@ def graph_iou(
     keys_gt, keys_pred = keys(gt), keys(pred)
     inter = len(np.intersect1d(keys_gt, keys_pred, assume_unique=True))
     union = len(keys_gt) + len(keys_pred) - inter
-    return inter / union if union else math.nan
+    return as_scalar(inter / union if union else math.nan)

@@ -36,7 +36,7 @@ Fixed in the default mode (each reproduced by ``compat="reference"``):
   miami successor samples).
 - Graph IoU: the canvas covers both graphs at their float positions (the evaluator truncates coordinates to int
   and draws on a fixed ``area_size`` canvas, clipping everything outside it); a pixel is inside a lane when its
-  centre is within ``lane_width / 2`` of an edge (the reference mode draws with OpenCV's ``cv2.line`` as the
+  center is within ``lane_width / 2`` of an edge (the reference mode draws with OpenCV's ``cv2.line`` as the
   evaluator, see :func:`graph_iou`).
 - APLS: deterministic and computed for every graph size (the evaluator fails on Python >= 3.11 for GTs of
   2,000 nodes or more and silently reports 0); a control point that lands on a node already claimed by another
@@ -59,7 +59,7 @@ from drivemetrics._metric import add_config_state
 from drivemetrics.lanegraph._metric import PerSampleMean
 from drivemetrics.lanegraph.apls import lanegraph_apls
 from drivemetrics.lanegraph.geo_topo import geo_topo
-from drivemetrics.lanegraph.geometry import LANE_METRICS, PLANNING_METRICS, check_compat, lane_arrays
+from drivemetrics.lanegraph.geometry import LANE_METRICS, PLANNING_METRICS, as_scalars, check_compat, lane_arrays
 from drivemetrics.lanegraph.iou import graph_iou
 from drivemetrics.lanegraph.sda import sda
 
@@ -74,8 +74,37 @@ def evaluate_lanegraph_pair(
     compat: str = "default",
     apls_max_sources: int | None = 500,
     seed: int = 0,
+) -> dict[str, Tensor]:
+    """Every lane-graph metric of one sample: ``{m: value for m in LANE_METRICS}`` (0-d float64, NaN where
+    undefined); :func:`lanegraph_pair_values` returns the same values as floats.
+
+    Args:
+        preds, target (networkx.DiGraph): Predicted and ground-truth lane graphs, node ``pos = (x, y)`` in pixels.
+        task (str): ``"successor"`` (256 x 256 crops) or ``"full"`` (5000 x 5000 tiles).
+        compat (str): ``"default"`` or ``"reference"``.
+        apls_max_sources (int or None): Control points per direction that start APLS paths (default mode).
+        seed (int): Seed of the APLS source draw.
+
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> g = nx.DiGraph([(0, 1), (1, 2), (1, 3)])
+        >>> xy = {0: (10.0, 10.0), 1: (60.0, 10.0), 2: (120.0, 10.0), 3: (120.0, 60.0)}
+        >>> nx.set_node_attributes(g, {n: np.array(p) for n, p in xy.items()}, "pos")
+        >>> evaluate_lanegraph_pair(g, g)["topo_recall"]
+        tensor(1., dtype=torch.float64)
+    """
+    return as_scalars(lanegraph_pair_values(preds, target, task, compat, apls_max_sources, seed))
+
+
+def lanegraph_pair_values(
+    preds: nx.DiGraph,
+    target: nx.DiGraph,
+    task: str = "successor",
+    compat: str = "default",
+    apls_max_sources: int | None = 500,
+    seed: int = 0,
 ) -> dict[str, float]:
-    """Every lane-graph metric of one sample: ``{m: value for m in LANE_METRICS}`` (NaN where undefined).
+    """Every lane-graph metric of one sample as floats (see :func:`evaluate_lanegraph_pair`).
 
     ``task``: ``"successor"`` (256 x 256 crops) or ``"full"`` (5000 x 5000 tiles; only the reference mode's IoU
     canvas and SDA depend on it: the evaluator reports no SDA for full tiles, so it is NaN there). With
@@ -87,7 +116,7 @@ def evaluate_lanegraph_pair(
         >>> g = nx.DiGraph([(0, 1), (1, 2), (1, 3)])
         >>> xy = {0: (10.0, 10.0), 1: (60.0, 10.0), 2: (120.0, 10.0), 3: (120.0, 60.0)}
         >>> nx.set_node_attributes(g, {n: np.array(p) for n, p in xy.items()}, "pos")
-        >>> evaluate_lanegraph_pair(g, g)["topo_recall"]
+        >>> lanegraph_pair_values(g, g)["topo_recall"]
         1.0
     """
     compat = check_compat(compat)
@@ -147,11 +176,23 @@ class LaneGraphMetrics(PerSampleMean):
         add_config_state(self, ("LaneGraphMetrics", task, self.compat))
 
     def _sample(self, pred: nx.DiGraph, gt: nx.DiGraph) -> dict[str, float]:
-        return evaluate_lanegraph_pair(pred, gt, self.task, self.compat)
+        return lanegraph_pair_values(pred, gt, self.task, self.compat)
 
 
 class LaneGraphTopoPrecision(LaneGraphMetrics):
-    """TOPO precision (the ``'topo_precision'`` value of :class:`LaneGraphMetrics`; same arguments and states)."""
+    """TOPO precision (the ``'topo_precision'`` value of :class:`LaneGraphMetrics`; same arguments and states).
+
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.DiGraph([(0, 1), (1, 2), (1, 3)]), nx.DiGraph([(0, 1), (1, 2), (1, 3)])  # two forks
+        >>> nx.set_node_attributes(gt, pos((0, 50), (200, 50), (400, 50), (400, 250)), "pos")
+        >>> nx.set_node_attributes(pred, pos((0, 54), (210, 54), (400, 54), (300, 250)), "pos")
+        >>> metric = LaneGraphTopoPrecision()
+        >>> metric.update(pred, gt)
+        >>> round(float(metric.compute()), 4)
+        0.5017
+    """
 
     def compute(self) -> Tensor:  # type: ignore[override]
         """Mean of ``topo_precision`` over the samples (NaN ignored)."""
@@ -159,7 +200,19 @@ class LaneGraphTopoPrecision(LaneGraphMetrics):
 
 
 class LaneGraphTopoRecall(LaneGraphMetrics):
-    """TOPO recall (the ``'topo_recall'`` value of :class:`LaneGraphMetrics`; same arguments and states)."""
+    """TOPO recall (the ``'topo_recall'`` value of :class:`LaneGraphMetrics`; same arguments and states).
+
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.DiGraph([(0, 1), (1, 2), (1, 3)]), nx.DiGraph([(0, 1), (1, 2), (1, 3)])  # two forks
+        >>> nx.set_node_attributes(gt, pos((0, 50), (200, 50), (400, 50), (400, 250)), "pos")
+        >>> nx.set_node_attributes(pred, pos((0, 54), (210, 54), (400, 54), (300, 250)), "pos")
+        >>> metric = LaneGraphTopoRecall()
+        >>> metric.update(pred, gt)
+        >>> round(float(metric.compute()), 4)
+        0.4174
+    """
 
     def compute(self) -> Tensor:  # type: ignore[override]
         """Mean of ``topo_recall`` over the samples (NaN ignored)."""
@@ -167,7 +220,19 @@ class LaneGraphTopoRecall(LaneGraphMetrics):
 
 
 class LaneGraphGeoPrecision(LaneGraphMetrics):
-    """GEO precision (the ``'geo_precision'`` value of :class:`LaneGraphMetrics`; same arguments and states)."""
+    """GEO precision (the ``'geo_precision'`` value of :class:`LaneGraphMetrics`; same arguments and states).
+
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.DiGraph([(0, 1), (1, 2), (1, 3)]), nx.DiGraph([(0, 1), (1, 2), (1, 3)])  # two forks
+        >>> nx.set_node_attributes(gt, pos((0, 50), (200, 50), (400, 50), (400, 250)), "pos")
+        >>> nx.set_node_attributes(pred, pos((0, 54), (210, 54), (400, 54), (300, 250)), "pos")
+        >>> metric = LaneGraphGeoPrecision()
+        >>> metric.update(pred, gt)
+        >>> round(float(metric.compute()), 4)
+        0.7078
+    """
 
     def compute(self) -> Tensor:  # type: ignore[override]
         """Mean of ``geo_precision`` over the samples (NaN ignored)."""
@@ -194,7 +259,19 @@ class LaneGraphGeoRecall(LaneGraphMetrics):
 
 
 class LaneGraphAPLS(LaneGraphMetrics):
-    """APLS (the ``'apls'`` value of :class:`LaneGraphMetrics`; same arguments and states)."""
+    """APLS (the ``'apls'`` value of :class:`LaneGraphMetrics`; same arguments and states).
+
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.DiGraph([(0, 1), (1, 2), (1, 3)]), nx.DiGraph([(0, 1), (1, 2), (1, 3)])  # two forks
+        >>> nx.set_node_attributes(gt, pos((0, 50), (200, 50), (400, 50), (400, 250)), "pos")
+        >>> nx.set_node_attributes(pred, pos((0, 54), (210, 54), (400, 54), (300, 250)), "pos")
+        >>> metric = LaneGraphAPLS()
+        >>> metric.update(pred, gt)
+        >>> round(float(metric.compute()), 4)
+        0.49
+    """
 
     def compute(self) -> Tensor:  # type: ignore[override]
         """Mean of ``apls`` over the samples (NaN ignored)."""
@@ -202,7 +279,19 @@ class LaneGraphAPLS(LaneGraphMetrics):
 
 
 class LaneGraphSDA20(LaneGraphMetrics):
-    """SDA@20 (the ``'sda20'`` value of :class:`LaneGraphMetrics`; same arguments and states)."""
+    """SDA@20 (the ``'sda20'`` value of :class:`LaneGraphMetrics`; same arguments and states).
+
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.DiGraph([(0, 1), (1, 2), (1, 3)]), nx.DiGraph([(0, 1), (1, 2), (1, 3)])  # two forks
+        >>> nx.set_node_attributes(gt, pos((0, 50), (200, 50), (400, 50), (400, 250)), "pos")
+        >>> nx.set_node_attributes(pred, pos((0, 54), (210, 54), (400, 54), (300, 250)), "pos")
+        >>> metric = LaneGraphSDA20()
+        >>> metric.update(pred, gt)
+        >>> round(float(metric.compute()), 4)
+        1.0
+    """
 
     def compute(self) -> Tensor:  # type: ignore[override]
         """Mean of ``sda20`` over the samples (NaN ignored)."""
@@ -210,7 +299,19 @@ class LaneGraphSDA20(LaneGraphMetrics):
 
 
 class LaneGraphSDA50(LaneGraphMetrics):
-    """SDA@50 (the ``'sda50'`` value of :class:`LaneGraphMetrics`; same arguments and states)."""
+    """SDA@50 (the ``'sda50'`` value of :class:`LaneGraphMetrics`; same arguments and states).
+
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.DiGraph([(0, 1), (1, 2), (1, 3)]), nx.DiGraph([(0, 1), (1, 2), (1, 3)])  # two forks
+        >>> nx.set_node_attributes(gt, pos((0, 50), (200, 50), (400, 50), (400, 250)), "pos")
+        >>> nx.set_node_attributes(pred, pos((0, 54), (210, 54), (400, 54), (300, 250)), "pos")
+        >>> metric = LaneGraphSDA50()
+        >>> metric.update(pred, gt)
+        >>> round(float(metric.compute()), 4)
+        1.0
+    """
 
     def compute(self) -> Tensor:  # type: ignore[override]
         """Mean of ``sda50`` over the samples (NaN ignored)."""
@@ -218,7 +319,19 @@ class LaneGraphSDA50(LaneGraphMetrics):
 
 
 class LaneGraphIoU(LaneGraphMetrics):
-    """Graph IoU (the ``'iou'`` value of :class:`LaneGraphMetrics`; same arguments and states)."""
+    """Graph IoU (the ``'iou'`` value of :class:`LaneGraphMetrics`; same arguments and states).
+
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.DiGraph([(0, 1), (1, 2), (1, 3)]), nx.DiGraph([(0, 1), (1, 2), (1, 3)])  # two forks
+        >>> nx.set_node_attributes(gt, pos((0, 50), (200, 50), (400, 50), (400, 250)), "pos")
+        >>> nx.set_node_attributes(pred, pos((0, 54), (210, 54), (400, 54), (300, 250)), "pos")
+        >>> metric = LaneGraphIoU()
+        >>> metric.update(pred, gt)
+        >>> round(float(metric.compute()), 4)
+        0.2848
+    """
 
     def compute(self) -> Tensor:  # type: ignore[override]
         """Mean of ``iou`` over the samples (NaN ignored)."""

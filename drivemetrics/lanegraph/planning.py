@@ -19,6 +19,7 @@ from drivemetrics.lanegraph.geometry import (
     PLANNING_METRICS,
     LaneArrays,
     _arrays,
+    as_scalars,
     check_compat,
     lane_arrays,
 )
@@ -189,8 +190,31 @@ def planning(
     seed: int | Sequence[int] = 0,
     attempts: int = 100,
     reference_random: ReferencePlanningRandom | None = None,
-) -> dict[str, float]:
+) -> dict[str, Tensor]:
     """Planning metrics ``{"mmd", "med", "sr"}`` (pixels, pixels, fraction) of a predicted lane graph.
+
+    0-d float64 tensors; :func:`planning_values` returns the same values as floats (what the dataset evaluation
+    writes). The parameters are those of :func:`planning_values`.
+
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> g = nx.path_graph(80, create_using=nx.DiGraph)  # one straight 395 px lane, a node every 5 px
+        >>> nx.set_node_attributes(g, {n: np.array([5.0 * n, 0.0]) for n in g}, "pos")
+        >>> {k: round(float(v), 3) for k, v in planning(g, g).items()}
+        {'mmd': 0.0, 'med': 0.0, 'sr': 1.0}
+    """
+    return as_scalars(planning_values(preds, target, compat, seed, attempts, reference_random))
+
+
+def planning_values(
+    preds: nx.DiGraph,
+    target: nx.DiGraph,
+    compat: str = "default",
+    seed: int | Sequence[int] = 0,
+    attempts: int = 100,
+    reference_random: ReferencePlanningRandom | None = None,
+) -> dict[str, float]:
+    """Planning metrics ``{"mmd", "med", "sr"}`` (pixels, pixels, fraction) as floats (see :func:`planning`).
 
     Each of ``attempts`` tries draws a GT start node and random-walks successors for up to 100 steps (kept when the
     walk lasts >= 50 steps); the 5 nodes nearest to the start / end positions in each graph are tried in order and
@@ -213,6 +237,16 @@ class LaneGraphPlanningMetrics(PerSampleMean):
     Args:
         compat: ``"default"`` (seeded per sample with ``seed``) or ``"reference"``.
         seed: seed of the start / goal draws (default mode).
+
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> gt, pred = nx.path_graph(80, nx.DiGraph), nx.path_graph(80, nx.DiGraph)  # straight lanes 3 px apart
+        >>> nx.set_node_attributes(gt, {n: np.array([5.0 * n, 0.0]) for n in gt}, "pos")
+        >>> nx.set_node_attributes(pred, {n: np.array([5.0 * n, 3.0]) for n in pred}, "pos")
+        >>> metric = LaneGraphPlanningMetrics()
+        >>> metric.update(pred, gt)
+        >>> {k: round(float(v), 3) for k, v in metric.compute().items()}
+        {'mmd': 3.0, 'med': 3.0, 'sr': 1.0}
     """
 
     # the headline values MMD and MED are distances (lower is better); log SR through LaneGraphPlanningSuccessRate
@@ -228,11 +262,22 @@ class LaneGraphPlanningMetrics(PerSampleMean):
         add_config_state(self, ("LaneGraphPlanningMetrics", self.compat, seed))
 
     def _sample(self, pred: nx.DiGraph, gt: nx.DiGraph) -> dict[str, float]:
-        return planning(pred, gt, self.compat, seed=self.seed)
+        return planning_values(pred, gt, self.compat, seed=self.seed)
 
 
 class LaneGraphPlanningMMD(LaneGraphPlanningMetrics):
-    """Planning MMD, pixels (the ``'mmd'`` value of :class:`LaneGraphPlanningMetrics`; same arguments and states)."""
+    """Planning MMD, pixels (the ``'mmd'`` value of :class:`LaneGraphPlanningMetrics`; same arguments and states).
+
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> gt, pred = nx.path_graph(80, nx.DiGraph), nx.path_graph(80, nx.DiGraph)  # straight lanes 3 px apart
+        >>> nx.set_node_attributes(gt, {n: np.array([5.0 * n, 0.0]) for n in gt}, "pos")
+        >>> nx.set_node_attributes(pred, {n: np.array([5.0 * n, 3.0]) for n in pred}, "pos")
+        >>> metric = LaneGraphPlanningMMD()
+        >>> metric.update(pred, gt)
+        >>> round(float(metric.compute()), 3)
+        3.0
+    """
 
     higher_is_better = False
     plot_upper_bound = None  # pixels: unbounded
@@ -243,7 +288,18 @@ class LaneGraphPlanningMMD(LaneGraphPlanningMetrics):
 
 
 class LaneGraphPlanningMED(LaneGraphPlanningMetrics):
-    """Planning MED, pixels (the ``'med'`` value of :class:`LaneGraphPlanningMetrics`; same arguments and states)."""
+    """Planning MED, pixels (the ``'med'`` value of :class:`LaneGraphPlanningMetrics`; same arguments and states).
+
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> gt, pred = nx.path_graph(80, nx.DiGraph), nx.path_graph(80, nx.DiGraph)  # straight lanes 3 px apart
+        >>> nx.set_node_attributes(gt, {n: np.array([5.0 * n, 0.0]) for n in gt}, "pos")
+        >>> nx.set_node_attributes(pred, {n: np.array([5.0 * n, 3.0]) for n in pred}, "pos")
+        >>> metric = LaneGraphPlanningMED()
+        >>> metric.update(pred, gt)
+        >>> round(float(metric.compute()), 3)
+        3.0
+    """
 
     higher_is_better = False
     plot_upper_bound = None  # pixels: unbounded
@@ -254,7 +310,18 @@ class LaneGraphPlanningMED(LaneGraphPlanningMetrics):
 
 
 class LaneGraphPlanningSuccessRate(LaneGraphPlanningMetrics):
-    """Planning success rate (the ``'sr'`` value of :class:`LaneGraphPlanningMetrics`; same arguments and states)."""
+    """Planning success rate (the ``'sr'`` value of :class:`LaneGraphPlanningMetrics`; same arguments and states).
+
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> gt, pred = nx.path_graph(80, nx.DiGraph), nx.path_graph(80, nx.DiGraph)  # straight lanes 3 px apart
+        >>> nx.set_node_attributes(gt, {n: np.array([5.0 * n, 0.0]) for n in gt}, "pos")
+        >>> nx.set_node_attributes(pred, {n: np.array([5.0 * n, 3.0]) for n in pred}, "pos")
+        >>> metric = LaneGraphPlanningSuccessRate()
+        >>> metric.update(pred, gt)
+        >>> round(float(metric.compute()), 3)
+        1.0
+    """
 
     higher_is_better = True
     plot_upper_bound = 1.0

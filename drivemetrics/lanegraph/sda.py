@@ -7,8 +7,9 @@ import math
 import networkx as nx
 import numpy as np
 from scipy.optimize import linear_sum_assignment
+from torch import Tensor
 
-from drivemetrics.lanegraph.geometry import LaneArrays, _arrays, check_compat
+from drivemetrics.lanegraph.geometry import LaneArrays, _arrays, as_scalar, check_compat
 
 # ---------------------------------------------------------------------------------------------------------------
 # SDA
@@ -20,10 +21,18 @@ def split_points(arr: LaneArrays) -> np.ndarray:
     return arr.pos[out_deg >= 2]
 
 
-def sda(preds: nx.DiGraph, target: nx.DiGraph, threshold: float = 20.0, compat: str = "default") -> float:
+def sda(preds: nx.DiGraph, target: nx.DiGraph, threshold: float = 20.0, compat: str = "default") -> Tensor:
     """Split detection accuracy SDA@``threshold`` (px): tp / (tp + fp + fn) after Hungarian matching of split nodes.
 
     NaN when the GT has no split node, 0 when the prediction has none. Same in both modes.
+
+    Args:
+        preds, target (networkx.DiGraph): Predicted and ground-truth lane graphs, node ``pos = (x, y)`` in pixels.
+        threshold (float): Largest distance of a true-positive pair, pixels.
+        compat (str): ``"default"`` or ``"reference"`` (same result).
+
+    Returns:
+        Tensor: 0-d float64 SDA in [0, 1] (NaN when the GT has no split node).
 
     Examples:
         >>> import networkx as nx, numpy as np
@@ -31,19 +40,23 @@ def sda(preds: nx.DiGraph, target: nx.DiGraph, threshold: float = 20.0, compat: 
         >>> xy = {0: (10.0, 10.0), 1: (60.0, 10.0), 2: (120.0, 10.0), 3: (120.0, 60.0)}
         >>> nx.set_node_attributes(g, {n: np.array(p) for n, p in xy.items()}, "pos")
         >>> sda(g, g)
-        1.0
+        tensor(1., dtype=torch.float64)
+        >>> h = nx.relabel_nodes(g, {3: 4}); nx.set_node_attributes(h, {4: np.array([120.0, 90.0])}, "pos")
+        >>> h.add_edge(1, 5); h.nodes[5]["pos"] = np.array([100.0, 100.0])
+        >>> sda(h, g)
+        tensor(1., dtype=torch.float64)
     """
     check_compat(compat)
     gt_s = split_points(_arrays(target, "target"))
     pred_s = split_points(_arrays(preds, "preds"))
     if not len(gt_s):
-        return math.nan
+        return as_scalar(math.nan)
     if not len(pred_s):
-        return 0.0
+        return as_scalar(0.0)
     cost = np.linalg.norm(gt_s[:, None, :] - pred_s[None, :, :], axis=-1)
     rows, cols = linear_sum_assignment(cost)
     tp = int(np.sum(cost[rows, cols] < threshold))
-    return tp / (len(pred_s) + len(gt_s) - tp)
+    return as_scalar(tp / (len(pred_s) + len(gt_s) - tp))
 
 
 def matched_splits(preds: nx.DiGraph, target: nx.DiGraph, threshold: float) -> tuple[np.ndarray, np.ndarray]:

@@ -1,6 +1,10 @@
 """Lane topology as OpenLane-V2 scores it: OLS and OLUS with their sub-scores, readers of the devkit's pickles, the
 ``openlanev2-eval`` command and a differentiable lane matching loss.
 
+This package exports the classes (Metric, loss, frame); the kernels ``openlanev2_scores`` and
+``lane_matching_loss`` are in :mod:`drivemetrics.functional`, the readers in :mod:`drivemetrics.lanetopology.io`,
+the dataset evaluation in :mod:`drivemetrics.lanetopology.evaluate`.
+
 Coordinates: BEV metres, ego at the origin, x forward, y left, z up; traffic-element boxes in image pixels.
 """
 
@@ -8,24 +12,17 @@ from drivemetrics._lazy import lazy_exports
 
 _EXPORTS = {
     "LaneFrame": "drivemetrics.lanetopology.frames",
-    "parse_frame": "drivemetrics.lanetopology.frames",
+    "LaneMatchingLoss": "drivemetrics.lanetopology.matching_loss",
+    "OpenLaneV2AreaAP": "drivemetrics.lanetopology.openlanev2",
+    "OpenLaneV2F1Score": "drivemetrics.lanetopology.openlanev2",
+    "OpenLaneV2LaneAP": "drivemetrics.lanetopology.openlanev2",
+    "OpenLaneV2LaneElementTopology": "drivemetrics.lanetopology.openlanev2",
+    "OpenLaneV2LaneTopology": "drivemetrics.lanetopology.openlanev2",
     "OpenLaneV2Metrics": "drivemetrics.lanetopology.openlanev2",
     "OpenLaneV2Score": "drivemetrics.lanetopology.openlanev2",
+    "OpenLaneV2TrafficElementAP": "drivemetrics.lanetopology.openlanev2",
     "OpenLaneV2UniScore": "drivemetrics.lanetopology.openlanev2",
     "OpenLaneV2UniScoreMetrics": "drivemetrics.lanetopology.openlanev2",
-    "LaneMatchingLoss": "drivemetrics.lanetopology.matching_loss",
-    "lane_matching_loss": "drivemetrics.lanetopology.matching_loss",
-    "evaluate_openlanev2": "drivemetrics.lanetopology.evaluate",
-    "evaluate_openlanev2_files": "drivemetrics.lanetopology.evaluate",
-    "read_ground_truth": "drivemetrics.lanetopology.io",
-    "read_predictions": "drivemetrics.lanetopology.io",
-    "OpenLaneV2LaneAP": "drivemetrics.lanetopology.openlanev2",
-    "OpenLaneV2TrafficElementAP": "drivemetrics.lanetopology.openlanev2",
-    "OpenLaneV2AreaAP": "drivemetrics.lanetopology.openlanev2",
-    "OpenLaneV2LaneTopology": "drivemetrics.lanetopology.openlanev2",
-    "OpenLaneV2LaneElementTopology": "drivemetrics.lanetopology.openlanev2",
-    "OpenLaneV2F1Score": "drivemetrics.lanetopology.openlanev2",
-    "openlanev2_scores": "drivemetrics.lanetopology.openlanev2",
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

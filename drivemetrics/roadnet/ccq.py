@@ -1,12 +1,12 @@
-"""Correctness, completeness and quality (CCQ) of road centre lines (Wiedemann et al., 1998).
+"""Correctness, completeness and quality (CCQ) of road center lines (Wiedemann et al., 1998).
 
-Relaxed precision / recall / IoU of one-pixel-wide centre lines: a predicted pixel is correct when a ground-truth
-pixel lies within ``slack`` pixels of it (Euclidean distance between pixel centres, ``<=``), a ground-truth pixel
+Relaxed precision / recall / IoU of one-pixel-wide center lines: a predicted pixel is correct when a ground-truth
+pixel lies within ``slack`` pixels of it (Euclidean distance between pixel centers, ``<=``), a ground-truth pixel
 is complete when a predicted pixel lies within ``slack`` of it.
 
 - :func:`ccq_counts` / :func:`ccq` work on batches of skeleton images ``(B, H, W)`` (any device; the relaxed match
   is an exact disc dilation built from ``2 * slack + 1`` one-dimensional max-pools);
-- :func:`render_graph` draws a road graph's centre lines into such an image; :func:`ccq_graph` renders a pair of
+- :func:`render_graph` draws a road graph's center lines into such an image; :func:`ccq_graph` renders a pair of
   graphs on a common canvas and scores them. The default follows the released RoadTracer protocol of Citraro et
   al. (render at scale 1/4 with thickness 1, slack 8 px at full resolution = 2 px on the canvas);
 - :class:`CCQMetrics` accumulates the four pixel counts over tiles (sum-reduced).
@@ -37,7 +37,14 @@ from torchmetrics import Metric
 
 from drivemetrics._metric import DictFamilyLogCheck, add_config_state, plot_metric
 from drivemetrics._validation import check_same_shape, check_shape, check_tensor
-from drivemetrics.roadnet.geometry import check_compat, graph_arrays, graph_pairs, index_in_group, validate_graph
+from drivemetrics.roadnet.geometry import (
+    check_compat,
+    graph_arrays,
+    graph_pairs,
+    index_in_group,
+    result_tensors,
+    validate_graph,
+)
 
 
 @dataclass(frozen=True)
@@ -93,8 +100,8 @@ def ccq_counts(preds: Tensor, target: Tensor, slack: float = 2.0) -> Tensor:
     """Relaxed pixel counts of skeleton images.
 
     Args:
-        preds: ``(B, H, W)`` predicted centre lines (bool or 0 / 1).
-        target: ``(B, H, W)`` ground-truth centre lines.
+        preds: ``(B, H, W)`` predicted center lines (bool or 0 / 1).
+        target: ``(B, H, W)`` ground-truth center lines.
         slack: tolerance in pixels (Euclidean, inclusive).
 
     Returns:
@@ -124,26 +131,27 @@ def ccq(
     *,
     canvas: tuple[float, float, int, int] | None = None,
     compat: str = "default",
-) -> CCQResult:
+) -> dict[str, Tensor]:
     """CCQ of a batch of skeleton images ``(B, H, W)`` (counts summed over the batch), or of two road graphs.
 
     Takes what :class:`CCQMetrics` takes. Two graphs are rendered and scored as :func:`ccq_graph` does (``slack``
     in graph pixels, default 8; ``scale``, ``canvas`` and ``compat`` apply to graphs); two image tensors are scored
     directly (``slack`` in image pixels, default 2). The GT must not be empty.
 
-    Examples:
-        >>> import torch
-        >>> skeleton = torch.eye(8, dtype=torch.bool)[None]
-        >>> ccq(skeleton, skeleton).quality
-        1.0
+    >>> import torch
+    >>> skeleton = torch.eye(8, dtype=torch.bool)[None]
+    >>> ccq(skeleton, skeleton)["quality"]
+    tensor(1., dtype=torch.float64)
     """
     if isinstance(preds, nx.Graph) or isinstance(target, nx.Graph):
-        return ccq_graph(preds, target, 8.0 if slack is None else slack, scale, canvas=canvas, compat=compat)
+        return result_tensors(
+            ccq_graph(preds, target, 8.0 if slack is None else slack, scale, canvas=canvas, compat=compat)
+        )
     check_compat(compat)
     counts = ccq_counts(preds, target, 2.0 if slack is None else slack).sum(0).tolist()
     if counts[3] == 0:
-        raise ValueError("`target` has no centre-line pixel: CCQ needs a non-empty ground truth")
-    return CCQResult(*ccq_scores(*counts), *(int(c) for c in counts))
+        raise ValueError("`target` has no center-line pixel: CCQ needs a non-empty ground truth")
+    return result_tensors(CCQResult(*ccq_scores(*counts), *(int(c) for c in counts)))
 
 
 def render_graph(
@@ -253,7 +261,7 @@ def ccq_graph(
     canvas: tuple[float, float, int, int] | None = None,
     device: torch.device | str | None = None,
     compat: str = "default",
-) -> CCQResult:
+) -> dict[str, Tensor]:
     """CCQ of two road graphs rendered on one canvas.
 
     Args:
@@ -268,6 +276,16 @@ def ccq_graph(
         compat: ``"default"`` or ``"reference"``: render as the released examples (rounded end points, PIL
             lines, no merging of nodes) on the released canvas; on graphs cut by ``crop_protocol`` (or with the
             protocol's canvas ``(0, 0, size / 4, size / 4)``) the pixel counts equal the released ones.
+
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
+        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
+        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
+        >>> result = ccq_graph(pred, gt)  # also the pixel counts matched_pred, total_pred, ...
+        >>> {k: round(result[k].item(), 4) for k in ("correctness", "completeness", "quality")}
+        {'correctness': 1.0, 'completeness': 0.7556, 'quality': 0.7556}
     """
     if not scale > 0:
         raise ValueError(f"`scale` must be > 0, got {scale}")
@@ -284,7 +302,7 @@ def ccq_graph(
         shape, origin = _canvas([target] + ([preds] if preds.number_of_nodes() else []), scale)
     gt_img = render(target, shape, origin, scale, device)
     pred_img = render(preds, shape, origin, scale, device) if preds.number_of_nodes() else torch.zeros_like(gt_img)
-    return ccq(pred_img[None], gt_img[None], slack * scale)
+    return result_tensors(ccq(pred_img[None], gt_img[None], slack * scale))
 
 
 class CCQMetrics(DictFamilyLogCheck, Metric):
@@ -293,6 +311,17 @@ class CCQMetrics(DictFamilyLogCheck, Metric):
     ``update(preds, target)`` takes either two ``(B, H, W)`` skeleton-image tensors (``slack`` in image pixels)
     or two graphs / two sequences of graphs (rendered with ``scale`` on ``canvas``, as :func:`ccq_graph`; ``slack``
     in graph pixels).
+
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
+        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
+        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
+        >>> metric = CCQMetrics()
+        >>> metric.update(pred, gt)
+        >>> {k: round(float(v), 4) for k, v in metric.compute().items()}
+        {'correctness': 1.0, 'completeness': 0.7556, 'quality': 0.7556}
     """
 
     is_differentiable = False
@@ -338,7 +367,7 @@ class CCQMetrics(DictFamilyLogCheck, Metric):
             rows = []
             for p, t in pairs:
                 r = ccq_graph(p, t, self.slack, self.scale, canvas=self.canvas, compat=self.compat)
-                rows.append([r.matched_pred, r.total_pred, r.matched_gt, r.total_gt])
+                rows.append([int(r[k]) for k in ("matched_pred", "total_pred", "matched_gt", "total_gt")])
             counts = torch.tensor(rows, dtype=torch.long).sum(0)
         counts = counts.to(self.matched_pred.device)
         self.matched_pred += counts[0]
@@ -363,7 +392,19 @@ class CCQMetrics(DictFamilyLogCheck, Metric):
 
 
 class CCQCorrectness(CCQMetrics):
-    """CCQ correctness (precision of predicted road pixels within the slack) (arguments as :class:`CCQMetrics`)."""
+    """CCQ correctness (precision of predicted road pixels within the slack) (arguments as :class:`CCQMetrics`).
+
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
+        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
+        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
+        >>> metric = CCQCorrectness()
+        >>> metric.update(pred, gt)
+        >>> round(float(metric.compute()), 4)
+        1.0
+    """
 
     def compute(self) -> Tensor:  # type: ignore[override]
         """The ``correctness`` value of :meth:`CCQMetrics.compute`."""
@@ -371,7 +412,19 @@ class CCQCorrectness(CCQMetrics):
 
 
 class CCQCompleteness(CCQMetrics):
-    """CCQ completeness (recall of ground-truth road pixels within the slack) (arguments as :class:`CCQMetrics`)."""
+    """CCQ completeness (recall of ground-truth road pixels within the slack) (arguments as :class:`CCQMetrics`).
+
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
+        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
+        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
+        >>> metric = CCQCompleteness()
+        >>> metric.update(pred, gt)
+        >>> round(float(metric.compute()), 4)
+        0.7556
+    """
 
     def compute(self) -> Tensor:  # type: ignore[override]
         """The ``completeness`` value of :meth:`CCQMetrics.compute`."""
@@ -379,7 +432,19 @@ class CCQCompleteness(CCQMetrics):
 
 
 class CCQQuality(CCQMetrics):
-    """CCQ quality (``TP / (TP + FP + FN)`` of road pixels) (arguments as :class:`CCQMetrics`)."""
+    """CCQ quality (``TP / (TP + FP + FN)`` of road pixels) (arguments as :class:`CCQMetrics`).
+
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
+        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
+        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
+        >>> metric = CCQQuality()
+        >>> metric.update(pred, gt)
+        >>> round(float(metric.compute()), 4)
+        0.7556
+    """
 
     def compute(self) -> Tensor:  # type: ignore[override]
         """The ``quality`` value of :meth:`CCQMetrics.compute`."""

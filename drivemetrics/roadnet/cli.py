@@ -82,7 +82,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     se.add_argument("--k-max", type=int, default=20, help="largest number of errors K (default 20)")
     se.add_argument("--k-step", type=int, default=4, help="step between error counts (default 4)")
     se.add_argument(
-        "--crop", type=float, default=2048.0, help="side of the centred window cut from the GT, px (0: whole graph)"
+        "--crop", type=float, default=2048.0, help="side of the centered window cut from the GT, px (0: whole graph)"
     )
     se.add_argument("--samples", type=int, default=200, help="random draws of OPT-G / SUBG / TLTS / APLS sources")
     se.add_argument("--kinds", nargs="+", default=list(PERTURBATIONS), metavar="KIND", help="error types")

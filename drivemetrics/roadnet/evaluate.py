@@ -17,7 +17,6 @@ and SUBG have no compat mode (:func:`metrics_without_compat`) and are scored in 
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import math
 from collections.abc import Callable, Iterable, Sequence
@@ -57,11 +56,9 @@ METRICS: dict[str, MetricFn] = {
 GRAPH_SUFFIXES = (".graph", ".txt", ".geojson", ".json", ".p", ".pkl", ".pickle", ".gpickle")
 
 
-def _as_dict(result: object) -> dict[str, float]:
-    """Plain ``{name: number}`` of a metric result (dataclass, with ``as_dict`` when it has one)."""
-    if hasattr(result, "as_dict"):
-        return dict(result.as_dict())
-    return dataclasses.asdict(result)
+def _as_dict(result: dict[str, Any]) -> dict[str, float]:
+    """Plain ``{name: number}`` of a kernel's ``dict[str, Tensor]`` (int for counts, float for scores)."""
+    return {key: value.item() for key, value in result.items()}
 
 
 def check_metric_names(names: Iterable[str]) -> list[str]:

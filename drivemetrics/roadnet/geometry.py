@@ -18,8 +18,10 @@ carry ``pos = (x, y)`` (pixels, or metres). Functions never modify their input g
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import networkx as nx
 import numpy as np
@@ -30,6 +32,9 @@ from scipy.spatial import cKDTree
 
 from drivemetrics._compat import check_compat
 from drivemetrics.roadnet.io import node_positions
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 __all__ = [
     "CHUNK",
@@ -97,6 +102,24 @@ def graph_from_arrays(pos: np.ndarray, edges: np.ndarray) -> nx.Graph:
 def graph_length(graph: nx.Graph) -> float:
     """Total edge length of ``graph`` (units of ``pos``)."""
     return float(graph_arrays(graph).lengths.sum())
+
+
+def result_tensors(result: object) -> dict[str, Tensor]:
+    """A kernel's result as ``dict[str, Tensor]``: 0-d float64 tensors for scores, 0-d int64 tensors for counts.
+
+    ``result`` is a per-tile result record (its ``as_dict()`` when it has one, else its fields) or already such a
+    dict (returned unchanged).
+    """
+    import torch
+
+    if isinstance(result, dict):
+        return result
+    values = result.as_dict() if hasattr(result, "as_dict") else dataclasses.asdict(result)  # type: ignore[call-overload]
+    out = {}
+    for key, value in values.items():
+        is_count = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+        out[key] = torch.tensor(value, dtype=torch.int64 if is_count else torch.float64)
+    return out
 
 
 def index_in_group(counts: np.ndarray) -> np.ndarray:

@@ -1,9 +1,9 @@
 """RoadTracer's junction metric JUNCT (Bastani et al., CVPR 2018): F_correct and F_error.
 
 A junction is a node with >= 3 neighbours. Junctions are grouped into clusters: taking junctions in node order,
-each junction not yet clustered becomes a cluster centre and collects the unclustered junctions within Euclidean
+each junction not yet clustered becomes a cluster center and collects the unclustered junctions within Euclidean
 distance ``cluster_radius`` that are reachable within graph distance ``2 * cluster_radius``. A cluster's
-*out-angles* are the directions, seen from its centre, of the points reached by following every road leaving the
+*out-angles* are the directions, seen from its center, of the points reached by following every road leaving the
 cluster for ``angle_distance`` (or up to the road's end / next junction when shorter).
 
 Each GT cluster (in order) takes the best unused predicted cluster within ``match_radius`` whose score
@@ -16,10 +16,10 @@ predicted out-angles with no GT out-angle within 90 degrees. Then
   number of predicted clusters.
 
 Defaults are those of ``junction_metric.go`` run by its ``main`` (constants 50 / 65 / 65 px times ``Scale: 1.7``).
-Clusters whose centre lies outside ``bounds`` are ignored (the Go ``main`` uses the region shrunk by 300 px).
+Clusters whose center lies outside ``bounds`` are ignored (the Go ``main`` uses the region shrunk by 300 px).
 
 Predicted junctions are clustered around their nearest GT cluster (Go's ``GetIntersectionClustersWithContext``:
-the predicted junction closest to a GT cluster centre becomes a centre and keeps the junctions of that GT cluster
+the predicted junction closest to a GT cluster center becomes a center and keeps the junctions of that GT cluster
 reachable within ``3 * cluster_radius``; the others stay alone); ``context=False`` clusters them like the GT.
 Difference from the Go code, on purpose: a GT junction joins at most one cluster (Go may add an already
 clustered junction to a later cluster too). The Go file prints the two scores but not the final
@@ -47,6 +47,7 @@ from drivemetrics.roadnet.geometry import (
     graph_pairs,
     index_in_group,
     length_csgraph,
+    result_tensors,
     road_chains,
     validate_graph,
 )
@@ -87,9 +88,9 @@ def junct_scores(correct_score: float, n_gt: int, error_score: float, n_pred: in
 def _greedy_assignment(
     cs: object, pos: np.ndarray, junction_rows: np.ndarray, cluster_radius: float
 ) -> tuple[np.ndarray, list[int]]:
-    """Go's ``GetIntersectionClusters``: node-order greedy clusters; returns (cluster of each row, centre rows)."""
+    """Go's ``GetIntersectionClusters``: node-order greedy clusters; returns (cluster of each row, center rows)."""
     cluster_of = np.full(len(pos), -1, dtype=np.int64)
-    centres: list[int] = []
+    centers: list[int] = []
     for lo in range(0, len(junction_rows), CHUNK):
         rows = junction_rows[lo : lo + CHUNK]
         near = np.isfinite(dijkstra(cs, directed=False, indices=rows, limit=2 * cluster_radius))[:, junction_rows]
@@ -98,9 +99,9 @@ def _greedy_assignment(
             if cluster_of[row] >= 0:
                 continue
             members = junction_rows[near[k]]
-            cluster_of[members[cluster_of[members] < 0]] = len(centres)
-            centres.append(int(row))
-    return cluster_of, centres
+            cluster_of[members[cluster_of[members] < 0]] = len(centers)
+            centers.append(int(row))
+    return cluster_of, centers
 
 
 def _context_assignment(
@@ -108,15 +109,15 @@ def _context_assignment(
 ) -> tuple[np.ndarray, list[int]]:
     """Go's ``GetIntersectionClustersWithContext``.
 
-    Junctions go to their nearest context centre; per context centre the junction closest to it becomes the cluster
-    centre and keeps the junctions reachable within ``3 * cluster_radius`` along the graph; the others become
+    Junctions go to their nearest context center; per context center the junction closest to it becomes the cluster
+    center and keeps the junctions reachable within ``3 * cluster_radius`` along the graph; the others become
     single-junction clusters.
     """
     dist, group = cKDTree(context).query(pos[junction_rows])
     order = np.lexsort((dist, group))  # per group, closest first
     rows, group = junction_rows[order], group[order]
     first = np.r_[True, group[1:] != group[:-1]]
-    best_row = rows[first]  # one per used context centre
+    best_row = rows[first]  # one per used context center
     group_index = np.cumsum(first) - 1  # which best each junction belongs to
     reach = np.zeros(len(rows), dtype=bool)
     for lo in range(0, len(best_row), CHUNK):
@@ -138,7 +139,7 @@ def junction_clusters(
 ) -> JunctionClusters:
     """Cluster the junctions of a validated graph and measure their out-angles (see module doc).
 
-    With ``context`` (``(C, 2)`` GT cluster centres), junctions are grouped around their nearest context centre
+    With ``context`` (``(C, 2)`` GT cluster centers), junctions are grouped around their nearest context center
     instead, as Go's ``GetIntersectionClustersWithContext`` does for the prediction.
     """
     arrays = graph_arrays(graph)
@@ -150,9 +151,9 @@ def junction_clusters(
         return JunctionClusters(np.zeros((0, 2)), np.zeros((0, 0)))
     cs = length_csgraph(pos, arrays.edges)
     if context is not None and len(context):
-        cluster_of, centres = _context_assignment(cs, pos, junction_rows, np.asarray(context), cluster_radius)
+        cluster_of, centers = _context_assignment(cs, pos, junction_rows, np.asarray(context), cluster_radius)
     else:
-        cluster_of, centres = _greedy_assignment(cs, pos, junction_rows, cluster_radius)
+        cluster_of, centers = _greedy_assignment(cs, pos, junction_rows, cluster_radius)
     # one out-position per road end at a clustered junction
     chains = road_chains(graph)
     rows_of = [np.array([index[n] for n in c], dtype=np.int64) for c in chains]
@@ -183,13 +184,13 @@ def junction_clusters(
     k = np.clip(k, offset[c], offset[c + 1] - 2)
     t = (at - cum[k]) / np.maximum(cum[k + 1] - cum[k], 1e-12)
     point = pos[flat_rows[k]] + np.clip(t, 0, 1)[:, None] * (pos[flat_rows[k + 1]] - pos[flat_rows[k]])
-    centers = pos[np.array(centres)]
+    centers = pos[np.array(centers)]
     vec = point - centers[cluster]
     angle = np.arctan2(vec[:, 1], vec[:, 0])
     order = np.argsort(cluster, kind="stable")
     cluster, angle = cluster[order], angle[order]
-    counts = np.bincount(cluster, minlength=len(centres))
-    angles = np.full((len(centres), max(int(counts.max(initial=0)), 1)), np.nan)
+    counts = np.bincount(cluster, minlength=len(centers))
+    angles = np.full((len(centers), max(int(counts.max(initial=0)), 1)), np.nan)
     slot = index_in_group(counts)
     angles[cluster, slot] = angle
     return JunctionClusters(centers, angles)
@@ -224,7 +225,7 @@ def junct(
     match_radius: float = MATCH_RADIUS,
     bounds: tuple[float, float, float, float] | None = None,
     context: bool = True,
-) -> JUNCTResult:
+) -> dict[str, Tensor]:
     """JUNCT scores of a predicted road graph against the ground truth (parameters in px, see module doc).
 
     Args:
@@ -233,7 +234,7 @@ def junct(
         cluster_radius: junction clustering radius (85 px).
         angle_distance: distance followed along roads to measure out-angles (110.5 px).
         match_radius: GT / predicted cluster matching radius (110.5 px).
-        bounds: ``(xmin, ymin, xmax, ymax)``; clusters centred outside are ignored (``None``: keep all).
+        bounds: ``(xmin, ymin, xmax, ymax)``; clusters centered outside are ignored (``None``: keep all).
         context: cluster predicted junctions around the GT clusters (Go's behaviour); ``False`` clusters them like
             the GT ones.
 
@@ -241,8 +242,8 @@ def junct(
         >>> import networkx as nx
         >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
         >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (100.0, 0.0), 2: (200.0, 0.0), 3: (100.0, 100.0)}, "pos")
-        >>> junct(g, g).f_correct
-        1.0
+        >>> junct(g, g)["f_correct"]
+        tensor(1., dtype=torch.float64)
     """
     if not (cluster_radius > 0 and angle_distance > 0 and match_radius > 0):
         raise ValueError(
@@ -275,13 +276,25 @@ def junct(
                     error_score += float(error[k])
                     break
     error_score += float((p_in & ~used).sum())
-    return JUNCTResult(
-        *junct_scores(correct_score, n_gt, error_score, n_pred), correct_score, n_gt, error_score, n_pred
+    return result_tensors(
+        JUNCTResult(*junct_scores(correct_score, n_gt, error_score, n_pred), correct_score, n_gt, error_score, n_pred)
     )
 
 
 class JunctionMetrics(DictFamilyLogCheck, Metric):
-    """Accumulates JUNCT scores and cluster counts over tiles (sum-reduced); ``compute`` gives F_correct, F_error."""
+    """Accumulates JUNCT scores and cluster counts over tiles (sum-reduced); ``compute`` gives F_correct, F_error.
+
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
+        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
+        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
+        >>> metric = JunctionMetrics()
+        >>> metric.update(pred, gt)
+        >>> {k: round(float(v), 4) for k, v in metric.compute().items()}
+        {'f_correct': 0.75, 'f_error': 0.0}
+    """
 
     is_differentiable = False
     higher_is_better = True  # for ``f_correct``
@@ -317,10 +330,10 @@ class JunctionMetrics(DictFamilyLogCheck, Metric):
         """Add one graph pair or a batch of pairs."""
         for p, t in graph_pairs(preds, target):
             r = junct(p, t, **self.options)
-            self.correct_score += r.correct_score
-            self.error_score += r.error_score
-            self.n_gt += r.n_gt
-            self.n_pred += r.n_pred
+            self.correct_score += r["correct_score"]
+            self.error_score += r["error_score"]
+            self.n_gt += r["n_gt"]
+            self.n_pred += r["n_pred"]
 
     def compute(self) -> dict[str, Tensor]:
         """F_correct and F_error from the summed scores."""
@@ -335,7 +348,19 @@ class JunctionMetrics(DictFamilyLogCheck, Metric):
 
 
 class JunctionFCorrect(JunctionMetrics):
-    """JUNCT ``F_correct`` (higher is better), scores summed over tiles (arguments as :class:`JunctionMetrics`)."""
+    """JUNCT ``F_correct`` (higher is better), scores summed over tiles (arguments as :class:`JunctionMetrics`).
+
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
+        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
+        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
+        >>> metric = JunctionFCorrect()
+        >>> metric.update(pred, gt)
+        >>> round(float(metric.compute()), 4)
+        0.75
+    """
 
     def compute(self) -> Tensor:  # type: ignore[override]
         """The ``f_correct`` value of :meth:`JunctionMetrics.compute`."""
@@ -343,7 +368,19 @@ class JunctionFCorrect(JunctionMetrics):
 
 
 class JunctionFError(JunctionMetrics):
-    """JUNCT ``F_error`` (lower is better), scores summed over tiles (arguments as :class:`JunctionMetrics`)."""
+    """JUNCT ``F_error`` (lower is better), scores summed over tiles (arguments as :class:`JunctionMetrics`).
+
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
+        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
+        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
+        >>> metric = JunctionFError()
+        >>> metric.update(pred, gt)
+        >>> round(float(metric.compute()), 4)
+        0.0
+    """
 
     higher_is_better = False
 

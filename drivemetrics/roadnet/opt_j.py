@@ -39,6 +39,7 @@ from drivemetrics.roadnet.geometry import (
     f1_from,
     graph_pairs,
     max_matching_min_cost,
+    result_tensors,
     safe_ratio,
     snap_points,
     validate_graph,
@@ -131,7 +132,7 @@ def opt_j(
     matching: str | None = None,
     candidates_k: int = 5,
     compat: str = "default",
-) -> OptJResult:
+) -> dict[str, Tensor]:
     """OPT-J junction precision / recall of a predicted road graph against the ground truth.
 
     Args:
@@ -148,9 +149,18 @@ def opt_j(
             nodes at identical positions, an empty prediction scores all zeros).
 
     Returns:
-        :class:`OptJResult` with ``tp``, ``pp``, ``ap`` and ``precision``, ``recall``, ``f1``. An empty prediction
-        gives ``tp = pp = 0`` and ``ap`` = the summed ground-truth degrees (the released code reports ``ap = 0``, which
-        would drop the tile from a summed recall).
+        ``dict[str, Tensor]``: int64 counts ``tp``, ``pp``, ``ap`` and float64 ``precision``, ``recall``, ``f1``.
+        An empty prediction gives ``tp = pp = 0`` and ``ap`` = the summed ground-truth degrees (the released code
+        reports ``ap = 0``, which would drop the tile from a summed recall).
+
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
+        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
+        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
+        >>> {k: round(v.item(), 4) for k, v in opt_j(pred, gt).items()}
+        {'tp': 6, 'pp': 6, 'ap': 8, 'precision': 1.0, 'recall': 0.75, 'f1': 0.8571}
     """
     reference = check_compat(compat)
     if matching is None:
@@ -167,7 +177,7 @@ def opt_j(
     pred = validate_graph(preds, "preds", merge_duplicates=not reference)
     gt_ctrl = control_nodes(gt)
     if pred.number_of_edges() == 0:
-        return OptJResult(0, 0, 0 if reference else int(sum(gt.degree(n) for n in gt_ctrl)))
+        return result_tensors(OptJResult(0, 0, 0 if reference else int(sum(gt.degree(n) for n in gt_ctrl))))
     common = {"d_max": d_max, "alpha": alpha, "existing_dist": existing_dist, "matching": matching}
     m_gt, pred_snap = _match_into(gt, gt_ctrl, pred, set(), candidates_k=candidates_k, **common)
     matched_pred = set(m_gt.values())
@@ -183,7 +193,7 @@ def opt_j(
         d_pr = pred.degree(n)
         d_gt = gt_snap.degree(m_pred[n]) if n in m_pred else 0
         tp, pp, ap = tp + min(d_gt, d_pr), pp + d_pr, ap + d_gt
-    return OptJResult(int(tp), int(pp), int(ap))
+    return result_tensors(OptJResult(int(tp), int(pp), int(ap)))
 
 
 class OptJMetrics(DictFamilyLogCheck, GraphMetric):
@@ -230,16 +240,28 @@ class OptJMetrics(DictFamilyLogCheck, GraphMetric):
         """Add the counts of one tile or of a sequence of tiles."""
         for pred, gt in graph_pairs(preds, target):
             res = opt_j(pred, gt, **self.options)
-            self.tp += res.tp
-            self.pp += res.pp
-            self.ap += res.ap
+            self.tp += res["tp"]
+            self.pp += res["pp"]
+            self.ap += res["ap"]
 
     def compute(self) -> dict[str, Tensor]:
         return tensor_ratios(self.tp, self.pp, self.ap)
 
 
 class OptJPrecision(OptJMetrics):
-    """OPT-J junction precision, counts summed over tiles (arguments as :class:`OptJMetrics`)."""
+    """OPT-J junction precision, counts summed over tiles (arguments as :class:`OptJMetrics`).
+
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
+        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
+        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
+        >>> metric = OptJPrecision()
+        >>> metric.update(pred, gt)
+        >>> round(float(metric.compute()), 4)
+        1.0
+    """
 
     def compute(self) -> Tensor:  # type: ignore[override]
         """The ``precision`` value of :meth:`OptJMetrics.compute`."""
@@ -247,7 +269,19 @@ class OptJPrecision(OptJMetrics):
 
 
 class OptJRecall(OptJMetrics):
-    """OPT-J junction recall, counts summed over tiles (arguments as :class:`OptJMetrics`)."""
+    """OPT-J junction recall, counts summed over tiles (arguments as :class:`OptJMetrics`).
+
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
+        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
+        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
+        >>> metric = OptJRecall()
+        >>> metric.update(pred, gt)
+        >>> round(float(metric.compute()), 4)
+        0.75
+    """
 
     def compute(self) -> Tensor:  # type: ignore[override]
         """The ``recall`` value of :meth:`OptJMetrics.compute`."""
@@ -255,7 +289,19 @@ class OptJRecall(OptJMetrics):
 
 
 class OptJF1Score(OptJMetrics):
-    """OPT-J junction F1, counts summed over tiles (arguments as :class:`OptJMetrics`)."""
+    """OPT-J junction F1, counts summed over tiles (arguments as :class:`OptJMetrics`).
+
+    Examples:
+        >>> import networkx as nx, numpy as np
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
+        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
+        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
+        >>> metric = OptJF1Score()
+        >>> metric.update(pred, gt)
+        >>> round(float(metric.compute()), 4)
+        0.8571
+    """
 
     def compute(self) -> Tensor:  # type: ignore[override]
         """The ``f1`` value of :meth:`OptJMetrics.compute`."""

@@ -57,7 +57,7 @@ def _check_k(k: int) -> None:
 
 
 def interruptions(graph: nx.Graph, k: int, seed: int = 0, gap: float = 60.0) -> tuple[nx.Graph, nx.Graph]:
-    """Cut ``k`` gaps of ``gap`` px out of the prediction, centred at points uniform along edges >= ``gap`` long.
+    """Cut ``k`` gaps of ``gap`` px out of the prediction, centered at points uniform along edges >= ``gap`` long.
 
     Edges shorter than ``gap`` (hardly any on real maps) are never cut. Returns ``(pred, gt)``.
     """
@@ -80,12 +80,12 @@ def interruptions(graph: nx.Graph, k: int, seed: int = 0, gap: float = 60.0) -> 
         e = rng.choice(len(edges), p=weights / weights.sum())
         a, b = edges[e]
         length = lengths[e]
-        centre = rng.uniform(gap / 2, length - gap / 2)
+        center = rng.uniform(gap / 2, length - gap / 2)
         direction = (pos[b] - pos[a]) / length
         pred.remove_edge(a, b)
-        cut_a = _new_node(pred, pos[a] + direction * (centre - gap / 2))
+        cut_a = _new_node(pred, pos[a] + direction * (center - gap / 2))
         pred.add_edge(a, cut_a)
-        cut_b = _new_node(pred, pos[a] + direction * (centre + gap / 2))
+        cut_b = _new_node(pred, pos[a] + direction * (center + gap / 2))
         pred.add_edge(cut_b, b)
     return pred, gt
 
@@ -225,7 +225,7 @@ def false_positives(
 ) -> tuple[nx.Graph, nx.Graph]:
     """Add ``k`` isolated straight roads of ``length`` px whose points all lie >= ``min_distance`` px from the GT.
 
-    Segments are drawn uniformly inside the GT bounding box (uniform centre and direction) and rejected when too
+    Segments are drawn uniformly inside the GT bounding box (uniform center and direction) and rejected when too
     close to the GT (checked on points every 2 px against GT points every 2 px). Returns ``(pred, gt)``.
     """
     _check_k(k)
@@ -248,10 +248,10 @@ def false_positives(
     frac = np.linspace(-0.5, 0.5, n_samples)
     placed: list[np.ndarray] = []
     for _ in range(200):
-        centres = rng.uniform(lo, hi, size=(256, 2))
+        centers = rng.uniform(lo, hi, size=(256, 2))
         angles = rng.uniform(0.0, math.pi, size=256)
         direction = np.stack([np.cos(angles), np.sin(angles)], axis=1)
-        pts = centres[:, None, :] + frac[None, :, None] * length * direction[:, None, :]  # 256 x S x 2
+        pts = centers[:, None, :] + frac[None, :, None] * length * direction[:, None, :]  # 256 x S x 2
         clearance, _ = tree.query(pts.reshape(-1, 2))
         ok = (clearance.reshape(256, -1) >= min_distance).all(axis=1)
         for i in np.flatnonzero(ok):

@@ -86,42 +86,19 @@ def test_quick_demo_is_deterministic(quick_demo, tmp_path):
     assert run(tmp_path, seed=0, quick=True) == text
 
 
-def test_package_exports_the_classic_metrics_and_tools():
-    names = [
-        "CCQResult",
-        "CCQMetrics",
-        "ccq",
-        "ccq_graph",
-        "TLTSResult",
-        "TLTSMetrics",
-        "tlts",
-        "APLSResult",
-        "APLSMetrics",
-        "apls",
-        "JUNCTResult",
-        "JunctionMetrics",
-        "junct",
-        "SUBGResult",
-        "SubgraphMetrics",
-        "subg",
-        "PERTURBATIONS",
-        "perturb",
-        "evaluate_pair",
-        "evaluate_dataset",
-        "run_sensitivity",
-        "opt_p",
-        "opt_j",
-        "opt_g",
-    ]
-    for name in names:
+def test_package_exports_classes_and_functional_the_kernels():
+    import drivemetrics.functional as F
+
+    for name in ("CCQMetrics", "TLTSMetrics", "APLSMetrics", "JunctionMetrics", "SubgraphMetrics", "OptJMetrics"):
         assert name in graph_pkg.__all__
-        assert getattr(graph_pkg, name) is not None
-    # functionals share their module's name: the attribute is the function, the module stays importable
-    for name in ("opt_p", "opt_j", "opt_g", "apls", "ccq", "tlts", "junct", "subg", "perturb"):
-        assert inspect.isfunction(getattr(graph_pkg, name))
+        assert inspect.isclass(getattr(graph_pkg, name))
+    assert all(inspect.isclass(getattr(graph_pkg, name)) for name in graph_pkg.__all__)
+    # kernels live in drivemetrics.functional and in their module; the package attribute is the module
+    for name in ("opt_p", "opt_j", "opt_g", "apls", "ccq", "tlts", "junct", "subg"):
+        assert name not in graph_pkg.__all__
         module = importlib.import_module(f"drivemetrics.roadnet.{name}")
-        assert inspect.ismodule(module)
-        assert getattr(module, name) is getattr(graph_pkg, name)
+        assert inspect.isfunction(getattr(F, name))
+        assert getattr(module, name) is getattr(F, name)
     assert not hasattr(importlib.import_module("drivemetrics.roadnet.geometry"), "_chains")
 
 

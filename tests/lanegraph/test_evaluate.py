@@ -114,8 +114,8 @@ def test_full_lgp_self_comparison_is_one(fixtures_dir):
     pos = np.array([gt.nodes[n]["pos"] for n in gt.nodes])
     from scipy.spatial import cKDTree
 
-    centre = pos[np.argmax(cKDTree(pos).query_ball_point(pos, 250.0, return_length=True))]  # a dense area
-    keep = [n for n, p in zip(gt.nodes, pos, strict=True) if (np.abs(p - centre) < 250).all()]
+    center = pos[np.argmax(cKDTree(pos).query_ball_point(pos, 250.0, return_length=True))]  # a dense area
+    keep = [n for n, p in zip(gt.nodes, pos, strict=True) if (np.abs(p - center) < 250).all()]
     assert len(keep) > 100
     gt_win = gt.subgraph(keep).copy()
     values = evaluate_lanegraph_pair(gt_win.copy(), gt_win, "full")
@@ -267,5 +267,5 @@ def test_planning_skips_walks_that_return_to_their_start():
         return g
 
     # 100 steps around a 50-node ring end where they started: nothing to plan, not a failure
-    assert all(np.isnan(v) for v in planning(ring(50), ring(50)).values())
+    assert all(math.isnan(v) for v in planning(ring(50), ring(50)).values())
     assert planning(ring(60), ring(60)) == pytest.approx({"mmd": 0.0, "med": 0.0, "sr": 1.0})

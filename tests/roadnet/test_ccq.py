@@ -63,11 +63,11 @@ def test_parallel_lines_hand_example():
     gt[0, 3, 2:18] = True
     pred[0, 5, 2:12] = True  # 2 px below, shorter
     r1 = ccq(pred, gt, slack=1)
-    assert (r1.matched_pred, r1.matched_gt) == (0, 0)
+    assert (r1["matched_pred"], r1["matched_gt"]) == (0, 0)
     r2 = ccq(pred, gt, slack=2)
-    assert r2.correctness == 1.0
-    assert r2.completeness == pytest.approx(10 / 16)
-    assert r2.quality == pytest.approx(10 / 16)  # 1 / (1 / 1 + 16 / 10 - 1)
+    assert r2["correctness"] == 1.0
+    assert r2["completeness"] == pytest.approx(10 / 16)
+    assert r2["quality"] == pytest.approx(10 / 16)  # 1 / (1 / 1 + 16 / 10 - 1)
 
 
 def test_scores_hand_values():
@@ -91,10 +91,10 @@ def test_render_graph_draws_line_pixels():
 def test_graph_identical_empty_and_errors():
     g = _graph([(0, 0), (100, 0), (100, 80), (30, 40)], [(0, 1), (1, 2), (1, 3)])
     r = ccq_graph(g, g)
-    assert (r.correctness, r.completeness, r.quality) == (1.0, 1.0, 1.0)
+    assert (r["correctness"], r["completeness"], r["quality"]) == (1.0, 1.0, 1.0)
     empty = ccq_graph(nx.Graph(), g)
-    assert (empty.correctness, empty.completeness, empty.quality) == (0.0, 0.0, 0.0)
-    assert empty.total_gt > 0
+    assert (empty["correctness"], empty["completeness"], empty["quality"]) == (0.0, 0.0, 0.0)
+    assert empty["total_gt"] > 0
     with pytest.raises(ValueError, match="target"):
         ccq_graph(g, nx.Graph())
     nan_pred = _graph([(0, 0), (float("nan"), 3)], [(0, 1)])
@@ -114,8 +114,8 @@ def test_shifted_graph_within_and_beyond_slack():
     gt = _graph([(0, 0), (400, 0)], [(0, 1)])
     near = _graph([(0, 6), (400, 6)], [(0, 1)])  # 6 px: inside the 8 px slack
     far = _graph([(0, 20), (400, 20)], [(0, 1)])
-    assert ccq_graph(near, gt).quality == 1.0
-    assert ccq_graph(far, gt).quality == 0.0
+    assert ccq_graph(near, gt)["quality"] == 1.0
+    assert ccq_graph(far, gt)["quality"] == 0.0
 
 
 def test_metric_sums_counts_over_tiles():
@@ -126,10 +126,10 @@ def test_metric_sums_counts_over_tiles():
     metric.update([b], [b])
     ra, rb = ccq_graph(a, b), ccq_graph(b, b)
     corr, comp, qual = ccq_scores(
-        ra.matched_pred + rb.matched_pred,
-        ra.total_pred + rb.total_pred,
-        ra.matched_gt + rb.matched_gt,
-        ra.total_gt + rb.total_gt,
+        ra["matched_pred"] + rb["matched_pred"],
+        ra["total_pred"] + rb["total_pred"],
+        ra["matched_gt"] + rb["matched_gt"],
+        ra["total_gt"] + rb["total_gt"],
     )
     out = metric.compute()
     assert out["correctness"].item() == pytest.approx(corr)
@@ -145,11 +145,11 @@ def test_reference_canvas_without_tile_starts_at_the_origin():
     examples draw (negative coordinates are clipped)."""
     gt = _graph([(-40, 10), (40, 10)], [(0, 1)])
     res = ccq_graph(gt, gt, slack=0.0, scale=1.0, compat="reference")
-    assert res.total_gt == 40  # columns 0..39 of a 40 x 40 canvas
+    assert res["total_gt"] == 40  # columns 0..39 of a 40 x 40 canvas
     wide = ccq_graph(gt, gt, slack=0.0, scale=1.0, canvas=(-64, 0, 64, 128), compat="reference")
-    assert wide.total_gt == 81
+    assert wide["total_gt"] == 81
     gt.graph["tile"] = (0.0, 0.0, 20.0, 20.0)
-    assert ccq_graph(gt, gt, slack=0.0, scale=1.0, compat="reference").total_gt == 20  # the tile: 20 x 20 px
+    assert ccq_graph(gt, gt, slack=0.0, scale=1.0, compat="reference")["total_gt"] == 20  # the tile: 20 x 20 px
     with pytest.raises(ValueError, match="canvas"):
         ccq_graph(gt, gt, canvas=(0, 0, 0, 5))
     with pytest.raises(ValueError, match="canvas"):
@@ -169,11 +169,11 @@ def test_vancouver_identical_and_real_prediction(fixtures_dir):
     folder = fixtures_dir / "graphs" / "roadtracer_vancouver"
     gt = crop(read_graph(folder / "gt.graph"), -1024, -1024, 1024, 1024)
     pred = crop(read_graph(folder / "pred_roadtracer.graph"), -1024, -1024, 1024, 1024)
-    assert ccq_graph(gt, gt).quality == 1.0
+    assert ccq_graph(gt, gt)["quality"] == 1.0
     r = ccq_graph(pred, gt)
-    assert 0.3 < r.quality < 1.0
-    assert 0.0 < r.correctness < 1.0
-    assert 0.0 < r.completeness < 1.0
+    assert 0.3 < r["quality"] < 1.0
+    assert 0.0 < r["correctness"] < 1.0
+    assert 0.0 < r["completeness"] < 1.0
 
 
 @pytest.mark.parametrize("name", ["pred_roadtracer.graph", "pred_segmentation.graph"])
@@ -201,9 +201,9 @@ def test_default_render_agrees_with_pil_lines_of_unrounded_points(fixtures_dir, 
 
     ref = ccq_scores(*_reference_counts(pil_render(pred), pil_render(gt), 2))
     ours = ccq_graph(pred, gt, slack=8, scale=0.25, canvas=(-4096, -4096, 2048, 2048))
-    assert ours.correctness == pytest.approx(ref[0], abs=2e-3)
-    assert ours.completeness == pytest.approx(ref[1], abs=2e-3)
-    assert ours.quality == pytest.approx(ref[2], abs=2e-3)
+    assert ours["correctness"] == pytest.approx(ref[0], abs=2e-3)
+    assert ours["completeness"] == pytest.approx(ref[1], abs=2e-3)
+    assert ours["quality"] == pytest.approx(ref[2], abs=2e-3)
 
 
 def test_ccq_takes_the_graphs_its_class_takes():
@@ -214,8 +214,8 @@ def test_ccq_takes_the_graphs_its_class_takes():
     metric = CCQMetrics(slack=3.0, scale=1.0)
     metric.update(pred, gt)
     out = metric.compute()
-    assert r.quality < 1.0
-    assert (r.correctness, r.completeness, r.quality) == pytest.approx(
+    assert r["quality"] < 1.0
+    assert (r["correctness"], r["completeness"], r["quality"]) == pytest.approx(
         (float(out["correctness"]), float(out["completeness"]), float(out["quality"]))
     )
     with pytest.raises(ValueError, match="compat"):

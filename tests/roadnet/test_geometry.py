@@ -273,7 +273,7 @@ def test_crop_cuts_edges_at_the_window():
 
 
 def test_junctions_endpoints_control_nodes():
-    g = nx.star_graph(3)  # centre 0 with leaves 1..3
+    g = nx.star_graph(3)  # center 0 with leaves 1..3
     g.add_edge(3, 4)
     g.add_edge(4, 4)  # self-loop does not count
     assert junctions(g) == [0]

@@ -350,7 +350,7 @@ def test_geojson_fixtures(fixtures_dir):
             vertices.update(tuple(v[:2]) for part in parts for v in part)
         assert g.number_of_nodes() == len(vertices)
         pos = np.array([g.nodes[n]["pos"] for n in g])
-        assert np.abs(pos).max() < 2000  # a SpaceNet tile is 400 m wide; metres about its centre
+        assert np.abs(pos).max() < 2000  # a SpaceNet tile is 400 m wide; metres about its center
 
 
 def test_sat2graph_fixtures(fixtures_dir):

@@ -51,9 +51,9 @@ def test_context_clustering_of_predicted_junctions():
     assert len(clusters.centers) == 2  # the joined pair, and the detached junction alone
     assert np.isfinite(clusters.angles).sum(axis=1).tolist() == [4, 3]
     r = junct(pred, gt)
-    assert (r.n_gt, r.n_pred) == (1, 2)
-    assert r.f_correct == 1.0
-    assert r.f_error == pytest.approx(0.5)  # the detached junction is unmatched
+    assert (r["n_gt"], r["n_pred"]) == (1, 2)
+    assert r["f_correct"] == 1.0
+    assert r["f_error"] == pytest.approx(0.5)  # the detached junction is unmatched
     plain = junction_clusters(validate_graph(pred, "p"))
     assert len(plain.centers) == 2
 
@@ -62,34 +62,34 @@ def test_identical_missing_and_extra_arms():
     cross = _star((0, 0), [0, 90, 180, 270])
     tee = _star((0, 0), [0, 90, 180])
     r = junct(cross, cross)
-    assert (r.f_correct, r.f_error) == (1.0, 0.0)
+    assert (r["f_correct"], r["f_error"]) == (1.0, 0.0)
     # the prediction misses one of four arms: correct = 3/4, no wrong predicted arm
     missing = junct(tee, cross)
-    assert (missing.f_correct, missing.f_error) == (0.75, 0.0)
+    assert (missing["f_correct"], missing["f_error"]) == (0.75, 0.0)
     # the prediction adds an arm at 270 deg, 90 deg from the GT arms at 0 and 180: error = 1/4
     extra = junct(cross, tee)
-    assert (extra.f_correct, extra.f_error) == (1.0, 0.25)
+    assert (extra["f_correct"], extra["f_error"]) == (1.0, 0.25)
 
 
 def test_unmatched_clusters():
     gt = _star((0, 0), [0, 90, 180])
     far = _star((500, 500), [0, 90, 180])
     r = junct(far, gt)
-    assert (r.f_correct, r.f_error, r.n_gt, r.n_pred) == (0.0, 1.0, 1, 1)
+    assert (r["f_correct"], r["f_error"], r["n_gt"], r["n_pred"]) == (0.0, 1.0, 1, 1)
     empty = junct(nx.Graph(), gt)
-    assert (empty.f_correct, empty.f_error, empty.n_pred) == (0.0, 0.0, 0)
+    assert (empty["f_correct"], empty["f_error"], empty["n_pred"]) == (0.0, 0.0, 0)
     shifted = junct(_star((40, 0), [0, 90, 180]), gt)  # within the 110.5 px match radius
-    assert shifted.f_correct == 1.0
+    assert shifted["f_correct"] == 1.0
 
 
 def test_bounds_and_errors():
     gt = nx.union(_star((0, 0), [0, 90, 180]), _star((1000, 0), [0, 90, 180], start_id=10))
     pred = _star((0, 0), [0, 90, 180])
-    assert junct(pred, gt).f_correct == 0.5
-    assert junct(pred, gt, bounds=(-100, -100, 100, 100)).f_correct == 1.0
+    assert junct(pred, gt)["f_correct"] == 0.5
+    assert junct(pred, gt, bounds=(-100, -100, 100, 100))["f_correct"] == 1.0
     no_junction = nx.path_graph(3)
     nx.set_node_attributes(no_junction, {0: (0, 0), 1: (10, 0), 2: (20, 0)}, "pos")
-    assert math.isnan(junct(pred, no_junction).f_correct)
+    assert math.isnan(junct(pred, no_junction)["f_correct"])
     with pytest.raises(ValueError, match="target"):
         junct(pred, nx.Graph())
     with pytest.raises(ValueError, match="radii"):
@@ -112,10 +112,10 @@ def test_vancouver_crop(fixtures_dir):
     gt = crop(read_graph(folder / "gt.graph"), -1024, -1024, 1024, 1024)
     pred = crop(read_graph(folder / "pred_roadtracer.graph"), -1024, -1024, 1024, 1024)
     same = junct(gt, gt)
-    assert (same.f_correct, same.f_error) == (1.0, 0.0)
+    assert (same["f_correct"], same["f_error"]) == (1.0, 0.0)
     r = junct(pred, gt)
-    assert 0.3 < r.f_correct < 1.0
-    assert 0.0 < r.f_error < 1.0
+    assert 0.3 < r["f_correct"] < 1.0
+    assert 0.0 < r["f_error"] < 1.0
 
 
 def _ladder(connectors=(100.0,), rungs=(), length=2000.0, gap=150.0, step=50.0):
@@ -145,17 +145,17 @@ def test_overconnections_far_from_gt_junctions_raise_f_error(context):
     gt = _ladder()
     for k, rungs in enumerate([(), (1000.0,), (1000.0, 1500.0), (1000.0, 1500.0, 1900.0)]):
         r = junct(_ladder(rungs=rungs), gt, context=context)
-        assert r.n_gt == 2
-        assert r.f_correct == 1.0
-        assert r.n_pred == 2 + 2 * k
-        assert r.error_score == 2 * k
-        assert r.f_error == pytest.approx(2 * k / (2 + 2 * k))
+        assert r["n_gt"] == 2
+        assert r["f_correct"] == 1.0
+        assert r["n_pred"] == 2 + 2 * k
+        assert r["error_score"] == 2 * k
+        assert r["f_error"] == pytest.approx(2 * k / (2 + 2 * k))
 
 
 def test_overconnection_next_to_a_gt_junction_is_absorbed():
     # JUNCT's blind spot: a rung 50 px from the GT junctions makes two predicted junctions within the context reach
-    # of the GT clusters, so they join them; the new arm (about 66 degrees from the centre) lies within 90 degrees
+    # of the GT clusters, so they join them; the new arm (about 66 degrees from the center) lies within 90 degrees
     # of the GT's arm at 90 degrees, so no out-angle is wrong: F_error stays 0.
     gt = _ladder()
     r = junct(_ladder(rungs=(150.0,)), gt)
-    assert (r.n_gt, r.n_pred, r.error_score, r.f_correct, r.f_error) == (2, 2, 0.0, 1.0, 0.0)
+    assert (r["n_gt"], r["n_pred"], r["error_score"], r["f_correct"], r["f_error"]) == (2, 2, 0.0, 1.0, 0.0)

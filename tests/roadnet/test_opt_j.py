@@ -5,7 +5,10 @@ import numpy as np
 import pytest
 import torch
 
-from drivemetrics.roadnet import OptJMetrics, crop, opt_j, read_graph, validate_graph
+from drivemetrics.roadnet import OptJMetrics
+from drivemetrics.roadnet.geometry import crop, validate_graph
+from drivemetrics.roadnet.io import read_graph
+from drivemetrics.roadnet.opt_j import opt_j
 
 
 def _graph(points, edges):
@@ -121,8 +124,8 @@ def test_identical_graphs_score_one(matching):
     g = _t_junction()
     res = opt_j(g, g, matching=matching)
     # junction degree 3 + three endpoints of degree 1
-    assert (res.tp, res.pp, res.ap) == (6, 6, 6)
-    assert res.precision == res.recall == res.f1 == 1.0
+    assert (res["tp"], res["pp"], res["ap"]) == (6, 6, 6)
+    assert res["precision"] == res["recall"] == res["f1"] == 1.0
 
 
 def test_missing_branch_by_hand():
@@ -131,9 +134,9 @@ def test_missing_branch_by_hand():
     res = opt_j(pred, gt)
     # GT junction (deg 3) <-> pred node of degree 2 at (103, 104): tp 2, pp 2, ap 3
     # GT left / right ends <-> pred ends: tp 1 + 1; GT bottom end: nothing within 25 px, ap 1
-    assert (res.tp, res.pp, res.ap) == (4, 4, 6)
-    assert res.precision == 1.0
-    assert res.recall == pytest.approx(4 / 6)
+    assert (res["tp"], res["pp"], res["ap"]) == (4, 4, 6)
+    assert res["precision"] == 1.0
+    assert res["recall"] == pytest.approx(4 / 6)
 
 
 def test_snapped_point_on_an_edge_counts_degree_two():
@@ -142,14 +145,14 @@ def test_snapped_point_on_an_edge_counts_degree_two():
     res = opt_j(pred, gt)
     # GT ends match pred ends (tp 2); the pred junction (deg 3) snaps onto the GT edge (deg 2): tp 2, pp 3, ap 2;
     # the spur end (50, 10) snaps onto the GT edge too, 10 px away: a GT point of degree 2 -> tp 1, pp 1, ap 2
-    assert (res.tp, res.pp, res.ap) == (5, 6, 6)
+    assert (res["tp"], res["pp"], res["ap"]) == (5, 6, 6)
 
 
 def test_empty_prediction_and_empty_target():
     gt = _t_junction()
     res = opt_j(nx.Graph(), gt)
-    assert (res.tp, res.pp, res.ap) == (0, 0, 6)
-    assert res.precision == res.recall == res.f1 == 0.0
+    assert (res["tp"], res["pp"], res["ap"]) == (0, 0, 6)
+    assert res["precision"] == res["recall"] == res["f1"] == 0.0
     with pytest.raises(ValueError, match="`target` graph is empty"):
         opt_j(gt, nx.Graph())
 
@@ -183,7 +186,7 @@ def test_greedy_agrees_with_reference_restatement_on_random_graphs():
                 g.nodes[n]["pos"] = tuple(float(v) * 300 for v in g.nodes[n]["pos"])
         gt, pr = validate_graph(gt, "gt"), validate_graph(pr, "pr")
         res = opt_j(pr, gt, matching="greedy")
-        assert (res.tp, res.pp, res.ap) == _reference_greedy(gt, pr)
+        assert (res["tp"], res["pp"], res["ap"]) == _reference_greedy(gt, pr)
 
 
 # ---------------------------------------------------------------- real data
@@ -199,7 +202,7 @@ def test_vancouver_greedy_matches_reference_order(fixtures_dir, pred_name):
     gt = _vancouver(fixtures_dir, "gt.graph", 1024)
     pred = _vancouver(fixtures_dir, pred_name, 1024)
     res = opt_j(pred, gt, matching="greedy")
-    assert (res.tp, res.pp, res.ap) == _reference_greedy(gt, pred)
+    assert (res["tp"], res["pp"], res["ap"]) == _reference_greedy(gt, pred)
 
 
 @pytest.mark.slow
@@ -207,13 +210,13 @@ def test_vancouver_full_tile_greedy_and_optimal(fixtures_dir):
     gt = _vancouver(fixtures_dir, "gt.graph")
     pred = _vancouver(fixtures_dir, "pred_roadtracer.graph")
     greedy = opt_j(pred, gt, matching="greedy")
-    assert (greedy.tp, greedy.pp, greedy.ap) == _reference_greedy(gt, pred)
+    assert (greedy["tp"], greedy["pp"], greedy["ap"]) == _reference_greedy(gt, pred)
     optimal = opt_j(pred, gt)
     same = opt_j(gt, gt)
-    assert same.f1 == 1.0
+    assert same["f1"] == 1.0
     # the optimal matching never matches a GT node twice, so it cannot exceed the greedy true positives here
-    assert optimal.tp <= greedy.tp
-    assert 0.5 < optimal.f1 < 0.9
+    assert optimal["tp"] <= greedy["tp"]
+    assert 0.5 < optimal["f1"] < 0.9
 
 
 # ---------------------------------------------------------------- torchmetrics wrapper

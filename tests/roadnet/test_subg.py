@@ -65,36 +65,38 @@ def test_counts_match_loop_reference():
         [(5, 8), (290, 3), (290, 240), (420, 240), (150, 3), (130, 120)], [(0, 4), (4, 1), (1, 2), (2, 3), (4, 5)]
     )
     r = subg(pred, gt, spacing=10, radius=150, match_distance=25, n_subgraphs=40, seed=7)
-    assert (r.n_marbles, r.n_holes, r.n_spurious, r.n_empty) == _reference_counts(pred, gt, 10, 150, 25, 40, 7)
-    assert 0 < r.f1 < 1
+    assert (r["n_marbles"], r["n_holes"], r["n_spurious"], r["n_empty"]) == _reference_counts(
+        pred, gt, 10, 150, 25, 40, 7
+    )
+    assert 0 < r["f1"] < 1
 
 
 def test_identical_and_empty():
     g = _graph([(0, 0), (500, 0), (500, 400), (100, 300)], [(0, 1), (1, 2), (1, 3)])
     r = subg(g, g, n_subgraphs=50)
-    assert (r.f1, r.spurious, r.missing) == (1.0, 0.0, 0.0)
+    assert (r["f1"], r["spurious"], r["missing"]) == (1.0, 0.0, 0.0)
     e = subg(nx.Graph(), g, n_subgraphs=50)
-    assert (e.f1, e.spurious, e.missing) == (0.0, 0.0, 1.0)
-    assert e.n_marbles == 0
-    assert e.n_holes > 0
+    assert (e["f1"], e["spurious"], e["missing"]) == (0.0, 0.0, 1.0)
+    assert e["n_marbles"] == 0
+    assert e["n_holes"] > 0
 
 
 def test_shift_beyond_matching_distance_misses_everything():
     gt = _polyline([(0, 0), (1000, 0)])
     far = _polyline([(0, 30), (1000, 30)])
     r = subg(far, gt, n_subgraphs=30)
-    assert r.missing == 1.0
-    assert r.n_marbles == 0
+    assert r["missing"] == 1.0
+    assert r["n_marbles"] == 0
 
 
 def test_far_false_positive_is_invisible_half_road_is_missing():
     gt = _polyline([(0, 0), (1000, 0)])
     with_fp = _graph([(0, 0), (1000, 0), (0, 2000), (300, 2000)], [(0, 1), (2, 3)])
-    assert subg(with_fp, gt, n_subgraphs=50).f1 == 1.0  # GT-rooted subgraphs never reach it
+    assert subg(with_fp, gt, n_subgraphs=50)["f1"] == 1.0  # GT-rooted subgraphs never reach it
     half = _polyline([(0, 0), (500, 0)])
     r = subg(half, gt, n_subgraphs=100)
-    assert r.spurious < 0.01  # only marbles at the ball rim that are no hole's nearest marble
-    assert 0.2 < r.missing < 0.8
+    assert r["spurious"] < 0.01  # only marbles at the ball rim that are no hole's nearest marble
+    assert 0.2 < r["missing"] < 0.8
 
 
 def test_scores_and_errors():
@@ -118,7 +120,10 @@ def test_seeded_and_metric():
     metric.update(gt, gt)
     a, b = subg(pred, gt, n_subgraphs=20), subg(gt, gt, n_subgraphs=20)
     f1, _spurious, missing = subg_scores(
-        a.n_marbles + b.n_marbles, a.n_holes + b.n_holes, a.n_spurious + b.n_spurious, a.n_empty + b.n_empty
+        a["n_marbles"] + b["n_marbles"],
+        a["n_holes"] + b["n_holes"],
+        a["n_spurious"] + b["n_spurious"],
+        a["n_empty"] + b["n_empty"],
     )
     out = metric.compute()
     assert out["f1"].item() == pytest.approx(f1)
@@ -129,5 +134,5 @@ def test_vancouver_crop(fixtures_dir):
     folder = fixtures_dir / "graphs" / "roadtracer_vancouver"
     gt = crop(read_graph(folder / "gt.graph"), -512, -512, 512, 512)
     pred = crop(read_graph(folder / "pred_roadtracer.graph"), -512, -512, 512, 512)
-    assert subg(gt, gt, n_subgraphs=100).f1 == 1.0
-    assert 0.3 < subg(pred, gt, n_subgraphs=100).f1 < 1.0
+    assert subg(gt, gt, n_subgraphs=100)["f1"] == 1.0
+    assert 0.3 < subg(pred, gt, n_subgraphs=100)["f1"] < 1.0

@@ -35,10 +35,10 @@ def test_path_lengths_against_networkx():
 def test_identical_all_correct_and_empty_all_infeasible():
     g = _graph([(0, 0), (300, 0), (300, 300), (0, 300), (150, 150)], [(0, 1), (1, 2), (2, 3), (3, 0), (0, 4)])
     r = tlts(g, g, n_paths=200)
-    assert (r.correct, r.too_long, r.too_short, r.infeasible) == (1.0, 0.0, 0.0, 0.0)
-    assert r.n_correct == 200
+    assert (r["correct"], r["too_long"], r["too_short"], r["infeasible"]) == (1.0, 0.0, 0.0, 0.0)
+    assert r["n_correct"] == 200
     e = tlts(nx.Graph(), g, n_paths=50)
-    assert (e.correct, e.infeasible, e.n_infeasible) == (0.0, 1.0, 50)
+    assert (e["correct"], e["infeasible"], e["n_infeasible"]) == (0.0, 1.0, 50)
 
 
 def test_zigzag_prediction_is_too_long():
@@ -47,9 +47,9 @@ def test_zigzag_prediction_is_too_long():
     xs = np.arange(0, 601, 20)
     zig = _polyline([(x, 10.0 * (-1) ** i) for i, x in enumerate(xs)])
     r = tlts(zig, gt, n_paths=300)
-    assert r.infeasible == 0.0
-    assert r.too_short < 0.05  # very short paths: snapping to the nearest zigzag node can shorten them
-    assert r.too_long > 0.9
+    assert r["infeasible"] == 0.0
+    assert r["too_short"] < 0.05  # very short paths: snapping to the nearest zigzag node can shorten them
+    assert r["too_long"] > 0.9
 
 
 def test_gap_makes_crossing_paths_infeasible():
@@ -57,17 +57,17 @@ def test_gap_makes_crossing_paths_infeasible():
     pred = _graph([(0, 0), (450, 0), (550, 0), (1000, 0)], [(0, 1), (2, 3)])
     r = tlts(pred, gt, n_paths=400)
     # ends drawn uniformly along the road: about half of the paths cross the gap
-    assert 0.35 < r.infeasible < 0.65
-    assert r.correct + r.infeasible > 0.9  # ends snapped across the gap edge change a few lengths
+    assert 0.35 < r["infeasible"] < 0.65
+    assert r["correct"] + r["infeasible"] > 0.9  # ends snapped across the gap edge change a few lengths
 
 
 def test_shortcut_makes_paths_too_short():
     gt = _polyline([(0, 0), (0, 300), (300, 300), (300, 0)])
     pred = _graph([(0, 0), (0, 300), (300, 300), (300, 0)], [(0, 1), (1, 2), (2, 3), (0, 3)])
     r = tlts(pred, gt, n_paths=300)
-    assert r.too_short > 0.1
-    assert r.too_long == 0.0
-    assert r.infeasible == 0.0
+    assert r["too_short"] > 0.1
+    assert r["too_long"] == 0.0
+    assert r["infeasible"] == 0.0
 
 
 def test_seeded_and_errors():
@@ -90,32 +90,32 @@ def test_metric_pools_counts():
     metric.update([gt, pred], [gt, gt])
     a, b = tlts(gt, gt, n_paths=100), tlts(pred, gt, n_paths=100)
     out = metric.compute()
-    assert out["correct"].item() == pytest.approx((a.n_correct + b.n_correct) / 200)
-    assert out["infeasible"].item() == pytest.approx(b.n_infeasible / 200)
+    assert out["correct"].item() == pytest.approx((a["n_correct"] + b["n_correct"]) / 200)
+    assert out["infeasible"].item() == pytest.approx(b["n_infeasible"] / 200)
 
 
 def test_vancouver_crop(fixtures_dir):
     folder = fixtures_dir / "graphs" / "roadtracer_vancouver"
     gt = crop(read_graph(folder / "gt.graph"), -512, -512, 512, 512)
     pred = crop(read_graph(folder / "pred_roadtracer.graph"), -512, -512, 512, 512)
-    assert tlts(gt, gt, n_paths=100).correct == 1.0
+    assert tlts(gt, gt, n_paths=100)["correct"] == 1.0
     r = tlts(pred, gt, n_paths=100)
-    assert 0.0 < r.correct < 1.0
-    assert r.correct + r.too_long + r.too_short + r.infeasible == pytest.approx(1.0)
+    assert 0.0 < r["correct"] < 1.0
+    assert r["correct"] + r["too_long"] + r["too_short"] + r["infeasible"] == pytest.approx(1.0)
 
 
 def test_reference_keeps_isolated_nodes():
     """The released toolong_tooshort keeps isolated nodes: a path end snapped to one is infeasible."""
     gt = _polyline([(0, 0), (480, 0), (480, 480)])
     shifted = _polyline([(0, 3), (477, 3), (477, 480)])  # 3 px off the GT: every path correct
-    assert tlts(shifted, gt, n_paths=100, compat="reference").correct == 1.0
+    assert tlts(shifted, gt, n_paths=100, compat="reference")["correct"] == 1.0
     # isolated predicted nodes exactly on the oversampled GT nodes (every 8 px): nearer than the road
     pred = shifted.copy()
     pts = [(x, 0.0) for x in range(0, 481, 8)] + [(480.0, y) for y in range(8, 481, 8)]
     pred.add_nodes_from((10 + i, {"pos": (float(x), float(y))}) for i, (x, y) in enumerate(pts))
     res = tlts(pred, gt, n_paths=100, compat="reference")
-    assert res.infeasible == 1.0
-    assert tlts(pred, gt, n_paths=100).correct == 1.0  # the default mode drops isolated nodes
+    assert res["infeasible"] == 1.0
+    assert tlts(pred, gt, n_paths=100)["correct"] == 1.0  # the default mode drops isolated nodes
 
 
 @pytest.mark.parametrize("bad", [0, 10.0])

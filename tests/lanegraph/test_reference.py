@@ -5,8 +5,8 @@ import sys
 import numpy as np
 import pytest
 
-from drivemetrics.lanegraph import lanegraph_compat
-from drivemetrics.lanegraph.lanegraph_compat import (
+from drivemetrics.lanegraph import reference
+from drivemetrics.lanegraph.reference import (
     RTREE_LEAF_CAPACITY,
     opencv_graph_iou,
     reference_pair_order,
@@ -48,8 +48,8 @@ def test_rtree_order_differs_from_insertion_order_beyond_one_leaf():
 
 
 def test_pair_order_without_rtree_warns_beyond_one_leaf(monkeypatch):
-    monkeypatch.setattr(lanegraph_compat, "_rtree", lambda: None)
-    monkeypatch.setattr(lanegraph_compat, "_warned_rtree", [])
+    monkeypatch.setattr(reference, "_rtree", lambda: None)
+    monkeypatch.setattr(reference, "_warned_rtree", [])
     indexed = line_of_points(RTREE_LEAF_CAPACITY + 1)
     queried = np.array([[3.0, 0.0]])  # equidistant from points 1 and 2
     qi, ni, r = np.array([0, 0]), np.array([1, 2]), np.array([1.0, 1.0])
