@@ -74,8 +74,6 @@ def test_an_inherited_example_does_not_count():
     assert ">>>" not in (_NoExample.__doc__ or "")
 
 
-# xfail(strict=False) until the missing examples are written (issue 27; the list: run this file with python)
-@pytest.mark.xfail(strict=False, reason="examples still missing; `python tests/test_doctest_coverage.py` lists them")
 def test_every_metric_loss_and_kernel_has_an_example():
     missing = names_without_example()
     assert not missing, f"{len(missing)} names lack a >>> example: {', '.join(missing)}"
