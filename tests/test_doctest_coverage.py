@@ -13,7 +13,6 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-import pytest
 import torch
 from torchmetrics import Metric
 
