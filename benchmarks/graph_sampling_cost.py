@@ -50,10 +50,15 @@ def main() -> None:
     repeat = args.repeat or (1 if args.quick else 3)
     sizes = args.size or ([512.0] if args.quick else [512.0, 1024.0])
     runs = [
-        ("OPT-G", "n_samples", [1000, 200, 50], lambda p, t, n: opt_g(p, t, n_samples=n).f1),
-        ("TLTS", "n_paths", [1000, 200, 50], lambda p, t, n: tlts(p, t, n_paths=n).correct),
-        ("OPT-P", "n_decompositions", [1], lambda p, t, n: opt_p(p, t, n_decompositions=n).f1),
-        ("OPT-P spacing 10", "n_decompositions", [1], lambda p, t, n: opt_p(p, t, n_decompositions=n, spacing=10.0).f1),
+        ("OPT-G", "n_samples", [1000, 200, 50], lambda p, t, n: float(opt_g(p, t, n_samples=n)["f1"])),
+        ("TLTS", "n_paths", [1000, 200, 50], lambda p, t, n: float(tlts(p, t, n_paths=n)["correct"])),
+        ("OPT-P", "n_decompositions", [1], lambda p, t, n: float(opt_p(p, t, n_decompositions=n)["f1"])),
+        (
+            "OPT-P spacing 10",
+            "n_decompositions",
+            [1],
+            lambda p, t, n: float(opt_p(p, t, n_decompositions=n, spacing=10.0)["f1"]),
+        ),
     ]
     print(f"{'tile':>14} {'metric':<17} {'budget':<22} {'s / tile':>9} {'value':>7}")
     for size in sizes:

@@ -272,7 +272,7 @@ def main() -> None:
                 cli_s, cli_cpu, _ = best_of(cli, repeat, {"DRIVEMETRICS_PNG_DECODER": decoder})
                 got = json.loads(out.read_text())
                 for cat, value in expected.items():
-                    assert abs(got[cat]["max_f"] - value) < 1e-9, (space, cat, got[cat]["max_f"], value)
+                    assert abs(got[cat]["MaxF"] - value) < 1e-9, (space, cat, got[cat]["MaxF"], value)
                 used = "pillow" if decoder == "pillow" else fast_decoder()
                 label = f"road-eval --workers {workers or f'{cpus} (default)'}, {used}"
                 speed = f"{loop_s / cli_s:.2f}x"
