@@ -21,7 +21,6 @@ from drivemetrics.geometry.bev import BevGrid
 from drivemetrics.geometry.calib import read_kitti_calib
 from drivemetrics.geometry.homography import image_from_road_calib_file
 from drivemetrics.geometry.warp import warp_image_to_bev
-from drivemetrics.road.corridor import DrivingCorridorMetrics
 from drivemetrics.road.corridor_config import CorridorConfig
 from drivemetrics.road.io import (
     ROAD_CATEGORIES,
@@ -33,7 +32,7 @@ from drivemetrics.road.io import (
     read_confidence_png,
     read_gt_png,
 )
-from drivemetrics.road.pixel import (
+from drivemetrics.road.pixel_counting import (
     PixelCounts,
     bucket_histograms,
     counts_from_histograms,
@@ -402,6 +401,8 @@ def corridor_table(
         raise ValueError("`preds`, `target` and `valid` must hold the same number of frames")
     if preds_t.shape[0] == 0:
         raise ValueError("`preds` holds no frames")
+    from drivemetrics.road.corridor import DrivingCorridorMetrics  # torchmetrics only when the corridor is asked
+
     metric = DrivingCorridorMetrics(threshold, grid=grid, config=config).to(preds_t.device)
     for i in range(0, preds_t.shape[0], batch_size):
         part = slice(i, i + batch_size)

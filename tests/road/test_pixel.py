@@ -319,7 +319,7 @@ def test_float_buckets_equal_exact_comparison(thresholds):
 @pytest.mark.parametrize("with_valid", [False, True])
 def test_block_and_vectorised_paths_agree_with_the_oracle(monkeypatch, block, as_float, with_valid):
     """block 0 runs the one-pass batched path that GPUs use (image offsets in chunks of <= 32 images)."""
-    import drivemetrics.road.pixel as pixel
+    import drivemetrics.road.pixel_counting as pixel
 
     monkeypatch.setattr(pixel, "CPU_BLOCK_PIXELS", block)
     values, target, valid = _random_frames(31, batch=70, height=5, width=9)
@@ -358,7 +358,7 @@ def test_uint8_maps_with_custom_thresholds_match_brute_force(thresholds):
 @pytest.mark.parametrize("block", [0, 4096])
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.float32, torch.float64])
 def test_inputs_are_not_modified(monkeypatch, block, dtype):
-    import drivemetrics.road.pixel as pixel
+    import drivemetrics.road.pixel_counting as pixel
 
     monkeypatch.setattr(pixel, "CPU_BLOCK_PIXELS", block)
     values, target, valid = (torch.from_numpy(x) for x in _random_frames(40, batch=3))
