@@ -128,7 +128,7 @@ SYNCING_OFF_CPU = {"bincount", "histc", "histogram"}
 @pytest.mark.parametrize("name", [k for k in _kernels() if "RoadPixelMetrics" in k or "RoadPixelMaxFScore" in k])
 def test_pixel_counting_off_the_cpu_path_has_no_data_dependent_sizes(monkeypatch, name):
     """``CPU_BLOCK_PIXELS = 0`` runs the one-pass path other devices take: it must not call bincount."""
-    import drivemetrics.road.pixel as pixel
+    import drivemetrics.road.pixel_counting as pixel
 
     monkeypatch.setattr(pixel, "CPU_BLOCK_PIXELS", 0)
     monkeypatch.setattr(SyncRecorder, "names", SYNCING | SYNCING_OFF_CPU)
