@@ -144,9 +144,7 @@ def ccq(
     tensor(1., dtype=torch.float64)
     """
     if isinstance(preds, nx.Graph) or isinstance(target, nx.Graph):
-        return result_tensors(
-            ccq_graph(preds, target, 8.0 if slack is None else slack, scale, canvas=canvas, compat=compat)
-        )
+        return ccq_graph(preds, target, 8.0 if slack is None else slack, scale, canvas=canvas, compat=compat)
     check_compat(compat)
     counts = ccq_counts(preds, target, 2.0 if slack is None else slack).sum(0).tolist()
     if counts[3] == 0:
@@ -302,7 +300,7 @@ def ccq_graph(
         shape, origin = _canvas([target] + ([preds] if preds.number_of_nodes() else []), scale)
     gt_img = render(target, shape, origin, scale, device)
     pred_img = render(preds, shape, origin, scale, device) if preds.number_of_nodes() else torch.zeros_like(gt_img)
-    return result_tensors(ccq(pred_img[None], gt_img[None], slack * scale))
+    return ccq(pred_img[None], gt_img[None], slack * scale)
 
 
 class CCQMetrics(DictFamilyLogCheck, Metric):

@@ -107,13 +107,10 @@ def graph_length(graph: nx.Graph) -> float:
 def result_tensors(result: object) -> dict[str, Tensor]:
     """A kernel's result as ``dict[str, Tensor]``: 0-d float64 tensors for scores, 0-d int64 tensors for counts.
 
-    ``result`` is a per-tile result record (its ``as_dict()`` when it has one, else its fields) or already such a
-    dict (returned unchanged).
+    ``result`` is a per-tile result record (its ``as_dict()`` when it has one, else its fields).
     """
     import torch
 
-    if isinstance(result, dict):
-        return result
     values = result.as_dict() if hasattr(result, "as_dict") else dataclasses.asdict(result)  # type: ignore[call-overload]
     out = {}
     for key, value in values.items():

@@ -138,7 +138,7 @@ def write_roadtracer_graph(graph: nx.Graph, path: str | Path) -> None:
 
 
 def _lonlat_to_local_metres(lonlat: np.ndarray) -> np.ndarray:
-    """Equirectangular projection about the bounding-box centre: x east, y north, metres (error < 0.1 % per km)."""
+    """Equirectangular projection about the bounding-box center: x east, y north, metres (error < 0.1 % per km)."""
     lon0 = 0.5 * (lonlat[:, 0].min() + lonlat[:, 0].max())
     lat0 = 0.5 * (lonlat[:, 1].min() + lonlat[:, 1].max())
     scale = math.pi / 180.0 * EARTH_RADIUS_M
@@ -155,8 +155,8 @@ def read_geojson(path: str | Path, *, coordinates: str = "metres") -> nx.Graph:
 
     Args:
         path: the ``.geojson`` file.
-        coordinates: ``"metres"`` (default) projects lon/lat (CRS84) to a local east/north frame in metres centred on
-            the data's bounding box (``graph.graph["origin_lonlat"]`` keeps the centre); ``"raw"`` keeps the file's
+        coordinates: ``"metres"`` (default) projects lon/lat (CRS84) to a local east/north frame in metres centered on
+            the data's bounding box (``graph.graph["origin_lonlat"]`` keeps the center); ``"raw"`` keeps the file's
             numbers (use it for files already in pixels or a projected CRS).
     """
     if coordinates not in ("metres", "raw"):
