@@ -334,7 +334,7 @@ def _fscore_pair_costs(
     cost = FSCORE_DIST_TH * (gv.sum(1)[gi] + pv.sum(1)[pj]).astype(np.float64)
     matched = np.zeros(len(gi), dtype=np.int64)
     overlap = np.flatnonzero(np.maximum(g_lo[gi], p_lo[pj]) <= np.minimum(g_hi[gi], p_hi[pj]))
-    for part in np.array_split(overlap, max(1, len(overlap) // 16384)):
+    for part in np.array_split(overlap, max(1, len(overlap) // 2048)):  # small chunks: reused memory
         g, p = gi[part], pj[part]
         both = gv[g] & pv[p]
         neither = ~(gv[g] | pv[p])

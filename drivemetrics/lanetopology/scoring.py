@@ -496,15 +496,19 @@ _RATIO_TH = FSCORE_RATIO_TH
 def fscore_samples(lanes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`_fscore_lanes` for the lanes of many frames at once, before dropping lanes: ``(samples (K, 100, 2),
     visible (K, 100), kept (K,))`` for the ``K`` input lanes (``kept`` False for a lane the devkit drops)."""
-    first_ok = np.array([x.shape[0] > 1 and x[0, 0] < _X_SAMPLES[-1] and x[-1, 0] > _X_SAMPLES[0] for x in lanes])
     samples = np.zeros((len(lanes), 100, 2))
     visible = np.zeros((len(lanes), 100), dtype=bool)
-    index = np.flatnonzero(first_ok) if len(lanes) else np.zeros(0, dtype=np.int64)
-    if index.size:
-        s, v, _ = _sample_lanes([lanes[i] for i in index])
-        samples[index], visible[index] = s, v
-    kept = visible.sum(1) > 1 if len(lanes) else np.zeros(0, dtype=bool)
-    return samples, visible, kept
+    if not len(lanes):
+        return samples, visible, np.zeros(0, dtype=bool)
+    lengths = np.fromiter((len(x) for x in lanes), dtype=np.int64, count=len(lanes))
+    flat = np.concatenate(lanes)
+    starts = np.cumsum(lengths) - lengths
+    first_ok = (lengths > 1) & (flat[starts, 0] < _X_SAMPLES[-1]) & (flat[starts + lengths - 1, 0] > _X_SAMPLES[0])
+    index = np.flatnonzero(first_ok)
+    for part in np.array_split(index, max(1, len(index) // 2048)):  # chunks that stay in the cache
+        if part.size:
+            samples[part], visible[part] = _sample_lanes(flat, starts[part], lengths[part])
+    return samples, visible, visible.sum(1) > 1
 
 
 def _fscore_lanes(lanes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -519,41 +523,38 @@ def _fscore_lanes(lanes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return samples[kept], visible[kept]
 
 
-def _sample_lanes(kept: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Samples and visibility of lanes (all of them; no filtering)."""
-    lengths = np.array([len(x) for x in kept])
-    n_max = int(lengths.max())
-    flat = np.concatenate(kept)
-    starts = np.r_[0, np.cumsum(lengths)[:-1]]
+def _sample_lanes(flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Samples ``(K, 100, 2)`` and visibility ``(K, 100)`` of the lanes ``flat[starts[k] : starts[k] + lengths[k]]``
+    (``flat`` ``(N, 3)``: the points of all lanes); no filtering."""
+    num, n_max = len(lengths), int(lengths.max())
     # edge padding (the last point repeated): a lane whose x never decreases stays sorted, and a stable sort of it
     # is the identity, so only the other lanes are sorted
     index = np.minimum(np.arange(n_max)[None], lengths[:, None] - 1) + starts[:, None]
-    x, y, z = flat[index, 0], flat[index, 1], flat[index, 2]
+    x = flat[index, 0]
     unsorted = np.flatnonzero((np.diff(x, axis=1) < 0).any(1))
     if unsorted.size:
-        padded = np.where(np.arange(n_max)[None] < lengths[unsorted, None], x[unsorted], np.inf)
-        order = np.argsort(padded, axis=1, kind="stable")  # padding (inf) sorts last
+        inside = np.arange(n_max)[None] < lengths[unsorted, None]
+        order = np.argsort(np.where(inside, x[unsorted], np.inf), axis=1, kind="stable")  # padding sorts last
         last_sorted = np.take_along_axis(order, lengths[unsorted, None] - 1, 1)  # padding: the largest x again
-        order = np.where(np.arange(n_max)[None] < lengths[unsorted, None], order, last_sorted)
-        rows = unsorted[:, None]
-        sorted_index = np.take_along_axis(index[unsorted], order, 1)
-        x[rows, np.arange(n_max)] = flat[sorted_index, 0]
-        y[rows, np.arange(n_max)] = flat[sorted_index, 1]
-        z[rows, np.arange(n_max)] = flat[sorted_index, 2]
+        index[unsorted] = np.take_along_axis(index[unsorted], np.where(inside, order, last_sorted), 1)
+        x[unsorted] = flat[index[unsorted], 0]
     # searchsorted(x, sample, "left") per lane, all lanes at once
-    samples_x = np.broadcast_to(_X_SAMPLES, (len(kept), len(_X_SAMPLES)))
-    idx = torch.searchsorted(torch.from_numpy(np.ascontiguousarray(x)), torch.from_numpy(samples_x.copy())).numpy()
+    samples_x = np.broadcast_to(_X_SAMPLES, (num, len(_X_SAMPLES)))
+    idx = torch.searchsorted(torch.from_numpy(x), torch.from_numpy(samples_x.copy())).numpy()
     idx = np.clip(idx, 1, lengths[:, None] - 1)
-    x_lo, x_hi = np.take_along_axis(x, idx - 1, 1), np.take_along_axis(x, idx, 1)
-    out = np.empty((len(kept), len(_X_SAMPLES), 2))
+    point_hi = np.take_along_axis(index, idx, 1)  # rows of ``flat`` of each sample's segment ends
+    point_lo = point_hi - 1 if not unsorted.size else np.take_along_axis(index, idx - 1, 1)
+    columns = [np.ascontiguousarray(flat[:, c]) for c in range(3)]
+    x_lo, x_hi = columns[0].take(point_lo), columns[0].take(point_hi)
+    out = np.empty((num, len(_X_SAMPLES), 2))
     with np.errstate(divide="ignore", invalid="ignore"):
-        for c, values in enumerate((y, z)):
-            lo, hi = np.take_along_axis(values, idx - 1, 1), np.take_along_axis(values, idx, 1)
+        for c in (0, 1):
+            lo, hi = columns[c + 1].take(point_lo), columns[c + 1].take(point_hi)
             out[..., c] = (hi - lo) / (x_hi - x_lo) * (_X_SAMPLES[None] - x_lo) + lo
     x_min = x[:, 0]
-    x_max = x[np.arange(len(kept)), lengths - 1]
+    x_max = x[np.arange(num), lengths - 1]
     visible = (_X_SAMPLES[None] >= x_min[:, None]) & (_X_SAMPLES[None] <= x_max[:, None])
-    return out, visible, visible.sum(1) > 1
+    return out, visible
 
 
 def fscore_counts(gt_lanes: Sequence[np.ndarray], pred_lanes: Sequence[np.ndarray]) -> np.ndarray:
