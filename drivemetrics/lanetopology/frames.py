@@ -160,6 +160,38 @@ def _matrix(value: Any, shape: tuple[int, int], where: str, is_pred: bool) -> np
     return arr
 
 
+def _traffic_elements(
+    te_in: Sequence[Mapping[str, Any]], where: str, is_pred: bool
+) -> tuple[np.ndarray, np.ndarray, list[float]]:
+    """Boxes ``(T, 2, 2)``, attributes ``(T,)`` and confidences of a frame's traffic elements, checked."""
+    boxes = np.zeros((len(te_in), 2, 2))
+    attrs = np.zeros(len(te_in), dtype=np.int64)
+    te_conf: list[float] = []
+    for k, item in enumerate(te_in):
+        at = f"{where}: traffic_element[{k}]"
+        if "points" not in item:
+            raise ValueError(f"{at}.points: missing")
+        box = item["points"]
+        if not (isinstance(box, np.ndarray) and box.dtype.kind == "f" and box.shape == (2, 2)):
+            box = _as_array(box, f"{at}.points")
+        if box.shape != (2, 2):
+            raise ValueError(f"{at}.points: expected a finite box [[x1, y1], [x2, y2]], got shape {box.shape}")
+        boxes[k] = box
+        attribute = item.get("attribute")
+        if attribute is None or int(attribute) != attribute or not 0 <= int(attribute) < 13:
+            raise ValueError(f"{at}.attribute: expected an integer in 0-12, got {attribute!r}")
+        attrs[k] = int(attribute)
+        if is_pred:
+            te_conf.append(_confidence(item, at))
+    finite = np.isfinite(boxes).all(axis=(1, 2))
+    if not finite.all():
+        k = int(np.flatnonzero(~finite)[0])
+        raise ValueError(
+            f"{where}: traffic_element[{k}].points: expected a finite box [[x1, y1], [x2, y2]], got shape (2, 2)"
+        )
+    return boxes, attrs, te_conf
+
+
 def parse_frame(ann: Mapping[str, Any], *, track: Track, is_pred: bool, token: str = "?") -> LaneFrame:
     """Parse and validate one frame's devkit dict (annotation or prediction) into a :class:`LaneFrame`.
 
@@ -209,31 +241,7 @@ def parse_frame(ann: Mapping[str, Any], *, track: Track, is_pred: bool, token: s
         for name, lines in (("centerline", lanes), ("left_laneline", lefts), ("right_laneline", rights)):
             _check_finite(lines, lambda k, name=name: f"{where}: {lane_key}[{k}].{name}")  # type: ignore[misc]
     te_in = _items(ann, "traffic_element", where)
-    boxes = np.zeros((len(te_in), 2, 2))
-    attrs = np.zeros(len(te_in), dtype=np.int64)
-    te_conf: list[float] = []
-    for k, item in enumerate(te_in):
-        at = f"{where}: traffic_element[{k}]"
-        if "points" not in item:
-            raise ValueError(f"{at}.points: missing")
-        box = item["points"]
-        if not (isinstance(box, np.ndarray) and box.dtype.kind == "f" and box.shape == (2, 2)):
-            box = _as_array(box, f"{at}.points")
-        if box.shape != (2, 2):
-            raise ValueError(f"{at}.points: expected a finite box [[x1, y1], [x2, y2]], got shape {box.shape}")
-        boxes[k] = box
-        attribute = item.get("attribute")
-        if attribute is None or int(attribute) != attribute or not 0 <= int(attribute) < 13:
-            raise ValueError(f"{at}.attribute: expected an integer in 0-12, got {attribute!r}")
-        attrs[k] = int(attribute)
-        if is_pred:
-            te_conf.append(_confidence(item, at))
-    finite = np.isfinite(boxes).all(axis=(1, 2))
-    if not finite.all():
-        k = int(np.flatnonzero(~finite)[0])
-        raise ValueError(
-            f"{where}: traffic_element[{k}].points: expected a finite box [[x1, y1], [x2, y2]], got shape (2, 2)"
-        )
+    boxes, attrs, te_conf = _traffic_elements(te_in, where, is_pred)
     areas: list[np.ndarray] = []
     area_cat: list[int] = []
     area_conf: list[float] = []
