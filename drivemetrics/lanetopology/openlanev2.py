@@ -46,8 +46,8 @@ from drivemetrics.lanetopology.scoring import (
     area_distance_matrix,
     average_precision_11,
     frame_pairs,
-    fscore_samples,
     iou_distance_matrices,
+    kept_lane_samples,
     lane_distance_matrices,
     match_frames,
     topology_vertex_ap_batch,
@@ -291,11 +291,10 @@ def _fscore_batch(gts: Sequence[LaneFrame], prs: Sequence[LaneFrame]) -> np.ndar
     """Summed F-score counts of many frames (:func:`fscore_counts_from_samples` rules): lanes sampled at once, the
     costs of every GT x prediction pair of every frame as one flat list, one min-cost assignment per frame."""
     out = np.zeros(5)
-    gs, gv, gk = fscore_samples([x for f in gts for x in f.lanes])
-    ps, pv, pk = fscore_samples([x for f in prs for x in f.lanes])
+    gs, gv, gk = kept_lane_samples([x for f in gts for x in f.lanes])
+    ps, pv, pk = kept_lane_samples([x for f in prs for x in f.lanes])
     g_count = np.bincount(np.repeat(np.arange(len(gts)), [len(f.lanes) for f in gts])[gk], minlength=len(gts))
     p_count = np.bincount(np.repeat(np.arange(len(prs)), [len(f.lanes) for f in prs])[pk], minlength=len(prs))
-    gs, gv, ps, pv = gs[gk], gv[gk], ps[pk], pv[pk]
     out[2], out[3] = g_count.sum(), p_count.sum()
     pairs = g_count * p_count
     if not pairs.sum():

@@ -498,17 +498,33 @@ def fscore_samples(lanes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray,
     visible (K, 100), kept (K,))`` for the ``K`` input lanes (``kept`` False for a lane the devkit drops)."""
     samples = np.zeros((len(lanes), 100, 2))
     visible = np.zeros((len(lanes), 100), dtype=bool)
+    kept = np.zeros(len(lanes), dtype=bool)
+    part_samples, part_visible, index = kept_lane_samples(lanes)
+    samples[index], visible[index], kept[index] = part_samples, part_visible, True
+    return samples, visible, kept
+
+
+def kept_lane_samples(lanes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The F-score samples of the lanes the devkit keeps only: ``(samples (Q, 100, 2), visible (Q, 100),
+    index (Q,))``, ``index`` the kept lanes' positions in ``lanes`` (increasing)."""
     if not len(lanes):
-        return samples, visible, np.zeros(0, dtype=bool)
+        return np.zeros((0, 100, 2)), np.zeros((0, 100), dtype=bool), np.zeros(0, dtype=np.int64)
     lengths = np.fromiter((len(x) for x in lanes), dtype=np.int64, count=len(lanes))
     flat = np.concatenate(lanes)
     starts = np.cumsum(lengths) - lengths
     first_ok = (lengths > 1) & (flat[starts, 0] < _X_SAMPLES[-1]) & (flat[starts + lengths - 1, 0] > _X_SAMPLES[0])
     index = np.flatnonzero(first_ok)
-    for part in np.array_split(index, max(1, len(index) // 2048)):  # chunks that stay in the cache
-        if part.size:
-            samples[part], visible[part] = _sample_lanes(flat, starts[part], lengths[part])
-    return samples, visible, visible.sum(1) > 1
+    parts = [
+        _sample_lanes(flat, starts[part], lengths[part])  # chunks that stay in the cache
+        for part in np.array_split(index, max(1, len(index) // 2048))
+        if part.size
+    ]
+    if not parts:
+        return np.zeros((0, 100, 2)), np.zeros((0, 100), dtype=bool), np.zeros(0, dtype=np.int64)
+    samples = np.concatenate([p[0] for p in parts])
+    visible = np.concatenate([p[1] for p in parts])
+    seen = visible.sum(1) > 1
+    return samples[seen], visible[seen], index[seen]
 
 
 def _fscore_lanes(lanes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
