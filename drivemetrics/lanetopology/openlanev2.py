@@ -8,8 +8,11 @@ Lane-segment track: ``DET_ls``, ``DET_a`` (area AP, Chamfer 0.5, 1, 1.5 m, two c
 ``TOP_lsls``, ``TOP_lste`` and ``OLUS = mean(DET_ls, DET_a, DET_t, sqrt(TOP_lsls), sqrt(TOP_lste))``.
 
 Default mode fixes (see :mod:`drivemetrics.lanetopology.scoring`; measured effects on the fixture are in the
-domain README section): matching falls back to the next free ground truth, tied confidences form one operating
-point, 11-point AP uses exact recall levels, classes without ground truth are left out of the means (NaN).
+domain page): matching falls back to the next free ground truth, tied confidences form one operating point,
+11-point AP uses exact recall levels, classes without ground truth are left out of the means (NaN), and the
+topology scores charge every predicted edge (edges ranked below a vertex's last correct edge count as misses;
+relations of unmatched predictions are false-positive edges), which closes the topology loophole left after the
+devkit's 2.1 fix.
 
 State: everything the scores need is summed per batch, except the detection AP, which needs each detection's
 confidence and true-positive flag pooled over all frames: ``(N, 3)`` rows ``[channel, confidence, tp]``

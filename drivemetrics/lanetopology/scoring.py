@@ -12,7 +12,20 @@ library's fixes:
 * 11-point AP: recall compared with the grid exactly (``10 * TP >= k * GT``); the devkit compares a float32 recall
   with a float64 ``arange`` grid, which numpy 1.x casts to float32 (so 7/10 does reach 0.7 there, unlike what a
   float64 comparison would give); the exact rule differs from it only for very large GT counts;
-* a class without ground truth has no AP (NaN, left out of means); the devkit gives 1 (nothing predicted) or 0.
+* a class without ground truth has no AP (NaN, left out of means); the devkit gives 1 (nothing predicted) or 0;
+* topology: every predicted edge is charged. The devkit's per-vertex AP (sum of precision at each correct edge /
+  number of GT edges) only looks at the ranking up to the vertex's last correct edge, so an edge predicted below
+  it costs nothing (only a vertex without GT edge notices it), and the relations of a prediction that matches no
+  ground truth are never looked at. Mapping every relation confidence above 0.5 (order kept) or adding
+  low-confidence copies of predicted lanes with their relations therefore raised TOP without better topology
+  (``benchmarks/openlanev2_topology_loophole.py``; reported as the devkit's issue #128 after its 2.1 fill fix). Default
+  mode: (1) every edge the submission predicts (> 0.5) ranked below the vertex's last correct edge and its tie
+  group counts as one more miss: AP = sum of precision at each correct edge / (GT edges + such edges);
+  (2) the relations of an unmatched prediction with a matched one are edges of the matched vertex (GT 0), ranked
+  with the others; the unmatched prediction is no vertex of the mean. The devkit's ``0.5 + eps`` fill for
+  unmatched GT items is kept and not charged by (1). The score stays per vertex, in [0, 1], and equals the
+  devkit's for a vertex without such edges (no predicted edge below its last correct one, no relation with an
+  unmatched prediction above 0.5).
 
 Distances are computed for all frames of a batch at once with :mod:`torch` (Chamfer prefilter, then discrete
 Frechet only for the pairs that pass it).
