@@ -8,8 +8,11 @@ Lane-segment track: ``DET_ls``, ``DET_a`` (area AP, Chamfer 0.5, 1, 1.5 m, two c
 ``TOP_lsls``, ``TOP_lste`` and ``OLUS = mean(DET_ls, DET_a, DET_t, sqrt(TOP_lsls), sqrt(TOP_lste))``.
 
 Default mode fixes (see :mod:`drivemetrics.lanetopology.scoring`; measured effects on the fixture are in the
-domain README section): matching falls back to the next free ground truth, tied confidences form one operating
-point, 11-point AP uses exact recall levels, classes without ground truth are left out of the means (NaN).
+domain page): matching falls back to the next free ground truth, tied confidences form one operating point,
+11-point AP uses exact recall levels, classes without ground truth are left out of the means (NaN), and the
+topology scores charge every predicted edge (edges ranked below a vertex's last correct edge count as misses;
+relations of unmatched predictions are false-positive edges), which closes the topology loophole left after the
+devkit's 2.1 fix.
 
 State: everything the scores need is summed per batch, except the detection AP, which needs each detection's
 confidence and true-positive flag pooled over all frames: ``(N, 3)`` rows ``[channel, confidence, tp]``
@@ -250,7 +253,9 @@ def _topology_sums(
 
     The devkit's relation matrix of a frame (GT-sized): matched GT pairs take the prediction's confidence between
     their predictions, all other entries ``(1 - gt) * (0.5 + float32 eps)``; frames whose GT matrix is empty are
-    left out. Built for every frame and threshold at once from the match index arrays ``(P_f, T)``.
+    left out. Built for every frame and threshold at once from the match index arrays ``(P_f, T)``. Default mode
+    (``reference`` False): the relations of unmatched predictions are added as extra rows / columns
+    (:func:`_with_unmatched_predictions`) and the vertex AP charges edges ranked below the last correct one.
     """
     num_t = len(LANE_THRESHOLDS)
     out = np.zeros((2, num_t))
@@ -276,15 +281,53 @@ def _topology_sums(
     scores = np.repeat(base[:, None], num_t, axis=1)  # (N, T, R, C)
     f, i, j, t = np.nonzero((rmatch >= 0)[:, :, None, :] & (cmatch >= 0)[:, None, :, :])
     scores[f, t, rmatch[f, i, t], cmatch[f, j, t]] = pred_pad[f, i, j]
-    gt_all = np.repeat(gt_pad[:, None], num_t, axis=1).reshape(num * num_t, rows, cols)
-    by_row, by_col = topology_vertex_ap_batch(gt_all, scores.reshape(num * num_t, rows, cols), reference)
-    row_mask = np.repeat(row_ok[:, None], num_t, axis=1).reshape(num * num_t, rows)
-    col_mask = np.repeat(col_ok[:, None], num_t, axis=1).reshape(num * num_t, cols)
+    gt_all = np.repeat(gt_pad[:, None], num_t, axis=1)
+    charged = None
+    if not reference:
+        gt_all, scores, charged = _with_unmatched_predictions(gt_all, scores, pred_pad, rmatch, cmatch)
+        row_ok = np.pad(row_ok, ((0, 0), (0, p_rows)))
+        col_ok = np.pad(col_ok, ((0, 0), (0, p_cols)))
+    shape = (num * num_t, *scores.shape[2:])
+    by_row, by_col = topology_vertex_ap_batch(
+        gt_all.reshape(shape), scores.reshape(shape), reference, None if charged is None else charged.reshape(shape)
+    )
+    row_mask = np.repeat(row_ok[:, None], num_t, axis=1).reshape(num * num_t, -1)
+    col_mask = np.repeat(col_ok[:, None], num_t, axis=1).reshape(num * num_t, -1)
     per_item = (np.where(row_mask, by_row, 0.0).sum(1) + np.where(col_mask, by_col, 0.0).sum(1)).reshape(num, num_t)
     count = (row_mask.sum(1) + col_mask.sum(1)).reshape(num, num_t)
     out[0] = per_item.sum(0)
     out[1] = count.sum(0)
     return out
+
+
+def _with_unmatched_predictions(
+    gt: np.ndarray, scores: np.ndarray, pred: np.ndarray, rmatch: np.ndarray, cmatch: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Default mode: the relation matrices ``(N, T, R, C)`` grown to ``(N, T, R + P_r, C + P_c)`` by one row per
+    predicted row item and one column per predicted column item, holding the relations of *unmatched*
+    predictions with matched ones (GT 0: false positive edges of the matched vertex); ``charged`` marks the
+    entries the submission predicted (not the ``0.5 + eps`` fill). The extra rows / columns are no vertices of
+    the mean (the caller masks them). Returns ``(gt, scores, charged)``.
+    """
+    num, num_t, rows, cols = scores.shape
+    p_rows, p_cols = pred.shape[1:]
+    out = np.zeros((num, num_t, rows + p_rows, cols + p_cols))
+    out[:, :, :rows, :cols] = scores
+    charged = np.zeros(out.shape, dtype=bool)
+    # matched prediction pairs (as in the devkit's matrix)
+    f, i, j, t = np.nonzero((rmatch >= 0)[:, :, None, :] & (cmatch >= 0)[:, None, :, :])
+    charged[f, t, rmatch[f, i, t], cmatch[f, j, t]] = True
+    # matched row item -> unmatched column item: an extra column of the matched row vertex
+    f, i, j, t = np.nonzero((rmatch >= 0)[:, :, None, :] & (cmatch < 0)[:, None, :, :])
+    out[f, t, rmatch[f, i, t], cols + j] = pred[f, i, j]
+    charged[f, t, rmatch[f, i, t], cols + j] = True
+    # unmatched row item -> matched column item: an extra row of the matched column vertex
+    f, i, j, t = np.nonzero((rmatch < 0)[:, :, None, :] & (cmatch >= 0)[:, None, :, :])
+    out[f, t, rows + i, cmatch[f, j, t]] = pred[f, i, j]
+    charged[f, t, rows + i, cmatch[f, j, t]] = True
+    gt_out = np.zeros(out.shape)
+    gt_out[:, :, :rows, :cols] = gt
+    return gt_out, out, charged
 
 
 def _fscore_batch(gts: Sequence[LaneFrame], prs: Sequence[LaneFrame]) -> np.ndarray:

@@ -12,7 +12,20 @@ library's fixes:
 * 11-point AP: recall compared with the grid exactly (``10 * TP >= k * GT``); the devkit compares a float32 recall
   with a float64 ``arange`` grid, which numpy 1.x casts to float32 (so 7/10 does reach 0.7 there, unlike what a
   float64 comparison would give); the exact rule differs from it only for very large GT counts;
-* a class without ground truth has no AP (NaN, left out of means); the devkit gives 1 (nothing predicted) or 0.
+* a class without ground truth has no AP (NaN, left out of means); the devkit gives 1 (nothing predicted) or 0;
+* topology: every predicted edge is charged. The devkit's per-vertex AP (sum of precision at each correct edge /
+  number of GT edges) only looks at the ranking up to the vertex's last correct edge, so an edge predicted below
+  it costs nothing (only a vertex without GT edge notices it), and the relations of a prediction that matches no
+  ground truth are never looked at. Mapping every relation confidence above 0.5 (order kept) or adding
+  low-confidence copies of predicted lanes with their relations therefore raised TOP without better topology
+  (``benchmarks/openlanev2_topology_loophole.py``; reported as the devkit's issue #128 after its 2.1 fill fix). Default
+  mode: (1) every edge the submission predicts (> 0.5) ranked below the vertex's last correct edge and its tie
+  group counts as one more miss: AP = sum of precision at each correct edge / (GT edges + such edges);
+  (2) the relations of an unmatched prediction with a matched one are edges of the matched vertex (GT 0), ranked
+  with the others; the unmatched prediction is no vertex of the mean. The devkit's ``0.5 + eps`` fill for
+  unmatched GT items is kept and not charged by (1). The score stays per vertex, in [0, 1], and equals the
+  devkit's for a vertex without such edges (no predicted edge below its last correct one, no relation with an
+  unmatched prediction above 0.5).
 
 Distances are computed for all frames of a batch at once with :mod:`torch` (Chamfer prefilter, then discrete
 Frechet only for the pairs that pass it).
@@ -418,35 +431,67 @@ def topology_matrix(gt: np.ndarray, pred: np.ndarray, row_match: np.ndarray, col
     return out
 
 
-def topology_vertex_ap(gt: np.ndarray, scores: np.ndarray, reference: bool) -> np.ndarray:
+def topology_vertex_ap(
+    gt: np.ndarray, scores: np.ndarray, reference: bool, charged: np.ndarray | None = None
+) -> np.ndarray:
     """Per-vertex AP of relation matrices: one value per row then one per column, ``(R + C,)``.
 
     For a vertex, the predicted edges are entries ``> 0.5`` ranked by value; AP = sum of precision at each correct
-    edge / number of GT edges; 1 with neither GT nor predicted edges, 0 with only one of them. ``reference``:
-    tied values ranked in index order (the devkit's small-array sort); otherwise a tie is one operating point.
+    edge / number of GT edges; 1 with neither GT nor predicted edges, 0 with only one of them.
+
+    ``reference``: the devkit's AP, tied values ranked in index order (its small-array sort). Otherwise (the
+    default mode) a tie is one operating point, and every *charged* predicted edge ranked below the vertex's last
+    correct edge (after its tie group) counts as one more missed edge: AP = sum of precision at each correct edge
+    / (number of GT edges + number of such edges). The devkit leaves them free, so that mapping every relation
+    confidence above 0.5 (keeping their order) can only gain. The value equals the devkit's wherever no charged
+    edge is ranked below the last correct one, and stays in [0, 1].
+
+    Args:
+        gt: ``(R, C)`` 0/1 ground-truth relations.
+        scores: ``(R, C)`` relation confidences.
+        reference: devkit rules (see above).
+        charged: ``(R, C)`` bool, the entries that the submission predicted (default: all); entries that only
+            stand in for an unmatched ground-truth item (the devkit's ``0.5 + eps`` fill) are not charged.
 
     Examples:
         >>> topology_vertex_ap(np.array([[0, 1], [0, 0]]), np.array([[0.9, 0.8], [0.1, 0.2]]), True)
         array([0.5, 1. , 0. , 1. ])
+        >>> gt, scores = np.array([[1, 0, 0]]), np.array([[0.9, 0.7, 0.6]])
+        >>> topology_vertex_ap(gt, scores, True)[0], topology_vertex_ap(gt, scores, False)[0].round(4)
+        (np.float64(1.0), np.float64(0.3333))
+
+    (default mode: one correct edge at rank 1, then two more predicted edges: ``1 / (1 + 2)``).
     """
-    values = [_vertex_ap_rows(gt, scores, reference), _vertex_ap_rows(gt.T, scores.T, reference)]
+    charged_t = None if charged is None else charged.T
+    values = [_vertex_ap_rows(gt, scores, reference, charged), _vertex_ap_rows(gt.T, scores.T, reference, charged_t)]
     return np.concatenate(values)
 
 
-def topology_vertex_ap_batch(gt: np.ndarray, scores: np.ndarray, reference: bool) -> tuple[np.ndarray, np.ndarray]:
+def topology_vertex_ap_batch(
+    gt: np.ndarray, scores: np.ndarray, reference: bool, charged: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """:func:`topology_vertex_ap` of a batch of zero-padded matrices ``(N, R, C)``: ``(rows (N, R), cols (N, C))``.
 
     Padding rows / columns (GT 0, score 0) add nothing to the other vertices; their own values are meaningless
-    and must be masked by the caller.
+    and must be masked by the caller. ``charged``: ``(N, R, C)`` or None, as in :func:`topology_vertex_ap`.
     """
     num, rows, cols = gt.shape
-    by_row = _vertex_ap_rows(gt.reshape(num * rows, cols), scores.reshape(num * rows, cols), reference)
+    by_row_charged = by_col_charged = None
+    if charged is not None:
+        by_row_charged = charged.reshape(num * rows, cols)
+        by_col_charged = charged.transpose(0, 2, 1).reshape(num * cols, rows)
+    by_row = _vertex_ap_rows(gt.reshape(num * rows, cols), scores.reshape(num * rows, cols), reference, by_row_charged)
     gt_t, scores_t = gt.transpose(0, 2, 1), scores.transpose(0, 2, 1)
-    by_col = _vertex_ap_rows(gt_t.reshape(num * cols, rows), scores_t.reshape(num * cols, rows), reference)
+    by_col = _vertex_ap_rows(
+        gt_t.reshape(num * cols, rows), scores_t.reshape(num * cols, rows), reference, by_col_charged
+    )
     return by_row.reshape(num, rows), by_col.reshape(num, cols)
 
 
-def _vertex_ap_rows(gt: np.ndarray, scores: np.ndarray, reference: bool) -> np.ndarray:
+def _vertex_ap_rows(
+    gt: np.ndarray, scores: np.ndarray, reference: bool, charged: np.ndarray | None = None
+) -> np.ndarray:
+    """Per-row vertex AP of ``(R, C)`` matrices (see :func:`topology_vertex_ap`)."""
     rows, cols = gt.shape
     if rows == 0:
         return np.zeros(0)
@@ -458,19 +503,32 @@ def _vertex_ap_rows(gt: np.ndarray, scores: np.ndarray, reference: bool) -> np.n
     hit = np.take_along_axis(gt.astype(bool) & predicted, order, 1)
     cum_tp = np.cumsum(hit, axis=1)
     rank = np.arange(1, cols + 1)
+    group_end = _last_index_of_runs(np.take_along_axis(key, order, 1))
     if not reference:  # the precision of a tie group is the one at its end
-        key_sorted = np.take_along_axis(key, order, 1)
-        group_end = _last_index_of_runs(key_sorted)
         cum_tp_at = np.take_along_axis(cum_tp, group_end, 1)
         precision = cum_tp_at / (group_end + 1)
     else:
         precision = cum_tp / rank
     num_gt = gt.astype(bool).sum(1)
     num_pred = predicted.sum(1)
+    misses = num_gt
+    if not reference:  # every charged edge ranked below the last correct one counts as one more miss
+        charged_sorted = np.take_along_axis(predicted & (True if charged is None else charged), order, 1)
+        misses = num_gt + _charged_after_last_hit(hit, charged_sorted, group_end)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ap = (precision * hit).sum(1) / num_gt
+        ap = (precision * hit).sum(1) / misses
     ap = np.where((num_gt == 0) | (num_pred == 0), 0.0, ap)
     return np.where((num_gt == 0) & (num_pred == 0), 1.0, ap)
+
+
+def _charged_after_last_hit(hit: np.ndarray, charged: np.ndarray, group_end: np.ndarray) -> np.ndarray:
+    """Per row (entries in rank order): how many charged entries are ranked below the tie group of the last hit,
+    ``(R,)`` int; 0 where the row has no hit."""
+    cols = hit.shape[1]
+    last_hit = cols - 1 - np.argmax(hit[:, ::-1], axis=1)  # index of the last hit (meaningless without a hit)
+    upto = np.take_along_axis(group_end, last_hit[:, None], 1)[:, 0]  # ... extended to the end of its tie group
+    charged_upto = np.take_along_axis(np.cumsum(charged, axis=1), upto[:, None], 1)[:, 0]
+    return np.where(hit.any(1), charged.sum(1) - charged_upto, 0)
 
 
 def _last_index_of_runs(sorted_rows: np.ndarray) -> np.ndarray:
