@@ -51,8 +51,10 @@ __all__ = [
     "UNMATCHED_RELATION",
     "average_precision_11",
     "ego_relaxation",
+    "frame_pairs",
     "fscore_counts",
     "greedy_match",
+    "iou_distance_matrices",
     "iou_distance_matrix",
     "lane_distance_matrices",
     "match_frames",
@@ -72,13 +74,36 @@ UNMATCHED_RELATION = 0.5 + _EPS32
 # distances
 def _pad(lines: Sequence[np.ndarray], dtype: torch.dtype, device: torch.device) -> tuple[Tensor, Tensor]:
     """Stack polylines of different lengths: ``(K, N_max, 3)`` zero-padded, and their lengths ``(K,)``."""
-    n_max = max((len(x) for x in lines), default=1)
+    lengths = np.fromiter((len(x) for x in lines), dtype=np.int64, count=len(lines))
+    n_max = int(lengths.max()) if len(lines) else 1
     out = np.zeros((len(lines), n_max, 3))
-    lengths = np.zeros(len(lines), dtype=np.int64)
-    for k, x in enumerate(lines):
-        out[k, : len(x)] = x
-        lengths[k] = len(x)
+    if len(lines):
+        out[
+            np.repeat(np.arange(len(lines)), lengths),
+            np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths),
+        ] = np.concatenate(lines)
     return torch.from_numpy(out).to(device=device, dtype=dtype), torch.from_numpy(lengths).to(device)
+
+
+def frame_pairs(rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every (row item, column item) pair of every frame as one flat list.
+
+    Args:
+        rows / cols: ``(F,)`` item counts per frame (items of all frames numbered consecutively).
+
+    Returns:
+        ``(row index (Q,), column index (Q,), pairs per frame (F,))``; frame ``f``'s pairs are row-major, GT rows.
+
+    Examples:
+        >>> [x.tolist() for x in frame_pairs(np.array([2, 1]), np.array([1, 2]))]
+        [[0, 1, 2, 2], [0, 0, 1, 2], [2, 2]]
+    """
+    pairs = rows * cols
+    frame = np.repeat(np.arange(len(rows)), pairs)
+    local = np.arange(pairs.sum()) - np.repeat(np.cumsum(pairs) - pairs, pairs)
+    row = np.repeat(np.cumsum(rows) - rows, pairs) + local // np.maximum(cols, 1)[frame]
+    col = np.repeat(np.cumsum(cols) - cols, pairs) + local % np.maximum(cols, 1)[frame]
+    return row, col, pairs
 
 
 def _gt_chamfer(gt: Tensor, gt_len: Tensor, pred: Tensor, pred_len: Tensor) -> Tensor:
@@ -146,18 +171,12 @@ def lane_distance_matrices(
     dtype = torch.float64
     gt_all = [x for lanes in gt_frames for x in lanes]
     pred_all = [x for lanes in pred_frames for x in lanes]
-    gi_list, pj_list, shapes = [], [], []
-    g0 = p0 = 0
-    for lanes_g, lanes_p in zip(gt_frames, pred_frames, strict=True):
-        ng, np_ = len(lanes_g), len(lanes_p)
-        rows_g, cols_p = np.meshgrid(np.arange(ng), np.arange(np_), indexing="ij")
-        gi_list.append(rows_g.reshape(-1) + g0)
-        pj_list.append(cols_p.reshape(-1) + p0)
-        shapes.append((ng, np_))
-        g0 += ng
-        p0 += np_
-    gi = torch.from_numpy(np.concatenate(gi_list) if gi_list else np.zeros(0, dtype=np.int64)).to(device)
-    pj = torch.from_numpy(np.concatenate(pj_list) if pj_list else np.zeros(0, dtype=np.int64)).to(device)
+    if len(gt_frames) != len(pred_frames):
+        raise ValueError(f"{len(gt_frames)} GT frames and {len(pred_frames)} prediction frames: they must pair up")
+    num_g = np.fromiter((len(x) for x in gt_frames), dtype=np.int64, count=len(gt_frames))
+    num_p = np.fromiter((len(x) for x in pred_frames), dtype=np.int64, count=len(pred_frames))
+    gi_np, pj_np, _ = frame_pairs(num_g, num_p)
+    gi, pj = torch.from_numpy(gi_np).to(device), torch.from_numpy(pj_np).to(device)
     relax = torch.from_numpy(ego_relaxation(gt_all)).to(device=device, dtype=dtype)
     values = torch.full((gi.shape[0],), REJECTED_DISTANCE, dtype=dtype, device=device)
     if gi.numel():
@@ -166,43 +185,39 @@ def lane_distance_matrices(
         if gt_sides is not None and pred_sides is not None:
             sides_g = [_pad([x for f in gt_sides for x in f[s]], dtype, device) for s in (0, 1)]
             sides_p = [_pad([x for f in pred_sides for x in f[s]], dtype, device) for s in (0, 1)]
-        # Chamfer prefilter (chunks bounded by point pairs), then Frechet for the kept pairs. A pair whose
-        # bounding boxes are already ``prefilter / relaxation`` apart cannot pass (Chamfer >= the box gap): it
-        # is rejected without computing its point distances.
+        # A pair whose bounding boxes are already ``prefilter / relaxation`` apart cannot pass the Chamfer
+        # prefilter (Chamfer >= the box gap): it is rejected without computing its point distances.
         g_lo, g_hi = _boxes(g_pts, g_len)
         p_lo, p_hi = _boxes(p_pts, p_len)
         gap = torch.linalg.vector_norm(
             torch.clamp(torch.maximum(p_lo[pj] - g_hi[gi], g_lo[gi] - p_hi[pj]), min=0), dim=-1
         )
         near = torch.nonzero(gap * relax[gi] < prefilter)[:, 0]
-        chunk_pairs = max(1, max_elements // (g_pts.shape[1] * p_pts.shape[1]))
-        cham = torch.cat(
-            [
-                _gt_chamfer(g_pts[gi[part]], g_len[gi[part]], p_pts[pj[part]], p_len[pj[part]])
-                for part in near.split(chunk_pairs)
-            ]
-            or [values.new_zeros(0)]
-        )
-        keep = near[cham * relax[gi[near]] < prefilter]
-        chunk_kept = max(1, max_elements // max(g_pts.shape[1], p_pts.shape[1]))
-        for part in keep.split(chunk_kept):
+        # Frechet first: the Chamfer distance never exceeds it (every point's nearest distance is at most the
+        # distance to the point a coupling pairs it with), so a pair whose relaxed Frechet is below the prefilter
+        # passes it; the Chamfer prefilter is computed only for the other pairs that the bound keeps.
+        chunk = max(1, max_elements // max(g_pts.shape[1], p_pts.shape[1]))
+        for part in near.split(chunk):
             gk, pk = gi[part], pj[part]
             bound = None
             if max_distance is not None:  # raw Frechet bound of a relaxed distance that can still match
                 bound = max_distance * (1 + 1e-9) / relax[gk] * (2.0 if gt_sides is not None else 1.0)
-            dist = bounded_frechet_distance_pairs(g_pts[gk], p_pts[pk], g_len[gk], p_len[pk], bound)
-            rejected = torch.isinf(dist)
+            frechet = bounded_frechet_distance_pairs(g_pts[gk], p_pts[pk], g_len[gk], p_len[pk], bound)
+            unsure = torch.nonzero(torch.isfinite(frechet) & (frechet * relax[gk] >= prefilter))[:, 0]
+            if unsure.numel():
+                cham = _gt_chamfer(g_pts[gk[unsure]], g_len[gk[unsure]], p_pts[pk[unsure]], p_len[pk[unsure]])
+                failed = unsure[cham * relax[gk[unsure]] >= prefilter]
+                frechet[failed] = torch.inf
+            kept = torch.nonzero(torch.isfinite(frechet))[:, 0]
+            gk, pk, dist = gk[kept], pk[kept], frechet[kept]
             if gt_sides is not None and pred_sides is not None:
                 for (sg, sg_len), (sp, sp_len) in zip(sides_g, sides_p, strict=True):
                     dist = dist + _gt_chamfer(sg[gk], sg_len[gk], sp[pk], sp_len[pk])
                 dist = 0.5 * dist
-            values[part] = torch.where(rejected, REJECTED_DISTANCE, dist * relax[gk])
+            values[part[kept]] = dist * relax[gk]
     flat = values.cpu().numpy()
-    out, start = [], 0
-    for ng, np_ in shapes:
-        out.append(flat[start : start + ng * np_].reshape(ng, np_))
-        start += ng * np_
-    return out
+    parts = np.split(flat, np.cumsum(num_g * num_p)[:-1])
+    return [part.reshape(ng, np_) for part, ng, np_ in zip(parts, num_g, num_p, strict=True)]
 
 
 def _boxes(points: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
@@ -238,6 +253,29 @@ def iou_distance_matrix(gt_boxes: np.ndarray, pred_boxes: np.ndarray) -> np.ndar
     """
     g = np.asarray(gt_boxes, dtype=np.float32).reshape(-1, 2, 2)[:, None]
     p = np.asarray(pred_boxes, dtype=np.float32).reshape(-1, 2, 2)[None, :]
+    return _iou_distance(g, p)
+
+
+def iou_distance_matrices(gt_frames: Sequence[np.ndarray], pred_frames: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """:func:`iou_distance_matrix` of many frames at once (boxes ``(G_f, 2, 2)`` / ``(P_f, 2, 2)`` per frame).
+
+    Examples:
+        >>> gt = [np.zeros((2, 2, 2)), np.zeros((0, 2, 2))]
+        >>> [m.shape for m in iou_distance_matrices(gt, [np.ones((3, 2, 2))] * 2)]
+        [(2, 3), (0, 3)]
+    """
+    num_g = np.fromiter((len(x) for x in gt_frames), dtype=np.int64, count=len(gt_frames))
+    num_p = np.fromiter((len(x) for x in pred_frames), dtype=np.int64, count=len(pred_frames))
+    gi, pj, pairs = frame_pairs(num_g, num_p)
+    g_all = np.concatenate([np.zeros((0, 2, 2), dtype=np.float32), *[np.asarray(x, np.float32) for x in gt_frames]])
+    p_all = np.concatenate([np.zeros((0, 2, 2), dtype=np.float32), *[np.asarray(x, np.float32) for x in pred_frames]])
+    flat = _iou_distance(g_all[gi], p_all[pj])
+    parts = np.split(flat, np.cumsum(pairs)[:-1])
+    return [x.reshape(g, p) for x, g, p in zip(parts, num_g, num_p, strict=True)]
+
+
+def _iou_distance(g: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """``1 - IoU`` of paired float32 boxes ``(..., 2, 2)`` (the float32 arithmetic of the devkit)."""
     width = np.maximum(np.minimum(p[..., 1, 0], g[..., 1, 0]) - np.maximum(p[..., 0, 0], g[..., 0, 0]), 0)
     height = np.maximum(np.minimum(p[..., 1, 1], g[..., 1, 1]) - np.maximum(p[..., 0, 1], g[..., 0, 1]), 0)
     inter = width * height
@@ -516,15 +554,35 @@ _RATIO_TH = FSCORE_RATIO_TH
 def fscore_samples(lanes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`_fscore_lanes` for the lanes of many frames at once, before dropping lanes: ``(samples (K, 100, 2),
     visible (K, 100), kept (K,))`` for the ``K`` input lanes (``kept`` False for a lane the devkit drops)."""
-    first_ok = np.array([x.shape[0] > 1 and x[0, 0] < _X_SAMPLES[-1] and x[-1, 0] > _X_SAMPLES[0] for x in lanes])
     samples = np.zeros((len(lanes), 100, 2))
     visible = np.zeros((len(lanes), 100), dtype=bool)
-    index = np.flatnonzero(first_ok) if len(lanes) else np.zeros(0, dtype=np.int64)
-    if index.size:
-        s, v, _ = _sample_lanes([lanes[i] for i in index])
-        samples[index], visible[index] = s, v
-    kept = visible.sum(1) > 1 if len(lanes) else np.zeros(0, dtype=bool)
+    kept = np.zeros(len(lanes), dtype=bool)
+    part_samples, part_visible, index = kept_lane_samples(lanes)
+    samples[index], visible[index], kept[index] = part_samples, part_visible, True
     return samples, visible, kept
+
+
+def kept_lane_samples(lanes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The F-score samples of the lanes the devkit keeps only: ``(samples (Q, 100, 2), visible (Q, 100),
+    index (Q,))``, ``index`` the kept lanes' positions in ``lanes`` (increasing)."""
+    if not len(lanes):
+        return np.zeros((0, 100, 2)), np.zeros((0, 100), dtype=bool), np.zeros(0, dtype=np.int64)
+    lengths = np.fromiter((len(x) for x in lanes), dtype=np.int64, count=len(lanes))
+    flat = np.concatenate(lanes)
+    starts = np.cumsum(lengths) - lengths
+    first_ok = (lengths > 1) & (flat[starts, 0] < _X_SAMPLES[-1]) & (flat[starts + lengths - 1, 0] > _X_SAMPLES[0])
+    index = np.flatnonzero(first_ok)
+    parts = [
+        _sample_lanes(flat, starts[part], lengths[part])  # chunks that stay in the cache
+        for part in np.array_split(index, max(1, len(index) // 2048))
+        if part.size
+    ]
+    if not parts:
+        return np.zeros((0, 100, 2)), np.zeros((0, 100), dtype=bool), np.zeros(0, dtype=np.int64)
+    samples = np.concatenate([p[0] for p in parts])
+    visible = np.concatenate([p[1] for p in parts])
+    seen = visible.sum(1) > 1
+    return samples[seen], visible[seen], index[seen]
 
 
 def _fscore_lanes(lanes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -539,30 +597,38 @@ def _fscore_lanes(lanes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return samples[kept], visible[kept]
 
 
-def _sample_lanes(kept: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Samples and visibility of lanes (all of them; no filtering)."""
-    n_max = max(len(x) for x in kept)
-    pts = np.full((len(kept), n_max, 3), np.inf)
-    lengths = np.array([len(x) for x in kept])
-    for k, x in enumerate(kept):
-        pts[k, : len(x)] = x
-    order = np.argsort(pts[:, :, 0], axis=1, kind="stable")  # padding (inf) sorts last
-    ordered = np.take_along_axis(pts, order[:, :, None], 1)
-    x = ordered[:, :, 0]
+def _sample_lanes(flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Samples ``(K, 100, 2)`` and visibility ``(K, 100)`` of the lanes ``flat[starts[k] : starts[k] + lengths[k]]``
+    (``flat`` ``(N, 3)``: the points of all lanes); no filtering."""
+    num, n_max = len(lengths), int(lengths.max())
+    # edge padding (the last point repeated): a lane whose x never decreases stays sorted, and a stable sort of it
+    # is the identity, so only the other lanes are sorted
+    index = np.minimum(np.arange(n_max)[None], lengths[:, None] - 1) + starts[:, None]
+    x = flat[index, 0]
+    unsorted = np.flatnonzero((np.diff(x, axis=1) < 0).any(1))
+    if unsorted.size:
+        inside = np.arange(n_max)[None] < lengths[unsorted, None]
+        order = np.argsort(np.where(inside, x[unsorted], np.inf), axis=1, kind="stable")  # padding sorts last
+        last_sorted = np.take_along_axis(order, lengths[unsorted, None] - 1, 1)  # padding: the largest x again
+        index[unsorted] = np.take_along_axis(index[unsorted], np.where(inside, order, last_sorted), 1)
+        x[unsorted] = flat[index[unsorted], 0]
     # searchsorted(x, sample, "left") per lane, all lanes at once
-    samples_x = np.broadcast_to(_X_SAMPLES, (len(kept), len(_X_SAMPLES)))
-    idx = torch.searchsorted(torch.from_numpy(np.ascontiguousarray(x)), torch.from_numpy(samples_x.copy())).numpy()
+    samples_x = np.broadcast_to(_X_SAMPLES, (num, len(_X_SAMPLES)))
+    idx = torch.searchsorted(torch.from_numpy(x), torch.from_numpy(samples_x.copy())).numpy()
     idx = np.clip(idx, 1, lengths[:, None] - 1)
-    lane = np.arange(len(kept))[:, None]
-    lo = ordered[lane, idx - 1]
-    hi = ordered[lane, idx]
+    point_hi = np.take_along_axis(index, idx, 1)  # rows of ``flat`` of each sample's segment ends
+    point_lo = point_hi - 1 if not unsorted.size else np.take_along_axis(index, idx - 1, 1)
+    columns = [np.ascontiguousarray(flat[:, c]) for c in range(3)]
+    x_lo, x_hi = columns[0].take(point_lo), columns[0].take(point_hi)
+    out = np.empty((num, len(_X_SAMPLES), 2))
     with np.errstate(divide="ignore", invalid="ignore"):
-        slope = (hi[..., 1:] - lo[..., 1:]) / (hi[..., :1] - lo[..., :1])
-    samples = slope * (_X_SAMPLES[None, :, None] - lo[..., :1]) + lo[..., 1:]
+        for c in (0, 1):
+            lo, hi = columns[c + 1].take(point_lo), columns[c + 1].take(point_hi)
+            out[..., c] = (hi - lo) / (x_hi - x_lo) * (_X_SAMPLES[None] - x_lo) + lo
     x_min = x[:, 0]
-    x_max = np.take_along_axis(x, (lengths - 1)[:, None], 1)[:, 0]
+    x_max = x[np.arange(num), lengths - 1]
     visible = (_X_SAMPLES[None] >= x_min[:, None]) & (_X_SAMPLES[None] <= x_max[:, None])
-    return samples, visible, visible.sum(1) > 1
+    return out, visible
 
 
 def fscore_counts(gt_lanes: Sequence[np.ndarray], pred_lanes: Sequence[np.ndarray]) -> np.ndarray:
