@@ -114,20 +114,29 @@ def _paired_means(
 
 
 def _boxes(points: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
-    """Bounding boxes ``(low, high)`` of the valid points, each ``(..., D)``."""
-    mask = point_mask(lengths, points.shape[-2]).unsqueeze(-1)
+    """Bounding boxes ``(low, high)`` of the valid points, each ``(..., D)`` (absent lines: ``low > high``)."""
     big = torch.finfo(points.dtype).max
-    low = torch.where(mask, points, torch.full_like(points, big)).amin(-2)
-    high = torch.where(mask, points, torch.full_like(points, -big)).amax(-2)
-    return low.detach(), high.detach()
+    low = torch.full((*lengths.shape, points.shape[-1]), big, dtype=points.dtype, device=points.device)
+    high = torch.full_like(low, -big)
+    present = lengths > 0
+    lines, line_lengths = points.detach()[present], lengths[present]  # only present lines: padding costs nothing
+    if bool((line_lengths == points.shape[-2]).all()):
+        low[present], high[present] = lines.amin(-2), lines.amax(-2)
+    else:
+        mask = point_mask(line_lengths, points.shape[-2]).unsqueeze(-1)
+        low[present] = torch.where(mask, lines, torch.full_like(lines, big)).amin(-2)
+        high[present] = torch.where(mask, lines, torch.full_like(lines, -big)).amax(-2)
+    return low, high
 
 
 def _points_to_box(points: Tensor, lengths: Tensor, low: Tensor, high: Tensor) -> Tensor:
     """``(K,)``: mean distance of each line's valid points ``(K, P, D)`` to a box ``(K, D)``."""
     p = points.detach()
-    gap = (low[:, None] - p).clamp_min(0) + (p - high[:, None]).clamp_min(0)
+    # low <= high: at most one side is positive, so this is exactly the sum of both clamped gaps
+    gap = torch.maximum(low[:, None] - p, p - high[:, None]).clamp_min(0)
     dist = gap.square().sum(-1).sqrt()
-    dist = torch.where(point_mask(lengths, points.shape[-2]), dist, torch.zeros_like(dist))
+    if not bool((lengths == points.shape[-2]).all()):
+        dist = torch.where(point_mask(lengths, points.shape[-2]), dist, torch.zeros_like(dist))
     return dist.sum(-1) / lengths.clamp_min(1)
 
 

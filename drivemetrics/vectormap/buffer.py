@@ -174,16 +174,26 @@ def buffers_intersect(
         return ((line != first).any(-1) & point_mask(lengths, line.shape[1])).any(-1)
 
     both = positive_length(a64, a_lengths) & positive_length(b64, b_lengths)
-    per_pair = max(1, a.shape[1] * b.shape[1] * 2)
+    # first witness: the middle point of `a` against all segment rectangles of `b` (decides most close pairs)
+    rows = torch.arange(num_pairs, device=a.device)
+    middle = a64[rows, ((a_lengths - 1).clamp_min(0) // 2)].unsqueeze(1)  # (K, 1, 2)
+    per_pair = max(1, b.shape[1] * 2)
     chunk = max(1, max_elements // per_pair)
-    # witnesses: every `stride`-th point of one line tested against all segment rectangles of the other
-    stride_a = max(1, a.shape[1] // 12)
-    stride_b = max(1, b.shape[1] // 12)
     for start in range(0, num_pairs, chunk):
         s = slice(start, start + chunk)
-        hit = _inside_rectangles(a64[s, ::stride_a], a_mask[s, ::stride_a], b64[s], b_lengths[s], distance)
-        hit |= _inside_rectangles(b64[s, ::stride_b], b_mask[s, ::stride_b], a64[s], a_lengths[s], distance)
-        result[s] = hit & both[s]
+        present = (a_lengths[s] > 0).unsqueeze(1)
+        result[s] = _inside_rectangles(middle[s], present, b64[s], b_lengths[s], distance) & both[s]
+    # then every `stride`-th point of one line against all segment rectangles of the other, for the rest
+    open_pairs = (~result & both).nonzero().flatten()
+    per_pair = max(1, a.shape[1] * b.shape[1] * 2)
+    chunk = max(1, max_elements // per_pair)
+    stride_a = max(1, a.shape[1] // 12)
+    stride_b = max(1, b.shape[1] // 12)
+    for start in range(0, open_pairs.numel(), chunk):
+        k = open_pairs[start : start + chunk]
+        hit = _inside_rectangles(a64[k, ::stride_a], a_mask[k, ::stride_a], b64[k], b_lengths[k], distance)
+        hit |= _inside_rectangles(b64[k, ::stride_b], b_mask[k, ::stride_b], a64[k], a_lengths[k], distance)
+        result[k] = hit
     for k in (~result & both).nonzero().flatten().tolist():
         pieces_a = buffer_pieces(a64[k, : int(a_lengths[k])], distance, mitre_limit)
         pieces_b = buffer_pieces(b64[k, : int(b_lengths[k])], distance, mitre_limit)
