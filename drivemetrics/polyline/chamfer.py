@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -73,6 +74,54 @@ def _directional_means(
     return a_to_b, b_to_a
 
 
+def _sqrt_exact(values: Tensor) -> Tensor:
+    """Correctly rounded square root: numpy's on the CPU (torch's vectorised CPU ``sqrt`` can be 1 ulp off, so
+    ``torch.cdist`` and scipy, which round each distance exactly, would differ in the last bit), torch's elsewhere."""
+    if values.device.type != "cpu":
+        return values.sqrt()
+    return torch.from_numpy(np.sqrt(values.contiguous().numpy()))
+
+
+def _nearest_without_grad(
+    a: Tensor, a_mask: Tensor, b: Tensor, b_mask: Tensor, pairs_per_step: int
+) -> tuple[Tensor, Tensor]:
+    """Nearest distances ``A -> B (K, Pa)`` and ``B -> A (K, Pb)`` of pairs ``a (K, Pa, D)``, ``b (K, Pb, D)``.
+
+    The values of scipy's ``cdist`` (squared differences summed coordinate by coordinate, correctly rounded root;
+    ``torch.cdist`` gives the same in 2-D, and can be 1 ulp off in 3-D), without a root per point pair: the
+    minimum is taken on squared distances, then the root of the minima only (the root is monotone). Vectorised
+    along the points, ``pairs_per_step`` pairs at a time so that
+    the squared-distance block stays in cache. No gradient.
+    """
+    forward, backward = [], []
+    for start in range(0, a.shape[0], pairs_per_step):
+        s = slice(start, start + pairs_per_step)
+        delta = a[s, :, 0, None] - b[s, None, :, 0]  # (k, Pa, Pb)
+        squared = delta.mul_(delta)
+        for d in range(1, a.shape[-1]):
+            delta = a[s, :, d, None] - b[s, None, :, d]
+            squared.add_(delta.mul_(delta))
+        if not bool(b_mask[s].all()):
+            squared.masked_fill_(~b_mask[s, None, :], torch.inf)
+        forward.append(squared.amin(-1))
+        if not bool(a_mask[s].all()):
+            squared.masked_fill_(~a_mask[s, :, None], torch.inf)
+        backward.append(squared.amin(-2))
+    return _sqrt_exact(torch.cat(forward)), _sqrt_exact(torch.cat(backward))
+
+
+def _directional_means_without_grad(
+    a: Tensor, a_mask: Tensor, a_lengths: Tensor, b: Tensor, b_mask: Tensor, b_lengths: Tensor
+) -> tuple[Tensor, Tensor]:
+    """:func:`_directional_means` of pairs ``(K, Pa, D)``, ``(K, Pb, D)`` without gradient: the same values, about
+    4x faster on the CPU (see :func:`_nearest_without_grad`)."""
+    pairs_per_step = max(1, (1 << 15) // max(1, a.shape[1] * b.shape[1]))
+    a_to_b, b_to_a = _nearest_without_grad(a, a_mask, b, b_mask, pairs_per_step)
+    a_to_b = torch.where(a_mask, a_to_b, torch.zeros_like(a_to_b)).cumsum(-1)[..., -1] / a_lengths.clamp_min(1)
+    b_to_a = torch.where(b_mask, b_to_a, torch.zeros_like(b_to_a)).cumsum(-1)[..., -1] / b_lengths.clamp_min(1)
+    return a_to_b, b_to_a
+
+
 def _paired_means(
     a: Tensor, a_lengths: Tensor, b: Tensor, b_lengths: Tensor, max_elements: int
 ) -> tuple[Tensor, Tensor]:
@@ -87,6 +136,7 @@ def _paired_means(
     backward = torch.zeros(num, dtype=dtype, device=a.device)
     if num == 0:
         return forward, backward
+    needs_grad = torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)
     # buckets of lines whose lengths round up to the same powers of two; each chunk is cut to its longest lines
     bucket_a = torch.ceil(torch.log2(a_lengths.clamp_min(1).to(torch.float64))).long()
     bucket_b = torch.ceil(torch.log2(b_lengths.clamp_min(1).to(torch.float64))).long()
@@ -102,7 +152,8 @@ def _paired_means(
             index = order[chunk_start : min(chunk_start + step, start + count)]
             la, lb = a_lengths[index], b_lengths[index]
             pa, pb = max(1, int(la.max())), max(1, int(lb.max()))
-            f, r = _directional_means(a[index, :pa], point_mask(la, pa), la, b[index, :pb], point_mask(lb, pb), lb)
+            means = _directional_means if needs_grad else _directional_means_without_grad
+            f, r = means(a[index, :pa], point_mask(la, pa), la, b[index, :pb], point_mask(lb, pb), lb)
             pieces_f.append(f)
             pieces_b.append(r)
             pieces_i.append(index)
