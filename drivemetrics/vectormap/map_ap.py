@@ -59,9 +59,8 @@ def _group_by_class(points: Tensor, lengths: Tensor, labels: Tensor, num_classes
     b, n, c = onehot.nonzero(as_tuple=True)
     source[b, c, position[b, n, c]] = n
     safe = source.clamp_min(0)
-    grouped = points.gather(1, safe.reshape(batch, -1)[..., None, None].expand(-1, -1, *points.shape[-2:])).reshape(
-        batch, num_classes, -1, *points.shape[-2:]
-    )
+    rows = torch.arange(batch, device=lengths.device)[:, None]
+    grouped = points[rows, safe.reshape(batch, -1)].reshape(batch, num_classes, -1, *points.shape[-2:])  # row copies
     grouped_lengths = torch.where(source >= 0, lengths.gather(1, safe.reshape(batch, -1)).reshape(source.shape), 0)
     return grouped, grouped_lengths, source
 
