@@ -66,7 +66,7 @@ def _group_by_class(points: Tensor, lengths: Tensor, labels: Tensor, num_classes
 
 
 def _resample_present(points: Tensor, lengths: Tensor, proto: MapProtocol) -> tuple[Tensor, Tensor]:
-    """Resample the present polylines of ``(B, N, P, D)`` as the protocol says; ``(B, N, S, D)`` and lengths."""
+    """Resample the present polylines of ``(..., N, P, D)`` as the protocol says; ``(..., N, S, D)`` and lengths."""
     present = lengths > 0
     flat_points, flat_lengths = points[present], lengths[present]  # (L, P, D), (L,)
     if proto.resample == "count":
@@ -196,11 +196,12 @@ def vector_map_matches(
     kept = (preds_lengths >= proto.min_pred_points) & (preds_lengths > 0)
     preds_lengths = torch.where(kept, preds_lengths, torch.zeros_like(preds_lengths))
     dtype = torch.float64
-    # resample the present lines only (flat), then regroup by class: padding slots cost nothing
-    pred_r, pred_rl = _resample_present(preds.detach().to(dtype), preds_lengths, proto)
-    gt_r, gt_rl = _resample_present(target.detach().to(dtype), target_lengths, proto)
-    pred_s, pred_sl, source = _group_by_class(pred_r, pred_rl, preds_labels, num_classes)
-    gt_s, gt_sl, _ = _group_by_class(gt_r, gt_rl, target_labels, num_classes)
+    # regroup by class (the input points, fewer than the samples), then resample the present lines only (flat):
+    # padding slots cost nothing
+    pred_g, pred_gl, source = _group_by_class(preds.detach().to(dtype), preds_lengths, preds_labels, num_classes)
+    gt_g, gt_gl, _ = _group_by_class(target.detach().to(dtype), target_lengths, target_labels, num_classes)
+    pred_s, pred_sl = _resample_present(pred_g, pred_gl, proto)
+    gt_s, gt_sl = _resample_present(gt_g, gt_gl, proto)
     pred_len_g, gt_len_g = pred_sl, gt_sl
     # pairs provably farther than the largest threshold never match: not computed (inf), see max_distance
     distances = chamfer_distance_matrix(pred_s, pred_sl, gt_s, gt_sl, max_distance=max(thresholds_t))  # (B, C, K, L)
