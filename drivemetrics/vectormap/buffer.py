@@ -175,11 +175,14 @@ def buffers_intersect(
         return ((line != first).any(-1) & point_mask(lengths, line.shape[1])).any(-1)
 
     both = positive_length(a64, a_lengths) & positive_length(b64, b_lengths)
+    # blocks in cache; with several threads below torch's grain size (2^15), so that each small operation runs in
+    # the calling thread instead of opening a parallel region (which stalls whenever a core is busy)
+    block = min(max_elements, 1 << 16 if torch.get_num_threads() == 1 else 1 << 15)
     # first witness: the middle point of `a` against all segment rectangles of `b` (decides most close pairs)
     rows = torch.arange(num_pairs, device=a.device)
     middle = a64[rows, ((a_lengths - 1).clamp_min(0) // 2)].unsqueeze(1)  # (K, 1, 2)
     per_pair = max(1, b.shape[1])
-    chunk = max(1, min(max_elements, 1 << 16) // per_pair)  # temporaries in cache
+    chunk = max(1, block // per_pair)
     for start in range(0, num_pairs, chunk):
         s = slice(start, start + chunk)
         present = (a_lengths[s] > 0).unsqueeze(1)
@@ -187,7 +190,7 @@ def buffers_intersect(
     # then every `stride`-th point of one line against all segment rectangles of the other, for the rest
     open_pairs = (~result & both).nonzero().flatten()
     per_pair = max(1, a.shape[1] * b.shape[1] // 6)  # 13 witnesses of each line
-    chunk = max(1, min(max_elements, 1 << 16) // per_pair)  # temporaries in cache
+    chunk = max(1, block // per_pair)
     stride_a = max(1, a.shape[1] // 12)
     stride_b = max(1, b.shape[1] // 12)
     for start in range(0, open_pairs.numel(), chunk):
