@@ -42,8 +42,13 @@ from drivemetrics.polyline.average_precision import (
     pooled_precision_recall,
 )
 from drivemetrics.polyline.chamfer import chamfer_distance, chamfer_distance_matrix, point_distance_matrix
-from drivemetrics.polyline.frechet import frechet_distance_matrix, frechet_distance_pairs, soft_frechet_distance_pairs
-from drivemetrics.polyline.matching import greedy_match, nearest_target, score_rank
+from drivemetrics.polyline.frechet import (
+    bounded_frechet_distance_pairs,
+    frechet_distance_matrix,
+    frechet_distance_pairs,
+    soft_frechet_distance_pairs,
+)
+from drivemetrics.polyline.matching import greedy_match, greedy_match_index, nearest_target, score_rank
 from drivemetrics.polyline.resample import arc_length, interpolate_at, resample_by_count, resample_by_spacing
 from drivemetrics.road.corridor import (
     corridor_curves,
@@ -77,6 +82,7 @@ __all__ = [
     "average_precision_11point",
     "average_precision_area",
     "bev_overlap",
+    "bounded_frechet_distance_pairs",
     "box2d_overlap",
     "box3d_overlap",
     "buffers_intersect",
@@ -104,6 +110,7 @@ __all__ = [
     "geo_topo",
     "graph_iou",
     "greedy_match",
+    "greedy_match_index",
     "interpolate_at",
     "interpolated_precision_11point",
     "junct",

@@ -11,7 +11,7 @@ import torch
 
 from drivemetrics._compat import Compat, check_compat
 from drivemetrics._distributed import Shard, current_shard
-from drivemetrics._pool import map_in_processes
+from drivemetrics._pool import gc_paused, map_in_processes
 from drivemetrics._ragged import RaggedRows
 from drivemetrics.lanetopology.frames import Track
 from drivemetrics.lanetopology.io import detect_track, read_ground_truth, read_predictions, token_name
@@ -22,7 +22,8 @@ __all__ = ["evaluate_openlanev2", "evaluate_openlanev2_files"]
 
 def _chunk_statistics(job: tuple[list[Any], list[Any], Track, Compat, str]) -> dict[str, np.ndarray]:
     preds, target, track, compat, device = job
-    return frame_statistics(preds, target, track, compat, device)
+    with gc_paused():
+        return frame_statistics(preds, target, track, compat, device)
 
 
 def _gather_parts(

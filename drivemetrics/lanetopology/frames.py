@@ -14,7 +14,7 @@ element boxes image pixels ``[[x1, y1], [x2, y2]]``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -102,10 +102,30 @@ def _points(value: Any, where: str, dim: int = 3) -> np.ndarray:
     return arr
 
 
+def _points_unchecked(value: Any, where: str, dim: int = 3) -> np.ndarray:
+    """:func:`_points` without the finiteness check for a float array of the right shape (the caller checks all
+    of a frame's points at once: :func:`_check_finite`); anything else goes through :func:`_points`."""
+    usable = isinstance(value, np.ndarray) and value.dtype.kind == "f" and value.ndim == 2
+    if usable and value.shape[0] >= 2 and value.shape[1] == dim:
+        return value.astype(np.float64, copy=False)
+    return _points(value, where, dim)
+
+
+def _check_finite(lines: Sequence[np.ndarray], where: Callable[[int], str]) -> None:
+    """One finiteness check of many point arrays; on failure, the first bad one is named (``where(k)``)."""
+    if lines and not np.isfinite(np.concatenate(lines)).all():
+        bad = next(k for k, x in enumerate(lines) if not np.isfinite(x).all())
+        raise ValueError(f"{where(bad)}: contains NaN or infinite values")
+
+
 def _confidence(item: Mapping[str, Any], where: str) -> float:
     if "confidence" not in item:
         raise ValueError(f"{where}.confidence: missing")
-    value = float(_as_array(item["confidence"], f"{where}.confidence").reshape(-1)[0])
+    raw = item["confidence"]
+    if isinstance(raw, (float, np.floating)):
+        value = float(raw)
+    else:
+        value = float(_as_array(raw, f"{where}.confidence").reshape(-1)[0])
     if not 0.0 <= value <= 1.0:  # also refuses NaN
         raise ValueError(f"{where}.confidence: {value} is outside [0, 1]")
     return value
@@ -129,6 +149,8 @@ def _matrix(value: Any, shape: tuple[int, int], where: str, is_pred: bool) -> np
         arr = np.zeros(shape)
     if arr.shape != shape:
         raise ValueError(f"{where}: expected shape {shape}, got {arr.shape}")
+    if not arr.size or (arr.min() >= 0 and arr.max() <= 1 and (is_pred or not (arr * (1 - arr)).any())):
+        return arr  # the common case in two or three reductions (NaN fails the comparisons)
     if not np.isfinite(arr).all():
         raise ValueError(f"{where}: contains NaN or infinite values")
     if is_pred and ((arr < 0) | (arr > 1)).any():
@@ -136,6 +158,38 @@ def _matrix(value: Any, shape: tuple[int, int], where: str, is_pred: bool) -> np
     if not is_pred and not ((arr == 0.0) | (arr == 1.0)).all():
         raise ValueError(f"{where}: ground-truth topology must be 0/1")
     return arr
+
+
+def _traffic_elements(
+    te_in: Sequence[Mapping[str, Any]], where: str, is_pred: bool
+) -> tuple[np.ndarray, np.ndarray, list[float]]:
+    """Boxes ``(T, 2, 2)``, attributes ``(T,)`` and confidences of a frame's traffic elements, checked."""
+    boxes = np.zeros((len(te_in), 2, 2))
+    attrs = np.zeros(len(te_in), dtype=np.int64)
+    te_conf: list[float] = []
+    for k, item in enumerate(te_in):
+        at = f"{where}: traffic_element[{k}]"
+        if "points" not in item:
+            raise ValueError(f"{at}.points: missing")
+        box = item["points"]
+        if not (isinstance(box, np.ndarray) and box.dtype.kind == "f" and box.shape == (2, 2)):
+            box = _as_array(box, f"{at}.points")
+        if box.shape != (2, 2):
+            raise ValueError(f"{at}.points: expected a finite box [[x1, y1], [x2, y2]], got shape {box.shape}")
+        boxes[k] = box
+        attribute = item.get("attribute")
+        if attribute is None or int(attribute) != attribute or not 0 <= int(attribute) < 13:
+            raise ValueError(f"{at}.attribute: expected an integer in 0-12, got {attribute!r}")
+        attrs[k] = int(attribute)
+        if is_pred:
+            te_conf.append(_confidence(item, at))
+    finite = np.isfinite(boxes).all(axis=(1, 2))
+    if not finite.all():
+        k = int(np.flatnonzero(~finite)[0])
+        raise ValueError(
+            f"{where}: traffic_element[{k}].points: expected a finite box [[x1, y1], [x2, y2]], got shape (2, 2)"
+        )
+    return boxes, attrs, te_conf
 
 
 def parse_frame(ann: Mapping[str, Any], *, track: Track, is_pred: bool, token: str = "?") -> LaneFrame:
@@ -173,32 +227,21 @@ def parse_frame(ann: Mapping[str, Any], *, track: Track, is_pred: bool, token: s
         if track == "centerline":
             if "points" not in item:
                 raise ValueError(f"{at}.points: missing")
-            lanes.append(_points(item["points"], f"{at}.points"))
+            lanes.append(_points_unchecked(item["points"], f"{at}.points"))
         else:
             for name, out in (("centerline", lanes), ("left_laneline", lefts), ("right_laneline", rights)):
                 if name not in item:
                     raise ValueError(f"{at}.{name}: missing")
-                out.append(_points(item[name], f"{at}.{name}"))
+                out.append(_points_unchecked(item[name], f"{at}.{name}"))
         if is_pred:
             lane_conf.append(_confidence(item, at))
+    if track == "centerline":
+        _check_finite(lanes, lambda k: f"{where}: {lane_key}[{k}].points")
+    else:
+        for name, lines in (("centerline", lanes), ("left_laneline", lefts), ("right_laneline", rights)):
+            _check_finite(lines, lambda k, name=name: f"{where}: {lane_key}[{k}].{name}")  # type: ignore[misc]
     te_in = _items(ann, "traffic_element", where)
-    boxes = np.zeros((len(te_in), 2, 2))
-    attrs = np.zeros(len(te_in), dtype=np.int64)
-    te_conf: list[float] = []
-    for k, item in enumerate(te_in):
-        at = f"{where}: traffic_element[{k}]"
-        if "points" not in item:
-            raise ValueError(f"{at}.points: missing")
-        box = _as_array(item["points"], f"{at}.points")
-        if box.shape != (2, 2) or not np.isfinite(box).all():
-            raise ValueError(f"{at}.points: expected a finite box [[x1, y1], [x2, y2]], got shape {box.shape}")
-        boxes[k] = box
-        attribute = item.get("attribute")
-        if attribute is None or int(attribute) != attribute or not 0 <= int(attribute) < 13:
-            raise ValueError(f"{at}.attribute: expected an integer in 0-12, got {attribute!r}")
-        attrs[k] = int(attribute)
-        if is_pred:
-            te_conf.append(_confidence(item, at))
+    boxes, attrs, te_conf = _traffic_elements(te_in, where, is_pred)
     areas: list[np.ndarray] = []
     area_cat: list[int] = []
     area_conf: list[float] = []

@@ -8,8 +8,11 @@ Lane-segment track: ``DET_ls``, ``DET_a`` (area AP, Chamfer 0.5, 1, 1.5 m, two c
 ``TOP_lsls``, ``TOP_lste`` and ``OLUS = mean(DET_ls, DET_a, DET_t, sqrt(TOP_lsls), sqrt(TOP_lste))``.
 
 Default mode fixes (see :mod:`drivemetrics.lanetopology.scoring`; measured effects on the fixture are in the
-domain README section): matching falls back to the next free ground truth, tied confidences form one operating
-point, 11-point AP uses exact recall levels, classes without ground truth are left out of the means (NaN).
+domain page): matching falls back to the next free ground truth, tied confidences form one operating point,
+11-point AP uses exact recall levels, classes without ground truth are left out of the means (NaN), and the
+topology scores charge every predicted edge (edges ranked below a vertex's last correct edge count as misses;
+relations of unmatched predictions are false-positive edges), which closes the topology loophole left after the
+devkit's 2.1 fix.
 
 State: everything the scores need is summed per batch, except the detection AP, which needs each detection's
 confidence and true-positive flag pooled over all frames: ``(N, 3)`` rows ``[channel, confidence, tp]``
@@ -45,8 +48,9 @@ from drivemetrics.lanetopology.scoring import (
     UNMATCHED_RELATION,
     area_distance_matrix,
     average_precision_11,
-    fscore_samples,
-    iou_distance_matrix,
+    frame_pairs,
+    iou_distance_matrices,
+    kept_lane_samples,
     lane_distance_matrices,
     match_frames,
     topology_vertex_ap_batch,
@@ -164,7 +168,7 @@ def frame_statistics(
     # greedy matching of all frames at once: lanes at every threshold, traffic elements within their attribute
     # (as if each attribute were matched on its own) and pooled
     lane_match = match_frames(lane_d, lane_conf, LANE_THRESHOLDS, reference)
-    te_d = [iou_distance_matrix(g.te_boxes, p.te_boxes) for g, p in zip(gts, prs, strict=True)]
+    te_d = iou_distance_matrices([g.te_boxes for g in gts], [p.te_boxes for p in prs])
     te_attr_match = match_frames(
         te_d, te_conf, [TE_THRESHOLD], reference, [g.te_attribute for g in gts], [p.te_attribute for p in prs]
     )
@@ -249,7 +253,9 @@ def _topology_sums(
 
     The devkit's relation matrix of a frame (GT-sized): matched GT pairs take the prediction's confidence between
     their predictions, all other entries ``(1 - gt) * (0.5 + float32 eps)``; frames whose GT matrix is empty are
-    left out. Built for every frame and threshold at once from the match index arrays ``(P_f, T)``.
+    left out. Built for every frame and threshold at once from the match index arrays ``(P_f, T)``. Default mode
+    (``reference`` False): the relations of unmatched predictions are added as extra rows / columns
+    (:func:`_with_unmatched_predictions`) and the vertex AP charges edges ranked below the last correct one.
     """
     num_t = len(LANE_THRESHOLDS)
     out = np.zeros((2, num_t))
@@ -275,10 +281,18 @@ def _topology_sums(
     scores = np.repeat(base[:, None], num_t, axis=1)  # (N, T, R, C)
     f, i, j, t = np.nonzero((rmatch >= 0)[:, :, None, :] & (cmatch >= 0)[:, None, :, :])
     scores[f, t, rmatch[f, i, t], cmatch[f, j, t]] = pred_pad[f, i, j]
-    gt_all = np.repeat(gt_pad[:, None], num_t, axis=1).reshape(num * num_t, rows, cols)
-    by_row, by_col = topology_vertex_ap_batch(gt_all, scores.reshape(num * num_t, rows, cols), reference)
-    row_mask = np.repeat(row_ok[:, None], num_t, axis=1).reshape(num * num_t, rows)
-    col_mask = np.repeat(col_ok[:, None], num_t, axis=1).reshape(num * num_t, cols)
+    gt_all = np.repeat(gt_pad[:, None], num_t, axis=1)
+    charged = None
+    if not reference:
+        gt_all, scores, charged = _with_unmatched_predictions(gt_all, scores, pred_pad, rmatch, cmatch)
+        row_ok = np.pad(row_ok, ((0, 0), (0, p_rows)))
+        col_ok = np.pad(col_ok, ((0, 0), (0, p_cols)))
+    shape = (num * num_t, *scores.shape[2:])
+    by_row, by_col = topology_vertex_ap_batch(
+        gt_all.reshape(shape), scores.reshape(shape), reference, None if charged is None else charged.reshape(shape)
+    )
+    row_mask = np.repeat(row_ok[:, None], num_t, axis=1).reshape(num * num_t, -1)
+    col_mask = np.repeat(col_ok[:, None], num_t, axis=1).reshape(num * num_t, -1)
     per_item = (np.where(row_mask, by_row, 0.0).sum(1) + np.where(col_mask, by_col, 0.0).sum(1)).reshape(num, num_t)
     count = (row_mask.sum(1) + col_mask.sum(1)).reshape(num, num_t)
     out[0] = per_item.sum(0)
@@ -286,66 +300,91 @@ def _topology_sums(
     return out
 
 
+def _with_unmatched_predictions(
+    gt: np.ndarray, scores: np.ndarray, pred: np.ndarray, rmatch: np.ndarray, cmatch: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Default mode: the relation matrices ``(N, T, R, C)`` grown to ``(N, T, R + P_r, C + P_c)`` by one row per
+    predicted row item and one column per predicted column item, holding the relations of *unmatched*
+    predictions with matched ones (GT 0: false positive edges of the matched vertex); ``charged`` marks the
+    entries the submission predicted (not the ``0.5 + eps`` fill). The extra rows / columns are no vertices of
+    the mean (the caller masks them). Returns ``(gt, scores, charged)``.
+    """
+    num, num_t, rows, cols = scores.shape
+    p_rows, p_cols = pred.shape[1:]
+    out = np.zeros((num, num_t, rows + p_rows, cols + p_cols))
+    out[:, :, :rows, :cols] = scores
+    charged = np.zeros(out.shape, dtype=bool)
+    # matched prediction pairs (as in the devkit's matrix)
+    f, i, j, t = np.nonzero((rmatch >= 0)[:, :, None, :] & (cmatch >= 0)[:, None, :, :])
+    charged[f, t, rmatch[f, i, t], cmatch[f, j, t]] = True
+    # matched row item -> unmatched column item: an extra column of the matched row vertex
+    f, i, j, t = np.nonzero((rmatch >= 0)[:, :, None, :] & (cmatch < 0)[:, None, :, :])
+    out[f, t, rmatch[f, i, t], cols + j] = pred[f, i, j]
+    charged[f, t, rmatch[f, i, t], cols + j] = True
+    # unmatched row item -> matched column item: an extra row of the matched column vertex
+    f, i, j, t = np.nonzero((rmatch < 0)[:, :, None, :] & (cmatch >= 0)[:, None, :, :])
+    out[f, t, rows + i, cmatch[f, j, t]] = pred[f, i, j]
+    charged[f, t, rows + i, cmatch[f, j, t]] = True
+    gt_out = np.zeros(out.shape)
+    gt_out[:, :, :rows, :cols] = gt
+    return gt_out, out, charged
+
+
 def _fscore_batch(gts: Sequence[LaneFrame], prs: Sequence[LaneFrame]) -> np.ndarray:
-    """Summed F-score counts of many frames: lanes sampled at once, the cost matrices of all frames as padded
-    batches, one min-cost assignment per frame (:func:`fscore_counts_from_samples` rules)."""
+    """Summed F-score counts of many frames (:func:`fscore_counts_from_samples` rules): lanes sampled at once, the
+    costs of every GT x prediction pair of every frame as one flat list, one min-cost assignment per frame."""
     out = np.zeros(5)
-    g_all = [x for f in gts for x in f.lanes]
-    p_all = [x for f in prs for x in f.lanes]
-    gs, gv, gk = fscore_samples(g_all)
-    ps, pv, pk = fscore_samples(p_all)
-    g_frame = np.repeat(np.arange(len(gts)), [len(f.lanes) for f in gts])[gk]
-    p_frame = np.repeat(np.arange(len(prs)), [len(f.lanes) for f in prs])[pk]
-    gs, gv, ps, pv = gs[gk], gv[gk], ps[pk], pv[pk]
-    g_count = np.bincount(g_frame, minlength=len(gts))
-    p_count = np.bincount(p_frame, minlength=len(prs))
+    gs, gv, gk = kept_lane_samples([x for f in gts for x in f.lanes])
+    ps, pv, pk = kept_lane_samples([x for f in prs for x in f.lanes])
+    g_count = np.bincount(np.repeat(np.arange(len(gts)), [len(f.lanes) for f in gts])[gk], minlength=len(gts))
+    p_count = np.bincount(np.repeat(np.arange(len(prs)), [len(f.lanes) for f in prs])[pk], minlength=len(prs))
     out[2], out[3] = g_count.sum(), p_count.sum()
-    both_frames = np.flatnonzero((g_count > 0) & (p_count > 0))
-    if not both_frames.size:
+    pairs = g_count * p_count
+    if not pairs.sum():
         return out
-    # slot of each kept lane within its frame, then padded (F, G, ...) / (F, P, ...) arrays
-    g_slot = np.arange(len(g_frame)) - np.r_[0, np.cumsum(g_count)][g_frame]
-    p_slot = np.arange(len(p_frame)) - np.r_[0, np.cumsum(p_count)][p_frame]
-    frames, g_max, p_max = len(gts), int(g_count.max()), int(p_count.max())
-    gs_pad = np.zeros((frames, g_max, 100, 2))
-    gv_pad = np.zeros((frames, g_max, 100), dtype=bool)
-    ps_pad = np.zeros((frames, p_max, 100, 2))
-    pv_pad = np.zeros((frames, p_max, 100), dtype=bool)
-    gs_pad[g_frame, g_slot], gv_pad[g_frame, g_slot] = gs, gv
-    ps_pad[p_frame, p_slot], pv_pad[p_frame, p_slot] = ps, pv
-    chunk = max(1, (1 << 21) // (g_max * p_max * 100))  # sample pairs held at once
-    for start in range(0, len(both_frames), chunk):
-        part = both_frames[start : start + chunk]
-        out += _fscore_chunk(gs_pad[part], gv_pad[part], ps_pad[part], pv_pad[part], g_count[part], p_count[part])
-    return out
-
-
-def _fscore_chunk(
-    gs: np.ndarray, gv: np.ndarray, ps: np.ndarray, pv: np.ndarray, g_count: np.ndarray, p_count: np.ndarray
-) -> np.ndarray:
-    """F-score counts of padded frames ``gs (F, G, 100, 2)``, ``gv (F, G, 100)``, ``ps``, ``pv`` (same for
-    predictions), ``g_count`` / ``p_count`` ``(F,)`` lanes per frame: ``[r_lane, p_lane, 0, 0, match_num]``."""
+    gi, pj, _ = frame_pairs(g_count, p_count)
+    cost, matched = _fscore_pair_costs(gs, gv, ps, pv, gi, pj)
+    cost_int = np.where((cost > 0) & (cost < 1), 1, np.trunc(cost)).astype(np.int64)
+    g_visible, p_visible = gv.sum(1), pv.sum(1)
     from scipy.optimize import linear_sum_assignment
 
-    out = np.zeros(5)
-    both = gv[:, :, None] & pv[:, None, :]
-    neither = ~gv[:, :, None] & ~pv[:, None, :]
-    diff = gs[:, :, None] - ps[:, None, :]
-    dist = np.sqrt(diff[..., 0] ** 2 + diff[..., 1] ** 2)
-    dist = np.where(both, dist, np.where(neither, 0.0, FSCORE_DIST_TH))
-    matched_points = (dist < FSCORE_DIST_TH).sum(-1) - neither.sum(-1)
-    cost = dist.sum(-1)
-    cost_int = np.where((cost > 0) & (cost < 1), 1, np.trunc(cost)).astype(np.int64)
-    g_visible = gv.sum(-1)
-    p_visible = pv.sum(-1)
-    for k in range(len(gs)):
-        rows, cols = linear_sum_assignment(cost_int[k, : g_count[k], : p_count[k]])
-        ok = cost_int[k, rows, cols] < FSCORE_DIST_TH * 100
-        matched = matched_points[k, rows, cols][ok]
-        out[4] += ok.sum()
-        out[0] += (matched / g_visible[k, rows[ok]] >= FSCORE_RATIO_TH).sum()
-        out[1] += (matched / p_visible[k, cols[ok]] >= FSCORE_RATIO_TH).sum()
+    chosen = []
+    starts = np.cumsum(pairs) - pairs
+    for f in np.flatnonzero(pairs):
+        rows, cols = linear_sum_assignment(cost_int[starts[f] : starts[f] + pairs[f]].reshape(g_count[f], p_count[f]))
+        chosen.append(starts[f] + rows * p_count[f] + cols)
+    pick = np.concatenate(chosen)
+    pick = pick[cost_int[pick] < FSCORE_DIST_TH * 100]
+    out[4] = len(pick)
+    out[0] = (matched[pick] / g_visible[gi[pick]] >= FSCORE_RATIO_TH).sum()
+    out[1] = (matched[pick] / p_visible[pj[pick]] >= FSCORE_RATIO_TH).sum()
     return out
+
+
+def _fscore_pair_costs(
+    gs: np.ndarray, gv: np.ndarray, ps: np.ndarray, pv: np.ndarray, gi: np.ndarray, pj: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(cost (Q,), matched points (Q,))`` of the lane pairs ``(gi[q], pj[q])`` (samples ``(K, 100, 2)``).
+
+    Visibility is one run of samples per lane, so a pair whose runs do not overlap has the cost
+    ``1.5 x (visible samples of both)`` (a sum of halves: exact in any order) and no matched point; the others get
+    the per-sample distances summed over the 100 samples as the devkit sums them.
+    """
+    samples = np.arange(gv.shape[1])
+    g_lo, g_hi = np.where(gv, samples, 999).min(1), np.where(gv, samples, -1).max(1)
+    p_lo, p_hi = np.where(pv, samples, 999).min(1), np.where(pv, samples, -1).max(1)
+    cost = FSCORE_DIST_TH * (gv.sum(1)[gi] + pv.sum(1)[pj]).astype(np.float64)
+    matched = np.zeros(len(gi), dtype=np.int64)
+    overlap = np.flatnonzero(np.maximum(g_lo[gi], p_lo[pj]) <= np.minimum(g_hi[gi], p_hi[pj]))
+    for part in np.array_split(overlap, max(1, len(overlap) // 2048)):  # small chunks: reused memory
+        g, p = gi[part], pj[part]
+        both = gv[g] & pv[p]
+        neither = ~(gv[g] | pv[p])
+        dist = np.sqrt((gs[g, :, 0] - ps[p, :, 0]) ** 2 + (gs[g, :, 1] - ps[p, :, 1]) ** 2)
+        dist = np.where(both, dist, np.where(neither, 0.0, FSCORE_DIST_TH))
+        cost[part] = dist.sum(1)
+        matched[part] = (dist < FSCORE_DIST_TH).sum(1) - neither.sum(1)
+    return cost, matched
 
 
 def _mean(values: Sequence[float], reference: bool) -> float:

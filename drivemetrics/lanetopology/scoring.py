@@ -12,7 +12,20 @@ library's fixes:
 * 11-point AP: recall compared with the grid exactly (``10 * TP >= k * GT``); the devkit compares a float32 recall
   with a float64 ``arange`` grid, which numpy 1.x casts to float32 (so 7/10 does reach 0.7 there, unlike what a
   float64 comparison would give); the exact rule differs from it only for very large GT counts;
-* a class without ground truth has no AP (NaN, left out of means); the devkit gives 1 (nothing predicted) or 0.
+* a class without ground truth has no AP (NaN, left out of means); the devkit gives 1 (nothing predicted) or 0;
+* topology: every predicted edge is charged. The devkit's per-vertex AP (sum of precision at each correct edge /
+  number of GT edges) only looks at the ranking up to the vertex's last correct edge, so an edge predicted below
+  it costs nothing (only a vertex without GT edge notices it), and the relations of a prediction that matches no
+  ground truth are never looked at. Mapping every relation confidence above 0.5 (order kept) or adding
+  low-confidence copies of predicted lanes with their relations therefore raised TOP without better topology
+  (``benchmarks/openlanev2_topology_loophole.py``; reported as the devkit's issue #128 after its 2.1 fill fix). Default
+  mode: (1) every edge the submission predicts (> 0.5) ranked below the vertex's last correct edge and its tie
+  group counts as one more miss: AP = sum of precision at each correct edge / (GT edges + such edges);
+  (2) the relations of an unmatched prediction with a matched one are edges of the matched vertex (GT 0), ranked
+  with the others; the unmatched prediction is no vertex of the mean. The devkit's ``0.5 + eps`` fill for
+  unmatched GT items is kept and not charged by (1). The score stays per vertex, in [0, 1], and equals the
+  devkit's for a vertex without such edges (no predicted edge below its last correct one, no relation with an
+  unmatched prediction above 0.5).
 
 Distances are computed for all frames of a batch at once with :mod:`torch` (Chamfer prefilter, then discrete
 Frechet only for the pairs that pass it).
@@ -38,8 +51,10 @@ __all__ = [
     "UNMATCHED_RELATION",
     "average_precision_11",
     "ego_relaxation",
+    "frame_pairs",
     "fscore_counts",
     "greedy_match",
+    "iou_distance_matrices",
     "iou_distance_matrix",
     "lane_distance_matrices",
     "match_frames",
@@ -59,13 +74,36 @@ UNMATCHED_RELATION = 0.5 + _EPS32
 # distances
 def _pad(lines: Sequence[np.ndarray], dtype: torch.dtype, device: torch.device) -> tuple[Tensor, Tensor]:
     """Stack polylines of different lengths: ``(K, N_max, 3)`` zero-padded, and their lengths ``(K,)``."""
-    n_max = max((len(x) for x in lines), default=1)
+    lengths = np.fromiter((len(x) for x in lines), dtype=np.int64, count=len(lines))
+    n_max = int(lengths.max()) if len(lines) else 1
     out = np.zeros((len(lines), n_max, 3))
-    lengths = np.zeros(len(lines), dtype=np.int64)
-    for k, x in enumerate(lines):
-        out[k, : len(x)] = x
-        lengths[k] = len(x)
+    if len(lines):
+        out[
+            np.repeat(np.arange(len(lines)), lengths),
+            np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths),
+        ] = np.concatenate(lines)
     return torch.from_numpy(out).to(device=device, dtype=dtype), torch.from_numpy(lengths).to(device)
+
+
+def frame_pairs(rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every (row item, column item) pair of every frame as one flat list.
+
+    Args:
+        rows / cols: ``(F,)`` item counts per frame (items of all frames numbered consecutively).
+
+    Returns:
+        ``(row index (Q,), column index (Q,), pairs per frame (F,))``; frame ``f``'s pairs are row-major, GT rows.
+
+    Examples:
+        >>> [x.tolist() for x in frame_pairs(np.array([2, 1]), np.array([1, 2]))]
+        [[0, 1, 2, 2], [0, 0, 1, 2], [2, 2]]
+    """
+    pairs = rows * cols
+    frame = np.repeat(np.arange(len(rows)), pairs)
+    local = np.arange(pairs.sum()) - np.repeat(np.cumsum(pairs) - pairs, pairs)
+    row = np.repeat(np.cumsum(rows) - rows, pairs) + local // np.maximum(cols, 1)[frame]
+    col = np.repeat(np.cumsum(cols) - cols, pairs) + local % np.maximum(cols, 1)[frame]
+    return row, col, pairs
 
 
 def _gt_chamfer(gt: Tensor, gt_len: Tensor, pred: Tensor, pred_len: Tensor) -> Tensor:
@@ -133,18 +171,12 @@ def lane_distance_matrices(
     dtype = torch.float64
     gt_all = [x for lanes in gt_frames for x in lanes]
     pred_all = [x for lanes in pred_frames for x in lanes]
-    gi_list, pj_list, shapes = [], [], []
-    g0 = p0 = 0
-    for lanes_g, lanes_p in zip(gt_frames, pred_frames, strict=True):
-        ng, np_ = len(lanes_g), len(lanes_p)
-        rows_g, cols_p = np.meshgrid(np.arange(ng), np.arange(np_), indexing="ij")
-        gi_list.append(rows_g.reshape(-1) + g0)
-        pj_list.append(cols_p.reshape(-1) + p0)
-        shapes.append((ng, np_))
-        g0 += ng
-        p0 += np_
-    gi = torch.from_numpy(np.concatenate(gi_list) if gi_list else np.zeros(0, dtype=np.int64)).to(device)
-    pj = torch.from_numpy(np.concatenate(pj_list) if pj_list else np.zeros(0, dtype=np.int64)).to(device)
+    if len(gt_frames) != len(pred_frames):
+        raise ValueError(f"{len(gt_frames)} GT frames and {len(pred_frames)} prediction frames: they must pair up")
+    num_g = np.fromiter((len(x) for x in gt_frames), dtype=np.int64, count=len(gt_frames))
+    num_p = np.fromiter((len(x) for x in pred_frames), dtype=np.int64, count=len(pred_frames))
+    gi_np, pj_np, _ = frame_pairs(num_g, num_p)
+    gi, pj = torch.from_numpy(gi_np).to(device), torch.from_numpy(pj_np).to(device)
     relax = torch.from_numpy(ego_relaxation(gt_all)).to(device=device, dtype=dtype)
     values = torch.full((gi.shape[0],), REJECTED_DISTANCE, dtype=dtype, device=device)
     if gi.numel():
@@ -153,43 +185,39 @@ def lane_distance_matrices(
         if gt_sides is not None and pred_sides is not None:
             sides_g = [_pad([x for f in gt_sides for x in f[s]], dtype, device) for s in (0, 1)]
             sides_p = [_pad([x for f in pred_sides for x in f[s]], dtype, device) for s in (0, 1)]
-        # Chamfer prefilter (chunks bounded by point pairs), then Frechet for the kept pairs. A pair whose
-        # bounding boxes are already ``prefilter / relaxation`` apart cannot pass (Chamfer >= the box gap): it
-        # is rejected without computing its point distances.
+        # A pair whose bounding boxes are already ``prefilter / relaxation`` apart cannot pass the Chamfer
+        # prefilter (Chamfer >= the box gap): it is rejected without computing its point distances.
         g_lo, g_hi = _boxes(g_pts, g_len)
         p_lo, p_hi = _boxes(p_pts, p_len)
         gap = torch.linalg.vector_norm(
             torch.clamp(torch.maximum(p_lo[pj] - g_hi[gi], g_lo[gi] - p_hi[pj]), min=0), dim=-1
         )
         near = torch.nonzero(gap * relax[gi] < prefilter)[:, 0]
-        chunk_pairs = max(1, max_elements // (g_pts.shape[1] * p_pts.shape[1]))
-        cham = torch.cat(
-            [
-                _gt_chamfer(g_pts[gi[part]], g_len[gi[part]], p_pts[pj[part]], p_len[pj[part]])
-                for part in near.split(chunk_pairs)
-            ]
-            or [values.new_zeros(0)]
-        )
-        keep = near[cham * relax[gi[near]] < prefilter]
-        chunk_kept = max(1, max_elements // max(g_pts.shape[1], p_pts.shape[1]))
-        for part in keep.split(chunk_kept):
+        # Frechet first: the Chamfer distance never exceeds it (every point's nearest distance is at most the
+        # distance to the point a coupling pairs it with), so a pair whose relaxed Frechet is below the prefilter
+        # passes it; the Chamfer prefilter is computed only for the other pairs that the bound keeps.
+        chunk = max(1, max_elements // max(g_pts.shape[1], p_pts.shape[1]))
+        for part in near.split(chunk):
             gk, pk = gi[part], pj[part]
             bound = None
             if max_distance is not None:  # raw Frechet bound of a relaxed distance that can still match
                 bound = max_distance * (1 + 1e-9) / relax[gk] * (2.0 if gt_sides is not None else 1.0)
-            dist = bounded_frechet_distance_pairs(g_pts[gk], p_pts[pk], g_len[gk], p_len[pk], bound)
-            rejected = torch.isinf(dist)
+            frechet = bounded_frechet_distance_pairs(g_pts[gk], p_pts[pk], g_len[gk], p_len[pk], bound)
+            unsure = torch.nonzero(torch.isfinite(frechet) & (frechet * relax[gk] >= prefilter))[:, 0]
+            if unsure.numel():
+                cham = _gt_chamfer(g_pts[gk[unsure]], g_len[gk[unsure]], p_pts[pk[unsure]], p_len[pk[unsure]])
+                failed = unsure[cham * relax[gk[unsure]] >= prefilter]
+                frechet[failed] = torch.inf
+            kept = torch.nonzero(torch.isfinite(frechet))[:, 0]
+            gk, pk, dist = gk[kept], pk[kept], frechet[kept]
             if gt_sides is not None and pred_sides is not None:
                 for (sg, sg_len), (sp, sp_len) in zip(sides_g, sides_p, strict=True):
                     dist = dist + _gt_chamfer(sg[gk], sg_len[gk], sp[pk], sp_len[pk])
                 dist = 0.5 * dist
-            values[part] = torch.where(rejected, REJECTED_DISTANCE, dist * relax[gk])
+            values[part[kept]] = dist * relax[gk]
     flat = values.cpu().numpy()
-    out, start = [], 0
-    for ng, np_ in shapes:
-        out.append(flat[start : start + ng * np_].reshape(ng, np_))
-        start += ng * np_
-    return out
+    parts = np.split(flat, np.cumsum(num_g * num_p)[:-1])
+    return [part.reshape(ng, np_) for part, ng, np_ in zip(parts, num_g, num_p, strict=True)]
 
 
 def _boxes(points: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
@@ -225,6 +253,29 @@ def iou_distance_matrix(gt_boxes: np.ndarray, pred_boxes: np.ndarray) -> np.ndar
     """
     g = np.asarray(gt_boxes, dtype=np.float32).reshape(-1, 2, 2)[:, None]
     p = np.asarray(pred_boxes, dtype=np.float32).reshape(-1, 2, 2)[None, :]
+    return _iou_distance(g, p)
+
+
+def iou_distance_matrices(gt_frames: Sequence[np.ndarray], pred_frames: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """:func:`iou_distance_matrix` of many frames at once (boxes ``(G_f, 2, 2)`` / ``(P_f, 2, 2)`` per frame).
+
+    Examples:
+        >>> gt = [np.zeros((2, 2, 2)), np.zeros((0, 2, 2))]
+        >>> [m.shape for m in iou_distance_matrices(gt, [np.ones((3, 2, 2))] * 2)]
+        [(2, 3), (0, 3)]
+    """
+    num_g = np.fromiter((len(x) for x in gt_frames), dtype=np.int64, count=len(gt_frames))
+    num_p = np.fromiter((len(x) for x in pred_frames), dtype=np.int64, count=len(pred_frames))
+    gi, pj, pairs = frame_pairs(num_g, num_p)
+    g_all = np.concatenate([np.zeros((0, 2, 2), dtype=np.float32), *[np.asarray(x, np.float32) for x in gt_frames]])
+    p_all = np.concatenate([np.zeros((0, 2, 2), dtype=np.float32), *[np.asarray(x, np.float32) for x in pred_frames]])
+    flat = _iou_distance(g_all[gi], p_all[pj])
+    parts = np.split(flat, np.cumsum(pairs)[:-1])
+    return [x.reshape(g, p) for x, g, p in zip(parts, num_g, num_p, strict=True)]
+
+
+def _iou_distance(g: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """``1 - IoU`` of paired float32 boxes ``(..., 2, 2)`` (the float32 arithmetic of the devkit)."""
     width = np.maximum(np.minimum(p[..., 1, 0], g[..., 1, 0]) - np.maximum(p[..., 0, 0], g[..., 0, 0]), 0)
     height = np.maximum(np.minimum(p[..., 1, 1], g[..., 1, 1]) - np.maximum(p[..., 0, 1], g[..., 0, 1]), 0)
     inter = width * height
@@ -380,35 +431,67 @@ def topology_matrix(gt: np.ndarray, pred: np.ndarray, row_match: np.ndarray, col
     return out
 
 
-def topology_vertex_ap(gt: np.ndarray, scores: np.ndarray, reference: bool) -> np.ndarray:
+def topology_vertex_ap(
+    gt: np.ndarray, scores: np.ndarray, reference: bool, charged: np.ndarray | None = None
+) -> np.ndarray:
     """Per-vertex AP of relation matrices: one value per row then one per column, ``(R + C,)``.
 
     For a vertex, the predicted edges are entries ``> 0.5`` ranked by value; AP = sum of precision at each correct
-    edge / number of GT edges; 1 with neither GT nor predicted edges, 0 with only one of them. ``reference``:
-    tied values ranked in index order (the devkit's small-array sort); otherwise a tie is one operating point.
+    edge / number of GT edges; 1 with neither GT nor predicted edges, 0 with only one of them.
+
+    ``reference``: the devkit's AP, tied values ranked in index order (its small-array sort). Otherwise (the
+    default mode) a tie is one operating point, and every *charged* predicted edge ranked below the vertex's last
+    correct edge (after its tie group) counts as one more missed edge: AP = sum of precision at each correct edge
+    / (number of GT edges + number of such edges). The devkit leaves them free, so that mapping every relation
+    confidence above 0.5 (keeping their order) can only gain. The value equals the devkit's wherever no charged
+    edge is ranked below the last correct one, and stays in [0, 1].
+
+    Args:
+        gt: ``(R, C)`` 0/1 ground-truth relations.
+        scores: ``(R, C)`` relation confidences.
+        reference: devkit rules (see above).
+        charged: ``(R, C)`` bool, the entries that the submission predicted (default: all); entries that only
+            stand in for an unmatched ground-truth item (the devkit's ``0.5 + eps`` fill) are not charged.
 
     Examples:
         >>> topology_vertex_ap(np.array([[0, 1], [0, 0]]), np.array([[0.9, 0.8], [0.1, 0.2]]), True)
         array([0.5, 1. , 0. , 1. ])
+        >>> gt, scores = np.array([[1, 0, 0]]), np.array([[0.9, 0.7, 0.6]])
+        >>> topology_vertex_ap(gt, scores, True)[0], topology_vertex_ap(gt, scores, False)[0].round(4)
+        (np.float64(1.0), np.float64(0.3333))
+
+    (default mode: one correct edge at rank 1, then two more predicted edges: ``1 / (1 + 2)``).
     """
-    values = [_vertex_ap_rows(gt, scores, reference), _vertex_ap_rows(gt.T, scores.T, reference)]
+    charged_t = None if charged is None else charged.T
+    values = [_vertex_ap_rows(gt, scores, reference, charged), _vertex_ap_rows(gt.T, scores.T, reference, charged_t)]
     return np.concatenate(values)
 
 
-def topology_vertex_ap_batch(gt: np.ndarray, scores: np.ndarray, reference: bool) -> tuple[np.ndarray, np.ndarray]:
+def topology_vertex_ap_batch(
+    gt: np.ndarray, scores: np.ndarray, reference: bool, charged: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """:func:`topology_vertex_ap` of a batch of zero-padded matrices ``(N, R, C)``: ``(rows (N, R), cols (N, C))``.
 
     Padding rows / columns (GT 0, score 0) add nothing to the other vertices; their own values are meaningless
-    and must be masked by the caller.
+    and must be masked by the caller. ``charged``: ``(N, R, C)`` or None, as in :func:`topology_vertex_ap`.
     """
     num, rows, cols = gt.shape
-    by_row = _vertex_ap_rows(gt.reshape(num * rows, cols), scores.reshape(num * rows, cols), reference)
+    by_row_charged = by_col_charged = None
+    if charged is not None:
+        by_row_charged = charged.reshape(num * rows, cols)
+        by_col_charged = charged.transpose(0, 2, 1).reshape(num * cols, rows)
+    by_row = _vertex_ap_rows(gt.reshape(num * rows, cols), scores.reshape(num * rows, cols), reference, by_row_charged)
     gt_t, scores_t = gt.transpose(0, 2, 1), scores.transpose(0, 2, 1)
-    by_col = _vertex_ap_rows(gt_t.reshape(num * cols, rows), scores_t.reshape(num * cols, rows), reference)
+    by_col = _vertex_ap_rows(
+        gt_t.reshape(num * cols, rows), scores_t.reshape(num * cols, rows), reference, by_col_charged
+    )
     return by_row.reshape(num, rows), by_col.reshape(num, cols)
 
 
-def _vertex_ap_rows(gt: np.ndarray, scores: np.ndarray, reference: bool) -> np.ndarray:
+def _vertex_ap_rows(
+    gt: np.ndarray, scores: np.ndarray, reference: bool, charged: np.ndarray | None = None
+) -> np.ndarray:
+    """Per-row vertex AP of ``(R, C)`` matrices (see :func:`topology_vertex_ap`)."""
     rows, cols = gt.shape
     if rows == 0:
         return np.zeros(0)
@@ -420,19 +503,32 @@ def _vertex_ap_rows(gt: np.ndarray, scores: np.ndarray, reference: bool) -> np.n
     hit = np.take_along_axis(gt.astype(bool) & predicted, order, 1)
     cum_tp = np.cumsum(hit, axis=1)
     rank = np.arange(1, cols + 1)
+    group_end = _last_index_of_runs(np.take_along_axis(key, order, 1))
     if not reference:  # the precision of a tie group is the one at its end
-        key_sorted = np.take_along_axis(key, order, 1)
-        group_end = _last_index_of_runs(key_sorted)
         cum_tp_at = np.take_along_axis(cum_tp, group_end, 1)
         precision = cum_tp_at / (group_end + 1)
     else:
         precision = cum_tp / rank
     num_gt = gt.astype(bool).sum(1)
     num_pred = predicted.sum(1)
+    misses = num_gt
+    if not reference:  # every charged edge ranked below the last correct one counts as one more miss
+        charged_sorted = np.take_along_axis(predicted & (True if charged is None else charged), order, 1)
+        misses = num_gt + _charged_after_last_hit(hit, charged_sorted, group_end)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ap = (precision * hit).sum(1) / num_gt
+        ap = (precision * hit).sum(1) / misses
     ap = np.where((num_gt == 0) | (num_pred == 0), 0.0, ap)
     return np.where((num_gt == 0) & (num_pred == 0), 1.0, ap)
+
+
+def _charged_after_last_hit(hit: np.ndarray, charged: np.ndarray, group_end: np.ndarray) -> np.ndarray:
+    """Per row (entries in rank order): how many charged entries are ranked below the tie group of the last hit,
+    ``(R,)`` int; 0 where the row has no hit."""
+    cols = hit.shape[1]
+    last_hit = cols - 1 - np.argmax(hit[:, ::-1], axis=1)  # index of the last hit (meaningless without a hit)
+    upto = np.take_along_axis(group_end, last_hit[:, None], 1)[:, 0]  # ... extended to the end of its tie group
+    charged_upto = np.take_along_axis(np.cumsum(charged, axis=1), upto[:, None], 1)[:, 0]
+    return np.where(hit.any(1), charged.sum(1) - charged_upto, 0)
 
 
 def _last_index_of_runs(sorted_rows: np.ndarray) -> np.ndarray:
@@ -458,15 +554,35 @@ _RATIO_TH = FSCORE_RATIO_TH
 def fscore_samples(lanes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`_fscore_lanes` for the lanes of many frames at once, before dropping lanes: ``(samples (K, 100, 2),
     visible (K, 100), kept (K,))`` for the ``K`` input lanes (``kept`` False for a lane the devkit drops)."""
-    first_ok = np.array([x.shape[0] > 1 and x[0, 0] < _X_SAMPLES[-1] and x[-1, 0] > _X_SAMPLES[0] for x in lanes])
     samples = np.zeros((len(lanes), 100, 2))
     visible = np.zeros((len(lanes), 100), dtype=bool)
-    index = np.flatnonzero(first_ok) if len(lanes) else np.zeros(0, dtype=np.int64)
-    if index.size:
-        s, v, _ = _sample_lanes([lanes[i] for i in index])
-        samples[index], visible[index] = s, v
-    kept = visible.sum(1) > 1 if len(lanes) else np.zeros(0, dtype=bool)
+    kept = np.zeros(len(lanes), dtype=bool)
+    part_samples, part_visible, index = kept_lane_samples(lanes)
+    samples[index], visible[index], kept[index] = part_samples, part_visible, True
     return samples, visible, kept
+
+
+def kept_lane_samples(lanes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The F-score samples of the lanes the devkit keeps only: ``(samples (Q, 100, 2), visible (Q, 100),
+    index (Q,))``, ``index`` the kept lanes' positions in ``lanes`` (increasing)."""
+    if not len(lanes):
+        return np.zeros((0, 100, 2)), np.zeros((0, 100), dtype=bool), np.zeros(0, dtype=np.int64)
+    lengths = np.fromiter((len(x) for x in lanes), dtype=np.int64, count=len(lanes))
+    flat = np.concatenate(lanes)
+    starts = np.cumsum(lengths) - lengths
+    first_ok = (lengths > 1) & (flat[starts, 0] < _X_SAMPLES[-1]) & (flat[starts + lengths - 1, 0] > _X_SAMPLES[0])
+    index = np.flatnonzero(first_ok)
+    parts = [
+        _sample_lanes(flat, starts[part], lengths[part])  # chunks that stay in the cache
+        for part in np.array_split(index, max(1, len(index) // 2048))
+        if part.size
+    ]
+    if not parts:
+        return np.zeros((0, 100, 2)), np.zeros((0, 100), dtype=bool), np.zeros(0, dtype=np.int64)
+    samples = np.concatenate([p[0] for p in parts])
+    visible = np.concatenate([p[1] for p in parts])
+    seen = visible.sum(1) > 1
+    return samples[seen], visible[seen], index[seen]
 
 
 def _fscore_lanes(lanes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -481,30 +597,38 @@ def _fscore_lanes(lanes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return samples[kept], visible[kept]
 
 
-def _sample_lanes(kept: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Samples and visibility of lanes (all of them; no filtering)."""
-    n_max = max(len(x) for x in kept)
-    pts = np.full((len(kept), n_max, 3), np.inf)
-    lengths = np.array([len(x) for x in kept])
-    for k, x in enumerate(kept):
-        pts[k, : len(x)] = x
-    order = np.argsort(pts[:, :, 0], axis=1, kind="stable")  # padding (inf) sorts last
-    ordered = np.take_along_axis(pts, order[:, :, None], 1)
-    x = ordered[:, :, 0]
+def _sample_lanes(flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Samples ``(K, 100, 2)`` and visibility ``(K, 100)`` of the lanes ``flat[starts[k] : starts[k] + lengths[k]]``
+    (``flat`` ``(N, 3)``: the points of all lanes); no filtering."""
+    num, n_max = len(lengths), int(lengths.max())
+    # edge padding (the last point repeated): a lane whose x never decreases stays sorted, and a stable sort of it
+    # is the identity, so only the other lanes are sorted
+    index = np.minimum(np.arange(n_max)[None], lengths[:, None] - 1) + starts[:, None]
+    x = flat[index, 0]
+    unsorted = np.flatnonzero((np.diff(x, axis=1) < 0).any(1))
+    if unsorted.size:
+        inside = np.arange(n_max)[None] < lengths[unsorted, None]
+        order = np.argsort(np.where(inside, x[unsorted], np.inf), axis=1, kind="stable")  # padding sorts last
+        last_sorted = np.take_along_axis(order, lengths[unsorted, None] - 1, 1)  # padding: the largest x again
+        index[unsorted] = np.take_along_axis(index[unsorted], np.where(inside, order, last_sorted), 1)
+        x[unsorted] = flat[index[unsorted], 0]
     # searchsorted(x, sample, "left") per lane, all lanes at once
-    samples_x = np.broadcast_to(_X_SAMPLES, (len(kept), len(_X_SAMPLES)))
-    idx = torch.searchsorted(torch.from_numpy(np.ascontiguousarray(x)), torch.from_numpy(samples_x.copy())).numpy()
+    samples_x = np.broadcast_to(_X_SAMPLES, (num, len(_X_SAMPLES)))
+    idx = torch.searchsorted(torch.from_numpy(x), torch.from_numpy(samples_x.copy())).numpy()
     idx = np.clip(idx, 1, lengths[:, None] - 1)
-    lane = np.arange(len(kept))[:, None]
-    lo = ordered[lane, idx - 1]
-    hi = ordered[lane, idx]
+    point_hi = np.take_along_axis(index, idx, 1)  # rows of ``flat`` of each sample's segment ends
+    point_lo = point_hi - 1 if not unsorted.size else np.take_along_axis(index, idx - 1, 1)
+    columns = [np.ascontiguousarray(flat[:, c]) for c in range(3)]
+    x_lo, x_hi = columns[0].take(point_lo), columns[0].take(point_hi)
+    out = np.empty((num, len(_X_SAMPLES), 2))
     with np.errstate(divide="ignore", invalid="ignore"):
-        slope = (hi[..., 1:] - lo[..., 1:]) / (hi[..., :1] - lo[..., :1])
-    samples = slope * (_X_SAMPLES[None, :, None] - lo[..., :1]) + lo[..., 1:]
+        for c in (0, 1):
+            lo, hi = columns[c + 1].take(point_lo), columns[c + 1].take(point_hi)
+            out[..., c] = (hi - lo) / (x_hi - x_lo) * (_X_SAMPLES[None] - x_lo) + lo
     x_min = x[:, 0]
-    x_max = np.take_along_axis(x, (lengths - 1)[:, None], 1)[:, 0]
+    x_max = x[np.arange(num), lengths - 1]
     visible = (_X_SAMPLES[None] >= x_min[:, None]) & (_X_SAMPLES[None] <= x_max[:, None])
-    return samples, visible, visible.sum(1) > 1
+    return out, visible
 
 
 def fscore_counts(gt_lanes: Sequence[np.ndarray], pred_lanes: Sequence[np.ndarray]) -> np.ndarray:

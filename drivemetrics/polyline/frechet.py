@@ -69,7 +69,7 @@ def _frechet_dp(a: Tensor, b: Tensor, a_len: Tensor, b_len: Tensor, gamma: float
     m = b.shape[1]
     if gamma is None and k > 0:
         # hard kernel: all point distances of a chunk at once (exact per-pair norms, no matmul expansion)
-        step = max(1, _MAX_ELEMENTS // (n * m))
+        step = max(1, _MAX_ELEMENTS // (n * m * a.shape[-1]))
         if k > step:
             return torch.cat(
                 [
@@ -77,8 +77,7 @@ def _frechet_dp(a: Tensor, b: Tensor, a_len: Tensor, b_len: Tensor, gamma: float
                     for s in range(0, k, step)
                 ]
             )
-        full = torch.cdist(a, b, compute_mode="donot_use_mm_for_euclid_dist")
-        return _frechet_dp_from_distances(full, a_len, b_len)
+        return _frechet_dp_from_distances(_norms(a[:, :, None] - b[:, None]), a_len, b_len)
     m = b.shape[1]
     if k == 0:
         return a.new_zeros(0)
@@ -291,6 +290,7 @@ def bounded_frechet_distance_pairs(
     b_lengths: Tensor | None = None,
     max_distance: float | Tensor | None = None,
     check_every: int = 8,
+    band_widths: tuple[int, ...] = (2, 8, 24),
 ) -> Tensor:
     """:func:`frechet_distance_pairs` without gradient, faster, and exact only up to ``max_distance``.
 
@@ -306,6 +306,10 @@ def bounded_frechet_distance_pairs(
         b: ``(K, M, D)``; ``b_lengths`` ``(K,)``.
         max_distance: bound (metres), one for all pairs or ``(K,)``; ``None``: every distance exact.
         check_every: anti-diagonals between two prunings of the batch.
+        band_widths: half widths (points) of the bands tried first, around the proportional coupling of each pair;
+            a band value is kept only where the cells just outside the band prove it exact (close lines with
+            similar sampling need a narrow band), the other pairs go on to the next band and then to the whole
+            programme. ``()``: the whole programme only. The result does not depend on it.
 
     Returns:
         ``(K,)`` distances.
@@ -332,13 +336,166 @@ def bounded_frechet_distance_pairs(
         start_gap = torch.linalg.vector_norm(a[:, 0] - b[:, 0], dim=-1)
         end_gap = torch.linalg.vector_norm(a[alive, a_len - 1] - b[alive, b_len - 1], dim=-1)
         alive = alive[torch.maximum(start_gap, end_gap) <= bound]
-    step = max(1, _MAX_ELEMENTS // (n * m))
+    if bound is not None and alive.numel():
+        alive = alive[_box_lower_bound(a[alive], a_len[alive], b[alive], b_len[alive]) <= bound[alive]]
+    # first a narrow band around the proportional coupling (exact where it proves itself), then a wider one, then
+    # the full programme for the rest
+    for half_width in band_widths:
+        if alive.numel() == 0 or half_width < 1 or 2 * half_width + 1 >= min(n, m):
+            break
+        chunk = max(1, _MAX_ELEMENTS // (max(n, m) * (2 * half_width + 1) * 4))
+        undecided = []
+        for s in range(0, alive.numel(), chunk):
+            part = alive[s : s + chunk]
+            limit = None if bound is None else bound[part]
+            values, decided = _band_frechet(a[part], b[part], a_len[part], b_len[part], half_width, limit)
+            result[part[decided]] = values[decided]
+            undecided.append(part[~decided])
+        alive = torch.cat(undecided)
+    step = max(1, _MAX_ELEMENTS // (n * m * a.shape[-1]))
     for s in range(0, alive.numel(), step):
         part = alive[s : s + step]
-        full = torch.cdist(a[part], b[part], compute_mode="donot_use_mm_for_euclid_dist")
+        full = _norms(a[part][:, :, None] - b[part][:, None])
         limit = None if bound is None else bound[part]
         result[part] = _banded_dp(full.reshape(part.numel(), n * m), n, m, a_len[part], b_len[part], limit, check_every)
     return result
+
+
+def _pair_distances(a: Tensor, rows: Tensor, b: Tensor, cols: Tensor) -> Tensor:
+    """``|a[k, rows[k, w]] - b[k, cols[k, w]]|`` for index tensors ``(K, W)`` (clamped into range by the caller)."""
+    pa = a.gather(1, rows[..., None].expand(-1, -1, a.shape[-1]))
+    pb = b.gather(1, cols[..., None].expand(-1, -1, b.shape[-1]))
+    return _norms(pa - pb)
+
+
+def _norms(diff: Tensor) -> Tensor:
+    """Euclidean norms over the last dimension, squares summed in coordinate order.
+
+    The one point distance of this module (the hard programmes, the bands and the bounds all use it, so that every
+    path gives the same bits); it differs from ``torch.cdist`` / scipy by an ulp at most.
+    """
+    total = diff[..., 0] * diff[..., 0]
+    for axis in range(1, diff.shape[-1]):
+        total = total + diff[..., axis] * diff[..., axis]
+    return total.sqrt()
+
+
+def _band_frechet(
+    a: Tensor, b: Tensor, a_len: Tensor, b_len: Tensor, half_width: int, bound: Tensor | None
+) -> tuple[Tensor, Tensor]:
+    """The programme restricted to a band around the proportional coupling, with a proof of exactness.
+
+    Each pair is oriented so that ``a`` has at least as many points as ``b`` (the distance is symmetric); row ``i``
+    of the band holds at most ``2 * half_width + 1`` columns around ``c(i) = floor(i (m - 1) / (n - 1))``
+    (clipped to the grid). Band couplings are couplings, so the band value ``V`` bounds the distance from above.
+    ``V`` is exact if every cell just outside the band is ``>= V`` (the band edges rise by at most one column per
+    row, so a monotone path has to step on such a cell to leave the band), or if ``V`` equals the distance of the
+    first or of the last points (every coupling holds both pairs). If the cells outside and ``V`` are all above
+    ``bound``, so is the distance.
+
+    Returns:
+        ``(values (K,), decided (K,))``: where ``decided``, the value is exact, or ``inf`` when it exceeds ``bound``.
+    """
+    swap = b_len > a_len
+    size = max(a.shape[1], b.shape[1])
+    a = torch.nn.functional.pad(a, (0, 0, 0, size - a.shape[1]))
+    b = torch.nn.functional.pad(b, (0, 0, 0, size - b.shape[1]))
+    a, b = torch.where(swap[:, None, None], b, a), torch.where(swap[:, None, None], a, b)
+    n, m = torch.where(swap, b_len, a_len), torch.where(swap, a_len, b_len)
+    # pair-last layout: (points, K) per coordinate, so that every step of the programme reads contiguous rows
+    a_t = a.permute(2, 1, 0).contiguous()  # (D, L, K)
+    b_t = b.permute(2, 1, 0).contiguous()
+    rows = torch.arange(size, device=a.device)[:, None]
+    width = 2 * half_width + 1
+    center = (rows * (m - 1)) // (n - 1).clamp(min=1)  # (L, K)
+    high = torch.minimum(center + half_width, m - 1)
+    low = torch.minimum((center - half_width).clamp(min=0), (high - width + 1).clamp(min=0))
+    values = _band_programme(a_t, b_t, n, low, high, width)
+    outside = torch.minimum(
+        torch.where((low >= 1) & (rows < n), _row_distances(a_t, b_t, (low - 1).clamp(min=0)), torch.inf).amin(0),
+        torch.where(
+            (high <= m - 2) & (rows < n), _row_distances(a_t, b_t, (high + 1).clamp(max=size - 1)), torch.inf
+        ).amin(0),
+    )
+    first_pair = _row_distances(a_t[:, :1], b_t, torch.zeros_like(m)[None])[0]
+    last_pair = _row_distances(a_t.gather(1, (n - 1)[None, None].expand(a_t.shape[0], 1, -1)), b_t, (m - 1)[None])[0]
+    decided = (outside >= values) | (values <= torch.maximum(first_pair, last_pair))
+    if bound is not None:
+        above = (outside > bound) & (values > bound)
+        decided |= above
+        values = torch.where(above | (values > bound), torch.inf, values)
+    return values, decided
+
+
+def _row_distances(a_t: Tensor, b_t: Tensor, cols: Tensor) -> Tensor:
+    """``|a[i] - b[cols[i]]|`` of every pair, ``a_t`` / ``b_t`` ``(D, L, K)``, ``cols`` ``(R, K)`` -> ``(R, K)``
+    (``a_t`` holds ``R`` rows)."""
+    total = None
+    for axis in range(a_t.shape[0]):  # squares summed in coordinate order
+        diff = a_t[axis, : cols.shape[0]] - b_t[axis].gather(0, cols)
+        total = diff * diff if total is None else total + diff * diff
+    assert total is not None
+    return total.sqrt()
+
+
+def _band_programme(a_t: Tensor, b_t: Tensor, n: Tensor, low: Tensor, high: Tensor, width: int) -> Tensor:
+    """The band value ``(K,)`` of each pair; cell ``(i, k)`` of the band is column ``low[i] + k``.
+
+    The programme runs over the wavefronts ``t = 2 i + k``: a cell depends on cells of the three previous
+    wavefronts only (``(i, k - 1)``; ``(i - 1, .)`` one or two back depending on whether ``low`` rises at ``i``),
+    and every wavefront is the same strided slice of the band for all pairs.
+    """
+    size, k = low.shape
+    offsets = torch.arange(width, device=low.device)[None, :, None]
+    cols = low[:, None] + offsets  # (L, W, K)
+    valid = (cols <= high[:, None]) & (torch.arange(size, device=low.device)[:, None, None] < n)
+    total = None
+    for axis in range(a_t.shape[0]):
+        diff = a_t[axis][:, None] - b_t[axis].gather(0, cols.clamp(max=size - 1).reshape(size * width, k)).reshape(
+            size, width, k
+        )
+        total = diff * diff if total is None else total + diff * diff
+    assert total is not None
+    flat = torch.where(valid, total.sqrt(), torch.inf).reshape(size * width, k)
+    rises = torch.cat([torch.zeros_like(low[:1]), low[1:] - low[:-1]]) == 1  # (L, K)
+    # F of the last four wavefronts by row (row -1 at slot 0, always +inf)
+    buffers = [torch.full((size + 2, k), torch.inf, dtype=a_t.dtype, device=a_t.device) for _ in range(4)]
+    last_row = n - 1
+    target = 2 * last_row + (high.gather(0, last_row[None])[0] - low.gather(0, last_row[None])[0])
+    values = torch.full((k,), torch.inf, dtype=a_t.dtype, device=a_t.device)
+    for t in range(int(target.max()) + 1 if k else 0):
+        first, last = max(0, (t - width + 2) // 2), min(size - 1, t // 2)  # rows with 0 <= t - 2 i < width
+        cur, p1, p2, p3 = (buffers[(t - j) % 4] for j in range(4))
+        d = flat[first * (width - 2) + t : last * (width - 2) + t + 1 : width - 2]
+        if t == 0:
+            current = d
+        else:
+            rise = rises[first : last + 1]
+            up = torch.where(rise, p1[first : last + 1], p2[first : last + 1])
+            diag = torch.where(rise, p2[first : last + 1], p3[first : last + 1])
+            current = torch.maximum(d, torch.minimum(torch.minimum(up, p1[first + 1 : last + 2]), diag))
+        cur[first + 1 : last + 2] = current
+        cur[first] = torch.inf  # guards: the rows next to the wavefront read +inf, not an older wavefront
+        cur[last + 2] = torch.inf
+        done = target == t
+        if bool(done.any()):
+            values = torch.where(done, cur.gather(0, (last_row + 1)[None])[0], values)
+    return values
+
+
+def _box_lower_bound(a: Tensor, a_len: Tensor, b: Tensor, b_len: Tensor) -> Tensor:
+    """``(K,)`` lower bound of the discrete Frechet distance: the farthest point of either line from the other's
+    bounding box (every point is coupled with some point of the other line, which lies in its box)."""
+    out = []
+    for p, p_len, q, q_len in ((a, a_len, b, b_len), (b, b_len, a, a_len)):
+        valid = torch.arange(q.shape[1], device=q.device) < q_len[:, None]
+        low = torch.where(valid[..., None], q, torch.inf).amin(1)
+        high = torch.where(valid[..., None], q, -torch.inf).amax(1)
+        gap = (low[:, None] - p).clamp(min=0) + (p - high[:, None]).clamp(min=0)
+        dist = (gap * gap).sum(-1).sqrt()
+        own = torch.arange(p.shape[1], device=p.device) < p_len[:, None]
+        out.append(torch.where(own, dist, 0.0).amax(1))
+    return torch.maximum(out[0], out[1])
 
 
 def _banded_dp(

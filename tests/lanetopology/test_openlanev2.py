@@ -168,6 +168,41 @@ def test_topology_vertex_ap_hand_case() -> None:
     np.testing.assert_allclose(values, [(1 / 2 + 2 / 3) / 2, 1, 0, 0, 1, 1])
 
 
+def _lane(y: float, confidence: float | None = None) -> dict[str, Any]:
+    lane: dict[str, Any] = {"points": [[0.0, y, 0.0], [10.0, y, 0.0]]}
+    if confidence is not None:
+        lane["confidence"] = confidence
+    return lane
+
+
+def _topology_frame(lanes: list[dict[str, Any]], lclc: list[list[float]]) -> dict[str, Any]:
+    return {"lane_centerline": lanes, "traffic_element": [], "topology_lclc": lclc, "topology_lcte": [[]] * len(lanes)}
+
+
+def test_relations_of_unmatched_predictions_count_in_default_mode() -> None:
+    gt = _topology_frame([_lane(0.0), _lane(10.0)], [[0, 1], [0, 0]])  # lane 0 -> lane 1
+    # predictions: both lanes exactly, plus a lane 50 m away (matches nothing) that lane 0 is said to lead to
+    lanes = [_lane(0.0, 0.9), _lane(10.0, 0.8), _lane(50.0, 0.7)]
+    pred = _topology_frame(lanes, [[0.0, 0.9, 0.95], [0.0, 0.0, 0.0], [0.2, 0.0, 0.0]])
+    # reference: the devkit's 2 x 2 matrix [[0, 0.9], [0, 0]]: row 0 TP at rank 1 (1), row 1 nothing (1),
+    # column 0 nothing (1), column 1 TP (1) -> 1 at every lane threshold
+    assert float(openlanev2_scores([pred], [gt], compat="reference")["TOP_ll"]) == 1.0
+    # default: row 0 also holds the unmatched lane's 0.95, a false positive ranked first: precision 1/2 at the
+    # TP -> 1/2; its 0.2 towards lane 0 is no edge -> (1/2 + 1 + 1 + 1) / 4
+    assert float(openlanev2_scores([pred], [gt], compat="default")["TOP_ll"]) == 0.875
+
+
+def test_unmatched_ground_truth_fill_scores_as_in_the_devkit() -> None:
+    gt = _topology_frame([_lane(0.0), _lane(10.0), _lane(20.0)], [[0, 1, 0], [0, 0, 0], [0, 0, 0]])
+    pred = _topology_frame([_lane(0.0, 0.9), _lane(10.0, 0.8)], [[0.0, 0.9], [0.0, 0.0]])  # lane 2 missed
+    # GT-sized matrix: row 0 [0, 0.9, f], row 1 [0, 0, f], row 2 [f, f, f] with f = 0.5 + eps (the fill of the
+    # missed lane 2). Rows: 0 -> TP then f below it (free, not charged): 1; 1 -> only f, no GT edge: 0; 2: 0.
+    # Columns: 0 -> f from row 2: 0; 1 -> TP then f: 1; 2 -> only f: 0. Mean 2 / 6 in both modes.
+    for compat in ("reference", "default"):
+        value = float(openlanev2_scores([pred], [gt], compat=compat)["TOP_ll"])  # type: ignore[arg-type]
+        assert value == pytest.approx(1 / 3), compat
+
+
 # -- Metric classes --------------------------------------------------------------------------------------------
 def test_metric_batches_equal_one_shot(fixtures_dir: Path) -> None:
     frames, expected = _load(fixtures_dir, "centerline")

@@ -128,3 +128,70 @@ def test_soft_tends_to_hard_and_gradcheck() -> None:
     assert torch.isfinite(pad.grad).all()
     assert (pad.grad[4:] == 0).all()
     assert value.item() == pytest.approx(soft_frechet_distance_pairs(a, b, gamma=0.3).item(), abs=1e-12)
+
+
+def _lane_pairs(rng: np.random.Generator, k: int, n: int, m: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Smooth lanes and perturbed copies resampled to ``m`` points: shifted along and across, noisy, some reversed
+    or truncated, so that the bands of the bounded kernel are proven exact in some pairs and not in others."""
+    s = np.linspace(0, 1, n)[:, None]
+    start = rng.normal(scale=5, size=(k, 1, 3))
+    heading = rng.normal(size=(k, 1, 3)) * [1, 1, 0.05]
+    a = start + s * heading * rng.uniform(10, 40, size=(k, 1, 1)) + np.sin(3 * s) * rng.normal(size=(k, 1, 3))
+    t = np.linspace(0, 1, m)
+    b = np.stack(
+        [np.stack([np.interp(t * rng.uniform(0.6, 1), s[:, 0], a[i, :, c]) for c in range(3)], 1) for i in range(k)]
+    )
+    b = (
+        b
+        + rng.normal(scale=1.5, size=(k, 1, 3))
+        + rng.normal(scale=0.2, size=(k, m, 3)) * (rng.random((k, 1, 1)) < 0.5)
+    )
+    b[::7] = b[::7, ::-1]
+    return torch.from_numpy(a), torch.from_numpy(np.ascontiguousarray(b))
+
+
+@pytest.mark.parametrize(("n", "m"), [(201, 201), (60, 25), (25, 60), (3, 40)])
+def test_bounded_bands_equal_the_full_programme(n: int, m: int) -> None:
+    from drivemetrics.polyline.frechet import bounded_frechet_distance_pairs
+
+    rng = np.random.default_rng(n * 1000 + m)
+    a, b = _lane_pairs(rng, 40, n, m)
+    a_len = torch.from_numpy(rng.integers(max(1, n // 2), n + 1, size=40))
+    b_len = torch.from_numpy(rng.integers(max(1, m // 2), m + 1, size=40))
+    full = frechet_distance_pairs(a, b, a_len, b_len)
+    for widths in ((1,), (2, 8, 24), (4,)):
+        assert torch.equal(bounded_frechet_distance_pairs(a, b, a_len, b_len, band_widths=widths), full)
+        for bound in (2.0, 4.0):
+            got = bounded_frechet_distance_pairs(a, b, a_len, b_len, bound, band_widths=widths)
+            assert torch.equal(got[full <= bound], full[full <= bound])
+            assert bool(((got == full) | torch.isinf(got))[full > bound].all())
+    # the plain table agrees (to rounding) on a few pairs
+    for i in range(0, 40, 13):
+        want = plain_frechet(a[i, : a_len[i]].numpy(), b[i, : b_len[i]].numpy())
+        assert full[i].item() == pytest.approx(want, rel=1e-12)
+
+
+def test_band_proof_paths() -> None:
+    """A translated copy is decided by its end points in the narrowest band, a lane whose coupling leaves the band
+    is handed on (the value stays exact), and a pair far beyond the bound is rejected."""
+    from drivemetrics.polyline.frechet import _band_frechet
+
+    s = torch.linspace(0, 30, 61, dtype=torch.float64)
+    lane = torch.stack([s, torch.zeros_like(s), torch.zeros_like(s)], 1)
+    shifted = lane + torch.tensor([2.0, 1.0, 0.0], dtype=torch.float64)  # along and across: end points decide
+    # the second line has the same path, sampled densely first and sparsely after: the optimal coupling follows
+    # the arc length, far from the proportional band
+    uneven = torch.cat(
+        [torch.linspace(0, 10, 41, dtype=torch.float64)[:-1], torch.linspace(10, 30, 21, dtype=torch.float64)]
+    )
+    lingering = torch.stack([uneven, torch.full_like(uneven, 0.5), torch.zeros_like(uneven)], 1)
+    far = lane + torch.tensor([0.0, 50.0, 0.0], dtype=torch.float64)
+    a = torch.stack([lane, lane, lane])
+    b = torch.stack([shifted, lingering, far])
+    lengths = torch.full((3,), 61)
+    values, decided = _band_frechet(a, b, lengths, lengths, 2, torch.full((3,), 10.0, dtype=torch.float64))
+    want = frechet_distance_pairs(a, b)
+    assert decided.tolist() == [True, False, True]
+    assert values[0].item() == want[0].item() == pytest.approx(math.sqrt(5))
+    assert values[1].item() >= want[1].item()  # a band value is an upper bound
+    assert math.isinf(values[2].item())
