@@ -155,17 +155,21 @@ def read_map_gt(path: str | Path, format: MapFormat | None = None) -> list[MapSa
         ...     read_map_gt(os.path.join(d, "gt.json"))[0].labels
         ['boundary']
     """
-    with gc_paused():  # millions of small objects: see gc_paused
+    # millions of small objects, freed before the collector resumes (else it would scan them all): see gc_paused
+    with gc_paused():
         data = _load(path, "GT")
         kind = format or detect_format(data)
+        samples = None
         if kind == "maptr":
             entries = data.get("GTs") if isinstance(data, dict) else None
             if not isinstance(entries, list):
                 raise ValueError(f"{path}: a MapTR GT file holds {{'GTs': [sample, ...]}}")
-            fast = _maptr_samples_fast(entries, with_scores=False)
-            if fast is not None:
-                return fast
-        return _read_gt_checked(path, data, kind)
+            samples = _maptr_samples_fast(entries, with_scores=False)
+            del entries
+        if samples is None:
+            samples = _read_gt_checked(path, data, kind)
+        del data
+    return samples
 
 
 def _read_gt_checked(path: str | Path, data: Any, kind: MapFormat) -> list[MapSample]:
@@ -222,17 +226,20 @@ def read_map_preds(path: str | Path, format: MapFormat | None = None) -> list[Ma
         >>> sample.token, sample.labels, sample.scores
         ('a', ['divider'], [0.8])
     """
-    with gc_paused():  # millions of small objects: see gc_paused
+    # millions of small objects, freed before the collector resumes (else it would scan them all): see gc_paused
+    with gc_paused():
         data = _load(path, "prediction")
         kind = format or detect_format(data)
         results = data.get("results") if isinstance(data, dict) else None
+        samples = None
         if kind == "maptr":
             if not isinstance(results, list):
                 raise ValueError(f"{path}: a MapTR results file holds {{'results': [sample, ...]}}")
-            fast = _maptr_samples_fast(results, with_scores=True)
-            if fast is not None:
-                return fast
-        return _read_preds_checked(path, results, kind)
+            samples = _maptr_samples_fast(results, with_scores=True)
+        if samples is None:
+            samples = _read_preds_checked(path, results, kind)
+        del data, results
+    return samples
 
 
 def _read_preds_checked(path: str | Path, results: Any, kind: MapFormat) -> list[MapSample]:
