@@ -113,8 +113,8 @@ def _maptr_samples_fast(entries: list[Any], with_scores: bool) -> list[MapSample
         tokens.append(str(entry.get("sample_token", i)))
         vectors_of.append(vectors)
     vectors_all = list(chain.from_iterable(vectors_of))
-    pts = [vector.get("pts") for vector in vectors_all]
-    types = [vector.get("type") for vector in vectors_all]
+    pts: list[Any] = [vector.get("pts") for vector in vectors_all]
+    types: list[Any] = [vector.get("type") for vector in vectors_all]
     if not all(type(line) is list and line for line in pts) or not all(type(t) is int for t in types):
         return None
     try:
