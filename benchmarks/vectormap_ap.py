@@ -12,7 +12,8 @@ order, unique scores).
   terminaltables.AsciiTable: none touches a number); the glue of ``_evaluate_single`` (3 thresholds, class means,
   mAP) is repeated in the runner. ``--workers`` processes (the code's ``Pool(nproc)``).
 - library: ``evaluate_map_files(..., protocol="nuscenes-maptr")`` in this process, ``torch`` with ``--threads``
-  threads (default 1); reading the JSON is included in both timings.
+  threads (default 1), then again with torch's default thread count (the core count) when it differs; reading the
+  JSON is included in both timings.
 
 Prints both times, the ratio and the largest difference over all 13 values (3 classes x 3 thresholds, 3 class APs,
 mAP). Run: ``python benchmarks/vectormap_ap.py --maptr-git /work/.mirror/hustvl+MapTR/repo --venv /tmp/maptr-venv``.
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -198,6 +200,15 @@ def run_official(maptr_git: Path, venv_python: Path, work: Path, gt: Path, pred:
     return out
 
 
+def _default_threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
+
+
+DEFAULT_THREADS = _default_threads()
+
+
 def run_library(gt: Path, pred: Path, workers: int, device: str) -> dict:
     import torch
 
@@ -237,15 +248,26 @@ def main() -> None:
         print(
             f"{args.samples} samples, {count} GT elements, {sum(len(s['vectors']) for s in pred_data['results'])} preds"
         )
+        print(f"load average before: {os.getloadavg()[0]:.2f}")
         library = run_library(gt, pred, args.threads, args.device)
         print(f"library ({args.device}, {args.threads} torch threads): {library['seconds']:.2f} s")
+        default = None
+        if args.device == "cpu" and args.threads != DEFAULT_THREADS:  # what a user gets without setting threads
+            default = run_library(gt, pred, DEFAULT_THREADS, args.device)
+            print(f"library ({args.device}, {DEFAULT_THREADS} torch threads, the default): {default['seconds']:.2f} s")
+        print(f"load average after the library: {os.getloadavg()[0]:.2f}")
         if args.skip_official:
             print(json.dumps(library["detail"], indent=1))
             return
         official = run_official(args.maptr_git, args.venv / "bin" / "python", work, gt, pred, args.workers)
         print(f"official MapTR ({args.workers} processes): {official['seconds']:.2f} s (wall {official['wall']:.2f} s)")
+        print(f"load average after the official run: {os.getloadavg()[0]:.2f}")
         diff = max(abs(official["detail"][k] - library["detail"][k]) for k in official["detail"])
         print(f"ratio: {official['seconds'] / library['seconds']:.1f}x; largest difference over 13 values: {diff:.3g}")
+        if default is not None:
+            diff = max(abs(official["detail"][k] - default["detail"][k]) for k in official["detail"])
+            ratio = official["seconds"] / default["seconds"]
+            print(f"ratio with {DEFAULT_THREADS} threads: {ratio:.1f}x (largest difference {diff:.3g})")
         print(f"mAP official {official['detail']['mAP']:.6f} library {library['detail']['mAP']:.6f}")
 
 

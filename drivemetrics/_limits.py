@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import json
 import math
 import os
@@ -175,16 +176,53 @@ def check_image_size(path: str | Path, width: int, height: int) -> None:
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 
 
-def json_depth(text: str) -> int:
-    """Deepest nesting of arrays / objects in a JSON text (strings skipped), in time linear in its length."""
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector (restored after): building millions of small lists and dicts
+    (a large JSON document) otherwise triggers collections that scan every object built so far, several times
+    the cost of the parse itself. Nothing built there holds reference cycles that must be freed early."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+# brackets kept, every other byte deleted: the nesting is read from a much shorter byte string
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+# digits -> "0", exponent letters -> "e", signs -> "+", anything else -> " ": long numbers are found by bytes.find
+_NUMBER_SHAPES = bytes(
+    ord("0") if chr(b).isdigit() else ord("e") if b in b"eE" else ord("+") if b in b"+-" else ord(" ")
+    for b in range(256)
+)
+
+
+def _skeleton_depth(skeleton: bytes) -> int:
+    """Deepest nesting of a JSON text whose strings were removed (``_STRING.sub("", text)``, UTF-8)."""
     import numpy as np
 
-    skeleton = _STRING.sub("", text).encode("utf-8", "replace")
-    if not skeleton:
+    brackets = skeleton.translate(None, _NOT_BRACKETS)
+    if not brackets:
         return 0
-    codes = np.frombuffer(skeleton, dtype=np.uint8)
-    step = np.isin(codes, (ord("["), ord("{"))).astype(np.int64) - np.isin(codes, (ord("]"), ord("}")))
+    codes = np.frombuffer(brackets, dtype=np.uint8)
+    step = np.where((codes == ord("[")) | (codes == ord("{")), 1, -1)
     return int(np.cumsum(step).max(initial=0))
+
+
+def json_depth(text: str) -> int:
+    """Deepest nesting of arrays / objects in a JSON text (strings skipped), in time linear in its length."""
+    return _skeleton_depth(_STRING.sub("", text).encode("utf-8", "replace"))
+
+
+def _may_exceed_number_limits(skeleton: bytes, max_int_digits: int) -> bool:
+    """Whether a JSON text without strings (UTF-8) may hold an integer of more than ``max_int_digits`` digits or a
+    number overflowing a float. ``False`` is a guarantee: no run of more than ``min(max_int_digits, 200)`` digits
+    and no exponent of 3 or more digits (a mantissa of at most 200 integer digits times ``10 ** 99`` is finite)."""
+    shapes = skeleton.translate(_NUMBER_SHAPES)
+    long_run = b"0" * (min(max_int_digits, 200) + 1)
+    return long_run in shapes or b"e000" in shapes or b"e+000" in shapes
 
 
 def load_json(text: str, where: object, *, allow_non_finite: bool = False) -> Any:
@@ -192,15 +230,20 @@ def load_json(text: str, where: object, *, allow_non_finite: bool = False) -> An
     ``max_json_int_digits`` digits, no ``NaN`` / ``Infinity`` (unless ``allow_non_finite``: then the reader's own
     checks name the record and field holding them) and no number overflowing a float.
 
-    Every failure is a ``ValueError`` naming ``where`` (the file, with a line for JSON lines).
+    Every failure is a ``ValueError`` naming ``where`` (the file, with a line for JSON lines). Numbers are parsed by
+    the C decoder unless a scan of the text without its strings finds a long digit run or a 3-digit exponent; only
+    then each number goes through the checks below (several times slower on large files).
     """
     limits = get_limits()
-    depth = json_depth(text)
+    skeleton = _STRING.sub("", text).encode("utf-8", "replace")
+    depth = _skeleton_depth(skeleton)
     if depth > limits.max_json_depth:
         raise ValueError(
             f"{where}: JSON nested {depth} levels deep, more than max_json_depth={limits.max_json_depth} "
             f"({_how_to_raise('max_json_depth')})"
         )
+    checked = _may_exceed_number_limits(skeleton, limits.max_json_int_digits)
+    del skeleton
 
     def parse_int(digits: str) -> int:
         if len(digits.lstrip("-")) > limits.max_json_int_digits:
@@ -222,7 +265,10 @@ def load_json(text: str, where: object, *, allow_non_finite: bool = False) -> An
         raise ValueError(f"{where}: {name} is not a finite number (not allowed in the JSON input)")
 
     try:
-        return json.loads(text, parse_int=parse_int, parse_float=parse_float, parse_constant=parse_constant)
+        with gc_paused():
+            if not checked:
+                return json.loads(text, parse_constant=parse_constant)
+            return json.loads(text, parse_int=parse_int, parse_float=parse_float, parse_constant=parse_constant)
     except json.JSONDecodeError as err:
         raise ValueError(f"{where}: not valid JSON ({err.msg} at line {err.lineno}, column {err.colno})") from None
     except RecursionError:

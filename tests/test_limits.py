@@ -227,3 +227,13 @@ def test_psld_compute_before_update_is_nan_never_a_perfect_score():
     for aggregate in ("mean", "max"):
         with pytest.warns(UserWarning, match="before the ``update``"):
             assert math.isnan(PSLD(aggregate=aggregate).compute().item())
+
+
+def test_load_json_fast_path_gives_the_checked_values():
+    # without a long digit run or a 3-digit exponent the C decoder parses the numbers; with one, each number is
+    # checked: both give json.loads' values, and long digits inside strings do not matter
+    text = '{"token": "12345678901234567890123456789", "v": [1, -2.5, 3e99, 1.25e-7, 0.1, true, null]}'
+    assert load_json(text, "f.json") == json.loads(text)
+    slow = '{"v": [1, -2.5, 1e-100, 123456789012345678901.5]}'
+    assert load_json(slow, "f.json") == json.loads(slow)
+    assert load_json('{"a": "[[[", "b": [[NaN]]}', "f.json", allow_non_finite=True)["a"] == "[[["

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -73,6 +74,58 @@ def _directional_means(
     return a_to_b, b_to_a
 
 
+def _sqrt_exact(values: Tensor) -> Tensor:
+    """Correctly rounded square root: numpy's on the CPU (torch's vectorised CPU ``sqrt`` can be 1 ulp off, so
+    ``torch.cdist`` and scipy, which round each distance exactly, would differ in the last bit), torch's elsewhere."""
+    if values.device.type != "cpu":
+        return values.sqrt()
+    return torch.from_numpy(np.sqrt(values.contiguous().numpy()))
+
+
+def _nearest_without_grad(
+    a: Tensor, a_mask: Tensor, b: Tensor, b_mask: Tensor, pairs_per_step: int
+) -> tuple[Tensor, Tensor]:
+    """Nearest distances ``A -> B (K, Pa)`` and ``B -> A (K, Pb)`` of pairs ``a (K, Pa, D)``, ``b (K, Pb, D)``.
+
+    The values of scipy's ``cdist`` (squared differences summed coordinate by coordinate, correctly rounded root;
+    ``torch.cdist`` gives the same in 2-D, and can be 1 ulp off in 3-D), without a root per point pair: the
+    minimum is taken on squared distances, then the root of the minima only (the root is monotone). Vectorised
+    along the points, ``pairs_per_step`` pairs at a time so that
+    the squared-distance block stays in cache. No gradient.
+    """
+    forward, backward = [], []
+    for start in range(0, a.shape[0], pairs_per_step):
+        s = slice(start, start + pairs_per_step)
+        delta = a[s, :, 0, None] - b[s, None, :, 0]  # (k, Pa, Pb)
+        squared = delta.mul_(delta)
+        for d in range(1, a.shape[-1]):
+            delta = a[s, :, d, None] - b[s, None, :, d]
+            squared.add_(delta.mul_(delta))
+        if not bool(b_mask[s].all()):
+            squared.masked_fill_(~b_mask[s, None, :], torch.inf)
+        forward.append(squared.amin(-1))
+        if not bool(a_mask[s].all()):
+            squared.masked_fill_(~a_mask[s, :, None], torch.inf)
+        backward.append(squared.amin(-2))
+    return _sqrt_exact(torch.cat(forward)), _sqrt_exact(torch.cat(backward))
+
+
+def _directional_means_without_grad(
+    a: Tensor, a_mask: Tensor, a_lengths: Tensor, b: Tensor, b_mask: Tensor, b_lengths: Tensor
+) -> tuple[Tensor, Tensor]:
+    """:func:`_directional_means` of pairs ``(K, Pa, D)``, ``(K, Pb, D)`` without gradient: the same values, about
+    4x faster on the CPU (see :func:`_nearest_without_grad`)."""
+    # blocks of at most 2^15 point pairs with several threads: below torch's grain size each of the many small
+    # operations runs in the calling thread (a parallel region per operation stalls whenever a core is busy: 14x
+    # slower on a loaded 2-core machine); larger blocks with one thread (fewer Python steps)
+    budget = 1 << 17 if torch.get_num_threads() == 1 else 1 << 15
+    pairs_per_step = max(1, budget // max(1, a.shape[1] * b.shape[1]))
+    a_to_b, b_to_a = _nearest_without_grad(a, a_mask, b, b_mask, pairs_per_step)
+    a_to_b = torch.where(a_mask, a_to_b, torch.zeros_like(a_to_b)).cumsum(-1)[..., -1] / a_lengths.clamp_min(1)
+    b_to_a = torch.where(b_mask, b_to_a, torch.zeros_like(b_to_a)).cumsum(-1)[..., -1] / b_lengths.clamp_min(1)
+    return a_to_b, b_to_a
+
+
 def _paired_means(
     a: Tensor, a_lengths: Tensor, b: Tensor, b_lengths: Tensor, max_elements: int
 ) -> tuple[Tensor, Tensor]:
@@ -87,6 +140,7 @@ def _paired_means(
     backward = torch.zeros(num, dtype=dtype, device=a.device)
     if num == 0:
         return forward, backward
+    needs_grad = torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)
     # buckets of lines whose lengths round up to the same powers of two; each chunk is cut to its longest lines
     bucket_a = torch.ceil(torch.log2(a_lengths.clamp_min(1).to(torch.float64))).long()
     bucket_b = torch.ceil(torch.log2(b_lengths.clamp_min(1).to(torch.float64))).long()
@@ -102,7 +156,8 @@ def _paired_means(
             index = order[chunk_start : min(chunk_start + step, start + count)]
             la, lb = a_lengths[index], b_lengths[index]
             pa, pb = max(1, int(la.max())), max(1, int(lb.max()))
-            f, r = _directional_means(a[index, :pa], point_mask(la, pa), la, b[index, :pb], point_mask(lb, pb), lb)
+            means = _directional_means if needs_grad else _directional_means_without_grad
+            f, r = means(a[index, :pa], point_mask(la, pa), la, b[index, :pb], point_mask(lb, pb), lb)
             pieces_f.append(f)
             pieces_b.append(r)
             pieces_i.append(index)
@@ -114,20 +169,29 @@ def _paired_means(
 
 
 def _boxes(points: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
-    """Bounding boxes ``(low, high)`` of the valid points, each ``(..., D)``."""
-    mask = point_mask(lengths, points.shape[-2]).unsqueeze(-1)
+    """Bounding boxes ``(low, high)`` of the valid points, each ``(..., D)`` (absent lines: ``low > high``)."""
     big = torch.finfo(points.dtype).max
-    low = torch.where(mask, points, torch.full_like(points, big)).amin(-2)
-    high = torch.where(mask, points, torch.full_like(points, -big)).amax(-2)
-    return low.detach(), high.detach()
+    low = torch.full((*lengths.shape, points.shape[-1]), big, dtype=points.dtype, device=points.device)
+    high = torch.full_like(low, -big)
+    present = lengths > 0
+    lines, line_lengths = points.detach()[present], lengths[present]  # only present lines: padding costs nothing
+    if bool((line_lengths == points.shape[-2]).all()):
+        low[present], high[present] = lines.amin(-2), lines.amax(-2)
+    else:
+        mask = point_mask(line_lengths, points.shape[-2]).unsqueeze(-1)
+        low[present] = torch.where(mask, lines, torch.full_like(lines, big)).amin(-2)
+        high[present] = torch.where(mask, lines, torch.full_like(lines, -big)).amax(-2)
+    return low, high
 
 
 def _points_to_box(points: Tensor, lengths: Tensor, low: Tensor, high: Tensor) -> Tensor:
     """``(K,)``: mean distance of each line's valid points ``(K, P, D)`` to a box ``(K, D)``."""
     p = points.detach()
-    gap = (low[:, None] - p).clamp_min(0) + (p - high[:, None]).clamp_min(0)
+    # low <= high: at most one side is positive, so this is exactly the sum of both clamped gaps
+    gap = torch.maximum(low[:, None] - p, p - high[:, None]).clamp_min(0)
     dist = gap.square().sum(-1).sqrt()
-    dist = torch.where(point_mask(lengths, points.shape[-2]), dist, torch.zeros_like(dist))
+    if not bool((lengths == points.shape[-2]).all()):
+        dist = torch.where(point_mask(lengths, points.shape[-2]), dist, torch.zeros_like(dist))
     return dist.sum(-1) / lengths.clamp_min(1)
 
 
@@ -238,9 +302,13 @@ def chamfer_distance_matrix(
         present &= _combine(box_gap, box_gap, reduction) <= limit
     f_idx, i_idx, j_idx = present.nonzero(as_tuple=True)
     if limit is not None and f_idx.numel():
-        forward_lb = _points_to_box(a[f_idx, i_idx], a_len[f_idx, i_idx], b_low[f_idx, j_idx], b_high[f_idx, j_idx])
-        backward_lb = _points_to_box(b[f_idx, j_idx], b_len[f_idx, j_idx], a_low[f_idx, i_idx], a_high[f_idx, i_idx])
-        keep = _combine(forward_lb, backward_lb, reduction) <= limit
+        keep = torch.zeros(f_idx.shape, dtype=torch.bool, device=f_idx.device)
+        step = 1024  # pairs at a time: the temporaries stay in cache (3x faster than all pairs at once)
+        for start in range(0, f_idx.numel(), step):
+            f, i, j = f_idx[start : start + step], i_idx[start : start + step], j_idx[start : start + step]
+            forward_lb = _points_to_box(a[f, i], a_len[f, i], b_low[f, j], b_high[f, j])
+            backward_lb = _points_to_box(b[f, j], b_len[f, j], a_low[f, i], a_high[f, i])
+            keep[start : start + step] = _combine(forward_lb, backward_lb, reduction) <= limit
         f_idx, i_idx, j_idx = f_idx[keep], i_idx[keep], j_idx[keep]
     forward, backward = _paired_means(
         a[f_idx, i_idx], a_len[f_idx, i_idx], b[f_idx, j_idx], b_len[f_idx, j_idx], max_elements

@@ -120,13 +120,14 @@ def _pieces_meet(a: Tensor, b: Tensor) -> bool:
 
 def _inside_rectangles(points: Tensor, mask: Tensor, line: Tensor, line_lengths: Tensor, distance: float) -> Tensor:
     """``(K,)``: some valid point of ``points (K, P, 2)`` lies strictly inside a segment rectangle of ``line``."""
-    start, end = line[:, :-1], line[:, 1:]  # (K, S, 2)
-    seg = end - start
-    seg_len2 = (seg * seg).sum(-1)
-    seg_valid = point_mask((line_lengths - 1).clamp_min(0), line.shape[1] - 1) & (seg_len2 > 0)
-    rel = points[:, :, None, :] - start[:, None, :, :]  # (K, P, S, 2)
-    t = (rel * seg[:, None]).sum(-1) / seg_len2.clamp_min(1e-300)[:, None]
-    perp2 = (rel * rel).sum(-1) - t * t * seg_len2[:, None]
+    # x and y apart: reductions over a last dimension of 2 are slow
+    start_x, start_y = line[:, None, :-1, 0], line[:, None, :-1, 1]  # (K, 1, S)
+    seg_x, seg_y = line[:, None, 1:, 0] - start_x, line[:, None, 1:, 1] - start_y
+    seg_len2 = seg_x * seg_x + seg_y * seg_y
+    seg_valid = point_mask((line_lengths - 1).clamp_min(0), line.shape[1] - 1) & (seg_len2[:, 0] > 0)
+    rel_x, rel_y = points[:, :, 0, None] - start_x, points[:, :, 1, None] - start_y  # (K, P, S)
+    t = (rel_x * seg_x + rel_y * seg_y) / seg_len2.clamp_min(1e-300)
+    perp2 = (rel_x * rel_x + rel_y * rel_y) - t * t * seg_len2
     margin = 1e-9
     inside = (t > margin) & (t < 1 - margin) & (perp2 < (distance - margin) ** 2)
     inside = inside & seg_valid[:, None, :] & mask[:, :, None]
@@ -174,16 +175,29 @@ def buffers_intersect(
         return ((line != first).any(-1) & point_mask(lengths, line.shape[1])).any(-1)
 
     both = positive_length(a64, a_lengths) & positive_length(b64, b_lengths)
-    per_pair = max(1, a.shape[1] * b.shape[1] * 2)
-    chunk = max(1, max_elements // per_pair)
-    # witnesses: every `stride`-th point of one line tested against all segment rectangles of the other
-    stride_a = max(1, a.shape[1] // 12)
-    stride_b = max(1, b.shape[1] // 12)
+    # blocks in cache; with several threads below torch's grain size (2^15), so that each small operation runs in
+    # the calling thread instead of opening a parallel region (which stalls whenever a core is busy)
+    block = min(max_elements, 1 << 16 if torch.get_num_threads() == 1 else 1 << 15)
+    # first witness: the middle point of `a` against all segment rectangles of `b` (decides most close pairs)
+    rows = torch.arange(num_pairs, device=a.device)
+    middle = a64[rows, ((a_lengths - 1).clamp_min(0) // 2)].unsqueeze(1)  # (K, 1, 2)
+    per_pair = max(1, b.shape[1])
+    chunk = max(1, block // per_pair)
     for start in range(0, num_pairs, chunk):
         s = slice(start, start + chunk)
-        hit = _inside_rectangles(a64[s, ::stride_a], a_mask[s, ::stride_a], b64[s], b_lengths[s], distance)
-        hit |= _inside_rectangles(b64[s, ::stride_b], b_mask[s, ::stride_b], a64[s], a_lengths[s], distance)
-        result[s] = hit & both[s]
+        present = (a_lengths[s] > 0).unsqueeze(1)
+        result[s] = _inside_rectangles(middle[s], present, b64[s], b_lengths[s], distance) & both[s]
+    # then every `stride`-th point of one line against all segment rectangles of the other, for the rest
+    open_pairs = (~result & both).nonzero().flatten()
+    per_pair = max(1, a.shape[1] * b.shape[1] // 6)  # 13 witnesses of each line
+    chunk = max(1, block // per_pair)
+    stride_a = max(1, a.shape[1] // 12)
+    stride_b = max(1, b.shape[1] // 12)
+    for start in range(0, open_pairs.numel(), chunk):
+        k = open_pairs[start : start + chunk]
+        hit = _inside_rectangles(a64[k, ::stride_a], a_mask[k, ::stride_a], b64[k], b_lengths[k], distance)
+        hit |= _inside_rectangles(b64[k, ::stride_b], b_mask[k, ::stride_b], a64[k], a_lengths[k], distance)
+        result[k] = hit
     for k in (~result & both).nonzero().flatten().tolist():
         pieces_a = buffer_pieces(a64[k, : int(a_lengths[k])], distance, mitre_limit)
         pieces_b = buffer_pieces(b64[k, : int(b_lengths[k])], distance, mitre_limit)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any, Literal
 
@@ -25,7 +26,7 @@ import torch
 from torch import Tensor
 
 from drivemetrics._files import read_text
-from drivemetrics._limits import load_json
+from drivemetrics._limits import gc_paused, load_json
 
 __all__ = [
     "AV2_CLASSES",
@@ -100,6 +101,49 @@ def _class_of(value: Any, classes: tuple[str, ...], where: str) -> str:
     return classes[value]
 
 
+def _maptr_samples_fast(entries: list[Any], with_scores: bool) -> list[MapSample] | None:
+    """The samples of a well-formed MapTR ``GTs`` / ``results`` list, every line's points converted in one numpy
+    call; ``None`` at the first irregularity (the checked reader then names it). Same values as the checked path."""
+    tokens: list[str] = []
+    vectors_of: list[list[dict[str, Any]]] = []
+    for i, entry in enumerate(entries):
+        vectors = entry.get("vectors") if type(entry) is dict else None
+        if type(vectors) is not list or not all(type(vector) is dict for vector in vectors):
+            return None
+        tokens.append(str(entry.get("sample_token", i)))
+        vectors_of.append(vectors)
+    vectors_all = list(chain.from_iterable(vectors_of))
+    pts: list[Any] = [vector.get("pts") for vector in vectors_all]
+    types: list[Any] = [vector.get("type") for vector in vectors_all]
+    if not all(type(line) is list and line for line in pts) or not all(type(t) is int for t in types):
+        return None
+    try:
+        flat = np.array(list(chain.from_iterable(pts)), dtype=np.float64)
+    except (TypeError, ValueError):
+        return None
+    if flat.ndim != 2 or flat.shape[1] < 2 or not np.isfinite(flat).all():
+        return None
+    if types and not 0 <= min(types) <= max(types) < len(MAPTR_CLASSES):
+        return None
+    scores: list[float] = []
+    if with_scores:
+        values = [vector.get("confidence_level") for vector in vectors_all]
+        if not all(type(value) in (int, float) for value in values):
+            return None
+        array = np.array(values, dtype=np.float64)
+        if not np.isfinite(array).all():
+            return None
+        scores = array.tolist()
+    lines = np.split(flat, np.cumsum([len(line) for line in pts])[:-1]) if pts else []
+    names = [MAPTR_CLASSES[t] for t in types]
+    samples, start = [], 0
+    for token, vectors in zip(tokens, vectors_of, strict=True):
+        stop = start + len(vectors)
+        samples.append(MapSample(token, lines[start:stop], names[start:stop], scores[start:stop]))
+        start = stop
+    return samples
+
+
 def read_map_gt(path: str | Path, format: MapFormat | None = None) -> list[MapSample]:
     """GT samples of a MapTR annotation JSON or an Argoverse 2 challenge GT JSON, in file order.
 
@@ -111,13 +155,28 @@ def read_map_gt(path: str | Path, format: MapFormat | None = None) -> list[MapSa
         ...     read_map_gt(os.path.join(d, "gt.json"))[0].labels
         ['boundary']
     """
-    data = _load(path, "GT")
-    kind = format or detect_format(data)
+    # millions of small objects, freed before the collector resumes (else it would scan them all): see gc_paused
+    with gc_paused():
+        data = _load(path, "GT")
+        kind = format or detect_format(data)
+        samples = None
+        if kind == "maptr":
+            entries = data.get("GTs") if isinstance(data, dict) else None
+            if not isinstance(entries, list):
+                raise ValueError(f"{path}: a MapTR GT file holds {{'GTs': [sample, ...]}}")
+            samples = _maptr_samples_fast(entries, with_scores=False)
+            del entries
+        if samples is None:
+            samples = _read_gt_checked(path, data, kind)
+        del data
+    return samples
+
+
+def _read_gt_checked(path: str | Path, data: Any, kind: MapFormat) -> list[MapSample]:
+    """:func:`read_map_gt` element by element, naming the first malformed one."""
     samples: list[MapSample] = []
     if kind == "maptr":
-        entries = data.get("GTs") if isinstance(data, dict) else None
-        if not isinstance(entries, list):
-            raise ValueError(f"{path}: a MapTR GT file holds {{'GTs': [sample, ...]}}")
+        entries = data["GTs"]
         for i, entry in enumerate(entries):
             token = str(entry.get("sample_token", i)) if isinstance(entry, dict) else str(i)
             vectors = entry.get("vectors") if isinstance(entry, dict) else None
@@ -167,13 +226,26 @@ def read_map_preds(path: str | Path, format: MapFormat | None = None) -> list[Ma
         >>> sample.token, sample.labels, sample.scores
         ('a', ['divider'], [0.8])
     """
-    data = _load(path, "prediction")
-    kind = format or detect_format(data)
-    results = data.get("results") if isinstance(data, dict) else None
+    # millions of small objects, freed before the collector resumes (else it would scan them all): see gc_paused
+    with gc_paused():
+        data = _load(path, "prediction")
+        kind = format or detect_format(data)
+        results = data.get("results") if isinstance(data, dict) else None
+        samples = None
+        if kind == "maptr":
+            if not isinstance(results, list):
+                raise ValueError(f"{path}: a MapTR results file holds {{'results': [sample, ...]}}")
+            samples = _maptr_samples_fast(results, with_scores=True)
+        if samples is None:
+            samples = _read_preds_checked(path, results, kind)
+        del data, results
+    return samples
+
+
+def _read_preds_checked(path: str | Path, results: Any, kind: MapFormat) -> list[MapSample]:
+    """:func:`read_map_preds` element by element, naming the first malformed one."""
     samples: list[MapSample] = []
     if kind == "maptr":
-        if not isinstance(results, list):
-            raise ValueError(f"{path}: a MapTR results file holds {{'results': [sample, ...]}}")
         for i, entry in enumerate(results):
             token = str(entry.get("sample_token", i)) if isinstance(entry, dict) else str(i)
             vectors = entry.get("vectors") if isinstance(entry, dict) else None
@@ -234,27 +306,48 @@ def pack_samples(
         (torch.Size([1, 1, 3, 2]), [[2]])
     """
     index = {name: i for i, name in enumerate(class_names)}
-    lines = [(b, n, p) for b, s in enumerate(samples) for n, p in enumerate(s.points)]
+    lines = [p for s in samples for p in s.points]
+    names = [name for s in samples for name in s.labels]
+    line_counts = np.array([len(s.points) for s in samples], dtype=np.int64)
+    if len(names) != len(lines):
+        raise ValueError("every line of a sample needs one class name")
+    line_dims = np.array([p.shape[1] for p in lines], dtype=np.int64)
+    line_lengths = np.array([p.shape[0] for p in lines], dtype=np.int64)
     if dims is None:
-        dims = min((p.shape[1] for _, _, p in lines), default=2)
+        dims = int(line_dims.min()) if lines else 2
+    label_ids = np.array([index.get(name, -1) for name in names], dtype=np.int64)
+    bad = np.flatnonzero((line_dims < dims) | (label_ids < 0))
+    if bad.size:  # the first malformed line, named by its sample and position
+        first = int(bad[0])
+        sample_index = int(np.searchsorted(np.cumsum(line_counts), first, side="right"))
+        n = first - int(line_counts[:sample_index].sum())
+        token = samples[sample_index].token
+        if line_dims[first] < dims:
+            raise ValueError(f"sample {token}: line {n} has {int(line_dims[first])} coordinates, need {dims}")
+        raise ValueError(f"sample {token}: line {n} has class {names[first]!r}, not one of {class_names}")
     num_frames = len(samples)
-    most = max((len(s.points) for s in samples), default=0)
-    longest = max((p.shape[0] for _, _, p in lines), default=1)
+    most = int(line_counts.max()) if num_frames else 0
+    longest = int(line_lengths.max()) if lines else 1
     points = np.zeros((num_frames, most, longest, dims), dtype=np.float64)
     lengths = np.zeros((num_frames, most), dtype=np.int64)
     labels = np.zeros((num_frames, most), dtype=np.int64)
     scores = np.zeros((num_frames, most), dtype=np.float64)
-    for sample_index, sample in enumerate(samples):
-        for n, (array, name) in enumerate(zip(sample.points, sample.labels, strict=True)):
-            if array.shape[1] < dims:
-                raise ValueError(f"sample {sample.token}: line {n} has {array.shape[1]} coordinates, need {dims}")
-            if name not in index:
-                raise ValueError(f"sample {sample.token}: line {n} has class {name!r}, not one of {class_names}")
-            points[sample_index, n, : array.shape[0]] = array[:, :dims]
-            lengths[sample_index, n] = array.shape[0]
-            labels[sample_index, n] = index[name]
-        if sample.scores:
-            scores[sample_index, : len(sample.scores)] = sample.scores
+    if lines:
+        # slot of every line (frame, position in the frame), then of every point (line, position on the line)
+        frame_of = np.repeat(np.arange(num_frames), line_counts)
+        slot_of = np.arange(len(lines)) - np.repeat(np.cumsum(line_counts) - line_counts, line_counts)
+        lengths[frame_of, slot_of] = line_lengths
+        labels[frame_of, slot_of] = label_ids
+        same_dims = bool((line_dims == dims).all())
+        flat = np.concatenate(lines if same_dims else [p[:, :dims] for p in lines])
+        point_line = np.repeat(np.arange(len(lines)), line_lengths)
+        point_slot = np.arange(flat.shape[0]) - np.repeat(np.cumsum(line_lengths) - line_lengths, line_lengths)
+        points[frame_of[point_line], slot_of[point_line], point_slot] = flat
+    score_counts = np.array([len(s.scores) for s in samples], dtype=np.int64)
+    if score_counts.sum():
+        frame_of = np.repeat(np.arange(num_frames), score_counts)
+        slot_of = np.arange(int(score_counts.sum())) - np.repeat(np.cumsum(score_counts) - score_counts, score_counts)
+        scores[frame_of, slot_of] = np.array([v for s in samples for v in s.scores], dtype=np.float64)
     return {
         "points": torch.from_numpy(points).to(dtype=dtype, device=device),
         "lengths": torch.from_numpy(lengths).to(device=device),

@@ -115,3 +115,24 @@ def test_max_distance_prunes_only_pairs_beyond_it():
         assert torch.equal(pruned[near], full[near])
         assert (pruned[~near] > limit).all()
     assert torch.isinf(chamfer_distance_matrix(a, a_len, b, b_len, max_distance=0.0)[full > 1.0]).any()
+
+
+@pytest.mark.parametrize("dim", [2, 3])
+def test_without_gradient_equals_cdist_bit_for_bit(dim):
+    # without autograd the matrix takes minima of squared distances and roots them after (exact roots): the values
+    # must be scipy's cdist bit for bit, and in 2-D those of the differentiable torch.cdist path (in 3-D torch.cdist
+    # itself can be 1 ulp off scipy)
+    rng = np.random.default_rng(11 + dim)
+    preds = [rng.uniform(-30, 30, (int(n), dim)) for n in rng.integers(2, 60, 9)]
+    target = [x + rng.normal(0, 0.7, x.shape) for x in preds[:5]] + [rng.uniform(-30, 30, (7, dim))]
+    a, a_len = pad_polylines([torch.from_numpy(x) for x in preds])
+    b, b_len = pad_polylines([torch.from_numpy(x) for x in target])
+    fast = chamfer_distance_matrix(a, a_len, b, b_len, reduction="forward")
+    slow = chamfer_distance_matrix(a.requires_grad_(), a_len, b, b_len, reduction="forward").detach()
+    if dim == 2:
+        assert torch.equal(fast, slow)
+    scipy_distance = pytest.importorskip("scipy.spatial.distance")
+    for i, p in enumerate(preds):
+        for j, t in enumerate(target):
+            nearest = scipy_distance.cdist(p, t).min(1)
+            assert fast[i, j].item() == np.cumsum(nearest)[-1] / len(p)

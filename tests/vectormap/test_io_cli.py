@@ -144,3 +144,38 @@ def test_json_output_into_a_folder_is_refused_before_work(tmp_path, capsys):
     argv = ["map-eval", "--protocol", "nuscenes-maptr", "--gt", str(gt), "--pred", str(gt), "--json", str(folder)]
     assert main(argv) == 2
     assert str(folder) in capsys.readouterr().err
+
+
+def test_fast_maptr_reader_equals_the_checked_reader(tmp_path):
+    # the one-numpy-call reader of well-formed MapTR files must give what the element-by-element reader gives
+    from drivemetrics.vectormap.io import _read_gt_checked, _read_preds_checked
+
+    gt = {
+        "GTs": [
+            {"sample_token": "a", "vectors": [{"pts": [[0, 0.5], [1, 2]], "type": 2}, {"pts": [[3, 4]], "type": 0}]},
+            {"sample_token": "b", "vectors": []},
+            {"vectors": [{"pts": [[1.25, -7], [8, 9], [10, 11]], "type": 1}]},
+        ]
+    }
+    pred = {
+        "results": [
+            {"sample_token": "a", "vectors": [{"pts": [[0, 0], [1, 1]], "type": 1, "confidence_level": 0.25}]},
+            {"sample_token": "c", "vectors": [{"pts": [[2, 2], [3, 3.5]], "type": 0, "confidence_level": 1}]},
+        ]
+    }
+    (tmp_path / "gt.json").write_text(json.dumps(gt))
+    (tmp_path / "pred.json").write_text(json.dumps(pred))
+    for fast, slow in [
+        (read_map_gt(tmp_path / "gt.json"), _read_gt_checked(tmp_path / "gt.json", gt, "maptr")),
+        (read_map_preds(tmp_path / "pred.json"), _read_preds_checked(tmp_path / "pred.json", pred["results"], "maptr")),
+    ]:
+        assert [s.token for s in fast] == [s.token for s in slow] == [s.token for s in slow]
+        for f, s in zip(fast, slow, strict=True):
+            assert (f.labels, f.scores) == (s.labels, s.scores)
+            assert len(f.points) == len(s.points)
+            assert all(a.tolist() == b.tolist() and a.dtype == b.dtype for a, b in zip(f.points, s.points, strict=True))
+    assert [s.token for s in read_map_gt(tmp_path / "gt.json")] == ["a", "b", "2"]
+    # a 3-D line among 2-D ones: the fast path declines, the checked reader keeps each line as given
+    gt["GTs"][0]["vectors"][0]["pts"] = [[0, 0, 1], [1, 2, 3]]
+    (tmp_path / "gt.json").write_text(json.dumps(gt))
+    assert read_map_gt(tmp_path / "gt.json")[0].points[0].shape == (2, 3)
