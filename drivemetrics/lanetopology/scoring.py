@@ -216,6 +216,8 @@ def lane_distance_matrices(
                 dist = 0.5 * dist
             values[part[kept]] = dist * relax[gk]
     flat = values.cpu().numpy()
+    if not len(num_g):
+        return []
     parts = np.split(flat, np.cumsum(num_g * num_p)[:-1])
     return [part.reshape(ng, np_) for part, ng, np_ in zip(parts, num_g, num_p, strict=True)]
 
@@ -266,6 +268,8 @@ def iou_distance_matrices(gt_frames: Sequence[np.ndarray], pred_frames: Sequence
     """
     num_g = np.fromiter((len(x) for x in gt_frames), dtype=np.int64, count=len(gt_frames))
     num_p = np.fromiter((len(x) for x in pred_frames), dtype=np.int64, count=len(pred_frames))
+    if not len(num_g):
+        return []
     gi, pj, pairs = frame_pairs(num_g, num_p)
     g_all = np.concatenate([np.zeros((0, 2, 2), dtype=np.float32), *[np.asarray(x, np.float32) for x in gt_frames]])
     p_all = np.concatenate([np.zeros((0, 2, 2), dtype=np.float32), *[np.asarray(x, np.float32) for x in pred_frames]])

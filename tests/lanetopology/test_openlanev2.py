@@ -308,3 +308,15 @@ def test_min_cost_assignments_equal_the_solver() -> None:
     # a frame with a clear diagonal takes the shortcut; one with a conflict needs the solver: both as scipy
     cost = np.array([1, 9, 9, 1, 1, 2, 2, 9], dtype=np.int64)  # frame 0: [[1, 9], [9, 1]]; frame 1: [[1, 2], [2, 9]]
     assert sorted(_min_cost_assignments(cost, np.array([2, 2]), np.array([2, 2])).tolist()) == [0, 3, 5, 6]
+
+
+@pytest.mark.parametrize("track", ["centerline", "lanesegment"])
+def test_statistics_of_no_frames_are_empty(track: str) -> None:
+    """An empty rank under torchrun scores no frame: zero sums and no AP rows (the gather's template)."""
+    from drivemetrics.lanetopology.openlanev2 import frame_statistics
+
+    stats = frame_statistics([], [], track, "reference", "cpu")
+    assert stats["ap_rows"].shape == (0, 3)
+    assert not stats["ap_num_gt"].any()
+    assert not stats["topology"].any()
+    assert not stats["fscore"].any()
