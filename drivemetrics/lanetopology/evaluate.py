@@ -94,7 +94,8 @@ def evaluate_openlanev2(
     if not jobs:
         raise ValueError("no frames to evaluate")
     shard = current_shard()  # under torchrun: this rank scores its shard of the jobs, then all are gathered
-    parts = list(map_in_processes(_chunk_statistics, shard.take(jobs), workers))
+    with gc_paused():  # here too: a collection between two chunks would walk the caller's whole input
+        parts = list(map_in_processes(_chunk_statistics, shard.take(jobs), workers))
     if shard.world > 1:
         parts = _gather_parts(shard, parts, len(jobs), frame_statistics([], [], track, compat, "cpu"))
     stats = {

@@ -20,7 +20,15 @@ from typing import Any, Literal
 
 import numpy as np
 
-__all__ = ["AREA_CATEGORIES", "TRACKS", "TRAFFIC_ELEMENT_ATTRIBUTES", "LaneFrame", "Track", "parse_frame"]
+__all__ = [
+    "AREA_CATEGORIES",
+    "TRACKS",
+    "TRAFFIC_ELEMENT_ATTRIBUTES",
+    "LaneFrame",
+    "Track",
+    "check_frames_finite",
+    "parse_frame",
+]
 
 Track = Literal["centerline", "lanesegment"]
 TRACKS: tuple[Track, ...] = ("centerline", "lanesegment")
@@ -111,6 +119,9 @@ def _points_unchecked(value: Any, where: str, dim: int = 3) -> np.ndarray:
     return _points(value, where, dim)
 
 
+_SEGMENT_FIELDS = (("centerline", "lanes"), ("left_laneline", "lefts"), ("right_laneline", "rights"))
+
+
 def _check_finite(lines: Sequence[np.ndarray], where: Callable[[int], str]) -> None:
     """One finiteness check of many point arrays; on failure, the first bad one is named (``where(k)``)."""
     if lines and not np.isfinite(np.concatenate(lines)).all():
@@ -160,6 +171,37 @@ def _matrix(value: Any, shape: tuple[int, int], where: str, is_pred: bool) -> np
     return arr
 
 
+def check_frames_finite(frames: Sequence[LaneFrame], track: Track) -> None:
+    """Check that every lane point of ``frames`` is finite, all frames at once.
+
+    Raises:
+        ValueError: naming the first frame, lane and field holding a NaN or infinite value.
+
+    Examples:
+        >>> lane = np.array([[0.0, 0.0, 0.0], [np.nan, 1.0, 0.0]])
+        >>> ann = {"lane_centerline": [{"points": lane}], "traffic_element": [], "topology_lclc": [[0]],
+        ...        "topology_lcte": []}
+        >>> frame = parse_frame(ann, track="centerline", is_pred=False, token="val/1/2", check_finite=False)
+        >>> check_frames_finite([frame], "centerline")
+        Traceback (most recent call last):
+        ...
+        ValueError: frame val/1/2: lane_centerline[0].points: contains NaN or infinite values
+    """
+    _check_lines([(f.token, {"lanes": f.lanes, "lefts": f.lefts, "rights": f.rights}) for f in frames], track)
+
+
+def _check_lines(frames: Sequence[tuple[str, Mapping[str, list[np.ndarray]]]], track: Track) -> None:
+    """:func:`check_frames_finite` of ``(token, {"lanes": ..., "lefts": ..., "rights": ...})`` per frame."""
+    lane_key = _KEYS[track][0]
+    fields = (("points", "lanes"),) if track == "centerline" else _SEGMENT_FIELDS
+    lines = [x for _, groups in frames for _, attr in fields for x in groups[attr]]
+    if not lines or np.isfinite(np.concatenate(lines)).all():
+        return
+    for token, groups in frames:
+        for name, attr in fields:
+            _check_finite(groups[attr], lambda k, t=token, n=name: f"frame {t}: {lane_key}[{k}].{n}")  # type: ignore[misc]
+
+
 def _traffic_elements(
     te_in: Sequence[Mapping[str, Any]], where: str, is_pred: bool
 ) -> tuple[np.ndarray, np.ndarray, list[float]]:
@@ -192,7 +234,9 @@ def _traffic_elements(
     return boxes, attrs, te_conf
 
 
-def parse_frame(ann: Mapping[str, Any], *, track: Track, is_pred: bool, token: str = "?") -> LaneFrame:
+def parse_frame(
+    ann: Mapping[str, Any], *, track: Track, is_pred: bool, token: str = "?", check_finite: bool = True
+) -> LaneFrame:
     """Parse and validate one frame's devkit dict (annotation or prediction) into a :class:`LaneFrame`.
 
     Args:
@@ -200,6 +244,8 @@ def parse_frame(ann: Mapping[str, Any], *, track: Track, is_pred: bool, token: s
         track: ``"centerline"`` or ``"lanesegment"``.
         is_pred: predictions need ``confidence`` on lanes, areas and elements; ground truth does not.
         token: the frame's name, used in error messages.
+        check_finite: check that every lane point is finite; ``False`` leaves it to the caller, e.g.
+            :func:`check_frames_finite` on many frames at once.
 
     Raises:
         ValueError: naming the frame and the field, for any malformed entry.
@@ -235,11 +281,8 @@ def parse_frame(ann: Mapping[str, Any], *, track: Track, is_pred: bool, token: s
                 out.append(_points_unchecked(item[name], f"{at}.{name}"))
         if is_pred:
             lane_conf.append(_confidence(item, at))
-    if track == "centerline":
-        _check_finite(lanes, lambda k: f"{where}: {lane_key}[{k}].points")
-    else:
-        for name, lines in (("centerline", lanes), ("left_laneline", lefts), ("right_laneline", rights)):
-            _check_finite(lines, lambda k, name=name: f"{where}: {lane_key}[{k}].{name}")  # type: ignore[misc]
+    if check_finite:
+        _check_lines([(token, {"lanes": lanes, "lefts": lefts, "rights": rights})], track)
     te_in = _items(ann, "traffic_element", where)
     boxes, attrs, te_conf = _traffic_elements(te_in, where, is_pred)
     areas: list[np.ndarray] = []

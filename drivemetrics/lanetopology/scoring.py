@@ -216,6 +216,8 @@ def lane_distance_matrices(
                 dist = 0.5 * dist
             values[part[kept]] = dist * relax[gk]
     flat = values.cpu().numpy()
+    if not len(num_g):
+        return []
     parts = np.split(flat, np.cumsum(num_g * num_p)[:-1])
     return [part.reshape(ng, np_) for part, ng, np_ in zip(parts, num_g, num_p, strict=True)]
 
@@ -266,6 +268,8 @@ def iou_distance_matrices(gt_frames: Sequence[np.ndarray], pred_frames: Sequence
     """
     num_g = np.fromiter((len(x) for x in gt_frames), dtype=np.int64, count=len(gt_frames))
     num_p = np.fromiter((len(x) for x in pred_frames), dtype=np.int64, count=len(pred_frames))
+    if not len(num_g):
+        return []
     gi, pj, pairs = frame_pairs(num_g, num_p)
     g_all = np.concatenate([np.zeros((0, 2, 2), dtype=np.float32), *[np.asarray(x, np.float32) for x in gt_frames]])
     p_all = np.concatenate([np.zeros((0, 2, 2), dtype=np.float32), *[np.asarray(x, np.float32) for x in pred_frames]])
@@ -503,8 +507,9 @@ def _vertex_ap_rows(
     hit = np.take_along_axis(gt.astype(bool) & predicted, order, 1)
     cum_tp = np.cumsum(hit, axis=1)
     rank = np.arange(1, cols + 1)
-    group_end = _last_index_of_runs(np.take_along_axis(key, order, 1))
+    group_end = np.zeros(0, dtype=np.int64)
     if not reference:  # the precision of a tie group is the one at its end
+        group_end = _last_index_of_runs(np.take_along_axis(key, order, 1))
         cum_tp_at = np.take_along_axis(cum_tp, group_end, 1)
         precision = cum_tp_at / (group_end + 1)
     else:
@@ -557,16 +562,17 @@ def fscore_samples(lanes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray,
     samples = np.zeros((len(lanes), 100, 2))
     visible = np.zeros((len(lanes), 100), dtype=bool)
     kept = np.zeros(len(lanes), dtype=bool)
-    part_samples, part_visible, index = kept_lane_samples(lanes)
-    samples[index], visible[index], kept[index] = part_samples, part_visible, True
+    y, z, part_visible, index = kept_lane_samples(lanes)
+    samples[index, :, 0], samples[index, :, 1], visible[index], kept[index] = y, z, part_visible, True
     return samples, visible, kept
 
 
-def kept_lane_samples(lanes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The F-score samples of the lanes the devkit keeps only: ``(samples (Q, 100, 2), visible (Q, 100),
+def kept_lane_samples(lanes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The F-score samples of the lanes the devkit keeps only: ``(y (Q, 100), z (Q, 100), visible (Q, 100),
     index (Q,))``, ``index`` the kept lanes' positions in ``lanes`` (increasing)."""
+    empty = np.zeros((0, 100))
     if not len(lanes):
-        return np.zeros((0, 100, 2)), np.zeros((0, 100), dtype=bool), np.zeros(0, dtype=np.int64)
+        return empty, empty, empty.astype(bool), np.zeros(0, dtype=np.int64)
     lengths = np.fromiter((len(x) for x in lanes), dtype=np.int64, count=len(lanes))
     flat = np.concatenate(lanes)
     starts = np.cumsum(lengths) - lengths
@@ -578,11 +584,12 @@ def kept_lane_samples(lanes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarr
         if part.size
     ]
     if not parts:
-        return np.zeros((0, 100, 2)), np.zeros((0, 100), dtype=bool), np.zeros(0, dtype=np.int64)
-    samples = np.concatenate([p[0] for p in parts])
-    visible = np.concatenate([p[1] for p in parts])
+        return empty, empty, empty.astype(bool), np.zeros(0, dtype=np.int64)
+    y, z, visible = (np.concatenate([p[k] for p in parts]) if len(parts) > 1 else parts[0][k] for k in range(3))
     seen = visible.sum(1) > 1
-    return samples[seen], visible[seen], index[seen]
+    if seen.all():
+        return y, z, visible, index
+    return y[seen], z[seen], visible[seen], index[seen]
 
 
 def _fscore_lanes(lanes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -597,9 +604,11 @@ def _fscore_lanes(lanes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return samples[kept], visible[kept]
 
 
-def _sample_lanes(flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Samples ``(K, 100, 2)`` and visibility ``(K, 100)`` of the lanes ``flat[starts[k] : starts[k] + lengths[k]]``
-    (``flat`` ``(N, 3)``: the points of all lanes); no filtering."""
+def _sample_lanes(
+    flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Samples ``y (K, 100)``, ``z (K, 100)`` and visibility ``(K, 100)`` of the lanes
+    ``flat[starts[k] : starts[k] + lengths[k]]`` (``flat`` ``(N, 3)``: the points of all lanes); no filtering."""
     num, n_max = len(lengths), int(lengths.max())
     # edge padding (the last point repeated): a lane whose x never decreases stays sorted, and a stable sort of it
     # is the identity, so only the other lanes are sorted
@@ -619,16 +628,24 @@ def _sample_lanes(flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> 
     point_hi = np.take_along_axis(index, idx, 1)  # rows of ``flat`` of each sample's segment ends
     point_lo = point_hi - 1 if not unsorted.size else np.take_along_axis(index, idx - 1, 1)
     columns = [np.ascontiguousarray(flat[:, c]) for c in range(3)]
-    x_lo, x_hi = columns[0].take(point_lo), columns[0].take(point_hi)
-    out = np.empty((num, len(_X_SAMPLES), 2))
+    x_lo = columns[0].take(point_lo)
+    run = columns[0].take(point_hi) - x_lo
+    offset = _X_SAMPLES[None] - x_lo
+    planes = []
     with np.errstate(divide="ignore", invalid="ignore"):
-        for c in (0, 1):
-            lo, hi = columns[c + 1].take(point_lo), columns[c + 1].take(point_hi)
-            out[..., c] = (hi - lo) / (x_hi - x_lo) * (_X_SAMPLES[None] - x_lo) + lo
+        for c in (1, 2):  # contiguous planes, one pass per operation
+            lo = columns[c].take(point_lo)
+            plane = columns[c].take(point_hi)
+            plane -= lo
+            plane /= run
+            plane *= offset
+            plane += lo
+            planes.append(plane)
+    y, z = planes
     x_min = x[:, 0]
     x_max = x[np.arange(num), lengths - 1]
     visible = (_X_SAMPLES[None] >= x_min[:, None]) & (_X_SAMPLES[None] <= x_max[:, None])
-    return out, visible
+    return y, z, visible
 
 
 def fscore_counts(gt_lanes: Sequence[np.ndarray], pred_lanes: Sequence[np.ndarray]) -> np.ndarray:
