@@ -232,19 +232,32 @@ def _drp(device: torch.device, scale: float) -> dict[str, Any]:
 
 
 def _polyline(device: torch.device, scale: float) -> Any:
-    try:
-        import drivemetrics.polyline as polyline
-    except ImportError:
-        return None  # the package has no polyline kernels yet
+    """The polyline kernels of the OpenLane-V2 and map-AP domains: Chamfer and Frechet matrices, the bounded
+    (banded) Frechet distances, the soft Frechet distance and its gradient."""
+    from drivemetrics.polyline import (
+        bounded_frechet_distance_pairs,
+        chamfer_distance_matrix,
+        frechet_distance_matrix,
+        soft_frechet_distance_pairs,
+    )
+
     g = _generator(8)
-    a = torch.randn(3, 4, 11, 2, generator=g, dtype=torch.float64).cumsum(-2)
-    b = torch.randn(3, 5, 11, 2, generator=g, dtype=torch.float64).cumsum(-2)
-    results = {}
-    for name in ("chamfer_matrix", "frechet_matrix"):
-        function = getattr(polyline, name, None)
-        if function is not None:
-            results[name] = function(a.to(device), b.to(device))
-    return results or None
+    a = torch.randn(3, 4, 40, 2, generator=g, dtype=torch.float64).cumsum(-2)
+    b = torch.randn(3, 5, 40, 2, generator=g, dtype=torch.float64).cumsum(-2)
+    lengths = torch.randint(2, 41, (3, 5), generator=g)
+    full = torch.full((3, 4), 40)
+    pairs_a = a.reshape(12, 40, 2).to(device)
+    pairs_b = (pairs_a.cpu() + 0.5 * torch.randn(12, 1, 2, generator=g, dtype=torch.float64)).to(device)
+    soft_a = pairs_a[:4].clone().requires_grad_(True)
+    soft = soft_frechet_distance_pairs(soft_a, pairs_b[:4], gamma=0.1)
+    (grad,) = torch.autograd.grad(soft.sum(), soft_a)
+    return {
+        "chamfer_matrix": chamfer_distance_matrix(b.to(device), lengths.to(device), a.to(device), full.to(device)),
+        "frechet_matrix": frechet_distance_matrix(b.to(device), lengths.to(device), a.to(device), full.to(device)),
+        "bounded_frechet": bounded_frechet_distance_pairs(pairs_a, pairs_b, max_distance=3.0),
+        "soft_frechet": soft.detach(),
+        "soft_frechet_grad": grad,
+    }
 
 
 CHECKS: list[tuple[str, Callable[[torch.device, float], Any], float, float]] = [
@@ -255,7 +268,7 @@ CHECKS: list[tuple[str, Callable[[torch.device, float], Any], float, float]] = [
     ("expected road center", _road_center, 1e-5, 1e-6),
     ("CULane F1 (default mode)", _culane, 0.0, 1e-6),
     ("DRP compositing + 2-iteration attack", _drp, 1e-3, 1e-4),
-    ("polyline Chamfer / Frechet matrices", _polyline, 1e-9, 1e-9),
+    ("polyline Chamfer / Frechet matrices, banded and soft Frechet", _polyline, 1e-9, 1e-9),
 ]
 
 

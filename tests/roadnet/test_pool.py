@@ -97,9 +97,12 @@ def _sigint_state(_job: int) -> tuple[bool, bool]:
 
 
 @pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="POSIX signal masks")
-def test_workers_never_see_ctrl_c_and_the_parent_still_does():
+def test_workers_never_see_ctrl_c_and_the_parent_still_does(request):
     from drivemetrics._pool import _sigint_blocked, map_in_processes
 
+    # the parent listens to Ctrl-C as an interactive run does (a shell's background job inherits SIGINT ignored)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    request.addfinalizer(lambda: signal.signal(signal.SIGINT, previous))
     before = signal.pthread_sigmask(signal.SIG_BLOCK, [])
     # started with SIGINT blocked (so even their interpreter start-up never sees it), then ignoring it
     assert list(map_in_processes(_sigint_state, [0, 1, 2, 3], 2)) == [(True, True)] * 4
