@@ -294,12 +294,16 @@ def bounded_frechet_distance_pairs(
 ) -> Tensor:
     """:func:`frechet_distance_pairs` without gradient, faster, and exact only up to ``max_distance``.
 
-    The programme runs on the band of valid cells of each anti-diagonal only. With ``max_distance``, a pair is
-    dropped from the batch as soon as two consecutive anti-diagonals hold no cell ``<= max_distance`` (every
-    monotone coupling crosses one of any two consecutive anti-diagonals, so its distance is larger), and so is a
-    pair whose start or end points are already farther apart; dropped pairs get ``inf``. Every distance
-    ``<= max_distance`` is exact (equal to :func:`frechet_distance_pairs`); a larger one is exact or ``inf``, so
-    matching with thresholds up to ``max_distance`` is unchanged.
+    First the programme runs on narrow bands around each pair's proportional coupling (``band_widths``), in band
+    coordinates; a band value is kept where it is proven exact (every cell just outside the band is at least the
+    band value, so no coupling can leave the band below it; or the value equals the distance of the first or last
+    points, which every coupling holds). Close lines sampled alike are decided there, at a few percent of the
+    grid's cost; the other pairs get the whole programme on the valid cells of each anti-diagonal. With
+    ``max_distance``, a pair is dropped as soon as it provably exceeds it: its start or end points, or one line's
+    farthest point from the other's bounding box, are farther apart, or two consecutive anti-diagonals hold no cell
+    ``<= max_distance`` (every monotone coupling crosses one of them); dropped pairs get ``inf``. Every distance
+    ``<= max_distance`` is exact (equal to :func:`frechet_distance_pairs`, bit for bit); a larger one is exact or
+    ``inf``, so matching with thresholds up to ``max_distance`` is unchanged.
 
     Args:
         a: ``(K, N, D)`` polylines (metres); ``a_lengths`` ``(K,)`` in ``[1, N]`` (default all ``N``).
@@ -333,11 +337,11 @@ def bounded_frechet_distance_pairs(
     bound = None
     if max_distance is not None:
         bound = torch.as_tensor(max_distance, dtype=a.dtype, device=a.device).expand(k)
-        start_gap = torch.linalg.vector_norm(a[:, 0] - b[:, 0], dim=-1)
-        end_gap = torch.linalg.vector_norm(a[alive, a_len - 1] - b[alive, b_len - 1], dim=-1)
+        start_gap = _norms(a[:, 0] - b[:, 0])  # the module's one point distance: the same bits as the cells
+        end_gap = _norms(a[alive, a_len - 1] - b[alive, b_len - 1])
         alive = alive[torch.maximum(start_gap, end_gap) <= bound]
-    if bound is not None and alive.numel():
-        alive = alive[_box_lower_bound(a[alive], a_len[alive], b[alive], b_len[alive]) <= bound[alive]]
+        if alive.numel():
+            alive = alive[_box_lower_bound(a[alive], a_len[alive], b[alive], b_len[alive]) <= bound[alive]]
     # first a narrow band around the proportional coupling (exact where it proves itself), then a wider one, then
     # the full programme for the rest
     for half_width in band_widths:
@@ -359,13 +363,6 @@ def bounded_frechet_distance_pairs(
         limit = None if bound is None else bound[part]
         result[part] = _banded_dp(full.reshape(part.numel(), n * m), n, m, a_len[part], b_len[part], limit, check_every)
     return result
-
-
-def _pair_distances(a: Tensor, rows: Tensor, b: Tensor, cols: Tensor) -> Tensor:
-    """``|a[k, rows[k, w]] - b[k, cols[k, w]]|`` for index tensors ``(K, W)`` (clamped into range by the caller)."""
-    pa = a.gather(1, rows[..., None].expand(-1, -1, a.shape[-1]))
-    pb = b.gather(1, cols[..., None].expand(-1, -1, b.shape[-1]))
-    return _norms(pa - pb)
 
 
 def _norms(diff: Tensor) -> Tensor:
@@ -491,8 +488,8 @@ def _box_lower_bound(a: Tensor, a_len: Tensor, b: Tensor, b_len: Tensor) -> Tens
         valid = torch.arange(q.shape[1], device=q.device) < q_len[:, None]
         low = torch.where(valid[..., None], q, torch.inf).amin(1)
         high = torch.where(valid[..., None], q, -torch.inf).amax(1)
-        gap = (low[:, None] - p).clamp(min=0) + (p - high[:, None]).clamp(min=0)
-        dist = (gap * gap).sum(-1).sqrt()
+        gap = (low[:, None] - p).clamp(min=0) + (p - high[:, None]).clamp(min=0)  # per coordinate <= |p - q_j|
+        dist = _norms(gap)  # the cells' formula: a rounding never lifts the bound above a cell's distance
         own = torch.arange(p.shape[1], device=p.device) < p_len[:, None]
         out.append(torch.where(own, dist, 0.0).amax(1))
     return torch.maximum(out[0], out[1])
