@@ -82,3 +82,19 @@ if __name__ == "__main__":
     missing = names_without_example()
     print(f"{len(missing)} names lack a >>> example:")
     print("\n".join(missing))
+
+
+def test_docstrings_use_one_section_style():
+    """Docstring sections are Google style (``Args:``, ``Returns:``, ``Examples:``): no numpy-style section with a
+    dashed underline, which the docs would render differently."""
+    import re
+    from pathlib import Path
+
+    underlined = re.compile(r"^\s*(Parameters|Returns|Raises|Examples|Notes|Attributes)\n\s*-{3,}\s*$", re.MULTILINE)
+    offenders = [
+        str(path.relative_to(Path(drivemetrics.__file__).parent))
+        for path in sorted(Path(drivemetrics.__file__).parent.rglob("*.py"))
+        if underlined.search(path.read_text())
+    ]
+    assert offenders == []
+    assert underlined.search('    """Sum.\n\n    Examples\n    --------\n    >>> 1\n    """')  # the check can fail

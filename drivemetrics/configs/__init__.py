@@ -11,15 +11,14 @@ alike:
 ``drivemetrics config`` lists them and ``drivemetrics config NAME`` prints one (redirect it to a file to start
 your own).
 
-Examples
---------
-
 Examples:
-    >>> from drivemetrics.configs import config_names, read_config
-    >>> "corridor.toml" in config_names()
-    True
-    >>> read_config("corridor").splitlines()[0].startswith("#")
-    True
+
+    Examples:
+        >>> from drivemetrics.configs import config_names, read_config
+        >>> "corridor.toml" in config_names()
+        True
+        >>> read_config("corridor").splitlines()[0].startswith("#")
+        True
 """
 
 from __future__ import annotations

@@ -58,11 +58,10 @@ def _check_last(box: Tensor, size: int, name: str) -> None:
 def box2d_overlap(boxes_a: Tensor, boxes_b: Tensor, criterion: int = -1) -> Tensor:
     """2D overlap of ``... x 4`` boxes (C++ ``imageBoxOverlap``: no +1 pixel, 0 unless the boxes intersect).
 
-    Examples
-    --------
-    >>> import torch
-    >>> box2d_overlap(torch.tensor([0.0, 0.0, 2.0, 2.0]), torch.tensor([1.0, 0.0, 3.0, 2.0]))  # x1, y1, x2, y2
-    tensor(0.3333)
+    Examples:
+        >>> import torch
+        >>> box2d_overlap(torch.tensor([0.0, 0.0, 2.0, 2.0]), torch.tensor([1.0, 0.0, 3.0, 2.0]))  # x1, y1, x2, y2
+        tensor(0.3333)
     """
     _check_last(boxes_a, 4, "boxes_a")
     _check_last(boxes_b, 4, "boxes_b")
@@ -183,12 +182,11 @@ def bev_intersection_area(boxes_a: Tensor, boxes_b: Tensor) -> Tensor:
 def bev_overlap(boxes_a: Tensor, boxes_b: Tensor, criterion: int = -1) -> Tensor:
     """Bird's-eye-view overlap of rotated boxes ``... x 5`` (C++ ``groundBoxOverlap``).
 
-    Examples
-    --------
-    >>> import torch
-    >>> box = torch.tensor([0.0, 10.0, 4.0, 2.0, 0.0])  # x, z, l, w, ry
-    >>> bev_overlap(box, box + torch.tensor([1.0, 0.0, 0.0, 0.0, 0.0]))
-    tensor(0.6000)
+    Examples:
+        >>> import torch
+        >>> box = torch.tensor([0.0, 10.0, 4.0, 2.0, 0.0])  # x, z, l, w, ry
+        >>> bev_overlap(box, box + torch.tensor([1.0, 0.0, 0.0, 0.0, 0.0]))
+        tensor(0.6000)
     """
     _check_last(boxes_a, 5, "boxes_a")
     _check_last(boxes_b, 5, "boxes_b")
@@ -219,12 +217,11 @@ def box3d_overlap(boxes_a: Tensor, boxes_b: Tensor, criterion: int = -1) -> Tens
     """3D overlap of boxes ``... x 7`` (``x, y, z, h, w, l, ry``): the BEV intersection area times the vertical
     overlap, over the union volume (criterion -1), as the official C++ ``box3DOverlap``.
 
-    Examples
-    --------
-    >>> import torch
-    >>> box = torch.tensor([0.0, 1.0, 10.0, 1.5, 2.0, 4.0, 0.0])  # x, y, z, h, w, l, ry
-    >>> box3d_overlap(box, box)
-    tensor(1.)
+    Examples:
+        >>> import torch
+        >>> box = torch.tensor([0.0, 1.0, 10.0, 1.5, 2.0, 4.0, 0.0])  # x, y, z, h, w, l, ry
+        >>> box3d_overlap(box, box)
+        tensor(1.)
     """
     _check_last(boxes_a, 7, "boxes_a")
     _check_last(boxes_b, 7, "boxes_b")

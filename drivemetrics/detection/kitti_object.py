@@ -530,15 +530,14 @@ def evaluate_kitti_objects(
         "ap_r40": float}}}}``; AOS is absent if any detection has ``alpha == -10`` (as the C++ does), and so are
         the classes / kinds not evaluated.
 
-    Examples
-    --------
-    >>> from drivemetrics.detection.io import parse_kitti_objects
-    >>> line = "Car 0.00 0 -1.57 100.00 150.00 300.00 250.00 1.50 1.60 4.00 1.00 1.70 15.00 -1.57"
-    >>> target = [parse_kitti_objects(line)] * 40  # 40 frames, one car each
-    >>> preds = [parse_kitti_objects(line + " 0.9")] * 40  # each detected exactly (score 0.9)
-    >>> result = evaluate_kitti_objects(preds, target)
-    >>> result["car"]["3d"]["moderate"]["ap_r40"]  # percent; 40 objects fill 40 of the 41 official recall points
-    97.5
+    Examples:
+        >>> from drivemetrics.detection.io import parse_kitti_objects
+        >>> line = "Car 0.00 0 -1.57 100.00 150.00 300.00 250.00 1.50 1.60 4.00 1.00 1.70 15.00 -1.57"
+        >>> target = [parse_kitti_objects(line)] * 40  # 40 frames, one car each
+        >>> preds = [parse_kitti_objects(line + " 0.9")] * 40  # each detected exactly (score 0.9)
+        >>> result = evaluate_kitti_objects(preds, target)
+        >>> result["car"]["3d"]["moderate"]["ap_r40"]  # percent; 40 objects fill 40 of the 41 official recall points
+        97.5
     """
     if len(preds) != len(target):
         raise ValueError(f"got {len(preds)} prediction frames but {len(target)} target frames")
@@ -718,16 +717,15 @@ class KittiObjectMetrics(DictFamilyLogCheck, RaggedStateMixin, Metric):
             ``{"2d" | "bev" | "3d": (car, pedestrian, cyclist)}``.
         kwargs: see torchmetrics' ``Metric`` keyword arguments.
 
-    Examples
-    --------
-    >>> from drivemetrics.detection.io import parse_kitti_objects
-    >>> line = "Car 0.00 0 -1.57 100.00 150.00 300.00 250.00 1.50 1.60 4.00 1.00 1.70 15.00 -1.57"
-    >>> target = [parse_kitti_objects(line)] * 40  # 40 frames, one car each
-    >>> preds = [parse_kitti_objects(line + " 0.9")] * 40  # each detected exactly (score 0.9)
-    >>> metric = KittiObjectMetrics()
-    >>> metric.update(preds, target)
-    >>> metric.compute()["car_3d_moderate_r40"]
-    tensor(97.5000, dtype=torch.float64)
+    Examples:
+        >>> from drivemetrics.detection.io import parse_kitti_objects
+        >>> line = "Car 0.00 0 -1.57 100.00 150.00 300.00 250.00 1.50 1.60 4.00 1.00 1.70 15.00 -1.57"
+        >>> target = [parse_kitti_objects(line)] * 40  # 40 frames, one car each
+        >>> preds = [parse_kitti_objects(line + " 0.9")] * 40  # each detected exactly (score 0.9)
+        >>> metric = KittiObjectMetrics()
+        >>> metric.update(preds, target)
+        >>> metric.compute()["car_3d_moderate_r40"]
+        tensor(97.5000, dtype=torch.float64)
     """
 
     is_differentiable = False
@@ -833,16 +831,15 @@ class KittiObjectAveragePrecision(KittiObjectMetrics):
         recall_points: 40 (official since 2019, default) or 11.
         overlaps: see :class:`KittiObjectMetrics`.
 
-    Examples
-    --------
-    >>> from drivemetrics.detection.io import parse_kitti_objects
-    >>> line = "Car 0.00 0 -1.57 100.00 150.00 300.00 250.00 1.50 1.60 4.00 1.00 1.70 15.00 -1.57"
-    >>> target = [parse_kitti_objects(line)] * 40  # 40 frames, one car each
-    >>> preds = [parse_kitti_objects(line + " 0.9")] * 40  # each detected exactly (score 0.9)
-    >>> metric = KittiObjectAveragePrecision(cls="car", metric="bev", difficulty="easy", recall_points=11)
-    >>> metric.update(preds, target)
-    >>> metric.compute()
-    tensor(90.9091, dtype=torch.float64)
+    Examples:
+        >>> from drivemetrics.detection.io import parse_kitti_objects
+        >>> line = "Car 0.00 0 -1.57 100.00 150.00 300.00 250.00 1.50 1.60 4.00 1.00 1.70 15.00 -1.57"
+        >>> target = [parse_kitti_objects(line)] * 40  # 40 frames, one car each
+        >>> preds = [parse_kitti_objects(line + " 0.9")] * 40  # each detected exactly (score 0.9)
+        >>> metric = KittiObjectAveragePrecision(cls="car", metric="bev", difficulty="easy", recall_points=11)
+        >>> metric.update(preds, target)
+        >>> metric.compute()
+        tensor(90.9091, dtype=torch.float64)
     """
 
     def __init__(

@@ -349,14 +349,13 @@ def lane_iou_matrix(
     """IoU of every (prediction, GT) lane pair, default mode: ``(B, L_pred, L_gt)`` float64 (0 for padding slots
     and for lanes of fewer than 2 points). Lanes are drawn as their spline (:func:`spline_lanes`, ``spacing`` px).
 
-    Examples
-    --------
-    >>> import torch
-    >>> lane = torch.tensor([[[[800.0, 580.0], [820.0, 300.0]]]])  # (B, L_gt, P, 2) = (1, 1, 2, 2), pixels
-    >>> preds = torch.cat([lane, lane + torch.tensor([300.0, 0.0])], 1)  # the lane and a false one 300 px right
-    >>> lane_iou_matrix(preds, lane)  # (B, L_pred, L_gt)
-    tensor([[[1.],
-             [0.]]], dtype=torch.float64)
+    Examples:
+        >>> import torch
+        >>> lane = torch.tensor([[[[800.0, 580.0], [820.0, 300.0]]]])  # (B, L_gt, P, 2) = (1, 1, 2, 2), pixels
+        >>> preds = torch.cat([lane, lane + torch.tensor([300.0, 0.0])], 1)  # the lane and a false one 300 px right
+        >>> lane_iou_matrix(preds, lane)  # (B, L_pred, L_gt)
+        tensor([[[1.],
+                 [0.]]], dtype=torch.float64)
     """
     if not (line_width > 0 and height > 0 and width > 0):
         raise ValueError(f"need line_width, height, width > 0, got {line_width}, {height}, {width}")
@@ -448,13 +447,12 @@ def culane_matches(
         padding); ``"num_pred"``, ``"num_gt"``: ``(B,)`` long numbers of scored lanes. TP at threshold ``t`` is
         ``(matched_iou > t)`` summed over the lanes.
 
-    Examples
-    --------
-    >>> import torch
-    >>> lane = torch.tensor([[[[800.0, 580.0], [820.0, 300.0]]]])  # (B, L_gt, P, 2) = (1, 1, 2, 2), pixels
-    >>> preds = torch.cat([lane, lane + torch.tensor([300.0, 0.0])], 1)  # the lane and a false one 300 px right
-    >>> culane_matches(preds, lane)
-    {'matched_iou': tensor([[1.]], dtype=torch.float64), 'num_pred': tensor([2]), 'num_gt': tensor([1])}
+    Examples:
+        >>> import torch
+        >>> lane = torch.tensor([[[[800.0, 580.0], [820.0, 300.0]]]])  # (B, L_gt, P, 2) = (1, 1, 2, 2), pixels
+        >>> preds = torch.cat([lane, lane + torch.tensor([300.0, 0.0])], 1)  # the lane and a false one 300 px right
+        >>> culane_matches(preds, lane)
+        {'matched_iou': tensor([[1.]], dtype=torch.float64), 'num_pred': tensor([2]), 'num_gt': tensor([1])}
     """
     check_compat(compat)
     check_tensor(preds, "preds")
@@ -513,13 +511,12 @@ def culane_counts(
 
     Other arguments as :func:`culane_matches`. Returns ``{"tp", "fp", "fn"}``, ``(B,)`` long tensors.
 
-    Examples
-    --------
-    >>> import torch
-    >>> lane = torch.tensor([[[[800.0, 580.0], [820.0, 300.0]]]])  # (B, L_gt, P, 2) = (1, 1, 2, 2), pixels
-    >>> preds = torch.cat([lane, lane + torch.tensor([300.0, 0.0])], 1)  # the lane and a false one 300 px right
-    >>> culane_counts(preds, lane)
-    {'tp': tensor([1]), 'fp': tensor([1]), 'fn': tensor([0])}
+    Examples:
+        >>> import torch
+        >>> lane = torch.tensor([[[[800.0, 580.0], [820.0, 300.0]]]])  # (B, L_gt, P, 2) = (1, 1, 2, 2), pixels
+        >>> preds = torch.cat([lane, lane + torch.tensor([300.0, 0.0])], 1)  # the lane and a false one 300 px right
+        >>> culane_counts(preds, lane)
+        {'tp': tensor([1]), 'fp': tensor([1]), 'fn': tensor([0])}
     """
     if not 0 <= iou_threshold < 1:
         raise ValueError(f"`iou_threshold` must be in [0, 1), got {iou_threshold}")
@@ -542,13 +539,12 @@ def culane_f1(
 
     Arguments as in :func:`culane_counts`.
 
-    Examples
-    --------
-    >>> import torch
-    >>> lane = torch.tensor([[[[800.0, 580.0], [820.0, 300.0]]]])  # (B, L_gt, P, 2) = (1, 1, 2, 2), pixels
-    >>> preds = torch.cat([lane, lane + torch.tensor([300.0, 0.0])], 1)  # the lane and a false one 300 px right
-    >>> {key: round(value.item(), 4) for key, value in culane_f1(preds, lane).items()}
-    {'precision': 0.5, 'recall': 1.0, 'f1': 0.6667}
+    Examples:
+        >>> import torch
+        >>> lane = torch.tensor([[[[800.0, 580.0], [820.0, 300.0]]]])  # (B, L_gt, P, 2) = (1, 1, 2, 2), pixels
+        >>> preds = torch.cat([lane, lane + torch.tensor([300.0, 0.0])], 1)  # the lane and a false one 300 px right
+        >>> {key: round(value.item(), 4) for key, value in culane_f1(preds, lane).items()}
+        {'precision': 0.5, 'recall': 1.0, 'f1': 0.6667}
     """
     counts = culane_counts(preds, target, height, width, line_width, iou_threshold, preds_mask, target_mask, compat)
     return precision_recall_f1(counts["tp"].sum(), counts["fp"].sum(), counts["fn"].sum())
@@ -567,15 +563,14 @@ class CULaneMetrics(DictFamilyLogCheck, Metric):
         compat: ``"default"`` or ``"reference"`` (official C++ tool, CPU, needs OpenCV).
         kwargs: torchmetrics ``Metric`` keyword arguments.
 
-    Examples
-    --------
-    >>> import torch
-    >>> lane = torch.tensor([[[[800.0, 580.0], [820.0, 300.0]]]])  # (B, L_gt, P, 2) = (1, 1, 2, 2), pixels
-    >>> preds = torch.cat([lane, lane + torch.tensor([300.0, 0.0])], 1)  # the lane and a false one 300 px right
-    >>> metric = CULaneMetrics()
-    >>> metric.update(preds, lane)
-    >>> {key: round(value.item(), 4) for key, value in metric.compute().items()}
-    {'precision': 0.5, 'recall': 1.0, 'f1': 0.6667}
+    Examples:
+        >>> import torch
+        >>> lane = torch.tensor([[[[800.0, 580.0], [820.0, 300.0]]]])  # (B, L_gt, P, 2) = (1, 1, 2, 2), pixels
+        >>> preds = torch.cat([lane, lane + torch.tensor([300.0, 0.0])], 1)  # the lane and a false one 300 px right
+        >>> metric = CULaneMetrics()
+        >>> metric.update(preds, lane)
+        >>> {key: round(value.item(), 4) for key, value in metric.compute().items()}
+        {'precision': 0.5, 'recall': 1.0, 'f1': 0.6667}
     """
 
     is_differentiable = False

@@ -79,19 +79,18 @@ def e2e_ld(
             reference at t = 1..T (metres), "poses": (B, T + 1, 3) detector-driven poses (x, z, heading) in the
             clip frame, "reference_poses": (B, T + 1, 3) ground-truth-driven poses}`` instead of the ``(B,)`` values.
 
-    Examples
-    --------
-    >>> import torch
-    >>> from drivemetrics.geometry.camera import image_from_road_homography, intrinsic_matrix, road_to_image
-    >>> hom = image_from_road_homography(intrinsic_matrix(120.0, 120.0, 80.0, 30.0).double(), 1.5, pitch=0.05)
-    >>> z = torch.linspace(8.0, 30.0, 12, dtype=torch.float64)
-    >>> def detector(view):  # sees the lane lines 0.5 m right of where they are, whatever the view
-    ...     lines = [road_to_image(hom, torch.stack([torch.full_like(z, x + 0.5), z], -1)) for x in (-1.8, 1.8)]
-    ...     return torch.stack(lines)[None].expand(view.shape[0], -1, -1, -1)  # (N, 2, P, 2) pixels
-    >>> images = torch.zeros(1, 6, 1, 96, 160, dtype=torch.float64)  # (B, T, C, H, W)
-    >>> target = torch.zeros(1, 6, 101, dtype=torch.float64)  # (B, T, M): the lane center at X = 0
-    >>> e2e_ld(images, target, 25.0, detector, hom)  # (B,) metres
-    tensor([0.2920], dtype=torch.float64)
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.geometry.camera import image_from_road_homography, intrinsic_matrix, road_to_image
+        >>> hom = image_from_road_homography(intrinsic_matrix(120.0, 120.0, 80.0, 30.0).double(), 1.5, pitch=0.05)
+        >>> z = torch.linspace(8.0, 30.0, 12, dtype=torch.float64)
+        >>> def detector(view):  # sees the lane lines 0.5 m right of where they are, whatever the view
+        ...     lines = [road_to_image(hom, torch.stack([torch.full_like(z, x + 0.5), z], -1)) for x in (-1.8, 1.8)]
+        ...     return torch.stack(lines)[None].expand(view.shape[0], -1, -1, -1)  # (N, 2, P, 2) pixels
+        >>> images = torch.zeros(1, 6, 1, 96, 160, dtype=torch.float64)  # (B, T, C, H, W)
+        >>> target = torch.zeros(1, 6, 101, dtype=torch.float64)  # (B, T, M): the lane center at X = 0
+        >>> e2e_ld(images, target, 25.0, detector, hom)  # (B,) metres
+        tensor([0.2920], dtype=torch.float64)
     """
     check_shape(images, "images", ("B", "T", "C", "H", "W"))
     if not images.is_floating_point():

@@ -128,16 +128,15 @@ def psld_deviations(
         validate_args: check values (finite, ``speed > 0``, increasing ``z_samples``); these checks synchronise
             with the device, ``False`` skips them (shapes are always checked).
 
-    Examples
-    --------
-    >>> import torch
-    >>> from drivemetrics.lane.geometry import default_z_samples
-    >>> z = default_z_samples()  # (M,) metres ahead
-    >>> target = torch.zeros(2, z.numel())  # (B, M) lane centers, metres
-    >>> preds = target + 0.5  # detected 0.5 m to the right
-    >>> deviations = psld_deviations(preds, target, speed=20.0)  # (B, Tp) metres
-    >>> deviations.shape, deviations.abs().amax(1)
-    (torch.Size([2, 10]), tensor([0.0386, 0.0386]))
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.lane.geometry import default_z_samples
+        >>> z = default_z_samples()  # (M,) metres ahead
+        >>> target = torch.zeros(2, z.numel())  # (B, M) lane centers, metres
+        >>> preds = target + 0.5  # detected 0.5 m to the right
+        >>> deviations = psld_deviations(preds, target, speed=20.0)  # (B, Tp) metres
+        >>> deviations.shape, deviations.abs().amax(1)
+        (torch.Size([2, 10]), tensor([0.0386, 0.0386]))
     """
     z_samples = default_z_samples(preds.dtype, preds.device) if z_samples is None else z_samples.to(preds)
     _check_profiles(preds, target, z_samples, validate_args)
@@ -223,16 +222,15 @@ def smooth_psld(deviations: Tensor, temperature: float = 0.02, abs_eps: float = 
     ``temperature * log(Tp) + abs_eps`` metres of the exact ``max_t |d_t|`` before the ``1 / Tp`` scale, and
     ``temperature = abs_eps = 0`` gives the exact PSLD.
 
-    Examples
-    --------
-    >>> import torch
-    >>> from drivemetrics.lane.geometry import default_z_samples
-    >>> z = default_z_samples()  # (M,) metres ahead
-    >>> target = torch.zeros(2, z.numel())  # (B, M) lane centers, metres
-    >>> preds = target + 0.5  # detected 0.5 m to the right
-    >>> deviations = psld_deviations(preds, target, speed=20.0)
-    >>> smooth_psld(deviations, temperature=0.0, abs_eps=0.0)  # the exact PSLD per frame
-    tensor([0.0039, 0.0039])
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.lane.geometry import default_z_samples
+        >>> z = default_z_samples()  # (M,) metres ahead
+        >>> target = torch.zeros(2, z.numel())  # (B, M) lane centers, metres
+        >>> preds = target + 0.5  # detected 0.5 m to the right
+        >>> deviations = psld_deviations(preds, target, speed=20.0)
+        >>> smooth_psld(deviations, temperature=0.0, abs_eps=0.0)  # the exact PSLD per frame
+        tensor([0.0039, 0.0039])
     """
     if temperature < 0 or abs_eps < 0:
         raise ValueError(f"`temperature` and `abs_eps` must be >= 0, got {temperature} and {abs_eps}")
@@ -355,17 +353,16 @@ class PSLD(Metric):
         z_samples, horizon_frames, reference, controller: as :func:`psld`.
         validate_args: check values in ``update`` (finite, ``speed > 0``); ``False`` skips these host syncs.
 
-    Examples
-    --------
-    >>> import torch
-    >>> from drivemetrics.lane.geometry import default_z_samples
-    >>> z = default_z_samples()  # (M,) metres ahead
-    >>> target = torch.zeros(2, z.numel())  # (B, M) lane centers, metres
-    >>> preds = target + 0.5  # detected 0.5 m to the right
-    >>> metric = PSLD()
-    >>> metric.update(preds, target, speed=20.0)
-    >>> metric.compute()  # metres
-    tensor(0.0039)
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.lane.geometry import default_z_samples
+        >>> z = default_z_samples()  # (M,) metres ahead
+        >>> target = torch.zeros(2, z.numel())  # (B, M) lane centers, metres
+        >>> preds = target + 0.5  # detected 0.5 m to the right
+        >>> metric = PSLD()
+        >>> metric.update(preds, target, speed=20.0)
+        >>> metric.compute()  # metres
+        tensor(0.0039)
     """
 
     is_differentiable = True

@@ -62,12 +62,11 @@ def expected_center_from_maps(
     Returns:
         ``B`` centers in [0, 1] (differentiable w.r.t. ``maps``).
 
-    Examples
-    --------
-    >>> import torch
-    >>> maps = torch.zeros(1, 2, 3, 4); maps[..., 1] = 10.0  # (B, L, H, W): both lanes in column 1 of 4
-    >>> expected_center_from_maps(maps)
-    tensor([0.3750])
+    Examples:
+        >>> import torch
+        >>> maps = torch.zeros(1, 2, 3, 4); maps[..., 1] = 10.0  # (B, L, H, W): both lanes in column 1 of 4
+        >>> expected_center_from_maps(maps)
+        tensor([0.3750])
     """
     check_tensor(maps, "maps")
     check_shape(maps, "maps", ("B", "L", "H", "W"))
@@ -122,12 +121,11 @@ def expected_center_from_polynomials(
         ``B`` centers (differentiable w.r.t. ``coefficients``; the hard selection has no gradient w.r.t.
         ``confidence``).
 
-    Examples
-    --------
-    >>> import torch
-    >>> coefficients = torch.tensor([[[0.0, 0.45], [0.0, 0.65]]])  # (B, L, D + 1): vertical lanes at 0.45, 0.65
-    >>> expected_center_from_polynomials(coefficients)
-    tensor([0.5500])
+    Examples:
+        >>> import torch
+        >>> coefficients = torch.tensor([[[0.0, 0.45], [0.0, 0.65]]])  # (B, L, D + 1): vertical lanes at 0.45, 0.65
+        >>> expected_center_from_polynomials(coefficients)
+        tensor([0.5500])
     """
     check_tensor(coefficients, "coefficients")
     check_shape(coefficients, "coefficients", ("B", "L", "D+1"))
@@ -186,12 +184,11 @@ def expected_center_from_anchors(
     Returns:
         ``B`` centers (differentiable w.r.t. ``xs``, ``offsets`` and ``confidence``).
 
-    Examples
-    --------
-    >>> import torch
-    >>> xs = torch.tensor([[[0.4, 0.4], [0.6, 0.6]]])  # (B, A, R): two proposals at x = 0.4 and 0.6
-    >>> expected_center_from_anchors(xs, torch.tensor([[0.5, 0.5]]))
-    tensor([0.5000])
+    Examples:
+        >>> import torch
+        >>> xs = torch.tensor([[[0.4, 0.4], [0.6, 0.6]]])  # (B, A, R): two proposals at x = 0.4 and 0.6
+        >>> expected_center_from_anchors(xs, torch.tensor([[0.5, 0.5]]))
+        tensor([0.5000])
     """
     check_tensor(xs, "xs")
     check_shape(xs, "xs", ("B", "A", "R"))
@@ -219,11 +216,10 @@ def expected_center_from_anchors(
 def road_center_attack_loss(center: Tensor, direction: Literal["right", "left"] = "right") -> Tensor:
     """Attack loss on expected road centers ``B``: ``mean(1 - center)`` pushes right, ``mean(center)`` left.
 
-    Examples
-    --------
-    >>> import torch
-    >>> road_center_attack_loss(torch.tensor([0.5, 0.7])), road_center_attack_loss(torch.tensor([0.5, 0.7]), "left")
-    (tensor(0.4000), tensor(0.6000))
+    Examples:
+        >>> import torch
+        >>> road_center_attack_loss(torch.tensor([0.5, 0.7])), road_center_attack_loss(torch.tensor([0.5, 0.7]), "left")
+        (tensor(0.4000), tensor(0.6000))
     """
     if direction == "right":
         return (1 - center).mean()

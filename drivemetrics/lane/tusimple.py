@@ -108,14 +108,13 @@ def tusimple_image_scores(
         ``matched``, ``num_pred``, ``num_gt`` (the lane counts behind them, before the 4-lane cap and the rejection
         rules).
 
-    Examples
-    --------
-    >>> import torch
-    >>> ys = torch.arange(160.0, 720.0, 10.0)  # (N,) rows, pixels
-    >>> gt = torch.stack([400 - 0.3 * (ys - 160), 880 + 0.3 * (ys - 160)])[None]  # (B, L_gt, N) = (1, 2, 56)
-    >>> scores = tusimple_image_scores(gt + 5.0, gt, ys)  # every point 5 px off: within the 20 px threshold
-    >>> scores["accuracy"], scores["fp"], scores["fn"]
-    (tensor([1.], dtype=torch.float64), tensor([0.], dtype=torch.float64), tensor([0.], dtype=torch.float64))
+    Examples:
+        >>> import torch
+        >>> ys = torch.arange(160.0, 720.0, 10.0)  # (N,) rows, pixels
+        >>> gt = torch.stack([400 - 0.3 * (ys - 160), 880 + 0.3 * (ys - 160)])[None]  # (B, L_gt, N) = (1, 2, 56)
+        >>> scores = tusimple_image_scores(gt + 5.0, gt, ys)  # every point 5 px off: within the 20 px threshold
+        >>> scores["accuracy"], scores["fp"], scores["fn"]
+        (tensor([1.], dtype=torch.float64), tensor([0.], dtype=torch.float64), tensor([0.], dtype=torch.float64))
     """
     h_samples = _validate(preds, target, h_samples)
     official_fp = check_compat(compat)
@@ -222,11 +221,10 @@ def select_ego_lanes(lanes: Tensor, lane_mask: Tensor | None = None, image_width
 def tusimple_f1(fp: Tensor | float, fn: Tensor | float) -> Tensor:
     """F1 from TuSimple FP and FN rates: harmonic mean of precision ``1 - fp`` and recall ``1 - fn`` (0 if both 0).
 
-    Examples
-    --------
-    >>> import torch
-    >>> tusimple_f1(torch.tensor(0.25), torch.tensor(0.5))  # precision 0.75, recall 0.5
-    tensor(0.6000, dtype=torch.float64)
+    Examples:
+        >>> import torch
+        >>> tusimple_f1(torch.tensor(0.25), torch.tensor(0.5))  # precision 0.75, recall 0.5
+        tensor(0.6000, dtype=torch.float64)
     """
     precision = 1.0 - torch.as_tensor(fp, dtype=torch.float64)
     recall = 1.0 - torch.as_tensor(fn, dtype=torch.float64)
@@ -279,15 +277,14 @@ class TuSimpleMetrics(DictFamilyLogCheck, Metric):
         pixel_threshold: base point threshold in pixels (20 for TuSimple's 1280 x 720 images).
         kwargs: torchmetrics ``Metric`` keyword arguments.
 
-    Examples
-    --------
-    >>> import torch
-    >>> ys = torch.arange(160.0, 720.0, 10.0)  # (N,) rows, pixels
-    >>> gt = torch.stack([400 - 0.3 * (ys - 160), 880 + 0.3 * (ys - 160)])[None]  # (B, L_gt, N) = (1, 2, 56)
-    >>> metric = TuSimpleMetrics()
-    >>> metric.update(gt + 5.0, gt, ys)
-    >>> {key: value.item() for key, value in metric.compute().items()}
-    {'accuracy': 1.0, 'fp': 0.0, 'fn': 0.0, 'f1': 1.0}
+    Examples:
+        >>> import torch
+        >>> ys = torch.arange(160.0, 720.0, 10.0)  # (N,) rows, pixels
+        >>> gt = torch.stack([400 - 0.3 * (ys - 160), 880 + 0.3 * (ys - 160)])[None]  # (B, L_gt, N) = (1, 2, 56)
+        >>> metric = TuSimpleMetrics()
+        >>> metric.update(gt + 5.0, gt, ys)
+        >>> {key: value.item() for key, value in metric.compute().items()}
+        {'accuracy': 1.0, 'fp': 0.0, 'fn': 0.0, 'f1': 1.0}
     """
 
     is_differentiable = False

@@ -320,14 +320,13 @@ def fit_driving_corridor(
     * The result is the kept hypothesis of highest fitness. With no admissible first element the corridor is
       empty (0 stages, length 0, empty mask).
 
-    Examples
-    --------
-    >>> from drivemetrics.geometry import BevGrid
-    >>> grid = BevGrid()  # KITTI-ROAD BEV grid, (800, 400) cells of 0.05 m
-    >>> lane = (grid.x_centers().abs() < 1.75).expand(1, *grid.shape)  # (B, H, W): a straight 3.5 m ego-lane
-    >>> fit = fit_driving_corridor(lane.float(), threshold=0.5)
-    >>> fit.mask.shape, fit.length  # the corridor mask and its length, metres
-    (torch.Size([1, 800, 400]), tensor([41.9925]))
+    Examples:
+        >>> from drivemetrics.geometry import BevGrid
+        >>> grid = BevGrid()  # KITTI-ROAD BEV grid, (800, 400) cells of 0.05 m
+        >>> lane = (grid.x_centers().abs() < 1.75).expand(1, *grid.shape)  # (B, H, W): a straight 3.5 m ego-lane
+        >>> fit = fit_driving_corridor(lane.float(), threshold=0.5)
+        >>> fit.mask.shape, fit.length  # the corridor mask and its length, metres
+        (torch.Size([1, 800, 400]), tensor([41.9925]))
     """
     grid = grid if grid is not None else BevGrid()
     config = config if config is not None else CorridorConfig()
@@ -554,14 +553,13 @@ def corridor_row_statistics(
         dict of ``E``-long tensors ``z`` (metres), ``tp_cells``, ``fp_cells``, ``row_tp``, ``row_fp``,
         ``row_fn``, ``hit_rows`` (long), and the scalar ``frames``.
 
-    Examples
-    --------
-    >>> from drivemetrics.geometry import BevGrid
-    >>> grid = BevGrid()  # KITTI-ROAD BEV grid, (800, 400) cells of 0.05 m
-    >>> lane = (grid.x_centers().abs() < 1.75).expand(1, *grid.shape)  # (B, H, W): a straight 3.5 m ego-lane
-    >>> stats = corridor_row_statistics(lane, lane)  # the ground truth as corridor
-    >>> stats["z"].shape, stats["row_tp"].sum(), stats["fp_cells"].sum()
-    (torch.Size([740]), tensor(740), tensor(0))
+    Examples:
+        >>> from drivemetrics.geometry import BevGrid
+        >>> grid = BevGrid()  # KITTI-ROAD BEV grid, (800, 400) cells of 0.05 m
+        >>> lane = (grid.x_centers().abs() < 1.75).expand(1, *grid.shape)  # (B, H, W): a straight 3.5 m ego-lane
+        >>> stats = corridor_row_statistics(lane, lane)  # the ground truth as corridor
+        >>> stats["z"].shape, stats["row_tp"].sum(), stats["fp_cells"].sum()
+        (torch.Size([740]), tensor(740), tensor(0))
     """
     grid = grid if grid is not None else BevGrid()
     check_tensor(corridor, "corridor")
@@ -613,14 +611,13 @@ def corridor_curves(stats: dict[str, Tensor]) -> dict[str, Tensor]:
     frames hit up to ``d``). Undefined ratios over scored frames (0 / 0, e.g. no corridor at all) are 0; with no
     frame scored at all every score is NaN (nothing was measured).
 
-    Examples
-    --------
-    >>> from drivemetrics.geometry import BevGrid
-    >>> grid = BevGrid()  # KITTI-ROAD BEV grid, (800, 400) cells of 0.05 m
-    >>> lane = (grid.x_centers().abs() < 1.75).expand(1, *grid.shape)  # (B, H, W): a straight 3.5 m ego-lane
-    >>> curves = corridor_curves(corridor_row_statistics(lane, lane))
-    >>> curves["z"][-1], curves["f1_long"][-1]
-    (tensor(45.9750, dtype=torch.float64), tensor(1., dtype=torch.float64))
+    Examples:
+        >>> from drivemetrics.geometry import BevGrid
+        >>> grid = BevGrid()  # KITTI-ROAD BEV grid, (800, 400) cells of 0.05 m
+        >>> lane = (grid.x_centers().abs() < 1.75).expand(1, *grid.shape)  # (B, H, W): a straight 3.5 m ego-lane
+        >>> curves = corridor_curves(corridor_row_statistics(lane, lane))
+        >>> curves["z"][-1], curves["f1_long"][-1]
+        (tensor(45.9750, dtype=torch.float64), tensor(1., dtype=torch.float64))
     """
     tp, fp = stats["tp_cells"].cumsum(0), stats["fp_cells"].cumsum(0)
     rtp, rfp, rfn = stats["row_tp"].cumsum(0), stats["row_fp"].cumsum(0), stats["row_fn"].cumsum(0)
@@ -664,14 +661,13 @@ def driving_corridor_scores(
     config (e.g. ``precision_lat_20m``). Arguments as in :func:`fit_driving_corridor` and
     :func:`corridor_row_statistics`.
 
-    Examples
-    --------
-    >>> from drivemetrics.geometry import BevGrid
-    >>> grid = BevGrid()  # KITTI-ROAD BEV grid, (800, 400) cells of 0.05 m
-    >>> lane = (grid.x_centers().abs() < 1.75).expand(1, *grid.shape)  # (B, H, W): a straight 3.5 m ego-lane
-    >>> scores = driving_corridor_scores(lane.float(), lane, threshold=0.5)
-    >>> scores["precision_lat_30m"], scores["hitrate_40m"]
-    (tensor(1., dtype=torch.float64), tensor(1., dtype=torch.float64))
+    Examples:
+        >>> from drivemetrics.geometry import BevGrid
+        >>> grid = BevGrid()  # KITTI-ROAD BEV grid, (800, 400) cells of 0.05 m
+        >>> lane = (grid.x_centers().abs() < 1.75).expand(1, *grid.shape)  # (B, H, W): a straight 3.5 m ego-lane
+        >>> scores = driving_corridor_scores(lane.float(), lane, threshold=0.5)
+        >>> scores["precision_lat_30m"], scores["hitrate_40m"]
+        (tensor(1., dtype=torch.float64), tensor(1., dtype=torch.float64))
     """
     grid = grid if grid is not None else BevGrid()
     config = config if config is not None else CorridorConfig()
@@ -693,15 +689,14 @@ class DrivingCorridorMetrics(DictFamilyLogCheck, Metric):
         threshold: detection working point in (0, 1].
         grid: BEV grid (default KITTI-ROAD). config: :class:`CorridorConfig` (default: the paper's).
 
-    Examples
-    --------
-    >>> from drivemetrics.geometry import BevGrid
-    >>> grid = BevGrid()  # KITTI-ROAD BEV grid, (800, 400) cells of 0.05 m
-    >>> lane = (grid.x_centers().abs() < 1.75).expand(1, *grid.shape)  # (B, H, W): a straight 3.5 m ego-lane
-    >>> metric = DrivingCorridorMetrics(threshold=0.5)
-    >>> metric.update(lane.float(), lane)
-    >>> metric.compute()["hitrate_30m"]
-    tensor(1., dtype=torch.float64)
+    Examples:
+        >>> from drivemetrics.geometry import BevGrid
+        >>> grid = BevGrid()  # KITTI-ROAD BEV grid, (800, 400) cells of 0.05 m
+        >>> lane = (grid.x_centers().abs() < 1.75).expand(1, *grid.shape)  # (B, H, W): a straight 3.5 m ego-lane
+        >>> metric = DrivingCorridorMetrics(threshold=0.5)
+        >>> metric.update(lane.float(), lane)
+        >>> metric.compute()["hitrate_30m"]
+        tensor(1., dtype=torch.float64)
     """
 
     is_differentiable = False
@@ -820,15 +815,14 @@ class DrivingCorridorLateralPrecision(DrivingCorridorMetrics):
         distance: ``d`` in metres (any distance between the first scored row and the grid's far edge, not only
             the config's ``distances``).
 
-    Examples
-    --------
-    >>> from drivemetrics.geometry import BevGrid
-    >>> grid = BevGrid()  # KITTI-ROAD BEV grid, (800, 400) cells of 0.05 m
-    >>> lane = (grid.x_centers().abs() < 1.75).expand(1, *grid.shape)  # (B, H, W): a straight 3.5 m ego-lane
-    >>> metric = DrivingCorridorLateralPrecision(threshold=0.5, distance=30.0)
-    >>> metric.update(lane.float(), lane)
-    >>> metric.compute()
-    tensor(1., dtype=torch.float64)
+    Examples:
+        >>> from drivemetrics.geometry import BevGrid
+        >>> grid = BevGrid()  # KITTI-ROAD BEV grid, (800, 400) cells of 0.05 m
+        >>> lane = (grid.x_centers().abs() < 1.75).expand(1, *grid.shape)  # (B, H, W): a straight 3.5 m ego-lane
+        >>> metric = DrivingCorridorLateralPrecision(threshold=0.5, distance=30.0)
+        >>> metric.update(lane.float(), lane)
+        >>> metric.compute()
+        tensor(1., dtype=torch.float64)
     """
 
     def __init__(
@@ -862,15 +856,14 @@ class DrivingCorridorLongitudinalF1Score(DrivingCorridorMetrics):
         distance: ``d`` in metres (any distance between the first scored row and the grid's far edge, not only
             the config's ``distances``).
 
-    Examples
-    --------
-    >>> from drivemetrics.geometry import BevGrid
-    >>> grid = BevGrid()  # KITTI-ROAD BEV grid, (800, 400) cells of 0.05 m
-    >>> lane = (grid.x_centers().abs() < 1.75).expand(1, *grid.shape)  # (B, H, W): a straight 3.5 m ego-lane
-    >>> metric = DrivingCorridorLongitudinalF1Score(threshold=0.5, distance=30.0)
-    >>> metric.update(lane.float(), lane)
-    >>> metric.compute()
-    tensor(1., dtype=torch.float64)
+    Examples:
+        >>> from drivemetrics.geometry import BevGrid
+        >>> grid = BevGrid()  # KITTI-ROAD BEV grid, (800, 400) cells of 0.05 m
+        >>> lane = (grid.x_centers().abs() < 1.75).expand(1, *grid.shape)  # (B, H, W): a straight 3.5 m ego-lane
+        >>> metric = DrivingCorridorLongitudinalF1Score(threshold=0.5, distance=30.0)
+        >>> metric.update(lane.float(), lane)
+        >>> metric.compute()
+        tensor(1., dtype=torch.float64)
     """
 
     def __init__(
@@ -904,15 +897,14 @@ class DrivingCorridorHitRate(DrivingCorridorMetrics):
         distance: ``d`` in metres (any distance between the first scored row and the grid's far edge, not only
             the config's ``distances``).
 
-    Examples
-    --------
-    >>> from drivemetrics.geometry import BevGrid
-    >>> grid = BevGrid()  # KITTI-ROAD BEV grid, (800, 400) cells of 0.05 m
-    >>> lane = (grid.x_centers().abs() < 1.75).expand(1, *grid.shape)  # (B, H, W): a straight 3.5 m ego-lane
-    >>> metric = DrivingCorridorHitRate(threshold=0.5, distance=30.0)
-    >>> metric.update(lane.float(), lane)
-    >>> metric.compute()
-    tensor(1., dtype=torch.float64)
+    Examples:
+        >>> from drivemetrics.geometry import BevGrid
+        >>> grid = BevGrid()  # KITTI-ROAD BEV grid, (800, 400) cells of 0.05 m
+        >>> lane = (grid.x_centers().abs() < 1.75).expand(1, *grid.shape)  # (B, H, W): a straight 3.5 m ego-lane
+        >>> metric = DrivingCorridorHitRate(threshold=0.5, distance=30.0)
+        >>> metric.update(lane.float(), lane)
+        >>> metric.compute()
+        tensor(1., dtype=torch.float64)
     """
 
     def __init__(

@@ -87,16 +87,15 @@ def road_pixel_scores(
     :func:`scores_from_counts` plus ``f_measure_fixed``, ``precision_fixed``, ``recall_fixed``, ``iou_fixed`` at
     ``p >= fixed_threshold`` (``None``: no fixed threshold, a little faster for float maps).
 
-    Examples
-    --------
-    >>> import torch
-    >>> target = torch.zeros(1, 4, 4, dtype=torch.bool); target[:, 2:] = True  # (B, H, W): road in the lower half
-    >>> preds = torch.where(target, 200, 30).to(torch.uint8)  # uint8 confidences, p = v / 255
-    >>> scores = road_pixel_scores(preds, target)
-    >>> scores["max_f"], scores["precision_wp"], scores["best_threshold"]
-    (tensor(1.0000, dtype=torch.float64), tensor(1., dtype=torch.float64), tensor(0.1216, dtype=torch.float64))
-    >>> scores["total_positives"]
-    tensor(8., dtype=torch.float64)
+    Examples:
+        >>> import torch
+        >>> target = torch.zeros(1, 4, 4, dtype=torch.bool); target[:, 2:] = True  # (B, H, W): road in the lower half
+        >>> preds = torch.where(target, 200, 30).to(torch.uint8)  # uint8 confidences, p = v / 255
+        >>> scores = road_pixel_scores(preds, target)
+        >>> scores["max_f"], scores["precision_wp"], scores["best_threshold"]
+        (tensor(1.0000, dtype=torch.float64), tensor(1., dtype=torch.float64), tensor(0.1216, dtype=torch.float64))
+        >>> scores["total_positives"]
+        tensor(8., dtype=torch.float64)
     """
     check_fixed_threshold(fixed_threshold)
     preds, target, valid = validate_pixel_inputs(preds, target, valid, check_values=validate_args)

@@ -472,14 +472,13 @@ def pixel_counts(
     Returns:
         :class:`PixelCounts` with int64 tensors of shape ``B x T``; ``.sum()`` pools them over the batch.
 
-    Examples
-    --------
-    >>> import torch
-    >>> target = torch.zeros(1, 4, 4, dtype=torch.bool); target[:, 2:] = True  # (B, H, W): road in the lower half
-    >>> preds = torch.where(target, 200, 30).to(torch.uint8)  # uint8 confidences, p = v / 255
-    >>> counts = pixel_counts(preds, target, thresholds=[0.0, 0.5, 1.0])
-    >>> counts.tp, counts.fp
-    (tensor([[8, 8, 0]]), tensor([[8, 0, 0]]))
+    Examples:
+        >>> import torch
+        >>> target = torch.zeros(1, 4, 4, dtype=torch.bool); target[:, 2:] = True  # (B, H, W): road in the lower half
+        >>> preds = torch.where(target, 200, 30).to(torch.uint8)  # uint8 confidences, p = v / 255
+        >>> counts = pixel_counts(preds, target, thresholds=[0.0, 0.5, 1.0])
+        >>> counts.tp, counts.fp
+        (tensor([[8, 8, 0]]), tensor([[8, 0, 0]]))
     """
     preds, target, valid = validate_pixel_inputs(preds, target, valid, check_values=validate_args)
     thr = format_thresholds(thresholds, device=preds.device)
@@ -491,13 +490,12 @@ def counts_at_threshold(
 ) -> PixelCounts:
     """Per-image counts at one threshold (``p >= threshold``), int64 tensors of shape ``B``.
 
-    Examples
-    --------
-    >>> import torch
-    >>> target = torch.zeros(1, 4, 4, dtype=torch.bool); target[:, 2:] = True  # (B, H, W): road in the lower half
-    >>> preds = torch.where(target, 200, 30).to(torch.uint8)  # uint8 confidences, p = v / 255
-    >>> counts_at_threshold(preds, target, threshold=0.5)
-    PixelCounts(tp=tensor([8]), fp=tensor([0]), fn=tensor([0]), tn=tensor([8]))
+    Examples:
+        >>> import torch
+        >>> target = torch.zeros(1, 4, 4, dtype=torch.bool); target[:, 2:] = True  # (B, H, W): road in the lower half
+        >>> preds = torch.where(target, 200, 30).to(torch.uint8)  # uint8 confidences, p = v / 255
+        >>> counts_at_threshold(preds, target, threshold=0.5)
+        PixelCounts(tp=tensor([8]), fp=tensor([0]), fn=tensor([0]), tn=tensor([8]))
     """
     counts = pixel_counts(preds, target, valid, [float(threshold)], validate_args=validate_args)
     return PixelCounts(*(c[..., 0] for c in counts))
@@ -529,51 +527,45 @@ def scores_from_counts(
 ) -> dict[str, Tensor]:
     """The devkit's scores (``pxEval_maximizeFMeasure``) from per-threshold counts, plus a few extra keys.
 
-    Parameters
-    ----------
-    counts
-        ``(tp, fp, fn, tn)`` of shape ``(..., T)`` (pixels); leading dimensions are kept (e.g. per-image scores).
-    thresholds
-        The ``T`` thresholds the counts were taken at (same forms as in :func:`pixel_counts`).
-    beta
-        F-measure weight (the devkit uses 1).
-    compat
-        ``"default"``: the working-point values are exact float64 ratios of the int64 counts; ``"reference"``:
-        the devkit's rounding (counts cast to float32, the ``*_wp`` ratios computed in float32).
-    warn_empty
-        Warn when there is no valid positive pixel (scores are then NaN).
+    Keys of the result (the devkit's names in brackets; the CLI prints those):
 
-    Returns
-    -------
-    dict[str, Tensor]
-        Tensors of shape ``(...)`` unless noted (the devkit's name in brackets; the CLI prints those):
+    - ``max_f`` (``MaxF``): max over thresholds of ``F_beta``, with the devkit's 1e-10 epsilon;
+      ``average_precision`` (``AvgPrec``): 11-point interpolated AP at recall levels ``np.arange(0, 1.1, 0.1)``;
+      ``best_threshold`` (``BestThresh``): the lowest threshold reaching ``max_f``;
+    - at that working point: ``precision_wp`` (``PRE_wp``), ``recall_wp`` (``REC_wp``), ``tpr_wp``
+      (``TPR_wp``), ``fpr_wp`` (``FPR_wp``), ``fnr_wp`` (``FNR_wp``), ``accuracy_wp`` (``A_wp``), ``iou_wp``
+      (``Q_wp``, ``IoU_wp``), ``tp_wp``, ``fp_wp``, ``fn_wp``, ``tn_wp`` (``TP_wp`` ...); ``total_positives``
+      / ``total_negatives`` (``totalPosNum`` / ``totalNegNum``, pixels);
+    - extra keys: ``average_precision_integrated`` (the area under the step precision-recall curve,
+      ``sum_k (R_k - R_{k+1}) P_k``, no interpolation), ``best_threshold_index`` (int64);
+    - curves, shape ``(..., T)``: ``precision`` (with the devkit's epsilon), ``recall``, ``f_measure``,
+      ``thresholds``. Entries with ``TP = 0`` (which the devkit drops) have precision 0 and recall 0.
 
-        - ``max_f`` (``MaxF``): max over thresholds of ``F_beta``, with the devkit's 1e-10 epsilon;
-          ``average_precision`` (``AvgPrec``): 11-point interpolated AP at recall levels ``np.arange(0, 1.1, 0.1)``;
-          ``best_threshold`` (``BestThresh``): the lowest threshold reaching ``max_f``;
-        - at that working point: ``precision_wp`` (``PRE_wp``), ``recall_wp`` (``REC_wp``), ``tpr_wp``
-          (``TPR_wp``), ``fpr_wp`` (``FPR_wp``), ``fnr_wp`` (``FNR_wp``), ``accuracy_wp`` (``A_wp``), ``iou_wp``
-          (``Q_wp``, ``IoU_wp``), ``tp_wp``, ``fp_wp``, ``fn_wp``, ``tn_wp`` (``TP_wp`` ...); ``total_positives``
-          / ``total_negatives`` (``totalPosNum`` / ``totalNegNum``, pixels);
-        - extra keys: ``average_precision_integrated`` (the area under the step precision-recall curve,
-          ``sum_k (R_k - R_{k+1}) P_k``, no interpolation), ``best_threshold_index`` (int64);
-        - curves, shape ``(..., T)``: ``precision`` (with the devkit's epsilon), ``recall``, ``f_measure``,
-          ``thresholds``. Entries with ``TP = 0`` (which the devkit drops) have precision 0 and recall 0.
+    Args:
+        counts: ``(tp, fp, fn, tn)`` of shape ``(..., T)`` (pixels); leading dimensions are kept (e.g. per-image
+            scores).
+        thresholds: the ``T`` thresholds the counts were taken at (same forms as in :func:`pixel_counts`).
+        beta: F-measure weight (the devkit uses 1).
+        compat: ``"default"``: the working-point values are exact float64 ratios of the int64 counts;
+            ``"reference"``: the devkit's rounding (counts cast to float32, the ``*_wp`` ratios computed in float32).
+        warn_empty: warn when there is no valid positive pixel (scores are then NaN).
 
-    Notes
-    -----
-    Differences from the devkit, all where it crashes or loses precision: no positive pixel gives NaN scores (the
-    devkit raises); a recall level no threshold reaches adds 0 to the 11-point AP (the devkit raises; with
-    thresholds starting at 0 every level is reached); ``*_wp`` values are exact float64 unless
-    ``compat="reference"``.
+    Returns:
+        The keys listed above, tensors of shape ``(...)`` unless noted.
 
-    Examples
-    --------
-    >>> import torch
-    >>> counts = (torch.tensor([4, 3, 0]), torch.tensor([4, 1, 0]), torch.tensor([0, 1, 4]), torch.tensor([0, 3, 4]))
-    >>> scores = scores_from_counts(counts, thresholds=[0.0, 0.5, 1.0])
-    >>> round(scores["max_f"].item(), 4), scores["best_threshold"].item(), scores["precision_wp"].item()
-    (0.75, 0.5, 0.75)
+    Note:
+        Differences from the devkit, all where it crashes or loses precision: no positive pixel gives NaN scores
+        (the devkit raises); a recall level no threshold reaches adds 0 to the 11-point AP (the devkit raises; with
+        thresholds starting at 0 every level is reached); ``*_wp`` values are exact float64 unless
+        ``compat="reference"``.
+
+    Examples:
+        >>> import torch
+        >>> counts = (torch.tensor([4, 3, 0]), torch.tensor([4, 1, 0]), torch.tensor([0, 1, 4]),
+        ...           torch.tensor([0, 3, 4]))
+        >>> scores = scores_from_counts(counts, thresholds=[0.0, 0.5, 1.0])
+        >>> round(scores["max_f"].item(), 4), scores["best_threshold"].item(), scores["precision_wp"].item()
+        (0.75, 0.5, 0.75)
     """
     reference = check_compat(compat)
     tp, fp, fn, tn = (torch.as_tensor(c) for c in counts)
@@ -661,12 +653,11 @@ def scores_from_counts(
 def fixed_threshold_scores(counts: PixelCounts | Sequence[Tensor], beta: float = 1.0) -> dict[str, Tensor]:
     """Plain ``F_beta``, precision, recall and IoU from counts at one threshold (no epsilon; 0/0 gives NaN).
 
-    Examples
-    --------
-    >>> import torch
-    >>> scores = fixed_threshold_scores((torch.tensor(3), torch.tensor(1), torch.tensor(1), torch.tensor(5)))
-    >>> scores["f_measure"], scores["iou"]
-    (tensor(0.7500, dtype=torch.float64), tensor(0.6000, dtype=torch.float64))
+    Examples:
+        >>> import torch
+        >>> scores = fixed_threshold_scores((torch.tensor(3), torch.tensor(1), torch.tensor(1), torch.tensor(5)))
+        >>> scores["f_measure"], scores["iou"]
+        (tensor(0.7500, dtype=torch.float64), tensor(0.6000, dtype=torch.float64))
     """
     tp, fp, fn, _ = (torch.as_tensor(c).to(torch.float64) for c in counts)
     beta2 = float(beta) ** 2

@@ -73,15 +73,14 @@ def soft_f_measure(
         ``B`` soft F values (or a scalar when ``pooled``), in ``preds``' dtype (float32 for float16 / bfloat16
         inputs, whose sums over an image would overflow).
 
-    Examples
-    --------
-    >>> import torch
-    >>> target = torch.zeros(1, 4, 4, dtype=torch.bool); target[:, 2:] = True  # (B, H, W): road in the lower half
-    >>> preds = torch.where(target, 200, 30).to(torch.uint8)  # uint8 confidences, p = v / 255
-    >>> soft_f_measure(target.float(), target)  # (B,) soft F1 of a perfect prediction
-    tensor([1.])
-    >>> soft_f_measure(torch.full((1, 4, 4), 0.5), target)
-    tensor([0.5294])
+    Examples:
+        >>> import torch
+        >>> target = torch.zeros(1, 4, 4, dtype=torch.bool); target[:, 2:] = True  # (B, H, W): road in the lower half
+        >>> preds = torch.where(target, 200, 30).to(torch.uint8)  # uint8 confidences, p = v / 255
+        >>> soft_f_measure(target.float(), target)  # (B,) soft F1 of a perfect prediction
+        tensor([1.])
+        >>> soft_f_measure(torch.full((1, 4, 4), 0.5), target)
+        tensor([0.5294])
     """
     _check_args(beta, smooth)
     check_tensor(preds, "preds")
