@@ -107,6 +107,12 @@ def frame_pairs(rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndar
     return row, col, pairs
 
 
+def _per_frame(flat: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> list[np.ndarray]:
+    """Cut the flat pair values of :func:`frame_pairs` into one ``(rows[f], cols[f])`` matrix per frame."""
+    parts = np.split(flat, np.cumsum(rows * cols)[:-1]) if len(rows) else []
+    return [part.reshape(r, c) for part, r, c in zip(parts, rows, cols, strict=True)]
+
+
 def _gt_chamfer(gt: Tensor, gt_len: Tensor, pred: Tensor, pred_len: Tensor) -> Tensor:
     """Paired symmetric Chamfer distances ``(K,)`` (the shared core's ``"mean"``), GT ``(K, N, D)`` first, with
     the closing point of any closed GT line dropped (as the devkit does, also for 2-point lines)."""
@@ -216,11 +222,7 @@ def lane_distance_matrices(
                     dist = dist + _gt_chamfer(sg[gk], sg_len[gk], sp[pk], sp_len[pk])
                 dist = 0.5 * dist
             values[part[kept]] = dist * relax[gk]
-    flat = values.cpu().numpy()
-    if not len(num_g):
-        return []
-    parts = np.split(flat, np.cumsum(num_g * num_p)[:-1])
-    return [part.reshape(ng, np_) for part, ng, np_ in zip(parts, num_g, num_p, strict=True)]
+    return _per_frame(values.cpu().numpy(), num_g, num_p)
 
 
 def _boxes(points: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
@@ -269,14 +271,10 @@ def iou_distance_matrices(gt_frames: Sequence[np.ndarray], pred_frames: Sequence
     """
     num_g = np.fromiter((len(x) for x in gt_frames), dtype=np.int64, count=len(gt_frames))
     num_p = np.fromiter((len(x) for x in pred_frames), dtype=np.int64, count=len(pred_frames))
-    if not len(num_g):
-        return []
-    gi, pj, pairs = frame_pairs(num_g, num_p)
+    gi, pj, _ = frame_pairs(num_g, num_p)
     g_all = np.concatenate([np.zeros((0, 2, 2), dtype=np.float32), *[np.asarray(x, np.float32) for x in gt_frames]])
     p_all = np.concatenate([np.zeros((0, 2, 2), dtype=np.float32), *[np.asarray(x, np.float32) for x in pred_frames]])
-    flat = _iou_distance(g_all[gi], p_all[pj])
-    parts = np.split(flat, np.cumsum(pairs)[:-1])
-    return [x.reshape(g, p) for x, g, p in zip(parts, num_g, num_p, strict=True)]
+    return _per_frame(_iou_distance(g_all[gi], p_all[pj]), num_g, num_p)
 
 
 def _iou_distance(g: np.ndarray, p: np.ndarray) -> np.ndarray:
