@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import gc
 import json
 import math
 import os
@@ -32,6 +31,8 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from drivemetrics._gc import gc_paused
 
 #: Environment variable read by :func:`get_limits`: ``"name=value,name=value"``.
 ENV_VAR = "DRIVEMETRICS_LIMITS"
@@ -174,20 +175,6 @@ def check_image_size(path: str | Path, width: int, height: int) -> None:
 # JSON
 
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector (restored after): building millions of small lists and dicts
-    (a large JSON document) otherwise triggers collections that scan every object built so far, several times
-    the cost of the parse itself. Nothing built there holds reference cycles that must be freed early."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 # brackets kept, every other byte deleted: the nesting is read from a much shorter byte string

@@ -18,7 +18,6 @@ the workers are started; either way the workers are terminated.
 from __future__ import annotations
 
 import contextlib
-import gc
 import itertools
 import multiprocessing
 import os
@@ -132,20 +131,3 @@ def parallel_map(
             yield result
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """No automatic garbage collection inside the block (re-enabled after it, if it was enabled).
-
-    A dataset evaluation allocates many small objects while the caller's parsed input (often millions of dicts,
-    lists and arrays) is alive; each automatic full collection walks all of it. Reference cycles made inside the
-    block are collected by the next collection after it.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()

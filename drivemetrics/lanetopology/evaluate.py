@@ -11,7 +11,8 @@ import torch
 
 from drivemetrics._compat import Compat, check_compat
 from drivemetrics._distributed import Shard, current_shard
-from drivemetrics._pool import gc_paused, map_in_processes
+from drivemetrics._gc import gc_paused
+from drivemetrics._pool import map_in_processes
 from drivemetrics._ragged import RaggedRows
 from drivemetrics.lanetopology.frames import Track
 from drivemetrics.lanetopology.io import detect_track, read_ground_truth, read_predictions, token_name

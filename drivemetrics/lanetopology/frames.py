@@ -14,7 +14,7 @@ element boxes image pixels ``[[x1, y1], [x2, y2]]``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -112,7 +112,7 @@ def _points(value: Any, where: str, dim: int = 3) -> np.ndarray:
 
 def _points_unchecked(value: Any, where: str, dim: int = 3) -> np.ndarray:
     """:func:`_points` without the finiteness check for a float array of the right shape (the caller checks all
-    of a frame's points at once: :func:`_check_finite`); anything else goes through :func:`_points`."""
+    points at once: :func:`check_frames_finite`); anything else goes through :func:`_points`."""
     usable = isinstance(value, np.ndarray) and value.dtype.kind == "f" and value.ndim == 2
     if usable and value.shape[0] >= 2 and value.shape[1] == dim:
         return value.astype(np.float64, copy=False)
@@ -120,13 +120,6 @@ def _points_unchecked(value: Any, where: str, dim: int = 3) -> np.ndarray:
 
 
 _SEGMENT_FIELDS = (("centerline", "lanes"), ("left_laneline", "lefts"), ("right_laneline", "rights"))
-
-
-def _check_finite(lines: Sequence[np.ndarray], where: Callable[[int], str]) -> None:
-    """One finiteness check of many point arrays; on failure, the first bad one is named (``where(k)``)."""
-    if lines and not np.isfinite(np.concatenate(lines)).all():
-        bad = next(k for k, x in enumerate(lines) if not np.isfinite(x).all())
-        raise ValueError(f"{where(bad)}: contains NaN or infinite values")
 
 
 def _confidence(item: Mapping[str, Any], where: str) -> float:
@@ -197,9 +190,11 @@ def _check_lines(frames: Sequence[tuple[str, Mapping[str, list[np.ndarray]]]], t
     lines = [x for _, groups in frames for _, attr in fields for x in groups[attr]]
     if not lines or np.isfinite(np.concatenate(lines)).all():
         return
-    for token, groups in frames:
+    for token, groups in frames:  # name the first bad line
         for name, attr in fields:
-            _check_finite(groups[attr], lambda k, t=token, n=name: f"frame {t}: {lane_key}[{k}].{n}")  # type: ignore[misc]
+            for k, line in enumerate(groups[attr]):
+                if not np.isfinite(line).all():
+                    raise ValueError(f"frame {token}: {lane_key}[{k}].{name}: contains NaN or infinite values")
 
 
 def _traffic_elements(
@@ -229,7 +224,7 @@ def _traffic_elements(
     if not finite.all():
         k = int(np.flatnonzero(~finite)[0])
         raise ValueError(
-            f"{where}: traffic_element[{k}].points: expected a finite box [[x1, y1], [x2, y2]], got shape (2, 2)"
+            f"{where}: traffic_element[{k}].points: expected a finite box [[x1, y1], [x2, y2]], got NaN or infinity"
         )
     return boxes, attrs, te_conf
 

@@ -44,12 +44,10 @@ from drivemetrics.lanetopology.frames import (
     parse_frame,
 )
 from drivemetrics.lanetopology.scoring import (
-    FSCORE_DIST_TH,
-    FSCORE_RATIO_TH,
     UNMATCHED_RELATION,
     area_distance_matrix,
     average_precision_11,
-    frame_pairs,
+    fscore_frame_counts,
     iou_distance_matrices,
     kept_lane_samples,
     lane_distance_matrices,
@@ -333,116 +331,13 @@ def _with_unmatched_predictions(
 
 
 def _fscore_batch(gts: Sequence[LaneFrame], prs: Sequence[LaneFrame]) -> np.ndarray:
-    """Summed F-score counts of many frames (:func:`fscore_counts_from_samples` rules): lanes sampled at once, the
-    costs of every GT x prediction pair of every frame as one flat list, one min-cost assignment per frame."""
-    out = np.zeros(5)
+    """Summed F-score counts of many frames (:func:`~drivemetrics.lanetopology.scoring.fscore_frame_counts`):
+    the lanes of all frames sampled at once."""
     gy, gz, gv, gk = kept_lane_samples([x for f in gts for x in f.lanes])
     py, pz, pv, pk = kept_lane_samples([x for f in prs for x in f.lanes])
     g_count = np.bincount(np.repeat(np.arange(len(gts)), [len(f.lanes) for f in gts])[gk], minlength=len(gts))
     p_count = np.bincount(np.repeat(np.arange(len(prs)), [len(f.lanes) for f in prs])[pk], minlength=len(prs))
-    out[2], out[3] = g_count.sum(), p_count.sum()
-    pairs = g_count * p_count
-    if not pairs.sum():
-        return out
-    gi, pj, _ = frame_pairs(g_count, p_count)
-    cost, matched = _fscore_pair_costs((gy, gz, gv), (py, pz, pv), gi, pj)
-    cost_int = np.where((cost > 0) & (cost < 1), 1, np.trunc(cost)).astype(np.int64)
-    g_visible, p_visible = gv.sum(1), pv.sum(1)
-    pick = _min_cost_assignments(cost_int, g_count, p_count)
-    pick = pick[cost_int[pick] < FSCORE_DIST_TH * 100]
-    out[4] = len(pick)
-    out[0] = (matched[pick] / g_visible[gi[pick]] >= FSCORE_RATIO_TH).sum()
-    out[1] = (matched[pick] / p_visible[pj[pick]] >= FSCORE_RATIO_TH).sum()
-    return out
-
-
-def _min_cost_assignments(cost: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-    """Flat indices (into ``cost``, the frames' row-major ``(rows[f], cols[f])`` blocks) of a min-cost one-to-one
-    assignment of every frame, ``min(rows, cols)`` pairs each.
-
-    Where every row of a frame (every column, if it has more rows than columns) has a strict minimum and these
-    minima lie in distinct columns (rows), taking them is the one optimal assignment, so it is what any solver
-    returns; the other frames go to :func:`scipy.optimize.linear_sum_assignment` one by one.
-    """
-    from scipy.optimize import linear_sum_assignment
-
-    pairs = rows * cols
-    starts = np.cumsum(pairs) - pairs
-    frames = np.flatnonzero(pairs)
-    wide = np.zeros(len(rows), dtype=bool)
-    wide[frames] = rows[frames] <= cols[frames]  # rows pick their minimum; else columns do
-    big = np.iinfo(np.int64).max
-    if not frames.size:
-        return np.zeros(0, dtype=np.int64)
-    padded = np.full((len(rows), int(rows.max()), int(cols.max())), big, dtype=np.int64)
-    frame = np.repeat(np.arange(len(rows)), pairs)
-    local = np.arange(pairs.sum()) - starts[frame]
-    padded[frame, local // cols[frame], local % cols[frame]] = cost
-    chosen = []
-    for transpose, sel in ((False, frames[wide[frames]]), (True, frames[~wide[frames]])):
-        if not sel.size:
-            continue
-        block = padded[sel].transpose(0, 2, 1) if transpose else padded[sel]
-        lines = (cols if transpose else rows)[sel]
-        valid = np.arange(block.shape[1])[None] < lines[:, None]
-        best = block.argmin(2)
-        two = (
-            np.partition(block, 1, axis=2)[..., :2]
-            if block.shape[2] > 1
-            else np.concatenate([block, np.full_like(block, big)], axis=2)
-        )
-        strict = (two[..., 0] < two[..., 1]) | ~valid
-        taken = np.sort(np.where(valid, best, -1 - np.arange(block.shape[1])[None]), axis=1)
-        distinct = (taken[:, 1:] != taken[:, :-1]).all(1)
-        easy = strict.all(1) & distinct
-        f_easy = sel[easy]
-        r, line = np.nonzero(valid[easy])
-        other = best[easy][r, line]
-        row, col = (other, line) if transpose else (line, other)
-        chosen.append(starts[f_easy[r]] + row * cols[f_easy[r]] + col)
-        for f in sel[~easy]:
-            r_idx, c_idx = linear_sum_assignment(cost[starts[f] : starts[f] + pairs[f]].reshape(rows[f], cols[f]))
-            chosen.append(starts[f] + r_idx * cols[f] + c_idx)
-    return np.concatenate(chosen) if chosen else np.zeros(0, dtype=np.int64)
-
-
-def _fscore_pair_costs(
-    gt: tuple[np.ndarray, np.ndarray, np.ndarray],
-    pred: tuple[np.ndarray, np.ndarray, np.ndarray],
-    gi: np.ndarray,
-    pj: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(cost (Q,), matched points (Q,))`` of the lane pairs ``(gi[q], pj[q])`` (``(y, z, visible)`` samples of the
-    GT and predicted lanes, each ``(K, 100)``).
-
-    Visibility is one run of samples per lane, so a pair whose runs do not overlap has the cost
-    ``1.5 x (visible samples of both)`` (a sum of halves: exact in any order) and no matched point; the others get
-    the per-sample distances summed over the 100 samples as the devkit sums them.
-    """
-    gy, gz, gv = gt
-    py, pz, pv = pred
-    last = gv.shape[1] - 1  # first and last visible sample of each lane (kept lanes see at least two)
-    g_lo, g_hi = gv.argmax(1), last - gv[:, ::-1].argmax(1)
-    p_lo, p_hi = pv.argmax(1), last - pv[:, ::-1].argmax(1)
-    cost = FSCORE_DIST_TH * (gv.sum(1)[gi] + pv.sum(1)[pj]).astype(np.float64)
-    matched = np.zeros(len(gi), dtype=np.int64)
-    overlap = np.flatnonzero(np.maximum(g_lo[gi], p_lo[pj]) <= np.minimum(g_hi[gi], p_hi[pj]))
-    for part in np.array_split(overlap, max(1, len(overlap) // 2048)):  # small chunks: reused memory
-        g, p = gi[part], pj[part]
-        both = gv[g] & pv[p]
-        neither = ~(gv[g] | pv[p])
-        dist = gy[g]  # sqrt(dy ** 2 + dz ** 2) in place
-        dist -= py[p]
-        dist *= dist
-        dz = gz[g]
-        dz -= pz[p]
-        dz *= dz
-        dist += dz
-        np.sqrt(dist, out=dist)
-        dist = np.where(both, dist, np.where(neither, 0.0, FSCORE_DIST_TH))
-        cost[part] = dist.sum(1)
-        matched[part] = (dist < FSCORE_DIST_TH).sum(1) - neither.sum(1)
-    return cost, matched
+    return fscore_frame_counts((gy, gz, gv), (py, pz, pv), g_count, p_count)
 
 
 def _mean(values: Sequence[float], reference: bool) -> float:

@@ -27,8 +27,8 @@ library's fixes:
   devkit's for a vertex without such edges (no predicted edge below its last correct one, no relation with an
   unmatched prediction above 0.5).
 
-Distances are computed for all frames of a batch at once with :mod:`torch` (Chamfer prefilter, then discrete
-Frechet only for the pairs that pass it).
+Distances are computed for all frames of a batch at once with :mod:`torch`: the discrete Frechet distance first
+(bounded, banded), the Chamfer prefilter only where the Frechet distance does not already decide it.
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ __all__ = [
     "ego_relaxation",
     "frame_pairs",
     "fscore_counts",
+    "fscore_frame_counts",
     "greedy_match",
     "iou_distance_matrices",
     "iou_distance_matrix",
@@ -104,6 +105,12 @@ def frame_pairs(rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndar
     row = np.repeat(np.cumsum(rows) - rows, pairs) + local // np.maximum(cols, 1)[frame]
     col = np.repeat(np.cumsum(cols) - cols, pairs) + local % np.maximum(cols, 1)[frame]
     return row, col, pairs
+
+
+def _per_frame(flat: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> list[np.ndarray]:
+    """Cut the flat pair values of :func:`frame_pairs` into one ``(rows[f], cols[f])`` matrix per frame."""
+    parts = np.split(flat, np.cumsum(rows * cols)[:-1]) if len(rows) else []
+    return [part.reshape(r, c) for part, r, c in zip(parts, rows, cols, strict=True)]
 
 
 def _gt_chamfer(gt: Tensor, gt_len: Tensor, pred: Tensor, pred_len: Tensor) -> Tensor:
@@ -215,11 +222,7 @@ def lane_distance_matrices(
                     dist = dist + _gt_chamfer(sg[gk], sg_len[gk], sp[pk], sp_len[pk])
                 dist = 0.5 * dist
             values[part[kept]] = dist * relax[gk]
-    flat = values.cpu().numpy()
-    if not len(num_g):
-        return []
-    parts = np.split(flat, np.cumsum(num_g * num_p)[:-1])
-    return [part.reshape(ng, np_) for part, ng, np_ in zip(parts, num_g, num_p, strict=True)]
+    return _per_frame(values.cpu().numpy(), num_g, num_p)
 
 
 def _boxes(points: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
@@ -268,14 +271,10 @@ def iou_distance_matrices(gt_frames: Sequence[np.ndarray], pred_frames: Sequence
     """
     num_g = np.fromiter((len(x) for x in gt_frames), dtype=np.int64, count=len(gt_frames))
     num_p = np.fromiter((len(x) for x in pred_frames), dtype=np.int64, count=len(pred_frames))
-    if not len(num_g):
-        return []
-    gi, pj, pairs = frame_pairs(num_g, num_p)
+    gi, pj, _ = frame_pairs(num_g, num_p)
     g_all = np.concatenate([np.zeros((0, 2, 2), dtype=np.float32), *[np.asarray(x, np.float32) for x in gt_frames]])
     p_all = np.concatenate([np.zeros((0, 2, 2), dtype=np.float32), *[np.asarray(x, np.float32) for x in pred_frames]])
-    flat = _iou_distance(g_all[gi], p_all[pj])
-    parts = np.split(flat, np.cumsum(pairs)[:-1])
-    return [x.reshape(g, p) for x, g, p in zip(parts, num_g, num_p, strict=True)]
+    return _per_frame(_iou_distance(g_all[gi], p_all[pj]), num_g, num_p)
 
 
 def _iou_distance(g: np.ndarray, p: np.ndarray) -> np.ndarray:
@@ -578,8 +577,9 @@ def kept_lane_samples(lanes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarr
     starts = np.cumsum(lengths) - lengths
     first_ok = (lengths > 1) & (flat[starts, 0] < _X_SAMPLES[-1]) & (flat[starts + lengths - 1, 0] > _X_SAMPLES[0])
     index = np.flatnonzero(first_ok)
+    columns = tuple(np.ascontiguousarray(flat[:, c]) for c in range(3))
     parts = [
-        _sample_lanes(flat, starts[part], lengths[part])  # chunks that stay in the cache
+        _sample_lanes(columns, starts[part], lengths[part])  # chunks that stay in the cache
         for part in np.array_split(index, max(1, len(index) // 2048))
         if part.size
     ]
@@ -605,29 +605,29 @@ def _fscore_lanes(lanes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _sample_lanes(
-    flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray
+    columns: tuple[np.ndarray, ...], starts: np.ndarray, lengths: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Samples ``y (K, 100)``, ``z (K, 100)`` and visibility ``(K, 100)`` of the lanes
-    ``flat[starts[k] : starts[k] + lengths[k]]`` (``flat`` ``(N, 3)``: the points of all lanes); no filtering."""
+    """Samples ``y (K, 100)``, ``z (K, 100)`` and visibility ``(K, 100)`` of the lanes whose points are rows
+    ``starts[k] .. starts[k] + lengths[k] - 1`` of ``columns`` (x, y, z of the points of all lanes, each ``(N,)``,
+    contiguous); no filtering."""
     num, n_max = len(lengths), int(lengths.max())
     # edge padding (the last point repeated): a lane whose x never decreases stays sorted, and a stable sort of it
     # is the identity, so only the other lanes are sorted
     index = np.minimum(np.arange(n_max)[None], lengths[:, None] - 1) + starts[:, None]
-    x = flat[index, 0]
+    x = columns[0].take(index)
     unsorted = np.flatnonzero((np.diff(x, axis=1) < 0).any(1))
     if unsorted.size:
         inside = np.arange(n_max)[None] < lengths[unsorted, None]
         order = np.argsort(np.where(inside, x[unsorted], np.inf), axis=1, kind="stable")  # padding sorts last
         last_sorted = np.take_along_axis(order, lengths[unsorted, None] - 1, 1)  # padding: the largest x again
         index[unsorted] = np.take_along_axis(index[unsorted], np.where(inside, order, last_sorted), 1)
-        x[unsorted] = flat[index[unsorted], 0]
+        x[unsorted] = columns[0].take(index[unsorted])
     # searchsorted(x, sample, "left") per lane, all lanes at once
     samples_x = np.broadcast_to(_X_SAMPLES, (num, len(_X_SAMPLES)))
     idx = torch.searchsorted(torch.from_numpy(x), torch.from_numpy(samples_x.copy())).numpy()
     idx = np.clip(idx, 1, lengths[:, None] - 1)
     point_hi = np.take_along_axis(index, idx, 1)  # rows of ``flat`` of each sample's segment ends
     point_lo = point_hi - 1 if not unsorted.size else np.take_along_axis(index, idx - 1, 1)
-    columns = [np.ascontiguousarray(flat[:, c]) for c in range(3)]
     x_lo = columns[0].take(point_lo)
     run = columns[0].take(point_hi) - x_lo
     offset = _X_SAMPLES[None] - x_lo
@@ -666,26 +666,131 @@ def fscore_counts(gt_lanes: Sequence[np.ndarray], pred_lanes: Sequence[np.ndarra
 
 def fscore_counts_from_samples(gs: np.ndarray, gv: np.ndarray, ps: np.ndarray, pv: np.ndarray) -> np.ndarray:
     """:func:`fscore_counts` from the kept lanes' samples ``(K, 100, 2)`` and visibility ``(K, 100)``."""
+    planes = [(np.ascontiguousarray(s[..., 0]), np.ascontiguousarray(s[..., 1]), v) for s, v in ((gs, gv), (ps, pv))]
+    counts = fscore_frame_counts(planes[0], planes[1], np.array([len(gs)]), np.array([len(ps)]))
+    return counts.astype(np.int64)
+
+
+def fscore_frame_counts(
+    gt: tuple[np.ndarray, np.ndarray, np.ndarray],
+    pred: tuple[np.ndarray, np.ndarray, np.ndarray],
+    gt_count: np.ndarray,
+    pred_count: np.ndarray,
+) -> np.ndarray:
+    """The F-score counts ``[r_lane, p_lane, cnt_gt, cnt_pred, match_num]`` summed over many frames.
+
+    Args:
+        gt / pred: the kept lanes' samples ``(y (K, 100), z (K, 100), visible (K, 100))``, metres, frame by frame.
+        gt_count / pred_count: ``(F,)`` kept lanes per frame.
+
+    Every GT x prediction pair of every frame is costed as one flat list (:func:`_fscore_pair_costs`), then one
+    min-cost assignment per frame (:func:`_min_cost_assignments`); a matched pair counts if its cost is below
+    ``100 x 1.5``, for recall / precision if ``0.75`` of the GT's / prediction's visible samples match.
+
+    Examples:
+        >>> y = np.zeros((1, 100)); visible = np.arange(100)[None] < 40
+        >>> fscore_frame_counts((y, y, visible), (y + 0.5, y, visible), np.array([1]), np.array([1])).tolist()
+        [1.0, 1.0, 1.0, 1.0, 1.0]
+    """
+    out = np.zeros(5)
+    out[2], out[3] = gt_count.sum(), pred_count.sum()
+    if not (gt_count * pred_count).sum():
+        return out
+    gi, pj, _ = frame_pairs(gt_count, pred_count)
+    cost, matched = _fscore_pair_costs(gt, pred, gi, pj)
+    cost_int = np.where((cost > 0) & (cost < 1), 1, np.trunc(cost)).astype(np.int64)
+    pick = _min_cost_assignments(cost_int, gt_count, pred_count)
+    pick = pick[cost_int[pick] < _DIST_TH * 100]
+    out[4] = len(pick)
+    out[0] = (matched[pick] / gt[2].sum(1)[gi[pick]] >= _RATIO_TH).sum()
+    out[1] = (matched[pick] / pred[2].sum(1)[pj[pick]] >= _RATIO_TH).sum()
+    return out
+
+
+def _min_cost_assignments(cost: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """Flat indices (into ``cost``, the frames' row-major ``(rows[f], cols[f])`` blocks) of a min-cost one-to-one
+    assignment of every frame, ``min(rows, cols)`` pairs each.
+
+    Where every row of a frame (every column, if it has more rows than columns) has a strict minimum and these
+    minima lie in distinct columns (rows), taking them is the one optimal assignment, so it is what any solver
+    returns; the other frames go to :func:`scipy.optimize.linear_sum_assignment` one by one.
+    """
     from scipy.optimize import linear_sum_assignment
 
-    cnt_gt, cnt_pred = len(gs), len(ps)
-    if cnt_gt == 0 or cnt_pred == 0:
-        return np.array([0, 0, cnt_gt, cnt_pred, 0])
-    both = gv[:, None] & pv[None, :]
-    neither = ~gv[:, None] & ~pv[None, :]
-    diff = gs[:, None] - ps[None, :]
-    dist = np.sqrt(diff[..., 0] ** 2 + diff[..., 1] ** 2)
-    dist = np.where(both, dist, np.where(neither, 0.0, _DIST_TH))
-    matched_points = (dist < _DIST_TH).sum(-1) - neither.sum(-1)
-    cost = dist.sum(-1)
-    cost_int = np.where((cost > 0) & (cost < 1), 1, np.trunc(cost)).astype(np.int64)
-    rows, cols = linear_sum_assignment(cost_int)
-    r_lane = p_lane = match_num = 0
-    for g, p in zip(rows, cols, strict=True):
-        if cost_int[g, p] < _DIST_TH * 100:
-            match_num += 1
-            if matched_points[g, p] / gv[g].sum() >= _RATIO_TH:
-                r_lane += 1
-            if matched_points[g, p] / pv[p].sum() >= _RATIO_TH:
-                p_lane += 1
-    return np.array([r_lane, p_lane, cnt_gt, cnt_pred, match_num])
+    pairs = rows * cols
+    starts = np.cumsum(pairs) - pairs
+    frames = np.flatnonzero(pairs)
+    wide = np.zeros(len(rows), dtype=bool)
+    wide[frames] = rows[frames] <= cols[frames]  # rows pick their minimum; else columns do
+    big = np.iinfo(np.int64).max
+    if not frames.size:
+        return np.zeros(0, dtype=np.int64)
+    padded = np.full((len(rows), int(rows.max()), int(cols.max())), big, dtype=np.int64)
+    frame = np.repeat(np.arange(len(rows)), pairs)
+    local = np.arange(pairs.sum()) - starts[frame]
+    padded[frame, local // cols[frame], local % cols[frame]] = cost
+    chosen = []
+    for transpose, sel in ((False, frames[wide[frames]]), (True, frames[~wide[frames]])):
+        if not sel.size:
+            continue
+        block = padded[sel].transpose(0, 2, 1) if transpose else padded[sel]
+        lines = (cols if transpose else rows)[sel]
+        valid = np.arange(block.shape[1])[None] < lines[:, None]
+        best = block.argmin(2)
+        two = (
+            np.partition(block, 1, axis=2)[..., :2]
+            if block.shape[2] > 1
+            else np.concatenate([block, np.full_like(block, big)], axis=2)
+        )
+        strict = (two[..., 0] < two[..., 1]) | ~valid
+        taken = np.sort(np.where(valid, best, -1 - np.arange(block.shape[1])[None]), axis=1)
+        distinct = (taken[:, 1:] != taken[:, :-1]).all(1)
+        easy = strict.all(1) & distinct
+        f_easy = sel[easy]
+        r, line = np.nonzero(valid[easy])
+        other = best[easy][r, line]
+        row, col = (other, line) if transpose else (line, other)
+        chosen.append(starts[f_easy[r]] + row * cols[f_easy[r]] + col)
+        for f in sel[~easy]:
+            r_idx, c_idx = linear_sum_assignment(cost[starts[f] : starts[f] + pairs[f]].reshape(rows[f], cols[f]))
+            chosen.append(starts[f] + r_idx * cols[f] + c_idx)
+    return np.concatenate(chosen) if chosen else np.zeros(0, dtype=np.int64)
+
+
+def _fscore_pair_costs(
+    gt: tuple[np.ndarray, np.ndarray, np.ndarray],
+    pred: tuple[np.ndarray, np.ndarray, np.ndarray],
+    gi: np.ndarray,
+    pj: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(cost (Q,), matched points (Q,))`` of the lane pairs ``(gi[q], pj[q])`` (``(y, z, visible)`` samples of the
+    GT and predicted lanes, each ``(K, 100)``).
+
+    Visibility is one run of samples per lane, so a pair whose runs do not overlap has the cost
+    ``1.5 x (visible samples of both)`` (a sum of halves: exact in any order) and no matched point; the others get
+    the per-sample distances summed over the 100 samples as the devkit sums them.
+    """
+    gy, gz, gv = gt
+    py, pz, pv = pred
+    last = gv.shape[1] - 1  # first and last visible sample of each lane (kept lanes see at least two)
+    g_lo, g_hi = gv.argmax(1), last - gv[:, ::-1].argmax(1)
+    p_lo, p_hi = pv.argmax(1), last - pv[:, ::-1].argmax(1)
+    cost = _DIST_TH * (gv.sum(1)[gi] + pv.sum(1)[pj]).astype(np.float64)
+    matched = np.zeros(len(gi), dtype=np.int64)
+    overlap = np.flatnonzero(np.maximum(g_lo[gi], p_lo[pj]) <= np.minimum(g_hi[gi], p_hi[pj]))
+    for part in np.array_split(overlap, max(1, len(overlap) // 2048)):  # small chunks: reused memory
+        g, p = gi[part], pj[part]
+        both = gv[g] & pv[p]
+        neither = ~(gv[g] | pv[p])
+        dist = gy[g]  # sqrt(dy ** 2 + dz ** 2) in place
+        dist -= py[p]
+        dist *= dist
+        dz = gz[g]
+        dz -= pz[p]
+        dz *= dz
+        dist += dz
+        np.sqrt(dist, out=dist)
+        dist = np.where(both, dist, np.where(neither, 0.0, _DIST_TH))
+        cost[part] = dist.sum(1)
+        matched[part] = (dist < _DIST_TH).sum(1) - neither.sum(1)
+    return cost, matched

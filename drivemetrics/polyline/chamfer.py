@@ -94,6 +94,7 @@ def _nearest_without_grad(
     the squared-distance block stays in cache. No gradient.
     """
     forward, backward = [], []
+    pad_a, pad_b = not bool(a_mask.all()), not bool(b_mask.all())  # one host read per call, not per step
     for start in range(0, a.shape[0], pairs_per_step):
         s = slice(start, start + pairs_per_step)
         delta = a[s, :, 0, None] - b[s, None, :, 0]  # (k, Pa, Pb)
@@ -101,10 +102,10 @@ def _nearest_without_grad(
         for d in range(1, a.shape[-1]):
             delta = a[s, :, d, None] - b[s, None, :, d]
             squared.add_(delta.mul_(delta))
-        if not bool(b_mask[s].all()):
+        if pad_b:
             squared.masked_fill_(~b_mask[s, None, :], torch.inf)
         forward.append(squared.amin(-1))
-        if not bool(a_mask[s].all()):
+        if pad_a:
             squared.masked_fill_(~a_mask[s, :, None], torch.inf)
         backward.append(squared.amin(-2))
     return _sqrt_exact(torch.cat(forward)), _sqrt_exact(torch.cat(backward))

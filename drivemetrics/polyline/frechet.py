@@ -20,6 +20,7 @@ The soft variant replaces ``min`` by ``-gamma * logsumexp(-x / gamma)`` and ``ma
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor
@@ -371,9 +372,14 @@ def _norms(diff: Tensor) -> Tensor:
     The one point distance of this module (the hard programmes, the bands and the bounds all use it, so that every
     path gives the same bits); it differs from ``torch.cdist`` / scipy by an ulp at most.
     """
-    total = diff[..., 0] * diff[..., 0]
-    for axis in range(1, diff.shape[-1]):
-        total = total + diff[..., axis] * diff[..., axis]
+    return _norms_of(diff.unbind(-1))
+
+
+def _norms_of(coordinates: Sequence[Tensor]) -> Tensor:
+    """:func:`_norms` of differences given coordinate by coordinate (same shapes): the one summation rule."""
+    total = coordinates[0] * coordinates[0]
+    for diff in coordinates[1:]:
+        total = total + diff * diff
     return total.sqrt()
 
 
@@ -427,12 +433,7 @@ def _band_frechet(
 def _row_distances(a_t: Tensor, b_t: Tensor, cols: Tensor) -> Tensor:
     """``|a[i] - b[cols[i]]|`` of every pair, ``a_t`` / ``b_t`` ``(D, L, K)``, ``cols`` ``(R, K)`` -> ``(R, K)``
     (``a_t`` holds ``R`` rows)."""
-    total = None
-    for axis in range(a_t.shape[0]):  # squares summed in coordinate order
-        diff = a_t[axis, : cols.shape[0]] - b_t[axis].gather(0, cols)
-        total = diff * diff if total is None else total + diff * diff
-    assert total is not None
-    return total.sqrt()
+    return _norms_of([a_t[axis, : cols.shape[0]] - b_t[axis].gather(0, cols) for axis in range(a_t.shape[0])])
 
 
 def _band_programme(a_t: Tensor, b_t: Tensor, n: Tensor, low: Tensor, high: Tensor, width: int) -> Tensor:
@@ -446,14 +447,11 @@ def _band_programme(a_t: Tensor, b_t: Tensor, n: Tensor, low: Tensor, high: Tens
     offsets = torch.arange(width, device=low.device)[None, :, None]
     cols = low[:, None] + offsets  # (L, W, K)
     valid = (cols <= high[:, None]) & (torch.arange(size, device=low.device)[:, None, None] < n)
-    total = None
-    for axis in range(a_t.shape[0]):
-        diff = a_t[axis][:, None] - b_t[axis].gather(0, cols.clamp(max=size - 1).reshape(size * width, k)).reshape(
-            size, width, k
-        )
-        total = diff * diff if total is None else total + diff * diff
-    assert total is not None
-    flat = torch.where(valid, total.sqrt(), torch.inf).reshape(size * width, k)
+    index = cols.clamp(max=size - 1).reshape(size * width, k)
+    dist = _norms_of(
+        [a_t[axis][:, None] - b_t[axis].gather(0, index).reshape(size, width, k) for axis in range(a_t.shape[0])]
+    )
+    flat = torch.where(valid, dist, torch.inf).reshape(size * width, k)
     rises = torch.cat([torch.zeros_like(low[:1]), low[1:] - low[:-1]]) == 1  # (L, K)
     # F of the last four wavefronts by row (row -1 at slot 0, always +inf)
     buffers = [torch.full((size + 2, k), torch.inf, dtype=a_t.dtype, device=a_t.device) for _ in range(4)]

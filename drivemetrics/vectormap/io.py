@@ -26,7 +26,8 @@ import torch
 from torch import Tensor
 
 from drivemetrics._files import read_text
-from drivemetrics._limits import gc_paused, load_json
+from drivemetrics._gc import gc_paused
+from drivemetrics._limits import load_json
 
 __all__ = [
     "AV2_CLASSES",
