@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageFilter
 
-from drivemetrics._png import fast_decoder
+from drivemetrics._internal.png import fast_decoder
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 #: Frames per category in the KITTI-ROAD training split (289 in all).

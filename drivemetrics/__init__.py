@@ -12,7 +12,7 @@ from here.
 ``import drivemetrics`` itself imports nothing heavy (no torch): the ``drivemetrics`` command starts fast.
 """
 
-from drivemetrics._lazy import lazy_exports
+from drivemetrics._internal.lazy import lazy_exports
 
 __version__ = "0.1.0"
 

@@ -112,7 +112,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def _run(args: argparse.Namespace) -> int:
     """Run the command; under torchrun (``WORLD_SIZE`` > 1) across the ranks when it shards its frames
-    (``sharded=True`` in its parser defaults, see :mod:`drivemetrics._distributed`), else on rank 0 alone."""
+    (``sharded=True`` in its parser defaults, see :mod:`drivemetrics._internal.distributed`), else on rank 0 alone."""
     if os.environ.get("WORLD_SIZE", "1").strip() in ("", "0", "1"):
         return int(args.func(args) or 0)
     if not getattr(args, "sharded", False):
@@ -120,7 +120,7 @@ def _run(args: argparse.Namespace) -> int:
             return 0
         print(f"drivemetrics {args.command}: runs on rank 0 alone (it does not shard its frames)", file=sys.stderr)
         return int(args.func(args) or 0)
-    from drivemetrics._distributed import distributed_from_env
+    from drivemetrics._internal.distributed import distributed_from_env
 
     with distributed_from_env():
         return int(args.func(args) or 0)
@@ -137,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(_command_in(argv))
     args = parser.parse_args(argv)
     try:
-        from drivemetrics._limits import limit_options
+        from drivemetrics._internal.limits import limit_options
 
         with limit_options(args.limit):
             return _run(args)

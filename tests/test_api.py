@@ -3,7 +3,7 @@
 * ``inspect.signature`` of every exported Metric and loss class shows its real parameters (no ``*args``; a scalar
   class takes every parameter of its family, with the same defaults, plus its own);
 * no public signature has ``fp_mode`` or ``variant``; the families that reproduce a released tool take
-  ``compat="default"`` (validated by :func:`drivemetrics._compat.check_compat`);
+  ``compat="default"`` (validated by :func:`drivemetrics._internal.compat.check_compat`);
 * ``drivemetrics.functional`` holds the kernels named in the README; every Metric / loss class is importable from
   its domain and from ``drivemetrics``; ``drivemetrics.<domain>`` is an attribute of the package;
 * no function of the library is longer than 80 code lines (docstring, comments and blank lines not counted).

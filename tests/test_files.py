@@ -8,7 +8,7 @@ import stat
 
 import pytest
 
-from drivemetrics._files import atomic_open, atomic_write_text, check_output_path, load_image, read_text
+from drivemetrics._internal.files import atomic_open, atomic_write_text, check_output_path, load_image, read_text
 
 
 def test_output_equal_to_an_input_file_is_refused(tmp_path):

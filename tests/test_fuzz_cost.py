@@ -78,7 +78,7 @@ def campaign(examples: int) -> None:
     import torch
     from hypothesis import HealthCheck, given, settings
 
-    from drivemetrics._limits import set_limits
+    from drivemetrics._internal.limits import set_limits
     from drivemetrics.lane.culane import culane_matches
     from drivemetrics.lane.evaluate import evaluate_tusimple_files
     from drivemetrics.lane.io import _stack_lanes, read_culane_lines

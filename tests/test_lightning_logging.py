@@ -7,7 +7,7 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 from torchmetrics import Metric, MetricCollection
 
-from drivemetrics._metric import DictFamilyLogCheck
+from drivemetrics._internal.metric import DictFamilyLogCheck
 from drivemetrics.functional import culane_f1, road_pixel_scores, tusimple_metrics
 from drivemetrics.lane import (
     CULaneF1Score,

@@ -1,4 +1,4 @@
-"""drivemetrics._limits and the checks built on it (issue 24): documented, overridable limits; one error contract."""
+"""drivemetrics._internal.limits and the checks built on it (issue 24): documented, overridable limits; one contract."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from drivemetrics._limits import (
+from drivemetrics._internal.limits import (
     ENV_VAR,
     Limits,
     check_graph_extent,
@@ -69,7 +69,7 @@ def _png_header_only(path, width, height):
 def test_a_png_bomb_is_refused_from_its_header_without_decoding(tmp_path, monkeypatch):
     from PIL import ImageFile
 
-    from drivemetrics._files import load_image
+    from drivemetrics._internal.files import load_image
 
     path = tmp_path / "um_road_000000.png"
     _png_header_only(path, 12_000, 12_000)
@@ -160,7 +160,7 @@ def test_graph_eval_set_is_typed_before_any_work():
 
 
 def test_outputs_are_checked_writable_before_any_work(tmp_path):
-    from drivemetrics._files import check_output_path, check_writable
+    from drivemetrics._internal.files import check_output_path, check_writable
 
     with pytest.raises(ValueError, match=r"`--json` /proc/nonexistent/out\.json: cannot write there"):
         check_output_path("/proc/nonexistent/out.json", option="--json", is_folder=False)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from drivemetrics._png import decode_png_array, fast_decoder, png_header
+from drivemetrics._internal.png import decode_png_array, fast_decoder, png_header
 
 pytest.importorskip("pyspng")
 

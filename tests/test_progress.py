@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from drivemetrics._progress import progress_enabled
+from drivemetrics._internal.progress import progress_enabled
 from drivemetrics.cli import main
 
 KITTI_CAR = "Car 0.00 0 -1.58 587.01 173.33 614.12 200.12 1.65 1.67 3.64 -0.65 1.71 46.70 -1.59"

@@ -1,4 +1,4 @@
-"""Ragged per-frame state (drivemetrics._ragged): storage, order and the one-gather sync across processes."""
+"""Ragged per-frame state (drivemetrics._internal.ragged): storage, order and the one-gather sync across processes."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
-from drivemetrics._ragged import RaggedRows, RaggedStateMixin, gather_ragged, sort_frames
+from drivemetrics._internal.ragged import RaggedRows, RaggedStateMixin, gather_ragged, sort_frames
 from tests.ddp import run_distributed
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*compute.*before.*update.*:UserWarning")
@@ -151,7 +151,7 @@ def _worker(rank: int, world: int) -> dict[str, object]:
         local = metric.ragged_frames().keys.tolist()
         out[name] = {k: v.tolist() for k, v in metric.compute().items()}
         out[f"{name}_local_kept"] = metric.ragged_frames().keys.tolist() == local
-    from drivemetrics._distributed import distributed_from_env
+    from drivemetrics._internal.distributed import distributed_from_env
     from drivemetrics.lanegraph.evaluate import evaluate_submission
 
     with distributed_from_env() as shard:  # the group of this test: a dataset evaluation in shards

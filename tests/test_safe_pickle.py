@@ -12,7 +12,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from drivemetrics._safe_pickle import MAX_NESTING, UnsafePickleError, safe_pickle_load
+from drivemetrics._internal.safe_pickle import MAX_NESTING, UnsafePickleError, safe_pickle_load
 
 # builtins.bytearray(3_000_000_000) through REDUCE: 36 bytes that used to allocate 3 GB
 BYTEARRAY_BOMB = b"cbuiltins\nbytearray\n(L3000000000\ntR."
@@ -33,7 +33,7 @@ def test_bomb_fails_within_a_second_and_200_mb():
     code = textwrap.dedent(
         f"""
         import io, time
-        from drivemetrics._safe_pickle import safe_pickle_load, UnsafePickleError
+        from drivemetrics._internal.safe_pickle import safe_pickle_load, UnsafePickleError
         start = time.perf_counter()
         for payload in ({BYTEARRAY_BOMB!r}, {RANGE_BOMB!r}, {ARRAY_BOMB!r}):
             try:
@@ -186,7 +186,7 @@ def test_build_cannot_rewrite_a_networkx_class():
         f"""
         import io
         import networkx as nx
-        from drivemetrics._safe_pickle import safe_pickle_load, UnsafePickleError
+        from drivemetrics._internal.safe_pickle import safe_pickle_load, UnsafePickleError
         try:
             safe_pickle_load(io.BytesIO({POISON_GRAPH_CLASS!r}))
         except UnsafePickleError as err:
@@ -261,7 +261,7 @@ def test_audit_attacks_fail_fast_naming_the_file(tmp_path):
         f"""
         import time
         from pathlib import Path
-        from drivemetrics._safe_pickle import safe_pickle_load, UnsafePickleError
+        from drivemetrics._internal.safe_pickle import safe_pickle_load, UnsafePickleError
         worst = 0.0
         for name in {sorted(attacks)!r}:
             path = Path({str(tmp_path)!r}) / name

@@ -56,7 +56,7 @@ def merge(base: dict, override: dict) -> None:
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    from drivemetrics._files import atomic_write_bytes
+    from drivemetrics._internal.files import atomic_write_bytes
 
     atomic_write_bytes(path, data)
 
@@ -174,7 +174,7 @@ def save_texture(path: Path, perturbation: torch.Tensor, linf: float) -> None:
     Clips side by side (each ``cols`` pixels wide), texture row 0 = far end of the patch; RGB for three channels,
     otherwise grey (the channel mean).
     """
-    from drivemetrics._files import atomic_save_png
+    from drivemetrics._internal.files import atomic_save_png
 
     delta = perturbation.detach().double().cpu()
     if delta.shape[1] != 3:
@@ -224,7 +224,7 @@ def save_figures(out: Path, family: str, drive: DriveClips, result, spec: PatchS
 def save_fig(fig, path: Path) -> None:
     import matplotlib.pyplot as plt
 
-    from drivemetrics._files import atomic_save_figure
+    from drivemetrics._internal.files import atomic_save_figure
 
     atomic_save_figure(fig, path, dpi=100, bbox_inches="tight")
     plt.close(fig)

@@ -249,7 +249,7 @@ def train_one(config: dict[str, Any], psld_weight: float, train: dict[str, Any],
 
 def write_json(path: str | Path, payload: dict[str, Any]) -> None:
     """Write ``payload`` atomically (temp file in the target folder, then rename)."""
-    from drivemetrics._files import atomic_write_text
+    from drivemetrics._internal.files import atomic_write_text
 
     atomic_write_text(path, json.dumps(payload, indent=2, sort_keys=True) + "\n")
 
@@ -285,7 +285,7 @@ def save_figure(path: str | Path, models: dict[str, LaneDetector], test: dict[st
     axes[1].legend(fontsize=8)
     axes[1].set_title("held-out clips")
     fig.tight_layout()
-    from drivemetrics._files import atomic_save_figure
+    from drivemetrics._internal.files import atomic_save_figure
 
     atomic_save_figure(fig, path, dpi=110)  # creates missing folders
     plt.close(fig)

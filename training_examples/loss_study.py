@@ -534,7 +534,7 @@ def lane_figure(path: Path, lane: dict[str, Any]) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from drivemetrics._files import atomic_save_figure
+    from drivemetrics._internal.files import atomic_save_figure
 
     weights = lane["weights"]
     positions = list(range(len(weights)))
@@ -593,7 +593,7 @@ def road_figure(path: Path, road: dict[str, Any]) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from drivemetrics._files import atomic_save_figure
+    from drivemetrics._internal.files import atomic_save_figure
 
     fig, ax = plt.subplots(figsize=(13, 3.8))
     count = len(road["settings"])
@@ -671,7 +671,7 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
     result["seconds"] = round(time.perf_counter() - start, 1)
     import json
 
-    from drivemetrics._files import atomic_write_text
+    from drivemetrics._internal.files import atomic_write_text
 
     atomic_write_text(Path(args.json) if args.json else out / "loss_study.json", json.dumps(result, indent=1) + "\n")
     return result

@@ -128,7 +128,7 @@ def kitti_frames(root: str | Path, image_scale: float) -> dict[str, Tensor]:
     empty and that frame's lane is neither trained nor scored)."""
     import numpy as np
 
-    from drivemetrics._files import load_image
+    from drivemetrics._internal.files import load_image
     from drivemetrics.geometry import image_from_road_calib, read_kitti_calib
     from drivemetrics.road.io import calib_file_for, category_frames, find_layout, gt_masks, read_gt_png
 
@@ -370,7 +370,7 @@ class MetricHistory(pl.Callback):
 
 def write_json(path: str | Path, payload: dict[str, Any]) -> None:
     """Write ``payload`` atomically (temp file in the target folder, then rename)."""
-    from drivemetrics._files import atomic_write_text
+    from drivemetrics._internal.files import atomic_write_text
 
     atomic_write_text(path, json.dumps(payload, indent=2, sort_keys=True) + "\n")
 
@@ -401,7 +401,7 @@ def save_figure(path: str | Path, model: RoadSegmenter, data: RoadDataModule, hi
     axes[1].legend(loc="lower right", fontsize=8)
     axes[1].set_title("logged each validation epoch")
     fig.tight_layout()
-    from drivemetrics._files import atomic_save_figure
+    from drivemetrics._internal.files import atomic_save_figure
 
     atomic_save_figure(fig, path, dpi=110)  # creates missing folders
     plt.close(fig)

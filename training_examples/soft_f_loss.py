@@ -92,7 +92,7 @@ def main() -> None:
 
 def write_json(path: str | Path, payload: dict) -> None:
     """Write ``payload`` atomically (temp file in the target folder, then rename)."""
-    from drivemetrics._files import atomic_write_text
+    from drivemetrics._internal.files import atomic_write_text
 
     atomic_write_text(path, json.dumps(payload, indent=2, sort_keys=True) + "\n")
 

@@ -1,6 +1,6 @@
 """Attack: DRP-style adversarial dirt patches on the road, optimised and evaluated in closed loop."""
 
-from drivemetrics._lazy import lazy_exports
+from drivemetrics._internal.lazy import lazy_exports
 
 _EXPORTS = {
     "DRPConfig": "drivemetrics.attack.drp",

@@ -38,7 +38,7 @@ from typing import Any, Literal, NamedTuple
 import torch
 from torch import Tensor
 
-from drivemetrics._validation import check_finite, check_shape, check_tensor
+from drivemetrics._internal.validation import check_finite, check_shape, check_tensor
 from drivemetrics.attack.patch import (
     PatchSpec,
     check_budget,

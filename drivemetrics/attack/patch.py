@@ -26,7 +26,7 @@ import kornia.geometry.transform as kgt
 import torch
 from torch import Tensor
 
-from drivemetrics._validation import check_finite, check_shape, check_tensor
+from drivemetrics._internal.validation import check_finite, check_shape, check_tensor
 from drivemetrics.geometry.camera import road_to_image
 from drivemetrics.geometry.pose import road_from_world, world_from_road
 

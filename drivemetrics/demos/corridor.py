@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from drivemetrics._files import atomic_save_figure
+from drivemetrics._internal.files import atomic_save_figure
 from drivemetrics.geometry.bev import BevGrid
 from drivemetrics.road.corridor import DrivingCorridorMetrics, fit_driving_corridor
 from drivemetrics.road.corridor_config import CorridorConfig

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from drivemetrics._files import atomic_save_figure
+from drivemetrics._internal.files import atomic_save_figure
 from drivemetrics.lane.culane import culane_counts, lanes_from_rows
 from drivemetrics.lane.tusimple import tusimple_f1, tusimple_image_scores
 from drivemetrics.synthetic.lane_clips import (

@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from drivemetrics._files import atomic_save_figure
+from drivemetrics._internal.files import atomic_save_figure
 from drivemetrics.demos.corridor import corridor_section
 from drivemetrics.geometry.bev import BevGrid
 from drivemetrics.road.pixel import RoadPixelMetrics

@@ -6,7 +6,7 @@ Metric, loss and result classes are exported here (lazily); the functional kerne
 ``drivemetrics.detection.evaluate``.
 """
 
-from drivemetrics._lazy import lazy_exports
+from drivemetrics._internal.lazy import lazy_exports
 
 _EXPORTS = {
     "KittiObjectAveragePrecision": "drivemetrics.detection.kitti_object",

@@ -27,7 +27,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from drivemetrics._compute import safe_divide
+from drivemetrics._internal.compute import safe_divide
 
 __all__ = [
     "bev_box_corners",

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from drivemetrics._options import add_workers, resolve_workers
+from drivemetrics._internal.options import add_workers, resolve_workers
 
 #: Stats file suffix of each metric, as the official C++ names them.
 STATS_NAMES = {"2d": "detection", "aos": "orientation", "bev": "detection_ground", "3d": "detection_3d"}
@@ -16,7 +16,7 @@ STATS_NAMES = {"2d": "detection", "aos": "orientation", "bev": "detection_ground
 
 def _atomic_write(path: Path, text: str) -> None:
     """Write ``text`` to a temporary file in ``path``'s folder, then rename it over ``path``."""
-    from drivemetrics._files import atomic_write_text
+    from drivemetrics._internal.files import atomic_write_text
 
     atomic_write_text(path, text)
 
@@ -48,7 +48,7 @@ def _read_list(path: str) -> list[str]:
     if not file.is_file():
         raise FileNotFoundError(f"--list file not found: {file}")
     names = []
-    from drivemetrics._files import read_text
+    from drivemetrics._internal.files import read_text
 
     for line_no, line in enumerate(read_text(file, what="--list file").splitlines(), start=1):
         fields = line.split()
@@ -64,11 +64,11 @@ def _read_list(path: str) -> list[str]:
 
 def _gather_frames(shard: Any, gts: list, dets: list, count: int) -> tuple[list, list]:
     """Every rank's frames (``KittiObjects``) on every rank, in frame order: numbers as float64 rows, types as
-    UTF-8 bytes (:mod:`drivemetrics._distributed`)."""
+    UTF-8 bytes (:mod:`drivemetrics._internal.distributed`)."""
     import torch
 
-    from drivemetrics._distributed import bytes_to_strings, strings_to_bytes
-    from drivemetrics._ragged import RaggedRows
+    from drivemetrics._internal.distributed import bytes_to_strings, strings_to_bytes
+    from drivemetrics._internal.ragged import RaggedRows
     from drivemetrics.detection.io import KittiObjects
 
     def fields(prefix: str, objects: list, columns: int) -> dict[str, RaggedRows]:
@@ -100,7 +100,7 @@ def _kitti_object_eval(args: argparse.Namespace) -> int:
     if args.write_stats and Path(args.write_stats).resolve() in inputs:
         raise ValueError("--write-stats must not be the --gt or --det folder (the stats would be read as frames)")
     if args.json:
-        from drivemetrics._files import check_output_path
+        from drivemetrics._internal.files import check_output_path
 
         lists = [args.list] if args.list else []
         check_output_path(
@@ -111,7 +111,7 @@ def _kitti_object_eval(args: argparse.Namespace) -> int:
             option="--json",
             is_folder=False,
         )
-    from drivemetrics._distributed import current_shard
+    from drivemetrics._internal.distributed import current_shard
 
     shard = current_shard()
     progress = False if args.no_progress or not shard.is_main else None

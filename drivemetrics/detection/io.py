@@ -23,8 +23,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from drivemetrics._files import read_text
-from drivemetrics._progress import progress_bar
+from drivemetrics._internal.files import read_text
+from drivemetrics._internal.progress import progress_bar
 from drivemetrics.geometry.calib import parse_kitti_calib
 
 __all__ = [
@@ -203,7 +203,7 @@ def format_kitti_objects(objects: KittiObjects, decimals: int = 2) -> str:
 
 def _atomic_write(path: Path, text: str) -> None:
     """Write ``text`` to a temporary file in ``path``'s folder, then rename it over ``path``."""
-    from drivemetrics._files import atomic_write_text
+    from drivemetrics._internal.files import atomic_write_text
 
     atomic_write_text(path, text)
 

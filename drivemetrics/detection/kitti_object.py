@@ -40,10 +40,10 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
-from drivemetrics._compute import safe_divide
-from drivemetrics._metric import DictFamilyLogCheck, plot_metric
-from drivemetrics._progress import progress_bar
-from drivemetrics._ragged import RaggedStateMixin
+from drivemetrics._internal.compute import safe_divide
+from drivemetrics._internal.metric import DictFamilyLogCheck, plot_metric
+from drivemetrics._internal.progress import progress_bar
+from drivemetrics._internal.ragged import RaggedStateMixin
 from drivemetrics.detection.box_iou import bev_intersection_area, box2d_overlap, box3d_from_bev_area
 from drivemetrics.detection.io import KittiObjects
 
@@ -703,10 +703,10 @@ class KittiObjectMetrics(DictFamilyLogCheck, RaggedStateMixin, Metric):
     - ``alpha``: ``N`` observation angles (optional: missing means -10, which switches AOS off, as the C++);
     - ``preds`` only: ``scores``: ``N``; ``target`` only (optional, default 0): ``truncated``, ``occluded``.
 
-    The detections and labels are ragged per-frame state (:mod:`drivemetrics._ragged`): they sync across processes
-    in one gather whatever each process saw (none, or different numbers of frames); ``frame_ids`` in ``update``
-    (e.g. dataset indices) fix the frame order, which does not change the values. ``compute()`` returns a flat
-    dict of float64 scalars ``"{class}_{metric}_{difficulty}_r11"`` / ``"..._r40"`` (class ``car`` /
+    The detections and labels are ragged per-frame state (:mod:`~drivemetrics._internal.ragged`): they sync across
+    processes in one gather whatever each process saw (none, or different numbers of frames); ``frame_ids`` in
+    ``update`` (e.g. dataset indices) fix the frame order, which does not change the values. ``compute()`` returns a
+    flat dict of float64 scalars ``"{class}_{metric}_{difficulty}_r11"`` / ``"..._r40"`` (class ``car`` /
     ``pedestrian`` / ``cyclist``, metric ``2d`` / ``aos`` / ``bev`` / ``3d``, difficulty ``easy`` /
     ``moderate`` / ``hard``), in percent; every class and metric is always present (a class never detected has
     AP 0; AOS is NaN when a detection has no alpha).

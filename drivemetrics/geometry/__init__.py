@@ -3,7 +3,7 @@
 Road frame (KITTI-ROAD convention): X right, Y down, Z forward, metres; the road is the plane Y = 0.
 """
 
-from drivemetrics._lazy import lazy_exports
+from drivemetrics._internal.lazy import lazy_exports
 
 _EXPORTS = {
     "BevGrid": "drivemetrics.geometry.bev",

@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from drivemetrics._files import read_text
+from drivemetrics._internal.files import read_text
 
 #: Matrix shape of each known key; other keys are kept as flat vectors.
 KITTI_CALIB_SHAPES: dict[str, tuple[int, int]] = {

@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from drivemetrics._validation import check_finite, check_shape, check_tensor
+from drivemetrics._internal.validation import check_finite, check_shape, check_tensor
 from drivemetrics.geometry.pose import road_from_world
 
 __all__ = [

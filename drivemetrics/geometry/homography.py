@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from drivemetrics._validation import check_finite, check_shape, check_tensor
+from drivemetrics._internal.validation import check_finite, check_shape, check_tensor
 from drivemetrics.geometry.bev import BevGrid
 from drivemetrics.geometry.calib import ROAD_CALIB_KEYS
 

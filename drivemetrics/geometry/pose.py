@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from drivemetrics._validation import check_tensor
+from drivemetrics._internal.validation import check_tensor
 
 __all__ = ["compose_pose", "relative_pose", "road_from_world", "world_from_road"]
 

@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from drivemetrics._validation import check_shape
+from drivemetrics._internal.validation import check_shape
 from drivemetrics.geometry.bev import BevGrid
 from drivemetrics.geometry.homography import check_road_homography, grid_side
 

@@ -9,7 +9,7 @@ Metric, loss and result classes are exported here (lazily); the functional kerne
 ``drivemetrics.lane.evaluate``.
 """
 
-from drivemetrics._lazy import lazy_exports
+from drivemetrics._internal.lazy import lazy_exports
 
 _EXPORTS = {
     "CULaneF1Score": "drivemetrics.lane.culane",

@@ -7,14 +7,14 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from drivemetrics._options import add_compat, add_workers, resolve_workers
+from drivemetrics._internal.options import add_compat, add_workers, resolve_workers
 
 #: Python result keys -> the names LaneEval prints (the CLI and its JSON keep them).
 _TUSIMPLE_NAMES = {"accuracy": "Accuracy", "fp": "FP", "fn": "FN", "f1": "F1"}
 
 
 def _tusimple_eval(args: argparse.Namespace) -> int:
-    from drivemetrics._files import atomic_write_text, check_output_path
+    from drivemetrics._internal.files import atomic_write_text, check_output_path
     from drivemetrics.lane.evaluate import evaluate_tusimple_files
 
     if args.json:
@@ -77,7 +77,7 @@ def _culane_eval(args: argparse.Namespace) -> int:
     # a chunk's tensors are small: one thread per process, parallel work through --workers
     torch.set_num_threads(1)
 
-    from drivemetrics._files import atomic_write_text, check_output_path
+    from drivemetrics._internal.files import atomic_write_text, check_output_path
 
     if args.json:
         inputs = [args.pred, args.gt, *(args.list or [])]
@@ -108,7 +108,7 @@ def _culane_eval(args: argparse.Namespace) -> int:
         categories=categories,
         progress=False if args.no_progress else None,
     )
-    from drivemetrics._distributed import current_shard
+    from drivemetrics._internal.distributed import current_shard
 
     if not current_shard().is_main:  # torchrun: rank 0 reports
         return 0

@@ -32,10 +32,10 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
-from drivemetrics._compat import Compat, check_compat
-from drivemetrics._compute import precision_recall_f1
-from drivemetrics._metric import DictFamilyLogCheck, add_config_state, plot_metric
-from drivemetrics._validation import check_shape, check_tensor
+from drivemetrics._internal.compat import Compat, check_compat
+from drivemetrics._internal.compute import precision_recall_f1
+from drivemetrics._internal.metric import DictFamilyLogCheck, add_config_state, plot_metric
+from drivemetrics._internal.validation import check_shape, check_tensor
 
 _BIG = 1e9
 IOU_RANGE = tuple(round(0.5 + 0.05 * k, 2) for k in range(10))  # mF1: mean F1 over IoU 0.50:0.05:0.95

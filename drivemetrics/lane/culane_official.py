@@ -29,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from drivemetrics._files import read_text
-from drivemetrics._limits import check_coordinates, check_count
+from drivemetrics._internal.files import read_text
+from drivemetrics._internal.limits import check_coordinates, check_count
 
 SPLINE_STEPS = 50
 

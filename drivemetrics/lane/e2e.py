@@ -30,7 +30,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from drivemetrics._validation import check_finite, check_shape
+from drivemetrics._internal.validation import check_finite, check_shape
 from drivemetrics.geometry.camera import synthesize_shifted_view
 from drivemetrics.geometry.pose import relative_pose
 from drivemetrics.lane.control import LateralController, LinearMPC, PosedPath, VehiclePath

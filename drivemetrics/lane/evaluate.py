@@ -12,11 +12,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from drivemetrics._compat import Compat, check_compat
-from drivemetrics._compute import precision_recall_f1
-from drivemetrics._distributed import Shard, current_shard
-from drivemetrics._progress import progress_bar
-from drivemetrics._ragged import RaggedRows
+from drivemetrics._internal.compat import Compat, check_compat
+from drivemetrics._internal.compute import precision_recall_f1
+from drivemetrics._internal.distributed import Shard, current_shard
+from drivemetrics._internal.progress import progress_bar
+from drivemetrics._internal.ragged import RaggedRows
 from drivemetrics.lane.culane import culane_matches
 from drivemetrics.lane.io import TuSimpleRecords, _frame_key, _lane_name, _stack_lanes, read_tusimple_json
 from drivemetrics.lane.tusimple import select_ego_lanes, tusimple_f1, tusimple_image_scores
@@ -29,7 +29,7 @@ def _map_chunks(fn: Callable[[list[str]], object], chunks: list[list[str]], work
     if workers <= 1 or len(chunks) <= 1:
         yield from map(fn, chunks)
         return
-    from drivemetrics._pool import map_in_processes  # spawned workers, terminated on Ctrl-C
+    from drivemetrics._internal.pool import map_in_processes  # spawned workers, terminated on Ctrl-C
 
     yield from map_in_processes(fn, chunks, workers)
 

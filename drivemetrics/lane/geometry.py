@@ -17,7 +17,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from drivemetrics._validation import check_finite, check_shape, check_tensor
+from drivemetrics._internal.validation import check_finite, check_shape, check_tensor
 from drivemetrics.geometry.camera import image_to_road
 
 __all__ = [

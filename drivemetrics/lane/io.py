@@ -18,9 +18,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from drivemetrics._files import atomic_open, read_text
-from drivemetrics._limits import check_count, get_limits, load_json
-from drivemetrics._validation import check_shape
+from drivemetrics._internal.files import atomic_open, read_text
+from drivemetrics._internal.limits import check_count, get_limits, load_json
+from drivemetrics._internal.validation import check_shape
 from drivemetrics.lane.geometry import lane_slot_mask
 
 __all__ = ["TuSimpleRecords", "read_culane_lines", "read_culane_list", "read_tusimple_json", "write_tusimple_json"]
@@ -162,7 +162,7 @@ def read_tusimple_json(
         path: file to read.
         require_h_samples: True for label files, False for prediction files, None to accept either.
         max_points: refuse a lane of more values (the labels' rows, for predictions), before padding the records
-            to their longest lane; every file is also held to :class:`drivemetrics._limits.Limits`
+            to their longest lane; every file is also held to :class:`drivemetrics._internal.limits.Limits`
             (``max_lane_points``, ``max_lanes_per_frame``, JSON nesting and integer size).
 
     Raises:

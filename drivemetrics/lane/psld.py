@@ -33,8 +33,8 @@ import torch
 from torch import Tensor, nn
 from torchmetrics import Metric
 
-from drivemetrics._metric import plot_metric
-from drivemetrics._validation import check_finite, check_tensor
+from drivemetrics._internal.metric import plot_metric
+from drivemetrics._internal.validation import check_finite, check_tensor
 from drivemetrics.lane.control import LateralController, LinearMPC, PosedPath, VehiclePath, sample_profile
 from drivemetrics.lane.geometry import (
     DEFAULT_LANE_WIDTH,

@@ -24,7 +24,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from drivemetrics._validation import check_finite, check_shape, check_tensor
+from drivemetrics._internal.validation import check_finite, check_shape, check_tensor
 
 
 def _select_lanes(x: Tensor, lanes: Sequence[int] | None, name: str) -> Tensor:

@@ -31,10 +31,10 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
-from drivemetrics._compat import Compat, check_compat
-from drivemetrics._compute import f1_score
-from drivemetrics._metric import DictFamilyLogCheck, add_config_state, plot_metric
-from drivemetrics._validation import check_shape, check_tensor
+from drivemetrics._internal.compat import Compat, check_compat
+from drivemetrics._internal.compute import f1_score
+from drivemetrics._internal.metric import DictFamilyLogCheck, add_config_state, plot_metric
+from drivemetrics._internal.validation import check_shape, check_tensor
 from drivemetrics.lane.geometry import lane_slot_mask
 
 PIXEL_THRESHOLD = 20.0

@@ -10,7 +10,7 @@ One module per family: :mod:`~drivemetrics.lanegraph.lanegraph` (every per-sampl
 classes; the kernels are in :mod:`drivemetrics.functional` and in their modules.
 """
 
-from drivemetrics._lazy import lazy_exports
+from drivemetrics._internal.lazy import lazy_exports
 
 _EXPORTS = {
     "LaneArrays": "drivemetrics.lanegraph.geometry",

@@ -13,7 +13,7 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
-from drivemetrics._metric import DictFamilyLogCheck
+from drivemetrics._internal.metric import DictFamilyLogCheck
 from drivemetrics.roadnet.geometry import graph_pairs
 
 __all__ = ["PerSampleMean"]

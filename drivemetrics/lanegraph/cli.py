@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from drivemetrics._options import add_workers, resolve_workers
+from drivemetrics._internal.options import add_workers, resolve_workers
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -34,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _run_lanegraph(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from drivemetrics._files import check_output_path
+    from drivemetrics._internal.files import check_output_path
     from drivemetrics.lanegraph.evaluate import evaluate_submission, format_tables, prepare_sample, write_json
     from drivemetrics.lanegraph.io import load_lanegraph_pickle
     from drivemetrics.lanegraph.plot import figure_path, plot_sample
@@ -63,7 +63,7 @@ def _run_lanegraph(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         seed=args.seed,
     )
-    from drivemetrics._distributed import current_shard
+    from drivemetrics._internal.distributed import current_shard
 
     if not current_shard().is_main:  # torchrun: rank 0 reports
         return 0

@@ -33,11 +33,11 @@ import numpy as np
 import torch
 from scipy.spatial import cKDTree
 
-from drivemetrics._distributed import Shard, current_shard
-from drivemetrics._files import atomic_write_text, check_output_path
-from drivemetrics._limits import check_graph_size, check_inside_area
-from drivemetrics._pool import map_in_processes
-from drivemetrics._ragged import RaggedRows
+from drivemetrics._internal.distributed import Shard, current_shard
+from drivemetrics._internal.files import atomic_write_text, check_output_path
+from drivemetrics._internal.limits import check_graph_size, check_inside_area
+from drivemetrics._internal.pool import map_in_processes
+from drivemetrics._internal.ragged import RaggedRows
 from drivemetrics.lanegraph.geometry import LANE_METRICS, PLANNING_METRICS, check_compat, lane_arrays
 from drivemetrics.lanegraph.lanegraph import lanegraph_pair_values, missing_sample_values
 from drivemetrics.lanegraph.planning import ReferencePlanningRandom, planning_values
@@ -213,7 +213,7 @@ def evaluate_submission(
             results[sample_id] = values
             bar.update()
     else:
-        # spawned workers, terminated on Ctrl-C (drivemetrics._pool)
+        # spawned workers, terminated on Ctrl-C (drivemetrics._internal.pool)
         chunk = max(1, len(jobs) // (8 * workers))
         for _, sample_id, values in map_in_processes(_evaluate_job, jobs, workers, chunksize=chunk):
             results[sample_id] = values

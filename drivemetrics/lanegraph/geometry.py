@@ -12,7 +12,7 @@ import networkx as nx
 import numpy as np
 from scipy.sparse import csr_matrix
 
-from drivemetrics._compat import check_compat as shared_check_compat
+from drivemetrics._internal.compat import check_compat as shared_check_compat
 from drivemetrics.roadnet.io import node_positions
 from drivemetrics.roadnet.path_similarity import PARAMETER_SETS
 

@@ -55,7 +55,7 @@ from typing import Any
 import networkx as nx
 from torch import Tensor
 
-from drivemetrics._metric import add_config_state
+from drivemetrics._internal.metric import add_config_state
 from drivemetrics.lanegraph._metric import PerSampleMean
 from drivemetrics.lanegraph.apls import lanegraph_apls
 from drivemetrics.lanegraph.geo_topo import geo_topo

@@ -12,7 +12,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 from torch import Tensor
 
-from drivemetrics._metric import add_config_state
+from drivemetrics._internal.metric import add_config_state
 from drivemetrics.lanegraph._metric import PerSampleMean
 from drivemetrics.lanegraph.geometry import (
     PLANNING_FAIL,

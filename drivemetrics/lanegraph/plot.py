@@ -6,7 +6,7 @@ from pathlib import Path
 
 import networkx as nx
 
-from drivemetrics._files import atomic_save_figure
+from drivemetrics._internal.files import atomic_save_figure
 from drivemetrics.lanegraph.geometry import lane_arrays
 from drivemetrics.roadnet.io import short_repr
 

@@ -8,7 +8,7 @@ the dataset evaluation in :mod:`drivemetrics.lanetopology.evaluate`.
 Coordinates: BEV metres, ego at the origin, x forward, y left, z up; traffic-element boxes in image pixels.
 """
 
-from drivemetrics._lazy import lazy_exports
+from drivemetrics._internal.lazy import lazy_exports
 
 _EXPORTS = {
     "LaneFrame": "drivemetrics.lanetopology.frames",

@@ -6,7 +6,7 @@ import argparse
 import json
 import math
 
-from drivemetrics._options import add_workers, resolve_workers
+from drivemetrics._internal.options import add_workers, resolve_workers
 
 HEADLINE = {
     "centerline": ("DET_l", "DET_t", "TOP_ll", "TOP_lt", "OLS", "F_score"),
@@ -17,7 +17,7 @@ HEADLINE = {
 def _openlanev2_eval(args: argparse.Namespace) -> int:
     import torch
 
-    from drivemetrics._files import atomic_write_text, check_output_path
+    from drivemetrics._internal.files import atomic_write_text, check_output_path
     from drivemetrics.lanetopology.evaluate import evaluate_openlanev2_files, json_report
 
     if args.json:
@@ -26,7 +26,7 @@ def _openlanev2_eval(args: argparse.Namespace) -> int:
     track, scores = evaluate_openlanev2_files(
         args.gt, args.pred, track=args.track, compat=args.compat, workers=resolve_workers(args.workers)
     )
-    from drivemetrics._distributed import current_shard
+    from drivemetrics._internal.distributed import current_shard
 
     if not current_shard().is_main:  # torchrun: rank 0 reports
         return 0

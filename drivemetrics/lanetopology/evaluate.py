@@ -9,11 +9,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from drivemetrics._compat import Compat, check_compat
-from drivemetrics._distributed import Shard, current_shard
-from drivemetrics._gc import gc_paused
-from drivemetrics._pool import map_in_processes
-from drivemetrics._ragged import RaggedRows
+from drivemetrics._internal.compat import Compat, check_compat
+from drivemetrics._internal.distributed import Shard, current_shard
+from drivemetrics._internal.gc_pause import gc_paused
+from drivemetrics._internal.pool import map_in_processes
+from drivemetrics._internal.ragged import RaggedRows
 from drivemetrics.lanetopology.frames import Track
 from drivemetrics.lanetopology.io import detect_track, read_ground_truth, read_predictions, token_name
 from drivemetrics.lanetopology.openlanev2 import frame_statistics, scores_from_statistics

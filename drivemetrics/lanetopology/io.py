@@ -1,7 +1,7 @@
 """Reading OpenLane-V2 inputs: the devkit's ground-truth collection pickle, its submission pickle, the fixture JSON.
 
-Pickles go through the restricted unpickler (:func:`drivemetrics._safe_pickle.safe_pickle_load`: numpy arrays and
-scalars, dicts, lists, tuples, str and numbers; nothing that runs code).
+Pickles go through the restricted unpickler (:func:`~drivemetrics._internal.safe_pickle.safe_pickle_load`:
+numpy arrays and scalars, dicts, lists, tuples, str and numbers; nothing that runs code).
 
 * Ground-truth collection: ``{(split, segment_id, timestamp): {"annotation": {...}, ...}}``.
 * Submission: ``{"method": ..., "results": {(split, segment_id, timestamp): {"predictions": {...}}}}``.
@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from drivemetrics._files import read_text
-from drivemetrics._limits import load_json
-from drivemetrics._safe_pickle import safe_pickle_load
+from drivemetrics._internal.files import read_text
+from drivemetrics._internal.limits import load_json
+from drivemetrics._internal.safe_pickle import safe_pickle_load
 from drivemetrics.lanetopology.frames import Track
 
 __all__ = ["detect_track", "read_ground_truth", "read_predictions", "token_name"]

@@ -16,7 +16,7 @@ devkit's 2.1 fix.
 
 State: everything the scores need is summed per batch, except the detection AP, which needs each detection's
 confidence and true-positive flag pooled over all frames: ``(N, 3)`` rows ``[channel, confidence, tp]``
-(:data:`_AP_ROWS`), kept as ragged state (:mod:`drivemetrics._ragged`, one chunk per ``update``), so that
+(:data:`_AP_ROWS`), kept as ragged state (:mod:`drivemetrics._internal.ragged`, one chunk per ``update``), so that
 processes with no update or different numbers of frames sync in one gather.
 """
 
@@ -31,9 +31,9 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
-from drivemetrics._compat import Compat, check_compat
-from drivemetrics._metric import DictFamilyLogCheck, add_config_state, plot_metric
-from drivemetrics._ragged import RaggedRows, RaggedStateMixin
+from drivemetrics._internal.compat import Compat, check_compat
+from drivemetrics._internal.metric import DictFamilyLogCheck, add_config_state, plot_metric
+from drivemetrics._internal.ragged import RaggedRows, RaggedStateMixin
 from drivemetrics.lanetopology.frames import (
     AREA_CATEGORIES,
     TRACKS,

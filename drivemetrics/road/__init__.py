@@ -5,7 +5,7 @@ Metric, loss and result classes are exported here (lazily); the functional kerne
 ``drivemetrics.road.evaluate``.
 """
 
-from drivemetrics._lazy import lazy_exports
+from drivemetrics._internal.lazy import lazy_exports
 
 _EXPORTS = {
     "CorridorConfig": "drivemetrics.road.corridor_config",

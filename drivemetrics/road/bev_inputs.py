@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from drivemetrics._validation import check_same_shape, check_tensor
+from drivemetrics._internal.validation import check_same_shape, check_tensor
 from drivemetrics.geometry.bev import BevGrid
 
 __all__ = ["as_batch", "pixel_inputs_to_bev"]

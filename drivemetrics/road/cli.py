@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from drivemetrics._options import add_workers
+from drivemetrics._internal.options import add_workers
 
 # Light at import (``drivemetrics road-eval --help`` must not load torch): the library is imported in the run
 # functions, and the choices below are copies of drivemetrics.road.evaluate's constants (a test keeps them equal).
@@ -71,7 +71,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_road_eval(args: argparse.Namespace) -> int:
     """``drivemetrics road-eval``: print the table, optionally write JSON; exit code 0."""
-    from drivemetrics._files import atomic_write_text, check_output_path
+    from drivemetrics._internal.files import atomic_write_text, check_output_path
     from drivemetrics.road.evaluate import DEVKIT_NAMES, evaluate_results, format_scores_table
 
     if args.json:

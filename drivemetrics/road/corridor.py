@@ -30,9 +30,9 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
-from drivemetrics._compute import safe_divide
-from drivemetrics._metric import DictFamilyLogCheck, add_config_state, plot_metric
-from drivemetrics._validation import check_binary, check_shape, check_tensor
+from drivemetrics._internal.compute import safe_divide
+from drivemetrics._internal.metric import DictFamilyLogCheck, add_config_state, plot_metric
+from drivemetrics._internal.validation import check_binary, check_shape, check_tensor
 from drivemetrics.geometry.bev import BevGrid
 from drivemetrics.road.corridor_config import CorridorConfig
 from drivemetrics.vehicle.single_track import single_track_step

@@ -13,10 +13,10 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from drivemetrics._files import InputFiles, atomic_save_png, check_output_path, load_image
-from drivemetrics._limits import check_image_fits_camera, png_size
-from drivemetrics._pool import check_workers, one_torch_thread_per_worker, parallel_map
-from drivemetrics._validation import check_tensor
+from drivemetrics._internal.files import InputFiles, atomic_save_png, check_output_path, load_image
+from drivemetrics._internal.limits import check_image_fits_camera, png_size
+from drivemetrics._internal.pool import check_workers, one_torch_thread_per_worker, parallel_map
+from drivemetrics._internal.validation import check_tensor
 from drivemetrics.geometry.bev import BevGrid
 from drivemetrics.geometry.calib import read_kitti_calib
 from drivemetrics.geometry.homography import image_from_road_calib_file

@@ -22,8 +22,8 @@ import torch
 from PIL import Image
 from torch import Tensor
 
-from drivemetrics._files import atomic_save_png, load_image
-from drivemetrics._png import decode_png_array
+from drivemetrics._internal.files import atomic_save_png, load_image
+from drivemetrics._internal.png import decode_png_array
 
 __all__ = [
     "ROAD_CATEGORIES",
@@ -144,7 +144,7 @@ def read_gt_png(path: str | Path) -> Tensor:
 def _read_gt_red_blue(path: Path) -> tuple[np.ndarray, np.ndarray]:
     """The red and blue channels (``uint8`` ``(H, W)``) of a ground-truth PNG: all the evaluation needs.
 
-    Cheaper than :func:`read_gt_png`: libspng decodes where installed (:mod:`drivemetrics._png`), else Pillow
+    Cheaper than :func:`read_gt_png`: libspng decodes where installed (:mod:`drivemetrics._internal.png`), else Pillow
     extracts the two bands without building an RGB array.
     """
     rgb = decode_png_array(path)

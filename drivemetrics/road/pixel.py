@@ -25,8 +25,8 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
-from drivemetrics._compat import check_compat
-from drivemetrics._metric import DictFamilyLogCheck, plot_metric
+from drivemetrics._internal.compat import check_compat
+from drivemetrics._internal.metric import DictFamilyLogCheck, plot_metric
 from drivemetrics.geometry.bev import BevGrid
 from drivemetrics.road.bev_inputs import pixel_inputs_to_bev
 

@@ -19,8 +19,8 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from drivemetrics._compat import check_compat
-from drivemetrics._validation import check_binary, check_finite, check_same_shape, check_tensor
+from drivemetrics._internal.compat import check_compat
+from drivemetrics._internal.validation import check_binary, check_finite, check_same_shape, check_tensor
 from drivemetrics.road.bev_inputs import as_batch
 
 __all__ = [

@@ -16,7 +16,13 @@ import warnings
 import torch
 from torch import Tensor, nn
 
-from drivemetrics._validation import check_binary, check_finite, check_probability, check_same_shape, check_tensor
+from drivemetrics._internal.validation import (
+    check_binary,
+    check_finite,
+    check_probability,
+    check_same_shape,
+    check_tensor,
+)
 from drivemetrics.geometry.bev import BevGrid
 
 __all__ = ["SoftFMeasureLoss", "soft_f_measure"]

@@ -13,7 +13,7 @@ One module per family holds its kernel and its Metric classes (``opt_j``: :func:
 :mod:`drivemetrics.lanegraph`.
 """
 
-from drivemetrics._lazy import lazy_exports
+from drivemetrics._internal.lazy import lazy_exports
 
 _EXPORTS = {
     "APLSMetrics": "drivemetrics.roadnet.apls",

@@ -12,7 +12,7 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
-from drivemetrics._metric import plot_metric
+from drivemetrics._internal.metric import plot_metric
 
 __all__ = ["GraphMetric", "tensor_f1", "tensor_ratios"]
 

@@ -42,8 +42,8 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
-from drivemetrics._compat import check_compat
-from drivemetrics._metric import DictFamilyLogCheck, add_config_state, plot_metric
+from drivemetrics._internal.compat import check_compat
+from drivemetrics._internal.metric import DictFamilyLogCheck, add_config_state, plot_metric
 from drivemetrics.roadnet.geometry import graph_pairs, result_tensors, validate_graph
 from drivemetrics.roadnet.path_similarity import PARAMETER_SETS, apls_scores, control_points, path_differences
 

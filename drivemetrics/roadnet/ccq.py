@@ -35,8 +35,8 @@ import torch.nn.functional as F
 from torch import Tensor
 from torchmetrics import Metric
 
-from drivemetrics._metric import DictFamilyLogCheck, add_config_state, plot_metric
-from drivemetrics._validation import check_same_shape, check_shape, check_tensor
+from drivemetrics._internal.metric import DictFamilyLogCheck, add_config_state, plot_metric
+from drivemetrics._internal.validation import check_same_shape, check_shape, check_tensor
 from drivemetrics.roadnet.geometry import (
     check_compat,
     graph_arrays,

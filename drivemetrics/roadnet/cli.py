@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from drivemetrics._options import add_workers, resolve_workers
+from drivemetrics._internal.options import add_workers, resolve_workers
 
 # Light at import (``drivemetrics graph-eval --help`` must not load scipy / torch): the library is imported in the
 # run functions, and these names are copies of the keys of drivemetrics.roadnet.evaluate.METRICS and
@@ -153,7 +153,7 @@ def warn_default_mode(metrics: list[str], compat: str) -> None:
 
 
 def _run_eval(args: argparse.Namespace) -> int:
-    from drivemetrics._files import atomic_write_text, check_output_path
+    from drivemetrics._internal.files import atomic_write_text, check_output_path
     from drivemetrics.roadnet.evaluate import GRAPH_SUFFIXES, evaluate_dataset, find_pairs, format_table
 
     if args.json:
@@ -192,7 +192,7 @@ def _run_eval(args: argparse.Namespace) -> int:
 
 
 def _run_sensitivity(args: argparse.Namespace) -> int:
-    from drivemetrics._files import check_output_path
+    from drivemetrics._internal.files import check_output_path
     from drivemetrics.roadnet.geometry import crop, graph_arrays
     from drivemetrics.roadnet.io import read_graph
     from drivemetrics.roadnet.sensitivity import (

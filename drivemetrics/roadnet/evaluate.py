@@ -26,8 +26,8 @@ from typing import Any
 import networkx as nx
 from tqdm import tqdm
 
-from drivemetrics._limits import check_graph_extent
-from drivemetrics._pool import map_in_processes
+from drivemetrics._internal.limits import check_graph_extent
+from drivemetrics._internal.pool import map_in_processes
 from drivemetrics.roadnet.apls import apls
 from drivemetrics.roadnet.ccq import ccq_graph, ccq_scores
 from drivemetrics.roadnet.geometry import check_compat, crop, graph_arrays, translate

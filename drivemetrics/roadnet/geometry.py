@@ -30,7 +30,7 @@ from scipy.sparse import coo_matrix, csr_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
-from drivemetrics._compat import check_compat
+from drivemetrics._internal.compat import check_compat
 from drivemetrics.roadnet.io import node_positions
 
 if TYPE_CHECKING:

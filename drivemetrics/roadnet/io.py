@@ -28,9 +28,9 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from drivemetrics._files import atomic_write_text, read_text
-from drivemetrics._limits import check_graph_size, load_json
-from drivemetrics._safe_pickle import UnsafePickleError, safe_pickle_load
+from drivemetrics._internal.files import atomic_write_text, read_text
+from drivemetrics._internal.limits import check_graph_size, load_json
+from drivemetrics._internal.safe_pickle import UnsafePickleError, safe_pickle_load
 
 __all__ = [
     "UnsafePickleError",

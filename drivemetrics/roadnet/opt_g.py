@@ -45,7 +45,7 @@ from scipy.sparse.csgraph import breadth_first_order
 from scipy.spatial import cKDTree
 from torch import Tensor
 
-from drivemetrics._metric import DictFamilyLogCheck, add_config_state
+from drivemetrics._internal.metric import DictFamilyLogCheck, add_config_state
 from drivemetrics.roadnet._metric import GraphMetric, tensor_f1, tensor_ratios
 from drivemetrics.roadnet.geometry import (
     check_compat,

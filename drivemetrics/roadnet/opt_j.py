@@ -31,7 +31,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 from torch import Tensor
 
-from drivemetrics._metric import DictFamilyLogCheck, add_config_state
+from drivemetrics._internal.metric import DictFamilyLogCheck, add_config_state
 from drivemetrics.roadnet._metric import GraphMetric, tensor_ratios
 from drivemetrics.roadnet.geometry import (
     check_compat,

@@ -53,7 +53,7 @@ from scipy.sparse.csgraph import connected_components, dijkstra
 from scipy.spatial import cKDTree
 from torch import Tensor
 
-from drivemetrics._metric import DictFamilyLogCheck, add_config_state
+from drivemetrics._internal.metric import DictFamilyLogCheck, add_config_state
 from drivemetrics.roadnet._metric import GraphMetric, tensor_f1
 from drivemetrics.roadnet.geometry import (
     SegmentIndex,

@@ -18,7 +18,7 @@ from typing import Any
 import networkx as nx
 from tqdm import tqdm
 
-from drivemetrics._files import atomic_open, atomic_save_figure
+from drivemetrics._internal.files import atomic_open, atomic_save_figure
 from drivemetrics.roadnet.evaluate import METRICS, check_metric_names, evaluate_pair
 from drivemetrics.roadnet.perturb import PERTURBATIONS, perturb
 

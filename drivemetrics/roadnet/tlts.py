@@ -41,7 +41,7 @@ from scipy.spatial import cKDTree
 from torch import Tensor
 from torchmetrics import Metric
 
-from drivemetrics._metric import DictFamilyLogCheck, add_config_state, plot_metric
+from drivemetrics._internal.metric import DictFamilyLogCheck, add_config_state, plot_metric
 from drivemetrics.roadnet.geometry import (
     CHUNK,
     check_compat,

@@ -7,7 +7,7 @@ road and ego-lane scenes) and :mod:`~drivemetrics.synthetic.kitti_export` (KITTI
 :mod:`~drivemetrics.synthetic.road_network` (road-network graphs in pixels for the graph metrics).
 """
 
-from drivemetrics._lazy import lazy_exports
+from drivemetrics._internal.lazy import lazy_exports
 
 _EXPORTS = {
     "baseline_prior": "drivemetrics.synthetic.road_scene",

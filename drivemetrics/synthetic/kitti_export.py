@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from drivemetrics._files import atomic_save_png, atomic_write_text
+from drivemetrics._internal.files import atomic_save_png, atomic_write_text
 from drivemetrics.synthetic.road_scene import RenderedScene, default_image_from_road, kitti_gt_image
 
 #: ``fy`` of the KITTI camera, used for the calibration's (irrelevant for the road plane) Y column of ``P2``.

@@ -25,7 +25,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from drivemetrics._validation import check_shape, check_tensor
+from drivemetrics._internal.validation import check_shape, check_tensor
 from drivemetrics.geometry.camera import image_from_road_homography, image_to_road, intrinsic_matrix, road_to_image
 
 FRAME_RATE_HZ = 20.0

@@ -8,7 +8,7 @@ Polylines are padded tensors ``(B, N, P, D)`` in metres (ego frame) with ``lengt
 :mod:`drivemetrics.functional`.
 """
 
-from drivemetrics._lazy import lazy_exports
+from drivemetrics._internal.lazy import lazy_exports
 
 _EXPORTS = {
     "MapChamferLoss": "drivemetrics.vectormap.chamfer_loss",

@@ -8,13 +8,13 @@ import sys
 
 
 def _map_eval(args: argparse.Namespace) -> int:
-    from drivemetrics._files import atomic_write_text, check_output_path
+    from drivemetrics._internal.files import atomic_write_text, check_output_path
     from drivemetrics.vectormap.evaluate import evaluate_map_files
 
     if args.json:
         check_output_path(args.json, input_files=[args.gt, args.pred], option="--json", is_folder=False)
     result = evaluate_map_files(args.gt, args.pred, args.protocol, args.device)
-    from drivemetrics._distributed import current_shard
+    from drivemetrics._internal.distributed import current_shard
 
     if not current_shard().is_main:  # torchrun: rank 0 reports
         return 0

@@ -9,8 +9,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from drivemetrics._distributed import current_shard
-from drivemetrics._ragged import RaggedRows
+from drivemetrics._internal.distributed import current_shard
+from drivemetrics._internal.ragged import RaggedRows
 from drivemetrics.vectormap.io import MapSample, pack_samples, read_map_gt, read_map_preds
 from drivemetrics.vectormap.map_ap import vector_map_ap_from_matches, vector_map_matches
 from drivemetrics.vectormap.protocol import MapProtocol, get_protocol
@@ -76,8 +76,8 @@ def evaluate_map_samples(
 ) -> MapEvaluation:
     """Evaluate prediction samples against GT samples (paired by token; GT without predictions count as empty).
 
-    Under ``torchrun`` (the ``map-eval`` command, see :mod:`drivemetrics._distributed`) each rank matches the GT
-    samples ``rank, rank + world, ...`` and the matches are pooled across the ranks: every rank returns the report
+    Under ``torchrun`` (the ``map-eval`` command, see :mod:`drivemetrics._internal.distributed`) each rank matches the
+    GT samples ``rank, rank + world, ...`` and the matches are pooled across the ranks: every rank returns the report
     of one process.
 
     Returns:

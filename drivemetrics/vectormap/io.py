@@ -25,9 +25,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from drivemetrics._files import read_text
-from drivemetrics._gc import gc_paused
-from drivemetrics._limits import load_json
+from drivemetrics._internal.files import read_text
+from drivemetrics._internal.gc_pause import gc_paused
+from drivemetrics._internal.limits import load_json
 
 __all__ = [
     "AV2_CLASSES",

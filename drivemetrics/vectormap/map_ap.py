@@ -24,8 +24,8 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
-from drivemetrics._metric import add_config_state, plot_metric
-from drivemetrics._ragged import RaggedRows, RaggedStateMixin
+from drivemetrics._internal.metric import add_config_state, plot_metric
+from drivemetrics._internal.ragged import RaggedRows, RaggedStateMixin
 from drivemetrics.polyline import (
     average_precision_area,
     chamfer_distance_matrix,
@@ -364,7 +364,7 @@ class VectorMapAPMetrics(RaggedStateMixin, Metric):
 
     ``compute()`` returns ``{"map": ..., "ap_<class>": ..., "ap_<class>_<thr>": ...}`` (e.g. ``ap_divider_0.5``).
     State: per frame, the matched predictions as ragged rows ``(score, class, true-positive flag per threshold)``
-    (:mod:`drivemetrics._ragged`: one gather across processes, also when a process saw no frame or fewer frames
+    (:mod:`drivemetrics._internal.ragged`: one gather across processes, also when a process saw no frame or fewer frames
     than the others), and the GT count per class (sum). Matching is per frame, so it happens in ``update``; tied
     scores are ordered by content when pooled, so the result does not depend on the order of frames or processes.
 

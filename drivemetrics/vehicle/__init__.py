@@ -1,6 +1,6 @@
 """Vehicle models shared by the corridor metric (road) and the closed-loop lane metrics (lane)."""
 
-from drivemetrics._lazy import lazy_exports
+from drivemetrics._internal.lazy import lazy_exports
 
 _EXPORTS = {
     "BicycleState": "drivemetrics.vehicle.bicycle",

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from drivemetrics._safe_pickle import UnsafePickleError
+from drivemetrics._internal.safe_pickle import UnsafePickleError
 from drivemetrics.cli import main
 from drivemetrics.lanetopology.evaluate import evaluate_openlanev2_files
 from drivemetrics.lanetopology.io import read_ground_truth, read_predictions

@@ -154,7 +154,7 @@ def test_road_bev_refuses_an_output_that_is_an_input_through_a_link(fixtures_dir
 
 
 def test_bev_output_checked_against_the_inputs_just_before_writing(fixtures_dir, tmp_path):
-    from drivemetrics._files import InputFiles
+    from drivemetrics._internal.files import InputFiles
     from drivemetrics.road.evaluate import _warp_file_to_bev
 
     calib = fixtures_dir / "kitti_road/training/calib"

@@ -3,7 +3,7 @@ import pytest
 import torch
 from PIL import Image
 
-from drivemetrics._pool import parallel_map
+from drivemetrics._internal.pool import parallel_map
 from drivemetrics.geometry import image_from_road_calib, read_kitti_calib, warp_image_to_bev
 from drivemetrics.road.evaluate import evaluate_results, format_scores_table, frame_counts, transform_to_bev
 from drivemetrics.road.io import (

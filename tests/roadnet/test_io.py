@@ -393,6 +393,6 @@ def test_lanegraph_fixtures(fixtures_dir):
 
 
 def test_restricted_unpickler_allow_list_is_small():
-    from drivemetrics._safe_pickle import _ALLOWED_BUILTINS
+    from drivemetrics._internal.safe_pickle import _ALLOWED_BUILTINS
 
     assert not {"eval", "exec", "getattr", "open", "__import__", "compile"} & _ALLOWED_BUILTINS

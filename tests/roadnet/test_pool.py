@@ -98,7 +98,7 @@ def _sigint_state(_job: int) -> tuple[bool, bool]:
 
 @pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="POSIX signal masks")
 def test_workers_never_see_ctrl_c_and_the_parent_still_does(request):
-    from drivemetrics._pool import _sigint_blocked, map_in_processes
+    from drivemetrics._internal.pool import _sigint_blocked, map_in_processes
 
     # the parent listens to Ctrl-C as an interactive run does (a shell's background job inherits SIGINT ignored)
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -15,7 +15,7 @@ A command that supports it, in four steps::
     # every rank now holds every frame's rows, in the one-process frame order; rank 0 reports:
     if shard.is_main: write(...)
 
-:meth:`Shard.gather_frames` runs :func:`drivemetrics._ragged.gather_ragged` (one gather whatever each rank
+:meth:`Shard.gather_frames` runs :func:`drivemetrics._internal.ragged.gather_ragged` (one gather whatever each rank
 holds, none included) and sorts the frames by key (the global frame index), so the pooled results, and the
 outputs, are those of one process. :meth:`Shard.sum` adds counters over the ranks. Strings (names, types)
 travel as UTF-8 bytes (:func:`strings_to_bytes`). A rank that fails exits with an error; torchrun then stops the
@@ -36,7 +36,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
-from drivemetrics._ragged import Frames, RaggedRows, gather_ragged, sort_frames
+from drivemetrics._internal.ragged import Frames, RaggedRows, gather_ragged, sort_frames
 
 __all__ = ["Shard", "bytes_to_strings", "current_shard", "distributed_from_env", "strings_to_bytes"]
 
@@ -74,11 +74,11 @@ class Shard:
         return list(items[self.rank :: self.world])
 
     def gather_frames(self, keys: Sequence[int] | Tensor, **fields: RaggedRows) -> Frames:
-        """Every rank's frames on every rank, sorted by key (stable): see :func:`~drivemetrics._ragged.gather_ragged`.
+        """Every rank's frames on every rank, sorted by key (stable): see :func:`~.ragged.gather_ragged`.
 
         Args:
             keys: one int per local frame, e.g. its index in the whole dataset (:meth:`indices`).
-            fields: name -> :class:`~drivemetrics._ragged.RaggedRows` of the local frames (same fields, row shapes
+            fields: name -> :class:`~.ragged.RaggedRows` of the local frames (same fields, row shapes
                 and dtypes on every rank).
         """
         key_tensor = torch.as_tensor(keys, dtype=torch.int64).reshape(-1).to(self.device)

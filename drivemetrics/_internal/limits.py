@@ -12,7 +12,7 @@ than 100 points, RoadTracer regions 8192 px) and can be raised for one process:
 - for any process and its workers, the environment variable ``DRIVEMETRICS_LIMITS="max_lane_points=50000,..."``.
 
 Examples:
-    >>> from drivemetrics._limits import get_limits, set_limits
+    >>> from drivemetrics._internal.limits import get_limits, set_limits
     >>> get_limits().max_lanes_per_frame
     64
     >>> with set_limits(max_lanes_per_frame=1000):
@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from drivemetrics._gc import gc_paused
+from drivemetrics._internal.gc_pause import gc_paused
 
 #: Environment variable read by :func:`get_limits`: ``"name=value,name=value"``.
 ENV_VAR = "DRIVEMETRICS_LIMITS"
@@ -138,7 +138,7 @@ def limit_options(assignments: list[str]) -> Iterator[None]:
 
 
 def _how_to_raise(name: str) -> str:
-    return f"raise it with --limit {name}=N, DRIVEMETRICS_LIMITS or drivemetrics._limits.set_limits"
+    return f"raise it with --limit {name}=N, DRIVEMETRICS_LIMITS or drivemetrics._internal.limits.set_limits"
 
 
 def check_count(count: int, name: str, where: object, what: str) -> None:

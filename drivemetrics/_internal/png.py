@@ -90,7 +90,7 @@ def decode_png_array(path: str | Path, data: bytes | None = None) -> np.ndarray 
     header = png_header(data)
     if header is None or header.bit_depth != 8 or header.colour_type not in _FAST_COLOUR_TYPES:
         return None
-    from drivemetrics._limits import check_image_size
+    from drivemetrics._internal.limits import check_image_size
 
     check_image_size(path, header.width, header.height)  # before decoding (max_png_pixels)
     from PIL import Image

@@ -246,14 +246,14 @@ def load_image(path: str | Path, *, what: str = "image") -> Any:
 
     Raises ``FileNotFoundError`` for a missing file and ``ValueError`` naming the file for anything Pillow cannot
     decode (truncated data, not an image) and for an image declaring more than ``max_png_pixels`` pixels
-    (:mod:`drivemetrics._limits`), refused from its header, before decoding.
+    (:mod:`drivemetrics._internal.limits`), refused from its header, before decoding.
     """
     from PIL import Image
 
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{what} file not found: {path}")
-    from drivemetrics._limits import check_image_size
+    from drivemetrics._internal.limits import check_image_size
 
     errors = (OSError, SyntaxError, ValueError, Image.DecompressionBombError)
     try:

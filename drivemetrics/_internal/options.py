@@ -32,7 +32,7 @@ def resolve_workers(workers: int | None) -> int:
 
 def add_compat(parser: argparse.ArgumentParser, reference: str) -> None:
     """``--compat {default,reference}`` (default ``default``); ``reference`` says what the released tool does."""
-    from drivemetrics._compat import COMPAT_MODES
+    from drivemetrics._internal.compat import COMPAT_MODES
 
     parser.add_argument(
         "--compat",
