@@ -69,11 +69,19 @@ TuSimpleFalseNegatives(compat="official")  # wrong
 TuSimpleF1Score(image_width="1280")  # wrong
 KittiObjectAveragePrecision(recall_points="40")  # wrong
 lines, ids = x[None], x[..., 0].long()
-map_scores: dict[str, torch.Tensor] = F.vector_map_ap(lines, None, ids, x[..., 0], lines, None, ids)
+map_preds = {"points": lines, "labels": ids, "scores": x[..., 0]}
+map_scores: dict[str, torch.Tensor] = F.vector_map_ap(map_preds, {"points": lines, "labels": ids})
 map_value: torch.Tensor = drivemetrics.VectorMapMeanAveragePrecision(protocol="av2-cvpr23").compute()
-F.vector_map_ap(x, None, x, x, x, None, x, protocol=3)  # wrong
+F.vector_map_ap(map_preds, map_preds, protocol=3)  # wrong
+F.vector_map_ap(lines, None, ids, x, lines, None, ids)  # wrong
 drivemetrics.VectorMapAveragePrecision("divider", threshold="1.0")  # wrong
 drivemetrics.MapChamferLoss(reduction=3)  # wrong
+drivemetrics.VectorMapMeanAveragePrecision(protocol="nuscenes")  # wrong
+F.vector_map_ap(map_preds, map_preds, protocol="nuscenes")  # wrong
+KittiObjectAveragePrecision(difficulty="medium")  # wrong
+KittiObjectAveragePrecision(cls="truck")  # wrong
+drivemetrics.SoftFMeasureLoss(reduction="average")  # wrong
+RoadPixelMaxFScore(compat="official")  # wrong
 """
 
 #: The road-network kernels (the script checks them when drivemetrics.functional has them).
@@ -84,6 +92,7 @@ opt_j_scores = F.opt_j(g, g, d_max=25.0)
 apls_value = F.apls(g, g, protocol="cosmiq")
 F.opt_j(g, g, d_max="25")  # wrong
 F.apls(g, g, protocol=3)  # wrong
+F.apls(g, g, protocol="spacenet")  # wrong
 """
 
 

@@ -24,17 +24,15 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor
-from torchmetrics import Metric
 
 from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.compute import precision_recall_f1
-from drivemetrics._internal.metric import DictFamilyLogCheck, add_config_state, plot_metric
+from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
 from drivemetrics._internal.validation import check_shape, check_tensor
 
 _BIG = 1e9
@@ -550,7 +548,7 @@ def culane_f1(
     return precision_recall_f1(counts["tp"].sum(), counts["fp"].sum(), counts["fn"].sum())
 
 
-class CULaneMetrics(DictFamilyLogCheck, Metric):
+class CULaneMetrics(MetricFamily):
     """CULane F1 accumulated over batches: sum-reduced TP / FP / FN counters.
 
     ``update(preds, target, preds_mask=None, target_mask=None)`` as :func:`culane_counts`; ``compute()`` returns
@@ -630,15 +628,11 @@ class CULaneMetrics(DictFamilyLogCheck, Metric):
         """``{"precision", "recall", "f1"}`` from the accumulated totals."""
         return precision_recall_f1(self.tp, self.fp, self.fn)
 
-    def plot(self, val: dict[str, Tensor] | list[dict[str, Tensor]] | None = None, ax: Any = None) -> Any:
-        """Plot precision, recall and F1 (or their sequence over epochs) with matplotlib; ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
-
 
 # Scalar classes for ``self.log``: they share CULaneMetrics' counters, so a MetricCollection of them counts once.
 
 
-class CULanePrecision(CULaneMetrics):
+class CULanePrecision(ScalarMetric, CULaneMetrics):
     """CULane precision ``TP / (TP + FP)`` over all images seen (arguments as :class:`CULaneMetrics`).
 
     Examples:
@@ -650,27 +644,10 @@ class CULanePrecision(CULaneMetrics):
         1.0
     """
 
-    def __init__(
-        self,
-        height: int = 590,
-        width: int = 1640,
-        line_width: float = 30.0,
-        iou_threshold: float = 0.5,
-        compat: Compat = "default",
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(height, width, line_width, iou_threshold, compat, **kwargs)
-
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """Precision from the accumulated totals (0-d float64)."""
-        return super().compute()["precision"]
-
-    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
-        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
+    key = "precision"
 
 
-class CULaneRecall(CULaneMetrics):
+class CULaneRecall(ScalarMetric, CULaneMetrics):
     """CULane recall ``TP / (TP + FN)`` over all images seen (arguments as :class:`CULaneMetrics`).
 
     Examples:
@@ -682,27 +659,10 @@ class CULaneRecall(CULaneMetrics):
         1.0
     """
 
-    def __init__(
-        self,
-        height: int = 590,
-        width: int = 1640,
-        line_width: float = 30.0,
-        iou_threshold: float = 0.5,
-        compat: Compat = "default",
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(height, width, line_width, iou_threshold, compat, **kwargs)
-
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """Recall from the accumulated totals (0-d float64)."""
-        return super().compute()["recall"]
-
-    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
-        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
+    key = "recall"
 
 
-class CULaneF1Score(CULaneMetrics):
+class CULaneF1Score(ScalarMetric, CULaneMetrics):
     """CULane F1 over all images seen, a scalar for ``self.log`` (arguments as :class:`CULaneMetrics`).
 
     Examples:
@@ -714,21 +674,4 @@ class CULaneF1Score(CULaneMetrics):
         1.0
     """
 
-    def __init__(
-        self,
-        height: int = 590,
-        width: int = 1640,
-        line_width: float = 30.0,
-        iou_threshold: float = 0.5,
-        compat: Compat = "default",
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(height, width, line_width, iou_threshold, compat, **kwargs)
-
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """F1 from the accumulated totals (0-d float64)."""
-        return super().compute()["f1"]
-
-    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
-        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
+    key = "f1"

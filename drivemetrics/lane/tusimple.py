@@ -24,16 +24,14 @@ F1 is the harmonic mean of precision ``1 - FP`` and recall ``1 - FN`` of those a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import torch
 from torch import Tensor
-from torchmetrics import Metric
 
 from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.compute import f1_score
-from drivemetrics._internal.metric import DictFamilyLogCheck, add_config_state, plot_metric
+from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
 from drivemetrics._internal.validation import check_shape, check_tensor
 from drivemetrics.lane.geometry import lane_slot_mask
 
@@ -263,7 +261,7 @@ def tusimple_metrics(
     return {"accuracy": accuracy, "fp": fp, "fn": fn, "f1": tusimple_f1(fp, fn)}
 
 
-class TuSimpleMetrics(DictFamilyLogCheck, Metric):
+class TuSimpleMetrics(MetricFamily):
     """TuSimple accuracy, FP, FN and F1 accumulated over batches (per-image averages, official rules).
 
     ``update(preds, target, h_samples, run_time=None, preds_mask=None, target_mask=None)`` takes the arguments of
@@ -348,12 +346,8 @@ class TuSimpleMetrics(DictFamilyLogCheck, Metric):
         fp, fn = self.sum_fp / n, self.sum_fn / n
         return {"accuracy": self.sum_accuracy / n, "fp": fp, "fn": fn, "f1": tusimple_f1(fp, fn).to(fp.device)}
 
-    def plot(self, val: dict[str, Tensor] | Sequence[dict[str, Tensor]] | None = None, ax: Any = None) -> Any:
-        """Plot the four values (or their sequence over epochs) with matplotlib; returns ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
 
-
-class TuSimpleAccuracy(TuSimpleMetrics):
+class TuSimpleAccuracy(ScalarMetric, TuSimpleMetrics):
     """TuSimple accuracy (mean per-image fraction of matched points), a scalar for ``self.log``.
 
     Shares the states of :class:`TuSimpleMetrics` (same arguments), so a ``MetricCollection`` of the TuSimple
@@ -369,27 +363,10 @@ class TuSimpleAccuracy(TuSimpleMetrics):
     """
 
     higher_is_better = True
-
-    def __init__(
-        self,
-        ego_only: bool = False,
-        image_width: float = 1280.0,
-        compat: Compat = "default",
-        pixel_threshold: float = PIXEL_THRESHOLD,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(ego_only, image_width, compat, pixel_threshold, **kwargs)
-
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """Accuracy over all images seen (0-d float64; NaN before any update)."""
-        return super().compute()["accuracy"]
-
-    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
-        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
+    key = "accuracy"
 
 
-class TuSimpleFalsePositives(TuSimpleMetrics):
+class TuSimpleFalsePositives(ScalarMetric, TuSimpleMetrics):
     """TuSimple FP rate (mean per-image fraction of unmatched predicted lanes), a scalar for ``self.log``.
 
     Shares the states of :class:`TuSimpleMetrics` (same arguments), so a ``MetricCollection`` of the TuSimple
@@ -405,27 +382,10 @@ class TuSimpleFalsePositives(TuSimpleMetrics):
     """
 
     higher_is_better = False
-
-    def __init__(
-        self,
-        ego_only: bool = False,
-        image_width: float = 1280.0,
-        compat: Compat = "default",
-        pixel_threshold: float = PIXEL_THRESHOLD,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(ego_only, image_width, compat, pixel_threshold, **kwargs)
-
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """FP rate over all images seen (0-d float64; NaN before any update)."""
-        return super().compute()["fp"]
-
-    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
-        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
+    key = "fp"
 
 
-class TuSimpleFalseNegatives(TuSimpleMetrics):
+class TuSimpleFalseNegatives(ScalarMetric, TuSimpleMetrics):
     """TuSimple FN rate (mean per-image fraction of missed ground-truth lanes), a scalar for ``self.log``.
 
     Shares the states of :class:`TuSimpleMetrics` (same arguments), so a ``MetricCollection`` of the TuSimple
@@ -441,27 +401,10 @@ class TuSimpleFalseNegatives(TuSimpleMetrics):
     """
 
     higher_is_better = False
-
-    def __init__(
-        self,
-        ego_only: bool = False,
-        image_width: float = 1280.0,
-        compat: Compat = "default",
-        pixel_threshold: float = PIXEL_THRESHOLD,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(ego_only, image_width, compat, pixel_threshold, **kwargs)
-
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """FN rate over all images seen (0-d float64; NaN before any update)."""
-        return super().compute()["fn"]
-
-    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
-        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
+    key = "fn"
 
 
-class TuSimpleF1Score(TuSimpleMetrics):
+class TuSimpleF1Score(ScalarMetric, TuSimpleMetrics):
     """TuSimple F1 from the mean FP and FN rates (:func:`tusimple_f1`), a scalar for ``self.log``.
 
     Shares the states of :class:`TuSimpleMetrics` (same arguments), so a ``MetricCollection`` of the TuSimple
@@ -477,21 +420,4 @@ class TuSimpleF1Score(TuSimpleMetrics):
     """
 
     higher_is_better = True
-
-    def __init__(
-        self,
-        ego_only: bool = False,
-        image_width: float = 1280.0,
-        compat: Compat = "default",
-        pixel_threshold: float = PIXEL_THRESHOLD,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(ego_only, image_width, compat, pixel_threshold, **kwargs)
-
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """F1 over all images seen (0-d float64; NaN before any update)."""
-        return super().compute()["f1"]
-
-    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
-        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
+    key = "f1"

@@ -9,6 +9,7 @@ import numpy as np
 from scipy.sparse.csgraph import dijkstra
 from torch import Tensor
 
+from drivemetrics._internal.compat import check_compat
 from drivemetrics.lanegraph.geometry import (
     APLS_MIN_PATH_M,
     APLS_REFERENCE_MAX_NODES,
@@ -19,7 +20,6 @@ from drivemetrics.lanegraph.geometry import (
     _arrays,
     _length_graph,
     as_scalar,
-    check_compat,
 )
 from drivemetrics.roadnet.geometry import index_in_group
 from drivemetrics.roadnet.path_similarity import apls_scores, path_differences
@@ -214,7 +214,7 @@ def lanegraph_apls(
         >>> lanegraph_apls(g, g)
         tensor(1., dtype=torch.float64)
     """
-    compat = check_compat(compat)
+    check_compat(compat)
     pred, gt = _arrays(preds, "preds"), _arrays(target, "target")
     if compat == "reference":
         return as_scalar(_apls_reference(pred, gt))

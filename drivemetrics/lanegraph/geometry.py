@@ -12,7 +12,6 @@ import networkx as nx
 import numpy as np
 from scipy.sparse import csr_matrix
 
-from drivemetrics._internal.compat import check_compat as shared_check_compat
 from drivemetrics.roadnet.io import node_positions
 from drivemetrics.roadnet.path_similarity import PARAMETER_SETS
 
@@ -33,12 +32,6 @@ APLS_MIN_PATH_M = PARAMETER_SETS["urbanlanegraph"]["min_path_length"]  # 20 m
 APLS_SPACING_M = PARAMETER_SETS["urbanlanegraph"]["control_spacing"]  # 10 m
 APLS_REFERENCE_MAX_NODES = 2000  # the evaluator's sampled path (broken on Python >= 3.11) from this GT size
 PLANNING_FAIL = 5000.0  # px, MMD / MED of a failed plan
-
-
-def check_compat(compat: str) -> str:
-    """``compat`` after the library's one check (``"default"`` or ``"reference"``; ``ValueError`` otherwise)."""
-    shared_check_compat(compat)
-    return compat
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 from torch import Tensor
 
-from drivemetrics.lanegraph.geometry import LaneArrays, _arrays, as_scalar, check_compat
+from drivemetrics._internal.compat import check_compat
+from drivemetrics.lanegraph.geometry import LaneArrays, _arrays, as_scalar
 
 # ---------------------------------------------------------------------------------------------------------------
 # SDA

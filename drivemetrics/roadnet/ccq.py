@@ -26,16 +26,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import networkx as nx
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-from torchmetrics import Metric
 
-from drivemetrics._internal.metric import DictFamilyLogCheck, add_config_state, plot_metric
+from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
 from drivemetrics._internal.validation import check_same_shape, check_shape, check_tensor
 from drivemetrics.roadnet.geometry import (
     check_compat,
@@ -303,7 +301,7 @@ def ccq_graph(
     return ccq(pred_img[None], gt_img[None], slack * scale)
 
 
-class CCQMetrics(DictFamilyLogCheck, Metric):
+class CCQMetrics(MetricFamily):
     """Accumulates CCQ pixel counts over tiles; ``compute`` returns correctness, completeness and quality.
 
     ``update(preds, target)`` takes either two ``(B, H, W)`` skeleton-image tensors (``slack`` in image pixels)
@@ -384,12 +382,8 @@ class CCQMetrics(DictFamilyLogCheck, Metric):
             "quality": torch.tensor(qual),
         }
 
-    def plot(self, val: dict[str, Tensor] | Sequence[dict[str, Tensor]] | None = None, ax: Any = None) -> Any:
-        """Plot the scores (or their sequence over epochs) with matplotlib; returns ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
 
-
-class CCQCorrectness(CCQMetrics):
+class CCQCorrectness(ScalarMetric, CCQMetrics):
     """CCQ correctness (precision of predicted road pixels within the slack) (arguments as :class:`CCQMetrics`).
 
     Examples:
@@ -404,12 +398,10 @@ class CCQCorrectness(CCQMetrics):
         1.0
     """
 
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """The ``correctness`` value of :meth:`CCQMetrics.compute`."""
-        return super().compute()["correctness"]
+    key = "correctness"
 
 
-class CCQCompleteness(CCQMetrics):
+class CCQCompleteness(ScalarMetric, CCQMetrics):
     """CCQ completeness (recall of ground-truth road pixels within the slack) (arguments as :class:`CCQMetrics`).
 
     Examples:
@@ -424,12 +416,10 @@ class CCQCompleteness(CCQMetrics):
         0.7556
     """
 
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """The ``completeness`` value of :meth:`CCQMetrics.compute`."""
-        return super().compute()["completeness"]
+    key = "completeness"
 
 
-class CCQQuality(CCQMetrics):
+class CCQQuality(ScalarMetric, CCQMetrics):
     """CCQ quality (``TP / (TP + FP + FN)`` of road pixels) (arguments as :class:`CCQMetrics`).
 
     Examples:
@@ -444,6 +434,4 @@ class CCQQuality(CCQMetrics):
         0.7556
     """
 
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """The ``quality`` value of :meth:`CCQMetrics.compute`."""
-        return super().compute()["quality"]
+    key = "quality"

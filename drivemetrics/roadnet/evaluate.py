@@ -26,11 +26,12 @@ from typing import Any
 import networkx as nx
 from tqdm import tqdm
 
+from drivemetrics._internal.compat import check_compat
 from drivemetrics._internal.limits import check_graph_extent
 from drivemetrics._internal.pool import map_in_processes
 from drivemetrics.roadnet.apls import apls
 from drivemetrics.roadnet.ccq import ccq_graph, ccq_scores
-from drivemetrics.roadnet.geometry import check_compat, crop, graph_arrays, translate
+from drivemetrics.roadnet.geometry import crop, graph_arrays, translate
 from drivemetrics.roadnet.io import read_graph
 from drivemetrics.roadnet.junct import junct, junct_scores
 from drivemetrics.roadnet.opt_g import opt_g

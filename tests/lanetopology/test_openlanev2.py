@@ -219,7 +219,7 @@ def test_metric_batches_equal_one_shot(fixtures_dir: Path) -> None:
 
 
 def test_scalar_classes_keys() -> None:
-    assert OpenLaneV2LaneAP(track="lanesegment").key == "DET_ls"
+    assert OpenLaneV2LaneAP(track="lanesegment").family_key == "DET_ls"
     assert OpenLaneV2UniScore().track == "lanesegment"
     assert OpenLaneV2F1Score().track == "centerline"
 
