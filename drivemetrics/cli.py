@@ -17,6 +17,7 @@ import traceback
 from collections.abc import Sequence
 
 from drivemetrics import __version__
+from drivemetrics._internal.extras import MissingExtraError
 
 #: Subcommand name -> (module that registers it, one-line help shown by ``drivemetrics --help``).
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -131,7 +132,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Bad input (a ``ValueError`` such as a malformed line or a refused pickle, a missing or unreadable file) prints
     one line ``drivemetrics COMMAND: error: ...`` naming the file and exits with status 2; ``--verbose`` adds the
-    traceback. Ctrl-C exits with status 130 after the command has cleaned up (no partial outputs).
+    traceback. A missing optional dependency prints one line naming the extra to install
+    (``drivemetrics COMMAND: drawing figures needs matplotlib: pip install 'drivemetrics[plot]'``), status 2.
+    Ctrl-C exits with status 130 after the command has cleaned up (no partial outputs).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(_command_in(argv))
@@ -141,6 +144,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         with limit_options(args.limit):
             return _run(args)
+    except MissingExtraError as err:  # an optional dependency: one line naming the extra to install
+        if args.verbose:
+            traceback.print_exc()
+        print(f"drivemetrics {args.command}: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except (ValueError, OSError, KeyError) as err:
         if args.verbose:
             traceback.print_exc()

@@ -25,6 +25,8 @@ from types import ModuleType
 
 import numpy as np
 
+from drivemetrics._internal.extras import available, require
+
 __all__ = [
     "RTREE_LEAF_CAPACITY",
     "opencv_graph_iou",
@@ -39,22 +41,13 @@ _warned_rtree: list[bool] = []
 
 
 def _rtree() -> ModuleType | None:
-    try:
-        import rtree.index
-    except ImportError:
-        return None
-    return rtree
+    """``rtree`` when installed (extra ``lanegraph``), else ``None`` (the candidate order is then rebuilt in numpy)."""
+    return require("lanegraph", "rtree.index", "rtree") if available("rtree.index") else None
 
 
 def _cv2() -> ModuleType:
-    try:
-        import cv2
-    except ImportError as err:
-        raise ImportError(
-            "graph IoU with compat='reference' draws the lanes with OpenCV like the released evaluator: "
-            "pip install 'drivemetrics[lanegraph]' (opencv-python-headless)"
-        ) from err
-    return cv2
+    """``cv2`` (extra ``lanegraph``), or :class:`~drivemetrics._internal.extras.MissingExtraError`."""
+    return require("lanegraph", "cv2", "UrbanLaneGraph compat='reference' (graph IoU)")
 
 
 def tied_pairs(query_rows: np.ndarray, sq_dist: np.ndarray) -> np.ndarray:
@@ -106,9 +99,7 @@ def rtree_candidate_ranks(
     Raises:
         ImportError: when ``rtree`` is not installed.
     """
-    rtree = _rtree()
-    if rtree is None:
-        raise ImportError("the evaluator's R-tree order needs rtree: pip install 'drivemetrics[lanegraph]'")
+    rtree = require("lanegraph", "rtree.index", "the evaluator's R-tree order")
     tree = rtree.index.Index()
     for i, (x, y) in enumerate(np.asarray(indexed, dtype=np.float64).tolist()):
         tree.insert(i, (x - 1, y - 1, x + 1, y + 1))
