@@ -40,9 +40,9 @@ _INT_LIMIT = 2**31 - 1  # cv2.line takes 32-bit integer end points
 _warned_rtree: list[bool] = []
 
 
-def _rtree() -> ModuleType | None:
-    """``rtree`` when installed (extra ``lanegraph``), else ``None`` (the candidate order is then rebuilt in numpy)."""
-    return require("lanegraph", "rtree.index", "rtree") if available("rtree.index") else None
+def _has_rtree() -> bool:
+    """Whether ``rtree`` is installed (extra ``lanegraph``); without it the candidate order is rebuilt in numpy."""
+    return available("rtree.index")
 
 
 def _cv2() -> ModuleType:
@@ -99,8 +99,8 @@ def rtree_candidate_ranks(
     Raises:
         ImportError: when ``rtree`` is not installed.
     """
-    rtree = require("lanegraph", "rtree.index", "the evaluator's R-tree order")
-    tree = rtree.index.Index()
+    rtree_index = require("lanegraph", "rtree.index", "the evaluator's R-tree order")
+    tree = rtree_index.Index()
     for i, (x, y) in enumerate(np.asarray(indexed, dtype=np.float64).tolist()):
         tree.insert(i, (x - 1, y - 1, x + 1, y + 1))
     ranks = np.zeros(len(query_rows), dtype=np.int64)
@@ -151,7 +151,7 @@ def reference_pair_order(
         return np.lexsort((indexed_rows, query_rows, sq_dist))
     if len(indexed) <= RTREE_LEAF_CAPACITY:
         rank = indexed_rows  # a single leaf answers in insertion order
-    elif _rtree() is not None:
+    elif _has_rtree():
         rank = np.zeros(len(query_rows), dtype=np.int64)
         rank[tied] = rtree_candidate_ranks(indexed, queried, query_rows[tied], indexed_rows[tied], window)
     else:
