@@ -92,7 +92,8 @@ def test_demo_without_matplotlib_prints_its_tables_and_one_line(tmp_path):
         (
             ("cv2",),
             ["culane-eval", "--pred", "missing_pred", "--gt", "missing_gt", "--compat", "reference"],
-            "drivemetrics culane-eval: CULane compat='reference' needs OpenCV: pip install 'drivemetrics[culane]'",
+            "drivemetrics culane-eval: error: CULane compat='reference' needs OpenCV: "
+            "pip install 'drivemetrics[culane]'",
         ),
         (
             ("cv2",),
@@ -107,18 +108,18 @@ def test_demo_without_matplotlib_prints_its_tables_and_one_line(tmp_path):
                 "--compat",
                 "reference",
             ],
-            "drivemetrics lanegraph-eval: UrbanLaneGraph compat='reference' (graph IoU) needs OpenCV: "
+            "drivemetrics lanegraph-eval: error: UrbanLaneGraph compat='reference' (graph IoU) needs OpenCV: "
             "pip install 'drivemetrics[lanegraph]'",
         ),
         (
             ("matplotlib",),
             ["lanegraph-eval", "--task", "successor", "--gt", "gt.pickle", "--pred", "p.pickle", "--figures", "f"],
-            "drivemetrics lanegraph-eval: drawing figures needs matplotlib: pip install 'drivemetrics[plot]'",
+            "drivemetrics lanegraph-eval: error: drawing figures needs matplotlib: pip install 'drivemetrics[plot]'",
         ),
         (
             ("matplotlib",),
             ["graph-sensitivity", "--gt", "missing.graph", "--quick"],
-            "drivemetrics graph-sensitivity: drawing figures needs matplotlib: pip install 'drivemetrics[plot]'",
+            "drivemetrics graph-sensitivity: error: drawing figures needs matplotlib: pip install 'drivemetrics[plot]'",
         ),
     ],
 )

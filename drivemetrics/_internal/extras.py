@@ -5,8 +5,9 @@ The package's extras (``pyproject.toml``) install modules that only some paths n
 ``lanegraph``), rtree for UrbanLaneGraph's reference candidate order (``lanegraph``). A path that needs one
 calls :func:`require` before any work; when the module is missing it raises :class:`MissingExtraError`, whose
 message is one line, e.g. ``drawing figures needs matplotlib: pip install 'drivemetrics[plot]'``. The
-``drivemetrics`` command prints that line and exits with status 2 (:func:`drivemetrics.cli.main`); paths for which
-the extra only adds something (the demo's figures) ask :func:`available` and go on without it.
+``drivemetrics`` command prints it as ``drivemetrics COMMAND: error: ...`` and exits with status 2 (an
+``ImportError`` is bad input for :func:`drivemetrics.cli.main`); paths for which the extra only adds something (the
+demo's figures) ask :func:`available` and go on without it.
 """
 
 from __future__ import annotations
