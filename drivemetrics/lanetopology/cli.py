@@ -6,7 +6,7 @@ import argparse
 import json
 import math
 
-from drivemetrics._internal.options import add_workers, resolve_workers
+from drivemetrics._internal.options import add_input, add_workers, resolve_workers
 
 HEADLINE = {
     "centerline": ("DET_l", "DET_t", "TOP_ll", "TOP_lt", "OLS", "F_score"),
@@ -51,8 +51,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "per-threshold values."
         ),
     )
-    parser.add_argument("--gt", required=True, help="ground truth: devkit collection .pkl or fixture .json")
-    parser.add_argument("--pred", required=True, help="predictions: devkit submission .pkl or fixture .json")
+    add_input(parser, "--gt", "file", required=True, help="ground truth: devkit collection .pkl or fixture .json")
+    add_input(parser, "--pred", "file", required=True, help="predictions: devkit submission .pkl or fixture .json")
     parser.add_argument("--track", choices=("centerline", "lanesegment"), default=None, help="default: detected")
     parser.add_argument(
         "--compat",
