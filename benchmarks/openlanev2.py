@@ -193,6 +193,7 @@ def make_frames(n: int, num_points: int, seed: int = 0) -> tuple[dict, dict]:
 def run_library(gt: dict, submission: dict, device: str, repeat: int = 5) -> tuple[float, float, dict[str, float]]:
     """The library's median wall and CPU time over ``repeat`` runs (same frames), and its headline values."""
     from drivemetrics.lanetopology.evaluate import evaluate_openlanev2
+    from drivemetrics.lanetopology.scoring import devkit_name
 
     target = {k: v["annotation"] for k, v in gt.items()}
     preds = {k: v["predictions"] for k, v in submission["results"].items()}
@@ -204,7 +205,8 @@ def run_library(gt: dict, submission: dict, device: str, repeat: int = 5) -> tup
         scores = evaluate_openlanev2(preds, target, compat="reference", device=device)  # chunks of 256 frames
         walls.append(time.perf_counter() - start)
         cpus.append(time.process_time() - cpu_start)
-    return float(np.median(walls)), float(np.median(cpus)), {k: scores[k] for k in HEADLINE}
+    named = {devkit_name(key): value for key, value in scores.items()}
+    return float(np.median(walls)), float(np.median(cpus)), {k: named[k] for k in HEADLINE}
 
 
 def main() -> None:

@@ -44,8 +44,8 @@ from drivemetrics.lanetopology.openlanev2 import openlanev2_scores
 _TOPO = {"centerline": ("topology_lclc", "topology_lcte"), "lanesegment": ("topology_lsls", "topology_lste")}
 _LANE = {"centerline": "lane_centerline", "lanesegment": "lane_segment"}
 _SHOWN = {
-    "centerline": ("DET_l", "TOP_ll", "TOP_lt", "OLS"),
-    "lanesegment": ("DET_ls", "TOP_lsls", "TOP_lste", "OLUS"),
+    "centerline": ("det_l", "top_ll", "top_lt", "ols"),
+    "lanesegment": ("det_ls", "top_lsls", "top_lste", "olus"),
 }
 _DELTA = 1e-3
 
