@@ -798,13 +798,14 @@ AREA_THRESHOLDS = (0.5, 1.0, 1.5)
 TE_THRESHOLD = 0.75
 
 # AP channels: lanes per threshold, traffic elements per attribute, pooled elements, areas per category x
-# threshold, then (default mode) relation candidates: lane-lane per lane threshold, lane-element per lane threshold
+# threshold, then (default mode) relation candidates: lane-lane, lane-element; a relation row's ``tp`` holds the
+# flags of the lane thresholds as bits (bit t: true positive at LANE_THRESHOLDS[t]), one row per candidate
 _TE0 = len(LANE_THRESHOLDS)
 _TE_POOLED = _TE0 + len(TRAFFIC_ELEMENT_ATTRIBUTES)
 _AREA0 = _TE_POOLED + 1
 _RELATION0 = _AREA0 + len(AREA_CATEGORIES) * len(AREA_THRESHOLDS)
 #: Number of AP channels of :func:`batch_statistics` (``ap_num_gt`` has one count per channel).
-NUM_AP_CHANNELS = _RELATION0 + 2 * len(LANE_THRESHOLDS)
+NUM_AP_CHANNELS = _RELATION0 + 2
 
 #: The result keys of each track (snake_case) by role.
 SCORE_KEYS: dict[str, dict[str, str]] = {
@@ -868,8 +869,9 @@ def batch_statistics(
         device: where the lane distance matrices are computed.
 
     Returns:
-        ``ap_rows`` ``(N, 3)`` float64 ``[channel, confidence, tp]`` (default mode: relation candidates too, in
-        the last ``2 x 3`` channels); ``ap_num_gt`` ``(NUM_AP_CHANNELS,)``; ``topology`` ``(2, 2, 3)`` float64
+        ``ap_rows`` ``(N, 3)`` float64 ``[channel, confidence, tp]`` (default mode: one row per relation
+        candidate too, in the last 2 channels, ``tp`` the lane thresholds' flags as bits); ``ap_num_gt``
+        ``(NUM_AP_CHANNELS,)``; ``topology`` ``(2, 2, 3)`` float64
         ``[lane-lane | lane-element][sum | count][lane threshold]`` of the devkit's per-vertex AP (reference mode;
         zeros in the default mode); ``fscore`` ``(5,)`` ``[r_lane, p_lane, cnt_gt, cnt_pred, match_num]`` (zeros
         on the lane-segment track).
@@ -949,10 +951,8 @@ def batch_statistics(
             topology[k] = _devkit_topology_sums(gt_rel, pred_rel, lane_match, col_match)
             continue
         confidence, tp, count = relation_rows(gt_rel, pred_rel, lane_match, col_match)
-        for t in range(len(LANE_THRESHOLDS)):
-            channel = _RELATION0 + k * len(LANE_THRESHOLDS) + t
-            add(channel, confidence, tp[:, t])
-            num_gt[channel] = count
+        add(_RELATION0 + k, confidence, tp @ (1 << np.arange(len(LANE_THRESHOLDS))))
+        num_gt[_RELATION0 + k] = count
     fscore = fscore_batch_counts(gts, prs) if not sides else np.zeros(5)
     ap_rows = np.concatenate(rows) if rows else np.zeros((0, 3))
     return {"ap_rows": ap_rows, "ap_num_gt": num_gt, "topology": topology, "fscore": fscore}
@@ -1114,11 +1114,12 @@ def scores_from_statistics(
             total = counts.sum()
             out[names[key]] = float(sums.sum() / total) if total else 0.0
             continue
+        sel = channel == _RELATION0 + k
+        confidence, bits = ap_rows[sel, 1], ap_rows[sel, 2].astype(np.int64)
         values = []
         for t, threshold in enumerate(LANE_THRESHOLDS):
-            c = _RELATION0 + k * len(LANE_THRESHOLDS) + t
-            sel = channel == c
-            values.append(relation_average_precision(ap_rows[sel, 1], ap_rows[sel, 2], round(float(ap_num_gt[c]))))
+            tp = (bits >> t) & 1
+            values.append(relation_average_precision(confidence, tp, round(float(ap_num_gt[_RELATION0 + k]))))
             out[f"{names[key]}@{threshold}"] = values[-1]
         out[names[key]] = float(np.mean(values))
     parts = [out[names["lane"]]]

@@ -222,6 +222,21 @@ def test_metric_batches_equal_one_shot(fixtures_dir: Path) -> None:
     assert float(ols.compute()) == pytest.approx(expected["metrics"]["OLS"], abs=TOL)
 
 
+def test_default_metric_pools_relation_candidates_across_updates(fixtures_dir: Path) -> None:
+    """The default topology AP ranks the candidates of all frames together: batches give the one-shot value."""
+    frames, _ = _load(fixtures_dir, "lanesegment")
+    preds, gts = [f["pred"] for f in frames], [f["gt"] for f in frames]
+    one_shot = openlanev2_scores(preds, gts, "lanesegment", "default")
+    metric = OpenLaneV2Metrics(track="lanesegment")
+    for s in range(0, len(frames), 9):
+        metric.update(preds[s : s + 9], gts[s : s + 9])
+    scores = metric.compute()
+    for key in ("top_lsls", "top_lste", "top_lsls@1.0", "top_lste@3.0", "olus"):
+        assert float(scores[key]) == pytest.approx(float(one_shot[key]), abs=1e-12), key
+    per_frame = [openlanev2_scores(preds[k : k + 1], gts[k : k + 1], "lanesegment")["top_lsls"] for k in (5, 6, 7)]
+    assert float(one_shot["top_lsls"]) not in [float(v) for v in per_frame]  # pooled, not a mean of frames
+
+
 def test_scalar_classes_keys() -> None:
     assert OpenLaneV2LaneAP(track="lanesegment").key == "det_ls"
     assert OpenLaneV2UniScore().track == "lanesegment"
