@@ -951,7 +951,7 @@ def batch_statistics(
             topology[k] = _devkit_topology_sums(gt_rel, pred_rel, lane_match, col_match)
             continue
         confidence, tp, count = relation_rows(gt_rel, pred_rel, lane_match, col_match)
-        add(_RELATION0 + k, confidence, tp @ (1 << np.arange(len(LANE_THRESHOLDS))))
+        add(_RELATION0 + k, confidence, tp @ (1 << np.arange(tp.shape[1])))  # (0, 0) without frames
         num_gt[_RELATION0 + k] = count
     fscore = fscore_batch_counts(gts, prs) if not sides else np.zeros(5)
     ap_rows = np.concatenate(rows) if rows else np.zeros((0, 3))

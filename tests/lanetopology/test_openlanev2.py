@@ -302,12 +302,13 @@ def test_attribute_filtering_changes_det_t() -> None:
     assert float(off["te_ap_pooled@0.75"]) == 1.0
 
 
+@pytest.mark.parametrize("compat", ["reference", "default"])
 @pytest.mark.parametrize("track", ["centerline", "lanesegment"])
-def test_statistics_of_no_frames_are_empty(track: str) -> None:
+def test_statistics_of_no_frames_are_empty(track: str, compat: str) -> None:
     """An empty rank under torchrun scores no frame: zero sums and no AP rows (the gather's template)."""
     from drivemetrics.lanetopology.openlanev2 import frame_statistics
 
-    stats = frame_statistics([], [], track, "reference", "cpu")
+    stats = frame_statistics([], [], track, compat, "cpu")  # type: ignore[arg-type]
     assert stats["ap_rows"].shape == (0, 3)
     assert not stats["ap_num_gt"].any()
     assert not stats["topology"].any()
