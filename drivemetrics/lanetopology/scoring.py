@@ -62,9 +62,9 @@ __all__ = [
     "TE_THRESHOLD",
     "UNMATCHED_RELATION",
     "area_distance_matrix",
-    "average_precision_11",
     "batch_statistics",
     "check_track",
+    "detection_average_precision",
     "devkit_name",
     "ego_relaxation",
     "frame_pairs",
@@ -371,7 +371,7 @@ def match_frames(
     return [match[f, : d.shape[1]] for f, d in enumerate(distances)]
 
 
-def average_precision_11(confidence: np.ndarray, tp: np.ndarray, num_gt: int, *, compat: Compat) -> float:
+def detection_average_precision(confidence: np.ndarray, tp: np.ndarray, num_gt: int, *, compat: Compat) -> float:
     """11-point interpolated AP of pooled detections.
 
     Args:
@@ -384,7 +384,7 @@ def average_precision_11(confidence: np.ndarray, tp: np.ndarray, num_gt: int, *,
             recall levels, tied confidences as one operating point, NaN without ground truth.
 
     Examples:
-        >>> average_precision_11(np.array([0.9, 0.8]), np.array([1, 0]), 2, compat="reference")
+        >>> detection_average_precision(np.array([0.9, 0.8]), np.array([1, 0]), 2, compat="reference")
         0.5454545...
     """
     reference = check_compat(compat)
@@ -1086,7 +1086,7 @@ def scores_from_statistics(
 
     def ap(c: int) -> float:
         sel = channel == c
-        return average_precision_11(ap_rows[sel, 1], ap_rows[sel, 2], round(float(ap_num_gt[c])), compat=compat)
+        return detection_average_precision(ap_rows[sel, 1], ap_rows[sel, 2], round(float(ap_num_gt[c])), compat=compat)
 
     out: dict[str, float] = {}
     lane_aps = [ap(t) for t, _ in enumerate(LANE_THRESHOLDS)]

@@ -23,7 +23,7 @@ from drivemetrics.lanetopology.openlanev2 import (
 )
 from drivemetrics.lanetopology.scoring import (
     area_distance_matrix,
-    average_precision_11,
+    detection_average_precision,
     devkit_name,
     fscore_batch_counts,
     iou_distance_matrix,
@@ -140,26 +140,26 @@ def test_greedy_fallback_to_next_free_gt() -> None:
 def test_tied_confidences_are_one_operating_point() -> None:
     # a TP and an FP with the same confidence: the devkit's value depends on their order, the fix does not
     conf = np.array([0.5, 0.5])
-    tp_first = average_precision_11(conf, np.array([1.0, 0.0]), 1, compat="reference")
-    fp_first = average_precision_11(conf, np.array([0.0, 1.0]), 1, compat="reference")
+    tp_first = detection_average_precision(conf, np.array([1.0, 0.0]), 1, compat="reference")
+    fp_first = detection_average_precision(conf, np.array([0.0, 1.0]), 1, compat="reference")
     assert tp_first == pytest.approx(1.0)
     assert fp_first == pytest.approx(0.5)
-    assert average_precision_11(conf, np.array([1.0, 0.0]), 1, compat="default") == pytest.approx(0.5)
-    assert average_precision_11(conf, np.array([0.0, 1.0]), 1, compat="default") == pytest.approx(0.5)
+    assert detection_average_precision(conf, np.array([1.0, 0.0]), 1, compat="default") == pytest.approx(0.5)
+    assert detection_average_precision(conf, np.array([0.0, 1.0]), 1, compat="default") == pytest.approx(0.5)
 
 
 def test_eleven_point_levels() -> None:
     # 7 of 10 found with precision 1, then nothing: levels 0 .. 0.7 reached = 8 of 11
     conf = np.linspace(0.9, 0.1, 7)
     tp = np.ones(7)
-    assert average_precision_11(conf, tp, 10, compat="default") == pytest.approx(8 / 11)
-    assert average_precision_11(conf, tp, 10, compat="reference") == pytest.approx(8 / 11, abs=1e-6)
+    assert detection_average_precision(conf, tp, 10, compat="default") == pytest.approx(8 / 11)
+    assert detection_average_precision(conf, tp, 10, compat="reference") == pytest.approx(8 / 11, abs=1e-6)
 
 
 def test_no_ground_truth_class() -> None:
-    assert average_precision_11(np.zeros(0), np.zeros(0), 0, compat="reference") == 1.0
-    assert average_precision_11(np.array([0.3]), np.zeros(1), 0, compat="reference") == 0.0
-    assert math.isnan(average_precision_11(np.zeros(0), np.zeros(0), 0, compat="default"))
+    assert detection_average_precision(np.zeros(0), np.zeros(0), 0, compat="reference") == 1.0
+    assert detection_average_precision(np.array([0.3]), np.zeros(1), 0, compat="reference") == 0.0
+    assert math.isnan(detection_average_precision(np.zeros(0), np.zeros(0), 0, compat="default"))
 
 
 def test_topology_vertex_ap_hand_case() -> None:
