@@ -205,6 +205,8 @@ def evaluate_openlane3d_files(
         (str(Path(gt_dir) / lines[i].replace("jpg", "json")), str(Path(pred_dir) / lines[i].replace("jpg", "json")))
         for i in mine
     ]
+    # a worker process costs about a second to start (it imports torch): one per 256 frames at most
+    workers = max(1, min(workers, len(jobs) // 256))
     pairs = list(map_in_processes(_read_pair, jobs, workers, chunksize=max(1, len(jobs) // (8 * workers))))
     gt = [p[0] for p in pairs]
     preds = [p[1] for p in pairs]
