@@ -16,7 +16,7 @@ import torch
 from torch import Tensor
 
 from drivemetrics._internal.compat import Compat, check_compat
-from drivemetrics._internal.distributed import current_shard
+from drivemetrics._internal.distributed import bytes_to_strings, current_shard, strings_to_bytes
 from drivemetrics._internal.pool import map_in_processes
 from drivemetrics._internal.progress import progress_bar
 from drivemetrics._internal.ragged import RaggedRows
@@ -124,37 +124,37 @@ def evaluate_openlane3d_frames(
         if f.file_path not in by_path:
             raise ValueError(f"prediction file_path {f.file_path!r} is not in the annotations")
     paired = [by_path[f.file_path] for f in preds]
-    mine = list(range(len(preds)))
-    counts, sums, ns, pair_rows = [], [], [], []
-    with progress_bar(len(mine), "openlane3d-eval", "frames", progress) as bar:
-        for start in range(0, len(mine), batch_size):
-            part = mine[start : start + batch_size]
-            out = _score_batch([paired[i] for i in part], [preds[i] for i in part], compat, device)
-            counts.append(out["counts"].cpu())
-            sums.append(out["error_sums"].cpu())
-            ns.append(out["error_counts"].cpu())
+    counts, pair_rows = [], []
+    with progress_bar(len(preds), "openlane3d-eval", "frames", progress) as bar:
+        for start in range(0, len(preds), batch_size):
+            stop = min(start + batch_size, len(preds))
+            out = _score_batch(paired[start:stop], preds[start:stop], compat, device)
+            counts.extend(out["counts"].cpu())
             frame_of_pair = out["pairs"][:, 0].cpu()
             errors = out["pair_errors"].cpu()
-            pair_rows.extend(errors[frame_of_pair == b] for b in range(len(part)))
-            bar.update(len(part))
-    local = {
-        "counts": RaggedRows.from_frames([c for chunk in counts for c in chunk], (6,), torch.int64),
-        "error_sums": RaggedRows.from_frames([c for chunk in sums for c in chunk], (4,), torch.float64),
-        "error_counts": RaggedRows.from_frames([c for chunk in ns for c in chunk], (4,), torch.int64),
-        "pair_errors": RaggedRows.from_frames(pair_rows, (4,), torch.float64),
-    }
-    fields = local
-    scores = openlane3d_scores(fields["counts"].rows, fields["error_sums"].rows, fields["error_counts"].rows)
-    metrics = _json_metrics(scores)
+            pair_rows.extend(errors[frame_of_pair == b] for b in range(stop - start))
+            bar.update(stop - start)
+    return _report(
+        [f.file_path for f in preds],
+        RaggedRows.from_frames(counts, (6,), torch.int64),
+        RaggedRows.from_frames(pair_rows, (4,), torch.float64),
+    )
+
+
+def _report(file_paths: list[str], counts: RaggedRows, pair_errors: RaggedRows) -> dict[str, Any]:
+    """The result dict from per-frame counts (one row per frame) and per-pair errors (frame after frame); the
+    error means are taken over the pairs in frame order, as the evaluator's ``np.average``."""
+    errors = pair_errors.rows
+    has = errors > -1 + 1e-6
+    scores = openlane3d_scores(counts.rows, torch.where(has, errors, 0.0).sum(0), has.sum(0))
     per_frame = []
-    pair_errors = fields["pair_errors"].split()
-    for k, frame in enumerate(preds):
-        row: dict[str, Any] = {"file_path": frame.file_path}
-        row.update(zip(FRAME_COUNT_KEYS, fields["counts"].rows[k].tolist(), strict=True))
+    for k, (path, err) in enumerate(zip(file_paths, pair_errors.split(), strict=True)):
+        row: dict[str, Any] = {"file_path": path}
+        row.update(zip(FRAME_COUNT_KEYS, counts.rows[k].tolist(), strict=True))
         for e, name in enumerate(ERROR_NAMES):
-            row[name] = pair_errors[k][:, e].tolist()
+            row[name] = err[:, e].tolist()
         per_frame.append(row)
-    return {"metrics": metrics, "per_frame": per_frame}
+    return {"metrics": _json_metrics(scores), "per_frame": per_frame}
 
 
 def _json_metrics(scores: dict[str, Tensor]) -> dict[str, Any]:
@@ -213,29 +213,16 @@ def evaluate_openlane3d_files(
     local = evaluate_openlane3d_frames(gt, preds, compat, device, progress=progress)
     if shard.world == 1:
         return local
-    return _gather_files(local, mine, shard)
-
-
-def _gather_files(local: dict[str, Any], mine: list[int], shard: Any) -> dict[str, Any]:
+    # every rank's frames on every rank, in the test-list order: the one-process report
     rows = local["per_frame"]
     counts = RaggedRows.from_frames([[r[k] for k in FRAME_COUNT_KEYS] for r in rows], (6,), torch.int64)
-    errors = RaggedRows.from_frames(
-        [np.array([r[name] for name in ERROR_NAMES]).T.reshape(-1, 4) for r in rows], (4,), torch.float64
+    errors = [np.array([r[name] for name in ERROR_NAMES], dtype=np.float64).T.reshape(-1, 4) for r in rows]
+    names = [strings_to_bytes([r["file_path"]]) for r in rows]
+    frames = shard.gather_frames(
+        mine,
+        counts=counts,
+        errors=RaggedRows.from_frames(errors, (4,), torch.float64),
+        names=RaggedRows.from_frames(names, (), torch.uint8),
     )
-    from drivemetrics._internal.distributed import bytes_to_strings, strings_to_bytes
-
-    names = RaggedRows.from_frames([strings_to_bytes([r["file_path"]]) for r in rows], (), torch.uint8)
-    frames = shard.gather_frames(mine, counts=counts, errors=errors, names=names)
-    all_counts = frames.fields["counts"].rows
-    all_errors = frames.fields["errors"].rows
-    has = all_errors > -1 + 1e-6
-    scores = openlane3d_scores(all_counts, torch.where(has, all_errors, 0.0).sum(0), has.sum(0))
-    metrics = _json_metrics(scores)
-    per_frame = []
-    for k, (err, name) in enumerate(zip(frames.fields["errors"].split(), frames.fields["names"].split(), strict=True)):
-        row: dict[str, Any] = {"file_path": bytes_to_strings(name)[0]}
-        row.update(zip(FRAME_COUNT_KEYS, all_counts[k].tolist(), strict=True))
-        for e, ename in enumerate(ERROR_NAMES):
-            row[ename] = err[:, e].tolist()
-        per_frame.append(row)
-    return {"metrics": metrics, "per_frame": per_frame}
+    paths = [bytes_to_strings(name)[0] for name in frames.fields["names"].split()]
+    return _report(paths, frames.fields["counts"], frames.fields["errors"])
