@@ -6,7 +6,7 @@ import argparse
 import json
 import math
 
-from drivemetrics._internal.options import add_compat, add_workers, resolve_workers
+from drivemetrics._internal.options import add_compat, add_device, add_workers, resolve_workers
 
 #: Rows of the printed table (the official printout's order).
 TABLE = (
@@ -26,13 +26,21 @@ def _openlane3d_eval(args: argparse.Namespace) -> int:
 
     from drivemetrics._internal.distributed import current_shard
     from drivemetrics._internal.files import atomic_write_text, check_output_path
+    from drivemetrics._internal.options import check_device
     from drivemetrics.lane3d.evaluate import evaluate_openlane3d_files
 
+    check_device(args.device)
     if args.json:
         check_output_path(args.json, input_files=[args.list], option="--json", is_folder=False)
     torch.set_num_threads(1)  # many small kernels: threads only contend
     result = evaluate_openlane3d_files(
-        args.gt, args.pred, args.list, compat=args.compat, workers=resolve_workers(args.workers), progress=None
+        args.gt,
+        args.pred,
+        args.list,
+        compat=args.compat,
+        workers=resolve_workers(args.workers),
+        device=args.device,
+        progress=None,
     )
     if not current_shard().is_main:  # torchrun: rank 0 reports
         return 0
@@ -73,4 +81,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_compat(parser, "OpenLane's eval_3D_lane.py (commit 8a0ce6b), quirks included")
     parser.add_argument("--json", default=None, metavar="OUT", help="also write metrics and per-frame values to OUT")
     add_workers(parser, "processes reading the JSON files")
+    add_device(parser, "torch device of the kernels")
     parser.set_defaults(func=_openlane3d_eval, sharded=True)
