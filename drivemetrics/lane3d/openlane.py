@@ -15,7 +15,7 @@ origin on the ground below the camera) with per-lane point counts ``(B, L)``. Th
    0.75 of the visible samples, the category and error sums per frame.
 
 ``compat="reference"`` reproduces ``eval_3D_lane.py`` of OpenDriveLab/OpenLane (commit 8a0ce6b). The default
-mode fixes four of its rules (see the docs page "3D lanes (OpenLane)"):
+mode fixes five of its rules (see the docs page "3D lanes (OpenLane)"):
 
 - categories: left and right curb (20, 21) are interchangeable both ways (the tool accepts a predicted 20 for a
   GT 21, but not a 21 for a 20);
@@ -23,7 +23,9 @@ mode fixes four of its rules (see the docs page "3D lanes (OpenLane)"):
 - pairs costing 150 or more are gated *before* the assignment (the tool assigns first, then drops them, so an
   impossible pair can take a GT lane away from a valid match);
 - annotated but invisible GT points are "don't care": predicted samples within 1.5 m of them count neither as a
-  hit nor as a miss (the tool drops them from the GT only, so a copy of the GT scores a precision below 1).
+  hit nor as a miss (the tool drops them from the GT only, so a copy of the GT scores a precision below 1);
+- a lane listed far to near is evaluated (the tool checks its first and last point as if it were sorted by y,
+  and drops it).
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ LEFT_CURB, RIGHT_CURB = 20, 21
 #: Names of the four errors, in the order of the ``errors`` arrays.
 ERROR_NAMES = ("x_error_close", "x_error_far", "z_error_close", "z_error_far")
 #: The default mode's fixes of ``eval_3D_lane.py`` (the module doc); ``compat="reference"`` applies none.
-DEFAULT_FIXES = frozenset({"curb", "float_cost", "gate_first", "dont_care"})
+DEFAULT_FIXES = frozenset({"curb", "float_cost", "gate_first", "dont_care", "order_free"})
 COUNT_NAMES = ("n_recall_hits", "n_precision_hits", "n_category_correct", "n_gt", "n_pred", "n_matched")
 
 
@@ -114,7 +116,7 @@ def _point_mask(points: Tensor, lengths: Tensor | None, visibility: Tensor | Non
 
 
 def openlane3d_resample(
-    points: Tensor, lengths: Tensor | None = None, visibility: Tensor | None = None
+    points: Tensor, lengths: Tensor | None = None, visibility: Tensor | None = None, order_free: bool = False
 ) -> dict[str, Tensor]:
     """Filter lanes as the evaluator does and resample them at :data:`Y_SAMPLES`.
 
@@ -122,6 +124,8 @@ def openlane3d_resample(
         points: ``(B, L, N, 3)`` ground-frame lanes, metres, points in file order.
         lengths: ``(B, L)`` valid points per lane (default: all ``N``); 0 marks an absent lane.
         visibility: ``(B, L, N)`` point visibility (GT); points with visibility <= 0 are dropped first.
+        order_free: the range check reads the lane's lowest and highest y (the default mode) instead of its first
+            and last point in file order (the tool, which drops a lane listed far to near).
 
     Returns:
         ``x``, ``z``: ``(B, L, 100)`` float64 resampled values; ``visible``: ``(B, L, 100)`` bool (False for
@@ -147,6 +151,9 @@ def openlane3d_resample(
     last = num - 1 - mask.flip(-1).to(torch.int8).argmax(-1)
     y_first = y.gather(-1, first[..., None])[..., 0]
     y_last = y.gather(-1, last[..., None])[..., 0]
+    if order_free:
+        y_first = torch.where(mask, y, torch.inf).amin(-1)
+        y_last = torch.where(mask, y, -torch.inf).amax(-1)
     lane_ok = has & (mask.sum(-1) >= 2) & (y_first < Y_FIRST_MAX) & (y_last > Y_LAST_MIN)
     mask = mask & lane_ok[..., None] & (y > Y_POINT_RANGE[0]) & (y < Y_POINT_RANGE[1]) & (x > -X_RANGE) & (x < X_RANGE)
     count = mask.sum(-1)
@@ -325,14 +332,15 @@ def _matches(
         raise ValueError(f"unknown fixes {sorted(unknown)}; known: {sorted(DEFAULT_FIXES)}")
 
     device = target.device
-    gt = openlane3d_resample(target, target_lengths, target_visibility)
-    pr = openlane3d_resample(preds, preds_lengths)
+    order_free = "order_free" in fixes
+    gt = openlane3d_resample(target, target_lengths, target_visibility, order_free)
+    pr = openlane3d_resample(preds, preds_lengths, order_free=order_free)
     care = None
     if "dont_care" in fixes and target_visibility is not None:
         # a predicted sample within 1.5 m of an annotated but invisible GT stretch counts neither as a hit nor as a
         # miss, unless it lies within 1.5 m of a visible sample of the GT lane it is paired with; a predicted lane
         # with fewer than 2 samples away from invisible stretches is not counted
-        full = openlane3d_resample(target, target_lengths)
+        full = openlane3d_resample(target, target_lengths, order_free=order_free)
         ignored = full["visible"] & ~gt["visible"]
         near_ignored = (ignored[:, :, None] & _near(full, pr)).any(1)
         near_own = gt["visible"][:, :, None] & _near(gt, pr)

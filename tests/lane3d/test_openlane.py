@@ -235,11 +235,13 @@ def test_each_default_fix_changes_exactly_the_frames_documented(fixtures_dir):
     assert _changed_frames(official, _run(gt, pred, {"float_cost"})) == [6]
     assert _changed_frames(official, _run(gt, pred, {"gate_first"})) == [25]
     assert _changed_frames(official, _run(gt, pred, {"dont_care"})) == [12, 13, 20, 22, 25, 26, 32, 35, 51, 57]
+    assert _changed_frames(official, _run(gt, pred, {"order_free"})) == [5, 12]
     default = evaluate_openlane3d_frames(gt, pred)["metrics"]
-    assert default["n_precision_hits"] == 122
-    assert default["n_pred"] == 185
-    assert default["n_category_correct"] == 114
-    assert default["F_score"] == pytest.approx(0.568765, abs=1e-6)
+    assert default["n_precision_hits"] == 123
+    assert default["n_pred"] == 186
+    assert default["n_category_correct"] == 115
+    assert default["n_recall_hits"] == 83
+    assert default["F_score"] == pytest.approx(0.573378, abs=1e-6)
 
 
 def test_fix_curb_symmetric():
@@ -304,3 +306,14 @@ def test_fix_dont_care_keeps_a_visible_only_prediction_perfect(fixtures_dir):
         copies.append(Lane3DFrame(frame.file_path, lanes, list(frame.categories)))
     for compat in ("default", "reference"):
         assert evaluate_openlane3d_frames(gt, copies, compat)["metrics"]["F_score"] == 1.0
+
+
+def test_fix_order_free_a_lane_listed_far_to_near_is_evaluated():
+    """The tool checks the first point (< 102 m) and the last (> 3 m) in file order: a lane listed far to near
+    (here 90 m first, 5 m last) fails it and is dropped, though the resampling sorts by y anyway."""
+    lane = torch.tensor([[[[0.0, 5.0, 0.0], [0.0, 90.0, 0.0]]]])
+    reversed_lane = lane.flip(2)
+    default = ol.openlane3d_matches(reversed_lane, torch.tensor([[1]]), lane, torch.tensor([[1]]))
+    assert default["counts"][0].tolist() == [1, 1, 1, 1, 1, 1]
+    reference = ol.openlane3d_matches(reversed_lane, torch.tensor([[1]]), lane, torch.tensor([[1]]), compat="reference")
+    assert reference["counts"][0].tolist() == [0, 0, 0, 1, 0, 0]
