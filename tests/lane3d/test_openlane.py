@@ -310,8 +310,8 @@ def test_fix_dont_care_keeps_a_visible_only_prediction_perfect(fixtures_dir):
 
 def test_fix_order_free_a_lane_listed_far_to_near_is_evaluated():
     """The tool checks the first point (< 102 m) and the last (> 3 m) in file order: a lane listed far to near
-    (here 90 m first, 5 m last) fails it and is dropped, though the resampling sorts by y anyway."""
-    lane = torch.tensor([[[[0.0, 5.0, 0.0], [0.0, 90.0, 0.0]]]])
+    (here 110 m first, 2 m last) fails it and is dropped, though the resampling sorts by y anyway."""
+    lane = torch.tensor([[[[0.0, 2.0, 0.0], [0.0, 110.0, 0.0]]]])
     reversed_lane = lane.flip(2)
     default = ol.openlane3d_matches(reversed_lane, torch.tensor([[1]]), lane, torch.tensor([[1]]))
     assert default["counts"][0].tolist() == [1, 1, 1, 1, 1, 1]
