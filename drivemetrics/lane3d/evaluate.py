@@ -31,6 +31,10 @@ from drivemetrics.lane3d.openlane import (
 
 __all__ = ["evaluate_openlane3d_files", "evaluate_openlane3d_frames", "pack_lanes"]
 
+#: Frames read and scored together (one kernel batch; one job of a worker process).
+CHUNK_FRAMES = 256
+#: Below this many frames the files are read in this process (a worker costs more to start than it saves).
+MIN_FRAMES_FOR_PROCESSES = 1024
 FRAME_COUNT_KEYS = ("r_lane", "p_lane", "c_lane", "cnt_gt", "cnt_pred", "match_num")
 
 
@@ -165,9 +169,12 @@ def _json_metrics(scores: dict[str, Tensor]) -> dict[str, Any]:
     }
 
 
-def _read_pair(job: tuple[str, str]) -> tuple[Lane3DFrame, Lane3DFrame]:
-    gt_path, pred_path = job
-    return read_openlane_gt(gt_path), read_openlane_pred(pred_path)
+def _score_files(job: tuple[list[tuple[str, str]], Compat, str]) -> list[dict[str, Any]]:
+    """Read and score one chunk of frames (in a worker process or here); the per-frame rows."""
+    files, compat, device = job
+    gt = [read_openlane_gt(path) for path, _ in files]
+    preds = [read_openlane_pred(path) for _, path in files]
+    return evaluate_openlane3d_frames(gt, preds, compat, device, batch_size=CHUNK_FRAMES)["per_frame"]
 
 
 def evaluate_openlane3d_files(
@@ -181,8 +188,11 @@ def evaluate_openlane3d_files(
 ) -> dict[str, Any]:
     """Read the frames of a test list from the annotation and prediction folders and score them.
 
-    Each line ``L`` names ``gt_dir/L'`` and ``pred_dir/L'`` with ``L' = L.replace("jpg", "json")``. Under torchrun
-    each rank reads only its shard of the frames. Returns the dict of :func:`evaluate_openlane3d_frames`.
+    Each line ``L`` names ``gt_dir/L'`` and ``pred_dir/L'`` with ``L' = L.replace("jpg", "json")``. Frames are read
+    and scored in chunks of :data:`CHUNK_FRAMES` (by ``workers`` processes from :data:`MIN_FRAMES_FOR_PROCESSES`
+    frames on); a prediction is paired by its ``file_path`` with an annotation of its chunk (normally the one of its
+    own line). Under torchrun each rank reads and scores only its shard of the frames. Returns the dict of
+    :func:`evaluate_openlane3d_frames`.
 
     Examples:
         >>> import json, os, tempfile
@@ -201,28 +211,27 @@ def evaluate_openlane3d_files(
     lines = read_test_list(test_list)
     shard = current_shard()
     mine = shard.indices(len(lines))
-    jobs = [
+    files = [
         (str(Path(gt_dir) / lines[i].replace("jpg", "json")), str(Path(pred_dir) / lines[i].replace("jpg", "json")))
         for i in mine
     ]
-    # a worker process costs about a second to start (it imports torch): one per 256 frames at most
-    workers = max(1, min(workers, len(jobs) // 256))
-    pairs = list(map_in_processes(_read_pair, jobs, workers, chunksize=max(1, len(jobs) // (8 * workers))))
-    gt = [p[0] for p in pairs]
-    preds = [p[1] for p in pairs]
-    local = evaluate_openlane3d_frames(gt, preds, compat, device, progress=progress)
-    if shard.world == 1:
-        return local
-    # every rank's frames on every rank, in the test-list order: the one-process report
-    rows = local["per_frame"]
+    jobs = [(files[start : start + CHUNK_FRAMES], compat, str(device)) for start in range(0, len(files), CHUNK_FRAMES)]
+    # a worker process costs a second or more to start (it imports torch): worth it from a few chunks on
+    workers = 1 if len(files) < MIN_FRAMES_FOR_PROCESSES else min(workers, len(jobs))
+    rows: list[dict[str, Any]] = []
+    with progress_bar(len(files), "openlane3d-eval", "frames", progress) as bar:
+        for part in map_in_processes(_score_files, jobs, workers):
+            rows.extend(part)
+            bar.update(len(part))
     counts = RaggedRows.from_frames([[r[k] for k in FRAME_COUNT_KEYS] for r in rows], (6,), torch.int64)
     errors = [np.array([r[name] for name in ERROR_NAMES], dtype=np.float64).T.reshape(-1, 4) for r in rows]
+    pair_errors = RaggedRows.from_frames(errors, (4,), torch.float64)
+    if shard.world == 1:
+        return _report([r["file_path"] for r in rows], counts, pair_errors)
+    # every rank's frames on every rank, in the test-list order: the one-process report
     names = [strings_to_bytes([r["file_path"]]) for r in rows]
     frames = shard.gather_frames(
-        mine,
-        counts=counts,
-        errors=RaggedRows.from_frames(errors, (4,), torch.float64),
-        names=RaggedRows.from_frames(names, (), torch.uint8),
+        mine, counts=counts, errors=pair_errors, names=RaggedRows.from_frames(names, (), torch.uint8)
     )
     paths = [bytes_to_strings(name)[0] for name in frames.fields["names"].split()]
     return _report(paths, frames.fields["counts"], frames.fields["errors"])
