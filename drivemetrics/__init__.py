@@ -23,6 +23,7 @@ _SUBPACKAGES = {
     "functional": "drivemetrics.functional",
     "geometry": "drivemetrics.geometry",
     "lane": "drivemetrics.lane",
+    "lane3d": "drivemetrics.lane3d",
     "lanegraph": "drivemetrics.lanegraph",
     "lanetopology": "drivemetrics.lanetopology",
     "polyline": "drivemetrics.polyline",

@@ -5,6 +5,7 @@ from drivemetrics import detection as detection
 from drivemetrics import functional as functional
 from drivemetrics import geometry as geometry
 from drivemetrics import lane as lane
+from drivemetrics import lane3d as lane3d
 from drivemetrics import lanegraph as lanegraph
 from drivemetrics import lanetopology as lanetopology
 from drivemetrics import polyline as polyline
@@ -25,6 +26,15 @@ from drivemetrics.lane.tusimple import TuSimpleF1Score as TuSimpleF1Score
 from drivemetrics.lane.tusimple import TuSimpleFalseNegatives as TuSimpleFalseNegatives
 from drivemetrics.lane.tusimple import TuSimpleFalsePositives as TuSimpleFalsePositives
 from drivemetrics.lane.tusimple import TuSimpleMetrics as TuSimpleMetrics
+from drivemetrics.lane3d.openlane import OpenLane3DCategoryAccuracy as OpenLane3DCategoryAccuracy
+from drivemetrics.lane3d.openlane import OpenLane3DFScore as OpenLane3DFScore
+from drivemetrics.lane3d.openlane import OpenLane3DMetrics as OpenLane3DMetrics
+from drivemetrics.lane3d.openlane import OpenLane3DPrecision as OpenLane3DPrecision
+from drivemetrics.lane3d.openlane import OpenLane3DRecall as OpenLane3DRecall
+from drivemetrics.lane3d.openlane import OpenLane3DXErrorClose as OpenLane3DXErrorClose
+from drivemetrics.lane3d.openlane import OpenLane3DXErrorFar as OpenLane3DXErrorFar
+from drivemetrics.lane3d.openlane import OpenLane3DZErrorClose as OpenLane3DZErrorClose
+from drivemetrics.lane3d.openlane import OpenLane3DZErrorFar as OpenLane3DZErrorFar
 from drivemetrics.lanegraph.lanegraph import LaneGraphAPLS as LaneGraphAPLS
 from drivemetrics.lanegraph.lanegraph import LaneGraphGeoPrecision as LaneGraphGeoPrecision
 from drivemetrics.lanegraph.lanegraph import LaneGraphGeoRecall as LaneGraphGeoRecall
@@ -123,6 +133,15 @@ __all__ = [
     "LaneGraphTopoRecall",
     "LaneMatchingLoss",
     "MapChamferLoss",
+    "OpenLane3DCategoryAccuracy",
+    "OpenLane3DFScore",
+    "OpenLane3DMetrics",
+    "OpenLane3DPrecision",
+    "OpenLane3DRecall",
+    "OpenLane3DXErrorClose",
+    "OpenLane3DXErrorFar",
+    "OpenLane3DZErrorClose",
+    "OpenLane3DZErrorFar",
     "OpenLaneV2AreaAP",
     "OpenLaneV2F1Score",
     "OpenLaneV2LaneAP",

@@ -25,6 +25,7 @@ import torch
 from torch import Tensor
 
 from drivemetrics._internal.compat import Compat, check_compat
+from drivemetrics._internal.extras import require
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric
 from drivemetrics.geometry.bev import BevGrid
 from drivemetrics.road.bev_inputs import Space, pixel_inputs_to_bev
@@ -269,10 +270,7 @@ class RoadPixelMetrics(MetricFamily):
         Returns:
             ``(figure, axes)``.
         """
-        try:
-            import matplotlib.pyplot as plt
-        except ModuleNotFoundError as error:  # pragma: no cover - matplotlib is an optional extra
-            raise ModuleNotFoundError("plot() needs matplotlib: pip install 'drivemetrics[plot]'") from error
+        plt = require("plot", "matplotlib.pyplot", "plot()")
         scores = self.compute() if val is None else val
         kept = scores["recall"] > 0  # the points the devkit keeps (TP > 0)
         recall = scores["recall"][kept].cpu().numpy()
