@@ -41,7 +41,7 @@ CONSUMERS = ("evaluate", "cli", "plot", "__init__", "__main__")
 #: A domain's private Metric base classes (shared ``update`` / state plumbing, no kernel): ``<domain>/_metric.py``;
 #: family modules may subclass them.
 METRIC_BASES = "_metric"
-TOP_LAYER = ("demos", "synthetic", "functional", "cli", "demo")
+TOP_LAYER = ("demos", "synthetic", "functional", "cli")
 #: The shared bases of every family and scalar class (``drivemetrics._internal.metric``).
 SHARED_BASES = "drivemetrics._internal.metric"
 FAMILY_BASE, SCALAR_BASE = "MetricFamily", "ScalarMetric"

@@ -46,14 +46,15 @@ from drivemetrics.road import (
 )
 
 x = torch.zeros(1, 2, 3)
-deviation: torch.Tensor = F.psld(x, x, 20.0)
+deviation: torch.Tensor = F.psld(x, x, speed=20.0)
 scores: dict[str, torch.Tensor] = F.culane_f1(x, x, height=590)
 pooled: dict[str, torch.Tensor] = F.road_pixel_scores(x, x)
 metric = drivemetrics.road.RoadPixelMetrics(beta=1.0)
 value: torch.Tensor = RoadPixelMaxFScore().compute()
-F.psld(x, x, "fast")  # wrong
+F.psld(x, x, speed="fast")  # wrong
 F.culane_f1(x, x, height="590")  # wrong
-F.tusimple_metrics(x, x, x, compat="official")  # wrong
+F.tusimple_metrics(x, x, h_samples=x, compat="official")  # wrong
+F.culane_f1(x, x, 590)  # wrong
 drivemetrics.CULaneMetrics(line_width="30")  # wrong
 RoadPixelMaxFScore(beta="1")  # wrong
 RoadPixelAveragePrecision(integrated="yes")  # wrong

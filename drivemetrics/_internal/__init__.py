@@ -10,12 +10,13 @@ One module per concern:
 - ``gc_pause``: pausing the cyclic garbage collector around work that builds many small objects.
 - ``lazy``: lazy package exports (PEP 562).
 - ``limits``: size limits on inputs, so that cost follows a file's size, never its values.
-- ``metric``: shared pieces of the ``torchmetrics.Metric`` classes (scalar views of dict families, ``plot``).
+- ``metric``: the bases of every family and scalar class (``MetricFamily``, ``ScalarMetric``), config keys, ``plot``.
 - ``options``: command-line options shared by the subcommands.
 - ``png``: fast 8-bit PNG decoding.
 - ``pool``: thread and process pools of the dataset evaluations.
 - ``progress``: the one progress-bar rule of the commands.
 - ``ragged``: ragged per-frame Metric state, synced in one gather.
 - ``safe_pickle``: the restricted, bounded unpickler.
+- ``stubs``: writes the packages' ``__init__.pyi`` stubs from their export lists.
 - ``validation``: input checks shared by every domain.
 """

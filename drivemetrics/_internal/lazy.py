@@ -21,6 +21,8 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+__all__ = ["lazy_exports", "reexported_metrics"]
+
 
 class _LazyPackage(types.ModuleType):
     """A package whose exported names win over same-named submodules the import system binds on it."""

@@ -506,6 +506,7 @@ def _overlap_table(overlaps: Overlaps | Mapping[str, Sequence[float]]) -> dict[s
 def evaluate_kitti_objects(
     preds: Sequence[KittiObjects],
     target: Sequence[KittiObjects],
+    *,
     classes: Sequence[str] = KITTI_CLASSES,
     overlaps: Overlaps | Mapping[str, Sequence[float]] = "strict",
     only_detected: bool = True,

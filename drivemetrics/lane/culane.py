@@ -35,6 +35,22 @@ from drivemetrics._internal.compute import precision_recall_f1
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
 from drivemetrics._internal.validation import check_shape, check_tensor
 
+__all__ = [
+    "IOU_RANGE",
+    "CULaneF1Score",
+    "CULaneMetrics",
+    "CULanePrecision",
+    "CULaneRecall",
+    "counts_from_matches",
+    "culane_counts",
+    "culane_f1",
+    "culane_matches",
+    "draw_lanes",
+    "lane_iou_matrix",
+    "lanes_from_rows",
+    "spline_lanes",
+]
+
 _BIG = 1e9
 IOU_RANGE = tuple(round(0.5 + 0.05 * k, 2) for k in range(10))  # mF1: mean F1 over IoU 0.50:0.05:0.95
 
@@ -337,6 +353,7 @@ def _draw_in_chunks(curve: Tensor, drawn: Tensor, height: int, width: int, line_
 def lane_iou_matrix(
     preds: Tensor,
     target: Tensor,
+    *,
     height: int = 590,
     width: int = 1640,
     line_width: float = 30.0,
@@ -421,6 +438,7 @@ def _hungarian(iou: np.ndarray) -> np.ndarray:
 def culane_matches(
     preds: Tensor,
     target: Tensor,
+    *,
     height: int = 590,
     width: int = 1640,
     line_width: float = 30.0,
@@ -477,7 +495,19 @@ def culane_matches(
     else:
         pred_lane = _warn_short(p_valid, pred_lane, "predicted")
         gt_lane = _warn_short(g_valid, gt_lane, "GT")
-        iou_all = lane_iou_matrix(preds, target, height, width, line_width, pred_lane, gt_lane).cpu().numpy()
+        iou_all = (
+            lane_iou_matrix(
+                preds,
+                target,
+                height=height,
+                width=width,
+                line_width=line_width,
+                preds_mask=pred_lane,
+                target_mask=gt_lane,
+            )
+            .cpu()
+            .numpy()
+        )
         pred_lane_np, gt_lane_np = pred_lane.cpu().numpy(), gt_lane.cpu().numpy()
         matched = np.full(target.shape[:2], np.nan)
         for i in range(preds.shape[0]):  # scipy's assignment runs per image on the CPU
@@ -497,6 +527,7 @@ def culane_matches(
 def culane_counts(
     preds: Tensor,
     target: Tensor,
+    *,
     height: int = 590,
     width: int = 1640,
     line_width: float = 30.0,
@@ -518,13 +549,23 @@ def culane_counts(
     """
     if not 0 <= iou_threshold < 1:
         raise ValueError(f"`iou_threshold` must be in [0, 1), got {iou_threshold}")
-    matches = culane_matches(preds, target, height, width, line_width, preds_mask, target_mask, compat)
+    matches = culane_matches(
+        preds,
+        target,
+        height=height,
+        width=width,
+        line_width=line_width,
+        preds_mask=preds_mask,
+        target_mask=target_mask,
+        compat=compat,
+    )
     return counts_from_matches(matches, iou_threshold)
 
 
 def culane_f1(
     preds: Tensor,
     target: Tensor,
+    *,
     height: int = 590,
     width: int = 1640,
     line_width: float = 30.0,
@@ -544,7 +585,17 @@ def culane_f1(
         >>> {key: round(value.item(), 4) for key, value in culane_f1(preds, lane).items()}
         {'precision': 0.5, 'recall': 1.0, 'f1': 0.6667}
     """
-    counts = culane_counts(preds, target, height, width, line_width, iou_threshold, preds_mask, target_mask, compat)
+    counts = culane_counts(
+        preds,
+        target,
+        height=height,
+        width=width,
+        line_width=line_width,
+        iou_threshold=iou_threshold,
+        preds_mask=preds_mask,
+        target_mask=target_mask,
+        compat=compat,
+    )
     return precision_recall_f1(counts["tp"].sum(), counts["fp"].sum(), counts["fn"].sum())
 
 
@@ -616,13 +667,13 @@ class CULaneMetrics(MetricFamily):
         counts = culane_counts(
             preds,
             target,
-            self.height,
-            self.width,
-            self.line_width,
-            self.iou_threshold,
-            preds_mask,
-            target_mask,
-            self.compat,
+            height=self.height,
+            width=self.width,
+            line_width=self.line_width,
+            iou_threshold=self.iou_threshold,
+            preds_mask=preds_mask,
+            target_mask=target_mask,
+            compat=self.compat,
         )
         self.tp += counts["tp"].sum()
         self.fp += counts["fp"].sum()

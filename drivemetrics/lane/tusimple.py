@@ -35,6 +35,22 @@ from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config
 from drivemetrics._internal.validation import check_shape, check_tensor
 from drivemetrics.lane.geometry import lane_slot_mask
 
+__all__ = [
+    "MAX_RUN_TIME_MS",
+    "MISSING_VALUE",
+    "PIXEL_THRESHOLD",
+    "POINT_ACCURACY_THRESHOLD",
+    "TuSimpleAccuracy",
+    "TuSimpleF1Score",
+    "TuSimpleFalseNegatives",
+    "TuSimpleFalsePositives",
+    "TuSimpleMetrics",
+    "select_ego_lanes",
+    "tusimple_f1",
+    "tusimple_image_scores",
+    "tusimple_metrics",
+]
+
 PIXEL_THRESHOLD = 20.0
 POINT_ACCURACY_THRESHOLD = 0.85
 MAX_RUN_TIME_MS = 200.0
@@ -76,6 +92,7 @@ def _gt_thresholds(gt_x: Tensor, ys: Tensor, sample_ok: Tensor, pixel_threshold:
 def tusimple_image_scores(
     preds: Tensor,
     target: Tensor,
+    *,
     h_samples: Tensor,
     run_time: Tensor | None = None,
     preds_mask: Tensor | None = None,
@@ -110,7 +127,7 @@ def tusimple_image_scores(
         >>> import torch
         >>> ys = torch.arange(160.0, 720.0, 10.0)  # (N,) rows, pixels
         >>> gt = torch.stack([400 - 0.3 * (ys - 160), 880 + 0.3 * (ys - 160)])[None]  # (B, L_gt, N) = (1, 2, 56)
-        >>> scores = tusimple_image_scores(gt + 5.0, gt, ys)  # every point 5 px off: within the 20 px threshold
+        >>> scores = tusimple_image_scores(gt + 5.0, gt, h_samples=ys)  # every point 5 px off: within 20 px
         >>> scores["accuracy"], scores["fp"], scores["fn"]
         (tensor([1.], dtype=torch.float64), tensor([0.], dtype=torch.float64), tensor([0.], dtype=torch.float64))
     """
@@ -232,6 +249,7 @@ def tusimple_f1(fp: Tensor | float, fn: Tensor | float) -> Tensor:
 def tusimple_metrics(
     preds: Tensor,
     target: Tensor,
+    *,
     h_samples: Tensor,
     run_time: Tensor | None = None,
     preds_mask: Tensor | None = None,
@@ -249,14 +267,23 @@ def tusimple_metrics(
     Examples:
         >>> ys = torch.arange(160.0, 720.0, 10.0)
         >>> gt = torch.stack([400 - 0.3 * (ys - 160), 880 + 0.3 * (ys - 160)])[None]  # 1 x 2 x 56
-        >>> out = tusimple_metrics(gt + 5.0, gt, ys)
+        >>> out = tusimple_metrics(gt + 5.0, gt, h_samples=ys)
         >>> [round(out[k].item(), 3) for k in ("accuracy", "fp", "fn", "f1")]
         [1.0, 0.0, 0.0, 1.0]
     """
     if ego_only:
         preds_mask = select_ego_lanes(preds, preds_mask, image_width)
         target_mask = select_ego_lanes(target, target_mask, image_width)
-    scores = tusimple_image_scores(preds, target, h_samples, run_time, preds_mask, target_mask, compat, pixel_threshold)
+    scores = tusimple_image_scores(
+        preds,
+        target,
+        h_samples=h_samples,
+        run_time=run_time,
+        preds_mask=preds_mask,
+        target_mask=target_mask,
+        compat=compat,
+        pixel_threshold=pixel_threshold,
+    )
     accuracy, fp, fn = scores["accuracy"].mean(), scores["fp"].mean(), scores["fn"].mean()
     return {"accuracy": accuracy, "fp": fp, "fn": fn, "f1": tusimple_f1(fp, fn)}
 
@@ -333,7 +360,14 @@ class TuSimpleMetrics(MetricFamily):
             preds_mask = select_ego_lanes(preds, preds_mask, self.image_width)
             target_mask = select_ego_lanes(target, target_mask, self.image_width)
         scores = tusimple_image_scores(
-            preds, target, h_samples, run_time, preds_mask, target_mask, self.compat, self.pixel_threshold
+            preds,
+            target,
+            h_samples=h_samples,
+            run_time=run_time,
+            preds_mask=preds_mask,
+            target_mask=target_mask,
+            compat=self.compat,
+            pixel_threshold=self.pixel_threshold,
         )
         self.sum_accuracy += scores["accuracy"].sum()
         self.sum_fp += scores["fp"].sum()

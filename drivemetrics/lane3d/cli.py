@@ -8,6 +8,8 @@ import math
 
 from drivemetrics._internal.options import add_compat, add_device, add_workers, resolve_workers
 
+__all__ = ["TABLE", "register"]
+
 #: Rows of the printed table (the official printout's order).
 TABLE = (
     ("F_score", "F-score"),

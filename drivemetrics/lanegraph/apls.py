@@ -24,6 +24,8 @@ from drivemetrics.lanegraph.geometry import (
 from drivemetrics.roadnet.geometry import index_in_group
 from drivemetrics.roadnet.path_similarity import apls_scores, path_differences
 
+__all__ = ["lanegraph_apls"]
+
 # ---------------------------------------------------------------------------------------------------------------
 # APLS
 
@@ -196,7 +198,7 @@ def _apls_reference(pred: LaneArrays, gt: LaneArrays) -> float:
 
 
 def lanegraph_apls(
-    preds: nx.DiGraph, target: nx.DiGraph, compat: str = "default", max_sources: int | None = 500, seed: int = 0
+    preds: nx.DiGraph, target: nx.DiGraph, *, compat: str = "default", max_sources: int | None = 500, seed: int = 0
 ) -> Tensor:
     """APLS with the UrbanLaneGraph parameters (0.15 m/px, 5 m snapping, 20 m minimum path, harmonic mean).
 

@@ -26,6 +26,8 @@ from drivemetrics.lanegraph.geometry import (
 from drivemetrics.lanegraph.reference import reference_pair_order
 from drivemetrics.roadnet.geometry import index_in_group
 
+__all__ = ["geo_topo", "greedy_matching"]
+
 # ---------------------------------------------------------------------------------------------------------------
 # greedy matching (shared by GEO and TOPO)
 
@@ -394,7 +396,7 @@ def _geo_topo_reference(pred: LaneArrays, gt: LaneArrays) -> dict[str, float]:
     }
 
 
-def geo_topo(preds: nx.DiGraph, target: nx.DiGraph, compat: str = "default") -> dict[str, Tensor]:
+def geo_topo(preds: nx.DiGraph, target: nx.DiGraph, *, compat: str = "default") -> dict[str, Tensor]:
     """GEO and TOPO precision / recall of a predicted lane graph (see the module doc).
 
     Returns ``{"geo_precision", "geo_recall", "topo_precision", "topo_recall"}`` (0-d float64 tensors in [0, 1]).

@@ -15,6 +15,26 @@ from scipy.sparse import csr_matrix
 from drivemetrics.roadnet.io import node_positions
 from drivemetrics.roadnet.path_similarity import PARAMETER_SETS
 
+__all__ = [
+    "APLS_MIN_PATH_M",
+    "APLS_REFERENCE_MAX_NODES",
+    "APLS_SNAP_M",
+    "APLS_SPACING_M",
+    "INTERP_SPACING",
+    "LANE_METRICS",
+    "MATCH_DIST",
+    "METRES_PER_PX",
+    "PLANNING_FAIL",
+    "PLANNING_METRICS",
+    "REFERENCE_CLIP",
+    "TOPO_RADIUS",
+    "TOPO_SEED_EVERY",
+    "LaneArrays",
+    "as_scalar",
+    "as_scalars",
+    "lane_arrays",
+]
+
 if TYPE_CHECKING:
     from torch import Tensor
 

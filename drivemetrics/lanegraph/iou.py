@@ -13,6 +13,8 @@ from drivemetrics.lanegraph.geometry import LaneArrays, _arrays, as_scalar
 from drivemetrics.lanegraph.reference import opencv_graph_iou
 from drivemetrics.roadnet.geometry import index_in_group
 
+__all__ = ["graph_iou"]
+
 # ---------------------------------------------------------------------------------------------------------------
 # graph IoU
 
@@ -79,6 +81,7 @@ def _raster_keys(
 def graph_iou(
     preds: nx.DiGraph,
     target: nx.DiGraph,
+    *,
     area_size: tuple[int, int] = (256, 256),
     lane_width: float = 10.0,
     compat: str = "default",

@@ -64,6 +64,21 @@ from drivemetrics.lanegraph.geometry import LANE_METRICS, PLANNING_METRICS, as_s
 from drivemetrics.lanegraph.iou import graph_iou
 from drivemetrics.lanegraph.sda import sda
 
+__all__ = [
+    "LaneGraphAPLS",
+    "LaneGraphGeoPrecision",
+    "LaneGraphGeoRecall",
+    "LaneGraphIoU",
+    "LaneGraphMetrics",
+    "LaneGraphSDA20",
+    "LaneGraphSDA50",
+    "LaneGraphTopoPrecision",
+    "LaneGraphTopoRecall",
+    "evaluate_lanegraph_pair",
+    "lanegraph_pair_values",
+    "missing_sample_values",
+]
+
 # ---------------------------------------------------------------------------------------------------------------
 # one sample
 
@@ -71,6 +86,7 @@ from drivemetrics.lanegraph.sda import sda
 def evaluate_lanegraph_pair(
     preds: nx.DiGraph,
     target: nx.DiGraph,
+    *,
     task: str = "successor",
     compat: str = "default",
     apls_max_sources: int | None = 500,
@@ -125,10 +141,10 @@ def lanegraph_pair_values(
         raise ValueError(f"`task` must be 'successor' or 'full' here, got {task!r} (planning: use planning())")
     pred, gt = lane_arrays(preds, "preds"), lane_arrays(target, "target")
     area = (256, 256) if task == "successor" else (5000, 5000)
-    out = {"sda20": sda(pred, gt, 20.0), "sda50": sda(pred, gt, 50.0)}
-    out["iou"] = graph_iou(pred, gt, area, 10.0, compat)
-    out["apls"] = lanegraph_apls(pred, gt, compat, apls_max_sources, seed)
-    out.update(geo_topo(pred, gt, compat))
+    out = {"sda20": sda(pred, gt, threshold=20.0), "sda50": sda(pred, gt, threshold=50.0)}
+    out["iou"] = graph_iou(pred, gt, area_size=area, lane_width=10.0, compat=compat)
+    out["apls"] = lanegraph_apls(pred, gt, compat=compat, max_sources=apls_max_sources, seed=seed)
+    out.update(geo_topo(pred, gt, compat=compat))
     if compat == "reference" and task == "successor":
         out["geo_precision"] = out["topo_precision"]
     if compat == "reference" and task == "full":  # the evaluator does not report SDA for full tiles

@@ -24,6 +24,16 @@ from drivemetrics.lanegraph.geometry import (
     lane_arrays,
 )
 
+__all__ = [
+    "LaneGraphPlanningMED",
+    "LaneGraphPlanningMMD",
+    "LaneGraphPlanningMetrics",
+    "LaneGraphPlanningSuccessRate",
+    "ReferencePlanningRandom",
+    "planning",
+    "planning_values",
+]
+
 # ---------------------------------------------------------------------------------------------------------------
 # planning
 
@@ -186,6 +196,7 @@ def _planning_default(gt: LaneArrays, pred: LaneArrays, seed: int | Sequence[int
 def planning(
     preds: nx.DiGraph,
     target: nx.DiGraph,
+    *,
     compat: str = "default",
     seed: int | Sequence[int] = 0,
     attempts: int = 100,

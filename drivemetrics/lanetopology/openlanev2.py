@@ -109,6 +109,7 @@ def frame_statistics(
 def openlanev2_scores(
     preds: Sequence[Any],
     target: Sequence[Any],
+    *,
     track: Track = "centerline",
     compat: Compat = "default",
     device: torch.device | str = "cpu",

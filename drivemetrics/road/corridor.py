@@ -649,8 +649,8 @@ def _scores_at(stats: dict[str, Tensor], distances: Sequence[float], grid: BevGr
 def driving_corridor_scores(
     preds: Tensor,
     target: Tensor,
-    valid: Tensor | None = None,
     *,
+    valid: Tensor | None = None,
     threshold: float,
     grid: BevGrid | None = None,
     config: CorridorConfig | None = None,

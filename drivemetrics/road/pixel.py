@@ -76,6 +76,7 @@ from drivemetrics.road.pixel_counting import (  # the counting kernels, re-expor
 def road_pixel_scores(
     preds: Tensor,
     target: Tensor,
+    *,
     valid: Tensor | None = None,
     thresholds: int | Sequence[float] | Tensor | None = None,
     beta: float = 1.0,

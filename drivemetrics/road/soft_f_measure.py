@@ -54,6 +54,7 @@ def _check_args(beta: float, smooth: float) -> None:
 def soft_f_measure(
     preds: Tensor,
     target: Tensor,
+    *,
     valid: Tensor | None = None,
     beta: float = 1.0,
     from_logits: bool = False,
@@ -222,7 +223,7 @@ class SoftFMeasureLoss(nn.Module):
         f = soft_f_measure(
             preds,
             target,
-            valid,
+            valid=valid,
             beta=self.beta,
             from_logits=from_logits,
             smooth=self.smooth,

@@ -46,6 +46,8 @@ from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config
 from drivemetrics.roadnet.geometry import graph_pairs, result_tensors, validate_graph
 from drivemetrics.roadnet.path_similarity import PARAMETER_SETS, apls_scores, control_points, path_differences
 
+__all__ = ["PROTOCOLS", "APLSMetrics", "APLSProtocol", "APLSResult", "APLSScore", "apls"]
+
 APLSProtocol = Literal["cosmiq", "sat2graph"]
 PROTOCOLS: tuple[APLSProtocol, ...] = ("cosmiq", "sat2graph")
 
@@ -66,6 +68,7 @@ class APLSResult:
 def apls(
     preds: nx.Graph,
     target: nx.Graph,
+    *,
     protocol: APLSProtocol = "cosmiq",
     compat: Compat = "default",
     control_spacing: float | None = None,

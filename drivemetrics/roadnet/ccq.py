@@ -44,6 +44,23 @@ from drivemetrics.roadnet.geometry import (
     validate_graph,
 )
 
+__all__ = [
+    "CCQCompleteness",
+    "CCQCorrectness",
+    "CCQMetrics",
+    "CCQQuality",
+    "CCQResult",
+    "ccq",
+    "ccq_counts",
+    "ccq_graph",
+    "ccq_scores",
+    "check_canvas",
+    "disc_dilation",
+    "reference_canvas",
+    "render_graph",
+    "render_graph_reference",
+]
+
 
 @dataclass(frozen=True)
 class CCQResult:
@@ -124,9 +141,9 @@ def ccq_counts(preds: Tensor, target: Tensor, slack: float = 2.0) -> Tensor:
 def ccq(
     preds: Tensor | nx.Graph,
     target: Tensor | nx.Graph,
+    *,
     slack: float | None = None,
     scale: float = 0.25,
-    *,
     canvas: tuple[float, float, int, int] | None = None,
     compat: str = "default",
 ) -> dict[str, Tensor]:
@@ -142,7 +159,9 @@ def ccq(
     tensor(1., dtype=torch.float64)
     """
     if isinstance(preds, nx.Graph) or isinstance(target, nx.Graph):
-        return ccq_graph(preds, target, 8.0 if slack is None else slack, scale, canvas=canvas, compat=compat)
+        return ccq_graph(
+            preds, target, slack=8.0 if slack is None else slack, scale=scale, canvas=canvas, compat=compat
+        )
     check_compat(compat)
     counts = ccq_counts(preds, target, 2.0 if slack is None else slack).sum(0).tolist()
     if counts[3] == 0:
@@ -252,6 +271,7 @@ def reference_canvas(
 def ccq_graph(
     preds: nx.Graph,
     target: nx.Graph,
+    *,
     slack: float = 8.0,
     scale: float = 0.25,
     canvas: tuple[float, float, int, int] | None = None,
@@ -298,7 +318,7 @@ def ccq_graph(
         shape, origin = _canvas([target] + ([preds] if preds.number_of_nodes() else []), scale)
     gt_img = render(target, shape, origin, scale, device)
     pred_img = render(preds, shape, origin, scale, device) if preds.number_of_nodes() else torch.zeros_like(gt_img)
-    return ccq(pred_img[None], gt_img[None], slack * scale)
+    return ccq(pred_img[None], gt_img[None], slack=slack * scale)
 
 
 class CCQMetrics(MetricFamily):
@@ -362,7 +382,7 @@ class CCQMetrics(MetricFamily):
             pairs = graph_pairs(preds, target)
             rows = []
             for p, t in pairs:
-                r = ccq_graph(p, t, self.slack, self.scale, canvas=self.canvas, compat=self.compat)
+                r = ccq_graph(p, t, slack=self.slack, scale=self.scale, canvas=self.canvas, compat=self.compat)
                 rows.append([int(r[k]) for k in ("matched_pred", "total_pred", "matched_gt", "total_gt")])
             counts = torch.tensor(rows, dtype=torch.long).sum(0)
         counts = counts.to(self.matched_pred.device)

@@ -40,6 +40,21 @@ from drivemetrics.roadnet.opt_p import opt_p
 from drivemetrics.roadnet.subg import subg, subg_scores
 from drivemetrics.roadnet.tlts import tlts
 
+__all__ = [
+    "COMPAT_METRICS",
+    "GRAPH_SUFFIXES",
+    "METRICS",
+    "MetricFn",
+    "aggregate",
+    "check_metric_names",
+    "crop_protocol",
+    "evaluate_dataset",
+    "evaluate_pair",
+    "find_pairs",
+    "format_table",
+    "metrics_without_compat",
+]
+
 MetricFn = Callable[..., Any]
 
 METRICS: dict[str, MetricFn] = {

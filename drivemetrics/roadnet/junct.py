@@ -50,6 +50,21 @@ from drivemetrics.roadnet.geometry import (
     validate_graph,
 )
 
+__all__ = [
+    "ANGLE_DISTANCE",
+    "CLUSTER_RADIUS",
+    "MATCH_RADIUS",
+    "SCALE",
+    "JUNCTResult",
+    "JunctionClusters",
+    "JunctionFCorrect",
+    "JunctionFError",
+    "JunctionMetrics",
+    "junct",
+    "junct_scores",
+    "junction_clusters",
+]
+
 SCALE = 1.7
 CLUSTER_RADIUS = 50 * SCALE
 ANGLE_DISTANCE = 65 * SCALE
@@ -218,6 +233,7 @@ def _inside(points: np.ndarray, bounds: tuple[float, float, float, float] | None
 def junct(
     preds: nx.Graph,
     target: nx.Graph,
+    *,
     cluster_radius: float = CLUSTER_RADIUS,
     angle_distance: float = ANGLE_DISTANCE,
     match_radius: float = MATCH_RADIUS,

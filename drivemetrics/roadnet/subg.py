@@ -40,6 +40,8 @@ from drivemetrics.roadnet.geometry import (
     validate_graph,
 )
 
+__all__ = ["SUBGResult", "SubgraphF1Score", "SubgraphMetrics", "subg", "subg_scores"]
+
 
 @dataclass(frozen=True)
 class SUBGResult:
@@ -66,6 +68,7 @@ def subg_scores(n_marbles: int, n_holes: int, n_spurious: int, n_empty: int) -> 
 def subg(
     preds: nx.Graph,
     target: nx.Graph,
+    *,
     spacing: float = 10.0,
     radius: float = 300.0,
     match_distance: float = 25.0,

@@ -51,6 +51,8 @@ from drivemetrics.roadnet.geometry import (
     validate_graph,
 )
 
+__all__ = ["TLTSAccuracy", "TLTSMetrics", "TLTSResult", "hop_path_lengths", "path_lengths", "tlts"]
+
 
 def path_lengths(csgraph: csr_matrix, sources: np.ndarray, targets: np.ndarray) -> np.ndarray:
     """Shortest-path length from ``sources[k]`` to ``targets[k]`` (``inf`` when not connected), chunked Dijkstra."""
@@ -166,11 +168,11 @@ def _tlts_reference(
 def tlts(
     preds: nx.Graph,
     target: nx.Graph,
+    *,
     max_node_dist: float = 25.0,
     perc_length: float = 0.05,
     n_paths: int = 1000,
     seed: int = 0,
-    *,
     compat: str = "default",
 ) -> dict[str, Tensor]:
     """Too-long / too-short fractions of ``n_paths`` random GT shortest paths.
