@@ -46,7 +46,8 @@ def _token(value: Any) -> Token:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
-    data = load_json(read_text(path, what="OpenLane-V2 JSON file"), path)  # bounded nesting and integers
+    # bounded nesting and integers; NaN / Infinity are read so that the frame checks name the frame and field
+    data = load_json(read_text(path, what="OpenLane-V2 JSON file"), path, allow_non_finite=True)
     if not isinstance(data, dict) or not isinstance(data.get("frames"), list):
         raise ValueError(f"{path}: expected an object with a 'frames' list (the fixture schema)")
     return data
