@@ -352,6 +352,31 @@ def test_outputs_carry_gradients_iff_differentiable(cls):
     )
 
 
+@by_class
+def test_self_log_refuses_a_dict_family_at_the_call_and_takes_a_scalar_class(cls):
+    """Lightning's ``self.log`` (its result collection, the code ``LightningModule.log`` calls) with the metric."""
+    pytest.importorskip("pytorch_lightning")
+    from pytorch_lightning.trainer.connectors.logger_connector.result import _ResultCollection
+
+    ref = _ref(cls)
+    metric = _update(ref.new(), ref.case.batches[:1])
+    results = _ResultCollection(training=False)
+
+    def log() -> None:
+        results.log("validation_step", "val/metric", metric, on_step=False, on_epoch=True, batch_size=1)
+
+    if isinstance(ref.total_raw, Tensor):
+        log()  # a scalar class: logged
+        return
+    scalars = [c.__name__ for c in METRIC_CLASSES if issubclass(c, cls) and isinstance(_ref(c).total_raw, Tensor)]
+    with pytest.raises(TypeError) as raised:
+        log()
+    message = str(raised.value)
+    assert "\n" not in message
+    assert message.startswith(f"{cls.__name__} returns a dict from compute(), which Lightning's self.log cannot log")
+    assert all(name in message for name in scalars), f"{message!r} does not name every scalar class {scalars}"
+
+
 @pytest.mark.parametrize("family", _families(), ids=lambda cls: cls.__name__)
 def test_scalar_classes_of_a_family_share_one_compute_group(family):
     scalars = [c for c in METRIC_CLASSES if issubclass(c, family) and c is not family and c in INPUT_FACTORIES]
