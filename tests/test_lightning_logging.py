@@ -181,7 +181,7 @@ class _CountMetrics(DictFamilyLogCheck, Metric):
         return {"total": self.total, "mean": self.total / self.count}
 
 
-class _CountMean(_CountMetrics):
+class CountMean(_CountMetrics):
     """Its scalar class."""
 
     def compute(self) -> torch.Tensor:
@@ -216,13 +216,13 @@ def _validate(model: pl.LightningModule, tmp_path) -> None:
 
 def test_logging_a_dict_family_fails_at_the_log_call_naming_its_scalar_classes(tmp_path):
     model = _LogsWhat(_CountMetrics())
-    with pytest.raises(TypeError, match=r"_CountMetrics returns a dict .* scalar classes \(_CountMean\)"):
+    with pytest.raises(TypeError, match=r"_CountMetrics returns a dict .* scalar classes \(CountMean\)"):
         _validate(model, tmp_path)
     assert model.batches_logged == 0  # the first self.log call raised, not the end of the epoch
 
 
 def test_its_scalar_class_logs_and_the_family_still_works_outside_lightning(tmp_path):
-    model = _LogsWhat(_CountMean())
+    model = _LogsWhat(CountMean())
     _validate(model, tmp_path)
     assert model.batches_logged == 3
     family = _CountMetrics()
