@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
+
+#: The device strings ``--device`` accepts (checked at parse time, without importing torch).
+_DEVICE = re.compile(r"(cpu|cuda|mps|xpu)(:[0-9]+)?")
 
 
 def positive_int(text: str) -> int:
@@ -40,3 +44,62 @@ def add_compat(parser: argparse.ArgumentParser, reference: str) -> None:
         default="default",
         help=f"default: the paper's definition with the library's fixes; reference: {reference}",
     )
+
+
+def add_no_progress(parser: argparse.ArgumentParser) -> None:
+    """``--no-progress``: the one progress rule of the commands (see :mod:`drivemetrics._internal.progress`)."""
+    parser.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar (default: a bar on stderr when stdout and stderr are terminals, rank 0 only)",
+    )
+
+
+def progress_setting(args: argparse.Namespace) -> bool | None:
+    """What a command passes as ``progress``: ``False`` with ``--no-progress``, else ``None`` (the terminal rule)."""
+    return False if getattr(args, "no_progress", False) else None
+
+
+#: what an input argument names (checked by :func:`drivemetrics._internal.files.check_input_kinds` before a command
+#: runs): a file, a folder, or either (read as a folder of files or as one file)
+INPUT_KINDS = ("file", "folder", "file or folder")
+
+
+def add_input(parser: argparse.ArgumentParser, flag: str, kind: str, **kwargs: object) -> None:
+    """``parser.add_argument(flag, **kwargs)`` for an input path, recording that it names a ``kind`` (one of
+    :data:`INPUT_KINDS`): a folder given where a file is expected (or a file where a folder is) is then refused in
+    one line naming ``flag`` before any work."""
+    if kind not in INPUT_KINDS:
+        raise ValueError(f"`kind` must be one of {INPUT_KINDS}, got {kind!r}")
+    action = parser.add_argument(flag, **kwargs)  # type: ignore[arg-type]
+    kinds = dict(parser.get_default("input_kinds") or {})
+    kinds[action.dest] = (flag, kind)
+    parser.set_defaults(input_kinds=kinds)
+
+
+def device_name(text: str) -> str:
+    """argparse type: a torch device string such as ``cpu``, ``cuda`` or ``cuda:1``."""
+    if not _DEVICE.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"not a device: {text!r} (use cpu, cuda, cuda:N, mps or xpu)")
+    return text
+
+
+def add_device(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--device NAME`` (default ``cpu``), checked by :func:`device_name` (and :func:`check_device` before work)."""
+    parser.add_argument("--device", type=device_name, default="cpu", metavar="NAME", help=f"{what} (default cpu)")
+
+
+def check_device(name: str) -> None:
+    """Raise ``ValueError`` naming ``--device`` when this host cannot run on ``name`` (before any work is done)."""
+    import torch
+
+    kind, _, index = name.partition(":")
+    if kind == "cpu":
+        return
+    backend = getattr(torch, kind, None)
+    available = backend is not None and bool(getattr(backend, "is_available", lambda: False)())
+    if not available:
+        raise ValueError(f"--device {name}: no {kind} device on this host (torch {torch.__version__})")
+    count = int(getattr(backend, "device_count", lambda: 1)())
+    if index and int(index) >= count:
+        raise ValueError(f"--device {name}: this host has {count} {kind} device(s)")
