@@ -7,7 +7,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from drivemetrics._internal.options import add_compat, add_workers, resolve_workers
+from drivemetrics._internal.options import add_compat, add_workers
 
 #: Python result keys -> the names LaneEval prints (the CLI and its JSON keep them).
 _TUSIMPLE_NAMES = {"accuracy": "Accuracy", "fp": "FP", "fn": "FN", "f1": "F1"}
@@ -103,7 +103,7 @@ def _culane_eval(args: argparse.Namespace) -> int:
         thresholds,
         chunk=args.chunk,
         compat=args.compat,
-        workers=resolve_workers(args.workers),
+        workers=args.workers,
         per_image=args.per_image,
         categories=categories,
         progress=False if args.no_progress else None,
@@ -226,7 +226,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_compat(culane, "the official C++ evaluator's numbers (0/1-point lanes count, its spline and rounding, OpenCV)")
     culane.add_argument("--chunk", type=int, default=64, help="images scored per batch")
-    add_workers(culane, "processes reading and scoring the files (torch runs one thread per process)")
+    add_workers(culane, "processes reading and scoring the files (torch runs one thread per process)", auto=True)
     culane.add_argument("--per-image", action="store_true", help="with --json, add per-image TP / FP / FN")
     culane.add_argument("--no-progress", action="store_true", help="no progress bar (default: shown on a terminal)")
     culane.add_argument("--json", default=None, metavar="OUT", help="also write the scores to OUT")

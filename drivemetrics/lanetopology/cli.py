@@ -6,7 +6,7 @@ import argparse
 import json
 import math
 
-from drivemetrics._internal.options import add_workers, resolve_workers
+from drivemetrics._internal.options import add_workers
 
 HEADLINE = {
     "centerline": ("DET_l", "DET_t", "TOP_ll", "TOP_lt", "OLS", "F_score"),
@@ -24,7 +24,7 @@ def _openlanev2_eval(args: argparse.Namespace) -> int:
         check_output_path(args.json, input_files=[args.gt, args.pred], option="--json", is_folder=False)
     torch.set_num_threads(1)  # many small kernels: threads only contend
     track, scores = evaluate_openlanev2_files(
-        args.gt, args.pred, track=args.track, compat=args.compat, workers=resolve_workers(args.workers)
+        args.gt, args.pred, track=args.track, compat=args.compat, workers=args.workers
     )
     from drivemetrics._internal.distributed import current_shard
 
@@ -61,5 +61,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="reference: reproduce the devkit 2.1.0, faults included; default: the documented fixes",
     )
     parser.add_argument("--json", default=None, metavar="OUT", help="also write the scores as JSON to OUT")
-    add_workers(parser, "frame chunks")
+    add_workers(parser, "processes scoring chunks of frames", auto=True)
     parser.set_defaults(func=_openlanev2_eval, sharded=True)
