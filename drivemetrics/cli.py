@@ -10,11 +10,16 @@ A test checks that the table and the modules' ``register`` functions agree.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
+import pickle
+import signal
 import sys
+import threading
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from types import FrameType
 
 from drivemetrics import __version__
 
@@ -60,8 +65,68 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 #: Exit status of a command that failed on bad input (argparse uses the same for bad arguments).
 EXIT_BAD_INPUT = 2
+#: Exit status of a command that failed on an internal bug (printed with a hint to report it).
+EXIT_INTERNAL_ERROR = 1
 #: Exit status after Ctrl-C (128 + SIGINT), as shells report it.
 EXIT_INTERRUPTED = 130
+#: Exit status after SIGTERM (128 + SIGTERM), as shells report it.
+EXIT_TERMINATED = 143
+
+#: Exceptions that bad or oversized input raises in the readers and kernels: one line naming what is wrong, exit 2.
+#: Anything else that escapes a command is an internal bug: one line with a hint to report it, exit 1.
+INPUT_ERRORS: tuple[type[BaseException], ...] = (
+    ValueError,  # includes UnicodeDecodeError and json.JSONDecodeError
+    OSError,  # missing, unreadable, a folder where a file is expected
+    KeyError,
+    IndexError,
+    TypeError,  # a value of the wrong type in a parsed file
+    OverflowError,
+    MemoryError,
+    RecursionError,
+    EOFError,
+    pickle.UnpicklingError,
+    ImportError,  # an optional dependency missing
+)
+
+
+class Terminated(BaseException):
+    """Raised in the main thread when the process gets SIGTERM, so that every ``finally`` / ``except BaseException``
+    cleanup runs (pools terminate their workers, temporary files are removed) before the command exits 143."""
+
+
+def _raise_terminated(signum: int, frame: FrameType | None) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one SIGTERM is enough: the cleanup must not be interrupted
+    raise Terminated
+
+
+@contextlib.contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """While the command runs, SIGTERM raises :class:`Terminated` (main thread only; restored after)."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGTERM"):
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def is_input_error(err: BaseException) -> bool:
+    """Whether ``err`` is what bad or oversized input raises (exit 2) rather than an internal bug (exit 1)."""
+    return isinstance(err, INPUT_ERRORS) or type(err).__name__ == "OutOfMemoryError"  # torch's, a RuntimeError
+
+
+def error_line(err: BaseException) -> str:
+    """The message of ``err`` on one line (a ``KeyError`` without its quotes; the type where it has no text)."""
+    message = str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err)
+    if isinstance(err, MemoryError) or type(err).__name__ == "OutOfMemoryError":
+        detail = f" ({message})" if message else ""
+        message = f"out of memory{detail}: the input is larger than this machine can evaluate"
+    elif isinstance(err, RecursionError):
+        message = f"input nested too deeply ({message})"
+    message = " ".join(message.split())
+    return message if message else type(err).__name__
 
 
 def _command_in(argv: Sequence[str]) -> str | None:
@@ -129,9 +194,12 @@ def _run(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console command; returns the exit code.
 
-    Bad input (a ``ValueError`` such as a malformed line or a refused pickle, a missing or unreadable file) prints
-    one line ``drivemetrics COMMAND: error: ...`` naming the file and exits with status 2; ``--verbose`` adds the
-    traceback. Ctrl-C exits with status 130 after the command has cleaned up (no partial outputs).
+    One error contract for every command: bad input (:data:`INPUT_ERRORS`: a malformed line, a refused pickle, a
+    missing or unreadable file, an input too large for memory, a missing optional dependency) prints one line
+    ``drivemetrics COMMAND: error: ...`` naming the file and exits with status 2; any other exception is an
+    internal bug: one line with a hint to report it, status 1. ``--verbose`` adds the traceback. Ctrl-C exits with
+    status 130 and SIGTERM with 143, both after the command has cleaned up (workers ended, temporary files removed,
+    existing outputs kept).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(_command_in(argv))
@@ -139,14 +207,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         from drivemetrics._internal.limits import limit_options
 
-        with limit_options(args.limit):
+        with _sigterm_raises(), limit_options(args.limit):
             return _run(args)
-    except (ValueError, OSError, KeyError) as err:
-        if args.verbose:
-            traceback.print_exc()
-        message = err.args[0] if isinstance(err, KeyError) and err.args else err
-        print(f"drivemetrics {args.command}: error: {message}", file=sys.stderr)
-        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print(f"drivemetrics {args.command}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except Terminated:
+        print(f"drivemetrics {args.command}: terminated (SIGTERM)", file=sys.stderr)
+        return EXIT_TERMINATED
+    except Exception as err:
+        if args.verbose:
+            traceback.print_exc()
+        if is_input_error(err):
+            print(f"drivemetrics {args.command}: error: {error_line(err)}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        hint = "" if args.verbose else " (rerun with --verbose for the traceback)"
+        print(
+            f"drivemetrics {args.command}: internal error: {type(err).__name__}: {error_line(err)}; "
+            f"this is a bug in drivemetrics, please report it with the command line{hint}",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL_ERROR

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
+
+#: The device strings ``--device`` accepts (checked at parse time, without importing torch).
+_DEVICE = re.compile(r"(cpu|cuda|mps|xpu)(:[0-9]+)?")
 
 
 def positive_int(text: str) -> int:
@@ -41,3 +45,31 @@ def add_compat(parser: argparse.ArgumentParser, reference: str) -> None:
         default="default",
         help=f"default: the paper's definition with the library's fixes; reference: {reference}",
     )
+
+
+def device_name(text: str) -> str:
+    """argparse type: a torch device string such as ``cpu``, ``cuda`` or ``cuda:1``."""
+    if not _DEVICE.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"not a device: {text!r} (use cpu, cuda, cuda:N, mps or xpu)")
+    return text
+
+
+def add_device(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--device NAME`` (default ``cpu``), checked by :func:`device_name` (and :func:`check_device` before work)."""
+    parser.add_argument("--device", type=device_name, default="cpu", metavar="NAME", help=f"{what} (default cpu)")
+
+
+def check_device(name: str) -> None:
+    """Raise ``ValueError`` naming ``--device`` when this host cannot run on ``name`` (before any work is done)."""
+    import torch
+
+    kind, _, index = name.partition(":")
+    if kind == "cpu":
+        return
+    backend = getattr(torch, kind, None)
+    available = backend is not None and bool(getattr(backend, "is_available", lambda: False)())
+    if not available:
+        raise ValueError(f"--device {name}: no {kind} device on this host (torch {torch.__version__})")
+    count = int(getattr(backend, "device_count", lambda: 1)())
+    if index and int(index) >= count:
+        raise ValueError(f"--device {name}: this host has {count} {kind} device(s)")

@@ -6,11 +6,15 @@ import argparse
 import json
 import sys
 
+from drivemetrics._internal.options import add_device
+
 
 def _map_eval(args: argparse.Namespace) -> int:
     from drivemetrics._internal.files import atomic_write_text, check_output_path
+    from drivemetrics._internal.options import check_device
     from drivemetrics.vectormap.evaluate import evaluate_map_files
 
+    check_device(args.device)
     if args.json:
         check_output_path(args.json, input_files=[args.gt, args.pred], option="--json", is_folder=False)
     result = evaluate_map_files(args.gt, args.pred, args.protocol, args.device)
@@ -57,5 +61,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--gt", required=True, help="GT JSON (MapTR annotation file or Argoverse 2 challenge GT)")
     parser.add_argument("--pred", required=True, help="prediction JSON (MapTR results or challenge submission)")
     parser.add_argument("--json", help='write {"mAP": ..., "classes": {name: {"AP", "AP@0.5", ...}}} here')
-    parser.add_argument("--device", default="cpu", help="torch device for the evaluation (default cpu)")
+    add_device(parser, "torch device for the evaluation")
     parser.set_defaults(func=_map_eval, sharded=True)
