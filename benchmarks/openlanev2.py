@@ -8,7 +8,8 @@ first, in the same run:
   (``evaluate(ground_truth=..., predictions=...)`` on the two files) and ``drivemetrics openlanev2-eval --compat
   reference --json`` with its default workers; ``--e2e-repeat`` (default 3) alternating runs of each, the median;
 - in memory (pickles already loaded): the devkit's ``evaluate`` once, ``evaluate_openlanev2(..., compat="reference")``
-  in this process (one torch thread, its default chunks of 256 frames), median of ``--repeat`` runs (default 5).
+  in this process (one torch thread, its default chunks of 256 frames), median of ``--repeat`` runs (default 5);
+  ``--compat default`` times the library's default mode instead (its numbers then differ from the devkit's).
 
 The devkit runs in its own environment: ``--devkit-python`` is the interpreter of a virtual environment holding
 ``openlanev2==2.1.0`` and its dependencies (``--setup VENV`` creates one: numpy < 1.24, scipy 1.9.3,
@@ -200,9 +201,12 @@ def make_frames(n: int, num_points: int, seed: int = 0) -> tuple[dict, dict]:
     return gt_collection, submission
 
 
-def run_library(gt: dict, submission: dict, device: str, repeat: int = 5) -> tuple[float, float, dict[str, float]]:
+def run_library(
+    gt: dict, submission: dict, device: str, repeat: int = 5, compat: str = "reference"
+) -> tuple[float, float, dict[str, float]]:
     """The library's median wall and CPU time over ``repeat`` runs (same frames), and its headline values."""
     from drivemetrics.lanetopology.evaluate import evaluate_openlanev2
+    from drivemetrics.lanetopology.scoring import devkit_name
 
     target = {k: v["annotation"] for k, v in gt.items()}
     preds = {k: v["predictions"] for k, v in submission["results"].items()}
@@ -211,10 +215,11 @@ def run_library(gt: dict, submission: dict, device: str, repeat: int = 5) -> tup
     walls, cpus = [], []
     for _ in range(repeat):
         start, cpu_start = time.perf_counter(), time.process_time()
-        scores = evaluate_openlanev2(preds, target, compat="reference", device=device)  # chunks of 256 frames
+        scores = evaluate_openlanev2(preds, target, compat=compat, device=device)  # type: ignore[arg-type]
         walls.append(time.perf_counter() - start)
         cpus.append(time.process_time() - cpu_start)
-    return float(np.median(walls)), float(np.median(cpus)), {k: scores[k] for k in HEADLINE}
+    named = {devkit_name(key): value for key, value in scores.items()}
+    return float(np.median(walls)), float(np.median(cpus)), {k: named[k] for k in HEADLINE}
 
 
 def _devkit(python: Path, src: Path | None, runner: Path, gt: Path, pred: Path, mode: str) -> tuple[float, dict]:
@@ -230,11 +235,11 @@ def _devkit(python: Path, src: Path | None, runner: Path, gt: Path, pred: Path, 
     return wall, json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _library_end_to_end(gt: Path, pred: Path, out: Path) -> tuple[float, dict[str, float]]:
+def _library_end_to_end(gt: Path, pred: Path, out: Path, compat: str) -> tuple[float, dict[str, float]]:
     """One ``drivemetrics openlanev2-eval`` process with its default workers: (wall seconds, headline values)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     command = [sys.executable, "-m", "drivemetrics", "openlanev2-eval", "--gt", str(gt), "--pred", str(pred)]
-    command += ["--compat", "reference", "--json", str(out)]
+    command += ["--compat", compat, "--json", str(out)]
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - start
@@ -259,6 +264,9 @@ def main() -> None:
     parser.add_argument("--skip-devkit", action="store_true", help="time the library only")
     parser.add_argument("--repeat", type=int, default=5, help="library runs in memory (the median is reported)")
     parser.add_argument("--e2e-repeat", type=int, default=3, help="end-to-end runs of each side (median)")
+    parser.add_argument(
+        "--compat", choices=("reference", "default"), default="reference", help="the library's mode (default: devkit)"
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
     if args.setup:
@@ -281,12 +289,12 @@ def main() -> None:
                 if not args.skip_devkit:
                     wall, dev_files = _devkit(args.devkit_python, args.devkit_src, runner, gt_path, pred_path, "files")
                     dev_e2e.append(wall)
-                wall, lib_files = _library_end_to_end(gt_path, pred_path, out)
+                wall, lib_files = _library_end_to_end(gt_path, pred_path, out, args.compat)
                 lib_e2e.append(wall)
                 loads.append(os.getloadavg()[0])
             if not args.skip_devkit:
                 _, dev = _devkit(args.devkit_python, args.devkit_src, runner, gt_path, pred_path, "memory")
-        lib_s, _, lib = run_library(gt, submission, args.device, args.repeat)
+        lib_s, _, lib = run_library(gt, submission, args.device, args.repeat, args.compat)
         loads.append(os.getloadavg()[0])
         lib_e = float(np.median(lib_e2e))
         line = f"{frames} frames x {num_points} points: end to end drivemetrics {lib_e:.2f} s"

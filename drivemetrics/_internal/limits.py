@@ -55,6 +55,9 @@ class Limits:
             CCQ canvas and every resampling along edges grow with it).
         max_json_depth: nesting of arrays / objects in a JSON document.
         max_json_int_digits: decimal digits of a JSON integer.
+        max_lane3d_points: points of one 3D lane (OpenLane annotations have at most a few hundred).
+        max_lane3d_lanes: lanes of one 3D lane frame (OpenLane frames have at most about 20).
+        max_lane3d_abs_metres: largest absolute 3D lane coordinate, metres (the evaluator reads +-200 m).
     """
 
     max_png_pixels: int = 50_000_000
@@ -66,6 +69,9 @@ class Limits:
     max_graph_extent: int = 32_768
     max_json_depth: int = 64
     max_json_int_digits: int = 20
+    max_lane3d_points: int = 5_000
+    max_lane3d_lanes: int = 200
+    max_lane3d_abs_metres: int = 1_000_000
 
 
 _overrides: list[dict[str, int]] = []
@@ -314,22 +320,6 @@ def check_graph_extent(pos: Any, where: object) -> None:
         raise ValueError(
             f"{where}: the nodes span {span[0]:.6g} x {span[1]:.6g} px (e.g. a node at ({pos[far, 0]:.6g}, "
             f"{pos[far, 1]:.6g})), more than max_graph_extent={limit:,} px ({_how_to_raise('max_graph_extent')})"
-        )
-
-
-def check_inside_area(pos: Any, area: tuple[float, float], where: object) -> None:
-    """Refuse node positions (``(N, 2)``, pixels) outside the ``(height, width)`` area enlarged by its own size on
-    every side (``[-width, 2 * width) x [-height, 2 * height)``): the canvas of a lane graph's sample."""
-    import numpy as np
-
-    pos = np.asarray(pos, dtype=np.float64).reshape(-1, 2)
-    height, width = area
-    outside = ~((pos[:, 0] >= -width) & (pos[:, 0] < 2 * width) & (pos[:, 1] >= -height) & (pos[:, 1] < 2 * height))
-    if outside.any():
-        k = int(np.argmax(outside))
-        raise ValueError(
-            f"{where}: a node at ({pos[k, 0]:.6g}, {pos[k, 1]:.6g}) px lies outside the {int(height)} x {int(width)} "
-            f"px sample area enlarged by its size on every side"
         )
 
 
