@@ -12,7 +12,7 @@ import torch
 from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.distributed import Shard, current_shard
 from drivemetrics._internal.gc_pause import gc_paused
-from drivemetrics._internal.pool import map_in_processes
+from drivemetrics._internal.pool import check_workers_or_auto, map_in_processes
 from drivemetrics._internal.ragged import RaggedRows
 from drivemetrics.lanetopology.frames import Track
 from drivemetrics.lanetopology.io import detect_track, read_ground_truth, read_predictions, token_name
@@ -89,17 +89,18 @@ def evaluate_openlanev2(
     target: Mapping[Any, Mapping[str, Any]],
     track: Track = "centerline",
     compat: Compat = "default",
-    workers: int = 1,
+    workers: int | None = 1,
     frames_per_job: int = 256,
     device: str = "cpu",
 ) -> dict[str, float]:
     """Score ``{token: prediction dict}`` against ``{token: annotation dict}`` (the devkit's per-frame dicts).
 
     ``workers`` processes score chunks of consecutive frames, at most ``frames_per_job`` and at most
-    :data:`JOB_POINTS` padded lane points each (a large frame gets a chunk of its own); ``device`` is where the
-    lane distances of a chunk are computed (all of its frames at once). Every ground-truth frame needs a
-    prediction (an empty one is a frame with empty lists); predictions for tokens not in the ground truth are
-    refused, as the devkit does.
+    :data:`JOB_POINTS` padded lane points each (a large frame gets a chunk of its own); ``workers=None``: one
+    process unless the measured time of the first chunks says a pool pays (see
+    :func:`~drivemetrics._internal.pool.map_in_processes`). ``device`` is where the lane distances of a chunk are
+    computed (all of its frames at once). Every ground-truth frame needs a prediction (an empty one is a frame with
+    empty lists); predictions for tokens not in the ground truth are refused, as the devkit does.
 
     Returns:
         The snake_case keys of :func:`drivemetrics.lanetopology.scoring.scores_from_statistics`, as floats.
@@ -113,6 +114,7 @@ def evaluate_openlanev2(
         1.0
     """
     check_compat(compat)
+    workers = check_workers_or_auto(workers)
     missing = [t for t in target if t not in preds]
     if missing:
         raise ValueError(f"predictions missing for {len(missing)} frame(s), first: {token_name(missing[0])}")
@@ -156,7 +158,7 @@ def evaluate_openlanev2_files(
     pred: str | Path,
     track: Track | None = None,
     compat: Compat = "default",
-    workers: int = 1,
+    workers: int | None = 1,
 ) -> tuple[Track, dict[str, float]]:
     """Read the ground truth (devkit pickle or fixture JSON) and predictions (submission pickle or fixture JSON),
     detect the track unless given, and score them; returns ``(track, scores)``."""
