@@ -12,7 +12,7 @@ during the run), the last window against the first (goal: at most +20 %; also fo
 time of the final ``compute``. ``--openlanev2 N`` also times N updates of ``OpenLaneV2Metrics`` with one small
 frame and with 16 frames (the per-update overhead of that family).
 
-Run ``nice python benchmarks/metric_updates.py [--updates 100000] [--window 10000] [--openlanev2 2000]``.
+Run ``nice python benchmarks/metric_updates.py [--updates 100000] [--window 10000] [--openlanev2 2000] [--quick]``.
 """
 
 from __future__ import annotations
@@ -94,7 +94,10 @@ def main() -> None:
     parser.add_argument("--updates", type=int, default=100_000)
     parser.add_argument("--window", type=int, default=10_000)
     parser.add_argument("--openlanev2", type=int, default=0, metavar="N", help="also time N OpenLane-V2 updates")
+    parser.add_argument("--quick", action="store_true", help="20,000 updates in windows of 2,000")
     args = parser.parse_args()
+    if args.quick:
+        args.updates, args.window = 20_000, 2_000
     if args.updates < 2 * args.window or args.window < 1:
         parser.error("--updates must hold at least two windows of --window updates")
     torch.set_num_threads(1)
