@@ -57,7 +57,6 @@ from typing import Any, NamedTuple
 import torch
 import torch.distributed as dist
 from torch import Tensor
-from torchmetrics.utilities.data import dim_zero_cat
 
 __all__ = ["Frames", "RaggedRows", "RaggedStateMixin", "gather_ragged", "sort_frames"]
 
@@ -351,3 +350,9 @@ class RaggedStateMixin:
         for name, field in fields.items():
             setattr(metric, f"ragged_{name}_rows", [field.rows])
             setattr(metric, f"ragged_{name}_lengths", [field.lengths])
+
+
+def dim_zero_cat(tensors: list[Tensor]) -> Tensor:
+    """The list states concatenated along dim 0 (torchmetrics' helper of that name, here so that the dataset
+    commands, which import this module through :mod:`drivemetrics._internal.distributed`, load no torchmetrics)."""
+    return torch.cat([t.reshape(1) if t.ndim == 0 else t for t in tensors])
