@@ -675,9 +675,9 @@ class CULaneMetrics(MetricFamily):
             target_mask=target_mask,
             compat=self.compat,
         )
-        self.tp += counts["tp"].sum()
-        self.fp += counts["fp"].sum()
-        self.fn += counts["fn"].sum()
+        self.tp = self.tp + counts["tp"].sum()
+        self.fp = self.fp + counts["fp"].sum()
+        self.fn = self.fn + counts["fn"].sum()
 
     def compute(self) -> dict[str, Tensor]:
         """``{"precision", "recall", "f1"}`` from the accumulated totals."""

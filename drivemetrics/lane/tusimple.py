@@ -369,10 +369,10 @@ class TuSimpleMetrics(MetricFamily):
             compat=self.compat,
             pixel_threshold=self.pixel_threshold,
         )
-        self.sum_accuracy += scores["accuracy"].sum()
-        self.sum_fp += scores["fp"].sum()
-        self.sum_fn += scores["fn"].sum()
-        self.num_images += scores["accuracy"].numel()
+        self.sum_accuracy = self.sum_accuracy + scores["accuracy"].sum()
+        self.sum_fp = self.sum_fp + scores["fp"].sum()
+        self.sum_fn = self.sum_fn + scores["fn"].sum()
+        self.num_images = self.num_images + scores["accuracy"].numel()
 
     def compute(self) -> dict[str, Tensor]:
         """``{"accuracy", "fp", "fn", "f1"}`` over all images seen (NaN before any update)."""

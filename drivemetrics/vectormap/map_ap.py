@@ -425,7 +425,7 @@ class VectorMapAPMetrics(RaggedStateMixin, MetricFamily):
             lengths = torch.full(points.shape[:2], points.shape[2], device=points.device)
         kept = ((lengths >= self.protocol.min_pred_points) & (lengths > 0)).sum(1)  # rows per frame, as matched
         self.append_frames(matches=RaggedRows(rows, kept.to(torch.int64)))
-        self.num_targets += out["num_targets"].to(self.num_targets.device)
+        self.num_targets = self.num_targets + out["num_targets"].to(self.num_targets.device)
 
     def compute(self) -> dict[str, Tensor]:
         """``map``, ``ap_<class>`` and ``ap_<class>_<threshold>`` (float64 scalars)."""
