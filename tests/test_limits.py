@@ -14,7 +14,6 @@ from drivemetrics._internal.limits import (
     ENV_VAR,
     Limits,
     check_graph_extent,
-    check_inside_area,
     get_limits,
     json_depth,
     load_json,
@@ -142,9 +141,6 @@ def test_graph_reader_and_extent_limits_name_the_file(tmp_path):
     check_graph_extent(np.array([[0.0, 0.0], [32_768.0, 5.0]]), "g.graph")
     with pytest.raises(ValueError, match=r"g\.graph: the nodes span 1e\+300 x 1e\+300 px .*max_graph_extent"):
         check_graph_extent(np.array([[0.0, 0.0], [1e300, 1e300]]), "g.graph")
-    check_inside_area(np.array([[-255.0, 0.0], [511.0, 511.0]]), (256, 256), "sample a")
-    with pytest.raises(ValueError, match=r"sample a: a node at \(1e\+07, 1e\+07\) px lies outside the 256 x 256"):
-        check_inside_area(np.array([[0.0, 0.0], [1e7, 1e7]]), (256, 256), "sample a")
 
 
 def test_graph_eval_set_is_typed_before_any_work():

@@ -300,22 +300,6 @@ def check_graph_extent(pos: Any, where: object) -> None:
         )
 
 
-def check_inside_area(pos: Any, area: tuple[float, float], where: object) -> None:
-    """Refuse node positions (``(N, 2)``, pixels) outside the ``(height, width)`` area enlarged by its own size on
-    every side (``[-width, 2 * width) x [-height, 2 * height)``): the canvas of a lane graph's sample."""
-    import numpy as np
-
-    pos = np.asarray(pos, dtype=np.float64).reshape(-1, 2)
-    height, width = area
-    outside = ~((pos[:, 0] >= -width) & (pos[:, 0] < 2 * width) & (pos[:, 1] >= -height) & (pos[:, 1] < 2 * height))
-    if outside.any():
-        k = int(np.argmax(outside))
-        raise ValueError(
-            f"{where}: a node at ({pos[k, 0]:.6g}, {pos[k, 1]:.6g}) px lies outside the {int(height)} x {int(width)} "
-            f"px sample area enlarged by its size on every side"
-        )
-
-
 def check_image_fits_camera(
     path: str | Path, width: int, height: int, principal_point: tuple[float, float], calib: str | Path
 ) -> None:

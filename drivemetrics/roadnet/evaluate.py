@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import networkx as nx
-from tqdm import tqdm
 
 from drivemetrics._internal.limits import check_graph_extent
 from drivemetrics._internal.pool import map_in_processes
+from drivemetrics._internal.progress import progress_bar
 from drivemetrics.roadnet.apls import apls
 from drivemetrics.roadnet.ccq import ccq_graph, ccq_scores
 from drivemetrics.roadnet.geometry import check_compat, crop, graph_arrays, translate
@@ -254,7 +254,7 @@ def evaluate_dataset(
     metrics: Sequence[str] | None = None,
     options: dict[str, dict[str, Any]] | None = None,
     workers: int = 1,
-    progress: bool = True,
+    progress: bool | None = None,
     window: tuple[float, float, float, float] | None = None,
     border: float = 0.0,
     compat: str = "default",
@@ -275,7 +275,7 @@ def evaluate_dataset(
     if border < 0:
         raise ValueError(f"`border` must be >= 0, got {border}")
     jobs = [(name, g, p, names, options or {}, window, border, compat) for name, g, p in pairs]
-    bar = tqdm(total=len(jobs), desc="graph-eval", unit="tile", disable=not progress)
+    bar = progress_bar(len(jobs), "graph-eval", "tile", progress)
     results: dict[str, dict[str, dict[str, float]]] = {}
     try:
         for name, res in map_in_processes(_evaluate_files, jobs, workers):
