@@ -268,7 +268,8 @@ def main() -> None:
     for k, (row, theirs_row) in enumerate(zip(ours["per_frame"], official["frames"], strict=True)):  # type: ignore[index]
         same = [row[key] for key in FRAME_KEYS] == [int(v) for v in theirs_row[:6]]
         for e, key in enumerate(ERROR_KEYS):
-            same &= np.allclose(sorted(row[key]), sorted(theirs_row[6 + e]), atol=1e-9, equal_nan=True)
+            ours_e, theirs_e = np.sort(np.asarray(row[key], float)), np.sort(np.asarray(theirs_row[6 + e], float))
+            same &= ours_e.shape == theirs_e.shape and np.allclose(ours_e, theirs_e, atol=1e-9, equal_nan=True)
         if not same:
             differ.append(k)
     print(f"frames whose per-frame outputs differ: {len(differ)} {differ[:10]}; tied frames among them: {tied_frames}")
