@@ -525,24 +525,7 @@ class OpenLane3DMetrics(DictFamilyLogCheck, Metric):
 # Scalar classes for ``self.log``: they share OpenLane3DMetrics' states, so a MetricCollection of them counts once.
 
 
-class _OpenLane3DScalar(OpenLane3DMetrics):
-    """One value of :class:`OpenLane3DMetrics` (the key ``_key``)."""
-
-    _key = "f_score"
-
-    def __init__(self, compat: Compat = "default", **kwargs: Any) -> None:
-        super().__init__(compat, **kwargs)
-
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """The value from the accumulated totals (0-d float64)."""
-        return super().compute()[self._key]
-
-    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
-        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
-
-
-class OpenLane3DFScore(_OpenLane3DScalar):
+class OpenLane3DFScore(OpenLane3DMetrics):
     """OpenLane F-score ``2PR / (P + R)`` over all frames seen (arguments as :class:`OpenLane3DMetrics`).
 
     Examples:
@@ -554,10 +537,19 @@ class OpenLane3DFScore(_OpenLane3DScalar):
         1.0
     """
 
-    _key = "f_score"
+    def __init__(self, compat: Compat = "default", **kwargs: Any) -> None:
+        super().__init__(compat, **kwargs)
+
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """The value from the accumulated totals (0-d)."""
+        return super().compute()["f_score"]
+
+    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
+        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
+        return plot_metric(self, val, ax)
 
 
-class OpenLane3DRecall(_OpenLane3DScalar):
+class OpenLane3DRecall(OpenLane3DMetrics):
     """OpenLane recall: GT lanes with 75 % of their samples matched / GT lanes.
 
     Arguments as :class:`OpenLane3DMetrics`.
@@ -571,10 +563,19 @@ class OpenLane3DRecall(_OpenLane3DScalar):
         0.0
     """
 
-    _key = "recall"
+    def __init__(self, compat: Compat = "default", **kwargs: Any) -> None:
+        super().__init__(compat, **kwargs)
+
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """The value from the accumulated totals (0-d)."""
+        return super().compute()["recall"]
+
+    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
+        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
+        return plot_metric(self, val, ax)
 
 
-class OpenLane3DPrecision(_OpenLane3DScalar):
+class OpenLane3DPrecision(OpenLane3DMetrics):
     """OpenLane precision: predicted lanes with 75 % of their samples matched / predicted lanes.
 
     Arguments as :class:`OpenLane3DMetrics`.
@@ -588,10 +589,19 @@ class OpenLane3DPrecision(_OpenLane3DScalar):
         1.0
     """
 
-    _key = "precision"
+    def __init__(self, compat: Compat = "default", **kwargs: Any) -> None:
+        super().__init__(compat, **kwargs)
+
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """The value from the accumulated totals (0-d)."""
+        return super().compute()["precision"]
+
+    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
+        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
+        return plot_metric(self, val, ax)
 
 
-class OpenLane3DCategoryAccuracy(_OpenLane3DScalar):
+class OpenLane3DCategoryAccuracy(OpenLane3DMetrics):
     """OpenLane category accuracy over the counted pairs (arguments as :class:`OpenLane3DMetrics`).
 
     Examples:
@@ -603,10 +613,19 @@ class OpenLane3DCategoryAccuracy(_OpenLane3DScalar):
         0.0
     """
 
-    _key = "category_accuracy"
+    def __init__(self, compat: Compat = "default", **kwargs: Any) -> None:
+        super().__init__(compat, **kwargs)
+
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """The value from the accumulated totals (0-d)."""
+        return super().compute()["category_accuracy"]
+
+    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
+        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
+        return plot_metric(self, val, ax)
 
 
-class OpenLane3DXErrorClose(_OpenLane3DScalar):
+class OpenLane3DXErrorClose(OpenLane3DMetrics):
     """Mean lateral error of the counted pairs, y <= 40 m, metres (arguments as :class:`OpenLane3DMetrics`).
 
     Examples:
@@ -618,12 +637,22 @@ class OpenLane3DXErrorClose(_OpenLane3DScalar):
         0.25
     """
 
-    _key = "x_error_close"
     higher_is_better = False
     plot_upper_bound = None
 
+    def __init__(self, compat: Compat = "default", **kwargs: Any) -> None:
+        super().__init__(compat, **kwargs)
 
-class OpenLane3DXErrorFar(_OpenLane3DScalar):
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """The value from the accumulated totals (0-d)."""
+        return super().compute()["x_error_close"]
+
+    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
+        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
+        return plot_metric(self, val, ax)
+
+
+class OpenLane3DXErrorFar(OpenLane3DMetrics):
     """Mean lateral error of the counted pairs, y > 40 m, metres (arguments as :class:`OpenLane3DMetrics`).
 
     Examples:
@@ -635,12 +664,22 @@ class OpenLane3DXErrorFar(_OpenLane3DScalar):
         0.5
     """
 
-    _key = "x_error_far"
     higher_is_better = False
     plot_upper_bound = None
 
+    def __init__(self, compat: Compat = "default", **kwargs: Any) -> None:
+        super().__init__(compat, **kwargs)
 
-class OpenLane3DZErrorClose(_OpenLane3DScalar):
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """The value from the accumulated totals (0-d)."""
+        return super().compute()["x_error_far"]
+
+    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
+        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
+        return plot_metric(self, val, ax)
+
+
+class OpenLane3DZErrorClose(OpenLane3DMetrics):
     """Mean height error of the counted pairs, y <= 40 m, metres (arguments as :class:`OpenLane3DMetrics`).
 
     Examples:
@@ -652,12 +691,22 @@ class OpenLane3DZErrorClose(_OpenLane3DScalar):
         0.25
     """
 
-    _key = "z_error_close"
     higher_is_better = False
     plot_upper_bound = None
 
+    def __init__(self, compat: Compat = "default", **kwargs: Any) -> None:
+        super().__init__(compat, **kwargs)
 
-class OpenLane3DZErrorFar(_OpenLane3DScalar):
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """The value from the accumulated totals (0-d)."""
+        return super().compute()["z_error_close"]
+
+    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
+        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
+        return plot_metric(self, val, ax)
+
+
+class OpenLane3DZErrorFar(OpenLane3DMetrics):
     """Mean height error of the counted pairs, y > 40 m, metres (arguments as :class:`OpenLane3DMetrics`).
 
     Examples:
@@ -669,6 +718,16 @@ class OpenLane3DZErrorFar(_OpenLane3DScalar):
         0.5
     """
 
-    _key = "z_error_far"
     higher_is_better = False
     plot_upper_bound = None
+
+    def __init__(self, compat: Compat = "default", **kwargs: Any) -> None:
+        super().__init__(compat, **kwargs)
+
+    def compute(self) -> Tensor:  # type: ignore[override]
+        """The value from the accumulated totals (0-d)."""
+        return super().compute()["z_error_far"]
+
+    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
+        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
+        return plot_metric(self, val, ax)
