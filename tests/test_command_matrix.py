@@ -539,6 +539,7 @@ ROWS: dict[str, Row] = {
         "default",
         _graph_folder_argv("spacenet_vegas/spacenetroads", "spacenet_vegas/osm", ["opt_j", "ccq", "junct"]),
         _check_graph_kernel("spacenet_vegas/spacenetroads", "spacenet_vegas/osm", ["opt_j", "ccq", "junct"], False),
+        slow=True,
     ),
     "graph-eval/graphs/sat2graph_tile/default": Row(
         "graph-eval",
@@ -586,7 +587,12 @@ ROWS: dict[str, Row] = {
         slow=True,
     ),
     "lanegraph-eval/lanegraph/planning/default": Row(
-        "lanegraph-eval", "lanegraph", "default", _lanegraph_argv("planning", "default", *FULL), _check_planning_self
+        "lanegraph-eval",
+        "lanegraph",
+        "default",
+        _lanegraph_argv("planning", "default", *FULL),
+        _check_planning_self,
+        slow=True,
     ),
     "lanegraph-eval/lanegraph/planning/reference": Row(
         "lanegraph-eval",
