@@ -47,7 +47,7 @@ from torchmetrics import Metric, MetricCollection
 from tests.ddp import run_distributed
 from tests.metric_inputs import INPUT_FACTORIES, NUM_BATCHES, MetricCase, make_case
 
-DOMAINS = ("road", "lane", "roadnet", "lanegraph", "attack", "detection", "lanetopology", "vectormap")
+DOMAINS = ("road", "lane", "roadnet", "lanegraph", "attack", "detection", "lanetopology", "vectormap", "lane3d")
 WORLD_SIZE = 2
 #: split name -> the batches each of three ranks updates with (issue 30: empty and uneven ranks)
 UNEVEN_SPLITS: dict[str, list[list[int]]] = {"one_rank_empty": [[0, 1], [], [2, 3]], "uneven": [[3], [0, 1], [2]]}

@@ -54,6 +54,9 @@ class Limits:
             CCQ canvas and every resampling along edges grow with it).
         max_json_depth: nesting of arrays / objects in a JSON document.
         max_json_int_digits: decimal digits of a JSON integer.
+        max_lane3d_points: points of one 3D lane (OpenLane annotations have at most a few hundred).
+        max_lane3d_lanes: lanes of one 3D lane frame (OpenLane frames have at most about 20).
+        max_lane3d_abs_metres: largest absolute 3D lane coordinate, metres (the evaluator reads +-200 m).
     """
 
     max_png_pixels: int = 50_000_000
@@ -65,6 +68,9 @@ class Limits:
     max_graph_extent: int = 32_768
     max_json_depth: int = 64
     max_json_int_digits: int = 20
+    max_lane3d_points: int = 5_000
+    max_lane3d_lanes: int = 200
+    max_lane3d_abs_metres: int = 1_000_000
 
 
 _overrides: list[dict[str, int]] = []

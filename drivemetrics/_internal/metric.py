@@ -22,6 +22,8 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
+from drivemetrics._internal.extras import require
+
 __all__ = ["DictFamilyLogCheck", "add_config_state", "config_key", "plot_metric"]
 
 CONFIG_STATE = "config_key"
@@ -57,10 +59,7 @@ def plot_metric(metric: Metric, val: Any = None, ax: Any = None) -> tuple[Any, A
     Returns:
         ``(figure, axes)``.
     """
-    try:
-        import matplotlib.pyplot  # noqa: F401
-    except ModuleNotFoundError as error:  # pragma: no cover - matplotlib is an optional extra
-        raise ModuleNotFoundError("plot() needs matplotlib: pip install 'drivemetrics[plot]'") from error
+    require("plot", "matplotlib.pyplot", "plot()")
     if isinstance(val, Sequence) and not isinstance(val, (str, Tensor)):
         val = list(val)
     return metric._plot(val, ax)

@@ -76,6 +76,10 @@ def _f1_label(t: float) -> str:
 
 
 def _culane_eval(args: argparse.Namespace) -> int:
+    if args.compat == "reference":  # OpenCV draws the lanes: checked before anything is read
+        from drivemetrics.lane.culane_official import _cv2
+
+        _cv2()
     import torch
 
     from drivemetrics.lane.culane import IOU_RANGE

@@ -598,6 +598,10 @@ class CULaneMetrics(DictFamilyLogCheck, Metric):
         if not 0 <= iou_threshold < 1:
             raise ValueError(f"`iou_threshold` must be in [0, 1), got {iou_threshold}")
         check_compat(compat)
+        if compat == "reference":  # OpenCV draws the lanes: checked here, not at the first update
+            from drivemetrics.lane.culane_official import _cv2
+
+            _cv2()
         self.height, self.width = int(height), int(width)
         self.line_width = float(line_width)
         self.iou_threshold = float(iou_threshold)

@@ -79,6 +79,10 @@ def score_culane_dirs(
         raise FileNotFoundError(f"prediction folder not found: {pred_dir}")
     if chunk < 1 or workers < 1:
         raise ValueError(f"`chunk` and `workers` must be >= 1, got {chunk}, {workers}")
+    if compat == "reference":  # OpenCV draws the lanes: checked before any file is read
+        from drivemetrics.lane.culane_official import _cv2
+
+        _cv2()
     chunks = [names[i : i + chunk] for i in range(0, len(names), chunk)]
     n_gt, n_pred, matched = [], [], []
     dropped = {"pred": 0, "gt": 0}

@@ -34,11 +34,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _run_lanegraph(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from drivemetrics._internal.extras import pyplot_for_files
     from drivemetrics._internal.files import check_output_path
     from drivemetrics.lanegraph.evaluate import evaluate_submission, format_tables, prepare_sample, write_json
     from drivemetrics.lanegraph.io import load_lanegraph_pickle
     from drivemetrics.lanegraph.plot import figure_path, plot_sample
 
+    if args.figures:  # the optional dependencies, before any work
+        pyplot_for_files()
+    if args.compat == "reference" and args.task != "planning":
+        from drivemetrics.lanegraph.reference import _cv2
+
+        _cv2()
     inputs = [args.gt, args.pred]
     if args.json:
         check_output_path(args.json, input_files=inputs, option="--json", is_folder=False)

@@ -196,6 +196,10 @@ def evaluate_submission(
         raise ValueError(f"`task` must be one of {TASKS}, got {task!r}")
     if workers < 1:
         raise ValueError(f"`workers` must be >= 1, got {workers}")
+    if compat == "reference" and task != "planning":  # the graph IoU draws with OpenCV: checked before any work
+        from drivemetrics.lanegraph.reference import _cv2
+
+        _cv2()
     keys = PLANNING_METRICS if task == "planning" else LANE_METRICS
     cities = [c for c in _city_order(gt_data) if split in gt_data[c]]
     if not cities:

@@ -9,8 +9,8 @@ import math
 from drivemetrics._internal.options import add_input, add_workers, resolve_workers
 
 HEADLINE = {
-    "centerline": ("DET_l", "DET_t", "TOP_ll", "TOP_lt", "OLS", "F_score"),
-    "lanesegment": ("DET_ls", "DET_a", "DET_t", "TOP_lsls", "TOP_lste", "OLUS"),
+    "centerline": ("det_l", "det_t", "top_ll", "top_lt", "ols", "f_score"),
+    "lanesegment": ("det_ls", "det_a", "det_t", "top_lsls", "top_lste", "olus"),
 }
 
 
@@ -19,6 +19,7 @@ def _openlanev2_eval(args: argparse.Namespace) -> int:
 
     from drivemetrics._internal.files import atomic_write_text, check_output_path
     from drivemetrics.lanetopology.evaluate import evaluate_openlanev2_files, json_report
+    from drivemetrics.lanetopology.scoring import devkit_name
 
     if args.json:
         check_output_path(args.json, input_files=[args.gt, args.pred], option="--json", is_folder=False)
@@ -32,8 +33,8 @@ def _openlanev2_eval(args: argparse.Namespace) -> int:
         return 0
     title = "OpenLane-V2 Score" if track == "centerline" else "OpenLane-V2 UniScore"
     print(f"{title} ({track} track, compat={args.compat})")
-    for name in HEADLINE[track]:
-        value = scores[name]
+    for key in HEADLINE[track]:
+        name, value = devkit_name(key), scores[key]
         print(f"  {name:<10} {value:.6f}" if not math.isnan(value) else f"  {name:<10} nan")
     if args.json:
         atomic_write_text(args.json, json.dumps(json_report(track, scores, HEADLINE[track]), indent=1) + "\n")

@@ -16,7 +16,8 @@ from drivemetrics._internal.pool import map_in_processes
 from drivemetrics._internal.ragged import RaggedRows
 from drivemetrics.lanetopology.frames import Track
 from drivemetrics.lanetopology.io import detect_track, read_ground_truth, read_predictions, token_name
-from drivemetrics.lanetopology.openlanev2 import frame_statistics, scores_from_statistics
+from drivemetrics.lanetopology.openlanev2 import frame_statistics
+from drivemetrics.lanetopology.scoring import devkit_name, scores_from_statistics
 
 __all__ = ["evaluate_openlanev2", "evaluate_openlanev2_files"]
 
@@ -59,14 +60,14 @@ def evaluate_openlanev2(
     is a frame with empty lists); predictions for tokens not in the ground truth are refused, as the devkit does.
 
     Returns:
-        The keys of :func:`drivemetrics.lanetopology.openlanev2.scores_from_statistics`, as floats.
+        The snake_case keys of :func:`drivemetrics.lanetopology.scoring.scores_from_statistics`, as floats.
 
     Examples:
         >>> gt = {("val", "1", "2"): {"lane_centerline": [{"points": [[0, 0, 0], [10, 0, 0]]}],
         ...       "traffic_element": [], "topology_lclc": [[0]], "topology_lcte": []}}
         >>> pred = {("val", "1", "2"): {"lane_centerline": [{"points": [[0, 0, 0], [10, 0, 0]], "confidence": 1.0}],
         ...         "traffic_element": [], "topology_lclc": [[0.0]], "topology_lcte": []}}
-        >>> evaluate_openlanev2(pred, gt, compat="reference")["DET_l"]
+        >>> evaluate_openlanev2(pred, gt, compat="reference")["det_l"]
         1.0
     """
     check_compat(compat)
@@ -124,8 +125,14 @@ def evaluate_openlanev2_files(
 
 
 def json_report(track: Track, scores: Mapping[str, float], headline: Sequence[str]) -> dict[str, Any]:
-    """The command's JSON: headline keys at the top level, the rest under ``per_threshold``."""
-    out: dict[str, Any] = {name: scores[name] for name in headline}
+    """The command's JSON, in the devkit's names (:func:`~drivemetrics.lanetopology.scoring.devkit_name`):
+    ``headline`` keys at the top level, the per-threshold values under ``per_threshold``.
+
+    Examples:
+        >>> json_report("centerline", {"ols": 0.5, "top_ll@1.0": 0.25}, ["ols"])
+        {'OLS': 0.5, 'track': 'centerline', 'per_threshold': {'TOP_ll@1.0': 0.25}}
+    """
+    out: dict[str, Any] = {devkit_name(name): scores[name] for name in headline}
     out["track"] = track
-    out["per_threshold"] = {k: v for k, v in scores.items() if "@" in k}
+    out["per_threshold"] = {devkit_name(k): v for k, v in scores.items() if "@" in k}
     return out

@@ -31,6 +31,7 @@ from torch import Tensor
 from torchmetrics import Metric
 
 from drivemetrics._internal.compute import safe_divide
+from drivemetrics._internal.extras import require
 from drivemetrics._internal.metric import DictFamilyLogCheck, add_config_state, plot_metric
 from drivemetrics._internal.validation import check_binary, check_shape, check_tensor
 from drivemetrics.geometry.bev import BevGrid
@@ -780,10 +781,7 @@ class DrivingCorridorMetrics(DictFamilyLogCheck, Metric):
 
 
 def _plot_corridor_curves(curves: dict[str, Tensor], ax: Any = None) -> tuple[Any, Any]:
-    try:
-        import matplotlib.pyplot as plt
-    except ModuleNotFoundError as error:  # pragma: no cover - matplotlib is an optional extra
-        raise ModuleNotFoundError("plot() needs matplotlib: pip install 'drivemetrics[plot]'") from error
+    plt = require("plot", "matplotlib.pyplot", "plot()")
     fig, ax = plt.subplots() if ax is None else (ax.figure, ax)
     z = curves["z"].cpu().numpy()
     for name in ("precision_lat", "f1_long", "hitrate"):

@@ -192,7 +192,10 @@ def _run_eval(args: argparse.Namespace) -> int:
 
 
 def _run_sensitivity(args: argparse.Namespace) -> int:
+    from drivemetrics._internal.extras import pyplot_for_files
     from drivemetrics._internal.files import check_output_path
+
+    pyplot_for_files()  # it ends with a figure: matplotlib is checked before any work
     from drivemetrics.roadnet.geometry import crop, graph_arrays
     from drivemetrics.roadnet.io import read_graph
     from drivemetrics.roadnet.sensitivity import (

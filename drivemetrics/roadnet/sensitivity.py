@@ -17,6 +17,7 @@ from typing import Any
 
 import networkx as nx
 
+from drivemetrics._internal.extras import pyplot_for_files
 from drivemetrics._internal.files import atomic_open, atomic_save_figure
 from drivemetrics._internal.progress import progress_bar
 from drivemetrics.roadnet.evaluate import METRICS, check_metric_names, evaluate_pair
@@ -148,10 +149,7 @@ def write_csv(rows: Sequence[SensitivityRow], path: str | Path) -> None:
 
 def plot_sensitivity(rows: Sequence[SensitivityRow], path: str | Path) -> None:
     """Draw the grid of sensitivity curves (rows: metrics, columns: error types) to an image file."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot_for_files()
 
     kinds = list(dict.fromkeys(r.kind for r in rows))
     metrics = list(dict.fromkeys(r.metric for r in rows))
