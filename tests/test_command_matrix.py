@@ -615,7 +615,6 @@ ROWS: dict[str, Row] = {
         "reference",
         _map_argv("av2_cvpr23", "av2-cvpr23", workers=2),
         _check_map_official("av2_cvpr23"),
-        slow=True,
     ),
     "map-eval/map_ap/nuscenes_maptr/default": Row(
         "map-eval", "map_ap", "default", _map_argv("nuscenes_maptr", "default"), _check_map_kernel("nuscenes_maptr")
