@@ -464,12 +464,14 @@ def _check_openlanev2(track: str, compat: str) -> Callable[[Path, Path, str], No
                 _same(got[key], value, 1e-6, key)
             return
         from drivemetrics.lanetopology.evaluate import evaluate_openlanev2_files
+        from drivemetrics.lanetopology.scoring import devkit_name
 
         cases = fx / "openlanev2" / f"{track}_cases.json"
-        _, want = evaluate_openlanev2_files(cases, cases, compat="default")
-        for key in got:
+        _, scores = evaluate_openlanev2_files(cases, cases, compat="default")
+        want = {devkit_name(key): value for key, value in scores.items()}  # the JSON's (devkit's) names
+        for key, value in [*got.items(), *got["per_threshold"].items()]:
             if key not in ("track", "per_threshold"):
-                _same(got[key], want[key], 1e-12, key)
+                _same(value, want[key], 1e-12, key)
 
     return check
 
