@@ -16,6 +16,7 @@ One module per concern:
 - ``pool``: thread and process pools of the dataset evaluations.
 - ``progress``: the one progress-bar rule of the commands.
 - ``ragged``: ragged per-frame Metric state, synced in one gather.
+- ``read_ahead``: input files read in a forked, torch-free child while the command imports torch.
 - ``safe_pickle``: the restricted, bounded unpickler.
 - ``validation``: input checks shared by every domain.
 """

@@ -18,15 +18,16 @@ def positive_int(text: str) -> int:
     return value
 
 
-def add_workers(parser: argparse.ArgumentParser, what: str) -> None:
-    """``--workers N`` (default ``None``: one per CPU core, see :func:`resolve_workers`)."""
-    parser.add_argument(
-        "--workers",
-        type=positive_int,
-        default=None,
-        metavar="N",
-        help=f"{what} (default: one per CPU core, here {os.cpu_count()})",
+def add_workers(parser: argparse.ArgumentParser, what: str, auto: bool = False) -> None:
+    """``--workers N`` (default ``None``). ``auto``: the command passes ``None`` on to
+    :func:`drivemetrics._internal.pool.map_in_processes`, whose cost model starts a pool only where it pays;
+    otherwise ``None`` means one per CPU core (:func:`resolve_workers`)."""
+    default = (
+        f"one process unless the measured time of the first jobs says a pool of up to {os.cpu_count()} pays"
+        if auto
+        else f"one per CPU core, here {os.cpu_count()}"
     )
+    parser.add_argument("--workers", type=positive_int, default=None, metavar="N", help=f"{what} (default: {default})")
 
 
 def resolve_workers(workers: int | None) -> int:

@@ -13,7 +13,6 @@ from drivemetrics._internal.options import (
     add_no_progress,
     add_workers,
     progress_setting,
-    resolve_workers,
 )
 
 #: Python result keys -> the names LaneEval prints (the CLI and its JSON keep them).
@@ -114,7 +113,7 @@ def _culane_eval(args: argparse.Namespace) -> int:
         thresholds,
         chunk=args.chunk,
         compat=args.compat,
-        workers=resolve_workers(args.workers),
+        workers=args.workers,
         per_image=args.per_image,
         categories=categories,
         progress=progress_setting(args),
@@ -243,7 +242,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_compat(culane, "the official C++ evaluator's numbers (0/1-point lanes count, its spline and rounding, OpenCV)")
     culane.add_argument("--chunk", type=int, default=64, help="images scored per batch")
-    add_workers(culane, "processes reading and scoring the files (torch runs one thread per process)")
+    add_workers(culane, "processes reading and scoring the files (torch runs one thread per process)", auto=True)
     culane.add_argument("--per-image", action="store_true", help="with --json, add per-image TP / FP / FN")
     add_no_progress(culane)
     culane.add_argument("--json", default=None, metavar="OUT", help="also write the scores to OUT")

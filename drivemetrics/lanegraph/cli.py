@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from drivemetrics._internal.options import add_input, add_no_progress, add_workers, progress_setting, resolve_workers
+from drivemetrics._internal.options import add_input, add_no_progress, add_workers, progress_setting
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -25,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     lg.add_argument("--json", default=None, metavar="OUT", help="write overall / per-city / per-sample JSON here")
     lg.add_argument("--figures", default=None, metavar="DIR", help="write one PNG per sample (GT and prediction)")
-    add_workers(lg, "processes scoring the samples")
+    add_workers(lg, "processes scoring the samples", auto=True)
     lg.add_argument("--seed", type=int, default=0, help="seed of APLS source sampling and planning (default 0)")
     add_no_progress(lg)
     lg.set_defaults(func=_run_lanegraph, sharded=True)
@@ -66,7 +66,7 @@ def _run_lanegraph(args: argparse.Namespace) -> int:
         args.task,
         split=args.split,
         compat=args.compat,
-        workers=resolve_workers(args.workers),
+        workers=args.workers,
         progress=progress_setting(args),
         seed=args.seed,
     )

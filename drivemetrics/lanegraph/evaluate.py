@@ -36,7 +36,7 @@ from scipy.spatial import cKDTree
 from drivemetrics._internal.distributed import Shard, current_shard
 from drivemetrics._internal.files import atomic_write_text, check_output_path
 from drivemetrics._internal.limits import check_coordinates, check_graph_extent, check_graph_size
-from drivemetrics._internal.pool import map_in_processes
+from drivemetrics._internal.pool import check_workers_or_auto, map_in_processes
 from drivemetrics._internal.progress import progress_bar
 from drivemetrics._internal.ragged import RaggedRows
 from drivemetrics.lanegraph.geometry import LANE_METRICS, PLANNING_METRICS, check_compat, lane_arrays
@@ -180,22 +180,21 @@ def evaluate_submission(
     task: str,
     split: str = "eval",
     compat: str = "default",
-    workers: int = 1,
+    workers: int | None = 1,
     progress: bool | None = None,
     seed: int = 0,
 ) -> dict[str, Any]:
     """Evaluate every GT sample of ``split``; returns ``{"overall", "cities", "samples", "missing"}``.
 
     ``overall`` and ``cities[city]`` map metric -> pooled value, ``samples[sample_id]`` metric -> value (NaN where
-    undefined), ``missing`` lists the GT samples without prediction. ``workers > 1`` runs a process pool (results
-    do not depend on it; reference-mode planning always runs in order, its random streams run through the
-    samples).
+    undefined), ``missing`` lists the GT samples without prediction. ``workers > 1`` runs a process pool, ``None``
+    one only where the measured time of the first samples says it pays (results do not depend on it;
+    reference-mode planning always runs in order, its random streams run through the samples).
     """
     compat = check_compat(compat)
     if task not in TASKS:
         raise ValueError(f"`task` must be one of {TASKS}, got {task!r}")
-    if workers < 1:
-        raise ValueError(f"`workers` must be >= 1, got {workers}")
+    workers = check_workers_or_auto(workers)
     if compat == "reference" and task != "planning":  # the graph IoU draws with OpenCV: checked before any work
         from drivemetrics.lanegraph.reference import _cv2
 
@@ -239,8 +238,7 @@ def evaluate_submission(
             bar.update()
     else:
         # spawned workers, terminated on Ctrl-C (drivemetrics._internal.pool)
-        chunk = max(1, len(jobs) // (8 * workers))
-        for _, sample_id, values in map_in_processes(_evaluate_job, jobs, workers, chunksize=chunk):
+        for _, sample_id, values in map_in_processes(_evaluate_job, jobs, workers):
             results[sample_id] = values
             bar.update()
     bar.close()

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from drivemetrics._internal.options import add_input, add_no_progress, add_workers, progress_setting, resolve_workers
+from drivemetrics._internal.options import add_input, add_no_progress, add_workers, progress_setting
 
 # Light at import (``drivemetrics graph-eval --help`` must not load scipy / torch): the library is imported in the
 # run functions, and these names are copies of the keys of drivemetrics.roadnet.evaluate.METRICS and
@@ -36,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--metrics", nargs="+", default=list(METRICS), metavar="NAME", help=f"from {', '.join(METRICS)} (default all)"
     )
     ev.add_argument("--json", default=None, metavar="OUT", help="write per-tile and aggregated results as JSON")
-    add_workers(ev, "processes scoring the tiles")
+    add_workers(ev, "processes scoring the tiles", auto=True)
     ev.add_argument("--seed", type=int, default=0, help="seed of the sampled metrics (default 0)")
     ev.add_argument(
         "--window",
@@ -174,7 +174,7 @@ def _run_eval(args: argparse.Namespace) -> int:
         pairs,
         args.metrics,
         options,
-        workers=resolve_workers(args.workers),
+        workers=args.workers,
         progress=progress_setting(args),
         window=tuple(args.window) if args.window else None,
         border=args.border,
