@@ -1,24 +1,29 @@
 """Benchmark: the official OpenLane-V2 devkit (2.1.0 evaluation code) against ``drivemetrics`` on the same frames.
 
-Synthetic centerline-track frames (``--frames``, default 1000) with lanes of 11 and of 201 points are written as
-the devkit's own pickles (ground-truth collection and submission), then scored in the same run by
+Synthetic centerline-track frames (``--sizes``, default ``150x11 1000x11 1000x201``: frames x points per lane) are
+written as the devkit's own pickles (ground-truth collection and submission), then timed side by side, the devkit
+first, in the same run:
 
-- the devkit, in its own virtual environment (``--devkit-venv``, default ``/tmp/olv2-venv``: numpy < 1.24,
-  scipy 1.9.3, similaritymeasures, ortools, shapely 2.0, iso3166, tqdm; created with ``--setup``), running the
-  devkit (``--setup`` installs the PyPI wheel ``openlanev2==2.1.0`` there with ``--no-deps``; or ``--devkit-src``:
-  a folder holding the ``openlanev2`` package, e.g. an export of github.com/OpenDriveLab/OpenLane-V2, whose
-  evaluation files are identical to the wheel's). The pinned ortools 9.2 has no wheel for Python 3.11, so
-  a few lines of adapter give the old ``ortools.graph.pywrapgraph.SimpleMinCostFlow`` names on top of
-  ``ortools.graph.python.min_cost_flow``; ``cv2`` (imported by the devkit's image reader only) is stubbed;
-- ``drivemetrics.lanetopology.evaluate_openlanev2(..., compat="reference")`` (one process, one torch thread, its
-  default chunks of 256 frames), median of ``--repeat`` runs (default 5; the devkit runs once, for a minute or more
-  at 201 points).
+- end to end, each a fresh process (interpreter start-up, imports, reading the pickles, scoring): the devkit
+  (``evaluate(ground_truth=..., predictions=...)`` on the two files) and ``drivemetrics openlanev2-eval --compat
+  reference --json`` with its default workers; ``--e2e-repeat`` (default 3) alternating runs of each, the median;
+- in memory (pickles already loaded): the devkit's ``evaluate`` once, ``evaluate_openlanev2(..., compat="reference")``
+  in this process (one torch thread, its default chunks of 256 frames), median of ``--repeat`` runs (default 5);
+  ``--compat default`` times the library's default mode instead (its numbers then differ from the devkit's).
 
-Printed: each side's evaluation time (pickles already in memory), the ratio, and the largest difference over the
-headline values (DET_l, DET_t, TOP_ll, TOP_lt, OLS, F_score). The F-score can differ where the min-cost
-assignment is not unique (OR-Tools and scipy may pick different optima); the count of such frames is printed.
+The devkit runs in its own environment: ``--devkit-python`` is the interpreter of a virtual environment holding
+``openlanev2==2.1.0`` and its dependencies (``--setup VENV`` creates one: numpy < 1.24, scipy 1.9.3,
+similaritymeasures, ortools, shapely 2.0, iso3166, tqdm, then the wheel with ``--no-deps``); ``--devkit-src`` is an
+optional folder holding the ``openlanev2`` package (e.g. an export of github.com/OpenDriveLab/OpenLane-V2, whose
+evaluation files are identical to the wheel's) put first on its path. The pinned ortools 9.2 has no wheel for
+Python 3.11, so a few lines of adapter give the old ``ortools.graph.pywrapgraph.SimpleMinCostFlow`` names on top of
+``ortools.graph.python.min_cost_flow``; ``cv2`` (imported by the devkit's image reader only) is stubbed.
 
-Run ``python benchmarks/openlanev2.py [--setup] [--frames N] [--points 11 201] [--device cuda]``.
+Printed: one line per size with both times, the ratios and whether the numbers agree (largest difference over the
+headline values DET_l, DET_t, TOP_ll, TOP_lt, OLS below 1e-6; the F-score can differ where the min-cost assignment
+is not unique, as OR-Tools and scipy may pick different optima, so its difference is printed apart), and the load.
+
+Run ``python benchmarks/openlanev2.py --devkit-python VENV/bin/python [--sizes 150x11 1000x11] [--device cuda]``.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import argparse
 import json
 import os
 import pickle
+import platform
 import subprocess
 import sys
 import tempfile
@@ -49,7 +55,8 @@ DEVKIT_PACKAGES = [
 
 _RUNNER = r"""
 import json, sys, time, types, pickle
-sys.path.insert(0, sys.argv[1])
+if sys.argv[1]:
+    sys.path.insert(0, sys.argv[1])
 from ortools.graph.python import min_cost_flow as _mcf
 
 class SimpleMinCostFlow:  # the old pywrapgraph names over the current API
@@ -75,10 +82,14 @@ from openlanev2.centerline.evaluation.evaluate import evaluate
 import numpy
 sys.modules.setdefault("numpy._core", numpy.core)  # the pickles come from numpy 2 (after shapely's import)
 sys.modules.setdefault("numpy._core.multiarray", numpy.core.multiarray)
-gt = pickle.load(open(sys.argv[2], "rb"))
-pred = pickle.load(open(sys.argv[3], "rb"))
-start, cpu_start = time.perf_counter(), time.process_time()
-metrics = evaluate(gt, pred, verbose=False)
+if sys.argv[4] == "files":  # end to end: the devkit reads its pickles itself
+    start, cpu_start = time.perf_counter(), time.process_time()
+    metrics = evaluate(ground_truth=sys.argv[2], predictions=sys.argv[3], verbose=False)
+else:  # in memory
+    gt = pickle.load(open(sys.argv[2], "rb"))
+    pred = pickle.load(open(sys.argv[3], "rb"))
+    start, cpu_start = time.perf_counter(), time.process_time()
+    metrics = evaluate(gt, pred, verbose=False)
 elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
 score = metrics["OpenLane-V2 Score"]
 out = {k: float(score[k]) for k in ("DET_l", "DET_t", "TOP_ll", "TOP_lt")}
@@ -190,9 +201,12 @@ def make_frames(n: int, num_points: int, seed: int = 0) -> tuple[dict, dict]:
     return gt_collection, submission
 
 
-def run_library(gt: dict, submission: dict, device: str, repeat: int = 5) -> tuple[float, float, dict[str, float]]:
+def run_library(
+    gt: dict, submission: dict, device: str, repeat: int = 5, compat: str = "reference"
+) -> tuple[float, float, dict[str, float]]:
     """The library's median wall and CPU time over ``repeat`` runs (same frames), and its headline values."""
     from drivemetrics.lanetopology.evaluate import evaluate_openlanev2
+    from drivemetrics.lanetopology.scoring import devkit_name
 
     target = {k: v["annotation"] for k, v in gt.items()}
     preds = {k: v["predictions"] for k, v in submission["results"].items()}
@@ -201,61 +215,102 @@ def run_library(gt: dict, submission: dict, device: str, repeat: int = 5) -> tup
     walls, cpus = [], []
     for _ in range(repeat):
         start, cpu_start = time.perf_counter(), time.process_time()
-        scores = evaluate_openlanev2(preds, target, compat="reference", device=device)  # chunks of 256 frames
+        scores = evaluate_openlanev2(preds, target, compat=compat, device=device)  # type: ignore[arg-type]
         walls.append(time.perf_counter() - start)
         cpus.append(time.process_time() - cpu_start)
-    return float(np.median(walls)), float(np.median(cpus)), {k: scores[k] for k in HEADLINE}
+    named = {devkit_name(key): value for key, value in scores.items()}
+    return float(np.median(walls)), float(np.median(cpus)), {k: named[k] for k in HEADLINE}
+
+
+def _devkit(python: Path, src: Path | None, runner: Path, gt: Path, pred: Path, mode: str) -> tuple[float, dict]:
+    """One devkit process: (wall seconds of the whole process, its JSON line)."""
+    env = {"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"}
+    command = [str(python), str(runner), str(src or ""), str(gt), str(pred), mode]
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - start
+    if done.returncode:
+        print(done.stderr[-3000:], file=sys.stderr)
+        raise SystemExit(f"the devkit failed (exit {done.returncode})")
+    return wall, json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _library_end_to_end(gt: Path, pred: Path, out: Path, compat: str) -> tuple[float, dict[str, float]]:
+    """One ``drivemetrics openlanev2-eval`` process with its default workers: (wall seconds, headline values)."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    command = [sys.executable, "-m", "drivemetrics", "openlanev2-eval", "--gt", str(gt), "--pred", str(pred)]
+    command += ["--compat", compat, "--json", str(out)]
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - start
+    if done.returncode:
+        raise SystemExit(f"drivemetrics failed (exit {done.returncode}): {done.stderr[-2000:]}")
+    return wall, {k: float(v) for k, v in json.loads(out.read_text()).items() if k in HEADLINE}
+
+
+def _agreement(devkit: dict[str, float], library: dict[str, float]) -> tuple[float, float]:
+    """Largest |difference| over the OLS parts, and the F-score's."""
+    parts = max(abs(devkit[k] - library[k]) for k in HEADLINE if k != "F_score")
+    return parts, abs(devkit["F_score"] - library["F_score"])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--frames", type=int, default=1000)
-    parser.add_argument("--points", type=int, nargs="+", default=[11, 201])
-    parser.add_argument("--devkit-venv", type=Path, default=Path("/tmp/olv2-venv"))
-    parser.add_argument("--devkit-src", type=Path, default=Path("/tmp/olv2-src"))
-    parser.add_argument("--setup", action="store_true", help="create the devkit venv first")
-    parser.add_argument("--device", default="cpu", help="where the library computes the lane distances")
+    parser.add_argument("--sizes", nargs="+", default=["150x11", "1000x11", "1000x201"], help="FRAMESxPOINTS")
+    parser.add_argument("--devkit-python", type=Path, default=None, help="python of the devkit's environment")
+    parser.add_argument("--devkit-src", type=Path, default=None, help="folder holding the openlanev2 package")
+    parser.add_argument("--setup", type=Path, default=None, metavar="VENV", help="create the devkit's venv first")
+    parser.add_argument("--device", default="cpu", help="where the library computes lane distances in memory")
     parser.add_argument("--skip-devkit", action="store_true", help="time the library only")
-    parser.add_argument("--repeat", type=int, default=5, help="library runs (the median is reported)")
+    parser.add_argument("--repeat", type=int, default=5, help="library runs in memory (the median is reported)")
+    parser.add_argument("--e2e-repeat", type=int, default=3, help="end-to-end runs of each side (median)")
+    parser.add_argument(
+        "--compat", choices=("reference", "default"), default="reference", help="the library's mode (default: devkit)"
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
     if args.setup:
-        setup_devkit_venv(args.devkit_venv)
-    python = args.devkit_venv / "bin" / "python"
-    for num_points in args.points:
-        gt, submission = make_frames(args.frames, num_points)
-        lib_s, lib_cpu, lib = run_library(gt, submission, args.device, args.repeat)
-        line = f"{args.frames} frames, {num_points}-point lanes: drivemetrics {lib_s:.2f} s (CPU {lib_cpu:.2f} s)"
-        if args.skip_devkit:
-            print(line, {k: round(v, 6) for k, v in lib.items()})
-            continue
+        setup_devkit_venv(args.setup)
+        args.devkit_python = args.devkit_python or args.setup / "bin" / "python"
+    if not args.skip_devkit and args.devkit_python is None:
+        parser.error("--devkit-python (or --setup VENV, or --skip-devkit) is required")
+    print(f"{os.cpu_count()} CPUs, {platform.processor() or platform.machine()}, {time.strftime('%Y-%m-%d %H:%M %Z')}")
+    for size in args.sizes:
+        frames, num_points = (int(x) for x in size.split("x"))
+        gt, submission = make_frames(frames, num_points)
         with tempfile.TemporaryDirectory() as tmp:
-            gt_path, pred_path = Path(tmp) / "gt.pkl", Path(tmp) / "pred.pkl"
+            gt_path, pred_path, out = Path(tmp) / "gt.pkl", Path(tmp) / "pred.pkl", Path(tmp) / "scores.json"
             gt_path.write_bytes(pickle.dumps(gt))
             pred_path.write_bytes(pickle.dumps(submission))
             runner = Path(tmp) / "runner.py"
             runner.write_text(_RUNNER)
-            env = {"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"}
-            done = subprocess.run(
-                [str(python), str(runner), str(args.devkit_src), str(gt_path), str(pred_path)],
-                capture_output=True,
-                text=True,
-                env=env,
-            )
-        if done.returncode:
-            print(done.stderr[-3000:], file=sys.stderr)
-            raise SystemExit(f"the devkit failed (exit {done.returncode})")
-        dev = json.loads(done.stdout.strip().splitlines()[-1])
-        diff = {k: abs(dev["metrics"][k] - lib[k]) for k in HEADLINE}
-        same = max(v for k, v in diff.items() if k != "F_score")
+            dev_e2e, lib_e2e, loads = [], [], [os.getloadavg()[0]]
+            for _ in range(args.e2e_repeat):  # official first, alternating
+                if not args.skip_devkit:
+                    wall, dev_files = _devkit(args.devkit_python, args.devkit_src, runner, gt_path, pred_path, "files")
+                    dev_e2e.append(wall)
+                wall, lib_files = _library_end_to_end(gt_path, pred_path, out, args.compat)
+                lib_e2e.append(wall)
+                loads.append(os.getloadavg()[0])
+            if not args.skip_devkit:
+                _, dev = _devkit(args.devkit_python, args.devkit_src, runner, gt_path, pred_path, "memory")
+        lib_s, _, lib = run_library(gt, submission, args.device, args.repeat, args.compat)
+        loads.append(os.getloadavg()[0])
+        lib_e = float(np.median(lib_e2e))
+        line = f"{frames} frames x {num_points} points: end to end drivemetrics {lib_e:.2f} s"
+        if args.skip_devkit:
+            print(f"{line}; in memory {lib_s:.3f} s; load {min(loads):.1f}-{max(loads):.1f}")
+            continue
+        dev_e = float(np.median(dev_e2e))
+        parts, fscore = _agreement(dev["metrics"], lib)
+        parts_e2e, _ = _agreement(dev_files["metrics"], lib_files)
+        agree = "agree" if max(parts, parts_e2e) < 1e-6 else "DIFFER"
         print(
-            f"{line}, devkit {dev['seconds']:.2f} s (CPU {dev['cpu_seconds']:.2f} s), "
-            f"ratio {dev['seconds'] / lib_s:.1f}x "
-            f"(CPU {dev['cpu_seconds'] / lib_cpu:.1f}x), load {os.getloadavg()[0]:.1f}; "
-            f"max |diff| (OLS parts) {same:.1e}, F_score diff {diff['F_score']:.1e}"
+            f"{line} vs devkit {dev_e:.2f} s = {dev_e / lib_e:.2f}x ({min(lib_e2e):.2f}-{max(lib_e2e):.2f} vs "
+            f"{min(dev_e2e):.2f}-{max(dev_e2e):.2f}); in memory {lib_s:.3f} s vs {dev['seconds']:.2f} s = "
+            f"{dev['seconds'] / lib_s:.1f}x; numbers {agree} (OLS parts max |diff| {max(parts, parts_e2e):.1e}, "
+            f"F_score {fscore:.1e}); load {min(loads):.1f}-{max(loads):.1f}"
         )
-        print("  devkit ", {k: round(v, 7) for k, v in dev["metrics"].items()})
-        print("  library", {k: round(v, 7) for k, v in lib.items()})
 
 
 if __name__ == "__main__":

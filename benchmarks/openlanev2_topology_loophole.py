@@ -6,14 +6,20 @@ prints the headline scores of the honest and of the rewritten predictions in bot
 
 Exploits:
 
-- ``rescale``: every relation confidence ``s`` becomes ``0.5 + d + (0.5 - d) * s`` (``d = 1e-3``): same order,
-  every pair now a predicted edge;
-- ``all_pairs``: every relation confidence becomes 0.75 (every pair predicted, all tied);
+- ``under``: every relation confidence ``s`` becomes ``0.4 s`` (an under-confident model, issue 39);
+- ``remap``: ``(s + 1[s > 0.05]) / 2``: same order, every value above 0.05 into (0.5, 1], the others into
+  [0, 0.5] (devkit issue #128, "version 1.1m"); ``under+remap``: ``remap`` of the under-confident model;
+- ``rescale``: ``0.5 + d + (0.5 - d) * s`` (``d = 1e-3``): same order, every pair now a predicted edge;
+- ``all_pairs``: every relation confidence becomes 0.75 (every pair predicted, all tied); ``half``: every
+  relation ``0.5 + float32 eps``; ``none``: every relation 0;
 - ``duplicates``: every predicted lane gets two copies shifted 1.5 m left and right, with 1 % of its confidence and
   its relations (copies of its rows and columns), i.e. low-confidence extra lanes that may match ground truth the
   original missed;
 - ``duplicates_norel``: the same copies with every relation of a copy 0 (they predict no topology at all);
 - ``duplicates+rescale``: ``duplicates`` then ``rescale``.
+
+And one *oracle* rewrite that looks at the ground truth (an upper bound of what extra lanes can do, not an
+exploit): ``gt_copies``: 5 copies of random GT lanes per frame at confidence 0.01, their relations 0.01.
 
 Frame sets: the fixture's centerline and lane-segment frames (``../shared/fixtures/openlanev2`` or
 ``$DRIVEMETRICS_FIXTURES``) and the synthetic centerline frames of ``benchmarks/openlanev2.py`` (``make_frames``;
@@ -44,8 +50,8 @@ from drivemetrics.lanetopology.openlanev2 import openlanev2_scores
 _TOPO = {"centerline": ("topology_lclc", "topology_lcte"), "lanesegment": ("topology_lsls", "topology_lste")}
 _LANE = {"centerline": "lane_centerline", "lanesegment": "lane_segment"}
 _SHOWN = {
-    "centerline": ("DET_l", "TOP_ll", "TOP_lt", "OLS"),
-    "lanesegment": ("DET_ls", "TOP_lsls", "TOP_lste", "OLUS"),
+    "centerline": ("det_l", "top_ll", "top_lt", "ols"),
+    "lanesegment": ("det_ls", "top_lsls", "top_lste", "olus"),
 }
 _DELTA = 1e-3
 
@@ -56,6 +62,38 @@ def rescale(pred: dict[str, Any], track: str) -> dict[str, Any]:
     for key in _TOPO[track]:
         values = np.asarray(pred[key], dtype=np.float64)
         out[key] = 0.5 + _DELTA + (0.5 - _DELTA) * values
+    return out
+
+
+def map_relations(pred: dict[str, Any], track: str, fn: Callable[[np.ndarray], np.ndarray]) -> dict[str, Any]:
+    """``fn`` applied to every relation confidence."""
+    out = dict(pred)
+    for key in _TOPO[track]:
+        out[key] = fn(np.asarray(pred[key], dtype=np.float64))
+    return out
+
+
+def remap(values: np.ndarray) -> np.ndarray:
+    """``p + 1[p > 0.05]`` kept in [0, 1]."""
+    return (values + (values > 0.05)) / 2
+
+
+def gt_copies(pred: dict[str, Any], gt: dict[str, Any], track: str, rng: np.random.Generator) -> dict[str, Any]:
+    """Five copies of random GT lanes at confidence 0.01, every relation of a copy 0.01 (an oracle rewrite)."""
+    source = gt[_LANE[track]]
+    if not source:
+        return pred
+    out = dict(pred)
+    lanes = list(pred[_LANE[track]])
+    copies = [dict(copy.deepcopy(source[k]), confidence=0.01) for k in rng.integers(0, len(source), 5)]
+    out[_LANE[track]] = lanes + copies
+    old, new = len(lanes), len(lanes) + len(copies)
+    ll_key, lt_key = _TOPO[track]
+    num_te = len(pred["traffic_element"])
+    ll, lt = np.full((new, new), 0.01), np.full((new, num_te), 0.01)
+    ll[:old, :old] = np.asarray(pred[ll_key], dtype=np.float64).reshape(old, old)
+    lt[:old] = np.asarray(pred[lt_key], dtype=np.float64).reshape(old, num_te)
+    out[ll_key], out[lt_key] = ll, lt
     return out
 
 
@@ -95,8 +133,13 @@ def duplicates(pred: dict[str, Any], track: str, relations: bool = True) -> dict
 
 
 EXPLOITS: dict[str, Callable[[dict[str, Any], str], dict[str, Any]]] = {
+    "under": lambda p, t: map_relations(p, t, lambda s: 0.4 * s),
+    "remap": lambda p, t: map_relations(p, t, remap),
+    "under+remap": lambda p, t: map_relations(p, t, lambda s: remap(0.4 * s)),
     "rescale": rescale,
     "all_pairs": all_pairs,
+    "half": lambda p, t: map_relations(p, t, lambda s: np.full_like(s, 0.5 + float(np.finfo(np.float32).eps))),
+    "none": lambda p, t: map_relations(p, t, np.zeros_like),
     "duplicates": duplicates,
     "duplicates_norel": lambda p, t: duplicates(p, t, relations=False),
     "duplicates+rescale": lambda p, t: rescale(duplicates(p, t), t),
@@ -120,6 +163,12 @@ def report(name: str, preds: list[Any], gts: list[Any], track: str) -> dict[str,
             delta = {k: cheat[k] - honest[k] for k in cheat}
             out[compat][exploit] = delta
             print(f"    {exploit:<19} " + " ".join(f"{k} {v:+.4f}" for k, v in delta.items()))
+        rng = np.random.default_rng(0)
+        cheat = scores([gt_copies(p, g, track, rng) for p, g in zip(preds, gts, strict=True)], gts, track, compat)
+        out[compat]["gt_copies"] = {k: cheat[k] - honest[k] for k in cheat}
+        print(
+            f"    {'gt_copies (oracle)':<19} " + " ".join(f"{k} {v:+.4f}" for k, v in out[compat]["gt_copies"].items())
+        )
     return out
 
 

@@ -16,6 +16,9 @@ from drivemetrics import (
     lane as lane,
 )
 from drivemetrics import (
+    lane3d as lane3d,
+)
+from drivemetrics import (
     lanegraph as lanegraph,
 )
 from drivemetrics import (
@@ -45,6 +48,17 @@ from drivemetrics.lane.tusimple import (
     TuSimpleFalseNegatives,
     TuSimpleFalsePositives,
     TuSimpleMetrics,
+)
+from drivemetrics.lane3d.openlane import (
+    OpenLane3DCategoryAccuracy,
+    OpenLane3DFScore,
+    OpenLane3DMetrics,
+    OpenLane3DPrecision,
+    OpenLane3DRecall,
+    OpenLane3DXErrorClose,
+    OpenLane3DXErrorFar,
+    OpenLane3DZErrorClose,
+    OpenLane3DZErrorFar,
 )
 from drivemetrics.lanegraph.lanegraph import (
     LaneGraphAPLS,
@@ -137,6 +151,15 @@ __all__ = [
     "LaneGraphTopoRecall",
     "LaneMatchingLoss",
     "MapChamferLoss",
+    "OpenLane3DCategoryAccuracy",
+    "OpenLane3DFScore",
+    "OpenLane3DMetrics",
+    "OpenLane3DPrecision",
+    "OpenLane3DRecall",
+    "OpenLane3DXErrorClose",
+    "OpenLane3DXErrorFar",
+    "OpenLane3DZErrorClose",
+    "OpenLane3DZErrorFar",
     "OpenLaneV2AreaAP",
     "OpenLaneV2F1Score",
     "OpenLaneV2LaneAP",

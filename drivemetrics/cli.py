@@ -57,6 +57,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "drivemetrics.lanetopology.cli",
         "OpenLane-V2 OLS / OLUS and sub-scores from devkit pickles (--compat reference: devkit 2.1.0)",
     ),
+    "openlane3d-eval": (
+        "drivemetrics.lane3d.cli",
+        "OpenLane (v1) 3D lanes: F-score, category accuracy, x / z errors (--compat reference: eval_3D_lane.py)",
+    ),
     "graph-sensitivity": (
         "drivemetrics.roadnet.cli",
         "perturb a road network and plot how each graph metric responds",
@@ -159,9 +163,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         metavar="NAME=VALUE",
         help="raise an input limit (repeatable), e.g. --limit max_lane_points=50000; names and defaults: "
         "max_png_pixels, max_lane_points, max_lanes_per_frame, max_abs_coordinate, max_graph_nodes, max_graph_edges, "
-        "max_graph_extent, "
-        "max_json_depth, max_json_int_digits, max_map_line_points, max_map_lines_per_frame, max_map_frames, "
-        "max_map_coordinate (see the README's promises)",
+        "max_graph_extent, max_json_depth, max_json_int_digits, max_lane3d_points, max_lane3d_lanes, "
+        "max_lane3d_abs_metres, max_map_line_points, max_map_lines_per_frame, max_map_frames, max_map_coordinate "
+        "(see the README's promises)",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     registered: set[str] = set()
@@ -179,6 +183,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def _run(args: argparse.Namespace) -> int:
     """Run the command; under torchrun (``WORLD_SIZE`` > 1) across the ranks when it shards its frames
     (``sharded=True`` in its parser defaults, see :mod:`drivemetrics._internal.distributed`), else on rank 0 alone."""
+    from drivemetrics._internal.files import check_input_kinds
+
+    check_input_kinds(args)  # a folder where a file is expected (or the reverse): one line naming the option
     if os.environ.get("WORLD_SIZE", "1").strip() in ("", "0", "1"):
         return int(args.func(args) or 0)
     if not getattr(args, "sharded", False):

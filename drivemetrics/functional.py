@@ -27,6 +27,13 @@ from drivemetrics.lane.road_center import (
     road_center_attack_loss,
 )
 from drivemetrics.lane.tusimple import tusimple_f1, tusimple_image_scores, tusimple_metrics
+from drivemetrics.lane3d.openlane import (
+    openlane3d_gt_to_ground,
+    openlane3d_matches,
+    openlane3d_pair_matrices,
+    openlane3d_resample,
+    openlane3d_scores,
+)
 from drivemetrics.lanegraph.apls import lanegraph_apls
 from drivemetrics.lanegraph.geo_topo import geo_topo
 from drivemetrics.lanegraph.iou import graph_iou
@@ -119,6 +126,11 @@ __all__ = [
     "lanegraph_apls",
     "map_chamfer_loss",
     "nearest_target",
+    "openlane3d_gt_to_ground",
+    "openlane3d_matches",
+    "openlane3d_pair_matrices",
+    "openlane3d_resample",
+    "openlane3d_scores",
     "openlanev2_scores",
     "opt_g",
     "opt_j",

@@ -44,6 +44,17 @@ from drivemetrics.lane.tusimple import (
     TuSimpleFalsePositives,
     TuSimpleMetrics,
 )
+from drivemetrics.lane3d.openlane import (
+    OpenLane3DCategoryAccuracy,
+    OpenLane3DFScore,
+    OpenLane3DMetrics,
+    OpenLane3DPrecision,
+    OpenLane3DRecall,
+    OpenLane3DXErrorClose,
+    OpenLane3DXErrorFar,
+    OpenLane3DZErrorClose,
+    OpenLane3DZErrorFar,
+)
 from drivemetrics.lanegraph.lanegraph import (
     LaneGraphAPLS,
     LaneGraphGeoPrecision,
@@ -510,3 +521,38 @@ def _vector_map_case(cls: type[Metric]) -> MetricCase:
     if cls is VectorMapAveragePrecision:
         init = {"class_name": "divider", "threshold": 1.0, "protocol": "default"}
     return MetricCase(init, batches, cast_float_args, grad_arg=None)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# lane3d
+
+
+@register(
+    OpenLane3DMetrics,
+    OpenLane3DFScore,
+    OpenLane3DRecall,
+    OpenLane3DPrecision,
+    OpenLane3DCategoryAccuracy,
+    OpenLane3DXErrorClose,
+    OpenLane3DXErrorFar,
+    OpenLane3DZErrorClose,
+    OpenLane3DZErrorFar,
+)
+def _openlane3d_case(cls: type[Metric]) -> MetricCase:
+    """Two frames per batch of three straight GT lanes 3.5 m apart (the last one half hidden), predictions shifted
+    0.1-1.9 m sideways and 0.1 m up, one extra lane; distances stay clear of the 1.5 m threshold and of the integer
+    cost steps so that float32 and float64 inputs match the same way."""
+    y = torch.linspace(4.0, 90.0, 12)
+    batches = []
+    for i in range(NUM_BATCHES):
+        x = torch.tensor([-3.5, 0.0, 3.5])[:, None].expand(3, 12)
+        target = torch.stack([x, y.expand(3, -1), torch.zeros(3, 12)], -1)[None].repeat(2, 1, 1, 1)  # (2, 3, 12, 3)
+        visibility = torch.ones(2, 3, 12)
+        visibility[:, 2, 6:] = 0.0
+        shift = torch.tensor([0.1, 0.6, 1.9]).roll(i)[None, :, None, None] * torch.tensor([1.0, 0.0, 0.0])
+        preds = torch.cat([target + shift + torch.tensor([0.0, 0.0, 0.1]), target[:, :1] + 7.2], 1)  # (2, 4, 12, 3)
+        target_category = torch.tensor([[1, 2, 20], [21, 2, 1]])
+        preds_category = torch.tensor([[1, 2, 21, 1], [20, 1, 1, 2]]).roll(i, 1)
+        kwargs = {"target_visibility": visibility}
+        batches.append(((preds, preds_category, target, target_category), kwargs))
+    return MetricCase({}, batches, cast_float_args, grad_arg=None)

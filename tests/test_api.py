@@ -24,7 +24,7 @@ import drivemetrics
 import drivemetrics.functional as F
 
 PACKAGE = Path(__file__).resolve().parents[1] / "drivemetrics"
-DOMAINS = ("road", "lane", "detection", "roadnet", "lanegraph", "lanetopology", "vectormap")
+DOMAINS = ("road", "lane", "detection", "roadnet", "lanegraph", "lanetopology", "vectormap", "lane3d")
 #: Families that reproduce a released tool (``compat="reference"``).
 WITH_COMPAT = (
     "CULaneMetrics",
@@ -34,6 +34,7 @@ WITH_COMPAT = (
     "APLSMetrics",
     "LaneGraphMetrics",
     "OpenLaneV2Metrics",
+    "OpenLane3DMetrics",
 )
 MAX_CODE_LINES = 80
 #: Functions over the limit in modules another engineer is rewriting (issue 23: graph/ split, opt_p._align_path).

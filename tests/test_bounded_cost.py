@@ -33,7 +33,7 @@ EXPECTED_ERROR = {
     "graph_bad_edge_index": ["pred.graph", "indices"],
     "graph_deep_geojson": ["pred.geojson", "max_json_depth"],
     "graph_set_not_a_number": ["opt_j.d_max=abc", "must be a number"],
-    "lanegraph_far_node": ["--pred submission austin/", "austin_1_0_0", "outside"],
+    "lanegraph_far_node": ["--pred submission austin/", "austin_1_0_0", "max_graph_extent"],
     "tusimple_200k_points": ["bad.json:1", "lanes[0]"],
     "tusimple_2000_lanes": ["bad.json:1", "max_lanes_per_frame"],
     "tusimple_deep_json": ["bad.json:1", "max_json_depth"],

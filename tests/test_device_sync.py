@@ -141,4 +141,4 @@ def test_the_recorder_sees_a_sync():
 
     preds, target = torch.rand(1, 8, 8), torch.rand(1, 8, 8) > 0.5
     calls = _syncs(lambda: soft_f_measure(preds, target, validate_args=True))
-    assert any(where.startswith("_validation.py") for _, where in calls)
+    assert any(where.startswith("_internal/validation.py") for _, where in calls)

@@ -69,6 +69,7 @@ PLAIN_MODULES = (
     "drivemetrics.lanegraph.sda",
     "drivemetrics.lanegraph.iou",
     "drivemetrics.lanegraph.apls",
+    "drivemetrics._internal.distributed",  # every sharded dataset command imports it
 )
 
 

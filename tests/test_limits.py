@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import zlib
 
 import numpy as np
@@ -14,7 +15,6 @@ from drivemetrics._internal.limits import (
     ENV_VAR,
     Limits,
     check_graph_extent,
-    check_inside_area,
     get_limits,
     json_depth,
     load_json,
@@ -142,9 +142,6 @@ def test_graph_reader_and_extent_limits_name_the_file(tmp_path):
     check_graph_extent(np.array([[0.0, 0.0], [32_768.0, 5.0]]), "g.graph")
     with pytest.raises(ValueError, match=r"g\.graph: the nodes span 1e\+300 x 1e\+300 px .*max_graph_extent"):
         check_graph_extent(np.array([[0.0, 0.0], [1e300, 1e300]]), "g.graph")
-    check_inside_area(np.array([[-255.0, 0.0], [511.0, 511.0]]), (256, 256), "sample a")
-    with pytest.raises(ValueError, match=r"sample a: a node at \(1e\+07, 1e\+07\) px lies outside the 256 x 256"):
-        check_inside_area(np.array([[0.0, 0.0], [1e7, 1e7]]), (256, 256), "sample a")
 
 
 def test_graph_eval_set_is_typed_before_any_work():
@@ -237,3 +234,29 @@ def test_load_json_fast_path_gives_the_checked_values():
     slow = '{"v": [1, -2.5, 1e-100, 123456789012345678901.5]}'
     assert load_json(slow, "f.json") == json.loads(slow)
     assert load_json('{"a": "[[[", "b": [[NaN]]}', "f.json", allow_non_finite=True)["a"] == "[[["
+
+
+def test_load_json_with_orjson_gives_the_standard_decoders_values_and_messages(monkeypatch):
+    pytest.importorskip("orjson")
+    from drivemetrics._internal import limits
+
+    assert limits._fast_json_loads() is not None
+    rng = random.Random(0)
+    numbers = [rng.uniform(-1e3, 1e3) for _ in range(2000)] + [rng.lognormvariate(0, 30) for _ in range(2000)]
+    texts = [repr(x) for x in numbers] + [f"{x:.20g}" for x in numbers] + [f"{x:.3e}" for x in numbers]
+    text = '{"v": [' + ", ".join(texts) + '], "s": "caf\\u00e9", "k": {"a": 1, "a": 2}, "i": 9223372036854775807}'
+    assert load_json(text, "f.json") == json.loads(text)  # every number rounded the same, last duplicate key wins
+    for tricky in ('{"n": NaN}', '{"i": 18446744073709551616}', '{"s": "\\ud800"}', '{"a": [1, 2,]}'):
+        monkeypatch.setenv("DRIVEMETRICS_FAST_JSON", "0")  # the standard decoder's outcome ...
+        limits._fast_json_loads.cache_clear()
+        try:
+            expected: object = load_json(tricky, "f.json")
+        except ValueError as err:
+            expected = str(err)
+        monkeypatch.delenv("DRIVEMETRICS_FAST_JSON")  # ... is orjson's (it refuses these, the standard path decides)
+        limits._fast_json_loads.cache_clear()
+        try:
+            got: object = load_json(tricky, "f.json")
+        except ValueError as err:
+            got = str(err)
+        assert got == expected, tricky

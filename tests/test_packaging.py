@@ -120,3 +120,72 @@ def test_wheel_works_in_a_clean_venv(tmp_path):
     table = _run(bin_dir / "drivemetrics", "demo", "--quick", "--only", "lane", "--out", "demo", cwd=outside)
     assert table.strip()
     assert any((outside / "demo").iterdir())
+
+
+def _project() -> dict:
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+    return tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+
+
+def _requirement(name: str, requirements: list[str]):
+    from packaging.requirements import Requirement
+
+    found = [Requirement(r) for r in requirements if Requirement(r).name == name]
+    assert len(found) == 1, f"{name}: {found}"
+    return found[0]
+
+
+def test_torchmetrics_range_is_bounded_and_holds_the_tested_version():
+    from importlib.metadata import version
+
+    requirement = _requirement("torchmetrics", _project()["dependencies"])
+    assert any(spec.operator in ("<", "<=", "~=", "==") for spec in requirement.specifier), requirement
+    assert requirement.specifier.contains(version("torchmetrics")), (requirement, version("torchmetrics"))
+    assert not requirement.specifier.contains("2.0.0")  # the private internals may change with a major release
+
+
+@pytest.mark.parametrize(
+    ("platform", "machine", "python", "expected"),
+    [
+        ("linux", "x86_64", "3.12", True),
+        ("linux", "x86_64", "3.10", True),
+        ("win32", "AMD64", "3.13", True),
+        ("darwin", "arm64", "3.14", True),
+        ("darwin", "x86_64", "3.13", False),  # no wheel of the current pyspng: pip would build it from source
+        ("linux", "aarch64", "3.11", False),
+        ("linux", "x86_64", "3.15", False),  # a Python newer than every wheel
+    ],
+)
+def test_pyspng_only_where_it_has_wheels(platform, machine, python, expected):
+    requirement = _requirement("pyspng", _project()["dependencies"])
+    environment = {"sys_platform": platform, "platform_machine": machine, "python_version": python}
+    assert requirement.marker is not None
+    assert requirement.marker.evaluate(environment) is expected
+
+
+def test_pillow_decodes_where_pyspng_is_missing(monkeypatch):
+    """The fallback the marker relies on: without pyspng the PNG reader uses Pillow."""
+    from drivemetrics._internal import png
+
+    monkeypatch.setitem(sys.modules, "pyspng", None)
+    assert png.fast_decoder() == "pillow"
+    assert png.decode_png_array("any.png", b"\x89PNG") is None  # the caller then reads the file with Pillow
+
+
+def test_extras_refer_to_each_other_instead_of_copying():
+    from packaging.requirements import Requirement
+
+    extras = _project()["optional-dependencies"]
+    own = {
+        name: [Requirement(r) for r in requirements if Requirement(r).name != "drivemetrics"]
+        for name, requirements in extras.items()
+    }
+    for name, requirements in own.items():
+        for other, other_requirements in own.items():
+            if other == name:
+                continue
+            copied = {r.name for r in requirements} & {r.name for r in other_requirements}
+            assert not copied, f"extras {name!r} and {other!r} both list {sorted(copied)}: refer to one of them"
+    dev = [Requirement(r) for r in extras["dev"] if Requirement(r).name == "drivemetrics"]
+    assert len(dev) == 1
+    assert dev[0].extras == set(extras) - {"dev", "png"}  # every feature extra (png only matters off the marker)

@@ -41,7 +41,75 @@ def _kitti(tmp_path):
     return ["kitti-object-eval", "--gt", str(tmp_path / "gt"), "--det", str(tmp_path / "det")], "kitti-object-eval"
 
 
-COMMANDS = {"culane-eval": _culane, "tusimple-eval": _tusimple, "kitti-object-eval": _kitti}
+def _graph(tmp_path):
+    text = "0 0\n100 0\n100 100\n0 100\n\n0 1\n1 2\n2 3\n"
+    (tmp_path / "gt.graph").write_text(text)
+    (tmp_path / "pred.graph").write_text(text)
+    argv = ["graph-eval", "--gt", str(tmp_path / "gt.graph"), "--pred", str(tmp_path / "pred.graph")]
+    return [*argv, "--metrics", "ccq", "opt_j", "--workers", "1"], "graph-eval"
+
+
+def _sensitivity(tmp_path):
+    (tmp_path / "gt.graph").write_text("0 0\n200 0\n200 200\n0 200\n\n0 1\n1 2\n2 3\n3 0\n")
+    argv = ["graph-sensitivity", "--gt", str(tmp_path / "gt.graph"), "--out", str(tmp_path / "sens"), "--crop", "0"]
+    return [
+        *argv,
+        "--k-max",
+        "1",
+        "--metrics",
+        "ccq",
+        "--kinds",
+        "interruptions",
+        "--samples",
+        "5",
+    ], "graph-sensitivity"
+
+
+def _lanegraph(tmp_path):
+    import pickle
+
+    import networkx as nx
+    import numpy as np
+
+    graph = nx.DiGraph([(0, 1), (1, 2)])
+    nx.set_node_attributes(graph, {k: np.array([20.0 + 40 * k, 128.0]) for k in range(3)}, "pos")
+    path = tmp_path / "g.pickle"
+    path.write_bytes(pickle.dumps({"austin": {"eval": {"austin_1_0_0": graph}}}))
+    argv = ["lanegraph-eval", "--gt", str(path), "--pred", str(path), "--task", "successor", "--workers", "1"]
+    return argv, "lanegraph-eval"
+
+
+def _map(tmp_path):
+    gt = {"GTs": [{"sample_token": "a", "vectors": [{"pts": [[0, 0], [0, 10]], "type": 0}]}]}
+    pred = {
+        "results": [
+            {"sample_token": "a", "vectors": [{"pts": [[0.5, 0], [0.5, 10]], "type": 0, "confidence_level": 0.9}]}
+        ]
+    }
+    (tmp_path / "gt.json").write_text(json.dumps(gt))
+    (tmp_path / "pred.json").write_text(json.dumps(pred))
+    argv = ["map-eval", "--protocol", "nuscenes-maptr", "--gt", str(tmp_path / "gt.json")]
+    return [*argv, "--pred", str(tmp_path / "pred.json"), "--workers", "1"], "map-eval"
+
+
+COMMANDS = {
+    "culane-eval": _culane,
+    "tusimple-eval": _tusimple,
+    "kitti-object-eval": _kitti,
+    "graph-eval": _graph,
+    "graph-sensitivity": _sensitivity,
+    "lanegraph-eval": _lanegraph,
+    "map-eval": _map,
+}
+#: dataset commands without a bar, and why
+WITHOUT_A_BAR = {
+    "openlanev2-eval": "scores two files in frame chunks (seconds in all on OpenLane-V2 val); no bar, no --no-progress",
+}
+#: dataset commands with a bar that is not run here, and why
+BAR_NOT_RUN_HERE = {
+    "road-bev": "the bar of road-eval (drivemetrics.road.evaluate._progress); needs KITTI calibrations and PNGs",
+    "road-eval": "drivemetrics.road.evaluate._progress; needs KITTI-ROAD PNGs (the command matrix runs it)",
+}
 
 
 def _fake_terminal(monkeypatch):
@@ -57,6 +125,33 @@ def test_progress_rule(monkeypatch):
     assert progress_enabled(None)
     monkeypatch.setattr(sys.stdout, "isatty", lambda: False)  # output redirected to a file
     assert not progress_enabled(None)
+
+
+def test_only_rank_zero_draws(monkeypatch):
+    _fake_terminal(monkeypatch)
+    monkeypatch.setenv("RANK", "0")
+    assert progress_enabled(None)
+    monkeypatch.setenv("RANK", "1")
+    assert not progress_enabled(None)
+    assert not progress_enabled(True)  # even when forced
+
+
+def test_every_dataset_command_follows_the_rule():
+    """Each dataset command is tested below or listed as without a bar; each with a bar has --no-progress."""
+    from drivemetrics.cli import COMMANDS as ALL
+    from tests.test_input_kinds import NOT_DATASET_COMMANDS, command_parser
+
+    assert set(ALL) - NOT_DATASET_COMMANDS == set(COMMANDS) | set(WITHOUT_A_BAR) | set(BAR_NOT_RUN_HERE)
+    for command in set(COMMANDS) | set(BAR_NOT_RUN_HERE):
+        assert "--no-progress" in command_parser(command)._option_string_actions, command
+
+
+def test_a_bar_under_torchrun_is_drawn_by_rank_zero_only(tmp_path, capsys, monkeypatch):
+    argv, desc = _lanegraph(tmp_path)
+    _fake_terminal(monkeypatch)
+    monkeypatch.setenv("RANK", "1")  # WORLD_SIZE unset: the command runs here, as rank 1 would draw
+    assert main(argv) == 0
+    assert desc not in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))

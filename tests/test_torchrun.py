@@ -1,9 +1,9 @@
 """Dataset commands under ``torchrun`` (gloo on this machine) write what one process writes (issue 30).
 
-Each case (kitti-object-eval, culane-eval, openlanev2-eval, map-eval) runs ``python -m drivemetrics COMMAND ...``
-once and ``torchrun --standalone --nproc-per-node N -m drivemetrics COMMAND ...`` for several ``N`` on the real
-fixtures, and compares the JSON files byte for byte and the printed reports line for line. (lanegraph-eval's
-shards are checked in tests/test_ragged.py's process group.)
+Each case (kitti-object-eval, culane-eval, openlanev2-eval, map-eval, openlane3d-eval) runs
+``python -m drivemetrics COMMAND ...`` once and ``torchrun --standalone --nproc-per-node N -m drivemetrics COMMAND ...``
+for several ``N`` on the real fixtures, and compares the JSON files byte for byte and the printed reports line for
+line. (lanegraph-eval's shards are checked in tests/test_ragged.py's process group.)
 """
 
 from __future__ import annotations
@@ -96,3 +96,11 @@ def test_map_eval_with_2_processes(fixtures_dir, tmp_path, protocol, case):
         pytest.skip("map_ap fixtures absent")
     args = ["map-eval", "--protocol", protocol, "--gt", str(root / "gt.json"), "--pred", str(root / "pred.json")]
     _assert_same_as_one_process(args, [2], tmp_path)
+
+
+def test_openlane3d_eval_with_2_and_3_processes(fixtures_dir, tmp_path):
+    cases = fixtures_dir / "openlane3d" / "cases"
+    if not cases.is_dir():
+        pytest.skip("openlane3d fixtures absent")
+    args = ["openlane3d-eval", "--gt", str(cases / "gt"), "--pred", str(cases / "pred")]
+    _assert_same_as_one_process([*args, "--list", str(cases / "test_list.txt"), "--workers", "1"], [2, 3], tmp_path)

@@ -5,6 +5,7 @@ One module per concern:
 - ``compat``: the one reference switch (``compat="default"`` / ``"reference"``) and its check.
 - ``compute``: small numeric helpers of the kernels (safe division, the F-score).
 - ``distributed``: dataset commands sharded across ``torchrun`` ranks.
+- ``extras``: optional dependencies (the extras): one check, one message naming the extra to install.
 - ``files``: safe file handling (outputs never overwrite inputs, atomic writes, images that name their file).
 - ``gc_pause``: pausing the cyclic garbage collector around work that builds many small objects.
 - ``lazy``: lazy package exports (PEP 562).
@@ -15,6 +16,7 @@ One module per concern:
 - ``pool``: thread and process pools of the dataset evaluations.
 - ``progress``: the one progress-bar rule of the commands.
 - ``ragged``: ragged per-frame Metric state, synced in one gather.
+- ``read_ahead``: input files read in a forked, torch-free child while the command imports torch.
 - ``safe_pickle``: the restricted, bounded unpickler.
 - ``validation``: input checks shared by every domain.
 """

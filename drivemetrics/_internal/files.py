@@ -272,3 +272,21 @@ def load_image(path: str | Path, *, what: str = "image") -> Any:
     except errors as err:
         raise ValueError(f"{path}: cannot decode the {what} ({type(err).__name__}: {err})") from None
     return img
+
+
+def check_input_kinds(args: Any) -> None:
+    """Refuse, in one line naming the option, an input that is a folder where a file is expected or a file where a
+    folder is (the inputs a command declared with :func:`drivemetrics._internal.options.add_input`).
+
+    Paths that do not exist are left to the readers, which say which file is missing.
+    """
+    for dest, (flag, kind) in (getattr(args, "input_kinds", None) or {}).items():
+        value = getattr(args, dest, None)
+        for path in value if isinstance(value, (list, tuple)) else [value]:
+            if path is None or kind == "file or folder":
+                continue
+            path = Path(path)
+            if kind == "file" and path.is_dir():
+                raise ValueError(f"`{flag}` {path} is a folder; expected a file")
+            if kind == "folder" and path.exists() and not path.is_dir():
+                raise ValueError(f"`{flag}` {path} is not a folder; expected a folder")

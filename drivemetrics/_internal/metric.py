@@ -22,6 +22,8 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
+from drivemetrics._internal.extras import require
+
 __all__ = ["DictFamilyLogCheck", "add_config_state", "config_key", "plot_metric"]
 
 CONFIG_STATE = "config_key"
@@ -57,10 +59,7 @@ def plot_metric(metric: Metric, val: Any = None, ax: Any = None) -> tuple[Any, A
     Returns:
         ``(figure, axes)``.
     """
-    try:
-        import matplotlib.pyplot  # noqa: F401
-    except ModuleNotFoundError as error:  # pragma: no cover - matplotlib is an optional extra
-        raise ModuleNotFoundError("plot() needs matplotlib: pip install 'drivemetrics[plot]'") from error
+    require("plot", "matplotlib.pyplot", "plot()")
     if isinstance(val, Sequence) and not isinstance(val, (str, Tensor)):
         val = list(val)
     return metric._plot(val, ax)
@@ -105,13 +104,17 @@ def _dict_family_of(cls: type) -> type | None:
 
 
 def _scalar_classes(family: type) -> list[str]:
-    """Names of the subclasses of ``family`` that return one value (their own ``compute``), recursively."""
-    names = []
-    for sub in family.__subclasses__():
-        if sub.compute is not family.compute:  # type: ignore[attr-defined]
-            names.append(sub.__name__)
-        names += _scalar_classes(sub)
-    return sorted(set(names))
+    """Names of the public subclasses of ``family``, at any depth, that return one value (another ``compute``).
+
+    Private intermediate classes (``_Scalar``) are left out; their public subclasses are named.
+    """
+    names, pending = set(), list(family.__subclasses__())
+    while pending:
+        sub = pending.pop()
+        pending += sub.__subclasses__()
+        if sub.compute is not family.compute and not sub.__name__.startswith("_"):  # type: ignore[attr-defined]
+            names.add(sub.__name__)
+    return sorted(names)
 
 
 def _log_message(cls: type) -> str:

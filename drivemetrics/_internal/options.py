@@ -18,15 +18,16 @@ def positive_int(text: str) -> int:
     return value
 
 
-def add_workers(parser: argparse.ArgumentParser, what: str) -> None:
-    """``--workers N`` (default ``None``: one per CPU core, see :func:`resolve_workers`)."""
-    parser.add_argument(
-        "--workers",
-        type=positive_int,
-        default=None,
-        metavar="N",
-        help=f"{what} (default: one per CPU core, here {os.cpu_count()})",
+def add_workers(parser: argparse.ArgumentParser, what: str, auto: bool = False) -> None:
+    """``--workers N`` (default ``None``). ``auto``: the command passes ``None`` on to
+    :func:`drivemetrics._internal.pool.map_in_processes`, whose cost model starts a pool only where it pays;
+    otherwise ``None`` means one per CPU core (:func:`resolve_workers`)."""
+    default = (
+        f"one process unless the measured time of the first jobs says a pool of up to {os.cpu_count()} pays"
+        if auto
+        else f"one per CPU core, here {os.cpu_count()}"
     )
+    parser.add_argument("--workers", type=positive_int, default=None, metavar="N", help=f"{what} (default: {default})")
 
 
 def resolve_workers(workers: int | None) -> int:
@@ -44,6 +45,37 @@ def add_compat(parser: argparse.ArgumentParser, reference: str) -> None:
         default="default",
         help=f"default: the paper's definition with the library's fixes; reference: {reference}",
     )
+
+
+def add_no_progress(parser: argparse.ArgumentParser) -> None:
+    """``--no-progress``: the one progress rule of the commands (see :mod:`drivemetrics._internal.progress`)."""
+    parser.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar (default: a bar on stderr when stdout and stderr are terminals, rank 0 only)",
+    )
+
+
+def progress_setting(args: argparse.Namespace) -> bool | None:
+    """What a command passes as ``progress``: ``False`` with ``--no-progress``, else ``None`` (the terminal rule)."""
+    return False if getattr(args, "no_progress", False) else None
+
+
+#: what an input argument names (checked by :func:`drivemetrics._internal.files.check_input_kinds` before a command
+#: runs): a file, a folder, or either (read as a folder of files or as one file)
+INPUT_KINDS = ("file", "folder", "file or folder")
+
+
+def add_input(parser: argparse.ArgumentParser, flag: str, kind: str, **kwargs: object) -> None:
+    """``parser.add_argument(flag, **kwargs)`` for an input path, recording that it names a ``kind`` (one of
+    :data:`INPUT_KINDS`): a folder given where a file is expected (or a file where a folder is) is then refused in
+    one line naming ``flag`` before any work."""
+    if kind not in INPUT_KINDS:
+        raise ValueError(f"`kind` must be one of {INPUT_KINDS}, got {kind!r}")
+    action = parser.add_argument(flag, **kwargs)  # type: ignore[arg-type]
+    kinds = dict(parser.get_default("input_kinds") or {})
+    kinds[action.dest] = (flag, kind)
+    parser.set_defaults(input_kinds=kinds)
 
 
 def device_name(text: str) -> str:

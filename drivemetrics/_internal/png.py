@@ -18,6 +18,8 @@ import struct
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from drivemetrics._internal.extras import available
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -59,11 +61,7 @@ def fast_decoder() -> str:
     """
     if os.environ.get("DRIVEMETRICS_PNG_DECODER", "").lower() == "pillow":
         return "pillow"
-    try:
-        import pyspng  # noqa: F401
-    except ImportError:
-        return "pillow"
-    return "pyspng"
+    return "pyspng" if available("pyspng") else "pillow"
 
 
 def decode_png_array(path: str | Path, data: bytes | None = None) -> np.ndarray | None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import torch
 
+from drivemetrics._internal.extras import pyplot_for_files
 from drivemetrics._internal.files import atomic_save_figure
 from drivemetrics.geometry.bev import BevGrid
 from drivemetrics.road.corridor import DrivingCorridorMetrics, fit_driving_corridor
@@ -26,12 +27,12 @@ def _scenes(num: int, seed: int, detector: str) -> tuple[torch.Tensor, torch.Ten
     return scene.confidence, scene.lane, scene.valid
 
 
-def corridor_section(out_dir: Path, seed: int, quick: bool) -> str:
+def corridor_section(out_dir: Path, seed: int, quick: bool, figures: bool = True) -> str:
     """Fit corridors for several synthetic detectors and the mean-of-GT baseline; write figures, return tables.
 
-    Writes ``corridor_fig12.png`` (fitted corridors over BEV confidence and ground truth, like the paper's
-    Fig. 12) and ``corridor_fig13.png`` (integrated precision / F1 / hitrate over the distance, Fig. 13) under
-    ``out_dir``. Returns Table IV (percent) for each method.
+    With ``figures=True`` writes ``corridor_fig12.png`` (fitted corridors over BEV confidence and ground truth, like
+    the paper's Fig. 12) and ``corridor_fig13.png`` (integrated precision / F1 / hitrate over the distance, Fig. 13)
+    under ``out_dir``. Returns Table IV (percent) for each method.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -65,16 +66,14 @@ def corridor_section(out_dir: Path, seed: int, quick: bool) -> str:
             for d in config.distances
         ]
         lines.append(f"{name:18s}" + "".join(cells) + f"   mean length {scores['mean_length'].item():.1f} m")
-    _figures(out_dir, grid, methods, fits, curves)
-    lines.append(f"figures: {out_dir / 'corridor_fig12.png'}, {out_dir / 'corridor_fig13.png'}")
+    if figures:
+        _figures(out_dir, grid, methods, fits, curves)
+        lines.append(f"figures: {out_dir / 'corridor_fig12.png'}, {out_dir / 'corridor_fig13.png'}")
     return "\n".join(lines)
 
 
 def _figures(out_dir: Path, grid: BevGrid, methods: dict, fits: dict, curves: dict) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot_for_files()
 
     extent = (grid.x_min, grid.x_max, grid.z_min, grid.z_max)
     names = list(methods)

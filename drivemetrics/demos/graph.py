@@ -98,8 +98,9 @@ def blind_spots(rows: list[SensitivityRow], tolerance: float = FLAT_TOLERANCE) -
     }
 
 
-def run(out_dir: Path, seed: int, quick: bool, compat: str = "default") -> str:
-    """Run the graph sensitivity demo, write ``sensitivity.png`` / ``.csv`` under ``out_dir``, return the tables.
+def run(out_dir: Path, seed: int, quick: bool, compat: str = "default", figures: bool = True) -> str:
+    """Run the graph sensitivity demo, write ``sensitivity.png`` (``figures=True``) and ``sensitivity.csv`` under
+    ``out_dir``, return the tables.
 
     ``compat="reference"`` scores with the released code's procedures (same table and files).
     """
@@ -107,7 +108,8 @@ def run(out_dir: Path, seed: int, quick: bool, compat: str = "default") -> str:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     rows, info = sensitivity_rows(mode["size"], mode["levels"], mode["samples"], seed, compat)
-    plot_sensitivity(rows, out_dir / "sensitivity.png")
+    if figures:
+        plot_sensitivity(rows, out_dir / "sensitivity.png")
     write_csv(rows, out_dir / "sensitivity.csv")
     blind = blind_spots(rows)
     lines = [

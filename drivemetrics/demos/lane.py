@@ -17,6 +17,7 @@ from pathlib import Path
 
 import torch
 
+from drivemetrics._internal.extras import pyplot_for_files
 from drivemetrics._internal.files import atomic_save_figure
 from drivemetrics.lane.culane import culane_counts, lanes_from_rows
 from drivemetrics.lane.tusimple import tusimple_f1, tusimple_image_scores
@@ -142,10 +143,7 @@ def evaluate_scenarios(seed: int = 0, quick: bool = False) -> dict[str, object]:
 
 
 def _plot(result: dict[str, object], out_dir: Path) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot_for_files()
 
     names: list[str] = result["names"]  # type: ignore[assignment]
     per = int(result["clips_per_model"])  # type: ignore[arg-type]
@@ -193,8 +191,8 @@ def _plot(result: dict[str, object], out_dir: Path) -> list[Path]:
     return [traj, paths, scatter]
 
 
-def run(out_dir: Path, seed: int = 0, quick: bool = False) -> str:
-    """Write the lane figures under ``out_dir`` and return the tables."""
+def run(out_dir: Path, seed: int = 0, quick: bool = False, figures: bool = True) -> str:
+    """Write the lane figures under ``out_dir`` (``figures=True``) and return the tables."""
     from drivemetrics.lane.stats import pearson_r
 
     result = evaluate_scenarios(seed, quick)
@@ -215,9 +213,9 @@ def run(out_dir: Path, seed: int = 0, quick: bool = False) -> str:
     for column, label in (("accuracy", "TuSimple accuracy"), ("f1", "TuSimple F1"), ("culane_f1", "CULane F1")):
         lines.append(_corr_line(label, result[column], result["e2e"], pearson_r))  # type: ignore[arg-type]
     lines.append(_corr_line("PSLD", result["psld"], result["e2e"], pearson_r))  # type: ignore[arg-type]
-    figures = _plot(result, Path(out_dir))
-    lines.append("")
-    lines.extend(f"figure: {path}" for path in figures)
+    if figures:
+        lines.append("")
+        lines.extend(f"figure: {path}" for path in _plot(result, Path(out_dir)))
     return "\n".join(lines)
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from drivemetrics._internal.extras import pyplot_for_files
 from drivemetrics._internal.files import atomic_save_figure
 from drivemetrics.demos.corridor import corridor_section
 from drivemetrics.geometry.bev import BevGrid
@@ -118,10 +119,7 @@ def format_table(results: dict[str, dict[str, dict[str, Tensor]]]) -> str:
 
 
 def _figures(results: dict[str, dict[str, dict[str, Tensor]]], out_dir: Path, grid: BevGrid) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot_for_files()
 
     written = []
     labels = [k for k in results if not k.startswith("_")]
@@ -170,8 +168,8 @@ def _figures(results: dict[str, dict[str, dict[str, Tensor]]], out_dir: Path, gr
     return written
 
 
-def run(out_dir: Path, seed: int = 0, quick: bool = False) -> str:
-    """Evaluate the synthetic detectors, save figures under ``out_dir``, return the table.
+def run(out_dir: Path, seed: int = 0, quick: bool = False, figures: bool = True) -> str:
+    """Evaluate the synthetic detectors, save figures under ``out_dir`` (``figures=True``), return the table.
 
     ``quick=True`` uses 2 scenes and a prior from 4 scenes (a few seconds); otherwise 16 scenes and 64.
     """
@@ -179,7 +177,8 @@ def run(out_dir: Path, seed: int = 0, quick: bool = False) -> str:
     out_dir.mkdir(parents=True, exist_ok=True)
     grid = BevGrid()
     results = evaluate_detectors(seed, num_scenes=2 if quick else 16, prior_scenes=4 if quick else 64, grid=grid)
-    _figures(results, out_dir, grid)
+    if figures:
+        _figures(results, out_dir, grid)
     h, w = KITTI_IMAGE_SIZE
     text = [
         f"KITTI-ROAD pixel metrics on {2 if quick else 16} synthetic scenes ({h} x {w} px, KITTI um_000000 camera; "
@@ -187,5 +186,5 @@ def run(out_dir: Path, seed: int = 0, quick: bool = False) -> str:
         format_table(results),
         "BEV (devkit warp): perspective maps warped like the KITTI server; BEV rendered: maps drawn on the grid.",
     ]
-    text.append(corridor_section(out_dir, seed, quick))
+    text.append(corridor_section(out_dir, seed, quick, figures=figures))
     return "\n".join(text)

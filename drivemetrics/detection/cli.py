@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from drivemetrics._internal.options import add_workers, resolve_workers
+from drivemetrics._internal.options import add_input, add_no_progress, add_workers, progress_setting, resolve_workers
 
 #: Stats file suffix of each metric, as the official C++ names them.
 STATS_NAMES = {"2d": "detection", "aos": "orientation", "bev": "detection_ground", "3d": "detection_3d"}
@@ -114,7 +114,7 @@ def _kitti_object_eval(args: argparse.Namespace) -> int:
     from drivemetrics._internal.distributed import current_shard
 
     shard = current_shard()
-    progress = False if args.no_progress or not shard.is_main else None
+    progress = progress_setting(args) if shard.is_main else False
     frames = _read_list(args.list) if args.list else sorted(p.stem for p in gt_dir.glob("*.txt"))
     frames = list(dict.fromkeys(frames))
     if not frames:
@@ -185,9 +185,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "Classes / metrics are evaluated only when detected, AOS only if no detection has alpha = -10, as the C++."
         ),
     )
-    parser.add_argument("--gt", required=True, help="label folder (label_2): <frame>.txt, 15 columns")
-    parser.add_argument("--det", required=True, help="result folder: <frame>.txt, 16 columns (with score)")
-    parser.add_argument("--list", help="file of frame names (one per line, e.g. 000123) to evaluate")
+    add_input(parser, "--gt", "folder", required=True, help="label folder (label_2): <frame>.txt, 15 columns")
+    add_input(parser, "--det", "folder", required=True, help="result folder: <frame>.txt, 16 columns (with score)")
+    add_input(parser, "--list", "file", help="file of frame names (one per line, e.g. 000123) to evaluate")
     parser.add_argument("--json", help="write {class: {metric: {difficulty: {curve, AP_R11, AP_R40}}}} here")
     parser.add_argument(
         "--write-stats",
@@ -201,5 +201,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="minimum overlaps: strict (official, 0.7/0.5/0.5) or loose (BEV/3D 0.5/0.25/0.25)",
     )
     add_workers(parser, "threads evaluating classes / metrics in parallel")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar (default: shown on a terminal)")
+    add_no_progress(parser)
     parser.set_defaults(func=_kitti_object_eval, sharded=True)

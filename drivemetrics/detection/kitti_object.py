@@ -41,6 +41,7 @@ from torch import Tensor
 from torchmetrics import Metric
 
 from drivemetrics._internal.compute import safe_divide
+from drivemetrics._internal.extras import require
 from drivemetrics._internal.metric import DictFamilyLogCheck, plot_metric
 from drivemetrics._internal.progress import progress_bar
 from drivemetrics._internal.ragged import RaggedStateMixin
@@ -800,10 +801,7 @@ class KittiObjectMetrics(DictFamilyLogCheck, RaggedStateMixin, Metric):
         Returns:
             ``(figure, axes)``.
         """
-        try:
-            import matplotlib.pyplot as plt
-        except ModuleNotFoundError as error:  # pragma: no cover - matplotlib is an optional extra
-            raise ModuleNotFoundError("plot() needs matplotlib: pip install 'drivemetrics[plot]'") from error
+        plt = require("plot", "matplotlib.pyplot", "plot()")
         is_flat = isinstance(val, dict) and all(isinstance(v, Tensor) for v in val.values())
         if is_flat or (isinstance(val, Sequence) and not isinstance(val, str)):
             return plot_metric(self, val, ax)

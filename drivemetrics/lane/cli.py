@@ -7,7 +7,13 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from drivemetrics._internal.options import add_compat, add_workers, resolve_workers
+from drivemetrics._internal.options import (
+    add_compat,
+    add_input,
+    add_no_progress,
+    add_workers,
+    progress_setting,
+)
 
 #: Python result keys -> the names LaneEval prints (the CLI and its JSON keep them).
 _TUSIMPLE_NAMES = {"accuracy": "Accuracy", "fp": "FP", "fn": "FN", "f1": "F1"}
@@ -25,7 +31,7 @@ def _tusimple_eval(args: argparse.Namespace) -> int:
         ego_only=args.ego_only,
         image_width=args.image_width,
         compat=args.compat,
-        progress=False if args.no_progress else None,
+        progress=progress_setting(args),
     )
     overall = {devkit: overall[key] for key, devkit in _TUSIMPLE_NAMES.items()}  # the devkit's names
     for name, value in overall.items():
@@ -69,6 +75,10 @@ def _f1_label(t: float) -> str:
 
 
 def _culane_eval(args: argparse.Namespace) -> int:
+    if args.compat == "reference":  # OpenCV draws the lanes: checked before anything is read
+        from drivemetrics.lane.culane_official import _cv2
+
+        _cv2()
     import torch
 
     from drivemetrics.lane.culane import IOU_RANGE
@@ -103,10 +113,10 @@ def _culane_eval(args: argparse.Namespace) -> int:
         thresholds,
         chunk=args.chunk,
         compat=args.compat,
-        workers=resolve_workers(args.workers),
+        workers=args.workers,
         per_image=args.per_image,
         categories=categories,
-        progress=False if args.no_progress else None,
+        progress=progress_setting(args),
     )
     from drivemetrics._internal.distributed import current_shard
 
@@ -174,11 +184,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "(harmonic mean of 1 - FP and 1 - FN), all as fractions."
         ),
     )
-    parser.add_argument("--pred", required=True, help="prediction JSON-lines file")
-    parser.add_argument("--gt", required=True, help="label JSON-lines file")
+    add_input(parser, "--pred", "file", required=True, help="prediction JSON-lines file")
+    add_input(parser, "--gt", "file", required=True, help="label JSON-lines file")
     parser.add_argument("--json", default=None, metavar="OUT", help="also write {Accuracy, FP, FN, F1} to OUT")
     parser.add_argument("--per-image", action="store_true", help="with --json, add the per-image scores")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar (default: shown on a terminal)")
+    add_no_progress(parser)
     parser.add_argument("--ego-only", action="store_true", help="score only the ego-left and ego-right lanes")
     parser.add_argument("--image-width", type=float, default=1280.0, help="image width for --ego-only (pixels)")
     add_compat(
@@ -198,12 +208,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "(needs opencv-python-headless: pip install drivemetrics[culane])."
         ),
     )
-    culane.add_argument(
-        "--pred", required=True, help="folder of predicted <image>.lines.txt files (missing = no lanes)"
+    add_input(
+        culane,
+        "--pred",
+        "folder",
+        required=True,
+        help="folder of predicted <image>.lines.txt files (missing = no lanes)",
     )
-    culane.add_argument("--gt", required=True, help="folder of GT <image>.lines.txt files")
-    culane.add_argument(
+    add_input(culane, "--gt", "folder", required=True, help="folder of GT <image>.lines.txt files")
+    add_input(
+        culane,
         "--list",
+        "file or folder",
         nargs="+",
         default=None,
         metavar="LIST",
@@ -226,8 +242,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_compat(culane, "the official C++ evaluator's numbers (0/1-point lanes count, its spline and rounding, OpenCV)")
     culane.add_argument("--chunk", type=int, default=64, help="images scored per batch")
-    add_workers(culane, "processes reading and scoring the files (torch runs one thread per process)")
+    add_workers(culane, "processes reading and scoring the files (torch runs one thread per process)", auto=True)
     culane.add_argument("--per-image", action="store_true", help="with --json, add per-image TP / FP / FN")
-    culane.add_argument("--no-progress", action="store_true", help="no progress bar (default: shown on a terminal)")
+    add_no_progress(culane)
     culane.add_argument("--json", default=None, metavar="OUT", help="also write the scores to OUT")
     culane.set_defaults(func=_culane_eval, sharded=True)

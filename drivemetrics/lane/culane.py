@@ -598,6 +598,10 @@ class CULaneMetrics(DictFamilyLogCheck, Metric):
         if not 0 <= iou_threshold < 1:
             raise ValueError(f"`iou_threshold` must be in [0, 1), got {iou_threshold}")
         check_compat(compat)
+        if compat == "reference":  # OpenCV draws the lanes: checked here, not at the first update
+            from drivemetrics.lane.culane_official import _cv2
+
+            _cv2()
         self.height, self.width = int(height), int(width)
         self.line_width = float(line_width)
         self.iou_threshold = float(iou_threshold)
@@ -622,9 +626,9 @@ class CULaneMetrics(DictFamilyLogCheck, Metric):
             target_mask,
             self.compat,
         )
-        self.tp += counts["tp"].sum()
-        self.fp += counts["fp"].sum()
-        self.fn += counts["fn"].sum()
+        self.tp = self.tp + counts["tp"].sum()
+        self.fp = self.fp + counts["fp"].sum()
+        self.fn = self.fn + counts["fn"].sum()
 
     def compute(self) -> dict[str, Tensor]:
         """``{"precision", "recall", "f1"}`` from the accumulated totals."""

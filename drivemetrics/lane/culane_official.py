@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from drivemetrics._internal.extras import require
 from drivemetrics._internal.files import read_text
 from drivemetrics._internal.limits import check_coordinates, check_count
 
@@ -136,13 +137,7 @@ _checked_cv2: list[bool] = []
 
 def _cv2() -> object:
     """``cv2``, with an install hint when missing and a warning (once) for releases that draw differently."""
-    try:
-        import cv2
-    except ImportError:
-        raise ImportError(
-            "compat='reference' draws lanes with OpenCV: pip install 'drivemetrics[culane]' "
-            "(opencv-python-headless >= 4.10, < 4.13)"
-        ) from None
+    cv2 = require("culane", "cv2", "CULane compat='reference'")
     if not _checked_cv2:
         _checked_cv2.append(True)
         version = tuple(int(v) for v in cv2.__version__.split(".")[:2])

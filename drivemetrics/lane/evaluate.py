@@ -24,9 +24,10 @@ from drivemetrics.lane.tusimple import select_ego_lanes, tusimple_f1, tusimple_i
 __all__ = ["evaluate_culane_dirs", "evaluate_tusimple_files", "score_culane_dirs"]
 
 
-def _map_chunks(fn: Callable[[list[str]], object], chunks: list[list[str]], workers: int) -> Iterator:
-    """``fn(chunk)`` for every chunk, in order, in ``workers`` spawned processes (1: in this process)."""
-    if workers <= 1 or len(chunks) <= 1:
+def _map_chunks(fn: Callable[[list[str]], object], chunks: list[list[str]], workers: int | None) -> Iterator:
+    """``fn(chunk)`` for every chunk, in order, in ``workers`` spawned processes (1: in this process; ``None``: a
+    pool only where the measured time of the first chunks says it pays)."""
+    if workers == 1 or len(chunks) <= 1:
         yield from map(fn, chunks)
         return
     from drivemetrics._internal.pool import map_in_processes  # spawned workers, terminated on Ctrl-C
@@ -35,13 +36,11 @@ def _map_chunks(fn: Callable[[list[str]], object], chunks: list[list[str]], work
 
 
 def _score_default_chunk(
-    names: list[str], gt_dir: str, pred_dir: str, height: int, width: int, line_width: float, threads: int
+    names: list[str], gt_dir: str, pred_dir: str, height: int, width: int, line_width: float
 ) -> tuple[list[tuple[int, int, np.ndarray]], dict[str, int]]:
     """Default-mode matches of a chunk of frames read from files, and the lanes of < 2 points dropped."""
     from drivemetrics.lane.culane_official import read_frames_chunk
 
-    if threads:
-        torch.set_num_threads(threads)
     frames = read_frames_chunk(names, gt_dir, pred_dir)
     gts = [[lane for lane in g if len(lane) >= 2] for g, _ in frames]
     preds = [[lane for lane in p if len(lane) >= 2] for _, p in frames]
@@ -63,7 +62,7 @@ def score_culane_dirs(
     line_width: float = 30.0,
     compat: Compat = "default",
     chunk: int = 64,
-    workers: int = 1,
+    workers: int | None = 1,
     progress: bool | None = False,
 ) -> dict[str, object]:
     """Match every listed frame: ``{"n_gt", "n_pred"}`` (``F`` int arrays), ``"matched"`` (list of per-GT-lane
@@ -77,8 +76,12 @@ def score_culane_dirs(
         raise FileNotFoundError(f"GT folder not found: {gt_dir}")
     if not pred_dir.is_dir():
         raise FileNotFoundError(f"prediction folder not found: {pred_dir}")
-    if chunk < 1 or workers < 1:
+    if chunk < 1 or (workers is not None and workers < 1):
         raise ValueError(f"`chunk` and `workers` must be >= 1, got {chunk}, {workers}")
+    if compat == "reference":  # OpenCV draws the lanes: checked before any file is read
+        from drivemetrics.lane.culane_official import _cv2
+
+        _cv2()
     chunks = [names[i : i + chunk] for i in range(0, len(names), chunk)]
     n_gt, n_pred, matched = [], [], []
     dropped = {"pred": 0, "gt": 0}
@@ -95,7 +98,7 @@ def score_culane_dirs(
         )
         parts = ((part, None) for part in _map_chunks(score, chunks, workers))
     else:
-        # worker processes run torch on one thread each (the tensors of a chunk are small)
+        # worker processes run torch on one thread each (the pool's initializer; a chunk's tensors are small)
         score = partial(
             _score_default_chunk,
             gt_dir=str(gt_dir),
@@ -103,7 +106,6 @@ def score_culane_dirs(
             height=height,
             width=width,
             line_width=line_width,
-            threads=1 if workers > 1 else 0,
         )
         parts = _map_chunks(score, chunks, workers)
     with progress_bar(len(names), "culane-eval", "image", progress) as bar:
@@ -171,7 +173,7 @@ def evaluate_culane_dirs(
     iou_threshold: float | Sequence[float] = 0.5,
     chunk: int = 64,
     compat: Compat = "default",
-    workers: int = 1,
+    workers: int | None = 1,
     per_image: bool = False,
     categories: dict[str, list[str]] | None = None,
     progress: bool | None = False,
@@ -185,7 +187,8 @@ def evaluate_culane_dirs(
             file counts as no lanes.
         height, width, line_width: as :func:`culane_matches`.
         iou_threshold: one threshold or several (scored in one pass: the matching does not depend on it).
-        chunk: frames per batch (bounds memory); workers: processes reading (and in compat mode scoring) files.
+        chunk: frames per batch (bounds memory); workers: processes reading and scoring files (``None``: one
+            process unless the measured time of the first chunks says a pool pays).
         compat: ``"default"`` or ``"reference"`` (the official C++ tool's numbers).
         progress: a tqdm bar over the frames on stderr (``None``: only when stdout and stderr are terminals).
         per_image: add ``"per_image": {frame: {"tp", "fp", "fn"}}`` at the first threshold; ``frame`` is the name

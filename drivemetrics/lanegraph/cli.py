@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from drivemetrics._internal.options import add_workers, resolve_workers
+from drivemetrics._internal.options import add_input, add_no_progress, add_workers, progress_setting
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -16,8 +16,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "annotations: per-sample values, the mean per city and the mean over cities (NaN ignored). Pickles are read "
         "with a restricted unpickler. --compat reference reproduces the released evaluator's numbers, bugs included.",
     )
-    lg.add_argument("--gt", required=True, help="annotation pickle")
-    lg.add_argument("--pred", required=True, help="submission pickle")
+    add_input(lg, "--gt", "file", required=True, help="annotation pickle")
+    add_input(lg, "--pred", "file", required=True, help="submission pickle")
     lg.add_argument("--task", required=True, choices=("successor", "full", "planning"), help="benchmark task")
     lg.add_argument("--split", default="eval", help="split to evaluate (default eval)")
     lg.add_argument(
@@ -25,20 +25,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     lg.add_argument("--json", default=None, metavar="OUT", help="write overall / per-city / per-sample JSON here")
     lg.add_argument("--figures", default=None, metavar="DIR", help="write one PNG per sample (GT and prediction)")
-    add_workers(lg, "processes scoring the samples")
+    add_workers(lg, "processes scoring the samples", auto=True)
     lg.add_argument("--seed", type=int, default=0, help="seed of APLS source sampling and planning (default 0)")
-    lg.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    add_no_progress(lg)
     lg.set_defaults(func=_run_lanegraph, sharded=True)
 
 
 def _run_lanegraph(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from drivemetrics._internal.extras import pyplot_for_files
     from drivemetrics._internal.files import check_output_path
     from drivemetrics.lanegraph.evaluate import evaluate_submission, format_tables, prepare_sample, write_json
     from drivemetrics.lanegraph.io import load_lanegraph_pickle
     from drivemetrics.lanegraph.plot import figure_path, plot_sample
 
+    if args.figures:  # the optional dependencies, before any work
+        pyplot_for_files()
+    if args.compat == "reference" and args.task != "planning":
+        from drivemetrics.lanegraph.reference import _cv2
+
+        _cv2()
     inputs = [args.gt, args.pred]
     if args.json:
         check_output_path(args.json, input_files=inputs, option="--json", is_folder=False)
@@ -59,8 +66,8 @@ def _run_lanegraph(args: argparse.Namespace) -> int:
         args.task,
         split=args.split,
         compat=args.compat,
-        workers=resolve_workers(args.workers),
-        progress=not args.no_progress,
+        workers=args.workers,
+        progress=progress_setting(args),
         seed=args.seed,
     )
     from drivemetrics._internal.distributed import current_shard

@@ -35,8 +35,9 @@ from scipy.spatial import cKDTree
 
 from drivemetrics._internal.distributed import Shard, current_shard
 from drivemetrics._internal.files import atomic_write_text, check_output_path
-from drivemetrics._internal.limits import check_graph_size, check_inside_area
-from drivemetrics._internal.pool import map_in_processes
+from drivemetrics._internal.limits import check_coordinates, check_graph_extent, check_graph_size
+from drivemetrics._internal.pool import check_workers_or_auto, map_in_processes
+from drivemetrics._internal.progress import progress_bar
 from drivemetrics._internal.ragged import RaggedRows
 from drivemetrics.lanegraph.geometry import LANE_METRICS, PLANNING_METRICS, check_compat, lane_arrays
 from drivemetrics.lanegraph.lanegraph import lanegraph_pair_values, missing_sample_values
@@ -104,17 +105,39 @@ def prepare_sample(pred: nx.DiGraph, gt: nx.DiGraph, sample_id: str, task: str) 
     return pred, gt
 
 
+def prepare_checked_sample(
+    pred: nx.DiGraph, gt: nx.DiGraph, city: str, sample_id: str, task: str
+) -> tuple[nx.DiGraph, nx.DiGraph]:
+    """:func:`prepare_sample` after refusing a sample whose cost would not follow its size (a ``ValueError``
+    naming the sample and the limit, see :mod:`drivemetrics._internal.limits`); returns ``(pred, gt)``.
+
+    Each graph: at most ``max_graph_nodes`` / ``max_graph_edges``, coordinates within ``max_abs_coordinate``
+    (city pixels; the full task's offsets too). Both graphs together, as scored (after the full task's shift): a
+    bounding box of at most ``max_graph_extent`` px a side, because the resampling along edges (GEO / TOPO, APLS)
+    and the IoU drawing grow with the edges' lengths. Real inputs: successor samples fit 256 px crops (largest
+    span ~300 px), full-LGP tiles 5000 px (the 5,214-node example spans 5,300 px) at city offsets of tens of
+    thousands of px. Planning routes on the graphs as they are (no drawing, no resampling): no extent check.
+    """
+    for graph, what in ((gt, "--gt annotation"), (pred, "--pred submission")):
+        where = f"{what} {city}/{short_repr(sample_id)}"
+        check_graph_size(graph.number_of_nodes(), graph.number_of_edges(), where)
+        if graph.number_of_nodes():
+            check_coordinates(node_positions(graph, where)[1], where)
+    if task == "full":
+        check_coordinates(sample_offsets(sample_id), f"sample id {short_repr(sample_id)} (x, y offsets)")
+    pred, gt = prepare_sample(pred, gt, sample_id, task)
+    both = [node_positions(g, "graph")[1] for g in (gt, pred) if g.number_of_nodes()]
+    if both and task != "planning":
+        where = f"--gt annotation with --pred submission {city}/{short_repr(sample_id)}"
+        check_graph_extent(np.concatenate(both), where)
+    return pred, gt
+
+
 def _evaluate_job(job: tuple) -> tuple[str, str, dict[str, float]]:
     city, sample_id, gt, pred, task, compat, seed = job
     if pred is None:  # default mode only: the reference mode fills missing samples before
         pred = nx.DiGraph()
-    pred, gt = prepare_sample(pred, gt, sample_id, task)
-    area = {"successor": (256.0, 256.0), "full": (5000.0, 5000.0)}.get(task)  # planning: routes on city graphs
-    for graph, what in ((gt, "--gt annotation"), (pred, "--pred submission")):
-        where = f"{what} {city}/{short_repr(sample_id)}"
-        check_graph_size(graph.number_of_nodes(), graph.number_of_edges(), where)
-        if area is not None and graph.number_of_nodes():  # the IoU canvas and every sampling stay near the area
-            check_inside_area(node_positions(graph, where)[1], area, where)
+    pred, gt = prepare_checked_sample(pred, gt, city, sample_id, task)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         if task == "planning":
@@ -157,22 +180,25 @@ def evaluate_submission(
     task: str,
     split: str = "eval",
     compat: str = "default",
-    workers: int = 1,
-    progress: bool = True,
+    workers: int | None = 1,
+    progress: bool | None = None,
     seed: int = 0,
 ) -> dict[str, Any]:
     """Evaluate every GT sample of ``split``; returns ``{"overall", "cities", "samples", "missing"}``.
 
     ``overall`` and ``cities[city]`` map metric -> pooled value, ``samples[sample_id]`` metric -> value (NaN where
-    undefined), ``missing`` lists the GT samples without prediction. ``workers > 1`` runs a process pool (results
-    do not depend on it; reference-mode planning always runs in order, its random streams run through the
-    samples).
+    undefined), ``missing`` lists the GT samples without prediction. ``workers > 1`` runs a process pool, ``None``
+    one only where the measured time of the first samples says it pays (results do not depend on it;
+    reference-mode planning always runs in order, its random streams run through the samples).
     """
     compat = check_compat(compat)
     if task not in TASKS:
         raise ValueError(f"`task` must be one of {TASKS}, got {task!r}")
-    if workers < 1:
-        raise ValueError(f"`workers` must be >= 1, got {workers}")
+    workers = check_workers_or_auto(workers)
+    if compat == "reference" and task != "planning":  # the graph IoU draws with OpenCV: checked before any work
+        from drivemetrics.lanegraph.reference import _cv2
+
+        _cv2()
     keys = PLANNING_METRICS if task == "planning" else LANE_METRICS
     cities = [c for c in _city_order(gt_data) if split in gt_data[c]]
     if not cities:
@@ -192,19 +218,17 @@ def evaluate_submission(
                     samples[sample_id] = missing_sample_values(task, compat)
                     continue
             jobs.append((city, sample_id, gt, pred, task, compat, seed))
-    from tqdm import tqdm
-
     # under torchrun each rank evaluates its shard of the samples (reference planning: one random stream, rank 0)
     shard = current_shard()
     sequential = task == "planning" and compat == "reference"
     all_jobs = jobs
     jobs = (jobs if shard.is_main else []) if sequential else shard.take(jobs)
-    bar = tqdm(total=len(jobs), desc=f"lanegraph-eval {task}", unit="sample", disable=not progress)
+    bar = progress_bar(len(jobs), f"lanegraph-eval {task}", "sample", progress if shard.is_main else False)
     results: dict[str, dict[str, float]] = {}
     if sequential:
         rand = ReferencePlanningRandom()
-        for _, sample_id, gt, pred, *_ in jobs:
-            p, g = prepare_sample(pred, gt, sample_id, task)
+        for city, sample_id, gt, pred, *_ in jobs:
+            p, g = prepare_checked_sample(pred, gt, city, sample_id, task)
             results[sample_id] = planning_values(p, g, "reference", reference_random=rand)
             bar.update()
     elif workers == 1 or len(jobs) <= 1:
@@ -214,8 +238,7 @@ def evaluate_submission(
             bar.update()
     else:
         # spawned workers, terminated on Ctrl-C (drivemetrics._internal.pool)
-        chunk = max(1, len(jobs) // (8 * workers))
-        for _, sample_id, values in map_in_processes(_evaluate_job, jobs, workers, chunksize=chunk):
+        for _, sample_id, values in map_in_processes(_evaluate_job, jobs, workers):
             results[sample_id] = values
             bar.update()
     bar.close()

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import networkx as nx
 
+from drivemetrics._internal.extras import pyplot_for_files
 from drivemetrics._internal.files import atomic_save_figure
 from drivemetrics.lanegraph.geometry import lane_arrays
 from drivemetrics.roadnet.io import short_repr
@@ -34,10 +35,7 @@ def figure_path(folder: str | Path, sample_id: object) -> Path:
 
 def plot_sample(pred: nx.DiGraph, gt: nx.DiGraph, path: str | Path, title: str = "") -> None:
     """PNG of a sample: GT (green) and prediction (red) overlaid, matched split points (SDA@20) marked."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot_for_files()
 
     from drivemetrics.lanegraph.sda import matched_splits
 

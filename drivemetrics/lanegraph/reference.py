@@ -25,6 +25,8 @@ from types import ModuleType
 
 import numpy as np
 
+from drivemetrics._internal.extras import available, require
+
 __all__ = [
     "RTREE_LEAF_CAPACITY",
     "opencv_graph_iou",
@@ -38,23 +40,14 @@ _INT_LIMIT = 2**31 - 1  # cv2.line takes 32-bit integer end points
 _warned_rtree: list[bool] = []
 
 
-def _rtree() -> ModuleType | None:
-    try:
-        import rtree.index
-    except ImportError:
-        return None
-    return rtree
+def _has_rtree() -> bool:
+    """Whether ``rtree`` is installed (extra ``lanegraph``); without it the candidate order is rebuilt in numpy."""
+    return available("rtree.index")
 
 
 def _cv2() -> ModuleType:
-    try:
-        import cv2
-    except ImportError as err:
-        raise ImportError(
-            "graph IoU with compat='reference' draws the lanes with OpenCV like the released evaluator: "
-            "pip install 'drivemetrics[lanegraph]' (opencv-python-headless)"
-        ) from err
-    return cv2
+    """``cv2`` (extra ``lanegraph``), or :class:`~drivemetrics._internal.extras.MissingExtraError`."""
+    return require("lanegraph", "cv2", "UrbanLaneGraph compat='reference' (graph IoU)")
 
 
 def tied_pairs(query_rows: np.ndarray, sq_dist: np.ndarray) -> np.ndarray:
@@ -106,10 +99,8 @@ def rtree_candidate_ranks(
     Raises:
         ImportError: when ``rtree`` is not installed.
     """
-    rtree = _rtree()
-    if rtree is None:
-        raise ImportError("the evaluator's R-tree order needs rtree: pip install 'drivemetrics[lanegraph]'")
-    tree = rtree.index.Index()
+    rtree_index = require("lanegraph", "rtree.index", "the evaluator's R-tree order")
+    tree = rtree_index.Index()
     for i, (x, y) in enumerate(np.asarray(indexed, dtype=np.float64).tolist()):
         tree.insert(i, (x - 1, y - 1, x + 1, y + 1))
     ranks = np.zeros(len(query_rows), dtype=np.int64)
@@ -160,7 +151,7 @@ def reference_pair_order(
         return np.lexsort((indexed_rows, query_rows, sq_dist))
     if len(indexed) <= RTREE_LEAF_CAPACITY:
         rank = indexed_rows  # a single leaf answers in insertion order
-    elif _rtree() is not None:
+    elif _has_rtree():
         rank = np.zeros(len(query_rows), dtype=np.int64)
         rank[tied] = rtree_candidate_ranks(indexed, queried, query_rows[tied], indexed_rows[tied], window)
     else:

@@ -5,35 +5,48 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from typing import Any
 
-from drivemetrics._internal.options import add_workers, resolve_workers
+from drivemetrics._internal.options import add_input, add_workers
 
 HEADLINE = {
-    "centerline": ("DET_l", "DET_t", "TOP_ll", "TOP_lt", "OLS", "F_score"),
-    "lanesegment": ("DET_ls", "DET_a", "DET_t", "TOP_lsls", "TOP_lste", "OLUS"),
+    "centerline": ("det_l", "det_t", "top_ll", "top_lt", "ols", "f_score"),
+    "lanesegment": ("det_ls", "det_a", "det_t", "top_lsls", "top_lste", "olus"),
 }
 
 
-def _openlanev2_eval(args: argparse.Namespace) -> int:
-    import torch
+def _read_inputs(gt: str, pred: str, track: str | None) -> tuple[Any, Any, str]:
+    """Ground truth, predictions and track read and checked without torch (runs in the read-ahead child)."""
+    from drivemetrics.lanetopology import io
 
+    target = io.read_ground_truth(gt)
+    preds = io.read_predictions(pred)
+    return target, preds, track or io.detect_track(target, gt)
+
+
+def _openlanev2_eval(args: argparse.Namespace) -> int:
     from drivemetrics._internal.files import atomic_write_text, check_output_path
-    from drivemetrics.lanetopology.evaluate import evaluate_openlanev2_files, json_report
+    from drivemetrics._internal.read_ahead import read_ahead
 
     if args.json:
         check_output_path(args.json, input_files=[args.gt, args.pred], option="--json", is_folder=False)
+    with read_ahead(_read_inputs, args.gt, args.pred, args.track) as inputs:  # reads while torch imports
+        import torch
+
+        from drivemetrics.lanetopology.evaluate import evaluate_openlanev2, json_report
+        from drivemetrics.lanetopology.scoring import devkit_name
+
+        target, preds, track = inputs.result()
     torch.set_num_threads(1)  # many small kernels: threads only contend
-    track, scores = evaluate_openlanev2_files(
-        args.gt, args.pred, track=args.track, compat=args.compat, workers=resolve_workers(args.workers)
-    )
+    scores = evaluate_openlanev2(preds, target, track, args.compat, args.workers)
     from drivemetrics._internal.distributed import current_shard
 
     if not current_shard().is_main:  # torchrun: rank 0 reports
         return 0
     title = "OpenLane-V2 Score" if track == "centerline" else "OpenLane-V2 UniScore"
     print(f"{title} ({track} track, compat={args.compat})")
-    for name in HEADLINE[track]:
-        value = scores[name]
+    for key in HEADLINE[track]:
+        name, value = devkit_name(key), scores[key]
         print(f"  {name:<10} {value:.6f}" if not math.isnan(value) else f"  {name:<10} nan")
     if args.json:
         atomic_write_text(args.json, json.dumps(json_report(track, scores, HEADLINE[track]), indent=1) + "\n")
@@ -51,8 +64,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "per-threshold values."
         ),
     )
-    parser.add_argument("--gt", required=True, help="ground truth: devkit collection .pkl or fixture .json")
-    parser.add_argument("--pred", required=True, help="predictions: devkit submission .pkl or fixture .json")
+    add_input(parser, "--gt", "file", required=True, help="ground truth: devkit collection .pkl or fixture .json")
+    add_input(parser, "--pred", "file", required=True, help="predictions: devkit submission .pkl or fixture .json")
     parser.add_argument("--track", choices=("centerline", "lanesegment"), default=None, help="default: detected")
     parser.add_argument(
         "--compat",
@@ -61,5 +74,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="reference: reproduce the devkit 2.1.0, faults included; default: the documented fixes",
     )
     parser.add_argument("--json", default=None, metavar="OUT", help="also write the scores as JSON to OUT")
-    add_workers(parser, "frame chunks")
+    add_workers(parser, "processes scoring chunks of frames", auto=True)
     parser.set_defaults(func=_openlanev2_eval, sharded=True)

@@ -12,11 +12,12 @@ import torch
 from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.distributed import Shard, current_shard
 from drivemetrics._internal.gc_pause import gc_paused
-from drivemetrics._internal.pool import map_in_processes
+from drivemetrics._internal.pool import check_workers_or_auto, map_in_processes
 from drivemetrics._internal.ragged import RaggedRows
 from drivemetrics.lanetopology.frames import Track
 from drivemetrics.lanetopology.io import detect_track, read_ground_truth, read_predictions, token_name
-from drivemetrics.lanetopology.openlanev2 import frame_statistics, scores_from_statistics
+from drivemetrics.lanetopology.openlanev2 import frame_statistics
+from drivemetrics.lanetopology.scoring import devkit_name, scores_from_statistics
 
 __all__ = ["evaluate_openlanev2", "evaluate_openlanev2_files"]
 
@@ -88,7 +89,7 @@ def evaluate_openlanev2(
     target: Mapping[Any, Mapping[str, Any]],
     track: Track = "centerline",
     compat: Compat = "default",
-    workers: int = 1,
+    workers: int | None = 1,
     frames_per_job: int = 256,
     device: str = "cpu",
     sources: tuple[str, str] | None = None,
@@ -96,25 +97,27 @@ def evaluate_openlanev2(
     """Score ``{token: prediction dict}`` against ``{token: annotation dict}`` (the devkit's per-frame dicts).
 
     ``workers`` processes score chunks of consecutive frames, at most ``frames_per_job`` and at most
-    :data:`JOB_POINTS` padded lane points each (a large frame gets a chunk of its own); ``device`` is where the
-    lane distances of a chunk are computed (all of its frames at once). Every ground-truth frame needs a
-    prediction (an empty one is a frame with empty lists); predictions for tokens not in the ground truth are
-    refused, as the devkit does.
+    :data:`JOB_POINTS` padded lane points each (a large frame gets a chunk of its own); ``workers=None``: one
+    process unless the measured time of the first chunks says a pool pays (see
+    :func:`~drivemetrics._internal.pool.map_in_processes`). ``device`` is where the lane distances of a chunk are
+    computed (all of its frames at once). Every ground-truth frame needs a prediction (an empty one is a frame with
+    empty lists); predictions for tokens not in the ground truth are refused, as the devkit does.
 
     ``sources``: the ``(prediction, ground-truth)`` file names, added to the frame named by an error.
 
     Returns:
-        The keys of :func:`drivemetrics.lanetopology.openlanev2.scores_from_statistics`, as floats.
+        The snake_case keys of :func:`drivemetrics.lanetopology.scoring.scores_from_statistics`, as floats.
 
     Examples:
         >>> gt = {("val", "1", "2"): {"lane_centerline": [{"points": [[0, 0, 0], [10, 0, 0]]}],
         ...       "traffic_element": [], "topology_lclc": [[0]], "topology_lcte": []}}
         >>> pred = {("val", "1", "2"): {"lane_centerline": [{"points": [[0, 0, 0], [10, 0, 0]], "confidence": 1.0}],
         ...         "traffic_element": [], "topology_lclc": [[0.0]], "topology_lcte": []}}
-        >>> evaluate_openlanev2(pred, gt, compat="reference")["DET_l"]
+        >>> evaluate_openlanev2(pred, gt, compat="reference")["det_l"]
         1.0
     """
     check_compat(compat)
+    workers = check_workers_or_auto(workers)
     where = f"{sources[0]}: " if sources else ""
     missing = [t for t in target if t not in preds]
     extra = [t for t in preds if t not in target]
@@ -161,7 +164,7 @@ def evaluate_openlanev2_files(
     pred: str | Path,
     track: Track | None = None,
     compat: Compat = "default",
-    workers: int = 1,
+    workers: int | None = 1,
 ) -> tuple[Track, dict[str, float]]:
     """Read the ground truth (devkit pickle or fixture JSON) and predictions (submission pickle or fixture JSON),
     detect the track unless given, and score them; returns ``(track, scores)``."""
@@ -172,8 +175,14 @@ def evaluate_openlanev2_files(
 
 
 def json_report(track: Track, scores: Mapping[str, float], headline: Sequence[str]) -> dict[str, Any]:
-    """The command's JSON: headline keys at the top level, the rest under ``per_threshold``."""
-    out: dict[str, Any] = {name: scores[name] for name in headline}
+    """The command's JSON, in the devkit's names (:func:`~drivemetrics.lanetopology.scoring.devkit_name`):
+    ``headline`` keys at the top level, the per-threshold values under ``per_threshold``.
+
+    Examples:
+        >>> json_report("centerline", {"ols": 0.5, "top_ll@1.0": 0.25}, ["ols"])
+        {'OLS': 0.5, 'track': 'centerline', 'per_threshold': {'TOP_ll@1.0': 0.25}}
+    """
+    out: dict[str, Any] = {devkit_name(name): scores[name] for name in headline}
     out["track"] = track
-    out["per_threshold"] = {k: v for k, v in scores.items() if "@" in k}
+    out["per_threshold"] = {devkit_name(k): v for k, v in scores.items() if "@" in k}
     return out

@@ -1,10 +1,13 @@
-"""The OpenLane-V2 scoring steps, shared by the metric classes, the evaluator and the benchmark (no Metric here).
+"""The OpenLane-V2 scoring steps: frames in (parsed :class:`~drivemetrics.lanetopology.frames.LaneFrame`), pooled
+statistics and scores out. No Metric here; :mod:`drivemetrics.lanetopology.openlanev2` (the Metric classes and the
+functional kernel) and :mod:`drivemetrics.lanetopology.evaluate` (the dataset command) call
+:func:`batch_statistics` and :func:`scores_from_statistics`, nothing else.
 
-Per frame: distance matrices (ground truth in rows, predictions in columns), greedy matching by confidence, the
-topology matrices of matched items and their per-vertex AP, the F-score counts. Across frames: 11-point AP of
-pooled (confidence, true positive) rows. Every rule of the devkit 2.1.0 is described in the fixture README and in
-``docs`` of :mod:`drivemetrics.lanetopology.openlanev2`; ``reference=True`` reproduces it, ``False`` applies the
-library's fixes:
+Steps, all frames of a batch at once: distance matrices (ground truth in rows, predictions in columns), greedy
+matching by confidence, AP rows ``[channel, confidence, true positive]`` (detections, and in the default mode
+relation candidates), the devkit's per-vertex topology sums, the F-score counts; across frames the APs and the
+headline scores. ``compat="reference"`` reproduces the devkit 2.1.0 (rules in the fixture README), ``"default"``
+applies the library's fixes:
 
 * matching: a prediction takes the nearest *free* ground truth within the threshold (the devkit only looks at the
   nearest one and makes the prediction a false positive when that one is taken);
@@ -13,19 +16,11 @@ library's fixes:
   with a float64 ``arange`` grid, which numpy 1.x casts to float32 (so 7/10 does reach 0.7 there, unlike what a
   float64 comparison would give); the exact rule differs from it only for very large GT counts;
 * a class without ground truth has no AP (NaN, left out of means); the devkit gives 1 (nothing predicted) or 0;
-* topology: every predicted edge is charged. The devkit's per-vertex AP (sum of precision at each correct edge /
-  number of GT edges) only looks at the ranking up to the vertex's last correct edge, so an edge predicted below
-  it costs nothing (only a vertex without GT edge notices it), and the relations of a prediction that matches no
-  ground truth are never looked at. Mapping every relation confidence above 0.5 (order kept) or adding
-  low-confidence copies of predicted lanes with their relations therefore raised TOP without better topology
-  (``benchmarks/openlanev2_topology_loophole.py``; reported as the devkit's issue #128 after its 2.1 fill fix). Default
-  mode: (1) every edge the submission predicts (> 0.5) ranked below the vertex's last correct edge and its tie
-  group counts as one more miss: AP = sum of precision at each correct edge / (GT edges + such edges);
-  (2) the relations of an unmatched prediction with a matched one are edges of the matched vertex (GT 0), ranked
-  with the others; the unmatched prediction is no vertex of the mean. The devkit's ``0.5 + eps`` fill for
-  unmatched GT items is kept and not charged by (1). The score stays per vertex, in [0, 1], and equals the
-  devkit's for a vertex without such edges (no predicted edge below its last correct one, no relation with an
-  unmatched prediction above 0.5).
+* topology: one relation AP per relation type and lane threshold over every relation candidate of every frame
+  (:func:`relation_rows`), which depends on the order of the relation confidences only and charges the relations
+  of unmatched predictions; the devkit's per-vertex AP with its ``0.5`` threshold and ``0.5 + eps`` fill
+  (:func:`topology_vertex_ap`) is the reference mode only. ``docs/pages/domains/lanetopology.md`` has the formula
+  and the reasons.
 
 Distances are computed for all frames of a batch at once with :mod:`torch`: the discrete Frechet distance first
 (bounded, banded), the Chamfer prefilter only where the Frechet distance does not already decide it.
@@ -33,12 +28,21 @@ Distances are computed for all frames of a batch at once with :mod:`torch`: the 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
 import torch
 from torch import Tensor
 
+from drivemetrics._internal.compat import Compat, check_compat
+from drivemetrics.lanetopology.frames import (
+    AREA_CATEGORIES,
+    TRACKS,
+    TRAFFIC_ELEMENT_ATTRIBUTES,
+    LaneFrame,
+    Track,
+)
 from drivemetrics.polyline.average_precision import average_precision_11point, pooled_precision_recall
 from drivemetrics.polyline.chamfer import chamfer_distance
 from drivemetrics.polyline.frechet import bounded_frechet_distance_pairs
@@ -46,20 +50,36 @@ from drivemetrics.polyline.matching import greedy_match_index
 from drivemetrics.polyline.ragged import drop_closing_point
 
 __all__ = [
+    "AREA_THRESHOLDS",
+    "DEVKIT_NAMES",
+    "FSCORE_DIST_TH",
+    "FSCORE_RATIO_TH",
+    "LANE_THRESHOLDS",
+    "NUM_AP_CHANNELS",
     "REJECTED_DISTANCE",
     "RELATION_THRESHOLD",
+    "SCORE_KEYS",
+    "TE_THRESHOLD",
     "UNMATCHED_RELATION",
-    "average_precision_11",
+    "area_distance_matrix",
+    "batch_statistics",
+    "check_track",
+    "detection_average_precision",
+    "devkit_name",
     "ego_relaxation",
     "frame_pairs",
-    "fscore_counts",
+    "fscore_batch_counts",
     "fscore_frame_counts",
-    "greedy_match",
     "iou_distance_matrices",
     "iou_distance_matrix",
+    "kept_lane_samples",
     "lane_distance_matrices",
     "match_frames",
+    "relation_average_precision",
+    "relation_rows",
+    "scores_from_statistics",
     "topology_vertex_ap",
+    "topology_vertex_ap_batch",
 ]
 
 #: Distance the devkit writes where the Chamfer prefilter rejects a pair (never matches).
@@ -291,48 +311,39 @@ def _iou_distance(g: np.ndarray, p: np.ndarray) -> np.ndarray:
 
 # ---------------------------------------------------------------------------------------------------------------
 # matching and AP
-def greedy_match(distance: np.ndarray, confidence: np.ndarray, threshold: float, reference: bool) -> np.ndarray:
-    """Match predictions to ground truth in decreasing confidence; returns the GT index per prediction (-1: none).
-
-    Args:
-        distance: ``(G, P)`` distances, GT rows.
-        confidence: ``(P,)``.
-        threshold: a pair matches when its distance is strictly below it.
-        reference: devkit rule (only the nearest GT, first on ties; a taken nearest GT makes a false positive);
-            otherwise the nearest GT still free within the threshold.
-
-    Examples:
-        >>> d = np.array([[0.5, 0.6], [2.0, 0.9]])
-        >>> greedy_match(d, np.array([0.9, 0.8]), 1.0, reference=True).tolist()
-        [0, -1]
-        >>> greedy_match(d, np.array([0.9, 0.8]), 1.0, reference=False).tolist()
-        [0, 1]
-    """
-    return match_frames([distance], [confidence], [threshold], reference)[0][:, 0]
-
-
 def match_frames(
     distances: Sequence[np.ndarray],
     confidences: Sequence[np.ndarray],
     thresholds: Sequence[float],
-    reference: bool,
+    *,
+    compat: Compat,
     gt_groups: Sequence[np.ndarray] | None = None,
     pred_groups: Sequence[np.ndarray] | None = None,
 ) -> list[np.ndarray]:
-    """:func:`greedy_match` of many frames and thresholds at once (one padded call of the shared core).
+    """Greedy matching of the predictions of many frames and thresholds in decreasing confidence (one padded call
+    of :func:`~drivemetrics.polyline.matching.greedy_match_index`).
 
     Args:
         distances: per frame ``(G_f, P_f)`` distances, GT rows (their dtype is kept: float32 IoU distances are
             compared with the thresholds in float32, as the devkit does).
         confidences: per frame ``(P_f,)``.
         thresholds: ``(T,)``; a pair matches when its distance is strictly below.
-        reference: see :func:`greedy_match`.
+        compat: ``"reference"``: the devkit's rule (only the nearest GT, first on ties; a taken nearest GT makes a
+            false positive); ``"default"``: the nearest GT still free within the threshold.
         gt_groups / pred_groups: per frame ``(G_f,)`` / ``(P_f,)`` group ids (attribute, category): items only
             match within their group, as if each group were matched on its own.
 
     Returns:
         Per frame ``(P_f, T)`` int64 GT index per prediction and threshold (-1: none).
+
+    Examples:
+        >>> d = np.array([[0.5, 0.6], [2.0, 0.9]])
+        >>> match_frames([d], [np.array([0.9, 0.8])], [1.0], compat="reference")[0][:, 0].tolist()
+        [0, -1]
+        >>> match_frames([d], [np.array([0.9, 0.8])], [1.0], compat="default")[0][:, 0].tolist()
+        [0, 1]
     """
+    reference = check_compat(compat)
     num_frames = len(distances)
     g_max = max((d.shape[0] for d in distances), default=0)
     p_max = max((d.shape[1] for d in distances), default=0)
@@ -360,30 +371,29 @@ def match_frames(
     return [match[f, : d.shape[1]] for f, d in enumerate(distances)]
 
 
-def average_precision_11(confidence: np.ndarray, tp: np.ndarray, num_gt: int, reference: bool) -> float:
+def detection_average_precision(confidence: np.ndarray, tp: np.ndarray, num_gt: int, *, compat: Compat) -> float:
     """11-point interpolated AP of pooled detections.
 
     Args:
         confidence: ``(N,)`` confidences of all detections of all frames.
         tp: ``(N,)`` 1 for a true positive, 0 for a false positive.
         num_gt: number of ground-truth objects.
-        reference: the devkit's arithmetic (float32 recall and precision; the float64 grid ``arange(0, 1, 0.1)``
-            compared in float32, as numpy 1.x value-based casting does; float32 sum;
-            1.0 when there is neither ground truth nor detection, 0.0 when only detections); otherwise exact
+        compat: ``"reference"``: the devkit's arithmetic (float32 recall and precision; the float64 grid
+            ``arange(0, 1, 0.1)`` compared in float32, as numpy 1.x value-based casting does; float32 sum;
+            1.0 when there is neither ground truth nor detection, 0.0 when only detections); ``"default"``: exact
             recall levels, tied confidences as one operating point, NaN without ground truth.
 
     Examples:
-        >>> average_precision_11(np.array([0.9, 0.8]), np.array([1, 0]), 2, reference=True)
+        >>> detection_average_precision(np.array([0.9, 0.8]), np.array([1, 0]), 2, compat="reference")
         0.5454545...
     """
+    reference = check_compat(compat)
     if num_gt == 0:
         if reference:
             return 1.0 if len(tp) == 0 else 0.0
         return float("nan")
     if len(tp) == 0:
         return 0.0
-    order = np.argsort(-confidence, kind="stable")
-    tp_sorted = tp[order]
     if reference:
         precision_t, recall_t = pooled_precision_recall(
             torch.from_numpy(np.ascontiguousarray(confidence, dtype=np.float64)),
@@ -397,10 +407,7 @@ def average_precision_11(confidence: np.ndarray, tp: np.ndarray, num_gt: int, re
         # changes DET_t on the lane-segment fixture by 4.5e-3); float32 sum in level order
         ap = average_precision_11point(precision_t, recall_t, dtype=torch.float32, compare_dtype=torch.float32)
         return float(ap)
-    conf_sorted = confidence[order]
-    last_of_tie = np.r_[conf_sorted[1:] != conf_sorted[:-1], True]
-    cum_tp = np.cumsum(tp_sorted)[last_of_tie]
-    seen = (np.arange(len(tp_sorted)) + 1)[last_of_tie]
+    cum_tp, seen = _tie_group_counts(confidence, tp)
     precision = cum_tp / seen
     exact_sum = 0.0
     for k in range(11):
@@ -409,91 +416,133 @@ def average_precision_11(confidence: np.ndarray, tp: np.ndarray, num_gt: int, re
     return exact_sum / 11
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# topology
-def topology_matrix(gt: np.ndarray, pred: np.ndarray, row_match: np.ndarray, col_match: np.ndarray) -> np.ndarray:
-    """The GT-sized relation matrix the devkit scores: matched GT pairs take the prediction's confidence between
-    their predictions; all other entries ``(1 - gt) * (0.5 + float32 eps)``.
+def _tie_group_counts(confidence: np.ndarray, tp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Operating points of pooled rows, one per group of tied confidences in decreasing order: ``(true positives
+    (K,), rows (K,))`` counted down to the end of each group (so the order among tied rows does not matter)."""
+    order = np.argsort(-confidence, kind="stable")
+    conf_sorted = confidence[order]
+    last_of_tie = np.r_[conf_sorted[1:] != conf_sorted[:-1], True]
+    cum_tp = np.cumsum(np.asarray(tp, dtype=np.float64)[order])[last_of_tie]
+    seen = (np.arange(len(order)) + 1)[last_of_tie]
+    return cum_tp, seen
+
+
+def relation_average_precision(confidence: np.ndarray, tp: np.ndarray, num_gt: int) -> float:
+    """The default mode's topology score: non-interpolated AP of pooled relation candidates.
+
+    ``sum over operating points k of (TP_k - TP_{k-1}) * TP_k / N_k`` divided by ``num_gt``, an operating point
+    being the end of a group of tied confidences (``TP_k`` / ``N_k`` true positives / candidates ranked at or
+    above it). Only the order of ``confidence`` matters; a candidate added anywhere below the last true positive
+    changes nothing, one added above a true positive lowers the value.
 
     Args:
-        gt: ``(R, C)`` 0/1 ground-truth relations.
-        pred: ``(P_r, P_c)`` predicted relation confidences.
-        row_match / col_match: GT index per predicted row / column item (-1: unmatched).
+        confidence: ``(N,)`` relation confidences of every candidate of every frame.
+        tp: ``(N,)`` true-positive flags (see :func:`relation_rows`).
+        num_gt: ground-truth relations of every frame (missed ones included).
+
+    Returns:
+        The AP in [0, 1]; NaN without any ground-truth relation.
 
     Examples:
-        >>> topology_matrix(np.array([[0, 1], [0, 0]]), np.array([[0.0, 0.9], [0.2, 0.0]]),
-        ...                 np.array([0, -1]), np.array([0, -1]))
-        array([[0.        , 0.        ],
-               [0.50000012, 0.50000012]])
+        >>> relation_average_precision(np.array([0.9, 0.8, 0.7]), np.array([1, 0, 1]), 3)  # (1 + 2/3) / 3
+        0.5555...
+        >>> relation_average_precision(np.array([0.6, 0.6]), np.array([1, 0]), 1)  # a tie: one operating point
+        0.5
     """
-    out = (1.0 - gt) * UNMATCHED_RELATION
-    pr = np.flatnonzero(row_match >= 0)
-    pc = np.flatnonzero(col_match >= 0)
-    if len(pr) and len(pc):
-        out[np.ix_(row_match[pr], col_match[pc])] = pred[np.ix_(pr, pc)]
-    return out
+    if num_gt == 0:
+        return float("nan")
+    if len(tp) == 0:
+        return 0.0
+    cum_tp, seen = _tie_group_counts(confidence, tp)
+    found = np.diff(cum_tp, prepend=0.0)
+    return float((found * cum_tp / seen).sum() / num_gt)
 
 
-def topology_vertex_ap(
-    gt: np.ndarray, scores: np.ndarray, reference: bool, charged: np.ndarray | None = None
-) -> np.ndarray:
-    """Per-vertex AP of relation matrices: one value per row then one per column, ``(R + C,)``.
+# ---------------------------------------------------------------------------------------------------------------
+# topology
+def relation_rows(
+    gt: Sequence[np.ndarray],
+    pred: Sequence[np.ndarray],
+    row_match: Sequence[np.ndarray],
+    col_match: Sequence[np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Every predicted relation of many frames as a candidate of the default topology AP.
 
-    For a vertex, the predicted edges are entries ``> 0.5`` ranked by value; AP = sum of precision at each correct
-    edge / number of GT edges; 1 with neither GT nor predicted edges, 0 with only one of them.
+    A candidate is an entry ``(i, j)`` of a frame's predicted relation matrix, with its confidence. At a lane
+    threshold it is a true positive when prediction ``i`` and prediction ``j`` are both matched and their matched
+    ground-truth items are related (matching is one-to-one, so a GT relation is claimed by at most one candidate);
+    it is a false positive otherwise, in particular whenever ``i`` or ``j`` matches nothing. GT relations of an
+    unmatched GT item are never found: they stay in ``num_gt`` as misses. No threshold on the confidences and no
+    fill: every entry of every frame is ranked.
 
-    ``reference``: the devkit's AP, tied values ranked in index order (its small-array sort). Otherwise (the
-    default mode) a tie is one operating point, and every *charged* predicted edge ranked below the vertex's last
-    correct edge (after its tie group) counts as one more missed edge: AP = sum of precision at each correct edge
-    / (number of GT edges + number of such edges). The devkit leaves them free, so that mapping every relation
-    confidence above 0.5 (keeping their order) can only gain. The value equals the devkit's wherever no charged
-    edge is ranked below the last correct one, and stays in [0, 1].
+    Args:
+        gt: per frame ``(R_f, C_f)`` 0/1 ground-truth relations.
+        pred: per frame ``(P_f, Q_f)`` predicted relation confidences.
+        row_match / col_match: per frame ``(P_f, T)`` / ``(Q_f, T)`` matched GT index per threshold (-1: none).
+
+    Returns:
+        ``(confidence (M,), tp (M, T) bool, num_gt)`` for the ``M`` entries of all frames (frame by frame,
+        row-major) and the number of GT relations of all frames.
+
+    Examples:
+        >>> gt = [np.array([[0, 1], [0, 0]])]
+        >>> pred = [np.array([[0.1, 0.8, 0.9], [0.2, 0.1, 0.0], [0.3, 0.2, 0.1]])]  # lane 2 matches nothing
+        >>> conf, tp, num_gt = relation_rows(gt, pred, [np.array([[0], [1], [-1]])], [np.array([[0], [1], [-1]])])
+        >>> conf[tp[:, 0]].tolist(), int(tp.sum()), num_gt
+        ([0.8], 1, 1)
+    """
+    num_t = row_match[0].shape[1] if len(row_match) else 0
+    p_rows = np.fromiter((p.shape[0] for p in pred), dtype=np.int64, count=len(pred))
+    p_cols = np.fromiter((p.shape[1] for p in pred), dtype=np.int64, count=len(pred))
+    g_rows = np.fromiter((g.shape[0] for g in gt), dtype=np.int64, count=len(gt))
+    g_cols = np.fromiter((g.shape[1] for g in gt), dtype=np.int64, count=len(gt))
+    row, col, pairs = frame_pairs(p_rows, p_cols)
+    frame = np.repeat(np.arange(len(pred)), pairs)
+    confidence = np.concatenate([np.zeros(0), *[p.reshape(-1).astype(np.float64) for p in pred]])
+    gt_flat = np.concatenate([np.zeros(0, dtype=bool), *[g.reshape(-1).astype(bool) for g in gt]])
+    gt_start = np.cumsum(g_rows * g_cols) - g_rows * g_cols
+    r_all = np.concatenate([np.zeros((0, num_t), dtype=np.int64), *row_match])[row]  # (M, T) local GT index
+    c_all = np.concatenate([np.zeros((0, num_t), dtype=np.int64), *col_match])[col]
+    both = (r_all >= 0) & (c_all >= 0)
+    index = gt_start[frame][:, None] + np.maximum(r_all, 0) * g_cols[frame][:, None] + np.maximum(c_all, 0)
+    tp = both & gt_flat[np.where(both, index, 0)] if gt_flat.size else np.zeros(both.shape, dtype=bool)
+    return confidence, tp, int(gt_flat.sum())
+
+
+def topology_vertex_ap(gt: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """The devkit's per-vertex AP of a relation matrix: one value per row then one per column, ``(R + C,)``.
+
+    For a vertex, the predicted edges are entries ``> 0.5`` ranked by value (tied values in index order, the
+    devkit's small-array sort); AP = sum of precision at each correct edge / number of GT edges; 1 with neither GT
+    nor predicted edges, 0 with only one of them. An edge ranked below the vertex's last correct edge costs
+    nothing, which is why the reference mode can be raised by re-scaling confidences (see the domain page).
 
     Args:
         gt: ``(R, C)`` 0/1 ground-truth relations.
         scores: ``(R, C)`` relation confidences.
-        reference: devkit rules (see above).
-        charged: ``(R, C)`` bool, the entries that the submission predicted (default: all); entries that only
-            stand in for an unmatched ground-truth item (the devkit's ``0.5 + eps`` fill) are not charged.
 
     Examples:
-        >>> topology_vertex_ap(np.array([[0, 1], [0, 0]]), np.array([[0.9, 0.8], [0.1, 0.2]]), True)
+        >>> topology_vertex_ap(np.array([[0, 1], [0, 0]]), np.array([[0.9, 0.8], [0.1, 0.2]]))
         array([0.5, 1. , 0. , 1. ])
-        >>> gt, scores = np.array([[1, 0, 0]]), np.array([[0.9, 0.7, 0.6]])
-        >>> topology_vertex_ap(gt, scores, True)[0], topology_vertex_ap(gt, scores, False)[0].round(4)
-        (np.float64(1.0), np.float64(0.3333))
-
-    (default mode: one correct edge at rank 1, then two more predicted edges: ``1 / (1 + 2)``).
     """
-    charged_t = None if charged is None else charged.T
-    values = [_vertex_ap_rows(gt, scores, reference, charged), _vertex_ap_rows(gt.T, scores.T, reference, charged_t)]
-    return np.concatenate(values)
+    by_row, by_col = topology_vertex_ap_batch(gt[None], scores[None])
+    return np.concatenate([by_row[0], by_col[0]])
 
 
-def topology_vertex_ap_batch(
-    gt: np.ndarray, scores: np.ndarray, reference: bool, charged: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray]:
+def topology_vertex_ap_batch(gt: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """:func:`topology_vertex_ap` of a batch of zero-padded matrices ``(N, R, C)``: ``(rows (N, R), cols (N, C))``.
 
     Padding rows / columns (GT 0, score 0) add nothing to the other vertices; their own values are meaningless
-    and must be masked by the caller. ``charged``: ``(N, R, C)`` or None, as in :func:`topology_vertex_ap`.
+    and must be masked by the caller.
     """
     num, rows, cols = gt.shape
-    by_row_charged = by_col_charged = None
-    if charged is not None:
-        by_row_charged = charged.reshape(num * rows, cols)
-        by_col_charged = charged.transpose(0, 2, 1).reshape(num * cols, rows)
-    by_row = _vertex_ap_rows(gt.reshape(num * rows, cols), scores.reshape(num * rows, cols), reference, by_row_charged)
+    by_row = _vertex_ap_rows(gt.reshape(num * rows, cols), scores.reshape(num * rows, cols))
     gt_t, scores_t = gt.transpose(0, 2, 1), scores.transpose(0, 2, 1)
-    by_col = _vertex_ap_rows(
-        gt_t.reshape(num * cols, rows), scores_t.reshape(num * cols, rows), reference, by_col_charged
-    )
+    by_col = _vertex_ap_rows(gt_t.reshape(num * cols, rows), scores_t.reshape(num * cols, rows))
     return by_row.reshape(num, rows), by_col.reshape(num, cols)
 
 
-def _vertex_ap_rows(
-    gt: np.ndarray, scores: np.ndarray, reference: bool, charged: np.ndarray | None = None
-) -> np.ndarray:
+def _vertex_ap_rows(gt: np.ndarray, scores: np.ndarray) -> np.ndarray:
     """Per-row vertex AP of ``(R, C)`` matrices (see :func:`topology_vertex_ap`)."""
     rows, cols = gt.shape
     if rows == 0:
@@ -504,44 +553,13 @@ def _vertex_ap_rows(
     key = np.where(predicted, -scores, np.inf)
     order = np.argsort(key, axis=1, kind="stable")
     hit = np.take_along_axis(gt.astype(bool) & predicted, order, 1)
-    cum_tp = np.cumsum(hit, axis=1)
-    rank = np.arange(1, cols + 1)
-    group_end = np.zeros(0, dtype=np.int64)
-    if not reference:  # the precision of a tie group is the one at its end
-        group_end = _last_index_of_runs(np.take_along_axis(key, order, 1))
-        cum_tp_at = np.take_along_axis(cum_tp, group_end, 1)
-        precision = cum_tp_at / (group_end + 1)
-    else:
-        precision = cum_tp / rank
+    precision = np.cumsum(hit, axis=1) / np.arange(1, cols + 1)
     num_gt = gt.astype(bool).sum(1)
     num_pred = predicted.sum(1)
-    misses = num_gt
-    if not reference:  # every charged edge ranked below the last correct one counts as one more miss
-        charged_sorted = np.take_along_axis(predicted & (True if charged is None else charged), order, 1)
-        misses = num_gt + _charged_after_last_hit(hit, charged_sorted, group_end)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ap = (precision * hit).sum(1) / misses
+        ap = (precision * hit).sum(1) / num_gt
     ap = np.where((num_gt == 0) | (num_pred == 0), 0.0, ap)
     return np.where((num_gt == 0) & (num_pred == 0), 1.0, ap)
-
-
-def _charged_after_last_hit(hit: np.ndarray, charged: np.ndarray, group_end: np.ndarray) -> np.ndarray:
-    """Per row (entries in rank order): how many charged entries are ranked below the tie group of the last hit,
-    ``(R,)`` int; 0 where the row has no hit."""
-    cols = hit.shape[1]
-    last_hit = cols - 1 - np.argmax(hit[:, ::-1], axis=1)  # index of the last hit (meaningless without a hit)
-    upto = np.take_along_axis(group_end, last_hit[:, None], 1)[:, 0]  # ... extended to the end of its tie group
-    charged_upto = np.take_along_axis(np.cumsum(charged, axis=1), upto[:, None], 1)[:, 0]
-    return np.where(hit.any(1), charged.sum(1) - charged_upto, 0)
-
-
-def _last_index_of_runs(sorted_rows: np.ndarray) -> np.ndarray:
-    """For each entry of each row, the index of the last entry equal to it (rows sorted)."""
-    rows, cols = sorted_rows.shape
-    boundary = np.ones((rows, cols), dtype=bool)
-    boundary[:, :-1] = sorted_rows[:, 1:] != sorted_rows[:, :-1]
-    idx = np.where(boundary, np.arange(cols), cols)
-    return np.minimum.accumulate(idx[:, ::-1], axis=1)[:, ::-1]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -551,19 +569,6 @@ _X_SAMPLES = np.linspace(-50, 50, num=100, endpoint=False)
 FSCORE_DIST_TH = 1.5
 #: F-score: a matched lane counts if this share of its visible samples match.
 FSCORE_RATIO_TH = 0.75
-_DIST_TH = FSCORE_DIST_TH
-_RATIO_TH = FSCORE_RATIO_TH
-
-
-def fscore_samples(lanes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`_fscore_lanes` for the lanes of many frames at once, before dropping lanes: ``(samples (K, 100, 2),
-    visible (K, 100), kept (K,))`` for the ``K`` input lanes (``kept`` False for a lane the devkit drops)."""
-    samples = np.zeros((len(lanes), 100, 2))
-    visible = np.zeros((len(lanes), 100), dtype=bool)
-    kept = np.zeros(len(lanes), dtype=bool)
-    y, z, part_visible, index = kept_lane_samples(lanes)
-    samples[index, :, 0], samples[index, :, 1], visible[index], kept[index] = y, z, part_visible, True
-    return samples, visible, kept
 
 
 def kept_lane_samples(lanes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -590,18 +595,6 @@ def kept_lane_samples(lanes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarr
     if seen.all():
         return y, z, visible, index
     return y[seen], z[seen], visible[seen], index[seen]
-
-
-def _fscore_lanes(lanes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Kept lanes' ``(y, z)`` at the 100 x samples ``(K, 100, 2)`` and their visibility ``(K, 100)``.
-
-    Linear interpolation over x with extrapolation, as ``scipy.interpolate.interp1d`` does it (points sorted by x
-    with a stable sort; each sample uses the segment ``searchsorted(x, sample) - 1 .. + 0`` clipped to the ends),
-    for all lanes at once. Lanes are kept if they have 2+ points, start before x = 49 and end after x = -50 (the
-    first / last point, in driving order), and see more than one sample.
-    """
-    samples, visible, kept = fscore_samples(lanes)
-    return samples[kept], visible[kept]
 
 
 def _sample_lanes(
@@ -648,29 +641,6 @@ def _sample_lanes(
     return y, z, visible
 
 
-def fscore_counts(gt_lanes: Sequence[np.ndarray], pred_lanes: Sequence[np.ndarray]) -> np.ndarray:
-    """The F-score's per-frame counts ``[r_lane, p_lane, cnt_gt, cnt_pred, match_num]`` (OpenLane v1 rules).
-
-    Min-cost one-to-one assignment of the integer costs with :func:`scipy.optimize.linear_sum_assignment`; where
-    several assignments are optimal, OR-Tools (the devkit) may pick another one.
-
-    Examples:
-        >>> lane = np.stack([np.linspace(0, 40, 11), np.zeros(11), np.zeros(11)], 1)
-        >>> fscore_counts([lane], [lane + [0, 0.5, 0]]).tolist()
-        [1, 1, 1, 1, 1]
-    """
-    gs, gv = _fscore_lanes(gt_lanes)
-    ps, pv = _fscore_lanes(pred_lanes)
-    return fscore_counts_from_samples(gs, gv, ps, pv)
-
-
-def fscore_counts_from_samples(gs: np.ndarray, gv: np.ndarray, ps: np.ndarray, pv: np.ndarray) -> np.ndarray:
-    """:func:`fscore_counts` from the kept lanes' samples ``(K, 100, 2)`` and visibility ``(K, 100)``."""
-    planes = [(np.ascontiguousarray(s[..., 0]), np.ascontiguousarray(s[..., 1]), v) for s, v in ((gs, gv), (ps, pv))]
-    counts = fscore_frame_counts(planes[0], planes[1], np.array([len(gs)]), np.array([len(ps)]))
-    return counts.astype(np.int64)
-
-
 def fscore_frame_counts(
     gt: tuple[np.ndarray, np.ndarray, np.ndarray],
     pred: tuple[np.ndarray, np.ndarray, np.ndarray],
@@ -700,10 +670,10 @@ def fscore_frame_counts(
     cost, matched = _fscore_pair_costs(gt, pred, gi, pj)
     cost_int = np.where((cost > 0) & (cost < 1), 1, np.trunc(cost)).astype(np.int64)
     pick = _min_cost_assignments(cost_int, gt_count, pred_count)
-    pick = pick[cost_int[pick] < _DIST_TH * 100]
+    pick = pick[cost_int[pick] < FSCORE_DIST_TH * 100]
     out[4] = len(pick)
-    out[0] = (matched[pick] / gt[2].sum(1)[gi[pick]] >= _RATIO_TH).sum()
-    out[1] = (matched[pick] / pred[2].sum(1)[pj[pick]] >= _RATIO_TH).sum()
+    out[0] = (matched[pick] / gt[2].sum(1)[gi[pick]] >= FSCORE_RATIO_TH).sum()
+    out[1] = (matched[pick] / pred[2].sum(1)[pj[pick]] >= FSCORE_RATIO_TH).sum()
     return out
 
 
@@ -775,7 +745,7 @@ def _fscore_pair_costs(
     last = gv.shape[1] - 1  # first and last visible sample of each lane (kept lanes see at least two)
     g_lo, g_hi = gv.argmax(1), last - gv[:, ::-1].argmax(1)
     p_lo, p_hi = pv.argmax(1), last - pv[:, ::-1].argmax(1)
-    cost = _DIST_TH * (gv.sum(1)[gi] + pv.sum(1)[pj]).astype(np.float64)
+    cost = FSCORE_DIST_TH * (gv.sum(1)[gi] + pv.sum(1)[pj]).astype(np.float64)
     matched = np.zeros(len(gi), dtype=np.int64)
     overlap = np.flatnonzero(np.maximum(g_lo[gi], p_lo[pj]) <= np.minimum(g_hi[gi], p_hi[pj]))
     for part in np.array_split(overlap, max(1, len(overlap) // 2048)):  # small chunks: reused memory
@@ -790,7 +760,377 @@ def _fscore_pair_costs(
         dz *= dz
         dist += dz
         np.sqrt(dist, out=dist)
-        dist = np.where(both, dist, np.where(neither, 0.0, _DIST_TH))
+        dist = np.where(both, dist, np.where(neither, 0.0, FSCORE_DIST_TH))
         cost[part] = dist.sum(1)
-        matched[part] = (dist < _DIST_TH).sum(1) - neither.sum(1)
+        matched[part] = (dist < FSCORE_DIST_TH).sum(1) - neither.sum(1)
     return cost, matched
+
+
+def fscore_batch_counts(gts: Sequence[LaneFrame], prs: Sequence[LaneFrame]) -> np.ndarray:
+    """The F-score counts ``[r_lane, p_lane, cnt_gt, cnt_pred, match_num]`` summed over many frames
+    (:func:`fscore_frame_counts`), the lanes of all frames sampled at once.
+
+    Min-cost one-to-one assignment of the integer costs with :func:`scipy.optimize.linear_sum_assignment`; where
+    several assignments are optimal, OR-Tools (the devkit) may pick another one.
+
+    Examples:
+        >>> from drivemetrics.lanetopology.frames import parse_frame
+        >>> lane = np.stack([np.linspace(0, 40, 11), np.zeros(11), np.zeros(11)], 1).tolist()
+        >>> gt = parse_frame({"lane_centerline": [{"points": lane}], "traffic_element": [],
+        ...                   "topology_lclc": [[0]], "topology_lcte": [[]]}, track="centerline", is_pred=False)
+        >>> fscore_batch_counts([gt], [gt]).tolist()
+        [1.0, 1.0, 1.0, 1.0, 1.0]
+    """
+    gy, gz, gv, gk = kept_lane_samples([x for f in gts for x in f.lanes])
+    py, pz, pv, pk = kept_lane_samples([x for f in prs for x in f.lanes])
+    g_count = np.bincount(np.repeat(np.arange(len(gts)), [len(f.lanes) for f in gts])[gk], minlength=len(gts))
+    p_count = np.bincount(np.repeat(np.arange(len(prs)), [len(f.lanes) for f in prs])[pk], minlength=len(prs))
+    return fscore_frame_counts((gy, gz, gv), (py, pz, pv), g_count, p_count)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# statistics of a batch of frames, scores of pooled statistics
+#: Lane matching thresholds (Frechet / combined distance), metres.
+LANE_THRESHOLDS = (1.0, 2.0, 3.0)
+#: Area matching thresholds (Chamfer), metres.
+AREA_THRESHOLDS = (0.5, 1.0, 1.5)
+#: Traffic-element matching threshold on ``1 - IoU``.
+TE_THRESHOLD = 0.75
+
+# AP channels: lanes per threshold, traffic elements per attribute, pooled elements, areas per category x
+# threshold, then (default mode) relation candidates: lane-lane, lane-element; a relation row's ``tp`` holds the
+# flags of the lane thresholds as bits (bit t: true positive at LANE_THRESHOLDS[t]), one row per candidate
+_TE0 = len(LANE_THRESHOLDS)
+_TE_POOLED = _TE0 + len(TRAFFIC_ELEMENT_ATTRIBUTES)
+_AREA0 = _TE_POOLED + 1
+_RELATION0 = _AREA0 + len(AREA_CATEGORIES) * len(AREA_THRESHOLDS)
+#: Number of AP channels of :func:`batch_statistics` (``ap_num_gt`` has one count per channel).
+NUM_AP_CHANNELS = _RELATION0 + 2
+
+#: The result keys of each track (snake_case) by role.
+SCORE_KEYS: dict[str, dict[str, str]] = {
+    "centerline": {"lane": "det_l", "top_ll": "top_ll", "top_lt": "top_lt", "score": "ols"},
+    "lanesegment": {"lane": "det_ls", "top_ll": "top_lsls", "top_lt": "top_lste", "score": "olus"},
+}
+#: The devkit's names of the result keys (the command's output and JSON); per-threshold keys keep their tail.
+DEVKIT_NAMES = {
+    "det_l": "DET_l",
+    "det_ls": "DET_ls",
+    "det_t": "DET_t",
+    "det_a": "DET_a",
+    "te_ap_pooled": "TE_AP_pooled",
+    "top_ll": "TOP_ll",
+    "top_lt": "TOP_lt",
+    "top_lsls": "TOP_lsls",
+    "top_lste": "TOP_lste",
+    "ols": "OLS",
+    "olus": "OLUS",
+    "f_score": "F_score",
+}
+
+
+def devkit_name(key: str) -> str:
+    """The devkit's name of a result key (``"top_ll@1.0"`` -> ``"TOP_ll@1.0"``), through :data:`DEVKIT_NAMES`.
+
+    Examples:
+        >>> devkit_name("ols"), devkit_name("det_a@road_boundary@1.0")
+        ('OLS', 'DET_a@road_boundary@1.0')
+    """
+    head, sep, tail = key.partition("@")
+    return DEVKIT_NAMES[head] + sep + tail
+
+
+def check_track(track: object) -> Track:
+    """Validate a track name (``"centerline"`` or ``"lanesegment"``).
+
+    Examples:
+        >>> check_track("lanesegment")
+        'lanesegment'
+    """
+    if track not in TRACKS:
+        raise ValueError(f"`track` must be one of {TRACKS}, got {track!r}")
+    return track  # type: ignore[return-value]
+
+
+def batch_statistics(
+    gts: Sequence[LaneFrame],
+    prs: Sequence[LaneFrame],
+    track: Track = "centerline",
+    *,
+    compat: Compat = "default",
+    device: torch.device | str = "cpu",
+) -> dict[str, np.ndarray]:
+    """Everything the scores need from a batch of parsed frames (distances for the whole batch at once).
+
+    Args:
+        gts / prs: per frame the ground truth and the prediction, same order.
+        track: ``"centerline"`` or ``"lanesegment"``.
+        compat: ``"reference"`` for the devkit 2.1.0 rules, ``"default"`` for the fixed ones.
+        device: where the lane distance matrices are computed.
+
+    Returns:
+        ``ap_rows`` ``(N, 3)`` float64 ``[channel, confidence, tp]`` (default mode: one row per relation
+        candidate too, in the last 2 channels, ``tp`` the lane thresholds' flags as bits); ``ap_num_gt``
+        ``(NUM_AP_CHANNELS,)``; ``topology`` ``(2, 2, 3)`` float64
+        ``[lane-lane | lane-element][sum | count][lane threshold]`` of the devkit's per-vertex AP (reference mode;
+        zeros in the default mode); ``fscore`` ``(5,)`` ``[r_lane, p_lane, cnt_gt, cnt_pred, match_num]`` (zeros
+        on the lane-segment track).
+
+    Examples:
+        >>> from drivemetrics.lanetopology.frames import parse_frame
+        >>> gt = parse_frame({"lane_centerline": [{"points": [[0, 0, 0], [10, 0, 0]]}], "traffic_element": [],
+        ...                   "topology_lclc": [[0]], "topology_lcte": [[]]}, track="centerline", is_pred=False)
+        >>> pred = parse_frame({"lane_centerline": [{"points": [[0, 0.5, 0], [10, 0.5, 0]], "confidence": 0.9}],
+        ...                     "traffic_element": [], "topology_lclc": [[0.0]], "topology_lcte": [[]]},
+        ...                     track="centerline", is_pred=True)
+        >>> batch_statistics([gt], [pred], compat="reference")["ap_rows"][:3].tolist()
+        [[0.0, 0.9, 1.0], [1.0, 0.9, 1.0], [2.0, 0.9, 1.0]]
+    """
+    track = check_track(track)
+    reference = check_compat(compat)
+    if len(gts) != len(prs):
+        raise ValueError(f"`preds` has {len(prs)} frames and `target` {len(gts)}; they must pair up")
+    sides = track == "lanesegment"
+    lane_d = lane_distance_matrices(
+        [g.lanes for g in gts],
+        [p.lanes for p in prs],
+        [(g.lefts, g.rights) for g in gts] if sides else None,
+        [(p.lefts, p.rights) for p in prs] if sides else None,
+        prefilter=LANE_THRESHOLDS[-1],
+        device=device,
+        max_distance=LANE_THRESHOLDS[-1],
+    )
+    num_gt = np.zeros(NUM_AP_CHANNELS)
+    empty = np.zeros(0)
+    lane_conf = [p.lane_confidence if p.lane_confidence is not None else empty for p in prs]
+    te_conf = [p.te_confidence if p.te_confidence is not None else empty for p in prs]
+    # greedy matching of all frames at once: lanes at every threshold, traffic elements within their attribute
+    # (as if each attribute were matched on its own) and pooled
+    lane_match = match_frames(lane_d, lane_conf, LANE_THRESHOLDS, compat=compat)
+    te_d = iou_distance_matrices([g.te_boxes for g in gts], [p.te_boxes for p in prs])
+    te_attr_match = match_frames(
+        te_d,
+        te_conf,
+        [TE_THRESHOLD],
+        compat=compat,
+        gt_groups=[g.te_attribute for g in gts],
+        pred_groups=[p.te_attribute for p in prs],
+    )
+    te_match = match_frames(te_d, te_conf, [TE_THRESHOLD], compat=compat)
+    # AP rows, channel by channel, frames in order (the order of tied confidences matters in reference mode)
+    rows: list[np.ndarray] = []
+
+    def add(channel: np.ndarray | int, confidence: np.ndarray, tp: np.ndarray) -> None:
+        channel_col = np.broadcast_to(np.asarray(channel, dtype=np.float64), confidence.shape)
+        rows.append(np.stack([channel_col, confidence, tp], 1))
+
+    all_lane_conf = np.concatenate([empty, *lane_conf])
+    all_lane_match = np.concatenate([np.zeros((0, len(LANE_THRESHOLDS)), dtype=np.int64), *lane_match])
+    num_gt[:_TE0] = sum(len(g.lanes) for g in gts)
+    for t in range(len(LANE_THRESHOLDS)):
+        add(t, all_lane_conf, all_lane_match[:, t] >= 0)
+    all_te_conf = np.concatenate([empty, *te_conf])
+    pred_attr = np.concatenate([np.zeros(0, dtype=np.int64), *[p.te_attribute for p in prs]])
+    gt_attr = np.concatenate([np.zeros(0, dtype=np.int64), *[g.te_attribute for g in gts]])
+    num_gt[_TE0:_TE_POOLED] += np.bincount(gt_attr, minlength=len(TRAFFIC_ELEMENT_ATTRIBUTES))
+    attr_tp = np.concatenate([np.zeros(0, dtype=bool), *[m[:, 0] >= 0 for m in te_attr_match]])
+    order = np.argsort(pred_attr, kind="stable")  # channel by channel, frames and predictions in order
+    add(_TE0 + pred_attr[order], all_te_conf[order], attr_tp[order])
+    add(_TE_POOLED, all_te_conf, np.concatenate([np.zeros(0, dtype=bool), *[m[:, 0] >= 0 for m in te_match]]))
+    num_gt[_TE_POOLED] = len(gt_attr)
+    if sides:
+        rows += _area_rows(gts, prs, compat, num_gt)
+    te_cols = [np.repeat(m, len(LANE_THRESHOLDS), axis=1) for m in te_match]
+    relations = (
+        ([g.topology_lanes for g in gts], [p.topology_lanes for p in prs], lane_match),
+        ([g.topology_elements for g in gts], [p.topology_elements for p in prs], te_cols),
+    )
+    topology = np.zeros((2, 2, len(LANE_THRESHOLDS)))
+    for k, (gt_rel, pred_rel, col_match) in enumerate(relations):
+        if reference:
+            topology[k] = _devkit_topology_sums(gt_rel, pred_rel, lane_match, col_match)
+            continue
+        confidence, tp, count = relation_rows(gt_rel, pred_rel, lane_match, col_match)
+        add(_RELATION0 + k, confidence, tp @ (1 << np.arange(tp.shape[1])))  # (0, 0) without frames
+        num_gt[_RELATION0 + k] = count
+    fscore = fscore_batch_counts(gts, prs) if not sides else np.zeros(5)
+    ap_rows = np.concatenate(rows) if rows else np.zeros((0, 3))
+    return {"ap_rows": ap_rows, "ap_num_gt": num_gt, "topology": topology, "fscore": fscore}
+
+
+def _area_rows(
+    gts: Sequence[LaneFrame], prs: Sequence[LaneFrame], compat: Compat, num_gt: np.ndarray
+) -> list[np.ndarray]:
+    """AP rows of the area channels (category x threshold) of all frames; adds their GT counts to ``num_gt``."""
+    empty = np.zeros(0)
+    rows: list[np.ndarray] = []
+    area_conf = [p.area_confidence if p.area_confidence is not None else empty for p in prs]
+    area_d = [area_distance_matrix(g.areas, p.areas) for g, p in zip(gts, prs, strict=True)]
+    area_match = match_frames(
+        area_d,
+        area_conf,
+        AREA_THRESHOLDS,
+        compat=compat,
+        gt_groups=[g.area_category for g in gts],
+        pred_groups=[p.area_category for p in prs],
+    )
+    all_area_conf = np.concatenate([empty, *area_conf])
+    all_area_match = np.concatenate([np.zeros((0, len(AREA_THRESHOLDS)), dtype=np.int64), *area_match])
+    pred_cat = np.concatenate([np.zeros(0, dtype=np.int64), *[p.area_category for p in prs]])
+    gt_cat = np.concatenate([np.zeros(0, dtype=np.int64), *[g.area_category for g in gts]])
+    for c, category in enumerate(AREA_CATEGORIES):
+        sel = pred_cat == category
+        for t in range(len(AREA_THRESHOLDS)):
+            channel = _AREA0 + c * len(AREA_THRESHOLDS) + t
+            tp = all_area_match[sel, t] >= 0
+            rows.append(np.stack([np.full(len(tp), channel, dtype=np.float64), all_area_conf[sel], tp], 1))
+            num_gt[channel] = int((gt_cat == category).sum())
+    return rows
+
+
+def _pad_stack(arrays: Sequence[np.ndarray], shape: tuple[int, ...], fill: float = 0.0) -> np.ndarray:
+    """Stack arrays of different sizes into ``(N, *shape)``, padded with ``fill``."""
+    out = np.full((len(arrays), *shape), fill, dtype=np.result_type(*arrays) if arrays else np.float64)
+    for k, a in enumerate(arrays):
+        out[(k, *[slice(0, n) for n in a.shape])] = a
+    return out
+
+
+def _devkit_topology_sums(
+    gt: Sequence[np.ndarray],
+    pred: Sequence[np.ndarray],
+    row_match: Sequence[np.ndarray],
+    col_match: Sequence[np.ndarray],
+) -> np.ndarray:
+    """The reference mode's ``(2, T)`` [sum | count] of per-vertex APs per lane threshold, all frames and thresholds
+    as one batch.
+
+    The devkit's relation matrix of a frame (GT-sized): matched GT pairs take the prediction's confidence between
+    their predictions, all other entries ``(1 - gt) * (0.5 + float32 eps)``; frames whose GT matrix is empty are
+    left out. Built for every frame and threshold at once from the match index arrays ``(P_f, T)``.
+    """
+    num_t = len(LANE_THRESHOLDS)
+    out = np.zeros((2, num_t))
+    keep = [k for k, g in enumerate(gt) if 0 not in g.shape]
+    if not keep:
+        return out
+    gts = [gt[k].astype(np.float64) for k in keep]
+    rows = max(g.shape[0] for g in gts)
+    cols = max(g.shape[1] for g in gts)
+    p_rows = max(1, max(pred[k].shape[0] for k in keep))
+    p_cols = max(1, max(pred[k].shape[1] for k in keep))
+    num = len(keep)
+    gt_pad = _pad_stack(gts, (rows, cols))
+    pred_pad = _pad_stack([pred[k].astype(np.float64) for k in keep], (p_rows, p_cols))
+    rmatch = _pad_stack([row_match[k] for k in keep], (p_rows, num_t), fill=-1).astype(np.int64)
+    cmatch = _pad_stack([col_match[k] for k in keep], (p_cols, num_t), fill=-1).astype(np.int64)
+    row_ok = np.zeros((num, rows), dtype=bool)
+    col_ok = np.zeros((num, cols), dtype=bool)
+    for k, g in enumerate(gts):
+        row_ok[k, : g.shape[0]] = True
+        col_ok[k, : g.shape[1]] = True
+    base = (1.0 - gt_pad) * UNMATCHED_RELATION * (row_ok[:, :, None] & col_ok[:, None, :])
+    scores = np.repeat(base[:, None], num_t, axis=1)  # (N, T, R, C)
+    f, i, j, t = np.nonzero((rmatch >= 0)[:, :, None, :] & (cmatch >= 0)[:, None, :, :])
+    scores[f, t, rmatch[f, i, t], cmatch[f, j, t]] = pred_pad[f, i, j]
+    gt_all = np.repeat(gt_pad[:, None], num_t, axis=1)
+    shape = (num * num_t, rows, cols)
+    by_row, by_col = topology_vertex_ap_batch(gt_all.reshape(shape), scores.reshape(shape))
+    row_mask = np.repeat(row_ok[:, None], num_t, axis=1).reshape(num * num_t, -1)
+    col_mask = np.repeat(col_ok[:, None], num_t, axis=1).reshape(num * num_t, -1)
+    per_item = (np.where(row_mask, by_row, 0.0).sum(1) + np.where(col_mask, by_col, 0.0).sum(1)).reshape(num, num_t)
+    count = (row_mask.sum(1) + col_mask.sum(1)).reshape(num, num_t)
+    out[0] = per_item.sum(0)
+    out[1] = count.sum(0)
+    return out
+
+
+def _mean(values: Sequence[float], compat: Compat) -> float:
+    if compat == "reference":  # the devkit averages float32 APs in float32
+        return float(np.asarray(values, dtype=np.float32).mean())
+    arr = np.asarray(values, dtype=np.float64)
+    arr = arr[~np.isnan(arr)]
+    return float(arr.mean()) if arr.size else float("nan")
+
+
+def scores_from_statistics(
+    ap_rows: np.ndarray,
+    ap_num_gt: np.ndarray,
+    topology: np.ndarray,
+    fscore: np.ndarray,
+    track: Track = "centerline",
+    *,
+    compat: Compat = "default",
+) -> dict[str, float]:
+    """The headline and per-threshold scores from pooled :func:`batch_statistics` (arrays summed / concatenated).
+
+    Topology: the devkit's mean per-vertex AP in the reference mode; in the default mode the
+    :func:`relation_average_precision` of each lane threshold's pooled relation candidates, and their mean.
+
+    Returns:
+        snake_case headline keys (``det_l``, ``det_t``, ``top_ll``, ``top_lt``, ``ols``, ``f_score``; ``det_ls``,
+        ``det_a``, ``det_t``, ``top_lsls``, ``top_lste``, ``olus``) and per-threshold keys ``"<key>@<threshold>"``
+        (``det_t@<attribute>``, ``det_a@<category>@<threshold>``, ``te_ap_pooled@0.75``); :func:`devkit_name`
+        gives the devkit's names.
+
+    Examples:
+        >>> stats = {"ap_rows": np.zeros((0, 3)), "ap_num_gt": np.zeros(NUM_AP_CHANNELS),
+        ...          "topology": np.zeros((2, 2, 3)), "fscore": np.zeros(5)}
+        >>> scores_from_statistics(**stats, compat="reference")["det_l"]
+        1.0
+    """
+    track = check_track(track)
+    reference = check_compat(compat)
+    names = SCORE_KEYS[track]
+    channel = ap_rows[:, 0].astype(np.int64) if len(ap_rows) else np.zeros(0, dtype=np.int64)
+
+    def ap(c: int) -> float:
+        sel = channel == c
+        return detection_average_precision(ap_rows[sel, 1], ap_rows[sel, 2], round(float(ap_num_gt[c])), compat=compat)
+
+    out: dict[str, float] = {}
+    lane_aps = [ap(t) for t, _ in enumerate(LANE_THRESHOLDS)]
+    for value, threshold in zip(lane_aps, LANE_THRESHOLDS, strict=True):
+        out[f"{names['lane']}@{threshold}"] = value
+    out[names["lane"]] = _mean(lane_aps, compat)
+    te_aps = [ap(_TE0 + a) for a in range(len(TRAFFIC_ELEMENT_ATTRIBUTES))]
+    for value, attribute in zip(te_aps, TRAFFIC_ELEMENT_ATTRIBUTES, strict=True):
+        out[f"det_t@{attribute}"] = value
+    out["det_t"] = _mean(te_aps, compat)
+    out[f"te_ap_pooled@{TE_THRESHOLD}"] = ap(_TE_POOLED)
+    if track == "lanesegment":
+        area_aps = []
+        for c, category in enumerate(AREA_CATEGORIES.values()):
+            for t, threshold in enumerate(AREA_THRESHOLDS):
+                value = ap(_AREA0 + c * len(AREA_THRESHOLDS) + t)
+                out[f"det_a@{category}@{threshold}"] = value
+                area_aps.append(value)
+        out["det_a"] = _mean(area_aps, compat)
+    for k, key in enumerate(("top_ll", "top_lt")):
+        if reference:
+            sums, counts = topology[k]
+            for t, threshold in enumerate(LANE_THRESHOLDS):
+                out[f"{names[key]}@{threshold}"] = float(sums[t] / counts[t]) if counts[t] else float("nan")
+            total = counts.sum()
+            out[names[key]] = float(sums.sum() / total) if total else 0.0
+            continue
+        sel = channel == _RELATION0 + k
+        confidence, bits = ap_rows[sel, 1], ap_rows[sel, 2].astype(np.int64)
+        values = []
+        for t, threshold in enumerate(LANE_THRESHOLDS):
+            tp = (bits >> t) & 1
+            values.append(relation_average_precision(confidence, tp, round(float(ap_num_gt[_RELATION0 + k]))))
+            out[f"{names[key]}@{threshold}"] = values[-1]
+        out[names[key]] = float(np.mean(values))
+    parts = [out[names["lane"]]]
+    if track == "lanesegment":
+        parts.append(out["det_a"])
+    parts += [out["det_t"], math.sqrt(out[names["top_ll"]]), math.sqrt(out[names["top_lt"]])]
+    out[names["score"]] = float(np.mean(parts))
+    if track == "centerline":
+        r_lane, p_lane, cnt_gt, cnt_pred, _ = fscore
+        recall = r_lane / cnt_gt if cnt_gt else r_lane / (cnt_gt + 1e-6)
+        precision = p_lane / cnt_pred if cnt_pred else p_lane / (cnt_pred + 1e-6)
+        total = recall + precision
+        out["f_score"] = 2 * recall * precision / (total if total else total + 1e-6)
+    return out

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from drivemetrics._internal.options import add_workers
+from drivemetrics._internal.options import add_input, add_no_progress, add_workers, progress_setting
 
 # Light at import (``drivemetrics road-eval --help`` must not load torch): the library is imported in the run
 # functions, and the choices below are copies of drivemetrics.road.evaluate's constants (a test keeps them equal).
@@ -26,8 +26,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "frame's calibration (the devkit's lookup)."
         ),
     )
-    ev.add_argument("--data", required=True, help="folder with gt_image_2/ and calib/ (or training/ with them)")
-    ev.add_argument("--results", required=True, help="folder with the result PNGs")
+    add_input(ev, "--data", "folder", required=True, help="folder with gt_image_2/ and calib/ (or training/ with them)")
+    add_input(ev, "--results", "folder", required=True, help="folder with the result PNGs")
     ev.add_argument("--space", choices=SPACES, default="perspective", help="evaluation space (default: perspective)")
     ev.add_argument("--json", metavar="OUT", help="also write {category: {MaxF, AvgPrec, ...}} (fractions) here")
     ev.add_argument(
@@ -49,7 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="with --space bev: add the driving-corridor scores (Table IV of Fritsch et al. 2013) for um_lane, "
         "fitted at the category's BEV working point",
     )
-    ev.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_no_progress(ev)
     add_workers(ev, "threads decoding PNGs")
     ev.set_defaults(func=run_road_eval)
 
@@ -61,10 +61,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "uses calib/um_road_000012.txt or calib/um_000012.txt), like the devkit's transform2BEV."
         ),
     )
-    bev.add_argument("--calib", required=True, help="folder with the calibration .txt files")
-    bev.add_argument("--input", required=True, help="folder with perspective PNGs")
+    add_input(bev, "--calib", "folder", required=True, help="folder with the calibration .txt files")
+    add_input(bev, "--input", "folder", required=True, help="folder with perspective PNGs")
     bev.add_argument("--output", required=True, help="folder for the BEV PNGs (same names)")
-    bev.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_no_progress(bev)
     add_workers(bev, "threads decoding PNGs")
     bev.set_defaults(func=run_road_bev)
 
@@ -93,7 +93,7 @@ def run_road_eval(args: argparse.Namespace) -> int:
         crop=args.crop,
         categories=args.categories,
         compat=args.compat,
-        progress=False if args.no_progress else None,
+        progress=progress_setting(args),
         log=lambda line: print(line, file=sys.stderr),
         workers=args.workers,
     )
@@ -125,7 +125,7 @@ def run_road_bev(args: argparse.Namespace) -> int:
     from drivemetrics.road.evaluate import transform_to_bev
 
     written = transform_to_bev(
-        args.calib, args.input, args.output, progress=False if args.no_progress else None, workers=args.workers
+        args.calib, args.input, args.output, progress=progress_setting(args), workers=args.workers
     )
     print(f"wrote {len(written)} BEV image(s) to {args.output}")
     return 0

@@ -31,6 +31,7 @@ from torch import Tensor
 from torchmetrics import Metric
 
 from drivemetrics._internal.compute import safe_divide
+from drivemetrics._internal.extras import require
 from drivemetrics._internal.metric import DictFamilyLogCheck, add_config_state, plot_metric
 from drivemetrics._internal.validation import check_binary, check_shape, check_tensor
 from drivemetrics.geometry.bev import BevGrid
@@ -746,8 +747,8 @@ class DrivingCorridorMetrics(DictFamilyLogCheck, Metric):
         )
         for name in ("tp_cells", "fp_cells", "row_tp", "row_fp", "row_fn", "hit_rows"):
             setattr(self, name, getattr(self, name) + stats[name])
-        self.frames += stats["frames"]
-        self.length_sum += fit.length.double().sum()
+        self.frames = self.frames + stats["frames"]
+        self.length_sum = self.length_sum + fit.length.double().sum()
 
     def _stats(self) -> dict[str, Tensor]:
         names = ("tp_cells", "fp_cells", "row_tp", "row_fp", "row_fn", "hit_rows", "frames")
@@ -780,10 +781,7 @@ class DrivingCorridorMetrics(DictFamilyLogCheck, Metric):
 
 
 def _plot_corridor_curves(curves: dict[str, Tensor], ax: Any = None) -> tuple[Any, Any]:
-    try:
-        import matplotlib.pyplot as plt
-    except ModuleNotFoundError as error:  # pragma: no cover - matplotlib is an optional extra
-        raise ModuleNotFoundError("plot() needs matplotlib: pip install 'drivemetrics[plot]'") from error
+    plt = require("plot", "matplotlib.pyplot", "plot()")
     fig, ax = plt.subplots() if ax is None else (ax.figure, ax)
     z = curves["z"].cpu().numpy()
     for name in ("precision_lat", "f1_long", "hitrate"):

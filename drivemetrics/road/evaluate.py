@@ -100,12 +100,9 @@ DEVKIT_NAMES: dict[str, str] = {
 
 
 def _progress(items: Sequence[str], enabled: bool | None, desc: str) -> Iterable[str]:
-    if enabled is False:
-        return items
-    from tqdm import tqdm
+    from drivemetrics._internal.progress import progress_iter
 
-    # enabled=None: tqdm decides (shown on a terminal, hidden otherwise)
-    return tqdm(items, desc=desc, unit="frame", disable=None if enabled is None else not enabled, leave=False)
+    return progress_iter(items, len(items), desc, "frame", enabled)  # None: only on a terminal
 
 
 def _match_size(pred: Tensor, gt_hw: tuple[int, int], name: str, crop: bool) -> Tensor:

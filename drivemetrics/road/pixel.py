@@ -26,6 +26,7 @@ from torch import Tensor
 from torchmetrics import Metric
 
 from drivemetrics._internal.compat import check_compat
+from drivemetrics._internal.extras import require
 from drivemetrics._internal.metric import DictFamilyLogCheck, plot_metric
 from drivemetrics.geometry.bev import BevGrid
 from drivemetrics.road.bev_inputs import pixel_inputs_to_bev
@@ -232,10 +233,10 @@ class RoadPixelMetrics(DictFamilyLogCheck, Metric):
         preds, target, valid = validate_pixel_inputs(preds, target, valid, check_values=self.validate_args)
         hist = bucket_histograms(preds, target, valid, self.counted_thresholds, per_image=False)[0]
         counts = counts_from_histograms(hist)
-        self.tp += counts.tp
-        self.fp += counts.fp
-        self.fn += counts.fn
-        self.tn += counts.tn
+        self.tp = self.tp + counts.tp
+        self.fp = self.fp + counts.fp
+        self.fn = self.fn + counts.fn
+        self.tn = self.tn + counts.tn
 
     def _to_bev(
         self, preds: Tensor, target: Tensor, valid: Tensor | None, homography: Tensor | None
@@ -268,10 +269,7 @@ class RoadPixelMetrics(DictFamilyLogCheck, Metric):
         Returns:
             ``(figure, axes)``.
         """
-        try:
-            import matplotlib.pyplot as plt
-        except ModuleNotFoundError as error:  # pragma: no cover - matplotlib is an optional extra
-            raise ModuleNotFoundError("plot() needs matplotlib: pip install 'drivemetrics[plot]'") from error
+        plt = require("plot", "matplotlib.pyplot", "plot()")
         scores = self.compute() if val is None else val
         kept = scores["recall"] > 0  # the points the devkit keeps (TP > 0)
         recall = scores["recall"][kept].cpu().numpy()

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from drivemetrics._internal.options import add_workers, resolve_workers
+from drivemetrics._internal.options import add_input, add_no_progress, add_workers, progress_setting
 
 # Light at import (``drivemetrics graph-eval --help`` must not load scipy / torch): the library is imported in the
 # run functions, and these names are copies of the keys of drivemetrics.roadnet.evaluate.METRICS and
@@ -30,13 +30,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Score predicted road graphs with OPT-P/J/G, APLS, TLTS, SUBG, JUNCT and CCQ. Folders are "
         "matched by file stem; a GT tile without prediction is scored as an empty prediction.",
     )
-    ev.add_argument("--gt", required=True, help="ground-truth graph file or folder")
-    ev.add_argument("--pred", required=True, help="predicted graph file or folder")
+    add_input(ev, "--gt", "file or folder", required=True, help="ground-truth graph file or folder")
+    add_input(ev, "--pred", "file or folder", required=True, help="predicted graph file or folder")
     ev.add_argument(
         "--metrics", nargs="+", default=list(METRICS), metavar="NAME", help=f"from {', '.join(METRICS)} (default all)"
     )
     ev.add_argument("--json", default=None, metavar="OUT", help="write per-tile and aggregated results as JSON")
-    add_workers(ev, "processes scoring the tiles")
+    add_workers(ev, "processes scoring the tiles", auto=True)
     ev.add_argument("--seed", type=int, default=0, help="seed of the sampled metrics (default 0)")
     ev.add_argument(
         "--window",
@@ -61,7 +61,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(APLS, JUNCT and SUBG: scored in the default mode, with a warning; Sat2Graph's released APLS: "
         "--set apls.protocol=sat2graph --set apls.compat=reference)",
     )
-    ev.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    add_no_progress(ev)
     ev.add_argument(
         "--set",
         action="append",
@@ -77,7 +77,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Perturb a GT graph with k = 0..K errors of each type, score every metric, write a PNG grid of "
         "curves and a CSV, and print how flat each metric is per error type.",
     )
-    se.add_argument("--gt", required=True, help="ground-truth graph file")
+    add_input(se, "--gt", "file", required=True, help="ground-truth graph file")
     se.add_argument("--out", default="graph_sensitivity", help="output folder (default graph_sensitivity)")
     se.add_argument("--k-max", type=int, default=20, help="largest number of errors K (default 20)")
     se.add_argument("--k-step", type=int, default=4, help="step between error counts (default 4)")
@@ -90,7 +90,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     se.add_argument("--seed", type=int, default=0, help="seed of the perturbations")
     se.add_argument("--quick", action="store_true", help="K = 4, step 2, 1024 px crop, 50 samples (for tests)")
     se.add_argument("--compat", choices=["default", "reference"], default="default", help="score as the released code")
-    se.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    add_no_progress(se)
     se.add_argument("--set", action="append", default=[], metavar="METRIC.KEY=VALUE", help="metric option (repeatable)")
     se.set_defaults(func=_run_sensitivity)
 
@@ -174,8 +174,8 @@ def _run_eval(args: argparse.Namespace) -> int:
         pairs,
         args.metrics,
         options,
-        workers=resolve_workers(args.workers),
-        progress=not args.no_progress,
+        workers=args.workers,
+        progress=progress_setting(args),
         window=tuple(args.window) if args.window else None,
         border=args.border,
         compat=args.compat,
@@ -192,7 +192,10 @@ def _run_eval(args: argparse.Namespace) -> int:
 
 
 def _run_sensitivity(args: argparse.Namespace) -> int:
+    from drivemetrics._internal.extras import pyplot_for_files
     from drivemetrics._internal.files import check_output_path
+
+    pyplot_for_files()  # it ends with a figure: matplotlib is checked before any work
     from drivemetrics.roadnet.geometry import crop, graph_arrays
     from drivemetrics.roadnet.io import read_graph
     from drivemetrics.roadnet.sensitivity import (
@@ -233,7 +236,7 @@ def _run_sensitivity(args: argparse.Namespace) -> int:
         args.metrics,
         options,
         seed=args.seed,
-        progress=not args.no_progress,
+        progress=progress_setting(args),
         compat=args.compat,
     )
     out.mkdir(parents=True, exist_ok=True)

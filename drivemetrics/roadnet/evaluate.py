@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import networkx as nx
-from tqdm import tqdm
 
 from drivemetrics._internal.limits import check_graph_extent
-from drivemetrics._internal.pool import map_in_processes
+from drivemetrics._internal.pool import check_workers_or_auto, map_in_processes
+from drivemetrics._internal.progress import progress_bar
 from drivemetrics.roadnet.apls import apls
 from drivemetrics.roadnet.ccq import ccq_graph, ccq_scores
 from drivemetrics.roadnet.geometry import check_compat, crop, graph_arrays, translate
@@ -253,15 +253,16 @@ def evaluate_dataset(
     pairs: Sequence[tuple[str, Path, Path | None]],
     metrics: Sequence[str] | None = None,
     options: dict[str, dict[str, Any]] | None = None,
-    workers: int = 1,
-    progress: bool = True,
+    workers: int | None = 1,
+    progress: bool | None = None,
     window: tuple[float, float, float, float] | None = None,
     border: float = 0.0,
     compat: str = "default",
 ) -> tuple[dict[str, dict[str, dict[str, float]]], dict[str, dict[str, float]]]:
     """Evaluate tiles (from :func:`find_pairs`); returns ``(per_tile by name, aggregate)``.
 
-    ``workers > 1`` evaluates tiles in a process pool (results do not depend on it: every metric is seeded).
+    ``workers > 1`` evaluates tiles in a process pool, ``None`` only where the measured time of the first tiles says
+    a pool pays (results do not depend on it: every metric is seeded).
     ``window = (xmin, ymin, xmax, ymax)`` and ``border`` crop both graphs first (:func:`crop_protocol`: crop to the
     window, shift it to the origin, then cut the border; with a border but no window the GT's bounding box is
     shrunk); the CCQ canvas is then the shifted window. The RoadTracer protocol of Citraro et al. uses the city's
@@ -270,12 +271,11 @@ def evaluate_dataset(
     """
     names = check_metric_names(metrics if metrics is not None else METRICS)
     check_compat(compat)
-    if workers < 1:
-        raise ValueError(f"`workers` must be >= 1, got {workers}")
+    workers = check_workers_or_auto(workers)
     if border < 0:
         raise ValueError(f"`border` must be >= 0, got {border}")
     jobs = [(name, g, p, names, options or {}, window, border, compat) for name, g, p in pairs]
-    bar = tqdm(total=len(jobs), desc="graph-eval", unit="tile", disable=not progress)
+    bar = progress_bar(len(jobs), "graph-eval", "tile", progress)
     results: dict[str, dict[str, dict[str, float]]] = {}
     try:
         for name, res in map_in_processes(_evaluate_files, jobs, workers):

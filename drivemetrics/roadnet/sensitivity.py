@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import networkx as nx
-from tqdm import tqdm
 
+from drivemetrics._internal.extras import pyplot_for_files
 from drivemetrics._internal.files import atomic_open, atomic_save_figure
+from drivemetrics._internal.progress import progress_bar
 from drivemetrics.roadnet.evaluate import METRICS, check_metric_names, evaluate_pair
 from drivemetrics.roadnet.perturb import PERTURBATIONS, perturb
 
@@ -77,7 +78,7 @@ def run_sensitivity(
     metrics: Sequence[str] | None = None,
     options: dict[str, dict[str, Any]] | None = None,
     seed: int = 0,
-    progress: bool = True,
+    progress: bool | None = None,
     compat: str = "default",
 ) -> list[SensitivityRow]:
     """Score every metric on ``perturb(target, kind, k, seed)`` for each error type and each ``k`` in ``levels``.
@@ -95,7 +96,7 @@ def run_sensitivity(
         raise ValueError(f"`levels` must be non-empty non-negative ints, got {levels}")
     rows: list[SensitivityRow] = []
     jobs = [(kind, k) for kind in kinds for k in levels if k > 0]
-    bar = tqdm(total=len(jobs) + (0 in levels), desc="graph-sensitivity", unit="pair", disable=not progress)
+    bar = progress_bar(len(jobs) + (0 in levels), "graph-sensitivity", "pair", progress)
     if 0 in levels:
         pred, gt = perturb(target, kinds[0], 0, seed)
         base = evaluate_pair(pred, gt, names, options, compat=compat)
@@ -148,10 +149,7 @@ def write_csv(rows: Sequence[SensitivityRow], path: str | Path) -> None:
 
 def plot_sensitivity(rows: Sequence[SensitivityRow], path: str | Path) -> None:
     """Draw the grid of sensitivity curves (rows: metrics, columns: error types) to an image file."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot_for_files()
 
     kinds = list(dict.fromkeys(r.kind for r in rows))
     metrics = list(dict.fromkeys(r.metric for r in rows))

@@ -6,7 +6,14 @@ import argparse
 import json
 import sys
 
-from drivemetrics._internal.options import add_device
+from drivemetrics._internal.options import (
+    add_device,
+    add_input,
+    add_no_progress,
+    add_workers,
+    progress_setting,
+    resolve_workers,
+)
 
 
 def _map_eval(args: argparse.Namespace) -> int:
@@ -17,7 +24,14 @@ def _map_eval(args: argparse.Namespace) -> int:
     check_device(args.device)
     if args.json:
         check_output_path(args.json, input_files=[args.gt, args.pred], option="--json", is_folder=False)
-    result = evaluate_map_files(args.gt, args.pred, args.protocol, args.device)
+    result = evaluate_map_files(
+        args.gt,
+        args.pred,
+        args.protocol,
+        args.device,
+        workers=resolve_workers(args.workers),
+        progress=progress_setting(args),
+    )
     from drivemetrics._internal.distributed import current_shard
 
     if not current_shard().is_main:  # torchrun: rank 0 reports
@@ -68,8 +82,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--protocol", choices=("default", "nuscenes-maptr", "av2-cvpr23"), default="default", help="evaluation protocol"
     )
-    parser.add_argument("--gt", required=True, help="GT JSON (MapTR annotation file or Argoverse 2 challenge GT)")
-    parser.add_argument("--pred", required=True, help="prediction JSON (MapTR results or challenge submission)")
+    add_input(parser, "--gt", "file", required=True, help="GT JSON (MapTR annotation file or Argoverse 2 challenge GT)")
+    add_input(parser, "--pred", "file", required=True, help="prediction JSON (MapTR results or challenge submission)")
     parser.add_argument("--json", help='write {"mAP": ..., "classes": {name: {"AP", "AP@0.5", ...}}} here')
     add_device(parser, "torch device for the evaluation")
+    add_workers(parser, "processes matching batches of samples (CPU)")
+    add_no_progress(parser)
     parser.set_defaults(func=_map_eval, sharded=True)

@@ -11,6 +11,8 @@ import torch
 from torch import Tensor
 
 from drivemetrics._internal.distributed import current_shard
+from drivemetrics._internal.pool import map_in_processes
+from drivemetrics._internal.progress import progress_bar
 from drivemetrics._internal.ragged import RaggedRows
 from drivemetrics.vectormap.io import MapSample, pack_samples, read_map_gt, read_map_preds
 from drivemetrics.vectormap.map_ap import vector_map_ap_from_matches, vector_map_matches
@@ -74,6 +76,27 @@ def _batches(gt: list[MapSample], preds: list[MapSample], proto: MapProtocol, ba
     return out
 
 
+def _match_batch(job: tuple) -> tuple[Tensor, Tensor]:
+    """Match one batch of paired samples: rows ``(S, 2 + T)`` float64 (score, class id, true-positive flags) and the
+    GT count per class ``(C,)``."""
+    gt, preds, proto, gt_dims, pred_dims, device = job
+    gt_part = pack_samples(gt, proto.class_names, gt_dims, device=device)
+    pred_part = pack_samples(preds, proto.class_names, pred_dims, device=device)
+    matches = vector_map_matches(
+        pred_part["points"],
+        pred_part["lengths"],
+        pred_part["labels"],
+        pred_part["scores"],
+        gt_part["points"],
+        gt_part["lengths"],
+        gt_part["labels"],
+        proto,
+    )
+    columns = [matches["scores"].to(torch.float64)[:, None], matches["labels"].to(torch.float64)[:, None]]
+    rows = torch.cat([*columns, matches["true_positive"].to(torch.float64)], 1).to(device)
+    return rows, matches["num_targets"].to(device)
+
+
 def _match_samples(
     gt: list[MapSample],
     preds: list[MapSample],
@@ -82,27 +105,27 @@ def _match_samples(
     pred_dims: int,
     device: torch.device | str,
     batch_size: int,
+    workers: int = 1,
+    progress: bool | None = False,
 ) -> tuple[Tensor, Tensor]:
-    """Match paired samples in batches (cut by padded size, see :func:`_batches`): rows ``(S, 2 + T)`` float64
-    (score, class id, true-positive flags) and the GT count per class ``(C,)``."""
+    """Match paired samples in batches (cut by padded size, see :func:`_batches`; ``workers`` processes on the
+    CPU): rows ``(S, 2 + T)`` float64 (score, class id, true-positive flags) and the GT count per class ``(C,)``.
+    The rows do not depend on the batches."""
+    if torch.device(device).type != "cpu":
+        workers = 1  # one process drives the accelerator
+    if workers > 1:  # at least two batches per worker, so that the processes share the work
+        batch_size = max(1, min(batch_size, -(-len(gt) // (2 * workers))))
+    jobs = [
+        (gt[batch.start : batch.stop], preds[batch.start : batch.stop], proto, gt_dims, pred_dims, device)
+        for batch in _batches(gt, preds, proto, batch_size)
+    ]
     rows = [torch.zeros(0, 2 + len(proto.thresholds), dtype=torch.float64, device=device)]
     num_targets = torch.zeros(len(proto.class_names), dtype=torch.long, device=device)
-    for batch in _batches(gt, preds, proto, batch_size):
-        gt_part = pack_samples(gt[batch.start : batch.stop], proto.class_names, gt_dims, device=device)
-        pred_part = pack_samples(preds[batch.start : batch.stop], proto.class_names, pred_dims, device=device)
-        matches = vector_map_matches(
-            pred_part["points"],
-            pred_part["lengths"],
-            pred_part["labels"],
-            pred_part["scores"],
-            gt_part["points"],
-            gt_part["lengths"],
-            gt_part["labels"],
-            proto,
-        )
-        columns = [matches["scores"].to(torch.float64)[:, None], matches["labels"].to(torch.float64)[:, None]]
-        rows.append(torch.cat([*columns, matches["true_positive"].to(torch.float64)], 1).to(device))
-        num_targets += matches["num_targets"].to(device)
+    with progress_bar(len(gt), "map-eval", "sample", progress) as bar:
+        for job, (part, counts) in zip(jobs, map_in_processes(_match_batch, jobs, workers), strict=True):
+            rows.append(part)
+            num_targets += counts
+            bar.update(len(job[0]))
     return torch.cat(rows), num_targets
 
 
@@ -112,13 +135,16 @@ def evaluate_map_samples(
     protocol: str = "default",
     device: torch.device | str = "cpu",
     batch_size: int = 2000,
+    workers: int = 1,
+    progress: bool | None = False,
     names: tuple[str, str] = ("GT", "predictions"),
 ) -> MapEvaluation:
     """Evaluate prediction samples against GT samples (paired by token; GT without predictions count as empty).
 
     Under ``torchrun`` (the ``map-eval`` command, see :mod:`drivemetrics._internal.distributed`) each rank matches the
     GT samples ``rank, rank + world, ...`` and the matches are pooled across the ranks: every rank returns the report
-    of one process.
+    of one process. ``workers`` processes match batches of samples (CPU only; the result does not depend on it),
+    ``progress`` draws a bar on stderr (``None``: only when stdout and stderr are terminals).
 
     Returns:
         ``report = {"mAP": float, "classes": {name: {"AP", "AP@<thr>", "num_gts", "num_preds"}}}``.
@@ -163,7 +189,15 @@ def evaluate_map_samples(
     shard = current_shard()  # under torchrun: this rank matches its shard of the samples, then all are pooled
     mine = shard.indices(len(gt))
     rows, num_targets = _match_samples(
-        [gt[i] for i in mine], [paired[i] for i in mine], proto, gt_dims, pred_dims, device, batch_size
+        [gt[i] for i in mine],
+        [paired[i] for i in mine],
+        proto,
+        gt_dims,
+        pred_dims,
+        device,
+        batch_size,
+        workers,
+        progress if shard.is_main else False,
     )
     if shard.world > 1:  # tied scores are ordered by content: the pooled AP does not depend on the sharding
         frames = shard.gather_frames([shard.rank], matches=RaggedRows(rows, torch.tensor([rows.shape[0]])))
@@ -185,8 +219,11 @@ def evaluate_map_files(
     pred_path: str | Path,
     protocol: str = "default",
     device: torch.device | str = "cpu",
+    workers: int = 1,
+    progress: bool | None = False,
 ) -> MapEvaluation:
-    """Read a GT and a prediction file in the protocol's native format and evaluate them.
+    """Read a GT and a prediction file in the protocol's native format and evaluate them (``workers`` and
+    ``progress`` as in :func:`evaluate_map_samples`).
 
     Examples:
         >>> import tempfile, json, os
@@ -207,4 +244,6 @@ def evaluate_map_files(
     pred_dims = min((p.shape[1] for s in preds for p in s.points), default=2)
     if get_protocol(protocol).dims == "as-given" and pred_dims > gt_dims:
         raise ValueError(f"{pred_path}: {pred_dims}-D predictions, but {gt_path} holds {gt_dims}-D lines")
-    return evaluate_map_samples(gt, preds, protocol, device, names=(str(gt_path), str(pred_path)))
+    return evaluate_map_samples(
+        gt, preds, protocol, device, workers=workers, progress=progress, names=(str(gt_path), str(pred_path))
+    )

@@ -8,8 +8,16 @@ import networkx as nx
 import numpy as np
 import pytest
 
+from drivemetrics._internal.limits import set_limits
 from drivemetrics.cli import main
-from drivemetrics.lanegraph.evaluate import evaluate_submission, filter_near, prepare_sample, sample_offsets
+from drivemetrics.lanegraph.evaluate import (
+    _evaluate_job,
+    evaluate_submission,
+    filter_near,
+    prepare_checked_sample,
+    prepare_sample,
+    sample_offsets,
+)
 from drivemetrics.lanegraph.geo_topo import geo_topo
 from drivemetrics.lanegraph.io import load_lanegraph_pickle
 from drivemetrics.lanegraph.iou import graph_iou
@@ -142,6 +150,42 @@ def test_full_preprocessing():
     assert gt.nodes[0]["pos"][0] == 15359.0  # inputs untouched
     assert sorted(p.nodes) == sorted(n for n in p.nodes if str(n).startswith("a"))  # 60 px away: filtered
     assert filter_near(line(0, 10), nx.DiGraph()).number_of_nodes() == 0
+
+
+def test_full_tile_in_city_coordinates_is_within_the_limits(fixtures_dir):
+    # the 5,214-node tile: nodes at 360-5,660 px, offsets (34,021, 46,605) px: after the shift the nodes lie at
+    # about -33,660 .. -28,380 px, a 5,300 px wide box (once refused as "outside the 5000 x 5000 px sample area")
+    data = load_lanegraph_pickle(fixtures_dir / "lanegraph" / "submission_full_lgp_eval.pickle")
+    sid, graph = next(iter(data["austin"]["eval"].items()))
+    pred, gt = prepare_checked_sample(graph, graph, "austin", sid, "full")
+    pos = np.array([gt.nodes[n]["pos"] for n in gt.nodes])
+    assert pos.max() < -28_000
+    assert 5_000 < (pos.max(axis=0) - pos.min(axis=0)).max() < 5_400
+    assert pred.number_of_nodes() == 5214
+    with set_limits(max_graph_extent=5_000), pytest.raises(ValueError, match="max_graph_extent=5,000"):
+        prepare_checked_sample(graph, graph, "austin", sid, "full")
+
+
+@pytest.mark.parametrize(
+    ("task", "sample_id", "far", "words"),
+    [
+        ("successor", "austin_1_0_0", (1e7, 1e7), "max_graph_extent"),  # the crop 256 px wide, a node 10,000 km off
+        ("successor", "austin_1_0_0", (1e300, 1e300), "max_abs_coordinate"),
+        ("full", "austin_1_0_0", (1e300, 0.0), "max_abs_coordinate"),
+        ("full", "austin_1_1e300_0", (20.0, 0.0), "offsets"),  # every node would collapse onto one float
+        ("full", "austin_1_0_0", (40_000.0, 0.0), "max_graph_extent"),  # a tile wider than a city district
+    ],
+)
+def test_hostile_lane_graph_samples_are_refused_naming_the_sample(task, sample_id, far, words):
+    gt = line(0, 200)
+    pred = line(0, 200)
+    hostile = gt if task == "full" else pred  # the full task drops predicted nodes 50 px or more from the GT
+    hostile.add_node("far", pos=np.array(far))
+    hostile.add_edge(0, "far")
+    with pytest.raises(ValueError, match=words) as err:
+        _evaluate_job(("austin", sample_id, gt, pred, task, "default", 0))
+    assert sample_id in str(err.value)
+    assert "\n" not in str(err.value)
 
 
 def submission(tmp_path, name, data):

@@ -48,7 +48,7 @@ def test_rtree_order_differs_from_insertion_order_beyond_one_leaf():
 
 
 def test_pair_order_without_rtree_warns_beyond_one_leaf(monkeypatch):
-    monkeypatch.setattr(reference, "_rtree", lambda: None)
+    monkeypatch.setattr(reference, "_has_rtree", lambda: False)
     monkeypatch.setattr(reference, "_warned_rtree", [])
     indexed = line_of_points(RTREE_LEAF_CAPACITY + 1)
     queried = np.array([[3.0, 0.0]])  # equidistant from points 1 and 2

@@ -83,7 +83,7 @@ def test_optimising_the_loss_raises_det_l() -> None:
         loss.backward()
         optimiser.step()
     after = openlanev2_scores([_frame(preds[0], 0.9)], [_frame(target[0], None)], compat="reference")
-    print(f"loss {first:.3f} -> {loss.item():.3f}, DET_l {float(before['DET_l']):.3f} -> {float(after['DET_l']):.3f}")
+    print(f"loss {first:.3f} -> {loss.item():.3f}, DET_l {float(before['det_l']):.3f} -> {float(after['det_l']):.3f}")
     assert loss.item() < first / 2
-    assert float(after["DET_l"]) > float(before["DET_l"]) + 0.3
-    assert float(after["DET_l"]) == pytest.approx(1.0)
+    assert float(after["det_l"]) > float(before["det_l"]) + 0.3
+    assert float(after["det_l"]) == pytest.approx(1.0)

@@ -23,11 +23,12 @@ from drivemetrics.lanetopology.openlanev2 import (
 )
 from drivemetrics.lanetopology.scoring import (
     area_distance_matrix,
-    average_precision_11,
-    fscore_counts,
-    greedy_match,
+    detection_average_precision,
+    devkit_name,
+    fscore_batch_counts,
     iou_distance_matrix,
     lane_distance_matrices,
+    match_frames,
     topology_vertex_ap,
 )
 
@@ -66,11 +67,13 @@ def _expected_flat(track: str, expected: dict[str, Any]) -> dict[str, float]:
 @pytest.mark.parametrize("track", ["centerline", "lanesegment"])
 def test_reference_equals_devkit_on_fixture(fixtures_dir: Path, track: str) -> None:
     frames, expected = _load(fixtures_dir, track)
-    scores = openlanev2_scores([f["pred"] for f in frames], [f["gt"] for f in frames], track, "reference")
+    values = openlanev2_scores([f["pred"] for f in frames], [f["gt"] for f in frames], track, "reference")
+    scores = {devkit_name(key): value for key, value in values.items()}
     want = _expected_flat(track, expected)
     assert len(want) >= 20
     for key, value in want.items():
         assert abs(float(scores[key]) - value) <= TOL, (key, float(scores[key]), value)
+    assert set(scores) == set(want)  # every value is checked
 
 
 @pytest.mark.parametrize("track", ["centerline", "lanesegment"])
@@ -99,10 +102,10 @@ def test_distances_and_matches_equal_devkit(fixtures_dir: Path, track: str) -> N
     name = "lane_centerline" if track == "centerline" else "lane_segment"
     for k, want in enumerate(expected["per_frame_matches"]):
         for t in (1.0, 2.0, 3.0):
-            match = greedy_match(lane_d[k], prs[k].lane_confidence, t, reference=True)
+            match = match_frames([lane_d[k]], [prs[k].lane_confidence], [t], compat="reference")[0][:, 0]
             assert match.tolist() == want[f"{name}_{t}_idx_match_gt"], (k, t)
         te = iou_distance_matrix(gts[k].te_boxes, prs[k].te_boxes)
-        match = greedy_match(te, prs[k].te_confidence, 0.75, reference=True)
+        match = match_frames([te], [prs[k].te_confidence], [0.75], compat="reference")[0][:, 0]
         assert match.tolist() == want["traffic_element_0.75_idx_match_gt"], k
 
 
@@ -111,7 +114,7 @@ def test_fscore_counts_equal_devkit(fixtures_dir: Path) -> None:
     for frame, want in zip(frames, expected["fscore_per_frame"], strict=True):
         gt = parse_frame(frame["gt"], track="centerline", is_pred=False)
         pred = parse_frame(frame["pred"], track="centerline", is_pred=True)
-        got = fscore_counts(gt.lanes, pred.lanes).tolist()
+        got = fscore_batch_counts([gt], [pred]).astype(int).tolist()
         assert got == [want[k] for k in ("r_lane", "p_lane", "cnt_gt", "cnt_pred", "match_num")], want["token"]
 
 
@@ -121,48 +124,48 @@ def test_default_mode_on_fixture_differs_only_by_documented_fixes(fixtures_dir: 
     ref = openlanev2_scores(preds, gts, compat="reference")
     fixed = openlanev2_scores(preds, gts, compat="default")
     # the nearest-GT-only rule loses true positives at 3 m in this set; the fall-back recovers them
-    assert float(fixed["DET_l@3.0"]) > float(ref["DET_l@3.0"]) + 1e-3
-    assert float(fixed["DET_l@1.0"]) == pytest.approx(float(ref["DET_l@1.0"]), abs=1e-6)
-    assert float(fixed["F_score"]) == float(ref["F_score"])
+    assert float(fixed["det_l@3.0"]) > float(ref["det_l@3.0"]) + 1e-3
+    assert float(fixed["det_l@1.0"]) == pytest.approx(float(ref["det_l@1.0"]), abs=1e-6)
+    assert float(fixed["f_score"]) == float(ref["f_score"])
 
 
 # -- the fixes, on small hand-made cases --------------------------------------------------------------------------
 def test_greedy_fallback_to_next_free_gt() -> None:
     distance = np.array([[0.2, 0.3], [5.0, 0.8]])  # both predictions are nearest to GT 0
     confidence = np.array([0.9, 0.8])
-    assert greedy_match(distance, confidence, 1.0, reference=True).tolist() == [0, -1]
-    assert greedy_match(distance, confidence, 1.0, reference=False).tolist() == [0, 1]
+    for compat, want in (("reference", [0, -1]), ("default", [0, 1])):
+        assert match_frames([distance], [confidence], [1.0], compat=compat)[0][:, 0].tolist() == want
 
 
 def test_tied_confidences_are_one_operating_point() -> None:
     # a TP and an FP with the same confidence: the devkit's value depends on their order, the fix does not
     conf = np.array([0.5, 0.5])
-    tp_first = average_precision_11(conf, np.array([1.0, 0.0]), 1, reference=True)
-    fp_first = average_precision_11(conf, np.array([0.0, 1.0]), 1, reference=True)
+    tp_first = detection_average_precision(conf, np.array([1.0, 0.0]), 1, compat="reference")
+    fp_first = detection_average_precision(conf, np.array([0.0, 1.0]), 1, compat="reference")
     assert tp_first == pytest.approx(1.0)
     assert fp_first == pytest.approx(0.5)
-    assert average_precision_11(conf, np.array([1.0, 0.0]), 1, reference=False) == pytest.approx(0.5)
-    assert average_precision_11(conf, np.array([0.0, 1.0]), 1, reference=False) == pytest.approx(0.5)
+    assert detection_average_precision(conf, np.array([1.0, 0.0]), 1, compat="default") == pytest.approx(0.5)
+    assert detection_average_precision(conf, np.array([0.0, 1.0]), 1, compat="default") == pytest.approx(0.5)
 
 
 def test_eleven_point_levels() -> None:
     # 7 of 10 found with precision 1, then nothing: levels 0 .. 0.7 reached = 8 of 11
     conf = np.linspace(0.9, 0.1, 7)
     tp = np.ones(7)
-    assert average_precision_11(conf, tp, 10, reference=False) == pytest.approx(8 / 11)
-    assert average_precision_11(conf, tp, 10, reference=True) == pytest.approx(8 / 11, abs=1e-6)
+    assert detection_average_precision(conf, tp, 10, compat="default") == pytest.approx(8 / 11)
+    assert detection_average_precision(conf, tp, 10, compat="reference") == pytest.approx(8 / 11, abs=1e-6)
 
 
 def test_no_ground_truth_class() -> None:
-    assert average_precision_11(np.zeros(0), np.zeros(0), 0, reference=True) == 1.0
-    assert average_precision_11(np.array([0.3]), np.zeros(1), 0, reference=True) == 0.0
-    assert math.isnan(average_precision_11(np.zeros(0), np.zeros(0), 0, reference=False))
+    assert detection_average_precision(np.zeros(0), np.zeros(0), 0, compat="reference") == 1.0
+    assert detection_average_precision(np.array([0.3]), np.zeros(1), 0, compat="reference") == 0.0
+    assert math.isnan(detection_average_precision(np.zeros(0), np.zeros(0), 0, compat="default"))
 
 
 def test_topology_vertex_ap_hand_case() -> None:
     gt = np.array([[0, 1, 1], [0, 0, 0], [0, 0, 0]])
     scores = np.array([[0.9, 0.8, 0.7], [0.2, 0.1, 0.3], [0.6, 0.1, 0.1]])
-    values = topology_vertex_ap(gt, scores, reference=True)
+    values = topology_vertex_ap(gt, scores)
     # row 0: FP, TP (1/2), TP (2/3) over 2 GT edges; row 1 nothing: 1; row 2 FP only: 0
     # col 0: FP 0.9 and 0.6, no GT: 0; col 1: TP 1; col 2: TP 1
     np.testing.assert_allclose(values, [(1 / 2 + 2 / 3) / 2, 1, 0, 0, 1, 1])
@@ -186,21 +189,22 @@ def test_relations_of_unmatched_predictions_count_in_default_mode() -> None:
     pred = _topology_frame(lanes, [[0.0, 0.9, 0.95], [0.0, 0.0, 0.0], [0.2, 0.0, 0.0]])
     # reference: the devkit's 2 x 2 matrix [[0, 0.9], [0, 0]]: row 0 TP at rank 1 (1), row 1 nothing (1),
     # column 0 nothing (1), column 1 TP (1) -> 1 at every lane threshold
-    assert float(openlanev2_scores([pred], [gt], compat="reference")["TOP_ll"]) == 1.0
-    # default: row 0 also holds the unmatched lane's 0.95, a false positive ranked first: precision 1/2 at the
-    # TP -> 1/2; its 0.2 towards lane 0 is no edge -> (1/2 + 1 + 1 + 1) / 4
-    assert float(openlanev2_scores([pred], [gt], compat="default")["TOP_ll"]) == 0.875
+    assert float(openlanev2_scores([pred], [gt], compat="reference")["top_ll"]) == 1.0
+    # default: the 9 entries ranked: 0.95 (lane 0 -> unmatched lane 2: FP), 0.9 (the GT relation: TP at
+    # precision 1/2), then FPs; one GT relation: AP 1/2
+    assert float(openlanev2_scores([pred], [gt], compat="default")["top_ll"]) == 0.5
 
 
-def test_unmatched_ground_truth_fill_scores_as_in_the_devkit() -> None:
-    gt = _topology_frame([_lane(0.0), _lane(10.0), _lane(20.0)], [[0, 1, 0], [0, 0, 0], [0, 0, 0]])
+def test_relations_of_unmatched_ground_truth_are_misses_in_default_mode() -> None:
+    gt = _topology_frame([_lane(0.0), _lane(10.0), _lane(20.0)], [[0, 1, 0], [0, 0, 1], [0, 0, 0]])
     pred = _topology_frame([_lane(0.0, 0.9), _lane(10.0, 0.8)], [[0.0, 0.9], [0.0, 0.0]])  # lane 2 missed
-    # GT-sized matrix: row 0 [0, 0.9, f], row 1 [0, 0, f], row 2 [f, f, f] with f = 0.5 + eps (the fill of the
-    # missed lane 2). Rows: 0 -> TP then f below it (free, not charged): 1; 1 -> only f, no GT edge: 0; 2: 0.
-    # Columns: 0 -> f from row 2: 0; 1 -> TP then f: 1; 2 -> only f: 0. Mean 2 / 6 in both modes.
-    for compat in ("reference", "default"):
-        value = float(openlanev2_scores([pred], [gt], compat=compat)["TOP_ll"])  # type: ignore[arg-type]
-        assert value == pytest.approx(1 / 3), compat
+    # reference: GT-sized matrix: row 0 [0, 0.9, f], row 1 [0, 0, 0], row 2 [f, f, f] with f = 0.5 + eps (the
+    # fill of the missed lane 2; 0 where GT is 1). Rows: 0 -> TP then f below it (free): 1; 1 -> a GT edge, no
+    # predicted edge: 0; 2 -> only f, no GT edge: 0. Columns: 0 -> f from row 2: 0; 1 -> TP then f: 1;
+    # 2 -> f from row 0 and row 2, GT edge from row 1 not found: 0. Mean 2 / 6.
+    assert float(openlanev2_scores([pred], [gt], compat="reference")["top_ll"]) == pytest.approx(1 / 3)
+    # default: 0.9 is a TP at precision 1; the relation 1 -> 2 cannot be found (lane 2 unmatched): AP 1 / 2
+    assert float(openlanev2_scores([pred], [gt], compat="default")["top_ll"]) == pytest.approx(1 / 2)
 
 
 # -- Metric classes --------------------------------------------------------------------------------------------
@@ -212,14 +216,29 @@ def test_metric_batches_equal_one_shot(fixtures_dir: Path) -> None:
         metric.update([f["pred"] for f in chunk], [f["gt"] for f in chunk])
     scores = metric.compute()
     for key, value in expected["metrics"].items():
-        assert abs(float(scores[key]) - value) <= TOL, key
+        assert abs(float(scores[key.lower()]) - value) <= TOL, key
     ols = OpenLaneV2Score(compat="reference")
     ols.update([f["pred"] for f in frames], [f["gt"] for f in frames])
     assert float(ols.compute()) == pytest.approx(expected["metrics"]["OLS"], abs=TOL)
 
 
+def test_default_metric_pools_relation_candidates_across_updates(fixtures_dir: Path) -> None:
+    """The default topology AP ranks the candidates of all frames together: batches give the one-shot value."""
+    frames, _ = _load(fixtures_dir, "lanesegment")
+    preds, gts = [f["pred"] for f in frames], [f["gt"] for f in frames]
+    one_shot = openlanev2_scores(preds, gts, "lanesegment", "default")
+    metric = OpenLaneV2Metrics(track="lanesegment")
+    for s in range(0, len(frames), 9):
+        metric.update(preds[s : s + 9], gts[s : s + 9])
+    scores = metric.compute()
+    for key in ("top_lsls", "top_lste", "top_lsls@1.0", "top_lste@3.0", "olus"):
+        assert float(scores[key]) == pytest.approx(float(one_shot[key]), abs=1e-12), key
+    per_frame = [openlanev2_scores(preds[k : k + 1], gts[k : k + 1], "lanesegment")["top_lsls"] for k in (5, 6, 7)]
+    assert float(one_shot["top_lsls"]) not in [float(v) for v in per_frame]  # pooled, not a mean of frames
+
+
 def test_scalar_classes_keys() -> None:
-    assert OpenLaneV2LaneAP(track="lanesegment").key == "DET_ls"
+    assert OpenLaneV2LaneAP(track="lanesegment").key == "det_ls"
     assert OpenLaneV2UniScore().track == "lanesegment"
     assert OpenLaneV2F1Score().track == "centerline"
 
@@ -264,9 +283,9 @@ def test_tensor_inputs_and_dtypes() -> None:
     pred = _tiny_frame(0.5, 0.9)
     pred["lane_centerline"][0]["points"] = torch.tensor(pred["lane_centerline"][0]["points"], dtype=torch.float32)
     scores = openlanev2_scores([pred], [gt], compat="reference")
-    assert float(scores["DET_l"]) == 1.0
-    assert float(scores["TOP_lt"]) == 1.0
-    assert float(scores["OLS"]) == 1.0
+    assert float(scores["det_l"]) == 1.0
+    assert float(scores["top_lt"]) == 1.0
+    assert float(scores["ols"]) == 1.0
     assert len(TRAFFIC_ELEMENT_ATTRIBUTES) == 13
 
 
@@ -277,18 +296,19 @@ def test_attribute_filtering_changes_det_t() -> None:
     wrong["traffic_element"][0]["attribute"] = 2
     right = openlanev2_scores([pred], [gt], compat="reference")
     off = openlanev2_scores([wrong], [gt], compat="reference")
-    assert float(right["DET_t"]) == 1.0
+    assert float(right["det_t"]) == 1.0
     # attributes 1 (missed) and 2 (a false positive) score 0, the 11 others have nothing: 1
-    assert float(off["DET_t"]) == pytest.approx(11 / 13)
-    assert float(off["TE_AP_pooled@0.75"]) == 1.0
+    assert float(off["det_t"]) == pytest.approx(11 / 13)
+    assert float(off["te_ap_pooled@0.75"]) == 1.0
 
 
+@pytest.mark.parametrize("compat", ["reference", "default"])
 @pytest.mark.parametrize("track", ["centerline", "lanesegment"])
-def test_statistics_of_no_frames_are_empty(track: str) -> None:
+def test_statistics_of_no_frames_are_empty(track: str, compat: str) -> None:
     """An empty rank under torchrun scores no frame: zero sums and no AP rows (the gather's template)."""
     from drivemetrics.lanetopology.openlanev2 import frame_statistics
 
-    stats = frame_statistics([], [], track, "reference", "cpu")
+    stats = frame_statistics([], [], track, compat, "cpu")  # type: ignore[arg-type]
     assert stats["ap_rows"].shape == (0, 3)
     assert not stats["ap_num_gt"].any()
     assert not stats["topology"].any()

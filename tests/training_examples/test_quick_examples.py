@@ -78,3 +78,15 @@ def test_psld_aux_loss_quick(tmp_path):
         assert result[run]["line_l1_m"] > 0, run
         assert result[run]["psld"] >= 0, run
     assert result["psld_aux"]["psld"] != result["baseline"]["psld"]  # the auxiliary loss changes the model
+
+
+@pytest.mark.slow
+def test_lane3d_matching_quick(tmp_path):
+    result = _run_quick("lane3d_matching", tmp_path)
+    assert result.keys() == {"example", "quick", "steps", "before", "after"}
+    assert (result["example"], result["quick"], result["steps"]) == ("lane3d_matching", True, 200)
+    for when in ("before", "after"):
+        assert _finite(result[when]), when
+    assert result["before"]["f_score"] < 0.2
+    assert result["after"]["f_score"] > 0.7  # the matching loss on 3D lanes raises the OpenLane F-score
+    assert result["after"]["z_error_far"] < result["before"]["z_error_far"]

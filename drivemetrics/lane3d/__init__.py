@@ -1,0 +1,26 @@
+"""3D lanes (OpenLane): F-score, recall, precision, category accuracy and x / z errors as OpenLane (v1) scores
+them, readers of its files and the ``openlane3d-eval`` command.
+
+This package exports the Metric classes; the kernels (``openlane3d_matches``, ``openlane3d_resample``, ...) are in
+:mod:`drivemetrics.lane3d.openlane` and :mod:`drivemetrics.functional`, the readers in :mod:`drivemetrics.lane3d.io`,
+the folder evaluation in :mod:`drivemetrics.lane3d.evaluate`.
+
+Coordinates: the evaluator's ground frame, metres, x right, y forward, z up, origin on the ground below the camera.
+"""
+
+from drivemetrics._internal.lazy import lazy_exports
+
+_EXPORTS = {
+    "OpenLane3DCategoryAccuracy": "drivemetrics.lane3d.openlane",
+    "OpenLane3DFScore": "drivemetrics.lane3d.openlane",
+    "OpenLane3DMetrics": "drivemetrics.lane3d.openlane",
+    "OpenLane3DPrecision": "drivemetrics.lane3d.openlane",
+    "OpenLane3DRecall": "drivemetrics.lane3d.openlane",
+    "OpenLane3DXErrorClose": "drivemetrics.lane3d.openlane",
+    "OpenLane3DXErrorFar": "drivemetrics.lane3d.openlane",
+    "OpenLane3DZErrorClose": "drivemetrics.lane3d.openlane",
+    "OpenLane3DZErrorFar": "drivemetrics.lane3d.openlane",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__ = sorted(_EXPORTS)

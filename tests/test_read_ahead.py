@@ -1,0 +1,112 @@
+"""The read-ahead reader: input files read in a forked, torch-free child while the command imports torch."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from drivemetrics._internal.read_ahead import read_ahead
+
+REPO = Path(__file__).resolve().parents[1]
+
+# Runs the command in a fresh interpreter and records, in one log file shared by every process: the first import of
+# torch (by an import hook) and each reader call, with the process id and whether torch was imported there.
+_TRACED_COMMAND = r"""
+import os, sys
+log = open(sys.argv[1], "a", buffering=1)
+
+class TorchImportHook:
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch" and "torch" not in sys.modules:
+            log.write(f"import torch pid={os.getpid()}\n")
+        return None
+
+sys.meta_path.insert(0, TorchImportHook())
+from drivemetrics.lanetopology import io
+
+def traced(name, original):
+    def read(path):
+        log.write(f"{name} pid={os.getpid()} torch_imported={'torch' in sys.modules}\n")
+        return original(path)
+    return read
+
+for name in ("read_ground_truth", "read_predictions"):
+    setattr(io, name, traced(name, getattr(io, name)))
+from drivemetrics.cli import main
+code = main(sys.argv[2:])
+log.write(f"exit {code} pid={os.getpid()}\n")
+raise SystemExit(code)
+"""
+
+
+def _run_traced(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, list[str]]:
+    script, log = tmp_path / "traced.py", tmp_path / "events.log"
+    script.write_text(_TRACED_COMMAND)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    env.pop("DRIVEMETRICS_READ_AHEAD", None)
+    done = subprocess.run([sys.executable, str(script), str(log), *args], capture_output=True, text=True, env=env)
+    return done, log.read_text().splitlines()
+
+
+def _fixture(fixtures_dir: Path) -> Path:
+    path = fixtures_dir / "openlanev2" / "centerline_cases.json"
+    if not path.is_file():
+        pytest.skip("openlanev2 fixtures absent")
+    return path
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the forked reader is Linux-only")
+def test_openlanev2_eval_reads_its_files_before_torch_is_imported(fixtures_dir: Path, tmp_path: Path):
+    cases = _fixture(fixtures_dir)
+    done, events = _run_traced(tmp_path, "openlanev2-eval", "--gt", str(cases), "--pred", str(cases))
+    assert done.returncode == 0, done.stderr
+    assert "OLS" in done.stdout
+    command_pid = events[-1].split("pid=")[1]
+    assert events[-1] == f"exit 0 pid={command_pid}"
+    assert f"import torch pid={command_pid}" in events  # the command itself imports torch ...
+    reads = [e for e in events if e.startswith("read_")]
+    assert [r.split()[0] for r in reads] == ["read_ground_truth", "read_predictions"]
+    for read in reads:  # ... and the files were read by a process forked before that import, which never made it
+        assert read.endswith("torch_imported=False"), events
+        assert f"pid={command_pid}" not in read, events
+    assert not any(e.startswith("import torch") and f"pid={command_pid}" not in e for e in events)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the forked reader is Linux-only")
+def test_a_reader_error_in_the_child_is_the_commands_one_line_error(fixtures_dir: Path, tmp_path: Path):
+    cases = _fixture(fixtures_dir)
+    bad = tmp_path / "bad.pkl"
+    bad.write_bytes(pickle.dumps({"results": os.system}))
+    done, _ = _run_traced(tmp_path, "openlanev2-eval", "--gt", str(cases), "--pred", str(bad))
+    assert done.returncode == 2
+    assert "bad.pkl: refusing to unpickle global" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    done, _ = _run_traced(tmp_path, "openlanev2-eval", "--gt", str(cases), "--pred", str(tmp_path / "absent.pkl"))
+    assert done.returncode == 2
+    assert "absent.pkl" in done.stderr
+
+
+def _fail(path: str) -> None:
+    raise ValueError(f"{path}: broken")
+
+
+def test_read_ahead_returns_the_value_and_raises_the_readers_error():
+    with read_ahead(sorted, [3, 1, 2]) as pending:
+        pass
+    assert pending.result() == [1, 2, 3]
+    with pytest.raises(ValueError, match=r"x\.pkl: broken"), read_ahead(_fail, "x.pkl") as pending:
+        pending.result()
+
+
+def test_read_ahead_does_not_fork_once_torch_is_imported():
+    import torch  # noqa: F401 - imported by the test run anyway; the fork would no longer be safe
+
+    with read_ahead(os.getpid) as pending:
+        pass
+    assert not pending.forked
+    assert pending.result() == os.getpid()
