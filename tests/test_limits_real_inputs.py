@@ -40,7 +40,7 @@ def test_the_defaults_are_the_documented_ones():
             max_map_line_points=1_000,
             max_map_lines_per_frame=1_000,
             max_map_frames=200_000,
-            max_map_coordinate=250,
+            max_map_coordinate=1_000,
         )
         == DEFAULTS
     )
