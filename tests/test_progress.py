@@ -124,6 +124,7 @@ WITHOUT_A_BAR = {
 BAR_NOT_RUN_HERE = {
     "road-bev": "the bar of road-eval (drivemetrics.road.evaluate._progress); needs KITTI calibrations and PNGs",
     "road-eval": "drivemetrics.road.evaluate._progress; needs KITTI-ROAD PNGs (the command matrix runs it)",
+    "openlane3d-eval": "progress_bar in drivemetrics.lane3d.evaluate; needs the OpenLane layout (its own matrix row)",
 }
 
 
