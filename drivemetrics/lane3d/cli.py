@@ -13,7 +13,6 @@ from drivemetrics._internal.options import (
     add_no_progress,
     add_workers,
     progress_setting,
-    resolve_workers,
 )
 
 #: Rows of the printed table (the official printout's order).
@@ -46,7 +45,7 @@ def _openlane3d_eval(args: argparse.Namespace) -> int:
         args.pred,
         args.list,
         compat=args.compat,
-        workers=resolve_workers(args.workers),
+        workers=args.workers,
         device=args.device,
         progress=progress_setting(args),
     )
@@ -88,7 +87,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_input(parser, "--list", "file", required=True, metavar="FILE", help="test list, one image path per line")
     add_compat(parser, "OpenLane's eval_3D_lane.py (commit 8a0ce6b), quirks included")
     parser.add_argument("--json", default=None, metavar="OUT", help="also write metrics and per-frame values to OUT")
-    add_workers(parser, "processes reading the JSON files")
-    add_no_progress(parser)
+    add_workers(parser, "processes reading and scoring chunks of 256 frames", auto=True)
     add_device(parser, "torch device of the kernels")
+    add_no_progress(parser)
     parser.set_defaults(func=_openlane3d_eval, sharded=True)
