@@ -3,11 +3,11 @@
 Domains live in sub-packages, reachable as attributes after ``import drivemetrics`` (imported on first use):
 ``geometry`` (calibration, homographies, BEV grids and warps), ``vehicle`` (single-track / bicycle models), ``road``
 (KITTI-ROAD pixel metrics, soft F-measure loss, driving corridor), ``lane`` (TuSimple, CULane, PSLD, E2E-LD),
-``attack`` (DRP patches), ``roadnet`` (road-network metrics), ``lanegraph`` (UrbanLaneGraph), ``detection`` (KITTI
-objects), ``lanetopology`` (OpenLane-V2), ``polyline`` (polyline geometry shared by the map metrics), ``vectormap``
-(vectorised HD-map AP) and ``synthetic`` (seeded scene generators used by tests and the demo). Every metric kernel
-and loss function is in :mod:`drivemetrics.functional`; every Metric and loss class is importable from its domain and
-from here.
+``lane3d`` (OpenLane 3D lanes), ``attack`` (DRP patches), ``roadnet`` (road-network metrics), ``lanegraph``
+(UrbanLaneGraph), ``detection`` (KITTI objects), ``lanetopology`` (OpenLane-V2), ``polyline`` (polyline geometry
+shared by the map metrics), ``vectormap`` (vectorised HD-map AP) and ``synthetic`` (seeded scene generators used by
+tests and the demo). Every metric kernel and loss function is in :mod:`drivemetrics.functional`; every Metric and
+loss class is importable from its domain and from here.
 
 ``import drivemetrics`` itself imports nothing heavy (no torch): the ``drivemetrics`` command starts fast.
 """

@@ -202,7 +202,8 @@ def openlane3d_pair_matrices(
     Returns:
         ``cost`` ``(B, G, P)`` float64; ``num_match`` ``(B, G, P)`` long (both visible and closer than 1.5 m);
         ``errors`` ``(B, G, P, 4)`` float64: mean |dx| close, far, mean |dz| close, far over the samples where
-        both are visible, ``-1`` where there are none.
+        both are visible, ``-1`` where there are none (``"reference"``: NaN when a lane has a non-finite resampled
+        value at a sample it does not show, as the tool).
 
     Examples:
         >>> import torch
@@ -220,20 +221,20 @@ def openlane3d_pair_matrices(
     dx = (target["x"][:, :, None] - preds["x"][:, None]).abs()
     dz = (target["z"][:, :, None] - preds["z"][:, None]).abs()
     both = gv & pv
-    one = gv ^ pv
-    dist = torch.sqrt(dx**2 + dz**2)
-    dist = torch.where(both, dist, torch.where(one, DIST_THRESHOLD, 0.0))
-    cost = dist.sum(-1)
+    one_sided = (gv ^ pv).sum(-1)
+    dist = torch.sqrt(dx * dx + dz * dz)
+    cost = torch.where(both, dist, 0.0).sum(-1) + DIST_THRESHOLD * one_sided  # 0 where neither is visible
     if reference:
         cost = torch.where((cost > 0) & (cost < 1), torch.ones_like(cost), torch.floor(cost))
     num_match = (both & (dist < DIST_THRESHOLD)).sum(-1)
     errors = []
+    counts = [both[..., :CLOSE_SAMPLES].sum(-1), both[..., CLOSE_SAMPLES:].sum(-1)]
     for values in (dx, dz):
-        for part in (slice(None, CLOSE_SAMPLES), slice(CLOSE_SAMPLES, None)):
-            mask = both[..., part]
-            n = mask.sum(-1)
-            total = torch.where(mask, values[..., part], 0.0).sum(-1)
-            errors.append(torch.where(n > 0, total / n.clamp(min=1), -1.0))
+        # the tool multiplies by the mask: a non-finite value at a sample either lane does not show (a lane with
+        # repeated y resamples to NaN / inf beyond its ends) makes the error NaN, and the pooled means skip it
+        values = values * both if reference else torch.where(both, values, 0.0)
+        for n, part in zip(counts, (values[..., :CLOSE_SAMPLES], values[..., CLOSE_SAMPLES:]), strict=True):
+            errors.append(torch.where(n > 0, part.sum(-1) / n.clamp(min=1), -1.0))
     x_close, x_far, z_close, z_far = errors
     return {"cost": cost, "num_match": num_match, "errors": torch.stack([x_close, x_far, z_close, z_far], -1)}
 
@@ -506,6 +507,7 @@ class OpenLane3DMetrics(MetricFamily):
             target_visibility,
             self.compat,
         )
+        # out of place: under ddp_spawn the states may share memory with other processes
         self.counts = self.counts + out["counts"].sum(0).to(self.counts.device)
         self.error_sums = self.error_sums + out["error_sums"].sum(0).to(self.error_sums.device)
         self.error_counts = self.error_counts + out["error_counts"].sum(0).to(self.error_counts.device)
@@ -594,9 +596,9 @@ class OpenLane3DXErrorClose(ScalarMetric, OpenLane3DMetrics):
         0.25
     """
 
-    key = "x_error_close"
     higher_is_better = False
     plot_upper_bound = None
+    key = "x_error_close"
 
 
 class OpenLane3DXErrorFar(ScalarMetric, OpenLane3DMetrics):
@@ -611,9 +613,9 @@ class OpenLane3DXErrorFar(ScalarMetric, OpenLane3DMetrics):
         0.5
     """
 
-    key = "x_error_far"
     higher_is_better = False
     plot_upper_bound = None
+    key = "x_error_far"
 
 
 class OpenLane3DZErrorClose(ScalarMetric, OpenLane3DMetrics):
@@ -628,9 +630,9 @@ class OpenLane3DZErrorClose(ScalarMetric, OpenLane3DMetrics):
         0.25
     """
 
-    key = "z_error_close"
     higher_is_better = False
     plot_upper_bound = None
+    key = "z_error_close"
 
 
 class OpenLane3DZErrorFar(ScalarMetric, OpenLane3DMetrics):
@@ -645,6 +647,6 @@ class OpenLane3DZErrorFar(ScalarMetric, OpenLane3DMetrics):
         0.5
     """
 
-    key = "z_error_far"
     higher_is_better = False
     plot_upper_bound = None
+    key = "z_error_far"

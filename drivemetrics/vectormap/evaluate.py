@@ -20,6 +20,10 @@ from drivemetrics.vectormap.protocol import MapProtocol, ProtocolName, get_proto
 
 __all__ = ["MapEvaluation", "evaluate_map_files", "evaluate_map_samples"]
 
+#: fewest samples a worker process of ``workers`` gets (fewer processes otherwise): starting one (spawn, importing
+#: torch) costs about what matching a thousand samples costs
+MIN_SAMPLES_PER_PROCESS = 1000
+
 #: file format of each preset (the default protocol reads either, detected from the content)
 PROTOCOL_FORMATS = {"nuscenes-maptr": "maptr", "av2-cvpr23": "av2"}
 #: padded points (lines x longest line, after resampling) one batch of samples may hold, per side: batches are cut
@@ -104,6 +108,7 @@ def _match_samples(
     The rows do not depend on the batches."""
     if torch.device(device).type != "cpu":
         workers = 1  # one process drives the accelerator
+    workers = max(1, min(workers, len(gt) // MIN_SAMPLES_PER_PROCESS))  # a process costs its start-up (imports)
     if workers > 1:  # at least two batches per worker, so that the processes share the work
         batch_size = max(1, min(batch_size, -(-len(gt) // (2 * workers))))
     jobs = [
