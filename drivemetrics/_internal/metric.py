@@ -142,12 +142,20 @@ class MetricFamily(DictFamilyLogCheck, Metric):
 
 
 def _dict_family_of(cls: type) -> type | None:
-    """The dict family ``cls`` belongs to if ``cls`` still returns its dict (same ``compute``), else ``None``."""
-    bases = (DictFamilyLogCheck, MetricFamily)
-    family = next((c for c in cls.__mro__ if c not in bases and set(bases) & set(c.__bases__)), None)
-    if family is None or cls.compute is not family.compute:  # type: ignore[attr-defined]
+    """The dict family ``cls`` belongs to if ``cls`` still returns its dict, else ``None`` (a scalar class).
+
+    The family is the topmost class of the chain (below the shared bases) that defines ``compute``; a class with
+    another ``compute``, or a :class:`ScalarMetric`, returns one value.
+    """
+    if issubclass(cls, ScalarMetric):
         return None
-    return family
+    chain = [
+        c for c in cls.__mro__ if issubclass(c, DictFamilyLogCheck) and c not in (DictFamilyLogCheck, MetricFamily)
+    ]
+    definers = [c for c in chain if "compute" in vars(c)]
+    if not definers or cls.compute is not definers[-1].compute:  # type: ignore[attr-defined]
+        return None
+    return definers[-1]
 
 
 def _scalar_classes(family: type) -> list[str]:
