@@ -15,6 +15,8 @@ from drivemetrics._internal.options import (
     progress_setting,
 )
 
+__all__ = ["TABLE", "register"]
+
 #: Rows of the printed table (the official printout's order).
 TABLE = (
     ("F_score", "F-score"),

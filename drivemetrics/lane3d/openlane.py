@@ -30,16 +30,14 @@ mode fixes five of its rules (see the docs page "3D lanes (OpenLane)"):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor
-from torchmetrics import Metric
 
 from drivemetrics._internal.compat import Compat, check_compat
-from drivemetrics._internal.metric import DictFamilyLogCheck, add_config_state, plot_metric
+from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
 
 __all__ = [
     "CLOSE_SAMPLES",
@@ -447,7 +445,7 @@ def openlane3d_scores(counts: Tensor, error_sums: Tensor, error_counts: Tensor) 
 # Metric family
 
 
-class OpenLane3DMetrics(DictFamilyLogCheck, Metric):
+class OpenLane3DMetrics(MetricFamily):
     """OpenLane 3D lane scores accumulated over batches: sum-reduced counts and error sums.
 
     ``update(preds, preds_category, target, target_category, preds_lengths=None, target_lengths=None,
@@ -518,15 +516,11 @@ class OpenLane3DMetrics(DictFamilyLogCheck, Metric):
         """The scores and counts of :func:`openlane3d_scores` from the accumulated totals."""
         return openlane3d_scores(self.counts, self.error_sums, self.error_counts)
 
-    def plot(self, val: dict[str, Tensor] | list[dict[str, Tensor]] | None = None, ax: Any = None) -> Any:
-        """Plot the scores (or their sequence over epochs) with matplotlib; ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
-
 
 # Scalar classes for ``self.log``: they share OpenLane3DMetrics' states, so a MetricCollection of them counts once.
 
 
-class OpenLane3DFScore(OpenLane3DMetrics):
+class OpenLane3DFScore(ScalarMetric, OpenLane3DMetrics):
     """OpenLane F-score ``2PR / (P + R)`` over all frames seen (arguments as :class:`OpenLane3DMetrics`).
 
     Examples:
@@ -538,19 +532,10 @@ class OpenLane3DFScore(OpenLane3DMetrics):
         1.0
     """
 
-    def __init__(self, compat: Compat = "default", **kwargs: Any) -> None:
-        super().__init__(compat, **kwargs)
-
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """The value from the accumulated totals (0-d)."""
-        return super().compute()["f_score"]
-
-    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
-        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
+    key = "f_score"
 
 
-class OpenLane3DRecall(OpenLane3DMetrics):
+class OpenLane3DRecall(ScalarMetric, OpenLane3DMetrics):
     """OpenLane recall: GT lanes with 75 % of their samples matched / GT lanes.
 
     Arguments as :class:`OpenLane3DMetrics`.
@@ -564,19 +549,10 @@ class OpenLane3DRecall(OpenLane3DMetrics):
         0.0
     """
 
-    def __init__(self, compat: Compat = "default", **kwargs: Any) -> None:
-        super().__init__(compat, **kwargs)
-
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """The value from the accumulated totals (0-d)."""
-        return super().compute()["recall"]
-
-    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
-        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
+    key = "recall"
 
 
-class OpenLane3DPrecision(OpenLane3DMetrics):
+class OpenLane3DPrecision(ScalarMetric, OpenLane3DMetrics):
     """OpenLane precision: predicted lanes with 75 % of their samples matched / predicted lanes.
 
     Arguments as :class:`OpenLane3DMetrics`.
@@ -590,19 +566,10 @@ class OpenLane3DPrecision(OpenLane3DMetrics):
         1.0
     """
 
-    def __init__(self, compat: Compat = "default", **kwargs: Any) -> None:
-        super().__init__(compat, **kwargs)
-
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """The value from the accumulated totals (0-d)."""
-        return super().compute()["precision"]
-
-    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
-        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
+    key = "precision"
 
 
-class OpenLane3DCategoryAccuracy(OpenLane3DMetrics):
+class OpenLane3DCategoryAccuracy(ScalarMetric, OpenLane3DMetrics):
     """OpenLane category accuracy over the counted pairs (arguments as :class:`OpenLane3DMetrics`).
 
     Examples:
@@ -614,19 +581,10 @@ class OpenLane3DCategoryAccuracy(OpenLane3DMetrics):
         0.0
     """
 
-    def __init__(self, compat: Compat = "default", **kwargs: Any) -> None:
-        super().__init__(compat, **kwargs)
-
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """The value from the accumulated totals (0-d)."""
-        return super().compute()["category_accuracy"]
-
-    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
-        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
+    key = "category_accuracy"
 
 
-class OpenLane3DXErrorClose(OpenLane3DMetrics):
+class OpenLane3DXErrorClose(ScalarMetric, OpenLane3DMetrics):
     """Mean lateral error of the counted pairs, y <= 40 m, metres (arguments as :class:`OpenLane3DMetrics`).
 
     Examples:
@@ -640,20 +598,10 @@ class OpenLane3DXErrorClose(OpenLane3DMetrics):
 
     higher_is_better = False
     plot_upper_bound = None
-
-    def __init__(self, compat: Compat = "default", **kwargs: Any) -> None:
-        super().__init__(compat, **kwargs)
-
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """The value from the accumulated totals (0-d)."""
-        return super().compute()["x_error_close"]
-
-    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
-        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
+    key = "x_error_close"
 
 
-class OpenLane3DXErrorFar(OpenLane3DMetrics):
+class OpenLane3DXErrorFar(ScalarMetric, OpenLane3DMetrics):
     """Mean lateral error of the counted pairs, y > 40 m, metres (arguments as :class:`OpenLane3DMetrics`).
 
     Examples:
@@ -667,20 +615,10 @@ class OpenLane3DXErrorFar(OpenLane3DMetrics):
 
     higher_is_better = False
     plot_upper_bound = None
-
-    def __init__(self, compat: Compat = "default", **kwargs: Any) -> None:
-        super().__init__(compat, **kwargs)
-
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """The value from the accumulated totals (0-d)."""
-        return super().compute()["x_error_far"]
-
-    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
-        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
+    key = "x_error_far"
 
 
-class OpenLane3DZErrorClose(OpenLane3DMetrics):
+class OpenLane3DZErrorClose(ScalarMetric, OpenLane3DMetrics):
     """Mean height error of the counted pairs, y <= 40 m, metres (arguments as :class:`OpenLane3DMetrics`).
 
     Examples:
@@ -694,20 +632,10 @@ class OpenLane3DZErrorClose(OpenLane3DMetrics):
 
     higher_is_better = False
     plot_upper_bound = None
-
-    def __init__(self, compat: Compat = "default", **kwargs: Any) -> None:
-        super().__init__(compat, **kwargs)
-
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """The value from the accumulated totals (0-d)."""
-        return super().compute()["z_error_close"]
-
-    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
-        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
+    key = "z_error_close"
 
 
-class OpenLane3DZErrorFar(OpenLane3DMetrics):
+class OpenLane3DZErrorFar(ScalarMetric, OpenLane3DMetrics):
     """Mean height error of the counted pairs, y > 40 m, metres (arguments as :class:`OpenLane3DMetrics`).
 
     Examples:
@@ -721,14 +649,4 @@ class OpenLane3DZErrorFar(OpenLane3DMetrics):
 
     higher_is_better = False
     plot_upper_bound = None
-
-    def __init__(self, compat: Compat = "default", **kwargs: Any) -> None:
-        super().__init__(compat, **kwargs)
-
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """The value from the accumulated totals (0-d)."""
-        return super().compute()["z_error_far"]
-
-    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
-        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
+    key = "z_error_far"

@@ -16,7 +16,7 @@ from drivemetrics._internal.progress import progress_bar
 from drivemetrics._internal.ragged import RaggedRows
 from drivemetrics.vectormap.io import MapSample, pack_samples, read_map_gt, read_map_preds
 from drivemetrics.vectormap.map_ap import vector_map_ap_from_matches, vector_map_matches
-from drivemetrics.vectormap.protocol import MapProtocol, get_protocol
+from drivemetrics.vectormap.protocol import MapProtocol, ProtocolName, get_protocol
 
 __all__ = ["MapEvaluation", "evaluate_map_files", "evaluate_map_samples"]
 
@@ -86,16 +86,7 @@ def _match_batch(job: tuple) -> tuple[Tensor, Tensor]:
     gt, preds, proto, gt_dims, pred_dims, device = job
     gt_part = pack_samples(gt, proto.class_names, gt_dims, device=device)
     pred_part = pack_samples(preds, proto.class_names, pred_dims, device=device)
-    matches = vector_map_matches(
-        pred_part["points"],
-        pred_part["lengths"],
-        pred_part["labels"],
-        pred_part["scores"],
-        gt_part["points"],
-        gt_part["lengths"],
-        gt_part["labels"],
-        proto,
-    )
+    matches = vector_map_matches(pred_part, gt_part, protocol=proto)
     columns = [matches["scores"].to(torch.float64)[:, None], matches["labels"].to(torch.float64)[:, None]]
     rows = torch.cat([*columns, matches["true_positive"].to(torch.float64)], 1).to(device)
     return rows, matches["num_targets"].to(device)
@@ -137,7 +128,7 @@ def _match_samples(
 def evaluate_map_samples(
     gt: list[MapSample],
     preds: list[MapSample],
-    protocol: str = "default",
+    protocol: ProtocolName = "default",
     device: torch.device | str = "cpu",
     batch_size: int = 2000,
     workers: int = 1,
@@ -222,7 +213,7 @@ def evaluate_map_samples(
 def evaluate_map_files(
     gt_path: str | Path,
     pred_path: str | Path,
-    protocol: str = "default",
+    protocol: ProtocolName = "default",
     device: torch.device | str = "cpu",
     workers: int = 1,
     progress: bool | None = False,
