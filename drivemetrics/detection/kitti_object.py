@@ -513,6 +513,7 @@ def evaluate_kitti_objects(
     workers: int = 1,
     device: torch.device | str | None = None,
     progress: bool | None = False,
+    validate_args: bool = True,
 ) -> dict[str, dict[str, dict[str, dict[str, object]]]]:
     """The official KITTI object evaluation of the detections ``preds`` against the labels ``target``, frame by frame.
 
@@ -530,6 +531,7 @@ def evaluate_kitti_objects(
         device: where the matching runs (default CPU).
         progress: a tqdm bar over the (class, kind) curves on stderr (``None``: only when stdout and stderr are
             terminals).
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         ``{class: {"2d" | "aos" | "bev" | "3d": {difficulty: {"curve": 41 floats, "ap_r11": float,

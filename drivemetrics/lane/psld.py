@@ -225,7 +225,9 @@ def psld(
     return _reduce(dev.abs().amax(1) / horizon_frames, reduction)
 
 
-def smooth_psld(deviations: Tensor, temperature: float = 0.02, abs_eps: float = 1e-3) -> Tensor:
+def smooth_psld(
+    deviations: Tensor, temperature: float = 0.02, abs_eps: float = 1e-3, *, validate_args: bool = True
+) -> Tensor:
     """Smooth PSLD per frame from signed deviations ``(B, Tp)``: smooth |.| then a log-sum-exp maximum.
 
     ``|d| ~ sqrt(d^2 + eps^2) - eps`` and ``max_t a_t ~ T log sum_t exp(a_t / T)``; the result lies within

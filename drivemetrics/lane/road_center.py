@@ -220,7 +220,9 @@ def expected_center_from_anchors(
     return weighted.mean(-1)
 
 
-def road_center_attack_loss(center: Tensor, direction: Literal["right", "left"] = "right") -> Tensor:
+def road_center_attack_loss(
+    center: Tensor, direction: Literal["right", "left"] = "right", *, validate_args: bool = True
+) -> Tensor:
     """Attack loss on expected road centers ``B``: ``mean(1 - center)`` pushes right, ``mean(center)`` left.
 
     Examples:

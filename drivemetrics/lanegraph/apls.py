@@ -198,7 +198,13 @@ def _apls_reference(pred: LaneArrays, gt: LaneArrays) -> float:
 
 
 def lanegraph_apls(
-    preds: nx.DiGraph, target: nx.DiGraph, *, compat: str = "default", max_sources: int | None = 500, seed: int = 0
+    preds: nx.DiGraph,
+    target: nx.DiGraph,
+    *,
+    compat: str = "default",
+    max_sources: int | None = 500,
+    seed: int = 0,
+    validate_args: bool = True,
 ) -> Tensor:
     """APLS with the UrbanLaneGraph parameters (0.15 m/px, 5 m snapping, 20 m minimum path, harmonic mean).
 

@@ -396,7 +396,9 @@ def _geo_topo_reference(pred: LaneArrays, gt: LaneArrays) -> dict[str, float]:
     }
 
 
-def geo_topo(preds: nx.DiGraph, target: nx.DiGraph, *, compat: str = "default") -> dict[str, Tensor]:
+def geo_topo(
+    preds: nx.DiGraph, target: nx.DiGraph, *, compat: str = "default", validate_args: bool = True
+) -> dict[str, Tensor]:
     """GEO and TOPO precision / recall of a predicted lane graph (see the module doc).
 
     Returns ``{"geo_precision", "geo_recall", "topo_precision", "topo_recall"}`` (0-d float64 tensors in [0, 1]).
@@ -406,6 +408,7 @@ def geo_topo(preds: nx.DiGraph, target: nx.DiGraph, *, compat: str = "default") 
     Args:
         preds, target (networkx.DiGraph): Predicted and ground-truth lane graphs, node ``pos = (x, y)`` in pixels.
         compat (str): ``"default"`` or ``"reference"``.
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Examples:
         >>> import networkx as nx, numpy as np

@@ -85,6 +85,7 @@ def graph_iou(
     area_size: tuple[int, int] = (256, 256),
     lane_width: float = 10.0,
     compat: str = "default",
+    validate_args: bool = True,
 ) -> Tensor:
     """IoU of the two graphs drawn with ``lane_width`` px wide edges.
 
@@ -100,6 +101,7 @@ def graph_iou(
         area_size (tuple of int): ``(height, width)`` of the reference mode's canvas, pixels.
         lane_width (float): Width of the drawn lanes, pixels.
         compat (str): ``"default"`` or ``"reference"``.
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         Tensor: 0-d float64 IoU in [0, 1] (NaN when neither graph has an edge).

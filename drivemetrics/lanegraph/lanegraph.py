@@ -91,6 +91,7 @@ def evaluate_lanegraph_pair(
     compat: str = "default",
     apls_max_sources: int | None = 500,
     seed: int = 0,
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """Every lane-graph metric of one sample: ``{m: value for m in LANE_METRICS}`` (0-d float64, NaN where
     undefined); :func:`lanegraph_pair_values` returns the same values as floats.
@@ -101,6 +102,7 @@ def evaluate_lanegraph_pair(
         compat (str): ``"default"`` or ``"reference"``.
         apls_max_sources (int or None): Control points per direction that start APLS paths (default mode).
         seed (int): Seed of the APLS source draw.
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Examples:
         >>> import networkx as nx, numpy as np

@@ -201,6 +201,7 @@ def planning(
     seed: int | Sequence[int] = 0,
     attempts: int = 100,
     reference_random: ReferencePlanningRandom | None = None,
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """Planning metrics ``{"mmd", "med", "sr"}`` (pixels, pixels, fraction) of a predicted lane graph.
 

@@ -24,7 +24,14 @@ def split_points(arr: LaneArrays) -> np.ndarray:
     return arr.pos[out_deg >= 2]
 
 
-def sda(preds: nx.DiGraph, target: nx.DiGraph, *, threshold: float = 20.0, compat: str = "default") -> Tensor:
+def sda(
+    preds: nx.DiGraph,
+    target: nx.DiGraph,
+    *,
+    threshold: float = 20.0,
+    compat: str = "default",
+    validate_args: bool = True,
+) -> Tensor:
     """Split detection accuracy SDA@``threshold`` (px): tp / (tp + fp + fn) after Hungarian matching of split nodes.
 
     NaN when the GT has no split node, 0 when the prediction has none. Same in both modes.
@@ -33,6 +40,7 @@ def sda(preds: nx.DiGraph, target: nx.DiGraph, *, threshold: float = 20.0, compa
         preds, target (networkx.DiGraph): Predicted and ground-truth lane graphs, node ``pos = (x, y)`` in pixels.
         threshold (float): Largest distance of a true-positive pair, pixels.
         compat (str): ``"default"`` or ``"reference"`` (same result).
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         Tensor: 0-d float64 SDA in [0, 1] (NaN when the GT has no split node).

@@ -57,6 +57,7 @@ def lane_matching_loss(
     assignment: Assignment = "hungarian",
     gamma: float = 0.1,
     tau: float = 0.5,
+    validate_args: bool = True,
 ) -> Tensor:
     """Mean soft distance between each ground-truth lane and its assigned prediction.
 
@@ -71,6 +72,7 @@ def lane_matching_loss(
             metres; smooth everywhere).
         gamma: soft min / max temperature of the distance (metres).
         tau: soft assignment temperature (metres).
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         Scalar loss (metres), 0 when there is no ground-truth lane.

@@ -113,6 +113,7 @@ def openlanev2_scores(
     track: Track = "centerline",
     compat: Compat = "default",
     device: torch.device | str = "cpu",
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """OLS or OLUS with every sub-score and per-threshold value, for a list of frames.
 
@@ -123,6 +124,7 @@ def openlanev2_scores(
         track: ``"centerline"`` or ``"lanesegment"``.
         compat: ``"reference"`` reproduces the devkit 2.1.0; ``"default"`` applies the documented fixes.
         device: where the lane distances are computed.
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         float64 scalar tensors under the snake_case keys of

@@ -292,6 +292,7 @@ def fit_driving_corridor(
     threshold: float,
     grid: BevGrid | None = None,
     config: CorridorConfig | None = None,
+    validate_args: bool = True,
 ) -> CorridorFit:
     """Fit the driving corridor to BEV ego-lane confidence maps by the paper's multi-stage search.
 
@@ -302,6 +303,7 @@ def fit_driving_corridor(
         threshold: detection working point in (0, 1]: a cell is a detection when ``confidence >= threshold``.
         grid: the BEV grid (default: KITTI-ROAD, 800 x 400 at 0.05 m).
         config: search parameters (default: the paper's, :class:`CorridorConfig`).
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     The search, precisely:
 
@@ -534,6 +536,7 @@ def corridor_row_statistics(
     grid: BevGrid | None = None,
     min_distance: float = 9.0,
     min_overlap: float = 2.0,
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """Per-row counts of a corridor against the ground-truth ego-lane, summed over the batch.
 
@@ -548,6 +551,7 @@ def corridor_row_statistics(
         corridor: ``(B, H, W)`` bool corridor mask (:attr:`CorridorFit.mask`).
         target: ``(B, H, W)`` binary ground-truth ego-lane; every frame needs at least one valid lane cell.
         valid: optional ``(B, H, W)`` binary mask of evaluated cells.
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         dict of ``E``-long tensors ``z`` (metres), ``tp_cells``, ``fp_cells``, ``row_tp``, ``row_fp``,
@@ -603,7 +607,7 @@ def _ratio(num: Tensor, den: Tensor) -> Tensor:
     return safe_divide(num.double(), den.double())
 
 
-def corridor_curves(stats: dict[str, Tensor]) -> dict[str, Tensor]:
+def corridor_curves(stats: dict[str, Tensor], *, validate_args: bool = True) -> dict[str, Tensor]:
     """Integrated scores as functions of the distance ``d`` (the paper's Fig. 13) from row statistics.
 
     Returns ``z`` (metres, near to far) and, for ``d = z[e]``, ``precision_lat`` (TP / (TP + FP) of corridor cells
@@ -654,6 +658,7 @@ def driving_corridor_scores(
     threshold: float,
     grid: BevGrid | None = None,
     config: CorridorConfig | None = None,
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """Fit the corridor to ``preds`` and score it against ``target``, pooled over the batch (Table IV).
 

@@ -76,6 +76,7 @@ def apls(
     min_path_length: float | None = None,
     max_sources: int | None = 500,
     seed: int = 0,
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """APLS between a predicted and a ground-truth road graph.
 
@@ -92,6 +93,7 @@ def apls(
         min_path_length: GT paths shorter than this are skipped (cosmiq 10, ``>=``; sat2graph 100, ``>``).
         max_sources: at most this many path sources per direction (seeded draw); ``None`` = all control points.
         seed: seed of the source draw.
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Examples:
         >>> import networkx as nx

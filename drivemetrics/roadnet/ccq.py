@@ -146,6 +146,7 @@ def ccq(
     scale: float = 0.25,
     canvas: tuple[float, float, int, int] | None = None,
     compat: str = "default",
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """CCQ of a batch of skeleton images ``(B, H, W)`` (counts summed over the batch), or of two road graphs.
 
@@ -277,6 +278,7 @@ def ccq_graph(
     canvas: tuple[float, float, int, int] | None = None,
     device: torch.device | str | None = None,
     compat: str = "default",
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """CCQ of two road graphs rendered on one canvas.
 
@@ -292,6 +294,7 @@ def ccq_graph(
         compat: ``"default"`` or ``"reference"``: render as the released examples (rounded end points, PIL
             lines, no merging of nodes) on the released canvas; on graphs cut by ``crop_protocol`` (or with the
             protocol's canvas ``(0, 0, size / 4, size / 4)``) the pixel counts equal the released ones.
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Examples:
         >>> import networkx as nx, numpy as np

@@ -239,6 +239,7 @@ def junct(
     match_radius: float = MATCH_RADIUS,
     bounds: tuple[float, float, float, float] | None = None,
     context: bool = True,
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """JUNCT scores of a predicted road graph against the ground truth (parameters in px, see module doc).
 
@@ -251,6 +252,7 @@ def junct(
         bounds: ``(xmin, ymin, xmax, ymax)``; clusters centered outside are ignored (``None``: keep all).
         context: cluster predicted junctions around the GT clusters (Go's behaviour); ``False`` clusters them like
             the GT ones.
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Examples:
         >>> import networkx as nx

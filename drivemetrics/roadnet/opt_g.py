@@ -231,6 +231,7 @@ def opt_g(
     matching: str | None = None,
     seed: int | None = 0,
     compat: str = "default",
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """OPT-G subgraph precision / recall of a predicted road graph against the ground truth.
 
@@ -248,6 +249,7 @@ def opt_g(
             (ascending distance, as the released code); ``None``: ``"optimal"``, or ``"greedy"`` in compat mode.
         seed: seed of every random choice; equal seeds give equal results.
         compat: ``"default"`` or ``"reference"``: the released procedure (see the module doc).
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         ``dict[str, Tensor]``: the summed counts (int64) and ``precision``, ``recall``, ``f1`` (float64).

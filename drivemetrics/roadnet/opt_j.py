@@ -132,6 +132,7 @@ def opt_j(
     matching: str | None = None,
     candidates_k: int = 5,
     compat: str = "default",
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """OPT-J junction precision / recall of a predicted road graph against the ground truth.
 
@@ -147,6 +148,7 @@ def opt_j(
         candidates_k: number of nearest candidates inspected per node in greedy mode (5 in the released code).
         compat: ``"default"`` or ``"reference"``: the released code's numbers (greedy matching, no merging of
             nodes at identical positions, an empty prediction scores all zeros).
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         ``dict[str, Tensor]``: int64 counts ``tp``, ``pp``, ``ap`` and float64 ``precision``, ``recall``, ``f1``.

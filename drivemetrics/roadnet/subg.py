@@ -74,6 +74,7 @@ def subg(
     match_distance: float = 25.0,
     n_subgraphs: int = 1000,
     seed: int = 0,
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """Holes-and-marbles scores of ``n_subgraphs`` GT-rooted local subgraphs.
 
@@ -85,6 +86,7 @@ def subg(
         match_distance: hole-marble matching distance and root snapping distance (px, strict ``<``).
         n_subgraphs: number of roots.
         seed: seed of the root sampling.
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Examples:
         >>> import networkx as nx

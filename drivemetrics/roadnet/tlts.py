@@ -174,6 +174,7 @@ def tlts(
     n_paths: int = 1000,
     seed: int = 0,
     compat: str = "default",
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """Too-long / too-short fractions of ``n_paths`` random GT shortest paths.
 
@@ -188,6 +189,7 @@ def tlts(
             but each fraction's standard error, at most ``0.5 / sqrt(n_paths)``, grows (0.016 at 1000, 0.035 at 200).
         seed: seed of the path sampling.
         compat: ``"default"`` or ``"reference"``: the released procedure (see the module doc).
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Examples:
         >>> import networkx as nx

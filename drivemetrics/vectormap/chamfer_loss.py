@@ -53,6 +53,7 @@ def map_chamfer_loss(
     mode: LossMode = "chamfer",
     point_distance: Literal["l2", "l1"] = "l2",
     reduction: Reduction = "mean",
+    validate_args: bool = True,
 ) -> Tensor:
     """Loss between assigned predicted and GT polylines (metres), differentiable in ``preds``.
 
@@ -65,6 +66,7 @@ def map_chamfer_loss(
             distance minimised over the GT's equivalent orders (MapTR).
         point_distance: ``"l2"`` Euclidean or ``"l1"`` (MapTR's point loss) for ``"permuted"``.
         reduction: ``"mean"`` over the valid pairs, ``"sum"``, or ``"none"`` (``(B, N)``, 0 for ignored pairs).
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         The loss (metres).
@@ -86,8 +88,8 @@ def map_chamfer_loss(
     if target_lengths is None:
         target_lengths = torch.full(target.shape[:-2], target.shape[-2], dtype=torch.long, device=target.device)
     preds_lengths = torch.full(preds.shape[:-2], preds.shape[-2], dtype=torch.long, device=preds.device)
-    check_polylines(preds, preds_lengths, "preds")
-    check_polylines(target, target_lengths, "target")
+    check_polylines(preds, preds_lengths, "preds", check_values=validate_args)
+    check_polylines(target, target_lengths, "target", check_values=validate_args)
     if preds.shape[:-2] != target.shape[:-2] or preds.shape[-1] != target.shape[-1]:
         raise ValueError(f"`preds` {tuple(preds.shape)} and `target` {tuple(target.shape)} must pair up (B, N, ., D)")
     valid = target_lengths > 0

@@ -91,18 +91,20 @@ def _resample_present(points: Tensor, lengths: Tensor, proto: MapProtocol) -> tu
     return out, out_lengths
 
 
-def _check_inputs(name: str, points: Tensor, lengths: Tensor | None, labels: Tensor, num_classes: int) -> Tensor:
+def _check_inputs(
+    name: str, points: Tensor, lengths: Tensor | None, labels: Tensor, num_classes: int, check_values: bool = True
+) -> Tensor:
     if lengths is None:
         if not isinstance(points, Tensor) or points.ndim != 4:
             raise ValueError(f"`{name}` must have shape (B, N, P, D), got {getattr(points, 'shape', type(points))}")
         lengths = torch.full(points.shape[:2], points.shape[2], dtype=torch.long, device=points.device)
-    check_polylines(points, lengths, name)
+    check_polylines(points, lengths, name, check_values=check_values)
     if points.ndim != 4:
         raise ValueError(f"`{name}` must have shape (B, N, P, D), got {tuple(points.shape)}")
     if labels.shape != lengths.shape or labels.is_floating_point():
         raise ValueError(f'`{name}["labels"]` must be integer class ids of shape {tuple(lengths.shape)}')
     used = labels[lengths > 0]
-    if used.numel() and (int(used.min()) < 0 or int(used.max()) >= num_classes):
+    if check_values and used.numel() and (int(used.min()) < 0 or int(used.max()) >= num_classes):
         raise ValueError(
             f'`{name}["labels"]` must lie in [0, {num_classes - 1}], got {int(used.min())}..{int(used.max())}'
         )
@@ -153,6 +155,7 @@ def vector_map_matches(
     *,
     protocol: ProtocolName | MapProtocol = "default",
     thresholds: Sequence[float] | None = None,
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """Per-frame matching of a batch: each prediction's true-positive flag at each threshold.
 
@@ -165,6 +168,7 @@ def vector_map_matches(
             optionally ``lengths`` ``(B, M)``.
         protocol: ``"default"``, ``"nuscenes-maptr"``, ``"av2-cvpr23"`` or a :class:`MapProtocol`.
         thresholds: Chamfer thresholds in metres (default: the protocol's, 0.5 / 1.0 / 1.5).
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         ``scores (S,)``, ``labels (S,)``, ``true_positive (S, T)`` for the ``S`` kept predictions in frame-major
@@ -182,8 +186,8 @@ def vector_map_matches(
     proto = get_protocol(protocol)
     num_classes = len(proto.class_names)
     thresholds_t = tuple(float(t) for t in (proto.thresholds if thresholds is None else thresholds))
-    preds_lengths = _check_inputs("preds", preds, preds_lengths, preds_labels, num_classes)
-    target_lengths = _check_inputs("target", target, target_lengths, target_labels, num_classes)
+    preds_lengths = _check_inputs("preds", preds, preds_lengths, preds_labels, num_classes, validate_args)
+    target_lengths = _check_inputs("target", target, target_lengths, target_labels, num_classes, validate_args)
     if preds.shape[0] != target.shape[0]:
         raise ValueError(
             f"`preds` and `target` must hold the same frames, got B = {preds.shape[0]} and {target.shape[0]}"
@@ -284,6 +288,8 @@ def vector_map_ap_from_matches(
     true_positive: Tensor,
     num_targets: Tensor,
     protocol: ProtocolName | MapProtocol = "default",
+    *,
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """Pool matched predictions per class into AP per threshold, class AP and mAP.
 
@@ -293,6 +299,7 @@ def vector_map_ap_from_matches(
         true_positive: ``(S, T)`` flags from :func:`vector_map_matches`.
         num_targets: ``(C,)`` GT counts.
         protocol: as in :func:`vector_map_matches` (dtypes and the AP of a class without GT).
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         ``ap_per_threshold (C, T)``, ``ap (C,)`` (mean over thresholds), ``map`` (mean over classes; the default
@@ -340,6 +347,7 @@ def vector_map_ap(
     *,
     protocol: ProtocolName | MapProtocol = "default",
     thresholds: Sequence[float] | None = None,
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """Vectorised-map Chamfer AP of a batch of frames (all frames pooled): :func:`vector_map_matches` then
     :func:`vector_map_ap_from_matches`.
