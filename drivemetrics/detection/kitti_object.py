@@ -724,6 +724,7 @@ class KittiObjectMetrics(RaggedStateMixin, MetricFamily):
         overlaps: ``"strict"`` (official: 0.7 / 0.5 / 0.5), ``"loose"`` (BEV / 3D at 0.5 / 0.25 / 0.25) or a mapping
             ``{"2d" | "bev" | "3d": (car, pedestrian, cyclist)}``.
         kwargs: see torchmetrics' ``Metric`` keyword arguments.
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Examples:
         >>> from drivemetrics.detection.io import parse_kitti_objects
@@ -742,8 +743,11 @@ class KittiObjectMetrics(RaggedStateMixin, MetricFamily):
     plot_lower_bound = 0.0
     plot_upper_bound = 100.0
 
-    def __init__(self, overlaps: Overlaps | Mapping[str, Sequence[float]] = "strict", **kwargs: Any) -> None:
+    def __init__(
+        self, overlaps: Overlaps | Mapping[str, Sequence[float]] = "strict", validate_args: bool = True, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
+        self.validate_args = bool(validate_args)
         if isinstance(overlaps, str) and overlaps not in ("strict", "loose"):
             raise ValueError(f"`overlaps` must be 'strict', 'loose' or a mapping, got {overlaps!r}")
         self.overlaps = overlaps if isinstance(overlaps, str) else {k: tuple(v) for k, v in overlaps.items()}

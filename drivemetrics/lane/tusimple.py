@@ -304,6 +304,7 @@ class TuSimpleMetrics(MetricFamily):
         compat: ``"default"`` or ``"reference"`` (the official FP counting, see :func:`tusimple_image_scores`).
         pixel_threshold: base point threshold in pixels (20 for TuSimple's 1280 x 720 images).
         kwargs: torchmetrics ``Metric`` keyword arguments.
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Examples:
         >>> import torch
@@ -332,9 +333,11 @@ class TuSimpleMetrics(MetricFamily):
         image_width: float = 1280.0,
         compat: Compat = "default",
         pixel_threshold: float = PIXEL_THRESHOLD,
+        validate_args: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.validate_args = bool(validate_args)
         if not pixel_threshold > 0:
             raise ValueError(f"`pixel_threshold` must be > 0 pixels, got {pixel_threshold}")
         self.pixel_threshold = float(pixel_threshold)
@@ -371,6 +374,7 @@ class TuSimpleMetrics(MetricFamily):
             target_mask=target_mask,
             compat=self.compat,
             pixel_threshold=self.pixel_threshold,
+            validate_args=self.validate_args,
         )
         self.sum_accuracy = self.sum_accuracy + scores["accuracy"].sum()
         self.sum_fp = self.sum_fp + scores["fp"].sum()

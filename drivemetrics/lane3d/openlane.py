@@ -471,6 +471,7 @@ class OpenLane3DMetrics(MetricFamily):
     Args:
         compat: ``"default"`` (documented fixes) or ``"reference"`` (``eval_3D_lane.py``).
         kwargs: torchmetrics ``Metric`` keyword arguments.
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Examples:
         >>> import torch
@@ -493,8 +494,9 @@ class OpenLane3DMetrics(MetricFamily):
     error_sums: Tensor
     error_counts: Tensor
 
-    def __init__(self, compat: Compat = "default", **kwargs: Any) -> None:
+    def __init__(self, compat: Compat = "default", validate_args: bool = True, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self.validate_args = bool(validate_args)
         check_compat(compat)
         self.compat = compat
         self.add_state("counts", torch.zeros(6, dtype=torch.long), dist_reduce_fx="sum")
@@ -522,6 +524,7 @@ class OpenLane3DMetrics(MetricFamily):
             target_lengths,
             target_visibility,
             self.compat,
+            validate_args=self.validate_args,
         )
         # out of place: under ddp_spawn the states may share memory with other processes
         self.counts = self.counts + out["counts"].sum(0).to(self.counts.device)

@@ -249,6 +249,7 @@ class LaneGraphPlanningMetrics(PerSampleMean):
     Args:
         compat: ``"default"`` (seeded per sample with ``seed``) or ``"reference"``.
         seed: seed of the start / goal draws (default mode).
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Examples:
         >>> import networkx as nx, numpy as np
@@ -267,8 +268,9 @@ class LaneGraphPlanningMetrics(PerSampleMean):
     plot_upper_bound = None  # distances in pixels: unbounded
     _keys = PLANNING_METRICS
 
-    def __init__(self, compat: str = "default", seed: int = 0, **kwargs: Any) -> None:
+    def __init__(self, compat: str = "default", seed: int = 0, validate_args: bool = True, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self.validate_args = bool(validate_args)
         check_compat(compat)
         self.compat = compat
         self.seed = seed

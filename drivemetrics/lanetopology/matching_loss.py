@@ -143,8 +143,10 @@ class LaneMatchingLoss(nn.Module):
         assignment: Assignment = "hungarian",
         gamma: float = 0.1,
         tau: float = 0.5,
+        validate_args: bool = True,
     ) -> None:
         super().__init__()
+        self.validate_args = bool(validate_args)
         self.distance: Distance = distance
         self.assignment: Assignment = assignment
         self.gamma = gamma
@@ -160,4 +162,5 @@ class LaneMatchingLoss(nn.Module):
             assignment=self.assignment,
             gamma=self.gamma,
             tau=self.tau,
+            validate_args=self.validate_args,
         )

@@ -158,9 +158,14 @@ class _OpenLaneV2Family(RaggedStateMixin, MetricFamily):
     track: Track  # set by the subclass before this __init__ runs
 
     def __init__(
-        self, compat: Compat = "default", distance_device: torch.device | str | None = None, **kwargs: Any
+        self,
+        compat: Compat = "default",
+        distance_device: torch.device | str | None = None,
+        validate_args: bool = True,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.validate_args = bool(validate_args)
         check_compat(compat)
         self.compat = compat
         self.distance_device = distance_device

@@ -693,6 +693,7 @@ class DrivingCorridorMetrics(MetricFamily):
     Args:
         threshold: detection working point in (0, 1].
         grid: BEV grid (default KITTI-ROAD). config: :class:`CorridorConfig` (default: the paper's).
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Examples:
         >>> from drivemetrics.geometry import BevGrid
@@ -720,9 +721,15 @@ class DrivingCorridorMetrics(MetricFamily):
     length_sum: Tensor
 
     def __init__(
-        self, threshold: float, grid: BevGrid | None = None, config: CorridorConfig | None = None, **kwargs: Any
+        self,
+        threshold: float,
+        grid: BevGrid | None = None,
+        config: CorridorConfig | None = None,
+        validate_args: bool = True,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.validate_args = bool(validate_args)
         self.threshold = _check_threshold(threshold)
         self.grid = grid if grid is not None else BevGrid()
         self.config = config if config is not None else CorridorConfig()
@@ -741,7 +748,9 @@ class DrivingCorridorMetrics(MetricFamily):
         """Fit the corridors of a batch and add their counts (a batch of no frame adds nothing)."""
         if preds.ndim == 3 and preds.shape[0] == 0 and target.shape[0] == 0:
             return  # e.g. no frame with a lane ground truth on this process: every process still syncs in compute
-        fit = fit_driving_corridor(preds, valid, threshold=self.threshold, grid=self.grid, config=self.config)
+        fit = fit_driving_corridor(
+            preds, valid, threshold=self.threshold, grid=self.grid, config=self.config, validate_args=self.validate_args
+        )
         stats = corridor_row_statistics(
             fit.mask,
             target,
@@ -749,6 +758,7 @@ class DrivingCorridorMetrics(MetricFamily):
             grid=self.grid,
             min_distance=self.config.min_distance,
             min_overlap=self.config.min_overlap,
+            validate_args=self.validate_args,
         )
         for name in ("tp_cells", "fp_cells", "row_tp", "row_fp", "row_fn", "hit_rows"):
             setattr(self, name, getattr(self, name) + stats[name])

@@ -181,9 +181,11 @@ class APLSMetrics(MetricFamily):
         control_spacing: float | None = None,
         max_snap_dist: float | None = None,
         min_path_length: float | None = None,
+        validate_args: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.validate_args = bool(validate_args)
         if check_compat(compat) and protocol != "sat2graph":
             raise ValueError("`compat='reference'` reproduces Sat2Graph's released APLS: use protocol='sat2graph'")
         if protocol not in PROTOCOLS:
@@ -205,7 +207,7 @@ class APLSMetrics(MetricFamily):
     def update(self, preds: nx.Graph | Sequence[nx.Graph], target: nx.Graph | Sequence[nx.Graph]) -> None:
         """Add one graph pair or a batch of pairs."""
         for p, t in graph_pairs(preds, target):
-            r = apls(p, t, **self.options)
+            r = apls(p, t, **self.options, validate_args=self.validate_args)
             self.diff_gt_to_pred = self.diff_gt_to_pred + r["diff_gt_to_pred"]
             self.pairs_gt_to_pred = self.pairs_gt_to_pred + r["pairs_gt_to_pred"]
             self.diff_pred_to_gt = self.diff_pred_to_gt + r["diff_pred_to_gt"]

@@ -361,9 +361,11 @@ class CCQMetrics(MetricFamily):
         *,
         canvas: tuple[float, float, int, int] | None = None,
         compat: str = "default",
+        validate_args: bool = True,
         **kwargs: object,
     ) -> None:
         super().__init__(**kwargs)
+        self.validate_args = bool(validate_args)
         check_compat(compat)
         if canvas is not None:
             check_canvas(canvas)
@@ -385,7 +387,15 @@ class CCQMetrics(MetricFamily):
             pairs = graph_pairs(preds, target)
             rows = []
             for p, t in pairs:
-                r = ccq_graph(p, t, slack=self.slack, scale=self.scale, canvas=self.canvas, compat=self.compat)
+                r = ccq_graph(
+                    p,
+                    t,
+                    slack=self.slack,
+                    scale=self.scale,
+                    canvas=self.canvas,
+                    compat=self.compat,
+                    validate_args=self.validate_args,
+                )
                 rows.append([int(r[k]) for k in ("matched_pred", "total_pred", "matched_gt", "total_gt")])
             counts = torch.tensor(rows, dtype=torch.long).sum(0)
         counts = counts.to(self.matched_pred.device)

@@ -328,9 +328,11 @@ class JunctionMetrics(MetricFamily):
         cluster_radius: float = CLUSTER_RADIUS,
         angle_distance: float = ANGLE_DISTANCE,
         match_radius: float = MATCH_RADIUS,
+        validate_args: bool = True,
         **kwargs: object,
     ) -> None:
         super().__init__(**kwargs)
+        self.validate_args = bool(validate_args)
         self.options = {
             "cluster_radius": cluster_radius,
             "angle_distance": angle_distance,
@@ -345,7 +347,7 @@ class JunctionMetrics(MetricFamily):
     def update(self, preds: nx.Graph | Sequence[nx.Graph], target: nx.Graph | Sequence[nx.Graph]) -> None:
         """Add one graph pair or a batch of pairs."""
         for p, t in graph_pairs(preds, target):
-            r = junct(p, t, **self.options)
+            r = junct(p, t, **self.options, validate_args=self.validate_args)
             self.correct_score = self.correct_score + r["correct_score"]
             self.error_score = self.error_score + r["error_score"]
             self.n_gt = self.n_gt + r["n_gt"]

@@ -334,9 +334,11 @@ class OptGMetrics(GraphMetric):
         matching: str | None = None,
         seed: int | None = 0,
         compat: str = "default",
+        validate_args: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.validate_args = bool(validate_args)
         check_compat(compat)
         if not (isinstance(n_samples, int) and n_samples >= 1):
             raise ValueError(f"`n_samples` must be an integer >= 1, got {n_samples!r}")
@@ -356,7 +358,7 @@ class OptGMetrics(GraphMetric):
     def update(self, preds: nx.Graph | Sequence[nx.Graph], target: nx.Graph | Sequence[nx.Graph]) -> None:
         """Add the counts of one tile or of a sequence of tiles."""
         for pred, gt in graph_pairs(preds, target):
-            res = opt_g(pred, gt, **self.options)
+            res = opt_g(pred, gt, **self.options, validate_args=self.validate_args)
             self.n_pred = self.n_pred + res["n_pred"]
             self.n_gt = self.n_gt + res["n_gt"]
             self.n_spurious = self.n_spurious + res["n_spurious"]

@@ -223,9 +223,11 @@ class OptJMetrics(GraphMetric):
         existing_dist: float = 1.0,
         matching: str | None = None,
         compat: str = "default",
+        validate_args: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.validate_args = bool(validate_args)
         check_compat(compat)
         self.options = {
             "d_max": d_max,
@@ -241,7 +243,7 @@ class OptJMetrics(GraphMetric):
     def update(self, preds: nx.Graph | Sequence[nx.Graph], target: nx.Graph | Sequence[nx.Graph]) -> None:
         """Add the counts of one tile or of a sequence of tiles."""
         for pred, gt in graph_pairs(preds, target):
-            res = opt_j(pred, gt, **self.options)
+            res = opt_j(pred, gt, **self.options, validate_args=self.validate_args)
             self.tp = self.tp + res["tp"]
             self.pp = self.pp + res["pp"]
             self.ap = self.ap + res["ap"]

@@ -618,9 +618,11 @@ class OptPMetrics(GraphMetric):
         n_decompositions: int = 1,
         seed: int | None = 0,
         compat: str = "default",
+        validate_args: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.validate_args = bool(validate_args)
         check_compat(compat)
         self.options = {
             "compat": compat,
@@ -639,7 +641,7 @@ class OptPMetrics(GraphMetric):
     def update(self, preds: nx.Graph | Sequence[nx.Graph], target: nx.Graph | Sequence[nx.Graph]) -> None:
         """Add the precision and recall of one tile or of a sequence of tiles."""
         for pred, gt in graph_pairs(preds, target):
-            res = opt_p(pred, gt, **self.options)
+            res = opt_p(pred, gt, **self.options, validate_args=self.validate_args)
             self.sum_precision = self.sum_precision + res["precision"]
             self.sum_recall = self.sum_recall + res["recall"]
             self.n_tiles = self.n_tiles + 1

@@ -184,9 +184,11 @@ class SubgraphMetrics(MetricFamily):
         match_distance: float = 25.0,
         n_subgraphs: int = 1000,
         seed: int = 0,
+        validate_args: bool = True,
         **kwargs: object,
     ) -> None:
         super().__init__(**kwargs)
+        self.validate_args = bool(validate_args)
         self.options = {
             "spacing": spacing,
             "radius": radius,
@@ -201,7 +203,7 @@ class SubgraphMetrics(MetricFamily):
     def update(self, preds: nx.Graph | Sequence[nx.Graph], target: nx.Graph | Sequence[nx.Graph]) -> None:
         """Add one graph pair or a batch of pairs."""
         for p, t in graph_pairs(preds, target):
-            r = subg(p, t, **self.options)
+            r = subg(p, t, **self.options, validate_args=self.validate_args)
             self.n_marbles = self.n_marbles + r["n_marbles"]
             self.n_holes = self.n_holes + r["n_holes"]
             self.n_spurious = self.n_spurious + r["n_spurious"]

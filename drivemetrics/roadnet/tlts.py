@@ -281,9 +281,11 @@ class TLTSMetrics(MetricFamily):
         seed: int = 0,
         *,
         compat: str = "default",
+        validate_args: bool = True,
         **kwargs: object,
     ) -> None:
         super().__init__(**kwargs)
+        self.validate_args = bool(validate_args)
         check_compat(compat)
         if not (isinstance(n_paths, int) and n_paths >= 1):
             raise ValueError(f"`n_paths` must be an integer >= 1, got {n_paths!r}")
@@ -301,7 +303,7 @@ class TLTSMetrics(MetricFamily):
     def update(self, preds: nx.Graph | Sequence[nx.Graph], target: nx.Graph | Sequence[nx.Graph]) -> None:
         """Add one graph pair or a batch of pairs."""
         for p, t in graph_pairs(preds, target):
-            r = tlts(p, t, **self.options)
+            r = tlts(p, t, **self.options, validate_args=self.validate_args)
             self.n_correct = self.n_correct + r["n_correct"]
             self.n_too_long = self.n_too_long + r["n_too_long"]
             self.n_too_short = self.n_too_short + r["n_too_short"]

@@ -122,6 +122,7 @@ class MapChamferLoss(nn.Module):
         mode: ``"chamfer"`` or ``"permuted"``.
         point_distance: ``"l2"`` or ``"l1"`` (``"permuted"`` only).
         reduction: ``"mean"``, ``"sum"`` or ``"none"``.
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Examples:
         >>> loss = MapChamferLoss(mode="permuted")
@@ -132,9 +133,14 @@ class MapChamferLoss(nn.Module):
     """
 
     def __init__(
-        self, mode: LossMode = "chamfer", point_distance: Literal["l2", "l1"] = "l2", reduction: Reduction = "mean"
+        self,
+        mode: LossMode = "chamfer",
+        point_distance: Literal["l2", "l1"] = "l2",
+        reduction: Reduction = "mean",
+        validate_args: bool = True,
     ) -> None:
         super().__init__()
+        self.validate_args = bool(validate_args)
         self.mode: LossMode = mode
         self.point_distance: Literal["l2", "l1"] = point_distance
         self.reduction: Reduction = reduction
@@ -148,4 +154,5 @@ class MapChamferLoss(nn.Module):
             mode=self.mode,
             point_distance=self.point_distance,
             reduction=self.reduction,
+            validate_args=self.validate_args,
         )

@@ -383,6 +383,7 @@ class VectorMapAPMetrics(RaggedStateMixin, MetricFamily):
         protocol: ``"default"``, ``"nuscenes-maptr"`` or ``"av2-cvpr23"`` (see
             :mod:`drivemetrics.vectormap.protocol`).
         thresholds: Chamfer thresholds (metres); default the protocol's.
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Examples:
         >>> metric = VectorMapAPMetrics(protocol="av2-cvpr23")
@@ -403,9 +404,14 @@ class VectorMapAPMetrics(RaggedStateMixin, MetricFamily):
     num_targets: Tensor
 
     def __init__(
-        self, protocol: ProtocolName = "default", thresholds: Sequence[float] | None = None, **kwargs: Any
+        self,
+        protocol: ProtocolName = "default",
+        thresholds: Sequence[float] | None = None,
+        validate_args: bool = True,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.validate_args = bool(validate_args)
         self.protocol = get_protocol(protocol)
         self.thresholds = tuple(float(t) for t in (self.protocol.thresholds if thresholds is None else thresholds))
         if not self.thresholds or any(not t > 0 for t in self.thresholds):
@@ -419,7 +425,9 @@ class VectorMapAPMetrics(RaggedStateMixin, MetricFamily):
 
     def update(self, preds: Mapping[str, Tensor], target: Mapping[str, Tensor]) -> None:
         """Match a batch of frames: ``preds`` / ``target`` dicts of tensors as in :func:`vector_map_matches`."""
-        out = vector_map_matches(preds, target, protocol=self.protocol, thresholds=self.thresholds)
+        out = vector_map_matches(
+            preds, target, protocol=self.protocol, thresholds=self.thresholds, validate_args=self.validate_args
+        )
         rows = torch.cat(
             [
                 out["scores"].to(torch.float64)[:, None],
