@@ -861,9 +861,10 @@ class KittiObjectAveragePrecision(ScalarMetric, KittiObjectMetrics):
         difficulty: Difficulty = "moderate",
         recall_points: int = 40,
         overlaps: Overlaps | Mapping[str, Sequence[float]] = "strict",
+        validate_args: bool = True,
         **kwargs: Any,
     ) -> None:
-        super().__init__(overlaps=overlaps, **kwargs)
+        super().__init__(overlaps=overlaps, validate_args=validate_args, **kwargs)
         if cls.lower() not in KITTI_CLASSES:
             raise ValueError(f"`cls` must be one of {KITTI_CLASSES}, got {cls!r}")
         if metric not in METRICS:

@@ -237,10 +237,11 @@ class OpenLaneV2Metrics(_OpenLaneV2Family):
         track: Track = "centerline",
         compat: Compat = "default",
         distance_device: torch.device | str | None = None,
+        validate_args: bool = True,
         **kwargs: Any,
     ) -> None:
         self.track = check_track(track)
-        super().__init__(compat=compat, distance_device=distance_device, **kwargs)
+        super().__init__(compat=compat, distance_device=distance_device, validate_args=validate_args, **kwargs)
 
 
 class OpenLaneV2UniScoreMetrics(_OpenLaneV2Family):
@@ -254,19 +255,29 @@ class OpenLaneV2UniScoreMetrics(_OpenLaneV2Family):
     """
 
     def __init__(
-        self, compat: Compat = "default", distance_device: torch.device | str | None = None, **kwargs: Any
+        self,
+        compat: Compat = "default",
+        distance_device: torch.device | str | None = None,
+        validate_args: bool = True,
+        **kwargs: Any,
     ) -> None:
         self.track = "lanesegment"
-        super().__init__(compat=compat, distance_device=distance_device, **kwargs)
+        super().__init__(compat=compat, distance_device=distance_device, validate_args=validate_args, **kwargs)
 
 
 class _CenterlineMetrics(OpenLaneV2Metrics):
     """:class:`OpenLaneV2Metrics` of the centerline track, the family of the values defined there only."""
 
     def __init__(
-        self, compat: Compat = "default", distance_device: torch.device | str | None = None, **kwargs: Any
+        self,
+        compat: Compat = "default",
+        distance_device: torch.device | str | None = None,
+        validate_args: bool = True,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(track="centerline", compat=compat, distance_device=distance_device, **kwargs)
+        super().__init__(
+            track="centerline", compat=compat, distance_device=distance_device, validate_args=validate_args, **kwargs
+        )
 
 
 class OpenLaneV2Score(ScalarMetric, _CenterlineMetrics):

@@ -832,9 +832,10 @@ class _DrivingCorridorAtDistance(ScalarMetric, DrivingCorridorMetrics):
         config: CorridorConfig | None = None,
         *,
         distance: float = 30.0,
+        validate_args: bool = True,
         **kwargs: Any,
     ) -> None:
-        super().__init__(threshold, grid, config, **kwargs)
+        super().__init__(threshold, grid, config, validate_args=validate_args, **kwargs)
         self.distance = _check_distance(distance, self.z, self.grid)
         self.distances = (self.distance,)
 

@@ -94,10 +94,12 @@ def map_chamfer_loss(
         raise ValueError(f"`preds` {tuple(preds.shape)} and `target` {tuple(target.shape)} must pair up (B, N, ., D)")
     valid = target_lengths > 0
     if mode == "chamfer":
-        value = chamfer_distance(preds, torch.where(valid, preds_lengths, 0), target, target_lengths)
+        value = chamfer_distance(
+            preds, torch.where(valid, preds_lengths, 0), target, target_lengths, validate_args=validate_args
+        )
     else:
         num_points = preds.shape[-2]
-        if target.shape[-2] != num_points or bool(((target_lengths != num_points) & valid).any()):
+        if target.shape[-2] != num_points or (validate_args and bool(((target_lengths != num_points) & valid).any())):
             raise ValueError("mode='permuted' needs GT with exactly as many points as the predictions (or length 0)")
         closed = (target[..., 0, :] == target[..., -1, :]).all(-1) & (num_points >= 3)
         table, applies = _orders(num_points, closed)

@@ -497,9 +497,10 @@ class VectorMapAveragePrecision(ScalarMetric, VectorMapAPMetrics):
         threshold: float | None = None,
         protocol: ProtocolName = "default",
         thresholds: Sequence[float] | None = None,
+        validate_args: bool = True,
         **kwargs: Any,
     ) -> None:
-        super().__init__(protocol=protocol, thresholds=thresholds, **kwargs)
+        super().__init__(protocol=protocol, thresholds=thresholds, validate_args=validate_args, **kwargs)
         if class_name not in self.protocol.class_names:
             raise ValueError(f"`class_name` must be one of {self.protocol.class_names}, got {class_name!r}")
         if threshold is not None and float(threshold) not in self.thresholds:
