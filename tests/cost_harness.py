@@ -349,6 +349,211 @@ SCENARIOS = {
 }
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# openlanev2-eval and map-eval (issue 36): small valid inputs, and the hostile rows built from them
+
+
+def _olv2_lane(x: float, k: int, points: int = 11) -> dict:
+    return {"id": k, "points": [[x, 2.0 * j, 0.0] for j in range(points)]}
+
+
+def _olv2_frame(lanes: list[dict], confidence: object = 0.9) -> dict:
+    return {
+        "lane_centerline": [{**lane, "confidence": confidence} for lane in lanes],
+        "traffic_element": [],
+        "topology_lclc": [[0.5] * len(lanes) for _ in lanes],
+        "topology_lcte": [[] for _ in lanes],
+    }
+
+
+def _olv2_gt() -> dict:
+    lanes = [_olv2_lane(0.0, 0), _olv2_lane(3.5, 1)]
+    return {
+        "lane_centerline": lanes,
+        "traffic_element": [],
+        "topology_lclc": [[0, 1], [0, 0]],
+        "topology_lcte": [[], []],
+    }
+
+
+OLV2_TOKEN = ["val", "10000", "315970000000000000"]
+
+
+def _olv2_files(tmp: Path, pred_frames: list[dict] | None = None, bad_text: bytes | None = None) -> tuple:
+    """GT JSON of one frame; ok.json predicts it well; bad.json holds ``pred_frames`` (or ``bad_text``)."""
+    gt = {"track": "centerline", "frames": [{"token": OLV2_TOKEN, "gt": _olv2_gt()}]}
+    ok = {"frames": [{"token": OLV2_TOKEN, "pred": _olv2_frame([_olv2_lane(0.1, 0), _olv2_lane(3.4, 1)])}]}
+    (tmp / "gt.json").write_text(json.dumps(gt))
+    (tmp / "ok.json").write_text(json.dumps(ok))
+    if bad_text is not None:
+        (tmp / "bad.pkl").write_bytes(bad_text)
+        name = "bad.pkl"
+    else:
+        (tmp / "bad.json").write_text(json.dumps({"frames": pred_frames}))
+        name = "bad.json"
+    args = ["openlanev2-eval", "--workers", "1", "--gt", "gt.json", "--pred"]
+    return [*args, name, "--json", "out.json"], [*args, "ok.json", "--json", "ok_out.json"]
+
+
+def _olv2_pred(frame: dict, token: list[str] = OLV2_TOKEN) -> dict:
+    return {"token": token, "pred": frame}
+
+
+def _olv2_submission_pickle(points: object) -> bytes:
+    """A devkit submission pickle whose one lane's points are ``points``."""
+    import numpy as np
+
+    frame = {
+        "lane_centerline": [{"id": 0, "points": points, "confidence": np.float32(0.5)}],
+        "traffic_element": [],
+        "topology_lclc": np.zeros((1, 1)),
+        "topology_lcte": np.zeros((1, 0)),
+    }
+    return pickle.dumps({"method": "x", "results": {tuple(OLV2_TOKEN): {"predictions": frame}}}, protocol=4)
+
+
+class _FlaglessObjectDtype:
+    def __reduce__(self):
+        import numpy as np
+
+        return np.dtype, ("O8", False, True), (3, "|", None, None, None, -1, -1, 0)
+
+
+class _ScalarOfFlaglessDtype:
+    def __reduce__(self):
+        import numpy as np
+
+        return np._core.multiarray.scalar, (_FlaglessObjectDtype(), b"A" * 8)
+
+
+def _olv2_dtype_attack() -> bytes:
+    """Issue 36's memory corruption: a scalar of an object dtype whose state cleared its flags (segfaulted)."""
+    return pickle.dumps({"method": "x", "results": {tuple(OLV2_TOKEN): _ScalarOfFlaglessDtype()}}, protocol=2)
+
+
+MAP_GT = {"GTs": [{"sample_token": "a", "vectors": [{"pts": [[0.0, 0.0], [0.0, 10.0]], "type": 0}]}]}
+
+
+def _map_line(x: float, confidence: object = 0.9, points: int = 20, kind: int = 0) -> dict:
+    return {"pts": [[x, 10.0 * j / (points - 1)] for j in range(points)], "type": kind, "confidence_level": confidence}
+
+
+def _map_files(tmp: Path, bad: object, gt: object = None, protocol: str = "default", ok: object = None) -> tuple:
+    """MapTR-format GT of one sample (or ``gt``); ok.json predicts it; bad.json holds ``bad``."""
+    (tmp / "gt.json").write_text(json.dumps(gt or MAP_GT))
+    (tmp / "ok.json").write_text(json.dumps(ok or {"results": [{"sample_token": "a", "vectors": [_map_line(0.1)]}]}))
+    (tmp / "bad.json").write_text(json.dumps(bad))
+    args = ["map-eval", "--protocol", protocol, "--gt", "gt.json", "--pred"]
+    return [*args, "bad.json", "--json", "out.json"], [*args, "ok.json", "--json", "ok_out.json"]
+
+
+AV2_GT = {"seg": [{"timestamp": "1", "annotation": {"divider": [[[0, 0, 0, 1], [0, 10, 0, 1]]]}}]}
+
+
+def _av2_files(tmp: Path, bad_results: dict, gt: object = None) -> tuple:
+    ok = {"results": {"1": {"vectors": [[[0.1, 0.0], [0.1, 10.0]]], "scores": [0.9], "labels": [1]}}}
+    return _map_files(tmp, {"results": bad_results}, gt or AV2_GT, "av2-cvpr23", ok)
+
+
+def _map_token_twice(tmp: Path) -> tuple:
+    gt = {"GTs": [MAP_GT["GTs"][0], {"sample_token": "b", "vectors": []}, MAP_GT["GTs"][0]]}
+    ok = {"results": [{"sample_token": "a", "vectors": [_map_line(0.1)]}]}
+    (tmp / "bad_gt.json").write_text(json.dumps(gt))
+    (tmp / "gt.json").write_text(json.dumps(MAP_GT))
+    (tmp / "ok.json").write_text(json.dumps(ok))
+    args = ["map-eval", "--pred", "ok.json", "--gt"]
+    return [*args, "bad_gt.json"], [*args, "gt.json"]
+
+
+def _av2_timestamp_twice(tmp: Path) -> tuple:
+    frame = AV2_GT["seg"][0]
+    (tmp / "bad_gt.json").write_text(json.dumps({"seg": [frame], "other": [frame]}))
+    (tmp / "gt.json").write_text(json.dumps(AV2_GT))
+    ok = {"results": {"1": {"vectors": [[[0.1, 0.0], [0.1, 10.0]]], "scores": [0.9], "labels": [1]}}}
+    (tmp / "ok.json").write_text(json.dumps(ok))
+    args = ["map-eval", "--protocol", "av2-cvpr23", "--pred", "ok.json", "--gt"]
+    return [*args, "bad_gt.json"], [*args, "gt.json"]
+
+
+def _olv2_token_twice(tmp: Path) -> tuple:
+    frame = _olv2_frame([_olv2_lane(0.1, 0)])
+    return _olv2_files(tmp, [_olv2_pred(frame), _olv2_pred(frame)])
+
+
+#: issue 36's rows: name -> (builder, outcome)
+TRUST_SCENARIOS = {
+    "olv2_3000_lanes": (
+        lambda t: _olv2_files(t, [_olv2_pred({**_olv2_frame([_olv2_lane(0.0, k, 2) for k in range(3000)]),
+                                              "topology_lclc": [], "topology_lcte": []})]),
+        "error",
+    ),
+    "olv2_1e6_point_lane": (
+        lambda t: _olv2_files(t, bad_text=_olv2_submission_pickle(__import__("numpy").zeros((10**6, 3), "f4"))),
+        "error",
+    ),
+    "olv2_range_as_points": (lambda t: _olv2_files(t, bad_text=_olv2_submission_pickle(range(10**8))), "error"),
+    "olv2_dtype_attack": (lambda t: _olv2_files(t, bad_text=_olv2_dtype_attack()), "error"),
+    "olv2_20k_point_lanes": (
+        lambda t: _olv2_files(t, [_olv2_pred(_olv2_frame([_olv2_lane(0.0, k, 20_000) for k in range(4)]))]),
+        "error",
+    ),
+    "olv2_token_twice": (_olv2_token_twice, "error"),
+    "olv2_confidence_text": (
+        lambda t: _olv2_files(t, [_olv2_pred(_olv2_frame([_olv2_lane(0.1, 0)], confidence="0.5"))]),
+        "error",
+    ),
+    "olv2_confidence_5": (lambda t: _olv2_files(t, [_olv2_pred(_olv2_frame([_olv2_lane(0.1, 0)], 5.0))]), "error"),
+    "olv2_coordinate_1e308": (
+        lambda t: _olv2_files(t, [_olv2_pred(_olv2_frame([{"id": 0, "points": [[0, 0, 0], [1e308, 0, 0]]}]))]),
+        "error",
+    ),
+    "olv2_empty_predictions": (lambda t: _olv2_files(t, [_olv2_pred(_olv2_frame([]))]), "ok"),
+    "map_100k_lines": (
+        lambda t: _map_files(t, {"results": [{"sample_token": "a", "vectors": [_map_line(0.0, points=2)] * 100_000}]}),
+        "error",
+    ),
+    "map_20k_point_lines": (
+        lambda t: _map_files(t, {"results": [{"sample_token": "a", "vectors": [_map_line(0.0, points=20_000)] * 4}]}),
+        "error",
+    ),
+    "map_av2_29km_lines": (
+        lambda t: _av2_files(
+            t, {"1": {"vectors": [[[0, 0], [29_000.0, 0]], [[0, 1], [0, 29_000.0]]], "scores": [0.5, 0.4],
+                      "labels": [1, 1]}}
+        ),
+        "error",
+    ),
+    "map_coordinate_1e308": (
+        lambda t: _map_files(t, {"results": [{"sample_token": "a", "vectors": [
+            {"pts": [[0, 0], [1e308, 0]], "type": 0, "confidence_level": 0.5}]}]}),
+        "error",
+    ),
+    "map_3d_line_in_maptr": (
+        lambda t: _map_files(t, {"results": [{"sample_token": "a", "vectors": [
+            {"pts": [[0, 0, 0], [0, 10, 1]], "type": 0, "confidence_level": 0.5}]}]}, protocol="nuscenes-maptr"),
+        "error",
+    ),
+    "map_confidence_text": (
+        lambda t: _map_files(t, {"results": [{"sample_token": "a", "vectors": [_map_line(0.1, "0.5")]}]}),
+        "error",
+    ),
+    "map_confidence_5": (
+        lambda t: _map_files(t, {"results": [{"sample_token": "a", "vectors": [_map_line(0.1, 5.0)]}]}),
+        "error",
+    ),
+    "map_gt_token_twice": (_map_token_twice, "error"),
+    "map_av2_timestamp_twice": (_av2_timestamp_twice, "error"),
+    "map_empty_results_default": (lambda t: _map_files(t, {"results": []}), "ok"),
+    "map_empty_results_maptr": (lambda t: _map_files(t, {"results": []}, protocol="nuscenes-maptr"), "ok"),
+    "map_empty_results_av2": (lambda t: _av2_files(t, {}), "ok"),
+    "map_every_token_mismatched": (
+        lambda t: _map_files(t, {"results": [{"sample_token": "zz", "vectors": [_map_line(0.1)]}]}),
+        "ok",
+    ),
+}  # fmt: skip
+SCENARIOS.update(TRUST_SCENARIOS)
+
+
 def _replace_json(argvs: tuple[list[str], list[str]], target: str) -> tuple[list[str], list[str]]:
     bad, ok = argvs
     bad = list(bad)

@@ -1,4 +1,5 @@
-"""Issue 24's table, one test per row: a few hostile bytes cost about what a small valid input costs.
+"""Issue 24's table and issue 36's rows (``openlanev2-eval``, ``map-eval``), one test per row: a few hostile bytes
+cost about what a small valid input costs.
 
 Each row runs the command on the hostile input and on a small valid one, each in a child process with a 3 GB
 address-space cap (:mod:`tests.cost_harness`; forked from one warm child that imported the package once, so that a
@@ -41,6 +42,33 @@ EXPECTED_ERROR = {
     "road_bev_size_mismatch": ["um_road_000000.png", "does not fit the camera"],
     "json_into_proc": ["/proc/nonexistent/out.json", "cannot write"],
     "json_into_a_folder": ["`--json` . is a folder"],
+    # issue 36: openlanev2-eval and map-eval
+    "olv2_3000_lanes": ["bad.json: frame val/10000/315970000000000000: lane_centerline", "max_map_lines_per_frame"],
+    "olv2_1e6_point_lane": ["bad.pkl: frame val/10000/", "lane_centerline[0].points", "max_map_line_points"],
+    "olv2_range_as_points": ["bad.pkl", "builtins.range"],
+    "olv2_dtype_attack": ["bad.pkl", "dtype 'O8'"],
+    "olv2_20k_point_lanes": ["bad.json: frame val/10000/", "lane_centerline[0].points", "max_map_line_points"],
+    "olv2_token_twice": ["bad.json: frame val/10000/315970000000000000 appears twice", "frames[0]", "frames[1]"],
+    "olv2_confidence_text": ["bad.json: frame val/10000/", "lane_centerline[0].confidence", "expected a number"],
+    "olv2_confidence_5": ["bad.json: frame val/10000/", "lane_centerline[0].confidence", "outside [0, 1]"],
+    "olv2_coordinate_1e308": ["bad.json: frame val/10000/", "lane_centerline[0].points", "max_map_coordinate"],
+    "map_100k_lines": ["bad.json: sample a", "max_map_lines_per_frame"],
+    "map_20k_point_lines": ["bad.json: sample a: vectors[0].pts", "max_map_line_points"],
+    "map_av2_29km_lines": ["bad.json: sample 1: vectors[0]", "max_map_coordinate"],
+    "map_coordinate_1e308": ["bad.json: sample a: vectors[0].pts", "max_map_coordinate"],
+    "map_3d_line_in_maptr": ["bad.json", "2-D predictions", "3-D"],
+    "map_confidence_text": ["bad.json: sample a: vectors[0].confidence_level", "[0, 1]"],
+    "map_confidence_5": ["bad.json: sample a: vectors[0].confidence_level", "[0, 1]"],
+    "map_gt_token_twice": ["bad_gt.json: sample token a appears twice", "GTs[0]", "GTs[2]"],
+    "map_av2_timestamp_twice": ["bad_gt.json: sample token 1 appears twice", "segment seg", "segment other"],
+}
+#: exit-0 rows of issue 36 and the scores their output must hold: no prediction scores 0, not NaN and not a crash
+EXPECTED_SCORES = {
+    "olv2_empty_predictions": {"DET_l": 0.0},
+    "map_empty_results_default": {"mAP": 0.0},
+    "map_empty_results_maptr": {"mAP": 0.0},
+    "map_empty_results_av2": {"mAP": 0.0},
+    "map_every_token_mismatched": {"mAP": 0.0},
 }
 
 
@@ -54,6 +82,10 @@ def _check_outcome(name: str, run: Run, folder) -> None:
             assert word in lines[0], f"{name}: {word!r} not in {lines[0]!r}"
         return
     assert run.returncode == 0, f"{name}: exit {run.returncode}, stderr {run.stderr[-600:]}"
+    if name in EXPECTED_SCORES:
+        scores = json.loads((folder / "out.json").read_text())
+        for key, value in EXPECTED_SCORES[name].items():
+            assert scores[key] == value, f"{name}: {key} = {scores[key]}"
     if name == "culane_far_point":  # the lane through (0, 0) and (1e7, 1e7) misses the GT lane: one FP, one FN
         scores = json.loads((folder / "out.json").read_text())
         assert (scores["tp"], scores["fp"], scores["fn"]) == (0, 1, 1)

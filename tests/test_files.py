@@ -179,7 +179,7 @@ def test_read_text_translates_newlines_like_open(tmp_path):
 
 
 def test_every_file_written_by_the_package_goes_through_the_atomic_writers():
-    """No module but ``_internal/files.py`` writes a file itself (``savefig(path)``, ``Image.save``, ``write_text``, ...)."""
+    """No module but ``_internal/files.py`` writes a file (``savefig(path)``, ``Image.save``, ``write_text``, ...)."""
     import ast
     from pathlib import Path
 

@@ -181,7 +181,7 @@ class _CountMetrics(DictFamilyLogCheck, Metric):
         return {"total": self.total, "mean": self.total / self.count}
 
 
-class _CountMean(_CountMetrics):
+class CountMean(_CountMetrics):
     """Its scalar class."""
 
     def compute(self) -> torch.Tensor:
@@ -216,13 +216,13 @@ def _validate(model: pl.LightningModule, tmp_path) -> None:
 
 def test_logging_a_dict_family_fails_at_the_log_call_naming_its_scalar_classes(tmp_path):
     model = _LogsWhat(_CountMetrics())
-    with pytest.raises(TypeError, match=r"_CountMetrics returns a dict .* scalar classes \(_CountMean\)"):
+    with pytest.raises(TypeError, match=r"_CountMetrics returns a dict .* scalar classes \(CountMean\)"):
         _validate(model, tmp_path)
     assert model.batches_logged == 0  # the first self.log call raised, not the end of the epoch
 
 
 def test_its_scalar_class_logs_and_the_family_still_works_outside_lightning(tmp_path):
-    model = _LogsWhat(_CountMean())
+    model = _LogsWhat(CountMean())
     _validate(model, tmp_path)
     assert model.batches_logged == 3
     family = _CountMetrics()
@@ -250,3 +250,77 @@ def test_a_real_family_names_its_scalar_classes(tmp_path):
     )
     with pytest.raises(TypeError, match=r"RoadPixelMetrics returns a dict .*RoadPixelMaxFScore"):
         trainer.validate(LogsRoad(), DataLoader(data, batch_size=2), verbose=False)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# strategy="ddp_spawn": the workers share the parent's state memory (issue 35)
+
+#: batches (of the battery's registered inputs) each of the two spawned ranks validates: uneven
+SPAWN_SPLIT = [[0, 1, 2], [3]]
+
+
+def _scalar_classes() -> list[type[Metric]]:
+    """Every exported class that returns one value (a scalar class of every family, and the scalar metrics)."""
+    from tests.test_metric_battery import METRIC_CLASSES, _reference
+
+    return [cls for cls in METRIC_CLASSES if isinstance(_reference(cls).total_raw, torch.Tensor)]
+
+
+class SpawnValidation(pl.LightningModule):
+    """Validates every given class on the battery's batches; rank r of 2 sees ``SPAWN_SPLIT[r]``, one process all."""
+
+    def __init__(self, classes: list[type[Metric]]) -> None:
+        super().__init__()
+        from tests.metric_inputs import make_case
+
+        self.weight = torch.nn.Parameter(torch.zeros(()))
+        self.metrics = torch.nn.ModuleDict(
+            {cls.__name__: cls(**make_case(cls).init_kwargs) for cls in classes}  # held by the parent: shared
+        )
+
+    def val_dataloader(self) -> DataLoader:
+        batches = SPAWN_SPLIT[self.global_rank] if self.trainer.world_size == 2 else [0, 1, 2, 3]
+        return DataLoader(batches, batch_size=None)
+
+    def validation_step(self, batch_index, _):
+        from tests.metric_inputs import make_case
+
+        for name, metric in self.metrics.items():
+            args, kwargs = make_case(type(metric)).batches[int(batch_index)]
+            metric.update(*args, **kwargs)
+            self.log(f"val/{name}", metric, on_step=False, on_epoch=True, batch_size=1)
+
+
+@pytest.mark.slow
+@pytest.mark.ddp
+@pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning")
+def test_ddp_spawn_logs_the_one_process_value_of_every_scalar_class(tmp_path):
+    """Two CPU processes (gloo), uneven data, states shared with the parent: the values of one process."""
+    from tests.test_metric_battery import _reference
+
+    classes = _scalar_classes()
+    trainer = pl.Trainer(
+        strategy="ddp_spawn",
+        accelerator="cpu",
+        devices=2,
+        use_distributed_sampler=False,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=tmp_path,
+    )
+    model = SpawnValidation(classes)
+    (logged,) = trainer.validate(model, verbose=False)
+    mismatched = {}
+    for cls in classes:
+        expected = _reference(cls).total_raw.double().item()
+        got = logged[f"val/{cls.__name__}"]
+        if got != pytest.approx(expected, rel=1e-6, abs=1e-9, nan_ok=True):
+            mismatched[cls.__name__] = (got, expected)
+    assert not mismatched, f"ddp_spawn logged (value, one-process value): {mismatched}"
+    for name, metric in model.metrics.items():  # the parent's instances: the workers did not write into them
+        assert metric.update_count == 0, name
+        for state, default in metric._defaults.items():
+            value = getattr(metric, state)
+            assert value == [] if isinstance(default, list) else torch.equal(value, default), f"{name}.{state}"

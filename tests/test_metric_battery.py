@@ -20,6 +20,12 @@ themselves are checked by each metric's own tests; this battery checks the Metri
 - DDP (marked ``ddp``): two gloo processes, batches strided across ranks, give the one-process value, leave the
   local states untouched, and with ``dist_sync_on_step=True`` each ``forward`` gives the value of both ranks'
   batches. One process group serves every class.
+- Spawn-shared states (marked ``ddp``, in the same process group), the way Lightning's ``ddp_spawn`` hands a
+  model to its workers: the parent holds one instance of every class and passes it to
+  ``torch.multiprocessing.spawn``, whose pickler moves the states into shared memory, so both workers start from
+  the parent's storage. Uneven data (batches 0-2 on rank 0, batch 3 on rank 1) gives the one-process value, and
+  the parent's instance keeps its default states (a worker writing into a state in place would change both).
+  Updates keep every tensor state's dtype and shape (one process).
 - Uneven DDP (marked ``ddp`` and ``slow``): three gloo processes, one of them without any update, or with
   different numbers of batches (see ``UNEVEN_SPLITS``), give the one-process value: exactly for integer values,
   to 1e-12 for floats. One process group serves every class and split.
@@ -265,6 +271,16 @@ def test_reset_restores_the_states(cls):
 
 
 @by_class
+def test_updates_keep_the_dtype_and_shape_of_every_state(cls):
+    ref = _ref(cls)
+    metric = _update(ref.new(), ref.case.batches)
+    for name, default in metric._defaults.items():
+        state = getattr(metric, name)
+        if isinstance(default, Tensor):
+            assert (state.dtype, state.shape) == (default.dtype, default.shape), f"state {name}"
+
+
+@by_class
 def test_pickle_and_clone_keep_the_states(cls):
     ref = _ref(cls)
     metric = _update(ref.new(), ref.case.batches[:2])
@@ -334,6 +350,31 @@ def test_outputs_carry_gradients_iff_differentiable(cls):
     assert any(v.requires_grad for v in out.values()) == cls.is_differentiable, (
         f"{cls.__name__}.is_differentiable is {cls.is_differentiable}"
     )
+
+
+@by_class
+def test_self_log_refuses_a_dict_family_at_the_call_and_takes_a_scalar_class(cls):
+    """Lightning's ``self.log`` (its result collection, the code ``LightningModule.log`` calls) with the metric."""
+    pytest.importorskip("pytorch_lightning")
+    from pytorch_lightning.trainer.connectors.logger_connector.result import _ResultCollection
+
+    ref = _ref(cls)
+    metric = _update(ref.new(), ref.case.batches[:1])
+    results = _ResultCollection(training=False)
+
+    def log() -> None:
+        results.log("validation_step", "val/metric", metric, on_step=False, on_epoch=True, batch_size=1)
+
+    if isinstance(ref.total_raw, Tensor):
+        log()  # a scalar class: logged
+        return
+    scalars = [c.__name__ for c in METRIC_CLASSES if issubclass(c, cls) and isinstance(_ref(c).total_raw, Tensor)]
+    with pytest.raises(TypeError) as raised:
+        log()
+    message = str(raised.value)
+    assert "\n" not in message
+    assert message.startswith(f"{cls.__name__} returns a dict from compute(), which Lightning's self.log cannot log")
+    assert all(name in message for name in scalars), f"{message!r} does not name every scalar class {scalars}"
 
 
 @pytest.mark.parametrize("family", _families(), ids=lambda cls: cls.__name__)
@@ -420,7 +461,12 @@ def _same_state(value: Any, expected: Any) -> bool:
     return value == expected
 
 
-def _ddp_worker(rank: int, world: int, class_paths: list[str], out_dir: str) -> str:
+#: batches of each rank in the spawn-shared check: uneven (three batches against one)
+SPAWN_SPLIT = [[0, 1, 2], [3]]
+
+
+def _ddp_worker(rank: int, world: int, class_paths: list[str], out_dir: str, shared: dict[str, Metric]) -> str:
+    """The DDP checks of every class, then the spawn-shared check on ``shared`` (the parent's instances)."""
     warnings.simplefilter("ignore")
     torch.set_num_threads(1)
     results: dict[str, Any] = {}
@@ -442,15 +488,31 @@ def _ddp_worker(rank: int, world: int, class_paths: list[str], out_dir: str) -> 
             }
         except Exception as error:  # reported by the test of that class
             results[path] = {"error": f"{type(error).__name__}: {error}"}
+    for path, metric in shared.items():
+        try:
+            case = make_case(_load_class(path))
+            _update(metric, [case.batches[i] for i in SPAWN_SPLIT[rank]])
+            results[path, "spawn"] = {k: v.detach().cpu() for k, v in _values(metric.compute()).items()}
+        except Exception as error:  # reported by the test of that class
+            results[path, "spawn"] = {"error": f"{type(error).__name__}: {error}"}
     out = Path(out_dir) / f"rank{rank}.pt"
     torch.save(results, out)  # a file, not the queue: the results are too large for a pipe
     return str(out)
 
 
 @pytest.fixture(scope="module")
-def ddp_results(tmp_path_factory) -> list[dict[str, Any]]:
+def spawn_shared_metrics() -> dict[str, Metric]:
+    """One instance of every class, held by this (the parent) process and handed to the spawned workers."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return {_class_path(cls): _reference(cls).new() for cls in METRIC_CLASSES if cls in INPUT_FACTORIES}
+
+
+@pytest.fixture(scope="module")
+def ddp_results(tmp_path_factory, spawn_shared_metrics) -> list[dict[Any, Any]]:
     paths = [_class_path(cls) for cls in METRIC_CLASSES if cls in INPUT_FACTORIES]
-    files = run_distributed(_ddp_worker, paths, str(tmp_path_factory.mktemp("ddp")), world=WORLD_SIZE)
+    out_dir = str(tmp_path_factory.mktemp("ddp"))
+    files = run_distributed(_ddp_worker, paths, out_dir, spawn_shared_metrics, world=WORLD_SIZE)
     return [torch.load(f, weights_only=False) for f in files]
 
 
@@ -471,6 +533,19 @@ def test_two_processes_equal_one_process(cls, ddp_results):
         for step, values in enumerate(result["steps"]):
             assert_same_values(_tensors(values), _values(ref.per_step[step]), f"rank {rank}: dist_sync_on_step {step}")
         assert_same_values(_tensors(result["final"]), expected, f"rank {rank}: dist_sync_on_step compute")
+
+
+@pytest.mark.ddp
+@by_class
+def test_spawned_workers_sharing_the_parents_states_equal_one_process(cls, ddp_results, spawn_shared_metrics):
+    ref = _ref(cls)
+    for rank, results in enumerate(ddp_results):
+        result = results[_class_path(cls), "spawn"]
+        assert "error" not in result, f"rank {rank}: {result.get('error')}"
+        assert_same_exactly(result, ref.total_raw, f"rank {rank} of 2, states shared with the parent")
+    parent = spawn_shared_metrics[_class_path(cls)]
+    for name, default in parent._defaults.items():
+        assert _same_state(getattr(parent, name), default), f"the workers wrote into the parent's state {name}"
 
 
 def _uneven_worker(rank: int, world: int, class_paths: list[str], out_dir: str) -> str:

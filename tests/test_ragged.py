@@ -28,7 +28,7 @@ class FrameLog(RaggedStateMixin, Metric):
 
     def update(self, boxes, labels, flags, keys=None):
         self.append_frames(keys=keys, boxes=boxes, labels=labels, flags=flags)
-        self.updates += 1
+        self.updates = self.updates + 1
 
     def compute(self):
         frames = self.ragged_frames()
@@ -53,6 +53,11 @@ def _update(metric: FrameLog, keys: list[int], with_keys: bool = True) -> None:
     frames = [_frame(k) for k in keys]
     boxes, labels, flags = ([f[i] for f in frames] for i in range(3))
     metric.update(boxes, labels, flags, keys=keys if with_keys else None)
+
+
+def _frame_lists(keys: list[int]) -> tuple[list[Tensor], list[Tensor], list[Tensor]]:
+    frames = [_frame(k) for k in keys]
+    return tuple([f[i] for f in frames] for i in range(3))
 
 
 def _expected(keys: list[int]) -> dict[str, Tensor]:
@@ -98,6 +103,23 @@ def test_default_keys_are_the_arrival_index():
     _update(metric, [7, 8], with_keys=False)
     _update(metric, [9], with_keys=False)
     assert metric.ragged_frames().keys.tolist() == [0, 1, 2]
+
+
+def test_default_keys_are_the_position_among_the_held_frames_after_forward_and_merge():
+    metric = FrameLog()
+    metric(*(_frame_lists([7, 8])))  # forward: updates a reset copy, then joins the held frames
+    metric(*(_frame_lists([9])))
+    other = FrameLog()
+    _update(other, [4, 5], with_keys=False)
+    metric.merge_state(other)
+    _update(metric, [6], with_keys=False)
+    frames = metric.ragged_frames()
+    assert frames.keys.tolist() == [0, 1, 2, 3, 4, 5]
+    # frames 4, 5 (merge_state puts the incoming frames first), 7, 8, 9, 6: key % 3 rows each
+    assert frames.fields["labels"].lengths.tolist() == [1, 2, 1, 2, 0, 0]
+    metric.reset()
+    _update(metric, [1], with_keys=False)
+    assert metric.ragged_frames().keys.tolist() == [0]
 
 
 def test_reset_merge_and_pickle_keep_the_frames():

@@ -24,7 +24,7 @@ ARRAY_BOMB = b"cnumpy.core.multiarray\n_reconstruct\n(cnumpy\nndarray\n(L1000000
 
 @pytest.mark.parametrize("payload", [BYTEARRAY_BOMB, RANGE_BOMB, ARRAY_BOMB, b"cbuiltins\nbytes\n(L20000000000\ntR."])
 def test_allocation_bombs_are_refused_before_they_allocate(payload):
-    with pytest.raises(UnsafePickleError, match="budget"):
+    with pytest.raises(UnsafePickleError, match=r"budget|global 'builtins\.range'"):
         safe_pickle_load(io.BytesIO(payload))
 
 
@@ -209,10 +209,10 @@ def test_build_is_refused_on_globals_and_shared_objects():
     ):
         with pytest.raises(UnsafePickleError, match="refusing to set the state"):
             safe_pickle_load(io.BytesIO(payload))
-    # numpy.dtype always gives a new dtype: BUILD on it never touches numpy's shared float64
+    # a pickled dtype is made by the loader from its description: numpy's shared float64 is never changed
     loaded = safe_pickle_load(io.BytesIO(pickle.dumps(np.dtype(">f8"), protocol=2)))
     assert loaded == np.dtype(">f8")
-    assert loaded is not np.dtype(">f8")
+    assert np.dtype("f8").byteorder == "="
 
 
 def test_str_only_converts_text():
@@ -281,3 +281,146 @@ def test_audit_attacks_fail_fast_naming_the_file(tmp_path):
     seconds, max_rss_kib = float(out.stdout.split()[0]), int(out.stdout.split()[1])
     assert seconds < 1.0
     assert max_rss_kib < 200 * 1024
+
+
+# --- attacks of issue 36: memory corruption through a dtype's state, lazy and calling-back globals -----------------
+
+
+class _FlaglessObjectDtype:
+    """``numpy.dtype("O8")`` whose pickled state sets its flags to 0: ``hasobject`` would read False."""
+
+    def __reduce__(self):
+        return np.dtype, ("O8", False, True), (3, "|", None, None, None, -1, -1, 0)
+
+
+class _ScalarOf:
+    def __reduce__(self):
+        return np._core.multiarray.scalar, (_FlaglessObjectDtype(), b"A" * 8)
+
+
+class _ArrayOf:
+    def __reduce__(self):
+        state = (1, (1,), _FlaglessObjectDtype(), False, b"A" * 8)
+        return np._core.multiarray._reconstruct, (np.ndarray, (0,), b"b"), state
+
+
+class _Float64WithFlags:
+    """A float64 whose state claims the flags of an object dtype (and, second form, another element size)."""
+
+    def __init__(self, state):
+        self.state = state
+
+    def __reduce__(self):
+        return np.dtype, ("f8", False, True), self.state
+
+
+def _filter_atlas() -> bytes:
+    """networkx FilterAtlas whose NODE_OK is ``bytes``: every key lookup would call it on a key of the pickle."""
+    return pickle.dumps(nx.classes.coreviews.FilterAtlas({10**6: 1}, bytes), protocol=4)
+
+
+DTYPE_ATTACKS = {
+    "scalar_of_flagless_object_dtype": pickle.dumps(_ScalarOf(), protocol=2),
+    "array_of_flagless_object_dtype": pickle.dumps(_ArrayOf(), protocol=2),
+    "float64_claiming_object_flags": pickle.dumps(
+        _Float64WithFlags((3, "<", None, None, None, -1, -1, 63)), protocol=2
+    ),
+    "float64_claiming_elsize": pickle.dumps(_Float64WithFlags((3, "<", None, None, None, 1 << 30, 8, 0)), protocol=2),
+}
+
+
+def test_dtype_attacks_are_refused_without_a_signal(tmp_path):
+    """The 117-byte pickle of issue 36 (and its variants) segfaulted inside the loader: run them in a child."""
+    for name, payload in DTYPE_ATTACKS.items():
+        (tmp_path / f"{name}.pkl").write_bytes(payload)
+    assert len(DTYPE_ATTACKS["scalar_of_flagless_object_dtype"]) < 200
+    code = textwrap.dedent(
+        f"""
+        from pathlib import Path
+        from drivemetrics._internal.safe_pickle import safe_pickle_load, UnsafePickleError
+        for name in {sorted(DTYPE_ATTACKS)!r}:
+            path = Path({str(tmp_path)!r}) / (name + ".pkl")
+            try:
+                value = safe_pickle_load(path)
+            except UnsafePickleError as err:
+                assert str(err).startswith(str(path)) and "dtype" in str(err), err
+                assert "\\n" not in str(err)
+            else:
+                raise SystemExit(name + " loaded: " + repr(type(value)))
+        print("ok")
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-2000:]}"
+    assert done.stdout.strip() == "ok"
+
+
+def test_a_pickled_dtype_must_carry_numpy_s_own_state():
+    for order in ("<", ">"):
+        loaded = safe_pickle_load(io.BytesIO(pickle.dumps(np.arange(3, dtype=f"{order}i4"), protocol=2)))
+        assert loaded.dtype == np.dtype(f"{order}i4")
+        np.testing.assert_array_equal(loaded, [0, 1, 2])
+    for protocol in (2, 5):
+        loaded = safe_pickle_load(io.BytesIO(pickle.dumps(np.asfortranarray(np.arange(6.0).reshape(2, 3)), protocol)))
+        assert loaded.flags.f_contiguous
+        assert loaded.flags.writeable
+        np.testing.assert_array_equal(loaded, np.arange(6.0).reshape(2, 3))
+    for dtype in ("U5", "S3", "?", "c16", "f2"):
+        value = np.zeros(2, dtype=dtype)
+        np.testing.assert_array_equal(safe_pickle_load(io.BytesIO(pickle.dumps(value, protocol=2))), value)
+    for refused in (np.zeros(2, dtype=[("a", "f8")]), np.zeros(2, dtype="M8[s]")):
+        with pytest.raises(UnsafePickleError, match="dtype"):
+            safe_pickle_load(io.BytesIO(pickle.dumps(refused, protocol=2)))
+
+
+def test_lazy_and_calling_back_globals_are_refused():
+    with pytest.raises(UnsafePickleError, match=r"builtins\.range"):  # range(10**8) as a lane's points
+        safe_pickle_load(io.BytesIO(pickle.dumps({"points": range(10**8)}, protocol=4)))
+    with pytest.raises(UnsafePickleError, match="FilterAtlas"):
+        safe_pickle_load(io.BytesIO(_filter_atlas()))
+    for name in ("FilterAdjacency", "FilterMultiInner", "FilterMultiAdjacency", "EdgeDataView"):
+        module = "coreviews" if name.startswith("Filter") else "reportviews"
+        with pytest.raises(UnsafePickleError, match=name):
+            safe_pickle_load(io.BytesIO(f"cnetworkx.classes.{module}\n{name}\n.".encode()))
+    # a function in a graph's state (a view calling it back) is refused even on an allowed class
+    graph_with_callable = b"\x80\x04cnetworkx.classes.graph\nGraph\n)\x81}X\x01\x00\x00\x00fc_codecs\nencode\nsb."
+    with pytest.raises(UnsafePickleError, match="function or class in an object's state"):
+        safe_pickle_load(io.BytesIO(graph_with_callable))
+    with pytest.raises(UnsafePickleError, match=r"builtins\.object"):
+        safe_pickle_load(io.BytesIO(b"cbuiltins\nobject\n)R."))
+
+
+def _same(a, b, seen=None) -> bool:
+    """Deep equality of loaded structures: graphs by nodes / edges with data, arrays by dtype, shape and values."""
+    if isinstance(a, nx.Graph):
+        return (
+            type(a) is type(b)
+            and _same(dict(a.graph), dict(b.graph))
+            and _same(dict(a.nodes(data=True)), dict(b.nodes(data=True)))
+            and _same(list(a.edges(data=True)), list(b.edges(data=True)))
+        )
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
+    if isinstance(a, np.generic):
+        return type(a) is type(b) and a.tobytes() == b.tobytes()
+    if isinstance(a, dict):
+        return type(a) is type(b) and list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "lanegraph/annotations_successor_lgp_eval.pickle",
+        "lanegraph/submission_succ_lgp_eval.pickle",
+        "lanegraph/submission_full_lgp_eval.pickle",
+        "graphs/sat2graph_tile/gt.p",
+        "graphs/sat2graph_tile/prop.p",
+    ],
+)
+def test_real_fixture_pickles_load_identically(fixtures_dir, name):
+    path = fixtures_dir / name
+    trusted = pickle.loads(path.read_bytes(), encoding="latin1")  # the fixtures are ours: plain pickle is safe
+    assert _same(safe_pickle_load(path), trusted)

@@ -58,6 +58,17 @@ class Limits:
         max_lane3d_points: points of one 3D lane (OpenLane annotations have at most a few hundred).
         max_lane3d_lanes: lanes of one 3D lane frame (OpenLane frames have at most about 20).
         max_lane3d_abs_metres: largest absolute 3D lane coordinate, metres (the evaluator reads +-200 m).
+        max_map_line_points: points of one lane or map line (``openlanev2-eval`` lanes, lanelines and areas,
+            ``map-eval`` lines). Real inputs: OpenLane-V2 lanes have 11 points (submissions as many as the model
+            decodes, 10-50), MapTR lines 20-100, Argoverse 2 challenge lines fewer than 100.
+        max_map_lines_per_frame: lanes (and traffic elements, areas) of one OpenLane-V2 frame, lines of one map
+            sample, predictions or ground truth. Real inputs: at most ~300 (OpenLane-V2 submissions keep 100-300
+            lanes, MapTR 50-100 lines, the ground truth fewer than 100).
+        max_map_frames: frames of one OpenLane-V2 file, samples of one map file (nuScenes val 6,019 samples,
+            OpenLane-V2 val 4,806 frames, Argoverse 2 val about 24,000).
+        max_map_coordinate: largest absolute lane / map-line coordinate, metres (ego frame; the evaluated ranges
+            reach 50 m, long-range variants 100 m). Beyond it a value is a unit error, and resampling every 0.3 m
+            (``av2-cvpr23``) would grow with it.
     """
 
     max_png_pixels: int = 50_000_000
@@ -72,6 +83,10 @@ class Limits:
     max_lane3d_points: int = 5_000
     max_lane3d_lanes: int = 200
     max_lane3d_abs_metres: int = 1_000_000
+    max_map_line_points: int = 1_000
+    max_map_lines_per_frame: int = 1_000
+    max_map_frames: int = 200_000
+    max_map_coordinate: int = 250
 
 
 _overrides: list[dict[str, int]] = []
@@ -352,4 +367,41 @@ def check_coordinates(values: Any, where: object) -> None:
         raise ValueError(
             f"{where}: the coordinate {worst:.6g} px is larger than max_abs_coordinate={limit:.3g} "
             f"({_how_to_raise('max_abs_coordinate')})"
+        )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# lanes and map lines (metres): OpenLane-V2 and map-eval readers
+
+
+def check_map_points(points: Any, where: object) -> None:
+    """Refuse one lane / map line ``(N, D)`` (metres) of more than ``max_map_line_points`` points, or with a
+    non-finite coordinate or one larger in magnitude than ``max_map_coordinate``."""
+    import numpy as np
+
+    limits = get_limits()
+    count = len(points)
+    if count > limits.max_map_line_points:
+        raise ValueError(
+            f"{where}: {count:,} points in one line, more than max_map_line_points={limits.max_map_line_points:,} "
+            f"({_how_to_raise('max_map_line_points')})"
+        )
+    check_map_coordinates(np.asarray(points, dtype=np.float64), where)
+
+
+def check_map_coordinates(values: Any, where: object) -> None:
+    """Refuse lane / map-line coordinates (any float array, metres) that are NaN, infinite or larger in magnitude
+    than ``max_map_coordinate``; the message names the first bad value."""
+    import numpy as np
+
+    limit = get_limits().max_map_coordinate
+    with np.errstate(invalid="ignore"):
+        ok = np.abs(values) <= limit
+    if values.size and not ok.all():
+        worst = float(values.flat[int(np.argmin(ok.reshape(-1)))])
+        if not math.isfinite(worst):
+            raise ValueError(f"{where}: contains NaN or infinite values")
+        raise ValueError(
+            f"{where}: the coordinate {worst:.6g} m is larger than max_map_coordinate={limit:,} m "
+            f"({_how_to_raise('max_map_coordinate')})"
         )

@@ -104,13 +104,17 @@ def _dict_family_of(cls: type) -> type | None:
 
 
 def _scalar_classes(family: type) -> list[str]:
-    """Names of the subclasses of ``family`` that return one value (their own ``compute``), recursively."""
-    names = []
-    for sub in family.__subclasses__():
-        if sub.compute is not family.compute:  # type: ignore[attr-defined]
-            names.append(sub.__name__)
-        names += _scalar_classes(sub)
-    return sorted(set(names))
+    """Names of the public subclasses of ``family``, at any depth, that return one value (another ``compute``).
+
+    Private intermediate classes (``_Scalar``) are left out; their public subclasses are named.
+    """
+    names, pending = set(), list(family.__subclasses__())
+    while pending:
+        sub = pending.pop()
+        pending += sub.__subclasses__()
+        if sub.compute is not family.compute and not sub.__name__.startswith("_"):  # type: ignore[attr-defined]
+            names.add(sub.__name__)
+    return sorted(names)
 
 
 def _log_message(cls: type) -> str:

@@ -28,6 +28,9 @@ append frames in ``update``; read them back, synced across processes inside ``co
   ``ragged_<field>_lengths`` (rows per frame, int64), and ``ragged_keys`` (one int64 key per frame), one element
   per ``append_frames`` call. They are ordinary torchmetrics list states: ``reset``, ``merge_state``,
   ``forward``, pickling, ``clone``, ``state_dict`` (with ``persistent(True)``) and ``.to(device)`` work as usual.
+- Cost: ``append_frames`` appends to the lists and never reads what they hold (constant time per call, however
+  many frames are held); the lists are concatenated once, in ``compute`` or in the sync. Nothing is written into
+  a held tensor (a Metric pickled to spawned workers shares its tensors' memory with them).
 - Sync (:func:`gather_ragged`): every field of every rank is packed into one byte buffer; one ``all_gather`` of a
   small header (frame and row counts per rank: the only host synchronisation, needed to size the buffer) and one
   ``all_gather`` of the padded buffers. A rank without frames sends zero bytes; ranks may hold any number of
@@ -36,7 +39,8 @@ append frames in ``update``; read them back, synced across processes inside ``co
 - Order: :meth:`~RaggedStateMixin.ragged_frames` returns the frames sorted by key (stable; equal keys keep rank
   order, then arrival order). The default key of a frame is its arrival index on its process, so frames of the
   strided ``DistributedSampler`` (no shuffle) come back in dataset order; pass ``keys`` (e.g. dataset indices)
-  to ``append_frames`` to fix the order whatever the sharding. Results must still not depend on frame order
+  to ``append_frames`` to fix the order whatever the sharding (the key ``-2**63`` is reserved: it marks a frame
+  without a key). Results must still not depend on frame order
   (the pooled AP of two processes equals the one-process AP over the same frames): sort pooled detections by a
   key that breaks score ties on content, or treat equal scores as one threshold, as the KITTI evaluation does.
 - dtype: each field keeps its declared dtype (``set_dtype`` of the metric does not change it).
@@ -57,6 +61,9 @@ from torch import Tensor
 __all__ = ["Frames", "RaggedRows", "RaggedStateMixin", "gather_ragged", "sort_frames"]
 
 KEYS_STATE = "ragged_keys"
+#: stored key of a frame appended without one; :meth:`RaggedStateMixin._local_frames` replaces it by the frame's
+#: position among the held frames (its arrival index), so ``append_frames`` never looks at the frames it holds
+ARRIVAL_KEY = -(2**63)
 _ALIGN = 8  # bytes: every segment of the packed buffer starts at a multiple of the largest element size
 
 
@@ -264,7 +271,8 @@ class RaggedStateMixin:
 
         Args:
             keys: one int key per frame (e.g. dataset indices) fixing the order of :meth:`ragged_frames`; default:
-                the arrival index of each frame on this process.
+                the arrival index of each frame on this process (its position among the held frames, found when
+                they are concatenated). ``-2**63`` is reserved for that.
             fields: every declared field, each with the same number of frames.
         """
         metric: Any = self
@@ -289,9 +297,8 @@ class RaggedStateMixin:
         if len(set(counts.values())) != 1:
             raise ValueError(f"every field needs the same number of frames, got {counts}")
         count = next(iter(counts.values()))
-        if keys is None:
-            held = sum(int(k.numel()) for k in getattr(metric, KEYS_STATE))  # tensor metadata: no host sync
-            key_tensor = torch.arange(held, held + count, dtype=torch.int64, device=device)
+        if keys is None:  # the arrival index, filled in when the frames are concatenated (O(1) per update)
+            key_tensor = torch.full((count,), ARRIVAL_KEY, dtype=torch.int64, device=device)
         else:
             key_tensor = torch.as_tensor(keys, dtype=torch.int64).to(device).reshape(-1)
             if key_tensor.numel() != count:
@@ -311,13 +318,15 @@ class RaggedStateMixin:
                 return dim_zero_cat(state) if state else empty
             return state
 
-        keys = cat(getattr(metric, KEYS_STATE), torch.zeros(0, dtype=torch.int64, device=device))
+        keys = cat(getattr(metric, KEYS_STATE), torch.zeros(0, dtype=torch.int64, device=device)).to(torch.int64)
+        arrival = torch.arange(keys.numel(), dtype=torch.int64, device=keys.device)
+        keys = torch.where(keys == ARRIVAL_KEY, arrival, keys)  # frames appended without a key: their position
         fields = {}
         for name, (shape, dtype) in self._ragged_fields.items():
             rows = cat(getattr(metric, f"ragged_{name}_rows"), torch.zeros((0, *shape), dtype=dtype, device=device))
             lengths = cat(getattr(metric, f"ragged_{name}_lengths"), torch.zeros(0, dtype=torch.int64, device=device))
             fields[name] = RaggedRows(rows.to(dtype).reshape(-1, *shape), lengths.to(torch.int64))
-        return keys.to(torch.int64), fields
+        return keys, fields
 
     def ragged_frames(self) -> Frames:
         """Every held frame (inside ``compute``: of every process), sorted by key (stable)."""

@@ -3,18 +3,23 @@
 A subclass of the pure-Python unpickler, so that every opcode that builds, calls or sets state is checked before
 it runs:
 
-* only an allow-list of globals resolves (networkx graph classes, numpy arrays / dtypes / scalars, builtin
-  containers and numbers), and only those globals are ever called;
+* only an allow-list of globals resolves (networkx graphs and the plain views they cache, numpy arrays / dtypes /
+  scalars, builtin containers and numbers), and only those globals are ever called; nothing lazy or calling back
+  (no ``range``, no networkx filter views, no callable in an object's state);
 * calls are checked by what is called: a builtin constructor against an allocation budget (``bytearray(3e9)``,
-  ``list(range(10**10))`` fail at once), ``str`` only on text, networkx classes only without arguments (pickles
-  create graphs with ``cls.__new__`` and set their state), ``numpy.dtype`` always as a new dtype;
+  ``list("x" * 10**9)`` fail at once), ``str`` only on text, networkx classes only without arguments (pickles
+  create graphs with ``cls.__new__`` and set their state);
+* numpy values are never built by numpy's own unpickling code: a dtype is made by this module from a vetted
+  description (booleans, integers, floats, complex numbers, fixed-length strings) and its pickled state must be
+  that description's own state (a byte order may differ); an array or a scalar is made by this module from a
+  vetted dtype and exactly as many bytes as its shape needs. BUILD never reaches ``dtype.__setstate__`` or
+  ``ndarray.__setstate__`` (a dtype whose flags a pickle sets could hide pointers in a non-object array);
 * every container built (tuples, lists, dicts, sets, their appends / setitems / additems, call arguments and
   results) is charged with its *expanded* size, shared references counted once per reference, against the same
   budget: nested shared tuples ``(t, t)``, whose hash or repr costs double per level, fail before they are hashed;
   the nesting height is tracked the same way;
-* BUILD (setting an object's state) is allowed only on an array, dtype or networkx object created by this load,
-  never on a class, a function or a shared object; array states are checked against their data (object arrays
-  refused) before numpy sees them.
+* BUILD (setting an object's state) is allowed only on a networkx object created by this load (never on a class,
+  a function or a shared object), or on a pending numpy array / dtype of this load, which it turns into the value.
 
 The budget is ``64 MiB + 64 x the file size`` (a pickle's own data is bounded by its size; only calls and shared
 references amplify). Any failure is an :class:`UnsafePickleError` (refused content) or a :class:`ValueError` naming
@@ -27,6 +32,7 @@ import builtins
 import io
 import math
 import pickle
+import re
 import struct
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -59,10 +65,10 @@ _ALLOWED_BUILTINS = {
     "bytes",
     "bytearray",
     "bool",
-    "slice",
-    "range",
-    "object",
+    "object",  # only as the base argument of copyreg._reconstructor, never called
 }
+#: Classes an object's pickled state may hold: networkx 2.x stored its dict factories as attributes.
+_FACTORY_TYPES = (dict,)
 #: Builtin constructors whose calls allocate in proportion to their arguments, and the bytes per element.
 _BOUNDED_CONSTRUCTORS = {dict: 8, list: 8, tuple: 8, set: 8, frozenset: 8, bytes: 1, bytearray: 1}
 _NETWORKX_MODULES = {
@@ -73,6 +79,37 @@ _NETWORKX_MODULES = {
     "networkx.classes.reportviews",
     "networkx.classes.coreviews",
 }
+#: networkx classes a pickle may create: the graphs and the plain views that graphs cache in their ``__dict__``
+#: (never the filter views, which call a function of the pickle's choice on every key, nor the data views, whose
+#: state holds functions).
+_NETWORKX_CLASSES = {
+    "Graph",
+    "DiGraph",
+    "MultiGraph",
+    "MultiDiGraph",
+    "AtlasView",
+    "AdjacencyView",
+    "MultiAdjacencyView",
+    "NodeView",
+    "NodeDataView",
+    "DegreeView",
+    "DiDegreeView",
+    "InDegreeView",
+    "OutDegreeView",
+    "MultiDegreeView",
+    "DiMultiDegreeView",
+    "InMultiDegreeView",
+    "OutMultiDegreeView",
+    "EdgeView",
+    "OutEdgeView",
+    "InEdgeView",
+    "MultiEdgeView",
+    "OutMultiEdgeView",
+    "InMultiEdgeView",
+}
+#: dtype descriptions a pickle may name (as numpy writes them: no byte order, which the state gives; "b" is the
+#: int8 placeholder of `_reconstruct`).
+_DTYPE_DESCRIPTION = re.compile(r"(b|b1|[iu][1248]|f[248]|c(8|16)|[SU][1-9][0-9]{0,5})")
 
 
 class _Budget:
@@ -106,7 +143,88 @@ def _size_of_argument(arg: Any) -> int:
 
 
 def _is_graph_class(cls: Any) -> bool:
-    return isinstance(cls, type) and cls.__module__ in _NETWORKX_MODULES
+    return isinstance(cls, type) and cls.__module__ in _NETWORKX_MODULES and cls.__name__ in _NETWORKX_CLASSES
+
+
+class _PendingDtype:
+    """A dtype this load made from a vetted description, until a BUILD gives its byte order (then replaced)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: np.dtype) -> None:
+        self.value: np.dtype | None = value
+
+
+class _PendingArray:
+    """An array announced by numpy's ``_reconstruct``: replaced by the array BUILD makes from its state."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value: np.ndarray | None = None
+
+
+def _vetted_dtype(desc: Any, align: Any = False, copy: Any = True) -> _PendingDtype:
+    """``numpy.dtype(desc)`` for a description in :data:`_DTYPE_DESCRIPTION`, as a pending dtype."""
+    if isinstance(desc, bytes):
+        desc = desc.decode("latin1")
+    if not isinstance(desc, str) or not _DTYPE_DESCRIPTION.fullmatch(desc) or align not in (0, 1):
+        raise UnsafePickleError(
+            f"refusing numpy dtype {str(desc)[:40]!r} in a pickle: only booleans, integers, floats, complex numbers "
+            "and fixed-length strings (no object, structured or other dtypes)"
+        )
+    return _PendingDtype(np.dtype(desc))
+
+
+def _dtype_of(value: Any) -> np.dtype:
+    """The dtype a pickle refers to: one this load made (pending or resolved), or a vetted description."""
+    if isinstance(value, _PendingDtype) and value.value is not None:
+        return value.value
+    if isinstance(value, np.dtype) and not value.hasobject:
+        return value  # only made by this load: nothing else in a pickle can produce a dtype object
+    if isinstance(value, (str, bytes)):
+        result = _vetted_dtype(value).value
+        assert result is not None
+        return result
+    raise UnsafePickleError(f"expected a numpy dtype in a pickle, got a {type(value).__name__}")
+
+
+def _dtype_from_state(base: np.dtype, state: Any) -> np.dtype:
+    """The dtype that ``base`` (made from a vetted description) is with pickled ``state``: the state must be numpy's
+    own state of ``base``, except for the byte order of a multi-byte type."""
+    expected = base.__reduce__()[2]
+    if not isinstance(state, tuple) or len(state) != len(expected):
+        raise UnsafePickleError(f"dtype state {str(state)[:80]} is not numpy's state of {base}")
+    order = state[1]
+    allowed = ("|",) if expected[1] == "|" else ("<", ">", "=")
+    if order not in allowed or any(
+        type(a) is not type(b) or a != b for k, (a, b) in enumerate(zip(state, expected, strict=True)) if k != 1
+    ):
+        raise UnsafePickleError(f"dtype state {str(state)[:80]} is not numpy's state of {base}")
+    return base if order in ("|", "=") else base.newbyteorder(order)
+
+
+def _array_from_state(state: Any, budget: _Budget) -> np.ndarray:
+    """The array of a pickled ``(version, shape, dtype, fortran, data)`` state, made here: a vetted dtype and
+    exactly the bytes its shape needs (never numpy's ``__setstate__``)."""
+    if not isinstance(state, tuple) or len(state) not in (4, 5):
+        raise UnsafePickleError("array state is not a (version, shape, dtype, fortran, data) tuple")
+    shape, raw_dtype, fortran, data = state[-4:]
+    if isinstance(raw_dtype, np.dtype) and raw_dtype.hasobject:
+        raise UnsafePickleError("refusing an object (or non-dtype) array in a pickle")
+    try:
+        dtype = _dtype_of(raw_dtype)
+    except UnsafePickleError:
+        raise UnsafePickleError("refusing an object (or non-dtype) array in a pickle") from None
+    if not isinstance(shape, tuple) or not all(type(n) is int and n >= 0 for n in shape):
+        raise UnsafePickleError(f"array shape {str(shape)[:80]} is not a tuple of non-negative integers")
+    if isinstance(data, str):  # Python 2 pickles read with encoding='latin1'
+        data = data.encode("latin1")
+    if not isinstance(data, (bytes, bytearray)) or len(data) != math.prod(shape) * dtype.itemsize:
+        raise UnsafePickleError("array data does not match its shape and dtype")
+    budget.spend(len(data), "numpy array")
+    flat = np.frombuffer(data, dtype=dtype) if len(data) else np.zeros(0, dtype=dtype)
+    return flat.reshape(shape, order="F" if fortran else "C").copy(order="K")
 
 
 def _reconstructor(cls: Any, base: Any, state: Any) -> Any:
@@ -124,19 +242,6 @@ def _latin1_encode(text: Any, encoding: Any = "latin1") -> bytes:
 
 def _ndarray_refused(*args: Any, **kwargs: Any) -> None:
     raise UnsafePickleError("refusing to call numpy.ndarray directly from a pickle")
-
-
-def _check_array_state(state: Any) -> None:
-    """Refuse an array state numpy could crash on or read past: object dtypes, shapes not matching the data."""
-    if not isinstance(state, tuple) or len(state) not in (4, 5):
-        raise UnsafePickleError("array state is not a (version, shape, dtype, fortran, data) tuple")
-    shape, dtype, data = state[-4], state[-3], state[-1]
-    if not isinstance(dtype, np.dtype) or dtype.hasobject:
-        raise UnsafePickleError("refusing an object (or non-dtype) array in a pickle")
-    if not isinstance(shape, tuple) or not all(isinstance(n, int) and n >= 0 for n in shape):
-        raise UnsafePickleError(f"array shape {shape!r} is not a tuple of non-negative integers")
-    if not isinstance(data, (bytes, bytearray)) or len(data) != math.prod(shape) * dtype.itemsize:
-        raise UnsafePickleError("array data does not match its shape and dtype")
 
 
 def _leaf_size(obj: Any) -> int:
@@ -175,7 +280,8 @@ class _RestrictedUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc
         self._keep: list[Any] = []  # ... and those objects, so that their ids stay unique during the load
         self._referenced: set[int] = set()  # ids in the table already counted into another container
         self._created: dict[int, Any] = {}  # objects made by this load: the only BUILD targets
-        self._fresh_arrays: set[int] = set()  # arrays made by numpy's _reconstruct, waiting for their state
+        self._built: set[int] = set()  # pending dtypes whose state was set
+        self._pending_arrays: list[_PendingArray] = []  # every array announced: each needs its state
         self._globals: dict[tuple[str, str], Any] = {}
         self._callable: set[int] = set()  # ids of the resolved globals: the only things called
         self.stale = False
@@ -202,13 +308,13 @@ class _RestrictedUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc
             return _ndarray_refused
         if (module, name) == ("numpy._core.multiarray", "_reconstruct"):
             return self._reconstruct_array
-        if (module, name) in {
-            ("numpy", "dtype"),
-            ("numpy._core.multiarray", "scalar"),
-            ("numpy._core.numeric", "_frombuffer"),
-        }:
-            return super().find_class(module, name)
-        if module in _NETWORKX_MODULES and name[:1].isupper():
+        if (module, name) == ("numpy", "dtype"):
+            return _vetted_dtype
+        if (module, name) == ("numpy._core.multiarray", "scalar"):
+            return self._scalar
+        if (module, name) == ("numpy._core.numeric", "_frombuffer"):
+            return self._frombuffer
+        if module in _NETWORKX_MODULES and name in _NETWORKX_CLASSES:
             value = super().find_class(module, name)
             if _is_graph_class(value):
                 return value
@@ -217,15 +323,30 @@ class _RestrictedUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc
             "types are allowed in graph pickles"
         )
 
-    def _reconstruct_array(self, cls: Any, shape: Any, dtype: Any) -> np.ndarray:
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
-        if not all(isinstance(n, int) and n >= 0 for n in shape):
-            raise UnsafePickleError(f"array shape {shape!r} is not a tuple of non-negative integers")
-        itemsize = np.dtype(dtype).itemsize
-        self._budget.spend(math.prod(shape) * max(itemsize, 1), "numpy array")
-        array = np.ndarray.__new__(np.ndarray, shape, dtype)
-        self._fresh_arrays.add(id(array))
-        return array
+    def _reconstruct_array(self, cls: Any, shape: Any, dtype: Any) -> _PendingArray:
+        """numpy's ``_reconstruct(ndarray, shape, dtype)``: a pending array, which the BUILD after it makes."""
+        if cls is not _ndarray_refused:
+            raise UnsafePickleError("numpy _reconstruct is only allowed for numpy.ndarray")
+        shape = (shape,) if isinstance(shape, int) else shape
+        if not isinstance(shape, tuple) or not all(type(n) is int and n >= 0 for n in shape):
+            raise UnsafePickleError(f"array shape {str(shape)[:80]} is not a tuple of non-negative integers")
+        self._budget.spend(math.prod(shape) * max(_dtype_of(dtype).itemsize, 1), "numpy array")
+        pending = _PendingArray()
+        self._pending_arrays.append(pending)
+        return pending
+
+    def _scalar(self, dtype: Any, data: Any = None) -> Any:
+        """numpy's ``scalar(dtype, data)``: a scalar of a vetted dtype from exactly ``itemsize`` bytes."""
+        value = _dtype_of(dtype)
+        if isinstance(data, str):  # Python 2 pickles read with encoding='latin1'
+            data = data.encode("latin1")
+        if not isinstance(data, (bytes, bytearray)) or len(data) != value.itemsize:
+            raise UnsafePickleError(f"a numpy {value} scalar needs {value.itemsize} bytes of data in a pickle")
+        return np.frombuffer(bytes(data), dtype=value)[0]
+
+    def _frombuffer(self, buffer: Any, dtype: Any, shape: Any, order: Any) -> np.ndarray:
+        """numpy's ``_frombuffer(buffer, dtype, shape, order)`` (protocol 5 arrays), made here."""
+        return _array_from_state((shape, dtype, order == "F", buffer), self._budget)
 
     # -- reading ------------------------------------------------------------------------------------------------
     def load(self) -> Any:
@@ -406,8 +527,8 @@ class _RestrictedUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc
             if not all(isinstance(a, (str, bytes, bytearray)) for a in args):
                 raise UnsafePickleError("builtins.str(...) is only allowed on str or bytes in a pickle")
             self._budget.spend(4 * sum(len(a) for a in args), "builtins.str(...)")
-        elif func is np.dtype:  # always a new dtype, never numpy's shared one: BUILD sets its state
-            args = (args[0], len(args) > 1 and bool(args[1]), True) if 1 <= len(args) <= 3 else args
+        elif func is object:
+            raise UnsafePickleError("refusing to call builtins.object in a pickle")
         elif args and _is_graph_class(func):
             raise UnsafePickleError(f"refusing to call networkx class {func.__name__} with arguments in a pickle")
         result = func(*args)
@@ -417,7 +538,7 @@ class _RestrictedUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc
             self._new(result, result, kind.__name__)
         elif kind is dict:
             self._new(result, (*result, *result.values()), "dict")
-        elif isinstance(result, (np.dtype, np.ndarray)) or _is_graph_class(kind):
+        elif isinstance(result, (_PendingDtype, _PendingArray, np.ndarray)) or _is_graph_class(kind):
             self._record(result, 1 + size, 1 + height, "")  # objects whose state BUILD may set
         return result
 
@@ -453,21 +574,61 @@ class _RestrictedUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc
     def load_build(self) -> None:
         state, inst = self.stack[-1], self.stack[-2]
         if self._created.get(id(inst)) is not inst or not (
-            isinstance(inst, np.dtype) or type(inst).__module__ in _NETWORKX_MODULES or id(inst) in self._fresh_arrays
+            isinstance(inst, (_PendingDtype, _PendingArray)) or type(inst).__module__ in _NETWORKX_MODULES
         ):
             raise UnsafePickleError(
                 f"refusing to set the state of a {type(inst).__name__} object: only arrays, dtypes and networkx "
                 "objects created by this pickle take a state"
             )
-        if isinstance(inst, np.ndarray):
-            _check_array_state(state)
-            self._fresh_arrays.discard(id(inst))  # one state per array
+        size, height = self._measure((state,))
+        if isinstance(inst, (_PendingDtype, _PendingArray)):  # made here from the state, never by numpy's setstate
+            if isinstance(inst, _PendingArray):
+                if inst.value is not None:
+                    raise UnsafePickleError("refusing a second state for one numpy array in a pickle")
+                value: Any = _array_from_state(state, self._budget)
+            else:
+                if inst.value is None or id(inst) in self._built:
+                    raise UnsafePickleError("refusing a second state for one numpy dtype in a pickle")
+                value = _dtype_from_state(inst.value, state)
+                self._built.add(id(inst))
+            inst.value = value
+            self.stack.pop()
+            self.stack[-1] = value
+            self._created[id(value)] = value
+            self._record(value, 1 + size, 1 + height, "")
+            return
         slots = state[1] if isinstance(state, tuple) and len(state) == 2 and isinstance(state[1], dict) else {}
         if any(not isinstance(k, str) or k.startswith("__") for k in slots):
             raise UnsafePickleError("refusing to set special attributes from a pickle")
-        size, height = self._measure((state,))
+        attributes = state[0] if isinstance(state, tuple) and len(state) == 2 else state
+        for part in (attributes, slots):  # a global of the pickle (a function, a class) that a view would call back
+            if isinstance(part, dict) and any(
+                id(v) in self._callable and v not in _FACTORY_TYPES for v in part.values()
+            ):
+                raise UnsafePickleError("refusing a function or class in an object's state in a pickle")
         pickle._Unpickler.load_build(self)  # type: ignore[attr-defined]
         self._record(inst, 1 + size, 1 + height, "")
+
+    # -- memo: a pending numpy value read back after its BUILD is the value ---------------------------------------
+    def _resolved_top(self) -> None:
+        top = self.stack[-1]
+        if (type(top) is _PendingArray or type(top) is _PendingDtype) and top.value is not None:
+            self.stack[-1] = top.value
+
+    @_opcode(pickle.GET)
+    def load_get(self) -> None:
+        pickle._Unpickler.load_get(self)  # type: ignore[attr-defined]
+        self._resolved_top()
+
+    @_opcode(pickle.BINGET)
+    def load_binget(self) -> None:
+        pickle._Unpickler.load_binget(self)  # type: ignore[attr-defined]
+        self._resolved_top()
+
+    @_opcode(pickle.LONG_BINGET)
+    def load_long_binget(self) -> None:
+        pickle._Unpickler.load_long_binget(self)  # type: ignore[attr-defined]
+        self._resolved_top()
 
 
 def _check_structure(obj: Any, limit: int, max_elements: int) -> None:
@@ -535,6 +696,8 @@ def safe_pickle_load(file: str | Path | BinaryIO, *, encoding: str = "latin1") -
     unpickler = _RestrictedUnpickler(io.BytesIO(data), encoding=encoding, budget=budget)
     try:
         obj = unpickler.load()
+        if any(pending.value is None for pending in unpickler._pending_arrays):
+            raise UnsafePickleError("a numpy array without its state (data) in a pickle")
         if unpickler.stale:
             _check_structure(obj, MAX_NESTING, budget.total // _ELEMENT_BYTES)
     except UnsafePickleError as err:

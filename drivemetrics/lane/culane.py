@@ -626,9 +626,9 @@ class CULaneMetrics(DictFamilyLogCheck, Metric):
             target_mask,
             self.compat,
         )
-        self.tp += counts["tp"].sum()
-        self.fp += counts["fp"].sum()
-        self.fn += counts["fn"].sum()
+        self.tp = self.tp + counts["tp"].sum()
+        self.fp = self.fp + counts["fp"].sum()
+        self.fn = self.fn + counts["fn"].sum()
 
     def compute(self) -> dict[str, Tensor]:
         """``{"precision", "recall", "f1"}`` from the accumulated totals."""

@@ -337,10 +337,10 @@ class TuSimpleMetrics(DictFamilyLogCheck, Metric):
         scores = tusimple_image_scores(
             preds, target, h_samples, run_time, preds_mask, target_mask, self.compat, self.pixel_threshold
         )
-        self.sum_accuracy += scores["accuracy"].sum()
-        self.sum_fp += scores["fp"].sum()
-        self.sum_fn += scores["fn"].sum()
-        self.num_images += scores["accuracy"].numel()
+        self.sum_accuracy = self.sum_accuracy + scores["accuracy"].sum()
+        self.sum_fp = self.sum_fp + scores["fp"].sum()
+        self.sum_fn = self.sum_fn + scores["fn"].sum()
+        self.num_images = self.num_images + scores["accuracy"].numel()
 
     def compute(self) -> dict[str, Tensor]:
         """``{"accuracy", "fp", "fn", "f1"}`` over all images seen (NaN before any update)."""

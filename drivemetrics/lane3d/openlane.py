@@ -508,9 +508,9 @@ class OpenLane3DMetrics(DictFamilyLogCheck, Metric):
             target_visibility,
             self.compat,
         )
-        self.counts += out["counts"].sum(0).to(self.counts.device)
-        self.error_sums += out["error_sums"].sum(0).to(self.error_sums.device)
-        self.error_counts += out["error_counts"].sum(0).to(self.error_counts.device)
+        self.counts = self.counts + out["counts"].sum(0).to(self.counts.device)
+        self.error_sums = self.error_sums + out["error_sums"].sum(0).to(self.error_sums.device)
+        self.error_counts = self.error_counts + out["error_counts"].sum(0).to(self.error_counts.device)
 
     def compute(self) -> dict[str, Tensor]:
         """The scores and counts of :func:`openlane3d_scores` from the accumulated totals."""

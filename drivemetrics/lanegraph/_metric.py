@@ -44,8 +44,8 @@ class PerSampleMean(DictFamilyLogCheck, Metric):
             values = self._sample(pred, gt)
             v = torch.tensor([values[k] for k in self._keys], dtype=torch.float64, device=self.value_sum.device)
             defined = ~torch.isnan(v)
-            self.value_sum += torch.where(defined, v, torch.zeros_like(v))
-            self.value_count += defined.to(torch.float64)
+            self.value_sum = self.value_sum + torch.where(defined, v, torch.zeros_like(v))
+            self.value_count = self.value_count + defined.to(torch.float64)
 
     def _means(self) -> dict[str, Tensor]:
         mean = self.value_sum / self.value_count  # 0 / 0 = NaN: no sample defines the metric

@@ -20,6 +20,46 @@ from drivemetrics.lanetopology.scoring import devkit_name, frame_statistics, sco
 
 __all__ = ["evaluate_openlanev2", "evaluate_openlanev2_files"]
 
+#: padded lane points (frames x most lanes x longest lane, each side) one job may hold: jobs are cut by this size
+#: as well as by ``frames_per_job``, so one large frame never pads a whole chunk of frames to its size
+JOB_POINTS = 1 << 21
+_LINE_FIELDS = ("points", "centerline", "left_laneline", "right_laneline")
+
+
+def _frame_size(frame: Mapping[str, Any]) -> tuple[int, int]:
+    """``(lanes, points of the longest lane)`` of a frame's devkit dict (0 for what is malformed: parsed later)."""
+    lanes = frame.get("lane_centerline", frame.get("lane_segment"))
+    if not isinstance(lanes, Sequence) or isinstance(lanes, (str, bytes)):
+        return 0, 0
+    longest = 0
+    for lane in lanes:
+        if isinstance(lane, Mapping):
+            for name in _LINE_FIELDS:
+                value = lane.get(name)
+                if isinstance(value, (list, tuple, np.ndarray)):
+                    longest = max(longest, len(value))
+    return len(lanes), longest
+
+
+def _job_bounds(
+    preds: Mapping[Any, Mapping[str, Any]], target: Mapping[Any, Mapping[str, Any]], tokens: list[Any], most: int
+) -> list[range]:
+    """Consecutive frames cut into jobs of at most ``most`` frames and :data:`JOB_POINTS` padded points per side."""
+    out: list[range] = []
+    start = 0
+    big = [0, 0, 0, 0]  # prediction lanes, prediction points, GT lanes, GT points
+    for k, token in enumerate(tokens):
+        sizes = (*_frame_size(preds[token]), *_frame_size(target[token]))
+        grown = [max(a, b) for a, b in zip(big, sizes, strict=True)]
+        count = k - start + 1
+        if k > start and (count > most or count * max(grown[0] * grown[1], grown[2] * grown[3]) > JOB_POINTS):
+            out.append(range(start, k))
+            start, grown = k, list(sizes)
+        big = grown
+    if start < len(tokens):
+        out.append(range(start, len(tokens)))
+    return out
+
 
 def _chunk_statistics(job: tuple[list[Any], list[Any], Track, Compat, str]) -> dict[str, np.ndarray]:
     preds, target, track, compat, device = job
@@ -54,11 +94,12 @@ def evaluate_openlanev2(
 ) -> dict[str, float]:
     """Score ``{token: prediction dict}`` against ``{token: annotation dict}`` (the devkit's per-frame dicts).
 
-    ``workers`` processes score chunks of ``frames_per_job`` frames (``None``: one process unless the measured
-    time of the first chunks says a pool pays, see :func:`~drivemetrics._internal.pool.map_in_processes`);
-    ``device`` is where the lane distances of a chunk are computed (all of its frames at once). Every ground-truth
-    frame needs a prediction (an empty one is a frame with empty lists); predictions for tokens not in the ground
-    truth are refused, as the devkit does.
+    ``workers`` processes score chunks of consecutive frames, at most ``frames_per_job`` and at most
+    :data:`JOB_POINTS` padded lane points each (a large frame gets a chunk of its own); ``workers=None``: one
+    process unless the measured time of the first chunks says a pool pays (see
+    :func:`~drivemetrics._internal.pool.map_in_processes`). ``device`` is where the lane distances of a chunk are
+    computed (all of its frames at once). Every ground-truth frame needs a prediction (an empty one is a frame with
+    empty lists); predictions for tokens not in the ground truth are refused, as the devkit does.
 
     Returns:
         The snake_case keys of :func:`drivemetrics.lanetopology.scoring.scores_from_statistics`, as floats.
@@ -87,13 +128,13 @@ def evaluate_openlanev2(
 
     jobs = [
         (
-            [named(preds, t) for t in tokens[s : s + frames_per_job]],
-            [named(target, t) for t in tokens[s : s + frames_per_job]],
+            [named(preds, t) for t in tokens[part.start : part.stop]],
+            [named(target, t) for t in tokens[part.start : part.stop]],
             track,
             compat,
             device,
         )
-        for s in range(0, len(tokens), frames_per_job)
+        for part in _job_bounds(preds, target, tokens, frames_per_job)
     ]
     if not jobs:
         raise ValueError("no frames to evaluate")

@@ -20,12 +20,15 @@ from typing import Any, Literal
 
 import numpy as np
 
+from drivemetrics._internal.limits import check_count, check_map_coordinates, get_limits
+
 __all__ = [
     "AREA_CATEGORIES",
     "TRACKS",
     "TRAFFIC_ELEMENT_ATTRIBUTES",
     "LaneFrame",
     "Track",
+    "check_frame_input",
     "check_frames_finite",
     "parse_frame",
 ]
@@ -102,6 +105,8 @@ def _as_array(value: Any, where: str) -> np.ndarray:
 
 
 def _points(value: Any, where: str, dim: int = 3) -> np.ndarray:
+    if isinstance(value, (list, tuple, np.ndarray)):  # counted before converting anything
+        check_count(len(value), "max_map_line_points", where, "points in one lane")
     arr = _as_array(value, where)
     if arr.ndim != 2 or arr.shape[1] != dim or arr.shape[0] < 2:
         raise ValueError(f"{where}: expected shape (N >= 2, {dim}), got {arr.shape}")
@@ -114,7 +119,7 @@ def _points_unchecked(value: Any, where: str, dim: int = 3) -> np.ndarray:
     """:func:`_points` without the finiteness check for a float array of the right shape (the caller checks all
     points at once: :func:`check_frames_finite`); anything else goes through :func:`_points`."""
     usable = isinstance(value, np.ndarray) and value.dtype.kind == "f" and value.ndim == 2
-    if usable and value.shape[0] >= 2 and value.shape[1] == dim:
+    if usable and 2 <= value.shape[0] <= get_limits().max_map_line_points and value.shape[1] == dim:
         return value.astype(np.float64, copy=False)
     return _points(value, where, dim)
 
@@ -126,13 +131,22 @@ def _confidence(item: Mapping[str, Any], where: str) -> float:
     if "confidence" not in item:
         raise ValueError(f"{where}.confidence: missing")
     raw = item["confidence"]
-    if isinstance(raw, (float, np.floating)):
-        value = float(raw)
-    else:
-        value = float(_as_array(raw, f"{where}.confidence").reshape(-1)[0])
+    value = float(raw) if isinstance(raw, (float, np.floating)) else _number(raw, f"{where}.confidence")
     if not 0.0 <= value <= 1.0:  # also refuses NaN
         raise ValueError(f"{where}.confidence: {value} is outside [0, 1]")
     return value
+
+
+def _number(raw: Any, where: str) -> float:
+    """A confidence given as a number: a Python or numpy int / float, or a one-element numeric array or tensor
+    (never text, never a bool)."""
+    if hasattr(raw, "detach"):  # a torch tensor
+        raw = raw.detach().cpu().numpy()
+    if isinstance(raw, np.ndarray) and raw.size == 1 and raw.dtype.kind in "iuf":
+        return float(raw.reshape(-1)[0])
+    if isinstance(raw, (int, float, np.integer, np.floating)) and not isinstance(raw, (bool, np.bool_)):
+        return float(raw)
+    raise ValueError(f"{where}: expected a number in [0, 1], got {type(raw).__name__} {str(raw)[:40]!r}")
 
 
 def _items(ann: Mapping[str, Any], key: str, where: str) -> Sequence[Mapping[str, Any]]:
@@ -141,6 +155,7 @@ def _items(ann: Mapping[str, Any], key: str, where: str) -> Sequence[Mapping[str
     items = ann[key]
     if not isinstance(items, Sequence) or isinstance(items, (str, bytes)):
         raise ValueError(f"{where}.{key}: expected a list, got {type(items).__name__}")
+    check_count(len(items), "max_map_lines_per_frame", f"{where}.{key}", "items in one frame")
     for k, item in enumerate(items):
         if not isinstance(item, Mapping):
             raise ValueError(f"{where}.{key}[{k}]: expected a dict, got {type(item).__name__}")
@@ -188,13 +203,71 @@ def _check_lines(frames: Sequence[tuple[str, Mapping[str, list[np.ndarray]]]], t
     lane_key = _KEYS[track][0]
     fields = (("points", "lanes"),) if track == "centerline" else _SEGMENT_FIELDS
     lines = [x for _, groups in frames for _, attr in fields for x in groups[attr]]
-    if not lines or np.isfinite(np.concatenate(lines)).all():
+    limit = get_limits().max_map_coordinate
+    if not lines or (np.abs(np.concatenate(lines)) <= limit).all():  # NaN fails the comparison
         return
     for token, groups in frames:  # name the first bad line
         for name, attr in fields:
             for k, line in enumerate(groups[attr]):
-                if not np.isfinite(line).all():
-                    raise ValueError(f"frame {token}: {lane_key}[{k}].{name}: contains NaN or infinite values")
+                check_map_coordinates(line, f"frame {token}: {lane_key}[{k}].{name}")
+
+
+def check_frame_input(ann: Any, *, track: Track | None, is_pred: bool, where: str) -> None:
+    """The checks of the boundary, run by the file readers on every frame before it is scored: sizes within the
+    map limits (items per frame, points per lane), lane / area points finite and within ``max_map_coordinate``,
+    confidences numbers in [0, 1]. Cheap (one array per frame for the points); :func:`parse_frame` still checks
+    shapes and the rest. ``track`` ``None``: the keys present are checked.
+
+    Raises:
+        ValueError: naming ``where`` (the file and the frame), the field and the limit.
+
+    Examples:
+        >>> ann = {"lane_centerline": [{"points": [[0, 0, 0], [1e6, 0, 0]], "confidence": 0.5}]}
+        >>> check_frame_input(ann, track="centerline", is_pred=True, where="pred.json: frame val/1/2")
+        Traceback (most recent call last):
+        ...
+        ValueError: pred.json: frame val/1/2: lane_centerline[0].points: the coordinate 1e+06 m is larger than ...
+    """
+    if not isinstance(ann, Mapping):
+        raise ValueError(f"{where}: expected a dict, got {type(ann).__name__}")
+    limits = get_limits()
+    groups = {
+        "lane_centerline": ("points",),
+        "lane_segment": ("centerline", "left_laneline", "right_laneline"),
+        "area": ("points",),
+        "traffic_element": (),
+    }
+    if track is not None:
+        wanted = {"lane_centerline", "traffic_element"} if track == "centerline" else set(groups) - {"lane_centerline"}
+        groups = {key: value for key, value in groups.items() if key in wanted}
+    for key, fields in groups.items():
+        items = ann.get(key)
+        if not isinstance(items, Sequence) or isinstance(items, (str, bytes)):
+            continue  # missing or malformed: parse_frame names it
+        check_count(len(items), "max_map_lines_per_frame", f"{where}: {key}", "items in one frame")
+        arrays: list[np.ndarray] = []
+        for k, item in enumerate(items):
+            if not isinstance(item, Mapping):
+                continue
+            if is_pred and "confidence" in item:
+                _confidence(item, f"{where}: {key}[{k}]")
+            for name in fields:
+                value = item.get(name)
+                if isinstance(value, (list, tuple, np.ndarray)):
+                    if len(value) > limits.max_map_line_points:
+                        check_count(len(value), "max_map_line_points", f"{where}: {key}[{k}].{name}", "points")
+                    try:
+                        arrays.append(np.asarray(value, dtype=np.float64).reshape(-1))
+                    except (TypeError, ValueError):
+                        continue  # parse_frame names it
+        if arrays and not (np.abs(np.concatenate(arrays)) <= limits.max_map_coordinate).all():
+            for k, item in enumerate(items):  # name the first bad line
+                for name in fields:
+                    try:
+                        values = np.asarray(item.get(name), dtype=np.float64)
+                    except (TypeError, ValueError):
+                        continue
+                    check_map_coordinates(values, f"{where}: {key}[{k}].{name}")
 
 
 def _traffic_elements(
@@ -289,6 +362,7 @@ def parse_frame(
             if "points" not in item:
                 raise ValueError(f"{at}.points: missing")
             areas.append(_points(item["points"], f"{at}.points"))
+            check_map_coordinates(areas[-1], f"{at}.points")
             category = item.get("category")
             if category not in AREA_CATEGORIES:
                 raise ValueError(f"{at}.category: expected 1 or 2, got {category!r}")

@@ -8,7 +8,11 @@ numpy arrays and scalars, dicts, lists, tuples, str and numbers; nothing that ru
 * Fixture JSON: ``{"track", "frames": [{"token": [split, segment_id, timestamp], "gt": {...}, "pred": {...}}]}``.
 
 Every reader returns ``{token: frame dict}`` (tokens as tuples of str, in file order) with the devkit's per-frame
-keys (see :mod:`drivemetrics.lanetopology.frames`).
+keys (see :mod:`drivemetrics.lanetopology.frames`), after the boundary checks of
+:func:`~drivemetrics.lanetopology.frames.check_frame_input` on every frame (sizes within the map limits, points
+finite and within ``max_map_coordinate``, confidences numbers in [0, 1]), each error naming the file and the frame.
+A token may appear once: a frame given twice in a JSON file, or two pickle keys naming the same token (``("val",
+1, 2)`` and ``("val", "1", "2")``), is refused naming both places. At most ``max_map_frames`` frames per file.
 """
 
 from __future__ import annotations
@@ -18,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from drivemetrics._internal.files import read_text
-from drivemetrics._internal.limits import load_json
+from drivemetrics._internal.limits import check_count, load_json
 from drivemetrics._internal.safe_pickle import safe_pickle_load
-from drivemetrics.lanetopology.frames import Track
+from drivemetrics.lanetopology.frames import Track, check_frame_input
 
 __all__ = ["detect_track", "read_ground_truth", "read_predictions", "token_name"]
 
@@ -42,18 +46,39 @@ def _token(value: Any) -> Token:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
-    data = load_json(read_text(path, what="OpenLane-V2 JSON file"), path)  # bounded nesting and integers
+    # bounded nesting and integers; NaN / Infinity are read so that the frame checks name the frame and field
+    data = load_json(read_text(path, what="OpenLane-V2 JSON file"), path, allow_non_finite=True)
     if not isinstance(data, dict) or not isinstance(data.get("frames"), list):
         raise ValueError(f"{path}: expected an object with a 'frames' list (the fixture schema)")
     return data
 
 
+def _add_frame(
+    out: dict[Token, Mapping[str, Any]],
+    places: dict[Token, str],
+    token: Token,
+    frame: Any,
+    place: str,
+    path: Path,
+    is_pred: bool,
+) -> None:
+    """``out[token] = frame`` after the boundary checks; a token seen before is refused naming both places."""
+    if token in out:
+        raise ValueError(f"{path}: frame {token_name(token)} appears twice ({places[token]} and {place})")
+    check_frame_input(frame, track=None, is_pred=is_pred, where=f"{path}: frame {token_name(token)}")
+    out[token] = frame
+    places[token] = place
+
+
 def _json_frames(path: Path, side: str) -> dict[Token, Mapping[str, Any]]:
     out: dict[Token, Mapping[str, Any]] = {}
-    for k, frame in enumerate(_read_json(path)["frames"]):
+    places: dict[Token, str] = {}
+    frames = _read_json(path)["frames"]
+    check_count(len(frames), "max_map_frames", path, "frames in one file")
+    for k, frame in enumerate(frames):
         if not isinstance(frame, dict) or "token" not in frame or side not in frame:
             raise ValueError(f"{path}: frames[{k}] needs 'token' and '{side}'")
-        out[_token(frame["token"])] = frame[side]
+        _add_frame(out, places, _token(frame["token"]), frame[side], f"frames[{k}]", path, side == "pred")
     return out
 
 
@@ -69,11 +94,13 @@ def read_ground_truth(path: str | Path) -> dict[Token, Mapping[str, Any]]:
     data = safe_pickle_load(path)
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected the devkit's dict {{token: {{'annotation': ...}}}}")
+    check_count(len(data), "max_map_frames", path, "frames in one file")
     out: dict[Token, Mapping[str, Any]] = {}
-    for token, entry in data.items():
+    places: dict[Token, str] = {}
+    for k, (token, entry) in enumerate(data.items()):
         if not isinstance(entry, dict) or not isinstance(entry.get("annotation"), dict):
             raise ValueError(f"{path}: frame {token_name(token)}: missing 'annotation' dict")
-        out[_token(token)] = entry["annotation"]
+        _add_frame(out, places, _token(token), entry["annotation"], f"key {k}", path, False)
     return out
 
 
@@ -85,11 +112,13 @@ def read_predictions(path: str | Path) -> dict[Token, Mapping[str, Any]]:
     data = safe_pickle_load(path)
     if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
         raise ValueError(f"{path}: expected the devkit's submission dict {{'method': ..., 'results': {{...}}}}")
+    check_count(len(data["results"]), "max_map_frames", path, "frames in one file")
     out: dict[Token, Mapping[str, Any]] = {}
-    for token, entry in data["results"].items():
+    places: dict[Token, str] = {}
+    for k, (token, entry) in enumerate(data["results"].items()):
         if not isinstance(entry, dict) or not isinstance(entry.get("predictions"), dict):
             raise ValueError(f"{path}: frame {token_name(token)}: missing 'predictions' dict")
-        out[_token(token)] = entry["predictions"]
+        _add_frame(out, places, _token(token), entry["predictions"], f"results key {k}", path, True)
     return out
 
 

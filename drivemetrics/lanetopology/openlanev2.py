@@ -127,9 +127,9 @@ class _OpenLaneV2Family(DictFamilyLogCheck, RaggedStateMixin, Metric):
         stats = frame_statistics(preds, target, self.track, self.compat, device)  # type: ignore[arg-type]
         rows = torch.from_numpy(stats["ap_rows"]).to(torch.float64).reshape(-1, 3)
         self.append_frames(ap=RaggedRows(rows, torch.tensor([rows.shape[0]])))  # the batch as one chunk
-        self.ap_num_gt += torch.from_numpy(stats["ap_num_gt"]).to(self.device)
-        self.topology += torch.from_numpy(stats["topology"]).to(self.device)
-        self.fscore += torch.from_numpy(stats["fscore"]).to(self.device)
+        self.ap_num_gt = self.ap_num_gt + torch.from_numpy(stats["ap_num_gt"]).to(self.device)
+        self.topology = self.topology + torch.from_numpy(stats["topology"]).to(self.device)
+        self.fscore = self.fscore + torch.from_numpy(stats["fscore"]).to(self.device)
 
     def compute(self) -> dict[str, Tensor]:
         """The scores, float64 scalars (keys of :func:`scores_from_statistics`)."""

@@ -11,6 +11,7 @@ lines are computed, in size-sorted chunks. Pairs with an absent polyline
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 import numpy as np
@@ -49,8 +50,8 @@ def point_distance_matrix(a: Tensor, b: Tensor) -> Tensor:
         tensor([[5., 0.]])
     """
     batch = _broadcast(a.shape[:-2], b.shape[:-2])
-    a3 = a.expand(*batch, *a.shape[-2:]).reshape(-1, *a.shape[-2:])
-    b3 = b.expand(*batch, *b.shape[-2:]).reshape(-1, *b.shape[-2:])
+    a3 = a.expand(*batch, *a.shape[-2:]).reshape(math.prod(batch), *a.shape[-2:])
+    b3 = b.expand(*batch, *b.shape[-2:]).reshape(math.prod(batch), *b.shape[-2:])
     dist = torch.cdist(a3, b3, compute_mode="donot_use_mm_for_euclid_dist")
     return dist.reshape(*batch, a.shape[-2], b.shape[-2])
 
@@ -285,10 +286,11 @@ def chamfer_distance_matrix(
     if preds.shape[-1] != target.shape[-1]:
         raise ValueError(f"`preds` and `target` must have the same D, got {preds.shape[-1]} and {target.shape[-1]}")
     batch = _broadcast(preds.shape[:-3], target.shape[:-3])
-    a = preds.expand(*batch, *preds.shape[-3:]).reshape(-1, *preds.shape[-3:])
-    a_len = preds_lengths.expand(*batch, preds.shape[-3]).reshape(-1, preds.shape[-3])
-    b = target.expand(*batch, *target.shape[-3:]).reshape(-1, *target.shape[-3:])
-    b_len = target_lengths.expand(*batch, target.shape[-3]).reshape(-1, target.shape[-3])
+    count = math.prod(batch)  # not -1: a reshape of 0 elements (no line at all) cannot infer it
+    a = preds.expand(*batch, *preds.shape[-3:]).reshape(count, *preds.shape[-3:])
+    a_len = preds_lengths.expand(*batch, preds.shape[-3]).reshape(count, preds.shape[-3])
+    b = target.expand(*batch, *target.shape[-3:]).reshape(count, *target.shape[-3:])
+    b_len = target_lengths.expand(*batch, target.shape[-3]).reshape(count, target.shape[-3])
     frames, na = a.shape[0], a.shape[1]
     nb = b.shape[1]
     dtype = torch.promote_types(preds.dtype, target.dtype)

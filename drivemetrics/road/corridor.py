@@ -747,8 +747,8 @@ class DrivingCorridorMetrics(DictFamilyLogCheck, Metric):
         )
         for name in ("tp_cells", "fp_cells", "row_tp", "row_fp", "row_fn", "hit_rows"):
             setattr(self, name, getattr(self, name) + stats[name])
-        self.frames += stats["frames"]
-        self.length_sum += fit.length.double().sum()
+        self.frames = self.frames + stats["frames"]
+        self.length_sum = self.length_sum + fit.length.double().sum()
 
     def _stats(self) -> dict[str, Tensor]:
         names = ("tp_cells", "fp_cells", "row_tp", "row_fp", "row_fn", "hit_rows", "frames")

@@ -233,10 +233,10 @@ class RoadPixelMetrics(DictFamilyLogCheck, Metric):
         preds, target, valid = validate_pixel_inputs(preds, target, valid, check_values=self.validate_args)
         hist = bucket_histograms(preds, target, valid, self.counted_thresholds, per_image=False)[0]
         counts = counts_from_histograms(hist)
-        self.tp += counts.tp
-        self.fp += counts.fp
-        self.fn += counts.fn
-        self.tn += counts.tn
+        self.tp = self.tp + counts.tp
+        self.fp = self.fp + counts.fp
+        self.fn = self.fn + counts.fn
+        self.tn = self.tn + counts.tn
 
     def _to_bev(
         self, preds: Tensor, target: Tensor, valid: Tensor | None, homography: Tensor | None

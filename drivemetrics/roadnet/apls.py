@@ -201,12 +201,12 @@ class APLSMetrics(DictFamilyLogCheck, Metric):
         """Add one graph pair or a batch of pairs."""
         for p, t in graph_pairs(preds, target):
             r = apls(p, t, **self.options)
-            self.diff_gt_to_pred += r["diff_gt_to_pred"]
-            self.pairs_gt_to_pred += r["pairs_gt_to_pred"]
-            self.diff_pred_to_gt += r["diff_pred_to_gt"]
-            self.pairs_pred_to_gt += r["pairs_pred_to_gt"]
-            self.apls_sum += r["apls"]
-            self.tiles += 1
+            self.diff_gt_to_pred = self.diff_gt_to_pred + r["diff_gt_to_pred"]
+            self.pairs_gt_to_pred = self.pairs_gt_to_pred + r["pairs_gt_to_pred"]
+            self.diff_pred_to_gt = self.diff_pred_to_gt + r["diff_pred_to_gt"]
+            self.pairs_pred_to_gt = self.pairs_pred_to_gt + r["pairs_pred_to_gt"]
+            self.apls_sum = self.apls_sum + r["apls"]
+            self.tiles = self.tiles + 1
 
     def compute(self) -> dict[str, Tensor]:
         """Pooled APLS and one-way scores, and the mean per-tile APLS."""

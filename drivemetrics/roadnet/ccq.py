@@ -368,10 +368,10 @@ class CCQMetrics(DictFamilyLogCheck, Metric):
                 rows.append([int(r[k]) for k in ("matched_pred", "total_pred", "matched_gt", "total_gt")])
             counts = torch.tensor(rows, dtype=torch.long).sum(0)
         counts = counts.to(self.matched_pred.device)
-        self.matched_pred += counts[0]
-        self.total_pred += counts[1]
-        self.matched_gt += counts[2]
-        self.total_gt += counts[3]
+        self.matched_pred = self.matched_pred + counts[0]
+        self.total_pred = self.total_pred + counts[1]
+        self.matched_gt = self.matched_gt + counts[2]
+        self.total_gt = self.total_gt + counts[3]
 
     def compute(self) -> dict[str, Tensor]:
         """Correctness, completeness and quality from the summed counts."""

@@ -330,10 +330,10 @@ class JunctionMetrics(DictFamilyLogCheck, Metric):
         """Add one graph pair or a batch of pairs."""
         for p, t in graph_pairs(preds, target):
             r = junct(p, t, **self.options)
-            self.correct_score += r["correct_score"]
-            self.error_score += r["error_score"]
-            self.n_gt += r["n_gt"]
-            self.n_pred += r["n_pred"]
+            self.correct_score = self.correct_score + r["correct_score"]
+            self.error_score = self.error_score + r["error_score"]
+            self.n_gt = self.n_gt + r["n_gt"]
+            self.n_pred = self.n_pred + r["n_pred"]
 
     def compute(self) -> dict[str, Tensor]:
         """F_correct and F_error from the summed scores."""

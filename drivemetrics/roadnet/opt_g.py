@@ -355,10 +355,10 @@ class OptGMetrics(DictFamilyLogCheck, GraphMetric):
         """Add the counts of one tile or of a sequence of tiles."""
         for pred, gt in graph_pairs(preds, target):
             res = opt_g(pred, gt, **self.options)
-            self.n_pred += res["n_pred"]
-            self.n_gt += res["n_gt"]
-            self.n_spurious += res["n_spurious"]
-            self.n_missing += res["n_missing"]
+            self.n_pred = self.n_pred + res["n_pred"]
+            self.n_gt = self.n_gt + res["n_gt"]
+            self.n_spurious = self.n_spurious + res["n_spurious"]
+            self.n_missing = self.n_missing + res["n_missing"]
 
     def compute(self) -> dict[str, Tensor]:
         out = tensor_ratios(self.n_pred - self.n_spurious, self.n_pred, self.n_gt)

@@ -240,9 +240,9 @@ class OptJMetrics(DictFamilyLogCheck, GraphMetric):
         """Add the counts of one tile or of a sequence of tiles."""
         for pred, gt in graph_pairs(preds, target):
             res = opt_j(pred, gt, **self.options)
-            self.tp += res["tp"]
-            self.pp += res["pp"]
-            self.ap += res["ap"]
+            self.tp = self.tp + res["tp"]
+            self.pp = self.pp + res["pp"]
+            self.ap = self.ap + res["ap"]
 
     def compute(self) -> dict[str, Tensor]:
         return tensor_ratios(self.tp, self.pp, self.ap)

@@ -638,9 +638,9 @@ class OptPMetrics(DictFamilyLogCheck, GraphMetric):
         """Add the precision and recall of one tile or of a sequence of tiles."""
         for pred, gt in graph_pairs(preds, target):
             res = opt_p(pred, gt, **self.options)
-            self.sum_precision += res["precision"]
-            self.sum_recall += res["recall"]
-            self.n_tiles += 1
+            self.sum_precision = self.sum_precision + res["precision"]
+            self.sum_recall = self.sum_recall + res["recall"]
+            self.n_tiles = self.n_tiles + 1
 
     def compute(self) -> dict[str, Tensor]:
         n = self.n_tiles.clamp(min=1)

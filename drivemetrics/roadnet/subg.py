@@ -199,10 +199,10 @@ class SubgraphMetrics(DictFamilyLogCheck, Metric):
         """Add one graph pair or a batch of pairs."""
         for p, t in graph_pairs(preds, target):
             r = subg(p, t, **self.options)
-            self.n_marbles += r["n_marbles"]
-            self.n_holes += r["n_holes"]
-            self.n_spurious += r["n_spurious"]
-            self.n_empty += r["n_empty"]
+            self.n_marbles = self.n_marbles + r["n_marbles"]
+            self.n_holes = self.n_holes + r["n_holes"]
+            self.n_spurious = self.n_spurious + r["n_spurious"]
+            self.n_empty = self.n_empty + r["n_empty"]
 
     def compute(self) -> dict[str, Tensor]:
         """F1, spurious and missing rates from the summed counts."""

@@ -300,10 +300,10 @@ class TLTSMetrics(DictFamilyLogCheck, Metric):
         """Add one graph pair or a batch of pairs."""
         for p, t in graph_pairs(preds, target):
             r = tlts(p, t, **self.options)
-            self.n_correct += r["n_correct"]
-            self.n_too_long += r["n_too_long"]
-            self.n_too_short += r["n_too_short"]
-            self.n_infeasible += r["n_infeasible"]
+            self.n_correct = self.n_correct + r["n_correct"]
+            self.n_too_long = self.n_too_long + r["n_too_long"]
+            self.n_too_short = self.n_too_short + r["n_too_short"]
+            self.n_infeasible = self.n_infeasible + r["n_infeasible"]
 
     def compute(self) -> dict[str, Tensor]:
         """Fractions of correct, too long, too short and infeasible paths."""

@@ -36,8 +36,17 @@ def _map_eval(args: argparse.Namespace) -> int:
 
     if not current_shard().is_main:  # torchrun: rank 0 reports
         return 0
-    for token in result.unknown_samples:
-        print(f"warning: prediction sample {token} has no GT sample; ignored", file=sys.stderr)
+    unknown, missing = result.unknown_samples, result.missing_samples
+    if unknown:
+        print(
+            f"warning: {len(unknown)} prediction sample(s) have no GT sample and were ignored (first: {unknown[0]})",
+            file=sys.stderr,
+        )
+    if missing:
+        print(
+            f"note: {len(missing)} GT sample(s) have no prediction and count as empty (first: {missing[0]})",
+            file=sys.stderr,
+        )
     report = result.report
     thresholds = [k for k in next(iter(report["classes"].values())) if k.startswith("AP@")]
     header = f"{'class':<14}{'preds':>7}{'gts':>6}" + "".join(f"{t:>9}" for t in thresholds) + f"{'AP':>9}"
@@ -51,6 +60,7 @@ def _map_eval(args: argparse.Namespace) -> int:
         out = dict(report)
         out["protocol"] = args.protocol
         out["unknown_samples"] = result.unknown_samples
+        out["missing_samples"] = result.missing_samples
         atomic_write_text(args.json, json.dumps(out, indent=2) + "\n")
     return 0
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -21,20 +22,58 @@ __all__ = ["MapEvaluation", "evaluate_map_files", "evaluate_map_samples"]
 
 #: file format of each preset (the default protocol reads either, detected from the content)
 PROTOCOL_FORMATS = {"nuscenes-maptr": "maptr", "av2-cvpr23": "av2"}
+#: padded points (lines x longest line, after resampling) one batch of samples may hold, per side: batches are cut
+#: by this cost, so one large sample never pads a whole batch to its size
+BATCH_POINTS = 1 << 21
 
 
 @dataclass
 class MapEvaluation:
-    """Result of a file evaluation: the report dict and the prediction tokens without GT (ignored).
+    """Result of a file evaluation: the report dict, the prediction tokens without GT (ignored) and the GT tokens
+    without predictions (scored as empty samples).
 
     Examples:
-        >>> result = MapEvaluation({"mAP": 0.5, "classes": {}}, ["orphan"])
-        >>> result.report["mAP"], result.unknown_samples
-        (0.5, ['orphan'])
+        >>> result = MapEvaluation({"mAP": 0.5, "classes": {}}, ["orphan"], ["unanswered"])
+        >>> result.report["mAP"], result.unknown_samples, result.missing_samples
+        (0.5, ['orphan'], ['unanswered'])
     """
 
     report: dict[str, Any]
     unknown_samples: list[str]
+    missing_samples: list[str] = field(default_factory=list)
+
+
+def _padded_size(sample: MapSample, proto: MapProtocol) -> tuple[int, int]:
+    """``(lines, longest line in points after resampling)`` of one sample: what packing and resampling pad to."""
+    if not sample.points:
+        return 0, 0
+    if proto.resample == "count":
+        return len(sample.points), max(proto.num_samples, max(len(p) for p in sample.points))
+    longest = 0.0
+    for line in sample.points:
+        if len(line) > 1:
+            longest = max(longest, float(np.sqrt(np.square(np.diff(line[:, :2], axis=0)).sum(-1)).sum()))
+    return len(sample.points), max(int(longest / proto.spacing) + 3, max(len(p) for p in sample.points))
+
+
+def _batches(gt: list[MapSample], preds: list[MapSample], proto: MapProtocol, batch_size: int) -> list[range]:
+    """Consecutive samples cut into batches of at most ``batch_size`` samples whose padded size (samples x most lines
+    x longest resampled line, each side) stays within :data:`BATCH_POINTS` (one sample at least)."""
+    sizes = [(_padded_size(g, proto), _padded_size(p, proto)) for g, p in zip(gt, preds, strict=True)]
+    out: list[range] = []
+    start = 0
+    most = [0, 0, 0, 0]  # GT lines, GT points, prediction lines, prediction points
+    for k, ((gl, gp), (pl, pp)) in enumerate(sizes):
+        grown = [max(most[0], gl), max(most[1], gp), max(most[2], pl), max(most[3], pp)]
+        count = k - start + 1
+        too_big = count * max(grown[0] * grown[1], grown[2] * grown[3]) > BATCH_POINTS or count > batch_size
+        if too_big and k > start:
+            out.append(range(start, k))
+            start, grown = k, [gl, gp, pl, pp]
+        most = grown
+    if start < len(sizes):
+        out.append(range(start, len(sizes)))
+    return out
 
 
 def _match_batch(job: tuple) -> tuple[Tensor, Tensor]:
@@ -69,15 +108,16 @@ def _match_samples(
     workers: int = 1,
     progress: bool | None = False,
 ) -> tuple[Tensor, Tensor]:
-    """Match paired samples in batches (``workers`` processes on the CPU): rows ``(S, 2 + T)`` float64 (score,
-    class id, true-positive flags) and the GT count per class ``(C,)``. The rows do not depend on the batches."""
+    """Match paired samples in batches (cut by padded size, see :func:`_batches`; ``workers`` processes on the
+    CPU): rows ``(S, 2 + T)`` float64 (score, class id, true-positive flags) and the GT count per class ``(C,)``.
+    The rows do not depend on the batches."""
     if torch.device(device).type != "cpu":
         workers = 1  # one process drives the accelerator
     if workers > 1:  # at least two batches per worker, so that the processes share the work
         batch_size = max(1, min(batch_size, -(-len(gt) // (2 * workers))))
     jobs = [
-        (gt[start : start + batch_size], preds[start : start + batch_size], proto, gt_dims, pred_dims, device)
-        for start in range(0, len(gt), batch_size)
+        (gt[batch.start : batch.stop], preds[batch.start : batch.stop], proto, gt_dims, pred_dims, device)
+        for batch in _batches(gt, preds, proto, batch_size)
     ]
     rows = [torch.zeros(0, 2 + len(proto.thresholds), dtype=torch.float64, device=device)]
     num_targets = torch.zeros(len(proto.class_names), dtype=torch.long, device=device)
@@ -97,6 +137,7 @@ def evaluate_map_samples(
     batch_size: int = 2000,
     workers: int = 1,
     progress: bool | None = False,
+    names: tuple[str, str] = ("GT", "predictions"),
 ) -> MapEvaluation:
     """Evaluate prediction samples against GT samples (paired by token; GT without predictions count as empty).
 
@@ -116,18 +157,33 @@ def evaluate_map_samples(
         1.0
     """
     proto = get_protocol(protocol)
-    gt_tokens = {s.token for s in gt}
+    gt_index: dict[str, int] = {}
+    for i, sample in enumerate(gt):
+        if sample.token in gt_index:
+            raise ValueError(
+                f"{names[0]}: sample {sample.token} appears twice (samples {gt_index[sample.token]} and {i})"
+            )
+        gt_index[sample.token] = i
     by_token: dict[str, MapSample] = {}
-    for sample in preds:
+    pred_index: dict[str, int] = {}
+    for i, sample in enumerate(preds):
         if sample.token in by_token:
-            raise ValueError(f"prediction sample {sample.token} appears twice")
+            raise ValueError(
+                f"{names[1]}: sample {sample.token} appears twice (samples {pred_index[sample.token]} and {i})"
+            )
         by_token[sample.token] = sample
-    unknown = [s.token for s in preds if s.token not in gt_tokens]
+        pred_index[sample.token] = i
+    unknown = [s.token for s in preds if s.token not in gt_index]
+    missing = [s.token for s in gt if s.token not in by_token]
     paired = [by_token.get(s.token, MapSample(s.token)) for s in gt]
-    pred_dims = min((p.shape[1] for s in paired for p in s.points), default=2)
+    all_dims = {p.shape[1] for s in paired for p in s.points}
+    if len(all_dims) > 1:
+        raise ValueError(f"{names[1]}: lines of {sorted(all_dims)} coordinates: every line needs the same dimension")
+    pred_dims = min(all_dims, default=2)
     if proto.dims == "2d" and pred_dims != 2:
         raise ValueError(
-            f"protocol {proto.name!r} evaluates 2-D predictions; the prediction file has {pred_dims}-D points"
+            f"{names[1]}: protocol {proto.name!r} evaluates 2-D predictions; the prediction file has {pred_dims}-D "
+            "points"
         )
     gt_dims = 2 if proto.dims == "2d" else pred_dims
     shard = current_shard()  # under torchrun: this rank matches its shard of the samples, then all are pooled
@@ -155,7 +211,7 @@ def evaluate_map_samples(
         entry["num_gts"] = int(out["num_targets"][c])
         entry["num_preds"] = int(out["num_preds"][c])
         classes[name] = entry
-    return MapEvaluation({"mAP": float(out["map"]), "classes": classes}, unknown)
+    return MapEvaluation({"mAP": float(out["map"]), "classes": classes}, unknown, missing)
 
 
 def evaluate_map_files(
@@ -184,4 +240,10 @@ def evaluate_map_files(
     fmt = PROTOCOL_FORMATS.get(get_protocol(protocol).name)
     gt = read_map_gt(gt_path, fmt)  # type: ignore[arg-type]
     preds = read_map_preds(pred_path, fmt)  # type: ignore[arg-type]
-    return evaluate_map_samples(gt, preds, protocol, device, workers=workers, progress=progress)
+    gt_dims = min((p.shape[1] for s in gt for p in s.points), default=3)
+    pred_dims = min((p.shape[1] for s in preds for p in s.points), default=2)
+    if get_protocol(protocol).dims == "as-given" and pred_dims > gt_dims:
+        raise ValueError(f"{pred_path}: {pred_dims}-D predictions, but {gt_path} holds {gt_dims}-D lines")
+    return evaluate_map_samples(
+        gt, preds, protocol, device, workers=workers, progress=progress, names=(str(gt_path), str(pred_path))
+    )

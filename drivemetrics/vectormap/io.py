@@ -10,12 +10,17 @@ Formats (all coordinates metres, ego frame):
   "scores", "labels"}}}`` with labels in the challenge's order (ped_crossing, divider, boundary).
 
 Samples carry class *names*; :func:`pack_samples` turns them into the protocol's ids. Malformed input raises one
-``ValueError`` naming the file, the sample and the field.
+``ValueError`` naming the file, the sample and the field: points must be finite numbers within
+``max_map_coordinate`` metres, every line of a file must have the same number of coordinates (MapTR: 2 or 3),
+scores must be numbers in [0, 1], and the sizes stay within ``max_map_frames`` samples, ``max_map_lines_per_frame``
+lines and ``max_map_line_points`` points (see :mod:`drivemetrics._internal.limits`). A sample token may appear once
+per file (a MapTR token twice, or an Argoverse 2 timestamp in two segments, is refused naming both places); in an
+Argoverse 2 submission, a JSON object, a repeated timestamp key cannot be seen: as for every JSON object, the last
+one counts.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
@@ -27,7 +32,7 @@ from torch import Tensor
 
 from drivemetrics._internal.files import read_text
 from drivemetrics._internal.gc_pause import gc_paused
-from drivemetrics._internal.limits import load_json
+from drivemetrics._internal.limits import check_count, check_map_points, get_limits, load_json
 
 __all__ = [
     "AV2_CLASSES",
@@ -78,22 +83,58 @@ def detect_format(data: Any) -> MapFormat:
     return "av2"
 
 
-def _points(value: Any, where: str, min_dims: int = 2) -> np.ndarray:
+def _points(value: Any, where: str, dims: tuple[int, ...] = (2, 3)) -> np.ndarray:
+    """One line's points as an ``(N, D)`` float64 array, ``D`` in ``dims``, checked against the map limits."""
+    if isinstance(value, list):  # counted before converting anything
+        check_count(len(value), "max_map_line_points", where, "points in one line")
     try:
         array = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"{where}: points must be a list of [x, y] coordinates") from None
-    if array.ndim != 2 or array.shape[1] < min_dims or array.shape[0] < 1:
-        raise ValueError(f"{where}: points must be a non-empty list of [x, y(, z)] rows, got shape {array.shape}")
-    if not np.isfinite(array).all():
-        raise ValueError(f"{where}: points hold NaN or infinite values")
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{where}: points must be a list of [x, y] coordinates (numbers)") from None
+    if array.ndim != 2 or array.shape[1] not in dims or array.shape[0] < 1:
+        wanted = " or ".join(str(d) for d in dims)
+        raise ValueError(
+            f"{where}: points must be a non-empty list of rows of {wanted} numbers, got shape {array.shape}"
+        )
+    check_map_points(array, where)
     return array
 
 
 def _score(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{where}: the score must be a finite number, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        raise ValueError(f"{where}: the score must be a number in [0, 1], got {str(value)[:40]!r}")
     return float(value)
+
+
+def _check_frames(count: int, path: str | Path) -> None:
+    check_count(count, "max_map_frames", path, "samples in one file")
+
+
+def _check_lines(count: int, where: str) -> None:
+    check_count(count, "max_map_lines_per_frame", where, "lines in one sample")
+
+
+def _check_same_dims(samples: list[MapSample], path: str | Path, what: str) -> None:
+    """Every line of a file has the coordinates of its first line (a 3-D line among 2-D ones would be cut)."""
+    first: tuple[str, int, int] | None = None
+    for sample in samples:
+        for j, line in enumerate(sample.points):
+            if first is None:
+                first = (sample.token, j, line.shape[1])
+            elif line.shape[1] != first[2]:
+                raise ValueError(
+                    f"{path}: sample {sample.token}: {what}[{j}] has {line.shape[1]} coordinates, but sample "
+                    f"{first[0]} {what}[{first[1]}] has {first[2]}: every line of a file needs the same dimension"
+                )
+
+
+def _check_unique(tokens: list[tuple[str, str]], path: str | Path) -> None:
+    """Refuse a token given twice: ``tokens`` lists ``(token, place)``; the message names both places."""
+    seen: dict[str, str] = {}
+    for token, place in tokens:
+        if token in seen:
+            raise ValueError(f"{path}: sample token {token} appears twice ({seen[token]} and {place})")
+        seen[token] = place
 
 
 def _class_of(value: Any, classes: tuple[str, ...], where: str) -> str:
@@ -105,25 +146,30 @@ def _class_of(value: Any, classes: tuple[str, ...], where: str) -> str:
 def _maptr_samples_fast(entries: list[Any], with_scores: bool) -> list[MapSample] | None:
     """The samples of a well-formed MapTR ``GTs`` / ``results`` list, every line's points converted in one numpy
     call; ``None`` at the first irregularity (the checked reader then names it). Same values as the checked path."""
+    limits = get_limits()
     tokens: list[str] = []
     vectors_of: list[list[dict[str, Any]]] = []
     for i, entry in enumerate(entries):
         vectors = entry.get("vectors") if type(entry) is dict else None
         if type(vectors) is not list or not all(type(vector) is dict for vector in vectors):
             return None
+        if len(vectors) > limits.max_map_lines_per_frame:
+            return None
         tokens.append(str(entry.get("sample_token", i)))
         vectors_of.append(vectors)
     vectors_all = list(chain.from_iterable(vectors_of))
     pts: list[Any] = [vector.get("pts") for vector in vectors_all]
     types: list[Any] = [vector.get("type") for vector in vectors_all]
-    if not all(type(line) is list and line for line in pts) or not all(type(t) is int for t in types):
+    if not all(type(line) is list and 0 < len(line) <= limits.max_map_line_points for line in pts):
+        return None
+    if not all(type(t) is int for t in types):
         return None
     try:
         flat = np.array(list(chain.from_iterable(pts)), dtype=np.float64)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
-    if flat.ndim != 2 or flat.shape[1] < 2 or not np.isfinite(flat).all():
-        return None
+    if flat.ndim != 2 or flat.shape[1] not in (2, 3) or not (np.abs(flat) <= limits.max_map_coordinate).all():
+        return None  # also NaN
     if types and not 0 <= min(types) <= max(types) < len(MAPTR_CLASSES):
         return None
     scores: list[float] = []
@@ -132,7 +178,7 @@ def _maptr_samples_fast(entries: list[Any], with_scores: bool) -> list[MapSample
         if not all(type(value) in (int, float) for value in values):
             return None
         array = np.array(values, dtype=np.float64)
-        if not np.isfinite(array).all():
+        if not ((array >= 0.0) & (array <= 1.0)).all():
             return None
         scores = array.tolist()
     lines = np.split(flat, np.cumsum([len(line) for line in pts])[:-1]) if pts else []
@@ -165,11 +211,15 @@ def read_map_gt(path: str | Path, format: MapFormat | None = None) -> list[MapSa
             entries = data.get("GTs") if isinstance(data, dict) else None
             if not isinstance(entries, list):
                 raise ValueError(f"{path}: a MapTR GT file holds {{'GTs': [sample, ...]}}")
+            _check_frames(len(entries), path)
             samples = _maptr_samples_fast(entries, with_scores=False)
             del entries
         if samples is None:
             samples = _read_gt_checked(path, data, kind)
         del data
+    if kind == "maptr":
+        _check_unique([(s.token, f"GTs[{i}]") for i, s in enumerate(samples)], path)
+        _check_same_dims(samples, path, "vectors")
     return samples
 
 
@@ -183,6 +233,7 @@ def _read_gt_checked(path: str | Path, data: Any, kind: MapFormat) -> list[MapSa
             vectors = entry.get("vectors") if isinstance(entry, dict) else None
             if not isinstance(vectors, list):
                 raise ValueError(f"{path}: sample {token}: `vectors` must be a list")
+            _check_lines(len(vectors), f"{path}: sample {token}")
             sample = MapSample(token)
             for j, vector in enumerate(vectors):
                 where = f"{path}: sample {token}: vectors[{j}]"
@@ -194,9 +245,11 @@ def _read_gt_checked(path: str | Path, data: Any, kind: MapFormat) -> list[MapSa
         return samples
     if not isinstance(data, dict):
         raise ValueError(f"{path}: an Argoverse 2 GT file holds {{segment_id: [frame, ...]}}")
+    places: list[tuple[str, str]] = []
     for segment, frames in data.items():
         if not isinstance(frames, list):
             raise ValueError(f"{path}: segment {segment}: must be a list of frames")
+        _check_frames(len(places) + len(frames), path)
         for k, frame in enumerate(frames):
             if not isinstance(frame, dict) or "timestamp" not in frame:
                 raise ValueError(f"{path}: segment {segment} frame {k}: needs `timestamp` and `annotation`")
@@ -206,11 +259,18 @@ def _read_gt_checked(path: str | Path, data: Any, kind: MapFormat) -> list[MapSa
                 raise ValueError(f"{path}: sample {token}: `annotation` must map class names to lines")
             sample = MapSample(token)
             for name in AV2_CLASSES:
-                for j, line in enumerate(annotation.get(name, [])):
-                    array = _points(line, f"{path}: sample {token}: annotation.{name}[{j}]")
+                lines = annotation.get(name, [])
+                if not isinstance(lines, list):
+                    raise ValueError(f"{path}: sample {token}: annotation.{name} must be a list of lines")
+                _check_lines(len(sample.points) + len(lines), f"{path}: sample {token}")
+                for j, line in enumerate(lines):
+                    array = _points(line, f"{path}: sample {token}: annotation.{name}[{j}]", (2, 3, 4))
                     sample.points.append(array[:, :3] if array.shape[1] >= 4 else array)
                     sample.labels.append(name)
             samples.append(sample)
+            places.append((token, f"segment {segment} frame {k}"))
+    _check_unique(places, path)
+    _check_same_dims(samples, path, "line")
     return samples
 
 
@@ -236,10 +296,14 @@ def read_map_preds(path: str | Path, format: MapFormat | None = None) -> list[Ma
         if kind == "maptr":
             if not isinstance(results, list):
                 raise ValueError(f"{path}: a MapTR results file holds {{'results': [sample, ...]}}")
+            _check_frames(len(results), path)
             samples = _maptr_samples_fast(results, with_scores=True)
         if samples is None:
             samples = _read_preds_checked(path, results, kind)
         del data, results
+    if kind == "maptr":
+        _check_unique([(s.token, f"results[{i}]") for i, s in enumerate(samples)], path)
+    _check_same_dims(samples, path, "vectors")
     return samples
 
 
@@ -252,6 +316,7 @@ def _read_preds_checked(path: str | Path, results: Any, kind: MapFormat) -> list
             vectors = entry.get("vectors") if isinstance(entry, dict) else None
             if not isinstance(vectors, list):
                 raise ValueError(f"{path}: sample {token}: `vectors` must be a list")
+            _check_lines(len(vectors), f"{path}: sample {token}")
             sample = MapSample(token)
             for j, vector in enumerate(vectors):
                 where = f"{path}: sample {token}: vectors[{j}]"
@@ -264,6 +329,7 @@ def _read_preds_checked(path: str | Path, results: Any, kind: MapFormat) -> list
         return samples
     if not isinstance(results, dict):
         raise ValueError(f"{path}: an Argoverse 2 submission holds {{'results': {{timestamp: ...}}}}")
+    _check_frames(len(results), path)
     for token, entry in results.items():
         where = f"{path}: sample {token}"
         if not isinstance(entry, dict):
@@ -276,6 +342,7 @@ def _read_preds_checked(path: str | Path, results: Any, kind: MapFormat) -> list
                 f"{where}: `vectors`, `scores` and `labels` differ in length ({len(vectors)}, {len(scores)}, "
                 f"{len(labels)})"
             )
+        _check_lines(len(vectors), where)
         sample = MapSample(str(token))
         for j, (vector, score, label) in enumerate(zip(vectors, scores, labels, strict=True)):
             sample.points.append(_points(vector, f"{where}: vectors[{j}]"))

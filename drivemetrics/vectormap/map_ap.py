@@ -24,7 +24,7 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
-from drivemetrics._internal.metric import add_config_state, plot_metric
+from drivemetrics._internal.metric import DictFamilyLogCheck, add_config_state, plot_metric
 from drivemetrics._internal.ragged import RaggedRows, RaggedStateMixin
 from drivemetrics.polyline import (
     average_precision_area,
@@ -359,7 +359,7 @@ def vector_map_ap(
     )
 
 
-class VectorMapAPMetrics(RaggedStateMixin, Metric):
+class VectorMapAPMetrics(DictFamilyLogCheck, RaggedStateMixin, Metric):
     """Vectorised HD-map AP over a dataset: mAP, per-class AP and per-class AP at each threshold (a dict).
 
     ``compute()`` returns ``{"map": ..., "ap_<class>": ..., "ap_<class>_<thr>": ...}`` (e.g. ``ap_divider_0.5``).
@@ -440,7 +440,7 @@ class VectorMapAPMetrics(RaggedStateMixin, Metric):
         )
         kept = ((lengths >= self.protocol.min_pred_points) & (lengths > 0)).sum(1)  # rows per frame, as matched
         self.append_frames(matches=RaggedRows(rows, kept.to(torch.int64)))
-        self.num_targets += out["num_targets"].to(self.num_targets.device)
+        self.num_targets = self.num_targets + out["num_targets"].to(self.num_targets.device)
 
     def compute(self) -> dict[str, Tensor]:
         """``map``, ``ap_<class>`` and ``ap_<class>_<threshold>`` (float64 scalars)."""

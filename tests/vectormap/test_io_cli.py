@@ -175,7 +175,10 @@ def test_fast_maptr_reader_equals_the_checked_reader(tmp_path):
             assert len(f.points) == len(s.points)
             assert all(a.tolist() == b.tolist() and a.dtype == b.dtype for a, b in zip(f.points, s.points, strict=True))
     assert [s.token for s in read_map_gt(tmp_path / "gt.json")] == ["a", "b", "2"]
-    # a 3-D line among 2-D ones: the fast path declines, the checked reader keeps each line as given
+    # a 3-D line among 2-D ones: refused naming both lines (it used to be cut to 2-D when packed)
     gt["GTs"][0]["vectors"][0]["pts"] = [[0, 0, 1], [1, 2, 3]]
     (tmp_path / "gt.json").write_text(json.dumps(gt))
-    assert read_map_gt(tmp_path / "gt.json")[0].points[0].shape == (2, 3)
+    with pytest.raises(
+        ValueError, match=r"gt\.json: sample a: vectors\[1\] has 2 coordinates, but sample a vectors\[0\]"
+    ):
+        read_map_gt(tmp_path / "gt.json")
