@@ -3,7 +3,8 @@
 Hypothesis builds files of a few bytes to a few hundred kilobytes with huge and tiny coordinates (``1e300``,
 ``-1e7``, ``5e-324``), long single records (one lane of thousands of points, thousands of lanes or lines), deep
 nesting and huge integers, and feeds them to each reader and to the kernel that rasterises or samples what it read
-(CULane IoU drawing, CCQ rendering, lane-graph IoU, PNG decoding). Every example must either give a finite result
+(CULane IoU drawing, CCQ rendering, lane-graph IoU, PNG decoding,
+OpenLane-V2 scoring, map AP in each protocol). Every example must either give a finite result
 or raise one ``ValueError`` naming the file, within 5 s; the whole campaign runs in one child process under a
 3 GB address-space cap, and its peak RSS must stay within 300 MB of the child's footprint after importing the
 readers. ``DRIVEMETRICS_FUZZ_COST_EXAMPLES`` sets the examples per reader (default 12; the ``slow`` test runs 100).
@@ -83,9 +84,11 @@ def campaign(examples: int) -> None:
     from drivemetrics.lane.evaluate import evaluate_tusimple_files
     from drivemetrics.lane.io import _stack_lanes, read_culane_lines
     from drivemetrics.lanegraph.evaluate import _evaluate_job
+    from drivemetrics.lanetopology.evaluate import evaluate_openlanev2_files
     from drivemetrics.road.io import read_confidence_png
     from drivemetrics.roadnet.evaluate import _evaluate_files
     from drivemetrics.roadnet.io import read_geojson, read_graph
+    from drivemetrics.vectormap.evaluate import evaluate_map_files
 
     st, _, point, lanes, depth, digits = _strategies()
     run = settings(
@@ -182,6 +185,48 @@ def campaign(examples: int) -> None:
         path.write_bytes(png_bytes)
         _expect(lambda: read_confidence_png(path), path)
 
+    # openlanev2-eval: a prediction JSON with extreme lanes (3-D: the second coordinate repeated as height)
+    token = ["val", "1", "2"]
+    gt_lane = [[0.0, 2.0 * j, 0.0] for j in range(11)]
+    gt_frame = {"lane_centerline": [{"points": gt_lane}], "traffic_element": [], "topology_lclc": [[0]],
+                "topology_lcte": [[]]}  # fmt: skip
+    (folder / "olv2_gt.json").write_text(json.dumps({"frames": [{"token": token, "gt": gt_frame}]}))
+
+    @run
+    @given(lanes, st.sampled_from([0.5, 1.0, 0.0]))
+    def openlanev2(pred_lanes, confidence):
+        path = folder / "olv2_pred.json"
+        items = [{"points": [[x, y, y] for x, y in one], "confidence": confidence} for one in pred_lanes]
+        # empty topology lists stand for all-zero matrices (an L x L matrix would make the file quadratic in L)
+        frame = {"lane_centerline": items, "traffic_element": [], "topology_lclc": [], "topology_lcte": []}
+        path.write_text(json.dumps({"frames": [{"token": token, "pred": frame}]}))
+        _expect(lambda: evaluate_openlanev2_files(folder / "olv2_gt.json", path), path)
+
+    # map-eval: MapTR results with extreme lines, in every protocol
+    map_gt = {"GTs": [{"sample_token": "a", "vectors": [{"pts": [[0.0, 0.0], [0.0, 10.0]], "type": 0}]}]}
+    (folder / "map_gt.json").write_text(json.dumps(map_gt))
+
+    @run
+    @given(lanes, st.sampled_from(["default", "nuscenes-maptr"]))
+    def map_eval(pred_lines, protocol):
+        path = folder / "map_pred.json"
+        vectors = [{"pts": [list(p) for p in one], "type": 0, "confidence_level": 0.5} for one in pred_lines]
+        path.write_text(json.dumps({"results": [{"sample_token": "a", "vectors": vectors}]}))
+        _expect(lambda: evaluate_map_files(folder / "map_gt.json", path, protocol), path)
+
+    # map-eval, Argoverse 2: the same lines as a challenge submission (resampled every 0.3 m)
+    av2_gt = {"s": [{"timestamp": "1", "annotation": {"divider": [[[0, 0, 0, 1], [0, 10, 0, 1]]]}}]}
+    (folder / "av2_gt.json").write_text(json.dumps(av2_gt))
+
+    @run
+    @given(lanes)
+    def map_av2(pred_lines):
+        path = folder / "av2_pred.json"
+        entry = {"vectors": [[list(p) for p in one] for one in pred_lines], "scores": [0.5] * len(pred_lines),
+                 "labels": [1] * len(pred_lines)}  # fmt: skip
+        path.write_text(json.dumps({"results": {"1": entry}}))
+        _expect(lambda: evaluate_map_files(folder / "av2_gt.json", path, "av2-cvpr23"), path)
+
     with set_limits(max_graph_extent=8192, max_png_pixels=20_000_000):
         for name, test in [
             ("culane", culane),
@@ -189,6 +234,9 @@ def campaign(examples: int) -> None:
             ("road_graph", road_graph),
             ("lane_graph", lane_graph),
             ("png", png),
+            ("openlanev2", openlanev2),
+            ("map_eval", map_eval),
+            ("map_av2", map_av2),
         ]:
             start = time.perf_counter()
             test()

@@ -37,6 +37,10 @@ def test_the_defaults_are_the_documented_ones():
             max_graph_extent=32_768,
             max_json_depth=64,
             max_json_int_digits=20,
+            max_map_line_points=1_000,
+            max_map_lines_per_frame=1_000,
+            max_map_frames=200_000,
+            max_map_coordinate=1_000,
         )
         == DEFAULTS
     )
@@ -160,3 +164,25 @@ def test_no_limit_counts_frames(dataset, frames, tmp_path):
     gt = {"GTs": [{"sample_token": f"s{k}", "vectors": vectors} for k in range(frames)]}
     (tmp_path / "gt.json").write_text(json.dumps(gt))
     assert len(read_map_gt(tmp_path / "gt.json", "maptr")) == frames
+
+
+def test_map_limits_admit_every_map_and_openlanev2_fixture(fixtures_dir):
+    """The map and OpenLane-V2 fixtures read with the default limits, far from each one (sizes measured here)."""
+    from drivemetrics.lanetopology.io import read_ground_truth, read_predictions
+    from drivemetrics.vectormap.io import read_map_gt, read_map_preds
+
+    lines, points, extent = 0, 0, 0.0
+    for protocol, fmt in (("nuscenes_maptr", "maptr"), ("av2_cvpr23", "av2")):
+        folder = fixtures_dir / "map_ap" / "cases" / protocol
+        for sample in [*read_map_gt(folder / "gt.json", fmt), *read_map_preds(folder / "pred.json", fmt)]:
+            lines = max(lines, len(sample.points))
+            points = max([points, *(len(p) for p in sample.points)])
+            extent = max([extent, *(float(abs(p).max()) for p in sample.points)])
+    for track in ("centerline", "lanesegment"):
+        path = fixtures_dir / "openlanev2" / f"{track}_cases.json"
+        for frame in [*read_ground_truth(path).values(), *read_predictions(path).values()]:
+            lanes = frame.get("lane_centerline", frame.get("lane_segment"))
+            lines = max(lines, len(lanes))
+    assert lines <= DEFAULTS.max_map_lines_per_frame // 10
+    assert points <= DEFAULTS.max_map_line_points // 10
+    assert extent <= DEFAULTS.max_map_coordinate / 4

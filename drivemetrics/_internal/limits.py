@@ -86,7 +86,7 @@ class Limits:
     max_map_line_points: int = 1_000
     max_map_lines_per_frame: int = 1_000
     max_map_frames: int = 200_000
-    max_map_coordinate: int = 250
+    max_map_coordinate: int = 1_000
 
 
 _overrides: list[dict[str, int]] = []

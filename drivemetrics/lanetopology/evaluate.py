@@ -91,6 +91,7 @@ def evaluate_openlanev2(
     workers: int | None = 1,
     frames_per_job: int = 256,
     device: str = "cpu",
+    sources: tuple[str, str] | None = None,
 ) -> dict[str, float]:
     """Score ``{token: prediction dict}`` against ``{token: annotation dict}`` (the devkit's per-frame dicts).
 
@@ -100,6 +101,8 @@ def evaluate_openlanev2(
     :func:`~drivemetrics._internal.pool.map_in_processes`). ``device`` is where the lane distances of a chunk are
     computed (all of its frames at once). Every ground-truth frame needs a prediction (an empty one is a frame with
     empty lists); predictions for tokens not in the ground truth are refused, as the devkit does.
+
+    ``sources``: the ``(prediction, ground-truth)`` file names, added to the frame named by an error.
 
     Returns:
         The snake_case keys of :func:`drivemetrics.lanetopology.scoring.scores_from_statistics`, as floats.
@@ -114,22 +117,25 @@ def evaluate_openlanev2(
     """
     check_compat(compat)
     workers = check_workers_or_auto(workers)
+    where = f"{sources[0]}: " if sources else ""
     missing = [t for t in target if t not in preds]
-    if missing:
-        raise ValueError(f"predictions missing for {len(missing)} frame(s), first: {token_name(missing[0])}")
     extra = [t for t in preds if t not in target]
-    if extra:
-        first = token_name(extra[0])
-        raise ValueError(f"predictions for {len(extra)} frame(s) not in the ground truth, first: {first}")
+    if missing or extra:  # the devkit refuses both; one line with both counts
+        parts = [f"predictions missing for {len(missing)} of the {len(target)} frame(s)"] if missing else []
+        parts += [f"{len(extra)} predicted frame(s) not in the ground truth"] if extra else []
+        first = token_name((missing or extra)[0])
+        raise ValueError(f"{where}{', '.join(parts)} (first: {first})")
     tokens = list(target)
 
-    def named(frames: Mapping[Any, Mapping[str, Any]], token: Any) -> Mapping[str, Any]:
-        return {**frames[token], "token": token_name(token)}
+    pred_source, gt_source = (f" ({sources[0]})", f" ({sources[1]})") if sources else ("", "")
+
+    def named(frames: Mapping[Any, Mapping[str, Any]], token: Any, source: str) -> Mapping[str, Any]:
+        return {**frames[token], "token": token_name(token) + source}  # errors name the frame (and its file)
 
     jobs = [
         (
-            [named(preds, t) for t in tokens[part.start : part.stop]],
-            [named(target, t) for t in tokens[part.start : part.stop]],
+            [named(preds, t, pred_source) for t in tokens[part.start : part.stop]],
+            [named(target, t, gt_source) for t in tokens[part.start : part.stop]],
             track,
             compat,
             device,
@@ -164,7 +170,7 @@ def evaluate_openlanev2_files(
     target = read_ground_truth(gt)
     preds = read_predictions(pred)
     track = track or detect_track(target, gt)
-    return track, evaluate_openlanev2(preds, target, track, compat, workers)
+    return track, evaluate_openlanev2(preds, target, track, compat, workers, sources=(str(pred), str(gt)))
 
 
 def json_report(track: Track, scores: Mapping[str, float], headline: Sequence[str]) -> dict[str, Any]:

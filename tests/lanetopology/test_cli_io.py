@@ -58,7 +58,7 @@ def test_devkit_pickles_give_the_fixture_values(fixtures_dir: Path, tmp_path: Pa
     # a missing frame is named
     del submission["results"][tuple(frames[3]["token"])]
     (tmp_path / "pred2.pkl").write_bytes(pickle.dumps(submission))
-    with pytest.raises(ValueError, match="predictions missing for 1 frame"):
+    with pytest.raises(ValueError, match="predictions missing for 1 of the"):
         evaluate_openlanev2_files(tmp_path / "gt.pkl", tmp_path / "pred2.pkl")
 
 

@@ -42,11 +42,11 @@ def _pred(lanes: list, confidence: object = 0.8) -> dict:
 
 def test_empty_predictions_score_zero_not_a_crash():
     scores = evaluate_openlanev2({tuple(TOKEN): _pred([])}, {tuple(TOKEN): _gt()}, "centerline")
-    assert scores["DET_l"] == 0.0
-    assert scores["F_score"] == 0.0
+    assert scores["det_l"] == 0.0
+    assert scores["f_score"] == 0.0
     metric = OpenLaneV2Metrics()
     metric.update([_pred([])], [_gt()])
-    assert metric.compute()["DET_l"].item() == 0.0
+    assert metric.compute()["det_l"].item() == 0.0
 
 
 @pytest.mark.parametrize(
