@@ -131,8 +131,8 @@ def _pixel_counting(device: torch.device, scale: float) -> dict[str, Any]:
     valid = torch.rand(4, h, w, generator=g) > 0.1
     as_uint8 = (probs * 255).round().to(torch.uint8)
     return {
-        "float": pixel_counts(probs.to(device), road.to(device), valid.to(device)),
-        "uint8": pixel_counts(as_uint8.to(device), road.to(device), valid.to(device)),
+        "float": pixel_counts(probs.to(device), road.to(device), valid=valid.to(device)),
+        "uint8": pixel_counts(as_uint8.to(device), road.to(device), valid=valid.to(device)),
     }
 
 
@@ -325,7 +325,7 @@ def run_timings(device: torch.device, scale: float, attack_iterations: int) -> d
     road = torch.rand(batch, h, w, device=device) > 0.5
     valid = torch.ones(batch, h, w, dtype=torch.bool, device=device)
     read_bytes = probs.numel() * (4 + 1 + 1)
-    seconds = _timed(lambda: pixel_counts(probs, road, valid, validate_args=False), device, repeat=5)
+    seconds = _timed(lambda: pixel_counts(probs, road, valid=valid, validate_args=False), device, repeat=5)
     out["pixel_counting_GBps"] = read_bytes / seconds / 1e9
     buffer = torch.empty(max(1, int(256e6 * scale)) // 4, device=device)
     copy_s = _timed(lambda: buffer.clone(), device, repeat=5)

@@ -66,7 +66,7 @@ def bench_tusimple(n_images: int) -> None:
     gts_t = torch.tensor(np.where(gt >= 0, gt, np.nan))
     ys_t = torch.tensor(ys)
     t_loop, ref = _timeit(lambda: _loop_bench(pred, gt, ys), repeat=1)
-    t_vec, scores = _timeit(lambda: tusimple_image_scores(preds_t, gts_t, ys_t))
+    t_vec, scores = _timeit(lambda: tusimple_image_scores(preds_t, gts_t, h_samples=ys_t))
     got = torch.stack([scores["accuracy"], scores["fp"], scores["fn"]], -1).numpy()
     assert np.allclose(got, ref, atol=1e-12), "vectorised TuSimple differs from the loop"
     print(
@@ -75,7 +75,7 @@ def bench_tusimple(n_images: int) -> None:
     )
     if torch.cuda.is_available():
         dev = torch.device("cuda")
-        t_gpu, _ = _timeit(lambda: tusimple_image_scores(preds_t.to(dev), gts_t.to(dev), ys_t.to(dev)))
+        t_gpu, _ = _timeit(lambda: tusimple_image_scores(preds_t.to(dev), gts_t.to(dev), h_samples=ys_t.to(dev)))
         print(f"  GPU {t_gpu * 1e3:.1f} ms ({n_images / t_gpu:,.0f} images/s)")
 
 

@@ -92,7 +92,7 @@ def main() -> None:
         t_apls, apls_value = timed(lanegraph_apls, pred, gt)
         base = ratio = float("nan")
         if side is not None and side <= 1500:
-            base, _ = timed(geo_topo, pred, gt, "reference")
+            base, _ = timed(geo_topo, pred, gt, compat="reference")
             ratio = t_gt / base
         nodes.append(gt.number_of_nodes() + pred.number_of_nodes())
         times.append(t_gt + t_apls)

@@ -33,14 +33,14 @@ GOAL = 1.20  # last window / first window
 
 
 def map_frame() -> tuple:
-    """One frame of ``VectorMapAPMetrics.update`` arguments: 3 predicted lines, 2 ground-truth lines."""
+    """One frame of ``VectorMapAPMetrics.update`` arguments ``(preds, target)``: 3 predicted lines, 2 GT lines."""
     g = torch.Generator().manual_seed(0)
     t = torch.linspace(0.0, 1.0, 20)[:, None]
     target = torch.stack([torch.cat([t * 20.0 - 10.0, t * 0.0 + y], 1) for y in (-3.0, 3.0)])[None]
     preds = torch.cat([target, target[:, :1] + 5.0], 1) + 0.2 * torch.randn(1, 3, 20, 2, generator=g)
     labels = torch.tensor([[0, 2, 1]])
     scores = torch.tensor([[0.9, 0.6, 0.3]])
-    return preds, None, labels, scores, target, None, torch.tensor([[0, 2]])
+    return {"points": preds, "labels": labels, "scores": scores}, {"points": target, "labels": torch.tensor([[0, 2]])}
 
 
 def time_map_updates(updates: int, window: int) -> tuple[list[float], list[float]]:

@@ -147,7 +147,7 @@ EXPLOITS: dict[str, Callable[[dict[str, Any], str], dict[str, Any]]] = {
 
 
 def scores(preds: list[Any], gts: list[Any], track: str, compat: str) -> dict[str, float]:
-    values = openlanev2_scores(preds, gts, track, compat)  # type: ignore[arg-type]
+    values = openlanev2_scores(preds, gts, track=track, compat=compat)  # type: ignore[arg-type]
     return {k: float(values[k]) for k in _SHOWN[track]}
 
 

@@ -54,12 +54,14 @@ def main() -> None:
     pred, gt, speed = scenes(n, cpu)
     print(f"PSLD, Tp = 10, {n} frames, float32, torch threads = {torch.get_num_threads()}")
 
-    t_batch, batched = timed(lambda: psld(pred, gt, speed, reduction="none"), repeat=3)
+    t_batch, batched = timed(lambda: psld(pred, gt, speed=speed, reduction="none"), repeat=3)
 
     k = min(n, args.loop_frames or (300 if args.quick else n))
 
     def loop() -> torch.Tensor:
-        return torch.cat([psld(pred[i : i + 1], gt[i : i + 1], speed[i : i + 1], reduction="none") for i in range(k)])
+        return torch.cat(
+            [psld(pred[i : i + 1], gt[i : i + 1], speed=speed[i : i + 1], reduction="none") for i in range(k)]
+        )
 
     start = time.perf_counter()
     looped = loop()
@@ -85,7 +87,7 @@ def main() -> None:
         gpu = torch.device("cuda")
         for frames in (n, 10 * n):
             pred_g, gt_g, speed_g = scenes(frames, gpu)
-            t_gpu, out = timed(lambda p=pred_g, g=gt_g, s=speed_g: psld(p, g, s, reduction="none"), 5, sync=True)
+            t_gpu, out = timed(lambda p=pred_g, g=gt_g, s=speed_g: psld(p, g, speed=s, reduction="none"), 5, sync=True)
             if frames == n:
                 assert torch.allclose(out.cpu(), batched, rtol=1e-3, atol=1e-6)
             print(f"  GPU batched        {t_gpu * 1e3:9.1f} ms   ({frames / t_gpu:,.0f} frames/s, {frames} frames)")

@@ -23,6 +23,20 @@ from types import FrameType
 
 from drivemetrics import __version__
 
+__all__ = [
+    "COMMANDS",
+    "EXIT_BAD_INPUT",
+    "EXIT_INTERNAL_ERROR",
+    "EXIT_INTERRUPTED",
+    "EXIT_TERMINATED",
+    "INPUT_ERRORS",
+    "Terminated",
+    "build_parser",
+    "error_line",
+    "is_input_error",
+    "main",
+]
+
 #: Subcommand name -> (module that registers it, one-line help shown by ``drivemetrics --help``).
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("drivemetrics.demos.cli", "run every domain's demo on synthetic scenes (no download)"),

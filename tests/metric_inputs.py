@@ -151,6 +151,8 @@ def cast_float_args(batch: Batch, dtype: torch.dtype) -> Batch:
     args, kwargs = batch
 
     def convert(x: Any) -> Any:
+        if isinstance(x, dict):  # a container of tensors (the map family's (preds, target))
+            return {k: convert(v) for k, v in x.items()}
         return x.to(dtype) if isinstance(x, Tensor) and x.is_floating_point() else x
 
     return tuple(convert(a) for a in args), {k: convert(v) for k, v in kwargs.items()}
@@ -516,7 +518,9 @@ def _vector_map_case(cls: type[Metric]) -> MetricCase:
         labels = torch.tensor([[0, 1, 2], [2, 1, 0]])
         preds_labels = torch.cat([labels, torch.tensor([[1], [2]])], 1)
         scores = torch.rand(2, 4, generator=g) * 0.8 + 0.1
-        batches.append(((preds, None, preds_labels, scores, target, None, labels), {}))
+        batches.append(
+            (({"points": preds, "labels": preds_labels, "scores": scores}, {"points": target, "labels": labels}), {})
+        )
     init = {"protocol": "default"}
     if cls is VectorMapAveragePrecision:
         init = {"class_name": "divider", "threshold": 1.0, "protocol": "default"}

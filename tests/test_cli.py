@@ -47,11 +47,3 @@ def test_demo_out_that_is_a_file_is_one_line_naming_it(tmp_path, capsys):
     assert main(["demo", "--out", str(target)]) == 2
     assert "`--out` " in capsys.readouterr().err
     assert target.read_text() == "mine"
-
-
-def test_old_demo_import_path_still_works():
-    """Public API kept when the demos moved above the domains: ``drivemetrics.demo.run_demo``."""
-    from drivemetrics.demo import run_demo
-    from drivemetrics.demos import run_demo as moved
-
-    assert run_demo is moved

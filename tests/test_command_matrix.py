@@ -468,10 +468,44 @@ def _check_openlanev2(track: str, compat: str) -> Callable[[Path, Path, str], No
 
         cases = fx / "openlanev2" / f"{track}_cases.json"
         _, scores = evaluate_openlanev2_files(cases, cases, compat="default")
-        want = {devkit_name(key): value for key, value in scores.items()}  # the command writes the devkit's names
-        for key in got:
+        want = {devkit_name(key): value for key, value in scores.items()}  # the JSON's (devkit's) names
+        for key, value in [*got.items(), *got["per_threshold"].items()]:
             if key not in ("track", "per_threshold"):
-                _same(got[key], want[key], 1e-12, key)
+                _same(value, want[key], 1e-12, key)
+
+    return check
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# OpenLane (v1) 3D lanes
+
+
+def _openlane3d_argv(compat: str) -> Callable[[Path, Path], list[str]]:
+    def argv(fx: Path, tmp: Path) -> list[str]:
+        cases = fx / "openlane3d" / "cases"
+        paths = ["--gt", str(cases / "gt"), "--pred", str(cases / "pred"), "--list", str(cases / "test_list.txt")]
+        return [*paths, "--compat", compat, "--json", str(tmp / "out.json")]
+
+    return argv
+
+
+def _check_openlane3d(compat: str) -> Callable[[Path, Path, str], None]:
+    def check(fx: Path, tmp: Path, stdout: str) -> None:
+        got = _json(tmp / "out.json")
+        if compat == "reference":  # eval_3D_lane.py's numbers, pooled counts and per-frame counts
+            expected = _json(fx / "openlane3d" / "expected.json")
+            for key, value in expected["metrics"].items():
+                _same(got["metrics"][key], value, 1e-6 if key[:2] != "n_" else 0, key)
+            counts = ("r_lane", "p_lane", "c_lane", "cnt_gt", "cnt_pred", "match_num")
+            want = {f["file_path"]: [f[c] for c in counts] for f in expected["per_frame"]}
+            assert {f["file_path"]: [f[c] for c in counts] for f in got["per_frame"]} == want
+            return
+        from drivemetrics.lane3d.evaluate import evaluate_openlane3d_files
+
+        cases = fx / "openlane3d" / "cases"
+        want = evaluate_openlane3d_files(cases / "gt", cases / "pred", cases / "test_list.txt", compat="default")
+        for key, value in want["metrics"].items():
+            _same(got["metrics"][key], value, 1e-12, key)
 
     return check
 
@@ -541,6 +575,7 @@ ROWS: dict[str, Row] = {
         "default",
         _graph_folder_argv("spacenet_vegas/spacenetroads", "spacenet_vegas/osm", ["opt_j", "ccq", "junct"]),
         _check_graph_kernel("spacenet_vegas/spacenetroads", "spacenet_vegas/osm", ["opt_j", "ccq", "junct"], False),
+        slow=True,
     ),
     "graph-eval/graphs/sat2graph_tile/default": Row(
         "graph-eval",
@@ -588,7 +623,12 @@ ROWS: dict[str, Row] = {
         slow=True,
     ),
     "lanegraph-eval/lanegraph/planning/default": Row(
-        "lanegraph-eval", "lanegraph", "default", _lanegraph_argv("planning", "default", *FULL), _check_planning_self
+        "lanegraph-eval",
+        "lanegraph",
+        "default",
+        _lanegraph_argv("planning", "default", *FULL),
+        _check_planning_self,
+        slow=True,
     ),
     "lanegraph-eval/lanegraph/planning/reference": Row(
         "lanegraph-eval",
@@ -611,7 +651,6 @@ ROWS: dict[str, Row] = {
         "reference",
         _map_argv("av2_cvpr23", "av2-cvpr23", workers=2),
         _check_map_official("av2_cvpr23"),
-        slow=True,
     ),
     "map-eval/map_ap/nuscenes_maptr/default": Row(
         "map-eval", "map_ap", "default", _map_argv("nuscenes_maptr", "default"), _check_map_kernel("nuscenes_maptr")
@@ -647,15 +686,18 @@ ROWS: dict[str, Row] = {
         _openlanev2_argv("lanesegment", "default"),
         _check_openlanev2("lanesegment", "default"),
     ),
+    "openlane3d-eval/openlane3d/reference": Row(
+        "openlane3d-eval", "openlane3d", "reference", _openlane3d_argv("reference"), _check_openlane3d("reference")
+    ),
+    "openlane3d-eval/openlane3d/default": Row(
+        "openlane3d-eval", "openlane3d", "default", _openlane3d_argv("default"), _check_openlane3d("default")
+    ),
 }
 
 #: commands and fixture folders without a row, and why (a pending entry may name a command not registered yet)
 NOT_APPLICABLE: dict[str, str] = {
     "command demo": "synthetic scenes made by the library, no fixture (tests/demos run it)",
     "command config": "prints shipped config files, reads no dataset",
-    "command openlane3d-eval": "pending: the OpenLane 3D-lane command is being added on another branch, which adds "
-    "its row (fixture openlane3d, expected.json from the official eval_3D_lane.py)",
-    "fixture openlane3d": "pending: read by openlane3d-eval (see above); no command of this branch reads it",
 }
 
 #: compat modes of each command (the matrix must hold every mode of every command it runs)

@@ -38,6 +38,18 @@ def _soft_f_pooled() -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, .
     return SoftFMeasureLoss(reduction="pooled", validate_args=False), (probs, target, valid)
 
 
+def _soft_f_bev() -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...]]:
+    """The BEV soft F: the homography check honours ``validate_args=False`` (it was a graph break)."""
+    from drivemetrics.geometry import BevGrid
+
+    grid = BevGrid(x_min=-4.0, x_max=4.0, z_min=6.0, z_max=22.0, resolution=1.0)  # (16, 8) cells
+    homography = torch.tensor([[40.0, 8.0, 80.0], [0.0, 6.0, 20.0], [0.0, 0.1, 1.0]], dtype=torch.float64)
+    probs = torch.rand(2, 48, 160, requires_grad=True)
+    target = (torch.rand(2, 48, 160) > 0.5).float()
+    loss = SoftFMeasureLoss(space="bev", grid=grid, validate_args=False)
+    return (lambda p, t: loss(p, t, homography=homography.expand(2, 3, 3))), (probs, target)
+
+
 def _psld() -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...]]:
     m = default_z_samples().numel()
     preds = (0.3 * torch.randn(2, m)).requires_grad_()
@@ -69,6 +81,7 @@ def _center_anchors() -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, 
 CASES = {
     "soft_f": _soft_f,
     "soft_f_pooled": _soft_f_pooled,
+    "soft_f_bev": _soft_f_bev,
     "psld": _psld,
     "center_maps": _center_maps,
     "center_polynomials": _center_polynomials,

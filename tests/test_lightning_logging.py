@@ -108,7 +108,7 @@ def test_fit_logs_scalar_metrics_and_collections(tmp_path):
 
     road_preds, road_target, tusimple_preds, tusimple_target, h_samples, culane_preds, culane_target = data.tensors
     road = road_pixel_scores(road_preds, road_target, thresholds=32)
-    tusimple = tusimple_metrics(tusimple_preds, tusimple_target, h_samples)
+    tusimple = tusimple_metrics(tusimple_preds, tusimple_target, h_samples=h_samples)
     culane = culane_f1(culane_preds, culane_target, **CULANE)
     expected = {
         "val/maxf": road["max_f"],

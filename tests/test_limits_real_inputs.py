@@ -37,6 +37,9 @@ def test_the_defaults_are_the_documented_ones():
             max_graph_extent=32_768,
             max_json_depth=64,
             max_json_int_digits=20,
+            max_lane3d_points=5_000,
+            max_lane3d_lanes=200,
+            max_lane3d_abs_metres=1_000_000,
             max_map_line_points=1_000,
             max_map_lines_per_frame=1_000,
             max_map_frames=200_000,
@@ -164,6 +167,22 @@ def test_no_limit_counts_frames(dataset, frames, tmp_path):
     gt = {"GTs": [{"sample_token": f"s{k}", "vectors": vectors} for k in range(frames)]}
     (tmp_path / "gt.json").write_text(json.dumps(gt))
     assert len(read_map_gt(tmp_path / "gt.json", "maptr")) == frames
+
+
+def test_lane3d_limits_admit_real_openlane_frames(fixtures_dir, tmp_path):
+    """OpenLane (v1) annotations: a few hundred points per lane at most (the fixture's longest: 186), up to about 20
+    lanes per frame (the fixture: 6), coordinates within 200 m; tested at 2,000 points, 100 lanes, 1,000 m."""
+    from drivemetrics.lane3d.io import read_openlane_gt, read_openlane_pred
+
+    cases = fixtures_dir / "openlane3d" / "cases"
+    if cases.is_dir():
+        for path in sorted((cases / "gt").rglob("*.json"))[:60]:
+            read_openlane_gt(path)
+    lane = {"xyz": [[1_000.0 * (k % 2), 0.1 * k, 0.0] for k in range(2_000)], "category": 1}
+    (tmp_path / "p.json").write_text(json.dumps({"file_path": "a.jpg", "lane_lines": [lane] * 100}))
+    frame = read_openlane_pred(tmp_path / "p.json")
+    assert len(frame.points) == 100
+    assert frame.points[0].shape == (2_000, 3)
 
 
 def test_map_limits_admit_every_map_and_openlanev2_fixture(fixtures_dir):

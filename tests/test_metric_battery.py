@@ -604,7 +604,7 @@ def test_torchscript_is_not_supported_as_the_readme_says():
     from drivemetrics.lane.culane import CULaneF1Score
     from drivemetrics.road.pixel import RoadPixelMaxFScore
 
-    with pytest.raises(ValueError, match="Unknown type annotation"):
+    with pytest.raises((ValueError, RuntimeError)):  # an annotation or a Python builtin TorchScript does not know
         torch.jit.script(RoadPixelMaxFScore())
-    with pytest.raises(ValueError, match="Unknown type annotation"):  # the scalar's compute is annotated -> Tensor
+    with pytest.raises((ValueError, RuntimeError)):  # an annotation or a Python builtin TorchScript does not know
         torch.jit.script(CULaneF1Score(height=64, width=168))

@@ -92,6 +92,18 @@ def _map(tmp_path):
     return [*argv, "--pred", str(tmp_path / "pred.json"), "--workers", "1"], "map-eval"
 
 
+def _openlane3d(tmp_path):
+    gt = {"file_path": "s/1.jpg", "extrinsic": [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 2], [0, 0, 0, 1]]}
+    gt["lane_lines"] = [{"xyz": [[10, 60], [0, 0], [-2, -2]], "visibility": [1, 1], "category": 1}]
+    pred = {"file_path": "s/1.jpg", "lane_lines": [{"xyz": [[0, 10, 0], [0, 60, 0]], "category": 1}]}
+    for folder, data in (("gt", gt), ("pred", pred)):
+        (tmp_path / folder / "s").mkdir(parents=True)
+        (tmp_path / folder / "s" / "1.json").write_text(json.dumps(data))
+    (tmp_path / "list.txt").write_text("s/1.jpg\n")
+    argv = ["openlane3d-eval", "--gt", str(tmp_path / "gt"), "--pred", str(tmp_path / "pred")]
+    return [*argv, "--list", str(tmp_path / "list.txt"), "--workers", "1"], "openlane3d-eval"
+
+
 COMMANDS = {
     "culane-eval": _culane,
     "tusimple-eval": _tusimple,
@@ -100,7 +112,10 @@ COMMANDS = {
     "graph-sensitivity": _sensitivity,
     "lanegraph-eval": _lanegraph,
     "map-eval": _map,
+    "openlane3d-eval": _openlane3d,
 }
+
+
 #: dataset commands without a bar, and why
 WITHOUT_A_BAR = {
     "openlanev2-eval": "scores two files in frame chunks (seconds in all on OpenLane-V2 val); no bar, no --no-progress",
@@ -109,6 +124,7 @@ WITHOUT_A_BAR = {
 BAR_NOT_RUN_HERE = {
     "road-bev": "the bar of road-eval (drivemetrics.road.evaluate._progress); needs KITTI calibrations and PNGs",
     "road-eval": "drivemetrics.road.evaluate._progress; needs KITTI-ROAD PNGs (the command matrix runs it)",
+    "openlane3d-eval": "progress_bar in drivemetrics.lane3d.evaluate; needs the OpenLane layout (its own matrix row)",
 }
 
 

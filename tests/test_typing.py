@@ -46,14 +46,15 @@ from drivemetrics.road import (
 )
 
 x = torch.zeros(1, 2, 3)
-deviation: torch.Tensor = F.psld(x, x, 20.0)
+deviation: torch.Tensor = F.psld(x, x, speed=20.0)
 scores: dict[str, torch.Tensor] = F.culane_f1(x, x, height=590)
 pooled: dict[str, torch.Tensor] = F.road_pixel_scores(x, x)
 metric = drivemetrics.road.RoadPixelMetrics(beta=1.0)
 value: torch.Tensor = RoadPixelMaxFScore().compute()
-F.psld(x, x, "fast")  # wrong
+F.psld(x, x, speed="fast")  # wrong
 F.culane_f1(x, x, height="590")  # wrong
-F.tusimple_metrics(x, x, x, compat="official")  # wrong
+F.tusimple_metrics(x, x, h_samples=x, compat="official")  # wrong
+F.culane_f1(x, x, 590)  # wrong
 drivemetrics.CULaneMetrics(line_width="30")  # wrong
 RoadPixelMaxFScore(beta="1")  # wrong
 RoadPixelAveragePrecision(integrated="yes")  # wrong
@@ -69,11 +70,19 @@ TuSimpleFalseNegatives(compat="official")  # wrong
 TuSimpleF1Score(image_width="1280")  # wrong
 KittiObjectAveragePrecision(recall_points="40")  # wrong
 lines, ids = x[None], x[..., 0].long()
-map_scores: dict[str, torch.Tensor] = F.vector_map_ap(lines, None, ids, x[..., 0], lines, None, ids)
+map_preds = {"points": lines, "labels": ids, "scores": x[..., 0]}
+map_scores: dict[str, torch.Tensor] = F.vector_map_ap(map_preds, {"points": lines, "labels": ids})
 map_value: torch.Tensor = drivemetrics.VectorMapMeanAveragePrecision(protocol="av2-cvpr23").compute()
-F.vector_map_ap(x, None, x, x, x, None, x, protocol=3)  # wrong
+F.vector_map_ap(map_preds, map_preds, protocol=3)  # wrong
+F.vector_map_ap(lines, None, ids, x, lines, None, ids)  # wrong
 drivemetrics.VectorMapAveragePrecision("divider", threshold="1.0")  # wrong
 drivemetrics.MapChamferLoss(reduction=3)  # wrong
+drivemetrics.VectorMapMeanAveragePrecision(protocol="nuscenes")  # wrong
+F.vector_map_ap(map_preds, map_preds, protocol="nuscenes")  # wrong
+KittiObjectAveragePrecision(difficulty="medium")  # wrong
+KittiObjectAveragePrecision(cls="truck")  # wrong
+drivemetrics.SoftFMeasureLoss(reduction="average")  # wrong
+RoadPixelMaxFScore(compat="official")  # wrong
 """
 
 #: The road-network kernels (the script checks them when drivemetrics.functional has them).
@@ -84,6 +93,7 @@ opt_j_scores = F.opt_j(g, g, d_max=25.0)
 apls_value = F.apls(g, g, protocol="cosmiq")
 F.opt_j(g, g, d_max="25")  # wrong
 F.apls(g, g, protocol=3)  # wrong
+F.apls(g, g, protocol="spacenet")  # wrong
 """
 
 

@@ -370,11 +370,17 @@ def lane_scores(run: LaneRun, test: dict[str, Tensor], clips: LaneClips, config:
         logits = torch.cat([run.net(chunk) for chunk in test["images"].split(64)])
         x = run.net.to_pixels(logits).double()
         gt = test["lanes"].double()
-        tusimple = tusimple_metrics(x, gt, run.h_samples, pixel_threshold=20.0 * width / TUSIMPLE_WIDTH)
+        tusimple = tusimple_metrics(x, gt, h_samples=run.h_samples, pixel_threshold=20.0 * width / TUSIMPLE_WIDTH)
         culane = culane_f1(lanes_from_rows(x, run.h_samples), lanes_from_rows(gt, run.h_samples), height=height,
                            width=width, line_width=30.0 * width / CULANE_WIDTH)  # fmt: skip
         center = center_from_image_lanes(run.lanes_uv(logits), run.image_from_road, run.z_samples)
-        psld_value = psld(center, test["center"], test["speed"], run.z_samples, config["horizon_frames"])
+        psld_value = psld(
+            center,
+            test["center"],
+            speed=test["speed"],
+            z_samples=run.z_samples,
+            horizon_frames=config["horizon_frames"],
+        )
 
         def detect(images: Tensor) -> Tensor:
             return run.lanes_uv(run.net(images.float()))
@@ -491,11 +497,13 @@ def road_scores(net: TinySegNet, test: dict[str, Tensor], config: dict[str, Any]
     with torch.no_grad():
         probs = torch.sigmoid(net(test["image"]))
     valid, homography = test["valid"], test["homography"]
-    maxf = road_pixel_scores(probs[:, 0], test["road"], valid)["max_f"]
-    bev = pixel_inputs_to_bev(probs[:, 0], test["road"], valid, homography, grid)
-    bev_maxf = road_pixel_scores(*bev)["max_f"]
-    lane = pixel_inputs_to_bev(probs[:, 1], test["lane"], valid, homography, grid)
-    corridor = driving_corridor_scores(*lane, threshold=config["corridor_threshold"], grid=grid)
+    maxf = road_pixel_scores(probs[:, 0], test["road"], valid=valid)["max_f"]
+    road_bev, road_target, road_valid = pixel_inputs_to_bev(probs[:, 0], test["road"], valid, homography, grid)
+    bev_maxf = road_pixel_scores(road_bev, road_target, valid=road_valid)["max_f"]
+    lane_bev, lane_target, lane_valid = pixel_inputs_to_bev(probs[:, 1], test["lane"], valid, homography, grid)
+    corridor = driving_corridor_scores(
+        lane_bev, lane_target, valid=lane_valid, threshold=config["corridor_threshold"], grid=grid
+    )
     scores = {"maxf": float(maxf), "bev_maxf": float(bev_maxf)}
     return {**scores, **{f"corridor_{k}": float(v) for k, v in corridor.items()}}
 

@@ -87,7 +87,7 @@ def evaluate(model: Head) -> tuple[float, float]:
     with torch.no_grad():
         pred = model(obs)
         l1 = float((lines_at(pred, Z_FIT) - lines_at(coeffs, Z_FIT)).abs().mean())
-        value = float(psld(center_from_polynomials(pred, Z), center_from_polynomials(coeffs, Z), speed))
+        value = float(psld(center_from_polynomials(pred, Z), center_from_polynomials(coeffs, Z), speed=speed))
     return l1, value
 
 

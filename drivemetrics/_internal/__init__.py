@@ -10,7 +10,7 @@ One module per concern:
 - ``gc_pause``: pausing the cyclic garbage collector around work that builds many small objects.
 - ``lazy``: lazy package exports (PEP 562).
 - ``limits``: size limits on inputs, so that cost follows a file's size, never its values.
-- ``metric``: shared pieces of the ``torchmetrics.Metric`` classes (scalar views of dict families, ``plot``).
+- ``metric``: the bases of every family and scalar class (``MetricFamily``, ``ScalarMetric``), config keys, ``plot``.
 - ``options``: command-line options shared by the subcommands.
 - ``png``: fast 8-bit PNG decoding.
 - ``pool``: thread and process pools of the dataset evaluations.
@@ -18,5 +18,6 @@ One module per concern:
 - ``ragged``: ragged per-frame Metric state, synced in one gather.
 - ``read_ahead``: input files read in a forked, torch-free child while the command imports torch.
 - ``safe_pickle``: the restricted, bounded unpickler.
+- ``stubs``: writes the packages' ``__init__.pyi`` stubs from their export lists.
 - ``validation``: input checks shared by every domain.
 """

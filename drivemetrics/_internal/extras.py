@@ -15,6 +15,8 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
+__all__ = ["DISTRIBUTIONS", "MissingExtraError", "available", "missing_extra_message", "pyplot_for_files", "require"]
+
 #: Module -> the distribution pip installs for it (the names users see in the message).
 DISTRIBUTIONS: dict[str, str] = {
     "matplotlib": "matplotlib",

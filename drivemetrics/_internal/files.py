@@ -25,6 +25,20 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+__all__ = [
+    "InputFiles",
+    "atomic_open",
+    "atomic_save_figure",
+    "atomic_save_png",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "check_input_kinds",
+    "check_output_path",
+    "check_writable",
+    "load_image",
+    "read_text",
+]
+
 if TYPE_CHECKING:
     import numpy as np
 

@@ -35,6 +35,23 @@ from typing import Any
 
 from drivemetrics._internal.gc_pause import gc_paused
 
+__all__ = [
+    "ENV_VAR",
+    "Limits",
+    "check_coordinates",
+    "check_count",
+    "check_graph_extent",
+    "check_graph_size",
+    "check_image_fits_camera",
+    "check_image_size",
+    "get_limits",
+    "json_depth",
+    "limit_options",
+    "load_json",
+    "png_size",
+    "set_limits",
+]
+
 #: Environment variable read by :func:`get_limits`: ``"name=value,name=value"``.
 ENV_VAR = "DRIVEMETRICS_LIMITS"
 

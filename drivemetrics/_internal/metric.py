@@ -1,10 +1,16 @@
-"""Shared pieces of the ``torchmetrics.Metric`` classes: scalar views of dict metrics, config keys and ``plot``.
+"""Shared pieces of the ``torchmetrics.Metric`` classes: the family / scalar pattern, config keys and ``plot``.
 
-A dict-returning Metric (``compute() -> {"precision": ..., "recall": ..., "f1": ...}``) cannot be logged with
-Lightning's ``self.log(name, metric)``. Its scalar classes are ordinary subclasses with their own ``__init__`` that
-override ``compute`` (and ``plot`` with :func:`plot_metric`), so they keep the family's states (same names, shapes
-and reductions) and return one value: a ``MetricCollection`` of several scalar classes of one family then counts
-once per batch (torchmetrics compute groups).
+One way to write a family (see ``docs/pages/conventions.md``):
+
+- the family class derives from :class:`MetricFamily` and does all the work: its states, ``update``, a ``compute``
+  that returns a dict of named values, and its ``plot`` (inherited unless it draws something special);
+- a scalar class, for Lightning's ``self.log(name, metric)`` (which cannot log a dict), is one declaration:
+  ``class CULaneF1Score(ScalarMetric, CULaneMetrics)`` with a docstring (one line and a ``>>>`` example) and its
+  ``key`` in the family's dict. ``compute`` and ``plot`` come from :class:`ScalarMetric`, the constructor and the
+  states from the family, so a ``MetricCollection`` of several scalar classes of one family counts once per batch
+  (torchmetrics compute groups). A key may name the instance's attributes (``"{cls}_{metric}_r{recall_points}"``):
+  a scalar that picks its value by an argument adds that argument in an ``__init__`` (validated, stored), and
+  nothing else.
 
 Compute groups are formed by comparing state values after the first update, so two metrics of one family that
 count differently (another threshold, another image size, ...) could be merged by accident when their first
@@ -24,7 +30,7 @@ from torchmetrics import Metric
 
 from drivemetrics._internal.extras import require
 
-__all__ = ["DictFamilyLogCheck", "add_config_state", "config_key", "plot_metric"]
+__all__ = ["DictFamilyLogCheck", "MetricFamily", "ScalarMetric", "add_config_state", "config_key", "plot_metric"]
 
 CONFIG_STATE = "config_key"
 
@@ -65,6 +71,34 @@ def plot_metric(metric: Metric, val: Any = None, ax: Any = None) -> tuple[Any, A
     return metric._plot(val, ax)
 
 
+class ScalarMetric(Metric):
+    """One value of a family's dict, for ``self.log``: put it first in the bases, ``(ScalarMetric, <Family>)``.
+
+    A subclass sets ``key``: the name of its value in the family's ``compute()`` dict, or a ``str.format`` template
+    over the instance's attributes (``"precision_lat_{distance:g}m"``).
+    """
+
+    key: str = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if not cls.__name__.startswith("_") and not cls.key:
+            raise TypeError(f"{cls.__name__} is a scalar class without a `key` (the name of its value)")
+
+    @property
+    def family_key(self) -> str:
+        """The name of this metric's value in the family's dict (``key`` filled in from the instance)."""
+        return self.key.format_map(self.__dict__)
+
+    def compute(self) -> Tensor:
+        """The value named by :attr:`family_key` in the family's dict (0-d)."""
+        return super().compute()[self.family_key]
+
+    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:
+        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
+        return plot_metric(self, val, ax)
+
+
 #: Modules of Lightning's result collection, which reads a logged Metric's ``_forward_cache`` inside ``self.log``.
 _LIGHTNING_RESULT_MODULES = (
     "pytorch_lightning.trainer.connectors.logger_connector.result",
@@ -80,7 +114,7 @@ class DictFamilyLogCheck:
     ``_forward_cache``; this mixin turns that read, when it comes from Lightning's result collection and the class
     returns a dict, into a ``TypeError`` that names the family's scalar classes (its subclasses that return one
     value). Everything else reads and writes ``_forward_cache`` as usual. Put it first in the bases of the family:
-    ``class CULaneMetrics(DictFamilyLogCheck, Metric)``.
+    ``class CULaneMetrics(DictFamilyLogCheck, Metric)`` (:class:`MetricFamily` is that pair).
     """
 
     @property
@@ -95,12 +129,33 @@ class DictFamilyLogCheck:
         self.__dict__["_dict_family_forward_cache"] = value
 
 
+class MetricFamily(DictFamilyLogCheck, Metric):
+    """Base of a family: its subclass holds the states, ``update`` and ``compute() -> dict[str, Tensor]``.
+
+    ``plot`` draws the dict's values (or a sequence of dicts, one per epoch); ``self.log(name, family)`` fails at
+    the call with a message naming the family's scalar classes (:class:`DictFamilyLogCheck`).
+    """
+
+    def plot(self, val: Any = None, ax: Any = None) -> tuple[Any, Any]:
+        """Plot the values (default: the current ones), or a sequence of them over epochs; ``(fig, ax)``."""
+        return plot_metric(self, val, ax)
+
+
 def _dict_family_of(cls: type) -> type | None:
-    """The dict family ``cls`` belongs to if ``cls`` still returns its dict (same ``compute``), else ``None``."""
-    family = next((c for c in cls.__mro__ if DictFamilyLogCheck in c.__bases__), None)
-    if family is None or cls.compute is not family.compute:  # type: ignore[attr-defined]
+    """The dict family ``cls`` belongs to if ``cls`` still returns its dict, else ``None`` (a scalar class).
+
+    The family is the topmost class of the chain (below the shared bases) that defines ``compute``; a class with
+    another ``compute``, or a :class:`ScalarMetric`, returns one value.
+    """
+    if issubclass(cls, ScalarMetric):
         return None
-    return family
+    chain = [
+        c for c in cls.__mro__ if issubclass(c, DictFamilyLogCheck) and c not in (DictFamilyLogCheck, MetricFamily)
+    ]
+    definers = [c for c in chain if "compute" in vars(c)]
+    if not definers or cls.compute is not definers[-1].compute:  # type: ignore[attr-defined]
+        return None
+    return definers[-1]
 
 
 def _scalar_classes(family: type) -> list[str]:

@@ -6,6 +6,20 @@ import argparse
 import os
 import re
 
+__all__ = [
+    "INPUT_KINDS",
+    "add_compat",
+    "add_device",
+    "add_input",
+    "add_no_progress",
+    "add_workers",
+    "check_device",
+    "device_name",
+    "positive_int",
+    "progress_setting",
+    "resolve_workers",
+]
+
 #: The device strings ``--device`` accepts (checked at parse time, without importing torch).
 _DEVICE = re.compile(r"(cpu|cuda|mps|xpu)(:[0-9]+)?")
 

@@ -35,6 +35,8 @@ from typing import Any, TypeVar
 
 import torch
 
+__all__ = ["T", "check_workers", "map_in_processes", "one_torch_thread_per_worker", "parallel_map"]
+
 T = TypeVar("T")
 
 

@@ -16,6 +16,8 @@ from typing import TypeVar
 
 from tqdm import tqdm
 
+__all__ = ["T", "is_rank_zero", "progress_bar", "progress_enabled", "progress_iter"]
+
 T = TypeVar("T")
 
 

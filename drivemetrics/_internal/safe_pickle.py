@@ -39,6 +39,8 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+__all__ = ["BASE_BUDGET_BYTES", "BYTES_PER_FILE_BYTE", "MAX_NESTING", "UnsafePickleError", "safe_pickle_load"]
+
 #: Fixed part of the allocation budget, bytes; the rest is :data:`BYTES_PER_FILE_BYTE` x the file size.
 BASE_BUDGET_BYTES = 64 * 2**20
 BYTES_PER_FILE_BYTE = 64

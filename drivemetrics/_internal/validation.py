@@ -7,6 +7,8 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+__all__ = ["check_binary", "check_finite", "check_probability", "check_same_shape", "check_shape", "check_tensor"]
+
 
 def check_tensor(x: object, name: str) -> Tensor:
     """Raise ``TypeError`` unless ``x`` is a tensor; return it."""

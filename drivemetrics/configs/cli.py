@@ -6,6 +6,8 @@ import argparse
 
 from drivemetrics.configs import config_names, read_config
 
+__all__ = ["register"]
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``config`` to the ``drivemetrics`` command."""

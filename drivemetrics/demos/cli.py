@@ -6,6 +6,8 @@ import argparse
 
 from drivemetrics.demos import SECTIONS, run_demo
 
+__all__ = ["register"]
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``demo`` to the ``drivemetrics`` command."""

@@ -15,6 +15,8 @@ from drivemetrics.geometry.bev import BevGrid
 from drivemetrics.road.corridor import DrivingCorridorMetrics, fit_driving_corridor
 from drivemetrics.road.corridor_config import CorridorConfig
 
+__all__ = ["corridor_section"]
+
 _DETECTORS = ("lane_good", "lane_potholes", "lane_blurry")
 
 

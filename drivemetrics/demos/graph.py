@@ -35,6 +35,16 @@ from drivemetrics.roadnet.sensitivity import (
 )
 from drivemetrics.synthetic.road_network import make_road_network
 
+__all__ = [
+    "FULL",
+    "PERTURBATION_OPTIONS",
+    "QUICK",
+    "blind_spots",
+    "junct_far_overconnections",
+    "run",
+    "sensitivity_rows",
+]
+
 QUICK = {"size": 1024.0, "levels": (0, 2, 4), "samples": 50}
 FULL = {"size": 2048.0, "levels": (0, 2, 4, 8, 12), "samples": 200}
 """Tile side (px), error counts ``k`` and random draws of the sampled metrics, per mode."""

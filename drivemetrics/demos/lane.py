@@ -29,6 +29,8 @@ from drivemetrics.synthetic.lane_clips import (
     make_lane_clips,
 )
 
+__all__ = ["evaluate_scenarios", "run"]
+
 
 def _scaled(noise: LaneNoise, scale: torch.Tensor) -> LaneNoise:
     """The noise model with its errors multiplied by a signed per-scenario scale (``|scale|`` for jitter and range).
@@ -92,7 +94,7 @@ def evaluate_scenarios(seed: int = 0, quick: bool = False) -> dict[str, object]:
     scores = tusimple_image_scores(
         flat_pred,
         flat_gt,
-        clips.h_samples,
+        h_samples=clips.h_samples,
         preds_mask=torch.ones(flat_pred.shape[:2], dtype=torch.bool),
         pixel_threshold=20.0 * clips.images.shape[-1] / 1280,
     )
@@ -105,16 +107,16 @@ def evaluate_scenarios(seed: int = 0, quick: bool = False) -> dict[str, object]:
     gt_pts = lanes_from_rows(flat_gt, clips.h_samples)
     short_pred = (~torch.isnan(flat_pred)).sum(-1) >= 2
     short_gt = (~torch.isnan(flat_gt)).sum(-1) >= 2
-    counts = culane_counts(pred_pts, gt_pts, 128, 256, 5.0, 0.5, short_pred, short_gt)
+    size = {"height": 128, "width": 256, "line_width": 5.0, "iou_threshold": 0.5}
+    counts = culane_counts(pred_pts, gt_pts, **size, preds_mask=short_pred, target_mask=short_gt)
     tp, fp, fn = (c.reshape(n, frames).sum(1).double() for c in (counts["tp"], counts["fp"], counts["fn"]))
     culane = torch.where(tp > 0, 2 * tp / (2 * tp + fp + fn), 0.0)
 
     center_pred = center_from_image_lanes(
         detections.flatten(0, 1), clips.image_from_road, clips.z_samples, max_distance=60.0
     )
-    psld_frames = psld(
-        center_pred, center.flatten(0, 1), speed.repeat_interleave(frames), clips.z_samples, reduction="none"
-    )
+    speeds = speed.repeat_interleave(frames)
+    psld_frames = psld(center_pred, center.flatten(0, 1), speed=speeds, z_samples=clips.z_samples, reduction="none")
     psld_value = psld_frames.reshape(n, frames).mean(1)
     e2e = e2e_ld(
         images.double(),

@@ -32,6 +32,8 @@ from drivemetrics.synthetic import (
     sample_road_geometry,
 )
 
+__all__ = ["BASELINE", "DEMO_DETECTORS", "evaluate_detectors", "format_table", "run"]
+
 #: The detectors of the demo: preset name -> label.
 DEMO_DETECTORS: dict[str, str] = {
     "good": "good",

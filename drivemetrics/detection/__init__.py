@@ -8,9 +8,13 @@ Metric, loss and result classes are exported here (lazily); the functional kerne
 
 from drivemetrics._internal.lazy import lazy_exports
 
-_EXPORTS = {
+#: Metric and loss classes, exported by ``drivemetrics`` too (its stub: python -m drivemetrics._internal.stubs).
+_METRICS = {
     "KittiObjectAveragePrecision": "drivemetrics.detection.kitti_object",
     "KittiObjectMetrics": "drivemetrics.detection.kitti_object",
+}
+_EXPORTS = {
+    **_METRICS,
     "KittiObjects": "drivemetrics.detection.io",
 }
 

@@ -10,6 +10,8 @@ from typing import Any
 
 from drivemetrics._internal.options import add_input, add_no_progress, add_workers, progress_setting, resolve_workers
 
+__all__ = ["KITTI_DEVKIT_NAMES", "STATS_NAMES", "format_stats", "format_table", "register", "with_devkit_names"]
+
 #: Stats file suffix of each metric, as the official C++ names them.
 STATS_NAMES = {"2d": "detection", "aos": "orientation", "bev": "detection_ground", "3d": "detection_3d"}
 

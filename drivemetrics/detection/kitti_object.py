@@ -33,16 +33,15 @@ import math
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
 from torch import Tensor
-from torchmetrics import Metric
 
 from drivemetrics._internal.compute import safe_divide
 from drivemetrics._internal.extras import require
-from drivemetrics._internal.metric import DictFamilyLogCheck, plot_metric
+from drivemetrics._internal.metric import MetricFamily, ScalarMetric, plot_metric
 from drivemetrics._internal.progress import progress_bar
 from drivemetrics._internal.ragged import RaggedStateMixin
 from drivemetrics.detection.box_iou import bev_intersection_area, box2d_overlap, box3d_from_bev_area
@@ -65,14 +64,19 @@ __all__ = [
 ]
 
 #: The evaluated classes (lower case, as in the C++ ``CLASS_NAMES`` and the stats file names).
-KITTI_CLASSES: tuple[str, ...] = ("car", "pedestrian", "cyclist")
+KittiClass = Literal["car", "pedestrian", "cyclist"]
+#: KITTI overlap presets: ``"strict"`` (official) or ``"loose"``.
+Overlaps = Literal["strict", "loose"]
+KITTI_CLASSES: tuple[KittiClass, ...] = ("car", "pedestrian", "cyclist")
 #: Difficulty names, with the C++ limits below (index 0 easy, 1 moderate, 2 hard).
-DIFFICULTIES: tuple[str, ...] = ("easy", "moderate", "hard")
+Difficulty = Literal["easy", "moderate", "hard"]
+DIFFICULTIES: tuple[Difficulty, ...] = ("easy", "moderate", "hard")
 MIN_HEIGHT = (40.0, 25.0, 25.0)
 MAX_OCCLUSION = (0, 1, 2)
 MAX_TRUNCATION = (0.15, 0.3, 0.5)
 #: The overlap metrics; ``"aos"`` is computed together with ``"2d"``.
-METRICS: tuple[str, ...] = ("2d", "aos", "bev", "3d")
+KittiMetric = Literal["2d", "aos", "bev", "3d"]
+METRICS: tuple[KittiMetric, ...] = ("2d", "aos", "bev", "3d")
 #: Number of recall sampling points of the C++.
 N_SAMPLE_PTS = 41
 #: The official minimum overlaps ``{metric: (car, pedestrian, cyclist)}`` (devkit ``MIN_OVERLAP``).
@@ -483,7 +487,7 @@ def _classes_to_evaluate(det: _Flat, classes: Sequence[str]) -> dict[str, dict[s
     return out
 
 
-def _overlap_table(overlaps: str | Mapping[str, Sequence[float]]) -> dict[str, tuple[float, float, float]]:
+def _overlap_table(overlaps: Overlaps | Mapping[str, Sequence[float]]) -> dict[str, tuple[float, float, float]]:
     if isinstance(overlaps, str):
         if overlaps == "strict":
             return dict(STRICT_OVERLAPS)
@@ -502,8 +506,9 @@ def _overlap_table(overlaps: str | Mapping[str, Sequence[float]]) -> dict[str, t
 def evaluate_kitti_objects(
     preds: Sequence[KittiObjects],
     target: Sequence[KittiObjects],
+    *,
     classes: Sequence[str] = KITTI_CLASSES,
-    overlaps: str | Mapping[str, Sequence[float]] = "strict",
+    overlaps: Overlaps | Mapping[str, Sequence[float]] = "strict",
     only_detected: bool = True,
     workers: int = 1,
     device: torch.device | str | None = None,
@@ -691,7 +696,7 @@ def _frames_from_rows(rows: np.ndarray, counts: np.ndarray, with_score: bool) ->
     return frames
 
 
-class KittiObjectMetrics(DictFamilyLogCheck, RaggedStateMixin, Metric):
+class KittiObjectMetrics(RaggedStateMixin, MetricFamily):
     r"""The official KITTI object evaluation (2D, AOS, BEV, 3D; R11 and R40) over every frame seen.
 
     As input to ``update`` the metric accepts two lists with one entry per frame, each a
@@ -735,11 +740,12 @@ class KittiObjectMetrics(DictFamilyLogCheck, RaggedStateMixin, Metric):
     plot_lower_bound = 0.0
     plot_upper_bound = 100.0
 
-    def __init__(self, overlaps: str | Mapping[str, Sequence[float]] = "strict", **kwargs: Any) -> None:
+    def __init__(self, overlaps: Overlaps | Mapping[str, Sequence[float]] = "strict", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if isinstance(overlaps, str) and overlaps not in ("strict", "loose"):
             raise ValueError(f"`overlaps` must be 'strict', 'loose' or a mapping, got {overlaps!r}")
         self.overlaps = overlaps if isinstance(overlaps, str) else {k: tuple(v) for k, v in overlaps.items()}
+        self.classes: tuple[str, ...] = KITTI_CLASSES  # evaluated by compute() (a scalar class: its one class)
         self.add_ragged_state(det=(_COLUMNS, torch.float64), gt=(_COLUMNS, torch.float64))
 
     def update(
@@ -773,7 +779,7 @@ class KittiObjectMetrics(DictFamilyLogCheck, RaggedStateMixin, Metric):
         """The nested result of :func:`~drivemetrics.detection.kitti_object.evaluate_kitti_objects` (curves and APs)
         over the frames seen on this process (call inside ``sync_context()`` for all processes)."""
         gts, dets = self._frames()
-        return evaluate_kitti_objects(dets, gts, overlaps=self.overlaps, only_detected=False)
+        return evaluate_kitti_objects(dets, gts, classes=self.classes, overlaps=self.overlaps, only_detected=False)
 
     def compute(self) -> dict[str, Tensor]:
         """Flat dict of AP values in percent (see the class docstring)."""
@@ -788,7 +794,9 @@ class KittiObjectMetrics(DictFamilyLogCheck, RaggedStateMixin, Metric):
                         out[f"{cls}_{metric}_{diff}_{points}"] = torch.tensor(value, dtype=torch.float64)
         return out
 
-    def plot(self, val: Any = None, ax: Any = None, cls: str = "car", metric: str = "3d") -> tuple[Any, Any]:
+    def plot(
+        self, val: Any = None, ax: Any = None, cls: KittiClass = "car", metric: KittiMetric = "3d"
+    ) -> tuple[Any, Any]:
         """Draw the 41-point interpolated precision curves of ``cls`` / ``metric`` for the three difficulties.
 
         Args:
@@ -819,7 +827,7 @@ class KittiObjectMetrics(DictFamilyLogCheck, RaggedStateMixin, Metric):
         return fig, ax
 
 
-class KittiObjectAveragePrecision(KittiObjectMetrics):
+class KittiObjectAveragePrecision(ScalarMetric, KittiObjectMetrics):
     """One KITTI AP as a scalar (percent, float64) for ``self.log(...)``; same states as :class:`KittiObjectMetrics`.
 
     Args:
@@ -842,11 +850,11 @@ class KittiObjectAveragePrecision(KittiObjectMetrics):
 
     def __init__(
         self,
-        cls: str = "car",
-        metric: str = "3d",
-        difficulty: str = "moderate",
+        cls: KittiClass = "car",
+        metric: KittiMetric = "3d",
+        difficulty: Difficulty = "moderate",
         recall_points: int = 40,
-        overlaps: str | Mapping[str, Sequence[float]] = "strict",
+        overlaps: Overlaps | Mapping[str, Sequence[float]] = "strict",
         **kwargs: Any,
     ) -> None:
         super().__init__(overlaps=overlaps, **kwargs)
@@ -859,15 +867,6 @@ class KittiObjectAveragePrecision(KittiObjectMetrics):
         if recall_points not in (11, 40):
             raise ValueError(f"`recall_points` must be 11 or 40, got {recall_points!r}")
         self.cls, self.metric, self.difficulty, self.recall_points = cls.lower(), metric, difficulty, recall_points
+        self.classes = (self.cls,)
 
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """The selected AP in percent."""
-        gts, dets = self._frames()
-        result = evaluate_kitti_objects(dets, gts, classes=[self.cls], overlaps=self.overlaps, only_detected=False)
-        entry = result.get(self.cls, {}).get(self.metric, {}).get(self.difficulty)
-        value = float("nan") if entry is None else float(entry[f"ap_r{self.recall_points}"])  # type: ignore[arg-type]
-        return torch.tensor(value, dtype=torch.float64)
-
-    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> Any:  # type: ignore[override]
-        """Plot a value (or a sequence of values) of the metric with matplotlib (torchmetrics' ``plot``)."""
-        return self._plot(val, ax)
+    key = "{cls}_{metric}_{difficulty}_r{recall_points}"

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+__all__ = ["BevGrid"]
+
 
 @dataclass(frozen=True)
 class BevGrid:

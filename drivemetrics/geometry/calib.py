@@ -15,6 +15,8 @@ from torch import Tensor
 
 from drivemetrics._internal.files import read_text
 
+__all__ = ["KITTI_CALIB_SHAPES", "ROAD_CALIB_KEYS", "parse_kitti_calib", "read_kitti_calib", "stack_calibs"]
+
 #: Matrix shape of each known key; other keys are kept as flat vectors.
 KITTI_CALIB_SHAPES: dict[str, tuple[int, int]] = {
     "P0": (3, 4),

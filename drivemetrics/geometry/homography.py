@@ -18,6 +18,17 @@ from drivemetrics._internal.validation import check_finite, check_shape, check_t
 from drivemetrics.geometry.bev import BevGrid
 from drivemetrics.geometry.calib import ROAD_CALIB_KEYS
 
+__all__ = [
+    "check_road_homography",
+    "grid_side",
+    "horizon_depths",
+    "image_from_bev_cell",
+    "image_from_road",
+    "image_from_road_calib",
+    "image_from_road_calib_file",
+    "road_from_bev_cell",
+]
+
 
 def _pad_to_4x4(m: Tensor) -> Tensor:
     """``(..., 3, 3)`` or ``(..., 3, 4)`` -> ``(..., 4, 4)`` with a last row ``[0 0 0 1]`` (zero-padded columns)."""

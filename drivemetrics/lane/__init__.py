@@ -11,23 +11,27 @@ Metric, loss and result classes are exported here (lazily); the functional kerne
 
 from drivemetrics._internal.lazy import lazy_exports
 
-_EXPORTS = {
+#: Metric and loss classes, exported by ``drivemetrics`` too (its stub: python -m drivemetrics._internal.stubs).
+_METRICS = {
     "CULaneF1Score": "drivemetrics.lane.culane",
     "CULaneMetrics": "drivemetrics.lane.culane",
     "CULanePrecision": "drivemetrics.lane.culane",
     "CULaneRecall": "drivemetrics.lane.culane",
-    "Correlation": "drivemetrics.lane.stats",
-    "LateralController": "drivemetrics.lane.control",
-    "LinearMPC": "drivemetrics.lane.control",
     "PSLD": "drivemetrics.lane.psld",
     "PSLDLoss": "drivemetrics.lane.psld",
-    "PosedPath": "drivemetrics.lane.control",
-    "PurePursuit": "drivemetrics.lane.control",
     "TuSimpleAccuracy": "drivemetrics.lane.tusimple",
     "TuSimpleF1Score": "drivemetrics.lane.tusimple",
     "TuSimpleFalseNegatives": "drivemetrics.lane.tusimple",
     "TuSimpleFalsePositives": "drivemetrics.lane.tusimple",
     "TuSimpleMetrics": "drivemetrics.lane.tusimple",
+}
+_EXPORTS = {
+    **_METRICS,
+    "Correlation": "drivemetrics.lane.stats",
+    "LateralController": "drivemetrics.lane.control",
+    "LinearMPC": "drivemetrics.lane.control",
+    "PosedPath": "drivemetrics.lane.control",
+    "PurePursuit": "drivemetrics.lane.control",
     "TuSimpleRecords": "drivemetrics.lane.io",
     "VehiclePath": "drivemetrics.lane.control",
 }

@@ -15,6 +15,8 @@ from drivemetrics._internal.options import (
     progress_setting,
 )
 
+__all__ = ["CULANE_DEVKIT_NAMES", "register"]
+
 #: Python result keys -> the names LaneEval prints (the CLI and its JSON keep them).
 _TUSIMPLE_NAMES = {"accuracy": "Accuracy", "fp": "FP", "fn": "FN", "f1": "F1"}
 

@@ -24,18 +24,32 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor
-from torchmetrics import Metric
 
 from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.compute import precision_recall_f1
-from drivemetrics._internal.metric import DictFamilyLogCheck, add_config_state, plot_metric
+from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
 from drivemetrics._internal.validation import check_shape, check_tensor
+
+__all__ = [
+    "IOU_RANGE",
+    "CULaneF1Score",
+    "CULaneMetrics",
+    "CULanePrecision",
+    "CULaneRecall",
+    "counts_from_matches",
+    "culane_counts",
+    "culane_f1",
+    "culane_matches",
+    "draw_lanes",
+    "lane_iou_matrix",
+    "lanes_from_rows",
+    "spline_lanes",
+]
 
 _BIG = 1e9
 IOU_RANGE = tuple(round(0.5 + 0.05 * k, 2) for k in range(10))  # mF1: mean F1 over IoU 0.50:0.05:0.95
@@ -339,6 +353,7 @@ def _draw_in_chunks(curve: Tensor, drawn: Tensor, height: int, width: int, line_
 def lane_iou_matrix(
     preds: Tensor,
     target: Tensor,
+    *,
     height: int = 590,
     width: int = 1640,
     line_width: float = 30.0,
@@ -423,6 +438,7 @@ def _hungarian(iou: np.ndarray) -> np.ndarray:
 def culane_matches(
     preds: Tensor,
     target: Tensor,
+    *,
     height: int = 590,
     width: int = 1640,
     line_width: float = 30.0,
@@ -479,7 +495,19 @@ def culane_matches(
     else:
         pred_lane = _warn_short(p_valid, pred_lane, "predicted")
         gt_lane = _warn_short(g_valid, gt_lane, "GT")
-        iou_all = lane_iou_matrix(preds, target, height, width, line_width, pred_lane, gt_lane).cpu().numpy()
+        iou_all = (
+            lane_iou_matrix(
+                preds,
+                target,
+                height=height,
+                width=width,
+                line_width=line_width,
+                preds_mask=pred_lane,
+                target_mask=gt_lane,
+            )
+            .cpu()
+            .numpy()
+        )
         pred_lane_np, gt_lane_np = pred_lane.cpu().numpy(), gt_lane.cpu().numpy()
         matched = np.full(target.shape[:2], np.nan)
         for i in range(preds.shape[0]):  # scipy's assignment runs per image on the CPU
@@ -499,6 +527,7 @@ def culane_matches(
 def culane_counts(
     preds: Tensor,
     target: Tensor,
+    *,
     height: int = 590,
     width: int = 1640,
     line_width: float = 30.0,
@@ -520,13 +549,23 @@ def culane_counts(
     """
     if not 0 <= iou_threshold < 1:
         raise ValueError(f"`iou_threshold` must be in [0, 1), got {iou_threshold}")
-    matches = culane_matches(preds, target, height, width, line_width, preds_mask, target_mask, compat)
+    matches = culane_matches(
+        preds,
+        target,
+        height=height,
+        width=width,
+        line_width=line_width,
+        preds_mask=preds_mask,
+        target_mask=target_mask,
+        compat=compat,
+    )
     return counts_from_matches(matches, iou_threshold)
 
 
 def culane_f1(
     preds: Tensor,
     target: Tensor,
+    *,
     height: int = 590,
     width: int = 1640,
     line_width: float = 30.0,
@@ -546,11 +585,21 @@ def culane_f1(
         >>> {key: round(value.item(), 4) for key, value in culane_f1(preds, lane).items()}
         {'precision': 0.5, 'recall': 1.0, 'f1': 0.6667}
     """
-    counts = culane_counts(preds, target, height, width, line_width, iou_threshold, preds_mask, target_mask, compat)
+    counts = culane_counts(
+        preds,
+        target,
+        height=height,
+        width=width,
+        line_width=line_width,
+        iou_threshold=iou_threshold,
+        preds_mask=preds_mask,
+        target_mask=target_mask,
+        compat=compat,
+    )
     return precision_recall_f1(counts["tp"].sum(), counts["fp"].sum(), counts["fn"].sum())
 
 
-class CULaneMetrics(DictFamilyLogCheck, Metric):
+class CULaneMetrics(MetricFamily):
     """CULane F1 accumulated over batches: sum-reduced TP / FP / FN counters.
 
     ``update(preds, target, preds_mask=None, target_mask=None)`` as :func:`culane_counts`; ``compute()`` returns
@@ -618,13 +667,13 @@ class CULaneMetrics(DictFamilyLogCheck, Metric):
         counts = culane_counts(
             preds,
             target,
-            self.height,
-            self.width,
-            self.line_width,
-            self.iou_threshold,
-            preds_mask,
-            target_mask,
-            self.compat,
+            height=self.height,
+            width=self.width,
+            line_width=self.line_width,
+            iou_threshold=self.iou_threshold,
+            preds_mask=preds_mask,
+            target_mask=target_mask,
+            compat=self.compat,
         )
         self.tp = self.tp + counts["tp"].sum()
         self.fp = self.fp + counts["fp"].sum()
@@ -634,15 +683,11 @@ class CULaneMetrics(DictFamilyLogCheck, Metric):
         """``{"precision", "recall", "f1"}`` from the accumulated totals."""
         return precision_recall_f1(self.tp, self.fp, self.fn)
 
-    def plot(self, val: dict[str, Tensor] | list[dict[str, Tensor]] | None = None, ax: Any = None) -> Any:
-        """Plot precision, recall and F1 (or their sequence over epochs) with matplotlib; ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
-
 
 # Scalar classes for ``self.log``: they share CULaneMetrics' counters, so a MetricCollection of them counts once.
 
 
-class CULanePrecision(CULaneMetrics):
+class CULanePrecision(ScalarMetric, CULaneMetrics):
     """CULane precision ``TP / (TP + FP)`` over all images seen (arguments as :class:`CULaneMetrics`).
 
     Examples:
@@ -654,27 +699,10 @@ class CULanePrecision(CULaneMetrics):
         1.0
     """
 
-    def __init__(
-        self,
-        height: int = 590,
-        width: int = 1640,
-        line_width: float = 30.0,
-        iou_threshold: float = 0.5,
-        compat: Compat = "default",
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(height, width, line_width, iou_threshold, compat, **kwargs)
-
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """Precision from the accumulated totals (0-d float64)."""
-        return super().compute()["precision"]
-
-    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
-        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
+    key = "precision"
 
 
-class CULaneRecall(CULaneMetrics):
+class CULaneRecall(ScalarMetric, CULaneMetrics):
     """CULane recall ``TP / (TP + FN)`` over all images seen (arguments as :class:`CULaneMetrics`).
 
     Examples:
@@ -686,27 +714,10 @@ class CULaneRecall(CULaneMetrics):
         1.0
     """
 
-    def __init__(
-        self,
-        height: int = 590,
-        width: int = 1640,
-        line_width: float = 30.0,
-        iou_threshold: float = 0.5,
-        compat: Compat = "default",
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(height, width, line_width, iou_threshold, compat, **kwargs)
-
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """Recall from the accumulated totals (0-d float64)."""
-        return super().compute()["recall"]
-
-    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
-        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
+    key = "recall"
 
 
-class CULaneF1Score(CULaneMetrics):
+class CULaneF1Score(ScalarMetric, CULaneMetrics):
     """CULane F1 over all images seen, a scalar for ``self.log`` (arguments as :class:`CULaneMetrics`).
 
     Examples:
@@ -718,21 +729,4 @@ class CULaneF1Score(CULaneMetrics):
         1.0
     """
 
-    def __init__(
-        self,
-        height: int = 590,
-        width: int = 1640,
-        line_width: float = 30.0,
-        iou_threshold: float = 0.5,
-        compat: Compat = "default",
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(height, width, line_width, iou_threshold, compat, **kwargs)
-
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """F1 from the accumulated totals (0-d float64)."""
-        return super().compute()["f1"]
-
-    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
-        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
+    key = "f1"

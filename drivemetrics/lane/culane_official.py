@@ -33,6 +33,22 @@ from drivemetrics._internal.extras import require
 from drivemetrics._internal.files import read_text
 from drivemetrics._internal.limits import check_coordinates, check_count
 
+__all__ = [
+    "CV2_VERSIONS",
+    "SPLINE_STEPS",
+    "cv_round",
+    "draw_official_lane",
+    "matched_ious",
+    "official_iou_matrix",
+    "official_lane_pixels",
+    "official_match",
+    "official_spline",
+    "read_culane_file",
+    "read_frames_chunk",
+    "score_frame_official",
+    "score_official_chunk",
+]
+
 SPLINE_STEPS = 50
 
 

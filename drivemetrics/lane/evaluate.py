@@ -48,7 +48,7 @@ def _score_default_chunk(
         "pred": sum(len(p) for _, p in frames) - sum(len(p) for p in preds),
         "gt": sum(len(g) for g, _ in frames) - sum(len(g) for g in gts),
     }
-    result = culane_matches(_stack_lanes(preds), _stack_lanes(gts), height, width, line_width)
+    result = culane_matches(_stack_lanes(preds), _stack_lanes(gts), height=height, width=width, line_width=line_width)
     m_all = result["matched_iou"].cpu().numpy()
     return [(len(g), len(p), m_all[i, : len(g)]) for i, (g, p) in enumerate(zip(gts, preds, strict=True))], dropped
 
@@ -347,7 +347,15 @@ def _score_tusimple_records(
         gt_mask = select_ego_lanes(gt.lanes, gt.lane_mask, image_width)
     else:
         gt_mask = gt.lane_mask
-    scores = tusimple_image_scores(pred_lanes, gt.lanes, gt.h_samples, run_time, pred_mask, gt_mask, compat)
+    scores = tusimple_image_scores(
+        pred_lanes,
+        gt.lanes,
+        h_samples=gt.h_samples,
+        run_time=run_time,
+        preds_mask=pred_mask,
+        target_mask=gt_mask,
+        compat=compat,
+    )
     per_image = [
         {"raw_file": name, "accuracy": float(a), "fp": float(p), "fn": float(f)}
         for name, a, p, f in zip(gt.raw_files, scores["accuracy"], scores["fp"], scores["fn"], strict=True)

@@ -7,7 +7,7 @@ kinematic bicycle are those of :mod:`drivemetrics.lane.control` and :mod:`drivem
 
     PSLD(frame) = (1 / Tp) max_{1 <= t <= Tp} |x(t) - x_ref(t)|
 
-Reference ``x_ref`` (argument ``reference``):
+Reference ``x_ref`` (argument ``x_ref_source``):
 
 * ``"rollout"`` (default): the same closed loop driven by the ground-truth center at every step, compared
   index-wise, as ld-metric does (its ``y_GT``). A perfect detection scores exactly 0, whatever the controller's own
@@ -53,7 +53,7 @@ __all__ = [
     "smooth_psld",
 ]
 
-Reference = Literal["rollout", "center"]
+XRefSource = Literal["rollout", "center"]
 
 
 def _check_profiles(preds: Tensor, target: Tensor, z_samples: Tensor, values: bool = True) -> None:
@@ -104,10 +104,11 @@ def _check_horizon(horizon_frames: int) -> None:
 def psld_deviations(
     preds: Tensor,
     target: Tensor,
+    *,
     speed: Tensor | float,
     z_samples: Tensor | None = None,
     horizon_frames: int = 10,
-    reference: Reference = "rollout",
+    x_ref_source: XRefSource = "rollout",
     controller: LateralController | None = None,
     initial_steering: Tensor | None = None,
     validate_args: bool = True,
@@ -120,7 +121,7 @@ def psld_deviations(
         speed: ``(B,)`` or float, m/s (> 0).
         z_samples: ``(M,)`` metres, increasing; default :func:`default_z_samples`.
         horizon_frames: ``Tp`` (frames; default 10 = 0.5 s at 20 Hz; the paper's best for attacks is 5).
-        reference: ``"rollout"`` or ``"center"`` (module docstring).
+        x_ref_source: ``"rollout"`` or ``"center"`` (module docstring).
         controller: a lateral controller (default ``LinearMPC()`` with the RAV4 2017 vehicle); its ``params``
             define the vehicle.
         initial_steering: ``(B,)`` steering-wheel angle at the start, radians; default: the first command
@@ -141,12 +142,12 @@ def psld_deviations(
     z_samples = default_z_samples(preds.dtype, preds.device) if z_samples is None else z_samples.to(preds)
     _check_profiles(preds, target, z_samples, validate_args)
     _check_horizon(horizon_frames)
-    if reference not in ("rollout", "center"):
-        raise ValueError(f"`reference` must be 'rollout' or 'center', got {reference!r}")
+    if x_ref_source not in ("rollout", "center"):
+        raise ValueError(f"`x_ref_source` must be 'rollout' or 'center', got {x_ref_source!r}")
     controller = LinearMPC() if controller is None else controller
     v = _check_speed(speed, preds, validate_args)
     batch = preds.shape[0]
-    with_ref = reference == "rollout"
+    with_ref = x_ref_source == "rollout"
     first_path = torch.cat([preds, target]) if with_ref else preds
     road = torch.cat([target, target]) if with_ref else target
     speeds = torch.cat([v, v]) if with_ref else v
@@ -189,10 +190,11 @@ def _reduce(values: Tensor, reduction: str) -> Tensor:
 def psld(
     preds: Tensor,
     target: Tensor,
+    *,
     speed: Tensor | float,
     z_samples: Tensor | None = None,
     horizon_frames: int = 10,
-    reference: Reference = "rollout",
+    x_ref_source: XRefSource = "rollout",
     controller: LateralController | None = None,
     initial_steering: Tensor | None = None,
     reduction: str = "mean",
@@ -210,7 +212,15 @@ def psld(
         tensor(0.)
     """
     dev = psld_deviations(
-        preds, target, speed, z_samples, horizon_frames, reference, controller, initial_steering, validate_args
+        preds,
+        target,
+        speed=speed,
+        z_samples=z_samples,
+        horizon_frames=horizon_frames,
+        x_ref_source=x_ref_source,
+        controller=controller,
+        initial_steering=initial_steering,
+        validate_args=validate_args,
     )
     return _reduce(dev.abs().amax(1) / horizon_frames, reduction)
 
@@ -274,7 +284,7 @@ class PSLDLoss(nn.Module):
         input_type: InputType = "center",
         z_samples: Tensor | None = None,
         horizon_frames: int = 10,
-        reference: Reference = "rollout",
+        x_ref_source: XRefSource = "rollout",
         controller: LateralController | None = None,
         temperature: float = 0.02,
         abs_eps: float = 1e-3,
@@ -295,7 +305,7 @@ class PSLDLoss(nn.Module):
         _check_horizon(horizon_frames)
         self.input_type = input_type
         self.horizon_frames = int(horizon_frames)
-        self.reference = reference
+        self.x_ref_source = x_ref_source
         self.controller = LinearMPC() if controller is None else controller
         self.temperature = float(temperature)
         self.abs_eps = float(abs_eps)
@@ -336,9 +346,15 @@ class PSLDLoss(nn.Module):
         """The smooth PSLD (metres per step), reduced over frames."""
         center = self.center_profile(preds, image_from_road)
         dev = psld_deviations(
-            center, target, speed, self.z_samples.to(center.dtype), self.horizon_frames, self.reference,
-            self.controller, validate_args=self.validate_args,
-        )  # fmt: skip
+            center,
+            target,
+            speed=speed,
+            z_samples=self.z_samples.to(center.dtype),
+            horizon_frames=self.horizon_frames,
+            x_ref_source=self.x_ref_source,
+            controller=self.controller,
+            validate_args=self.validate_args,
+        )
         return _reduce(smooth_psld(dev, self.temperature, self.abs_eps), self.reduction)
 
 
@@ -350,7 +366,7 @@ class PSLD(Metric):
 
     Args:
         aggregate: ``"mean"`` or ``"max"``: what :meth:`compute` returns.
-        z_samples, horizon_frames, reference, controller: as :func:`psld`.
+        z_samples, horizon_frames, x_ref_source, controller: as :func:`psld`.
         validate_args: check values in ``update`` (finite, ``speed > 0``); ``False`` skips these host syncs.
 
     Examples:
@@ -380,7 +396,7 @@ class PSLD(Metric):
         aggregate: Literal["mean", "max"] = "mean",
         z_samples: Tensor | None = None,
         horizon_frames: int = 10,
-        reference: Reference = "rollout",
+        x_ref_source: XRefSource = "rollout",
         controller: LateralController | None = None,
         validate_args: bool = True,
         **kwargs: Any,
@@ -392,7 +408,7 @@ class PSLD(Metric):
         _check_horizon(horizon_frames)
         self.aggregate = aggregate
         self.horizon_frames = int(horizon_frames)
-        self.reference = reference
+        self.x_ref_source = x_ref_source
         self.controller = LinearMPC() if controller is None else controller
         self.register_buffer("z_samples", None if z_samples is None else z_samples.clone(), persistent=False)
         self.add_state("total", torch.tensor(0.0, dtype=torch.float64), dist_reduce_fx="sum")
@@ -403,9 +419,16 @@ class PSLD(Metric):
         """Add the frames of a batch of profiles ``(B, M)``."""
         z = None if self.z_samples is None else self.z_samples.to(preds)
         values = psld(
-            preds, target, speed, z, self.horizon_frames, self.reference, self.controller, reduction="none",
+            preds,
+            target,
+            speed=speed,
+            z_samples=z,
+            horizon_frames=self.horizon_frames,
+            x_ref_source=self.x_ref_source,
+            controller=self.controller,
+            reduction="none",
             validate_args=self.validate_args,
-        )  # fmt: skip
+        )
         self.total = self.total + values.sum().to(self.total.dtype)
         self.count = self.count + values.numel()
         self.peak = torch.maximum(self.peak, values.max().to(self.peak.dtype))

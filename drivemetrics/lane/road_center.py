@@ -26,6 +26,13 @@ from torch import Tensor
 
 from drivemetrics._internal.validation import check_finite, check_shape, check_tensor
 
+__all__ = [
+    "expected_center_from_anchors",
+    "expected_center_from_maps",
+    "expected_center_from_polynomials",
+    "road_center_attack_loss",
+]
+
 
 def _select_lanes(x: Tensor, lanes: Sequence[int] | None, name: str) -> Tensor:
     if lanes is None:

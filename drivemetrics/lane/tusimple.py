@@ -24,18 +24,32 @@ F1 is the harmonic mean of precision ``1 - FP`` and recall ``1 - FN`` of those a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import torch
 from torch import Tensor
-from torchmetrics import Metric
 
 from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.compute import f1_score
-from drivemetrics._internal.metric import DictFamilyLogCheck, add_config_state, plot_metric
+from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
 from drivemetrics._internal.validation import check_shape, check_tensor
 from drivemetrics.lane.geometry import lane_slot_mask
+
+__all__ = [
+    "MAX_RUN_TIME_MS",
+    "MISSING_VALUE",
+    "PIXEL_THRESHOLD",
+    "POINT_ACCURACY_THRESHOLD",
+    "TuSimpleAccuracy",
+    "TuSimpleF1Score",
+    "TuSimpleFalseNegatives",
+    "TuSimpleFalsePositives",
+    "TuSimpleMetrics",
+    "select_ego_lanes",
+    "tusimple_f1",
+    "tusimple_image_scores",
+    "tusimple_metrics",
+]
 
 PIXEL_THRESHOLD = 20.0
 POINT_ACCURACY_THRESHOLD = 0.85
@@ -78,6 +92,7 @@ def _gt_thresholds(gt_x: Tensor, ys: Tensor, sample_ok: Tensor, pixel_threshold:
 def tusimple_image_scores(
     preds: Tensor,
     target: Tensor,
+    *,
     h_samples: Tensor,
     run_time: Tensor | None = None,
     preds_mask: Tensor | None = None,
@@ -112,7 +127,7 @@ def tusimple_image_scores(
         >>> import torch
         >>> ys = torch.arange(160.0, 720.0, 10.0)  # (N,) rows, pixels
         >>> gt = torch.stack([400 - 0.3 * (ys - 160), 880 + 0.3 * (ys - 160)])[None]  # (B, L_gt, N) = (1, 2, 56)
-        >>> scores = tusimple_image_scores(gt + 5.0, gt, ys)  # every point 5 px off: within the 20 px threshold
+        >>> scores = tusimple_image_scores(gt + 5.0, gt, h_samples=ys)  # every point 5 px off: within 20 px
         >>> scores["accuracy"], scores["fp"], scores["fn"]
         (tensor([1.], dtype=torch.float64), tensor([0.], dtype=torch.float64), tensor([0.], dtype=torch.float64))
     """
@@ -234,6 +249,7 @@ def tusimple_f1(fp: Tensor | float, fn: Tensor | float) -> Tensor:
 def tusimple_metrics(
     preds: Tensor,
     target: Tensor,
+    *,
     h_samples: Tensor,
     run_time: Tensor | None = None,
     preds_mask: Tensor | None = None,
@@ -251,19 +267,28 @@ def tusimple_metrics(
     Examples:
         >>> ys = torch.arange(160.0, 720.0, 10.0)
         >>> gt = torch.stack([400 - 0.3 * (ys - 160), 880 + 0.3 * (ys - 160)])[None]  # 1 x 2 x 56
-        >>> out = tusimple_metrics(gt + 5.0, gt, ys)
+        >>> out = tusimple_metrics(gt + 5.0, gt, h_samples=ys)
         >>> [round(out[k].item(), 3) for k in ("accuracy", "fp", "fn", "f1")]
         [1.0, 0.0, 0.0, 1.0]
     """
     if ego_only:
         preds_mask = select_ego_lanes(preds, preds_mask, image_width)
         target_mask = select_ego_lanes(target, target_mask, image_width)
-    scores = tusimple_image_scores(preds, target, h_samples, run_time, preds_mask, target_mask, compat, pixel_threshold)
+    scores = tusimple_image_scores(
+        preds,
+        target,
+        h_samples=h_samples,
+        run_time=run_time,
+        preds_mask=preds_mask,
+        target_mask=target_mask,
+        compat=compat,
+        pixel_threshold=pixel_threshold,
+    )
     accuracy, fp, fn = scores["accuracy"].mean(), scores["fp"].mean(), scores["fn"].mean()
     return {"accuracy": accuracy, "fp": fp, "fn": fn, "f1": tusimple_f1(fp, fn)}
 
 
-class TuSimpleMetrics(DictFamilyLogCheck, Metric):
+class TuSimpleMetrics(MetricFamily):
     """TuSimple accuracy, FP, FN and F1 accumulated over batches (per-image averages, official rules).
 
     ``update(preds, target, h_samples, run_time=None, preds_mask=None, target_mask=None)`` takes the arguments of
@@ -335,7 +360,14 @@ class TuSimpleMetrics(DictFamilyLogCheck, Metric):
             preds_mask = select_ego_lanes(preds, preds_mask, self.image_width)
             target_mask = select_ego_lanes(target, target_mask, self.image_width)
         scores = tusimple_image_scores(
-            preds, target, h_samples, run_time, preds_mask, target_mask, self.compat, self.pixel_threshold
+            preds,
+            target,
+            h_samples=h_samples,
+            run_time=run_time,
+            preds_mask=preds_mask,
+            target_mask=target_mask,
+            compat=self.compat,
+            pixel_threshold=self.pixel_threshold,
         )
         self.sum_accuracy = self.sum_accuracy + scores["accuracy"].sum()
         self.sum_fp = self.sum_fp + scores["fp"].sum()
@@ -348,12 +380,8 @@ class TuSimpleMetrics(DictFamilyLogCheck, Metric):
         fp, fn = self.sum_fp / n, self.sum_fn / n
         return {"accuracy": self.sum_accuracy / n, "fp": fp, "fn": fn, "f1": tusimple_f1(fp, fn).to(fp.device)}
 
-    def plot(self, val: dict[str, Tensor] | Sequence[dict[str, Tensor]] | None = None, ax: Any = None) -> Any:
-        """Plot the four values (or their sequence over epochs) with matplotlib; returns ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
 
-
-class TuSimpleAccuracy(TuSimpleMetrics):
+class TuSimpleAccuracy(ScalarMetric, TuSimpleMetrics):
     """TuSimple accuracy (mean per-image fraction of matched points), a scalar for ``self.log``.
 
     Shares the states of :class:`TuSimpleMetrics` (same arguments), so a ``MetricCollection`` of the TuSimple
@@ -369,27 +397,10 @@ class TuSimpleAccuracy(TuSimpleMetrics):
     """
 
     higher_is_better = True
-
-    def __init__(
-        self,
-        ego_only: bool = False,
-        image_width: float = 1280.0,
-        compat: Compat = "default",
-        pixel_threshold: float = PIXEL_THRESHOLD,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(ego_only, image_width, compat, pixel_threshold, **kwargs)
-
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """Accuracy over all images seen (0-d float64; NaN before any update)."""
-        return super().compute()["accuracy"]
-
-    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
-        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
+    key = "accuracy"
 
 
-class TuSimpleFalsePositives(TuSimpleMetrics):
+class TuSimpleFalsePositives(ScalarMetric, TuSimpleMetrics):
     """TuSimple FP rate (mean per-image fraction of unmatched predicted lanes), a scalar for ``self.log``.
 
     Shares the states of :class:`TuSimpleMetrics` (same arguments), so a ``MetricCollection`` of the TuSimple
@@ -405,27 +416,10 @@ class TuSimpleFalsePositives(TuSimpleMetrics):
     """
 
     higher_is_better = False
-
-    def __init__(
-        self,
-        ego_only: bool = False,
-        image_width: float = 1280.0,
-        compat: Compat = "default",
-        pixel_threshold: float = PIXEL_THRESHOLD,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(ego_only, image_width, compat, pixel_threshold, **kwargs)
-
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """FP rate over all images seen (0-d float64; NaN before any update)."""
-        return super().compute()["fp"]
-
-    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
-        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
+    key = "fp"
 
 
-class TuSimpleFalseNegatives(TuSimpleMetrics):
+class TuSimpleFalseNegatives(ScalarMetric, TuSimpleMetrics):
     """TuSimple FN rate (mean per-image fraction of missed ground-truth lanes), a scalar for ``self.log``.
 
     Shares the states of :class:`TuSimpleMetrics` (same arguments), so a ``MetricCollection`` of the TuSimple
@@ -441,27 +435,10 @@ class TuSimpleFalseNegatives(TuSimpleMetrics):
     """
 
     higher_is_better = False
-
-    def __init__(
-        self,
-        ego_only: bool = False,
-        image_width: float = 1280.0,
-        compat: Compat = "default",
-        pixel_threshold: float = PIXEL_THRESHOLD,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(ego_only, image_width, compat, pixel_threshold, **kwargs)
-
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """FN rate over all images seen (0-d float64; NaN before any update)."""
-        return super().compute()["fn"]
-
-    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
-        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
+    key = "fn"
 
 
-class TuSimpleF1Score(TuSimpleMetrics):
+class TuSimpleF1Score(ScalarMetric, TuSimpleMetrics):
     """TuSimple F1 from the mean FP and FN rates (:func:`tusimple_f1`), a scalar for ``self.log``.
 
     Shares the states of :class:`TuSimpleMetrics` (same arguments), so a ``MetricCollection`` of the TuSimple
@@ -477,21 +454,4 @@ class TuSimpleF1Score(TuSimpleMetrics):
     """
 
     higher_is_better = True
-
-    def __init__(
-        self,
-        ego_only: bool = False,
-        image_width: float = 1280.0,
-        compat: Compat = "default",
-        pixel_threshold: float = PIXEL_THRESHOLD,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(ego_only, image_width, compat, pixel_threshold, **kwargs)
-
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """F1 over all images seen (0-d float64; NaN before any update)."""
-        return super().compute()["f1"]
-
-    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
-        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
+    key = "f1"

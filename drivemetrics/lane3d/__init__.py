@@ -10,7 +10,8 @@ Coordinates: the evaluator's ground frame, metres, x right, y forward, z up, ori
 
 from drivemetrics._internal.lazy import lazy_exports
 
-_EXPORTS = {
+#: Metric and loss classes, exported by ``drivemetrics`` too (its stub: python -m drivemetrics._internal.stubs).
+_METRICS = {
     "OpenLane3DCategoryAccuracy": "drivemetrics.lane3d.openlane",
     "OpenLane3DFScore": "drivemetrics.lane3d.openlane",
     "OpenLane3DMetrics": "drivemetrics.lane3d.openlane",
@@ -21,6 +22,7 @@ _EXPORTS = {
     "OpenLane3DZErrorClose": "drivemetrics.lane3d.openlane",
     "OpenLane3DZErrorFar": "drivemetrics.lane3d.openlane",
 }
+_EXPORTS = {**_METRICS}
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 __all__ = sorted(_EXPORTS)

@@ -6,7 +6,16 @@ import argparse
 import json
 import math
 
-from drivemetrics._internal.options import add_compat, add_device, add_workers, resolve_workers
+from drivemetrics._internal.options import (
+    add_compat,
+    add_device,
+    add_input,
+    add_no_progress,
+    add_workers,
+    progress_setting,
+)
+
+__all__ = ["TABLE", "register"]
 
 #: Rows of the printed table (the official printout's order).
 TABLE = (
@@ -38,9 +47,9 @@ def _openlane3d_eval(args: argparse.Namespace) -> int:
         args.pred,
         args.list,
         compat=args.compat,
-        workers=resolve_workers(args.workers),
+        workers=args.workers,
         device=args.device,
-        progress=None,
+        progress=progress_setting(args),
     )
     if not current_shard().is_main:  # torchrun: rank 0 reports
         return 0
@@ -75,11 +84,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "Under torchrun each rank reads and scores its shard of the frames; rank 0 reports."
         ),
     )
-    parser.add_argument("--gt", required=True, metavar="DIR", help="annotation folder (lane3d_1000 layout)")
-    parser.add_argument("--pred", required=True, metavar="DIR", help="prediction folder, same layout")
-    parser.add_argument("--list", required=True, metavar="FILE", help="test list, one image path per line")
+    add_input(parser, "--gt", "folder", required=True, metavar="DIR", help="annotation folder (lane3d_1000 layout)")
+    add_input(parser, "--pred", "folder", required=True, metavar="DIR", help="prediction folder, same layout")
+    add_input(parser, "--list", "file", required=True, metavar="FILE", help="test list, one image path per line")
     add_compat(parser, "OpenLane's eval_3D_lane.py (commit 8a0ce6b), quirks included")
     parser.add_argument("--json", default=None, metavar="OUT", help="also write metrics and per-frame values to OUT")
-    add_workers(parser, "processes reading the JSON files")
+    add_workers(parser, "processes reading and scoring chunks of 256 frames", auto=True)
     add_device(parser, "torch device of the kernels")
+    add_no_progress(parser)
     parser.set_defaults(func=_openlane3d_eval, sharded=True)

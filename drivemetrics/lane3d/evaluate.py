@@ -17,7 +17,7 @@ from torch import Tensor
 
 from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.distributed import bytes_to_strings, current_shard, strings_to_bytes
-from drivemetrics._internal.pool import map_in_processes
+from drivemetrics._internal.pool import check_workers_or_auto, map_in_processes
 from drivemetrics._internal.progress import progress_bar
 from drivemetrics._internal.ragged import RaggedRows
 from drivemetrics.lane3d.io import Lane3DFrame, read_openlane_gt, read_openlane_pred, read_test_list
@@ -182,7 +182,7 @@ def evaluate_openlane3d_files(
     pred_dir: str | Path,
     test_list: str | Path,
     compat: Compat = "default",
-    workers: int = 1,
+    workers: int | None = 1,
     device: torch.device | str = "cpu",
     progress: bool | None = False,
 ) -> dict[str, Any]:
@@ -190,9 +190,10 @@ def evaluate_openlane3d_files(
 
     Each line ``L`` names ``gt_dir/L'`` and ``pred_dir/L'`` with ``L' = L.replace("jpg", "json")``. Frames are read
     and scored in chunks of :data:`CHUNK_FRAMES` (by ``workers`` processes from :data:`MIN_FRAMES_FOR_PROCESSES`
-    frames on); a prediction is paired by its ``file_path`` with an annotation of its chunk (normally the one of its
-    own line). Under torchrun each rank reads and scores only its shard of the frames. Returns the dict of
-    :func:`evaluate_openlane3d_frames`.
+    frames on; ``workers=None``: a pool only where the measured time of the first chunks says it pays, see
+    :func:`~drivemetrics._internal.pool.map_in_processes`); a prediction is paired by its ``file_path`` with an
+    annotation of its chunk (normally the one of its own line). Under torchrun each rank reads and scores only its
+    shard of the frames. Returns the dict of :func:`evaluate_openlane3d_frames`.
 
     Examples:
         >>> import json, os, tempfile
@@ -217,7 +218,11 @@ def evaluate_openlane3d_files(
     ]
     jobs = [(files[start : start + CHUNK_FRAMES], compat, str(device)) for start in range(0, len(files), CHUNK_FRAMES)]
     # a worker process costs a second or more to start (it imports torch): worth it from a few chunks on
-    workers = 1 if len(files) < MIN_FRAMES_FOR_PROCESSES else min(workers, len(jobs))
+    workers = check_workers_or_auto(workers)
+    if len(files) < MIN_FRAMES_FOR_PROCESSES:
+        workers = 1
+    elif workers is not None:
+        workers = min(workers, len(jobs))
     rows: list[dict[str, Any]] = []
     with progress_bar(len(files), "openlane3d-eval", "frames", progress) as bar:
         for part in map_in_processes(_score_files, jobs, workers):

@@ -30,16 +30,14 @@ mode fixes five of its rules (see the docs page "3D lanes (OpenLane)"):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor
-from torchmetrics import Metric
 
 from drivemetrics._internal.compat import Compat, check_compat
-from drivemetrics._internal.metric import DictFamilyLogCheck, add_config_state, plot_metric
+from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
 
 __all__ = [
     "CLOSE_SAMPLES",
@@ -204,7 +202,8 @@ def openlane3d_pair_matrices(
     Returns:
         ``cost`` ``(B, G, P)`` float64; ``num_match`` ``(B, G, P)`` long (both visible and closer than 1.5 m);
         ``errors`` ``(B, G, P, 4)`` float64: mean |dx| close, far, mean |dz| close, far over the samples where
-        both are visible, ``-1`` where there are none.
+        both are visible, ``-1`` where there are none (``"reference"``: NaN when a lane has a non-finite resampled
+        value at a sample it does not show, as the tool).
 
     Examples:
         >>> import torch
@@ -222,20 +221,20 @@ def openlane3d_pair_matrices(
     dx = (target["x"][:, :, None] - preds["x"][:, None]).abs()
     dz = (target["z"][:, :, None] - preds["z"][:, None]).abs()
     both = gv & pv
-    one = gv ^ pv
-    dist = torch.sqrt(dx**2 + dz**2)
-    dist = torch.where(both, dist, torch.where(one, DIST_THRESHOLD, 0.0))
-    cost = dist.sum(-1)
+    one_sided = (gv ^ pv).sum(-1)
+    dist = torch.sqrt(dx * dx + dz * dz)
+    cost = torch.where(both, dist, 0.0).sum(-1) + DIST_THRESHOLD * one_sided  # 0 where neither is visible
     if reference:
         cost = torch.where((cost > 0) & (cost < 1), torch.ones_like(cost), torch.floor(cost))
     num_match = (both & (dist < DIST_THRESHOLD)).sum(-1)
     errors = []
+    counts = [both[..., :CLOSE_SAMPLES].sum(-1), both[..., CLOSE_SAMPLES:].sum(-1)]
     for values in (dx, dz):
-        for part in (slice(None, CLOSE_SAMPLES), slice(CLOSE_SAMPLES, None)):
-            mask = both[..., part]
-            n = mask.sum(-1)
-            total = torch.where(mask, values[..., part], 0.0).sum(-1)
-            errors.append(torch.where(n > 0, total / n.clamp(min=1), -1.0))
+        # the tool multiplies by the mask: a non-finite value at a sample either lane does not show (a lane with
+        # repeated y resamples to NaN / inf beyond its ends) makes the error NaN, and the pooled means skip it
+        values = values * both if reference else torch.where(both, values, 0.0)
+        for n, part in zip(counts, (values[..., :CLOSE_SAMPLES], values[..., CLOSE_SAMPLES:]), strict=True):
+            errors.append(torch.where(n > 0, part.sum(-1) / n.clamp(min=1), -1.0))
     x_close, x_far, z_close, z_far = errors
     return {"cost": cost, "num_match": num_match, "errors": torch.stack([x_close, x_far, z_close, z_far], -1)}
 
@@ -446,7 +445,7 @@ def openlane3d_scores(counts: Tensor, error_sums: Tensor, error_counts: Tensor) 
 # Metric family
 
 
-class OpenLane3DMetrics(DictFamilyLogCheck, Metric):
+class OpenLane3DMetrics(MetricFamily):
     """OpenLane 3D lane scores accumulated over batches: sum-reduced counts and error sums.
 
     ``update(preds, preds_category, target, target_category, preds_lengths=None, target_lengths=None,
@@ -508,6 +507,7 @@ class OpenLane3DMetrics(DictFamilyLogCheck, Metric):
             target_visibility,
             self.compat,
         )
+        # out of place: under ddp_spawn the states may share memory with other processes
         self.counts = self.counts + out["counts"].sum(0).to(self.counts.device)
         self.error_sums = self.error_sums + out["error_sums"].sum(0).to(self.error_sums.device)
         self.error_counts = self.error_counts + out["error_counts"].sum(0).to(self.error_counts.device)
@@ -516,32 +516,11 @@ class OpenLane3DMetrics(DictFamilyLogCheck, Metric):
         """The scores and counts of :func:`openlane3d_scores` from the accumulated totals."""
         return openlane3d_scores(self.counts, self.error_sums, self.error_counts)
 
-    def plot(self, val: dict[str, Tensor] | list[dict[str, Tensor]] | None = None, ax: Any = None) -> Any:
-        """Plot the scores (or their sequence over epochs) with matplotlib; ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
-
 
 # Scalar classes for ``self.log``: they share OpenLane3DMetrics' states, so a MetricCollection of them counts once.
 
 
-class _OpenLane3DScalar(OpenLane3DMetrics):
-    """One value of :class:`OpenLane3DMetrics` (the key ``_key``)."""
-
-    _key = "f_score"
-
-    def __init__(self, compat: Compat = "default", **kwargs: Any) -> None:
-        super().__init__(compat, **kwargs)
-
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """The value from the accumulated totals (0-d float64)."""
-        return super().compute()[self._key]
-
-    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
-        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
-
-
-class OpenLane3DFScore(_OpenLane3DScalar):
+class OpenLane3DFScore(ScalarMetric, OpenLane3DMetrics):
     """OpenLane F-score ``2PR / (P + R)`` over all frames seen (arguments as :class:`OpenLane3DMetrics`).
 
     Examples:
@@ -553,10 +532,10 @@ class OpenLane3DFScore(_OpenLane3DScalar):
         1.0
     """
 
-    _key = "f_score"
+    key = "f_score"
 
 
-class OpenLane3DRecall(_OpenLane3DScalar):
+class OpenLane3DRecall(ScalarMetric, OpenLane3DMetrics):
     """OpenLane recall: GT lanes with 75 % of their samples matched / GT lanes.
 
     Arguments as :class:`OpenLane3DMetrics`.
@@ -570,10 +549,10 @@ class OpenLane3DRecall(_OpenLane3DScalar):
         0.0
     """
 
-    _key = "recall"
+    key = "recall"
 
 
-class OpenLane3DPrecision(_OpenLane3DScalar):
+class OpenLane3DPrecision(ScalarMetric, OpenLane3DMetrics):
     """OpenLane precision: predicted lanes with 75 % of their samples matched / predicted lanes.
 
     Arguments as :class:`OpenLane3DMetrics`.
@@ -587,10 +566,10 @@ class OpenLane3DPrecision(_OpenLane3DScalar):
         1.0
     """
 
-    _key = "precision"
+    key = "precision"
 
 
-class OpenLane3DCategoryAccuracy(_OpenLane3DScalar):
+class OpenLane3DCategoryAccuracy(ScalarMetric, OpenLane3DMetrics):
     """OpenLane category accuracy over the counted pairs (arguments as :class:`OpenLane3DMetrics`).
 
     Examples:
@@ -602,10 +581,10 @@ class OpenLane3DCategoryAccuracy(_OpenLane3DScalar):
         0.0
     """
 
-    _key = "category_accuracy"
+    key = "category_accuracy"
 
 
-class OpenLane3DXErrorClose(_OpenLane3DScalar):
+class OpenLane3DXErrorClose(ScalarMetric, OpenLane3DMetrics):
     """Mean lateral error of the counted pairs, y <= 40 m, metres (arguments as :class:`OpenLane3DMetrics`).
 
     Examples:
@@ -617,12 +596,12 @@ class OpenLane3DXErrorClose(_OpenLane3DScalar):
         0.25
     """
 
-    _key = "x_error_close"
     higher_is_better = False
     plot_upper_bound = None
+    key = "x_error_close"
 
 
-class OpenLane3DXErrorFar(_OpenLane3DScalar):
+class OpenLane3DXErrorFar(ScalarMetric, OpenLane3DMetrics):
     """Mean lateral error of the counted pairs, y > 40 m, metres (arguments as :class:`OpenLane3DMetrics`).
 
     Examples:
@@ -634,12 +613,12 @@ class OpenLane3DXErrorFar(_OpenLane3DScalar):
         0.5
     """
 
-    _key = "x_error_far"
     higher_is_better = False
     plot_upper_bound = None
+    key = "x_error_far"
 
 
-class OpenLane3DZErrorClose(_OpenLane3DScalar):
+class OpenLane3DZErrorClose(ScalarMetric, OpenLane3DMetrics):
     """Mean height error of the counted pairs, y <= 40 m, metres (arguments as :class:`OpenLane3DMetrics`).
 
     Examples:
@@ -651,12 +630,12 @@ class OpenLane3DZErrorClose(_OpenLane3DScalar):
         0.25
     """
 
-    _key = "z_error_close"
     higher_is_better = False
     plot_upper_bound = None
+    key = "z_error_close"
 
 
-class OpenLane3DZErrorFar(_OpenLane3DScalar):
+class OpenLane3DZErrorFar(ScalarMetric, OpenLane3DMetrics):
     """Mean height error of the counted pairs, y > 40 m, metres (arguments as :class:`OpenLane3DMetrics`).
 
     Examples:
@@ -668,6 +647,6 @@ class OpenLane3DZErrorFar(_OpenLane3DScalar):
         0.5
     """
 
-    _key = "z_error_far"
     higher_is_better = False
     plot_upper_bound = None
+    key = "z_error_far"

@@ -12,21 +12,25 @@ classes; the kernels are in :mod:`drivemetrics.functional` and in their modules.
 
 from drivemetrics._internal.lazy import lazy_exports
 
-_EXPORTS = {
-    "LaneArrays": "drivemetrics.lanegraph.geometry",
+#: Metric and loss classes, exported by ``drivemetrics`` too (its stub: python -m drivemetrics._internal.stubs).
+_METRICS = {
     "LaneGraphAPLS": "drivemetrics.lanegraph.lanegraph",
     "LaneGraphGeoPrecision": "drivemetrics.lanegraph.lanegraph",
     "LaneGraphGeoRecall": "drivemetrics.lanegraph.lanegraph",
     "LaneGraphIoU": "drivemetrics.lanegraph.lanegraph",
     "LaneGraphMetrics": "drivemetrics.lanegraph.lanegraph",
     "LaneGraphPlanningMED": "drivemetrics.lanegraph.planning",
-    "LaneGraphPlanningMetrics": "drivemetrics.lanegraph.planning",
     "LaneGraphPlanningMMD": "drivemetrics.lanegraph.planning",
+    "LaneGraphPlanningMetrics": "drivemetrics.lanegraph.planning",
     "LaneGraphPlanningSuccessRate": "drivemetrics.lanegraph.planning",
     "LaneGraphSDA20": "drivemetrics.lanegraph.lanegraph",
     "LaneGraphSDA50": "drivemetrics.lanegraph.lanegraph",
     "LaneGraphTopoPrecision": "drivemetrics.lanegraph.lanegraph",
     "LaneGraphTopoRecall": "drivemetrics.lanegraph.lanegraph",
+}
+_EXPORTS = {
+    **_METRICS,
+    "LaneArrays": "drivemetrics.lanegraph.geometry",
 }
 
 __all__ = sorted(_EXPORTS)

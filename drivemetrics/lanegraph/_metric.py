@@ -11,15 +11,14 @@ from typing import Any
 import networkx as nx
 import torch
 from torch import Tensor
-from torchmetrics import Metric
 
-from drivemetrics._internal.metric import DictFamilyLogCheck
+from drivemetrics._internal.metric import MetricFamily
 from drivemetrics.roadnet.geometry import graph_pairs
 
 __all__ = ["PerSampleMean"]
 
 
-class PerSampleMean(DictFamilyLogCheck, Metric):
+class PerSampleMean(MetricFamily):
     """Sum and count of the defined per-sample values of ``_keys`` (sum-reduced states)."""
 
     is_differentiable = False
@@ -54,7 +53,3 @@ class PerSampleMean(DictFamilyLogCheck, Metric):
     def compute(self) -> dict[str, Tensor]:
         """Mean of every metric over the samples (NaN ignored)."""
         return self._means()
-
-    def plot(self, val: Any = None, ax: Any = None) -> Any:
-        """Plot a value (or a sequence of values) of the metric, torchmetrics style; returns ``(fig, ax)``."""
-        return self._plot(val, ax)

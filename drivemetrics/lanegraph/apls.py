@@ -9,6 +9,7 @@ import numpy as np
 from scipy.sparse.csgraph import dijkstra
 from torch import Tensor
 
+from drivemetrics._internal.compat import check_compat
 from drivemetrics.lanegraph.geometry import (
     APLS_MIN_PATH_M,
     APLS_REFERENCE_MAX_NODES,
@@ -19,10 +20,11 @@ from drivemetrics.lanegraph.geometry import (
     _arrays,
     _length_graph,
     as_scalar,
-    check_compat,
 )
 from drivemetrics.roadnet.geometry import index_in_group
 from drivemetrics.roadnet.path_similarity import apls_scores, path_differences
+
+__all__ = ["lanegraph_apls"]
 
 # ---------------------------------------------------------------------------------------------------------------
 # APLS
@@ -196,7 +198,7 @@ def _apls_reference(pred: LaneArrays, gt: LaneArrays) -> float:
 
 
 def lanegraph_apls(
-    preds: nx.DiGraph, target: nx.DiGraph, compat: str = "default", max_sources: int | None = 500, seed: int = 0
+    preds: nx.DiGraph, target: nx.DiGraph, *, compat: str = "default", max_sources: int | None = 500, seed: int = 0
 ) -> Tensor:
     """APLS with the UrbanLaneGraph parameters (0.15 m/px, 5 m snapping, 20 m minimum path, harmonic mean).
 
@@ -214,7 +216,7 @@ def lanegraph_apls(
         >>> lanegraph_apls(g, g)
         tensor(1., dtype=torch.float64)
     """
-    compat = check_compat(compat)
+    check_compat(compat)
     pred, gt = _arrays(preds, "preds"), _arrays(target, "target")
     if compat == "reference":
         return as_scalar(_apls_reference(pred, gt))

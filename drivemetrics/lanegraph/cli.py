@@ -6,6 +6,8 @@ import argparse
 
 from drivemetrics._internal.options import add_input, add_no_progress, add_workers, progress_setting
 
+__all__ = ["register"]
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the lane-graph subcommand."""

@@ -33,13 +33,14 @@ import numpy as np
 import torch
 from scipy.spatial import cKDTree
 
+from drivemetrics._internal.compat import check_compat
 from drivemetrics._internal.distributed import Shard, current_shard
 from drivemetrics._internal.files import atomic_write_text, check_output_path
 from drivemetrics._internal.limits import check_coordinates, check_graph_extent, check_graph_size
 from drivemetrics._internal.pool import check_workers_or_auto, map_in_processes
 from drivemetrics._internal.progress import progress_bar
 from drivemetrics._internal.ragged import RaggedRows
-from drivemetrics.lanegraph.geometry import LANE_METRICS, PLANNING_METRICS, check_compat, lane_arrays
+from drivemetrics.lanegraph.geometry import LANE_METRICS, PLANNING_METRICS, lane_arrays
 from drivemetrics.lanegraph.lanegraph import lanegraph_pair_values, missing_sample_values
 from drivemetrics.lanegraph.planning import ReferencePlanningRandom, planning_values
 from drivemetrics.roadnet.io import node_positions, short_repr
@@ -191,7 +192,7 @@ def evaluate_submission(
     one only where the measured time of the first samples says it pays (results do not depend on it;
     reference-mode planning always runs in order, its random streams run through the samples).
     """
-    compat = check_compat(compat)
+    check_compat(compat)
     if task not in TASKS:
         raise ValueError(f"`task` must be one of {TASKS}, got {task!r}")
     workers = check_workers_or_auto(workers)

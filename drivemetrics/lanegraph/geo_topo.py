@@ -11,6 +11,7 @@ from scipy.sparse.csgraph import dijkstra
 from scipy.spatial import cKDTree
 from torch import Tensor
 
+from drivemetrics._internal.compat import check_compat
 from drivemetrics.lanegraph.geometry import (
     INTERP_SPACING,
     MATCH_DIST,
@@ -21,10 +22,11 @@ from drivemetrics.lanegraph.geometry import (
     _arrays,
     _length_graph,
     as_scalars,
-    check_compat,
 )
 from drivemetrics.lanegraph.reference import reference_pair_order
 from drivemetrics.roadnet.geometry import index_in_group
+
+__all__ = ["geo_topo", "greedy_matching"]
 
 # ---------------------------------------------------------------------------------------------------------------
 # greedy matching (shared by GEO and TOPO)
@@ -394,7 +396,7 @@ def _geo_topo_reference(pred: LaneArrays, gt: LaneArrays) -> dict[str, float]:
     }
 
 
-def geo_topo(preds: nx.DiGraph, target: nx.DiGraph, compat: str = "default") -> dict[str, Tensor]:
+def geo_topo(preds: nx.DiGraph, target: nx.DiGraph, *, compat: str = "default") -> dict[str, Tensor]:
     """GEO and TOPO precision / recall of a predicted lane graph (see the module doc).
 
     Returns ``{"geo_precision", "geo_recall", "topo_precision", "topo_recall"}`` (0-d float64 tensors in [0, 1]).
@@ -413,7 +415,7 @@ def geo_topo(preds: nx.DiGraph, target: nx.DiGraph, compat: str = "default") -> 
         >>> {k: round(float(v), 3) for k, v in geo_topo(h, g).items()}
         {'geo_precision': 0.51, 'geo_recall': 0.51, 'topo_precision': 0.26, 'topo_recall': 0.26}
     """
-    compat = check_compat(compat)
+    check_compat(compat)
     pred, gt = _arrays(preds, "preds"), _arrays(target, "target")
     values = _geo_topo_reference(pred, gt) if compat == "reference" else _geo_topo_default(pred, gt)
     return as_scalars(values)

@@ -12,9 +12,28 @@ import networkx as nx
 import numpy as np
 from scipy.sparse import csr_matrix
 
-from drivemetrics._internal.compat import check_compat as shared_check_compat
 from drivemetrics.roadnet.io import node_positions
 from drivemetrics.roadnet.path_similarity import PARAMETER_SETS
+
+__all__ = [
+    "APLS_MIN_PATH_M",
+    "APLS_REFERENCE_MAX_NODES",
+    "APLS_SNAP_M",
+    "APLS_SPACING_M",
+    "INTERP_SPACING",
+    "LANE_METRICS",
+    "MATCH_DIST",
+    "METRES_PER_PX",
+    "PLANNING_FAIL",
+    "PLANNING_METRICS",
+    "REFERENCE_CLIP",
+    "TOPO_RADIUS",
+    "TOPO_SEED_EVERY",
+    "LaneArrays",
+    "as_scalar",
+    "as_scalars",
+    "lane_arrays",
+]
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -33,12 +52,6 @@ APLS_MIN_PATH_M = PARAMETER_SETS["urbanlanegraph"]["min_path_length"]  # 20 m
 APLS_SPACING_M = PARAMETER_SETS["urbanlanegraph"]["control_spacing"]  # 10 m
 APLS_REFERENCE_MAX_NODES = 2000  # the evaluator's sampled path (broken on Python >= 3.11) from this GT size
 PLANNING_FAIL = 5000.0  # px, MMD / MED of a failed plan
-
-
-def check_compat(compat: str) -> str:
-    """``compat`` after the library's one check (``"default"`` or ``"reference"``; ``ValueError`` otherwise)."""
-    shared_check_compat(compat)
-    return compat
 
 
 @dataclass(frozen=True)

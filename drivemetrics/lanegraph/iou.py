@@ -8,9 +8,12 @@ import networkx as nx
 import numpy as np
 from torch import Tensor
 
-from drivemetrics.lanegraph.geometry import LaneArrays, _arrays, as_scalar, check_compat
+from drivemetrics._internal.compat import check_compat
+from drivemetrics.lanegraph.geometry import LaneArrays, _arrays, as_scalar
 from drivemetrics.lanegraph.reference import opencv_graph_iou
 from drivemetrics.roadnet.geometry import index_in_group
+
+__all__ = ["graph_iou"]
 
 # ---------------------------------------------------------------------------------------------------------------
 # graph IoU
@@ -78,6 +81,7 @@ def _raster_keys(
 def graph_iou(
     preds: nx.DiGraph,
     target: nx.DiGraph,
+    *,
     area_size: tuple[int, int] = (256, 256),
     lane_width: float = 10.0,
     compat: str = "default",
@@ -110,7 +114,7 @@ def graph_iou(
         >>> round(float(graph_iou(h, g)), 4)
         0.3645
     """
-    compat = check_compat(compat)
+    check_compat(compat)
     pred, gt = _arrays(preds, "preds"), _arrays(target, "target")
     radius = lane_width / 2.0
     if compat == "reference":

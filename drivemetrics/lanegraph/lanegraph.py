@@ -55,13 +55,29 @@ from typing import Any
 import networkx as nx
 from torch import Tensor
 
-from drivemetrics._internal.metric import add_config_state
+from drivemetrics._internal.compat import check_compat
+from drivemetrics._internal.metric import ScalarMetric, add_config_state
 from drivemetrics.lanegraph._metric import PerSampleMean
 from drivemetrics.lanegraph.apls import lanegraph_apls
 from drivemetrics.lanegraph.geo_topo import geo_topo
-from drivemetrics.lanegraph.geometry import LANE_METRICS, PLANNING_METRICS, as_scalars, check_compat, lane_arrays
+from drivemetrics.lanegraph.geometry import LANE_METRICS, PLANNING_METRICS, as_scalars, lane_arrays
 from drivemetrics.lanegraph.iou import graph_iou
 from drivemetrics.lanegraph.sda import sda
+
+__all__ = [
+    "LaneGraphAPLS",
+    "LaneGraphGeoPrecision",
+    "LaneGraphGeoRecall",
+    "LaneGraphIoU",
+    "LaneGraphMetrics",
+    "LaneGraphSDA20",
+    "LaneGraphSDA50",
+    "LaneGraphTopoPrecision",
+    "LaneGraphTopoRecall",
+    "evaluate_lanegraph_pair",
+    "lanegraph_pair_values",
+    "missing_sample_values",
+]
 
 # ---------------------------------------------------------------------------------------------------------------
 # one sample
@@ -70,6 +86,7 @@ from drivemetrics.lanegraph.sda import sda
 def evaluate_lanegraph_pair(
     preds: nx.DiGraph,
     target: nx.DiGraph,
+    *,
     task: str = "successor",
     compat: str = "default",
     apls_max_sources: int | None = 500,
@@ -119,15 +136,15 @@ def lanegraph_pair_values(
         >>> lanegraph_pair_values(g, g)["topo_recall"]
         1.0
     """
-    compat = check_compat(compat)
+    check_compat(compat)
     if task not in ("successor", "full"):
         raise ValueError(f"`task` must be 'successor' or 'full' here, got {task!r} (planning: use planning())")
     pred, gt = lane_arrays(preds, "preds"), lane_arrays(target, "target")
     area = (256, 256) if task == "successor" else (5000, 5000)
-    out = {"sda20": sda(pred, gt, 20.0), "sda50": sda(pred, gt, 50.0)}
-    out["iou"] = graph_iou(pred, gt, area, 10.0, compat)
-    out["apls"] = lanegraph_apls(pred, gt, compat, apls_max_sources, seed)
-    out.update(geo_topo(pred, gt, compat))
+    out = {"sda20": sda(pred, gt, threshold=20.0), "sda50": sda(pred, gt, threshold=50.0)}
+    out["iou"] = graph_iou(pred, gt, area_size=area, lane_width=10.0, compat=compat)
+    out["apls"] = lanegraph_apls(pred, gt, compat=compat, max_sources=apls_max_sources, seed=seed)
+    out.update(geo_topo(pred, gt, compat=compat))
     if compat == "reference" and task == "successor":
         out["geo_precision"] = out["topo_precision"]
     if compat == "reference" and task == "full":  # the evaluator does not report SDA for full tiles
@@ -170,7 +187,8 @@ class LaneGraphMetrics(PerSampleMean):
         if task not in ("successor", "full"):
             raise ValueError(f"`task` must be 'successor' or 'full', got {task!r}")
         self.task = task
-        self.compat = check_compat(compat)
+        check_compat(compat)
+        self.compat = compat
         # the options change the per-sample values summed in update: differently configured metrics must not share
         # a MetricCollection compute group (which they would after a first batch scoring the same)
         add_config_state(self, ("LaneGraphMetrics", task, self.compat))
@@ -179,7 +197,7 @@ class LaneGraphMetrics(PerSampleMean):
         return lanegraph_pair_values(pred, gt, self.task, self.compat)
 
 
-class LaneGraphTopoPrecision(LaneGraphMetrics):
+class LaneGraphTopoPrecision(ScalarMetric, LaneGraphMetrics):
     """TOPO precision (the ``'topo_precision'`` value of :class:`LaneGraphMetrics`; same arguments and states).
 
     Examples:
@@ -194,12 +212,10 @@ class LaneGraphTopoPrecision(LaneGraphMetrics):
         0.5017
     """
 
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """Mean of ``topo_precision`` over the samples (NaN ignored)."""
-        return self._means()["topo_precision"]
+    key = "topo_precision"
 
 
-class LaneGraphTopoRecall(LaneGraphMetrics):
+class LaneGraphTopoRecall(ScalarMetric, LaneGraphMetrics):
     """TOPO recall (the ``'topo_recall'`` value of :class:`LaneGraphMetrics`; same arguments and states).
 
     Examples:
@@ -214,12 +230,10 @@ class LaneGraphTopoRecall(LaneGraphMetrics):
         0.4174
     """
 
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """Mean of ``topo_recall`` over the samples (NaN ignored)."""
-        return self._means()["topo_recall"]
+    key = "topo_recall"
 
 
-class LaneGraphGeoPrecision(LaneGraphMetrics):
+class LaneGraphGeoPrecision(ScalarMetric, LaneGraphMetrics):
     """GEO precision (the ``'geo_precision'`` value of :class:`LaneGraphMetrics`; same arguments and states).
 
     Examples:
@@ -234,12 +248,10 @@ class LaneGraphGeoPrecision(LaneGraphMetrics):
         0.7078
     """
 
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """Mean of ``geo_precision`` over the samples (NaN ignored)."""
-        return self._means()["geo_precision"]
+    key = "geo_precision"
 
 
-class LaneGraphGeoRecall(LaneGraphMetrics):
+class LaneGraphGeoRecall(ScalarMetric, LaneGraphMetrics):
     """GEO recall (the ``'geo_recall'`` value of :class:`LaneGraphMetrics`; same arguments and states).
 
     Examples:
@@ -253,12 +265,10 @@ class LaneGraphGeoRecall(LaneGraphMetrics):
         1.0
     """
 
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """Mean of ``geo_recall`` over the samples (NaN ignored)."""
-        return self._means()["geo_recall"]
+    key = "geo_recall"
 
 
-class LaneGraphAPLS(LaneGraphMetrics):
+class LaneGraphAPLS(ScalarMetric, LaneGraphMetrics):
     """APLS (the ``'apls'`` value of :class:`LaneGraphMetrics`; same arguments and states).
 
     Examples:
@@ -273,12 +283,10 @@ class LaneGraphAPLS(LaneGraphMetrics):
         0.49
     """
 
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """Mean of ``apls`` over the samples (NaN ignored)."""
-        return self._means()["apls"]
+    key = "apls"
 
 
-class LaneGraphSDA20(LaneGraphMetrics):
+class LaneGraphSDA20(ScalarMetric, LaneGraphMetrics):
     """SDA@20 (the ``'sda20'`` value of :class:`LaneGraphMetrics`; same arguments and states).
 
     Examples:
@@ -293,12 +301,10 @@ class LaneGraphSDA20(LaneGraphMetrics):
         1.0
     """
 
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """Mean of ``sda20`` over the samples (NaN ignored)."""
-        return self._means()["sda20"]
+    key = "sda20"
 
 
-class LaneGraphSDA50(LaneGraphMetrics):
+class LaneGraphSDA50(ScalarMetric, LaneGraphMetrics):
     """SDA@50 (the ``'sda50'`` value of :class:`LaneGraphMetrics`; same arguments and states).
 
     Examples:
@@ -313,12 +319,10 @@ class LaneGraphSDA50(LaneGraphMetrics):
         1.0
     """
 
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """Mean of ``sda50`` over the samples (NaN ignored)."""
-        return self._means()["sda50"]
+    key = "sda50"
 
 
-class LaneGraphIoU(LaneGraphMetrics):
+class LaneGraphIoU(ScalarMetric, LaneGraphMetrics):
     """Graph IoU (the ``'iou'`` value of :class:`LaneGraphMetrics`; same arguments and states).
 
     Examples:
@@ -333,6 +337,4 @@ class LaneGraphIoU(LaneGraphMetrics):
         0.2848
     """
 
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """Mean of ``iou`` over the samples (NaN ignored)."""
-        return self._means()["iou"]
+    key = "iou"

@@ -12,7 +12,8 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 from torch import Tensor
 
-from drivemetrics._internal.metric import add_config_state
+from drivemetrics._internal.compat import check_compat
+from drivemetrics._internal.metric import ScalarMetric, add_config_state
 from drivemetrics.lanegraph._metric import PerSampleMean
 from drivemetrics.lanegraph.geometry import (
     PLANNING_FAIL,
@@ -20,9 +21,18 @@ from drivemetrics.lanegraph.geometry import (
     LaneArrays,
     _arrays,
     as_scalars,
-    check_compat,
     lane_arrays,
 )
+
+__all__ = [
+    "LaneGraphPlanningMED",
+    "LaneGraphPlanningMMD",
+    "LaneGraphPlanningMetrics",
+    "LaneGraphPlanningSuccessRate",
+    "ReferencePlanningRandom",
+    "planning",
+    "planning_values",
+]
 
 # ---------------------------------------------------------------------------------------------------------------
 # planning
@@ -186,6 +196,7 @@ def _planning_default(gt: LaneArrays, pred: LaneArrays, seed: int | Sequence[int
 def planning(
     preds: nx.DiGraph,
     target: nx.DiGraph,
+    *,
     compat: str = "default",
     seed: int | Sequence[int] = 0,
     attempts: int = 100,
@@ -222,7 +233,7 @@ def planning_values(
     attempts with a GT path, NaN when no attempt has one. ``compat="reference"``: the evaluator's global random
     streams (``reference_random``, fresh if None), hop-count ``nx.shortest_path``, SR over all kept walks.
     """
-    compat = check_compat(compat)
+    check_compat(compat)
     if attempts < 1:
         raise ValueError(f"`attempts` must be >= 1, got {attempts}")
     if compat == "reference":
@@ -257,7 +268,8 @@ class LaneGraphPlanningMetrics(PerSampleMean):
 
     def __init__(self, compat: str = "default", seed: int = 0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.compat = check_compat(compat)
+        check_compat(compat)
+        self.compat = compat
         self.seed = seed
         add_config_state(self, ("LaneGraphPlanningMetrics", self.compat, seed))
 
@@ -265,7 +277,7 @@ class LaneGraphPlanningMetrics(PerSampleMean):
         return planning_values(pred, gt, self.compat, seed=self.seed)
 
 
-class LaneGraphPlanningMMD(LaneGraphPlanningMetrics):
+class LaneGraphPlanningMMD(ScalarMetric, LaneGraphPlanningMetrics):
     """Planning MMD, pixels (the ``'mmd'`` value of :class:`LaneGraphPlanningMetrics`; same arguments and states).
 
     Examples:
@@ -281,13 +293,10 @@ class LaneGraphPlanningMMD(LaneGraphPlanningMetrics):
 
     higher_is_better = False
     plot_upper_bound = None  # pixels: unbounded
-
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """Mean of ``mmd`` over the samples (NaN ignored)."""
-        return self._means()["mmd"]
+    key = "mmd"
 
 
-class LaneGraphPlanningMED(LaneGraphPlanningMetrics):
+class LaneGraphPlanningMED(ScalarMetric, LaneGraphPlanningMetrics):
     """Planning MED, pixels (the ``'med'`` value of :class:`LaneGraphPlanningMetrics`; same arguments and states).
 
     Examples:
@@ -303,13 +312,10 @@ class LaneGraphPlanningMED(LaneGraphPlanningMetrics):
 
     higher_is_better = False
     plot_upper_bound = None  # pixels: unbounded
-
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """Mean of ``med`` over the samples (NaN ignored)."""
-        return self._means()["med"]
+    key = "med"
 
 
-class LaneGraphPlanningSuccessRate(LaneGraphPlanningMetrics):
+class LaneGraphPlanningSuccessRate(ScalarMetric, LaneGraphPlanningMetrics):
     """Planning success rate (the ``'sr'`` value of :class:`LaneGraphPlanningMetrics`; same arguments and states).
 
     Examples:
@@ -325,7 +331,4 @@ class LaneGraphPlanningSuccessRate(LaneGraphPlanningMetrics):
 
     higher_is_better = True
     plot_upper_bound = 1.0
-
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """Mean of ``sr`` over the samples (NaN ignored)."""
-        return self._means()["sr"]
+    key = "sr"

@@ -9,7 +9,10 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 from torch import Tensor
 
-from drivemetrics.lanegraph.geometry import LaneArrays, _arrays, as_scalar, check_compat
+from drivemetrics._internal.compat import check_compat
+from drivemetrics.lanegraph.geometry import LaneArrays, _arrays, as_scalar
+
+__all__ = ["matched_splits", "sda", "split_points"]
 
 # ---------------------------------------------------------------------------------------------------------------
 # SDA
@@ -21,7 +24,7 @@ def split_points(arr: LaneArrays) -> np.ndarray:
     return arr.pos[out_deg >= 2]
 
 
-def sda(preds: nx.DiGraph, target: nx.DiGraph, threshold: float = 20.0, compat: str = "default") -> Tensor:
+def sda(preds: nx.DiGraph, target: nx.DiGraph, *, threshold: float = 20.0, compat: str = "default") -> Tensor:
     """Split detection accuracy SDA@``threshold`` (px): tp / (tp + fp + fn) after Hungarian matching of split nodes.
 
     NaN when the GT has no split node, 0 when the prediction has none. Same in both modes.

@@ -10,8 +10,8 @@ Coordinates: BEV metres, ego at the origin, x forward, y left, z up; traffic-ele
 
 from drivemetrics._internal.lazy import lazy_exports
 
-_EXPORTS = {
-    "LaneFrame": "drivemetrics.lanetopology.frames",
+#: Metric and loss classes, exported by ``drivemetrics`` too (its stub: python -m drivemetrics._internal.stubs).
+_METRICS = {
     "LaneMatchingLoss": "drivemetrics.lanetopology.matching_loss",
     "OpenLaneV2AreaAP": "drivemetrics.lanetopology.openlanev2",
     "OpenLaneV2F1Score": "drivemetrics.lanetopology.openlanev2",
@@ -23,6 +23,10 @@ _EXPORTS = {
     "OpenLaneV2TrafficElementAP": "drivemetrics.lanetopology.openlanev2",
     "OpenLaneV2UniScore": "drivemetrics.lanetopology.openlanev2",
     "OpenLaneV2UniScoreMetrics": "drivemetrics.lanetopology.openlanev2",
+}
+_EXPORTS = {
+    **_METRICS,
+    "LaneFrame": "drivemetrics.lanetopology.frames",
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -9,6 +9,8 @@ from typing import Any
 
 from drivemetrics._internal.options import add_input, add_workers
 
+__all__ = ["HEADLINE", "register"]
+
 HEADLINE = {
     "centerline": ("det_l", "det_t", "top_ll", "top_lt", "ols", "f_score"),
     "lanesegment": ("det_ls", "det_a", "det_t", "top_lsls", "top_lste", "olus"),

@@ -51,6 +51,7 @@ def _pair_costs(
 def lane_matching_loss(
     preds: Tensor,
     target: Tensor,
+    *,
     target_lengths: Tensor | None = None,
     distance: Distance = "frechet",
     assignment: Assignment = "hungarian",
@@ -149,4 +150,12 @@ class LaneMatchingLoss(nn.Module):
 
     def forward(self, preds: Tensor, target: Tensor, target_lengths: Tensor | None = None) -> Tensor:
         """The loss of ``preds`` ``(B, P, N, D)`` against ``target`` ``(B, G, M, D)`` (metres)."""
-        return lane_matching_loss(preds, target, target_lengths, self.distance, self.assignment, self.gamma, self.tau)
+        return lane_matching_loss(
+            preds,
+            target,
+            target_lengths=target_lengths,
+            distance=self.distance,
+            assignment=self.assignment,
+            gamma=self.gamma,
+            tau=self.tau,
+        )

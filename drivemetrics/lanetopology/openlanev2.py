@@ -28,10 +28,9 @@ from typing import Any
 
 import torch
 from torch import Tensor
-from torchmetrics import Metric
 
 from drivemetrics._internal.compat import Compat, check_compat
-from drivemetrics._internal.metric import DictFamilyLogCheck, add_config_state, plot_metric
+from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
 from drivemetrics._internal.ragged import RaggedRows, RaggedStateMixin
 from drivemetrics.lanetopology.frames import Track
 from drivemetrics.lanetopology.scoring import (
@@ -62,6 +61,7 @@ __all__ = [
 def openlanev2_scores(
     preds: Sequence[Any],
     target: Sequence[Any],
+    *,
     track: Track = "centerline",
     compat: Compat = "default",
     device: torch.device | str = "cpu",
@@ -94,7 +94,7 @@ def openlanev2_scores(
     return {k: torch.tensor(v, dtype=torch.float64) for k, v in values.items()}
 
 
-class _OpenLaneV2Family(DictFamilyLogCheck, RaggedStateMixin, Metric):
+class _OpenLaneV2Family(RaggedStateMixin, MetricFamily):
     """The states, update and compute shared by :class:`OpenLaneV2Metrics` and :class:`OpenLaneV2UniScoreMetrics`."""
 
     is_differentiable = False
@@ -114,6 +114,7 @@ class _OpenLaneV2Family(DictFamilyLogCheck, RaggedStateMixin, Metric):
         check_compat(compat)
         self.compat = compat
         self.distance_device = distance_device
+        self.names = SCORE_KEYS[self.track]  # the track's names of its values, for the scalar classes' keys
         # the one per-detection state (see the module docstring)
         self.add_ragged_state(ap=((3,), torch.float64))
         self.add_state("ap_num_gt", torch.zeros(NUM_AP_CHANNELS, dtype=torch.float64), dist_reduce_fx="sum")
@@ -143,10 +144,6 @@ class _OpenLaneV2Family(DictFamilyLogCheck, RaggedStateMixin, Metric):
             compat=self.compat,  # type: ignore[arg-type]
         )
         return {k: torch.tensor(v, dtype=torch.float64, device=self.device) for k, v in values.items()}
-
-    def plot(self, val: Any = None, ax: Any = None) -> tuple[Any, Any]:
-        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
 
 
 class OpenLaneV2Metrics(_OpenLaneV2Family):
@@ -208,18 +205,8 @@ class OpenLaneV2UniScoreMetrics(_OpenLaneV2Family):
         super().__init__(compat=compat, distance_device=distance_device, **kwargs)
 
 
-class _Scalar(OpenLaneV2Metrics):
-    """One value of :class:`OpenLaneV2Metrics`' dict (``key``) as a 0-d float64 tensor, for ``self.log``."""
-
-    key: str
-
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """The ``key`` value of the family's scores (0-d float64)."""
-        return super().compute()[self.key]
-
-
-class _CenterlineScalar(_Scalar):
-    """A value defined on the centerline track only (OLS, F-score)."""
+class _CenterlineMetrics(OpenLaneV2Metrics):
+    """:class:`OpenLaneV2Metrics` of the centerline track, the family of the values defined there only."""
 
     def __init__(
         self, compat: Compat = "default", distance_device: torch.device | str | None = None, **kwargs: Any
@@ -227,133 +214,89 @@ class _CenterlineScalar(_Scalar):
         super().__init__(track="centerline", compat=compat, distance_device=distance_device, **kwargs)
 
 
-class _SegmentScalar(OpenLaneV2UniScoreMetrics):
-    """One value of :class:`OpenLaneV2UniScoreMetrics`' dict (``key``) as a 0-d float64 tensor."""
-
-    key: str
-
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """The ``key`` value of the family's scores (0-d float64)."""
-        return super().compute()[self.key]
-
-
-class OpenLaneV2Score(_CenterlineScalar):
+class OpenLaneV2Score(ScalarMetric, _CenterlineMetrics):
     """OLS, the OpenLane-V2 score of the centerline track (arguments as :class:`OpenLaneV2Metrics`).
 
     Examples:
-        >>> OpenLaneV2Score(compat="reference").key
+        >>> OpenLaneV2Score(compat="reference").family_key
         'ols'
     """
 
     key = "ols"
 
-    def __init__(
-        self, compat: Compat = "default", distance_device: torch.device | str | None = None, **kwargs: Any
-    ) -> None:
-        super().__init__(compat=compat, distance_device=distance_device, **kwargs)
 
-
-class OpenLaneV2UniScore(_SegmentScalar):
+class OpenLaneV2UniScore(ScalarMetric, OpenLaneV2UniScoreMetrics):
     """OLUS, the OpenLane-V2 UniScore of the lane-segment track (arguments as :class:`OpenLaneV2Metrics`).
 
     Examples:
-        >>> OpenLaneV2UniScore().key
+        >>> OpenLaneV2UniScore().family_key
         'olus'
     """
 
     key = "olus"
 
-    def __init__(
-        self, compat: Compat = "default", distance_device: torch.device | str | None = None, **kwargs: Any
-    ) -> None:
-        super().__init__(compat=compat, distance_device=distance_device, **kwargs)
 
-
-class OpenLaneV2F1Score(_CenterlineScalar):
+class OpenLaneV2F1Score(ScalarMetric, _CenterlineMetrics):
     """The 3D-lane F-score of the centerline track (arguments as :class:`OpenLaneV2Metrics`).
 
     Examples:
-        >>> OpenLaneV2F1Score().key
+        >>> OpenLaneV2F1Score().family_key
         'f_score'
     """
 
     key = "f_score"
 
-    def __init__(
-        self, compat: Compat = "default", distance_device: torch.device | str | None = None, **kwargs: Any
-    ) -> None:
-        super().__init__(compat=compat, distance_device=distance_device, **kwargs)
 
-
-class OpenLaneV2AreaAP(_SegmentScalar):
+class OpenLaneV2AreaAP(ScalarMetric, OpenLaneV2UniScoreMetrics):
     """DET_a, area AP of the lane-segment track (arguments as :class:`OpenLaneV2Metrics`).
 
     Examples:
-        >>> OpenLaneV2AreaAP().key
+        >>> OpenLaneV2AreaAP().family_key
         'det_a'
     """
 
     key = "det_a"
 
-    def __init__(
-        self, compat: Compat = "default", distance_device: torch.device | str | None = None, **kwargs: Any
-    ) -> None:
-        super().__init__(compat=compat, distance_device=distance_device, **kwargs)
 
-
-class _TrackScalar(_Scalar):
-    _role: str
-
-    def __init__(
-        self,
-        track: Track = "centerline",
-        compat: Compat = "default",
-        distance_device: torch.device | str | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self.key = SCORE_KEYS[check_track(track)][self._role] if self._role in SCORE_KEYS[track] else self._role
-        super().__init__(track=track, compat=compat, distance_device=distance_device, **kwargs)
-
-
-class OpenLaneV2LaneAP(_TrackScalar):
+class OpenLaneV2LaneAP(ScalarMetric, OpenLaneV2Metrics):
     """DET_l (centerline track) or DET_ls (lane-segment track) (arguments as :class:`OpenLaneV2Metrics`).
 
     Examples:
-        >>> OpenLaneV2LaneAP(track="lanesegment").key
+        >>> OpenLaneV2LaneAP(track="lanesegment").family_key
         'det_ls'
     """
 
-    _role = "lane"
+    key = "{names[lane]}"
 
 
-class OpenLaneV2TrafficElementAP(_TrackScalar):
+class OpenLaneV2TrafficElementAP(ScalarMetric, OpenLaneV2Metrics):
     """DET_t, traffic-element AP averaged over the 13 attributes (arguments as :class:`OpenLaneV2Metrics`).
 
     Examples:
-        >>> OpenLaneV2TrafficElementAP().key
+        >>> OpenLaneV2TrafficElementAP().family_key
         'det_t'
     """
 
-    _role = "det_t"
+    key = "det_t"
 
 
-class OpenLaneV2LaneTopology(_TrackScalar):
+class OpenLaneV2LaneTopology(ScalarMetric, OpenLaneV2Metrics):
     """TOP_ll (centerline track) or TOP_lsls (lane-segment track) (arguments as :class:`OpenLaneV2Metrics`).
 
     Examples:
-        >>> OpenLaneV2LaneTopology().key
+        >>> OpenLaneV2LaneTopology().family_key
         'top_ll'
     """
 
-    _role = "top_ll"
+    key = "{names[top_ll]}"
 
 
-class OpenLaneV2LaneElementTopology(_TrackScalar):
+class OpenLaneV2LaneElementTopology(ScalarMetric, OpenLaneV2Metrics):
     """TOP_lt (centerline track) or TOP_lste (lane-segment track) (arguments as :class:`OpenLaneV2Metrics`).
 
     Examples:
-        >>> OpenLaneV2LaneElementTopology(track="lanesegment").key
+        >>> OpenLaneV2LaneElementTopology(track="lanesegment").family_key
         'top_lste'
     """
 
-    _role = "top_lt"
+    key = "{names[top_lt]}"

@@ -7,19 +7,23 @@ Metric, loss and result classes are exported here (lazily); the functional kerne
 
 from drivemetrics._internal.lazy import lazy_exports
 
-_EXPORTS = {
-    "CorridorConfig": "drivemetrics.road.corridor_config",
-    "CorridorFit": "drivemetrics.road.corridor",
+#: Metric and loss classes, exported by ``drivemetrics`` too (its stub: python -m drivemetrics._internal.stubs).
+_METRICS = {
     "DrivingCorridorHitRate": "drivemetrics.road.corridor",
     "DrivingCorridorLateralPrecision": "drivemetrics.road.corridor",
     "DrivingCorridorLongitudinalF1Score": "drivemetrics.road.corridor",
     "DrivingCorridorMetrics": "drivemetrics.road.corridor",
-    "KittiRoadLayout": "drivemetrics.road.io",
-    "PixelCounts": "drivemetrics.road.pixel",
     "RoadPixelAveragePrecision": "drivemetrics.road.pixel",
     "RoadPixelMaxFScore": "drivemetrics.road.pixel",
     "RoadPixelMetrics": "drivemetrics.road.pixel",
     "SoftFMeasureLoss": "drivemetrics.road.soft_f_measure",
+}
+_EXPORTS = {
+    **_METRICS,
+    "CorridorConfig": "drivemetrics.road.corridor_config",
+    "CorridorFit": "drivemetrics.road.corridor",
+    "KittiRoadLayout": "drivemetrics.road.io",
+    "PixelCounts": "drivemetrics.road.pixel",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -3,13 +3,19 @@ F-measure loss (a helper module: it defines no Metric)."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 import torch
 from torch import Tensor
 
 from drivemetrics._internal.validation import check_same_shape, check_tensor
 from drivemetrics.geometry.bev import BevGrid
 
-__all__ = ["as_batch", "pixel_inputs_to_bev"]
+__all__ = ["SPACES", "Space", "as_batch", "pixel_inputs_to_bev"]
+
+#: Where road pixels are scored: the camera image or the bird's-eye view.
+Space = Literal["perspective", "bev"]
+SPACES: tuple[Space, ...] = ("perspective", "bev")
 
 
 def as_batch(x: Tensor, name: str) -> Tensor:

@@ -8,6 +8,8 @@ import sys
 
 from drivemetrics._internal.options import add_input, add_no_progress, add_workers, progress_setting
 
+__all__ = ["ROAD_CATEGORIES", "SPACES", "register", "run_road_bev", "run_road_eval"]
+
 # Light at import (``drivemetrics road-eval --help`` must not load torch): the library is imported in the run
 # functions, and the choices below are copies of drivemetrics.road.evaluate's constants (a test keeps them equal).
 ROAD_CATEGORIES: tuple[str, ...] = ("um_road", "umm_road", "uu_road", "um_lane")

@@ -28,11 +28,10 @@ from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor
-from torchmetrics import Metric
 
 from drivemetrics._internal.compute import safe_divide
 from drivemetrics._internal.extras import require
-from drivemetrics._internal.metric import DictFamilyLogCheck, add_config_state, plot_metric
+from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state, plot_metric
 from drivemetrics._internal.validation import check_binary, check_shape, check_tensor
 from drivemetrics.geometry.bev import BevGrid
 from drivemetrics.road.corridor_config import CorridorConfig
@@ -650,8 +649,8 @@ def _scores_at(stats: dict[str, Tensor], distances: Sequence[float], grid: BevGr
 def driving_corridor_scores(
     preds: Tensor,
     target: Tensor,
-    valid: Tensor | None = None,
     *,
+    valid: Tensor | None = None,
     threshold: float,
     grid: BevGrid | None = None,
     config: CorridorConfig | None = None,
@@ -679,7 +678,7 @@ def driving_corridor_scores(
     return _scores_at(stats, config.distances, grid)
 
 
-class DrivingCorridorMetrics(DictFamilyLogCheck, Metric):
+class DrivingCorridorMetrics(MetricFamily):
     """Driving-corridor scores (lateral precision, longitudinal F1, hitrate at distances), pooled over frames.
 
     ``update(preds, target, valid=None)`` fits the corridor to each ``(B, H, W)`` BEV confidence map and adds its
@@ -722,6 +721,7 @@ class DrivingCorridorMetrics(DictFamilyLogCheck, Metric):
         self.threshold = _check_threshold(threshold)
         self.grid = grid if grid is not None else BevGrid()
         self.config = config if config is not None else CorridorConfig()
+        self.distances = tuple(self.config.distances)  # where compute() scores (a scalar class: its one distance)
         _start_pose(self.config, self.grid)
         rows = _eval_rows(self.grid, self.config.min_distance)
         num = rows.numel()
@@ -756,7 +756,7 @@ class DrivingCorridorMetrics(DictFamilyLogCheck, Metric):
 
     def compute(self) -> dict[str, Tensor]:
         """Scores at the config's distances, plus ``mean_length`` (mean corridor arc length, metres)."""
-        out = _scores_at(self._stats(), self.config.distances, self.grid)
+        out = _scores_at(self._stats(), self.distances, self.grid)
         mean_length = _ratio(self.length_sum, self.frames)
         out["mean_length"] = torch.where(self.frames > 0, mean_length, torch.full_like(mean_length, math.nan))
         return out
@@ -803,15 +803,35 @@ def _check_distance(distance: float, z: Tensor, grid: BevGrid) -> float:
     return float(distance)
 
 
-class DrivingCorridorLateralPrecision(DrivingCorridorMetrics):
+class _DrivingCorridorAtDistance(ScalarMetric, DrivingCorridorMetrics):
+    """A corridor score up to one distance ``d``: the family's arguments plus ``distance`` (metres).
+
+    ``distance`` may be any distance between the first scored row and the grid's far edge, not only the config's
+    ``distances``.
+    """
+
+    def __init__(
+        self,
+        threshold: float,
+        grid: BevGrid | None = None,
+        config: CorridorConfig | None = None,
+        *,
+        distance: float = 30.0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(threshold, grid, config, **kwargs)
+        self.distance = _check_distance(distance, self.z, self.grid)
+        self.distances = (self.distance,)
+
+
+class DrivingCorridorLateralPrecision(_DrivingCorridorAtDistance):
     """Lateral precision of the corridor up to ``distance`` (corridor cells on the ego-lane / all corridor cells).
 
     A scalar for ``self.log`` that shares :class:`DrivingCorridorMetrics`' states.
 
     Args:
         threshold, grid, config: as :class:`DrivingCorridorMetrics`.
-        distance: ``d`` in metres (any distance between the first scored row and the grid's far edge, not only
-            the config's ``distances``).
+        distance: ``d`` in metres (any distance between the first scored row and the grid's far edge).
 
     Examples:
         >>> from drivemetrics.geometry import BevGrid
@@ -823,36 +843,17 @@ class DrivingCorridorLateralPrecision(DrivingCorridorMetrics):
         tensor(1., dtype=torch.float64)
     """
 
-    def __init__(
-        self,
-        threshold: float,
-        grid: BevGrid | None = None,
-        config: CorridorConfig | None = None,
-        *,
-        distance: float = 30.0,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(threshold, grid, config, **kwargs)
-        self.distance = _check_distance(distance, self.z, self.grid)
-
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """The score at ``distance`` over all frames seen (float64 scalar)."""
-        return _scores_at(self._stats(), [self.distance], self.grid)[f"precision_lat_{self.distance:g}m"]
-
-    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> Any:  # type: ignore[override]
-        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
+    key = "precision_lat_{distance:g}m"
 
 
-class DrivingCorridorLongitudinalF1Score(DrivingCorridorMetrics):
+class DrivingCorridorLongitudinalF1Score(_DrivingCorridorAtDistance):
     """Longitudinal F1 of the corridor rows up to ``distance`` (``2 TP / (2 TP + FP + FN)`` of rows).
 
     A scalar for ``self.log`` that shares :class:`DrivingCorridorMetrics`' states.
 
     Args:
         threshold, grid, config: as :class:`DrivingCorridorMetrics`.
-        distance: ``d`` in metres (any distance between the first scored row and the grid's far edge, not only
-            the config's ``distances``).
+        distance: ``d`` in metres (any distance between the first scored row and the grid's far edge).
 
     Examples:
         >>> from drivemetrics.geometry import BevGrid
@@ -864,36 +865,17 @@ class DrivingCorridorLongitudinalF1Score(DrivingCorridorMetrics):
         tensor(1., dtype=torch.float64)
     """
 
-    def __init__(
-        self,
-        threshold: float,
-        grid: BevGrid | None = None,
-        config: CorridorConfig | None = None,
-        *,
-        distance: float = 30.0,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(threshold, grid, config, **kwargs)
-        self.distance = _check_distance(distance, self.z, self.grid)
-
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """The score at ``distance`` over all frames seen (float64 scalar)."""
-        return _scores_at(self._stats(), [self.distance], self.grid)[f"f1_long_{self.distance:g}m"]
-
-    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> Any:  # type: ignore[override]
-        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
+    key = "f1_long_{distance:g}m"
 
 
-class DrivingCorridorHitRate(DrivingCorridorMetrics):
+class DrivingCorridorHitRate(_DrivingCorridorAtDistance):
     """Fraction of frames whose corridor hits the ego-lane on every scored row up to ``distance``.
 
     A scalar for ``self.log`` that shares :class:`DrivingCorridorMetrics`' states.
 
     Args:
         threshold, grid, config: as :class:`DrivingCorridorMetrics`.
-        distance: ``d`` in metres (any distance between the first scored row and the grid's far edge, not only
-            the config's ``distances``).
+        distance: ``d`` in metres (any distance between the first scored row and the grid's far edge).
 
     Examples:
         >>> from drivemetrics.geometry import BevGrid
@@ -905,22 +887,4 @@ class DrivingCorridorHitRate(DrivingCorridorMetrics):
         tensor(1., dtype=torch.float64)
     """
 
-    def __init__(
-        self,
-        threshold: float,
-        grid: BevGrid | None = None,
-        config: CorridorConfig | None = None,
-        *,
-        distance: float = 30.0,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(threshold, grid, config, **kwargs)
-        self.distance = _check_distance(distance, self.z, self.grid)
-
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """The score at ``distance`` over all frames seen (float64 scalar)."""
-        return _scores_at(self._stats(), [self.distance], self.grid)[f"hitrate_{self.distance:g}m"]
-
-    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> Any:  # type: ignore[override]
-        """Plot a value, or a sequence of values over epochs (default: the current value); ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
+    key = "hitrate_{distance:g}m"

@@ -141,7 +141,7 @@ def frame_counts(
         gt_rgb = warp_image_to_bev(gt_rgb.unsqueeze(0), image_from_road, grid, mode="devkit")[0][0]
         pred = warp_image_to_bev(pred[None, None], image_from_road, grid, mode="devkit")[0][0, 0]
     road, valid = gt_masks(gt_rgb)
-    return pixel_counts(pred.unsqueeze(0), road.unsqueeze(0), valid.unsqueeze(0)).sum(0)
+    return pixel_counts(pred.unsqueeze(0), road.unsqueeze(0), valid=valid.unsqueeze(0)).sum(0)
 
 
 @dataclass(frozen=True)

@@ -19,17 +19,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor
-from torchmetrics import Metric
 
-from drivemetrics._internal.compat import check_compat
+from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.extras import require
-from drivemetrics._internal.metric import DictFamilyLogCheck, plot_metric
+from drivemetrics._internal.metric import MetricFamily, ScalarMetric
 from drivemetrics.geometry.bev import BevGrid
-from drivemetrics.road.bev_inputs import pixel_inputs_to_bev
+from drivemetrics.road.bev_inputs import Space, pixel_inputs_to_bev
 
 __all__ = [
     "PixelCounts",
@@ -52,6 +51,8 @@ __all__ = [
     "with_fixed_threshold",
 ]
 
+if TYPE_CHECKING:
+    from drivemetrics.geometry.warp import WarpMode
 from drivemetrics.road.pixel_counting import (  # the counting kernels, re-exported here with their family
     _SPACES,
     _WARP_MODES,
@@ -75,11 +76,12 @@ from drivemetrics.road.pixel_counting import (  # the counting kernels, re-expor
 def road_pixel_scores(
     preds: Tensor,
     target: Tensor,
+    *,
     valid: Tensor | None = None,
     thresholds: int | Sequence[float] | Tensor | None = None,
     beta: float = 1.0,
     fixed_threshold: float | None = 0.5,
-    compat: str = "default",
+    compat: Compat = "default",
     validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """Pooled devkit scores of a batch in one call (the functional form of ``RoadPixelMetrics``).
@@ -108,7 +110,7 @@ def road_pixel_scores(
     )
 
 
-class RoadPixelMetrics(DictFamilyLogCheck, Metric):
+class RoadPixelMetrics(MetricFamily):
     r"""KITTI-ROAD pixel evaluation (the devkit's ``evalExp`` + ``pxEval_maximizeFMeasure``), pooled over updates.
 
     As input to ``update`` the metric accepts:
@@ -173,10 +175,10 @@ class RoadPixelMetrics(DictFamilyLogCheck, Metric):
         thresholds: int | Sequence[float] | Tensor | None = None,
         beta: float = 1.0,
         fixed_threshold: float | None = 0.5,
-        compat: str = "default",
-        space: str = "perspective",
+        compat: Compat = "default",
+        space: Space = "perspective",
         grid: BevGrid | None = None,
-        warp_mode: str = "devkit",
+        warp_mode: WarpMode = "devkit",
         validate_args: bool = True,
         **kwargs: Any,
     ) -> None:
@@ -289,7 +291,7 @@ class RoadPixelMetrics(DictFamilyLogCheck, Metric):
         return fig, ax
 
 
-class RoadPixelMaxFScore(RoadPixelMetrics):
+class RoadPixelMaxFScore(ScalarMetric, RoadPixelMetrics):
     """The pooled KITTI-ROAD ``max_f`` as a scalar, for ``self.log(...)`` in Lightning (arguments as the family's).
 
     Examples:
@@ -300,30 +302,10 @@ class RoadPixelMaxFScore(RoadPixelMetrics):
         tensor(1.0000, dtype=torch.float64)
     """
 
-    def __init__(
-        self,
-        thresholds: int | Sequence[float] | Tensor | None = None,
-        beta: float = 1.0,
-        fixed_threshold: float | None = 0.5,
-        compat: str = "default",
-        space: str = "perspective",
-        grid: BevGrid | None = None,
-        warp_mode: str = "devkit",
-        validate_args: bool = True,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(thresholds, beta, fixed_threshold, compat, space, grid, warp_mode, validate_args, **kwargs)
-
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """Pooled MaxF (float64 scalar)."""
-        return super().compute()["max_f"]
-
-    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
-        """``val=None``: the pooled PR curve with its MaxF point; else a value or a sequence of values over epochs."""
-        return _plot_scalar(self, val, ax)
+    key = "max_f"
 
 
-class RoadPixelAveragePrecision(RoadPixelMetrics):
+class RoadPixelAveragePrecision(ScalarMetric, RoadPixelMetrics):
     """The pooled KITTI-ROAD 11-point ``average_precision`` as a scalar (``integrated=True``: the exact integrated AP).
 
     Examples:
@@ -340,29 +322,16 @@ class RoadPixelAveragePrecision(RoadPixelMetrics):
         thresholds: int | Sequence[float] | Tensor | None = None,
         beta: float = 1.0,
         fixed_threshold: float | None = 0.5,
-        compat: str = "default",
-        space: str = "perspective",
+        compat: Compat = "default",
+        space: Space = "perspective",
         grid: BevGrid | None = None,
-        warp_mode: str = "devkit",
+        warp_mode: WarpMode = "devkit",
         validate_args: bool = True,
         integrated: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(thresholds, beta, fixed_threshold, compat, space, grid, warp_mode, validate_args, **kwargs)
         self.integrated = bool(integrated)
+        self.ap_key = "average_precision_integrated" if self.integrated else "average_precision"
 
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """Pooled AP (float64 scalar)."""
-        return super().compute()["average_precision_integrated" if self.integrated else "average_precision"]
-
-    def plot(self, val: Tensor | Sequence[Tensor] | None = None, ax: Any = None) -> tuple[Any, Any]:  # type: ignore[override]
-        """``val=None``: the pooled PR curve with its MaxF point; else a value or a sequence of values over epochs."""
-        return _plot_scalar(self, val, ax)
-
-
-def _plot_scalar(metric: RoadPixelMetrics, val: Tensor | Sequence[Tensor] | None, ax: Any) -> tuple[Any, Any]:
-    if val is None:
-        with metric.sync_context():  # the pooled curve over all processes, as compute() would see it
-            scores = RoadPixelMetrics.compute(metric)
-        return RoadPixelMetrics.plot(metric, scores, ax)
-    return plot_metric(metric, val, ax)
+    key = "{ap_key}"

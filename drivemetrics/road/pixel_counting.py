@@ -456,6 +456,7 @@ def validate_pixel_inputs(
 def pixel_counts(
     preds: Tensor,
     target: Tensor,
+    *,
     valid: Tensor | None = None,
     thresholds: int | Sequence[float] | Tensor | None = None,
     validate_args: bool = True,
@@ -486,7 +487,7 @@ def pixel_counts(
 
 
 def counts_at_threshold(
-    preds: Tensor, target: Tensor, valid: Tensor | None = None, threshold: float = 0.5, validate_args: bool = True
+    preds: Tensor, target: Tensor, *, valid: Tensor | None = None, threshold: float = 0.5, validate_args: bool = True
 ) -> PixelCounts:
     """Per-image counts at one threshold (``p >= threshold``), int64 tensors of shape ``B``.
 
@@ -497,7 +498,7 @@ def counts_at_threshold(
         >>> counts_at_threshold(preds, target, threshold=0.5)
         PixelCounts(tp=tensor([8]), fp=tensor([0]), fn=tensor([0]), tn=tensor([8]))
     """
-    counts = pixel_counts(preds, target, valid, [float(threshold)], validate_args=validate_args)
+    counts = pixel_counts(preds, target, valid=valid, thresholds=[float(threshold)], validate_args=validate_args)
     return PixelCounts(*(c[..., 0] for c in counts))
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import Literal
 
 import torch
 from torch import Tensor, nn
@@ -24,11 +25,12 @@ from drivemetrics._internal.validation import (
     check_tensor,
 )
 from drivemetrics.geometry.bev import BevGrid
+from drivemetrics.road.bev_inputs import SPACES, Space
 
 __all__ = ["SoftFMeasureLoss", "soft_f_measure"]
 
-_REDUCTIONS = ("mean", "sum", "none", "pooled")
-_SPACES = ("perspective", "bev")
+SoftFReduction = Literal["mean", "sum", "none", "pooled"]
+_REDUCTIONS: tuple[SoftFReduction, ...] = ("mean", "sum", "none", "pooled")
 
 
 def _squeeze_channel(x: Tensor, name: str) -> Tensor:
@@ -52,6 +54,7 @@ def _check_args(beta: float, smooth: float) -> None:
 def soft_f_measure(
     preds: Tensor,
     target: Tensor,
+    *,
     valid: Tensor | None = None,
     beta: float = 1.0,
     from_logits: bool = False,
@@ -165,8 +168,8 @@ class SoftFMeasureLoss(nn.Module):
         beta: float = 1.0,
         from_logits: bool = False,
         smooth: float = 1.0,
-        reduction: str = "mean",
-        space: str = "perspective",
+        reduction: SoftFReduction = "mean",
+        space: Space = "perspective",
         grid: BevGrid | None = None,
         validate_args: bool = True,
     ) -> None:
@@ -174,8 +177,8 @@ class SoftFMeasureLoss(nn.Module):
         _check_args(beta, smooth)
         if reduction not in _REDUCTIONS:
             raise ValueError(f"`reduction` must be one of {_REDUCTIONS}, got {reduction!r}")
-        if space not in _SPACES:
-            raise ValueError(f"`space` must be one of {_SPACES}, got {space!r}")
+        if space not in SPACES:
+            raise ValueError(f"`space` must be one of {SPACES}, got {space!r}")
         if grid is not None and not isinstance(grid, BevGrid):
             raise TypeError(f"`grid` must be a BevGrid, got {type(grid).__name__}")
         self.beta = float(beta)
@@ -210,7 +213,9 @@ class SoftFMeasureLoss(nn.Module):
             if preds.dtype in (torch.float16, torch.bfloat16):
                 preds = preds.float()
             probs = _squeeze_channel(torch.sigmoid(preds) if from_logits else preds, "preds")
-            preds, target, valid = pixel_inputs_to_bev(probs, target, valid, homography, self.grid, mode="bilinear")
+            preds, target, valid = pixel_inputs_to_bev(
+                probs, target, valid, homography, self.grid, mode="bilinear", validate_args=self.validate_args
+            )
             from_logits = False
             validate_args = False  # checked before the warp
         elif homography is not None:
@@ -218,7 +223,7 @@ class SoftFMeasureLoss(nn.Module):
         f = soft_f_measure(
             preds,
             target,
-            valid,
+            valid=valid,
             beta=self.beta,
             from_logits=from_logits,
             smooth=self.smooth,

@@ -15,14 +15,14 @@ One module per family holds its kernel and its Metric classes (``opt_j``: :func:
 
 from drivemetrics._internal.lazy import lazy_exports
 
-_EXPORTS = {
+#: Metric and loss classes, exported by ``drivemetrics`` too (its stub: python -m drivemetrics._internal.stubs).
+_METRICS = {
     "APLSMetrics": "drivemetrics.roadnet.apls",
     "APLSScore": "drivemetrics.roadnet.apls",
     "CCQCompleteness": "drivemetrics.roadnet.ccq",
     "CCQCorrectness": "drivemetrics.roadnet.ccq",
     "CCQMetrics": "drivemetrics.roadnet.ccq",
     "CCQQuality": "drivemetrics.roadnet.ccq",
-    "GraphArrays": "drivemetrics.roadnet.geometry",
     "JunctionFCorrect": "drivemetrics.roadnet.junct",
     "JunctionFError": "drivemetrics.roadnet.junct",
     "JunctionMetrics": "drivemetrics.roadnet.junct",
@@ -38,12 +38,16 @@ _EXPORTS = {
     "OptPMetrics": "drivemetrics.roadnet.opt_p",
     "OptPPrecision": "drivemetrics.roadnet.opt_p",
     "OptPRecall": "drivemetrics.roadnet.opt_p",
-    "Projection": "drivemetrics.roadnet.geometry",
-    "SegmentIndex": "drivemetrics.roadnet.geometry",
     "SubgraphF1Score": "drivemetrics.roadnet.subg",
     "SubgraphMetrics": "drivemetrics.roadnet.subg",
     "TLTSAccuracy": "drivemetrics.roadnet.tlts",
     "TLTSMetrics": "drivemetrics.roadnet.tlts",
+}
+_EXPORTS = {
+    **_METRICS,
+    "GraphArrays": "drivemetrics.roadnet.geometry",
+    "Projection": "drivemetrics.roadnet.geometry",
+    "SegmentIndex": "drivemetrics.roadnet.geometry",
     "UnsafePickleError": "drivemetrics.roadnet.io",
 }
 

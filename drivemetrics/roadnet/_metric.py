@@ -5,14 +5,10 @@ Kernels never import this module; the family modules (``opt_j``, ``opt_p``, ``op
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
 import torch
 from torch import Tensor
-from torchmetrics import Metric
 
-from drivemetrics._internal.metric import plot_metric
+from drivemetrics._internal.metric import MetricFamily
 
 __all__ = ["GraphMetric", "tensor_f1", "tensor_ratios"]
 
@@ -30,7 +26,7 @@ def tensor_f1(precision: Tensor, recall: Tensor) -> Tensor:
     return torch.where(total > 0, 2 * precision * recall / total.clamp(min=1e-300), torch.zeros_like(total))
 
 
-class GraphMetric(Metric):
+class GraphMetric(MetricFamily):
     is_differentiable = False
     higher_is_better = True
     full_state_update = False
@@ -39,7 +35,3 @@ class GraphMetric(Metric):
 
     def _add_sum(self, name: str) -> None:
         self.add_state(name, default=torch.tensor(0.0, dtype=torch.float64), dist_reduce_fx="sum")
-
-    def plot(self, val: dict[str, Tensor] | Sequence[dict[str, Tensor]] | None = None, ax: Any = None) -> Any:
-        """Plot the scores (or their sequence over epochs) with matplotlib; returns ``(fig, ax)``."""
-        return plot_metric(self, val, ax)

@@ -35,19 +35,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import networkx as nx
 import torch
 from torch import Tensor
-from torchmetrics import Metric
 
-from drivemetrics._internal.compat import check_compat
-from drivemetrics._internal.metric import DictFamilyLogCheck, add_config_state, plot_metric
+from drivemetrics._internal.compat import Compat, check_compat
+from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
 from drivemetrics.roadnet.geometry import graph_pairs, result_tensors, validate_graph
 from drivemetrics.roadnet.path_similarity import PARAMETER_SETS, apls_scores, control_points, path_differences
 
-PROTOCOLS = ("cosmiq", "sat2graph")
+__all__ = ["PROTOCOLS", "APLSMetrics", "APLSProtocol", "APLSResult", "APLSScore", "apls"]
+
+APLSProtocol = Literal["cosmiq", "sat2graph"]
+PROTOCOLS: tuple[APLSProtocol, ...] = ("cosmiq", "sat2graph")
 
 
 @dataclass(frozen=True)
@@ -66,8 +68,9 @@ class APLSResult:
 def apls(
     preds: nx.Graph,
     target: nx.Graph,
-    protocol: str = "cosmiq",
-    compat: str = "default",
+    *,
+    protocol: APLSProtocol = "cosmiq",
+    compat: Compat = "default",
     control_spacing: float | None = None,
     max_snap_dist: float | None = None,
     min_path_length: float | None = None,
@@ -135,7 +138,7 @@ def _combine(compat: str) -> str:
     return "arithmetic" if compat == "reference" else "harmonic"
 
 
-class APLSMetrics(DictFamilyLogCheck, Metric):
+class APLSMetrics(MetricFamily):
     """Accumulates APLS path differences and pair counts over tiles (sum-reduced).
 
     ``compute`` returns the one-way scores from the pooled sums and their harmonic (or, with ``compat="reference"``,
@@ -168,8 +171,8 @@ class APLSMetrics(DictFamilyLogCheck, Metric):
 
     def __init__(
         self,
-        protocol: str = "cosmiq",
-        compat: str = "default",
+        protocol: APLSProtocol = "cosmiq",
+        compat: Compat = "default",
         max_sources: int | None = 500,
         seed: int = 0,
         *,
@@ -226,12 +229,8 @@ class APLSMetrics(DictFamilyLogCheck, Metric):
             "mean_apls": torch.tensor(mean),
         }
 
-    def plot(self, val: dict[str, Tensor] | Sequence[dict[str, Tensor]] | None = None, ax: Any = None) -> Any:
-        """Plot the scores (or their sequence over epochs) with matplotlib; returns ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
 
-
-class APLSScore(APLSMetrics):
+class APLSScore(ScalarMetric, APLSMetrics):
     """APLS from the path differences pooled over tiles (arguments as :class:`APLSMetrics`).
 
     Examples:
@@ -244,6 +243,4 @@ class APLSScore(APLSMetrics):
         1.0
     """
 
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """The ``apls`` value of :meth:`APLSMetrics.compute`."""
-        return super().compute()["apls"]
+    key = "apls"

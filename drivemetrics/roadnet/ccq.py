@@ -26,16 +26,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import networkx as nx
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-from torchmetrics import Metric
 
-from drivemetrics._internal.metric import DictFamilyLogCheck, add_config_state, plot_metric
+from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
 from drivemetrics._internal.validation import check_same_shape, check_shape, check_tensor
 from drivemetrics.roadnet.geometry import (
     check_compat,
@@ -45,6 +43,23 @@ from drivemetrics.roadnet.geometry import (
     result_tensors,
     validate_graph,
 )
+
+__all__ = [
+    "CCQCompleteness",
+    "CCQCorrectness",
+    "CCQMetrics",
+    "CCQQuality",
+    "CCQResult",
+    "ccq",
+    "ccq_counts",
+    "ccq_graph",
+    "ccq_scores",
+    "check_canvas",
+    "disc_dilation",
+    "reference_canvas",
+    "render_graph",
+    "render_graph_reference",
+]
 
 
 @dataclass(frozen=True)
@@ -126,9 +141,9 @@ def ccq_counts(preds: Tensor, target: Tensor, slack: float = 2.0) -> Tensor:
 def ccq(
     preds: Tensor | nx.Graph,
     target: Tensor | nx.Graph,
+    *,
     slack: float | None = None,
     scale: float = 0.25,
-    *,
     canvas: tuple[float, float, int, int] | None = None,
     compat: str = "default",
 ) -> dict[str, Tensor]:
@@ -144,7 +159,9 @@ def ccq(
     tensor(1., dtype=torch.float64)
     """
     if isinstance(preds, nx.Graph) or isinstance(target, nx.Graph):
-        return ccq_graph(preds, target, 8.0 if slack is None else slack, scale, canvas=canvas, compat=compat)
+        return ccq_graph(
+            preds, target, slack=8.0 if slack is None else slack, scale=scale, canvas=canvas, compat=compat
+        )
     check_compat(compat)
     counts = ccq_counts(preds, target, 2.0 if slack is None else slack).sum(0).tolist()
     if counts[3] == 0:
@@ -254,6 +271,7 @@ def reference_canvas(
 def ccq_graph(
     preds: nx.Graph,
     target: nx.Graph,
+    *,
     slack: float = 8.0,
     scale: float = 0.25,
     canvas: tuple[float, float, int, int] | None = None,
@@ -300,10 +318,10 @@ def ccq_graph(
         shape, origin = _canvas([target] + ([preds] if preds.number_of_nodes() else []), scale)
     gt_img = render(target, shape, origin, scale, device)
     pred_img = render(preds, shape, origin, scale, device) if preds.number_of_nodes() else torch.zeros_like(gt_img)
-    return ccq(pred_img[None], gt_img[None], slack * scale)
+    return ccq(pred_img[None], gt_img[None], slack=slack * scale)
 
 
-class CCQMetrics(DictFamilyLogCheck, Metric):
+class CCQMetrics(MetricFamily):
     """Accumulates CCQ pixel counts over tiles; ``compute`` returns correctness, completeness and quality.
 
     ``update(preds, target)`` takes either two ``(B, H, W)`` skeleton-image tensors (``slack`` in image pixels)
@@ -364,7 +382,7 @@ class CCQMetrics(DictFamilyLogCheck, Metric):
             pairs = graph_pairs(preds, target)
             rows = []
             for p, t in pairs:
-                r = ccq_graph(p, t, self.slack, self.scale, canvas=self.canvas, compat=self.compat)
+                r = ccq_graph(p, t, slack=self.slack, scale=self.scale, canvas=self.canvas, compat=self.compat)
                 rows.append([int(r[k]) for k in ("matched_pred", "total_pred", "matched_gt", "total_gt")])
             counts = torch.tensor(rows, dtype=torch.long).sum(0)
         counts = counts.to(self.matched_pred.device)
@@ -384,12 +402,8 @@ class CCQMetrics(DictFamilyLogCheck, Metric):
             "quality": torch.tensor(qual),
         }
 
-    def plot(self, val: dict[str, Tensor] | Sequence[dict[str, Tensor]] | None = None, ax: Any = None) -> Any:
-        """Plot the scores (or their sequence over epochs) with matplotlib; returns ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
 
-
-class CCQCorrectness(CCQMetrics):
+class CCQCorrectness(ScalarMetric, CCQMetrics):
     """CCQ correctness (precision of predicted road pixels within the slack) (arguments as :class:`CCQMetrics`).
 
     Examples:
@@ -404,12 +418,10 @@ class CCQCorrectness(CCQMetrics):
         1.0
     """
 
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """The ``correctness`` value of :meth:`CCQMetrics.compute`."""
-        return super().compute()["correctness"]
+    key = "correctness"
 
 
-class CCQCompleteness(CCQMetrics):
+class CCQCompleteness(ScalarMetric, CCQMetrics):
     """CCQ completeness (recall of ground-truth road pixels within the slack) (arguments as :class:`CCQMetrics`).
 
     Examples:
@@ -424,12 +436,10 @@ class CCQCompleteness(CCQMetrics):
         0.7556
     """
 
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """The ``completeness`` value of :meth:`CCQMetrics.compute`."""
-        return super().compute()["completeness"]
+    key = "completeness"
 
 
-class CCQQuality(CCQMetrics):
+class CCQQuality(ScalarMetric, CCQMetrics):
     """CCQ quality (``TP / (TP + FP + FN)`` of road pixels) (arguments as :class:`CCQMetrics`).
 
     Examples:
@@ -444,6 +454,4 @@ class CCQQuality(CCQMetrics):
         0.7556
     """
 
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """The ``quality`` value of :meth:`CCQMetrics.compute`."""
-        return super().compute()["quality"]
+    key = "quality"

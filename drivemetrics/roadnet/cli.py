@@ -8,6 +8,8 @@ import sys
 
 from drivemetrics._internal.options import add_input, add_no_progress, add_workers, progress_setting
 
+__all__ = ["METRICS", "PERTURBATIONS", "apply_settings", "check_setting", "register", "warn_default_mode"]
+
 # Light at import (``drivemetrics graph-eval --help`` must not load scipy / torch): the library is imported in the
 # run functions, and these names are copies of the keys of drivemetrics.roadnet.evaluate.METRICS and
 # drivemetrics.roadnet.perturb.PERTURBATIONS (a test keeps them equal).

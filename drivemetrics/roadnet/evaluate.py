@@ -25,12 +25,13 @@ from typing import Any
 
 import networkx as nx
 
+from drivemetrics._internal.compat import check_compat
 from drivemetrics._internal.limits import check_graph_extent
 from drivemetrics._internal.pool import check_workers_or_auto, map_in_processes
 from drivemetrics._internal.progress import progress_bar
 from drivemetrics.roadnet.apls import apls
 from drivemetrics.roadnet.ccq import ccq_graph, ccq_scores
-from drivemetrics.roadnet.geometry import check_compat, crop, graph_arrays, translate
+from drivemetrics.roadnet.geometry import crop, graph_arrays, translate
 from drivemetrics.roadnet.io import read_graph
 from drivemetrics.roadnet.junct import junct, junct_scores
 from drivemetrics.roadnet.opt_g import opt_g
@@ -38,6 +39,21 @@ from drivemetrics.roadnet.opt_j import opt_j
 from drivemetrics.roadnet.opt_p import opt_p
 from drivemetrics.roadnet.subg import subg, subg_scores
 from drivemetrics.roadnet.tlts import tlts
+
+__all__ = [
+    "COMPAT_METRICS",
+    "GRAPH_SUFFIXES",
+    "METRICS",
+    "MetricFn",
+    "aggregate",
+    "check_metric_names",
+    "crop_protocol",
+    "evaluate_dataset",
+    "evaluate_pair",
+    "find_pairs",
+    "format_table",
+    "metrics_without_compat",
+]
 
 MetricFn = Callable[..., Any]
 

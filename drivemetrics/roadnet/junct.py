@@ -30,7 +30,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -38,9 +37,8 @@ import torch
 from scipy.sparse.csgraph import dijkstra
 from scipy.spatial import cKDTree
 from torch import Tensor
-from torchmetrics import Metric
 
-from drivemetrics._internal.metric import DictFamilyLogCheck, add_config_state, plot_metric
+from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
 from drivemetrics.roadnet.geometry import (
     CHUNK,
     graph_arrays,
@@ -51,6 +49,21 @@ from drivemetrics.roadnet.geometry import (
     road_chains,
     validate_graph,
 )
+
+__all__ = [
+    "ANGLE_DISTANCE",
+    "CLUSTER_RADIUS",
+    "MATCH_RADIUS",
+    "SCALE",
+    "JUNCTResult",
+    "JunctionClusters",
+    "JunctionFCorrect",
+    "JunctionFError",
+    "JunctionMetrics",
+    "junct",
+    "junct_scores",
+    "junction_clusters",
+]
 
 SCALE = 1.7
 CLUSTER_RADIUS = 50 * SCALE
@@ -220,6 +233,7 @@ def _inside(points: np.ndarray, bounds: tuple[float, float, float, float] | None
 def junct(
     preds: nx.Graph,
     target: nx.Graph,
+    *,
     cluster_radius: float = CLUSTER_RADIUS,
     angle_distance: float = ANGLE_DISTANCE,
     match_radius: float = MATCH_RADIUS,
@@ -281,7 +295,7 @@ def junct(
     )
 
 
-class JunctionMetrics(DictFamilyLogCheck, Metric):
+class JunctionMetrics(MetricFamily):
     """Accumulates JUNCT scores and cluster counts over tiles (sum-reduced); ``compute`` gives F_correct, F_error.
 
     Examples:
@@ -342,12 +356,8 @@ class JunctionMetrics(DictFamilyLogCheck, Metric):
         )
         return {"f_correct": torch.tensor(f_correct), "f_error": torch.tensor(f_error)}
 
-    def plot(self, val: dict[str, Tensor] | Sequence[dict[str, Tensor]] | None = None, ax: Any = None) -> Any:
-        """Plot the scores (or their sequence over epochs) with matplotlib; returns ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
 
-
-class JunctionFCorrect(JunctionMetrics):
+class JunctionFCorrect(ScalarMetric, JunctionMetrics):
     """JUNCT ``F_correct`` (higher is better), scores summed over tiles (arguments as :class:`JunctionMetrics`).
 
     Examples:
@@ -362,12 +372,10 @@ class JunctionFCorrect(JunctionMetrics):
         0.75
     """
 
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """The ``f_correct`` value of :meth:`JunctionMetrics.compute`."""
-        return super().compute()["f_correct"]
+    key = "f_correct"
 
 
-class JunctionFError(JunctionMetrics):
+class JunctionFError(ScalarMetric, JunctionMetrics):
     """JUNCT ``F_error`` (lower is better), scores summed over tiles (arguments as :class:`JunctionMetrics`).
 
     Examples:
@@ -383,7 +391,4 @@ class JunctionFError(JunctionMetrics):
     """
 
     higher_is_better = False
-
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """The ``f_error`` value of :meth:`JunctionMetrics.compute`."""
-        return super().compute()["f_error"]
+    key = "f_error"

@@ -45,7 +45,7 @@ from scipy.sparse.csgraph import breadth_first_order
 from scipy.spatial import cKDTree
 from torch import Tensor
 
-from drivemetrics._internal.metric import DictFamilyLogCheck, add_config_state
+from drivemetrics._internal.metric import ScalarMetric, add_config_state
 from drivemetrics.roadnet._metric import GraphMetric, tensor_f1, tensor_ratios
 from drivemetrics.roadnet.geometry import (
     check_compat,
@@ -299,7 +299,7 @@ def opt_g(
     return result_tensors(OptGResult(n_pred, n_gt, n_spurious, n_missing))
 
 
-class OptGMetrics(DictFamilyLogCheck, GraphMetric):
+class OptGMetrics(GraphMetric):
     """OPT-G precision / recall / F1 from counts summed over tiles (see :func:`~drivemetrics.roadnet.opt_g.opt_g`).
 
     Cost: ``n_samples`` subgraph pairs per tile, about 1.8 s per 14-node tile at the default 1000 on one CPU thread
@@ -369,7 +369,7 @@ class OptGMetrics(DictFamilyLogCheck, GraphMetric):
         return out
 
 
-class OptGPrecision(OptGMetrics):
+class OptGPrecision(ScalarMetric, OptGMetrics):
     """OPT-G subgraph precision, counts summed over tiles (arguments as :class:`OptGMetrics`).
 
     Examples:
@@ -384,12 +384,10 @@ class OptGPrecision(OptGMetrics):
         0.9984
     """
 
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """The ``precision`` value of :meth:`OptGMetrics.compute`."""
-        return super().compute()["precision"]
+    key = "precision"
 
 
-class OptGRecall(OptGMetrics):
+class OptGRecall(ScalarMetric, OptGMetrics):
     """OPT-G subgraph recall, counts summed over tiles (arguments as :class:`OptGMetrics`).
 
     Examples:
@@ -404,12 +402,10 @@ class OptGRecall(OptGMetrics):
         0.7426
     """
 
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """The ``recall`` value of :meth:`OptGMetrics.compute`."""
-        return super().compute()["recall"]
+    key = "recall"
 
 
-class OptGF1Score(OptGMetrics):
+class OptGF1Score(ScalarMetric, OptGMetrics):
     """OPT-G F1, counts summed over tiles (arguments as :class:`OptGMetrics`).
 
     Examples:
@@ -424,6 +420,4 @@ class OptGF1Score(OptGMetrics):
         0.8517
     """
 
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """The ``f1`` value of :meth:`OptGMetrics.compute`."""
-        return super().compute()["f1"]
+    key = "f1"

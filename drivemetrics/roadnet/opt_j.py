@@ -31,7 +31,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 from torch import Tensor
 
-from drivemetrics._internal.metric import DictFamilyLogCheck, add_config_state
+from drivemetrics._internal.metric import ScalarMetric, add_config_state
 from drivemetrics.roadnet._metric import GraphMetric, tensor_ratios
 from drivemetrics.roadnet.geometry import (
     check_compat,
@@ -196,7 +196,7 @@ def opt_j(
     return result_tensors(OptJResult(int(tp), int(pp), int(ap)))
 
 
-class OptJMetrics(DictFamilyLogCheck, GraphMetric):
+class OptJMetrics(GraphMetric):
     """OPT-J junction precision / recall / F1 summed over tiles (see :func:`~drivemetrics.roadnet.opt_j.opt_j`).
 
     Examples:
@@ -248,7 +248,7 @@ class OptJMetrics(DictFamilyLogCheck, GraphMetric):
         return tensor_ratios(self.tp, self.pp, self.ap)
 
 
-class OptJPrecision(OptJMetrics):
+class OptJPrecision(ScalarMetric, OptJMetrics):
     """OPT-J junction precision, counts summed over tiles (arguments as :class:`OptJMetrics`).
 
     Examples:
@@ -263,12 +263,10 @@ class OptJPrecision(OptJMetrics):
         1.0
     """
 
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """The ``precision`` value of :meth:`OptJMetrics.compute`."""
-        return super().compute()["precision"]
+    key = "precision"
 
 
-class OptJRecall(OptJMetrics):
+class OptJRecall(ScalarMetric, OptJMetrics):
     """OPT-J junction recall, counts summed over tiles (arguments as :class:`OptJMetrics`).
 
     Examples:
@@ -283,12 +281,10 @@ class OptJRecall(OptJMetrics):
         0.75
     """
 
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """The ``recall`` value of :meth:`OptJMetrics.compute`."""
-        return super().compute()["recall"]
+    key = "recall"
 
 
-class OptJF1Score(OptJMetrics):
+class OptJF1Score(ScalarMetric, OptJMetrics):
     """OPT-J junction F1, counts summed over tiles (arguments as :class:`OptJMetrics`).
 
     Examples:
@@ -303,6 +299,4 @@ class OptJF1Score(OptJMetrics):
         0.8571
     """
 
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """The ``f1`` value of :meth:`OptJMetrics.compute`."""
-        return super().compute()["f1"]
+    key = "f1"

@@ -53,7 +53,7 @@ from scipy.sparse.csgraph import connected_components, dijkstra
 from scipy.spatial import cKDTree
 from torch import Tensor
 
-from drivemetrics._internal.metric import DictFamilyLogCheck, add_config_state
+from drivemetrics._internal.metric import ScalarMetric, add_config_state
 from drivemetrics.roadnet._metric import GraphMetric, tensor_f1
 from drivemetrics.roadnet.geometry import (
     SegmentIndex,
@@ -584,7 +584,7 @@ def opt_p(
     )
 
 
-class OptPMetrics(DictFamilyLogCheck, GraphMetric):
+class OptPMetrics(GraphMetric):
     """OPT-P: mean per-tile path precision and recall, F1 of the means (see :func:`opt_p`).
 
     Cost: about 0.02 s per 14-node tile and 0.14 s per 65-node tile on one CPU thread (``n_decompositions=1``).
@@ -648,7 +648,7 @@ class OptPMetrics(DictFamilyLogCheck, GraphMetric):
         return {"precision": precision, "recall": recall, "f1": tensor_f1(precision, recall)}
 
 
-class OptPPrecision(OptPMetrics):
+class OptPPrecision(ScalarMetric, OptPMetrics):
     """OPT-P path precision, mean over tiles (arguments as :class:`OptPMetrics`).
 
     Examples:
@@ -663,12 +663,10 @@ class OptPPrecision(OptPMetrics):
         1.0
     """
 
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """The ``precision`` value of :meth:`OptPMetrics.compute`."""
-        return super().compute()["precision"]
+    key = "precision"
 
 
-class OptPRecall(OptPMetrics):
+class OptPRecall(ScalarMetric, OptPMetrics):
     """OPT-P path recall, mean over tiles (arguments as :class:`OptPMetrics`).
 
     Examples:
@@ -683,12 +681,10 @@ class OptPRecall(OptPMetrics):
         0.6411
     """
 
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """The ``recall`` value of :meth:`OptPMetrics.compute`."""
-        return super().compute()["recall"]
+    key = "recall"
 
 
-class OptPF1Score(OptPMetrics):
+class OptPF1Score(ScalarMetric, OptPMetrics):
     """OPT-P F1 of the mean precision and recall (arguments as :class:`OptPMetrics`).
 
     Examples:
@@ -703,6 +699,4 @@ class OptPF1Score(OptPMetrics):
         0.7813
     """
 
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """The ``f1`` value of :meth:`OptPMetrics.compute`."""
-        return super().compute()["f1"]
+    key = "f1"

@@ -25,6 +25,18 @@ from scipy.spatial import cKDTree
 
 from drivemetrics.roadnet.geometry import graph_arrays, road_chains, validate_graph
 
+__all__ = [
+    "PERTURBATIONS",
+    "PerturbationFn",
+    "doubled_gt",
+    "doubled_pred",
+    "false_positives",
+    "interruptions",
+    "node_perturbations",
+    "overconnections",
+    "perturb",
+]
+
 PerturbationFn = Callable[..., tuple[nx.Graph, nx.Graph]]
 
 

@@ -23,6 +23,19 @@ from drivemetrics._internal.progress import progress_bar
 from drivemetrics.roadnet.evaluate import METRICS, check_metric_names, evaluate_pair
 from drivemetrics.roadnet.perturb import PERTURBATIONS, perturb
 
+__all__ = [
+    "FLAT_TOLERANCE",
+    "PRIMARY",
+    "SCORES",
+    "SensitivityRow",
+    "fast_options",
+    "flatness",
+    "flatness_table",
+    "plot_sensitivity",
+    "run_sensitivity",
+    "write_csv",
+]
+
 SCORES: dict[str, tuple[str, ...]] = {
     "opt_p": ("precision", "recall", "f1"),
     "opt_j": ("precision", "recall", "f1"),

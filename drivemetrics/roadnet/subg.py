@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -30,9 +29,8 @@ import torch
 from scipy.sparse.csgraph import dijkstra
 from scipy.spatial import cKDTree
 from torch import Tensor
-from torchmetrics import Metric
 
-from drivemetrics._internal.metric import DictFamilyLogCheck, add_config_state, plot_metric
+from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
 from drivemetrics.roadnet.geometry import (
     CHUNK,
     dense_arrays,
@@ -41,6 +39,8 @@ from drivemetrics.roadnet.geometry import (
     result_tensors,
     validate_graph,
 )
+
+__all__ = ["SUBGResult", "SubgraphF1Score", "SubgraphMetrics", "subg", "subg_scores"]
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,7 @@ def subg_scores(n_marbles: int, n_holes: int, n_spurious: int, n_empty: int) -> 
 def subg(
     preds: nx.Graph,
     target: nx.Graph,
+    *,
     spacing: float = 10.0,
     radius: float = 300.0,
     match_distance: float = 25.0,
@@ -148,7 +149,7 @@ def subg(
     )
 
 
-class SubgraphMetrics(DictFamilyLogCheck, Metric):
+class SubgraphMetrics(MetricFamily):
     """Accumulates hole / marble counts over tiles (sum-reduced); ``compute`` returns f1, spurious, missing.
 
     Examples:
@@ -211,12 +212,8 @@ class SubgraphMetrics(DictFamilyLogCheck, Metric):
         )
         return {"f1": torch.tensor(f1), "spurious": torch.tensor(spurious), "missing": torch.tensor(missing)}
 
-    def plot(self, val: dict[str, Tensor] | Sequence[dict[str, Tensor]] | None = None, ax: Any = None) -> Any:
-        """Plot the scores (or their sequence over epochs) with matplotlib; returns ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
 
-
-class SubgraphF1Score(SubgraphMetrics):
+class SubgraphF1Score(ScalarMetric, SubgraphMetrics):
     """SUBG F1 of holes and marbles, counts summed over tiles (arguments as :class:`SubgraphMetrics`).
 
     Examples:
@@ -231,6 +228,4 @@ class SubgraphF1Score(SubgraphMetrics):
         0.8077
     """
 
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """The ``f1`` value of :meth:`SubgraphMetrics.compute`."""
-        return super().compute()["f1"]
+    key = "f1"

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -39,9 +38,8 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 from scipy.spatial import cKDTree
 from torch import Tensor
-from torchmetrics import Metric
 
-from drivemetrics._internal.metric import DictFamilyLogCheck, add_config_state, plot_metric
+from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
 from drivemetrics.roadnet.geometry import (
     CHUNK,
     check_compat,
@@ -52,6 +50,8 @@ from drivemetrics.roadnet.geometry import (
     result_tensors,
     validate_graph,
 )
+
+__all__ = ["TLTSAccuracy", "TLTSMetrics", "TLTSResult", "hop_path_lengths", "path_lengths", "tlts"]
 
 
 def path_lengths(csgraph: csr_matrix, sources: np.ndarray, targets: np.ndarray) -> np.ndarray:
@@ -168,11 +168,11 @@ def _tlts_reference(
 def tlts(
     preds: nx.Graph,
     target: nx.Graph,
+    *,
     max_node_dist: float = 25.0,
     perc_length: float = 0.05,
     n_paths: int = 1000,
     seed: int = 0,
-    *,
     compat: str = "default",
 ) -> dict[str, Tensor]:
     """Too-long / too-short fractions of ``n_paths`` random GT shortest paths.
@@ -241,7 +241,7 @@ def tlts(
     )
 
 
-class TLTSMetrics(DictFamilyLogCheck, Metric):
+class TLTSMetrics(MetricFamily):
     """Accumulates TLTS path counts over tiles (sum-reduced); ``compute`` returns the four fractions.
 
     ``update(preds, target)`` takes two graphs or two sequences of graphs. Fractions are pooled over all paths of
@@ -310,12 +310,8 @@ class TLTSMetrics(DictFamilyLogCheck, Metric):
         r = _result([int(x.item()) for x in (self.n_correct, self.n_too_long, self.n_too_short, self.n_infeasible)])
         return {k: torch.tensor(getattr(r, k)) for k in ("correct", "too_long", "too_short", "infeasible")}
 
-    def plot(self, val: dict[str, Tensor] | Sequence[dict[str, Tensor]] | None = None, ax: Any = None) -> Any:
-        """Plot the scores (or their sequence over epochs) with matplotlib; returns ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
 
-
-class TLTSAccuracy(TLTSMetrics):
+class TLTSAccuracy(ScalarMetric, TLTSMetrics):
     """TLTS fraction of correct paths (neither too long nor too short), pooled (arguments as :class:`TLTSMetrics`).
 
     Examples:
@@ -330,6 +326,4 @@ class TLTSAccuracy(TLTSMetrics):
         0.51
     """
 
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """The ``correct`` value of :meth:`TLTSMetrics.compute`."""
-        return super().compute()["correct"]
+    key = "correct"

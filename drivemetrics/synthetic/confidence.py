@@ -27,6 +27,8 @@ from torch import Tensor
 
 from drivemetrics.synthetic.road_scene import RoadCoordinates, RoadGeometry
 
+__all__ = ["DETECTOR_PRESETS", "DetectorModel", "SyntheticDetector", "sample_detector"]
+
 
 @dataclass(frozen=True)
 class DetectorModel:

@@ -15,6 +15,8 @@ from torch import Tensor
 from drivemetrics._internal.files import atomic_save_png, atomic_write_text
 from drivemetrics.synthetic.road_scene import RenderedScene, default_image_from_road, kitti_gt_image
 
+__all__ = ["kitti_calib_text", "write_kitti_road_folder"]
+
 #: ``fy`` of the KITTI camera, used for the calibration's (irrelevant for the road plane) Y column of ``P2``.
 _FOCAL_Y = 721.5377
 

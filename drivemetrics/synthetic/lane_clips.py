@@ -28,6 +28,21 @@ from torch import Tensor
 from drivemetrics._internal.validation import check_shape, check_tensor
 from drivemetrics.geometry.camera import image_from_road_homography, image_to_road, intrinsic_matrix, road_to_image
 
+__all__ = [
+    "EGO_LANE_INDICES",
+    "FRAME_RATE_HZ",
+    "NOISE_MODELS",
+    "LaneCamera",
+    "LaneClips",
+    "LaneNoise",
+    "NoisyLaneDetector",
+    "PaintedLineDetector",
+    "detections_from_gt",
+    "make_lane_clips",
+    "perturb_road_lanes",
+    "road_lanes_to_image",
+]
+
 FRAME_RATE_HZ = 20.0
 EGO_LANE_INDICES = (1, 2)
 """Indices of the ego-left and ego-right line in the default 4-line layout."""

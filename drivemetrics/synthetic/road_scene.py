@@ -20,6 +20,26 @@ from torch import Tensor
 
 from drivemetrics.geometry.bev import BevGrid
 
+__all__ = [
+    "KITTI_IMAGE_SIZE",
+    "KITTI_UM_000000_IMAGE_FROM_ROAD",
+    "SCENE_KINDS",
+    "Centerline",
+    "Profile",
+    "RenderedScene",
+    "RoadCoordinates",
+    "RoadGeometry",
+    "baseline_prior",
+    "default_image_from_road",
+    "kitti_gt_image",
+    "make_road",
+    "mean_gt_prior",
+    "render_bev",
+    "render_perspective",
+    "road_points_from_pixels",
+    "sample_road_geometry",
+]
+
 # KITTI-ROAD training frame um_000000: image_from_road = (P2 R0_rect inv(Tr_cam_to_road))[:, [0, 2, 3]], the
 # homography mapping road points (X, Z, 1) to homogeneous image points (u w, v w, w); u = column, v = row, 0-based
 # pixel coordinates with pixel centers at integers.

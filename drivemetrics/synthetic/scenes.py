@@ -19,6 +19,8 @@ from drivemetrics.synthetic.road_scene import (
     sample_road_geometry,
 )
 
+__all__ = ["ego_lane_scenes", "synthetic_scenes"]
+
 
 def synthetic_scenes(
     batch_size: int,

@@ -10,15 +10,19 @@ Polylines are padded tensors ``(B, N, P, D)`` in metres (ego frame) with ``lengt
 
 from drivemetrics._internal.lazy import lazy_exports
 
-_EXPORTS = {
+#: Metric and loss classes, exported by ``drivemetrics`` too (its stub: python -m drivemetrics._internal.stubs).
+_METRICS = {
     "MapChamferLoss": "drivemetrics.vectormap.chamfer_loss",
+    "VectorMapAPMetrics": "drivemetrics.vectormap.map_ap",
+    "VectorMapAveragePrecision": "drivemetrics.vectormap.map_ap",
+    "VectorMapMeanAveragePrecision": "drivemetrics.vectormap.map_ap",
+}
+_EXPORTS = {
+    **_METRICS,
     "MapEvaluation": "drivemetrics.vectormap.evaluate",
     "MapProtocol": "drivemetrics.vectormap.protocol",
     "MapSample": "drivemetrics.vectormap.io",
     "PROTOCOLS": "drivemetrics.vectormap.protocol",
-    "VectorMapAPMetrics": "drivemetrics.vectormap.map_ap",
-    "VectorMapAveragePrecision": "drivemetrics.vectormap.map_ap",
-    "VectorMapMeanAveragePrecision": "drivemetrics.vectormap.map_ap",
     "evaluate_map_files": "drivemetrics.vectormap.evaluate",
     "evaluate_map_samples": "drivemetrics.vectormap.evaluate",
     "pack_samples": "drivemetrics.vectormap.io",

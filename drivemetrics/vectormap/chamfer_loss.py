@@ -48,6 +48,7 @@ def _orders(num_points: int, closed: Tensor) -> tuple[Tensor, Tensor]:
 def map_chamfer_loss(
     preds: Tensor,
     target: Tensor,
+    *,
     target_lengths: Tensor | None = None,
     mode: LossMode = "chamfer",
     point_distance: Literal["l2", "l1"] = "l2",
@@ -138,4 +139,11 @@ class MapChamferLoss(nn.Module):
 
     def forward(self, preds: Tensor, target: Tensor, target_lengths: Tensor | None = None) -> Tensor:
         """The loss of ``preds (B, N, P, D)`` against ``target (B, N, Q, D)``."""
-        return map_chamfer_loss(preds, target, target_lengths, self.mode, self.point_distance, self.reduction)
+        return map_chamfer_loss(
+            preds,
+            target,
+            target_lengths=target_lengths,
+            mode=self.mode,
+            point_distance=self.point_distance,
+            reduction=self.reduction,
+        )

@@ -15,6 +15,8 @@ from drivemetrics._internal.options import (
     resolve_workers,
 )
 
+__all__ = ["register"]
+
 
 def _map_eval(args: argparse.Namespace) -> int:
     from drivemetrics._internal.files import atomic_write_text, check_output_path

@@ -16,9 +16,13 @@ from drivemetrics._internal.progress import progress_bar
 from drivemetrics._internal.ragged import RaggedRows
 from drivemetrics.vectormap.io import MapSample, pack_samples, read_map_gt, read_map_preds
 from drivemetrics.vectormap.map_ap import vector_map_ap_from_matches, vector_map_matches
-from drivemetrics.vectormap.protocol import MapProtocol, get_protocol
+from drivemetrics.vectormap.protocol import MapProtocol, ProtocolName, get_protocol
 
 __all__ = ["MapEvaluation", "evaluate_map_files", "evaluate_map_samples"]
+
+#: fewest samples a worker process of ``workers`` gets (fewer processes otherwise): starting one (spawn, importing
+#: torch) costs about what matching a thousand samples costs
+MIN_SAMPLES_PER_PROCESS = 1000
 
 #: file format of each preset (the default protocol reads either, detected from the content)
 PROTOCOL_FORMATS = {"nuscenes-maptr": "maptr", "av2-cvpr23": "av2"}
@@ -82,16 +86,7 @@ def _match_batch(job: tuple) -> tuple[Tensor, Tensor]:
     gt, preds, proto, gt_dims, pred_dims, device = job
     gt_part = pack_samples(gt, proto.class_names, gt_dims, device=device)
     pred_part = pack_samples(preds, proto.class_names, pred_dims, device=device)
-    matches = vector_map_matches(
-        pred_part["points"],
-        pred_part["lengths"],
-        pred_part["labels"],
-        pred_part["scores"],
-        gt_part["points"],
-        gt_part["lengths"],
-        gt_part["labels"],
-        proto,
-    )
+    matches = vector_map_matches(pred_part, gt_part, protocol=proto)
     columns = [matches["scores"].to(torch.float64)[:, None], matches["labels"].to(torch.float64)[:, None]]
     rows = torch.cat([*columns, matches["true_positive"].to(torch.float64)], 1).to(device)
     return rows, matches["num_targets"].to(device)
@@ -113,6 +108,7 @@ def _match_samples(
     The rows do not depend on the batches."""
     if torch.device(device).type != "cpu":
         workers = 1  # one process drives the accelerator
+    workers = max(1, min(workers, len(gt) // MIN_SAMPLES_PER_PROCESS))  # a process costs its start-up (imports)
     if workers > 1:  # at least two batches per worker, so that the processes share the work
         batch_size = max(1, min(batch_size, -(-len(gt) // (2 * workers))))
     jobs = [
@@ -132,7 +128,7 @@ def _match_samples(
 def evaluate_map_samples(
     gt: list[MapSample],
     preds: list[MapSample],
-    protocol: str = "default",
+    protocol: ProtocolName = "default",
     device: torch.device | str = "cpu",
     batch_size: int = 2000,
     workers: int = 1,
@@ -217,7 +213,7 @@ def evaluate_map_samples(
 def evaluate_map_files(
     gt_path: str | Path,
     pred_path: str | Path,
-    protocol: str = "default",
+    protocol: ProtocolName = "default",
     device: torch.device | str = "cpu",
     workers: int = 1,
     progress: bool | None = False,

@@ -7,24 +7,23 @@ threshold. The protocol (:mod:`drivemetrics.vectormap.protocol`) decides resampl
 precision dtypes and the AP of a class without GT. All frames and classes are processed at once on the inputs'
 device: polylines are regrouped into ``(B, C, K, P, D)`` (frame, class, instance, point, coordinate).
 
-Inputs of a batch of ``B`` frames (padding polylines have length 0):
+Inputs of a batch of ``B`` frames, ``(preds, target)``, each a dict of tensors (padding polylines have length 0):
 
-- ``preds (B, N, P, D)`` points in metres, ``preds_lengths (B, N)``, ``preds_labels (B, N)`` class ids in the
-  protocol's ``class_names`` order, ``preds_scores (B, N)``;
-- ``target (B, M, Q, D)``, ``target_lengths (B, M)``, ``target_labels (B, M)``.
+- ``preds``: ``points (B, N, P, D)`` in metres, ``labels (B, N)`` class ids in the protocol's ``class_names``
+  order, ``scores (B, N)``, optionally ``lengths (B, N)``;
+- ``target``: ``points (B, M, Q, D)``, ``labels (B, M)``, optionally ``lengths (B, M)``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor
-from torchmetrics import Metric
 
-from drivemetrics._internal.metric import DictFamilyLogCheck, add_config_state, plot_metric
+from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
 from drivemetrics._internal.ragged import RaggedRows, RaggedStateMixin
 from drivemetrics.polyline import (
     average_precision_area,
@@ -36,7 +35,7 @@ from drivemetrics.polyline import (
     resample_by_spacing,
 )
 from drivemetrics.vectormap.buffer import buffers_intersect
-from drivemetrics.vectormap.protocol import MapProtocol, get_protocol
+from drivemetrics.vectormap.protocol import MapProtocol, ProtocolName, get_protocol
 
 __all__ = [
     "VectorMapAPMetrics",
@@ -101,15 +100,28 @@ def _check_inputs(name: str, points: Tensor, lengths: Tensor | None, labels: Ten
     if points.ndim != 4:
         raise ValueError(f"`{name}` must have shape (B, N, P, D), got {tuple(points.shape)}")
     if labels.shape != lengths.shape or labels.is_floating_point():
-        raise ValueError(f"`{name}_labels` must be integer class ids of shape {tuple(lengths.shape)}")
+        raise ValueError(f'`{name}["labels"]` must be integer class ids of shape {tuple(lengths.shape)}')
     used = labels[lengths > 0]
     if used.numel() and (int(used.min()) < 0 or int(used.max()) >= num_classes):
         raise ValueError(
-            f"`{name}_labels` must lie in [0, {num_classes - 1}], got {int(used.min())}..{int(used.max())}"
+            f'`{name}["labels"]` must lie in [0, {num_classes - 1}], got {int(used.min())}..{int(used.max())}'
         )
     if not torch.isfinite(points).all():
         raise ValueError(f"`{name}` holds NaN or infinite coordinates")
     return lengths
+
+
+def _unpack(
+    batch: Mapping[str, Tensor], name: str, with_scores: bool
+) -> tuple[Tensor, Tensor | None, Tensor, Tensor | None]:
+    """``(points, lengths or None, labels, scores or None)`` of a container; a missing key names ``name``."""
+    if not isinstance(batch, Mapping):
+        raise TypeError(f"`{name}` must be a dict of tensors (points, labels, ...), got {type(batch).__name__}")
+    needed = ("points", "labels", "scores") if with_scores else ("points", "labels")
+    missing = [key for key in needed if key not in batch]
+    if missing:
+        raise ValueError(f"`{name}` lacks {missing} (keys: points, labels{', scores' if with_scores else ''}, lengths)")
+    return batch["points"], batch.get("lengths"), batch["labels"], batch.get("scores") if with_scores else None
 
 
 def _buffer_prefilter(
@@ -136,26 +148,21 @@ def _buffer_prefilter(
 
 
 def vector_map_matches(
-    preds: Tensor,
-    preds_lengths: Tensor | None,
-    preds_labels: Tensor,
-    preds_scores: Tensor,
-    target: Tensor,
-    target_lengths: Tensor | None,
-    target_labels: Tensor,
-    protocol: str | MapProtocol = "default",
+    preds: Mapping[str, Tensor],
+    target: Mapping[str, Tensor],
+    *,
+    protocol: ProtocolName | MapProtocol = "default",
     thresholds: Sequence[float] | None = None,
 ) -> dict[str, Tensor]:
     """Per-frame matching of a batch: each prediction's true-positive flag at each threshold.
 
     Args:
-        preds: ``(B, N, P, D)`` predicted polylines (metres, ego frame).
-        preds_lengths: ``(B, N)`` valid point counts (0 = padding; ``None``: all ``P``).
-        preds_labels: ``(B, N)`` class ids (the protocol's ``class_names`` order).
-        preds_scores: ``(B, N)`` confidences.
-        target: ``(B, M, Q, D)`` GT polylines.
-        target_lengths: ``(B, M)`` (``None``: all ``Q``).
-        target_labels: ``(B, M)``.
+        preds: the predicted polylines of ``B`` frames, a dict of tensors (what
+            :func:`~drivemetrics.vectormap.io.pack_samples` returns): ``points`` ``(B, N, P, D)`` (metres, ego
+            frame), ``labels`` ``(B, N)`` class ids (the protocol's ``class_names`` order), ``scores`` ``(B, N)``
+            confidences and optionally ``lengths`` ``(B, N)`` valid point counts (0 = padding; absent: all ``P``).
+        target: the GT polylines, the same keys but ``scores``: ``points`` ``(B, M, Q, D)``, ``labels`` ``(B, M)``,
+            optionally ``lengths`` ``(B, M)``.
         protocol: ``"default"``, ``"nuscenes-maptr"``, ``"av2-cvpr23"`` or a :class:`MapProtocol`.
         thresholds: Chamfer thresholds in metres (default: the protocol's, 0.5 / 1.0 / 1.5).
 
@@ -165,11 +172,13 @@ def vector_map_matches(
 
     Examples:
         >>> line = torch.tensor([[[[0.0, 0.0], [0.0, 10.0]]]])  # one frame, one line
-        >>> out = vector_map_matches(line + 0.7, None, torch.tensor([[0]]), torch.tensor([[0.9]]),
-        ...                          line, None, torch.tensor([[0]]))
+        >>> preds = {"points": line + 0.7, "labels": torch.tensor([[0]]), "scores": torch.tensor([[0.9]])}
+        >>> out = vector_map_matches(preds, {"points": line, "labels": torch.tensor([[0]])})
         >>> out["true_positive"].tolist(), out["num_targets"].tolist()
         ([[False, True, True]], [1, 0, 0])
     """
+    preds, preds_lengths, preds_labels, preds_scores = _unpack(preds, "preds", with_scores=True)
+    target, target_lengths, target_labels, _ = _unpack(target, "target", with_scores=False)
     proto = get_protocol(protocol)
     num_classes = len(proto.class_names)
     thresholds_t = tuple(float(t) for t in (proto.thresholds if thresholds is None else thresholds))
@@ -181,7 +190,7 @@ def vector_map_matches(
         )
     if preds_scores.shape != preds_lengths.shape:
         raise ValueError(
-            f"`preds_scores` must have shape {tuple(preds_lengths.shape)}, got {tuple(preds_scores.shape)}"
+            f'`preds["scores"]` must have shape {tuple(preds_lengths.shape)}, got {tuple(preds_scores.shape)}'
         )
     if proto.dims == "2d":
         if preds.shape[-1] != 2:
@@ -274,7 +283,7 @@ def vector_map_ap_from_matches(
     labels: Tensor,
     true_positive: Tensor,
     num_targets: Tensor,
-    protocol: str | MapProtocol = "default",
+    protocol: ProtocolName | MapProtocol = "default",
 ) -> dict[str, Tensor]:
     """Pool matched predictions per class into AP per threshold, class AP and mAP.
 
@@ -326,14 +335,10 @@ def vector_map_ap_from_matches(
 
 
 def vector_map_ap(
-    preds: Tensor,
-    preds_lengths: Tensor | None,
-    preds_labels: Tensor,
-    preds_scores: Tensor,
-    target: Tensor,
-    target_lengths: Tensor | None,
-    target_labels: Tensor,
-    protocol: str | MapProtocol = "default",
+    preds: Mapping[str, Tensor],
+    target: Mapping[str, Tensor],
+    *,
+    protocol: ProtocolName | MapProtocol = "default",
     thresholds: Sequence[float] | None = None,
 ) -> dict[str, Tensor]:
     """Vectorised-map Chamfer AP of a batch of frames (all frames pooled): :func:`vector_map_matches` then
@@ -346,20 +351,18 @@ def vector_map_ap(
 
     Examples:
         >>> line = torch.tensor([[[[0.0, 0.0], [0.0, 10.0]]]])
-        >>> out = vector_map_ap(line + 0.7, None, torch.tensor([[0]]), torch.tensor([[0.9]]), line, None,
-        ...                     torch.tensor([[0]]), protocol="nuscenes-maptr")
+        >>> preds = {"points": line + 0.7, "labels": torch.tensor([[0]]), "scores": torch.tensor([[0.9]])}
+        >>> out = vector_map_ap(preds, {"points": line, "labels": torch.tensor([[0]])}, protocol="nuscenes-maptr")
         >>> out["ap_per_threshold"][0].tolist(), round(out["map"].item(), 4)
         ([0.0, 1.0, 1.0], 0.2222)
     """
-    matches = vector_map_matches(
-        preds, preds_lengths, preds_labels, preds_scores, target, target_lengths, target_labels, protocol, thresholds
-    )
+    matches = vector_map_matches(preds, target, protocol=protocol, thresholds=thresholds)
     return vector_map_ap_from_matches(
         matches["scores"], matches["labels"], matches["true_positive"], matches["num_targets"], protocol
     )
 
 
-class VectorMapAPMetrics(DictFamilyLogCheck, RaggedStateMixin, Metric):
+class VectorMapAPMetrics(RaggedStateMixin, MetricFamily):
     """Vectorised HD-map AP over a dataset: mAP, per-class AP and per-class AP at each threshold (a dict).
 
     ``compute()`` returns ``{"map": ..., "ap_<class>": ..., "ap_<class>_<thr>": ...}`` (e.g. ``ap_divider_0.5``).
@@ -375,9 +378,10 @@ class VectorMapAPMetrics(DictFamilyLogCheck, RaggedStateMixin, Metric):
 
     Examples:
         >>> metric = VectorMapAPMetrics(protocol="av2-cvpr23")
-        >>> line = torch.tensor([[[[0.0, 0.0], [10.0, 0.0]]]])
-        >>> metric.update(line + torch.tensor([0.0, 0.6]), None, torch.tensor([[1]]), torch.tensor([[0.9]]),
-        ...               line, None, torch.tensor([[1]]))
+        >>> line = torch.tensor([[[[0.0, 0.0], [10.0, 0.0]]]])  # (B, N, P, 2): one frame, one line, metres
+        >>> preds = {"points": line + torch.tensor([0.0, 0.6]), "labels": torch.tensor([[1]]),
+        ...          "scores": torch.tensor([[0.9]])}
+        >>> metric.update(preds, {"points": line, "labels": torch.tensor([[1]])})
         >>> round(metric.compute()["ap_divider"].item(), 4)
         0.6667
     """
@@ -390,7 +394,9 @@ class VectorMapAPMetrics(DictFamilyLogCheck, RaggedStateMixin, Metric):
 
     num_targets: Tensor
 
-    def __init__(self, protocol: str = "default", thresholds: Sequence[float] | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, protocol: ProtocolName = "default", thresholds: Sequence[float] | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.protocol = get_protocol(protocol)
         self.thresholds = tuple(float(t) for t in (self.protocol.thresholds if thresholds is None else thresholds))
@@ -403,28 +409,9 @@ class VectorMapAPMetrics(DictFamilyLogCheck, RaggedStateMixin, Metric):
         )
         add_config_state(self, (self.protocol, self.thresholds))
 
-    def update(
-        self,
-        preds: Tensor,
-        preds_lengths: Tensor | None,
-        preds_labels: Tensor,
-        preds_scores: Tensor,
-        target: Tensor,
-        target_lengths: Tensor | None,
-        target_labels: Tensor,
-    ) -> None:
-        """Match a batch of frames (see :func:`vector_map_matches` for the shapes)."""
-        out = vector_map_matches(
-            preds,
-            preds_lengths,
-            preds_labels,
-            preds_scores,
-            target,
-            target_lengths,
-            target_labels,
-            self.protocol,
-            self.thresholds,
-        )
+    def update(self, preds: Mapping[str, Tensor], target: Mapping[str, Tensor]) -> None:
+        """Match a batch of frames: ``preds`` / ``target`` dicts of tensors as in :func:`vector_map_matches`."""
+        out = vector_map_matches(preds, target, protocol=self.protocol, thresholds=self.thresholds)
         rows = torch.cat(
             [
                 out["scores"].to(torch.float64)[:, None],
@@ -433,11 +420,9 @@ class VectorMapAPMetrics(DictFamilyLogCheck, RaggedStateMixin, Metric):
             ],
             1,
         )
-        lengths = (
-            preds_lengths
-            if preds_lengths is not None
-            else torch.full(preds.shape[:2], preds.shape[2], device=preds.device)
-        )
+        points, lengths = preds["points"], preds.get("lengths")
+        if lengths is None:
+            lengths = torch.full(points.shape[:2], points.shape[2], device=points.device)
         kept = ((lengths >= self.protocol.min_pred_points) & (lengths > 0)).sum(1)  # rows per frame, as matched
         self.append_frames(matches=RaggedRows(rows, kept.to(torch.int64)))
         self.num_targets = self.num_targets + out["num_targets"].to(self.num_targets.device)
@@ -454,31 +439,24 @@ class VectorMapAPMetrics(DictFamilyLogCheck, RaggedStateMixin, Metric):
                 result[f"ap_{name}_{threshold:g}"] = out["ap_per_threshold"][c, t]
         return result
 
-    def plot(self, val: Any = None, ax: Any = None) -> tuple[Any, Any]:
-        """Plot the values (default: the current ones); ``(fig, ax)``."""
-        return plot_metric(self, val, ax)
 
-
-class VectorMapMeanAveragePrecision(VectorMapAPMetrics):
+class VectorMapMeanAveragePrecision(ScalarMetric, VectorMapAPMetrics):
     """Vectorised HD-map mAP (mean of the class APs), one tensor (arguments as :class:`VectorMapAPMetrics`).
 
     Examples:
         >>> metric = VectorMapMeanAveragePrecision(protocol="nuscenes-maptr")
         >>> line = torch.tensor([[[[0.0, 0.0], [0.0, 10.0]]]])
-        >>> metric.update(line, None, torch.tensor([[2]]), torch.tensor([[0.5]]), line, None, torch.tensor([[2]]))
+        >>> labels = torch.tensor([[2]])
+        >>> metric.update({"points": line, "labels": labels, "scores": torch.tensor([[0.5]])},
+        ...               {"points": line, "labels": labels})
         >>> metric.compute().item()  # boundary AP 1, the other classes have no GT (0 in this protocol)
         0.3333333333333333
     """
 
-    def __init__(self, protocol: str = "default", thresholds: Sequence[float] | None = None, **kwargs: Any) -> None:
-        super().__init__(protocol=protocol, thresholds=thresholds, **kwargs)
-
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """The mAP (0-d float64)."""
-        return super().compute()["map"]
+    key = "map"
 
 
-class VectorMapAveragePrecision(VectorMapAPMetrics):
+class VectorMapAveragePrecision(ScalarMetric, VectorMapAPMetrics):
     """AP of one class (mean over the thresholds, or at one threshold), one tensor.
 
     Args:
@@ -490,8 +468,9 @@ class VectorMapAveragePrecision(VectorMapAPMetrics):
     Examples:
         >>> metric = VectorMapAveragePrecision("divider", threshold=1.0, protocol="av2-cvpr23")
         >>> line = torch.tensor([[[[0.0, 0.0], [10.0, 0.0]]]])
-        >>> metric.update(line + torch.tensor([0.0, 0.6]), None, torch.tensor([[1]]), torch.tensor([[0.9]]),
-        ...               line, None, torch.tensor([[1]]))
+        >>> preds = {"points": line + torch.tensor([0.0, 0.6]), "labels": torch.tensor([[1]]),
+        ...          "scores": torch.tensor([[0.9]])}
+        >>> metric.update(preds, {"points": line, "labels": torch.tensor([[1]])})
         >>> metric.compute().item()
         1.0
     """
@@ -500,7 +479,7 @@ class VectorMapAveragePrecision(VectorMapAPMetrics):
         self,
         class_name: str,
         threshold: float | None = None,
-        protocol: str = "default",
+        protocol: ProtocolName = "default",
         thresholds: Sequence[float] | None = None,
         **kwargs: Any,
     ) -> None:
@@ -511,8 +490,6 @@ class VectorMapAveragePrecision(VectorMapAPMetrics):
             raise ValueError(f"`threshold` must be one of {self.thresholds}, got {threshold}")
         self.class_name = class_name
         self.threshold = threshold
-        self.key = f"ap_{class_name}" if threshold is None else f"ap_{class_name}_{float(threshold):g}"
+        self.at_threshold = "" if threshold is None else f"_{float(threshold):g}"
 
-    def compute(self) -> Tensor:  # type: ignore[override]
-        """The class AP (0-d float64)."""
-        return super().compute()[self.key]
+    key = "ap_{class_name}{at_threshold}"

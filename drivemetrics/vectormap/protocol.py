@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["PROTOCOLS", "MapProtocol", "get_protocol"]
+__all__ = ["PROTOCOLS", "MapProtocol", "ProtocolName", "get_protocol"]
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,9 @@ class MapProtocol:
     min_pred_points: int = 2
 
 
+#: A protocol's name (type checkers reject any other string).
+ProtocolName = Literal["default", "nuscenes-maptr", "av2-cvpr23"]
+
 PROTOCOLS: dict[str, MapProtocol] = {
     "default": MapProtocol(name="default", class_names=("divider", "ped_crossing", "boundary")),
     "nuscenes-maptr": MapProtocol(
@@ -92,7 +95,7 @@ PROTOCOLS: dict[str, MapProtocol] = {
 }
 
 
-def get_protocol(protocol: str | MapProtocol) -> MapProtocol:
+def get_protocol(protocol: ProtocolName | MapProtocol) -> MapProtocol:
     """The :class:`MapProtocol` named ``protocol`` (or ``protocol`` itself); ``ValueError`` naming the choices.
 
     Examples:

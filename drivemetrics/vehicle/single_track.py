@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+__all__ = ["single_track_step"]
+
 
 def single_track_step(
     x: Tensor,

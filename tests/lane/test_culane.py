@@ -86,10 +86,10 @@ def test_hungarian_against_reference():
     pred_x = base[:, [0, 1, 2]] + torch.tensor(rng.normal(0, 8, size=(1, 3, 10)))
     gt = lanes_from_rows(base, ys)
     pred = lanes_from_rows(pred_x, ys)
-    iou = lane_iou_matrix(pred, gt, 200, 300, 30)[0].numpy()
+    iou = lane_iou_matrix(pred, gt, height=200, width=300, line_width=30)[0].numpy()
     r, c = linear_sum_assignment(-iou)
     expected_tp = int((iou[r, c] > 0.5).sum())
-    counts = culane_counts(pred, gt, 200, 300)
+    counts = culane_counts(pred, gt, height=200, width=300)
     assert int(counts["tp"][0]) == expected_tp
     assert int(counts["fp"][0]) == 3 - expected_tp
     assert int(counts["fn"][0]) == 4 - expected_tp
@@ -231,7 +231,7 @@ def test_iou_per_row_equals_pixel_masks_for_lanes_leaving_the_image_and_turning_
         ],
         dtype=torch.float64,
     )[None]
-    iou = lane_iou_matrix(preds, target, height, width, line_width=20.0, spacing=3.0)[0].numpy()
+    iou = lane_iou_matrix(preds, target, height=height, width=width, line_width=20.0, spacing=3.0)[0].numpy()
     pred_curve, _ = spline_lanes(preds, spacing=3.0)
     gt_curve, _ = spline_lanes(target, spacing=3.0)
     expected = _brute_iou(pred_curve[0].numpy(), gt_curve[0].numpy(), height, width, 10.5)

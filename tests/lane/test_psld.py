@@ -35,7 +35,7 @@ def _scenes(n, seed=0, scale=1.0):
 def test_perfect_detection_scores_zero(device):
     _, gt, speed = _scenes(5)
     gt, speed = gt.to(device), speed.to(device)
-    assert torch.equal(psld(gt, gt, speed, reduction="none"), torch.zeros(5, dtype=torch.float64, device=device))
+    assert torch.equal(psld(gt, gt, speed=speed, reduction="none"), torch.zeros(5, dtype=torch.float64, device=device))
 
 
 def test_one_step_hand_computed():
@@ -43,7 +43,7 @@ def test_one_step_hand_computed():
     c, v = 0.5, 20.0
     pred = torch.full((1, Z.numel()), c, dtype=torch.float64)
     gt = torch.zeros_like(pred)
-    value = psld(pred, gt, v, horizon_frames=1, controller=PurePursuit())
+    value = psld(pred, gt, speed=v, horizon_frames=1, controller=PurePursuit())
     lookahead, L = max(6.0, v * 1.0), RAV4_2017.wheelbase
     rho = math.atan(2 * L * c / (c**2 + lookahead**2))
     theta = v / L * math.sin(rho) * DT
@@ -81,7 +81,7 @@ def _numpy_psld(pred, gt, speed, tp, lookahead_time=1.0, min_lookahead=6.0, dt_f
 
 def test_matches_independent_numpy_rollout():
     pred, gt, speed = _scenes(3, seed=3)
-    ours = psld(pred, gt, speed, horizon_frames=4, controller=PurePursuit(), reduction="none")
+    ours = psld(pred, gt, speed=speed, horizon_frames=4, controller=PurePursuit(), reduction="none")
     for b in range(3):
         ref = _numpy_psld(pred[b].numpy(), gt[b].numpy(), float(speed[b]), 4)
         assert float(ours[b]) == pytest.approx(ref, rel=2e-3)
@@ -89,26 +89,26 @@ def test_matches_independent_numpy_rollout():
 
 def test_reference_modes_and_scaling():
     offset = torch.full((1, Z.numel()), 0.5, dtype=torch.float64)  # vehicle starts 0.5 m right of the center
-    assert float(psld(offset, offset, 20.0)) == 0.0
-    center = psld(offset, offset, 20.0, reference="center", horizon_frames=1)
+    assert float(psld(offset, offset, speed=20.0)) == 0.0
+    center = psld(offset, offset, speed=20.0, x_ref_source="center", horizon_frames=1)
     assert float(center) == pytest.approx(0.5, abs=0.02)  # still ~0.5 m off after 1/20 s
     pred, gt, speed = _scenes(4, seed=5)
-    dev = psld_deviations(pred, gt, speed, horizon_frames=10)
+    dev = psld_deviations(pred, gt, speed=speed, horizon_frames=10)
     for tp in (1, 5, 10):
         expected = dev[:, :tp].abs().amax(1) / tp
-        assert torch.allclose(psld(pred, gt, speed, horizon_frames=tp, reduction="none"), expected)
+        assert torch.allclose(psld(pred, gt, speed=speed, horizon_frames=tp, reduction="none"), expected)
     # mirror symmetry: a detection error to the left or to the right of a straight road costs the same
     straight = torch.zeros(1, Z.numel(), dtype=torch.float64)
     err = 0.3 + 0.01 * Z[None]
-    assert torch.allclose(psld(straight + err, straight, 20.0), psld(straight - err, straight, 20.0))
+    assert torch.allclose(psld(straight + err, straight, speed=20.0), psld(straight - err, straight, speed=20.0))
 
 
 def test_reductions():
     pred, gt, speed = _scenes(6, seed=2)
-    per_frame = psld(pred, gt, speed, reduction="none")
+    per_frame = psld(pred, gt, speed=speed, reduction="none")
     assert per_frame.shape == (6,)
-    assert torch.allclose(psld(pred, gt, speed), per_frame.mean())
-    assert torch.allclose(psld(pred, gt, speed, reduction="sum"), per_frame.sum())
+    assert torch.allclose(psld(pred, gt, speed=speed), per_frame.mean())
+    assert torch.allclose(psld(pred, gt, speed=speed, reduction="sum"), per_frame.sum())
 
 
 @pytest.mark.parametrize(
@@ -116,7 +116,7 @@ def test_reductions():
     [
         ({"horizon_frames": 0}, "horizon_frames"),
         ({"speed": 0.0}, "speed"),
-        ({"reference": "road"}, "reference"),
+        ({"x_ref_source": "road"}, "x_ref_source"),
         ({"reduction": "max"}, "reduction"),
     ],
 )
@@ -132,19 +132,19 @@ def test_bad_profiles():
     bad = pred.clone()
     bad[0, 3] = float("nan")
     with pytest.raises(ValueError, match="preds"):
-        psld(bad, gt, speed)
+        psld(bad, gt, speed=speed)
     with pytest.raises(ValueError, match="same shape"):
-        psld(pred[:, :50], gt, speed)
+        psld(pred[:, :50], gt, speed=speed)
     with pytest.raises(ValueError, match="z_samples"):
-        psld(pred, gt, speed, z_samples=Z[:50])
+        psld(pred, gt, speed=speed, z_samples=Z[:50])
     with pytest.raises(ValueError, match="B x M"):
-        psld(pred[0], gt[0], 20.0)
+        psld(pred[0], gt[0], speed=20.0)
 
 
 def test_metric_accumulates_mean_and_max(device):
     pred, gt, speed = _scenes(8, seed=4)
     pred, gt, speed = pred.to(device), gt.to(device), speed.to(device)
-    per_frame = psld(pred, gt, speed, reduction="none")
+    per_frame = psld(pred, gt, speed=speed, reduction="none")
     metric = PSLD().to(device)
     metric.update(pred[:3], gt[:3], speed[:3])
     metric.update(pred[3:], gt[3:], speed[3:])
@@ -162,18 +162,18 @@ def test_metric_accumulates_mean_and_max(device):
 
 def test_smooth_max_recovers_exact():
     pred, gt, speed = _scenes(5, seed=6)
-    dev = psld_deviations(pred, gt, speed)
+    dev = psld_deviations(pred, gt, speed=speed)
     exact = dev.abs().amax(1) / 10
     assert torch.equal(smooth_psld(dev, 0.0, 0.0), exact)
     approx = smooth_psld(dev, 1e-4, 1e-6)
     assert torch.allclose(approx, exact, atol=1e-4 * math.log(10) / 10 + 1e-6)
     loss = PSLDLoss(temperature=0.0, abs_eps=0.0, reduction="none")
-    assert torch.allclose(loss(pred, gt, speed), psld(pred, gt, speed, reduction="none"))
+    assert torch.allclose(loss(pred, gt, speed), psld(pred, gt, speed=speed, reduction="none"))
 
 
 def test_surrogate_correlates_with_exact():
     pred, gt, speed = _scenes(200, seed=7)
-    exact = psld(pred, gt, speed, reduction="none")
+    exact = psld(pred, gt, speed=speed, reduction="none")
     surrogate = PSLDLoss(reduction="none")(pred, gt, speed)
     r = np.corrcoef(exact.numpy(), surrogate.detach().numpy())[0, 1]
     assert r >= 0.95
@@ -181,7 +181,7 @@ def test_surrogate_correlates_with_exact():
 
 def test_gradient_descent_lowers_exact_psld():
     pred, gt, speed = _scenes(16, seed=8, scale=2.0)
-    before = psld(pred, gt, speed)
+    before = psld(pred, gt, speed=speed)
     param = pred.clone().requires_grad_()
     loss_fn = PSLDLoss()
     opt = torch.optim.Adam([param], lr=0.05)
@@ -189,7 +189,7 @@ def test_gradient_descent_lowers_exact_psld():
         opt.zero_grad()
         loss_fn(param, gt, speed).backward()
         opt.step()
-    after = psld(param.detach(), gt, speed)
+    after = psld(param.detach(), gt, speed=speed)
     assert float(after) < 0.5 * float(before)
 
 
@@ -239,12 +239,12 @@ def test_loss_arguments():
 
 def test_default_controller_is_mpc():
     pred, gt, speed = _scenes(2, seed=10)
-    assert torch.equal(psld(pred, gt, speed), psld(pred, gt, speed, controller=LinearMPC()))
+    assert torch.equal(psld(pred, gt, speed=speed), psld(pred, gt, speed=speed, controller=LinearMPC()))
 
 
 def test_metric_merge_state_uses_sum_and_max():
     pred, gt, speed = _scenes(6, seed=11)
-    per_frame = psld(pred, gt, speed, reduction="none")
+    per_frame = psld(pred, gt, speed=speed, reduction="none")
     a, b = PSLD(), PSLD(aggregate="max")
     a.update(pred[:2], gt[:2], speed[:2])
     other = PSLD()
@@ -288,7 +288,7 @@ def test_metric_syncs_over_two_processes():
 
     results = run_distributed(_ddp_worker)
     pred, gt, speed = _scenes(6, seed=12)
-    per_frame = psld(pred, gt, speed, reduction="none")
+    per_frame = psld(pred, gt, speed=speed, reduction="none")
     for mean, peak in results:
         assert mean == pytest.approx(float(per_frame.mean()), rel=1e-6)
         assert peak == pytest.approx(float(per_frame.max()), rel=1e-6)
@@ -302,11 +302,11 @@ def test_initial_steering_and_rate_limit():
     radius = 200.0
     gt = (Z**2 / (2 * radius))[None]
     holding = torch.tensor([math.atan(RAV4_2017.wheelbase / radius) * RAV4_2017.steer_ratio], dtype=torch.float64)
-    dev_hold = psld_deviations(gt, gt, 20.0, controller=ctrl, reference="center", initial_steering=holding)
-    dev_zero = psld_deviations(gt, gt, 20.0, controller=ctrl, reference="center", initial_steering=holding * 0)
+    dev_hold = psld_deviations(gt, gt, speed=20.0, controller=ctrl, x_ref_source="center", initial_steering=holding)
+    dev_zero = psld_deviations(gt, gt, speed=20.0, controller=ctrl, x_ref_source="center", initial_steering=holding * 0)
     assert float(dev_hold.abs().max()) < 0.5 * float(dev_zero.abs().max())
     # without a rate limit the default snap makes the start angle irrelevant for a perfect detection
-    assert float(psld(gt, gt, 20.0)) == 0.0
+    assert float(psld(gt, gt, speed=20.0)) == 0.0
 
 
 def test_metric_plot():

@@ -77,7 +77,7 @@ def _scores(pred, gt, run_time=None, **kw):
     p, pm = _pad([pred], len(YS))
     g, gm = _pad([gt], len(YS))
     rt = None if run_time is None else torch.tensor([float(run_time)])
-    s = tusimple_image_scores(p, g, torch.tensor(YS), rt, pm, gm, **kw)
+    s = tusimple_image_scores(p, g, h_samples=torch.tensor(YS), run_time=rt, preds_mask=pm, target_mask=gm, **kw)
     return float(s["accuracy"][0]), float(s["fp"][0]), float(s["fn"][0])
 
 
@@ -153,7 +153,13 @@ def test_random_against_reference(device):
     p, pm = _pad(preds, 56)
     g, gm = _pad(gts, 56)
     s = tusimple_image_scores(
-        p.to(device), g.to(device), torch.tensor(YS, device=device), None, pm, gm, compat="reference"
+        p.to(device),
+        g.to(device),
+        h_samples=torch.tensor(YS, device=device),
+        run_time=None,
+        preds_mask=pm,
+        target_mask=gm,
+        compat="reference",
     )
     ref = torch.tensor(refs, dtype=torch.float64)
     torch.testing.assert_close(s["accuracy"].cpu(), ref[:, 0], rtol=0, atol=1e-12)
@@ -169,7 +175,7 @@ def test_padded_h_samples_ignore_padding():
     pred[0, 0, :3] = 600.0  # 27 of 30 correct
     ys = torch.full((1, 56), float("nan"), dtype=torch.float64)
     ys[0, :30] = torch.arange(30, dtype=torch.float64) * 10 + 420
-    s = tusimple_image_scores(pred, gt, ys)
+    s = tusimple_image_scores(pred, gt, h_samples=ys)
     assert float(s["accuracy"][0]) == pytest.approx(27 / 30)
 
 
@@ -206,7 +212,7 @@ def test_metric_accumulates_per_image_average(device):
     assert float(out["fp"]) == 0.5
     assert float(out["fn"]) == 0.5
     assert float(out["f1"]) == pytest.approx(0.5)
-    functional = tusimple_metrics(p2, g2, torch.tensor(YS), preds_mask=pm2, target_mask=gm2)
+    functional = tusimple_metrics(p2, g2, h_samples=torch.tensor(YS), preds_mask=pm2, target_mask=gm2)
     assert float(functional["accuracy"]) == 0.0
 
 
@@ -214,17 +220,17 @@ def test_bad_inputs():
     ys = torch.tensor(YS)
     good = torch.zeros(1, 1, 56, dtype=torch.float64) + 300
     with pytest.raises(ValueError, match="preds"):
-        tusimple_image_scores(torch.zeros(1, 56), good, ys)
+        tusimple_image_scores(torch.zeros(1, 56), good, h_samples=ys)
     with pytest.raises(ValueError, match="target"):
-        tusimple_image_scores(good, torch.zeros(1, 1, 55), ys)
+        tusimple_image_scores(good, torch.zeros(1, 1, 55), h_samples=ys)
     with pytest.raises(ValueError, match="h_samples"):
-        tusimple_image_scores(good, good, ys[:10])
+        tusimple_image_scores(good, good, h_samples=ys[:10])
     with pytest.raises(ValueError, match="infinite"):
-        tusimple_image_scores(good, good.clone().fill_(float("inf")), ys)
+        tusimple_image_scores(good, good.clone().fill_(float("inf")), h_samples=ys)
     with pytest.raises(ValueError, match="run_time"):
-        tusimple_image_scores(good, good, ys, run_time=torch.tensor([float("nan")]))
+        tusimple_image_scores(good, good, h_samples=ys, run_time=torch.tensor([float("nan")]))
     with pytest.raises(ValueError, match="compat"):
-        tusimple_image_scores(good, good, ys, compat="official")
+        tusimple_image_scores(good, good, h_samples=ys, compat="official")
 
 
 def test_reader_reports_line_numbers(tmp_path):
@@ -287,9 +293,9 @@ def test_empty_lane_dimensions():
     ys = torch.tensor(YS)
     gt, gm = _pad([[_line(500, 0.0)]], 56)
     no_pred = torch.zeros(1, 0, 56, dtype=torch.float64)
-    s = tusimple_image_scores(no_pred, gt, ys, target_mask=gm)
+    s = tusimple_image_scores(no_pred, gt, h_samples=ys, target_mask=gm)
     assert (float(s["accuracy"][0]), float(s["fp"][0]), float(s["fn"][0])) == (0.0, 0.0, 1.0)
-    s = tusimple_image_scores(gt, torch.zeros(1, 0, 56, dtype=torch.float64), ys)
+    s = tusimple_image_scores(gt, torch.zeros(1, 0, 56, dtype=torch.float64), h_samples=ys)
     assert (float(s["accuracy"][0]), float(s["fp"][0]), float(s["fn"][0])) == (0.0, 1.0, 0.0)
 
 
@@ -300,11 +306,12 @@ def test_metric_merge_and_forward_match_functional():
     p, pm = _pad(preds, 56)
     g, gm = _pad(gts, 56)
     ys = torch.tensor(YS)
-    whole = tusimple_metrics(p, g, ys, preds_mask=pm, target_mask=gm)
+    whole = tusimple_metrics(p, g, h_samples=ys, preds_mask=pm, target_mask=gm)
     first, second = TuSimpleMetrics(), TuSimpleMetrics()
     batch_value = first(p[:4], g[:4], ys, preds_mask=pm[:4], target_mask=gm[:4])
     torch.testing.assert_close(
-        batch_value["accuracy"], tusimple_metrics(p[:4], g[:4], ys, preds_mask=pm[:4], target_mask=gm[:4])["accuracy"]
+        batch_value["accuracy"],
+        tusimple_metrics(p[:4], g[:4], h_samples=ys, preds_mask=pm[:4], target_mask=gm[:4])["accuracy"],
     )
     second.update(p[4:], g[4:], ys, preds_mask=pm[4:], target_mask=gm[4:])
     first.merge_state(second)
@@ -322,7 +329,7 @@ def test_metric_ego_only_scores_two_lanes():
     metric.update(p, g, torch.tensor(YS), preds_mask=pm, target_mask=gm)
     out = metric.compute()
     assert (float(out["accuracy"]), float(out["fp"]), float(out["fn"])) == (1.0, 0.0, 0.0)
-    full = tusimple_metrics(p, g, torch.tensor(YS), preds_mask=pm, target_mask=gm)
+    full = tusimple_metrics(p, g, h_samples=torch.tensor(YS), preds_mask=pm, target_mask=gm)
     assert float(full["fn"]) == 0.5  # without ego_only the two outer GT lanes are missed
 
 
@@ -352,7 +359,7 @@ def test_metric_syncs_over_two_processes():
 
     results = run_distributed(_ddp_worker)
     p, pm, g, gm = _ddp_data()
-    expected = tusimple_metrics(p, g, torch.tensor(YS), preds_mask=pm, target_mask=gm)
+    expected = tusimple_metrics(p, g, h_samples=torch.tensor(YS), preds_mask=pm, target_mask=gm)
     for result in results:
         for key, value in expected.items():
             assert result[key] == pytest.approx(float(value), abs=1e-12)

@@ -73,7 +73,8 @@ def _frame_loop(pred, pred_cat, gt, gt_cat, gt_vis):
                 [(dx, slice(0, 38)), (dx, slice(38, 100)), (dz, slice(0, 38)), (dz, slice(38, 100))]
             ):
                 n = both[part].sum()
-                errors[i, j, e] = (values[part] * both[part]).sum() / n if n else -1
+                with np.errstate(invalid="ignore"):  # NaN x 0 = NaN, as in the tool
+                    errors[i, j, e] = (values[part] * both[part]).sum() / n if n else -1
     r = pc = c = m = 0
     errs = []
     if len(g) and len(p):
@@ -98,6 +99,9 @@ def _random_frame(rng: np.random.Generator):
         x = rng.uniform(-12, 12) + rng.uniform(-0.05, 0.05) * (y - y0) + 0.002 * (y - y0) ** 2 * rng.uniform(-1, 1)
         z = rng.uniform(-0.5, 0.5) + 0.01 * (y - y0) * rng.uniform(-1, 1)
         pts = np.stack([x, y, z], 1)
+        if n > 2 and rng.random() < 0.15:  # a repeated y: resampled to NaN / inf beyond the lane's end
+            pts[1, 1] = pts[0, 1]
+            pts[1, 0] += 0.3
         return pts[::-1].copy() if rng.random() < 0.1 else pts
 
     n_gt, n_pred = int(rng.integers(0, 5)), int(rng.integers(0, 5))
@@ -131,9 +135,10 @@ def _pack(frames):
 
 def test_reference_kernels_equal_a_per_frame_numpy_loop():
     rng = np.random.default_rng(0)
-    frames = [_random_frame(rng) for _ in range(60)]
+    frames = [_random_frame(rng) for _ in range(80)]
     out = ol.openlane3d_matches(*_pack(frames), compat="reference")
     fb = out["pairs"][:, 0]
+    assert out["pair_errors"].isnan().any()  # the tool's NaN errors (repeated y) are reproduced, then skipped
     assert (out["counts"][:, 3] == 0).any()
     assert (out["counts"][:, 4] == 0).any()
     assert out["counts"][:, 5].sum() > 30  # and plenty of pairs
@@ -317,3 +322,17 @@ def test_fix_order_free_a_lane_listed_far_to_near_is_evaluated():
     assert default["counts"][0].tolist() == [1, 1, 1, 1, 1, 1]
     reference = ol.openlane3d_matches(reversed_lane, torch.tensor([[1]]), lane, torch.tensor([[1]]), compat="reference")
     assert reference["counts"][0].tolist() == [0, 0, 0, 1, 0, 0]
+
+
+def test_repeated_y_gives_nan_errors_in_reference_and_finite_ones_by_default():
+    """The tool multiplies errors by the both-visible mask, so a NaN beyond a lane's end (interp1d on a repeated
+    y) makes the pair's error NaN, and the pooled mean skips the pair; the default mode ignores hidden samples."""
+    lane = torch.tensor([[[[0.0, 20.0, 0.0], [0.0, 20.0, 0.0], [0.0, 60.0, 0.0]]]], dtype=torch.float64)
+    target = torch.tensor([[[[0.0, 3.0, 0.0], [0.0, 90.0, 0.0]]]], dtype=torch.float64)
+    cats = torch.tensor([[1]])
+    reference = ol.openlane3d_matches(lane, cats, target, cats, compat="reference")
+    assert reference["pair_errors"][0, 0].isnan()  # close: samples 3 .. 19 m lie before the repeated y
+    assert reference["error_counts"][0, 0].item() == 0
+    default = ol.openlane3d_matches(lane, cats, target, cats)
+    assert default["pair_errors"][0, 0].item() == pytest.approx(0.0)
+    assert default["error_counts"][0, 0].item() == 1

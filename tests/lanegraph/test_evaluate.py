@@ -77,7 +77,7 @@ def test_reference_mode_agrees_with_the_evaluator_per_sample(annotations, city):
     assert len(expected) == 100
     for sample in expected:
         sid = sample["sample_id"]
-        got = evaluate_lanegraph_pair(pred[sid], gt[sid], "successor", "reference")
+        got = evaluate_lanegraph_pair(pred[sid], gt[sid], task="successor", compat="reference")
         for name, key in KEYS.items():
             want = math.nan if sample[name] is None else sample[name]
             if key in ("sda20", "sda50"):
@@ -94,7 +94,7 @@ def test_reference_geo_topo_ties_follow_the_evaluators_rtree(annotations):
     pytest.importorskip("rtree")
     gt, pred, expected = city_samples(annotations, "miami")
     sample = next(s for s in expected if s["sample_id"] == "miami_194_46863_3400_001_030")
-    got = geo_topo(pred[sample["sample_id"]], gt[sample["sample_id"]], "reference")
+    got = geo_topo(pred[sample["sample_id"]], gt[sample["sample_id"]], compat="reference")
     assert got["geo_recall"] == pytest.approx(143 / 215, abs=1e-12) == pytest.approx(sample["GEO Recall"], abs=1e-12)
     assert got["geo_precision"] == pytest.approx(sample["geo_precision_true"], abs=1e-12)
     assert got["topo_precision"] == pytest.approx(sample["TOPO Precision"], abs=1e-12)
@@ -126,16 +126,16 @@ def test_full_lgp_self_comparison_is_one(fixtures_dir):
     keep = [n for n, p in zip(gt.nodes, pos, strict=True) if (np.abs(p - center) < 250).all()]
     assert len(keep) > 100
     gt_win = gt.subgraph(keep).copy()
-    values = evaluate_lanegraph_pair(gt_win.copy(), gt_win, "full")
+    values = evaluate_lanegraph_pair(gt_win.copy(), gt_win, task="full")
     assert all(v == pytest.approx(1.0) for v in values.values()), values
-    reference = geo_topo(gt_win.copy(), gt_win, "reference")
+    reference = geo_topo(gt_win.copy(), gt_win, compat="reference")
     assert reference["geo_recall"] == 0.0  # negative coordinates after the offsets: clipped away by the evaluator
     moved = gt_win.copy()
     rng = np.random.default_rng(0)
     for n in moved.nodes:
         moved.nodes[n]["pos"] = moved.nodes[n]["pos"] + rng.normal(0, 3.0, 2)
     moved.remove_nodes_from(list(moved.nodes)[::25])
-    worse = evaluate_lanegraph_pair(moved, gt_win, "full")
+    worse = evaluate_lanegraph_pair(moved, gt_win, task="full")
     assert all(v < 1.0 for k, v in worse.items() if not k.startswith("sda")), worse
 
 

@@ -13,7 +13,7 @@ from tests.lanegraph._graphs import lane, straight
 @pytest.mark.parametrize("compat", ["default", "reference"])
 def test_geo_topo_identical_line(compat):
     g = straight(0, 100)
-    assert geo_topo(g, g, compat) == {
+    assert geo_topo(g, g, compat=compat) == {
         "geo_precision": 1.0,
         "geo_recall": 1.0,
         "topo_precision": 1.0,
@@ -24,15 +24,15 @@ def test_geo_topo_identical_line(compat):
 @pytest.mark.parametrize("compat", ["default", "reference"])
 def test_geo_half_line(compat):
     # GT 0..100 px resampled every 2 px: 51 points; prediction 0..50: 26 points, all within 8 px of a GT point
-    r = geo_topo(straight(0, 50), straight(0, 100), compat)
+    r = geo_topo(straight(0, 50), straight(0, 100), compat=compat)
     assert r["geo_precision"] == 1.0
     assert r["geo_recall"] == pytest.approx(26 / 51)
 
 
 @pytest.mark.parametrize("compat", ["default", "reference"])
 def test_geo_shift(compat):
-    assert geo_topo(straight(0, 100, y=3.0), straight(0, 100), compat)["geo_recall"] == 1.0
-    far = geo_topo(straight(0, 100, y=10.0), straight(0, 100), compat)
+    assert geo_topo(straight(0, 100, y=3.0), straight(0, 100), compat=compat)["geo_recall"] == 1.0
+    far = geo_topo(straight(0, 100, y=10.0), straight(0, 100), compat=compat)
     assert far["geo_precision"] == 0.0
     assert far["geo_recall"] == 0.0
     # nothing matched: the evaluator's np.mean([]) makes TOPO NaN; the default says 0
@@ -55,7 +55,7 @@ def test_reference_clips_at_4096_default_does_not():
     far = straight(5000, 5200)
     negative = straight(-300, -100)
     for g in (far, negative):
-        assert geo_topo(g, g, "reference")["geo_recall"] == 0.0
+        assert geo_topo(g, g, compat="reference")["geo_recall"] == 0.0
         assert geo_topo(g, g)["geo_recall"] == 1.0
         assert geo_topo(g, g)["topo_precision"] == 1.0
 

@@ -32,7 +32,7 @@ def test_pair_reference_reports_topo_precision_as_geo_precision():
     pred.add_edge(10, "spur")
     ref = evaluate_lanegraph_pair(pred, gt, compat="reference")
     assert ref["geo_precision"] == ref["topo_precision"]
-    assert geo_topo(pred, gt, "reference")["geo_precision"] > ref["topo_precision"]
+    assert geo_topo(pred, gt, compat="reference")["geo_precision"] > ref["topo_precision"]
 
 
 def test_bad_input():
@@ -55,10 +55,10 @@ def test_bad_input():
 def test_reference_full_task_reports_no_sda():
     """The evaluator's full-LGP evaluation does not report SDA: NaN in the reference mode, scored by default."""
     g = fork()
-    assert math.isnan(evaluate_lanegraph_pair(g, g, "full", "reference")["sda20"])
-    assert math.isnan(evaluate_lanegraph_pair(g, g, "full", "reference")["sda50"])
-    assert evaluate_lanegraph_pair(g, g, "full")["sda20"] == 1.0
-    assert evaluate_lanegraph_pair(g, g, "successor", "reference")["sda20"] == 1.0
+    assert math.isnan(evaluate_lanegraph_pair(g, g, task="full", compat="reference")["sda20"])
+    assert math.isnan(evaluate_lanegraph_pair(g, g, task="full", compat="reference")["sda50"])
+    assert evaluate_lanegraph_pair(g, g, task="full")["sda20"] == 1.0
+    assert evaluate_lanegraph_pair(g, g, task="successor", compat="reference")["sda20"] == 1.0
 
 
 # Metric classes (LaneGraphMetrics and its scalars; LaneGraphPlanningMetrics)

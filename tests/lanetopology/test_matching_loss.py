@@ -26,7 +26,9 @@ def test_gradcheck(distance: str, assignment: str) -> None:
     lengths = torch.tensor([[4, 3]])
     preds = (_lanes(1, 3, 4) + 0.4).requires_grad_(True)
     assert torch.autograd.gradcheck(
-        lambda p: lane_matching_loss(p, target, lengths, distance, assignment, gamma=0.3),  # type: ignore[arg-type]
+        lambda p: lane_matching_loss(
+            p, target, target_lengths=lengths, distance=distance, assignment=assignment, gamma=0.3
+        ),  # type: ignore[arg-type]
         (preds,),
     )
 
@@ -44,7 +46,7 @@ def test_value_and_bad_arguments() -> None:
         lane_matching_loss(target, target, assignment="greedy")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="shapes"):
         lane_matching_loss(target[0], target)
-    assert lane_matching_loss(target, target, torch.zeros(1, 2, dtype=torch.long)).item() == 0.0
+    assert lane_matching_loss(target, target, target_lengths=torch.zeros(1, 2, dtype=torch.long)).item() == 0.0
 
 
 def _frame(lanes: torch.Tensor, confidence: float | None) -> dict:

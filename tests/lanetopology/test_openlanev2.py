@@ -67,7 +67,7 @@ def _expected_flat(track: str, expected: dict[str, Any]) -> dict[str, float]:
 @pytest.mark.parametrize("track", ["centerline", "lanesegment"])
 def test_reference_equals_devkit_on_fixture(fixtures_dir: Path, track: str) -> None:
     frames, expected = _load(fixtures_dir, track)
-    values = openlanev2_scores([f["pred"] for f in frames], [f["gt"] for f in frames], track, "reference")
+    values = openlanev2_scores([f["pred"] for f in frames], [f["gt"] for f in frames], track=track, compat="reference")
     scores = {devkit_name(key): value for key, value in values.items()}
     want = _expected_flat(track, expected)
     assert len(want) >= 20
@@ -226,19 +226,21 @@ def test_default_metric_pools_relation_candidates_across_updates(fixtures_dir: P
     """The default topology AP ranks the candidates of all frames together: batches give the one-shot value."""
     frames, _ = _load(fixtures_dir, "lanesegment")
     preds, gts = [f["pred"] for f in frames], [f["gt"] for f in frames]
-    one_shot = openlanev2_scores(preds, gts, "lanesegment", "default")
+    one_shot = openlanev2_scores(preds, gts, track="lanesegment", compat="default")
     metric = OpenLaneV2Metrics(track="lanesegment")
     for s in range(0, len(frames), 9):
         metric.update(preds[s : s + 9], gts[s : s + 9])
     scores = metric.compute()
     for key in ("top_lsls", "top_lste", "top_lsls@1.0", "top_lste@3.0", "olus"):
         assert float(scores[key]) == pytest.approx(float(one_shot[key]), abs=1e-12), key
-    per_frame = [openlanev2_scores(preds[k : k + 1], gts[k : k + 1], "lanesegment")["top_lsls"] for k in (5, 6, 7)]
+    per_frame = [
+        openlanev2_scores(preds[k : k + 1], gts[k : k + 1], track="lanesegment")["top_lsls"] for k in (5, 6, 7)
+    ]
     assert float(one_shot["top_lsls"]) not in [float(v) for v in per_frame]  # pooled, not a mean of frames
 
 
 def test_scalar_classes_keys() -> None:
-    assert OpenLaneV2LaneAP(track="lanesegment").key == "det_ls"
+    assert OpenLaneV2LaneAP(track="lanesegment").family_key == "det_ls"
     assert OpenLaneV2UniScore().track == "lanesegment"
     assert OpenLaneV2F1Score().track == "centerline"
 

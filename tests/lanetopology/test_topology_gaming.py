@@ -52,7 +52,7 @@ def remap(p: np.ndarray) -> np.ndarray:
 
 
 def _scores(preds: list[Any], gts: list[Any], track: str, compat: str) -> dict[str, float]:
-    values = openlanev2_scores(preds, gts, track, compat)  # type: ignore[arg-type]
+    values = openlanev2_scores(preds, gts, track=track, compat=compat)  # type: ignore[arg-type]
     return {k: float(v) for k, v in values.items()}
 
 

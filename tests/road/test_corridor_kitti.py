@@ -49,9 +49,9 @@ def test_real_ego_lane_gt_as_confidence_scores_perfectly_and_shifts_hurt(fixture
     assert lane.sum().item() == 41984  # magenta BEV cells listed in the reference notes (section 7)
     fit = fit_driving_corridor(lane.float(), valid, threshold=0.5)
     assert fit.length.item() > 40.0  # follows the lane to the far edge
-    scores = driving_corridor_scores(lane.float(), lane, valid, threshold=0.5)
+    scores = driving_corridor_scores(lane.float(), lane, valid=valid, threshold=0.5)
     assert all(value.item() == 1.0 for value in scores.values())
-    shifted = driving_corridor_scores(torch.roll(lane.float(), 10, dims=2), lane, valid, threshold=0.5)  # 0.5 m
+    shifted = driving_corridor_scores(torch.roll(lane.float(), 10, dims=2), lane, valid=valid, threshold=0.5)  # 0.5 m
     for d in (20, 30, 40):
         assert shifted[f"precision_lat_{d}m"].item() < 0.9
         assert shifted[f"hitrate_{d}m"].item() == 0.0

@@ -40,7 +40,7 @@ def test_matches_devkit_oracle_on_random_frames(seed, as_float, device):
     probs32 = np.clip(values.astype("f4") / np.iinfo(np.uint8).max, 0.0, 1.0)  # the devkit's reading
     oracle = devkit_pooled(list(target), list(probs32), DEVKIT_THRESH, list(valid))
     preds = torch.from_numpy(probs32 if as_float else values).to(device)
-    scores = road_pixel_scores(preds, torch.from_numpy(target).to(device), torch.from_numpy(valid).to(device))
+    scores = road_pixel_scores(preds, torch.from_numpy(target).to(device), valid=torch.from_numpy(valid).to(device))
     assert scores["max_f"].item() == pytest.approx(oracle["max_f"], abs=1e-12)
     assert scores["average_precision"].item() == pytest.approx(oracle["average_precision"], abs=1e-12)
     assert scores["best_threshold"].item() == oracle["best_threshold"]
@@ -71,7 +71,7 @@ def test_reference_compat_working_point_is_bit_exact(seed):
     probs32 = values.astype("f4") / 255
     oracle = devkit_pooled(list(target), list(probs32), DEVKIT_THRESH, list(valid))
     scores = road_pixel_scores(
-        torch.from_numpy(values), torch.from_numpy(target), torch.from_numpy(valid), compat="reference"
+        torch.from_numpy(values), torch.from_numpy(target), valid=torch.from_numpy(valid), compat="reference"
     )
     for key in ("precision_wp", "recall_wp", "fpr_wp", "fnr_wp", "accuracy_wp", "iou_wp"):
         assert scores[key].dtype == torch.float32
@@ -80,7 +80,7 @@ def test_reference_compat_working_point_is_bit_exact(seed):
 
 def test_per_image_counts_match_devkit_histograms():
     values, target, valid = _random_frames(7, batch=4)
-    counts = pixel_counts(torch.from_numpy(values), torch.from_numpy(target), torch.from_numpy(valid))
+    counts = pixel_counts(torch.from_numpy(values), torch.from_numpy(target), valid=torch.from_numpy(valid))
     assert counts.tp.shape == (4, 256)
     for i in range(4):
         fn, fp, pos, neg = devkit_eval_image(target[i], values[i].astype("f4") / 255, DEVKIT_THRESH, valid[i])
@@ -144,8 +144,8 @@ def test_custom_thresholds_match_brute_force(thresholds, device):
     counts = pixel_counts(
         torch.from_numpy(preds).to(device),
         torch.from_numpy(target).to(device),
-        torch.from_numpy(valid).to(device),
-        thresholds,
+        valid=torch.from_numpy(valid).to(device),
+        thresholds=thresholds,
     )
     for i in range(2):
         for k, t in enumerate(thr):
@@ -171,18 +171,20 @@ def test_valid_mask_ignores_pixels_completely():
     valid = np.ones_like(target)
     valid[:, :5] = False
     full = road_pixel_scores(torch.from_numpy(values[:, 5:]), torch.from_numpy(target[:, 5:]))
-    masked = road_pixel_scores(torch.from_numpy(values), torch.from_numpy(target), torch.from_numpy(valid))
+    masked = road_pixel_scores(torch.from_numpy(values), torch.from_numpy(target), valid=torch.from_numpy(valid))
     for key in ("max_f", "average_precision", "best_threshold", "total_positives", "total_negatives", "precision_wp"):
         assert masked[key].item() == full[key].item()
 
 
 def test_pooled_is_not_mean_of_images_and_batched_scores_equal_single():
     values, target, valid = _random_frames(5, batch=3)
-    per_image = pixel_counts(torch.from_numpy(values), torch.from_numpy(target), torch.from_numpy(valid))
+    per_image = pixel_counts(torch.from_numpy(values), torch.from_numpy(target), valid=torch.from_numpy(valid))
     batched = scores_from_counts(per_image)
     assert batched["max_f"].shape == (3,)
     for i in range(3):
-        single = road_pixel_scores(torch.from_numpy(values[i]), torch.from_numpy(target[i]), torch.from_numpy(valid[i]))
+        single = road_pixel_scores(
+            torch.from_numpy(values[i]), torch.from_numpy(target[i]), valid=torch.from_numpy(valid[i])
+        )
         for key in ("max_f", "average_precision", "average_precision_integrated", "best_threshold", "fpr_wp"):
             assert batched[key][i].item() == single[key].item(), key
     pooled = scores_from_counts(per_image.sum())
@@ -193,7 +195,7 @@ def test_pooled_is_not_mean_of_images_and_batched_scores_equal_single():
 
 def test_integrated_ap_matches_step_area_brute_force():
     values, target, valid = _random_frames(21, batch=2)
-    scores = road_pixel_scores(torch.from_numpy(values), torch.from_numpy(target), torch.from_numpy(valid))
+    scores = road_pixel_scores(torch.from_numpy(values), torch.from_numpy(target), valid=torch.from_numpy(valid))
     # brute force: sort distinct operating points by recall, area of the right-continuous step curve
     p = values[valid].astype(np.int64)
     y = target[valid]
@@ -212,9 +214,9 @@ def test_integrated_ap_matches_step_area_brute_force():
 
 def test_beta_changes_the_working_point():
     values, target, valid = _random_frames(2)
-    args = (torch.from_numpy(values), torch.from_numpy(target), torch.from_numpy(valid))
-    f1 = road_pixel_scores(*args)
-    f2 = road_pixel_scores(*args, beta=2.0)
+    args = (torch.from_numpy(values), torch.from_numpy(target))
+    f1 = road_pixel_scores(*args, valid=torch.from_numpy(valid))
+    f2 = road_pixel_scores(*args, valid=torch.from_numpy(valid), beta=2.0)
     oracle = devkit_pooled(list(target), list(values.astype("f4") / 255), DEVKIT_THRESH, list(valid), beta=2.0)
     assert f2["max_f"].item() == pytest.approx(oracle["max_f"], abs=1e-12)
     assert f2["best_threshold"].item() == oracle["best_threshold"]
@@ -257,7 +259,7 @@ def test_empty_ground_truth_gives_nan_with_warning():
 )
 def test_bad_inputs_raise_clear_errors(preds, target, valid, error, match):
     with pytest.raises(error, match=match):
-        pixel_counts(preds, target, valid)
+        pixel_counts(preds, target, valid=valid)
 
 
 @pytest.mark.parametrize(
@@ -327,7 +329,7 @@ def test_block_and_vectorised_paths_agree_with_the_oracle(monkeypatch, block, as
     preds = preds.float() / 255 if as_float else preds
     valid_t = torch.from_numpy(valid) if with_valid else None
     thr = np.sort(np.append(DEVKIT_THRESH, 0.5))
-    counts = pixel_counts(preds, torch.from_numpy(target), valid_t, thresholds=thr.tolist())
+    counts = pixel_counts(preds, torch.from_numpy(target), valid=valid_t, thresholds=thr.tolist())
     for i in (0, 31, 32, 63, 64, 69):
         fn, fp, _, _ = devkit_eval_image(target[i], values[i].astype("f4") / 255, thr, valid[i] if with_valid else None)
         np.testing.assert_array_equal(counts.fn[i].numpy(), fn)
@@ -365,8 +367,8 @@ def test_inputs_are_not_modified(monkeypatch, block, dtype):
     preds = values if dtype == torch.uint8 else (values.to(dtype) / 255)
     copies = [x.clone() for x in (preds, target, valid)]
     for valid_arg in (None, valid):
-        pixel_counts(preds, target, valid_arg, thresholds=[*(k / 255 for k in range(128)), 0.7, 0.8])
-        road_pixel_scores(preds, target, valid_arg)
+        pixel_counts(preds, target, valid=valid_arg, thresholds=[*(k / 255 for k in range(128)), 0.7, 0.8])
+        road_pixel_scores(preds, target, valid=valid_arg)
     for original, copy in zip((preds, target, valid), copies, strict=True):
         assert torch.equal(original, copy)
 
@@ -379,7 +381,9 @@ def test_cuda_counts_equal_cpu_counts(dtype, thresholds):
     preds = values if dtype == torch.uint8 else (values.double() / 255).to(dtype)
     thr = sorted(set(thresholds)) if isinstance(thresholds, list) else thresholds
     for valid_arg in (None, valid):
-        cpu = pixel_counts(preds, target, valid_arg, thr)
-        gpu = pixel_counts(preds.cuda(), target.cuda(), None if valid_arg is None else valid_arg.cuda(), thr)
+        cpu = pixel_counts(preds, target, valid=valid_arg, thresholds=thr)
+        gpu = pixel_counts(
+            preds.cuda(), target.cuda(), valid=None if valid_arg is None else valid_arg.cuda(), thresholds=thr
+        )
         for a, b in zip(cpu, gpu, strict=True):
             torch.testing.assert_close(a, b.cpu(), rtol=0, atol=0)

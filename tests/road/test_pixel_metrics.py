@@ -253,7 +253,7 @@ def test_functional_and_module_give_the_same_dict():
     metric = RoadPixelMetrics(thresholds=51, beta=0.5, fixed_threshold=0.35)
     metric.update(probs, target, valid)
     module = metric.compute()
-    functional = road_pixel_scores(probs, target, valid, thresholds=51, beta=0.5, fixed_threshold=0.35)
+    functional = road_pixel_scores(probs, target, valid=valid, thresholds=51, beta=0.5, fixed_threshold=0.35)
     assert module.keys() == functional.keys()
     for key in module:
         torch.testing.assert_close(module[key], functional[key], equal_nan=True, rtol=0, atol=0, msg=key)

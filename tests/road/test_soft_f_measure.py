@@ -28,8 +28,8 @@ def test_binary_predictions_give_the_hard_f(device):
     target = torch.rand(3, 9, 9, generator=g) < 0.4
     hard = (torch.rand(3, 9, 9, generator=g) < 0.5).double()
     valid = torch.rand(3, 9, 9, generator=g) < 0.9
-    soft = soft_f_measure(hard.to(device), target.to(device), valid.to(device), smooth=0, pooled=True)
-    pooled = road_pixel_scores(hard, target, valid, thresholds=[0.5])
+    soft = soft_f_measure(hard.to(device), target.to(device), valid=valid.to(device), smooth=0, pooled=True)
+    pooled = road_pixel_scores(hard, target, valid=valid, thresholds=[0.5])
     tp, fp, fn = pooled["tp_wp"], pooled["fp_wp"], pooled["fn_wp"]
     assert soft.item() == pytest.approx((2 * tp / (2 * tp + fp + fn)).item(), abs=1e-14)
 
@@ -76,7 +76,7 @@ def test_gradcheck(from_logits, pooled):
     valid = torch.rand(2, 4, 5, generator=g) < 0.8
 
     def fn(x):
-        return soft_f_measure(x, target, valid, beta=1.5, from_logits=from_logits, smooth=0.5, pooled=pooled)
+        return soft_f_measure(x, target, valid=valid, beta=1.5, from_logits=from_logits, smooth=0.5, pooled=pooled)
 
     assert torch.autograd.gradcheck(fn, (preds,))
 

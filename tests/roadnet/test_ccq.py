@@ -210,7 +210,7 @@ def test_ccq_takes_the_graphs_its_class_takes():
     """``ccq`` on graphs counts exactly what ``CCQMetrics`` counts for the same pair (slack 3, scale 1)."""
     gt = _graph([(0, 0), (100, 0), (100, 80), (30, 40)], [(0, 1), (1, 2), (1, 3)])
     pred = _graph([(0, 4), (100, 4), (100, 60)], [(0, 1), (1, 2)])
-    r = ccq(pred, gt, 3.0, 1.0)
+    r = ccq(pred, gt, slack=3.0, scale=1.0)
     metric = CCQMetrics(slack=3.0, scale=1.0)
     metric.update(pred, gt)
     out = metric.compute()

@@ -63,12 +63,12 @@ def test_held_out_scores_equal_the_functionals(tiny):
     scores = example.held_out_scores(model, test, e2e_frames=3)
     with torch.no_grad():
         x = model.net.to_pixels(model.net(test["images"]))
-    expected = tusimple_metrics(x, test["lanes"], test["clips"].h_samples, pixel_threshold=4.0)
+    expected = tusimple_metrics(x, test["lanes"], h_samples=test["clips"].h_samples, pixel_threshold=4.0)
     for key in ("accuracy", "fp", "fn", "f1"):
         assert scores[f"tusimple_{key}"] == pytest.approx(expected[key].item(), abs=1e-9)
     uv = torch.stack([x.double(), test["clips"].h_samples.expand_as(x)], -1)
     center = center_from_image_lanes(uv, test["clips"].image_from_road, test["clips"].z_samples)
-    value = psld(center, test["center"], test["speed"], test["clips"].z_samples, horizon_frames=5)
+    value = psld(center, test["center"], speed=test["speed"], z_samples=test["clips"].z_samples, horizon_frames=5)
     assert scores["psld"] == pytest.approx(value.item(), rel=1e-5)
     assert 0 <= scores["e2e_ld"] <= scores["e2e_ld_max"]
 

@@ -41,10 +41,13 @@ def _expected(cli) -> dict[str, float]:
     with torch.no_grad():
         probs = model(frames["image"])
     valid, hom = frames["valid"], frames["homography"]
-    pixel = road_pixel_scores(probs[:, 0], frames["road"], valid)
-    bev = road_pixel_scores(*pixel_inputs_to_bev(probs[:, 0], frames["road"], valid, hom, model.grid))
-    lane = pixel_inputs_to_bev(probs[:, 1], frames["lane"], valid, hom, model.grid)
-    corridor = driving_corridor_scores(*lane, threshold=model.hparams.corridor_threshold, grid=model.grid)
+    pixel = road_pixel_scores(probs[:, 0], frames["road"], valid=valid)
+    road_bev, road_target, road_valid = pixel_inputs_to_bev(probs[:, 0], frames["road"], valid, hom, model.grid)
+    bev = road_pixel_scores(road_bev, road_target, valid=road_valid)
+    lane_bev, lane_target, lane_valid = pixel_inputs_to_bev(probs[:, 1], frames["lane"], valid, hom, model.grid)
+    corridor = driving_corridor_scores(
+        lane_bev, lane_target, valid=lane_valid, threshold=model.hparams.corridor_threshold, grid=model.grid
+    )
     out = {
         "val/maxf": pixel["max_f"],
         "val/ap": pixel["average_precision"],
@@ -98,7 +101,7 @@ def test_two_process_ddp_logs_the_metric_pooled_over_both_ranks(tmp_path):
     frames = cli.datamodule.val_set.tensors
     with torch.no_grad():
         probs = cli.model(frames["image"][0::2])
-    rank0 = road_pixel_scores(probs[:, 0], frames["road"][0::2], frames["valid"][0::2])["max_f"].item()
+    rank0 = road_pixel_scores(probs[:, 0], frames["road"][0::2], valid=frames["valid"][0::2])["max_f"].item()
     assert logged["val/maxf"] != pytest.approx(rank0, abs=1e-6)
 
 

@@ -58,14 +58,15 @@ def test_gradcheck_and_ignored_pairs():
     for mode in ("chamfer", "permuted"):
         for dist in ("l2", "l1"):
             assert torch.autograd.gradcheck(
-                lambda p, m=mode, d=dist: map_chamfer_loss(p, target, lengths, m, d), (preds,)
+                lambda p, m=mode, d=dist: map_chamfer_loss(p, target, target_lengths=lengths, mode=m, point_distance=d),
+                (preds,),
             )
-    none = map_chamfer_loss(preds, target, lengths, reduction="none")
+    none = map_chamfer_loss(preds, target, target_lengths=lengths, reduction="none")
     assert none[0, 1].item() == 0.0
-    assert map_chamfer_loss(preds, target, lengths).item() == pytest.approx(none.sum().item() / 3)
+    assert map_chamfer_loss(preds, target, target_lengths=lengths).item() == pytest.approx(none.sum().item() / 3)
     module = MapChamferLoss(mode="permuted", reduction="sum")
     assert module(preds, target, lengths).item() == pytest.approx(
-        map_chamfer_loss(preds, target, lengths, "permuted", reduction="sum").item()
+        map_chamfer_loss(preds, target, target_lengths=lengths, mode="permuted", reduction="sum").item()
     )
 
 

@@ -50,7 +50,8 @@ def test_the_metric_takes_a_batch_without_predictions():
     target = torch.tensor([[[[0.0, 0.0], [0.0, 10.0]]]], dtype=torch.float64)  # (1, 1, 2, 2)
     none = torch.zeros(1, 0, 2, 2, dtype=torch.float64)
     empty_long = torch.zeros(1, 0, dtype=torch.long)
-    metric.update(none, empty_long, empty_long, torch.zeros(1, 0), target, torch.tensor([[2]]), torch.tensor([[0]]))
+    preds = {"points": none, "lengths": empty_long, "labels": empty_long, "scores": torch.zeros(1, 0)}
+    metric.update(preds, {"points": target, "lengths": torch.tensor([[2]]), "labels": torch.tensor([[0]])})
     out = metric.compute()
     assert out["map"].item() == 0.0
     assert out["ap_divider"].item() == 0.0

@@ -182,3 +182,15 @@ def test_fast_maptr_reader_equals_the_checked_reader(tmp_path):
         ValueError, match=r"gt\.json: sample a: vectors\[1\] has 2 coordinates, but sample a vectors\[0\]"
     ):
         read_map_gt(tmp_path / "gt.json")
+
+
+@pytest.mark.slow  # starts two spawned worker processes
+@pytest.mark.parametrize("case", ["nuscenes_maptr", "av2_cvpr23"])
+def test_worker_processes_give_the_one_process_report(fixtures_dir, monkeypatch, case):
+    from drivemetrics.vectormap import evaluate
+
+    root = fixtures_dir / "map_ap" / "cases" / case
+    one = evaluate.evaluate_map_files(root / "gt.json", root / "pred.json", "default", workers=1).report
+    monkeypatch.setattr(evaluate, "MIN_SAMPLES_PER_PROCESS", 1)  # the 50 fixture samples in 4 batches, 2 processes
+    two = evaluate.evaluate_map_files(root / "gt.json", root / "pred.json", "default", workers=2).report
+    assert two == one

@@ -61,7 +61,12 @@ def _frame(preds, target, labels_p=None, labels_t=None, scores=None):
     lp = torch.tensor([labels_p or [0] * p.shape[1]])
     lt = torch.tensor([labels_t or [0] * t.shape[1]])
     s = torch.tensor([scores or list(np.linspace(0.9, 0.1, p.shape[1]))], dtype=torch.float64)
-    return p, None, lp, s, t, None, lt
+    return {"points": p, "labels": lp, "scores": s}, {"points": t, "labels": lt}
+
+
+def _batch(points, lengths, labels, scores=None):
+    out = {"points": points, "lengths": lengths, "labels": labels}
+    return out if scores is None else {**out, "scores": scores}
 
 
 def test_buffer_prefilter_rejects_lines_meeting_end_to_end():
@@ -73,7 +78,9 @@ def test_buffer_prefilter_rejects_lines_meeting_end_to_end():
     assert maptr["true_positive"].tolist() == [[False, False, False]]
     assert default["true_positive"].tolist() == [[False, True, True]]
     # the same lines touching end to end (gap 0): the buffers touch, the pair is scored
-    touching = vector_map_matches(*_frame([[[1.0, 0.0], [2.0, 0.0]]], [[[0.0, 0.0], [1.0, 0.0]]]), "nuscenes-maptr")
+    touching = vector_map_matches(
+        *_frame([[[1.0, 0.0], [2.0, 0.0]]], [[[0.0, 0.0], [1.0, 0.0]]]), protocol="nuscenes-maptr"
+    )
     assert touching["true_positive"].tolist() == [[True, True, True]]  # Chamfer 0.5 m, inclusive
 
 
@@ -120,16 +127,12 @@ def test_batched_equals_frame_by_frame_and_metric_accumulates():
     p_len = torch.full((frames, num), points)
     labels = torch.randint(0, 3, (frames, num), generator=g)
     scores = torch.rand(frames, num, generator=g)
-    whole = vector_map_matches(preds, p_len, labels, scores, target, t_len, labels)
+    batch_p, batch_t = _batch(preds, p_len, labels, scores), _batch(target, t_len, labels)
+    whole = vector_map_matches(batch_p, batch_t)
     parts = [
         vector_map_matches(
-            preds[i : i + 1],
-            p_len[i : i + 1],
-            labels[i : i + 1],
-            scores[i : i + 1],
-            target[i : i + 1],
-            t_len[i : i + 1],
-            labels[i : i + 1],
+            _batch(preds[i : i + 1], p_len[i : i + 1], labels[i : i + 1], scores[i : i + 1]),
+            _batch(target[i : i + 1], t_len[i : i + 1], labels[i : i + 1]),
         )
         for i in range(frames)
     ]
@@ -138,29 +141,33 @@ def test_batched_equals_frame_by_frame_and_metric_accumulates():
     metric = VectorMapAPMetrics()
     for i in range(0, frames, 2):
         s = slice(i, i + 2)
-        metric.update(preds[s], p_len[s], labels[s], scores[s], target[s], t_len[s], labels[s])
-    functional = vector_map_ap(preds, p_len, labels, scores, target, t_len, labels)
+        metric.update(_batch(preds[s], p_len[s], labels[s], scores[s]), _batch(target[s], t_len[s], labels[s]))
+    functional = vector_map_ap(batch_p, batch_t)
     result = metric.compute()
     torch.testing.assert_close(result["map"], functional["map"], equal_nan=True)
     torch.testing.assert_close(result["ap_ped_crossing_1"], functional["ap_per_threshold"][1, 1], equal_nan=True)
     mean_metric = VectorMapMeanAveragePrecision()
     class_metric = VectorMapAveragePrecision("boundary", threshold=1.5)
     for m in (mean_metric, class_metric):
-        m.update(preds, p_len, labels, scores, target, t_len, labels)
+        m.update(batch_p, batch_t)
     torch.testing.assert_close(mean_metric.compute(), functional["map"], equal_nan=True)
     torch.testing.assert_close(class_metric.compute(), functional["ap_per_threshold"][2, 2], equal_nan=True)
 
 
 def test_bad_input_is_named():
-    p, pl, lp, s, t, tl, lt = _frame([[[0.0, 0.0], [1.0, 0.0]]], [[[0.0, 0.0], [1.0, 0.0]]])
-    with pytest.raises(ValueError, match="preds_labels"):
-        vector_map_matches(p, pl, lp + 5, s, t, tl, lt)
+    p, t = _frame([[[0.0, 0.0], [1.0, 0.0]]], [[[0.0, 0.0], [1.0, 0.0]]])
+    with pytest.raises(ValueError, match=r'preds\["labels"\]'):
+        vector_map_matches({**p, "labels": p["labels"] + 5}, t)
     with pytest.raises(ValueError, match="2-D"):
-        vector_map_matches(torch.zeros(1, 1, 2, 3), pl, lp, s, t, tl, lt, protocol="av2-cvpr23")
+        vector_map_matches({**p, "points": torch.zeros(1, 1, 2, 3)}, t, protocol="av2-cvpr23")
     with pytest.raises(ValueError, match="must agree"):
-        vector_map_matches(torch.zeros(1, 1, 2, 3), pl, lp, s, t, tl, lt)
+        vector_map_matches({**p, "points": torch.zeros(1, 1, 2, 3)}, t)
     with pytest.raises(ValueError, match="NaN"):
-        vector_map_matches(p * torch.nan, pl, lp, s, t, tl, lt)
+        vector_map_matches({**p, "points": p["points"] * torch.nan}, t)
+    with pytest.raises(ValueError, match=r"`preds` lacks \['scores'\]"):
+        vector_map_matches({"points": p["points"], "labels": p["labels"]}, t)
+    with pytest.raises(TypeError, match="dict of tensors"):
+        vector_map_matches(p["points"], t)
     with pytest.raises(ValueError, match="protocol"):
         VectorMapAPMetrics(protocol="nuscenes")
     with pytest.raises(ValueError, match="class_name"):
@@ -180,8 +187,9 @@ def test_tied_scores_do_not_depend_on_frame_order(protocol):
     """A true positive in one frame and a false positive in another, both scored 0.5, two GT lines: in arrival
     order the AP at 1 m would be 0.5 (TP first) or 0.25 (FP first); ordered by content it is 0.25 either way."""
     line = torch.tensor([[[0.0, 0.0], [0.0, 10.0]]])
-    hit = (line[None] + 0.2, None, torch.tensor([[0]]), torch.tensor([[0.5]]), line[None], None, torch.tensor([[0]]))
-    miss = (line[None] + 5.0, None, torch.tensor([[0]]), torch.tensor([[0.5]]), line[None], None, torch.tensor([[0]]))
+    label, score, gt = torch.tensor([[0]]), torch.tensor([[0.5]]), {"points": line[None], "labels": torch.tensor([[0]])}
+    hit = ({"points": line[None] + 0.2, "labels": label, "scores": score}, gt)
+    miss = ({"points": line[None] + 5.0, "labels": label, "scores": score}, gt)
     values = []
     for frames in ((hit, miss), (miss, hit)):
         metric = VectorMapAveragePrecision(PROTOCOLS[protocol].class_names[0], threshold=1.0, protocol=protocol)
