@@ -16,8 +16,7 @@ from drivemetrics._internal.pool import check_workers_or_auto, map_in_processes
 from drivemetrics._internal.ragged import RaggedRows
 from drivemetrics.lanetopology.frames import Track
 from drivemetrics.lanetopology.io import detect_track, read_ground_truth, read_predictions, token_name
-from drivemetrics.lanetopology.openlanev2 import frame_statistics
-from drivemetrics.lanetopology.scoring import devkit_name, scores_from_statistics
+from drivemetrics.lanetopology.scoring import devkit_name, frame_statistics, scores_from_statistics
 
 __all__ = ["evaluate_openlanev2", "evaluate_openlanev2_files"]
 
