@@ -758,6 +758,7 @@ class KittiObjectMetrics(RaggedStateMixin, MetricFamily):
         self,
         preds: Sequence[KittiObjects | Mapping[str, Any]],
         target: Sequence[KittiObjects | Mapping[str, Any]],
+        *,
         frame_ids: Tensor | Sequence[int] | None = None,
     ) -> None:
         """Add frames: ``preds[i]`` are the detections and ``target[i]`` the labels of frame ``i``; ``frame_ids``

@@ -417,7 +417,7 @@ class PSLD(Metric):
         self.add_state("count", torch.tensor(0, dtype=torch.long), dist_reduce_fx="sum")
         self.add_state("peak", torch.tensor(0.0, dtype=torch.float64), dist_reduce_fx="max")
 
-    def update(self, preds: Tensor, target: Tensor, speed: Tensor | float) -> None:
+    def update(self, preds: Tensor, target: Tensor, *, speed: Tensor | float) -> None:
         """Add the frames of a batch of profiles ``(B, M)``."""
         z = None if self.z_samples is None else self.z_samples.to(preds)
         values = psld(

@@ -311,7 +311,7 @@ class TuSimpleMetrics(MetricFamily):
         >>> ys = torch.arange(160.0, 720.0, 10.0)  # (N,) rows, pixels
         >>> gt = torch.stack([400 - 0.3 * (ys - 160), 880 + 0.3 * (ys - 160)])[None]  # (B, L_gt, N) = (1, 2, 56)
         >>> metric = TuSimpleMetrics()
-        >>> metric.update(gt + 5.0, gt, ys)
+        >>> metric.update(gt + 5.0, gt, h_samples=ys)
         >>> {key: value.item() for key, value in metric.compute().items()}
         {'accuracy': 1.0, 'fp': 0.0, 'fn': 0.0, 'f1': 1.0}
     """
@@ -356,6 +356,7 @@ class TuSimpleMetrics(MetricFamily):
         self,
         preds: Tensor,
         target: Tensor,
+        *,
         h_samples: Tensor,
         run_time: Tensor | None = None,
         preds_mask: Tensor | None = None,
@@ -398,7 +399,7 @@ class TuSimpleAccuracy(ScalarMetric, TuSimpleMetrics):
         >>> ys = torch.arange(160.0, 720.0, 10.0)
         >>> gt = torch.stack([400 - 0.3 * (ys - 160), 880 + 0.3 * (ys - 160)])[None]  # (1, 2, 56)
         >>> metric = TuSimpleAccuracy()
-        >>> metric.update(gt + 5.0, gt, ys)
+        >>> metric.update(gt + 5.0, gt, h_samples=ys)
         >>> round(metric.compute().item(), 3)
         1.0
     """
@@ -417,7 +418,7 @@ class TuSimpleFalsePositives(ScalarMetric, TuSimpleMetrics):
         >>> ys = torch.arange(160.0, 720.0, 10.0)
         >>> gt = torch.stack([400 - 0.3 * (ys - 160), 880 + 0.3 * (ys - 160)])[None]  # (1, 2, 56)
         >>> metric = TuSimpleFalsePositives()
-        >>> metric.update(gt + 5.0, gt, ys)
+        >>> metric.update(gt + 5.0, gt, h_samples=ys)
         >>> round(metric.compute().item(), 3)
         0.0
     """
@@ -436,7 +437,7 @@ class TuSimpleFalseNegatives(ScalarMetric, TuSimpleMetrics):
         >>> ys = torch.arange(160.0, 720.0, 10.0)
         >>> gt = torch.stack([400 - 0.3 * (ys - 160), 880 + 0.3 * (ys - 160)])[None]  # (1, 2, 56)
         >>> metric = TuSimpleFalseNegatives()
-        >>> metric.update(gt + 5.0, gt, ys)
+        >>> metric.update(gt + 5.0, gt, h_samples=ys)
         >>> round(metric.compute().item(), 3)
         0.0
     """
@@ -455,7 +456,7 @@ class TuSimpleF1Score(ScalarMetric, TuSimpleMetrics):
         >>> ys = torch.arange(160.0, 720.0, 10.0)
         >>> gt = torch.stack([400 - 0.3 * (ys - 160), 880 + 0.3 * (ys - 160)])[None]  # (1, 2, 56)
         >>> metric = TuSimpleF1Score()
-        >>> metric.update(gt + 5.0, gt, ys)
+        >>> metric.update(gt + 5.0, gt, h_samples=ys)
         >>> round(metric.compute().item(), 3)
         1.0
     """

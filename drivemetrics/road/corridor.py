@@ -744,7 +744,7 @@ class DrivingCorridorMetrics(MetricFamily):
         self.add_state("length_sum", torch.zeros((), dtype=torch.float64), dist_reduce_fx="sum")
         add_config_state(self, ("DrivingCorridor", self.threshold, self.grid, self.config))
 
-    def update(self, preds: Tensor, target: Tensor, valid: Tensor | None = None) -> None:
+    def update(self, preds: Tensor, target: Tensor, *, valid: Tensor | None = None) -> None:
         """Fit the corridors of a batch and add their counts (a batch of no frame adds nothing)."""
         if preds.ndim == 3 and preds.shape[0] == 0 and target.shape[0] == 0:
             return  # e.g. no frame with a lane ground truth on this process: every process still syncs in compute

@@ -403,7 +403,7 @@ def corridor_table(
     metric = DrivingCorridorMetrics(threshold, grid=grid, config=config).to(preds_t.device)
     for i in range(0, preds_t.shape[0], batch_size):
         part = slice(i, i + batch_size)
-        metric.update(preds_t[part], target_t[part], None if valid_t is None else valid_t[part])
+        metric.update(preds_t[part], target_t[part], valid=None if valid_t is None else valid_t[part])
     return {k: float(v) for k, v in metric.compute().items()}
 
 

@@ -227,7 +227,7 @@ class RoadPixelMetrics(MetricFamily):
         self.grid = BevGrid() if grid is None else grid
 
     def update(
-        self, preds: Tensor, target: Tensor, valid: Tensor | None = None, homography: Tensor | None = None
+        self, preds: Tensor, target: Tensor, *, valid: Tensor | None = None, homography: Tensor | None = None
     ) -> None:
         """Count a batch (shapes in the class docstring)."""
         if self.space == "bev":
