@@ -19,9 +19,9 @@ from drivemetrics.lanegraph.geometry import (
     TOPO_RADIUS,
     TOPO_SEED_EVERY,
     LaneArrays,
-    _arrays,
-    _length_graph,
+    as_lane_arrays,
     as_scalars,
+    length_graph,
 )
 from drivemetrics.lanegraph.reference import reference_pair_order
 from drivemetrics.roadnet.geometry import index_in_group
@@ -263,9 +263,9 @@ def _geo_topo_default(pred: LaneArrays, gt: LaneArrays) -> dict[str, float]:
     seeds = np.flatnonzero(chosen)[::TOPO_SEED_EVERY]
     p_local, r_local = _topo_local(
         pred_pts,
-        _length_graph(pred_pts, pred_seg),
+        length_graph(pred_pts, pred_seg),
         gt_pts,
-        _length_graph(gt_pts, gt_seg),
+        length_graph(gt_pts, gt_seg),
         (pa, pb),
         pa[seeds],
         pb[seeds],
@@ -419,6 +419,6 @@ def geo_topo(
         {'geo_precision': 0.51, 'geo_recall': 0.51, 'topo_precision': 0.26, 'topo_recall': 0.26}
     """
     check_compat(compat)
-    pred, gt = _arrays(preds, "preds"), _arrays(target, "target")
+    pred, gt = as_lane_arrays(preds, "preds"), as_lane_arrays(target, "target")
     values = _geo_topo_reference(pred, gt) if compat == "reference" else _geo_topo_default(pred, gt)
     return as_scalars(values)

@@ -9,7 +9,7 @@ import numpy as np
 from torch import Tensor
 
 from drivemetrics._internal.compat import check_compat
-from drivemetrics.lanegraph.geometry import LaneArrays, _arrays, as_scalar
+from drivemetrics.lanegraph.geometry import LaneArrays, as_lane_arrays, as_scalar
 from drivemetrics.lanegraph.reference import opencv_graph_iou
 from drivemetrics.roadnet.geometry import index_in_group
 
@@ -117,7 +117,7 @@ def graph_iou(
         0.3645
     """
     check_compat(compat)
-    pred, gt = _arrays(preds, "preds"), _arrays(target, "target")
+    pred, gt = as_lane_arrays(preds, "preds"), as_lane_arrays(target, "target")
     radius = lane_width / 2.0
     if compat == "reference":
 

@@ -19,7 +19,7 @@ from drivemetrics.lanegraph.geometry import (
     PLANNING_FAIL,
     PLANNING_METRICS,
     LaneArrays,
-    _arrays,
+    as_lane_arrays,
     as_scalars,
     lane_arrays,
 )
@@ -240,7 +240,7 @@ def planning_values(
     if compat == "reference":
         lane_arrays(target, "target")
         return _planning_reference(target, preds, reference_random or ReferencePlanningRandom(), attempts)
-    return _planning_default(_arrays(target, "target"), _arrays(preds, "preds"), seed, attempts)
+    return _planning_default(as_lane_arrays(target, "target"), as_lane_arrays(preds, "preds"), seed, attempts)
 
 
 class LaneGraphPlanningMetrics(PerSampleMean):

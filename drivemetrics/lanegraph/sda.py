@@ -10,7 +10,7 @@ from scipy.optimize import linear_sum_assignment
 from torch import Tensor
 
 from drivemetrics._internal.compat import check_compat
-from drivemetrics.lanegraph.geometry import LaneArrays, _arrays, as_scalar
+from drivemetrics.lanegraph.geometry import LaneArrays, as_lane_arrays, as_scalar
 
 __all__ = ["matched_splits", "sda", "split_points"]
 
@@ -58,8 +58,8 @@ def sda(
         tensor(1., dtype=torch.float64)
     """
     check_compat(compat)
-    gt_s = split_points(_arrays(target, "target"))
-    pred_s = split_points(_arrays(preds, "preds"))
+    gt_s = split_points(as_lane_arrays(target, "target"))
+    pred_s = split_points(as_lane_arrays(preds, "preds"))
     if not len(gt_s):
         return as_scalar(math.nan)
     if not len(pred_s):
@@ -72,8 +72,8 @@ def sda(
 
 def matched_splits(preds: nx.DiGraph, target: nx.DiGraph, threshold: float) -> tuple[np.ndarray, np.ndarray]:
     """GT and predicted split positions ``(K, 2)`` matched closer than ``threshold`` (for figures)."""
-    gt_s = split_points(_arrays(target, "target"))
-    pred_s = split_points(_arrays(preds, "preds"))
+    gt_s = split_points(as_lane_arrays(target, "target"))
+    pred_s = split_points(as_lane_arrays(preds, "preds"))
     if not len(gt_s) or not len(pred_s):
         return np.empty((0, 2)), np.empty((0, 2))
     cost = np.linalg.norm(gt_s[:, None, :] - pred_s[None, :, :], axis=-1)

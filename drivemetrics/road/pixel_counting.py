@@ -44,8 +44,6 @@ __all__ = [
     "with_fixed_threshold",
 ]
 
-_SPACES = ("perspective", "bev")
-_WARP_MODES = ("devkit", "nearest", "bilinear")
 
 #: The devkit's 11 recall levels, as ``np.arange(0, 1.1, 0.1)`` produces them (0.30000000000000004 etc.).
 AP_RECALL_LEVELS: tuple[float, ...] = tuple(i * 0.1 for i in range(11))
