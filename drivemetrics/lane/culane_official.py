@@ -1,7 +1,8 @@
 """CULane ``compat="reference"``: the official C++ evaluator (SCNN ``tools/lane_evaluation``) step by step.
 
-numpy only at import (``cv2``, from the ``culane`` extra, is imported when a lane is drawn), so worker processes of
-``culane-eval --workers`` start without torch. What the official tool does, and this module with it:
+numpy only (``cv2``, from the ``culane`` extra, is imported when a lane is drawn); files are read by
+:mod:`drivemetrics.lane.io` and scored through :func:`drivemetrics.lane.culane.culane_matches` with
+``compat="reference"``, which calls this module per image. What the official tool does, and this module with it:
 
 * every text line of a ``.lines.txt`` file is a lane, also a blank line (0 points) or a 1-point line; such a lane
   has IoU 0 with every other lane (the tool prints "lane size must be greater or equal to 2" and goes on);
