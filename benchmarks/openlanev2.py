@@ -19,8 +19,9 @@ evaluation files are identical to the wheel's) put first on its path. The pinned
 Python 3.11, so a few lines of adapter give the old ``ortools.graph.pywrapgraph.SimpleMinCostFlow`` names on top of
 ``ortools.graph.python.min_cost_flow``; ``cv2`` (imported by the devkit's image reader only) is stubbed.
 
-Printed: one line per size with both times, the ratios and whether the numbers agree (largest difference over the
-headline values DET_l, DET_t, TOP_ll, TOP_lt, OLS below 1e-6; the F-score can differ where the min-cost assignment
+Printed: one line per size with both times, the ratios, the end-to-end CPU seconds of each side (processes and
+their children: less sensitive to other work on the machine than wall time), whether the numbers agree (largest
+difference over DET_l, DET_t, TOP_ll, TOP_lt, OLS below 1e-6; the F-score can differ where the min-cost assignment
 is not unique, as OR-Tools and scipy may pick different optima, so its difference is printed apart), and the load.
 
 Run ``python benchmarks/openlanev2.py --devkit-python VENV/bin/python [--sizes 150x11 1000x11] [--device cuda]``.
@@ -33,6 +34,7 @@ import json
 import os
 import pickle
 import platform
+import resource
 import subprocess
 import sys
 import tempfile
@@ -222,30 +224,37 @@ def run_library(
     return float(np.median(walls)), float(np.median(cpus)), {k: named[k] for k in HEADLINE}
 
 
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of the finished child processes so far, their own children included."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _devkit(python: Path, src: Path | None, runner: Path, gt: Path, pred: Path, mode: str) -> tuple[float, dict]:
-    """One devkit process: (wall seconds of the whole process, its JSON line)."""
+    """One devkit process: (wall seconds of the whole process, its JSON line with ``process_cpu`` added)."""
     env = {"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"}
     command = [str(python), str(runner), str(src or ""), str(gt), str(pred), mode]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _children_cpu()
     done = subprocess.run(command, capture_output=True, text=True, env=env)
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, _children_cpu() - cpu
     if done.returncode:
         print(done.stderr[-3000:], file=sys.stderr)
         raise SystemExit(f"the devkit failed (exit {done.returncode})")
-    return wall, json.loads(done.stdout.strip().splitlines()[-1])
+    return wall, {**json.loads(done.stdout.strip().splitlines()[-1]), "process_cpu": cpu}
 
 
-def _library_end_to_end(gt: Path, pred: Path, out: Path, compat: str) -> tuple[float, dict[str, float]]:
-    """One ``drivemetrics openlanev2-eval`` process with its default workers: (wall seconds, headline values)."""
+def _library_end_to_end(gt: Path, pred: Path, out: Path, compat: str) -> tuple[float, float, dict[str, float]]:
+    """One ``drivemetrics openlanev2-eval`` process with its default workers: (wall seconds, CPU seconds of it and
+    its children, headline values)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     command = [sys.executable, "-m", "drivemetrics", "openlanev2-eval", "--gt", str(gt), "--pred", str(pred)]
     command += ["--compat", compat, "--json", str(out)]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _children_cpu()
     done = subprocess.run(command, capture_output=True, text=True, env=env)
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, _children_cpu() - cpu
     if done.returncode:
         raise SystemExit(f"drivemetrics failed (exit {done.returncode}): {done.stderr[-2000:]}")
-    return wall, {k: float(v) for k, v in json.loads(out.read_text()).items() if k in HEADLINE}
+    return wall, cpu, {k: float(v) for k, v in json.loads(out.read_text()).items() if k in HEADLINE}
 
 
 def _agreement(devkit: dict[str, float], library: dict[str, float]) -> tuple[float, float]:
@@ -284,13 +293,15 @@ def main() -> None:
             pred_path.write_bytes(pickle.dumps(submission))
             runner = Path(tmp) / "runner.py"
             runner.write_text(_RUNNER)
-            dev_e2e, lib_e2e, loads = [], [], [os.getloadavg()[0]]
+            dev_e2e, lib_e2e, dev_cpu, lib_cpu, loads = [], [], [], [], [os.getloadavg()[0]]
             for _ in range(args.e2e_repeat):  # official first, alternating
                 if not args.skip_devkit:
                     wall, dev_files = _devkit(args.devkit_python, args.devkit_src, runner, gt_path, pred_path, "files")
                     dev_e2e.append(wall)
-                wall, lib_files = _library_end_to_end(gt_path, pred_path, out, args.compat)
+                    dev_cpu.append(dev_files["process_cpu"])
+                wall, cpu, lib_files = _library_end_to_end(gt_path, pred_path, out, args.compat)
                 lib_e2e.append(wall)
+                lib_cpu.append(cpu)
                 loads.append(os.getloadavg()[0])
             if not args.skip_devkit:
                 _, dev = _devkit(args.devkit_python, args.devkit_src, runner, gt_path, pred_path, "memory")
@@ -308,8 +319,9 @@ def main() -> None:
         print(
             f"{line} vs devkit {dev_e:.2f} s = {dev_e / lib_e:.2f}x ({min(lib_e2e):.2f}-{max(lib_e2e):.2f} vs "
             f"{min(dev_e2e):.2f}-{max(dev_e2e):.2f}); in memory {lib_s:.3f} s vs {dev['seconds']:.2f} s = "
-            f"{dev['seconds'] / lib_s:.1f}x; numbers {agree} (OLS parts max |diff| {max(parts, parts_e2e):.1e}, "
-            f"F_score {fscore:.1e}); load {min(loads):.1f}-{max(loads):.1f}"
+            f"{dev['seconds'] / lib_s:.1f}x; end-to-end CPU {np.median(lib_cpu):.2f} s vs {np.median(dev_cpu):.2f} s "
+            f"= {np.median(dev_cpu) / np.median(lib_cpu):.2f}x; numbers {agree} (OLS parts max |diff| "
+            f"{max(parts, parts_e2e):.1e}, F_score {fscore:.1e}); load {min(loads):.1f}-{max(loads):.1f}"
         )
 
 

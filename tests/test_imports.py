@@ -70,6 +70,7 @@ PLAIN_MODULES = (
     "drivemetrics.lanegraph.iou",
     "drivemetrics.lanegraph.apls",
     "drivemetrics._internal.distributed",  # every sharded dataset command imports it
+    "drivemetrics.lanetopology.evaluate",  # openlanev2-eval: no torchmetrics (~1 s of imports)
 )
 
 
@@ -185,3 +186,15 @@ def test_no_library_module_imports_lightning():
     )
     assert "drivemetrics.road.pixel" in modules["names"]
     assert present(modules["modules"], ("lightning", "pytorch_lightning")) == []
+
+
+def test_openlanev2_eval_imports_no_torchmetrics():
+    # the command's engine and the sharding plumbing: torchmetrics' import (scipy.signal, matplotlib) costs ~1 s
+    modules = loaded_after(
+        """
+        import drivemetrics.lanetopology.cli, drivemetrics.lanetopology.evaluate, drivemetrics._internal.distributed
+        print(json.dumps(mods()))
+        """
+    )
+    assert "torch" in modules
+    assert present(modules, ("torchmetrics", *HEAVY)) == []

@@ -23,23 +23,22 @@ default mode, each relation candidate's) confidence and true-positive flag poole
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import torch
 from torch import Tensor
 
 from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
 from drivemetrics._internal.ragged import RaggedRows, RaggedStateMixin
-from drivemetrics.lanetopology.frames import LaneFrame, Track, check_frames_finite, parse_frame
+from drivemetrics.lanetopology.frames import Track
 from drivemetrics.lanetopology.scoring import (
     LANE_THRESHOLDS,
     NUM_AP_CHANNELS,
     SCORE_KEYS,
-    batch_statistics,
     check_track,
+    frame_statistics,
     scores_from_statistics,
 )
 
@@ -57,53 +56,6 @@ __all__ = [
     "frame_statistics",
     "openlanev2_scores",
 ]
-
-
-def _frames(items: Sequence[Any], track: Track, is_pred: bool, name: str) -> list[LaneFrame]:
-    if isinstance(items, (Mapping, LaneFrame)):
-        items = [items]
-    out = []
-    for k, item in enumerate(items):
-        if isinstance(item, LaneFrame):
-            out.append(item)
-        else:
-            token = item.get("token", f"{name}[{k}]") if isinstance(item, Mapping) else f"{name}[{k}]"
-            token = "/".join(map(str, token)) if isinstance(token, (tuple, list)) else str(token)
-            out.append(parse_frame(item, track=track, is_pred=is_pred, token=token, check_finite=False))
-    check_frames_finite(out, track)  # one check for all frames' points
-    return out
-
-
-def frame_statistics(
-    preds: Sequence[Any],
-    target: Sequence[Any],
-    track: Track = "centerline",
-    compat: Compat = "default",
-    device: torch.device | str = "cpu",
-) -> dict[str, np.ndarray]:
-    """Read a batch of frames and compute everything the scores need
-    (:func:`~drivemetrics.lanetopology.scoring.batch_statistics`, whose keys it returns).
-
-    Args:
-        preds: per frame the devkit's prediction dict (or a :class:`LaneFrame`).
-        target: per frame the devkit's annotation dict (or a :class:`LaneFrame`), same order.
-        track: ``"centerline"`` or ``"lanesegment"``.
-        compat: ``"reference"`` for the devkit 2.1.0 rules, ``"default"`` for the fixed ones.
-        device: where the lane distance matrices are computed.
-
-    Examples:
-        >>> gt = {"lane_centerline": [{"points": [[0, 0, 0], [10, 0, 0]]}], "traffic_element": [],
-        ...       "topology_lclc": [[0]], "topology_lcte": []}
-        >>> pred = {"lane_centerline": [{"points": [[0, 0.5, 0], [10, 0.5, 0]], "confidence": 0.9}],
-        ...         "traffic_element": [], "topology_lclc": [[0.0]], "topology_lcte": []}
-        >>> frame_statistics([pred], [gt])["ap_rows"][:3].tolist()
-        [[0.0, 0.9, 1.0], [1.0, 0.9, 1.0], [2.0, 0.9, 1.0]]
-    """
-    track = check_track(track)
-    check_compat(compat)
-    gts = _frames(target, track, False, "target")
-    prs = _frames(preds, track, True, "preds")
-    return batch_statistics(gts, prs, track, compat=compat, device=device)
 
 
 def openlanev2_scores(

@@ -29,7 +29,8 @@ Distances are computed for all frames of a batch at once with :mod:`torch`: the 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -42,6 +43,8 @@ from drivemetrics.lanetopology.frames import (
     TRAFFIC_ELEMENT_ATTRIBUTES,
     LaneFrame,
     Track,
+    check_frames_finite,
+    parse_frame,
 )
 from drivemetrics.polyline.average_precision import average_precision_11point, pooled_precision_recall
 from drivemetrics.polyline.chamfer import chamfer_distance
@@ -68,6 +71,7 @@ __all__ = [
     "devkit_name",
     "ego_relaxation",
     "frame_pairs",
+    "frame_statistics",
     "fscore_batch_counts",
     "fscore_frame_counts",
     "iou_distance_matrices",
@@ -850,6 +854,53 @@ def check_track(track: object) -> Track:
     if track not in TRACKS:
         raise ValueError(f"`track` must be one of {TRACKS}, got {track!r}")
     return track  # type: ignore[return-value]
+
+
+def _frames(items: Sequence[Any], track: Track, is_pred: bool, name: str) -> list[LaneFrame]:
+    if isinstance(items, (Mapping, LaneFrame)):
+        items = [items]
+    out = []
+    for k, item in enumerate(items):
+        if isinstance(item, LaneFrame):
+            out.append(item)
+        else:
+            token = item.get("token", f"{name}[{k}]") if isinstance(item, Mapping) else f"{name}[{k}]"
+            token = "/".join(map(str, token)) if isinstance(token, (tuple, list)) else str(token)
+            out.append(parse_frame(item, track=track, is_pred=is_pred, token=token, check_finite=False))
+    check_frames_finite(out, track)  # one check for all frames' points
+    return out
+
+
+def frame_statistics(
+    preds: Sequence[Any],
+    target: Sequence[Any],
+    track: Track = "centerline",
+    compat: Compat = "default",
+    device: torch.device | str = "cpu",
+) -> dict[str, np.ndarray]:
+    """Read a batch of frames and compute everything the scores need
+    (:func:`~drivemetrics.lanetopology.scoring.batch_statistics`, whose keys it returns).
+
+    Args:
+        preds: per frame the devkit's prediction dict (or a :class:`LaneFrame`).
+        target: per frame the devkit's annotation dict (or a :class:`LaneFrame`), same order.
+        track: ``"centerline"`` or ``"lanesegment"``.
+        compat: ``"reference"`` for the devkit 2.1.0 rules, ``"default"`` for the fixed ones.
+        device: where the lane distance matrices are computed.
+
+    Examples:
+        >>> gt = {"lane_centerline": [{"points": [[0, 0, 0], [10, 0, 0]]}], "traffic_element": [],
+        ...       "topology_lclc": [[0]], "topology_lcte": []}
+        >>> pred = {"lane_centerline": [{"points": [[0, 0.5, 0], [10, 0.5, 0]], "confidence": 0.9}],
+        ...         "traffic_element": [], "topology_lclc": [[0.0]], "topology_lcte": []}
+        >>> frame_statistics([pred], [gt])["ap_rows"][:3].tolist()
+        [[0.0, 0.9, 1.0], [1.0, 0.9, 1.0], [2.0, 0.9, 1.0]]
+    """
+    track = check_track(track)
+    check_compat(compat)
+    gts = _frames(target, track, False, "target")
+    prs = _frames(preds, track, True, "preds")
+    return batch_statistics(gts, prs, track, compat=compat, device=device)
 
 
 def batch_statistics(
