@@ -12,18 +12,6 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "drivemetrics"
 
-#: Imports inside the CULane modules another branch is restructuring (issue 37, CULane part); they are resolved
-#: there. Remove the entries when that branch lands.
-PENDING = {
-    ("drivemetrics/lane/cli.py", "drivemetrics.lane.evaluate", "_threshold_key"),
-    ("drivemetrics/lane/cli.py", "drivemetrics.lane.culane_official", "_cv2"),
-    ("drivemetrics/lane/culane.py", "drivemetrics.lane.culane_official", "_cv2"),
-    ("drivemetrics/lane/evaluate.py", "drivemetrics.lane.io", "_frame_key"),
-    ("drivemetrics/lane/evaluate.py", "drivemetrics.lane.io", "_lane_name"),
-    ("drivemetrics/lane/evaluate.py", "drivemetrics.lane.io", "_stack_lanes"),
-    ("drivemetrics/lane/evaluate.py", "drivemetrics.lane.culane_official", "_cv2"),
-}
-
 
 def private_imports(source: str, path: str) -> set[tuple[str, str, str]]:
     """``(path, module, name)`` of each ``from drivemetrics... import _name`` (absolute or relative) in ``source``."""
@@ -57,4 +45,4 @@ def test_no_module_imports_a_private_name_of_another():
     for path in sorted(PACKAGE.rglob("*.py")):
         relative = path.relative_to(PACKAGE.parent).as_posix()
         found |= private_imports(path.read_text(encoding="utf-8"), relative)
-    assert sorted(found - PENDING) == []
+    assert sorted(found) == []
