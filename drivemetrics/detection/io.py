@@ -143,9 +143,13 @@ def parse_kitti_objects(text: str, source: str = "<string>", with_score: bool | 
     Raises:
         ValueError: a line with a wrong column count or a non-number, naming ``source`` and the line number.
     """
+    expected = None if with_score is None else (16 if with_score else 15)
+    fast = _parse_uniform(text, expected)
+    if fast is not None:
+        return fast
+    # line by line: the general case, and the exact message of the first bad line
     types: list[str] = []
     rows: list[list[float]] = []
-    expected = None if with_score is None else (16 if with_score else 15)
     for line_no, raw in enumerate(text.splitlines(), start=1):
         fields = raw.split()
         if not fields:
@@ -168,6 +172,27 @@ def parse_kitti_objects(text: str, source: str = "<string>", with_score: bool | 
         types.append(fields[0])
     width = (expected if expected is not None else (16 if with_score else 15)) - 1
     return KittiObjects.from_array(types, np.asarray(rows, dtype=np.float64).reshape(len(rows), width))
+
+
+def _parse_uniform(text: str, expected: int | None) -> KittiObjects | None:
+    """The objects of ``text`` when every non-blank line has the same valid column count and finite numbers (the
+    usual file), converted in one numpy cast (the same correctly rounded parse as ``float``); ``None`` otherwise,
+    for the line-by-line parser to handle or report."""
+    fields = [f for f in map(str.split, text.splitlines()) if f]
+    widths = set(map(len, fields))
+    if len(widths) != 1:
+        return None
+    width = widths.pop()
+    if width != expected and (expected is not None or width not in (15, 16)):
+        return None
+    table = np.array(fields)
+    try:
+        values = table[:, 1:].astype(np.float64)
+    except ValueError:
+        return None
+    if not np.isfinite(values).all():
+        return None
+    return KittiObjects.from_array(table[:, 0].tolist(), values)
 
 
 def read_kitti_objects(path: str | Path, with_score: bool | None = None) -> KittiObjects:
@@ -274,13 +299,17 @@ def read_kitti_object_folder(
         for name in names:
             bar.update()
             path = folder / f"{name}.txt"
-            if not path.is_file():
+            try:  # one open per file; a missing file (or a folder of that name) is what `missing` says
+                text = read_text(path, what="KITTI object file")
+            except (FileNotFoundError, ValueError):
+                if path.is_file():
+                    raise
                 if missing == "error":
-                    raise FileNotFoundError(f"KITTI object file not found: {path}")
+                    raise FileNotFoundError(f"KITTI object file not found: {path}") from None
                 absent.append(name)
                 out[name] = KittiObjects.empty(with_score=bool(with_score))
                 continue
-            out[name] = read_kitti_objects(path, with_score=with_score)
+            out[name] = parse_kitti_objects(text, source=str(path), with_score=with_score)
     if absent and missing == "warn":
         shown = ", ".join(absent[:5]) + (" ..." if len(absent) > 5 else "")
         warnings.warn(
