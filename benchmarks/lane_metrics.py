@@ -17,7 +17,7 @@ import time
 import numpy as np
 import torch
 
-from drivemetrics.lane.culane import draw_lanes
+from drivemetrics.lane.raster import draw_lanes
 from drivemetrics.lane.tusimple import tusimple_image_scores
 
 

@@ -7,7 +7,7 @@ next to the fastest parser that installs as a wheel, doing the parse alone with 
   bounded unpickler (``openlanev2-eval``'s reader) vs C ``pickle.loads`` (which would run any code in the file);
 - MapTR JSON (``--map-samples`` 6,019 samples, GT + results): ``map-eval``'s readers (text to per-sample arrays)
   vs ``json.loads``, ``orjson.loads`` and ``msgspec.json.decode`` (where installed) of the same bytes;
-- CULane ``.lines.txt`` (2,000 frames, GT + predictions): ``read_frames_chunk`` (one array per lane, checked)
+- CULane ``.lines.txt`` (2,000 frames, GT + predictions): ``read_culane_frames`` (checked, padded tensors)
   vs reading each file and one ``numpy`` conversion of all its numbers;
 - KITTI object labels (7,481 frames of 8 objects): ``parse_kitti_objects`` vs one ``numpy`` conversion of all the
   numeric columns of a file.
@@ -109,7 +109,7 @@ def bench_maptr_json(tmp: Path, samples: int, repeat: int) -> None:
 def bench_culane(tmp: Path, repeat: int) -> None:
     from culane import make_dataset
 
-    from drivemetrics.lane.culane_official import read_frames_chunk
+    from drivemetrics.lane.io import read_culane_frames
 
     names = [n.lstrip("/").replace(".jpg", ".lines.txt") for n in make_dataset(tmp / "culane", 2000)]
     gt_dir, pred_dir = str(tmp / "culane" / "gt"), str(tmp / "culane" / "pred")
@@ -120,7 +120,7 @@ def bench_culane(tmp: Path, repeat: int) -> None:
                 with open(os.path.join(directory, n), "rb") as f:
                     np.array(f.read().split(), dtype=np.float64)
 
-    library = _median_seconds(lambda: read_frames_chunk(names, gt_dir, pred_dir), repeat)
+    library = _median_seconds(lambda: read_culane_frames(names, gt_dir, pred_dir), repeat)
     _report(
         "CULane text, 2,000 frames", library, {"numpy (all numbers of a file at once)": _median_seconds(floor, repeat)}
     )

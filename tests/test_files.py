@@ -136,7 +136,7 @@ def _reader(module: str, name: str, **kwargs):
         (_reader("drivemetrics.lane.io", "read_tusimple_json"), '{"raw_file": "a.jpg", "lanes": []}\n'),
         (_reader("drivemetrics.lane.io", "read_culane_list"), "/driver_1/a/00000.jpg\n"),
         (_reader("drivemetrics.lane.io", "read_culane_lines"), "100 580 120 560\n"),
-        (_reader("drivemetrics.lane.culane_official", "read_culane_file"), "100 580 120 560\n"),
+        (_reader("drivemetrics.lane.io", "read_culane_file"), "100 580 120 560\n"),
         (_reader("drivemetrics.roadnet.io", "read_roadtracer_graph"), "0 0\n1 1\n\n0 1\n"),
         (_reader("drivemetrics.roadnet.io", "read_geojson"), '{"type": "FeatureCollection", "features": []}'),
         (_reader("drivemetrics.geometry.calib", "read_kitti_calib", required=("P0",)), "P0: 1 0 0 0 0 1 0 0 0 0 1 0\n"),

@@ -231,6 +231,30 @@ def test_its_scalar_class_logs_and_the_family_still_works_outside_lightning(tmp_
     assert family.compute()["total"] == 4.0
 
 
+@pytest.mark.parametrize(
+    ("module", "refused"),
+    [
+        ("pytorch_lightning.trainer.connectors.logger_connector.result", True),
+        ("lightning.pytorch.loops.somewhere_new", True),  # any module of Lightning's packages, wherever it moves
+        ("pytorch_lightning", True),
+        ("lightning.fabric.utilities", False),
+        ("pytorch_lightning_extras.reader", False),
+        ("my_project.callbacks", False),
+    ],
+)
+def test_the_check_keys_on_the_reading_package_not_on_a_module_path(module, refused):
+    family, scalar = _CountMetrics(), CountMean()
+    family(torch.tensor([1.0]))
+    read = {"__name__": module}
+    if refused:
+        with pytest.raises(TypeError, match="_CountMetrics returns a dict"):
+            exec("family._forward_cache", read, {"family": family})
+    else:
+        exec("cache = family._forward_cache", read, out := {"family": family})
+        assert out["cache"]["total"] == 1.0
+    exec("scalar._forward_cache", read, {"scalar": scalar})  # a scalar class is never refused
+
+
 def test_a_real_family_names_its_scalar_classes(tmp_path):
     from drivemetrics.road import RoadPixelMetrics
 

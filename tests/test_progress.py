@@ -104,7 +104,19 @@ def _openlane3d(tmp_path):
     return [*argv, "--list", str(tmp_path / "list.txt"), "--workers", "1"], "openlane3d-eval"
 
 
+def _openlanev2(tmp_path):
+    frame = {"lane_centerline": [{"points": [[0, 0, 0], [10, 0, 0]]}], "traffic_element": []}
+    frame |= {"topology_lclc": [[0]], "topology_lcte": []}
+    pred = {**frame, "lane_centerline": [{"points": [[0, 0.5, 0], [10, 0.5, 0]], "confidence": 0.9}]}
+    pred["topology_lclc"] = [[0.0]]
+    cases = {"track": "centerline", "frames": [{"token": "f0", "gt": frame, "pred": pred}]}
+    (tmp_path / "cases.json").write_text(json.dumps(cases))  # the fixture layout: both sides in one file
+    argv = ["openlanev2-eval", "--gt", str(tmp_path / "cases.json"), "--pred", str(tmp_path / "cases.json")]
+    return [*argv, "--workers", "1"], "openlanev2-eval"
+
+
 COMMANDS = {
+    "openlanev2-eval": _openlanev2,
     "culane-eval": _culane,
     "tusimple-eval": _tusimple,
     "kitti-object-eval": _kitti,
@@ -117,9 +129,7 @@ COMMANDS = {
 
 
 #: dataset commands without a bar, and why
-WITHOUT_A_BAR = {
-    "openlanev2-eval": "scores two files in frame chunks (seconds in all on OpenLane-V2 val); no bar, no --no-progress",
-}
+WITHOUT_A_BAR: dict[str, str] = {}
 #: dataset commands with a bar that is not run here, and why
 BAR_NOT_RUN_HERE = {
     "road-bev": "the bar of road-eval (drivemetrics.road.evaluate._progress); needs KITTI calibrations and PNGs",

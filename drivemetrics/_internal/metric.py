@@ -20,8 +20,9 @@ counts coincide. :func:`add_config_state` adds a constant state derived from the
 from __future__ import annotations
 
 import hashlib
-import sys
+import inspect
 from collections.abc import Sequence
+from types import FrameType
 from typing import Any
 
 import torch
@@ -99,11 +100,18 @@ class ScalarMetric(Metric):
         return plot_metric(self, val, ax)
 
 
-#: Modules of Lightning's result collection, which reads a logged Metric's ``_forward_cache`` inside ``self.log``.
-_LIGHTNING_RESULT_MODULES = (
-    "pytorch_lightning.trainer.connectors.logger_connector.result",
-    "lightning.pytorch.trainer.connectors.logger_connector.result",
-)
+#: Lightning's packages. Lightning gives a logged Metric no hook: during ``self.log`` it only checks
+#: ``isinstance(value, Metric)``, reads ``value.device`` and copies ``value._forward_cache`` (its result collection,
+#: ``_ResultMetric.update``); ``compute`` runs at the end of the epoch. The read of ``_forward_cache`` by Lightning
+#: code is the one signal of a log call, so the check keys on the reading module's package, not on its path inside
+#: Lightning (which has moved between releases).
+_LIGHTNING_PACKAGES = ("pytorch_lightning", "lightning.pytorch")
+
+
+def _read_by_lightning(frame: FrameType | None) -> bool:
+    """Whether ``frame`` (the reader of ``_forward_cache``) runs code of a Lightning package (False when unknown)."""
+    module = frame.f_globals.get("__name__", "") if frame is not None else ""
+    return isinstance(module, str) and any(module == p or module.startswith(p + ".") for p in _LIGHTNING_PACKAGES)
 
 
 class DictFamilyLogCheck:
@@ -111,17 +119,23 @@ class DictFamilyLogCheck:
 
     Lightning can only log a Metric whose ``compute`` returns one tensor, and it finds out at the end of the epoch,
     after the whole epoch has run. The one thing ``self.log`` reads from a logged Metric during the call is its
-    ``_forward_cache``; this mixin turns that read, when it comes from Lightning's result collection and the class
-    returns a dict, into a ``TypeError`` that names the family's scalar classes (its subclasses that return one
-    value). Everything else reads and writes ``_forward_cache`` as usual. Put it first in the bases of the family:
-    ``class CULaneMetrics(DictFamilyLogCheck, Metric)`` (:class:`MetricFamily` is that pair).
+    ``_forward_cache``; this mixin turns that read, when Lightning's code makes it and the class returns a dict,
+    into a ``TypeError`` that names the family's scalar classes (its subclasses that return one value). Everything
+    else (``forward``, ``.to()``, user code) reads and writes ``_forward_cache`` as usual. On a Python without frame
+    introspection (``inspect.currentframe()`` is None) the check is skipped and Lightning fails at epoch end as
+    without it. Put it first in the bases of the family: ``class CULaneMetrics(DictFamilyLogCheck, Metric)``
+    (:class:`MetricFamily` is that pair).
     """
 
     @property
     def _forward_cache(self) -> Any:
-        caller = sys._getframe(1).f_globals.get("__name__", "")
-        if caller in _LIGHTNING_RESULT_MODULES and _dict_family_of(type(self)) is not None:
-            raise TypeError(_log_message(type(self)))
+        frame = inspect.currentframe()
+        reader = frame.f_back if frame is not None else None
+        try:
+            if _read_by_lightning(reader) and _dict_family_of(type(self)) is not None:
+                raise TypeError(_log_message(type(self)))
+        finally:
+            del frame, reader  # no reference cycle through the frames
         return self.__dict__.get("_dict_family_forward_cache")
 
     @_forward_cache.setter

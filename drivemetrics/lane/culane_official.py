@@ -1,7 +1,8 @@
 """CULane ``compat="reference"``: the official C++ evaluator (SCNN ``tools/lane_evaluation``) step by step.
 
-numpy only at import (``cv2``, from the ``culane`` extra, is imported when a lane is drawn), so worker processes of
-``culane-eval --workers`` start without torch. What the official tool does, and this module with it:
+numpy only (``cv2``, from the ``culane`` extra, is imported when a lane is drawn); files are read by
+:mod:`drivemetrics.lane.io` and scored through :func:`drivemetrics.lane.culane.culane_matches` with
+``compat="reference"``, which calls this module per image. What the official tool does, and this module with it:
 
 * every text line of a ``.lines.txt`` file is a lane, also a blank line (0 points) or a 1-point line; such a lane
   has IoU 0 with every other lane (the tool prints "lane size must be greater or equal to 2" and goes on);
@@ -24,14 +25,10 @@ numpy only at import (``cv2``, from the ``culane`` extra, is imported when a lan
 from __future__ import annotations
 
 import math
-import os
-from pathlib import Path
 
 import numpy as np
 
 from drivemetrics._internal.extras import require
-from drivemetrics._internal.files import read_text
-from drivemetrics._internal.limits import check_coordinates, check_count
 
 __all__ = [
     "CV2_VERSIONS",
@@ -43,44 +40,9 @@ __all__ = [
     "official_lane_pixels",
     "official_match",
     "official_spline",
-    "read_culane_file",
-    "read_frames_chunk",
-    "score_frame_official",
-    "score_official_chunk",
 ]
 
 SPLINE_STEPS = 50
-
-
-def read_culane_file(path: str | Path, missing_ok: bool = False) -> list[np.ndarray]:
-    """Read a CULane ``.lines.txt`` file as the official tool does: one ``(n, 2)`` float64 array per text line.
-
-    A blank line is a 0-point lane and a line ``x y`` a 1-point lane (the caller decides whether to keep them).
-    Numbers are checked: a non-number, an odd count or a non-finite value raises ``ValueError`` naming the file and
-    the 1-based line. ``missing_ok``: a missing file reads as no lanes (the official tool's behaviour for
-    prediction files); otherwise ``FileNotFoundError``.
-    """
-    path = Path(path)
-    try:
-        text = read_text(path, what="CULane lane file")
-    except FileNotFoundError:
-        if missing_ok:
-            return []
-        raise FileNotFoundError(f"CULane lane file not found: {path}") from None
-    lines = text.splitlines()
-    check_count(len(lines), "max_lanes_per_frame", path, "lines (lanes)")
-    lanes = []
-    for number, line in enumerate(lines, start=1):
-        try:
-            values = np.array(line.split(), dtype=np.float64)
-        except ValueError:
-            raise ValueError(f"{path}:{number}: expected numbers `x1 y1 x2 y2 ...`") from None
-        if values.size % 2 or not np.isfinite(values).all():
-            raise ValueError(f"{path}:{number}: a lane needs an even number of finite values `x y`")
-        check_count(values.size // 2, "max_lane_points", f"{path}:{number}", "points in one lane")
-        check_coordinates(values, f"{path}:{number}")
-        lanes.append(values.reshape(-1, 2))
-    return lanes
 
 
 def official_spline(points: np.ndarray, steps: int = SPLINE_STEPS) -> np.ndarray:
@@ -273,31 +235,3 @@ def matched_ious(iou: np.ndarray, gt_match: np.ndarray) -> np.ndarray:
     has = gt_match >= 0
     out[has] = iou[np.flatnonzero(has), gt_match[has]]
     return out
-
-
-def score_frame_official(
-    gt_path: str, pred_path: str, height: int, width: int, line_width: int
-) -> tuple[int, int, np.ndarray]:
-    """One frame from its files: (GT lines, predicted lines, matched IoU per GT lane). Missing prediction = none."""
-    gt_lanes = read_culane_file(gt_path)
-    pred_lanes = read_culane_file(pred_path, missing_ok=True)
-    iou = official_iou_matrix(gt_lanes, pred_lanes, height, width, line_width)
-    return len(gt_lanes), len(pred_lanes), matched_ious(iou, official_match(iou))
-
-
-def score_official_chunk(
-    names: list[str], gt_dir: str, pred_dir: str, height: int, width: int, line_width: int
-) -> list[tuple[int, int, np.ndarray]]:
-    """:func:`score_frame_official` of every ``.lines.txt`` name (a worker's share of ``culane-eval``)."""
-    return [
-        score_frame_official(os.path.join(gt_dir, n), os.path.join(pred_dir, n), height, width, line_width)
-        for n in names
-    ]
-
-
-def read_frames_chunk(names: list[str], gt_dir: str, pred_dir: str) -> list[tuple[list[np.ndarray], list[np.ndarray]]]:
-    """(GT lanes, predicted lanes) of every ``.lines.txt`` name; a missing prediction file reads as no lanes."""
-    return [
-        (read_culane_file(os.path.join(gt_dir, n)), read_culane_file(os.path.join(pred_dir, n), missing_ok=True))
-        for n in names
-    ]

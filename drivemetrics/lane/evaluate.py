@@ -18,10 +18,12 @@ from drivemetrics._internal.distributed import Shard, current_shard
 from drivemetrics._internal.progress import progress_bar
 from drivemetrics._internal.ragged import RaggedRows
 from drivemetrics.lane.culane import culane_matches
-from drivemetrics.lane.io import TuSimpleRecords, _frame_key, _lane_name, _stack_lanes, read_tusimple_json
+from drivemetrics.lane.io import TuSimpleRecords, _frame_key, _lane_name, read_culane_frames, read_tusimple_json
 from drivemetrics.lane.tusimple import select_ego_lanes, tusimple_f1, tusimple_image_scores
 
 __all__ = ["evaluate_culane_dirs", "evaluate_tusimple_files", "score_culane_dirs"]
+
+_DROPPED_WARNING = ".*with fewer than 2 points dropped"
 
 
 def _map_chunks(fn: Callable[[list[str]], object], chunks: list[list[str]], workers: int | None) -> Iterator:
@@ -35,22 +37,30 @@ def _map_chunks(fn: Callable[[list[str]], object], chunks: list[list[str]], work
     yield from map_in_processes(fn, chunks, workers)
 
 
-def _score_default_chunk(
-    names: list[str], gt_dir: str, pred_dir: str, height: int, width: int, line_width: float
+def _score_chunk(
+    names: list[str], gt_dir: str, pred_dir: str, height: int, width: int, line_width: float, compat: Compat
 ) -> tuple[list[tuple[int, int, np.ndarray]], dict[str, int]]:
-    """Default-mode matches of a chunk of frames read from files, and the lanes of < 2 points dropped."""
-    from drivemetrics.lane.culane_official import read_frames_chunk
-
-    frames = read_frames_chunk(names, gt_dir, pred_dir)
-    gts = [[lane for lane in g if len(lane) >= 2] for g, _ in frames]
-    preds = [[lane for lane in p if len(lane) >= 2] for _, p in frames]
-    dropped = {
-        "pred": sum(len(p) for _, p in frames) - sum(len(p) for p in preds),
-        "gt": sum(len(g) for g, _ in frames) - sum(len(g) for g in gts),
-    }
-    result = culane_matches(_stack_lanes(preds), _stack_lanes(gts), height=height, width=width, line_width=line_width)
-    m_all = result["matched_iou"].cpu().numpy()
-    return [(len(g), len(p), m_all[i, : len(g)]) for i, (g, p) in enumerate(zip(gts, preds, strict=True))], dropped
+    """(scored GT lanes, scored predicted lanes, matched IoU per GT line) of every frame of a chunk read from its
+    files, and the lanes of < 2 points the kernel dropped (default mode; the totals are warned about once)."""
+    preds, preds_mask, target, target_mask = read_culane_frames(names, gt_dir, pred_dir)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=_DROPPED_WARNING)
+        result = culane_matches(
+            preds,
+            target,
+            height=height,
+            width=width,
+            line_width=line_width,
+            preds_mask=preds_mask,
+            target_mask=target_mask,
+            compat=compat,
+        )
+    n_gt, n_pred = result["num_gt"].tolist(), result["num_pred"].tolist()
+    lines = target_mask.sum(-1).tolist()
+    matched = result["matched_iou"].cpu().numpy()
+    dropped = {"pred": int(preds_mask.sum()) - sum(n_pred), "gt": sum(lines) - sum(n_gt)}
+    frames = [(g, p, matched[i, :n]) for i, (g, p, n) in enumerate(zip(n_gt, n_pred, lines, strict=True))]
+    return frames, dropped
 
 
 def score_culane_dirs(
@@ -65,9 +75,11 @@ def score_culane_dirs(
     workers: int | None = 1,
     progress: bool | None = False,
 ) -> dict[str, object]:
-    """Match every listed frame: ``{"n_gt", "n_pred"}`` (``F`` int arrays), ``"matched"`` (list of per-GT-lane
-    matched IoU arrays, NaN = unmatched) and ``"dropped"`` (``{"pred", "gt"}`` lanes of < 2 points dropped in the
-    default mode). ``names``: relative ``.lines.txt`` paths; a missing prediction file is a frame without lanes.
+    """Match every listed frame: ``{"n_gt", "n_pred"}`` (``F`` int arrays of scored lanes), ``"matched"`` (list of
+    per-GT-line matched IoU arrays, NaN = unmatched or dropped) and ``"dropped"`` (``{"pred", "gt"}`` lanes of < 2
+    points dropped in the default mode). Files are read by :func:`drivemetrics.lane.io.read_culane_frames` and
+    scored by :func:`drivemetrics.lane.culane.culane_matches` in either ``compat`` mode. ``names``: relative
+    ``.lines.txt`` paths; a missing prediction file is a frame without lanes.
     ``progress``: a tqdm bar over the frames (``None``: only when stdout and stderr are terminals).
     """
     check_compat(compat)
@@ -85,36 +97,24 @@ def score_culane_dirs(
     chunks = [names[i : i + chunk] for i in range(0, len(names), chunk)]
     n_gt, n_pred, matched = [], [], []
     dropped = {"pred": 0, "gt": 0}
-    if compat == "reference":
-        from drivemetrics.lane.culane_official import score_official_chunk
-
-        score = partial(
-            score_official_chunk,
-            gt_dir=str(gt_dir),
-            pred_dir=str(pred_dir),
-            height=height,
-            width=width,
-            line_width=round(line_width),
-        )
-        parts = ((part, None) for part in _map_chunks(score, chunks, workers))
-    else:
-        # worker processes run torch on one thread each (the pool's initializer; a chunk's tensors are small)
-        score = partial(
-            _score_default_chunk,
-            gt_dir=str(gt_dir),
-            pred_dir=str(pred_dir),
-            height=height,
-            width=width,
-            line_width=line_width,
-        )
-        parts = _map_chunks(score, chunks, workers)
+    # worker processes run torch on one thread each (the pool's initializer; a chunk's tensors are small)
+    score = partial(
+        _score_chunk,
+        gt_dir=str(gt_dir),
+        pred_dir=str(pred_dir),
+        height=height,
+        width=width,
+        line_width=line_width,
+        compat=compat,
+    )
+    parts = _map_chunks(score, chunks, workers)
     with progress_bar(len(names), "culane-eval", "image", progress) as bar:
         for part, part_dropped in parts:
             for g, p, m in part:
                 n_gt.append(g)
                 n_pred.append(p)
                 matched.append(m)
-            for key in part_dropped or {}:
+            for key in part_dropped:
                 dropped[key] += part_dropped[key]
             bar.update(len(part))
     _warn_dropped(dropped, stacklevel=3)
@@ -223,7 +223,7 @@ def evaluate_culane_dirs(
     shard = current_shard()  # under torchrun: this rank matches its shard of the frames, then all are gathered
     with warnings.catch_warnings():
         if shard.world > 1:  # one warning with the totals, from rank 0
-            warnings.filterwarnings("ignore", message=".*with fewer than 2 points dropped")
+            warnings.filterwarnings("ignore", message=_DROPPED_WARNING)
         shown = progress if shard.is_main else False  # rank 0 shows its shard's progress
         scored = score_culane_dirs(
             pred_dir, gt_dir, shard.take(names), height, width, line_width, compat, chunk, workers, shown

@@ -19,11 +19,50 @@ import torch
 from torch import Tensor
 
 from drivemetrics._internal.files import atomic_open, read_text
-from drivemetrics._internal.limits import check_count, get_limits, load_json
+from drivemetrics._internal.limits import check_coordinates, check_count, get_limits, load_json
 from drivemetrics._internal.validation import check_shape
 from drivemetrics.lane.geometry import lane_slot_mask
 
-__all__ = ["TuSimpleRecords", "read_culane_lines", "read_culane_list", "read_tusimple_json", "write_tusimple_json"]
+__all__ = [
+    "TuSimpleRecords",
+    "read_culane_file",
+    "read_culane_frames",
+    "read_culane_lines",
+    "read_culane_list",
+    "read_tusimple_json",
+    "write_tusimple_json",
+]
+
+
+def read_culane_file(path: str | Path, missing_ok: bool = False) -> list[np.ndarray]:
+    """Read a CULane ``.lines.txt`` file as the official tool does: one ``(n, 2)`` float64 array per text line.
+
+    A blank line is a 0-point lane and a line ``x y`` a 1-point lane (the caller decides whether to keep them).
+    Numbers are checked: a non-number, an odd count or a non-finite value raises ``ValueError`` naming the file and
+    the 1-based line. ``missing_ok``: a missing file reads as no lanes (the official tool's behaviour for
+    prediction files); otherwise ``FileNotFoundError``.
+    """
+    path = Path(path)
+    try:
+        text = read_text(path, what="CULane lane file")
+    except FileNotFoundError:
+        if missing_ok:
+            return []
+        raise FileNotFoundError(f"CULane lane file not found: {path}") from None
+    lines = text.splitlines()
+    check_count(len(lines), "max_lanes_per_frame", path, "lines (lanes)")
+    lanes = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            values = np.array(line.split(), dtype=np.float64)
+        except ValueError:
+            raise ValueError(f"{path}:{number}: expected numbers `x1 y1 x2 y2 ...`") from None
+        if values.size % 2 or not np.isfinite(values).all():
+            raise ValueError(f"{path}:{number}: a lane needs an even number of finite values `x y`")
+        check_count(values.size // 2, "max_lane_points", f"{path}:{number}", "points in one lane")
+        check_coordinates(values, f"{path}:{number}")
+        lanes.append(values.reshape(-1, 2))
+    return lanes
 
 
 def read_culane_lines(path: str | Path) -> Tensor:
@@ -31,15 +70,37 @@ def read_culane_lines(path: str | Path) -> Tensor:
 
     Lines with fewer than 2 points (blank lines included) are dropped with a warning that counts them; a
     non-number or an odd number of values raises ``ValueError`` naming the file and 1-based line number. An empty
-    file gives ``(0, 0, 2)``. :func:`drivemetrics.lane.culane_official.read_culane_file` keeps every line.
+    file gives ``(0, 0, 2)``. :func:`read_culane_file` keeps every line.
     """
-    from drivemetrics.lane.culane_official import read_culane_file
-
     lanes = read_culane_file(path)
     kept = [lane for lane in lanes if len(lane) >= 2]
     if len(kept) < len(lanes):
         warnings.warn(f"{path}: {len(lanes) - len(kept)} line(s) with fewer than 2 points dropped", stacklevel=2)
     return _stack_lanes([kept])[0] if kept else torch.zeros(0, 0, 2, dtype=torch.float64)
+
+
+def read_culane_frames(names: Sequence[str], gt_dir: str | Path, pred_dir: str | Path) -> tuple[Tensor, ...]:
+    """Read the GT and prediction files of frames into padded tensors, every text line a lane slot.
+
+    Args:
+        names: relative ``.lines.txt`` paths (as :func:`read_culane_list` gives them).
+        gt_dir, pred_dir: folders holding them; a missing prediction file reads as a frame without lanes, a
+            missing GT file raises ``FileNotFoundError``.
+
+    Returns:
+        ``(preds, preds_mask, target, target_mask)``: ``(B, L, P, 2)`` float64 points ``(x, y)`` NaN-padded and
+        ``(B, L)`` bools of the lane slots read (also the lines of 0 or 1 point, which the scoring kernel scores
+        or drops by its ``compat``), as :func:`drivemetrics.lane.culane.culane_matches` takes them.
+    """
+    gts = [read_culane_file(Path(gt_dir, n)) for n in names]
+    preds = [read_culane_file(Path(pred_dir, n), missing_ok=True) for n in names]
+    return _stack_lanes(preds), _lane_slots(preds), _stack_lanes(gts), _lane_slots(gts)
+
+
+def _lane_slots(frames: list[list[np.ndarray]]) -> Tensor:
+    """``(B, L)`` bools of the lanes of :func:`_stack_lanes` (``L`` as there)."""
+    n_lanes = max([len(f) for f in frames] + [1])
+    return torch.arange(n_lanes)[None, :] < torch.tensor([len(f) for f in frames], dtype=torch.long)[:, None]
 
 
 def _stack_lanes(frames: list[list[np.ndarray]]) -> Tensor:

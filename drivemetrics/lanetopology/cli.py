@@ -7,7 +7,7 @@ import json
 import math
 from typing import Any
 
-from drivemetrics._internal.options import add_input, add_workers
+from drivemetrics._internal.options import add_input, add_no_progress, add_workers, progress_setting
 
 __all__ = ["HEADLINE", "register"]
 
@@ -40,7 +40,9 @@ def _openlanev2_eval(args: argparse.Namespace) -> int:
 
         target, preds, track = inputs.result()
     torch.set_num_threads(1)  # many small kernels: threads only contend
-    scores = evaluate_openlanev2(preds, target, track, args.compat, args.workers)
+    scores = evaluate_openlanev2(
+        preds, target, track, args.compat, args.workers, sources=(args.pred, args.gt), progress=progress_setting(args)
+    )
     from drivemetrics._internal.distributed import current_shard
 
     if not current_shard().is_main:  # torchrun: rank 0 reports
@@ -77,4 +79,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--json", default=None, metavar="OUT", help="also write the scores as JSON to OUT")
     add_workers(parser, "processes scoring chunks of frames", auto=True)
+    add_no_progress(parser)
     parser.set_defaults(func=_openlanev2_eval, sharded=True)

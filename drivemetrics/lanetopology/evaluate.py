@@ -13,6 +13,7 @@ from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.distributed import Shard, current_shard
 from drivemetrics._internal.gc_pause import gc_paused
 from drivemetrics._internal.pool import check_workers_or_auto, map_in_processes
+from drivemetrics._internal.progress import progress_bar
 from drivemetrics._internal.ragged import RaggedRows
 from drivemetrics.lanetopology.frames import Track
 from drivemetrics.lanetopology.io import detect_track, read_ground_truth, read_predictions, token_name
@@ -92,6 +93,7 @@ def evaluate_openlanev2(
     frames_per_job: int = 256,
     device: str = "cpu",
     sources: tuple[str, str] | None = None,
+    progress: bool | None = False,
 ) -> dict[str, float]:
     """Score ``{token: prediction dict}`` against ``{token: annotation dict}`` (the devkit's per-frame dicts).
 
@@ -145,8 +147,13 @@ def evaluate_openlanev2(
     if not jobs:
         raise ValueError("no frames to evaluate")
     shard = current_shard()  # under torchrun: this rank scores its shard of the jobs, then all are gathered
-    with gc_paused():  # here too: a collection between two chunks would walk the caller's whole input
-        parts = list(map_in_processes(_chunk_statistics, shard.take(jobs), workers))
+    mine = shard.take(jobs)
+    parts = []
+    with gc_paused(), progress_bar(sum(len(job[0]) for job in mine), "openlanev2-eval", "frame", progress) as bar:
+        # gc paused here too: a collection between two chunks would walk the caller's whole input
+        for job, part in zip(mine, map_in_processes(_chunk_statistics, mine, workers), strict=True):
+            parts.append(part)
+            bar.update(len(job[0]))
     if shard.world > 1:
         parts = _gather_parts(shard, parts, len(jobs), frame_statistics([], [], track, compat, "cpu"))
     stats = {

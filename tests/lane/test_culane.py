@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import itertools
 import json
 
 import numpy as np
@@ -11,45 +10,11 @@ from drivemetrics.lane.culane import (
     CULaneMetrics,
     culane_counts,
     culane_f1,
-    draw_lanes,
     lane_iou_matrix,
     lanes_from_rows,
 )
-
-
-def _brute_mask(points, height, width, radius):
-    """Distance of every pixel center to every segment, numpy loops over segments (test reference)."""
-    yy, xx = np.mgrid[0:height, 0:width].astype(np.float64)
-    mask = np.zeros((height, width), dtype=bool)
-    pts = [p for p in points if not np.isnan(p).any()]
-    for (ax, ay), (bx, by) in itertools.pairwise(pts):
-        dx, dy = bx - ax, by - ay
-        l2 = dx * dx + dy * dy
-        t = np.clip(((xx - ax) * dx + (yy - ay) * dy) / l2, 0, 1) if l2 > 0 else np.zeros_like(xx)
-        d2 = (xx - ax - t * dx) ** 2 + (yy - ay - t * dy) ** 2
-        mask |= d2 <= radius * radius
-    return mask
-
-
-def test_draw_matches_brute_force(device):
-    rng = np.random.default_rng(0)
-    height, width = 40, 70
-    lanes = []
-    for _ in range(6):
-        n = int(rng.integers(2, 6))
-        pts = np.stack([rng.uniform(-10, width + 10, n), rng.uniform(-10, height + 10, n)], axis=1)
-        pts = np.concatenate([pts, np.full((6 - n, 2), np.nan)])
-        lanes.append(pts)
-    # special cases: vertical, horizontal, repeated point
-    lanes.append(np.array([[20.3, -5], [20.3, 50], [np.nan, np.nan], *[[np.nan, np.nan]] * 3]))
-    lanes.append(np.array([[-5, 12.7], [80, 12.7], [80, 12.7], *[[np.nan, np.nan]] * 3]))
-    points = torch.tensor(np.stack(lanes), dtype=torch.float64).reshape(2, 4, 6, 2)
-    masks = draw_lanes(points.to(device), height, width, line_width=9.0).cpu().numpy()
-    for b in range(2):
-        for lane in range(4):
-            expected = _brute_mask(points[b, lane].numpy(), height, width, 4.5)
-            assert (masks[b, lane] == expected).all(), (b, lane)
-            assert expected.any()
+from drivemetrics.lane.raster import spline_lanes
+from tests.lane._reference import brute_mask
 
 
 def test_vertical_lanes_iou_by_hand():
@@ -117,15 +82,8 @@ def test_empty_and_padding():
 
 
 def test_bad_inputs():
-    one_point = torch.tensor([[[[5.0, 5.0], [float("nan"), float("nan")]]]])
-    with pytest.raises(ValueError, match="fewer than 2 valid points"):
-        draw_lanes(one_point, 10, 10)
-    with pytest.raises(ValueError, match="points"):
-        draw_lanes(torch.zeros(1, 2, 3), 10, 10)
     with pytest.raises(ValueError, match="iou_threshold"):
         CULaneMetrics(iou_threshold=1.5)
-    with pytest.raises(ValueError, match="infinite"):
-        draw_lanes(torch.full((1, 1, 2, 2), float("inf")), 10, 10)
 
 
 def _write_lines(path, lanes):
@@ -183,26 +141,8 @@ def test_culane_reader_errors(tmp_path):
 # spline interpolation, per-row drawing, thresholds, files (issues 15 / 19)
 
 
-def test_spline_lanes_is_the_natural_spline_on_chord_length():
-    from scipy.interpolate import CubicSpline
-
-    from drivemetrics.lane.culane import spline_lanes
-
-    lane = np.array([[100.0, 590.0], [160.0, 470.0], [260.0, 380.0], [420.0, 300.0], [700.0, 260.0]])
-    points = torch.full((1, 2, 6, 2), float("nan"), dtype=torch.float64)
-    points[0, 0, :5] = torch.from_numpy(lane)
-    points[0, 1, :2] = torch.tensor([[5.0, 5.0], [5.0, 5.0]])  # one distinct point: not drawn
-    curve, drawn = spline_lanes(points, spacing=4.0)
-    assert drawn.tolist() == [[True, False]]
-    assert torch.isnan(curve[0, 1]).all()
-    s = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(lane, axis=0), axis=1))])
-    expected = CubicSpline(s, lane, bc_type="natural")(np.linspace(0, s[-1], curve.shape[2]))
-    np.testing.assert_allclose(curve[0, 0].numpy(), expected, atol=1e-9)
-    assert curve.shape[2] == int(np.ceil(s[-1] / 4.0)) + 1
-
-
 def _brute_iou(curves_a, curves_b, height, width, radius):
-    masks = [[_brute_mask(c, height, width, radius) for c in curves] for curves in (curves_a, curves_b)]
+    masks = [[brute_mask(c, height, width, radius) for c in curves] for curves in (curves_a, curves_b)]
     out = np.zeros((len(curves_a), len(curves_b)))
     for i, a in enumerate(masks[0]):
         for j, b in enumerate(masks[1]):
@@ -212,8 +152,6 @@ def _brute_iou(curves_a, curves_b, height, width, radius):
 
 
 def test_iou_per_row_equals_pixel_masks_for_lanes_leaving_the_image_and_turning_back():
-    from drivemetrics.lane.culane import spline_lanes
-
     height, width = 120, 200
     nan = float("nan")
     preds = torch.tensor(

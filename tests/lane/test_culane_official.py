@@ -19,9 +19,9 @@ from drivemetrics.lane.culane_official import (  # noqa: E402
     official_lane_pixels,
     official_match,
     official_spline,
-    read_culane_file,
 )
 from drivemetrics.lane.evaluate import evaluate_culane_dirs  # noqa: E402
+from drivemetrics.lane.io import read_culane_file  # noqa: E402
 
 IOU_TOLERANCE = 5e-7  # the fixture stores IoUs with 6 decimals
 PORT_IOU_TOLERANCE = 0.035  # the port's splprep + truncation against the natural spline: max 0.032 measured
