@@ -17,11 +17,24 @@ PACKAGE = Path(__file__).resolve().parents[1] / "drivemetrics"
 SKIP = ("demos",)
 
 
+def _literal(tree: ast.Module, value: ast.expr) -> Any:
+    """A literal, where a dict may splat another module-level dict by name (``{**_METRICS, "Name": "module"}``)."""
+    if isinstance(value, ast.Dict) and any(key is None for key in value.keys):
+        out: dict[Any, Any] = {}
+        for key, item in zip(value.keys, value.values, strict=True):
+            if key is None:
+                out.update(_assigned(tree, item.id) if isinstance(item, ast.Name) else _literal(tree, item))
+            else:
+                out[ast.literal_eval(key)] = ast.literal_eval(item)
+        return out
+    return ast.literal_eval(value)
+
+
 def _assigned(tree: ast.Module, name: str) -> Any:
     for node in tree.body:
         targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
         if any(isinstance(t, ast.Name) and t.id == name for t in targets) and node.value is not None:
-            return ast.literal_eval(node.value)
+            return _literal(tree, node.value)
     return None
 
 

@@ -16,6 +16,8 @@ import importlib
 import sys
 from pathlib import Path
 
+from drivemetrics._internal.files import atomic_write_text
+
 __all__ = ["lazy_packages", "main", "stub_text"]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         if not path.exists() or path.read_text(encoding="utf-8") != text:
             stale.append(str(path.relative_to(ROOT.parent)))
             if not check:
-                path.write_text(text, encoding="utf-8")
+                atomic_write_text(path, text)
     for path in stale:
         print(("stale: " if check else "wrote: ") + path)
     return 1 if check and stale else 0

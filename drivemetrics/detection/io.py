@@ -14,6 +14,7 @@ A calibration file holds ``P0`` .. ``P3`` (3 x 4), ``R0_rect`` (3 x 3), ``Tr_vel
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -106,6 +107,20 @@ class KittiObjects:
             score=values[:, 14].copy() if values.shape[1] == 15 else None,
         )
 
+    def _rows(self, start: int, stop: int) -> KittiObjects:
+        """The objects ``start:stop`` (their arrays are views of this one's)."""
+        return KittiObjects(
+            type=self.type[start:stop],
+            truncated=self.truncated[start:stop],
+            occluded=self.occluded[start:stop],
+            alpha=self.alpha[start:stop],
+            bbox=self.bbox[start:stop],
+            dimensions=self.dimensions[start:stop],
+            location=self.location[start:stop],
+            rotation_y=self.rotation_y[start:stop],
+            score=None if self.score is None else self.score[start:stop],
+        )
+
     def to_array(self) -> np.ndarray:
         """The numeric columns as an ``(N, 14)`` (or ``(N, 15)`` with scores) float64 array, in file order."""
         cols = [
@@ -143,9 +158,15 @@ def parse_kitti_objects(text: str, source: str = "<string>", with_score: bool | 
     Raises:
         ValueError: a line with a wrong column count or a non-number, naming ``source`` and the line number.
     """
+    return _parse_texts([text], [source], with_score)[0]
+
+
+def _parse_lines(text: str, source: str, with_score: bool | None) -> KittiObjects:
+    """:func:`parse_kitti_objects` line by line: any file, and the message of the first bad line."""
+    expected = None if with_score is None else (16 if with_score else 15)
+    # line by line: the general case, and the exact message of the first bad line
     types: list[str] = []
     rows: list[list[float]] = []
-    expected = None if with_score is None else (16 if with_score else 15)
     for line_no, raw in enumerate(text.splitlines(), start=1):
         fields = raw.split()
         if not fields:
@@ -168,6 +189,93 @@ def parse_kitti_objects(text: str, source: str = "<string>", with_score: bool | 
         types.append(fields[0])
     width = (expected if expected is not None else (16 if with_score else 15)) - 1
     return KittiObjects.from_array(types, np.asarray(rows, dtype=np.float64).reshape(len(rows), width))
+
+
+#: The bytes of the one-table fast path: printable ASCII, space, tab and newline (so that ``str.split`` and
+#: ``str.splitlines`` cut exactly where the byte scan does).
+_PLAIN_BYTES = np.zeros(256, dtype=bool)
+_PLAIN_BYTES[[9, 10, *range(32, 127)]] = True
+
+
+def _parse_plain_table(texts: Sequence[str], with_score: bool | None) -> list[KittiObjects] | None:
+    """The objects of ``texts`` when they are plain ASCII and every non-blank line of every file has the same valid
+    column count and finite numbers (the usual folder): one split, one scan of the bytes for the column counts,
+    ``float`` on every number. ``None`` otherwise (then :func:`_parse_texts` goes file by file)."""
+    joined = "\n".join(texts) + "\n"
+    if not joined.isascii():
+        return None
+    data = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
+    if not _PLAIN_BYTES[data].all():
+        return None
+    blank = (data == 32) | (data == 9) | (data == 10)
+    newline = data == 10
+    field_start = ~blank & np.concatenate([[True], blank[:-1]])
+    line_of_byte = np.cumsum(newline) - newline  # a newline belongs to the line it ends
+    fields_per_line = np.bincount(line_of_byte[field_start], minlength=int(newline.sum()))
+    filled = fields_per_line > 0
+    widths = np.unique(fields_per_line[filled])
+    if len(widths) > 1:
+        return None
+    expected = None if with_score is None else (16 if with_score else 15)
+    width = int(widths[0]) if len(widths) else (expected or 15)
+    if width != expected and (expected is not None or width not in (15, 16)):
+        return None
+    lines_per_file = np.array([text.count("\n") + 1 for text in texts], dtype=np.int64)
+    file_of_line = np.repeat(np.arange(len(texts)), lines_per_file)
+    rows_per_file = np.bincount(file_of_line[filled], minlength=len(texts))
+    tokens = np.array(joined.split(), dtype=object).reshape(-1, width)
+    try:
+        values = np.fromiter(map(float, tokens[:, 1:].ravel()), dtype=np.float64).reshape(len(tokens), width - 1)
+    except ValueError:
+        return None
+    if not np.isfinite(values).all():
+        return None
+    types = tokens[:, 0].tolist()
+    stops = np.cumsum(rows_per_file).tolist()
+    starts = [0, *stops[:-1]]
+    whole = KittiObjects.from_array(types, values)  # each column contiguous; the frames are slices of them
+    return [whole._rows(a, b) for a, b in zip(starts, stops, strict=True)]
+
+
+def _parse_texts(texts: Sequence[str], sources: Sequence[str], with_score: bool | None) -> list[KittiObjects]:
+    """:func:`parse_kitti_objects` of many files at once.
+
+    The usual file, every non-blank line with the same valid column count, joins one table per column count whose
+    numbers are converted by one numpy cast (the correctly rounded parse of ``float``); the other files, and those
+    of a table with a bad or non-finite number, go line by line (:func:`_parse_lines`), which raises for the first
+    bad line of the first bad file. The objects are the same either way.
+    """
+    if len(texts) > 1:
+        plain = _parse_plain_table(texts, with_score)
+        if plain is not None:
+            return plain
+    expected = None if with_score is None else (16 if with_score else 15)
+    out: list[KittiObjects | None] = [None] * len(texts)
+    tables: dict[int, tuple[list[list[str]], list[tuple[int, int, int]]]] = {}  # width -> (rows, (file, start, stop))
+    for i, text in enumerate(texts):
+        fields = [f for f in map(str.split, text.splitlines()) if f]
+        widths = set(map(len, fields))
+        width = widths.pop() if len(widths) == 1 else 0
+        if width != expected and (expected is not None or width not in (15, 16)):
+            out[i] = _parse_lines(text, sources[i], with_score)  # empty, mixed or wrong column counts
+            continue
+        rows, members = tables.setdefault(width, ([], []))
+        members.append((i, len(rows), len(rows) + len(fields)))
+        rows.extend(fields)
+    for rows, members in tables.values():
+        table = np.array(rows)
+        try:
+            values = table[:, 1:].astype(np.float64)
+            finite = np.isfinite(values).all(axis=1)
+        except ValueError:
+            finite = None
+        types = table[:, 0].tolist()
+        for i, start, stop in members:
+            if finite is None or not finite[start:stop].all():
+                out[i] = _parse_lines(texts[i], sources[i], with_score)
+            else:
+                out[i] = KittiObjects.from_array(types[start:stop], values[start:stop])
+    return out  # type: ignore[return-value]
 
 
 def read_kitti_objects(path: str | Path, with_score: bool | None = None) -> KittiObjects:
@@ -268,19 +376,23 @@ def read_kitti_object_folder(
     if missing not in ("error", "empty", "warn"):
         raise ValueError(f"`missing` must be 'error', 'empty' or 'warn', got {missing!r}")
     names = sorted(p.stem for p in folder.glob("*.txt")) if frames is None else list(frames)
-    out: dict[str, KittiObjects] = {}
+    texts: dict[str, str] = {}
     absent = []
     with progress_bar(len(names), f"reading {folder.name}", "frame", progress) as bar:
         for name in names:
             bar.update()
-            path = folder / f"{name}.txt"
-            if not path.is_file():
+            path = os.path.join(folder, f"{name}.txt")
+            try:  # one open per file; a missing file (or a folder of that name) is what `missing` says
+                texts[name] = read_text(path, what="KITTI object file")
+            except (FileNotFoundError, ValueError):
+                if os.path.isfile(path):
+                    raise
                 if missing == "error":
-                    raise FileNotFoundError(f"KITTI object file not found: {path}")
+                    raise FileNotFoundError(f"KITTI object file not found: {path}") from None
                 absent.append(name)
-                out[name] = KittiObjects.empty(with_score=bool(with_score))
-                continue
-            out[name] = read_kitti_objects(path, with_score=with_score)
+    parsed = _parse_texts(list(texts.values()), [os.path.join(folder, f"{n}.txt") for n in texts], with_score)
+    objects = dict(zip(texts, parsed, strict=True))
+    out = {name: objects[name] if name in objects else KittiObjects.empty(bool(with_score)) for name in names}
     if absent and missing == "warn":
         shown = ", ".join(absent[:5]) + (" ..." if len(absent) > 5 else "")
         warnings.warn(

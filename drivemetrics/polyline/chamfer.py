@@ -95,7 +95,14 @@ def _nearest_without_grad(
     the squared-distance block stays in cache. No gradient.
     """
     forward, backward = [], []
-    pad_a, pad_b = not bool(a_mask.all()), not bool(b_mask.all())  # one host read per call, not per step
+    # padding points moved to +-(largest float): their squared distance to any valid point overflows to inf, so they
+    # never win a minimum of a valid point (which has at least one valid partner), with no mask pass per block; the
+    # minima of padding points themselves are discarded by the caller
+    big = torch.finfo(torch.promote_types(a.dtype, b.dtype)).max
+    if not bool(a_mask.all()):  # one host read per call, not per step
+        a = torch.where(a_mask[..., None], a, big)
+    if not bool(b_mask.all()):
+        b = torch.where(b_mask[..., None], b, -big)
     for start in range(0, a.shape[0], pairs_per_step):
         s = slice(start, start + pairs_per_step)
         delta = a[s, :, 0, None] - b[s, None, :, 0]  # (k, Pa, Pb)
@@ -103,11 +110,7 @@ def _nearest_without_grad(
         for d in range(1, a.shape[-1]):
             delta = a[s, :, d, None] - b[s, None, :, d]
             squared.add_(delta.mul_(delta))
-        if pad_b:
-            squared.masked_fill_(~b_mask[s, None, :], torch.inf)
         forward.append(squared.amin(-1))
-        if pad_a:
-            squared.masked_fill_(~a_mask[s, :, None], torch.inf)
         backward.append(squared.amin(-2))
     return _sqrt_exact(torch.cat(forward)), _sqrt_exact(torch.cat(backward))
 

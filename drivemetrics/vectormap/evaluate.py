@@ -47,23 +47,38 @@ class MapEvaluation:
     missing_samples: list[str] = field(default_factory=list)
 
 
-def _padded_size(sample: MapSample, proto: MapProtocol) -> tuple[int, int]:
-    """``(lines, longest line in points after resampling)`` of one sample: what packing and resampling pad to."""
-    if not sample.points:
-        return 0, 0
+def _padded_sizes(samples: list[MapSample], proto: MapProtocol) -> list[tuple[int, int]]:
+    """``(lines, longest line in points after resampling)`` of each sample: what packing and resampling pad to.
+
+    For ``"spacing"`` the longest line is bounded from its arc length in the plane (one pass over the points of all
+    samples; the bound only sizes batches, it changes no value)."""
+    lines = [line for sample in samples for line in sample.points]
+    line_count = np.array([len(sample.points) for sample in samples], dtype=np.int64)
+    if not lines:
+        return [(0, 0)] * len(samples)
+    sample_of_line = np.repeat(np.arange(len(samples)), line_count)
+    point_count = np.array([len(line) for line in lines], dtype=np.int64)
+    longest = np.zeros(len(samples), dtype=np.int64)
+    np.maximum.at(longest, sample_of_line, point_count)
     if proto.resample == "count":
-        return len(sample.points), max(proto.num_samples, max(len(p) for p in sample.points))
-    longest = 0.0
-    for line in sample.points:
-        if len(line) > 1:
-            longest = max(longest, float(np.sqrt(np.square(np.diff(line[:, :2], axis=0)).sum(-1)).sum()))
-    return len(sample.points), max(int(longest / proto.spacing) + 3, max(len(p) for p in sample.points))
+        longest = np.maximum(longest, proto.num_samples)
+    else:
+        xy = np.concatenate([line[:, :2] for line in lines]).astype(np.float64, copy=False)
+        line_of_point = np.repeat(np.arange(len(lines)), point_count)
+        inside = line_of_point[1:] == line_of_point[:-1]  # segments within a line
+        segment = np.sqrt(np.square(np.diff(xy, axis=0)).sum(-1))
+        arc = np.bincount(line_of_point[:-1][inside], weights=segment[inside], minlength=len(lines))
+        most_arc = np.zeros(len(samples))
+        np.maximum.at(most_arc, sample_of_line, arc)
+        longest = np.maximum(longest, (most_arc / proto.spacing).astype(np.int64) + 3)
+    longest[line_count == 0] = 0
+    return list(zip(line_count.tolist(), longest.tolist(), strict=True))
 
 
 def _batches(gt: list[MapSample], preds: list[MapSample], proto: MapProtocol, batch_size: int) -> list[range]:
     """Consecutive samples cut into batches of at most ``batch_size`` samples whose padded size (samples x most lines
     x longest resampled line, each side) stays within :data:`BATCH_POINTS` (one sample at least)."""
-    sizes = [(_padded_size(g, proto), _padded_size(p, proto)) for g, p in zip(gt, preds, strict=True)]
+    sizes = list(zip(_padded_sizes(gt, proto), _padded_sizes(preds, proto), strict=True))
     out: list[range] = []
     start = 0
     most = [0, 0, 0, 0]  # GT lines, GT points, prediction lines, prediction points

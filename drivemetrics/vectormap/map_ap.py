@@ -26,6 +26,7 @@ from torch import Tensor
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
 from drivemetrics._internal.ragged import RaggedRows, RaggedStateMixin
 from drivemetrics.polyline import (
+    arc_length,
     average_precision_area,
     chamfer_distance_matrix,
     check_polylines,
@@ -64,6 +65,26 @@ def _group_by_class(points: Tensor, lengths: Tensor, labels: Tensor, num_classes
     return grouped, grouped_lengths, source
 
 
+def _resample_by_spacing_in_chunks(
+    points: Tensor, lengths: Tensor, spacing: float, chunk: int = 1024
+) -> tuple[Tensor, Tensor]:
+    """:func:`resample_by_spacing` of ``(L, P, D)`` lines, the same tensors, with less padding work: lines sorted by
+    arc length, ``chunk`` at a time (each chunk only as wide as its longest line), longest first (so a too long line
+    raises the same error); each line is then padded with its last sample, the point at its full length, which is
+    what one call puts in every slot beyond a line's count."""
+    if points.shape[0] <= chunk:
+        return resample_by_spacing(points, lengths, spacing)
+    order = torch.argsort(arc_length(points, lengths), descending=True, stable=True)
+    pieces = [(index, *resample_by_spacing(points[index], lengths[index], spacing)) for index in order.split(chunk)]
+    width = pieces[0][1].shape[1]
+    samples = points.new_empty(points.shape[0], width, points.shape[-1])
+    counts = torch.empty_like(lengths)
+    for index, part, part_counts in pieces:
+        samples[index] = torch.cat([part, part[:, -1:].expand(-1, width - part.shape[1], -1)], 1)
+        counts[index] = part_counts
+    return samples, counts
+
+
 def _resample_present(points: Tensor, lengths: Tensor, proto: MapProtocol) -> tuple[Tensor, Tensor]:
     """Resample the present polylines of ``(..., N, P, D)`` as the protocol says; ``(..., N, S, D)`` and lengths."""
     present = lengths > 0
@@ -83,7 +104,7 @@ def _resample_present(points: Tensor, lengths: Tensor, proto: MapProtocol) -> tu
             samples = points.new_zeros(0, proto.num_samples, points.shape[-1])
         counts = torch.full_like(flat_lengths, proto.num_samples)
     else:
-        samples, counts = resample_by_spacing(flat_points, flat_lengths, proto.spacing)
+        samples, counts = _resample_by_spacing_in_chunks(flat_points, flat_lengths, proto.spacing)
     out = points.new_zeros(*lengths.shape, samples.shape[1], points.shape[-1])
     out[present] = samples
     out_lengths = torch.zeros_like(lengths)

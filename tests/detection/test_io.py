@@ -197,3 +197,43 @@ def test_corners_geometry():
     assert corners[:, 0].max() == 3
     assert corners[:, 2].min() == 9.5
     assert corners[:, 2].max() == 10.5
+
+
+def _float_parse(text: str) -> tuple[list[str], np.ndarray]:
+    """A file's types and numbers by ``str.split`` and ``float``, the definition the folder reader must match."""
+    rows = [line.split() for line in text.splitlines() if line.split()]
+    return [r[0] for r in rows], np.array([[float(v) for v in r[1:]] for r in rows]).reshape(len(rows), 15)
+
+
+@pytest.mark.parametrize(
+    ("name", "end"), [("Car", ""), ("Car", "\t "), ("Car", "\r"), ("Car", "\x0b\x1f"), ("Caré", "")]
+)
+def test_folder_reading_parses_like_float_per_file(tmp_path, name, end):
+    # many-digit numbers (rounding), tabs, blank lines, empty files; a line end of "\r" or "\x0b" (a line break to
+    # str.splitlines) or a non-ASCII type sends the folder down the file-by-file path: the values must not change
+    rng = np.random.default_rng(0)
+    texts = {}
+    for i in range(40):
+        lines = []
+        for _ in range(i % 4):
+            numbers = " ".join(repr(float(v)) for v in rng.normal(0, 100, 14)) + " 0.1234567890123456789e-3"
+            lines.append(f"{name if i == 7 else 'Car'}\t{numbers}{end if i == 7 else ''}\n\n")
+        texts[f"{i:06d}"] = "".join(lines)
+    for name, text in texts.items():
+        (tmp_path / f"{name}.txt").write_bytes(text.encode("utf-8"))
+    frames = read_kitti_object_folder(tmp_path, with_score=True)
+    assert list(frames) == list(texts)
+    for name, text in texts.items():
+        types, values = _float_parse(text)
+        assert frames[name].type == types, name
+        np.testing.assert_array_equal(frames[name].to_array(), values, err_msg=name)
+
+
+def test_folder_reading_names_the_bad_file(tmp_path):
+    for i in range(5):
+        (tmp_path / f"{i:06d}.txt").write_text(LABEL.replace("0.48", "inf") if i == 3 else LABEL)
+    with pytest.raises(ValueError, match=r"000003\.txt:1: non-finite"):
+        read_kitti_object_folder(tmp_path)
+    (tmp_path / "000003.txt").write_text(LABEL + LABEL.splitlines()[0] + " 0.5\n")
+    with pytest.raises(ValueError, match=r"000003\.txt:3: expected 15 columns"):
+        read_kitti_object_folder(tmp_path)
