@@ -94,7 +94,7 @@ def run_drivemetrics(batches, count: int) -> tuple[dict[str, float], int]:
         preds, target, valid = batches[index % len(batches)]
         take = min(count - seen, preds.shape[0])
         preds, target, valid = preds[:take], target[:take], valid[:take]
-        metric.update(preds, target, valid)
+        metric.update(preds, target, valid=valid)
         seen += take
         index += 1
     scores = metric.compute()

@@ -174,7 +174,7 @@ def _road_pixel_case(cls: type[Metric]) -> MetricCase:
         target = torch.rand(2, 9, 11, generator=g) < 0.25 + 0.1 * i
         preds = (0.5 * target + 0.6 * torch.rand(target.shape, generator=g)).clamp(0, 1)
         valid = torch.rand(target.shape, generator=g) > 0.1
-        batches.append(((preds, target, valid), {}))
+        batches.append(((preds, target), {"valid": valid}))
     return MetricCase({"thresholds": 32}, batches, cast_float_args, grad_arg=0)
 
 
@@ -217,7 +217,7 @@ def _tusimple_case(cls: type[Metric]) -> MetricCase:
         target[:, 3, : 5 * i] = torch.nan  # a partly missing lane
         preds = target + torch.randn(target.shape, generator=g) * (5.0 + 10.0 * i)
         preds[0, 1] += 80.0  # a lane that misses
-        batches.append(((preds, target, h_samples.expand(3, -1)), {}))
+        batches.append(((preds, target), {"h_samples": h_samples.expand(3, -1)}))
     return MetricCase({}, batches, cast_float_args, grad_arg=0)
 
 
@@ -248,7 +248,7 @@ def _psld_case(cls: type[Metric]) -> MetricCase:
     for i in range(NUM_BATCHES):
         target = 0.002 * (z - 5.0) ** 2 * (1 + 0.5 * torch.randn(3, 1, generator=g))
         preds = target + 0.2 * (i + 1) * torch.randn(3, 1, generator=g) + 0.01 * z
-        batches.append(((preds, target, 10.0 + i), {}))
+        batches.append(((preds, target), {"speed": 10.0 + i}))
     # the closed-loop rollout runs in the input's float type: float32 is good to ~1e-3 relative
     return MetricCase({}, batches, cast_float_args, grad_arg=0, float64_rtol=1e-2)
 

@@ -56,6 +56,14 @@ def _psld() -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...]]:
     return PSLDLoss(validate_args=False), (preds, torch.zeros(2, m), torch.tensor([20.0, 25.0]))
 
 
+def _map_chamfer_permuted() -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...]]:
+    """MapTR's permutation-invariant point loss: the lengths' range check honours ``validate_args=False``."""
+    from drivemetrics.vectormap import MapChamferLoss
+
+    preds = torch.randn(2, 3, 5, 2, requires_grad=True)
+    return MapChamferLoss(mode="permuted", validate_args=False), (preds, torch.randn(2, 3, 5, 2))
+
+
 def _center_maps() -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...]]:
     def loss(maps: torch.Tensor) -> torch.Tensor:
         return road_center_attack_loss(expected_center_from_maps(maps, lanes=(1, 2), validate_args=False))
@@ -83,6 +91,7 @@ CASES = {
     "soft_f_pooled": _soft_f_pooled,
     "soft_f_bev": _soft_f_bev,
     "psld": _psld,
+    "map_chamfer_permuted": _map_chamfer_permuted,
     "center_maps": _center_maps,
     "center_polynomials": _center_polynomials,
     "center_anchors": _center_anchors,

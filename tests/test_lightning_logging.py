@@ -71,14 +71,14 @@ class LoggingModule(pl.LightningModule):
     def validation_step(self, batch, batch_idx):
         road_preds, road_target, tusimple_preds, tusimple_target, h_samples, culane_preds, culane_target = batch
         self.maxf(road_preds, road_target)
-        self.tusimple_accuracy(tusimple_preds, tusimple_target, h_samples)
-        self.tusimple_f1(tusimple_preds, tusimple_target, h_samples)
+        self.tusimple_accuracy(tusimple_preds, tusimple_target, h_samples=h_samples)
+        self.tusimple_f1(tusimple_preds, tusimple_target, h_samples=h_samples)
         self.culane_f1(culane_preds, culane_target)
         self.log("val/maxf", self.maxf, on_step=False, on_epoch=True)
         self.log("val/tusimple_accuracy", self.tusimple_accuracy, on_step=False, on_epoch=True)
         self.log("val/tusimple_f1", self.tusimple_f1, on_step=False, on_epoch=True)
         self.log("val/culane_f1", self.culane_f1, on_step=False, on_epoch=True)
-        self.tusimple.update(tusimple_preds, tusimple_target, h_samples)
+        self.tusimple.update(tusimple_preds, tusimple_target, h_samples=h_samples)
         self.culane.update(culane_preds, culane_target)
         self.road.update(road_preds, road_target)
         self.log_dict(self.tusimple, on_step=False, on_epoch=True)
@@ -150,14 +150,17 @@ def test_every_logged_class_plots():
 
     data = _validation_data().tensors
     metrics = [
-        (RoadPixelMaxFScore(thresholds=32), data[0:2]),
-        (TuSimpleAccuracy(), data[2:5]),
-        (TuSimpleF1Score(), data[2:5]),
-        (CULaneF1Score(**CULANE), data[5:7]),
+        (RoadPixelMaxFScore(thresholds=32), data[0:2], {}),
+        (TuSimpleAccuracy(), data[2:4], {"h_samples": data[4]}),
+        (TuSimpleF1Score(), data[2:4], {"h_samples": data[4]}),
+        (CULaneF1Score(**CULANE), data[5:7], {}),
     ]
     try:
-        for metric, inputs in metrics:
-            values = [metric(*(x[:2] for x in inputs)), metric(*(x[2:] for x in inputs))]
+        for metric, inputs, keywords in metrics:
+            values = [
+                metric(*(x[part] for x in inputs), **{k: v[part] for k, v in keywords.items()})
+                for part in (slice(None, 2), slice(2, None))
+            ]
             fig, ax = metric.plot(values)
             assert len(ax.lines) >= 1, type(metric).__name__
             assert fig is ax.figure

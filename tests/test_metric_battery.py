@@ -399,21 +399,21 @@ def test_differently_configured_metrics_stay_in_separate_compute_groups():
     from drivemetrics.lane.tusimple import TuSimpleAccuracy, TuSimpleF1Score
     from drivemetrics.roadnet.opt_j import OptJF1Score, OptJPrecision
 
-    (_, lanes, h_samples), _ = _reference(TuSimpleAccuracy).case.batches[0]
+    (_, lanes), tusimple_keywords = _reference(TuSimpleAccuracy).case.batches[0]
     (_, culane), _ = _reference(CULaneF1Score).case.batches[0]
     (_, graph), _ = _reference(OptJF1Score).case.batches[0]
     small = _reference(CULaneF1Score).case.init_kwargs
     cases = [
-        (TuSimpleAccuracy, TuSimpleF1Score, {}, {"pixel_threshold": 5.0}, (lanes, lanes, h_samples)),
-        (CULanePrecision, CULaneF1Score, small, {**small, "iou_threshold": 0.3}, (culane, culane)),
-        (OptJPrecision, OptJF1Score, {}, {"d_max": 20.0}, (graph, graph)),
+        (TuSimpleAccuracy, TuSimpleF1Score, {}, {"pixel_threshold": 5.0}, (lanes, lanes), tusimple_keywords),
+        (CULanePrecision, CULaneF1Score, small, {**small, "iou_threshold": 0.3}, (culane, culane), {}),
+        (OptJPrecision, OptJF1Score, {}, {"d_max": 20.0}, (graph, graph), {}),
     ]
-    for first, second, kwargs, other_kwargs, inputs in cases:
+    for first, second, kwargs, other_kwargs, inputs, keywords in cases:
         same = MetricCollection({"a": first(**kwargs), "b": second(**kwargs)}, compute_groups=True)
-        same.update(*inputs)
+        same.update(*inputs, **keywords)
         assert len(same.compute_groups) == 1, first.__name__
         different = MetricCollection({"a": first(**kwargs), "b": second(**other_kwargs)}, compute_groups=True)
-        different.update(*inputs)
+        different.update(*inputs, **keywords)
         assert len(different.compute_groups) == 2, first.__name__
 
 

@@ -72,11 +72,11 @@ def test_kitti_road_readers_equal_with_and_without_pyspng(fixtures_dir, monkeypa
     from drivemetrics.road import io as road_io
 
     gt = next((fixtures_dir / "kitti_road" / "training" / "gt_image_2").glob("um_road_*.png"))
-    fast_red, fast_blue = road_io._read_gt_red_blue(gt)
+    fast_red, fast_blue = road_io.read_gt_red_blue(gt)
     with_pillow = np.asarray(Image.open(gt).convert("RGB"))
     np.testing.assert_array_equal(fast_red, with_pillow[..., 0])
     np.testing.assert_array_equal(fast_blue, with_pillow[..., 2])
     monkeypatch.setitem(sys.modules, "pyspng", None)
-    slow_red, slow_blue = road_io._read_gt_red_blue(gt)
+    slow_red, slow_blue = road_io.read_gt_red_blue(gt)
     np.testing.assert_array_equal(slow_red, fast_red)
     np.testing.assert_array_equal(slow_blue, fast_blue)

@@ -183,9 +183,9 @@ class LaneDetector(pl.LightningModule):
         images, lanes, center, speed = batch
         logits = self.net(images)
         x = self.net.to_pixels(logits)
-        self.val_tusimple.update(x, lanes, self.h_samples)
+        self.val_tusimple.update(x, lanes, h_samples=self.h_samples)
         self.log_dict(self.val_tusimple)
-        self.val_psld.update(self.center(logits), center, speed)
+        self.val_psld.update(self.center(logits), center, speed=speed)
         self.log("val/psld", self.val_psld)
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
@@ -201,9 +201,9 @@ def held_out_scores(model: LaneDetector, test: dict[str, Any], e2e_frames: int) 
     with torch.no_grad():
         logits = torch.cat([model.net(chunk) for chunk in test["images"].split(64)])
         tusimple = TuSimpleMetrics(pixel_threshold=model.pixel_threshold)
-        tusimple.update(model.net.to_pixels(logits), test["lanes"], model.h_samples)
+        tusimple.update(model.net.to_pixels(logits), test["lanes"], h_samples=model.h_samples)
         psld = PSLD(z_samples=model.z_samples, horizon_frames=model.hparams.horizon_frames)
-        psld.update(model.center(logits), test["center"], test["speed"])
+        psld.update(model.center(logits), test["center"], speed=test["speed"])
         clips = test["clips"]
         e2e = e2e_ld(
             clips.images,

@@ -319,12 +319,12 @@ class RoadSegmenter(pl.LightningModule):
         valid, homography = batch["valid"], batch["homography"]
         self.val_loss.update(self._loss(logits, batch), weight=len(logits))
         self.log("val/soft_f_loss", self.val_loss)
-        self.val_pixel.update(probs[:, 0], batch["road"], valid, homography=homography)
+        self.val_pixel.update(probs[:, 0], batch["road"], valid=valid, homography=homography)
         self.log_dict(self.val_pixel)
         has_lane = batch.get("has_lane", torch.ones(len(logits), dtype=torch.bool, device=logits.device))
         lane, lane_gt, lane_valid = pixel_inputs_to_bev(probs[:, 1], batch["lane"], valid, homography, self.grid)
         # frames with a lane ground truth (KITTI: um_lane); a batch without any adds nothing
-        self.val_corridor.update(lane[has_lane], lane_gt[has_lane], lane_valid[has_lane])
+        self.val_corridor.update(lane[has_lane], lane_gt[has_lane], valid=lane_valid[has_lane])
         # logged in every step: under DDP every rank must log (and so sync) the same metrics
         self.log_dict(self.val_corridor)
 

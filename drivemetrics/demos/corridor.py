@@ -58,7 +58,7 @@ def corridor_section(out_dir: Path, seed: int, quick: bool, figures: bool = True
     curves, fits = {}, {}
     for name, (conf, target, mask) in methods.items():
         metric = DrivingCorridorMetrics(threshold, grid=grid, config=config)
-        metric.update(conf, target, mask)
+        metric.update(conf, target, valid=mask)
         scores = metric.compute()
         curves[name] = metric.compute_curves()
         fits[name] = fit_driving_corridor(conf[:3], mask[:3], threshold=threshold, grid=grid, config=config)

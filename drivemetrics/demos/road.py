@@ -81,11 +81,11 @@ def evaluate_detectors(
     results: dict[str, dict[str, dict[str, Tensor]]] = {}
     for label, (persp_conf, bev_conf) in maps.items():
         persp = RoadPixelMetrics()
-        persp.update(_to_uint8(persp_conf), persp_gt.road, persp_gt.valid)
+        persp.update(_to_uint8(persp_conf), persp_gt.road, valid=persp_gt.valid)
         bev = RoadPixelMetrics(space="bev", grid=grid)
-        bev.update(_to_uint8(persp_conf), persp_gt.road, persp_gt.valid, homography=homographies)
+        bev.update(_to_uint8(persp_conf), persp_gt.road, valid=persp_gt.valid, homography=homographies)
         rendered = RoadPixelMetrics()
-        rendered.update(_to_uint8(bev_conf), bev_gt.road, bev_gt.valid)
+        rendered.update(_to_uint8(bev_conf), bev_gt.road, valid=bev_gt.valid)
         results[label] = {"perspective": persp.compute(), "bev": bev.compute(), "bev_rendered": rendered.compute()}
     results["_maps"] = {
         "scene0": {"persp_gt": persp_gt.road[0], "bev_gt": bev_gt.road[0], "bev_valid": bev_gt.valid[0]}

@@ -513,6 +513,7 @@ def evaluate_kitti_objects(
     workers: int = 1,
     device: torch.device | str | None = None,
     progress: bool | None = False,
+    validate_args: bool = True,
 ) -> dict[str, dict[str, dict[str, dict[str, object]]]]:
     """The official KITTI object evaluation of the detections ``preds`` against the labels ``target``, frame by frame.
 
@@ -530,6 +531,7 @@ def evaluate_kitti_objects(
         device: where the matching runs (default CPU).
         progress: a tqdm bar over the (class, kind) curves on stderr (``None``: only when stdout and stderr are
             terminals).
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         ``{class: {"2d" | "aos" | "bev" | "3d": {difficulty: {"curve": 41 floats, "ap_r11": float,
@@ -722,6 +724,7 @@ class KittiObjectMetrics(RaggedStateMixin, MetricFamily):
         overlaps: ``"strict"`` (official: 0.7 / 0.5 / 0.5), ``"loose"`` (BEV / 3D at 0.5 / 0.25 / 0.25) or a mapping
             ``{"2d" | "bev" | "3d": (car, pedestrian, cyclist)}``.
         kwargs: see torchmetrics' ``Metric`` keyword arguments.
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Examples:
         >>> from drivemetrics.detection.io import parse_kitti_objects
@@ -740,8 +743,11 @@ class KittiObjectMetrics(RaggedStateMixin, MetricFamily):
     plot_lower_bound = 0.0
     plot_upper_bound = 100.0
 
-    def __init__(self, overlaps: Overlaps | Mapping[str, Sequence[float]] = "strict", **kwargs: Any) -> None:
+    def __init__(
+        self, overlaps: Overlaps | Mapping[str, Sequence[float]] = "strict", validate_args: bool = True, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
+        self.validate_args = bool(validate_args)
         if isinstance(overlaps, str) and overlaps not in ("strict", "loose"):
             raise ValueError(f"`overlaps` must be 'strict', 'loose' or a mapping, got {overlaps!r}")
         self.overlaps = overlaps if isinstance(overlaps, str) else {k: tuple(v) for k, v in overlaps.items()}
@@ -752,6 +758,7 @@ class KittiObjectMetrics(RaggedStateMixin, MetricFamily):
         self,
         preds: Sequence[KittiObjects | Mapping[str, Any]],
         target: Sequence[KittiObjects | Mapping[str, Any]],
+        *,
         frame_ids: Tensor | Sequence[int] | None = None,
     ) -> None:
         """Add frames: ``preds[i]`` are the detections and ``target[i]`` the labels of frame ``i``; ``frame_ids``
@@ -855,9 +862,10 @@ class KittiObjectAveragePrecision(ScalarMetric, KittiObjectMetrics):
         difficulty: Difficulty = "moderate",
         recall_points: int = 40,
         overlaps: Overlaps | Mapping[str, Sequence[float]] = "strict",
+        validate_args: bool = True,
         **kwargs: Any,
     ) -> None:
-        super().__init__(overlaps=overlaps, **kwargs)
+        super().__init__(overlaps=overlaps, validate_args=validate_args, **kwargs)
         if cls.lower() not in KITTI_CLASSES:
             raise ValueError(f"`cls` must be one of {KITTI_CLASSES}, got {cls!r}")
         if metric not in METRICS:

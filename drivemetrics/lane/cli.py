@@ -78,13 +78,13 @@ def _f1_label(t: float) -> str:
 
 def _culane_eval(args: argparse.Namespace) -> int:
     if args.compat == "reference":  # OpenCV draws the lanes: checked before anything is read
-        from drivemetrics.lane.culane_official import _cv2
+        from drivemetrics.lane.culane_official import load_cv2
 
-        _cv2()
+        load_cv2()
     import torch
 
     from drivemetrics.lane.culane import IOU_RANGE
-    from drivemetrics.lane.evaluate import _threshold_key, evaluate_culane_dirs
+    from drivemetrics.lane.evaluate import evaluate_culane_dirs, threshold_key
 
     # a chunk's tensors are small: one thread per process, parallel work through --workers
     torch.set_num_threads(1)
@@ -137,14 +137,14 @@ def _culane_eval(args: argparse.Namespace) -> int:
         print(header)
         rows = {**result["categories"], "total": result}
         for name, row in rows.items():
-            first = row["by_threshold"][_threshold_key(thresholds[0])]
+            first = row["by_threshold"][threshold_key(thresholds[0])]
             n_gt = first["tp"] + first["fn"]
             if n_gt == 0:  # CULane's cross: no GT lanes, papers report the FP count
                 cells = f"{'-':>7} {first['fp']:>7} {'-':>7} " + " ".join(f"{'-':>7}" for _ in shown)
                 cells += f" {'-':>7}" if len(thresholds) > 1 else ""
             else:
                 cells = f"{first['tp']:>7} {first['fp']:>7} {first['fn']:>7} " + " ".join(
-                    f"{100 * row['by_threshold'][_threshold_key(t)]['f1']:>7.2f}" for t in shown
+                    f"{100 * row['by_threshold'][threshold_key(t)]['f1']:>7.2f}" for t in shown
                 )
                 cells += f" {100 * row[mean_key]:>7.2f}" if len(thresholds) > 1 else ""
             print(f"{name:<12} {row['images']:>7} {cells}")
@@ -153,7 +153,7 @@ def _culane_eval(args: argparse.Namespace) -> int:
         for key in ("precision", "recall", "f1"):
             print(f"{key:<10} {result[key]:.6f}")
         for t in shown if len(thresholds) > 1 else []:
-            print(f"{_f1_label(t):<10} {result['by_threshold'][_threshold_key(t)]['f1']:.6f}")
+            print(f"{_f1_label(t):<10} {result['by_threshold'][threshold_key(t)]['f1']:.6f}")
         if len(thresholds) > 1:
             print(f"{mean_label:<10} {result[mean_key]:.6f}")
         print(f"TP {result['tp']}  FP {result['fp']}  FN {result['fn']}  images {result['images']}")

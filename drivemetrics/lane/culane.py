@@ -78,6 +78,7 @@ def lane_iou_matrix(
     preds_mask: Tensor | None = None,
     target_mask: Tensor | None = None,
     spacing: float = 8.0,
+    validate_args: bool = True,
 ) -> Tensor:
     """IoU of every (prediction, GT) lane pair, default mode: ``(B, L_pred, L_gt)`` float64 (0 for padding slots
     and for lanes of fewer than 2 points). Lanes are drawn as their spline
@@ -164,6 +165,7 @@ def culane_matches(
     preds_mask: Tensor | None = None,
     target_mask: Tensor | None = None,
     compat: Compat = "default",
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """Match predictions to GT lanes per image; :func:`counts_from_matches` gives TP / FP / FN at any threshold.
 
@@ -176,6 +178,7 @@ def culane_matches(
         preds_mask, target_mask: optional ``(B, L)`` bools of real lanes (default: slots with a valid point; give
             them to count lanes of 0 points in compat mode).
         compat: ``"default"`` or ``"reference"`` (the official C++ tool, CPU, needs OpenCV).
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         ``"matched_iou"``: ``(B, L_gt)`` float64 IoU of every GT lane with its matched prediction (NaN: no match or
@@ -196,8 +199,8 @@ def culane_matches(
         raise ValueError(
             f"`preds` and `target` must have the same batch size, got {preds.shape[0]} and {target.shape[0]}"
         )
-    p_valid, pred_lane = check_lane_points(preds, preds_mask, "preds")
-    g_valid, gt_lane = check_lane_points(target, target_mask, "target")
+    p_valid, pred_lane = check_lane_points(preds, preds_mask, "preds", check_values=validate_args)
+    g_valid, gt_lane = check_lane_points(target, target_mask, "target", check_values=validate_args)
     if compat == "reference":
         from drivemetrics.lane.culane_official import matched_ious, official_iou_matrix, official_match
 
@@ -254,6 +257,7 @@ def culane_counts(
     preds_mask: Tensor | None = None,
     target_mask: Tensor | None = None,
     compat: Compat = "default",
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """Per-image CULane TP, FP, FN at ``iou_threshold`` (strict; 0.5, also 0.3 and 0.75 are used).
 
@@ -277,6 +281,7 @@ def culane_counts(
         preds_mask=preds_mask,
         target_mask=target_mask,
         compat=compat,
+        validate_args=validate_args,
     )
     return counts_from_matches(matches, iou_threshold)
 
@@ -292,6 +297,7 @@ def culane_f1(
     preds_mask: Tensor | None = None,
     target_mask: Tensor | None = None,
     compat: Compat = "default",
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """CULane ``precision``, ``recall``, ``f1`` from the batch's total TP / FP / FN (0 when undefined).
 
@@ -314,6 +320,7 @@ def culane_f1(
         preds_mask=preds_mask,
         target_mask=target_mask,
         compat=compat,
+        validate_args=validate_args,
     )
     return precision_recall_f1(counts["tp"].sum(), counts["fp"].sum(), counts["fn"].sum())
 
@@ -330,6 +337,7 @@ class CULaneMetrics(MetricFamily):
         iou_threshold: IoU above which a matched pair counts (0.5).
         compat: ``"default"`` or ``"reference"`` (official C++ tool, CPU, needs OpenCV).
         kwargs: torchmetrics ``Metric`` keyword arguments.
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Examples:
         >>> import torch
@@ -358,18 +366,20 @@ class CULaneMetrics(MetricFamily):
         line_width: float = 30.0,
         iou_threshold: float = 0.5,
         compat: Compat = "default",
+        validate_args: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.validate_args = bool(validate_args)
         if not (height > 0 and width > 0 and line_width > 0):
             raise ValueError(f"need height, width, line_width > 0, got {height}, {width}, {line_width}")
         if not 0 <= iou_threshold < 1:
             raise ValueError(f"`iou_threshold` must be in [0, 1), got {iou_threshold}")
         check_compat(compat)
         if compat == "reference":  # OpenCV draws the lanes: checked here, not at the first update
-            from drivemetrics.lane.culane_official import _cv2
+            from drivemetrics.lane.culane_official import load_cv2
 
-            _cv2()
+            load_cv2()
         self.height, self.width = int(height), int(width)
         self.line_width = float(line_width)
         self.iou_threshold = float(iou_threshold)
@@ -380,7 +390,7 @@ class CULaneMetrics(MetricFamily):
         add_config_state(self, ("CULane", self.height, self.width, self.line_width, self.iou_threshold, compat))
 
     def update(
-        self, preds: Tensor, target: Tensor, preds_mask: Tensor | None = None, target_mask: Tensor | None = None
+        self, preds: Tensor, target: Tensor, *, preds_mask: Tensor | None = None, target_mask: Tensor | None = None
     ) -> None:
         """Add a batch (shapes as in :func:`culane_counts`)."""
         counts = culane_counts(
@@ -393,6 +403,7 @@ class CULaneMetrics(MetricFamily):
             preds_mask=preds_mask,
             target_mask=target_mask,
             compat=self.compat,
+            validate_args=self.validate_args,
         )
         self.tp = self.tp + counts["tp"].sum()
         self.fp = self.fp + counts["fp"].sum()

@@ -35,6 +35,7 @@ __all__ = [
     "SPLINE_STEPS",
     "cv_round",
     "draw_official_lane",
+    "load_cv2",
     "matched_ious",
     "official_iou_matrix",
     "official_lane_pixels",
@@ -113,7 +114,7 @@ CV2_VERSIONS = ((4, 10), (4, 13))
 _checked_cv2: list[bool] = []
 
 
-def _cv2() -> object:
+def load_cv2() -> object:
     """``cv2``, with an install hint when missing and a warning (once) for releases that draw differently."""
     cv2 = require("culane", "cv2", "CULane compat='reference'")
     if not _checked_cv2:
@@ -132,7 +133,7 @@ def _cv2() -> object:
 
 def draw_official_lane(points: np.ndarray, height: int, width: int, line_width: int) -> np.ndarray | None:
     """``(height, width)`` uint8 0/1 drawing of one lane as the official tool makes it (None for < 2 points)."""
-    cv2 = _cv2()
+    cv2 = load_cv2()
     pixels = official_lane_pixels(points)
     if pixels is None:
         return None

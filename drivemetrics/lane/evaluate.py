@@ -18,10 +18,15 @@ from drivemetrics._internal.distributed import Shard, current_shard
 from drivemetrics._internal.progress import progress_bar
 from drivemetrics._internal.ragged import RaggedRows
 from drivemetrics.lane.culane import culane_matches
-from drivemetrics.lane.io import TuSimpleRecords, _frame_key, _lane_name, read_culane_frames, read_tusimple_json
+from drivemetrics.lane.io import TuSimpleRecords, frame_key, lane_name, read_culane_frames, read_tusimple_json
 from drivemetrics.lane.tusimple import select_ego_lanes, tusimple_f1, tusimple_image_scores
 
-__all__ = ["evaluate_culane_dirs", "evaluate_tusimple_files", "score_culane_dirs"]
+__all__ = [
+    "evaluate_culane_dirs",
+    "evaluate_tusimple_files",
+    "score_culane_dirs",
+    "threshold_key",
+]
 
 _DROPPED_WARNING = ".*with fewer than 2 points dropped"
 
@@ -91,9 +96,9 @@ def score_culane_dirs(
     if chunk < 1 or (workers is not None and workers < 1):
         raise ValueError(f"`chunk` and `workers` must be >= 1, got {chunk}, {workers}")
     if compat == "reference":  # OpenCV draws the lanes: checked before any file is read
-        from drivemetrics.lane.culane_official import _cv2
+        from drivemetrics.lane.culane_official import load_cv2
 
-        _cv2()
+        load_cv2()
     chunks = [names[i : i + chunk] for i in range(0, len(names), chunk)]
     n_gt, n_pred, matched = [], [], []
     dropped = {"pred": 0, "gt": 0}
@@ -159,7 +164,8 @@ def _totals(n_gt: np.ndarray, n_pred: np.ndarray, matched: list[np.ndarray], thr
     return {**{k: float(v) for k, v in scores.items()}, "tp": tp, "fp": fp, "fn": fn}
 
 
-def _threshold_key(t: float) -> str:
+def threshold_key(t: float) -> str:
+    """The result key of an IoU threshold (``0.50``), as the per-threshold tables spell it."""
     return f"{t:.2f}"
 
 
@@ -218,7 +224,7 @@ def evaluate_culane_dirs(
         raise ValueError(f"no `.lines.txt` files to evaluate under {gt_dir}")
     frames: dict[str, str] = {}  # lane file -> frame name as given (the first spelling of a file wins)
     for n in names:
-        frames.setdefault(_lane_name(n), _frame_key(n))
+        frames.setdefault(lane_name(n), frame_key(n))
     names = list(frames)
     shard = current_shard()  # under torchrun: this rank matches its shard of the frames, then all are gathered
     with warnings.catch_warnings():
@@ -237,7 +243,7 @@ def evaluate_culane_dirs(
     def table(select: np.ndarray | None = None) -> dict[str, object]:
         g, p = (n_gt, n_pred) if select is None else (n_gt[select], n_pred[select])
         m = matched if select is None else [matched[i] for i in select]
-        rows = {_threshold_key(t): _totals(g, p, m, t) for t in thresholds}
+        rows = {threshold_key(t): _totals(g, p, m, t) for t in thresholds}
         out: dict[str, object] = {"images": len(g), "by_threshold": rows}
         if len(thresholds) > 1:
             out["mean_f1"] = float(np.mean([r["f1"] for r in rows.values()]))
@@ -245,7 +251,7 @@ def evaluate_culane_dirs(
 
     overall = table()
     result: dict[str, object] = {
-        **overall["by_threshold"][_threshold_key(thresholds[0])],
+        **overall["by_threshold"][threshold_key(thresholds[0])],
         "images": len(names),
         "iou_thresholds": thresholds,
         **{k: v for k, v in overall.items() if k != "images"},
@@ -255,7 +261,7 @@ def evaluate_culane_dirs(
     if categories:
         index = {n: i for i, n in enumerate(names)}
         result["categories"] = {
-            row: table(np.array([index[_lane_name(n)] for n in dict.fromkeys(rows)], dtype=np.int64))
+            row: table(np.array([index[lane_name(n)] for n in dict.fromkeys(rows)], dtype=np.int64))
             for row, rows in categories.items()
         }
     if per_image:

@@ -25,6 +25,8 @@ from drivemetrics.lane.geometry import lane_slot_mask
 
 __all__ = [
     "TuSimpleRecords",
+    "frame_key",
+    "lane_name",
     "read_culane_file",
     "read_culane_frames",
     "read_culane_lines",
@@ -114,7 +116,7 @@ def _stack_lanes(frames: list[list[np.ndarray]]) -> Tensor:
     return torch.from_numpy(out)
 
 
-def _lane_name(name: str) -> str:
+def lane_name(name: str) -> str:
     """List entry (``/driver_x/y/00000.jpg`` or ``.lines.txt``) -> relative ``.lines.txt`` path."""
     name = name.strip().lstrip("/")
     if not name.endswith(".lines.txt"):
@@ -122,7 +124,7 @@ def _lane_name(name: str) -> str:
     return name
 
 
-def _frame_key(name: str) -> str:
+def frame_key(name: str) -> str:
     """Frame name: the list entry (or relative ``.lines.txt`` path) as spelled, without extension."""
     name = name.strip()
     if name.endswith(".lines.txt"):
@@ -146,7 +148,7 @@ def read_culane_list(path: str | Path, as_written: bool = False) -> list[str]:
     names = [line.split()[0] for line in text.splitlines() if line.strip()]
     if not names:
         raise ValueError(f"{path}: the list names no images")
-    return names if as_written else [_lane_name(n) for n in names]
+    return names if as_written else [lane_name(n) for n in names]
 
 
 @dataclass

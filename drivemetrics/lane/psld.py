@@ -225,7 +225,9 @@ def psld(
     return _reduce(dev.abs().amax(1) / horizon_frames, reduction)
 
 
-def smooth_psld(deviations: Tensor, temperature: float = 0.02, abs_eps: float = 1e-3) -> Tensor:
+def smooth_psld(
+    deviations: Tensor, temperature: float = 0.02, abs_eps: float = 1e-3, *, validate_args: bool = True
+) -> Tensor:
     """Smooth PSLD per frame from signed deviations ``(B, Tp)``: smooth |.| then a log-sum-exp maximum.
 
     ``|d| ~ sqrt(d^2 + eps^2) - eps`` and ``max_t a_t ~ T log sum_t exp(a_t / T)``; the result lies within
@@ -415,7 +417,7 @@ class PSLD(Metric):
         self.add_state("count", torch.tensor(0, dtype=torch.long), dist_reduce_fx="sum")
         self.add_state("peak", torch.tensor(0.0, dtype=torch.float64), dist_reduce_fx="max")
 
-    def update(self, preds: Tensor, target: Tensor, speed: Tensor | float) -> None:
+    def update(self, preds: Tensor, target: Tensor, *, speed: Tensor | float) -> None:
         """Add the frames of a batch of profiles ``(B, M)``."""
         z = None if self.z_samples is None else self.z_samples.to(preds)
         values = psld(

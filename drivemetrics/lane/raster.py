@@ -27,11 +27,13 @@ __all__ = [
 _BIG = 1e9
 
 
-def check_lane_points(points: Tensor, lane_mask: Tensor | None, name: str) -> tuple[Tensor, Tensor]:
+def check_lane_points(
+    points: Tensor, lane_mask: Tensor | None, name: str, *, check_values: bool = True
+) -> tuple[Tensor, Tensor]:
     """(valid points ``(B, L, P)``, lane slots ``(B, L)``) after shape and value checks."""
     check_tensor(points, name)
     check_shape(points, name, ("B", "L", "P", 2))
-    if bool(torch.isinf(points).any()):
+    if check_values and bool(torch.isinf(points).any()):
         raise ValueError(f"`{name}` must not contain infinite values (NaN marks padding)")
     valid = ~torch.isnan(points).any(dim=-1)
     if lane_mask is None:

@@ -48,6 +48,7 @@ def expected_center_from_maps(
     lanes: Sequence[int] | None = None,
     from_logits: bool = True,
     no_lane_cell: bool = False,
+    *,
     validate_args: bool = True,
 ) -> Tensor:
     """Expected road center from per-lane row-wise scores (segmentation maps or row-anchor classifiers).
@@ -105,6 +106,7 @@ def expected_center_from_polynomials(
     confidence: Tensor | None = None,
     y: Tensor | None = None,
     conf_threshold: float = 0.5,
+    *,
     validate_args: bool = True,
 ) -> Tensor:
     """Expected road center of polynomial lanes (PolyLaneNet style): mean x of the confident lanes over rows.
@@ -170,6 +172,7 @@ def expected_center_from_anchors(
     confidence: Tensor,
     image_width: float | None = None,
     offsets: Tensor | None = None,
+    *,
     validate_args: bool = True,
 ) -> Tensor:
     """Expected road center of anchor proposals (LaneATT style): confidence-weighted mean x per row, then mean.
@@ -220,7 +223,9 @@ def expected_center_from_anchors(
     return weighted.mean(-1)
 
 
-def road_center_attack_loss(center: Tensor, direction: Literal["right", "left"] = "right") -> Tensor:
+def road_center_attack_loss(
+    center: Tensor, direction: Literal["right", "left"] = "right", *, validate_args: bool = True
+) -> Tensor:
     """Attack loss on expected road centers ``B``: ``mean(1 - center)`` pushes right, ``mean(center)`` left.
 
     Examples:

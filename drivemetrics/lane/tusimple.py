@@ -57,7 +57,7 @@ MAX_RUN_TIME_MS = 200.0
 MISSING_VALUE = -100.0
 
 
-def _validate(preds: Tensor, target: Tensor, h_samples: Tensor) -> Tensor:
+def _validate(preds: Tensor, target: Tensor, h_samples: Tensor, check_values: bool = True) -> Tensor:
     check_tensor(preds, "preds")
     check_tensor(target, "target")
     check_tensor(h_samples, "h_samples")
@@ -66,7 +66,7 @@ def _validate(preds: Tensor, target: Tensor, h_samples: Tensor) -> Tensor:
     if h_samples.ndim == 1:
         h_samples = h_samples.unsqueeze(0).expand(preds.shape[0], -1)
     check_shape(h_samples, "h_samples", (preds.shape[0], preds.shape[2]))
-    if bool(torch.isinf(preds).any()) or bool(torch.isinf(target).any()):
+    if check_values and (bool(torch.isinf(preds).any()) or bool(torch.isinf(target).any())):
         raise ValueError("`preds` and `target` must not contain infinite values (use NaN for a missing point)")
     return h_samples
 
@@ -99,6 +99,7 @@ def tusimple_image_scores(
     target_mask: Tensor | None = None,
     compat: Compat = "default",
     pixel_threshold: float = PIXEL_THRESHOLD,
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """Official TuSimple per-image accuracy, FP and FN for a batch of images.
 
@@ -117,6 +118,7 @@ def tusimple_image_scores(
             two GT lanes, LaneEval issue #36).
         pixel_threshold: base point threshold in pixels (official: 20 px for 1280 x 720 images; scale it with
             the image width for other resolutions).
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         float64 tensors of shape ``(B,)``: ``accuracy``, ``fp``, ``fn`` (the official per-image values) and
@@ -131,7 +133,7 @@ def tusimple_image_scores(
         >>> scores["accuracy"], scores["fp"], scores["fn"]
         (tensor([1.], dtype=torch.float64), tensor([0.], dtype=torch.float64), tensor([0.], dtype=torch.float64))
     """
-    h_samples = _validate(preds, target, h_samples)
+    h_samples = _validate(preds, target, h_samples, validate_args)
     official_fp = check_compat(compat)
     if not pixel_threshold > 0:
         raise ValueError(f"`pixel_threshold` must be > 0 pixels, got {pixel_threshold}")
@@ -233,7 +235,7 @@ def select_ego_lanes(lanes: Tensor, lane_mask: Tensor | None = None, image_width
     return chosen
 
 
-def tusimple_f1(fp: Tensor | float, fn: Tensor | float) -> Tensor:
+def tusimple_f1(fp: Tensor | float, fn: Tensor | float, *, validate_args: bool = True) -> Tensor:
     """F1 from TuSimple FP and FN rates: harmonic mean of precision ``1 - fp`` and recall ``1 - fn`` (0 if both 0).
 
     Examples:
@@ -258,6 +260,7 @@ def tusimple_metrics(
     image_width: float = 1280.0,
     compat: Compat = "default",
     pixel_threshold: float = PIXEL_THRESHOLD,
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """TuSimple ``accuracy``, ``fp``, ``fn`` (per-image averages) and ``f1`` of a batch, as 0-d float64 tensors.
 
@@ -301,13 +304,14 @@ class TuSimpleMetrics(MetricFamily):
         compat: ``"default"`` or ``"reference"`` (the official FP counting, see :func:`tusimple_image_scores`).
         pixel_threshold: base point threshold in pixels (20 for TuSimple's 1280 x 720 images).
         kwargs: torchmetrics ``Metric`` keyword arguments.
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Examples:
         >>> import torch
         >>> ys = torch.arange(160.0, 720.0, 10.0)  # (N,) rows, pixels
         >>> gt = torch.stack([400 - 0.3 * (ys - 160), 880 + 0.3 * (ys - 160)])[None]  # (B, L_gt, N) = (1, 2, 56)
         >>> metric = TuSimpleMetrics()
-        >>> metric.update(gt + 5.0, gt, ys)
+        >>> metric.update(gt + 5.0, gt, h_samples=ys)
         >>> {key: value.item() for key, value in metric.compute().items()}
         {'accuracy': 1.0, 'fp': 0.0, 'fn': 0.0, 'f1': 1.0}
     """
@@ -329,9 +333,11 @@ class TuSimpleMetrics(MetricFamily):
         image_width: float = 1280.0,
         compat: Compat = "default",
         pixel_threshold: float = PIXEL_THRESHOLD,
+        validate_args: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.validate_args = bool(validate_args)
         if not pixel_threshold > 0:
             raise ValueError(f"`pixel_threshold` must be > 0 pixels, got {pixel_threshold}")
         self.pixel_threshold = float(pixel_threshold)
@@ -350,6 +356,7 @@ class TuSimpleMetrics(MetricFamily):
         self,
         preds: Tensor,
         target: Tensor,
+        *,
         h_samples: Tensor,
         run_time: Tensor | None = None,
         preds_mask: Tensor | None = None,
@@ -368,6 +375,7 @@ class TuSimpleMetrics(MetricFamily):
             target_mask=target_mask,
             compat=self.compat,
             pixel_threshold=self.pixel_threshold,
+            validate_args=self.validate_args,
         )
         self.sum_accuracy = self.sum_accuracy + scores["accuracy"].sum()
         self.sum_fp = self.sum_fp + scores["fp"].sum()
@@ -391,7 +399,7 @@ class TuSimpleAccuracy(ScalarMetric, TuSimpleMetrics):
         >>> ys = torch.arange(160.0, 720.0, 10.0)
         >>> gt = torch.stack([400 - 0.3 * (ys - 160), 880 + 0.3 * (ys - 160)])[None]  # (1, 2, 56)
         >>> metric = TuSimpleAccuracy()
-        >>> metric.update(gt + 5.0, gt, ys)
+        >>> metric.update(gt + 5.0, gt, h_samples=ys)
         >>> round(metric.compute().item(), 3)
         1.0
     """
@@ -410,7 +418,7 @@ class TuSimpleFalsePositives(ScalarMetric, TuSimpleMetrics):
         >>> ys = torch.arange(160.0, 720.0, 10.0)
         >>> gt = torch.stack([400 - 0.3 * (ys - 160), 880 + 0.3 * (ys - 160)])[None]  # (1, 2, 56)
         >>> metric = TuSimpleFalsePositives()
-        >>> metric.update(gt + 5.0, gt, ys)
+        >>> metric.update(gt + 5.0, gt, h_samples=ys)
         >>> round(metric.compute().item(), 3)
         0.0
     """
@@ -429,7 +437,7 @@ class TuSimpleFalseNegatives(ScalarMetric, TuSimpleMetrics):
         >>> ys = torch.arange(160.0, 720.0, 10.0)
         >>> gt = torch.stack([400 - 0.3 * (ys - 160), 880 + 0.3 * (ys - 160)])[None]  # (1, 2, 56)
         >>> metric = TuSimpleFalseNegatives()
-        >>> metric.update(gt + 5.0, gt, ys)
+        >>> metric.update(gt + 5.0, gt, h_samples=ys)
         >>> round(metric.compute().item(), 3)
         0.0
     """
@@ -448,7 +456,7 @@ class TuSimpleF1Score(ScalarMetric, TuSimpleMetrics):
         >>> ys = torch.arange(160.0, 720.0, 10.0)
         >>> gt = torch.stack([400 - 0.3 * (ys - 160), 880 + 0.3 * (ys - 160)])[None]  # (1, 2, 56)
         >>> metric = TuSimpleF1Score()
-        >>> metric.update(gt + 5.0, gt, ys)
+        >>> metric.update(gt + 5.0, gt, h_samples=ys)
         >>> round(metric.compute().item(), 3)
         1.0
     """

@@ -76,7 +76,7 @@ DEFAULT_FIXES = frozenset({"curb", "float_cost", "gate_first", "dont_care", "ord
 COUNT_NAMES = ("n_recall_hits", "n_precision_hits", "n_category_correct", "n_gt", "n_pred", "n_matched")
 
 
-def openlane3d_gt_to_ground(points: Tensor, extrinsic: Tensor) -> Tensor:
+def openlane3d_gt_to_ground(points: Tensor, extrinsic: Tensor, *, validate_args: bool = True) -> Tensor:
     """OpenLane annotations (Waymo camera frame: x front, y left, z up) in the evaluator's ground frame.
 
     As ``eval_3D_lane.py`` (lines 306-346): ``w = R @ p`` with ``R = extrinsic[:3, :3]``, then
@@ -85,6 +85,7 @@ def openlane3d_gt_to_ground(points: Tensor, extrinsic: Tensor) -> Tensor:
     Args:
         points: ``(B, L, N, 3)`` points in the camera frame, metres.
         extrinsic: ``(B, 4, 4)`` camera-to-vehicle transforms.
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         ``(B, L, N, 3)`` ground-frame points (x right, y forward, z up), dtype of ``points``.
@@ -114,7 +115,12 @@ def _point_mask(points: Tensor, lengths: Tensor | None, visibility: Tensor | Non
 
 
 def openlane3d_resample(
-    points: Tensor, lengths: Tensor | None = None, visibility: Tensor | None = None, order_free: bool = False
+    points: Tensor,
+    lengths: Tensor | None = None,
+    visibility: Tensor | None = None,
+    order_free: bool = False,
+    *,
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """Filter lanes as the evaluator does and resample them at :data:`Y_SAMPLES`.
 
@@ -124,6 +130,7 @@ def openlane3d_resample(
         visibility: ``(B, L, N)`` point visibility (GT); points with visibility <= 0 are dropped first.
         order_free: the range check reads the lane's lowest and highest y (the default mode) instead of its first
             and last point in file order (the tool, which drops a lane listed far to near).
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         ``x``, ``z``: ``(B, L, 100)`` float64 resampled values; ``visible``: ``(B, L, 100)`` bool (False for
@@ -189,6 +196,8 @@ def openlane3d_pair_matrices(
     preds: dict[str, Tensor],
     compat: Compat = "default",
     preds_care: Tensor | None = None,
+    *,
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """Cost, matched samples and errors of every GT x prediction pair of a batch.
 
@@ -198,6 +207,7 @@ def openlane3d_pair_matrices(
             min-cost flow needs; ``"default"``: the float sum.
         preds_care: ``(B, P, 100)`` or ``(B, G, P, 100)`` bool, the predicted samples that count in each pair
             (default: the visible ones); the default mode's "don't care" rule, see :func:`openlane3d_matches`.
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         ``cost`` ``(B, G, P)`` float64; ``num_match`` ``(B, G, P)`` long (both visible and closer than 1.5 m);
@@ -277,6 +287,8 @@ def openlane3d_matches(
     target_lengths: Tensor | None = None,
     target_visibility: Tensor | None = None,
     compat: Compat = "default",
+    *,
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """Per-frame OpenLane counts and error sums of a batch, and the counted pairs.
 
@@ -288,6 +300,7 @@ def openlane3d_matches(
         preds_lengths, target_lengths: ``(B, P)`` / ``(B, G)`` valid points per lane (default: all).
         target_visibility: ``(B, G, M)`` GT point visibility (default: all visible).
         compat: ``"default"`` (the library's fixes, module doc) or ``"reference"`` (``eval_3D_lane.py``).
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         ``counts``: ``(B, 6)`` long, per frame: recall hits, precision hits, correct categories, GT lanes,
@@ -403,13 +416,16 @@ def _ratio(num: Tensor, den: Tensor) -> Tensor:
     return torch.where(den != 0, num / torch.where(den != 0, den, 1.0), 0.0)
 
 
-def openlane3d_scores(counts: Tensor, error_sums: Tensor, error_counts: Tensor) -> dict[str, Tensor]:
+def openlane3d_scores(
+    counts: Tensor, error_sums: Tensor, error_counts: Tensor, *, validate_args: bool = True
+) -> dict[str, Tensor]:
     """Pooled scores from summed counts, as ``bench_one_submit``: 0 for a ratio without denominator, NaN for an
     error without any value.
 
     Args:
         counts: ``(..., 6)`` counts of :func:`openlane3d_matches` (summed over frames when 2-D).
         error_sums, error_counts: ``(..., 4)``.
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         ``f_score``, ``recall``, ``precision``, ``category_accuracy``, the four errors (0-d float64) and the six
@@ -455,6 +471,7 @@ class OpenLane3DMetrics(MetricFamily):
     Args:
         compat: ``"default"`` (documented fixes) or ``"reference"`` (``eval_3D_lane.py``).
         kwargs: torchmetrics ``Metric`` keyword arguments.
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Examples:
         >>> import torch
@@ -477,8 +494,9 @@ class OpenLane3DMetrics(MetricFamily):
     error_sums: Tensor
     error_counts: Tensor
 
-    def __init__(self, compat: Compat = "default", **kwargs: Any) -> None:
+    def __init__(self, compat: Compat = "default", validate_args: bool = True, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self.validate_args = bool(validate_args)
         check_compat(compat)
         self.compat = compat
         self.add_state("counts", torch.zeros(6, dtype=torch.long), dist_reduce_fx="sum")
@@ -506,6 +524,7 @@ class OpenLane3DMetrics(MetricFamily):
             target_lengths,
             target_visibility,
             self.compat,
+            validate_args=self.validate_args,
         )
         # out of place: under ddp_spawn the states may share memory with other processes
         self.counts = self.counts + out["counts"].sum(0).to(self.counts.device)

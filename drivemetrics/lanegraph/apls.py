@@ -17,9 +17,9 @@ from drivemetrics.lanegraph.geometry import (
     APLS_SPACING_M,
     METRES_PER_PX,
     LaneArrays,
-    _arrays,
-    _length_graph,
+    as_lane_arrays,
     as_scalar,
+    length_graph,
 )
 from drivemetrics.roadnet.geometry import index_in_group
 from drivemetrics.roadnet.path_similarity import apls_scores, path_differences
@@ -137,7 +137,7 @@ def _dist_matrix(graph: nx.Graph, xy: dict, sources: list, targets: list) -> np.
     tgt_rows = np.array([index.get(t, -1) for t in targets], dtype=np.int64)
     ok_s, ok_t = src_rows >= 0, tgt_rows >= 0
     if ok_s.any() and ok_t.any():
-        d = dijkstra(_length_graph(pos, edges), directed=False, indices=src_rows[ok_s])
+        d = dijkstra(length_graph(pos, edges), directed=False, indices=src_rows[ok_s])
         out[np.ix_(ok_s, ok_t)] = d[:, tgt_rows[ok_t]]
     return out
 
@@ -198,7 +198,13 @@ def _apls_reference(pred: LaneArrays, gt: LaneArrays) -> float:
 
 
 def lanegraph_apls(
-    preds: nx.DiGraph, target: nx.DiGraph, *, compat: str = "default", max_sources: int | None = 500, seed: int = 0
+    preds: nx.DiGraph,
+    target: nx.DiGraph,
+    *,
+    compat: str = "default",
+    max_sources: int | None = 500,
+    seed: int = 0,
+    validate_args: bool = True,
 ) -> Tensor:
     """APLS with the UrbanLaneGraph parameters (0.15 m/px, 5 m snapping, 20 m minimum path, harmonic mean).
 
@@ -217,7 +223,7 @@ def lanegraph_apls(
         tensor(1., dtype=torch.float64)
     """
     check_compat(compat)
-    pred, gt = _arrays(preds, "preds"), _arrays(target, "target")
+    pred, gt = as_lane_arrays(preds, "preds"), as_lane_arrays(target, "target")
     if compat == "reference":
         return as_scalar(_apls_reference(pred, gt))
     return as_scalar(_apls_default(pred, gt, max_sources, seed))

@@ -45,9 +45,9 @@ def _run_lanegraph(args: argparse.Namespace) -> int:
     if args.figures:  # the optional dependencies, before any work
         pyplot_for_files()
     if args.compat == "reference" and args.task != "planning":
-        from drivemetrics.lanegraph.reference import _cv2
+        from drivemetrics.lanegraph.reference import load_cv2
 
-        _cv2()
+        load_cv2()
     inputs = [args.gt, args.pred]
     if args.json:
         check_output_path(args.json, input_files=inputs, option="--json", is_folder=False)

@@ -197,9 +197,9 @@ def evaluate_submission(
         raise ValueError(f"`task` must be one of {TASKS}, got {task!r}")
     workers = check_workers_or_auto(workers)
     if compat == "reference" and task != "planning":  # the graph IoU draws with OpenCV: checked before any work
-        from drivemetrics.lanegraph.reference import _cv2
+        from drivemetrics.lanegraph.reference import load_cv2
 
-        _cv2()
+        load_cv2()
     keys = PLANNING_METRICS if task == "planning" else LANE_METRICS
     cities = [c for c in _city_order(gt_data) if split in gt_data[c]]
     if not cities:

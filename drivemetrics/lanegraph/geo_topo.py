@@ -19,9 +19,9 @@ from drivemetrics.lanegraph.geometry import (
     TOPO_RADIUS,
     TOPO_SEED_EVERY,
     LaneArrays,
-    _arrays,
-    _length_graph,
+    as_lane_arrays,
     as_scalars,
+    length_graph,
 )
 from drivemetrics.lanegraph.reference import reference_pair_order
 from drivemetrics.roadnet.geometry import index_in_group
@@ -263,9 +263,9 @@ def _geo_topo_default(pred: LaneArrays, gt: LaneArrays) -> dict[str, float]:
     seeds = np.flatnonzero(chosen)[::TOPO_SEED_EVERY]
     p_local, r_local = _topo_local(
         pred_pts,
-        _length_graph(pred_pts, pred_seg),
+        length_graph(pred_pts, pred_seg),
         gt_pts,
-        _length_graph(gt_pts, gt_seg),
+        length_graph(gt_pts, gt_seg),
         (pa, pb),
         pa[seeds],
         pb[seeds],
@@ -396,7 +396,9 @@ def _geo_topo_reference(pred: LaneArrays, gt: LaneArrays) -> dict[str, float]:
     }
 
 
-def geo_topo(preds: nx.DiGraph, target: nx.DiGraph, *, compat: str = "default") -> dict[str, Tensor]:
+def geo_topo(
+    preds: nx.DiGraph, target: nx.DiGraph, *, compat: str = "default", validate_args: bool = True
+) -> dict[str, Tensor]:
     """GEO and TOPO precision / recall of a predicted lane graph (see the module doc).
 
     Returns ``{"geo_precision", "geo_recall", "topo_precision", "topo_recall"}`` (0-d float64 tensors in [0, 1]).
@@ -406,6 +408,7 @@ def geo_topo(preds: nx.DiGraph, target: nx.DiGraph, *, compat: str = "default") 
     Args:
         preds, target (networkx.DiGraph): Predicted and ground-truth lane graphs, node ``pos = (x, y)`` in pixels.
         compat (str): ``"default"`` or ``"reference"``.
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Examples:
         >>> import networkx as nx, numpy as np
@@ -416,6 +419,6 @@ def geo_topo(preds: nx.DiGraph, target: nx.DiGraph, *, compat: str = "default") 
         {'geo_precision': 0.51, 'geo_recall': 0.51, 'topo_precision': 0.26, 'topo_recall': 0.26}
     """
     check_compat(compat)
-    pred, gt = _arrays(preds, "preds"), _arrays(target, "target")
+    pred, gt = as_lane_arrays(preds, "preds"), as_lane_arrays(target, "target")
     values = _geo_topo_reference(pred, gt) if compat == "reference" else _geo_topo_default(pred, gt)
     return as_scalars(values)

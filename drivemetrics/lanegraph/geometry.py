@@ -30,9 +30,11 @@ __all__ = [
     "TOPO_RADIUS",
     "TOPO_SEED_EVERY",
     "LaneArrays",
+    "as_lane_arrays",
     "as_scalar",
     "as_scalars",
     "lane_arrays",
+    "length_graph",
 ]
 
 if TYPE_CHECKING:
@@ -91,11 +93,12 @@ def as_scalars(values: dict[str, float]) -> dict[str, Tensor]:
     return {key: as_scalar(value) for key, value in values.items()}
 
 
-def _arrays(graph: object, name: str) -> LaneArrays:
+def as_lane_arrays(graph: object, name: str) -> LaneArrays:
+    """``graph`` itself if it is already :class:`LaneArrays`, else :func:`lane_arrays` of it (checked, ``name``)."""
     return graph if isinstance(graph, LaneArrays) else lane_arrays(graph, name)
 
 
-def _length_graph(pos: np.ndarray, edges: np.ndarray) -> csr_matrix:
+def length_graph(pos: np.ndarray, edges: np.ndarray) -> csr_matrix:
     """Symmetric sparse adjacency weighted by edge length (zero lengths stored as 1e-12 so they stay edges)."""
     n = len(pos)
     if not len(edges):

@@ -9,7 +9,7 @@ import numpy as np
 from torch import Tensor
 
 from drivemetrics._internal.compat import check_compat
-from drivemetrics.lanegraph.geometry import LaneArrays, _arrays, as_scalar
+from drivemetrics.lanegraph.geometry import LaneArrays, as_lane_arrays, as_scalar
 from drivemetrics.lanegraph.reference import opencv_graph_iou
 from drivemetrics.roadnet.geometry import index_in_group
 
@@ -85,6 +85,7 @@ def graph_iou(
     area_size: tuple[int, int] = (256, 256),
     lane_width: float = 10.0,
     compat: str = "default",
+    validate_args: bool = True,
 ) -> Tensor:
     """IoU of the two graphs drawn with ``lane_width`` px wide edges.
 
@@ -100,6 +101,7 @@ def graph_iou(
         area_size (tuple of int): ``(height, width)`` of the reference mode's canvas, pixels.
         lane_width (float): Width of the drawn lanes, pixels.
         compat (str): ``"default"`` or ``"reference"``.
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         Tensor: 0-d float64 IoU in [0, 1] (NaN when neither graph has an edge).
@@ -115,7 +117,7 @@ def graph_iou(
         0.3645
     """
     check_compat(compat)
-    pred, gt = _arrays(preds, "preds"), _arrays(target, "target")
+    pred, gt = as_lane_arrays(preds, "preds"), as_lane_arrays(target, "target")
     radius = lane_width / 2.0
     if compat == "reference":
 

@@ -91,6 +91,7 @@ def evaluate_lanegraph_pair(
     compat: str = "default",
     apls_max_sources: int | None = 500,
     seed: int = 0,
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """Every lane-graph metric of one sample: ``{m: value for m in LANE_METRICS}`` (0-d float64, NaN where
     undefined); :func:`lanegraph_pair_values` returns the same values as floats.
@@ -101,6 +102,7 @@ def evaluate_lanegraph_pair(
         compat (str): ``"default"`` or ``"reference"``.
         apls_max_sources (int or None): Control points per direction that start APLS paths (default mode).
         seed (int): Seed of the APLS source draw.
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Examples:
         >>> import networkx as nx, numpy as np
@@ -165,6 +167,7 @@ class LaneGraphMetrics(PerSampleMean):
     Args:
         task: ``"successor"`` (256 px crops) or ``"full"`` (tiles).
         compat: ``"default"`` (bugs fixed) or ``"reference"`` (the released evaluator's numbers).
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Examples:
         >>> import networkx as nx, numpy as np
@@ -182,8 +185,11 @@ class LaneGraphMetrics(PerSampleMean):
     plot_upper_bound = 1.0
     _keys = LANE_METRICS
 
-    def __init__(self, task: str = "successor", compat: str = "default", **kwargs: Any) -> None:
+    def __init__(
+        self, task: str = "successor", compat: str = "default", validate_args: bool = True, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
+        self.validate_args = bool(validate_args)
         if task not in ("successor", "full"):
             raise ValueError(f"`task` must be 'successor' or 'full', got {task!r}")
         self.task = task

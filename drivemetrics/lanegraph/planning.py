@@ -19,7 +19,7 @@ from drivemetrics.lanegraph.geometry import (
     PLANNING_FAIL,
     PLANNING_METRICS,
     LaneArrays,
-    _arrays,
+    as_lane_arrays,
     as_scalars,
     lane_arrays,
 )
@@ -201,6 +201,7 @@ def planning(
     seed: int | Sequence[int] = 0,
     attempts: int = 100,
     reference_random: ReferencePlanningRandom | None = None,
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """Planning metrics ``{"mmd", "med", "sr"}`` (pixels, pixels, fraction) of a predicted lane graph.
 
@@ -239,7 +240,7 @@ def planning_values(
     if compat == "reference":
         lane_arrays(target, "target")
         return _planning_reference(target, preds, reference_random or ReferencePlanningRandom(), attempts)
-    return _planning_default(_arrays(target, "target"), _arrays(preds, "preds"), seed, attempts)
+    return _planning_default(as_lane_arrays(target, "target"), as_lane_arrays(preds, "preds"), seed, attempts)
 
 
 class LaneGraphPlanningMetrics(PerSampleMean):
@@ -248,6 +249,7 @@ class LaneGraphPlanningMetrics(PerSampleMean):
     Args:
         compat: ``"default"`` (seeded per sample with ``seed``) or ``"reference"``.
         seed: seed of the start / goal draws (default mode).
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Examples:
         >>> import networkx as nx, numpy as np
@@ -266,8 +268,9 @@ class LaneGraphPlanningMetrics(PerSampleMean):
     plot_upper_bound = None  # distances in pixels: unbounded
     _keys = PLANNING_METRICS
 
-    def __init__(self, compat: str = "default", seed: int = 0, **kwargs: Any) -> None:
+    def __init__(self, compat: str = "default", seed: int = 0, validate_args: bool = True, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self.validate_args = bool(validate_args)
         check_compat(compat)
         self.compat = compat
         self.seed = seed

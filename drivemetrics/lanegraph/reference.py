@@ -29,6 +29,7 @@ from drivemetrics._internal.extras import available, require
 
 __all__ = [
     "RTREE_LEAF_CAPACITY",
+    "load_cv2",
     "opencv_graph_iou",
     "reference_pair_order",
     "rtree_candidate_ranks",
@@ -45,7 +46,7 @@ def _has_rtree() -> bool:
     return available("rtree.index")
 
 
-def _cv2() -> ModuleType:
+def load_cv2() -> ModuleType:
     """``cv2`` (extra ``lanegraph``), or :class:`~drivemetrics._internal.extras.MissingExtraError`."""
     return require("lanegraph", "cv2", "UrbanLaneGraph compat='reference' (graph IoU)")
 
@@ -194,7 +195,7 @@ def opencv_graph_iou(
         >>> round(opencv_graph_iou(seg, seg, (64, 128), 10), 6)
         1.0
     """
-    cv2 = _cv2()
+    cv2 = load_cv2()
     if float(lane_width) != int(lane_width) or int(lane_width) < 1:
         raise ValueError(f"`lane_width` must be a whole number of pixels >= 1 in compat='reference', got {lane_width}")
     shape = (int(area_size[0]), int(area_size[1]))

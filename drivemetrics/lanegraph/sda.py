@@ -10,7 +10,7 @@ from scipy.optimize import linear_sum_assignment
 from torch import Tensor
 
 from drivemetrics._internal.compat import check_compat
-from drivemetrics.lanegraph.geometry import LaneArrays, _arrays, as_scalar
+from drivemetrics.lanegraph.geometry import LaneArrays, as_lane_arrays, as_scalar
 
 __all__ = ["matched_splits", "sda", "split_points"]
 
@@ -24,7 +24,14 @@ def split_points(arr: LaneArrays) -> np.ndarray:
     return arr.pos[out_deg >= 2]
 
 
-def sda(preds: nx.DiGraph, target: nx.DiGraph, *, threshold: float = 20.0, compat: str = "default") -> Tensor:
+def sda(
+    preds: nx.DiGraph,
+    target: nx.DiGraph,
+    *,
+    threshold: float = 20.0,
+    compat: str = "default",
+    validate_args: bool = True,
+) -> Tensor:
     """Split detection accuracy SDA@``threshold`` (px): tp / (tp + fp + fn) after Hungarian matching of split nodes.
 
     NaN when the GT has no split node, 0 when the prediction has none. Same in both modes.
@@ -33,6 +40,7 @@ def sda(preds: nx.DiGraph, target: nx.DiGraph, *, threshold: float = 20.0, compa
         preds, target (networkx.DiGraph): Predicted and ground-truth lane graphs, node ``pos = (x, y)`` in pixels.
         threshold (float): Largest distance of a true-positive pair, pixels.
         compat (str): ``"default"`` or ``"reference"`` (same result).
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         Tensor: 0-d float64 SDA in [0, 1] (NaN when the GT has no split node).
@@ -50,8 +58,8 @@ def sda(preds: nx.DiGraph, target: nx.DiGraph, *, threshold: float = 20.0, compa
         tensor(1., dtype=torch.float64)
     """
     check_compat(compat)
-    gt_s = split_points(_arrays(target, "target"))
-    pred_s = split_points(_arrays(preds, "preds"))
+    gt_s = split_points(as_lane_arrays(target, "target"))
+    pred_s = split_points(as_lane_arrays(preds, "preds"))
     if not len(gt_s):
         return as_scalar(math.nan)
     if not len(pred_s):
@@ -64,8 +72,8 @@ def sda(preds: nx.DiGraph, target: nx.DiGraph, *, threshold: float = 20.0, compa
 
 def matched_splits(preds: nx.DiGraph, target: nx.DiGraph, threshold: float) -> tuple[np.ndarray, np.ndarray]:
     """GT and predicted split positions ``(K, 2)`` matched closer than ``threshold`` (for figures)."""
-    gt_s = split_points(_arrays(target, "target"))
-    pred_s = split_points(_arrays(preds, "preds"))
+    gt_s = split_points(as_lane_arrays(target, "target"))
+    pred_s = split_points(as_lane_arrays(preds, "preds"))
     if not len(gt_s) or not len(pred_s):
         return np.empty((0, 2)), np.empty((0, 2))
     cost = np.linalg.norm(gt_s[:, None, :] - pred_s[None, :, :], axis=-1)

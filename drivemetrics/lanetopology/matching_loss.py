@@ -24,7 +24,12 @@ Distance = Literal["frechet", "chamfer"]
 
 
 def _pair_costs(
-    preds: Tensor, target: Tensor, target_lengths: Tensor | None, distance: Distance, gamma: float
+    preds: Tensor,
+    target: Tensor,
+    target_lengths: Tensor | None,
+    distance: Distance,
+    gamma: float,
+    validate_args: bool = True,
 ) -> Tensor:
     """``(B, P, G)`` soft distances between every predicted and every ground-truth lane."""
     batch, num_p, n, dim = preds.shape
@@ -33,7 +38,7 @@ def _pair_costs(
     b = target[:, None].expand(batch, num_p, num_g, m, dim)
     b_len = None if target_lengths is None else target_lengths[:, None].expand(batch, num_p, num_g)
     if distance == "frechet":
-        return soft_frechet_distance_pairs(a, b, None, b_len, gamma=gamma)
+        return soft_frechet_distance_pairs(a, b, None, b_len, gamma=gamma, validate_args=validate_args)
     # soft Chamfer: log-sum-exp nearest point in both directions, padded target points masked out
     d = torch.sqrt(((a[..., :, None, :] - b[..., None, :, :]) ** 2).sum(-1) + 1e-12)  # (B, P, G, n, m)
     if b_len is not None:
@@ -57,6 +62,7 @@ def lane_matching_loss(
     assignment: Assignment = "hungarian",
     gamma: float = 0.1,
     tau: float = 0.5,
+    validate_args: bool = True,
 ) -> Tensor:
     """Mean soft distance between each ground-truth lane and its assigned prediction.
 
@@ -71,6 +77,7 @@ def lane_matching_loss(
             metres; smooth everywhere).
         gamma: soft min / max temperature of the distance (metres).
         tau: soft assignment temperature (metres).
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         Scalar loss (metres), 0 when there is no ground-truth lane.
@@ -106,7 +113,7 @@ def lane_matching_loss(
     if num_p == 0 or num_g == 0 or not bool(present.any()):
         return preds.sum() * 0.0
     lengths = None if target_lengths is None else target_lengths.clamp(min=1)
-    cost = _pair_costs(preds, target, lengths, distance, gamma)  # (B, P, G)
+    cost = _pair_costs(preds, target, lengths, distance, gamma, validate_args)  # (B, P, G)
     if assignment == "soft":
         weights = torch.softmax(-cost / tau, dim=1)
         per_gt = (weights * cost).sum(1)  # (B, G)
@@ -141,8 +148,10 @@ class LaneMatchingLoss(nn.Module):
         assignment: Assignment = "hungarian",
         gamma: float = 0.1,
         tau: float = 0.5,
+        validate_args: bool = True,
     ) -> None:
         super().__init__()
+        self.validate_args = bool(validate_args)
         self.distance: Distance = distance
         self.assignment: Assignment = assignment
         self.gamma = gamma
@@ -158,4 +167,5 @@ class LaneMatchingLoss(nn.Module):
             assignment=self.assignment,
             gamma=self.gamma,
             tau=self.tau,
+            validate_args=self.validate_args,
         )

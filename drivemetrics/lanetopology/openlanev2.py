@@ -65,6 +65,7 @@ def openlanev2_scores(
     track: Track = "centerline",
     compat: Compat = "default",
     device: torch.device | str = "cpu",
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """OLS or OLUS with every sub-score and per-threshold value, for a list of frames.
 
@@ -75,6 +76,7 @@ def openlanev2_scores(
         track: ``"centerline"`` or ``"lanesegment"``.
         compat: ``"reference"`` reproduces the devkit 2.1.0; ``"default"`` applies the documented fixes.
         device: where the lane distances are computed.
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         float64 scalar tensors under the snake_case keys of
@@ -108,9 +110,14 @@ class _OpenLaneV2Family(RaggedStateMixin, MetricFamily):
     track: Track  # set by the subclass before this __init__ runs
 
     def __init__(
-        self, compat: Compat = "default", distance_device: torch.device | str | None = None, **kwargs: Any
+        self,
+        compat: Compat = "default",
+        distance_device: torch.device | str | None = None,
+        validate_args: bool = True,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.validate_args = bool(validate_args)
         check_compat(compat)
         self.compat = compat
         self.distance_device = distance_device
@@ -182,10 +189,11 @@ class OpenLaneV2Metrics(_OpenLaneV2Family):
         track: Track = "centerline",
         compat: Compat = "default",
         distance_device: torch.device | str | None = None,
+        validate_args: bool = True,
         **kwargs: Any,
     ) -> None:
         self.track = check_track(track)
-        super().__init__(compat=compat, distance_device=distance_device, **kwargs)
+        super().__init__(compat=compat, distance_device=distance_device, validate_args=validate_args, **kwargs)
 
 
 class OpenLaneV2UniScoreMetrics(_OpenLaneV2Family):
@@ -199,19 +207,29 @@ class OpenLaneV2UniScoreMetrics(_OpenLaneV2Family):
     """
 
     def __init__(
-        self, compat: Compat = "default", distance_device: torch.device | str | None = None, **kwargs: Any
+        self,
+        compat: Compat = "default",
+        distance_device: torch.device | str | None = None,
+        validate_args: bool = True,
+        **kwargs: Any,
     ) -> None:
         self.track = "lanesegment"
-        super().__init__(compat=compat, distance_device=distance_device, **kwargs)
+        super().__init__(compat=compat, distance_device=distance_device, validate_args=validate_args, **kwargs)
 
 
 class _CenterlineMetrics(OpenLaneV2Metrics):
     """:class:`OpenLaneV2Metrics` of the centerline track, the family of the values defined there only."""
 
     def __init__(
-        self, compat: Compat = "default", distance_device: torch.device | str | None = None, **kwargs: Any
+        self,
+        compat: Compat = "default",
+        distance_device: torch.device | str | None = None,
+        validate_args: bool = True,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(track="centerline", compat=compat, distance_device=distance_device, **kwargs)
+        super().__init__(
+            track="centerline", compat=compat, distance_device=distance_device, validate_args=validate_args, **kwargs
+        )
 
 
 class OpenLaneV2Score(ScalarMetric, _CenterlineMetrics):

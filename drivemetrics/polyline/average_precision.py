@@ -26,6 +26,8 @@ def pooled_precision_recall(
     num_targets: Tensor | int,
     precision_dtype: torch.dtype = torch.float64,
     recall_dtype: torch.dtype = torch.float64,
+    *,
+    validate_args: bool = True,
 ) -> tuple[Tensor, Tensor]:
     """Precision and recall after each detection, detections pooled over frames and sorted by descending score.
 
@@ -35,6 +37,7 @@ def pooled_precision_recall(
         num_targets: number of targets of the class (scalar or broadcastable to the leading dims).
         precision_dtype: dtype of the precision division (``float32`` where a reference tracks it so).
         recall_dtype: dtype of the recall division.
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         ``(precision (..., N), recall (..., N))`` in score order (ties in input order). Recall is 0 with no
@@ -63,7 +66,9 @@ def pooled_precision_recall(
     return precision, recall
 
 
-def average_precision_area(precision: Tensor, recall: Tensor, sum_dtype: torch.dtype | None = None) -> Tensor:
+def average_precision_area(
+    precision: Tensor, recall: Tensor, sum_dtype: torch.dtype | None = None, *, validate_args: bool = True
+) -> Tensor:
     """VOC "area" AP: precision made monotone from the right, integrated over the recall steps.
 
     Adds ``(recall 0, precision 0)`` before and ``(recall 1, precision 0)`` after the curve, replaces each
@@ -76,6 +81,7 @@ def average_precision_area(precision: Tensor, recall: Tensor, sum_dtype: torch.d
         recall: ``(..., N)`` recall after each detection.
         sum_dtype: dtype the step terms are summed in (default: the promoted dtype; MapTR's float32 terms summed
             in float64 stay within a float32 ulp of numpy's float32 pairwise sum).
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         ``(...)`` AP in [0, 1].
@@ -94,7 +100,7 @@ def average_precision_area(precision: Tensor, recall: Tensor, sum_dtype: torch.d
 
 
 def interpolated_precision_11point(
-    precision: Tensor, recall: Tensor, compare_dtype: torch.dtype = torch.float64
+    precision: Tensor, recall: Tensor, compare_dtype: torch.dtype = torch.float64, *, validate_args: bool = True
 ) -> Tensor:
     """``(..., 11)``: for ``r = i * 0.1`` (float64, ``i = 0..10``), the largest precision with recall ``>= r`` or 0.
 
@@ -120,6 +126,8 @@ def average_precision_11point(
     recall: Tensor,
     dtype: torch.dtype | None = None,
     compare_dtype: torch.dtype = torch.float64,
+    *,
+    validate_args: bool = True,
 ) -> Tensor:
     """11-point interpolated AP: the mean of :func:`interpolated_precision_11point`, summed in order in ``dtype``.
 
@@ -128,6 +136,7 @@ def average_precision_11point(
         recall: ``(..., N)``.
         dtype: accumulation dtype (default: ``precision``'s; OpenLane-V2 sums in float32).
         compare_dtype: dtype recall and grid are compared in (see :func:`interpolated_precision_11point`).
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Examples:
         >>> average_precision_11point(torch.tensor([1.0, 0.5]), torch.tensor([0.3, 0.7], dtype=torch.float32))

@@ -39,7 +39,7 @@ def _broadcast(first: torch.Size, second: torch.Size) -> tuple[int, ...]:
     return tuple(out)
 
 
-def point_distance_matrix(a: Tensor, b: Tensor) -> Tensor:
+def point_distance_matrix(a: Tensor, b: Tensor, *, validate_args: bool = True) -> Tensor:
     """Euclidean distances ``(..., Pa, Pb)`` between point sets ``a (..., Pa, D)`` and ``b (..., Pb, D)``.
 
     ``torch.cdist`` without the ``|a|^2 + |b|^2 - 2ab`` expansion: bit-equal to scipy's ``cdist`` on the CPU, and
@@ -218,7 +218,13 @@ def _check_reduction(reduction: str) -> None:
 
 
 def chamfer_distance(
-    preds: Tensor, preds_lengths: Tensor, target: Tensor, target_lengths: Tensor, reduction: ChamferReduction = "mean"
+    preds: Tensor,
+    preds_lengths: Tensor,
+    target: Tensor,
+    target_lengths: Tensor,
+    reduction: ChamferReduction = "mean",
+    *,
+    validate_args: bool = True,
 ) -> Tensor:
     """Chamfer distance between paired polylines: ``preds[..., n]`` against ``target[..., n]``.
 
@@ -229,6 +235,7 @@ def chamfer_distance(
         target_lengths: ``(..., N)``.
         reduction: ``"mean"`` of both directional means (default), ``"sum"``, ``"max"``, or one direction only
             (``"forward"``: preds -> target, ``"backward"``: target -> preds).
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         ``(..., N)`` distances (metres); ``inf`` where either line is absent.
@@ -239,8 +246,8 @@ def chamfer_distance(
         >>> chamfer_distance(a, torch.tensor([2]), b, torch.tensor([3]))
         tensor([1.0690])
     """
-    check_polylines(preds, preds_lengths, "preds")
-    check_polylines(target, target_lengths, "target")
+    check_polylines(preds, preds_lengths, "preds", check_values=validate_args)
+    check_polylines(target, target_lengths, "target", check_values=validate_args)
     _check_reduction(reduction)
     a_mask = point_mask(preds_lengths, preds.shape[-2])
     b_mask = point_mask(target_lengths, target.shape[-2])
@@ -258,6 +265,8 @@ def chamfer_distance_matrix(
     reduction: ChamferReduction = "mean",
     max_elements: int = 1 << 24,
     max_distance: float | None = None,
+    *,
+    validate_args: bool = True,
 ) -> Tensor:
     """Chamfer distances between every prediction and every target polyline of each frame.
 
@@ -272,6 +281,7 @@ def chamfer_distance_matrix(
         max_distance: if given, pairs whose distance provably exceeds it (a lower bound from each point's distance
             to the other line's bounding box) are not computed and get ``inf``; every distance ``<= max_distance``
             is exact. Matching within thresholds ``<= max_distance`` is unchanged, at a fraction of the cost.
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         ``(..., Na, Nb)`` distances (metres), ``inf`` for pairs with an absent line; differentiable.
@@ -283,8 +293,8 @@ def chamfer_distance_matrix(
         tensor([[[1.0690],
                  [4.0205]]])
     """
-    check_polylines(preds, preds_lengths, "preds")
-    check_polylines(target, target_lengths, "target")
+    check_polylines(preds, preds_lengths, "preds", check_values=validate_args)
+    check_polylines(target, target_lengths, "target", check_values=validate_args)
     _check_reduction(reduction)
     if preds.shape[-1] != target.shape[-1]:
         raise ValueError(f"`preds` and `target` must have the same D, got {preds.shape[-1]} and {target.shape[-1]}")

@@ -33,7 +33,7 @@ __all__ = [
 ]
 
 
-def _check_polylines(points: Tensor, lengths: Tensor | None, name: str) -> Tensor:
+def _check_polylines(points: Tensor, lengths: Tensor | None, name: str, check_values: bool = True) -> Tensor:
     if not isinstance(points, Tensor):
         raise TypeError(f"`{name}` must be a torch.Tensor, got {type(points).__name__}")
     if points.ndim < 2:
@@ -49,7 +49,7 @@ def _check_polylines(points: Tensor, lengths: Tensor | None, name: str) -> Tenso
             f"`{name}_lengths` must have shape {tuple(points.shape[:-2])} (one length per polyline), "
             f"got {tuple(lengths.shape)}"
         )
-    if lengths.numel() and (int(lengths.min()) < 1 or int(lengths.max()) > size):
+    if check_values and lengths.numel() and (int(lengths.min()) < 1 or int(lengths.max()) > size):
         raise ValueError(f"`{name}_lengths` must lie in [1, {size}] (the padded number of points)")
     return lengths
 
@@ -146,9 +146,11 @@ def _frechet_dp_from_distances(full: Tensor, a_len: Tensor, b_len: Tensor) -> Te
     return result
 
 
-def _pairs(a: Tensor, b: Tensor, a_lengths: Tensor | None, b_lengths: Tensor | None, gamma: float | None) -> Tensor:
-    a_len = _check_polylines(a, a_lengths, "a")
-    b_len = _check_polylines(b, b_lengths, "b")
+def _pairs(
+    a: Tensor, b: Tensor, a_lengths: Tensor | None, b_lengths: Tensor | None, gamma: float | None, validate_args: bool
+) -> Tensor:
+    a_len = _check_polylines(a, a_lengths, "a", validate_args)
+    b_len = _check_polylines(b, b_lengths, "b", validate_args)
     if a.shape[:-2] != b.shape[:-2] or a.shape[-1] != b.shape[-1]:
         raise ValueError(
             f"`a` and `b` must have shapes (..., N, D) and (..., M, D) with the same leading dimensions and D, "
@@ -162,7 +164,12 @@ def _pairs(a: Tensor, b: Tensor, a_lengths: Tensor | None, b_lengths: Tensor | N
 
 
 def frechet_distance_pairs(
-    a: Tensor, b: Tensor, a_lengths: Tensor | None = None, b_lengths: Tensor | None = None
+    a: Tensor,
+    b: Tensor,
+    a_lengths: Tensor | None = None,
+    b_lengths: Tensor | None = None,
+    *,
+    validate_args: bool = True,
 ) -> Tensor:
     """Discrete Frechet distance of each pair ``(a[k], b[k])`` of padded polylines.
 
@@ -172,6 +179,7 @@ def frechet_distance_pairs(
         a_lengths: number of valid points of each polyline of ``a``, shape ``(...)``, values in ``[1, N]``;
             ``None``: all ``N`` points. Points past a length are ignored.
         b_lengths: the same for ``b``.
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         Distances, shape ``(...)``, in ``a``'s dtype; differentiable almost everywhere (a subgradient).
@@ -182,7 +190,7 @@ def frechet_distance_pairs(
         >>> frechet_distance_pairs(a, b, b_lengths=torch.tensor([2]))
         tensor([1.4142])
     """
-    return _pairs(a, b, a_lengths, b_lengths, None)
+    return _pairs(a, b, a_lengths, b_lengths, None, validate_args)
 
 
 def soft_frechet_distance_pairs(
@@ -191,6 +199,8 @@ def soft_frechet_distance_pairs(
     a_lengths: Tensor | None = None,
     b_lengths: Tensor | None = None,
     gamma: float = 0.1,
+    *,
+    validate_args: bool = True,
 ) -> Tensor:
     """Soft discrete Frechet distance (log-sum-exp min and max with temperature ``gamma``), smooth in the points.
 
@@ -206,7 +216,7 @@ def soft_frechet_distance_pairs(
     """
     if not gamma > 0:
         raise ValueError(f"`gamma` must be > 0, got {gamma}")
-    return _pairs(a, b, a_lengths, b_lengths, float(gamma))
+    return _pairs(a, b, a_lengths, b_lengths, float(gamma), validate_args)
 
 
 def frechet_distance_matrix(
@@ -215,6 +225,8 @@ def frechet_distance_matrix(
     target: Tensor,
     target_lengths: Tensor | None,
     chunk_pairs: int = 65536,
+    *,
+    validate_args: bool = True,
 ) -> Tensor:
     """Discrete Frechet distances between every prediction and every target polyline of each frame.
 
@@ -226,6 +238,7 @@ def frechet_distance_matrix(
         target: ``(..., Nb, Pb, D)`` target polylines, same leading dims.
         target_lengths: ``(..., Nb)``; ``None``: all ``Pb``.
         chunk_pairs: pairs computed at once (bounds memory to about ``(chunk_pairs, Pb)`` values).
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         ``(..., Na, Nb)`` distances (metres), ``inf`` for pairs with an absent line (the devkit layout, GT rows,
@@ -249,8 +262,8 @@ def frechet_distance_matrix(
     lead = preds.shape[:-3]
     num_a, pa, dim = preds.shape[-3:]
     num_b, pb = target.shape[-3], target.shape[-2]
-    a_len = _lengths(preds, preds_lengths, "preds")
-    b_len = _lengths(target, target_lengths, "target")
+    a_len = _lengths(preds, preds_lengths, "preds", validate_args)
+    b_len = _lengths(target, target_lengths, "target", validate_args)
     frames = math.prod(lead)
     a = _zero_padding(preds, a_len.clamp(min=1)).reshape(frames, num_a, pa, dim)
     b = _zero_padding(target, b_len.clamp(min=1)).reshape(frames, num_b, pb, dim)
@@ -271,7 +284,7 @@ def frechet_distance_matrix(
     return flat.reshape(*lead, num_a, num_b)
 
 
-def _lengths(points: Tensor, lengths: Tensor | None, name: str) -> Tensor:
+def _lengths(points: Tensor, lengths: Tensor | None, name: str, check_values: bool = True) -> Tensor:
     """Lengths as int64 on the points' device, 0 allowed (absent line), checked against the padded size."""
     size = points.shape[-2]
     if lengths is None:
@@ -279,7 +292,7 @@ def _lengths(points: Tensor, lengths: Tensor | None, name: str) -> Tensor:
     lengths = torch.as_tensor(lengths, device=points.device).long()
     if lengths.shape != points.shape[:-2]:
         raise ValueError(f"`{name}_lengths` must have shape {tuple(points.shape[:-2])}, got {tuple(lengths.shape)}")
-    if lengths.numel() and (int(lengths.min()) < 0 or int(lengths.max()) > size):
+    if check_values and lengths.numel() and (int(lengths.min()) < 0 or int(lengths.max()) > size):
         raise ValueError(f"`{name}_lengths` must lie in [0, {size}] (the padded number of points)")
     return lengths
 
@@ -292,6 +305,8 @@ def bounded_frechet_distance_pairs(
     max_distance: float | Tensor | None = None,
     check_every: int = 8,
     band_widths: tuple[int, ...] = (2, 8, 24),
+    *,
+    validate_args: bool = True,
 ) -> Tensor:
     """:func:`frechet_distance_pairs` without gradient, faster, and exact only up to ``max_distance``.
 
@@ -315,6 +330,7 @@ def bounded_frechet_distance_pairs(
             a band value is kept only where the cells just outside the band prove it exact (close lines with
             similar sampling need a narrow band), the other pairs go on to the next band and then to the whole
             programme. ``()``: the whole programme only. The result does not depend on it.
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         ``(K,)`` distances.
@@ -326,8 +342,8 @@ def bounded_frechet_distance_pairs(
     """
     if a.ndim != 3 or b.ndim != 3 or a.shape[0] != b.shape[0] or a.shape[-1] != b.shape[-1]:
         raise ValueError(f"`a` and `b` must be (K, N, D) and (K, M, D), got {tuple(a.shape)} and {tuple(b.shape)}")
-    a_len = _check_polylines(a, a_lengths, "a")
-    b_len = _check_polylines(b, b_lengths, "b")
+    a_len = _check_polylines(a, a_lengths, "a", validate_args)
+    b_len = _check_polylines(b, b_lengths, "b", validate_args)
     a = _zero_padding(a.detach(), a_len)
     b = _zero_padding(b.detach(), b_len)
     k, n, m = a.shape[0], a.shape[1], b.shape[1]

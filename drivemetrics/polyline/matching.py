@@ -24,7 +24,7 @@ from torch import Tensor
 __all__ = ["greedy_match", "greedy_match_index", "nearest_target", "score_rank"]
 
 
-def score_rank(scores: Tensor, valid: Tensor | None = None) -> Tensor:
+def score_rank(scores: Tensor, valid: Tensor | None = None, *, validate_args: bool = True) -> Tensor:
     """``(..., P)`` rank of each prediction in its frame by descending score (0 = best), ties in input order.
 
     Invalid predictions rank after all valid ones.
@@ -42,12 +42,15 @@ def score_rank(scores: Tensor, valid: Tensor | None = None) -> Tensor:
     return rank
 
 
-def nearest_target(distances: Tensor, target_valid: Tensor | None = None) -> tuple[Tensor, Tensor]:
+def nearest_target(
+    distances: Tensor, target_valid: Tensor | None = None, *, validate_args: bool = True
+) -> tuple[Tensor, Tensor]:
     """Each prediction's nearest valid target: ``(index (..., P), distance (..., P))``.
 
     Args:
         distances: ``(..., P, G)`` prediction-to-target distances (``inf`` = can never match).
         target_valid: ``(..., G)`` bool, valid targets (default all).
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         The index of the first target with the smallest distance (0 and ``inf`` when there is none).
@@ -77,6 +80,8 @@ def greedy_match(
     target_valid: Tensor | None = None,
     inclusive: bool = True,
     fallback: bool = False,
+    *,
+    validate_args: bool = True,
 ) -> Tensor:
     """True-positive flags of greedy matching by descending score, per frame and threshold.
 
@@ -90,6 +95,7 @@ def greedy_match(
         inclusive: a distance equal to the threshold passes (``<=``; MapTR, CVPR 2023) or not (``<``; OpenLane-V2).
         fallback: ``False``: nearest target only, no fall-back (the references); ``True``: nearest free target
             that passes.
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         ``(..., P, T)`` bool, ``True`` for a true positive.
@@ -155,6 +161,8 @@ def greedy_match_index(
     target_valid: Tensor | None = None,
     inclusive: bool = True,
     fallback: bool = False,
+    *,
+    validate_args: bool = True,
 ) -> Tensor:
     """:func:`greedy_match` that also says which target each true positive took (topology scores need it).
 

@@ -16,8 +16,10 @@ from torch import Tensor
 __all__ = ["check_polylines", "drop_closing_point", "pad_polylines", "point_mask", "unpad_polylines"]
 
 
-def check_polylines(points: Tensor, lengths: Tensor, name: str = "points") -> None:
+def check_polylines(points: Tensor, lengths: Tensor, name: str = "points", *, check_values: bool = True) -> None:
     """Raise a one-line ``ValueError`` / ``TypeError`` when ``(points, lengths)`` is not a padded polyline set.
+
+    Types and shapes are always checked; the lengths' range (a read back from the device) only with ``check_values``.
 
     Examples:
         >>> check_polylines(torch.zeros(2, 4, 2), torch.tensor([4, 2]))
@@ -34,7 +36,7 @@ def check_polylines(points: Tensor, lengths: Tensor, name: str = "points") -> No
         raise TypeError(f"`{name}_lengths` must be an integer tensor (..., N)")
     if lengths.shape != points.shape[:-2]:
         raise ValueError(f"`{name}_lengths` must have shape {tuple(points.shape[:-2])}, got {tuple(lengths.shape)}")
-    if lengths.numel() and (int(lengths.min()) < 0 or int(lengths.max()) > points.shape[-2]):
+    if check_values and lengths.numel() and (int(lengths.min()) < 0 or int(lengths.max()) > points.shape[-2]):
         raise ValueError(
             f"`{name}_lengths` must lie in [0, {points.shape[-2]}] (the padded point count), "
             f"got values in [{int(lengths.min())}, {int(lengths.max())}]"

@@ -31,24 +31,25 @@ def _segment_lengths(points: Tensor, lengths: Tensor) -> Tensor:
     return torch.where(valid, seg, torch.zeros_like(seg))
 
 
-def arc_length(points: Tensor, lengths: Tensor) -> Tensor:
+def arc_length(points: Tensor, lengths: Tensor, *, validate_args: bool = True) -> Tensor:
     """Total length of each polyline, ``(..., N)`` in the points' unit (metres); 0 for 0- and 1-point lines.
 
     Args:
         points: ``(..., N, P, D)`` polyline points.
         lengths: ``(..., N)`` valid point counts.
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Examples:
         >>> arc_length(torch.tensor([[[0.0, 0.0], [3.0, 4.0], [3.0, 5.0]]]), torch.tensor([3]))
         tensor([6.])
     """
-    check_polylines(points, lengths)
+    check_polylines(points, lengths, check_values=validate_args)
     if points.shape[-2] < 2:
         return points.new_zeros(lengths.shape)
     return _segment_lengths(points, lengths).cumsum(-1)[..., -1]
 
 
-def interpolate_at(points: Tensor, lengths: Tensor, positions: Tensor) -> Tensor:
+def interpolate_at(points: Tensor, lengths: Tensor, positions: Tensor, *, validate_args: bool = True) -> Tensor:
     """Points at arc-length ``positions`` along each polyline (GEOS ``interpolate`` semantics).
 
     Args:
@@ -56,6 +57,7 @@ def interpolate_at(points: Tensor, lengths: Tensor, positions: Tensor) -> Tensor
         lengths: ``(..., N)`` valid point counts (a 1-point line gives its point at every position; a 0-point line
             gives zeros).
         positions: ``(..., N, K)`` arc-length positions (metres), clamped to ``[0, length]``.
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         ``(..., N, K, D)`` interpolated points, differentiable in ``points``.
@@ -68,7 +70,7 @@ def interpolate_at(points: Tensor, lengths: Tensor, positions: Tensor) -> Tensor
                  [2., 1.],
                  [2., 2.]]])
     """
-    check_polylines(points, lengths)
+    check_polylines(points, lengths, check_values=validate_args)
     num_points = points.shape[-2]
     if num_points < 2:
         return points[..., :1, :].expand(*positions.shape, points.shape[-1]).clone()
@@ -98,7 +100,7 @@ def interpolate_at(points: Tensor, lengths: Tensor, positions: Tensor) -> Tensor
     return torch.where((lengths > 0)[..., None, None], result, torch.zeros_like(result))
 
 
-def resample_by_count(points: Tensor, lengths: Tensor, num_samples: int) -> Tensor:
+def resample_by_count(points: Tensor, lengths: Tensor, num_samples: int, *, validate_args: bool = True) -> Tensor:
     """``num_samples`` points at evenly spaced arc length, from 0 to the full length inclusive.
 
     Positions are ``linspace(0, L, num_samples)`` as numpy computes them (``i * (L / (n - 1))``, last = ``L``),
@@ -108,6 +110,7 @@ def resample_by_count(points: Tensor, lengths: Tensor, num_samples: int) -> Tens
         points: ``(..., N, P, D)`` polyline points (metres).
         lengths: ``(..., N)`` valid point counts.
         num_samples: output point count (>= 2).
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         ``(..., N, num_samples, D)``; every output line is full (lengths ``num_samples``), except 0-point inputs
@@ -128,7 +131,7 @@ def resample_by_count(points: Tensor, lengths: Tensor, num_samples: int) -> Tens
 
 
 def resample_by_spacing(
-    points: Tensor, lengths: Tensor, spacing: float, max_samples: int = 100_000
+    points: Tensor, lengths: Tensor, spacing: float, max_samples: int = 100_000, *, validate_args: bool = True
 ) -> tuple[Tensor, Tensor]:
     """Points every ``spacing`` metres along each polyline, plus both end points, as numpy's ``arange`` gives them.
 
@@ -143,6 +146,7 @@ def resample_by_spacing(
         lengths: ``(..., N)`` valid point counts.
         spacing: sample distance in metres (> 0).
         max_samples: a line needing more samples than this raises ``ValueError`` (cost bounded by input size).
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         ``(samples (..., N, M, D), sample_lengths (..., N))`` with ``M`` the largest count; 0-point inputs give

@@ -292,6 +292,7 @@ def fit_driving_corridor(
     threshold: float,
     grid: BevGrid | None = None,
     config: CorridorConfig | None = None,
+    validate_args: bool = True,
 ) -> CorridorFit:
     """Fit the driving corridor to BEV ego-lane confidence maps by the paper's multi-stage search.
 
@@ -302,6 +303,7 @@ def fit_driving_corridor(
         threshold: detection working point in (0, 1]: a cell is a detection when ``confidence >= threshold``.
         grid: the BEV grid (default: KITTI-ROAD, 800 x 400 at 0.05 m).
         config: search parameters (default: the paper's, :class:`CorridorConfig`).
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     The search, precisely:
 
@@ -534,6 +536,7 @@ def corridor_row_statistics(
     grid: BevGrid | None = None,
     min_distance: float = 9.0,
     min_overlap: float = 2.0,
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """Per-row counts of a corridor against the ground-truth ego-lane, summed over the batch.
 
@@ -548,6 +551,7 @@ def corridor_row_statistics(
         corridor: ``(B, H, W)`` bool corridor mask (:attr:`CorridorFit.mask`).
         target: ``(B, H, W)`` binary ground-truth ego-lane; every frame needs at least one valid lane cell.
         valid: optional ``(B, H, W)`` binary mask of evaluated cells.
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         dict of ``E``-long tensors ``z`` (metres), ``tp_cells``, ``fp_cells``, ``row_tp``, ``row_fp``,
@@ -603,7 +607,7 @@ def _ratio(num: Tensor, den: Tensor) -> Tensor:
     return safe_divide(num.double(), den.double())
 
 
-def corridor_curves(stats: dict[str, Tensor]) -> dict[str, Tensor]:
+def corridor_curves(stats: dict[str, Tensor], *, validate_args: bool = True) -> dict[str, Tensor]:
     """Integrated scores as functions of the distance ``d`` (the paper's Fig. 13) from row statistics.
 
     Returns ``z`` (metres, near to far) and, for ``d = z[e]``, ``precision_lat`` (TP / (TP + FP) of corridor cells
@@ -654,6 +658,7 @@ def driving_corridor_scores(
     threshold: float,
     grid: BevGrid | None = None,
     config: CorridorConfig | None = None,
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """Fit the corridor to ``preds`` and score it against ``target``, pooled over the batch (Table IV).
 
@@ -688,6 +693,7 @@ class DrivingCorridorMetrics(MetricFamily):
     Args:
         threshold: detection working point in (0, 1].
         grid: BEV grid (default KITTI-ROAD). config: :class:`CorridorConfig` (default: the paper's).
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Examples:
         >>> from drivemetrics.geometry import BevGrid
@@ -715,9 +721,15 @@ class DrivingCorridorMetrics(MetricFamily):
     length_sum: Tensor
 
     def __init__(
-        self, threshold: float, grid: BevGrid | None = None, config: CorridorConfig | None = None, **kwargs: Any
+        self,
+        threshold: float,
+        grid: BevGrid | None = None,
+        config: CorridorConfig | None = None,
+        validate_args: bool = True,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.validate_args = bool(validate_args)
         self.threshold = _check_threshold(threshold)
         self.grid = grid if grid is not None else BevGrid()
         self.config = config if config is not None else CorridorConfig()
@@ -732,11 +744,13 @@ class DrivingCorridorMetrics(MetricFamily):
         self.add_state("length_sum", torch.zeros((), dtype=torch.float64), dist_reduce_fx="sum")
         add_config_state(self, ("DrivingCorridor", self.threshold, self.grid, self.config))
 
-    def update(self, preds: Tensor, target: Tensor, valid: Tensor | None = None) -> None:
+    def update(self, preds: Tensor, target: Tensor, *, valid: Tensor | None = None) -> None:
         """Fit the corridors of a batch and add their counts (a batch of no frame adds nothing)."""
         if preds.ndim == 3 and preds.shape[0] == 0 and target.shape[0] == 0:
             return  # e.g. no frame with a lane ground truth on this process: every process still syncs in compute
-        fit = fit_driving_corridor(preds, valid, threshold=self.threshold, grid=self.grid, config=self.config)
+        fit = fit_driving_corridor(
+            preds, valid, threshold=self.threshold, grid=self.grid, config=self.config, validate_args=self.validate_args
+        )
         stats = corridor_row_statistics(
             fit.mask,
             target,
@@ -744,6 +758,7 @@ class DrivingCorridorMetrics(MetricFamily):
             grid=self.grid,
             min_distance=self.config.min_distance,
             min_overlap=self.config.min_overlap,
+            validate_args=self.validate_args,
         )
         for name in ("tp_cells", "fp_cells", "row_tp", "row_fp", "row_fn", "hit_rows"):
             setattr(self, name, getattr(self, name) + stats[name])
@@ -817,9 +832,10 @@ class _DrivingCorridorAtDistance(ScalarMetric, DrivingCorridorMetrics):
         config: CorridorConfig | None = None,
         *,
         distance: float = 30.0,
+        validate_args: bool = True,
         **kwargs: Any,
     ) -> None:
-        super().__init__(threshold, grid, config, **kwargs)
+        super().__init__(threshold, grid, config, validate_args=validate_args, **kwargs)
         self.distance = _check_distance(distance, self.z, self.grid)
         self.distances = (self.distance,)
 

@@ -24,13 +24,13 @@ from drivemetrics.geometry.warp import warp_image_to_bev
 from drivemetrics.road.corridor_config import CorridorConfig
 from drivemetrics.road.io import (
     ROAD_CATEGORIES,
-    _read_gt_red_blue,
     calib_file_for,
     category_frames,
     find_layout,
     gt_masks,
     read_confidence_png,
     read_gt_png,
+    read_gt_red_blue,
 )
 from drivemetrics.road.pixel_counting import (
     PixelCounts,
@@ -161,7 +161,7 @@ def _frame_histogram(frame: _Frame, crop: bool, grid: BevGrid | None, thresholds
     only the ground truth's red (valid) and blue (road) channels are extracted, all uint8, and the BEV warp moves
     the three planes in one gather.
     """
-    red, blue = _read_gt_red_blue(frame.gt_path)
+    red, blue = read_gt_red_blue(frame.gt_path)
     pred = _match_size(read_confidence_png(frame.result_path), red.shape, frame.key, crop)
     planes = torch.stack((torch.from_numpy(red), torch.from_numpy(blue), pred))
     if frame.calib_path is not None:
@@ -403,7 +403,7 @@ def corridor_table(
     metric = DrivingCorridorMetrics(threshold, grid=grid, config=config).to(preds_t.device)
     for i in range(0, preds_t.shape[0], batch_size):
         part = slice(i, i + batch_size)
-        metric.update(preds_t[part], target_t[part], None if valid_t is None else valid_t[part])
+        metric.update(preds_t[part], target_t[part], valid=None if valid_t is None else valid_t[part])
     return {k: float(v) for k, v in metric.compute().items()}
 
 

@@ -35,6 +35,7 @@ __all__ = [
     "parse_gt_name",
     "read_confidence_png",
     "read_gt_png",
+    "read_gt_red_blue",
     "write_png",
 ]
 
@@ -141,7 +142,7 @@ def read_gt_png(path: str | Path) -> Tensor:
     return torch.from_numpy(rgb).permute(2, 0, 1).contiguous()
 
 
-def _read_gt_red_blue(path: Path) -> tuple[np.ndarray, np.ndarray]:
+def read_gt_red_blue(path: Path) -> tuple[np.ndarray, np.ndarray]:
     """The red and blue channels (``uint8`` ``(H, W)``) of a ground-truth PNG: all the evaluation needs.
 
     Cheaper than :func:`read_gt_png`: libspng decodes where installed (:mod:`drivemetrics._internal.png`), else Pillow

@@ -54,8 +54,6 @@ __all__ = [
 if TYPE_CHECKING:
     from drivemetrics.geometry.warp import WarpMode
 from drivemetrics.road.pixel_counting import (  # the counting kernels, re-exported here with their family
-    _SPACES,
-    _WARP_MODES,
     PixelCounts,
     bucket_histograms,
     check_fixed_threshold,
@@ -71,6 +69,10 @@ from drivemetrics.road.pixel_counting import (  # the counting kernels, re-expor
     validate_pixel_inputs,
     with_fixed_threshold,
 )
+
+_SPACES = ("perspective", "bev")
+#: Order fixed: the index is part of the metric's config key.
+_WARP_MODES = ("devkit", "nearest", "bilinear")
 
 
 def road_pixel_scores(
@@ -227,7 +229,7 @@ class RoadPixelMetrics(MetricFamily):
         self.grid = BevGrid() if grid is None else grid
 
     def update(
-        self, preds: Tensor, target: Tensor, valid: Tensor | None = None, homography: Tensor | None = None
+        self, preds: Tensor, target: Tensor, *, valid: Tensor | None = None, homography: Tensor | None = None
     ) -> None:
         """Count a batch (shapes in the class docstring)."""
         if self.space == "bev":

@@ -44,8 +44,6 @@ __all__ = [
     "with_fixed_threshold",
 ]
 
-_SPACES = ("perspective", "bev")
-_WARP_MODES = ("devkit", "nearest", "bilinear")
 
 #: The devkit's 11 recall levels, as ``np.arange(0, 1.1, 0.1)`` produces them (0.30000000000000004 etc.).
 AP_RECALL_LEVELS: tuple[float, ...] = tuple(i * 0.1 for i in range(11))
@@ -525,6 +523,8 @@ def scores_from_counts(
     beta: float = 1.0,
     compat: str = "default",
     warn_empty: bool = True,
+    *,
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """The devkit's scores (``pxEval_maximizeFMeasure``) from per-threshold counts, plus a few extra keys.
 
@@ -550,6 +550,7 @@ def scores_from_counts(
         compat: ``"default"``: the working-point values are exact float64 ratios of the int64 counts;
             ``"reference"``: the devkit's rounding (counts cast to float32, the ``*_wp`` ratios computed in float32).
         warn_empty: warn when there is no valid positive pixel (scores are then NaN).
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         The keys listed above, tensors of shape ``(...)`` unless noted.
@@ -643,15 +644,16 @@ def scores_from_counts(
         "f_measure": f_curve,
         "thresholds": thr.expand(tp.shape),
     }
-    empty = pos_num == 0
-    if bool(empty.any()):
-        undefined = ("max_f", "average_precision", "average_precision_integrated", "best_threshold")
-        for key in (*undefined, *(k for k in scores if k.endswith("_wp"))):
-            scores[key] = torch.where(empty, torch.full_like(scores[key], math.nan), scores[key])
+    empty = pos_num == 0  # no device read: a where over every undefined key
+    undefined = ("max_f", "average_precision", "average_precision_integrated", "best_threshold")
+    for key in (*undefined, *(k for k in scores if k.endswith("_wp"))):
+        scores[key] = torch.where(empty, torch.full_like(scores[key], math.nan), scores[key])
     return scores
 
 
-def fixed_threshold_scores(counts: PixelCounts | Sequence[Tensor], beta: float = 1.0) -> dict[str, Tensor]:
+def fixed_threshold_scores(
+    counts: PixelCounts | Sequence[Tensor], beta: float = 1.0, *, validate_args: bool = True
+) -> dict[str, Tensor]:
     """Plain ``F_beta``, precision, recall and IoU from counts at one threshold (no epsilon; 0/0 gives NaN).
 
     Examples:

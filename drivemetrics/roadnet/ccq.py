@@ -146,6 +146,7 @@ def ccq(
     scale: float = 0.25,
     canvas: tuple[float, float, int, int] | None = None,
     compat: str = "default",
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """CCQ of a batch of skeleton images ``(B, H, W)`` (counts summed over the batch), or of two road graphs.
 
@@ -277,6 +278,7 @@ def ccq_graph(
     canvas: tuple[float, float, int, int] | None = None,
     device: torch.device | str | None = None,
     compat: str = "default",
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """CCQ of two road graphs rendered on one canvas.
 
@@ -292,6 +294,7 @@ def ccq_graph(
         compat: ``"default"`` or ``"reference"``: render as the released examples (rounded end points, PIL
             lines, no merging of nodes) on the released canvas; on graphs cut by ``crop_protocol`` (or with the
             protocol's canvas ``(0, 0, size / 4, size / 4)``) the pixel counts equal the released ones.
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Examples:
         >>> import networkx as nx, numpy as np
@@ -358,9 +361,11 @@ class CCQMetrics(MetricFamily):
         *,
         canvas: tuple[float, float, int, int] | None = None,
         compat: str = "default",
+        validate_args: bool = True,
         **kwargs: object,
     ) -> None:
         super().__init__(**kwargs)
+        self.validate_args = bool(validate_args)
         check_compat(compat)
         if canvas is not None:
             check_canvas(canvas)
@@ -382,7 +387,15 @@ class CCQMetrics(MetricFamily):
             pairs = graph_pairs(preds, target)
             rows = []
             for p, t in pairs:
-                r = ccq_graph(p, t, slack=self.slack, scale=self.scale, canvas=self.canvas, compat=self.compat)
+                r = ccq_graph(
+                    p,
+                    t,
+                    slack=self.slack,
+                    scale=self.scale,
+                    canvas=self.canvas,
+                    compat=self.compat,
+                    validate_args=self.validate_args,
+                )
                 rows.append([int(r[k]) for k in ("matched_pred", "total_pred", "matched_gt", "total_gt")])
             counts = torch.tensor(rows, dtype=torch.long).sum(0)
         counts = counts.to(self.matched_pred.device)

@@ -239,6 +239,7 @@ def junct(
     match_radius: float = MATCH_RADIUS,
     bounds: tuple[float, float, float, float] | None = None,
     context: bool = True,
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """JUNCT scores of a predicted road graph against the ground truth (parameters in px, see module doc).
 
@@ -251,6 +252,7 @@ def junct(
         bounds: ``(xmin, ymin, xmax, ymax)``; clusters centered outside are ignored (``None``: keep all).
         context: cluster predicted junctions around the GT clusters (Go's behaviour); ``False`` clusters them like
             the GT ones.
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Examples:
         >>> import networkx as nx
@@ -326,9 +328,11 @@ class JunctionMetrics(MetricFamily):
         cluster_radius: float = CLUSTER_RADIUS,
         angle_distance: float = ANGLE_DISTANCE,
         match_radius: float = MATCH_RADIUS,
+        validate_args: bool = True,
         **kwargs: object,
     ) -> None:
         super().__init__(**kwargs)
+        self.validate_args = bool(validate_args)
         self.options = {
             "cluster_radius": cluster_radius,
             "angle_distance": angle_distance,
@@ -343,7 +347,7 @@ class JunctionMetrics(MetricFamily):
     def update(self, preds: nx.Graph | Sequence[nx.Graph], target: nx.Graph | Sequence[nx.Graph]) -> None:
         """Add one graph pair or a batch of pairs."""
         for p, t in graph_pairs(preds, target):
-            r = junct(p, t, **self.options)
+            r = junct(p, t, **self.options, validate_args=self.validate_args)
             self.correct_score = self.correct_score + r["correct_score"]
             self.error_score = self.error_score + r["error_score"]
             self.n_gt = self.n_gt + r["n_gt"]

@@ -231,6 +231,7 @@ def opt_g(
     matching: str | None = None,
     seed: int | None = 0,
     compat: str = "default",
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """OPT-G subgraph precision / recall of a predicted road graph against the ground truth.
 
@@ -248,6 +249,7 @@ def opt_g(
             (ascending distance, as the released code); ``None``: ``"optimal"``, or ``"greedy"`` in compat mode.
         seed: seed of every random choice; equal seeds give equal results.
         compat: ``"default"`` or ``"reference"``: the released procedure (see the module doc).
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         ``dict[str, Tensor]``: the summed counts (int64) and ``precision``, ``recall``, ``f1`` (float64).
@@ -332,9 +334,11 @@ class OptGMetrics(GraphMetric):
         matching: str | None = None,
         seed: int | None = 0,
         compat: str = "default",
+        validate_args: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.validate_args = bool(validate_args)
         check_compat(compat)
         if not (isinstance(n_samples, int) and n_samples >= 1):
             raise ValueError(f"`n_samples` must be an integer >= 1, got {n_samples!r}")
@@ -354,7 +358,7 @@ class OptGMetrics(GraphMetric):
     def update(self, preds: nx.Graph | Sequence[nx.Graph], target: nx.Graph | Sequence[nx.Graph]) -> None:
         """Add the counts of one tile or of a sequence of tiles."""
         for pred, gt in graph_pairs(preds, target):
-            res = opt_g(pred, gt, **self.options)
+            res = opt_g(pred, gt, **self.options, validate_args=self.validate_args)
             self.n_pred = self.n_pred + res["n_pred"]
             self.n_gt = self.n_gt + res["n_gt"]
             self.n_spurious = self.n_spurious + res["n_spurious"]

@@ -132,6 +132,7 @@ def opt_j(
     matching: str | None = None,
     candidates_k: int = 5,
     compat: str = "default",
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """OPT-J junction precision / recall of a predicted road graph against the ground truth.
 
@@ -147,6 +148,7 @@ def opt_j(
         candidates_k: number of nearest candidates inspected per node in greedy mode (5 in the released code).
         compat: ``"default"`` or ``"reference"``: the released code's numbers (greedy matching, no merging of
             nodes at identical positions, an empty prediction scores all zeros).
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         ``dict[str, Tensor]``: int64 counts ``tp``, ``pp``, ``ap`` and float64 ``precision``, ``recall``, ``f1``.
@@ -221,9 +223,11 @@ class OptJMetrics(GraphMetric):
         existing_dist: float = 1.0,
         matching: str | None = None,
         compat: str = "default",
+        validate_args: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.validate_args = bool(validate_args)
         check_compat(compat)
         self.options = {
             "d_max": d_max,
@@ -239,7 +243,7 @@ class OptJMetrics(GraphMetric):
     def update(self, preds: nx.Graph | Sequence[nx.Graph], target: nx.Graph | Sequence[nx.Graph]) -> None:
         """Add the counts of one tile or of a sequence of tiles."""
         for pred, gt in graph_pairs(preds, target):
-            res = opt_j(pred, gt, **self.options)
+            res = opt_j(pred, gt, **self.options, validate_args=self.validate_args)
             self.tp = self.tp + res["tp"]
             self.pp = self.pp + res["pp"]
             self.ap = self.ap + res["ap"]

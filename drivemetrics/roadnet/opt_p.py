@@ -510,6 +510,7 @@ def opt_p(
     spacing: float = 5.0,
     n_decompositions: int = 1,
     compat: str = "default",
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """OPT-P path precision / recall / F1 of a predicted road graph against the ground truth.
 
@@ -529,6 +530,7 @@ def opt_p(
             it: at 1, about 0.02 s per 14-node 512 px tile and 0.14 s per 65-node 1024 px tile on one CPU thread
             (``benchmarks/graph_sampling_cost.py``).
         compat: ``"default"`` or ``"reference"``: the released code's choices (see the module doc).
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         ``dict[str, Tensor]`` (float64 ``precision``, ``recall``, ``f1``; int64 path / interruption counts are
@@ -616,9 +618,11 @@ class OptPMetrics(GraphMetric):
         n_decompositions: int = 1,
         seed: int | None = 0,
         compat: str = "default",
+        validate_args: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.validate_args = bool(validate_args)
         check_compat(compat)
         self.options = {
             "compat": compat,
@@ -637,7 +641,7 @@ class OptPMetrics(GraphMetric):
     def update(self, preds: nx.Graph | Sequence[nx.Graph], target: nx.Graph | Sequence[nx.Graph]) -> None:
         """Add the precision and recall of one tile or of a sequence of tiles."""
         for pred, gt in graph_pairs(preds, target):
-            res = opt_p(pred, gt, **self.options)
+            res = opt_p(pred, gt, **self.options, validate_args=self.validate_args)
             self.sum_precision = self.sum_precision + res["precision"]
             self.sum_recall = self.sum_recall + res["recall"]
             self.n_tiles = self.n_tiles + 1

@@ -74,6 +74,7 @@ def subg(
     match_distance: float = 25.0,
     n_subgraphs: int = 1000,
     seed: int = 0,
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """Holes-and-marbles scores of ``n_subgraphs`` GT-rooted local subgraphs.
 
@@ -85,6 +86,7 @@ def subg(
         match_distance: hole-marble matching distance and root snapping distance (px, strict ``<``).
         n_subgraphs: number of roots.
         seed: seed of the root sampling.
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Examples:
         >>> import networkx as nx
@@ -182,9 +184,11 @@ class SubgraphMetrics(MetricFamily):
         match_distance: float = 25.0,
         n_subgraphs: int = 1000,
         seed: int = 0,
+        validate_args: bool = True,
         **kwargs: object,
     ) -> None:
         super().__init__(**kwargs)
+        self.validate_args = bool(validate_args)
         self.options = {
             "spacing": spacing,
             "radius": radius,
@@ -199,7 +203,7 @@ class SubgraphMetrics(MetricFamily):
     def update(self, preds: nx.Graph | Sequence[nx.Graph], target: nx.Graph | Sequence[nx.Graph]) -> None:
         """Add one graph pair or a batch of pairs."""
         for p, t in graph_pairs(preds, target):
-            r = subg(p, t, **self.options)
+            r = subg(p, t, **self.options, validate_args=self.validate_args)
             self.n_marbles = self.n_marbles + r["n_marbles"]
             self.n_holes = self.n_holes + r["n_holes"]
             self.n_spurious = self.n_spurious + r["n_spurious"]

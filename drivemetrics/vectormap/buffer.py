@@ -142,6 +142,8 @@ def buffers_intersect(
     distance: float = 2.0,
     mitre_limit: float = 5.0,
     max_elements: int = 1 << 24,
+    *,
+    validate_args: bool = True,
 ) -> Tensor:
     """Whether the buffers of paired 2-D polylines ``a[k]`` and ``b[k]`` intersect (touching counts).
 
@@ -153,6 +155,7 @@ def buffers_intersect(
         distance: buffer distance (MapTR: 2.0 m).
         mitre_limit: GEOS mitre limit (default 5).
         max_elements: memory bound of the vectorised pre-test (pairs are chunked).
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         ``(K,)`` bool.

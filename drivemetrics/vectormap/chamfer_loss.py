@@ -53,6 +53,7 @@ def map_chamfer_loss(
     mode: LossMode = "chamfer",
     point_distance: Literal["l2", "l1"] = "l2",
     reduction: Reduction = "mean",
+    validate_args: bool = True,
 ) -> Tensor:
     """Loss between assigned predicted and GT polylines (metres), differentiable in ``preds``.
 
@@ -65,6 +66,7 @@ def map_chamfer_loss(
             distance minimised over the GT's equivalent orders (MapTR).
         point_distance: ``"l2"`` Euclidean or ``"l1"`` (MapTR's point loss) for ``"permuted"``.
         reduction: ``"mean"`` over the valid pairs, ``"sum"``, or ``"none"`` (``(B, N)``, 0 for ignored pairs).
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         The loss (metres).
@@ -86,16 +88,18 @@ def map_chamfer_loss(
     if target_lengths is None:
         target_lengths = torch.full(target.shape[:-2], target.shape[-2], dtype=torch.long, device=target.device)
     preds_lengths = torch.full(preds.shape[:-2], preds.shape[-2], dtype=torch.long, device=preds.device)
-    check_polylines(preds, preds_lengths, "preds")
-    check_polylines(target, target_lengths, "target")
+    check_polylines(preds, preds_lengths, "preds", check_values=validate_args)
+    check_polylines(target, target_lengths, "target", check_values=validate_args)
     if preds.shape[:-2] != target.shape[:-2] or preds.shape[-1] != target.shape[-1]:
         raise ValueError(f"`preds` {tuple(preds.shape)} and `target` {tuple(target.shape)} must pair up (B, N, ., D)")
     valid = target_lengths > 0
     if mode == "chamfer":
-        value = chamfer_distance(preds, torch.where(valid, preds_lengths, 0), target, target_lengths)
+        value = chamfer_distance(
+            preds, torch.where(valid, preds_lengths, 0), target, target_lengths, validate_args=validate_args
+        )
     else:
         num_points = preds.shape[-2]
-        if target.shape[-2] != num_points or bool(((target_lengths != num_points) & valid).any()):
+        if target.shape[-2] != num_points or (validate_args and bool(((target_lengths != num_points) & valid).any())):
             raise ValueError("mode='permuted' needs GT with exactly as many points as the predictions (or length 0)")
         closed = (target[..., 0, :] == target[..., -1, :]).all(-1) & (num_points >= 3)
         table, applies = _orders(num_points, closed)
@@ -120,6 +124,7 @@ class MapChamferLoss(nn.Module):
         mode: ``"chamfer"`` or ``"permuted"``.
         point_distance: ``"l2"`` or ``"l1"`` (``"permuted"`` only).
         reduction: ``"mean"``, ``"sum"`` or ``"none"``.
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Examples:
         >>> loss = MapChamferLoss(mode="permuted")
@@ -130,9 +135,14 @@ class MapChamferLoss(nn.Module):
     """
 
     def __init__(
-        self, mode: LossMode = "chamfer", point_distance: Literal["l2", "l1"] = "l2", reduction: Reduction = "mean"
+        self,
+        mode: LossMode = "chamfer",
+        point_distance: Literal["l2", "l1"] = "l2",
+        reduction: Reduction = "mean",
+        validate_args: bool = True,
     ) -> None:
         super().__init__()
+        self.validate_args = bool(validate_args)
         self.mode: LossMode = mode
         self.point_distance: Literal["l2", "l1"] = point_distance
         self.reduction: Reduction = reduction
@@ -146,4 +156,5 @@ class MapChamferLoss(nn.Module):
             mode=self.mode,
             point_distance=self.point_distance,
             reduction=self.reduction,
+            validate_args=self.validate_args,
         )

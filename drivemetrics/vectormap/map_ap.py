@@ -112,18 +112,20 @@ def _resample_present(points: Tensor, lengths: Tensor, proto: MapProtocol) -> tu
     return out, out_lengths
 
 
-def _check_inputs(name: str, points: Tensor, lengths: Tensor | None, labels: Tensor, num_classes: int) -> Tensor:
+def _check_inputs(
+    name: str, points: Tensor, lengths: Tensor | None, labels: Tensor, num_classes: int, check_values: bool = True
+) -> Tensor:
     if lengths is None:
         if not isinstance(points, Tensor) or points.ndim != 4:
             raise ValueError(f"`{name}` must have shape (B, N, P, D), got {getattr(points, 'shape', type(points))}")
         lengths = torch.full(points.shape[:2], points.shape[2], dtype=torch.long, device=points.device)
-    check_polylines(points, lengths, name)
+    check_polylines(points, lengths, name, check_values=check_values)
     if points.ndim != 4:
         raise ValueError(f"`{name}` must have shape (B, N, P, D), got {tuple(points.shape)}")
     if labels.shape != lengths.shape or labels.is_floating_point():
         raise ValueError(f'`{name}["labels"]` must be integer class ids of shape {tuple(lengths.shape)}')
     used = labels[lengths > 0]
-    if used.numel() and (int(used.min()) < 0 or int(used.max()) >= num_classes):
+    if check_values and used.numel() and (int(used.min()) < 0 or int(used.max()) >= num_classes):
         raise ValueError(
             f'`{name}["labels"]` must lie in [0, {num_classes - 1}], got {int(used.min())}..{int(used.max())}'
         )
@@ -174,6 +176,7 @@ def vector_map_matches(
     *,
     protocol: ProtocolName | MapProtocol = "default",
     thresholds: Sequence[float] | None = None,
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """Per-frame matching of a batch: each prediction's true-positive flag at each threshold.
 
@@ -186,6 +189,7 @@ def vector_map_matches(
             optionally ``lengths`` ``(B, M)``.
         protocol: ``"default"``, ``"nuscenes-maptr"``, ``"av2-cvpr23"`` or a :class:`MapProtocol`.
         thresholds: Chamfer thresholds in metres (default: the protocol's, 0.5 / 1.0 / 1.5).
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         ``scores (S,)``, ``labels (S,)``, ``true_positive (S, T)`` for the ``S`` kept predictions in frame-major
@@ -203,8 +207,8 @@ def vector_map_matches(
     proto = get_protocol(protocol)
     num_classes = len(proto.class_names)
     thresholds_t = tuple(float(t) for t in (proto.thresholds if thresholds is None else thresholds))
-    preds_lengths = _check_inputs("preds", preds, preds_lengths, preds_labels, num_classes)
-    target_lengths = _check_inputs("target", target, target_lengths, target_labels, num_classes)
+    preds_lengths = _check_inputs("preds", preds, preds_lengths, preds_labels, num_classes, validate_args)
+    target_lengths = _check_inputs("target", target, target_lengths, target_labels, num_classes, validate_args)
     if preds.shape[0] != target.shape[0]:
         raise ValueError(
             f"`preds` and `target` must hold the same frames, got B = {preds.shape[0]} and {target.shape[0]}"
@@ -305,6 +309,8 @@ def vector_map_ap_from_matches(
     true_positive: Tensor,
     num_targets: Tensor,
     protocol: ProtocolName | MapProtocol = "default",
+    *,
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """Pool matched predictions per class into AP per threshold, class AP and mAP.
 
@@ -314,6 +320,7 @@ def vector_map_ap_from_matches(
         true_positive: ``(S, T)`` flags from :func:`vector_map_matches`.
         num_targets: ``(C,)`` GT counts.
         protocol: as in :func:`vector_map_matches` (dtypes and the AP of a class without GT).
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         ``ap_per_threshold (C, T)``, ``ap (C,)`` (mean over thresholds), ``map`` (mean over classes; the default
@@ -361,6 +368,7 @@ def vector_map_ap(
     *,
     protocol: ProtocolName | MapProtocol = "default",
     thresholds: Sequence[float] | None = None,
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """Vectorised-map Chamfer AP of a batch of frames (all frames pooled): :func:`vector_map_matches` then
     :func:`vector_map_ap_from_matches`.
@@ -396,6 +404,7 @@ class VectorMapAPMetrics(RaggedStateMixin, MetricFamily):
         protocol: ``"default"``, ``"nuscenes-maptr"`` or ``"av2-cvpr23"`` (see
             :mod:`drivemetrics.vectormap.protocol`).
         thresholds: Chamfer thresholds (metres); default the protocol's.
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Examples:
         >>> metric = VectorMapAPMetrics(protocol="av2-cvpr23")
@@ -416,9 +425,14 @@ class VectorMapAPMetrics(RaggedStateMixin, MetricFamily):
     num_targets: Tensor
 
     def __init__(
-        self, protocol: ProtocolName = "default", thresholds: Sequence[float] | None = None, **kwargs: Any
+        self,
+        protocol: ProtocolName = "default",
+        thresholds: Sequence[float] | None = None,
+        validate_args: bool = True,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.validate_args = bool(validate_args)
         self.protocol = get_protocol(protocol)
         self.thresholds = tuple(float(t) for t in (self.protocol.thresholds if thresholds is None else thresholds))
         if not self.thresholds or any(not t > 0 for t in self.thresholds):
@@ -432,7 +446,9 @@ class VectorMapAPMetrics(RaggedStateMixin, MetricFamily):
 
     def update(self, preds: Mapping[str, Tensor], target: Mapping[str, Tensor]) -> None:
         """Match a batch of frames: ``preds`` / ``target`` dicts of tensors as in :func:`vector_map_matches`."""
-        out = vector_map_matches(preds, target, protocol=self.protocol, thresholds=self.thresholds)
+        out = vector_map_matches(
+            preds, target, protocol=self.protocol, thresholds=self.thresholds, validate_args=self.validate_args
+        )
         rows = torch.cat(
             [
                 out["scores"].to(torch.float64)[:, None],
@@ -502,9 +518,10 @@ class VectorMapAveragePrecision(ScalarMetric, VectorMapAPMetrics):
         threshold: float | None = None,
         protocol: ProtocolName = "default",
         thresholds: Sequence[float] | None = None,
+        validate_args: bool = True,
         **kwargs: Any,
     ) -> None:
-        super().__init__(protocol=protocol, thresholds=thresholds, **kwargs)
+        super().__init__(protocol=protocol, thresholds=thresholds, validate_args=validate_args, **kwargs)
         if class_name not in self.protocol.class_names:
             raise ValueError(f"`class_name` must be one of {self.protocol.class_names}, got {class_name!r}")
         if threshold is not None and float(threshold) not in self.thresholds:

@@ -146,15 +146,15 @@ def test_metric_accumulates_mean_and_max(device):
     pred, gt, speed = pred.to(device), gt.to(device), speed.to(device)
     per_frame = psld(pred, gt, speed=speed, reduction="none")
     metric = PSLD().to(device)
-    metric.update(pred[:3], gt[:3], speed[:3])
-    metric.update(pred[3:], gt[3:], speed[3:])
+    metric.update(pred[:3], gt[:3], speed=speed[:3])
+    metric.update(pred[3:], gt[3:], speed=speed[3:])
     assert float(metric.compute()) == pytest.approx(float(per_frame.mean()), rel=1e-6)
     peak = PSLD(aggregate="max").to(device)
-    batch_value = peak(pred, gt, speed)
+    batch_value = peak(pred, gt, speed=speed)
     assert float(batch_value) == pytest.approx(float(per_frame.max()), rel=1e-6)
     assert float(peak.compute()) == pytest.approx(float(per_frame.max()), rel=1e-6)
     metric.reset()
-    metric.update(gt, gt, speed)
+    metric.update(gt, gt, speed=speed)
     assert float(metric.compute()) == 0.0
     with pytest.raises(ValueError, match="aggregate"):
         PSLD(aggregate="median")
@@ -246,14 +246,14 @@ def test_metric_merge_state_uses_sum_and_max():
     pred, gt, speed = _scenes(6, seed=11)
     per_frame = psld(pred, gt, speed=speed, reduction="none")
     a, b = PSLD(), PSLD(aggregate="max")
-    a.update(pred[:2], gt[:2], speed[:2])
+    a.update(pred[:2], gt[:2], speed=speed[:2])
     other = PSLD()
-    other.update(pred[2:], gt[2:], speed[2:])
+    other.update(pred[2:], gt[2:], speed=speed[2:])
     a.merge_state(other)
     assert float(a.compute()) == pytest.approx(float(per_frame.mean()), rel=1e-6)
-    b.update(pred[:2], gt[:2], speed[:2])
+    b.update(pred[:2], gt[:2], speed=speed[:2])
     other_max = PSLD(aggregate="max")
-    other_max.update(pred[2:], gt[2:], speed[2:])
+    other_max.update(pred[2:], gt[2:], speed=speed[2:])
     b.merge_state(other_max)
     assert float(b.compute()) == pytest.approx(float(per_frame.max()), rel=1e-6)
 
@@ -277,8 +277,8 @@ def _ddp_worker(rank, world):
     pred, gt, speed = _scenes(6, seed=12)
     part = slice(0, 2) if rank == 0 else slice(2, 6)  # uneven split across ranks
     mean, peak = PSLD(), PSLD(aggregate="max")
-    mean.update(pred[part], gt[part], speed[part])
-    peak.update(pred[part], gt[part], speed[part])
+    mean.update(pred[part], gt[part], speed=speed[part])
+    peak.update(pred[part], gt[part], speed=speed[part])
     return float(mean.compute()), float(peak.compute())
 
 
@@ -316,7 +316,7 @@ def test_metric_plot():
     matplotlib.use("Agg")
     pred, gt, speed = _scenes(3, seed=13)
     metric = PSLD()
-    values = [metric(pred, gt, speed) for _ in range(2)]
+    values = [metric(pred, gt, speed=speed) for _ in range(2)]
     fig, ax = metric.plot(values)
     assert ax.get_ylim()[0] <= 0.0
     matplotlib.pyplot.close(fig)

@@ -204,8 +204,8 @@ def test_metric_accumulates_per_image_average(device):
     g2, gm2 = _pad([gt_b], 56)
     ys = torch.tensor(YS, device=device)
     metric = TuSimpleMetrics().to(device)
-    metric.update(p1.to(device), g1.to(device), ys, preds_mask=pm1, target_mask=gm1)
-    metric.update(p2.to(device), g2.to(device), ys, preds_mask=pm2, target_mask=gm2)
+    metric.update(p1.to(device), g1.to(device), h_samples=ys, preds_mask=pm1, target_mask=gm1)
+    metric.update(p2.to(device), g2.to(device), h_samples=ys, preds_mask=pm2, target_mask=gm2)
     out = metric.compute()
     # image 1: (1, 0, 0); image 2: (0, 1, 1) -> averages (0.5, 0.5, 0.5)
     assert float(out["accuracy"]) == 0.5
@@ -308,12 +308,12 @@ def test_metric_merge_and_forward_match_functional():
     ys = torch.tensor(YS)
     whole = tusimple_metrics(p, g, h_samples=ys, preds_mask=pm, target_mask=gm)
     first, second = TuSimpleMetrics(), TuSimpleMetrics()
-    batch_value = first(p[:4], g[:4], ys, preds_mask=pm[:4], target_mask=gm[:4])
+    batch_value = first(p[:4], g[:4], h_samples=ys, preds_mask=pm[:4], target_mask=gm[:4])
     torch.testing.assert_close(
         batch_value["accuracy"],
         tusimple_metrics(p[:4], g[:4], h_samples=ys, preds_mask=pm[:4], target_mask=gm[:4])["accuracy"],
     )
-    second.update(p[4:], g[4:], ys, preds_mask=pm[4:], target_mask=gm[4:])
+    second.update(p[4:], g[4:], h_samples=ys, preds_mask=pm[4:], target_mask=gm[4:])
     first.merge_state(second)
     merged = first.compute()
     for key in ("accuracy", "fp", "fn", "f1"):
@@ -326,7 +326,7 @@ def test_metric_ego_only_scores_two_lanes():
     p, pm = _pad([pred], 56)
     g, gm = _pad([gt], 56)
     metric = TuSimpleMetrics(ego_only=True)
-    metric.update(p, g, torch.tensor(YS), preds_mask=pm, target_mask=gm)
+    metric.update(p, g, h_samples=torch.tensor(YS), preds_mask=pm, target_mask=gm)
     out = metric.compute()
     assert (float(out["accuracy"]), float(out["fp"]), float(out["fn"])) == (1.0, 0.0, 0.0)
     full = tusimple_metrics(p, g, h_samples=torch.tensor(YS), preds_mask=pm, target_mask=gm)
@@ -348,7 +348,7 @@ def _ddp_worker(rank, world):
     p, pm, g, gm = _ddp_data()
     part = slice(0, 1) if rank == 0 else slice(1, 5)  # uneven split
     metric = TuSimpleMetrics()
-    metric.update(p[part], g[part], torch.tensor(YS), preds_mask=pm[part], target_mask=gm[part])
+    metric.update(p[part], g[part], h_samples=torch.tensor(YS), preds_mask=pm[part], target_mask=gm[part])
     return {key: float(value) for key, value in metric.compute().items()}
 
 

@@ -121,7 +121,7 @@ def test_topo_local_equals_the_per_seed_definition(chunk):
     """The grouped, box-restricted TOPO kernel gives every seed the values of the plain per-seed definition on
     graphs much larger than a ball (balls cut by the group's box would change them)."""
     from drivemetrics.lanegraph.geo_topo import _candidate_pairs, _resample_lanes, _topo_local
-    from drivemetrics.lanegraph.geometry import MATCH_DIST, _length_graph, lane_arrays
+    from drivemetrics.lanegraph.geometry import MATCH_DIST, lane_arrays, length_graph
 
     gt = _lane_grid(8, 150.0, 3.0, seed=0)
     pred = _lane_grid(8, 150.0, 3.0, seed=1)
@@ -130,7 +130,7 @@ def test_topo_local_equals_the_per_seed_definition(chunk):
     pa, pb, _ = _candidate_pairs(pred_pts, gt_pts, MATCH_DIST)
     chosen = np.flatnonzero(greedy_matching(pa, pb))
     seeds = chosen[np.random.default_rng(2).choice(len(chosen), 40, replace=False)]
-    pred_graph, gt_graph = _length_graph(pred_pts, pred_seg), _length_graph(gt_pts, gt_seg)
+    pred_graph, gt_graph = length_graph(pred_pts, pred_seg), length_graph(gt_pts, gt_seg)
     p, r = _topo_local(pred_pts, pred_graph, gt_pts, gt_graph, (pa, pb), pa[seeds], pb[seeds], chunk=chunk)
     expected = _topo_by_seed(pred_pts, pred_graph, gt_pts, gt_graph, pa, pb, pa[seeds], pb[seeds])
     got = sorted(zip(p.tolist(), r.tolist(), strict=True))

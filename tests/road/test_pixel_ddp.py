@@ -37,8 +37,8 @@ def _worker(rank: int, world: int) -> dict[str, float]:
     metric = RoadPixelMetrics()
     maxf = RoadPixelMaxFScore()
     for preds, target, valid in _frames()[rank::world]:
-        metric.update(preds, target, valid)
-        maxf.update(preds, target, valid)
+        metric.update(preds, target, valid=valid)
+        maxf.update(preds, target, valid=valid)
     scores = metric.compute()
     result = {key: scores[key].item() for key in KEYS}
     result["RoadPixelMaxFScore"] = maxf.compute().item()
@@ -51,7 +51,7 @@ def test_two_process_sync_equals_single_process():
     results = run_distributed(_worker, world=WORLD_SIZE)
     single = RoadPixelMetrics()
     for frame in _frames():
-        single.update(*frame)
+        single.update(frame[0], frame[1], valid=frame[2])
     expected = single.compute()
     local_tp0 = [sum(int((t & v).sum()) for _, t, v in _frames()[r::WORLD_SIZE]) for r in range(WORLD_SIZE)]
     for rank, result in enumerate(results):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import pickle
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,6 +18,12 @@ from drivemetrics.road import RoadPixelAveragePrecision, RoadPixelMaxFScore, Roa
 from .devkit_oracle import devkit_pooled
 
 DEVKIT_THRESH = np.arange(256) / 255.0
+
+
+def _call(fn: Any, frame: Sequence[Any], **keywords: Any) -> Any:
+    """``fn(preds, target, valid=valid, **keywords)`` for a ``(preds, target, valid)`` frame (arrays or tensors)."""
+    preds, target, valid = (torch.as_tensor(x) for x in frame)
+    return fn(preds, target, valid=valid, **keywords)
 
 
 def _frames(seed: int, batch: int = 2, height: int = 12, width: int = 15):
@@ -34,7 +42,7 @@ def test_pooled_over_updates_equals_devkit(device):
         values, target, valid = _frames(seed, batch=1 + seed % 2)
         preds = torch.from_numpy(values)
         preds = preds.float() / 255 if seed % 2 else preds  # mixed input types pool into the same counters
-        metric.update(preds.to(device), torch.from_numpy(target).to(device), torch.from_numpy(valid).to(device))
+        metric.update(preds.to(device), torch.from_numpy(target).to(device), valid=torch.from_numpy(valid).to(device))
         all_values += list(values)
         all_target += list(target)
         all_valid += list(valid)
@@ -53,7 +61,7 @@ def test_fixed_threshold_keys_match_brute_force():
     probs = torch.from_numpy(values).double() / 255
     probs[0, 0, :3] = 0.5  # exact ties at the fixed threshold count as road
     metric = RoadPixelMetrics(fixed_threshold=0.5)
-    metric.update(probs, torch.from_numpy(target), torch.from_numpy(valid))
+    metric.update(probs, torch.from_numpy(target), valid=torch.from_numpy(valid))
     scores = metric.compute()
     road = probs.numpy() >= 0.5
     tp = np.sum(road & target & valid)
@@ -71,10 +79,10 @@ def test_forward_returns_batch_value_and_accumulates():
     a = _frames(1)
     b = _frames(2)
     metric = RoadPixelMetrics()
-    batch_a = metric(*(torch.from_numpy(x) for x in a))
-    batch_b = metric(*(torch.from_numpy(x) for x in b))
+    batch_a = _call(metric, a)
+    batch_b = _call(metric, b)
     only_b = RoadPixelMetrics()
-    only_b.update(*(torch.from_numpy(x) for x in b))
+    _call(only_b.update, b)
     assert batch_b["max_f"].item() == only_b.compute()["max_f"].item()
     both = devkit_pooled([*a[1], *b[1]], [v.astype("f4") / 255 for v in [*a[0], *b[0]]], DEVKIT_THRESH, [*a[2], *b[2]])
     assert metric.compute()["max_f"].item() == pytest.approx(both["max_f"], abs=1e-12)
@@ -87,7 +95,7 @@ def test_state_is_constant_size_counters():
     metric = RoadPixelMetrics()
     sizes_before = {k: v.numel() for k, v in metric.metric_state.items()}
     for seed in range(3):
-        metric.update(*(torch.from_numpy(x) for x in _frames(seed, batch=3)))
+        _call(metric.update, _frames(seed, batch=3))
     sizes_after = {k: v.numel() for k, v in metric.metric_state.items()}
     counters = {"tp": 257, "fp": 257, "fn": 257, "tn": 257}  # 256 + the fixed threshold
     assert sizes_before == sizes_after == {**counters, "counting_config": 257 + 7}
@@ -107,8 +115,8 @@ def test_scalar_wrappers_and_collection():
         }
     )
     for frame in frames:
-        full.update(*frame)
-        collection.update(*frame)
+        _call(full.update, frame)
+        _call(collection.update, frame)
     expected = full.compute()
     got = collection.compute()
     assert got["maxf"].ndim == 0
@@ -119,7 +127,7 @@ def test_scalar_wrappers_and_collection():
 
 def test_pickle_clone_and_custom_threshold_count():
     metric = RoadPixelMetrics(thresholds=11, fixed_threshold=0.3)
-    metric.update(*(torch.from_numpy(x) for x in _frames(4)))
+    _call(metric.update, _frames(4))
     clone = pickle.loads(pickle.dumps(metric))
     assert clone.compute()["max_f"].item() == metric.compute()["max_f"].item()
     assert copy.deepcopy(metric).compute()["best_threshold"].item() == metric.compute()["best_threshold"].item()
@@ -145,12 +153,12 @@ def test_bad_arguments(kwargs, match):
 def test_homography_rules():
     frame = [torch.from_numpy(x) for x in _frames(0)]
     perspective = RoadPixelMetrics()
-    perspective.update(*frame, homography=torch.eye(3))  # ignored: perspective and BEV metrics share collections
+    _call(perspective.update, frame, homography=torch.eye(3))  # ignored: perspective and BEV metrics share collections
     plain = RoadPixelMetrics()
-    plain.update(*frame)
+    _call(plain.update, frame)
     assert torch.equal(perspective.tp, plain.tp)
     with pytest.raises(ValueError, match="needs `homography`"):
-        RoadPixelMetrics(space="bev").update(*frame)
+        _call(RoadPixelMetrics(space="bev").update, frame)
     with pytest.raises(TypeError, match="`grid` must be a BevGrid"):
         RoadPixelMetrics(space="bev", grid=(10, 10))
 
@@ -170,7 +178,7 @@ def test_bev_space_equals_oracle_on_independently_warped_maps(mode):
     homography = _toy_homography().expand(2, 3, 3)
     metric = RoadPixelMetrics(space="bev", grid=grid, warp_mode=mode)
     preds = torch.from_numpy(values)
-    metric.update(preds, torch.from_numpy(target), torch.from_numpy(valid), homography=homography)
+    metric.update(preds, torch.from_numpy(target), valid=torch.from_numpy(valid), homography=homography)
     scores = metric.compute()
     # oracle: labels through geom's nearest/devkit lookup table, numpy indexing, devkit pooling
     label_mode = "nearest" if mode == "bilinear" else mode
@@ -235,7 +243,7 @@ def _kitti_baseline(fixtures_dir):
 def test_kitti_fixture_conformance(fixtures_dir, space, expected):
     metric = RoadPixelMetrics(space=space, compat="reference")
     for preds, road, valid, homography in _kitti_baseline(fixtures_dir):
-        metric.update(preds, road, valid, homography=homography if space == "bev" else None)
+        metric.update(preds, road, valid=valid, homography=homography if space == "bev" else None)
     scores = metric.compute()
     assert scores["best_threshold"].item() == 64 / 255
     assert scores["max_f"].item() == pytest.approx(expected["max_f"], abs=1e-12)
@@ -251,7 +259,7 @@ def test_functional_and_module_give_the_same_dict():
     values, target, valid = (torch.from_numpy(x) for x in _frames(12, batch=3))
     probs = values.float() / 255
     metric = RoadPixelMetrics(thresholds=51, beta=0.5, fixed_threshold=0.35)
-    metric.update(probs, target, valid)
+    metric.update(probs, target, valid=valid)
     module = metric.compute()
     functional = road_pixel_scores(probs, target, valid=valid, thresholds=51, beta=0.5, fixed_threshold=0.35)
     assert module.keys() == functional.keys()
@@ -274,27 +282,27 @@ def test_collection_never_merges_differently_configured_counters():
     )
     empty = torch.zeros(1, 40, 60)
     # a first batch that counts nothing anywhere: every counter stays 0
-    collection.update(empty, empty.bool(), torch.zeros(1, 40, 60, dtype=torch.bool), homography=homography)
+    collection.update(empty, empty.bool(), valid=torch.zeros(1, 40, 60, dtype=torch.bool), homography=homography)
     frames = [torch.from_numpy(x) for x in _frames(6, batch=1, height=40, width=60)]
-    collection.update(*frames, homography=homography)
+    _call(collection.update, frames, homography=homography)
     groups = [sorted(g) for g in collection.compute_groups.values()]
     assert ["ap", "persp"] in groups
     assert ["bev"] in groups
     assert ["shifted"] in groups
     persp = RoadPixelMaxFScore()
-    persp.update(*frames)
+    _call(persp.update, frames)
     assert collection.compute()["persp"].item() == persp.compute().item()
 
 
 def test_without_fixed_threshold():
     frame = [torch.from_numpy(x) for x in _frames(13)]
     metric = RoadPixelMetrics(fixed_threshold=None)
-    metric.update(frame[0].float() / 255, *frame[1:])
+    metric.update(frame[0].float() / 255, frame[1], valid=frame[2])
     scores = metric.compute()
     assert "f_measure_fixed" not in scores
     assert metric.tp.numel() == 256
     with_fixed = RoadPixelMetrics()
-    with_fixed.update(frame[0].float() / 255, *frame[1:])
+    with_fixed.update(frame[0].float() / 255, frame[1], valid=frame[2])
     assert scores["max_f"].item() == with_fixed.compute()["max_f"].item()
     with pytest.raises(ValueError, match="`fixed_threshold` must be None or a number"):
         RoadPixelMetrics(fixed_threshold=True)
@@ -306,7 +314,7 @@ def test_plot_draws_the_kept_curve_and_the_working_point():
     import matplotlib.pyplot as plt
 
     metric = RoadPixelMetrics()
-    metric.update(*(torch.from_numpy(x) for x in _frames(14)))
+    _call(metric.update, _frames(14))
     scores = metric.compute()
     fig, ax = metric.plot()
     curve, point = ax.get_lines()
@@ -321,6 +329,6 @@ def test_forward_with_preds_that_require_grad():
     values, target, valid = (torch.from_numpy(x) for x in _frames(15))
     probs = (values.float() / 255).requires_grad_(True)
     metric = RoadPixelMetrics()
-    batch = metric(probs, target, valid)  # forward runs update with grad enabled
+    batch = metric(probs, target, valid=valid)  # forward runs update with grad enabled
     assert not batch["max_f"].requires_grad
     assert batch["max_f"].item() == metric.compute()["max_f"].item()

@@ -58,10 +58,10 @@ def test_road_eval_cli_on_synthetic_folder_matches_in_memory_metric(dataset, spa
     preds = (scene.confidence * 255).round().to(torch.uint8)
     if space == "perspective":
         metric = RoadPixelMetrics()
-        metric.update(preds, scene.road, scene.valid)
+        metric.update(preds, scene.road, valid=scene.valid)
     else:
         metric = RoadPixelMetrics(space="bev")
-        metric.update(preds, scene.road, scene.valid, homography=default_image_from_road().expand(2, 3, 3))
+        metric.update(preds, scene.road, valid=scene.valid, homography=default_image_from_road().expand(2, 3, 3))
     expected = metric.compute()
     # the CLI's JSON keeps the devkit's names (MaxF, AvgPrec, PRE_wp, ...)
     for key, devkit_name in (("max_f", "MaxF"), ("average_precision", "AvgPrec"), ("precision_wp", "PRE_wp")):
