@@ -603,7 +603,14 @@ class OpenLane3DCategoryAccuracy(ScalarMetric, OpenLane3DMetrics):
     key = "category_accuracy"
 
 
-class OpenLane3DXErrorClose(ScalarMetric, OpenLane3DMetrics):
+class _OpenLane3DMeanMetres(ScalarMetric, OpenLane3DMetrics):
+    """A mean error of the counted pairs, metres: lower is better, no upper bound on its plot."""
+
+    higher_is_better = False
+    plot_upper_bound = None
+
+
+class OpenLane3DXErrorClose(_OpenLane3DMeanMetres):
     """Mean lateral error of the counted pairs, y <= 40 m, metres (arguments as :class:`OpenLane3DMetrics`).
 
     Examples:
@@ -615,12 +622,10 @@ class OpenLane3DXErrorClose(ScalarMetric, OpenLane3DMetrics):
         0.25
     """
 
-    higher_is_better = False
-    plot_upper_bound = None
     key = "x_error_close"
 
 
-class OpenLane3DXErrorFar(ScalarMetric, OpenLane3DMetrics):
+class OpenLane3DXErrorFar(_OpenLane3DMeanMetres):
     """Mean lateral error of the counted pairs, y > 40 m, metres (arguments as :class:`OpenLane3DMetrics`).
 
     Examples:
@@ -632,12 +637,10 @@ class OpenLane3DXErrorFar(ScalarMetric, OpenLane3DMetrics):
         0.5
     """
 
-    higher_is_better = False
-    plot_upper_bound = None
     key = "x_error_far"
 
 
-class OpenLane3DZErrorClose(ScalarMetric, OpenLane3DMetrics):
+class OpenLane3DZErrorClose(_OpenLane3DMeanMetres):
     """Mean height error of the counted pairs, y <= 40 m, metres (arguments as :class:`OpenLane3DMetrics`).
 
     Examples:
@@ -649,12 +652,10 @@ class OpenLane3DZErrorClose(ScalarMetric, OpenLane3DMetrics):
         0.25
     """
 
-    higher_is_better = False
-    plot_upper_bound = None
     key = "z_error_close"
 
 
-class OpenLane3DZErrorFar(ScalarMetric, OpenLane3DMetrics):
+class OpenLane3DZErrorFar(_OpenLane3DMeanMetres):
     """Mean height error of the counted pairs, y > 40 m, metres (arguments as :class:`OpenLane3DMetrics`).
 
     Examples:
@@ -666,6 +667,4 @@ class OpenLane3DZErrorFar(ScalarMetric, OpenLane3DMetrics):
         0.5
     """
 
-    higher_is_better = False
-    plot_upper_bound = None
     key = "z_error_far"
