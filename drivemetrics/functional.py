@@ -48,7 +48,12 @@ from drivemetrics.polyline.average_precision import (
     interpolated_precision_11point,
     pooled_precision_recall,
 )
-from drivemetrics.polyline.chamfer import chamfer_distance, chamfer_distance_matrix, point_distance_matrix
+from drivemetrics.polyline.chamfer import (
+    chamfer_distance,
+    chamfer_distance_matrix,
+    chamfer_distance_pairs,
+    point_distance_matrix,
+)
 from drivemetrics.polyline.frechet import (
     bounded_frechet_distance_pairs,
     frechet_distance_matrix,
@@ -81,7 +86,7 @@ from drivemetrics.roadnet.subg import subg
 from drivemetrics.roadnet.tlts import tlts
 from drivemetrics.vectormap.buffer import buffers_intersect
 from drivemetrics.vectormap.chamfer_loss import map_chamfer_loss
-from drivemetrics.vectormap.map_ap import vector_map_ap, vector_map_ap_from_matches, vector_map_matches
+from drivemetrics.vectormap.scoring import vector_map_ap, vector_map_ap_from_matches, vector_map_matches
 
 __all__ = [
     "apls",
@@ -97,6 +102,7 @@ __all__ = [
     "ccq_graph",
     "chamfer_distance",
     "chamfer_distance_matrix",
+    "chamfer_distance_pairs",
     "corridor_curves",
     "corridor_row_statistics",
     "counts_at_threshold",

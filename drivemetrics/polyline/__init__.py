@@ -6,8 +6,9 @@ Layer 1 (imports torch only, defines no Metric). Sets of polylines are padded te
 
 - :mod:`~drivemetrics.polyline.resample`: ``arc_length``, ``interpolate_at``, ``resample_by_count`` (even arc
   length, ends included), ``resample_by_spacing`` (fixed spacing, numpy ``arange`` end effects).
-- :mod:`~drivemetrics.polyline.chamfer`: ``chamfer_distance`` (paired) and ``chamfer_distance_matrix`` (all pairs
-  of each frame), reduction ``"mean"`` / ``"sum"`` / ``"max"`` / one direction; differentiable.
+- :mod:`~drivemetrics.polyline.chamfer`: ``chamfer_distance`` (paired), ``chamfer_distance_matrix`` (all pairs
+  of each frame) and ``chamfer_distance_pairs`` (pairs listed by index into two sets of lines), reduction
+  ``"mean"`` / ``"sum"`` / ``"max"`` / one direction; differentiable.
 - :mod:`~drivemetrics.polyline.frechet`: ``frechet_distance_matrix`` (same call signature as
   ``chamfer_distance_matrix``), ``frechet_distance_pairs`` and ``soft_frechet_distance_pairs`` (log-sum-exp, for
   losses), ``bounded_frechet_distance_pairs`` (banded, exact up to a bound, pruned above it); anti-diagonal
@@ -29,6 +30,7 @@ from drivemetrics.polyline.chamfer import (
     ChamferReduction,
     chamfer_distance,
     chamfer_distance_matrix,
+    chamfer_distance_pairs,
     point_distance_matrix,
 )
 from drivemetrics.polyline.frechet import (
@@ -55,6 +57,7 @@ __all__ = [
     "bounded_frechet_distance_pairs",
     "chamfer_distance",
     "chamfer_distance_matrix",
+    "chamfer_distance_pairs",
     "check_polylines",
     "drop_closing_point",
     "frechet_distance_matrix",
