@@ -23,8 +23,9 @@ scipy 1.10.1, shapely 1.8.5.post1 and prettytable, the versions the fixtures' ex
 code needs shapely < 2), with tiny stand-ins for the mmcv / mmdet / mmdet3d names the files import (Timer, load,
 dump, ProgressBar, Config, print_log, bbox_overlaps, build_dataset, build_dataloader, terminaltables.AsciiTable:
 none touches a number). The library: ``python -m drivemetrics map-eval --protocol P --json ...`` with its default
-workers; then ``evaluate_map_files`` in this process (torch already imported, ``--threads`` torch threads), the
-in-memory time.
+workers (where orjson, the ``fast`` extra, is importable, once more with ``DRIVEMETRICS_FAST_JSON=0``: the
+standard library's parser); then ``evaluate_map_files`` in this process (torch already imported, ``--threads``
+torch threads), the in-memory time.
 
 Without ``--official-python`` (or ``--setup``) the library is timed alone. Printed per protocol: official and
 library end-to-end times, the ratio, whether all 13 numbers agree (3 classes x 3 thresholds, 3 class APs, mAP; the
@@ -317,9 +318,20 @@ def _flatten(report: dict) -> dict[str, float]:
     return detail
 
 
-def run_library_end_to_end(protocol: str, gt: Path, pred: Path, out: Path, device: str) -> tuple[float, dict]:
-    """One ``drivemetrics map-eval`` process with its default workers: (wall seconds, the 13 values)."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+def orjson_installed() -> bool:
+    """Whether the optional ``orjson`` parser (the ``fast`` extra) is importable here."""
+    import importlib.util
+
+    return importlib.util.find_spec("orjson") is not None
+
+
+def run_library_end_to_end(
+    protocol: str, gt: Path, pred: Path, out: Path, device: str, fast_json: bool = True
+) -> tuple[float, dict]:
+    """One ``drivemetrics map-eval`` process with its default workers: (wall seconds, the 13 values).
+    ``fast_json=False`` makes it parse with the standard library's ``json`` even where orjson is installed."""
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": path, "DRIVEMETRICS_FAST_JSON": str(int(fast_json))}
     command = [sys.executable, "-m", "drivemetrics", "map-eval", "--protocol", protocol, "--gt", str(gt)]
     command += ["--pred", str(pred), "--json", str(out), "--no-progress", "--device", device]
     start = time.perf_counter()
@@ -370,7 +382,8 @@ def main() -> None:
         if official and sources[protocol] is None:
             parser.error(f"{protocol} needs --{'maptr' if protocol == 'nuscenes-maptr' else 'cvpr23'}-src")
     machine = f"{os.cpu_count()} CPUs, {platform.processor() or platform.machine()}"
-    print(f"{machine}, {time.strftime('%Y-%m-%d %H:%M %Z')}, {args.samples} samples")
+    with_orjson = orjson_installed()
+    print(f"{machine}, {time.strftime('%Y-%m-%d %H:%M %Z')}, {args.samples} samples, orjson installed: {with_orjson}")
     gt_maptr, pred_maptr = make_synthetic(args.samples)
     lines, records = [], []
     with tempfile.TemporaryDirectory() as tmp:
@@ -390,6 +403,7 @@ def main() -> None:
             if official:
                 package, runner = prepare_official(protocol, sources[protocol], work)
             official_walls, official_inner, library_walls, loads = [], [], [], [os.getloadavg()[0]]
+            stdlib_walls: list[float] = []
             official_detail: dict = {}
             for _ in range(args.repeat):  # official first, alternating
                 if official:
@@ -402,6 +416,11 @@ def main() -> None:
                     protocol, gt_file, pred_file, work / "out.json", args.device
                 )
                 library_walls.append(wall)
+                if with_orjson:  # the same without orjson (standard-library JSON), as without the fast extra
+                    wall, _ = run_library_end_to_end(
+                        protocol, gt_file, pred_file, work / "out.json", args.device, fast_json=False
+                    )
+                    stdlib_walls.append(wall)
                 loads.append(os.getloadavg()[0])
             in_process, in_detail = run_library_in_process(protocol, gt_file, pred_file, args.threads, args.device)
             loads.append(os.getloadavg()[0])
@@ -411,6 +430,8 @@ def main() -> None:
                 "samples": args.samples,
                 "library_end_to_end_s": library_walls,
                 "library_in_process_s": in_process,
+                "library_end_to_end_stdlib_json_s": stdlib_walls,
+                "orjson": with_orjson,
                 "load": [round(x, 2) for x in loads],
                 "library": library_detail,
             }
@@ -431,6 +452,10 @@ def main() -> None:
                     f"library {min(library_walls):.2f}-{max(library_walls):.2f} s; in process {in_process:.2f} s); "
                     f"numbers {agree} (largest difference {diff:.1e}, mAP {official_detail['mAP']:.6f})"
                 )
+                if stdlib_walls:
+                    stdlib_s = statistics.median(stdlib_walls)
+                    line += f"; without orjson {stdlib_s:.2f} s = {official_s / stdlib_s:.1f}x"
+                    record["ratio_stdlib_json"] = official_s / stdlib_s
             line += f"; load {min(loads):.1f}-{max(loads):.1f}"
             print(line, flush=True)
             lines.append(line)

@@ -176,6 +176,41 @@ def _buffer_prefilter(
         distances[b[~meet], c[~meet], k[~meet], g[~meet]] = torch.inf
 
 
+def _distance_matrix(
+    pred_lines: Tensor,
+    pred_counts: Tensor,
+    pred_line: Tensor,
+    gt_lines: Tensor,
+    gt_counts: Tensor,
+    gt_line: Tensor,
+    proto: MapProtocol,
+    reach: float,
+) -> Tensor:
+    """``(B, C, K, L)`` Chamfer distances of every prediction to every GT line of its frame and class (lines as
+    :func:`_resample_lines` gives them); pairs provably farther than ``reach`` (the largest threshold) never match:
+    not computed (inf), see ``max_distance``; then the protocol's buffer prefilter."""
+    b, c, k, g = ((pred_line >= 0)[..., :, None] & (gt_line >= 0)[..., None, :]).nonzero(as_tuple=True)
+    pair_distances = chamfer_distance_pairs(
+        pred_lines,
+        pred_counts,
+        gt_lines,
+        gt_counts,
+        pred_line[b, c, k],
+        gt_line[b, c, g],
+        max_distance=reach,
+        validate_args=False,
+    )
+    distances = torch.full(
+        (*pred_line.shape, gt_line.shape[-1]), torch.inf, dtype=pred_lines.dtype, device=pred_lines.device
+    )
+    distances[b, c, k, g] = pair_distances
+    if proto.buffer_prefilter is not None and distances.numel() and distances.shape[-1]:
+        _buffer_prefilter(
+            distances, pred_lines, pred_counts, pred_line, gt_lines, gt_counts, gt_line, proto.buffer_prefilter, reach
+        )
+    return distances
+
+
 def vector_map_matches(
     preds: Mapping[str, Tensor],
     target: Mapping[str, Tensor],
@@ -242,33 +277,9 @@ def vector_map_matches(
     gt_g, gt_gl, _ = _group_by_class(target.detach().to(dtype), target_lengths, target_labels, num_classes)
     pred_lines, pred_counts, pred_line = _resample_lines(pred_g, pred_gl, proto)
     gt_lines, gt_counts, gt_line = _resample_lines(gt_g, gt_gl, proto)
-    # every prediction against every GT line of its frame and class, (B, C, K, L); pairs provably farther than the
-    # largest threshold never match: not computed (inf), see max_distance
-    b, c, k, g = ((pred_line >= 0)[..., :, None] & (gt_line >= 0)[..., None, :]).nonzero(as_tuple=True)
-    pair_distances = chamfer_distance_pairs(
-        pred_lines,
-        pred_counts,
-        gt_lines,
-        gt_counts,
-        pred_line[b, c, k],
-        gt_line[b, c, g],
-        max_distance=max(thresholds_t),
-        validate_args=False,
+    distances = _distance_matrix(
+        pred_lines, pred_counts, pred_line, gt_lines, gt_counts, gt_line, proto, max(thresholds_t)
     )
-    distances = torch.full((*pred_line.shape, gt_line.shape[-1]), torch.inf, dtype=dtype, device=preds.device)
-    distances[b, c, k, g] = pair_distances
-    if proto.buffer_prefilter is not None and distances.numel() and distances.shape[-1]:
-        _buffer_prefilter(
-            distances,
-            pred_lines,
-            pred_counts,
-            pred_line,
-            gt_lines,
-            gt_counts,
-            gt_line,
-            proto.buffer_prefilter,
-            max(thresholds_t),
-        )
     scores_g = torch.where(
         source >= 0, preds_scores.detach().gather(1, source.clamp_min(0).flatten(1)).reshape(source.shape), 0
     )
