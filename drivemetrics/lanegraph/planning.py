@@ -284,52 +284,30 @@ class LaneGraphPlanningMMD(ScalarMetric, LaneGraphPlanningMetrics):
     """Planning MMD, pixels (the ``'mmd'`` value of :class:`LaneGraphPlanningMetrics`; same arguments and states).
 
     Examples:
-        >>> import networkx as nx, numpy as np
-        >>> gt, pred = nx.path_graph(80, nx.DiGraph), nx.path_graph(80, nx.DiGraph)  # straight lanes 3 px apart
-        >>> nx.set_node_attributes(gt, {n: np.array([5.0 * n, 0.0]) for n in gt}, "pos")
-        >>> nx.set_node_attributes(pred, {n: np.array([5.0 * n, 3.0]) for n in pred}, "pos")
-        >>> metric = LaneGraphPlanningMMD()
-        >>> metric.update(pred, gt)
-        >>> round(float(metric.compute()), 3)
-        3.0
+        >>> LaneGraphPlanningMMD()(**drivemetrics.lanegraph.planning_example_inputs())
+        tensor(3., dtype=torch.float64)
     """
 
-    higher_is_better = False
-    plot_upper_bound = None  # pixels: unbounded
-    key = "mmd"
+    key = "mmd"  # a distance: lower is better, unbounded (as the family)
 
 
 class LaneGraphPlanningMED(ScalarMetric, LaneGraphPlanningMetrics):
     """Planning MED, pixels (the ``'med'`` value of :class:`LaneGraphPlanningMetrics`; same arguments and states).
 
     Examples:
-        >>> import networkx as nx, numpy as np
-        >>> gt, pred = nx.path_graph(80, nx.DiGraph), nx.path_graph(80, nx.DiGraph)  # straight lanes 3 px apart
-        >>> nx.set_node_attributes(gt, {n: np.array([5.0 * n, 0.0]) for n in gt}, "pos")
-        >>> nx.set_node_attributes(pred, {n: np.array([5.0 * n, 3.0]) for n in pred}, "pos")
-        >>> metric = LaneGraphPlanningMED()
-        >>> metric.update(pred, gt)
-        >>> round(float(metric.compute()), 3)
-        3.0
+        >>> LaneGraphPlanningMED()(**drivemetrics.lanegraph.planning_example_inputs())
+        tensor(3., dtype=torch.float64)
     """
 
-    higher_is_better = False
-    plot_upper_bound = None  # pixels: unbounded
-    key = "med"
+    key = "med"  # a distance: lower is better, unbounded (as the family)
 
 
 class LaneGraphPlanningSuccessRate(ScalarMetric, LaneGraphPlanningMetrics):
     """Planning success rate (the ``'sr'`` value of :class:`LaneGraphPlanningMetrics`; same arguments and states).
 
     Examples:
-        >>> import networkx as nx, numpy as np
-        >>> gt, pred = nx.path_graph(80, nx.DiGraph), nx.path_graph(80, nx.DiGraph)  # straight lanes 3 px apart
-        >>> nx.set_node_attributes(gt, {n: np.array([5.0 * n, 0.0]) for n in gt}, "pos")
-        >>> nx.set_node_attributes(pred, {n: np.array([5.0 * n, 3.0]) for n in pred}, "pos")
-        >>> metric = LaneGraphPlanningSuccessRate()
-        >>> metric.update(pred, gt)
-        >>> round(float(metric.compute()), 3)
-        1.0
+        >>> LaneGraphPlanningSuccessRate()(**drivemetrics.lanegraph.planning_example_inputs())
+        tensor(1., dtype=torch.float64)
     """
 
     higher_is_better = True

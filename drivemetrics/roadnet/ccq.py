@@ -417,36 +417,24 @@ class CCQMetrics(MetricFamily):
 
 
 class CCQCorrectness(ScalarMetric, CCQMetrics):
-    """CCQ correctness (precision of predicted road pixels within the slack) (arguments as :class:`CCQMetrics`).
+    """CCQ correctness ``TP / (TP + FP)``: the share of predicted road pixels within the slack of the ground truth
+    (arguments as :class:`CCQMetrics`).
 
     Examples:
-        >>> import networkx as nx, numpy as np
-        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
-        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
-        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
-        >>> metric = CCQCorrectness()
-        >>> metric.update(pred, gt)
-        >>> round(float(metric.compute()), 4)
-        1.0
+        >>> CCQCorrectness()(**drivemetrics.roadnet.roadnet_example_inputs())
+        tensor(1.)
     """
 
     key = "correctness"
 
 
 class CCQCompleteness(ScalarMetric, CCQMetrics):
-    """CCQ completeness (recall of ground-truth road pixels within the slack) (arguments as :class:`CCQMetrics`).
+    """CCQ completeness ``TP / (TP + FN)``: the share of ground-truth road pixels within the slack of the prediction
+    (arguments as :class:`CCQMetrics`).
 
     Examples:
-        >>> import networkx as nx, numpy as np
-        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
-        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
-        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
-        >>> metric = CCQCompleteness()
-        >>> metric.update(pred, gt)
-        >>> round(float(metric.compute()), 4)
-        0.7556
+        >>> CCQCompleteness()(**drivemetrics.roadnet.roadnet_example_inputs())
+        tensor(0.7556)
     """
 
     key = "completeness"
@@ -456,15 +444,8 @@ class CCQQuality(ScalarMetric, CCQMetrics):
     """CCQ quality (``TP / (TP + FP + FN)`` of road pixels) (arguments as :class:`CCQMetrics`).
 
     Examples:
-        >>> import networkx as nx, numpy as np
-        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
-        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
-        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
-        >>> metric = CCQQuality()
-        >>> metric.update(pred, gt)
-        >>> round(float(metric.compute()), 4)
-        0.7556
+        >>> CCQQuality()(**drivemetrics.roadnet.roadnet_example_inputs())
+        tensor(0.7556)
     """
 
     key = "quality"

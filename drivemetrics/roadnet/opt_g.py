@@ -377,15 +377,8 @@ class OptGPrecision(ScalarMetric, OptGMetrics):
     """OPT-G subgraph precision, counts summed over tiles (arguments as :class:`OptGMetrics`).
 
     Examples:
-        >>> import networkx as nx, numpy as np
-        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
-        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
-        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
-        >>> metric = OptGPrecision(n_samples=50)
-        >>> metric.update(pred, gt)
-        >>> round(float(metric.compute()), 4)
-        0.9984
+        >>> OptGPrecision(n_samples=50)(**drivemetrics.roadnet.roadnet_example_inputs())
+        tensor(0.9984, dtype=torch.float64)
     """
 
     key = "precision"
@@ -395,15 +388,8 @@ class OptGRecall(ScalarMetric, OptGMetrics):
     """OPT-G subgraph recall, counts summed over tiles (arguments as :class:`OptGMetrics`).
 
     Examples:
-        >>> import networkx as nx, numpy as np
-        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
-        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
-        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
-        >>> metric = OptGRecall(n_samples=50)
-        >>> metric.update(pred, gt)
-        >>> round(float(metric.compute()), 4)
-        0.7426
+        >>> OptGRecall(n_samples=50)(**drivemetrics.roadnet.roadnet_example_inputs())
+        tensor(0.7426, dtype=torch.float64)
     """
 
     key = "recall"
@@ -413,15 +399,8 @@ class OptGF1Score(ScalarMetric, OptGMetrics):
     """OPT-G F1, counts summed over tiles (arguments as :class:`OptGMetrics`).
 
     Examples:
-        >>> import networkx as nx, numpy as np
-        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
-        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
-        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
-        >>> metric = OptGF1Score(n_samples=50)
-        >>> metric.update(pred, gt)
-        >>> round(float(metric.compute()), 4)
-        0.8517
+        >>> OptGF1Score(n_samples=50)(**drivemetrics.roadnet.roadnet_example_inputs())
+        tensor(0.8517, dtype=torch.float64)
     """
 
     key = "f1"

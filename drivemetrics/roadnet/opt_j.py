@@ -256,15 +256,8 @@ class OptJPrecision(ScalarMetric, OptJMetrics):
     """OPT-J junction precision, counts summed over tiles (arguments as :class:`OptJMetrics`).
 
     Examples:
-        >>> import networkx as nx, numpy as np
-        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
-        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
-        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
-        >>> metric = OptJPrecision()
-        >>> metric.update(pred, gt)
-        >>> round(float(metric.compute()), 4)
-        1.0
+        >>> OptJPrecision()(**drivemetrics.roadnet.roadnet_example_inputs())
+        tensor(1., dtype=torch.float64)
     """
 
     key = "precision"
@@ -274,15 +267,8 @@ class OptJRecall(ScalarMetric, OptJMetrics):
     """OPT-J junction recall, counts summed over tiles (arguments as :class:`OptJMetrics`).
 
     Examples:
-        >>> import networkx as nx, numpy as np
-        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
-        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
-        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
-        >>> metric = OptJRecall()
-        >>> metric.update(pred, gt)
-        >>> round(float(metric.compute()), 4)
-        0.75
+        >>> OptJRecall()(**drivemetrics.roadnet.roadnet_example_inputs())
+        tensor(0.7500, dtype=torch.float64)
     """
 
     key = "recall"
@@ -292,15 +278,8 @@ class OptJF1Score(ScalarMetric, OptJMetrics):
     """OPT-J junction F1, counts summed over tiles (arguments as :class:`OptJMetrics`).
 
     Examples:
-        >>> import networkx as nx, numpy as np
-        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
-        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
-        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
-        >>> metric = OptJF1Score()
-        >>> metric.update(pred, gt)
-        >>> round(float(metric.compute()), 4)
-        0.8571
+        >>> OptJF1Score()(**drivemetrics.roadnet.roadnet_example_inputs())
+        tensor(0.8571, dtype=torch.float64)
     """
 
     key = "f1"

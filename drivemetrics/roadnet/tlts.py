@@ -319,15 +319,8 @@ class TLTSAccuracy(ScalarMetric, TLTSMetrics):
     """TLTS fraction of correct paths (neither too long nor too short), pooled (arguments as :class:`TLTSMetrics`).
 
     Examples:
-        >>> import networkx as nx, numpy as np
-        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
-        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
-        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
-        >>> metric = TLTSAccuracy(n_paths=100)
-        >>> metric.update(pred, gt)
-        >>> round(float(metric.compute()), 4)
-        0.51
+        >>> TLTSAccuracy(n_paths=100)(**drivemetrics.roadnet.roadnet_example_inputs())
+        tensor(0.5100)
     """
 
     key = "correct"
