@@ -64,6 +64,17 @@ def _map_chamfer_permuted() -> tuple[Callable[..., torch.Tensor], tuple[torch.Te
     return MapChamferLoss(mode="permuted", validate_args=False), (preds, torch.randn(2, 3, 5, 2))
 
 
+def _map_chamfer() -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...]]:
+    """The symmetric Chamfer mode: its fast path for fully valid lines honours ``validate_args=False`` (it was a
+    graph break), with GT lines of several lengths and one ignored pair."""
+    from drivemetrics.vectormap import MapChamferLoss
+
+    preds = torch.randn(2, 3, 5, 2, requires_grad=True)
+    target_lengths = torch.tensor([[7, 4, 0], [2, 7, 7]])
+    loss = MapChamferLoss(validate_args=False)
+    return (lambda p, t: loss(p, t, target_lengths)), (preds, torch.randn(2, 3, 7, 2))
+
+
 def _center_maps() -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...]]:
     def loss(maps: torch.Tensor) -> torch.Tensor:
         return road_center_attack_loss(expected_center_from_maps(maps, lanes=(1, 2), validate_args=False))
@@ -91,6 +102,7 @@ CASES = {
     "soft_f_pooled": _soft_f_pooled,
     "soft_f_bev": _soft_f_bev,
     "psld": _psld,
+    "map_chamfer": _map_chamfer,
     "map_chamfer_permuted": _map_chamfer_permuted,
     "center_maps": _center_maps,
     "center_polynomials": _center_polynomials,
