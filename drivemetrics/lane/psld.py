@@ -54,6 +54,8 @@ __all__ = [
 ]
 
 XRefSource = Literal["rollout", "center"]
+#: How PSLD reduces the per-profile values: their mean, their sum, or none (one value per profile).
+PSLDReduction = Literal["mean", "sum", "none"]
 
 
 def _check_profiles(preds: Tensor, target: Tensor, z_samples: Tensor, values: bool = True) -> None:
@@ -197,7 +199,7 @@ def psld(
     x_ref_source: XRefSource = "rollout",
     controller: LateralController | None = None,
     initial_steering: Tensor | None = None,
-    reduction: str = "mean",
+    reduction: PSLDReduction = "mean",
     validate_args: bool = True,
 ) -> Tensor:
     """PSLD (metres per step): ``(1 / Tp) max_t |x(t) - x_ref(t)|`` per frame, reduced over frames.
@@ -293,7 +295,7 @@ class PSLDLoss(nn.Module):
         rows: Tensor | None = None,
         softmax_temperature: float = 1.0,
         lane_width: float = DEFAULT_LANE_WIDTH,
-        reduction: str = "mean",
+        reduction: PSLDReduction = "mean",
         validate_args: bool = True,
     ) -> None:
         super().__init__()

@@ -50,12 +50,12 @@ Fixed in the default mode (each reproduced by ``compat="reference"``):
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 import networkx as nx
 from torch import Tensor
 
-from drivemetrics._internal.compat import check_compat
+from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.metric import ScalarMetric, add_config_state
 from drivemetrics.lanegraph._metric import PerSampleMean
 from drivemetrics.lanegraph.apls import lanegraph_apls
@@ -72,6 +72,7 @@ __all__ = [
     "LaneGraphMetrics",
     "LaneGraphSDA20",
     "LaneGraphSDA50",
+    "LaneGraphTask",
     "LaneGraphTopoPrecision",
     "LaneGraphTopoRecall",
     "evaluate_lanegraph_pair",
@@ -82,13 +83,16 @@ __all__ = [
 # ---------------------------------------------------------------------------------------------------------------
 # one sample
 
+#: The UrbanLaneGraph benchmark task of a sample: 256 x 256 successor crops or 5000 x 5000 full tiles.
+LaneGraphTask = Literal["successor", "full"]
+
 
 def evaluate_lanegraph_pair(
     preds: nx.DiGraph,
     target: nx.DiGraph,
     *,
-    task: str = "successor",
-    compat: str = "default",
+    task: LaneGraphTask = "successor",
+    compat: Compat = "default",
     apls_max_sources: int | None = 500,
     seed: int = 0,
     validate_args: bool = True,
@@ -118,8 +122,8 @@ def evaluate_lanegraph_pair(
 def lanegraph_pair_values(
     preds: nx.DiGraph,
     target: nx.DiGraph,
-    task: str = "successor",
-    compat: str = "default",
+    task: LaneGraphTask = "successor",
+    compat: Compat = "default",
     apls_max_sources: int | None = 500,
     seed: int = 0,
 ) -> dict[str, float]:
@@ -188,7 +192,7 @@ class LaneGraphMetrics(PerSampleMean):
     _keys = LANE_METRICS
 
     def __init__(
-        self, task: str = "successor", compat: str = "default", validate_args: bool = True, **kwargs: Any
+        self, task: LaneGraphTask = "successor", compat: Compat = "default", validate_args: bool = True, **kwargs: Any
     ) -> None:
         super().__init__(**kwargs)
         self.validate_args = bool(validate_args)

@@ -12,7 +12,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 from torch import Tensor
 
-from drivemetrics._internal.compat import check_compat
+from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.metric import ScalarMetric, add_config_state
 from drivemetrics.lanegraph._metric import PerSampleMean
 from drivemetrics.lanegraph.geometry import (
@@ -197,7 +197,7 @@ def planning(
     preds: nx.DiGraph,
     target: nx.DiGraph,
     *,
-    compat: str = "default",
+    compat: Compat = "default",
     seed: int | Sequence[int] = 0,
     attempts: int = 100,
     reference_random: ReferencePlanningRandom | None = None,
@@ -221,7 +221,7 @@ def planning(
 def planning_values(
     preds: nx.DiGraph,
     target: nx.DiGraph,
-    compat: str = "default",
+    compat: Compat = "default",
     seed: int | Sequence[int] = 0,
     attempts: int = 100,
     reference_random: ReferencePlanningRandom | None = None,
@@ -268,7 +268,7 @@ class LaneGraphPlanningMetrics(PerSampleMean):
     plot_upper_bound = None  # distances in pixels: unbounded
     _keys = PLANNING_METRICS
 
-    def __init__(self, compat: str = "default", seed: int = 0, validate_args: bool = True, **kwargs: Any) -> None:
+    def __init__(self, compat: Compat = "default", seed: int = 0, validate_args: bool = True, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.validate_args = bool(validate_args)
         check_compat(compat)

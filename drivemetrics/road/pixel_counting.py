@@ -19,7 +19,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from drivemetrics._internal.compat import check_compat
+from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.validation import check_binary, check_finite, check_same_shape, check_tensor
 from drivemetrics.road.bev_inputs import as_batch
 
@@ -521,7 +521,7 @@ def scores_from_counts(
     counts: PixelCounts | Sequence[Tensor],
     thresholds: int | Sequence[float] | Tensor | None = None,
     beta: float = 1.0,
-    compat: str = "default",
+    compat: Compat = "default",
     warn_empty: bool = True,
     *,
     validate_args: bool = True,
@@ -702,7 +702,7 @@ def scores_with_fixed_threshold(
     fixed_index: Tensor | None,
     fixed_threshold: float | None,
     beta: float = 1.0,
-    compat: str = "default",
+    compat: Compat = "default",
 ) -> dict[str, Tensor]:
     """:func:`scores_from_counts` over the sweep plus ``f_measure_fixed``, ``precision_fixed``, ``recall_fixed``,
     ``iou_fixed`` and ``fixed_threshold`` (unless it is ``None``), from counts taken at the union of

@@ -33,6 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from drivemetrics._internal.compat import Compat
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
 from drivemetrics._internal.validation import check_same_shape, check_shape, check_tensor
 from drivemetrics.roadnet.geometry import (
@@ -145,7 +146,7 @@ def ccq(
     slack: float | None = None,
     scale: float = 0.25,
     canvas: tuple[float, float, int, int] | None = None,
-    compat: str = "default",
+    compat: Compat = "default",
     validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """CCQ of a batch of skeleton images ``(B, H, W)`` (counts summed over the batch), or of two road graphs.
@@ -277,7 +278,7 @@ def ccq_graph(
     scale: float = 0.25,
     canvas: tuple[float, float, int, int] | None = None,
     device: torch.device | str | None = None,
-    compat: str = "default",
+    compat: Compat = "default",
     validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """CCQ of two road graphs rendered on one canvas.
@@ -360,7 +361,7 @@ class CCQMetrics(MetricFamily):
         scale: float = 0.25,
         *,
         canvas: tuple[float, float, int, int] | None = None,
-        compat: str = "default",
+        compat: Compat = "default",
         validate_args: bool = True,
         **kwargs: object,
     ) -> None:

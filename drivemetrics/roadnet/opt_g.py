@@ -45,9 +45,11 @@ from scipy.sparse.csgraph import breadth_first_order
 from scipy.spatial import cKDTree
 from torch import Tensor
 
+from drivemetrics._internal.compat import Compat
 from drivemetrics._internal.metric import ScalarMetric, add_config_state
 from drivemetrics.roadnet._metric import GraphMetric, tensor_f1, tensor_ratios
 from drivemetrics.roadnet.geometry import (
+    PointMatching,
     check_compat,
     f1_from,
     graph_arrays,
@@ -228,9 +230,9 @@ def opt_g(
     radius: float = 300.0,
     d_match: float = 25.0,
     spacing: float = 10.0,
-    matching: str | None = None,
+    matching: PointMatching | None = None,
     seed: int | None = 0,
-    compat: str = "default",
+    compat: Compat = "default",
     validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """OPT-G subgraph precision / recall of a predicted road graph against the ground truth.
@@ -331,9 +333,9 @@ class OptGMetrics(GraphMetric):
         radius: float = 300.0,
         d_match: float = 25.0,
         spacing: float = 10.0,
-        matching: str | None = None,
+        matching: PointMatching | None = None,
         seed: int | None = 0,
-        compat: str = "default",
+        compat: Compat = "default",
         validate_args: bool = True,
         **kwargs: Any,
     ) -> None:

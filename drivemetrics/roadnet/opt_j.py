@@ -31,9 +31,11 @@ import numpy as np
 from scipy.spatial import cKDTree
 from torch import Tensor
 
+from drivemetrics._internal.compat import Compat
 from drivemetrics._internal.metric import ScalarMetric, add_config_state
 from drivemetrics.roadnet._metric import GraphMetric, tensor_ratios
 from drivemetrics.roadnet.geometry import (
+    PointMatching,
     check_compat,
     control_nodes,
     f1_from,
@@ -129,9 +131,9 @@ def opt_j(
     d_max: float = 25.0,
     alpha: float = 100.0,
     existing_dist: float = 1.0,
-    matching: str | None = None,
+    matching: PointMatching | None = None,
     candidates_k: int = 5,
-    compat: str = "default",
+    compat: Compat = "default",
     validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """OPT-J junction precision / recall of a predicted road graph against the ground truth.
@@ -221,8 +223,8 @@ class OptJMetrics(GraphMetric):
         d_max: float = 25.0,
         alpha: float = 100.0,
         existing_dist: float = 1.0,
-        matching: str | None = None,
-        compat: str = "default",
+        matching: PointMatching | None = None,
+        compat: Compat = "default",
         validate_args: bool = True,
         **kwargs: Any,
     ) -> None:

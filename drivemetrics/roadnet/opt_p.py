@@ -53,6 +53,7 @@ from scipy.sparse.csgraph import connected_components, dijkstra
 from scipy.spatial import cKDTree
 from torch import Tensor
 
+from drivemetrics._internal.compat import Compat
 from drivemetrics._internal.metric import ScalarMetric, add_config_state
 from drivemetrics.roadnet._metric import GraphMetric, tensor_f1
 from drivemetrics.roadnet.geometry import (
@@ -509,7 +510,7 @@ def opt_p(
     max_candidates: int = 8,
     spacing: float = 5.0,
     n_decompositions: int = 1,
-    compat: str = "default",
+    compat: Compat = "default",
     validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """OPT-P path precision / recall / F1 of a predicted road graph against the ground truth.
@@ -617,7 +618,7 @@ class OptPMetrics(GraphMetric):
         spacing: float = 5.0,
         n_decompositions: int = 1,
         seed: int | None = 0,
-        compat: str = "default",
+        compat: Compat = "default",
         validate_args: bool = True,
         **kwargs: Any,
     ) -> None:

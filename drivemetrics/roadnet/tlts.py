@@ -39,6 +39,7 @@ from scipy.sparse.csgraph import dijkstra
 from scipy.spatial import cKDTree
 from torch import Tensor
 
+from drivemetrics._internal.compat import Compat
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
 from drivemetrics.roadnet.geometry import (
     CHUNK,
@@ -173,7 +174,7 @@ def tlts(
     perc_length: float = 0.05,
     n_paths: int = 1000,
     seed: int = 0,
-    compat: str = "default",
+    compat: Compat = "default",
     validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """Too-long / too-short fractions of ``n_paths`` random GT shortest paths.
@@ -280,7 +281,7 @@ class TLTSMetrics(MetricFamily):
         n_paths: int = 1000,
         seed: int = 0,
         *,
-        compat: str = "default",
+        compat: Compat = "default",
         validate_args: bool = True,
         **kwargs: object,
     ) -> None:
