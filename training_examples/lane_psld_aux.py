@@ -208,9 +208,9 @@ def held_out_scores(model: LaneDetector, test: dict[str, Any], e2e_frames: int) 
         e2e = e2e_ld(
             clips.images,
             clips.center_road,
-            clips.speed,
-            model.detect,
-            clips.image_from_road,
+            speed=clips.speed,
+            detector=model.detect,
+            image_from_road=clips.image_from_road,
             recorded_poses=clips.poses,
             frames=e2e_frames,
             z_samples=clips.z_samples,

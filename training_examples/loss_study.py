@@ -385,8 +385,9 @@ def lane_scores(run: LaneRun, test: dict[str, Tensor], clips: LaneClips, config:
         def detect(images: Tensor) -> Tensor:
             return run.lanes_uv(run.net(images.float()))
 
-        e2e = e2e_ld(clips.images, clips.center_road, clips.speed, detect, clips.image_from_road,
-                     recorded_poses=clips.poses, frames=config["e2e_frames"], z_samples=clips.z_samples)  # fmt: skip
+        e2e = e2e_ld(clips.images, clips.center_road, speed=clips.speed, detector=detect,
+                     image_from_road=clips.image_from_road, recorded_poses=clips.poses,
+                     frames=config["e2e_frames"], z_samples=clips.z_samples)  # fmt: skip
     return {
         "tusimple_accuracy": float(tusimple["accuracy"]),
         "tusimple_f1": float(tusimple["f1"]),

@@ -228,7 +228,7 @@ def psld(
 
 
 def smooth_psld(
-    deviations: Tensor, temperature: float = 0.02, abs_eps: float = 1e-3, *, validate_args: bool = True
+    deviations: Tensor, *, temperature: float = 0.02, abs_eps: float = 1e-3, validate_args: bool = True
 ) -> Tensor:
     """Smooth PSLD per frame from signed deviations ``(B, Tp)``: smooth |.| then a log-sum-exp maximum.
 
@@ -359,7 +359,7 @@ class PSLDLoss(nn.Module):
             controller=self.controller,
             validate_args=self.validate_args,
         )
-        return _reduce(smooth_psld(dev, self.temperature, self.abs_eps), self.reduction)
+        return _reduce(smooth_psld(dev, temperature=self.temperature, abs_eps=self.abs_eps), self.reduction)
 
 
 class PSLD(Metric):

@@ -531,8 +531,8 @@ def _eval_rows(grid: BevGrid, min_distance: float, device: torch.device | str | 
 def corridor_row_statistics(
     corridor: Tensor,
     target: Tensor,
-    valid: Tensor | None = None,
     *,
+    valid: Tensor | None = None,
     grid: BevGrid | None = None,
     min_distance: float = 9.0,
     min_overlap: float = 2.0,
@@ -678,7 +678,7 @@ def driving_corridor_scores(
     config = config if config is not None else CorridorConfig()
     fit = fit_driving_corridor(preds, valid, threshold=threshold, grid=grid, config=config)
     stats = corridor_row_statistics(
-        fit.mask, target, valid, grid=grid, min_distance=config.min_distance, min_overlap=config.min_overlap
+        fit.mask, target, valid=valid, grid=grid, min_distance=config.min_distance, min_overlap=config.min_overlap
     )
     return _scores_at(stats, config.distances, grid)
 
@@ -754,7 +754,7 @@ class DrivingCorridorMetrics(MetricFamily):
         stats = corridor_row_statistics(
             fit.mask,
             target,
-            valid,
+            valid=valid,
             grid=self.grid,
             min_distance=self.config.min_distance,
             min_overlap=self.config.min_overlap,

@@ -519,11 +519,11 @@ def _eleven_point_ap(precision: Tensor, recall: Tensor, kept: Tensor) -> Tensor:
 
 def scores_from_counts(
     counts: PixelCounts | Sequence[Tensor],
+    *,
     thresholds: int | Sequence[float] | Tensor | None = None,
     beta: float = 1.0,
     compat: Compat = "default",
     warn_empty: bool = True,
-    *,
     validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """The devkit's scores (``pxEval_maximizeFMeasure``) from per-threshold counts, plus a few extra keys.
@@ -708,7 +708,7 @@ def scores_with_fixed_threshold(
     ``iou_fixed`` and ``fixed_threshold`` (unless it is ``None``), from counts taken at the union of
     :func:`with_fixed_threshold`."""
     sweep = PixelCounts(*(c[..., sweep_index] for c in counts))
-    scores = scores_from_counts(sweep, thresholds, beta=beta, compat=compat)
+    scores = scores_from_counts(sweep, thresholds=thresholds, beta=beta, compat=compat)
     if fixed_index is None or fixed_threshold is None:
         return scores
     fixed = PixelCounts(*(c[..., fixed_index] for c in counts))

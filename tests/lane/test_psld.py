@@ -164,8 +164,8 @@ def test_smooth_max_recovers_exact():
     pred, gt, speed = _scenes(5, seed=6)
     dev = psld_deviations(pred, gt, speed=speed)
     exact = dev.abs().amax(1) / 10
-    assert torch.equal(smooth_psld(dev, 0.0, 0.0), exact)
-    approx = smooth_psld(dev, 1e-4, 1e-6)
+    assert torch.equal(smooth_psld(dev, temperature=0.0, abs_eps=0.0), exact)
+    approx = smooth_psld(dev, temperature=1e-4, abs_eps=1e-6)
     assert torch.allclose(approx, exact, atol=1e-4 * math.log(10) / 10 + 1e-6)
     loss = PSLDLoss(temperature=0.0, abs_eps=0.0, reduction="none")
     assert torch.allclose(loss(pred, gt, speed), psld(pred, gt, speed=speed, reduction="none"))
