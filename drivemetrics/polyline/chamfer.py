@@ -233,8 +233,8 @@ def chamfer_distance(
     preds_lengths: Tensor,
     target: Tensor,
     target_lengths: Tensor,
-    reduction: ChamferReduction = "mean",
     *,
+    reduction: ChamferReduction = "mean",
     validate_args: bool = True,
 ) -> Tensor:
     """Chamfer distance between paired polylines: ``preds[..., n]`` against ``target[..., n]``.
@@ -276,10 +276,10 @@ def chamfer_distance_matrix(
     preds_lengths: Tensor,
     target: Tensor,
     target_lengths: Tensor,
+    *,
     reduction: ChamferReduction = "mean",
     max_elements: int = 1 << 24,
     max_distance: float | None = None,
-    *,
     validate_args: bool = True,
 ) -> Tensor:
     """Chamfer distances between every prediction and every target polyline of each frame.
