@@ -35,7 +35,8 @@ def _soft_f_pooled() -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, .
     probs = torch.rand(2, 12, 16, requires_grad=True)
     target = (torch.rand(2, 12, 16) > 0.5).float()
     valid = (torch.rand(2, 12, 16) > 0.2).float()
-    return SoftFMeasureLoss(reduction="pooled", validate_args=False), (probs, target, valid)
+    loss = SoftFMeasureLoss(reduction="pooled", validate_args=False)
+    return (lambda p, t, v: loss(p, t, valid=v)), (probs, target, valid)
 
 
 def _soft_f_bev() -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...]]:
@@ -53,7 +54,8 @@ def _soft_f_bev() -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...]
 def _psld() -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...]]:
     m = default_z_samples().numel()
     preds = (0.3 * torch.randn(2, m)).requires_grad_()
-    return PSLDLoss(validate_args=False), (preds, torch.zeros(2, m), torch.tensor([20.0, 25.0]))
+    loss = PSLDLoss(validate_args=False)
+    return (lambda p, t, s: loss(p, t, speed=s)), (preds, torch.zeros(2, m), torch.tensor([20.0, 25.0]))
 
 
 def _map_chamfer_permuted() -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...]]:
@@ -72,7 +74,7 @@ def _map_chamfer() -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...
     preds = torch.randn(2, 3, 5, 2, requires_grad=True)
     target_lengths = torch.tensor([[7, 4, 0], [2, 7, 7]])
     loss = MapChamferLoss(validate_args=False)
-    return (lambda p, t: loss(p, t, target_lengths)), (preds, torch.randn(2, 3, 7, 2))
+    return (lambda p, t: loss(p, t, target_lengths=target_lengths)), (preds, torch.randn(2, 3, 7, 2))
 
 
 def _center_maps() -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...]]:

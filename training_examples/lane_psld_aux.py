@@ -173,7 +173,7 @@ class LaneDetector(pl.LightningModule):
         self.log("train/ce", ce)
         self.log("train/l1_px", l1 * 10.0)
         if self.hparams.psld_weight > 0:
-            aux = self.psld_loss(self.lanes_uv(logits), center, speed, self.image_from_road)
+            aux = self.psld_loss(self.lanes_uv(logits), center, speed=speed, image_from_road=self.image_from_road)
             self.log("train/psld_loss", aux)
             loss = loss + self.hparams.psld_weight * aux
         self.log("train/loss", loss)

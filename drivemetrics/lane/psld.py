@@ -344,6 +344,7 @@ class PSLDLoss(nn.Module):
         self,
         preds: Tensor,
         target: Tensor,
+        *,
         speed: Tensor | float,
         image_from_road: Tensor | None = None,
     ) -> Tensor:
