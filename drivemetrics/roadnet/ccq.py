@@ -418,8 +418,7 @@ class CCQMetrics(MetricFamily):
 
 
 class CCQCorrectness(ScalarMetric, CCQMetrics):
-    """CCQ correctness ``TP / (TP + FP)``: the share of predicted road pixels within the slack of the ground truth
-    (arguments as :class:`CCQMetrics`).
+    """CCQ correctness (precision of predicted road pixels within the slack) (arguments as :class:`CCQMetrics`).
 
     Examples:
         >>> CCQCorrectness()(**drivemetrics.roadnet.roadnet_example_inputs())
@@ -430,8 +429,7 @@ class CCQCorrectness(ScalarMetric, CCQMetrics):
 
 
 class CCQCompleteness(ScalarMetric, CCQMetrics):
-    """CCQ completeness ``TP / (TP + FN)``: the share of ground-truth road pixels within the slack of the prediction
-    (arguments as :class:`CCQMetrics`).
+    """CCQ completeness (recall of ground-truth road pixels within the slack) (arguments as :class:`CCQMetrics`).
 
     Examples:
         >>> CCQCompleteness()(**drivemetrics.roadnet.roadnet_example_inputs())
