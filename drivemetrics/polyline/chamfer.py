@@ -338,10 +338,10 @@ def chamfer_distance_pairs(
     target_lengths: Tensor,
     preds_index: Tensor,
     target_index: Tensor,
+    *,
     reduction: ChamferReduction = "mean",
     max_elements: int = 1 << 24,
     max_distance: float | None = None,
-    *,
     validate_args: bool = True,
 ) -> Tensor:
     """Chamfer distances of chosen pairs of two sets of polylines: ``preds[preds_index[k]]`` against
