@@ -27,13 +27,12 @@ import itertools
 import multiprocessing
 import os
 import signal
+import sys
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any, TypeVar
-
-import torch
 
 __all__ = ["T", "check_workers", "map_in_processes", "one_torch_thread_per_worker", "parallel_map"]
 
@@ -70,11 +69,15 @@ def pool_pays(seconds_left: float, workers: int, start_seconds: float | None = N
     return workers > 1 and seconds_left / workers + 2 * start < seconds_left
 
 
-def _start_worker() -> None:
-    """Worker initializer: the parent handles Ctrl-C (and terminates the workers); torch runs one thread per
-    worker (the workers share the cores, a job's ops are small)."""
+def _start_worker(uses_torch: bool = True) -> None:
+    """Worker initializer: the parent handles Ctrl-C (and terminates the workers); where the parent uses torch,
+    torch runs one thread per worker (the workers share the cores, a job's ops are small). A parent without torch
+    (a command on numpy arrays) starts workers that do not import it either."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    torch.set_num_threads(1)
+    if uses_torch:
+        import torch
+
+        torch.set_num_threads(1)
 
 
 @contextlib.contextmanager
@@ -111,6 +114,7 @@ def map_in_processes(
         max_workers=min(workers, len(jobs)),
         mp_context=multiprocessing.get_context("spawn"),
         initializer=_start_worker,
+        initargs=("torch" in sys.modules,),
     )
     try:
         with _sigint_blocked():  # map submits every chunk now, which starts the workers (spawn: on demand)
@@ -172,6 +176,8 @@ def one_torch_thread_per_worker() -> Iterator[None]:
     Frame-level threads replace op-level ones: a frame's ops are small, and intra-op threads spinning on a busy
     machine cost more CPU than they save (measured: 1.7x the user time with one worker on 2 loaded cores).
     """
+    import torch
+
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

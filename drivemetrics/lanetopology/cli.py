@@ -32,20 +32,18 @@ def _openlanev2_eval(args: argparse.Namespace) -> int:
 
     if args.json:
         check_output_path(args.json, input_files=[args.gt, args.pred], option="--json", is_folder=False)
-    with read_ahead(_read_inputs, args.gt, args.pred, args.track) as inputs:  # reads while torch imports
-        import torch
-
-        from drivemetrics.lanetopology.evaluate import evaluate_openlanev2, json_report
+    # the scoring runs on numpy arrays and never imports torch (nor scipy unless an F-score assignment needs it):
+    # the modules import while the forked reader reads and checks the pickles
+    with read_ahead(_read_inputs, args.gt, args.pred, args.track) as inputs:
+        from drivemetrics.lanetopology.evaluate import current_rank_shard, evaluate_openlanev2, json_report
         from drivemetrics.lanetopology.scoring import devkit_name
 
         target, preds, track = inputs.result()
-    torch.set_num_threads(1)  # many small kernels: threads only contend
     scores = evaluate_openlanev2(
         preds, target, track, args.compat, args.workers, sources=(args.pred, args.gt), progress=progress_setting(args)
     )
-    from drivemetrics._internal.distributed import current_shard
-
-    if not current_shard().is_main:  # torchrun: rank 0 reports
+    shard = current_rank_shard()
+    if shard is not None and not shard.is_main:  # torchrun: rank 0 reports
         return 0
     title = "OpenLane-V2 Score" if track == "centerline" else "OpenLane-V2 UniScore"
     print(f"{title} ({track} track, compat={args.compat})")
