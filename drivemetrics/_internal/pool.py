@@ -3,13 +3,16 @@
 :func:`parallel_map` maps a function over items in ``workers`` threads (file decoding; bounded memory).
 
 :func:`map_in_processes` maps a picklable function over jobs in ``workers`` spawned processes (spawn, not fork:
-forking a process that already runs torch / OpenMP threads can deadlock the children), yields results in job
-order, and on ``KeyboardInterrupt`` (or any error) cancels the queued jobs and terminates the workers before the
-exception propagates, so no worker outlives the command and the command writes no partial output.
+forking a process that already runs torch / OpenMP threads can deadlock the children; a process without torch and
+without other threads, such as ``openlanev2-eval`` on numpy arrays, forks its workers instead: they inherit the
+function and the jobs, so only job numbers go out and results come back, and a worker costs milliseconds), yields
+results in job order, and on ``KeyboardInterrupt`` (or any error) cancels the queued jobs and terminates the
+workers before the exception propagates, so no worker outlives the command and the command writes no partial output.
 
 ``workers=None`` lets a measured cost model choose (:func:`pool_pays`): the jobs run in this process, each one
 timed, and a pool is started for the jobs left only once their measured cost says that it saves more than a
-worker's start-up (:data:`WORKER_START_SECONDS`: a fresh interpreter importing torch and the command's module).
+worker's start-up (:data:`WORKER_START_SECONDS`: a fresh interpreter importing torch and the command's module;
+:data:`FORK_START_SECONDS` for a forked one).
 Small inputs therefore never pay for a pool, and large ones get one after their first job.
 
 Only the parent handles Ctrl-C: a terminal sends SIGINT to the whole process group, and a worker that got it would
@@ -34,6 +37,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from drivemetrics._internal.read_ahead import fork_is_safe
+
 __all__ = ["T", "check_workers", "map_in_processes", "one_torch_thread_per_worker", "parallel_map"]
 
 T = TypeVar("T")
@@ -43,6 +48,10 @@ T = TypeVar("T")
 #: module, and receiving its jobs. Measured 1.9-2.6 s on the 2-core reference machine (idle to load 2); the auto
 #: policy counts it once per pool (the workers start side by side, one per core).
 WORKER_START_SECONDS = 2.5
+#: Seconds a forked worker costs before its first job (no interpreter start, no import, no job sent: it inherits the
+#: parent's memory). Forking is used where it is safe (:func:`~drivemetrics._internal.read_ahead.fork_is_safe`: no
+#: torch, no other thread), i.e. by the commands that compute on numpy arrays. A generous bound of the fork itself.
+FORK_START_SECONDS = 0.1
 
 
 def usable_cores() -> int:
@@ -74,6 +83,7 @@ def _start_worker(uses_torch: bool = True) -> None:
     torch runs one thread per worker (the workers share the cores, a job's ops are small). A parent without torch
     (a command on numpy arrays) starts workers that do not import it either."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a forked worker inherits the command's SIGTERM handler
     if uses_torch:
         import torch
 
@@ -110,15 +120,23 @@ def map_in_processes(
         for job in jobs:
             yield fn(job)
         return
+    forked = fork_is_safe()
     pool = ProcessPoolExecutor(
         max_workers=min(workers, len(jobs)),
-        mp_context=multiprocessing.get_context("spawn"),
+        mp_context=multiprocessing.get_context("fork" if forked else "spawn"),
         initializer=_start_worker,
         initargs=("torch" in sys.modules,),
     )
     try:
         with _sigint_blocked():  # map submits every chunk now, which starts the workers (spawn: on demand)
-            results = pool.map(fn, jobs, chunksize=chunksize)
+            if forked:  # the workers inherit fn and the jobs: only job numbers go out, only results come back
+                _INHERITED.append((fn, jobs))
+                try:
+                    results = pool.map(_run_inherited, range(len(jobs)), chunksize=chunksize)
+                finally:
+                    _INHERITED.pop()  # the workers are forked by now (a fork pool starts them all at once)
+            else:
+                results = pool.map(fn, jobs, chunksize=chunksize)
         yield from results
     except BaseException:
         processes = list((pool._processes or {}).values())
@@ -131,14 +149,26 @@ def map_in_processes(
     pool.shutdown(wait=True)
 
 
+#: ``(fn, jobs)`` of the forked pool being started (read by its workers, which inherit it).
+_INHERITED: list[tuple[Callable[[Any], Any], Sequence[Any]]] = []
+
+
+def _run_inherited(index: int) -> Any:
+    """A forked worker's call: job ``index`` of the jobs it inherited."""
+    fn, jobs = _INHERITED[-1]
+    return fn(jobs[index])
+
+
 def _map_auto(fn: Callable[[Any], T], jobs: Sequence[Any], chunksize: int | None) -> Iterator[T]:
-    """Jobs in this process, timed; the rest in a pool as soon as :func:`pool_pays` says so."""
+    """Jobs in this process, timed; the rest in a pool as soon as :func:`pool_pays` says so (a forked pool where
+    forking is safe: it costs :data:`FORK_START_SECONDS`, not :data:`WORKER_START_SECONDS`)."""
     cores = usable_cores()
     busy = 0.0  # seconds spent in fn so far (not in the caller between two results)
     for done, job in enumerate(jobs):
         left = len(jobs) - done
         workers = min(cores, left)
-        if done and pool_pays(busy / done * left, workers):
+        start_seconds = FORK_START_SECONDS if fork_is_safe() else WORKER_START_SECONDS
+        if done and pool_pays(busy / done * left, workers, start_seconds):
             yield from map_in_processes(fn, jobs[done:], workers, chunksize)
             return
         start = time.perf_counter()
