@@ -40,11 +40,23 @@ def test_a_pool_pays_only_when_the_work_outweighs_its_start_up():
 @pytest.mark.slow
 def test_auto_workers_start_a_pool_once_the_measured_jobs_say_it_pays(monkeypatch):
     monkeypatch.setattr(pool, "WORKER_START_SECONDS", 0.01)
-    monkeypatch.setattr(pool, "usable_cores", lambda: 2)
+    monkeypatch.setattr(pool, "idle_cores", lambda: 2)
     out = list(map_in_processes(_slow_where, [0, 1, 2, 3], None))
     assert [job for job, _ in out] == [0, 1, 2, 3]
     assert out[0][1] == os.getpid()  # the first job is timed here
     assert all(pid != os.getpid() for _, pid in out[1:])  # the rest went to the pool
+
+
+def test_auto_workers_start_no_pool_when_other_work_fills_the_cores(monkeypatch):
+    monkeypatch.setattr(pool, "WORKER_START_SECONDS", 0.0)
+    monkeypatch.setattr(pool, "FORK_START_SECONDS", 0.0)
+    monkeypatch.setattr(pool, "pool_pays", lambda *args: True)  # the work alone would pay for a pool
+    monkeypatch.setattr(pool, "usable_cores", lambda: 2)
+    monkeypatch.setattr(os, "getloadavg", lambda: (8.0, 8.0, 8.0))  # two cores, load 8
+    assert pool.idle_cores() == 1
+    assert list(map_in_processes(_where, list(range(4)), None)) == [(k, os.getpid()) for k in range(4)]
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.2, 1.0, 1.0))  # only this process: both cores idle
+    assert pool.idle_cores() == 2
 
 
 def test_workers_are_checked():

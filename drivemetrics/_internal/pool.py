@@ -61,6 +61,26 @@ def usable_cores() -> int:
     return os.cpu_count() or 1
 
 
+def idle_cores() -> int:
+    """The cores a pool can use now: :func:`usable_cores` less what other processes keep busy (the 1-minute load
+    average less this process's own 1, rounded), at least 1; all usable cores where there is no load average.
+
+    On a busy machine workers only share the cores that other work already fills, and cost their start-up, pickling
+    and copied memory on top (``openlanev2-eval``, 1,000 frames of 201-point lanes at load 7-8 on 2 cores: 9.7 s
+    with a forked pool of 2 against 8.0 s in one process), so the automatic policy does not start one there.
+
+    Examples:
+        >>> 1 <= idle_cores() <= usable_cores()
+        True
+    """
+    cores = usable_cores()
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return cores
+    return max(1, min(cores, int(cores - max(0.0, load - 1.0) + 0.5)))
+
+
 def pool_pays(seconds_left: float, workers: int, start_seconds: float | None = None) -> bool:
     """Whether ``workers`` spawned processes finish ``seconds_left`` of one-process work sooner, with a margin.
 
@@ -160,9 +180,9 @@ def _run_inherited(index: int) -> Any:
 
 
 def _map_auto(fn: Callable[[Any], T], jobs: Sequence[Any], chunksize: int | None) -> Iterator[T]:
-    """Jobs in this process, timed; the rest in a pool as soon as :func:`pool_pays` says so (a forked pool where
-    forking is safe: it costs :data:`FORK_START_SECONDS`, not :data:`WORKER_START_SECONDS`)."""
-    cores = usable_cores()
+    """Jobs in this process, timed; the rest in a pool of the :func:`idle_cores` as soon as :func:`pool_pays` says so
+    (a forked pool where forking is safe: it costs :data:`FORK_START_SECONDS`, not :data:`WORKER_START_SECONDS`)."""
+    cores = idle_cores()
     busy = 0.0  # seconds spent in fn so far (not in the caller between two results)
     for done, job in enumerate(jobs):
         left = len(jobs) - done
