@@ -8,7 +8,7 @@ import time
 import pytest
 
 from drivemetrics._internal import pool
-from drivemetrics._internal.pool import WORKER_START_SECONDS, map_in_processes, pool_pays
+from drivemetrics._internal.pool import WORKER_START_SECONDS, free_cores, map_in_processes, pool_pays
 
 
 def _where(job: int) -> tuple[int, int]:
@@ -38,10 +38,44 @@ def test_a_pool_pays_only_when_the_work_outweighs_its_start_up():
 def test_auto_workers_start_a_pool_once_the_measured_jobs_say_it_pays(monkeypatch):
     monkeypatch.setattr(pool, "WORKER_START_SECONDS", 0.01)
     monkeypatch.setattr(pool, "usable_cores", lambda: 2)
+    monkeypatch.setattr(pool.os, "getloadavg", lambda: (0.0, 0.0, 0.0))  # an idle machine, whatever the real load
     out = list(map_in_processes(_slow_where, [0, 1, 2, 3], None))
     assert [job for job, _ in out] == [0, 1, 2, 3]
     assert out[0][1] == os.getpid()  # the first job is timed here
     assert all(pid != os.getpid() for _, pid in out[1:])  # the rest went to the pool
+
+
+@pytest.mark.parametrize(
+    ("load", "free"),
+    [(0.0, 4), (0.3, 4), (1.2, 3), (2.0, 2), (3.4, 1), (5.0, 1), (40.0, 1)],
+)
+def test_free_cores_leave_out_the_cores_other_processes_keep_busy(monkeypatch, load, free):
+    monkeypatch.setattr(pool, "usable_cores", lambda: 4)
+    monkeypatch.setattr(pool.os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(pool.time, "process_time", lambda: 0.0)  # this process has just started: no share yet
+    assert free_cores() == free
+
+
+def test_free_cores_do_not_count_this_process_own_share_of_the_load(monkeypatch):
+    monkeypatch.setattr(pool, "usable_cores", lambda: 2)
+    monkeypatch.setattr(pool.os, "getloadavg", lambda: (0.95, 0.9, 0.5))  # mostly this process, running for minutes
+    monkeypatch.setattr(pool.time, "process_time", lambda: 300.0)
+    assert free_cores() == 2
+    monkeypatch.setattr(pool.time, "process_time", lambda: 0.0)  # the same load from another process
+    assert free_cores() == 1
+
+
+def test_free_cores_are_all_usable_cores_without_a_load_average(monkeypatch):
+    monkeypatch.setattr(pool, "usable_cores", lambda: 3)
+    monkeypatch.delattr(pool.os, "getloadavg")
+    assert free_cores() == 3
+
+
+def test_auto_workers_keep_long_jobs_in_this_process_on_a_busy_machine(monkeypatch):
+    monkeypatch.setattr(pool, "WORKER_START_SECONDS", 0.0)  # on free cores, a pool would pay after one job
+    monkeypatch.setattr(pool, "usable_cores", lambda: 2)
+    monkeypatch.setattr(pool.os, "getloadavg", lambda: (5.0, 5.0, 5.0))
+    assert list(map_in_processes(_where, list(range(4)), None)) == [(k, os.getpid()) for k in range(4)]
 
 
 def test_workers_are_checked():
