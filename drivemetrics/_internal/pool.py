@@ -48,6 +48,9 @@ T = TypeVar("T")
 #: policy counts it once per pool (the workers start side by side, one per core).
 WORKER_START_SECONDS = 2.5
 
+#: Seconds of jobs the auto policy times in this process before it weighs a pool (see :func:`_map_auto`).
+MEASURE_SECONDS = 0.5
+
 
 def usable_cores() -> int:
     """The CPU cores this process may run on (its affinity mask where the platform has one)."""
@@ -148,18 +151,27 @@ def map_in_processes(
 
 
 def _map_auto(fn: Callable[[Any], T], jobs: Sequence[Any], chunksize: int | None) -> Iterator[T]:
-    """Jobs in this process, timed; the rest in a pool on the free cores as soon as :func:`pool_pays` says so."""
+    """Jobs in this process, timed; the rest in a pool on the free cores as soon as :func:`pool_pays` says so.
+
+    The first job also pays one-time costs (lazy imports, caches): once a second job is timed, the cost per job is
+    taken from the later jobs only, and a pool is weighed only once the timed jobs took :data:`MEASURE_SECONDS`
+    (short jobs: a few dozen of them, not the first alone).
+    """
     busy = 0.0  # seconds spent in fn so far (not in the caller between two results)
+    first = 0.0  # of which the first job
     for done, job in enumerate(jobs):
         left = len(jobs) - done
-        if done:
+        if done and busy >= MEASURE_SECONDS:
+            per_job = busy if done == 1 else (busy - first) / (done - 1)
             workers = min(free_cores(), left)
-            if pool_pays(busy / done * left, workers):
+            if pool_pays(per_job * left, workers):
                 yield from map_in_processes(fn, jobs[done:], workers, chunksize)
                 return
         start = time.perf_counter()
         result = fn(job)
         busy += time.perf_counter() - start
+        if not done:
+            first = busy
         yield result
 
 
