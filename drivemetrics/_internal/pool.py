@@ -13,7 +13,9 @@ workers before the exception propagates, so no worker outlives the command and t
 timed, and a pool is started for the jobs left only once their measured cost says that it saves more than a
 worker's start-up (:data:`WORKER_START_SECONDS`: a fresh interpreter importing torch and the command's module;
 :data:`FORK_START_SECONDS` for a forked one).
-Small inputs therefore never pay for a pool, and large ones get one after their first job.
+The pool gets only the cores other processes leave free (:func:`free_cores`: on a busy machine, extra processes
+only share the same cores and pay their start-up on top). Small inputs and busy machines therefore never pay for
+a pool, and large inputs on free cores get one after their first job.
 
 Only the parent handles Ctrl-C: a terminal sends SIGINT to the whole process group, and a worker that got it would
 print its own ``KeyboardInterrupt`` traceback (most visibly while it is still starting up and importing). The
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 import multiprocessing
 import os
 import signal
@@ -53,6 +56,9 @@ WORKER_START_SECONDS = 2.5
 #: torch, no other thread), i.e. by the commands that compute on numpy arrays. A generous bound of the fork itself.
 FORK_START_SECONDS = 0.1
 
+#: Seconds of jobs the auto policy times in this process before it weighs a pool (see :func:`_map_auto`).
+MEASURE_SECONDS = 0.5
+
 
 def usable_cores() -> int:
     """The CPU cores this process may run on (its affinity mask where the platform has one)."""
@@ -61,24 +67,21 @@ def usable_cores() -> int:
     return os.cpu_count() or 1
 
 
-def idle_cores() -> int:
-    """The cores a pool can use now: :func:`usable_cores` less what other processes keep busy (the 1-minute load
-    average less this process's own 1, rounded), at least 1; all usable cores where there is no load average.
+def free_cores() -> int:
+    """The usable cores that other processes leave free, at least 1 (all of them where there is no load average).
 
-    On a busy machine workers only share the cores that other work already fills, and cost their start-up, pickling
-    and copied memory on top (``openlanev2-eval``, 1,000 frames of 201-point lanes at load 7-8 on 2 cores: 9.7 s
-    with a forked pool of 2 against 8.0 s in one process), so the automatic policy does not start one there.
-
-    Examples:
-        >>> 1 <= idle_cores() <= usable_cores()
-        True
+    The 1-minute load average counts the runnable processes, this one included; its own share is estimated from
+    its CPU time so far (a process that has run ``t`` seconds adds about ``1 - exp(-t / 60)``), the rest is taken
+    as busy cores: on 2 cores, a load of 0.3 leaves 2, a load of 1.2 from another job leaves 1, a load of 5 leaves 1.
     """
     cores = usable_cores()
     try:
         load = os.getloadavg()[0]
-    except (AttributeError, OSError):
+    except (AttributeError, OSError):  # Windows: no load average
         return cores
-    return max(1, min(cores, int(cores - max(0.0, load - 1.0) + 0.5)))
+    own = 1.0 - math.exp(-time.process_time() / 60.0)
+    busy_elsewhere = max(0.0, load - own)
+    return max(1, min(cores, math.floor(cores - busy_elsewhere + 0.5)))
 
 
 def pool_pays(seconds_left: float, workers: int, start_seconds: float | None = None) -> bool:
@@ -180,20 +183,29 @@ def _run_inherited(index: int) -> Any:
 
 
 def _map_auto(fn: Callable[[Any], T], jobs: Sequence[Any], chunksize: int | None) -> Iterator[T]:
-    """Jobs in this process, timed; the rest in a pool of the :func:`idle_cores` as soon as :func:`pool_pays` says so
-    (a forked pool where forking is safe: it costs :data:`FORK_START_SECONDS`, not :data:`WORKER_START_SECONDS`)."""
-    cores = idle_cores()
+    """Jobs in this process, timed; the rest in a pool on the free cores as soon as :func:`pool_pays` says so.
+
+    The first job also pays one-time costs (lazy imports, caches): once a second job is timed, the cost per job is
+    taken from the later jobs only, and a pool is weighed only once the timed jobs took :data:`MEASURE_SECONDS`
+    (short jobs: a few dozen of them, not the first alone). Where forking is safe the pool is forked and costs
+    :data:`FORK_START_SECONDS`, not :data:`WORKER_START_SECONDS`.
+    """
     busy = 0.0  # seconds spent in fn so far (not in the caller between two results)
+    first = 0.0  # of which the first job
     for done, job in enumerate(jobs):
         left = len(jobs) - done
-        workers = min(cores, left)
-        start_seconds = FORK_START_SECONDS if fork_is_safe() else WORKER_START_SECONDS
-        if done and pool_pays(busy / done * left, workers, start_seconds):
-            yield from map_in_processes(fn, jobs[done:], workers, chunksize)
-            return
+        if done and busy >= MEASURE_SECONDS:
+            per_job = busy if done == 1 else (busy - first) / (done - 1)
+            workers = min(free_cores(), left)
+            start_seconds = FORK_START_SECONDS if fork_is_safe() else WORKER_START_SECONDS
+            if pool_pays(per_job * left, workers, start_seconds):
+                yield from map_in_processes(fn, jobs[done:], workers, chunksize)
+                return
         start = time.perf_counter()
         result = fn(job)
         busy += time.perf_counter() - start
+        if not done:
+            first = busy
         yield result
 
 
