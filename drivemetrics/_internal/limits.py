@@ -128,20 +128,21 @@ def _parse_assignments(text: str, origin: str) -> dict[str, int]:
     return out
 
 
-@functools.lru_cache(maxsize=8)
-def _limits_of(environment: str, layers: tuple[tuple[tuple[str, int], ...], ...]) -> Limits:
-    values: dict[str, int] = _parse_assignments(environment, ENV_VAR)
-    for layer in layers:
-        values.update(layer)
-    return Limits(**values)
-
-
 def get_limits() -> Limits:
     """The limits in force: the defaults, then ``DRIVEMETRICS_LIMITS``, then :func:`set_limits` (innermost last).
 
-    Readers call it per record, so the parsed result is kept per (variable, layers) value (a frozen dataclass)."""
+    Readers call it per item (a lane's points): the value is cached per environment text and override layers.
+    """
     layers = tuple(tuple(layer.items()) for layer in _overrides)
     return _limits_of(os.environ.get(ENV_VAR, ""), layers)
+
+
+@functools.lru_cache(maxsize=16)
+def _limits_of(env_text: str, layers: tuple[tuple[tuple[str, int], ...], ...]) -> Limits:
+    values: dict[str, int] = _parse_assignments(env_text, ENV_VAR)
+    for layer in layers:
+        values.update(layer)
+    return Limits(**values)
 
 
 @contextlib.contextmanager
