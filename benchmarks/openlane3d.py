@@ -42,7 +42,9 @@ HEADLINE += ("z_error_far",)
 FRAME_KEYS = ("r_lane", "p_lane", "c_lane", "cnt_gt", "cnt_pred", "match_num")
 ERROR_KEYS = ("x_error_close", "x_error_far", "z_error_close", "z_error_far")
 COUNTS = ("n_recall_hits", "n_precision_hits", "n_category_correct", "n_gt", "n_pred", "n_matched")
-PACKAGES = ["numpy<1.24", "scipy==1.9.3", "ortools"]
+#: The official evaluator's environment: numpy < 1.24 (``np.int``), scipy of its time, an OR-Tools with the current
+#: ``min_cost_flow`` API (the runner adapts the removed ``pywrapgraph`` names to it).
+PACKAGES = ["numpy==1.23.5", "scipy==1.9.3", "ortools>=9.8,<10"]
 
 _RUNNER = r"""
 import json, sys, time, types
@@ -221,8 +223,8 @@ def main() -> None:
         default=None,
         help="OpenLane repository root (or lane3d folder); without it: the library alone",
     )
-    parser.add_argument("--venv", type=Path, default=Path("/tmp/ol3d-venv"))
-    parser.add_argument("--setup", action="store_true", help="create the venv of the official evaluator first")
+    parser.add_argument("--venv", type=Path, default=None, help="the official evaluator's virtual environment")
+    parser.add_argument("--setup", action="store_true", help="create the venv (--venv) of the official evaluator first")
     parser.add_argument("--frames", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2)
@@ -232,14 +234,18 @@ def main() -> None:
     from drivemetrics.lane3d.evaluate import evaluate_openlane3d_files, evaluate_openlane3d_frames
     from drivemetrics.lane3d.io import read_openlane_gt, read_openlane_pred, read_test_list
 
+    if (args.setup or args.official_src is not None) and args.venv is None:
+        parser.error("--venv VENV is required with --setup or --official-src (the official evaluator's environment)")
     if args.setup:
         setup_venv(args.venv)
+    if args.official_src is not None and not (args.venv / "bin" / "python").is_file():
+        parser.error(f"--venv {args.venv}: no bin/python there (create it with --setup)")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         test_list = write_frames(root, args.frames, args.seed)
-        have_official = args.official_src is not None and (args.venv / "bin" / "python").is_file()
+        have_official = args.official_src is not None
         if not have_official:
-            print("official evaluator skipped (give --official-src and --setup or --venv): the library alone")
+            print("official evaluator skipped (give --official-src and --venv [--setup]): the library alone")
         official = run_official(args.venv, args.official_src, root, test_list) if have_official else None
 
         def read_all() -> tuple[list, list]:
