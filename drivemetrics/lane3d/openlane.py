@@ -149,7 +149,10 @@ def openlane3d_resample(
     device = points.device
     pts = points.to(torch.float64)
     mask = _point_mask(pts, lengths, visibility)
-    x, y, z = pts.unbind(-1)
+    if pts.shape[-2] < 2:  # one point per lane at most: padded to two (such a lane is dropped)
+        pts = torch.nn.functional.pad(pts, (0, 0, 0, 2 - pts.shape[-2]))
+        mask = torch.nn.functional.pad(mask, (0, 2 - mask.shape[-1]))
+    x, y, z = pts.movedim(-1, 0).contiguous().unbind(0)
     num = pts.shape[-2]
     # first / last point check on the points left after the visibility pruning, in file order
     has = mask.any(-1)
@@ -164,24 +167,36 @@ def openlane3d_resample(
     mask = mask & lane_ok[..., None] & (y > Y_POINT_RANGE[0]) & (y < Y_POINT_RANGE[1]) & (x > -X_RANGE) & (x < X_RANGE)
     count = mask.sum(-1)
     lane_ok = lane_ok & (count >= 2)
-    # points sorted by y (stable, as interp1d's mergesort), padding last
+    # points sorted by y (stable, as interp1d's mergesort), padding last: the kept points moved to the front in file
+    # order (that is the stable sort where they are in order already), the other lanes sorted
     y_key = torch.where(mask, y, torch.inf)
-    y_sorted, order = torch.sort(y_key, dim=-1, stable=True)
-    x_sorted, z_sorted = x.gather(-1, order), z.gather(-1, order)
-    samples = torch.tensor(Y_SAMPLES, dtype=torch.float64, device=device)
-    queries = samples.expand(*y_sorted.shape[:-1], len(Y_SAMPLES)).contiguous()
-    hi = torch.searchsorted(y_sorted.contiguous(), queries, side="left")
+    position = torch.where(mask, mask.cumsum(-1) - 1, count[..., None] + (~mask).cumsum(-1) - 1)
+    y_sorted = torch.empty_like(y_key).scatter_(-1, position, y_key)
+    x_sorted = torch.empty_like(x).scatter_(-1, position, x)
+    z_sorted = torch.empty_like(z).scatter_(-1, position, z)
+    unordered = (y_sorted[..., 1:] < y_sorted[..., :-1]).any(-1).nonzero(as_tuple=True)
+    if unordered[0].numel():
+        y_sorted[unordered], order = torch.sort(y_key[unordered], dim=-1, stable=True)
+        x_sorted[unordered] = x[unordered].gather(-1, order)
+        z_sorted[unordered] = z[unordered].gather(-1, order)
+    queries = torch.tensor(Y_SAMPLES, dtype=torch.float64, device=device)
+    # the kept points with y < sample (searchsorted, side "left"): the samples are the integers 3 .. 102, and y < s
+    # holds for the integers s >= floor(y) + 1
+    bins = (torch.floor(y_key) + (1 - Y_SAMPLES[0])).clamp(0, len(Y_SAMPLES)).to(torch.long)
+    histogram = torch.zeros(*bins.shape[:-1], len(Y_SAMPLES) + 1, dtype=torch.long, device=device)
+    hi = histogram.scatter_add_(-1, bins, torch.ones_like(bins))[..., :-1].cumsum(-1)
     top = (count - 1).clamp(min=1)[..., None]
     hi = torch.minimum(hi.clamp(min=1), top)
     lo = hi - 1
     y_lo, y_hi = y_sorted.gather(-1, lo), y_sorted.gather(-1, hi)
     finite = torch.isfinite(y_hi)
     y_hi = torch.where(finite, y_hi, y_lo + 1.0)  # dropped lanes only
+    span, offset = y_hi - y_lo, queries - y_lo
 
     def interp(values: Tensor) -> Tensor:
         v_lo, v_hi = values.gather(-1, lo), values.gather(-1, hi)
-        slope = (v_hi - v_lo) / (y_hi - y_lo)
-        return slope * (queries - y_lo) + v_lo
+        slope = (v_hi - v_lo) / span
+        return slope * offset + v_lo
 
     x_s, z_s = interp(x_sorted), interp(z_sorted)
     y_min = y_sorted[..., :1]
@@ -355,6 +370,9 @@ def _resample_lanes(lanes: _Lanes, use_visibility: bool, order_free: bool) -> di
     if count == 0:
         return out
     starts = torch.cumsum(lanes.lengths, 0) - lanes.lengths
+    longest = int(lanes.lengths.max())
+    if count * longest <= RESAMPLE_POINTS:  # one call, lanes in their order
+        return _resample_group(lanes, torch.arange(count, device=device), starts, longest, use_visibility, order_free)
     order = torch.argsort(lanes.lengths, stable=True)
     sorted_lengths = lanes.lengths[order].tolist()
     begin = 0
@@ -363,22 +381,27 @@ def _resample_lanes(lanes: _Lanes, use_visibility: bool, order_free: bool) -> di
         while end < count and (end + 1 - begin) * sorted_lengths[end] <= RESAMPLE_POINTS:
             end += 1
         group = order[begin:end]
-        num = sorted_lengths[end - 1]
-        glengths = lanes.lengths[group]
-        slot = torch.arange(num, device=device)
-        mask = slot < glengths[:, None]
-        source = (starts[group][:, None] + slot).masked_fill(~mask, 0)
-        points = torch.where(mask[..., None], lanes.points[source], 0.0)
-        visibility = None
-        if use_visibility and lanes.visibility is not None:
-            visibility = torch.where(mask, lanes.visibility[source], 0.0)
-        part = openlane3d_resample(
-            points[None], glengths[None], None if visibility is None else visibility[None], order_free
-        )
+        part = _resample_group(lanes, group, starts, sorted_lengths[end - 1], use_visibility, order_free)
         for key, value in part.items():
-            out[key][group] = value[0]
+            out[key][group] = value
         begin = end
     return out
+
+
+def _resample_group(
+    lanes: _Lanes, group: Tensor, starts: Tensor, num: int, use_visibility: bool, order_free: bool
+) -> dict[str, Tensor]:
+    """:func:`openlane3d_resample` of the lanes ``group``, padded to ``num`` points."""
+    lengths = lanes.lengths[group]
+    slot = torch.arange(max(num, 2), device=group.device)
+    mask = slot < lengths[:, None]
+    source = (starts[group][:, None] + slot).masked_fill(~mask, 0)
+    points = torch.where(mask[..., None], lanes.points[source], 0.0)
+    visibility = None
+    if use_visibility and lanes.visibility is not None:
+        visibility = torch.where(mask, lanes.visibility[source], 0.0)[None]
+    part = openlane3d_resample(points[None], lengths[None], visibility, order_free)
+    return {key: value[0] for key, value in part.items()}
 
 
 def _pair_index(
