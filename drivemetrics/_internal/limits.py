@@ -130,8 +130,15 @@ def _parse_assignments(text: str, origin: str) -> dict[str, int]:
 
 def get_limits() -> Limits:
     """The limits in force: the defaults, then ``DRIVEMETRICS_LIMITS``, then :func:`set_limits` (innermost last)."""
-    values: dict[str, int] = _parse_assignments(os.environ.get(ENV_VAR, ""), ENV_VAR)
-    for layer in _overrides:
+    return _limits_for(os.environ.get(ENV_VAR, ""), tuple(tuple(layer.items()) for layer in _overrides))
+
+
+@functools.lru_cache(maxsize=16)
+def _limits_for(environment: str, layers: tuple[tuple[tuple[str, int], ...], ...]) -> Limits:
+    """:func:`get_limits` for one value of the environment variable and one stack of layers (a reader asks once per
+    file: parsing the variable each time cost as much as parsing a small JSON file)."""
+    values: dict[str, int] = _parse_assignments(environment, ENV_VAR)
+    for layer in layers:
         values.update(layer)
     return Limits(**values)
 
@@ -248,7 +255,9 @@ def _may_exceed_number_limits(skeleton: bytes, max_int_digits: int) -> bool:
     and no exponent of 3 or more digits (a mantissa of at most 200 integer digits times ``10 ** 99`` is finite)."""
     shapes = skeleton.translate(_NUMBER_SHAPES)
     long_run = b"0" * (min(max_int_digits, 200) + 1)
-    return long_run in shapes or b"e000" in shapes or b"e+000" in shapes
+    if long_run in shapes:
+        return True
+    return b"e" in shapes and (b"e000" in shapes or b"e+000" in shapes)  # one byte first: most texts have no exponent
 
 
 @functools.cache
