@@ -35,9 +35,9 @@ from drivemetrics.lane3d.openlane import (
     COUNT_NAMES,
     DEFAULT_FIXES,
     ERROR_NAMES,
-    _Lanes,
-    _match_lanes,
+    OpenLane3DLanes,
     openlane3d_gt_to_ground,
+    openlane3d_lane_matches,
     openlane3d_scores,
 )
 
@@ -76,7 +76,7 @@ def pack_lanes(frames: Sequence[Sequence[np.ndarray]], device: torch.device | st
     return torch.from_numpy(out).to(device), torch.from_numpy(padded).to(device)
 
 
-def _frames_to_lanes(frames: Sequence[Lane3DFrame], annotations: bool, device: Any) -> _Lanes:
+def _frames_to_lanes(frames: Sequence[Lane3DFrame], annotations: bool, device: Any) -> OpenLane3DLanes:
     """The lanes of ``frames`` lane after lane (annotations: moved to the ground frame, with their visibility)."""
     lanes_per_frame = np.fromiter((len(f.points) for f in frames), np.int64, len(frames))
     arrays = [lane for f in frames for lane in f.points]
@@ -96,7 +96,7 @@ def _frames_to_lanes(frames: Sequence[Lane3DFrame], annotations: bool, device: A
     present = lengths > 0
     if not present.all():  # empty lanes: no point, never evaluated
         frame, index, labels, lengths = frame[present], index[present], labels[present], lengths[present]
-    return _Lanes(
+    return OpenLane3DLanes(
         points,
         torch.from_numpy(lengths).to(device),
         torch.from_numpy(frame).to(device),
@@ -124,7 +124,8 @@ class _Scored(NamedTuple):
 def _score_batch(
     gt: Sequence[Lane3DFrame], preds: Sequence[Lane3DFrame], fixes: frozenset[str], device: Any
 ) -> _Scored:
-    out = _match_lanes(_frames_to_lanes(gt, True, device), _frames_to_lanes(preds, False, device), len(preds), fixes)
+    target = _frames_to_lanes(gt, True, device)
+    out = openlane3d_lane_matches(_frames_to_lanes(preds, False, device), target, frames=len(preds), fixes=fixes)
     pairs = torch.bincount(out["pairs"][:, 0], minlength=len(preds))
     return _Scored(out["counts"].cpu().numpy(), pairs.cpu().numpy(), out["pair_errors"].cpu().numpy())
 

@@ -30,7 +30,7 @@ mode fixes five of its rules (see the docs page "3D lanes (OpenLane)"):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -42,9 +42,11 @@ from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config
 
 __all__ = [
     "CLOSE_SAMPLES",
+    "DEFAULT_FIXES",
     "Y_SAMPLES",
     "OpenLane3DCategoryAccuracy",
     "OpenLane3DFScore",
+    "OpenLane3DLanes",
     "OpenLane3DMetrics",
     "OpenLane3DPrecision",
     "OpenLane3DRecall",
@@ -53,6 +55,7 @@ __all__ = [
     "OpenLane3DZErrorClose",
     "OpenLane3DZErrorFar",
     "openlane3d_gt_to_ground",
+    "openlane3d_lane_matches",
     "openlane3d_matches",
     "openlane3d_pair_matrices",
     "openlane3d_resample",
@@ -310,12 +313,21 @@ def _assign(cost: np.ndarray, allowed: np.ndarray | None) -> tuple[np.ndarray, n
     return rows[keep], cols[keep]
 
 
-class _Lanes(NamedTuple):
-    """The lanes of a batch of frames, lane after lane (frame-major, each frame's lanes in input order).
+class OpenLane3DLanes(NamedTuple):
+    """The lanes of a batch of frames, lane after lane, without padding (what the file evaluation packs).
 
-    ``points`` ``(T, 3)`` ground-frame points of all lanes, lane after lane; ``lengths`` ``(M,)`` points per lane
-    (> 0); ``frame`` ``(M,)`` the frame of each lane (non-decreasing); ``index`` ``(M,)`` its position in its
-    frame's input; ``labels`` ``(M,)`` long categories; ``visibility`` ``(T,)`` per point (GT) or ``None``.
+    ``points`` ``(T, 3)`` float64 ground-frame points of all lanes, lane after lane, metres; ``lengths`` ``(M,)``
+    long points per lane (> 0); ``frame`` ``(M,)`` long, the frame of each lane (non-decreasing); ``index`` ``(M,)``
+    long, its position among its frame's lanes; ``labels`` ``(M,)`` long categories; ``visibility`` ``(T,)`` per
+    point (annotations) or ``None``.
+
+    Examples:
+        >>> import torch
+        >>> lanes = OpenLane3DLanes(
+        ...     torch.tensor([[0.0, 3.0, 0.0], [0.0, 52.0, 0.0]], dtype=torch.float64), torch.tensor([2]),
+        ...     torch.tensor([0]), torch.tensor([0]), torch.tensor([1]), None)
+        >>> openlane3d_lane_matches(lanes, lanes, frames=1)["counts"].tolist()
+        [[1, 1, 1, 1, 1, 1]]
     """
 
     points: Tensor
@@ -328,8 +340,8 @@ class _Lanes(NamedTuple):
 
 def _lanes_from_padded(
     points: Tensor, lengths: Tensor | None, labels: Tensor, visibility: Tensor | None = None
-) -> _Lanes:
-    """The present lanes (``lengths`` > 0) of padded ``(B, L, N, 3)`` inputs as :class:`_Lanes`."""
+) -> OpenLane3DLanes:
+    """The present lanes (``lengths`` > 0) of padded ``(B, L, N, 3)`` inputs as :class:`OpenLane3DLanes`."""
     if points.ndim != 4 or points.shape[-1] != 3:
         raise ValueError(f"lane points must be (B, L, N, 3), got {tuple(points.shape)}")
     batch, lanes, num, _ = points.shape
@@ -339,7 +351,7 @@ def _lanes_from_padded(
     lengths = lengths.to(device=device, dtype=torch.long).clamp(max=num)
     frame, index = (lengths > 0).nonzero(as_tuple=True)
     mask = torch.arange(num, device=device) < lengths[frame, index][:, None]
-    return _Lanes(
+    return OpenLane3DLanes(
         points[frame, index][mask].to(torch.float64),
         lengths[frame, index],
         frame,
@@ -354,7 +366,7 @@ def _lanes_from_padded(
 RESAMPLE_POINTS = 1 << 20
 
 
-def _resample_lanes(lanes: _Lanes, use_visibility: bool, order_free: bool) -> dict[str, Tensor]:
+def _resample_lanes(lanes: OpenLane3DLanes, use_visibility: bool, order_free: bool) -> dict[str, Tensor]:
     """:func:`openlane3d_resample` of every lane: ``x``, ``z``, ``visible`` ``(M, 100)``, ``kept`` ``(M,)``.
 
     Lanes are padded in groups of similar length (the kernel treats each lane on its own, so the grouping changes
@@ -389,7 +401,7 @@ def _resample_lanes(lanes: _Lanes, use_visibility: bool, order_free: bool) -> di
 
 
 def _resample_group(
-    lanes: _Lanes, group: Tensor, starts: Tensor, num: int, use_visibility: bool, order_free: bool
+    lanes: OpenLane3DLanes, group: Tensor, starts: Tensor, num: int, use_visibility: bool, order_free: bool
 ) -> dict[str, Tensor]:
     """:func:`openlane3d_resample` of the lanes ``group``, padded to ``num`` points."""
     lengths = lanes.lengths[group]
@@ -510,7 +522,41 @@ def _matches(preds: Mapping[str, Tensor], target: Mapping[str, Tensor], fixes: f
     return _match_lanes(gt, pr, target["points"].shape[0], fixes)
 
 
-def _match_lanes(gt: _Lanes, pr: _Lanes, batch: int, fixes: frozenset[str]) -> dict[str, Tensor]:
+def openlane3d_lane_matches(
+    preds: OpenLane3DLanes,
+    target: OpenLane3DLanes,
+    *,
+    frames: int,
+    compat: Compat = "default",
+    fixes: Collection[str] | None = None,
+) -> dict[str, Tensor]:
+    """:func:`openlane3d_matches` on lanes packed lane after lane (:class:`OpenLane3DLanes`), no padding over lanes.
+
+    Args:
+        preds: predicted lanes, ground frame.
+        target: GT lanes, ground frame (:func:`openlane3d_gt_to_ground`), with their point visibility.
+        frames: frames of the batch (their indices in ``frame`` lie below it).
+        compat: ``"default"`` or ``"reference"``.
+        fixes: instead of ``compat``, a subset of the default mode's fixes (:data:`DEFAULT_FIXES`) to apply, e.g. to
+            measure the effect of one of them.
+
+    Returns:
+        The dict of :func:`openlane3d_matches`; lane indices in ``pairs`` are the lanes' ``index``.
+
+    Examples:
+        >>> import torch
+        >>> points = torch.tensor([[0.0, 3.0, 0.0], [0.0, 52.0, 0.0]], dtype=torch.float64)
+        >>> one = torch.tensor([1])
+        >>> gt = OpenLane3DLanes(points, torch.tensor([2]), torch.tensor([0]), torch.tensor([0]), one, None)
+        >>> pred = gt._replace(points=points + 0.2, frame=torch.tensor([1]))  # the prediction is in frame 1
+        >>> openlane3d_lane_matches(pred, gt, frames=2)["counts"].tolist()
+        [[0, 0, 0, 1, 0, 0], [0, 0, 0, 0, 1, 0]]
+    """
+    chosen = (frozenset() if check_compat(compat) else DEFAULT_FIXES) if fixes is None else frozenset(fixes)
+    return _match_lanes(target, preds, frames, chosen)
+
+
+def _match_lanes(gt: OpenLane3DLanes, pr: OpenLane3DLanes, batch: int, fixes: frozenset[str]) -> dict[str, Tensor]:
     """The matching of :func:`openlane3d_matches` on the lanes of ``batch`` frames (lane indices of the output
     as ``gt.index`` / ``pr.index``)."""
     unknown = fixes - DEFAULT_FIXES
