@@ -149,14 +149,19 @@ def openlane3d_resample(
     """
     if points.ndim != 4 or points.shape[-1] != 3:
         raise ValueError(f"`points` must be (B, L, N, 3), got {tuple(points.shape)}")
-    device = points.device
     pts = points.to(torch.float64)
     mask = _point_mask(pts, lengths, visibility)
     if pts.shape[-2] < 2:  # one point per lane at most: padded to two (such a lane is dropped)
         pts = torch.nn.functional.pad(pts, (0, 0, 0, 2 - pts.shape[-2]))
         mask = torch.nn.functional.pad(mask, (0, 2 - mask.shape[-1]))
     x, y, z = pts.movedim(-1, 0).contiguous().unbind(0)
-    num = pts.shape[-2]
+    return _resample_xyz(x, y, z, mask, order_free)
+
+
+def _resample_xyz(x: Tensor, y: Tensor, z: Tensor, mask: Tensor, order_free: bool) -> dict[str, Tensor]:
+    """:func:`openlane3d_resample` on contiguous ``(..., N)`` float64 coordinates (N >= 2) and the valid points."""
+    device = x.device
+    num = x.shape[-1]
     # first / last point check on the points left after the visibility pruning, in file order
     has = mask.any(-1)
     first = mask.to(torch.int8).argmax(-1)
@@ -204,7 +209,7 @@ def openlane3d_resample(
     x_s, z_s = interp(x_sorted), interp(z_sorted)
     y_min = y_sorted[..., :1]
     y_max = y_sorted.gather(-1, (count - 1).clamp(min=0)[..., None])
-    visible = (x_s >= -X_RANGE) & (x_s <= X_RANGE) & (queries >= y_min) & (queries <= y_max) & lane_ok[..., None]
+    visible = (x_s.abs() <= X_RANGE) & (queries >= y_min) & (queries <= y_max)  # |x| <= 10 is False for NaN too
     kept = lane_ok & (visible.sum(-1) >= 2)
     visible = visible & kept[..., None]
     return {"x": x_s, "z": z_s, "visible": visible, "kept": kept}
@@ -407,13 +412,15 @@ def _resample_group(
     lengths = lanes.lengths[group]
     slot = torch.arange(max(num, 2), device=group.device)
     mask = slot < lengths[:, None]
-    source = (starts[group][:, None] + slot).masked_fill(~mask, 0)
-    points = torch.where(mask[..., None], lanes.points[source], 0.0)
-    visibility = None
-    if use_visibility and lanes.visibility is not None:
-        visibility = torch.where(mask, lanes.visibility[source], 0.0)[None]
-    part = openlane3d_resample(points[None], lengths[None], visibility, order_free)
-    return {key: value[0] for key, value in part.items()}
+    # the points of each lane, then whatever follows them (never read: the resampling reads kept points only)
+    source = (starts[group][:, None] + slot).clamp(max=max(lanes.points.shape[0] - 1, 0))
+    planes = lanes.points.to(torch.float64).T.contiguous()
+    if planes.shape[1] == 0:
+        planes = torch.zeros(3, 1, dtype=torch.float64, device=group.device)
+    x, y, z = planes[:, source].unbind(0)
+    if use_visibility and lanes.visibility is not None and lanes.visibility.numel():
+        mask = mask & (lanes.visibility[source.clamp(max=lanes.visibility.shape[0] - 1)] > 0)
+    return _resample_xyz(x, y, z, mask, order_free)
 
 
 def _pair_index(
