@@ -122,8 +122,8 @@ def openlane3d_resample(
     points: Tensor,
     lengths: Tensor | None = None,
     visibility: Tensor | None = None,
-    order_free: bool = False,
     *,
+    order_free: bool = False,
     validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """Filter lanes as the evaluator does and resample them at :data:`Y_SAMPLES`.
@@ -216,17 +216,17 @@ def _resample_xyz(x: Tensor, y: Tensor, z: Tensor, mask: Tensor, order_free: boo
 
 
 def openlane3d_pair_matrices(
-    target: dict[str, Tensor],
     preds: dict[str, Tensor],
+    target: dict[str, Tensor],
+    *,
     compat: Compat = "default",
     preds_care: Tensor | None = None,
-    *,
     validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """Cost, matched samples and errors of every GT x prediction pair of a batch.
 
     Args:
-        target, preds: outputs of :func:`openlane3d_resample`, ``(B, G, 100)`` and ``(B, P, 100)``.
+        preds, target: outputs of :func:`openlane3d_resample`, ``(B, P, 100)`` and ``(B, G, 100)``.
         compat: ``"reference"``: the cost is an int (``1`` when in (0, 1), else truncated), as the tool's
             min-cost flow needs; ``"default"``: the float sum.
         preds_care: ``(B, P, 100)`` or ``(B, G, P, 100)`` bool, the predicted samples that count in each pair
@@ -243,7 +243,7 @@ def openlane3d_pair_matrices(
         >>> import torch
         >>> gt = openlane3d_resample(torch.tensor([[[[0.0, 3.0, 0.0], [0.0, 52.0, 0.0]]]]))
         >>> pred = openlane3d_resample(torch.tensor([[[[0.3, 3.0, 0.0], [0.3, 52.0, 0.0]]]]))
-        >>> out = openlane3d_pair_matrices(gt, pred)
+        >>> out = openlane3d_pair_matrices(pred, gt)
         >>> errors = [round(e, 2) for e in out["errors"][0, 0, 0].tolist()]
         >>> round(out["cost"].item(), 2), out["num_match"].item(), errors
         (15.0, 50, [0.3, 0.3, 0.0, 0.0])
@@ -764,13 +764,9 @@ class OpenLane3DFScore(ScalarMetric, OpenLane3DMetrics):
     """OpenLane F-score ``2PR / (P + R)`` over all frames seen (arguments as :class:`OpenLane3DMetrics`).
 
     Examples:
-        >>> import torch
-        >>> lane = torch.tensor([[[[0.0, 3.0, 0.0], [0.0, 52.0, 0.0]]]])
         >>> metric = OpenLane3DFScore()
-        >>> target = {"points": lane, "labels": torch.tensor([[1]])}
-        >>> metric.update({"points": lane, "labels": torch.tensor([[1]])}, target)
-        >>> metric.compute().item()
-        1.0
+        >>> metric(**drivemetrics.lane3d.openlane3d_example_inputs())  # recall 1, precision 2 / 3
+        tensor(0.8000, dtype=torch.float64)
     """
 
     key = "f_score"
@@ -782,13 +778,9 @@ class OpenLane3DRecall(ScalarMetric, OpenLane3DMetrics):
     Arguments as :class:`OpenLane3DMetrics`.
 
     Examples:
-        >>> import torch
-        >>> lane = torch.tensor([[[[0.0, 3.0, 0.0], [0.0, 52.0, 0.0]]]])
         >>> metric = OpenLane3DRecall()
-        >>> target = {"points": lane, "labels": torch.tensor([[1]])}
-        >>> metric.update({"points": lane[:, :0], "labels": torch.zeros(1, 0)}, target)  # no predicted lane
-        >>> metric.compute().item()
-        0.0
+        >>> metric(**drivemetrics.lane3d.openlane3d_example_inputs())
+        tensor(1., dtype=torch.float64)
     """
 
     key = "recall"
@@ -800,13 +792,9 @@ class OpenLane3DPrecision(ScalarMetric, OpenLane3DMetrics):
     Arguments as :class:`OpenLane3DMetrics`.
 
     Examples:
-        >>> import torch
-        >>> lane = torch.tensor([[[[0.0, 3.0, 0.0], [0.0, 52.0, 0.0]]]])
         >>> metric = OpenLane3DPrecision()
-        >>> target = {"points": lane, "labels": torch.tensor([[1]])}
-        >>> metric.update({"points": lane + 0.2, "labels": torch.tensor([[1]])}, target)
-        >>> metric.compute().item()
-        1.0
+        >>> metric(**drivemetrics.lane3d.openlane3d_example_inputs())  # the lane at x = 7 m is false
+        tensor(0.6667, dtype=torch.float64)
     """
 
     key = "precision"
@@ -816,13 +804,9 @@ class OpenLane3DCategoryAccuracy(ScalarMetric, OpenLane3DMetrics):
     """OpenLane category accuracy over the counted pairs (arguments as :class:`OpenLane3DMetrics`).
 
     Examples:
-        >>> import torch
-        >>> lane = torch.tensor([[[[0.0, 3.0, 0.0], [0.0, 52.0, 0.0]]]])
         >>> metric = OpenLane3DCategoryAccuracy()
-        >>> target = {"points": lane, "labels": torch.tensor([[1]])}
-        >>> metric.update({"points": lane, "labels": torch.tensor([[2]])}, target)
-        >>> metric.compute().item()
-        0.0
+        >>> metric(**drivemetrics.lane3d.openlane3d_example_inputs())
+        tensor(0.5000, dtype=torch.float64)
     """
 
     key = "category_accuracy"
@@ -839,13 +823,9 @@ class OpenLane3DXErrorClose(_OpenLane3DMeanMetres):
     """Mean lateral error of the counted pairs, y <= 40 m, metres (arguments as :class:`OpenLane3DMetrics`).
 
     Examples:
-        >>> import torch
-        >>> lane = torch.tensor([[[[0.0, 3.0, 0.0], [0.0, 52.0, 0.0]]]])
         >>> metric = OpenLane3DXErrorClose()
-        >>> target = {"points": lane, "labels": torch.tensor([[1]])}
-        >>> metric.update({"points": lane + torch.tensor([0.25, 0.0, 0.0]), "labels": torch.tensor([[1]])}, target)
-        >>> metric.compute().item()
-        0.25
+        >>> metric(**drivemetrics.lane3d.openlane3d_example_inputs())  # 0.2 and 0.5 m
+        tensor(0.3500, dtype=torch.float64)
     """
 
     key = "x_error_close"
@@ -855,13 +835,9 @@ class OpenLane3DXErrorFar(_OpenLane3DMeanMetres):
     """Mean lateral error of the counted pairs, y > 40 m, metres (arguments as :class:`OpenLane3DMetrics`).
 
     Examples:
-        >>> import torch
-        >>> lane = torch.tensor([[[[0.0, 3.0, 0.0], [0.0, 52.0, 0.0]]]])
         >>> metric = OpenLane3DXErrorFar()
-        >>> target = {"points": lane, "labels": torch.tensor([[1]])}
-        >>> metric.update({"points": lane + torch.tensor([0.5, 0.0, 0.0]), "labels": torch.tensor([[1]])}, target)
-        >>> metric.compute().item()
-        0.5
+        >>> metric(**drivemetrics.lane3d.openlane3d_example_inputs())
+        tensor(0.3500, dtype=torch.float64)
     """
 
     key = "x_error_far"
@@ -871,13 +847,9 @@ class OpenLane3DZErrorClose(_OpenLane3DMeanMetres):
     """Mean height error of the counted pairs, y <= 40 m, metres (arguments as :class:`OpenLane3DMetrics`).
 
     Examples:
-        >>> import torch
-        >>> lane = torch.tensor([[[[0.0, 3.0, 0.0], [0.0, 52.0, 0.0]]]])
         >>> metric = OpenLane3DZErrorClose()
-        >>> target = {"points": lane, "labels": torch.tensor([[1]])}
-        >>> metric.update({"points": lane + torch.tensor([0.0, 0.0, 0.25]), "labels": torch.tensor([[1]])}, target)
-        >>> metric.compute().item()
-        0.25
+        >>> metric(**drivemetrics.lane3d.openlane3d_example_inputs())  # 0.1 and 0.3 m
+        tensor(0.2000, dtype=torch.float64)
     """
 
     key = "z_error_close"
@@ -887,13 +859,9 @@ class OpenLane3DZErrorFar(_OpenLane3DMeanMetres):
     """Mean height error of the counted pairs, y > 40 m, metres (arguments as :class:`OpenLane3DMetrics`).
 
     Examples:
-        >>> import torch
-        >>> lane = torch.tensor([[[[0.0, 3.0, 0.0], [0.0, 52.0, 0.0]]]])
         >>> metric = OpenLane3DZErrorFar()
-        >>> target = {"points": lane, "labels": torch.tensor([[1]])}
-        >>> metric.update({"points": lane + torch.tensor([0.0, 0.0, 0.5]), "labels": torch.tensor([[1]])}, target)
-        >>> metric.compute().item()
-        0.5
+        >>> metric(**drivemetrics.lane3d.openlane3d_example_inputs())
+        tensor(0.2000, dtype=torch.float64)
     """
 
     key = "z_error_far"
