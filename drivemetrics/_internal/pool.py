@@ -10,7 +10,9 @@ exception propagates, so no worker outlives the command and the command writes n
 ``workers=None`` lets a measured cost model choose (:func:`pool_pays`): the jobs run in this process, each one
 timed, and a pool is started for the jobs left only once their measured cost says that it saves more than a
 worker's start-up (:data:`WORKER_START_SECONDS`: a fresh interpreter importing torch and the command's module).
-Small inputs therefore never pay for a pool, and large ones get one after their first job.
+The pool gets only the cores other processes leave free (:func:`free_cores`: on a busy machine, extra processes
+only share the same cores and pay their start-up on top). Small inputs and busy machines therefore never pay for
+a pool, and large inputs on free cores get one after their first job.
 
 Only the parent handles Ctrl-C: a terminal sends SIGINT to the whole process group, and a worker that got it would
 print its own ``KeyboardInterrupt`` traceback (most visibly while it is still starting up and importing). The
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 import multiprocessing
 import os
 import signal
@@ -45,12 +48,32 @@ T = TypeVar("T")
 #: policy counts it once per pool (the workers start side by side, one per core).
 WORKER_START_SECONDS = 2.5
 
+#: Seconds of jobs the auto policy times in this process before it weighs a pool (see :func:`_map_auto`).
+MEASURE_SECONDS = 0.5
+
 
 def usable_cores() -> int:
     """The CPU cores this process may run on (its affinity mask where the platform has one)."""
     if hasattr(os, "sched_getaffinity"):
         return max(1, len(os.sched_getaffinity(0)))
     return os.cpu_count() or 1
+
+
+def free_cores() -> int:
+    """The usable cores that other processes leave free, at least 1 (all of them where there is no load average).
+
+    The 1-minute load average counts the runnable processes, this one included; its own share is estimated from
+    its CPU time so far (a process that has run ``t`` seconds adds about ``1 - exp(-t / 60)``), the rest is taken
+    as busy cores: on 2 cores, a load of 0.3 leaves 2, a load of 1.2 from another job leaves 1, a load of 5 leaves 1.
+    """
+    cores = usable_cores()
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # Windows: no load average
+        return cores
+    own = 1.0 - math.exp(-time.process_time() / 60.0)
+    busy_elsewhere = max(0.0, load - own)
+    return max(1, min(cores, math.floor(cores - busy_elsewhere + 0.5)))
 
 
 def pool_pays(seconds_left: float, workers: int, start_seconds: float | None = None) -> bool:
@@ -128,18 +151,27 @@ def map_in_processes(
 
 
 def _map_auto(fn: Callable[[Any], T], jobs: Sequence[Any], chunksize: int | None) -> Iterator[T]:
-    """Jobs in this process, timed; the rest in a pool as soon as :func:`pool_pays` says so."""
-    cores = usable_cores()
+    """Jobs in this process, timed; the rest in a pool on the free cores as soon as :func:`pool_pays` says so.
+
+    The first job also pays one-time costs (lazy imports, caches): once a second job is timed, the cost per job is
+    taken from the later jobs only, and a pool is weighed only once the timed jobs took :data:`MEASURE_SECONDS`
+    (short jobs: a few dozen of them, not the first alone).
+    """
     busy = 0.0  # seconds spent in fn so far (not in the caller between two results)
+    first = 0.0  # of which the first job
     for done, job in enumerate(jobs):
         left = len(jobs) - done
-        workers = min(cores, left)
-        if done and pool_pays(busy / done * left, workers):
-            yield from map_in_processes(fn, jobs[done:], workers, chunksize)
-            return
+        if done and busy >= MEASURE_SECONDS:
+            per_job = busy if done == 1 else (busy - first) / (done - 1)
+            workers = min(free_cores(), left)
+            if pool_pays(per_job * left, workers):
+                yield from map_in_processes(fn, jobs[done:], workers, chunksize)
+                return
         start = time.perf_counter()
         result = fn(job)
         busy += time.perf_counter() - start
+        if not done:
+            first = busy
         yield result
 
 
