@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -119,3 +122,32 @@ def test_auto_workers_weigh_a_pool_after_one_long_job(monkeypatch):
 def test_workers_are_checked():
     with pytest.raises(ValueError, match="workers"):
         list(map_in_processes(_where, [1, 2], 0))
+
+
+_FORKED_POOL = r"""
+import os, sys
+from drivemetrics._internal.pool import map_in_processes
+
+# lambdas do not pickle: only workers that inherit the function and the jobs (fork) can run them
+jobs = [lambda k=k: k * k for k in range(6)]
+results = list(map_in_processes(lambda job: (job(), os.getpid()), jobs, 2))
+assert [value for value, _ in results] == [k * k for k in range(6)], results
+assert os.getpid() not in {pid for _, pid in results}, "the jobs ran in worker processes"
+assert "torch" not in sys.modules
+print("ok")
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forked workers are Linux-only")
+def test_a_process_without_torch_forks_workers_that_inherit_the_jobs():
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "OMP_NUM_THREADS": "1"}
+    env.pop("DRIVEMETRICS_READ_AHEAD", None)
+    done = subprocess.run([sys.executable, "-c", _FORKED_POOL], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
+
+
+def test_with_torch_imported_the_workers_are_spawned():
+    import torch  # noqa: F401 - forking a process that runs torch threads is unsafe
+
+    assert not pool.fork_is_safe()
