@@ -27,15 +27,15 @@ class TorchImportHook:
         return None
 
 sys.meta_path.insert(0, TorchImportHook())
-from drivemetrics.lanetopology import io
+from drivemetrics.READER_PACKAGE import io
 
 def traced(name, original):
-    def read(path):
+    def read(*args):
         log.write(f"{name} pid={os.getpid()} torch_imported={'torch' in sys.modules}\n")
-        return original(path)
+        return original(*args)
     return read
 
-for name in ("read_ground_truth", "read_predictions"):
+for name in READER_NAMES:
     setattr(io, name, traced(name, getattr(io, name)))
 from drivemetrics.cli import main
 code = main(sys.argv[2:])
@@ -44,9 +44,14 @@ raise SystemExit(code)
 """
 
 
-def _run_traced(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, list[str]]:
+def _run_traced(
+    tmp_path: Path,
+    *args: str,
+    package: str = "lanetopology",
+    names: tuple[str, ...] = ("read_ground_truth", "read_predictions"),
+) -> tuple[subprocess.CompletedProcess, list[str]]:
     script, log = tmp_path / "traced.py", tmp_path / "events.log"
-    script.write_text(_TRACED_COMMAND)
+    script.write_text(_TRACED_COMMAND.replace("READER_PACKAGE", package).replace("READER_NAMES", repr(names)))
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     env.pop("DRIVEMETRICS_READ_AHEAD", None)
     done = subprocess.run([sys.executable, str(script), str(log), *args], capture_output=True, text=True, env=env)
@@ -80,6 +85,58 @@ def test_openlanev2_eval_reads_its_files_in_a_forked_child_and_never_imports_tor
         for read in reads:  # the files were read by a forked child
             assert read.endswith("torch_imported=False"), events
             assert f"pid={command_pid}" not in read, events
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the forked reader is Linux-only")
+@pytest.mark.parametrize("case", ["nuscenes_maptr", "av2_cvpr23"])
+def test_map_eval_reads_its_files_before_torch_is_imported(fixtures_dir: Path, tmp_path: Path, case: str):
+    root = fixtures_dir / "map_ap" / "cases" / case
+    if not (root / "gt.json").is_file():
+        pytest.skip("map_ap fixtures absent")
+    protocol = case.replace("_", "-")
+    gt, pred = str(root / "gt.json"), str(root / "pred.json")
+    done, events = _run_traced(
+        tmp_path,
+        "map-eval",
+        "--protocol",
+        protocol,
+        "--gt",
+        gt,
+        "--pred",
+        pred,
+        package="vectormap",
+        names=("read_map_files",),
+    )
+    assert done.returncode == 0, done.stderr
+    assert "mAP" in done.stdout
+    command_pid = events[-1].split("pid=")[1]
+    assert events[-1] == f"exit 0 pid={command_pid}"
+    assert f"import torch pid={command_pid}" in events
+    reads = [e for e in events if e.startswith("read_")]
+    assert len(reads) == 1, events
+    assert reads[0].endswith("torch_imported=False"), events
+    assert f"pid={command_pid}" not in reads[0], events
+    if case != "av2_cvpr23":
+        return
+    # an error of the reader in the child is the command's one-line error
+    (tmp_path / "bad.json").write_text(
+        '{"results": {"1": {"vectors": [[[0, 0], [1, 1]]], "scores": [2.0], "labels": [0]}}}'
+    )
+    done, _ = _run_traced(
+        tmp_path,
+        "map-eval",
+        "--protocol",
+        "av2-cvpr23",
+        "--gt",
+        gt,
+        "--pred",
+        str(tmp_path / "bad.json"),
+        package="vectormap",
+        names=("read_map_files",),
+    )
+    assert done.returncode == 2
+    assert "bad.json: sample 1: scores[0]: the score must be a number in [0, 1]" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the forked reader is Linux-only")
