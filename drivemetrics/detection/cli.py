@@ -146,22 +146,23 @@ def _kitti_object_eval(args: argparse.Namespace) -> int:
         frames, gt_table, det_table = pending.result()
     if det_table.absent:
         print(f"warning: {det_table.absent_message()}", file=sys.stderr)
-    groundtruth, detections = gt_table.frames(), det_table.frames()
+    groundtruth, detections = gt_table, det_table  # one table per folder: evaluated without building the frames
     shard = current_shard()
     if shard.world > 1:  # torchrun: every rank read its shard of the frames
-        gts, dets = _gather_frames(shard, list(groundtruth.values()), list(detections.values()), len(frames))
+        gts, dets = _gather_frames(
+            shard, list(gt_table.frames().values()), list(det_table.frames().values()), len(frames)
+        )
         if not shard.is_main:
             return 0
-        groundtruth = dict(zip(frames, gts, strict=True))
-        detections = dict(zip(frames, dets, strict=True))
+        groundtruth, detections = gts, dets
     result = evaluate_kitti_objects(
-        list(detections.values()),
-        list(groundtruth.values()),
+        detections,
+        groundtruth,
         overlaps=args.overlaps,
         workers=resolve_workers(args.workers),
         progress=progress,
     )
-    print(f"{len(groundtruth)} frames, overlaps: {args.overlaps}")
+    print(f"{len(frames)} frames, overlaps: {args.overlaps}")
     if not result:
         print("no class was evaluated (no detection of Car, Pedestrian or Cyclist with a usable box)")
     print(format_table(result))

@@ -43,7 +43,7 @@ from torch import Tensor
 from drivemetrics._internal.compute import safe_divide
 from drivemetrics._internal.progress import progress_bar
 from drivemetrics.detection.box_iou import bev_intersection_area, box2d_overlap, box3d_from_bev_area
-from drivemetrics.detection.io import KittiObjects
+from drivemetrics.detection.io import KittiObjects, ObjectTable
 
 __all__ = [
     "DIFFICULTIES",
@@ -159,14 +159,15 @@ class _Flat:
 
 
 def _type_codes(types: Sequence[str]) -> np.ndarray:
-    if not types:
-        return np.zeros(0, dtype=np.int64)
-    names, inverse = np.unique(np.asarray(types, dtype=object).astype(str), return_inverse=True)
-    codes = np.array([_CODES.get(str(n).lower(), _OTHER) for n in names], dtype=np.int64)
-    return codes[inverse.reshape(-1)]
+    codes = {name: _CODES.get(str(name).lower(), _OTHER) for name in set(types)}
+    return np.fromiter(map(codes.__getitem__, types), dtype=np.int64, count=len(types))
 
 
-def _flatten(frames: Sequence[KittiObjects]) -> _Flat:
+def _flatten(frames: Sequence[KittiObjects] | ObjectTable) -> _Flat:
+    if isinstance(frames, ObjectTable):
+        if not isinstance(frames.parsed, tuple):  # files of different column counts: frame by frame
+            return _flatten(list(frames.frames().values()))
+        return _flatten_table(frames)
     counts = np.array([len(f) for f in frames], dtype=np.int64)
     frame = np.repeat(np.arange(len(frames), dtype=np.int64), counts)
 
@@ -186,6 +187,26 @@ def _flatten(frames: Sequence[KittiObjects]) -> _Flat:
         bbox=cat("bbox", 4),
         box3d=np.concatenate([location, dims, cat("rotation_y", 1)], axis=1),
         score=np.concatenate(scores) if scores else np.zeros(0),
+    )
+
+
+def _flatten_table(table: ObjectTable) -> _Flat:
+    """:func:`_flatten` of a folder read as one table (the same arrays, without building the frames)."""
+    assert isinstance(table.parsed, tuple)
+    types, values, rows_per_file = table.parsed
+    counts = np.zeros(len(table.names), dtype=np.int64)
+    absent = set(table.absent)
+    counts[[i for i, name in enumerate(table.names) if name not in absent]] = rows_per_file
+    columns = values.T  # file column order: truncated, occluded, alpha, bbox 4, h w l, x y z, ry, [score]
+    return _Flat(
+        frame=np.repeat(np.arange(len(counts), dtype=np.int64), counts),
+        code=_type_codes(types),
+        truncated=columns[0].copy(),
+        occluded=columns[1].copy(),
+        alpha=columns[2].copy(),
+        bbox=np.ascontiguousarray(values[:, 3:7]),
+        box3d=np.ascontiguousarray(values[:, [10, 11, 12, 7, 8, 9, 13]]),
+        score=columns[14].copy() if values.shape[1] == 15 else np.zeros(len(values)),
     )
 
 
@@ -499,8 +520,8 @@ def _overlap_table(overlaps: Overlaps | Mapping[str, Sequence[float]]) -> dict[s
 
 
 def evaluate_kitti_objects(
-    preds: Sequence[KittiObjects],
-    target: Sequence[KittiObjects],
+    preds: Sequence[KittiObjects] | ObjectTable,
+    target: Sequence[KittiObjects] | ObjectTable,
     *,
     classes: Sequence[str] = KITTI_CLASSES,
     overlaps: Overlaps | Mapping[str, Sequence[float]] = "strict",
@@ -513,8 +534,9 @@ def evaluate_kitti_objects(
     """The official KITTI object evaluation of the detections ``preds`` against the labels ``target``, frame by frame.
 
     Args:
-        preds: the result objects (detections, with scores) of each frame.
-        target: the label objects of each frame, same length and order.
+        preds: the result objects (detections, with scores) of each frame, or a result folder read by
+            :func:`~drivemetrics.detection.io.read_object_table` (``with_score=True``; the same values, read faster).
+        target: the label objects of each frame, same length and order (or a label folder's ``ObjectTable``).
         classes: among ``car``, ``pedestrian``, ``cyclist`` (case-insensitive).
         overlaps: ``"strict"`` (official: 0.7 / 0.5 / 0.5), ``"loose"`` (BEV / 3D at 0.5 / 0.25 / 0.25) or
             ``{"2d" | "bev" | "3d": (car, pedestrian, cyclist)}``.
@@ -542,11 +564,17 @@ def evaluate_kitti_objects(
         >>> result["car"]["3d"]["moderate"]["ap_r40"]  # percent; 40 objects fill 40 of the 41 official recall points
         97.5
     """
-    if len(preds) != len(target):
-        raise ValueError(f"got {len(preds)} prediction frames but {len(target)} target frames")
-    for i, frame in enumerate(preds):
-        if len(frame) and frame.score is None:
-            raise ValueError(f"`preds` of frame {i} carry no score (a result line has 16 columns)")
+    n_preds = len(preds.names) if isinstance(preds, ObjectTable) else len(preds)
+    n_target = len(target.names) if isinstance(target, ObjectTable) else len(target)
+    if n_preds != n_target:
+        raise ValueError(f"got {n_preds} prediction frames but {n_target} target frames")
+    if isinstance(preds, ObjectTable):
+        if preds.with_score is not True:
+            raise ValueError("`preds` must be read with `with_score=True` (a result line has 16 columns)")
+    else:
+        for i, frame in enumerate(preds):
+            if len(frame) and frame.score is None:
+                raise ValueError(f"`preds` of frame {i} carry no score (a result line has 16 columns)")
     names = [c.lower() for c in classes]
     for name in names:
         if name not in KITTI_CLASSES:
@@ -563,8 +591,8 @@ def evaluate_kitti_objects(
 
 
 def _evaluate(
-    groundtruth: Sequence[KittiObjects],
-    detections: Sequence[KittiObjects],
+    groundtruth: Sequence[KittiObjects] | ObjectTable,
+    detections: Sequence[KittiObjects] | ObjectTable,
     names: Sequence[str],
     table: Mapping[str, tuple[float, float, float]],
     only_detected: bool,
@@ -577,7 +605,8 @@ def _evaluate(
     todo = _classes_to_evaluate(det, names)
     jobs = [(n, k) for n in names for k in _OVERLAP_KINDS if todo[n][k] or not only_detected]
     kinds = sorted({k for _, k in jobs})
-    pair_ov = _pair_overlaps(det, gt, len(groundtruth), kinds, device)
+    n_frames = len(groundtruth.names) if isinstance(groundtruth, ObjectTable) else len(groundtruth)
+    pair_ov = _pair_overlaps(det, gt, n_frames, kinds, device)
 
     def run(job: tuple[str, str]) -> dict[str, list[list[float]]]:
         name, kind = job
