@@ -1,11 +1,12 @@
 # drivemetrics: `make demo` runs the demo on synthetic scenes, `make examples` the training examples (quick mode),
-# `make test` runs lint + the test suite.
+# `make test` runs lint + the test suite without the tests marked `slow` (under 15 minutes on 2 cores), `make test-slow`
+# the slow ones; CI (.ci/run) runs both.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: venv dev demo examples test lint bench gpu-check gpu-wheels docs docs-serve clean
+.PHONY: venv dev demo examples test test-slow lint bench gpu-check gpu-wheels docs docs-serve clean
 
 # The CPU build of torch is installed first (available offline on the project's machines), so the range in
 # pyproject.toml is already satisfied and pip never pulls a CUDA build.
@@ -52,7 +53,12 @@ lint: $(VENV)/.dev
 	$(VENV)/bin/ruff format --check .
 
 test: $(VENV)/.dev lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -m "not slow"
+
+# The tests marked `slow` (built wheel in a clean venv, mypy / pyright, Lightning ddp and ddp_spawn, torchrun,
+# the dataset commands on the full fixtures, the longer fuzzing campaigns, the training examples' quick modes).
+test-slow: $(VENV)/.dev
+	$(PY) -m pytest -q -m slow
 
 # The documentation site in docs/site (warnings are errors: docs/mkdocs.yml sets strict); the API pages are generated
 # from the packages' export lists by docs/gen_api.py. `make docs-serve` previews it on http://127.0.0.1:8000.
