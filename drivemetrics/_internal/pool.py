@@ -58,16 +58,27 @@ def pool_pays(seconds_left: float, workers: int, start_seconds: float | None = N
 
     The pool's time is one start-up plus the work shared out; it pays when it saves at least one more start-up
     (head-room for sending the jobs, uneven jobs and a busy machine); ``start_seconds`` defaults to
-    :data:`WORKER_START_SECONDS`::
+    :data:`WORKER_START_SECONDS` times :func:`load_slowdown` (``seconds_left`` is measured wall time, which other
+    work on the machine stretches by as much as it stretches a worker's start-up)::
 
         start_seconds + seconds_left / workers + start_seconds < seconds_left
 
     Examples:
-        >>> pool_pays(1.0, 2), pool_pays(20.0, 2), pool_pays(20.0, 1)
+        >>> pool_pays(1.0, 2, start_seconds=2.5), pool_pays(20.0, 2, start_seconds=2.5), pool_pays(20.0, 1)
         (False, True, False)
     """
-    start = WORKER_START_SECONDS if start_seconds is None else start_seconds
+    start = WORKER_START_SECONDS * load_slowdown() if start_seconds is None else start_seconds
     return workers > 1 and seconds_left / workers + 2 * start < seconds_left
+
+
+def load_slowdown() -> float:
+    """How much other work stretches a process's wall time here: the 1-minute load average per usable core, at
+    least 1 (1 where the platform has no load average)."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return 1.0
+    return max(1.0, load / usable_cores())
 
 
 def _start_worker() -> None:
