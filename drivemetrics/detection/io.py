@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # torch is imported where a function needs it: reading and pa
 __all__ = [
     "KITTI_OBJECT_CALIB_KEYS",
     "KittiObjects",
+    "ObjectTable",
     "box3d_corners",
     "camera_to_image",
     "format_kitti_objects",
@@ -40,6 +41,7 @@ __all__ = [
     "read_kitti_object_calib",
     "read_kitti_object_folder",
     "read_kitti_objects",
+    "read_object_table",
     "velodyne_to_camera",
     "velodyne_to_image",
     "write_kitti_object_calib",
