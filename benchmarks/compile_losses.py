@@ -44,9 +44,13 @@ def cases(quick: bool) -> dict[str, Case]:
 
         return loss
 
+    def psld_loss(validate: bool) -> Callable[..., torch.Tensor]:
+        module = PSLDLoss(validate_args=validate)
+        return lambda preds, target, speed: module(preds, target, speed=speed)
+
     return {
         "SoftFMeasureLoss": (lambda v: SoftFMeasureLoss(from_logits=True, validate_args=v), (logits, road)),
-        "PSLDLoss": (lambda v: PSLDLoss(validate_args=v), (centers, torch.zeros(frames, m), speed)),
+        "PSLDLoss": (psld_loss, (centers, torch.zeros(frames, m), speed)),
         "road center (maps)": (center_loss, (maps,)),
     }
 

@@ -178,7 +178,7 @@ def _psld(device: torch.device, scale: float) -> dict[str, Any]:
     preds, target, z = _psld_inputs(scale)
     value = psld(preds.to(device), target.to(device), speed=20.0, z_samples=z.to(device), reduction="none")
     x = preds.to(device).requires_grad_(True)
-    loss = PSLDLoss(z_samples=z.to(device)).to(device)(x, target.to(device), 20.0)
+    loss = PSLDLoss(z_samples=z.to(device)).to(device)(x, target.to(device), speed=20.0)
     (grad,) = torch.autograd.grad(loss, x)
     return {"psld": value, "loss": loss, "grad": grad}
 
@@ -345,7 +345,7 @@ def run_timings(device: torch.device, scale: float, attack_iterations: int) -> d
     target_d = target.float().to(device)
 
     def psld_step() -> None:
-        torch.autograd.grad(loss(x, target_d, 20.0), x)
+        torch.autograd.grad(loss(x, target_d, speed=20.0), x)
 
     out["psld_loss_fwd_bwd_s"] = _timed(psld_step, device, repeat=10)
     out["psld_loss_batch"] = float(x.shape[0])

@@ -75,12 +75,12 @@ def main() -> None:
 
     def forward_backward() -> float:
         param = pred.clone().requires_grad_()
-        loss = loss_fn(param, gt, speed)
+        loss = loss_fn(param, gt, speed=speed)
         loss.backward()
         return float(loss.detach())
 
     t_fb, _ = timed(forward_backward, repeat=2)
-    t_fwd, _ = timed(lambda: loss_fn(pred, gt, speed), repeat=2)
+    t_fwd, _ = timed(lambda: loss_fn(pred, gt, speed=speed), repeat=2)
     print(f"  PSLDLoss forward   {t_fwd * 1e3:9.1f} ms   forward + backward {t_fb * 1e3:9.1f} ms ({n} frames)")
 
     if torch.cuda.is_available():
@@ -92,7 +92,7 @@ def main() -> None:
                 assert torch.allclose(out.cpu(), batched, rtol=1e-3, atol=1e-6)
             print(f"  GPU batched        {t_gpu * 1e3:9.1f} ms   ({frames / t_gpu:,.0f} frames/s, {frames} frames)")
             param = pred_g.clone().requires_grad_()
-            t_gfb, _ = timed(lambda p=param, g=gt_g, s=speed_g: loss_fn(p, g, s).backward(), 3, sync=True)
+            t_gfb, _ = timed(lambda p=param, g=gt_g, s=speed_g: loss_fn(p, g, speed=s).backward(), 3, sync=True)
             print(f"  GPU loss fwd+bwd   {t_gfb * 1e3:9.1f} ms   ({frames} frames)")
     else:
         print("  GPU: not available")

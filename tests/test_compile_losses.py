@@ -35,7 +35,8 @@ def _soft_f_pooled() -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, .
     probs = torch.rand(2, 12, 16, requires_grad=True)
     target = (torch.rand(2, 12, 16) > 0.5).float()
     valid = (torch.rand(2, 12, 16) > 0.2).float()
-    return SoftFMeasureLoss(reduction="pooled", validate_args=False), (probs, target, valid)
+    loss = SoftFMeasureLoss(reduction="pooled", validate_args=False)
+    return (lambda p, t, v: loss(p, t, valid=v)), (probs, target, valid)
 
 
 def _soft_f_bev() -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...]]:
@@ -53,7 +54,8 @@ def _soft_f_bev() -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...]
 def _psld() -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...]]:
     m = default_z_samples().numel()
     preds = (0.3 * torch.randn(2, m)).requires_grad_()
-    return PSLDLoss(validate_args=False), (preds, torch.zeros(2, m), torch.tensor([20.0, 25.0]))
+    loss = PSLDLoss(validate_args=False)
+    return (lambda p, t, s: loss(p, t, speed=s)), (preds, torch.zeros(2, m), torch.tensor([20.0, 25.0]))
 
 
 def _map_chamfer_permuted() -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...]]:
@@ -62,6 +64,17 @@ def _map_chamfer_permuted() -> tuple[Callable[..., torch.Tensor], tuple[torch.Te
 
     preds = torch.randn(2, 3, 5, 2, requires_grad=True)
     return MapChamferLoss(mode="permuted", validate_args=False), (preds, torch.randn(2, 3, 5, 2))
+
+
+def _map_chamfer() -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...]]:
+    """The symmetric Chamfer mode: its fast path for fully valid lines honours ``validate_args=False`` (it was a
+    graph break), with GT lines of several lengths and one ignored pair."""
+    from drivemetrics.vectormap import MapChamferLoss
+
+    preds = torch.randn(2, 3, 5, 2, requires_grad=True)
+    target_lengths = torch.tensor([[7, 4, 0], [2, 7, 7]])
+    loss = MapChamferLoss(validate_args=False)
+    return (lambda p, t: loss(p, t, target_lengths=target_lengths)), (preds, torch.randn(2, 3, 7, 2))
 
 
 def _center_maps() -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...]]:
@@ -91,6 +104,7 @@ CASES = {
     "soft_f_pooled": _soft_f_pooled,
     "soft_f_bev": _soft_f_bev,
     "psld": _psld,
+    "map_chamfer": _map_chamfer,
     "map_chamfer_permuted": _map_chamfer_permuted,
     "center_maps": _center_maps,
     "center_polynomials": _center_polynomials,

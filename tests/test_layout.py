@@ -47,6 +47,11 @@ SHARED_BASES = "drivemetrics._internal.metric"
 FAMILY_BASE, SCALAR_BASE = "MetricFamily", "ScalarMetric"
 #: Methods a scalar class inherits and never writes.
 INHERITED = ("update", "compute", "plot")
+#: A scalar class's example is short: it calls the class on its domain's example inputs (the family carries the full
+#: example), at most this many ``>>>`` lines (the construction and the call where the arguments need the room).
+SCALAR_EXAMPLE_LINES = 2
+#: Modules whose scalar examples another change is still rewriting (issue 37: lane3d, with OpenLane3DMetrics.update).
+LONG_SCALAR_EXAMPLES_ALLOWED = ("drivemetrics.lane3d.openlane",)
 FILE_CALLS = ("open", "read_text", "write_text", "read_bytes", "atomic_write_text", "atomic_open", "load_image")
 OLD_NAMES = ("metrics", "loss", "scalar_metrics")
 OLD_SUFFIXES = ("_metric", "_eval", "_io")
@@ -174,6 +179,14 @@ def family_violations(metric_modules: dict[str, dict[str, ast.ClassDef]]) -> lis
             ]
             if not keys:
                 problems.append(f"{module}: scalar class {name} sets no `key` (the name of its value)")
+            example = [line for line in (ast.get_docstring(node) or "").splitlines() if line.strip().startswith(">>>")]
+            if not example:
+                problems.append(f"{module}: scalar class {name} has no >>> example")
+            elif len(example) > SCALAR_EXAMPLE_LINES and module not in LONG_SCALAR_EXAMPLES_ALLOWED:
+                problems.append(
+                    f"{module}: scalar class {name} repeats a {len(example)}-line example (call it on the domain's "
+                    "example inputs, drivemetrics.<domain>.<family>_example_inputs(); the family shows the rest)"
+                )
             own, family = _init_args(node), inherited_init(name)
             if own is not None and family is not None and own <= family:
                 problems.append(f"{module}: scalar class {name} has an __init__ that adds no argument (inherit it)")
@@ -310,11 +323,15 @@ GOOD = {
             def __init__(self, height: int = 590) -> None: ...
             def compute(self): ...
         class CULaneF1Score(ScalarMetric, CULaneMetrics):
-            \"\"\"CULane F1.\"\"\"
+            \"\"\"CULane F1.
+
+            >>> CULaneF1Score()(**drivemetrics.lane.culane_example_inputs())
+            \"\"\"
             key = "f1"
         class _AtDistance(ScalarMetric, CULaneMetrics):
             def __init__(self, height: int = 590, *, distance: float = 30.0) -> None: ...
         class CULaneF1At(_AtDistance):
+            \"\"\">>> CULaneF1At(distance=20.0)(**drivemetrics.lane.culane_example_inputs())\"\"\"
             key = "f1_{distance:g}"
         """
     ),
@@ -348,6 +365,21 @@ def test_the_checker_passes_a_package_that_follows_the_rule(tmp_path):
         (
             {"lane/culane.py": GOOD["lane/culane.py"] + "class CULaneRecall(ScalarMetric, CULaneMetrics): ...\n"},
             "no `key`",
+        ),
+        (
+            {
+                "lane/culane.py": GOOD["lane/culane.py"] + "class CULaneRecall(ScalarMetric, CULaneMetrics):\n"
+                '    """Recall.\n\n    >>> lane = torch.ones(1, 1, 2, 2)\n    >>> metric = CULaneRecall()\n'
+                '    >>> metric(lane, lane)\n    """\n    key = "recall"\n'
+            },
+            "repeats a 3-line example",
+        ),
+        (
+            {
+                "lane/culane.py": GOOD["lane/culane.py"] + "class CULaneRecall(ScalarMetric, CULaneMetrics):\n"
+                '    """Recall."""\n    key = "recall"\n'
+            },
+            "has no >>> example",
         ),
         (
             {

@@ -81,7 +81,7 @@ def test_sdist_holds_a_runnable_test_suite(tmp_path):
     tracked = _run("git", "ls-files", "tests", "training_examples", cwd=REPO).split()
     missing = sorted(set(tracked) - members)
     assert not missing, f"the sdist lacks {missing[:10]}"
-    assert {"tests/conftest.py", "tests/metric_inputs.py", "pyproject.toml", "LICENSE"} <= members
+    assert {"conftest.py", "tests/conftest.py", "tests/metric_inputs.py", "pyproject.toml", "LICENSE"} <= members
     assert "drivemetrics/configs/corridor.toml" in members
 
 

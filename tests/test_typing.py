@@ -94,6 +94,12 @@ apls_value = F.apls(g, g, protocol="cosmiq")
 F.opt_j(g, g, d_max="25")  # wrong
 F.apls(g, g, protocol=3)  # wrong
 F.apls(g, g, protocol="spacenet")  # wrong
+F.opt_j(g, g, compat="official")  # wrong
+F.opt_g(g, g, matching="hungarian")  # wrong
+drivemetrics.OptPMetrics(compat="official")  # wrong
+drivemetrics.LaneGraphMetrics(task="crops")  # wrong
+drivemetrics.LaneGraphPlanningMetrics(compat="official")  # wrong
+F.psld(x, x, speed=20.0, reduction="average")  # wrong
 """
 
 

@@ -133,5 +133,5 @@ def test_map_loss_lengths_are_checked_only_with_validate_args():
     preds = torch.zeros(1, 1, 3, 2)
     lengths = torch.tensor([[9]])
     with pytest.raises(ValueError, match="target_lengths"):
-        MapChamferLoss()(preds, preds, lengths)
-    MapChamferLoss(validate_args=False)(preds, preds, lengths)
+        MapChamferLoss()(preds, preds, target_lengths=lengths)
+    MapChamferLoss(validate_args=False)(preds, preds, target_lengths=lengths)

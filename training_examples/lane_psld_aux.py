@@ -173,7 +173,7 @@ class LaneDetector(pl.LightningModule):
         self.log("train/ce", ce)
         self.log("train/l1_px", l1 * 10.0)
         if self.hparams.psld_weight > 0:
-            aux = self.psld_loss(self.lanes_uv(logits), center, speed, self.image_from_road)
+            aux = self.psld_loss(self.lanes_uv(logits), center, speed=speed, image_from_road=self.image_from_road)
             self.log("train/psld_loss", aux)
             loss = loss + self.hparams.psld_weight * aux
         self.log("train/loss", loss)
@@ -208,9 +208,9 @@ def held_out_scores(model: LaneDetector, test: dict[str, Any], e2e_frames: int) 
         e2e = e2e_ld(
             clips.images,
             clips.center_road,
-            clips.speed,
-            model.detect,
-            clips.image_from_road,
+            speed=clips.speed,
+            detector=model.detect,
+            image_from_road=clips.image_from_road,
             recorded_poses=clips.poses,
             frames=e2e_frames,
             z_samples=clips.z_samples,

@@ -289,7 +289,7 @@ class LaneRun:
 
     def aux_loss(self, logits: Tensor, center: Tensor, speed: Tensor) -> Tensor:
         """The smooth PSLD of the soft-argmax lane points (m per step)."""
-        return self.psld_loss(self.lanes_uv(logits), center, speed, self.image_from_road)
+        return self.psld_loss(self.lanes_uv(logits), center, speed=speed, image_from_road=self.image_from_road)
 
     def loss(self, batch: tuple[Tensor, ...]) -> Tensor:
         images, lanes, center, speed = batch
@@ -308,7 +308,7 @@ class LaneRun:
         base = self.base_loss(logits, lanes)
         x = self.net.to_pixels(logits.double())
         uv = torch.stack([x, self.h_samples.expand_as(x)], -1)
-        aux = self.psld_loss(uv, center, speed, self.image_from_road)
+        aux = self.psld_loss(uv, center, speed=speed, image_from_road=self.image_from_road)
         g_base = torch.autograd.grad(base, params, retain_graph=True)
         g_aux_x, *g_aux = torch.autograd.grad(aux, [x, *params])
         flat_base = torch.cat([g.flatten() for g in g_base]).double()
@@ -385,8 +385,9 @@ def lane_scores(run: LaneRun, test: dict[str, Tensor], clips: LaneClips, config:
         def detect(images: Tensor) -> Tensor:
             return run.lanes_uv(run.net(images.float()))
 
-        e2e = e2e_ld(clips.images, clips.center_road, clips.speed, detect, clips.image_from_road,
-                     recorded_poses=clips.poses, frames=config["e2e_frames"], z_samples=clips.z_samples)  # fmt: skip
+        e2e = e2e_ld(clips.images, clips.center_road, speed=clips.speed, detector=detect,
+                     image_from_road=clips.image_from_road, recorded_poses=clips.poses,
+                     frames=config["e2e_frames"], z_samples=clips.z_samples)  # fmt: skip
     return {
         "tusimple_accuracy": float(tusimple["accuracy"]),
         "tusimple_f1": float(tusimple["f1"]),
@@ -482,8 +483,8 @@ def train_road(config: dict[str, Any], data: dict[str, Tensor], mix: list[float]
         for (space, loss_fn), share in zip(losses.items(), mix, strict=True):
             if share > 0:
                 homography = batch["homography"] if space == "bev" else None
-                road = loss_fn(logits[:, 0], batch["road"], batch["valid"], homography=homography)
-                lane = loss_fn(logits[:, 1], batch["lane"], batch["valid"], homography=homography)
+                road = loss_fn(logits[:, 0], batch["road"], valid=batch["valid"], homography=homography)
+                lane = loss_fn(logits[:, 1], batch["lane"], valid=batch["valid"], homography=homography)
                 loss = loss + share * (road + lane)
         opt.zero_grad()
         loss.backward()

@@ -74,7 +74,7 @@ def train(use_psld: bool, seed: int = 0, steps: int = 100, weight: float = 200.0
         loss = (lines_at(pred, Z_FIT) - lines_at(coeffs, Z_FIT)).abs().mean()
         if use_psld:
             target_center = center_from_polynomials(coeffs, Z)
-            loss = loss + weight * psld_loss(pred, target_center, speed)
+            loss = loss + weight * psld_loss(pred, target_center, speed=speed)
         opt.zero_grad()
         loss.backward()
         opt.step()

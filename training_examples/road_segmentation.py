@@ -302,9 +302,9 @@ class RoadSegmenter(pl.LightningModule):
     def _loss(self, logits: Tensor, batch: dict[str, Tensor]) -> Tensor:
         valid, homography = batch["valid"], batch["homography"]
         homography = homography if self.hparams.loss_space == "bev" else None
-        road = self.loss_fn(logits[:, 0], batch["road"], valid, homography=homography)
+        road = self.loss_fn(logits[:, 0], batch["road"], valid=valid, homography=homography)
         has_lane = batch.get("has_lane", torch.ones_like(road, dtype=torch.bool))
-        lane = self.loss_fn(logits[:, 1], batch["lane"], valid & has_lane[:, None, None], homography=homography)
+        lane = self.loss_fn(logits[:, 1], batch["lane"], valid=valid & has_lane[:, None, None], homography=homography)
         lane = (lane * has_lane).sum() / has_lane.sum().clamp_min(1)
         return road.mean() + self.hparams.lane_weight * lane
 

@@ -121,9 +121,9 @@ def evaluate_scenarios(seed: int = 0, quick: bool = False) -> dict[str, object]:
     e2e = e2e_ld(
         images.double(),
         center,
-        speed,
-        detector,
-        clips.image_from_road,
+        speed=speed,
+        detector=detector,
+        image_from_road=clips.image_from_road,
         recorded_poses=poses,
         z_samples=clips.z_samples,
         return_details=True,

@@ -16,6 +16,7 @@ _METRICS = {
 _EXPORTS = {
     **_METRICS,
     "KittiObjects": "drivemetrics.detection.io",
+    "kitti_object_example_inputs": "drivemetrics.detection.examples",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -34,6 +34,8 @@ _EXPORTS = {
     "PurePursuit": "drivemetrics.lane.control",
     "TuSimpleRecords": "drivemetrics.lane.io",
     "VehiclePath": "drivemetrics.lane.control",
+    "culane_example_inputs": "drivemetrics.lane.examples",
+    "tusimple_example_inputs": "drivemetrics.lane.examples",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -9,6 +9,8 @@ from drivemetrics.lane.culane import CULaneF1Score as CULaneF1Score
 from drivemetrics.lane.culane import CULaneMetrics as CULaneMetrics
 from drivemetrics.lane.culane import CULanePrecision as CULanePrecision
 from drivemetrics.lane.culane import CULaneRecall as CULaneRecall
+from drivemetrics.lane.examples import culane_example_inputs as culane_example_inputs
+from drivemetrics.lane.examples import tusimple_example_inputs as tusimple_example_inputs
 from drivemetrics.lane.io import TuSimpleRecords as TuSimpleRecords
 from drivemetrics.lane.psld import PSLD as PSLD
 from drivemetrics.lane.psld import PSLDLoss as PSLDLoss
@@ -38,4 +40,6 @@ __all__ = [
     "TuSimpleMetrics",
     "TuSimpleRecords",
     "VehiclePath",
+    "culane_example_inputs",
+    "tusimple_example_inputs",
 ]

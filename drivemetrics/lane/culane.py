@@ -436,12 +436,8 @@ class CULanePrecision(ScalarMetric, CULaneMetrics):
     """CULane precision ``TP / (TP + FP)`` over all images seen (arguments as :class:`CULaneMetrics`).
 
     Examples:
-        >>> import torch
-        >>> lane = torch.tensor([[[[800.0, 580.0], [820.0, 300.0]]]])
-        >>> metric = CULanePrecision()
-        >>> metric.update(lane, lane)
-        >>> metric.compute().item()
-        1.0
+        >>> CULanePrecision()(**drivemetrics.lane.culane_example_inputs())
+        tensor(0.5000, dtype=torch.float64)
     """
 
     key = "precision"
@@ -451,12 +447,8 @@ class CULaneRecall(ScalarMetric, CULaneMetrics):
     """CULane recall ``TP / (TP + FN)`` over all images seen (arguments as :class:`CULaneMetrics`).
 
     Examples:
-        >>> import torch
-        >>> lane = torch.tensor([[[[800.0, 580.0], [820.0, 300.0]]]])
-        >>> metric = CULaneRecall()
-        >>> metric.update(lane, lane)
-        >>> metric.compute().item()
-        1.0
+        >>> CULaneRecall()(**drivemetrics.lane.culane_example_inputs())
+        tensor(1., dtype=torch.float64)
     """
 
     key = "recall"
@@ -466,12 +458,8 @@ class CULaneF1Score(ScalarMetric, CULaneMetrics):
     """CULane F1 over all images seen, a scalar for ``self.log`` (arguments as :class:`CULaneMetrics`).
 
     Examples:
-        >>> import torch
-        >>> lane = torch.tensor([[[[800.0, 580.0], [820.0, 300.0]]]])
-        >>> metric = CULaneF1Score()
-        >>> metric.update(lane, lane)
-        >>> metric.compute().item()
-        1.0
+        >>> CULaneF1Score()(**drivemetrics.lane.culane_example_inputs())
+        tensor(0.6667, dtype=torch.float64)
     """
 
     key = "f1"

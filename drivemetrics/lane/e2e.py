@@ -60,6 +60,7 @@ def _check_values(target: Tensor, speed: Tensor, recorded_poses: Tensor) -> None
 def e2e_ld(
     images: Tensor,
     target: Tensor,
+    *,
     speed: Tensor | float,
     detector: Detector,
     image_from_road: Tensor,
@@ -69,7 +70,6 @@ def e2e_ld(
     controller: LateralController | None = None,
     lane_width: float = DEFAULT_LANE_WIDTH,
     return_details: bool = False,
-    *,
     validate_args: bool = True,
 ) -> Tensor | dict[str, Tensor]:
     """E2E-LD of a detector on a batch of clips (module docstring).
@@ -101,7 +101,7 @@ def e2e_ld(
         ...     return torch.stack(lines)[None].expand(view.shape[0], -1, -1, -1)  # (N, 2, P, 2) pixels
         >>> images = torch.zeros(1, 6, 1, 96, 160, dtype=torch.float64)  # (B, T, C, H, W)
         >>> target = torch.zeros(1, 6, 101, dtype=torch.float64)  # (B, T, M): the lane center at X = 0
-        >>> e2e_ld(images, target, 25.0, detector, hom)  # (B,) metres
+        >>> e2e_ld(images, target, speed=25.0, detector=detector, image_from_road=hom)  # (B,) metres
         tensor([0.2920], dtype=torch.float64)
     """
     check_shape(images, "images", ("B", "T", "C", "H", "W"))

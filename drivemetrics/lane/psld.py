@@ -54,6 +54,8 @@ __all__ = [
 ]
 
 XRefSource = Literal["rollout", "center"]
+#: How PSLD reduces the per-profile values: their mean, their sum, or none (one value per profile).
+PSLDReduction = Literal["mean", "sum", "none"]
 
 
 def _check_profiles(preds: Tensor, target: Tensor, z_samples: Tensor, values: bool = True) -> None:
@@ -197,7 +199,7 @@ def psld(
     x_ref_source: XRefSource = "rollout",
     controller: LateralController | None = None,
     initial_steering: Tensor | None = None,
-    reduction: str = "mean",
+    reduction: PSLDReduction = "mean",
     validate_args: bool = True,
 ) -> Tensor:
     """PSLD (metres per step): ``(1 / Tp) max_t |x(t) - x_ref(t)|`` per frame, reduced over frames.
@@ -226,7 +228,7 @@ def psld(
 
 
 def smooth_psld(
-    deviations: Tensor, temperature: float = 0.02, abs_eps: float = 1e-3, *, validate_args: bool = True
+    deviations: Tensor, *, temperature: float = 0.02, abs_eps: float = 1e-3, validate_args: bool = True
 ) -> Tensor:
     """Smooth PSLD per frame from signed deviations ``(B, Tp)``: smooth |.| then a log-sum-exp maximum.
 
@@ -293,7 +295,7 @@ class PSLDLoss(nn.Module):
         rows: Tensor | None = None,
         softmax_temperature: float = 1.0,
         lane_width: float = DEFAULT_LANE_WIDTH,
-        reduction: str = "mean",
+        reduction: PSLDReduction = "mean",
         validate_args: bool = True,
     ) -> None:
         super().__init__()
@@ -342,6 +344,7 @@ class PSLDLoss(nn.Module):
         self,
         preds: Tensor,
         target: Tensor,
+        *,
         speed: Tensor | float,
         image_from_road: Tensor | None = None,
     ) -> Tensor:
@@ -357,7 +360,7 @@ class PSLDLoss(nn.Module):
             controller=self.controller,
             validate_args=self.validate_args,
         )
-        return _reduce(smooth_psld(dev, self.temperature, self.abs_eps), self.reduction)
+        return _reduce(smooth_psld(dev, temperature=self.temperature, abs_eps=self.abs_eps), self.reduction)
 
 
 class PSLD(Metric):

@@ -45,10 +45,10 @@ def _select_lanes(x: Tensor, lanes: Sequence[int] | None, name: str) -> Tensor:
 
 def expected_center_from_maps(
     maps: Tensor,
+    *,
     lanes: Sequence[int] | None = None,
     from_logits: bool = True,
     no_lane_cell: bool = False,
-    *,
     validate_args: bool = True,
 ) -> Tensor:
     """Expected road center from per-lane row-wise scores (segmentation maps or row-anchor classifiers).
@@ -104,9 +104,9 @@ def expected_center_from_maps(
 def expected_center_from_polynomials(
     coefficients: Tensor,
     confidence: Tensor | None = None,
+    *,
     y: Tensor | None = None,
     conf_threshold: float = 0.5,
-    *,
     validate_args: bool = True,
 ) -> Tensor:
     """Expected road center of polynomial lanes (PolyLaneNet style): mean x of the confident lanes over rows.
@@ -170,9 +170,9 @@ def expected_center_from_polynomials(
 def expected_center_from_anchors(
     xs: Tensor,
     confidence: Tensor,
+    *,
     image_width: float | None = None,
     offsets: Tensor | None = None,
-    *,
     validate_args: bool = True,
 ) -> Tensor:
     """Expected road center of anchor proposals (LaneATT style): confidence-weighted mean x per row, then mean.

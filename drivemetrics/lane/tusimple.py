@@ -393,73 +393,50 @@ class TuSimpleAccuracy(ScalarMetric, TuSimpleMetrics):
     """TuSimple accuracy (mean per-image fraction of matched points), a scalar for ``self.log``.
 
     Shares the states of :class:`TuSimpleMetrics` (same arguments), so a ``MetricCollection`` of the TuSimple
-    scalar classes counts once per batch.
+    scalar classes counts once per batch; the same holds for the other three.
 
     Examples:
-        >>> ys = torch.arange(160.0, 720.0, 10.0)
-        >>> gt = torch.stack([400 - 0.3 * (ys - 160), 880 + 0.3 * (ys - 160)])[None]  # (1, 2, 56)
-        >>> metric = TuSimpleAccuracy()
-        >>> metric.update(gt + 5.0, gt, h_samples=ys)
-        >>> round(metric.compute().item(), 3)
-        1.0
+        >>> TuSimpleAccuracy()(**drivemetrics.lane.tusimple_example_inputs())
+        tensor(1., dtype=torch.float64)
     """
 
-    higher_is_better = True
     key = "accuracy"
 
 
-class TuSimpleFalsePositives(ScalarMetric, TuSimpleMetrics):
-    """TuSimple FP rate (mean per-image fraction of unmatched predicted lanes), a scalar for ``self.log``.
-
-    Shares the states of :class:`TuSimpleMetrics` (same arguments), so a ``MetricCollection`` of the TuSimple
-    scalar classes counts once per batch.
-
-    Examples:
-        >>> ys = torch.arange(160.0, 720.0, 10.0)
-        >>> gt = torch.stack([400 - 0.3 * (ys - 160), 880 + 0.3 * (ys - 160)])[None]  # (1, 2, 56)
-        >>> metric = TuSimpleFalsePositives()
-        >>> metric.update(gt + 5.0, gt, h_samples=ys)
-        >>> round(metric.compute().item(), 3)
-        0.0
-    """
+class _TuSimpleErrorRate(ScalarMetric, TuSimpleMetrics):
+    """The base of the FP and FN rates: lower is better."""
 
     higher_is_better = False
+
+
+class TuSimpleFalsePositives(_TuSimpleErrorRate):
+    """TuSimple FP rate (mean per-image fraction of unmatched predicted lanes), a scalar for ``self.log``.
+
+    Examples:
+        >>> TuSimpleFalsePositives()(**drivemetrics.lane.tusimple_example_inputs())
+        tensor(0., dtype=torch.float64)
+    """
+
     key = "fp"
 
 
-class TuSimpleFalseNegatives(ScalarMetric, TuSimpleMetrics):
+class TuSimpleFalseNegatives(_TuSimpleErrorRate):
     """TuSimple FN rate (mean per-image fraction of missed ground-truth lanes), a scalar for ``self.log``.
 
-    Shares the states of :class:`TuSimpleMetrics` (same arguments), so a ``MetricCollection`` of the TuSimple
-    scalar classes counts once per batch.
-
     Examples:
-        >>> ys = torch.arange(160.0, 720.0, 10.0)
-        >>> gt = torch.stack([400 - 0.3 * (ys - 160), 880 + 0.3 * (ys - 160)])[None]  # (1, 2, 56)
-        >>> metric = TuSimpleFalseNegatives()
-        >>> metric.update(gt + 5.0, gt, h_samples=ys)
-        >>> round(metric.compute().item(), 3)
-        0.0
+        >>> TuSimpleFalseNegatives()(**drivemetrics.lane.tusimple_example_inputs())
+        tensor(0., dtype=torch.float64)
     """
 
-    higher_is_better = False
     key = "fn"
 
 
 class TuSimpleF1Score(ScalarMetric, TuSimpleMetrics):
     """TuSimple F1 from the mean FP and FN rates (:func:`tusimple_f1`), a scalar for ``self.log``.
 
-    Shares the states of :class:`TuSimpleMetrics` (same arguments), so a ``MetricCollection`` of the TuSimple
-    scalar classes counts once per batch.
-
     Examples:
-        >>> ys = torch.arange(160.0, 720.0, 10.0)
-        >>> gt = torch.stack([400 - 0.3 * (ys - 160), 880 + 0.3 * (ys - 160)])[None]  # (1, 2, 56)
-        >>> metric = TuSimpleF1Score()
-        >>> metric.update(gt + 5.0, gt, h_samples=ys)
-        >>> round(metric.compute().item(), 3)
-        1.0
+        >>> TuSimpleF1Score()(**drivemetrics.lane.tusimple_example_inputs())
+        tensor(1., dtype=torch.float64)
     """
 
-    higher_is_better = True
     key = "f1"

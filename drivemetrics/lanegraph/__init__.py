@@ -31,6 +31,8 @@ _METRICS = {
 _EXPORTS = {
     **_METRICS,
     "LaneArrays": "drivemetrics.lanegraph.geometry",
+    "lanegraph_example_inputs": "drivemetrics.lanegraph.examples",
+    "planning_example_inputs": "drivemetrics.lanegraph.examples",
 }
 
 __all__ = sorted(_EXPORTS)

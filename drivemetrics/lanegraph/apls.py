@@ -9,7 +9,7 @@ import numpy as np
 from scipy.sparse.csgraph import dijkstra
 from torch import Tensor
 
-from drivemetrics._internal.compat import check_compat
+from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics.lanegraph.geometry import (
     APLS_MIN_PATH_M,
     APLS_REFERENCE_MAX_NODES,
@@ -201,7 +201,7 @@ def lanegraph_apls(
     preds: nx.DiGraph,
     target: nx.DiGraph,
     *,
-    compat: str = "default",
+    compat: Compat = "default",
     max_sources: int | None = 500,
     seed: int = 0,
     validate_args: bool = True,

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from scipy.spatial import cKDTree
 
-from drivemetrics._internal.compat import check_compat
+from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.distributed import Shard, current_shard
 from drivemetrics._internal.files import atomic_write_text, check_output_path
 from drivemetrics._internal.limits import check_coordinates, check_graph_extent, check_graph_size
@@ -180,7 +180,7 @@ def evaluate_submission(
     gt_data: dict,
     task: str,
     split: str = "eval",
-    compat: str = "default",
+    compat: Compat = "default",
     workers: int | None = 1,
     progress: bool | None = None,
     seed: int = 0,

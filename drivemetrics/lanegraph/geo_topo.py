@@ -11,7 +11,7 @@ from scipy.sparse.csgraph import dijkstra
 from scipy.spatial import cKDTree
 from torch import Tensor
 
-from drivemetrics._internal.compat import check_compat
+from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics.lanegraph.geometry import (
     INTERP_SPACING,
     MATCH_DIST,
@@ -397,7 +397,7 @@ def _geo_topo_reference(pred: LaneArrays, gt: LaneArrays) -> dict[str, float]:
 
 
 def geo_topo(
-    preds: nx.DiGraph, target: nx.DiGraph, *, compat: str = "default", validate_args: bool = True
+    preds: nx.DiGraph, target: nx.DiGraph, *, compat: Compat = "default", validate_args: bool = True
 ) -> dict[str, Tensor]:
     """GEO and TOPO precision / recall of a predicted lane graph (see the module doc).
 

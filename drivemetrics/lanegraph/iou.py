@@ -8,7 +8,7 @@ import networkx as nx
 import numpy as np
 from torch import Tensor
 
-from drivemetrics._internal.compat import check_compat
+from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics.lanegraph.geometry import LaneArrays, as_lane_arrays, as_scalar
 from drivemetrics.lanegraph.reference import opencv_graph_iou
 from drivemetrics.roadnet.geometry import index_in_group
@@ -84,7 +84,7 @@ def graph_iou(
     *,
     area_size: tuple[int, int] = (256, 256),
     lane_width: float = 10.0,
-    compat: str = "default",
+    compat: Compat = "default",
     validate_args: bool = True,
 ) -> Tensor:
     """IoU of the two graphs drawn with ``lane_width`` px wide edges.

@@ -50,12 +50,12 @@ Fixed in the default mode (each reproduced by ``compat="reference"``):
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 import networkx as nx
 from torch import Tensor
 
-from drivemetrics._internal.compat import check_compat
+from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.metric import ScalarMetric, add_config_state
 from drivemetrics.lanegraph._metric import PerSampleMean
 from drivemetrics.lanegraph.apls import lanegraph_apls
@@ -72,6 +72,7 @@ __all__ = [
     "LaneGraphMetrics",
     "LaneGraphSDA20",
     "LaneGraphSDA50",
+    "LaneGraphTask",
     "LaneGraphTopoPrecision",
     "LaneGraphTopoRecall",
     "evaluate_lanegraph_pair",
@@ -82,13 +83,16 @@ __all__ = [
 # ---------------------------------------------------------------------------------------------------------------
 # one sample
 
+#: The UrbanLaneGraph benchmark task of a sample: 256 x 256 successor crops or 5000 x 5000 full tiles.
+LaneGraphTask = Literal["successor", "full"]
+
 
 def evaluate_lanegraph_pair(
     preds: nx.DiGraph,
     target: nx.DiGraph,
     *,
-    task: str = "successor",
-    compat: str = "default",
+    task: LaneGraphTask = "successor",
+    compat: Compat = "default",
     apls_max_sources: int | None = 500,
     seed: int = 0,
     validate_args: bool = True,
@@ -118,8 +122,8 @@ def evaluate_lanegraph_pair(
 def lanegraph_pair_values(
     preds: nx.DiGraph,
     target: nx.DiGraph,
-    task: str = "successor",
-    compat: str = "default",
+    task: LaneGraphTask = "successor",
+    compat: Compat = "default",
     apls_max_sources: int | None = 500,
     seed: int = 0,
 ) -> dict[str, float]:
@@ -171,13 +175,15 @@ class LaneGraphMetrics(PerSampleMean):
 
     Examples:
         >>> import networkx as nx, numpy as np
-        >>> g = nx.DiGraph([(0, 1), (1, 2)])
-        >>> nx.set_node_attributes(g, {0: np.array([10.0, 10.0]), 1: np.array([60.0, 10.0]),
-        ...                            2: np.array([120.0, 10.0])}, "pos")
+        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
+        >>> gt, pred = nx.DiGraph([(0, 1), (1, 2), (1, 3)]), nx.DiGraph([(0, 1), (1, 2), (1, 3)])  # two forks
+        >>> nx.set_node_attributes(gt, pos((0, 50), (200, 50), (400, 50), (400, 250)), "pos")
+        >>> nx.set_node_attributes(pred, pos((0, 54), (210, 54), (400, 54), (300, 250)), "pos")
         >>> metric = LaneGraphMetrics()
-        >>> metric.update(g, g)
-        >>> float(metric.compute()["geo_recall"])
-        1.0
+        >>> metric.update(pred, gt)
+        >>> {k: round(float(v), 4) for k, v in metric.compute().items()}
+        {'topo_precision': 0.5017, 'topo_recall': 0.4174, 'geo_precision': 0.7078, 'geo_recall': 0.6374,
+         'apls': 0.49, 'sda20': 1.0, 'sda50': 1.0, 'iou': 0.2848}
     """
 
     higher_is_better = True
@@ -186,7 +192,7 @@ class LaneGraphMetrics(PerSampleMean):
     _keys = LANE_METRICS
 
     def __init__(
-        self, task: str = "successor", compat: str = "default", validate_args: bool = True, **kwargs: Any
+        self, task: LaneGraphTask = "successor", compat: Compat = "default", validate_args: bool = True, **kwargs: Any
     ) -> None:
         super().__init__(**kwargs)
         self.validate_args = bool(validate_args)
@@ -207,15 +213,8 @@ class LaneGraphTopoPrecision(ScalarMetric, LaneGraphMetrics):
     """TOPO precision (the ``'topo_precision'`` value of :class:`LaneGraphMetrics`; same arguments and states).
 
     Examples:
-        >>> import networkx as nx, numpy as np
-        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-        >>> gt, pred = nx.DiGraph([(0, 1), (1, 2), (1, 3)]), nx.DiGraph([(0, 1), (1, 2), (1, 3)])  # two forks
-        >>> nx.set_node_attributes(gt, pos((0, 50), (200, 50), (400, 50), (400, 250)), "pos")
-        >>> nx.set_node_attributes(pred, pos((0, 54), (210, 54), (400, 54), (300, 250)), "pos")
-        >>> metric = LaneGraphTopoPrecision()
-        >>> metric.update(pred, gt)
-        >>> round(float(metric.compute()), 4)
-        0.5017
+        >>> LaneGraphTopoPrecision()(**drivemetrics.lanegraph.lanegraph_example_inputs())
+        tensor(0.5017, dtype=torch.float64)
     """
 
     key = "topo_precision"
@@ -225,15 +224,8 @@ class LaneGraphTopoRecall(ScalarMetric, LaneGraphMetrics):
     """TOPO recall (the ``'topo_recall'`` value of :class:`LaneGraphMetrics`; same arguments and states).
 
     Examples:
-        >>> import networkx as nx, numpy as np
-        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-        >>> gt, pred = nx.DiGraph([(0, 1), (1, 2), (1, 3)]), nx.DiGraph([(0, 1), (1, 2), (1, 3)])  # two forks
-        >>> nx.set_node_attributes(gt, pos((0, 50), (200, 50), (400, 50), (400, 250)), "pos")
-        >>> nx.set_node_attributes(pred, pos((0, 54), (210, 54), (400, 54), (300, 250)), "pos")
-        >>> metric = LaneGraphTopoRecall()
-        >>> metric.update(pred, gt)
-        >>> round(float(metric.compute()), 4)
-        0.4174
+        >>> LaneGraphTopoRecall()(**drivemetrics.lanegraph.lanegraph_example_inputs())
+        tensor(0.4174, dtype=torch.float64)
     """
 
     key = "topo_recall"
@@ -243,15 +235,8 @@ class LaneGraphGeoPrecision(ScalarMetric, LaneGraphMetrics):
     """GEO precision (the ``'geo_precision'`` value of :class:`LaneGraphMetrics`; same arguments and states).
 
     Examples:
-        >>> import networkx as nx, numpy as np
-        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-        >>> gt, pred = nx.DiGraph([(0, 1), (1, 2), (1, 3)]), nx.DiGraph([(0, 1), (1, 2), (1, 3)])  # two forks
-        >>> nx.set_node_attributes(gt, pos((0, 50), (200, 50), (400, 50), (400, 250)), "pos")
-        >>> nx.set_node_attributes(pred, pos((0, 54), (210, 54), (400, 54), (300, 250)), "pos")
-        >>> metric = LaneGraphGeoPrecision()
-        >>> metric.update(pred, gt)
-        >>> round(float(metric.compute()), 4)
-        0.7078
+        >>> LaneGraphGeoPrecision()(**drivemetrics.lanegraph.lanegraph_example_inputs())
+        tensor(0.7078, dtype=torch.float64)
     """
 
     key = "geo_precision"
@@ -261,14 +246,8 @@ class LaneGraphGeoRecall(ScalarMetric, LaneGraphMetrics):
     """GEO recall (the ``'geo_recall'`` value of :class:`LaneGraphMetrics`; same arguments and states).
 
     Examples:
-        >>> import networkx as nx, numpy as np
-        >>> g = nx.DiGraph([(0, 1), (1, 2), (1, 3)])
-        >>> xy = {0: (10.0, 10.0), 1: (60.0, 10.0), 2: (120.0, 10.0), 3: (120.0, 60.0)}
-        >>> nx.set_node_attributes(g, {n: np.array(p) for n, p in xy.items()}, "pos")
-        >>> metric = LaneGraphGeoRecall()
-        >>> metric.update(g, g)
-        >>> float(metric.compute())
-        1.0
+        >>> LaneGraphGeoRecall()(**drivemetrics.lanegraph.lanegraph_example_inputs())
+        tensor(0.6374, dtype=torch.float64)
     """
 
     key = "geo_recall"
@@ -278,15 +257,8 @@ class LaneGraphAPLS(ScalarMetric, LaneGraphMetrics):
     """APLS (the ``'apls'`` value of :class:`LaneGraphMetrics`; same arguments and states).
 
     Examples:
-        >>> import networkx as nx, numpy as np
-        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-        >>> gt, pred = nx.DiGraph([(0, 1), (1, 2), (1, 3)]), nx.DiGraph([(0, 1), (1, 2), (1, 3)])  # two forks
-        >>> nx.set_node_attributes(gt, pos((0, 50), (200, 50), (400, 50), (400, 250)), "pos")
-        >>> nx.set_node_attributes(pred, pos((0, 54), (210, 54), (400, 54), (300, 250)), "pos")
-        >>> metric = LaneGraphAPLS()
-        >>> metric.update(pred, gt)
-        >>> round(float(metric.compute()), 4)
-        0.49
+        >>> LaneGraphAPLS()(**drivemetrics.lanegraph.lanegraph_example_inputs())
+        tensor(0.4900, dtype=torch.float64)
     """
 
     key = "apls"
@@ -296,15 +268,8 @@ class LaneGraphSDA20(ScalarMetric, LaneGraphMetrics):
     """SDA@20 (the ``'sda20'`` value of :class:`LaneGraphMetrics`; same arguments and states).
 
     Examples:
-        >>> import networkx as nx, numpy as np
-        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-        >>> gt, pred = nx.DiGraph([(0, 1), (1, 2), (1, 3)]), nx.DiGraph([(0, 1), (1, 2), (1, 3)])  # two forks
-        >>> nx.set_node_attributes(gt, pos((0, 50), (200, 50), (400, 50), (400, 250)), "pos")
-        >>> nx.set_node_attributes(pred, pos((0, 54), (210, 54), (400, 54), (300, 250)), "pos")
-        >>> metric = LaneGraphSDA20()
-        >>> metric.update(pred, gt)
-        >>> round(float(metric.compute()), 4)
-        1.0
+        >>> LaneGraphSDA20()(**drivemetrics.lanegraph.lanegraph_example_inputs())
+        tensor(1., dtype=torch.float64)
     """
 
     key = "sda20"
@@ -314,15 +279,8 @@ class LaneGraphSDA50(ScalarMetric, LaneGraphMetrics):
     """SDA@50 (the ``'sda50'`` value of :class:`LaneGraphMetrics`; same arguments and states).
 
     Examples:
-        >>> import networkx as nx, numpy as np
-        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-        >>> gt, pred = nx.DiGraph([(0, 1), (1, 2), (1, 3)]), nx.DiGraph([(0, 1), (1, 2), (1, 3)])  # two forks
-        >>> nx.set_node_attributes(gt, pos((0, 50), (200, 50), (400, 50), (400, 250)), "pos")
-        >>> nx.set_node_attributes(pred, pos((0, 54), (210, 54), (400, 54), (300, 250)), "pos")
-        >>> metric = LaneGraphSDA50()
-        >>> metric.update(pred, gt)
-        >>> round(float(metric.compute()), 4)
-        1.0
+        >>> LaneGraphSDA50()(**drivemetrics.lanegraph.lanegraph_example_inputs())
+        tensor(1., dtype=torch.float64)
     """
 
     key = "sda50"
@@ -332,15 +290,8 @@ class LaneGraphIoU(ScalarMetric, LaneGraphMetrics):
     """Graph IoU (the ``'iou'`` value of :class:`LaneGraphMetrics`; same arguments and states).
 
     Examples:
-        >>> import networkx as nx, numpy as np
-        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-        >>> gt, pred = nx.DiGraph([(0, 1), (1, 2), (1, 3)]), nx.DiGraph([(0, 1), (1, 2), (1, 3)])  # two forks
-        >>> nx.set_node_attributes(gt, pos((0, 50), (200, 50), (400, 50), (400, 250)), "pos")
-        >>> nx.set_node_attributes(pred, pos((0, 54), (210, 54), (400, 54), (300, 250)), "pos")
-        >>> metric = LaneGraphIoU()
-        >>> metric.update(pred, gt)
-        >>> round(float(metric.compute()), 4)
-        0.2848
+        >>> LaneGraphIoU()(**drivemetrics.lanegraph.lanegraph_example_inputs())
+        tensor(0.2848, dtype=torch.float64)
     """
 
     key = "iou"

@@ -12,7 +12,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 from torch import Tensor
 
-from drivemetrics._internal.compat import check_compat
+from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.metric import ScalarMetric, add_config_state
 from drivemetrics.lanegraph._metric import PerSampleMean
 from drivemetrics.lanegraph.geometry import (
@@ -197,7 +197,7 @@ def planning(
     preds: nx.DiGraph,
     target: nx.DiGraph,
     *,
-    compat: str = "default",
+    compat: Compat = "default",
     seed: int | Sequence[int] = 0,
     attempts: int = 100,
     reference_random: ReferencePlanningRandom | None = None,
@@ -221,7 +221,7 @@ def planning(
 def planning_values(
     preds: nx.DiGraph,
     target: nx.DiGraph,
-    compat: str = "default",
+    compat: Compat = "default",
     seed: int | Sequence[int] = 0,
     attempts: int = 100,
     reference_random: ReferencePlanningRandom | None = None,
@@ -268,7 +268,7 @@ class LaneGraphPlanningMetrics(PerSampleMean):
     plot_upper_bound = None  # distances in pixels: unbounded
     _keys = PLANNING_METRICS
 
-    def __init__(self, compat: str = "default", seed: int = 0, validate_args: bool = True, **kwargs: Any) -> None:
+    def __init__(self, compat: Compat = "default", seed: int = 0, validate_args: bool = True, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.validate_args = bool(validate_args)
         check_compat(compat)
@@ -284,52 +284,30 @@ class LaneGraphPlanningMMD(ScalarMetric, LaneGraphPlanningMetrics):
     """Planning MMD, pixels (the ``'mmd'`` value of :class:`LaneGraphPlanningMetrics`; same arguments and states).
 
     Examples:
-        >>> import networkx as nx, numpy as np
-        >>> gt, pred = nx.path_graph(80, nx.DiGraph), nx.path_graph(80, nx.DiGraph)  # straight lanes 3 px apart
-        >>> nx.set_node_attributes(gt, {n: np.array([5.0 * n, 0.0]) for n in gt}, "pos")
-        >>> nx.set_node_attributes(pred, {n: np.array([5.0 * n, 3.0]) for n in pred}, "pos")
-        >>> metric = LaneGraphPlanningMMD()
-        >>> metric.update(pred, gt)
-        >>> round(float(metric.compute()), 3)
-        3.0
+        >>> LaneGraphPlanningMMD()(**drivemetrics.lanegraph.planning_example_inputs())
+        tensor(3., dtype=torch.float64)
     """
 
-    higher_is_better = False
-    plot_upper_bound = None  # pixels: unbounded
-    key = "mmd"
+    key = "mmd"  # a distance: lower is better, unbounded (as the family)
 
 
 class LaneGraphPlanningMED(ScalarMetric, LaneGraphPlanningMetrics):
     """Planning MED, pixels (the ``'med'`` value of :class:`LaneGraphPlanningMetrics`; same arguments and states).
 
     Examples:
-        >>> import networkx as nx, numpy as np
-        >>> gt, pred = nx.path_graph(80, nx.DiGraph), nx.path_graph(80, nx.DiGraph)  # straight lanes 3 px apart
-        >>> nx.set_node_attributes(gt, {n: np.array([5.0 * n, 0.0]) for n in gt}, "pos")
-        >>> nx.set_node_attributes(pred, {n: np.array([5.0 * n, 3.0]) for n in pred}, "pos")
-        >>> metric = LaneGraphPlanningMED()
-        >>> metric.update(pred, gt)
-        >>> round(float(metric.compute()), 3)
-        3.0
+        >>> LaneGraphPlanningMED()(**drivemetrics.lanegraph.planning_example_inputs())
+        tensor(3., dtype=torch.float64)
     """
 
-    higher_is_better = False
-    plot_upper_bound = None  # pixels: unbounded
-    key = "med"
+    key = "med"  # a distance: lower is better, unbounded (as the family)
 
 
 class LaneGraphPlanningSuccessRate(ScalarMetric, LaneGraphPlanningMetrics):
     """Planning success rate (the ``'sr'`` value of :class:`LaneGraphPlanningMetrics`; same arguments and states).
 
     Examples:
-        >>> import networkx as nx, numpy as np
-        >>> gt, pred = nx.path_graph(80, nx.DiGraph), nx.path_graph(80, nx.DiGraph)  # straight lanes 3 px apart
-        >>> nx.set_node_attributes(gt, {n: np.array([5.0 * n, 0.0]) for n in gt}, "pos")
-        >>> nx.set_node_attributes(pred, {n: np.array([5.0 * n, 3.0]) for n in pred}, "pos")
-        >>> metric = LaneGraphPlanningSuccessRate()
-        >>> metric.update(pred, gt)
-        >>> round(float(metric.compute()), 3)
-        1.0
+        >>> LaneGraphPlanningSuccessRate()(**drivemetrics.lanegraph.planning_example_inputs())
+        tensor(1., dtype=torch.float64)
     """
 
     higher_is_better = True

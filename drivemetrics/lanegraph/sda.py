@@ -9,7 +9,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 from torch import Tensor
 
-from drivemetrics._internal.compat import check_compat
+from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics.lanegraph.geometry import LaneArrays, as_lane_arrays, as_scalar
 
 __all__ = ["matched_splits", "sda", "split_points"]
@@ -29,7 +29,7 @@ def sda(
     target: nx.DiGraph,
     *,
     threshold: float = 20.0,
-    compat: str = "default",
+    compat: Compat = "default",
     validate_args: bool = True,
 ) -> Tensor:
     """Split detection accuracy SDA@``threshold`` (px): tp / (tp + fp + fn) after Hungarian matching of split nodes.

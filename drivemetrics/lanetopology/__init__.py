@@ -27,6 +27,7 @@ _METRICS = {
 _EXPORTS = {
     **_METRICS,
     "LaneFrame": "drivemetrics.lanetopology.frames",
+    "openlanev2_example_inputs": "drivemetrics.lanetopology.examples",
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

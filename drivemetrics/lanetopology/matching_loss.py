@@ -157,7 +157,7 @@ class LaneMatchingLoss(nn.Module):
         self.gamma = gamma
         self.tau = tau
 
-    def forward(self, preds: Tensor, target: Tensor, target_lengths: Tensor | None = None) -> Tensor:
+    def forward(self, preds: Tensor, target: Tensor, *, target_lengths: Tensor | None = None) -> Tensor:
         """The loss of ``preds`` ``(B, P, N, D)`` against ``target`` ``(B, G, M, D)`` (metres)."""
         return lane_matching_loss(
             preds,

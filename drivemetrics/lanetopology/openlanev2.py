@@ -202,8 +202,10 @@ class OpenLaneV2UniScoreMetrics(_OpenLaneV2Family):
     :class:`OpenLaneV2AreaAP`.
 
     Examples:
-        >>> OpenLaneV2UniScoreMetrics(compat="reference").track
-        'lanesegment'
+        >>> metric = OpenLaneV2UniScoreMetrics()
+        >>> metric.update(**drivemetrics.lanetopology.openlanev2_example_inputs("lanesegment"))
+        >>> {key: round(float(metric.compute()[key]), 4) for key in ("olus", "det_ls", "det_a", "top_lsls")}
+        {'olus': 0.8549, 'det_ls': 0.697, 'det_a': 1.0, 'top_lsls': 0.3333}
     """
 
     def __init__(
@@ -233,22 +235,24 @@ class _CenterlineMetrics(OpenLaneV2Metrics):
 
 
 class OpenLaneV2Score(ScalarMetric, _CenterlineMetrics):
-    """OLS, the OpenLane-V2 score of the centerline track (arguments as :class:`OpenLaneV2Metrics`).
+    """OLS ``= (det_l + det_t + sqrt(top_ll) + sqrt(top_lt)) / 4``, the OpenLane-V2 score of the centerline track
+    (arguments as :class:`OpenLaneV2Metrics`).
 
     Examples:
-        >>> OpenLaneV2Score(compat="reference").family_key
-        'ols'
+        >>> OpenLaneV2Score()(**drivemetrics.lanetopology.openlanev2_example_inputs())
+        tensor(0.9162, dtype=torch.float64)
     """
 
     key = "ols"
 
 
 class OpenLaneV2UniScore(ScalarMetric, OpenLaneV2UniScoreMetrics):
-    """OLUS, the OpenLane-V2 UniScore of the lane-segment track (arguments as :class:`OpenLaneV2Metrics`).
+    """OLUS ``= (det_ls + det_a + det_t + sqrt(top_lsls) + sqrt(top_lste)) / 5``, the OpenLane-V2 UniScore of the
+    lane-segment track (arguments as :class:`OpenLaneV2Metrics`).
 
     Examples:
-        >>> OpenLaneV2UniScore().family_key
-        'olus'
+        >>> OpenLaneV2UniScore()(**drivemetrics.lanetopology.openlanev2_example_inputs("lanesegment"))
+        tensor(0.8549, dtype=torch.float64)
     """
 
     key = "olus"
@@ -258,30 +262,32 @@ class OpenLaneV2F1Score(ScalarMetric, _CenterlineMetrics):
     """The 3D-lane F-score of the centerline track (arguments as :class:`OpenLaneV2Metrics`).
 
     Examples:
-        >>> OpenLaneV2F1Score().family_key
-        'f_score'
+        >>> OpenLaneV2F1Score()(**drivemetrics.lanetopology.openlanev2_example_inputs())
+        tensor(0.5000, dtype=torch.float64)
     """
 
     key = "f_score"
 
 
 class OpenLaneV2AreaAP(ScalarMetric, OpenLaneV2UniScoreMetrics):
-    """DET_a, area AP of the lane-segment track (arguments as :class:`OpenLaneV2Metrics`).
+    """DET_a, area AP of the lane-segment track: mean over two categories and the Chamfer thresholds 0.5, 1 and
+    1.5 m (arguments as :class:`OpenLaneV2Metrics`).
 
     Examples:
-        >>> OpenLaneV2AreaAP().family_key
-        'det_a'
+        >>> OpenLaneV2AreaAP()(**drivemetrics.lanetopology.openlanev2_example_inputs("lanesegment"))
+        tensor(1., dtype=torch.float64)
     """
 
     key = "det_a"
 
 
 class OpenLaneV2LaneAP(ScalarMetric, OpenLaneV2Metrics):
-    """DET_l (centerline track) or DET_ls (lane-segment track) (arguments as :class:`OpenLaneV2Metrics`).
+    """DET_l (centerline track) or DET_ls (lane-segment track): lane AP, mean over the Frechet thresholds 1, 2 and
+    3 m (arguments as :class:`OpenLaneV2Metrics`).
 
     Examples:
-        >>> OpenLaneV2LaneAP(track="lanesegment").family_key
-        'det_ls'
+        >>> OpenLaneV2LaneAP(track="lanesegment")(**drivemetrics.lanetopology.openlanev2_example_inputs("lanesegment"))
+        tensor(0.6970, dtype=torch.float64)
     """
 
     key = "{names[lane]}"
@@ -291,8 +297,8 @@ class OpenLaneV2TrafficElementAP(ScalarMetric, OpenLaneV2Metrics):
     """DET_t, traffic-element AP averaged over the 13 attributes (arguments as :class:`OpenLaneV2Metrics`).
 
     Examples:
-        >>> OpenLaneV2TrafficElementAP().family_key
-        'det_t'
+        >>> OpenLaneV2TrafficElementAP()(**drivemetrics.lanetopology.openlanev2_example_inputs())
+        tensor(1., dtype=torch.float64)
     """
 
     key = "det_t"
@@ -302,19 +308,20 @@ class OpenLaneV2LaneTopology(ScalarMetric, OpenLaneV2Metrics):
     """TOP_ll (centerline track) or TOP_lsls (lane-segment track) (arguments as :class:`OpenLaneV2Metrics`).
 
     Examples:
-        >>> OpenLaneV2LaneTopology().family_key
-        'top_ll'
+        >>> OpenLaneV2LaneTopology()(**drivemetrics.lanetopology.openlanev2_example_inputs())
+        tensor(0.6667, dtype=torch.float64)
     """
 
     key = "{names[top_ll]}"
 
 
 class OpenLaneV2LaneElementTopology(ScalarMetric, OpenLaneV2Metrics):
-    """TOP_lt (centerline track) or TOP_lste (lane-segment track) (arguments as :class:`OpenLaneV2Metrics`).
+    """TOP_lt (centerline track) or TOP_lste (lane-segment track): the topology score of the relations between
+    lanes and traffic elements (arguments as :class:`OpenLaneV2Metrics`).
 
     Examples:
-        >>> OpenLaneV2LaneElementTopology(track="lanesegment").family_key
-        'top_lste'
+        >>> OpenLaneV2LaneElementTopology()(**drivemetrics.lanetopology.openlanev2_example_inputs())
+        tensor(1., dtype=torch.float64)
     """
 
     key = "{names[top_lt]}"

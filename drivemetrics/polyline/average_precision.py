@@ -67,7 +67,7 @@ def pooled_precision_recall(
 
 
 def average_precision_area(
-    precision: Tensor, recall: Tensor, sum_dtype: torch.dtype | None = None, *, validate_args: bool = True
+    precision: Tensor, recall: Tensor, *, sum_dtype: torch.dtype | None = None, validate_args: bool = True
 ) -> Tensor:
     """VOC "area" AP: precision made monotone from the right, integrated over the recall steps.
 
@@ -124,9 +124,9 @@ def interpolated_precision_11point(
 def average_precision_11point(
     precision: Tensor,
     recall: Tensor,
+    *,
     dtype: torch.dtype | None = None,
     compare_dtype: torch.dtype = torch.float64,
-    *,
     validate_args: bool = True,
 ) -> Tensor:
     """11-point interpolated AP: the mean of :func:`interpolated_precision_11point`, summed in order in ``dtype``.

@@ -57,15 +57,26 @@ def point_distance_matrix(a: Tensor, b: Tensor, *, validate_args: bool = True) -
 
 
 def _directional_means(
-    a: Tensor, a_mask: Tensor, a_lengths: Tensor, b: Tensor, b_mask: Tensor, b_lengths: Tensor
+    a: Tensor,
+    a_mask: Tensor,
+    a_lengths: Tensor,
+    b: Tensor,
+    b_mask: Tensor,
+    b_lengths: Tensor,
+    *,
+    host_reads: bool = True,
 ) -> tuple[Tensor, Tensor]:
-    """Mean nearest distances ``A -> B`` and ``B -> A`` of broadcastable ``a (..., Pa, D)``, ``b (..., Pb, D)``."""
+    """Mean nearest distances ``A -> B`` and ``B -> A`` of broadcastable ``a (..., Pa, D)``, ``b (..., Pb, D)``.
+
+    ``host_reads=False`` always masks (the same values) instead of reading back whether every point is valid to
+    skip the mask: no device synchronisation, one graph under ``torch.compile(fullgraph=True)``.
+    """
     dist = point_distance_matrix(a, b)
-    if bool(b_mask.all()):
+    if host_reads and bool(b_mask.all()):
         a_to_b = dist.amin(-1)  # (..., Pa)
     else:
         a_to_b = torch.where(b_mask[..., None, :], dist, torch.full_like(dist, torch.inf)).amin(-1)
-    if bool(a_mask.all()):
+    if host_reads and bool(a_mask.all()):
         b_to_a = dist.amin(-2)  # (..., Pb)
     else:
         b_to_a = torch.where(a_mask[..., :, None], dist, torch.full_like(dist, torch.inf)).amin(-2)
@@ -222,8 +233,8 @@ def chamfer_distance(
     preds_lengths: Tensor,
     target: Tensor,
     target_lengths: Tensor,
-    reduction: ChamferReduction = "mean",
     *,
+    reduction: ChamferReduction = "mean",
     validate_args: bool = True,
 ) -> Tensor:
     """Chamfer distance between paired polylines: ``preds[..., n]`` against ``target[..., n]``.
@@ -235,7 +246,8 @@ def chamfer_distance(
         target_lengths: ``(..., N)``.
         reduction: ``"mean"`` of both directional means (default), ``"sum"``, ``"max"``, or one direction only
             (``"forward"``: preds -> target, ``"backward"``: target -> preds).
-        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks and
+            the fast path for fully valid lines (a read-back too), so the kernel compiles as one graph.
 
     Returns:
         ``(..., N)`` distances (metres); ``inf`` where either line is absent.
@@ -251,7 +263,9 @@ def chamfer_distance(
     _check_reduction(reduction)
     a_mask = point_mask(preds_lengths, preds.shape[-2])
     b_mask = point_mask(target_lengths, target.shape[-2])
-    forward, backward = _directional_means(preds, a_mask, preds_lengths, target, b_mask, target_lengths)
+    forward, backward = _directional_means(
+        preds, a_mask, preds_lengths, target, b_mask, target_lengths, host_reads=validate_args
+    )
     result = _combine(forward, backward, reduction)
     absent = (preds_lengths == 0) | (target_lengths == 0)
     return torch.where(absent, torch.full_like(result, torch.inf), result)
@@ -262,10 +276,10 @@ def chamfer_distance_matrix(
     preds_lengths: Tensor,
     target: Tensor,
     target_lengths: Tensor,
+    *,
     reduction: ChamferReduction = "mean",
     max_elements: int = 1 << 24,
     max_distance: float | None = None,
-    *,
     validate_args: bool = True,
 ) -> Tensor:
     """Chamfer distances between every prediction and every target polyline of each frame.

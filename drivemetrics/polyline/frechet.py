@@ -198,8 +198,8 @@ def soft_frechet_distance_pairs(
     b: Tensor,
     a_lengths: Tensor | None = None,
     b_lengths: Tensor | None = None,
-    gamma: float = 0.1,
     *,
+    gamma: float = 0.1,
     validate_args: bool = True,
 ) -> Tensor:
     """Soft discrete Frechet distance (log-sum-exp min and max with temperature ``gamma``), smooth in the points.
@@ -224,8 +224,8 @@ def frechet_distance_matrix(
     preds_lengths: Tensor | None,
     target: Tensor,
     target_lengths: Tensor | None,
-    chunk_pairs: int = 65536,
     *,
+    chunk_pairs: int = 65536,
     validate_args: bool = True,
 ) -> Tensor:
     """Discrete Frechet distances between every prediction and every target polyline of each frame.

@@ -24,6 +24,8 @@ _EXPORTS = {
     "CorridorFit": "drivemetrics.road.corridor",
     "KittiRoadLayout": "drivemetrics.road.io",
     "PixelCounts": "drivemetrics.road.pixel",
+    "corridor_example_inputs": "drivemetrics.road.examples",
+    "road_pixel_example_inputs": "drivemetrics.road.examples",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -6,6 +6,8 @@ from drivemetrics.road.corridor import DrivingCorridorLateralPrecision as Drivin
 from drivemetrics.road.corridor import DrivingCorridorLongitudinalF1Score as DrivingCorridorLongitudinalF1Score
 from drivemetrics.road.corridor import DrivingCorridorMetrics as DrivingCorridorMetrics
 from drivemetrics.road.corridor_config import CorridorConfig as CorridorConfig
+from drivemetrics.road.examples import corridor_example_inputs as corridor_example_inputs
+from drivemetrics.road.examples import road_pixel_example_inputs as road_pixel_example_inputs
 from drivemetrics.road.io import KittiRoadLayout as KittiRoadLayout
 from drivemetrics.road.pixel import PixelCounts as PixelCounts
 from drivemetrics.road.pixel import RoadPixelAveragePrecision as RoadPixelAveragePrecision
@@ -26,4 +28,6 @@ __all__ = [
     "RoadPixelMaxFScore",
     "RoadPixelMetrics",
     "SoftFMeasureLoss",
+    "corridor_example_inputs",
+    "road_pixel_example_inputs",
 ]

@@ -531,8 +531,8 @@ def _eval_rows(grid: BevGrid, min_distance: float, device: torch.device | str | 
 def corridor_row_statistics(
     corridor: Tensor,
     target: Tensor,
-    valid: Tensor | None = None,
     *,
+    valid: Tensor | None = None,
     grid: BevGrid | None = None,
     min_distance: float = 9.0,
     min_overlap: float = 2.0,
@@ -678,7 +678,7 @@ def driving_corridor_scores(
     config = config if config is not None else CorridorConfig()
     fit = fit_driving_corridor(preds, valid, threshold=threshold, grid=grid, config=config)
     stats = corridor_row_statistics(
-        fit.mask, target, valid, grid=grid, min_distance=config.min_distance, min_overlap=config.min_overlap
+        fit.mask, target, valid=valid, grid=grid, min_distance=config.min_distance, min_overlap=config.min_overlap
     )
     return _scores_at(stats, config.distances, grid)
 
@@ -754,7 +754,7 @@ class DrivingCorridorMetrics(MetricFamily):
         stats = corridor_row_statistics(
             fit.mask,
             target,
-            valid,
+            valid=valid,
             grid=self.grid,
             min_distance=self.config.min_distance,
             min_overlap=self.config.min_overlap,
@@ -822,7 +822,7 @@ class _DrivingCorridorAtDistance(ScalarMetric, DrivingCorridorMetrics):
     """A corridor score up to one distance ``d``: the family's arguments plus ``distance`` (metres).
 
     ``distance`` may be any distance between the first scored row and the grid's far edge, not only the config's
-    ``distances``.
+    ``distances``. A scalar for ``self.log`` that shares :class:`DrivingCorridorMetrics`' states.
     """
 
     def __init__(
@@ -843,19 +843,11 @@ class _DrivingCorridorAtDistance(ScalarMetric, DrivingCorridorMetrics):
 class DrivingCorridorLateralPrecision(_DrivingCorridorAtDistance):
     """Lateral precision of the corridor up to ``distance`` (corridor cells on the ego-lane / all corridor cells).
 
-    A scalar for ``self.log`` that shares :class:`DrivingCorridorMetrics`' states.
-
-    Args:
-        threshold, grid, config: as :class:`DrivingCorridorMetrics`.
-        distance: ``d`` in metres (any distance between the first scored row and the grid's far edge).
+    Arguments: those of :class:`DrivingCorridorMetrics` plus ``distance``, ``d`` in metres (any distance between the
+    first scored row and the grid's far edge); the same for the other corridor scalars.
 
     Examples:
-        >>> from drivemetrics.geometry import BevGrid
-        >>> grid = BevGrid()  # KITTI-ROAD BEV grid, (800, 400) cells of 0.05 m
-        >>> lane = (grid.x_centers().abs() < 1.75).expand(1, *grid.shape)  # (B, H, W): a straight 3.5 m ego-lane
-        >>> metric = DrivingCorridorLateralPrecision(threshold=0.5, distance=30.0)
-        >>> metric.update(lane.float(), lane)
-        >>> metric.compute()
+        >>> DrivingCorridorLateralPrecision(0.5, distance=30.0)(**drivemetrics.road.corridor_example_inputs())
         tensor(1., dtype=torch.float64)
     """
 
@@ -863,21 +855,11 @@ class DrivingCorridorLateralPrecision(_DrivingCorridorAtDistance):
 
 
 class DrivingCorridorLongitudinalF1Score(_DrivingCorridorAtDistance):
-    """Longitudinal F1 of the corridor rows up to ``distance`` (``2 TP / (2 TP + FP + FN)`` of rows).
-
-    A scalar for ``self.log`` that shares :class:`DrivingCorridorMetrics`' states.
-
-    Args:
-        threshold, grid, config: as :class:`DrivingCorridorMetrics`.
-        distance: ``d`` in metres (any distance between the first scored row and the grid's far edge).
+    """Longitudinal F1 of the corridor rows up to ``distance`` (``2 TP / (2 TP + FP + FN)`` of rows; arguments as
+    :class:`DrivingCorridorLateralPrecision`).
 
     Examples:
-        >>> from drivemetrics.geometry import BevGrid
-        >>> grid = BevGrid()  # KITTI-ROAD BEV grid, (800, 400) cells of 0.05 m
-        >>> lane = (grid.x_centers().abs() < 1.75).expand(1, *grid.shape)  # (B, H, W): a straight 3.5 m ego-lane
-        >>> metric = DrivingCorridorLongitudinalF1Score(threshold=0.5, distance=30.0)
-        >>> metric.update(lane.float(), lane)
-        >>> metric.compute()
+        >>> DrivingCorridorLongitudinalF1Score(0.5, distance=20.0)(**drivemetrics.road.corridor_example_inputs())
         tensor(1., dtype=torch.float64)
     """
 
@@ -885,21 +867,11 @@ class DrivingCorridorLongitudinalF1Score(_DrivingCorridorAtDistance):
 
 
 class DrivingCorridorHitRate(_DrivingCorridorAtDistance):
-    """Fraction of frames whose corridor hits the ego-lane on every scored row up to ``distance``.
-
-    A scalar for ``self.log`` that shares :class:`DrivingCorridorMetrics`' states.
-
-    Args:
-        threshold, grid, config: as :class:`DrivingCorridorMetrics`.
-        distance: ``d`` in metres (any distance between the first scored row and the grid's far edge).
+    """Fraction of frames whose corridor hits the ego-lane on every scored row up to ``distance`` (default 30 m;
+    arguments as :class:`DrivingCorridorLateralPrecision`).
 
     Examples:
-        >>> from drivemetrics.geometry import BevGrid
-        >>> grid = BevGrid()  # KITTI-ROAD BEV grid, (800, 400) cells of 0.05 m
-        >>> lane = (grid.x_centers().abs() < 1.75).expand(1, *grid.shape)  # (B, H, W): a straight 3.5 m ego-lane
-        >>> metric = DrivingCorridorHitRate(threshold=0.5, distance=30.0)
-        >>> metric.update(lane.float(), lane)
-        >>> metric.compute()
+        >>> DrivingCorridorHitRate(0.5)(**drivemetrics.road.corridor_example_inputs())
         tensor(1., dtype=torch.float64)
     """
 

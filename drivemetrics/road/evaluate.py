@@ -13,6 +13,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from drivemetrics._internal.compat import Compat
 from drivemetrics._internal.files import InputFiles, atomic_save_png, check_output_path, load_image
 from drivemetrics._internal.limits import check_image_fits_camera, png_size
 from drivemetrics._internal.pool import check_workers, one_torch_thread_per_worker, parallel_map
@@ -178,7 +179,7 @@ def evaluate_results(
     crop: bool = False,
     categories: Sequence[str] = ROAD_CATEGORIES,
     grid: BevGrid | None = None,
-    compat: str = "default",
+    compat: Compat = "default",
     progress: bool | None = None,
     log: Callable[[str], None] | None = None,
     workers: int | None = None,

@@ -297,10 +297,7 @@ class RoadPixelMaxFScore(ScalarMetric, RoadPixelMetrics):
     """The pooled KITTI-ROAD ``max_f`` as a scalar, for ``self.log(...)`` in Lightning (arguments as the family's).
 
     Examples:
-        >>> import torch
-        >>> target = torch.zeros(1, 4, 4, dtype=torch.bool); target[:, 2:] = True  # (B, H, W)
-        >>> preds = torch.where(target, 200, 30).to(torch.uint8)
-        >>> RoadPixelMaxFScore()(preds, target)  # a perfect prediction (the devkit's 1e-10 epsilon is in F)
+        >>> RoadPixelMaxFScore()(**drivemetrics.road.road_pixel_example_inputs())
         tensor(1.0000, dtype=torch.float64)
     """
 
@@ -311,12 +308,8 @@ class RoadPixelAveragePrecision(ScalarMetric, RoadPixelMetrics):
     """The pooled KITTI-ROAD 11-point ``average_precision`` as a scalar (``integrated=True``: the exact integrated AP).
 
     Examples:
-        >>> import torch
-        >>> metric = RoadPixelAveragePrecision()
-        >>> target = torch.zeros(1, 4, 4, dtype=torch.bool); target[:, 2:] = True
-        >>> metric.update(torch.where(target, 200, 30).to(torch.uint8), target)
-        >>> round(metric.compute().item(), 6)
-        1.0
+        >>> RoadPixelAveragePrecision()(**drivemetrics.road.road_pixel_example_inputs())
+        tensor(1.0000, dtype=torch.float64)
     """
 
     def __init__(

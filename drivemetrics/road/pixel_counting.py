@@ -19,7 +19,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from drivemetrics._internal.compat import check_compat
+from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.validation import check_binary, check_finite, check_same_shape, check_tensor
 from drivemetrics.road.bev_inputs import as_batch
 
@@ -519,11 +519,11 @@ def _eleven_point_ap(precision: Tensor, recall: Tensor, kept: Tensor) -> Tensor:
 
 def scores_from_counts(
     counts: PixelCounts | Sequence[Tensor],
+    *,
     thresholds: int | Sequence[float] | Tensor | None = None,
     beta: float = 1.0,
-    compat: str = "default",
+    compat: Compat = "default",
     warn_empty: bool = True,
-    *,
     validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """The devkit's scores (``pxEval_maximizeFMeasure``) from per-threshold counts, plus a few extra keys.
@@ -702,13 +702,13 @@ def scores_with_fixed_threshold(
     fixed_index: Tensor | None,
     fixed_threshold: float | None,
     beta: float = 1.0,
-    compat: str = "default",
+    compat: Compat = "default",
 ) -> dict[str, Tensor]:
     """:func:`scores_from_counts` over the sweep plus ``f_measure_fixed``, ``precision_fixed``, ``recall_fixed``,
     ``iou_fixed`` and ``fixed_threshold`` (unless it is ``None``), from counts taken at the union of
     :func:`with_fixed_threshold`."""
     sweep = PixelCounts(*(c[..., sweep_index] for c in counts))
-    scores = scores_from_counts(sweep, thresholds, beta=beta, compat=compat)
+    scores = scores_from_counts(sweep, thresholds=thresholds, beta=beta, compat=compat)
     if fixed_index is None or fixed_threshold is None:
         return scores
     fixed = PixelCounts(*(c[..., fixed_index] for c in counts))

@@ -190,7 +190,7 @@ class SoftFMeasureLoss(nn.Module):
         self.validate_args = bool(validate_args)
 
     def forward(
-        self, preds: Tensor, target: Tensor, valid: Tensor | None = None, homography: Tensor | None = None
+        self, preds: Tensor, target: Tensor, *, valid: Tensor | None = None, homography: Tensor | None = None
     ) -> Tensor:
         """The loss (shapes in the class docstring)."""
         from_logits = self.from_logits

@@ -47,6 +47,7 @@ _EXPORTS = {
     **_METRICS,
     "GraphArrays": "drivemetrics.roadnet.geometry",
     "Projection": "drivemetrics.roadnet.geometry",
+    "roadnet_example_inputs": "drivemetrics.roadnet.examples",
     "SegmentIndex": "drivemetrics.roadnet.geometry",
     "UnsafePickleError": "drivemetrics.roadnet.io",
 }

@@ -6,6 +6,7 @@ from drivemetrics.roadnet.ccq import CCQCompleteness as CCQCompleteness
 from drivemetrics.roadnet.ccq import CCQCorrectness as CCQCorrectness
 from drivemetrics.roadnet.ccq import CCQMetrics as CCQMetrics
 from drivemetrics.roadnet.ccq import CCQQuality as CCQQuality
+from drivemetrics.roadnet.examples import roadnet_example_inputs as roadnet_example_inputs
 from drivemetrics.roadnet.geometry import GraphArrays as GraphArrays
 from drivemetrics.roadnet.geometry import Projection as Projection
 from drivemetrics.roadnet.geometry import SegmentIndex as SegmentIndex
@@ -60,4 +61,5 @@ __all__ = [
     "TLTSAccuracy",
     "TLTSMetrics",
     "UnsafePickleError",
+    "roadnet_example_inputs",
 ]

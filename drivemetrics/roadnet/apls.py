@@ -238,13 +238,8 @@ class APLSScore(ScalarMetric, APLSMetrics):
     """APLS from the path differences pooled over tiles (arguments as :class:`APLSMetrics`).
 
     Examples:
-        >>> import networkx as nx
-        >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
-        >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (100.0, 0.0), 2: (200.0, 0.0), 3: (100.0, 100.0)}, "pos")
-        >>> metric = APLSScore()
-        >>> metric.update(g, g)
-        >>> float(metric.compute())
-        1.0
+        >>> APLSScore()(**drivemetrics.roadnet.roadnet_example_inputs())
+        tensor(0.7226)
     """
 
     key = "apls"

@@ -33,6 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from drivemetrics._internal.compat import Compat
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
 from drivemetrics._internal.validation import check_same_shape, check_shape, check_tensor
 from drivemetrics.roadnet.geometry import (
@@ -145,7 +146,7 @@ def ccq(
     slack: float | None = None,
     scale: float = 0.25,
     canvas: tuple[float, float, int, int] | None = None,
-    compat: str = "default",
+    compat: Compat = "default",
     validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """CCQ of a batch of skeleton images ``(B, H, W)`` (counts summed over the batch), or of two road graphs.
@@ -277,7 +278,7 @@ def ccq_graph(
     scale: float = 0.25,
     canvas: tuple[float, float, int, int] | None = None,
     device: torch.device | str | None = None,
-    compat: str = "default",
+    compat: Compat = "default",
     validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """CCQ of two road graphs rendered on one canvas.
@@ -360,7 +361,7 @@ class CCQMetrics(MetricFamily):
         scale: float = 0.25,
         *,
         canvas: tuple[float, float, int, int] | None = None,
-        compat: str = "default",
+        compat: Compat = "default",
         validate_args: bool = True,
         **kwargs: object,
     ) -> None:
@@ -420,15 +421,8 @@ class CCQCorrectness(ScalarMetric, CCQMetrics):
     """CCQ correctness (precision of predicted road pixels within the slack) (arguments as :class:`CCQMetrics`).
 
     Examples:
-        >>> import networkx as nx, numpy as np
-        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
-        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
-        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
-        >>> metric = CCQCorrectness()
-        >>> metric.update(pred, gt)
-        >>> round(float(metric.compute()), 4)
-        1.0
+        >>> CCQCorrectness()(**drivemetrics.roadnet.roadnet_example_inputs())
+        tensor(1.)
     """
 
     key = "correctness"
@@ -438,15 +432,8 @@ class CCQCompleteness(ScalarMetric, CCQMetrics):
     """CCQ completeness (recall of ground-truth road pixels within the slack) (arguments as :class:`CCQMetrics`).
 
     Examples:
-        >>> import networkx as nx, numpy as np
-        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
-        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
-        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
-        >>> metric = CCQCompleteness()
-        >>> metric.update(pred, gt)
-        >>> round(float(metric.compute()), 4)
-        0.7556
+        >>> CCQCompleteness()(**drivemetrics.roadnet.roadnet_example_inputs())
+        tensor(0.7556)
     """
 
     key = "completeness"
@@ -456,15 +443,8 @@ class CCQQuality(ScalarMetric, CCQMetrics):
     """CCQ quality (``TP / (TP + FP + FN)`` of road pixels) (arguments as :class:`CCQMetrics`).
 
     Examples:
-        >>> import networkx as nx, numpy as np
-        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
-        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
-        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
-        >>> metric = CCQQuality()
-        >>> metric.update(pred, gt)
-        >>> round(float(metric.compute()), 4)
-        0.7556
+        >>> CCQQuality()(**drivemetrics.roadnet.roadnet_example_inputs())
+        tensor(0.7556)
     """
 
     key = "quality"

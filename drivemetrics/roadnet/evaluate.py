@@ -25,7 +25,7 @@ from typing import Any
 
 import networkx as nx
 
-from drivemetrics._internal.compat import check_compat
+from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.limits import check_graph_extent
 from drivemetrics._internal.pool import check_workers_or_auto, map_in_processes
 from drivemetrics._internal.progress import progress_bar
@@ -104,7 +104,7 @@ def evaluate_pair(
     target: nx.Graph,
     metrics: Sequence[str] | None = None,
     options: dict[str, dict[str, Any]] | None = None,
-    compat: str = "default",
+    compat: Compat = "default",
 ) -> dict[str, dict[str, float]]:
     """Run ``metrics`` (default: all of :data:`METRICS`) on one pair; ``options[name]`` are keyword arguments.
 
@@ -123,7 +123,9 @@ def evaluate_pair(
     return {name: _as_dict(METRICS[name](preds, target, **options.get(name, {}))) for name in names}
 
 
-def aggregate(per_tile: Sequence[dict[str, dict[str, float]]], compat: str = "default") -> dict[str, dict[str, float]]:
+def aggregate(
+    per_tile: Sequence[dict[str, dict[str, float]]], compat: Compat = "default"
+) -> dict[str, dict[str, float]]:
     """Dataset scores from per-tile results of :func:`evaluate_pair` (see the module doc for the rules).
 
     ``compat="reference"`` keeps the released script's TLTS aggregation bug: ``too_short`` is the mean of the per-tile
@@ -213,7 +215,7 @@ def crop_protocol(
     graph: nx.Graph,
     window: tuple[float, float, float, float] | None,
     border: float,
-    compat: str = "default",
+    compat: Compat = "default",
     extent: tuple[float, float, float, float] | None = None,
 ) -> nx.Graph:
     """The RoadTracer protocol of Citraro et al. (``examples/compute_scores_roadtracer.py``).
@@ -273,7 +275,7 @@ def evaluate_dataset(
     progress: bool | None = None,
     window: tuple[float, float, float, float] | None = None,
     border: float = 0.0,
-    compat: str = "default",
+    compat: Compat = "default",
 ) -> tuple[dict[str, dict[str, dict[str, float]]], dict[str, dict[str, float]]]:
     """Evaluate tiles (from :func:`find_pairs`); returns ``(per_tile by name, aggregate)``.
 

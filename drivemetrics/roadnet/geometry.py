@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import networkx as nx
 import numpy as np
@@ -30,7 +30,7 @@ from scipy.sparse import coo_matrix, csr_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
-from drivemetrics._internal.compat import check_compat
+from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics.roadnet.io import node_positions
 
 if TYPE_CHECKING:
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CHUNK",
     "GraphArrays",
+    "PointMatching",
     "Projection",
     "SegmentIndex",
     "control_nodes",
@@ -64,6 +65,9 @@ __all__ = [
     "translate",
     "validate_graph",
 ]
+
+#: How OPT-G / OPT-J pair points: the optimal one-to-one assignment or the greedy one of the released tools.
+PointMatching = Literal["optimal", "greedy"]
 
 
 @dataclass(frozen=True)
@@ -528,7 +532,7 @@ def crop(
     ymax: float,
     border: float = 0.0,
     *,
-    compat: str = "default",
+    compat: Compat = "default",
 ) -> nx.Graph:
     """Clip ``graph`` to the window ``[xmin + border, xmax - border] x [ymin + border, ymax - border]``.
 

@@ -365,15 +365,8 @@ class JunctionFCorrect(ScalarMetric, JunctionMetrics):
     """JUNCT ``F_correct`` (higher is better), scores summed over tiles (arguments as :class:`JunctionMetrics`).
 
     Examples:
-        >>> import networkx as nx, numpy as np
-        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
-        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
-        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
-        >>> metric = JunctionFCorrect()
-        >>> metric.update(pred, gt)
-        >>> round(float(metric.compute()), 4)
-        0.75
+        >>> JunctionFCorrect()(**drivemetrics.roadnet.roadnet_example_inputs())
+        tensor(0.7500)
     """
 
     key = "f_correct"
@@ -383,15 +376,8 @@ class JunctionFError(ScalarMetric, JunctionMetrics):
     """JUNCT ``F_error`` (lower is better), scores summed over tiles (arguments as :class:`JunctionMetrics`).
 
     Examples:
-        >>> import networkx as nx, numpy as np
-        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
-        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
-        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
-        >>> metric = JunctionFError()
-        >>> metric.update(pred, gt)
-        >>> round(float(metric.compute()), 4)
-        0.0
+        >>> JunctionFError()(**drivemetrics.roadnet.roadnet_example_inputs())
+        tensor(0.)
     """
 
     higher_is_better = False

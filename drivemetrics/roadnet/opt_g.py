@@ -45,9 +45,11 @@ from scipy.sparse.csgraph import breadth_first_order
 from scipy.spatial import cKDTree
 from torch import Tensor
 
+from drivemetrics._internal.compat import Compat
 from drivemetrics._internal.metric import ScalarMetric, add_config_state
 from drivemetrics.roadnet._metric import GraphMetric, tensor_f1, tensor_ratios
 from drivemetrics.roadnet.geometry import (
+    PointMatching,
     check_compat,
     f1_from,
     graph_arrays,
@@ -228,9 +230,9 @@ def opt_g(
     radius: float = 300.0,
     d_match: float = 25.0,
     spacing: float = 10.0,
-    matching: str | None = None,
+    matching: PointMatching | None = None,
     seed: int | None = 0,
-    compat: str = "default",
+    compat: Compat = "default",
     validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """OPT-G subgraph precision / recall of a predicted road graph against the ground truth.
@@ -331,9 +333,9 @@ class OptGMetrics(GraphMetric):
         radius: float = 300.0,
         d_match: float = 25.0,
         spacing: float = 10.0,
-        matching: str | None = None,
+        matching: PointMatching | None = None,
         seed: int | None = 0,
-        compat: str = "default",
+        compat: Compat = "default",
         validate_args: bool = True,
         **kwargs: Any,
     ) -> None:
@@ -377,15 +379,8 @@ class OptGPrecision(ScalarMetric, OptGMetrics):
     """OPT-G subgraph precision, counts summed over tiles (arguments as :class:`OptGMetrics`).
 
     Examples:
-        >>> import networkx as nx, numpy as np
-        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
-        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
-        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
-        >>> metric = OptGPrecision(n_samples=50)
-        >>> metric.update(pred, gt)
-        >>> round(float(metric.compute()), 4)
-        0.9984
+        >>> OptGPrecision(n_samples=50)(**drivemetrics.roadnet.roadnet_example_inputs())
+        tensor(0.9984, dtype=torch.float64)
     """
 
     key = "precision"
@@ -395,15 +390,8 @@ class OptGRecall(ScalarMetric, OptGMetrics):
     """OPT-G subgraph recall, counts summed over tiles (arguments as :class:`OptGMetrics`).
 
     Examples:
-        >>> import networkx as nx, numpy as np
-        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
-        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
-        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
-        >>> metric = OptGRecall(n_samples=50)
-        >>> metric.update(pred, gt)
-        >>> round(float(metric.compute()), 4)
-        0.7426
+        >>> OptGRecall(n_samples=50)(**drivemetrics.roadnet.roadnet_example_inputs())
+        tensor(0.7426, dtype=torch.float64)
     """
 
     key = "recall"
@@ -413,15 +401,8 @@ class OptGF1Score(ScalarMetric, OptGMetrics):
     """OPT-G F1, counts summed over tiles (arguments as :class:`OptGMetrics`).
 
     Examples:
-        >>> import networkx as nx, numpy as np
-        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
-        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
-        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
-        >>> metric = OptGF1Score(n_samples=50)
-        >>> metric.update(pred, gt)
-        >>> round(float(metric.compute()), 4)
-        0.8517
+        >>> OptGF1Score(n_samples=50)(**drivemetrics.roadnet.roadnet_example_inputs())
+        tensor(0.8517, dtype=torch.float64)
     """
 
     key = "f1"

@@ -31,9 +31,11 @@ import numpy as np
 from scipy.spatial import cKDTree
 from torch import Tensor
 
+from drivemetrics._internal.compat import Compat
 from drivemetrics._internal.metric import ScalarMetric, add_config_state
 from drivemetrics.roadnet._metric import GraphMetric, tensor_ratios
 from drivemetrics.roadnet.geometry import (
+    PointMatching,
     check_compat,
     control_nodes,
     f1_from,
@@ -129,9 +131,9 @@ def opt_j(
     d_max: float = 25.0,
     alpha: float = 100.0,
     existing_dist: float = 1.0,
-    matching: str | None = None,
+    matching: PointMatching | None = None,
     candidates_k: int = 5,
-    compat: str = "default",
+    compat: Compat = "default",
     validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """OPT-J junction precision / recall of a predicted road graph against the ground truth.
@@ -221,8 +223,8 @@ class OptJMetrics(GraphMetric):
         d_max: float = 25.0,
         alpha: float = 100.0,
         existing_dist: float = 1.0,
-        matching: str | None = None,
-        compat: str = "default",
+        matching: PointMatching | None = None,
+        compat: Compat = "default",
         validate_args: bool = True,
         **kwargs: Any,
     ) -> None:
@@ -256,15 +258,8 @@ class OptJPrecision(ScalarMetric, OptJMetrics):
     """OPT-J junction precision, counts summed over tiles (arguments as :class:`OptJMetrics`).
 
     Examples:
-        >>> import networkx as nx, numpy as np
-        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
-        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
-        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
-        >>> metric = OptJPrecision()
-        >>> metric.update(pred, gt)
-        >>> round(float(metric.compute()), 4)
-        1.0
+        >>> OptJPrecision()(**drivemetrics.roadnet.roadnet_example_inputs())
+        tensor(1., dtype=torch.float64)
     """
 
     key = "precision"
@@ -274,15 +269,8 @@ class OptJRecall(ScalarMetric, OptJMetrics):
     """OPT-J junction recall, counts summed over tiles (arguments as :class:`OptJMetrics`).
 
     Examples:
-        >>> import networkx as nx, numpy as np
-        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
-        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
-        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
-        >>> metric = OptJRecall()
-        >>> metric.update(pred, gt)
-        >>> round(float(metric.compute()), 4)
-        0.75
+        >>> OptJRecall()(**drivemetrics.roadnet.roadnet_example_inputs())
+        tensor(0.7500, dtype=torch.float64)
     """
 
     key = "recall"
@@ -292,15 +280,8 @@ class OptJF1Score(ScalarMetric, OptJMetrics):
     """OPT-J junction F1, counts summed over tiles (arguments as :class:`OptJMetrics`).
 
     Examples:
-        >>> import networkx as nx, numpy as np
-        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
-        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
-        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
-        >>> metric = OptJF1Score()
-        >>> metric.update(pred, gt)
-        >>> round(float(metric.compute()), 4)
-        0.8571
+        >>> OptJF1Score()(**drivemetrics.roadnet.roadnet_example_inputs())
+        tensor(0.8571, dtype=torch.float64)
     """
 
     key = "f1"

@@ -53,6 +53,7 @@ from scipy.sparse.csgraph import connected_components, dijkstra
 from scipy.spatial import cKDTree
 from torch import Tensor
 
+from drivemetrics._internal.compat import Compat
 from drivemetrics._internal.metric import ScalarMetric, add_config_state
 from drivemetrics.roadnet._metric import GraphMetric, tensor_f1
 from drivemetrics.roadnet.geometry import (
@@ -509,7 +510,7 @@ def opt_p(
     max_candidates: int = 8,
     spacing: float = 5.0,
     n_decompositions: int = 1,
-    compat: str = "default",
+    compat: Compat = "default",
     validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """OPT-P path precision / recall / F1 of a predicted road graph against the ground truth.
@@ -617,7 +618,7 @@ class OptPMetrics(GraphMetric):
         spacing: float = 5.0,
         n_decompositions: int = 1,
         seed: int | None = 0,
-        compat: str = "default",
+        compat: Compat = "default",
         validate_args: bool = True,
         **kwargs: Any,
     ) -> None:
@@ -656,15 +657,8 @@ class OptPPrecision(ScalarMetric, OptPMetrics):
     """OPT-P path precision, mean over tiles (arguments as :class:`OptPMetrics`).
 
     Examples:
-        >>> import networkx as nx, numpy as np
-        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
-        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
-        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
-        >>> metric = OptPPrecision()
-        >>> metric.update(pred, gt)
-        >>> round(float(metric.compute()), 4)
-        1.0
+        >>> OptPPrecision()(**drivemetrics.roadnet.roadnet_example_inputs())
+        tensor(1., dtype=torch.float64)
     """
 
     key = "precision"
@@ -674,15 +668,8 @@ class OptPRecall(ScalarMetric, OptPMetrics):
     """OPT-P path recall, mean over tiles (arguments as :class:`OptPMetrics`).
 
     Examples:
-        >>> import networkx as nx, numpy as np
-        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
-        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
-        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
-        >>> metric = OptPRecall()
-        >>> metric.update(pred, gt)
-        >>> round(float(metric.compute()), 4)
-        0.6411
+        >>> OptPRecall()(**drivemetrics.roadnet.roadnet_example_inputs())
+        tensor(0.6411, dtype=torch.float64)
     """
 
     key = "recall"
@@ -692,15 +679,8 @@ class OptPF1Score(ScalarMetric, OptPMetrics):
     """OPT-P F1 of the mean precision and recall (arguments as :class:`OptPMetrics`).
 
     Examples:
-        >>> import networkx as nx, numpy as np
-        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
-        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
-        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
-        >>> metric = OptPF1Score()
-        >>> metric.update(pred, gt)
-        >>> round(float(metric.compute()), 4)
-        0.7813
+        >>> OptPF1Score()(**drivemetrics.roadnet.roadnet_example_inputs())
+        tensor(0.7813, dtype=torch.float64)
     """
 
     key = "f1"

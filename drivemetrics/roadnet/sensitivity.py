@@ -17,6 +17,7 @@ from typing import Any
 
 import networkx as nx
 
+from drivemetrics._internal.compat import Compat
 from drivemetrics._internal.extras import pyplot_for_files
 from drivemetrics._internal.files import atomic_open, atomic_save_figure
 from drivemetrics._internal.progress import progress_bar
@@ -92,7 +93,7 @@ def run_sensitivity(
     options: dict[str, dict[str, Any]] | None = None,
     seed: int = 0,
     progress: bool | None = None,
-    compat: str = "default",
+    compat: Compat = "default",
 ) -> list[SensitivityRow]:
     """Score every metric on ``perturb(target, kind, k, seed)`` for each error type and each ``k`` in ``levels``.
 

@@ -39,6 +39,7 @@ from scipy.sparse.csgraph import dijkstra
 from scipy.spatial import cKDTree
 from torch import Tensor
 
+from drivemetrics._internal.compat import Compat
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
 from drivemetrics.roadnet.geometry import (
     CHUNK,
@@ -173,7 +174,7 @@ def tlts(
     perc_length: float = 0.05,
     n_paths: int = 1000,
     seed: int = 0,
-    compat: str = "default",
+    compat: Compat = "default",
     validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """Too-long / too-short fractions of ``n_paths`` random GT shortest paths.
@@ -280,7 +281,7 @@ class TLTSMetrics(MetricFamily):
         n_paths: int = 1000,
         seed: int = 0,
         *,
-        compat: str = "default",
+        compat: Compat = "default",
         validate_args: bool = True,
         **kwargs: object,
     ) -> None:
@@ -319,15 +320,8 @@ class TLTSAccuracy(ScalarMetric, TLTSMetrics):
     """TLTS fraction of correct paths (neither too long nor too short), pooled (arguments as :class:`TLTSMetrics`).
 
     Examples:
-        >>> import networkx as nx, numpy as np
-        >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
-        >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
-        >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
-        >>> nx.set_node_attributes(pred, pos((2, 2), (-400, 2), (400, 2), (2, -400)), "pos")
-        >>> metric = TLTSAccuracy(n_paths=100)
-        >>> metric.update(pred, gt)
-        >>> round(float(metric.compute()), 4)
-        0.51
+        >>> TLTSAccuracy(n_paths=100)(**drivemetrics.roadnet.roadnet_example_inputs())
+        tensor(0.5100)
     """
 
     key = "correct"

@@ -28,6 +28,7 @@ _EXPORTS = {
     "pack_samples": "drivemetrics.vectormap.io",
     "read_map_gt": "drivemetrics.vectormap.io",
     "read_map_preds": "drivemetrics.vectormap.io",
+    "vector_map_example_inputs": "drivemetrics.vectormap.examples",
 }
 
 __all__ = sorted(_EXPORTS)

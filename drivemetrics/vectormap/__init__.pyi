@@ -4,6 +4,7 @@ from drivemetrics.vectormap.chamfer_loss import MapChamferLoss as MapChamferLoss
 from drivemetrics.vectormap.evaluate import MapEvaluation as MapEvaluation
 from drivemetrics.vectormap.evaluate import evaluate_map_files as evaluate_map_files
 from drivemetrics.vectormap.evaluate import evaluate_map_samples as evaluate_map_samples
+from drivemetrics.vectormap.examples import vector_map_example_inputs as vector_map_example_inputs
 from drivemetrics.vectormap.io import MapSample as MapSample
 from drivemetrics.vectormap.io import pack_samples as pack_samples
 from drivemetrics.vectormap.io import read_map_gt as read_map_gt
@@ -28,4 +29,5 @@ __all__ = [
     "pack_samples",
     "read_map_gt",
     "read_map_preds",
+    "vector_map_example_inputs",
 ]

@@ -147,7 +147,7 @@ class MapChamferLoss(nn.Module):
         self.point_distance: Literal["l2", "l1"] = point_distance
         self.reduction: Reduction = reduction
 
-    def forward(self, preds: Tensor, target: Tensor, target_lengths: Tensor | None = None) -> Tensor:
+    def forward(self, preds: Tensor, target: Tensor, *, target_lengths: Tensor | None = None) -> Tensor:
         """The loss of ``preds (B, N, P, D)`` against ``target (B, N, Q, D)``."""
         return map_chamfer_loss(
             preds,

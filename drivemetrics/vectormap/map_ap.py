@@ -481,13 +481,9 @@ class VectorMapMeanAveragePrecision(ScalarMetric, VectorMapAPMetrics):
     """Vectorised HD-map mAP (mean of the class APs), one tensor (arguments as :class:`VectorMapAPMetrics`).
 
     Examples:
-        >>> metric = VectorMapMeanAveragePrecision(protocol="nuscenes-maptr")
-        >>> line = torch.tensor([[[[0.0, 0.0], [0.0, 10.0]]]])
-        >>> labels = torch.tensor([[2]])
-        >>> metric.update({"points": line, "labels": labels, "scores": torch.tensor([[0.5]])},
-        ...               {"points": line, "labels": labels})
-        >>> metric.compute().item()  # boundary AP 1, the other classes have no GT (0 in this protocol)
-        0.3333333333333333
+        >>> metric = VectorMapMeanAveragePrecision(protocol="av2-cvpr23")
+        >>> metric(**drivemetrics.vectormap.vector_map_example_inputs())  # divider AP 2/3, the other classes 0
+        tensor(0.2222, dtype=torch.float64)
     """
 
     key = "map"
@@ -504,12 +500,8 @@ class VectorMapAveragePrecision(ScalarMetric, VectorMapAPMetrics):
 
     Examples:
         >>> metric = VectorMapAveragePrecision("divider", threshold=1.0, protocol="av2-cvpr23")
-        >>> line = torch.tensor([[[[0.0, 0.0], [10.0, 0.0]]]])
-        >>> preds = {"points": line + torch.tensor([0.0, 0.6]), "labels": torch.tensor([[1]]),
-        ...          "scores": torch.tensor([[0.9]])}
-        >>> metric.update(preds, {"points": line, "labels": torch.tensor([[1]])})
-        >>> metric.compute().item()
-        1.0
+        >>> metric(**drivemetrics.vectormap.vector_map_example_inputs())
+        tensor(1., dtype=torch.float64)
     """
 
     def __init__(

@@ -53,15 +53,19 @@ def _clip(batch=2, length=21):
 
 def test_perfect_detector_scores_zero():
     images, target = _clip()
-    value = e2e_ld(images, target, 25.0, _detector(), H, frames=20)
+    value = e2e_ld(images, target, speed=25.0, detector=_detector(), image_from_road=H, frames=20)
     assert value.shape == (2,)
     assert float(value.abs().max()) < 1e-6
 
 
 def test_biased_detector_deviates_and_is_symmetric():
     images, target = _clip()
-    right = e2e_ld(images, target, 25.0, _detector(3.0), H, frames=20, return_details=True)
-    left = e2e_ld(images, target, 25.0, _detector(-3.0), H, frames=20, return_details=True)
+    right = e2e_ld(
+        images, target, speed=25.0, detector=_detector(3.0), image_from_road=H, frames=20, return_details=True
+    )
+    left = e2e_ld(
+        images, target, speed=25.0, detector=_detector(-3.0), image_from_road=H, frames=20, return_details=True
+    )
     assert float(right["e2e_ld"][0]) > 0.1
     assert torch.allclose(right["e2e_ld"], left["e2e_ld"], rtol=0.05)
     # A detection shifted right in the image moves the perceived lane right: the car drifts right (+X).
@@ -77,8 +81,10 @@ def test_biased_detector_deviates_and_is_symmetric():
 def test_batched_equals_per_clip():
     images, target = _clip(batch=2, length=11)
     speed = torch.tensor([[20.0] * 11, [28.0] * 11], dtype=torch.float64)
-    both = e2e_ld(images, target, speed, _detector(2.0), H)  # default: every frame of the clip
-    one = e2e_ld(images[1:], target[1:], speed[1:], _detector(2.0), H, frames=11)
+    both = e2e_ld(
+        images, target, speed=speed, detector=_detector(2.0), image_from_road=H
+    )  # default: every frame of the clip
+    one = e2e_ld(images[1:], target[1:], speed=speed[1:], detector=_detector(2.0), image_from_road=H, frames=11)
     assert torch.allclose(both[1:], one)
     assert float(both[0]) != pytest.approx(float(both[1]))
 
@@ -88,37 +94,43 @@ def test_recorded_poses_curved_and_default_straight():
     dt = 0.05
     z = torch.arange(6, dtype=torch.float64) * 25.0 * dt
     straight = torch.stack([torch.zeros(6), z, torch.zeros(6)], -1)[None].double()
-    a = e2e_ld(images, target, 25.0, _detector(2.0), H, recorded_poses=straight, frames=6)
-    b = e2e_ld(images, target, 25.0, _detector(2.0), H, frames=6)
+    a = e2e_ld(
+        images, target, speed=25.0, detector=_detector(2.0), image_from_road=H, recorded_poses=straight, frames=6
+    )
+    b = e2e_ld(images, target, speed=25.0, detector=_detector(2.0), image_from_road=H, frames=6)
     assert torch.allclose(a, b)
     # the same (straight-road) frames recorded while driving rotated by 30 degrees give the same deviation
     psi = math.radians(30.0)
     turned = torch.stack([z * math.sin(psi), z * math.cos(psi), torch.full((6,), psi, dtype=torch.float64)], -1)
-    c = e2e_ld(images, target, 25.0, _detector(2.0), H, recorded_poses=turned[None], frames=6)
+    c = e2e_ld(
+        images, target, speed=25.0, detector=_detector(2.0), image_from_road=H, recorded_poses=turned[None], frames=6
+    )
     assert torch.allclose(a, c, atol=1e-9)
 
 
 def test_bad_inputs():
     images, target = _clip(batch=1, length=4)
     with pytest.raises(ValueError, match="target"):
-        e2e_ld(images, target[:, :3], 25.0, _detector(), H, frames=4)
+        e2e_ld(images, target[:, :3], speed=25.0, detector=_detector(), image_from_road=H, frames=4)
     with pytest.raises(ValueError, match="frames"):
-        e2e_ld(images, target, 25.0, _detector(), H, frames=5)  # more steps than the clip of 4
+        e2e_ld(
+            images, target, speed=25.0, detector=_detector(), image_from_road=H, frames=5
+        )  # more steps than the clip of 4
     with pytest.raises(ValueError, match="speed"):
-        e2e_ld(images, target, 0.0, _detector(), H, frames=4)
+        e2e_ld(images, target, speed=0.0, detector=_detector(), image_from_road=H, frames=4)
     with pytest.raises(ValueError, match="images"):
-        e2e_ld(images[0], target, 25.0, _detector(), H, frames=4)
+        e2e_ld(images[0], target, speed=25.0, detector=_detector(), image_from_road=H, frames=4)
 
     with pytest.raises(ValueError, match="detector"):
-        e2e_ld(images, target, 25.0, lambda im: torch.zeros(1, 3, 5, 2), H, frames=4)
+        e2e_ld(images, target, speed=25.0, detector=lambda im: torch.zeros(1, 3, 5, 2), image_from_road=H, frames=4)
     with pytest.raises(ValueError, match="image_from_road"):
-        e2e_ld(images, target, 25.0, _detector(), H[None].repeat(2, 1, 1), frames=4)
+        e2e_ld(images, target, speed=25.0, detector=_detector(), image_from_road=H[None].repeat(2, 1, 1), frames=4)
 
     def blind(images):
         return torch.full((images.shape[0], 2, 3, 2), float("nan"), dtype=torch.float64)
 
     with pytest.raises(ValueError, match="both ego lane lines are missing"):
-        e2e_ld(images, target, 25.0, blind, H, frames=4)
+        e2e_ld(images, target, speed=25.0, detector=blind, image_from_road=H, frames=4)
 
 
 RADIUS = 400.0
@@ -168,8 +180,18 @@ def _median_split_detector(bias_px=0.0):
 
 def test_curved_road_with_recorded_poses():
     images, target, poses = _curved_clip()
-    good = e2e_ld(images, target, 25.0, _median_split_detector(), H, recorded_poses=poses, return_details=True)
-    bad = e2e_ld(images, target, 25.0, _median_split_detector(4.0), H, recorded_poses=poses)
+    good = e2e_ld(
+        images,
+        target,
+        speed=25.0,
+        detector=_median_split_detector(),
+        image_from_road=H,
+        recorded_poses=poses,
+        return_details=True,
+    )
+    bad = e2e_ld(
+        images, target, speed=25.0, detector=_median_split_detector(4.0), image_from_road=H, recorded_poses=poses
+    )
     # A detector reading the rendered lines back follows the curve almost like the ground truth (measured 0.029 m:
     # pixel quantisation, and its lines end ~25 m ahead, continued straight, while the ground truth keeps curving).
     assert float(good["e2e_ld"][0]) < 0.06

@@ -164,17 +164,17 @@ def test_smooth_max_recovers_exact():
     pred, gt, speed = _scenes(5, seed=6)
     dev = psld_deviations(pred, gt, speed=speed)
     exact = dev.abs().amax(1) / 10
-    assert torch.equal(smooth_psld(dev, 0.0, 0.0), exact)
-    approx = smooth_psld(dev, 1e-4, 1e-6)
+    assert torch.equal(smooth_psld(dev, temperature=0.0, abs_eps=0.0), exact)
+    approx = smooth_psld(dev, temperature=1e-4, abs_eps=1e-6)
     assert torch.allclose(approx, exact, atol=1e-4 * math.log(10) / 10 + 1e-6)
     loss = PSLDLoss(temperature=0.0, abs_eps=0.0, reduction="none")
-    assert torch.allclose(loss(pred, gt, speed), psld(pred, gt, speed=speed, reduction="none"))
+    assert torch.allclose(loss(pred, gt, speed=speed), psld(pred, gt, speed=speed, reduction="none"))
 
 
 def test_surrogate_correlates_with_exact():
     pred, gt, speed = _scenes(200, seed=7)
     exact = psld(pred, gt, speed=speed, reduction="none")
-    surrogate = PSLDLoss(reduction="none")(pred, gt, speed)
+    surrogate = PSLDLoss(reduction="none")(pred, gt, speed=speed)
     r = np.corrcoef(exact.numpy(), surrogate.detach().numpy())[0, 1]
     assert r >= 0.95
 
@@ -187,7 +187,7 @@ def test_gradient_descent_lowers_exact_psld():
     opt = torch.optim.Adam([param], lr=0.05)
     for _ in range(30):
         opt.zero_grad()
-        loss_fn(param, gt, speed).backward()
+        loss_fn(param, gt, speed=speed).backward()
         opt.step()
     after = psld(param.detach(), gt, speed=speed)
     assert float(after) < 0.5 * float(before)
@@ -201,9 +201,9 @@ def test_gradcheck_center_profile():
     idx = (Z_SMALL).long()
     pred, gt = pred[:, idx].clone().requires_grad_(), gt[:, idx]
     loss = PSLDLoss(z_samples=Z_SMALL, horizon_frames=3, reduction="none")
-    assert torch.autograd.gradcheck(lambda p: loss(p, gt, speed), (pred,))
+    assert torch.autograd.gradcheck(lambda p: loss(p, gt, speed=speed), (pred,))
     mpc_free = PSLDLoss(z_samples=Z_SMALL, horizon_frames=3, controller=PurePursuit(), reduction="none")
-    assert torch.autograd.gradcheck(lambda p: mpc_free(p, gt, speed), (pred,))
+    assert torch.autograd.gradcheck(lambda p: mpc_free(p, gt, speed=speed), (pred,))
 
 
 def test_gradcheck_image_points_rows_and_polynomials():
@@ -215,17 +215,19 @@ def test_gradcheck_image_points_rows_and_polynomials():
     uv = road_to_image(H, lines)[None].detach().requires_grad_()
     points_loss = PSLDLoss("points", z_samples=Z_SMALL, horizon_frames=2)
     H_param = H.clone().requires_grad_()
-    assert torch.autograd.gradcheck(lambda p, h: points_loss(p, gt, speed, h), (uv, H_param))
+    assert torch.autograd.gradcheck(lambda p, h: points_loss(p, gt, speed=speed, image_from_road=h), (uv, H_param))
     rows = uv[0, 0, :, 1].detach()
     scores = torch.randn(1, 2, 3, 12, dtype=torch.float64, requires_grad=True)
     # place the 12 score columns around each line's true column: column k -> u = u_line - 6 + k
     shift = torch.eye(3, dtype=torch.float64)
     shift[0, 2] = -6.0 + float(uv[0, 0, 0, 0].detach())
     row_loss = PSLDLoss("row_scores", z_samples=Z_SMALL, horizon_frames=2, rows=rows)
-    assert torch.autograd.gradcheck(lambda s: row_loss(s, gt, speed, torch.linalg.inv(shift) @ H), (scores,))
+    assert torch.autograd.gradcheck(
+        lambda s: row_loss(s, gt, speed=speed, image_from_road=torch.linalg.inv(shift) @ H), (scores,)
+    )
     coeffs = torch.tensor([[[-1.7, 0.01, 1e-4], [1.9, 0.01, 1e-4]]], dtype=torch.float64, requires_grad=True)
     poly_loss = PSLDLoss("polynomial", z_samples=Z_SMALL, horizon_frames=2)
-    assert torch.autograd.gradcheck(lambda c: poly_loss(c, gt, speed), (coeffs,))
+    assert torch.autograd.gradcheck(lambda c: poly_loss(c, gt, speed=speed), (coeffs,))
 
 
 def test_loss_arguments():
@@ -234,7 +236,7 @@ def test_loss_arguments():
     with pytest.raises(ValueError, match="rows"):
         PSLDLoss("row_scores")
     with pytest.raises(ValueError, match="image_from_road"):
-        PSLDLoss("points")(torch.zeros(1, 2, 3, 2), torch.zeros(1, Z.numel()), 20.0)
+        PSLDLoss("points")(torch.zeros(1, 2, 3, 2), torch.zeros(1, Z.numel()), speed=20.0)
 
 
 def test_default_controller_is_mpc():
@@ -265,7 +267,7 @@ def test_loss_on_points_with_absent_points():
     uv = road_to_image(H, lines)[None].clone()
     uv[0, 0, 3] = float("nan")  # an absent point
     uv.requires_grad_()
-    loss = PSLDLoss("points")(uv, torch.zeros(1, Z.numel(), dtype=torch.float64), 20.0, H)
+    loss = PSLDLoss("points")(uv, torch.zeros(1, Z.numel(), dtype=torch.float64), speed=20.0, image_from_road=H)
     loss.backward()
     assert bool(torch.isfinite(loss))
     assert bool(torch.isfinite(uv.grad).all())

@@ -87,7 +87,9 @@ def test_gradcheck_all_families():
     c = torch.rand(2, 6, dtype=torch.float64).add(0.05).requires_grad_()
     assert torch.autograd.gradcheck(expected_center_from_anchors, (xs, c))
     off = torch.randn(2, 6, 4, dtype=torch.float64, requires_grad=True)
-    assert torch.autograd.gradcheck(lambda o: expected_center_from_anchors(xs.detach(), c.detach(), 640.0, o), (off,))
+    assert torch.autograd.gradcheck(
+        lambda o: expected_center_from_anchors(xs.detach(), c.detach(), image_width=640.0, offsets=o), (off,)
+    )
 
 
 def test_gradient_direction_pushes_right():

@@ -413,7 +413,7 @@ def test_row_statistics_hand_computed():
     # invalid cells are don't-care: hiding the FP cell of row 4 makes it a row TP? no: overlap stays 1.5 m
     valid = torch.ones(1, 8, 8, dtype=torch.bool)
     valid[0, 4, 6] = False
-    stats = corridor_row_statistics(corridor, target, valid, grid=grid, min_distance=9.0, min_overlap=1.5)
+    stats = corridor_row_statistics(corridor, target, valid=valid, grid=grid, min_distance=9.0, min_overlap=1.5)
     assert stats["fp_cells"].tolist()[1] == 0
     assert stats["row_tp"].tolist()[:3] == [1, 1, 1]
     assert stats["hit_rows"].tolist() == [1, 1, 1, 0, 0, 0]

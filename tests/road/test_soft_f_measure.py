@@ -57,13 +57,13 @@ def test_invalid_pixels_have_no_effect_and_no_gradient():
     target = torch.rand(2, 5, 5, generator=g) < 0.5
     valid = torch.ones(2, 5, 5, dtype=torch.bool)
     valid[:, :, :2] = False
-    loss = SoftFMeasureLoss()(preds, target, valid)
+    loss = SoftFMeasureLoss()(preds, target, valid=valid)
     loss.backward()
     assert bool((preds.grad[:, :, :2] == 0).all())
     assert bool((preds.grad[:, :, 2:] != 0).all())
     changed = preds.detach().clone()
     changed[:, :, :2] = 1 - changed[:, :, :2]
-    assert SoftFMeasureLoss()(changed, target, valid).item() == loss.item()
+    assert SoftFMeasureLoss()(changed, target, valid=valid).item() == loss.item()
 
 
 @pytest.mark.parametrize("from_logits", [False, True])
@@ -96,7 +96,7 @@ def test_bev_loss_gradcheck_and_value():
     valid = torch.rand(2, 12, 16, generator=g) < 0.9
     homography = _toy_homography().expand(2, 3, 3)
     loss_fn = SoftFMeasureLoss(space="bev", grid=SMALL_GRID, reduction="none")
-    assert torch.autograd.gradcheck(lambda x: loss_fn(x, target, valid, homography), (preds,))
+    assert torch.autograd.gradcheck(lambda x: loss_fn(x, target, valid=valid, homography=homography), (preds,))
     # value: soft F of the bilinearly warped probabilities on the nearest-pixel labels of the seen cells
     probs_bev, seen = warp_image_to_bev(preds.detach().unsqueeze(1), homography, SMALL_GRID, mode="bilinear")
     row, col, seen_nearest = bev_sample_pixels(homography, (12, 16), SMALL_GRID, mode="nearest")
@@ -109,7 +109,7 @@ def test_bev_loss_gradcheck_and_value():
     fp = (p * ~y).sum((1, 2))
     fn = ((1 - probs_bev[:, 0]) * y).sum((1, 2))
     expected = 1 - (2 * tp + 1) / (2 * tp + fp + fn + 1)
-    torch.testing.assert_close(loss_fn(preds, target, valid, homography), expected)
+    torch.testing.assert_close(loss_fn(preds, target, valid=valid, homography=homography), expected)
 
 
 def test_empty_ground_truth():

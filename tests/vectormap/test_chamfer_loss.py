@@ -65,7 +65,7 @@ def test_gradcheck_and_ignored_pairs():
     assert none[0, 1].item() == 0.0
     assert map_chamfer_loss(preds, target, target_lengths=lengths).item() == pytest.approx(none.sum().item() / 3)
     module = MapChamferLoss(mode="permuted", reduction="sum")
-    assert module(preds, target, lengths).item() == pytest.approx(
+    assert module(preds, target, target_lengths=lengths).item() == pytest.approx(
         map_chamfer_loss(preds, target, target_lengths=lengths, mode="permuted", reduction="sum").item()
     )
 
