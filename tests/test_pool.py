@@ -37,14 +37,15 @@ def test_a_pool_pays_only_when_the_work_outweighs_its_start_up(monkeypatch):
 
 
 def test_on_a_busy_machine_a_pool_must_save_its_stretched_start_up(monkeypatch):
-    """Load 8 on 2 cores stretches the measured work and a worker's start-up alike (4x): the pool needs 4x more."""
+    """Load 8 on 2 cores stretches the measured work and a worker's start-up alike (4x), and the two workers start
+    on busy cores (their start-ups add up): the pool needs 8x the idle machine's work."""
     monkeypatch.setattr(pool, "usable_cores", lambda: 2)
     monkeypatch.setattr(os, "getloadavg", lambda: (8.0, 8.0, 8.0))
     assert pool.load_slowdown() == 4.0
     start = WORKER_START_SECONDS
     assert not pool_pays(4 * start * 1.01, 2)  # pays on an idle machine (above), not here
-    assert not pool_pays(16 * start * 0.99, 2)
-    assert pool_pays(16 * start * 1.01, 2)
+    assert not pool_pays(32 * start * 0.99, 2)
+    assert pool_pays(32 * start * 1.01, 2)
     monkeypatch.setattr(os, "getloadavg", lambda: (0.3, 0.3, 0.3))
     assert pool.load_slowdown() == 1.0  # never below 1
 
