@@ -8,7 +8,8 @@ first, in the same run:
   (``evaluate(ground_truth=..., predictions=...)`` on the two files) and ``drivemetrics openlanev2-eval --compat
   reference --json`` with its default workers; ``--e2e-repeat`` (default 3) alternating runs of each, the median;
 - in memory (pickles already loaded): the devkit's ``evaluate`` once, ``evaluate_openlanev2(..., compat="reference")``
-  in this process (one torch thread, its default chunks of 256 frames), median of ``--repeat`` runs (default 5);
+  in this process (on numpy arrays as the command runs it, or with ``--device cpu`` / ``cuda`` on torch tensors
+  there, one torch thread; its default chunks of 256 frames), median of ``--repeat`` runs (default 5);
   ``--compat default`` times the library's default mode instead (its numbers then differ from the devkit's).
 
 The devkit runs in its own environment: ``--devkit-python`` is the interpreter of a virtual environment holding
@@ -204,7 +205,7 @@ def make_frames(n: int, num_points: int, seed: int = 0) -> tuple[dict, dict]:
 
 
 def run_library(
-    gt: dict, submission: dict, device: str, repeat: int = 5, compat: str = "reference"
+    gt: dict, submission: dict, device: str | None, repeat: int = 5, compat: str = "reference"
 ) -> tuple[float, float, dict[str, float]]:
     """The library's median wall and CPU time over ``repeat`` runs (same frames), and its headline values."""
     from drivemetrics.lanetopology.evaluate import evaluate_openlanev2
@@ -269,7 +270,12 @@ def main() -> None:
     parser.add_argument("--devkit-python", type=Path, default=None, help="python of the devkit's environment")
     parser.add_argument("--devkit-src", type=Path, default=None, help="folder holding the openlanev2 package")
     parser.add_argument("--setup", type=Path, default=None, metavar="VENV", help="create the devkit's venv first")
-    parser.add_argument("--device", default="cpu", help="where the library computes lane distances in memory")
+    parser.add_argument(
+        "--device",
+        default=None,
+        help="in memory: where the library computes lane distances (default: numpy arrays, as the command does; "
+        "cpu / cuda: torch tensors there, as the Metric classes do)",
+    )
     parser.add_argument("--skip-devkit", action="store_true", help="time the library only")
     parser.add_argument("--repeat", type=int, default=5, help="library runs in memory (the median is reported)")
     parser.add_argument("--e2e-repeat", type=int, default=3, help="end-to-end runs of each side (median)")

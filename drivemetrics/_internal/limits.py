@@ -129,9 +129,18 @@ def _parse_assignments(text: str, origin: str) -> dict[str, int]:
 
 
 def get_limits() -> Limits:
-    """The limits in force: the defaults, then ``DRIVEMETRICS_LIMITS``, then :func:`set_limits` (innermost last)."""
-    values: dict[str, int] = _parse_assignments(os.environ.get(ENV_VAR, ""), ENV_VAR)
-    for layer in _overrides:
+    """The limits in force: the defaults, then ``DRIVEMETRICS_LIMITS``, then :func:`set_limits` (innermost last).
+
+    Readers call it per item (a lane's points): the value is cached per environment text and override layers.
+    """
+    layers = tuple(tuple(layer.items()) for layer in _overrides)
+    return _limits_of(os.environ.get(ENV_VAR, ""), layers)
+
+
+@functools.lru_cache(maxsize=16)
+def _limits_of(env_text: str, layers: tuple[tuple[tuple[str, int], ...], ...]) -> Limits:
+    values: dict[str, int] = _parse_assignments(env_text, ENV_VAR)
+    for layer in layers:
         values.update(layer)
     return Limits(**values)
 

@@ -3,14 +3,19 @@
 :func:`parallel_map` maps a function over items in ``workers`` threads (file decoding; bounded memory).
 
 :func:`map_in_processes` maps a picklable function over jobs in ``workers`` spawned processes (spawn, not fork:
-forking a process that already runs torch / OpenMP threads can deadlock the children), yields results in job
-order, and on ``KeyboardInterrupt`` (or any error) cancels the queued jobs and terminates the workers before the
-exception propagates, so no worker outlives the command and the command writes no partial output.
+forking a process that already runs torch / OpenMP threads can deadlock the children; a process without torch and
+without other threads, such as ``openlanev2-eval`` on numpy arrays, forks its workers instead: they inherit the
+function and the jobs, so only job numbers go out and results come back, and a worker costs milliseconds), yields
+results in job order, and on ``KeyboardInterrupt`` (or any error) cancels the queued jobs and terminates the
+workers before the exception propagates, so no worker outlives the command and the command writes no partial output.
 
 ``workers=None`` lets a measured cost model choose (:func:`pool_pays`): the jobs run in this process, each one
 timed, and a pool is started for the jobs left only once their measured cost says that it saves more than a
-worker's start-up (:data:`WORKER_START_SECONDS`: a fresh interpreter importing torch and the command's module).
-Small inputs therefore never pay for a pool, and large ones get one after their first job.
+worker's start-up (:data:`WORKER_START_SECONDS`: a fresh interpreter importing torch and the command's module;
+:data:`FORK_START_SECONDS` for a forked one).
+The pool gets only the cores other processes leave free (:func:`free_cores`: on a busy machine, extra processes
+only share the same cores and pay their start-up on top). Small inputs and busy machines therefore never pay for
+a pool, and large inputs on free cores get one after their first job.
 
 Only the parent handles Ctrl-C: a terminal sends SIGINT to the whole process group, and a worker that got it would
 print its own ``KeyboardInterrupt`` traceback (most visibly while it is still starting up and importing). The
@@ -24,16 +29,18 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 import multiprocessing
 import os
 import signal
+import sys
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any, TypeVar
 
-import torch
+from drivemetrics._internal.read_ahead import fork_is_safe
 
 __all__ = ["T", "check_workers", "map_in_processes", "one_torch_thread_per_worker", "parallel_map"]
 
@@ -44,6 +51,13 @@ T = TypeVar("T")
 #: module, and receiving its jobs. Measured 1.9-2.6 s on the 2-core reference machine (idle to load 2); the auto
 #: policy counts it once per pool (the workers start side by side, one per core).
 WORKER_START_SECONDS = 2.5
+#: Seconds a forked worker costs before its first job (no interpreter start, no import, no job sent: it inherits the
+#: parent's memory). Forking is used where it is safe (:func:`~drivemetrics._internal.read_ahead.fork_is_safe`: no
+#: torch, no other thread), i.e. by the commands that compute on numpy arrays. A generous bound of the fork itself.
+FORK_START_SECONDS = 0.1
+
+#: Seconds of jobs the auto policy times in this process before it weighs a pool (see :func:`_map_auto`).
+MEASURE_SECONDS = 0.5
 
 
 def usable_cores() -> int:
@@ -53,46 +67,50 @@ def usable_cores() -> int:
     return os.cpu_count() or 1
 
 
+def free_cores() -> int:
+    """The usable cores that other processes leave free, at least 1 (all of them where there is no load average).
+
+    The 1-minute load average counts the runnable processes, this one included; its own share is estimated from
+    its CPU time so far (a process that has run ``t`` seconds adds about ``1 - exp(-t / 60)``), the rest is taken
+    as busy cores: on 2 cores, a load of 0.3 leaves 2, a load of 1.2 from another job leaves 1, a load of 5 leaves 1.
+    """
+    cores = usable_cores()
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # Windows: no load average
+        return cores
+    own = 1.0 - math.exp(-time.process_time() / 60.0)
+    busy_elsewhere = max(0.0, load - own)
+    return max(1, min(cores, math.floor(cores - busy_elsewhere + 0.5)))
+
+
 def pool_pays(seconds_left: float, workers: int, start_seconds: float | None = None) -> bool:
     """Whether ``workers`` spawned processes finish ``seconds_left`` of one-process work sooner, with a margin.
 
     The pool's time is one start-up plus the work shared out; it pays when it saves at least one more start-up
     (head-room for sending the jobs, uneven jobs and a busy machine); ``start_seconds`` defaults to
-    :data:`WORKER_START_SECONDS` times :func:`load_slowdown` (``seconds_left`` is measured wall time, which other
-    work on the machine stretches by as much as it stretches a worker's start-up), and on a busy machine (slowdown
-    above 1) times ``workers`` too: the workers then start on cores that are not free, one after another in effect
-    (measured: ``culane-eval --compat reference``, 5,000 frames at load 7-9 on 2 cores, a pool that the idle
-    estimate let start took 77 s against 55 s for one process)::
+    :data:`WORKER_START_SECONDS`::
 
         start_seconds + seconds_left / workers + start_seconds < seconds_left
 
     Examples:
-        >>> pool_pays(1.0, 2, start_seconds=2.5), pool_pays(20.0, 2, start_seconds=2.5), pool_pays(20.0, 1)
+        >>> pool_pays(1.0, 2), pool_pays(20.0, 2), pool_pays(20.0, 1)
         (False, True, False)
     """
-    if start_seconds is None:
-        slowdown = load_slowdown()
-        start = WORKER_START_SECONDS * slowdown * (workers if slowdown > 1.0 else 1)
-    else:
-        start = start_seconds
+    start = WORKER_START_SECONDS if start_seconds is None else start_seconds
     return workers > 1 and seconds_left / workers + 2 * start < seconds_left
 
 
-def load_slowdown() -> float:
-    """How much other work stretches a process's wall time here: the 1-minute load average per usable core, at
-    least 1 (1 where the platform has no load average)."""
-    try:
-        load = os.getloadavg()[0]
-    except (AttributeError, OSError):
-        return 1.0
-    return max(1.0, load / usable_cores())
-
-
-def _start_worker() -> None:
-    """Worker initializer: the parent handles Ctrl-C (and terminates the workers); torch runs one thread per
-    worker (the workers share the cores, a job's ops are small)."""
+def _start_worker(uses_torch: bool = True) -> None:
+    """Worker initializer: the parent handles Ctrl-C (and terminates the workers); where the parent uses torch,
+    torch runs one thread per worker (the workers share the cores, a job's ops are small). A parent without torch
+    (a command on numpy arrays) starts workers that do not import it either."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    torch.set_num_threads(1)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a forked worker inherits the command's SIGTERM handler
+    if uses_torch:
+        import torch
+
+        torch.set_num_threads(1)
 
 
 @contextlib.contextmanager
@@ -125,14 +143,23 @@ def map_in_processes(
         for job in jobs:
             yield fn(job)
         return
+    forked = fork_is_safe()
     pool = ProcessPoolExecutor(
         max_workers=min(workers, len(jobs)),
-        mp_context=multiprocessing.get_context("spawn"),
+        mp_context=multiprocessing.get_context("fork" if forked else "spawn"),
         initializer=_start_worker,
+        initargs=("torch" in sys.modules,),
     )
     try:
         with _sigint_blocked():  # map submits every chunk now, which starts the workers (spawn: on demand)
-            results = pool.map(fn, jobs, chunksize=chunksize)
+            if forked:  # the workers inherit fn and the jobs: only job numbers go out, only results come back
+                _INHERITED.append((fn, jobs))
+                try:
+                    results = pool.map(_run_inherited, range(len(jobs)), chunksize=chunksize)
+                finally:
+                    _INHERITED.pop()  # the workers are forked by now (a fork pool starts them all at once)
+            else:
+                results = pool.map(fn, jobs, chunksize=chunksize)
         yield from results
     except BaseException:
         processes = list((pool._processes or {}).values())
@@ -145,19 +172,40 @@ def map_in_processes(
     pool.shutdown(wait=True)
 
 
+#: ``(fn, jobs)`` of the forked pool being started (read by its workers, which inherit it).
+_INHERITED: list[tuple[Callable[[Any], Any], Sequence[Any]]] = []
+
+
+def _run_inherited(index: int) -> Any:
+    """A forked worker's call: job ``index`` of the jobs it inherited."""
+    fn, jobs = _INHERITED[-1]
+    return fn(jobs[index])
+
+
 def _map_auto(fn: Callable[[Any], T], jobs: Sequence[Any], chunksize: int | None) -> Iterator[T]:
-    """Jobs in this process, timed; the rest in a pool as soon as :func:`pool_pays` says so."""
-    cores = usable_cores()
+    """Jobs in this process, timed; the rest in a pool on the free cores as soon as :func:`pool_pays` says so.
+
+    The first job also pays one-time costs (lazy imports, caches): once a second job is timed, the cost per job is
+    taken from the later jobs only, and a pool is weighed only once the timed jobs took :data:`MEASURE_SECONDS`
+    (short jobs: a few dozen of them, not the first alone). Where forking is safe the pool is forked and costs
+    :data:`FORK_START_SECONDS`, not :data:`WORKER_START_SECONDS`.
+    """
     busy = 0.0  # seconds spent in fn so far (not in the caller between two results)
+    first = 0.0  # of which the first job
     for done, job in enumerate(jobs):
         left = len(jobs) - done
-        workers = min(cores, left)
-        if done and pool_pays(busy / done * left, workers):
-            yield from map_in_processes(fn, jobs[done:], workers, chunksize)
-            return
+        if done and busy >= MEASURE_SECONDS:
+            per_job = busy if done == 1 else (busy - first) / (done - 1)
+            workers = min(free_cores(), left)
+            start_seconds = FORK_START_SECONDS if fork_is_safe() else WORKER_START_SECONDS
+            if pool_pays(per_job * left, workers, start_seconds):
+                yield from map_in_processes(fn, jobs[done:], workers, chunksize)
+                return
         start = time.perf_counter()
         result = fn(job)
         busy += time.perf_counter() - start
+        if not done:
+            first = busy
         yield result
 
 
@@ -190,6 +238,8 @@ def one_torch_thread_per_worker() -> Iterator[None]:
     Frame-level threads replace op-level ones: a frame's ops are small, and intra-op threads spinning on a busy
     machine cost more CPU than they save (measured: 1.7x the user time with one worker on 2 loaded cores).
     """
+    import torch
+
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

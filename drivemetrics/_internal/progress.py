@@ -21,6 +21,14 @@ __all__ = ["T", "is_rank_zero", "progress_bar", "progress_enabled", "progress_it
 T = TypeVar("T")
 
 
+class _Bar(tqdm):  # type: ignore[misc]
+    """tqdm without its monitor thread (which every bar, hidden ones too, would start): a command's process stays
+    single-threaded, so it may fork its workers (:mod:`drivemetrics._internal.pool`); our bars update often enough
+    not to need the monitor's refresh of slow ones."""
+
+    monitor_interval = 0
+
+
 def is_rank_zero() -> bool:
     """Whether this process is rank 0 of a torchrun launch (or not part of one): ``RANK`` unset, empty or 0."""
     return os.environ.get("RANK", "0").strip() in ("", "0")
@@ -37,11 +45,11 @@ def progress_enabled(enabled: bool | None) -> bool:
 
 def progress_bar(total: int, desc: str, unit: str, enabled: bool | None = None) -> tqdm:
     """A tqdm bar of ``total`` ``unit`` on stderr (hidden unless :func:`progress_enabled`); use as a context manager."""
-    return tqdm(total=total, desc=desc, unit=unit, disable=not progress_enabled(enabled), leave=False, file=sys.stderr)
+    return _Bar(total=total, desc=desc, unit=unit, disable=not progress_enabled(enabled), leave=False, file=sys.stderr)
 
 
 def progress_iter(items: Iterable[T], total: int, desc: str, unit: str, enabled: bool | None = None) -> Iterable[T]:
     """``items`` as they are consumed, with the bar of :func:`progress_bar` (the items themselves when hidden)."""
     if not progress_enabled(enabled):
         return items
-    return tqdm(items, total=total, desc=desc, unit=unit, leave=False, file=sys.stderr)
+    return _Bar(items, total=total, desc=desc, unit=unit, leave=False, file=sys.stderr)

@@ -24,15 +24,17 @@ import pickle
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
-__all__ = ["Pending", "read_ahead"]
+__all__ = ["Pending", "fork_is_safe", "read_ahead", "read_ahead_all"]
 
 T = TypeVar("T")
 
 
-def _fork_is_safe() -> bool:
+def fork_is_safe() -> bool:
+    """Whether this process may fork now: Linux, torch not imported (no torch / OpenMP threads), no other Python
+    thread, and ``DRIVEMETRICS_READ_AHEAD`` not ``0``."""
     return (
         sys.platform.startswith("linux")
         and hasattr(os, "fork")
@@ -127,26 +129,57 @@ def read_ahead(fn: Callable[..., T], *args: Any) -> Iterator[Pending[T]]:
         >>> pending.result()
         [1, 2, 3]
     """
-    if not _fork_is_safe():
-        try:
-            value: tuple[bool, Any] = (True, fn(*args))
-        except Exception as err:
-            value = (False, err)
-        yield Pending(None, value, None)
+    with read_ahead_all([(fn, args)]) as pendings:
+        yield pendings[0]
+
+
+@contextlib.contextmanager
+def read_ahead_all(calls: Sequence[tuple[Callable[..., Any], tuple[Any, ...]]]) -> Iterator[list[Pending[Any]]]:
+    """:func:`read_ahead` of several readers at once, each in its own forked child (two input files are read side
+    by side on two cores); every child is forked before any thread of this process starts.
+
+    Yields:
+        One :class:`Pending` per call, in order.
+
+    Examples:
+        >>> with read_ahead_all([(sorted, ([2, 1],)), (len, ("abc",))]) as (first, second):
+        ...     pass
+        >>> first.result(), second.result()
+        ([1, 2], 3)
+    """
+    if not fork_is_safe():
+        values = []
+        for fn, args in calls:
+            try:
+                value: tuple[bool, Any] = (True, fn(*args))
+            except Exception as err:
+                value = (False, err)
+            values.append(Pending(None, value, None))
+        yield values
         return
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child (coverage does not follow it)
-        os.close(read_fd)
-        _child(fn, args, write_fd)
-    os.close(write_fd)
-    pending: Pending[T] = Pending(pid, None, None)
-    reader = threading.Thread(target=_read_pipe, args=(read_fd, pending._payload), daemon=True)
-    pending._reader = reader
-    reader.start()
+    pendings: list[Pending[Any]] = []
+    read_fds: list[int] = []
     try:
-        yield pending
-        pending.result()  # reap the child now (the value is kept)
+        for fn, args in calls:
+            read_fd, write_fd = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - the child (coverage does not follow it)
+                for fd in (read_fd, *read_fds):
+                    os.close(fd)
+                _child(fn, args, write_fd)
+            os.close(write_fd)
+            read_fds.append(read_fd)
+            pendings.append(Pending(pid, None, None))
+        for pending, fd in zip(pendings, read_fds, strict=True):  # threads only once every child is forked
+            pending._reader = threading.Thread(target=_read_pipe, args=(fd, pending._payload), daemon=True)
+            pending._reader.start()
+        yield pendings
+        for pending in pendings:
+            pending.result()  # reap the children now (the values are kept)
     except BaseException:
-        pending._stop()
+        for pending in pendings:
+            pending._stop()
+        for pending, fd in zip(pendings, read_fds, strict=False):
+            if pending._reader is None:  # its pipe was never handed to a reader thread
+                os.close(fd)
         raise

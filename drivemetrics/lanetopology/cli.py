@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from typing import Any
 
 from drivemetrics._internal.options import add_input, add_no_progress, add_workers, progress_setting
 
@@ -17,35 +16,27 @@ HEADLINE = {
 }
 
 
-def _read_inputs(gt: str, pred: str, track: str | None) -> tuple[Any, Any, str]:
-    """Ground truth, predictions and track read and checked without torch (runs in the read-ahead child)."""
-    from drivemetrics.lanetopology import io
-
-    target = io.read_ground_truth(gt)
-    preds = io.read_predictions(pred)
-    return target, preds, track or io.detect_track(target, gt)
-
-
 def _openlanev2_eval(args: argparse.Namespace) -> int:
     from drivemetrics._internal.files import atomic_write_text, check_output_path
-    from drivemetrics._internal.read_ahead import read_ahead
+    from drivemetrics._internal.read_ahead import read_ahead_all
+    from drivemetrics.lanetopology import io
 
     if args.json:
         check_output_path(args.json, input_files=[args.gt, args.pred], option="--json", is_folder=False)
-    with read_ahead(_read_inputs, args.gt, args.pred, args.track) as inputs:  # reads while torch imports
-        import torch
-
-        from drivemetrics.lanetopology.evaluate import evaluate_openlanev2, json_report
+    # the scoring runs on numpy arrays and never imports torch (nor scipy unless an F-score assignment needs it);
+    # two forked readers read and check the two pickles side by side while the scoring modules import
+    readers = [(io.read_ground_truth, (args.gt,)), (io.read_predictions, (args.pred,))]
+    with read_ahead_all(readers) as (target_read, preds_read):
+        from drivemetrics.lanetopology.evaluate import current_rank_shard, evaluate_openlanev2, json_report
         from drivemetrics.lanetopology.scoring import devkit_name
 
-        target, preds, track = inputs.result()
-    torch.set_num_threads(1)  # many small kernels: threads only contend
+        target, preds = target_read.result(), preds_read.result()
+    track = args.track or io.detect_track(target, args.gt)
     scores = evaluate_openlanev2(
         preds, target, track, args.compat, args.workers, sources=(args.pred, args.gt), progress=progress_setting(args)
     )
-    from drivemetrics._internal.distributed import current_shard
-
-    if not current_shard().is_main:  # torchrun: rank 0 reports
+    shard = current_rank_shard()
+    if shard is not None and not shard.is_main:  # torchrun: rank 0 reports
         return 0
     title = "OpenLane-V2 Score" if track == "centerline" else "OpenLane-V2 UniScore"
     print(f"{title} ({track} track, compat={args.compat})")

@@ -2,24 +2,25 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from drivemetrics._internal.compat import Compat, check_compat
-from drivemetrics._internal.distributed import Shard, current_shard
 from drivemetrics._internal.gc_pause import gc_paused
 from drivemetrics._internal.pool import check_workers_or_auto, map_in_processes
 from drivemetrics._internal.progress import progress_bar
-from drivemetrics._internal.ragged import RaggedRows
 from drivemetrics.lanetopology.frames import Track
 from drivemetrics.lanetopology.io import detect_track, read_ground_truth, read_predictions, token_name
 from drivemetrics.lanetopology.scoring import devkit_name, frame_statistics, scores_from_statistics
 
-__all__ = ["evaluate_openlanev2", "evaluate_openlanev2_files"]
+if TYPE_CHECKING:
+    from drivemetrics._internal.distributed import Shard
+
+__all__ = ["current_rank_shard", "evaluate_openlanev2", "evaluate_openlanev2_files"]
 
 #: padded lane points (frames x most lanes x longest lane, each side) one job may hold: jobs are cut by this size
 #: as well as by ``frames_per_job``, so one large frame never pads a whole chunk of frames to its size
@@ -62,7 +63,17 @@ def _job_bounds(
     return out
 
 
-def _chunk_statistics(job: tuple[list[Any], list[Any], Track, Compat, str]) -> dict[str, np.ndarray]:
+def current_rank_shard() -> Shard | None:
+    """This rank's :class:`~drivemetrics._internal.distributed.Shard` under torchrun, ``None`` in one process.
+
+    Without torchrun the distributed module (and torch) is never imported: only the command's process group setup
+    (:func:`~drivemetrics._internal.distributed.distributed_from_env`) imports it, before any shard exists.
+    """
+    module = sys.modules.get("drivemetrics._internal.distributed")
+    return None if module is None else module.current_shard()
+
+
+def _chunk_statistics(job: tuple[list[Any], list[Any], Track, Compat, Any]) -> dict[str, np.ndarray]:
     preds, target, track, compat, device = job
     with gc_paused():
         return frame_statistics(preds, target, track, compat, device)
@@ -73,6 +84,10 @@ def _gather_parts(
 ) -> list[dict[str, np.ndarray]]:
     """Every rank's job statistics (``parts`` of ``shard.take(jobs)``) on every rank, in job order, so that the
     sums run in the one-process order. ``template``: the statistics of no frame (their shapes)."""
+    import torch
+
+    from drivemetrics._internal.ragged import RaggedRows
+
     fields = {}
     for name, empty in template.items():
         width = empty.shape[1] if name == "ap_rows" else empty.size
@@ -91,7 +106,7 @@ def evaluate_openlanev2(
     compat: Compat = "default",
     workers: int | None = 1,
     frames_per_job: int = 256,
-    device: str = "cpu",
+    device: Any = None,
     sources: tuple[str, str] | None = None,
     progress: bool | None = False,
 ) -> dict[str, float]:
@@ -101,8 +116,9 @@ def evaluate_openlanev2(
     :data:`JOB_POINTS` padded lane points each (a large frame gets a chunk of its own); ``workers=None``: one
     process unless the measured time of the first chunks says a pool pays (see
     :func:`~drivemetrics._internal.pool.map_in_processes`). ``device`` is where the lane distances of a chunk are
-    computed (all of its frames at once). Every ground-truth frame needs a prediction (an empty one is a frame with
-    empty lists); predictions for tokens not in the ground truth are refused, as the devkit does.
+    computed (all of its frames at once): ``None`` with numpy (torch is not imported), else with torch there.
+    Every ground-truth frame needs a prediction (an empty one is a frame with empty lists); predictions for tokens
+    not in the ground truth are refused, as the devkit does.
 
     ``sources``: the ``(prediction, ground-truth)`` file names, added to the frame named by an error.
 
@@ -146,16 +162,16 @@ def evaluate_openlanev2(
     ]
     if not jobs:
         raise ValueError("no frames to evaluate")
-    shard = current_shard()  # under torchrun: this rank scores its shard of the jobs, then all are gathered
-    mine = shard.take(jobs)
+    shard = current_rank_shard()  # under torchrun: this rank scores its shard of the jobs, then all are gathered
+    mine = jobs if shard is None else shard.take(jobs)
     parts = []
     with gc_paused(), progress_bar(sum(len(job[0]) for job in mine), "openlanev2-eval", "frame", progress) as bar:
         # gc paused here too: a collection between two chunks would walk the caller's whole input
         for job, part in zip(mine, map_in_processes(_chunk_statistics, mine, workers), strict=True):
             parts.append(part)
             bar.update(len(job[0]))
-    if shard.world > 1:
-        parts = _gather_parts(shard, parts, len(jobs), frame_statistics([], [], track, compat, "cpu"))
+    if shard is not None and shard.world > 1:
+        parts = _gather_parts(shard, parts, len(jobs), frame_statistics([], [], track, compat))
     stats = {
         "ap_rows": np.concatenate([p["ap_rows"] for p in parts]),
         "ap_num_gt": sum(p["ap_num_gt"] for p in parts),

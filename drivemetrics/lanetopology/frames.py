@@ -115,11 +115,13 @@ def _points(value: Any, where: str, dim: int = 3) -> np.ndarray:
     return arr
 
 
-def _points_unchecked(value: Any, where: str, dim: int = 3) -> np.ndarray:
+def _points_unchecked(value: Any, where: str, dim: int = 3, max_points: int | None = None) -> np.ndarray:
     """:func:`_points` without the finiteness check for a float array of the right shape (the caller checks all
-    points at once: :func:`check_frames_finite`); anything else goes through :func:`_points`."""
+    points at once: :func:`check_frames_finite`); anything else goes through :func:`_points`. ``max_points``: the
+    limit in force (the caller's one read of it per frame; default: read here)."""
     usable = isinstance(value, np.ndarray) and value.dtype.kind == "f" and value.ndim == 2
-    if usable and 2 <= value.shape[0] <= get_limits().max_map_line_points and value.shape[1] == dim:
+    limit = get_limits().max_map_line_points if max_points is None else max_points
+    if usable and 2 <= value.shape[0] <= limit and value.shape[1] == dim:
         return value.astype(np.float64, copy=False)
     return _points(value, where, dim)
 
@@ -336,17 +338,18 @@ def parse_frame(
     lefts: list[np.ndarray] = []
     rights: list[np.ndarray] = []
     lane_conf: list[float] = []
+    max_points = get_limits().max_map_line_points
     for k, item in enumerate(lanes_in):
         at = f"{where}: {lane_key}[{k}]"
         if track == "centerline":
             if "points" not in item:
                 raise ValueError(f"{at}.points: missing")
-            lanes.append(_points_unchecked(item["points"], f"{at}.points"))
+            lanes.append(_points_unchecked(item["points"], f"{at}.points", max_points=max_points))
         else:
             for name, out in (("centerline", lanes), ("left_laneline", lefts), ("right_laneline", rights)):
                 if name not in item:
                     raise ValueError(f"{at}.{name}: missing")
-                out.append(_points_unchecked(item[name], f"{at}.{name}"))
+                out.append(_points_unchecked(item[name], f"{at}.{name}", max_points=max_points))
         if is_pred:
             lane_conf.append(_confidence(item, at))
     if check_finite:

@@ -22,8 +22,11 @@ applies the library's fixes:
   (:func:`topology_vertex_ap`) is the reference mode only. ``docs/pages/domains/lanetopology.md`` has the formula
   and the reasons.
 
-Distances are computed for all frames of a batch at once with :mod:`torch`: the discrete Frechet distance first
-(bounded, banded), the Chamfer prefilter only where the Frechet distance does not already decide it.
+Distances are computed for all frames of a batch at once: the discrete Frechet distance first (bounded, banded),
+the Chamfer prefilter only where the Frechet distance does not already decide it. With ``device=None`` every step
+runs on numpy arrays and torch is never imported (the ``openlanev2-eval`` command); with a device the lane distances
+run on torch tensors there (the Metric classes). Both run the same kernels (written once for numpy and torch, see
+:mod:`drivemetrics._internal.arrays`) and give the same numbers; matching, APs and F-score are numpy in both.
 """
 
 from __future__ import annotations
@@ -33,9 +36,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import torch
-from torch import Tensor
 
+from drivemetrics._internal import arrays as xp
 from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics.lanetopology.frames import (
     AREA_CATEGORIES,
@@ -47,10 +49,12 @@ from drivemetrics.lanetopology.frames import (
     parse_frame,
 )
 from drivemetrics.polyline.average_precision import average_precision_11point, pooled_precision_recall
-from drivemetrics.polyline.chamfer import chamfer_distance
-from drivemetrics.polyline.frechet import bounded_frechet_distance_pairs
+from drivemetrics.polyline.bounded_frechet import bounded_frechet_distance_pairs, norms
 from drivemetrics.polyline.matching import greedy_match_index
-from drivemetrics.polyline.ragged import drop_closing_point
+from drivemetrics.polyline.pairs import drop_closing_point, paired_chamfer_means
+
+Array = Any  # a numpy array, or a torch tensor when a device is given
+Device = Any  # None (numpy, no torch), or a torch.device / its name
 
 __all__ = [
     "AREA_THRESHOLDS",
@@ -97,8 +101,17 @@ UNMATCHED_RELATION = 0.5 + _EPS32
 
 # ---------------------------------------------------------------------------------------------------------------
 # distances
-def _pad(lines: Sequence[np.ndarray], dtype: torch.dtype, device: torch.device) -> tuple[Tensor, Tensor]:
-    """Stack polylines of different lengths: ``(K, N_max, 3)`` zero-padded, and their lengths ``(K,)``."""
+def _on(array: np.ndarray, device: Device) -> Array:
+    """``array`` itself (``device`` None), or as a torch tensor on ``device``."""
+    if device is None:
+        return array
+    import torch
+
+    return torch.from_numpy(array).to(device)
+
+
+def _pad(lines: Sequence[np.ndarray], device: Device) -> tuple[Array, Array]:
+    """Stack polylines of different lengths: ``(K, N_max, 3)`` float64 zero-padded, and their lengths ``(K,)``."""
     lengths = np.fromiter((len(x) for x in lines), dtype=np.int64, count=len(lines))
     n_max = int(lengths.max()) if len(lines) else 1
     out = np.zeros((len(lines), n_max, 3))
@@ -107,7 +120,7 @@ def _pad(lines: Sequence[np.ndarray], dtype: torch.dtype, device: torch.device) 
             np.repeat(np.arange(len(lines)), lengths),
             np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths),
         ] = np.concatenate(lines)
-    return torch.from_numpy(out).to(device=device, dtype=dtype), torch.from_numpy(lengths).to(device)
+    return _on(out, device), _on(lengths, device)
 
 
 def frame_pairs(rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -137,13 +150,14 @@ def _per_frame(flat: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> list[np.
     return [part.reshape(r, c) for part, r, c in zip(parts, rows, cols, strict=True)]
 
 
-def _gt_chamfer(gt: Tensor, gt_len: Tensor, pred: Tensor, pred_len: Tensor) -> Tensor:
-    """Paired symmetric Chamfer distances ``(K,)`` (the shared core's ``"mean"``), GT ``(K, N, D)`` first, with
+def _gt_chamfer(gt: Array, gt_len: Array, pred: Array, pred_len: Array) -> Array:
+    """Paired symmetric Chamfer distances ``(K,)`` (the mean of both directions), GT ``(K, N, D)`` first, with
     the closing point of any closed GT line dropped (as the devkit does, also for 2-point lines)."""
     if gt.shape[0] == 0:
-        return gt.new_zeros(0)
+        return xp.full(0, 0.0, like=gt)
     gt_len = drop_closing_point(gt, gt_len, min_points=2)
-    return chamfer_distance(gt, gt_len, pred, pred_len)
+    forward, backward = paired_chamfer_means(gt, gt_len, pred, pred_len)
+    return (forward + backward) / 2
 
 
 def ego_relaxation(lines: Sequence[np.ndarray]) -> np.ndarray:
@@ -167,7 +181,7 @@ def lane_distance_matrices(
     gt_sides: Sequence[tuple[Sequence[np.ndarray], Sequence[np.ndarray]]] | None = None,
     pred_sides: Sequence[tuple[Sequence[np.ndarray], Sequence[np.ndarray]]] | None = None,
     prefilter: float = 3.0,
-    device: torch.device | str = "cpu",
+    device: Device = None,
     max_elements: int = 1 << 22,
     max_distance: float | None = None,
 ) -> list[np.ndarray]:
@@ -182,7 +196,7 @@ def lane_distance_matrices(
         gt_frames / pred_frames: per frame, the centerlines ``(N_i, 3)`` in metres.
         gt_sides / pred_sides: per frame, ``(left lanelines, right lanelines)`` (lane-segment track).
         prefilter: Chamfer prefilter bound, metres (the largest matching threshold).
-        device: where the distances are computed.
+        device: where the distances are computed: ``None`` with numpy (no torch), else with torch on that device.
         max_elements: point-pair distances held at once (pairs are processed in chunks of this size).
         max_distance: if given, pairs whose relaxed distance provably exceeds it get :data:`REJECTED_DISTANCE`
             (:func:`~drivemetrics.polyline.frechet.bounded_frechet_distance_pairs` drops them early). Matching
@@ -198,8 +212,6 @@ def lane_distance_matrices(
         >>> lane_distance_matrices(gt, pred)[0]
         array([[ 1., 10.]])
     """
-    device = torch.device(device)
-    dtype = torch.float64
     gt_all = [x for lanes in gt_frames for x in lanes]
     pred_all = [x for lanes in pred_frames for x in lanes]
     if len(gt_frames) != len(pred_frames):
@@ -207,53 +219,52 @@ def lane_distance_matrices(
     num_g = np.fromiter((len(x) for x in gt_frames), dtype=np.int64, count=len(gt_frames))
     num_p = np.fromiter((len(x) for x in pred_frames), dtype=np.int64, count=len(pred_frames))
     gi_np, pj_np, _ = frame_pairs(num_g, num_p)
-    gi, pj = torch.from_numpy(gi_np).to(device), torch.from_numpy(pj_np).to(device)
-    relax = torch.from_numpy(ego_relaxation(gt_all)).to(device=device, dtype=dtype)
-    values = torch.full((gi.shape[0],), REJECTED_DISTANCE, dtype=dtype, device=device)
-    if gi.numel():
-        g_pts, g_len = _pad(gt_all, dtype, device)
-        p_pts, p_len = _pad(pred_all, dtype, device)
+    gi, pj = _on(gi_np, device), _on(pj_np, device)
+    relax = _on(ego_relaxation(gt_all), device)
+    values = xp.full(len(gi_np), REJECTED_DISTANCE, like=relax)
+    if len(gi_np):
+        g_pts, g_len = _pad(gt_all, device)
+        p_pts, p_len = _pad(pred_all, device)
         if gt_sides is not None and pred_sides is not None:
-            sides_g = [_pad([x for f in gt_sides for x in f[s]], dtype, device) for s in (0, 1)]
-            sides_p = [_pad([x for f in pred_sides for x in f[s]], dtype, device) for s in (0, 1)]
+            sides_g = [_pad([x for f in gt_sides for x in f[s]], device) for s in (0, 1)]
+            sides_p = [_pad([x for f in pred_sides for x in f[s]], device) for s in (0, 1)]
         # A pair whose bounding boxes are already ``prefilter / relaxation`` apart cannot pass the Chamfer
         # prefilter (Chamfer >= the box gap): it is rejected without computing its point distances.
         g_lo, g_hi = _boxes(g_pts, g_len)
         p_lo, p_hi = _boxes(p_pts, p_len)
-        gap = torch.linalg.vector_norm(
-            torch.clamp(torch.maximum(p_lo[pj] - g_hi[gi], g_lo[gi] - p_hi[pj]), min=0), dim=-1
-        )
-        near = torch.nonzero(gap * relax[gi] < prefilter)[:, 0]
+        gap = norms(xp.maximum(p_lo[pj] - g_hi[gi], g_lo[gi] - p_hi[pj]).clip(min=0))
+        near = xp.flatnonzero(gap * relax[gi] < prefilter)
         # Frechet first: the Chamfer distance never exceeds it (every point's nearest distance is at most the
         # distance to the point a coupling pairs it with), so a pair whose relaxed Frechet is below the prefilter
         # passes it; the Chamfer prefilter is computed only for the other pairs that the bound keeps.
         chunk = max(1, max_elements // max(g_pts.shape[1], p_pts.shape[1]))
-        for part in near.split(chunk):
+        for start in range(0, len(near), chunk):
+            part = near[start : start + chunk]
             gk, pk = gi[part], pj[part]
             bound = None
             if max_distance is not None:  # raw Frechet bound of a relaxed distance that can still match
                 bound = max_distance * (1 + 1e-9) / relax[gk] * (2.0 if gt_sides is not None else 1.0)
             frechet = bounded_frechet_distance_pairs(g_pts[gk], p_pts[pk], g_len[gk], p_len[pk], bound)
-            unsure = torch.nonzero(torch.isfinite(frechet) & (frechet * relax[gk] >= prefilter))[:, 0]
-            if unsure.numel():
+            unsure = xp.flatnonzero((frechet < math.inf) & (frechet * relax[gk] >= prefilter))
+            if len(unsure):
                 cham = _gt_chamfer(g_pts[gk[unsure]], g_len[gk[unsure]], p_pts[pk[unsure]], p_len[pk[unsure]])
                 failed = unsure[cham * relax[gk[unsure]] >= prefilter]
-                frechet[failed] = torch.inf
-            kept = torch.nonzero(torch.isfinite(frechet))[:, 0]
+                frechet[failed] = math.inf
+            kept = xp.flatnonzero(frechet < math.inf)
             gk, pk, dist = gk[kept], pk[kept], frechet[kept]
             if gt_sides is not None and pred_sides is not None:
                 for (sg, sg_len), (sp, sp_len) in zip(sides_g, sides_p, strict=True):
                     dist = dist + _gt_chamfer(sg[gk], sg_len[gk], sp[pk], sp_len[pk])
                 dist = 0.5 * dist
             values[part[kept]] = dist * relax[gk]
-    return _per_frame(values.cpu().numpy(), num_g, num_p)
+    return _per_frame(values if device is None else values.cpu().numpy(), num_g, num_p)
 
 
-def _boxes(points: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
+def _boxes(points: Array, lengths: Array) -> tuple[Array, Array]:
     """Axis-aligned bounding boxes ``(lo (K, D), hi (K, D))`` of padded polylines."""
-    valid = (torch.arange(points.shape[1], device=points.device) < lengths[:, None])[:, :, None]
-    lo = torch.where(valid, points, torch.inf).amin(1)
-    hi = torch.where(valid, points, -torch.inf).amax(1)
+    valid = (xp.arange(points.shape[1], like=lengths) < lengths[:, None])[:, :, None]
+    lo = xp.amin(xp.where(valid, points, math.inf), 1)
+    hi = xp.amax(xp.where(valid, points, -math.inf), 1)
     return lo, hi
 
 
@@ -267,10 +278,10 @@ def area_distance_matrix(gt: Sequence[np.ndarray], pred: Sequence[np.ndarray]) -
     if not len(gt) or not len(pred):
         return np.zeros((len(gt), len(pred)))
     gi, pj = np.meshgrid(np.arange(len(gt)), np.arange(len(pred)), indexing="ij")
-    g_pts, g_len = _pad(gt, torch.float64, torch.device("cpu"))
-    p_pts, p_len = _pad(pred, torch.float64, torch.device("cpu"))
-    g, p = torch.from_numpy(gi.reshape(-1)), torch.from_numpy(pj.reshape(-1))
-    return _gt_chamfer(g_pts[g], g_len[g], p_pts[p], p_len[p]).numpy().reshape(len(gt), len(pred))
+    g_pts, g_len = _pad(gt, None)
+    p_pts, p_len = _pad(pred, None)
+    g, p = gi.reshape(-1), pj.reshape(-1)
+    return _gt_chamfer(g_pts[g], g_len[g], p_pts[p], p_len[p]).reshape(len(gt), len(pred))
 
 
 def iou_distance_matrix(gt_boxes: np.ndarray, pred_boxes: np.ndarray) -> np.ndarray:
@@ -363,15 +374,14 @@ def match_frames(
             padded[f, :p, :g] = np.where(same, padded[f, :p, :g], np.inf)
         scores[f, :p] = confidences[f]
         preds_valid[f, :p] = True
-    dist_t = torch.from_numpy(padded)
     match = greedy_match_index(
-        dist_t,
-        torch.from_numpy(scores),
-        torch.tensor(list(thresholds), dtype=dist_t.dtype),
-        preds_valid=torch.from_numpy(preds_valid),
+        padded,
+        scores,
+        np.asarray(list(thresholds), dtype=padded.dtype),
+        preds_valid=preds_valid,
         inclusive=False,
         fallback=not reference,
-    ).numpy()
+    )
     return [match[f, : d.shape[1]] for f, d in enumerate(distances)]
 
 
@@ -400,16 +410,16 @@ def detection_average_precision(confidence: np.ndarray, tp: np.ndarray, num_gt: 
         return 0.0
     if reference:
         precision_t, recall_t = pooled_precision_recall(
-            torch.from_numpy(np.ascontiguousarray(confidence, dtype=np.float64)),
-            torch.from_numpy(np.asarray(tp, dtype=bool)),
+            np.ascontiguousarray(confidence, dtype=np.float64),
+            np.asarray(tp, dtype=bool),
             num_gt,
-            precision_dtype=torch.float32,
-            recall_dtype=torch.float32,
+            precision_dtype="float32",
+            recall_dtype="float32",
         )
         # numpy 1.x compares a float32 array with a float64 scalar in float32 (value-based casting): so does the
         # devkit, and a recall of exactly 7/10 reaches the 0.7 point (a float64 comparison says it does not, which
         # changes DET_t on the lane-segment fixture by 4.5e-3); float32 sum in level order
-        ap = average_precision_11point(precision_t, recall_t, dtype=torch.float32, compare_dtype=torch.float32)
+        ap = average_precision_11point(precision_t, recall_t, dtype="float32", compare_dtype="float32")
         return float(ap)
     cum_tp, seen = _tie_group_counts(confidence, tp)
     precision = cum_tp / seen
@@ -621,7 +631,7 @@ def _sample_lanes(
         x[unsorted] = columns[0].take(index[unsorted])
     # searchsorted(x, sample, "left") per lane, all lanes at once
     samples_x = np.broadcast_to(_X_SAMPLES, (num, len(_X_SAMPLES)))
-    idx = torch.searchsorted(torch.from_numpy(x), torch.from_numpy(samples_x.copy())).numpy()
+    idx = xp.searchsorted_rows(x, samples_x)
     idx = np.clip(idx, 1, lengths[:, None] - 1)
     point_hi = np.take_along_axis(index, idx, 1)  # rows of ``flat`` of each sample's segment ends
     point_lo = point_hi - 1 if not unsorted.size else np.take_along_axis(index, idx - 1, 1)
@@ -687,10 +697,9 @@ def _min_cost_assignments(cost: np.ndarray, rows: np.ndarray, cols: np.ndarray) 
 
     Where every row of a frame (every column, if it has more rows than columns) has a strict minimum and these
     minima lie in distinct columns (rows), taking them is the one optimal assignment, so it is what any solver
-    returns; the other frames go to :func:`scipy.optimize.linear_sum_assignment` one by one.
+    returns; the other frames go to :func:`scipy.optimize.linear_sum_assignment` one by one (scipy is imported only
+    for them: its import costs more than the whole F-score of a small split).
     """
-    from scipy.optimize import linear_sum_assignment
-
     pairs = rows * cols
     starts = np.cumsum(pairs) - pairs
     frames = np.flatnonzero(pairs)
@@ -726,6 +735,8 @@ def _min_cost_assignments(cost: np.ndarray, rows: np.ndarray, cols: np.ndarray) 
         row, col = (other, line) if transpose else (line, other)
         chosen.append(starts[f_easy[r]] + row * cols[f_easy[r]] + col)
         for f in sel[~easy]:
+            from scipy.optimize import linear_sum_assignment
+
             r_idx, c_idx = linear_sum_assignment(cost[starts[f] : starts[f] + pairs[f]].reshape(rows[f], cols[f]))
             chosen.append(starts[f] + r_idx * cols[f] + c_idx)
     return np.concatenate(chosen) if chosen else np.zeros(0, dtype=np.int64)
@@ -876,7 +887,7 @@ def frame_statistics(
     target: Sequence[Any],
     track: Track = "centerline",
     compat: Compat = "default",
-    device: torch.device | str = "cpu",
+    device: Device = None,
 ) -> dict[str, np.ndarray]:
     """Read a batch of frames and compute everything the scores need
     (:func:`~drivemetrics.lanetopology.scoring.batch_statistics`, whose keys it returns).
@@ -886,7 +897,7 @@ def frame_statistics(
         target: per frame the devkit's annotation dict (or a :class:`LaneFrame`), same order.
         track: ``"centerline"`` or ``"lanesegment"``.
         compat: ``"reference"`` for the devkit 2.1.0 rules, ``"default"`` for the fixed ones.
-        device: where the lane distance matrices are computed.
+        device: where the lane distance matrices are computed (``None``: numpy, no torch; else torch there).
 
     Examples:
         >>> gt = {"lane_centerline": [{"points": [[0, 0, 0], [10, 0, 0]]}], "traffic_element": [],
@@ -909,7 +920,7 @@ def batch_statistics(
     track: Track = "centerline",
     *,
     compat: Compat = "default",
-    device: torch.device | str = "cpu",
+    device: Device = None,
 ) -> dict[str, np.ndarray]:
     """Everything the scores need from a batch of parsed frames (distances for the whole batch at once).
 
@@ -917,7 +928,7 @@ def batch_statistics(
         gts / prs: per frame the ground truth and the prediction, same order.
         track: ``"centerline"`` or ``"lanesegment"``.
         compat: ``"reference"`` for the devkit 2.1.0 rules, ``"default"`` for the fixed ones.
-        device: where the lane distance matrices are computed.
+        device: where the lane distance matrices are computed (``None``: numpy, no torch; else torch there).
 
     Returns:
         ``ap_rows`` ``(N, 3)`` float64 ``[channel, confidence, tp]`` (default mode: one row per relation

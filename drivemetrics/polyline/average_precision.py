@@ -5,12 +5,19 @@ The references differ in dtypes, and the library lets each preset say which: Map
 float64 grid ``0, 0.1, ..., 1.0`` built as ``i * 0.1`` (so ``0.30000000000000004`` and ``0.7000000000000001``:
 a float32 recall of exactly 7/10 misses the 0.7 point, 3/10 reaches 0.3) under numpy 2's promotion; the devkit
 runs on numpy 1.x, whose value-based casting compares in float32 (7/10 reaches 0.7): ``compare_dtype=torch.float32``.
+
+Written once for torch tensors (any device) and numpy arrays (no torch import: the dataset commands' CPU path) with
+:mod:`drivemetrics._internal.arrays`; dtypes may be given as torch or numpy dtypes or by name (``"float32"``).
 """
 
 from __future__ import annotations
 
-import torch
-from torch import Tensor
+from typing import Any
+
+from drivemetrics._internal import arrays as xp
+
+Tensor = Any  # a torch.Tensor, or a numpy array
+DType = Any  # a torch or numpy dtype, or its name; None: float64
 
 __all__ = [
     "average_precision_11point",
@@ -24,8 +31,8 @@ def pooled_precision_recall(
     scores: Tensor,
     true_positive: Tensor,
     num_targets: Tensor | int,
-    precision_dtype: torch.dtype = torch.float64,
-    recall_dtype: torch.dtype = torch.float64,
+    precision_dtype: DType = None,
+    recall_dtype: DType = None,
     *,
     validate_args: bool = True,
 ) -> tuple[Tensor, Tensor]:
@@ -35,8 +42,9 @@ def pooled_precision_recall(
         scores: ``(N,)`` confidences of all detections of one class (every frame pooled).
         true_positive: ``(..., N)`` bool flags (leading dims e.g. thresholds), from :func:`greedy_match`.
         num_targets: number of targets of the class (scalar or broadcastable to the leading dims).
-        precision_dtype: dtype of the precision division (``float32`` where a reference tracks it so).
-        recall_dtype: dtype of the recall division.
+        precision_dtype: dtype of the precision division (``float32`` where a reference tracks it so; default
+            float64).
+        recall_dtype: dtype of the recall division (default float64).
         validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
@@ -44,6 +52,7 @@ def pooled_precision_recall(
         target (``cumTP / max(num_targets, 1)``, as the references' ``max(n, eps)``).
 
     Examples:
+        >>> import torch
         >>> scores, matched = torch.tensor([0.9, 0.8, 0.7]), torch.tensor([True, False, True])
         >>> precision, recall = pooled_precision_recall(scores, matched, 4)
         >>> precision.tolist(), recall.tolist()
@@ -54,20 +63,21 @@ def pooled_precision_recall(
             f"`scores` must be (N,) and `true_positive` (..., N); got {tuple(scores.shape)}, "
             f"{tuple(true_positive.shape)}"
         )
-    order = torch.sort(scores.detach(), descending=True, stable=True).indices
-    tp = true_positive[..., order].to(torch.float64)
+    order = xp.stable_descending_order(scores if xp.is_numpy(scores) else scores.detach())
+    tp = xp.astype(true_positive[..., order], "float64")
     cum_tp = tp.cumsum(-1)
     cum_fp = (1 - tp).cumsum(-1)
-    total = torch.as_tensor(num_targets, dtype=torch.float64, device=scores.device)
+    total = xp.as_values(num_targets, like=tp)
     if total.ndim:
-        total = total.unsqueeze(-1)
-    recall = cum_tp.to(recall_dtype) / total.clamp_min(1).to(recall_dtype)
-    precision = cum_tp.to(precision_dtype) / (cum_tp + cum_fp).clamp_min(1).to(precision_dtype)
+        total = total[..., None]
+    recall_name, precision_name = xp.dtype_name(recall_dtype or "float64"), xp.dtype_name(precision_dtype or "float64")
+    recall = xp.astype(cum_tp, recall_name) / xp.astype(total.clip(min=1), recall_name)
+    precision = xp.astype(cum_tp, precision_name) / xp.astype((cum_tp + cum_fp).clip(min=1), precision_name)
     return precision, recall
 
 
 def average_precision_area(
-    precision: Tensor, recall: Tensor, *, sum_dtype: torch.dtype | None = None, validate_args: bool = True
+    precision: Tensor, recall: Tensor, *, sum_dtype: DType = None, validate_args: bool = True
 ) -> Tensor:
     """VOC "area" AP: precision made monotone from the right, integrated over the recall steps.
 
@@ -87,20 +97,21 @@ def average_precision_area(
         ``(...)`` AP in [0, 1].
 
     Examples:
+        >>> import torch
         >>> average_precision_area(torch.tensor([1.0, 0.5, 2 / 3]), torch.tensor([0.25, 0.25, 0.5]))
         tensor(0.4167)
     """
-    dtype = torch.promote_types(precision.dtype, recall.dtype)
-    zeros = torch.zeros((*recall.shape[:-1], 1), dtype=dtype, device=recall.device)
-    mrec = torch.cat([zeros, recall.to(dtype), zeros + 1], -1)
-    mpre = torch.cat([zeros, precision, zeros], -1)
-    mpre = mpre.flip(-1).cummax(-1).values.flip(-1).to(dtype)
+    dtype = xp.promote(precision, recall)
+    zeros = xp.full((*recall.shape[:-1], 1), 0.0, like=recall, dtype=dtype)
+    mrec = xp.cat([zeros, xp.astype(recall, dtype), zeros + 1], -1)
+    mpre = xp.cat([zeros, xp.astype(precision, dtype), zeros], -1)
+    mpre = xp.reverse_cummax(mpre)
     terms = (mrec[..., 1:] - mrec[..., :-1]) * mpre[..., 1:]
-    return terms.to(sum_dtype or dtype).sum(-1)
+    return xp.astype(terms, xp.dtype_name(sum_dtype or dtype)).sum(-1)
 
 
 def interpolated_precision_11point(
-    precision: Tensor, recall: Tensor, compare_dtype: torch.dtype = torch.float64, *, validate_args: bool = True
+    precision: Tensor, recall: Tensor, compare_dtype: DType = None, *, validate_args: bool = True
 ) -> Tensor:
     """``(..., 11)``: for ``r = i * 0.1`` (float64, ``i = 0..10``), the largest precision with recall ``>= r`` or 0.
 
@@ -109,24 +120,25 @@ def interpolated_precision_11point(
     does (the OpenLane-V2 devkit: there a float32 recall of exactly 7/10 reaches the 0.7 point).
 
     Examples:
+        >>> import torch
         >>> interpolated_precision_11point(torch.tensor([1.0, 0.5]), torch.tensor([0.3, 0.7], dtype=torch.float32))
         tensor([1.0000, 1.0000, 1.0000, 1.0000, 0.5000, 0.5000, 0.5000, 0.0000, 0.0000,
                 0.0000, 0.0000])
     """
-    grid = (torch.arange(11, dtype=torch.float64, device=recall.device) * 0.1).to(compare_dtype)
-    reach = recall.to(compare_dtype).unsqueeze(-2) >= grid.unsqueeze(-1)  # (..., 11, N)
-    values = torch.where(reach, precision.unsqueeze(-2), torch.zeros_like(precision).unsqueeze(-2))
+    compare = xp.dtype_name(compare_dtype or "float64")
+    grid = xp.astype(xp.astype(xp.arange(11, like=recall), "float64") * 0.1, compare)
+    reach = xp.astype(recall, compare)[..., None, :] >= grid[:, None]  # (..., 11, N)
     if precision.shape[-1] == 0:
-        return torch.zeros((*precision.shape[:-1], 11), dtype=precision.dtype, device=precision.device)
-    return values.amax(-1)
+        return xp.full((*precision.shape[:-1], 11), 0.0, like=precision)
+    return xp.amax(xp.where(reach, precision[..., None, :], 0.0), -1)
 
 
 def average_precision_11point(
     precision: Tensor,
     recall: Tensor,
     *,
-    dtype: torch.dtype | None = None,
-    compare_dtype: torch.dtype = torch.float64,
+    dtype: DType = None,
+    compare_dtype: DType = None,
     validate_args: bool = True,
 ) -> Tensor:
     """11-point interpolated AP: the mean of :func:`interpolated_precision_11point`, summed in order in ``dtype``.
@@ -139,10 +151,13 @@ def average_precision_11point(
         validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Examples:
+        >>> import torch
         >>> average_precision_11point(torch.tensor([1.0, 0.5]), torch.tensor([0.3, 0.7], dtype=torch.float32))
         tensor(0.5000)
     """
-    values = interpolated_precision_11point(precision, recall, compare_dtype).to(dtype or precision.dtype)
+    values = xp.astype(
+        interpolated_precision_11point(precision, recall, compare_dtype), xp.dtype_name(dtype or precision.dtype)
+    )
     total = values[..., 0]
     for i in range(1, 11):
         total = total + values[..., i]

@@ -14,10 +14,10 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-import numpy as np
 import torch
 from torch import Tensor
 
+from drivemetrics.polyline.pairs import nearest_distances
 from drivemetrics.polyline.ragged import check_polylines, point_mask
 
 __all__ = ["ChamferReduction", "chamfer_distance", "chamfer_distance_matrix", "point_distance_matrix"]
@@ -86,57 +86,17 @@ def _directional_means(
     return a_to_b, b_to_a
 
 
-def _sqrt_exact(values: Tensor) -> Tensor:
-    """Correctly rounded square root: numpy's on the CPU (torch's vectorised CPU ``sqrt`` can be 1 ulp off, so
-    ``torch.cdist`` and scipy, which round each distance exactly, would differ in the last bit), torch's elsewhere."""
-    if values.device.type != "cpu":
-        return values.sqrt()
-    return torch.from_numpy(np.sqrt(values.contiguous().numpy()))
-
-
-def _nearest_without_grad(
-    a: Tensor, a_mask: Tensor, b: Tensor, b_mask: Tensor, pairs_per_step: int
-) -> tuple[Tensor, Tensor]:
-    """Nearest distances ``A -> B (K, Pa)`` and ``B -> A (K, Pb)`` of pairs ``a (K, Pa, D)``, ``b (K, Pb, D)``.
-
-    The values of scipy's ``cdist`` (squared differences summed coordinate by coordinate, correctly rounded root;
-    ``torch.cdist`` gives the same in 2-D, and can be 1 ulp off in 3-D), without a root per point pair: the
-    minimum is taken on squared distances, then the root of the minima only (the root is monotone). Vectorised
-    along the points, ``pairs_per_step`` pairs at a time so that
-    the squared-distance block stays in cache. No gradient.
-    """
-    forward, backward = [], []
-    # padding points moved to +-(largest float): their squared distance to any valid point overflows to inf, so they
-    # never win a minimum of a valid point (which has at least one valid partner), with no mask pass per block; the
-    # minima of padding points themselves are discarded by the caller
-    big = torch.finfo(torch.promote_types(a.dtype, b.dtype)).max
-    if not bool(a_mask.all()):  # one host read per call, not per step
-        a = torch.where(a_mask[..., None], a, big)
-    if not bool(b_mask.all()):
-        b = torch.where(b_mask[..., None], b, -big)
-    for start in range(0, a.shape[0], pairs_per_step):
-        s = slice(start, start + pairs_per_step)
-        delta = a[s, :, 0, None] - b[s, None, :, 0]  # (k, Pa, Pb)
-        squared = delta.mul_(delta)
-        for d in range(1, a.shape[-1]):
-            delta = a[s, :, d, None] - b[s, None, :, d]
-            squared.add_(delta.mul_(delta))
-        forward.append(squared.amin(-1))
-        backward.append(squared.amin(-2))
-    return _sqrt_exact(torch.cat(forward)), _sqrt_exact(torch.cat(backward))
-
-
 def _directional_means_without_grad(
     a: Tensor, a_mask: Tensor, a_lengths: Tensor, b: Tensor, b_mask: Tensor, b_lengths: Tensor
 ) -> tuple[Tensor, Tensor]:
     """:func:`_directional_means` of pairs ``(K, Pa, D)``, ``(K, Pb, D)`` without gradient: the same values, about
-    4x faster on the CPU (see :func:`_nearest_without_grad`)."""
+    4x faster on the CPU (see :func:`~drivemetrics.polyline.pairs.nearest_distances`)."""
     # blocks of at most 2^15 point pairs with several threads: below torch's grain size each of the many small
     # operations runs in the calling thread (a parallel region per operation stalls whenever a core is busy: 14x
     # slower on a loaded 2-core machine); larger blocks with one thread (fewer Python steps)
     budget = 1 << 17 if torch.get_num_threads() == 1 else 1 << 15
     pairs_per_step = max(1, budget // max(1, a.shape[1] * b.shape[1]))
-    a_to_b, b_to_a = _nearest_without_grad(a, a_mask, b, b_mask, pairs_per_step)
+    a_to_b, b_to_a = nearest_distances(a, a_mask, b, b_mask, pairs_per_step)
     a_to_b = torch.where(a_mask, a_to_b, torch.zeros_like(a_to_b)).cumsum(-1)[..., -1] / a_lengths.clamp_min(1)
     b_to_a = torch.where(b_mask, b_to_a, torch.zeros_like(b_to_a)).cumsum(-1)[..., -1] / b_lengths.clamp_min(1)
     return a_to_b, b_to_a

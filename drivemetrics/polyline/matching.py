@@ -13,15 +13,25 @@ Two rules:
   thresholds.
 
 Ties between scores are broken by input order (stable sort), which the references' unstable ``argsort`` does not
-guarantee.
+guarantee. Written once for torch tensors (any device) and numpy arrays (no torch import: the dataset commands' CPU
+path) with :mod:`drivemetrics._internal.arrays`; both give the same results.
 """
 
 from __future__ import annotations
 
-import torch
-from torch import Tensor
+import math
+import operator
+from typing import Any
+
+from drivemetrics._internal import arrays as xp
 
 __all__ = ["greedy_match", "greedy_match_index", "nearest_target", "score_rank"]
+
+Tensor = Any  # a torch.Tensor, or a numpy array
+
+
+def _detach(x: Tensor) -> Tensor:
+    return x if xp.is_numpy(x) else x.detach()
 
 
 def score_rank(scores: Tensor, valid: Tensor | None = None, *, validate_args: bool = True) -> Tensor:
@@ -30,16 +40,14 @@ def score_rank(scores: Tensor, valid: Tensor | None = None, *, validate_args: bo
     Invalid predictions rank after all valid ones.
 
     Examples:
+        >>> import torch
         >>> score_rank(torch.tensor([0.2, 0.9, 0.2, 0.5]))
         tensor([2, 0, 3, 1])
     """
-    key = scores.detach()
+    key = _detach(scores)
     if valid is not None:
-        key = torch.where(valid, key, torch.full_like(key, -torch.inf))
-    order = torch.sort(key, dim=-1, descending=True, stable=True).indices
-    rank = torch.empty_like(order)
-    rank.scatter_(-1, order, torch.arange(order.shape[-1], device=order.device).expand_as(order).contiguous())
-    return rank
+        key = xp.where(valid, key, -math.inf)
+    return xp.inverse_permutation(xp.stable_descending_order(key, -1))
 
 
 def nearest_target(
@@ -56,20 +64,19 @@ def nearest_target(
         The index of the first target with the smallest distance (0 and ``inf`` when there is none).
 
     Examples:
+        >>> import torch
         >>> nearest_target(torch.tensor([[2.0, 1.0, 1.0], [5.0, 7.0, 9.0]]))
         (tensor([1, 0]), tensor([1., 5.]))
     """
     if target_valid is not None:
-        distances = torch.where(target_valid.unsqueeze(-2), distances, torch.full_like(distances, torch.inf))
+        distances = xp.where(target_valid[..., None, :], distances, math.inf)
     if distances.shape[-1] == 0:
         shape = distances.shape[:-1]
-        return (
-            torch.zeros(shape, dtype=torch.long, device=distances.device),
-            torch.full(shape, torch.inf, dtype=distances.dtype, device=distances.device),
-        )
-    # argmin is documented to return the first minimum's index (torch.min's index is any one of them)
-    index = distances.detach().argmin(-1)
-    return index, distances.detach().gather(-1, index.unsqueeze(-1)).squeeze(-1)
+        return xp.full(shape, 0, like=distances, dtype="int64"), xp.full(shape, math.inf, like=distances)
+    # argmin returns the first minimum's index (torch documents it; torch.min's index is any one of them)
+    distances = _detach(distances)
+    index = distances.argmin(-1)
+    return index, xp.gather(distances, -1, index[..., None])[..., 0]
 
 
 def greedy_match(
@@ -101,56 +108,39 @@ def greedy_match(
         ``(..., P, T)`` bool, ``True`` for a true positive.
 
     Examples:
+        >>> import torch
         >>> distances = torch.tensor([[0.3, 0.4], [0.2, 0.45]])  # 2 predictions x 2 targets
         >>> greedy_match(distances, torch.tensor([0.9, 0.8]), [0.5])[..., 0]
         tensor([ True, False])
         >>> greedy_match(distances, torch.tensor([0.9, 0.8]), [0.5], fallback=True)[..., 0]
         tensor([True, True])
     """
-    thresholds_t = torch.as_tensor(thresholds, dtype=distances.dtype, device=distances.device).reshape(-1)
-    num_preds, num_targets = distances.shape[-2], distances.shape[-1]
-    if preds_valid is None:
-        preds_valid = torch.ones(distances.shape[:-1], dtype=torch.bool, device=distances.device)
-    if target_valid is None:
-        target_valid = torch.ones((*distances.shape[:-2], num_targets), dtype=torch.bool, device=distances.device)
-    distances = distances.detach()
-    distances = torch.where(target_valid.unsqueeze(-2), distances, torch.full_like(distances, torch.inf))
-    passes_fn = torch.le if inclusive else torch.lt
-    rank = score_rank(scores, preds_valid)
-    if not fallback:
-        index, nearest = nearest_target(distances)
-        passes = passes_fn(nearest.unsqueeze(-1), thresholds_t) & preds_valid.unsqueeze(-1)  # (..., P, T)
-        if num_targets == 0:
-            return passes
-        # per (frame, target, threshold): the best rank among passing predictions pointing at it
-        big = torch.full_like(rank, num_preds)
-        rank_t = torch.where(passes, rank.unsqueeze(-1), big.unsqueeze(-1))  # (..., P, T)
-        index_t = index.unsqueeze(-1).expand_as(rank_t)
-        best = torch.full(
-            (*distances.shape[:-2], num_targets, thresholds_t.numel()), num_preds, dtype=rank.dtype, device=rank.device
+    if fallback:
+        return (
+            greedy_match_index(distances, scores, thresholds, preds_valid, target_valid, inclusive, fallback=True) >= 0
         )
-        best = best.scatter_reduce(-2, index_t, rank_t, reduce="amin")
-        return passes & (rank_t == best.gather(-2, index_t))
+    thresholds_t = xp.as_values(thresholds, like=distances).reshape(-1)
+    num_preds, num_targets = distances.shape[-2], distances.shape[-1]
     lead = distances.shape[:-2]
-    if num_targets == 0 or num_preds == 0:
-        return torch.zeros((*lead, num_preds, thresholds_t.numel()), dtype=torch.bool, device=distances.device)
-    flat = distances.reshape(-1, num_preds, num_targets)
-    order = torch.argsort(rank.reshape(-1, num_preds), dim=-1)
-    valid_flat = preds_valid.reshape(-1, num_preds)
-    frames, num_thr = flat.shape[0], thresholds_t.numel()
-    taken = torch.zeros(frames, num_thr, num_targets, dtype=torch.bool, device=distances.device)
-    tp = torch.zeros(frames, num_preds, num_thr, dtype=torch.bool, device=distances.device)
-    frame_index = torch.arange(frames, device=distances.device)
-    for step in range(num_preds):
-        pred = order[:, step]
-        row = flat[frame_index, pred]  # (F, G)
-        ok = passes_fn(row.unsqueeze(1), thresholds_t[:, None]) & ~taken  # (F, T, G)
-        candidate = torch.where(ok, row.unsqueeze(1).expand_as(ok), torch.full_like(ok, torch.inf, dtype=row.dtype))
-        choice = candidate.argmin(-1)  # (F, T)
-        hit = ok.gather(-1, choice.unsqueeze(-1)).squeeze(-1) & valid_flat[frame_index, pred].unsqueeze(-1)
-        taken.scatter_(-1, choice.unsqueeze(-1), hit.unsqueeze(-1) | taken.gather(-1, choice.unsqueeze(-1)))
-        tp[frame_index, pred] = hit
-    return tp.reshape(*lead, num_preds, num_thr)
+    if preds_valid is None:
+        preds_valid = xp.full(distances.shape[:-1], True, like=distances, dtype="bool")
+    distances = _detach(distances)
+    if target_valid is not None:
+        distances = xp.where(target_valid[..., None, :], distances, math.inf)
+    passes_fn = operator.le if inclusive else operator.lt
+    rank = score_rank(scores, preds_valid)
+    index, nearest = nearest_target(distances)
+    passes = passes_fn(nearest[..., None], thresholds_t) & preds_valid[..., None]  # (..., P, T)
+    if num_targets == 0:
+        return passes
+    # per (frame, target, threshold): the best rank among passing predictions pointing at it
+    rank_t = xp.where(passes, rank[..., None], num_preds)  # (..., P, T)
+    index_t = xp.broadcast_to(index[..., None], rank_t.shape)
+    frames, num_thr = math.prod(lead), thresholds_t.shape[0]
+    best = xp.full((frames, num_targets, num_thr), num_preds, like=rank)
+    index_3 = xp.contiguous(index_t).reshape(frames, num_preds, num_thr)
+    best = xp.scatter_amin(best, index_3, xp.contiguous(rank_t).reshape(frames, num_preds, num_thr))
+    return passes & (rank_t == xp.gather(best, -2, index_3).reshape(rank_t.shape))
 
 
 def greedy_match_index(
@@ -171,49 +161,48 @@ def greedy_match_index(
     Returns:
         ``(..., P, T)`` long: the index of the matched target, ``-1`` for a false positive or padding.
 
+    >>> import torch
     >>> distances = torch.tensor([[0.3, 0.4], [0.2, 0.45]])  # 2 predictions x 2 targets
     >>> greedy_match_index(distances, torch.tensor([0.9, 0.8]), [0.5])[..., 0]
     tensor([ 0, -1])
     >>> greedy_match_index(distances, torch.tensor([0.9, 0.8]), [0.5], fallback=True)[..., 0]
     tensor([0, 1])
+    >>> greedy_match_index(distances.numpy(), torch.tensor([0.9, 0.8]).numpy(), [0.5], fallback=True)[..., 0]
+    array([0, 1])
     """
-    thresholds_t = torch.as_tensor(thresholds, dtype=distances.dtype, device=distances.device).reshape(-1)
+    thresholds_t = xp.as_values(thresholds, like=distances).reshape(-1)
     num_preds, num_targets = distances.shape[-2], distances.shape[-1]
     lead = distances.shape[:-2]
+    num_thr = thresholds_t.shape[0]
     if not fallback:
         tp = greedy_match(distances, scores, thresholds_t, preds_valid, target_valid, inclusive, fallback=False)
         if num_targets == 0:
-            return torch.full(tp.shape, -1, dtype=torch.long, device=distances.device)
-        masked = distances.detach()
-        if target_valid is not None:
-            masked = torch.where(target_valid.unsqueeze(-2), masked, torch.full_like(masked, torch.inf))
-        index, _ = nearest_target(masked)
-        return torch.where(tp, index.unsqueeze(-1), torch.full_like(index.unsqueeze(-1), -1))
+            return xp.full(tp.shape, -1, like=distances, dtype="int64")
+        index, _ = nearest_target(_detach(distances), target_valid)
+        return xp.where(tp, index[..., None], -1)
     if preds_valid is None:
-        preds_valid = torch.ones(distances.shape[:-1], dtype=torch.bool, device=distances.device)
-    num_thr = thresholds_t.numel()
-    match = torch.full((*lead, num_preds, num_thr), -1, dtype=torch.long, device=distances.device)
+        preds_valid = xp.full(distances.shape[:-1], True, like=distances, dtype="bool")
+    match = xp.full((*lead, num_preds, num_thr), -1, like=distances, dtype="int64")
     if num_targets == 0 or num_preds == 0:
         return match
-    distances = distances.detach()
+    distances = _detach(distances)
     if target_valid is not None:
-        distances = torch.where(target_valid.unsqueeze(-2), distances, torch.full_like(distances, torch.inf))
-    passes_fn = torch.le if inclusive else torch.lt
+        distances = xp.where(target_valid[..., None, :], distances, math.inf)
+    passes_fn = operator.le if inclusive else operator.lt
     rank = score_rank(scores, preds_valid)
     flat = distances.reshape(-1, num_preds, num_targets)
-    order = torch.argsort(rank.reshape(-1, num_preds), dim=-1)
+    order = xp.inverse_permutation(rank.reshape(-1, num_preds))  # rank -> prediction
     valid_flat = preds_valid.reshape(-1, num_preds)
     frames = flat.shape[0]
-    taken = torch.zeros(frames, num_thr, num_targets, dtype=torch.bool, device=distances.device)
+    taken = xp.full((frames, num_thr, num_targets), False, like=distances, dtype="bool")
     match = match.reshape(frames, num_preds, num_thr)
-    frame_index = torch.arange(frames, device=distances.device)
+    frame_index = xp.arange(frames, like=order)
     for step in range(num_preds):
         pred = order[:, step]
         row = flat[frame_index, pred]  # (F, G)
-        ok = passes_fn(row.unsqueeze(1), thresholds_t[:, None]) & ~taken  # (F, T, G)
-        candidate = torch.where(ok, row.unsqueeze(1).expand_as(ok), torch.full_like(ok, torch.inf, dtype=row.dtype))
-        choice = candidate.argmin(-1)  # (F, T)
-        hit = ok.gather(-1, choice.unsqueeze(-1)).squeeze(-1) & valid_flat[frame_index, pred].unsqueeze(-1)
-        taken.scatter_(-1, choice.unsqueeze(-1), hit.unsqueeze(-1) | taken.gather(-1, choice.unsqueeze(-1)))
-        match[frame_index, pred] = torch.where(hit, choice, torch.full_like(choice, -1))
+        ok = passes_fn(row[:, None], thresholds_t[:, None]) & ~taken  # (F, T, G)
+        choice = xp.where(ok, row[:, None], math.inf).argmin(-1)  # (F, T)
+        hit = xp.gather(ok, -1, choice[..., None])[..., 0] & valid_flat[frame_index, pred][:, None]
+        xp.put_along_last(taken, choice[..., None], hit[..., None] | xp.gather(taken, -1, choice[..., None]))
+        match[frame_index, pred] = xp.where(hit, choice, -1)
     return match.reshape(*lead, num_preds, num_thr)

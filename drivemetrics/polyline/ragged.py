@@ -13,6 +13,8 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from drivemetrics.polyline.pairs import drop_closing_point
+
 __all__ = ["check_polylines", "drop_closing_point", "pad_polylines", "point_mask", "unpad_polylines"]
 
 
@@ -96,22 +98,3 @@ def unpad_polylines(points: Tensor, lengths: Tensor) -> list[Tensor]:
         [torch.Size([3, 2]), torch.Size([1, 2])]
     """
     return [points[n, : int(length)] for n, length in enumerate(lengths.tolist())]
-
-
-def drop_closing_point(points: Tensor, lengths: Tensor, min_points: int = 3) -> Tensor:
-    """Lengths with the last point dropped where a polyline is closed (last point == first point, exactly).
-
-    Only polylines of ``min_points`` or more points are changed (default 3: a 2-point "ring" stays a segment;
-    OpenLane-V2 drops the closing point of any closed line: ``min_points=2``).
-
-    >>> ring = torch.tensor([[[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 0.0]],
-    ...                      [[0.0, 0.0], [1.0, 0.0], [2.0, 0.0], [9.0, 9.0]]])
-    >>> drop_closing_point(ring, torch.tensor([4, 3]))
-    tensor([3, 3])
-    >>> drop_closing_point(torch.zeros(1, 2, 2), torch.tensor([2]), min_points=2)
-    tensor([1])
-    """
-    last_index = (lengths - 1).clamp_min(0)
-    last = points.gather(-2, last_index[..., None, None].expand(*lengths.shape, 1, points.shape[-1])).squeeze(-2)
-    closed = (points[..., 0, :] == last).all(-1) & (lengths >= max(min_points, 2))
-    return lengths - closed.to(lengths.dtype)

@@ -174,7 +174,7 @@ def test_bounded_bands_equal_the_full_programme(n: int, m: int) -> None:
 def test_band_proof_paths() -> None:
     """A translated copy is decided by its end points in the narrowest band, a lane whose coupling leaves the band
     is handed on (the value stays exact), and a pair far beyond the bound is rejected."""
-    from drivemetrics.polyline.frechet import _band_frechet
+    from drivemetrics.polyline.bounded_frechet import _band_frechet
 
     s = torch.linspace(0, 30, 61, dtype=torch.float64)
     lane = torch.stack([s, torch.zeros_like(s), torch.zeros_like(s)], 1)

@@ -119,3 +119,60 @@ def test_workers_never_see_ctrl_c_and_the_parent_still_does(request):
     with pytest.raises(KeyboardInterrupt):  # a Ctrl-C while the workers start is delivered right after
         interrupted_while_starting()
     assert reached == [True]
+
+
+@pytest.fixture
+def pools(monkeypatch):
+    """The pools graph-eval's auto policy starts, as ``(tiles, workers)``; their tiles are scored here, in order."""
+    from drivemetrics._internal import pool
+
+    started: list[tuple[int, int]] = []
+    auto = pool.map_in_processes
+
+    def in_this_process(fn, jobs, workers, chunksize=None):
+        if workers is None:  # the command's call: the real policy decides
+            yield from auto(fn, jobs, None, chunksize)
+            return
+        started.append((len(jobs), workers))
+        for job in jobs:
+            yield fn(job)
+
+    monkeypatch.setattr(pool, "map_in_processes", in_this_process)
+    monkeypatch.setattr(pool, "usable_cores", lambda: 2)
+    monkeypatch.setattr(pool, "MEASURE_SECONDS", 0.0)  # weigh a pool after the first job, however short
+    return started
+
+
+def _evaluate_tiles(folder: Path, workers: int | None):
+    from drivemetrics.roadnet.evaluate import evaluate_dataset, find_pairs
+
+    pairs, _ = find_pairs(*_tiles(folder, 3, size=512.0))
+    return evaluate_dataset(pairs, ["ccq", "junct"], workers=workers, progress=False)
+
+
+def test_default_workers_score_a_few_small_tiles_in_one_process(tmp_path, pools, monkeypatch):
+    from drivemetrics._internal import pool
+
+    monkeypatch.setattr(pool.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    per_tile, _ = _evaluate_tiles(tmp_path, None)
+    assert len(per_tile) == 3
+    assert pools == []
+
+
+def test_default_workers_start_no_pool_on_a_busy_machine(tmp_path, pools, monkeypatch):
+    from drivemetrics._internal import pool
+
+    monkeypatch.setattr(pool, "WORKER_START_SECONDS", 0.0)  # any pool would pay on free cores
+    monkeypatch.setattr(pool.os, "getloadavg", lambda: (5.0, 5.0, 5.0))
+    _evaluate_tiles(tmp_path, None)
+    assert pools == []
+
+
+def test_default_workers_pool_the_other_tiles_when_it_pays_on_free_cores(tmp_path, pools, monkeypatch):
+    from drivemetrics._internal import pool
+
+    monkeypatch.setattr(pool, "WORKER_START_SECONDS", 0.0)
+    monkeypatch.setattr(pool.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    pooled = _evaluate_tiles(tmp_path / "auto", None)
+    assert pools == [(2, 2)]  # the first tile timed here, the other two in two workers
+    assert pooled == _evaluate_tiles(tmp_path / "one", 1)

@@ -1,0 +1,276 @@
+"""The few array operations the shared polyline and scoring kernels need, for numpy arrays and torch tensors alike.
+
+A kernel written with these functions runs on what it is given: numpy arrays (the dataset commands' CPU path, which
+never imports torch) or torch tensors (the Metric classes, any device). Each function looks at its first array
+argument and calls numpy or torch; torch is only ever touched when a tensor is passed, so this module imports
+numpy only. The operations are the exact IEEE ones on both sides (the same additions, products, minima in the same
+order), so a kernel gives the same bits either way; :func:`sqrt` is the one place where that needs care: torch's
+vectorised CPU square root can be 1 ulp off the correctly rounded value, so on the CPU it is numpy's for tensors too
+(tensors that need a gradient, or live on another device, keep torch's).
+
+Dtypes are named by strings (``"float64"``, ``"float32"``, ``"int64"``, ``"bool"``) so that a kernel can ask for one
+without importing torch.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "amax",
+    "amin",
+    "arange",
+    "as_dtype",
+    "as_index",
+    "as_values",
+    "astype",
+    "astype_like",
+    "broadcast_to",
+    "cat",
+    "contiguous",
+    "dtype_name",
+    "flatnonzero",
+    "full",
+    "gather",
+    "inverse_permutation",
+    "is_array",
+    "is_numpy",
+    "largest_float",
+    "maximum",
+    "minimum",
+    "overflow_allowed",
+    "pad_rows",
+    "promote",
+    "put_along_last",
+    "reverse_cummax",
+    "scatter_amin",
+    "searchsorted_rows",
+    "sqrt",
+    "stable_descending_order",
+    "transpose",
+    "where",
+]
+
+Array = Any  # numpy.ndarray or torch.Tensor
+
+
+def is_numpy(x: Array) -> bool:
+    """Whether ``x`` is a numpy array or scalar (else: a torch tensor)."""
+    return isinstance(x, (np.ndarray, np.generic))
+
+
+def _torch() -> Any:
+    return sys.modules["torch"]  # a tensor was passed, so torch is imported
+
+
+def as_dtype(name: str, like: Array) -> Any:
+    """The dtype called ``name`` (``"float64"``, ``"int64"``, ...) of ``like``'s library."""
+    return np.dtype(name) if is_numpy(like) else getattr(_torch(), name)
+
+
+def astype(x: Array, name: str) -> Array:
+    """``x`` converted to the dtype called ``name``."""
+    return x.astype(name, copy=False) if is_numpy(x) else x.to(getattr(_torch(), name))
+
+
+def full(shape: int | Sequence[int], value: float, like: Array, dtype: str | None = None) -> Array:
+    """An array of ``shape`` filled with ``value``, ``like``'s library, device and (default) dtype."""
+    if is_numpy(like):
+        return np.full(shape, value, dtype=dtype or like.dtype)
+    torch = _torch()
+    return torch.full(
+        tuple(shape) if isinstance(shape, Sequence) else (shape,),
+        value,
+        dtype=getattr(torch, dtype) if dtype else like.dtype,
+        device=like.device,
+    )
+
+
+def arange(n: int, like: Array) -> Array:
+    """``0 .. n - 1`` as int64, ``like``'s library and device."""
+    if is_numpy(like):
+        return np.arange(n)
+    return _torch().arange(n, device=like.device)
+
+
+def cat(parts: Sequence[Array], axis: int = 0) -> Array:
+    """Concatenation along ``axis`` (at least one part)."""
+    return np.concatenate(parts, axis) if is_numpy(parts[0]) else _torch().cat(list(parts), axis)
+
+
+def where(condition: Array, x: Array | float, y: Array | float) -> Array:
+    """Elementwise ``x`` where ``condition`` else ``y`` (either may be a Python number)."""
+    return np.where(condition, x, y) if is_numpy(condition) else _torch().where(condition, x, y)
+
+
+def minimum(x: Array, y: Array) -> Array:
+    """Elementwise minimum of two arrays."""
+    return np.minimum(x, y) if is_numpy(x) else _torch().minimum(x, y)
+
+
+def maximum(x: Array, y: Array) -> Array:
+    """Elementwise maximum of two arrays."""
+    return np.maximum(x, y) if is_numpy(x) else _torch().maximum(x, y)
+
+
+def amin(x: Array, axis: int) -> Array:
+    """Minimum along ``axis``."""
+    return x.min(axis) if is_numpy(x) else x.amin(axis)
+
+
+def amax(x: Array, axis: int) -> Array:
+    """Maximum along ``axis``."""
+    return x.max(axis) if is_numpy(x) else x.amax(axis)
+
+
+def gather(x: Array, axis: int, index: Array) -> Array:
+    """``x`` taken at ``index`` along ``axis`` (``torch.gather`` / ``numpy.take_along_axis``)."""
+    return np.take_along_axis(x, index, axis) if is_numpy(x) else x.gather(axis, index)
+
+
+def flatnonzero(mask: Array) -> Array:
+    """Positions of the true entries of a 1-D mask (int64)."""
+    return np.flatnonzero(mask) if is_numpy(mask) else mask.nonzero()[:, 0]
+
+
+def transpose(x: Array, axes: Sequence[int]) -> Array:
+    """``x`` with its axes permuted, made contiguous."""
+    return np.ascontiguousarray(x.transpose(axes)) if is_numpy(x) else x.permute(*axes).contiguous()
+
+
+def contiguous(x: Array) -> Array:
+    """``x`` in C order."""
+    return np.ascontiguousarray(x) if is_numpy(x) else x.contiguous()
+
+
+def pad_rows(x: Array, rows: int) -> Array:
+    """``x`` ``(K, N, ...)`` zero-padded along axis 1 to ``rows``."""
+    extra = rows - x.shape[1]
+    if extra <= 0:
+        return x
+    shape = (x.shape[0], extra, *x.shape[2:])
+    zeros = np.zeros(shape, dtype=x.dtype) if is_numpy(x) else x.new_zeros(shape)
+    return cat([x, zeros], 1)
+
+
+def sqrt(x: Array) -> Array:
+    """Correctly rounded square root (numpy's on the CPU; torch's for tensors that need a gradient or live on
+    another device)."""
+    if is_numpy(x):
+        return np.sqrt(x)
+    if x.device.type != "cpu" or x.requires_grad:
+        return x.sqrt()
+    return _torch().from_numpy(np.sqrt(x.detach().contiguous().numpy()))
+
+
+def stable_descending_order(x: Array, axis: int = -1) -> Array:
+    """Indices that sort ``x`` in decreasing order along ``axis``, ties in input order (no NaN)."""
+    if is_numpy(x):
+        return np.argsort(-x, axis=axis, kind="stable")
+    return _torch().sort(x, dim=axis, descending=True, stable=True).indices
+
+
+def searchsorted_rows(sorted_rows: Array, values: Array) -> Array:
+    """Per row, ``searchsorted(sorted_rows[r], values[r], side="left")`` (both ``(R, .)``)."""
+    if not is_numpy(sorted_rows):
+        return _torch().searchsorted(sorted_rows, values)
+    out = np.empty(values.shape, dtype=np.int64)
+    for r in range(sorted_rows.shape[0]):
+        out[r] = np.searchsorted(sorted_rows[r], values[r])
+    return out
+
+
+def as_index(values: Any, like: Array) -> Array:
+    """``values`` (a number, a list, an array) as an int64 array of ``like``'s library and device."""
+    if is_numpy(like):
+        return np.asarray(values).astype(np.int64, copy=False)
+    return _torch().as_tensor(values, device=like.device).long()
+
+
+def as_values(values: Any, like: Array) -> Array:
+    """``values`` as an array of ``like``'s library, device and dtype."""
+    if is_numpy(like):
+        return np.asarray(values, dtype=like.dtype)
+    return _torch().as_tensor(values, dtype=like.dtype, device=like.device)
+
+
+def broadcast_to(x: Array, shape: Sequence[int]) -> Array:
+    """A read-only broadcast view of ``x`` with ``shape``."""
+    return np.broadcast_to(x, tuple(shape)) if is_numpy(x) else x.expand(*shape)
+
+
+def is_array(x: object) -> bool:
+    """Whether ``x`` is a numpy array or a torch tensor."""
+    if isinstance(x, np.ndarray):
+        return True
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+def largest_float(a: Array, b: Array) -> float:
+    """The largest finite value of the float dtype ``a`` and ``b`` promote to."""
+    if is_numpy(a):
+        return float(np.finfo(np.result_type(a.dtype, b.dtype)).max)
+    torch = _torch()
+    return torch.finfo(torch.promote_types(a.dtype, b.dtype)).max
+
+
+def astype_like(x: Array, like: Array) -> Array:
+    """``x`` converted to ``like``'s dtype."""
+    return x.astype(like.dtype) if is_numpy(x) else x.to(like.dtype)
+
+
+def dtype_name(dtype: Any) -> str:
+    """The name (``"float32"``) of a numpy or torch dtype, or of a name."""
+    return str(dtype).removeprefix("torch.")
+
+
+def inverse_permutation(order: Array) -> Array:
+    """``rank`` with ``rank[..., order[..., i]] = i`` (the inverse of permutations along the last axis)."""
+    positions = broadcast_to(arange(order.shape[-1], like=order), order.shape)
+    if is_numpy(order):
+        rank = np.empty_like(order)
+        np.put_along_axis(rank, order, positions, -1)
+        return rank
+    return order.new_empty(order.shape).scatter_(-1, order, positions.contiguous())
+
+
+def put_along_last(x: Array, index: Array, values: Array) -> None:
+    """``x[..., index[..., j]] = values[..., j]`` in place (``index`` / ``values`` of the same shape)."""
+    if is_numpy(x):
+        np.put_along_axis(x, index, values, -1)
+    else:
+        x.scatter_(-1, index, values)
+
+
+def scatter_amin(x: Array, index: Array, values: Array) -> Array:
+    """``x`` ``(L, G, T)`` lowered in place to ``values[l, p, t]`` at ``[l, index[l, p, t], t]`` (``(L, P, T)``)."""
+    if not is_numpy(x):
+        return x.scatter_reduce(-2, index, values, reduce="amin")
+    lead = np.arange(x.shape[0])[:, None, None]
+    last = np.arange(x.shape[2])[None, None, :]
+    np.minimum.at(x, (lead, index, last), values)
+    return x
+
+
+def reverse_cummax(x: Array) -> Array:
+    """Running maximum from the right along the last axis."""
+    if is_numpy(x):
+        return np.maximum.accumulate(x[..., ::-1], -1)[..., ::-1]
+    return x.flip(-1).cummax(-1).values.flip(-1)
+
+
+def promote(a: Array, b: Array) -> str:
+    """The name of the dtype ``a`` and ``b`` promote to."""
+    if is_numpy(a):
+        return str(np.result_type(a.dtype, b.dtype))
+    return dtype_name(_torch().promote_types(a.dtype, b.dtype))
+
+
+def overflow_allowed() -> Any:
+    """A context in which numpy overflows to inf without a warning (torch never warns)."""
+    return np.errstate(over="ignore", invalid="ignore")
