@@ -22,20 +22,21 @@ log = open(sys.argv[1], "a", buffering=1)
 
 class TorchImportHook:
     def find_spec(self, name, path=None, target=None):
-        if name == "torch" and "torch" not in sys.modules:
-            log.write(f"import torch pid={os.getpid()}\n")
+        if name in ("torch", "torchmetrics") and name not in sys.modules:
+            log.write(f"import {name} pid={os.getpid()}\n")
         return None
 
 sys.meta_path.insert(0, TorchImportHook())
-from drivemetrics.READER_PACKAGE import io
+import importlib
+io = importlib.import_module(os.environ["TRACE_MODULE"])
 
 def traced(name, original):
-    def read(*args):
+    def read(*args, **kwargs):
         log.write(f"{name} pid={os.getpid()} torch_imported={'torch' in sys.modules}\n")
-        return original(*args)
+        return original(*args, **kwargs)
     return read
 
-for name in READER_NAMES:
+for name in os.environ["TRACE_READERS"].split(","):
     setattr(io, name, traced(name, getattr(io, name)))
 from drivemetrics.cli import main
 code = main(sys.argv[2:])
@@ -44,15 +45,16 @@ raise SystemExit(code)
 """
 
 
+_OPENLANEV2_READERS = ("drivemetrics.lanetopology.io", "read_ground_truth,read_predictions")
+
+
 def _run_traced(
-    tmp_path: Path,
-    *args: str,
-    package: str = "lanetopology",
-    names: tuple[str, ...] = ("read_ground_truth", "read_predictions"),
+    tmp_path: Path, *args: str, readers: tuple[str, str] = _OPENLANEV2_READERS
 ) -> tuple[subprocess.CompletedProcess, list[str]]:
     script, log = tmp_path / "traced.py", tmp_path / "events.log"
-    script.write_text(_TRACED_COMMAND.replace("READER_PACKAGE", package).replace("READER_NAMES", repr(names)))
+    script.write_text(_TRACED_COMMAND)
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    env["TRACE_MODULE"], env["TRACE_READERS"] = readers
     env.pop("DRIVEMETRICS_READ_AHEAD", None)
     done = subprocess.run([sys.executable, str(script), str(log), *args], capture_output=True, text=True, env=env)
     return done, log.read_text().splitlines()
@@ -104,8 +106,7 @@ def test_map_eval_reads_its_files_before_torch_is_imported(fixtures_dir: Path, t
         gt,
         "--pred",
         pred,
-        package="vectormap",
-        names=("read_map_files",),
+        readers=("drivemetrics.vectormap.io", "read_map_files"),
     )
     assert done.returncode == 0, done.stderr
     assert "mAP" in done.stdout
@@ -131,8 +132,7 @@ def test_map_eval_reads_its_files_before_torch_is_imported(fixtures_dir: Path, t
         gt,
         "--pred",
         str(tmp_path / "bad.json"),
-        package="vectormap",
-        names=("read_map_files",),
+        readers=("drivemetrics.vectormap.io", "read_map_files"),
     )
     assert done.returncode == 2
     assert "bad.json: sample 1: scores[0]: the score must be a number in [0, 1]" in done.stderr
@@ -151,6 +151,28 @@ def test_a_reader_error_in_the_child_is_the_commands_one_line_error(fixtures_dir
     done, _ = _run_traced(tmp_path, "openlanev2-eval", "--gt", str(cases), "--pred", str(tmp_path / "absent.pkl"))
     assert done.returncode == 2
     assert "absent.pkl" in done.stderr
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the forked reader is Linux-only")
+def test_kitti_object_eval_reads_its_files_before_torch_is_imported(fixtures_dir: Path, tmp_path: Path):
+    kitti = fixtures_dir / "kitti_object"
+    if not (kitti / "det_100").is_dir():
+        pytest.skip("kitti_object fixtures absent")
+    (tmp_path / "list.txt").write_text("".join(f"{i:06d}\n" for i in range(100)))
+    args = ["--gt", str(kitti / "label_2"), "--det", str(kitti / "det_100"), "--list", str(tmp_path / "list.txt")]
+    readers = ("drivemetrics.detection.io", "read_object_table")
+    done, events = _run_traced(tmp_path, "kitti-object-eval", *args, "--no-progress", readers=readers)
+    assert done.returncode == 0, done.stderr
+    assert "100 frames" in done.stdout
+    command_pid = events[-1].split("pid=")[1]
+    assert f"import torch pid={command_pid}" in events
+    reads = [e for e in events if e.startswith("read_")]
+    assert len(reads) == 2  # labels, then results: in a child forked before torch, which never imported it
+    for read in reads:
+        assert read.endswith("torch_imported=False"), events
+        assert f"pid={command_pid}" not in read, events
+    assert not any(e.startswith("import torch") and f"pid={command_pid}" not in e for e in events)
+    assert not any(e.startswith("import torchmetrics") for e in events), events  # the command path needs no Metric
 
 
 def _fail(path: str) -> None:
