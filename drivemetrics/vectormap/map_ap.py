@@ -22,8 +22,6 @@ The kernels (``vector_map_ap``, ``vector_map_matches``, ``vector_map_ap_from_mat
 :mod:`drivemetrics.vectormap.scoring`, which does not import torchmetrics, and are re-exported here.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping, Sequence
 from typing import Any
 
