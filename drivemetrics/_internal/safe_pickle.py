@@ -291,6 +291,8 @@ class _RestrictedUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc
     """
 
     dispatch = _dispatch
+    #: Whether arrays pickled as numpy does run in one step (:meth:`_array_sequence`); off, opcode by opcode.
+    one_step_arrays = True
 
     def __init__(self, file: io.BytesIO, *, encoding: str, budget: _Budget) -> None:
         super().__init__(file, encoding=encoding)
@@ -396,7 +398,7 @@ class _RestrictedUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc
         unpack_float = struct.Struct(">d").unpack_from
         unpack_int = struct.Struct("<i").unpack_from
         pending_types = (_PendingArray, _PendingDtype)
-        reconstruct = self._reconstruct
+        reconstruct = self._reconstruct if self.one_step_arrays else object()
         pos = 0
         end = len(data)
         try:
@@ -552,7 +554,7 @@ class _RestrictedUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc
             return 0
         # TUPLE1, TUPLE3, the call's arguments, the shape, the state, and the array's bytes
         self._budget.spend(_ELEMENT_BYTES * (2 + 5 + 4 + len(shape) + 1 + state_size + 1) + size, "a numpy array")
-        first = (0,)
+        first = (len(memo) * 0,)  # a new tuple, as TUPLE1 makes (a constant (0,) would be one shared object)
         arguments = (_ndarray_refused, first, placeholder)
         pending = _PendingArray()
         self._pending_arrays.append(pending)
