@@ -1,37 +1,48 @@
 """Benchmark: OpenLane's official 3D lane evaluator against ``drivemetrics.lane3d`` on the same synthetic frames.
 
 ``--frames`` synthetic frames (default 10,000) are written in the official layout (test list, annotation JSON in
-the camera frame with visibility, prediction JSON in the ground frame), then scored in the same run by
+the camera frame with visibility, prediction JSON in the ground frame), then scored in the same run, the official
+evaluator first in each of ``--rounds`` rounds (alternating with the library), CPU only:
 
 - the official ``eval_3D_lane.py`` (OpenDriveLab/OpenLane, ``eval/LANE_evaluation/lane3d``; ``--official-src``: the
-  repository's root or that folder) in its own virtual environment (``--venv``, default ``/tmp/ol3d-venv``;
-  ``--setup`` creates it: numpy < 1.24 for ``np.int``, scipy 1.9.3, ortools). Current ortools lacks the removed
+  repository's root or that folder) in its own virtual environment (``--venv``; ``--setup`` creates it there:
+  numpy 1.23.5 for ``np.int``, scipy 1.9.3, ortools 9.x). Current ortools lacks the removed
   ``ortools.graph.pywrapgraph`` API, so a few lines of adapter give its names over
   ``ortools.graph.python.min_cost_flow``; ``LaneEval.__init__`` never sets ``dataset_name``, which ``bench`` reads
   (line 96), so the runner sets it to ``"openlane"`` as PersFormer's copy does. Timed: ``bench_one_submit`` end to
   end (it reads the JSON files itself), and the JSON reading alone (the same ``json.load`` loop), whose difference
   is the evaluation of frames in memory;
-- ``drivemetrics``: ``evaluate_openlane3d_files`` end to end (one process and ``--workers``), the JSON reading
-  alone (``read_openlane_gt`` / ``read_openlane_pred``, the floor of the end-to-end time) and
-  ``evaluate_openlane3d_frames`` on the frames already read (in memory); ``compat="reference"``, one torch thread,
-  median of ``--repeat`` runs.
+- ``drivemetrics``: ``evaluate_openlane3d_files`` end to end (one process, and ``--workers`` processes),
+  ``read_openlane_gt`` / ``read_openlane_pred`` alone (every check and limit), and ``evaluate_openlane3d_frames`` on
+  the frames already read (in memory); ``compat="reference"``, one torch thread, median of ``--repeat`` runs;
+- the JSON-parse floor: reading the bytes of every file and parsing them with the fastest parser installed
+  (``orjson`` where the ``fast`` extra is installed, else ``json``), nothing else: no reader can be faster.
 
-Printed: the times, the ratios and the largest difference over the eight headline values and the six counts.
+Printed: wall and CPU seconds of each (CPU: this process and its children; less sensitive to other work on the
+machine), the ratios, the load average next to each line, the largest difference over the eight headline values,
+whether the six counts and the per-frame outputs agree, and the frames whose integer-cost assignment has several
+optima (OR-Tools and scipy may then pick different ones). ``--json`` / ``--markdown`` write the same.
 
-Run ``python benchmarks/openlane3d.py --official-src /path/to/OpenLane [--setup] [--frames N]`` (without
+Run ``python benchmarks/openlane3d.py --official-src SRC --venv VENV [--setup] [--frames N]`` (without
 ``--official-src``, as ``make bench`` runs it: the library alone). The official code at commit 8a0ce6b can be
-exported from a clone with ``git archive HEAD eval/LANE_evaluation/lane3d | tar -x -C DIR``.
+exported from a clone with ``git archive HEAD eval/LANE_evaluation/lane3d | tar -x -C SRC``.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
+import gc
 import json
+import os
+import platform
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -42,7 +53,9 @@ HEADLINE += ("z_error_far",)
 FRAME_KEYS = ("r_lane", "p_lane", "c_lane", "cnt_gt", "cnt_pred", "match_num")
 ERROR_KEYS = ("x_error_close", "x_error_far", "z_error_close", "z_error_far")
 COUNTS = ("n_recall_hits", "n_precision_hits", "n_category_correct", "n_gt", "n_pred", "n_matched")
-PACKAGES = ["numpy<1.24", "scipy==1.9.3", "ortools"]
+#: The official evaluator's environment: numpy < 1.24 (``np.int``), scipy of its time, an OR-Tools with the current
+#: ``min_cost_flow`` API (the runner adapts the removed ``pywrapgraph`` names to it).
+PACKAGES = ["numpy==1.23.5", "scipy==1.9.3", "ortools>=9.8,<10"]
 
 _RUNNER = r"""
 import json, sys, time, types
@@ -67,32 +80,34 @@ sys.modules["ortools.graph.pywrapgraph"] = pywrapgraph
 import ortools.graph
 ortools.graph.pywrapgraph = pywrapgraph
 sys.path.insert(0, sys.argv[1])
-import io, contextlib
+import io, contextlib, warnings
+warnings.simplefilter("ignore")  # scipy's divide warnings on lanes with a repeated y
 from eval_3D_lane import LaneEval
 gt_dir, pred_dir, test_list = sys.argv[2], sys.argv[3], sys.argv[4]
 args = types.SimpleNamespace(dataset_dir=gt_dir, pred_dir=pred_dir, test_list=test_list)
 evaluator = LaneEval(args)
 evaluator.dataset_name = "openlane"  # read by bench() (line 96), never set by __init__
-start = time.perf_counter()
+start, cpu = time.perf_counter(), time.process_time()
 with contextlib.redirect_stdout(io.StringIO()):
     stats = evaluator.bench_one_submit(pred_dir, gt_dir, test_list, prob_th=0.5)
-total = time.perf_counter() - start
-frames = []  # a second, untimed pass: what bench() returns for each frame
-bench = evaluator.bench
-evaluator.bench = lambda *a: frames.append(bench(*a)) or frames[-1]
-with contextlib.redirect_stdout(io.StringIO()):
-    evaluator.bench_one_submit(pred_dir, gt_dir, test_list, prob_th=0.5)
-frames = [[float(v) for v in f[:6]] + [[float(e) for e in errors] for errors in f[6:]] for f in frames]
-start = time.perf_counter()
+total, total_cpu = time.perf_counter() - start, time.process_time() - cpu
+start, cpu = time.perf_counter(), time.process_time()
 for line in open(test_list).readlines():
     for folder in (pred_dir, gt_dir):
         with open(folder + line.strip("\n").replace("jpg", "json")) as f:
             json.load(f)
-reading = time.perf_counter() - start
+reading, reading_cpu = time.perf_counter() - start, time.process_time() - cpu
+frames = []
+if sys.argv[5] == "1":  # a second, untimed pass: what bench() returns for each frame
+    bench = evaluator.bench
+    evaluator.bench = lambda *a: frames.append(bench(*a)) or frames[-1]
+    with contextlib.redirect_stdout(io.StringIO()):
+        evaluator.bench_one_submit(pred_dir, gt_dir, test_list, prob_th=0.5)
+    frames = [[float(v) for v in f[:6]] + [[float(e) for e in errors] for errors in f[6:]] for f in frames]
 names = ["F_score", "recall", "precision", "category_accuracy", "x_error_close", "x_error_far", "z_error_close",
          "z_error_far", "n_recall_hits", "n_precision_hits", "n_category_correct", "n_gt", "n_pred", "n_matched"]
-print(json.dumps({"total_s": total, "reading_s": reading, "metrics": dict(zip(names, map(float, stats))),
-                  "frames": frames}))
+print(json.dumps({"total_s": total, "total_cpu_s": total_cpu, "reading_s": reading, "reading_cpu_s": reading_cpu,
+                  "metrics": dict(zip(names, map(float, stats))), "frames": frames}))
 """
 
 
@@ -142,20 +157,19 @@ def write_frames(root: Path, count: int, seed: int) -> Path:
 
 
 def setup_venv(venv: Path) -> None:
+    """Create the official evaluator's virtual environment at ``venv`` (PyPI)."""
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     subprocess.run([str(venv / "bin" / "pip"), "install", "-q", *PACKAGES], check=True)
 
 
-def run_official(venv: Path, source: Path, root: Path, test_list: Path) -> dict:
+def run_official(venv: Path, source: Path, root: Path, test_list: Path, frames: bool) -> dict:
+    """The official evaluator on the frames under ``root`` (its times, metrics and, with ``frames``, per frame)."""
     folder = source / "eval" / "LANE_evaluation" / "lane3d" if (source / "eval").is_dir() else source
     if not (folder / "eval_3D_lane.py").is_file():
         raise SystemExit(f"--official-src: no eval_3D_lane.py in {folder}")
+    command = [str(venv / "bin" / "python"), "-c", _RUNNER, str(folder), f"{root}/gt/", f"{root}/pred/"]
     done = subprocess.run(
-        [str(venv / "bin" / "python"), "-c", _RUNNER, str(folder), f"{root}/gt/", f"{root}/pred/", str(test_list)],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=folder,
+        [*command, str(test_list), "1" if frames else "0"], capture_output=True, text=True, check=False, cwd=folder
     )
     if done.returncode != 0:
         raise SystemExit(f"the official evaluator failed:\n{done.stderr[-3000:]}")
@@ -164,53 +178,145 @@ def run_official(venv: Path, source: Path, root: Path, test_list: Path) -> dict:
 
 def frames_with_tied_assignments(gt: list, pred: list) -> list[int]:
     """Frames whose integer-cost maximum-cardinality assignment is not unique (OR-Tools and scipy may then pick
-    different optima, which moves the errors and, rarely, the counts)."""
+    different optima, which moves the errors and, rarely, the counts); frame ``i`` pairs annotation ``i``."""
     from scipy.optimize import linear_sum_assignment
 
     from drivemetrics.lane3d import openlane as ol
+    from drivemetrics.lane3d.evaluate import _frames_to_lanes
 
     tied = []
     for start in range(0, len(gt), 256):
-        out = _tied_batch(gt[start : start + 256], pred[start : start + 256], ol, linear_sum_assignment)
-        tied += [start + k for k in out]
+        gt_lanes = _frames_to_lanes(gt[start : start + 256], True, "cpu")
+        pred_lanes = _frames_to_lanes(pred[start : start + 256], False, "cpu")
+        g = ol._resample_lanes(gt_lanes, True, False)
+        p = ol._resample_lanes(pred_lanes, False, False)
+        batch = len(gt[start : start + 256])
+        gi, pj, _, first, n_gt, n_pred = ol._pair_index(gt_lanes.frame, g["kept"], pred_lanes.frame, p["kept"], batch)
+        cost = ol._pair_cost(ol._pair_terms(ol._take(g, gi), ol._take(p, pj), None), True)[:, 0, 0].numpy()
+        for b, (offset, rows, cols) in enumerate(zip(first.tolist(), n_gt.tolist(), n_pred.tolist(), strict=True)):
+            if rows * cols == 0:
+                continue
+            sub = cost[offset : offset + rows * cols].reshape(rows, cols)
+            r, c = linear_sum_assignment(sub)
+            best = sub[r, c].sum()
+            for i, j in zip(r, c, strict=True):
+                other = sub.copy()
+                other[i, j] = 1e9  # is there another optimum without this pair?
+                r2, c2 = linear_sum_assignment(other)
+                if other[r2, c2].sum() == best:
+                    tied.append(start + b)
+                    break
     return tied
 
 
-def _tied_batch(gt: list, pred: list, ol: object, lsa: object) -> list[int]:
-    from drivemetrics.lane3d.evaluate import _pack_values, pack_lanes
-
-    target, target_lengths = pack_lanes([f.points for f in gt])
-    preds, pred_lengths = pack_lanes([f.points for f in pred])
-    visibility = _pack_values([f.visibility for f in gt], target.shape[1], target.shape[2], np.float64)
-    extrinsic = torch.from_numpy(np.stack([f.extrinsic for f in gt]))
-    target = ol.openlane3d_gt_to_ground(target, extrinsic)  # type: ignore[attr-defined]
-    g = ol.openlane3d_resample(target, target_lengths, visibility)  # type: ignore[attr-defined]
-    p = ol.openlane3d_resample(preds, pred_lengths)  # type: ignore[attr-defined]
-    cost = ol.openlane3d_pair_matrices(g, p, "reference")["cost"].numpy()  # type: ignore[attr-defined]
-    tied = []
-    for b in range(len(gt)):
-        sub = cost[b][np.ix_(g["kept"][b].numpy(), p["kept"][b].numpy())]
-        if sub.size == 0:
-            continue
-        rows, cols = lsa(sub)  # type: ignore[operator]
-        best = sub[rows, cols].sum()
-        for r, c in zip(rows, cols, strict=True):
-            other = sub.copy()
-            other[r, c] = 1e9  # is there another optimum without this pair?
-            r2, c2 = lsa(other)  # type: ignore[operator]
-            if other[r2, c2].sum() == best:
-                tied.append(b)
-                break
-    return tied
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and its finished children (worker processes)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
 
 
-def median_time(fn, repeat: int) -> tuple[float, object]:
-    times, result = [], None
+def measure(fn: Callable[[], object], repeat: int) -> tuple[dict, object]:
+    """Median wall and CPU seconds of ``repeat`` calls (garbage collection as usual), the load, the last result."""
+    walls, cpus, result = [], [], None
     for _ in range(repeat):
-        start = time.perf_counter()
+        gc.collect()
+        start, cpu = time.perf_counter(), _cpu_seconds()
         result = fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
+        walls.append(time.perf_counter() - start)
+        cpus.append(_cpu_seconds() - cpu)
+    return {"wall_s": statistics.median(walls), "cpu_s": statistics.median(cpus), "load": os.getloadavg()[0]}, result
+
+
+def json_floor(files: list[Path]) -> Callable[[], object]:
+    """Reading every file's bytes and parsing them with the fastest parser installed, nothing else."""
+    try:
+        import orjson
+
+        parse: Callable[[bytes], object] = orjson.loads
+    except ImportError:
+        parse = json.loads
+
+    def run() -> list:
+        gc.disable()  # as the library's readers (many small objects)
+        try:
+            return [parse(path.read_bytes()) for path in files]
+        finally:
+            gc.enable()
+
+    run.parser = parse.__module__  # type: ignore[attr-defined]
+    return run
+
+
+def compare(ours: dict, official: dict, tied_frames: list[int]) -> dict:
+    """Agreement of the two results: headline values, counts, per-frame outputs."""
+    theirs, mine = official["metrics"], ours["metrics"]
+    worst = max(abs(float(mine[k]) - float(theirs[k])) for k in HEADLINE)
+    differ = []
+    for k, (row, theirs_row) in enumerate(zip(ours["per_frame"], official["frames"], strict=True)):
+        same = [row[key] for key in FRAME_KEYS] == [int(v) for v in theirs_row[:6]]
+        for e, key in enumerate(ERROR_KEYS):
+            ours_e, theirs_e = np.sort(np.asarray(row[key], float)), np.sort(np.asarray(theirs_row[6 + e], float))
+            same &= ours_e.shape == theirs_e.shape and np.allclose(ours_e, theirs_e, atol=1e-9, equal_nan=True)
+        if not same:
+            differ.append(k)
+    return {
+        "largest_headline_difference": worst,
+        "counts_equal": all(int(mine[k]) == int(theirs[k]) for k in COUNTS),
+        "counts": {k: [int(mine[k]), int(theirs[k])] for k in COUNTS},
+        "frames_differing": differ,
+        "frames_with_tied_assignments": tied_frames,
+        "differing_frames_not_tied": sorted(set(differ) - set(tied_frames)),
+    }
+
+
+def machine() -> dict:
+    """The machine the numbers come from."""
+    model = platform.processor()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"cpu": model, "cores": os.cpu_count(), "python": platform.python_version(), "torch": torch.__version__}
+
+
+def _ratio(official: float | None, ours: float) -> float | None:
+    return None if official is None else official / ours
+
+
+def markdown(result: dict) -> str:
+    """A short table of ``result`` (wall seconds, ratios, CPU seconds, load)."""
+    rows = result["rows"]
+    lines = [
+        f"# OpenLane 3D lanes: official `eval_3D_lane.py` vs drivemetrics, {result['frames']:,} frames",
+        "",
+        f"{result['date']} on {result['machine']['cpu']} ({result['machine']['cores']} cores, shared), CPU only, "
+        f'one torch thread, `compat="reference"`; JSON parser of the floor: `{result["floor_parser"]}`.',
+        "",
+        "| measurement | wall s | wall ratio (official / this) | CPU s | CPU ratio | load (1 min) |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, row in rows.items():
+        ratio, cpu_ratio = row.get("ratio"), row.get("cpu_ratio")
+        ratio_text = "" if ratio is None else f"{ratio:.1f}x"
+        cpu_text = "" if cpu_ratio is None else f"{cpu_ratio:.1f}x"
+        lines.append(
+            f"| {name} | {row['wall_s']:.2f} | {ratio_text} | {row['cpu_s']:.2f} | {cpu_text} | {row['load']:.1f} |"
+        )
+    agreement = result.get("agreement")
+    if agreement:
+        differ, tied = agreement["frames_differing"], agreement["frames_with_tied_assignments"]
+        where = "all of them" if not agreement["differing_frames_not_tied"] else "not all"
+        lines += [
+            "",
+            f"Same numbers: largest headline difference {agreement['largest_headline_difference']:.1e}, counts "
+            f"equal: {agreement['counts_equal']}; {len(differ)} frames with different per-frame outputs, {where} "
+            f"among the {len(tied)} frames whose integer-cost assignment has several optima (OR-Tools and scipy "
+            "pick different ones there).",
+        ]
+    return "\n".join(lines) + "\n"
 
 
 def main() -> None:
@@ -219,77 +325,119 @@ def main() -> None:
         "--official-src",
         type=Path,
         default=None,
-        help="OpenLane repository root (or lane3d folder); without it: the library alone",
+        help="OpenLane repository root (or its lane3d folder); without it: the library alone",
     )
-    parser.add_argument("--venv", type=Path, default=Path("/tmp/ol3d-venv"))
-    parser.add_argument("--setup", action="store_true", help="create the venv of the official evaluator first")
+    parser.add_argument("--venv", type=Path, default=None, help="the official evaluator's virtual environment")
+    parser.add_argument("--setup", action="store_true", help="create the venv (--venv) of the official evaluator first")
     parser.add_argument("--frames", type=int, default=10_000)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each library measurement (median)")
+    parser.add_argument("--rounds", type=int, default=1, help="rounds of official then library (median)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="write the results as JSON")
+    parser.add_argument("--markdown", type=Path, default=None, metavar="OUT", help="write a markdown table")
     args = parser.parse_args()
+    if (args.setup or args.official_src is not None) and args.venv is None:
+        parser.error("--venv VENV is required with --setup or --official-src (the official evaluator's environment)")
+    if args.setup:
+        setup_venv(args.venv)
+    if args.official_src is not None and not (args.venv / "bin" / "python").is_file():
+        parser.error(f"--venv {args.venv}: no bin/python there (create it with --setup)")
     torch.set_num_threads(1)
     from drivemetrics.lane3d.evaluate import evaluate_openlane3d_files, evaluate_openlane3d_frames
     from drivemetrics.lane3d.io import read_openlane_gt, read_openlane_pred, read_test_list
 
-    if args.setup:
-        setup_venv(args.venv)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         test_list = write_frames(root, args.frames, args.seed)
-        have_official = args.official_src is not None and (args.venv / "bin" / "python").is_file()
-        if not have_official:
-            print("official evaluator skipped (give --official-src and --setup or --venv): the library alone")
-        official = run_official(args.venv, args.official_src, root, test_list) if have_official else None
+        lines = read_test_list(test_list)
+        files = [root / folder / line.replace("jpg", "json") for line in lines for folder in ("pred", "gt")]
+        if args.official_src is None:
+            print("official evaluator skipped (give --official-src and --venv [--setup]): the library alone")
+        floor = json_floor(files)
 
         def read_all() -> tuple[list, list]:
-            lines = read_test_list(test_list)
             gt = [read_openlane_gt(root / "gt" / line.replace("jpg", "json")) for line in lines]
             return gt, [read_openlane_pred(root / "pred" / line.replace("jpg", "json")) for line in lines]
 
-        reading_s, (gt, pred) = median_time(read_all, args.repeat)
-        memory_s, ours = median_time(lambda: evaluate_openlane3d_frames(gt, pred, "reference"), args.repeat)
-        e2e_s, _ = median_time(
-            lambda: evaluate_openlane3d_files(root / "gt", root / "pred", test_list, "reference"), args.repeat
+        rounds: list[dict] = []
+        official = None
+        for round_index in range(args.rounds):
+            times: dict[str, dict] = {}
+            if args.official_src is not None:
+                load = os.getloadavg()[0]
+                official = run_official(args.venv, args.official_src, root, test_list, frames=round_index == 0)
+                times["official end to end"] = {"wall_s": official["total_s"], "cpu_s": official["total_cpu_s"]}
+                times["official JSON reading (json.load)"] = {
+                    "wall_s": official["reading_s"],
+                    "cpu_s": official["reading_cpu_s"],
+                }
+                times["official in memory (difference)"] = {
+                    "wall_s": official["total_s"] - official["reading_s"],
+                    "cpu_s": official["total_cpu_s"] - official["reading_cpu_s"],
+                }
+                for row in times.values():
+                    row["load"] = load
+                if round_index == 0:
+                    first_official = official
+            times["drivemetrics end to end, 1 process"], ours = measure(
+                lambda: evaluate_openlane3d_files(root / "gt", root / "pred", test_list, "reference"), args.repeat
+            )
+            times[f"drivemetrics end to end, {args.workers} workers"], _ = measure(
+                lambda: evaluate_openlane3d_files(root / "gt", root / "pred", test_list, "reference", args.workers),
+                args.repeat,
+            )
+            times["drivemetrics JSON reading (checked readers)"], (gt, pred) = measure(read_all, args.repeat)
+            times["drivemetrics in memory"], _ = measure(
+                lambda gt=gt, pred=pred: evaluate_openlane3d_frames(gt, pred, "reference"), args.repeat
+            )
+            times["JSON-parse floor (read bytes + parse)"], _ = measure(floor, args.repeat)
+            rounds.append(times)
+        tied = frames_with_tied_assignments(gt, pred) if official is not None else []
+    rows = {
+        name: {key: statistics.median(r[name][key] for r in rounds) for key in ("wall_s", "cpu_s", "load")}
+        for name in rounds[0]
+    }
+    if official is not None:
+        for name, row in rows.items():
+            if name.startswith(("drivemetrics end to end", "JSON-parse floor", "drivemetrics in memory")):
+                theirs = rows["official in memory (difference)" if "memory" in name else "official end to end"]
+                row["ratio"] = _ratio(theirs["wall_s"], row["wall_s"])
+                row["cpu_ratio"] = _ratio(theirs["cpu_s"], row["cpu_s"])
+    result = {
+        "frames": args.frames,
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": machine(),
+        "floor_parser": floor.parser,  # type: ignore[attr-defined]
+        "repeat": args.repeat,
+        "rounds": args.rounds,
+        "rows": rows,
+    }
+    if official is not None:
+        result["agreement"] = compare(ours, first_official, tied)  # type: ignore[arg-type]
+        result["official_metrics"] = first_official["metrics"]
+        result["drivemetrics_metrics"] = ours["metrics"]  # type: ignore[index]
+    print(f"{args.frames} frames, one torch thread, library: median of {args.repeat}; {args.rounds} round(s)")
+    for name, row in rows.items():
+        ratio = f"{row['ratio']:6.1f}x" if row.get("ratio") else " " * 7
+        cpu_ratio = f"{row['cpu_ratio']:6.1f}x" if row.get("cpu_ratio") else " " * 7
+        print(
+            f"{name:<46}{row['wall_s']:8.2f} s {ratio}  cpu {row['cpu_s']:7.2f} s {cpu_ratio}  load {row['load']:.1f}"
         )
-        tied_frames = frames_with_tied_assignments(gt, pred)
-        tied = len(tied_frames)
-        e2e_w_s, _ = median_time(
-            lambda: evaluate_openlane3d_files(root / "gt", root / "pred", test_list, "reference", args.workers),
-            args.repeat,
+    floor_row = rows["JSON-parse floor (read bytes + parse)"]
+    for name in ("drivemetrics end to end, 1 process", f"drivemetrics end to end, {args.workers} workers"):
+        print(f"{name}: {rows[name]['wall_s'] / floor_row['wall_s']:.2f}x the JSON-parse floor ({floor.parser})")  # type: ignore[attr-defined]
+    if official is not None:
+        agreement = result["agreement"]
+        print(
+            f"largest headline difference {agreement['largest_headline_difference']:.2e}; counts equal: "
+            f"{agreement['counts_equal']}; frames differing: {len(agreement['frames_differing'])}, of which not "
+            f"tied: {agreement['differing_frames_not_tied']}; tied frames: {len(tied)}"
         )
-    if official is None:
-        print(f"{args.frames} frames, one torch thread, median of {args.repeat}")
-        print(f"drivemetrics end to end, 1 process       {e2e_s:8.2f} s")
-        print(f"drivemetrics JSON reading alone          {reading_s:8.2f} s")
-        print(f"drivemetrics in memory                   {memory_s:8.2f} s")
-        return
-    theirs = official["metrics"]
-    mine = ours["metrics"]  # type: ignore[index]
-    worst = max(abs(float(mine[k]) - float(theirs[k])) for k in HEADLINE)
-    counts_equal = all(int(mine[k]) == int(theirs[k]) for k in COUNTS)
-    official_memory = official["total_s"] - official["reading_s"]
-    print(f"{args.frames} frames, one torch thread, median of {args.repeat} (official: one run)")
-    print(f"official end to end (bench_one_submit)   {official['total_s']:8.2f} s")
-    print(f"official JSON reading alone              {official['reading_s']:8.2f} s")
-    print(f"official in memory (difference)          {official_memory:8.2f} s")
-    print(f"drivemetrics end to end, 1 process       {e2e_s:8.2f} s   {official['total_s'] / e2e_s:6.1f}x")
-    label = f"drivemetrics end to end, {args.workers} workers"
-    print(f"{label:<41}{e2e_w_s:8.2f} s   {official['total_s'] / e2e_w_s:6.1f}x")
-    print(f"drivemetrics JSON reading alone          {reading_s:8.2f} s   (floor of the end to end time)")
-    print(f"drivemetrics in memory                   {memory_s:8.2f} s   {official_memory / memory_s:6.1f}x")
-    print(f"largest headline difference {worst:.2e}; counts equal: {counts_equal}")
-    print(f"frames whose integer-cost assignment has several optima (solvers may differ there): {tied}")
-    differ = []
-    for k, (row, theirs_row) in enumerate(zip(ours["per_frame"], official["frames"], strict=True)):  # type: ignore[index]
-        same = [row[key] for key in FRAME_KEYS] == [int(v) for v in theirs_row[:6]]
-        for e, key in enumerate(ERROR_KEYS):
-            ours_e, theirs_e = np.sort(np.asarray(row[key], float)), np.sort(np.asarray(theirs_row[6 + e], float))
-            same &= ours_e.shape == theirs_e.shape and np.allclose(ours_e, theirs_e, atol=1e-9, equal_nan=True)
-        if not same:
-            differ.append(k)
-    print(f"frames whose per-frame outputs differ: {len(differ)} {differ[:10]}; tied frames among them: {tied_frames}")
-    print(json.dumps({"official": theirs, "drivemetrics": mine}, indent=None))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1) + "\n")
+    if args.markdown:
+        args.markdown.write_text(markdown(result))
 
 
 if __name__ == "__main__":

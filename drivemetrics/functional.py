@@ -29,6 +29,7 @@ from drivemetrics.lane.road_center import (
 from drivemetrics.lane.tusimple import tusimple_f1, tusimple_image_scores, tusimple_metrics
 from drivemetrics.lane3d.openlane import (
     openlane3d_gt_to_ground,
+    openlane3d_lane_matches,
     openlane3d_matches,
     openlane3d_pair_matrices,
     openlane3d_resample,
@@ -127,6 +128,7 @@ __all__ = [
     "map_chamfer_loss",
     "nearest_target",
     "openlane3d_gt_to_ground",
+    "openlane3d_lane_matches",
     "openlane3d_matches",
     "openlane3d_pair_matrices",
     "openlane3d_resample",

@@ -557,6 +557,13 @@ def _openlane3d_case(cls: type[Metric]) -> MetricCase:
         preds = torch.cat([target + shift + torch.tensor([0.0, 0.0, 0.1]), target[:, :1] + 7.2], 1)  # (2, 4, 12, 3)
         target_category = torch.tensor([[1, 2, 20], [21, 2, 1]])
         preds_category = torch.tensor([[1, 2, 21, 1], [20, 1, 1, 2]]).roll(i, 1)
-        kwargs = {"target_visibility": visibility}
-        batches.append(((preds, preds_category, target, target_category), kwargs))
+        batches.append(
+            (
+                (
+                    {"points": preds, "labels": preds_category},
+                    {"points": target, "labels": target_category, "visibility": visibility},
+                ),
+                {},
+            )
+        )
     return MetricCase({}, batches, cast_float_args, grad_arg=None)

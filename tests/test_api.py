@@ -110,9 +110,11 @@ INPUT_COUNTS = {
     "frechet_distance_pairs": 4,
     "soft_frechet_distance_pairs": 4,
     "interpolate_at": 3,
+    "openlane3d_resample": 3,
+    "openlane3d_scores": 3,
 }
 #: Kernels that still take options positionally (issue 37, open): their callers are in modules other changes are
-#: rewriting (lanetopology scoring, vectormap, detection, lane3d).
+#: rewriting (lanetopology scoring, vectormap, detection).
 POSITIONAL_OPTIONS_LEFT = {
     "bev_overlap",
     "box2d_overlap",
@@ -122,17 +124,11 @@ POSITIONAL_OPTIONS_LEFT = {
     "greedy_match",
     "greedy_match_index",
     "interpolated_precision_11point",
-    "openlane3d_matches",
-    "openlane3d_pair_matrices",
-    "openlane3d_resample",
-    "openlane3d_scores",
     "pooled_precision_recall",
     "resample_by_count",
     "resample_by_spacing",
     "vector_map_ap_from_matches",
 }
-#: Metric classes whose update still interleaves its inputs (another change is rewriting it).
-UPDATE_LEFT = ("OpenLane3D",)
 
 
 def _positional(function: object) -> list[str]:
@@ -156,8 +152,6 @@ def test_kernels_take_their_options_keyword_only():
 @pytest.mark.parametrize("cls", exported_classes(), ids=lambda c: c.__name__)
 def test_update_and_forward_take_preds_and_target_then_keywords(cls):
     method = cls.update if issubclass(cls, Metric) else cls.forward
-    if cls.__name__.startswith(UPDATE_LEFT):
-        pytest.skip("OpenLane3DMetrics.update is being rewritten")
     assert len(_positional(method)) <= 2, (cls.__name__, _positional(method))
 
 

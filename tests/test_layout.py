@@ -50,8 +50,8 @@ INHERITED = ("update", "compute", "plot")
 #: A scalar class's example is short: it calls the class on its domain's example inputs (the family carries the full
 #: example), at most this many ``>>>`` lines (the construction and the call where the arguments need the room).
 SCALAR_EXAMPLE_LINES = 2
-#: Modules whose scalar examples another change is still rewriting (issue 37: lane3d, with OpenLane3DMetrics.update).
-LONG_SCALAR_EXAMPLES_ALLOWED = ("drivemetrics.lane3d.openlane",)
+#: Modules whose scalar examples another change is still rewriting (none left).
+LONG_SCALAR_EXAMPLES_ALLOWED: tuple[str, ...] = ()
 FILE_CALLS = ("open", "read_text", "write_text", "read_bytes", "atomic_write_text", "atomic_open", "load_image")
 OLD_NAMES = ("metrics", "loss", "scalar_metrics")
 OLD_SUFFIXES = ("_metric", "_eval", "_io")

@@ -104,3 +104,18 @@ def test_openlane3d_eval_with_2_and_3_processes(fixtures_dir, tmp_path):
         pytest.skip("openlane3d fixtures absent")
     args = ["openlane3d-eval", "--gt", str(cases / "gt"), "--pred", str(cases / "pred")]
     _assert_same_as_one_process([*args, "--list", str(cases / "test_list.txt"), "--workers", "1"], [2, 3], tmp_path)
+
+
+def test_openlane3d_eval_pairs_predictions_across_ranks(fixtures_dir, tmp_path):
+    """Predictions naming the annotation of a line another rank reads (and a path annotated twice) score as in one
+    process."""
+    from tests.lane3d.test_cli_io import _copy_with_paths, _swapped
+
+    cases = fixtures_dir / "openlane3d" / "cases"
+    if not cases.is_dir():
+        pytest.skip("openlane3d fixtures absent")
+    pred_paths, gt_paths = _swapped(cases)
+    pred_paths[50] = gt_paths[50]
+    test_list = _copy_with_paths(cases, tmp_path / "data", pred_paths, gt_paths)
+    args = ["openlane3d-eval", "--gt", str(tmp_path / "data" / "gt"), "--pred", str(tmp_path / "data" / "pred")]
+    _assert_same_as_one_process([*args, "--list", str(test_list), "--workers", "1"], [2], tmp_path)

@@ -60,7 +60,7 @@ def evaluate(model: torch.nn.Module, features: torch.Tensor, lanes: torch.Tensor
     metric = OpenLane3DMetrics()
     categories = torch.ones(features.shape[0], LANES, dtype=torch.long)
     with torch.no_grad():
-        metric.update(model(features), categories, lanes, categories)
+        metric.update({"points": model(features), "labels": categories}, {"points": lanes, "labels": categories})
     scores = metric.compute()
     keys = ("f_score", "recall", "precision", "x_error_close", "x_error_far", "z_error_close", "z_error_far")
     return {key: float(scores[key]) for key in keys}

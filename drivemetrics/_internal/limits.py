@@ -257,7 +257,9 @@ def _may_exceed_number_limits(skeleton: bytes, max_int_digits: int) -> bool:
     and no exponent of 3 or more digits (a mantissa of at most 200 integer digits times ``10 ** 99`` is finite)."""
     shapes = skeleton.translate(_NUMBER_SHAPES)
     long_run = b"0" * (min(max_int_digits, 200) + 1)
-    return long_run in shapes or b"e000" in shapes or b"e+000" in shapes
+    if long_run in shapes:
+        return True
+    return b"e" in shapes and (b"e000" in shapes or b"e+000" in shapes)  # one byte first: most texts have no exponent
 
 
 @functools.cache

@@ -22,7 +22,7 @@ _METRICS = {
     "OpenLane3DZErrorClose": "drivemetrics.lane3d.openlane",
     "OpenLane3DZErrorFar": "drivemetrics.lane3d.openlane",
 }
-_EXPORTS = {**_METRICS}
+_EXPORTS = {**_METRICS, "openlane3d_example_inputs": "drivemetrics.lane3d.examples"}
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 __all__ = sorted(_EXPORTS)

@@ -1,5 +1,13 @@
 """Evaluating OpenLane (v1) 3D lane folders: read the frames of a test list, pack them, score them in batches.
 
+Frames are packed lane after lane (no padding over the lanes of a frame) and scored :data:`BATCH_FRAMES` at a
+time by the kernels of :mod:`drivemetrics.lane3d.openlane`; the per-frame results stay arrays until the report.
+
+Predictions are paired with annotations by ``file_path``, as the evaluator does (the last annotation of a path
+wins). Files are read and scored in chunks of :data:`CHUNK_FRAMES` lines (in worker processes where that pays); a
+prediction that names the annotation of another line is scored afterwards with that annotation, so the chunks
+change no result.
+
 Under ``torchrun`` (the ``openlane3d-eval`` command, see :mod:`drivemetrics._internal.distributed`) each rank
 reads and scores the frames ``rank, rank + world, ...``; the per-frame rows are gathered so that every rank holds
 the one-process result.
@@ -7,9 +15,10 @@ the one-process result.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -17,22 +26,27 @@ from torch import Tensor
 
 from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.distributed import bytes_to_strings, current_shard, strings_to_bytes
+from drivemetrics._internal.gc_pause import gc_paused
 from drivemetrics._internal.pool import check_workers_or_auto, map_in_processes
 from drivemetrics._internal.progress import progress_bar
 from drivemetrics._internal.ragged import RaggedRows
 from drivemetrics.lane3d.io import Lane3DFrame, read_openlane_gt, read_openlane_pred, read_test_list
 from drivemetrics.lane3d.openlane import (
     COUNT_NAMES,
+    DEFAULT_FIXES,
     ERROR_NAMES,
+    OpenLane3DLanes,
     openlane3d_gt_to_ground,
-    openlane3d_matches,
+    openlane3d_lane_matches,
     openlane3d_scores,
 )
 
 __all__ = ["evaluate_openlane3d_files", "evaluate_openlane3d_frames", "pack_lanes"]
 
-#: Frames read and scored together (one kernel batch; one job of a worker process).
+#: Lines read and scored together (one job of a worker process).
 CHUNK_FRAMES = 256
+#: Frames scored by one call of the kernels.
+BATCH_FRAMES = 1024
 #: Below this many frames the files are read in this process (a worker costs more to start than it saves).
 MIN_FRAMES_FOR_PROCESSES = 1024
 FRAME_COUNT_KEYS = ("r_lane", "p_lane", "c_lane", "cnt_gt", "cnt_pred", "match_num")
@@ -47,46 +61,104 @@ def pack_lanes(frames: Sequence[Sequence[np.ndarray]], device: torch.device | st
         >>> tuple(points.shape), lengths.tolist()
         ((2, 2, 3, 3), [[2, 3], [0, 0]])
     """
-    batch = len(frames)
-    lanes = max((len(f) for f in frames), default=0)
-    points = max((lane.shape[0] for f in frames for lane in f), default=0)
-    out = np.zeros((batch, lanes, max(points, 1), 3))
-    lengths = np.zeros((batch, lanes), dtype=np.int64)
-    for b, frame in enumerate(frames):
-        for k, lane in enumerate(frame):
-            out[b, k, : lane.shape[0]] = lane
-            lengths[b, k] = lane.shape[0]
-    return torch.from_numpy(out).to(device), torch.from_numpy(lengths).to(device)
+    lanes_per_frame = np.fromiter(map(len, frames), np.int64, len(frames))
+    lanes = [np.asarray(lane, dtype=np.float64).reshape(-1, 3) for frame in frames for lane in frame]
+    lengths = np.fromiter(map(len, lanes), np.int64, len(lanes))
+    frame = np.repeat(np.arange(len(frames)), lanes_per_frame)
+    index = np.arange(len(lanes)) - np.repeat(np.cumsum(lanes_per_frame) - lanes_per_frame, lanes_per_frame)
+    out = np.zeros((len(frames), int(lanes_per_frame.max(initial=0)), max(int(lengths.max(initial=0)), 1), 3))
+    padded = np.zeros(out.shape[:2], dtype=np.int64)
+    padded[frame, index] = lengths
+    if lanes:
+        lane_of_point = np.repeat(np.arange(len(lanes)), lengths)
+        slot = np.arange(lane_of_point.shape[0]) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        out[frame[lane_of_point], index[lane_of_point], slot] = np.concatenate(lanes)
+    return torch.from_numpy(out).to(device), torch.from_numpy(padded).to(device)
 
 
-def _pack_values(values: Sequence[Sequence[Any]], lanes: int, points: int | None, dtype: Any) -> Tensor:
-    shape = (len(values), lanes) if points is None else (len(values), lanes, points)
-    out = np.zeros(shape, dtype=dtype)
-    for b, frame in enumerate(values):
-        for k, v in enumerate(frame):
-            if points is None:
-                out[b, k] = v
-            else:
-                out[b, k, : len(v)] = v
-    return torch.from_numpy(out)
-
-
-def _score_batch(gt: Sequence[Lane3DFrame], preds: Sequence[Lane3DFrame], compat: Compat, device: Any) -> dict:
-    target, target_lengths = pack_lanes([f.points for f in gt], device)
-    pred, pred_lengths = pack_lanes([f.points for f in preds], device)
-    visibility = _pack_values([f.visibility or [] for f in gt], target.shape[1], target.shape[2], np.float64)
-    extrinsic = torch.from_numpy(np.stack([f.extrinsic for f in gt])).to(device)  # type: ignore[arg-type]
-    target = openlane3d_gt_to_ground(target, extrinsic)
-    return openlane3d_matches(
-        pred,
-        _pack_values([f.categories for f in preds], pred.shape[1], None, np.int64).to(device),
-        target,
-        _pack_values([f.categories for f in gt], target.shape[1], None, np.int64).to(device),
-        pred_lengths,
-        target_lengths,
-        visibility.to(device),
-        compat,
+def _frames_to_lanes(frames: Sequence[Lane3DFrame], annotations: bool, device: Any) -> OpenLane3DLanes:
+    """The lanes of ``frames`` lane after lane (annotations: moved to the ground frame, with their visibility)."""
+    lanes_per_frame = np.fromiter((len(f.points) for f in frames), np.int64, len(frames))
+    arrays = [lane for f in frames for lane in f.points]
+    lengths = np.fromiter(map(len, arrays), np.int64, len(arrays))
+    frame = np.repeat(np.arange(len(frames)), lanes_per_frame)
+    index = np.arange(len(arrays)) - np.repeat(np.cumsum(lanes_per_frame) - lanes_per_frame, lanes_per_frame)
+    labels = np.fromiter(itertools.chain.from_iterable(f.categories for f in frames), np.int64, len(arrays))
+    points = torch.from_numpy(np.concatenate(arrays) if arrays else np.zeros((0, 3))).to(device)
+    visibility = None
+    if annotations:
+        extrinsic = torch.from_numpy(np.stack([f.extrinsic for f in frames]) if frames else np.zeros((0, 4, 4)))
+        point_frame = torch.from_numpy(np.repeat(frame, lengths)).to(device)
+        # one point per "frame" of the kernel: (T, 1, 1, 3) with the extrinsic of its frame
+        points = openlane3d_gt_to_ground(points[:, None, None], extrinsic.to(device)[point_frame])[:, 0, 0]
+        flat = [v for f in frames for v in (f.visibility or [])]
+        visibility = torch.from_numpy(np.concatenate(flat) if flat else np.zeros(0)).to(device)
+    present = lengths > 0
+    if not present.all():  # empty lanes: no point, never evaluated
+        frame, index, labels, lengths = frame[present], index[present], labels[present], lengths[present]
+    return OpenLane3DLanes(
+        points,
+        torch.from_numpy(lengths).to(device),
+        torch.from_numpy(frame).to(device),
+        torch.from_numpy(index).to(device),
+        torch.from_numpy(labels).to(device),
+        visibility,
     )
+
+
+class _Scored(NamedTuple):
+    """Per-frame results as arrays: ``counts`` ``(F, 6)`` int64 (:data:`FRAME_COUNT_KEYS`), ``pairs`` ``(F,)``
+    counted pairs per frame, ``errors`` ``(K, 4)`` float64 per pair, frame after frame (:data:`ERROR_NAMES`)."""
+
+    counts: np.ndarray
+    pairs: np.ndarray
+    errors: np.ndarray
+
+    @staticmethod
+    def concat(parts: Sequence[_Scored]) -> _Scored:
+        if not parts:
+            return _Scored(np.zeros((0, 6), np.int64), np.zeros(0, np.int64), np.zeros((0, 4)))
+        return _Scored(*(np.concatenate(values) for values in zip(*parts, strict=True)))
+
+
+def _score_batch(
+    gt: Sequence[Lane3DFrame], preds: Sequence[Lane3DFrame], fixes: frozenset[str], device: Any
+) -> _Scored:
+    target = _frames_to_lanes(gt, True, device)
+    out = openlane3d_lane_matches(_frames_to_lanes(preds, False, device), target, frames=len(preds), fixes=fixes)
+    pairs = torch.bincount(out["pairs"][:, 0], minlength=len(preds))
+    return _Scored(out["counts"].cpu().numpy(), pairs.cpu().numpy(), out["pair_errors"].cpu().numpy())
+
+
+def _fixes(compat: Compat) -> frozenset[str]:
+    return frozenset() if check_compat(compat) else DEFAULT_FIXES
+
+
+def _paired(gt: Sequence[Lane3DFrame], preds: Sequence[Lane3DFrame]) -> list[Lane3DFrame]:
+    """The annotation of each prediction, by ``file_path`` (the last one of a path, as the evaluator's dict)."""
+    by_path = {f.file_path: f for f in gt}
+    for f in preds:
+        if f.file_path not in by_path:
+            raise ValueError(f"prediction file_path {f.file_path!r} is not in the annotations")
+    return [by_path[f.file_path] for f in preds]
+
+
+def _score_frames(
+    gt: Sequence[Lane3DFrame],
+    preds: Sequence[Lane3DFrame],
+    fixes: frozenset[str],
+    device: Any,
+    batch_size: int,
+    progress: bool | None,
+) -> _Scored:
+    paired = _paired(gt, preds)
+    parts = []
+    with progress_bar(len(preds), "openlane3d-eval", "frames", progress) as bar:
+        for start in range(0, len(preds), batch_size):
+            stop = min(start + batch_size, len(preds))
+            parts.append(_score_batch(paired[start:stop], preds[start:stop], fixes, device))
+            bar.update(stop - start)
+    return _Scored.concat(parts)
 
 
 def evaluate_openlane3d_frames(
@@ -94,7 +166,7 @@ def evaluate_openlane3d_frames(
     preds: Sequence[Lane3DFrame],
     compat: Compat = "default",
     device: torch.device | str = "cpu",
-    batch_size: int = 256,
+    batch_size: int = BATCH_FRAMES,
     progress: bool | None = False,
 ) -> dict[str, Any]:
     """Score frames already read (in this process): predictions are paired with annotations by ``file_path``, as
@@ -122,42 +194,31 @@ def evaluate_openlane3d_frames(
         >>> evaluate_openlane3d_frames([gt], [pred])["metrics"]["F_score"]
         1.0
     """
-    check_compat(compat)
-    by_path = {f.file_path: f for f in gt}
-    for f in preds:
-        if f.file_path not in by_path:
-            raise ValueError(f"prediction file_path {f.file_path!r} is not in the annotations")
-    paired = [by_path[f.file_path] for f in preds]
-    counts, pair_rows = [], []
-    with progress_bar(len(preds), "openlane3d-eval", "frames", progress) as bar:
-        for start in range(0, len(preds), batch_size):
-            stop = min(start + batch_size, len(preds))
-            out = _score_batch(paired[start:stop], preds[start:stop], compat, device)
-            counts.extend(out["counts"].cpu())
-            frame_of_pair = out["pairs"][:, 0].cpu()
-            errors = out["pair_errors"].cpu()
-            pair_rows.extend(errors[frame_of_pair == b] for b in range(stop - start))
-            bar.update(stop - start)
-    return _report(
-        [f.file_path for f in preds],
-        RaggedRows.from_frames(counts, (6,), torch.int64),
-        RaggedRows.from_frames(pair_rows, (4,), torch.float64),
-    )
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+        raise ValueError(f"`batch_size` must be a positive int, got {batch_size!r}")
+    scored = _score_frames(gt, preds, _fixes(compat), device, batch_size, progress)
+    return _report([f.file_path for f in preds], scored)
 
 
-def _report(file_paths: list[str], counts: RaggedRows, pair_errors: RaggedRows) -> dict[str, Any]:
-    """The result dict from per-frame counts (one row per frame) and per-pair errors (frame after frame); the
-    error means are taken over the pairs in frame order, as the evaluator's ``np.average``."""
-    errors = pair_errors.rows
+def _report(file_paths: Sequence[str], scored: _Scored) -> dict[str, Any]:
+    """The result dict from the per-frame arrays; the error means are taken over the pairs in frame order, as the
+    evaluator's ``np.average``."""
+    errors = torch.from_numpy(scored.errors)
     has = errors > -1 + 1e-6
-    scores = openlane3d_scores(counts.rows, torch.where(has, errors, 0.0).sum(0), has.sum(0))
-    per_frame = []
-    for k, (path, err) in enumerate(zip(file_paths, pair_errors.split(), strict=True)):
-        row: dict[str, Any] = {"file_path": path}
-        row.update(zip(FRAME_COUNT_KEYS, counts.rows[k].tolist(), strict=True))
-        for e, name in enumerate(ERROR_NAMES):
-            row[name] = err[:, e].tolist()
-        per_frame.append(row)
+    scores = openlane3d_scores(torch.from_numpy(scored.counts), torch.where(has, errors, 0.0).sum(0), has.sum(0))
+    with gc_paused():
+        columns = scored.counts.tolist()
+        ends = np.cumsum(scored.pairs).tolist()
+        per_pair = scored.errors.T.tolist()
+        per_frame = []
+        start = 0
+        for path, counts, end in zip(file_paths, columns, ends, strict=True):
+            row: dict[str, Any] = {"file_path": path}
+            row.update(zip(FRAME_COUNT_KEYS, counts, strict=True))
+            for name, values in zip(ERROR_NAMES, per_pair, strict=True):
+                row[name] = values[start:end]
+            per_frame.append(row)
+            start = end
     return {"metrics": _json_metrics(scores), "per_frame": per_frame}
 
 
@@ -169,12 +230,66 @@ def _json_metrics(scores: dict[str, Tensor]) -> dict[str, Any]:
     }
 
 
-def _score_files(job: tuple[list[tuple[str, str]], Compat, str]) -> list[dict[str, Any]]:
-    """Read and score one chunk of frames (in a worker process or here); the per-frame rows."""
-    files, compat, device = job
+class _Chunk(NamedTuple):
+    """One job's result: the annotations' ``file_path`` of its lines, the line of the annotation each prediction
+    was scored with (``-1``: none of the chunk has its path; its row is a placeholder) and the per-frame arrays."""
+
+    gt_paths: list[str]
+    pred_paths: list[str]
+    gt_used: list[int]
+    scored: _Scored
+
+
+def _score_files(job: tuple[list[int], list[tuple[str, str]], frozenset[str], str]) -> _Chunk:
+    """Read and score one chunk of lines (in a worker process or here), each prediction with the annotation of its
+    path among the chunk's (the others are left to :func:`_rescore`)."""
+    lines, files, fixes, device = job
     gt = [read_openlane_gt(path) for path, _ in files]
     preds = [read_openlane_pred(path) for _, path in files]
-    return evaluate_openlane3d_frames(gt, preds, compat, device, batch_size=CHUNK_FRAMES)["per_frame"]
+    by_path = {frame.file_path: k for k, frame in enumerate(gt)}  # the last one of a path, as the evaluator's dict
+    local = [by_path.get(frame.file_path, -1) for frame in preds]
+    found = [k for k, j in enumerate(local) if j >= 0]
+    part = _score_batch([gt[local[k]] for k in found], [preds[k] for k in found], fixes, device)
+    counts = np.zeros((len(files), 6), dtype=np.int64)
+    pairs = np.zeros(len(files), dtype=np.int64)
+    counts[found], pairs[found] = part.counts, part.pairs
+    return _Chunk(
+        [frame.file_path for frame in gt],
+        [frame.file_path for frame in preds],
+        [lines[j] if j >= 0 else -1 for j in local],
+        _Scored(counts, pairs, part.errors),
+    )
+
+
+def _annotation_lines(mine: Sequence[int], gt_paths: Sequence[str]) -> dict[str, int]:
+    """``file_path`` -> the test-list line of its annotation over the whole list (the last line of a path, as the
+    evaluator's dict); under torchrun the ranks exchange the paths of their lines."""
+    shard = current_shard()
+    if shard.world > 1:
+        names = [strings_to_bytes([path]) for path in gt_paths]
+        frames = shard.gather_frames(list(mine), names=RaggedRows.from_frames(names, (), torch.uint8))
+        mine = frames.keys.tolist()
+        gt_paths = [bytes_to_strings(name)[0] for name in frames.fields["names"].split()]
+    return {path: line for line, path in zip(mine, gt_paths, strict=True)}
+
+
+def _rescore(
+    scored: _Scored,
+    todo: list[tuple[int, str, str]],
+    fixes: frozenset[str],
+    device: str,
+) -> _Scored:
+    """``scored`` with the frames ``(position, annotation file, prediction file)`` of ``todo`` scored again."""
+    gt = [read_openlane_gt(path) for _, path, _ in todo]
+    preds = [read_openlane_pred(path) for _, _, path in todo]
+    fixed = _score_batch(gt, preds, fixes, device)
+    counts, pairs = scored.counts.copy(), scored.pairs.copy()
+    pieces = np.split(scored.errors, np.cumsum(scored.pairs)[:-1]) if len(pairs) else []
+    ends = np.cumsum(fixed.pairs)
+    for k, (position, _, _) in enumerate(todo):
+        counts[position], pairs[position] = fixed.counts[k], fixed.pairs[k]
+        pieces[position] = fixed.errors[ends[k] - fixed.pairs[k] : ends[k]]
+    return _Scored(counts, pairs, np.concatenate(pieces) if pieces else scored.errors)
 
 
 def evaluate_openlane3d_files(
@@ -188,12 +303,17 @@ def evaluate_openlane3d_files(
 ) -> dict[str, Any]:
     """Read the frames of a test list from the annotation and prediction folders and score them.
 
-    Each line ``L`` names ``gt_dir/L'`` and ``pred_dir/L'`` with ``L' = L.replace("jpg", "json")``. Frames are read
-    and scored in chunks of :data:`CHUNK_FRAMES` (by ``workers`` processes from :data:`MIN_FRAMES_FOR_PROCESSES`
-    frames on; ``workers=None``: a pool only where the measured time of the first chunks says it pays, see
-    :func:`~drivemetrics._internal.pool.map_in_processes`); a prediction is paired by its ``file_path`` with an
-    annotation of its chunk (normally the one of its own line). Under torchrun each rank reads and scores only its
-    shard of the frames. Returns the dict of :func:`evaluate_openlane3d_frames`.
+    Each line ``L`` names ``gt_dir/L'`` and ``pred_dir/L'`` with ``L' = L.replace("jpg", "json")``. Each prediction
+    is scored with the annotation of its ``file_path`` among all the lines (the last one of a path), as the
+    evaluator does. Frames are read and scored in chunks of :data:`CHUNK_FRAMES` lines (by ``workers`` processes
+    from :data:`MIN_FRAMES_FOR_PROCESSES` frames on; ``workers=None``: a pool only where the measured time of the
+    first chunks says it pays, see :func:`~drivemetrics._internal.pool.map_in_processes`); a prediction naming the
+    annotation of another chunk is scored after them. Under torchrun each rank reads and scores only its shard of
+    the lines. Returns the dict of :func:`evaluate_openlane3d_frames`.
+
+    Raises:
+        ValueError: a file that cannot be read as its format (naming the file and the field), or a prediction
+            whose ``file_path`` names no annotation of the list (naming the prediction file).
 
     Examples:
         >>> import json, os, tempfile
@@ -209,6 +329,7 @@ def evaluate_openlane3d_files(
         >>> out["metrics"]["F_score"], out["metrics"]["n_gt"]
         (1.0, 1)
     """
+    fixes = _fixes(compat)
     lines = read_test_list(test_list)
     shard = current_shard()
     mine = shard.indices(len(lines))
@@ -216,27 +337,46 @@ def evaluate_openlane3d_files(
         (str(Path(gt_dir) / lines[i].replace("jpg", "json")), str(Path(pred_dir) / lines[i].replace("jpg", "json")))
         for i in mine
     ]
-    jobs = [(files[start : start + CHUNK_FRAMES], compat, str(device)) for start in range(0, len(files), CHUNK_FRAMES)]
+    jobs = [
+        (mine[start : start + CHUNK_FRAMES], files[start : start + CHUNK_FRAMES], fixes, str(device))
+        for start in range(0, len(files), CHUNK_FRAMES)
+    ]
     # a worker process costs a second or more to start (it imports torch): worth it from a few chunks on
     workers = check_workers_or_auto(workers)
     if len(files) < MIN_FRAMES_FOR_PROCESSES:
         workers = 1
     elif workers is not None:
         workers = min(workers, len(jobs))
-    rows: list[dict[str, Any]] = []
+    chunks: list[_Chunk] = []
     with progress_bar(len(files), "openlane3d-eval", "frames", progress) as bar:
-        for part in map_in_processes(_score_files, jobs, workers):
-            rows.extend(part)
-            bar.update(len(part))
-    counts = RaggedRows.from_frames([[r[k] for k in FRAME_COUNT_KEYS] for r in rows], (6,), torch.int64)
-    errors = [np.array([r[name] for name in ERROR_NAMES], dtype=np.float64).T.reshape(-1, 4) for r in rows]
-    pair_errors = RaggedRows.from_frames(errors, (4,), torch.float64)
+        for chunk in map_in_processes(_score_files, jobs, workers):
+            chunks.append(chunk)
+            bar.update(len(chunk.gt_paths))
+    gt_paths = [path for chunk in chunks for path in chunk.gt_paths]
+    pred_paths = [path for chunk in chunks for path in chunk.pred_paths]
+    gt_used = [line for chunk in chunks for line in chunk.gt_used]
+    scored = _Scored.concat([chunk.scored for chunk in chunks])
+    annotation = _annotation_lines(mine, gt_paths)
+    todo = []
+    for position, (path, used) in enumerate(zip(pred_paths, gt_used, strict=True)):
+        line = annotation.get(path)
+        if line is None:
+            raise ValueError(f"{files[position][1]}: file_path {path!r} names no annotation of the test list")
+        if line != used:  # the annotation of another chunk (or a later line of the same path)
+            todo.append((position, str(Path(gt_dir) / lines[line].replace("jpg", "json")), files[position][1]))
+    if todo:
+        scored = _rescore(scored, todo, fixes, str(device))
     if shard.world == 1:
-        return _report([r["file_path"] for r in rows], counts, pair_errors)
+        return _report(pred_paths, scored)
     # every rank's frames on every rank, in the test-list order: the one-process report
-    names = [strings_to_bytes([r["file_path"]]) for r in rows]
+    single = torch.ones(len(pred_paths), dtype=torch.int64)
     frames = shard.gather_frames(
-        mine, counts=counts, errors=pair_errors, names=RaggedRows.from_frames(names, (), torch.uint8)
+        mine,
+        counts=RaggedRows(torch.from_numpy(scored.counts), single),
+        errors=RaggedRows(torch.from_numpy(scored.errors), torch.from_numpy(scored.pairs)),
+        names=RaggedRows.from_frames([strings_to_bytes([p]) for p in pred_paths], (), torch.uint8),
     )
     paths = [bytes_to_strings(name)[0] for name in frames.fields["names"].split()]
-    return _report(paths, frames.fields["counts"], frames.fields["errors"])
+    errors = frames.fields["errors"]
+    gathered = _Scored(frames.fields["counts"].rows.numpy(), errors.lengths.numpy(), errors.rows.numpy())
+    return _report(paths, gathered)

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from drivemetrics._internal.files import read_text
-from drivemetrics._internal.limits import check_count, get_limits, load_json
+from drivemetrics._internal.limits import Limits, check_count, get_limits, load_json
 
 __all__ = ["Lane3DFrame", "read_openlane_gt", "read_openlane_pred", "read_test_list"]
 
@@ -75,15 +75,16 @@ def _load(path: str | Path, what: str) -> dict[str, Any]:
     return data
 
 
-def _lanes_field(data: dict[str, Any], key: str, path: str | Path) -> list[Any]:
+def _lanes_field(data: dict[str, Any], key: str, path: str | Path, limits: Limits) -> list[Any]:
     lanes = data.get(key)
     if not isinstance(lanes, list):
         raise ValueError(f"{path}: field '{key}' missing or not a list")
-    check_count(len(lanes), "max_lane3d_lanes", path, f"lanes in '{key}'")
+    if len(lanes) > limits.max_lane3d_lanes:
+        check_count(len(lanes), "max_lane3d_lanes", path, f"lanes in '{key}'")
     return lanes
 
 
-def _points(value: Any, where: str, transposed: bool) -> np.ndarray:
+def _points(value: Any, where: str, transposed: bool, limits: Limits) -> np.ndarray:
     """``(n, 3)`` float64 from a JSON ``n x 3`` list (or ``3 x n`` when ``transposed``)."""
     try:
         array = np.asarray(value, dtype=np.float64)
@@ -97,8 +98,9 @@ def _points(value: Any, where: str, transposed: bool) -> np.ndarray:
         if array.size == 0:
             return np.zeros((0, 3))
         raise ValueError(f"{where}: expected n x 3 coordinates, got shape {array.shape}")
-    check_count(array.shape[0], "max_lane3d_points", where, "points")
-    limit = get_limits().max_lane3d_abs_metres
+    if array.shape[0] > limits.max_lane3d_points:
+        check_count(array.shape[0], "max_lane3d_points", where, "points")
+    limit = limits.max_lane3d_abs_metres
     if array.size and not (np.abs(array) <= limit).all():
         raise ValueError(
             f"{where}: a coordinate is not finite or larger than max_lane3d_abs_metres={limit} "
@@ -132,6 +134,7 @@ def read_openlane_gt(path: str | Path) -> Lane3DFrame:
         ([[10.0, 1.0, -2.0], [20.0, 1.0, -2.0]], [1.0, 0.0], [1])
     """
     data = _load(path, "OpenLane annotation")
+    limits = get_limits()
     try:
         extrinsic = np.asarray(data.get("extrinsic"), dtype=np.float64)
     except (TypeError, ValueError):
@@ -139,11 +142,11 @@ def read_openlane_gt(path: str | Path) -> Lane3DFrame:
     if extrinsic.shape != (4, 4) or not np.isfinite(extrinsic).all():
         raise ValueError(f"{path}: field 'extrinsic' must be a finite 4 x 4 matrix")
     frame = Lane3DFrame(data["file_path"], visibility=[], extrinsic=extrinsic)
-    for k, lane in enumerate(_lanes_field(data, "lane_lines", path)):
+    for k, lane in enumerate(_lanes_field(data, "lane_lines", path, limits)):
         where = f"{path}: lane_lines[{k}]"
         if not isinstance(lane, dict) or "xyz" not in lane or "category" not in lane:
             raise ValueError(f"{where}: needs 'xyz' and 'category'")
-        points = _points(lane["xyz"], f"{where}.xyz", transposed=True)
+        points = _points(lane["xyz"], f"{where}.xyz", transposed=True, limits=limits)
         visibility = np.asarray(lane.get("visibility", np.ones(points.shape[0])), dtype=np.float64).reshape(-1)
         if visibility.shape[0] != points.shape[0]:
             raise ValueError(f"{where}.visibility: {visibility.shape[0]} values for {points.shape[0]} points")
@@ -167,19 +170,20 @@ def read_openlane_pred(path: str | Path) -> Lane3DFrame:
         (2, [1, 0])
     """
     data = _load(path, "OpenLane prediction")
+    limits = get_limits()
     frame = Lane3DFrame(data["file_path"])
     if "lane_lines" in data:
-        for k, lane in enumerate(_lanes_field(data, "lane_lines", path)):
+        for k, lane in enumerate(_lanes_field(data, "lane_lines", path, limits)):
             where = f"{path}: lane_lines[{k}]"
             if not isinstance(lane, dict) or "xyz" not in lane or "category" not in lane:
                 raise ValueError(f"{where}: needs 'xyz' and 'category'")
-            frame.points.append(_points(lane["xyz"], f"{where}.xyz", transposed=False))
+            frame.points.append(_points(lane["xyz"], f"{where}.xyz", transposed=False, limits=limits))
             frame.categories.append(_category(lane["category"], where))
         return frame
     if "laneLines" not in data or "laneLines_prob" not in data:
         raise ValueError(f"{path}: needs 'lane_lines' (official) or 'laneLines' and 'laneLines_prob' (PersFormer)")
-    lanes = _lanes_field(data, "laneLines", path)
-    probs = _lanes_field(data, "laneLines_prob", path)
+    lanes = _lanes_field(data, "laneLines", path, limits)
+    probs = _lanes_field(data, "laneLines_prob", path, limits)
     if len(probs) != len(lanes):
         raise ValueError(f"{path}: {len(lanes)} laneLines but {len(probs)} laneLines_prob")
     for k, (lane, prob) in enumerate(zip(lanes, probs, strict=True)):
@@ -190,6 +194,6 @@ def read_openlane_pred(path: str | Path) -> Lane3DFrame:
         if p.size == 0 or not np.isfinite(p).all():
             raise ValueError(f"{path}: laneLines_prob[{k}] must be a non-empty list of finite numbers")
         if p.max() > PROB_THRESHOLD:
-            frame.points.append(_points(lane, f"{path}: laneLines[{k}]", transposed=False))
+            frame.points.append(_points(lane, f"{path}: laneLines[{k}]", transposed=False, limits=limits))
             frame.categories.append(int(p.argmax()))
     return frame

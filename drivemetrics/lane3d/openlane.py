@@ -30,7 +30,8 @@ mode fixes five of its rules (see the docs page "3D lanes (OpenLane)"):
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Collection, Mapping
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -41,9 +42,11 @@ from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config
 
 __all__ = [
     "CLOSE_SAMPLES",
+    "DEFAULT_FIXES",
     "Y_SAMPLES",
     "OpenLane3DCategoryAccuracy",
     "OpenLane3DFScore",
+    "OpenLane3DLanes",
     "OpenLane3DMetrics",
     "OpenLane3DPrecision",
     "OpenLane3DRecall",
@@ -52,6 +55,7 @@ __all__ = [
     "OpenLane3DZErrorClose",
     "OpenLane3DZErrorFar",
     "openlane3d_gt_to_ground",
+    "openlane3d_lane_matches",
     "openlane3d_matches",
     "openlane3d_pair_matrices",
     "openlane3d_resample",
@@ -118,8 +122,8 @@ def openlane3d_resample(
     points: Tensor,
     lengths: Tensor | None = None,
     visibility: Tensor | None = None,
-    order_free: bool = False,
     *,
+    order_free: bool = False,
     validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """Filter lanes as the evaluator does and resample them at :data:`Y_SAMPLES`.
@@ -145,11 +149,19 @@ def openlane3d_resample(
     """
     if points.ndim != 4 or points.shape[-1] != 3:
         raise ValueError(f"`points` must be (B, L, N, 3), got {tuple(points.shape)}")
-    device = points.device
     pts = points.to(torch.float64)
     mask = _point_mask(pts, lengths, visibility)
-    x, y, z = pts.unbind(-1)
-    num = pts.shape[-2]
+    if pts.shape[-2] < 2:  # one point per lane at most: padded to two (such a lane is dropped)
+        pts = torch.nn.functional.pad(pts, (0, 0, 0, 2 - pts.shape[-2]))
+        mask = torch.nn.functional.pad(mask, (0, 2 - mask.shape[-1]))
+    x, y, z = pts.movedim(-1, 0).contiguous().unbind(0)
+    return _resample_xyz(x, y, z, mask, order_free)
+
+
+def _resample_xyz(x: Tensor, y: Tensor, z: Tensor, mask: Tensor, order_free: bool) -> dict[str, Tensor]:
+    """:func:`openlane3d_resample` on contiguous ``(..., N)`` float64 coordinates (N >= 2) and the valid points."""
+    device = x.device
+    num = x.shape[-1]
     # first / last point check on the points left after the visibility pruning, in file order
     has = mask.any(-1)
     first = mask.to(torch.int8).argmax(-1)
@@ -163,46 +175,58 @@ def openlane3d_resample(
     mask = mask & lane_ok[..., None] & (y > Y_POINT_RANGE[0]) & (y < Y_POINT_RANGE[1]) & (x > -X_RANGE) & (x < X_RANGE)
     count = mask.sum(-1)
     lane_ok = lane_ok & (count >= 2)
-    # points sorted by y (stable, as interp1d's mergesort), padding last
+    # points sorted by y (stable, as interp1d's mergesort), padding last: the kept points moved to the front in file
+    # order (that is the stable sort where they are in order already), the other lanes sorted
     y_key = torch.where(mask, y, torch.inf)
-    y_sorted, order = torch.sort(y_key, dim=-1, stable=True)
-    x_sorted, z_sorted = x.gather(-1, order), z.gather(-1, order)
-    samples = torch.tensor(Y_SAMPLES, dtype=torch.float64, device=device)
-    queries = samples.expand(*y_sorted.shape[:-1], len(Y_SAMPLES)).contiguous()
-    hi = torch.searchsorted(y_sorted.contiguous(), queries, side="left")
+    position = torch.where(mask, mask.cumsum(-1) - 1, count[..., None] + (~mask).cumsum(-1) - 1)
+    y_sorted = torch.empty_like(y_key).scatter_(-1, position, y_key)
+    x_sorted = torch.empty_like(x).scatter_(-1, position, x)
+    z_sorted = torch.empty_like(z).scatter_(-1, position, z)
+    unordered = (y_sorted[..., 1:] < y_sorted[..., :-1]).any(-1).nonzero(as_tuple=True)
+    if unordered[0].numel():
+        y_sorted[unordered], order = torch.sort(y_key[unordered], dim=-1, stable=True)
+        x_sorted[unordered] = x[unordered].gather(-1, order)
+        z_sorted[unordered] = z[unordered].gather(-1, order)
+    queries = torch.tensor(Y_SAMPLES, dtype=torch.float64, device=device)
+    # the kept points with y < sample (searchsorted, side "left"): the samples are the integers 3 .. 102, and y < s
+    # holds for the integers s >= floor(y) + 1
+    bins = (torch.floor(y_key) + (1 - Y_SAMPLES[0])).clamp(0, len(Y_SAMPLES)).to(torch.long)
+    histogram = torch.zeros(*bins.shape[:-1], len(Y_SAMPLES) + 1, dtype=torch.long, device=device)
+    hi = histogram.scatter_add_(-1, bins, torch.ones_like(bins))[..., :-1].cumsum(-1)
     top = (count - 1).clamp(min=1)[..., None]
     hi = torch.minimum(hi.clamp(min=1), top)
     lo = hi - 1
     y_lo, y_hi = y_sorted.gather(-1, lo), y_sorted.gather(-1, hi)
     finite = torch.isfinite(y_hi)
     y_hi = torch.where(finite, y_hi, y_lo + 1.0)  # dropped lanes only
+    span, offset = y_hi - y_lo, queries - y_lo
 
     def interp(values: Tensor) -> Tensor:
         v_lo, v_hi = values.gather(-1, lo), values.gather(-1, hi)
-        slope = (v_hi - v_lo) / (y_hi - y_lo)
-        return slope * (queries - y_lo) + v_lo
+        slope = (v_hi - v_lo) / span
+        return slope * offset + v_lo
 
     x_s, z_s = interp(x_sorted), interp(z_sorted)
     y_min = y_sorted[..., :1]
     y_max = y_sorted.gather(-1, (count - 1).clamp(min=0)[..., None])
-    visible = (x_s >= -X_RANGE) & (x_s <= X_RANGE) & (queries >= y_min) & (queries <= y_max) & lane_ok[..., None]
+    visible = (x_s.abs() <= X_RANGE) & (queries >= y_min) & (queries <= y_max)  # |x| <= 10 is False for NaN too
     kept = lane_ok & (visible.sum(-1) >= 2)
     visible = visible & kept[..., None]
     return {"x": x_s, "z": z_s, "visible": visible, "kept": kept}
 
 
 def openlane3d_pair_matrices(
-    target: dict[str, Tensor],
     preds: dict[str, Tensor],
+    target: dict[str, Tensor],
+    *,
     compat: Compat = "default",
     preds_care: Tensor | None = None,
-    *,
     validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """Cost, matched samples and errors of every GT x prediction pair of a batch.
 
     Args:
-        target, preds: outputs of :func:`openlane3d_resample`, ``(B, G, 100)`` and ``(B, P, 100)``.
+        preds, target: outputs of :func:`openlane3d_resample`, ``(B, P, 100)`` and ``(B, G, 100)``.
         compat: ``"reference"``: the cost is an int (``1`` when in (0, 1), else truncated), as the tool's
             min-cost flow needs; ``"default"``: the float sum.
         preds_care: ``(B, P, 100)`` or ``(B, G, P, 100)`` bool, the predicted samples that count in each pair
@@ -219,34 +243,63 @@ def openlane3d_pair_matrices(
         >>> import torch
         >>> gt = openlane3d_resample(torch.tensor([[[[0.0, 3.0, 0.0], [0.0, 52.0, 0.0]]]]))
         >>> pred = openlane3d_resample(torch.tensor([[[[0.3, 3.0, 0.0], [0.3, 52.0, 0.0]]]]))
-        >>> out = openlane3d_pair_matrices(gt, pred)
+        >>> out = openlane3d_pair_matrices(pred, gt)
         >>> errors = [round(e, 2) for e in out["errors"][0, 0, 0].tolist()]
         >>> round(out["cost"].item(), 2), out["num_match"].item(), errors
         (15.0, 50, [0.3, 0.3, 0.0, 0.0])
     """
     reference = check_compat(compat)
+    terms = _pair_terms(target, preds, preds_care)
+    cost = _pair_cost(terms, reference)
+    num_match, errors = _pair_details(terms, reference)
+    return {"cost": cost, "num_match": num_match, "errors": errors}
+
+
+class _PairTerms(NamedTuple):
+    """Per-sample terms of GT x prediction pairs: visibility of each side, both, signed x / z differences and the
+    point distance, ``(..., 100)``."""
+
+    gt_visible: Tensor
+    pred_visible: Tensor
+    both: Tensor
+    dx: Tensor
+    dz: Tensor
+    dist: Tensor
+
+
+def _pair_terms(target: dict[str, Tensor], preds: dict[str, Tensor], preds_care: Tensor | None) -> _PairTerms:
     gv = target["visible"][:, :, None]
     pv = preds["visible"][:, None] if preds_care is None else preds_care
     pv = pv[:, None] if pv.ndim == 3 else pv
-    dx = (target["x"][:, :, None] - preds["x"][:, None]).abs()
-    dz = (target["z"][:, :, None] - preds["z"][:, None]).abs()
-    both = gv & pv
-    one_sided = (gv ^ pv).sum(-1)
-    dist = torch.sqrt(dx * dx + dz * dz)
-    cost = torch.where(both, dist, 0.0).sum(-1) + DIST_THRESHOLD * one_sided  # 0 where neither is visible
+    dx = target["x"][:, :, None] - preds["x"][:, None]
+    dz = target["z"][:, :, None] - preds["z"][:, None]
+    return _PairTerms(gv, pv, gv & pv, dx, dz, torch.sqrt(dx * dx + dz * dz))
+
+
+def _pair_cost(terms: _PairTerms, reference: bool) -> Tensor:
+    """The pair cost: the distance summed over the samples both lanes show, 1.5 m per sample only one shows."""
+    both = terms.both
+    one_sided = terms.gt_visible.sum(-1) + terms.pred_visible.sum(-1) - 2 * both.sum(-1)
+    cost = torch.where(both, terms.dist, 0.0).sum(-1) + DIST_THRESHOLD * one_sided  # 0 where neither is visible
     if reference:
         cost = torch.where((cost > 0) & (cost < 1), torch.ones_like(cost), torch.floor(cost))
-    num_match = (both & (dist < DIST_THRESHOLD)).sum(-1)
+    return cost
+
+
+def _pair_details(terms: _PairTerms, reference: bool) -> tuple[Tensor, Tensor]:
+    """Matched samples (both visible, closer than 1.5 m) and the four mean errors of pairs, ``-1`` without samples."""
+    both = terms.both
+    num_match = (both & (terms.dist < DIST_THRESHOLD)).sum(-1)
     errors = []
-    counts = [both[..., :CLOSE_SAMPLES].sum(-1), both[..., CLOSE_SAMPLES:].sum(-1)]
-    for values in (dx, dz):
+    close = both[..., :CLOSE_SAMPLES].sum(-1)
+    counts = [close, both.sum(-1) - close]
+    for values in (terms.dx.abs(), terms.dz.abs()):
         # the tool multiplies by the mask: a non-finite value at a sample either lane does not show (a lane with
         # repeated y resamples to NaN / inf beyond its ends) makes the error NaN, and the pooled means skip it
         values = values * both if reference else torch.where(both, values, 0.0)
         for n, part in zip(counts, (values[..., :CLOSE_SAMPLES], values[..., CLOSE_SAMPLES:]), strict=True):
             errors.append(torch.where(n > 0, part.sum(-1) / n.clamp(min=1), -1.0))
-    x_close, x_far, z_close, z_far = errors
-    return {"cost": cost, "num_match": num_match, "errors": torch.stack([x_close, x_far, z_close, z_far], -1)}
+    return num_match, torch.stack(errors, -1)
 
 
 def _assign(cost: np.ndarray, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
@@ -265,10 +318,142 @@ def _assign(cost: np.ndarray, allowed: np.ndarray | None) -> tuple[np.ndarray, n
     return rows[keep], cols[keep]
 
 
-def _near(target: dict[str, Tensor], preds: dict[str, Tensor]) -> Tensor:
-    """``(B, G, P, 100)``: whether predicted and GT samples lie within 1.5 m of each other (x / z)."""
-    dx = target["x"][:, :, None] - preds["x"][:, None]
-    dz = target["z"][:, :, None] - preds["z"][:, None]
+class OpenLane3DLanes(NamedTuple):
+    """The lanes of a batch of frames, lane after lane, without padding (what the file evaluation packs).
+
+    ``points`` ``(T, 3)`` float64 ground-frame points of all lanes, lane after lane, metres; ``lengths`` ``(M,)``
+    long points per lane (> 0); ``frame`` ``(M,)`` long, the frame of each lane (non-decreasing); ``index`` ``(M,)``
+    long, its position among its frame's lanes; ``labels`` ``(M,)`` long categories; ``visibility`` ``(T,)`` per
+    point (annotations) or ``None``.
+
+    Examples:
+        >>> import torch
+        >>> lanes = OpenLane3DLanes(
+        ...     torch.tensor([[0.0, 3.0, 0.0], [0.0, 52.0, 0.0]], dtype=torch.float64), torch.tensor([2]),
+        ...     torch.tensor([0]), torch.tensor([0]), torch.tensor([1]), None)
+        >>> openlane3d_lane_matches(lanes, lanes, frames=1)["counts"].tolist()
+        [[1, 1, 1, 1, 1, 1]]
+    """
+
+    points: Tensor
+    lengths: Tensor
+    frame: Tensor
+    index: Tensor
+    labels: Tensor
+    visibility: Tensor | None
+
+
+def _lanes_from_padded(
+    points: Tensor, lengths: Tensor | None, labels: Tensor, visibility: Tensor | None = None
+) -> OpenLane3DLanes:
+    """The present lanes (``lengths`` > 0) of padded ``(B, L, N, 3)`` inputs as :class:`OpenLane3DLanes`."""
+    if points.ndim != 4 or points.shape[-1] != 3:
+        raise ValueError(f"lane points must be (B, L, N, 3), got {tuple(points.shape)}")
+    batch, lanes, num, _ = points.shape
+    device = points.device
+    if lengths is None:
+        lengths = torch.full((batch, lanes), num, dtype=torch.long, device=device)
+    lengths = lengths.to(device=device, dtype=torch.long).clamp(max=num)
+    frame, index = (lengths > 0).nonzero(as_tuple=True)
+    mask = torch.arange(num, device=device) < lengths[frame, index][:, None]
+    return OpenLane3DLanes(
+        points[frame, index][mask].to(torch.float64),
+        lengths[frame, index],
+        frame,
+        index,
+        labels.to(device)[frame, index].long(),
+        None if visibility is None else visibility.to(device)[frame, index][mask],
+    )
+
+
+#: Resampled together: at most this many padded points per kernel call (lanes sorted by length first, so that
+#: a long lane pads only lanes of its own size and memory stays bounded by the input).
+RESAMPLE_POINTS = 1 << 20
+
+
+def _resample_lanes(lanes: OpenLane3DLanes, use_visibility: bool, order_free: bool) -> dict[str, Tensor]:
+    """:func:`openlane3d_resample` of every lane: ``x``, ``z``, ``visible`` ``(M, 100)``, ``kept`` ``(M,)``.
+
+    Lanes are padded in groups of similar length (the kernel treats each lane on its own, so the grouping changes
+    no value)."""
+    count, device = lanes.lengths.shape[0], lanes.points.device
+    samples = len(Y_SAMPLES)
+    out = {
+        "x": torch.zeros(count, samples, dtype=torch.float64, device=device),
+        "z": torch.zeros(count, samples, dtype=torch.float64, device=device),
+        "visible": torch.zeros(count, samples, dtype=torch.bool, device=device),
+        "kept": torch.zeros(count, dtype=torch.bool, device=device),
+    }
+    if count == 0:
+        return out
+    starts = torch.cumsum(lanes.lengths, 0) - lanes.lengths
+    longest = int(lanes.lengths.max())
+    if count * longest <= RESAMPLE_POINTS:  # one call, lanes in their order
+        return _resample_group(lanes, torch.arange(count, device=device), starts, longest, use_visibility, order_free)
+    order = torch.argsort(lanes.lengths, stable=True)
+    sorted_lengths = lanes.lengths[order].tolist()
+    begin = 0
+    while begin < count:
+        end = begin + 1
+        while end < count and (end + 1 - begin) * sorted_lengths[end] <= RESAMPLE_POINTS:
+            end += 1
+        group = order[begin:end]
+        part = _resample_group(lanes, group, starts, sorted_lengths[end - 1], use_visibility, order_free)
+        for key, value in part.items():
+            out[key][group] = value
+        begin = end
+    return out
+
+
+def _resample_group(
+    lanes: OpenLane3DLanes, group: Tensor, starts: Tensor, num: int, use_visibility: bool, order_free: bool
+) -> dict[str, Tensor]:
+    """:func:`openlane3d_resample` of the lanes ``group``, padded to ``num`` points."""
+    lengths = lanes.lengths[group]
+    slot = torch.arange(max(num, 2), device=group.device)
+    mask = slot < lengths[:, None]
+    # the points of each lane, then whatever follows them (never read: the resampling reads kept points only)
+    source = (starts[group][:, None] + slot).clamp(max=max(lanes.points.shape[0] - 1, 0))
+    planes = lanes.points.to(torch.float64).T.contiguous()
+    if planes.shape[1] == 0:
+        planes = torch.zeros(3, 1, dtype=torch.float64, device=group.device)
+    x, y, z = planes[:, source].unbind(0)
+    if use_visibility and lanes.visibility is not None and lanes.visibility.numel():
+        mask = mask & (lanes.visibility[source.clamp(max=lanes.visibility.shape[0] - 1)] > 0)
+    return _resample_xyz(x, y, z, mask, order_free)
+
+
+def _pair_index(
+    gt_frame: Tensor, gt_mask: Tensor, pred_frame: Tensor, pred_mask: Tensor, batch: int
+) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """Every (GT lane, predicted lane) pair of the same frame among the masked lanes, frame-major, then GT-major.
+
+    Returns ``gt`` ``(K,)`` and ``pred`` ``(K,)`` lane indices, ``frame`` ``(K,)``, and per frame ``(B,)`` the
+    first pair, the GT lanes and the predicted lanes that take part."""
+    device = gt_frame.device
+    gt_sel = gt_mask.nonzero()[:, 0]
+    pred_sel = pred_mask.nonzero()[:, 0]
+    n_gt = torch.bincount(gt_frame[gt_sel], minlength=batch)
+    n_pred = torch.bincount(pred_frame[pred_sel], minlength=batch)
+    n_pairs = n_gt * n_pred
+    first = torch.cumsum(n_pairs, 0) - n_pairs
+    frame = torch.repeat_interleave(torch.arange(batch, device=device), n_pairs)
+    local = torch.arange(frame.shape[0], device=device) - first[frame]
+    cols = n_pred[frame]
+    gt = gt_sel[(torch.cumsum(n_gt, 0) - n_gt)[frame] + torch.div(local, cols.clamp(min=1), rounding_mode="floor")]
+    pred = pred_sel[(torch.cumsum(n_pred, 0) - n_pred)[frame] + local % cols.clamp(min=1)]
+    return gt, pred, frame, first, n_gt, n_pred
+
+
+def _take(resampled: dict[str, Tensor], index: Tensor) -> dict[str, Tensor]:
+    """The resampled values of the lanes ``index`` as ``(K, 1, 100)`` (one lane per frame of a pair batch)."""
+    return {key: resampled[key][index][:, None] for key in ("x", "z", "visible")}
+
+
+def _near_pairs(target: dict[str, Tensor], preds: dict[str, Tensor], gt: Tensor, pred: Tensor) -> Tensor:
+    """``(K, 100)``: whether the samples of GT lane ``gt[k]`` and predicted lane ``pred[k]`` lie within 1.5 m."""
+    dx = target["x"][gt] - preds["x"][pred]
+    dz = target["z"][gt] - preds["z"][pred]
     return torch.sqrt(dx**2 + dz**2) < DIST_THRESHOLD
 
 
@@ -279,28 +464,23 @@ def _category_correct(pred: Tensor, gt: Tensor, reference: bool) -> Tensor:
 
 
 def openlane3d_matches(
-    preds: Tensor,
-    preds_category: Tensor,
-    target: Tensor,
-    target_category: Tensor,
-    preds_lengths: Tensor | None = None,
-    target_lengths: Tensor | None = None,
-    target_visibility: Tensor | None = None,
-    compat: Compat = "default",
+    preds: Mapping[str, Tensor],
+    target: Mapping[str, Tensor],
     *,
+    compat: Compat = "default",
     validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """Per-frame OpenLane counts and error sums of a batch, and the counted pairs.
 
     Args:
-        preds: ``(B, P, N, 3)`` predicted lanes in the ground frame, metres (x right, y forward, z up).
-        preds_category: ``(B, P)`` int categories (OpenLane 0-12, 20 left curb, 21 right curb).
-        target: ``(B, G, M, 3)`` GT lanes in the ground frame (:func:`openlane3d_gt_to_ground`).
-        target_category: ``(B, G)`` int categories.
-        preds_lengths, target_lengths: ``(B, P)`` / ``(B, G)`` valid points per lane (default: all).
-        target_visibility: ``(B, G, M)`` GT point visibility (default: all visible).
+        preds: ``points`` ``(B, P, N, 3)`` predicted lanes in the ground frame, metres (x right, y forward, z up);
+            ``labels`` ``(B, P)`` int categories (OpenLane 0-12, 20 left curb, 21 right curb); optional
+            ``lengths`` ``(B, P)`` valid points per lane (default: all ``N``; 0 marks an absent lane).
+        target: ``points`` ``(B, G, M, 3)`` GT lanes in the ground frame (:func:`openlane3d_gt_to_ground`),
+            ``labels`` ``(B, G)``, optional ``lengths`` ``(B, G)`` and ``visibility`` ``(B, G, M)`` (point
+            visibility; default: all visible).
         compat: ``"default"`` (the library's fixes, module doc) or ``"reference"`` (``eval_3D_lane.py``).
-        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
+        validate_args: check the inputs' keys and shapes; ``False`` skips those checks.
 
     Returns:
         ``counts``: ``(B, 6)`` long, per frame: recall hits, precision hits, correct categories, GT lanes,
@@ -312,90 +492,128 @@ def openlane3d_matches(
     Examples:
         >>> import torch
         >>> lane = torch.tensor([[[[0.0, 3.0, 0.0], [0.0, 52.0, 0.0]]]])  # (B, L, N, 3) = (1, 1, 2, 3)
-        >>> out = openlane3d_matches(lane + 0.2, torch.tensor([[1]]), lane, torch.tensor([[1]]))
+        >>> target = {"points": lane, "labels": torch.tensor([[1]])}
+        >>> out = openlane3d_matches({"points": lane + 0.2, "labels": torch.tensor([[1]])}, target)
         >>> out["counts"].tolist()
         [[1, 1, 1, 1, 1, 1]]
     """
-    return _matches(
-        preds,
-        preds_category,
-        target,
-        target_category,
-        preds_lengths,
-        target_lengths,
-        target_visibility,
-        frozenset() if check_compat(compat) else DEFAULT_FIXES,
-    )
+    fixes = frozenset() if check_compat(compat) else DEFAULT_FIXES
+    if validate_args:
+        _check_lane_dict(preds, "preds", ("points", "labels"), ("lengths",))
+        _check_lane_dict(target, "target", ("points", "labels"), ("lengths", "visibility"))
+    return _matches(preds, target, fixes)
 
 
-def _matches(
-    preds: Tensor,
-    preds_category: Tensor,
-    target: Tensor,
-    target_category: Tensor,
-    preds_lengths: Tensor | None,
-    target_lengths: Tensor | None,
-    target_visibility: Tensor | None,
-    fixes: frozenset[str],
-) -> dict[str, Tensor]:
+def _check_lane_dict(
+    data: Mapping[str, Tensor], name: str, required: tuple[str, ...], optional: tuple[str, ...]
+) -> None:
+    """One clear ``ValueError`` for a missing or unknown key or a shape that does not fit ``points``."""
+    if not isinstance(data, Mapping):
+        raise ValueError(f"`{name}` must be a dict of tensors with keys {required} (optional {optional})")
+    missing = [key for key in required if key not in data]
+    unknown = sorted(set(data) - set(required) - set(optional))
+    if missing or unknown:
+        raise ValueError(f"`{name}`: missing keys {missing}, unknown keys {unknown}; expected {required} + {optional}")
+    points = data["points"]
+    if points.ndim != 4 or points.shape[-1] != 3:
+        raise ValueError(f"`{name}['points']` must be (B, L, N, 3), got {tuple(points.shape)}")
+    for key, shape in (("labels", points.shape[:2]), ("lengths", points.shape[:2]), ("visibility", points.shape[:3])):
+        if key in data and data[key] is not None and tuple(data[key].shape) != tuple(shape):
+            raise ValueError(f"`{name}['{key}']` must have shape {tuple(shape)}, got {tuple(data[key].shape)}")
+
+
+def _matches(preds: Mapping[str, Tensor], target: Mapping[str, Tensor], fixes: frozenset[str]) -> dict[str, Tensor]:
     """:func:`openlane3d_matches` with a chosen set of the default mode's fixes (:data:`DEFAULT_FIXES`)."""
+    gt = _lanes_from_padded(target["points"], target.get("lengths"), target["labels"], target.get("visibility"))
+    pr = _lanes_from_padded(preds["points"], preds.get("lengths"), preds["labels"])
+    return _match_lanes(gt, pr, target["points"].shape[0], fixes)
+
+
+def openlane3d_lane_matches(
+    preds: OpenLane3DLanes,
+    target: OpenLane3DLanes,
+    *,
+    frames: int,
+    compat: Compat = "default",
+    fixes: Collection[str] | None = None,
+) -> dict[str, Tensor]:
+    """:func:`openlane3d_matches` on lanes packed lane after lane (:class:`OpenLane3DLanes`), no padding over lanes.
+
+    Args:
+        preds: predicted lanes, ground frame.
+        target: GT lanes, ground frame (:func:`openlane3d_gt_to_ground`), with their point visibility.
+        frames: frames of the batch (their indices in ``frame`` lie below it).
+        compat: ``"default"`` or ``"reference"``.
+        fixes: instead of ``compat``, a subset of the default mode's fixes (:data:`DEFAULT_FIXES`) to apply, e.g. to
+            measure the effect of one of them.
+
+    Returns:
+        The dict of :func:`openlane3d_matches`; lane indices in ``pairs`` are the lanes' ``index``.
+
+    Examples:
+        >>> import torch
+        >>> points = torch.tensor([[0.0, 3.0, 0.0], [0.0, 52.0, 0.0]], dtype=torch.float64)
+        >>> one = torch.tensor([1])
+        >>> gt = OpenLane3DLanes(points, torch.tensor([2]), torch.tensor([0]), torch.tensor([0]), one, None)
+        >>> pred = gt._replace(points=points + 0.2, frame=torch.tensor([1]))  # the prediction is in frame 1
+        >>> openlane3d_lane_matches(pred, gt, frames=2)["counts"].tolist()
+        [[0, 0, 0, 1, 0, 0], [0, 0, 0, 0, 1, 0]]
+    """
+    chosen = (frozenset() if check_compat(compat) else DEFAULT_FIXES) if fixes is None else frozenset(fixes)
+    return _match_lanes(target, preds, frames, chosen)
+
+
+def _match_lanes(gt: OpenLane3DLanes, pr: OpenLane3DLanes, batch: int, fixes: frozenset[str]) -> dict[str, Tensor]:
+    """The matching of :func:`openlane3d_matches` on the lanes of ``batch`` frames (lane indices of the output
+    as ``gt.index`` / ``pr.index``)."""
     unknown = fixes - DEFAULT_FIXES
     if unknown:
         raise ValueError(f"unknown fixes {sorted(unknown)}; known: {sorted(DEFAULT_FIXES)}")
-
-    device = target.device
+    device = gt.points.device
     order_free = "order_free" in fixes
-    gt = openlane3d_resample(target, target_lengths, target_visibility, order_free)
-    pr = openlane3d_resample(preds, preds_lengths, order_free=order_free)
-    care = None
-    if "dont_care" in fixes and target_visibility is not None:
+    g = _resample_lanes(gt, True, order_free)
+    p = _resample_lanes(pr, False, order_free)
+    near_ignored = None
+    if "dont_care" in fixes and gt.visibility is not None:
         # a predicted sample within 1.5 m of an annotated but invisible GT stretch counts neither as a hit nor as a
         # miss, unless it lies within 1.5 m of a visible sample of the GT lane it is paired with; a predicted lane
         # with fewer than 2 samples away from invisible stretches is not counted
-        full = openlane3d_resample(target, target_lengths, order_free=order_free)
-        ignored = full["visible"] & ~gt["visible"]
-        near_ignored = (ignored[:, :, None] & _near(full, pr)).any(1)
-        near_own = gt["visible"][:, :, None] & _near(gt, pr)
-        kept = pr["kept"] & ((pr["visible"] & ~near_ignored).sum(-1) >= 2)
-        pr = {**pr, "kept": kept, "visible": pr["visible"] & kept[..., None]}
-        care = pr["visible"][:, None] & ~(near_ignored[:, None] & ~near_own)
-    pair = openlane3d_pair_matrices(gt, pr, "default" if "float_cost" in fixes else "reference", care)
-    gt_n = gt["visible"].sum(-1)
-    pr_n = (pr["visible"][:, None] if care is None else care).sum(-1)  # (B, 1 or G, P)
-    batch = target.shape[0]
-    gate_ok = pair["cost"] < COST_GATE
-    valid = gt["kept"][:, :, None] & pr["kept"][:, None]
-    cost_np = pair["cost"].cpu().numpy()
-    valid_np = valid.cpu().numpy()
-    gate_np = gate_ok.cpu().numpy()
-    rows: list[list[int]] = []
-    for b in range(batch):
-        g_idx = np.flatnonzero(valid_np[b].any(1) if valid_np[b].size else np.zeros(0, bool))
-        p_idx = np.flatnonzero(valid_np[b].any(0) if valid_np[b].size else np.zeros(0, bool))
-        if g_idx.size == 0 or p_idx.size == 0:
-            continue
-        sub = cost_np[b][np.ix_(g_idx, p_idx)]
-        allowed = gate_np[b][np.ix_(g_idx, p_idx)] if "gate_first" in fixes else None
-        r, c = _assign(sub, allowed)
-        rows.extend([b, int(g_idx[i]), int(p_idx[j])] for i, j in zip(r, c, strict=True))
-    pairs = torch.tensor(rows, dtype=torch.long, device=device).reshape(-1, 3)
-    fb, gi, pj = pairs.unbind(-1)
-    counted = gate_ok[fb, gi, pj]
-    pairs = pairs[counted]
-    fb, gi, pj = pairs.unbind(-1)
-    matched = pair["num_match"][fb, gi, pj]
-    recall_hit = matched >= RATIO_THRESHOLD * gt_n[fb, gi]
-    precision_hit = matched >= RATIO_THRESHOLD * pr_n[fb, gi if care is not None else 0, pj]
-    category_ok = _category_correct(
-        preds_category.to(device)[fb, pj].long(), target_category.to(device)[fb, gi].long(), "curb" not in fixes
+        full = _resample_lanes(gt, False, order_free)
+        ignored = full["visible"] & ~g["visible"]
+        gi, pj, *_ = _pair_index(gt.frame, ignored.any(-1), pr.frame, p["kept"], batch)
+        hits = (ignored[gi] & _near_pairs(full, p, gi, pj)).to(torch.int32)
+        near_ignored = torch.zeros_like(p["visible"], dtype=torch.int32).index_add_(0, pj, hits) > 0
+        kept = p["kept"] & ((p["visible"] & ~near_ignored).sum(-1) >= 2)
+        p = {**p, "kept": kept, "visible": p["visible"] & kept[:, None]}
+    gi, pj, pair_frame, first, n_gt, n_pred = _pair_index(gt.frame, g["kept"], pr.frame, p["kept"], batch)
+    care = None
+    if near_ignored is not None:
+        near_own = g["visible"][gi] & _near_pairs(g, p, gi, pj)
+        care = p["visible"][pj] & ~(near_ignored[pj] & ~near_own)
+    reference_cost = "float_cost" not in fixes
+    # the cost of every pair (for the assignment); matched samples and errors of the counted pairs only
+    cost = _pair_cost(
+        _pair_terms(_take(g, gi), _take(p, pj), None if care is None else care[:, None, None]), reference_cost
+    )[:, 0, 0]
+    gate_ok = cost < COST_GATE
+    chosen = _assign_frames(cost, gate_ok if "gate_first" in fixes else None, first, n_gt, n_pred)
+    chosen = chosen[gate_ok[chosen]]
+    terms = _pair_terms(
+        _take(g, gi[chosen]), _take(p, pj[chosen]), None if care is None else care[chosen][:, None, None]
     )
-    pair_errors = pair["errors"][fb, gi, pj]
+    num_match, errors = _pair_details(terms, reference_cost)
+    matched, pair_errors = num_match[:, 0, 0], errors[:, 0, 0]
+    fb, gl, pl = pair_frame[chosen], gi[chosen], pj[chosen]
+    pred_samples = p["visible"][pl].sum(-1) if care is None else care[chosen].sum(-1)
+    recall_hit = matched >= RATIO_THRESHOLD * g["visible"][gl].sum(-1)
+    precision_hit = matched >= RATIO_THRESHOLD * pred_samples
+    category_ok = _category_correct(pr.labels[pl], gt.labels[gl], "curb" not in fixes)
     counts = torch.zeros(batch, 6, dtype=torch.long, device=device)
     counts[:, 0].index_add_(0, fb, recall_hit.long())
     counts[:, 1].index_add_(0, fb, precision_hit.long())
     counts[:, 2].index_add_(0, fb, category_ok.long())
-    counts[:, 3] = gt["kept"].sum(-1)
-    counts[:, 4] = pr["kept"].sum(-1)
+    counts[:, 3] = torch.bincount(gt.frame[g["kept"]], minlength=batch)
+    counts[:, 4] = torch.bincount(pr.frame[p["kept"]], minlength=batch)
     counts[:, 5].index_add_(0, fb, torch.ones_like(fb))
     has_error = pair_errors > -1 + 1e-6
     error_sums = torch.zeros(batch, 4, dtype=torch.float64, device=device)
@@ -406,9 +624,30 @@ def _matches(
         "counts": counts,
         "error_sums": error_sums,
         "error_counts": error_counts,
-        "pairs": pairs,
+        "pairs": torch.stack([fb, gt.index[gl], pr.index[pl]], -1),
         "pair_errors": pair_errors,
     }
+
+
+def _assign_frames(cost: Tensor, allowed: Tensor | None, first: Tensor, n_gt: Tensor, n_pred: Tensor) -> Tensor:
+    """The assignment of every frame (scipy on the CPU): indices into the pairs of :func:`_pair_index`, frame after
+    frame, each frame's in GT order."""
+    from scipy.optimize import linear_sum_assignment
+
+    cost_np = cost.detach().cpu().numpy()
+    allowed_np = None if allowed is None else allowed.cpu().numpy()
+    frames = (n_gt * n_pred).nonzero()[:, 0]
+    chosen = []
+    for start, rows, cols in zip(first[frames].tolist(), n_gt[frames].tolist(), n_pred[frames].tolist(), strict=True):
+        stop = start + rows * cols
+        sub = cost_np[start:stop].reshape(rows, cols)
+        if allowed_np is None:
+            r, c = linear_sum_assignment(sub)
+        else:
+            r, c = _assign(sub, allowed_np[start:stop].reshape(rows, cols))
+        chosen.append(start + r * cols + c)
+    index = np.concatenate(chosen) if chosen else np.zeros(0, dtype=np.int64)
+    return torch.from_numpy(index.astype(np.int64)).to(cost.device)
 
 
 def _ratio(num: Tensor, den: Tensor) -> Tensor:
@@ -464,8 +703,8 @@ def openlane3d_scores(
 class OpenLane3DMetrics(MetricFamily):
     """OpenLane 3D lane scores accumulated over batches: sum-reduced counts and error sums.
 
-    ``update(preds, preds_category, target, target_category, preds_lengths=None, target_lengths=None,
-    target_visibility=None)`` as :func:`openlane3d_matches` (ground-frame lanes, metres); ``compute()`` returns
+    ``update(preds, target)`` with the dicts of tensors of :func:`openlane3d_matches` (``points``, ``labels``,
+    optional ``lengths``, and the GT's optional ``visibility``; ground-frame lanes, metres); ``compute()`` returns
     the dict of :func:`openlane3d_scores` (F-score, recall, precision, category accuracy, four errors, six counts).
 
     Args:
@@ -478,7 +717,8 @@ class OpenLane3DMetrics(MetricFamily):
         >>> lane = torch.tensor([[[[0.0, 3.0, 0.0], [0.0, 52.0, 0.0]]]])  # (B, L, N, 3), metres
         >>> preds = torch.cat([lane + 0.2, lane + torch.tensor([5.0, 0.0, 0.0])], 1)  # the lane and a false one
         >>> metric = OpenLane3DMetrics()
-        >>> metric.update(preds, torch.tensor([[1, 1]]), lane, torch.tensor([[1]]))
+        >>> target = {"points": lane, "labels": torch.tensor([[1]])}
+        >>> metric.update({"points": preds, "labels": torch.tensor([[1, 1]])}, target)
         >>> out = metric.compute()
         >>> round(out["f_score"].item(), 4), out["n_pred"].item()
         (0.6667, 2)
@@ -504,28 +744,9 @@ class OpenLane3DMetrics(MetricFamily):
         self.add_state("error_counts", torch.zeros(4, dtype=torch.long), dist_reduce_fx="sum")
         add_config_state(self, ("OpenLane3D", compat))
 
-    def update(
-        self,
-        preds: Tensor,
-        preds_category: Tensor,
-        target: Tensor,
-        target_category: Tensor,
-        preds_lengths: Tensor | None = None,
-        target_lengths: Tensor | None = None,
-        target_visibility: Tensor | None = None,
-    ) -> None:
-        """Add a batch (shapes as in :func:`openlane3d_matches`)."""
-        out = openlane3d_matches(
-            preds,
-            preds_category,
-            target,
-            target_category,
-            preds_lengths,
-            target_lengths,
-            target_visibility,
-            self.compat,
-            validate_args=self.validate_args,
-        )
+    def update(self, preds: Mapping[str, Tensor], target: Mapping[str, Tensor]) -> None:
+        """Add a batch: ``preds`` / ``target`` dicts of tensors as in :func:`openlane3d_matches`."""
+        out = openlane3d_matches(preds, target, compat=self.compat, validate_args=self.validate_args)
         # out of place: under ddp_spawn the states may share memory with other processes
         self.counts = self.counts + out["counts"].sum(0).to(self.counts.device)
         self.error_sums = self.error_sums + out["error_sums"].sum(0).to(self.error_sums.device)
@@ -543,12 +764,9 @@ class OpenLane3DFScore(ScalarMetric, OpenLane3DMetrics):
     """OpenLane F-score ``2PR / (P + R)`` over all frames seen (arguments as :class:`OpenLane3DMetrics`).
 
     Examples:
-        >>> import torch
-        >>> lane = torch.tensor([[[[0.0, 3.0, 0.0], [0.0, 52.0, 0.0]]]])
         >>> metric = OpenLane3DFScore()
-        >>> metric.update(lane, torch.tensor([[1]]), lane, torch.tensor([[1]]))
-        >>> metric.compute().item()
-        1.0
+        >>> metric(**drivemetrics.lane3d.openlane3d_example_inputs())  # recall 1, precision 2 / 3
+        tensor(0.8000, dtype=torch.float64)
     """
 
     key = "f_score"
@@ -560,12 +778,9 @@ class OpenLane3DRecall(ScalarMetric, OpenLane3DMetrics):
     Arguments as :class:`OpenLane3DMetrics`.
 
     Examples:
-        >>> import torch
-        >>> lane = torch.tensor([[[[0.0, 3.0, 0.0], [0.0, 52.0, 0.0]]]])
         >>> metric = OpenLane3DRecall()
-        >>> metric.update(lane[:, :0], torch.zeros(1, 0), lane, torch.tensor([[1]]))  # no prediction
-        >>> metric.compute().item()
-        0.0
+        >>> metric(**drivemetrics.lane3d.openlane3d_example_inputs())
+        tensor(1., dtype=torch.float64)
     """
 
     key = "recall"
@@ -577,12 +792,9 @@ class OpenLane3DPrecision(ScalarMetric, OpenLane3DMetrics):
     Arguments as :class:`OpenLane3DMetrics`.
 
     Examples:
-        >>> import torch
-        >>> lane = torch.tensor([[[[0.0, 3.0, 0.0], [0.0, 52.0, 0.0]]]])
         >>> metric = OpenLane3DPrecision()
-        >>> metric.update(lane + 0.2, torch.tensor([[1]]), lane, torch.tensor([[1]]))
-        >>> metric.compute().item()
-        1.0
+        >>> metric(**drivemetrics.lane3d.openlane3d_example_inputs())  # the lane at x = 7 m is false
+        tensor(0.6667, dtype=torch.float64)
     """
 
     key = "precision"
@@ -592,12 +804,9 @@ class OpenLane3DCategoryAccuracy(ScalarMetric, OpenLane3DMetrics):
     """OpenLane category accuracy over the counted pairs (arguments as :class:`OpenLane3DMetrics`).
 
     Examples:
-        >>> import torch
-        >>> lane = torch.tensor([[[[0.0, 3.0, 0.0], [0.0, 52.0, 0.0]]]])
         >>> metric = OpenLane3DCategoryAccuracy()
-        >>> metric.update(lane, torch.tensor([[2]]), lane, torch.tensor([[1]]))
-        >>> metric.compute().item()
-        0.0
+        >>> metric(**drivemetrics.lane3d.openlane3d_example_inputs())
+        tensor(0.5000, dtype=torch.float64)
     """
 
     key = "category_accuracy"
@@ -614,12 +823,9 @@ class OpenLane3DXErrorClose(_OpenLane3DMeanMetres):
     """Mean lateral error of the counted pairs, y <= 40 m, metres (arguments as :class:`OpenLane3DMetrics`).
 
     Examples:
-        >>> import torch
-        >>> lane = torch.tensor([[[[0.0, 3.0, 0.0], [0.0, 52.0, 0.0]]]])
         >>> metric = OpenLane3DXErrorClose()
-        >>> metric.update(lane + torch.tensor([0.25, 0.0, 0.0]), torch.tensor([[1]]), lane, torch.tensor([[1]]))
-        >>> metric.compute().item()
-        0.25
+        >>> metric(**drivemetrics.lane3d.openlane3d_example_inputs())  # 0.2 and 0.5 m
+        tensor(0.3500, dtype=torch.float64)
     """
 
     key = "x_error_close"
@@ -629,12 +835,9 @@ class OpenLane3DXErrorFar(_OpenLane3DMeanMetres):
     """Mean lateral error of the counted pairs, y > 40 m, metres (arguments as :class:`OpenLane3DMetrics`).
 
     Examples:
-        >>> import torch
-        >>> lane = torch.tensor([[[[0.0, 3.0, 0.0], [0.0, 52.0, 0.0]]]])
         >>> metric = OpenLane3DXErrorFar()
-        >>> metric.update(lane + torch.tensor([0.5, 0.0, 0.0]), torch.tensor([[1]]), lane, torch.tensor([[1]]))
-        >>> metric.compute().item()
-        0.5
+        >>> metric(**drivemetrics.lane3d.openlane3d_example_inputs())
+        tensor(0.3500, dtype=torch.float64)
     """
 
     key = "x_error_far"
@@ -644,12 +847,9 @@ class OpenLane3DZErrorClose(_OpenLane3DMeanMetres):
     """Mean height error of the counted pairs, y <= 40 m, metres (arguments as :class:`OpenLane3DMetrics`).
 
     Examples:
-        >>> import torch
-        >>> lane = torch.tensor([[[[0.0, 3.0, 0.0], [0.0, 52.0, 0.0]]]])
         >>> metric = OpenLane3DZErrorClose()
-        >>> metric.update(lane + torch.tensor([0.0, 0.0, 0.25]), torch.tensor([[1]]), lane, torch.tensor([[1]]))
-        >>> metric.compute().item()
-        0.25
+        >>> metric(**drivemetrics.lane3d.openlane3d_example_inputs())  # 0.1 and 0.3 m
+        tensor(0.2000, dtype=torch.float64)
     """
 
     key = "z_error_close"
@@ -659,12 +859,9 @@ class OpenLane3DZErrorFar(_OpenLane3DMeanMetres):
     """Mean height error of the counted pairs, y > 40 m, metres (arguments as :class:`OpenLane3DMetrics`).
 
     Examples:
-        >>> import torch
-        >>> lane = torch.tensor([[[[0.0, 3.0, 0.0], [0.0, 52.0, 0.0]]]])
         >>> metric = OpenLane3DZErrorFar()
-        >>> metric.update(lane + torch.tensor([0.0, 0.0, 0.5]), torch.tensor([[1]]), lane, torch.tensor([[1]]))
-        >>> metric.compute().item()
-        0.5
+        >>> metric(**drivemetrics.lane3d.openlane3d_example_inputs())
+        tensor(0.2000, dtype=torch.float64)
     """
 
     key = "z_error_far"

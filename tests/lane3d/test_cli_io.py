@@ -12,7 +12,7 @@ import pytest
 
 from drivemetrics._internal.limits import set_limits
 from drivemetrics.cli import main
-from drivemetrics.lane3d.evaluate import evaluate_openlane3d_files
+from drivemetrics.lane3d.evaluate import evaluate_openlane3d_files, evaluate_openlane3d_frames
 from drivemetrics.lane3d.io import read_openlane_gt, read_openlane_pred, read_test_list
 
 EXTRINSIC = [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 2], [0, 0, 0, 1]]
@@ -141,3 +141,74 @@ def test_missing_files_and_unknown_frames(tmp_path, capsys):
     _write(tmp_path / "pred" / "s" / "1.json", {"file_path": "s/2.jpg", "lane_lines": []})
     with pytest.raises(ValueError, match=r"s/2\.jpg"):
         evaluate_openlane3d_files(tmp_path / "gt", tmp_path / "pred", tmp_path / "list.txt")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# predictions paired by file_path over the whole list, whatever the chunks
+
+
+def _copy_with_paths(cases: Path, tmp_path: Path, pred_paths: dict[int, str], gt_paths: dict[int, str]) -> Path:
+    """The fixture's frames under ``tmp_path``, the ``file_path`` of some predictions / annotations (by line)
+    replaced; returns the test list."""
+    lines = read_test_list(cases / "test_list.txt")
+    for k, line in enumerate(lines):
+        name = line.replace("jpg", "json")
+        for folder, changed in (("gt", gt_paths), ("pred", pred_paths)):
+            data = json.loads((cases / folder / name).read_text())
+            data["file_path"] = changed.get(k, data["file_path"])
+            _write(tmp_path / folder / name, data)
+    test_list = tmp_path / "test_list.txt"
+    test_list.write_text("".join(line + "\n" for line in lines))
+    return test_list
+
+
+def _expected(tmp_path: Path, test_list: Path) -> dict:
+    """The frames read in this process and paired by ``file_path`` over the whole list (the evaluator's dict)."""
+    lines = read_test_list(test_list)
+    gt = [read_openlane_gt(tmp_path / "gt" / line.replace("jpg", "json")) for line in lines]
+    preds = [read_openlane_pred(tmp_path / "pred" / line.replace("jpg", "json")) for line in lines]
+    return evaluate_openlane3d_frames(gt, preds, "reference")
+
+
+def _swapped(cases: Path) -> tuple[dict[int, str], dict[int, str]]:
+    """Predictions of lines 0 / 45 name each other's annotation; the annotation path of line 50 is also the one
+    of line 3 (the later line wins, as in the evaluator's dict), which the prediction of line 50 names."""
+    lines = read_test_list(cases / "test_list.txt")
+    return {0: lines[45], 45: lines[0]}, {50: lines[3]}
+
+
+@pytest.mark.parametrize("workers", [1, pytest.param(2, marks=pytest.mark.slow)])
+def test_a_prediction_may_name_the_annotation_of_another_chunk(fixtures_dir, tmp_path, monkeypatch, workers):
+    import drivemetrics.lane3d.evaluate as ev
+
+    cases = _fixture(fixtures_dir) / "cases"
+    pred_paths, gt_paths = _swapped(cases)
+    pred_paths[50] = gt_paths[50]
+    test_list = _copy_with_paths(cases, tmp_path, pred_paths, gt_paths)
+    monkeypatch.setattr(ev, "CHUNK_FRAMES", 8)  # lines 0 / 45 and 3 / 50 in different chunks
+    monkeypatch.setattr(ev, "MIN_FRAMES_FOR_PROCESSES", 1)
+    out = evaluate_openlane3d_files(tmp_path / "gt", tmp_path / "pred", test_list, "reference", workers)
+    expected = _expected(tmp_path, test_list)
+    assert out == expected
+    # the swapped frames are scored (a prediction of a frame with lanes scored against them), not left empty
+    assert out["per_frame"][0]["cnt_gt"] == expected["per_frame"][0]["cnt_gt"] > 0
+    unchanged = evaluate_openlane3d_files(cases / "gt", cases / "pred", cases / "test_list.txt", "reference")
+    assert out["per_frame"][0] != unchanged["per_frame"][0]
+
+
+def test_a_prediction_naming_no_annotation_fails_with_one_line(fixtures_dir, tmp_path, monkeypatch, capsys):
+    import drivemetrics.lane3d.evaluate as ev
+
+    cases = _fixture(fixtures_dir) / "cases"
+    test_list = _copy_with_paths(cases, tmp_path, {30: "validation/elsewhere/1.jpg"}, {})
+    monkeypatch.setattr(ev, "CHUNK_FRAMES", 8)
+    with pytest.raises(ValueError, match="names no annotation of the test list") as error:
+        evaluate_openlane3d_files(tmp_path / "gt", tmp_path / "pred", test_list, "reference")
+    message = str(error.value)
+    assert "\n" not in message
+    name = read_test_list(test_list)[30].replace("jpg", "json")
+    assert message.startswith(str(tmp_path / "pred" / name))
+    assert "validation/elsewhere/1.jpg" in message
+    args = ["openlane3d-eval", "--gt", str(tmp_path / "gt"), "--pred", str(tmp_path / "pred"), "--list"]
+    assert main([*args, str(test_list), "--no-progress"]) == 2
+    assert "validation/elsewhere/1.jpg" in capsys.readouterr().err

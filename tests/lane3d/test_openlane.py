@@ -130,7 +130,8 @@ def _pack(frames):
             vis[b, k, : len(v)] = torch.from_numpy(v)
         pc[b, : len(f[1])] = torch.tensor(f[1], dtype=torch.long)
         gc[b, : len(f[3])] = torch.tensor(f[3], dtype=torch.long)
-    return pred, pc, gt, gc, pred_len, gt_len, vis
+    preds = {"points": pred, "labels": pc, "lengths": pred_len}
+    return preds, {"points": gt, "labels": gc, "lengths": gt_len, "visibility": vis}
 
 
 def test_reference_kernels_equal_a_per_frame_numpy_loop():
@@ -215,12 +216,7 @@ def _run(gt, pred, fixes):
     """The fixture scored with a chosen set of fixes (through the private switch of the kernels)."""
     import drivemetrics.lane3d.evaluate as ev
 
-    original = ev.openlane3d_matches
-    ev.openlane3d_matches = lambda *args: ol._matches(*args[:7], frozenset(fixes))
-    try:
-        return evaluate_openlane3d_frames(gt, pred)
-    finally:
-        ev.openlane3d_matches = original
+    return ev._report([f.file_path for f in pred], ev._score_frames(gt, pred, frozenset(fixes), "cpu", 256, False))
 
 
 def _changed_frames(a, b):
@@ -253,11 +249,19 @@ def test_fix_curb_symmetric():
     """A predicted right curb on a left curb counts as correct, as the reverse does (the tool: only 20 on 21)."""
     lane = torch.tensor([[[[0.0, 3.0, 0.0], [0.0, 52.0, 0.0]]]])
     for pred_cat, gt_cat in ((20, 21), (21, 20)):
-        default = ol.openlane3d_matches(lane, torch.tensor([[pred_cat]]), lane, torch.tensor([[gt_cat]]))
+        default = ol.openlane3d_matches(
+            {"points": lane, "labels": torch.tensor([[pred_cat]])}, {"points": lane, "labels": torch.tensor([[gt_cat]])}
+        )
         assert default["counts"][0, 2].item() == 1
-    reference = ol.openlane3d_matches(lane, torch.tensor([[21]]), lane, torch.tensor([[20]]), compat="reference")
+    reference = ol.openlane3d_matches(
+        {"points": lane, "labels": torch.tensor([[21]])},
+        {"points": lane, "labels": torch.tensor([[20]])},
+        compat="reference",
+    )
     assert reference["counts"][0, 2].item() == 0
-    other = ol.openlane3d_matches(lane, torch.tensor([[20]]), lane, torch.tensor([[1]]))
+    other = ol.openlane3d_matches(
+        {"points": lane, "labels": torch.tensor([[20]])}, {"points": lane, "labels": torch.tensor([[1]])}
+    )
     assert other["counts"][0, 2].item() == 0  # a curb is not a lane marking
 
 
@@ -318,9 +322,15 @@ def test_fix_order_free_a_lane_listed_far_to_near_is_evaluated():
     (here 110 m first, 2 m last) fails it and is dropped, though the resampling sorts by y anyway."""
     lane = torch.tensor([[[[0.0, 2.0, 0.0], [0.0, 110.0, 0.0]]]])
     reversed_lane = lane.flip(2)
-    default = ol.openlane3d_matches(reversed_lane, torch.tensor([[1]]), lane, torch.tensor([[1]]))
+    default = ol.openlane3d_matches(
+        {"points": reversed_lane, "labels": torch.tensor([[1]])}, {"points": lane, "labels": torch.tensor([[1]])}
+    )
     assert default["counts"][0].tolist() == [1, 1, 1, 1, 1, 1]
-    reference = ol.openlane3d_matches(reversed_lane, torch.tensor([[1]]), lane, torch.tensor([[1]]), compat="reference")
+    reference = ol.openlane3d_matches(
+        {"points": reversed_lane, "labels": torch.tensor([[1]])},
+        {"points": lane, "labels": torch.tensor([[1]])},
+        compat="reference",
+    )
     assert reference["counts"][0].tolist() == [0, 0, 0, 1, 0, 0]
 
 
@@ -330,9 +340,11 @@ def test_repeated_y_gives_nan_errors_in_reference_and_finite_ones_by_default():
     lane = torch.tensor([[[[0.0, 20.0, 0.0], [0.0, 20.0, 0.0], [0.0, 60.0, 0.0]]]], dtype=torch.float64)
     target = torch.tensor([[[[0.0, 3.0, 0.0], [0.0, 90.0, 0.0]]]], dtype=torch.float64)
     cats = torch.tensor([[1]])
-    reference = ol.openlane3d_matches(lane, cats, target, cats, compat="reference")
+    reference = ol.openlane3d_matches(
+        {"points": lane, "labels": cats}, {"points": target, "labels": cats}, compat="reference"
+    )
     assert reference["pair_errors"][0, 0].isnan()  # close: samples 3 .. 19 m lie before the repeated y
     assert reference["error_counts"][0, 0].item() == 0
-    default = ol.openlane3d_matches(lane, cats, target, cats)
+    default = ol.openlane3d_matches({"points": lane, "labels": cats}, {"points": target, "labels": cats})
     assert default["pair_errors"][0, 0].item() == pytest.approx(0.0)
     assert default["error_counts"][0, 0].item() == 1

@@ -1,0 +1,36 @@
+"""Small OpenLane 3D lane inputs for the examples: one call gives the family's ``update`` arguments.
+
+The family class's example builds its inputs in full, so a reader sees the format; the scalar classes' examples
+call the helper here (``OpenLane3DFScore()(**drivemetrics.lane3d.openlane3d_example_inputs())``) and show only
+their value.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+__all__ = ["openlane3d_example_inputs"]
+
+
+def openlane3d_example_inputs() -> dict[str, dict[str, Tensor]]:
+    """One frame: two straight GT lanes from y = 3 to 52 m (categories 1 and 2) at x = -1.8 and 1.8 m; predicted
+    0.2 m and 0.5 m to their right and 0.1 m / 0.3 m high (the second with category 3), and a false lane at x = 7 m.
+
+    Returns ``{"preds": {"points", "labels"}, "target": {"points", "labels"}}`` with points ``(1, L, 2, 3)`` in the
+    evaluator's ground frame, metres: recall 1, precision 2 / 3, F-score 0.8, category accuracy 0.5, x errors 0.35 m,
+    z errors 0.2 m.
+
+    Examples:
+        >>> openlane3d_example_inputs()["target"]["points"][0, 0]
+        tensor([[-1.8000,  3.0000,  0.0000],
+                [-1.8000, 52.0000,  0.0000]])
+    """
+    lane = torch.tensor([[0.0, 3.0, 0.0], [0.0, 52.0, 0.0]])
+    target = torch.stack([lane + torch.tensor([-1.8, 0.0, 0.0]), lane + torch.tensor([1.8, 0.0, 0.0])])[None]
+    shifts = torch.tensor([[0.2, 0.0, 0.1], [0.5, 0.0, 0.3], [5.2, 0.0, 0.0]])[None, :, None]
+    preds = torch.cat([target, target[:, 1:]], 1) + shifts
+    return {
+        "preds": {"points": preds, "labels": torch.tensor([[1, 3, 1]])},
+        "target": {"points": target, "labels": torch.tensor([[1, 2]])},
+    }
