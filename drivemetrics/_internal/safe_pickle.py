@@ -475,8 +475,7 @@ class _RestrictedUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc
                     self.append = stack.append
                     target = stack[-1]
                     grow(target, dict, items)
-                    for i in range(0, len(items), 2):
-                        target[items[i]] = items[i + 1]
+                    target.update(zip(items[::2], items[1::2], strict=True))
                 elif op == 0x65:  # APPENDS
                     items = stack
                     stack = self.stack = metastack.pop()
@@ -539,7 +538,9 @@ class _RestrictedUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc
         dtype = dtype_entry.value
         dtype_size, dtype_height = self._table[id(dtype)]
         dims_code = match[3]
-        if b"M" in dims_code[::2] or len(dims_code) % 2:  # a BININT2 among the dims: read them one by one
+        if len(dims_code) == 4 and dims_code[0] == 0x4B and dims_code[2] == 0x4B:  # two BININT1 (most arrays)
+            shape = (dims_code[1], dims_code[3])
+        elif b"M" in dims_code[::2] or len(dims_code) % 2:  # a BININT2 among the dims: read them one by one
             dims = []
             k = 0
             while k < len(dims_code):
@@ -575,7 +576,12 @@ class _RestrictedUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc
         value = _array_from_bytes(raw, dtype, shape, fortran)
         pending.value = value
         base = len(memo)
-        memo.update(zip(range(base, base + 6), (first, arguments, pending, shape, raw, state), strict=True))
+        memo[base] = first
+        memo[base + 1] = arguments
+        memo[base + 2] = pending
+        memo[base + 3] = shape
+        memo[base + 4] = raw
+        memo[base + 5] = state
         table, keep, referenced, created = self._table, self._keep, self._referenced, self._created
         table[id(first)] = (2, 1)
         table[id(arguments)] = (5, 2)
