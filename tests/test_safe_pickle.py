@@ -12,7 +12,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from drivemetrics._internal.safe_pickle import MAX_NESTING, UnsafePickleError, safe_pickle_load
+from drivemetrics._internal.safe_pickle import _ARRAY_SEQUENCE, MAX_NESTING, UnsafePickleError, safe_pickle_load
 
 # builtins.bytearray(3_000_000_000) through REDUCE: 36 bytes that used to allocate 3 GB
 BYTEARRAY_BOMB = b"cbuiltins\nbytearray\n(L3000000000\ntR."
@@ -503,6 +503,12 @@ def test_the_one_step_array_path_keeps_every_check():
             assert fast == slow, (get, slot)
             refused += fast.endswith("Error")
     assert refused > 10
+    # a memo slot taken by PUT just before an array: MEMOIZE then overwrites it, the same on both paths
+    three = pickle.dumps([np.ones(3), np.zeros(3), np.ones(3)], protocol=4)
+    cut = _ARRAY_SEQUENCE.search(three).start() - 2  # at the BINGET of _reconstruct for the second array
+    for slot in range(60):
+        hostile = three[:cut] + b"Nr" + slot.to_bytes(4, "little") + b"0" + three[cut:]
+        assert outcome(hostile, True) == outcome(hostile, False), slot
     # truncated inside the second array's bytes
     with pytest.raises(ValueError, match="truncated or corrupt"):
         safe_pickle_load(io.BytesIO(payload[: second + 20]))

@@ -525,6 +525,9 @@ class _RestrictedUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc
         returns 0 and the opcodes run one by one.
         """
         memo = self.memo
+        base = len(memo)  # MEMOIZE writes memo[len(memo)]: six new entries only if none of these is taken (PUT)
+        if base in memo or base + 1 in memo or base + 2 in memo or base + 3 in memo or base + 4 in memo:
+            return 0
         placeholder = memo.get(data[match.start(2)])
         if (
             memo.get(data[match.start(1)]) is not _ndarray_refused
@@ -575,7 +578,6 @@ class _RestrictedUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc
         state = (1, shape, dtype, fortran, raw)
         value = _array_from_bytes(raw, dtype, shape, fortran)
         pending.value = value
-        base = len(memo)
         memo[base] = first
         memo[base + 1] = arguments
         memo[base + 2] = pending
