@@ -138,8 +138,11 @@ class _Budget:
         self.total = total
         self.left = total
 
-    def spend(self, nbytes: int, what: str) -> None:
+    def spend(self, nbytes: int, what: str, *details: Any) -> None:
+        """Charge ``nbytes``; ``what`` names the allocation (a ``str.format`` template of ``details``, formatted
+        only for the error)."""
         if nbytes > self.left:
+            what = what.format(*details) if details else what
             raise UnsafePickleError(
                 f"{what} would allocate about {nbytes:,} bytes, more than this pickle's budget "
                 f"({self.left:,} bytes left; the budget grows with the file size)"
@@ -643,7 +646,7 @@ class _RestrictedUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc
     def _new(self, obj: Any, items: Any, what: str) -> Any:
         """Charge and record ``obj`` built from ``items`` (call this before building, for dicts and sets)."""
         size, height = self._measure(items)
-        self._budget.spend(_ELEMENT_BYTES * (size + 1), f"a {what} expanding to {size + 1:,} elements")
+        self._budget.spend(_ELEMENT_BYTES * (size + 1), "a {} expanding to {:,} elements", what, size + 1)
         return self._record(obj, size + 1, height + 1, what)
 
     def _new_empty(self, obj: Any) -> Any:
@@ -657,9 +660,19 @@ class _RestrictedUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc
         if type(target) is not kind:
             raise UnsafePickleError(f"refusing to add items to a {type(target).__name__} in a pickle")
         size, height = self._measure(items)
-        old_size, old_height = self._table.get(id(target)) or (1, 1)
-        self._budget.spend(_ELEMENT_BYTES * size, f"a {kind.__name__} expanding to {old_size + size:,} elements")
-        self._record(target, old_size + size, max(old_height, height + 1), kind.__name__)
+        table = self._table
+        key = id(target)
+        entry = table.get(key)
+        old_size, old_height = entry or (1, 1)
+        self._budget.spend(_ELEMENT_BYTES * size, "a {} expanding to {:,} elements", kind.__name__, old_size + size)
+        height = height + 1 if height >= old_height else old_height  # as _record, inline
+        if height > MAX_NESTING:
+            raise UnsafePickleError(f"containers nest deeper than {MAX_NESTING} levels")
+        if entry is None:
+            self._keep.append(target)
+        elif key in self._referenced:  # those holding it were counted with its old size
+            self.stale = True
+        table[key] = (old_size + size, height)
 
     # -- containers ---------------------------------------------------------------------------------------------
     @_opcode(pickle.TUPLE)
