@@ -106,6 +106,7 @@ def test_functional_holds_the_named_kernels_with_preds_target_order():
 INPUT_COUNTS = {
     "chamfer_distance": 4,
     "chamfer_distance_matrix": 4,
+    "chamfer_distance_pairs": 6,  # two sets of lines and the two index lists of the pairs
     "frechet_distance_matrix": 4,
     "frechet_distance_pairs": 4,
     "soft_frechet_distance_pairs": 4,

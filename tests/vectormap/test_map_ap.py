@@ -203,7 +203,7 @@ def test_spacing_resampling_in_chunks_equals_one_call():
     # lines of 1..6 points and very different lengths, several chunks: the same samples and counts, bit for bit,
     # padding slots included (the last sample)
     from drivemetrics.polyline import resample_by_spacing
-    from drivemetrics.vectormap.map_ap import _resample_by_spacing_in_chunks
+    from drivemetrics.vectormap.scoring import _resample_by_spacing_in_chunks
 
     gen = torch.Generator().manual_seed(0)
     lines, points = 50, 6
