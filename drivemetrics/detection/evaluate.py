@@ -244,8 +244,8 @@ def _pair_overlaps(det: _Flat, gt: _Flat, n_frames: int, kinds: Sequence[str], d
     if "2d" in kinds:
         a = torch.from_numpy(det.bbox[det_i]).to(device)
         b = torch.from_numpy(gt.bbox[gt_i]).to(device)
-        iou["2d"] = box2d_overlap(a, b, -1).cpu().numpy()
-        over_det["2d"] = box2d_overlap(a, b, 0).cpu().numpy()
+        iou["2d"] = box2d_overlap(a, b, criterion=-1).cpu().numpy()
+        over_det["2d"] = box2d_overlap(a, b, criterion=0).cpu().numpy()
     if "bev" in kinds or "3d" in kinds:
         d3, g3 = det.box3d[det_i], gt.box3d[gt_i]
         # only pairs whose bounding circles meet can intersect

@@ -222,7 +222,7 @@ def evaluate_map_samples(
     if shard.world > 1:  # tied scores are ordered by content: the pooled AP does not depend on the sharding
         frames = shard.gather_frames([shard.rank], matches=RaggedRows(rows, torch.tensor([rows.shape[0]])))
         rows, num_targets = frames.fields["matches"].rows, shard.sum(num_targets)
-    out = vector_map_ap_from_matches(rows[:, 0], rows[:, 1].long(), rows[:, 2:] > 0.5, num_targets, proto)
+    out = vector_map_ap_from_matches(rows[:, 0], rows[:, 1].long(), rows[:, 2:] > 0.5, num_targets, protocol=proto)
     classes: dict[str, dict[str, float | int]] = {}
     for c, name in enumerate(proto.class_names):
         entry: dict[str, float | int] = {"AP": float(out["ap"][c])}

@@ -66,9 +66,11 @@ def _resample_by_spacing_in_chunks(
     raises the same error); each line is then padded with its last sample, the point at its full length, which is
     what one call puts in every slot beyond a line's count."""
     if points.shape[0] <= chunk:
-        return resample_by_spacing(points, lengths, spacing)
+        return resample_by_spacing(points, lengths, spacing=spacing)
     order = torch.argsort(arc_length(points, lengths), descending=True, stable=True)
-    pieces = [(index, *resample_by_spacing(points[index], lengths[index], spacing)) for index in order.split(chunk)]
+    pieces = [
+        (index, *resample_by_spacing(points[index], lengths[index], spacing=spacing)) for index in order.split(chunk)
+    ]
     width = pieces[0][1].shape[1]
     samples = points.new_empty(points.shape[0], width, points.shape[-1])
     counts = torch.empty_like(lengths)
@@ -93,7 +95,9 @@ def _resample_lines(points: Tensor, lengths: Tensor, proto: MapProtocol) -> tupl
             samples = torch.cat(
                 [
                     resample_by_count(
-                        flat_points[start : start + 1024], flat_lengths[start : start + 1024], proto.num_samples
+                        flat_points[start : start + 1024],
+                        flat_lengths[start : start + 1024],
+                        num_samples=proto.num_samples,
                     )
                     for start in range(0, flat_points.shape[0], 1024)
                 ]
@@ -286,7 +290,7 @@ def vector_map_matches(
     tp_g = greedy_match(
         distances,
         scores_g.to(dtype),
-        list(thresholds_t),
+        thresholds=list(thresholds_t),
         preds_valid=pred_line >= 0,
         target_valid=gt_line >= 0,
         inclusive=True,
@@ -347,8 +351,8 @@ def vector_map_ap_from_matches(
     labels: Tensor,
     true_positive: Tensor,
     num_targets: Tensor,
-    protocol: ProtocolName | MapProtocol = "default",
     *,
+    protocol: ProtocolName | MapProtocol = "default",
     validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """Pool matched predictions per class into AP per threshold, class AP and mAP.
@@ -382,7 +386,11 @@ def vector_map_ap_from_matches(
         chosen = labels == c
         num_preds[c] = chosen.sum()
         precision, recall = pooled_precision_recall(
-            scores[chosen], true_positive[chosen].T, num_targets[c], curve_dtype, curve_dtype
+            scores[chosen],
+            true_positive[chosen].T,
+            num_targets[c],
+            precision_dtype=curve_dtype,
+            recall_dtype=curve_dtype,
         )
         if proto.float32_curve:
             ap[c] = _float32_area_ap(precision, recall).to(device=ap.device)
@@ -426,5 +434,5 @@ def vector_map_ap(
     """
     matches = vector_map_matches(preds, target, protocol=protocol, thresholds=thresholds)
     return vector_map_ap_from_matches(
-        matches["scores"], matches["labels"], matches["true_positive"], matches["num_targets"], protocol
+        matches["scores"], matches["labels"], matches["true_positive"], matches["num_targets"], protocol=protocol
     )
