@@ -286,6 +286,37 @@ def _pair_cost(terms: _PairTerms, reference: bool) -> Tensor:
     return cost
 
 
+#: Pairs costed together by :func:`_flat_pair_cost`: their ``(K, 100)`` float64 terms stay in the CPU's cache.
+PAIR_CHUNK = 1024
+
+
+def _flat_pair_cost(
+    target: dict[str, Tensor], preds: dict[str, Tensor], gt: Tensor, pred: Tensor, care: Tensor | None, reference: bool
+) -> Tensor:
+    """:func:`_pair_cost` of the pairs ``(gt[k], pred[k])`` of resampled lanes ``(M, 100)``, ``(K,)`` float64.
+
+    The same operations value for value (so the same bits), in chunks of :data:`PAIR_CHUNK` pairs, in place, with
+    each lane's visible samples counted once instead of once per pair. ``care``: ``(K, 100)`` predicted samples that
+    count (default: the visible ones)."""
+    gt_count = target["visible"].sum(-1)
+    pred_count = preds["visible"].sum(-1) if care is None else None
+    cost = torch.empty(gt.shape[0], dtype=torch.float64, device=gt.device)
+    for start in range(0, gt.shape[0], PAIR_CHUNK):
+        gi, pj = gt[start : start + PAIR_CHUNK], pred[start : start + PAIR_CHUNK]
+        pv = preds["visible"].index_select(0, pj) if care is None else care[start : start + PAIR_CHUNK]
+        both = target["visible"].index_select(0, gi).logical_and_(pv)
+        dx = target["x"].index_select(0, gi).sub_(preds["x"].index_select(0, pj))
+        dz = target["z"].index_select(0, gi).sub_(preds["z"].index_select(0, pj))
+        dist = dx.mul_(dx).add_(dz.mul_(dz)).sqrt_().masked_fill_(~both, 0.0)
+        n_both = both.sum(-1)
+        n_pred = pred_count.index_select(0, pj) if care is None else pv.sum(-1)
+        one_sided = gt_count.index_select(0, gi) + n_pred - 2 * n_both
+        cost[start : start + PAIR_CHUNK] = dist.sum(-1) + DIST_THRESHOLD * one_sided
+    if reference:
+        cost = torch.where((cost > 0) & (cost < 1), torch.ones_like(cost), torch.floor(cost))
+    return cost
+
+
 def _pair_details(terms: _PairTerms, reference: bool) -> tuple[Tensor, Tensor]:
     """Matched samples (both visible, closer than 1.5 m) and the four mean errors of pairs, ``-1`` without samples."""
     both = terms.both
@@ -413,13 +444,14 @@ def _resample_group(
     slot = torch.arange(max(num, 2), device=group.device)
     mask = slot < lengths[:, None]
     # the points of each lane, then whatever follows them (never read: the resampling reads kept points only)
-    source = (starts[group][:, None] + slot).clamp(max=max(lanes.points.shape[0] - 1, 0))
+    source = (starts[group][:, None] + slot).clamp_(max=max(lanes.points.shape[0] - 1, 0))
     planes = lanes.points.to(torch.float64).T.contiguous()
     if planes.shape[1] == 0:
         planes = torch.zeros(3, 1, dtype=torch.float64, device=group.device)
-    x, y, z = planes[:, source].unbind(0)
+    x, y, z = planes.index_select(1, source.view(-1)).view(3, *source.shape).unbind(0)
     if use_visibility and lanes.visibility is not None and lanes.visibility.numel():
-        mask = mask & (lanes.visibility[source.clamp(max=lanes.visibility.shape[0] - 1)] > 0)
+        visible = lanes.visibility.index_select(0, source.view(-1).clamp(max=lanes.visibility.shape[0] - 1))
+        mask = mask & (visible.view(source.shape) > 0)
     return _resample_xyz(x, y, z, mask, order_free)
 
 
@@ -592,9 +624,7 @@ def _match_lanes(gt: OpenLane3DLanes, pr: OpenLane3DLanes, batch: int, fixes: fr
         care = p["visible"][pj] & ~(near_ignored[pj] & ~near_own)
     reference_cost = "float_cost" not in fixes
     # the cost of every pair (for the assignment); matched samples and errors of the counted pairs only
-    cost = _pair_cost(
-        _pair_terms(_take(g, gi), _take(p, pj), None if care is None else care[:, None, None]), reference_cost
-    )[:, 0, 0]
+    cost = _flat_pair_cost(g, p, gi, pj, care, reference_cost)
     gate_ok = cost < COST_GATE
     chosen = _assign_frames(cost, gate_ok if "gate_first" in fixes else None, first, n_gt, n_pred)
     chosen = chosen[gate_ok[chosen]]
