@@ -163,22 +163,28 @@ def _resample_xyz(x: Tensor, y: Tensor, z: Tensor, mask: Tensor, order_free: boo
     device = x.device
     num = x.shape[-1]
     # first / last point check on the points left after the visibility pruning, in file order
-    has = mask.any(-1)
-    first = mask.to(torch.int8).argmax(-1)
-    last = num - 1 - mask.flip(-1).to(torch.int8).argmax(-1)
-    y_first = y.gather(-1, first[..., None])[..., 0]
-    y_last = y.gather(-1, last[..., None])[..., 0]
     if order_free:
         y_first = torch.where(mask, y, torch.inf).amin(-1)
         y_last = torch.where(mask, y, -torch.inf).amax(-1)
-    lane_ok = has & (mask.sum(-1) >= 2) & (y_first < Y_FIRST_MAX) & (y_last > Y_LAST_MIN)
-    mask = mask & lane_ok[..., None] & (y > Y_POINT_RANGE[0]) & (y < Y_POINT_RANGE[1]) & (x > -X_RANGE) & (x < X_RANGE)
+    else:  # the first and the last valid point (any index for a lane without one: it is dropped)
+        first = mask.to(torch.int8).argmax(-1)
+        last = torch.where(mask, torch.arange(num, device=device), 0).argmax(-1)
+        y_first = y.gather(-1, first[..., None])[..., 0]
+        y_last = y.gather(-1, last[..., None])[..., 0]
+    lane_ok = (mask.sum(-1) >= 2) & (y_first < Y_FIRST_MAX) & (y_last > Y_LAST_MIN)
+    mask &= lane_ok[..., None]
+    mask &= y > Y_POINT_RANGE[0]
+    mask &= y < Y_POINT_RANGE[1]
+    mask &= x > -X_RANGE
+    mask &= x < X_RANGE
     count = mask.sum(-1)
-    lane_ok = lane_ok & (count >= 2)
+    lane_ok &= count >= 2
     # points sorted by y (stable, as interp1d's mergesort), padding last: the kept points moved to the front in file
     # order (that is the stable sort where they are in order already), the other lanes sorted
     y_key = torch.where(mask, y, torch.inf)
-    position = torch.where(mask, mask.cumsum(-1) - 1, count[..., None] + (~mask).cumsum(-1) - 1)
+    kept_before = mask.cumsum(-1)  # the dropped points before slot j: j + 1 - kept_before
+    slots = torch.arange(num, device=device)
+    position = torch.where(mask, kept_before - 1, count[..., None] + slots - kept_before)
     y_sorted = torch.empty_like(y_key).scatter_(-1, position, y_key)
     x_sorted = torch.empty_like(x).scatter_(-1, position, x)
     z_sorted = torch.empty_like(z).scatter_(-1, position, z)
@@ -190,11 +196,12 @@ def _resample_xyz(x: Tensor, y: Tensor, z: Tensor, mask: Tensor, order_free: boo
     queries = torch.tensor(Y_SAMPLES, dtype=torch.float64, device=device)
     # the kept points with y < sample (searchsorted, side "left"): the samples are the integers 3 .. 102, and y < s
     # holds for the integers s >= floor(y) + 1
-    bins = (torch.floor(y_key) + (1 - Y_SAMPLES[0])).clamp(0, len(Y_SAMPLES)).to(torch.long)
+    bins = torch.floor(y_key).add_(1 - Y_SAMPLES[0]).clamp_(0, len(Y_SAMPLES)).to(torch.long)
     histogram = torch.zeros(*bins.shape[:-1], len(Y_SAMPLES) + 1, dtype=torch.long, device=device)
-    hi = histogram.scatter_add_(-1, bins, torch.ones_like(bins))[..., :-1].cumsum(-1)
+    ones = torch.ones((), dtype=torch.long, device=device).expand(bins.shape)
+    hi = histogram.scatter_add_(-1, bins, ones)[..., :-1].cumsum(-1)
     top = (count - 1).clamp(min=1)[..., None]
-    hi = torch.minimum(hi.clamp(min=1), top)
+    hi = torch.minimum(hi.clamp_(min=1), top)
     lo = hi - 1
     y_lo, y_hi = y_sorted.gather(-1, lo), y_sorted.gather(-1, hi)
     finite = torch.isfinite(y_hi)
@@ -203,8 +210,7 @@ def _resample_xyz(x: Tensor, y: Tensor, z: Tensor, mask: Tensor, order_free: boo
 
     def interp(values: Tensor) -> Tensor:
         v_lo, v_hi = values.gather(-1, lo), values.gather(-1, hi)
-        slope = (v_hi - v_lo) / span
-        return slope * offset + v_lo
+        return v_hi.sub_(v_lo).div_(span).mul_(offset).add_(v_lo)  # the slope times the offset, plus v_lo
 
     x_s, z_s = interp(x_sorted), interp(z_sorted)
     y_min = y_sorted[..., :1]
