@@ -14,6 +14,21 @@ folder. Timed in the same run, on the same cores:
 The baseline's counts must equal the compat mode's. Run
 ``python benchmarks/culane.py [--quick] [--frames N] [--data DIR]`` (default 34,680 frames, the CULane test size;
 the loop is timed on the first ``--baseline-frames`` (1,000) frames and scaled to the set, as printed).
+
+**Against the official C++** (``--official DIR``, DIR = SCNN's ``tools/lane_evaluation`` folder, e.g. from an export
+of github.com/XingangPan/SCNN; needs g++ with OpenMP and the OpenCV 4 development files, Debian
+``libopencv-core-dev libopencv-imgproc-dev libopencv-highgui-dev libopencv-imgcodecs-dev``): the folder is copied
+and built with its own Makefile (``-std=c++11 -fopenmp``, no optimisation flag; ``--official-cxx "g++ -O3"`` adds
+one), two changes forced by OpenCV 4 and not by the code: the headers' folder on ``CPATH`` and ``opencv_imgcodecs``
+linked (the Makefile names it in a comment). The tool runs its frames in parallel with OpenMP (all cores). For each
+``--sizes`` frame count the synthetic set above is written, then timed end to end, ``--repeat`` alternating runs,
+the official tool first (``evaluate -a gt/ -d pred/ -i . -l list.txt -w 30 -t 0.5 -c 1640 -r 590``, as its
+``run.sh``), then ``culane-eval`` (fresh processes): default mode with its default workers and ``--workers 1``,
+``--compat reference`` likewise. Printed per size and mode: the medians, the ratio, CPU seconds of each side
+(process and children), whether the numbers agree (compat: TP / FP / FN equal to the tool's; the default mode
+differs from the tool by definition, its TP difference is printed) and the load average.
+``python benchmarks/culane.py --official /path/to/SCNN/tools/lane_evaluation [--sizes 5000] [--repeat 2]
+[--json OUT]``.
 """
 
 from __future__ import annotations
@@ -21,6 +36,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
+import re
+import resource
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -155,8 +175,113 @@ def run_cli(root: Path, *extra: str) -> tuple[float, dict]:
     return time.perf_counter() - start, json.loads(out.read_text())
 
 
+def build_official(source: Path, into: Path, cxx: str) -> Path:
+    """The official ``evaluate`` built by its own Makefile in a copy of ``source`` (``tools/lane_evaluation``)."""
+    if not (source / "Makefile").is_file() or not (source / "src" / "evaluate.cpp").is_file():
+        sys.exit(f"--official {source}: expected SCNN's tools/lane_evaluation (Makefile, src/evaluate.cpp)")
+    shutil.copytree(source, into, ignore=shutil.ignore_patterns("build", "evaluate"))
+    env = {**os.environ, "CPATH": ":".join(p for p in ("/usr/include/opencv4", os.environ.get("CPATH", "")) if p)}
+    command = ["make", f"CXX={cxx}", "LIBRARIES=opencv_core opencv_highgui opencv_imgproc opencv_imgcodecs"]
+    done = subprocess.run(command, cwd=into, env=env, capture_output=True, text=True)
+    if done.returncode or not (into / "evaluate").is_file():
+        sys.exit(
+            f"building the official tool failed ({' '.join(command)}):\n{done.stdout[-1000:]}{done.stderr[-2000:]}"
+        )
+    return into / "evaluate"
+
+
+def _timed(command: list[str], cwd: Path | None = None) -> tuple[float, float]:
+    """Wall and CPU seconds (the process and its children) of one run; stdout and stderr discarded."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(command, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def _official_counts(path: Path) -> tuple[int, int, int]:
+    found = re.search(r"tp: (\d+) fp: (\d+) fn: (\d+)", path.read_text())
+    if not found:
+        sys.exit(f"no counts in the official output {path}")
+    return int(found[1]), int(found[2]), int(found[3])
+
+
+def compare_official(args: argparse.Namespace) -> None:
+    modes = {
+        "default": [],
+        "default --workers 1": ["--workers", "1"],
+        "compat": ["--compat", "reference"],
+        "compat --workers 1": ["--compat", "reference", "--workers", "1"],
+    }
+    machine = f"{platform.node()}: {os.cpu_count()} cores, {platform.processor() or platform.machine()}"
+    print(f"{machine}; {time.strftime('%Y-%m-%d %H:%M %Z')}")
+    print(f"official = SCNN tools/lane_evaluation built by its Makefile with CXX={args.official_cxx!r}, OpenMP")
+    header = f"{'frames':>7} {'mode':<20} {'official s':>10} {'library s':>10} {'ratio':>7} {'CPU s off/lib':>14}"
+    print(header + f" {'CPU ratio':>9}  agree  load")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="culane_bench_") as tmp:
+        binary = build_official(Path(args.official), Path(tmp) / "official", args.official_cxx)
+        for frames in args.sizes:
+            root = Path(tmp) / f"n{frames}"
+            make_dataset(root, frames)
+            out = root / "official.txt"
+            official_cmd = [str(binary), "-a", f"{root}/gt", "-d", f"{root}/pred", "-i", f"{root}/", "-l"]
+            official_cmd += [f"{root}/list.txt", "-w", "30", "-t", "0.5", "-c", "1640", "-r", "590", "-o", str(out)]
+            official, library, loads = [], {m: [] for m in modes}, [os.getloadavg()[0]]
+            results = {}
+            for _ in range(args.repeat):
+                official.append(_timed(official_cmd))
+                for mode, extra in modes.items():
+                    start = resource.getrusage(resource.RUSAGE_CHILDREN)
+                    wall, results[mode] = run_cli(root, *extra)
+                    end = resource.getrusage(resource.RUSAGE_CHILDREN)
+                    library[mode].append((wall, end.ru_utime - start.ru_utime + end.ru_stime - start.ru_stime))
+                loads.append(os.getloadavg()[0])
+            counts = _official_counts(out)
+            off_wall = statistics.median(t[0] for t in official)
+            off_cpu = statistics.median(t[1] for t in official)
+            load = f"{min(loads):.1f}-{max(loads):.1f}"
+            for mode, runs in library.items():
+                got = (results[mode]["tp"], results[mode]["fp"], results[mode]["fn"])
+                if mode.startswith("compat"):
+                    agree = "yes" if got == counts else f"NO {got} vs {counts}"
+                else:
+                    agree = f"TP {got[0] - counts[0]:+d}"
+                lib_wall = statistics.median(t[0] for t in runs)
+                lib_cpu = statistics.median(t[1] for t in runs)
+                print(
+                    f"{frames:>7} {mode:<20} {off_wall:>10.1f} {lib_wall:>10.2f} {off_wall / lib_wall:>6.1f}x "
+                    f"{off_cpu:>6.1f}/{lib_cpu:<7.2f} {off_cpu / lib_cpu:>8.1f}x  {agree:<5}  {load}"
+                )
+                rows.append(
+                    {
+                        "frames": frames,
+                        "mode": mode,
+                        "official_s": [t[0] for t in official],
+                        "official_cpu_s": [t[1] for t in official],
+                        "library_s": [t[0] for t in runs],
+                        "library_cpu_s": [t[1] for t in runs],
+                        "ratio": off_wall / lib_wall,
+                        "cpu_ratio": off_cpu / lib_cpu,
+                        "official_counts": counts,
+                        "library_counts": got,
+                        "agree": agree,
+                        "load": loads,
+                    }
+                )
+    if args.json:
+        meta = {"machine": machine, "date": time.strftime("%Y-%m-%d %H:%M %Z"), "official_cxx": args.official_cxx}
+        Path(args.json).write_text(json.dumps({**meta, "rows": rows}, indent=1) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--official", default=None, help="SCNN tools/lane_evaluation folder: time the official C++")
+    parser.add_argument("--official-cxx", default="g++", help="compiler command for its Makefile, e.g. 'g++ -O3'")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[5000], help="frame counts (with --official)")
+    parser.add_argument("--repeat", type=int, default=2, help="alternating runs per side (with --official)")
+    parser.add_argument("--json", default=None, help="also write the timings here (with --official)")
     parser.add_argument("--frames", type=int, default=CULANE_TEST_FRAMES)
     parser.add_argument(
         "--baseline-frames", type=int, default=1000, help="time the loop on the first N frames, scaled (0: all)"
@@ -164,6 +289,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="2,000 frames, loop timed on 300")
     parser.add_argument("--data", default=None, help="folder for the synthetic set (reused when it has list.txt)")
     args = parser.parse_args()
+    if args.official:
+        compare_official(args)
+        return
     if args.quick:
         args.frames, args.baseline_frames = 2000, 300
     root = Path(args.data) if args.data else Path(tempfile.mkdtemp(prefix="culane_bench_"))

@@ -17,13 +17,34 @@ Timed in the same run:
 
 Run ``python benchmarks/kitti_object.py [--frames 7481] [--baseline-frames 150] [--workers 1]`` with
 ``DRIVEMETRICS_FIXTURES`` set (or the fixtures in ``../shared/fixtures``).
+
+**Against the official C++** (``--devkit DIR``, DIR = the KITTI object devkit, holding ``cpp/evaluate_object.cpp``
+and ``cpp/mail.h``, e.g. an export of github.com/sunnyln/kitti-devkit; needs g++ and the Boost headers, Debian
+``libboost-dev``): for each ``--sizes`` frame count the script writes a KITTI tree in a temporary folder
+(``data/object/label_2`` = the fixture label files copied verbatim, frame ``i`` = label ``i % 300``;
+``results/bench/data`` = the jittered detections above), compiles ``evaluate_object.cpp`` with ``N_TESTIMAGES`` set
+to that count (the only change; ``g++ -O3 -DNDEBUG``, as the reference notes did), then times end to end,
+``--repeat`` alternating runs, the official tool first: ``evaluate_object bench`` in that tree (it also calls
+gnuplot / ps2pdf for its plots: where they are not installed those calls fail at once, as here) and ``drivemetrics
+kitti-object-eval --gt ... --det ... --write-stats DIR`` (default workers, a fresh process). Printed per size: the
+medians, the ratio, the CPU seconds of each side (process and children: less sensitive to other work on the
+machine), whether the numbers agree (every ``stats_*.txt`` the C++ wrote equals the library's to the printed 6
+decimals) and the load average. ``python benchmarks/kitti_object.py --devkit /path/to/kitti-devkit [--sizes 7481]
+[--repeat 3] [--json OUT]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -58,13 +79,143 @@ def _check_equal(result: dict, expected: dict) -> None:
             np.testing.assert_allclose(got, np.array(curves), rtol=0, atol=1e-12, equal_nan=True)
 
 
+def build_official(devkit: Path, frames: int, into: Path) -> Path:
+    """``evaluate_object`` compiled with ``N_TESTIMAGES = frames`` (its only change), ``g++ -O3 -DNDEBUG``."""
+    source = devkit / "cpp" / "evaluate_object.cpp"
+    if not source.is_file():
+        sys.exit(f"--devkit {devkit}: no cpp/evaluate_object.cpp")
+    text = source.read_text()
+    line = "const int32_t N_TESTIMAGES = 7518;"
+    if line not in text:
+        sys.exit(f"{source}: the line {line!r} was not found (another devkit version?)")
+    into.mkdir(parents=True, exist_ok=True)
+    shutil.copy(devkit / "cpp" / "mail.h", into / "mail.h")
+    (into / "evaluate_object.cpp").write_text(text.replace(line, f"const int32_t N_TESTIMAGES = {frames};"))
+    binary = into / f"evaluate_object_{frames}"
+    command = ["g++", "-O3", "-DNDEBUG", "-o", str(binary), str(into / "evaluate_object.cpp")]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode:
+        sys.exit(f"building the official tool failed ({' '.join(command)}):\n{done.stderr[-2000:]}")
+    return binary
+
+
+def write_tree(root: Path, frames: int) -> None:
+    """``data/object/label_2`` (fixture labels, verbatim, cycled) and ``results/bench/data`` (jittered results)."""
+    from drivemetrics.detection.io import write_kitti_object_folder
+
+    label_dir = _fixtures()
+    names = sorted(p.name for p in label_dir.glob("*.txt"))
+    out = root / "data" / "object" / "label_2"
+    out.mkdir(parents=True)
+    for i in range(frames):
+        shutil.copyfile(label_dir / names[i % len(names)], out / f"{i:06d}.txt")
+    labels = list(read_kitti_object_folder(label_dir).values())
+    jittered = kitti_oracle.jitter_detections(labels, seed=0)
+    write_kitti_object_folder(
+        root / "results" / "bench" / "data", {f"{i:06d}": jittered[i % len(labels)] for i in range(frames)}
+    )
+
+
+def _timed(command: list[str], cwd: Path | None = None, env: dict | None = None) -> tuple[float, float]:
+    """Wall and CPU seconds (the process and its children) of one run; stdout and stderr discarded."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(command, cwd=cwd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def _stats_agree(official: Path, library: Path) -> tuple[bool, float]:
+    """Whether every ``stats_*.txt`` of the C++ has a twin from the library with the same values (6 decimals)."""
+    files = sorted(official.glob("stats_*.txt"))
+    worst = 0.0
+    for path in files:
+        twin = library / path.name
+        if not twin.is_file():
+            return False, float("inf")
+        a, b = np.loadtxt(path, ndmin=2), np.loadtxt(twin, ndmin=2)
+        if a.shape != b.shape:
+            return False, float("inf")
+        worst = max(worst, float(np.abs(a - b).max()))
+    return bool(files) and worst <= 5e-7, worst
+
+
+def compare_official(args: argparse.Namespace) -> None:
+    devkit = Path(args.devkit)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+    python = [sys.executable, "-m", "drivemetrics"]
+    machine = f"{platform.node()}: {os.cpu_count()} cores, {platform.processor() or platform.machine()}"
+    print(f"{machine}; {time.strftime('%Y-%m-%d %H:%M %Z')}")
+    print("official = evaluate_object (g++ -O3 -DNDEBUG); library = drivemetrics kitti-object-eval", *args.library_args)
+    header = f"{'frames':>7} {'official s':>11} {'library s':>10} {'ratio':>7} {'CPU s off/lib':>14} {'CPU ratio':>9}"
+    print(header + "  agree  load")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="kitti_bench_") as tmp:
+        for frames in args.sizes:
+            root = Path(tmp) / f"n{frames}"
+            write_tree(root, frames)
+            binary = build_official(devkit, frames, Path(tmp) / "build")
+            result_dir = root / "results" / "bench"
+            library_out = root / "library_stats"
+            gt, det = root / "data" / "object" / "label_2", result_dir / "data"
+            command = [*python, "kitti-object-eval", "--gt", str(gt), "--det", str(det), "--no-progress"]
+            command += ["--write-stats", str(library_out), *args.library_args]
+            official, library, loads = [], [], [os.getloadavg()[0]]
+            for _ in range(args.repeat):
+                shutil.rmtree(result_dir / "plot", ignore_errors=True)
+                for stale in result_dir.glob("stats_*.txt"):
+                    stale.unlink()
+                official.append(_timed([str(binary), "bench"], cwd=root))
+                library.append(_timed(command, env=env))
+                loads.append(os.getloadavg()[0])
+            agree, worst = _stats_agree(result_dir, library_out)
+            off_wall, lib_wall = (statistics.median(t[0] for t in runs) for runs in (official, library))
+            off_cpu, lib_cpu = (statistics.median(t[1] for t in runs) for runs in (official, library))
+            load = f"{min(loads):.1f}-{max(loads):.1f}"
+            print(
+                f"{frames:>7} {off_wall:>11.2f} {lib_wall:>10.2f} {off_wall / lib_wall:>6.1f}x "
+                f"{off_cpu:>6.1f}/{lib_cpu:<7.2f} {off_cpu / lib_cpu:>8.1f}x  {'yes' if agree else 'NO':<5}  {load}"
+            )
+            rows.append(
+                {
+                    "frames": frames,
+                    "official_s": [t[0] for t in official],
+                    "library_s": [t[0] for t in library],
+                    "official_cpu_s": [t[1] for t in official],
+                    "library_cpu_s": [t[1] for t in library],
+                    "ratio": off_wall / lib_wall,
+                    "cpu_ratio": off_cpu / lib_cpu,
+                    "agree": agree,
+                    "largest_difference": worst,
+                    "load": loads,
+                }
+            )
+    if args.json:
+        meta = {"machine": platform.node(), "cores": os.cpu_count(), "date": time.strftime("%Y-%m-%d %H:%M %Z")}
+        meta["library_args"] = args.library_args
+        Path(args.json).write_text(json.dumps({**meta, "rows": rows}, indent=1) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=7481)
     parser.add_argument("--baseline-frames", type=int, default=150)
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--devkit", default=None, help="KITTI object devkit folder (cpp/evaluate_object.cpp): time it")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[7481], help="frame counts (with --devkit)")
+    parser.add_argument("--repeat", type=int, default=3, help="alternating runs per side (with --devkit)")
+    parser.add_argument("--json", default=None, help="also write the timings here (with --devkit)")
+    parser.add_argument(
+        "--library-args",
+        nargs="*",
+        default=[],
+        help="extra kitti-object-eval options, e.g. --workers 1 (with --devkit)",
+    )
     args = parser.parse_args()
-
+    if args.devkit:
+        compare_official(args)
+        return
     labels = list(read_kitti_object_folder(_fixtures()).values())
     gts = [labels[i % len(labels)] for i in range(args.frames)]
     jittered = kitti_oracle.jitter_detections(labels, seed=0)

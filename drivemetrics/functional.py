@@ -49,7 +49,12 @@ from drivemetrics.polyline.average_precision import (
     interpolated_precision_11point,
     pooled_precision_recall,
 )
-from drivemetrics.polyline.chamfer import chamfer_distance, chamfer_distance_matrix, point_distance_matrix
+from drivemetrics.polyline.chamfer import (
+    chamfer_distance,
+    chamfer_distance_matrix,
+    chamfer_distance_pairs,
+    point_distance_matrix,
+)
 from drivemetrics.polyline.frechet import (
     bounded_frechet_distance_pairs,
     frechet_distance_matrix,
@@ -98,6 +103,7 @@ __all__ = [
     "ccq_graph",
     "chamfer_distance",
     "chamfer_distance_matrix",
+    "chamfer_distance_pairs",
     "corridor_curves",
     "corridor_row_statistics",
     "counts_at_threshold",

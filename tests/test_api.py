@@ -106,28 +106,17 @@ def test_functional_holds_the_named_kernels_with_preds_target_order():
 INPUT_COUNTS = {
     "chamfer_distance": 4,
     "chamfer_distance_matrix": 4,
+    "chamfer_distance_pairs": 6,  # two sets of lines and the two index lists of the pairs
     "frechet_distance_matrix": 4,
     "frechet_distance_pairs": 4,
     "soft_frechet_distance_pairs": 4,
     "interpolate_at": 3,
     "openlane3d_resample": 3,
     "openlane3d_scores": 3,
-}
-#: Kernels that still take options positionally (issue 37, open): their callers are in modules other changes are
-#: rewriting (lanetopology scoring, vectormap, detection).
-POSITIONAL_OPTIONS_LEFT = {
-    "bev_overlap",
-    "box2d_overlap",
-    "box3d_overlap",
-    "bounded_frechet_distance_pairs",
-    "buffers_intersect",
-    "greedy_match",
-    "greedy_match_index",
-    "interpolated_precision_11point",
-    "pooled_precision_recall",
-    "resample_by_count",
-    "resample_by_spacing",
-    "vector_map_ap_from_matches",
+    "bounded_frechet_distance_pairs": 4,
+    "buffers_intersect": 4,  # two sets of lines with their lengths
+    "pooled_precision_recall": 3,  # scores, true-positive flags and the target count
+    "vector_map_ap_from_matches": 4,  # scores, labels, true-positive flags and the per-class target counts
 }
 
 
@@ -142,7 +131,6 @@ def test_kernels_take_their_options_keyword_only():
         for name in F.__all__
         if callable(getattr(F, name))
         and not inspect.isclass(getattr(F, name))
-        and name not in POSITIONAL_OPTIONS_LEFT
         and len(_positional(getattr(F, name))) > INPUT_COUNTS.get(name, 2)
     }
     assert not loose, loose

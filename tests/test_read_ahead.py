@@ -22,20 +22,21 @@ log = open(sys.argv[1], "a", buffering=1)
 
 class TorchImportHook:
     def find_spec(self, name, path=None, target=None):
-        if name == "torch" and "torch" not in sys.modules:
-            log.write(f"import torch pid={os.getpid()}\n")
+        if name in ("torch", "torchmetrics") and name not in sys.modules:
+            log.write(f"import {name} pid={os.getpid()}\n")
         return None
 
 sys.meta_path.insert(0, TorchImportHook())
-from drivemetrics.lanetopology import io
+import importlib
+io = importlib.import_module(os.environ["TRACE_MODULE"])
 
 def traced(name, original):
-    def read(path):
+    def read(*args, **kwargs):
         log.write(f"{name} pid={os.getpid()} torch_imported={'torch' in sys.modules}\n")
-        return original(path)
+        return original(*args, **kwargs)
     return read
 
-for name in ("read_ground_truth", "read_predictions"):
+for name in os.environ["TRACE_READERS"].split(","):
     setattr(io, name, traced(name, getattr(io, name)))
 from drivemetrics.cli import main
 code = main(sys.argv[2:])
@@ -44,10 +45,16 @@ raise SystemExit(code)
 """
 
 
-def _run_traced(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, list[str]]:
+_OPENLANEV2_READERS = ("drivemetrics.lanetopology.io", "read_ground_truth,read_predictions")
+
+
+def _run_traced(
+    tmp_path: Path, *args: str, readers: tuple[str, str] = _OPENLANEV2_READERS
+) -> tuple[subprocess.CompletedProcess, list[str]]:
     script, log = tmp_path / "traced.py", tmp_path / "events.log"
     script.write_text(_TRACED_COMMAND)
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    env["TRACE_MODULE"], env["TRACE_READERS"] = readers
     env.pop("DRIVEMETRICS_READ_AHEAD", None)
     done = subprocess.run([sys.executable, str(script), str(log), *args], capture_output=True, text=True, env=env)
     return done, log.read_text().splitlines()
@@ -83,6 +90,56 @@ def test_openlanev2_eval_reads_its_files_in_a_forked_child_and_never_imports_tor
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the forked reader is Linux-only")
+@pytest.mark.parametrize("case", ["nuscenes_maptr", "av2_cvpr23"])
+def test_map_eval_reads_its_files_before_torch_is_imported(fixtures_dir: Path, tmp_path: Path, case: str):
+    root = fixtures_dir / "map_ap" / "cases" / case
+    if not (root / "gt.json").is_file():
+        pytest.skip("map_ap fixtures absent")
+    protocol = case.replace("_", "-")
+    gt, pred = str(root / "gt.json"), str(root / "pred.json")
+    done, events = _run_traced(
+        tmp_path,
+        "map-eval",
+        "--protocol",
+        protocol,
+        "--gt",
+        gt,
+        "--pred",
+        pred,
+        readers=("drivemetrics.vectormap.io", "read_map_files"),
+    )
+    assert done.returncode == 0, done.stderr
+    assert "mAP" in done.stdout
+    command_pid = events[-1].split("pid=")[1]
+    assert events[-1] == f"exit 0 pid={command_pid}"
+    assert f"import torch pid={command_pid}" in events
+    reads = [e for e in events if e.startswith("read_")]
+    assert len(reads) == 1, events
+    assert reads[0].endswith("torch_imported=False"), events
+    assert f"pid={command_pid}" not in reads[0], events
+    if case != "av2_cvpr23":
+        return
+    # an error of the reader in the child is the command's one-line error
+    (tmp_path / "bad.json").write_text(
+        '{"results": {"1": {"vectors": [[[0, 0], [1, 1]]], "scores": [2.0], "labels": [0]}}}'
+    )
+    done, _ = _run_traced(
+        tmp_path,
+        "map-eval",
+        "--protocol",
+        "av2-cvpr23",
+        "--gt",
+        gt,
+        "--pred",
+        str(tmp_path / "bad.json"),
+        readers=("drivemetrics.vectormap.io", "read_map_files"),
+    )
+    assert done.returncode == 2
+    assert "bad.json: sample 1: scores[0]: the score must be a number in [0, 1]" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the forked reader is Linux-only")
 def test_a_reader_error_in_the_child_is_the_commands_one_line_error(fixtures_dir: Path, tmp_path: Path):
     cases = _fixture(fixtures_dir)
     bad = tmp_path / "bad.pkl"
@@ -94,6 +151,28 @@ def test_a_reader_error_in_the_child_is_the_commands_one_line_error(fixtures_dir
     done, _ = _run_traced(tmp_path, "openlanev2-eval", "--gt", str(cases), "--pred", str(tmp_path / "absent.pkl"))
     assert done.returncode == 2
     assert "absent.pkl" in done.stderr
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the forked reader is Linux-only")
+def test_kitti_object_eval_reads_its_files_before_torch_is_imported(fixtures_dir: Path, tmp_path: Path):
+    kitti = fixtures_dir / "kitti_object"
+    if not (kitti / "det_100").is_dir():
+        pytest.skip("kitti_object fixtures absent")
+    (tmp_path / "list.txt").write_text("".join(f"{i:06d}\n" for i in range(100)))
+    args = ["--gt", str(kitti / "label_2"), "--det", str(kitti / "det_100"), "--list", str(tmp_path / "list.txt")]
+    readers = ("drivemetrics.detection.io", "read_object_table")
+    done, events = _run_traced(tmp_path, "kitti-object-eval", *args, "--no-progress", readers=readers)
+    assert done.returncode == 0, done.stderr
+    assert "100 frames" in done.stdout
+    command_pid = events[-1].split("pid=")[1]
+    assert f"import torch pid={command_pid}" in events
+    reads = [e for e in events if e.startswith("read_")]
+    assert len(reads) == 2  # labels, then results: in a child forked before torch, which never imported it
+    for read in reads:
+        assert read.endswith("torch_imported=False"), events
+        assert f"pid={command_pid}" not in read, events
+    assert not any(e.startswith("import torch") and f"pid={command_pid}" not in e for e in events)
+    assert not any(e.startswith("import torchmetrics") for e in events), events  # the command path needs no Metric
 
 
 def _fail(path: str) -> None:

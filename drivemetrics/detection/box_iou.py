@@ -55,7 +55,7 @@ def _check_last(box: Tensor, size: int, name: str) -> None:
         raise ValueError(f"`{name}` must be ... x {size}, got {tuple(box.shape)}")
 
 
-def box2d_overlap(boxes_a: Tensor, boxes_b: Tensor, criterion: int = -1, *, validate_args: bool = True) -> Tensor:
+def box2d_overlap(boxes_a: Tensor, boxes_b: Tensor, *, criterion: int = -1, validate_args: bool = True) -> Tensor:
     """2D overlap of ``... x 4`` boxes (C++ ``imageBoxOverlap``: no +1 pixel, 0 unless the boxes intersect).
 
     Examples:
@@ -179,7 +179,7 @@ def bev_intersection_area(boxes_a: Tensor, boxes_b: Tensor) -> Tensor:
     return _cap(inter, torch.minimum(area_a, area_b))
 
 
-def bev_overlap(boxes_a: Tensor, boxes_b: Tensor, criterion: int = -1, *, validate_args: bool = True) -> Tensor:
+def bev_overlap(boxes_a: Tensor, boxes_b: Tensor, *, criterion: int = -1, validate_args: bool = True) -> Tensor:
     """Bird's-eye-view overlap of rotated boxes ``... x 5`` (C++ ``groundBoxOverlap``).
 
     Examples:
@@ -213,7 +213,7 @@ def box3d_to_bev(boxes: Tensor) -> Tensor:
     return boxes[..., [0, 2, 5, 4, 6]]
 
 
-def box3d_overlap(boxes_a: Tensor, boxes_b: Tensor, criterion: int = -1, *, validate_args: bool = True) -> Tensor:
+def box3d_overlap(boxes_a: Tensor, boxes_b: Tensor, *, criterion: int = -1, validate_args: bool = True) -> Tensor:
     """3D overlap of boxes ``... x 7`` (``x, y, z, h, w, l, ry``): the BEV intersection area times the vertical
     overlap, over the union volume (criterion -1), as the official C++ ``box3DOverlap``.
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ def format_stats(curves: list[list[float]]) -> str:
 
 def format_table(result: dict) -> str:
     """The AP table: per class, one row per metric, R11 and R40 for easy / moderate / hard."""
-    from drivemetrics.detection.kitti_object import DIFFICULTIES
+    from drivemetrics.detection.evaluate import DIFFICULTIES
 
     lines = []
     for cls, per_metric in result.items():
@@ -88,11 +89,29 @@ def _gather_frames(shard: Any, gts: list, dets: list, count: int) -> tuple[list,
     return out[0], out[1]
 
 
-def _kitti_object_eval(args: argparse.Namespace) -> int:
-    import warnings
+def _read_inputs(
+    gt_dir: Path, det_dir: Path, list_file: str | None, sharded: bool, progress: bool | None
+) -> tuple[list[str], Any, Any]:
+    """The frame names, then the label and result tables of this process's frames (torch-free unless ``sharded``:
+    it runs in the read-ahead child while the command imports torch)."""
+    from drivemetrics.detection.io import read_object_table
 
-    from drivemetrics.detection.io import read_kitti_object_folder
-    from drivemetrics.detection.kitti_object import evaluate_kitti_objects
+    frames = _read_list(list_file) if list_file else sorted(p.stem for p in gt_dir.glob("*.txt"))
+    frames = list(dict.fromkeys(frames))
+    if not frames:
+        raise ValueError(f"--gt folder {gt_dir} holds no .txt label file")
+    mine = frames
+    if sharded:  # torchrun: this rank's frames
+        from drivemetrics._internal.distributed import current_shard
+
+        mine = current_shard().take(frames)
+    groundtruth = read_object_table(gt_dir, mine, with_score=False, progress=progress)
+    detections = read_object_table(det_dir, groundtruth.names, with_score=True, missing="warn", progress=progress)
+    return frames, groundtruth, detections
+
+
+def _kitti_object_eval(args: argparse.Namespace) -> int:
+    from drivemetrics._internal.read_ahead import read_ahead
 
     gt_dir, det_dir = Path(args.gt), Path(args.det)
     for name, folder in (("--gt", gt_dir), ("--det", det_dir)):
@@ -113,36 +132,37 @@ def _kitti_object_eval(args: argparse.Namespace) -> int:
             option="--json",
             is_folder=False,
         )
-    from drivemetrics._internal.distributed import current_shard
+    # one process: the files are read and parsed in a forked, torch-free child while torch imports here
+    sharded = os.environ.get("WORLD_SIZE", "1").strip() not in ("", "0", "1")  # torchrun: ranks share the frames
+    progress = progress_setting(args)
+    if sharded:
+        from drivemetrics._internal.distributed import current_shard
 
+        progress = progress if current_shard().is_main else False
+    with read_ahead(_read_inputs, gt_dir, det_dir, args.list, sharded, progress) as pending:
+        from drivemetrics._internal.distributed import current_shard
+        from drivemetrics.detection.evaluate import evaluate_kitti_objects
+
+        frames, gt_table, det_table = pending.result()
+    if det_table.absent:
+        print(f"warning: {det_table.absent_message()}", file=sys.stderr)
+    groundtruth, detections = gt_table, det_table  # one table per folder: evaluated without building the frames
     shard = current_shard()
-    progress = progress_setting(args) if shard.is_main else False
-    frames = _read_list(args.list) if args.list else sorted(p.stem for p in gt_dir.glob("*.txt"))
-    frames = list(dict.fromkeys(frames))
-    if not frames:
-        raise ValueError(f"--gt folder {gt_dir} holds no .txt label file")
-    groundtruth = read_kitti_object_folder(gt_dir, shard.take(frames), with_score=False, progress=progress)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        detections = read_kitti_object_folder(
-            det_dir, list(groundtruth), with_score=True, missing="warn", progress=progress
-        )
-    for warning in caught:
-        print(f"warning: {warning.message}", file=sys.stderr)
     if shard.world > 1:  # torchrun: every rank read its shard of the frames
-        gts, dets = _gather_frames(shard, list(groundtruth.values()), list(detections.values()), len(frames))
+        gts, dets = _gather_frames(
+            shard, list(gt_table.frames().values()), list(det_table.frames().values()), len(frames)
+        )
         if not shard.is_main:
             return 0
-        groundtruth = dict(zip(frames, gts, strict=True))
-        detections = dict(zip(frames, dets, strict=True))
+        groundtruth, detections = gts, dets
     result = evaluate_kitti_objects(
-        list(detections.values()),
-        list(groundtruth.values()),
+        detections,
+        groundtruth,
         overlaps=args.overlaps,
         workers=resolve_workers(args.workers),
         progress=progress,
     )
-    print(f"{len(groundtruth)} frames, overlaps: {args.overlaps}")
+    print(f"{len(frames)} frames, overlaps: {args.overlaps}")
     if not result:
         print("no class was evaluated (no detection of Car, Pedestrian or Cyclist with a usable box)")
     print(format_table(result))

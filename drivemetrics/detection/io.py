@@ -19,18 +19,21 @@ import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
-from torch import Tensor
 
 from drivemetrics._internal.files import read_text
 from drivemetrics._internal.progress import progress_bar
-from drivemetrics.geometry.calib import parse_kitti_calib
+
+if TYPE_CHECKING:  # torch is imported where a function needs it: reading and parsing label files run without it
+    import torch
+    from torch import Tensor
 
 __all__ = [
     "KITTI_OBJECT_CALIB_KEYS",
     "KittiObjects",
+    "ObjectTable",
     "box3d_corners",
     "camera_to_image",
     "format_kitti_objects",
@@ -38,6 +41,7 @@ __all__ = [
     "read_kitti_object_calib",
     "read_kitti_object_folder",
     "read_kitti_objects",
+    "read_object_table",
     "velodyne_to_camera",
     "velodyne_to_image",
     "write_kitti_object_calib",
@@ -197,10 +201,13 @@ _PLAIN_BYTES = np.zeros(256, dtype=bool)
 _PLAIN_BYTES[[9, 10, *range(32, 127)]] = True
 
 
-def _parse_plain_table(texts: Sequence[str], with_score: bool | None) -> list[KittiObjects] | None:
-    """The objects of ``texts`` when they are plain ASCII and every non-blank line of every file has the same valid
-    column count and finite numbers (the usual folder): one split, one scan of the bytes for the column counts,
-    ``float`` on every number. ``None`` otherwise (then :func:`_parse_texts` goes file by file)."""
+def _parse_plain_table(
+    texts: Sequence[str], with_score: bool | None
+) -> tuple[list[str], np.ndarray, np.ndarray] | None:
+    """The objects of ``texts`` as one table ``(types, values, rows per file)`` when they are plain ASCII and every
+    non-blank line of every file has the same valid column count and finite numbers (the usual folder): one split,
+    one scan of the bytes for the column counts, ``float`` on every number. ``None`` otherwise (then
+    :func:`_parse_texts` goes file by file)."""
     joined = "\n".join(texts) + "\n"
     if not joined.isascii():
         return None
@@ -230,10 +237,14 @@ def _parse_plain_table(texts: Sequence[str], with_score: bool | None) -> list[Ki
         return None
     if not np.isfinite(values).all():
         return None
-    types = tokens[:, 0].tolist()
+    return tokens[:, 0].tolist(), values, rows_per_file
+
+
+def _split_table(types: list[str], values: np.ndarray, rows_per_file: np.ndarray) -> list[KittiObjects]:
+    """The frames of one table (each column contiguous; the frames are slices of them)."""
     stops = np.cumsum(rows_per_file).tolist()
     starts = [0, *stops[:-1]]
-    whole = KittiObjects.from_array(types, values)  # each column contiguous; the frames are slices of them
+    whole = KittiObjects.from_array(types, values)
     return [whole._rows(a, b) for a, b in zip(starts, stops, strict=True)]
 
 
@@ -248,7 +259,7 @@ def _parse_texts(texts: Sequence[str], sources: Sequence[str], with_score: bool 
     if len(texts) > 1:
         plain = _parse_plain_table(texts, with_score)
         if plain is not None:
-            return plain
+            return _split_table(*plain)
     expected = None if with_score is None else (16 if with_score else 15)
     out: list[KittiObjects | None] = [None] * len(texts)
     tables: dict[int, tuple[list[list[str]], list[tuple[int, int, int]]]] = {}  # width -> (rows, (file, start, stop))
@@ -370,12 +381,62 @@ def read_kitti_object_folder(
     Returns:
         ``{frame: objects}`` in the order of ``frames``.
     """
+    table = read_object_table(folder, frames, with_score, missing, progress)
+    if table.absent and missing == "warn":
+        warnings.warn(table.absent_message(), stacklevel=2)
+    return table.frames()
+
+
+@dataclass
+class ObjectTable:
+    """The objects of a folder's frames as one table (cheap to send between processes; no torch needed).
+
+    Attributes:
+        folder: the folder read.
+        names: frame names in order.
+        with_score: as given to :func:`read_object_table`.
+        parsed: the frames read from files: one ``(types, values, rows per file)`` table when every file has the
+            same column count (the usual folder), else one :class:`KittiObjects` per file.
+        absent: the names of the frames without a file (they have no objects).
+    """
+
+    folder: str
+    names: list[str]
+    with_score: bool | None
+    parsed: tuple[list[str], np.ndarray, np.ndarray] | list[KittiObjects]
+    absent: list[str]
+
+    def frames(self) -> dict[str, KittiObjects]:
+        """``{frame: objects}`` in the order of :attr:`names` (the frames of a table are slices of its columns)."""
+        parsed = _split_table(*self.parsed) if isinstance(self.parsed, tuple) else self.parsed
+        absent = set(self.absent)
+        present = [name for name in self.names if name not in absent]
+        objects = dict(zip(present, parsed, strict=True))
+        with_score = bool(self.with_score)
+        return {name: objects[name] if name in objects else KittiObjects.empty(with_score) for name in self.names}
+
+    def absent_message(self) -> str:
+        """The warning for the frames without a file."""
+        shown = ", ".join(self.absent[:5]) + (" ..." if len(self.absent) > 5 else "")
+        return f"{len(self.absent)} frame(s) have no file in {self.folder} and count as having no objects: {shown}"
+
+
+def read_object_table(
+    folder: str | Path,
+    frames: Iterable[str] | None = None,
+    with_score: bool | None = None,
+    missing: str = "error",
+    progress: bool | None = False,
+) -> ObjectTable:
+    """:func:`read_kitti_object_folder` as one :class:`ObjectTable` (the frames without a file are listed, not
+    warned about). Torch-free: ``kitti-object-eval`` runs it in a reader process while torch imports."""
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"KITTI object folder not found: {folder}")
     if missing not in ("error", "empty", "warn"):
         raise ValueError(f"`missing` must be 'error', 'empty' or 'warn', got {missing!r}")
     names = sorted(p.stem for p in folder.glob("*.txt")) if frames is None else list(frames)
+    names = list(dict.fromkeys(names)) if frames is not None else names
     texts: dict[str, str] = {}
     absent = []
     with progress_bar(len(names), f"reading {folder.name}", "frame", progress) as bar:
@@ -390,20 +451,16 @@ def read_kitti_object_folder(
                 if missing == "error":
                     raise FileNotFoundError(f"KITTI object file not found: {path}") from None
                 absent.append(name)
-    parsed = _parse_texts(list(texts.values()), [os.path.join(folder, f"{n}.txt") for n in texts], with_score)
-    objects = dict(zip(texts, parsed, strict=True))
-    out = {name: objects[name] if name in objects else KittiObjects.empty(bool(with_score)) for name in names}
-    if absent and missing == "warn":
-        shown = ", ".join(absent[:5]) + (" ..." if len(absent) > 5 else "")
-        warnings.warn(
-            f"{len(absent)} frame(s) have no file in {folder} and count as having no objects: {shown}", stacklevel=2
-        )
-    return out
+    sources = [os.path.join(folder, f"{n}.txt") for n in texts]
+    text_list = list(texts.values())
+    plain = _parse_plain_table(text_list, with_score) if len(text_list) > 1 else None
+    parsed = plain if plain is not None else _parse_texts(text_list, sources, with_score)
+    return ObjectTable(str(folder), names, with_score, parsed, absent)
 
 
-def read_kitti_object_calib(path: str | Path, dtype: torch.dtype = torch.float64) -> dict[str, Tensor]:
+def read_kitti_object_calib(path: str | Path, dtype: torch.dtype | None = None) -> dict[str, Tensor]:
     """Read a KITTI object calibration file: the seven :data:`KITTI_OBJECT_CALIB_KEYS` (``Tr_imu_to_velo`` may be
-    absent, as in the test split of some copies); matrices as 3 x 4 / 3 x 3 tensors.
+    absent, as in the test split of some copies); matrices as 3 x 4 / 3 x 3 tensors of ``dtype`` (default float64).
 
     Raises:
         FileNotFoundError: the file does not exist.
@@ -412,13 +469,19 @@ def read_kitti_object_calib(path: str | Path, dtype: torch.dtype = torch.float64
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"calibration file not found: {path}")
+    import torch
+
+    from drivemetrics.geometry.calib import parse_kitti_calib
+
     required = KITTI_OBJECT_CALIB_KEYS[:6]
     text = read_text(path, what="calibration file")
-    return parse_kitti_calib(text, source=str(path), required=required, dtype=dtype)
+    return parse_kitti_calib(text, source=str(path), required=required, dtype=dtype or torch.float64)
 
 
 def write_kitti_object_calib(path: str | Path, calib: Mapping[str, Tensor]) -> None:
     """Write a calibration file (keys in :data:`KITTI_OBJECT_CALIB_KEYS` order first, ``%.12e`` values)."""
+    import torch
+
     keys = [k for k in KITTI_OBJECT_CALIB_KEYS if k in calib] + [k for k in calib if k not in KITTI_OBJECT_CALIB_KEYS]
     lines = []
     for key in keys:
@@ -429,6 +492,8 @@ def write_kitti_object_calib(path: str | Path, calib: Mapping[str, Tensor]) -> N
 
 def _homogeneous_4x4(matrix: Tensor) -> Tensor:
     """``(..., 3, 3)`` or ``(..., 3, 4)`` -> ``(..., 4, 4)`` with a ``[0 0 0 1]`` bottom row."""
+    import torch
+
     out = torch.zeros(*matrix.shape[:-2], 4, 4, dtype=matrix.dtype, device=matrix.device)
     out[..., : matrix.shape[-2], : matrix.shape[-1]] = matrix
     out[..., 3, 3] = 1.0
@@ -440,6 +505,8 @@ def velodyne_to_camera(points: Tensor, calib: Mapping[str, Tensor]) -> Tensor:
 
     ``R0_rect @ Tr_velo_to_cam @ [x, y, z, 1]`` (both extended to 4 x 4); batched calibrations broadcast.
     """
+    import torch
+
     if points.shape[-1] != 3:
         raise ValueError(f"`points` must be ... x N x 3, got {tuple(points.shape)}")
     rect = _homogeneous_4x4(calib["R0_rect"].to(points)) @ _homogeneous_4x4(calib["Tr_velo_to_cam"].to(points))
@@ -456,6 +523,8 @@ def camera_to_image(points: Tensor, projection: Tensor) -> tuple[Tensor, Tensor]
     Returns:
         ``(uv, w)``: pixels and the homogeneous depth ``w`` (points with ``w <= 0`` are behind the camera).
     """
+    import torch
+
     if points.shape[-1] != 3:
         raise ValueError(f"`points` must be ... x N x 3, got {tuple(points.shape)}")
     if projection.shape[-2:] != (3, 4):
@@ -482,6 +551,8 @@ def box3d_corners(dimensions: Tensor, location: Tensor, rotation_y: Tensor) -> T
     Returns:
         Corners 0-3 on the bottom face (y = location y), 4-7 above them on the top face (y - h).
     """
+    import torch
+
     h, w, l = dimensions.unbind(-1)
     sx = torch.tensor([1, -1, -1, 1, 1, -1, -1, 1], dtype=dimensions.dtype, device=dimensions.device) / 2
     sz = torch.tensor([1, 1, -1, -1, 1, 1, -1, -1], dtype=dimensions.dtype, device=dimensions.device) / 2

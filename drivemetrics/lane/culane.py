@@ -202,18 +202,33 @@ def culane_matches(
     p_valid, pred_lane = check_lane_points(preds, preds_mask, "preds", check_values=validate_args)
     g_valid, gt_lane = check_lane_points(target, target_mask, "target", check_values=validate_args)
     if compat == "reference":
-        from drivemetrics.lane.culane_official import matched_ious, official_iou_matrix, official_match
+        from drivemetrics.lane.culane_official import (
+            matched_ious,
+            official_iou_from_pixels,
+            official_lanes_pixels,
+            official_match,
+        )
 
         preds_np, target_np = preds.detach().cpu().double().numpy(), target.detach().cpu().double().numpy()
         p_valid_np, g_valid_np = p_valid.cpu().numpy(), g_valid.cpu().numpy()
         pred_lane_np, gt_lane_np = pred_lane.cpu().numpy(), gt_lane.cpu().numpy()
         matched = np.full(target.shape[:2], np.nan)
+        gt_rows = [np.flatnonzero(gt_lane_np[i]) for i in range(preds.shape[0])]
+        pred_rows = [np.flatnonzero(pred_lane_np[i]) for i in range(preds.shape[0])]
+        # the splines of every lane of the batch at once, then each image's IoU matrix
+        gt_pixels = official_lanes_pixels(
+            [target_np[i, k][g_valid_np[i, k]] for i, rows in enumerate(gt_rows) for k in rows]
+        )
+        pred_pixels = official_lanes_pixels(
+            [preds_np[i, k][p_valid_np[i, k]] for i, rows in enumerate(pred_rows) for k in rows]
+        )
+        g_start = p_start = 0
         for i in range(preds.shape[0]):
-            gt_rows = np.flatnonzero(gt_lane_np[i])
-            gts = [target_np[i, k][g_valid_np[i, k]] for k in gt_rows]
-            prs = [preds_np[i, k][p_valid_np[i, k]] for k in np.flatnonzero(pred_lane_np[i])]
-            iou = official_iou_matrix(gts, prs, int(height), int(width), round(line_width))
-            matched[i, gt_rows] = matched_ious(iou, official_match(iou))
+            n_g, n_p = len(gt_rows[i]), len(pred_rows[i])
+            gts, prs = gt_pixels[g_start : g_start + n_g], pred_pixels[p_start : p_start + n_p]
+            g_start, p_start = g_start + n_g, p_start + n_p
+            iou = official_iou_from_pixels(gts, prs, int(height), int(width), round(line_width))
+            matched[i, gt_rows[i]] = matched_ious(iou, official_match(iou))
     else:
         pred_lane = _warn_short(p_valid, pred_lane, "predicted")
         gt_lane = _warn_short(g_valid, gt_lane, "GT")

@@ -37,10 +37,13 @@ __all__ = [
     "draw_official_lane",
     "load_cv2",
     "matched_ious",
+    "official_iou_from_pixels",
     "official_iou_matrix",
     "official_lane_pixels",
+    "official_lanes_pixels",
     "official_match",
     "official_spline",
+    "official_splines",
 ]
 
 SPLINE_STEPS = 50
@@ -84,6 +87,45 @@ def official_spline(points: np.ndarray, steps: int = SPLINE_STEPS) -> np.ndarray
     return np.concatenate([curve.reshape(-1, 2).astype(np.float32), p[-1:]], axis=0)
 
 
+def official_splines(points: np.ndarray, steps: int = SPLINE_STEPS) -> np.ndarray:
+    """:func:`official_spline` of ``G`` lanes of the same point count at once: ``(G, n, 2)`` -> ``(G, (n - 1) *
+    steps + 1, 2)`` float32, the same operations element by element (so the same bits as lane by lane)."""
+    p = np.asarray(points, dtype=np.float32)
+    g, n = p.shape[0], p.shape[1]
+    if n < 3:
+        raise ValueError(f"official_splines needs >= 3 points, got {n}")
+    d = (p[:, 1:] - p[:, :-1]).astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        h = np.sqrt(d[..., 0] ** 2 + d[..., 1] ** 2)  # G x (n - 1)
+        slope = d / h[..., None]
+        a, b, c = h[:, :-1].copy(), 2 * (h[:, :-1] + h[:, 1:]), h[:, 1:].copy()
+        rhs = 6 * (slope[:, 1:] - slope[:, :-1])  # G x (n - 2) x 2
+        c[:, 0] = c[:, 0] / b[:, 0]
+        rhs[:, 0] = rhs[:, 0] / b[:, 0, None]
+        for i in range(1, n - 2):
+            tmp = b[:, i] - a[:, i] * c[:, i - 1]
+            c[:, i] = c[:, i] / tmp
+            rhs[:, i] = (rhs[:, i] - a[:, i, None] * rhs[:, i - 1]) / tmp[:, None]
+        m = np.zeros((g, n, 2))
+        m[:, n - 2] = rhs[:, n - 3]
+        for i in range(n - 4, -1, -1):
+            m[:, i + 1] = rhs[:, i] - c[:, i, None] * m[:, i + 2]
+        m[:, 0] = m[:, n - 1] = 0.0
+        hh = h[..., None]
+        coef_b = slope - (2 * hh * m[:, :-1] + hh * m[:, 1:]) / 6
+        coef_c = m[:, :-1] / 2
+        coef_d = (m[:, 1:] - m[:, :-1]) / (6 * hh)
+        t = (h / steps)[..., None] * np.arange(steps)  # G x (n - 1) x steps
+        t = t[..., None]
+        curve = (
+            p[:, :-1, None, :].astype(np.float64)
+            + coef_b[:, :, None] * t
+            + coef_c[:, :, None] * t**2
+            + coef_d[:, :, None] * t**3
+        )
+    return np.concatenate([curve.reshape(g, -1, 2).astype(np.float32), p[:, -1:]], axis=1)
+
+
 def cv_round(values: np.ndarray) -> np.ndarray:
     """OpenCV's float -> int conversion (``cvRound``): round half to even; NaN / out of range -> ``INT_MIN``."""
     v = np.asarray(values, dtype=np.float32)
@@ -98,7 +140,27 @@ def official_lane_pixels(points: np.ndarray, steps: int = SPLINE_STEPS) -> np.nd
     p = np.asarray(points, dtype=np.float32).reshape(-1, 2)
     if p.shape[0] < 2:
         return None
-    curve = p if p.shape[0] == 2 else official_spline(p, steps)
+    return _pixels_of_curve(p if p.shape[0] == 2 else official_spline(p, steps))
+
+
+def official_lanes_pixels(lanes: list[np.ndarray], steps: int = SPLINE_STEPS) -> list[np.ndarray | None]:
+    """:func:`official_lane_pixels` of many lanes, the splines of lanes with the same point count computed at once."""
+    points = [np.asarray(lane, dtype=np.float32).reshape(-1, 2) for lane in lanes]
+    out: list[np.ndarray | None] = [None] * len(points)
+    by_count: dict[int, list[int]] = {}
+    for k, p in enumerate(points):
+        if p.shape[0] == 2:
+            out[k] = _pixels_of_curve(p)
+        elif p.shape[0] >= 3:
+            by_count.setdefault(p.shape[0], []).append(k)
+    for members in by_count.values():
+        curves = official_splines(np.stack([points[k] for k in members]), steps)
+        for k, curve in zip(members, curves, strict=True):
+            out[k] = _pixels_of_curve(curve)
+    return out
+
+
+def _pixels_of_curve(curve: np.ndarray) -> np.ndarray:
     pixels = cv_round(curve)
     # consecutive repeats only redraw the same round cap: dropping them leaves the drawing unchanged
     keep = np.ones(len(pixels), dtype=bool)
@@ -146,33 +208,80 @@ def official_iou_matrix(
     gt_lanes: list[np.ndarray], pred_lanes: list[np.ndarray], height: int = 590, width: int = 1640, line_width: int = 30
 ) -> np.ndarray:
     """``(n_gt, n_pred)`` IoU matrix of the official tool (0 for lanes of < 2 points, NaN for 0 / 0)."""
-    gt_masks = [draw_official_lane(lane, height, width, line_width) for lane in gt_lanes]
-    pred_masks = [draw_official_lane(lane, height, width, line_width) for lane in pred_lanes]
-    iou = np.zeros((len(gt_lanes), len(pred_lanes)))
     if not gt_lanes or not pred_lanes:
+        return np.zeros((len(gt_lanes), len(pred_lanes)))
+    return official_iou_from_pixels(
+        official_lanes_pixels(gt_lanes), official_lanes_pixels(pred_lanes), height, width, line_width
+    )
+
+
+def official_iou_from_pixels(
+    gt_pixels: list[np.ndarray | None],
+    pred_pixels: list[np.ndarray | None],
+    height: int = 590,
+    width: int = 1640,
+    line_width: int = 30,
+) -> np.ndarray:
+    """:func:`official_iou_matrix` of lanes given as :func:`official_lane_pixels` (None: fewer than 2 points).
+
+    Each lane is drawn on the part of the image it can reach (its pixels' box grown by more than the line's
+    reach, cut to the image): ``cv::line`` works in integer (fixed-point) coordinates, so moving a drawing by whole
+    pixels moves its pixels and nothing else, and every border of that part the lane could cross is the image's
+    own. A lane with a point far outside the image (e.g. ``INT_MIN`` from a NaN) is drawn on the whole image.
+    """
+    iou = np.zeros((len(gt_pixels), len(pred_pixels)))
+    if not gt_pixels or not pred_pixels:
         return iou
-    gt_rows = [_row_span(m) for m in gt_masks]
-    pred_rows = [_row_span(m) for m in pred_masks]
-    gt_sum = [int(np.count_nonzero(m)) if m is not None else 0 for m in gt_masks]
-    pred_sum = [int(np.count_nonzero(m)) if m is not None else 0 for m in pred_masks]
-    for i, (gm, (g0, g1)) in enumerate(zip(gt_masks, gt_rows, strict=True)):
-        if gm is None:
+    cv2 = load_cv2()
+    gt = [_draw_cropped(cv2, p, height, width, line_width) for p in gt_pixels]
+    pred = [_draw_cropped(cv2, p, height, width, line_width) for p in pred_pixels]
+    gt_sum = [int(np.count_nonzero(d[0])) if d is not None else 0 for d in gt]
+    pred_sum = [int(np.count_nonzero(d[0])) if d is not None else 0 for d in pred]
+    for i, g in enumerate(gt):
+        if g is None:
             continue
-        for j, (pm, (p0, p1)) in enumerate(zip(pred_masks, pred_rows, strict=True)):
-            if pm is None:
+        gm, gy, gx = g
+        for j, q in enumerate(pred):
+            if q is None:
                 continue
-            r0, r1 = max(g0, p0), min(g1, p1)
-            inter = int(np.count_nonzero(gm[r0:r1] & pm[r0:r1])) if r1 > r0 else 0
+            pm, py, px = q
+            y0, y1 = max(gy, py), min(gy + gm.shape[0], py + pm.shape[0])
+            x0, x1 = max(gx, px), min(gx + gm.shape[1], px + pm.shape[1])
+            inter = 0
+            if y1 > y0 and x1 > x0:
+                a = gm[y0 - gy : y1 - gy, x0 - gx : x1 - gx]
+                b = pm[y0 - py : y1 - py, x0 - px : x1 - px]
+                inter = int(np.count_nonzero(a & b))
             union = gt_sum[i] + pred_sum[j] - inter
             iou[i, j] = inter / union if union else math.nan
     return iou
 
 
-def _row_span(mask: np.ndarray | None) -> tuple[int, int]:
-    if mask is None:
-        return 0, 0
-    rows = np.flatnonzero(mask.any(axis=1))
-    return (int(rows[0]), int(rows[-1]) + 1) if rows.size else (0, 0)
+#: Points this far outside the image (pixels) make a lane drawn on the whole image (no crop).
+_FAR = 1 << 20
+
+
+def _draw_cropped(
+    cv2: object, pixels: np.ndarray | None, height: int, width: int, line_width: int
+) -> tuple[np.ndarray, int, int] | None:
+    """``(drawing, top, left)``: the lane drawn as :func:`draw_official_lane` does, on the image rows ``top:`` and
+    columns ``left:`` it can reach (None for lanes of < 2 points)."""
+    if pixels is None:
+        return None
+    reach = int(line_width) + 4  # a round cap's radius is line_width / 2: a generous margin
+    lo, hi = pixels.min(axis=0), pixels.max(axis=0)
+    if lo.min() < -_FAR or hi.max() > _FAR:
+        top = left = 0
+        bottom, right = height, width
+    else:
+        left, top = max(0, int(lo[0]) - reach), max(0, int(lo[1]) - reach)
+        right, bottom = min(width, int(hi[0]) + reach + 1), min(height, int(hi[1]) + reach + 1)
+        if right <= left or bottom <= top:  # nothing of the lane reaches the image
+            return np.zeros((0, 0), dtype=np.uint8), 0, 0
+    image = np.zeros((bottom - top, right - left), dtype=np.uint8)
+    shifted = (pixels - np.array([left, top], dtype=pixels.dtype)).reshape(-1, 1, 2)
+    cv2.polylines(image, [shifted], isClosed=False, color=1, thickness=int(line_width))  # type: ignore[attr-defined]
+    return image, top, left
 
 
 def official_match(iou: np.ndarray) -> np.ndarray:

@@ -244,7 +244,7 @@ def lane_distance_matrices(
             bound = None
             if max_distance is not None:  # raw Frechet bound of a relaxed distance that can still match
                 bound = max_distance * (1 + 1e-9) / relax[gk] * (2.0 if gt_sides is not None else 1.0)
-            frechet = bounded_frechet_distance_pairs(g_pts[gk], p_pts[pk], g_len[gk], p_len[pk], bound)
+            frechet = bounded_frechet_distance_pairs(g_pts[gk], p_pts[pk], g_len[gk], p_len[pk], max_distance=bound)
             unsure = xp.flatnonzero((frechet < math.inf) & (frechet * relax[gk] >= prefilter))
             if len(unsure):
                 cham = _gt_chamfer(g_pts[gk[unsure]], g_len[gk[unsure]], p_pts[pk[unsure]], p_len[pk[unsure]])
@@ -377,7 +377,7 @@ def match_frames(
     match = greedy_match_index(
         padded,
         scores,
-        np.asarray(list(thresholds), dtype=padded.dtype),
+        thresholds=np.asarray(list(thresholds), dtype=padded.dtype),
         preds_valid=preds_valid,
         inclusive=False,
         fallback=not reference,

@@ -7,8 +7,9 @@ below can be imported without torch). Sets of polylines are padded tensors ``poi
 
 - :mod:`~drivemetrics.polyline.resample`: ``arc_length``, ``interpolate_at``, ``resample_by_count`` (even arc
   length, ends included), ``resample_by_spacing`` (fixed spacing, numpy ``arange`` end effects).
-- :mod:`~drivemetrics.polyline.chamfer`: ``chamfer_distance`` (paired) and ``chamfer_distance_matrix`` (all pairs
-  of each frame), reduction ``"mean"`` / ``"sum"`` / ``"max"`` / one direction; differentiable.
+- :mod:`~drivemetrics.polyline.chamfer`: ``chamfer_distance`` (paired), ``chamfer_distance_matrix`` (all pairs
+  of each frame) and ``chamfer_distance_pairs`` (pairs listed by index into two sets of lines), reduction
+  ``"mean"`` / ``"sum"`` / ``"max"`` / one direction; differentiable.
 - :mod:`~drivemetrics.polyline.frechet`: ``frechet_distance_matrix`` (same call signature as
   ``chamfer_distance_matrix``), ``frechet_distance_pairs`` and ``soft_frechet_distance_pairs`` (log-sum-exp, for
   losses), ``bounded_frechet_distance_pairs`` (banded, exact up to a bound, pruned above it); anti-diagonal
@@ -35,6 +36,7 @@ _EXPORTS = {
     "bounded_frechet_distance_pairs": "drivemetrics.polyline.bounded_frechet",
     "chamfer_distance": "drivemetrics.polyline.chamfer",
     "chamfer_distance_matrix": "drivemetrics.polyline.chamfer",
+    "chamfer_distance_pairs": "drivemetrics.polyline.chamfer",
     "check_polylines": "drivemetrics.polyline.ragged",
     "drop_closing_point": "drivemetrics.polyline.pairs",
     "frechet_distance_matrix": "drivemetrics.polyline.frechet",

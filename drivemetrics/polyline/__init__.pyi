@@ -8,6 +8,7 @@ from drivemetrics.polyline.bounded_frechet import bounded_frechet_distance_pairs
 from drivemetrics.polyline.chamfer import ChamferReduction as ChamferReduction
 from drivemetrics.polyline.chamfer import chamfer_distance as chamfer_distance
 from drivemetrics.polyline.chamfer import chamfer_distance_matrix as chamfer_distance_matrix
+from drivemetrics.polyline.chamfer import chamfer_distance_pairs as chamfer_distance_pairs
 from drivemetrics.polyline.chamfer import point_distance_matrix as point_distance_matrix
 from drivemetrics.polyline.frechet import frechet_distance_matrix as frechet_distance_matrix
 from drivemetrics.polyline.frechet import frechet_distance_pairs as frechet_distance_pairs
@@ -34,6 +35,7 @@ __all__ = [
     "bounded_frechet_distance_pairs",
     "chamfer_distance",
     "chamfer_distance_matrix",
+    "chamfer_distance_pairs",
     "check_polylines",
     "drop_closing_point",
     "frechet_distance_matrix",

@@ -31,9 +31,9 @@ def pooled_precision_recall(
     scores: Tensor,
     true_positive: Tensor,
     num_targets: Tensor | int,
+    *,
     precision_dtype: DType = None,
     recall_dtype: DType = None,
-    *,
     validate_args: bool = True,
 ) -> tuple[Tensor, Tensor]:
     """Precision and recall after each detection, detections pooled over frames and sorted by descending score.
@@ -111,7 +111,7 @@ def average_precision_area(
 
 
 def interpolated_precision_11point(
-    precision: Tensor, recall: Tensor, compare_dtype: DType = None, *, validate_args: bool = True
+    precision: Tensor, recall: Tensor, *, compare_dtype: DType = None, validate_args: bool = True
 ) -> Tensor:
     """``(..., 11)``: for ``r = i * 0.1`` (float64, ``i = 0..10``), the largest precision with recall ``>= r`` or 0.
 
@@ -156,7 +156,8 @@ def average_precision_11point(
         tensor(0.5000)
     """
     values = xp.astype(
-        interpolated_precision_11point(precision, recall, compare_dtype), xp.dtype_name(dtype or precision.dtype)
+        interpolated_precision_11point(precision, recall, compare_dtype=compare_dtype),
+        xp.dtype_name(dtype or precision.dtype),
     )
     total = values[..., 0]
     for i in range(1, 11):

@@ -72,10 +72,10 @@ def bounded_frechet_distance_pairs(
     b: Array,
     a_lengths: Array | None = None,
     b_lengths: Array | None = None,
+    *,
     max_distance: float | Array | None = None,
     check_every: int = 8,
     band_widths: tuple[int, ...] = (2, 8, 24),
-    *,
     validate_args: bool = True,
 ) -> Array:
     """:func:`~drivemetrics.polyline.frechet.frechet_distance_pairs` without gradient, faster, and exact only up to

@@ -20,7 +20,13 @@ from torch import Tensor
 from drivemetrics.polyline.pairs import nearest_distances
 from drivemetrics.polyline.ragged import check_polylines, point_mask
 
-__all__ = ["ChamferReduction", "chamfer_distance", "chamfer_distance_matrix", "point_distance_matrix"]
+__all__ = [
+    "ChamferReduction",
+    "chamfer_distance",
+    "chamfer_distance_matrix",
+    "chamfer_distance_pairs",
+    "point_distance_matrix",
+]
 
 ChamferReduction = Literal["mean", "sum", "max", "forward", "backward"]
 _REDUCTIONS = ("mean", "sum", "max", "forward", "backward")
@@ -103,23 +109,25 @@ def _directional_means_without_grad(
 
 
 def _paired_means(
-    a: Tensor, a_lengths: Tensor, b: Tensor, b_lengths: Tensor, max_elements: int
+    a: Tensor, a_lengths: Tensor, a_index: Tensor, b: Tensor, b_lengths: Tensor, b_index: Tensor, max_elements: int
 ) -> tuple[Tensor, Tensor]:
-    """Directional means of pairs ``a[k]``, ``b[k]`` (``(K, Pa, D)``, ``(K, Pb, D)``), in chunks of similar sizes.
+    """Directional means of pairs ``a[a_index[k]]``, ``b[b_index[k]]`` (lines ``(Na, Pa, D)``, ``(Nb, Pb, D)``),
+    in chunks of similar sizes; each chunk gathers its own lines (the pairs' lines are never all copied at once).
 
     Pairs are sorted by their point-pair count and each chunk is cut to its own longest lines, so that padding
     costs little when lengths vary (fixed-spacing resampling).
     """
-    num = a.shape[0]
+    num = a_index.shape[0]
     dtype = torch.promote_types(a.dtype, b.dtype)
     forward = torch.zeros(num, dtype=dtype, device=a.device)
     backward = torch.zeros(num, dtype=dtype, device=a.device)
     if num == 0:
         return forward, backward
     needs_grad = torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)
+    pair_a_lengths, pair_b_lengths = a_lengths[a_index], b_lengths[b_index]
     # buckets of lines whose lengths round up to the same powers of two; each chunk is cut to its longest lines
-    bucket_a = torch.ceil(torch.log2(a_lengths.clamp_min(1).to(torch.float64))).long()
-    bucket_b = torch.ceil(torch.log2(b_lengths.clamp_min(1).to(torch.float64))).long()
+    bucket_a = torch.ceil(torch.log2(pair_a_lengths.clamp_min(1).to(torch.float64))).long()
+    bucket_b = torch.ceil(torch.log2(pair_b_lengths.clamp_min(1).to(torch.float64))).long()
     key = bucket_a * 64 + bucket_b
     order = torch.argsort(key, stable=True)
     keys, counts = torch.unique_consecutive(key[order], return_counts=True)
@@ -130,10 +138,11 @@ def _paired_means(
         step = max(1, max_elements // per_pair)
         for chunk_start in range(start, start + count, step):
             index = order[chunk_start : min(chunk_start + step, start + count)]
-            la, lb = a_lengths[index], b_lengths[index]
+            la, lb = pair_a_lengths[index], pair_b_lengths[index]
             pa, pb = max(1, int(la.max())), max(1, int(lb.max()))
             means = _directional_means if needs_grad else _directional_means_without_grad
-            f, r = means(a[index, :pa], point_mask(la, pa), la, b[index, :pb], point_mask(lb, pb), lb)
+            lines_a, lines_b = a[a_index[index], :pa], b[b_index[index], :pb]
+            f, r = means(lines_a, point_mask(la, pa), la, lines_b, point_mask(lb, pb), lb)
             pieces_f.append(f)
             pieces_b.append(r)
             pieces_i.append(index)
@@ -150,13 +159,23 @@ def _boxes(points: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
     low = torch.full((*lengths.shape, points.shape[-1]), big, dtype=points.dtype, device=points.device)
     high = torch.full_like(low, -big)
     present = lengths > 0
-    lines, line_lengths = points.detach()[present], lengths[present]  # only present lines: padding costs nothing
-    if bool((line_lengths == points.shape[-2]).all()):
+    if bool((lengths[present] == points.shape[-2]).all()):
+        lines = points.detach()[present]  # only present lines: padding costs nothing
         low[present], high[present] = lines.amin(-2), lines.amax(-2)
-    else:
-        mask = point_mask(line_lengths, points.shape[-2]).unsqueeze(-1)
-        low[present] = torch.where(mask, lines, torch.full_like(lines, big)).amin(-2)
-        high[present] = torch.where(mask, lines, torch.full_like(lines, -big)).amax(-2)
+        return low, high
+    # present lines sorted by length, 4096 at a time, each chunk gathered only up to its longest line (fixed-spacing
+    # samples vary a lot in count)
+    flat_points, flat_lengths = points.detach().reshape(-1, *points.shape[-2:]), lengths.reshape(-1)
+    rows = present.reshape(-1).nonzero().squeeze(-1)
+    rows = rows[torch.argsort(flat_lengths[rows])]
+    flat_low, flat_high = low.view(-1, points.shape[-1]), high.view(-1, points.shape[-1])
+    for index in rows.split(4096):
+        part_lengths = flat_lengths[index]
+        width = int(part_lengths.max())
+        part = flat_points[index, :width]
+        mask = point_mask(part_lengths, width).unsqueeze(-1)
+        flat_low[index] = torch.where(mask, part, big).amin(-2)
+        flat_high[index] = torch.where(mask, part, -big).amax(-2)
     return low, high
 
 
@@ -231,6 +250,128 @@ def chamfer_distance(
     return torch.where(absent, torch.full_like(result, torch.inf), result)
 
 
+def _pair_distances(
+    a: Tensor,
+    a_lengths: Tensor,
+    a_index: Tensor,
+    b: Tensor,
+    b_lengths: Tensor,
+    b_index: Tensor,
+    reduction: str,
+    max_elements: int,
+    max_distance: float | None,
+) -> Tensor:
+    """``(K,)`` distances of the pairs ``a[a_index[k]]``, ``b[b_index[k]]`` of present lines; ``inf`` where the
+    lower bounds prove a distance above ``max_distance``."""
+    dtype = torch.promote_types(a.dtype, b.dtype)
+    out = torch.full(a_index.shape, torch.inf, dtype=dtype, device=a.device)
+    kept = torch.arange(a_index.shape[0], device=a.device)
+    limit = None if max_distance is None else max_distance * (1 + 1e-9) + 1e-9
+    if limit is not None and kept.numel():
+        # lower bounds: the gap between the two boxes, then each line's mean distance to the other's box
+        a_low, a_high = _boxes(a, a_lengths)  # (Na, D): one pass over the lines, not one per pair
+        b_low, b_high = _boxes(b, b_lengths)
+        gap = (b_low[b_index] - a_high[a_index]).clamp_min(0) + (a_low[a_index] - b_high[b_index]).clamp_min(0)
+        box_gap = gap.square().sum(-1).sqrt()
+        kept = kept[_combine(box_gap, box_gap, reduction) <= limit]
+        keep = torch.zeros(kept.shape, dtype=torch.bool, device=a.device)
+        # 1024 pairs at a time (the temporaries stay in cache: 3x faster than all pairs at once), sorted by length
+        # and each step cut to its longest lines (padding points would cost as much as valid ones)
+        pair_a, pair_b = a_index[kept], b_index[kept]
+        order = torch.argsort(torch.maximum(a_lengths[pair_a], b_lengths[pair_b]))
+        for chosen in order.split(1024) if order.numel() else ():
+            i, j = pair_a[chosen], pair_b[chosen]
+            la, lb = a_lengths[i], b_lengths[j]
+            pa, pb = max(1, int(la.max())), max(1, int(lb.max()))
+            forward_lb = _points_to_box(a[i, :pa], la, b_low[j], b_high[j])
+            backward_lb = _points_to_box(b[j, :pb], lb, a_low[i], a_high[i])
+            keep[chosen] = _combine(forward_lb, backward_lb, reduction) <= limit
+        kept = kept[keep]
+    forward, backward = _paired_means(a, a_lengths, a_index[kept], b, b_lengths, b_index[kept], max_elements)
+    return out.index_put((kept,), _combine(forward, backward, reduction).to(dtype))
+
+
+def chamfer_distance_pairs(
+    preds: Tensor,
+    preds_lengths: Tensor,
+    target: Tensor,
+    target_lengths: Tensor,
+    preds_index: Tensor,
+    target_index: Tensor,
+    *,
+    reduction: ChamferReduction = "mean",
+    max_elements: int = 1 << 24,
+    max_distance: float | None = None,
+    validate_args: bool = True,
+) -> Tensor:
+    """Chamfer distances of chosen pairs of two sets of polylines: ``preds[preds_index[k]]`` against
+    ``target[target_index[k]]``.
+
+    What :func:`chamfer_distance_matrix` computes for the pairs of each frame, for pairs listed by index: lines are
+    stored once (e.g. all resampled lines of many frames and classes, flat) and only the listed pairs are compared,
+    each chunk of pairs gathering its own lines. The same values, bit for bit, as the matrix for the same pairs.
+
+    Args:
+        preds: ``(Na, Pa, D)`` polylines (metres).
+        preds_lengths: ``(Na,)`` valid point counts (0 = absent line).
+        target: ``(Nb, Pb, D)`` polylines.
+        target_lengths: ``(Nb,)``.
+        preds_index: ``(K,)`` indices into ``preds``.
+        target_index: ``(K,)`` indices into ``target``.
+        reduction: how both directions combine (see :func:`chamfer_distance`).
+        max_elements: point-pair distances held in memory at once (see :func:`chamfer_distance_matrix`).
+        max_distance: pairs whose distance provably exceeds it get ``inf`` without being computed (see
+            :func:`chamfer_distance_matrix`); every distance ``<= max_distance`` is exact.
+        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
+
+    Returns:
+        ``(K,)`` distances (metres), ``inf`` for pairs with an absent line; differentiable.
+
+    Examples:
+        >>> lines = torch.tensor([[[0.0, 0.0], [1.0, 0.0]], [[0.0, 5.0], [1.0, 5.0]]])  # (2, 2, 2)
+        >>> target = torch.tensor([[[0.0, 1.0], [1.0, 1.0], [2.0, 1.0]]])  # (1, 3, 2)
+        >>> chamfer_distance_pairs(lines, torch.tensor([2, 2]), target, torch.tensor([3]),
+        ...                        torch.tensor([1, 0]), torch.tensor([0, 0]))
+        tensor([4.0205, 1.0690])
+    """
+    check_polylines(preds, preds_lengths, "preds", check_values=validate_args)
+    check_polylines(target, target_lengths, "target", check_values=validate_args)
+    _check_reduction(reduction)
+    if preds.ndim != 3 or target.ndim != 3 or preds.shape[-1] != target.shape[-1]:
+        raise ValueError(
+            f"`preds` and `target` must be (N, P, D) with the same D, got {tuple(preds.shape)} and "
+            f"{tuple(target.shape)}"
+        )
+    if preds_index.shape != target_index.shape or preds_index.ndim != 1:
+        raise ValueError(
+            f"`preds_index` and `target_index` must be (K,), got {tuple(preds_index.shape)} and "
+            f"{tuple(target_index.shape)}"
+        )
+    if validate_args and preds_index.numel():
+        for name, index, size in (
+            ("preds_index", preds_index, preds.shape[0]),
+            ("target_index", target_index, target.shape[0]),
+        ):
+            if int(index.min()) < 0 or int(index.max()) >= size:
+                raise ValueError(f"`{name}` must lie in [0, {size - 1}], got {int(index.min())}..{int(index.max())}")
+    dtype = torch.promote_types(preds.dtype, target.dtype)
+    present = (preds_lengths[preds_index] > 0) & (target_lengths[target_index] > 0)
+    chosen = present.nonzero().squeeze(-1)
+    values = _pair_distances(
+        preds,
+        preds_lengths,
+        preds_index[chosen],
+        target,
+        target_lengths,
+        target_index[chosen],
+        reduction,
+        max_elements,
+        max_distance,
+    )
+    out = torch.full(preds_index.shape, torch.inf, dtype=dtype, device=preds.device)
+    return out.index_put((chosen,), values.to(dtype))
+
+
 def chamfer_distance_matrix(
     preds: Tensor,
     preds_lengths: Tensor,
@@ -282,29 +423,20 @@ def chamfer_distance_matrix(
     nb = b.shape[1]
     dtype = torch.promote_types(preds.dtype, target.dtype)
     present = (a_len > 0)[:, :, None] & (b_len > 0)[:, None, :]  # (F, Na, Nb)
-    limit = None if max_distance is None else max_distance * (1 + 1e-9) + 1e-9
-    if limit is not None:
-        # lower bounds: the gap between the two boxes, then each line's mean distance to the other's box
-        a_low, a_high = _boxes(a, a_len)
-        b_low, b_high = _boxes(b, b_len)
-        gap = (b_low[:, None] - a_high[:, :, None]).clamp_min(0) + (a_low[:, :, None] - b_high[:, None]).clamp_min(0)
-        box_gap = gap.square().sum(-1).sqrt()  # (F, Na, Nb)
-        present &= _combine(box_gap, box_gap, reduction) <= limit
     f_idx, i_idx, j_idx = present.nonzero(as_tuple=True)
-    if limit is not None and f_idx.numel():
-        keep = torch.zeros(f_idx.shape, dtype=torch.bool, device=f_idx.device)
-        step = 1024  # pairs at a time: the temporaries stay in cache (3x faster than all pairs at once)
-        for start in range(0, f_idx.numel(), step):
-            f, i, j = f_idx[start : start + step], i_idx[start : start + step], j_idx[start : start + step]
-            forward_lb = _points_to_box(a[f, i], a_len[f, i], b_low[f, j], b_high[f, j])
-            backward_lb = _points_to_box(b[f, j], b_len[f, j], a_low[f, i], a_high[f, i])
-            keep[start : start + step] = _combine(forward_lb, backward_lb, reduction) <= limit
-        f_idx, i_idx, j_idx = f_idx[keep], i_idx[keep], j_idx[keep]
-    forward, backward = _paired_means(
-        a[f_idx, i_idx], a_len[f_idx, i_idx], b[f_idx, j_idx], b_len[f_idx, j_idx], max_elements
+    values = _pair_distances(
+        a.reshape(frames * na, *a.shape[2:]),
+        a_len.reshape(-1),
+        f_idx * na + i_idx,
+        b.reshape(frames * nb, *b.shape[2:]),
+        b_len.reshape(-1),
+        f_idx * nb + j_idx,
+        reduction,
+        max_elements,
+        max_distance,
     )
     result = torch.full((frames, na, nb), torch.inf, dtype=dtype, device=preds.device)
-    result = result.index_put((f_idx, i_idx, j_idx), _combine(forward, backward, reduction).to(dtype))
+    result = result.index_put((f_idx, i_idx, j_idx), values.to(dtype))
     absent = (a_len == 0)[:, :, None] | (b_len == 0)[:, None, :]
     result = torch.where(absent, torch.full_like(result, torch.inf), result)
     return result.reshape(*batch, na, nb)

@@ -82,12 +82,12 @@ def nearest_target(
 def greedy_match(
     distances: Tensor,
     scores: Tensor,
+    *,
     thresholds: Tensor | float | list[float],
     preds_valid: Tensor | None = None,
     target_valid: Tensor | None = None,
     inclusive: bool = True,
     fallback: bool = False,
-    *,
     validate_args: bool = True,
 ) -> Tensor:
     """True-positive flags of greedy matching by descending score, per frame and threshold.
@@ -110,14 +110,23 @@ def greedy_match(
     Examples:
         >>> import torch
         >>> distances = torch.tensor([[0.3, 0.4], [0.2, 0.45]])  # 2 predictions x 2 targets
-        >>> greedy_match(distances, torch.tensor([0.9, 0.8]), [0.5])[..., 0]
+        >>> greedy_match(distances, torch.tensor([0.9, 0.8]), thresholds=[0.5])[..., 0]
         tensor([ True, False])
-        >>> greedy_match(distances, torch.tensor([0.9, 0.8]), [0.5], fallback=True)[..., 0]
+        >>> greedy_match(distances, torch.tensor([0.9, 0.8]), thresholds=[0.5], fallback=True)[..., 0]
         tensor([True, True])
     """
     if fallback:
         return (
-            greedy_match_index(distances, scores, thresholds, preds_valid, target_valid, inclusive, fallback=True) >= 0
+            greedy_match_index(
+                distances,
+                scores,
+                thresholds=thresholds,
+                preds_valid=preds_valid,
+                target_valid=target_valid,
+                inclusive=inclusive,
+                fallback=True,
+            )
+            >= 0
         )
     thresholds_t = xp.as_values(thresholds, like=distances).reshape(-1)
     num_preds, num_targets = distances.shape[-2], distances.shape[-1]
@@ -146,12 +155,12 @@ def greedy_match(
 def greedy_match_index(
     distances: Tensor,
     scores: Tensor,
+    *,
     thresholds: Tensor | float | list[float],
     preds_valid: Tensor | None = None,
     target_valid: Tensor | None = None,
     inclusive: bool = True,
     fallback: bool = False,
-    *,
     validate_args: bool = True,
 ) -> Tensor:
     """:func:`greedy_match` that also says which target each true positive took (topology scores need it).
@@ -163,11 +172,12 @@ def greedy_match_index(
 
     >>> import torch
     >>> distances = torch.tensor([[0.3, 0.4], [0.2, 0.45]])  # 2 predictions x 2 targets
-    >>> greedy_match_index(distances, torch.tensor([0.9, 0.8]), [0.5])[..., 0]
+    >>> greedy_match_index(distances, torch.tensor([0.9, 0.8]), thresholds=[0.5])[..., 0]
     tensor([ 0, -1])
-    >>> greedy_match_index(distances, torch.tensor([0.9, 0.8]), [0.5], fallback=True)[..., 0]
+    >>> greedy_match_index(distances, torch.tensor([0.9, 0.8]), thresholds=[0.5], fallback=True)[..., 0]
     tensor([0, 1])
-    >>> greedy_match_index(distances.numpy(), torch.tensor([0.9, 0.8]).numpy(), [0.5], fallback=True)[..., 0]
+    >>> scores = torch.tensor([0.9, 0.8])
+    >>> greedy_match_index(distances.numpy(), scores.numpy(), thresholds=[0.5], fallback=True)[..., 0]
     array([0, 1])
     """
     thresholds_t = xp.as_values(thresholds, like=distances).reshape(-1)
@@ -175,7 +185,15 @@ def greedy_match_index(
     lead = distances.shape[:-2]
     num_thr = thresholds_t.shape[0]
     if not fallback:
-        tp = greedy_match(distances, scores, thresholds_t, preds_valid, target_valid, inclusive, fallback=False)
+        tp = greedy_match(
+            distances,
+            scores,
+            thresholds=thresholds_t,
+            preds_valid=preds_valid,
+            target_valid=target_valid,
+            inclusive=inclusive,
+            fallback=False,
+        )
         if num_targets == 0:
             return xp.full(tp.shape, -1, like=distances, dtype="int64")
         index, _ = nearest_target(_detach(distances), target_valid)

@@ -100,7 +100,7 @@ def interpolate_at(points: Tensor, lengths: Tensor, positions: Tensor, *, valida
     return torch.where((lengths > 0)[..., None, None], result, torch.zeros_like(result))
 
 
-def resample_by_count(points: Tensor, lengths: Tensor, num_samples: int, *, validate_args: bool = True) -> Tensor:
+def resample_by_count(points: Tensor, lengths: Tensor, *, num_samples: int, validate_args: bool = True) -> Tensor:
     """``num_samples`` points at evenly spaced arc length, from 0 to the full length inclusive.
 
     Positions are ``linspace(0, L, num_samples)`` as numpy computes them (``i * (L / (n - 1))``, last = ``L``),
@@ -117,7 +117,7 @@ def resample_by_count(points: Tensor, lengths: Tensor, num_samples: int, *, vali
         which give zeros.
 
     Examples:
-        >>> resample_by_count(torch.tensor([[[0.0, 0.0], [4.0, 0.0]]]), torch.tensor([2]), 5)[0, :, 0]
+        >>> resample_by_count(torch.tensor([[[0.0, 0.0], [4.0, 0.0]]]), torch.tensor([2]), num_samples=5)[0, :, 0]
         tensor([0., 1., 2., 3., 4.])
     """
     if num_samples < 2:
@@ -131,7 +131,7 @@ def resample_by_count(points: Tensor, lengths: Tensor, num_samples: int, *, vali
 
 
 def resample_by_spacing(
-    points: Tensor, lengths: Tensor, spacing: float, max_samples: int = 100_000, *, validate_args: bool = True
+    points: Tensor, lengths: Tensor, *, spacing: float, max_samples: int = 100_000, validate_args: bool = True
 ) -> tuple[Tensor, Tensor]:
     """Points every ``spacing`` metres along each polyline, plus both end points, as numpy's ``arange`` gives them.
 
@@ -154,7 +154,7 @@ def resample_by_spacing(
 
     Examples:
         >>> samples, counts = resample_by_spacing(torch.tensor([[[0.0, 0.0], [1.0, 0.0]]], dtype=torch.float64),
-        ...                                       torch.tensor([2]), 0.3)
+        ...                                       torch.tensor([2]), spacing=0.3)
         >>> samples[0, : int(counts[0]), 0].tolist()
         [0.0, 0.3, 0.6, 0.8999999999999999, 1.0]
     """

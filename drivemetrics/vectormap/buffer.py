@@ -139,10 +139,10 @@ def buffers_intersect(
     a_lengths: Tensor,
     b: Tensor,
     b_lengths: Tensor,
+    *,
     distance: float = 2.0,
     mitre_limit: float = 5.0,
     max_elements: int = 1 << 24,
-    *,
     validate_args: bool = True,
 ) -> Tensor:
     """Whether the buffers of paired 2-D polylines ``a[k]`` and ``b[k]`` intersect (touching counts).

@@ -10,9 +10,8 @@ from drivemetrics._internal.options import (
     add_device,
     add_input,
     add_no_progress,
-    add_workers,
+    positive_int,
     progress_setting,
-    resolve_workers,
 )
 
 __all__ = ["register"]
@@ -20,19 +19,25 @@ __all__ = ["register"]
 
 def _map_eval(args: argparse.Namespace) -> int:
     from drivemetrics._internal.files import atomic_write_text, check_output_path
-    from drivemetrics._internal.options import check_device
-    from drivemetrics.vectormap.evaluate import evaluate_map_files
+    from drivemetrics._internal.read_ahead import read_ahead
+    from drivemetrics.vectormap.io import read_map_files
 
-    check_device(args.device)
     if args.json:
         check_output_path(args.json, input_files=[args.gt, args.pred], option="--json", is_folder=False)
-    result = evaluate_map_files(
-        args.gt,
-        args.pred,
+    with read_ahead(read_map_files, args.gt, args.pred, args.protocol) as inputs:  # reads while torch imports
+        from drivemetrics._internal.options import check_device
+        from drivemetrics.vectormap.evaluate import evaluate_map_samples
+
+        check_device(args.device)
+        gt, preds = inputs.result()
+    result = evaluate_map_samples(
+        gt,
+        preds,
         args.protocol,
         args.device,
-        workers=resolve_workers(args.workers),
+        workers=args.workers,
         progress=progress_setting(args),
+        names=(str(args.gt), str(args.pred)),
     )
     from drivemetrics._internal.distributed import current_shard
 
@@ -88,6 +93,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_input(parser, "--pred", "file", required=True, help="prediction JSON (MapTR results or challenge submission)")
     parser.add_argument("--json", help='write {"mAP": ..., "classes": {name: {"AP", "AP@0.5", ...}}} here')
     add_device(parser, "torch device for the evaluation")
-    add_workers(parser, "processes matching batches of samples (CPU)")
+    parser.add_argument(
+        "--workers",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="processes matching batches of samples (CPU; default: one process, matching batches in one thread per "
+        "core: a spawned process would first import torch)",
+    )
     add_no_progress(parser)
     parser.set_defaults(func=_map_eval, sharded=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,12 +12,12 @@ import torch
 from torch import Tensor
 
 from drivemetrics._internal.distributed import current_shard
-from drivemetrics._internal.pool import map_in_processes
+from drivemetrics._internal.pool import map_in_processes, one_torch_thread_per_worker, parallel_map, usable_cores
 from drivemetrics._internal.progress import progress_bar
 from drivemetrics._internal.ragged import RaggedRows
-from drivemetrics.vectormap.io import MapSample, pack_samples, read_map_gt, read_map_preds
-from drivemetrics.vectormap.map_ap import vector_map_ap_from_matches, vector_map_matches
+from drivemetrics.vectormap.io import MapSample, pack_samples, read_map_files
 from drivemetrics.vectormap.protocol import MapProtocol, ProtocolName, get_protocol
+from drivemetrics.vectormap.scoring import vector_map_ap_from_matches, vector_map_matches
 
 __all__ = ["MapEvaluation", "evaluate_map_files", "evaluate_map_samples"]
 
@@ -24,8 +25,6 @@ __all__ = ["MapEvaluation", "evaluate_map_files", "evaluate_map_samples"]
 #: torch) costs about what matching a thousand samples costs
 MIN_SAMPLES_PER_PROCESS = 1000
 
-#: file format of each preset (the default protocol reads either, detected from the content)
-PROTOCOL_FORMATS = {"nuscenes-maptr": "maptr", "av2-cvpr23": "av2"}
 #: padded points (lines x longest line, after resampling) one batch of samples may hold, per side: batches are cut
 #: by this cost, so one large sample never pads a whole batch to its size
 BATCH_POINTS = 1 << 21
@@ -115,25 +114,34 @@ def _match_samples(
     pred_dims: int,
     device: torch.device | str,
     batch_size: int,
-    workers: int = 1,
+    workers: int | None = 1,
     progress: bool | None = False,
 ) -> tuple[Tensor, Tensor]:
-    """Match paired samples in batches (cut by padded size, see :func:`_batches`; ``workers`` processes on the
-    CPU): rows ``(S, 2 + T)`` float64 (score, class id, true-positive flags) and the GT count per class ``(C,)``.
-    The rows do not depend on the batches."""
+    """Match paired samples in batches (cut by padded size, see :func:`_batches`): ``workers`` processes on the
+    CPU, ``None``: one thread per core with one torch thread each (the kernels release the GIL; a spawned process
+    would first import torch): rows ``(S, 2 + T)`` float64 (score, class id, true-positive flags) and the GT count
+    per class ``(C,)``. The rows do not depend on the batches."""
     if torch.device(device).type != "cpu":
         workers = 1  # one process drives the accelerator
-    workers = max(1, min(workers, len(gt) // MIN_SAMPLES_PER_PROCESS))  # a process costs its start-up (imports)
-    if workers > 1:  # at least two batches per worker, so that the processes share the work
-        batch_size = max(1, min(batch_size, -(-len(gt) // (2 * workers))))
+    if workers is not None:
+        workers = max(1, min(workers, len(gt) // MIN_SAMPLES_PER_PROCESS))  # a process costs its start-up (imports)
+    if workers is None or workers > 1:  # at least two batches per worker, so that the processes share the work
+        batch_size = max(1, min(batch_size, -(-len(gt) // (2 * (workers or usable_cores())))))
     jobs = [
         (gt[batch.start : batch.stop], preds[batch.start : batch.stop], proto, gt_dims, pred_dims, device)
         for batch in _batches(gt, preds, proto, batch_size)
     ]
     rows = [torch.zeros(0, 2 + len(proto.thresholds), dtype=torch.float64, device=device)]
     num_targets = torch.zeros(len(proto.class_names), dtype=torch.long, device=device)
-    with progress_bar(len(gt), "map-eval", "sample", progress) as bar:
-        for job, (part, counts) in zip(jobs, map_in_processes(_match_batch, jobs, workers), strict=True):
+    threads = usable_cores() if workers is None and torch.device(device).type == "cpu" and len(jobs) > 1 else 1
+    with contextlib.ExitStack() as stack:
+        if threads > 1:  # batches in threads: the kernels release the GIL, and a thread costs no start-up
+            stack.enter_context(one_torch_thread_per_worker())
+            results = parallel_map(_match_batch, jobs, threads)
+        else:
+            results = map_in_processes(_match_batch, jobs, workers or 1)
+        bar = stack.enter_context(progress_bar(len(gt), "map-eval", "sample", progress))
+        for job, (part, counts) in zip(jobs, results, strict=True):
             rows.append(part)
             num_targets += counts
             bar.update(len(job[0]))
@@ -146,7 +154,7 @@ def evaluate_map_samples(
     protocol: ProtocolName = "default",
     device: torch.device | str = "cpu",
     batch_size: int = 2000,
-    workers: int = 1,
+    workers: int | None = 1,
     progress: bool | None = False,
     names: tuple[str, str] = ("GT", "predictions"),
 ) -> MapEvaluation:
@@ -154,8 +162,9 @@ def evaluate_map_samples(
 
     Under ``torchrun`` (the ``map-eval`` command, see :mod:`drivemetrics._internal.distributed`) each rank matches the
     GT samples ``rank, rank + world, ...`` and the matches are pooled across the ranks: every rank returns the report
-    of one process. ``workers`` processes match batches of samples (CPU only; the result does not depend on it),
-    ``progress`` draws a bar on stderr (``None``: only when stdout and stderr are terminals).
+    of one process. ``workers`` processes match batches of samples (CPU only; the result does not depend on it;
+    ``None``: one thread per core in this process), ``progress`` draws a
+    bar on stderr (``None``: only when stdout and stderr are terminals).
 
     Returns:
         ``report = {"mAP": float, "classes": {name: {"AP", "AP@<thr>", "num_gts", "num_preds"}}}``.
@@ -213,7 +222,7 @@ def evaluate_map_samples(
     if shard.world > 1:  # tied scores are ordered by content: the pooled AP does not depend on the sharding
         frames = shard.gather_frames([shard.rank], matches=RaggedRows(rows, torch.tensor([rows.shape[0]])))
         rows, num_targets = frames.fields["matches"].rows, shard.sum(num_targets)
-    out = vector_map_ap_from_matches(rows[:, 0], rows[:, 1].long(), rows[:, 2:] > 0.5, num_targets, proto)
+    out = vector_map_ap_from_matches(rows[:, 0], rows[:, 1].long(), rows[:, 2:] > 0.5, num_targets, protocol=proto)
     classes: dict[str, dict[str, float | int]] = {}
     for c, name in enumerate(proto.class_names):
         entry: dict[str, float | int] = {"AP": float(out["ap"][c])}
@@ -230,7 +239,7 @@ def evaluate_map_files(
     pred_path: str | Path,
     protocol: ProtocolName = "default",
     device: torch.device | str = "cpu",
-    workers: int = 1,
+    workers: int | None = 1,
     progress: bool | None = False,
 ) -> MapEvaluation:
     """Read a GT and a prediction file in the protocol's native format and evaluate them (``workers`` and
@@ -248,13 +257,7 @@ def evaluate_map_files(
         >>> result.report["classes"]["divider"]["AP@0.5"], result.report["classes"]["divider"]["AP@1.0"]
         (0.0, 1.0)
     """
-    fmt = PROTOCOL_FORMATS.get(get_protocol(protocol).name)
-    gt = read_map_gt(gt_path, fmt)  # type: ignore[arg-type]
-    preds = read_map_preds(pred_path, fmt)  # type: ignore[arg-type]
-    gt_dims = min((p.shape[1] for s in gt for p in s.points), default=3)
-    pred_dims = min((p.shape[1] for s in preds for p in s.points), default=2)
-    if get_protocol(protocol).dims == "as-given" and pred_dims > gt_dims:
-        raise ValueError(f"{pred_path}: {pred_dims}-D predictions, but {gt_path} holds {gt_dims}-D lines")
+    gt, preds = read_map_files(gt_path, pred_path, protocol)
     return evaluate_map_samples(
         gt, preds, protocol, device, workers=workers, progress=progress, names=(str(gt_path), str(pred_path))
     )

@@ -26,13 +26,13 @@ def overlap_matrix(det: KittiObjects, gt: KittiObjects, metric: str, criterion: 
     """``len(det) x len(gt)`` overlaps of one frame."""
     if metric == "2d":
         a, b = torch.from_numpy(det.bbox), torch.from_numpy(gt.bbox)
-        return box2d_overlap(a[:, None], b[None], criterion).numpy()
+        return box2d_overlap(a[:, None], b[None], criterion=criterion).numpy()
     d3 = np.concatenate([det.location, det.dimensions, det.rotation_y[:, None]], 1)
     g3 = np.concatenate([gt.location, gt.dimensions, gt.rotation_y[:, None]], 1)
     a, b = torch.from_numpy(d3), torch.from_numpy(g3)
     if metric == "bev":
-        return bev_overlap(a[:, None][..., [0, 2, 5, 4, 6]], b[None][..., [0, 2, 5, 4, 6]], criterion).numpy()
-    return box3d_overlap(a[:, None], b[None], criterion).numpy()
+        return bev_overlap(a[:, None][..., [0, 2, 5, 4, 6]], b[None][..., [0, 2, 5, 4, 6]], criterion=criterion).numpy()
+    return box3d_overlap(a[:, None], b[None], criterion=criterion).numpy()
 
 
 def clean_data(cls: str, gt: KittiObjects, det: KittiObjects, difficulty: int):

@@ -189,7 +189,7 @@ def test_zero_area_box_intersects_nothing_in_both_orders(degenerate):
     for a, b in ((box, deg), (deg, box)):
         assert bev_intersection_area(a, b).item() == 0.0
         for criterion in (-1, 0, 1):
-            assert bev_overlap(a, b, criterion).item() == 0.0
+            assert bev_overlap(a, b, criterion=criterion).item() == 0.0
     corners_box, corners_deg = bev_box_corners(box), bev_box_corners(deg)
     assert convex_polygon_intersection_area(corners_box, corners_deg).item() <= 1e-12
     assert convex_polygon_intersection_area(corners_deg, corners_box).item() <= 1e-12
@@ -198,7 +198,7 @@ def test_zero_area_box_intersects_nothing_in_both_orders(degenerate):
     deg3 = _t([degenerate[0], 1.6, degenerate[1], 1.5, degenerate[3], degenerate[2], degenerate[4]])
     for a, b in ((box3, deg3), (deg3, box3)):
         for criterion in (-1, 0, 1):
-            assert box3d_overlap(a, b, criterion).item() == 0.0
+            assert box3d_overlap(a, b, criterion=criterion).item() == 0.0
 
 
 def test_zero_area_boxes_together_give_zero_not_nan():
@@ -232,7 +232,7 @@ def test_random_pairs_are_symmetric_and_bounded_by_the_smaller_area():
     assert (smaller == 0).sum() > 40  # both kinds of pair are drawn
     assert (inter > 0).sum() > 100
     for criterion in (-1, 0, 1):
-        overlap = bev_overlap(a, b, criterion)
+        overlap = bev_overlap(a, b, criterion=criterion)
         assert ((overlap >= 0) & (overlap <= 1)).all()
         if criterion == -1:
             torch.testing.assert_close(overlap, bev_overlap(b, a), rtol=0, atol=1e-12)

@@ -53,6 +53,35 @@ def test_official_cpp_stats_real_detector(kitti_dir, labels):
     assert ap == [34.9166, 31.7419, 29.0839]
 
 
+def test_folders_read_as_tables_give_the_frames_values(kitti_dir, labels, tmp_path):
+    """``kitti-object-eval`` evaluates the folders as tables (``read_object_table``), without building frames: the
+    same curves as the frames, with result files missing (no objects) and files of different column counts."""
+    from drivemetrics.detection.io import read_object_table, write_kitti_object_folder
+
+    frames = [f"{i:06d}" for i in range(300)]
+    jittered = kitti_oracle.jitter_detections(labels, seed=3)
+    results = {name: det for i, (name, det) in enumerate(zip(frames, jittered, strict=True)) if i % 7}
+    write_kitti_object_folder(tmp_path / "det", results)
+    gt_table = read_object_table(kitti_dir / "label_2", frames, with_score=False)
+    det_table = read_object_table(tmp_path / "det", frames, with_score=True, missing="empty")
+    assert isinstance(det_table.parsed, tuple)
+    assert len(det_table.absent) == 43
+    from_frames = evaluate_kitti_objects(list(det_table.frames().values()), labels, only_detected=False)
+    assert evaluate_kitti_objects(det_table, gt_table, only_detected=False) == from_frames
+    # labels of 15 columns read without with_score next to results: the table cannot hold both widths
+    (tmp_path / "mixed").mkdir()
+    for name in frames[:20]:
+        (tmp_path / "mixed" / f"{name}.txt").write_text((kitti_dir / "label_2" / f"{name}.txt").read_text())
+    (tmp_path / "mixed" / "000000.txt").write_text("Car 0 0 0 1 2 30 60 1.5 1.6 4 1 1.7 15 0 0.5\n")
+    mixed = read_object_table(tmp_path / "mixed", frames[:20])
+    assert not isinstance(mixed.parsed, tuple)
+    first_results = list(det_table.frames().values())[:20]
+    expected = evaluate_kitti_objects(first_results, list(mixed.frames().values()), only_detected=False)
+    assert evaluate_kitti_objects(first_results, mixed, only_detected=False) == expected
+    with pytest.raises(ValueError, match="with_score=True"):
+        evaluate_kitti_objects(gt_table, gt_table)
+
+
 def test_groundtruth_as_detections_gives_100_where_cpp_does(labels):
     det = [lab.with_score(1.0) for lab in labels]
     result = evaluate_kitti_objects(det, labels)

@@ -15,10 +15,13 @@ from drivemetrics.lane.culane_official import (  # noqa: E402
     cv_round,
     draw_official_lane,
     matched_ious,
+    official_iou_from_pixels,
     official_iou_matrix,
     official_lane_pixels,
+    official_lanes_pixels,
     official_match,
     official_spline,
+    official_splines,
 )
 from drivemetrics.lane.evaluate import evaluate_culane_dirs  # noqa: E402
 from drivemetrics.lane.io import read_culane_file  # noqa: E402
@@ -161,6 +164,65 @@ def test_polylines_draw_the_same_pixels_as_segment_lines():
             cv2.line(expected, (int(a[0]), int(a[1])), (int(b[0]), int(b[1])), 1, 30)
         assert (image == expected).all()
         assert len(official_lane_pixels(lane)) <= len(pixels)
+
+
+def test_batched_splines_equal_the_lane_by_lane_spline_bit_for_bit():
+    rng = np.random.default_rng(5)
+    for n in (3, 4, 7, 30):
+        lanes = np.stack(
+            [np.stack([rng.uniform(0, 1640) + np.cumsum(rng.normal(0, 20, n)), np.linspace(590, 250, n)], 1)] * 2
+            + [rng.uniform(-100, 1700, (n, 2)) for _ in range(5)]
+        ).astype(np.float32)
+        lanes[1, 1] = lanes[1, 2]  # a repeated point: NaN curve, as the official spline
+        batched = official_splines(lanes)
+        for lane, got in zip(lanes, batched, strict=True):
+            want = official_spline(lane)
+            assert got.tobytes() == want.tobytes()  # NaNs included
+
+
+def _full_image_iou(gt_pixels, pred_pixels):
+    """IoU of lanes drawn on the whole image (draw_official_lane's canvas), pair by pair."""
+
+    def draw(pixels):
+        image = np.zeros((590, 1640), np.uint8)
+        cv2.polylines(image, [pixels.reshape(-1, 1, 2)], isClosed=False, color=1, thickness=30)
+        return image
+
+    gm, pm = [draw(p) for p in gt_pixels], [draw(p) for p in pred_pixels]
+    iou = np.zeros((len(gm), len(pm)))
+    for i, a in enumerate(gm):
+        for j, b in enumerate(pm):
+            inter = np.count_nonzero(a & b)
+            union = np.count_nonzero(a) + np.count_nonzero(b) - inter
+            iou[i, j] = inter / union if union else np.nan
+    return iou
+
+
+def test_lanes_drawn_on_the_part_of_the_image_they_reach_give_the_whole_image_ious():
+    """Lanes crossing every border, inside, far outside, NaN (INT_MIN) lanes and dots: the cropped drawings give
+    exactly the IoUs of whole-image drawings."""
+    rng = np.random.default_rng(11)
+    lanes = []
+    for _ in range(60):
+        n = int(rng.integers(2, 14))
+        y = np.sort(rng.uniform(-80, 680, n))[::-1]
+        x = rng.uniform(-300, 1940, 1) + np.cumsum(rng.normal(0, 40, n))
+        lanes.append(np.stack([x, y], axis=1))
+    lanes += [
+        np.array([[5.0, 300.0], [3.0, 100.0], [1.0, 10.0]]),  # along the left border
+        np.array([[1635.0, 585.0], [1639.0, 589.0]]),  # in the bottom-right corner
+        np.array([[-100.0, 300.0], [-60.0, 200.0], [-70.0, 100.0]]),  # just outside, out of reach
+        np.array([[-20.0, 300.0], [-10.0, 200.0], [-12.0, 100.0]]),  # outside, its width reaches in
+        np.array([[800.0, 500.0], [800.0, 500.0], [900.0, 300.0]]),  # a repeated point: drawn from INT_MIN
+        np.array([[700.0, 400.0], [700.2, 400.1]]),  # a dot
+        np.array([[2000.0, 700.0], [2100.0, 800.0]]),  # far outside
+    ]
+    pixels = official_lanes_pixels(lanes)
+    assert all(p is not None for p in pixels)
+    assert pixels[-3].min() == np.iinfo(np.int32).min
+    got = official_iou_from_pixels(pixels[:35], pixels[35:])
+    np.testing.assert_array_equal(got, _full_image_iou(pixels[:35], pixels[35:]))
+    assert np.count_nonzero(got > 0) > 20  # real overlaps were compared, not only zeros
 
 
 def test_cv_round_is_half_to_even():

@@ -139,8 +139,12 @@ def test_kernels_return_numpy_for_numpy_and_tensors_for_tensors() -> None:
         np.testing.assert_array_equal(x, y.numpy())
     distances, scores = rng.random((4, 6, 5)), rng.choice([0.2, 0.5, 0.8], size=(4, 6))
     for fallback in (False, True):
-        match_np = greedy_match_index(distances, scores, [0.3, 0.6], fallback=fallback, inclusive=False)
+        match_np = greedy_match_index(distances, scores, thresholds=[0.3, 0.6], fallback=fallback, inclusive=False)
         match_t = greedy_match_index(
-            torch.from_numpy(distances), torch.from_numpy(scores), [0.3, 0.6], fallback=fallback, inclusive=False
+            torch.from_numpy(distances),
+            torch.from_numpy(scores),
+            thresholds=[0.3, 0.6],
+            fallback=fallback,
+            inclusive=False,
         )
         np.testing.assert_array_equal(match_np, match_t.numpy())

@@ -61,7 +61,11 @@ def test_11point_grid_against_loop_with_float32_recall():
         tp = rng.random(n) > 0.3
         num_targets = 10  # recalls k/10: 3/10 reaches 0.3, 7/10 misses 0.7000000000000001
         precision, recall = pooled_precision_recall(
-            torch.linspace(1, 0, n), torch.from_numpy(tp), num_targets, torch.float32, torch.float32
+            torch.linspace(1, 0, n),
+            torch.from_numpy(tp),
+            num_targets,
+            precision_dtype=torch.float32,
+            recall_dtype=torch.float32,
         )
         expected = ref_11point(recall.numpy(), precision.numpy())
         assert average_precision_11point(precision, recall).item() == expected

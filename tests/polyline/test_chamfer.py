@@ -6,7 +6,13 @@ import numpy as np
 import pytest
 import torch
 
-from drivemetrics.polyline import chamfer_distance, chamfer_distance_matrix, drop_closing_point, pad_polylines
+from drivemetrics.polyline import (
+    chamfer_distance,
+    chamfer_distance_matrix,
+    chamfer_distance_pairs,
+    drop_closing_point,
+    pad_polylines,
+)
 from tests.polyline._reference import ref_chamfer
 from tests.polyline.test_resample import random_lines
 
@@ -136,3 +142,41 @@ def test_without_gradient_equals_cdist_bit_for_bit(dim):
         for j, t in enumerate(target):
             nearest = scipy_distance.cdist(p, t).min(1)
             assert fast[i, j].item() == np.cumsum(nearest)[-1] / len(p)
+
+
+@pytest.mark.parametrize("max_distance", [None, 3.0])
+def test_pairs_by_index_equal_the_matrix_bit_for_bit(max_distance):
+    # lines of very different lengths (fixed-spacing samples), absent lines, pairs listed twice and out of order
+    sizes_a = [2, 9, 40, 2, 300, 17, 120, 5]
+    sizes_b = [3, 2, 25, 260, 60]
+    a, a_len = pad_polylines([torch.from_numpy(x) for x in random_lines(31, sizes_a)])
+    b, b_len = pad_polylines([torch.from_numpy(x) for x in random_lines(32, sizes_b)])
+    a_len[3] = 0
+    matrix = chamfer_distance_matrix(a[None], a_len[None], b[None], b_len[None], max_distance=max_distance)[0]
+    rows, cols = torch.meshgrid(torch.arange(len(sizes_a)), torch.arange(len(sizes_b)), indexing="ij")
+    order = torch.randperm(rows.numel(), generator=torch.Generator().manual_seed(0))
+    i = torch.cat([rows.flatten()[order], torch.tensor([4, 4])])
+    j = torch.cat([cols.flatten()[order], torch.tensor([3, 3])])
+    got = chamfer_distance_pairs(a, a_len, b, b_len, i, j, max_distance=max_distance)
+    assert torch.equal(got, matrix[i, j])  # inf where absent or pruned, the same bits elsewhere
+    assert torch.isinf(got[i == 3]).all()
+    chunked = chamfer_distance_pairs(a, a_len, b, b_len, i, j, max_elements=1, max_distance=max_distance)
+    assert torch.equal(chunked, got)
+    if max_distance is not None:
+        full = chamfer_distance_pairs(a, a_len, b, b_len, i, j)
+        within = full <= max_distance
+        assert torch.equal(got[within], full[within])
+        assert torch.isinf(got[~within]).any()
+        assert within.any()
+
+
+def test_pairs_by_index_refuse_bad_indices():
+    a, a_len = pad_polylines([torch.from_numpy(x) for x in random_lines(33, [3, 4])])
+    with pytest.raises(ValueError, match=r"`target_index` must lie in \[0, 1\], got 0..2"):
+        chamfer_distance_pairs(a, a_len, a, a_len, torch.tensor([0, 1]), torch.tensor([0, 2]))
+    with pytest.raises(ValueError, match=r"`preds_index` and `target_index` must be \(K,\)"):
+        chamfer_distance_pairs(a, a_len, a, a_len, torch.tensor([0, 1]), torch.tensor([0]))
+    empty = chamfer_distance_pairs(
+        a, a_len, a, a_len, torch.tensor([], dtype=torch.long), torch.tensor([], dtype=torch.long)
+    )
+    assert empty.shape == (0,)

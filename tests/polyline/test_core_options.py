@@ -51,9 +51,9 @@ def test_greedy_match_index_equals_the_loop_and_the_flags(fallback: bool, inclus
         frames, num_preds, num_targets = 3, int(rng.integers(0, 8)), int(rng.integers(0, 6))
         dist = np.round(rng.uniform(0, 2.5, size=(frames, num_preds, num_targets)) * 4) / 4  # ties
         scores = np.round(rng.uniform(size=(frames, num_preds)), 1)
-        args = (torch.from_numpy(dist), torch.from_numpy(scores), thresholds)
-        index = greedy_match_index(*args, inclusive=inclusive, fallback=fallback)
-        flags = greedy_match(*args, inclusive=inclusive, fallback=fallback)
+        args = (torch.from_numpy(dist), torch.from_numpy(scores))
+        index = greedy_match_index(*args, thresholds=thresholds, inclusive=inclusive, fallback=fallback)
+        flags = greedy_match(*args, thresholds=thresholds, inclusive=inclusive, fallback=fallback)
         assert torch.equal(index >= 0, flags)
         for f in range(frames):
             for k, threshold in enumerate(thresholds):
@@ -64,9 +64,10 @@ def test_greedy_match_index_equals_the_loop_and_the_flags(fallback: bool, inclus
 def test_greedy_match_index_ignores_padding() -> None:
     dist = torch.tensor([[[0.1, 0.2], [0.3, 0.05]]])
     scores = torch.tensor([[0.9, 0.8]])
-    index = greedy_match_index(dist, scores, [1.0], target_valid=torch.tensor([[False, True]]))
+    index = greedy_match_index(dist, scores, thresholds=[1.0], target_valid=torch.tensor([[False, True]]))
     assert index[0, :, 0].tolist() == [1, -1]  # both point at target 1; the higher score takes it
-    index = greedy_match_index(dist, scores, [1.0], preds_valid=torch.tensor([[False, True]]), fallback=True)
+    valid = torch.tensor([[False, True]])
+    index = greedy_match_index(dist, scores, thresholds=[1.0], preds_valid=valid, fallback=True)
     assert index[0, :, 0].tolist() == [-1, 1]
 
 
@@ -102,7 +103,7 @@ def test_bounded_frechet_is_exact_below_the_bound(n: int, m: int) -> None:
     want = frechet_distance_pairs(a, b, a_len, b_len)
     assert torch.equal(bounded_frechet_distance_pairs(a, b, a_len, b_len), want)
     for bound in (want.median(), want * torch.rand(k, generator=gen, dtype=torch.float64) * 2):
-        got = bounded_frechet_distance_pairs(a, b, a_len, b_len, bound, check_every=2)
+        got = bounded_frechet_distance_pairs(a, b, a_len, b_len, max_distance=bound, check_every=2)
         below = want <= bound
         assert torch.equal(got[below], want[below])
         assert bool(((got == want) | torch.isinf(got))[~below].all())

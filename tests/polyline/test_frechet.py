@@ -162,7 +162,7 @@ def test_bounded_bands_equal_the_full_programme(n: int, m: int) -> None:
     for widths in ((1,), (2, 8, 24), (4,)):
         assert torch.equal(bounded_frechet_distance_pairs(a, b, a_len, b_len, band_widths=widths), full)
         for bound in (2.0, 4.0):
-            got = bounded_frechet_distance_pairs(a, b, a_len, b_len, bound, band_widths=widths)
+            got = bounded_frechet_distance_pairs(a, b, a_len, b_len, max_distance=bound, band_widths=widths)
             assert torch.equal(got[full <= bound], full[full <= bound])
             assert bool(((got == full) | torch.isinf(got))[full > bound].all())
     # the plain table agrees (to rounding) on a few pairs

@@ -25,9 +25,9 @@ def test_equals_the_sequential_loop(fallback, inclusive):
         tp = greedy_match(
             torch.from_numpy(dist),
             torch.from_numpy(scores),
-            thresholds,
-            torch.from_numpy(valid_p),
-            torch.from_numpy(valid_t),
+            thresholds=thresholds,
+            preds_valid=torch.from_numpy(valid_p),
+            target_valid=torch.from_numpy(valid_t),
             inclusive=inclusive,
             fallback=fallback,
         )
@@ -45,14 +45,14 @@ def test_nearest_only_has_no_fallback():
     # both predictions are nearest to target 0; the second is within 1.0 of target 1 but may not take it
     dist = torch.tensor([[0.2, 3.0], [0.1, 0.9]])
     scores = torch.tensor([0.9, 0.5])
-    assert greedy_match(dist, scores, 1.0)[:, 0].tolist() == [True, False]
-    assert greedy_match(dist, scores, 1.0, fallback=True)[:, 0].tolist() == [True, True]
+    assert greedy_match(dist, scores, thresholds=1.0)[:, 0].tolist() == [True, False]
+    assert greedy_match(dist, scores, thresholds=1.0, fallback=True)[:, 0].tolist() == [True, True]
 
 
 def test_inclusive_threshold_and_first_tie():
     dist = torch.tensor([[0.5, 0.5]])
-    assert greedy_match(dist, torch.tensor([1.0]), 0.5)[0, 0].item() is True
-    assert greedy_match(dist, torch.tensor([1.0]), 0.5, inclusive=False)[0, 0].item() is False
+    assert greedy_match(dist, torch.tensor([1.0]), thresholds=0.5)[0, 0].item() is True
+    assert greedy_match(dist, torch.tensor([1.0]), thresholds=0.5, inclusive=False)[0, 0].item() is False
     index, value = nearest_target(torch.tensor([[0.5, 0.5, 0.25, 0.25]]))
     assert index.tolist() == [2]
     assert value.tolist() == [0.25]
@@ -60,6 +60,6 @@ def test_inclusive_threshold_and_first_tie():
 
 def test_stable_rank_and_empty_frames():
     assert score_rank(torch.tensor([0.5, 0.5, 0.9])).tolist() == [1, 2, 0]
-    assert greedy_match(torch.zeros(2, 3, 0), torch.ones(2, 3), [1.0]).sum() == 0
-    assert greedy_match(torch.zeros(2, 3, 0), torch.ones(2, 3), [1.0], fallback=True).sum() == 0
-    assert greedy_match(torch.zeros(2, 0, 4), torch.ones(2, 0), [1.0]).shape == (2, 0, 1)
+    assert greedy_match(torch.zeros(2, 3, 0), torch.ones(2, 3), thresholds=[1.0]).sum() == 0
+    assert greedy_match(torch.zeros(2, 3, 0), torch.ones(2, 3), thresholds=[1.0], fallback=True).sum() == 0
+    assert greedy_match(torch.zeros(2, 0, 4), torch.ones(2, 0), thresholds=[1.0]).shape == (2, 0, 1)

@@ -38,14 +38,14 @@ def test_arc_length_and_count_resampling_equal_the_loop(dim):
     points, lengths = pad_polylines([torch.from_numpy(x) for x in lines])
     assert points.dtype == torch.float64
     np.testing.assert_array_equal(arc_length(points, lengths).numpy(), [ref_length(x) for x in lines])
-    resampled = resample_by_count(points, lengths, 100)
+    resampled = resample_by_count(points, lengths, num_samples=100)
     for got, line in zip(resampled, lines, strict=True):
         np.testing.assert_allclose(got.numpy(), ref_resample_count(line, 100), rtol=0, atol=1e-12)
 
 
 def test_count_resampling_of_a_closed_ring_repeats_its_start():
     ring = torch.tensor([[[0.0, 0.0], [2.0, 0.0], [2.0, 1.0], [0.0, 1.0], [0.0, 0.0]]], dtype=torch.float64)
-    out = resample_by_count(ring, torch.tensor([5]), 7)
+    out = resample_by_count(ring, torch.tensor([5]), num_samples=7)
     torch.testing.assert_close(out[0, 0], out[0, -1])
     torch.testing.assert_close(out[0, 3], torch.tensor([2.0, 1.0], dtype=torch.float64))  # half of 6 m
 
@@ -55,7 +55,7 @@ def test_spacing_resampling_reproduces_numpy_arange_end_effects():
     lines = [np.array([[0.0, 0.0], [length, 0.0]]) for length in (0.9, 0.6, 1.2, 3.0, 0.2, 0.3, 2.9999999)]
     lines += random_lines(2, SIZES)
     points, lengths = pad_polylines([torch.from_numpy(x) for x in lines])
-    samples, counts = resample_by_spacing(points, lengths, 0.3)
+    samples, counts = resample_by_spacing(points, lengths, spacing=0.3)
     for got, line in zip(unpad_polylines(samples, counts), lines, strict=True):
         expected = ref_resample_spacing(line, 0.3)
         assert got.shape[0] == len(expected), (ref_length(line), got.shape[0], len(expected))
@@ -69,12 +69,12 @@ def test_spacing_resampling_reproduces_numpy_arange_end_effects():
 def test_batched_equals_one_by_one():
     lines = random_lines(3, [2, 7, 30, 1000, 3])
     points, lengths = pad_polylines([torch.from_numpy(x) for x in lines])
-    batched = resample_by_count(points.reshape(1, 5, *points.shape[1:]), lengths.reshape(1, 5), 50)[0]
-    batched_s, counts_s = resample_by_spacing(points, lengths, 0.5)
+    batched = resample_by_count(points.reshape(1, 5, *points.shape[1:]), lengths.reshape(1, 5), num_samples=50)[0]
+    batched_s, counts_s = resample_by_spacing(points, lengths, spacing=0.5)
     for n, line in enumerate(lines):
         single_p, single_l = pad_polylines([torch.from_numpy(line)])
-        torch.testing.assert_close(batched[n], resample_by_count(single_p, single_l, 50)[0], rtol=0, atol=0)
-        one, count = resample_by_spacing(single_p, single_l, 0.5)
+        torch.testing.assert_close(batched[n], resample_by_count(single_p, single_l, num_samples=50)[0], rtol=0, atol=0)
+        one, count = resample_by_spacing(single_p, single_l, spacing=0.5)
         assert int(count[0]) == int(counts_s[n])
         torch.testing.assert_close(batched_s[n, : int(count[0])], one[0, : int(count[0])], rtol=0, atol=0)
 
@@ -82,11 +82,11 @@ def test_batched_equals_one_by_one():
 def test_degenerate_lines():
     points = torch.tensor([[[1.0, 2.0], [0.0, 0.0]], [[3.0, 3.0], [3.0, 3.0]], [[0.0, 0.0], [0.0, 0.0]]])
     lengths = torch.tensor([1, 2, 0])
-    out = resample_by_count(points, lengths, 4)
+    out = resample_by_count(points, lengths, num_samples=4)
     assert torch.equal(out[0], torch.tensor([[1.0, 2.0]] * 4))
     assert torch.equal(out[1], torch.tensor([[3.0, 3.0]] * 4))
     assert torch.equal(out[2], torch.zeros(4, 2))
-    _, counts = resample_by_spacing(points, lengths, 0.3)
+    _, counts = resample_by_spacing(points, lengths, spacing=0.3)
     assert counts.tolist() == [2, 2, 0]
 
 
@@ -99,14 +99,14 @@ def test_positions_beyond_the_ends_are_clamped():
 def test_resampling_is_differentiable():
     points = torch.tensor([[[0.0, 0.0], [1.0, 0.3], [2.5, -0.2], [3.0, 1.0]]], dtype=torch.float64, requires_grad=True)
     lengths = torch.tensor([4])
-    assert torch.autograd.gradcheck(lambda p: resample_by_count(p, lengths, 9), (points,))
-    assert torch.autograd.gradcheck(lambda p: resample_by_spacing(p, lengths, 0.7)[0], (points,))
+    assert torch.autograd.gradcheck(lambda p: resample_by_count(p, lengths, num_samples=9), (points,))
+    assert torch.autograd.gradcheck(lambda p: resample_by_spacing(p, lengths, spacing=0.7)[0], (points,))
 
 
 def test_bad_input_is_named():
     with pytest.raises(ValueError, match="D = 2 or 3"):
-        resample_by_count(torch.zeros(2, 3, 4), torch.tensor([3, 3]), 5)
+        resample_by_count(torch.zeros(2, 3, 4), torch.tensor([3, 3]), num_samples=5)
     with pytest.raises(ValueError, match="points_lengths"):
-        resample_by_count(torch.zeros(2, 3, 2), torch.tensor([3, 4]), 5)
+        resample_by_count(torch.zeros(2, 3, 2), torch.tensor([3, 4]), num_samples=5)
     with pytest.raises(ValueError, match="max_samples"):
-        resample_by_spacing(torch.tensor([[[0.0, 0.0], [1e6, 0.0]]]), torch.tensor([2]), 0.3)
+        resample_by_spacing(torch.tensor([[[0.0, 0.0], [1e6, 0.0]]]), torch.tensor([2]), spacing=0.3)

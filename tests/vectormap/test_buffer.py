@@ -10,7 +10,7 @@ from drivemetrics.vectormap.buffer import buffer_pieces, buffers_intersect
 def pair(a, b, distance=2.0):
     a_t = torch.tensor([a], dtype=torch.float64)
     b_t = torch.tensor([b], dtype=torch.float64)
-    return bool(buffers_intersect(a_t, torch.tensor([len(a)]), b_t, torch.tensor([len(b)]), distance)[0])
+    return bool(buffers_intersect(a_t, torch.tensor([len(a)]), b_t, torch.tensor([len(b)]), distance=distance)[0])
 
 
 def test_flat_caps_end_to_end():

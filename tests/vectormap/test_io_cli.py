@@ -194,3 +194,71 @@ def test_worker_processes_give_the_one_process_report(fixtures_dir, monkeypatch,
     monkeypatch.setattr(evaluate, "MIN_SAMPLES_PER_PROCESS", 1)  # the 50 fixture samples in 4 batches, 2 processes
     two = evaluate.evaluate_map_files(root / "gt.json", root / "pred.json", "default", workers=2).report
     assert two == one
+
+
+def test_fast_av2_reader_equals_the_checked_reader(fixtures_dir, tmp_path):
+    # the one-numpy-call reader of well-formed Argoverse 2 files must give what the element-by-element reader gives,
+    # and hand anything irregular to it (here: lines of 3 and 4 coordinates, which it cuts to 3)
+    from drivemetrics.vectormap.io import _av2_gt_fast, _av2_preds_fast, _read_gt_checked, _read_preds_checked
+
+    root = fixtures_dir / "map_ap" / "cases" / "av2_cvpr23"
+    if not (root / "gt.json").is_file():
+        pytest.skip("map_ap fixtures absent")
+    gt, pred = json.loads((root / "gt.json").read_text()), json.loads((root / "pred.json").read_text())
+    mixed = {
+        "s": [{"timestamp": "7", "annotation": {"divider": [[[0, 0, 0, 1], [1, 1, 0, 0]], [[2, 2, 1], [3, 3, 1]]]}}]
+    }
+    assert _av2_gt_fast(gt) is not None
+    assert _av2_preds_fast(pred["results"]) is not None
+    assert _av2_gt_fast(mixed) is None
+    cases = [(gt, pred, root / "gt.json", root / "pred.json")]
+    (tmp_path / "mixed.json").write_text(json.dumps(mixed))
+    cases.append((mixed, {"results": {}}, tmp_path / "mixed.json", None))
+    for gt_data, pred_data, gt_path, pred_path in cases:
+        pairs = [(read_map_gt(gt_path, "av2"), _read_gt_checked(gt_path, gt_data, "av2"))]
+        if pred_path is not None:
+            pairs.append(
+                (read_map_preds(pred_path, "av2"), _read_preds_checked(pred_path, pred_data["results"], "av2"))
+            )
+        for fast, slow in pairs:
+            assert [s.token for s in fast] == [s.token for s in slow]
+            for f, s in zip(fast, slow, strict=True):
+                assert (f.labels, f.scores) == (s.labels, s.scores)
+                assert len(f.points) == len(s.points)
+                for a, b in zip(f.points, s.points, strict=True):
+                    assert a.tolist() == b.tolist()
+                    assert a.dtype == b.dtype
+    assert read_map_gt(tmp_path / "mixed.json", "av2")[0].points[0].shape == (2, 3)
+
+
+@pytest.mark.parametrize("case", ["nuscenes_maptr", "av2_cvpr23"])
+def test_default_threads_give_the_one_process_rows(fixtures_dir, case):
+    # without --workers, batches are matched in one thread per core: the same rows, in the same order
+    import torch
+
+    from drivemetrics.vectormap.evaluate import _match_samples
+    from drivemetrics.vectormap.io import MapSample, read_map_files
+    from drivemetrics.vectormap.protocol import get_protocol
+
+    root = fixtures_dir / "map_ap" / "cases" / case
+    if not (root / "gt.json").is_file():
+        pytest.skip("map_ap fixtures absent")
+    protocol = case.replace("_", "-")
+    gt, preds = read_map_files(root / "gt.json", root / "pred.json", protocol)
+    by_token = {s.token: s for s in preds}
+    paired = [by_token.get(s.token, MapSample(s.token)) for s in gt]
+    one = _match_samples(gt, paired, get_protocol(protocol), 2, 2, "cpu", batch_size=7, workers=1)
+    threads = _match_samples(gt, paired, get_protocol(protocol), 2, 2, "cpu", batch_size=7, workers=None)
+    assert torch.equal(one[0], threads[0])
+    assert torch.equal(one[1], threads[1])
+    assert one[0].shape[0] == sum(len(s.points) for s in paired)
+
+
+def test_the_map_readers_import_no_torch():
+    # map-eval reads its files in a forked child while torch imports: the readers must not import it
+    import subprocess
+    import sys
+
+    code = "import sys, drivemetrics.vectormap.io, drivemetrics.vectormap.protocol; print('torch' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"

@@ -203,14 +203,14 @@ def test_spacing_resampling_in_chunks_equals_one_call():
     # lines of 1..6 points and very different lengths, several chunks: the same samples and counts, bit for bit,
     # padding slots included (the last sample)
     from drivemetrics.polyline import resample_by_spacing
-    from drivemetrics.vectormap.map_ap import _resample_by_spacing_in_chunks
+    from drivemetrics.vectormap.scoring import _resample_by_spacing_in_chunks
 
     gen = torch.Generator().manual_seed(0)
     lines, points = 50, 6
     scale = torch.rand(lines, 1, 1, generator=gen, dtype=torch.float64) * 30
     pts = torch.randn(lines, points, 2, generator=gen, dtype=torch.float64).cumsum(1) * scale
     lengths = torch.randint(1, points + 1, (lines,), generator=gen)
-    want, want_counts = resample_by_spacing(pts, lengths, 0.3)
+    want, want_counts = resample_by_spacing(pts, lengths, spacing=0.3)
     got, got_counts = _resample_by_spacing_in_chunks(pts, lengths, 0.3, chunk=7)
     assert torch.equal(got_counts, want_counts)
     assert torch.equal(got, want)
