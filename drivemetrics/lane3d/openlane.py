@@ -574,6 +574,7 @@ def openlane3d_lane_matches(
     frames: int,
     compat: Compat = "default",
     fixes: Collection[str] | None = None,
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """:func:`openlane3d_matches` on lanes packed lane after lane (:class:`OpenLane3DLanes`), no padding over lanes.
 
@@ -584,6 +585,8 @@ def openlane3d_lane_matches(
         compat: ``"default"`` or ``"reference"``.
         fixes: instead of ``compat``, a subset of the default mode's fixes (:data:`DEFAULT_FIXES`) to apply, e.g. to
             measure the effect of one of them.
+        validate_args: check that the packed fields fit each other (shapes, ``lengths`` summing to the points,
+            frames in ``[0, frames)`` and in order); ``False`` skips those checks (they read values back).
 
     Returns:
         The dict of :func:`openlane3d_matches`; lane indices in ``pairs`` are the lanes' ``index``.
@@ -598,7 +601,29 @@ def openlane3d_lane_matches(
         [[0, 0, 0, 1, 0, 0], [0, 0, 0, 0, 1, 0]]
     """
     chosen = (frozenset() if check_compat(compat) else DEFAULT_FIXES) if fixes is None else frozenset(fixes)
+    if validate_args:
+        _check_packed_lanes(preds, "preds", frames)
+        _check_packed_lanes(target, "target", frames)
     return _match_lanes(target, preds, frames, chosen)
+
+
+def _check_packed_lanes(lanes: OpenLane3DLanes, name: str, frames: int) -> None:
+    """One clear ``ValueError`` where the fields of packed lanes (:class:`OpenLane3DLanes`) do not fit each other."""
+    points, lengths = lanes.points, lanes.lengths
+    if points.ndim != 2 or points.shape[-1] != 3:
+        raise ValueError(f"`{name}.points` must be (T, 3), got {tuple(points.shape)}")
+    for field in ("lengths", "frame", "index", "labels"):
+        if getattr(lanes, field).shape != lengths.shape or lengths.ndim != 1:
+            raise ValueError(
+                f"`{name}.{field}` must be (M,) like `{name}.lengths`, got {tuple(getattr(lanes, field).shape)}"
+            )
+    if lanes.visibility is not None and lanes.visibility.shape != points.shape[:1]:
+        raise ValueError(f"`{name}.visibility` must be (T,) like the points, got {tuple(lanes.visibility.shape)}")
+    if bool((lengths <= 0).any()) or int(lengths.sum()) != points.shape[0]:
+        raise ValueError(f"`{name}.lengths` must be > 0 and sum to the {points.shape[0]} points")
+    frame = lanes.frame
+    if frame.numel() and (bool((frame < 0).any()) or bool((frame >= frames).any()) or bool((frame.diff() < 0).any())):
+        raise ValueError(f"`{name}.frame` must be non-decreasing and in [0, {frames})")
 
 
 def _match_lanes(gt: OpenLane3DLanes, pr: OpenLane3DLanes, batch: int, fixes: frozenset[str]) -> dict[str, Tensor]:
