@@ -12,7 +12,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from drivemetrics._internal.safe_pickle import MAX_NESTING, UnsafePickleError, safe_pickle_load
+from drivemetrics._internal.safe_pickle import _ARRAY_SEQUENCE, MAX_NESTING, UnsafePickleError, safe_pickle_load
 
 # builtins.bytearray(3_000_000_000) through REDUCE: 36 bytes that used to allocate 3 GB
 BYTEARRAY_BOMB = b"cbuiltins\nbytearray\n(L3000000000\ntR."
@@ -424,3 +424,91 @@ def test_real_fixture_pickles_load_identically(fixtures_dir, name):
     path = fixtures_dir / name
     trusted = pickle.loads(path.read_bytes(), encoding="latin1")  # the fixtures are ours: plain pickle is safe
     assert _same(safe_pickle_load(path), trusted)
+
+
+# --- the one-step path for arrays as numpy pickles them (issue 40): same values, memo, side table and budget ---------
+
+
+def _many_arrays() -> dict:
+    rng = np.random.default_rng(0)
+    return {
+        "lanes": [{"id": k, "points": rng.random((11, 3)).astype(np.float32)} for k in range(30)],
+        "big": [rng.random((300,)) for _ in range(3)],  # BININT2 dims, BINBYTES data
+        "kinds": [np.arange(6).astype(d).reshape(2, 3) for d in ("<i4", ">i4", "u1", "?", "c8", "f2") for _ in "ab"],
+        "fortran": [np.asfortranarray(np.arange(6.0).reshape(2, 3)) for _ in "ab"]
+        + [np.asfortranarray(np.ones((3, 2)))],
+        "empty": [np.zeros((0, 3), np.float32), np.zeros((0, 3), np.float32)],
+        "cube": [np.ones((2, 2, 2)), np.ones((2, 2, 2))],
+    }
+
+
+def _load_with(payload: bytes, one_step: bool):
+    from drivemetrics._internal import safe_pickle
+
+    budget = safe_pickle._Budget(10**9)
+    unpickler = safe_pickle._RestrictedUnpickler(io.BytesIO(payload), encoding="latin1", budget=budget)
+    unpickler.one_step_arrays = one_step
+    calls = []
+    original = unpickler._array_sequence
+
+    def counted(data, match):
+        after = original(data, match)
+        calls.append(after > 0)
+        return after
+
+    unpickler._array_sequence = counted
+    value = unpickler.load()
+    table = sorted(unpickler._table.values())
+    memo_types = [type(v).__name__ for v in unpickler.memo.values()]
+    return value, budget.left, table, memo_types, len(unpickler._referenced), unpickler.stale, sum(calls)
+
+
+def test_the_one_step_array_path_matches_the_opcode_path():
+    data = _many_arrays()
+    payload = pickle.dumps(data, protocol=4)
+    fast = _load_with(payload, one_step=True)
+    slow = _load_with(payload, one_step=False)
+    assert fast[-1] >= 30
+    assert slow[-1] == 0
+    assert _same(fast[0], data)
+    assert _same(slow[0], data)
+    assert fast[1:-1] == slow[1:-1]  # budget left, side table, memo, referenced set, staleness
+    assert fast[0]["fortran"][2].flags.f_contiguous
+    assert fast[0]["lanes"][5]["points"].flags.writeable
+
+
+def test_the_one_step_array_path_keeps_every_check():
+    array = np.arange(12, dtype=np.float32).reshape(3, 4)
+    payload = pickle.dumps([array, array.copy()], protocol=4)
+    second = payload.rindex(b"K\x03K\x04\x86")
+    # the second array claims more elements than its bytes hold: refused, as on the opcode path
+    with pytest.raises(UnsafePickleError, match="does not match"):
+        safe_pickle_load(io.BytesIO(payload[:second] + b"K\x09K\x04\x86" + payload[second + 5 :]))
+
+    # its dtype (or ndarray, or b"b") fetched from the memo slot of another object: the same outcome on both paths
+    def outcome(payload: bytes, one_step: bool) -> str:
+        try:
+            value = _load_with(payload, one_step)
+        except Exception as err:
+            return type(err).__name__
+        return repr(value[0]) + repr(value[1:-1])
+
+    gets = [k for k in range(second - 20, second + 8) if payload[k] == ord("h")]  # the four BINGETs
+    assert len(gets) == 4
+    refused = 0
+    for get in gets:
+        for slot in range(payload[get + 1] + 3):
+            hostile = payload[: get + 1] + bytes([slot]) + payload[get + 2 :]
+            fast, slow = outcome(hostile, True), outcome(hostile, False)
+            assert fast == slow, (get, slot)
+            refused += fast.endswith("Error")
+    assert refused > 10
+    # a memo slot taken by PUT just before an array: MEMOIZE then overwrites it, the same on both paths
+    three = pickle.dumps([np.ones(3), np.zeros(3), np.ones(3)], protocol=4)
+    cut = _ARRAY_SEQUENCE.search(three).start() - 2  # at the BINGET of _reconstruct for the second array
+    for slot in range(60):
+        hostile = three[:cut] + b"Nr" + slot.to_bytes(4, "little") + b"0" + three[cut:]
+        assert outcome(hostile, True) == outcome(hostile, False), slot
+    # truncated inside the second array's bytes
+    with pytest.raises(ValueError, match="truncated or corrupt"):
+        safe_pickle_load(io.BytesIO(payload[: second + 20]))

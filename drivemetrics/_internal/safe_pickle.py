@@ -21,6 +21,17 @@ it runs:
 * BUILD (setting an object's state) is allowed only on a networkx object created by this load (never on a class,
   a function or a shared object), or on a pending numpy array / dtype of this load, which it turns into the value.
 
+Speed (issue 40) without a second set of rules: the opcode loop reads the pickle's bytes directly and runs the
+most frequent opcodes inline, with the same checks and accounting as their methods; the rest go to their methods.
+An array that numpy pickled after the first one of its dtype (a fixed run of 23 opcodes: ``_reconstruct`` fetched
+from the memo, ``(ndarray, (0,), b"b")``, REDUCE, the ``(1, shape, dtype, fortran, bytes)`` state, BUILD) is
+recognised by its bytes and made in one step, but only when the memo holds exactly what numpy writes there (this
+module's ``numpy.ndarray`` stand-in, ``b"b"``, a dtype this load made and set the state of) and the bytes are exactly
+``prod(shape) x itemsize``; it leaves the same memo entries, side-table sizes and budget as the opcode-by-opcode
+path (tested against it), charged before the array is made, and any other sequence runs opcode by opcode. No C
+unpickler is involved: every object is still made by this module. The cyclic garbage collector is paused during a
+load (it would walk the growing result again and again; nothing made there is garbage until the load returns).
+
 The budget is ``64 MiB + 64 x the file size`` (a pickle's own data is bounded by its size; only calls and shared
 references amplify). Any failure is an :class:`UnsafePickleError` (refused content) or a :class:`ValueError` naming
 the file (truncated or corrupt pickle).
@@ -29,6 +40,7 @@ the file (truncated or corrupt pickle).
 from __future__ import annotations
 
 import builtins
+import gc
 import io
 import math
 import pickle
@@ -111,6 +123,11 @@ _NETWORKX_CLASSES = {
 }
 #: dtype descriptions a pickle may name (as numpy writes them: no byte order, which the state gives; "b" is the
 #: int8 placeholder of `_reconstruct`).
+#: The opcodes of a numpy array as pickled after the first (see :meth:`_RestrictedUnpickler._array_sequence`).
+_ARRAY_SEQUENCE = re.compile(
+    rb"h(.)K\x00\x85\x94h(.)\x87\x94R\x94\(K\x01((?:K.|M..){1,3})([\x85-\x87])\x94h(.)([\x88\x89])(C.|B....)",
+    re.DOTALL,
+)
 _DTYPE_DESCRIPTION = re.compile(r"(b|b1|[iu][1248]|f[248]|c(8|16)|[SU][1-9][0-9]{0,5})")
 
 
@@ -121,8 +138,11 @@ class _Budget:
         self.total = total
         self.left = total
 
-    def spend(self, nbytes: int, what: str) -> None:
+    def spend(self, nbytes: int, what: str, *details: Any) -> None:
+        """Charge ``nbytes``; ``what`` names the allocation (a ``str.format`` template of ``details``, formatted
+        only for the error)."""
         if nbytes > self.left:
+            what = what.format(*details) if details else what
             raise UnsafePickleError(
                 f"{what} would allocate about {nbytes:,} bytes, more than this pickle's budget "
                 f"({self.left:,} bytes left; the budget grows with the file size)"
@@ -225,6 +245,19 @@ def _array_from_state(state: Any, budget: _Budget) -> np.ndarray:
     if not isinstance(data, (bytes, bytearray)) or len(data) != math.prod(shape) * dtype.itemsize:
         raise UnsafePickleError("array data does not match its shape and dtype")
     budget.spend(len(data), "numpy array")
+    return _array_from_bytes(data, dtype, shape, bool(fortran))
+
+
+def _array_from_bytes(data: bytes | bytearray, dtype: np.dtype, shape: tuple[int, ...], fortran: bool) -> np.ndarray:
+    """A new, writable array owning a copy of ``data`` (exactly ``prod(shape) * dtype.itemsize`` bytes, checked by
+    the caller), in C or Fortran order."""
+    if data and not fortran:  # the common case: one allocation, one copy of the bytes
+        value = np.empty(shape, dtype=dtype)
+        try:
+            value.data.cast("B")[:] = data
+            return value
+        except (TypeError, ValueError, NotImplementedError):  # a buffer format memoryview cannot cast
+            pass
     flat = np.frombuffer(data, dtype=dtype) if len(data) else np.zeros(0, dtype=dtype)
     return flat.reshape(shape, order="F" if fortran else "C").copy(order="K")
 
@@ -272,6 +305,8 @@ class _RestrictedUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc
     """
 
     dispatch = _dispatch
+    #: Whether arrays pickled as numpy does run in one step (:meth:`_array_sequence`); off, opcode by opcode.
+    one_step_arrays = True
 
     def __init__(self, file: io.BytesIO, *, encoding: str, budget: _Budget) -> None:
         super().__init__(file, encoding=encoding)
@@ -287,6 +322,7 @@ class _RestrictedUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc
         self._globals: dict[tuple[str, str], Any] = {}
         self._callable: set[int] = set()  # ids of the resolved globals: the only things called
         self.stale = False
+        self._reconstruct = self._reconstruct_array  # one bound method: the global, and what the fast path looks for
 
     # -- globals ------------------------------------------------------------------------------------------------
     def find_class(self, module: str, name: str) -> Any:
@@ -309,7 +345,7 @@ class _RestrictedUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc
         if (module, name) == ("numpy", "ndarray"):
             return _ndarray_refused
         if (module, name) == ("numpy._core.multiarray", "_reconstruct"):
-            return self._reconstruct_array
+            return self._reconstruct
         if (module, name) == ("numpy", "dtype"):
             return _vetted_dtype
         if (module, name) == ("numpy._core.multiarray", "scalar"):
@@ -352,22 +388,218 @@ class _RestrictedUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc
 
     # -- reading ------------------------------------------------------------------------------------------------
     def load(self) -> Any:
-        """The pure-Python loop, reading straight from the in-memory file (a frame is only a length prefix here)."""
+        """The opcode loop, reading straight from the pickle's bytes (a frame is only a length prefix here).
+
+        The most frequent opcodes of real pickles (memo, small numbers, short text and bytes, marks, small tuples,
+        dict and list filling) run inline with the same checks and accounting as their methods; every other opcode
+        goes to its method in :attr:`dispatch`, with the file position kept in step.
+        """
         file = self._data_file
+        data = file.getbuffer().tobytes()
         self.read, self.readline, self.readinto = file.read, file.readline, file.readinto
-        self.metastack = []
-        self.stack = []
-        self.append = self.stack.append
+        metastack: list = []
+        self.metastack = metastack
+        stack: list = []
+        self.stack = stack
+        self.append = stack.append
         self.proto = 0
-        read, dispatch = file.read, self.dispatch
+        memo = self.memo
+        dispatch = self.dispatch
+        table = self._table
+        keep = self._keep
+        budget = self._budget
+        new, grow = self._new, self._grow
+        unpack_float = struct.Struct(">d").unpack_from
+        unpack_int = struct.Struct("<i").unpack_from
+        pending_types = (_PendingArray, _PendingDtype)
+        reconstruct = self._reconstruct if self.one_step_arrays else object()
+        pos = 0
+        end = len(data)
         try:
             while True:
-                key = read(1)
-                if not key:
-                    raise EOFError
-                dispatch[key[0]](self)
+                op = data[pos]
+                pos += 1
+                if op == 0x94:  # MEMOIZE
+                    memo[len(memo)] = stack[-1]
+                elif op == 0x68:  # BINGET
+                    value = memo[data[pos]]
+                    pos += 1
+                    if type(value) in pending_types and value.value is not None:
+                        value = value.value
+                    elif value is reconstruct:
+                        match = _ARRAY_SEQUENCE.match(data, pos)
+                        if match is not None:
+                            after = self._array_sequence(data, match)
+                            if after:
+                                pos = after
+                                continue
+                    stack.append(value)
+                elif op == 0x4B:  # BININT1
+                    stack.append(data[pos])
+                    pos += 1
+                elif op == 0x28:  # MARK
+                    metastack.append(stack)
+                    stack = self.stack = []
+                    self.append = stack.append
+                elif op == 0x85:  # TUPLE1
+                    stack[-1] = new((stack[-1],), stack[-1:], "tuple")
+                elif op == 0x86:  # TUPLE2
+                    stack[-2:] = [new((stack[-2], stack[-1]), stack[-2:], "tuple")]
+                elif op == 0x87:  # TUPLE3
+                    stack[-3:] = [new((stack[-3], stack[-2], stack[-1]), stack[-3:], "tuple")]
+                elif op == 0x74:  # TUPLE
+                    items = stack
+                    stack = self.stack = metastack.pop()
+                    self.append = stack.append
+                    stack.append(new(tuple(items), items, "tuple"))
+                elif op == 0x89:  # NEWFALSE
+                    stack.append(False)
+                elif op == 0x88:  # NEWTRUE
+                    stack.append(True)
+                elif op == 0x4E:  # NONE
+                    stack.append(None)
+                elif op == 0x43 or op == 0x8C:  # SHORT_BINBYTES, SHORT_BINUNICODE
+                    size = data[pos]
+                    start = pos + 1
+                    pos = start + size
+                    if pos > end:
+                        raise EOFError
+                    value = data[start:pos]
+                    stack.append(value if op == 0x43 else str(value, "utf-8", "surrogatepass"))
+                elif op == 0x7D or op == 0x5D:  # EMPTY_DICT, EMPTY_LIST
+                    budget.spend(_ELEMENT_BYTES, "an empty container")
+                    value = {} if op == 0x7D else []
+                    keep.append(value)
+                    table[id(value)] = (1, 1)
+                    stack.append(value)
+                elif op == 0x75:  # SETITEMS
+                    items = stack
+                    stack = self.stack = metastack.pop()
+                    self.append = stack.append
+                    target = stack[-1]
+                    grow(target, dict, items)
+                    target.update(zip(items[::2], items[1::2], strict=True))
+                elif op == 0x65:  # APPENDS
+                    items = stack
+                    stack = self.stack = metastack.pop()
+                    self.append = stack.append
+                    grow(stack[-1], list, items)
+                    stack[-1].extend(items)
+                elif op == 0x47:  # BINFLOAT
+                    if pos + 8 > end:
+                        raise EOFError
+                    stack.append(unpack_float(data, pos)[0])
+                    pos += 8
+                elif op == 0x4D:  # BININT2
+                    if pos + 2 > end:
+                        raise EOFError
+                    stack.append(data[pos] | data[pos + 1] << 8)
+                    pos += 2
+                elif op == 0x4A:  # BININT
+                    if pos + 4 > end:
+                        raise EOFError
+                    stack.append(unpack_int(data, pos)[0])
+                    pos += 4
+                elif op == 0x95:  # FRAME: only a length
+                    pos += 8
+                    if pos > end:
+                        raise EOFError
+                else:
+                    file.seek(pos)
+                    dispatch[op](self)
+                    pos = file.tell()
+                    stack = self.stack
         except pickle._Stop as stop:  # type: ignore[attr-defined]
             return stop.value
+        except IndexError:
+            if pos >= end:
+                raise EOFError from None
+            raise
+
+    def _array_sequence(self, data: bytes, match: re.Match) -> int:
+        """Run the opcodes of one array as numpy pickles it after its first (``_reconstruct`` already fetched).
+
+        ``match`` (:data:`_ARRAY_SEQUENCE`) starts after ``BINGET <_reconstruct>``; the sequence is
+        ``BINGET <ndarray> BININT1 0 TUPLE1 MEMOIZE BINGET <b"b"> TUPLE3 MEMOIZE REDUCE MEMOIZE MARK BININT1 1
+        <1-3 dims> TUPLE<n> MEMOIZE BINGET <dtype> NEWFALSE|NEWTRUE (SHORT_)BINBYTES <data> MEMOIZE TUPLE MEMOIZE
+        BUILD``. Only when the fetched values are exactly those numpy writes (``numpy.ndarray``, ``b"b"``, and a
+        dtype this load made and set the state of) does it run here, with the same values, memo entries, side
+        table and budget as the opcode by opcode path (charged all at once before anything is made); otherwise it
+        returns 0 and the opcodes run one by one.
+        """
+        memo = self.memo
+        base = len(memo)  # MEMOIZE writes memo[len(memo)]: six new entries only if none of these is taken (PUT)
+        if base in memo or base + 1 in memo or base + 2 in memo or base + 3 in memo or base + 4 in memo:
+            return 0
+        placeholder = memo.get(data[match.start(2)])
+        if (
+            memo.get(data[match.start(1)]) is not _ndarray_refused
+            or type(placeholder) is not bytes
+            or placeholder != b"b"
+        ):
+            return 0
+        dtype_entry = memo.get(data[match.start(5)])
+        if type(dtype_entry) is not _PendingDtype or id(dtype_entry) not in self._built:
+            return 0
+        dtype = dtype_entry.value
+        dtype_size, dtype_height = self._table[id(dtype)]
+        dims_code = match[3]
+        if len(dims_code) == 4 and dims_code[0] == 0x4B and dims_code[2] == 0x4B:  # two BININT1 (most arrays)
+            shape = (dims_code[1], dims_code[3])
+        elif b"M" in dims_code[::2] or len(dims_code) % 2:  # a BININT2 among the dims: read them one by one
+            dims = []
+            k = 0
+            while k < len(dims_code):
+                if dims_code[k] == 0x4B:  # BININT1
+                    dims.append(dims_code[k + 1])
+                    k += 2
+                else:  # BININT2
+                    dims.append(dims_code[k + 1] | dims_code[k + 2] << 8)
+                    k += 3
+            shape = tuple(dims)
+        else:
+            shape = tuple(dims_code[1::2])
+        if len(shape) != data[match.start(4)] - 0x84:  # TUPLE1..TUPLE3 builds exactly the dims
+            return 0
+        start = match.end()
+        size = data[start - 1] if data[match.start(7)] == 0x43 else int.from_bytes(data[start - 4 : start], "little")
+        stop = start + size
+        if data[stop : stop + 4] != b"\x94t\x94b" or size != math.prod(shape) * dtype.itemsize:
+            return 0
+        state_size = 1 + (len(shape) + 1) + dtype_size + 1 + (1 + size // _ELEMENT_BYTES)
+        state_height = max(1, dtype_height)
+        if state_height + 3 > MAX_NESTING:
+            return 0
+        # TUPLE1, TUPLE3, the call's arguments, the shape, the state, and the array's bytes
+        self._budget.spend(_ELEMENT_BYTES * (2 + 5 + 4 + len(shape) + 1 + state_size + 1) + size, "a numpy array")
+        first = (len(memo) * 0,)  # a new tuple, as TUPLE1 makes (a constant (0,) would be one shared object)
+        arguments = (_ndarray_refused, first, placeholder)
+        pending = _PendingArray()
+        self._pending_arrays.append(pending)
+        raw = data[start:stop]
+        fortran = data[match.start(6)] == 0x88
+        state = (1, shape, dtype, fortran, raw)
+        value = _array_from_bytes(raw, dtype, shape, fortran)
+        pending.value = value
+        memo[base] = first
+        memo[base + 1] = arguments
+        memo[base + 2] = pending
+        memo[base + 3] = shape
+        memo[base + 4] = raw
+        memo[base + 5] = state
+        table, keep, referenced, created = self._table, self._keep, self._referenced, self._created
+        table[id(first)] = (2, 1)
+        table[id(arguments)] = (5, 2)
+        table[id(pending)] = (5, 2)
+        table[id(shape)] = (len(shape) + 1, 1)
+        table[id(state)] = (state_size + 1, state_height + 1)
+        table[id(value)] = (state_size + 2, state_height + 2)
+        keep += (first, arguments, pending, shape, state, value)
+        referenced.update((id(first), id(shape), id(dtype), id(state)))
+        created[id(pending)] = pending
+        created[id(value)] = value
+        self.stack.append(value)
+        return stop + 4
 
     @_opcode(pickle.FRAME)
     def load_frame(self) -> None:
@@ -414,7 +646,7 @@ class _RestrictedUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc
     def _new(self, obj: Any, items: Any, what: str) -> Any:
         """Charge and record ``obj`` built from ``items`` (call this before building, for dicts and sets)."""
         size, height = self._measure(items)
-        self._budget.spend(_ELEMENT_BYTES * (size + 1), f"a {what} expanding to {size + 1:,} elements")
+        self._budget.spend(_ELEMENT_BYTES * (size + 1), "a {} expanding to {:,} elements", what, size + 1)
         return self._record(obj, size + 1, height + 1, what)
 
     def _new_empty(self, obj: Any) -> Any:
@@ -428,9 +660,19 @@ class _RestrictedUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc
         if type(target) is not kind:
             raise UnsafePickleError(f"refusing to add items to a {type(target).__name__} in a pickle")
         size, height = self._measure(items)
-        old_size, old_height = self._table.get(id(target)) or (1, 1)
-        self._budget.spend(_ELEMENT_BYTES * size, f"a {kind.__name__} expanding to {old_size + size:,} elements")
-        self._record(target, old_size + size, max(old_height, height + 1), kind.__name__)
+        table = self._table
+        key = id(target)
+        entry = table.get(key)
+        old_size, old_height = entry or (1, 1)
+        self._budget.spend(_ELEMENT_BYTES * size, "a {} expanding to {:,} elements", kind.__name__, old_size + size)
+        height = height + 1 if height >= old_height else old_height  # as _record, inline
+        if height > MAX_NESTING:
+            raise UnsafePickleError(f"containers nest deeper than {MAX_NESTING} levels")
+        if entry is None:
+            self._keep.append(target)
+        elif key in self._referenced:  # those holding it were counted with its old size
+            self.stale = True
+        table[key] = (old_size + size, height)
 
     # -- containers ---------------------------------------------------------------------------------------------
     @_opcode(pickle.TUPLE)
@@ -696,6 +938,8 @@ def safe_pickle_load(file: str | Path | BinaryIO, *, encoding: str = "latin1") -
         data = file.read()
     budget = _Budget(BASE_BUDGET_BYTES + BYTES_PER_FILE_BYTE * len(data))
     unpickler = _RestrictedUnpickler(io.BytesIO(data), encoding=encoding, budget=budget)
+    collecting = gc.isenabled()
+    gc.disable()  # the load makes many containers the cyclic collector would walk again and again; none is garbage
     try:
         obj = unpickler.load()
         if any(pending.value is None for pending in unpickler._pending_arrays):
@@ -708,4 +952,7 @@ def safe_pickle_load(file: str | Path | BinaryIO, *, encoding: str = "latin1") -
         raise UnsafePickleError(f"{name}: refused, the pickle needs too much memory or nesting ({err!r})") from None
     except Exception as err:  # the unpickler raises many types for corrupt data: one documented error
         raise ValueError(f"{name}: truncated or corrupt pickle ({type(err).__name__}: {err})") from None
+    finally:
+        if collecting:
+            gc.enable()
     return obj

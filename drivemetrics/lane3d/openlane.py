@@ -163,22 +163,28 @@ def _resample_xyz(x: Tensor, y: Tensor, z: Tensor, mask: Tensor, order_free: boo
     device = x.device
     num = x.shape[-1]
     # first / last point check on the points left after the visibility pruning, in file order
-    has = mask.any(-1)
-    first = mask.to(torch.int8).argmax(-1)
-    last = num - 1 - mask.flip(-1).to(torch.int8).argmax(-1)
-    y_first = y.gather(-1, first[..., None])[..., 0]
-    y_last = y.gather(-1, last[..., None])[..., 0]
     if order_free:
         y_first = torch.where(mask, y, torch.inf).amin(-1)
         y_last = torch.where(mask, y, -torch.inf).amax(-1)
-    lane_ok = has & (mask.sum(-1) >= 2) & (y_first < Y_FIRST_MAX) & (y_last > Y_LAST_MIN)
-    mask = mask & lane_ok[..., None] & (y > Y_POINT_RANGE[0]) & (y < Y_POINT_RANGE[1]) & (x > -X_RANGE) & (x < X_RANGE)
+    else:  # the first and the last valid point (any index for a lane without one: it is dropped)
+        first = mask.to(torch.int8).argmax(-1)
+        last = torch.where(mask, torch.arange(num, device=device), 0).argmax(-1)
+        y_first = y.gather(-1, first[..., None])[..., 0]
+        y_last = y.gather(-1, last[..., None])[..., 0]
+    lane_ok = (mask.sum(-1) >= 2) & (y_first < Y_FIRST_MAX) & (y_last > Y_LAST_MIN)
+    mask &= lane_ok[..., None]
+    mask &= y > Y_POINT_RANGE[0]
+    mask &= y < Y_POINT_RANGE[1]
+    mask &= x > -X_RANGE
+    mask &= x < X_RANGE
     count = mask.sum(-1)
-    lane_ok = lane_ok & (count >= 2)
+    lane_ok &= count >= 2
     # points sorted by y (stable, as interp1d's mergesort), padding last: the kept points moved to the front in file
     # order (that is the stable sort where they are in order already), the other lanes sorted
     y_key = torch.where(mask, y, torch.inf)
-    position = torch.where(mask, mask.cumsum(-1) - 1, count[..., None] + (~mask).cumsum(-1) - 1)
+    kept_before = mask.cumsum(-1)  # the dropped points before slot j: j + 1 - kept_before
+    slots = torch.arange(num, device=device)
+    position = torch.where(mask, kept_before - 1, count[..., None] + slots - kept_before)
     y_sorted = torch.empty_like(y_key).scatter_(-1, position, y_key)
     x_sorted = torch.empty_like(x).scatter_(-1, position, x)
     z_sorted = torch.empty_like(z).scatter_(-1, position, z)
@@ -190,11 +196,12 @@ def _resample_xyz(x: Tensor, y: Tensor, z: Tensor, mask: Tensor, order_free: boo
     queries = torch.tensor(Y_SAMPLES, dtype=torch.float64, device=device)
     # the kept points with y < sample (searchsorted, side "left"): the samples are the integers 3 .. 102, and y < s
     # holds for the integers s >= floor(y) + 1
-    bins = (torch.floor(y_key) + (1 - Y_SAMPLES[0])).clamp(0, len(Y_SAMPLES)).to(torch.long)
+    bins = torch.floor(y_key).add_(1 - Y_SAMPLES[0]).clamp_(0, len(Y_SAMPLES)).to(torch.long)
     histogram = torch.zeros(*bins.shape[:-1], len(Y_SAMPLES) + 1, dtype=torch.long, device=device)
-    hi = histogram.scatter_add_(-1, bins, torch.ones_like(bins))[..., :-1].cumsum(-1)
+    ones = torch.ones((), dtype=torch.long, device=device).expand(bins.shape)
+    hi = histogram.scatter_add_(-1, bins, ones)[..., :-1].cumsum(-1)
     top = (count - 1).clamp(min=1)[..., None]
-    hi = torch.minimum(hi.clamp(min=1), top)
+    hi = torch.minimum(hi.clamp_(min=1), top)
     lo = hi - 1
     y_lo, y_hi = y_sorted.gather(-1, lo), y_sorted.gather(-1, hi)
     finite = torch.isfinite(y_hi)
@@ -203,8 +210,7 @@ def _resample_xyz(x: Tensor, y: Tensor, z: Tensor, mask: Tensor, order_free: boo
 
     def interp(values: Tensor) -> Tensor:
         v_lo, v_hi = values.gather(-1, lo), values.gather(-1, hi)
-        slope = (v_hi - v_lo) / span
-        return slope * offset + v_lo
+        return v_hi.sub_(v_lo).div_(span).mul_(offset).add_(v_lo)  # the slope times the offset, plus v_lo
 
     x_s, z_s = interp(x_sorted), interp(z_sorted)
     y_min = y_sorted[..., :1]
@@ -281,6 +287,37 @@ def _pair_cost(terms: _PairTerms, reference: bool) -> Tensor:
     both = terms.both
     one_sided = terms.gt_visible.sum(-1) + terms.pred_visible.sum(-1) - 2 * both.sum(-1)
     cost = torch.where(both, terms.dist, 0.0).sum(-1) + DIST_THRESHOLD * one_sided  # 0 where neither is visible
+    if reference:
+        cost = torch.where((cost > 0) & (cost < 1), torch.ones_like(cost), torch.floor(cost))
+    return cost
+
+
+#: Pairs costed together by :func:`_flat_pair_cost`: their ``(K, 100)`` float64 terms stay in the CPU's cache.
+PAIR_CHUNK = 1024
+
+
+def _flat_pair_cost(
+    target: dict[str, Tensor], preds: dict[str, Tensor], gt: Tensor, pred: Tensor, care: Tensor | None, reference: bool
+) -> Tensor:
+    """:func:`_pair_cost` of the pairs ``(gt[k], pred[k])`` of resampled lanes ``(M, 100)``, ``(K,)`` float64.
+
+    The same operations value for value (so the same bits), in chunks of :data:`PAIR_CHUNK` pairs, in place, with
+    each lane's visible samples counted once instead of once per pair. ``care``: ``(K, 100)`` predicted samples that
+    count (default: the visible ones)."""
+    gt_count = target["visible"].sum(-1)
+    pred_count = preds["visible"].sum(-1) if care is None else None
+    cost = torch.empty(gt.shape[0], dtype=torch.float64, device=gt.device)
+    for start in range(0, gt.shape[0], PAIR_CHUNK):
+        gi, pj = gt[start : start + PAIR_CHUNK], pred[start : start + PAIR_CHUNK]
+        pv = preds["visible"].index_select(0, pj) if care is None else care[start : start + PAIR_CHUNK]
+        both = target["visible"].index_select(0, gi).logical_and_(pv)
+        dx = target["x"].index_select(0, gi).sub_(preds["x"].index_select(0, pj))
+        dz = target["z"].index_select(0, gi).sub_(preds["z"].index_select(0, pj))
+        dist = dx.mul_(dx).add_(dz.mul_(dz)).sqrt_().masked_fill_(~both, 0.0)
+        n_both = both.sum(-1)
+        n_pred = pred_count.index_select(0, pj) if care is None else pv.sum(-1)
+        one_sided = gt_count.index_select(0, gi) + n_pred - 2 * n_both
+        cost[start : start + PAIR_CHUNK] = dist.sum(-1) + DIST_THRESHOLD * one_sided
     if reference:
         cost = torch.where((cost > 0) & (cost < 1), torch.ones_like(cost), torch.floor(cost))
     return cost
@@ -413,13 +450,14 @@ def _resample_group(
     slot = torch.arange(max(num, 2), device=group.device)
     mask = slot < lengths[:, None]
     # the points of each lane, then whatever follows them (never read: the resampling reads kept points only)
-    source = (starts[group][:, None] + slot).clamp(max=max(lanes.points.shape[0] - 1, 0))
+    source = (starts[group][:, None] + slot).clamp_(max=max(lanes.points.shape[0] - 1, 0))
     planes = lanes.points.to(torch.float64).T.contiguous()
     if planes.shape[1] == 0:
         planes = torch.zeros(3, 1, dtype=torch.float64, device=group.device)
-    x, y, z = planes[:, source].unbind(0)
+    x, y, z = planes.index_select(1, source.view(-1)).view(3, *source.shape).unbind(0)
     if use_visibility and lanes.visibility is not None and lanes.visibility.numel():
-        mask = mask & (lanes.visibility[source.clamp(max=lanes.visibility.shape[0] - 1)] > 0)
+        visible = lanes.visibility.index_select(0, source.view(-1).clamp(max=lanes.visibility.shape[0] - 1))
+        mask = mask & (visible.view(source.shape) > 0)
     return _resample_xyz(x, y, z, mask, order_free)
 
 
@@ -536,6 +574,7 @@ def openlane3d_lane_matches(
     frames: int,
     compat: Compat = "default",
     fixes: Collection[str] | None = None,
+    validate_args: bool = True,
 ) -> dict[str, Tensor]:
     """:func:`openlane3d_matches` on lanes packed lane after lane (:class:`OpenLane3DLanes`), no padding over lanes.
 
@@ -546,6 +585,8 @@ def openlane3d_lane_matches(
         compat: ``"default"`` or ``"reference"``.
         fixes: instead of ``compat``, a subset of the default mode's fixes (:data:`DEFAULT_FIXES`) to apply, e.g. to
             measure the effect of one of them.
+        validate_args: check that the packed fields fit each other (shapes, ``lengths`` summing to the points,
+            frames in ``[0, frames)`` and in order); ``False`` skips those checks (they read values back).
 
     Returns:
         The dict of :func:`openlane3d_matches`; lane indices in ``pairs`` are the lanes' ``index``.
@@ -560,7 +601,29 @@ def openlane3d_lane_matches(
         [[0, 0, 0, 1, 0, 0], [0, 0, 0, 0, 1, 0]]
     """
     chosen = (frozenset() if check_compat(compat) else DEFAULT_FIXES) if fixes is None else frozenset(fixes)
+    if validate_args:
+        _check_packed_lanes(preds, "preds", frames)
+        _check_packed_lanes(target, "target", frames)
     return _match_lanes(target, preds, frames, chosen)
+
+
+def _check_packed_lanes(lanes: OpenLane3DLanes, name: str, frames: int) -> None:
+    """One clear ``ValueError`` where the fields of packed lanes (:class:`OpenLane3DLanes`) do not fit each other."""
+    points, lengths = lanes.points, lanes.lengths
+    if points.ndim != 2 or points.shape[-1] != 3:
+        raise ValueError(f"`{name}.points` must be (T, 3), got {tuple(points.shape)}")
+    for field in ("lengths", "frame", "index", "labels"):
+        if getattr(lanes, field).shape != lengths.shape or lengths.ndim != 1:
+            raise ValueError(
+                f"`{name}.{field}` must be (M,) like `{name}.lengths`, got {tuple(getattr(lanes, field).shape)}"
+            )
+    if lanes.visibility is not None and lanes.visibility.shape != points.shape[:1]:
+        raise ValueError(f"`{name}.visibility` must be (T,) like the points, got {tuple(lanes.visibility.shape)}")
+    if bool((lengths <= 0).any()) or int(lengths.sum()) != points.shape[0]:
+        raise ValueError(f"`{name}.lengths` must be > 0 and sum to the {points.shape[0]} points")
+    frame = lanes.frame
+    if frame.numel() and (bool((frame < 0).any()) or bool((frame >= frames).any()) or bool((frame.diff() < 0).any())):
+        raise ValueError(f"`{name}.frame` must be non-decreasing and in [0, {frames})")
 
 
 def _match_lanes(gt: OpenLane3DLanes, pr: OpenLane3DLanes, batch: int, fixes: frozenset[str]) -> dict[str, Tensor]:
@@ -592,9 +655,7 @@ def _match_lanes(gt: OpenLane3DLanes, pr: OpenLane3DLanes, batch: int, fixes: fr
         care = p["visible"][pj] & ~(near_ignored[pj] & ~near_own)
     reference_cost = "float_cost" not in fixes
     # the cost of every pair (for the assignment); matched samples and errors of the counted pairs only
-    cost = _pair_cost(
-        _pair_terms(_take(g, gi), _take(p, pj), None if care is None else care[:, None, None]), reference_cost
-    )[:, 0, 0]
+    cost = _flat_pair_cost(g, p, gi, pj, care, reference_cost)
     gate_ok = cost < COST_GATE
     chosen = _assign_frames(cost, gate_ok if "gate_first" in fixes else None, first, n_gt, n_pred)
     chosen = chosen[gate_ok[chosen]]

@@ -92,7 +92,10 @@ def test_package_exports_classes_and_functional_the_kernels():
     for name in ("CCQMetrics", "TLTSMetrics", "APLSMetrics", "JunctionMetrics", "SubgraphMetrics", "OptJMetrics"):
         assert name in graph_pkg.__all__
         assert inspect.isclass(getattr(graph_pkg, name))
-    assert all(inspect.isclass(getattr(graph_pkg, name)) for name in graph_pkg.__all__)
+    # besides the classes, the package exports only its example inputs (one function, the scalar examples' input)
+    others = [name for name in graph_pkg.__all__ if not inspect.isclass(getattr(graph_pkg, name))]
+    assert others == ["roadnet_example_inputs"]
+    assert set(graph_pkg.roadnet_example_inputs()) == {"preds", "target"}
     # kernels live in drivemetrics.functional and in their module; the package attribute is the module
     for name in ("opt_p", "opt_j", "opt_g", "apls", "ccq", "tlts", "junct", "subg"):
         assert name not in graph_pkg.__all__

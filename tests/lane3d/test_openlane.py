@@ -348,3 +348,28 @@ def test_repeated_y_gives_nan_errors_in_reference_and_finite_ones_by_default():
     default = ol.openlane3d_matches({"points": lane, "labels": cats}, {"points": target, "labels": cats})
     assert default["pair_errors"][0, 0].item() == pytest.approx(0.0)
     assert default["error_counts"][0, 0].item() == 1
+
+
+def _packed(frame: list[int], lengths: list[int]) -> ol.OpenLane3DLanes:
+    total = sum(lengths)
+    points = torch.stack([torch.zeros(total), torch.linspace(3.0, 50.0, total), torch.zeros(total)], -1).double()
+    m = len(lengths)
+    return ol.OpenLane3DLanes(points, torch.tensor(lengths), torch.tensor(frame), torch.arange(m), torch.ones(m), None)
+
+
+@pytest.mark.parametrize(
+    ("frame", "lengths", "message"),
+    [([0, 2], [2, 2], "frame"), ([1, 0], [2, 2], "frame"), ([0, 1], [2, 0], "lengths"), ([0], [2, 2], "frame")],
+)
+def test_packed_lanes_that_do_not_fit_are_refused_with_validate_args(frame, lengths, message):
+    bad = (
+        _packed(frame, lengths)
+        if len(frame) == len(lengths)
+        else _packed([0, 0], lengths)._replace(frame=torch.tensor(frame))
+    )
+    good = _packed([0, 1], [2, 2])
+    with pytest.raises(ValueError, match=message):
+        ol.openlane3d_lane_matches(bad, good, frames=2)
+    with pytest.raises(ValueError, match=message):
+        ol.openlane3d_lane_matches(good, bad, frames=2)
+    assert ol.openlane3d_lane_matches(good, good, frames=2)["counts"].tolist() == [[1, 1, 1, 1, 1, 1]] * 2
