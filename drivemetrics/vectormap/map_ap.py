@@ -7,17 +7,20 @@ threshold. The protocol (:mod:`drivemetrics.vectormap.protocol`) decides resampl
 precision dtypes and the AP of a class without GT. All frames and classes are processed at once on the inputs'
 device: polylines are regrouped into ``(B, C, K, P, D)`` (frame, class, instance, point, coordinate).
 
-Inputs of a batch of ``B`` frames, ``(preds, target)``, each a dict of tensors (padding polylines have length 0):
+Inputs of a batch of ``B`` frames, ``(preds, target)``, each a dict of batched tensors (padding polylines have
+length 0):
 
 - ``preds``: ``points (B, N, P, D)`` in metres, ``labels (B, N)`` class ids in the protocol's ``class_names``
   order, ``scores (B, N)``, optionally ``lengths (B, N)``;
-- ``target``: ``points (B, M, Q, D)``, ``labels (B, M)``, optionally ``lengths (B, M)``.
+- ``target``: ``points (B, M, Q, D)``, ``labels (B, M)``, optionally ``lengths (B, M)``;
+
+or each a list of ``B`` per-frame dicts (torchmetrics' detection convention, as ``MeanAveragePrecision``):
+``points (M, Q, D)``, ``labels (M,)``, ``scores (M,)`` (preds), optionally ``lengths (M,)``. Both forms give the
+same numbers; torchmetrics' ``MetricTester`` runs these classes as they are.
 
 The kernels (``vector_map_ap``, ``vector_map_matches``, ``vector_map_ap_from_matches``) live in
 :mod:`drivemetrics.vectormap.scoring`, which does not import torchmetrics, and are re-exported here.
 """
-
-from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -63,6 +66,10 @@ class VectorMapAPMetrics(RaggedStateMixin, MetricFamily):
         >>> metric.update(preds, {"points": line, "labels": torch.tensor([[1]])})
         >>> round(metric.compute()["ap_divider"].item(), 4)
         0.6667
+        >>> per_frame = [{"points": line[0] + 0.6, "labels": torch.tensor([1]), "scores": torch.tensor([0.9])}]
+        >>> metric.update(per_frame, [{"points": line[0], "labels": torch.tensor([1])}])  # one dict per frame
+        >>> round(metric.compute()["ap_divider"].item(), 4)
+        0.6667
     """
 
     is_differentiable = False
@@ -93,8 +100,13 @@ class VectorMapAPMetrics(RaggedStateMixin, MetricFamily):
         )
         add_config_state(self, (self.protocol, self.thresholds))
 
-    def update(self, preds: Mapping[str, Tensor], target: Mapping[str, Tensor]) -> None:
-        """Match a batch of frames: ``preds`` / ``target`` dicts of tensors as in :func:`vector_map_matches`."""
+    def update(
+        self,
+        preds: Mapping[str, Tensor] | Sequence[Mapping[str, Tensor]],
+        target: Mapping[str, Tensor] | Sequence[Mapping[str, Tensor]],
+    ) -> None:
+        """Match a batch of frames: ``preds`` / ``target`` dicts of batched tensors, or lists of per-frame dicts
+        (torchmetrics' detection convention), as in :func:`vector_map_matches`."""
         out = vector_map_matches(
             preds, target, protocol=self.protocol, thresholds=self.thresholds, validate_args=self.validate_args
         )
@@ -106,11 +118,7 @@ class VectorMapAPMetrics(RaggedStateMixin, MetricFamily):
             ],
             1,
         )
-        points, lengths = preds["points"], preds.get("lengths")
-        if lengths is None:
-            lengths = torch.full(points.shape[:2], points.shape[2], device=points.device)
-        kept = ((lengths >= self.protocol.min_pred_points) & (lengths > 0)).sum(1)  # rows per frame, as matched
-        self.append_frames(matches=RaggedRows(rows, kept.to(torch.int64)))
+        self.append_frames(matches=RaggedRows(rows, out["num_kept"].to(torch.int64)))
         self.num_targets = self.num_targets + out["num_targets"].to(self.num_targets.device)
 
     def compute(self) -> dict[str, Tensor]:

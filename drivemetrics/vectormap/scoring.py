@@ -7,11 +7,16 @@ threshold. The protocol (:mod:`drivemetrics.vectormap.protocol`) decides resampl
 precision dtypes and the AP of a class without GT. All frames and classes are processed at once on the inputs'
 device: polylines are regrouped into ``(B, C, K, P, D)`` (frame, class, instance, point, coordinate).
 
-Inputs of a batch of ``B`` frames, ``(preds, target)``, each a dict of tensors (padding polylines have length 0):
+Inputs of a batch of ``B`` frames, ``(preds, target)``, each a dict of batched tensors (padding polylines have
+length 0):
 
 - ``preds``: ``points (B, N, P, D)`` in metres, ``labels (B, N)`` class ids in the protocol's ``class_names``
   order, ``scores (B, N)``, optionally ``lengths (B, N)``;
-- ``target``: ``points (B, M, Q, D)``, ``labels (B, M)``, optionally ``lengths (B, M)``.
+- ``target``: ``points (B, M, Q, D)``, ``labels (B, M)``, optionally ``lengths (B, M)``;
+
+or each a list of ``B`` per-frame dicts, torchmetrics' detection convention (as ``MeanAveragePrecision``):
+``points (M, Q, D)``, ``labels (M,)``, ``scores (M,)`` (preds), optionally ``lengths (M,)``; frames may differ in
+``M`` and ``Q``. A list is padded once into the batched form (:func:`_batch_frames`), with the same numbers.
 
 This module needs neither torchmetrics nor the Metric classes (:mod:`drivemetrics.vectormap.map_ap`), so that
 ``map-eval`` does not import them.
@@ -134,12 +139,67 @@ def _check_inputs(
     return lengths
 
 
+def _batch_frames(frames: Sequence[Mapping[str, Tensor]], name: str) -> dict[str, Tensor]:
+    """Per-frame dicts (torchmetrics' detection convention) padded into one dict of batched tensors.
+
+    Args:
+        frames: ``B`` dicts with the same keys: ``points (M_b, Q_b, D)``, ``labels (M_b,)`` and, where present,
+            ``scores (M_b,)`` and ``lengths (M_b,)`` (valid points per line; absent: all ``Q_b``).
+        name: the argument's name, for errors.
+
+    Returns:
+        ``points (B, M, Q, D)`` zero-padded to the largest ``M_b`` and ``Q_b``, ``lengths (B, M)`` (0 marks a
+        padding line), ``labels (B, M)`` and ``scores (B, M)`` where the frames have them.
+    """
+    if not frames:
+        raise ValueError(f"`{name}` is an empty list; give at least one frame (a frame may hold no polylines)")
+    keys = set(frames[0]) if isinstance(frames[0], Mapping) else set()
+    for b, frame in enumerate(frames):
+        if not isinstance(frame, Mapping):
+            raise TypeError(f"`{name}[{b}]` must be a dict of one frame's tensors, got {type(frame).__name__}")
+        if set(frame) != keys:
+            raise ValueError(f"`{name}[{b}]` has keys {sorted(frame)}, `{name}[0]` has {sorted(keys)}; they must agree")
+        points = frame.get("points")
+        if not isinstance(points, Tensor) or points.ndim != 3:
+            raise ValueError(
+                f'`{name}[{b}]["points"]` must be a tensor of shape (M, Q, D), got {getattr(points, "shape", points)}'
+            )
+        for key in keys - {"points"}:
+            value = frame[key]
+            if not isinstance(value, Tensor) or value.shape != points.shape[:1]:
+                shape = getattr(value, "shape", type(value).__name__)
+                raise ValueError(f'`{name}[{b}]["{key}"]` must be a tensor of shape ({points.shape[0]},), got {shape}')
+    dims = {frame["points"].shape[2] for frame in frames}
+    if len(dims) > 1:
+        raise ValueError(f"the frames of `{name}` must share D (coordinates per point), got {sorted(dims)}")
+    first = frames[0]["points"]
+    most = max(frame["points"].shape[0] for frame in frames)
+    longest = max(max(frame["points"].shape[1] for frame in frames), 1)
+    out = {"points": first.new_zeros(len(frames), most, longest, dims.pop())}
+    out["lengths"] = torch.zeros(len(frames), most, dtype=torch.long, device=first.device)
+    for key in keys - {"points", "lengths"}:  # labels, scores: each frame's dtype kept (a float label is an error)
+        out[key] = frames[0][key].new_zeros(len(frames), most)
+    for b, frame in enumerate(frames):  # one copy per frame, not per line or point
+        count, length = frame["points"].shape[:2]
+        out["points"][b, :count, :length] = frame["points"]
+        out["lengths"][b, :count] = frame.get("lengths", length)
+        for key in keys - {"points", "lengths"}:
+            if frame[key].dtype != out[key].dtype:
+                raise ValueError(f'`{name}[{b}]["{key}"]` is {frame[key].dtype}, `{name}[0]` {out[key].dtype}')
+            out[key][b, :count] = frame[key]
+    return out
+
+
 def _unpack(
-    batch: Mapping[str, Tensor], name: str, with_scores: bool
+    batch: Mapping[str, Tensor] | Sequence[Mapping[str, Tensor]], name: str, with_scores: bool
 ) -> tuple[Tensor, Tensor | None, Tensor, Tensor | None]:
     """``(points, lengths or None, labels, scores or None)`` of a container; a missing key names ``name``."""
+    if isinstance(batch, (list, tuple)):
+        batch = _batch_frames(batch, name)
     if not isinstance(batch, Mapping):
-        raise TypeError(f"`{name}` must be a dict of tensors (points, labels, ...), got {type(batch).__name__}")
+        raise TypeError(
+            f"`{name}` must be a dict of batched tensors or a list of per-frame dicts, got {type(batch).__name__}"
+        )
     needed = ("points", "labels", "scores") if with_scores else ("points", "labels")
     missing = [key for key in needed if key not in batch]
     if missing:
@@ -216,8 +276,8 @@ def _distance_matrix(
 
 
 def vector_map_matches(
-    preds: Mapping[str, Tensor],
-    target: Mapping[str, Tensor],
+    preds: Mapping[str, Tensor] | Sequence[Mapping[str, Tensor]],
+    target: Mapping[str, Tensor] | Sequence[Mapping[str, Tensor]],
     *,
     protocol: ProtocolName | MapProtocol = "default",
     thresholds: Sequence[float] | None = None,
@@ -226,19 +286,22 @@ def vector_map_matches(
     """Per-frame matching of a batch: each prediction's true-positive flag at each threshold.
 
     Args:
-        preds: the predicted polylines of ``B`` frames, a dict of tensors (what
+        preds: the predicted polylines of ``B`` frames, a dict of batched tensors (what
             :func:`~drivemetrics.vectormap.io.pack_samples` returns): ``points`` ``(B, N, P, D)`` (metres, ego
             frame), ``labels`` ``(B, N)`` class ids (the protocol's ``class_names`` order), ``scores`` ``(B, N)``
-            confidences and optionally ``lengths`` ``(B, N)`` valid point counts (0 = padding; absent: all ``P``).
+            confidences and optionally ``lengths`` ``(B, N)`` valid point counts (0 = padding; absent: all ``P``);
+            or a list of ``B`` per-frame dicts with the same keys, ``points (N_b, P_b, D)``, ``labels (N_b,)``,
+            ``scores (N_b,)``, ``lengths (N_b,)`` (torchmetrics' detection convention; same numbers).
         target: the GT polylines, the same keys but ``scores``: ``points`` ``(B, M, Q, D)``, ``labels`` ``(B, M)``,
-            optionally ``lengths`` ``(B, M)``.
+            optionally ``lengths`` ``(B, M)``; or a list of ``B`` per-frame dicts.
         protocol: ``"default"``, ``"nuscenes-maptr"``, ``"av2-cvpr23"`` or a :class:`MapProtocol`.
         thresholds: Chamfer thresholds in metres (default: the protocol's, 0.5 / 1.0 / 1.5).
         validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
         ``scores (S,)``, ``labels (S,)``, ``true_positive (S, T)`` for the ``S`` kept predictions in frame-major
-        input order, and ``num_targets (C,)`` GT counts per class.
+        input order, ``num_kept (B,)`` kept predictions per frame (they split the ``S`` rows) and
+        ``num_targets (C,)`` GT counts per class.
 
     Examples:
         >>> line = torch.tensor([[[[0.0, 0.0], [0.0, 10.0]]]])  # one frame, one line
@@ -310,6 +373,7 @@ def vector_map_matches(
         "scores": preds_scores.detach()[keep],
         "labels": labels_all[keep].long(),
         "true_positive": tp[keep],
+        "num_kept": keep.sum(1),
         "num_targets": num_targets,
     }
 
@@ -410,8 +474,8 @@ def vector_map_ap_from_matches(
 
 
 def vector_map_ap(
-    preds: Mapping[str, Tensor],
-    target: Mapping[str, Tensor],
+    preds: Mapping[str, Tensor] | Sequence[Mapping[str, Tensor]],
+    target: Mapping[str, Tensor] | Sequence[Mapping[str, Tensor]],
     *,
     protocol: ProtocolName | MapProtocol = "default",
     thresholds: Sequence[float] | None = None,
@@ -432,7 +496,7 @@ def vector_map_ap(
         >>> out["ap_per_threshold"][0].tolist(), round(out["map"].item(), 4)
         ([0.0, 1.0, 1.0], 0.2222)
     """
-    matches = vector_map_matches(preds, target, protocol=protocol, thresholds=thresholds)
+    matches = vector_map_matches(preds, target, protocol=protocol, thresholds=thresholds, validate_args=validate_args)
     return vector_map_ap_from_matches(
         matches["scores"], matches["labels"], matches["true_positive"], matches["num_targets"], protocol=protocol
     )

@@ -166,7 +166,7 @@ def test_bad_input_is_named():
         vector_map_matches({**p, "points": p["points"] * torch.nan}, t)
     with pytest.raises(ValueError, match=r"`preds` lacks \['scores'\]"):
         vector_map_matches({"points": p["points"], "labels": p["labels"]}, t)
-    with pytest.raises(TypeError, match="dict of tensors"):
+    with pytest.raises(TypeError, match="dict of batched tensors or a list of per-frame dicts"):
         vector_map_matches(p["points"], t)
     with pytest.raises(ValueError, match="protocol"):
         VectorMapAPMetrics(protocol="nuscenes")
@@ -214,3 +214,79 @@ def test_spacing_resampling_in_chunks_equals_one_call():
     got, got_counts = _resample_by_spacing_in_chunks(pts, lengths, 0.3, chunk=7)
     assert torch.equal(got_counts, want_counts)
     assert torch.equal(got, want)
+
+
+def _per_frame_batch(seed: int, ragged: bool) -> tuple[list[dict], list[dict]]:
+    """Per-frame dicts (torchmetrics' detection convention); ``ragged``: frames differ in line and point counts."""
+    g = torch.Generator().manual_seed(seed)
+    preds, target = [], []
+    for b in range(4):
+        lines, points = (2 + b, 3 + 2 * b) if ragged else (4, 6)
+        gt = torch.cumsum(torch.randn(lines, points, 2, generator=g), 1) * 2
+        labels = torch.randint(0, 3, (lines,), generator=g)
+        preds.append(
+            {
+                "points": gt + 0.8 * torch.randn(lines, 1, 2, generator=g),
+                "labels": labels,
+                "scores": torch.rand(lines, generator=g),
+            }
+        )
+        target.append({"points": gt, "labels": labels})
+    return preds, target
+
+
+def _pad_by_hand(frames: list[dict]) -> dict[str, torch.Tensor]:
+    """The batched form written out: zero padding, ``lengths`` = each line's point count (0 for padding lines)."""
+    lines, points = max(f["points"].shape[0] for f in frames), max(f["points"].shape[1] for f in frames)
+    out = {"points": torch.zeros(len(frames), lines, points, 2), "lengths": torch.zeros(len(frames), lines).long()}
+    for key in set(frames[0]) - {"points"}:
+        out[key] = torch.zeros(len(frames), lines, dtype=frames[0][key].dtype)
+    for b, f in enumerate(frames):
+        m, q = f["points"].shape[:2]
+        out["points"][b, :m, :q] = f["points"]
+        out["lengths"][b, :m] = q
+        for key in set(f) - {"points"}:
+            out[key][b, :m] = f[key]
+    return out
+
+
+@pytest.mark.parametrize("ragged", [False, True])
+@pytest.mark.parametrize("protocol", ["default", "nuscenes-maptr", "av2-cvpr23"])
+def test_per_frame_dicts_give_the_batched_numbers(protocol, ragged):
+    preds, target = _per_frame_batch(11, ragged)
+    if ragged:
+        batched_p, batched_t = _pad_by_hand(preds), _pad_by_hand(target)
+    else:  # equal shapes: plain stacking, no lengths
+        batched_p = {k: torch.stack([f[k] for f in preds]) for k in preds[0]}
+        batched_t = {k: torch.stack([f[k] for f in target]) for k in target[0]}
+    expected = vector_map_ap(batched_p, batched_t, protocol=protocol)
+    assert expected["num_preds"].sum() > 0
+    assert torch.isfinite(expected["map"])
+    for key, value in vector_map_ap(preds, target, protocol=protocol).items():
+        torch.testing.assert_close(value, expected[key], rtol=0, atol=0, equal_nan=True)
+    family, batched_family = VectorMapAPMetrics(protocol=protocol), VectorMapAPMetrics(protocol=protocol)
+    family.update(preds[:2], target[:2])
+    family.update(preds[2:], target[2:])
+    batched_family.update(batched_p, batched_t)
+    for key, value in family.compute().items():
+        torch.testing.assert_close(value, batched_family.compute()[key], rtol=0, atol=0, equal_nan=True)
+
+
+def test_bad_per_frame_input_is_named():
+    preds, target = _per_frame_batch(2, ragged=True)
+    with pytest.raises(ValueError, match=r"`preds` is an empty list"):
+        vector_map_ap([], target)
+    with pytest.raises(TypeError, match=r"`target\[1\]` must be a dict"):
+        vector_map_ap(preds, [target[0], target[1]["points"], *target[2:]])
+    with pytest.raises(ValueError, match=r"`preds\[2\]` has keys"):
+        vector_map_ap([*preds[:2], {"points": preds[2]["points"], "labels": preds[2]["labels"]}, preds[3]], target)
+    with pytest.raises(ValueError, match=r'`preds\[0\]\["points"\]` must be a tensor of shape \(M, Q, D\)'):
+        vector_map_ap([{**preds[0], "points": preds[0]["points"][0]}, *preds[1:]], target)
+    with pytest.raises(ValueError, match=r'`preds\[1\]\["scores"\]` must be a tensor of shape \(3,\)'):
+        vector_map_ap([preds[0], {**preds[1], "scores": preds[1]["scores"][:1]}, *preds[2:]], target)
+    with pytest.raises(ValueError, match=r"must share D"):
+        vector_map_ap(preds, [{**target[0], "points": torch.zeros(2, 3, 3)}, *target[1:]])
+    with pytest.raises(ValueError, match=r'`target\[3\]\["labels"\]` is torch.float32'):
+        vector_map_ap(preds, [*target[:3], {**target[3], "labels": target[3]["labels"].float()}])
+    with pytest.raises(ValueError, match="same frames"):
+        vector_map_ap(preds[:3], target)
