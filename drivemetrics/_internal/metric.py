@@ -23,7 +23,7 @@ import hashlib
 import inspect
 from collections.abc import Sequence
 from types import FrameType
-from typing import Any, ClassVar
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -126,14 +126,6 @@ class DictFamilyLogCheck:
     without it. Put it first in the bases of the family: ``class CULaneMetrics(DictFamilyLogCheck, Metric)``
     (:class:`MetricFamily` is that pair).
     """
-
-    # TorchScript compiles a module's properties unless listed here: these two read Python frames and format
-    # strings (`family_key` is ScalarMetric's, which comes first in a scalar class's bases and has no list)
-    __jit_unused_properties__: ClassVar[list[str]] = [
-        *Metric.__jit_unused_properties__,
-        "_forward_cache",
-        "family_key",
-    ]
 
     @property
     def _forward_cache(self) -> Any:

@@ -16,7 +16,8 @@ length 0):
 
 or each a list of ``B`` per-frame dicts (torchmetrics' detection convention, as ``MeanAveragePrecision``):
 ``points (M, Q, D)``, ``labels (M,)``, ``scores (M,)`` (preds), optionally ``lengths (M,)``. Both forms give the
-same numbers; torchmetrics' ``MetricTester`` runs these classes as they are.
+same numbers; torchmetrics' ``MetricTester`` runs these classes as they are (TorchScript aside, which drivemetrics
+does not support).
 
 The kernels (``vector_map_ap``, ``vector_map_matches``, ``vector_map_ap_from_matches``) live in
 :mod:`drivemetrics.vectormap.scoring`, which does not import torchmetrics, and are re-exported here.
