@@ -1,26 +1,10 @@
-"""Vectorised HD-map AP (MapTR, Argoverse 2 challenge): per-class Chamfer AP at 0.5 / 1.0 / 1.5 m, and its Metrics.
+"""Vectorised HD-map AP (MapTR, Argoverse 2 challenge) as Metrics: per-class Chamfer AP at 0.5 / 1.0 / 1.5 m.
 
-Every frame holds predicted polylines with a class label and a confidence, and GT polylines with a class label.
-Per class and frame, predictions and GT are resampled along arc length, compared by symmetric Chamfer distance and
-matched greedily by descending confidence; the matches of all frames are pooled per class into a VOC "area" AP per
-threshold. The protocol (:mod:`drivemetrics.vectormap.protocol`) decides resampling, prefilter, matching rule,
-precision dtypes and the AP of a class without GT. All frames and classes are processed at once on the inputs'
-device: polylines are regrouped into ``(B, C, K, P, D)`` (frame, class, instance, point, coordinate).
-
-Inputs of a batch of ``B`` frames, ``(preds, target)``, each a dict of batched tensors (padding polylines have
-length 0):
-
-- ``preds``: ``points (B, N, P, D)`` in metres, ``labels (B, N)`` class ids in the protocol's ``class_names``
-  order, ``scores (B, N)``, optionally ``lengths (B, N)``;
-- ``target``: ``points (B, M, Q, D)``, ``labels (B, M)``, optionally ``lengths (B, M)``;
-
-or each a list of ``B`` per-frame dicts (torchmetrics' detection convention, as ``MeanAveragePrecision``):
-``points (M, Q, D)``, ``labels (M,)``, ``scores (M,)`` (preds), optionally ``lengths (M,)``. Both forms give the
-same numbers; torchmetrics' ``MetricTester`` runs these classes as they are (TorchScript aside, which drivemetrics
-does not support).
-
-The kernels (``vector_map_ap``, ``vector_map_matches``, ``vector_map_ap_from_matches``) live in
-:mod:`drivemetrics.vectormap.scoring`, which does not import torchmetrics, and are re-exported here.
+The kernels, the matching rule and the two input forms (a dict of batched tensors, or torchmetrics' list of
+per-frame dicts) are described in :mod:`drivemetrics.vectormap.scoring`; the classes here accumulate its matches
+and take the same ``(preds, target)``. torchmetrics' ``MetricTester`` runs them as
+they are (TorchScript aside, which drivemetrics does not support). The kernels (``vector_map_ap``,
+``vector_map_matches``, ``vector_map_ap_from_matches``) are re-exported here.
 """
 
 from collections.abc import Mapping, Sequence

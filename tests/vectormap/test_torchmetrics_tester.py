@@ -182,11 +182,10 @@ def ddp_pool():
 class TestVectorMapInMetricTester(MetricTester):
     atol = 1e-12
 
-    @pytest.mark.parametrize(("metric_class", "metric_args", "reference"), _CASES)
-    def test_class(self, protocol, metric_class, metric_args, reference):
-        preds, target = _per_frame_batches(7)
+    def _run_class(self, ddp, seed, protocol, metric_class, metric_args, reference):
+        preds, target = _per_frame_batches(seed)
         self.run_class_metric_test(
-            ddp=False,
+            ddp=ddp,
             preds=preds,
             target=target,
             metric_class=metric_class,
@@ -196,17 +195,12 @@ class TestVectorMapInMetricTester(MetricTester):
         )
 
     @pytest.mark.parametrize(("metric_class", "metric_args", "reference"), _CASES)
+    def test_class(self, protocol, metric_class, metric_args, reference):
+        self._run_class(False, 7, protocol, metric_class, metric_args, reference)
+
+    @pytest.mark.parametrize(("metric_class", "metric_args", "reference"), _CASES)
     def test_class_ddp(self, ddp_pool, protocol, metric_class, metric_args, reference):
-        preds, target = _per_frame_batches(8)
-        self.run_class_metric_test(
-            ddp=True,
-            preds=preds,
-            target=target,
-            metric_class=metric_class,
-            reference_metric=partial(reference, protocol=protocol),
-            metric_args={**metric_args, "protocol": protocol},
-            check_scriptable=False,  # TorchScript is not supported (docs/pages/logging.md; the battery pins it)
-        )
+        self._run_class(True, 8, protocol, metric_class, metric_args, reference)
 
     def test_functional(self, protocol):
         preds, target = _per_frame_batches(9)
