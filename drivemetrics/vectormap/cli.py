@@ -23,11 +23,11 @@ __all__ = ["register"]
 
 def _map_eval(args: argparse.Namespace) -> int:
     from drivemetrics._internal.files import atomic_write_text, check_output_path
-    from drivemetrics.vectormap.evaluate import flat_path_applies
+    from drivemetrics.vectormap.evaluate import flat_path_applies, running_sharded
 
     if args.json:
         check_output_path(args.json, input_files=[args.gt, args.pred], option="--json", is_folder=False)
-    if flat_path_applies(args.protocol, args.device) and "drivemetrics._internal.distributed" not in sys.modules:
+    if flat_path_applies(args.protocol, args.device) and not running_sharded():
         result = _evaluate_on_numpy(args)  # one process (not torchrun): numpy, torch never imported
     else:
         result = _evaluate_on_torch(args)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -260,6 +261,13 @@ def evaluate_map_samples(
     return MapEvaluation({"mAP": float(out["map"]), "classes": classes}, unknown, missing)
 
 
+def running_sharded() -> bool:
+    """Whether this process is one of several torchrun ranks (the distributed module, and torch, is only imported
+    by the command's process group set-up)."""
+    module = sys.modules.get("drivemetrics._internal.distributed")
+    return module is not None and module.current_shard().world > 1
+
+
 def evaluate_map_files(
     gt_path: str | Path,
     pred_path: str | Path,
@@ -269,7 +277,8 @@ def evaluate_map_files(
     progress: bool | None = False,
 ) -> MapEvaluation:
     """Read a GT and a prediction file in the protocol's native format and evaluate them (``workers`` and
-    ``progress`` as in :func:`evaluate_map_samples`).
+    ``progress`` as in :func:`evaluate_map_samples`). The protocols of :func:`flat_path_applies` run on numpy
+    (:func:`read_resampled`, :func:`evaluate_flat`: the same report).
 
     Examples:
         >>> import tempfile, json, os
@@ -283,6 +292,9 @@ def evaluate_map_files(
         >>> result.report["classes"]["divider"]["AP@0.5"], result.report["classes"]["divider"]["AP@1.0"]
         (0.0, 1.0)
     """
+    if flat_path_applies(protocol, str(device)) and not running_sharded():  # the same report on numpy, without torch
+        gt_lines, pred_lines = read_resampled(gt_path, "gt", protocol), read_resampled(pred_path, "pred", protocol)
+        return evaluate_flat(gt_lines, pred_lines, protocol, workers, progress, names=(str(gt_path), str(pred_path)))
     gt, preds = read_map_files(gt_path, pred_path, protocol)
     return evaluate_map_samples(
         gt, preds, protocol, device, workers=workers, progress=progress, names=(str(gt_path), str(pred_path))

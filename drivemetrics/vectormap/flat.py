@@ -283,26 +283,24 @@ def _resample_step(
     passed = np.cumsum(bins[:num_samples])
     passed -= np.repeat(passed[sample_offsets[:-1]], sample_counts)  # cumulative count within the line
     segment[inner_rows] = passed[inner_rows]
-    # interpolate: p0 + t * (p1 - p0); at or past the end: the last point
-    line_segments = segments[sample_line]
-    at_end = segment >= line_segments
-    safe = np.where(at_end, 0, segment)
-    global_segment = np.minimum(first_segment[sample_line] + safe, max(len(lengths) - 1, 0))
-    if len(lengths):
-        start = np.where(safe > 0, running[np.maximum(global_segment - 1, 0)], 0.0)
-        length = lengths[global_segment]
-    else:
-        start = length = np.zeros(num_samples)
-    moving = ~at_end & (length > 0)
-    fraction = np.zeros(num_samples)
-    fraction[moving] = (position[moving] - start[moving]) / length[moving]
+    # interpolate p0 + t * (p1 - p0) coordinate by coordinate; at or past the end: the last point
+    at_end = segment >= segments[sample_line]
     point_offsets = np.zeros(num_lines + 1, dtype=np.int64)
     np.cumsum(counts, out=point_offsets[1:])
-    first_point = point_offsets[:-1][sample_line] + np.where(at_end, counts[sample_line] - 1, safe)
-    p0 = points[first_point]
-    p1 = points[np.minimum(first_point + 1, points.shape[0] - 1)]
-    samples = p0 + fraction[:, None] * (p1 - p0)
-    samples[at_end] = p0[at_end]
+    first_point = point_offsets[:-1][sample_line] + np.where(at_end, counts[sample_line] - 1, segment)
+    fraction = np.zeros(num_samples)
+    if len(lengths):
+        index = np.minimum(first_segment[sample_line] + segment, len(lengths) - 1)  # past the end: unused
+        start = np.where(segment > 0, running.take(np.maximum(index - 1, 0)), 0.0)
+        length = lengths.take(index)
+        moving = ~at_end & (length > 0)
+        fraction = np.where(moving, (position - start) / np.where(moving, length, 1.0), 0.0)
+    next_point = np.where(at_end, first_point, first_point + 1)
+    samples = np.empty((num_samples, points.shape[1]))
+    for d in range(points.shape[1]):
+        coordinate = np.ascontiguousarray(points[:, d])
+        p0, p1 = coordinate.take(first_point), coordinate.take(next_point)
+        samples[:, d] = np.where(at_end, p0, p0 + fraction * (p1 - p0))
     return samples, sample_counts
 
 
