@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -407,8 +407,9 @@ def evaluate_flat(
     sample = to_gt[preds.sample] if len(preds.sample) else np.zeros(0, dtype=np.int64)
     kept = np.flatnonzero(sample >= 0)
     kept = kept[np.argsort(sample[kept], kind="stable")]
-    preds = preds.take(kept)
-    preds.sample, preds.tokens = sample[kept], gt.tokens
+    if len(kept) < len(sample) or (np.diff(kept) != 1).any():  # not already in GT order (the usual case)
+        preds = preds.take(kept)
+    preds = replace(preds, sample=sample[kept], tokens=gt.tokens)
     # jobs: consecutive GT samples, about four per process
     processes = workers
     if processes is None:  # one per core where each gets enough lines
