@@ -71,6 +71,11 @@ class FlatLines:
         labels: ``(L,)`` int64 class id of each line (the protocol's ``class_names`` order).
         scores: ``(L,)`` float64 confidences (predictions; empty for GT).
         tokens: the samples' tokens (``sample`` indexes them).
+
+    Examples:
+        >>> lines = FlatLines(np.zeros((5, 2)), np.array([2, 3]), np.array([0, 0]), np.array([1, 2]), tokens=["a"])
+        >>> lines.offsets.tolist(), lines.take(np.array([1])).counts.tolist(), lines.lines(0, 1).points.shape
+        ([0, 2, 5], [3], (2, 2))
     """
 
     points: np.ndarray
@@ -113,6 +118,13 @@ def flatten_samples(samples: Sequence[Any], class_names: Sequence[str], dims: in
     """:class:`~drivemetrics.vectormap.io.MapSample` objects as :class:`FlatLines` (the first ``dims`` coordinates).
 
     Raises ``ValueError`` naming the sample for a line with fewer coordinates or a class not in ``class_names``.
+
+    Examples:
+        >>> from drivemetrics.vectormap.io import MapSample
+        >>> sample = MapSample("a", [np.zeros((2, 3)), np.ones((4, 3))], ["divider", "boundary"], [0.5, 0.7])
+        >>> lines = flatten_samples([sample], ("ped_crossing", "divider", "boundary"), 2, with_scores=True)
+        >>> lines.points.shape, lines.counts.tolist(), lines.labels.tolist(), lines.scores.tolist()
+        ((6, 2), [2, 4], [1, 2], [0.5, 0.7])
     """
     index = {name: i for i, name in enumerate(class_names)}
     lines = [line for sample in samples for line in sample.points]
@@ -305,14 +317,29 @@ def _resample_step(
 
 
 def resample_lines(lines: FlatLines, proto: MapProtocol) -> FlatLines:
-    """``lines`` with their points replaced by the protocol's samples (:func:`resample_flat`)."""
+    """``lines`` with their points replaced by the protocol's samples (:func:`resample_flat`).
+
+    Examples:
+        >>> from drivemetrics.vectormap.protocol import get_protocol
+        >>> line = FlatLines(np.array([[0.0, 0.0], [0.0, 1.0]]), np.array([2]), np.array([0]), np.array([0]))
+        >>> resample_lines(line, get_protocol("av2-cvpr23")).counts.tolist()
+        [5]
+    """
     samples, counts = resample_flat(lines.points, lines.counts, proto)
     return replace(lines, points=samples, counts=counts)
 
 
 def candidate_pairs(preds: FlatLines, target: FlatLines, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
     """``(prediction line, GT line)`` index pairs of the same sample and class: predictions in order, each with the
-    GT lines of its sample and class in their order."""
+    GT lines of its sample and class in their order.
+
+    Examples:
+        >>> def lines(samples, labels):
+        ...     return FlatLines(np.zeros((2 * len(samples), 2)), np.full(len(samples), 2), np.array(samples),
+        ...                      np.array(labels))
+        >>> candidate_pairs(lines([0, 0, 1], [1, 2, 1]), lines([0, 1, 0, 0], [1, 1, 1, 0]), 3)
+        (array([0, 0, 2]), array([0, 2, 1]))
+    """
     gt_key = target.sample * num_classes + target.labels
     gt_order = np.argsort(gt_key, kind="stable")
     sorted_keys = gt_key[gt_order]
@@ -496,7 +523,15 @@ def _area_ap(precision: np.ndarray, recall: np.ndarray, dtype: str) -> float:
 def ap_from_rows(rows: np.ndarray, num_targets: np.ndarray, proto: MapProtocol) -> dict[str, np.ndarray]:
     """Pool matched rows ``(S, 2 + T)`` (:func:`match_flat`) into ``ap_per_threshold (C, T)``, ``ap (C,)``,
     ``map`` (scalar), ``num_preds (C,)``: the values of
-    :func:`~drivemetrics.vectormap.scoring.vector_map_ap_from_matches` (ties in score ordered by content)."""
+    :func:`~drivemetrics.vectormap.scoring.vector_map_ap_from_matches` (ties in score ordered by content).
+
+    Examples:
+        >>> from drivemetrics.vectormap.protocol import get_protocol
+        >>> rows = np.array([[0.9, 1.0, 1.0, 1.0, 1.0], [0.8, 1.0, 0.0, 0.0, 1.0]])  # score, class, 3 flags
+        >>> out = ap_from_rows(rows, np.array([0, 2, 0]), get_protocol("av2-cvpr23"))
+        >>> out["ap_per_threshold"][1].tolist(), out["num_preds"].tolist()
+        ([0.5, 0.5, 1.0], [0, 2, 0])
+    """
     num_classes, num_thresholds = len(proto.class_names), rows.shape[1] - 2
     flags = rows[:, 2:] > 0.5
     # content order: fewer true-positive thresholds first, then by the flags; the score sort below is stable
