@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from drivemetrics._internal.files import read_text
+from drivemetrics._internal.files import decode_text, read_text
 from drivemetrics._internal.progress import progress_bar
 
 if TYPE_CHECKING:  # torch is imported where a function needs it: reading and parsing label files run without it
@@ -202,23 +202,27 @@ _PLAIN_BYTES[[9, 10, *range(32, 127)]] = True
 
 
 def _parse_plain_table(
-    texts: Sequence[str], with_score: bool | None
+    texts: Sequence[str] | Sequence[bytes], with_score: bool | None
 ) -> tuple[list[str], np.ndarray, np.ndarray] | None:
-    """The objects of ``texts`` as one table ``(types, values, rows per file)`` when they are plain ASCII and every
-    non-blank line of every file has the same valid column count and finite numbers (the usual folder): one split,
-    one scan of the bytes for the column counts, ``float`` on every number. ``None`` otherwise (then
-    :func:`_parse_texts` goes file by file)."""
-    joined = "\n".join(texts) + "\n"
-    if not joined.isascii():
+    """The objects of ``texts`` (strings, or the files' bytes) as one table ``(types, values, rows per file)`` when
+    they are plain ASCII and every non-blank line of every file has the same valid column count and finite numbers
+    (the usual folder): one split, one scan of the bytes for the column counts, ``float`` on every number. ``None``
+    otherwise (then :func:`_parse_texts` goes file by file)."""
+    if texts and isinstance(texts[0], str):
+        text = "\n".join(texts) + "\n"  # type: ignore[arg-type]
+        if not text.isascii():
+            return None
+        joined = text.encode("ascii")
+    else:
+        joined = b"\n".join(texts) + b"\n"  # type: ignore[arg-type]
+    data = np.frombuffer(joined, dtype=np.uint8)
+    if not _PLAIN_BYTES[data].all():  # plain ASCII: bytes and text split alike, no carriage return to translate
         return None
-    data = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
-    if not _PLAIN_BYTES[data].all():
-        return None
-    blank = (data == 32) | (data == 9) | (data == 10)
-    newline = data == 10
-    field_start = ~blank & np.concatenate([[True], blank[:-1]])
-    line_of_byte = np.cumsum(newline) - newline  # a newline belongs to the line it ends
-    fields_per_line = np.bincount(line_of_byte[field_start], minlength=int(newline.sum()))
+    blank = data <= 32  # space, tab or newline
+    field_start = np.flatnonzero(~blank & np.concatenate([[True], blank[:-1]]))
+    newline = np.flatnonzero(data == 10)
+    line_of_field = np.searchsorted(newline, field_start)  # a newline ends its line (the text ends with one)
+    fields_per_line = np.bincount(line_of_field, minlength=len(newline))
     filled = fields_per_line > 0
     widths = np.unique(fields_per_line[filled])
     if len(widths) > 1:
@@ -227,17 +231,20 @@ def _parse_plain_table(
     width = int(widths[0]) if len(widths) else (expected or 15)
     if width != expected and (expected is not None or width not in (15, 16)):
         return None
-    lines_per_file = np.array([text.count("\n") + 1 for text in texts], dtype=np.int64)
+    newline_char = "\n" if isinstance(texts[0], str) else b"\n"
+    lines_per_file = np.array([t.count(newline_char) + 1 for t in texts], dtype=np.int64)  # type: ignore[arg-type]
     file_of_line = np.repeat(np.arange(len(texts)), lines_per_file)
     rows_per_file = np.bincount(file_of_line[filled], minlength=len(texts))
-    tokens = np.array(joined.split(), dtype=object).reshape(-1, width)
+    numbers = joined.split()
+    types = b" ".join(numbers[::width]).decode("ascii").split(" ") if numbers else []
+    del numbers[::width]  # every column but the type
     try:
-        values = np.fromiter(map(float, tokens[:, 1:].ravel()), dtype=np.float64).reshape(len(tokens), width - 1)
+        values = np.fromiter(map(float, numbers), dtype=np.float64, count=len(numbers)).reshape(-1, width - 1)
     except ValueError:
         return None
     if not np.isfinite(values).all():
         return None
-    return tokens[:, 0].tolist(), values, rows_per_file
+    return types, values, rows_per_file
 
 
 def _split_table(types: list[str], values: np.ndarray, rows_per_file: np.ndarray) -> list[KittiObjects]:
@@ -437,24 +444,32 @@ def read_object_table(
         raise ValueError(f"`missing` must be 'error', 'empty' or 'warn', got {missing!r}")
     names = sorted(p.stem for p in folder.glob("*.txt")) if frames is None else list(frames)
     names = list(dict.fromkeys(names)) if frames is not None else names
-    texts: dict[str, str] = {}
+    contents: dict[str, bytes] = {}
     absent = []
     with progress_bar(len(names), f"reading {folder.name}", "frame", progress) as bar:
         for name in names:
             bar.update()
             path = os.path.join(folder, f"{name}.txt")
             try:  # one open per file; a missing file (or a folder of that name) is what `missing` says
-                texts[name] = read_text(path, what="KITTI object file")
-            except (FileNotFoundError, ValueError):
-                if os.path.isfile(path):
-                    raise
-                if missing == "error":
-                    raise FileNotFoundError(f"KITTI object file not found: {path}") from None
-                absent.append(name)
-    sources = [os.path.join(folder, f"{n}.txt") for n in texts]
-    text_list = list(texts.values())
-    plain = _parse_plain_table(text_list, with_score) if len(text_list) > 1 else None
-    parsed = plain if plain is not None else _parse_texts(text_list, sources, with_score)
+                with open(path, "rb") as stream:
+                    contents[name] = stream.read()
+            except OSError:
+                try:
+                    read_text(path, what="KITTI object file")  # its message for an unreadable file
+                except (FileNotFoundError, ValueError):
+                    if os.path.isfile(path):
+                        raise
+                    if missing == "error":
+                        raise FileNotFoundError(f"KITTI object file not found: {path}") from None
+                    absent.append(name)
+                    continue
+                raise
+    data = list(contents.values())
+    parsed = _parse_plain_table(data, with_score) if len(data) > 1 else None
+    if parsed is None:  # another encoding, line ends or column counts: file by file, with the exact messages
+        sources = [os.path.join(folder, f"{n}.txt") for n in contents]
+        texts = [decode_text(d, source, what="KITTI object file") for d, source in zip(data, sources, strict=True)]
+        parsed = _parse_texts(texts, sources, with_score)
     return ObjectTable(str(folder), names, with_score, parsed, absent)
 
 
