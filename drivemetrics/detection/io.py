@@ -206,8 +206,8 @@ def _parse_plain_table(
 ) -> tuple[list[str], np.ndarray, np.ndarray] | None:
     """The objects of ``texts`` (strings, or the files' bytes) as one table ``(types, values, rows per file)`` when
     they are plain ASCII and every non-blank line of every file has the same valid column count and finite numbers
-    (the usual folder): one split, one scan of the bytes for the column counts, ``float`` on every number. ``None``
-    otherwise (then :func:`_parse_texts` goes file by file)."""
+    (the usual folder): one scan of the bytes for the fields and the column counts, the numbers read as ``float``
+    reads them (:func:`_parse_numbers`). ``None`` otherwise (then :func:`_parse_texts` goes file by file)."""
     if texts and isinstance(texts[0], str):
         text = "\n".join(texts) + "\n"  # type: ignore[arg-type]
         if not text.isascii():
@@ -235,16 +235,63 @@ def _parse_plain_table(
     lines_per_file = np.array([t.count(newline_char) + 1 for t in texts], dtype=np.int64)  # type: ignore[arg-type]
     file_of_line = np.repeat(np.arange(len(texts)), lines_per_file)
     rows_per_file = np.bincount(file_of_line[filled], minlength=len(texts))
-    numbers = joined.split()
-    types = b" ".join(numbers[::width]).decode("ascii").split(" ") if numbers else []
-    del numbers[::width]  # every column but the type
-    try:
-        values = np.fromiter(map(float, numbers), dtype=np.float64, count=len(numbers)).reshape(-1, width - 1)
-    except ValueError:
+    starts = field_start.reshape(-1, width)
+    stops = np.flatnonzero(~blank & np.concatenate([blank[1:], [True]])).reshape(-1, width) + 1
+    first = zip(starts[:, 0].tolist(), stops[:, 0].tolist(), strict=True)
+    types = b" ".join([joined[a:b] for a, b in first]).decode("ascii").split(" ") if len(starts) else []
+    values = _parse_numbers(joined, starts[:, 1:].ravel(), stops[:, 1:].ravel())
+    if values is None or not np.isfinite(values).all():
         return None
-    if not np.isfinite(values).all():
-        return None
+    values = values.reshape(-1, width - 1)
     return types, values, rows_per_file
+
+
+#: ``10.0 ** k`` for ``k`` = 0..15, each exact in float64.
+_POWERS_OF_TEN = np.array([float(10**k) for k in range(16)])
+_MAX_DIGITS = 15  # a mantissa of at most 15 digits is below 2 ** 53: exact in float64
+_MAX_TOKEN = _MAX_DIGITS + 2  # with a sign and a decimal point
+
+
+def _parse_numbers(text: bytes, starts: np.ndarray, stops: np.ndarray) -> np.ndarray | None:
+    """``float(text[a:b])`` for every token ``(a, b)``, bit for bit; ``None`` if one is not a number.
+
+    Plain decimals (``-?digits[.digits]``, at most 15 digits: what a KITTI file holds) are read a character column
+    at a time for all tokens together: the digits give the integer mantissa ``m`` and the digits after the point
+    ``k``, and the value is ``m / 10**k``. Both are exact in float64 (``m < 2**53``, ``k <= 15``), so the one
+    rounding of the division gives the correctly rounded value of the decimal, which is what ``float`` returns
+    (``-0.00`` gives ``-0.0`` as well). Any other token (an exponent, ``+``, ``inf``, more digits) goes to
+    ``float`` itself. The work is bounded by the number of tokens times 17 columns.
+    """
+    data = np.frombuffer(text + b" " * _MAX_TOKEN, dtype=np.uint8)  # the columns of the last token stay inside
+    length = stops - starts
+    count = len(starts)
+    mantissa = np.zeros(count)
+    decimals = np.zeros(count, dtype=np.int64)
+    digits = np.zeros(count, dtype=np.int64)
+    after_point = np.zeros(count, dtype=bool)
+    negative = data[starts] == 45  # "-"
+    other = length > _MAX_TOKEN
+    for column in range(int(min(length.max(initial=0), _MAX_TOKEN))):
+        char = data[starts + column]
+        inside = column < length
+        digit = char - np.uint8(48)
+        is_digit = (digit < 10) & inside
+        is_point = (char == 46) & inside
+        other |= is_point & after_point  # a second point
+        other |= inside & ~is_digit & ~is_point & (~negative if column == 0 else True)
+        after_point |= is_point
+        mantissa = np.where(is_digit, mantissa * 10 + digit, mantissa)
+        decimals += is_digit & after_point
+        digits += is_digit
+    other |= (digits == 0) | (digits > _MAX_DIGITS)
+    values = mantissa / _POWERS_OF_TEN[np.minimum(decimals, _MAX_DIGITS)]
+    values = np.where(negative, -values, values)
+    for i in np.flatnonzero(other).tolist():
+        try:
+            values[i] = float(text[starts[i] : stops[i]])
+        except ValueError:
+            return None
+    return values
 
 
 def _split_table(types: list[str], values: np.ndarray, rows_per_file: np.ndarray) -> list[KittiObjects]:
