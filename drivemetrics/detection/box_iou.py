@@ -28,9 +28,13 @@ torch, and the Metric classes and the functional API keep working on tensors (au
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 from drivemetrics._internal import arrays as xp
+
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
 
 __all__ = [
     "bev_box_corners",
@@ -42,7 +46,8 @@ __all__ = [
     "polygon_area",
 ]
 
-Tensor = Any  # a torch.Tensor or a numpy.ndarray
+#: A torch tensor or a numpy array: each function returns the kind it is given.
+Tensor = TypeVar("Tensor", "torch.Tensor", "np.ndarray")
 
 
 def _safe_divide(num: Tensor, den: Tensor) -> Tensor:
