@@ -122,26 +122,30 @@ def _clip_by_half_plane(points: Tensor, count: Tensor, start: Tensor, end: Tenso
     polygons ``P x K' x 2`` and their vertex counts.
     """
     n, size = points.shape[0], points.shape[1]
-    slots = xp.arange(size, like=count)
-    valid = slots < count[:, None]
-    nxt_index = xp.where(slots + 1 < count[:, None], slots + 1, 0)
-    nxt = xp.gather(points, 1, xp.broadcast_to(nxt_index[..., None], (n, size, 2)))
+    rows = xp.arange(n, like=count)
+    valid = xp.arange(size, like=count) < count[:, None]
+    last = count - 1  # its successor is vertex 0 (with no vertex left, -1 names an unused slot)
+    nxt = xp.roll(points, -1, axis=1)
+    nxt[rows, last] = points[:, 0]
     edge = (end - start)[:, None, :]
     rel = points - start[:, None, :]
     dist = edge[..., 0] * rel[..., 1] - edge[..., 1] * rel[..., 0]  # > 0: left of the edge (inside)
-    dist_nxt = xp.gather(dist, 1, nxt_index)
+    dist_nxt = xp.roll(dist, -1, axis=1)
+    dist_nxt[rows, last] = dist[:, 0]
     inside, inside_nxt = dist >= 0, dist_nxt >= 0
     crossing = valid & (inside != inside_nxt)
     denom = xp.where(crossing, dist - dist_nxt, 1.0)
     cut = points + (nxt - points) * (dist / denom)[..., None]
     keep_nxt = valid & inside_nxt
-    # for each edge i -> i+1: [the crossing point, the end vertex], in polygon order
+    # for each edge i -> i+1: [the crossing point, the end vertex], in polygon order; the kept ones move to the
+    # front of their row, in order (a row-major boolean selection keeps the order)
     candidates = xp.stack([cut, nxt], axis=2).reshape(n, 2 * size, 2)
     keep = xp.stack([crossing, keep_nxt], axis=2).reshape(n, 2 * size)
     new_count = keep.sum(1)
     width = max(int(new_count.max()), 1) if n else 1
-    order = xp.stable_descending_order(xp.astype(keep, "int8"), axis=1)[:, :width]  # kept slots first, in order
-    return xp.gather(candidates, 1, xp.broadcast_to(order[..., None], (n, width, 2))), new_count
+    out = xp.full((n, width, 2), 0.0, like=points)
+    out[xp.broadcast_to(rows[:, None], keep.shape)[keep], (keep.cumsum(1) - 1)[keep]] = candidates[keep]
+    return out, new_count
 
 
 def _broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:

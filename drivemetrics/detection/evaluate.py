@@ -282,12 +282,12 @@ def _pair_overlaps(
     if "2d" in kinds:
         split(_overlaps_by_criterion(box2d_overlap, det.bbox[det_i], gt.bbox[gt_i], criterion, device), "2d")
     if "bev" in kinds or "3d" in kinds:
-        d3, g3 = det.box3d[det_i], gt.box3d[gt_i]
         # only pairs whose bounding circles meet can intersect
-        radius_d = 0.5 * np.hypot(d3[:, 4], d3[:, 5])
-        radius_g = 0.5 * np.hypot(g3[:, 4], g3[:, 5])
-        near = np.flatnonzero(np.hypot(d3[:, 0] - g3[:, 0], d3[:, 2] - g3[:, 2]) <= radius_d + radius_g + 1e-9)
-        da, ga = _on(d3[near], device), _on(g3[near], device)
+        radius_d = 0.5 * np.hypot(det.box3d[:, 4], det.box3d[:, 5])
+        radius_g = 0.5 * np.hypot(gt.box3d[:, 4], gt.box3d[:, 5])
+        gap = np.hypot(det.box3d[det_i, 0] - gt.box3d[gt_i, 0], det.box3d[det_i, 2] - gt.box3d[gt_i, 2])
+        near = np.flatnonzero(gap <= radius_d[det_i] + radius_g[gt_i] + 1e-9)
+        da, ga = _on(det.box3d[det_i[near]], device), _on(gt.box3d[gt_i[near]], device)
         inter = bev_intersection_area(da[:, [0, 2, 5, 4, 6]], ga[:, [0, 2, 5, 4, 6]])
         over_near = criterion[near] == 0
         for kind in ("bev", "3d"):
