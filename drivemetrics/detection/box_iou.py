@@ -167,7 +167,7 @@ def convex_polygon_intersection_area(poly_a: Tensor, poly_b: Tensor) -> Tensor:
     relative to ``poly_b``'s first vertex to keep the rounding small far from the origin. The result is 0 if either
     polygon has a non-positive shoelace area, and at most the smaller area.
     """
-    shape = _broadcast_shape(tuple(poly_a.shape[:-2]), tuple(poly_b.shape[:-2]))
+    shape: tuple[int, ...] = _broadcast_shape(tuple(poly_a.shape[:-2]), tuple(poly_b.shape[:-2]))
     a = xp.broadcast_to(poly_a, (*shape, *poly_a.shape[-2:])).reshape(-1, poly_a.shape[-2], 2)
     b = xp.broadcast_to(poly_b, (*shape, *poly_b.shape[-2:])).reshape(-1, poly_b.shape[-2], 2)
     if a.shape[0] == 0:

@@ -488,7 +488,7 @@ def _lone_pair_totals(
     # number of values >= t in a decreasing array: searchsorted on the negated (increasing) values, side right
     n_tp = np.searchsorted(-tp_scores, -thresholds, "right")
     n_counted = np.searchsorted(-counted_scores, -thresholds, "right")
-    sims = np.zeros(len(thresholds))
+    sims: np.ndarray = np.zeros(len(thresholds))
     if similarity is not None:
         running = np.concatenate([[0.0], np.cumsum(similarity[order][tp_flag[order]])])
         sims = running[n_tp]

@@ -265,7 +265,7 @@ def _parse_numbers(text: bytes, starts: np.ndarray, stops: np.ndarray) -> np.nda
     data = np.frombuffer(text + b" " * _MAX_TOKEN, dtype=np.uint8)  # the columns of the last token stay inside
     length = stops - starts
     count = len(starts)
-    mantissa = np.zeros(count)
+    mantissa: np.ndarray = np.zeros(count)
     decimals = np.zeros(count, dtype=np.int64)
     digits = np.zeros(count, dtype=np.int64)
     after_point = np.zeros(count, dtype=bool)
@@ -512,12 +512,13 @@ def read_object_table(
                     continue
                 raise
     data = list(contents.values())
-    parsed = _parse_plain_table(data, with_score) if len(data) > 1 else None
-    if parsed is None:  # another encoding, line ends or column counts: file by file, with the exact messages
-        sources = [os.path.join(folder, f"{n}.txt") for n in contents]
-        texts = [decode_text(d, source, what="KITTI object file") for d, source in zip(data, sources, strict=True)]
-        parsed = _parse_texts(texts, sources, with_score)
-    return ObjectTable(str(folder), names, with_score, parsed, absent)
+    table = _parse_plain_table(data, with_score) if len(data) > 1 else None
+    if table is not None:
+        return ObjectTable(str(folder), names, with_score, table, absent)
+    # another encoding, line ends or column counts: file by file, with the exact messages
+    sources = [os.path.join(folder, f"{n}.txt") for n in contents]
+    texts = [decode_text(d, source, what="KITTI object file") for d, source in zip(data, sources, strict=True)]
+    return ObjectTable(str(folder), names, with_score, _parse_texts(texts, sources, with_score), absent)
 
 
 def read_kitti_object_calib(path: str | Path, dtype: torch.dtype | None = None) -> dict[str, Tensor]:
