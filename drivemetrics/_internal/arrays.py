@@ -129,12 +129,12 @@ def clamp_min(x: Array, value: float) -> Array:
 
 
 def cos(x: Array) -> Array:
-    """Elementwise cosine."""
+    """Elementwise cosine (not an IEEE-exact operation: numpy and torch may differ in the last bit)."""
     return np.cos(x) if is_numpy(x) else x.cos()
 
 
 def sin(x: Array) -> Array:
-    """Elementwise sine."""
+    """Elementwise sine (not an IEEE-exact operation: numpy and torch may differ in the last bit)."""
     return np.sin(x) if is_numpy(x) else x.sin()
 
 
