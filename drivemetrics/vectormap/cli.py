@@ -65,9 +65,11 @@ def _map_eval(args: argparse.Namespace) -> int:
 def _evaluate_on_numpy(args: argparse.Namespace) -> MapEvaluation:
     """Two forked readers read, check and resample the GT and the prediction file side by side, then the samples
     are matched in forked processes (no torch anywhere)."""
+    from drivemetrics._internal.memory import keep_freed_memory
     from drivemetrics._internal.read_ahead import read_ahead_all
     from drivemetrics.vectormap.evaluate import evaluate_flat, read_resampled
 
+    keep_freed_memory()  # array temporaries reused, not faulted in again (inherited by the forked processes)
     calls = [(read_resampled, (args.gt, "gt", args.protocol)), (read_resampled, (args.pred, "pred", args.protocol))]
     with read_ahead_all(calls) as (gt_pending, pred_pending):
         pass

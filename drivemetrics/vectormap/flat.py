@@ -409,7 +409,7 @@ def bounded_chamfer(
     Bounds, cheapest first: the distance between the two bounding boxes, then the mean of both lines' point
     distances to the other line's box (each point is at least that far from every point of the other line). The
     pairs left are grouped by their lines' sample counts (in steps of 8), each group padded to its longest lines
-    and computed :data:`POINT_PAIRS_PER_STEP` point pairs at a time.
+    and computed :data:`POINT_PAIRS_PER_STEP` point pairs at a time in two buffers allocated once.
 
     Examples:
         >>> line = FlatLines(np.array([[0.0, 0.0], [0.0, 1.0]]), np.array([2]), np.array([0]), np.array([0]))
@@ -433,12 +433,14 @@ def bounded_chamfer(
     a_counts, b_counts = preds.counts[pred_line[kept]], target.counts[gt_line[kept]]
     key = (a_counts + 7) // 8 * (int(b_counts.max()) // 8 + 2) + (b_counts + 7) // 8
     order = np.argsort(key, kind="stable")
+    most = int(((a_counts + 7) // 8 * 8 * ((b_counts + 7) // 8 * 8)).max())  # a group's widest pair (bound)
+    shared = (np.empty(max(POINT_PAIRS_PER_STEP, most)), np.empty(max(POINT_PAIRS_PER_STEP, most)))
     for group in np.split(kept[order], np.flatnonzero(np.diff(key[order])) + 1):
         i_all, j_all = pred_line[group], gt_line[group]
         width_a, width_b = int(preds.counts[i_all].max()), int(target.counts[j_all].max())
         per_step = max(1, POINT_PAIRS_PER_STEP // (width_a * width_b))
-        size = (min(per_step, len(group)), width_a, width_b)
-        buffers = (np.empty(size), np.empty(size))
+        size = min(per_step, len(group)) * width_a * width_b
+        buffers = (shared[0][:size].reshape(-1, width_a, width_b), shared[1][:size].reshape(-1, width_a, width_b))
         for start in range(0, len(group), per_step):
             chosen, i, j = (
                 group[start : start + per_step],
