@@ -108,16 +108,6 @@ def openlane3d_gt_to_ground(points: Tensor, extrinsic: Tensor, *, validate_args:
     return torch.stack([-world[..., 1], world[..., 0], world[..., 2] + height], -1)
 
 
-def _point_mask(points: Tensor, lengths: Tensor | None, visibility: Tensor | None) -> Tensor:
-    n = points.shape[-2]
-    mask = torch.ones(points.shape[:-1], dtype=torch.bool, device=points.device)
-    if lengths is not None:
-        mask = torch.arange(n, device=points.device) < lengths.to(points.device)[..., None]
-    if visibility is not None:
-        mask = mask & (visibility.to(points.device) > 0)
-    return mask
-
-
 def openlane3d_resample(
     points: Tensor,
     lengths: Tensor | None = None,
@@ -137,8 +127,8 @@ def openlane3d_resample(
         validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
-        ``x``, ``z``: ``(B, L, 100)`` float64 resampled values; ``visible``: ``(B, L, 100)`` bool (False for
-        dropped lanes); ``kept``: ``(B, L)`` bool, the lanes that are evaluated.
+        ``x``, ``z``: ``(B, L, 100)`` float64 resampled values (0 for dropped lanes); ``visible``: ``(B, L, 100)``
+        bool (False for dropped lanes); ``kept``: ``(B, L)`` bool, the lanes that are evaluated.
 
     Examples:
         >>> import torch
@@ -149,76 +139,22 @@ def openlane3d_resample(
     """
     if points.ndim != 4 or points.shape[-1] != 3:
         raise ValueError(f"`points` must be (B, L, N, 3), got {tuple(points.shape)}")
-    pts = points.to(torch.float64)
-    mask = _point_mask(pts, lengths, visibility)
-    if pts.shape[-2] < 2:  # one point per lane at most: padded to two (such a lane is dropped)
-        pts = torch.nn.functional.pad(pts, (0, 0, 0, 2 - pts.shape[-2]))
-        mask = torch.nn.functional.pad(mask, (0, 2 - mask.shape[-1]))
-    x, y, z = pts.movedim(-1, 0).contiguous().unbind(0)
-    return _resample_xyz(x, y, z, mask, order_free)
-
-
-def _resample_xyz(x: Tensor, y: Tensor, z: Tensor, mask: Tensor, order_free: bool) -> dict[str, Tensor]:
-    """:func:`openlane3d_resample` on contiguous ``(..., N)`` float64 coordinates (N >= 2) and the valid points."""
-    device = x.device
-    num = x.shape[-1]
-    # first / last point check on the points left after the visibility pruning, in file order
-    if order_free:
-        y_first = torch.where(mask, y, torch.inf).amin(-1)
-        y_last = torch.where(mask, y, -torch.inf).amax(-1)
-    else:  # the first and the last valid point (any index for a lane without one: it is dropped)
-        first = mask.to(torch.int8).argmax(-1)
-        last = torch.where(mask, torch.arange(num, device=device), 0).argmax(-1)
-        y_first = y.gather(-1, first[..., None])[..., 0]
-        y_last = y.gather(-1, last[..., None])[..., 0]
-    lane_ok = (mask.sum(-1) >= 2) & (y_first < Y_FIRST_MAX) & (y_last > Y_LAST_MIN)
-    mask &= lane_ok[..., None]
-    mask &= y > Y_POINT_RANGE[0]
-    mask &= y < Y_POINT_RANGE[1]
-    mask &= x > -X_RANGE
-    mask &= x < X_RANGE
-    count = mask.sum(-1)
-    lane_ok &= count >= 2
-    # points sorted by y (stable, as interp1d's mergesort), padding last: the kept points moved to the front in file
-    # order (that is the stable sort where they are in order already), the other lanes sorted
-    y_key = torch.where(mask, y, torch.inf)
-    kept_before = mask.cumsum(-1)  # the dropped points before slot j: j + 1 - kept_before
-    slots = torch.arange(num, device=device)
-    position = torch.where(mask, kept_before - 1, count[..., None] + slots - kept_before)
-    y_sorted = torch.empty_like(y_key).scatter_(-1, position, y_key)
-    x_sorted = torch.empty_like(x).scatter_(-1, position, x)
-    z_sorted = torch.empty_like(z).scatter_(-1, position, z)
-    unordered = (y_sorted[..., 1:] < y_sorted[..., :-1]).any(-1).nonzero(as_tuple=True)
-    if unordered[0].numel():
-        y_sorted[unordered], order = torch.sort(y_key[unordered], dim=-1, stable=True)
-        x_sorted[unordered] = x[unordered].gather(-1, order)
-        z_sorted[unordered] = z[unordered].gather(-1, order)
-    queries = torch.tensor(Y_SAMPLES, dtype=torch.float64, device=device)
-    # the kept points with y < sample (searchsorted, side "left"): the samples are the integers 3 .. 102, and y < s
-    # holds for the integers s >= floor(y) + 1
-    bins = torch.floor(y_key).add_(1 - Y_SAMPLES[0]).clamp_(0, len(Y_SAMPLES)).to(torch.long)
-    histogram = torch.zeros(*bins.shape[:-1], len(Y_SAMPLES) + 1, dtype=torch.long, device=device)
-    ones = torch.ones((), dtype=torch.long, device=device).expand(bins.shape)
-    hi = histogram.scatter_add_(-1, bins, ones)[..., :-1].cumsum(-1)
-    top = (count - 1).clamp(min=1)[..., None]
-    hi = torch.minimum(hi.clamp_(min=1), top)
-    lo = hi - 1
-    y_lo, y_hi = y_sorted.gather(-1, lo), y_sorted.gather(-1, hi)
-    finite = torch.isfinite(y_hi)
-    y_hi = torch.where(finite, y_hi, y_lo + 1.0)  # dropped lanes only
-    span, offset = y_hi - y_lo, queries - y_lo
-
-    def interp(values: Tensor) -> Tensor:
-        v_lo, v_hi = values.gather(-1, lo), values.gather(-1, hi)
-        return v_hi.sub_(v_lo).div_(span).mul_(offset).add_(v_lo)  # the slope times the offset, plus v_lo
-
-    x_s, z_s = interp(x_sorted), interp(z_sorted)
-    y_min = y_sorted[..., :1]
-    y_max = y_sorted.gather(-1, (count - 1).clamp(min=0)[..., None])
-    visible = (x_s.abs() <= X_RANGE) & (queries >= y_min) & (queries <= y_max)  # |x| <= 10 is False for NaN too
-    kept = lane_ok & (visible.sum(-1) >= 2)
-    visible = visible & kept[..., None]
-    return {"x": x_s, "z": z_s, "visible": visible, "kept": kept}
+    batch, lanes = points.shape[:2]
+    packed = _lanes_from_padded(points, lengths, torch.zeros(batch, lanes, dtype=torch.long), visibility)
+    flat = _resample_lanes(packed, True, order_free)
+    samples = len(Y_SAMPLES)
+    out = {
+        "x": points.new_zeros(batch, lanes, samples, dtype=torch.float64),
+        "z": points.new_zeros(batch, lanes, samples, dtype=torch.float64),
+        "visible": points.new_zeros(batch, lanes, samples, dtype=torch.bool),
+        "kept": points.new_zeros(batch, lanes, dtype=torch.bool),
+    }
+    kept = flat["kept"]
+    for key in ("x", "z"):
+        out[key][packed.frame, packed.index] = torch.where(kept[:, None], flat[key], 0.0)
+    out["visible"][packed.frame, packed.index] = flat["visible"]
+    out["kept"][packed.frame, packed.index] = kept
+    return out
 
 
 def openlane3d_pair_matrices(
@@ -403,62 +339,110 @@ def _lanes_from_padded(
     )
 
 
-#: Resampled together: at most this many padded points per kernel call (lanes sorted by length first, so that
-#: a long lane pads only lanes of its own size and memory stays bounded by the input).
-RESAMPLE_POINTS = 1 << 20
-
-
 def _resample_lanes(lanes: OpenLane3DLanes, use_visibility: bool, order_free: bool) -> dict[str, Tensor]:
-    """:func:`openlane3d_resample` of every lane: ``x``, ``z``, ``visible`` ``(M, 100)``, ``kept`` ``(M,)``.
+    """:func:`openlane3d_resample` of packed lanes: ``x``, ``z``, ``visible`` ``(M, 100)``, ``kept`` ``(M,)``.
 
-    Lanes are padded in groups of similar length (the kernel treats each lane on its own, so the grouping changes
-    no value)."""
-    count, device = lanes.lengths.shape[0], lanes.points.device
-    samples = len(Y_SAMPLES)
-    out = {
-        "x": torch.zeros(count, samples, dtype=torch.float64, device=device),
-        "z": torch.zeros(count, samples, dtype=torch.float64, device=device),
-        "visible": torch.zeros(count, samples, dtype=torch.bool, device=device),
-        "kept": torch.zeros(count, dtype=torch.bool, device=device),
-    }
-    if count == 0:
-        return out
-    starts = torch.cumsum(lanes.lengths, 0) - lanes.lengths
-    longest = int(lanes.lengths.max())
-    if count * longest <= RESAMPLE_POINTS:  # one call, lanes in their order
-        return _resample_group(lanes, torch.arange(count, device=device), starts, longest, use_visibility, order_free)
-    order = torch.argsort(lanes.lengths, stable=True)
-    sorted_lengths = lanes.lengths[order].tolist()
-    begin = 0
-    while begin < count:
-        end = begin + 1
-        while end < count and (end + 1 - begin) * sorted_lengths[end] <= RESAMPLE_POINTS:
-            end += 1
-        group = order[begin:end]
-        part = _resample_group(lanes, group, starts, sorted_lengths[end - 1], use_visibility, order_free)
-        for key, value in part.items():
-            out[key][group] = value
-        begin = end
-    return out
+    One pass over the points of all lanes, no padding: the valid points (GT: visible, ``use_visibility``) decide
+    which lanes are kept, the kept points of the kept lanes in the range are compacted lane after lane (sorted by y
+    within a lane only where a lane is not in y order), and each sample reads the segment it falls in. The values
+    of a dropped lane (``kept`` False) are unspecified.
+    """
+    points, lengths = lanes.points, lanes.lengths
+    device, count_lanes, samples = points.device, lengths.shape[0], len(Y_SAMPLES)
+    planes = points.to(torch.float64).T.contiguous()  # (3, T): free where the points are a view of planes
+    x, y = planes[0], planes[1]
+    lane_of_point = torch.repeat_interleave(torch.arange(count_lanes, device=device), lengths)
+    visible_point = lanes.visibility > 0 if use_visibility and lanes.visibility is not None else None
+    lane_ok = _lane_in_range(y, lengths, lane_of_point, visible_point, order_free)
+    keep = lane_ok.index_select(0, lane_of_point)
+    if visible_point is not None:
+        keep &= visible_point
+    keep &= y > Y_POINT_RANGE[0]
+    keep &= y < Y_POINT_RANGE[1]
+    keep &= x > -X_RANGE
+    keep &= x < X_RANGE
+    kept_points = keep.nonzero()[:, 0]
+    lane_of_kept = lane_of_point.index_select(0, kept_points)
+    count = torch.bincount(lane_of_kept, minlength=count_lanes)
+    lane_ok &= count >= 2
+    total = max(kept_points.shape[0], 2)  # two rows at least, so that every index below is in range
+    kept = torch.zeros(3, total, dtype=torch.float64, device=device)
+    for row in range(3):  # one 1-D gather per coordinate (a 2-D gather along dim 1 is several times slower)
+        torch.index_select(planes[row], 0, kept_points, out=kept[row, : kept_points.shape[0]])
+    if kept_points.shape[0] > 1:
+        kept = _sort_by_y_within_lanes(kept, lane_of_kept)
+    kx, ky, kz = kept.unbind(0)
+    # per segment (point i to i + 1): y, x, z at its start and the slopes dx / dy, dz / dy as interp1d computes them
+    table = torch.empty(5, total, dtype=torch.float64, device=device)
+    table[0], table[1], table[2] = ky, kx, kz
+    dy = ky[1:] - ky[:-1]
+    torch.div(kx[1:] - kx[:-1], dy, out=table[3, :-1])
+    torch.div(kz[1:] - kz[:-1], dy, out=table[4, :-1])
+    table[3:, -1] = 0.0
+    start = torch.cumsum(count, 0) - count
+    # the segment of sample s: after the kept points with y < s (searchsorted, side "left", clipped to the lane's
+    # segments); for the integer samples, y < s <=> floor(y) + 1 <= s, so a histogram over the floors counts them
+    bins = torch.floor(ky[: kept_points.shape[0]]).add_(1 - Y_SAMPLES[0]).clamp_(0, samples).to(torch.long)
+    bins += lane_of_kept * (samples + 1)
+    below = torch.bincount(bins, minlength=count_lanes * (samples + 1)).view(count_lanes, samples + 1)
+    below = below[:, :samples].cumsum(1)
+    segment = torch.minimum(below.clamp_(min=1), (count - 1).clamp(min=1)[:, None]).sub_(1).add_(start[:, None])
+    segment = segment.clamp_(max=total - 2).view(-1)
+    picked = torch.empty(5, segment.shape[0], dtype=torch.float64, device=device)
+    for row in range(5):
+        torch.index_select(table[row], 0, segment, out=picked[row])
+    y_lo, x_lo, z_lo, x_slope, z_slope = picked.view(5, count_lanes, samples).unbind(0)
+    queries = torch.tensor(Y_SAMPLES, dtype=torch.float64, device=device)
+    offset = queries - y_lo
+    x_s = x_slope.mul_(offset).add_(x_lo)  # the slope times the offset, plus the start value (interp1d's order)
+    z_s = z_slope.mul_(offset).add_(z_lo)
+    y_min = ky.index_select(0, start.clamp(max=total - 1))[:, None]
+    y_max = ky.index_select(0, (start + count - 1).clamp_(min=0, max=total - 1))[:, None]
+    visible = (x_s.abs() <= X_RANGE) & (queries >= y_min) & (queries <= y_max)  # |x| <= 10 is False for NaN too
+    lane_kept = lane_ok & (visible.sum(-1) >= 2)
+    visible &= lane_kept[:, None]
+    return {"x": x_s, "z": z_s, "visible": visible, "kept": lane_kept}
 
 
-def _resample_group(
-    lanes: OpenLane3DLanes, group: Tensor, starts: Tensor, num: int, use_visibility: bool, order_free: bool
-) -> dict[str, Tensor]:
-    """:func:`openlane3d_resample` of the lanes ``group``, padded to ``num`` points."""
-    lengths = lanes.lengths[group]
-    slot = torch.arange(max(num, 2), device=group.device)
-    mask = slot < lengths[:, None]
-    # the points of each lane, then whatever follows them (never read: the resampling reads kept points only)
-    source = (starts[group][:, None] + slot).clamp_(max=max(lanes.points.shape[0] - 1, 0))
-    planes = lanes.points.to(torch.float64).T.contiguous()
-    if planes.shape[1] == 0:
-        planes = torch.zeros(3, 1, dtype=torch.float64, device=group.device)
-    x, y, z = planes.index_select(1, source.view(-1)).view(3, *source.shape).unbind(0)
-    if use_visibility and lanes.visibility is not None and lanes.visibility.numel():
-        visible = lanes.visibility.index_select(0, source.view(-1).clamp(max=lanes.visibility.shape[0] - 1))
-        mask = mask & (visible.view(source.shape) > 0)
-    return _resample_xyz(x, y, z, mask, order_free)
+def _lane_in_range(y: Tensor, lengths: Tensor, lane_of_point: Tensor, valid: Tensor | None, order_free: bool) -> Tensor:
+    """``(M,)``: lanes with 2 valid points at least whose first valid point lies before y = 102 m and last after
+    y = 3 m (in file order; ``order_free``: their lowest and highest y). ``valid``: ``(T,)`` or all points."""
+    count_lanes = lengths.shape[0]
+    if valid is None:
+        n_valid, valid_lane, valid_y = lengths, lane_of_point, y
+        ends = torch.cumsum(lengths, 0)
+        first, last = ends - lengths, ends - 1
+    else:
+        valid_points = valid.nonzero()[:, 0]
+        valid_lane = lane_of_point.index_select(0, valid_points)
+        n_valid = torch.bincount(valid_lane, minlength=count_lanes)
+        ends = torch.cumsum(n_valid, 0)
+        top = max(valid_points.shape[0] - 1, 0)
+        if valid_points.numel() == 0:  # no valid point: every lane is dropped
+            return torch.zeros(count_lanes, dtype=torch.bool, device=y.device)
+        first = valid_points.index_select(0, (ends - n_valid).clamp_(max=top))  # any point where a lane has none
+        last = valid_points.index_select(0, (ends - 1).clamp_(min=0, max=top))
+        valid_y = y.index_select(0, valid_points) if order_free else y
+    if order_free:
+        y_first = y.new_full((count_lanes,), torch.inf).scatter_reduce_(0, valid_lane, valid_y, "amin")
+        y_last = y.new_full((count_lanes,), -torch.inf).scatter_reduce_(0, valid_lane, valid_y, "amax")
+    else:
+        y_first, y_last = y.index_select(0, first), y.index_select(0, last)
+    return (n_valid >= 2) & (y_first < Y_FIRST_MAX) & (y_last > Y_LAST_MIN)
+
+
+def _sort_by_y_within_lanes(kept: Tensor, lane: Tensor) -> Tensor:
+    """``(3, T')`` points, lane after lane, stably sorted by y within each lane (interp1d's mergesort) where some
+    lane is not in y order; unchanged (the same tensor) where every lane is."""
+    y = kept[1, : lane.shape[0]]
+    if not bool(((y[1:] < y[:-1]) & (lane[1:] == lane[:-1])).any()):
+        return kept
+    order = torch.sort(y, stable=True).indices
+    order = order.index_select(0, torch.sort(lane.index_select(0, order), stable=True).indices)
+    sorted_points = kept.clone()
+    for row in range(3):
+        sorted_points[row, : lane.shape[0]] = kept[row].index_select(0, order)
+    return sorted_points
 
 
 def _pair_index(
