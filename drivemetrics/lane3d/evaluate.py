@@ -36,7 +36,6 @@ from drivemetrics.lane3d.openlane import (
     DEFAULT_FIXES,
     ERROR_NAMES,
     OpenLane3DLanes,
-    openlane3d_gt_to_ground,
     openlane3d_lane_matches,
     openlane3d_scores,
 )
@@ -77,33 +76,52 @@ def pack_lanes(frames: Sequence[Sequence[np.ndarray]], device: torch.device | st
 
 
 def _frames_to_lanes(frames: Sequence[Lane3DFrame], annotations: bool, device: Any) -> OpenLane3DLanes:
-    """The lanes of ``frames`` lane after lane (annotations: moved to the ground frame, with their visibility)."""
+    """The lanes of ``frames`` lane after lane (annotations: moved to the ground frame, with their visibility).
+
+    The points are built as ``(3, T)`` coordinate planes (one concatenation of all lanes), and ``points`` is their
+    ``(T, 3)`` view, which the resampling reads without a copy."""
     lanes_per_frame = np.fromiter((len(f.points) for f in frames), np.int64, len(frames))
     arrays = [lane for f in frames for lane in f.points]
     lengths = np.fromiter(map(len, arrays), np.int64, len(arrays))
     frame = np.repeat(np.arange(len(frames)), lanes_per_frame)
     index = np.arange(len(arrays)) - np.repeat(np.cumsum(lanes_per_frame) - lanes_per_frame, lanes_per_frame)
     labels = np.fromiter(itertools.chain.from_iterable(f.categories for f in frames), np.int64, len(arrays))
-    points = torch.from_numpy(np.concatenate(arrays) if arrays else np.zeros((0, 3))).to(device)
+    planes = np.ascontiguousarray((np.concatenate(arrays) if arrays else np.zeros((0, 3))).T, dtype=np.float64)
     visibility = None
     if annotations:
-        extrinsic = torch.from_numpy(np.stack([f.extrinsic for f in frames]) if frames else np.zeros((0, 4, 4)))
-        point_frame = torch.from_numpy(np.repeat(frame, lengths)).to(device)
-        # one point per "frame" of the kernel: (T, 1, 1, 3) with the extrinsic of its frame
-        points = openlane3d_gt_to_ground(points[:, None, None], extrinsic.to(device)[point_frame])[:, 0, 0]
+        extrinsic = np.stack([f.extrinsic for f in frames]) if frames else np.zeros((0, 4, 4))
+        planes = _camera_to_ground(planes, extrinsic, np.bincount(frame, lengths, len(frames)).astype(np.int64))
         flat = [v for f in frames for v in (f.visibility or [])]
         visibility = torch.from_numpy(np.concatenate(flat) if flat else np.zeros(0)).to(device)
     present = lengths > 0
     if not present.all():  # empty lanes: no point, never evaluated
         frame, index, labels, lengths = frame[present], index[present], labels[present], lengths[present]
     return OpenLane3DLanes(
-        points,
+        torch.from_numpy(planes).to(device).T,
         torch.from_numpy(lengths).to(device),
         torch.from_numpy(frame).to(device),
         torch.from_numpy(index).to(device),
         torch.from_numpy(labels).to(device),
         visibility,
     )
+
+
+def _camera_to_ground(planes: np.ndarray, extrinsic: np.ndarray, points_per_frame: np.ndarray) -> np.ndarray:
+    """:func:`~drivemetrics.lane3d.openlane.openlane3d_gt_to_ground` of packed points: ``(3, T)`` camera-frame
+    coordinate planes, ``(B, 4, 4)`` extrinsics, ``(B,)`` points per frame (frame after frame); ``(3, T)``."""
+    rotation = extrinsic[:, :3, :3]
+
+    def rotated(row: int) -> np.ndarray:  # row ``row`` of R @ p for every point
+        out = np.repeat(rotation[:, row, 0], points_per_frame) * planes[0]
+        out += np.repeat(rotation[:, row, 1], points_per_frame) * planes[1]
+        out += np.repeat(rotation[:, row, 2], points_per_frame) * planes[2]
+        return out
+
+    ground = np.empty_like(planes)
+    np.negative(rotated(1), out=ground[0])
+    ground[1] = rotated(0)
+    np.add(rotated(2), np.repeat(extrinsic[:, 2, 3], points_per_frame), out=ground[2])
+    return ground
 
 
 class _Scored(NamedTuple):

@@ -469,7 +469,7 @@ def _pair_index(
 
 def _take(resampled: dict[str, Tensor], index: Tensor) -> dict[str, Tensor]:
     """The resampled values of the lanes ``index`` as ``(K, 1, 100)`` (one lane per frame of a pair batch)."""
-    return {key: resampled[key][index][:, None] for key in ("x", "z", "visible")}
+    return {key: resampled[key].index_select(0, index)[:, None] for key in ("x", "z", "visible")}
 
 
 def _near_pairs(target: dict[str, Tensor], preds: dict[str, Tensor], gt: Tensor, pred: Tensor) -> Tensor:
@@ -682,16 +682,21 @@ def _assign_frames(cost: Tensor, allowed: Tensor | None, first: Tensor, n_gt: Te
     cost_np = cost.detach().cpu().numpy()
     allowed_np = None if allowed is None else allowed.cpu().numpy()
     frames = (n_gt * n_pred).nonzero()[:, 0]
-    chosen = []
-    for start, rows, cols in zip(first[frames].tolist(), n_gt[frames].tolist(), n_pred[frames].tolist(), strict=True):
+    starts, widths = first[frames].cpu().numpy(), n_pred[frames].cpu().numpy()
+    rows_of, cols_of = [], []
+    for start, rows, cols in zip(starts.tolist(), n_gt[frames].tolist(), widths.tolist(), strict=True):
         stop = start + rows * cols
-        sub = cost_np[start:stop].reshape(rows, cols)
         if allowed_np is None:
-            r, c = linear_sum_assignment(sub)
+            r, c = linear_sum_assignment(cost_np[start:stop].reshape(rows, cols))
         else:
-            r, c = _assign(sub, allowed_np[start:stop].reshape(rows, cols))
-        chosen.append(start + r * cols + c)
-    index = np.concatenate(chosen) if chosen else np.zeros(0, dtype=np.int64)
+            r, c = _assign(cost_np[start:stop].reshape(rows, cols), allowed_np[start:stop].reshape(rows, cols))
+        rows_of.append(r)
+        cols_of.append(c)
+    if not rows_of:
+        return torch.zeros(0, dtype=torch.long, device=cost.device)
+    per_frame = np.fromiter(map(len, rows_of), np.int64, len(rows_of))
+    index = np.concatenate(rows_of) * np.repeat(widths, per_frame) + np.concatenate(cols_of)
+    index += np.repeat(starts, per_frame)
     return torch.from_numpy(index.astype(np.int64)).to(cost.device)
 
 
