@@ -45,7 +45,7 @@ __all__ = ["evaluate_openlane3d_files", "evaluate_openlane3d_frames", "pack_lane
 #: Lines read and scored together (one job of a worker process).
 CHUNK_FRAMES = 256
 #: Frames scored by one call of the kernels.
-BATCH_FRAMES = 1024
+BATCH_FRAMES = 256
 #: Below this many frames the files are read in this process (a worker costs more to start than it saves).
 MIN_FRAMES_FOR_PROCESSES = 1024
 FRAME_COUNT_KEYS = ("r_lane", "p_lane", "c_lane", "cnt_gt", "cnt_pred", "match_num")
@@ -89,7 +89,7 @@ def _frames_to_lanes(frames: Sequence[Lane3DFrame], annotations: bool, device: A
     planes = np.ascontiguousarray((np.concatenate(arrays) if arrays else np.zeros((0, 3))).T, dtype=np.float64)
     visibility = None
     if annotations:
-        extrinsic = np.stack([f.extrinsic for f in frames]) if frames else np.zeros((0, 4, 4))
+        extrinsic = np.concatenate([f.extrinsic for f in frames]).reshape(-1, 4, 4) if frames else np.zeros((0, 4, 4))
         planes = _camera_to_ground(planes, extrinsic, np.bincount(frame, lengths, len(frames)).astype(np.int64))
         flat = [v for f in frames for v in (f.visibility or [])]
         visibility = torch.from_numpy(np.concatenate(flat) if flat else np.zeros(0)).to(device)

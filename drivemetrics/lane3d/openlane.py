@@ -37,6 +37,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from drivemetrics._internal import arrays
 from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
 
@@ -240,8 +241,8 @@ def _flat_pair_cost(
     The same operations value for value (so the same bits), in chunks of :data:`PAIR_CHUNK` pairs, in place, with
     each lane's visible samples counted once instead of once per pair. ``care``: ``(K, 100)`` predicted samples that
     count (default: the visible ones)."""
-    gt_count = target["visible"].sum(-1)
-    pred_count = preds["visible"].sum(-1) if care is None else None
+    gt_count = target["visible"].sum(-1, dtype=torch.int32)  # (a sum of bools as int64 is several times slower)
+    pred_count = preds["visible"].sum(-1, dtype=torch.int32) if care is None else None
     cost = torch.empty(gt.shape[0], dtype=torch.float64, device=gt.device)
     for start in range(0, gt.shape[0], PAIR_CHUNK):
         gi, pj = gt[start : start + PAIR_CHUNK], pred[start : start + PAIR_CHUNK]
@@ -249,14 +250,23 @@ def _flat_pair_cost(
         both = target["visible"].index_select(0, gi).logical_and_(pv)
         dx = target["x"].index_select(0, gi).sub_(preds["x"].index_select(0, pj))
         dz = target["z"].index_select(0, gi).sub_(preds["z"].index_select(0, pj))
-        dist = dx.mul_(dx).add_(dz.mul_(dz)).sqrt_().masked_fill_(~both, 0.0)
-        n_both = both.sum(-1)
-        n_pred = pred_count.index_select(0, pj) if care is None else pv.sum(-1)
+        dist = _sqrt_(dx.mul_(dx).add_(dz.mul_(dz))).masked_fill_(~both, 0.0)
+        n_both = both.sum(-1, dtype=torch.int32)
+        n_pred = pred_count.index_select(0, pj) if care is None else pv.sum(-1, dtype=torch.int32)
         one_sided = gt_count.index_select(0, gi) + n_pred - 2 * n_both
         cost[start : start + PAIR_CHUNK] = dist.sum(-1) + DIST_THRESHOLD * one_sided
     if reference:
         cost = torch.where((cost > 0) & (cost < 1), torch.ones_like(cost), torch.floor(cost))
     return cost
+
+
+def _sqrt_(values: Tensor) -> Tensor:
+    """In-place correctly rounded square root (numpy's on the CPU, as the tool: torch's vectorised one can be 1 ulp
+    off, see :func:`drivemetrics._internal.arrays.sqrt`, and is slower)."""
+    if values.device.type == "cpu" and not values.requires_grad:
+        np.sqrt(values.numpy(), out=values.numpy())
+        return values
+    return values.sqrt_()
 
 
 def _pair_details(terms: _PairTerms, reference: bool) -> tuple[Tensor, Tensor]:
@@ -354,14 +364,16 @@ def _resample_lanes(lanes: OpenLane3DLanes, use_visibility: bool, order_free: bo
     lane_of_point = torch.repeat_interleave(torch.arange(count_lanes, device=device), lengths)
     visible_point = lanes.visibility > 0 if use_visibility and lanes.visibility is not None else None
     lane_ok = _lane_in_range(y, lengths, lane_of_point, visible_point, order_free)
-    keep = lane_ok.index_select(0, lane_of_point)
+    # the point masks on host arrays (numpy on the CPU: its comparisons and repeats are several times faster)
+    keep = _repeat(_host(lane_ok), _host(lengths))
     if visible_point is not None:
-        keep &= visible_point
-    keep &= y > Y_POINT_RANGE[0]
-    keep &= y < Y_POINT_RANGE[1]
-    keep &= x > -X_RANGE
-    keep &= x < X_RANGE
-    kept_points = keep.nonzero()[:, 0]
+        keep &= _host(visible_point)
+    x_host, y_host = _host(x), _host(y)
+    keep &= y_host > Y_POINT_RANGE[0]
+    keep &= y_host < Y_POINT_RANGE[1]
+    keep &= x_host > -X_RANGE
+    keep &= x_host < X_RANGE
+    kept_points = _from_host(arrays.flatnonzero(keep), device)
     lane_of_kept = lane_of_point.index_select(0, kept_points)
     count = torch.bincount(lane_of_kept, minlength=count_lanes)
     lane_ok &= count >= 2
@@ -398,10 +410,30 @@ def _resample_lanes(lanes: OpenLane3DLanes, use_visibility: bool, order_free: bo
     z_s = z_slope.mul_(offset).add_(z_lo)
     y_min = ky.index_select(0, start.clamp(max=total - 1))[:, None]
     y_max = ky.index_select(0, (start + count - 1).clamp_(min=0, max=total - 1))[:, None]
-    visible = (x_s.abs() <= X_RANGE) & (queries >= y_min) & (queries <= y_max)  # |x| <= 10 is False for NaN too
-    lane_kept = lane_ok & (visible.sum(-1) >= 2)
+    # |x| <= 10 is False for NaN too
+    visible = abs(_host(x_s)) <= X_RANGE
+    visible &= _host(queries) >= _host(y_min)
+    visible &= _host(queries) <= _host(y_max)
+    visible = _from_host(visible, device)
+    lane_kept = lane_ok & (visible.sum(-1, dtype=torch.int32) >= 2)
     visible &= lane_kept[:, None]
     return {"x": x_s, "z": z_s, "visible": visible, "kept": lane_kept}
+
+
+def _host(tensor: Tensor) -> Any:
+    """A CPU tensor as a numpy view (sharing its memory), where numpy's kernels are faster than torch's (masks from
+    comparisons, repeats); a tensor on another device as it is. Code on these runs on either."""
+    return tensor.numpy() if tensor.device.type == "cpu" else tensor
+
+
+def _from_host(values: Any, device: torch.device) -> Tensor:
+    """The tensor of a :func:`_host` result (no copy on the CPU)."""
+    return torch.from_numpy(values) if isinstance(values, np.ndarray) else values.to(device)
+
+
+def _repeat(values: Any, counts: Any) -> Any:
+    """``values[i]`` repeated ``counts[i]`` times (numpy arrays or tensors)."""
+    return np.repeat(values, counts) if isinstance(values, np.ndarray) else values.repeat_interleave(counts)
 
 
 def _lane_in_range(y: Tensor, lengths: Tensor, lane_of_point: Tensor, valid: Tensor | None, order_free: bool) -> Tensor:
@@ -649,8 +681,9 @@ def _match_lanes(gt: OpenLane3DLanes, pr: OpenLane3DLanes, batch: int, fixes: fr
     num_match, errors = _pair_details(terms, reference_cost)
     matched, pair_errors = num_match[:, 0, 0], errors[:, 0, 0]
     fb, gl, pl = pair_frame[chosen], gi[chosen], pj[chosen]
-    pred_samples = p["visible"][pl].sum(-1) if care is None else care[chosen].sum(-1)
-    recall_hit = matched >= RATIO_THRESHOLD * g["visible"][gl].sum(-1)
+    pred_visible = p["visible"].index_select(0, pl) if care is None else care[chosen]
+    pred_samples = pred_visible.sum(-1, dtype=torch.int32)
+    recall_hit = matched >= RATIO_THRESHOLD * g["visible"].index_select(0, gl).sum(-1, dtype=torch.int32)
     precision_hit = matched >= RATIO_THRESHOLD * pred_samples
     category_ok = _category_correct(pr.labels[pl], gt.labels[gl], "curb" not in fixes)
     counts = torch.zeros(batch, 6, dtype=torch.long, device=device)
