@@ -359,24 +359,29 @@ def _resample_lanes(lanes: OpenLane3DLanes, use_visibility: bool, order_free: bo
     """
     points, lengths = lanes.points, lanes.lengths
     device, count_lanes, samples = points.device, lengths.shape[0], len(Y_SAMPLES)
+    if count_lanes == 0:
+        empty = points.new_zeros(0, samples, dtype=torch.float64)
+        return {"x": empty, "z": empty, "visible": empty.bool(), "kept": empty[:, 0].bool()}
     planes = points.to(torch.float64).T.contiguous()  # (3, T): free where the points are a view of planes
-    x, y = planes[0], planes[1]
-    lane_of_point = torch.repeat_interleave(torch.arange(count_lanes, device=device), lengths)
-    visible_point = lanes.visibility > 0 if use_visibility and lanes.visibility is not None else None
-    lane_ok = _lane_in_range(y, lengths, lane_of_point, visible_point, order_free)
-    # the point masks on host arrays (numpy on the CPU: its comparisons and repeats are several times faster)
-    keep = _repeat(_host(lane_ok), _host(lengths))
-    if visible_point is not None:
-        keep &= _host(visible_point)
-    x_host, y_host = _host(x), _host(y)
-    keep &= y_host > Y_POINT_RANGE[0]
-    keep &= y_host < Y_POINT_RANGE[1]
-    keep &= x_host > -X_RANGE
-    keep &= x_host < X_RANGE
+    # the point masks on host arrays (numpy on the CPU: its comparisons, repeats and cumulative sums are several
+    # times faster than torch's)
+    x, y, lengths_host = _host(planes[0]), _host(planes[1]), _host(lengths)
+    ends = lengths_host.cumsum(0)
+    starts = ends - lengths_host
+    valid = _host(lanes.visibility) > 0 if use_visibility and lanes.visibility is not None else None
+    lane_ok = _lane_in_range(y, starts, ends, valid, order_free)
+    keep = _repeat(lane_ok, lengths_host)
+    if valid is not None:
+        keep &= valid
+    keep &= y > Y_POINT_RANGE[0]
+    keep &= y < Y_POINT_RANGE[1]
+    keep &= x > -X_RANGE
+    keep &= x < X_RANGE
+    count_host = _segment_count(keep, starts, ends)
+    lane_ok &= count_host >= 2
     kept_points = _from_host(arrays.flatnonzero(keep), device)
-    lane_of_kept = lane_of_point.index_select(0, kept_points)
-    count = torch.bincount(lane_of_kept, minlength=count_lanes)
-    lane_ok &= count >= 2
+    lane_of_kept = _from_host(_repeat(arrays.arange(count_lanes, like=lengths_host), count_host), device)
+    count, lane_ok = _from_host(count_host, device), _from_host(lane_ok, device)
     total = max(kept_points.shape[0], 2)  # two rows at least, so that every index below is in range
     kept = torch.zeros(3, total, dtype=torch.float64, device=device)
     for row in range(3):  # one 1-D gather per coordinate (a 2-D gather along dim 1 is several times slower)
@@ -431,36 +436,77 @@ def _from_host(values: Any, device: torch.device) -> Tensor:
     return torch.from_numpy(values) if isinstance(values, np.ndarray) else values.to(device)
 
 
+def _flat_pair_details(
+    target: dict[str, Tensor], preds: dict[str, Tensor], gt: Tensor, pred: Tensor, care: Tensor | None, reference: bool
+) -> tuple[Tensor, Tensor]:
+    """:func:`_pair_details` of the pairs ``(gt[k], pred[k])`` of resampled lanes ``(M, 100)``: matched samples
+    ``(K,)`` long and the four mean errors ``(K, 4)`` float64 (``-1`` without samples). ``care``: ``(K, 100)``
+    predicted samples that count (default: the visible ones). On the CPU in numpy, whose sums are the tool's (bit
+    for bit its errors)."""
+    g = {key: _host(target[key]) for key in ("x", "z", "visible")}
+    p = {key: _host(preds[key]) for key in ("x", "z", "visible")}
+    gi, pj = _host(gt), _host(pred)
+    both = g["visible"][gi] & (p["visible"][pj] if care is None else _host(care))
+    with arrays.overflow_allowed():  # lanes with a repeated y: NaN / inf beyond their ends, as in the tool
+        dx = abs(g["x"][gi] - p["x"][pj])
+        dz = abs(g["z"][gi] - p["z"][pj])
+        num_match = (both & (arrays.sqrt(dx * dx + dz * dz) < DIST_THRESHOLD)).sum(-1)
+        counts = [both[:, :CLOSE_SAMPLES].sum(-1), both[:, CLOSE_SAMPLES:].sum(-1)]
+        errors = []
+        for values in (dx, dz):
+            # the tool multiplies by the mask: a non-finite value at a sample either lane does not show makes the
+            # error NaN, and the pooled means skip it
+            values = values * both if reference else arrays.where(both, values, 0.0)
+            for n, part in zip(counts, (values[:, :CLOSE_SAMPLES], values[:, CLOSE_SAMPLES:]), strict=True):
+                mean = part.sum(-1) / arrays.where(n > 0, n, 1)
+                errors.append(arrays.where(n > 0, mean, -1.0)[:, None])
+    return _from_host(num_match, gt.device).long(), _from_host(arrays.cat(errors, 1), gt.device)
+
+
 def _repeat(values: Any, counts: Any) -> Any:
     """``values[i]`` repeated ``counts[i]`` times (numpy arrays or tensors)."""
     return np.repeat(values, counts) if isinstance(values, np.ndarray) else values.repeat_interleave(counts)
 
 
-def _lane_in_range(y: Tensor, lengths: Tensor, lane_of_point: Tensor, valid: Tensor | None, order_free: bool) -> Tensor:
-    """``(M,)``: lanes with 2 valid points at least whose first valid point lies before y = 102 m and last after
-    y = 3 m (in file order; ``order_free``: their lowest and highest y). ``valid``: ``(T,)`` or all points."""
-    count_lanes = lengths.shape[0]
+def _lane_in_range(y: Any, starts: Any, ends: Any, valid: Any, order_free: bool) -> Any:
+    """``(M,)`` bool, host arrays (:func:`_host`): lanes (points ``starts[m]`` to ``ends[m]``, each lane one
+    point at least) with 2 valid points at least whose first valid point lies before y = 102 m and last after
+    y = 3 m (in file order; ``order_free``: their lowest and highest y). ``valid``: ``(T,)`` or ``None`` (all)."""
     if valid is None:
-        n_valid, valid_lane, valid_y = lengths, lane_of_point, y
-        ends = torch.cumsum(lengths, 0)
-        first, last = ends - lengths, ends - 1
+        n_valid, first, last = ends - starts, starts, ends - 1
     else:
-        valid_points = valid.nonzero()[:, 0]
-        valid_lane = lane_of_point.index_select(0, valid_points)
-        n_valid = torch.bincount(valid_lane, minlength=count_lanes)
-        ends = torch.cumsum(n_valid, 0)
-        top = max(valid_points.shape[0] - 1, 0)
-        if valid_points.numel() == 0:  # no valid point: every lane is dropped
-            return torch.zeros(count_lanes, dtype=torch.bool, device=y.device)
-        first = valid_points.index_select(0, (ends - n_valid).clamp_(max=top))  # any point where a lane has none
-        last = valid_points.index_select(0, (ends - 1).clamp_(min=0, max=top))
-        valid_y = y.index_select(0, valid_points) if order_free else y
+        seen = valid.cumsum(0)  # valid points up to each point
+        before = seen[starts] - valid[starts]  # valid points before each lane
+        n_valid = seen[ends - 1] - before
+        top = y.shape[0] - 1  # a lane without a valid point reads any point (it is dropped)
+        first = arrays.minimum(_searchsorted(seen, before + 1), top + 0 * before)
+        last = arrays.minimum(_searchsorted(seen, before + n_valid), top + 0 * before)
     if order_free:
-        y_first = y.new_full((count_lanes,), torch.inf).scatter_reduce_(0, valid_lane, valid_y, "amin")
-        y_last = y.new_full((count_lanes,), -torch.inf).scatter_reduce_(0, valid_lane, valid_y, "amax")
+        y_first = _segment_min(y if valid is None else arrays.where(valid, y, np.inf), starts, ends)
+        y_last = -_segment_min(-y if valid is None else arrays.where(valid, -y, np.inf), starts, ends)
     else:
-        y_first, y_last = y.index_select(0, first), y.index_select(0, last)
+        y_first, y_last = y[first], y[last]
     return (n_valid >= 2) & (y_first < Y_FIRST_MAX) & (y_last > Y_LAST_MIN)
+
+
+def _segment_count(mask: Any, starts: Any, ends: Any) -> Any:
+    """True entries of ``mask`` ``(T,)`` within each segment ``[starts[m], ends[m])`` (non-empty), host arrays."""
+    seen = mask.cumsum(0)
+    return seen[ends - 1] - seen[starts] + mask[starts]
+
+
+def _segment_min(values: Any, starts: Any, ends: Any) -> Any:
+    """The minimum of ``values`` ``(T,)`` within each non-empty segment ``[starts[m], ends[m])``, host arrays."""
+    if isinstance(values, np.ndarray):
+        return np.minimum.reduceat(values, starts)
+    return torch.segment_reduce(values, "min", lengths=ends - starts)
+
+
+def _searchsorted(sorted_values: Any, queries: Any) -> Any:
+    """``searchsorted`` (side "left") of host arrays."""
+    if isinstance(sorted_values, np.ndarray):
+        return np.searchsorted(sorted_values, queries)
+    return torch.searchsorted(sorted_values, queries)
 
 
 def _sort_by_y_within_lanes(kept: Tensor, lane: Tensor) -> Tensor:
@@ -675,11 +721,9 @@ def _match_lanes(gt: OpenLane3DLanes, pr: OpenLane3DLanes, batch: int, fixes: fr
     gate_ok = cost < COST_GATE
     chosen = _assign_frames(cost, gate_ok if "gate_first" in fixes else None, first, n_gt, n_pred)
     chosen = chosen[gate_ok[chosen]]
-    terms = _pair_terms(
-        _take(g, gi[chosen]), _take(p, pj[chosen]), None if care is None else care[chosen][:, None, None]
+    matched, pair_errors = _flat_pair_details(
+        g, p, gi[chosen], pj[chosen], None if care is None else care[chosen], reference_cost
     )
-    num_match, errors = _pair_details(terms, reference_cost)
-    matched, pair_errors = num_match[:, 0, 0], errors[:, 0, 0]
     fb, gl, pl = pair_frame[chosen], gi[chosen], pj[chosen]
     pred_visible = p["visible"].index_select(0, pl) if care is None else care[chosen]
     pred_samples = pred_visible.sum(-1, dtype=torch.int32)
