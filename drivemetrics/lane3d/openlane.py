@@ -476,7 +476,7 @@ def _lane_in_range(y: Any, starts: Any, ends: Any, valid: Any, order_free: bool)
         n_valid, first, last = ends - starts, starts, ends - 1
     else:
         seen = valid.cumsum(0)  # valid points up to each point
-        before = seen[starts] - valid[starts]  # valid points before each lane
+        before = seen[starts] - arrays.astype(valid[starts], "int64")  # valid points before each lane
         n_valid = seen[ends - 1] - before
         top = y.shape[0] - 1  # a lane without a valid point reads any point (it is dropped)
         first = arrays.minimum(_searchsorted(seen, before + 1), top + 0 * before)
@@ -492,7 +492,7 @@ def _lane_in_range(y: Any, starts: Any, ends: Any, valid: Any, order_free: bool)
 def _segment_count(mask: Any, starts: Any, ends: Any) -> Any:
     """True entries of ``mask`` ``(T,)`` within each segment ``[starts[m], ends[m])`` (non-empty), host arrays."""
     seen = mask.cumsum(0)
-    return seen[ends - 1] - seen[starts] + mask[starts]
+    return seen[ends - 1] - seen[starts] + arrays.astype(mask[starts], "int64")
 
 
 def _segment_min(values: Any, starts: Any, ends: Any) -> Any:
