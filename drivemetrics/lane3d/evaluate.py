@@ -27,7 +27,7 @@ from torch import Tensor
 from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.distributed import bytes_to_strings, current_shard, strings_to_bytes
 from drivemetrics._internal.gc_pause import gc_paused
-from drivemetrics._internal.pool import check_workers_or_auto, map_in_processes
+from drivemetrics._internal.pool import check_workers_or_auto, map_in_processes, one_torch_thread_per_worker
 from drivemetrics._internal.progress import progress_bar
 from drivemetrics._internal.ragged import RaggedRows
 from drivemetrics.lane3d.io import Lane3DFrame, read_openlane_gt, read_openlane_pred, read_test_list
@@ -171,7 +171,8 @@ def _score_frames(
 ) -> _Scored:
     paired = _paired(gt, preds)
     parts = []
-    with progress_bar(len(preds), "openlane3d-eval", "frames", progress) as bar:
+    # many small kernels: intra-op threads only spin (2 threads on 2 cores: 5x the wall time at load 3)
+    with one_torch_thread_per_worker(), progress_bar(len(preds), "openlane3d-eval", "frames", progress) as bar:
         for start in range(0, len(preds), batch_size):
             stop = min(start + batch_size, len(preds))
             parts.append(_score_batch(paired[start:stop], preds[start:stop], fixes, device))
@@ -188,7 +189,8 @@ def evaluate_openlane3d_frames(
     progress: bool | None = False,
 ) -> dict[str, Any]:
     """Score frames already read (in this process): predictions are paired with annotations by ``file_path``, as
-    the evaluator does.
+    the evaluator does. torch runs with one intra-op thread meanwhile (restored on return): the kernels are many
+    small ones, on which threads only spin.
 
     Args:
         gt: annotations (:func:`~drivemetrics.lane3d.io.read_openlane_gt`), camera frame.
@@ -378,7 +380,7 @@ def evaluate_openlane3d_files(
     elif workers is not None:
         workers = min(workers, len(jobs))
     chunks: list[_Chunk] = []
-    with progress_bar(len(files), "openlane3d-eval", "frames", progress) as bar:
+    with one_torch_thread_per_worker(), progress_bar(len(files), "openlane3d-eval", "frames", progress) as bar:
         for chunk in map_in_processes(_score_files, jobs, workers):
             chunks.append(chunk)
             bar.update(len(chunk.gt_paths))
@@ -395,7 +397,8 @@ def evaluate_openlane3d_files(
         if line != used:  # the annotation of another chunk (or a later line of the same path)
             todo.append((position, str(Path(gt_dir) / lines[line].replace("jpg", "json")), files[position][1]))
     if todo:
-        scored = _rescore(scored, todo, fixes, str(device))
+        with one_torch_thread_per_worker():
+            scored = _rescore(scored, todo, fixes, str(device))
     if shard.world == 1:
         return _report(pred_paths, scored)
     # every rank's frames on every rank, in the test-list order: the one-process report

@@ -210,3 +210,23 @@ def test_segment_helpers_on_tensors_equal_numpy():
         np_out = ol._lane_in_range(y, starts, ends, mask, order_free)
         torch_out = ol._lane_in_range(t(y), t(starts), t(ends), t(mask), order_free)
         assert np_out.tolist() == torch_out.tolist()
+
+
+def test_frames_are_scored_with_one_torch_thread_and_the_setting_is_restored(monkeypatch):
+    """Many small kernels: intra-op threads only spin on a busy machine (5x the wall time measured at load 3)."""
+    from drivemetrics.lane3d import evaluate
+
+    seen = []
+    score_batch = evaluate._score_batch
+    monkeypatch.setattr(
+        evaluate, "_score_batch", lambda *args: seen.append(torch.get_num_threads()) or score_batch(*args)
+    )
+    gt, preds = _camera_frames([_random_frame(np.random.default_rng(11)) for _ in range(3)])
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        evaluate_openlane3d_frames(gt, preds)
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+    assert seen == [1]
