@@ -362,7 +362,8 @@ def _resample_lanes(lanes: OpenLane3DLanes, use_visibility: bool, order_free: bo
     if count_lanes == 0:
         empty = points.new_zeros(0, samples, dtype=torch.float64)
         return {"x": empty, "z": empty, "visible": empty.bool(), "kept": empty[:, 0].bool()}
-    planes = points.to(torch.float64).T.contiguous()  # (3, T): free where the points are a view of planes
+    # (3, T): free where the points are a view of planes; no gradient (the scores are not differentiable)
+    planes = points.detach().to(torch.float64).T.contiguous()
     # the point masks on host arrays (numpy on the CPU: its comparisons, repeats and cumulative sums are several
     # times faster than torch's)
     x, y, lengths_host = _host(planes[0]), _host(planes[1]), _host(lengths)
@@ -427,8 +428,9 @@ def _resample_lanes(lanes: OpenLane3DLanes, use_visibility: bool, order_free: bo
 
 def _host(tensor: Tensor) -> Any:
     """A CPU tensor as a numpy view (sharing its memory), where numpy's kernels are faster than torch's (masks from
-    comparisons, repeats); a tensor on another device as it is. Code on these runs on either."""
-    return tensor.numpy() if tensor.device.type == "cpu" else tensor
+    comparisons, repeats); a tensor on another device as it is. Code on these runs on either. (The scores are not
+    differentiable: a tensor that requires a gradient is detached.)"""
+    return tensor.detach().numpy() if tensor.device.type == "cpu" else tensor
 
 
 def _from_host(values: Any, device: torch.device) -> Tensor:
@@ -479,8 +481,8 @@ def _lane_in_range(y: Any, starts: Any, ends: Any, valid: Any, order_free: bool)
         before = seen[starts] - arrays.astype(valid[starts], "int64")  # valid points before each lane
         n_valid = seen[ends - 1] - before
         top = y.shape[0] - 1  # a lane without a valid point reads any point (it is dropped)
-        first = arrays.minimum(_searchsorted(seen, before + 1), top + 0 * before)
-        last = arrays.minimum(_searchsorted(seen, before + n_valid), top + 0 * before)
+        first = _searchsorted(seen, before + 1).clip(max=top)
+        last = _searchsorted(seen, before + n_valid).clip(max=top)
     if order_free:
         y_first = _segment_min(y if valid is None else arrays.where(valid, y, np.inf), starts, ends)
         y_last = -_segment_min(-y if valid is None else arrays.where(valid, -y, np.inf), starts, ends)

@@ -230,3 +230,10 @@ def test_frames_are_scored_with_one_torch_thread_and_the_setting_is_restored(mon
     finally:
         torch.set_num_threads(before)
     assert seen == [1]
+
+
+def test_inputs_that_require_a_gradient_are_scored():
+    lane = torch.tensor([[[[0.0, 3.0, 0.0], [0.0, 52.0, 0.0]]]], dtype=torch.float64)
+    preds = {"points": (lane + 0.2).requires_grad_(), "labels": torch.tensor([[1]])}
+    out = ol.openlane3d_matches(preds, {"points": lane, "labels": torch.tensor([[1]])})
+    assert out["counts"].tolist() == [[1, 1, 1, 1, 1, 1]]
