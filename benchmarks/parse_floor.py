@@ -10,7 +10,8 @@ next to the fastest parser that installs as a wheel, doing the parse alone with 
 - CULane ``.lines.txt`` (2,000 frames, GT + predictions): ``read_culane_frames`` (checked, padded tensors)
   vs reading each file and one ``numpy`` conversion of all its numbers;
 - KITTI object labels (7,481 frames of 8 objects): ``parse_kitti_objects`` vs one ``numpy`` conversion of all the
-  numeric columns of a file.
+  numeric columns of a file; and the folder table ``kitti-object-eval`` parses (the files' bytes, joined) vs
+  ``float`` on every number of the joined text and one ``numpy`` conversion of them.
 
 Median of ``--repeat`` (default 3) runs each, in the same process, interleaved. Printed: one line per format with
 both times and the ratio (how far the reader is from its floor). Run ``python benchmarks/parse_floor.py``.
@@ -142,6 +143,22 @@ def bench_kitti(repeat: int) -> None:
 
     library = _median_seconds(lambda: [parse_kitti_objects(t, "x.txt", with_score=False) for t in texts], repeat)
     _report("KITTI labels, 7,481 frames", library, {"numpy (one conversion per file)": _median_seconds(floor, repeat)})
+
+    from drivemetrics.detection.io import _parse_plain_table
+
+    contents = [t.encode() for t in texts]
+
+    def float_all() -> None:
+        numbers = (b"\n".join(contents) + b"\n").split()
+        del numbers[::15]
+        np.fromiter(map(float, numbers), dtype=np.float64, count=len(numbers))
+
+    def numpy_all() -> None:
+        np.array((b"\n".join(contents) + b"\n").split()).reshape(-1, 15)[:, 1:].astype(np.float64)
+
+    table = _median_seconds(lambda: _parse_plain_table(contents, with_score=False), repeat)
+    floors = {"float on every number": _median_seconds(float_all, repeat), "numpy": _median_seconds(numpy_all, repeat)}
+    _report("KITTI label folder as one table (kitti-object-eval), 7,481 frames", table, floors)
 
 
 def main() -> None:

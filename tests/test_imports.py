@@ -198,3 +198,16 @@ def test_openlanev2_eval_imports_no_torchmetrics():
     )
     assert "torch" in modules
     assert present(modules, ("torchmetrics", *HEAVY)) == []
+
+
+def test_kitti_object_eval_engine_imports_no_torch():
+    # the command's reader, overlaps and evaluation run on numpy: torch's import (~1 s) is not needed
+    modules = loaded_after(
+        """
+        import drivemetrics.detection.cli, drivemetrics.detection.io, drivemetrics.detection.box_iou
+        import drivemetrics.detection.evaluate, drivemetrics._internal.read_ahead
+        print(json.dumps(mods()))
+        """
+    )
+    assert "drivemetrics.detection.evaluate" in modules
+    assert present(modules, HEAVY_OR_TORCH) == []

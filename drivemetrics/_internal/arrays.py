@@ -31,7 +31,9 @@ __all__ = [
     "astype_like",
     "broadcast_to",
     "cat",
+    "clamp_min",
     "contiguous",
+    "cos",
     "dtype_name",
     "flatnonzero",
     "full",
@@ -47,10 +49,14 @@ __all__ = [
     "promote",
     "put_along_last",
     "reverse_cummax",
+    "roll",
     "scatter_amin",
+    "scatter_reduce_rows",
     "searchsorted_rows",
+    "sin",
     "sqrt",
     "stable_descending_order",
+    "stack",
     "transpose",
     "where",
 ]
@@ -115,6 +121,31 @@ def minimum(x: Array, y: Array) -> Array:
 def maximum(x: Array, y: Array) -> Array:
     """Elementwise maximum of two arrays."""
     return np.maximum(x, y) if is_numpy(x) else _torch().maximum(x, y)
+
+
+def clamp_min(x: Array, value: float) -> Array:
+    """``max(x, value)`` elementwise (NaN stays NaN, as ``torch.clamp_min`` and ``numpy.maximum``)."""
+    return np.maximum(x, value) if is_numpy(x) else x.clamp_min(value)
+
+
+def cos(x: Array) -> Array:
+    """Elementwise cosine (not an IEEE-exact operation: numpy and torch may differ in the last bit)."""
+    return np.cos(x) if is_numpy(x) else x.cos()
+
+
+def sin(x: Array) -> Array:
+    """Elementwise sine (not an IEEE-exact operation: numpy and torch may differ in the last bit)."""
+    return np.sin(x) if is_numpy(x) else x.sin()
+
+
+def stack(parts: Sequence[Array], axis: int = 0) -> Array:
+    """The arrays ``parts`` (same shape) stacked along a new ``axis``."""
+    return np.stack(parts, axis) if is_numpy(parts[0]) else _torch().stack(list(parts), axis)
+
+
+def roll(x: Array, shift: int, axis: int) -> Array:
+    """``x`` rotated by ``shift`` positions along ``axis``."""
+    return np.roll(x, shift, axis) if is_numpy(x) else x.roll(shift, axis)
 
 
 def amin(x: Array, axis: int) -> Array:
@@ -255,6 +286,16 @@ def scatter_amin(x: Array, index: Array, values: Array) -> Array:
     last = np.arange(x.shape[2])[None, None, :]
     np.minimum.at(x, (lead, index, last), values)
     return x
+
+
+def scatter_reduce_rows(x: Array, index: Array, values: Array, reduce: str) -> Array:
+    """``x`` ``(G, S)`` combined in place with ``values`` ``(P, S)`` at rows ``index`` ``(P,)``: ``reduce`` is
+    ``"amax"`` or ``"amin"`` (``torch.Tensor.scatter_reduce_`` along axis 0, ``include_self``)."""
+    if is_numpy(x):
+        ufunc = np.maximum if reduce == "amax" else np.minimum
+        ufunc.at(x, (index[:, None], np.arange(x.shape[1])[None, :]), values)
+        return x
+    return x.scatter_reduce_(0, index[:, None].expand(-1, x.shape[1]), values, reduce, include_self=True)
 
 
 def reverse_cummax(x: Array) -> Array:

@@ -35,6 +35,7 @@ __all__ = [
     "check_input_kinds",
     "check_output_path",
     "check_writable",
+    "decode_text",
     "load_image",
     "read_text",
 ]
@@ -244,6 +245,11 @@ def read_text(path: str | Path, *, what: str = "file") -> str:
         raise FileNotFoundError(f"{what} not found: {path}") from None
     except IsADirectoryError:
         raise ValueError(f"{path}: is a folder, expected a {what}") from None
+    return decode_text(data, path, what=what)
+
+
+def decode_text(data: bytes, path: str | Path, *, what: str = "file") -> str:
+    """:func:`read_text` of the bytes ``data`` already read from ``path`` (named in the message of invalid UTF-8)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:

@@ -20,14 +20,21 @@ Box layouts (the label file's fields):
 
 ``criterion``: ``-1`` IoU (intersection over union), ``0`` intersection over the first box (the C++ uses it with
 the detection first for DontCare regions), ``1`` intersection over the second box. A zero denominator gives 0.
+
+Every function takes numpy arrays or torch tensors (any device) and returns the same kind: the code is written once
+with :mod:`drivemetrics._internal.arrays`, so ``kitti-object-eval`` computes its overlaps on numpy without importing
+torch, and the Metric classes and the functional API keep working on tensors (autograd included).
 """
 
 from __future__ import annotations
 
-import torch
-from torch import Tensor
+from typing import TYPE_CHECKING, TypeVar
 
-from drivemetrics._internal.compute import safe_divide
+from drivemetrics._internal import arrays as xp
+
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
 
 __all__ = [
     "bev_box_corners",
@@ -39,14 +46,23 @@ __all__ = [
     "polygon_area",
 ]
 
+#: A torch tensor or a numpy array: each function returns the kind it is given.
+Tensor = TypeVar("Tensor", "torch.Tensor", "np.ndarray")
+
+
+def _safe_divide(num: Tensor, den: Tensor) -> Tensor:
+    """``num / den`` where ``den > 0``, else 0 (no NaN, and no NaN gradient through the masked branch)."""
+    positive = den > 0
+    return xp.where(positive, num / xp.where(positive, den, 1.0), 0.0)
+
 
 def _ratio(inter: Tensor, size_a: Tensor, size_b: Tensor, criterion: int) -> Tensor:
     if criterion == -1:
-        return safe_divide(inter, size_a + size_b - inter)
+        return _safe_divide(inter, size_a + size_b - inter)
     if criterion == 0:
-        return safe_divide(inter, size_a)
+        return _safe_divide(inter, size_a)
     if criterion == 1:
-        return safe_divide(inter, size_b)
+        return _safe_divide(inter, size_b)
     raise ValueError(f"`criterion` must be -1 (IoU), 0 (over the first box) or 1 (over the second), got {criterion!r}")
 
 
@@ -65,36 +81,36 @@ def box2d_overlap(boxes_a: Tensor, boxes_b: Tensor, *, criterion: int = -1, vali
     """
     _check_last(boxes_a, 4, "boxes_a")
     _check_last(boxes_b, 4, "boxes_b")
-    w = torch.minimum(boxes_a[..., 2], boxes_b[..., 2]) - torch.maximum(boxes_a[..., 0], boxes_b[..., 0])
-    h = torch.minimum(boxes_a[..., 3], boxes_b[..., 3]) - torch.maximum(boxes_a[..., 1], boxes_b[..., 1])
+    w = xp.minimum(boxes_a[..., 2], boxes_b[..., 2]) - xp.maximum(boxes_a[..., 0], boxes_b[..., 0])
+    h = xp.minimum(boxes_a[..., 3], boxes_b[..., 3]) - xp.maximum(boxes_a[..., 1], boxes_b[..., 1])
     hit = (w > 0) & (h > 0)
-    inter = torch.where(hit, w * h, torch.zeros_like(w))
+    inter = xp.where(hit, w * h, 0.0)
     area_a = (boxes_a[..., 2] - boxes_a[..., 0]) * (boxes_a[..., 3] - boxes_a[..., 1])
     area_b = (boxes_b[..., 2] - boxes_b[..., 0]) * (boxes_b[..., 3] - boxes_b[..., 1])
-    return torch.where(hit, _ratio(inter, area_a, area_b, criterion), torch.zeros_like(w))
+    return xp.where(hit, _ratio(inter, area_a, area_b, criterion), 0.0)
 
 
 def bev_box_corners(boxes: Tensor) -> Tensor:
     """Footprint corners ``(..., 4, 2)`` of BEV boxes ``(..., 5)`` (``x, z, l, w, ry``), counter-clockwise in the
     ``(x, z)`` axes (positive signed area); negative sizes are taken by absolute value."""
     _check_last(boxes, 5, "boxes")
-    half_l = boxes[..., 2].abs()[..., None] / 2
-    half_w = boxes[..., 3].abs()[..., None] / 2
-    signs_l = torch.tensor([1.0, -1.0, -1.0, 1.0], dtype=boxes.dtype, device=boxes.device)
-    signs_w = torch.tensor([1.0, 1.0, -1.0, -1.0], dtype=boxes.dtype, device=boxes.device)
+    half_l = abs(boxes[..., 2])[..., None] / 2
+    half_w = abs(boxes[..., 3])[..., None] / 2
+    signs_l = xp.as_values([1.0, -1.0, -1.0, 1.0], like=boxes)
+    signs_w = xp.as_values([1.0, 1.0, -1.0, -1.0], like=boxes)
     local_x, local_z = half_l * signs_l, half_w * signs_w
-    cos, sin = torch.cos(boxes[..., 4])[..., None], torch.sin(boxes[..., 4])[..., None]
+    cos, sin = xp.cos(boxes[..., 4])[..., None], xp.sin(boxes[..., 4])[..., None]
     x = cos * local_x + sin * local_z + boxes[..., 0:1]
     z = -sin * local_x + cos * local_z + boxes[..., 1:2]
-    return torch.stack([x, z], dim=-1)
+    return xp.stack([x, z], axis=-1)
 
 
 def polygon_area(points: Tensor, count: Tensor | None = None) -> Tensor:
     """Signed shoelace area of polygons ``(..., K, 2)`` (the first ``count`` vertices of each; default all K)."""
     if count is not None:
-        keep = torch.arange(points.shape[-2], device=points.device) < count[..., None]
-        points = torch.where(keep[..., None], points, points[..., :1, :])  # padding with vertex 0 adds no area
-    nxt = torch.roll(points, -1, dims=-2)
+        keep = xp.arange(points.shape[-2], like=points) < count[..., None]
+        points = xp.where(keep[..., None], points, points[..., :1, :])  # padding with vertex 0 adds no area
+    nxt = xp.roll(points, -1, axis=-2)
     cross = points[..., 0] * nxt[..., 1] - points[..., 1] * nxt[..., 0]
     return cross.sum(-1) / 2
 
@@ -105,28 +121,31 @@ def _clip_by_half_plane(points: Tensor, count: Tensor, start: Tensor, end: Tenso
     ``points``: ``(P, K, 2)`` (first ``count`` valid), ``start`` / ``end``: ``(P, 2)``. Returns the clipped
     polygons ``P x K' x 2`` and their vertex counts.
     """
-    size = points.shape[1]
-    slots = torch.arange(size, device=points.device)
-    valid = slots < count[:, None]
-    nxt_index = torch.where(slots + 1 < count[:, None], slots + 1, torch.zeros_like(slots))
-    nxt = torch.gather(points, 1, nxt_index[..., None].expand(-1, -1, 2))
+    n, size = points.shape[0], points.shape[1]
+    rows = xp.arange(n, like=count)
+    valid = xp.arange(size, like=count) < count[:, None]
+    last = count - 1  # its successor is vertex 0 (with no vertex left, -1 names an unused slot)
+    nxt = xp.roll(points, -1, axis=1)
+    nxt[rows, last] = points[:, 0]
     edge = (end - start)[:, None, :]
     rel = points - start[:, None, :]
     dist = edge[..., 0] * rel[..., 1] - edge[..., 1] * rel[..., 0]  # > 0: left of the edge (inside)
-    dist_nxt = torch.gather(dist, 1, nxt_index)
+    dist_nxt = xp.roll(dist, -1, axis=1)
+    dist_nxt[rows, last] = dist[:, 0]
     inside, inside_nxt = dist >= 0, dist_nxt >= 0
     crossing = valid & (inside != inside_nxt)
-    denom = torch.where(crossing, dist - dist_nxt, torch.ones_like(dist))
+    denom = xp.where(crossing, dist - dist_nxt, 1.0)
     cut = points + (nxt - points) * (dist / denom)[..., None]
     keep_nxt = valid & inside_nxt
-    # for each edge i -> i+1: [the crossing point, the end vertex], in polygon order
-    candidates = torch.stack([cut, nxt], dim=2).reshape(points.shape[0], 2 * size, 2)
-    keep = torch.stack([crossing, keep_nxt], dim=2).reshape(points.shape[0], 2 * size)
+    # for each edge i -> i+1: [the crossing point, the end vertex], in polygon order; the kept ones move to the
+    # front of their row, in order (a row-major boolean selection keeps the order)
+    candidates = xp.stack([cut, nxt], axis=2).reshape(n, 2 * size, 2)
+    keep = xp.stack([crossing, keep_nxt], axis=2).reshape(n, 2 * size)
     new_count = keep.sum(1)
-    order = torch.sort((~keep).to(torch.int8), dim=1, stable=True).indices
-    width = max(int(new_count.max()), 1) if new_count.numel() else 1
-    order = order[:, :width]
-    return torch.gather(candidates, 1, order[..., None].expand(-1, -1, 2)), new_count
+    width = max(int(new_count.max()), 1) if n else 1
+    out = xp.full((n, width, 2), 0.0, like=points)
+    out[xp.broadcast_to(rows[:, None], keep.shape)[keep], (keep.cumsum(1) - 1)[keep]] = candidates[keep]
+    return out, new_count
 
 
 def _broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
@@ -148,16 +167,16 @@ def convex_polygon_intersection_area(poly_a: Tensor, poly_b: Tensor) -> Tensor:
     relative to ``poly_b``'s first vertex to keep the rounding small far from the origin. The result is 0 if either
     polygon has a non-positive shoelace area, and at most the smaller area.
     """
-    shape = _broadcast_shape(tuple(poly_a.shape[:-2]), tuple(poly_b.shape[:-2]))
-    a = poly_a.expand(*shape, *poly_a.shape[-2:]).reshape(-1, poly_a.shape[-2], 2)
-    b = poly_b.expand(*shape, *poly_b.shape[-2:]).reshape(-1, poly_b.shape[-2], 2)
+    shape: tuple[int, ...] = _broadcast_shape(tuple(poly_a.shape[:-2]), tuple(poly_b.shape[:-2]))
+    a = xp.broadcast_to(poly_a, (*shape, *poly_a.shape[-2:])).reshape(-1, poly_a.shape[-2], 2)
+    b = xp.broadcast_to(poly_b, (*shape, *poly_b.shape[-2:])).reshape(-1, poly_b.shape[-2], 2)
     if a.shape[0] == 0:
-        return torch.zeros(shape, dtype=poly_a.dtype, device=poly_a.device)
+        return xp.full(shape, 0.0, like=poly_a)
     origin = b[:, :1, :]
     points, b = a - origin, b - origin
     # a zero-length edge of poly_b keeps every point: a zero-area poly_b (e.g. a point) would clip nothing away
-    smaller = torch.minimum(polygon_area(points), polygon_area(b))
-    count = torch.full((points.shape[0],), points.shape[1], dtype=torch.long, device=points.device)
+    smaller = xp.minimum(polygon_area(points), polygon_area(b))
+    count = xp.full(points.shape[0], points.shape[1], like=points, dtype="int64")
     for k in range(b.shape[1]):
         points, count = _clip_by_half_plane(points, count, b[:, k], b[:, (k + 1) % b.shape[1]])
     area = _cap(polygon_area(points, count), smaller)
@@ -166,17 +185,17 @@ def convex_polygon_intersection_area(poly_a: Tensor, poly_b: Tensor) -> Tensor:
 
 def _cap(inter: Tensor, smaller: Tensor) -> Tensor:
     """``inter`` clamped to ``[0, smaller]``, and 0 where ``smaller`` (the smaller area / volume) is not positive."""
-    capped = torch.minimum(inter.clamp_min(0), smaller)
-    return torch.where(smaller > 0, capped, torch.zeros_like(capped))
+    capped = xp.minimum(xp.clamp_min(inter, 0.0), smaller)
+    return xp.where(smaller > 0, capped, 0.0)
 
 
 def bev_intersection_area(boxes_a: Tensor, boxes_b: Tensor) -> Tensor:
     """Intersection area (m^2) of the rotated footprints of BEV boxes ``(..., 5)`` and ``(..., 5)``: 0 if either
     box has ``l * w == 0``, never more than the smaller ``|l * w|``."""
     inter = convex_polygon_intersection_area(bev_box_corners(boxes_a), bev_box_corners(boxes_b))
-    area_a = (boxes_a[..., 2] * boxes_a[..., 3]).abs()
-    area_b = (boxes_b[..., 2] * boxes_b[..., 3]).abs()
-    return _cap(inter, torch.minimum(area_a, area_b))
+    area_a = abs(boxes_a[..., 2] * boxes_a[..., 3])
+    area_b = abs(boxes_b[..., 2] * boxes_b[..., 3])
+    return _cap(inter, xp.minimum(area_a, area_b))
 
 
 def bev_overlap(boxes_a: Tensor, boxes_b: Tensor, *, criterion: int = -1, validate_args: bool = True) -> Tensor:
@@ -191,20 +210,20 @@ def bev_overlap(boxes_a: Tensor, boxes_b: Tensor, *, criterion: int = -1, valida
     _check_last(boxes_a, 5, "boxes_a")
     _check_last(boxes_b, 5, "boxes_b")
     inter = bev_intersection_area(boxes_a, boxes_b)
-    area_a = (boxes_a[..., 2] * boxes_a[..., 3]).abs()
-    area_b = (boxes_b[..., 2] * boxes_b[..., 3]).abs()
+    area_a = abs(boxes_a[..., 2] * boxes_a[..., 3])
+    area_b = abs(boxes_b[..., 2] * boxes_b[..., 3])
     return _ratio(inter, area_a, area_b, criterion)
 
 
 def box3d_from_bev_area(boxes_a: Tensor, boxes_b: Tensor, bev_inter: Tensor, criterion: int = -1) -> Tensor:
     """3D overlap of boxes ``(..., 7)`` given their BEV intersection area (C++ ``box3DOverlap``):
     ``inter = bev_inter * max(0, min(y_a, y_b) - max(y_a - h_a, y_b - h_b))``, volumes ``h * w * l``."""
-    height = torch.minimum(boxes_a[..., 1], boxes_b[..., 1]) - torch.maximum(
+    height = xp.minimum(boxes_a[..., 1], boxes_b[..., 1]) - xp.maximum(
         boxes_a[..., 1] - boxes_a[..., 3], boxes_b[..., 1] - boxes_b[..., 3]
     )
-    vol_a = boxes_a[..., 3:6].prod(-1).abs()
-    vol_b = boxes_b[..., 3:6].prod(-1).abs()
-    inter = _cap(bev_inter * height, torch.minimum(vol_a, vol_b))
+    vol_a = abs(boxes_a[..., 3] * boxes_a[..., 4] * boxes_a[..., 5])
+    vol_b = abs(boxes_b[..., 3] * boxes_b[..., 4] * boxes_b[..., 5])
+    inter = _cap(bev_inter * height, xp.minimum(vol_a, vol_b))
     return _ratio(inter, vol_a, vol_b, criterion)
 
 

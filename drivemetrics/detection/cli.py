@@ -89,29 +89,22 @@ def _gather_frames(shard: Any, gts: list, dets: list, count: int) -> tuple[list,
     return out[0], out[1]
 
 
-def _read_inputs(
-    gt_dir: Path, det_dir: Path, list_file: str | None, sharded: bool, progress: bool | None
-) -> tuple[list[str], Any, Any]:
-    """The frame names, then the label and result tables of this process's frames (torch-free unless ``sharded``:
-    it runs in the read-ahead child while the command imports torch)."""
-    from drivemetrics.detection.io import read_object_table
-
-    frames = _read_list(list_file) if list_file else sorted(p.stem for p in gt_dir.glob("*.txt"))
+def _frame_names(gt_dir: Path, list_file: str | None) -> list[str]:
+    """The frames to evaluate: those of ``--list``, else every ``.txt`` of the label folder, sorted; no repeats."""
+    if list_file:
+        frames = _read_list(list_file)
+    else:
+        with os.scandir(gt_dir) as entries:
+            frames = sorted(e.name[:-4] for e in entries if e.name.endswith(".txt") and len(e.name) > 4)
     frames = list(dict.fromkeys(frames))
     if not frames:
         raise ValueError(f"--gt folder {gt_dir} holds no .txt label file")
-    mine = frames
-    if sharded:  # torchrun: this rank's frames
-        from drivemetrics._internal.distributed import current_shard
-
-        mine = current_shard().take(frames)
-    groundtruth = read_object_table(gt_dir, mine, with_score=False, progress=progress)
-    detections = read_object_table(det_dir, groundtruth.names, with_score=True, missing="warn", progress=progress)
-    return frames, groundtruth, detections
+    return frames
 
 
 def _kitti_object_eval(args: argparse.Namespace) -> int:
-    from drivemetrics._internal.read_ahead import read_ahead
+    from drivemetrics._internal.read_ahead import read_ahead_all
+    from drivemetrics.detection.io import read_object_table
 
     gt_dir, det_dir = Path(args.gt), Path(args.det)
     for name, folder in (("--gt", gt_dir), ("--det", det_dir)):
@@ -132,29 +125,41 @@ def _kitti_object_eval(args: argparse.Namespace) -> int:
             option="--json",
             is_folder=False,
         )
-    # one process: the files are read and parsed in a forked, torch-free child while torch imports here
-    sharded = os.environ.get("WORLD_SIZE", "1").strip() not in ("", "0", "1")  # torchrun: ranks share the frames
+    frames = _frame_names(gt_dir, args.list)
+    mine = frames
     progress = progress_setting(args)
-    if sharded:
+    sharded = os.environ.get("WORLD_SIZE", "1").strip() not in ("", "0", "1")  # torchrun: ranks share the frames
+    if sharded:  # this rank's frames (torch is imported: the readers run in this process)
         from drivemetrics._internal.distributed import current_shard
 
+        mine = current_shard().take(frames)
         progress = progress if current_shard().is_main else False
-    with read_ahead(_read_inputs, gt_dir, det_dir, args.list, sharded, progress) as pending:
-        from drivemetrics._internal.distributed import current_shard
+    # one process: the label and the result folder are read and parsed side by side in two forked children (one
+    # per core) while this process imports the evaluation; neither needs torch (the evaluation runs on numpy).
+    # One progress bar (the labels'): two would overwrite each other on the terminal.
+    readers = [
+        (read_object_table, (gt_dir, mine, False, "error", progress)),
+        (read_object_table, (det_dir, mine, True, "warn", False)),
+    ]
+    with read_ahead_all(readers) as (gt_pending, det_pending):
         from drivemetrics.detection.evaluate import evaluate_kitti_objects
 
-        frames, gt_table, det_table = pending.result()
+        gt_table = gt_pending.result()  # a label error first, as when the folders are read one after the other
+        det_table = det_pending.result()
     if det_table.absent:
         print(f"warning: {det_table.absent_message()}", file=sys.stderr)
     groundtruth, detections = gt_table, det_table  # one table per folder: evaluated without building the frames
-    shard = current_shard()
-    if shard.world > 1:  # torchrun: every rank read its shard of the frames
-        gts, dets = _gather_frames(
-            shard, list(gt_table.frames().values()), list(det_table.frames().values()), len(frames)
-        )
-        if not shard.is_main:
-            return 0
-        groundtruth, detections = gts, dets
+    if sharded:
+        from drivemetrics._internal.distributed import current_shard
+
+        shard = current_shard()
+        if shard.world > 1:  # torchrun: every rank read its shard of the frames
+            gts, dets = _gather_frames(
+                shard, list(gt_table.frames().values()), list(det_table.frames().values()), len(frames)
+            )
+            if not shard.is_main:
+                return 0
+            groundtruth, detections = gts, dets
     result = evaluate_kitti_objects(
         detections,
         groundtruth,

@@ -18,14 +18,17 @@ hard) the C++ does, per frame:
 4. ``precision[k] = TP / (TP + FP)`` (and AOS likewise), then each value is replaced by the maximum at and after
    it (41 slots, unused ones 0). AP R11 = mean of slots 0, 4, ..., 40; AP R40 = mean of slots 1..40 (x 100).
 
-This implementation runs pass 1 and pass 2 for every frame, threshold and difficulty at once: the greedy matching
-is sequential only in the GT order *within* a frame, so it loops over "the k-th GT of every frame" and works on
-the candidate (GT, detection) pairs of all frames together (torch, float64 overlaps from
-:mod:`drivemetrics.detection.box_iou`).
+This implementation runs pass 1 and pass 2 for every frame, threshold and difficulty at once. The candidate pairs
+(overlap above the minimum) link detections and GTs into components whose matchings are independent; almost every
+component is one lone pair, matched exactly when its detection is active, so those are counted per threshold in
+closed form. The other components run the greedy matching, which is sequential only in the GT order *within* a
+frame: it loops over "the k-th GT of every frame" and works on their candidate pairs of all frames together.
 
-This module imports torch but not torchmetrics (the ``kitti-object-eval`` command needs no more);
-:class:`~drivemetrics.detection.kitti_object.KittiObjectMetrics` accumulates per-frame boxes in a validation loop
-and runs :func:`evaluate_kitti_objects` over every frame seen (on all processes) in ``compute()``.
+The evaluation runs on numpy and imports neither torch nor torchmetrics (``kitti-object-eval`` needs neither);
+with a torch ``device`` the overlaps (:mod:`drivemetrics.detection.box_iou`, float64) and the greedy matching run on
+tensors there, the same code. :class:`~drivemetrics.detection.kitti_object.KittiObjectMetrics` accumulates
+per-frame boxes in a validation loop and runs :func:`evaluate_kitti_objects` over every frame seen (on all
+processes) in ``compute()``.
 """
 
 from __future__ import annotations
@@ -34,16 +37,17 @@ import math
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import torch
-from torch import Tensor
 
-from drivemetrics._internal.compute import safe_divide
+from drivemetrics._internal import arrays as xp
 from drivemetrics._internal.progress import progress_bar
 from drivemetrics.detection.box_iou import bev_intersection_area, box2d_overlap, box3d_from_bev_area
 from drivemetrics.detection.io import KittiObjects, ObjectTable
+
+if TYPE_CHECKING:  # torch is imported only when a device is given: ``kitti-object-eval`` runs without it
+    import torch
 
 __all__ = [
     "DIFFICULTIES",
@@ -221,9 +225,24 @@ def _frame_pairs(det_frame: np.ndarray, gt_frame: np.ndarray, n_frames: int) -> 
     return det_index, gt_index
 
 
+def _on(values: np.ndarray, device: torch.device | None) -> Any:
+    """``values`` where the kernels run: the numpy array itself (``device=None``) or a tensor on ``device``."""
+    if device is None:
+        return values
+    import torch
+
+    return torch.from_numpy(values).to(device)
+
+
+def _to_numpy(values: Any) -> np.ndarray:
+    """A kernel's result as a numpy array (a tensor is copied to the host)."""
+    return values if isinstance(values, np.ndarray) else values.cpu().numpy()
+
+
 @dataclass
 class _PairOverlaps:
-    """Overlaps of the same-frame (detection, GT) pairs: IoU and over-the-detection (for DontCare) per kind."""
+    """Overlaps of the same-frame (detection, GT) pairs that can matter, per kind: the IoU of the pairs with a GT of
+    a class or neighbour class, the overlap over the detection of the DontCare pairs (0 elsewhere)."""
 
     det: np.ndarray
     gt: np.ndarray
@@ -232,45 +251,79 @@ class _PairOverlaps:
     over_det: dict[str, np.ndarray]
 
 
-def _pair_overlaps(det: _Flat, gt: _Flat, n_frames: int, kinds: Sequence[str], device: torch.device) -> _PairOverlaps:
-    # only objects that can matter: detections of an evaluated class or small enough to be ignored; GT of a class,
-    # a neighbour class or DontCare
-    det_keep = np.flatnonzero((det.code <= 2) | (np.abs(det.bbox[:, 1] - det.bbox[:, 3]) < max(MIN_HEIGHT)))
+#: The evaluated class a GT type code counts for (Van for Car, Person_sitting for Pedestrian); -1 none.
+_CLASS_OF_GT = np.array([0, 1, 2, 0, 1, -1, -1], dtype=np.int64)
+
+
+def _pair_overlaps(
+    det: _Flat, gt: _Flat, n_frames: int, kinds: Sequence[str], device: torch.device | None
+) -> _PairOverlaps:
+    # only pairs that can matter: a detection takes part in a class's evaluation if it is of the class or too small
+    # for every difficulty's minimum height (then it is ignored in every class); a GT if it is of the class or its
+    # neighbour class; DontCare GT regions remove detections of an evaluated class from the false positives
+    det_small = np.abs(det.bbox[:, 1] - det.bbox[:, 3]) < max(MIN_HEIGHT)
+    det_keep = np.flatnonzero((det.code <= 2) | det_small)
     gt_keep = np.flatnonzero(gt.code <= _DONTCARE)
     local_d, local_g = _frame_pairs(det.frame[det_keep], gt.frame[gt_keep], n_frames)
     det_i, gt_i = det_keep[local_d], gt_keep[local_g]
+    gt_code = gt.code[gt_i]
+    dontcare = gt_code == _DONTCARE
+    useful = dontcare | det_small[det_i] | (_CLASS_OF_GT[gt_code] == det.code[det_i])
+    det_i, gt_i, gt_code, dontcare = det_i[useful], gt_i[useful], gt_code[useful], dontcare[useful]
+    # per pair: the IoU if its GT is of a class, the overlap over the detection if it is DontCare
+    criterion = np.where(dontcare, 0, -1)
     iou: dict[str, np.ndarray] = {}
     over_det: dict[str, np.ndarray] = {}
+
+    def split(values: np.ndarray, kind: str) -> None:
+        iou[kind] = np.where(dontcare, 0.0, values)
+        over_det[kind] = np.where(dontcare, values, 0.0)
+
     if "2d" in kinds:
-        a = torch.from_numpy(det.bbox[det_i]).to(device)
-        b = torch.from_numpy(gt.bbox[gt_i]).to(device)
-        iou["2d"] = box2d_overlap(a, b, criterion=-1).cpu().numpy()
-        over_det["2d"] = box2d_overlap(a, b, criterion=0).cpu().numpy()
+        split(_overlaps_by_criterion(box2d_overlap, det.bbox[det_i], gt.bbox[gt_i], criterion, device), "2d")
     if "bev" in kinds or "3d" in kinds:
-        d3, g3 = det.box3d[det_i], gt.box3d[gt_i]
         # only pairs whose bounding circles meet can intersect
-        radius_d = 0.5 * np.hypot(d3[:, 4], d3[:, 5])
-        radius_g = 0.5 * np.hypot(g3[:, 4], g3[:, 5])
-        near = np.hypot(d3[:, 0] - g3[:, 0], d3[:, 2] - g3[:, 2]) <= radius_d + radius_g + 1e-9
-        near_idx = np.flatnonzero(near)
-        da = torch.from_numpy(d3[near_idx]).to(device)
-        ga = torch.from_numpy(g3[near_idx]).to(device)
+        radius_d = 0.5 * np.hypot(det.box3d[:, 4], det.box3d[:, 5])
+        radius_g = 0.5 * np.hypot(gt.box3d[:, 4], gt.box3d[:, 5])
+        gap = np.hypot(det.box3d[det_i, 0] - gt.box3d[gt_i, 0], det.box3d[det_i, 2] - gt.box3d[gt_i, 2])
+        near = np.flatnonzero(gap <= radius_d[det_i] + radius_g[gt_i] + 1e-9)
+        da, ga = _on(det.box3d[det_i[near]], device), _on(gt.box3d[gt_i[near]], device)
         inter = bev_intersection_area(da[:, [0, 2, 5, 4, 6]], ga[:, [0, 2, 5, 4, 6]])
+        over_near = criterion[near] == 0
         for kind in ("bev", "3d"):
             if kind not in kinds:
                 continue
-            full_iou, full_over = np.zeros(len(det_i)), np.zeros(len(det_i))
+            values = np.zeros(len(det_i))
             if kind == "bev":
-                area_d = (da[:, 4] * da[:, 5]).abs()
-                area_g = (ga[:, 4] * ga[:, 5]).abs()
-                pos_u = area_d + area_g - inter
-                full_iou[near_idx] = safe_divide(inter, pos_u).cpu().numpy()
-                full_over[near_idx] = safe_divide(inter, area_d).cpu().numpy()
+                area_d = _to_numpy(abs(da[:, 4] * da[:, 5]))
+                area_g = _to_numpy(abs(ga[:, 4] * ga[:, 5]))
+                inter_n = _to_numpy(inter)
+                union = area_d + area_g - inter_n
+                values[near] = np.where(over_near, _divide(inter_n, area_d), _divide(inter_n, union))
             else:
-                full_iou[near_idx] = box3d_from_bev_area(da, ga, inter, -1).cpu().numpy()
-                full_over[near_idx] = box3d_from_bev_area(da, ga, inter, 0).cpu().numpy()
-            iou[kind], over_det[kind] = full_iou, full_over
-    return _PairOverlaps(det=det_i, gt=gt_i, gt_code=gt.code[gt_i], iou=iou, over_det=over_det)
+                iou_3d = _to_numpy(box3d_from_bev_area(da, ga, inter, -1))
+                over_3d = _to_numpy(box3d_from_bev_area(da, ga, inter, 0))
+                values[near] = np.where(over_near, over_3d, iou_3d)
+            split(values, kind)
+    return _PairOverlaps(det=det_i, gt=gt_i, gt_code=gt_code, iou=iou, over_det=over_det)
+
+
+def _divide(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """``num / den`` where ``den > 0``, else 0."""
+    positive = den > 0
+    return np.where(positive, num / np.where(positive, den, 1.0), 0.0)
+
+
+def _overlaps_by_criterion(
+    overlap: Any, a: np.ndarray, b: np.ndarray, criterion: np.ndarray, device: torch.device | None
+) -> np.ndarray:
+    """``overlap(a[i], b[i], criterion=criterion[i])`` per pair, each criterion's pairs in one call."""
+    out = np.zeros(len(a))
+    for value in (-1, 0):
+        rows = np.flatnonzero(criterion == value)
+        if len(rows):
+            out[rows] = _to_numpy(overlap(_on(a[rows], device), _on(b[rows], device), criterion=value))
+    return out
 
 
 def _ignored_gt(gt: _Flat, class_code: int) -> np.ndarray:
@@ -297,17 +350,20 @@ def _ignored_det(det: _Flat, class_code: int) -> np.ndarray:
 
 @dataclass
 class _Candidates:
-    """Candidate pairs of one class and metric (overlap above the minimum), sorted by GT then detection, with the
-    order in which the greedy matching visits them: ``steps[k]`` holds the pairs of the k-th GT of every frame."""
+    """Candidate pairs (overlap above the minimum), sorted by GT then detection, with the order in which the greedy
+    matching visits them: ``steps[k]`` holds the pairs of the k-th GT of every frame. Arrays of the matching's
+    library (numpy, or torch on the evaluation's device)."""
 
-    det: Tensor  # P, index into the class's paired detections (0..D-1)
-    gt: Tensor  # P, GT index
-    overlap: Tensor  # P float64
+    det: Any  # P, index into the paired detections (0..D-1)
+    gt: np.ndarray  # P, GT index
+    overlap: Any  # P float64
     det_ids: np.ndarray  # D, global detection index of each paired detection
-    steps: list[tuple[Tensor, Tensor, int]]  # (pair indices, group of each pair, number of groups)
+    steps: list[tuple[Any, Any, int]]  # (pair indices, group of each pair, number of groups)
 
 
-def _candidates(det_i: np.ndarray, gt_i: np.ndarray, overlap: np.ndarray, gt_frame: np.ndarray, device: torch.device):
+def _candidates(
+    det_i: np.ndarray, gt_i: np.ndarray, overlap: np.ndarray, gt_frame: np.ndarray, device: torch.device | None
+) -> _Candidates:
     order = np.lexsort((det_i, gt_i))
     det_i, gt_i, overlap = det_i[order], gt_i[order], overlap[order]
     det_ids, det_local = np.unique(det_i, return_inverse=True)
@@ -327,27 +383,33 @@ def _candidates(det_i: np.ndarray, gt_i: np.ndarray, overlap: np.ndarray, gt_fra
         pairs = np.flatnonzero(pair_rank == k)
         groups_k = np.flatnonzero(rank == k)
         local = np.searchsorted(groups_k, group_of_pair[pairs])
-        steps.append(
-            (torch.from_numpy(pairs).to(device), torch.from_numpy(local).to(device), len(groups_k)),
-        )
+        steps.append((_on(pairs, device), _on(local, device), len(groups_k)))
     return _Candidates(
-        det=torch.from_numpy(det_local.astype(np.int64)).to(device),
-        gt=torch.from_numpy(gt_i).to(device),
-        overlap=torch.from_numpy(overlap).to(device),
+        det=_on(det_local.reshape(-1).astype(np.int64), device),
+        gt=gt_i,
+        overlap=_on(overlap, device),
         det_ids=det_ids,
         steps=steps,
     )
 
 
+def _set_true(x: Any, rows: Any) -> None:
+    """``x[rows[g, s], s] = True`` for every ``g, s`` (``x`` ``(R, S)``, ``rows`` ``(G, S)``), in place."""
+    if isinstance(x, np.ndarray):
+        x[rows, np.arange(x.shape[1])[None, :]] = True
+    else:
+        x.scatter_(0, rows, True)
+
+
 def _greedy_match(
     cand: _Candidates,
-    active: Tensor,
-    ignored_det: Tensor,
-    ignored_gt_pair: Tensor,
-    score: Tensor,
+    active: Any,
+    ignored_det: Any,
+    ignored_gt_pair: Any,
+    score: Any,
     by_score: bool,
-) -> tuple[Tensor, Tensor]:
-    """Greedy GT-order matching of every scenario (difficulty x threshold) at once.
+) -> tuple[Any, Any]:
+    """Greedy GT-order matching of every scenario (difficulty x threshold) at once (numpy arrays or tensors).
 
     Args:
         cand: the candidate pairs.
@@ -362,42 +424,75 @@ def _greedy_match(
         ``(assigned D x S, tp_pair P x S)``: the detections assigned, and the pairs matched as true positives.
     """
     n_det, n_scen = active.shape
-    device = active.device
-    n_pairs = cand.det.numel()
-    assigned = torch.zeros(n_det + 1, n_scen, dtype=torch.bool, device=device)  # last row: a sink for no-ops
-    tp_pair = torch.zeros(n_pairs + 1, n_scen, dtype=torch.bool, device=device)
-    big = torch.iinfo(torch.int64).max
+    n_pairs = cand.det.shape[0]
+    assigned = xp.full((n_det + 1, n_scen), False, like=active, dtype="bool")  # last row: a sink for no-ops
+    tp_pair = xp.full((n_pairs + 1, n_scen), False, like=active, dtype="bool")
+    big = np.iinfo(np.int64).max
     for pairs, group, n_groups in cand.steps:
         det = cand.det[pairs]
         eligible = active[det] & ~assigned[det]  # P_k x S
-        index = group[:, None].expand(-1, n_scen)
-        position = torch.arange(pairs.numel(), device=device)[:, None].expand(-1, n_scen)
+        position = xp.arange(pairs.shape[0], like=pairs)[:, None]
 
-        def first_best(
-            mask: Tensor, key: Tensor, index: Tensor = index, position: Tensor = position, n_groups: int = n_groups
-        ) -> Tensor:
+        def first_best(mask: Any, key: Any, group: Any = group, position: Any = position, n_groups: int = n_groups):
             """Per group and scenario, the first position with the largest key among ``mask``; ``big`` if none."""
-            keyed = torch.where(mask, key[:, None], -math.inf)
-            best = torch.full((n_groups, n_scen), -math.inf, dtype=key.dtype, device=device)
-            best = best.scatter_reduce(0, index, keyed, "amax", include_self=True)
-            pos = torch.where(mask & (keyed == best.gather(0, index)), position, big)
-            first = torch.full((n_groups, n_scen), big, dtype=torch.int64, device=device)
-            return first.scatter_reduce(0, index, pos, "amin", include_self=True)
+            keyed = xp.where(mask, key[:, None], -math.inf)
+            best = xp.scatter_reduce_rows(xp.full((n_groups, n_scen), -math.inf, like=keyed), group, keyed, "amax")
+            pos = xp.where(mask & (keyed == best[group]), position, big)
+            first = xp.full((n_groups, n_scen), big, like=pos)
+            return xp.scatter_reduce_rows(first, group, xp.contiguous(pos), "amin")
 
         if by_score:
             winner = first_best(eligible, score[det])
         else:
             ig = ignored_det[det]
             winner = first_best(eligible & (ig == 0), cand.overlap[pairs])
-            fallback = first_best(eligible & (ig == 1), torch.zeros_like(cand.overlap[pairs]))
-            winner = torch.where(winner == big, fallback, winner)
+            fallback = first_best(eligible & (ig == 1), 0.0 * cand.overlap[pairs])
+            winner = xp.where(winner == big, fallback, winner)
         found = winner != big
-        win_pair = pairs[torch.where(found, winner, 0)]  # G x S
+        win_pair = pairs[xp.where(found, winner, 0)]  # G x S
         win_det = cand.det[win_pair]
-        is_tp = found & (ignored_gt_pair.gather(0, win_pair) == 0) & (ignored_det.gather(0, win_det) == 0)
-        assigned.scatter_(0, torch.where(found, win_det, n_det), True)
-        tp_pair.scatter_(0, torch.where(is_tp, win_pair, n_pairs), True)
+        is_tp = found & (xp.gather(ignored_gt_pair, 0, win_pair) == 0) & (xp.gather(ignored_det, 0, win_det) == 0)
+        _set_true(assigned, xp.where(found, win_det, n_det))
+        _set_true(tp_pair, xp.where(is_tp, win_pair, n_pairs))
     return assigned[:n_det], tp_pair[:n_pairs]
+
+
+@dataclass
+class _Totals:
+    """Per scenario (difficulty, threshold) sums of one class and kind: true positives, assigned counted detections
+    (taken off the false positives) and the orientation similarity of the true positives."""
+
+    tp: np.ndarray
+    assigned_counted: np.ndarray
+    similarity: np.ndarray
+
+
+def _lone_pair_totals(
+    score: np.ndarray, tp_flag: np.ndarray, counted: np.ndarray, similarity: np.ndarray | None, thresholds: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The sums of :class:`_Totals` over the pairs that are alone in their component (their detection has no other
+    candidate GT, their GT no other candidate detection), for one difficulty: such a pair is matched exactly when
+    its detection is active (score ``>=`` the threshold), so each sum counts the flagged pairs above a threshold.
+
+    Args:
+        score: ``L`` the pairs' detection scores.
+        tp_flag: ``L`` bool, GT and detection both counted (a match is a true positive).
+        counted: ``L`` bool, the detection counts as a false positive when unassigned.
+        similarity: ``L`` orientation similarities, or ``None``.
+        thresholds: ``T`` score thresholds.
+    """
+    order = np.argsort(-score, kind="stable")
+    sorted_score = score[order]  # decreasing
+    tp_scores = sorted_score[tp_flag[order]]
+    counted_scores = sorted_score[counted[order]]
+    # number of values >= t in a decreasing array: searchsorted on the negated (increasing) values, side right
+    n_tp = np.searchsorted(-tp_scores, -thresholds, "right")
+    n_counted = np.searchsorted(-counted_scores, -thresholds, "right")
+    sims: np.ndarray = np.zeros(len(thresholds))
+    if similarity is not None:
+        running = np.concatenate([[0.0], np.cumsum(similarity[order][tp_flag[order]])])
+        sims = running[n_tp]
+    return n_tp.astype(np.float64), n_counted.astype(np.float64), sims
 
 
 def _evaluate_class_metric(
@@ -408,9 +503,15 @@ def _evaluate_class_metric(
     overlaps: _PairOverlaps,
     min_overlap: float,
     compute_aos: bool,
-    device: torch.device,
-) -> dict[str, dict[str, list[float]]]:
-    """Precision (and AOS) curves of one class and overlap kind, for the 3 difficulties: ``{"precision": [[41]*3]}``."""
+    device: torch.device | None,
+) -> dict[str, list[list[float]]]:
+    """Precision (and AOS) curves of one class and overlap kind, for the 3 difficulties: ``{"precision": [[41]*3]}``.
+
+    The candidate pairs (overlap above the minimum) form components (detections and GTs linked by candidates); the
+    matching of one component never touches another. Almost every component is one lone pair, matched exactly when
+    its detection is active: those are counted per threshold in closed form (:func:`_lone_pair_totals`); the other
+    components run the greedy matching of every scenario at once (:func:`_greedy_match`).
+    """
     ig_gt = _ignored_gt(gt, class_code)
     ig_det = _ignored_det(det, class_code)
     n_gt = (ig_gt == 0).sum(1)
@@ -418,23 +519,34 @@ def _evaluate_class_metric(
     dc_pair = (overlaps.gt_code == _DONTCARE) & (overlaps.over_det[kind] > min_overlap)
     dc_hit = np.zeros(len(det.code), dtype=bool)
     dc_hit[overlaps.det[dc_pair]] = True
+    counted = (ig_det == 0) & ~dc_hit[None]  # 3 x N_det: a false positive unless assigned
     # candidate pairs: GT of the class or its neighbour, detection taking part in some difficulty, overlap > min
     det_takes_part = (ig_det != -1).any(0)
     gt_code = overlaps.gt_code
     keep = (gt_code == class_code) | (gt_code == _NEIGHBOUR.get(class_code, -100))
     keep &= overlaps.iou[kind] > min_overlap
     keep &= det_takes_part[overlaps.det]
-    cand = _candidates(overlaps.det[keep], overlaps.gt[keep], overlaps.iou[kind][keep], gt.frame, device)
+    pair_det, pair_gt, pair_iou = overlaps.det[keep], overlaps.gt[keep], overlaps.iou[kind][keep]
+    lone = (np.bincount(pair_det, minlength=len(det.code))[pair_det] == 1) & (
+        np.bincount(pair_gt, minlength=len(gt.code))[pair_gt] == 1
+    )
+    lone_det, lone_gt = pair_det[lone], pair_gt[lone]
+    lone_score = det.score[lone_det]
+    lone_tp = (ig_gt[:, lone_gt] == 0) & (ig_det[:, lone_det] == 0)  # 3 x L
+    cand = _candidates(pair_det[~lone], pair_gt[~lone], pair_iou[~lone], gt.frame, device)
     ids = cand.det_ids
-    score = torch.from_numpy(det.score[ids]).to(device)
-    ig_det_t = torch.from_numpy(ig_det[:, ids].T.copy()).to(device)  # D x 3
-    ig_gt_pair = torch.from_numpy(ig_gt.T.copy()).to(device)[cand.gt]  # P x 3
+    score = det.score[ids]
+    score_on = _on(score, device)
+    ig_det_on = _on(np.ascontiguousarray(ig_det[:, ids].T), device)  # D x 3
+    ig_gt_pair = _on(np.ascontiguousarray(ig_gt[:, cand.gt].T), device)  # P x 3
+    cand_det = _to_numpy(cand.det)
 
-    # pass 1: thresholds per difficulty
-    assigned, tp_pair = _greedy_match(cand, ig_det_t != -1, ig_det_t, ig_gt_pair, score, by_score=True)
+    # pass 1: the true positives' scores give the thresholds of each difficulty
+    _, tp_pair = _greedy_match(cand, ig_det_on != -1, ig_det_on, ig_gt_pair, score_on, by_score=True)
+    tp_pair = _to_numpy(tp_pair)
     thresholds = []
     for d in range(3):
-        tp_scores = score[cand.det[tp_pair[:, d]]].cpu().numpy()
+        tp_scores = np.concatenate([lone_score[lone_tp[d]], score[cand_det[tp_pair[:, d]]]])
         thresholds.append(kitti_recall_thresholds(tp_scores, int(n_gt[d])) if n_gt[d] > 0 else [])
     if any(len(t) > N_SAMPLE_PTS for t in thresholds):  # cannot happen: recall <= 1
         raise RuntimeError("more than 41 recall thresholds")
@@ -442,32 +554,83 @@ def _evaluate_class_metric(
     # pass 2: every distinct (difficulty, threshold) at once
     scenarios = sorted({(d, t) for d in range(3) for t in thresholds[d]})
     slot_of = {sc: i for i, sc in enumerate(scenarios)}
-    diff_of = torch.tensor([d for d, _ in scenarios], dtype=torch.long, device=device)
-    thr = torch.tensor([t for _, t in scenarios], dtype=torch.float64, device=device)
-    ig_det_s = ig_det_t[:, diff_of]
+    diff_of = np.array([d for d, _ in scenarios], dtype=np.int64)
+    thr = np.array([t for _, t in scenarios], dtype=np.float64)
+    ig_det_s = ig_det[:, ids].T[:, diff_of]
     active = (ig_det_s != -1) & (score[:, None] >= thr[None, :])
-    assigned, tp_pair = _greedy_match(cand, active, ig_det_s, ig_gt_pair[:, diff_of], score, by_score=False)
-    # FP: counted, active, unassigned detections not covering a DontCare region
-    counted = (ig_det == 0) & ~dc_hit[None]  # 3 x N_det
-    sorted_counted = [np.sort(det.score[counted[d]]) for d in range(3)]
-    fp_all = [len(sorted_counted[d]) - np.searchsorted(sorted_counted[d], t, "left") for d, t in scenarios]
-    counted_paired = torch.from_numpy(counted[:, ids].T.copy()).to(device)[:, diff_of]
-    fp_s = torch.tensor(fp_all, dtype=torch.float64, device=device)
-    fp_s = fp_s - (assigned & counted_paired & active).sum(0).to(torch.float64)
-    tp_s = tp_pair.sum(0).to(torch.float64)
+    assigned, tp_pair = _greedy_match(
+        cand,
+        _on(active, device),
+        _on(np.ascontiguousarray(ig_det_s), device),
+        _on(np.ascontiguousarray(ig_gt[:, cand.gt].T[:, diff_of]), device),
+        score_on,
+        by_score=False,
+    )
+    assigned, tp_pair = _to_numpy(assigned), _to_numpy(tp_pair)
+    similarity = None
+    if compute_aos:
+        similarity = (1.0 + np.cos(gt.alpha[cand.gt] - det.alpha[ids][cand_det])) / 2.0
+    totals = _Totals(
+        tp=tp_pair.sum(0).astype(np.float64),
+        assigned_counted=(assigned & counted[:, ids].T[:, diff_of] & active).sum(0).astype(np.float64),
+        similarity=(tp_pair * similarity[:, None]).sum(0) if similarity is not None else np.zeros(len(scenarios)),
+    )
+    lone_similarity = None
+    if compute_aos:
+        lone_similarity = (1.0 + np.cos(gt.alpha[lone_gt] - det.alpha[lone_det])) / 2.0
+    _add_lone_pair_totals(totals, diff_of, thr, lone_score, lone_tp, counted[:, lone_det], lone_similarity)
+    # FP: counted, active, unassigned detections (not covering a DontCare region)
+    fp_all = _counted_at_or_above(det.score, counted, scenarios)
     slots = [[slot_of[(d, t)] for t in thresholds[d]] for d in range(3)]
-    tp, fp = _to_slots(tp_s, slots), _to_slots(fp_s, slots)
+    tp, fp = _to_slots(totals.tp, slots), _to_slots(fp_all - totals.assigned_counted, slots)
     result = {"precision": _curves(tp, tp, fp, thresholds)}
     if compute_aos:
-        alpha_det = torch.from_numpy(det.alpha[ids]).to(device)[cand.det]
-        alpha_gt = torch.from_numpy(gt.alpha).to(device)[cand.gt]
-        similarity = (1.0 + torch.cos(alpha_gt - alpha_det)) / 2.0
-        sim = _to_slots((tp_pair.to(torch.float64) * similarity[:, None]).sum(0), slots)
-        result["aos"] = _curves(sim, tp, fp, thresholds)
+        result["aos"] = _curves(_to_slots(totals.similarity, slots), tp, fp, thresholds)
     return result
 
 
-def _to_slots(per_scenario: Tensor, slots: list[list[int]]) -> list[list[float]]:
+def _counted_at_or_above(score: np.ndarray, counted: np.ndarray, scenarios: list[tuple[int, float]]) -> np.ndarray:
+    """Per scenario ``(d, t)``, how many detections counted at difficulty ``d`` (``counted``: ``3 x N_det`` bool)
+    score at least ``t`` (``score``: ``N_det``); returns ``S`` float64 counts."""
+    sorted_counted = [np.sort(score[counted[d]]) for d in range(3)]
+    return np.array(
+        [len(sorted_counted[d]) - np.searchsorted(sorted_counted[d], t, "left") for d, t in scenarios],
+        dtype=np.float64,
+    )
+
+
+def _add_lone_pair_totals(
+    totals: _Totals,
+    diff_of: np.ndarray,
+    thr: np.ndarray,
+    lone_score: np.ndarray,
+    lone_tp: np.ndarray,
+    lone_counted: np.ndarray,
+    lone_similarity: np.ndarray | None,
+) -> None:
+    """Add the lone pairs' counts to ``totals`` (in place), scenario by scenario.
+
+    Args:
+        totals: per-scenario sums of the matched components, ``S`` values each.
+        diff_of: ``S`` difficulty of each scenario; thr: ``S`` its score threshold.
+        lone_score: ``L`` scores of the lone pairs' detections.
+        lone_tp: ``3 x L`` bool, the pair is a true positive at that difficulty when its detection is active.
+        lone_counted: ``3 x L`` bool, the detection counts as a false positive when unassigned.
+        lone_similarity: ``L`` orientation similarities, or ``None``.
+    """
+    for d in range(3):
+        columns = np.flatnonzero(diff_of == d)
+        if not len(columns):
+            continue
+        tp_l, counted_l, sim_l = _lone_pair_totals(
+            lone_score, lone_tp[d], lone_counted[d], lone_similarity, thr[columns]
+        )
+        totals.tp[columns] += tp_l
+        totals.assigned_counted[columns] += counted_l
+        totals.similarity[columns] += sim_l
+
+
+def _to_slots(per_scenario: np.ndarray, slots: list[list[int]]) -> list[list[float]]:
     """Per difficulty, the values of the scenarios of its thresholds, in threshold order."""
     values = per_scenario.tolist()
     return [[values[i] for i in row] for row in slots]
@@ -542,10 +705,12 @@ def evaluate_kitti_objects(
             ``{"2d" | "bev" | "3d": (car, pedestrian, cyclist)}``.
         only_detected: as the C++, evaluate a class and overlap kind only if some detection of the class carries
             that box (``False``: evaluate every class and kind; a class never detected gets AP 0).
-        workers: threads evaluating the (class, kind) combinations in parallel. The tensors here are small, so
-            torch's intra-op parallelism only adds overhead (a lot of it on a busy machine): on the CPU the
-            evaluation runs with ``torch.set_num_threads(1)`` (restored afterwards) and parallelises over jobs.
-        device: where the matching runs (default CPU).
+        workers: threads evaluating the (class, kind) combinations in parallel. With a torch ``device`` on the
+            CPU the evaluation runs with ``torch.set_num_threads(1)`` (restored afterwards): the tensors are small,
+            so torch's intra-op parallelism only adds overhead.
+        device: ``None`` (default): numpy on the CPU, without importing torch; a torch device (``"cpu"``,
+            ``"cuda"``): the overlaps and the greedy matching run on tensors there (the same code, the same
+            values).
         progress: a tqdm bar over the (class, kind) curves on stderr (``None``: only when stdout and stderr are
             terminals).
         validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
@@ -580,7 +745,11 @@ def evaluate_kitti_objects(
         if name not in KITTI_CLASSES:
             raise ValueError(f"unknown class {name!r}: expected one of {KITTI_CLASSES}")
     table = _overlap_table(overlaps)
-    device = torch.device("cpu") if device is None else torch.device(device)
+    if device is None:  # numpy: torch is not needed (nor imported)
+        return _evaluate(target, preds, names, table, only_detected, workers, None, progress)
+    import torch
+
+    device = torch.device(device)
     threads = torch.get_num_threads()
     if device.type == "cpu":
         torch.set_num_threads(1)
@@ -597,7 +766,7 @@ def _evaluate(
     table: Mapping[str, tuple[float, float, float]],
     only_detected: bool,
     workers: int,
-    device: torch.device,
+    device: torch.device | None,
     progress: bool | None = False,
 ) -> dict[str, dict[str, dict[str, dict[str, object]]]]:
     gt, det = _flatten(groundtruth), _flatten(detections)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from drivemetrics._internal.files import read_text
+from drivemetrics._internal.files import decode_text, read_text
 from drivemetrics._internal.progress import progress_bar
 
 if TYPE_CHECKING:  # torch is imported where a function needs it: reading and parsing label files run without it
@@ -202,23 +202,27 @@ _PLAIN_BYTES[[9, 10, *range(32, 127)]] = True
 
 
 def _parse_plain_table(
-    texts: Sequence[str], with_score: bool | None
+    texts: Sequence[str] | Sequence[bytes], with_score: bool | None
 ) -> tuple[list[str], np.ndarray, np.ndarray] | None:
-    """The objects of ``texts`` as one table ``(types, values, rows per file)`` when they are plain ASCII and every
-    non-blank line of every file has the same valid column count and finite numbers (the usual folder): one split,
-    one scan of the bytes for the column counts, ``float`` on every number. ``None`` otherwise (then
-    :func:`_parse_texts` goes file by file)."""
-    joined = "\n".join(texts) + "\n"
-    if not joined.isascii():
+    """The objects of ``texts`` (strings, or the files' bytes) as one table ``(types, values, rows per file)`` when
+    they are plain ASCII and every non-blank line of every file has the same valid column count and finite numbers
+    (the usual folder): one scan of the bytes for the fields and the column counts, the numbers read as ``float``
+    reads them (:func:`_parse_numbers`). ``None`` otherwise (then :func:`_parse_texts` goes file by file)."""
+    if texts and isinstance(texts[0], str):
+        text = "\n".join(texts) + "\n"  # type: ignore[arg-type]
+        if not text.isascii():
+            return None
+        joined = text.encode("ascii")
+    else:
+        joined = b"\n".join(texts) + b"\n"  # type: ignore[arg-type]
+    data = np.frombuffer(joined, dtype=np.uint8)
+    if not _PLAIN_BYTES[data].all():  # plain ASCII: bytes and text split alike, no carriage return to translate
         return None
-    data = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
-    if not _PLAIN_BYTES[data].all():
-        return None
-    blank = (data == 32) | (data == 9) | (data == 10)
-    newline = data == 10
-    field_start = ~blank & np.concatenate([[True], blank[:-1]])
-    line_of_byte = np.cumsum(newline) - newline  # a newline belongs to the line it ends
-    fields_per_line = np.bincount(line_of_byte[field_start], minlength=int(newline.sum()))
+    blank = data <= 32  # space, tab or newline
+    field_start = np.flatnonzero(~blank & np.concatenate([[True], blank[:-1]]))
+    newline = np.flatnonzero(data == 10)
+    line_of_field = np.searchsorted(newline, field_start)  # a newline ends its line (the text ends with one)
+    fields_per_line = np.bincount(line_of_field, minlength=len(newline))
     filled = fields_per_line > 0
     widths = np.unique(fields_per_line[filled])
     if len(widths) > 1:
@@ -227,17 +231,67 @@ def _parse_plain_table(
     width = int(widths[0]) if len(widths) else (expected or 15)
     if width != expected and (expected is not None or width not in (15, 16)):
         return None
-    lines_per_file = np.array([text.count("\n") + 1 for text in texts], dtype=np.int64)
+    newline_char = "\n" if isinstance(texts[0], str) else b"\n"
+    lines_per_file = np.array([t.count(newline_char) + 1 for t in texts], dtype=np.int64)  # type: ignore[arg-type]
     file_of_line = np.repeat(np.arange(len(texts)), lines_per_file)
     rows_per_file = np.bincount(file_of_line[filled], minlength=len(texts))
-    tokens = np.array(joined.split(), dtype=object).reshape(-1, width)
-    try:
-        values = np.fromiter(map(float, tokens[:, 1:].ravel()), dtype=np.float64).reshape(len(tokens), width - 1)
-    except ValueError:
+    starts = field_start.reshape(-1, width)
+    stops = np.flatnonzero(~blank & np.concatenate([blank[1:], [True]])).reshape(-1, width) + 1
+    first = zip(starts[:, 0].tolist(), stops[:, 0].tolist(), strict=True)
+    types = b" ".join([joined[a:b] for a, b in first]).decode("ascii").split(" ") if len(starts) else []
+    values = _parse_numbers(joined, starts[:, 1:].ravel(), stops[:, 1:].ravel())
+    if values is None or not np.isfinite(values).all():
         return None
-    if not np.isfinite(values).all():
-        return None
-    return tokens[:, 0].tolist(), values, rows_per_file
+    values = values.reshape(-1, width - 1)
+    return types, values, rows_per_file
+
+
+#: ``10.0 ** k`` for ``k`` = 0..15, each exact in float64.
+_POWERS_OF_TEN = np.array([float(10**k) for k in range(16)])
+_MAX_DIGITS = 15  # a mantissa of at most 15 digits is below 2 ** 53: exact in float64
+_MAX_TOKEN = _MAX_DIGITS + 2  # with a sign and a decimal point
+
+
+def _parse_numbers(text: bytes, starts: np.ndarray, stops: np.ndarray) -> np.ndarray | None:
+    """``float(text[a:b])`` for every token ``(a, b)``, bit for bit; ``None`` if one is not a number.
+
+    Plain decimals (``-?digits[.digits]``, at most 15 digits: what a KITTI file holds) are read a character column
+    at a time for all tokens together: the digits give the integer mantissa ``m`` and the digits after the point
+    ``k``, and the value is ``m / 10**k``. Both are exact in float64 (``m < 2**53``, ``k <= 15``), so the one
+    rounding of the division gives the correctly rounded value of the decimal, which is what ``float`` returns
+    (``-0.00`` gives ``-0.0`` as well). Any other token (an exponent, ``+``, ``inf``, more digits) goes to
+    ``float`` itself. The work is bounded by the number of tokens times 17 columns.
+    """
+    data = np.frombuffer(text + b" " * _MAX_TOKEN, dtype=np.uint8)  # the columns of the last token stay inside
+    length = stops - starts
+    count = len(starts)
+    mantissa: np.ndarray = np.zeros(count)
+    decimals = np.zeros(count, dtype=np.int64)
+    digits = np.zeros(count, dtype=np.int64)
+    after_point = np.zeros(count, dtype=bool)
+    negative = data[starts] == 45  # "-"
+    other = length > _MAX_TOKEN
+    for column in range(int(min(length.max(initial=0), _MAX_TOKEN))):
+        char = data[starts + column]
+        inside = column < length
+        digit = char - np.uint8(48)
+        is_digit = (digit < 10) & inside
+        is_point = (char == 46) & inside
+        other |= is_point & after_point  # a second point
+        other |= inside & ~is_digit & ~is_point & (~negative if column == 0 else True)
+        after_point |= is_point
+        mantissa = np.where(is_digit, mantissa * 10 + digit, mantissa)
+        decimals += is_digit & after_point
+        digits += is_digit
+    other |= (digits == 0) | (digits > _MAX_DIGITS)
+    values = mantissa / _POWERS_OF_TEN[np.minimum(decimals, _MAX_DIGITS)]
+    values = np.where(negative, -values, values)
+    for i in np.flatnonzero(other).tolist():
+        try:
+            values[i] = float(text[starts[i] : stops[i]])
+        except ValueError:
+            return None
+    return values
 
 
 def _split_table(types: list[str], values: np.ndarray, rows_per_file: np.ndarray) -> list[KittiObjects]:
@@ -437,25 +491,34 @@ def read_object_table(
         raise ValueError(f"`missing` must be 'error', 'empty' or 'warn', got {missing!r}")
     names = sorted(p.stem for p in folder.glob("*.txt")) if frames is None else list(frames)
     names = list(dict.fromkeys(names)) if frames is not None else names
-    texts: dict[str, str] = {}
+    contents: dict[str, bytes] = {}
     absent = []
     with progress_bar(len(names), f"reading {folder.name}", "frame", progress) as bar:
         for name in names:
             bar.update()
             path = os.path.join(folder, f"{name}.txt")
             try:  # one open per file; a missing file (or a folder of that name) is what `missing` says
-                texts[name] = read_text(path, what="KITTI object file")
-            except (FileNotFoundError, ValueError):
-                if os.path.isfile(path):
-                    raise
-                if missing == "error":
-                    raise FileNotFoundError(f"KITTI object file not found: {path}") from None
-                absent.append(name)
-    sources = [os.path.join(folder, f"{n}.txt") for n in texts]
-    text_list = list(texts.values())
-    plain = _parse_plain_table(text_list, with_score) if len(text_list) > 1 else None
-    parsed = plain if plain is not None else _parse_texts(text_list, sources, with_score)
-    return ObjectTable(str(folder), names, with_score, parsed, absent)
+                with open(path, "rb") as stream:
+                    contents[name] = stream.read()
+            except OSError:
+                try:
+                    read_text(path, what="KITTI object file")  # its message for an unreadable file
+                except (FileNotFoundError, ValueError):
+                    if os.path.isfile(path):
+                        raise
+                    if missing == "error":
+                        raise FileNotFoundError(f"KITTI object file not found: {path}") from None
+                    absent.append(name)
+                    continue
+                raise
+    data = list(contents.values())
+    table = _parse_plain_table(data, with_score) if len(data) > 1 else None
+    if table is not None:
+        return ObjectTable(str(folder), names, with_score, table, absent)
+    # another encoding, line ends or column counts: file by file, with the exact messages
+    sources = [os.path.join(folder, f"{n}.txt") for n in contents]
+    texts = [decode_text(d, source, what="KITTI object file") for d, source in zip(data, sources, strict=True)]
+    return ObjectTable(str(folder), names, with_score, _parse_texts(texts, sources, with_score), absent)
 
 
 def read_kitti_object_calib(path: str | Path, dtype: torch.dtype | None = None) -> dict[str, Tensor]:

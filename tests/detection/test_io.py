@@ -237,3 +237,37 @@ def test_folder_reading_names_the_bad_file(tmp_path):
     (tmp_path / "000003.txt").write_text(LABEL + LABEL.splitlines()[0] + " 0.5\n")
     with pytest.raises(ValueError, match=r"000003\.txt:3: expected 15 columns"):
         read_kitti_object_folder(tmp_path)
+
+
+def _decimal_tokens(rng: np.random.Generator, count: int) -> list[str]:
+    """Plain decimals as KITTI files hold them (any sign, 0 to 16 digits, 0 to 9 after the point) and the other
+    spellings ``float`` accepts."""
+    tokens = []
+    for _ in range(count):
+        whole = str(rng.integers(0, 10 ** int(rng.integers(1, 9))))
+        fraction = "".join(map(str, rng.integers(0, 10, int(rng.integers(0, 10)))))
+        token = whole + ("." + fraction if fraction or rng.random() < 0.2 else "")
+        tokens.append(("-" if rng.random() < 0.4 else "") + token)
+    return [
+        *tokens,
+        "-0.00", "0", "-0", "1.", ".5", "-.5", "+2.5", "1_000.5", "007.50", "1e3", "-2.5E-4",
+        "999999999999999", "9999999999999999", "0.000000000000001", "0.1234567890123456789", "123456789012345.6",
+        "-1000.00", "1241.00", "-10.000000", "3.14159265358979",
+    ]  # fmt: skip
+
+
+def test_folder_reading_parses_plain_decimals_bit_for_bit_as_float(tmp_path):
+    # the folder reader reads plain decimals a column at a time (mantissa / 10**k) and sends any other spelling to
+    # float: every value must have float's bits (-0.0 included)
+    tokens = _decimal_tokens(np.random.default_rng(3), 20_000)
+    tokens += ["0"] * (-len(tokens) % 15)
+    rows = np.array(tokens, dtype=object).reshape(-1, 15)
+    per_file = np.array_split(np.arange(len(rows)), 50)
+    for i, lines in enumerate(per_file):
+        text = "".join("Car " + " ".join(rows[r]) + "\n" for r in lines)
+        (tmp_path / f"{i:06d}.txt").write_text(text)
+    frames = read_kitti_object_folder(tmp_path, with_score=True)
+    got = np.concatenate([f.to_array() for f in frames.values()]).reshape(-1)
+    want = np.array([float(t) for t in rows.reshape(-1)])
+    assert got.view(np.int64).tolist() == want.view(np.int64).tolist()
+    assert np.signbit(got[rows.reshape(-1) == "-0.00"]).all()
