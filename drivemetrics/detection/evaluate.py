@@ -578,29 +578,56 @@ def _evaluate_class_metric(
     lone_similarity = None
     if compute_aos:
         lone_similarity = (1.0 + np.cos(gt.alpha[lone_gt] - det.alpha[lone_det])) / 2.0
+    _add_lone_pair_totals(totals, diff_of, thr, lone_score, lone_tp, counted[:, lone_det], lone_similarity)
+    # FP: counted, active, unassigned detections (not covering a DontCare region)
+    fp_all = _counted_at_or_above(det.score, counted, scenarios)
+    slots = [[slot_of[(d, t)] for t in thresholds[d]] for d in range(3)]
+    tp, fp = _to_slots(totals.tp, slots), _to_slots(fp_all - totals.assigned_counted, slots)
+    result = {"precision": _curves(tp, tp, fp, thresholds)}
+    if compute_aos:
+        result["aos"] = _curves(_to_slots(totals.similarity, slots), tp, fp, thresholds)
+    return result
+
+
+def _counted_at_or_above(score: np.ndarray, counted: np.ndarray, scenarios: list[tuple[int, float]]) -> np.ndarray:
+    """Per scenario ``(d, t)``, how many detections counted at difficulty ``d`` (``counted``: ``3 x N_det`` bool)
+    score at least ``t`` (``score``: ``N_det``); returns ``S`` float64 counts."""
+    sorted_counted = [np.sort(score[counted[d]]) for d in range(3)]
+    return np.array(
+        [len(sorted_counted[d]) - np.searchsorted(sorted_counted[d], t, "left") for d, t in scenarios],
+        dtype=np.float64,
+    )
+
+
+def _add_lone_pair_totals(
+    totals: _Totals,
+    diff_of: np.ndarray,
+    thr: np.ndarray,
+    lone_score: np.ndarray,
+    lone_tp: np.ndarray,
+    lone_counted: np.ndarray,
+    lone_similarity: np.ndarray | None,
+) -> None:
+    """Add the lone pairs' counts to ``totals`` (in place), scenario by scenario.
+
+    Args:
+        totals: per-scenario sums of the matched components, ``S`` values each.
+        diff_of: ``S`` difficulty of each scenario; thr: ``S`` its score threshold.
+        lone_score: ``L`` scores of the lone pairs' detections.
+        lone_tp: ``3 x L`` bool, the pair is a true positive at that difficulty when its detection is active.
+        lone_counted: ``3 x L`` bool, the detection counts as a false positive when unassigned.
+        lone_similarity: ``L`` orientation similarities, or ``None``.
+    """
     for d in range(3):
         columns = np.flatnonzero(diff_of == d)
         if not len(columns):
             continue
         tp_l, counted_l, sim_l = _lone_pair_totals(
-            lone_score, lone_tp[d], counted[d, lone_det], lone_similarity, thr[columns]
+            lone_score, lone_tp[d], lone_counted[d], lone_similarity, thr[columns]
         )
         totals.tp[columns] += tp_l
         totals.assigned_counted[columns] += counted_l
         totals.similarity[columns] += sim_l
-    # FP: counted, active, unassigned detections (not covering a DontCare region)
-    sorted_counted = [np.sort(det.score[counted[d]]) for d in range(3)]
-    fp_all = np.array(
-        [len(sorted_counted[d]) - np.searchsorted(sorted_counted[d], t, "left") for d, t in scenarios],
-        dtype=np.float64,
-    )
-    fp_s = fp_all - totals.assigned_counted
-    slots = [[slot_of[(d, t)] for t in thresholds[d]] for d in range(3)]
-    tp, fp = _to_slots(totals.tp, slots), _to_slots(fp_s, slots)
-    result = {"precision": _curves(tp, tp, fp, thresholds)}
-    if compute_aos:
-        result["aos"] = _curves(_to_slots(totals.similarity, slots), tp, fp, thresholds)
-    return result
 
 
 def _to_slots(per_scenario: np.ndarray, slots: list[list[int]]) -> list[list[float]]:

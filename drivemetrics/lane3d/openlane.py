@@ -37,6 +37,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from drivemetrics._internal import arrays
 from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
 
@@ -108,16 +109,6 @@ def openlane3d_gt_to_ground(points: Tensor, extrinsic: Tensor, *, validate_args:
     return torch.stack([-world[..., 1], world[..., 0], world[..., 2] + height], -1)
 
 
-def _point_mask(points: Tensor, lengths: Tensor | None, visibility: Tensor | None) -> Tensor:
-    n = points.shape[-2]
-    mask = torch.ones(points.shape[:-1], dtype=torch.bool, device=points.device)
-    if lengths is not None:
-        mask = torch.arange(n, device=points.device) < lengths.to(points.device)[..., None]
-    if visibility is not None:
-        mask = mask & (visibility.to(points.device) > 0)
-    return mask
-
-
 def openlane3d_resample(
     points: Tensor,
     lengths: Tensor | None = None,
@@ -137,8 +128,8 @@ def openlane3d_resample(
         validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
-        ``x``, ``z``: ``(B, L, 100)`` float64 resampled values; ``visible``: ``(B, L, 100)`` bool (False for
-        dropped lanes); ``kept``: ``(B, L)`` bool, the lanes that are evaluated.
+        ``x``, ``z``: ``(B, L, 100)`` float64 resampled values (0 for dropped lanes); ``visible``: ``(B, L, 100)``
+        bool (False for dropped lanes); ``kept``: ``(B, L)`` bool, the lanes that are evaluated.
 
     Examples:
         >>> import torch
@@ -149,76 +140,22 @@ def openlane3d_resample(
     """
     if points.ndim != 4 or points.shape[-1] != 3:
         raise ValueError(f"`points` must be (B, L, N, 3), got {tuple(points.shape)}")
-    pts = points.to(torch.float64)
-    mask = _point_mask(pts, lengths, visibility)
-    if pts.shape[-2] < 2:  # one point per lane at most: padded to two (such a lane is dropped)
-        pts = torch.nn.functional.pad(pts, (0, 0, 0, 2 - pts.shape[-2]))
-        mask = torch.nn.functional.pad(mask, (0, 2 - mask.shape[-1]))
-    x, y, z = pts.movedim(-1, 0).contiguous().unbind(0)
-    return _resample_xyz(x, y, z, mask, order_free)
-
-
-def _resample_xyz(x: Tensor, y: Tensor, z: Tensor, mask: Tensor, order_free: bool) -> dict[str, Tensor]:
-    """:func:`openlane3d_resample` on contiguous ``(..., N)`` float64 coordinates (N >= 2) and the valid points."""
-    device = x.device
-    num = x.shape[-1]
-    # first / last point check on the points left after the visibility pruning, in file order
-    if order_free:
-        y_first = torch.where(mask, y, torch.inf).amin(-1)
-        y_last = torch.where(mask, y, -torch.inf).amax(-1)
-    else:  # the first and the last valid point (any index for a lane without one: it is dropped)
-        first = mask.to(torch.int8).argmax(-1)
-        last = torch.where(mask, torch.arange(num, device=device), 0).argmax(-1)
-        y_first = y.gather(-1, first[..., None])[..., 0]
-        y_last = y.gather(-1, last[..., None])[..., 0]
-    lane_ok = (mask.sum(-1) >= 2) & (y_first < Y_FIRST_MAX) & (y_last > Y_LAST_MIN)
-    mask &= lane_ok[..., None]
-    mask &= y > Y_POINT_RANGE[0]
-    mask &= y < Y_POINT_RANGE[1]
-    mask &= x > -X_RANGE
-    mask &= x < X_RANGE
-    count = mask.sum(-1)
-    lane_ok &= count >= 2
-    # points sorted by y (stable, as interp1d's mergesort), padding last: the kept points moved to the front in file
-    # order (that is the stable sort where they are in order already), the other lanes sorted
-    y_key = torch.where(mask, y, torch.inf)
-    kept_before = mask.cumsum(-1)  # the dropped points before slot j: j + 1 - kept_before
-    slots = torch.arange(num, device=device)
-    position = torch.where(mask, kept_before - 1, count[..., None] + slots - kept_before)
-    y_sorted = torch.empty_like(y_key).scatter_(-1, position, y_key)
-    x_sorted = torch.empty_like(x).scatter_(-1, position, x)
-    z_sorted = torch.empty_like(z).scatter_(-1, position, z)
-    unordered = (y_sorted[..., 1:] < y_sorted[..., :-1]).any(-1).nonzero(as_tuple=True)
-    if unordered[0].numel():
-        y_sorted[unordered], order = torch.sort(y_key[unordered], dim=-1, stable=True)
-        x_sorted[unordered] = x[unordered].gather(-1, order)
-        z_sorted[unordered] = z[unordered].gather(-1, order)
-    queries = torch.tensor(Y_SAMPLES, dtype=torch.float64, device=device)
-    # the kept points with y < sample (searchsorted, side "left"): the samples are the integers 3 .. 102, and y < s
-    # holds for the integers s >= floor(y) + 1
-    bins = torch.floor(y_key).add_(1 - Y_SAMPLES[0]).clamp_(0, len(Y_SAMPLES)).to(torch.long)
-    histogram = torch.zeros(*bins.shape[:-1], len(Y_SAMPLES) + 1, dtype=torch.long, device=device)
-    ones = torch.ones((), dtype=torch.long, device=device).expand(bins.shape)
-    hi = histogram.scatter_add_(-1, bins, ones)[..., :-1].cumsum(-1)
-    top = (count - 1).clamp(min=1)[..., None]
-    hi = torch.minimum(hi.clamp_(min=1), top)
-    lo = hi - 1
-    y_lo, y_hi = y_sorted.gather(-1, lo), y_sorted.gather(-1, hi)
-    finite = torch.isfinite(y_hi)
-    y_hi = torch.where(finite, y_hi, y_lo + 1.0)  # dropped lanes only
-    span, offset = y_hi - y_lo, queries - y_lo
-
-    def interp(values: Tensor) -> Tensor:
-        v_lo, v_hi = values.gather(-1, lo), values.gather(-1, hi)
-        return v_hi.sub_(v_lo).div_(span).mul_(offset).add_(v_lo)  # the slope times the offset, plus v_lo
-
-    x_s, z_s = interp(x_sorted), interp(z_sorted)
-    y_min = y_sorted[..., :1]
-    y_max = y_sorted.gather(-1, (count - 1).clamp(min=0)[..., None])
-    visible = (x_s.abs() <= X_RANGE) & (queries >= y_min) & (queries <= y_max)  # |x| <= 10 is False for NaN too
-    kept = lane_ok & (visible.sum(-1) >= 2)
-    visible = visible & kept[..., None]
-    return {"x": x_s, "z": z_s, "visible": visible, "kept": kept}
+    batch, lanes = points.shape[:2]
+    packed = _lanes_from_padded(points, lengths, torch.zeros(batch, lanes, dtype=torch.long), visibility)
+    flat = _resample_lanes(packed, True, order_free)
+    samples = len(Y_SAMPLES)
+    out = {
+        "x": points.new_zeros(batch, lanes, samples, dtype=torch.float64),
+        "z": points.new_zeros(batch, lanes, samples, dtype=torch.float64),
+        "visible": points.new_zeros(batch, lanes, samples, dtype=torch.bool),
+        "kept": points.new_zeros(batch, lanes, dtype=torch.bool),
+    }
+    kept = flat["kept"]
+    for key in ("x", "z"):
+        out[key][packed.frame, packed.index] = torch.where(kept[:, None], flat[key], 0.0)
+    out["visible"][packed.frame, packed.index] = flat["visible"]
+    out["kept"][packed.frame, packed.index] = kept
+    return out
 
 
 def openlane3d_pair_matrices(
@@ -304,8 +241,8 @@ def _flat_pair_cost(
     The same operations value for value (so the same bits), in chunks of :data:`PAIR_CHUNK` pairs, in place, with
     each lane's visible samples counted once instead of once per pair. ``care``: ``(K, 100)`` predicted samples that
     count (default: the visible ones)."""
-    gt_count = target["visible"].sum(-1)
-    pred_count = preds["visible"].sum(-1) if care is None else None
+    gt_count = target["visible"].sum(-1, dtype=torch.int32)  # (a sum of bools as int64 is several times slower)
+    pred_count = preds["visible"].sum(-1, dtype=torch.int32) if care is None else None
     cost = torch.empty(gt.shape[0], dtype=torch.float64, device=gt.device)
     for start in range(0, gt.shape[0], PAIR_CHUNK):
         gi, pj = gt[start : start + PAIR_CHUNK], pred[start : start + PAIR_CHUNK]
@@ -313,14 +250,23 @@ def _flat_pair_cost(
         both = target["visible"].index_select(0, gi).logical_and_(pv)
         dx = target["x"].index_select(0, gi).sub_(preds["x"].index_select(0, pj))
         dz = target["z"].index_select(0, gi).sub_(preds["z"].index_select(0, pj))
-        dist = dx.mul_(dx).add_(dz.mul_(dz)).sqrt_().masked_fill_(~both, 0.0)
-        n_both = both.sum(-1)
-        n_pred = pred_count.index_select(0, pj) if care is None else pv.sum(-1)
+        dist = _sqrt_(dx.mul_(dx).add_(dz.mul_(dz))).masked_fill_(~both, 0.0)
+        n_both = both.sum(-1, dtype=torch.int32)
+        n_pred = pred_count.index_select(0, pj) if care is None else pv.sum(-1, dtype=torch.int32)
         one_sided = gt_count.index_select(0, gi) + n_pred - 2 * n_both
         cost[start : start + PAIR_CHUNK] = dist.sum(-1) + DIST_THRESHOLD * one_sided
     if reference:
         cost = torch.where((cost > 0) & (cost < 1), torch.ones_like(cost), torch.floor(cost))
     return cost
+
+
+def _sqrt_(values: Tensor) -> Tensor:
+    """In-place correctly rounded square root (numpy's on the CPU, as the tool: torch's vectorised one can be 1 ulp
+    off, see :func:`drivemetrics._internal.arrays.sqrt`, and is slower)."""
+    if values.device.type == "cpu" and not values.requires_grad:
+        np.sqrt(values.numpy(), out=values.numpy())
+        return values
+    return values.sqrt_()
 
 
 def _pair_details(terms: _PairTerms, reference: bool) -> tuple[Tensor, Tensor]:
@@ -403,62 +349,180 @@ def _lanes_from_padded(
     )
 
 
-#: Resampled together: at most this many padded points per kernel call (lanes sorted by length first, so that
-#: a long lane pads only lanes of its own size and memory stays bounded by the input).
-RESAMPLE_POINTS = 1 << 20
-
-
 def _resample_lanes(lanes: OpenLane3DLanes, use_visibility: bool, order_free: bool) -> dict[str, Tensor]:
-    """:func:`openlane3d_resample` of every lane: ``x``, ``z``, ``visible`` ``(M, 100)``, ``kept`` ``(M,)``.
+    """:func:`openlane3d_resample` of packed lanes: ``x``, ``z``, ``visible`` ``(M, 100)``, ``kept`` ``(M,)``.
 
-    Lanes are padded in groups of similar length (the kernel treats each lane on its own, so the grouping changes
-    no value)."""
-    count, device = lanes.lengths.shape[0], lanes.points.device
-    samples = len(Y_SAMPLES)
-    out = {
-        "x": torch.zeros(count, samples, dtype=torch.float64, device=device),
-        "z": torch.zeros(count, samples, dtype=torch.float64, device=device),
-        "visible": torch.zeros(count, samples, dtype=torch.bool, device=device),
-        "kept": torch.zeros(count, dtype=torch.bool, device=device),
-    }
-    if count == 0:
-        return out
-    starts = torch.cumsum(lanes.lengths, 0) - lanes.lengths
-    longest = int(lanes.lengths.max())
-    if count * longest <= RESAMPLE_POINTS:  # one call, lanes in their order
-        return _resample_group(lanes, torch.arange(count, device=device), starts, longest, use_visibility, order_free)
-    order = torch.argsort(lanes.lengths, stable=True)
-    sorted_lengths = lanes.lengths[order].tolist()
-    begin = 0
-    while begin < count:
-        end = begin + 1
-        while end < count and (end + 1 - begin) * sorted_lengths[end] <= RESAMPLE_POINTS:
-            end += 1
-        group = order[begin:end]
-        part = _resample_group(lanes, group, starts, sorted_lengths[end - 1], use_visibility, order_free)
-        for key, value in part.items():
-            out[key][group] = value
-        begin = end
-    return out
+    One pass over the points of all lanes, no padding: the valid points (GT: visible, ``use_visibility``) decide
+    which lanes are kept, the kept points of the kept lanes in the range are compacted lane after lane (sorted by y
+    within a lane only where a lane is not in y order), and each sample reads the segment it falls in. The values
+    of a dropped lane (``kept`` False) are unspecified.
+    """
+    points, lengths = lanes.points, lanes.lengths
+    device, count_lanes, samples = points.device, lengths.shape[0], len(Y_SAMPLES)
+    if count_lanes == 0:
+        empty = points.new_zeros(0, samples, dtype=torch.float64)
+        return {"x": empty, "z": empty, "visible": empty.bool(), "kept": empty[:, 0].bool()}
+    # (3, T): free where the points are a view of planes; no gradient (the scores are not differentiable)
+    planes = points.detach().to(torch.float64).T.contiguous()
+    # the point masks on host arrays (numpy on the CPU: its comparisons, repeats and cumulative sums are several
+    # times faster than torch's)
+    x, y, lengths_host = _host(planes[0]), _host(planes[1]), _host(lengths)
+    ends = lengths_host.cumsum(0)
+    starts = ends - lengths_host
+    valid = _host(lanes.visibility) > 0 if use_visibility and lanes.visibility is not None else None
+    lane_ok = _lane_in_range(y, starts, ends, valid, order_free)
+    keep = _repeat(lane_ok, lengths_host)
+    if valid is not None:
+        keep &= valid
+    keep &= y > Y_POINT_RANGE[0]
+    keep &= y < Y_POINT_RANGE[1]
+    keep &= x > -X_RANGE
+    keep &= x < X_RANGE
+    count_host = _segment_count(keep, starts, ends)
+    lane_ok &= count_host >= 2
+    kept_points = _from_host(arrays.flatnonzero(keep), device)
+    lane_of_kept = _from_host(_repeat(arrays.arange(count_lanes, like=lengths_host), count_host), device)
+    count, lane_ok = _from_host(count_host, device), _from_host(lane_ok, device)
+    total = max(kept_points.shape[0], 2)  # two rows at least, so that every index below is in range
+    kept = torch.zeros(3, total, dtype=torch.float64, device=device)
+    for row in range(3):  # one 1-D gather per coordinate (a 2-D gather along dim 1 is several times slower)
+        torch.index_select(planes[row], 0, kept_points, out=kept[row, : kept_points.shape[0]])
+    if kept_points.shape[0] > 1:
+        kept = _sort_by_y_within_lanes(kept, lane_of_kept)
+    kx, ky, kz = kept.unbind(0)
+    # per segment (point i to i + 1): y, x, z at its start and the slopes dx / dy, dz / dy as interp1d computes them
+    table = torch.empty(5, total, dtype=torch.float64, device=device)
+    table[0], table[1], table[2] = ky, kx, kz
+    dy = ky[1:] - ky[:-1]
+    torch.div(kx[1:] - kx[:-1], dy, out=table[3, :-1])
+    torch.div(kz[1:] - kz[:-1], dy, out=table[4, :-1])
+    table[3:, -1] = 0.0
+    start = torch.cumsum(count, 0) - count
+    # the segment of sample s: after the kept points with y < s (searchsorted, side "left", clipped to the lane's
+    # segments); for the integer samples, y < s <=> floor(y) + 1 <= s, so a histogram over the floors counts them
+    bins = torch.floor(ky[: kept_points.shape[0]]).add_(1 - Y_SAMPLES[0]).clamp_(0, samples).to(torch.long)
+    bins += lane_of_kept * (samples + 1)
+    below = torch.bincount(bins, minlength=count_lanes * (samples + 1)).view(count_lanes, samples + 1)
+    below = below[:, :samples].cumsum(1)
+    segment = torch.minimum(below.clamp_(min=1), (count - 1).clamp(min=1)[:, None]).sub_(1).add_(start[:, None])
+    segment = segment.clamp_(max=total - 2).view(-1)
+    picked = torch.empty(5, segment.shape[0], dtype=torch.float64, device=device)
+    for row in range(5):
+        torch.index_select(table[row], 0, segment, out=picked[row])
+    y_lo, x_lo, z_lo, x_slope, z_slope = picked.view(5, count_lanes, samples).unbind(0)
+    queries = torch.tensor(Y_SAMPLES, dtype=torch.float64, device=device)
+    offset = queries - y_lo
+    x_s = x_slope.mul_(offset).add_(x_lo)  # the slope times the offset, plus the start value (interp1d's order)
+    z_s = z_slope.mul_(offset).add_(z_lo)
+    y_min = ky.index_select(0, start.clamp(max=total - 1))[:, None]
+    y_max = ky.index_select(0, (start + count - 1).clamp_(min=0, max=total - 1))[:, None]
+    # |x| <= 10 is False for NaN too
+    visible = abs(_host(x_s)) <= X_RANGE
+    visible &= _host(queries) >= _host(y_min)
+    visible &= _host(queries) <= _host(y_max)
+    visible = _from_host(visible, device)
+    lane_kept = lane_ok & (visible.sum(-1, dtype=torch.int32) >= 2)
+    visible &= lane_kept[:, None]
+    return {"x": x_s, "z": z_s, "visible": visible, "kept": lane_kept}
 
 
-def _resample_group(
-    lanes: OpenLane3DLanes, group: Tensor, starts: Tensor, num: int, use_visibility: bool, order_free: bool
-) -> dict[str, Tensor]:
-    """:func:`openlane3d_resample` of the lanes ``group``, padded to ``num`` points."""
-    lengths = lanes.lengths[group]
-    slot = torch.arange(max(num, 2), device=group.device)
-    mask = slot < lengths[:, None]
-    # the points of each lane, then whatever follows them (never read: the resampling reads kept points only)
-    source = (starts[group][:, None] + slot).clamp_(max=max(lanes.points.shape[0] - 1, 0))
-    planes = lanes.points.to(torch.float64).T.contiguous()
-    if planes.shape[1] == 0:
-        planes = torch.zeros(3, 1, dtype=torch.float64, device=group.device)
-    x, y, z = planes.index_select(1, source.view(-1)).view(3, *source.shape).unbind(0)
-    if use_visibility and lanes.visibility is not None and lanes.visibility.numel():
-        visible = lanes.visibility.index_select(0, source.view(-1).clamp(max=lanes.visibility.shape[0] - 1))
-        mask = mask & (visible.view(source.shape) > 0)
-    return _resample_xyz(x, y, z, mask, order_free)
+def _host(tensor: Tensor) -> Any:
+    """A CPU tensor as a numpy view (sharing its memory), where numpy's kernels are faster than torch's (masks from
+    comparisons, repeats); a tensor on another device as it is. Code on these runs on either. (The scores are not
+    differentiable: a tensor that requires a gradient is detached.)"""
+    return tensor.detach().numpy() if tensor.device.type == "cpu" else tensor
+
+
+def _from_host(values: Any, device: torch.device) -> Tensor:
+    """The tensor of a :func:`_host` result (no copy on the CPU)."""
+    return torch.from_numpy(values) if isinstance(values, np.ndarray) else values.to(device)
+
+
+def _flat_pair_details(
+    target: dict[str, Tensor], preds: dict[str, Tensor], gt: Tensor, pred: Tensor, care: Tensor | None, reference: bool
+) -> tuple[Tensor, Tensor]:
+    """:func:`_pair_details` of the pairs ``(gt[k], pred[k])`` of resampled lanes ``(M, 100)``: matched samples
+    ``(K,)`` long and the four mean errors ``(K, 4)`` float64 (``-1`` without samples). ``care``: ``(K, 100)``
+    predicted samples that count (default: the visible ones). On the CPU in numpy, whose sums are the tool's (bit
+    for bit its errors)."""
+    g = {key: _host(target[key]) for key in ("x", "z", "visible")}
+    p = {key: _host(preds[key]) for key in ("x", "z", "visible")}
+    gi, pj = _host(gt), _host(pred)
+    both = g["visible"][gi] & (p["visible"][pj] if care is None else _host(care))
+    with arrays.overflow_allowed():  # lanes with a repeated y: NaN / inf beyond their ends, as in the tool
+        dx = abs(g["x"][gi] - p["x"][pj])
+        dz = abs(g["z"][gi] - p["z"][pj])
+        num_match = (both & (arrays.sqrt(dx * dx + dz * dz) < DIST_THRESHOLD)).sum(-1)
+        counts = [both[:, :CLOSE_SAMPLES].sum(-1), both[:, CLOSE_SAMPLES:].sum(-1)]
+        errors = []
+        for values in (dx, dz):
+            # the tool multiplies by the mask: a non-finite value at a sample either lane does not show makes the
+            # error NaN, and the pooled means skip it
+            values = values * both if reference else arrays.where(both, values, 0.0)
+            for n, part in zip(counts, (values[:, :CLOSE_SAMPLES], values[:, CLOSE_SAMPLES:]), strict=True):
+                mean = part.sum(-1) / arrays.where(n > 0, n, 1)
+                errors.append(arrays.where(n > 0, mean, -1.0)[:, None])
+    return _from_host(num_match, gt.device).long(), _from_host(arrays.cat(errors, 1), gt.device)
+
+
+def _repeat(values: Any, counts: Any) -> Any:
+    """``values[i]`` repeated ``counts[i]`` times (numpy arrays or tensors)."""
+    return np.repeat(values, counts) if isinstance(values, np.ndarray) else values.repeat_interleave(counts)
+
+
+def _lane_in_range(y: Any, starts: Any, ends: Any, valid: Any, order_free: bool) -> Any:
+    """``(M,)`` bool, host arrays (:func:`_host`): lanes (points ``starts[m]`` to ``ends[m]``, each lane one
+    point at least) with 2 valid points at least whose first valid point lies before y = 102 m and last after
+    y = 3 m (in file order; ``order_free``: their lowest and highest y). ``valid``: ``(T,)`` or ``None`` (all)."""
+    if valid is None:
+        n_valid, first, last = ends - starts, starts, ends - 1
+    else:
+        seen = valid.cumsum(0)  # valid points up to each point
+        before = seen[starts] - arrays.astype(valid[starts], "int64")  # valid points before each lane
+        n_valid = seen[ends - 1] - before
+        top = y.shape[0] - 1  # a lane without a valid point reads any point (it is dropped)
+        first = _searchsorted(seen, before + 1).clip(max=top)
+        last = _searchsorted(seen, before + n_valid).clip(max=top)
+    if order_free:
+        y_first = _segment_min(y if valid is None else arrays.where(valid, y, np.inf), starts, ends)
+        y_last = -_segment_min(-y if valid is None else arrays.where(valid, -y, np.inf), starts, ends)
+    else:
+        y_first, y_last = y[first], y[last]
+    return (n_valid >= 2) & (y_first < Y_FIRST_MAX) & (y_last > Y_LAST_MIN)
+
+
+def _segment_count(mask: Any, starts: Any, ends: Any) -> Any:
+    """True entries of ``mask`` ``(T,)`` within each segment ``[starts[m], ends[m])`` (non-empty), host arrays."""
+    seen = mask.cumsum(0)
+    return seen[ends - 1] - seen[starts] + arrays.astype(mask[starts], "int64")
+
+
+def _segment_min(values: Any, starts: Any, ends: Any) -> Any:
+    """The minimum of ``values`` ``(T,)`` within each non-empty segment ``[starts[m], ends[m])``, host arrays."""
+    if isinstance(values, np.ndarray):
+        return np.minimum.reduceat(values, starts)
+    return torch.segment_reduce(values, "min", lengths=ends - starts)
+
+
+def _searchsorted(sorted_values: Any, queries: Any) -> Any:
+    """``searchsorted`` (side "left") of host arrays."""
+    if isinstance(sorted_values, np.ndarray):
+        return np.searchsorted(sorted_values, queries)
+    return torch.searchsorted(sorted_values, queries)
+
+
+def _sort_by_y_within_lanes(kept: Tensor, lane: Tensor) -> Tensor:
+    """``(3, T')`` points, lane after lane, stably sorted by y within each lane (interp1d's mergesort) where some
+    lane is not in y order; unchanged (the same tensor) where every lane is."""
+    y = kept[1, : lane.shape[0]]
+    if not bool(((y[1:] < y[:-1]) & (lane[1:] == lane[:-1])).any()):
+        return kept
+    order = torch.sort(y, stable=True).indices
+    order = order.index_select(0, torch.sort(lane.index_select(0, order), stable=True).indices)
+    sorted_points = kept.clone()
+    for row in range(3):
+        sorted_points[row, : lane.shape[0]] = kept[row].index_select(0, order)
+    return sorted_points
 
 
 def _pair_index(
@@ -485,7 +549,7 @@ def _pair_index(
 
 def _take(resampled: dict[str, Tensor], index: Tensor) -> dict[str, Tensor]:
     """The resampled values of the lanes ``index`` as ``(K, 1, 100)`` (one lane per frame of a pair batch)."""
-    return {key: resampled[key][index][:, None] for key in ("x", "z", "visible")}
+    return {key: resampled[key].index_select(0, index)[:, None] for key in ("x", "z", "visible")}
 
 
 def _near_pairs(target: dict[str, Tensor], preds: dict[str, Tensor], gt: Tensor, pred: Tensor) -> Tensor:
@@ -659,14 +723,13 @@ def _match_lanes(gt: OpenLane3DLanes, pr: OpenLane3DLanes, batch: int, fixes: fr
     gate_ok = cost < COST_GATE
     chosen = _assign_frames(cost, gate_ok if "gate_first" in fixes else None, first, n_gt, n_pred)
     chosen = chosen[gate_ok[chosen]]
-    terms = _pair_terms(
-        _take(g, gi[chosen]), _take(p, pj[chosen]), None if care is None else care[chosen][:, None, None]
+    matched, pair_errors = _flat_pair_details(
+        g, p, gi[chosen], pj[chosen], None if care is None else care[chosen], reference_cost
     )
-    num_match, errors = _pair_details(terms, reference_cost)
-    matched, pair_errors = num_match[:, 0, 0], errors[:, 0, 0]
     fb, gl, pl = pair_frame[chosen], gi[chosen], pj[chosen]
-    pred_samples = p["visible"][pl].sum(-1) if care is None else care[chosen].sum(-1)
-    recall_hit = matched >= RATIO_THRESHOLD * g["visible"][gl].sum(-1)
+    pred_visible = p["visible"].index_select(0, pl) if care is None else care[chosen]
+    pred_samples = pred_visible.sum(-1, dtype=torch.int32)
+    recall_hit = matched >= RATIO_THRESHOLD * g["visible"].index_select(0, gl).sum(-1, dtype=torch.int32)
     precision_hit = matched >= RATIO_THRESHOLD * pred_samples
     category_ok = _category_correct(pr.labels[pl], gt.labels[gl], "curb" not in fixes)
     counts = torch.zeros(batch, 6, dtype=torch.long, device=device)
@@ -698,16 +761,21 @@ def _assign_frames(cost: Tensor, allowed: Tensor | None, first: Tensor, n_gt: Te
     cost_np = cost.detach().cpu().numpy()
     allowed_np = None if allowed is None else allowed.cpu().numpy()
     frames = (n_gt * n_pred).nonzero()[:, 0]
-    chosen = []
-    for start, rows, cols in zip(first[frames].tolist(), n_gt[frames].tolist(), n_pred[frames].tolist(), strict=True):
+    starts, widths = first[frames].cpu().numpy(), n_pred[frames].cpu().numpy()
+    rows_of, cols_of = [], []
+    for start, rows, cols in zip(starts.tolist(), n_gt[frames].tolist(), widths.tolist(), strict=True):
         stop = start + rows * cols
-        sub = cost_np[start:stop].reshape(rows, cols)
         if allowed_np is None:
-            r, c = linear_sum_assignment(sub)
+            r, c = linear_sum_assignment(cost_np[start:stop].reshape(rows, cols))
         else:
-            r, c = _assign(sub, allowed_np[start:stop].reshape(rows, cols))
-        chosen.append(start + r * cols + c)
-    index = np.concatenate(chosen) if chosen else np.zeros(0, dtype=np.int64)
+            r, c = _assign(cost_np[start:stop].reshape(rows, cols), allowed_np[start:stop].reshape(rows, cols))
+        rows_of.append(r)
+        cols_of.append(c)
+    if not rows_of:
+        return torch.zeros(0, dtype=torch.long, device=cost.device)
+    per_frame = np.fromiter(map(len, rows_of), np.int64, len(rows_of))
+    index = np.concatenate(rows_of) * np.repeat(widths, per_frame) + np.concatenate(cols_of)
+    index += np.repeat(starts, per_frame)
     return torch.from_numpy(index.astype(np.int64)).to(cost.device)
 
 
