@@ -27,12 +27,13 @@ def _map_eval(args: argparse.Namespace) -> int:
 
     if args.json:
         check_output_path(args.json, input_files=[args.gt, args.pred], option="--json", is_folder=False)
+    result: MapEvaluation | None
     if flat_path_applies(args.protocol, args.device) and not running_sharded():
         result = _evaluate_on_numpy(args)  # one process (not torchrun): numpy, torch never imported
     else:
         result = _evaluate_on_torch(args)
-        if result is None:  # torchrun: rank 0 reports
-            return 0
+    if result is None:  # torchrun: rank 0 reports
+        return 0
     unknown, missing = result.unknown_samples, result.missing_samples
     if unknown:
         print(

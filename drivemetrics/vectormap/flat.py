@@ -151,7 +151,7 @@ def flatten_samples(samples: Sequence[Any], class_names: Sequence[str], dims: in
         points = np.concatenate(lines if same else [line[:, :dims] for line in lines]).astype(np.float64, copy=False)
     else:
         points = np.zeros((0, dims))
-    scores = np.zeros(0)
+    scores: np.ndarray = np.zeros(0)
     if with_scores:
         scores = np.array([score for sample in samples for score in sample.scores], dtype=np.float64)
     sample_of = np.repeat(np.arange(len(samples), dtype=np.int64), per_sample)
@@ -300,7 +300,7 @@ def _resample_step(
     point_offsets = np.zeros(num_lines + 1, dtype=np.int64)
     np.cumsum(counts, out=point_offsets[1:])
     first_point = point_offsets[:-1][sample_line] + np.where(at_end, counts[sample_line] - 1, segment)
-    fraction = np.zeros(num_samples)
+    fraction: np.ndarray = np.zeros(num_samples)
     if len(lengths):
         index = np.minimum(first_segment[sample_line] + segment, len(lengths) - 1)  # past the end: unused
         start = np.where(segment > 0, running.take(np.maximum(index - 1, 0)), 0.0)
@@ -561,4 +561,9 @@ def ap_from_rows(rows: np.ndarray, num_targets: np.ndarray, proto: MapProtocol) 
         mean_ap = np.nanmean(class_ap) if not np.isnan(class_ap).all() else np.nan
     else:
         mean_ap = class_ap.mean()
-    return {"map": np.float64(mean_ap), "ap": class_ap, "ap_per_threshold": ap, "num_preds": num_preds}
+    return {
+        "map": np.asarray(mean_ap, dtype=np.float64),
+        "ap": class_ap,
+        "ap_per_threshold": ap,
+        "num_preds": num_preds,
+    }
