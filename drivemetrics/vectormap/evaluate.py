@@ -249,16 +249,26 @@ def evaluate_map_samples(
     if shard.world > 1:  # tied scores are ordered by content: the pooled AP does not depend on the sharding
         frames = shard.gather_frames([shard.rank], matches=RaggedRows(rows, torch.tensor([rows.shape[0]])))
         rows, num_targets = frames.fields["matches"].rows, shard.sum(num_targets)
-    out = vector_map_ap_from_matches(rows[:, 0], rows[:, 1].long(), rows[:, 2:] > 0.5, num_targets, protocol=proto)
+    out: Any
+    if flat_path_applies(proto):  # pooled as the numpy path pools (the challenge's sums): the same bits on every path
+        out = ap_from_rows(rows.cpu().numpy(), num_targets.cpu().numpy(), proto)
+    else:
+        out = vector_map_ap_from_matches(rows[:, 0], rows[:, 1].long(), rows[:, 2:] > 0.5, num_targets, protocol=proto)
+    return MapEvaluation(_report(out, num_targets.tolist(), proto), unknown, missing)
+
+
+def _report(out: Any, num_targets: list[int], proto: MapProtocol) -> dict[str, Any]:
+    """``{"mAP", "classes": {name: {"AP", "AP@<thr>", "num_gts", "num_preds"}}}`` of pooled APs (``out``: the
+    dict of :func:`~drivemetrics.vectormap.flat.ap_from_rows` or of ``vector_map_ap_from_matches``)."""
     classes: dict[str, dict[str, float | int]] = {}
     for c, name in enumerate(proto.class_names):
         entry: dict[str, float | int] = {"AP": float(out["ap"][c])}
         for t, threshold in enumerate(proto.thresholds):
             entry[f"AP@{threshold}"] = float(out["ap_per_threshold"][c, t])
-        entry["num_gts"] = int(out["num_targets"][c])
+        entry["num_gts"] = int(num_targets[c])
         entry["num_preds"] = int(out["num_preds"][c])
         classes[name] = entry
-    return MapEvaluation({"mAP": float(out["map"]), "classes": classes}, unknown, missing)
+    return {"mAP": float(out["map"]), "classes": classes}
 
 
 def running_sharded() -> bool:
@@ -430,12 +440,4 @@ def evaluate_flat(
             num_targets += counts
             bar.update(int(bounds[k + 1] - bounds[k]))
     out = ap_from_rows(np.concatenate(rows), num_targets, proto)
-    classes: dict[str, dict[str, float | int]] = {}
-    for c, name in enumerate(proto.class_names):
-        entry: dict[str, float | int] = {"AP": float(out["ap"][c])}
-        for t, threshold in enumerate(proto.thresholds):
-            entry[f"AP@{threshold}"] = float(out["ap_per_threshold"][c, t])
-        entry["num_gts"] = int(num_targets[c])
-        entry["num_preds"] = int(out["num_preds"][c])
-        classes[name] = entry
-    return MapEvaluation({"mAP": float(out["map"]), "classes": classes}, unknown, missing)
+    return MapEvaluation(_report(out, num_targets.tolist(), proto), unknown, missing)
