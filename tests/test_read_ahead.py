@@ -90,18 +90,16 @@ def test_openlanev2_eval_reads_its_files_in_a_forked_child_and_never_imports_tor
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the forked reader is Linux-only")
-@pytest.mark.parametrize("case", ["nuscenes_maptr", "av2_cvpr23"])
-def test_map_eval_reads_its_files_before_torch_is_imported(fixtures_dir: Path, tmp_path: Path, case: str):
-    root = fixtures_dir / "map_ap" / "cases" / case
+def test_map_eval_reads_its_files_before_torch_is_imported(fixtures_dir: Path, tmp_path: Path):
+    root = fixtures_dir / "map_ap" / "cases" / "nuscenes_maptr"
     if not (root / "gt.json").is_file():
         pytest.skip("map_ap fixtures absent")
-    protocol = case.replace("_", "-")
     gt, pred = str(root / "gt.json"), str(root / "pred.json")
     done, events = _run_traced(
         tmp_path,
         "map-eval",
         "--protocol",
-        protocol,
+        "nuscenes-maptr",
         "--gt",
         gt,
         "--pred",
@@ -117,22 +115,39 @@ def test_map_eval_reads_its_files_before_torch_is_imported(fixtures_dir: Path, t
     assert len(reads) == 1, events
     assert reads[0].endswith("torch_imported=False"), events
     assert f"pid={command_pid}" not in reads[0], events
-    if case != "av2_cvpr23":
-        return
+
+
+_MAP_FLAT_READERS = ("drivemetrics.vectormap.evaluate", "read_resampled,evaluate_flat")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the forked reader is Linux-only")
+def test_map_eval_av2_reads_in_forked_children_and_never_imports_torch(fixtures_dir: Path, tmp_path: Path):
+    root = fixtures_dir / "map_ap" / "cases" / "av2_cvpr23"
+    if not (root / "gt.json").is_file():
+        pytest.skip("map_ap fixtures absent")
+    gt, pred = str(root / "gt.json"), str(root / "pred.json")
+    argv = ["map-eval", "--protocol", "av2-cvpr23", "--gt", gt, "--pred", pred]
+    for workers in ([], ["--workers", "2"]):
+        (tmp_path / "events.log").unlink(missing_ok=True)
+        done, events = _run_traced(tmp_path, *argv, *workers, readers=_MAP_FLAT_READERS)
+        assert done.returncode == 0, done.stderr
+        assert "mAP" in done.stdout
+        command_pid = events[-1].split("pid=")[1]
+        assert events[-1] == f"exit 0 pid={command_pid}"
+        # numpy all the way: no process of the command imports torch or torchmetrics (by import order, not time)
+        assert not any(e.startswith("import ") for e in events), events
+        reads = [e for e in events if e.startswith("read_resampled")]
+        assert len(reads) == 2, events  # GT and predictions side by side, each in a forked child
+        for read in reads:
+            assert read.endswith("torch_imported=False"), events
+            assert f"pid={command_pid}" not in read, events
+        assert f"evaluate_flat pid={command_pid} torch_imported=False" in events
     # an error of the reader in the child is the command's one-line error
     (tmp_path / "bad.json").write_text(
         '{"results": {"1": {"vectors": [[[0, 0], [1, 1]]], "scores": [2.0], "labels": [0]}}}'
     )
     done, _ = _run_traced(
-        tmp_path,
-        "map-eval",
-        "--protocol",
-        "av2-cvpr23",
-        "--gt",
-        gt,
-        "--pred",
-        str(tmp_path / "bad.json"),
-        readers=("drivemetrics.vectormap.io", "read_map_files"),
+        tmp_path, "map-eval", "--protocol", "av2-cvpr23", "--gt", gt, "--pred", str(tmp_path / "bad.json")
     )
     assert done.returncode == 2
     assert "bad.json: sample 1: scores[0]: the score must be a number in [0, 1]" in done.stderr

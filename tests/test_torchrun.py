@@ -89,7 +89,10 @@ def test_openlanev2_eval_with_3_processes(fixtures_dir, tmp_path, track):
     _assert_same_as_one_process(args, [3], tmp_path)
 
 
-@pytest.mark.parametrize(("protocol", "case"), [("nuscenes-maptr", "nuscenes_maptr"), ("default", "av2_cvpr23")])
+@pytest.mark.parametrize(
+    ("protocol", "case"),
+    [("nuscenes-maptr", "nuscenes_maptr"), ("default", "av2_cvpr23"), ("av2-cvpr23", "av2_cvpr23")],
+)
 def test_map_eval_with_2_processes(fixtures_dir, tmp_path, protocol, case):
     root = fixtures_dir / "map_ap" / "cases" / case
     if not root.is_dir():

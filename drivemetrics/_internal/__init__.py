@@ -10,6 +10,7 @@ One module per concern:
 - ``gc_pause``: pausing the cyclic garbage collector around work that builds many small objects.
 - ``lazy``: lazy package exports (PEP 562).
 - ``limits``: size limits on inputs, so that cost follows a file's size, never its values.
+- ``memory``: keeping freed memory in the process (no page faults for reused array temporaries).
 - ``metric``: the bases of every family and scalar class (``MetricFamily``, ``ScalarMetric``), config keys, ``plot``.
 - ``options``: command-line options shared by the subcommands.
 - ``png``: fast 8-bit PNG decoding.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from drivemetrics._internal.options import (
     add_device,
@@ -14,34 +15,24 @@ from drivemetrics._internal.options import (
     progress_setting,
 )
 
+if TYPE_CHECKING:
+    from drivemetrics.vectormap.evaluate import MapEvaluation
+
 __all__ = ["register"]
 
 
 def _map_eval(args: argparse.Namespace) -> int:
     from drivemetrics._internal.files import atomic_write_text, check_output_path
-    from drivemetrics._internal.read_ahead import read_ahead
-    from drivemetrics.vectormap.io import read_map_files
+    from drivemetrics.vectormap.evaluate import flat_path_applies, running_sharded
 
     if args.json:
         check_output_path(args.json, input_files=[args.gt, args.pred], option="--json", is_folder=False)
-    with read_ahead(read_map_files, args.gt, args.pred, args.protocol) as inputs:  # reads while torch imports
-        from drivemetrics._internal.options import check_device
-        from drivemetrics.vectormap.evaluate import evaluate_map_samples
-
-        check_device(args.device)
-        gt, preds = inputs.result()
-    result = evaluate_map_samples(
-        gt,
-        preds,
-        args.protocol,
-        args.device,
-        workers=args.workers,
-        progress=progress_setting(args),
-        names=(str(args.gt), str(args.pred)),
-    )
-    from drivemetrics._internal.distributed import current_shard
-
-    if not current_shard().is_main:  # torchrun: rank 0 reports
+    result: MapEvaluation | None
+    if flat_path_applies(args.protocol, args.device) and not running_sharded():
+        result = _evaluate_on_numpy(args)  # one process (not torchrun): numpy, torch never imported
+    else:
+        result = _evaluate_on_torch(args)
+    if result is None:  # torchrun: rank 0 reports
         return 0
     unknown, missing = result.unknown_samples, result.missing_samples
     if unknown:
@@ -72,6 +63,49 @@ def _map_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _evaluate_on_numpy(args: argparse.Namespace) -> MapEvaluation:
+    """Two forked readers read, check and resample the GT and the prediction file side by side, then the samples
+    are matched in forked processes (no torch anywhere)."""
+    from drivemetrics._internal.memory import keep_freed_memory
+    from drivemetrics._internal.read_ahead import read_ahead_all
+    from drivemetrics.vectormap.evaluate import evaluate_flat, read_resampled
+
+    keep_freed_memory()  # array temporaries reused, not faulted in again (inherited by the forked processes)
+    calls = [(read_resampled, (args.gt, "gt", args.protocol)), (read_resampled, (args.pred, "pred", args.protocol))]
+    with read_ahead_all(calls) as (gt_pending, pred_pending):
+        pass
+    gt, preds = gt_pending.result(), pred_pending.result()
+    return evaluate_flat(
+        gt, preds, args.protocol, args.workers, progress_setting(args), names=(str(args.gt), str(args.pred))
+    )
+
+
+def _evaluate_on_torch(args: argparse.Namespace) -> MapEvaluation | None:
+    """The other protocols and devices: the files read in a forked child while torch imports, matched with the
+    tensor kernels; ``None`` on the ranks other than 0 under torchrun."""
+    from drivemetrics._internal.read_ahead import read_ahead
+    from drivemetrics.vectormap.io import read_map_files
+
+    with read_ahead(read_map_files, args.gt, args.pred, args.protocol) as inputs:  # reads while torch imports
+        from drivemetrics._internal.options import check_device
+        from drivemetrics.vectormap.evaluate import evaluate_map_samples
+
+        check_device(args.device)
+        gt, preds = inputs.result()
+    result = evaluate_map_samples(
+        gt,
+        preds,
+        args.protocol,
+        args.device,
+        workers=args.workers,
+        progress=progress_setting(args),
+        names=(str(args.gt), str(args.pred)),
+    )
+    from drivemetrics._internal.distributed import current_shard
+
+    return result if current_shard().is_main else None
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the vectorised-map subcommands."""
     parser = subparsers.add_parser(
@@ -98,8 +132,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=positive_int,
         default=None,
         metavar="N",
-        help="processes matching batches of samples (CPU; default: one process, matching batches in one thread per "
-        "core: a spawned process would first import torch)",
+        help="processes matching batches of samples (CPU; default: av2-cvpr23 forks one per core for large inputs "
+        "(no torch); the other protocols match batches in one thread per core in one process, as a spawned process "
+        "would first import torch)",
     )
     add_no_progress(parser)
     parser.set_defaults(func=_map_eval, sharded=True)

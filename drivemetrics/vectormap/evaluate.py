@@ -3,23 +3,38 @@
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
+import sys
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
-from torch import Tensor
 
-from drivemetrics._internal.distributed import current_shard
 from drivemetrics._internal.pool import map_in_processes, one_torch_thread_per_worker, parallel_map, usable_cores
 from drivemetrics._internal.progress import progress_bar
-from drivemetrics._internal.ragged import RaggedRows
-from drivemetrics.vectormap.io import MapSample, pack_samples, read_map_files
+from drivemetrics.vectormap.flat import FlatLines, ap_from_rows, flatten_samples, match_flat, resample_lines
+from drivemetrics.vectormap.io import (
+    PROTOCOL_FORMATS,
+    MapSample,
+    pack_samples,
+    read_map_files,
+    read_map_gt,
+    read_map_preds,
+)
 from drivemetrics.vectormap.protocol import MapProtocol, ProtocolName, get_protocol
-from drivemetrics.vectormap.scoring import vector_map_ap_from_matches, vector_map_matches
 
-__all__ = ["MapEvaluation", "evaluate_map_files", "evaluate_map_samples"]
+if TYPE_CHECKING:  # the numpy path (evaluate_flat, read_resampled) never imports torch
+    import torch
+    from torch import Tensor
+
+__all__ = [
+    "MapEvaluation",
+    "evaluate_flat",
+    "evaluate_map_files",
+    "evaluate_map_samples",
+    "flat_path_applies",
+    "read_resampled",
+]
 
 #: fewest samples a worker process of ``workers`` gets (fewer processes otherwise): starting one (spawn, importing
 #: torch) costs about what matching a thousand samples costs
@@ -97,6 +112,10 @@ def _batches(gt: list[MapSample], preds: list[MapSample], proto: MapProtocol, ba
 def _match_batch(job: tuple) -> tuple[Tensor, Tensor]:
     """Match one batch of paired samples: rows ``(S, 2 + T)`` float64 (score, class id, true-positive flags) and the
     GT count per class ``(C,)``."""
+    import torch
+
+    from drivemetrics.vectormap.scoring import vector_map_matches
+
     gt, preds, proto, gt_dims, pred_dims, device = job
     gt_part = pack_samples(gt, proto.class_names, gt_dims, device=device)
     pred_part = pack_samples(preds, proto.class_names, pred_dims, device=device)
@@ -121,6 +140,8 @@ def _match_samples(
     CPU, ``None``: one thread per core with one torch thread each (the kernels release the GIL; a spawned process
     would first import torch): rows ``(S, 2 + T)`` float64 (score, class id, true-positive flags) and the GT count
     per class ``(C,)``. The rows do not depend on the batches."""
+    import torch
+
     if torch.device(device).type != "cpu":
         workers = 1  # one process drives the accelerator
     if workers is not None:
@@ -176,6 +197,12 @@ def evaluate_map_samples(
         >>> evaluate_map_samples(gt, pred, "av2-cvpr23").report["classes"]["divider"]["AP@1.0"]
         1.0
     """
+    import torch
+
+    from drivemetrics._internal.distributed import current_shard
+    from drivemetrics._internal.ragged import RaggedRows
+    from drivemetrics.vectormap.scoring import vector_map_ap_from_matches
+
     proto = get_protocol(protocol)
     gt_index: dict[str, int] = {}
     for i, sample in enumerate(gt):
@@ -222,16 +249,33 @@ def evaluate_map_samples(
     if shard.world > 1:  # tied scores are ordered by content: the pooled AP does not depend on the sharding
         frames = shard.gather_frames([shard.rank], matches=RaggedRows(rows, torch.tensor([rows.shape[0]])))
         rows, num_targets = frames.fields["matches"].rows, shard.sum(num_targets)
-    out = vector_map_ap_from_matches(rows[:, 0], rows[:, 1].long(), rows[:, 2:] > 0.5, num_targets, protocol=proto)
+    out: Any
+    if flat_path_applies(proto):  # pooled as the numpy path pools (the challenge's sums): the same bits on every path
+        out = ap_from_rows(rows.cpu().numpy(), num_targets.cpu().numpy(), proto)
+    else:
+        out = vector_map_ap_from_matches(rows[:, 0], rows[:, 1].long(), rows[:, 2:] > 0.5, num_targets, protocol=proto)
+    return MapEvaluation(_report(out, num_targets.tolist(), proto), unknown, missing)
+
+
+def _report(out: Any, num_targets: list[int], proto: MapProtocol) -> dict[str, Any]:
+    """``{"mAP", "classes": {name: {"AP", "AP@<thr>", "num_gts", "num_preds"}}}`` of pooled APs (``out``: the
+    dict of :func:`~drivemetrics.vectormap.flat.ap_from_rows` or of ``vector_map_ap_from_matches``)."""
     classes: dict[str, dict[str, float | int]] = {}
     for c, name in enumerate(proto.class_names):
         entry: dict[str, float | int] = {"AP": float(out["ap"][c])}
         for t, threshold in enumerate(proto.thresholds):
             entry[f"AP@{threshold}"] = float(out["ap_per_threshold"][c, t])
-        entry["num_gts"] = int(out["num_targets"][c])
+        entry["num_gts"] = int(num_targets[c])
         entry["num_preds"] = int(out["num_preds"][c])
         classes[name] = entry
-    return MapEvaluation({"mAP": float(out["map"]), "classes": classes}, unknown, missing)
+    return {"mAP": float(out["map"]), "classes": classes}
+
+
+def running_sharded() -> bool:
+    """Whether this process is one of several torchrun ranks (the distributed module, and torch, is only imported
+    by the command's process group set-up)."""
+    module = sys.modules.get("drivemetrics._internal.distributed")
+    return module is not None and module.current_shard().world > 1
 
 
 def evaluate_map_files(
@@ -243,7 +287,8 @@ def evaluate_map_files(
     progress: bool | None = False,
 ) -> MapEvaluation:
     """Read a GT and a prediction file in the protocol's native format and evaluate them (``workers`` and
-    ``progress`` as in :func:`evaluate_map_samples`).
+    ``progress`` as in :func:`evaluate_map_samples`). The protocols of :func:`flat_path_applies` run on numpy
+    (:func:`read_resampled`, :func:`evaluate_flat`: the same report).
 
     Examples:
         >>> import tempfile, json, os
@@ -257,7 +302,142 @@ def evaluate_map_files(
         >>> result.report["classes"]["divider"]["AP@0.5"], result.report["classes"]["divider"]["AP@1.0"]
         (0.0, 1.0)
     """
+    if flat_path_applies(protocol, str(device)) and not running_sharded():  # the same report on numpy, without torch
+        gt_lines, pred_lines = read_resampled(gt_path, "gt", protocol), read_resampled(pred_path, "pred", protocol)
+        return evaluate_flat(gt_lines, pred_lines, protocol, workers, progress, names=(str(gt_path), str(pred_path)))
     gt, preds = read_map_files(gt_path, pred_path, protocol)
     return evaluate_map_samples(
         gt, preds, protocol, device, workers=workers, progress=progress, names=(str(gt_path), str(pred_path))
     )
+
+
+#: fewest prediction lines for which the numpy path matches in several processes (a forked worker costs little,
+#: but a tiny input finishes before a pool has started)
+MIN_LINES_PER_PROCESS = 2000
+
+
+def flat_path_applies(protocol: ProtocolName | MapProtocol, device: str = "cpu") -> bool:
+    """Whether :func:`evaluate_flat` (numpy, no torch) evaluates ``protocol`` on ``device``: the CPU, 2-D lines,
+    the references' matching rule and no buffer prefilter (of the presets: ``"av2-cvpr23"``).
+
+    Examples:
+        >>> flat_path_applies("av2-cvpr23"), flat_path_applies("nuscenes-maptr"), flat_path_applies("default")
+        (True, False, False)
+    """
+    proto = get_protocol(protocol)
+    return device == "cpu" and proto.dims == "2d" and not proto.fallback and proto.buffer_prefilter is None
+
+
+def read_resampled(path: str | Path, role: str, protocol: ProtocolName | MapProtocol) -> FlatLines:
+    """Read one file in the protocol's format (``role``: ``"gt"`` or ``"pred"``) and resample its lines: what
+    :func:`evaluate_flat` takes. Needs no torch (``map-eval`` runs it in a forked reader while it starts up).
+
+    The checks of :func:`evaluate_map_samples`: GT lines need 2 points or more, predictions must be 2-D (GT lines
+    are cut to (x, y)); predictions of fewer than the protocol's ``min_pred_points`` points are left out.
+
+    Examples:
+        >>> import tempfile, json, os
+        >>> gt = {"log": [{"timestamp": "t", "annotation": {"divider": [[[0, 0, 0], [0, 10, 0]]]}}]}
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     _ = open(os.path.join(d, "gt.json"), "w").write(json.dumps(gt))
+        ...     lines = read_resampled(os.path.join(d, "gt.json"), "gt", "av2-cvpr23")
+        >>> lines.tokens, lines.counts.tolist(), lines.points.shape
+        (['t'], [35], (35, 2))
+    """
+    proto = get_protocol(protocol)
+    if not flat_path_applies(proto):
+        raise ValueError(f"protocol {proto.name!r} is evaluated by evaluate_map_samples, not by the numpy path")
+    fmt = PROTOCOL_FORMATS.get(proto.name)
+    if role == "gt":
+        samples = read_map_gt(path, fmt)
+        lines = flatten_samples(samples, proto.class_names, 2, with_scores=False)
+        short = np.flatnonzero(lines.counts < 2)
+        if short.size:
+            line = int(short[0])
+            sample = int(lines.sample[line])
+            position = line - int(np.searchsorted(lines.sample, sample))
+            raise ValueError(
+                f"{path}: sample {lines.tokens[sample]}: line {position} has 1 point; a line needs 2 or more"
+            )
+    else:
+        samples = read_map_preds(path, fmt)
+        dims = min((points.shape[1] for sample in samples for points in sample.points), default=2)
+        if dims != 2:
+            raise ValueError(
+                f"{path}: protocol {proto.name!r} evaluates 2-D predictions; the prediction file has {dims}-D points"
+            )
+        lines = flatten_samples(samples, proto.class_names, 2, with_scores=True)
+        lines = lines.take(np.flatnonzero(lines.counts >= proto.min_pred_points))
+    return resample_lines(lines, proto)
+
+
+def _match_flat_job(job: tuple[FlatLines, FlatLines, MapProtocol]) -> tuple[np.ndarray, np.ndarray]:
+    preds, gt, proto = job
+    return match_flat(preds, gt, proto)
+
+
+def evaluate_flat(
+    gt: FlatLines,
+    preds: FlatLines,
+    protocol: ProtocolName | MapProtocol = "av2-cvpr23",
+    workers: int | None = None,
+    progress: bool | None = False,
+    names: tuple[str, str] = ("GT", "predictions"),
+) -> MapEvaluation:
+    """:func:`evaluate_map_samples` on numpy arrays: resampled GT and prediction lines (:func:`read_resampled`),
+    paired by token, matched in ``workers`` processes (forked where torch is not imported; ``None``: one per core
+    for large inputs), pooled into the report. Same report, without torch; for the protocols of
+    :func:`flat_path_applies`.
+
+    Examples:
+        >>> from drivemetrics.vectormap.flat import resample_lines
+        >>> line = np.array([[0.0, 0.0], [0.0, 10.0]])
+        >>> gt = FlatLines(line, np.array([2]), np.array([0]), np.array([1]), tokens=["a"])
+        >>> pred = FlatLines(line + [0.7, 0.0], np.array([2]), np.array([0]), np.array([1]), np.array([0.9]), ["a"])
+        >>> proto = get_protocol("av2-cvpr23")
+        >>> result = evaluate_flat(resample_lines(gt, proto), resample_lines(pred, proto), proto)
+        >>> result.report["classes"]["divider"]["AP@1.0"], result.report["mAP"]
+        (1.0, 0.2222222222222222)
+    """
+    proto = get_protocol(protocol)
+    gt_index: dict[str, int] = {}
+    for i, token in enumerate(gt.tokens):
+        if token in gt_index:
+            raise ValueError(f"{names[0]}: sample {token} appears twice (samples {gt_index[token]} and {i})")
+        gt_index[token] = i
+    pred_index: dict[str, int] = {}
+    for i, token in enumerate(preds.tokens):
+        if token in pred_index:
+            raise ValueError(f"{names[1]}: sample {token} appears twice (samples {pred_index[token]} and {i})")
+        pred_index[token] = i
+    unknown = [token for token in preds.tokens if token not in gt_index]
+    missing = [token for token in gt.tokens if token not in pred_index]
+    # prediction lines renumbered to their GT sample, in GT sample order (lines of unknown samples dropped)
+    to_gt = np.array([gt_index.get(token, -1) for token in preds.tokens], dtype=np.int64)
+    sample = to_gt[preds.sample] if len(preds.sample) else np.zeros(0, dtype=np.int64)
+    kept = np.flatnonzero(sample >= 0)
+    kept = kept[np.argsort(sample[kept], kind="stable")]
+    if len(kept) < len(sample) or (np.diff(kept) != 1).any():  # not already in GT order (the usual case)
+        preds = preds.take(kept)
+    preds = replace(preds, sample=sample[kept], tokens=gt.tokens)
+    # jobs: consecutive GT samples, about four per process
+    processes = workers
+    if processes is None:  # one per core where each gets enough lines
+        processes = usable_cores() if len(preds.counts) >= MIN_LINES_PER_PROCESS * 2 else 1
+    num_jobs = 1 if processes == 1 else 4 * processes
+    bounds = np.linspace(0, len(gt.tokens), num_jobs + 1).round().astype(np.int64)
+    gt_bounds = np.searchsorted(gt.sample, bounds)
+    pred_bounds = np.searchsorted(preds.sample, bounds)
+    jobs = [
+        (preds.lines(pred_bounds[k], pred_bounds[k + 1]), gt.lines(gt_bounds[k], gt_bounds[k + 1]), proto)
+        for k in range(num_jobs)
+    ]
+    rows = [np.zeros((0, 2 + len(proto.thresholds)))]
+    num_targets = np.zeros(len(proto.class_names), dtype=np.int64)
+    with progress_bar(len(gt.tokens), "map-eval", "sample", progress) as bar:
+        for k, (part, counts) in enumerate(map_in_processes(_match_flat_job, jobs, processes)):
+            rows.append(part)
+            num_targets += counts
+            bar.update(int(bounds[k + 1] - bounds[k]))
+    out = ap_from_rows(np.concatenate(rows), num_targets, proto)
+    return MapEvaluation(_report(out, num_targets.tolist(), proto), unknown, missing)
