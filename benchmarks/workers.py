@@ -14,8 +14,9 @@ defaults are what is measured; run the script under ``nice -n 5`` on a shared ma
     python benchmarks/workers.py --list
 
 Commands covered here: road-eval, road-bev (threads decoding PNGs), graph-eval (processes over tiles),
-lanegraph-eval (processes over samples). The other pooled commands have their own scripts (``culane.py``,
-``openlanev2.py``, ``vectormap_ap.py``, ``kitti_object.py``, ``openlane3d.py``), which time ``--workers`` too.
+lanegraph-eval (processes over samples), culane-eval (processes over frame chunks) and map-eval's AV2 protocol
+(forked workers), the last two on the synthetic inputs of ``culane.py`` and ``vectormap_ap.py``. The other pooled
+commands have their own scripts (``openlanev2.py``, ``kitti_object.py``, ``openlane3d.py``).
 """
 
 from __future__ import annotations
@@ -129,6 +130,48 @@ def lanegraph(task: str, compat: str = "default") -> Callable[[Path, Path], list
     return argv
 
 
+def culane(frames: int, compat: str = "default") -> Callable[[Path, Path], list[str]]:
+    """``frames`` synthetic CULane frames (about 4 lanes each), written by ``benchmarks/culane.py``."""
+
+    def argv(fx: Path, tmp: Path) -> list[str]:
+        from culane import make_dataset
+
+        root = tmp / f"culane_{frames}"
+        if not (root / "list.txt").is_file():
+            make_dataset(root, frames)
+        return [
+            "culane-eval",
+            "--pred",
+            str(root / "pred"),
+            "--gt",
+            str(root / "gt"),
+            "--list",
+            str(root / "list.txt"),
+            "--compat",
+            compat,
+        ]
+
+    return argv
+
+
+def map_av2(samples: int) -> Callable[[Path, Path], list[str]]:
+    """``samples`` synthetic samples in the CVPR 2023 challenge's JSON, written by ``benchmarks/vectormap_ap.py``."""
+
+    def argv(fx: Path, tmp: Path) -> list[str]:
+        import json
+
+        from vectormap_ap import make_synthetic, to_av2
+
+        gt, pred = tmp / f"av2_{samples}_gt.json", tmp / f"av2_{samples}_pred.json"
+        if not pred.is_file():
+            gt_data, pred_data = to_av2(*make_synthetic(samples))
+            gt.write_text(json.dumps(gt_data))
+            pred.write_text(json.dumps(pred_data))
+        return ["map-eval", "--protocol", "av2-cvpr23", "--gt", str(gt), "--pred", str(pred)]
+
+    return argv
+
+
 CASES: dict[str, tuple[str, Callable[[Path, Path], list[str]]]] = {
     "road-eval-6": ("KITTI-ROAD fixture frames, 6 frames, perspective", road_eval(0.02, "perspective")),
     "road-eval-289": ("289 frames (the training split's size), perspective", road_eval(1.0, "perspective")),
@@ -142,6 +185,9 @@ CASES: dict[str, tuple[str, Callable[[Path, Path], list[str]]]] = {
     "lanegraph-successor-reference": ("561 samples, --compat reference", lanegraph("successor", "reference")),
     "lanegraph-full": ("full-LGP tile (5,214 nodes), 1 sample", lanegraph("full")),
     "lanegraph-planning": ("planning on the full-LGP tile", lanegraph("planning")),
+    "culane-5000": ("5,000 synthetic CULane frames", culane(5000)),
+    "culane-5000-reference": ("5,000 synthetic CULane frames, --compat reference", culane(5000, "reference")),
+    "map-eval-av2": ("6,019 synthetic samples, --protocol av2-cvpr23 (numpy path)", map_av2(6019)),
 }
 
 
