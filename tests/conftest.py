@@ -34,6 +34,32 @@ def fixtures_dir() -> Path:
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
+@pytest.fixture
+def pools(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """The pools a command's auto worker policy starts, as ``(jobs, workers)``; their jobs run here, in order.
+
+    The policy itself runs unchanged (on 2 usable cores, weighing a pool after the first job however short it is);
+    only the pool it starts is replaced by a loop in this process, so a test sees the decision, not a timing.
+    """
+    from drivemetrics._internal import pool
+
+    started: list[tuple[int, int]] = []
+    auto = pool.map_in_processes
+
+    def in_this_process(fn, jobs, workers, chunksize=None):
+        if workers is None:  # the command's call: the real policy decides
+            yield from auto(fn, jobs, None, chunksize)
+            return
+        started.append((len(jobs), workers))
+        for job in jobs:
+            yield fn(job)
+
+    monkeypatch.setattr(pool, "map_in_processes", in_this_process)
+    monkeypatch.setattr(pool, "usable_cores", lambda: 2)
+    monkeypatch.setattr(pool, "MEASURE_SECONDS", 0.0)  # weigh a pool after the first job, however short
+    return started
+
+
 @pytest.fixture(params=DEVICES)
 def device(request: pytest.FixtureRequest) -> torch.device:
     """Every available device: cpu, and cuda when present."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import networkx as nx
 import numpy as np
-import pytest
 
 from drivemetrics._internal import pool
 from drivemetrics.lanegraph.evaluate import evaluate_submission
@@ -22,26 +21,6 @@ def dataset(samples: int) -> tuple[dict, dict]:
     gt = {"austin": {"eval": {f"a{k}": line(10.0 * k) for k in range(samples)}}}
     pred = {"austin": {"eval": {f"a{k}": line(10.0 * k + 3.0) for k in range(samples)}}}
     return pred, gt
-
-
-@pytest.fixture
-def pools(monkeypatch):
-    """The pools the auto policy starts, as ``(jobs, workers)``; their jobs run here, in order."""
-    started: list[tuple[int, int]] = []
-    auto = pool.map_in_processes
-
-    def in_this_process(fn, jobs, workers, chunksize=None):
-        if workers is None:  # the command's call: the real policy decides
-            yield from auto(fn, jobs, None, chunksize)
-            return
-        started.append((len(jobs), workers))
-        for job in jobs:
-            yield fn(job)
-
-    monkeypatch.setattr(pool, "map_in_processes", in_this_process)
-    monkeypatch.setattr(pool, "usable_cores", lambda: 2)
-    monkeypatch.setattr(pool, "MEASURE_SECONDS", 0.0)  # weigh a pool after the first job, however short
-    return started
 
 
 def test_default_workers_score_a_small_split_in_one_process(pools, monkeypatch):

@@ -121,28 +121,6 @@ def test_workers_never_see_ctrl_c_and_the_parent_still_does(request):
     assert reached == [True]
 
 
-@pytest.fixture
-def pools(monkeypatch):
-    """The pools graph-eval's auto policy starts, as ``(tiles, workers)``; their tiles are scored here, in order."""
-    from drivemetrics._internal import pool
-
-    started: list[tuple[int, int]] = []
-    auto = pool.map_in_processes
-
-    def in_this_process(fn, jobs, workers, chunksize=None):
-        if workers is None:  # the command's call: the real policy decides
-            yield from auto(fn, jobs, None, chunksize)
-            return
-        started.append((len(jobs), workers))
-        for job in jobs:
-            yield fn(job)
-
-    monkeypatch.setattr(pool, "map_in_processes", in_this_process)
-    monkeypatch.setattr(pool, "usable_cores", lambda: 2)
-    monkeypatch.setattr(pool, "MEASURE_SECONDS", 0.0)  # weigh a pool after the first job, however short
-    return started
-
-
 def _evaluate_tiles(folder: Path, workers: int | None):
     from drivemetrics.roadnet.evaluate import evaluate_dataset, find_pairs
 
