@@ -88,9 +88,7 @@ class FlatLines:
     @property
     def offsets(self) -> np.ndarray:
         """``(L + 1,)`` first row of each line, then the row count."""
-        out = np.zeros(len(self.counts) + 1, dtype=np.int64)
-        np.cumsum(self.counts, out=out[1:])
-        return out
+        return _offsets(self.counts)
 
     def lines(self, start: int, stop: int) -> FlatLines:
         """The consecutive lines ``start:stop`` (views, no copy)."""
@@ -158,11 +156,17 @@ def flatten_samples(samples: Sequence[Any], class_names: Sequence[str], dims: in
     return FlatLines(points, counts, sample_of, labels, scores, [sample.token for sample in samples])
 
 
+def _offsets(counts: np.ndarray) -> np.ndarray:
+    """``(L + 1,)`` int64 first row of each of ``L`` consecutive runs of ``counts`` rows, then the row count."""
+    out = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=out[1:])
+    return out
+
+
 def _cumulative_lengths(points: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Segment lengths ``(S,)`` of all lines (line after line), their running sums within each line (summed in
     order, as GEOS and :func:`~drivemetrics.polyline.arc_length` do) and each line's first segment ``(L,)``."""
-    offsets = np.zeros(len(counts) + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
+    offsets = _offsets(counts)
     segments = np.maximum(counts - 1, 0)
     last_point = np.zeros(points.shape[0], dtype=bool)
     last_point[offsets[1:][counts > 0] - 1] = True
@@ -219,8 +223,7 @@ def resample_flat(
         return _resample_step(points, counts, proto, max_samples)
     # a few thousand lines at a time: the temporaries stay small and are reused (one pass over every line at once
     # costs twice as much, mostly in fresh memory)
-    offsets = np.zeros(len(counts) + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
+    offsets = _offsets(counts)
     parts = [
         _resample_step(points[offsets[start] : offsets[stop]], counts[start:stop], proto, max_samples)
         for start, stop in zip(
@@ -274,8 +277,7 @@ def _resample_step(
         below = below - lower + higher
     # sample layout: the start, the inner samples, the end
     sample_counts = inner + 2
-    sample_offsets = np.zeros(num_lines + 1, dtype=np.int64)
-    np.cumsum(sample_counts, out=sample_offsets[1:])
+    sample_offsets = _offsets(sample_counts)
     num_samples = int(sample_offsets[-1])
     sample_line = np.repeat(np.arange(num_lines), sample_counts)
     slot = np.arange(num_samples) - sample_offsets[:-1][sample_line]
@@ -297,8 +299,7 @@ def _resample_step(
     segment[inner_rows] = passed[inner_rows]
     # interpolate p0 + t * (p1 - p0) coordinate by coordinate; at or past the end: the last point
     at_end = segment >= segments[sample_line]
-    point_offsets = np.zeros(num_lines + 1, dtype=np.int64)
-    np.cumsum(counts, out=point_offsets[1:])
+    point_offsets = _offsets(counts)
     first_point = point_offsets[:-1][sample_line] + np.where(at_end, counts[sample_line] - 1, segment)
     fraction: np.ndarray = np.zeros(num_samples)
     if len(lengths):
