@@ -33,15 +33,16 @@ processes) in ``compute()``.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from drivemetrics._internal import arrays as xp
+from drivemetrics._internal.pool import one_torch_thread_per_worker, parallel_map
 from drivemetrics._internal.progress import progress_bar
 from drivemetrics.detection.box_iou import bev_intersection_area, box2d_overlap, box3d_from_bev_area
 from drivemetrics.detection.io import KittiObjects, ObjectTable
@@ -750,13 +751,8 @@ def evaluate_kitti_objects(
     import torch
 
     device = torch.device(device)
-    threads = torch.get_num_threads()
-    if device.type == "cpu":
-        torch.set_num_threads(1)
-    try:
+    with one_torch_thread_per_worker() if device.type == "cpu" else contextlib.nullcontext():
         return _evaluate(target, preds, names, table, only_detected, workers, device, progress)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _evaluate(
@@ -786,15 +782,9 @@ def _evaluate(
 
     outputs = []
     with progress_bar(len(jobs), "kitti-object-eval", "curve", progress) as bar:
-        if workers > 1 and len(jobs) > 1:
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                for output in pool.map(run, jobs):
-                    outputs.append(output)
-                    bar.update()
-        else:
-            for job in jobs:
-                outputs.append(run(job))
-                bar.update()
+        for output in parallel_map(run, jobs, workers if len(jobs) > 1 else 1):
+            outputs.append(output)
+            bar.update()
     result: dict[str, dict[str, dict[str, dict[str, object]]]] = {}
     for (name, kind), curves in zip(jobs, outputs, strict=True):
         per_class = result.setdefault(name, {})
