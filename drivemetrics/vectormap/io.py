@@ -21,6 +21,7 @@ one counts.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, chain
 from pathlib import Path
@@ -189,9 +190,21 @@ def _maptr_samples_fast(entries: list[Any], with_scores: bool) -> list[MapSample
         scores = array.tolist()
     lines = _split_rows(flat, [len(line) for line in pts])
     names = [MAPTR_CLASSES[t] for t in types]
+    return _group_samples(tokens, [len(vectors) for vectors in vectors_of], lines, names, scores)
+
+
+def _group_samples(
+    tokens: Sequence[str],
+    lines_per_sample: Sequence[int],
+    lines: list[np.ndarray],
+    names: list[str],
+    scores: list[float],
+) -> list[MapSample]:
+    """The per-line lists of every sample back to back (``lines``, ``names``, ``scores``), cut into one
+    :class:`MapSample` per token, ``lines_per_sample[i]`` lines each."""
     samples, start = [], 0
-    for token, vectors in zip(tokens, vectors_of, strict=True):
-        stop = start + len(vectors)
+    for token, count in zip(tokens, lines_per_sample, strict=True):
+        stop = start + count
         samples.append(MapSample(token, lines[start:stop], names[start:stop], scores[start:stop]))
         start = stop
     return samples
@@ -296,12 +309,7 @@ def _av2_preds_fast(results: Any) -> list[MapSample] | None:
     arrays = _split_rows(flat, [len(line) for line in lines])
     names = [AV2_CLASSES[label] for label in labels_all]
     scores = score_array.tolist()
-    samples, start = [], 0
-    for token, vectors in zip(tokens, vectors_of, strict=True):
-        stop = start + len(vectors)
-        samples.append(MapSample(token, arrays[start:stop], names[start:stop], scores[start:stop]))
-        start = stop
-    return samples
+    return _group_samples(tokens, [len(vectors) for vectors in vectors_of], arrays, names, scores)
 
 
 def read_map_gt(path: str | Path, format: MapFormat | None = None) -> list[MapSample]:
