@@ -18,6 +18,7 @@ from drivemetrics.vectormap.map_ap import (
     vector_map_matches,
 )
 from drivemetrics.vectormap.protocol import PROTOCOLS, MapProtocol
+from tests.vectormap.padding import pad_by_hand
 
 
 @pytest.fixture(scope="module")
@@ -235,27 +236,12 @@ def _per_frame_batch(seed: int, ragged: bool) -> tuple[list[dict], list[dict]]:
     return preds, target
 
 
-def _pad_by_hand(frames: list[dict]) -> dict[str, torch.Tensor]:
-    """The batched form written out: zero padding, ``lengths`` = each line's point count (0 for padding lines)."""
-    lines, points = max(f["points"].shape[0] for f in frames), max(f["points"].shape[1] for f in frames)
-    out = {"points": torch.zeros(len(frames), lines, points, 2), "lengths": torch.zeros(len(frames), lines).long()}
-    for key in set(frames[0]) - {"points"}:
-        out[key] = torch.zeros(len(frames), lines, dtype=frames[0][key].dtype)
-    for b, f in enumerate(frames):
-        m, q = f["points"].shape[:2]
-        out["points"][b, :m, :q] = f["points"]
-        out["lengths"][b, :m] = q
-        for key in set(f) - {"points"}:
-            out[key][b, :m] = f[key]
-    return out
-
-
 @pytest.mark.parametrize("ragged", [False, True])
 @pytest.mark.parametrize("protocol", ["default", "nuscenes-maptr", "av2-cvpr23"])
 def test_per_frame_dicts_give_the_batched_numbers(protocol, ragged):
     preds, target = _per_frame_batch(11, ragged)
     if ragged:
-        batched_p, batched_t = _pad_by_hand(preds), _pad_by_hand(target)
+        batched_p, batched_t = pad_by_hand(preds), pad_by_hand(target)
     else:  # equal shapes: plain stacking, no lengths
         batched_p = {k: torch.stack([f[k] for f in preds]) for k in preds[0]}
         batched_t = {k: torch.stack([f[k] for f in target]) for k in target[0]}

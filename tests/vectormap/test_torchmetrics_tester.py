@@ -33,6 +33,7 @@ from drivemetrics.vectormap.map_ap import (
     vector_map_ap,
 )
 from drivemetrics.vectormap.protocol import PROTOCOLS
+from tests.vectormap.padding import pad_by_hand
 
 _TESTS = os.environ.get("TORCHMETRICS_TESTS", "")
 if not _TESTS or not (Path(_TESTS) / "unittests" / "_helpers" / "testers.py").is_file():
@@ -95,24 +96,8 @@ def _per_frame_batches(seed: int) -> tuple[list[list[dict[str, Tensor]]], list[l
     return preds, target
 
 
-def _padded(frames: list[dict[str, Tensor]]) -> dict[str, Tensor]:
-    """The reference's input: frames zero-padded by hand, ``lengths`` = point count per line, 0 for padding."""
-    lines = max(f["points"].shape[0] for f in frames)
-    points = max(f["points"].shape[1] for f in frames)
-    out = {"points": torch.zeros(len(frames), lines, points, 2), "lengths": torch.zeros(len(frames), lines).long()}
-    for key in set(frames[0]) - {"points"}:
-        out[key] = torch.zeros(len(frames), lines, dtype=frames[0][key].dtype)
-    for b, frame in enumerate(frames):
-        m, q = frame["points"].shape[:2]
-        out["points"][b, :m, :q] = frame["points"]
-        out["lengths"][b, :m] = q
-        for key in set(frame) - {"points"}:
-            out[key][b, :m] = frame[key]
-    return out
-
-
 def _reference(preds: list, target: list, protocol: str) -> dict[str, Tensor]:
-    return vector_map_ap(_padded(preds), _padded(target), protocol=protocol)
+    return vector_map_ap(pad_by_hand(preds), pad_by_hand(target), protocol=protocol)
 
 
 def _reference_map(preds: list, target: list, protocol: str) -> Tensor:
