@@ -24,7 +24,6 @@ __all__ = [
     "amax",
     "amin",
     "arange",
-    "as_dtype",
     "as_index",
     "as_values",
     "astype",
@@ -71,11 +70,6 @@ def is_numpy(x: Array) -> bool:
 
 def _torch() -> Any:
     return sys.modules["torch"]  # a tensor was passed, so torch is imported
-
-
-def as_dtype(name: str, like: Array) -> Any:
-    """The dtype called ``name`` (``"float64"``, ``"int64"``, ...) of ``like``'s library."""
-    return np.dtype(name) if is_numpy(like) else getattr(_torch(), name)
 
 
 def astype(x: Array, name: str) -> Array:

@@ -547,11 +547,6 @@ def _pair_index(
     return gt, pred, frame, first, n_gt, n_pred
 
 
-def _take(resampled: dict[str, Tensor], index: Tensor) -> dict[str, Tensor]:
-    """The resampled values of the lanes ``index`` as ``(K, 1, 100)`` (one lane per frame of a pair batch)."""
-    return {key: resampled[key].index_select(0, index)[:, None] for key in ("x", "z", "visible")}
-
-
 def _near_pairs(target: dict[str, Tensor], preds: dict[str, Tensor], gt: Tensor, pred: Tensor) -> Tensor:
     """``(K, 100)``: whether the samples of GT lane ``gt[k]`` and predicted lane ``pred[k]`` lie within 1.5 m."""
     dx = target["x"][gt] - preds["x"][pred]
