@@ -197,9 +197,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def _run(args: argparse.Namespace) -> int:
     """Run the command; under torchrun (``WORLD_SIZE`` > 1) across the ranks when it shards its frames
     (``sharded=True`` in its parser defaults, see :mod:`drivemetrics._internal.distributed`), else on rank 0 alone."""
-    from drivemetrics._internal.files import check_input_kinds
+    from drivemetrics._internal.files import check_input_kinds, check_outputs
 
     check_input_kinds(args)  # a folder where a file is expected (or the reverse): one line naming the option
+    check_outputs(args)  # no output is, contains or sits inside an input (the one output rule)
     if os.environ.get("WORLD_SIZE", "1").strip() in ("", "0", "1"):
         return int(args.func(args) or 0)
     if not getattr(args, "sharded", False):

@@ -12,6 +12,7 @@ __all__ = [
     "add_device",
     "add_input",
     "add_no_progress",
+    "add_output",
     "add_workers",
     "check_device",
     "device_name",
@@ -90,6 +91,16 @@ def add_input(parser: argparse.ArgumentParser, flag: str, kind: str, **kwargs: o
     kinds = dict(parser.get_default("input_kinds") or {})
     kinds[action.dest] = (flag, kind)
     parser.set_defaults(input_kinds=kinds)
+
+
+def add_output(parser: argparse.ArgumentParser, flag: str, **kwargs: object) -> None:
+    """``parser.add_argument(flag, **kwargs)`` for an output path (file or folder), recording it for the one output
+    rule (:func:`drivemetrics._internal.files.check_outputs`: it must not be, contain or sit inside an input). The
+    usual names (``--json``, ``--figures``, ``--write-stats``, ``--out``, ``--output``) are checked without it."""
+    action = parser.add_argument(flag, **kwargs)  # type: ignore[arg-type]
+    flags = dict(parser.get_default("output_flags") or {})
+    flags[action.dest] = flag
+    parser.set_defaults(output_flags=flags)
 
 
 def device_name(text: str) -> str:
