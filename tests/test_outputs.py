@@ -135,7 +135,9 @@ def _with_json(argv: list[str], target: str) -> list[str]:
 
 def _null_device(path: Path) -> Path:
     try:
-        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 3))  # a private /dev/null: a broken run cannot harm the real one
+        os.mknod(
+            path, stat.S_IFCHR | 0o666, os.makedev(1, 3)
+        )  # a private /dev/null: a broken run cannot harm the real one
     except (OSError, AttributeError):
         pytest.skip("cannot create a character device here (needs CAP_MKNOD)")
     return path
