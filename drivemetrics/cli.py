@@ -20,6 +20,7 @@ import threading
 import traceback
 from collections.abc import Iterator, Sequence
 from types import FrameType
+from typing import NoReturn
 
 from drivemetrics import __version__
 
@@ -161,9 +162,18 @@ def _command_in(argv: Sequence[str]) -> str | None:
     return None
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """A usage error is one line (``drivemetrics culane-eval: error: argument --width: ...``) and exit 2, like
+    every other error of the command; ``--help`` shows the usage."""
+
+    def error(self, message: str) -> NoReturn:
+        message = " ".join(message.split())
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The argument parser: ``command``'s module registers its real subcommands, the others are placeholders."""
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="drivemetrics", description="Driving-oriented metrics and losses for road, lane and lane-graph perception."
     )
     parser.add_argument("--version", action="version", version=f"drivemetrics {__version__}")

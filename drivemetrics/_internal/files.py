@@ -17,6 +17,7 @@ not decode name their file.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import secrets
@@ -42,6 +43,7 @@ __all__ = [
     "decode_text",
     "is_special_file",
     "load_image",
+    "present_file",
     "read_text",
 ]
 
@@ -328,6 +330,33 @@ def atomic_save_figure(fig: Any, path: str | Path, **kwargs: Any) -> None:
     fmt = Path(path).suffix.lstrip(".") or "png"
     with atomic_open(path, "wb") as stream:
         fig.savefig(stream, format=fmt, **kwargs)
+
+
+def present_file(path: str | Path, what: str = "file") -> bool:
+    """``True`` when ``path`` is a regular file (links followed), ``False`` when nothing is there at all; anything
+    else is refused in one ``ValueError`` naming ``path``: a folder, a dangling or looping link, a device or FIFO.
+
+    For the readers that treat a missing file as "no objects" or "category absent": a folder or a broken link in
+    its place is a mistake to report, not an empty input.
+    """
+    name = os.fspath(path)
+    try:
+        mode = os.stat(name).st_mode
+    except FileNotFoundError:
+        if os.path.islink(name):
+            raise ValueError(
+                f"{name}: a dangling link (its target {os.readlink(name)} does not exist); expected a {what}"
+            ) from None
+        return False
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise ValueError(f"{name}: a looping link; expected a {what}") from None
+        raise ValueError(f"{name}: cannot be read ({err.strerror or type(err).__name__}); expected a {what}") from None
+    if stat.S_ISDIR(mode):
+        raise ValueError(f"{name}: is a folder; expected a {what}")
+    if not stat.S_ISREG(mode):
+        raise ValueError(f"{name}: not a regular file; expected a {what}")
+    return True
 
 
 def read_text(path: str | Path, *, what: str = "file") -> str:

@@ -38,12 +38,14 @@ from drivemetrics._internal.gc_pause import gc_paused
 __all__ = [
     "ENV_VAR",
     "Limits",
+    "check_canvas",
     "check_coordinates",
     "check_count",
     "check_graph_extent",
     "check_graph_size",
     "check_image_fits_camera",
     "check_image_size",
+    "check_window",
     "get_limits",
     "json_depth",
     "limit_options",
@@ -194,6 +196,39 @@ def check_count(count: int, name: str, where: object, what: str) -> None:
     limit = getattr(get_limits(), name)
     if count > limit:
         raise ValueError(f"{where}: {count:,} {what}, more than {name}={limit:,} ({_how_to_raise(name)})")
+
+
+def check_canvas(height: float, width: float, where: object, line_width: float | None = None) -> None:
+    """Refuse a raster of ``height x width`` pixels (a CULane or CCQ canvas) that is empty, not finite or larger
+    than ``max_png_pixels``, and a ``line_width`` that is not positive or wider than the canvas's longer side (a
+    wider line covers the same pixels); ``where`` names the options or the file."""
+    limit = get_limits().max_png_pixels
+    if not (math.isfinite(height) and math.isfinite(width) and height >= 1 and width >= 1):
+        raise ValueError(f"{where}: a {height:.6g} x {width:.6g} px canvas; both sides must be at least 1 px")
+    if height * width > limit:
+        raise ValueError(
+            f"{where}: a {height:.6g} x {width:.6g} px canvas, more than max_png_pixels={limit:,} "
+            f"({_how_to_raise('max_png_pixels')})"
+        )
+    if line_width is not None and not (0 < line_width <= max(height, width)):
+        raise ValueError(f"{where}: line width {line_width:.6g} px, expected in (0, {max(height, width):g}] px")
+
+
+def check_window(window: Any, where: object) -> None:
+    """Refuse a crop window ``(xmin, ymin, xmax, ymax)`` (pixels) that is empty, not finite or whose side exceeds
+    ``max_graph_extent`` (its raster and resampling grow with it, not with the input's size)."""
+    xmin, ymin, xmax, ymax = (float(v) for v in window)
+    if not all(map(math.isfinite, (xmin, ymin, xmax, ymax))) or xmax <= xmin or ymax <= ymin:
+        raise ValueError(
+            f"{where}: ({xmin:.6g}, {ymin:.6g}, {xmax:.6g}, {ymax:.6g}) is not a window "
+            "(XMIN < XMAX and YMIN < YMAX, finite)"
+        )
+    limit = get_limits().max_graph_extent
+    if max(xmax - xmin, ymax - ymin) > limit:
+        raise ValueError(
+            f"{where}: a {xmax - xmin:.6g} x {ymax - ymin:.6g} px window, more than max_graph_extent={limit:,} px "
+            f"({_how_to_raise('max_graph_extent')})"
+        )
 
 
 # ---------------------------------------------------------------------------------------------------------------
