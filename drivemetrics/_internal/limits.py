@@ -29,6 +29,7 @@ import json
 import math
 import os
 import re
+import reprlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,7 @@ __all__ = [
     "load_json",
     "png_size",
     "set_limits",
+    "short_repr",
 ]
 
 #: Environment variable read by :func:`get_limits`: ``"name=value,name=value"``.
@@ -185,6 +187,29 @@ def limit_options(assignments: list[str]) -> Iterator[None]:
             os.environ.pop(ENV_VAR, None)
         else:
             os.environ[ENV_VAR] = previous
+
+
+def short_repr(value: Any, limit: int = 80) -> str:
+    """A ``repr`` of ``value`` of at most ``limit`` characters (``...`` marks a cut), for error messages: every
+    message quotes at most 80 characters of its input.
+
+    A key or line of a hostile file can be megabytes long or deeply nested; :mod:`reprlib` abbreviates long strings,
+    big containers and deep nesting without building the full ``repr`` first.
+
+    Examples:
+        >>> short_repr("a" * 1000, limit=12)
+        "'aaaaaaaa..."
+    """
+    try:
+        text = _REPR.repr(value)
+    except Exception:  # e.g. an int beyond Python's digit limit, a hostile __repr__
+        return f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel = 4
+_REPR.maxstring = _REPR.maxother = _REPR.maxlong = 80
 
 
 def _how_to_raise(name: str) -> str:

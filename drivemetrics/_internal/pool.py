@@ -126,6 +126,21 @@ def _sigint_blocked() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored meanwhile (main thread; elsewhere nothing changes): the cleanup after the first Ctrl-C."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def map_in_processes(
     fn: Callable[[Any], T], jobs: Sequence[Any], workers: int | None, chunksize: int | None = None
 ) -> Iterator[T]:
@@ -165,12 +180,13 @@ def map_in_processes(
                 results = pool.map(fn, jobs, chunksize=chunksize)
         yield from results
     except BaseException:
-        processes = list((pool._processes or {}).values())
-        pool.shutdown(wait=False, cancel_futures=True)
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            process.join(timeout=5)
+        with _sigint_ignored():  # a second Ctrl-C must not leave the workers running
+            processes = list((pool._processes or {}).values())
+            pool.shutdown(wait=False, cancel_futures=True)
+            for process in processes:
+                process.terminate()
+            for process in processes:
+                process.join(timeout=5)
         raise
     pool.shutdown(wait=True)
 
