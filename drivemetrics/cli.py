@@ -20,6 +20,7 @@ import threading
 import traceback
 from collections.abc import Iterator, Sequence
 from types import FrameType
+from typing import NoReturn
 
 from drivemetrics import __version__
 
@@ -130,6 +131,17 @@ def _sigterm_raises() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def _ignore_sigint() -> None:
+    """Ignore SIGINT from now on (main thread only): the command has stopped and only the interpreter's exit (pool
+    finalizers, ``atexit``) is left, which a second Ctrl-C would interrupt with a traceback."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+#: most characters of an error message printed: a message quoting its input is cut in the middle
+MAX_ERROR_CHARS = 400
+
+
 def is_input_error(err: BaseException) -> bool:
     """Whether ``err`` is what bad or oversized input raises (exit 2) rather than an internal bug (exit 1)."""
     return isinstance(err, INPUT_ERRORS) or type(err).__name__ == "OutOfMemoryError"  # torch's, a RuntimeError
@@ -144,6 +156,9 @@ def error_line(err: BaseException) -> str:
     elif isinstance(err, RecursionError):
         message = f"input nested too deeply ({message})"
     message = " ".join(message.split())
+    if len(message) > MAX_ERROR_CHARS:  # a message quoting kilobytes of input: its head and tail
+        cut = f" [... {len(message) - MAX_ERROR_CHARS + 40:,} characters ...] "
+        message = message[: MAX_ERROR_CHARS - 80 - len(cut)] + cut + message[-80:]
     return message if message else type(err).__name__
 
 
@@ -161,9 +176,18 @@ def _command_in(argv: Sequence[str]) -> str | None:
     return None
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """A usage error is one line (``drivemetrics culane-eval: error: argument --width: ...``) and exit 2, like
+    every other error of the command; ``--help`` shows the usage."""
+
+    def error(self, message: str) -> NoReturn:
+        message = " ".join(message.split())
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The argument parser: ``command``'s module registers its real subcommands, the others are placeholders."""
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="drivemetrics", description="Driving-oriented metrics and losses for road, lane and lane-graph perception."
     )
     parser.add_argument("--version", action="version", version=f"drivemetrics {__version__}")
@@ -197,9 +221,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def _run(args: argparse.Namespace) -> int:
     """Run the command; under torchrun (``WORLD_SIZE`` > 1) across the ranks when it shards its frames
     (``sharded=True`` in its parser defaults, see :mod:`drivemetrics._internal.distributed`), else on rank 0 alone."""
-    from drivemetrics._internal.files import check_input_kinds
+    from drivemetrics._internal.files import check_input_kinds, check_outputs
 
     check_input_kinds(args)  # a folder where a file is expected (or the reverse): one line naming the option
+    check_outputs(args)  # no output is, contains or sits inside an input (the one output rule)
     if os.environ.get("WORLD_SIZE", "1").strip() in ("", "0", "1"):
         return int(args.func(args) or 0)
     if not getattr(args, "sharded", False):
@@ -228,13 +253,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         from drivemetrics._internal.limits import limit_options
+        from drivemetrics._internal.progress import one_line_warnings
 
-        with _sigterm_raises(), limit_options(args.limit):
+        with _sigterm_raises(), limit_options(args.limit), one_line_warnings(f"drivemetrics {args.command}"):
             return _run(args)
     except KeyboardInterrupt:
+        _ignore_sigint()  # a second Ctrl-C must not interrupt the exit's cleanup (atexit finalizers) with a traceback
         print(f"drivemetrics {args.command}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Terminated:
+        _ignore_sigint()
         print(f"drivemetrics {args.command}: terminated (SIGTERM)", file=sys.stderr)
         return EXIT_TERMINATED
     except Exception as err:

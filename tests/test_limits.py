@@ -260,3 +260,40 @@ def test_load_json_with_orjson_gives_the_standard_decoders_values_and_messages(m
         except ValueError as err:
             got = str(err)
         assert got == expected, tricky
+
+
+def _cpu_seconds(fn, text: str) -> float:
+    import contextlib
+    import time
+
+    best = float("inf")
+    for _ in range(3):
+        start = time.process_time()
+        with contextlib.suppress(ValueError):
+            fn(text, "bench.json")
+        best = min(best, time.process_time() - start)
+    return best
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        '"' + '\\"' * 500_000,  # an unterminated string of escaped quotes (quadratic before issue 51: 35 s for 128 KB)
+        "[" + '"\\"' * 333_333,  # many unterminated strings, each starting after the last
+        '"' + "\\\\" * 499_999 + "\\",  # escaped backslashes ending in a lone backslash
+    ],
+    ids=["escaped-quotes", "many-strings", "lone-backslash"],
+)
+def test_hostile_json_costs_what_valid_json_of_the_same_size_costs(hostile):
+    # issue 51's benchmark row: 1 MB of hostile JSON within 2x the time of 1 MB of valid JSON
+    import json
+
+    from drivemetrics._internal.limits import load_json
+
+    valid = json.dumps(
+        [{"sample_token": f"t{i}", "pts": [[i * 0.5, 1.25], [2.5, 3.75]], "s": 'a"b'} for i in range(13_000)]
+    )
+    assert 0.9e6 < len(valid) < 1.1e6
+    assert len(hostile) >= 1e6
+    base = _cpu_seconds(load_json, valid)
+    assert _cpu_seconds(load_json, hostile) <= 2 * base + 0.02, (base, hostile[:20])

@@ -17,7 +17,9 @@ not decode name their file.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import re
 import secrets
 import stat
 import warnings
@@ -26,6 +28,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 __all__ = [
+    "OUTPUT_OPTIONS",
     "InputFiles",
     "atomic_open",
     "atomic_save_figure",
@@ -33,10 +36,14 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
     "check_input_kinds",
+    "check_output_against_inputs",
     "check_output_path",
+    "check_outputs",
     "check_writable",
     "decode_text",
+    "is_special_file",
     "load_image",
+    "present_file",
     "read_text",
 ]
 
@@ -46,6 +53,83 @@ if TYPE_CHECKING:
 
 def _resolved(path: str | Path) -> Path:
     return Path(path).expanduser().resolve()
+
+
+_FD_LINK = re.compile(r"/dev/(stdout|stderr|stdin|fd/[0-9]+)|/proc/(self|thread-self|[0-9]+)/fd/[0-9]+")
+
+
+def is_special_file(path: str | Path) -> bool:
+    """Whether ``path`` names something to write *into*, never to replace: an existing character or block device,
+    FIFO or socket (``/dev/null``, a named pipe), or a link to an open descriptor (``/dev/stdout``, ``/dev/fd/N``,
+    ``/proc/self/fd/N``: a terminal, a pipe or the regular file the shell redirected to, not ours to rename over).
+
+    Outputs of this kind are opened and written directly by :func:`atomic_open` (no temporary file, no rename:
+    renaming over ``/dev/null`` as root would replace the system's null device with a regular file).
+    """
+    path = Path(path).expanduser()
+    if _FD_LINK.fullmatch(str(path.absolute())):
+        return True
+    try:
+        mode = os.stat(path).st_mode  # links followed
+    except (OSError, ValueError):
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+#: argparse ``dest`` of the options that name an output (file or folder), checked by :func:`check_outputs` in every
+#: command: ``--json``, ``--figures``, ``--write-stats``, ``--out``, ``--output`` (and those declared with
+#: :func:`drivemetrics._internal.options.add_output`).
+OUTPUT_OPTIONS = ("json", "figures", "write_stats", "out", "output")
+
+
+def _input_paths(args: Any) -> list[tuple[str, Path]]:
+    """``(flag, path)`` of every input a command declared with :func:`drivemetrics._internal.options.add_input`."""
+    found = []
+    for dest, (flag, _) in (getattr(args, "input_kinds", None) or {}).items():
+        value = getattr(args, dest, None)
+        for path in value if isinstance(value, (list, tuple)) else [value]:
+            if path is not None:
+                found.append((flag, Path(path)))
+    return found
+
+
+def check_outputs(args: Any) -> None:
+    """The one output rule of every command, checked before any work (:func:`drivemetrics.cli.main` calls it).
+
+    Each output (the options of :data:`OUTPUT_OPTIONS` and those declared with ``add_output``) must not be, contain
+    or sit inside any input (the files and folders declared with ``add_input``), links resolved: see
+    :func:`check_output_against_inputs`. An output that is a special file (:func:`is_special_file`) is exempt.
+    """
+    inputs = _input_paths(args)
+    flags = dict(getattr(args, "output_flags", None) or {})
+    for dest in OUTPUT_OPTIONS:
+        flags.setdefault(dest, "--" + dest.replace("_", "-"))
+    for dest, flag in flags.items():
+        value = getattr(args, dest, None)
+        if isinstance(value, (str, os.PathLike)) and str(value):
+            check_output_against_inputs(value, inputs, option=flag)
+
+
+def check_output_against_inputs(output: str | Path, inputs: Iterable[tuple[str, str | Path]], option: str) -> None:
+    """Raise ``ValueError`` (one line naming ``option`` and the input's flag and path) when ``output`` is one of the
+    ``inputs`` (``(flag, path)`` pairs), the same file through a hard link, a folder that contains one of them, or a
+    path inside an input folder, links resolved. A special output (``/dev/null``, a FIFO) is never refused."""
+    if is_special_file(output):
+        return
+    out = _resolved(output)
+    for flag, path in inputs:
+        where = _resolved(path)
+        if where == out:
+            raise ValueError(f"`{option}` {output} is the input `{flag}` {path}; refusing to overwrite it")
+        with contextlib.suppress(OSError):
+            if out.exists() and Path(path).exists() and os.path.samefile(out, path):
+                raise ValueError(
+                    f"`{option}` {output} is the same file as the input `{flag}` {path}; refusing to overwrite it"
+                )
+        if where.is_relative_to(out):
+            raise ValueError(f"`{option}` {output} contains the input `{flag}` {path}; write the output elsewhere")
+        if out.is_relative_to(where) and where.is_dir():
+            raise ValueError(f"`{option}` {output} is inside the input folder `{flag}` {path}; write it elsewhere")
 
 
 def check_output_path(
@@ -70,6 +154,8 @@ def check_output_path(
     """
     check_writable(output, option=option, is_folder=is_folder)
     out = _resolved(output)
+    if is_special_file(output):
+        return out
     for path in input_files:
         if path is not None and _resolved(path) == out:
             raise ValueError(f"`{option}` {output} is one of the inputs ({path}); refusing to overwrite it")
@@ -105,6 +191,12 @@ def check_writable(output: str | Path, *, option: str = "output", is_folder: boo
     (probed by creating and removing an empty temporary file there).
     """
     path = Path(output).expanduser()
+    if is_special_file(path):  # /dev/null, a FIFO, /dev/stdout: written directly
+        if is_folder:
+            raise ValueError(f"`{option}` {output} is a special file; expected a folder")
+        if not os.access(path, os.W_OK):
+            raise ValueError(f"`{option}` {output}: cannot write there (permission denied)")
+        return
     if is_folder is False and path.is_dir():
         raise ValueError(f"`{option}` {output} is a folder; expected a file name")
     if is_folder and path.exists() and not path.is_dir():
@@ -135,8 +227,11 @@ def _create_temporary(target: Path) -> tuple[int, str]:
     except OSError:
         replaced_mode = None
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    stem = target.name
+    while len(os.fsencode(stem)) > 200:  # ".NAME.XXXXXXXX.tmp" within NAME_MAX (255 bytes) for any legal NAME
+        stem = stem[:-1]
     for _ in range(100):
-        name = str(target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp")
+        name = str(target.parent / f".{stem}.{secrets.token_hex(4)}.tmp")
         try:
             handle = os.open(name, flags, 0o666)
         except FileExistsError:
@@ -186,11 +281,16 @@ class InputFiles:
 def atomic_open(path: str | Path, mode: str = "w", **kwargs: Any) -> Iterator[IO[Any]]:
     """Open a temporary file beside ``path`` for writing; on success it replaces ``path``, on error it is removed.
 
-    Creates missing parent folders. ``mode`` is ``"w"`` (text; pass ``encoding``) or ``"wb"``.
+    Creates missing parent folders. ``mode`` is ``"w"`` (text; pass ``encoding``) or ``"wb"``. A special file
+    (:func:`is_special_file`: ``/dev/null``, a FIFO, ``/dev/stdout``) is opened and written directly instead.
     """
     if mode not in ("w", "wb"):
         raise ValueError(f"`mode` must be 'w' or 'wb', got {mode!r}")
     target = Path(path)
+    if is_special_file(target):  # /dev/null, a FIFO, /dev/stdout: written into, never replaced
+        with open(target, mode, **kwargs) as stream:
+            yield stream
+        return
     target.parent.mkdir(parents=True, exist_ok=True)
     handle, tmp_name = _create_temporary(target)
     try:
@@ -230,6 +330,33 @@ def atomic_save_figure(fig: Any, path: str | Path, **kwargs: Any) -> None:
     fmt = Path(path).suffix.lstrip(".") or "png"
     with atomic_open(path, "wb") as stream:
         fig.savefig(stream, format=fmt, **kwargs)
+
+
+def present_file(path: str | Path, what: str = "file") -> bool:
+    """``True`` when ``path`` is a regular file (links followed), ``False`` when nothing is there at all; anything
+    else is refused in one ``ValueError`` naming ``path``: a folder, a dangling or looping link, a device or FIFO.
+
+    For the readers that treat a missing file as "no objects" or "category absent": a folder or a broken link in
+    its place is a mistake to report, not an empty input.
+    """
+    name = os.fspath(path)
+    try:
+        mode = os.stat(name).st_mode
+    except FileNotFoundError:
+        if os.path.islink(name):
+            raise ValueError(
+                f"{name}: a dangling link (its target {os.readlink(name)} does not exist); expected a {what}"
+            ) from None
+        return False
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise ValueError(f"{name}: a looping link; expected a {what}") from None
+        raise ValueError(f"{name}: cannot be read ({err.strerror or type(err).__name__}); expected a {what}") from None
+    if stat.S_ISDIR(mode):
+        raise ValueError(f"{name}: is a folder; expected a {what}")
+    if not stat.S_ISREG(mode):
+        raise ValueError(f"{name}: not a regular file; expected a {what}")
+    return True
 
 
 def read_text(path: str | Path, *, what: str = "file") -> str:

@@ -29,6 +29,7 @@ import json
 import math
 import os
 import re
+import reprlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -38,18 +39,21 @@ from drivemetrics._internal.gc_pause import gc_paused
 __all__ = [
     "ENV_VAR",
     "Limits",
+    "check_canvas",
     "check_coordinates",
     "check_count",
     "check_graph_extent",
     "check_graph_size",
     "check_image_fits_camera",
     "check_image_size",
+    "check_window",
     "get_limits",
     "json_depth",
     "limit_options",
     "load_json",
     "png_size",
     "set_limits",
+    "short_repr",
 ]
 
 #: Environment variable read by :func:`get_limits`: ``"name=value,name=value"``.
@@ -185,6 +189,29 @@ def limit_options(assignments: list[str]) -> Iterator[None]:
             os.environ[ENV_VAR] = previous
 
 
+def short_repr(value: Any, limit: int = 80) -> str:
+    """A ``repr`` of ``value`` of at most ``limit`` characters (``...`` marks a cut), for error messages: every
+    message quotes at most 80 characters of its input.
+
+    A key or line of a hostile file can be megabytes long or deeply nested; :mod:`reprlib` abbreviates long strings,
+    big containers and deep nesting without building the full ``repr`` first.
+
+    Examples:
+        >>> short_repr("a" * 1000, limit=12)
+        "'aaaaaaaa..."
+    """
+    try:
+        text = _REPR.repr(value)
+    except Exception:  # e.g. an int beyond Python's digit limit, a hostile __repr__
+        return f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel = 4
+_REPR.maxstring = _REPR.maxother = _REPR.maxlong = 80
+
+
 def _how_to_raise(name: str) -> str:
     return f"raise it with --limit {name}=N, DRIVEMETRICS_LIMITS or drivemetrics._internal.limits.set_limits"
 
@@ -194,6 +221,39 @@ def check_count(count: int, name: str, where: object, what: str) -> None:
     limit = getattr(get_limits(), name)
     if count > limit:
         raise ValueError(f"{where}: {count:,} {what}, more than {name}={limit:,} ({_how_to_raise(name)})")
+
+
+def check_canvas(height: float, width: float, where: object, line_width: float | None = None) -> None:
+    """Refuse a raster of ``height x width`` pixels (a CULane or CCQ canvas) that is empty, not finite or larger
+    than ``max_png_pixels``, and a ``line_width`` that is not positive or wider than the canvas's longer side (a
+    wider line covers the same pixels); ``where`` names the options or the file."""
+    limit = get_limits().max_png_pixels
+    if not (math.isfinite(height) and math.isfinite(width) and height >= 1 and width >= 1):
+        raise ValueError(f"{where}: a {height:.6g} x {width:.6g} px canvas; both sides must be at least 1 px")
+    if height * width > limit:
+        raise ValueError(
+            f"{where}: a {height:.6g} x {width:.6g} px canvas, more than max_png_pixels={limit:,} "
+            f"({_how_to_raise('max_png_pixels')})"
+        )
+    if line_width is not None and not (0 < line_width <= max(height, width)):
+        raise ValueError(f"{where}: line width {line_width:.6g} px, expected in (0, {max(height, width):g}] px")
+
+
+def check_window(window: Any, where: object) -> None:
+    """Refuse a crop window ``(xmin, ymin, xmax, ymax)`` (pixels) that is empty, not finite or whose side exceeds
+    ``max_graph_extent`` (its raster and resampling grow with it, not with the input's size)."""
+    xmin, ymin, xmax, ymax = (float(v) for v in window)
+    if not all(map(math.isfinite, (xmin, ymin, xmax, ymax))) or xmax <= xmin or ymax <= ymin:
+        raise ValueError(
+            f"{where}: ({xmin:.6g}, {ymin:.6g}, {xmax:.6g}, {ymax:.6g}) is not a window "
+            "(XMIN < XMAX and YMIN < YMAX, finite)"
+        )
+    limit = get_limits().max_graph_extent
+    if max(xmax - xmin, ymax - ymin) > limit:
+        raise ValueError(
+            f"{where}: a {xmax - xmin:.6g} x {ymax - ymin:.6g} px window, more than max_graph_extent={limit:,} px "
+            f"({_how_to_raise('max_graph_extent')})"
+        )
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -222,7 +282,10 @@ def check_image_size(path: str | Path, width: int, height: int) -> None:
 # ---------------------------------------------------------------------------------------------------------------
 # JSON
 
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+#: a JSON string, or an unterminated one up to the end of the text: every ``"`` starts a match that ends at its
+#: closing quote or at the end, so :meth:`re.Pattern.sub` scans each byte once (a pattern requiring the closing quote
+#: rescans to the end from every quote of an unterminated string of escaped quotes: quadratic, 35 s for 128 KB)
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
 
 
 # brackets kept, every other byte deleted: the nesting is read from a much shorter byte string
@@ -329,7 +392,8 @@ def load_json(text: str, where: object, *, allow_non_finite: bool = False) -> An
                 return json.loads(text, parse_constant=parse_constant)
             return json.loads(text, parse_int=parse_int, parse_float=parse_float, parse_constant=parse_constant)
     except json.JSONDecodeError as err:
-        raise ValueError(f"{where}: not valid JSON ({err.msg} at line {err.lineno}, column {err.colno})") from None
+        msg = err.msg.removesuffix(" at")  # "Unterminated string starting at"
+        raise ValueError(f"{where}: not valid JSON ({msg} at line {err.lineno}, column {err.colno})") from None
     except RecursionError:
         raise ValueError(f"{where}: JSON nested too deeply") from None
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
+from collections.abc import Callable
 
 __all__ = [
     "INPUT_KINDS",
@@ -12,9 +14,11 @@ __all__ = [
     "add_device",
     "add_input",
     "add_no_progress",
+    "add_output",
     "add_workers",
     "check_device",
     "device_name",
+    "number_in",
     "positive_int",
     "progress_setting",
     "resolve_workers",
@@ -30,6 +34,30 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
     return value
+
+
+#: the seeds numpy's and Python's generators take from every command: ``0 <= seed < 2 ** 32``
+SEED_RANGE = (0, 2**32 - 1)
+
+
+def number_in(low: float, high: float, *, kind: type = float, low_open: bool = False) -> Callable[[str], float | int]:
+    """argparse type: a finite ``kind`` (``float`` or ``int``) in ``[low, high]`` (``(low, high]`` with
+    ``low_open``). Anything else is a usage error naming the option, e.g. ``argument --width: must be an integer
+    in [1, 100000], got 1000000000`` (the input quoted to at most 80 characters)."""
+    name = "an integer" if kind is int else "a number"
+    bounds = f"{'(' if low_open else '['}{low:g}, {high:g}]"
+
+    def parse(text: str) -> float | int:
+        try:
+            value = kind(text)
+        except (ValueError, OverflowError):
+            raise argparse.ArgumentTypeError(f"must be {name} in {bounds}, got {text[:80]!r}") from None
+        if not math.isfinite(value) or value < low or (low_open and value == low) or value > high:
+            raise argparse.ArgumentTypeError(f"must be {name} in {bounds}, got {text[:80]}")
+        return value
+
+    parse.__name__ = kind.__name__
+    return parse
 
 
 def add_workers(parser: argparse.ArgumentParser, what: str, auto: bool = False) -> None:
@@ -90,6 +118,16 @@ def add_input(parser: argparse.ArgumentParser, flag: str, kind: str, **kwargs: o
     kinds = dict(parser.get_default("input_kinds") or {})
     kinds[action.dest] = (flag, kind)
     parser.set_defaults(input_kinds=kinds)
+
+
+def add_output(parser: argparse.ArgumentParser, flag: str, **kwargs: object) -> None:
+    """``parser.add_argument(flag, **kwargs)`` for an output path (file or folder), recording it for the one output
+    rule (:func:`drivemetrics._internal.files.check_outputs`: it must not be, contain or sit inside an input). The
+    usual names (``--json``, ``--figures``, ``--write-stats``, ``--out``, ``--output``) are checked without it."""
+    action = parser.add_argument(flag, **kwargs)  # type: ignore[arg-type]
+    flags = dict(parser.get_default("output_flags") or {})
+    flags[action.dest] = flag
+    parser.set_defaults(output_flags=flags)
 
 
 def device_name(text: str) -> str:

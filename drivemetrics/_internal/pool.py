@@ -126,19 +126,37 @@ def _sigint_blocked() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored meanwhile (main thread; elsewhere nothing changes): the cleanup after the first Ctrl-C."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def map_in_processes(
     fn: Callable[[Any], T], jobs: Sequence[Any], workers: int | None, chunksize: int | None = None
 ) -> Iterator[T]:
     """``fn(job)`` for every job, in order; ``workers == 1`` (or one job) runs in this process, ``None`` lets
     :func:`pool_pays` decide from the measured time of the jobs run so far. ``chunksize``: jobs sent to a worker
-    at a time (default: about eight chunks per worker)."""
+    at a time (default: about eight chunks per worker). At most :func:`usable_cores` processes are started, and no
+    more than there are chunks, whatever ``workers`` asks (``--workers 10000`` on 2 cores starts 2)."""
     if workers is None:
         yield from _map_auto(fn, jobs, chunksize)
         return
     if workers < 1:
         raise ValueError(f"`workers` must be >= 1, got {workers}")
+    workers = min(workers, usable_cores())  # more processes than cores only share them and pay their start-up
     if chunksize is None:
         chunksize = max(1, len(jobs) // (8 * workers))
+    workers = min(workers, -(-len(jobs) // chunksize))  # no more processes than chunks of work
     if workers == 1 or len(jobs) <= 1:
         for job in jobs:
             yield fn(job)
@@ -162,12 +180,13 @@ def map_in_processes(
                 results = pool.map(fn, jobs, chunksize=chunksize)
         yield from results
     except BaseException:
-        processes = list((pool._processes or {}).values())
-        pool.shutdown(wait=False, cancel_futures=True)
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            process.join(timeout=5)
+        with _sigint_ignored():  # a second Ctrl-C must not leave the workers running
+            processes = list((pool._processes or {}).values())
+            pool.shutdown(wait=False, cancel_futures=True)
+            for process in processes:
+                process.terminate()
+            for process in processes:
+                process.join(timeout=5)
         raise
     pool.shutdown(wait=True)
 
@@ -251,13 +270,14 @@ def one_torch_thread_per_worker() -> Iterator[None]:
 def parallel_map(
     fn: Callable[[_Item], _Result], items: Iterable[_Item], workers: int | None = None
 ) -> Iterator[_Result]:
-    """``fn(item)`` for every item, in order, computed by ``workers`` threads (default: one per CPU core).
+    """``fn(item)`` for every item, in order, computed by ``workers`` threads (default and most: one per usable
+    CPU core).
 
     Meant for file decoding (Pillow and torch release the GIL while they work). At most ``2 * workers`` items are
     in flight, so memory stays bounded whatever the number of items; ``workers=1`` runs in the calling thread.
     An exception of ``fn`` is raised here (for the first failing item in order) and the queued items are dropped.
     """
-    workers = check_workers(workers)
+    workers = min(check_workers(workers), usable_cores())  # CPU-bound decoding: more threads than cores only wait
     if workers == 1:
         yield from map(fn, items)
         return

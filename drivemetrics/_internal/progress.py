@@ -9,14 +9,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from collections.abc import Iterable
+import warnings
+from collections.abc import Iterable, Iterator
 from typing import TypeVar
 
 from tqdm import tqdm
 
-__all__ = ["T", "is_rank_zero", "progress_bar", "progress_enabled", "progress_iter"]
+__all__ = ["T", "is_rank_zero", "one_line_warnings", "progress_bar", "progress_enabled", "progress_iter"]
 
 T = TypeVar("T")
 
@@ -53,3 +55,28 @@ def progress_iter(items: Iterable[T], total: int, desc: str, unit: str, enabled:
     if not progress_enabled(enabled):
         return items
     return _Bar(items, total=total, desc=desc, unit=unit, leave=False, file=sys.stderr)
+
+
+@contextlib.contextmanager
+def one_line_warnings(prefix: str) -> Iterator[None]:
+    """While a command runs, each warning is one line on stderr, ``PREFIX: warning: MESSAGE`` (at most 300
+    characters), without the source line Python prints by default (numpy's ``RuntimeWarning: overflow encountered
+    in multiply`` followed by a line of the library's code tells a user nothing about their input). Only the format
+    changes (``warnings.formatwarning``): filters and ``catch_warnings(record=True)`` work as before."""
+    previous = warnings.formatwarning
+
+    def one_line(
+        message: Warning | str, category: type[Warning], filename: str, lineno: int, line: str | None = None
+    ) -> str:
+        text = " ".join(str(message).split())
+        if len(text) > 300:
+            text = text[:280] + " [...]"
+        name = getattr(category, "__name__", "Warning")
+        kind = "" if name in ("UserWarning", "RuntimeWarning") else f" ({name})"
+        return f"{prefix}: warning{kind}: {text}\n"
+
+    warnings.formatwarning = one_line
+    try:
+        yield
+    finally:
+        warnings.formatwarning = previous

@@ -921,6 +921,37 @@ def _check_structure(obj: Any, limit: int, max_elements: int) -> None:
             stack.extend((kid, None) for kid in found)
 
 
+def _check_graph_state(graph: Any) -> None:
+    """Refuse a networkx graph whose state is not networkx's: ``graph`` and ``_node`` dicts, adjacency dicts
+    (``_adj``, and ``_succ`` / ``_pred`` of a directed graph) of dicts of edge-attribute dicts (one more level of
+    dicts, keyed by edge key, in a multigraph), every end a node. A pickle with ``_adj = [1, 2]`` would otherwise
+    fail later, deep inside networkx, as an internal ``AttributeError``. Linear in the edges."""
+    kind = type(graph).__name__
+    state = vars(graph)
+    multi = bool(getattr(graph, "is_multigraph", lambda: False)())
+    for name in ("graph", "_node"):
+        if not isinstance(state.get(name), dict):
+            raise UnsafePickleError(f"a networkx {kind} whose {name} is a {type(state.get(name)).__name__}, not a dict")
+    nodes = state["_node"]
+    if not all(type(attrs) is dict for attrs in nodes.values()):
+        raise UnsafePickleError(f"a networkx {kind} whose node attributes are not dicts")
+    for name in ("_adj", "_succ", "_pred"):
+        if name not in state:
+            continue
+        adjacency = state[name]
+        if not isinstance(adjacency, dict):
+            raise UnsafePickleError(f"a networkx {kind} whose {name} is a {type(adjacency).__name__}, not a dict")
+        for u, neighbours in adjacency.items():
+            if u not in nodes or not isinstance(neighbours, dict):
+                raise UnsafePickleError(f"a networkx {kind} whose {name} holds a broken entry (node {str(u)[:40]})")
+            for v, data in neighbours.items():
+                edges = data.values() if multi and isinstance(data, dict) else (data,)
+                if v not in nodes or not all(isinstance(e, dict) for e in edges):
+                    raise UnsafePickleError(
+                        f"a networkx {kind} whose {name} holds a broken edge ({str(u)[:40]}, {str(v)[:40]})"
+                    )
+
+
 def safe_pickle_load(file: str | Path | BinaryIO, *, encoding: str = "latin1") -> Any:
     """Unpickle ``file`` (a path or binary file object) with the restricted, bounded unpickler.
 
@@ -946,6 +977,9 @@ def safe_pickle_load(file: str | Path | BinaryIO, *, encoding: str = "latin1") -
             raise UnsafePickleError("a numpy array without its state (data) in a pickle")
         if unpickler.stale:
             _check_structure(obj, MAX_NESTING, budget.total // _ELEMENT_BYTES)
+        for made in unpickler._created.values():
+            if type(made).__module__ in _NETWORKX_MODULES and hasattr(made, "_adj"):
+                _check_graph_state(made)
     except UnsafePickleError as err:
         raise UnsafePickleError(f"{name}: {err}") from None
     except (MemoryError, RecursionError) as err:

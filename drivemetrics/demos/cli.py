@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from drivemetrics._internal.options import SEED_RANGE, number_in
 from drivemetrics.demos import SECTIONS, run_demo
 
 __all__ = ["register"]
@@ -13,7 +14,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``demo`` to the ``drivemetrics`` command."""
     demo = subparsers.add_parser("demo", help="run every domain's demo on synthetic scenes (no download)")
     demo.add_argument("--out", default="demo_out", help="folder for figures and tables (default: demo_out)")
-    demo.add_argument("--seed", type=int, default=0, help="seed of the synthetic scenes")
+    demo.add_argument("--seed", type=number_in(*SEED_RANGE, kind=int), default=0, help="seed of the synthetic scenes")
     demo.add_argument("--quick", action="store_true", help="smaller scenes, for tests")
     demo.add_argument(
         "--only",

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from drivemetrics._internal.files import decode_text, read_text
+from drivemetrics._internal.files import decode_text, present_file, read_text
 from drivemetrics._internal.progress import progress_bar
 
 if TYPE_CHECKING:  # torch is imported where a function needs it: reading and parsing label files run without it
@@ -504,7 +504,7 @@ def read_object_table(
                 try:
                     read_text(path, what="KITTI object file")  # its message for an unreadable file
                 except (FileNotFoundError, ValueError):
-                    if os.path.isfile(path):
+                    if present_file(path, "KITTI object file"):  # a folder or a broken link: refused, not "absent"
                         raise
                     if missing == "error":
                         raise FileNotFoundError(f"KITTI object file not found: {path}") from None

@@ -12,6 +12,7 @@ from drivemetrics._internal.options import (
     add_input,
     add_no_progress,
     add_workers,
+    number_in,
     progress_setting,
 )
 
@@ -192,7 +193,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--per-image", action="store_true", help="with --json, add the per-image scores")
     add_no_progress(parser)
     parser.add_argument("--ego-only", action="store_true", help="score only the ego-left and ego-right lanes")
-    parser.add_argument("--image-width", type=float, default=1280.0, help="image width for --ego-only (pixels)")
+    parser.add_argument(
+        "--image-width",
+        type=number_in(0, 100_000, low_open=True),
+        default=1280.0,
+        help="image width for --ego-only (pixels, in (0, 100000])",
+    )
     add_compat(
         parser,
         "the official FP = n_pred - n_matched (may be negative); default counts the predictions that are no GT "
@@ -228,12 +234,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="list file(s) of the images to score (default: every GT file); several files or a folder such as "
         "list/test_split give one table row each (row name = file name without the testN_ prefix)",
     )
-    culane.add_argument("--height", type=int, default=590)
-    culane.add_argument("--width", type=int, default=1640)
-    culane.add_argument("--line-width", type=float, default=30.0, help="drawn lane width in pixels")
+    culane.add_argument(
+        "--height", type=number_in(1, 100_000, kind=int), default=590, help="canvas height, px (default 590)"
+    )
+    culane.add_argument(
+        "--width", type=number_in(1, 100_000, kind=int), default=1640, help="canvas width, px (default 1640)"
+    )
+    culane.add_argument(
+        "--line-width",
+        type=number_in(0, 1000, low_open=True),
+        default=30.0,
+        help="drawn lane width in pixels (in (0, 1000], default 30)",
+    )
     culane.add_argument(
         "--iou",
-        type=float,
+        type=number_in(0, 1),
         nargs="+",
         default=None,
         metavar="T",
@@ -243,7 +258,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--iou-range", action="store_true", help="score IoU 0.50:0.05:0.95 in one pass: F1@50, F1@75 and mF1"
     )
     add_compat(culane, "the official C++ evaluator's numbers (0/1-point lanes count, its spline and rounding, OpenCV)")
-    culane.add_argument("--chunk", type=int, default=64, help="images scored per batch")
+    culane.add_argument(
+        "--chunk", type=number_in(1, 100_000, kind=int), default=64, help="images scored per batch (default 64)"
+    )
     add_workers(culane, "processes reading and scoring the files (torch runs one thread per process)", auto=True)
     culane.add_argument("--per-image", action="store_true", help="with --json, add per-image TP / FP / FN")
     add_no_progress(culane)

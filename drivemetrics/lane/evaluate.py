@@ -15,6 +15,7 @@ import torch
 from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.compute import precision_recall_f1
 from drivemetrics._internal.distributed import Shard, current_shard
+from drivemetrics._internal.limits import check_canvas
 from drivemetrics._internal.progress import progress_bar
 from drivemetrics._internal.ragged import RaggedRows
 from drivemetrics.lane.culane import culane_matches
@@ -213,6 +214,7 @@ def evaluate_culane_dirs(
     )
     if not thresholds or not all(0 <= t < 1 for t in thresholds):
         raise ValueError(f"`iou_threshold` must be one or more values in [0, 1), got {iou_threshold}")
+    check_canvas(height, width, "`height` x `width` (--height, --width)", line_width)
     gt_dir = Path(gt_dir)
     if names is None and categories:
         names = list(dict.fromkeys(n for rows in categories.values() for n in rows))
@@ -292,6 +294,8 @@ def evaluate_tusimple_files(
         ``({"accuracy", "fp", "fn", "f1"}, per_image)`` with fractions, and per image
         ``{"raw_file", "accuracy", "fp", "fn"}``.
     """
+    if not (isinstance(image_width, (int, float)) and 0 < image_width < float("inf")):
+        raise ValueError(f"`image_width` (--image-width) must be a positive finite number of pixels, got {image_width}")
     with progress_bar(3, "tusimple-eval", "stage", progress) as bar:
         bar.set_postfix_str("reading labels")
         gt = read_tusimple_json(gt_path, require_h_samples=True)

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from drivemetrics._internal.options import add_input, add_no_progress, add_workers, progress_setting
+from drivemetrics._internal.options import (
+    SEED_RANGE,
+    add_input,
+    add_no_progress,
+    add_workers,
+    number_in,
+    progress_setting,
+)
 
 __all__ = ["register"]
 
@@ -28,7 +35,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     lg.add_argument("--json", default=None, metavar="OUT", help="write overall / per-city / per-sample JSON here")
     lg.add_argument("--figures", default=None, metavar="DIR", help="write one PNG per sample (GT and prediction)")
     add_workers(lg, "processes scoring the samples", auto=True)
-    lg.add_argument("--seed", type=int, default=0, help="seed of APLS source sampling and planning (default 0)")
+    lg.add_argument(
+        "--seed",
+        type=number_in(*SEED_RANGE, kind=int),
+        default=0,
+        help="seed of APLS source sampling and planning (default 0)",
+    )
     add_no_progress(lg)
     lg.set_defaults(func=_run_lanegraph, sharded=True)
 

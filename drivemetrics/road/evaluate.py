@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 
 from drivemetrics._internal.compat import Compat
-from drivemetrics._internal.files import InputFiles, atomic_save_png, check_output_path, load_image
+from drivemetrics._internal.files import InputFiles, atomic_save_png, check_output_path, load_image, present_file
 from drivemetrics._internal.limits import check_image_fits_camera, png_size
 from drivemetrics._internal.pool import check_workers, one_torch_thread_per_worker, parallel_map
 from drivemetrics._internal.validation import check_tensor
@@ -233,7 +233,7 @@ def evaluate_results(
         if not keys:
             log(f"{category}: no ground truth in {layout.gt_dir}, skipped")
             continue
-        missing = [k for k in keys if not (results_dir / f"{k}.png").is_file()]
+        missing = [k for k in keys if not present_file(results_dir / f"{k}.png", "result PNG")]
         if len(missing) == len(keys):
             log(f"{category}: no result files in {results_dir}, skipped")
             continue
@@ -440,7 +440,7 @@ def kitti_corridor_table(
     if not keys:
         raise ValueError(f"no {category} ground truth in {layout.gt_dir}")
     results = Path(results_dir)
-    missing = [k for k in keys if not (results / f"{k}.png").is_file()]
+    missing = [k for k in keys if not present_file(results / f"{k}.png", "result PNG")]
     if missing:
         raise FileNotFoundError(f"{len(missing)} of {len(keys)} {category} results missing in {results}: {missing[:3]}")
     preds, lanes, valids = [], [], []

@@ -6,7 +6,14 @@ import argparse
 import json
 import sys
 
-from drivemetrics._internal.options import add_input, add_no_progress, add_workers, progress_setting
+from drivemetrics._internal.options import (
+    SEED_RANGE,
+    add_input,
+    add_no_progress,
+    add_workers,
+    number_in,
+    progress_setting,
+)
 
 __all__ = ["METRICS", "PERTURBATIONS", "apply_settings", "check_setting", "register", "warn_default_mode"]
 
@@ -39,11 +46,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     ev.add_argument("--json", default=None, metavar="OUT", help="write per-tile and aggregated results as JSON")
     add_workers(ev, "processes scoring the tiles", auto=True)
-    ev.add_argument("--seed", type=int, default=0, help="seed of the sampled metrics (default 0)")
+    ev.add_argument(
+        "--seed", type=number_in(*SEED_RANGE, kind=int), default=0, help="seed of the sampled metrics (default 0)"
+    )
     ev.add_argument(
         "--window",
         nargs=4,
-        type=float,
+        type=number_in(-1e9, 1e9),
         default=None,
         metavar=("XMIN", "YMIN", "XMAX", "YMAX"),
         help="crop both graphs to this window, then shift it to the origin (RoadTracer protocol: the city's "
@@ -51,7 +60,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     ev.add_argument(
         "--border",
-        type=float,
+        type=number_in(0, 1e9),
         default=0.0,
         help="then crop [B, size - B) of the shifted window (default: shrink the GT's extent), px; protocol: 260",
     )
@@ -81,15 +90,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_input(se, "--gt", "file", required=True, help="ground-truth graph file")
     se.add_argument("--out", default="graph_sensitivity", help="output folder (default graph_sensitivity)")
-    se.add_argument("--k-max", type=int, default=20, help="largest number of errors K (default 20)")
-    se.add_argument("--k-step", type=int, default=4, help="step between error counts (default 4)")
     se.add_argument(
-        "--crop", type=float, default=2048.0, help="side of the centered window cut from the GT, px (0: whole graph)"
+        "--k-max", type=number_in(1, 10_000, kind=int), default=20, help="largest number of errors K (default 20)"
     )
-    se.add_argument("--samples", type=int, default=200, help="random draws of OPT-G / SUBG / TLTS / APLS sources")
+    se.add_argument(
+        "--k-step", type=number_in(1, 10_000, kind=int), default=4, help="step between error counts (default 4)"
+    )
+    se.add_argument(
+        "--crop",
+        type=number_in(0, 1e6),
+        default=2048.0,
+        help="side of the centered window cut from the GT, px (0: whole graph)",
+    )
+    se.add_argument(
+        "--samples",
+        type=number_in(1, 1_000_000, kind=int),
+        default=200,
+        help="random draws of OPT-G / SUBG / TLTS / APLS sources",
+    )
     se.add_argument("--kinds", nargs="+", default=list(PERTURBATIONS), metavar="KIND", help="error types")
     se.add_argument("--metrics", nargs="+", default=list(METRICS), metavar="NAME", help="metrics (default all)")
-    se.add_argument("--seed", type=int, default=0, help="seed of the perturbations")
+    se.add_argument("--seed", type=number_in(*SEED_RANGE, kind=int), default=0, help="seed of the perturbations")
     se.add_argument("--quick", action="store_true", help="K = 4, step 2, 1024 px crop, 50 samples (for tests)")
     se.add_argument("--compat", choices=["default", "reference"], default="default", help="score as the released code")
     add_no_progress(se)

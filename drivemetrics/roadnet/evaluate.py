@@ -26,7 +26,7 @@ from typing import Any
 import networkx as nx
 
 from drivemetrics._internal.compat import Compat, check_compat
-from drivemetrics._internal.limits import check_graph_extent
+from drivemetrics._internal.limits import check_graph_extent, check_window
 from drivemetrics._internal.pool import check_workers_or_auto, map_in_processes
 from drivemetrics._internal.progress import progress_bar
 from drivemetrics.roadnet.apls import apls
@@ -290,8 +290,10 @@ def evaluate_dataset(
     names = check_metric_names(metrics if metrics is not None else METRICS)
     check_compat(compat)
     workers = check_workers_or_auto(workers)
-    if border < 0:
+    if not border >= 0:
         raise ValueError(f"`border` must be >= 0, got {border}")
+    if window is not None:
+        check_window(window, "`window` (--window)")
     jobs = [(name, g, p, names, options or {}, window, border, compat) for name, g, p in pairs]
     bar = progress_bar(len(jobs), "graph-eval", "tile", progress)
     results: dict[str, dict[str, dict[str, float]]] = {}

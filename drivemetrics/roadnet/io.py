@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import io
 import math
-import reprlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ import networkx as nx
 import numpy as np
 
 from drivemetrics._internal.files import atomic_write_text, read_text
-from drivemetrics._internal.limits import check_graph_size, load_json
+from drivemetrics._internal.limits import check_graph_size, load_json, short_repr
 from drivemetrics._internal.safe_pickle import UnsafePickleError, safe_pickle_load
 
 __all__ = [
@@ -46,24 +45,6 @@ __all__ = [
 ]
 
 EARTH_RADIUS_M = 6_378_137.0  # WGS84 equatorial radius, metres
-
-
-def short_repr(value: Any, limit: int = 80) -> str:
-    """A ``repr`` of ``value`` of at most ``limit`` characters (``...`` marks a cut), for error messages.
-
-    A key or line of a hostile file can be megabytes long or deeply nested; :mod:`reprlib` abbreviates long strings,
-    big containers and deep nesting without building the full ``repr`` first.
-    """
-    try:
-        text = _REPR.repr(value)
-    except Exception:  # e.g. an int beyond Python's digit limit, a hostile __repr__
-        return f"<{type(value).__name__}>"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-_REPR = reprlib.Repr()
-_REPR.maxlevel = 4
-_REPR.maxstring = _REPR.maxother = _REPR.maxlong = 80
 
 
 def _check_xy(x: float, y: float, where: str) -> tuple[float, float]:

@@ -34,15 +34,19 @@ def _map_eval(args: argparse.Namespace) -> int:
         result = _evaluate_on_torch(args)
     if result is None:  # torchrun: rank 0 reports
         return 0
+    from drivemetrics._internal.limits import short_repr
+
     unknown, missing = result.unknown_samples, result.missing_samples
     if unknown:
         print(
-            f"warning: {len(unknown)} prediction sample(s) have no GT sample and were ignored (first: {unknown[0]})",
+            f"warning: {len(unknown)} prediction sample(s) have no GT sample and were ignored "
+            f"(first: {short_repr(unknown[0])})",
             file=sys.stderr,
         )
     if missing:
         print(
-            f"note: {len(missing)} GT sample(s) have no prediction and count as empty (first: {missing[0]})",
+            f"note: {len(missing)} GT sample(s) have no prediction and count as empty "
+            f"(first: {short_repr(missing[0])})",
             file=sys.stderr,
         )
     report = result.report

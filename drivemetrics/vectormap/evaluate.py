@@ -424,6 +424,7 @@ def evaluate_flat(
     processes = workers
     if processes is None:  # one per core where each gets enough lines
         processes = usable_cores() if len(preds.counts) >= MIN_LINES_PER_PROCESS * 2 else 1
+    processes = max(1, min(processes, usable_cores(), len(gt.tokens)))  # --workers 10000: no fork storm
     num_jobs = 1 if processes == 1 else 4 * processes
     bounds = np.linspace(0, len(gt.tokens), num_jobs + 1).round().astype(np.int64)
     gt_bounds = np.searchsorted(gt.sample, bounds)

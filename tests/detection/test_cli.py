@@ -67,5 +67,5 @@ def test_json_never_over_a_frame_file(kitti_dir, tmp_path, capsys):
     (det / "000000.txt").write_bytes(source.read_bytes())
     args = ["kitti-object-eval", "--gt", str(kitti_dir / "label_2"), "--det", str(det)]
     assert main([*args, "--json", str(det / "000000.txt")]) == 2
-    assert "named like the files read" in capsys.readouterr().err
+    assert "inside the input folder" in capsys.readouterr().err
     assert (det / "000000.txt").read_bytes() == source.read_bytes()

@@ -119,7 +119,7 @@ def test_culane_files_and_cli(tmp_path, capsys):
     target = tmp_path / "pred" / "d" / "a.lines.txt"
     before = target.read_bytes()
     assert main([*argv, "--json", str(target)]) == 2
-    assert "named like the files read" in capsys.readouterr().err
+    assert "inside the input folder" in capsys.readouterr().err
     assert target.read_bytes() == before
 
 

@@ -113,8 +113,12 @@ def test_road_bev_cli(fixtures_dir, tmp_path, capsys):
     assert int((bev.sum(-1) == 0).sum()) == 13025
     assert int(((bev[..., 0] == 255) & (bev[..., 2] == 0)).sum()) == 145411
     assert int(((bev[..., 0] == 255) & (bev[..., 2] == 255)).sum()) == 161564
+    (tmp_path / "no_calib").mkdir()
     code = main(
-        ["road-bev", "--calib", str(tmp_path), "--input", str(tmp_path / "in"), "--output", str(tmp_path / "o")]
+        [
+            "road-bev",
+            *("--calib", str(tmp_path / "no_calib"), "--input", str(tmp_path / "in"), "--output", str(tmp_path / "o")),
+        ]
     )
     assert code == 2
     assert "no calibration file for 'umm_road_000000'" in capsys.readouterr().err
@@ -128,7 +132,7 @@ def test_road_bev_refuses_to_overwrite_its_input(fixtures_dir, tmp_path, capsys)
     before = png.read_bytes()
     code = main(["road-bev", "--calib", calib, "--input", str(tmp_path / "res"), "--output", str(tmp_path / "res")])
     assert code == 2
-    assert "is the input folder" in capsys.readouterr().err
+    assert "is the input `--input`" in capsys.readouterr().err
     assert png.read_bytes() == before
     assert sorted(p.name for p in (tmp_path / "res").iterdir()) == ["umm_road_000000.png"]
 
@@ -260,8 +264,9 @@ def test_road_eval_json_never_over_a_file_of_the_input_folders(fixtures_dir, bas
     assert main([*base, "--json", str(frame)]) == 2
     err = capsys.readouterr().err
     assert "--json" in err
-    assert "named like the files read" in err
+    assert "inside the input folder" in err
     assert frame.read_bytes() == before
-    # a JSON file beside the results is fine
-    assert main([*base, "--json", str(baseline_results / "scores.json")]) == 0
-    assert "um_road" in json.loads((baseline_results / "scores.json").read_text())
+    # issue 51: no output inside an input folder, whatever its name (the next run may read it as an input)
+    assert main([*base, "--json", str(baseline_results / "scores.json")]) == 2
+    assert "inside the input folder `--results`" in capsys.readouterr().err
+    assert not (baseline_results / "scores.json").exists()

@@ -237,5 +237,5 @@ def test_graph_eval_json_never_into_a_graph_folder_as_a_graph(tmp_path, capsys):
     for target in (tmp_path / "pred" / "tile.graph", tmp_path / "pred" / "other.json", tmp_path / "gt" / "s.json"):
         before = target.read_bytes() if target.exists() else None
         assert main([*args, "--no-progress", "--json", str(target)]) == 2
-        assert "named like the files read" in capsys.readouterr().err
+        assert "inside the input folder" in capsys.readouterr().err
         assert (target.read_bytes() if target.exists() else None) == before
