@@ -169,14 +169,16 @@ def check_lengths(lengths: Any, name: str, size: int) -> None:
         )
 
 
-def check_coordinates_within_limit(x: Any, name: str, *, nan_ok: bool = False, metres: bool = False) -> None:
-    """Refuse NaN (unless ``nan_ok``: padding), infinite coordinates and those beyond the commands' limit.
+def check_coordinates_within_limit(
+    x: Any, name: str, *, nan_ok: bool = False, limit: str = "max_abs_coordinate"
+) -> None:
+    """Refuse NaN (unless ``nan_ok``: padding), infinite coordinates and those beyond a limit of the file readers.
 
-    The limit is the one the file readers apply (:mod:`drivemetrics._internal.limits`): ``max_abs_coordinate``
-    pixels for image lanes and graphs, ``max_map_coordinate`` metres (``metres=True``) for map and 3D lines;
-    raise it with ``set_limits`` as for the commands.
+    ``limit`` names the :class:`~drivemetrics._internal.limits.Limits` field the commands apply to the same values:
+    ``max_abs_coordinate`` (pixels: image lanes, boxes, graphs), ``max_map_coordinate`` (metres: map lines,
+    OpenLane-V2 lanes), ``max_lane3d_abs_metres`` (3D lanes); raise it with ``set_limits`` as for the commands.
     """
-    from drivemetrics._internal.limits import check_coordinates, check_map_coordinates
+    from drivemetrics._internal.limits import _how_to_raise, get_limits
 
     values = _host(x, name).astype(np.float64, copy=False)
     if nan_ok:
@@ -185,10 +187,12 @@ def check_coordinates_within_limit(x: Any, name: str, *, nan_ok: bool = False, m
         raise ValueError(f"`{name}` contains NaN coordinates")
     if not np.isfinite(values).all():
         raise ValueError(f"`{name}` contains infinite coordinates")
-    if metres:
-        check_map_coordinates(values, f"`{name}`")
-    else:
-        check_coordinates(values, f"`{name}`")
+    bound = getattr(get_limits(), limit)
+    if values.size and not (np.abs(values) <= bound).all():
+        worst = float(values.flat[int(np.argmax(np.abs(values)))])
+        raise ValueError(
+            f"`{name}`: the coordinate {worst:.6g} is larger than {limit}={bound:,} ({_how_to_raise(limit)})"
+        )
 
 
 def check_graph(graph: Any, name: str) -> None:

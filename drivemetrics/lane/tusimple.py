@@ -25,7 +25,6 @@ F1 is the harmonic mean of precision ``1 - FP`` and recall ``1 - FN`` of those a
 from __future__ import annotations
 
 import math
-
 from typing import Any
 
 import torch
@@ -396,7 +395,8 @@ class TuSimpleMetrics(MetricFamily):
         """``{"accuracy", "fp", "fn", "f1"}`` over all images seen (NaN before any update)."""
         n = self.num_images.to(torch.float64)
         fp, fn = self.sum_fp / n, self.sum_fn / n
-        return {"accuracy": self.sum_accuracy / n, "fp": fp, "fn": fn, "f1": tusimple_f1(fp, fn, validate_args=False).to(fp.device)}
+        f1 = tusimple_f1(fp, fn, validate_args=False).to(fp.device)
+        return {"accuracy": self.sum_accuracy / n, "fp": fp, "fn": fn, "f1": f1}
 
 
 class TuSimpleAccuracy(ScalarMetric, TuSimpleMetrics):
