@@ -366,7 +366,8 @@ class PSLDLoss(nn.Module):
             controller=self.controller,
             validate_args=self.validate_args,
         )
-        return _reduce(smooth_psld(dev, temperature=self.temperature, abs_eps=self.abs_eps), self.reduction)
+        smooth = smooth_psld(dev, temperature=self.temperature, abs_eps=self.abs_eps, validate_args=False)
+        return _reduce(smooth, self.reduction)
 
 
 class PSLD(Metric):
