@@ -196,22 +196,32 @@ def check_coordinates_within_limit(
 
 
 def check_graph(graph: Any, name: str) -> None:
-    """Raise ``TypeError`` unless ``graph`` is a networkx graph, ``ValueError`` unless every node has a finite
-    ``pos`` of two numbers within ``max_abs_coordinate`` px (the limit of the graph readers)."""
+    """Raise ``TypeError`` unless ``graph`` is a networkx graph, ``ValueError`` unless every node has a ``pos`` of two
+    finite numbers within ``max_abs_coordinate`` px (the graph readers' limit), naming ``name`` and a node."""
     if not (hasattr(graph, "nodes") and hasattr(graph, "edges") and hasattr(graph, "is_directed")):
         raise TypeError(f"`{name}` must be a networkx graph, got {type(graph).__name__}")
-    positions = []
-    for node, data in graph.nodes(data=True):
-        pos = data.get("pos")
+    nodes = list(graph.nodes)
+    positions = np.empty((len(nodes), 2), dtype=np.float64)
+    for i, node in enumerate(nodes):
+        pos = graph.nodes[node].get("pos")
+        if pos is None:
+            raise ValueError(f"`{name}` node {str(node)[:40]} has no 'pos' attribute (expected pos=(x, y))")
         try:
-            xy = np.asarray(pos, dtype=np.float64)
+            xy = np.asarray(pos, dtype=np.float64).reshape(-1)
         except (TypeError, ValueError):
-            xy = None
-        if xy is None or xy.shape != (2,):
-            raise ValueError(f"`{name}`: node {node!r} needs `pos` = (x, y), got {str(pos)[:40]}")
-        positions.append(xy)
-    if positions:
-        check_coordinates_within_limit(np.stack(positions), f"{name}` node `pos")
+            xy = np.empty(0)
+        if xy.shape != (2,):
+            raise ValueError(
+                f"`{name}` node {str(node)[:40]}: 'pos' must be two finite numbers (x, y), got {str(pos)[:40]}"
+            )
+        positions[i] = xy
+    bad = ~np.isfinite(positions).all(axis=1)
+    if bad.any():
+        raise ValueError(
+            f"`{name}` has {int(bad.sum())} node(s) with NaN or infinite 'pos' (it must be two finite numbers), "
+            f"e.g. node {str(nodes[int(np.flatnonzero(bad)[0])])[:40]}"
+        )
+    check_coordinates_within_limit(positions, f"{name}` node `pos")
 
 
 def check_probability(x: Tensor, name: str) -> None:
