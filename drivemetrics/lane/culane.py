@@ -245,6 +245,7 @@ def culane_matches(
                 line_width=line_width,
                 preds_mask=pred_lane,
                 target_mask=gt_lane,
+                validate_args=False,
             )
             .cpu()
             .numpy()

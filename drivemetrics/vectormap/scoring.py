@@ -71,10 +71,11 @@ def _resample_by_spacing_in_chunks(
     raises the same error); each line is then padded with its last sample, the point at its full length, which is
     what one call puts in every slot beyond a line's count."""
     if points.shape[0] <= chunk:
-        return resample_by_spacing(points, lengths, spacing=spacing)
+        return resample_by_spacing(points, lengths, spacing=spacing, validate_args=False)
     order = torch.argsort(arc_length(points, lengths), descending=True, stable=True)
     pieces = [
-        (index, *resample_by_spacing(points[index], lengths[index], spacing=spacing)) for index in order.split(chunk)
+        (index, *resample_by_spacing(points[index], lengths[index], spacing=spacing, validate_args=False))
+        for index in order.split(chunk)
     ]
     width = pieces[0][1].shape[1]
     samples = points.new_empty(points.shape[0], width, points.shape[-1])
@@ -103,6 +104,7 @@ def _resample_lines(points: Tensor, lengths: Tensor, proto: MapProtocol) -> tupl
                         flat_points[start : start + 1024],
                         flat_lengths[start : start + 1024],
                         num_samples=proto.num_samples,
+                        validate_args=False,
                     )
                     for start in range(0, flat_points.shape[0], 1024)
                 ]
@@ -236,7 +238,9 @@ def _buffer_prefilter(
         tested |= candidate
         b, c, k, g = candidate.nonzero(as_tuple=True)
         i, j = pred_line[b, c, k], gt_line[b, c, g]
-        meet = buffers_intersect(pred_lines[i], pred_counts[i], gt_lines[j], gt_counts[j], distance=buffer)
+        meet = buffers_intersect(
+            pred_lines[i], pred_counts[i], gt_lines[j], gt_counts[j], distance=buffer, validate_args=False
+        )
         distances[b[~meet], c[~meet], k[~meet], g[~meet]] = torch.inf
 
 
@@ -358,6 +362,7 @@ def vector_map_matches(
         target_valid=gt_line >= 0,
         inclusive=True,
         fallback=proto.fallback,
+        validate_args=False,
     )  # (B, C, K, T)
     batch, num = preds_lengths.shape
     tp = torch.zeros(batch, num, len(thresholds_t), dtype=torch.bool, device=preds.device)
@@ -455,11 +460,12 @@ def vector_map_ap_from_matches(
             num_targets[c],
             precision_dtype=curve_dtype,
             recall_dtype=curve_dtype,
+            validate_args=False,
         )
         if proto.float32_curve:
             ap[c] = _float32_area_ap(precision, recall).to(device=ap.device)
         else:
-            ap[c] = average_precision_area(precision, recall)
+            ap[c] = average_precision_area(precision, recall, validate_args=False)
         if int(num_targets[c]) == 0 and proto.empty_class_ap == "nan":
             ap[c] = torch.nan
     class_ap = ap.mean(-1)
