@@ -30,6 +30,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from drivemetrics._internal.validation import check_values
 from drivemetrics.polyline import (
     arc_length,
     average_precision_area,
@@ -58,8 +59,9 @@ def _group_by_class(points: Tensor, lengths: Tensor, labels: Tensor, num_classes
     source[b, c, position[b, n, c]] = n
     safe = source.clamp_min(0)
     rows = torch.arange(batch, device=lengths.device)[:, None]
-    grouped = points[rows, safe.reshape(batch, -1)].reshape(batch, num_classes, -1, *points.shape[-2:])  # row copies
-    grouped_lengths = torch.where(source >= 0, lengths.gather(1, safe.reshape(batch, -1)).reshape(source.shape), 0)
+    flat = safe.reshape(batch, source.shape[1] * source.shape[2])  # explicit sizes: empty batches and frames work
+    grouped = points[rows, flat].reshape(*source.shape, *points.shape[-2:])  # row copies
+    grouped_lengths = torch.where(source >= 0, lengths.gather(1, flat).reshape(source.shape), 0)
     return grouped, grouped_lengths, source
 
 
@@ -329,6 +331,8 @@ def vector_map_matches(
         raise ValueError(
             f'`preds["scores"]` must have shape {tuple(preds_lengths.shape)}, got {tuple(preds_scores.shape)}'
         )
+    if validate_args:  # the map readers' rule: a score is a number in [0, 1] (padding lines are not read)
+        check_values(preds_scores[preds_lengths > 0], 'preds["scores"]', low=0.0, high=1.0, what="scores")
     if proto.dims == "2d":
         if preds.shape[-1] != 2:
             raise ValueError(f"protocol {proto.name!r} evaluates 2-D polylines; `preds` has D = {preds.shape[-1]}")
@@ -415,6 +419,22 @@ def _content_order(scores: Tensor, labels: Tensor, true_positive: Tensor) -> tup
     return scores[order], labels[order], true_positive[order]
 
 
+def _check_matches(scores: Tensor, labels: Tensor, true_positive: Tensor, num_targets: Tensor, classes: int) -> None:
+    """``validate_args`` of :func:`vector_map_ap_from_matches`: shapes that fit, scores in [0, 1], class ids in
+    range, non-negative target counts."""
+    count = scores.shape[0] if scores.ndim == 1 else -1
+    if count < 0 or labels.shape != scores.shape or true_positive.ndim != 2 or true_positive.shape[0] != count:
+        raise ValueError(
+            f"`scores`, `labels` must be (S,) and `true_positive` (S, T), got {tuple(scores.shape)}, "
+            f"{tuple(labels.shape)} and {tuple(true_positive.shape)}"
+        )
+    if tuple(num_targets.shape) != (classes,):
+        raise ValueError(f"`num_targets` must be ({classes},), one count per class, got {tuple(num_targets.shape)}")
+    check_values(scores, "scores", low=0.0, high=1.0, what="scores")
+    check_values(labels, "labels", low=0, high=classes - 1, what="class ids")
+    check_values(num_targets, "num_targets", low=0, what="counts")
+
+
 def vector_map_ap_from_matches(
     scores: Tensor,
     labels: Tensor,
@@ -432,7 +452,8 @@ def vector_map_ap_from_matches(
         true_positive: ``(S, T)`` flags from :func:`vector_map_matches`.
         num_targets: ``(C,)`` GT counts.
         protocol: as in :func:`vector_map_matches` (dtypes and the AP of a class without GT).
-        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
+        validate_args: check the shapes, scores in [0, 1], class ids and counts (a read-back); ``False``
+            skips those checks.
 
     Returns:
         ``ap_per_threshold (C, T)``, ``ap (C,)`` (mean over thresholds), ``map`` (mean over classes; the default
@@ -446,6 +467,8 @@ def vector_map_ap_from_matches(
     """
     proto = get_protocol(protocol)
     num_classes = len(proto.class_names)
+    if validate_args:
+        _check_matches(scores, labels, true_positive, num_targets, num_classes)
     num_thresholds = true_positive.shape[-1]
     scores, labels, true_positive = _content_order(scores, labels, true_positive)
     ap = torch.zeros(num_classes, num_thresholds, dtype=torch.float64, device=scores.device)
@@ -504,5 +527,10 @@ def vector_map_ap(
     """
     matches = vector_map_matches(preds, target, protocol=protocol, thresholds=thresholds, validate_args=validate_args)
     return vector_map_ap_from_matches(
-        matches["scores"], matches["labels"], matches["true_positive"], matches["num_targets"], protocol=protocol
+        matches["scores"],
+        matches["labels"],
+        matches["true_positive"],
+        matches["num_targets"],
+        protocol=protocol,
+        validate_args=False,
     )
