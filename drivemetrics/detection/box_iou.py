@@ -31,6 +31,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TypeVar
 
 from drivemetrics._internal import arrays as xp
+from drivemetrics._internal.validation import check_coordinates_within_limit
 
 if TYPE_CHECKING:
     import numpy as np
@@ -66,21 +67,26 @@ def _ratio(inter: Tensor, size_a: Tensor, size_b: Tensor, criterion: int) -> Ten
     raise ValueError(f"`criterion` must be -1 (IoU), 0 (over the first box) or 1 (over the second), got {criterion!r}")
 
 
-def _check_last(box: Tensor, size: int, name: str) -> None:
+def _check_last(box: Tensor, size: int, name: str, values: bool = False) -> None:
+    """Shape ``(..., size)``; with ``values`` (``validate_args``) also finite values within ``max_abs_coordinate``."""
     if box.shape[-1] != size:
         raise ValueError(f"`{name}` must be ... x {size}, got {tuple(box.shape)}")
+    if values:
+        check_coordinates_within_limit(box, name)
 
 
 def box2d_overlap(boxes_a: Tensor, boxes_b: Tensor, *, criterion: int = -1, validate_args: bool = True) -> Tensor:
     """2D overlap of ``... x 4`` boxes (C++ ``imageBoxOverlap``: no +1 pixel, 0 unless the boxes intersect).
+
+    ``validate_args`` refuses NaN, infinite or huge (beyond ``max_abs_coordinate``) box values (a read-back).
 
     Examples:
         >>> import torch
         >>> box2d_overlap(torch.tensor([0.0, 0.0, 2.0, 2.0]), torch.tensor([1.0, 0.0, 3.0, 2.0]))  # x1, y1, x2, y2
         tensor(0.3333)
     """
-    _check_last(boxes_a, 4, "boxes_a")
-    _check_last(boxes_b, 4, "boxes_b")
+    _check_last(boxes_a, 4, "boxes_a", validate_args)
+    _check_last(boxes_b, 4, "boxes_b", validate_args)
     w = xp.minimum(boxes_a[..., 2], boxes_b[..., 2]) - xp.maximum(boxes_a[..., 0], boxes_b[..., 0])
     h = xp.minimum(boxes_a[..., 3], boxes_b[..., 3]) - xp.maximum(boxes_a[..., 1], boxes_b[..., 1])
     hit = (w > 0) & (h > 0)
@@ -201,14 +207,16 @@ def bev_intersection_area(boxes_a: Tensor, boxes_b: Tensor) -> Tensor:
 def bev_overlap(boxes_a: Tensor, boxes_b: Tensor, *, criterion: int = -1, validate_args: bool = True) -> Tensor:
     """Bird's-eye-view overlap of rotated boxes ``... x 5`` (C++ ``groundBoxOverlap``).
 
+    ``validate_args`` refuses NaN, infinite or huge (beyond ``max_abs_coordinate``) box values (a read-back).
+
     Examples:
         >>> import torch
         >>> box = torch.tensor([0.0, 10.0, 4.0, 2.0, 0.0])  # x, z, l, w, ry
         >>> bev_overlap(box, box + torch.tensor([1.0, 0.0, 0.0, 0.0, 0.0]))
         tensor(0.6000)
     """
-    _check_last(boxes_a, 5, "boxes_a")
-    _check_last(boxes_b, 5, "boxes_b")
+    _check_last(boxes_a, 5, "boxes_a", validate_args)
+    _check_last(boxes_b, 5, "boxes_b", validate_args)
     inter = bev_intersection_area(boxes_a, boxes_b)
     area_a = abs(boxes_a[..., 2] * boxes_a[..., 3])
     area_b = abs(boxes_b[..., 2] * boxes_b[..., 3])
@@ -236,13 +244,15 @@ def box3d_overlap(boxes_a: Tensor, boxes_b: Tensor, *, criterion: int = -1, vali
     """3D overlap of boxes ``... x 7`` (``x, y, z, h, w, l, ry``): the BEV intersection area times the vertical
     overlap, over the union volume (criterion -1), as the official C++ ``box3DOverlap``.
 
+    ``validate_args`` refuses NaN, infinite or huge (beyond ``max_abs_coordinate``) box values (a read-back).
+
     Examples:
         >>> import torch
         >>> box = torch.tensor([0.0, 1.0, 10.0, 1.5, 2.0, 4.0, 0.0])  # x, y, z, h, w, l, ry
         >>> box3d_overlap(box, box)
         tensor(1.)
     """
-    _check_last(boxes_a, 7, "boxes_a")
-    _check_last(boxes_b, 7, "boxes_b")
+    _check_last(boxes_a, 7, "boxes_a", validate_args)
+    _check_last(boxes_b, 7, "boxes_b", validate_args)
     inter = bev_intersection_area(box3d_to_bev(boxes_a), box3d_to_bev(boxes_b))
     return box3d_from_bev_area(boxes_a, boxes_b, inter, criterion)

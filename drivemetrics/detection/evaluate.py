@@ -44,6 +44,7 @@ import numpy as np
 from drivemetrics._internal import arrays as xp
 from drivemetrics._internal.pool import one_torch_thread_per_worker, parallel_map
 from drivemetrics._internal.progress import progress_bar
+from drivemetrics._internal.validation import check_coordinates_within_limit, check_values
 from drivemetrics.detection.box_iou import bev_intersection_area, box2d_overlap, box3d_from_bev_area
 from drivemetrics.detection.io import KittiObjects, ObjectTable
 
@@ -323,7 +324,9 @@ def _overlaps_by_criterion(
     for value in (-1, 0):
         rows = np.flatnonzero(criterion == value)
         if len(rows):
-            out[rows] = _to_numpy(overlap(_on(a[rows], device), _on(b[rows], device), criterion=value))
+            out[rows] = _to_numpy(
+                overlap(_on(a[rows], device), _on(b[rows], device), criterion=value, validate_args=False)
+            )
     return out
 
 
@@ -714,7 +717,8 @@ def evaluate_kitti_objects(
             values).
         progress: a tqdm bar over the (class, kind) curves on stderr (``None``: only when stdout and stderr are
             terminals).
-        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
+        validate_args: refuse NaN, infinite or huge (beyond ``max_abs_coordinate``) boxes and NaN or infinite
+            scores, naming the argument; ``False`` skips those checks.
 
     Returns:
         ``{class: {"2d" | "aos" | "bev" | "3d": {difficulty: {"curve": 41 floats, "ap_r11": float,
@@ -746,6 +750,9 @@ def evaluate_kitti_objects(
         if name not in KITTI_CLASSES:
             raise ValueError(f"unknown class {name!r}: expected one of {KITTI_CLASSES}")
     table = _overlap_table(overlaps)
+    if validate_args:
+        _check_object_values(preds, "preds")
+        _check_object_values(target, "target")
     if device is None:  # numpy: torch is not needed (nor imported)
         return _evaluate(target, preds, names, table, only_detected, workers, None, progress)
     import torch
@@ -753,6 +760,14 @@ def evaluate_kitti_objects(
     device = torch.device(device)
     with one_torch_thread_per_worker() if device.type == "cpu" else contextlib.nullcontext():
         return _evaluate(target, preds, names, table, only_detected, workers, device, progress)
+
+
+def _check_object_values(frames: Sequence[KittiObjects] | ObjectTable, name: str) -> None:
+    """``validate_args``: finite boxes within ``max_abs_coordinate`` and finite scores, one line naming the argument."""
+    flat = _flatten(frames)
+    check_coordinates_within_limit(flat.bbox, f"{name}.bbox")
+    check_coordinates_within_limit(flat.box3d, f"{name}.location/dimensions/rotation_y")
+    check_values(flat.score, f"{name}.score", what="scores")
 
 
 def _evaluate(

@@ -17,6 +17,7 @@ from torch import Tensor
 from drivemetrics._internal.extras import require
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, plot_metric
 from drivemetrics._internal.ragged import RaggedStateMixin
+from drivemetrics._internal.validation import check_coordinates_within_limit
 from drivemetrics.detection.evaluate import (
     DIFFICULTIES,
     KITTI_CLASSES,
@@ -200,6 +201,10 @@ class KittiObjectMetrics(RaggedStateMixin, MetricFamily):
             raise ValueError(f"got {len(preds)} prediction frames but {len(target)} target frames")
         dets = [_frame_rows(pred, True, f"preds[{i}]") for i, pred in enumerate(preds)]
         gts = [_frame_rows(tgt, False, f"target[{i}]") for i, tgt in enumerate(target)]
+        if self.validate_args and dets:  # one read-back per batch: every box field and score finite and bounded
+            check_coordinates_within_limit(torch.cat(dets), "preds")
+        if self.validate_args and gts:
+            check_coordinates_within_limit(torch.cat(gts), "target")
         self.append_frames(keys=frame_ids, det=dets, gt=gts)
 
     def _frames(self) -> tuple[list[KittiObjects], list[KittiObjects]]:
@@ -217,7 +222,9 @@ class KittiObjectMetrics(RaggedStateMixin, MetricFamily):
         """The nested result of :func:`~drivemetrics.detection.kitti_object.evaluate_kitti_objects` (curves and APs)
         over the frames seen on this process (call inside ``sync_context()`` for all processes)."""
         gts, dets = self._frames()
-        return evaluate_kitti_objects(dets, gts, classes=self.classes, overlaps=self.overlaps, only_detected=False)
+        return evaluate_kitti_objects(
+            dets, gts, classes=self.classes, overlaps=self.overlaps, only_detected=False, validate_args=False
+        )
 
     def compute(self) -> dict[str, Tensor]:
         """Flat dict of AP values in percent (see the class docstring)."""

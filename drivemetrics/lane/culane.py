@@ -32,7 +32,7 @@ from torch import Tensor
 from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.compute import precision_recall_f1
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
-from drivemetrics._internal.validation import check_shape, check_tensor
+from drivemetrics._internal.validation import check_coordinates_within_limit, check_shape, check_tensor
 from drivemetrics.lane.raster import check_lane_points, draw_lanes_in_chunks, row_intervals, spline_samples
 
 __all__ = [
@@ -82,7 +82,8 @@ def lane_iou_matrix(
 ) -> Tensor:
     """IoU of every (prediction, GT) lane pair, default mode: ``(B, L_pred, L_gt)`` float64 (0 for padding slots
     and for lanes of fewer than 2 points). Lanes are drawn as their spline
-    (:func:`drivemetrics.lane.raster.spline_lanes`, ``spacing`` px).
+    (:func:`drivemetrics.lane.raster.spline_lanes`, ``spacing`` px). ``validate_args`` refuses infinite
+    coordinates and those beyond ``max_abs_coordinate`` (NaN marks padding; a read-back).
 
     Examples:
         >>> import torch
@@ -100,6 +101,9 @@ def lane_iou_matrix(
         raise ValueError(
             f"`preds` and `target` must have the same batch size, got {preds.shape[0]} and {target.shape[0]}"
         )
+    if validate_args:
+        check_coordinates_within_limit(preds, "preds", nan_ok=True)
+        check_coordinates_within_limit(target, "target", nan_ok=True)
     r = (line_width + 1) / 2  # OpenCV's pen of width w covers w + 1 px across, whatever the direction
     pred_curve, pred_tangent, pred_drawn = spline_samples(preds, preds_mask, spacing, 1024)
     gt_curve, gt_tangent, gt_drawn = spline_samples(target, target_mask, spacing, 1024)
@@ -241,6 +245,7 @@ def culane_matches(
                 line_width=line_width,
                 preds_mask=pred_lane,
                 target_mask=gt_lane,
+                validate_args=False,
             )
             .cpu()
             .numpy()

@@ -234,7 +234,8 @@ def smooth_psld(
 
     ``|d| ~ sqrt(d^2 + eps^2) - eps`` and ``max_t a_t ~ T log sum_t exp(a_t / T)``; the result lies within
     ``temperature * log(Tp) + abs_eps`` metres of the exact ``max_t |d_t|`` before the ``1 / Tp`` scale, and
-    ``temperature = abs_eps = 0`` gives the exact PSLD.
+    ``temperature = abs_eps = 0`` gives the exact PSLD. ``validate_args`` refuses NaN or infinite deviations (a
+    read-back).
 
     Examples:
         >>> import torch
@@ -248,6 +249,11 @@ def smooth_psld(
     """
     if temperature < 0 or abs_eps < 0:
         raise ValueError(f"`temperature` and `abs_eps` must be >= 0, got {temperature} and {abs_eps}")
+    check_tensor(deviations, "deviations")
+    if deviations.ndim != 2:
+        raise ValueError(f"`deviations` must be (B, Tp), got {tuple(deviations.shape)}")
+    if validate_args:
+        check_finite(deviations, "deviations")
     tp = deviations.shape[1]
     mag = (deviations**2 + abs_eps**2).sqrt() - abs_eps if abs_eps > 0 else deviations.abs()
     peak = temperature * torch.logsumexp(mag / temperature, dim=1) if temperature > 0 else mag.amax(1)
@@ -360,7 +366,8 @@ class PSLDLoss(nn.Module):
             controller=self.controller,
             validate_args=self.validate_args,
         )
-        return _reduce(smooth_psld(dev, temperature=self.temperature, abs_eps=self.abs_eps), self.reduction)
+        smooth = smooth_psld(dev, temperature=self.temperature, abs_eps=self.abs_eps, validate_args=False)
+        return _reduce(smooth, self.reduction)
 
 
 class PSLD(Metric):

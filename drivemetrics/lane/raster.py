@@ -12,7 +12,7 @@ import math
 import torch
 from torch import Tensor
 
-from drivemetrics._internal.validation import check_shape, check_tensor
+from drivemetrics._internal.validation import check_coordinates_within_limit, check_shape, check_tensor
 
 __all__ = [
     "check_lane_points",
@@ -33,8 +33,8 @@ def check_lane_points(
     """(valid points ``(B, L, P)``, lane slots ``(B, L)``) after shape and value checks."""
     check_tensor(points, name)
     check_shape(points, name, ("B", "L", "P", 2))
-    if check_values and bool(torch.isinf(points).any()):
-        raise ValueError(f"`{name}` must not contain infinite values (NaN marks padding)")
+    if check_values:  # NaN marks padding; the commands' coordinate limit (`max_abs_coordinate`) applies
+        check_coordinates_within_limit(points, name, nan_ok=True)
     valid = ~torch.isnan(points).any(dim=-1)
     if lane_mask is None:
         lane_mask = valid.any(dim=-1)

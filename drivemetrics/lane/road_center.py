@@ -228,11 +228,17 @@ def road_center_attack_loss(
 ) -> Tensor:
     """Attack loss on expected road centers ``B``: ``mean(1 - center)`` pushes right, ``mean(center)`` left.
 
+    ``validate_args`` refuses NaN or infinite centers (a read-back).
+
     Examples:
         >>> import torch
         >>> road_center_attack_loss(torch.tensor([0.5, 0.7])), road_center_attack_loss(torch.tensor([0.5, 0.7]), "left")
         (tensor(0.4000), tensor(0.6000))
     """
+    if direction not in ("right", "left"):
+        raise ValueError(f"`direction` must be 'right' or 'left', got {direction!r}")
+    if validate_args:
+        check_finite(center, "center")
     if direction == "right":
         return (1 - center).mean()
     if direction == "left":

@@ -24,6 +24,7 @@ F1 is the harmonic mean of precision ``1 - FP`` and recall ``1 - FN`` of those a
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -32,7 +33,7 @@ from torch import Tensor
 from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.compute import f1_score
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
-from drivemetrics._internal.validation import check_shape, check_tensor
+from drivemetrics._internal.validation import check_shape, check_tensor, check_values
 from drivemetrics.lane.geometry import lane_slot_mask
 
 __all__ = [
@@ -238,11 +239,16 @@ def select_ego_lanes(lanes: Tensor, lane_mask: Tensor | None = None, image_width
 def tusimple_f1(fp: Tensor | float, fn: Tensor | float, *, validate_args: bool = True) -> Tensor:
     """F1 from TuSimple FP and FN rates: harmonic mean of precision ``1 - fp`` and recall ``1 - fn`` (0 if both 0).
 
+    ``validate_args`` refuses rates outside [0, 1] and NaN (a read-back).
+
     Examples:
         >>> import torch
         >>> tusimple_f1(torch.tensor(0.25), torch.tensor(0.5))  # precision 0.75, recall 0.5
         tensor(0.6000, dtype=torch.float64)
     """
+    if validate_args:  # rates, as :func:`tusimple_metrics` gives them
+        check_values(fp, "fp", low=0.0, high=1.0, what="rates")
+        check_values(fn, "fn", low=0.0, high=1.0, what="rates")
     precision = 1.0 - torch.as_tensor(fp, dtype=torch.float64)
     recall = 1.0 - torch.as_tensor(fn, dtype=torch.float64)
     return f1_score(precision, recall)
@@ -274,6 +280,8 @@ def tusimple_metrics(
         >>> [round(out[k].item(), 3) for k in ("accuracy", "fp", "fn", "f1")]
         [1.0, 0.0, 0.0, 1.0]
     """
+    if not (math.isfinite(image_width) and image_width > 0):
+        raise ValueError(f"`image_width` must be a positive number of pixels, got {image_width!r}")
     if ego_only:
         preds_mask = select_ego_lanes(preds, preds_mask, image_width)
         target_mask = select_ego_lanes(target, target_mask, image_width)
@@ -286,9 +294,10 @@ def tusimple_metrics(
         target_mask=target_mask,
         compat=compat,
         pixel_threshold=pixel_threshold,
+        validate_args=validate_args,
     )
     accuracy, fp, fn = scores["accuracy"].mean(), scores["fp"].mean(), scores["fn"].mean()
-    return {"accuracy": accuracy, "fp": fp, "fn": fn, "f1": tusimple_f1(fp, fn)}
+    return {"accuracy": accuracy, "fp": fp, "fn": fn, "f1": tusimple_f1(fp, fn, validate_args=False)}
 
 
 class TuSimpleMetrics(MetricFamily):
@@ -386,7 +395,8 @@ class TuSimpleMetrics(MetricFamily):
         """``{"accuracy", "fp", "fn", "f1"}`` over all images seen (NaN before any update)."""
         n = self.num_images.to(torch.float64)
         fp, fn = self.sum_fp / n, self.sum_fn / n
-        return {"accuracy": self.sum_accuracy / n, "fp": fp, "fn": fn, "f1": tusimple_f1(fp, fn).to(fp.device)}
+        f1 = tusimple_f1(fp, fn, validate_args=False).to(fp.device)
+        return {"accuracy": self.sum_accuracy / n, "fp": fp, "fn": fn, "f1": f1}
 
 
 class TuSimpleAccuracy(ScalarMetric, TuSimpleMetrics):

@@ -226,7 +226,9 @@ def _report(file_paths: Sequence[str], scored: _Scored) -> dict[str, Any]:
     has = scored.errors > -1 + 1e-6  # NaN errors are left out too
     # numpy's sum of the values kept, as the tool's np.average: the same bits
     sums = np.array([scored.errors[has[:, k], k].sum() for k in range(len(ERROR_NAMES))])
-    scores = openlane3d_scores(torch.from_numpy(scored.counts), torch.from_numpy(sums), torch.from_numpy(has.sum(0)))
+    scores = openlane3d_scores(
+        torch.from_numpy(scored.counts), torch.from_numpy(sums), torch.from_numpy(has.sum(0)), validate_args=False
+    )
     r_lane, p_lane, c_lane, cnt_gt, cnt_pred, match_num = FRAME_COUNT_KEYS
     x_close, x_far, z_close, z_far = ERROR_NAMES
     with gc_paused():

@@ -40,6 +40,12 @@ from torch import Tensor
 from drivemetrics._internal import arrays
 from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
+from drivemetrics._internal.validation import (
+    check_coordinates_within_limit,
+    check_lengths,
+    check_not_meta,
+    check_values,
+)
 
 __all__ = [
     "CLOSE_SAMPLES",
@@ -90,7 +96,8 @@ def openlane3d_gt_to_ground(points: Tensor, extrinsic: Tensor, *, validate_args:
     Args:
         points: ``(B, L, N, 3)`` points in the camera frame, metres.
         extrinsic: ``(B, 4, 4)`` camera-to-vehicle transforms.
-        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
+        validate_args: refuse NaN, infinite or huge (beyond ``max_lane3d_abs_metres``) points or transforms (a
+            read-back); the shapes are always checked.
 
     Returns:
         ``(B, L, N, 3)`` ground-frame points (x right, y forward, z up), dtype of ``points``.
@@ -103,6 +110,15 @@ def openlane3d_gt_to_ground(points: Tensor, extrinsic: Tensor, *, validate_args:
         >>> openlane3d_gt_to_ground(points, extrinsic[None]).tolist()
         [[[[-1.0, 10.0, 0.0]]]]
     """
+    if points.ndim != 4 or points.shape[-1] != 3:
+        raise ValueError(f"`points` must be (B, L, N, 3), got {tuple(points.shape)}")
+    if extrinsic.shape != (points.shape[0], 4, 4):
+        raise ValueError(
+            f"`extrinsic` must be ({points.shape[0]}, 4, 4) like `points`' batch, got {tuple(extrinsic.shape)}"
+        )
+    if validate_args:
+        check_coordinates_within_limit(points, "points", limit=_LIMIT)
+        check_coordinates_within_limit(extrinsic, "extrinsic", limit=_LIMIT)
     rotation = extrinsic[:, None, :3, :3].to(points.dtype)
     world = torch.einsum("blij,blnj->blni", rotation, points)
     height = extrinsic[:, 2, 3].to(points.dtype)[:, None, None]
@@ -125,7 +141,8 @@ def openlane3d_resample(
         visibility: ``(B, L, N)`` point visibility (GT); points with visibility <= 0 are dropped first.
         order_free: the range check reads the lane's lowest and highest y (the default mode) instead of its first
             and last point in file order (the tool, which drops a lane listed far to near).
-        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
+        validate_args: refuse ``lengths`` outside ``[0, N]`` and NaN, infinite or huge (beyond
+            ``max_lane3d_abs_metres``) valid points (a read-back).
 
     Returns:
         ``x``, ``z``: ``(B, L, 100)`` float64 resampled values (0 for dropped lanes); ``visible``: ``(B, L, 100)``
@@ -141,6 +158,8 @@ def openlane3d_resample(
     if points.ndim != 4 or points.shape[-1] != 3:
         raise ValueError(f"`points` must be (B, L, N, 3), got {tuple(points.shape)}")
     batch, lanes = points.shape[:2]
+    if validate_args:
+        _check_lane_values({"points": points, "lengths": lengths, "visibility": visibility}, "")
     packed = _lanes_from_padded(points, lengths, torch.zeros(batch, lanes, dtype=torch.long), visibility)
     flat = _resample_lanes(packed, True, order_free)
     samples = len(Y_SAMPLES)
@@ -174,7 +193,7 @@ def openlane3d_pair_matrices(
             min-cost flow needs; ``"default"``: the float sum.
         preds_care: ``(B, P, 100)`` or ``(B, G, P, 100)`` bool, the predicted samples that count in each pair
             (default: the visible ones); the default mode's "don't care" rule, see :func:`openlane3d_matches`.
-        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
+        validate_args: check the keys and shapes of both dicts (same batch, 100 samples); no read-back.
 
     Returns:
         ``cost`` ``(B, G, P)`` float64; ``num_match`` ``(B, G, P)`` long (both visible and closer than 1.5 m);
@@ -192,6 +211,19 @@ def openlane3d_pair_matrices(
         (15.0, 50, [0.3, 0.3, 0.0, 0.0])
     """
     reference = check_compat(compat)
+    if validate_args:
+        for name, data in (("preds", preds), ("target", target)):
+            if not isinstance(data, Mapping) or any(key not in data for key in ("x", "z", "visible")):
+                raise ValueError(f"`{name}` must be the dict of openlane3d_resample (keys x, z, visible)")
+            if data["x"].ndim != 3 or data["x"].shape[-1] != len(Y_SAMPLES) or data["z"].shape != data["x"].shape:
+                raise ValueError(
+                    f"`{name}['x']` and `['z']` must be (B, L, {len(Y_SAMPLES)}), got {tuple(data['x'].shape)}"
+                )
+        if preds["x"].shape[0] != target["x"].shape[0]:
+            raise ValueError(
+                f"`preds` and `target` must hold the same frames, got B = {preds['x'].shape[0]} and "
+                f"{target['x'].shape[0]}"
+            )
     terms = _pair_terms(target, preds, preds_care)
     cost = _pair_cost(terms, reference)
     num_match, errors = _pair_details(terms, reference)
@@ -598,7 +630,30 @@ def openlane3d_matches(
     if validate_args:
         _check_lane_dict(preds, "preds", ("points", "labels"), ("lengths",))
         _check_lane_dict(target, "target", ("points", "labels"), ("lengths", "visibility"))
+        _check_lane_values(preds, "preds")
+        _check_lane_values(target, "target")
     return _matches(preds, target, fixes)
+
+
+_LIMIT = "max_lane3d_abs_metres"  # the 3D lane readers' coordinate limit
+
+
+def _check_lane_values(data: Mapping[str, Tensor | None], name: str) -> None:
+    """``validate_args``: ``lengths`` in ``[0, N]``, the valid points finite and within ``max_lane3d_abs_metres``,
+    the visibility finite (``name`` "" for the plain arguments of :func:`openlane3d_resample`)."""
+    key = (lambda k: f"{name}['{k}']") if name else (lambda k: k)
+    points, lengths, visibility = data["points"], data.get("lengths"), data.get("visibility")
+    check_not_meta(points, key("points"))
+    if lengths is not None:
+        if lengths.shape != points.shape[:2]:
+            raise ValueError(
+                f"`{key('lengths')}` must have shape {tuple(points.shape[:2])}, got {tuple(lengths.shape)}"
+            )
+        check_lengths(lengths, key("lengths"), points.shape[2])
+        points = points[torch.arange(points.shape[2], device=points.device) < lengths.to(points.device)[..., None]]
+    check_coordinates_within_limit(points, key("points"), limit=_LIMIT)
+    if visibility is not None:
+        check_values(visibility, key("visibility"), what="visibility values")
 
 
 def _check_lane_dict(
@@ -621,6 +676,13 @@ def _check_lane_dict(
 
 def _matches(preds: Mapping[str, Tensor], target: Mapping[str, Tensor], fixes: frozenset[str]) -> dict[str, Tensor]:
     """:func:`openlane3d_matches` with a chosen set of the default mode's fixes (:data:`DEFAULT_FIXES`)."""
+    for name, data in (("preds", preds), ("target", target)):  # shapes only: no read-back
+        check_not_meta(data["points"], f"{name}['points']")
+    if preds["points"].shape[0] != target["points"].shape[0]:
+        raise ValueError(
+            f"`preds` and `target` must hold the same frames, got B = {preds['points'].shape[0]} and "
+            f"{target['points'].shape[0]}"
+        )
     gt = _lanes_from_padded(target["points"], target.get("lengths"), target["labels"], target.get("visibility"))
     pr = _lanes_from_padded(preds["points"], preds.get("lengths"), preds["labels"])
     return _match_lanes(gt, pr, target["points"].shape[0], fixes)
@@ -788,7 +850,8 @@ def openlane3d_scores(
     Args:
         counts: ``(..., 6)`` counts of :func:`openlane3d_matches` (summed over frames when 2-D).
         error_sums, error_counts: ``(..., 4)``.
-        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
+        validate_args: refuse negative or non-integer counts and negative or non-finite error sums (a
+            read-back).
 
     Returns:
         ``f_score``, ``recall``, ``precision``, ``category_accuracy``, the four errors (0-d float64) and the six
@@ -801,6 +864,17 @@ def openlane3d_scores(
         >>> round(out["f_score"].item(), 4), round(out["x_error_close"].item(), 4)
         (0.8571, 0.1)
     """
+    if counts.shape[-1:] != (6,) or error_sums.shape[-1:] != (4,) or error_counts.shape[-1:] != (4,):
+        raise ValueError(
+            f"`counts` must be (..., 6), `error_sums` and `error_counts` (..., 4), got {tuple(counts.shape)}, "
+            f"{tuple(error_sums.shape)} and {tuple(error_counts.shape)}"
+        )
+    if validate_args:
+        for name, values in (("counts", counts), ("error_counts", error_counts)):
+            if values.is_floating_point():
+                raise ValueError(f"`{name}` must be integer counts, got {values.dtype}")
+            check_values(values, name, low=0, what="counts")
+        check_values(error_sums, "error_sums", low=0.0, what="error sums")
     counts = counts.reshape(-1, 6).sum(0)
     error_sums = error_sums.reshape(-1, 4).to(torch.float64).sum(0)
     error_counts = error_counts.reshape(-1, 4).sum(0)
@@ -878,7 +952,7 @@ class OpenLane3DMetrics(MetricFamily):
 
     def compute(self) -> dict[str, Tensor]:
         """The scores and counts of :func:`openlane3d_scores` from the accumulated totals."""
-        return openlane3d_scores(self.counts, self.error_sums, self.error_counts)
+        return openlane3d_scores(self.counts, self.error_sums, self.error_counts, validate_args=False)
 
 
 # Scalar classes for ``self.log``: they share OpenLane3DMetrics' states, so a MetricCollection of them counts once.

@@ -13,6 +13,7 @@ import torch
 from torch import Tensor
 
 from drivemetrics._internal.metric import MetricFamily
+from drivemetrics._internal.validation import check_graph
 from drivemetrics.roadnet.geometry import graph_pairs
 
 __all__ = ["PerSampleMean"]
@@ -40,6 +41,9 @@ class PerSampleMean(MetricFamily):
     def update(self, preds: nx.DiGraph | Sequence[nx.DiGraph], target: nx.DiGraph | Sequence[nx.DiGraph]) -> None:
         """Add one ``(pred, gt)`` lane-graph pair or two equal-length sequences of them."""
         for pred, gt in graph_pairs(preds, target):
+            if getattr(self, "validate_args", True):
+                check_graph(pred, "preds")
+                check_graph(gt, "target")
             values = self._sample(pred, gt)
             v = torch.tensor([values[k] for k in self._keys], dtype=torch.float64, device=self.value_sum.device)
             defined = ~torch.isnan(v)

@@ -10,6 +10,7 @@ from scipy.sparse.csgraph import dijkstra
 from torch import Tensor
 
 from drivemetrics._internal.compat import Compat, check_compat
+from drivemetrics._internal.validation import check_graph
 from drivemetrics.lanegraph.geometry import (
     APLS_MIN_PATH_M,
     APLS_REFERENCE_MAX_NODES,
@@ -214,6 +215,9 @@ def lanegraph_apls(
     ``compat="reference"``: the evaluator's numbers (every node a control point, no midpoints, relabelling on
     coincident nodes, a missing source scoring 1 for every reachable end; 0 for GTs of 2,000 nodes or more).
 
+    ``validate_args`` checks that both are networkx graphs whose nodes carry a finite ``pos`` within
+    ``max_abs_coordinate`` (the graph readers' limit).
+
     Examples:
         >>> import networkx as nx, numpy as np
         >>> g = nx.DiGraph([(0, 1), (1, 2), (1, 3)])
@@ -222,6 +226,9 @@ def lanegraph_apls(
         >>> lanegraph_apls(g, g)
         tensor(1., dtype=torch.float64)
     """
+    if validate_args:
+        check_graph(preds, "preds")
+        check_graph(target, "target")
     check_compat(compat)
     pred, gt = as_lane_arrays(preds, "preds"), as_lane_arrays(target, "target")
     if compat == "reference":

@@ -12,6 +12,7 @@ from scipy.spatial import cKDTree
 from torch import Tensor
 
 from drivemetrics._internal.compat import Compat, check_compat
+from drivemetrics._internal.validation import check_graph
 from drivemetrics.lanegraph.geometry import (
     INTERP_SPACING,
     MATCH_DIST,
@@ -408,7 +409,8 @@ def geo_topo(
     Args:
         preds, target (networkx.DiGraph): Predicted and ground-truth lane graphs, node ``pos = (x, y)`` in pixels.
         compat (str): ``"default"`` or ``"reference"``.
-        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
+        validate_args: check that both are networkx graphs whose nodes carry a finite
+        ``pos`` within ``max_abs_coordinate`` (the graph readers' limit); ``False`` skips it.
 
     Examples:
         >>> import networkx as nx, numpy as np
@@ -418,6 +420,9 @@ def geo_topo(
         >>> {k: round(float(v), 3) for k, v in geo_topo(h, g).items()}
         {'geo_precision': 0.51, 'geo_recall': 0.51, 'topo_precision': 0.26, 'topo_recall': 0.26}
     """
+    if validate_args:
+        check_graph(preds, "preds")
+        check_graph(target, "target")
     check_compat(compat)
     pred, gt = as_lane_arrays(preds, "preds"), as_lane_arrays(target, "target")
     values = _geo_topo_reference(pred, gt) if compat == "reference" else _geo_topo_default(pred, gt)

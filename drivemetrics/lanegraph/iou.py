@@ -9,6 +9,7 @@ import numpy as np
 from torch import Tensor
 
 from drivemetrics._internal.compat import Compat, check_compat
+from drivemetrics._internal.validation import check_graph
 from drivemetrics.lanegraph.geometry import LaneArrays, as_lane_arrays, as_scalar
 from drivemetrics.lanegraph.reference import opencv_graph_iou
 from drivemetrics.roadnet.geometry import index_in_group
@@ -101,7 +102,8 @@ def graph_iou(
         area_size (tuple of int): ``(height, width)`` of the reference mode's canvas, pixels.
         lane_width (float): Width of the drawn lanes, pixels.
         compat (str): ``"default"`` or ``"reference"``.
-        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
+        validate_args: check that both are networkx graphs whose nodes carry a finite
+        ``pos`` within ``max_abs_coordinate`` (the graph readers' limit); ``False`` skips it.
 
     Returns:
         Tensor: 0-d float64 IoU in [0, 1] (NaN when neither graph has an edge).
@@ -116,6 +118,9 @@ def graph_iou(
         >>> round(float(graph_iou(h, g)), 4)
         0.3645
     """
+    if validate_args:
+        check_graph(preds, "preds")
+        check_graph(target, "target")
     check_compat(compat)
     pred, gt = as_lane_arrays(preds, "preds"), as_lane_arrays(target, "target")
     radius = lane_width / 2.0

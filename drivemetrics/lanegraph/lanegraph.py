@@ -57,6 +57,7 @@ from torch import Tensor
 
 from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.metric import ScalarMetric, add_config_state
+from drivemetrics._internal.validation import check_graph
 from drivemetrics.lanegraph._metric import PerSampleMean
 from drivemetrics.lanegraph.apls import lanegraph_apls
 from drivemetrics.lanegraph.geo_topo import geo_topo
@@ -106,7 +107,8 @@ def evaluate_lanegraph_pair(
         compat (str): ``"default"`` or ``"reference"``.
         apls_max_sources (int or None): Control points per direction that start APLS paths (default mode).
         seed (int): Seed of the APLS source draw.
-        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
+        validate_args: check that both are networkx graphs whose nodes carry a finite
+        ``pos`` within ``max_abs_coordinate`` (the graph readers' limit); ``False`` skips it.
 
     Examples:
         >>> import networkx as nx, numpy as np
@@ -116,6 +118,9 @@ def evaluate_lanegraph_pair(
         >>> evaluate_lanegraph_pair(g, g)["topo_recall"]
         tensor(1., dtype=torch.float64)
     """
+    if validate_args:
+        check_graph(preds, "preds")
+        check_graph(target, "target")
     return as_scalars(lanegraph_pair_values(preds, target, task, compat, apls_max_sources, seed))
 
 
@@ -147,10 +152,13 @@ def lanegraph_pair_values(
         raise ValueError(f"`task` must be 'successor' or 'full' here, got {task!r} (planning: use planning())")
     pred, gt = lane_arrays(preds, "preds"), lane_arrays(target, "target")
     area = (256, 256) if task == "successor" else (5000, 5000)
-    out = {"sda20": sda(pred, gt, threshold=20.0), "sda50": sda(pred, gt, threshold=50.0)}
-    out["iou"] = graph_iou(pred, gt, area_size=area, lane_width=10.0, compat=compat)
-    out["apls"] = lanegraph_apls(pred, gt, compat=compat, max_sources=apls_max_sources, seed=seed)
-    out.update(geo_topo(pred, gt, compat=compat))
+    out = {
+        "sda20": sda(pred, gt, threshold=20.0, validate_args=False),
+        "sda50": sda(pred, gt, threshold=50.0, validate_args=False),
+    }
+    out["iou"] = graph_iou(pred, gt, area_size=area, lane_width=10.0, compat=compat, validate_args=False)
+    out["apls"] = lanegraph_apls(pred, gt, compat=compat, max_sources=apls_max_sources, seed=seed, validate_args=False)
+    out.update(geo_topo(pred, gt, compat=compat, validate_args=False))
     if compat == "reference" and task == "successor":
         out["geo_precision"] = out["topo_precision"]
     if compat == "reference" and task == "full":  # the evaluator does not report SDA for full tiles

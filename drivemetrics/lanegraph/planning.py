@@ -14,6 +14,7 @@ from torch import Tensor
 
 from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.metric import ScalarMetric, add_config_state
+from drivemetrics._internal.validation import check_graph
 from drivemetrics.lanegraph._metric import PerSampleMean
 from drivemetrics.lanegraph.geometry import (
     PLANNING_FAIL,
@@ -208,6 +209,9 @@ def planning(
     0-d float64 tensors; :func:`planning_values` returns the same values as floats (what the dataset evaluation
     writes). The parameters are those of :func:`planning_values`.
 
+    ``validate_args`` checks that both are networkx graphs whose nodes carry a finite ``pos`` within
+    ``max_abs_coordinate`` (the graph readers' limit).
+
     Examples:
         >>> import networkx as nx, numpy as np
         >>> g = nx.path_graph(80, create_using=nx.DiGraph)  # one straight 395 px lane, a node every 5 px
@@ -215,6 +219,9 @@ def planning(
         >>> {k: round(float(v), 3) for k, v in planning(g, g).items()}
         {'mmd': 0.0, 'med': 0.0, 'sr': 1.0}
     """
+    if validate_args:
+        check_graph(preds, "preds")
+        check_graph(target, "target")
     return as_scalars(planning_values(preds, target, compat, seed, attempts, reference_random))
 
 

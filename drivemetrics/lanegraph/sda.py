@@ -10,6 +10,7 @@ from scipy.optimize import linear_sum_assignment
 from torch import Tensor
 
 from drivemetrics._internal.compat import Compat, check_compat
+from drivemetrics._internal.validation import check_graph
 from drivemetrics.lanegraph.geometry import LaneArrays, as_lane_arrays, as_scalar
 
 __all__ = ["matched_splits", "sda", "split_points"]
@@ -40,7 +41,8 @@ def sda(
         preds, target (networkx.DiGraph): Predicted and ground-truth lane graphs, node ``pos = (x, y)`` in pixels.
         threshold (float): Largest distance of a true-positive pair, pixels.
         compat (str): ``"default"`` or ``"reference"`` (same result).
-        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
+        validate_args: check that both are networkx graphs whose nodes carry a finite
+        ``pos`` within ``max_abs_coordinate`` (the graph readers' limit); ``False`` skips it.
 
     Returns:
         Tensor: 0-d float64 SDA in [0, 1] (NaN when the GT has no split node).
@@ -57,6 +59,9 @@ def sda(
         >>> sda(h, g)
         tensor(1., dtype=torch.float64)
     """
+    if validate_args:
+        check_graph(preds, "preds")
+        check_graph(target, "target")
     check_compat(compat)
     gt_s = split_points(as_lane_arrays(target, "target"))
     pred_s = split_points(as_lane_arrays(preds, "preds"))

@@ -23,7 +23,7 @@ default mode, each relation candidate's) confidence and true-positive flag poole
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
@@ -32,7 +32,8 @@ from torch import Tensor
 from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
 from drivemetrics._internal.ragged import RaggedRows, RaggedStateMixin
-from drivemetrics.lanetopology.frames import Track
+from drivemetrics._internal.validation import check_values
+from drivemetrics.lanetopology.frames import LaneFrame, Track, check_frame_input
 from drivemetrics.lanetopology.scoring import (
     LANE_THRESHOLDS,
     NUM_AP_CHANNELS,
@@ -76,7 +77,8 @@ def openlanev2_scores(
         track: ``"centerline"`` or ``"lanesegment"``.
         compat: ``"reference"`` reproduces the devkit 2.1.0; ``"default"`` applies the documented fixes.
         device: where the lane distances are computed.
-        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
+        validate_args: run the file readers' checks on every frame (sizes within the map limits, points finite
+            and within ``max_map_coordinate``, confidences in [0, 1]); ``False`` skips them.
 
     Returns:
         float64 scalar tensors under the snake_case keys of
@@ -91,9 +93,28 @@ def openlanev2_scores(
         >>> float(scores["det_l"]), float(scores["top_ll"]), float(scores["f_score"])
         (1.0, 1.0, 1.0)
     """
+    if validate_args:
+        _check_frames(preds, "preds", track)
+        _check_frames(target, "target", track)
     stats = frame_statistics(preds, target, track, compat, device)
     values = scores_from_statistics(**stats, track=track, compat=compat)
     return {k: torch.tensor(v, dtype=torch.float64) for k, v in values.items()}
+
+
+def _check_frames(frames: Sequence[Any], name: str, track: Track) -> None:
+    """``validate_args``: the file readers' boundary check (:func:`check_frame_input`: sizes within the map limits,
+    points finite and within ``max_map_coordinate``, confidences in [0, 1]) on every frame given as a dict, and the
+    confidences of every :class:`LaneFrame`."""
+    items = [frames] if isinstance(frames, (Mapping, LaneFrame)) else frames
+    for k, item in enumerate(items):
+        if isinstance(item, LaneFrame):
+            for field in ("lane_confidence", "te_confidence", "area_confidence"):
+                if getattr(item, field) is not None:
+                    check_values(getattr(item, field), f"{name}[{k}].{field}", low=0.0, high=1.0, what="confidences")
+        elif isinstance(item, Mapping):
+            token = item.get("token", f"{name}[{k}]")
+            token = "/".join(map(str, token)) if isinstance(token, (tuple, list)) else str(token)
+            check_frame_input(item, track=track, is_pred=name == "preds", where=f"frame {token}")
 
 
 class _OpenLaneV2Family(RaggedStateMixin, MetricFamily):
@@ -132,6 +153,9 @@ class _OpenLaneV2Family(RaggedStateMixin, MetricFamily):
     def update(self, preds: Sequence[Any], target: Sequence[Any]) -> None:
         """Add frames: ``preds`` and ``target`` are lists of per-frame devkit dicts (or :class:`LaneFrame`)."""
         device = self.distance_device if self.distance_device is not None else "cpu"
+        if self.validate_args:
+            _check_frames(preds, "preds", self.track)
+            _check_frames(target, "target", self.track)
         stats = frame_statistics(preds, target, self.track, self.compat, device)  # type: ignore[arg-type]
         rows = torch.from_numpy(stats["ap_rows"]).to(torch.float64).reshape(-1, 3)
         self.append_frames(ap=RaggedRows(rows, torch.tensor([rows.shape[0]])))  # the batch as one chunk

@@ -381,6 +381,7 @@ def match_frames(
         preds_valid=preds_valid,
         inclusive=False,
         fallback=not reference,
+        validate_args=False,
     )
     return [match[f, : d.shape[1]] for f, d in enumerate(distances)]
 
@@ -415,11 +416,14 @@ def detection_average_precision(confidence: np.ndarray, tp: np.ndarray, num_gt: 
             num_gt,
             precision_dtype="float32",
             recall_dtype="float32",
+            validate_args=False,
         )
         # numpy 1.x compares a float32 array with a float64 scalar in float32 (value-based casting): so does the
         # devkit, and a recall of exactly 7/10 reaches the 0.7 point (a float64 comparison says it does not, which
         # changes DET_t on the lane-segment fixture by 4.5e-3); float32 sum in level order
-        ap = average_precision_11point(precision_t, recall_t, dtype="float32", compare_dtype="float32")
+        ap = average_precision_11point(
+            precision_t, recall_t, dtype="float32", compare_dtype="float32", validate_args=False
+        )
         return float(ap)
     cum_tp, seen = _tie_group_counts(confidence, tp)
     precision = cum_tp / seen

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from drivemetrics._internal import arrays as xp
+from drivemetrics._internal.validation import check_values
 
 Tensor = Any  # a torch.Tensor, or a numpy array
 DType = Any  # a torch or numpy dtype, or its name; None: float64
@@ -45,7 +46,8 @@ def pooled_precision_recall(
         precision_dtype: dtype of the precision division (``float32`` where a reference tracks it so; default
             float64).
         recall_dtype: dtype of the recall division (default float64).
-        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
+        validate_args: refuse NaN scores, flags other than 0 / 1 and negative ``num_targets`` (a
+            read-back); ``False`` skips those checks.
 
     Returns:
         ``(precision (..., N), recall (..., N))`` in score order (ties in input order). Recall is 0 with no
@@ -58,6 +60,10 @@ def pooled_precision_recall(
         >>> precision.tolist(), recall.tolist()
         ([1.0, 0.5, 0.6666666666666666], [0.25, 0.25, 0.5])
     """
+    if validate_args:
+        check_values(scores, "scores", finite=False, what="scores")
+        check_values(true_positive, "true_positive", low=0, high=1, what="flags")
+        check_values(num_targets, "num_targets", low=0, what="counts")
     if scores.ndim != 1 or true_positive.shape[-1] != scores.shape[0]:
         raise ValueError(
             f"`scores` must be (N,) and `true_positive` (..., N); got {tuple(scores.shape)}, "
@@ -91,7 +97,8 @@ def average_precision_area(
         recall: ``(..., N)`` recall after each detection.
         sum_dtype: dtype the step terms are summed in (default: the promoted dtype; MapTR's float32 terms summed
             in float64 stay within a float32 ulp of numpy's float32 pairwise sum).
-        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
+        validate_args: refuse precision outside [0, 1], negative recall, NaN and curves of different
+            lengths (a read-back); ``False`` skips those checks.
 
     Returns:
         ``(...)`` AP in [0, 1].
@@ -101,6 +108,8 @@ def average_precision_area(
         >>> average_precision_area(torch.tensor([1.0, 0.5, 2 / 3]), torch.tensor([0.25, 0.25, 0.5]))
         tensor(0.4167)
     """
+    if validate_args:
+        _check_curve(precision, recall)
     dtype = xp.promote(precision, recall)
     zeros = xp.full((*recall.shape[:-1], 1), 0.0, like=recall, dtype=dtype)
     mrec = xp.cat([zeros, xp.astype(recall, dtype), zeros + 1], -1)
@@ -119,12 +128,16 @@ def interpolated_precision_11point(
     array with a float64 grid; ``torch.float32`` casts the grid to float32 first, as numpy 1.x value-based casting
     does (the OpenLane-V2 devkit: there a float32 recall of exactly 7/10 reaches the 0.7 point).
 
+    ``validate_args`` refuses precision outside [0, 1], negative recall and NaN (a read-back).
+
     Examples:
         >>> import torch
         >>> interpolated_precision_11point(torch.tensor([1.0, 0.5]), torch.tensor([0.3, 0.7], dtype=torch.float32))
         tensor([1.0000, 1.0000, 1.0000, 1.0000, 0.5000, 0.5000, 0.5000, 0.0000, 0.0000,
                 0.0000, 0.0000])
     """
+    if validate_args:
+        _check_curve(precision, recall)
     compare = xp.dtype_name(compare_dtype or "float64")
     grid = xp.astype(xp.astype(xp.arange(11, like=recall), "float64") * 0.1, compare)
     reach = xp.astype(recall, compare)[..., None, :] >= grid[:, None]  # (..., 11, N)
@@ -148,18 +161,31 @@ def average_precision_11point(
         recall: ``(..., N)``.
         dtype: accumulation dtype (default: ``precision``'s; OpenLane-V2 sums in float32).
         compare_dtype: dtype recall and grid are compared in (see :func:`interpolated_precision_11point`).
-        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
+        validate_args: refuse precision outside [0, 1], negative recall, NaN and curves of different
+            lengths (a read-back); ``False`` skips those checks.
 
     Examples:
         >>> import torch
         >>> average_precision_11point(torch.tensor([1.0, 0.5]), torch.tensor([0.3, 0.7], dtype=torch.float32))
         tensor(0.5000)
     """
+    if validate_args:
+        _check_curve(precision, recall)
     values = xp.astype(
-        interpolated_precision_11point(precision, recall, compare_dtype=compare_dtype),
+        interpolated_precision_11point(precision, recall, compare_dtype=compare_dtype, validate_args=False),
         xp.dtype_name(dtype or precision.dtype),
     )
     total = values[..., 0]
     for i in range(1, 11):
         total = total + values[..., i]
     return total / 11
+
+
+def _check_curve(precision: Tensor, recall: Tensor) -> None:
+    """``validate_args`` of the AP integrations: precision in [0, 1], recall >= 0, no NaN, same length."""
+    if precision.shape[-1] != recall.shape[-1]:
+        raise ValueError(
+            f"`precision` and `recall` must have the same length, got {precision.shape[-1]} and {recall.shape[-1]}"
+        )
+    check_values(precision, "precision", low=0.0, high=1.0)
+    check_values(recall, "recall", low=0.0)  # above 1 only when flags outnumber targets: still integrable

@@ -17,6 +17,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
+from drivemetrics._internal.validation import check_finite
 from drivemetrics.polyline.pairs import nearest_distances
 from drivemetrics.polyline.ragged import check_polylines, point_mask
 
@@ -51,10 +52,17 @@ def point_distance_matrix(a: Tensor, b: Tensor, *, validate_args: bool = True) -
     ``torch.cdist`` without the ``|a|^2 + |b|^2 - 2ab`` expansion: bit-equal to scipy's ``cdist`` on the CPU, and
     with a zero gradient where two points coincide.
 
+    ``validate_args`` refuses NaN or infinite points (a read-back).
+
     Examples:
         >>> point_distance_matrix(torch.tensor([[0.0, 0.0]]), torch.tensor([[3.0, 4.0], [0.0, 0.0]]))
         tensor([[5., 0.]])
     """
+    if a.shape[-1] != b.shape[-1]:
+        raise ValueError(f"`a` and `b` must have the same coordinates per point, got {a.shape[-1]} and {b.shape[-1]}")
+    if validate_args:
+        check_finite(a, "a")
+        check_finite(b, "b")
     batch = _broadcast(a.shape[:-2], b.shape[:-2])
     a3 = a.expand(*batch, *a.shape[-2:]).reshape(math.prod(batch), *a.shape[-2:])
     b3 = b.expand(*batch, *b.shape[-2:]).reshape(math.prod(batch), *b.shape[-2:])
@@ -77,7 +85,7 @@ def _directional_means(
     ``host_reads=False`` always masks (the same values) instead of reading back whether every point is valid to
     skip the mask: no device synchronisation, one graph under ``torch.compile(fullgraph=True)``.
     """
-    dist = point_distance_matrix(a, b)
+    dist = point_distance_matrix(a, b, validate_args=False)
     if host_reads and bool(b_mask.all()):
         a_to_b = dist.amin(-1)  # (..., Pa)
     else:

@@ -24,6 +24,7 @@ import operator
 from typing import Any
 
 from drivemetrics._internal import arrays as xp
+from drivemetrics._internal.validation import check_values
 
 __all__ = ["greedy_match", "greedy_match_index", "nearest_target", "score_rank"]
 
@@ -39,11 +40,15 @@ def score_rank(scores: Tensor, valid: Tensor | None = None, *, validate_args: bo
 
     Invalid predictions rank after all valid ones.
 
+    ``validate_args`` refuses NaN scores (a read-back).
+
     Examples:
         >>> import torch
         >>> score_rank(torch.tensor([0.2, 0.9, 0.2, 0.5]))
         tensor([2, 0, 3, 1])
     """
+    if validate_args:
+        check_values(scores, "scores", finite=False, what="scores")
     key = _detach(scores)
     if valid is not None:
         key = xp.where(valid, key, -math.inf)
@@ -58,7 +63,7 @@ def nearest_target(
     Args:
         distances: ``(..., P, G)`` prediction-to-target distances (``inf`` = can never match).
         target_valid: ``(..., G)`` bool, valid targets (default all).
-        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
+        validate_args: refuse NaN or negative distances (``inf`` is allowed; a read-back); ``False`` skips it.
 
     Returns:
         The index of the first target with the smallest distance (0 and ``inf`` when there is none).
@@ -68,6 +73,8 @@ def nearest_target(
         >>> nearest_target(torch.tensor([[2.0, 1.0, 1.0], [5.0, 7.0, 9.0]]))
         (tensor([1, 0]), tensor([1., 5.]))
     """
+    if validate_args:
+        check_values(distances, "distances", low=0.0, finite=False, what="distances")
     if target_valid is not None:
         distances = xp.where(target_valid[..., None, :], distances, math.inf)
     if distances.shape[-1] == 0:
@@ -102,7 +109,8 @@ def greedy_match(
         inclusive: a distance equal to the threshold passes (``<=``; MapTR, CVPR 2023) or not (``<``; OpenLane-V2).
         fallback: ``False``: nearest target only, no fall-back (the references); ``True``: nearest free target
             that passes.
-        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
+        validate_args: refuse NaN or negative distances and thresholds, NaN scores and scores not
+            ``(..., P)`` like the distances (a read-back); ``False`` skips those checks.
 
     Returns:
         ``(..., P, T)`` bool, ``True`` for a true positive.
@@ -115,6 +123,8 @@ def greedy_match(
         >>> greedy_match(distances, torch.tensor([0.9, 0.8]), thresholds=[0.5], fallback=True)[..., 0]
         tensor([True, True])
     """
+    if validate_args:
+        _check_match_inputs(distances, scores, thresholds)
     if fallback:
         return (
             greedy_match_index(
@@ -125,6 +135,7 @@ def greedy_match(
                 target_valid=target_valid,
                 inclusive=inclusive,
                 fallback=True,
+                validate_args=False,
             )
             >= 0
         )
@@ -137,8 +148,8 @@ def greedy_match(
     if target_valid is not None:
         distances = xp.where(target_valid[..., None, :], distances, math.inf)
     passes_fn = operator.le if inclusive else operator.lt
-    rank = score_rank(scores, preds_valid)
-    index, nearest = nearest_target(distances)
+    rank = score_rank(scores, preds_valid, validate_args=False)
+    index, nearest = nearest_target(distances, validate_args=False)
     passes = passes_fn(nearest[..., None], thresholds_t) & preds_valid[..., None]  # (..., P, T)
     if num_targets == 0:
         return passes
@@ -180,6 +191,8 @@ def greedy_match_index(
     >>> greedy_match_index(distances.numpy(), scores.numpy(), thresholds=[0.5], fallback=True)[..., 0]
     array([0, 1])
     """
+    if validate_args:
+        _check_match_inputs(distances, scores, thresholds)
     thresholds_t = xp.as_values(thresholds, like=distances).reshape(-1)
     num_preds, num_targets = distances.shape[-2], distances.shape[-1]
     lead = distances.shape[:-2]
@@ -193,10 +206,11 @@ def greedy_match_index(
             target_valid=target_valid,
             inclusive=inclusive,
             fallback=False,
+            validate_args=False,
         )
         if num_targets == 0:
             return xp.full(tp.shape, -1, like=distances, dtype="int64")
-        index, _ = nearest_target(_detach(distances), target_valid)
+        index, _ = nearest_target(_detach(distances), target_valid, validate_args=False)
         return xp.where(tp, index[..., None], -1)
     if preds_valid is None:
         preds_valid = xp.full(distances.shape[:-1], True, like=distances, dtype="bool")
@@ -207,7 +221,7 @@ def greedy_match_index(
     if target_valid is not None:
         distances = xp.where(target_valid[..., None, :], distances, math.inf)
     passes_fn = operator.le if inclusive else operator.lt
-    rank = score_rank(scores, preds_valid)
+    rank = score_rank(scores, preds_valid, validate_args=False)
     flat = distances.reshape(-1, num_preds, num_targets)
     order = xp.inverse_permutation(rank.reshape(-1, num_preds))  # rank -> prediction
     valid_flat = preds_valid.reshape(-1, num_preds)
@@ -224,3 +238,12 @@ def greedy_match_index(
         xp.put_along_last(taken, choice[..., None], hit[..., None] | xp.gather(taken, -1, choice[..., None]))
         match[frame_index, pred] = xp.where(hit, choice, -1)
     return match.reshape(*lead, num_preds, num_thr)
+
+
+def _check_match_inputs(distances: Tensor, scores: Tensor, thresholds: Tensor | float | list[float]) -> None:
+    """``validate_args`` of the greedy matchings."""
+    if tuple(scores.shape) != tuple(distances.shape[:-1]):
+        raise ValueError(f"`scores` must be (..., P) = {tuple(distances.shape[:-1])}, got {tuple(scores.shape)}")
+    check_values(distances, "distances", low=0.0, finite=False, what="distances")
+    check_values(scores, "scores", finite=False, what="scores")
+    check_values(xp.as_values(thresholds, like=distances), "thresholds", low=0.0, finite=False, what="thresholds")

@@ -13,6 +13,7 @@ import math
 import torch
 from torch import Tensor
 
+from drivemetrics._internal.validation import check_finite
 from drivemetrics.polyline.ragged import check_polylines, point_mask
 
 __all__ = ["arc_length", "interpolate_at", "resample_by_count", "resample_by_spacing"]
@@ -110,7 +111,8 @@ def resample_by_count(points: Tensor, lengths: Tensor, *, num_samples: int, vali
         points: ``(..., N, P, D)`` polyline points (metres).
         lengths: ``(..., N)`` valid point counts.
         num_samples: output point count (>= 2).
-        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
+        validate_args: refuse ``lengths`` outside ``[0, P]`` and NaN or infinite points (a read-back);
+        ``False`` skips those checks (the shapes are always checked).
 
     Returns:
         ``(..., N, num_samples, D)``; every output line is full (lengths ``num_samples``), except 0-point inputs
@@ -120,6 +122,9 @@ def resample_by_count(points: Tensor, lengths: Tensor, *, num_samples: int, vali
         >>> resample_by_count(torch.tensor([[[0.0, 0.0], [4.0, 0.0]]]), torch.tensor([2]), num_samples=5)[0, :, 0]
         tensor([0., 1., 2., 3., 4.])
     """
+    check_polylines(points, lengths, "points", check_values=validate_args)
+    if validate_args:
+        check_finite(points, "points")
     if num_samples < 2:
         raise ValueError(f"`num_samples` must be >= 2, got {num_samples}")
     total = arc_length(points, lengths)
@@ -146,7 +151,8 @@ def resample_by_spacing(
         lengths: ``(..., N)`` valid point counts.
         spacing: sample distance in metres (> 0).
         max_samples: a line needing more samples than this raises ``ValueError`` (cost bounded by input size).
-        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
+        validate_args: refuse ``lengths`` outside ``[0, P]`` and NaN or infinite points (a read-back);
+        ``False`` skips those checks (the shapes are always checked).
 
     Returns:
         ``(samples (..., N, M, D), sample_lengths (..., N))`` with ``M`` the largest count; 0-point inputs give
@@ -158,6 +164,9 @@ def resample_by_spacing(
         >>> samples[0, : int(counts[0]), 0].tolist()
         [0.0, 0.3, 0.6, 0.8999999999999999, 1.0]
     """
+    check_polylines(points, lengths, "points", check_values=validate_args)
+    if validate_args:
+        check_finite(points, "points")
     if not spacing > 0:
         raise ValueError(f"`spacing` must be > 0, got {spacing}")
     total = arc_length(points, lengths)

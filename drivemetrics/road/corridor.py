@@ -32,7 +32,7 @@ from torch import Tensor
 from drivemetrics._internal.compute import safe_divide
 from drivemetrics._internal.extras import require
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state, plot_metric
-from drivemetrics._internal.validation import check_binary, check_shape, check_tensor
+from drivemetrics._internal.validation import check_binary, check_shape, check_tensor, check_values
 from drivemetrics.geometry.bev import BevGrid
 from drivemetrics.road.corridor_config import CorridorConfig
 from drivemetrics.vehicle.single_track import single_track_step
@@ -227,14 +227,14 @@ def _check_grid_input(x: Tensor, name: str, grid: BevGrid) -> None:
     check_shape(x, name, ("B", grid.rows, grid.cols))
 
 
-def _prepare_confidence(preds: Tensor, grid: BevGrid) -> Tensor:
+def _prepare_confidence(preds: Tensor, grid: BevGrid, values: bool = True) -> Tensor:
     check_tensor(preds, "preds")
     _check_grid_input(preds, "preds", grid)
     if preds.dtype == torch.uint8:
         return preds.float() / 255.0
     if not preds.is_floating_point():
         raise ValueError(f"`preds` must be a floating confidence map in [0, 1] or uint8 in 0..255, got {preds.dtype}")
-    if preds.numel():
+    if values and preds.numel():
         low, high = torch.aminmax(preds.detach())
         if not (float(low) >= 0 and float(high) <= 1):  # also catches NaN
             raise ValueError(
@@ -244,14 +244,15 @@ def _prepare_confidence(preds: Tensor, grid: BevGrid) -> Tensor:
     return preds
 
 
-def _prepare_mask(mask: Tensor | None, name: str, like: Tensor, grid: BevGrid) -> Tensor:
+def _prepare_mask(mask: Tensor | None, name: str, like: Tensor, grid: BevGrid, values: bool = True) -> Tensor:
     if mask is None:
         return torch.ones(like.shape, dtype=torch.bool, device=like.device)
     check_tensor(mask, name)
     _check_grid_input(mask, name, grid)
     if mask.shape[0] != like.shape[0]:
         raise ValueError(f"`{name}` must have batch size {like.shape[0]}, got {mask.shape[0]}")
-    check_binary(mask, name)
+    if values:
+        check_binary(mask, name)
     return mask.to(device=like.device, dtype=torch.bool)
 
 
@@ -303,7 +304,8 @@ def fit_driving_corridor(
         threshold: detection working point in (0, 1]: a cell is a detection when ``confidence >= threshold``.
         grid: the BEV grid (default: KITTI-ROAD, 800 x 400 at 0.05 m).
         config: search parameters (default: the paper's, :class:`CorridorConfig`).
-        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
+        validate_args: refuse confidences outside [0, 1] (NaN included) and a non-binary ``valid`` (a
+            read-back); ``False`` skips those checks (the search itself still syncs once per stage).
 
     The search, precisely:
 
@@ -332,8 +334,8 @@ def fit_driving_corridor(
     """
     grid = grid if grid is not None else BevGrid()
     config = config if config is not None else CorridorConfig()
-    conf = _prepare_confidence(preds, grid)
-    valid_mask = _prepare_mask(valid, "valid", conf, grid) if valid is not None else None
+    conf = _prepare_confidence(preds, grid, validate_args)
+    valid_mask = _prepare_mask(valid, "valid", conf, grid, validate_args) if valid is not None else None
     threshold = _check_threshold(threshold)
     dtype = torch.float64 if conf.dtype == torch.float64 else torch.float32
     prefix = _prefix_sums(conf, valid_mask, threshold, grid, dtype)
@@ -551,7 +553,7 @@ def corridor_row_statistics(
         corridor: ``(B, H, W)`` bool corridor mask (:attr:`CorridorFit.mask`).
         target: ``(B, H, W)`` binary ground-truth ego-lane; every frame needs at least one valid lane cell.
         valid: optional ``(B, H, W)`` binary mask of evaluated cells.
-        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
+        validate_args: refuse non-binary ``target`` and ``valid`` masks (a read-back); ``False`` skips it.
 
     Returns:
         dict of ``E``-long tensors ``z`` (metres), ``tp_cells``, ``fp_cells``, ``row_tp``, ``row_fp``,
@@ -568,8 +570,8 @@ def corridor_row_statistics(
     grid = grid if grid is not None else BevGrid()
     check_tensor(corridor, "corridor")
     _check_grid_input(corridor, "corridor", grid)
-    target_mask = _prepare_mask(target, "target", corridor, grid)
-    valid_mask = _prepare_mask(valid, "valid", corridor, grid)
+    target_mask = _prepare_mask(target, "target", corridor, grid, validate_args)
+    valid_mask = _prepare_mask(valid, "valid", corridor, grid, validate_args)
     if not min_overlap > 0:
         raise ValueError(f"`min_overlap` must be > 0 metres, got {min_overlap}")
     gt = target_mask & valid_mask
@@ -615,6 +617,9 @@ def corridor_curves(stats: dict[str, Tensor], *, validate_args: bool = True) -> 
     frames hit up to ``d``). Undefined ratios over scored frames (0 / 0, e.g. no corridor at all) are 0; with no
     frame scored at all every score is NaN (nothing was measured).
 
+    ``validate_args`` checks ``stats``: the keys of :func:`corridor_row_statistics`, rows of one length,
+    non-negative counts (a read-back).
+
     Examples:
         >>> from drivemetrics.geometry import BevGrid
         >>> grid = BevGrid()  # KITTI-ROAD BEV grid, (800, 400) cells of 0.05 m
@@ -623,6 +628,8 @@ def corridor_curves(stats: dict[str, Tensor], *, validate_args: bool = True) -> 
         >>> curves["z"][-1], curves["f1_long"][-1]
         (tensor(45.9750, dtype=torch.float64), tensor(1., dtype=torch.float64))
     """
+    if validate_args:
+        _check_row_statistics(stats)
     tp, fp = stats["tp_cells"].cumsum(0), stats["fp_cells"].cumsum(0)
     rtp, rfp, rfn = stats["row_tp"].cumsum(0), stats["row_fp"].cumsum(0), stats["row_fn"].cumsum(0)
     frames = stats["frames"].double()
@@ -635,8 +642,27 @@ def corridor_curves(stats: dict[str, Tensor], *, validate_args: bool = True) -> 
     return {"z": stats["z"], **{k: torch.where(none, torch.full_like(v, math.nan), v) for k, v in scores.items()}}
 
 
+_ROW_KEYS = ("z", "tp_cells", "fp_cells", "row_tp", "row_fp", "row_fn", "hit_rows")
+
+
+def _check_row_statistics(stats: dict[str, Tensor]) -> None:
+    """``validate_args`` of :func:`corridor_curves`: the keys of :func:`corridor_row_statistics`, ``E``-long rows,
+    non-negative counts."""
+    missing = [k for k in (*_ROW_KEYS, "frames") if k not in stats]
+    if missing:
+        raise ValueError(f"`stats` lacks {missing}: pass the dict of corridor_row_statistics")
+    rows = stats["z"].shape
+    for key in _ROW_KEYS[1:]:
+        if stats[key].shape != rows:
+            raise ValueError(
+                f"`stats['{key}']` must have the shape {tuple(rows)} of `stats['z']`, got {tuple(stats[key].shape)}"
+            )
+        check_values(stats[key], f"stats['{key}']", low=0, what="counts")
+    check_values(stats["frames"], "stats['frames']", low=0, what="counts")
+
+
 def _scores_at(stats: dict[str, Tensor], distances: Sequence[float], grid: BevGrid) -> dict[str, Tensor]:
-    curves = corridor_curves(stats)
+    curves = corridor_curves(stats, validate_args=False)
     z = curves["z"]
     out: dict[str, Tensor] = {}
     for name in ("precision_lat", "f1_long", "hitrate"):
@@ -666,6 +692,8 @@ def driving_corridor_scores(
     config (e.g. ``precision_lat_20m``). Arguments as in :func:`fit_driving_corridor` and
     :func:`corridor_row_statistics`.
 
+    ``validate_args`` as in :func:`fit_driving_corridor` and :func:`corridor_row_statistics`.
+
     Examples:
         >>> from drivemetrics.geometry import BevGrid
         >>> grid = BevGrid()  # KITTI-ROAD BEV grid, (800, 400) cells of 0.05 m
@@ -676,9 +704,15 @@ def driving_corridor_scores(
     """
     grid = grid if grid is not None else BevGrid()
     config = config if config is not None else CorridorConfig()
-    fit = fit_driving_corridor(preds, valid, threshold=threshold, grid=grid, config=config)
+    fit = fit_driving_corridor(preds, valid, threshold=threshold, grid=grid, config=config, validate_args=validate_args)
     stats = corridor_row_statistics(
-        fit.mask, target, valid=valid, grid=grid, min_distance=config.min_distance, min_overlap=config.min_overlap
+        fit.mask,
+        target,
+        valid=valid,
+        grid=grid,
+        min_distance=config.min_distance,
+        min_overlap=config.min_overlap,
+        validate_args=validate_args,
     )
     return _scores_at(stats, config.distances, grid)
 
@@ -779,7 +813,7 @@ class DrivingCorridorMetrics(MetricFamily):
     def compute_curves(self) -> dict[str, Tensor]:
         """Synced curves of precision, F1 and hitrate over the distance (see :func:`corridor_curves`)."""
         with self.sync_context():
-            return {k: v.clone() for k, v in corridor_curves(self._stats()).items()}
+            return {k: v.clone() for k, v in corridor_curves(self._stats(), validate_args=False).items()}
 
     def plot(self, val: dict[str, Tensor] | Sequence[dict[str, Tensor]] | None = None, ax: Any = None) -> Any:
         """Plot with matplotlib; returns ``(fig, ax)``.

@@ -20,7 +20,7 @@ import torch
 from torch import Tensor
 
 from drivemetrics._internal.compat import Compat, check_compat
-from drivemetrics._internal.validation import check_binary, check_finite, check_same_shape, check_tensor
+from drivemetrics._internal.validation import check_binary, check_finite, check_same_shape, check_tensor, check_values
 from drivemetrics.road.bev_inputs import as_batch
 
 __all__ = [
@@ -550,7 +550,7 @@ def scores_from_counts(
         compat: ``"default"``: the working-point values are exact float64 ratios of the int64 counts;
             ``"reference"``: the devkit's rounding (counts cast to float32, the ``*_wp`` ratios computed in float32).
         warn_empty: warn when there is no valid positive pixel (scores are then NaN).
-        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
+        validate_args: refuse negative, NaN or infinite counts (a read-back); ``False`` skips it.
 
     Returns:
         The keys listed above, tensors of shape ``(...)`` unless noted.
@@ -581,6 +581,8 @@ def scores_from_counts(
         raise ValueError(f"`thresholds` has {thr.numel()} values but `counts` have {tp.shape[-1]} thresholds")
     if not beta > 0 or not math.isfinite(beta):
         raise ValueError(f"`beta` must be a finite number > 0, got {beta}")
+    if validate_args:
+        _check_counts((tp, fp, fn, tn))
     tp64, fp64, fn64, tn64 = (c.to(torch.float64) for c in (tp, fp, fn, tn))
     pos_num = (tp64 + fn64)[..., 0]
     neg_num = (fp64 + tn64)[..., 0]
@@ -656,12 +658,16 @@ def fixed_threshold_scores(
 ) -> dict[str, Tensor]:
     """Plain ``F_beta``, precision, recall and IoU from counts at one threshold (no epsilon; 0/0 gives NaN).
 
+    ``validate_args`` refuses negative, NaN or infinite counts (a read-back).
+
     Examples:
         >>> import torch
         >>> scores = fixed_threshold_scores((torch.tensor(3), torch.tensor(1), torch.tensor(1), torch.tensor(5)))
         >>> scores["f_measure"], scores["iou"]
         (tensor(0.7500, dtype=torch.float64), tensor(0.6000, dtype=torch.float64))
     """
+    if validate_args:
+        _check_counts(counts)
     tp, fp, fn, _ = (torch.as_tensor(c).to(torch.float64) for c in counts)
     beta2 = float(beta) ** 2
     return {
@@ -708,11 +714,19 @@ def scores_with_fixed_threshold(
     ``iou_fixed`` and ``fixed_threshold`` (unless it is ``None``), from counts taken at the union of
     :func:`with_fixed_threshold`."""
     sweep = PixelCounts(*(c[..., sweep_index] for c in counts))
-    scores = scores_from_counts(sweep, thresholds=thresholds, beta=beta, compat=compat)
+    scores = scores_from_counts(sweep, thresholds=thresholds, beta=beta, compat=compat, validate_args=False)
     if fixed_index is None or fixed_threshold is None:
         return scores
     fixed = PixelCounts(*(c[..., fixed_index] for c in counts))
-    for key, value in fixed_threshold_scores(fixed, beta=beta).items():
+    for key, value in fixed_threshold_scores(fixed, beta=beta, validate_args=False).items():
         scores[f"{key}_fixed"] = value
     scores["fixed_threshold"] = torch.tensor(float(fixed_threshold), dtype=torch.float64, device=counts.tp.device)
     return scores
+
+
+def _check_counts(counts: PixelCounts | Sequence[Tensor]) -> None:
+    """``validate_args`` of the score functions: four count tensors ``(tp, fp, fn, tn)``, finite and >= 0."""
+    if len(counts) != 4:
+        raise ValueError(f"`counts` must be four tensors (tp, fp, fn, tn), got {len(counts)}")
+    for name, values in zip(("tp", "fp", "fn", "tn"), counts, strict=True):
+        check_values(values, f"counts.{name}", low=0, what="pixel counts")

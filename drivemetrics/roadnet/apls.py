@@ -43,6 +43,7 @@ from torch import Tensor
 
 from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
+from drivemetrics._internal.validation import check_graph
 from drivemetrics.roadnet.geometry import graph_pairs, result_tensors, validate_graph
 from drivemetrics.roadnet.path_similarity import PARAMETER_SETS, apls_scores, control_points, path_differences
 
@@ -93,7 +94,8 @@ def apls(
         min_path_length: GT paths shorter than this are skipped (cosmiq 10, ``>=``; sat2graph 100, ``>``).
         max_sources: at most this many path sources per direction (seeded draw); ``None`` = all control points.
         seed: seed of the source draw.
-        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
+        validate_args: check that both are networkx graphs whose nodes carry a finite
+        ``pos`` within ``max_abs_coordinate`` (the graph readers' limit); ``False`` skips it.
 
     Examples:
         >>> import networkx as nx
@@ -102,6 +104,9 @@ def apls(
         >>> apls(g, g)["apls"]
         tensor(1., dtype=torch.float64)
     """
+    if validate_args:
+        check_graph(preds, "preds")
+        check_graph(target, "target")
     reference = check_compat(compat)
     if protocol not in PROTOCOLS:
         raise ValueError(f"`protocol` must be one of {PROTOCOLS}, got {protocol!r}")

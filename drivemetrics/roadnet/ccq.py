@@ -35,7 +35,7 @@ from torch import Tensor
 
 from drivemetrics._internal.compat import Compat
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
-from drivemetrics._internal.validation import check_same_shape, check_shape, check_tensor
+from drivemetrics._internal.validation import check_graph, check_same_shape, check_shape, check_tensor
 from drivemetrics.roadnet.geometry import (
     check_compat,
     graph_arrays,
@@ -162,7 +162,13 @@ def ccq(
     """
     if isinstance(preds, nx.Graph) or isinstance(target, nx.Graph):
         return ccq_graph(
-            preds, target, slack=8.0 if slack is None else slack, scale=scale, canvas=canvas, compat=compat
+            preds,
+            target,
+            slack=8.0 if slack is None else slack,
+            scale=scale,
+            canvas=canvas,
+            compat=compat,
+            validate_args=validate_args,
         )
     check_compat(compat)
     counts = ccq_counts(preds, target, 2.0 if slack is None else slack).sum(0).tolist()
@@ -295,7 +301,8 @@ def ccq_graph(
         compat: ``"default"`` or ``"reference"``: render as the released examples (rounded end points, PIL
             lines, no merging of nodes) on the released canvas; on graphs cut by ``crop_protocol`` (or with the
             protocol's canvas ``(0, 0, size / 4, size / 4)``) the pixel counts equal the released ones.
-        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
+        validate_args: check that both are networkx graphs whose nodes carry a finite
+        ``pos`` within ``max_abs_coordinate`` (the graph readers' limit); ``False`` skips it.
 
     Examples:
         >>> import networkx as nx, numpy as np
@@ -307,6 +314,9 @@ def ccq_graph(
         >>> {k: round(result[k].item(), 4) for k in ("correctness", "completeness", "quality")}
         {'correctness': 1.0, 'completeness': 0.7556, 'quality': 0.7556}
     """
+    if validate_args:
+        check_graph(preds, "preds")
+        check_graph(target, "target")
     if not scale > 0:
         raise ValueError(f"`scale` must be > 0, got {scale}")
     reference = check_compat(compat)

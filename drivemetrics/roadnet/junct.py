@@ -39,6 +39,7 @@ from scipy.spatial import cKDTree
 from torch import Tensor
 
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
+from drivemetrics._internal.validation import check_graph
 from drivemetrics.roadnet.geometry import (
     CHUNK,
     graph_arrays,
@@ -252,7 +253,8 @@ def junct(
         bounds: ``(xmin, ymin, xmax, ymax)``; clusters centered outside are ignored (``None``: keep all).
         context: cluster predicted junctions around the GT clusters (Go's behaviour); ``False`` clusters them like
             the GT ones.
-        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
+        validate_args: check that both are networkx graphs whose nodes carry a finite
+        ``pos`` within ``max_abs_coordinate`` (the graph readers' limit); ``False`` skips it.
 
     Examples:
         >>> import networkx as nx
@@ -261,6 +263,9 @@ def junct(
         >>> junct(g, g)["f_correct"]
         tensor(1., dtype=torch.float64)
     """
+    if validate_args:
+        check_graph(preds, "preds")
+        check_graph(target, "target")
     if not (cluster_radius > 0 and angle_distance > 0 and match_radius > 0):
         raise ValueError(
             f"radii must be > 0, got cluster {cluster_radius}, angle {angle_distance}, match {match_radius}"

@@ -47,6 +47,7 @@ from torch import Tensor
 
 from drivemetrics._internal.compat import Compat
 from drivemetrics._internal.metric import ScalarMetric, add_config_state
+from drivemetrics._internal.validation import check_graph
 from drivemetrics.roadnet._metric import GraphMetric, tensor_f1, tensor_ratios
 from drivemetrics.roadnet.geometry import (
     PointMatching,
@@ -251,7 +252,8 @@ def opt_g(
             (ascending distance, as the released code); ``None``: ``"optimal"``, or ``"greedy"`` in compat mode.
         seed: seed of every random choice; equal seeds give equal results.
         compat: ``"default"`` or ``"reference"``: the released procedure (see the module doc).
-        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
+        validate_args: check that both are networkx graphs whose nodes carry a finite
+        ``pos`` within ``max_abs_coordinate`` (the graph readers' limit); ``False`` skips it.
 
     Returns:
         ``dict[str, Tensor]``: the summed counts (int64) and ``precision``, ``recall``, ``f1`` (float64).
@@ -263,6 +265,9 @@ def opt_g(
         >>> opt_g(g, g, n_samples=10)["f1"]
         tensor(1., dtype=torch.float64)
     """
+    if validate_args:
+        check_graph(preds, "preds")
+        check_graph(target, "target")
     reference = check_compat(compat)
     if matching is None:
         matching = "greedy" if reference else "optimal"

@@ -33,6 +33,7 @@ from torch import Tensor
 
 from drivemetrics._internal.compat import Compat
 from drivemetrics._internal.metric import ScalarMetric, add_config_state
+from drivemetrics._internal.validation import check_graph
 from drivemetrics.roadnet._metric import GraphMetric, tensor_ratios
 from drivemetrics.roadnet.geometry import (
     PointMatching,
@@ -150,7 +151,8 @@ def opt_j(
         candidates_k: number of nearest candidates inspected per node in greedy mode (5 in the released code).
         compat: ``"default"`` or ``"reference"``: the released code's numbers (greedy matching, no merging of
             nodes at identical positions, an empty prediction scores all zeros).
-        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
+        validate_args: check that both are networkx graphs whose nodes carry a finite
+        ``pos`` within ``max_abs_coordinate`` (the graph readers' limit); ``False`` skips it.
 
     Returns:
         ``dict[str, Tensor]``: int64 counts ``tp``, ``pp``, ``ap`` and float64 ``precision``, ``recall``, ``f1``.
@@ -166,6 +168,9 @@ def opt_j(
         >>> {k: round(v.item(), 4) for k, v in opt_j(pred, gt).items()}
         {'tp': 6, 'pp': 6, 'ap': 8, 'precision': 1.0, 'recall': 0.75, 'f1': 0.8571}
     """
+    if validate_args:
+        check_graph(preds, "preds")
+        check_graph(target, "target")
     reference = check_compat(compat)
     if matching is None:
         matching = "greedy" if reference else "optimal"

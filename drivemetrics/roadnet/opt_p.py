@@ -55,6 +55,7 @@ from torch import Tensor
 
 from drivemetrics._internal.compat import Compat
 from drivemetrics._internal.metric import ScalarMetric, add_config_state
+from drivemetrics._internal.validation import check_graph
 from drivemetrics.roadnet._metric import GraphMetric, tensor_f1
 from drivemetrics.roadnet.geometry import (
     SegmentIndex,
@@ -531,7 +532,8 @@ def opt_p(
             it: at 1, about 0.02 s per 14-node 512 px tile and 0.14 s per 65-node 1024 px tile on one CPU thread
             (``benchmarks/graph_sampling_cost.py``).
         compat: ``"default"`` or ``"reference"``: the released code's choices (see the module doc).
-        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
+        validate_args: check that both are networkx graphs whose nodes carry a finite
+        ``pos`` within ``max_abs_coordinate`` (the graph readers' limit); ``False`` skips it.
 
     Returns:
         ``dict[str, Tensor]`` (float64 ``precision``, ``recall``, ``f1``; int64 path / interruption counts are
@@ -547,6 +549,9 @@ def opt_p(
         >>> {k: round(result[k].item(), 4) for k in ("precision", "recall", "f1")}
         {'precision': 1.0, 'recall': 0.6411, 'f1': 0.7813}
     """
+    if validate_args:
+        check_graph(preds, "preds")
+        check_graph(target, "target")
     for name, value in (("d_snap", d_snap), ("segment_length", segment_length), ("corridor", corridor)):
         if not value > 0:
             raise ValueError(f"`{name}` must be > 0, got {value}")

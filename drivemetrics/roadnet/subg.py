@@ -31,6 +31,7 @@ from scipy.spatial import cKDTree
 from torch import Tensor
 
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
+from drivemetrics._internal.validation import check_graph
 from drivemetrics.roadnet.geometry import (
     CHUNK,
     dense_arrays,
@@ -86,7 +87,8 @@ def subg(
         match_distance: hole-marble matching distance and root snapping distance (px, strict ``<``).
         n_subgraphs: number of roots.
         seed: seed of the root sampling.
-        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
+        validate_args: check that both are networkx graphs whose nodes carry a finite
+        ``pos`` within ``max_abs_coordinate`` (the graph readers' limit); ``False`` skips it.
 
     Examples:
         >>> import networkx as nx
@@ -95,6 +97,9 @@ def subg(
         >>> subg(g, g, n_subgraphs=10)["f1"]
         tensor(1., dtype=torch.float64)
     """
+    if validate_args:
+        check_graph(preds, "preds")
+        check_graph(target, "target")
     if not (spacing > 0 and radius > 0 and match_distance > 0 and n_subgraphs >= 1):
         raise ValueError(
             "need spacing, radius, match_distance > 0 and n_subgraphs >= 1; "

@@ -41,6 +41,7 @@ from torch import Tensor
 
 from drivemetrics._internal.compat import Compat
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
+from drivemetrics._internal.validation import check_graph
 from drivemetrics.roadnet.geometry import (
     CHUNK,
     check_compat,
@@ -190,7 +191,8 @@ def tlts(
             but each fraction's standard error, at most ``0.5 / sqrt(n_paths)``, grows (0.016 at 1000, 0.035 at 200).
         seed: seed of the path sampling.
         compat: ``"default"`` or ``"reference"``: the released procedure (see the module doc).
-        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
+        validate_args: check that both are networkx graphs whose nodes carry a finite
+        ``pos`` within ``max_abs_coordinate`` (the graph readers' limit); ``False`` skips it.
 
     Examples:
         >>> import networkx as nx
@@ -199,6 +201,9 @@ def tlts(
         >>> tlts(g, g, n_paths=20)["correct"]
         tensor(1., dtype=torch.float64)
     """
+    if validate_args:
+        check_graph(preds, "preds")
+        check_graph(target, "target")
     if not max_node_dist > 0 or not perc_length >= 0 or n_paths < 1:
         raise ValueError(
             f"need max_node_dist > 0, perc_length >= 0, n_paths >= 1; got {max_node_dist}, {perc_length}, {n_paths}"

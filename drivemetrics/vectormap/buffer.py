@@ -24,6 +24,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from drivemetrics._internal.validation import check_finite, check_lengths
 from drivemetrics.polyline import point_mask
 
 __all__ = ["buffer_pieces", "buffers_intersect"]
@@ -155,7 +156,8 @@ def buffers_intersect(
         distance: buffer distance (MapTR: 2.0 m).
         mitre_limit: GEOS mitre limit (default 5).
         max_elements: memory bound of the vectorised pre-test (pairs are chunked).
-        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
+        validate_args: refuse lengths outside ``[0, P]`` and NaN or infinite points (a read-back);
+        ``False`` skips those checks.
 
     Returns:
         ``(K,)`` bool.
@@ -166,6 +168,11 @@ def buffers_intersect(
         >>> buffers_intersect(a, torch.tensor([2, 2]), b, torch.tensor([2, 2])).tolist()  # end to end: flat caps
         [False, True]
     """
+    if validate_args:
+        check_lengths(a_lengths, "a_lengths", a.shape[-2])
+        check_lengths(b_lengths, "b_lengths", b.shape[-2])
+        check_finite(a, "a")
+        check_finite(b, "b")
     num_pairs = a.shape[0]
     result = torch.zeros(num_pairs, dtype=torch.bool, device=a.device)
     if num_pairs == 0:

@@ -253,7 +253,9 @@ def evaluate_map_samples(
     if flat_path_applies(proto):  # pooled as the numpy path pools (the challenge's sums): the same bits on every path
         out = ap_from_rows(rows.cpu().numpy(), num_targets.cpu().numpy(), proto)
     else:
-        out = vector_map_ap_from_matches(rows[:, 0], rows[:, 1].long(), rows[:, 2:] > 0.5, num_targets, protocol=proto)
+        out = vector_map_ap_from_matches(
+            rows[:, 0], rows[:, 1].long(), rows[:, 2:] > 0.5, num_targets, protocol=proto, validate_args=False
+        )
     return MapEvaluation(_report(out, num_targets.tolist(), proto), unknown, missing)
 
 

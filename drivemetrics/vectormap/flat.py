@@ -553,6 +553,7 @@ def ap_from_rows(rows: np.ndarray, num_targets: np.ndarray, proto: MapProtocol) 
             int(num_targets[c]),
             precision_dtype=curve_dtype,
             recall_dtype=curve_dtype,
+            validate_args=False,
         )
         ap[c] = [_area_ap(p, r, curve_dtype) for p, r in zip(precision, recall, strict=True)]
         if int(num_targets[c]) == 0 and proto.empty_class_ap == "nan":

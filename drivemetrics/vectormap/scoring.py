@@ -30,6 +30,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from drivemetrics._internal.validation import check_values
 from drivemetrics.polyline import (
     arc_length,
     average_precision_area,
@@ -58,8 +59,9 @@ def _group_by_class(points: Tensor, lengths: Tensor, labels: Tensor, num_classes
     source[b, c, position[b, n, c]] = n
     safe = source.clamp_min(0)
     rows = torch.arange(batch, device=lengths.device)[:, None]
-    grouped = points[rows, safe.reshape(batch, -1)].reshape(batch, num_classes, -1, *points.shape[-2:])  # row copies
-    grouped_lengths = torch.where(source >= 0, lengths.gather(1, safe.reshape(batch, -1)).reshape(source.shape), 0)
+    flat = safe.reshape(batch, source.shape[1] * source.shape[2])  # explicit sizes: empty batches and frames work
+    grouped = points[rows, flat].reshape(*source.shape, *points.shape[-2:])  # row copies
+    grouped_lengths = torch.where(source >= 0, lengths.gather(1, flat).reshape(source.shape), 0)
     return grouped, grouped_lengths, source
 
 
@@ -71,10 +73,11 @@ def _resample_by_spacing_in_chunks(
     raises the same error); each line is then padded with its last sample, the point at its full length, which is
     what one call puts in every slot beyond a line's count."""
     if points.shape[0] <= chunk:
-        return resample_by_spacing(points, lengths, spacing=spacing)
+        return resample_by_spacing(points, lengths, spacing=spacing, validate_args=False)
     order = torch.argsort(arc_length(points, lengths), descending=True, stable=True)
     pieces = [
-        (index, *resample_by_spacing(points[index], lengths[index], spacing=spacing)) for index in order.split(chunk)
+        (index, *resample_by_spacing(points[index], lengths[index], spacing=spacing, validate_args=False))
+        for index in order.split(chunk)
     ]
     width = pieces[0][1].shape[1]
     samples = points.new_empty(points.shape[0], width, points.shape[-1])
@@ -103,6 +106,7 @@ def _resample_lines(points: Tensor, lengths: Tensor, proto: MapProtocol) -> tupl
                         flat_points[start : start + 1024],
                         flat_lengths[start : start + 1024],
                         num_samples=proto.num_samples,
+                        validate_args=False,
                     )
                     for start in range(0, flat_points.shape[0], 1024)
                 ]
@@ -236,7 +240,9 @@ def _buffer_prefilter(
         tested |= candidate
         b, c, k, g = candidate.nonzero(as_tuple=True)
         i, j = pred_line[b, c, k], gt_line[b, c, g]
-        meet = buffers_intersect(pred_lines[i], pred_counts[i], gt_lines[j], gt_counts[j], distance=buffer)
+        meet = buffers_intersect(
+            pred_lines[i], pred_counts[i], gt_lines[j], gt_counts[j], distance=buffer, validate_args=False
+        )
         distances[b[~meet], c[~meet], k[~meet], g[~meet]] = torch.inf
 
 
@@ -325,6 +331,8 @@ def vector_map_matches(
         raise ValueError(
             f'`preds["scores"]` must have shape {tuple(preds_lengths.shape)}, got {tuple(preds_scores.shape)}'
         )
+    if validate_args:  # the map readers' rule: a score is a number in [0, 1] (padding lines are not read)
+        check_values(preds_scores[preds_lengths > 0], 'preds["scores"]', low=0.0, high=1.0, what="scores")
     if proto.dims == "2d":
         if preds.shape[-1] != 2:
             raise ValueError(f"protocol {proto.name!r} evaluates 2-D polylines; `preds` has D = {preds.shape[-1]}")
@@ -358,6 +366,7 @@ def vector_map_matches(
         target_valid=gt_line >= 0,
         inclusive=True,
         fallback=proto.fallback,
+        validate_args=False,
     )  # (B, C, K, T)
     batch, num = preds_lengths.shape
     tp = torch.zeros(batch, num, len(thresholds_t), dtype=torch.bool, device=preds.device)
@@ -410,6 +419,22 @@ def _content_order(scores: Tensor, labels: Tensor, true_positive: Tensor) -> tup
     return scores[order], labels[order], true_positive[order]
 
 
+def _check_matches(scores: Tensor, labels: Tensor, true_positive: Tensor, num_targets: Tensor, classes: int) -> None:
+    """``validate_args`` of :func:`vector_map_ap_from_matches`: shapes that fit, scores in [0, 1], class ids in
+    range, non-negative target counts."""
+    count = scores.shape[0] if scores.ndim == 1 else -1
+    if count < 0 or labels.shape != scores.shape or true_positive.ndim != 2 or true_positive.shape[0] != count:
+        raise ValueError(
+            f"`scores`, `labels` must be (S,) and `true_positive` (S, T), got {tuple(scores.shape)}, "
+            f"{tuple(labels.shape)} and {tuple(true_positive.shape)}"
+        )
+    if tuple(num_targets.shape) != (classes,):
+        raise ValueError(f"`num_targets` must be ({classes},), one count per class, got {tuple(num_targets.shape)}")
+    check_values(scores, "scores", low=0.0, high=1.0, what="scores")
+    check_values(labels, "labels", low=0, high=classes - 1, what="class ids")
+    check_values(num_targets, "num_targets", low=0, what="counts")
+
+
 def vector_map_ap_from_matches(
     scores: Tensor,
     labels: Tensor,
@@ -427,7 +452,8 @@ def vector_map_ap_from_matches(
         true_positive: ``(S, T)`` flags from :func:`vector_map_matches`.
         num_targets: ``(C,)`` GT counts.
         protocol: as in :func:`vector_map_matches` (dtypes and the AP of a class without GT).
-        validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
+        validate_args: check the shapes, scores in [0, 1], class ids and counts (a read-back); ``False``
+            skips those checks.
 
     Returns:
         ``ap_per_threshold (C, T)``, ``ap (C,)`` (mean over thresholds), ``map`` (mean over classes; the default
@@ -441,6 +467,8 @@ def vector_map_ap_from_matches(
     """
     proto = get_protocol(protocol)
     num_classes = len(proto.class_names)
+    if validate_args:
+        _check_matches(scores, labels, true_positive, num_targets, num_classes)
     num_thresholds = true_positive.shape[-1]
     scores, labels, true_positive = _content_order(scores, labels, true_positive)
     ap = torch.zeros(num_classes, num_thresholds, dtype=torch.float64, device=scores.device)
@@ -455,11 +483,12 @@ def vector_map_ap_from_matches(
             num_targets[c],
             precision_dtype=curve_dtype,
             recall_dtype=curve_dtype,
+            validate_args=False,
         )
         if proto.float32_curve:
             ap[c] = _float32_area_ap(precision, recall).to(device=ap.device)
         else:
-            ap[c] = average_precision_area(precision, recall)
+            ap[c] = average_precision_area(precision, recall, validate_args=False)
         if int(num_targets[c]) == 0 and proto.empty_class_ap == "nan":
             ap[c] = torch.nan
     class_ap = ap.mean(-1)
@@ -498,5 +527,10 @@ def vector_map_ap(
     """
     matches = vector_map_matches(preds, target, protocol=protocol, thresholds=thresholds, validate_args=validate_args)
     return vector_map_ap_from_matches(
-        matches["scores"], matches["labels"], matches["true_positive"], matches["num_targets"], protocol=protocol
+        matches["scores"],
+        matches["labels"],
+        matches["true_positive"],
+        matches["num_targets"],
+        protocol=protocol,
+        validate_args=False,
     )
