@@ -598,6 +598,16 @@ def _score_curvelanes_chunk(
         if not path.is_file():
             raise FileNotFoundError(f'CurveLanes prediction not found: {path} (write {{"Lines": []}} for none)')
         p, s, size = read_curvelanes_pred(path)
+        kept = [len(lane) > 0 and not v <= min(thresholds) for lane, v in zip(p, s, strict=True)]
+        if compat == "reference" and lanes and any(kept):  # the official calc_iou runs: name the file where its
+            # spline turns a zero chord into NaN (a prediction only when some threshold keeps it)
+            for where, frame_lanes, used in ((label, lanes, [True] * len(lanes)), (path, p, kept)):
+                for k, (lane, use) in enumerate(zip(frame_lanes, used, strict=True)):
+                    if use and len(lane) >= 3 and not (lane[1:] != lane[:-1]).any(axis=1).all():
+                        raise ValueError(
+                            f"{where}: Lines[{k}] repeats a point (chord length 0: the official spline makes NaN "
+                            "and calc_iou raises `cannot convert float NaN to integer`)"
+                        )
         if size is None:
             if compat == "reference":
                 raise ValueError(f"{path}: no `Shape` (the metric reads the prediction's size from it)")

@@ -177,8 +177,8 @@ def llamas_label_lanes(
     """The GT lanes of a LLAMAS label as the evaluator builds them: ``(n, 2)`` float64 points ``(x, y)``.
 
     ``read_json`` drops lanes whose markers' ``pixel_start.y`` span fewer than 20 px and lanes of fewer than 2
-    markers, truncates the pixel values to integers, and (``compat="reference"`` only) renames the remaining lane
-    ids per side in sorted order, so that dropping ``l0`` makes ``l1`` the scored ``l0``; the nearest marker is
+    markers, truncates the pixel values to integers, and renames the lane ids per side in sorted order (after the
+    drops in ``compat="reference"``, so that dropping ``l0`` makes ``l1`` the scored ``l0``); the nearest marker is
     extended to row 716 or the image side; the markers are sampled row by row, averaged per row, the gaps between
     them filled linearly; the lanes ``l1, l0, r0, r1`` (in that order, empty slots skipped) keep their rows
     300-716 with ``x >= 0``; a lane of fewer than 2 such points: ``compat="reference"`` raises ``ValueError`` (the
@@ -186,9 +186,9 @@ def llamas_label_lanes(
 
     Args:
         label: the label JSON (text or parsed dict): ``projection_matrix`` and ``lanes`` of ``markers``.
-        compat: ``"default"`` keeps the JSON's lane ids after the drops (the scored lanes are the JSON's l1, l0, r0,
-            r1) and handles the official crashes (notes); ``"reference"`` renames and raises where the official
-            code raises.
+        compat: ``"default"`` renames the lane ids before the drops (a dropped lane leaves its slot empty instead
+            of promoting its neighbour) and handles the official crashes (notes); ``"reference"`` renames after the
+            drops and raises where the official code raises.
         where: the label's name in error messages and notes.
 
     Returns:
@@ -212,8 +212,10 @@ def llamas_label_lanes(
         if not rows or max(rows) - min(rows) < 20 or len(lane["markers"]) < 2:
             continue
         kept.append(lane)
-    ids = [lane["lane_id"] for lane in kept]
-    mapping = _rename(ids) if compat == "reference" else {k: k for k in ids}
+    # the renaming closes gaps in the ids (l3, l2, l0 -> l2, l1, l0); done after the drops (reference), a dropped
+    # l0 makes l1 the scored l0 and brings l2 in; the default renames the JSON's lanes before dropping any
+    ids = [lane["lane_id"] for lane in (kept if compat == "reference" else lanes)]
+    mapping = _rename(ids)
     by_id: dict[str, np.ndarray] = {}
     notes: list[str] = []
     for lane in kept:
