@@ -67,7 +67,7 @@ def curvelanes_spline(lanes: Sequence[np.ndarray]) -> list[np.ndarray]:
     Examples:
         >>> import numpy as np
         >>> curvelanes_spline([np.array([[0.0, 0.0], [3.0, 4.0]])])[0].tolist()
-        [[0.0, 0.0], [0.6, 0.8], [1.2, 1.6], [1.7999999999999998, 2.4], [2.4, 3.2], [3.0, 4.0]]
+        [[0.0, 0.0], [0.6, 0.8], [1.2, 1.6], [1.7999999999999998, 2.4000000000000004], [2.4, 3.2], [3.0, 4.0]]
     """
     out: list[np.ndarray] = [np.asarray(lane, dtype=np.float64).reshape(-1, 2) for lane in lanes]
     by_count: dict[int, list[int]] = {}
@@ -192,7 +192,8 @@ def curvelanes_matches(
         >>> gt = torch.tensor([[[[1000.0, 1439.0], [1200.0, 700.0]]]])  # (B, L, Q, 2) in a 2560 x 1440 image
         >>> preds = torch.cat([gt, gt + torch.tensor([600.0, 0.0])], 1)  # the lane and a false one
         >>> size = torch.tensor([[2560.0, 1440.0]])
-        >>> curvelanes_matches(preds, gt, image_size=size, scores=torch.tensor([[0.9, 0.3]]), score_thresholds=(0.1, 0.5))
+        >>> scores = torch.tensor([[0.9, 0.3]])
+        >>> curvelanes_matches(preds, gt, image_size=size, scores=scores, score_thresholds=(0.1, 0.5))
         {'hits': tensor([[1, 1]]), 'num_pred': tensor([[2, 1]]), 'num_gt': tensor([1])}
     """
     from scipy.optimize import linear_sum_assignment
@@ -356,7 +357,8 @@ def curvelanes_f1(
         >>> import torch
         >>> gt = torch.tensor([[[[1000.0, 1439.0], [1200.0, 700.0]]]])
         >>> preds = torch.cat([gt, gt + torch.tensor([600.0, 0.0])], 1)
-        >>> {k: round(v.item(), 4) for k, v in curvelanes_f1(preds, gt, image_size=torch.tensor([[2560.0, 1440.0]])).items()}
+        >>> scores = curvelanes_f1(preds, gt, image_size=torch.tensor([[2560.0, 1440.0]]))
+        >>> {k: round(v.item(), 4) for k, v in scores.items()}
         {'precision': 0.5, 'recall': 1.0, 'f1': 0.6667}
     """
     c = curvelanes_counts(

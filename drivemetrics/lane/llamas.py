@@ -106,7 +106,7 @@ def _extend_lane(markers: list[dict], compat: Compat, where: str) -> list[dict]:
     else:
         new = (zero_x, 716)
     fake = {
-        "pixel_start": {"x": int(round(new[0])), "y": int(round(new[1]))},
+        "pixel_start": {"x": round(new[0]), "y": round(new[1])},  # helper_scripts.ir
         "pixel_end": {"x": sx, "y": sy},
     }
     return [fake, *markers]
@@ -200,8 +200,8 @@ def llamas_label_lanes(
         >>> far = {"world_start": {"x": 1.5, "y": 1.6, "z": 20.0}, "world_end": {"x": 1.5, "y": 1.6, "z": 26.0},
         ...        "pixel_start": {"x": 720, "y": 425}, "pixel_end": {"x": 690, "y": 403}}
         >>> lanes, notes = llamas_label_lanes({"lanes": [{"lane_id": "r0", "markers": [marker, far]}]})
-        >>> lanes[0][0].tolist(), lanes[0][-1].tolist(), len(lanes[0])  # rows 300.. with x, up to the far marker
-        ([1099.0, 403.0], [1101.0, 716.0], 314)
+        >>> lanes[0][0].tolist(), lanes[0][-1].tolist(), len(lanes[0])  # from the far marker down to row 716
+        ([690.0, 403.0], [1108.0, 716.0], 314)
     """
     check_compat(compat)
     content = json.loads(label) if isinstance(label, str) else label
@@ -392,7 +392,7 @@ def llamas_matches(
         >>> gt = torch.stack([640 + 0.5 * (rows - 300), rows], -1)[None, None]  # (B, L, Q, 2) = (1, 1, 417, 2)
         >>> preds = torch.tensor([[[[640.0, 300.0], [848.0, 716.0]], [[100.0, 716.0], [300.0, 400.0]]]])
         >>> llamas_matches(preds, gt)["matched_iou"].round(decimals=3)
-        tensor([[0.9780]], dtype=torch.float64)
+        tensor([[0.9880]], dtype=torch.float64)
     """
     check_compat(compat)
     if iou not in IOU_KINDS:
