@@ -77,13 +77,18 @@ def _marker_px(marker: dict, key: str) -> tuple[Any, Any]:
     return marker[key]["x"], marker[key]["y"]
 
 
-def _extend_lane(markers: list[dict], compat: Compat, where: str) -> list[dict]:
-    """``spline_creator._extend_lane``: a marker from the nearest marker's start to row 716 or the image side."""
-    usable = [
+def _usable_markers(markers: list[dict]) -> list[dict]:
+    """The markers ``_extend_lane`` may extend: neither vertical nor horizontal in the image."""
+    return [
         m
         for m in markers
         if m["pixel_start"]["y"] != m["pixel_end"]["y"] and m["pixel_start"]["x"] != m["pixel_end"]["x"]
     ]
+
+
+def _extend_lane(markers: list[dict], compat: Compat, where: str) -> list[dict]:
+    """``spline_creator._extend_lane``: a marker from the nearest marker's start to row 716 or the image side."""
+    usable = _usable_markers(markers)
     if not usable:
         if compat == "reference":
             raise ValueError(
@@ -229,14 +234,15 @@ def llamas_label_lanes(
             for m in lane["markers"]
         ]
         name = mapping.get(lane["lane_id"], lane["lane_id"])
-        if compat != "reference" and name not in LANE_SLOTS:
-            continue  # the official code samples every lane (and may crash on one it never scores)
         lane_where = f"{where} lane {lane['lane_id']}"
+        if compat != "reference" and name not in LANE_SLOTS:  # the official code samples every lane
+            if not _usable_markers(markers):
+                notes.append(
+                    f"{lane_where}: all markers vertical or horizontal, not scored (the official code crashes)"
+                )
+            continue
         by_id[name] = _sample_points(_extend_lane(markers, compat, lane_where), compat, lane_where)
-        if compat != "reference" and not any(
-            m["pixel_start"]["y"] != m["pixel_end"]["y"] and m["pixel_start"]["x"] != m["pixel_end"]["x"]
-            for m in markers
-        ):
+        if compat != "reference" and not _usable_markers(markers):
             notes.append(f"{lane_where}: all markers vertical or horizontal, not extended")
     out = []
     rows_all = np.arange(LLAMAS_HEIGHT, dtype=np.float64)
