@@ -1,5 +1,5 @@
-"""Lane metrics and losses: TuSimple, CULane, LLAMAS and CurveLanes scores, the expected road center (attack objective), and the
-closed-loop driving metrics PSLD and E2E-LD with their geometry, controllers and statistics.
+"""Lane metrics and losses: TuSimple, CULane, LLAMAS and CurveLanes scores, the expected road center (attack
+objective), and the closed-loop driving metrics PSLD and E2E-LD with their geometry, controllers and statistics.
 
 Image frame: x right, y down, pixels; lanes sampled at fixed rows are ``(B, L, N)`` tensors with NaN for a missing
 point. Road frame: X right, Z forward, metres.

@@ -198,6 +198,14 @@ def _llamas_eval(args: argparse.Namespace) -> int:
     from drivemetrics._internal.distributed import current_shard
     from drivemetrics.lane.evaluate import evaluate_llamas_dirs
 
+    if args.iou in ("pixel", "both"):  # the optional dependencies, before anything is read
+        from drivemetrics.lane.culane_official import load_cv2
+
+        load_cv2()
+    if args.iou in ("shapely", "both"):
+        from drivemetrics._internal.extras import require
+
+        require("llamas", "shapely.geometry", "LLAMAS iou='shapely'")
     torch.set_num_threads(1)  # OpenCV and scipy do the work; parallel work through --workers
     _check_json(args, [args.pred, args.gt], (".json", ".txt"))
     result = evaluate_llamas_dirs(
@@ -240,8 +248,10 @@ def _curvelanes_eval(args: argparse.Namespace) -> int:
     import torch
 
     from drivemetrics._internal.distributed import current_shard
+    from drivemetrics.lane.culane_official import load_cv2
     from drivemetrics.lane.evaluate import evaluate_curvelanes_dirs
 
+    load_cv2()  # before anything is read
     torch.set_num_threads(1)
     _check_json(args, [args.pred, args.gt], (".json", ".txt"))
     result = evaluate_curvelanes_dirs(

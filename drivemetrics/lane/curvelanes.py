@@ -430,6 +430,9 @@ class CurveLanesMetrics(MetricFamily):
             raise ValueError(f"score thresholds must lie in [0, 1], got {thresholds}")
         if not 0 <= iou_threshold < 1:
             raise ValueError(f"`iou_threshold` must be in [0, 1), got {iou_threshold}")
+        from drivemetrics.lane.culane_official import load_cv2
+
+        load_cv2()  # OpenCV draws the lanes: checked here, not at the first update
         self.thresholds = tuple(thresholds)
         self.primary = self.thresholds.index(float(score_threshold))
         self.iou_threshold, self.compat = float(iou_threshold), compat

@@ -8,17 +8,20 @@ row, rows 300-716); every lane is drawn ``line_width`` px wide (30) on the 717 x
 true positive, ``FP = n_pred - TP``, ``FN = n_gt - TP``; precision, recall and F1 from the dataset totals (0 when
 TP = 0). CLRNet's multi-threshold F1 scores the same matches at IoU 0.50, 0.55, ..., 0.95 (F1@50, F1@75, mF1).
 
-Two modes:
+Both modes draw as the evaluator (OpenCV, the ``culane`` extra): each prediction line loses its consecutive
+duplicate points and is resampled at 50 points by ``scipy.interpolate.splprep`` (``s=0``, ``k = min(3, n - 1)``),
+every point is truncated to an integer pixel (``astype(np.int32)``) and the lanes are drawn with ``cv2.line`` of
+thickness 30; each lane is drawn once, on the part of the image it can reach. They differ where the evaluator is
+wrong:
 
-* default: batched torch on any device. Predictions are the natural cubic spline through their points (the CULane
-  curve, :func:`drivemetrics.lane.culane.lane_iou_matrix`), pixels within ``(line_width + 1) / 2`` of the curves
-  are drawn in closed form per row. Prediction lines with fewer than 2 distinct points are dropped with a warning
-  (the official tool drops lines of < 2 points and crashes on lines whose points are all equal).
-* ``compat="reference"``: the official steps: each prediction line loses its consecutive duplicate points and is
-  resampled at 50 points by ``scipy.interpolate.splprep`` (``s=0``, ``k = min(3, n - 1)``), every point is
-  truncated to an integer pixel (``astype(np.int32)``) and the lanes are drawn with OpenCV's ``cv2.line`` of
-  thickness 30 (needs ``opencv-python-headless``, the ``culane`` extra); a prediction whose points are all equal
-  raises ``ValueError`` (the official ``splprep`` raises ``TypeError``).
+* ``compat="reference"``: the evaluator, bugs included: after a lane is dropped (short or 1 marker) the remaining
+  ids are renamed, so that the neighbour of a dropped ``l0`` is scored in its slot and ``l2`` is brought in; a
+  prediction whose points are all equal, a GT lane without points at rows >= 300 and a lane whose markers are all
+  vertical or horizontal raise ``ValueError`` (the evaluator raises ``TypeError``, ``AssertionError``,
+  ``ValueError``).
+* default: the ids are renamed before the drops (the dataset's gap closing, without the promotion); those three
+  cases are handled (the lane is dropped with a warning, the GT lane is not scored, the lane is not extended) and
+  reported.
 
 ``iou="shapely"`` is the evaluator's "unofficial" IoU (its Python API's default): the 50-point resampled lines are
 buffered by ``line_width / 2`` (round caps, mitre joins), cut to the image polygon, and the IoU is their area ratio
@@ -332,6 +335,18 @@ def _shapely_iou(gts: list[np.ndarray], preds: list[np.ndarray], line_width: flo
     return iou
 
 
+def _check_extras(iou: str) -> None:
+    """OpenCV (pixel IoU) or shapely (``iou="shapely"``), with the one-line install hint when missing."""
+    if iou == "pixel":
+        from drivemetrics.lane.culane_official import load_cv2
+
+        load_cv2()
+    else:
+        from drivemetrics._internal.extras import require
+
+        require("llamas", "shapely.geometry", "LLAMAS iou='shapely'")
+
+
 def _assign(iou_pred_gt: np.ndarray) -> np.ndarray:
     """Matched IoU per GT lane (NaN: none) of ``linear_sum_assignment(1 - IoU)`` on ``(n_pred, n_gt)``."""
     from scipy.optimize import linear_sum_assignment
@@ -419,10 +434,7 @@ def llamas_matches(
         pred_lane = _drop_short(preds, p_valid, pred_lane, "predicted")
     device = preds.device
     matched = np.full(target.shape[:2], np.nan)
-    if iou == "pixel":
-        from drivemetrics.lane.culane_official import load_cv2
-
-        load_cv2()
+    _check_extras(iou)
     p_np, g_np = preds.detach().cpu().double().numpy(), target.detach().cpu().double().numpy()
     pv, gv = p_valid.cpu().numpy(), g_valid.cpu().numpy()
     pl, gl = pred_lane.cpu().numpy(), gt_lane.cpu().numpy()
@@ -585,6 +597,7 @@ class LlamasMetrics(MetricFamily):
         if iou not in IOU_KINDS:
             raise ValueError(f"`iou` must be one of {IOU_KINDS}, got {iou!r}")
         check_compat(compat)
+        _check_extras(iou)  # checked here, not at the first update
         self.line_width, self.iou, self.compat = float(line_width), iou, compat
         for name in ("tp", "fp", "fn"):
             self.add_state(name, torch.zeros(len(IOU_RANGE), dtype=torch.long), dist_reduce_fx="sum")
