@@ -18,7 +18,7 @@ Examples:
 from drivemetrics.detection.box_iou import bev_overlap, box2d_overlap, box3d_overlap
 from drivemetrics.detection.kitti_object import evaluate_kitti_objects
 from drivemetrics.lane.culane import culane_counts, culane_f1, culane_matches, lane_iou_matrix
-from drivemetrics.lane.curvelanes import curvelanes_counts, curvelanes_f1, curvelanes_matches, curvelanes_scores
+from drivemetrics.lane.curvelanes import curvelanes_counts, curvelanes_f1, curvelanes_matches
 from drivemetrics.lane.e2e import e2e_ld
 from drivemetrics.lane.llamas import llamas_counts, llamas_f1, llamas_matches
 from drivemetrics.lane.psld import psld, psld_deviations, smooth_psld
@@ -115,7 +115,6 @@ __all__ = [
     "curvelanes_counts",
     "curvelanes_f1",
     "curvelanes_matches",
-    "curvelanes_scores",
     "driving_corridor_scores",
     "e2e_ld",
     "evaluate_kitti_objects",

@@ -356,7 +356,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_no_progress(culane)
     culane.add_argument("--json", default=None, metavar="OUT", help="also write the scores to OUT")
     culane.set_defaults(func=_culane_eval, sharded=True)
+    _register_llamas(subparsers)
+    _register_curvelanes(subparsers)
 
+
+def _register_llamas(subparsers: argparse._SubParsersAction) -> None:
     llamas = subparsers.add_parser(
         "llamas-eval",
         help="LLAMAS lane precision / recall / F1 (the CULane metric), F1@75 and mF1 of .lines.txt predictions",
@@ -390,6 +394,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     llamas.add_argument("--json", default=None, metavar="OUT", help="also write the scores to OUT")
     llamas.set_defaults(func=_llamas_eval, sharded=True)
 
+
+def _register_curvelanes(subparsers: argparse._SubParsersAction) -> None:
     curvelanes = subparsers.add_parser(
         "curvelanes-eval",
         help="CurveLanes lane precision / recall / F1 (the vega lane metric) of .lines.json predictions",

@@ -152,6 +152,19 @@ def _draw(samples: list[np.ndarray], compat: Compat, where: str) -> np.ndarray:
     return out
 
 
+def _scaled_drawings(
+    points: np.ndarray, valid: np.ndarray, lanes: np.ndarray, sizes: np.ndarray, compat: Compat, name: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(drawings ``(n, 224 * 224)``, frame of each, slot of each) of the lanes ``lanes`` of ``(B, L, P, 2)``
+    ``points``, scaled by ``x / (W / 224)``, ``y / (H / 224)`` (the official divisor, per frame)."""
+    frame, slot = np.nonzero(lanes)
+    ratios = np.stack([np.true_divide(sizes[:, 0], EVAL_SIZE), np.true_divide(sizes[:, 1], EVAL_SIZE)], axis=1)
+    scaled = [points[i, k][valid[i, k]] / ratios[i] for i, k in zip(frame, slot, strict=True)]
+    if compat == "default":
+        scaled = [_merge_repeats(lane) for lane in scaled]
+    return _draw(curvelanes_spline(scaled), compat, name), frame, slot
+
+
 def curvelanes_matches(
     preds: Tensor,
     target: Tensor,
@@ -229,25 +242,9 @@ def curvelanes_matches(
     pl, gl = pred_lane.cpu().numpy(), gt_lane.cpu().numpy()
     hits = np.zeros((b, len(thresholds)), dtype=np.int64)
     n_pred = np.zeros((b, len(thresholds)), dtype=np.int64)
-    # scale every lane to 224 x 224 (x / (W / 224), y / (H / 224), the official divisor), spline all at once
-    g_lanes, p_lanes, g_frame, p_frame = [], [], [], []
-    for i in range(b):
-        g_ratio = np.array([np.true_divide(sizes[i, 0], EVAL_SIZE), np.true_divide(sizes[i, 1], EVAL_SIZE)])
-        p_ratio = np.array([np.true_divide(p_sizes[i, 0], EVAL_SIZE), np.true_divide(p_sizes[i, 1], EVAL_SIZE)])
-        for k in np.flatnonzero(gl[i]):
-            g_lanes.append(g_np[i, k][gv[i, k]] / g_ratio)
-            g_frame.append(i)
-        for k in np.flatnonzero(pl[i]):
-            p_lanes.append(p_np[i, k][pv[i, k]] / p_ratio)
-            p_frame.append((i, k))
-    if compat == "default":
-        g_lanes = [_merge_repeats(lane) for lane in g_lanes]
-        p_lanes = [_merge_repeats(lane) for lane in p_lanes]
-    gt_draw = _draw(curvelanes_spline(g_lanes), compat, "target")
-    pr_draw = _draw(curvelanes_spline(p_lanes), compat, "preds")
-    g_of = np.array(g_frame, dtype=np.int64)
-    p_of = np.array([f for f, _ in p_frame], dtype=np.int64)
-    p_slot = np.array([k for _, k in p_frame], dtype=np.int64)
+    # every lane of the batch scaled to 224 x 224, splined and drawn once
+    gt_draw, g_of, _ = _scaled_drawings(g_np, gv, gl, sizes, compat, "target")
+    pr_draw, p_of, p_slot = _scaled_drawings(p_np, pv, pl, p_sizes, compat, "preds")
     for i in range(b):  # per frame: one matrix product for the IoUs, scipy's assignment per threshold
         gi, pi = np.flatnonzero(g_of == i), np.flatnonzero(p_of == i)
         if pi.size:
@@ -275,7 +272,9 @@ def curvelanes_matches(
     }
 
 
-def curvelanes_scores(hits: Tensor, num_pred: Tensor, num_gt: Tensor, compat: Compat = "default") -> dict[str, Tensor]:
+def curvelanes_scores(
+    hits: Tensor, num_pred: Tensor, num_gt: Tensor, *, compat: Compat = "default"
+) -> dict[str, Tensor]:
     """``{"precision", "recall", "f1"}`` (float64) from total hits, predicted and GT lanes.
 
     ``compat="reference"`` adds vega's ``sys.float_info.epsilon`` to every denominator; the default is exact (0
@@ -375,7 +374,7 @@ def curvelanes_f1(
         validate_args=validate_args,
     )
     tp = c["tp"].sum()
-    return curvelanes_scores(tp, c["fp"].sum() + tp, c["fn"].sum() + tp, compat)
+    return curvelanes_scores(tp, c["fp"].sum() + tp, c["fn"].sum() + tp, compat=compat)
 
 
 class CurveLanesMetrics(MetricFamily):
@@ -472,7 +471,7 @@ class CurveLanesMetrics(MetricFamily):
 
     def compute(self) -> dict[str, Tensor]:
         """``{"precision", "recall", "f1", "max_f1"}`` from the accumulated totals."""
-        s = curvelanes_scores(self.hits, self.num_pred, self.num_gt, self.compat)
+        s = curvelanes_scores(self.hits, self.num_pred, self.num_gt, compat=self.compat)
         out = {key: value[self.primary] for key, value in s.items()}
         out["max_f1"] = s["f1"].max()
         return out

@@ -389,7 +389,7 @@ def _score_llamas_chunk(
     """``(F, 2 + 10 * len(ious))`` int rows ``[n_gt, n_pred, TP at IoU 0.50 .. 0.95 per IoU kind]`` of a chunk of
     LLAMAS frames, and the default mode's notes."""
     from drivemetrics.lane.culane import IOU_RANGE, counts_from_matches
-    from drivemetrics.lane.io import _lane_slots, _stack_lanes, read_culane_file, read_llamas_label
+    from drivemetrics.lane.io import pad_lanes, read_culane_file, read_llamas_label
     from drivemetrics.lane.llamas import llamas_label_lanes, llamas_matches
 
     gts, preds, notes = [], [], []
@@ -415,8 +415,8 @@ def _score_llamas_chunk(
                 notes.append(f"{pred_path}:{number}: all points equal, lane dropped")
         preds.append(lines)
     rows = [np.array([[len(g), 0] for g in gts], dtype=np.int64)]
-    pred_t, pred_m = _stack_lanes(preds), _lane_slots(preds)
-    gt_t, gt_m = _stack_lanes(gts), _lane_slots(gts)
+    pred_t, pred_m = pad_lanes(preds)
+    gt_t, gt_m = pad_lanes(gts)
     for kind in ious:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=_LLAMAS_SHORT)
@@ -585,7 +585,7 @@ def _score_curvelanes_chunk(
 ) -> tuple[np.ndarray, list[str]]:
     """``(F, 1 + 2 T)`` int rows ``[n_gt, hits per threshold, n_pred per threshold]`` and notes."""
     from drivemetrics.lane.curvelanes import curvelanes_matches
-    from drivemetrics.lane.io import _stack_lanes, read_curvelanes_label, read_curvelanes_pred
+    from drivemetrics.lane.io import pad_lanes, read_curvelanes_label, read_curvelanes_pred
 
     gts, preds, scores, p_sizes, notes = [], [], [], [], []
     for name in names:
@@ -622,8 +622,8 @@ def _score_curvelanes_chunk(
         score_t[i, : len(s)] = torch.tensor(s, dtype=torch.float64)
         mask[i, : len(p)] = torch.tensor([len(lane) > 0 for lane in p], dtype=torch.bool)
     m = curvelanes_matches(
-        _stack_lanes(preds),
-        _stack_lanes(gts),
+        pad_lanes(preds)[0],
+        pad_lanes(gts)[0],
         image_size=torch.tensor([sizes[n] for n in names], dtype=torch.float64),
         preds_size=torch.tensor(p_sizes, dtype=torch.float64),
         scores=score_t,
@@ -695,7 +695,7 @@ def evaluate_curvelanes_dirs(
     gt = torch.tensor(int(rows[:, 0].sum()))
     hits = torch.from_numpy(rows[:, 1 : 1 + t_count].sum(0))
     n_pred = torch.from_numpy(rows[:, 1 + t_count :].sum(0))
-    s = curvelanes_scores(hits, n_pred, gt, compat)
+    s = curvelanes_scores(hits, n_pred, gt, compat=compat)
 
     def entry(j: int) -> dict[str, object]:
         return {

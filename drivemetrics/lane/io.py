@@ -30,6 +30,7 @@ __all__ = [
     "frame_key",
     "jpeg_size",
     "lane_name",
+    "pad_lanes",
     "read_culane_file",
     "read_culane_frames",
     "read_culane_lines",
@@ -105,6 +106,12 @@ def read_culane_frames(names: Sequence[str], gt_dir: str | Path, pred_dir: str |
     gts = [read_culane_file(Path(gt_dir, n)) for n in names]
     preds = [read_culane_file(Path(pred_dir, n), missing_ok=True) for n in names]
     return _stack_lanes(preds), _lane_slots(preds), _stack_lanes(gts), _lane_slots(gts)
+
+
+def pad_lanes(frames: list[list[np.ndarray]]) -> tuple[Tensor, Tensor]:
+    """Per-frame lists of ``(n, 2)`` lanes -> ``(B, L, P, 2)`` NaN-padded float64 points and ``(B, L)`` bools of
+    the lanes given (also those of 0 or 1 point), as the lane kernels take them."""
+    return _stack_lanes(frames), _lane_slots(frames)
 
 
 def _lane_slots(frames: list[list[np.ndarray]]) -> Tensor:

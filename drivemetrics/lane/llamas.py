@@ -43,7 +43,6 @@ from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.compute import precision_recall_f1
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
 from drivemetrics._internal.validation import check_tensor
-from drivemetrics.lane.culane import IOU_RANGE, counts_from_matches
 from drivemetrics.lane.raster import check_lane_points
 
 __all__ = [
@@ -66,6 +65,8 @@ LLAMAS_HEIGHT, LLAMAS_WIDTH = 717, 1276
 GT_FIRST_ROW = 300
 LANE_SLOTS = ("l1", "l0", "r0", "r1")
 IOU_KINDS = ("pixel", "shapely")
+#: CLRNet's IoU thresholds 0.50:0.05:0.95 (F1@50, F1@75, mF1), as CULane's ``IOU_RANGE``.
+IOU_RANGE = tuple(round(0.5 + 0.05 * k, 2) for k in range(10))
 
 
 # --------------------------------------------------------------------------------------------------- label pipeline
@@ -488,8 +489,8 @@ def llamas_counts(
         compat=compat,
         validate_args=validate_args,
     )
-    parts = [counts_from_matches(matches, t) for t in thresholds]
-    return {key: torch.stack([p[key] for p in parts], dim=-1) for key in ("tp", "fp", "fn")}
+    tp = torch.stack([(matches["matched_iou"] > t).sum(-1) for t in thresholds], dim=-1)
+    return {"tp": tp, "fp": matches["num_pred"][:, None] - tp, "fn": matches["num_gt"][:, None] - tp}
 
 
 def _check_thresholds(thresholds: Sequence[float]) -> list[float]:

@@ -22,9 +22,9 @@ from drivemetrics.lane.curvelanes import (
 )
 from drivemetrics.lane.evaluate import evaluate_curvelanes_dirs
 from drivemetrics.lane.io import (
-    _stack_lanes,
     curvelanes_image_sizes,
     jpeg_size,
+    pad_lanes,
     read_curvelanes_label,
     read_curvelanes_list,
     read_curvelanes_pred,
@@ -133,8 +133,8 @@ def _frames(root, names, sizes):
         score_t[i, : len(s)] = torch.tensor(s, dtype=torch.float64)
         mask[i, : len(p)] = torch.tensor([len(lane) > 0 for lane in p])
     return {
-        "preds": _stack_lanes(preds),
-        "target": _stack_lanes(gts),
+        "preds": pad_lanes(preds)[0],
+        "target": pad_lanes(gts)[0],
         "image_size": torch.tensor([sizes[n] for n in names], dtype=torch.float64),
         "preds_size": torch.tensor(p_sizes, dtype=torch.float64),
         "scores": score_t,

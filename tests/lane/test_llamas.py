@@ -15,7 +15,7 @@ pytest.importorskip("cv2", reason="LLAMAS draws lanes with opencv-python-headles
 
 from drivemetrics.lane.culane import IOU_RANGE, counts_from_matches
 from drivemetrics.lane.evaluate import evaluate_llamas_dirs
-from drivemetrics.lane.io import _stack_lanes, read_culane_file, read_llamas_keys, read_llamas_label
+from drivemetrics.lane.io import pad_lanes, read_culane_file, read_llamas_keys, read_llamas_label
 from drivemetrics.lane.llamas import (
     LlamasMetrics,
     llamas_counts,
@@ -131,7 +131,7 @@ def _frames(root, expected, keys):
             llamas_label_lanes(read_llamas_label(root / "cases/labels/valid" / f"{key}.json"), compat="reference")[0]
         )
         preds.append(read_culane_file(root / "cases/pred" / f"{key}.lines.txt"))
-    return _stack_lanes(preds), _stack_lanes(gts)
+    return pad_lanes(preds)[0], pad_lanes(gts)[0]
 
 
 def test_reference_counts_and_ious_per_frame(llamas):
