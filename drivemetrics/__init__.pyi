@@ -19,6 +19,15 @@ from drivemetrics.lane.culane import CULaneF1Score as CULaneF1Score
 from drivemetrics.lane.culane import CULaneMetrics as CULaneMetrics
 from drivemetrics.lane.culane import CULanePrecision as CULanePrecision
 from drivemetrics.lane.culane import CULaneRecall as CULaneRecall
+from drivemetrics.lane.curvelanes import CurveLanesF1Score as CurveLanesF1Score
+from drivemetrics.lane.curvelanes import CurveLanesMetrics as CurveLanesMetrics
+from drivemetrics.lane.curvelanes import CurveLanesPrecision as CurveLanesPrecision
+from drivemetrics.lane.curvelanes import CurveLanesRecall as CurveLanesRecall
+from drivemetrics.lane.llamas import LlamasF1Score as LlamasF1Score
+from drivemetrics.lane.llamas import LlamasMeanF1Score as LlamasMeanF1Score
+from drivemetrics.lane.llamas import LlamasMetrics as LlamasMetrics
+from drivemetrics.lane.llamas import LlamasPrecision as LlamasPrecision
+from drivemetrics.lane.llamas import LlamasRecall as LlamasRecall
 from drivemetrics.lane.psld import PSLD as PSLD
 from drivemetrics.lane.psld import PSLDLoss as PSLDLoss
 from drivemetrics.lane.tusimple import TuSimpleAccuracy as TuSimpleAccuracy
@@ -109,6 +118,10 @@ __all__ = [
     "CULaneMetrics",
     "CULanePrecision",
     "CULaneRecall",
+    "CurveLanesF1Score",
+    "CurveLanesMetrics",
+    "CurveLanesPrecision",
+    "CurveLanesRecall",
     "DrivingCorridorHitRate",
     "DrivingCorridorLateralPrecision",
     "DrivingCorridorLongitudinalF1Score",
@@ -132,6 +145,11 @@ __all__ = [
     "LaneGraphTopoPrecision",
     "LaneGraphTopoRecall",
     "LaneMatchingLoss",
+    "LlamasF1Score",
+    "LlamasMeanF1Score",
+    "LlamasMetrics",
+    "LlamasPrecision",
+    "LlamasRecall",
     "MapChamferLoss",
     "OpenLane3DCategoryAccuracy",
     "OpenLane3DFScore",

@@ -55,6 +55,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "tusimple-eval": ("drivemetrics.lane.cli", "score TuSimple JSON-lines predictions (accuracy, FP, FN, F1)"),
     "culane-eval": ("drivemetrics.lane.cli", "score CULane .lines.txt predictions (precision, recall, F1)"),
+    "llamas-eval": ("drivemetrics.lane.cli", "score LLAMAS .lines.txt predictions (precision, recall, F1, mF1)"),
+    "curvelanes-eval": ("drivemetrics.lane.cli", "score CurveLanes .lines.json predictions (precision, recall, F1)"),
     "kitti-object-eval": (
         "drivemetrics.detection.cli",
         "KITTI object AP (2D, AOS, BEV, 3D; R11 and R40) of a result folder, exactly as the official C++",

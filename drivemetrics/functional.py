@@ -18,7 +18,9 @@ Examples:
 from drivemetrics.detection.box_iou import bev_overlap, box2d_overlap, box3d_overlap
 from drivemetrics.detection.kitti_object import evaluate_kitti_objects
 from drivemetrics.lane.culane import culane_counts, culane_f1, culane_matches, lane_iou_matrix
+from drivemetrics.lane.curvelanes import curvelanes_counts, curvelanes_f1, curvelanes_matches
 from drivemetrics.lane.e2e import e2e_ld
+from drivemetrics.lane.llamas import llamas_counts, llamas_f1, llamas_matches
 from drivemetrics.lane.psld import psld, psld_deviations, smooth_psld
 from drivemetrics.lane.road_center import (
     expected_center_from_anchors,
@@ -110,6 +112,9 @@ __all__ = [
     "culane_counts",
     "culane_f1",
     "culane_matches",
+    "curvelanes_counts",
+    "curvelanes_f1",
+    "curvelanes_matches",
     "driving_corridor_scores",
     "e2e_ld",
     "evaluate_kitti_objects",
@@ -131,6 +136,9 @@ __all__ = [
     "lane_iou_matrix",
     "lane_matching_loss",
     "lanegraph_apls",
+    "llamas_counts",
+    "llamas_f1",
+    "llamas_matches",
     "map_chamfer_loss",
     "nearest_target",
     "openlane3d_gt_to_ground",

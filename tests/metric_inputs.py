@@ -35,7 +35,9 @@ from torchmetrics import Metric
 from drivemetrics.detection.kitti_object import KittiObjectAveragePrecision, KittiObjectMetrics
 from drivemetrics.geometry.bev import BevGrid
 from drivemetrics.lane.culane import CULaneF1Score, CULaneMetrics, CULanePrecision, CULaneRecall
+from drivemetrics.lane.curvelanes import CurveLanesF1Score, CurveLanesMetrics, CurveLanesPrecision, CurveLanesRecall
 from drivemetrics.lane.geometry import default_z_samples
+from drivemetrics.lane.llamas import LlamasF1Score, LlamasMeanF1Score, LlamasMetrics, LlamasPrecision, LlamasRecall
 from drivemetrics.lane.psld import PSLD
 from drivemetrics.lane.tusimple import (
     TuSimpleAccuracy,
@@ -238,6 +240,42 @@ def _culane_case(cls: type[Metric]) -> MetricCase:
         preds[1, i % 4 :] = torch.nan  # missed lanes in the second image
         batches.append(((preds, target), {}))
     return MetricCase({"height": 64, "width": 168, "line_width": 6.0}, batches, cast_float_args, grad_arg=0)
+
+
+def _road_lanes(g: torch.Generator, batch: int, noise: float, rows: Tensor, starts: Tensor) -> tuple[Tensor, Tensor]:
+    """Straight lanes through ``starts`` at the bottom row, converging upwards, and noisy predictions of them."""
+    bottom = rows.max()
+    xs = starts[:, None] + (starts[:, None] - starts.mean()) * (rows - bottom) / (2 * bottom)
+    target = torch.stack([xs, rows.expand(len(starts), -1)], dim=-1).expand(batch, -1, -1, -1).clone()
+    shift = torch.randn(batch, len(starts), 1, 1, generator=g) * noise
+    return (target + shift * torch.tensor([1.0, 0.0])).clone(), target
+
+
+@register(LlamasMetrics, LlamasPrecision, LlamasRecall, LlamasF1Score, LlamasMeanF1Score)
+def _llamas_case(cls: type[Metric]) -> MetricCase:
+    g = _generator(11)
+    rows = torch.arange(300.0, 717.0, 16.0)
+    batches = []
+    for i in range(NUM_BATCHES):
+        preds, target = _road_lanes(g, 2, 4.0 + 8.0 * i, rows, torch.tensor([200.0, 500.0, 800.0, 1100.0]))
+        preds = preds[:, :, ::3]  # predictions sampled more sparsely than the GT rows
+        preds[1, i % 4 :] = torch.nan  # missed lanes in the second frame
+        batches.append(((preds, target), {}))
+    return MetricCase({}, batches, cast_float_args, grad_arg=0)
+
+
+@register(CurveLanesMetrics, CurveLanesPrecision, CurveLanesRecall, CurveLanesF1Score)
+def _curvelanes_case(cls: type[Metric]) -> MetricCase:
+    g = _generator(12)
+    rows = torch.arange(700.0, 1440.0, 60.0)
+    batches = []
+    for i in range(NUM_BATCHES):
+        preds, target = _road_lanes(g, 2, 3.0 + 6.0 * i, rows, torch.tensor([400.0, 1000.0, 1600.0, 2200.0]))
+        preds[1, i % 4 :] = torch.nan
+        scores = torch.rand(2, 4, generator=g)
+        size = torch.tensor([[2560.0, 1440.0], [2560.0, 1440.0]])
+        batches.append(((preds, target), {"image_size": size, "scores": scores}))
+    return MetricCase({}, batches, cast_float_args, grad_arg=0)
 
 
 @register(PSLD)

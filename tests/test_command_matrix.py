@@ -511,9 +511,93 @@ def _check_openlane3d(compat: str) -> Callable[[Path, Path, str], None]:
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# LLAMAS and CurveLanes (issue 47)
+
+
+def _compare_script(fx: Path, folder: str, tmp: Path) -> None:
+    """The fixture's own compare.py on the command's JSON: counts exact, values within 1e-6."""
+    done = subprocess.run(
+        [sys.executable, str(fx / folder / "compare.py"), str(fx / folder / "expected.json"), str(tmp / "out.json")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout[-3000:]
+
+
+def _llamas_argv(compat: str) -> Callable[[Path, Path], list[str]]:
+    def argv(fx: Path, tmp: Path) -> list[str]:
+        root = fx / "llamas" / "cases"
+        paths = ["--gt", str(root / "labels" / "valid"), "--pred", str(root / "pred")]
+        return [*paths, "--compat", compat, "--per-image", "--workers", "1", "--json", str(tmp / "out.json")]
+
+    return argv
+
+
+def _check_llamas(compat: str) -> Callable[[Path, Path, str], None]:
+    def check(fx: Path, tmp: Path, stdout: str) -> None:
+        if compat == "reference":
+            _compare_script(fx, "llamas", tmp)
+            return
+        import warnings
+
+        from drivemetrics.lane.evaluate import evaluate_llamas_dirs
+
+        root = fx / "llamas" / "cases"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = evaluate_llamas_dirs(root / "pred", root / "labels" / "valid", per_image=True)
+        got = _json(tmp / "out.json")
+        assert got["per_frame"] == want["per_frame"]
+        for key in ("tp", "fp", "fn", "precision", "recall", "f1"):
+            _same(got["pooled"][key], want["pooled"][key], 1e-12, key)
+        _same(got["multi_threshold"]["mF1"], want["multi_threshold"]["mF1"], 1e-12, "mF1")
+
+    return check
+
+
+def _curvelanes_argv(compat: str) -> Callable[[Path, Path], list[str]]:
+    def argv(fx: Path, tmp: Path) -> list[str]:
+        root = fx / "curvelanes" / "cases"
+        paths = ["--gt", str(root / "valid"), "--pred", str(root / "pred")]
+        return [*paths, "--compat", compat, "--per-image", "--workers", "1", "--json", str(tmp / "out.json")]
+
+    return argv
+
+
+def _check_curvelanes(compat: str) -> Callable[[Path, Path, str], None]:
+    def check(fx: Path, tmp: Path, stdout: str) -> None:
+        if compat == "reference":
+            _compare_script(fx, "curvelanes", tmp)
+            return
+        from drivemetrics.lane.evaluate import evaluate_curvelanes_dirs
+
+        root = fx / "curvelanes" / "cases"
+        want = evaluate_curvelanes_dirs(root / "pred", root / "valid", per_image=True)
+        got = _json(tmp / "out.json")
+        assert got["per_frame"] == want["per_frame"]
+        assert got["per_score_threshold"] == want["per_score_threshold"]
+        assert got["pooled"] == want["pooled"]
+
+    return check
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # the matrix
 
 ROWS: dict[str, Row] = {
+    "llamas-eval/llamas/reference": Row(
+        "llamas-eval", "llamas", "reference", _llamas_argv("reference"), _check_llamas("reference")
+    ),
+    "llamas-eval/llamas/default": Row(
+        "llamas-eval", "llamas", "default", _llamas_argv("default"), _check_llamas("default")
+    ),
+    "curvelanes-eval/curvelanes/reference": Row(
+        "curvelanes-eval", "curvelanes", "reference", _curvelanes_argv("reference"), _check_curvelanes("reference")
+    ),
+    "curvelanes-eval/curvelanes/default": Row(
+        "curvelanes-eval", "curvelanes", "default", _curvelanes_argv("default"), _check_curvelanes("default")
+    ),
     "culane-eval/culane_official/reference": Row(
         "culane-eval",
         "culane_official",

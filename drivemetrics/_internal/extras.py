@@ -2,7 +2,8 @@
 
 The package's extras (``pyproject.toml``) install modules that only some paths need: matplotlib for figures and
 ``plot()`` (``plot``), OpenCV for the ``compat="reference"`` modes of CULane and UrbanLaneGraph (``culane``,
-``lanegraph``), rtree for UrbanLaneGraph's reference candidate order (``lanegraph``). A path that needs one
+``lanegraph``; also LLAMAS and CurveLanes in both modes), rtree for UrbanLaneGraph's reference candidate order
+(``lanegraph``), shapely for LLAMAS' unofficial IoU (``llamas``). A path that needs one
 calls :func:`require` before any work; when the module is missing it raises :class:`MissingExtraError`, whose
 message is one line, e.g. ``drawing figures needs matplotlib: pip install 'drivemetrics[plot]'``. The
 ``drivemetrics`` command prints it as ``drivemetrics COMMAND: error: ...`` and exits with status 2 (an
@@ -22,6 +23,7 @@ DISTRIBUTIONS: dict[str, str] = {
     "matplotlib": "matplotlib",
     "cv2": "OpenCV",
     "rtree": "rtree",
+    "shapely": "shapely",
 }
 
 

@@ -1,5 +1,5 @@
-"""Lane metrics and losses: TuSimple and CULane scores, the expected road center (attack objective), and the
-closed-loop driving metrics PSLD and E2E-LD with their geometry, controllers and statistics.
+"""Lane metrics and losses: TuSimple, CULane, LLAMAS and CurveLanes scores, the expected road center (attack
+objective), and the closed-loop driving metrics PSLD and E2E-LD with their geometry, controllers and statistics.
 
 Image frame: x right, y down, pixels; lanes sampled at fixed rows are ``(B, L, N)`` tensors with NaN for a missing
 point. Road frame: X right, Z forward, metres.
@@ -17,6 +17,15 @@ _METRICS = {
     "CULaneMetrics": "drivemetrics.lane.culane",
     "CULanePrecision": "drivemetrics.lane.culane",
     "CULaneRecall": "drivemetrics.lane.culane",
+    "CurveLanesF1Score": "drivemetrics.lane.curvelanes",
+    "CurveLanesMetrics": "drivemetrics.lane.curvelanes",
+    "CurveLanesPrecision": "drivemetrics.lane.curvelanes",
+    "CurveLanesRecall": "drivemetrics.lane.curvelanes",
+    "LlamasF1Score": "drivemetrics.lane.llamas",
+    "LlamasMeanF1Score": "drivemetrics.lane.llamas",
+    "LlamasMetrics": "drivemetrics.lane.llamas",
+    "LlamasPrecision": "drivemetrics.lane.llamas",
+    "LlamasRecall": "drivemetrics.lane.llamas",
     "PSLD": "drivemetrics.lane.psld",
     "PSLDLoss": "drivemetrics.lane.psld",
     "TuSimpleAccuracy": "drivemetrics.lane.tusimple",
@@ -35,6 +44,8 @@ _EXPORTS = {
     "TuSimpleRecords": "drivemetrics.lane.io",
     "VehiclePath": "drivemetrics.lane.control",
     "culane_example_inputs": "drivemetrics.lane.examples",
+    "curvelanes_example_inputs": "drivemetrics.lane.examples",
+    "llamas_example_inputs": "drivemetrics.lane.examples",
     "tusimple_example_inputs": "drivemetrics.lane.examples",
 }
 

@@ -9,9 +9,20 @@ from drivemetrics.lane.culane import CULaneF1Score as CULaneF1Score
 from drivemetrics.lane.culane import CULaneMetrics as CULaneMetrics
 from drivemetrics.lane.culane import CULanePrecision as CULanePrecision
 from drivemetrics.lane.culane import CULaneRecall as CULaneRecall
+from drivemetrics.lane.curvelanes import CurveLanesF1Score as CurveLanesF1Score
+from drivemetrics.lane.curvelanes import CurveLanesMetrics as CurveLanesMetrics
+from drivemetrics.lane.curvelanes import CurveLanesPrecision as CurveLanesPrecision
+from drivemetrics.lane.curvelanes import CurveLanesRecall as CurveLanesRecall
 from drivemetrics.lane.examples import culane_example_inputs as culane_example_inputs
+from drivemetrics.lane.examples import curvelanes_example_inputs as curvelanes_example_inputs
+from drivemetrics.lane.examples import llamas_example_inputs as llamas_example_inputs
 from drivemetrics.lane.examples import tusimple_example_inputs as tusimple_example_inputs
 from drivemetrics.lane.io import TuSimpleRecords as TuSimpleRecords
+from drivemetrics.lane.llamas import LlamasF1Score as LlamasF1Score
+from drivemetrics.lane.llamas import LlamasMeanF1Score as LlamasMeanF1Score
+from drivemetrics.lane.llamas import LlamasMetrics as LlamasMetrics
+from drivemetrics.lane.llamas import LlamasPrecision as LlamasPrecision
+from drivemetrics.lane.llamas import LlamasRecall as LlamasRecall
 from drivemetrics.lane.psld import PSLD as PSLD
 from drivemetrics.lane.psld import PSLDLoss as PSLDLoss
 from drivemetrics.lane.stats import Correlation as Correlation
@@ -28,8 +39,17 @@ __all__ = [
     "CULanePrecision",
     "CULaneRecall",
     "Correlation",
+    "CurveLanesF1Score",
+    "CurveLanesMetrics",
+    "CurveLanesPrecision",
+    "CurveLanesRecall",
     "LateralController",
     "LinearMPC",
+    "LlamasF1Score",
+    "LlamasMeanF1Score",
+    "LlamasMetrics",
+    "LlamasPrecision",
+    "LlamasRecall",
     "PSLDLoss",
     "PosedPath",
     "PurePursuit",
@@ -41,5 +61,7 @@ __all__ = [
     "TuSimpleRecords",
     "VehiclePath",
     "culane_example_inputs",
+    "curvelanes_example_inputs",
+    "llamas_example_inputs",
     "tusimple_example_inputs",
 ]

@@ -1,4 +1,5 @@
-"""Lane subcommands of the ``drivemetrics`` command: ``tusimple-eval``, ``culane-eval``."""
+"""Lane subcommands of the ``drivemetrics`` command: ``tusimple-eval``, ``culane-eval``, ``llamas-eval``,
+``curvelanes-eval``."""
 
 from __future__ import annotations
 
@@ -176,6 +177,112 @@ def _with_devkit_names(result: dict) -> dict:
     return renamed
 
 
+def _check_json(args: argparse.Namespace, inputs: list[str], suffixes: tuple[str, ...]) -> None:
+    from drivemetrics._internal.files import check_output_path
+
+    if args.json:
+        check_output_path(
+            args.json, input_files=inputs, input_dirs=inputs, read_suffixes=suffixes, option="--json", is_folder=False
+        )
+
+
+def _write_json(args: argparse.Namespace, result: dict) -> None:
+    from drivemetrics._internal.files import atomic_write_text
+
+    if args.json:
+        atomic_write_text(args.json, json.dumps(result, indent=1) + "\n")
+
+
+def _llamas_eval(args: argparse.Namespace) -> int:
+    import torch
+
+    from drivemetrics._internal.distributed import current_shard
+    from drivemetrics.lane.evaluate import evaluate_llamas_dirs
+
+    if args.iou in ("pixel", "both"):  # the optional dependencies, before anything is read
+        from drivemetrics.lane.culane_official import load_cv2
+
+        load_cv2()
+    if args.iou in ("shapely", "both"):
+        from drivemetrics._internal.extras import require
+
+        require("llamas", "shapely.geometry", "LLAMAS iou='shapely'")
+    torch.set_num_threads(1)  # OpenCV and scipy do the work; parallel work through --workers
+    _check_json(args, [args.pred, args.gt], (".json", ".txt"))
+    result = evaluate_llamas_dirs(
+        args.pred,
+        args.gt,
+        line_width=args.line_width,
+        iou=args.iou,
+        compat=args.compat,
+        chunk=args.chunk,
+        workers=args.workers,
+        per_image=args.per_image,
+        progress=progress_setting(args),
+    )
+    if not current_shard().is_main:  # torchrun: rank 0 reports
+        return 0
+    blocks = [("", result["pooled"], result["multi_threshold"])]
+    if "pooled_unofficial" in result:
+        blocks.append((" (shapely IoU)", result["pooled_unofficial"], result["multi_threshold_unofficial"]))
+    for label, pooled, multi in blocks:
+        for key in ("precision", "recall", "f1"):
+            print(f"{key + label:<10} {pooled[key]:.6f}")
+        print(f"F1@75{label:<5} {multi['F1@75']:.6f}")
+        print(f"mF1{label:<7} {multi['mF1']:.6f}")
+        print(f"TP {pooled['tp']}  FP {pooled['fp']}  FN {pooled['fn']}  frames {result['images']}")
+    _write_json(args, result)
+    return 0
+
+
+def _image_size(text: str) -> tuple[float, float]:
+    try:
+        w, h = (float(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected WxH (e.g. 2560x1440), got {text!r}") from None
+    if not (w > 0 and h > 0 and w < 1e6 and h < 1e6):
+        raise argparse.ArgumentTypeError(f"width and height must be in (0, 1e6), got {text!r}")
+    return w, h
+
+
+def _curvelanes_eval(args: argparse.Namespace) -> int:
+    import torch
+
+    from drivemetrics._internal.distributed import current_shard
+    from drivemetrics.lane.culane_official import load_cv2
+    from drivemetrics.lane.evaluate import evaluate_curvelanes_dirs
+
+    load_cv2()  # before anything is read
+    torch.set_num_threads(1)
+    _check_json(args, [args.pred, args.gt], (".json", ".txt"))
+    result = evaluate_curvelanes_dirs(
+        args.pred,
+        args.gt,
+        image_size=args.image_size,
+        score_threshold=args.score_threshold,
+        score_thresholds=args.score_thresholds,
+        compat=args.compat,
+        chunk=args.chunk,
+        workers=args.workers,
+        per_image=args.per_image,
+        progress=progress_setting(args),
+    )
+    if not current_shard().is_main:
+        return 0
+    pooled = result["pooled"]
+    if args.protocol == "vega":
+        best = result["vega_max_f1_threshold"]
+        print(f"vega max F1 {result['vega_max_f1']:.6f} (score > {best:g})")
+    for key in ("precision", "recall", "f1"):
+        print(f"{key:<10} {pooled[key]:.6f}")
+    print(
+        f"hits {pooled['hit_num']}  predicted {pooled['pr_num']}  GT {pooled['gt_num']}  frames {result['images']}  "
+        f"(score > {result['score_threshold']:g})"
+    )
+    _write_json(args, result)
+    return 0
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the lane subcommands."""
     parser = subparsers.add_parser(
@@ -266,3 +373,92 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_no_progress(culane)
     culane.add_argument("--json", default=None, metavar="OUT", help="also write the scores to OUT")
     culane.set_defaults(func=_culane_eval, sharded=True)
+    _register_llamas(subparsers)
+    _register_curvelanes(subparsers)
+
+
+def _register_llamas(subparsers: argparse._SubParsersAction) -> None:
+    llamas = subparsers.add_parser(
+        "llamas-eval",
+        help="LLAMAS lane precision / recall / F1 (the CULane metric), F1@75 and mF1 of .lines.txt predictions",
+        description=(
+            "Build the GT lanes l1, l0, r0, r1 from the LLAMAS labels' markers (rows 300-716), resample every "
+            "predicted line with a B-spline (50 points), draw the lanes 30 px wide on 1276 x 717, match one-to-one "
+            "(max total IoU), count IoU > 0.5 as TP; F1@75 and mF1 (IoU 0.50:0.05:0.95) from the same matches. "
+            "--compat reference reproduces unsupervised_llamas' evaluate.py (needs opencv-python-headless)."
+        ),
+    )
+    add_input(llamas, "--pred", "folder", required=True, help="folder of <seq>/<name>.lines.txt predictions")
+    add_input(llamas, "--gt", "folder", required=True, help="LLAMAS label folder (labels/valid) of <seq>/<name>.json")
+    llamas.add_argument(
+        "--iou",
+        "--protocol",
+        dest="iou",
+        choices=("pixel", "shapely", "both"),
+        default="pixel",
+        help="IoU: pixel (drawn lanes, the official numbers), shapely (the evaluator's unofficial area IoU, needs "
+        "shapely) or both",
+    )
+    llamas.add_argument("--line-width", type=float, default=30.0, help="drawn lane width in pixels (30)")
+    add_compat(
+        llamas,
+        "the official evaluator: lanes renamed after a drop, crashes on the cases the default handles (see the docs)",
+    )
+    llamas.add_argument("--chunk", type=int, default=64, help="frames scored per batch")
+    add_workers(llamas, "processes reading and scoring the files", auto=True)
+    llamas.add_argument("--per-image", action="store_true", help="with --json, add per-frame TP / FP / FN")
+    add_no_progress(llamas)
+    llamas.add_argument("--json", default=None, metavar="OUT", help="also write the scores to OUT")
+    llamas.set_defaults(func=_llamas_eval, sharded=True)
+
+
+def _register_curvelanes(subparsers: argparse._SubParsersAction) -> None:
+    curvelanes = subparsers.add_parser(
+        "curvelanes-eval",
+        help="CurveLanes lane precision / recall / F1 (the vega lane metric) of .lines.json predictions",
+        description=(
+            "Scale every lane to 224 x 224, draw its chord-length natural cubic spline 5 px wide, match one-to-one "
+            "(max total IoU), count IoU > 0.5 as a hit; predictions kept when score > --score-threshold (0.5); "
+            "also the scores at 0.1 .. 0.9 and vega's max F1 over them. --compat reference reproduces the "
+            "CondLaneNet / vega lane_metric.py (needs opencv-python-headless)."
+        ),
+    )
+    add_input(curvelanes, "--pred", "folder", required=True, help="folder of <name>.lines.json predictions")
+    add_input(
+        curvelanes,
+        "--gt",
+        "folder",
+        required=True,
+        help="split folder (valid/) with valid.txt, labels/<name>.lines.json and images/ or image_sizes.json",
+    )
+    curvelanes.add_argument(
+        "--image-size",
+        type=_image_size,
+        default=None,
+        metavar="WxH",
+        help="image size of every frame without images/<name>.jpg or an image_sizes.json entry",
+    )
+    curvelanes.add_argument(
+        "--score-threshold", type=float, default=0.5, help="score a kept prediction must exceed (0.5, the papers')"
+    )
+    curvelanes.add_argument(
+        "--score-thresholds",
+        type=float,
+        nargs="+",
+        default=None,
+        metavar="T",
+        help="thresholds of the per-threshold table and vega's max F1 (0.1 .. 0.9)",
+    )
+    curvelanes.add_argument(
+        "--protocol",
+        choices=("condlanenet", "vega"),
+        default="condlanenet",
+        help="headline: F1 at --score-threshold (CondLaneNet, CLRerNet) or also vega's max F1 over the thresholds",
+    )
+    add_compat(curvelanes, "the vega metric's epsilon in P / R / F1 and its crash on repeated points")
+    curvelanes.add_argument("--chunk", type=int, default=64, help="frames scored per batch")
+    add_workers(curvelanes, "processes reading and scoring the files", auto=True)
+    curvelanes.add_argument("--per-image", action="store_true", help="with --json, add per-frame hits and counts")
+    add_no_progress(curvelanes)
+    curvelanes.add_argument("--json", default=None, metavar="OUT", help="also write the scores to OUT")
+    curvelanes.set_defaults(func=_curvelanes_eval, sharded=True)

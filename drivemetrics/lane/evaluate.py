@@ -24,6 +24,8 @@ from drivemetrics.lane.tusimple import select_ego_lanes, tusimple_f1, tusimple_i
 
 __all__ = [
     "evaluate_culane_dirs",
+    "evaluate_curvelanes_dirs",
+    "evaluate_llamas_dirs",
     "evaluate_tusimple_files",
     "score_culane_dirs",
     "threshold_key",
@@ -378,3 +380,352 @@ def _score_tusimple_records(
         "f1": float(tusimple_f1(fp, fn)),
     }
     return overall, per_image
+
+
+# ------------------------------------------------------------------------------------------------------------ LLAMAS
+
+_LLAMAS_SHORT = ".*with fewer than 2 distinct points dropped"
+
+
+def _score_llamas_chunk(
+    keys: list[str], labels_dir: str, pred_dir: str, line_width: float, ious: tuple[str, ...], compat: Compat
+) -> tuple[np.ndarray, list[str]]:
+    """``(F, 2 + 10 * len(ious))`` int rows ``[n_gt, n_pred, TP at IoU 0.50 .. 0.95 per IoU kind]`` of a chunk of
+    LLAMAS frames, and the default mode's notes."""
+    from drivemetrics.lane.culane import IOU_RANGE, counts_from_matches
+    from drivemetrics.lane.io import pad_lanes, read_culane_file, read_llamas_label
+    from drivemetrics.lane.llamas import llamas_label_lanes, llamas_matches
+
+    gts, preds, notes = [], [], []
+    for key in keys:
+        label_path = Path(labels_dir, key + ".json")
+        lanes, label_notes = llamas_label_lanes(read_llamas_label(label_path), compat=compat, where=str(label_path))
+        gts.append(lanes)
+        notes.extend(label_notes)
+        pred_path = Path(pred_dir, key + ".lines.txt")
+        if not pred_path.is_file():
+            raise FileNotFoundError(
+                f"LLAMAS prediction not found: {pred_path} (the official evaluator raises too; write an empty file "
+                "for a frame without lanes)"
+            )
+        lines = read_culane_file(pred_path)
+        for number, lane in enumerate(lines, start=1):
+            if len(lane) >= 2 and not (lane[1:] != lane[:-1]).any():
+                if compat == "reference":
+                    raise ValueError(
+                        f"{pred_path}:{number}: all points of the lane are equal (the official splprep raises "
+                        "`1 <= k= 0 <=5 must hold`)"
+                    )
+                notes.append(f"{pred_path}:{number}: all points equal, lane dropped")
+        preds.append(lines)
+    rows = [np.array([[len(g), 0] for g in gts], dtype=np.int64)]
+    pred_t, pred_m = pad_lanes(preds)
+    gt_t, gt_m = pad_lanes(gts)
+    for kind in ious:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=_LLAMAS_SHORT)
+            m = llamas_matches(
+                pred_t, gt_t, preds_mask=pred_m, target_mask=gt_m, line_width=line_width, iou=kind, compat=compat
+            )
+        rows[0][:, 1] = m["num_pred"].cpu().numpy()
+        rows.append(torch.stack([counts_from_matches(m, t)["tp"] for t in IOU_RANGE], -1).cpu().numpy())
+    return np.concatenate(rows, axis=1), notes
+
+
+def _gather_rows(shard: Shard, rows: np.ndarray, count: int) -> np.ndarray:
+    """Every rank's per-frame int rows (``shard.take`` order) in frame order."""
+    ragged = RaggedRows.from_frames(list(rows), (rows.shape[1],), torch.int64)  # one row per frame
+    frames = shard.gather_frames(shard.indices(count), rows=ragged)
+    return frames.fields["rows"].rows.cpu().numpy().reshape(count, rows.shape[1])
+
+
+def _score_frames(
+    fn: Callable[[list[str]], tuple[np.ndarray, list[str]]],
+    names: list[str],
+    width: int,
+    chunk: int,
+    workers: int | None,
+    progress: bool | None,
+    desc: str,
+) -> tuple[np.ndarray, list[str]]:
+    """Per-frame rows of ``names`` (this rank's shard under torchrun, gathered), chunk by chunk, with progress."""
+    if chunk < 1 or (workers is not None and workers < 1):
+        raise ValueError(f"`chunk` and `workers` must be >= 1, got {chunk}, {workers}")
+    shard = current_shard()
+    mine = shard.take(names)
+    chunks = [mine[i : i + chunk] for i in range(0, len(mine), chunk)]
+    parts, notes = [], []
+    with progress_bar(len(mine), desc, "frame", progress if shard.is_main else False) as bar:
+        for part, part_notes in _map_chunks(fn, chunks, workers):
+            parts.append(part)
+            notes.extend(part_notes)
+            bar.update(len(part))
+    rows = np.concatenate(parts) if parts else np.zeros((0, width), dtype=np.int64)
+    if shard.world > 1:
+        rows = _gather_rows(shard, rows, len(names))
+    return rows, notes
+
+
+def _prf(tp: int, fp: int, fn: int) -> dict[str, object]:
+    scores = precision_recall_f1(torch.tensor(tp), torch.tensor(fp), torch.tensor(fn))
+    return {**{k: float(v) for k, v in scores.items()}, "tp": tp, "fp": fp, "fn": fn}
+
+
+def evaluate_llamas_dirs(
+    pred_dir: str | Path,
+    labels_dir: str | Path,
+    *,
+    line_width: float = 30.0,
+    iou: str = "pixel",
+    compat: Compat = "default",
+    chunk: int = 64,
+    workers: int | None = 1,
+    per_image: bool = False,
+    progress: bool | None = False,
+) -> dict[str, object]:
+    """LLAMAS precision / recall / F1 (the CULane metric) of a folder of ``.lines.txt`` predictions.
+
+    Args:
+        pred_dir: ``<seq>/<name>.lines.txt`` per label (a missing file raises ``FileNotFoundError``, as the
+            official evaluator; an empty file is a frame without lanes).
+        labels_dir: the labels' folder (``labels/valid``): every ``*.json`` below it is a frame, keyed
+            ``<seq>/<name>`` (:func:`drivemetrics.lane.io.read_llamas_keys`).
+        line_width: drawn lane width (30).
+        iou: ``"pixel"`` (official), ``"shapely"`` (the evaluator's unofficial IoU) or ``"both"``.
+        compat: ``"default"`` or ``"reference"`` (:mod:`drivemetrics.lane.llamas`).
+        chunk, workers, progress: frames per batch, processes, a tqdm bar (as :func:`evaluate_culane_dirs`).
+        per_image: add ``"per_frame": {key: {"tp", "fp", "fn"}}`` (pixel IoU; with ``"unofficial"`` counts when
+            the shapely IoU is scored too).
+
+    Returns:
+        ``{"pooled": {precision, recall, f1, tp, fp, fn}, "multi_threshold": {"mF1", "F1@50", "F1@75",
+        "per_threshold": [...]}, "images"}`` for the first IoU kind, ``"pooled_unofficial"`` when the shapely IoU
+        is scored, ``"notes"`` (default mode: what was handled where the official code crashes).
+    """
+    from drivemetrics.lane.culane import IOU_RANGE
+    from drivemetrics.lane.io import read_llamas_keys
+    from drivemetrics.lane.llamas import IOU_KINDS
+
+    check_compat(compat)
+    kinds = ("pixel", "shapely") if iou == "both" else (iou,)
+    if not all(k in IOU_KINDS for k in kinds):
+        raise ValueError(f"`iou` must be 'pixel', 'shapely' or 'both', got {iou!r}")
+    pred_dir, labels_dir = Path(pred_dir), Path(labels_dir)
+    if not pred_dir.is_dir():
+        raise FileNotFoundError(f"prediction folder not found: {pred_dir}")
+    keys = read_llamas_keys(labels_dir)
+    if "pixel" in kinds:
+        from drivemetrics.lane.culane_official import load_cv2
+
+        load_cv2()
+    if "shapely" in kinds:
+        from drivemetrics._internal.extras import require
+
+        require("llamas", "shapely.geometry", "llamas-eval --iou shapely")
+    score = partial(
+        _score_llamas_chunk,
+        labels_dir=str(labels_dir),
+        pred_dir=str(pred_dir),
+        line_width=line_width,
+        ious=kinds,
+        compat=compat,
+    )
+    rows, notes = _score_frames(score, keys, 2 + 10 * len(kinds), chunk, workers, progress, "llamas-eval")
+    n_gt, n_pred = int(rows[:, 0].sum()), int(rows[:, 1].sum())
+
+    def block(k: int) -> tuple[dict[str, object], dict[str, object]]:
+        tps = rows[:, 2 + 10 * k : 12 + 10 * k].sum(0)
+        per = [
+            {"iou_threshold": t, **_prf(int(tp), n_pred - int(tp), n_gt - int(tp))}
+            for t, tp in zip(IOU_RANGE, tps, strict=True)
+        ]
+        multi = {
+            "mF1": float(np.mean([p["f1"] for p in per])),
+            "F1@50": per[0]["f1"],
+            "F1@75": per[5]["f1"],
+            "per_threshold": per,
+        }
+        return {k2: per[0][k2] for k2 in ("precision", "recall", "f1", "tp", "fp", "fn")}, multi
+
+    result: dict[str, object] = {"images": len(keys)}
+    for k, kind in enumerate(kinds):
+        pooled, multi = block(k)
+        name = "pooled" if k == 0 else "pooled_unofficial"
+        if kind == "shapely" and k == 0:
+            result["iou"] = "shapely"
+        result[name] = pooled
+        result["multi_threshold" if k == 0 else "multi_threshold_unofficial"] = multi
+    if per_image:
+        frames: dict[str, dict[str, object]] = {}
+        for key, row in zip(keys, rows.tolist(), strict=True):
+            tp = row[2]
+            entry: dict[str, object] = {"tp": tp, "fp": row[1] - tp, "fn": row[0] - tp}
+            if len(kinds) == 2:
+                tp2 = row[12]
+                entry["unofficial"] = {"tp": tp2, "fp": row[1] - tp2, "fn": row[0] - tp2}
+            frames[key] = entry
+        result["per_frame"] = frames
+    if compat == "default":
+        result["notes"] = notes
+        if notes:
+            warnings.warn(
+                f"{len(notes)} case(s) where the official evaluator crashes were handled: {notes[0]}"
+                + (" ..." if len(notes) > 1 else ""),
+                stacklevel=2,
+            )
+    return result
+
+
+# -------------------------------------------------------------------------------------------------------- CurveLanes
+
+
+def _score_curvelanes_chunk(
+    names: list[str],
+    valid_dir: str,
+    pred_dir: str,
+    sizes: dict[str, tuple[float, float]],
+    thresholds: tuple[float, ...],
+    compat: Compat,
+) -> tuple[np.ndarray, list[str]]:
+    """``(F, 1 + 2 T)`` int rows ``[n_gt, hits per threshold, n_pred per threshold]`` and notes."""
+    from drivemetrics.lane.curvelanes import curvelanes_matches
+    from drivemetrics.lane.io import pad_lanes, read_curvelanes_label, read_curvelanes_pred
+
+    gts, preds, scores, p_sizes, notes = [], [], [], [], []
+    for name in names:
+        label = Path(valid_dir, "labels", name + ".lines.json")
+        lanes, n_empty = read_curvelanes_label(label, compat)
+        if n_empty and compat == "default":
+            notes.append(f"{label}: {n_empty} empty lane(s) skipped")
+        gts.append(lanes)
+        path = Path(pred_dir, name + ".lines.json")
+        if not path.is_file():
+            raise FileNotFoundError(f'CurveLanes prediction not found: {path} (write {{"Lines": []}} for none)')
+        p, s, size = read_curvelanes_pred(path)
+        kept = [len(lane) > 0 and not v <= min(thresholds) for lane, v in zip(p, s, strict=True)]
+        if compat == "reference" and lanes and any(kept):  # the official calc_iou runs: name the file where its
+            # spline turns a zero chord into NaN (a prediction only when some threshold keeps it)
+            for where, frame_lanes, used in ((label, lanes, [True] * len(lanes)), (path, p, kept)):
+                for k, (lane, use) in enumerate(zip(frame_lanes, used, strict=True)):
+                    if use and len(lane) >= 3 and not (lane[1:] != lane[:-1]).any(axis=1).all():
+                        raise ValueError(
+                            f"{where}: Lines[{k}] repeats a point (chord length 0: the official spline makes NaN "
+                            "and calc_iou raises `cannot convert float NaN to integer`)"
+                        )
+        if size is None:
+            if compat == "reference":
+                raise ValueError(f"{path}: no `Shape` (the metric reads the prediction's size from it)")
+            size = sizes[name]
+        preds.append(p)
+        scores.append(s)
+        p_sizes.append(size)
+    n_lanes = max([len(p) for p in preds] + [1])
+    score_t = torch.full((len(names), n_lanes), torch.nan, dtype=torch.float64)
+    mask = torch.zeros((len(names), n_lanes), dtype=torch.bool)
+    for i, (p, s) in enumerate(zip(preds, scores, strict=True)):
+        score_t[i, : len(s)] = torch.tensor(s, dtype=torch.float64)
+        mask[i, : len(p)] = torch.tensor([len(lane) > 0 for lane in p], dtype=torch.bool)
+    m = curvelanes_matches(
+        pad_lanes(preds)[0],
+        pad_lanes(gts)[0],
+        image_size=torch.tensor([sizes[n] for n in names], dtype=torch.float64),
+        preds_size=torch.tensor(p_sizes, dtype=torch.float64),
+        scores=score_t,
+        preds_mask=mask,
+        score_thresholds=thresholds,
+        compat=compat,
+    )
+    rows = np.concatenate([m["num_gt"][:, None].cpu().numpy(), m["hits"].cpu().numpy(), m["num_pred"].cpu().numpy()], 1)
+    return rows, notes
+
+
+def evaluate_curvelanes_dirs(
+    pred_dir: str | Path,
+    valid_dir: str | Path,
+    *,
+    image_size: tuple[float, float] | None = None,
+    score_threshold: float = 0.5,
+    score_thresholds: Sequence[float] | None = None,
+    compat: Compat = "default",
+    chunk: int = 64,
+    workers: int | None = 1,
+    per_image: bool = False,
+    progress: bool | None = False,
+) -> dict[str, object]:
+    """CurveLanes precision / recall / F1 (the vega lane metric) of a folder of ``<name>.lines.json`` predictions.
+
+    Args:
+        pred_dir: ``<name>.lines.json`` per frame (vega's ``predict_spec``; a missing file raises).
+        valid_dir: the split folder: ``valid.txt`` (``images/<name>.jpg``) or ``labels/*.lines.json``; the image
+            sizes from ``images/<name>.jpg`` headers, else ``image_sizes.json``, else ``image_size``.
+        score_threshold: the threshold of ``"pooled"`` (0.5).
+        score_thresholds: the thresholds of ``"per_score_threshold"`` and ``"vega_max_f1"`` (0.1, ..., 0.9).
+        compat: ``"default"`` or ``"reference"`` (:mod:`drivemetrics.lane.curvelanes`).
+        chunk, workers, progress: frames per batch, processes, a tqdm bar.
+        per_image: add ``"per_frame": {name: {"hit", "pr_num", "gt_num"}}`` at ``score_threshold``.
+
+    Returns:
+        ``{"pooled": {precision, recall, f1, hit_num, pr_num, gt_num}, "per_score_threshold": {"0.1": ...},
+        "vega_max_f1", "vega_max_f1_threshold", "images"}`` (and ``"per_frame"``, ``"notes"``).
+    """
+    from drivemetrics.lane.curvelanes import SCORE_THRESHOLDS, curvelanes_scores
+    from drivemetrics.lane.io import curvelanes_image_sizes, read_curvelanes_list
+
+    check_compat(compat)
+    listed = tuple(float(t) for t in (SCORE_THRESHOLDS if score_thresholds is None else score_thresholds))
+    thresholds = tuple(dict.fromkeys((float(score_threshold), *listed)))
+    if not all(0 <= t <= 1 for t in thresholds):
+        raise ValueError(f"score thresholds must lie in [0, 1], got {thresholds}")
+    pred_dir, valid_dir = Path(pred_dir), Path(valid_dir)
+    if not valid_dir.is_dir():
+        raise FileNotFoundError(f"CurveLanes split folder not found: {valid_dir}")
+    if not pred_dir.is_dir():
+        raise FileNotFoundError(f"prediction folder not found: {pred_dir}")
+    from drivemetrics.lane.culane_official import load_cv2
+
+    load_cv2()
+    names = read_curvelanes_list(valid_dir)
+    sizes = curvelanes_image_sizes(valid_dir, names, image_size)
+    score = partial(
+        _score_curvelanes_chunk,
+        valid_dir=str(valid_dir),
+        pred_dir=str(pred_dir),
+        sizes=sizes,
+        thresholds=thresholds,
+        compat=compat,
+    )
+    t_count = len(thresholds)
+    rows, notes = _score_frames(score, names, 1 + 2 * t_count, chunk, workers, progress, "curvelanes-eval")
+    gt = torch.tensor(int(rows[:, 0].sum()))
+    hits = torch.from_numpy(rows[:, 1 : 1 + t_count].sum(0))
+    n_pred = torch.from_numpy(rows[:, 1 + t_count :].sum(0))
+    s = curvelanes_scores(hits, n_pred, gt, compat=compat)
+
+    def entry(j: int) -> dict[str, object]:
+        return {
+            "precision": float(s["precision"][j]),
+            "recall": float(s["recall"][j]),
+            "f1": float(s["f1"][j]),
+            "hit_num": int(hits[j]),
+            "pr_num": int(n_pred[j]),
+            "gt_num": int(gt),
+        }
+
+    per = {f"{t:g}": entry(thresholds.index(t)) for t in listed}
+    best = max(listed, key=lambda t: (per[f"{t:g}"]["f1"], -t))  # vega keeps the first of equal maxima
+    result: dict[str, object] = {
+        "images": len(names),
+        "score_threshold": float(score_threshold),
+        "pooled": entry(0),
+        "per_score_threshold": per,
+        "vega_max_f1": per[f"{best:g}"]["f1"],
+        "vega_max_f1_threshold": best,
+    }
+    if per_image:
+        result["per_frame"] = {
+            name: {"hit": int(r[1]), "pr_num": int(r[1 + t_count]), "gt_num": int(r[0])}
+            for name, r in zip(names, rows.tolist(), strict=True)
+        }
+    if compat == "default":
+        result["notes"] = notes
+    return result

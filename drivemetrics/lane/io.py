@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,12 +26,20 @@ from drivemetrics.lane.geometry import lane_slot_mask
 
 __all__ = [
     "TuSimpleRecords",
+    "curvelanes_image_sizes",
     "frame_key",
+    "jpeg_size",
     "lane_name",
+    "pad_lanes",
     "read_culane_file",
     "read_culane_frames",
     "read_culane_lines",
     "read_culane_list",
+    "read_curvelanes_label",
+    "read_curvelanes_list",
+    "read_curvelanes_pred",
+    "read_llamas_keys",
+    "read_llamas_label",
     "read_tusimple_json",
     "write_tusimple_json",
 ]
@@ -97,6 +106,12 @@ def read_culane_frames(names: Sequence[str], gt_dir: str | Path, pred_dir: str |
     gts = [read_culane_file(Path(gt_dir, n)) for n in names]
     preds = [read_culane_file(Path(pred_dir, n), missing_ok=True) for n in names]
     return _stack_lanes(preds), _lane_slots(preds), _stack_lanes(gts), _lane_slots(gts)
+
+
+def pad_lanes(frames: list[list[np.ndarray]]) -> tuple[Tensor, Tensor]:
+    """Per-frame lists of ``(n, 2)`` lanes -> ``(B, L, P, 2)`` NaN-padded float64 points and ``(B, L)`` bools of
+    the lanes given (also those of 0 or 1 point), as the lane kernels take them."""
+    return _stack_lanes(frames), _lane_slots(frames)
 
 
 def _lane_slots(frames: list[list[np.ndarray]]) -> Tensor:
@@ -351,3 +366,227 @@ def write_tusimple_json(
             if times is not None:
                 record["run_time"] = times[b]
             handle.write(json.dumps(record) + "\n")
+
+
+# ------------------------------------------------------------------------------------------------------------ LLAMAS
+
+
+def read_llamas_keys(labels_dir: str | Path) -> list[str]:
+    """Frame keys ``<seq>/<name>`` of the ``*.json`` labels under ``labels_dir`` (``labels/valid``), sorted.
+
+    The key is the label's last two path components without ``.json`` (the evaluator's ``get_label_base``); two
+    labels giving the same key raise ``ValueError``.
+    """
+    labels_dir = Path(labels_dir)
+    if not labels_dir.is_dir():
+        raise FileNotFoundError(f"LLAMAS label folder not found: {labels_dir}")
+    keys: dict[str, Path] = {}
+    for path in sorted(labels_dir.rglob("*.json")):
+        key = "/".join(path.with_suffix("").parts[-2:])
+        if key in keys:
+            raise ValueError(f"{path}: same frame key {key!r} as {keys[key]}")
+        keys[key] = path
+    if not keys:
+        raise ValueError(f"no `.json` labels under {labels_dir}")
+    return list(keys)
+
+
+def read_llamas_label(path: str | Path) -> dict:
+    """A LLAMAS label JSON, checked: ``lanes`` of ``{"lane_id", "markers"}`` whose markers have ``pixel_start``,
+    ``pixel_end`` (``x``, ``y`` numbers) and ``world_start``, ``world_end`` (``x``, ``y``, ``z``); bad structure
+    raises ``ValueError`` naming the file."""
+    path = Path(path)
+    try:
+        text = read_text(path, what="LLAMAS label")
+    except FileNotFoundError:
+        raise FileNotFoundError(f"LLAMAS label not found: {path}") from None
+    label = load_json(text, path)
+    lanes = label.get("lanes") if isinstance(label, dict) else None
+    if not isinstance(lanes, list):
+        raise ValueError(f"{path}: expected an object with a list `lanes`")
+    check_count(len(lanes), "max_lanes_per_frame", path, "lanes")
+    for i, lane in enumerate(lanes):
+        if (
+            not isinstance(lane, dict)
+            or not isinstance(lane.get("lane_id"), str)
+            or not isinstance(lane.get("markers"), list)
+        ):
+            raise ValueError(f"{path}: lanes[{i}] needs a string `lane_id` and a list `markers`")
+        check_count(len(lane["markers"]), "max_lane_points", path, f"markers in lanes[{i}]")
+        for j, marker in enumerate(lane["markers"]):
+            for key, axes in (("pixel_start", "xy"), ("pixel_end", "xy"), ("world_start", "xyz"), ("world_end", "xyz")):
+                point = marker.get(key) if isinstance(marker, dict) else None
+                if not isinstance(point, dict) or not all(_finite_number(point.get(a)) for a in axes):
+                    raise ValueError(f"{path}: lanes[{i}].markers[{j}].{key} needs finite numbers {', '.join(axes)}")
+                check_coordinates(np.array([float(point[a]) for a in axes]), f"{path}: lanes[{i}].markers[{j}]")
+    return label
+
+
+def _finite_number(value: object) -> bool:
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return False
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and np.isfinite(value)
+
+
+# -------------------------------------------------------------------------------------------------------- CurveLanes
+
+
+def read_curvelanes_list(valid_dir: str | Path) -> list[str]:
+    """Frame names (image file names without ``.jpg``) of ``VALID_DIR/valid.txt`` (``images/<name>.jpg`` lines),
+    or of the ``labels/*.lines.json`` files when there is no list."""
+    valid_dir = Path(valid_dir)
+    listing = valid_dir / "valid.txt"
+    if listing.is_file():
+        text = read_text(listing, what="CurveLanes list")
+        names = [PurePosixPath(line.split()[0]).name for line in text.splitlines() if line.strip()]
+        names = [n[: -len(PurePosixPath(n).suffix)] if PurePosixPath(n).suffix else n for n in names]
+    else:
+        names = sorted(p.name[: -len(".lines.json")] for p in (valid_dir / "labels").glob("*.lines.json"))
+    if not names:
+        raise ValueError(f"{valid_dir}: no frames (valid.txt or labels/*.lines.json)")
+    return list(dict.fromkeys(names))
+
+
+def _curvelanes_points(points: object, where: str) -> np.ndarray:
+    if not isinstance(points, list):
+        raise ValueError(f"{where}: a lane must be a list of points {{'x', 'y'}}")
+    check_count(len(points), "max_lane_points", where, "points in one lane")
+    try:
+        values = np.array([[float(p["x"]), float(p["y"])] for p in points], dtype=np.float64).reshape(-1, 2)
+    except (TypeError, KeyError, ValueError):
+        raise ValueError(f"{where}: a lane point must be {{'x': number, 'y': number}}") from None
+    if not np.isfinite(values).all():
+        raise ValueError(f"{where}: lane points must be finite")
+    check_coordinates(values, where)
+    return values
+
+
+def read_curvelanes_label(path: str | Path, compat: str = "default") -> tuple[list[np.ndarray], int]:
+    """GT lanes of a ``.lines.json`` label (``{"Lines": [[{"x": "..", "y": ".."}, ...], ...]}``, numbers or numeric
+    strings): ``((n, 2) float64 lanes, number of empty lanes skipped)``.
+
+    An empty lane: the converter the papers use writes an empty text line that makes its reader raise, unless it
+    is the last lane (then it vanishes); ``compat="reference"`` raises ``ValueError`` where that reader raises, the
+    default skips every empty lane and counts it.
+    """
+    path = Path(path)
+    try:
+        text = read_text(path, what="CurveLanes label")
+    except FileNotFoundError:
+        raise FileNotFoundError(f"CurveLanes label not found: {path}") from None
+    record = load_json(text, path)
+    lines = record.get("Lines") if isinstance(record, dict) else None
+    if not isinstance(lines, list):
+        raise ValueError(f"{path}: expected an object with a list `Lines`")
+    check_count(len(lines), "max_lanes_per_frame", path, "lanes")
+    lanes = [_curvelanes_points(line, f"{path}: Lines[{i}]") for i, line in enumerate(lines)]
+    empty = [i for i, lane in enumerate(lanes) if len(lane) == 0]
+    if compat == "reference" and any(i < len(lanes) - 1 for i in empty):
+        raise ValueError(
+            f"{path}: Lines[{empty[0]}] is empty (the official label converter writes an empty line and parse_anno "
+            "raises `could not convert string to float: ''`)"
+        )
+    return [lane for lane in lanes if len(lane)], len(empty)
+
+
+def read_curvelanes_pred(path: str | Path) -> tuple[list[np.ndarray], list[float], tuple[float, float] | None]:
+    """A CurveLanes prediction ``.lines.json`` (vega's ``predict_spec``): ``{"Shape": {"height", "width"}, "Lines":
+    [{"score": s, "points": [{"x", "y"}, ...]} or [{"x", "y"}, ...], ...]}``.
+
+    Returns ``(lanes, scores (NaN = unscored), (width, height) of Shape or None)``; a missing file raises
+    ``FileNotFoundError``, bad structure ``ValueError`` naming the file.
+    """
+    path = Path(path)
+    try:
+        text = read_text(path, what="CurveLanes prediction")
+    except FileNotFoundError:
+        raise FileNotFoundError(f"CurveLanes prediction not found: {path}") from None
+    record = load_json(text, path)
+    lines = record.get("Lines") if isinstance(record, dict) else None
+    if not isinstance(lines, list):
+        raise ValueError(f"{path}: expected an object with a list `Lines`")
+    check_count(len(lines), "max_lanes_per_frame", path, "lanes")
+    shape = record.get("Shape")
+    size = None
+    if shape is not None:
+        if not isinstance(shape, dict) or not all(_finite_number(shape.get(k)) for k in ("width", "height")):
+            raise ValueError(f"{path}: `Shape` needs numbers `width` and `height`")
+        size = (float(shape["width"]), float(shape["height"]))
+        if min(size) <= 0:
+            raise ValueError(f"{path}: `Shape` width and height must be > 0")
+    lanes, scores = [], []
+    for i, line in enumerate(lines):
+        where = f"{path}: Lines[{i}]"
+        score = math.nan
+        if isinstance(line, dict):
+            if "score" in line:
+                if not _finite_number(line["score"]):
+                    raise ValueError(f"{where}: `score` must be a number")
+                score = float(line["score"])
+            line = line.get("points", [])
+        lanes.append(_curvelanes_points(line, where))
+        scores.append(score)
+    return lanes, scores, size
+
+
+def jpeg_size(path: str | Path) -> tuple[int, int] | None:
+    """``(width, height)`` of a JPEG file from its SOF header (reads the markers only), ``None`` if not a JPEG."""
+    with open(path, "rb") as stream:
+        if stream.read(2) != b"\xff\xd8":
+            return None
+        while True:
+            byte = stream.read(1)
+            while byte and byte != b"\xff":
+                byte = stream.read(1)
+            while byte == b"\xff":
+                byte = stream.read(1)
+            if not byte:
+                return None
+            marker = byte[0]
+            if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:
+                continue
+            head = stream.read(2)
+            if len(head) < 2:
+                return None
+            length = int.from_bytes(head, "big")
+            if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+                data = stream.read(5)
+                if len(data) < 5:
+                    return None
+                return int.from_bytes(data[3:5], "big"), int.from_bytes(data[1:3], "big")
+            stream.seek(length - 2, 1)
+
+
+def curvelanes_image_sizes(
+    valid_dir: str | Path, names: Sequence[str], image_size: tuple[float, float] | None = None
+) -> dict[str, tuple[float, float]]:
+    """``{name: (width, height)}``: from ``valid_dir/images/<name>.jpg`` headers when present, else from
+    ``valid_dir/image_sizes.json`` (``{name: {"width", "height"}}``), else ``image_size`` for every frame; a frame
+    with none of them raises ``ValueError``."""
+    valid_dir = Path(valid_dir)
+    table: dict = {}
+    listed = valid_dir / "image_sizes.json"
+    if listed.is_file():
+        table = load_json(read_text(listed, what="CurveLanes image sizes"), listed)
+        if not isinstance(table, dict):
+            raise ValueError(f"{listed}: expected {{name: {{'width', 'height'}}}}")
+    out = {}
+    for name in names:
+        jpg = valid_dir / "images" / f"{name}.jpg"
+        size = jpeg_size(jpg) if jpg.is_file() else None
+        if size is None and name in table:
+            entry = table[name]
+            if not isinstance(entry, dict) or not all(_finite_number(entry.get(k)) for k in ("width", "height")):
+                raise ValueError(f"{listed}: {name!r} needs numbers `width` and `height`")
+            size = (float(entry["width"]), float(entry["height"]))
+        if size is None:
+            size = image_size
+        if size is None:
+            raise ValueError(f"no image size for frame {name!r}: no {jpg}, no entry in {listed}; give --image-size WxH")
+        if min(size) <= 0:
+            raise ValueError(f"frame {name!r}: image size must be > 0, got {size}")
+        out[name] = (float(size[0]), float(size[1]))
+    return out
