@@ -691,7 +691,7 @@ class DrivingCorridorMetrics(MetricFamily):
     :func:`driving_corridor_scores`; :meth:`compute_curves` the curves of :func:`corridor_curves`.
 
     Args:
-        threshold: detection working point in (0, 1].
+        threshold: detection working point in (0, 1] (default 0.5).
         grid: BEV grid (default KITTI-ROAD). config: :class:`CorridorConfig` (default: the paper's).
         validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
@@ -722,7 +722,7 @@ class DrivingCorridorMetrics(MetricFamily):
 
     def __init__(
         self,
-        threshold: float,
+        threshold: float = 0.5,
         grid: BevGrid | None = None,
         config: CorridorConfig | None = None,
         validate_args: bool = True,
@@ -827,7 +827,7 @@ class _DrivingCorridorAtDistance(ScalarMetric, DrivingCorridorMetrics):
 
     def __init__(
         self,
-        threshold: float,
+        threshold: float = 0.5,
         grid: BevGrid | None = None,
         config: CorridorConfig | None = None,
         *,
