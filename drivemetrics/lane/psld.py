@@ -34,6 +34,7 @@ from torch import Tensor, nn
 from torchmetrics import Metric
 
 from drivemetrics._internal.metric import plot_metric
+from drivemetrics._internal.precision import float32_if_half
 from drivemetrics._internal.validation import check_finite, check_tensor
 from drivemetrics.lane.control import LateralController, LinearMPC, PosedPath, VehiclePath, sample_profile
 from drivemetrics.lane.geometry import (
@@ -141,6 +142,7 @@ def psld_deviations(
         >>> deviations.shape, deviations.abs().amax(1)
         (torch.Size([2, 10]), tensor([0.0386, 0.0386]))
     """
+    preds, target = float32_if_half(preds), float32_if_half(target)  # 8 mantissa bits lose the rollout's centimetres
     z_samples = default_z_samples(preds.dtype, preds.device) if z_samples is None else z_samples.to(preds)
     _check_profiles(preds, target, z_samples, validate_args)
     _check_horizon(horizon_frames)
@@ -348,7 +350,8 @@ class PSLDLoss(nn.Module):
         speed: Tensor | float,
         image_from_road: Tensor | None = None,
     ) -> Tensor:
-        """The smooth PSLD (metres per step), reduced over frames."""
+        """The smooth PSLD (metres per step), reduced over frames (``float32`` for half-precision inputs)."""
+        preds, target = float32_if_half(preds), float32_if_half(target)
         center = self.center_profile(preds, image_from_road)
         dev = psld_deviations(
             center,

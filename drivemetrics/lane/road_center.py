@@ -24,6 +24,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
+from drivemetrics._internal.precision import float32_if_half
 from drivemetrics._internal.validation import check_finite, check_shape, check_tensor
 
 __all__ = [
@@ -228,11 +229,14 @@ def road_center_attack_loss(
 ) -> Tensor:
     """Attack loss on expected road centers ``B``: ``mean(1 - center)`` pushes right, ``mean(center)`` left.
 
+    ``float16`` / ``bfloat16`` centers give a ``float32`` loss (computed in ``float32``).
+
     Examples:
         >>> import torch
         >>> road_center_attack_loss(torch.tensor([0.5, 0.7])), road_center_attack_loss(torch.tensor([0.5, 0.7]), "left")
         (tensor(0.4000), tensor(0.6000))
     """
+    center = float32_if_half(center)
     if direction == "right":
         return (1 - center).mean()
     if direction == "left":

@@ -14,6 +14,7 @@ from typing import Literal
 import torch
 from torch import Tensor, nn
 
+from drivemetrics._internal.precision import float32_if_half
 from drivemetrics.polyline import chamfer_distance, check_polylines
 
 __all__ = ["MapChamferLoss", "map_chamfer_loss"]
@@ -69,7 +70,8 @@ def map_chamfer_loss(
         validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
-        The loss (metres).
+        The loss (metres); ``float32`` for ``float16`` / ``bfloat16`` inputs (computed in ``float32``), else
+        ``preds``' dtype.
 
     Examples:
         >>> target = torch.tensor([[[[0.0, 0.0], [1.0, 0.0], [2.0, 0.0]]]])
@@ -79,6 +81,7 @@ def map_chamfer_loss(
         >>> map_chamfer_loss(preds, target)
         tensor(0.5000)
     """
+    preds, target = float32_if_half(preds), float32_if_half(target)
     if mode not in ("chamfer", "permuted"):
         raise ValueError(f"`mode` must be 'chamfer' or 'permuted', got {mode!r}")
     if reduction not in ("mean", "sum", "none"):
