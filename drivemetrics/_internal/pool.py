@@ -94,6 +94,7 @@ def pool_pays(seconds_left: float, workers: int, start_seconds: float | None = N
         start_seconds + seconds_left / workers + start_seconds < seconds_left
 
     Examples:
+        >>> from drivemetrics._internal.pool import pool_pays
         >>> pool_pays(1.0, 2), pool_pays(20.0, 2), pool_pays(20.0, 1)
         (False, True, False)
     """

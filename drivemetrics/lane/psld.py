@@ -135,6 +135,7 @@ def psld_deviations(
     Examples:
         >>> import torch
         >>> from drivemetrics.lane.geometry import default_z_samples
+        >>> from drivemetrics.functional import psld_deviations
         >>> z = default_z_samples()  # (M,) metres ahead
         >>> target = torch.zeros(2, z.numel())  # (B, M) lane centers, metres
         >>> preds = target + 0.5  # detected 0.5 m to the right
@@ -210,6 +211,9 @@ def psld(
     (per-frame values ``(B,)``). ld-metric's per-scenario number is the ``"sum"`` over the scenario's 20 frames.
 
     Examples:
+        >>> from drivemetrics.lane.geometry import default_z_samples
+        >>> import torch
+        >>> from drivemetrics.functional import psld
         >>> z = default_z_samples()
         >>> gt = torch.zeros(2, z.numel())
         >>> psld(gt, gt, speed=20.0)
@@ -241,6 +245,8 @@ def smooth_psld(
     Examples:
         >>> import torch
         >>> from drivemetrics.lane.geometry import default_z_samples
+        >>> from drivemetrics.functional import psld_deviations
+        >>> from drivemetrics.functional import smooth_psld
         >>> z = default_z_samples()  # (M,) metres ahead
         >>> target = torch.zeros(2, z.numel())  # (B, M) lane centers, metres
         >>> preds = target + 0.5  # detected 0.5 m to the right
@@ -278,6 +284,9 @@ class PSLDLoss(nn.Module):
     ``validate_args=False`` skips the value checks (finite, ``speed > 0``) that synchronise with the device.
 
     Examples:
+        >>> from drivemetrics.lane import PSLDLoss
+        >>> from drivemetrics.lane.geometry import default_z_samples
+        >>> import torch
         >>> loss_fn = PSLDLoss()
         >>> z = default_z_samples()
         >>> pred = torch.full((2, z.numel()), 0.3, requires_grad=True)
@@ -380,6 +389,7 @@ class PSLD(Metric):
     Examples:
         >>> import torch
         >>> from drivemetrics.lane.geometry import default_z_samples
+        >>> from drivemetrics.lane import PSLD
         >>> z = default_z_samples()  # (M,) metres ahead
         >>> target = torch.zeros(2, z.numel())  # (B, M) lane centers, metres
         >>> preds = target + 0.5  # detected 0.5 m to the right

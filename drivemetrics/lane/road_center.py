@@ -73,6 +73,7 @@ def expected_center_from_maps(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.functional import expected_center_from_maps
         >>> maps = torch.zeros(1, 2, 3, 4); maps[..., 1] = 10.0  # (B, L, H, W): both lanes in column 1 of 4
         >>> expected_center_from_maps(maps)
         tensor([0.3750])
@@ -133,6 +134,7 @@ def expected_center_from_polynomials(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.functional import expected_center_from_polynomials
         >>> coefficients = torch.tensor([[[0.0, 0.45], [0.0, 0.65]]])  # (B, L, D + 1): vertical lanes at 0.45, 0.65
         >>> expected_center_from_polynomials(coefficients)
         tensor([0.5500])
@@ -197,6 +199,7 @@ def expected_center_from_anchors(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.functional import expected_center_from_anchors
         >>> xs = torch.tensor([[[0.4, 0.4], [0.6, 0.6]]])  # (B, A, R): two proposals at x = 0.4 and 0.6
         >>> expected_center_from_anchors(xs, torch.tensor([[0.5, 0.5]]))
         tensor([0.5000])
@@ -233,6 +236,7 @@ def road_center_attack_loss(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.functional import road_center_attack_loss
         >>> road_center_attack_loss(torch.tensor([0.5, 0.7])), road_center_attack_loss(torch.tensor([0.5, 0.7]), "left")
         (tensor(0.4000), tensor(0.6000))
     """

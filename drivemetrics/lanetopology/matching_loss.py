@@ -86,6 +86,8 @@ def lane_matching_loss(
         inputs (computed in ``float32``), else ``preds``' dtype.
 
     Examples:
+        >>> import torch
+        >>> from drivemetrics.functional import lane_matching_loss
         >>> target = torch.tensor([[[[0.0, 0.0], [5.0, 0.0], [10.0, 0.0]]]])
         >>> preds = (target + torch.tensor([0.0, 1.0])).requires_grad_(True)
         >>> loss = lane_matching_loss(preds, target, gamma=0.01)
@@ -141,6 +143,8 @@ class LaneMatchingLoss(nn.Module):
     """:func:`lane_matching_loss` as a module (same arguments, fixed at construction).
 
     Examples:
+        >>> from drivemetrics.lanetopology import LaneMatchingLoss
+        >>> import torch
         >>> loss_fn = LaneMatchingLoss(assignment="soft", gamma=0.05)
         >>> target = torch.zeros(1, 2, 4, 3)
         >>> target[0, 1, :, 1] = 3.5

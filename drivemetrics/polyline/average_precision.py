@@ -53,6 +53,7 @@ def pooled_precision_recall(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.polyline import pooled_precision_recall
         >>> scores, matched = torch.tensor([0.9, 0.8, 0.7]), torch.tensor([True, False, True])
         >>> precision, recall = pooled_precision_recall(scores, matched, 4)
         >>> precision.tolist(), recall.tolist()
@@ -98,6 +99,7 @@ def average_precision_area(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.polyline import average_precision_area
         >>> average_precision_area(torch.tensor([1.0, 0.5, 2 / 3]), torch.tensor([0.25, 0.25, 0.5]))
         tensor(0.4167)
     """
@@ -121,6 +123,7 @@ def interpolated_precision_11point(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.polyline import interpolated_precision_11point
         >>> interpolated_precision_11point(torch.tensor([1.0, 0.5]), torch.tensor([0.3, 0.7], dtype=torch.float32))
         tensor([1.0000, 1.0000, 1.0000, 1.0000, 0.5000, 0.5000, 0.5000, 0.0000, 0.0000,
                 0.0000, 0.0000])
@@ -152,6 +155,7 @@ def average_precision_11point(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.polyline import average_precision_11point
         >>> average_precision_11point(torch.tensor([1.0, 0.5]), torch.tensor([0.3, 0.7], dtype=torch.float32))
         tensor(0.5000)
     """

@@ -74,6 +74,8 @@ def map_chamfer_loss(
         ``preds``' dtype.
 
     Examples:
+        >>> import torch
+        >>> from drivemetrics.functional import map_chamfer_loss
         >>> target = torch.tensor([[[[0.0, 0.0], [1.0, 0.0], [2.0, 0.0]]]])
         >>> preds = target.flip(2) + torch.tensor([0.0, 0.5])  # reversed order, shifted 0.5 m
         >>> map_chamfer_loss(preds, target, mode="permuted")
@@ -130,6 +132,8 @@ class MapChamferLoss(nn.Module):
         validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Examples:
+        >>> from drivemetrics.vectormap import MapChamferLoss
+        >>> import torch
         >>> loss = MapChamferLoss(mode="permuted")
         >>> ring = torch.tensor([[[[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 0.0]]]])
         >>> rotated = torch.tensor([[[[1.0, 0.0], [1.0, 1.0], [0.0, 0.0], [1.0, 0.0]]]])  # another start point

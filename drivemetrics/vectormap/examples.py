@@ -20,6 +20,7 @@ def vector_map_example_inputs() -> dict[str, dict[str, Tensor]]:
     in metres, the inputs of the :class:`~drivemetrics.vectormap.VectorMapAPMetrics` example.
 
     Examples:
+        >>> from drivemetrics.vectormap import vector_map_example_inputs
         >>> vector_map_example_inputs()["preds"]["points"]
         tensor([[[[ 0.0000,  0.6000],
                   [10.0000,  0.6000]]]])

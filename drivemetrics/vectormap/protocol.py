@@ -46,6 +46,8 @@ class MapProtocol:
         min_pred_points: predictions with fewer points are dropped (MapTR drops lines under 2 points).
 
     Examples:
+        >>> from drivemetrics.vectormap import PROTOCOLS
+        >>> from drivemetrics.vectormap import MapProtocol
         >>> maptr = PROTOCOLS["nuscenes-maptr"]
         >>> maptr.class_names, maptr.thresholds, maptr.num_samples, maptr.buffer_prefilter
         (('divider', 'ped_crossing', 'boundary'), (0.5, 1.0, 1.5), 100, 2.0)
@@ -99,6 +101,7 @@ def get_protocol(protocol: ProtocolName | MapProtocol) -> MapProtocol:
     """The :class:`MapProtocol` named ``protocol`` (or ``protocol`` itself); ``ValueError`` naming the choices.
 
     Examples:
+        >>> from drivemetrics.vectormap.protocol import get_protocol
         >>> get_protocol("av2-cvpr23").class_names
         ('ped_crossing', 'divider', 'boundary')
     """
