@@ -35,6 +35,7 @@ import os
 import signal
 import sys
 import time
+import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
@@ -102,12 +103,18 @@ def pool_pays(seconds_left: float, workers: int, start_seconds: float | None = N
     return workers > 1 and seconds_left / workers + 2 * start < seconds_left
 
 
+def _warning_line(message: Warning | str, *_: object, **__: object) -> None:
+    """A worker's warning on one line of stderr, without the source path and code line Python adds."""
+    print(f"warning: {' '.join(str(message).split())}", file=sys.stderr)
+
+
 def _start_worker(uses_torch: bool = True) -> None:
     """Worker initializer: the parent handles Ctrl-C (and terminates the workers); where the parent uses torch,
     torch runs one thread per worker (the workers share the cores, a job's ops are small). A parent without torch
     (a command on numpy arrays) starts workers that do not import it either."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a forked worker inherits the command's SIGTERM handler
+    warnings.showwarning = _warning_line  # type: ignore[assignment]  # as the commands print theirs: one line
     if uses_torch:
         import torch
 
