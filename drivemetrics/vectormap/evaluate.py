@@ -402,8 +402,8 @@ def evaluate_flat(
         >>> from drivemetrics.vectormap.protocol import get_protocol
         >>> from drivemetrics.vectormap.evaluate import evaluate_flat
         >>> line = np.array([[0.0, 0.0], [0.0, 10.0]])
-        >>> gt = FlatLines(line, np.array([2]), np.array([0]), np.array([1]), tokens=["a"])
-        >>> pred = FlatLines(line + [0.7, 0.0], np.array([2]), np.array([0]), np.array([1]), np.array([0.9]), ["a"])
+        >>> gt = FlatLines(line, np.array([2]), np.array([0]), np.array([0]), tokens=["a"])
+        >>> pred = FlatLines(line + [0.7, 0.0], np.array([2]), np.array([0]), np.array([0]), np.array([0.9]), ["a"])
         >>> proto = get_protocol("av2-cvpr23")
         >>> result = evaluate_flat(resample_lines(gt, proto), resample_lines(pred, proto), proto)
         >>> result.report["classes"]["divider"]["AP@1.0"], result.report["mAP"]

@@ -48,9 +48,9 @@ class VectorMapAPMetrics(RaggedStateMixin, MetricFamily):
         >>> import torch
         >>> metric = VectorMapAPMetrics(protocol="av2-cvpr23")
         >>> line = torch.tensor([[[[0.0, 0.0], [10.0, 0.0]]]])  # (B, N, P, 2): one frame, one line, metres
-        >>> preds = {"points": line + torch.tensor([0.0, 0.6]), "labels": torch.tensor([[1]]),
+        >>> preds = {"points": line + torch.tensor([0.0, 0.6]), "labels": torch.tensor([[0]]),  # 0: divider
         ...          "scores": torch.tensor([[0.9]])}
-        >>> metric.update(preds, {"points": line, "labels": torch.tensor([[1]])})
+        >>> metric.update(preds, {"points": line, "labels": torch.tensor([[0]])})
         >>> round(metric.compute()["ap_divider"].item(), 4)
         0.6667
         >>> per_frame = [{"points": line[0] + 0.6, "labels": torch.tensor([1]), "scores": torch.tensor([0.9])}]
