@@ -21,9 +21,9 @@ $(VENV)/.examples: $(VENV)/.base pyproject.toml
 	$(PY) -m pip install -q -e ".[lightning,plot]"
 	touch $@
 
-# editable_mode=compat: a plain path entry instead of an import hook, so that mypy and pyright find the package
+# the README's line: pyproject.toml's package-dir makes it a plain path entry, which mypy and pyright follow
 $(VENV)/.dev: $(VENV)/.base pyproject.toml
-	$(PY) -m pip install -q -e ".[dev]" --config-settings editable_mode=compat
+	$(PY) -m pip install -q -e ".[dev]"
 	touch $@
 
 $(VENV)/.docs: $(VENV)/.base pyproject.toml

@@ -1,14 +1,7 @@
-"""The doctests' namespace: ``drivemetrics`` is a name in every ``>>>`` example, as ``kornia`` is in kornia's.
+"""The doctests run in a fresh namespace: every ``>>>`` example imports what it uses (copy-paste runnable).
 
-The scalar classes' examples call their domain's example inputs through it
-(``OptGRecall()(**drivemetrics.roadnet.roadnet_example_inputs())``); see ``docs/pages/conventions.md``.
+``tests/fresh_doctests.py`` empties each example's namespace (``--doctest-modules`` would otherwise hand it the
+module's globals); see ``docs/pages/conventions.md``.
 """
 
-import pytest
-
-import drivemetrics
-
-
-@pytest.fixture(autouse=True)
-def _doctest_names(doctest_namespace: dict) -> None:
-    doctest_namespace["drivemetrics"] = drivemetrics
+pytest_plugins = ["tests.fresh_doctests"]

@@ -19,6 +19,7 @@ __version__ = "0.1.0"
 #: Sub-packages, imported on first attribute access.
 _SUBPACKAGES = {
     "attack": "drivemetrics.attack",
+    "configs": "drivemetrics.configs",
     "detection": "drivemetrics.detection",
     "functional": "drivemetrics.functional",
     "geometry": "drivemetrics.geometry",
@@ -29,6 +30,7 @@ _SUBPACKAGES = {
     "polyline": "drivemetrics.polyline",
     "road": "drivemetrics.road",
     "roadnet": "drivemetrics.roadnet",
+    "synthetic": "drivemetrics.synthetic",
     "vectormap": "drivemetrics.vectormap",
     "vehicle": "drivemetrics.vehicle",
 }

@@ -187,6 +187,31 @@ class _OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+def _add_global_options(parser: argparse.ArgumentParser) -> None:
+    """A subcommand's parser: the help formatter of the grammar, and the global options after the subcommand too.
+
+    ``drivemetrics culane-eval ... --limit max_lane_points=50000 --verbose`` means what the same options mean
+    before ``culane-eval``; ``--limit`` values from both places add up (``main`` joins them).
+    """
+    from drivemetrics._internal.options import GrammarHelpFormatter
+
+    parser.formatter_class = GrammarHelpFormatter
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="on an error, show the Python traceback (as before the command)",
+    )
+    parser.add_argument(
+        "--limit",
+        dest="limit_after_command",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="raise an input limit (repeatable; as before the command, see drivemetrics --help)",
+    )
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The argument parser: ``command``'s module registers its real subcommands, the others are placeholders."""
     parser = _OneLineParser(
@@ -205,7 +230,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         "max_png_pixels, max_lane_points, max_lanes_per_frame, max_abs_coordinate, max_graph_nodes, max_graph_edges, "
         "max_graph_extent, max_json_depth, max_json_int_digits, max_lane3d_points, max_lane3d_lanes, "
         "max_lane3d_abs_metres, max_map_line_points, max_map_lines_per_frame, max_map_frames, max_map_coordinate "
-        "(see the README's promises)",
+        "(see docs/pages/promises.md)",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     registered: set[str] = set()
@@ -214,6 +239,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         before = set(sub.choices)
         module.register(sub)
         registered = set(sub.choices) - before
+        for name in registered:
+            _add_global_options(sub.choices[name])
     for name, (_, help_text) in COMMANDS.items():
         if name not in registered:
             sub.add_parser(name, help=help_text, add_help=False)
@@ -257,7 +284,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from drivemetrics._internal.limits import limit_options
         from drivemetrics._internal.progress import one_line_warnings
 
-        with _sigterm_raises(), limit_options(args.limit), one_line_warnings(f"drivemetrics {args.command}"):
+        limits = [*args.limit, *getattr(args, "limit_after_command", [])]
+        with _sigterm_raises(), limit_options(limits), one_line_warnings(f"drivemetrics {args.command}"):
             return _run(args)
     except KeyboardInterrupt:
         _ignore_sigint()  # a second Ctrl-C must not interrupt the exit's cleanup (atexit finalizers) with a traceback

@@ -77,13 +77,27 @@ def test_signature_shows_the_real_parameters(cls):
             assert params[name].default == param.default, (cls.__name__, name)
 
 
+@pytest.mark.parametrize(
+    "cls", [c for c in exported_classes() if _family(c) is None and issubclass(c, Metric)], ids=lambda c: c.__name__
+)
+def test_every_family_constructs_with_no_arguments(cls):
+    """``DrivingCorridorMetrics()`` as ``CULaneMetrics()`` (issue 50): a family's arguments all have defaults."""
+    required = [
+        name
+        for name, p in inspect.signature(cls).parameters.items()
+        if p.default is inspect.Parameter.empty and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+    ]
+    assert not required, f"{cls.__name__} needs {required}"
+    assert isinstance(cls(), Metric)
+
+
 @pytest.mark.parametrize("cls", exported_classes(), ids=lambda c: c.__name__)
 def test_every_class_is_exported_from_the_top_level_package(cls):
     assert getattr(drivemetrics, cls.__name__) is cls
 
 
 def test_domains_are_attributes_of_the_package():
-    for domain in (*DOMAINS, "geometry", "vehicle", "attack", "functional"):
+    for domain in (*DOMAINS, "geometry", "vehicle", "attack", "functional", "configs", "synthetic"):
         assert getattr(drivemetrics, domain) is importlib.import_module(f"drivemetrics.{domain}")
 
 

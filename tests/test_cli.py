@@ -36,7 +36,7 @@ def test_unknown_command_is_a_usage_error(capsys):
 
 def test_running_command_gets_its_real_parser():
     parser = build_parser("road-eval")
-    args = parser.parse_args(["road-eval", "--data", "d", "--results", "r"])
+    args = parser.parse_args(["road-eval", "--gt", "d", "--pred", "r"])  # old spellings: hidden aliases
     assert callable(args.func)
     assert args.space == "perspective"
 

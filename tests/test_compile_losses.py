@@ -77,6 +77,16 @@ def _map_chamfer() -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...
     return (lambda p, t: loss(p, t, target_lengths=target_lengths)), (preds, torch.randn(2, 3, 7, 2))
 
 
+def _lane_matching_soft(distance: str) -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...]]:
+    """The lane matching loss's soft assignment (issue 50): no read-back of which lanes are present."""
+    from drivemetrics.lanetopology import LaneMatchingLoss
+
+    preds = torch.randn(2, 3, 5, 2, requires_grad=True)
+    target_lengths = torch.tensor([[4, 0], [2, 3]])  # one absent lane
+    loss = LaneMatchingLoss(distance=distance, assignment="soft", validate_args=False)  # type: ignore[arg-type]
+    return (lambda p, t: loss(p, t, target_lengths=target_lengths)), (preds, torch.randn(2, 2, 4, 2))
+
+
 def _center_maps() -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...]]:
     def loss(maps: torch.Tensor) -> torch.Tensor:
         return road_center_attack_loss(expected_center_from_maps(maps, lanes=(1, 2), validate_args=False))
@@ -106,6 +116,8 @@ CASES = {
     "psld": _psld,
     "map_chamfer": _map_chamfer,
     "map_chamfer_permuted": _map_chamfer_permuted,
+    "lane_matching_soft_frechet": lambda: _lane_matching_soft("frechet"),
+    "lane_matching_soft_chamfer": lambda: _lane_matching_soft("chamfer"),
     "center_maps": _center_maps,
     "center_polynomials": _center_polynomials,
     "center_anchors": _center_anchors,
@@ -140,6 +152,17 @@ def test_loss_compiles_as_one_graph_forward_and_backward(case):
 )  # inductor on soft F / PSLD: 45 s / 170 s; benchmarks/compile_losses.py
 def test_loss_compiles_with_inductor(case):
     _check_compiled_matches_eager(case, "inductor")
+
+
+def test_the_hungarian_lane_matching_breaks_the_graph():
+    """SciPy's assignment runs on the host: ``assignment="hungarian"`` does not compile as one graph (documented in
+    ``docs/pages/performance.md``); ``"soft"`` does (the cases above)."""
+    from drivemetrics.lanetopology import LaneMatchingLoss
+
+    loss = LaneMatchingLoss(validate_args=False)
+    torch._dynamo.reset()
+    with pytest.raises(torch._dynamo.exc.TorchDynamoException):
+        torch.compile(loss, fullgraph=True, backend="eager")(torch.randn(1, 2, 3, 2), torch.randn(1, 2, 3, 2))
 
 
 def test_validation_is_what_breaks_the_graph():

@@ -1,14 +1,23 @@
-"""Type checkers see the public API (issue 23): mypy on a user-style script reports exactly its wrong calls.
+"""Type checkers see the public API (issues 23, 50): mypy and pyright report exactly a user script's wrong calls.
+
+The checkers see the package as the README installs it: ``pip install -e ".[dev]"``, whose editable wheel the
+test builds with the project's own build backend and installs into a fresh virtual environment (no ``MYPYPATH``,
+no ``extraPaths``). ``pyproject.toml``'s ``package-dir`` makes that wheel a plain path entry (``.pth``) instead of
+setuptools' import hook, which neither checker follows; the test fails if the wheel holds an import hook again.
 
 The script imports through the lazy packages (``drivemetrics``, ``drivemetrics.<domain>``, whose ``__init__.pyi``
 stubs list the exports) and ``drivemetrics.functional``; it makes correct calls, which must pass, and one call per
 line marked ``# wrong`` with an argument of the wrong type, which must be reported on that line and nowhere else.
-If a class or kernel were typed ``Any`` (the issue's "Module is not callable", unresolved lazy names), the wrong
-calls would pass and the test fails. Slow (mypy reads torch's stubs: about a minute, cached afterwards).
+Besides the hand-written lines, every mode argument typed with a ``Literal`` (``compat``, ``protocol``,
+``reduction``, ``track``, ...) of every exported class and kernel gets two generated lines: its first allowed value
+(no report) and a wrong string (reported); a new class or kernel is covered when it is exported. If a class or kernel
+were typed ``Any`` (the issue's "Module is not callable", unresolved lazy names), the wrong calls would pass and the
+test fails. Slow (mypy reads torch's stubs: about a minute, cached afterwards).
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import re
@@ -16,6 +25,9 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import typing
+import venv
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -51,6 +63,10 @@ scores: dict[str, torch.Tensor] = F.culane_f1(x, x, height=590)
 pooled: dict[str, torch.Tensor] = F.road_pixel_scores(x, x)
 metric = drivemetrics.road.RoadPixelMetrics(beta=1.0)
 value: torch.Tensor = RoadPixelMaxFScore().compute()
+version: str = drivemetrics.__version__
+config_names: list[str] = drivemetrics.configs.config_names()
+corridor = drivemetrics.DrivingCorridorMetrics()
+scene = drivemetrics.synthetic
 F.psld(x, x, speed="fast")  # wrong
 F.culane_f1(x, x, height="590")  # wrong
 F.tusimple_metrics(x, x, h_samples=x, compat="official")  # wrong
@@ -103,13 +119,125 @@ F.psld(x, x, speed=20.0, reduction="average")  # wrong
 """
 
 
+#: A value the script passes for every required argument that is not under test (``Any`` fits every type).
+ANY_LINE = "from typing import Any as _Any\n_a: _Any = None\n"
+
+
+def _literal_values(annotation: object) -> list[str]:
+    """The strings of the ``Literal`` types in ``annotation`` (through unions and optionals)."""
+    if typing.get_origin(annotation) is typing.Literal:
+        return [value for value in typing.get_args(annotation) if isinstance(value, str)]
+    return [value for arg in typing.get_args(annotation) for value in _literal_values(arg)]
+
+
+@functools.cache
+def _hint_namespace() -> dict[str, object]:
+    """Names the annotations use under ``TYPE_CHECKING`` only: every module-level ``Literal`` alias, torch, numpy."""
+    import importlib
+
+    import numpy
+    import torch
+
+    namespace: dict[str, object] = {"torch": torch, "np": numpy, "Tensor": torch.Tensor}
+    for path in sorted((REPO_ROOT / "drivemetrics").rglob("*.py")):
+        aliases = re.findall(r"^(\w+) = Literal\[", path.read_text(encoding="utf-8"), flags=re.M)
+        if aliases:
+            module = importlib.import_module(".".join(path.relative_to(REPO_ROOT).with_suffix("").parts))
+            namespace.update({name: getattr(module, name) for name in aliases})
+    return namespace
+
+
+def literal_arguments() -> list[tuple[str, inspect.Signature, str, list[str]]]:
+    """``(call, signature, argument, allowed strings)`` of every ``Literal`` argument of the public classes and kernels.
+
+    ``call`` is how the script names the callable: ``drivemetrics.<Class>`` (every Metric and loss class) or
+    ``F.<kernel>`` (``drivemetrics.functional``).
+    """
+    import drivemetrics
+    import drivemetrics.functional as F
+
+    found = []
+    for prefix, module in (("drivemetrics", drivemetrics), ("F", F)):
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if not callable(obj):
+                continue
+            function = obj.__init__ if inspect.isclass(obj) else obj
+            hints = typing.get_type_hints(function, localns=_hint_namespace())
+            signature = inspect.signature(obj)
+            for parameter in signature.parameters.values():
+                values = _literal_values(hints.get(parameter.name))
+                if values:
+                    found.append((f"{prefix}.{name}", signature, parameter.name, values))
+    return found
+
+
+def _call(call: str, signature: inspect.Signature, argument: str, value: str) -> str:
+    """``call(...)`` with ``argument=value`` and ``_a`` (``Any``) for every other required argument."""
+    args = []
+    for parameter in signature.parameters.values():
+        if parameter.name == argument:
+            args.append(f"{argument}={value!r}")
+        elif parameter.default is inspect.Parameter.empty and parameter.kind not in (
+            inspect.Parameter.VAR_POSITIONAL,
+            inspect.Parameter.VAR_KEYWORD,
+        ):
+            positional = parameter.kind is inspect.Parameter.POSITIONAL_ONLY
+            args.append("_a" if positional else f"{parameter.name}=_a")
+    return f"{call}({', '.join(args)})"
+
+
+def literal_lines() -> str:
+    """Two lines per ``Literal`` argument: its first allowed value (correct) and a wrong string (``# wrong``)."""
+    lines = [ANY_LINE.rstrip("\n")]
+    for call, signature, argument, values in literal_arguments():
+        lines.append(_call(call, signature, argument, values[0]))
+        lines.append(_call(call, signature, argument, "not-a-mode") + "  # wrong")
+    return "\n".join(lines) + "\n"
+
+
 def _script() -> str:
     import drivemetrics.functional as F
 
     text = textwrap.dedent(SCRIPT)
     if hasattr(F, "opt_j") and hasattr(F, "apls"):
         text += textwrap.dedent(GRAPH_LINES)
-    return text
+    return text + literal_lines()
+
+
+def _takes_plain_str(annotation: object) -> bool:
+    return annotation is str or any(_takes_plain_str(arg) for arg in typing.get_args(annotation))
+
+
+def test_every_mode_argument_is_a_literal_and_the_script_covers_it():
+    """The string mode arguments are typed ``Literal`` (a plain ``str`` would let a wrong mode through the checkers)."""
+    import drivemetrics
+    import drivemetrics.functional as F
+
+    modes = {"compat", "protocol", "reduction", "mode", "track", "space", "assignment", "distance", "task"}
+    plain = []
+    for prefix, module in (("drivemetrics", drivemetrics), ("F", F)):
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if callable(obj):
+                function = obj.__init__ if inspect.isclass(obj) else obj
+                hints = typing.get_type_hints(function, localns=_hint_namespace())
+                plain += [
+                    f"{prefix}.{name}({p})"
+                    for p in inspect.signature(obj).parameters
+                    if p in modes and p in hints and _takes_plain_str(hints[p])
+                ]
+    assert not plain, f"mode arguments typed without Literal: {plain}"
+    covered = {(call, argument) for call, _, argument, _ in literal_arguments()}
+    assert ("drivemetrics.MapChamferLoss", "mode") in covered
+    assert ("F.vector_map_ap", "protocol") in covered
+    assert len(covered) > 100
+
+
+def test_the_generated_lines_call_with_the_allowed_value_then_a_wrong_one():
+    text = literal_lines()
+    assert "drivemetrics.VectorMapAveragePrecision(class_name=_a, protocol='default')\n" in text
+    assert "drivemetrics.VectorMapAveragePrecision(class_name=_a, protocol='not-a-mode')  # wrong\n" in text
 
 
 def test_the_script_builds_every_scalar_class_of_the_split_domains():
@@ -126,17 +254,76 @@ def test_the_script_builds_every_scalar_class_of_the_split_domains():
     assert scalar <= built, sorted(scalar - built)
 
 
+@pytest.fixture(scope="module")
+def editable_install(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh virtual environment holding the README's editable install; returns its interpreter.
+
+    The editable wheel comes from the project's build backend (what ``pip install -e .`` asks it for) and is unpacked
+    as pip installs a wheel; the environment sees the test's own dependencies (torch, numpy, ...) through a path entry
+    to their ``site-packages``, whose ``.pth`` files (an editable install of another checkout) are not processed.
+    """
+    root = tmp_path_factory.mktemp("editable")
+    build = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from setuptools import build_meta; print(build_meta.build_editable(sys.argv[1]))",
+            str(root),
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert build.returncode == 0, build.stderr[-2000:]
+    wheel = root / build.stdout.strip().splitlines()[-1]
+    env = root / "venv"
+    venv.EnvBuilder(with_pip=False).create(env)
+    python = env / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    site = Path(
+        subprocess.run(
+            [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
+    with zipfile.ZipFile(wheel) as archive:
+        pth = [name for name in archive.namelist() if name.endswith(".pth")]
+        hooks = [name for name in archive.namelist() if name.endswith(".py")]
+        assert not hooks, f"the editable wheel installs an import hook ({hooks}): mypy and pyright cannot follow it"
+        assert len(pth) == 1, archive.namelist()
+        entry = archive.read(pth[0]).decode().strip()
+        assert not entry.startswith("import"), entry
+        assert Path(entry).resolve() == REPO_ROOT, entry
+        archive.extractall(site)
+    import sysconfig
+
+    (site / "_test_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
+    where = subprocess.run(
+        [python, "-c", "import drivemetrics; print(drivemetrics.__file__)"], capture_output=True, text=True, cwd=root
+    )
+    assert Path(where.stdout.strip()).resolve() == REPO_ROOT / "drivemetrics" / "__init__.py", where
+    return python
+
+
+def _wrong_lines(script: Path) -> set[int]:
+    return {i for i, line in enumerate(script.read_text().splitlines(), 1) if line.endswith("# wrong")}
+
+
 @pytest.mark.slow
-def test_mypy_reports_exactly_the_wrong_calls(tmp_path):
+def test_mypy_reports_exactly_the_wrong_calls(tmp_path, editable_install):
     pytest.importorskip("mypy", reason="mypy is a dev dependency")
     script = tmp_path / "user_script.py"
     script.write_text(_script(), encoding="utf-8")
-    expected = {i for i, line in enumerate(script.read_text().splitlines(), 1) if line.endswith("# wrong")}
+    env = {key: value for key, value in os.environ.items() if key not in ("MYPYPATH", "PYTHONPATH")}
     result = subprocess.run(
         [
             sys.executable,
             "-m",
             "mypy",
+            "--python-executable",
+            str(editable_install),
             "--follow-imports=silent",
             "--no-error-summary",
             "--show-error-codes",
@@ -145,33 +332,32 @@ def test_mypy_reports_exactly_the_wrong_calls(tmp_path):
             str(script),
         ],
         cwd=tmp_path,
-        env={**os.environ, "MYPYPATH": str(REPO_ROOT)},
+        env=env,
         capture_output=True,
         text=True,
         timeout=900,
     )
-    reported = {}
+    reported: dict[int, list[str]] = {}
     for line in result.stdout.splitlines():
         match = re.match(r"(?:.*/)?user_script\.py:(\d+): error: (.*)", line)
         if match:
             reported.setdefault(int(match.group(1)), []).append(match.group(2))
-    assert set(reported) == expected, (result.stdout, result.stderr)
+    assert set(reported) == _wrong_lines(script), (result.stdout[-6000:], result.stderr[-2000:])
 
 
 @pytest.mark.slow
-def test_pyright_resolves_the_lazy_names(tmp_path):
-    if shutil.which("pyright") is None and not Path(sys.executable).with_name("pyright").exists():
+def test_pyright_reports_exactly_the_wrong_calls(tmp_path, editable_install):
+    pyright = shutil.which("pyright") or str(Path(sys.executable).with_name("pyright"))
+    if not Path(pyright).exists():
         pytest.skip("pyright is not installed")
     script = tmp_path / "user_script.py"
     script.write_text(_script(), encoding="utf-8")
-    expected = {i for i, line in enumerate(script.read_text().splitlines(), 1) if line.endswith("# wrong")}
-    (tmp_path / "pyrightconfig.json").write_text(
-        f'{{"extraPaths": ["{REPO_ROOT}"], "reportMissingModuleSource": false}}', encoding="utf-8"
-    )
-    pyright = shutil.which("pyright") or str(Path(sys.executable).with_name("pyright"))
+    (tmp_path / "pyrightconfig.json").write_text('{"reportMissingModuleSource": false}', encoding="utf-8")
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     result = subprocess.run(
-        [pyright, "--pythonpath", sys.executable, str(script)],
+        [pyright, "--pythonpath", str(editable_install), str(script)],
         cwd=tmp_path,
+        env=env,
         capture_output=True,
         text=True,
         timeout=900,
@@ -179,4 +365,4 @@ def test_pyright_resolves_the_lazy_names(tmp_path):
     if "error" in result.stderr.lower() and not result.stdout:
         pytest.skip(f"pyright did not run: {result.stderr.strip()[:200]}")
     reported = {int(m.group(1)) for m in re.finditer(r"user_script\.py:(\d+):\d+ - error", result.stdout)}
-    assert reported == expected, result.stdout
+    assert reported == _wrong_lines(script), result.stdout[-6000:]

@@ -30,6 +30,7 @@ def check_compat(compat: object, name: str = "compat") -> bool:
         ValueError: for any other value, naming the argument.
 
     Examples:
+        >>> from drivemetrics._internal.compat import check_compat
         >>> check_compat("reference")
         True
         >>> check_compat("default")

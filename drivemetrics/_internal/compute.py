@@ -2,6 +2,8 @@
 
 Examples:
     >>> import torch
+    >>> from drivemetrics._internal.compute import safe_divide
+    >>> from drivemetrics._internal.compute import precision_recall_f1
     >>> safe_divide(torch.tensor([1.0, 1.0]), torch.tensor([2.0, 0.0])).tolist()
     [0.5, 0.0]
     >>> scores = precision_recall_f1(torch.tensor(3), torch.tensor(1), torch.tensor(2))

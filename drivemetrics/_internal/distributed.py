@@ -50,6 +50,7 @@ class Shard:
     ``device`` is where collective tensors live (the rank's CUDA device under NCCL, else the CPU).
 
     Examples:
+        >>> from drivemetrics._internal.distributed import Shard
         >>> shard = Shard(rank=1, world=3)
         >>> shard.take(["a", "b", "c", "d", "e"]), shard.indices(5), shard.is_main
         (['b', 'e'], [1, 4], False)
@@ -144,6 +145,8 @@ def strings_to_bytes(strings: Sequence[str]) -> Tensor:
     """``strings`` as one uint8 tensor (UTF-8, each followed by a NUL byte): a frame's rows of width 1.
 
     Examples:
+        >>> from drivemetrics._internal.distributed import bytes_to_strings
+        >>> from drivemetrics._internal.distributed import strings_to_bytes
         >>> bytes_to_strings(strings_to_bytes(["Car", "DontCare", ""]))
         ['Car', 'DontCare', '']
     """

@@ -75,6 +75,8 @@ def require(extra: str, module: str, what: str) -> ModuleType:
         MissingExtraError: the module (or one it needs) is not installed.
 
     Example:
+        >>> from drivemetrics._internal.extras import require
+        >>> from drivemetrics._internal.extras import missing_extra_message
         >>> require("plot", "math", "drawing figures").sqrt(4.0)
         2.0
         >>> missing_extra_message("plot", "matplotlib.pyplot", "drawing figures")

@@ -21,6 +21,7 @@ def gc_paused() -> Iterator[None]:
 
     Examples:
         >>> import gc
+        >>> from drivemetrics._internal.gc_pause import gc_paused
         >>> with gc_paused():
         ...     gc.isenabled()
         False

@@ -28,6 +28,7 @@ def keep_freed_memory(block_bytes: int = 256 << 20) -> bool:
     whether the setting was applied (glibc on Linux only).
 
     Examples:
+        >>> from drivemetrics._internal.memory import keep_freed_memory
         >>> keep_freed_memory() in (True, False)
         True
     """

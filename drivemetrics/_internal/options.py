@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 __all__ = [
     "INPUT_KINDS",
+    "GrammarHelpFormatter",
     "add_compat",
     "add_device",
     "add_input",
@@ -19,6 +20,7 @@ __all__ = [
     "check_device",
     "device_name",
     "number_in",
+    "hide_aliases",
     "positive_int",
     "progress_setting",
     "resolve_workers",
@@ -108,13 +110,16 @@ def progress_setting(args: argparse.Namespace) -> bool | None:
 INPUT_KINDS = ("file", "folder", "file or folder")
 
 
-def add_input(parser: argparse.ArgumentParser, flag: str, kind: str, **kwargs: object) -> None:
+def add_input(
+    parser: argparse.ArgumentParser, flag: str, kind: str, *, aliases: tuple[str, ...] = (), **kwargs: object
+) -> None:
     """``parser.add_argument(flag, **kwargs)`` for an input path, recording that it names a ``kind`` (one of
     :data:`INPUT_KINDS`): a folder given where a file is expected (or a file where a folder is) is then refused in
-    one line naming ``flag`` before any work."""
+    one line naming ``flag`` before any work. ``aliases``: old spellings, accepted and hidden (:func:`hide_aliases`)."""
     if kind not in INPUT_KINDS:
         raise ValueError(f"`kind` must be one of {INPUT_KINDS}, got {kind!r}")
-    action = parser.add_argument(flag, **kwargs)  # type: ignore[arg-type]
+    action = parser.add_argument(flag, *aliases, **kwargs)  # type: ignore[arg-type]
+    hide_aliases(action, *aliases)
     kinds = dict(parser.get_default("input_kinds") or {})
     kinds[action.dest] = (flag, kind)
     parser.set_defaults(input_kinds=kinds)
@@ -156,3 +161,34 @@ def check_device(name: str) -> None:
     count = int(getattr(backend, "device_count", lambda: 1)())
     if index and int(index) >= count:
         raise ValueError(f"--device {name}: this host has {count} {kind} device(s)")
+
+
+def hide_aliases(action: argparse.Action, *aliases: str) -> argparse.Action:
+    """Mark ``aliases`` (extra option strings of ``action``) as old spellings: they parse, ``--help`` omits them.
+
+    The commands' grammar (``docs/pages/conventions.md``) names one thing one way (``--gt``, ``--pred``, ``--out``);
+    an old spelling stays accepted where scripts use it, shown nowhere (:class:`GrammarHelpFormatter`).
+    """
+    missing = [alias for alias in aliases if alias not in action.option_strings]
+    if missing:
+        raise ValueError(f"`aliases` must be option strings of the action, got {missing}")
+    action.hidden_aliases = frozenset(aliases)  # type: ignore[attr-defined]
+    return action
+
+
+class GrammarHelpFormatter(argparse.HelpFormatter):
+    """The subcommands' help: the description wrapped, the epilog's examples as written, old spellings left out."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text.startswith("example"):  # the epilog: one command a line, copy-paste runnable
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+    def _format_action_invocation(self, action: argparse.Action) -> str:
+        hidden = getattr(action, "hidden_aliases", frozenset())
+        if hidden:
+            import copy
+
+            action = copy.copy(action)
+            action.option_strings = [o for o in action.option_strings if o not in hidden]
+        return super()._format_action_invocation(action)

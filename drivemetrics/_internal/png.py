@@ -43,6 +43,8 @@ def png_header(data: bytes) -> PngHeader | None:
     """The ``IHDR`` of PNG bytes (at least the first 26), or ``None`` if ``data`` does not start like a PNG.
 
     Examples:
+        >>> from drivemetrics._internal.png import png_header
+        >>> from drivemetrics._internal.png import PNG_SIGNATURE
         >>> png_header(PNG_SIGNATURE + b"\\x00\\x00\\x00\\rIHDR" + bytes([0, 0, 4, 218, 0, 0, 1, 119, 8, 0, 0, 0, 0]))
         PngHeader(width=1242, height=375, bit_depth=8, colour_type=0)
         >>> png_header(b"GIF89a") is None

@@ -35,6 +35,7 @@ import os
 import signal
 import sys
 import time
+import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
@@ -94,11 +95,17 @@ def pool_pays(seconds_left: float, workers: int, start_seconds: float | None = N
         start_seconds + seconds_left / workers + start_seconds < seconds_left
 
     Examples:
+        >>> from drivemetrics._internal.pool import pool_pays
         >>> pool_pays(1.0, 2), pool_pays(20.0, 2), pool_pays(20.0, 1)
         (False, True, False)
     """
     start = WORKER_START_SECONDS if start_seconds is None else start_seconds
     return workers > 1 and seconds_left / workers + 2 * start < seconds_left
+
+
+def _warning_line(message: Warning | str, *_: object, **__: object) -> None:
+    """A worker's warning on one line of stderr, without the source path and code line Python adds."""
+    print(f"warning: {' '.join(str(message).split())}", file=sys.stderr)
 
 
 def _start_worker(uses_torch: bool = True) -> None:
@@ -107,6 +114,7 @@ def _start_worker(uses_torch: bool = True) -> None:
     (a command on numpy arrays) starts workers that do not import it either."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a forked worker inherits the command's SIGTERM handler
+    warnings.showwarning = _warning_line  # type: ignore[assignment]  # as the commands print theirs: one line
     if uses_torch:
         import torch
 

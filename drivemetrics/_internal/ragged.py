@@ -73,6 +73,8 @@ class RaggedRows(NamedTuple):
     Frame ``f`` holds ``rows[offsets[f] : offsets[f + 1]]`` (see :meth:`offsets`).
 
     Examples:
+        >>> import torch
+        >>> from drivemetrics._internal.ragged import RaggedRows
         >>> rows = [torch.ones(2, 3), torch.zeros(0, 3), torch.ones(1, 3)]
         >>> frames = RaggedRows.from_frames(rows, (3,), torch.float64)
         >>> frames.lengths.tolist(), frames.offsets().tolist(), frames.frame_index().tolist()
@@ -214,6 +216,9 @@ def sort_frames(keys: Tensor, fields: Mapping[str, RaggedRows]) -> tuple[Tensor,
     """The frames reordered by key (stable: equal keys keep their order), on the device, without host sync.
 
     Examples:
+        >>> from drivemetrics._internal.ragged import RaggedRows
+        >>> import torch
+        >>> from drivemetrics._internal.ragged import sort_frames
         >>> rows = RaggedRows(torch.tensor([10, 11, 20, 30, 31, 32]), torch.tensor([2, 1, 3]))
         >>> keys, fields = sort_frames(torch.tensor([5, 1, 3]), {"x": rows})
         >>> keys.tolist(), fields["x"].lengths.tolist(), fields["x"].rows.tolist()

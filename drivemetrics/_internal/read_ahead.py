@@ -124,6 +124,7 @@ def read_ahead(fn: Callable[..., T], *args: Any) -> Iterator[Pending[T]]:
         A :class:`Pending`; ``.result()`` inside or after the block gives the value (or raises the reader's error).
 
     Examples:
+        >>> from drivemetrics._internal.read_ahead import read_ahead
         >>> with read_ahead(sorted, [3, 1, 2]) as pending:
         ...     pass  # import torch here
         >>> pending.result()
@@ -142,6 +143,7 @@ def read_ahead_all(calls: Sequence[tuple[Callable[..., Any], tuple[Any, ...]]]) 
         One :class:`Pending` per call, in order.
 
     Examples:
+        >>> from drivemetrics._internal.read_ahead import read_ahead_all
         >>> with read_ahead_all([(sorted, ([2, 1],)), (len, ("abc",))]) as (first, second):
         ...     pass
         >>> first.result(), second.result()

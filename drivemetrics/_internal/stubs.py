@@ -55,6 +55,8 @@ def stub_text(package: str) -> str:
         if name not in submodules:
             lines.append(f"from {where} import {name} as {name}")
     public = sorted((n for n in exports if n not in submodules), key=lambda n: _isort_key(n, case_sensitive=True))
+    if isinstance(getattr(module, "__version__", None), str):
+        lines += ["", "__version__: str"]  # the package's own string (pyproject.toml reads it too)
     lines += ["", "__all__ = [", *(f'    "{name}",' for name in public), "]", ""]
     return "\n".join(lines)
 

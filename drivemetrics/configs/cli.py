@@ -13,6 +13,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``config`` to the ``drivemetrics`` command."""
     config = subparsers.add_parser(
         "config",
+        epilog="example:\n  drivemetrics config corridor > my_corridor.toml",
         help="list the shipped configs, or print one (drivemetrics config corridor > my_corridor.toml)",
         description="Without NAME, list the configs shipped in the package; with NAME, print that config.",
     )

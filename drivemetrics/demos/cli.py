@@ -12,8 +12,14 @@ __all__ = ["register"]
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``demo`` to the ``drivemetrics`` command."""
-    demo = subparsers.add_parser("demo", help="run every domain's demo on synthetic scenes (no download)")
-    demo.add_argument("--out", default="demo_out", help="folder for figures and tables (default: demo_out)")
+    demo = subparsers.add_parser(
+        "demo",
+        epilog="example:\n  drivemetrics demo --only road lane --out demo_out",
+        help="run every domain's demo on synthetic scenes (no download)",
+    )
+    demo.add_argument(
+        "--out", default="demo_out", metavar="DIR", help="folder for figures and tables (default: demo_out)"
+    )
     demo.add_argument("--seed", type=number_in(*SEED_RANGE, kind=int), default=0, help="seed of the synthetic scenes")
     demo.add_argument("--quick", action="store_true", help="smaller scenes, for tests")
     demo.add_argument(

@@ -82,6 +82,7 @@ def box2d_overlap(boxes_a: Tensor, boxes_b: Tensor, *, criterion: int = -1, vali
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.functional import box2d_overlap
         >>> box2d_overlap(torch.tensor([0.0, 0.0, 2.0, 2.0]), torch.tensor([1.0, 0.0, 3.0, 2.0]))  # x1, y1, x2, y2
         tensor(0.3333)
     """
@@ -211,6 +212,7 @@ def bev_overlap(boxes_a: Tensor, boxes_b: Tensor, *, criterion: int = -1, valida
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.functional import bev_overlap
         >>> box = torch.tensor([0.0, 10.0, 4.0, 2.0, 0.0])  # x, z, l, w, ry
         >>> bev_overlap(box, box + torch.tensor([1.0, 0.0, 0.0, 0.0, 0.0]))
         tensor(0.6000)
@@ -248,6 +250,7 @@ def box3d_overlap(boxes_a: Tensor, boxes_b: Tensor, *, criterion: int = -1, vali
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.functional import box3d_overlap
         >>> box = torch.tensor([0.0, 1.0, 10.0, 1.5, 2.0, 4.0, 0.0])  # x, y, z, h, w, l, ry
         >>> box3d_overlap(box, box)
         tensor(1.)

@@ -9,7 +9,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from drivemetrics._internal.options import add_input, add_no_progress, add_workers, progress_setting, resolve_workers
+from drivemetrics._internal.options import (
+    add_compat,
+    add_input,
+    add_no_progress,
+    add_workers,
+    hide_aliases,
+    progress_setting,
+    resolve_workers,
+)
 
 __all__ = ["KITTI_DEVKIT_NAMES", "STATS_NAMES", "format_stats", "format_table", "register", "with_devkit_names"]
 
@@ -107,12 +115,12 @@ def _kitti_object_eval(args: argparse.Namespace) -> int:
     from drivemetrics.detection.io import read_object_table
 
     gt_dir, det_dir = Path(args.gt), Path(args.det)
-    for name, folder in (("--gt", gt_dir), ("--det", det_dir)):
+    for name, folder in (("--gt", gt_dir), ("--pred", det_dir)):
         if not folder.is_dir():
             raise FileNotFoundError(f"{name} folder not found: {folder}")
     inputs = {gt_dir.resolve(), det_dir.resolve()}
     if args.write_stats and Path(args.write_stats).resolve() in inputs:
-        raise ValueError("--write-stats must not be the --gt or --det folder (the stats would be read as frames)")
+        raise ValueError("--out must not be the --gt or --pred folder (the stats would be read as frames)")
     if args.json:
         from drivemetrics._internal.files import check_output_path
 
@@ -211,15 +219,36 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "folder (or of --list) is evaluated; a frame without a result file counts as no detections (warning). "
             "Classes / metrics are evaluated only when detected, AOS only if no detection has alpha = -10, as the C++."
         ),
+        epilog="example:\n  drivemetrics kitti-object-eval --gt training/label_2 --pred results/data --json kitti.json",
     )
     add_input(parser, "--gt", "folder", required=True, help="label folder (label_2): <frame>.txt, 15 columns")
-    add_input(parser, "--det", "folder", required=True, help="result folder: <frame>.txt, 16 columns (with score)")
-    add_input(parser, "--list", "file", help="file of frame names (one per line, e.g. 000123) to evaluate")
-    parser.add_argument("--json", help="write {class: {metric: {difficulty: {curve, AP_R11, AP_R40}}}} here")
-    parser.add_argument(
-        "--write-stats",
+    add_input(
+        parser,
+        "--pred",
+        "folder",
+        aliases=("--det",),
+        dest="det",
         metavar="DIR",
-        help="write stats_<class>_<detection|orientation|detection_ground|detection_3d>.txt as the C++ does",
+        required=True,
+        help="result folder: <frame>.txt, 16 columns (with score)",
+    )
+    add_input(parser, "--list", "file", help="file of frame names (one per line, e.g. 000123) to evaluate")
+    parser.add_argument(
+        "--json", metavar="OUT", help="write {class: {metric: {difficulty: {curve, AP_R11, AP_R40}}}} here (AP in %%)"
+    )
+    hide_aliases(
+        parser.add_argument(
+            "--out",
+            "--write-stats",
+            dest="write_stats",
+            metavar="DIR",
+            help="write the C++'s stats_<class>_<detection|orientation|detection_ground|detection_3d>.txt files here",
+        ),
+        "--write-stats",
+    )
+    add_compat(
+        parser,
+        "the same numbers: both modes are the official C++ evaluate_object (accepted like every command's --compat)",
     )
     parser.add_argument(
         "--overlaps",

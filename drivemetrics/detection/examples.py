@@ -22,6 +22,7 @@ def kitti_object_example_inputs() -> dict[str, list[KittiObjects]]:
     frame).
 
     Examples:
+        >>> from drivemetrics.detection import kitti_object_example_inputs
         >>> inputs = kitti_object_example_inputs()
         >>> len(inputs["preds"]), inputs["preds"][0].type, inputs["preds"][0].score
         (40, ['Car'], array([0.9]))

@@ -160,6 +160,7 @@ class KittiObjectMetrics(RaggedStateMixin, MetricFamily):
 
     Examples:
         >>> from drivemetrics.detection.io import parse_kitti_objects
+        >>> from drivemetrics.detection import KittiObjectMetrics
         >>> line = "Car 0.00 0 -1.57 100.00 150.00 300.00 250.00 1.50 1.60 4.00 1.00 1.70 15.00 -1.57"
         >>> target = [parse_kitti_objects(line)] * 40  # 40 frames, one car each
         >>> preds = [parse_kitti_objects(line + " 0.9")] * 40  # each detected exactly (score 0.9)
@@ -283,8 +284,9 @@ class KittiObjectAveragePrecision(ScalarMetric, KittiObjectMetrics):
         overlaps: see :class:`KittiObjectMetrics`.
 
     Examples:
+        >>> from drivemetrics.detection import KittiObjectAveragePrecision, kitti_object_example_inputs
         >>> metric = KittiObjectAveragePrecision(cls="car", metric="bev", difficulty="easy", recall_points=11)
-        >>> metric(**drivemetrics.detection.kitti_object_example_inputs())
+        >>> metric(**kitti_object_example_inputs())
         tensor(90.9091, dtype=torch.float64)
     """
 

@@ -29,6 +29,10 @@ def _tusimple_eval(args: argparse.Namespace) -> int:
 
     if args.json:
         check_output_path(args.json, input_files=[args.pred, args.gt], option="--json", is_folder=False)
+    if args.workers is not None:  # the images are scored in one batch: its torch threads
+        import torch
+
+        torch.set_num_threads(args.workers)
     overall, per_image = evaluate_tusimple_files(
         args.pred,
         args.gt,
@@ -42,7 +46,7 @@ def _tusimple_eval(args: argparse.Namespace) -> int:
         print(f"{name:<8} {value:.6f}")
     print(f"images   {len(per_image)}")
     if args.json:
-        payload = {"overall": overall, "per_image": per_image} if args.per_image else overall
+        payload = {**overall, "per_image": per_image} if args.per_image else overall  # a flag adds keys, moves none
         atomic_write_text(args.json, json.dumps(payload, indent=1) + "\n")
     return 0
 
@@ -293,18 +297,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "lanes, h_samples). Prints Accuracy, FP, FN (per-image averages, as the official evaluator) and F1 "
             "(harmonic mean of 1 - FP and 1 - FN), all as fractions."
         ),
+        epilog="example:\n  drivemetrics tusimple-eval --gt test_label.json --pred pred.json --json tusimple.json",
     )
     add_input(parser, "--pred", "file", required=True, help="prediction JSON-lines file")
     add_input(parser, "--gt", "file", required=True, help="label JSON-lines file")
     parser.add_argument("--json", default=None, metavar="OUT", help="also write {Accuracy, FP, FN, F1} to OUT")
-    parser.add_argument("--per-image", action="store_true", help="with --json, add the per-image scores")
+    parser.add_argument(
+        "--per-image", action="store_true", help="with --json, add the per-image scores under the key per_image"
+    )
     add_no_progress(parser)
+    add_workers(parser, "threads scoring the images (one batch; torch's intra-op threads)")
     parser.add_argument("--ego-only", action="store_true", help="score only the ego-left and ego-right lanes")
     parser.add_argument(
         "--image-width",
         type=number_in(0, 100_000, low_open=True),
         default=1280.0,
-        help="image width for --ego-only (pixels, in (0, 100000])",
+        help="image width for --ego-only (pixels, in (0, 100000], default 1280)",
     )
     add_compat(
         parser,
@@ -322,6 +330,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "precision / recall / F1 from the totals. --compat reference reproduces the official C++ evaluator "
             "(needs opencv-python-headless: pip install drivemetrics[culane])."
         ),
+        epilog="examples:\n  drivemetrics culane-eval --gt culane --pred pred --list list/test.txt --json culane.json\n"
+        "  drivemetrics culane-eval --gt culane --pred pred --list list/test_split --iou-range  # one row per category",
     )
     add_input(
         culane,
@@ -371,7 +381,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_workers(culane, "processes reading and scoring the files (torch runs one thread per process)", auto=True)
     culane.add_argument("--per-image", action="store_true", help="with --json, add per-image TP / FP / FN")
     add_no_progress(culane)
-    culane.add_argument("--json", default=None, metavar="OUT", help="also write the scores to OUT")
+    culane.add_argument("--json", default=None, metavar="OUT", help="also write the scores (fractions) to OUT")
     culane.set_defaults(func=_culane_eval, sharded=True)
     _register_llamas(subparsers)
     _register_curvelanes(subparsers)

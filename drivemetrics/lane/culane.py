@@ -87,6 +87,7 @@ def lane_iou_matrix(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.functional import lane_iou_matrix
         >>> lane = torch.tensor([[[[800.0, 580.0], [820.0, 300.0]]]])  # (B, L_gt, P, 2) = (1, 1, 2, 2), pixels
         >>> preds = torch.cat([lane, lane + torch.tensor([300.0, 0.0])], 1)  # the lane and a false one 300 px right
         >>> lane_iou_matrix(preds, lane)  # (B, L_pred, L_gt)
@@ -191,6 +192,7 @@ def culane_matches(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.functional import culane_matches
         >>> lane = torch.tensor([[[[800.0, 580.0], [820.0, 300.0]]]])  # (B, L_gt, P, 2) = (1, 1, 2, 2), pixels
         >>> preds = torch.cat([lane, lane + torch.tensor([300.0, 0.0])], 1)  # the lane and a false one 300 px right
         >>> culane_matches(preds, lane)
@@ -285,6 +287,7 @@ def culane_counts(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.functional import culane_counts
         >>> lane = torch.tensor([[[[800.0, 580.0], [820.0, 300.0]]]])  # (B, L_gt, P, 2) = (1, 1, 2, 2), pixels
         >>> preds = torch.cat([lane, lane + torch.tensor([300.0, 0.0])], 1)  # the lane and a false one 300 px right
         >>> culane_counts(preds, lane)
@@ -325,6 +328,7 @@ def culane_f1(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.functional import culane_f1
         >>> lane = torch.tensor([[[[800.0, 580.0], [820.0, 300.0]]]])  # (B, L_gt, P, 2) = (1, 1, 2, 2), pixels
         >>> preds = torch.cat([lane, lane + torch.tensor([300.0, 0.0])], 1)  # the lane and a false one 300 px right
         >>> {key: round(value.item(), 4) for key, value in culane_f1(preds, lane).items()}
@@ -361,6 +365,7 @@ class CULaneMetrics(MetricFamily):
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.lane import CULaneMetrics
         >>> lane = torch.tensor([[[[800.0, 580.0], [820.0, 300.0]]]])  # (B, L_gt, P, 2) = (1, 1, 2, 2), pixels
         >>> preds = torch.cat([lane, lane + torch.tensor([300.0, 0.0])], 1)  # the lane and a false one 300 px right
         >>> metric = CULaneMetrics()
@@ -441,7 +446,8 @@ class CULanePrecision(ScalarMetric, CULaneMetrics):
     """CULane precision ``TP / (TP + FP)`` over all images seen (arguments as :class:`CULaneMetrics`).
 
     Examples:
-        >>> CULanePrecision()(**drivemetrics.lane.culane_example_inputs())
+        >>> from drivemetrics.lane import CULanePrecision, culane_example_inputs
+        >>> CULanePrecision()(**culane_example_inputs())
         tensor(0.5000, dtype=torch.float64)
     """
 
@@ -452,7 +458,8 @@ class CULaneRecall(ScalarMetric, CULaneMetrics):
     """CULane recall ``TP / (TP + FN)`` over all images seen (arguments as :class:`CULaneMetrics`).
 
     Examples:
-        >>> CULaneRecall()(**drivemetrics.lane.culane_example_inputs())
+        >>> from drivemetrics.lane import CULaneRecall, culane_example_inputs
+        >>> CULaneRecall()(**culane_example_inputs())
         tensor(1., dtype=torch.float64)
     """
 
@@ -463,7 +470,8 @@ class CULaneF1Score(ScalarMetric, CULaneMetrics):
     """CULane F1 over all images seen, a scalar for ``self.log`` (arguments as :class:`CULaneMetrics`).
 
     Examples:
-        >>> CULaneF1Score()(**drivemetrics.lane.culane_example_inputs())
+        >>> from drivemetrics.lane import CULaneF1Score, culane_example_inputs
+        >>> CULaneF1Score()(**culane_example_inputs())
         tensor(0.6667, dtype=torch.float64)
     """
 

@@ -94,6 +94,7 @@ def e2e_ld(
     Examples:
         >>> import torch
         >>> from drivemetrics.geometry.camera import image_from_road_homography, intrinsic_matrix, road_to_image
+        >>> from drivemetrics.functional import e2e_ld
         >>> hom = image_from_road_homography(intrinsic_matrix(120.0, 120.0, 80.0, 30.0).double(), 1.5, pitch=0.05)
         >>> z = torch.linspace(8.0, 30.0, 12, dtype=torch.float64)
         >>> def detector(view):  # sees the lane lines 0.5 m right of where they are, whatever the view

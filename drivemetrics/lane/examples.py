@@ -19,6 +19,7 @@ def tusimple_example_inputs() -> dict[str, Tensor]:
     of the :class:`~drivemetrics.lane.TuSimpleMetrics` example.
 
     Examples:
+        >>> from drivemetrics.lane import tusimple_example_inputs
         >>> {name: tuple(value.shape) for name, value in tusimple_example_inputs().items()}
         {'preds': (1, 2, 56), 'target': (1, 2, 56), 'h_samples': (56,)}
     """
@@ -34,6 +35,7 @@ def culane_example_inputs() -> dict[str, Tensor]:
     the :class:`~drivemetrics.lane.CULaneMetrics` example.
 
     Examples:
+        >>> from drivemetrics.lane import culane_example_inputs
         >>> culane_example_inputs()["target"]
         tensor([[[[800., 580.],
                   [820., 300.]]]])

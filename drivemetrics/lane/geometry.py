@@ -255,6 +255,8 @@ def lane_slot_mask(lanes: Tensor, lane_mask: Tensor | None = None, name: str = "
     padding). ``name`` names the argument in the error message of a wrongly shaped mask.
 
     Examples:
+        >>> import torch
+        >>> from drivemetrics.lane.geometry import lane_slot_mask
         >>> lanes = torch.tensor([[[1.0, 2.0], [float("nan"), float("nan")]]])
         >>> lane_slot_mask(lanes).tolist()
         [[True, False]]

@@ -34,6 +34,7 @@ from torch import Tensor, nn
 from torchmetrics import Metric
 
 from drivemetrics._internal.metric import plot_metric
+from drivemetrics._internal.precision import float32_if_half
 from drivemetrics._internal.validation import check_finite, check_tensor
 from drivemetrics.lane.control import LateralController, LinearMPC, PosedPath, VehiclePath, sample_profile
 from drivemetrics.lane.geometry import (
@@ -134,6 +135,7 @@ def psld_deviations(
     Examples:
         >>> import torch
         >>> from drivemetrics.lane.geometry import default_z_samples
+        >>> from drivemetrics.functional import psld_deviations
         >>> z = default_z_samples()  # (M,) metres ahead
         >>> target = torch.zeros(2, z.numel())  # (B, M) lane centers, metres
         >>> preds = target + 0.5  # detected 0.5 m to the right
@@ -141,6 +143,7 @@ def psld_deviations(
         >>> deviations.shape, deviations.abs().amax(1)
         (torch.Size([2, 10]), tensor([0.0386, 0.0386]))
     """
+    preds, target = float32_if_half(preds), float32_if_half(target)  # 8 mantissa bits lose the rollout's centimetres
     z_samples = default_z_samples(preds.dtype, preds.device) if z_samples is None else z_samples.to(preds)
     _check_profiles(preds, target, z_samples, validate_args)
     _check_horizon(horizon_frames)
@@ -208,6 +211,9 @@ def psld(
     (per-frame values ``(B,)``). ld-metric's per-scenario number is the ``"sum"`` over the scenario's 20 frames.
 
     Examples:
+        >>> from drivemetrics.lane.geometry import default_z_samples
+        >>> import torch
+        >>> from drivemetrics.functional import psld
         >>> z = default_z_samples()
         >>> gt = torch.zeros(2, z.numel())
         >>> psld(gt, gt, speed=20.0)
@@ -240,6 +246,8 @@ def smooth_psld(
     Examples:
         >>> import torch
         >>> from drivemetrics.lane.geometry import default_z_samples
+        >>> from drivemetrics.functional import psld_deviations
+        >>> from drivemetrics.functional import smooth_psld
         >>> z = default_z_samples()  # (M,) metres ahead
         >>> target = torch.zeros(2, z.numel())  # (B, M) lane centers, metres
         >>> preds = target + 0.5  # detected 0.5 m to the right
@@ -282,6 +290,9 @@ class PSLDLoss(nn.Module):
     ``validate_args=False`` skips the value checks (finite, ``speed > 0``) that synchronise with the device.
 
     Examples:
+        >>> from drivemetrics.lane import PSLDLoss
+        >>> from drivemetrics.lane.geometry import default_z_samples
+        >>> import torch
         >>> loss_fn = PSLDLoss()
         >>> z = default_z_samples()
         >>> pred = torch.full((2, z.numel()), 0.3, requires_grad=True)
@@ -354,7 +365,8 @@ class PSLDLoss(nn.Module):
         speed: Tensor | float,
         image_from_road: Tensor | None = None,
     ) -> Tensor:
-        """The smooth PSLD (metres per step), reduced over frames."""
+        """The smooth PSLD (metres per step), reduced over frames (``float32`` for half-precision inputs)."""
+        preds, target = float32_if_half(preds), float32_if_half(target)
         center = self.center_profile(preds, image_from_road)
         dev = psld_deviations(
             center,
@@ -384,6 +396,7 @@ class PSLD(Metric):
     Examples:
         >>> import torch
         >>> from drivemetrics.lane.geometry import default_z_samples
+        >>> from drivemetrics.lane import PSLD
         >>> z = default_z_samples()  # (M,) metres ahead
         >>> target = torch.zeros(2, z.numel())  # (B, M) lane centers, metres
         >>> preds = target + 0.5  # detected 0.5 m to the right

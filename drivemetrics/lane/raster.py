@@ -159,6 +159,7 @@ def solve_tridiagonal(lower: Tensor, diag: Tensor, upper: Tensor, rhs: Tensor) -
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.lane.raster import solve_tridiagonal
         >>> diag = torch.tensor([[4.0, 4.0, 4.0]])
         >>> off = torch.tensor([[1.0, 1.0, 1.0]])
         >>> rhs = torch.tensor([[[5.0], [6.0], [5.0]]])  # the solution is all ones

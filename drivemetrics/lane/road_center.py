@@ -24,6 +24,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
+from drivemetrics._internal.precision import float32_if_half
 from drivemetrics._internal.validation import check_finite, check_shape, check_tensor
 
 __all__ = [
@@ -72,6 +73,7 @@ def expected_center_from_maps(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.functional import expected_center_from_maps
         >>> maps = torch.zeros(1, 2, 3, 4); maps[..., 1] = 10.0  # (B, L, H, W): both lanes in column 1 of 4
         >>> expected_center_from_maps(maps)
         tensor([0.3750])
@@ -132,6 +134,7 @@ def expected_center_from_polynomials(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.functional import expected_center_from_polynomials
         >>> coefficients = torch.tensor([[[0.0, 0.45], [0.0, 0.65]]])  # (B, L, D + 1): vertical lanes at 0.45, 0.65
         >>> expected_center_from_polynomials(coefficients)
         tensor([0.5500])
@@ -196,6 +199,7 @@ def expected_center_from_anchors(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.functional import expected_center_from_anchors
         >>> xs = torch.tensor([[[0.4, 0.4], [0.6, 0.6]]])  # (B, A, R): two proposals at x = 0.4 and 0.6
         >>> expected_center_from_anchors(xs, torch.tensor([[0.5, 0.5]]))
         tensor([0.5000])
@@ -229,9 +233,11 @@ def road_center_attack_loss(
     """Attack loss on expected road centers ``B``: ``mean(1 - center)`` pushes right, ``mean(center)`` left.
 
     ``validate_args`` refuses NaN or infinite centers (a read-back).
+    ``float16`` / ``bfloat16`` centers give a ``float32`` loss (computed in ``float32``).
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.functional import road_center_attack_loss
         >>> road_center_attack_loss(torch.tensor([0.5, 0.7])), road_center_attack_loss(torch.tensor([0.5, 0.7]), "left")
         (tensor(0.4000), tensor(0.6000))
     """
@@ -239,6 +245,7 @@ def road_center_attack_loss(
         raise ValueError(f"`direction` must be 'right' or 'left', got {direction!r}")
     if validate_args:
         check_finite(center, "center")
+    center = float32_if_half(center)
     if direction == "right":
         return (1 - center).mean()
     if direction == "left":

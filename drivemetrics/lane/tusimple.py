@@ -128,6 +128,7 @@ def tusimple_image_scores(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.functional import tusimple_image_scores
         >>> ys = torch.arange(160.0, 720.0, 10.0)  # (N,) rows, pixels
         >>> gt = torch.stack([400 - 0.3 * (ys - 160), 880 + 0.3 * (ys - 160)])[None]  # (B, L_gt, N) = (1, 2, 56)
         >>> scores = tusimple_image_scores(gt + 5.0, gt, h_samples=ys)  # every point 5 px off: within 20 px
@@ -243,6 +244,7 @@ def tusimple_f1(fp: Tensor | float, fn: Tensor | float, *, validate_args: bool =
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.functional import tusimple_f1
         >>> tusimple_f1(torch.tensor(0.25), torch.tensor(0.5))  # precision 0.75, recall 0.5
         tensor(0.6000, dtype=torch.float64)
     """
@@ -274,6 +276,8 @@ def tusimple_metrics(
     lanes of both predictions and GT (:func:`select_ego_lanes` with ``image_width``).
 
     Examples:
+        >>> import torch
+        >>> from drivemetrics.functional import tusimple_metrics
         >>> ys = torch.arange(160.0, 720.0, 10.0)
         >>> gt = torch.stack([400 - 0.3 * (ys - 160), 880 + 0.3 * (ys - 160)])[None]  # 1 x 2 x 56
         >>> out = tusimple_metrics(gt + 5.0, gt, h_samples=ys)
@@ -317,6 +321,7 @@ class TuSimpleMetrics(MetricFamily):
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.lane import TuSimpleMetrics
         >>> ys = torch.arange(160.0, 720.0, 10.0)  # (N,) rows, pixels
         >>> gt = torch.stack([400 - 0.3 * (ys - 160), 880 + 0.3 * (ys - 160)])[None]  # (B, L_gt, N) = (1, 2, 56)
         >>> metric = TuSimpleMetrics()
@@ -406,7 +411,8 @@ class TuSimpleAccuracy(ScalarMetric, TuSimpleMetrics):
     scalar classes counts once per batch; the same holds for the other three.
 
     Examples:
-        >>> TuSimpleAccuracy()(**drivemetrics.lane.tusimple_example_inputs())
+        >>> from drivemetrics.lane import TuSimpleAccuracy, tusimple_example_inputs
+        >>> TuSimpleAccuracy()(**tusimple_example_inputs())
         tensor(1., dtype=torch.float64)
     """
 
@@ -423,7 +429,8 @@ class TuSimpleFalsePositives(_TuSimpleErrorRate):
     """TuSimple FP rate (mean per-image fraction of unmatched predicted lanes), a scalar for ``self.log``.
 
     Examples:
-        >>> TuSimpleFalsePositives()(**drivemetrics.lane.tusimple_example_inputs())
+        >>> from drivemetrics.lane import TuSimpleFalsePositives, tusimple_example_inputs
+        >>> TuSimpleFalsePositives()(**tusimple_example_inputs())
         tensor(0., dtype=torch.float64)
     """
 
@@ -434,7 +441,8 @@ class TuSimpleFalseNegatives(_TuSimpleErrorRate):
     """TuSimple FN rate (mean per-image fraction of missed ground-truth lanes), a scalar for ``self.log``.
 
     Examples:
-        >>> TuSimpleFalseNegatives()(**drivemetrics.lane.tusimple_example_inputs())
+        >>> from drivemetrics.lane import TuSimpleFalseNegatives, tusimple_example_inputs
+        >>> TuSimpleFalseNegatives()(**tusimple_example_inputs())
         tensor(0., dtype=torch.float64)
     """
 
@@ -445,7 +453,8 @@ class TuSimpleF1Score(ScalarMetric, TuSimpleMetrics):
     """TuSimple F1 from the mean FP and FN rates (:func:`tusimple_f1`), a scalar for ``self.log``.
 
     Examples:
-        >>> TuSimpleF1Score()(**drivemetrics.lane.tusimple_example_inputs())
+        >>> from drivemetrics.lane import TuSimpleF1Score, tusimple_example_inputs
+        >>> TuSimpleF1Score()(**tusimple_example_inputs())
         tensor(1., dtype=torch.float64)
     """
 

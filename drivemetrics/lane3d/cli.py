@@ -75,6 +75,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``openlane3d-eval`` subcommand."""
     parser = subparsers.add_parser(
         "openlane3d-eval",
+        epilog="example:\n  drivemetrics openlane3d-eval "
+        "--gt lane3d_1000/test --pred pred --list test_list.txt --json openlane.json",
         help="OpenLane (v1) 3D lanes: F-score, category accuracy, x / z errors (--compat reference: eval_3D_lane.py)",
         description=(
             "Score OpenLane 3D lane predictions: for each line of the test list, GT/<line>.json (annotation, camera "

@@ -56,6 +56,7 @@ def pack_lanes(frames: Sequence[Sequence[np.ndarray]], device: torch.device | st
 
     Examples:
         >>> import numpy as np
+        >>> from drivemetrics.lane3d.evaluate import pack_lanes
         >>> points, lengths = pack_lanes([[np.zeros((2, 3)), np.ones((3, 3))], []])
         >>> tuple(points.shape), lengths.tolist()
         ((2, 2, 3, 3), [[2, 3], [0, 0]])
@@ -207,6 +208,8 @@ def evaluate_openlane3d_frames(
 
     Examples:
         >>> import numpy as np
+        >>> from drivemetrics.lane3d.io import Lane3DFrame
+        >>> from drivemetrics.lane3d.evaluate import evaluate_openlane3d_frames
         >>> lane = np.array([[10.0, 0.0, -2.0], [60.0, 0.0, -2.0]])  # camera frame: 10 and 60 m ahead, 2 m down
         >>> gt = Lane3DFrame("a.jpg", [lane], [1], [np.ones(2)], np.diag([1.0, 1.0, 1.0, 1.0]))
         >>> gt.extrinsic[2, 3] = 2.0  # the camera 2 m above the ground
@@ -351,6 +354,7 @@ def evaluate_openlane3d_files(
 
     Examples:
         >>> import json, os, tempfile
+        >>> from drivemetrics.lane3d.evaluate import evaluate_openlane3d_files
         >>> gt = {"file_path": "s/1.jpg", "extrinsic": [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 2], [0, 0, 0, 1]],
         ...       "lane_lines": [{"xyz": [[10, 60], [0, 0], [-2, -2]], "visibility": [1, 1], "category": 1}]}
         >>> pred = {"file_path": "s/1.jpg", "lane_lines": [{"xyz": [[0, 10, 0], [0, 60, 0]], "category": 1}]}

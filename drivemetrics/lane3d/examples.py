@@ -22,6 +22,7 @@ def openlane3d_example_inputs() -> dict[str, dict[str, Tensor]]:
     z errors 0.2 m.
 
     Examples:
+        >>> from drivemetrics.lane3d import openlane3d_example_inputs
         >>> openlane3d_example_inputs()["target"]["points"][0, 0]
         tensor([[-1.8000,  3.0000,  0.0000],
                 [-1.8000, 52.0000,  0.0000]])

@@ -38,6 +38,7 @@ class Lane3DFrame:
 
     Examples:
         >>> import numpy as np
+        >>> from drivemetrics.lane3d.io import Lane3DFrame
         >>> frame = Lane3DFrame("a.jpg", [np.zeros((2, 3))], [1])
         >>> frame.file_path, len(frame.points), frame.visibility
         ('a.jpg', 1, None)
@@ -55,6 +56,7 @@ def read_test_list(path: str | Path) -> list[str]:
 
     Examples:
         >>> import tempfile, os
+        >>> from drivemetrics.lane3d.io import read_test_list
         >>> with tempfile.TemporaryDirectory() as d:
         ...     _ = open(os.path.join(d, "list.txt"), "w").write("validation/s/1.jpg\\nvalidation/s/2.jpg\\n")
         ...     read_test_list(os.path.join(d, "list.txt"))
@@ -124,6 +126,7 @@ def read_openlane_gt(path: str | Path) -> Lane3DFrame:
 
     Examples:
         >>> import json, os, tempfile
+        >>> from drivemetrics.lane3d.io import read_openlane_gt
         >>> lane = {"xyz": [[10.0, 20.0], [1.0, 1.0], [-2.0, -2.0]], "visibility": [1.0, 0.0], "category": 1}
         >>> data = {"file_path": "a.jpg", "extrinsic": [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 2], [0, 0, 0, 1]],
         ...         "lane_lines": [lane]}
@@ -161,6 +164,7 @@ def read_openlane_pred(path: str | Path) -> Lane3DFrame:
 
     Examples:
         >>> import json, os, tempfile
+        >>> from drivemetrics.lane3d.io import read_openlane_pred
         >>> data = {"file_path": "a.jpg", "laneLines": [[[0, 5, 0], [0, 50, 0]], [[3, 5, 0], [3, 50, 0]]],
         ...         "laneLines_prob": [[0.1, 0.9], [0.6, 0.3]]}
         >>> with tempfile.TemporaryDirectory() as d:

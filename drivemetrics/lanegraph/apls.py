@@ -220,6 +220,7 @@ def lanegraph_apls(
 
     Examples:
         >>> import networkx as nx, numpy as np
+        >>> from drivemetrics.functional import lanegraph_apls
         >>> g = nx.DiGraph([(0, 1), (1, 2), (1, 3)])
         >>> xy = {0: (10.0, 10.0), 1: (60.0, 10.0), 2: (120.0, 10.0), 3: (120.0, 60.0)}
         >>> nx.set_node_attributes(g, {n: np.array(p) for n, p in xy.items()}, "pos")

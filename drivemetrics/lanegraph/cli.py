@@ -20,6 +20,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the lane-graph subcommand."""
     lg = subparsers.add_parser(
         "lanegraph-eval",
+        epilog="example:\n  drivemetrics lanegraph-eval "
+        "--gt annotations.pickle --pred submission.pickle --task successor --json lg.json",
         help="UrbanLaneGraph evaluation (TOPO/GEO, APLS, SDA, graph IoU; planning MMD/MED/SR)",
         description="Score an UrbanLaneGraph submission pickle R[city][split][sample_id] -> nx.DiGraph against the "
         "annotations: per-sample values, the mean per city and the mean over cities (NaN ignored). Pickles are read "

@@ -25,6 +25,7 @@ def lanegraph_example_inputs() -> dict[str, nx.DiGraph]:
     example.
 
     Examples:
+        >>> from drivemetrics.lanegraph import lanegraph_example_inputs
         >>> inputs = lanegraph_example_inputs()
         >>> sorted(inputs["preds"].edges)
         [(0, 1), (1, 2), (1, 3)]
@@ -41,6 +42,7 @@ def planning_example_inputs() -> dict[str, nx.DiGraph]:
     :class:`~drivemetrics.lanegraph.LaneGraphPlanningMetrics` example.
 
     Examples:
+        >>> from drivemetrics.lanegraph import planning_example_inputs
         >>> inputs = planning_example_inputs()
         >>> inputs["preds"].nodes[79]["pos"]
         array([395.,   3.])

@@ -414,6 +414,7 @@ def geo_topo(
 
     Examples:
         >>> import networkx as nx, numpy as np
+        >>> from drivemetrics.functional import geo_topo
         >>> g, h = nx.DiGraph([(0, 1)]), nx.DiGraph([(0, 1)])  # two 100 px lanes overlapping by 50 px
         >>> nx.set_node_attributes(g, {0: np.array([0.0, 0.0]), 1: np.array([100.0, 0.0])}, "pos")
         >>> nx.set_node_attributes(h, {0: np.array([50.0, 0.0]), 1: np.array([150.0, 0.0])}, "pos")

@@ -112,6 +112,7 @@ def evaluate_lanegraph_pair(
 
     Examples:
         >>> import networkx as nx, numpy as np
+        >>> from drivemetrics.functional import evaluate_lanegraph_pair
         >>> g = nx.DiGraph([(0, 1), (1, 2), (1, 3)])
         >>> xy = {0: (10.0, 10.0), 1: (60.0, 10.0), 2: (120.0, 10.0), 3: (120.0, 60.0)}
         >>> nx.set_node_attributes(g, {n: np.array(p) for n, p in xy.items()}, "pos")
@@ -141,6 +142,7 @@ def lanegraph_pair_values(
 
     Examples:
         >>> import networkx as nx, numpy as np
+        >>> from drivemetrics.lanegraph.lanegraph import lanegraph_pair_values
         >>> g = nx.DiGraph([(0, 1), (1, 2), (1, 3)])
         >>> xy = {0: (10.0, 10.0), 1: (60.0, 10.0), 2: (120.0, 10.0), 3: (120.0, 60.0)}
         >>> nx.set_node_attributes(g, {n: np.array(p) for n, p in xy.items()}, "pos")
@@ -183,6 +185,7 @@ class LaneGraphMetrics(PerSampleMean):
 
     Examples:
         >>> import networkx as nx, numpy as np
+        >>> from drivemetrics.lanegraph import LaneGraphMetrics
         >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
         >>> gt, pred = nx.DiGraph([(0, 1), (1, 2), (1, 3)]), nx.DiGraph([(0, 1), (1, 2), (1, 3)])  # two forks
         >>> nx.set_node_attributes(gt, pos((0, 50), (200, 50), (400, 50), (400, 250)), "pos")
@@ -221,7 +224,8 @@ class LaneGraphTopoPrecision(ScalarMetric, LaneGraphMetrics):
     """TOPO precision (the ``'topo_precision'`` value of :class:`LaneGraphMetrics`; same arguments and states).
 
     Examples:
-        >>> LaneGraphTopoPrecision()(**drivemetrics.lanegraph.lanegraph_example_inputs())
+        >>> from drivemetrics.lanegraph import LaneGraphTopoPrecision, lanegraph_example_inputs
+        >>> LaneGraphTopoPrecision()(**lanegraph_example_inputs())
         tensor(0.5017, dtype=torch.float64)
     """
 
@@ -232,7 +236,8 @@ class LaneGraphTopoRecall(ScalarMetric, LaneGraphMetrics):
     """TOPO recall (the ``'topo_recall'`` value of :class:`LaneGraphMetrics`; same arguments and states).
 
     Examples:
-        >>> LaneGraphTopoRecall()(**drivemetrics.lanegraph.lanegraph_example_inputs())
+        >>> from drivemetrics.lanegraph import LaneGraphTopoRecall, lanegraph_example_inputs
+        >>> LaneGraphTopoRecall()(**lanegraph_example_inputs())
         tensor(0.4174, dtype=torch.float64)
     """
 
@@ -243,7 +248,8 @@ class LaneGraphGeoPrecision(ScalarMetric, LaneGraphMetrics):
     """GEO precision (the ``'geo_precision'`` value of :class:`LaneGraphMetrics`; same arguments and states).
 
     Examples:
-        >>> LaneGraphGeoPrecision()(**drivemetrics.lanegraph.lanegraph_example_inputs())
+        >>> from drivemetrics.lanegraph import LaneGraphGeoPrecision, lanegraph_example_inputs
+        >>> LaneGraphGeoPrecision()(**lanegraph_example_inputs())
         tensor(0.7078, dtype=torch.float64)
     """
 
@@ -254,7 +260,8 @@ class LaneGraphGeoRecall(ScalarMetric, LaneGraphMetrics):
     """GEO recall (the ``'geo_recall'`` value of :class:`LaneGraphMetrics`; same arguments and states).
 
     Examples:
-        >>> LaneGraphGeoRecall()(**drivemetrics.lanegraph.lanegraph_example_inputs())
+        >>> from drivemetrics.lanegraph import LaneGraphGeoRecall, lanegraph_example_inputs
+        >>> LaneGraphGeoRecall()(**lanegraph_example_inputs())
         tensor(0.6374, dtype=torch.float64)
     """
 
@@ -265,7 +272,8 @@ class LaneGraphAPLS(ScalarMetric, LaneGraphMetrics):
     """APLS (the ``'apls'`` value of :class:`LaneGraphMetrics`; same arguments and states).
 
     Examples:
-        >>> LaneGraphAPLS()(**drivemetrics.lanegraph.lanegraph_example_inputs())
+        >>> from drivemetrics.lanegraph import LaneGraphAPLS, lanegraph_example_inputs
+        >>> LaneGraphAPLS()(**lanegraph_example_inputs())
         tensor(0.4900, dtype=torch.float64)
     """
 
@@ -276,7 +284,8 @@ class LaneGraphSDA20(ScalarMetric, LaneGraphMetrics):
     """SDA@20 (the ``'sda20'`` value of :class:`LaneGraphMetrics`; same arguments and states).
 
     Examples:
-        >>> LaneGraphSDA20()(**drivemetrics.lanegraph.lanegraph_example_inputs())
+        >>> from drivemetrics.lanegraph import LaneGraphSDA20, lanegraph_example_inputs
+        >>> LaneGraphSDA20()(**lanegraph_example_inputs())
         tensor(1., dtype=torch.float64)
     """
 
@@ -287,7 +296,8 @@ class LaneGraphSDA50(ScalarMetric, LaneGraphMetrics):
     """SDA@50 (the ``'sda50'`` value of :class:`LaneGraphMetrics`; same arguments and states).
 
     Examples:
-        >>> LaneGraphSDA50()(**drivemetrics.lanegraph.lanegraph_example_inputs())
+        >>> from drivemetrics.lanegraph import LaneGraphSDA50, lanegraph_example_inputs
+        >>> LaneGraphSDA50()(**lanegraph_example_inputs())
         tensor(1., dtype=torch.float64)
     """
 
@@ -298,7 +308,8 @@ class LaneGraphIoU(ScalarMetric, LaneGraphMetrics):
     """Graph IoU (the ``'iou'`` value of :class:`LaneGraphMetrics`; same arguments and states).
 
     Examples:
-        >>> LaneGraphIoU()(**drivemetrics.lanegraph.lanegraph_example_inputs())
+        >>> from drivemetrics.lanegraph import LaneGraphIoU, lanegraph_example_inputs
+        >>> LaneGraphIoU()(**lanegraph_example_inputs())
         tensor(0.2848, dtype=torch.float64)
     """
 

@@ -214,6 +214,7 @@ def planning(
 
     Examples:
         >>> import networkx as nx, numpy as np
+        >>> from drivemetrics.functional import planning
         >>> g = nx.path_graph(80, create_using=nx.DiGraph)  # one straight 395 px lane, a node every 5 px
         >>> nx.set_node_attributes(g, {n: np.array([5.0 * n, 0.0]) for n in g}, "pos")
         >>> {k: round(float(v), 3) for k, v in planning(g, g).items()}
@@ -260,6 +261,7 @@ class LaneGraphPlanningMetrics(PerSampleMean):
 
     Examples:
         >>> import networkx as nx, numpy as np
+        >>> from drivemetrics.lanegraph import LaneGraphPlanningMetrics
         >>> gt, pred = nx.path_graph(80, nx.DiGraph), nx.path_graph(80, nx.DiGraph)  # straight lanes 3 px apart
         >>> nx.set_node_attributes(gt, {n: np.array([5.0 * n, 0.0]) for n in gt}, "pos")
         >>> nx.set_node_attributes(pred, {n: np.array([5.0 * n, 3.0]) for n in pred}, "pos")
@@ -291,7 +293,8 @@ class LaneGraphPlanningMMD(ScalarMetric, LaneGraphPlanningMetrics):
     """Planning MMD, pixels (the ``'mmd'`` value of :class:`LaneGraphPlanningMetrics`; same arguments and states).
 
     Examples:
-        >>> LaneGraphPlanningMMD()(**drivemetrics.lanegraph.planning_example_inputs())
+        >>> from drivemetrics.lanegraph import LaneGraphPlanningMMD, planning_example_inputs
+        >>> LaneGraphPlanningMMD()(**planning_example_inputs())
         tensor(3., dtype=torch.float64)
     """
 
@@ -302,7 +305,8 @@ class LaneGraphPlanningMED(ScalarMetric, LaneGraphPlanningMetrics):
     """Planning MED, pixels (the ``'med'`` value of :class:`LaneGraphPlanningMetrics`; same arguments and states).
 
     Examples:
-        >>> LaneGraphPlanningMED()(**drivemetrics.lanegraph.planning_example_inputs())
+        >>> from drivemetrics.lanegraph import LaneGraphPlanningMED, planning_example_inputs
+        >>> LaneGraphPlanningMED()(**planning_example_inputs())
         tensor(3., dtype=torch.float64)
     """
 
@@ -313,7 +317,8 @@ class LaneGraphPlanningSuccessRate(ScalarMetric, LaneGraphPlanningMetrics):
     """Planning success rate (the ``'sr'`` value of :class:`LaneGraphPlanningMetrics`; same arguments and states).
 
     Examples:
-        >>> LaneGraphPlanningSuccessRate()(**drivemetrics.lanegraph.planning_example_inputs())
+        >>> from drivemetrics.lanegraph import LaneGraphPlanningSuccessRate, planning_example_inputs
+        >>> LaneGraphPlanningSuccessRate()(**planning_example_inputs())
         tensor(1., dtype=torch.float64)
     """
 

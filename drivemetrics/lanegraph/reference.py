@@ -62,6 +62,8 @@ def tied_pairs(query_rows: np.ndarray, sq_dist: np.ndarray) -> np.ndarray:
         ``(K,)`` bool: only these pairs depend on the R-tree's candidate order.
 
     Examples:
+        >>> from drivemetrics.lanegraph.reference import tied_pairs
+        >>> import numpy as np
         >>> tied_pairs(np.array([0, 0, 1, 1]), np.array([4.0, 4.0, 1.0, 2.0])).tolist()
         [True, True, False, False]
     """
@@ -141,6 +143,8 @@ def reference_pair_order(
         ``(K,)`` permutation of the pairs.
 
     Examples:
+        >>> import numpy as np
+        >>> from drivemetrics.lanegraph.reference import reference_pair_order
         >>> pts = np.array([[0.0, 1.0], [0.0, -1.0]])
         >>> reference_pair_order(pts, np.zeros((1, 2)), np.array([0, 0]), np.array([1, 0]), np.array([1.0, 1.0]), 8.0)
         array([1, 0])
@@ -191,6 +195,8 @@ def opencv_graph_iou(
         integers.
 
     Examples:
+        >>> import numpy as np
+        >>> from drivemetrics.lanegraph.reference import opencv_graph_iou
         >>> seg = (np.array([[10.0, 10.0]]), np.array([[100.0, 10.0]]))
         >>> round(opencv_graph_iou(seg, seg, (64, 128), 10), 6)
         1.0

@@ -58,10 +58,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "a submission pickle (or a fixture JSON). Prints the headline scores; --json writes them with the "
             "per-threshold values."
         ),
+        epilog="example:\n  drivemetrics openlanev2-eval --gt data_dict_subset_A_val.pkl --pred submission.pkl"
+        " --json ols.json",
     )
     add_input(parser, "--gt", "file", required=True, help="ground truth: devkit collection .pkl or fixture .json")
     add_input(parser, "--pred", "file", required=True, help="predictions: devkit submission .pkl or fixture .json")
-    parser.add_argument("--track", choices=("centerline", "lanesegment"), default=None, help="default: detected")
+    parser.add_argument(
+        "--track",
+        choices=("centerline", "lanesegment"),
+        default=None,
+        help="the task to score: centerline (OpenLane-V2 v1.x) or lanesegment (v2.x; default: detected from the "
+        "ground truth's keys)",
+    )
     parser.add_argument(
         "--compat",
         choices=("default", "reference"),

@@ -126,6 +126,7 @@ def evaluate_openlanev2(
         The snake_case keys of :func:`drivemetrics.lanetopology.scoring.scores_from_statistics`, as floats.
 
     Examples:
+        >>> from drivemetrics.lanetopology.evaluate import evaluate_openlanev2
         >>> gt = {("val", "1", "2"): {"lane_centerline": [{"points": [[0, 0, 0], [10, 0, 0]]}],
         ...       "traffic_element": [], "topology_lclc": [[0]], "topology_lcte": []}}
         >>> pred = {("val", "1", "2"): {"lane_centerline": [{"points": [[0, 0, 0], [10, 0, 0]], "confidence": 1.0}],
@@ -201,6 +202,7 @@ def json_report(track: Track, scores: Mapping[str, float], headline: Sequence[st
     ``headline`` keys at the top level, the per-threshold values under ``per_threshold``.
 
     Examples:
+        >>> from drivemetrics.lanetopology.evaluate import json_report
         >>> json_report("centerline", {"ols": 0.5, "top_ll@1.0": 0.25}, ["ols"])
         {'OLS': 0.5, 'track': 'centerline', 'per_threshold': {'TOP_ll@1.0': 0.25}}
     """

@@ -60,6 +60,7 @@ def openlanev2_example_inputs(track: Track = "centerline") -> dict[str, list[dic
     ``track="lanesegment"`` gives lane segments with their lane lines and one area (predicted exactly).
 
     Examples:
+        >>> from drivemetrics.lanetopology import openlanev2_example_inputs
         >>> sorted(openlanev2_example_inputs()["preds"][0])
         ['lane_centerline', 'topology_lclc', 'topology_lcte', 'traffic_element']
     """

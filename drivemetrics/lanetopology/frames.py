@@ -188,6 +188,9 @@ def check_frames_finite(frames: Sequence[LaneFrame], track: Track) -> None:
         ValueError: naming the first frame, lane and field holding a NaN or infinite value.
 
     Examples:
+        >>> import numpy as np
+        >>> from drivemetrics.lanetopology.frames import parse_frame
+        >>> from drivemetrics.lanetopology.frames import check_frames_finite
         >>> lane = np.array([[0.0, 0.0, 0.0], [np.nan, 1.0, 0.0]])
         >>> ann = {"lane_centerline": [{"points": lane}], "traffic_element": [], "topology_lclc": [[0]],
         ...        "topology_lcte": []}
@@ -224,6 +227,7 @@ def check_frame_input(ann: Any, *, track: Track | None, is_pred: bool, where: st
         ValueError: naming ``where`` (the file and the frame), the field and the limit.
 
     Examples:
+        >>> from drivemetrics.lanetopology.frames import check_frame_input
         >>> ann = {"lane_centerline": [{"points": [[0, 0, 0], [1e6, 0, 0]], "confidence": 0.5}]}
         >>> check_frame_input(ann, track="centerline", is_pred=True, where="pred.json: frame val/1/2")
         Traceback (most recent call last):
@@ -321,6 +325,7 @@ def parse_frame(
         ValueError: naming the frame and the field, for any malformed entry.
 
     Examples:
+        >>> from drivemetrics.lanetopology.frames import parse_frame
         >>> ann = {"lane_centerline": [{"points": [[0, 0, 0], [10, 0, 0]]}], "traffic_element": [],
         ...        "topology_lclc": [[0]], "topology_lcte": []}
         >>> frame = parse_frame(ann, track="centerline", is_pred=False, token="val/1/2")

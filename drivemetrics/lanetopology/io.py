@@ -35,6 +35,7 @@ def token_name(token: Any) -> str:
     """A token as text for messages: ``("val", "10000", "315")`` -> ``val/10000/315``.
 
     Examples:
+        >>> from drivemetrics.lanetopology.io import token_name
         >>> token_name(("val", "10000", "315"))
         'val/10000/315'
     """

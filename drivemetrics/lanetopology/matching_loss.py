@@ -15,6 +15,7 @@ from typing import Literal
 import torch
 from torch import Tensor, nn
 
+from drivemetrics._internal.precision import float32_if_half
 from drivemetrics.polyline.frechet import soft_frechet_distance_pairs
 
 __all__ = ["LaneMatchingLoss", "lane_matching_loss"]
@@ -74,15 +75,19 @@ def lane_matching_loss(
         assignment: ``"hungarian"`` (one-to-one min-cost assignment of the detached costs,
             :func:`scipy.optimize.linear_sum_assignment`; a ground truth left without a prediction is left out) or
             ``"soft"`` (each ground truth takes a softmin-weighted mean over predictions, temperature ``tau``
-            metres; smooth everywhere).
+            metres; smooth everywhere). ``"soft"`` with ``validate_args=False`` compiles with
+            ``torch.compile(fullgraph=True)``; ``"hungarian"`` runs SciPy on the host, a graph break.
         gamma: soft min / max temperature of the distance (metres).
         tau: soft assignment temperature (metres).
         validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
-        Scalar loss (metres), 0 when there is no ground-truth lane.
+        Scalar loss (metres), 0 when there is no ground-truth lane; ``float32`` for ``float16`` / ``bfloat16``
+        inputs (computed in ``float32``), else ``preds``' dtype.
 
     Examples:
+        >>> import torch
+        >>> from drivemetrics.functional import lane_matching_loss
         >>> target = torch.tensor([[[[0.0, 0.0], [5.0, 0.0], [10.0, 0.0]]]])
         >>> preds = (target + torch.tensor([0.0, 1.0])).requires_grad_(True)
         >>> loss = lane_matching_loss(preds, target, gamma=0.01)
@@ -103,6 +108,7 @@ def lane_matching_loss(
         raise ValueError(f"`assignment` must be 'hungarian' or 'soft', got {assignment!r}")
     if not (gamma > 0 and tau > 0):
         raise ValueError(f"`gamma` and `tau` must be > 0, got {gamma} and {tau}")
+    preds, target = float32_if_half(preds), float32_if_half(target)
     batch, num_p = preds.shape[:2]
     num_g = target.shape[1]
     present = (
@@ -110,14 +116,17 @@ def lane_matching_loss(
         if target_lengths is None
         else target_lengths > 0
     )
-    if num_p == 0 or num_g == 0 or not bool(present.any()):
+    if num_p == 0 or num_g == 0:  # shapes: known when compiling
         return preds.sum() * 0.0
     lengths = None if target_lengths is None else target_lengths.clamp(min=1)
-    cost = _pair_costs(preds, target, lengths, distance, gamma, validate_args)  # (B, P, G)
-    if assignment == "soft":
+    if assignment == "soft":  # no value read back: compiles with fullgraph=True
+        cost = _pair_costs(preds, target, lengths, distance, gamma, validate_args)  # (B, P, G)
         weights = torch.softmax(-cost / tau, dim=1)
-        per_gt = (weights * cost).sum(1)  # (B, G)
-        return per_gt[present].mean()
+        per_gt = torch.where(present, (weights * cost).sum(1), 0.0)  # (B, G), absent lanes 0
+        return per_gt.sum() / present.sum().clamp(min=1)
+    if not bool(present.any()):
+        return preds.sum() * 0.0
+    cost = _pair_costs(preds, target, lengths, distance, gamma, validate_args)  # (B, P, G)
     from scipy.optimize import linear_sum_assignment
 
     picked = []
@@ -134,6 +143,8 @@ class LaneMatchingLoss(nn.Module):
     """:func:`lane_matching_loss` as a module (same arguments, fixed at construction).
 
     Examples:
+        >>> from drivemetrics.lanetopology import LaneMatchingLoss
+        >>> import torch
         >>> loss_fn = LaneMatchingLoss(assignment="soft", gamma=0.05)
         >>> target = torch.zeros(1, 2, 4, 3)
         >>> target[0, 1, :, 1] = 3.5

@@ -85,6 +85,7 @@ def openlanev2_scores(
         :func:`~drivemetrics.lanetopology.scoring.scores_from_statistics` (``det_l``, ``top_ll``, ``ols``, ...).
 
     Examples:
+        >>> from drivemetrics.functional import openlanev2_scores
         >>> gt = {"lane_centerline": [{"points": [[0, 0, 0], [10, 0, 0]]}], "traffic_element": [],
         ...       "topology_lclc": [[0]], "topology_lcte": []}
         >>> pred = {"lane_centerline": [{"points": [[0, 0.5, 0], [10, 0.5, 0]], "confidence": 0.9}],
@@ -190,6 +191,7 @@ class OpenLaneV2Metrics(_OpenLaneV2Family):
     ``update(preds, target)`` takes lists of per-frame devkit dicts (numpy arrays, tensors or lists inside).
 
     Examples:
+        >>> from drivemetrics.lanetopology import OpenLaneV2Metrics
         >>> gt = {"lane_centerline": [{"points": [[0, 0, 0], [10, 0, 0]]}], "traffic_element": [],
         ...       "topology_lclc": [[0]], "topology_lcte": []}
         >>> pred = {"lane_centerline": [{"points": [[0, 0.5, 0], [10, 0.5, 0]], "confidence": 0.9}],
@@ -226,8 +228,9 @@ class OpenLaneV2UniScoreMetrics(_OpenLaneV2Family):
     :class:`OpenLaneV2AreaAP`.
 
     Examples:
+        >>> from drivemetrics.lanetopology import OpenLaneV2UniScoreMetrics, openlanev2_example_inputs
         >>> metric = OpenLaneV2UniScoreMetrics()
-        >>> metric.update(**drivemetrics.lanetopology.openlanev2_example_inputs("lanesegment"))
+        >>> metric.update(**openlanev2_example_inputs("lanesegment"))
         >>> {key: round(float(metric.compute()[key]), 4) for key in ("olus", "det_ls", "det_a", "top_lsls")}
         {'olus': 0.8549, 'det_ls': 0.697, 'det_a': 1.0, 'top_lsls': 0.3333}
     """
@@ -263,7 +266,8 @@ class OpenLaneV2Score(ScalarMetric, _CenterlineMetrics):
     (arguments as :class:`OpenLaneV2Metrics`).
 
     Examples:
-        >>> OpenLaneV2Score()(**drivemetrics.lanetopology.openlanev2_example_inputs())
+        >>> from drivemetrics.lanetopology import OpenLaneV2Score, openlanev2_example_inputs
+        >>> OpenLaneV2Score()(**openlanev2_example_inputs())
         tensor(0.9162, dtype=torch.float64)
     """
 
@@ -275,7 +279,8 @@ class OpenLaneV2UniScore(ScalarMetric, OpenLaneV2UniScoreMetrics):
     lane-segment track (arguments as :class:`OpenLaneV2Metrics`).
 
     Examples:
-        >>> OpenLaneV2UniScore()(**drivemetrics.lanetopology.openlanev2_example_inputs("lanesegment"))
+        >>> from drivemetrics.lanetopology import OpenLaneV2UniScore, openlanev2_example_inputs
+        >>> OpenLaneV2UniScore()(**openlanev2_example_inputs("lanesegment"))
         tensor(0.8549, dtype=torch.float64)
     """
 
@@ -286,7 +291,8 @@ class OpenLaneV2F1Score(ScalarMetric, _CenterlineMetrics):
     """The 3D-lane F-score of the centerline track (arguments as :class:`OpenLaneV2Metrics`).
 
     Examples:
-        >>> OpenLaneV2F1Score()(**drivemetrics.lanetopology.openlanev2_example_inputs())
+        >>> from drivemetrics.lanetopology import OpenLaneV2F1Score, openlanev2_example_inputs
+        >>> OpenLaneV2F1Score()(**openlanev2_example_inputs())
         tensor(0.5000, dtype=torch.float64)
     """
 
@@ -298,7 +304,8 @@ class OpenLaneV2AreaAP(ScalarMetric, OpenLaneV2UniScoreMetrics):
     1.5 m (arguments as :class:`OpenLaneV2Metrics`).
 
     Examples:
-        >>> OpenLaneV2AreaAP()(**drivemetrics.lanetopology.openlanev2_example_inputs("lanesegment"))
+        >>> from drivemetrics.lanetopology import OpenLaneV2AreaAP, openlanev2_example_inputs
+        >>> OpenLaneV2AreaAP()(**openlanev2_example_inputs("lanesegment"))
         tensor(1., dtype=torch.float64)
     """
 
@@ -310,7 +317,8 @@ class OpenLaneV2LaneAP(ScalarMetric, OpenLaneV2Metrics):
     3 m (arguments as :class:`OpenLaneV2Metrics`).
 
     Examples:
-        >>> OpenLaneV2LaneAP(track="lanesegment")(**drivemetrics.lanetopology.openlanev2_example_inputs("lanesegment"))
+        >>> from drivemetrics.lanetopology import OpenLaneV2LaneAP, openlanev2_example_inputs
+        >>> OpenLaneV2LaneAP(track="lanesegment")(**openlanev2_example_inputs("lanesegment"))
         tensor(0.6970, dtype=torch.float64)
     """
 
@@ -321,7 +329,8 @@ class OpenLaneV2TrafficElementAP(ScalarMetric, OpenLaneV2Metrics):
     """DET_t, traffic-element AP averaged over the 13 attributes (arguments as :class:`OpenLaneV2Metrics`).
 
     Examples:
-        >>> OpenLaneV2TrafficElementAP()(**drivemetrics.lanetopology.openlanev2_example_inputs())
+        >>> from drivemetrics.lanetopology import OpenLaneV2TrafficElementAP, openlanev2_example_inputs
+        >>> OpenLaneV2TrafficElementAP()(**openlanev2_example_inputs())
         tensor(1., dtype=torch.float64)
     """
 
@@ -332,7 +341,8 @@ class OpenLaneV2LaneTopology(ScalarMetric, OpenLaneV2Metrics):
     """TOP_ll (centerline track) or TOP_lsls (lane-segment track) (arguments as :class:`OpenLaneV2Metrics`).
 
     Examples:
-        >>> OpenLaneV2LaneTopology()(**drivemetrics.lanetopology.openlanev2_example_inputs())
+        >>> from drivemetrics.lanetopology import OpenLaneV2LaneTopology, openlanev2_example_inputs
+        >>> OpenLaneV2LaneTopology()(**openlanev2_example_inputs())
         tensor(0.6667, dtype=torch.float64)
     """
 
@@ -344,7 +354,8 @@ class OpenLaneV2LaneElementTopology(ScalarMetric, OpenLaneV2Metrics):
     lanes and traffic elements (arguments as :class:`OpenLaneV2Metrics`).
 
     Examples:
-        >>> OpenLaneV2LaneElementTopology()(**drivemetrics.lanetopology.openlanev2_example_inputs())
+        >>> from drivemetrics.lanetopology import OpenLaneV2LaneElementTopology, openlanev2_example_inputs
+        >>> OpenLaneV2LaneElementTopology()(**openlanev2_example_inputs())
         tensor(1., dtype=torch.float64)
     """
 

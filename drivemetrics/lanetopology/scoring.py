@@ -133,6 +133,8 @@ def frame_pairs(rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndar
         ``(row index (Q,), column index (Q,), pairs per frame (F,))``; frame ``f``'s pairs are row-major, GT rows.
 
     Examples:
+        >>> from drivemetrics.lanetopology.scoring import frame_pairs
+        >>> import numpy as np
         >>> [x.tolist() for x in frame_pairs(np.array([2, 1]), np.array([1, 2]))]
         [[0, 1, 2, 2], [0, 0, 1, 2], [2, 2]]
     """
@@ -164,6 +166,8 @@ def ego_relaxation(lines: Sequence[np.ndarray]) -> np.ndarray:
     """The devkit's distance relaxation of each ground-truth lane: ``max(0.5, 1 - 0.005 * nearest point norm)``.
 
     Examples:
+        >>> from drivemetrics.lanetopology.scoring import ego_relaxation
+        >>> import numpy as np
         >>> ego_relaxation([np.array([[30.0, 40.0, 0.0], [60.0, 80.0, 0.0]])])
         array([0.75])
     """
@@ -207,6 +211,8 @@ def lane_distance_matrices(
         One float64 array ``(G_f, P_f)`` per frame.
 
     Examples:
+        >>> import numpy as np
+        >>> from drivemetrics.lanetopology.scoring import lane_distance_matrices
         >>> gt = [[np.array([[0.0, 0.0, 0.0], [10.0, 0.0, 0.0]])]]
         >>> pred = [[np.array([[0.0, 1.0, 0.0], [10.0, 1.0, 0.0]]), np.array([[10.0, 0.0, 0.0], [0.0, 0.0, 0.0]])]]
         >>> lane_distance_matrices(gt, pred)[0]
@@ -272,6 +278,8 @@ def area_distance_matrix(gt: Sequence[np.ndarray], pred: Sequence[np.ndarray]) -
     """Chamfer distances (GT rows x prediction columns) between areas, metres, closed GT polygons opened.
 
     Examples:
+        >>> from drivemetrics.lanetopology.scoring import area_distance_matrix
+        >>> import numpy as np
         >>> area_distance_matrix([np.zeros((2, 3))], [np.ones((2, 3))]).round(4)
         array([[1.7321]])
     """
@@ -288,6 +296,8 @@ def iou_distance_matrix(gt_boxes: np.ndarray, pred_boxes: np.ndarray) -> np.ndar
     """``1 - IoU`` of axis-aligned boxes ``(G, 2, 2)`` x ``(P, 2, 2)`` (pixels, no +1), computed in float32.
 
     Examples:
+        >>> from drivemetrics.lanetopology.scoring import iou_distance_matrix
+        >>> import numpy as np
         >>> iou_distance_matrix(np.array([[[0, 0], [2, 2]]]), np.array([[[1, 0], [3, 2]]]))
         array([[0.6666666]], dtype=float32)
     """
@@ -300,6 +310,8 @@ def iou_distance_matrices(gt_frames: Sequence[np.ndarray], pred_frames: Sequence
     """:func:`iou_distance_matrix` of many frames at once (boxes ``(G_f, 2, 2)`` / ``(P_f, 2, 2)`` per frame).
 
     Examples:
+        >>> import numpy as np
+        >>> from drivemetrics.lanetopology.scoring import iou_distance_matrices
         >>> gt = [np.zeros((2, 2, 2)), np.zeros((0, 2, 2))]
         >>> [m.shape for m in iou_distance_matrices(gt, [np.ones((3, 2, 2))] * 2)]
         [(2, 3), (0, 3)]
@@ -352,6 +364,8 @@ def match_frames(
         Per frame ``(P_f, T)`` int64 GT index per prediction and threshold (-1: none).
 
     Examples:
+        >>> import numpy as np
+        >>> from drivemetrics.lanetopology.scoring import match_frames
         >>> d = np.array([[0.5, 0.6], [2.0, 0.9]])
         >>> match_frames([d], [np.array([0.9, 0.8])], [1.0], compat="reference")[0][:, 0].tolist()
         [0, -1]
@@ -399,6 +413,8 @@ def detection_average_precision(confidence: np.ndarray, tp: np.ndarray, num_gt: 
             recall levels, tied confidences as one operating point, NaN without ground truth.
 
     Examples:
+        >>> from drivemetrics.lanetopology.scoring import detection_average_precision
+        >>> import numpy as np
         >>> detection_average_precision(np.array([0.9, 0.8]), np.array([1, 0]), 2, compat="reference")
         0.5454545...
     """
@@ -462,6 +478,8 @@ def relation_average_precision(confidence: np.ndarray, tp: np.ndarray, num_gt: i
         The AP in [0, 1]; NaN without any ground-truth relation.
 
     Examples:
+        >>> from drivemetrics.lanetopology.scoring import relation_average_precision
+        >>> import numpy as np
         >>> relation_average_precision(np.array([0.9, 0.8, 0.7]), np.array([1, 0, 1]), 3)  # (1 + 2/3) / 3
         0.5555...
         >>> relation_average_precision(np.array([0.6, 0.6]), np.array([1, 0]), 1)  # a tie: one operating point
@@ -503,6 +521,8 @@ def relation_rows(
         row-major) and the number of GT relations of all frames.
 
     Examples:
+        >>> import numpy as np
+        >>> from drivemetrics.lanetopology.scoring import relation_rows
         >>> gt = [np.array([[0, 1], [0, 0]])]
         >>> pred = [np.array([[0.1, 0.8, 0.9], [0.2, 0.1, 0.0], [0.3, 0.2, 0.1]])]  # lane 2 matches nothing
         >>> conf, tp, num_gt = relation_rows(gt, pred, [np.array([[0], [1], [-1]])], [np.array([[0], [1], [-1]])])
@@ -540,6 +560,8 @@ def topology_vertex_ap(gt: np.ndarray, scores: np.ndarray) -> np.ndarray:
         scores: ``(R, C)`` relation confidences.
 
     Examples:
+        >>> from drivemetrics.lanetopology.scoring import topology_vertex_ap
+        >>> import numpy as np
         >>> topology_vertex_ap(np.array([[0, 1], [0, 0]]), np.array([[0.9, 0.8], [0.1, 0.2]]))
         array([0.5, 1. , 0. , 1. ])
     """
@@ -676,6 +698,8 @@ def fscore_frame_counts(
     ``100 x 1.5``, for recall / precision if ``0.75`` of the GT's / prediction's visible samples match.
 
     Examples:
+        >>> import numpy as np
+        >>> from drivemetrics.lanetopology.scoring import fscore_frame_counts
         >>> y = np.zeros((1, 100)); visible = np.arange(100)[None] < 40
         >>> fscore_frame_counts((y, y, visible), (y + 0.5, y, visible), np.array([1]), np.array([1])).tolist()
         [1.0, 1.0, 1.0, 1.0, 1.0]
@@ -794,6 +818,8 @@ def fscore_batch_counts(gts: Sequence[LaneFrame], prs: Sequence[LaneFrame]) -> n
 
     Examples:
         >>> from drivemetrics.lanetopology.frames import parse_frame
+        >>> import numpy as np
+        >>> from drivemetrics.lanetopology.scoring import fscore_batch_counts
         >>> lane = np.stack([np.linspace(0, 40, 11), np.zeros(11), np.zeros(11)], 1).tolist()
         >>> gt = parse_frame({"lane_centerline": [{"points": lane}], "traffic_element": [],
         ...                   "topology_lclc": [[0]], "topology_lcte": [[]]}, track="centerline", is_pred=False)
@@ -852,6 +878,7 @@ def devkit_name(key: str) -> str:
     """The devkit's name of a result key (``"top_ll@1.0"`` -> ``"TOP_ll@1.0"``), through :data:`DEVKIT_NAMES`.
 
     Examples:
+        >>> from drivemetrics.lanetopology.scoring import devkit_name
         >>> devkit_name("ols"), devkit_name("det_a@road_boundary@1.0")
         ('OLS', 'DET_a@road_boundary@1.0')
     """
@@ -863,6 +890,7 @@ def check_track(track: object) -> Track:
     """Validate a track name (``"centerline"`` or ``"lanesegment"``).
 
     Examples:
+        >>> from drivemetrics.lanetopology.scoring import check_track
         >>> check_track("lanesegment")
         'lanesegment'
     """
@@ -904,6 +932,7 @@ def frame_statistics(
         device: where the lane distance matrices are computed (``None``: numpy, no torch; else torch there).
 
     Examples:
+        >>> from drivemetrics.lanetopology.scoring import frame_statistics
         >>> gt = {"lane_centerline": [{"points": [[0, 0, 0], [10, 0, 0]]}], "traffic_element": [],
         ...       "topology_lclc": [[0]], "topology_lcte": []}
         >>> pred = {"lane_centerline": [{"points": [[0, 0.5, 0], [10, 0.5, 0]], "confidence": 0.9}],
@@ -944,6 +973,7 @@ def batch_statistics(
 
     Examples:
         >>> from drivemetrics.lanetopology.frames import parse_frame
+        >>> from drivemetrics.lanetopology.scoring import batch_statistics
         >>> gt = parse_frame({"lane_centerline": [{"points": [[0, 0, 0], [10, 0, 0]]}], "traffic_element": [],
         ...                   "topology_lclc": [[0]], "topology_lcte": [[]]}, track="centerline", is_pred=False)
         >>> pred = parse_frame({"lane_centerline": [{"points": [[0, 0.5, 0], [10, 0.5, 0]], "confidence": 0.9}],
@@ -1140,6 +1170,9 @@ def scores_from_statistics(
         gives the devkit's names.
 
     Examples:
+        >>> import numpy as np
+        >>> from drivemetrics.lanetopology.scoring import NUM_AP_CHANNELS
+        >>> from drivemetrics.lanetopology.scoring import scores_from_statistics
         >>> stats = {"ap_rows": np.zeros((0, 3)), "ap_num_gt": np.zeros(NUM_AP_CHANNELS),
         ...          "topology": np.zeros((2, 2, 3)), "fscore": np.zeros(5)}
         >>> scores_from_statistics(**stats, compat="reference")["det_l"]

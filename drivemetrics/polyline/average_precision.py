@@ -55,6 +55,7 @@ def pooled_precision_recall(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.polyline import pooled_precision_recall
         >>> scores, matched = torch.tensor([0.9, 0.8, 0.7]), torch.tensor([True, False, True])
         >>> precision, recall = pooled_precision_recall(scores, matched, 4)
         >>> precision.tolist(), recall.tolist()
@@ -105,6 +106,7 @@ def average_precision_area(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.polyline import average_precision_area
         >>> average_precision_area(torch.tensor([1.0, 0.5, 2 / 3]), torch.tensor([0.25, 0.25, 0.5]))
         tensor(0.4167)
     """
@@ -132,6 +134,7 @@ def interpolated_precision_11point(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.polyline import interpolated_precision_11point
         >>> interpolated_precision_11point(torch.tensor([1.0, 0.5]), torch.tensor([0.3, 0.7], dtype=torch.float32))
         tensor([1.0000, 1.0000, 1.0000, 1.0000, 0.5000, 0.5000, 0.5000, 0.0000, 0.0000,
                 0.0000, 0.0000])
@@ -166,6 +169,7 @@ def average_precision_11point(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.polyline import average_precision_11point
         >>> average_precision_11point(torch.tensor([1.0, 0.5]), torch.tensor([0.3, 0.7], dtype=torch.float32))
         tensor(0.5000)
     """

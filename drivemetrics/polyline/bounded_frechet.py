@@ -107,6 +107,7 @@ def bounded_frechet_distance_pairs(
         ``(K,)`` distances.
 
     >>> import torch
+    >>> from drivemetrics.polyline import bounded_frechet_distance_pairs
     >>> a = torch.tensor([[[0.0, 0.0], [1.0, 0.0], [2.0, 0.0]], [[0.0, 0.0], [1.0, 0.0], [2.0, 0.0]]])
     >>> b = torch.tensor([[[0.0, 1.0], [2.0, 1.0], [9.0, 9.0]], [[0.0, 5.0], [2.0, 5.0], [9.0, 9.0]]])
     >>> bounded_frechet_distance_pairs(a, b, b_lengths=torch.tensor([2, 2]), max_distance=2.0)

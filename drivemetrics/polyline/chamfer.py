@@ -55,6 +55,8 @@ def point_distance_matrix(a: Tensor, b: Tensor, *, validate_args: bool = True) -
     ``validate_args`` refuses NaN or infinite points (a read-back).
 
     Examples:
+        >>> from drivemetrics.polyline import point_distance_matrix
+        >>> import torch
         >>> point_distance_matrix(torch.tensor([[0.0, 0.0]]), torch.tensor([[3.0, 4.0], [0.0, 0.0]]))
         tensor([[5., 0.]])
     """
@@ -240,6 +242,8 @@ def chamfer_distance(
         ``(..., N)`` distances (metres); ``inf`` where either line is absent.
 
     Examples:
+        >>> import torch
+        >>> from drivemetrics.polyline import chamfer_distance
         >>> a = torch.tensor([[[0.0, 0.0], [1.0, 0.0]]])
         >>> b = torch.tensor([[[0.0, 1.0], [1.0, 1.0], [2.0, 1.0]]])
         >>> chamfer_distance(a, torch.tensor([2]), b, torch.tensor([3]))
@@ -336,6 +340,8 @@ def chamfer_distance_pairs(
         ``(K,)`` distances (metres), ``inf`` for pairs with an absent line; differentiable.
 
     Examples:
+        >>> import torch
+        >>> from drivemetrics.polyline import chamfer_distance_pairs
         >>> lines = torch.tensor([[[0.0, 0.0], [1.0, 0.0]], [[0.0, 5.0], [1.0, 5.0]]])  # (2, 2, 2)
         >>> target = torch.tensor([[[0.0, 1.0], [1.0, 1.0], [2.0, 1.0]]])  # (1, 3, 2)
         >>> chamfer_distance_pairs(lines, torch.tensor([2, 2]), target, torch.tensor([3]),
@@ -410,6 +416,8 @@ def chamfer_distance_matrix(
         ``(..., Na, Nb)`` distances (metres), ``inf`` for pairs with an absent line; differentiable.
 
     Examples:
+        >>> import torch
+        >>> from drivemetrics.polyline import chamfer_distance_matrix
         >>> preds = torch.tensor([[[[0.0, 0.0], [1.0, 0.0]], [[0.0, 5.0], [1.0, 5.0]]]])  # (1, 2, 2, 2)
         >>> target = torch.tensor([[[[0.0, 1.0], [1.0, 1.0], [2.0, 1.0]]]])  # (1, 1, 3, 2)
         >>> chamfer_distance_matrix(preds, torch.tensor([[2, 2]]), target, torch.tensor([[3]]))

@@ -183,6 +183,8 @@ def frechet_distance_pairs(
         Distances, shape ``(...)``, in ``a``'s dtype; differentiable almost everywhere (a subgradient).
 
     Examples:
+        >>> import torch
+        >>> from drivemetrics.polyline import frechet_distance_pairs
         >>> a = torch.tensor([[[0.0, 0.0], [1.0, 0.0], [2.0, 0.0]]])
         >>> b = torch.tensor([[[0.0, 1.0], [2.0, 1.0], [9.0, 9.0]]])
         >>> frechet_distance_pairs(a, b, b_lengths=torch.tensor([2]))
@@ -207,6 +209,8 @@ def soft_frechet_distance_pairs(
     ``gamma * (N + M) * log(3)``, and tends to it as ``gamma -> 0``.
 
     Examples:
+        >>> import torch
+        >>> from drivemetrics.polyline import soft_frechet_distance_pairs
         >>> a = torch.tensor([[[0.0, 0.0], [1.0, 0.0]]])
         >>> b = torch.tensor([[[0.0, 1.0], [1.0, 1.0]]])
         >>> round(float(soft_frechet_distance_pairs(a, b, gamma=0.01)), 2)
@@ -243,6 +247,8 @@ def frechet_distance_matrix(
         is its transpose).
 
     Examples:
+        >>> import torch
+        >>> from drivemetrics.polyline import frechet_distance_matrix
         >>> preds = torch.tensor([[[[0.0, 1.0], [1.0, 1.0]]]])  # (1, 1, 2, 2)
         >>> target = torch.tensor([[[[0.0, 0.0], [1.0, 0.0]], [[0.0, 5.0], [1.0, 5.0]]]])  # (1, 2, 2, 2)
         >>> frechet_distance_matrix(preds, None, target, None)

@@ -44,6 +44,7 @@ def score_rank(scores: Tensor, valid: Tensor | None = None, *, validate_args: bo
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.polyline import score_rank
         >>> score_rank(torch.tensor([0.2, 0.9, 0.2, 0.5]))
         tensor([2, 0, 3, 1])
     """
@@ -70,6 +71,7 @@ def nearest_target(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.polyline import nearest_target
         >>> nearest_target(torch.tensor([[2.0, 1.0, 1.0], [5.0, 7.0, 9.0]]))
         (tensor([1, 0]), tensor([1., 5.]))
     """
@@ -117,6 +119,7 @@ def greedy_match(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.polyline import greedy_match
         >>> distances = torch.tensor([[0.3, 0.4], [0.2, 0.45]])  # 2 predictions x 2 targets
         >>> greedy_match(distances, torch.tensor([0.9, 0.8]), thresholds=[0.5])[..., 0]
         tensor([ True, False])
@@ -182,6 +185,7 @@ def greedy_match_index(
         ``(..., P, T)`` long: the index of the matched target, ``-1`` for a false positive or padding.
 
     >>> import torch
+    >>> from drivemetrics.polyline import greedy_match_index
     >>> distances = torch.tensor([[0.3, 0.4], [0.2, 0.45]])  # 2 predictions x 2 targets
     >>> greedy_match_index(distances, torch.tensor([0.9, 0.8]), thresholds=[0.5])[..., 0]
     tensor([ 0, -1])

@@ -25,6 +25,7 @@ def drop_closing_point(points: Array, lengths: Array, min_points: int = 3) -> Ar
     OpenLane-V2 drops the closing point of any closed line: ``min_points=2``).
 
     >>> import torch
+    >>> from drivemetrics.polyline import drop_closing_point
     >>> ring = torch.tensor([[[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 0.0]],
     ...                      [[0.0, 0.0], [1.0, 0.0], [2.0, 0.0], [9.0, 9.0]]])
     >>> drop_closing_point(ring, torch.tensor([4, 3]))
@@ -86,6 +87,7 @@ def paired_chamfer_means(
 
     Examples:
         >>> import numpy as np
+        >>> from drivemetrics.polyline.pairs import paired_chamfer_means
         >>> a, b = np.array([[[0.0, 0.0], [1.0, 0.0]]]), np.array([[[0.0, 1.0], [1.0, 1.0], [2.0, 1.0]]])
         >>> [x.round(4).tolist() for x in paired_chamfer_means(a, np.array([2]), b, np.array([3]))]
         [[1.0], [1.1381]]

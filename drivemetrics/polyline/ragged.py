@@ -24,6 +24,8 @@ def check_polylines(points: Tensor, lengths: Tensor, name: str = "points", *, ch
     Types and shapes are always checked; the lengths' range (a read back from the device) only with ``check_values``.
 
     Examples:
+        >>> from drivemetrics.polyline import check_polylines
+        >>> import torch
         >>> check_polylines(torch.zeros(2, 4, 2), torch.tensor([4, 2]))
         >>> check_polylines(torch.zeros(2, 4, 2), torch.tensor([5, 2]))
         Traceback (most recent call last):
@@ -49,6 +51,8 @@ def point_mask(lengths: Tensor, num_points: int) -> Tensor:
     """``(..., N, P)`` bool: which padded points are valid.
 
     Examples:
+        >>> from drivemetrics.polyline import point_mask
+        >>> import torch
         >>> point_mask(torch.tensor([3, 1]), 4)
         tensor([[ True,  True,  True, False],
                 [ True, False, False, False]])
@@ -67,6 +71,8 @@ def pad_polylines(
         dtype: dtype of ``points`` (default: the promoted dtype of the inputs, at least float32).
 
     Examples:
+        >>> from drivemetrics.polyline import pad_polylines
+        >>> import torch
         >>> points, lengths = pad_polylines([torch.tensor([[0.0, 0.0], [1.0, 0.0]]), torch.tensor([[2.0, 2.0]])])
         >>> points.shape, lengths
         (torch.Size([2, 2, 2]), tensor([2, 1]))
@@ -94,6 +100,8 @@ def unpad_polylines(points: Tensor, lengths: Tensor) -> list[Tensor]:
     """The inverse of :func:`pad_polylines` for ``points (N, P, D)``: a list of ``(lengths[n], D)`` tensors.
 
     Examples:
+        >>> from drivemetrics.polyline import unpad_polylines
+        >>> import torch
         >>> [p.shape for p in unpad_polylines(torch.zeros(2, 3, 2), torch.tensor([3, 1]))]
         [torch.Size([3, 2]), torch.Size([1, 2])]
     """

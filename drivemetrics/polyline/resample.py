@@ -41,6 +41,8 @@ def arc_length(points: Tensor, lengths: Tensor, *, validate_args: bool = True) -
         validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Examples:
+        >>> from drivemetrics.polyline import arc_length
+        >>> import torch
         >>> arc_length(torch.tensor([[[0.0, 0.0], [3.0, 4.0], [3.0, 5.0]]]), torch.tensor([3]))
         tensor([6.])
     """
@@ -64,6 +66,8 @@ def interpolate_at(points: Tensor, lengths: Tensor, positions: Tensor, *, valida
         ``(..., N, K, D)`` interpolated points, differentiable in ``points``.
 
     Examples:
+        >>> import torch
+        >>> from drivemetrics.polyline import interpolate_at
         >>> line = torch.tensor([[[0.0, 0.0], [2.0, 0.0], [2.0, 2.0]]])
         >>> interpolate_at(line, torch.tensor([3]), torch.tensor([[0.0, 1.0, 3.0, 4.0]]))
         tensor([[[0., 0.],
@@ -119,6 +123,8 @@ def resample_by_count(points: Tensor, lengths: Tensor, *, num_samples: int, vali
         which give zeros.
 
     Examples:
+        >>> from drivemetrics.polyline import resample_by_count
+        >>> import torch
         >>> resample_by_count(torch.tensor([[[0.0, 0.0], [4.0, 0.0]]]), torch.tensor([2]), num_samples=5)[0, :, 0]
         tensor([0., 1., 2., 3., 4.])
     """
@@ -159,6 +165,8 @@ def resample_by_spacing(
         ``sample_lengths`` 0.
 
     Examples:
+        >>> from drivemetrics.polyline import resample_by_spacing
+        >>> import torch
         >>> samples, counts = resample_by_spacing(torch.tensor([[[0.0, 0.0], [1.0, 0.0]]], dtype=torch.float64),
         ...                                       torch.tensor([2]), spacing=0.3)
         >>> samples[0, : int(counts[0]), 0].tolist()

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from drivemetrics._internal.options import add_input, add_no_progress, add_workers, progress_setting
+from drivemetrics._internal.options import add_input, add_no_progress, add_workers, hide_aliases, progress_setting
 
 __all__ = ["ROAD_CATEGORIES", "SPACES", "register", "run_road_bev", "run_road_eval"]
 
@@ -27,9 +27,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "With --space bev, ground truth and results are first warped to the 800 x 400 BEV grid with each "
             "frame's calibration (the devkit's lookup)."
         ),
+        epilog="example:\n  drivemetrics road-eval --gt data_road/training --pred results --space bev --json road.json",
     )
-    add_input(ev, "--data", "folder", required=True, help="folder with gt_image_2/ and calib/ (or training/ with them)")
-    add_input(ev, "--results", "folder", required=True, help="folder with the result PNGs")
+    add_input(
+        ev,
+        "--gt",
+        "folder",
+        aliases=("--data",),
+        dest="data",
+        metavar="DIR",
+        required=True,
+        help="folder with gt_image_2/ and calib/ (or training/ with them)",
+    )
+    add_input(
+        ev,
+        "--pred",
+        "folder",
+        aliases=("--results",),
+        dest="results",
+        metavar="DIR",
+        required=True,
+        help="folder with the result PNGs",
+    )
     ev.add_argument("--space", choices=SPACES, default="perspective", help="evaluation space (default: perspective)")
     ev.add_argument("--json", metavar="OUT", help="also write {category: {MaxF, AvgPrec, ...}} (fractions) here")
     ev.add_argument(
@@ -59,13 +78,33 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "road-bev",
         help="warp perspective PNGs to the KITTI-ROAD BEV grid (for submitting to the KITTI server)",
         description=(
-            "Warp every PNG of --input to the 800 x 400 bird's-eye view with its calibration (um_road_000012.png "
+            "Warp every PNG of --pred to the 800 x 400 bird's-eye view with its calibration (um_road_000012.png "
             "uses calib/um_road_000012.txt or calib/um_000012.txt), like the devkit's transform2BEV."
         ),
+        epilog="example:\n  drivemetrics road-bev --calib data_road/testing/calib --pred results --out results_bev",
     )
     add_input(bev, "--calib", "folder", required=True, help="folder with the calibration .txt files")
-    add_input(bev, "--input", "folder", required=True, help="folder with perspective PNGs")
-    bev.add_argument("--output", required=True, help="folder for the BEV PNGs (same names)")
+    add_input(
+        bev,
+        "--pred",
+        "folder",
+        aliases=("--input",),
+        dest="input",
+        metavar="DIR",
+        required=True,
+        help="folder with perspective PNGs",
+    )
+    hide_aliases(
+        bev.add_argument(
+            "--out",
+            "--output",
+            dest="output",
+            metavar="DIR",
+            required=True,
+            help="folder for the BEV PNGs (same names)",
+        ),
+        "--output",
+    )
     add_no_progress(bev)
     add_workers(bev, "threads decoding PNGs")
     bev.set_defaults(func=run_road_bev)

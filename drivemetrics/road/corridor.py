@@ -326,6 +326,7 @@ def fit_driving_corridor(
 
     Examples:
         >>> from drivemetrics.geometry import BevGrid
+        >>> from drivemetrics.functional import fit_driving_corridor
         >>> grid = BevGrid()  # KITTI-ROAD BEV grid, (800, 400) cells of 0.05 m
         >>> lane = (grid.x_centers().abs() < 1.75).expand(1, *grid.shape)  # (B, H, W): a straight 3.5 m ego-lane
         >>> fit = fit_driving_corridor(lane.float(), threshold=0.5)
@@ -561,6 +562,7 @@ def corridor_row_statistics(
 
     Examples:
         >>> from drivemetrics.geometry import BevGrid
+        >>> from drivemetrics.functional import corridor_row_statistics
         >>> grid = BevGrid()  # KITTI-ROAD BEV grid, (800, 400) cells of 0.05 m
         >>> lane = (grid.x_centers().abs() < 1.75).expand(1, *grid.shape)  # (B, H, W): a straight 3.5 m ego-lane
         >>> stats = corridor_row_statistics(lane, lane)  # the ground truth as corridor
@@ -622,6 +624,8 @@ def corridor_curves(stats: dict[str, Tensor], *, validate_args: bool = True) -> 
 
     Examples:
         >>> from drivemetrics.geometry import BevGrid
+        >>> from drivemetrics.functional import corridor_curves
+        >>> from drivemetrics.functional import corridor_row_statistics
         >>> grid = BevGrid()  # KITTI-ROAD BEV grid, (800, 400) cells of 0.05 m
         >>> lane = (grid.x_centers().abs() < 1.75).expand(1, *grid.shape)  # (B, H, W): a straight 3.5 m ego-lane
         >>> curves = corridor_curves(corridor_row_statistics(lane, lane))
@@ -696,6 +700,7 @@ def driving_corridor_scores(
 
     Examples:
         >>> from drivemetrics.geometry import BevGrid
+        >>> from drivemetrics.functional import driving_corridor_scores
         >>> grid = BevGrid()  # KITTI-ROAD BEV grid, (800, 400) cells of 0.05 m
         >>> lane = (grid.x_centers().abs() < 1.75).expand(1, *grid.shape)  # (B, H, W): a straight 3.5 m ego-lane
         >>> scores = driving_corridor_scores(lane.float(), lane, threshold=0.5)
@@ -725,12 +730,13 @@ class DrivingCorridorMetrics(MetricFamily):
     :func:`driving_corridor_scores`; :meth:`compute_curves` the curves of :func:`corridor_curves`.
 
     Args:
-        threshold: detection working point in (0, 1].
+        threshold: detection working point in (0, 1] (default 0.5).
         grid: BEV grid (default KITTI-ROAD). config: :class:`CorridorConfig` (default: the paper's).
         validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Examples:
         >>> from drivemetrics.geometry import BevGrid
+        >>> from drivemetrics.road import DrivingCorridorMetrics
         >>> grid = BevGrid()  # KITTI-ROAD BEV grid, (800, 400) cells of 0.05 m
         >>> lane = (grid.x_centers().abs() < 1.75).expand(1, *grid.shape)  # (B, H, W): a straight 3.5 m ego-lane
         >>> metric = DrivingCorridorMetrics(threshold=0.5)
@@ -756,7 +762,7 @@ class DrivingCorridorMetrics(MetricFamily):
 
     def __init__(
         self,
-        threshold: float,
+        threshold: float = 0.5,
         grid: BevGrid | None = None,
         config: CorridorConfig | None = None,
         validate_args: bool = True,
@@ -861,7 +867,7 @@ class _DrivingCorridorAtDistance(ScalarMetric, DrivingCorridorMetrics):
 
     def __init__(
         self,
-        threshold: float,
+        threshold: float = 0.5,
         grid: BevGrid | None = None,
         config: CorridorConfig | None = None,
         *,
@@ -881,7 +887,8 @@ class DrivingCorridorLateralPrecision(_DrivingCorridorAtDistance):
     first scored row and the grid's far edge); the same for the other corridor scalars.
 
     Examples:
-        >>> DrivingCorridorLateralPrecision(0.5, distance=30.0)(**drivemetrics.road.corridor_example_inputs())
+        >>> from drivemetrics.road import DrivingCorridorLateralPrecision, corridor_example_inputs
+        >>> DrivingCorridorLateralPrecision(0.5, distance=30.0)(**corridor_example_inputs())
         tensor(1., dtype=torch.float64)
     """
 
@@ -893,7 +900,8 @@ class DrivingCorridorLongitudinalF1Score(_DrivingCorridorAtDistance):
     :class:`DrivingCorridorLateralPrecision`).
 
     Examples:
-        >>> DrivingCorridorLongitudinalF1Score(0.5, distance=20.0)(**drivemetrics.road.corridor_example_inputs())
+        >>> from drivemetrics.road import DrivingCorridorLongitudinalF1Score, corridor_example_inputs
+        >>> DrivingCorridorLongitudinalF1Score(0.5, distance=20.0)(**corridor_example_inputs())
         tensor(1., dtype=torch.float64)
     """
 
@@ -905,7 +913,8 @@ class DrivingCorridorHitRate(_DrivingCorridorAtDistance):
     arguments as :class:`DrivingCorridorLateralPrecision`).
 
     Examples:
-        >>> DrivingCorridorHitRate(0.5)(**drivemetrics.road.corridor_example_inputs())
+        >>> from drivemetrics.road import DrivingCorridorHitRate, corridor_example_inputs
+        >>> DrivingCorridorHitRate(0.5)(**corridor_example_inputs())
         tensor(1., dtype=torch.float64)
     """
 

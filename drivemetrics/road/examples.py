@@ -22,6 +22,7 @@ def road_pixel_example_inputs() -> dict[str, Tensor]:
     :class:`~drivemetrics.road.RoadPixelMetrics` example.
 
     Examples:
+        >>> from drivemetrics.road import road_pixel_example_inputs
         >>> road_pixel_example_inputs()["preds"][0, :, 0]
         tensor([ 30,  30, 200, 200], dtype=torch.uint8)
     """
@@ -37,6 +38,7 @@ def corridor_example_inputs() -> dict[str, Tensor]:
     :class:`~drivemetrics.road.DrivingCorridorMetrics` example.
 
     Examples:
+        >>> from drivemetrics.road import corridor_example_inputs
         >>> tuple(corridor_example_inputs()["target"].shape)
         (1, 800, 400)
     """

@@ -94,6 +94,7 @@ def road_pixel_scores(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.functional import road_pixel_scores
         >>> target = torch.zeros(1, 4, 4, dtype=torch.bool); target[:, 2:] = True  # (B, H, W): road in the lower half
         >>> preds = torch.where(target, 200, 30).to(torch.uint8)  # uint8 confidences, p = v / 255
         >>> scores = road_pixel_scores(preds, target)
@@ -153,6 +154,7 @@ class RoadPixelMetrics(MetricFamily):
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.road import RoadPixelMetrics
         >>> metric = RoadPixelMetrics()
         >>> target = torch.zeros(1, 4, 4, dtype=torch.bool); target[:, 2:] = True
         >>> preds = torch.where(target, 200, 30).to(torch.uint8)
@@ -297,7 +299,8 @@ class RoadPixelMaxFScore(ScalarMetric, RoadPixelMetrics):
     """The pooled KITTI-ROAD ``max_f`` as a scalar, for ``self.log(...)`` in Lightning (arguments as the family's).
 
     Examples:
-        >>> RoadPixelMaxFScore()(**drivemetrics.road.road_pixel_example_inputs())
+        >>> from drivemetrics.road import RoadPixelMaxFScore, road_pixel_example_inputs
+        >>> RoadPixelMaxFScore()(**road_pixel_example_inputs())
         tensor(1.0000, dtype=torch.float64)
     """
 
@@ -308,7 +311,8 @@ class RoadPixelAveragePrecision(ScalarMetric, RoadPixelMetrics):
     """The pooled KITTI-ROAD 11-point ``average_precision`` as a scalar (``integrated=True``: the exact integrated AP).
 
     Examples:
-        >>> RoadPixelAveragePrecision()(**drivemetrics.road.road_pixel_example_inputs())
+        >>> from drivemetrics.road import RoadPixelAveragePrecision, road_pixel_example_inputs
+        >>> RoadPixelAveragePrecision()(**road_pixel_example_inputs())
         tensor(1.0000, dtype=torch.float64)
     """
 

@@ -473,6 +473,7 @@ def pixel_counts(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.functional import pixel_counts
         >>> target = torch.zeros(1, 4, 4, dtype=torch.bool); target[:, 2:] = True  # (B, H, W): road in the lower half
         >>> preds = torch.where(target, 200, 30).to(torch.uint8)  # uint8 confidences, p = v / 255
         >>> counts = pixel_counts(preds, target, thresholds=[0.0, 0.5, 1.0])
@@ -491,6 +492,7 @@ def counts_at_threshold(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.functional import counts_at_threshold
         >>> target = torch.zeros(1, 4, 4, dtype=torch.bool); target[:, 2:] = True  # (B, H, W): road in the lower half
         >>> preds = torch.where(target, 200, 30).to(torch.uint8)  # uint8 confidences, p = v / 255
         >>> counts_at_threshold(preds, target, threshold=0.5)
@@ -563,6 +565,7 @@ def scores_from_counts(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.functional import scores_from_counts
         >>> counts = (torch.tensor([4, 3, 0]), torch.tensor([4, 1, 0]), torch.tensor([0, 1, 4]),
         ...           torch.tensor([0, 3, 4]))
         >>> scores = scores_from_counts(counts, thresholds=[0.0, 0.5, 1.0])
@@ -662,6 +665,7 @@ def fixed_threshold_scores(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.functional import fixed_threshold_scores
         >>> scores = fixed_threshold_scores((torch.tensor(3), torch.tensor(1), torch.tensor(1), torch.tensor(5)))
         >>> scores["f_measure"], scores["iou"]
         (tensor(0.7500, dtype=torch.float64), tensor(0.6000, dtype=torch.float64))

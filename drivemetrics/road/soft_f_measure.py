@@ -84,6 +84,7 @@ def soft_f_measure(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.functional import soft_f_measure
         >>> target = torch.zeros(1, 4, 4, dtype=torch.bool); target[:, 2:] = True  # (B, H, W): road in the lower half
         >>> preds = torch.where(target, 200, 30).to(torch.uint8)  # uint8 confidences, p = v / 255
         >>> soft_f_measure(target.float(), target)  # (B,) soft F1 of a perfect prediction
@@ -156,6 +157,7 @@ class SoftFMeasureLoss(nn.Module):
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.road import SoftFMeasureLoss
         >>> loss_fn = SoftFMeasureLoss(from_logits=True)
         >>> logits = torch.zeros(2, 1, 8, 8, requires_grad=True)
         >>> target = torch.zeros(2, 1, 8, 8); target[..., 4:, :] = 1

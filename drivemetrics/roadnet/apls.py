@@ -99,6 +99,7 @@ def apls(
 
     Examples:
         >>> import networkx as nx
+        >>> from drivemetrics.functional import apls
         >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
         >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (100.0, 0.0), 2: (200.0, 0.0), 3: (100.0, 100.0)}, "pos")
         >>> apls(g, g)["apls"]
@@ -153,6 +154,7 @@ class APLSMetrics(MetricFamily):
 
     Examples:
         >>> import networkx as nx, numpy as np
+        >>> from drivemetrics.roadnet import APLSMetrics
         >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
         >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
         >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
@@ -243,7 +245,8 @@ class APLSScore(ScalarMetric, APLSMetrics):
     """APLS from the path differences pooled over tiles (arguments as :class:`APLSMetrics`).
 
     Examples:
-        >>> APLSScore()(**drivemetrics.roadnet.roadnet_example_inputs())
+        >>> from drivemetrics.roadnet import APLSScore, roadnet_example_inputs
+        >>> APLSScore()(**roadnet_example_inputs())
         tensor(0.7226)
     """
 

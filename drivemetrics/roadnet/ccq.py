@@ -156,6 +156,7 @@ def ccq(
     directly (``slack`` in image pixels, default 2). The GT must not be empty.
 
     >>> import torch
+    >>> from drivemetrics.functional import ccq
     >>> skeleton = torch.eye(8, dtype=torch.bool)[None]
     >>> ccq(skeleton, skeleton)["quality"]
     tensor(1., dtype=torch.float64)
@@ -306,6 +307,7 @@ def ccq_graph(
 
     Examples:
         >>> import networkx as nx, numpy as np
+        >>> from drivemetrics.functional import ccq_graph
         >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
         >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
         >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
@@ -344,6 +346,7 @@ class CCQMetrics(MetricFamily):
 
     Examples:
         >>> import networkx as nx, numpy as np
+        >>> from drivemetrics.roadnet import CCQMetrics
         >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
         >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
         >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
@@ -431,7 +434,8 @@ class CCQCorrectness(ScalarMetric, CCQMetrics):
     """CCQ correctness (precision of predicted road pixels within the slack) (arguments as :class:`CCQMetrics`).
 
     Examples:
-        >>> CCQCorrectness()(**drivemetrics.roadnet.roadnet_example_inputs())
+        >>> from drivemetrics.roadnet import CCQCorrectness, roadnet_example_inputs
+        >>> CCQCorrectness()(**roadnet_example_inputs())
         tensor(1.)
     """
 
@@ -442,7 +446,8 @@ class CCQCompleteness(ScalarMetric, CCQMetrics):
     """CCQ completeness (recall of ground-truth road pixels within the slack) (arguments as :class:`CCQMetrics`).
 
     Examples:
-        >>> CCQCompleteness()(**drivemetrics.roadnet.roadnet_example_inputs())
+        >>> from drivemetrics.roadnet import CCQCompleteness, roadnet_example_inputs
+        >>> CCQCompleteness()(**roadnet_example_inputs())
         tensor(0.7556)
     """
 
@@ -453,7 +458,8 @@ class CCQQuality(ScalarMetric, CCQMetrics):
     """CCQ quality (``TP / (TP + FP + FN)`` of road pixels) (arguments as :class:`CCQMetrics`).
 
     Examples:
-        >>> CCQQuality()(**drivemetrics.roadnet.roadnet_example_inputs())
+        >>> from drivemetrics.roadnet import CCQQuality, roadnet_example_inputs
+        >>> CCQQuality()(**roadnet_example_inputs())
         tensor(0.7556)
     """
 

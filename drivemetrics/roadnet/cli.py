@@ -35,6 +35,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the graph subcommands."""
     ev = subparsers.add_parser(
         "graph-eval",
+        epilog="example:\n  drivemetrics graph-eval "
+        "--gt gt_graphs --pred pred_graphs --metrics apls opt_j --json graphs.json",
         help="evaluate predicted road graphs against ground truth (one pair or folders matched by name)",
         description="Score predicted road graphs with OPT-P/J/G, APLS, TLTS, SUBG, JUNCT and CCQ. Folders are "
         "matched by file stem; a GT tile without prediction is scored as an empty prediction.",
@@ -84,12 +86,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     se = subparsers.add_parser(
         "graph-sensitivity",
+        epilog="example:\n  drivemetrics graph-sensitivity --gt gt_graph.pickle --out sensitivity --quick",
         help="sensitivity of every graph metric to synthetic errors (Citraro et al. Fig. 5)",
         description="Perturb a GT graph with k = 0..K errors of each type, score every metric, write a PNG grid of "
         "curves and a CSV, and print how flat each metric is per error type.",
     )
     add_input(se, "--gt", "file", required=True, help="ground-truth graph file")
-    se.add_argument("--out", default="graph_sensitivity", help="output folder (default graph_sensitivity)")
+    se.add_argument(
+        "--out", default="graph_sensitivity", metavar="DIR", help="output folder (default graph_sensitivity)"
+    )
     se.add_argument(
         "--k-max", type=number_in(1, 10_000, kind=int), default=20, help="largest number of errors K (default 20)"
     )
@@ -108,7 +113,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=200,
         help="random draws of OPT-G / SUBG / TLTS / APLS sources",
     )
-    se.add_argument("--kinds", nargs="+", default=list(PERTURBATIONS), metavar="KIND", help="error types")
+    se.add_argument(
+        "--kinds", nargs="+", default=list(PERTURBATIONS), metavar="KIND", help="error types to inject (default all)"
+    )
     se.add_argument("--metrics", nargs="+", default=list(METRICS), metavar="NAME", help="metrics (default all)")
     se.add_argument("--seed", type=number_in(*SEED_RANGE, kind=int), default=0, help="seed of the perturbations")
     se.add_argument("--quick", action="store_true", help="K = 4, step 2, 1024 px crop, 50 samples (for tests)")

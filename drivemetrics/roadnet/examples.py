@@ -19,6 +19,7 @@ def roadnet_example_inputs() -> dict[str, nx.Graph]:
     as in the examples of :class:`~drivemetrics.roadnet.OptGMetrics` and the other families.
 
     Examples:
+        >>> from drivemetrics.roadnet import roadnet_example_inputs
         >>> inputs = roadnet_example_inputs()
         >>> inputs["target"].number_of_edges(), inputs["preds"].number_of_edges()
         (4, 3)

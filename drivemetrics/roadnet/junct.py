@@ -258,6 +258,7 @@ def junct(
 
     Examples:
         >>> import networkx as nx
+        >>> from drivemetrics.functional import junct
         >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
         >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (100.0, 0.0), 2: (200.0, 0.0), 3: (100.0, 100.0)}, "pos")
         >>> junct(g, g)["f_correct"]
@@ -307,6 +308,7 @@ class JunctionMetrics(MetricFamily):
 
     Examples:
         >>> import networkx as nx, numpy as np
+        >>> from drivemetrics.roadnet import JunctionMetrics
         >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
         >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
         >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
@@ -370,7 +372,8 @@ class JunctionFCorrect(ScalarMetric, JunctionMetrics):
     """JUNCT ``F_correct`` (higher is better), scores summed over tiles (arguments as :class:`JunctionMetrics`).
 
     Examples:
-        >>> JunctionFCorrect()(**drivemetrics.roadnet.roadnet_example_inputs())
+        >>> from drivemetrics.roadnet import JunctionFCorrect, roadnet_example_inputs
+        >>> JunctionFCorrect()(**roadnet_example_inputs())
         tensor(0.7500)
     """
 
@@ -381,7 +384,8 @@ class JunctionFError(ScalarMetric, JunctionMetrics):
     """JUNCT ``F_error`` (lower is better), scores summed over tiles (arguments as :class:`JunctionMetrics`).
 
     Examples:
-        >>> JunctionFError()(**drivemetrics.roadnet.roadnet_example_inputs())
+        >>> from drivemetrics.roadnet import JunctionFError, roadnet_example_inputs
+        >>> JunctionFError()(**roadnet_example_inputs())
         tensor(0.)
     """
 

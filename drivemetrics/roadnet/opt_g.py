@@ -260,6 +260,7 @@ def opt_g(
 
     Examples:
         >>> import networkx as nx
+        >>> from drivemetrics.functional import opt_g
         >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
         >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (100.0, 0.0), 2: (200.0, 0.0), 3: (100.0, 100.0)}, "pos")
         >>> opt_g(g, g, n_samples=10)["f1"]
@@ -316,6 +317,7 @@ class OptGMetrics(GraphMetric):
 
     Examples:
         >>> import networkx as nx, numpy as np
+        >>> from drivemetrics.roadnet import OptGMetrics
         >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
         >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
         >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
@@ -384,7 +386,8 @@ class OptGPrecision(ScalarMetric, OptGMetrics):
     """OPT-G subgraph precision, counts summed over tiles (arguments as :class:`OptGMetrics`).
 
     Examples:
-        >>> OptGPrecision(n_samples=50)(**drivemetrics.roadnet.roadnet_example_inputs())
+        >>> from drivemetrics.roadnet import OptGPrecision, roadnet_example_inputs
+        >>> OptGPrecision(n_samples=50)(**roadnet_example_inputs())
         tensor(0.9984, dtype=torch.float64)
     """
 
@@ -395,7 +398,8 @@ class OptGRecall(ScalarMetric, OptGMetrics):
     """OPT-G subgraph recall, counts summed over tiles (arguments as :class:`OptGMetrics`).
 
     Examples:
-        >>> OptGRecall(n_samples=50)(**drivemetrics.roadnet.roadnet_example_inputs())
+        >>> from drivemetrics.roadnet import OptGRecall, roadnet_example_inputs
+        >>> OptGRecall(n_samples=50)(**roadnet_example_inputs())
         tensor(0.7426, dtype=torch.float64)
     """
 
@@ -406,7 +410,8 @@ class OptGF1Score(ScalarMetric, OptGMetrics):
     """OPT-G F1, counts summed over tiles (arguments as :class:`OptGMetrics`).
 
     Examples:
-        >>> OptGF1Score(n_samples=50)(**drivemetrics.roadnet.roadnet_example_inputs())
+        >>> from drivemetrics.roadnet import OptGF1Score, roadnet_example_inputs
+        >>> OptGF1Score(n_samples=50)(**roadnet_example_inputs())
         tensor(0.8517, dtype=torch.float64)
     """
 

@@ -161,6 +161,7 @@ def opt_j(
 
     Examples:
         >>> import networkx as nx, numpy as np
+        >>> from drivemetrics.functional import opt_j
         >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
         >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
         >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
@@ -210,6 +211,7 @@ class OptJMetrics(GraphMetric):
 
     Examples:
         >>> import networkx as nx
+        >>> from drivemetrics.roadnet import OptJMetrics
         >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
         >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (50.0, 0.0), 2: (100.0, 0.0), 3: (50.0, 50.0)}, "pos")
         >>> metric = OptJMetrics()
@@ -263,7 +265,8 @@ class OptJPrecision(ScalarMetric, OptJMetrics):
     """OPT-J junction precision, counts summed over tiles (arguments as :class:`OptJMetrics`).
 
     Examples:
-        >>> OptJPrecision()(**drivemetrics.roadnet.roadnet_example_inputs())
+        >>> from drivemetrics.roadnet import OptJPrecision, roadnet_example_inputs
+        >>> OptJPrecision()(**roadnet_example_inputs())
         tensor(1., dtype=torch.float64)
     """
 
@@ -274,7 +277,8 @@ class OptJRecall(ScalarMetric, OptJMetrics):
     """OPT-J junction recall, counts summed over tiles (arguments as :class:`OptJMetrics`).
 
     Examples:
-        >>> OptJRecall()(**drivemetrics.roadnet.roadnet_example_inputs())
+        >>> from drivemetrics.roadnet import OptJRecall, roadnet_example_inputs
+        >>> OptJRecall()(**roadnet_example_inputs())
         tensor(0.7500, dtype=torch.float64)
     """
 
@@ -285,7 +289,8 @@ class OptJF1Score(ScalarMetric, OptJMetrics):
     """OPT-J junction F1, counts summed over tiles (arguments as :class:`OptJMetrics`).
 
     Examples:
-        >>> OptJF1Score()(**drivemetrics.roadnet.roadnet_example_inputs())
+        >>> from drivemetrics.roadnet import OptJF1Score, roadnet_example_inputs
+        >>> OptJF1Score()(**roadnet_example_inputs())
         tensor(0.8571, dtype=torch.float64)
     """
 

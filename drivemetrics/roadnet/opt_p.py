@@ -541,6 +541,7 @@ def opt_p(
 
     Examples:
         >>> import networkx as nx, numpy as np
+        >>> from drivemetrics.functional import opt_p
         >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
         >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
         >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
@@ -599,6 +600,7 @@ class OptPMetrics(GraphMetric):
 
     Examples:
         >>> import networkx as nx, numpy as np
+        >>> from drivemetrics.roadnet import OptPMetrics
         >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
         >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
         >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
@@ -662,7 +664,8 @@ class OptPPrecision(ScalarMetric, OptPMetrics):
     """OPT-P path precision, mean over tiles (arguments as :class:`OptPMetrics`).
 
     Examples:
-        >>> OptPPrecision()(**drivemetrics.roadnet.roadnet_example_inputs())
+        >>> from drivemetrics.roadnet import OptPPrecision, roadnet_example_inputs
+        >>> OptPPrecision()(**roadnet_example_inputs())
         tensor(1., dtype=torch.float64)
     """
 
@@ -673,7 +676,8 @@ class OptPRecall(ScalarMetric, OptPMetrics):
     """OPT-P path recall, mean over tiles (arguments as :class:`OptPMetrics`).
 
     Examples:
-        >>> OptPRecall()(**drivemetrics.roadnet.roadnet_example_inputs())
+        >>> from drivemetrics.roadnet import OptPRecall, roadnet_example_inputs
+        >>> OptPRecall()(**roadnet_example_inputs())
         tensor(0.6411, dtype=torch.float64)
     """
 
@@ -684,7 +688,8 @@ class OptPF1Score(ScalarMetric, OptPMetrics):
     """OPT-P F1 of the mean precision and recall (arguments as :class:`OptPMetrics`).
 
     Examples:
-        >>> OptPF1Score()(**drivemetrics.roadnet.roadnet_example_inputs())
+        >>> from drivemetrics.roadnet import OptPF1Score, roadnet_example_inputs
+        >>> OptPF1Score()(**roadnet_example_inputs())
         tensor(0.7813, dtype=torch.float64)
     """
 

@@ -71,6 +71,8 @@ def prepare_released_graph(graph: nx.Graph) -> nx.Graph:
     with id 0 is special, see :func:`remove_matched_routes`); otherwise nodes are numbered ``0..N-1`` in graph order.
 
     Examples:
+        >>> import networkx as nx
+        >>> from drivemetrics.roadnet.opt_p_reference import prepare_released_graph
         >>> g = nx.Graph([(0, 1), (1, 2), (2, 2)])
         >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (5.0, 0.0), 2: (0.0, 0.0)}, "pos")
         >>> sorted(prepare_released_graph(g).edges())
@@ -126,6 +128,9 @@ def sample_released_chain(graph: nx.Graph, rng: random.Random) -> list:
     order (graph node order, adjacency order), so a ``random.Random(S)`` gives the draws of ``random.seed(S)``.
 
     Examples:
+        >>> import networkx as nx
+        >>> from drivemetrics.roadnet.opt_p_reference import sample_released_chain
+        >>> from drivemetrics.roadnet.opt_p_reference import random
         >>> g = nx.path_graph(4)
         >>> sample_released_chain(g, random.Random(0)) in ([0, 1, 2, 3], [3, 2, 1, 0])
         True
@@ -171,6 +176,8 @@ def released_decomposition(graph: nx.Graph, seed: int | random.Random | None = 0
     ``random`` module, so ``random.Random(S)`` reproduces its run after ``random.seed(S)``.
 
     Examples:
+        >>> from drivemetrics.roadnet.opt_p_reference import released_decomposition
+        >>> import networkx as nx
         >>> [len(p) for p in released_decomposition(nx.path_graph(5), seed=1)]
         [5]
     """
@@ -195,6 +202,8 @@ def bisect_path(points: np.ndarray, max_length: float) -> np.ndarray:
     """Insert midpoints until no segment of the polyline ``points`` ``(n, 2)`` is longer than ``max_length``.
 
     Examples:
+        >>> from drivemetrics.roadnet.opt_p_reference import bisect_path
+        >>> import numpy as np
         >>> bisect_path(np.array([[0.0, 0.0], [60.0, 0.0]]), 25.0)[:, 0].tolist()
         [0.0, 15.0, 30.0, 45.0, 60.0]
     """
@@ -336,6 +345,8 @@ def viterbi_states(candidates: list[list[Candidate]], costs: list[np.ndarray]) -
     """Candidate index per vertex minimising unary (squared distance, 0 unmatched) plus transition costs.
 
     Examples:
+        >>> from drivemetrics.roadnet.opt_p_reference import viterbi_states
+        >>> import numpy as np
         >>> states = [[(0.0,), (4.0, 1, (0, 0))], [(0.0,), (1.0, 2, (0, 0))]]
         >>> viterbi_states(states, [np.array([[9.0, 9.0], [9.0, 0.0]])])
         [1, 1]

@@ -92,6 +92,7 @@ def subg(
 
     Examples:
         >>> import networkx as nx
+        >>> from drivemetrics.functional import subg
         >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
         >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (100.0, 0.0), 2: (200.0, 0.0), 3: (100.0, 100.0)}, "pos")
         >>> subg(g, g, n_subgraphs=10)["f1"]
@@ -161,6 +162,7 @@ class SubgraphMetrics(MetricFamily):
 
     Examples:
         >>> import networkx as nx, numpy as np
+        >>> from drivemetrics.roadnet import SubgraphMetrics
         >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
         >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
         >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
@@ -226,7 +228,8 @@ class SubgraphF1Score(ScalarMetric, SubgraphMetrics):
     """SUBG F1 of holes and marbles, counts summed over tiles (arguments as :class:`SubgraphMetrics`).
 
     Examples:
-        >>> SubgraphF1Score(n_subgraphs=50)(**drivemetrics.roadnet.roadnet_example_inputs())
+        >>> from drivemetrics.roadnet import SubgraphF1Score, roadnet_example_inputs
+        >>> SubgraphF1Score(n_subgraphs=50)(**roadnet_example_inputs())
         tensor(0.8077)
     """
 

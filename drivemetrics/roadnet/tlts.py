@@ -196,6 +196,7 @@ def tlts(
 
     Examples:
         >>> import networkx as nx
+        >>> from drivemetrics.functional import tlts
         >>> g = nx.Graph([(0, 1), (1, 2), (1, 3)])
         >>> nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (100.0, 0.0), 2: (200.0, 0.0), 3: (100.0, 100.0)}, "pos")
         >>> tlts(g, g, n_paths=20)["correct"]
@@ -258,6 +259,7 @@ class TLTSMetrics(MetricFamily):
 
     Examples:
         >>> import networkx as nx, numpy as np
+        >>> from drivemetrics.roadnet import TLTSMetrics
         >>> pos = lambda *xy: {n: np.array(p, dtype=float) for n, p in enumerate(xy)}  # node -> (x, y), pixels
         >>> gt, pred = nx.star_graph(4), nx.star_graph(3)  # a crossing; the prediction lacks an arm, 2 px off
         >>> nx.set_node_attributes(gt, pos((0, 0), (-400, 0), (400, 0), (0, -400), (0, 400)), "pos")
@@ -325,7 +327,8 @@ class TLTSAccuracy(ScalarMetric, TLTSMetrics):
     """TLTS fraction of correct paths (neither too long nor too short), pooled (arguments as :class:`TLTSMetrics`).
 
     Examples:
-        >>> TLTSAccuracy(n_paths=100)(**drivemetrics.roadnet.roadnet_example_inputs())
+        >>> from drivemetrics.roadnet import TLTSAccuracy, roadnet_example_inputs
+        >>> TLTSAccuracy(n_paths=100)(**roadnet_example_inputs())
         tensor(0.5100)
     """
 

@@ -52,6 +52,8 @@ def buffer_pieces(points: Tensor, distance: float = 2.0, mitre_limit: float = 5.
         a line of zero length.
 
     Examples:
+        >>> from drivemetrics.vectormap.buffer import buffer_pieces
+        >>> import torch
         >>> buffer_pieces(torch.tensor([[0.0, 0.0], [4.0, 0.0]], dtype=torch.float64), 1.0)[0, :4].tolist()
         [[0.0, 1.0], [4.0, 1.0], [4.0, -1.0], [0.0, -1.0]]
     """
@@ -163,6 +165,8 @@ def buffers_intersect(
         ``(K,)`` bool.
 
     Examples:
+        >>> import torch
+        >>> from drivemetrics.functional import buffers_intersect
         >>> a = torch.tensor([[[0.0, 0.0], [1.0, 0.0]], [[0.0, 0.0], [1.0, 0.0]]], dtype=torch.float64)
         >>> b = torch.tensor([[[1.2, 0.0], [2.2, 0.0]], [[1.0, 0.0], [2.0, 0.0]]], dtype=torch.float64)
         >>> buffers_intersect(a, torch.tensor([2, 2]), b, torch.tensor([2, 2])).tolist()  # end to end: flat caps

@@ -14,6 +14,7 @@ from typing import Literal
 import torch
 from torch import Tensor, nn
 
+from drivemetrics._internal.precision import float32_if_half
 from drivemetrics.polyline import chamfer_distance, check_polylines
 
 __all__ = ["MapChamferLoss", "map_chamfer_loss"]
@@ -69,9 +70,12 @@ def map_chamfer_loss(
         validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Returns:
-        The loss (metres).
+        The loss (metres); ``float32`` for ``float16`` / ``bfloat16`` inputs (computed in ``float32``), else
+        ``preds``' dtype.
 
     Examples:
+        >>> import torch
+        >>> from drivemetrics.functional import map_chamfer_loss
         >>> target = torch.tensor([[[[0.0, 0.0], [1.0, 0.0], [2.0, 0.0]]]])
         >>> preds = target.flip(2) + torch.tensor([0.0, 0.5])  # reversed order, shifted 0.5 m
         >>> map_chamfer_loss(preds, target, mode="permuted")
@@ -79,6 +83,7 @@ def map_chamfer_loss(
         >>> map_chamfer_loss(preds, target)
         tensor(0.5000)
     """
+    preds, target = float32_if_half(preds), float32_if_half(target)
     if mode not in ("chamfer", "permuted"):
         raise ValueError(f"`mode` must be 'chamfer' or 'permuted', got {mode!r}")
     if reduction not in ("mean", "sum", "none"):
@@ -127,6 +132,8 @@ class MapChamferLoss(nn.Module):
         validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Examples:
+        >>> from drivemetrics.vectormap import MapChamferLoss
+        >>> import torch
         >>> loss = MapChamferLoss(mode="permuted")
         >>> ring = torch.tensor([[[[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 0.0]]]])
         >>> rotated = torch.tensor([[[[1.0, 0.0], [1.0, 1.0], [0.0, 0.0], [1.0, 0.0]]]])  # another start point

@@ -8,6 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from drivemetrics._internal.options import (
+    add_compat,
     add_device,
     add_input,
     add_no_progress,
@@ -123,13 +124,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "with GT samples by token; a GT sample without predictions counts as empty, prediction samples without "
             "GT are reported and ignored. Under torchrun each rank matches its shard of the samples; rank 0 reports."
         ),
+        epilog="example:\n  drivemetrics map-eval --protocol nuscenes-maptr --gt gt.json --pred results.json"
+        " --json map.json",
     )
     parser.add_argument(
         "--protocol", choices=("default", "nuscenes-maptr", "av2-cvpr23"), default="default", help="evaluation protocol"
     )
     add_input(parser, "--gt", "file", required=True, help="GT JSON (MapTR annotation file or Argoverse 2 challenge GT)")
     add_input(parser, "--pred", "file", required=True, help="prediction JSON (MapTR results or challenge submission)")
-    parser.add_argument("--json", help='write {"mAP": ..., "classes": {name: {"AP", "AP@0.5", ...}}} here')
+    parser.add_argument(
+        "--json", metavar="OUT", help='write {"mAP": ..., "classes": {name: {"AP", "AP@0.5", ...}}} here'
+    )
+    add_compat(
+        parser,
+        "the same numbers: --protocol picks the released evaluator to reproduce (accepted like every command's "
+        "--compat)",
+    )
     add_device(parser, "torch device for the evaluation")
     parser.add_argument(
         "--workers",

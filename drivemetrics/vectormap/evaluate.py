@@ -51,6 +51,7 @@ class MapEvaluation:
     without predictions (scored as empty samples).
 
     Examples:
+        >>> from drivemetrics.vectormap import MapEvaluation
         >>> result = MapEvaluation({"mAP": 0.5, "classes": {}}, ["orphan"], ["unanswered"])
         >>> result.report["mAP"], result.unknown_samples, result.missing_samples
         (0.5, ['orphan'], ['unanswered'])
@@ -192,6 +193,8 @@ def evaluate_map_samples(
 
     Examples:
         >>> import numpy as np
+        >>> from drivemetrics.vectormap import MapSample
+        >>> from drivemetrics.vectormap import evaluate_map_samples
         >>> gt = [MapSample("a", [np.array([[0.0, 0.0], [0.0, 10.0]])], ["divider"])]
         >>> pred = [MapSample("a", [np.array([[0.7, 0.0], [0.7, 10.0]])], ["divider"], [0.9])]
         >>> evaluate_map_samples(gt, pred, "av2-cvpr23").report["classes"]["divider"]["AP@1.0"]
@@ -294,6 +297,7 @@ def evaluate_map_files(
 
     Examples:
         >>> import tempfile, json, os
+        >>> from drivemetrics.vectormap import evaluate_map_files
         >>> gt = {"GTs": [{"sample_token": "a", "vectors": [{"pts": [[0, 0], [0, 10]], "type": 0}]}]}
         >>> pred = {"results": [{"sample_token": "a",
         ...                      "vectors": [{"pts": [[0.7, 0], [0.7, 10]], "type": 0, "confidence_level": 0.9}]}]}
@@ -323,6 +327,7 @@ def flat_path_applies(protocol: ProtocolName | MapProtocol, device: str = "cpu")
     the references' matching rule and no buffer prefilter (of the presets: ``"av2-cvpr23"``).
 
     Examples:
+        >>> from drivemetrics.vectormap.evaluate import flat_path_applies
         >>> flat_path_applies("av2-cvpr23"), flat_path_applies("nuscenes-maptr"), flat_path_applies("default")
         (True, False, False)
     """
@@ -339,6 +344,7 @@ def read_resampled(path: str | Path, role: str, protocol: ProtocolName | MapProt
 
     Examples:
         >>> import tempfile, json, os
+        >>> from drivemetrics.vectormap.evaluate import read_resampled
         >>> gt = {"log": [{"timestamp": "t", "annotation": {"divider": [[[0, 0, 0], [0, 10, 0]]]}}]}
         >>> with tempfile.TemporaryDirectory() as d:
         ...     _ = open(os.path.join(d, "gt.json"), "w").write(json.dumps(gt))
@@ -393,9 +399,13 @@ def evaluate_flat(
 
     Examples:
         >>> from drivemetrics.vectormap.flat import resample_lines
+        >>> import numpy as np
+        >>> from drivemetrics.vectormap.flat import FlatLines
+        >>> from drivemetrics.vectormap.protocol import get_protocol
+        >>> from drivemetrics.vectormap.evaluate import evaluate_flat
         >>> line = np.array([[0.0, 0.0], [0.0, 10.0]])
-        >>> gt = FlatLines(line, np.array([2]), np.array([0]), np.array([1]), tokens=["a"])
-        >>> pred = FlatLines(line + [0.7, 0.0], np.array([2]), np.array([0]), np.array([1]), np.array([0.9]), ["a"])
+        >>> gt = FlatLines(line, np.array([2]), np.array([0]), np.array([0]), tokens=["a"])
+        >>> pred = FlatLines(line + [0.7, 0.0], np.array([2]), np.array([0]), np.array([0]), np.array([0.9]), ["a"])
         >>> proto = get_protocol("av2-cvpr23")
         >>> result = evaluate_flat(resample_lines(gt, proto), resample_lines(pred, proto), proto)
         >>> result.report["classes"]["divider"]["AP@1.0"], result.report["mAP"]

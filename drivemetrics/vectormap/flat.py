@@ -24,6 +24,10 @@ not handled here (the command runs them on the torch path).
 
 Examples:
     >>> from drivemetrics.vectormap.protocol import get_protocol
+    >>> from drivemetrics.vectormap.flat import FlatLines
+    >>> import numpy as np
+    >>> from drivemetrics.vectormap.flat import match_flat
+    >>> from drivemetrics.vectormap.flat import resample_lines
     >>> proto = get_protocol("av2-cvpr23")
     >>> gt = FlatLines(np.array([[0.0, 0.0], [0.0, 10.0]]), np.array([2]), np.array([0]), np.array([1]))
     >>> pred = FlatLines(gt.points + [0.7, 0.0], np.array([2]), np.array([0]), np.array([1]), np.array([0.9]))
@@ -73,6 +77,8 @@ class FlatLines:
         tokens: the samples' tokens (``sample`` indexes them).
 
     Examples:
+        >>> from drivemetrics.vectormap.flat import FlatLines
+        >>> import numpy as np
         >>> lines = FlatLines(np.zeros((5, 2)), np.array([2, 3]), np.array([0, 0]), np.array([1, 2]), tokens=["a"])
         >>> lines.offsets.tolist(), lines.take(np.array([1])).counts.tolist(), lines.lines(0, 1).points.shape
         ([0, 2, 5], [3], (2, 2))
@@ -119,6 +125,8 @@ def flatten_samples(samples: Sequence[Any], class_names: Sequence[str], dims: in
 
     Examples:
         >>> from drivemetrics.vectormap.io import MapSample
+        >>> import numpy as np
+        >>> from drivemetrics.vectormap.flat import flatten_samples
         >>> sample = MapSample("a", [np.zeros((2, 3)), np.ones((4, 3))], ["divider", "boundary"], [0.5, 0.7])
         >>> lines = flatten_samples([sample], ("ped_crossing", "divider", "boundary"), 2, with_scores=True)
         >>> lines.points.shape, lines.counts.tolist(), lines.labels.tolist(), lines.scores.tolist()
@@ -212,6 +220,8 @@ def resample_flat(
 
     Examples:
         >>> from drivemetrics.vectormap.protocol import get_protocol
+        >>> import numpy as np
+        >>> from drivemetrics.vectormap.flat import resample_flat
         >>> line = np.array([[0.0, 0.0], [1.0, 0.0]])
         >>> samples, counts = resample_flat(line, np.array([2]), get_protocol("av2-cvpr23"))
         >>> samples[:, 0].tolist(), counts.tolist()
@@ -322,6 +332,9 @@ def resample_lines(lines: FlatLines, proto: MapProtocol) -> FlatLines:
 
     Examples:
         >>> from drivemetrics.vectormap.protocol import get_protocol
+        >>> from drivemetrics.vectormap.flat import FlatLines
+        >>> import numpy as np
+        >>> from drivemetrics.vectormap.flat import resample_lines
         >>> line = FlatLines(np.array([[0.0, 0.0], [0.0, 1.0]]), np.array([2]), np.array([0]), np.array([0]))
         >>> resample_lines(line, get_protocol("av2-cvpr23")).counts.tolist()
         [5]
@@ -335,6 +348,9 @@ def candidate_pairs(preds: FlatLines, target: FlatLines, num_classes: int) -> tu
     GT lines of its sample and class in their order.
 
     Examples:
+        >>> from drivemetrics.vectormap.flat import candidate_pairs
+        >>> from drivemetrics.vectormap.flat import FlatLines
+        >>> import numpy as np
         >>> def lines(samples, labels):
         ...     return FlatLines(np.zeros((2 * len(samples), 2)), np.full(len(samples), 2), np.array(samples),
         ...                      np.array(labels))
@@ -413,6 +429,9 @@ def bounded_chamfer(
     and computed :data:`POINT_PAIRS_PER_STEP` point pairs at a time in two buffers allocated once.
 
     Examples:
+        >>> from drivemetrics.vectormap.flat import FlatLines
+        >>> import numpy as np
+        >>> from drivemetrics.vectormap.flat import bounded_chamfer
         >>> line = FlatLines(np.array([[0.0, 0.0], [0.0, 1.0]]), np.array([2]), np.array([0]), np.array([0]))
         >>> far = FlatLines(line.points + [0.0, 9.0], np.array([2]), np.array([0]), np.array([0]))
         >>> shifted = FlatLines(line.points + [0.5, 0.0], np.array([2]), np.array([0]), np.array([0]))
@@ -530,6 +549,8 @@ def ap_from_rows(rows: np.ndarray, num_targets: np.ndarray, proto: MapProtocol) 
 
     Examples:
         >>> from drivemetrics.vectormap.protocol import get_protocol
+        >>> import numpy as np
+        >>> from drivemetrics.vectormap.flat import ap_from_rows
         >>> rows = np.array([[0.9, 1.0, 1.0, 1.0, 1.0], [0.8, 1.0, 0.0, 0.0, 1.0]])  # score, class, 3 flags
         >>> out = ap_from_rows(rows, np.array([0, 2, 0]), get_protocol("av2-cvpr23"))
         >>> out["ap_per_threshold"][1].tolist(), out["num_preds"].tolist()

@@ -62,6 +62,8 @@ class MapSample:
     confidences.
 
     Examples:
+        >>> from drivemetrics.vectormap import MapSample
+        >>> import numpy as np
         >>> sample = MapSample("a", [np.array([[0.0, 0.0], [0.0, 10.0]])], ["divider"], [0.9])
         >>> sample.token, sample.points[0].shape, sample.labels
         ('a', (2, 2), ['divider'])
@@ -317,6 +319,7 @@ def read_map_gt(path: str | Path, format: MapFormat | None = None) -> list[MapSa
 
     Examples:
         >>> import tempfile, json, os
+        >>> from drivemetrics.vectormap import read_map_gt
         >>> gt = {"GTs": [{"sample_token": "a", "vectors": [{"pts": [[0, 0], [1, 0]], "type": 2}]}]}
         >>> with tempfile.TemporaryDirectory() as d:
         ...     _ = open(os.path.join(d, "gt.json"), "w").write(json.dumps(gt))
@@ -405,6 +408,7 @@ def read_map_preds(path: str | Path, format: MapFormat | None = None) -> list[Ma
 
     Examples:
         >>> import tempfile, json, os
+        >>> from drivemetrics.vectormap import read_map_preds
         >>> vector = {"pts": [[0, 0], [1, 0]], "type": 0, "confidence_level": 0.8}
         >>> results = {"results": [{"sample_token": "a", "vectors": [vector]}]}
         >>> with tempfile.TemporaryDirectory() as d:
@@ -489,6 +493,7 @@ def read_map_files(
 
     Examples:
         >>> import tempfile, json, os
+        >>> from drivemetrics.vectormap.io import read_map_files
         >>> gt = {"GTs": [{"sample_token": "a", "vectors": [{"pts": [[0, 0], [0, 10]], "type": 0}]}]}
         >>> pred = {"results": [{"sample_token": "a",
         ...                      "vectors": [{"pts": [[1, 0], [1, 10]], "type": 0, "confidence_level": 0.9}]}]}
@@ -527,6 +532,10 @@ def pack_samples(
         device: target device.
 
     Examples:
+        >>> from drivemetrics.vectormap import pack_samples
+        >>> from drivemetrics.vectormap import MapSample
+        >>> import numpy as np
+        >>> from drivemetrics.vectormap.io import MAPTR_CLASSES
         >>> packed = pack_samples([MapSample("a", [np.zeros((3, 2))], ["boundary"], [0.5])], MAPTR_CLASSES)
         >>> packed["points"].shape, packed["labels"].tolist()
         (torch.Size([1, 1, 3, 2]), [[2]])

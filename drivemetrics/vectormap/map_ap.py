@@ -44,11 +44,13 @@ class VectorMapAPMetrics(RaggedStateMixin, MetricFamily):
         validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
 
     Examples:
+        >>> from drivemetrics.vectormap import VectorMapAPMetrics
+        >>> import torch
         >>> metric = VectorMapAPMetrics(protocol="av2-cvpr23")
         >>> line = torch.tensor([[[[0.0, 0.0], [10.0, 0.0]]]])  # (B, N, P, 2): one frame, one line, metres
-        >>> preds = {"points": line + torch.tensor([0.0, 0.6]), "labels": torch.tensor([[1]]),
+        >>> preds = {"points": line + torch.tensor([0.0, 0.6]), "labels": torch.tensor([[0]]),  # 0: divider
         ...          "scores": torch.tensor([[0.9]])}
-        >>> metric.update(preds, {"points": line, "labels": torch.tensor([[1]])})
+        >>> metric.update(preds, {"points": line, "labels": torch.tensor([[0]])})
         >>> round(metric.compute()["ap_divider"].item(), 4)
         0.6667
         >>> per_frame = [{"points": line[0] + 0.6, "labels": torch.tensor([1]), "scores": torch.tensor([0.9])}]
@@ -125,8 +127,9 @@ class VectorMapMeanAveragePrecision(ScalarMetric, VectorMapAPMetrics):
     """Vectorised HD-map mAP (mean of the class APs), one tensor (arguments as :class:`VectorMapAPMetrics`).
 
     Examples:
+        >>> from drivemetrics.vectormap import VectorMapMeanAveragePrecision, vector_map_example_inputs
         >>> metric = VectorMapMeanAveragePrecision(protocol="av2-cvpr23")
-        >>> metric(**drivemetrics.vectormap.vector_map_example_inputs())  # divider AP 2/3, the other classes 0
+        >>> metric(**vector_map_example_inputs())  # divider AP 2/3, the other classes 0
         tensor(0.2222, dtype=torch.float64)
     """
 
@@ -143,8 +146,9 @@ class VectorMapAveragePrecision(ScalarMetric, VectorMapAPMetrics):
         thresholds: see :class:`VectorMapAPMetrics`.
 
     Examples:
+        >>> from drivemetrics.vectormap import VectorMapAveragePrecision, vector_map_example_inputs
         >>> metric = VectorMapAveragePrecision("divider", threshold=1.0, protocol="av2-cvpr23")
-        >>> metric(**drivemetrics.vectormap.vector_map_example_inputs())
+        >>> metric(**vector_map_example_inputs())
         tensor(1., dtype=torch.float64)
     """
 

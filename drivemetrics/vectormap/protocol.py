@@ -2,7 +2,10 @@
 
 ``"nuscenes-maptr"`` (MapTR's nuScenes evaluator, commit a6872d8, settings of its nuScenes configs),
 ``"av2-cvpr23"`` (the CVPR 2023 Argoverse 2 online-map challenge evaluator, commit 775b203) and ``"default"`` (the
-same Chamfer AP with the library's fixes). Class ids in label tensors follow each protocol's ``class_names`` order.
+same Chamfer AP with the library's fixes). Class ids in label tensors mean the same class under every preset:
+:data:`MAP_CLASSES` order (0 ``divider``, 1 ``ped_crossing``, 2 ``boundary``), whatever order a benchmark's files use
+(the readers map the files' own ids and names to these); a preset scores those classes or a subset of them, in that
+order, so ``VectorMapAveragePrecision("divider")`` is the same class under every protocol and refuses one without it.
 
 Fixes of ``"default"`` over the references (each a field below):
 
@@ -23,7 +26,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["PROTOCOLS", "MapProtocol", "ProtocolName", "get_protocol"]
+__all__ = ["MAP_CLASSES", "PROTOCOLS", "MapProtocol", "ProtocolName", "get_protocol"]
+
+#: The map classes, in label-id order for every preset protocol (a custom :class:`MapProtocol` may name others).
+MAP_CLASSES: tuple[str, ...] = ("divider", "ped_crossing", "boundary")
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,8 @@ class MapProtocol:
         min_pred_points: predictions with fewer points are dropped (MapTR drops lines under 2 points).
 
     Examples:
+        >>> from drivemetrics.vectormap import PROTOCOLS
+        >>> from drivemetrics.vectormap import MapProtocol
         >>> maptr = PROTOCOLS["nuscenes-maptr"]
         >>> maptr.class_names, maptr.thresholds, maptr.num_samples, maptr.buffer_prefilter
         (('divider', 'ped_crossing', 'boundary'), (0.5, 1.0, 1.5), 100, 2.0)
@@ -71,10 +79,10 @@ class MapProtocol:
 ProtocolName = Literal["default", "nuscenes-maptr", "av2-cvpr23"]
 
 PROTOCOLS: dict[str, MapProtocol] = {
-    "default": MapProtocol(name="default", class_names=("divider", "ped_crossing", "boundary")),
+    "default": MapProtocol(name="default", class_names=MAP_CLASSES),
     "nuscenes-maptr": MapProtocol(
         name="nuscenes-maptr",
-        class_names=("divider", "ped_crossing", "boundary"),
+        class_names=MAP_CLASSES,
         resample="count",
         num_samples=100,
         buffer_prefilter=2.0,
@@ -85,7 +93,7 @@ PROTOCOLS: dict[str, MapProtocol] = {
     ),
     "av2-cvpr23": MapProtocol(
         name="av2-cvpr23",
-        class_names=("ped_crossing", "divider", "boundary"),
+        class_names=MAP_CLASSES,  # the challenge's files number them ped_crossing, divider, boundary (io.AV2_CLASSES)
         resample="spacing",
         spacing=0.3,
         fallback=False,
@@ -99,8 +107,9 @@ def get_protocol(protocol: ProtocolName | MapProtocol) -> MapProtocol:
     """The :class:`MapProtocol` named ``protocol`` (or ``protocol`` itself); ``ValueError`` naming the choices.
 
     Examples:
-        >>> get_protocol("av2-cvpr23").class_names
-        ('ped_crossing', 'divider', 'boundary')
+        >>> from drivemetrics.vectormap.protocol import get_protocol
+        >>> get_protocol("av2-cvpr23").class_names  # label ids: the same classes under every preset
+        ('divider', 'ped_crossing', 'boundary')
     """
     if isinstance(protocol, MapProtocol):
         return protocol

@@ -310,6 +310,8 @@ def vector_map_matches(
         ``num_targets (C,)`` GT counts per class.
 
     Examples:
+        >>> import torch
+        >>> from drivemetrics.functional import vector_map_matches
         >>> line = torch.tensor([[[[0.0, 0.0], [0.0, 10.0]]]])  # one frame, one line
         >>> preds = {"points": line + 0.7, "labels": torch.tensor([[0]]), "scores": torch.tensor([[0.9]])}
         >>> out = vector_map_matches(preds, {"points": line, "labels": torch.tensor([[0]])})
@@ -460,6 +462,8 @@ def vector_map_ap_from_matches(
         protocol skips classes without GT, whose AP is NaN), ``num_preds (C,)``, ``num_targets (C,)``; float64.
 
     Examples:
+        >>> from drivemetrics.functional import vector_map_ap_from_matches
+        >>> import torch
         >>> out = vector_map_ap_from_matches(torch.tensor([0.9, 0.8]), torch.tensor([0, 0]),
         ...                                  torch.tensor([[True], [False]]), torch.tensor([2, 0, 0]))
         >>> out["ap"].tolist()
@@ -519,6 +523,8 @@ def vector_map_ap(
         ``map`` (scalar), ``ap (C,)``, ``ap_per_threshold (C, T)``, ``num_preds (C,)``, ``num_targets (C,)``.
 
     Examples:
+        >>> import torch
+        >>> from drivemetrics.functional import vector_map_ap
         >>> line = torch.tensor([[[[0.0, 0.0], [0.0, 10.0]]]])
         >>> preds = {"points": line + 0.7, "labels": torch.tensor([[0]]), "scores": torch.tensor([[0.9]])}
         >>> out = vector_map_ap(preds, {"points": line, "labels": torch.tensor([[0]])}, protocol="nuscenes-maptr")

@@ -116,6 +116,9 @@ class KinematicBicycle:
     """Batched kinematic bicycle stepped one camera frame at a time (differentiable except at the limits).
 
     Examples:
+        >>> from drivemetrics.vehicle import KinematicBicycle
+        >>> from drivemetrics.vehicle import RAV4_2017
+        >>> import torch
         >>> model = KinematicBicycle(RAV4_2017)
         >>> state = model.initial_state(4)
         >>> state = model.step(state, torch.full((4,), 0.1), speed=torch.full((4,), 20.0))

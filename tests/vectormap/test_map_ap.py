@@ -276,3 +276,19 @@ def test_bad_per_frame_input_is_named():
         vector_map_ap(preds, [*target[:3], {**target[3], "labels": target[3]["labels"].float()}])
     with pytest.raises(ValueError, match="same frames"):
         vector_map_ap(preds[:3], target)
+
+
+def test_a_class_name_means_the_same_class_under_every_protocol():
+    """Issue 50: label ids follow MAP_CLASSES under every preset, so ``"divider"`` (label 0 in the example inputs)
+    scores the divider whatever the protocol: 0.6 m off, found at 1.0 and 1.5 m, not at 0.5 m -> AP 2/3."""
+    from drivemetrics.vectormap import PROTOCOLS, MapProtocol, VectorMapAveragePrecision, vector_map_example_inputs
+    from drivemetrics.vectormap.protocol import MAP_CLASSES
+
+    for name, protocol in PROTOCOLS.items():
+        # label id i is MAP_CLASSES[i] under every preset (a new class of a new benchmark goes at the end)
+        assert protocol.class_names == MAP_CLASSES[: len(protocol.class_names)], (name, protocol.class_names)
+        if "divider" in protocol.class_names:
+            value = VectorMapAveragePrecision("divider", protocol=name)(**vector_map_example_inputs())
+            assert value.item() == pytest.approx(2 / 3), name
+    with pytest.raises(ValueError, match="`class_name` must be one of"):
+        VectorMapAveragePrecision("divider", protocol=MapProtocol("lanes-only", ("lane",)))
