@@ -27,6 +27,8 @@ from drivemetrics.lane.road_center import (
     road_center_attack_loss,
 )
 from drivemetrics.lane.tusimple import tusimple_f1, tusimple_image_scores, tusimple_metrics
+from drivemetrics.lane3d.apollo import apollo3d_matches, apollo3d_resample, apollo3d_scores
+from drivemetrics.lane3d.once import once3d_iou, once3d_matches, once3d_mean_distance, once3d_scores
 from drivemetrics.lane3d.openlane import (
     openlane3d_gt_to_ground,
     openlane3d_lane_matches,
@@ -133,6 +135,13 @@ __all__ = [
     "lanegraph_apls",
     "map_chamfer_loss",
     "nearest_target",
+    "apollo3d_matches",
+    "apollo3d_resample",
+    "apollo3d_scores",
+    "once3d_iou",
+    "once3d_matches",
+    "once3d_mean_distance",
+    "once3d_scores",
     "openlane3d_gt_to_ground",
     "openlane3d_lane_matches",
     "openlane3d_matches",

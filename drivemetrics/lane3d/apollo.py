@@ -352,7 +352,7 @@ def apollo3d_scores(counts: Any, error_sums: Any, pair_counts: Any, *, compat: C
         >>> counts = np.array([[2, 2, 2, 2]] * 19)
         >>> out = apollo3d_scores(counts, np.full((19, 4), 0.4), np.full(19, 2))
         >>> round(out["ap"], 6), round(out["max_f"], 6), out["max_f_threshold"], out["x_error_close"]
-        (0.999999, 0.999999, 0.05, 0.2)
+        (1.0, 0.999999, 0.05, 0.2)
     """
     check_compat(compat)
     c = arrays.to_numpy(counts).astype(np.float64)
@@ -400,7 +400,7 @@ class Apollo3DMetrics(MetricFamily):
         >>> preds = {"points": (lane + torch.tensor([0.2, 0, 0.1]))[None, None], "scores": torch.tensor([[0.6]])}
         >>> out = Apollo3DMetrics()(preds, target)
         >>> {k: round(float(v), 4) for k, v in out.items()}  # doctest: +NORMALIZE_WHITESPACE
-        {'ap': 0.3947, 'max_f': 0.6667, 'max_f_threshold': 0.05, 'recall': 0.5, 'precision': 1.0,
+        {'ap': 0.7632, 'max_f': 0.6667, 'max_f_threshold': 0.05, 'recall': 0.5, 'precision': 1.0,
          'x_error_close': 0.2, 'x_error_far': 0.2, 'z_error_close': 0.1, 'z_error_far': 0.1}
     """
 
@@ -454,7 +454,7 @@ class Apollo3DAveragePrecision(ScalarMetric, Apollo3DMetrics):
 
     Examples:
         >>> Apollo3DAveragePrecision()(**drivemetrics.lane3d.apollo3d_example_inputs())
-        tensor(0.7369, dtype=torch.float64)
+        tensor(0.9211, dtype=torch.float64)
     """
 
     key = "ap"
@@ -466,7 +466,7 @@ class Apollo3DMaxFScore(ScalarMetric, Apollo3DMetrics):
 
     Examples:
         >>> Apollo3DMaxFScore()(**drivemetrics.lane3d.apollo3d_example_inputs())
-        tensor(0.8000, dtype=torch.float64)
+        tensor(1.0000, dtype=torch.float64)
     """
 
     key = "max_f"
