@@ -93,6 +93,9 @@ from drivemetrics.vectormap.map_ap import vector_map_ap, vector_map_ap_from_matc
 
 __all__ = [
     "apls",
+    "apollo3d_matches",
+    "apollo3d_resample",
+    "apollo3d_scores",
     "arc_length",
     "average_precision_11point",
     "average_precision_area",
@@ -135,9 +138,6 @@ __all__ = [
     "lanegraph_apls",
     "map_chamfer_loss",
     "nearest_target",
-    "apollo3d_matches",
-    "apollo3d_resample",
-    "apollo3d_scores",
     "once3d_iou",
     "once3d_matches",
     "once3d_mean_distance",

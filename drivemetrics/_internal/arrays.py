@@ -56,8 +56,8 @@ __all__ = [
     "sqrt",
     "stable_descending_order",
     "stack",
-    "transpose",
     "to_numpy",
+    "transpose",
     "where",
 ]
 

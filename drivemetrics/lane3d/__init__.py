@@ -1,5 +1,6 @@
-"""3D lanes (OpenLane, Apollo 3D Lane Synthetic, ONCE-3DLanes): F-score, recall, precision, category accuracy and x / z errors as OpenLane (v1) scores
-them, readers of its files and the ``openlane3d-eval`` command.
+"""3D lanes: OpenLane (v1) F-score, recall, precision, category accuracy and x / z errors; Apollo 3D Lane
+Synthetic AP, max F and x / z errors; ONCE-3DLanes F1, precision, recall and distance error; as their evaluators score
+them, readers of their files and the ``openlane3d-eval``, ``apollo3d-eval`` and ``once3d-eval`` commands.
 
 This package exports the Metric classes; the kernels (``openlane3d_matches``, ``openlane3d_resample``, ...) are in
 :mod:`drivemetrics.lane3d.openlane` and :mod:`drivemetrics.functional`, the readers in :mod:`drivemetrics.lane3d.io`,

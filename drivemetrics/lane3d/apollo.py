@@ -158,7 +158,7 @@ def apollo3d_resample(
             out_z = (kz[hi] - kz[lo]) / dy * offset + kz[lo]
         y_min = ky[np.minimum(start, idx.shape[0] - 1)][:, None]
         y_max = ky[np.clip(start + n - 1, 0, idx.shape[0] - 1)][:, None]
-        visible = (out_x >= -X_RANGE) & (out_x <= X_RANGE) & (Y_SAMPLES >= y_min) & (Y_SAMPLES <= y_max)
+        visible = (out_x >= -X_RANGE) & (out_x <= X_RANGE) & (y_min <= Y_SAMPLES) & (y_max >= Y_SAMPLES)
         visible &= lane_ok[:, None]
     return {"x": out_x, "z": out_z, "visible": visible, "kept": lane_ok}
 
@@ -237,8 +237,8 @@ def apollo3d_matches(
         >>> import numpy as np
         >>> from drivemetrics.lane3d.packed import pack_lane_lists
         >>> lane = np.array([[1.8, 3.0, 0.0], [1.8, 100.0, 0.0]])
-        >>> gt = pack_lane_lists([[lane, lane - [3.6, 0, 0]]], visibility=[[np.ones(2), np.ones(2)]])
-        >>> pred = pack_lane_lists([[lane + [0.2, 0, 0]]], scores=[[0.6]])
+        >>> gt = pack_lane_lists([[lane, lane - np.array([3.6, 0, 0])]], visibility=[[np.ones(2), np.ones(2)]])
+        >>> pred = pack_lane_lists([[lane + np.array([0.2, 0, 0])]], scores=[[0.6]])
         >>> out = apollo3d_matches(pred, gt, 1, thresholds=(0.5, 0.9))
         >>> out["counts"].tolist(), out["pair_errors"].round(3).tolist()
         ([[[1, 1, 2, 1], [0, 0, 2, 0]]], [[0.2, 0.2, 0.0, 0.0]])
@@ -407,6 +407,8 @@ class Apollo3DMetrics(MetricFamily):
     full_state_update = False
     is_differentiable = False
     higher_is_better = True
+    plot_lower_bound = 0.0
+    plot_upper_bound = 1.0
 
     def __init__(self, compat: Compat = "default", validate_args: bool = True, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -429,7 +431,9 @@ class Apollo3DMetrics(MetricFamily):
         if int(preds["points"].shape[0]) != frames:
             raise ValueError(f"`preds` has {int(preds['points'].shape[0])} frames, `target` {frames}")
         p = packed_from_padded(preds["points"], preds.get("lengths"), preds["scores"], name="preds")
-        g = packed_from_padded(target["points"], target.get("lengths"), visibility=target.get("visibility"), name="target")
+        g = packed_from_padded(
+            target["points"], target.get("lengths"), visibility=target.get("visibility"), name="target"
+        )
         if g.visibility is None:
             g = g._replace(visibility=np.ones(g.points.shape[0]))
         out = apollo3d_matches(p, g, frames, compat=self.compat, validate_args=self.validate_args)
@@ -439,7 +443,9 @@ class Apollo3DMetrics(MetricFamily):
         np.add.at(sums, out["pair_threshold"], out["pair_errors"])
         self.counts = self.counts + torch.as_tensor(out["counts"].sum(0), device=device)
         self.error_sums = self.error_sums + torch.as_tensor(sums, device=device)
-        self.pair_counts = self.pair_counts + torch.as_tensor(np.bincount(out["pair_threshold"], minlength=t), device=device)
+        self.pair_counts = self.pair_counts + torch.as_tensor(
+            np.bincount(out["pair_threshold"], minlength=t), device=device
+        )
 
     def compute(self) -> dict[str, Tensor]:
         scores = apollo3d_scores(self.counts, self.error_sums, self.pair_counts, compat=self.compat)
@@ -483,6 +489,7 @@ class Apollo3DXErrorClose(ScalarMetric, Apollo3DMetrics):
 
     key = "x_error_close"
     higher_is_better = False
+    plot_upper_bound = None
 
 
 class Apollo3DXErrorFar(ScalarMetric, Apollo3DMetrics):
@@ -496,6 +503,7 @@ class Apollo3DXErrorFar(ScalarMetric, Apollo3DMetrics):
 
     key = "x_error_far"
     higher_is_better = False
+    plot_upper_bound = None
 
 
 class Apollo3DZErrorClose(ScalarMetric, Apollo3DMetrics):
@@ -509,6 +517,7 @@ class Apollo3DZErrorClose(ScalarMetric, Apollo3DMetrics):
 
     key = "z_error_close"
     higher_is_better = False
+    plot_upper_bound = None
 
 
 class Apollo3DZErrorFar(ScalarMetric, Apollo3DMetrics):
@@ -522,3 +531,4 @@ class Apollo3DZErrorFar(ScalarMetric, Apollo3DMetrics):
 
     key = "z_error_far"
     higher_is_better = False
+    plot_upper_bound = None

@@ -114,7 +114,12 @@ def _apollo3d_eval(args: argparse.Namespace) -> int:
         check_output_path(args.json, input_files=[args.gt, args.pred], option="--json", is_folder=False)
     torch.set_num_threads(1)
     result = evaluate_apollo3d_files(
-        args.gt, args.pred, compat=args.compat, workers=args.workers, device=args.device, progress=progress_setting(args)
+        args.gt,
+        args.pred,
+        compat=args.compat,
+        workers=args.workers,
+        device=args.device,
+        progress=progress_setting(args),
     )
     if not current_shard().is_main:
         return 0
@@ -123,9 +128,14 @@ def _apollo3d_eval(args: argparse.Namespace) -> int:
     print("Metrics: AP, F-score, x error (close), x error (far), z error (close), z error (far)")
     for label, prefix, f_key in (("Laneline", "", "F_score"), ("Centerline", "centerline_", "centerline_F")):
         ap = m["laneline_AP"] if not prefix else m["centerline_AP"]
-        values = [ap, m[f_key]] + [m[prefix + k] for k in ("x_error_close", "x_error_far", "z_error_close", "z_error_far")]
+        values = [ap, m[f_key]] + [
+            m[prefix + k] for k in ("x_error_close", "x_error_far", "z_error_close", "z_error_far")
+        ]
         print(f"{label + ':':<12}" + " ".join(_nan(v) for v in values))
-    print(f"max-F probability threshold {m['max_F_prob_th']:.2f}: recall {m['recall']:.6f}, precision {m['precision']:.6f}")
+    print(
+        f"max-F probability threshold {m['max_F_prob_th']:.2f}: "
+        f"recall {m['recall']:.6f}, precision {m['precision']:.6f}"
+    )
     if args.json:
         atomic_write_text(args.json, json.dumps({"compat": args.compat, **result}, indent=1) + "\n")
     return 0
@@ -166,7 +176,12 @@ def _once3d_eval(args: argparse.Namespace) -> int:
         check_output_path(args.json, input_files=[args.gt, args.pred], option="--json", is_folder=False)
     torch.set_num_threads(1)
     result = evaluate_once3d_files(
-        args.gt, args.pred, compat=args.compat, workers=args.workers, device=args.device, progress=progress_setting(args)
+        args.gt,
+        args.pred,
+        compat=args.compat,
+        workers=args.workers,
+        device=args.device,
+        progress=progress_setting(args),
     )
     if not current_shard().is_main:
         return 0

@@ -428,9 +428,13 @@ def _gather_rows(mine: Sequence[int], fixed: dict[str, np.ndarray], ragged: dict
     shard = current_shard()
     if shard.world == 1:
         return fixed, ragged
-    fields = {k: RaggedRows(torch.from_numpy(v.reshape(len(mine), -1)), torch.ones(len(mine), dtype=torch.int64))
-              for k, v in fixed.items()}
-    fields.update({k: RaggedRows(torch.from_numpy(rows), torch.from_numpy(lengths)) for k, (rows, lengths) in ragged.items()})
+    fields = {
+        k: RaggedRows(torch.from_numpy(v.reshape(len(mine), -1)), torch.ones(len(mine), dtype=torch.int64))
+        for k, v in fixed.items()
+    }
+    fields.update(
+        {k: RaggedRows(torch.from_numpy(rows), torch.from_numpy(lengths)) for k, (rows, lengths) in ragged.items()}
+    )
     frames = shard.gather_frames(list(mine), **fields)
     out_fixed = {k: frames.fields[k].rows.numpy().reshape(-1, *v.shape[1:]) for k, v in fixed.items()}
     out_ragged = {k: (frames.fields[k].rows.numpy(), frames.fields[k].lengths.numpy()) for k in ragged}
@@ -495,7 +499,9 @@ def evaluate_apollo3d_files(
     reference = check_compat(compat)
     gt = read_apollo_gt(gt_file)
     preds = read_apollo_pred(pred_file)
-    gt_lines = sum(1 for line in Path(gt_file).read_text(encoding="utf-8", errors="replace").split("\n") if line.strip())
+    gt_lines = sum(
+        1 for line in Path(gt_file).read_text(encoding="utf-8", errors="replace").split("\n") if line.strip()
+    )
     if reference and gt_lines != len(preds):
         raise ValueError(
             f"{pred_file}: {len(preds)} prediction lines for {gt_lines} GT lines; the official evaluator stops "
@@ -511,7 +517,11 @@ def evaluate_apollo3d_files(
     shard = current_shard()
     mine = shard.indices(len(preds))
     jobs = [
-        ([gt[names[i]] for i in mine[s : s + SCORED_CHUNK_FRAMES]], [preds[i] for i in mine[s : s + SCORED_CHUNK_FRAMES]], compat)
+        (
+            [gt[names[i]] for i in mine[s : s + SCORED_CHUNK_FRAMES]],
+            [preds[i] for i in mine[s : s + SCORED_CHUNK_FRAMES]],
+            compat,
+        )
         for s in range(0, len(mine), SCORED_CHUNK_FRAMES)
     ]
     workers = check_workers_or_auto(workers)
@@ -526,7 +536,9 @@ def evaluate_apollo3d_files(
         return np.concatenate([p[key] for p in parts]) if parts else np.zeros(shape, dtype)
 
     fixed = {f"counts{k}": cat(f"counts{k}", (0, t, 4), np.int64) for k in (0, 1)}
-    ragged = {f"pairs{k}": (cat(f"pairs{k}", (0, 5), np.float64), cat(f"pair_lengths{k}", (0,), np.int64)) for k in (0, 1)}
+    ragged = {
+        f"pairs{k}": (cat(f"pairs{k}", (0, 5), np.float64), cat(f"pair_lengths{k}", (0,), np.int64)) for k in (0, 1)
+    }
     fixed, ragged = _gather_rows(mine, fixed, ragged)
     sums = {}
     for k in (0, 1):
@@ -546,7 +558,7 @@ def evaluate_apollo3d_files(
         "recall": lane["recall"],
         "precision": lane["precision"],
     }
-    for k, name in enumerate(ERROR_NAMES):
+    for name in ERROR_NAMES:
         metrics[name] = lane[name]
     metrics.update(
         centerline_AP=center["ap"],

@@ -37,12 +37,12 @@ from drivemetrics.lane3d.munkres import munkres_assignment
 from drivemetrics.lane3d.packed import PackedLanes, check_packed, packed_from_padded
 
 __all__ = [
+    "ONCE_THRESHOLDS",
     "ONCE3DDistanceError",
     "ONCE3DF1Score",
     "ONCE3DMetrics",
     "ONCE3DPrecision",
     "ONCE3DRecall",
-    "ONCE_THRESHOLDS",
     "once3d_iou",
     "once3d_matches",
     "once3d_mean_distance",
@@ -103,7 +103,7 @@ def once3d_iou(gt: list[np.ndarray], preds: list[np.ndarray], *, compat: Compat 
         >>> import numpy as np
         >>> z = np.arange(5.0, 41.0)
         >>> lane = np.stack([np.full_like(z, 1.0), np.full_like(z, 1.6), z], 1)
-        >>> shifted = lane + [0.5, 0.0, 0.0]
+        >>> shifted = lane + np.array([0.5, 0.0, 0.0])
         >>> once3d_iou([lane], [lane, shifted], compat="reference").round(4).tolist()
         [[1.0, 0.4898]]
     """
@@ -129,8 +129,7 @@ def once3d_iou(gt: list[np.ndarray], preds: list[np.ndarray], *, compat: Compat 
     inter = (gm @ pm.T).astype(np.float64)  # exact: counts below 2**24
     union = ga[:, None] + pa[None, :] - inter
     with np.errstate(invalid="ignore", divide="ignore"):
-        iou = np.where(union > 0, inter / np.where(union > 0, union, 1.0), 0.0)
-    return iou
+        return np.where(union > 0, inter / np.where(union > 0, union, 1.0), 0.0)
 
 
 def _lane_samples(lane: np.ndarray, dims: int) -> np.ndarray:
@@ -246,8 +245,8 @@ def once3d_matches(
         >>> from drivemetrics.lane3d.packed import pack_lane_lists
         >>> z = np.arange(3.0, 41.0)
         >>> lane = np.stack([np.full_like(z, 1.8), np.full_like(z, 1.6), z], 1)
-        >>> gt = pack_lane_lists([[lane, lane - [3.6, 0, 0]]])
-        >>> pred = pack_lane_lists([[lane + [0.1, 0, 0]]], scores=[[0.9]])
+        >>> gt = pack_lane_lists([[lane, lane - np.array([3.6, 0, 0])]])
+        >>> pred = pack_lane_lists([[lane + np.array([0.1, 0, 0])]], scores=[[0.9]])
         >>> out = once3d_matches(pred, gt, 1, thresholds=(0.5, 0.95))
         >>> out["counts"].tolist(), out["distance_sum"].round(6).tolist()
         ([[[2, 1, 1], [2, 0, 0]]], [[0.1, 0.0]])
@@ -374,6 +373,8 @@ class ONCE3DMetrics(MetricFamily):
     full_state_update = False
     is_differentiable = False
     higher_is_better = True
+    plot_lower_bound = 0.0
+    plot_upper_bound = 1.0
 
     def __init__(
         self, score_threshold: float = 0.95, compat: Compat = "default", validate_args: bool = True, **kwargs: Any
@@ -409,11 +410,11 @@ class ONCE3DMetrics(MetricFamily):
         scores = once3d_scores(self.counts, self.distance_sum, compat=self.compat)
         device = self.counts.device
         out = {}
-        for key, name in (("f1", "F1"), ("precision", "precision"), ("recall", "recall")):
+        names = (("f1", "F1"), ("precision", "precision"), ("recall", "recall"), ("distance_error", "distance_error"))
+        for key, name in names:
             out[key] = torch.tensor(scores[name][self.index], dtype=torch.float64, device=device)
-        out["distance_error"] = torch.tensor(scores["distance_error"][self.index], dtype=torch.float64, device=device)
-        for key, name in (("f1", "F1"), ("precision", "precision"), ("recall", "recall"), ("distance_error", None)):
-            out[f"{key}_table"] = torch.as_tensor(scores[name or key], dtype=torch.float64, device=device)
+        for key, name in names:
+            out[f"{key}_table"] = torch.as_tensor(scores[name], dtype=torch.float64, device=device)
         return out
 
 
@@ -462,3 +463,4 @@ class ONCE3DDistanceError(ScalarMetric, ONCE3DMetrics):
 
     key = "distance_error"
     higher_is_better = False
+    plot_upper_bound = None
