@@ -511,6 +511,82 @@ def _check_openlane3d(compat: str) -> Callable[[Path, Path, str], None]:
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# Apollo 3D Lane Synthetic and ONCE-3DLanes
+
+
+def _apollo3d_argv(compat: str) -> Callable[[Path, Path], list[str]]:
+    def argv(fx: Path, tmp: Path) -> list[str]:
+        cases = fx / "apollo3d" / "cases"
+        paths = ["--gt", str(cases / "test.json"), "--pred", str(cases / "test_pred_file.json")]
+        return [*paths, "--compat", compat, "--json", str(tmp / "out.json")]
+
+    return argv
+
+
+def _check_apollo3d(compat: str) -> Callable[[Path, Path, str], None]:
+    def check(fx: Path, tmp: Path, stdout: str) -> None:
+        got = _json(tmp / "out.json")
+        expected = _json(fx / "apollo3d" / "expected.json")
+        want = {f["raw_file"]: f for f in expected["per_frame"]}
+        if compat == "reference":  # eval_3D_lane.py's numbers and per-frame counts at every threshold
+            for key, value in expected["metrics"].items():
+                _same(got["metrics"][key], value, 1e-6, key)
+            for frame in got["per_frame"]:
+                assert frame["laneline_per_threshold"] == want[frame["raw_file"]]["laneline_per_threshold"]
+                assert frame["centerline_per_threshold"] == want[frame["raw_file"]]["centerline_per_threshold"]
+            assert "Laneline:" in stdout
+            return
+        # default: predictions pruned in step with the GT (never more than the tool counts), every perfect frame
+        # a perfect score, and the pruning changes the pooled numbers
+        cases = {f["raw_file"]: f["case"] for f in _json(fx / "apollo3d" / "cases" / "manifest.json")["frames"]}
+        for frame in got["per_frame"]:
+            rows, ref = frame["laneline_per_threshold"], want[frame["raw_file"]]["laneline_per_threshold"]
+            assert all(r[3] <= e[3] for r, e in zip(rows, ref, strict=True))
+            if cases[frame["raw_file"]] == "perfect":
+                assert all(r[0] == r[1] == r[2] == r[3] for r in rows)
+        assert got["metrics"]["laneline_AP"] > expected["metrics"]["laneline_AP"] + 0.01
+
+    return check
+
+
+def _once3d_argv(compat: str) -> Callable[[Path, Path], list[str]]:
+    def argv(fx: Path, tmp: Path) -> list[str]:
+        cases = fx / "once3d" / "cases"
+        paths = ["--gt", str(cases / "gt"), "--pred", str(cases / "pred")]
+        return [*paths, "--compat", compat, "--json", str(tmp / "out.json")]
+
+    return argv
+
+
+def _check_once3d(compat: str) -> Callable[[Path, Path, str], None]:
+    def check(fx: Path, tmp: Path, stdout: str) -> None:
+        got = _json(tmp / "out.json")
+        expected = _json(fx / "once3d" / "expected.json")
+        if compat == "reference":  # the table, its counts and every frame's TP (munkres 1.1.4's tie choices)
+            for row, e in zip(got["table"], expected["table"], strict=True):
+                for key in ("F1", "precision", "recall", "distance_error"):
+                    _same(row[key], e[key], 1e-6, key)
+                assert (row["gt_all"], row["pred_all"], row["tp_all"]) == (e["gt_all"], e["pred_all"], e["tp_all"])
+            want = {f["file"]: f["tp"] for f in expected["per_frame"]}
+            assert {f["file"]: f["tp"] for f in got["per_frame"]} == want
+            return
+        # default: same lanes counted, and the disjoint-depth lane (a TP for the tool) is no TP in 3D
+        for row, e in zip(got["table"], expected["table"], strict=True):
+            assert (row["gt_all"], row["pred_all"]) == (e["gt_all"], e["pred_all"])
+        frames = _json(fx / "once3d" / "cases" / "manifest.json")["frames"]
+        special = [
+            f"{f['sequence']}/cam01/{f['timestamp']}.json" for f in frames if f["case"] == "disjoint_depth_same_lateral"
+        ]
+        tp = {f["file"]: f["tp"] for f in got["per_frame"]}
+        want = {f["file"]: f["tp"] for f in expected["per_frame"]}
+        for name in special:
+            assert max(want[name]) >= 1
+            assert max(tp[name]) == 0
+
+    return check
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # the matrix
 
 ROWS: dict[str, Row] = {
@@ -685,6 +761,18 @@ ROWS: dict[str, Row] = {
         "default",
         _openlanev2_argv("lanesegment", "default"),
         _check_openlanev2("lanesegment", "default"),
+    ),
+    "apollo3d-eval/apollo3d/reference": Row(
+        "apollo3d-eval", "apollo3d", "reference", _apollo3d_argv("reference"), _check_apollo3d("reference")
+    ),
+    "apollo3d-eval/apollo3d/default": Row(
+        "apollo3d-eval", "apollo3d", "default", _apollo3d_argv("default"), _check_apollo3d("default")
+    ),
+    "once3d-eval/once3d/reference": Row(
+        "once3d-eval", "once3d", "reference", _once3d_argv("reference"), _check_once3d("reference")
+    ),
+    "once3d-eval/once3d/default": Row(
+        "once3d-eval", "once3d", "default", _once3d_argv("default"), _check_once3d("default")
     ),
     "openlane3d-eval/openlane3d/reference": Row(
         "openlane3d-eval", "openlane3d", "reference", _openlane3d_argv("reference"), _check_openlane3d("reference")
