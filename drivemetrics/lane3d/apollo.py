@@ -18,14 +18,15 @@ the errors are taken at the first threshold of maximal F.
 (45c6cc4): GT points kept where visible, a GT lane kept when its first point (file order) lies before y = 102 m
 and its last after 3 m, GT points pruned to 0 < y < 200 and -30 < x < 30; predictions not filtered at all (one of
 fewer than 2 points raises, as the tool stops); 1.5 m charged wherever either lane is invisible, also where both
-are; the cost truncated to an int for the min-cost flow. The default mode (docs page "3D lanes"):
+are (kept in the default mode: every pair is costed over the same 100 samples); the cost truncated to an int for
+the min-cost flow. The default mode (docs page "3D lanes"):
 
 - predictions are pruned in step with the GT (range test, 0 < y < 200, -30 < x < 30, 2 points): a prediction
   wholly outside the evaluated area no longer counts as a false positive, and a 1-point prediction is dropped
   instead of stopping the run;
-- the cost is the float sum, 1.5 m per sample only *one* lane shows (the tool also charges the samples neither shows,
-  so a short lane pair costs more than a long one), and pairs of cost >= 150 are gated before the assignment
-  (the tool assigns first and drops them after, so an impossible pair can take a GT lane from a valid match);
+- the cost is the float sum (the tool truncates it to an int for OR-Tools' min-cost flow, which ties or reorders
+  pairs closer than 1 m over 100 samples), and pairs of cost >= 150 are gated before the assignment (the tool
+  assigns first and drops them after, so an impossible pair can take a GT lane from a valid match);
 - the GT range test reads the lane's lowest and highest y (the tool drops a lane listed far to near).
 """
 
@@ -173,14 +174,9 @@ def _pair_terms(
         dx = np.abs(g["x"][gi] - p["x"][pj])
         dz = np.abs(g["z"][gi] - p["z"][pj])
         dist = np.sqrt(dx**2 + dz**2)
-        if reference:  # 1.5 wherever either lane is invisible, also where both are
-            dist[~both] = DIST_THRESHOLD
-            cost = np.sum(dist, axis=1)
-            num_match = np.sum(dist < DIST_THRESHOLD, axis=1)
-        else:  # 1.5 where exactly one lane is visible, 0 where neither is
-            dist = np.where(both, dist, np.where(gv | pv, DIST_THRESHOLD, 0.0))
-            cost = np.sum(dist, axis=1)
-            num_match = np.sum(both & (dist < DIST_THRESHOLD), axis=1)
+        dist[~both] = DIST_THRESHOLD  # 1.5 wherever either lane is invisible: every pair is costed over 100 samples
+        cost = np.sum(dist, axis=1)
+        num_match = np.sum(dist < DIST_THRESHOLD, axis=1)
         errors = np.empty((gi.shape[0], 4))
         k = 0
         for values in (dx, dz):
