@@ -207,8 +207,8 @@ def _assign(cost: np.ndarray, allowed: np.ndarray | None) -> tuple[np.ndarray, n
 def apollo3d_matches(
     preds: PackedLanes,
     target: PackedLanes,
-    frames: int,
     *,
+    frames: int,
     thresholds: tuple[float, ...] = APOLLO_THRESHOLDS,
     compat: Compat = "default",
     validate_args: bool = True,
@@ -235,7 +235,7 @@ def apollo3d_matches(
         >>> lane = np.array([[1.8, 3.0, 0.0], [1.8, 100.0, 0.0]])
         >>> gt = pack_lane_lists([[lane, lane - np.array([3.6, 0, 0])]], visibility=[[np.ones(2), np.ones(2)]])
         >>> pred = pack_lane_lists([[lane + np.array([0.2, 0, 0])]], scores=[[0.6]])
-        >>> out = apollo3d_matches(pred, gt, 1, thresholds=(0.5, 0.9))
+        >>> out = apollo3d_matches(pred, gt, frames=1, thresholds=(0.5, 0.9))
         >>> out["counts"].tolist(), out["pair_errors"].round(3).tolist()
         ([[[1, 1, 2, 1], [0, 0, 2, 0]]], [[0.2, 0.2, 0.0, 0.0]])
     """
@@ -432,7 +432,7 @@ class Apollo3DMetrics(MetricFamily):
         )
         if g.visibility is None:
             g = g._replace(visibility=np.ones(g.points.shape[0]))
-        out = apollo3d_matches(p, g, frames, compat=self.compat, validate_args=self.validate_args)
+        out = apollo3d_matches(p, g, frames=frames, compat=self.compat, validate_args=self.validate_args)
         t = len(APOLLO_THRESHOLDS)
         device = self.counts.device
         sums = np.zeros((t, 4))

@@ -450,7 +450,7 @@ def _score_apollo_chunk(job: tuple[list[Any], list[Any], str]) -> dict[str, np.n
     for kind in (0, 1):
         g = pack_lane_lists([f[kind].points for f in gts], visibility=[f[kind].visibility for f in gts])
         p = pack_lane_lists([f[kind].points for f in preds], scores=[f[kind].scores for f in preds])
-        res = apollo3d_matches(p, g, len(preds), compat=compat)  # type: ignore[arg-type]
+        res = apollo3d_matches(p, g, frames=len(preds), compat=compat)  # type: ignore[arg-type]
         out[f"counts{kind}"] = res["counts"]
         rows = np.concatenate([res["pair_threshold"][:, None].astype(np.float64), res["pair_errors"]], 1)
         out[f"pairs{kind}"] = rows
@@ -493,7 +493,7 @@ def evaluate_apollo3d_files(
         >>> round(out["metrics"]["F_score"], 6), round(out["metrics"]["x_error_close"], 6)
         (0.999999, 0.1)
     """
-    from drivemetrics.lane3d.apollo import APOLLO_THRESHOLDS, ERROR_NAMES, apollo3d_scores
+    from drivemetrics.lane3d.apollo import APOLLO_THRESHOLDS
     from drivemetrics.lane3d.io import ScoredLanesFrame, read_apollo_gt, read_apollo_pred
 
     reference = check_compat(compat)
@@ -540,6 +540,17 @@ def evaluate_apollo3d_files(
         f"pairs{k}": (cat(f"pairs{k}", (0, 5), np.float64), cat(f"pair_lengths{k}", (0,), np.int64)) for k in (0, 1)
     }
     fixed, ragged = _gather_rows(mine, fixed, ragged)
+    return _apollo_report(names, fixed, ragged, compat)
+
+
+def _apollo_report(
+    names: list[str], fixed: dict[str, np.ndarray], ragged: dict[str, tuple[np.ndarray, np.ndarray]], compat: Compat
+) -> dict[str, Any]:
+    """The result dict of :func:`evaluate_apollo3d_files` from the per-frame counts and per-pair rows
+    ``[threshold, 4 errors]`` of lane lines (0) and centre lines (1)."""
+    from drivemetrics.lane3d.apollo import APOLLO_THRESHOLDS, ERROR_NAMES, apollo3d_scores
+
+    t = len(APOLLO_THRESHOLDS)
     sums = {}
     for k in (0, 1):
         rows = ragged[f"pairs{k}"][0]
@@ -581,9 +592,8 @@ def evaluate_apollo3d_files(
         "centerline_P": center["precision_curve"].tolist(),
     }
     per_frame = []
-    order = [names[j] for j in sorted(range(len(names)), key=lambda j: j)]
     starts = {k: np.cumsum(ragged[f"pairs{k}"][1]) - ragged[f"pairs{k}"][1] for k in (0, 1)}
-    for f, name in enumerate(order):
+    for f, name in enumerate(names):
         row: dict[str, Any] = {"raw_file": name}
         for k, label in ((0, "laneline"), (1, "centerline")):
             counts = fixed[f"counts{k}"][f]
@@ -618,7 +628,7 @@ def _score_once_chunk(job: tuple[list[str], str, str, str]) -> dict[str, Any]:
     g = pack_lane_lists([f.points for f in gts])
     p = pack_lane_lists([f.points for f in preds], scores=[f.scores for f in preds])
     try:
-        out = once3d_matches(p, g, len(names), compat=compat)  # type: ignore[arg-type]
+        out = once3d_matches(p, g, frames=len(names), compat=compat)  # type: ignore[arg-type]
     except ValueError as error:  # name the file: reference mode, a prediction of fewer than 2 points
         frame = int(str(error).split("(frame ")[1].split(")")[0]) if "(frame " in str(error) else 0
         raise ValueError(f"{Path(pred_dir) / names[frame]}: {error}") from None

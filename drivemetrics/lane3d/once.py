@@ -219,8 +219,8 @@ def _frame_lanes(lanes: PackedLanes, starts: np.ndarray, frame: int, first: np.n
 def once3d_matches(
     preds: PackedLanes,
     target: PackedLanes,
-    frames: int,
     *,
+    frames: int,
     thresholds: tuple[float, ...] = ONCE_THRESHOLDS,
     compat: Compat = "default",
     validate_args: bool = True,
@@ -247,7 +247,7 @@ def once3d_matches(
         >>> lane = np.stack([np.full_like(z, 1.8), np.full_like(z, 1.6), z], 1)
         >>> gt = pack_lane_lists([[lane, lane - np.array([3.6, 0, 0])]])
         >>> pred = pack_lane_lists([[lane + np.array([0.1, 0, 0])]], scores=[[0.9]])
-        >>> out = once3d_matches(pred, gt, 1, thresholds=(0.5, 0.95))
+        >>> out = once3d_matches(pred, gt, frames=1, thresholds=(0.5, 0.95))
         >>> out["counts"].tolist(), out["distance_sum"].round(6).tolist()
         ([[[2, 1, 1], [2, 0, 0]]], [[0.1, 0.0]])
     """
@@ -402,7 +402,7 @@ class ONCE3DMetrics(MetricFamily):
             raise ValueError(f"`preds` has {int(preds['points'].shape[0])} frames, `target` {frames}")
         p = packed_from_padded(preds["points"], preds.get("lengths"), preds["scores"], name="preds")
         g = packed_from_padded(target["points"], target.get("lengths"), name="target")
-        out = once3d_matches(p, g, frames, compat=self.compat, validate_args=self.validate_args)
+        out = once3d_matches(p, g, frames=frames, compat=self.compat, validate_args=self.validate_args)
         self.counts = self.counts + torch.as_tensor(out["counts"].sum(0), device=self.counts.device)
         self.distance_sum = self.distance_sum + torch.as_tensor(out["distance_sum"].sum(0), device=self.counts.device)
 

@@ -21,7 +21,7 @@ def _lane(x, y0=3.0, y1=100.0, step=1.0, z=0.0):
 def _frame(gt, preds, probs, compat="reference"):
     g = pack_lane_lists([gt], visibility=[[np.ones(len(lane)) for lane in gt]])
     p = pack_lane_lists([preds], scores=[probs])
-    out = apollo3d_matches(p, g, 1, compat=compat)
+    out = apollo3d_matches(p, g, frames=1, compat=compat)
     t = out["counts"].shape[1]
     sums = np.zeros((t, 4))
     np.add.at(sums, out["pair_threshold"], out["pair_errors"])
@@ -123,10 +123,10 @@ def test_batched_equals_one_by_one_and_a_numpy_loop():
     for compat in ("reference", "default"):
         g = pack_lane_lists(frames_gt, visibility=[[np.ones(len(lane)) for lane in f] for f in frames_gt])
         p = pack_lane_lists(frames_pred, scores=probs)
-        batched = apollo3d_matches(p, g, 6, compat=compat)["counts"]
+        batched = apollo3d_matches(p, g, frames=6, compat=compat)["counts"]
         for f in range(6):
             gf = pack_lane_lists([frames_gt[f]], visibility=[[np.ones(len(lane)) for lane in frames_gt[f]]])
-            one = apollo3d_matches(pack_lane_lists([frames_pred[f]], scores=[probs[f]]), gf, 1, compat=compat)
+            one = apollo3d_matches(pack_lane_lists([frames_pred[f]], scores=[probs[f]]), gf, frames=1, compat=compat)
             assert (one["counts"][0] == batched[f]).all()
 
 

@@ -93,12 +93,12 @@ def test_kept_scores_and_iou0_pair_probes(fixtures_dir):
     thresholds = tuple(s * 0.01 for s in range(10, 100, 5))
     for score, key in ((0.35, "kept_score_0.35_at_35"), (0.5, "kept_score_0.5_at_50"), (0.95, "kept_score_0.95_at_95")):
         out = once3d_matches(
-            pack_lane_lists([[lane]], scores=[[score]]), pack_lane_lists([[lane]]), 1, compat="reference"
+            pack_lane_lists([[lane]], scores=[[score]]), pack_lane_lists([[lane]]), frames=1, compat="reference"
         )
         assert out["counts"][0, thresholds.index(min(thresholds, key=lambda t: abs(t - score))), 1] == probes[key]
     beyond = _line(z0=12, z1=40)
     out = once3d_matches(
-        pack_lane_lists([[beyond]], scores=[[0.9]]), pack_lane_lists([[beyond]]), 1, compat="reference"
+        pack_lane_lists([[beyond]], scores=[[0.9]]), pack_lane_lists([[beyond]]), frames=1, compat="reference"
     )
     want = probes["eval_iou0_pair_is_tp"]
     assert out["counts"][0, :, 2].tolist() == want[2]
@@ -107,16 +107,16 @@ def test_kept_scores_and_iou0_pair_probes(fixtures_dir):
 def test_default_measures_depth_and_reference_does_not():
     near, far = _line(z0=5, z1=20), _line(z0=30, z1=50)
     gt, pred = pack_lane_lists([[near]]), pack_lane_lists([[far]], scores=[[0.99]])
-    assert once3d_matches(pred, gt, 1, compat="reference")["counts"][0, -1, 2] == 1  # the official rule: a TP
-    assert once3d_matches(pred, gt, 1)["counts"][0, -1, 2] == 0
+    assert once3d_matches(pred, gt, frames=1, compat="reference")["counts"][0, -1, 2] == 1  # the official rule: a TP
+    assert once3d_matches(pred, gt, frames=1)["counts"][0, -1, 2] == 0
 
 
 def test_one_point_prediction():
     gt = pack_lane_lists([[_line()]])
     pred = pack_lane_lists([[_line(), np.array([[1.0, 1.6, 5.0]])]], scores=[[0.9, 0.9]])
     with pytest.raises(ValueError, match="fewer than 2 points"):
-        once3d_matches(pred, gt, 1, compat="reference")
-    out = once3d_matches(pred, gt, 1)
+        once3d_matches(pred, gt, frames=1, compat="reference")
+    out = once3d_matches(pred, gt, frames=1)
     assert out["counts"][0, 0].tolist() == [1, 2, 1]
 
 
@@ -129,10 +129,10 @@ def test_batched_equals_one_by_one():
         preds.append([_line(x + rng.normal(0, 0.3)) for x in xs] + [_line(rng.uniform(-6, 6))])
         scores.append(rng.uniform(0, 1, len(preds[-1])).tolist())
     for compat in ("reference", "default"):
-        batched = once3d_matches(pack_lane_lists(preds, scores=scores), pack_lane_lists(gts), 5, compat=compat)
+        batched = once3d_matches(pack_lane_lists(preds, scores=scores), pack_lane_lists(gts), frames=5, compat=compat)
         for f in range(5):
             one = once3d_matches(
-                pack_lane_lists([preds[f]], scores=[scores[f]]), pack_lane_lists([gts[f]]), 1, compat=compat
+                pack_lane_lists([preds[f]], scores=[scores[f]]), pack_lane_lists([gts[f]]), frames=1, compat=compat
             )
             assert (one["counts"][0] == batched["counts"][f]).all()
             assert np.allclose(one["distance_sum"][0], batched["distance_sum"][f])
