@@ -37,6 +37,18 @@ from drivemetrics.lane.tusimple import TuSimpleF1Score as TuSimpleF1Score
 from drivemetrics.lane.tusimple import TuSimpleFalseNegatives as TuSimpleFalseNegatives
 from drivemetrics.lane.tusimple import TuSimpleFalsePositives as TuSimpleFalsePositives
 from drivemetrics.lane.tusimple import TuSimpleMetrics as TuSimpleMetrics
+from drivemetrics.lane3d.apollo import Apollo3DAveragePrecision as Apollo3DAveragePrecision
+from drivemetrics.lane3d.apollo import Apollo3DMaxFScore as Apollo3DMaxFScore
+from drivemetrics.lane3d.apollo import Apollo3DMetrics as Apollo3DMetrics
+from drivemetrics.lane3d.apollo import Apollo3DXErrorClose as Apollo3DXErrorClose
+from drivemetrics.lane3d.apollo import Apollo3DXErrorFar as Apollo3DXErrorFar
+from drivemetrics.lane3d.apollo import Apollo3DZErrorClose as Apollo3DZErrorClose
+from drivemetrics.lane3d.apollo import Apollo3DZErrorFar as Apollo3DZErrorFar
+from drivemetrics.lane3d.once import ONCE3DDistanceError as ONCE3DDistanceError
+from drivemetrics.lane3d.once import ONCE3DF1Score as ONCE3DF1Score
+from drivemetrics.lane3d.once import ONCE3DMetrics as ONCE3DMetrics
+from drivemetrics.lane3d.once import ONCE3DPrecision as ONCE3DPrecision
+from drivemetrics.lane3d.once import ONCE3DRecall as ONCE3DRecall
 from drivemetrics.lane3d.openlane import OpenLane3DCategoryAccuracy as OpenLane3DCategoryAccuracy
 from drivemetrics.lane3d.openlane import OpenLane3DFScore as OpenLane3DFScore
 from drivemetrics.lane3d.openlane import OpenLane3DMetrics as OpenLane3DMetrics
@@ -114,6 +126,13 @@ __all__ = [
     "PSLD",
     "APLSMetrics",
     "APLSScore",
+    "Apollo3DAveragePrecision",
+    "Apollo3DMaxFScore",
+    "Apollo3DMetrics",
+    "Apollo3DXErrorClose",
+    "Apollo3DXErrorFar",
+    "Apollo3DZErrorClose",
+    "Apollo3DZErrorFar",
     "CCQCompleteness",
     "CCQCorrectness",
     "CCQMetrics",
@@ -155,6 +174,11 @@ __all__ = [
     "LlamasPrecision",
     "LlamasRecall",
     "MapChamferLoss",
+    "ONCE3DDistanceError",
+    "ONCE3DF1Score",
+    "ONCE3DMetrics",
+    "ONCE3DPrecision",
+    "ONCE3DRecall",
     "OpenLane3DCategoryAccuracy",
     "OpenLane3DFScore",
     "OpenLane3DMetrics",

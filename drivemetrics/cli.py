@@ -78,6 +78,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "drivemetrics.lane3d.cli",
         "OpenLane (v1) 3D lanes: F-score, category accuracy, x / z errors (--compat reference: eval_3D_lane.py)",
     ),
+    "apollo3d-eval": (
+        "drivemetrics.lane3d.cli",
+        "Apollo 3D Lane Synthetic: AP, max F, x / z errors (--compat reference: Gen-LaneNet eval_3D_lane.py)",
+    ),
+    "once3d-eval": (
+        "drivemetrics.lane3d.cli",
+        "ONCE-3DLanes: F1, precision, recall, distance error per score threshold (--compat reference: eval_utils.py)",
+    ),
     "graph-sensitivity": (
         "drivemetrics.roadnet.cli",
         "perturb a road network and plot how each graph metric responds",

@@ -29,6 +29,8 @@ from drivemetrics.lane.road_center import (
     road_center_attack_loss,
 )
 from drivemetrics.lane.tusimple import tusimple_f1, tusimple_image_scores, tusimple_metrics
+from drivemetrics.lane3d.apollo import apollo3d_matches, apollo3d_resample, apollo3d_scores
+from drivemetrics.lane3d.once import once3d_iou, once3d_matches, once3d_mean_distance, once3d_scores
 from drivemetrics.lane3d.openlane import (
     openlane3d_gt_to_ground,
     openlane3d_lane_matches,
@@ -93,6 +95,9 @@ from drivemetrics.vectormap.map_ap import vector_map_ap, vector_map_ap_from_matc
 
 __all__ = [
     "apls",
+    "apollo3d_matches",
+    "apollo3d_resample",
+    "apollo3d_scores",
     "arc_length",
     "average_precision_11point",
     "average_precision_area",
@@ -141,6 +146,10 @@ __all__ = [
     "llamas_matches",
     "map_chamfer_loss",
     "nearest_target",
+    "once3d_iou",
+    "once3d_matches",
+    "once3d_mean_distance",
+    "once3d_scores",
     "openlane3d_gt_to_ground",
     "openlane3d_lane_matches",
     "openlane3d_matches",

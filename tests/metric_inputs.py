@@ -46,6 +46,16 @@ from drivemetrics.lane.tusimple import (
     TuSimpleFalsePositives,
     TuSimpleMetrics,
 )
+from drivemetrics.lane3d.apollo import (
+    Apollo3DAveragePrecision,
+    Apollo3DMaxFScore,
+    Apollo3DMetrics,
+    Apollo3DXErrorClose,
+    Apollo3DXErrorFar,
+    Apollo3DZErrorClose,
+    Apollo3DZErrorFar,
+)
+from drivemetrics.lane3d.once import ONCE3DDistanceError, ONCE3DF1Score, ONCE3DMetrics, ONCE3DPrecision, ONCE3DRecall
 from drivemetrics.lane3d.openlane import (
     OpenLane3DCategoryAccuracy,
     OpenLane3DFScore,
@@ -605,3 +615,45 @@ def _openlane3d_case(cls: type[Metric]) -> MetricCase:
             )
         )
     return MetricCase({}, batches, cast_float_args, grad_arg=None)
+
+
+@register(
+    Apollo3DMetrics,
+    Apollo3DAveragePrecision,
+    Apollo3DMaxFScore,
+    Apollo3DXErrorClose,
+    Apollo3DXErrorFar,
+    Apollo3DZErrorClose,
+    Apollo3DZErrorFar,
+)
+def _apollo3d_case(cls: type[Metric]) -> MetricCase:
+    """Two frames per batch of three straight GT lanes 3.5 m apart (the last one half hidden), predictions shifted
+    0.1-1.9 m sideways and 0.1 m up with probabilities spread over the sweep, one extra lane."""
+    y = torch.linspace(4.0, 90.0, 12)
+    batches = []
+    for i in range(NUM_BATCHES):
+        x = torch.tensor([-3.5, 0.0, 3.5])[:, None].expand(3, 12)
+        target = torch.stack([x, y.expand(3, -1), torch.zeros(3, 12)], -1)[None].repeat(2, 1, 1, 1)
+        visibility = torch.ones(2, 3, 12)
+        visibility[:, 2, 6:] = 0.0
+        shift = torch.tensor([0.1, 0.6, 1.9]).roll(i)[None, :, None, None] * torch.tensor([1.0, 0.0, 0.0])
+        preds = torch.cat([target + shift + torch.tensor([0.0, 0.0, 0.1]), target[:, :1] + 7.2], 1)
+        scores = torch.tensor([[0.93, 0.62, 0.27, 0.41], [0.18, 0.77, 0.52, 0.88]]).roll(i, 1)
+        batches.append((({"points": preds, "scores": scores}, {"points": target, "visibility": visibility}), {}))
+    return MetricCase({}, batches, cast_float_args, grad_arg=None)
+
+
+@register(ONCE3DMetrics, ONCE3DF1Score, ONCE3DPrecision, ONCE3DRecall, ONCE3DDistanceError)
+def _once3d_case(cls: type[Metric]) -> MetricCase:
+    """Two frames per batch of three straight GT lanes 3.6 m apart in the camera frame (z 3-40 m), predictions
+    shifted 0.05-0.5 m sideways with scores spread over the table, one extra lane; distances clear of 0.3 m."""
+    z = torch.linspace(3.0, 40.0, 12)
+    batches = []
+    for i in range(NUM_BATCHES):
+        x = torch.tensor([-3.6, 0.0, 3.6])[:, None].expand(3, 12)
+        target = torch.stack([x, torch.full((3, 12), 1.6), z.expand(3, -1)], -1)[None].repeat(2, 1, 1, 1)
+        shift = torch.tensor([0.05, 0.15, 0.5]).roll(i)[None, :, None, None] * torch.tensor([1.0, 0.0, 0.0])
+        preds = torch.cat([target + shift, target[:, :1] + torch.tensor([7.2, 0.0, 0.0])], 1)
+        scores = torch.tensor([[0.97, 0.62, 0.27, 0.41], [0.18, 0.96, 0.52, 0.88]]).roll(i, 1)
+        batches.append((({"points": preds, "scores": scores}, {"points": target}), {}))
+    return MetricCase({"score_threshold": 0.5}, batches, cast_float_args, grad_arg=None)

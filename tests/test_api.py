@@ -133,6 +133,7 @@ INPUT_COUNTS = {
     "interpolate_at": 3,
     "openlane3d_resample": 3,
     "openlane3d_scores": 3,
+    "apollo3d_scores": 3,  # per-threshold counts, error sums and pair counts
     "bounded_frechet_distance_pairs": 4,
     "buffers_intersect": 4,  # two sets of lines with their lengths
     "pooled_precision_recall": 3,  # scores, true-positive flags and the target count

@@ -585,6 +585,125 @@ def _check_curvelanes(compat: str) -> Callable[[Path, Path, str], None]:
 # ---------------------------------------------------------------------------------------------------------------
 # the matrix
 
+
+# ---------------------------------------------------------------------------------------------------------------
+# Apollo 3D Lane Synthetic and ONCE-3DLanes
+
+
+def _apollo3d_argv(compat: str) -> Callable[[Path, Path], list[str]]:
+    def argv(fx: Path, tmp: Path) -> list[str]:
+        cases = fx / "apollo3d" / "cases"
+        paths = ["--gt", str(cases / "test.json"), "--pred", str(cases / "test_pred_file.json")]
+        return [*paths, "--compat", compat, "--json", str(tmp / "out.json")]
+
+    return argv
+
+
+def _check_apollo3d(compat: str) -> Callable[[Path, Path, str], None]:
+    def check(fx: Path, tmp: Path, stdout: str) -> None:
+        got = _json(tmp / "out.json")
+        expected = _json(fx / "apollo3d" / "expected.json")
+        want = {f["raw_file"]: f for f in expected["per_frame"]}
+        if compat == "reference":  # eval_3D_lane.py's numbers and per-frame counts at every threshold
+            for key, value in expected["metrics"].items():
+                _same(got["metrics"][key], value, 1e-6, key)
+            for frame in got["per_frame"]:
+                assert frame["laneline_per_threshold"] == want[frame["raw_file"]]["laneline_per_threshold"]
+                assert frame["centerline_per_threshold"] == want[frame["raw_file"]]["centerline_per_threshold"]
+            assert "Laneline:" in stdout
+            return
+        # default: predictions pruned in step with the GT (never more than the tool counts), every perfect frame
+        # a perfect score, and the pruning changes the pooled numbers
+        cases = {f["raw_file"]: f["case"] for f in _json(fx / "apollo3d" / "cases" / "manifest.json")["frames"]}
+        for frame in got["per_frame"]:
+            rows, ref = frame["laneline_per_threshold"], want[frame["raw_file"]]["laneline_per_threshold"]
+            assert all(r[3] <= e[3] for r, e in zip(rows, ref, strict=True))
+            if cases[frame["raw_file"]] == "perfect":
+                assert all(r[0] == r[1] == r[2] == r[3] for r in rows)
+        assert got["metrics"]["laneline_AP"] > expected["metrics"]["laneline_AP"] + 0.01
+
+    return check
+
+
+def _once3d_argv(compat: str) -> Callable[[Path, Path], list[str]]:
+    def argv(fx: Path, tmp: Path) -> list[str]:
+        cases = fx / "once3d" / "cases"
+        paths = ["--gt", str(cases / "gt"), "--pred", str(cases / "pred")]
+        return [*paths, "--compat", compat, "--json", str(tmp / "out.json")]
+
+    return argv
+
+
+def _check_once3d(compat: str) -> Callable[[Path, Path, str], None]:
+    def check(fx: Path, tmp: Path, stdout: str) -> None:
+        got = _json(tmp / "out.json")
+        expected = _json(fx / "once3d" / "expected.json")
+        if compat == "reference":  # the table, its counts and every frame's TP (munkres 1.1.4's tie choices)
+            for row, e in zip(got["table"], expected["table"], strict=True):
+                for key in ("F1", "precision", "recall", "distance_error"):
+                    _same(row[key], e[key], 1e-6, key)
+                assert (row["gt_all"], row["pred_all"], row["tp_all"]) == (e["gt_all"], e["pred_all"], e["tp_all"])
+            want = {f["file"]: f["tp"] for f in expected["per_frame"]}
+            assert {f["file"]: f["tp"] for f in got["per_frame"]} == want
+            return
+        # default: same lanes counted, and the disjoint-depth lane (a TP for the tool) is no TP in 3D
+        for row, e in zip(got["table"], expected["table"], strict=True):
+            assert (row["gt_all"], row["pred_all"]) == (e["gt_all"], e["pred_all"])
+        frames = _json(fx / "once3d" / "cases" / "manifest.json")["frames"]
+        special = [
+            f"{f['sequence']}/cam01/{f['timestamp']}.json" for f in frames if f["case"] == "disjoint_depth_same_lateral"
+        ]
+        tp = {f["file"]: f["tp"] for f in got["per_frame"]}
+        want = {f["file"]: f["tp"] for f in expected["per_frame"]}
+        for name in special:
+            assert max(want[name]) >= 1
+            assert max(tp[name]) == 0
+
+    return check
+
+
+def _stream_argv(folder: str, protocol: str, roi: str, *extra: str) -> Callable[[Path, Path], list[str]]:
+    def argv(fx: Path, tmp: Path) -> list[str]:
+        root = fx / folder / "cases" / roi
+        gt = root / ("gts.json" if protocol == "streammapnet" else "samples.json")
+        paths = ["--gt", str(gt), "--pred", str(root / "submission_vector.json")]
+        return [*paths, "--protocol", protocol, "--roi", roi, *extra, "--workers", "1", "--json", str(tmp / "out.json")]
+
+    return argv
+
+
+def _check_stream_fixture(folder: str, roi: str) -> Callable[[Path, Path, str], None]:
+    """The fixture's own compare.py (tolerance 1e-6) on the command's JSON as the range block."""
+
+    def check(fx: Path, tmp: Path, stdout: str) -> None:
+        candidate = tmp / "candidate.json"
+        candidate.write_text(json.dumps({roi: _json(tmp / "out.json")}))
+        expected = _json(fx / folder / "expected.json")
+        (tmp / "expected.json").write_text(json.dumps({roi: expected[roi]}))
+        compare = [sys.executable, str(fx / folder / "compare.py"), str(tmp / "expected.json"), str(candidate)]
+        result = subprocess.run(compare, capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stdout[-3000:]
+
+    return check
+
+
+def _check_cmap_kernel(roi: str) -> Callable[[Path, Path, str], None]:
+    def check(fx: Path, tmp: Path, stdout: str) -> None:
+        from drivemetrics.vectormap.consistency import evaluate_cmap
+        from drivemetrics.vectormap.io import read_map_preds, read_maptracker_samples
+
+        root = fx / "maptracker_cmap" / "cases" / roi
+        frames, gt, _ = read_maptracker_samples(root / "samples.json")
+        want = evaluate_cmap(frames, gt, read_map_preds(root / "submission_vector.json", "av2"), roi, details=False)
+        got = _json(tmp / "out.json")
+        assert got["compat"] == "default"
+        for mode in ("cmap", "plain"):
+            _same(got[mode]["mAP"], want[mode]["mAP"], 1e-12, mode)
+            assert got[mode]["per_class"] == want[mode]["per_class"]
+
+    return check
+
+
 ROWS: dict[str, Row] = {
     "llamas-eval/llamas/reference": Row(
         "llamas-eval", "llamas", "reference", _llamas_argv("reference"), _check_llamas("reference")
@@ -776,6 +895,48 @@ ROWS: dict[str, Row] = {
     "openlane3d-eval/openlane3d/default": Row(
         "openlane3d-eval", "openlane3d", "default", _openlane3d_argv("default"), _check_openlane3d("default")
     ),
+    "apollo3d-eval/apollo3d/reference": Row(
+        "apollo3d-eval", "apollo3d", "reference", _apollo3d_argv("reference"), _check_apollo3d("reference")
+    ),
+    "apollo3d-eval/apollo3d/default": Row(
+        "apollo3d-eval", "apollo3d", "default", _apollo3d_argv("default"), _check_apollo3d("default")
+    ),
+    "once3d-eval/once3d/reference": Row(
+        "once3d-eval", "once3d", "reference", _once3d_argv("reference"), _check_once3d("reference")
+    ),
+    "once3d-eval/once3d/default": Row(
+        "once3d-eval", "once3d", "default", _once3d_argv("default"), _check_once3d("default")
+    ),
+    **{
+        f"map-eval/streammapnet/{roi}": Row(
+            "map-eval",
+            "streammapnet",
+            "reference",
+            _stream_argv("streammapnet", "streammapnet", roi),
+            _check_stream_fixture("streammapnet", roi),
+        )
+        for roi in ("60x30", "100x50")
+    },
+    **{
+        f"map-eval/maptracker_cmap/{roi}/reference": Row(
+            "map-eval",
+            "maptracker_cmap",
+            "reference",
+            _stream_argv("maptracker_cmap", "maptracker", roi, "--compat", "reference"),
+            _check_stream_fixture("maptracker_cmap", roi),
+        )
+        for roi in ("60x30", "100x50")
+    },
+    **{
+        f"map-eval/maptracker_cmap/{roi}/default": Row(
+            "map-eval",
+            "maptracker_cmap",
+            "default",
+            _stream_argv("maptracker_cmap", "maptracker", roi),
+            _check_cmap_kernel(roi),
+        )
+        for roi in ("60x30", "100x50")
+    },
 }
 
 #: commands and fixture folders without a row, and why (a pending entry may name a command not registered yet)

@@ -56,6 +56,7 @@ __all__ = [
     "sqrt",
     "stable_descending_order",
     "stack",
+    "to_numpy",
     "transpose",
     "where",
 ]
@@ -309,3 +310,8 @@ def promote(a: Array, b: Array) -> str:
 def overflow_allowed() -> Any:
     """A context in which numpy overflows to inf without a warning (torch never warns)."""
     return np.errstate(over="ignore", invalid="ignore")
+
+
+def to_numpy(x: Array) -> np.ndarray:
+    """``x`` as a numpy array on the host (a tensor is detached and copied from its device; a CPU tensor is shared)."""
+    return np.asarray(x) if is_numpy(x) else x.detach().cpu().numpy()

@@ -1,4 +1,4 @@
-"""The ``openlane3d-eval`` subcommand."""
+"""The ``openlane3d-eval``, ``apollo3d-eval`` and ``once3d-eval`` subcommands."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def _openlane3d_eval(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the ``openlane3d-eval`` subcommand."""
+    """Add the ``openlane3d-eval``, ``apollo3d-eval`` and ``once3d-eval`` subcommands."""
     parser = subparsers.add_parser(
         "openlane3d-eval",
         epilog="example:\n  drivemetrics openlane3d-eval "
@@ -95,3 +95,126 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_device(parser, "torch device of the kernels")
     add_no_progress(parser)
     parser.set_defaults(func=_openlane3d_eval, sharded=True)
+    _register_apollo(subparsers)
+    _register_once(subparsers)
+
+
+def _nan(value: object) -> str:
+    return f"{value:>12.6f}" if isinstance(value, float) else f"{'nan':>12}"
+
+
+def _apollo3d_eval(args: argparse.Namespace) -> int:
+    import torch
+
+    from drivemetrics._internal.distributed import current_shard
+    from drivemetrics._internal.files import atomic_write_text, check_output_path
+    from drivemetrics._internal.options import check_device
+    from drivemetrics.lane3d.evaluate import evaluate_apollo3d_files
+
+    check_device(args.device)
+    if args.json:
+        check_output_path(args.json, input_files=[args.gt, args.pred], option="--json", is_folder=False)
+    torch.set_num_threads(1)
+    result = evaluate_apollo3d_files(
+        args.gt,
+        args.pred,
+        compat=args.compat,
+        workers=args.workers,
+        device=args.device,
+        progress=progress_setting(args),
+    )
+    if not current_shard().is_main:
+        return 0
+    m = result["metrics"]
+    print(f"Apollo 3D Lane Synthetic ({len(result['per_frame'])} frames, compat={args.compat})")
+    print("Metrics: AP, F-score, x error (close), x error (far), z error (close), z error (far)")
+    for label, prefix, f_key in (("Laneline", "", "F_score"), ("Centerline", "centerline_", "centerline_F")):
+        ap = m["laneline_AP"] if not prefix else m["centerline_AP"]
+        values = [ap, m[f_key]] + [
+            m[prefix + k] for k in ("x_error_close", "x_error_far", "z_error_close", "z_error_far")
+        ]
+        print(f"{label + ':':<12}" + " ".join(_nan(v) for v in values))
+    print(
+        f"max-F probability threshold {m['max_F_prob_th']:.2f}: "
+        f"recall {m['recall']:.6f}, precision {m['precision']:.6f}"
+    )
+    if args.json:
+        atomic_write_text(args.json, json.dumps({"compat": args.compat, **result}, indent=1) + "\n")
+    return 0
+
+
+def _register_apollo(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "apollo3d-eval",
+        help="Apollo 3D Lane Synthetic: AP, max F, x / z errors (--compat reference: Gen-LaneNet eval_3D_lane.py)",
+        description=(
+            "Score Gen-LaneNet-format predictions (JSON lines: raw_file, laneLines, laneLines_prob, centerLines, "
+            "centerLines_prob) against an Apollo 3D Lane Synthetic test.json: AP over the 19 probability thresholds, "
+            "max F and the x / z errors near (y <= 40 m) and far at its threshold, for lane lines and centre lines. "
+            "--json writes the metrics, the per-threshold curves and per-frame counts. Under torchrun each rank "
+            "scores its shard of the frames; rank 0 reports."
+        ),
+    )
+    add_input(parser, "--gt", "file", required=True, metavar="TEST_JSON", help="GT file (JSON lines, test.json)")
+    add_input(parser, "--pred", "file", required=True, metavar="PRED_JSON", help="prediction file (JSON lines)")
+    add_compat(parser, "Gen-LaneNet's tools/eval_3D_lane.py (commit 45c6cc4), quirks included")
+    parser.add_argument("--json", default=None, metavar="OUT", help="also write metrics and per-frame values to OUT")
+    add_workers(parser, "processes scoring chunks of 256 frames", auto=True)
+    add_device(parser, "accepted for the command grammar (the kernels are host code: numpy and SciPy)")
+    add_no_progress(parser)
+    parser.set_defaults(func=_apollo3d_eval, sharded=True)
+
+
+def _once3d_eval(args: argparse.Namespace) -> int:
+    import torch
+
+    from drivemetrics._internal.distributed import current_shard
+    from drivemetrics._internal.files import atomic_write_text, check_output_path
+    from drivemetrics._internal.options import check_device
+    from drivemetrics.lane3d.evaluate import evaluate_once3d_files
+
+    check_device(args.device)
+    if args.json:
+        check_output_path(args.json, input_files=[args.gt, args.pred], option="--json", is_folder=False)
+    torch.set_num_threads(1)
+    result = evaluate_once3d_files(
+        args.gt,
+        args.pred,
+        compat=args.compat,
+        workers=args.workers,
+        device=args.device,
+        progress=progress_setting(args),
+    )
+    if not current_shard().is_main:
+        return 0
+    print(f"ONCE-3DLanes ({len(result['per_frame'])} frames, compat={args.compat})")
+    print(f"  {'prob_thresh':>11} {'F1':>12} {'precision':>12} {'recall':>12} {'D error':>12}")
+    for row in result["table"]:
+        values = " ".join(_nan(row[k]) for k in ("F1", "precision", "recall", "distance_error"))
+        print(f"  {row['prob_thresh']:>11} {values}")
+    if result["missing_predictions"]:
+        print(f"  {len(result['missing_predictions'])} GT frame(s) without a prediction file, scored as empty")
+    if args.json:
+        atomic_write_text(args.json, json.dumps({"compat": args.compat, **result}, indent=1) + "\n")
+    return 0
+
+
+def _register_once(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "once3d-eval",
+        help="ONCE-3DLanes: F1, precision, recall, distance error per score threshold (--compat reference available)",
+        description=(
+            "Score an ONCE-3DLanes prediction folder against its GT folder (<sequence>/cam01/<timestamp>.json each): "
+            "the table of F1, precision, recall and distance error at the score thresholds 0.10 ... 0.95 (papers "
+            "quote the 0.95 row). --json writes the table, the 0.95 row and per-frame counts. Under torchrun each "
+            "rank scores its shard of the frames; rank 0 reports."
+        ),
+    )
+    add_input(parser, "--gt", "folder", required=True, metavar="DIR", help="GT folder (<sequence>/cam01/*.json)")
+    add_input(parser, "--pred", "folder", required=True, metavar="DIR", help="prediction folder, same layout")
+    add_compat(parser, "once_3dlanes_benchmark's evaluation/eval_utils.py (commit 7582fbb, munkres 1.1.4)")
+    parser.add_argument("--json", default=None, metavar="OUT", help="also write the table and per-frame values to OUT")
+    add_workers(parser, "processes reading and scoring chunks of 256 frames", auto=True)
+    add_device(parser, "accepted for the command grammar (the kernels are host code: OpenCV raster, Munkres)")
+    add_no_progress(parser)
+    parser.set_defaults(func=_once3d_eval, sharded=True)

@@ -419,3 +419,314 @@ def evaluate_openlane3d_files(
     errors = frames.fields["errors"]
     gathered = _Scored(frames.fields["counts"].rows.numpy(), errors.lengths.numpy(), errors.rows.numpy())
     return _report(paths, gathered)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Apollo 3D Lane Synthetic and ONCE-3DLanes
+
+
+#: Frames scored by one job of the Apollo / ONCE evaluations.
+SCORED_CHUNK_FRAMES = 256
+
+
+def _gather_rows(mine: Sequence[int], fixed: dict[str, np.ndarray], ragged: dict[str, tuple[np.ndarray, np.ndarray]]):
+    """Per-frame rows of every rank on every rank, in frame order (torchrun); the arrays as given otherwise."""
+    shard = current_shard()
+    if shard.world == 1:
+        return fixed, ragged
+    fields = {
+        k: RaggedRows(torch.from_numpy(v.reshape(len(mine), -1)), torch.ones(len(mine), dtype=torch.int64))
+        for k, v in fixed.items()
+    }
+    fields.update(
+        {k: RaggedRows(torch.from_numpy(rows), torch.from_numpy(lengths)) for k, (rows, lengths) in ragged.items()}
+    )
+    frames = shard.gather_frames(list(mine), **fields)
+    out_fixed = {k: frames.fields[k].rows.numpy().reshape(-1, *v.shape[1:]) for k, v in fixed.items()}
+    out_ragged = {k: (frames.fields[k].rows.numpy(), frames.fields[k].lengths.numpy()) for k in ragged}
+    return out_fixed, out_ragged
+
+
+def _score_apollo_chunk(job: tuple[list[Any], list[Any], str]) -> dict[str, np.ndarray]:
+    from drivemetrics.lane3d.apollo import apollo3d_matches
+    from drivemetrics.lane3d.packed import pack_lane_lists
+
+    gts, preds, compat = job
+    out: dict[str, np.ndarray] = {}
+    for kind in (0, 1):
+        g = pack_lane_lists([f[kind].points for f in gts], visibility=[f[kind].visibility for f in gts])
+        p = pack_lane_lists([f[kind].points for f in preds], scores=[f[kind].scores for f in preds])
+        res = apollo3d_matches(p, g, frames=len(preds), compat=compat)  # type: ignore[arg-type]
+        out[f"counts{kind}"] = res["counts"]
+        rows = np.concatenate([res["pair_threshold"][:, None].astype(np.float64), res["pair_errors"]], 1)
+        out[f"pairs{kind}"] = rows
+        out[f"pair_lengths{kind}"] = np.bincount(res["pair_frame"], minlength=len(preds)).astype(np.int64)
+    return out
+
+
+def evaluate_apollo3d_files(
+    gt_file: str | Path,
+    pred_file: str | Path,
+    compat: Compat = "default",
+    workers: int | None = 1,
+    device: torch.device | str = "cpu",
+    progress: bool | None = False,
+) -> dict[str, Any]:
+    """Score a Gen-LaneNet prediction file against an Apollo 3D Lane Synthetic ``test.json`` (lane lines and centre
+    lines), as ``tools/eval_3D_lane.py``'s ``__main__`` does: the 19-threshold sweep, AP, max F and the x / z errors
+    at its threshold; centre lines at the lane-line max-F threshold.
+
+    Predictions are paired with the GT by ``raw_file`` and scored in prediction-file order. ``"reference"``: fewer
+    prediction lines than GT lines, or a ``raw_file`` not in the GT, raises (the tool stops); ``"default"``: a GT
+    frame without a prediction is scored as an empty prediction (all its lanes missed). The kernels are host code
+    (numpy, SciPy's assignment); ``device`` is accepted for the command grammar.
+
+    Returns:
+        ``{"metrics": {laneline_AP, max_F_prob_th, F_score, recall, precision, x/z errors, centerline_...},
+        "per_threshold": {...}, "per_frame": [{raw_file, laneline_per_threshold, centerline_per_threshold,
+        laneline_at_maxF, centerline_at_maxF}]}`` (the keys of the fixture's ``compare.py``).
+
+    Examples:
+        >>> import json, os, tempfile
+        >>> gt = {"raw_file": "a.jpg", "laneLines": [[[1.8, 3, 0], [1.8, 100, 0]]], "laneLines_visibility": [[1, 1]],
+        ...       "centerLines": [], "centerLines_visibility": []}
+        >>> pred = {"raw_file": "a.jpg", "laneLines": [[[1.9, 3, 0], [1.9, 100, 0]]], "laneLines_prob": [0.9],
+        ...         "centerLines": [], "centerLines_prob": []}
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     _ = open(os.path.join(d, "gt.json"), "w").write(json.dumps(gt) + "\\n")
+        ...     _ = open(os.path.join(d, "pred.json"), "w").write(json.dumps(pred) + "\\n")
+        ...     out = evaluate_apollo3d_files(os.path.join(d, "gt.json"), os.path.join(d, "pred.json"))
+        >>> round(out["metrics"]["F_score"], 6), round(out["metrics"]["x_error_close"], 6)
+        (0.999999, 0.1)
+    """
+    from drivemetrics.lane3d.apollo import APOLLO_THRESHOLDS
+    from drivemetrics.lane3d.io import ScoredLanesFrame, read_apollo_gt, read_apollo_pred
+
+    reference = check_compat(compat)
+    gt = read_apollo_gt(gt_file)
+    preds = read_apollo_pred(pred_file)
+    gt_lines = sum(
+        1 for line in Path(gt_file).read_text(encoding="utf-8", errors="replace").split("\n") if line.strip()
+    )
+    if reference and gt_lines != len(preds):
+        raise ValueError(
+            f"{pred_file}: {len(preds)} prediction lines for {gt_lines} GT lines; the official evaluator stops "
+            "('We do not get the predictions of all the test tasks')"
+        )
+    for k, (lanes, _) in enumerate(preds):
+        if lanes.name not in gt:
+            raise ValueError(f"{pred_file}: line {k + 1}: raw_file {lanes.name!r} is not in {gt_file}")
+    if not reference:
+        seen = {lanes.name for lanes, _ in preds}
+        preds = preds + [(ScoredLanesFrame(name), ScoredLanesFrame(name)) for name in gt if name not in seen]
+    names = [lanes.name for lanes, _ in preds]
+    shard = current_shard()
+    mine = shard.indices(len(preds))
+    jobs = [
+        (
+            [gt[names[i]] for i in mine[s : s + SCORED_CHUNK_FRAMES]],
+            [preds[i] for i in mine[s : s + SCORED_CHUNK_FRAMES]],
+            compat,
+        )
+        for s in range(0, len(mine), SCORED_CHUNK_FRAMES)
+    ]
+    workers = check_workers_or_auto(workers)
+    parts = []
+    with one_torch_thread_per_worker(), progress_bar(len(mine), "apollo3d-eval", "frames", progress) as bar:
+        for part in map_in_processes(_score_apollo_chunk, jobs, workers if len(jobs) > 1 else 1):
+            parts.append(part)
+            bar.update(part["counts0"].shape[0])
+    t = len(APOLLO_THRESHOLDS)
+
+    def cat(key: str, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+        return np.concatenate([p[key] for p in parts]) if parts else np.zeros(shape, dtype)
+
+    fixed = {f"counts{k}": cat(f"counts{k}", (0, t, 4), np.int64) for k in (0, 1)}
+    ragged = {
+        f"pairs{k}": (cat(f"pairs{k}", (0, 5), np.float64), cat(f"pair_lengths{k}", (0,), np.int64)) for k in (0, 1)
+    }
+    fixed, ragged = _gather_rows(mine, fixed, ragged)
+    return _apollo_report(names, fixed, ragged, compat)
+
+
+def _apollo_report(
+    names: list[str], fixed: dict[str, np.ndarray], ragged: dict[str, tuple[np.ndarray, np.ndarray]], compat: Compat
+) -> dict[str, Any]:
+    """The result dict of :func:`evaluate_apollo3d_files` from the per-frame counts and per-pair rows
+    ``[threshold, 4 errors]`` of lane lines (0) and centre lines (1)."""
+    from drivemetrics.lane3d.apollo import APOLLO_THRESHOLDS, ERROR_NAMES, apollo3d_scores
+
+    t = len(APOLLO_THRESHOLDS)
+    sums = {}
+    for k in (0, 1):
+        rows = ragged[f"pairs{k}"][0]
+        s = np.zeros((t, 4))
+        np.add.at(s, rows[:, 0].astype(np.int64), rows[:, 1:])
+        sums[k] = (s, np.bincount(rows[:, 0].astype(np.int64), minlength=t))
+    lane = apollo3d_scores(fixed["counts0"].sum(0), *sums[0], compat=compat)
+    center = apollo3d_scores(fixed["counts1"].sum(0), *sums[1], compat=compat)
+    i = lane["max_f_index"]
+    metrics: dict[str, Any] = {
+        "laneline_AP": lane["ap"],
+        "laneline_F_max": lane["max_f"],
+        "max_F_prob_th": lane["max_f_threshold"],
+        "max_F_index": i,
+        "F_score": lane["max_f"],
+        "recall": lane["recall"],
+        "precision": lane["precision"],
+    }
+    for name in ERROR_NAMES:
+        metrics[name] = lane[name]
+    metrics.update(
+        centerline_AP=center["ap"],
+        centerline_F_max=float(center["f_curve"][i]),  # the tool reports the centre-line F at the lane-line max-F
+        centerline_F=float(center["f_curve"][i]),
+        centerline_recall=float(center["recall_curve"][i]),
+        centerline_precision=float(center["precision_curve"][i]),
+    )
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for k, name in enumerate(ERROR_NAMES):
+            metrics[f"centerline_{name}"] = float(sums[1][0][i, k] / sums[1][1][i])
+    metrics = {k: (None if isinstance(v, float) and v != v else v) for k, v in metrics.items()}
+    per_threshold = {
+        "prob_th": list(APOLLO_THRESHOLDS),
+        "laneline_F": lane["f_curve"].tolist(),
+        "laneline_R": lane["recall_curve"].tolist(),
+        "laneline_P": lane["precision_curve"].tolist(),
+        "centerline_F": center["f_curve"].tolist(),
+        "centerline_R": center["recall_curve"].tolist(),
+        "centerline_P": center["precision_curve"].tolist(),
+    }
+    per_frame = []
+    starts = {k: np.cumsum(ragged[f"pairs{k}"][1]) - ragged[f"pairs{k}"][1] for k in (0, 1)}
+    for f, name in enumerate(names):
+        row: dict[str, Any] = {"raw_file": name}
+        for k, label in ((0, "laneline"), (1, "centerline")):
+            counts = fixed[f"counts{k}"][f]
+            row[f"{label}_per_threshold"] = counts.tolist()
+            rows = ragged[f"pairs{k}"][0][starts[k][f] : starts[k][f] + ragged[f"pairs{k}"][1][f]]
+            at = rows[rows[:, 0] == i]
+            entry = dict(zip(("r_lane", "p_lane", "cnt_gt", "cnt_pred"), counts[i].tolist(), strict=True))
+            for e, error in enumerate(ERROR_NAMES):
+                entry[error] = at[:, 1 + e].tolist()
+            row[f"{label}_at_maxF"] = entry
+        per_frame.append(row)
+    return {"metrics": metrics, "per_threshold": per_threshold, "per_frame": per_frame}
+
+
+def _score_once_chunk(job: tuple[list[str], str, str, str]) -> dict[str, Any]:
+    from drivemetrics.lane3d.io import ScoredLanesFrame, read_once_file
+    from drivemetrics.lane3d.once import once3d_matches
+    from drivemetrics.lane3d.packed import pack_lane_lists
+
+    names, gt_dir, pred_dir, compat = job
+    gts, preds, missing = [], [], []
+    for name in names:
+        gts.append(read_once_file(Path(gt_dir) / name, prediction=False))
+        path = Path(pred_dir) / name
+        if not path.is_file():
+            if compat == "reference":
+                raise ValueError(f"{path}: missing prediction file (the official evaluator stops: FileNotFoundError)")
+            preds.append(ScoredLanesFrame(str(path)))
+            missing.append(name)
+            continue
+        preds.append(read_once_file(path, prediction=True))
+    g = pack_lane_lists([f.points for f in gts])
+    p = pack_lane_lists([f.points for f in preds], scores=[f.scores for f in preds])
+    try:
+        out = once3d_matches(p, g, frames=len(names), compat=compat)  # type: ignore[arg-type]
+    except ValueError as error:  # name the file: reference mode, a prediction of fewer than 2 points
+        frame = int(str(error).split("(frame ")[1].split(")")[0]) if "(frame " in str(error) else 0
+        raise ValueError(f"{Path(pred_dir) / names[frame]}: {error}") from None
+    return {"counts": out["counts"], "distance_sum": out["distance_sum"], "missing": missing}
+
+
+def evaluate_once3d_files(
+    gt_dir: str | Path,
+    pred_dir: str | Path,
+    compat: Compat = "default",
+    workers: int | None = 1,
+    device: torch.device | str = "cpu",
+    progress: bool | None = False,
+) -> dict[str, Any]:
+    """Score an ONCE-3DLanes prediction folder against its GT folder (``<sequence>/cam01/<timestamp>.json``): the
+    18-row score-threshold table of ``evaluation/eval_utils.py`` (F1, precision, recall, distance error).
+
+    Every GT file is scored with the prediction file of the same name (prediction files without a GT twin are
+    ignored, as the tool). ``"reference"``: a missing prediction file or a prediction of fewer than 2 points raises
+    (the tool stops); ``"default"``: a missing file is an empty prediction (its GT lanes missed), counted in
+    ``missing_predictions``. Kernels on the host (OpenCV raster, Munkres); ``device`` is accepted for the grammar.
+
+    Returns:
+        ``{"table": [18 rows {prob_thresh, F1, precision, recall, distance_error, gt_all, pred_all, tp_all}],
+        "metrics_at_0.95": the last row, "per_frame": [{file, gt_num, pred_num, tp, distance_sum}],
+        "missing_predictions": [...]}`` (NaN as ``None``).
+
+    Examples:
+        >>> import json, os, tempfile
+        >>> lane = [[1.8, 1.6, z] for z in range(3, 41)]
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     for sub, data in (("gt", {"lanes": [lane]}), ("pred", {"lanes": [{"points": lane, "score": 0.99}]})):
+        ...         os.makedirs(os.path.join(d, sub, "000001", "cam01"))
+        ...         _ = open(os.path.join(d, sub, "000001", "cam01", "1.json"), "w").write(json.dumps(data))
+        ...     out = evaluate_once3d_files(os.path.join(d, "gt"), os.path.join(d, "pred"))
+        >>> out["metrics_at_0.95"]["F1"], out["metrics_at_0.95"]["tp_all"]
+        (1.0, 1)
+    """
+    from drivemetrics.lane3d.io import list_once_frames
+    from drivemetrics.lane3d.once import ONCE_LABELS, ONCE_THRESHOLDS, once3d_scores
+
+    check_compat(compat)
+    if not Path(pred_dir).is_dir():
+        raise ValueError(f"{pred_dir}: not a folder (ONCE-3DLanes predictions)")
+    names = list_once_frames(gt_dir)
+    shard = current_shard()
+    mine = shard.indices(len(names))
+    jobs = [
+        ([names[i] for i in mine[s : s + SCORED_CHUNK_FRAMES]], str(gt_dir), str(pred_dir), compat)
+        for s in range(0, len(mine), SCORED_CHUNK_FRAMES)
+    ]
+    workers = check_workers_or_auto(workers)
+    parts = []
+    with one_torch_thread_per_worker(), progress_bar(len(mine), "once3d-eval", "frames", progress) as bar:
+        for part in map_in_processes(_score_once_chunk, jobs, workers if len(jobs) > 1 else 1):
+            parts.append(part)
+            bar.update(part["counts"].shape[0])
+    t = len(ONCE_THRESHOLDS)
+    counts = np.concatenate([p["counts"] for p in parts]) if parts else np.zeros((0, t, 3), np.int64)
+    dsum = np.concatenate([p["distance_sum"] for p in parts]) if parts else np.zeros((0, t))
+    missing = [name for p in parts for name in p["missing"]]
+    fixed, _ = _gather_rows(mine, {"counts": counts, "distance_sum": dsum}, {})
+    counts, dsum = fixed["counts"], fixed["distance_sum"]
+    total, total_d = counts.sum(0), dsum.sum(0)
+    scores = once3d_scores(total, total_d, compat=compat)
+
+    def num(value: float) -> float | None:
+        return None if value != value else float(value)
+
+    table = [
+        {
+            "prob_thresh": float(label),
+            "threshold_value": ONCE_THRESHOLDS[k],
+            "F1": num(scores["F1"][k]),
+            "precision": num(scores["precision"][k]),
+            "recall": num(scores["recall"][k]),
+            "distance_error": num(scores["distance_error"][k]),
+            "gt_all": int(total[k, 0]),
+            "pred_all": int(total[k, 1]),
+            "tp_all": int(total[k, 2]),
+            "distance_sum": float(total_d[k]),
+        }
+        for k, label in enumerate(ONCE_LABELS)
+    ]
+    per_frame = [
+        {
+            "file": name,
+            "gt_num": counts[f, :, 0].tolist(),
+            "pred_num": counts[f, :, 1].tolist(),
+            "tp": counts[f, :, 2].tolist(),
+            "distance_sum": dsum[f].tolist(),
+        }
+        for f, name in enumerate(names)
+    ]
+    return {"table": table, "metrics_at_0.95": table[-1], "per_frame": per_frame, "missing_predictions": missing}

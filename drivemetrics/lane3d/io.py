@@ -24,7 +24,17 @@ import numpy as np
 from drivemetrics._internal.files import read_text
 from drivemetrics._internal.limits import Limits, check_count, get_limits, load_json
 
-__all__ = ["Lane3DFrame", "read_openlane_gt", "read_openlane_pred", "read_test_list"]
+__all__ = [
+    "Lane3DFrame",
+    "ScoredLanesFrame",
+    "list_once_frames",
+    "read_apollo_gt",
+    "read_apollo_pred",
+    "read_once_file",
+    "read_openlane_gt",
+    "read_openlane_pred",
+    "read_test_list",
+]
 
 #: PersFormer keeps a lane when its best class probability is above this.
 PROB_THRESHOLD = 0.5
@@ -200,4 +210,180 @@ def read_openlane_pred(path: str | Path) -> Lane3DFrame:
         if p.max() > PROB_THRESHOLD:
             frame.points.append(_points(lane, f"{path}: laneLines[{k}]", transposed=False, limits=limits))
             frame.categories.append(int(p.argmax()))
+    return frame
+
+
+@dataclass
+class ScoredLanesFrame:
+    """One frame of an Apollo 3D Lane Synthetic or ONCE-3DLanes file: ``points`` one ``(n, 3)`` float64 array per
+    lane, ``scores`` one probability / score per lane (predictions) and ``visibility`` one ``(n,)`` array per lane
+    (Apollo GT); ``name`` the frame's ``raw_file`` (Apollo) or ``<sequence>/cam01/<timestamp>.json`` (ONCE).
+
+    Examples:
+        >>> import numpy as np
+        >>> ScoredLanesFrame("images/00/1.jpg", [np.zeros((2, 3))], [0.5]).scores
+        [0.5]
+    """
+
+    name: str
+    points: list[np.ndarray] = field(default_factory=list)
+    scores: list[float] = field(default_factory=list)
+    visibility: list[np.ndarray] | None = None
+
+
+def _score(value: Any, where: str) -> float:
+    """A lane score: a number, or a numeric string (the ONCE tool's ``np.float(score)`` accepts one)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{where}: not a number: {value!r}") from None
+    if isinstance(value, bool) or not math.isfinite(number):
+        raise ValueError(f"{where}: not a finite number: {value!r}")
+    return number
+
+
+def _apollo_lines(path: str | Path, what: str) -> list[dict[str, Any]]:
+    text = read_text(path, what=what)
+    out = []
+    for k, line in enumerate(text.split("\n")):
+        if not line.strip():
+            continue
+        data = load_json(line, f"{path}: line {k + 1}")
+        if not isinstance(data, dict) or not isinstance(data.get("raw_file"), str):
+            raise ValueError(f"{path}: line {k + 1}: expected a JSON object with a string 'raw_file'")
+        out.append(data)
+    if not out:
+        raise ValueError(f"{path}: no frame ({what})")
+    return out
+
+
+def _apollo_frame(data: dict[str, Any], key: str, extra: str, where: str, gt: bool, limits: Limits) -> ScoredLanesFrame:
+    lanes = data.get(key)
+    values = data.get(extra)
+    if not isinstance(lanes, list):
+        raise ValueError(f"{where}: field '{key}' missing or not a list")
+    if not isinstance(values, list) or len(values) != len(lanes):
+        raise ValueError(f"{where}: field '{extra}' missing or not one entry per lane of '{key}'")
+    if len(lanes) > limits.max_lane3d_lanes:
+        check_count(len(lanes), "max_lane3d_lanes", where, f"lanes in '{key}'")
+    frame = ScoredLanesFrame(data["raw_file"], visibility=[] if gt else None)
+    for k, (lane, value) in enumerate(zip(lanes, values, strict=True)):
+        points = _points(lane, f"{where}: {key}[{k}]", transposed=False, limits=limits)
+        frame.points.append(points)
+        if gt:
+            try:
+                vis = np.asarray(value, dtype=np.float64).reshape(-1)
+            except (TypeError, ValueError):
+                raise ValueError(f"{where}: {extra}[{k}] is not a list of numbers") from None
+            if vis.shape[0] != points.shape[0]:
+                raise ValueError(f"{where}: {extra}[{k}]: {vis.shape[0]} values for {points.shape[0]} points")
+            frame.visibility.append(vis)  # type: ignore[union-attr]
+        else:
+            frame.scores.append(_score(value, f"{where}: {extra}[{k}]"))
+    return frame
+
+
+def read_apollo_gt(path: str | Path) -> dict[str, tuple[ScoredLanesFrame, ScoredLanesFrame]]:
+    """Gen-LaneNet's ``test.json`` (JSON lines): ``raw_file`` -> (lane lines, centre lines) with visibility.
+    The last line of a ``raw_file`` wins, as the evaluator's dict.
+
+    Examples:
+        >>> import json, os, tempfile
+        >>> line = {"raw_file": "images/00/1.jpg", "laneLines": [[[1, 5, 0], [1, 50, 0]]],
+        ...         "laneLines_visibility": [[1, 1]], "centerLines": [], "centerLines_visibility": []}
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     _ = open(os.path.join(d, "test.json"), "w").write(json.dumps(line) + "\\n")
+        ...     gt = read_apollo_gt(os.path.join(d, "test.json"))
+        >>> gt["images/00/1.jpg"][0].points[0].tolist()
+        [[1.0, 5.0, 0.0], [1.0, 50.0, 0.0]]
+    """
+    limits = get_limits()
+    out = {}
+    for k, data in enumerate(_apollo_lines(path, "Apollo GT")):
+        where = f"{path}: line {k + 1}"
+        lanes = _apollo_frame(data, "laneLines", "laneLines_visibility", where, True, limits)
+        centers = _apollo_frame(data, "centerLines", "centerLines_visibility", where, True, limits)
+        out[data["raw_file"]] = (lanes, centers)
+    return out
+
+
+def read_apollo_pred(path: str | Path) -> list[tuple[ScoredLanesFrame, ScoredLanesFrame]]:
+    """Gen-LaneNet's prediction file (JSON lines, ``laneLines`` / ``laneLines_prob`` and ``centerLines`` /
+    ``centerLines_prob``): (lane lines, centre lines) per line, in file order.
+
+    Examples:
+        >>> import json, os, tempfile
+        >>> line = {"raw_file": "images/00/1.jpg", "laneLines": [[[1, 5, 0], [1, 50, 0]]], "laneLines_prob": [0.9],
+        ...         "centerLines": [], "centerLines_prob": []}
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     _ = open(os.path.join(d, "pred.json"), "w").write(json.dumps(line) + "\\n")
+        ...     preds = read_apollo_pred(os.path.join(d, "pred.json"))
+        >>> preds[0][0].name, preds[0][0].scores
+        ('images/00/1.jpg', [0.9])
+    """
+    limits = get_limits()
+    out = []
+    for k, data in enumerate(_apollo_lines(path, "Apollo prediction")):
+        where = f"{path}: line {k + 1}"
+        lanes = _apollo_frame(data, "laneLines", "laneLines_prob", where, False, limits)
+        centers = _apollo_frame(data, "centerLines", "centerLines_prob", where, False, limits)
+        out.append((lanes, centers))
+    return out
+
+
+def list_once_frames(gt_dir: str | Path) -> list[str]:
+    """The frames of an ONCE-3DLanes GT folder, ``<sequence>/cam01/<timestamp>.json`` (sorted), as the tool's
+    ``file_parser`` lists them (``cam01`` hard-coded).
+
+    Examples:
+        >>> import os, tempfile
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     os.makedirs(os.path.join(d, "000001", "cam01"))
+        ...     _ = open(os.path.join(d, "000001", "cam01", "1.json"), "w").write("{}")
+        ...     list_once_frames(d)
+        ['000001/cam01/1.json']
+    """
+    root = Path(gt_dir)
+    if not root.is_dir():
+        raise ValueError(f"{gt_dir}: not a folder (ONCE-3DLanes GT)")
+    names = []
+    for sequence in sorted(p for p in root.iterdir() if p.is_dir()):
+        cam = sequence / "cam01"
+        if cam.is_dir():
+            names += [f"{sequence.name}/cam01/{f.name}" for f in sorted(cam.iterdir()) if f.name.endswith(".json")]
+    if not names:
+        raise ValueError(f"{gt_dir}: no <sequence>/cam01/*.json file (ONCE-3DLanes GT)")
+    return names
+
+
+def read_once_file(path: str | Path, *, prediction: bool) -> ScoredLanesFrame:
+    """An ONCE-3DLanes GT (``{"lanes": [[[x, y, z], ...], ...]}``) or prediction (``{"lanes": [{"points": [...],
+    "score": s}, ...]}``) file, camera frame.
+
+    Examples:
+        >>> import json, os, tempfile
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     _ = open(os.path.join(d, "1.json"), "w").write(json.dumps({"lanes": [{"points": [[1, 1.6, 5]],
+        ...                                                                         "score": "0.9"}]}))
+        ...     frame = read_once_file(os.path.join(d, "1.json"), prediction=True)
+        >>> frame.points[0].tolist(), frame.scores
+        ([[1.0, 1.6, 5.0]], [0.9])
+    """
+    limits = get_limits()
+    data = load_json(read_text(path, what="ONCE-3DLanes " + ("prediction" if prediction else "GT")), path)
+    if not isinstance(data, dict) or not isinstance(data.get("lanes"), list):
+        raise ValueError(f"{path}: field 'lanes' missing or not a list")
+    lanes = data["lanes"]
+    if len(lanes) > limits.max_lane3d_lanes:
+        check_count(len(lanes), "max_lane3d_lanes", path, "lanes")
+    frame = ScoredLanesFrame(str(path))
+    for k, lane in enumerate(lanes):
+        where = f"{path}: lanes[{k}]"
+        if prediction:
+            if not isinstance(lane, dict) or "points" not in lane or "score" not in lane:
+                raise ValueError(f"{where}: needs 'points' and 'score'")
+            frame.points.append(_points(lane["points"], f"{where}.points", transposed=False, limits=limits))
+            frame.scores.append(_score(lane["score"], f"{where}.score"))
+        else:
+            frame.points.append(_points(lane, where, transposed=False, limits=limits))
     return frame
