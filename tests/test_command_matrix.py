@@ -690,6 +690,7 @@ def _check_stream_fixture(folder: str, roi: str) -> Callable[[Path, Path, str], 
 def _check_cmap_kernel(roi: str) -> Callable[[Path, Path, str], None]:
     def check(fx: Path, tmp: Path, stdout: str) -> None:
         from drivemetrics.vectormap.consistency import evaluate_cmap
+
         from drivemetrics.vectormap.io import read_map_preds, read_maptracker_samples
 
         root = fx / "maptracker_cmap" / "cases" / roi
