@@ -5,6 +5,10 @@ Formats (all coordinates metres, ego frame):
 - ``"maptr"``: MapTR's GT annotation JSON ``{"GTs": [{"sample_token", "vectors": [{"pts", "type", ...}]}]}`` and
   its ``results`` JSON ``{"results": [{"sample_token", "vectors": [{"pts", "type", "confidence_level"}]}]}``;
   ``type`` is the class id in MapTR's order (divider, ped_crossing, boundary).
+- ``"streammapnet"``: StreamMapNet's GT cache (the ``tmp_gts_*.pkl`` its evaluator writes: ``{token: {label:
+  [(P, 2) array]}}``, read by the restricted unpickler) or its JSON form ``{"gts": {token: {"<label>": [line]}}}``;
+  the submission is the Argoverse 2 one below (labels ped_crossing 0, divider 1, boundary 2, StreamMapNet's
+  ``cat2id``).
 - ``"av2"``: the CVPR 2023 Argoverse 2 challenge GT ``{segment_id: [{"timestamp", "annotation": {class: [line]}}]}``
   (points ``[x, y, z, visibility]``; visibility is dropped) and submission ``{"results": {timestamp: {"vectors",
   "scores", "labels"}}}`` with labels in the challenge's order (ped_crossing, divider, boundary).
@@ -47,13 +51,19 @@ __all__ = [
     "read_map_files",
     "read_map_gt",
     "read_map_preds",
+    "read_streammapnet_gt",
 ]
 
 MAPTR_CLASSES = ("divider", "ped_crossing", "boundary")
 AV2_CLASSES = ("ped_crossing", "divider", "boundary")
-MapFormat = Literal["maptr", "av2"]
+MapFormat = Literal["maptr", "av2", "streammapnet"]
 #: file format of each preset (the default protocol reads either, detected from the content)
-PROTOCOL_FORMATS: dict[str, MapFormat] = {"nuscenes-maptr": "maptr", "av2-cvpr23": "av2"}
+PROTOCOL_FORMATS: dict[str, MapFormat] = {
+    "nuscenes-maptr": "maptr",
+    "av2-cvpr23": "av2",
+    "streammapnet-60x30": "streammapnet",
+    "streammapnet-100x50": "streammapnet",
+}
 
 
 @dataclass
@@ -323,6 +333,8 @@ def read_map_gt(path: str | Path, format: MapFormat | None = None) -> list[MapSa
         ...     read_map_gt(os.path.join(d, "gt.json"))[0].labels
         ['boundary']
     """
+    if format == "streammapnet":
+        return read_streammapnet_gt(path)
     # millions of small objects, freed before the collector resumes (else it would scan them all): see gc_paused
     with gc_paused():
         data = _load(path, "GT")
@@ -416,7 +428,7 @@ def read_map_preds(path: str | Path, format: MapFormat | None = None) -> list[Ma
     # millions of small objects, freed before the collector resumes (else it would scan them all): see gc_paused
     with gc_paused():
         data = _load(path, "prediction")
-        kind = format or detect_format(data)
+        kind = "av2" if format == "streammapnet" else format or detect_format(data)
         results = data.get("results") if isinstance(data, dict) else None
         samples = None
         if kind == "maptr":
@@ -477,6 +489,62 @@ def _read_preds_checked(path: str | Path, results: Any, kind: MapFormat) -> list
             sample.scores.append(_score(score, f"{where}: scores[{j}]"))
             sample.labels.append(_class_of(label, AV2_CLASSES, f"{where}: labels[{j}]"))
         samples.append(sample)
+    return samples
+
+
+def read_streammapnet_gt(path: str | Path) -> list[MapSample]:
+    """GT samples of StreamMapNet's GT cache: the pickle its evaluator writes (``{token: {label: [(P, 2) array]}}``,
+    read by the restricted unpickler: no code runs) or the same as JSON, bare or under ``"gts"`` (labels as
+    strings), in the cache's token order (the evaluator's loop order). Labels are StreamMapNet's ``cat2id``
+    (ped_crossing 0, divider 1, boundary 2); an element that is not a label, a list of lines or a line raises one
+    ``ValueError`` naming the file, the token and the place.
+
+    Examples:
+        >>> import tempfile, json, os
+        >>> gts = {"gts": {"a": {"1": [[[0, 0], [0, 10]]], "0": [], "2": []}}}
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     _ = open(os.path.join(d, "gts.json"), "w").write(json.dumps(gts))
+        ...     sample = read_streammapnet_gt(os.path.join(d, "gts.json"))[0]
+        >>> sample.token, sample.labels, sample.points[0].shape
+        ('a', ['divider'], (2, 2))
+    """
+    from drivemetrics._internal.safe_pickle import safe_pickle_load
+
+    file = Path(path)
+    with file.open("rb") as handle:
+        head = handle.read(1)
+    with gc_paused():
+        if head == b"\x80":  # a pickle (protocol 2 or later): StreamMapNet's cache as mmcv.dump writes it
+            data = safe_pickle_load(file)
+        else:
+            data = _load(file, "GT")
+            if isinstance(data, dict) and isinstance(data.get("gts"), dict):
+                data = data["gts"]
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: a StreamMapNet GT cache maps sample tokens to {{label: [line, ...]}}")
+        _check_frames(len(data), path)
+        samples: list[MapSample] = []
+        for token, by_label in data.items():
+            where = f"{path}: sample {token}"
+            if not isinstance(by_label, dict):
+                raise ValueError(f"{where}: must map labels (0, 1, 2) to lists of lines")
+            sample = MapSample(str(token))
+            for label, lines in by_label.items():
+                try:
+                    label_id = int(label)
+                except (TypeError, ValueError):
+                    label_id = -1
+                if isinstance(label, bool) or not 0 <= label_id < len(AV2_CLASSES) or str(label_id) != str(label):
+                    raise ValueError(f"{where}: label {str(label)[:20]!r} is not one of 0, 1, 2")
+                if not isinstance(lines, (list, tuple)):
+                    raise ValueError(f"{where}: label {label_id}: must be a list of lines")
+                _check_lines(len(sample.points) + len(lines), where)
+                for j, line in enumerate(lines):
+                    value = line.tolist() if isinstance(line, np.ndarray) else line
+                    sample.points.append(_points(value, f"{where}: label {label_id}[{j}]", (2, 3)))
+                    sample.labels.append(AV2_CLASSES[label_id])
+            samples.append(sample)
+    _check_same_dims(samples, path, "line")
     return samples
 
 
