@@ -456,6 +456,98 @@ def _pool(
     return {"thresholds": list(thresholds), "per_class": per_class, "mAP": total}
 
 
+@dataclass
+class _SceneJob:
+    index: int
+    scene: _SceneData
+    roi: str
+    reference: bool
+    presample: bool
+    drop_without_gt: bool
+    settings: TrackSettings
+    details: bool
+
+
+def _score_scene(job: _SceneJob) -> dict[str, Any]:
+    """Stages 1-3 of one scene: ``rows (P, 5 + 2T)`` float64 (scene index, frame index, score, class id, scored
+    flag, plain flags (T), consistent flags (T)), ``num_gts (3,)`` and (``details``) the track ids."""
+    import torch
+
+    scene, settings = job.scene, job.settings
+    thresholds = STREAM_RANGES[job.roi]
+    roi_size = (int(job.roi.split("x")[0]), int(job.roi.split("x")[1]))
+    num_points = get_protocol(f"maptracker-{job.roi}").num_samples  # type: ignore[arg-type]
+    gt_ids = gt_track_ids(scene.frames, scene.gt, roi_size, settings)
+    pred_ids = pred_track_ids(scene.frames, scene.preds, roi_size, settings)
+    gt_lines: list[np.ndarray] = []
+    gt_meta: list[tuple[int, int, int]] = []  # frame (in the scene), class, track
+    pred_lines: list[np.ndarray] = []
+    pred_meta: list[tuple[int, int, float, int]] = []  # frame, class, score, track
+    overall: dict[Any, int] = {}
+    tracks_out = []
+    for k, (frame, target, pred) in enumerate(zip(scene.frames, scene.gt, scene.preds, strict=True)):
+        by_label = _by_label(target)
+        for label in (0, 1, 2):
+            for j, line in enumerate(by_label[label]):
+                gt_lines.append(np.asarray(line, dtype=np.float64))
+                gt_meta.append((k, label, gt_ids[k][label][j]))
+        tracks = []
+        for label in (0, 1, 2):
+            for local, track in pred_ids[k][label]:
+                # the tools number tracks over classes by label * 100 + id (ids of 100 and more collide with the
+                # next class's): kept for the reported ids in reference mode; the scoring keys on (class, id)
+                key: Any = label * 100 + track if job.reference else (label, track)
+                overall.setdefault(key, len(overall))
+                score = float(pred.scores[local])
+                tracks.append([label, score, overall[key]])
+                pred_lines.append(pred.points[local])
+                pred_meta.append((k, label, score, track))
+        tracks_out.append({"token": frame.token, "local_idx": frame.index, "tracks": tracks})
+    gt_info = np.array(gt_meta, dtype=np.int64).reshape(-1, 3)
+    pred_frame = np.array([m[0] for m in pred_meta], dtype=np.int64)
+    pred_label = np.array([m[1] for m in pred_meta], dtype=np.int64)
+    pred_score = np.array([m[2] for m in pred_meta], dtype=np.float64)
+    pred_track = np.array([m[3] for m in pred_meta], dtype=np.int64)
+    # GT: 20 then 200 points (the tools) or 200 directly; predictions: 200
+    gt_source = list(_resample(gt_lines, settings.track_points)) if job.presample else gt_lines
+    gt_flat = _flat(_resample(gt_source, num_points), gt_info[:, 0], gt_info[:, 1])
+    pred_flat = _flat(_resample(pred_lines, num_points), pred_frame, pred_label, pred_score)
+    nearest_gt, nearest_distance = nearest_targets(pred_flat, gt_flat, 3, max(thresholds))
+    flags = greedy_flags(pred_score, nearest_gt, nearest_distance, thresholds)
+    has_gt = np.zeros((len(scene.frames), 3), dtype=bool)
+    has_gt[gt_info[:, 0], gt_info[:, 1]] = True
+    scored = has_gt[pred_frame, pred_label] if job.drop_without_gt else np.ones(len(pred_frame), dtype=bool)
+    gt_track_of = np.full(len(pred_frame), -1, dtype=np.int64)
+    matched = nearest_gt >= 0
+    gt_track_of[matched] = gt_info[nearest_gt[matched], 2]
+    consistent = consistent_true_positive(
+        torch.from_numpy(flags),
+        torch.zeros(len(pred_frame), dtype=torch.long),
+        torch.from_numpy(pred_frame),
+        torch.from_numpy(pred_label),
+        torch.from_numpy(pred_track),
+        torch.from_numpy(gt_track_of),
+    ).numpy()
+    frame_index = np.array([scene.frames[k].index for k in pred_frame.tolist()], dtype=np.float64)
+    rows = np.concatenate(
+        [
+            np.full((len(pred_frame), 1), float(job.index)),
+            frame_index[:, None],
+            pred_score[:, None],
+            pred_label[:, None].astype(np.float64),
+            scored[:, None].astype(np.float64),
+            flags.astype(np.float64),
+            consistent.astype(np.float64),
+        ],
+        1,
+    ).reshape(-1, 5 + 2 * len(thresholds))
+    out: dict[str, Any] = {"rows": rows, "num_gts": np.bincount(gt_info[:, 1], minlength=3).astype(np.int64)}
+    if job.details:
+        out["gt_tracks"] = [{str(label): ids[label] for label in (0, 1, 2)} for ids in gt_ids]
+        out["pred_tracks"] = tracks_out
+    return out
+
+
 def evaluate_cmap(
     frames: Sequence[MapFrame],
     gt: Sequence[MapSample],
@@ -464,8 +556,14 @@ def evaluate_cmap(
     compat: Compat = "default",
     settings: TrackSettings | None = None,
     details: bool = True,
+    workers: int | None = 1,
+    _rules: dict[str, bool] | None = None,
 ) -> dict[str, Any]:
     """C-mAP and plain mAP of a submission over scenes (:mod:`drivemetrics.vectormap.consistency`).
+
+    Nothing is cached between calls. Under ``torchrun`` (the ``map-eval`` command) each rank scores the scenes
+    ``rank, rank + world, ...`` (scenes sorted by name) and the rows are pooled on every rank; the track ids are
+    then left out of the result.
 
     Args:
         frames: every GT frame (scene, position, ego pose), each scene's frames in time order.
@@ -476,11 +574,13 @@ def evaluate_cmap(
         compat: ``"reference"`` (MapTracker's tools, quirks included) or ``"default"`` (see the module).
         settings: track formation settings.
         details: also return the track ids and the per-frame flags.
+        workers: processes scoring scenes (``None``: the pool's policy); the result does not depend on it.
 
     Returns:
         ``{"cmap": {...}, "plain": {...}}`` each ``{"thresholds", "per_class": {name: {"AP@<thr>", "AP",
-        "num_gts", "num_preds"}}, "mAP", "frames"}`` and ``"gt_tracks"``, ``"pred_tracks"`` (the tools' numbering),
-        ``"missing_samples"``, ``"unknown_samples"``.
+        "num_gts", "num_preds"}}, "mAP"}`` (and ``"frames"`` with ``details``), ``"gt_tracks"`` and
+        ``"pred_tracks"`` (the tools' numbering; ``details`` in one process), ``"missing_samples"``,
+        ``"unknown_samples"``.
 
     Examples:
         >>> import numpy as np
@@ -495,7 +595,7 @@ def evaluate_cmap(
         >>> result["plain"]["per_class"]["divider"]["AP@0.5"], result["cmap"]["per_class"]["divider"]["AP@0.5"]
         (0.75, 0.75)
     """
-    import torch
+    from drivemetrics._internal.pool import map_in_processes
 
     if roi not in STREAM_RANGES:
         raise ValueError(f"`roi` must be one of {tuple(STREAM_RANGES)}, got {roi!r}")
@@ -504,13 +604,10 @@ def evaluate_cmap(
     if len(frames) != len(gt):
         raise ValueError(f"`frames` and `gt` differ in length ({len(frames)}, {len(gt)})")
     settings = settings or TrackSettings()
-    thresholds = STREAM_RANGES[roi]
-    roi_size = tuple(int(v) for v in roi.split("x"))
-    proto = get_protocol(f"maptracker-{roi}")  # type: ignore[arg-type]
+    rules = _rules or {}  # one fix at a time, to measure each (tests, docs): "presample", "drop_without_gt"
     reference = compat == "reference"
-    by_token: dict[str, MapSample] = {}
-    for sample in preds:
-        by_token[sample.token] = sample
+    thresholds = STREAM_RANGES[roi]
+    by_token = {sample.token: sample for sample in preds}
     frame_tokens = {frame.token for frame in frames}
     missing = [frame.token for frame in frames if frame.token not in by_token]
     if missing and reference:
@@ -522,83 +619,67 @@ def evaluate_cmap(
 
     paired = [by_token.get(frame.token, _Sample(frame.token)) for frame in frames]
     scenes = _scenes(frames, gt, paired)
-    # stage 1 and 2 per scene, then one flat matching of every kept prediction against every GT line
-    pred_points: list[np.ndarray] = []
-    pred_meta: list[tuple[int, int, int, float, int]] = []  # frame (global), scene, label, score, track
-    gt_lines: list[np.ndarray] = []
-    gt_meta: list[tuple[int, int, int]] = []  # frame (global), label, track
-    frame_keys: list[tuple[str, int]] = []
-    gt_tracks_out: dict[str, list[dict[str, list[int]]]] = {}
-    pred_tracks_out: dict[str, list[dict[str, Any]]] = {}
-    index = {name: i for i, name in enumerate(CMAP_CLASSES)}
-    for s, scene in enumerate(scenes):
-        gt_ids = gt_track_ids(scene.frames, scene.gt, roi_size, settings)
-        pred_ids = pred_track_ids(scene.frames, scene.preds, roi_size, settings)
-        gt_tracks_out[scene.name] = [{str(label): ids[label] for label in (0, 1, 2)} for ids in gt_ids]
-        overall: dict[Any, int] = {}
-        scene_tracks = []
-        for k, (frame, target, pred) in enumerate(zip(scene.frames, scene.gt, scene.preds, strict=True)):
-            f = len(frame_keys)
-            frame_keys.append((scene.name, frame.index))
-            by_label = _by_label(target)
-            for label in (0, 1, 2):
-                for j, line in enumerate(by_label[label]):
-                    gt_lines.append(line)
-                    gt_meta.append((f, label, gt_ids[k][label][j]))
-            tracks = []
-            for label in (0, 1, 2):
-                for local, track in pred_ids[k][label]:
-                    # the tools number tracks over classes by label * 100 + id (ids of 100 and more collide with
-                    # the next class's): kept for the reported ids, the scoring keys on (class, id)
-                    key = label * 100 + track if reference else (label, track)
-                    overall.setdefault(key, len(overall))
-                    score = float(pred.scores[local])
-                    tracks.append([label, score, overall[key]])
-                    pred_points.append(pred.points[local])
-                    pred_meta.append((f, s, label, score, track))
-            scene_tracks.append({"token": frame.token, "local_idx": frame.index, "tracks": tracks})
-        pred_tracks_out[scene.name] = scene_tracks
-    num_frames = len(frame_keys)
-    gt_meta_a = np.array(gt_meta, dtype=np.int64).reshape(-1, 3)
-    pred_frame = np.array([m[0] for m in pred_meta], dtype=np.int64)
-    pred_scene = np.array([m[1] for m in pred_meta], dtype=np.int64)
-    pred_label = np.array([m[2] for m in pred_meta], dtype=np.int64)
-    pred_score = np.array([m[3] for m in pred_meta], dtype=np.float64)
-    pred_track = np.array([m[4] for m in pred_meta], dtype=np.int64)
-    num_gts = np.bincount(gt_meta_a[:, 1], minlength=3).astype(np.int64)
-    # resampling: GT 20 then 200 points (reference) or 200 directly; predictions 200
-    gt_source = [np.asarray(line, dtype=np.float64) for line in gt_lines]
-    if reference:
-        gt_source = list(_resample(gt_source, settings.track_points))
-    gt_flat = _flat(_resample(gt_source, proto.num_samples), gt_meta_a[:, 0], gt_meta_a[:, 1])
-    pred_flat = _flat(_resample(pred_points, proto.num_samples), pred_frame, pred_label, pred_score)
-    nearest_gt, nearest_distance = nearest_targets(pred_flat, gt_flat, 3, max(thresholds))
-    flags = greedy_flags(pred_score, nearest_gt, nearest_distance, thresholds)
-    has_gt = np.zeros((num_frames, 3), dtype=bool)
-    has_gt[gt_meta_a[:, 0], gt_meta_a[:, 1]] = True
-    scored = has_gt[pred_frame, pred_label] if reference else np.ones(len(pred_frame), dtype=bool)
-    gt_track_of = np.where(nearest_gt >= 0, gt_meta_a[np.maximum(nearest_gt, 0), 2] if len(gt_meta_a) else -1, -1)
-    consistent = consistent_true_positive(
-        torch.from_numpy(flags),
-        torch.from_numpy(pred_scene),
-        torch.from_numpy(pred_frame),
-        torch.from_numpy(pred_label),
-        torch.from_numpy(pred_track),
-        torch.from_numpy(gt_track_of),
-    ).numpy()
+    world, rank = 1, 0
+    import sys
+
+    if "drivemetrics._internal.distributed" in sys.modules:  # under torchrun: this rank's scenes
+        shard = sys.modules["drivemetrics._internal.distributed"].current_shard()
+        world, rank = shard.world, shard.rank
+    mine = list(range(rank, len(scenes), world))
+    jobs = [
+        _SceneJob(
+            i,
+            scenes[i],
+            roi,
+            reference,
+            rules.get("presample", reference),
+            rules.get("drop_without_gt", reference),
+            settings,
+            details and world == 1,
+        )
+        for i in mine
+    ]
+    parts = list(map_in_processes(_score_scene, jobs, workers))
+    width = 5 + 2 * len(thresholds)
+    rows = np.concatenate([np.zeros((0, width))] + [part["rows"] for part in parts])
+    num_gts = np.zeros(3, dtype=np.int64)
+    for part in parts:
+        num_gts += part["num_gts"]
+    if world > 1:
+        rows, num_gts = _gather(rows, num_gts, mine)
+    scored = rows[:, 4] > 0.5
+    num_t = len(thresholds)
     result: dict[str, Any] = {}
-    for mode, mode_flags in (("cmap", consistent), ("plain", flags)):
-        block = _pool(pred_score[scored], pred_label[scored], mode_flags[scored], num_gts, thresholds)
+    for mode, columns in (("cmap", slice(5 + num_t, 5 + 2 * num_t)), ("plain", slice(5, 5 + num_t))):
+        flags = rows[:, columns] > 0.5
+        block = _pool(rows[scored, 2], rows[scored, 3].astype(np.int64), flags[scored], num_gts, thresholds)
         if details:
-            block["frames"] = _frames(frame_keys, pred_frame, pred_label, pred_score, mode_flags, scored, thresholds)
+            block["frames"] = _frames(scenes, rows, flags, scored, thresholds)
         result[mode] = block
-    if details:
-        result["gt_tracks"] = gt_tracks_out
-        result["pred_tracks"] = pred_tracks_out
+    if details and world == 1:
+        result["gt_tracks"] = {scenes[job.index].name: part["gt_tracks"] for job, part in zip(jobs, parts, strict=True)}
+        result["pred_tracks"] = {
+            scenes[job.index].name: part["pred_tracks"] for job, part in zip(jobs, parts, strict=True)
+        }
     result["missing_samples"] = missing
     result["unknown_samples"] = [sample.token for sample in preds if sample.token not in frame_tokens]
-    del index
     return result
+
+
+def _gather(rows: np.ndarray, num_gts: np.ndarray, mine: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Every rank's rows (in scene order) and the summed GT counts, under torchrun."""
+    import torch
+
+    from drivemetrics._internal.distributed import current_shard
+    from drivemetrics._internal.ragged import RaggedRows
+
+    shard = current_shard()
+    scene_of = rows[:, 0].astype(np.int64)
+    lengths = torch.tensor([int((scene_of == i).sum()) for i in mine], dtype=torch.int64)
+    order = np.argsort(scene_of, kind="stable")
+    frames = shard.gather_frames(mine, rows=RaggedRows(torch.from_numpy(rows[order]), lengths))
+    total = shard.sum(torch.from_numpy(num_gts))
+    return frames.fields["rows"].rows.cpu().numpy(), total.cpu().numpy()
 
 
 def _flat(lines: np.ndarray, frame: np.ndarray, labels: np.ndarray, scores: np.ndarray | None = None) -> FlatLines:
@@ -613,25 +694,23 @@ def _flat(lines: np.ndarray, frame: np.ndarray, labels: np.ndarray, scores: np.n
 
 
 def _frames(
-    keys: list[tuple[str, int]],
-    frame: np.ndarray,
-    labels: np.ndarray,
-    scores: np.ndarray,
+    scenes: list[_SceneData],
+    rows: np.ndarray,
     flags: np.ndarray,
     scored: np.ndarray,
     thresholds: Sequence[float],
 ) -> dict[str, dict[str, dict[str, list[list[float | int]]]]]:
     """``{"<scene>/<frame>": {"<label>": {"<thr>": [[score, tp], ...]}}}`` of the scored predictions, by
     descending score."""
-    out = {
-        f"{scene}/{index}": {str(label): {str(thr): [] for thr in thresholds} for label in (0, 1, 2)}
-        for scene, index in keys
+    out: dict[str, dict[str, dict[str, list[list[float | int]]]]] = {
+        f"{scene.name}/{frame.index}": {str(label): {str(thr): [] for thr in thresholds} for label in (0, 1, 2)}
+        for scene in scenes
+        for frame in scene.frames
     }
     chosen = np.flatnonzero(scored)
-    order = chosen[np.argsort(-scores[chosen], kind="stable")]
+    order = chosen[np.argsort(-rows[chosen, 2], kind="stable")]
     for p in order.tolist():
-        scene, index = keys[int(frame[p])]
-        entry = out[f"{scene}/{index}"][str(int(labels[p]))]
+        entry = out[f"{scenes[int(rows[p, 0])].name}/{int(rows[p, 1])}"][str(int(rows[p, 3]))]
         for t, thr in enumerate(thresholds):
-            entry[str(thr)].append([float(scores[p]), int(flags[p, t])])
-    return out  # type: ignore[return-value]
+            entry[str(thr)].append([float(rows[p, 2]), int(flags[p, t])])
+    return out
