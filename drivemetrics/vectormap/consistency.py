@@ -593,7 +593,7 @@ def evaluate_cmap(
         ...          MapSample("c", [line + [-4, 0.2]], ["divider"], [0.7])]
         >>> result = evaluate_cmap(frames, gt, preds, "60x30", details=False)
         >>> result["plain"]["per_class"]["divider"]["AP@0.5"], result["cmap"]["per_class"]["divider"]["AP@0.5"]
-        (0.75, 0.75)
+        (0.8333333333333333, 0.8333333333333333)
     """
     from drivemetrics._internal.pool import map_in_processes
 
