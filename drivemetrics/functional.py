@@ -87,7 +87,7 @@ from drivemetrics.roadnet.subg import subg
 from drivemetrics.roadnet.tlts import tlts
 from drivemetrics.vectormap.buffer import buffers_intersect
 from drivemetrics.vectormap.chamfer_loss import map_chamfer_loss
-from drivemetrics.vectormap.consistency import consistent_true_positive
+from drivemetrics.vectormap.cmap import consistent_true_positive
 from drivemetrics.vectormap.map_ap import vector_map_ap, vector_map_ap_from_matches, vector_map_matches
 
 __all__ = [
