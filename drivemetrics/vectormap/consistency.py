@@ -135,7 +135,9 @@ class _Raster:
                 mask = np.ascontiguousarray(np.flipud(np.array(image)))
             else:
                 canvas = np.zeros((height, width), dtype=np.uint8)
-                self.cv2.polylines(canvas, np.int32([coords]), False, color=1, thickness=self.settings.thickness)
+                self.cv2.polylines(
+                    canvas, np.asarray([coords]).astype(np.int32), False, color=1, thickness=self.settings.thickness
+                )
                 mask = np.ascontiguousarray(np.flipud(canvas))
             if int(mask.sum()) < self.settings.small_mask:
                 mask = self.cv2.dilate(mask, self.kernel, iterations=1)
