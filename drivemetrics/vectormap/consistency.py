@@ -35,12 +35,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from drivemetrics._internal import arrays as xp
 from drivemetrics.vectormap.flat import FlatLines, greedy_flags, nearest_targets, resample_flat
 from drivemetrics.vectormap.protocol import STREAM_RANGES, MapProtocol, get_protocol
 
 if TYPE_CHECKING:
-    from torch import Tensor
-
     from drivemetrics.vectormap.io import MapFrame, MapSample
 
 __all__ = [
@@ -55,6 +54,7 @@ __all__ = [
 #: class names in label-id order (MapTracker's ``cat2id``)
 CMAP_CLASSES = ("ped_crossing", "divider", "boundary")
 Compat = Literal["default", "reference"]
+Array = Any  # a numpy array or a torch tensor
 
 
 @dataclass(frozen=True)
@@ -343,17 +343,19 @@ def pred_track_ids(
 
 
 def consistent_true_positive(
-    true_positive: Tensor,
-    scene: Tensor,
-    frame: Tensor,
-    labels: Tensor,
-    pred_track: Tensor,
-    gt_track: Tensor,
+    true_positive: Array,
+    scene: Array,
+    frame: Array,
+    labels: Array,
+    pred_track: Array,
+    gt_track: Array,
     *,
     validate_args: bool = True,
-) -> Tensor:
+) -> Array:
     """MapTracker's consistency rule on matched predictions: a true positive stays one only if its predicted
     track is the first one (by ``frame``) that was matched to its GT track at that threshold in its scene.
+
+    All arguments are numpy arrays or all torch tensors (any device); the result is of the same kind.
 
     Args:
         true_positive: ``(P, T)`` bool flags of the per-frame matching, ``T`` thresholds.
@@ -377,8 +379,6 @@ def consistent_true_positive(
                 [False],
                 [ True]])
     """
-    import torch
-
     if validate_args:
         if true_positive.ndim != 2:
             raise ValueError(f"`true_positive` must be (P, T), got shape {tuple(true_positive.shape)}")
@@ -389,30 +389,28 @@ def consistent_true_positive(
             ("pred_track", pred_track),
             ("gt_track", gt_track),
         ):
-            if value.shape != true_positive.shape[:1]:
+            if tuple(value.shape) != tuple(true_positive.shape[:1]):
                 raise ValueError(f"`{name}` must be ({true_positive.shape[0]},), got shape {tuple(value.shape)}")
-    out = true_positive.clone()
-    if not true_positive.numel():
-        return out
+    out = xp.where(true_positive, True, False)  # a copy
+    columns = [xp.astype(value, "int64") for value in (scene, labels, gt_track, frame)]
     for t in range(true_positive.shape[1]):
-        hit = torch.nonzero(true_positive[:, t]).flatten()
-        if not hit.numel():
+        hit = xp.flatnonzero(true_positive[:, t])
+        if not hit.shape[0]:
             continue
-        key = torch.stack([scene[hit], labels[hit], gt_track[hit], frame[hit]], 1).long()
-        order = torch.arange(hit.numel(), device=hit.device)
+        key = xp.stack([column[hit] for column in columns], 1)
+        order = xp.arange(hit.shape[0], like=hit)
         for column in (3, 2, 1, 0):  # lexicographic by (scene, class, GT track, frame): stable sorts, last key first
-            order = order[torch.sort(key[order, column], stable=True).indices]
+            order = order[xp.stable_descending_order(-key[order, column])]
         group_key = key[order, :3]
-        start = torch.ones(hit.numel(), dtype=torch.bool, device=hit.device)
+        start = xp.full(hit.shape[0], True, like=hit, dtype="bool")
         start[1:] = (group_key[1:] != group_key[:-1]).any(1)
         if validate_args:
             same_frame = ~start[1:] & (key[order[1:], 3] == key[order[:-1], 3])
             if bool(same_frame.any()):
                 raise ValueError("`gt_track`: a GT track is matched twice in one frame (track ids must be unique)")
-        group = torch.cumsum(start.long(), 0) - 1
-        owner = pred_track[hit][order][start][group]
-        keep = pred_track[hit][order] == owner
-        out[hit[order], t] = keep
+        group = xp.astype(start, "int64").cumsum(0) - 1
+        tracks = pred_track[hit][order]
+        out[hit[order], t] = tracks == tracks[start][group]
     return out
 
 
@@ -473,8 +471,6 @@ class _SceneJob:
 def _score_scene(job: _SceneJob) -> dict[str, Any]:
     """Stages 1-3 of one scene: ``rows (P, 5 + 2T)`` float64 (scene index, frame index, score, class id, scored
     flag, plain flags (T), consistent flags (T)), ``num_gts (3,)`` and (``details``) the track ids."""
-    import torch
-
     scene, settings = job.scene, job.settings
     thresholds = STREAM_RANGES[job.roi]
     roi_size = (int(job.roi.split("x")[0]), int(job.roi.split("x")[1]))
@@ -523,13 +519,8 @@ def _score_scene(job: _SceneJob) -> dict[str, Any]:
     matched = nearest_gt >= 0
     gt_track_of[matched] = gt_info[nearest_gt[matched], 2]
     consistent = consistent_true_positive(
-        torch.from_numpy(flags),
-        torch.zeros(len(pred_frame), dtype=torch.long),
-        torch.from_numpy(pred_frame),
-        torch.from_numpy(pred_label),
-        torch.from_numpy(pred_track),
-        torch.from_numpy(gt_track_of),
-    ).numpy()
+        flags, np.zeros(len(pred_frame), dtype=np.int64), pred_frame, pred_label, pred_track, gt_track_of
+    )
     frame_index = np.array([scene.frames[k].index for k in pred_frame.tolist()], dtype=np.float64)
     rows = np.concatenate(
         [
