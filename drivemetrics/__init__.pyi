@@ -116,6 +116,9 @@ from drivemetrics.roadnet.subg import SubgraphMetrics as SubgraphMetrics
 from drivemetrics.roadnet.tlts import TLTSAccuracy as TLTSAccuracy
 from drivemetrics.roadnet.tlts import TLTSMetrics as TLTSMetrics
 from drivemetrics.vectormap.chamfer_loss import MapChamferLoss as MapChamferLoss
+from drivemetrics.vectormap.cmap import ConsistentMapAPMetrics as ConsistentMapAPMetrics
+from drivemetrics.vectormap.cmap import ConsistentMapAveragePrecision as ConsistentMapAveragePrecision
+from drivemetrics.vectormap.cmap import ConsistentMapMeanAveragePrecision as ConsistentMapMeanAveragePrecision
 from drivemetrics.vectormap.map_ap import VectorMapAPMetrics as VectorMapAPMetrics
 from drivemetrics.vectormap.map_ap import VectorMapAveragePrecision as VectorMapAveragePrecision
 from drivemetrics.vectormap.map_ap import VectorMapMeanAveragePrecision as VectorMapMeanAveragePrecision
@@ -141,6 +144,9 @@ __all__ = [
     "CULaneMetrics",
     "CULanePrecision",
     "CULaneRecall",
+    "ConsistentMapAPMetrics",
+    "ConsistentMapAveragePrecision",
+    "ConsistentMapMeanAveragePrecision",
     "CurveLanesF1Score",
     "CurveLanesMetrics",
     "CurveLanesPrecision",

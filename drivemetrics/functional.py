@@ -91,6 +91,7 @@ from drivemetrics.roadnet.subg import subg
 from drivemetrics.roadnet.tlts import tlts
 from drivemetrics.vectormap.buffer import buffers_intersect
 from drivemetrics.vectormap.chamfer_loss import map_chamfer_loss
+from drivemetrics.vectormap.cmap import consistent_true_positive
 from drivemetrics.vectormap.map_ap import vector_map_ap, vector_map_ap_from_matches, vector_map_matches
 
 __all__ = [
@@ -111,6 +112,7 @@ __all__ = [
     "chamfer_distance",
     "chamfer_distance_matrix",
     "chamfer_distance_pairs",
+    "consistent_true_positive",
     "corridor_curves",
     "corridor_row_statistics",
     "counts_at_threshold",

@@ -112,6 +112,11 @@ from drivemetrics.roadnet.opt_j import OptJF1Score, OptJMetrics, OptJPrecision, 
 from drivemetrics.roadnet.opt_p import OptPF1Score, OptPMetrics, OptPPrecision, OptPRecall
 from drivemetrics.roadnet.subg import SubgraphF1Score, SubgraphMetrics
 from drivemetrics.roadnet.tlts import TLTSAccuracy, TLTSMetrics
+from drivemetrics.vectormap.cmap import (
+    ConsistentMapAPMetrics,
+    ConsistentMapAveragePrecision,
+    ConsistentMapMeanAveragePrecision,
+)
 from drivemetrics.vectormap.map_ap import (
     VectorMapAPMetrics,
     VectorMapAveragePrecision,
@@ -572,6 +577,39 @@ def _vector_map_case(cls: type[Metric]) -> MetricCase:
     init = {"protocol": "default"}
     if cls is VectorMapAveragePrecision:
         init = {"class_name": "divider", "threshold": 1.0, "protocol": "default"}
+    return MetricCase(init, batches, cast_float_args, grad_arg=None)
+
+
+@register(ConsistentMapAPMetrics, ConsistentMapMeanAveragePrecision, ConsistentMapAveragePrecision)
+def _consistent_map_case(cls: type[Metric]) -> MetricCase:
+    """One whole scene per batch (three frames, the ego 2 m forward per frame; scenes are never split across
+    ranks): a divider and a boundary, predicted off by dyadic offsets (the same in float32 and float64), the
+    boundary missing in one frame, one far false positive; dyadic scores."""
+    batches = []
+    offsets = torch.tensor([0.25, 0.75, 1.25, 0.5])
+    for i in range(NUM_BATCHES):
+        divider = torch.tensor([[-20.0, 1.0], [0.0, 1.5], [20.0, 1.0]])
+        boundary = torch.tensor([[-20.0, -6.0], [0.0, -6.0], [20.0, -5.0]])
+        shift = torch.tensor([[2.0 * k, 0.0] for k in range(3)])[:, None, None, :]
+        target = torch.stack([divider, boundary])[None] - shift  # (3, 2, 3, 2)
+        off = torch.tensor([[0.0, float(offsets[i])], [0.0, float(offsets[(i + 1) % 4])]])[None, :, None, :]
+        preds = torch.cat([target + off, target[:, :1] + torch.tensor([0.0, 9.0])], 1)  # (3, 3, 3, 2)
+        scores = torch.tensor([[0.875, 0.75, 0.5], [0.875, 0.25, 0.625], [0.75, 0.75, 0.5]]).roll(i, 0)
+        pose = torch.eye(4).repeat(3, 1, 1)
+        pose[:, 0, 3] = torch.tensor([0.0, 2.0, 4.0]) + 10.0 * i
+        labels = torch.tensor([[1, 2]] * 3)
+        batches.append(
+            (
+                (
+                    {"points": preds, "labels": torch.tensor([[1, 2, 1]] * 3), "scores": scores},
+                    {"points": target, "labels": labels},
+                ),
+                {"scene": [f"scene-{i}"] * 3, "pose": pose},
+            )
+        )
+    init: dict[str, Any] = {"roi": "60x30"}
+    if cls is ConsistentMapAveragePrecision:
+        init = {"class_name": "divider", "threshold": 0.5, "roi": "60x30"}
     return MetricCase(init, batches, cast_float_args, grad_arg=None)
 
 

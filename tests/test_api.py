@@ -137,6 +137,7 @@ INPUT_COUNTS = {
     "bounded_frechet_distance_pairs": 4,
     "buffers_intersect": 4,  # two sets of lines with their lengths
     "pooled_precision_recall": 3,  # scores, true-positive flags and the target count
+    "consistent_true_positive": 6,  # flags and, per prediction, scene, frame, class, predicted and GT track
     "vector_map_ap_from_matches": 4,  # scores, labels, true-positive flags and the per-class target counts
 }
 

@@ -429,6 +429,48 @@ def _check_map_official(case: str) -> Callable[[Path, Path, str], None]:
     return check
 
 
+def _stream_argv(folder: str, protocol: str, roi: str, *extra: str) -> Callable[[Path, Path], list[str]]:
+    def argv(fx: Path, tmp: Path) -> list[str]:
+        root = fx / folder / "cases" / roi
+        gt = root / ("gts.json" if protocol == "streammapnet" else "samples.json")
+        paths = ["--gt", str(gt), "--pred", str(root / "submission_vector.json")]
+        return [*paths, "--protocol", protocol, "--roi", roi, *extra, "--workers", "1", "--json", str(tmp / "out.json")]
+
+    return argv
+
+
+def _check_stream_fixture(folder: str, roi: str) -> Callable[[Path, Path, str], None]:
+    """The fixture's own compare.py (tolerance 1e-6) on the command's JSON as the range block."""
+
+    def check(fx: Path, tmp: Path, stdout: str) -> None:
+        candidate = tmp / "candidate.json"
+        candidate.write_text(json.dumps({roi: _json(tmp / "out.json")}))
+        expected = _json(fx / folder / "expected.json")
+        (tmp / "expected.json").write_text(json.dumps({roi: expected[roi]}))
+        compare = [sys.executable, str(fx / folder / "compare.py"), str(tmp / "expected.json"), str(candidate)]
+        result = subprocess.run(compare, capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stdout[-3000:]
+
+    return check
+
+
+def _check_cmap_kernel(roi: str) -> Callable[[Path, Path, str], None]:
+    def check(fx: Path, tmp: Path, stdout: str) -> None:
+        from drivemetrics.vectormap.consistency import evaluate_cmap
+        from drivemetrics.vectormap.io import read_map_preds, read_maptracker_samples
+
+        root = fx / "maptracker_cmap" / "cases" / roi
+        frames, gt, _ = read_maptracker_samples(root / "samples.json")
+        want = evaluate_cmap(frames, gt, read_map_preds(root / "submission_vector.json", "av2"), roi, details=False)
+        got = _json(tmp / "out.json")
+        assert got["compat"] == "default"
+        for mode in ("cmap", "plain"):
+            _same(got[mode]["mAP"], want[mode]["mAP"], 1e-12, mode)
+            assert got[mode]["per_class"] == want[mode]["per_class"]
+
+    return check
+
+
 def _check_map_kernel(case: str) -> Callable[[Path, Path, str], None]:
     def check(fx: Path, tmp: Path, stdout: str) -> None:
         from drivemetrics.vectormap.evaluate import evaluate_map_files
@@ -690,7 +732,6 @@ def _check_stream_fixture(folder: str, roi: str) -> Callable[[Path, Path, str], 
 def _check_cmap_kernel(roi: str) -> Callable[[Path, Path, str], None]:
     def check(fx: Path, tmp: Path, stdout: str) -> None:
         from drivemetrics.vectormap.consistency import evaluate_cmap
-
         from drivemetrics.vectormap.io import read_map_preds, read_maptracker_samples
 
         root = fx / "maptracker_cmap" / "cases" / roi
@@ -862,6 +903,36 @@ ROWS: dict[str, Row] = {
     "map-eval/map_ap/av2_cvpr23/default": Row(
         "map-eval", "map_ap", "default", _map_argv("av2_cvpr23", "default"), _check_map_kernel("av2_cvpr23")
     ),
+    **{
+        f"map-eval/streammapnet/{roi}": Row(
+            "map-eval",
+            "streammapnet",
+            "reference",
+            _stream_argv("streammapnet", "streammapnet", roi),
+            _check_stream_fixture("streammapnet", roi),
+        )
+        for roi in ("60x30", "100x50")
+    },
+    **{
+        f"map-eval/maptracker_cmap/{roi}/reference": Row(
+            "map-eval",
+            "maptracker_cmap",
+            "reference",
+            _stream_argv("maptracker_cmap", "maptracker", roi, "--compat", "reference"),
+            _check_stream_fixture("maptracker_cmap", roi),
+        )
+        for roi in ("60x30", "100x50")
+    },
+    **{
+        f"map-eval/maptracker_cmap/{roi}/default": Row(
+            "map-eval",
+            "maptracker_cmap",
+            "default",
+            _stream_argv("maptracker_cmap", "maptracker", roi),
+            _check_cmap_kernel(roi),
+        )
+        for roi in ("60x30", "100x50")
+    },
     "openlanev2-eval/openlanev2/centerline/reference": Row(
         "openlanev2-eval",
         "openlanev2",

@@ -122,3 +122,32 @@ def test_openlane3d_eval_pairs_predictions_across_ranks(fixtures_dir, tmp_path):
     test_list = _copy_with_paths(cases, tmp_path / "data", pred_paths, gt_paths)
     args = ["openlane3d-eval", "--gt", str(tmp_path / "data" / "gt"), "--pred", str(tmp_path / "data" / "pred")]
     _assert_same_as_one_process([*args, "--list", str(test_list), "--workers", "1"], [2], tmp_path)
+
+
+@pytest.mark.parametrize("roi", ["60x30", "100x50"])
+def test_map_eval_streammapnet_with_2_processes(fixtures_dir, tmp_path, roi):
+    root = fixtures_dir / "streammapnet" / "cases" / roi
+    if not root.is_dir():
+        pytest.skip("streammapnet fixtures absent")
+    args = ["map-eval", "--protocol", "streammapnet", "--roi", roi, "--gt", str(root / "gts.json")]
+    _assert_same_as_one_process([*args, "--pred", str(root / "submission_vector.json")], [2], tmp_path)
+
+
+def test_map_eval_maptracker_shards_whole_scenes(fixtures_dir, tmp_path):
+    """Each rank forms the tracks of its scenes: C-mAP, plain mAP and the per-frame flags of one process (the
+    track ids are reported by one process only)."""
+    import json
+
+    root = fixtures_dir / "maptracker_cmap" / "cases" / "60x30"
+    if not root.is_dir():
+        pytest.skip("maptracker_cmap fixtures absent")
+    args = ["map-eval", "--protocol", "maptracker", "--roi", "60x30", "--compat", "reference"]
+    args += ["--gt", str(root / "samples.json"), "--pred", str(root / "submission_vector.json")]
+    single = _run(args, 1, tmp_path / "one.json")
+    printed = _run(args, 2, tmp_path / "two.json")
+    one, two = json.loads((tmp_path / "one.json").read_text()), json.loads((tmp_path / "two.json").read_text())
+    assert printed == single
+    assert one["cmap"] == two["cmap"]
+    assert one["plain"] == two["plain"]
+    assert "gt_tracks" in one
+    assert "gt_tracks" not in two

@@ -12,6 +12,9 @@ from drivemetrics._internal.lazy import lazy_exports
 
 #: Metric and loss classes, exported by ``drivemetrics`` too (its stub: python -m drivemetrics._internal.stubs).
 _METRICS = {
+    "ConsistentMapAPMetrics": "drivemetrics.vectormap.cmap",
+    "ConsistentMapAveragePrecision": "drivemetrics.vectormap.cmap",
+    "ConsistentMapMeanAveragePrecision": "drivemetrics.vectormap.cmap",
     "MapChamferLoss": "drivemetrics.vectormap.chamfer_loss",
     "VectorMapAPMetrics": "drivemetrics.vectormap.map_ap",
     "VectorMapAveragePrecision": "drivemetrics.vectormap.map_ap",
@@ -20,6 +23,11 @@ _METRICS = {
 _EXPORTS = {
     **_METRICS,
     "MapEvaluation": "drivemetrics.vectormap.evaluate",
+    "MapFrame": "drivemetrics.vectormap.io",
+    "STREAM_RANGES": "drivemetrics.vectormap.protocol",
+    "TrackSettings": "drivemetrics.vectormap.consistency",
+    "consistent_map_example_inputs": "drivemetrics.vectormap.examples",
+    "evaluate_cmap": "drivemetrics.vectormap.consistency",
     "MapProtocol": "drivemetrics.vectormap.protocol",
     "MapSample": "drivemetrics.vectormap.io",
     "PROTOCOLS": "drivemetrics.vectormap.protocol",
@@ -28,6 +36,8 @@ _EXPORTS = {
     "pack_samples": "drivemetrics.vectormap.io",
     "read_map_gt": "drivemetrics.vectormap.io",
     "read_map_preds": "drivemetrics.vectormap.io",
+    "read_maptracker_samples": "drivemetrics.vectormap.io",
+    "read_streammapnet_gt": "drivemetrics.vectormap.io",
     "vector_map_example_inputs": "drivemetrics.vectormap.examples",
 }
 

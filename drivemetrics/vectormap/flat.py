@@ -53,7 +53,9 @@ __all__ = [
     "bounded_chamfer",
     "candidate_pairs",
     "flatten_samples",
+    "greedy_flags",
     "match_flat",
+    "nearest_targets",
     "resample_flat",
     "resample_lines",
 ]
@@ -499,8 +501,29 @@ def match_flat(
         raise ValueError(f"protocol {proto.name!r}: the flat path implements the references' rule only")
     thresholds = tuple(float(t) for t in (proto.thresholds if thresholds is None else thresholds))
     num_classes = len(proto.class_names)
+    nearest_gt, nearest_distance = nearest_targets(preds, target, num_classes, max(thresholds))
+    true_positive = greedy_flags(preds.scores, nearest_gt, nearest_distance, thresholds)
+    rows = np.concatenate(
+        [preds.scores[:, None], preds.labels[:, None].astype(np.float64), true_positive.astype(np.float64)], 1
+    )
+    return rows, np.bincount(target.labels, minlength=num_classes).astype(np.int64)
+
+
+def nearest_targets(
+    preds: FlatLines, target: FlatLines, num_classes: int, reach: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each prediction's nearest GT line of its sample and class (``-1`` where none lies within ``reach``; the
+    first on a tie, the references' argmin) and its Chamfer distance (``inf`` where none): ``(P,)`` int64 and
+    ``(P,)`` float64.
+
+    Examples:
+        >>> gt = FlatLines(np.array([[0.0, 0.0], [0.0, 10.0]]), np.array([2]), np.array([0]), np.array([1]))
+        >>> pred = FlatLines(gt.points + [0.7, 0.0], np.array([2]), np.array([0]), np.array([1]), np.array([0.9]))
+        >>> nearest_targets(pred, gt, 3, 1.5)
+        (array([0]), array([0.7]))
+    """
     pred_index, gt_index = candidate_pairs(preds, target, num_classes)
-    distance = bounded_chamfer(preds, target, pred_index, gt_index, max(thresholds))
+    distance = bounded_chamfer(preds, target, pred_index, gt_index, reach)
     num_preds = len(preds.counts)
     # nearest GT of each prediction: pairs come prediction by prediction, GT lines in order, so the first minimum
     # of each prediction's run is the reference's argmin
@@ -515,8 +538,23 @@ def match_flat(
         best = order[first]
         nearest_distance[pred_index[best]] = distance[best]
         nearest_gt[pred_index[best]] = gt_index[best]
+    return nearest_gt, nearest_distance
+
+
+def greedy_flags(
+    scores: np.ndarray, nearest_gt: np.ndarray, nearest_distance: np.ndarray, thresholds: Sequence[float]
+) -> np.ndarray:
+    """``(P, T)`` true-positive flags of the references' greedy rule: visited by descending score (ties in input
+    order), a prediction is a true positive at a threshold when its nearest GT (:func:`nearest_targets`) lies
+    within it (inclusive) and no earlier prediction took that GT there.
+
+    Examples:
+        >>> greedy_flags(np.array([0.5, 0.9]), np.array([0, 0]), np.array([0.2, 0.8]), (0.5, 1.0)).tolist()
+        [[True, False], [False, True]]
+    """
+    num_preds = len(scores)
     # a prediction is a true positive at t when within t and first within t among those sharing its nearest GT
-    visit = np.lexsort((np.arange(num_preds), -preds.scores, nearest_gt))
+    visit = np.lexsort((np.arange(num_preds), -scores, nearest_gt))
     group_start = np.ones(num_preds, dtype=bool)
     group_start[1:] = nearest_gt[visit][1:] != nearest_gt[visit][:-1]
     group = np.cumsum(group_start) - 1
@@ -526,10 +564,7 @@ def match_flat(
         count = np.cumsum(within)
         before_group = np.concatenate([[0], count])[np.flatnonzero(group_start)][group]
         true_positive[visit, t] = within & (count - before_group == 1)
-    rows = np.concatenate(
-        [preds.scores[:, None], preds.labels[:, None].astype(np.float64), true_positive.astype(np.float64)], 1
-    )
-    return rows, np.bincount(target.labels, minlength=num_classes).astype(np.int64)
+    return true_positive
 
 
 def _area_ap(precision: np.ndarray, recall: np.ndarray, dtype: str) -> float:

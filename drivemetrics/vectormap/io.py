@@ -5,6 +5,10 @@ Formats (all coordinates metres, ego frame):
 - ``"maptr"``: MapTR's GT annotation JSON ``{"GTs": [{"sample_token", "vectors": [{"pts", "type", ...}]}]}`` and
   its ``results`` JSON ``{"results": [{"sample_token", "vectors": [{"pts", "type", "confidence_level"}]}]}``;
   ``type`` is the class id in MapTR's order (divider, ped_crossing, boundary).
+- ``"streammapnet"``: StreamMapNet's GT cache (the ``tmp_gts_*.pkl`` its evaluator writes: ``{token: {label:
+  [(P, 2) array]}}``, read by the restricted unpickler) or its JSON form ``{"gts": {token: {"<label>": [line]}}}``;
+  the submission is the Argoverse 2 one below (labels ped_crossing 0, divider 1, boundary 2, StreamMapNet's
+  ``cat2id``).
 - ``"av2"``: the CVPR 2023 Argoverse 2 challenge GT ``{segment_id: [{"timestamp", "annotation": {class: [line]}}]}``
   (points ``[x, y, z, visibility]``; visibility is dropped) and submission ``{"results": {timestamp: {"vectors",
   "scores", "labels"}}}`` with labels in the challenge's order (ped_crossing, divider, boundary).
@@ -41,19 +45,27 @@ if TYPE_CHECKING:  # the readers need no torch (map-eval reads while torch impor
 __all__ = [
     "AV2_CLASSES",
     "MAPTR_CLASSES",
+    "MapFrame",
     "MapSample",
     "detect_format",
     "pack_samples",
     "read_map_files",
     "read_map_gt",
     "read_map_preds",
+    "read_maptracker_samples",
+    "read_streammapnet_gt",
 ]
 
 MAPTR_CLASSES = ("divider", "ped_crossing", "boundary")
 AV2_CLASSES = ("ped_crossing", "divider", "boundary")
-MapFormat = Literal["maptr", "av2"]
+MapFormat = Literal["maptr", "av2", "streammapnet"]
 #: file format of each preset (the default protocol reads either, detected from the content)
-PROTOCOL_FORMATS: dict[str, MapFormat] = {"nuscenes-maptr": "maptr", "av2-cvpr23": "av2"}
+PROTOCOL_FORMATS: dict[str, MapFormat] = {
+    "nuscenes-maptr": "maptr",
+    "av2-cvpr23": "av2",
+    "streammapnet-60x30": "streammapnet",
+    "streammapnet-100x50": "streammapnet",
+}
 
 
 @dataclass
@@ -326,6 +338,8 @@ def read_map_gt(path: str | Path, format: MapFormat | None = None) -> list[MapSa
         ...     read_map_gt(os.path.join(d, "gt.json"))[0].labels
         ['boundary']
     """
+    if format == "streammapnet":
+        return read_streammapnet_gt(path)
     # millions of small objects, freed before the collector resumes (else it would scan them all): see gc_paused
     with gc_paused():
         data = _load(path, "GT")
@@ -420,7 +434,7 @@ def read_map_preds(path: str | Path, format: MapFormat | None = None) -> list[Ma
     # millions of small objects, freed before the collector resumes (else it would scan them all): see gc_paused
     with gc_paused():
         data = _load(path, "prediction")
-        kind = format or detect_format(data)
+        kind = "av2" if format == "streammapnet" else format or detect_format(data)
         results = data.get("results") if isinstance(data, dict) else None
         samples = None
         if kind == "maptr":
@@ -482,6 +496,172 @@ def _read_preds_checked(path: str | Path, results: Any, kind: MapFormat) -> list
             sample.labels.append(_class_of(label, AV2_CLASSES, f"{where}: labels[{j}]"))
         samples.append(sample)
     return samples
+
+
+def read_streammapnet_gt(path: str | Path) -> list[MapSample]:
+    """GT samples of StreamMapNet's GT cache: the pickle its evaluator writes (``{token: {label: [(P, 2) array]}}``,
+    read by the restricted unpickler: no code runs) or the same as JSON, bare or under ``"gts"`` (labels as
+    strings), in the cache's token order (the evaluator's loop order). Labels are StreamMapNet's ``cat2id``
+    (ped_crossing 0, divider 1, boundary 2); an element that is not a label, a list of lines or a line raises one
+    ``ValueError`` naming the file, the token and the place.
+
+    Examples:
+        >>> import tempfile, json, os
+        >>> gts = {"gts": {"a": {"1": [[[0, 0], [0, 10]]], "0": [], "2": []}}}
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     _ = open(os.path.join(d, "gts.json"), "w").write(json.dumps(gts))
+        ...     sample = read_streammapnet_gt(os.path.join(d, "gts.json"))[0]
+        >>> sample.token, sample.labels, sample.points[0].shape
+        ('a', ['divider'], (2, 2))
+    """
+    from drivemetrics._internal.safe_pickle import safe_pickle_load
+
+    file = Path(path)
+    with file.open("rb") as handle:
+        head = handle.read(1)
+    with gc_paused():
+        if head == b"\x80":  # a pickle (protocol 2 or later): StreamMapNet's cache as mmcv.dump writes it
+            data = safe_pickle_load(file)
+        else:
+            data = _load(file, "GT")
+            if isinstance(data, dict) and isinstance(data.get("gts"), dict):
+                data = data["gts"]
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: a StreamMapNet GT cache maps sample tokens to {{label: [line, ...]}}")
+        _check_frames(len(data), path)
+        samples: list[MapSample] = []
+        for token, by_label in data.items():
+            where = f"{path}: sample {token}"
+            if not isinstance(by_label, dict):
+                raise ValueError(f"{where}: must map labels (0, 1, 2) to lists of lines")
+            sample = MapSample(str(token))
+            for label, lines in by_label.items():
+                try:
+                    label_id = int(label)
+                except (TypeError, ValueError):
+                    label_id = -1
+                if isinstance(label, bool) or not 0 <= label_id < len(AV2_CLASSES) or str(label_id) != str(label):
+                    raise ValueError(f"{where}: label {str(label)[:20]!r} is not one of 0, 1, 2")
+                if not isinstance(lines, (list, tuple)):
+                    raise ValueError(f"{where}: label {label_id}: must be a list of lines")
+                _check_lines(len(sample.points) + len(lines), where)
+                for j, line in enumerate(lines):
+                    value = line.tolist() if isinstance(line, np.ndarray) else line
+                    sample.points.append(_points(value, f"{where}: label {label_id}[{j}]", (2, 3)))
+                    sample.labels.append(AV2_CLASSES[label_id])
+            samples.append(sample)
+    _check_same_dims(samples, path, "line")
+    return samples
+
+
+@dataclass
+class MapFrame:
+    """One frame of a scene for the temporal metrics: its token, scene, position in the scene and ego pose
+    (ego -> global: ``translation (3,)`` metres and ``rotation (3, 3)``).
+
+    Examples:
+        >>> frame = MapFrame("a", "scene-1", 0, np.zeros(3), np.eye(3))
+        >>> frame.scene, frame.index, frame.rotation.shape
+        ('scene-1', 0, (3, 3))
+    """
+
+    token: str
+    scene: str
+    index: int
+    translation: np.ndarray
+    rotation: np.ndarray
+
+
+def _pose_part(value: Any, shape: tuple[int, ...], where: str) -> np.ndarray:
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{where}: must be numbers of shape {shape}") from None
+    if array.shape != shape or not np.isfinite(array).all():
+        raise ValueError(f"{where}: must be finite numbers of shape {shape}, got shape {array.shape}")
+    return array
+
+
+def read_maptracker_samples(path: str | Path) -> tuple[list[MapFrame], list[MapSample], tuple[int, int] | None]:
+    """Frames (with ego poses) and GT samples of MapTracker's sample list: ``{"roi_size": [W, H], "samples":
+    [{"token", "scene_name", "local_idx", "ego2global_translation", "ego2global_rotation", "map_geoms": {"<label>":
+    [line]}}]}`` (labels: ped_crossing 0, divider 1, boundary 2), and the ``roi_size`` it names (``None`` when it
+    names none). Frames keep the file's order; each scene's frames must be consecutive in it and in time order
+    (``local_idx`` 0, 1, ...). Malformed input raises one ``ValueError`` naming the file, the sample and the field.
+
+    Examples:
+        >>> import tempfile, json, os
+        >>> sample = {"token": "a", "scene_name": "s", "local_idx": 0, "ego2global_translation": [0, 0, 0],
+        ...           "ego2global_rotation": [[1, 0, 0], [0, 1, 0], [0, 0, 1]],
+        ...           "map_geoms": {"1": [[[0, 0], [0, 10]]]}}
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     _ = open(os.path.join(d, "samples.json"), "w").write(json.dumps({"samples": [sample]}))
+        ...     frames, gt, roi = read_maptracker_samples(os.path.join(d, "samples.json"))
+        >>> frames[0].scene, gt[0].labels, roi
+        ('s', ['divider'], None)
+    """
+    with gc_paused():
+        data = _load(path, "samples")
+        entries = data.get("samples") if isinstance(data, dict) else None
+        if not isinstance(entries, list):
+            raise ValueError(f"{path}: a MapTracker sample list holds {{'samples': [sample, ...]}}")
+        _check_frames(len(entries), path)
+        roi: tuple[int, int] | None = None
+        if data.get("roi_size") is not None:
+            value = data["roi_size"]
+            if not (isinstance(value, list) and len(value) == 2 and all(type(v) in (int, float) for v in value)):
+                raise ValueError(f"{path}: roi_size must be [W, H] in metres, got {str(value)[:40]!r}")
+            roi = (int(value[0]), int(value[1]))
+        frames: list[MapFrame] = []
+        samples: list[MapSample] = []
+        seen: dict[str, int] = {}
+        scene_of_previous: str | None = None
+        finished: set[str] = set()
+        for i, entry in enumerate(entries):
+            where = f"{path}: samples[{i}]"
+            if not isinstance(entry, dict):
+                raise ValueError(f"{where}: must be an object with token, scene_name, local_idx, pose and map_geoms")
+            token, scene, index = entry.get("token"), entry.get("scene_name"), entry.get("local_idx")
+            if not isinstance(token, str) or not isinstance(scene, str):
+                raise ValueError(f"{where}: `token` and `scene_name` must be strings")
+            if token in seen:
+                raise ValueError(f"{path}: sample token {token} appears twice (samples[{seen[token]}] and [{i}])")
+            seen[token] = i
+            if scene != scene_of_previous:
+                if scene in finished:
+                    raise ValueError(f"{where}: scene {scene}'s frames must be consecutive in the sample list")
+                if scene_of_previous is not None:
+                    finished.add(scene_of_previous)
+                expected = 0
+                scene_of_previous = scene
+            else:
+                expected = frames[-1].index + 1
+            if isinstance(index, bool) or index != expected:
+                raise ValueError(
+                    f"{where}: local_idx must be {expected} (frames of a scene in time order), got {index!r}"
+                )
+            translation = _pose_part(entry.get("ego2global_translation"), (3,), f"{where}.ego2global_translation")
+            rotation = _pose_part(entry.get("ego2global_rotation"), (3, 3), f"{where}.ego2global_rotation")
+            geoms = entry.get("map_geoms", {})
+            if not isinstance(geoms, dict):
+                raise ValueError(f"{where}.map_geoms: must map labels (0, 1, 2) to lists of lines")
+            sample = MapSample(token)
+            for label in sorted(geoms, key=str):
+                if str(label) not in ("0", "1", "2"):
+                    raise ValueError(f"{where}.map_geoms: label {str(label)[:20]!r} is not one of 0, 1, 2")
+                lines = geoms[label]
+                if not isinstance(lines, list):
+                    raise ValueError(f"{where}.map_geoms[{label}]: must be a list of lines")
+                _check_lines(len(sample.points) + len(lines), where)
+                for j, line in enumerate(lines):
+                    array = _points(line, f"{where}.map_geoms[{label}][{j}]", (2, 3))
+                    if array.shape[0] < 2:
+                        raise ValueError(f"{where}.map_geoms[{label}][{j}]: a line needs 2 points or more")
+                    sample.points.append(array[:, :2])
+                    sample.labels.append(AV2_CLASSES[int(label)])
+            frames.append(MapFrame(token, scene, int(index), translation, rotation))
+            samples.append(sample)
+    return frames, samples, roi
 
 
 def read_map_files(

@@ -1,8 +1,12 @@
 """Evaluation protocols of vectorised HD-map AP: what each preset resamples, matches and integrates, and why.
 
 ``"nuscenes-maptr"`` (MapTR's nuScenes evaluator, commit a6872d8, settings of its nuScenes configs),
-``"av2-cvpr23"`` (the CVPR 2023 Argoverse 2 online-map challenge evaluator, commit 775b203) and ``"default"`` (the
-same Chamfer AP with the library's fixes). Class ids in label tensors mean the same class under every preset:
+``"av2-cvpr23"`` (the CVPR 2023 Argoverse 2 online-map challenge evaluator, commit 775b203),
+``"streammapnet-60x30"`` / ``"streammapnet-100x50"`` (StreamMapNet's ``vector_eval.py``, commit 4c7aaf4: 200 points
+per line, no buffer prefilter, range-dependent thresholds, see :data:`STREAM_RANGES`), ``"maptracker-60x30"`` /
+``"maptracker-100x50"`` (the per-frame matching of MapTracker's ``calculate_cmap.py``, commit ee8321f; its track
+rules live in :mod:`drivemetrics.vectormap.consistency`) and ``"default"`` (the same Chamfer AP with the library's
+fixes). Class ids in label tensors mean the same class under every preset:
 :data:`MAP_CLASSES` order (0 ``divider``, 1 ``ped_crossing``, 2 ``boundary``), whatever order a benchmark's files use
 (the readers map the files' own ids and names to these); a preset scores those classes or a subset of them, in that
 order, so ``VectorMapAveragePrecision("divider")`` is the same class under every protocol and refuses one without it.
@@ -26,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["MAP_CLASSES", "PROTOCOLS", "MapProtocol", "ProtocolName", "get_protocol"]
+__all__ = ["MAP_CLASSES", "PROTOCOLS", "STREAM_RANGES", "MapProtocol", "ProtocolName", "get_protocol"]
 
 #: The map classes, in label-id order for every preset protocol (a custom :class:`MapProtocol` may name others).
 MAP_CLASSES: tuple[str, ...] = ("divider", "ped_crossing", "boundary")
@@ -76,7 +80,20 @@ class MapProtocol:
 
 
 #: A protocol's name (type checkers reject any other string).
-ProtocolName = Literal["default", "nuscenes-maptr", "av2-cvpr23"]
+ProtocolName = Literal[
+    "default",
+    "nuscenes-maptr",
+    "av2-cvpr23",
+    "streammapnet-60x30",
+    "streammapnet-100x50",
+    "maptracker-60x30",
+    "maptracker-100x50",
+]
+
+#: StreamMapNet's perception ranges (x-size x y-size, metres) and the Chamfer thresholds its evaluator sets for each
+#: (``vector_eval.py``: ``roi_size == (60, 30)`` -> 0.5 / 1.0 / 1.5 m, ``(100, 50)`` -> 1.0 / 1.5 / 2.0 m); MapTracker's
+#: ``calculate_cmap.py`` uses the same pairs.
+STREAM_RANGES: dict[str, tuple[float, float, float]] = {"60x30": (0.5, 1.0, 1.5), "100x50": (1.0, 1.5, 2.0)}
 
 PROTOCOLS: dict[str, MapProtocol] = {
     "default": MapProtocol(name="default", class_names=MAP_CLASSES),
@@ -100,6 +117,20 @@ PROTOCOLS: dict[str, MapProtocol] = {
         empty_class_ap="zero",
         dims="2d",
     ),
+    **{
+        f"{family}-{roi}": MapProtocol(
+            name=f"{family}-{roi}",
+            class_names=("ped_crossing", "divider", "boundary"),
+            thresholds=thresholds,
+            resample="count",
+            num_samples=200,
+            fallback=False,
+            empty_class_ap="zero",
+            dims="2d",
+        )
+        for family in ("streammapnet", "maptracker")
+        for roi, thresholds in STREAM_RANGES.items()
+    },
 }
 
 
