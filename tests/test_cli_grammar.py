@@ -199,8 +199,11 @@ def test_global_options_after_the_subcommand_add_to_those_before(monkeypatch):
 
 
 def test_a_warning_is_one_line_without_a_source_path(capsys):
-    with one_line_warnings("drivemetrics culane-eval"):
-        warnings.warn("3 prediction files are missing\n(counted as no lanes)", UserWarning, stacklevel=1)
+    with warnings.catch_warnings():  # Python's own printing of warnings (pytest records them otherwise)
+        warnings.simplefilter("always")
+        warnings.showwarning = warnings._showwarning_orig  # type: ignore[attr-defined]
+        with one_line_warnings("drivemetrics culane-eval"):
+            warnings.warn("3 prediction files are missing\n(counted as no lanes)", UserWarning, stacklevel=1)
     err = capsys.readouterr().err
     assert err == "drivemetrics culane-eval: warning: 3 prediction files are missing (counted as no lanes)\n"
 

@@ -390,6 +390,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _register_llamas(subparsers: argparse._SubParsersAction) -> None:
     llamas = subparsers.add_parser(
         "llamas-eval",
+        epilog="example:\n  drivemetrics llamas-eval --gt labels/valid --pred pred --json llamas.json",
         help="LLAMAS lane precision / recall / F1 (the CULane metric), F1@75 and mF1 of .lines.txt predictions",
         description=(
             "Build the GT lanes l1, l0, r0, r1 from the LLAMAS labels' markers (rows 300-716), resample every "
@@ -425,6 +426,7 @@ def _register_llamas(subparsers: argparse._SubParsersAction) -> None:
 def _register_curvelanes(subparsers: argparse._SubParsersAction) -> None:
     curvelanes = subparsers.add_parser(
         "curvelanes-eval",
+        epilog="example:\n  drivemetrics curvelanes-eval --gt valid --pred pred --score-threshold 0.5 --json curvelanes.json",
         help="CurveLanes lane precision / recall / F1 (the vega lane metric) of .lines.json predictions",
         description=(
             "Scale every lane to 224 x 224, draw its chord-length natural cubic spline 5 px wide, match one-to-one "

@@ -146,6 +146,8 @@ def _apollo3d_eval(args: argparse.Namespace) -> int:
 def _register_apollo(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "apollo3d-eval",
+        epilog="example:\n  drivemetrics apollo3d-eval --gt test.json --pred test_pred_file.json --compat reference"
+        " --json apollo3d.json",
         help="Apollo 3D Lane Synthetic: AP, max F, x / z errors (--compat reference: Gen-LaneNet eval_3D_lane.py)",
         description=(
             "Score Gen-LaneNet-format predictions (JSON lines: raw_file, laneLines, laneLines_prob, centerLines, "
@@ -202,6 +204,7 @@ def _once3d_eval(args: argparse.Namespace) -> int:
 def _register_once(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "once3d-eval",
+        epilog="example:\n  drivemetrics once3d-eval --gt once/gt --pred once/pred --json once3d.json",
         help="ONCE-3DLanes: F1, precision, recall, distance error per score threshold (--compat reference available)",
         description=(
             "Score an ONCE-3DLanes prediction folder against its GT folder (<sequence>/cam01/<timestamp>.json each): "

@@ -120,7 +120,7 @@ PROTOCOLS: dict[str, MapProtocol] = {
     **{
         f"{family}-{roi}": MapProtocol(
             name=f"{family}-{roi}",
-            class_names=("ped_crossing", "divider", "boundary"),
+            class_names=MAP_CLASSES,  # the files number them ped_crossing, divider, boundary (io.AV2_CLASSES)
             thresholds=thresholds,
             resample="count",
             num_samples=200,

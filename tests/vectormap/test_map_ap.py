@@ -280,7 +280,7 @@ def test_bad_per_frame_input_is_named():
 
 def test_a_class_name_means_the_same_class_under_every_protocol():
     """Issue 50: label ids follow MAP_CLASSES under every preset, so ``"divider"`` (label 0 in the example inputs)
-    scores the divider whatever the protocol: 0.6 m off, found at 1.0 and 1.5 m, not at 0.5 m -> AP 2/3."""
+    scores the divider whatever the protocol: 0.6 m off, found at the thresholds above 0.6 m (0.5 / 1.0 / 1.5 m -> 2/3)."""
     from drivemetrics.vectormap import PROTOCOLS, MapProtocol, VectorMapAveragePrecision, vector_map_example_inputs
     from drivemetrics.vectormap.protocol import MAP_CLASSES
 
@@ -289,6 +289,7 @@ def test_a_class_name_means_the_same_class_under_every_protocol():
         assert protocol.class_names == MAP_CLASSES[: len(protocol.class_names)], (name, protocol.class_names)
         if "divider" in protocol.class_names:
             value = VectorMapAveragePrecision("divider", protocol=name)(**vector_map_example_inputs())
-            assert value.item() == pytest.approx(2 / 3), name
+            found = sum(t > 0.6 for t in protocol.thresholds) / len(protocol.thresholds)  # the divider is 0.6 m off
+            assert value.item() == pytest.approx(found), name
     with pytest.raises(ValueError, match="`class_name` must be one of"):
         VectorMapAveragePrecision("divider", protocol=MapProtocol("lanes-only", ("lane",)))
