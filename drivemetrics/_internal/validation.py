@@ -7,12 +7,14 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from drivemetrics._internal import arrays
+
 __all__ = ["check_binary", "check_finite", "check_probability", "check_same_shape", "check_shape", "check_tensor"]
 
 
 def check_tensor(x: object, name: str) -> Tensor:
     """Raise ``TypeError`` unless ``x`` is a tensor; return it."""
-    if not isinstance(x, Tensor):
+    if not arrays.is_tensor(x):
         raise TypeError(f"`{name}` must be a torch.Tensor, got {type(x).__name__}")
     return x
 

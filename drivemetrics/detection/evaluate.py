@@ -226,20 +226,6 @@ def _frame_pairs(det_frame: np.ndarray, gt_frame: np.ndarray, n_frames: int) -> 
     return det_index, gt_index
 
 
-def _on(values: np.ndarray, device: torch.device | None) -> Any:
-    """``values`` where the kernels run: the numpy array itself (``device=None``) or a tensor on ``device``."""
-    if device is None:
-        return values
-    import torch
-
-    return torch.from_numpy(values).to(device)
-
-
-def _to_numpy(values: Any) -> np.ndarray:
-    """A kernel's result as a numpy array (a tensor is copied to the host)."""
-    return values if isinstance(values, np.ndarray) else values.cpu().numpy()
-
-
 @dataclass
 class _PairOverlaps:
     """Overlaps of the same-frame (detection, GT) pairs that can matter, per kind: the IoU of the pairs with a GT of
@@ -288,7 +274,7 @@ def _pair_overlaps(
         radius_g = 0.5 * np.hypot(gt.box3d[:, 4], gt.box3d[:, 5])
         gap = np.hypot(det.box3d[det_i, 0] - gt.box3d[gt_i, 0], det.box3d[det_i, 2] - gt.box3d[gt_i, 2])
         near = np.flatnonzero(gap <= radius_d[det_i] + radius_g[gt_i] + 1e-9)
-        da, ga = _on(det.box3d[det_i[near]], device), _on(gt.box3d[gt_i[near]], device)
+        da, ga = xp.on_device(det.box3d[det_i[near]], device), xp.on_device(gt.box3d[gt_i[near]], device)
         inter = bev_intersection_area(da[:, [0, 2, 5, 4, 6]], ga[:, [0, 2, 5, 4, 6]])
         over_near = criterion[near] == 0
         for kind in ("bev", "3d"):
@@ -296,14 +282,14 @@ def _pair_overlaps(
                 continue
             values = np.zeros(len(det_i))
             if kind == "bev":
-                area_d = _to_numpy(abs(da[:, 4] * da[:, 5]))
-                area_g = _to_numpy(abs(ga[:, 4] * ga[:, 5]))
-                inter_n = _to_numpy(inter)
+                area_d = xp.to_numpy(abs(da[:, 4] * da[:, 5]))
+                area_g = xp.to_numpy(abs(ga[:, 4] * ga[:, 5]))
+                inter_n = xp.to_numpy(inter)
                 union = area_d + area_g - inter_n
                 values[near] = np.where(over_near, _divide(inter_n, area_d), _divide(inter_n, union))
             else:
-                iou_3d = _to_numpy(box3d_from_bev_area(da, ga, inter, -1))
-                over_3d = _to_numpy(box3d_from_bev_area(da, ga, inter, 0))
+                iou_3d = xp.to_numpy(box3d_from_bev_area(da, ga, inter, -1))
+                over_3d = xp.to_numpy(box3d_from_bev_area(da, ga, inter, 0))
                 values[near] = np.where(over_near, over_3d, iou_3d)
             split(values, kind)
     return _PairOverlaps(det=det_i, gt=gt_i, gt_code=gt_code, iou=iou, over_det=over_det)
@@ -323,7 +309,9 @@ def _overlaps_by_criterion(
     for value in (-1, 0):
         rows = np.flatnonzero(criterion == value)
         if len(rows):
-            out[rows] = _to_numpy(overlap(_on(a[rows], device), _on(b[rows], device), criterion=value))
+            out[rows] = xp.to_numpy(
+                overlap(xp.on_device(a[rows], device), xp.on_device(b[rows], device), criterion=value)
+            )
     return out
 
 
@@ -384,22 +372,14 @@ def _candidates(
         pairs = np.flatnonzero(pair_rank == k)
         groups_k = np.flatnonzero(rank == k)
         local = np.searchsorted(groups_k, group_of_pair[pairs])
-        steps.append((_on(pairs, device), _on(local, device), len(groups_k)))
+        steps.append((xp.on_device(pairs, device), xp.on_device(local, device), len(groups_k)))
     return _Candidates(
-        det=_on(det_local.reshape(-1).astype(np.int64), device),
+        det=xp.on_device(det_local.reshape(-1).astype(np.int64), device),
         gt=gt_i,
-        overlap=_on(overlap, device),
+        overlap=xp.on_device(overlap, device),
         det_ids=det_ids,
         steps=steps,
     )
-
-
-def _set_true(x: Any, rows: Any) -> None:
-    """``x[rows[g, s], s] = True`` for every ``g, s`` (``x`` ``(R, S)``, ``rows`` ``(G, S)``), in place."""
-    if isinstance(x, np.ndarray):
-        x[rows, np.arange(x.shape[1])[None, :]] = True
-    else:
-        x.scatter_(0, rows, True)
 
 
 def _greedy_match(
@@ -453,8 +433,8 @@ def _greedy_match(
         win_pair = pairs[xp.where(found, winner, 0)]  # G x S
         win_det = cand.det[win_pair]
         is_tp = found & (xp.gather(ignored_gt_pair, 0, win_pair) == 0) & (xp.gather(ignored_det, 0, win_det) == 0)
-        _set_true(assigned, xp.where(found, win_det, n_det))
-        _set_true(tp_pair, xp.where(is_tp, win_pair, n_pairs))
+        xp.set_true_rows(assigned, xp.where(found, win_det, n_det))
+        xp.set_true_rows(tp_pair, xp.where(is_tp, win_pair, n_pairs))
     return assigned[:n_det], tp_pair[:n_pairs]
 
 
@@ -537,14 +517,14 @@ def _evaluate_class_metric(
     cand = _candidates(pair_det[~lone], pair_gt[~lone], pair_iou[~lone], gt.frame, device)
     ids = cand.det_ids
     score = det.score[ids]
-    score_on = _on(score, device)
-    ig_det_on = _on(np.ascontiguousarray(ig_det[:, ids].T), device)  # D x 3
-    ig_gt_pair = _on(np.ascontiguousarray(ig_gt[:, cand.gt].T), device)  # P x 3
-    cand_det = _to_numpy(cand.det)
+    score_on = xp.on_device(score, device)
+    ig_det_on = xp.on_device(np.ascontiguousarray(ig_det[:, ids].T), device)  # D x 3
+    ig_gt_pair = xp.on_device(np.ascontiguousarray(ig_gt[:, cand.gt].T), device)  # P x 3
+    cand_det = xp.to_numpy(cand.det)
 
     # pass 1: the true positives' scores give the thresholds of each difficulty
     _, tp_pair = _greedy_match(cand, ig_det_on != -1, ig_det_on, ig_gt_pair, score_on, by_score=True)
-    tp_pair = _to_numpy(tp_pair)
+    tp_pair = xp.to_numpy(tp_pair)
     thresholds = []
     for d in range(3):
         tp_scores = np.concatenate([lone_score[lone_tp[d]], score[cand_det[tp_pair[:, d]]]])
@@ -561,13 +541,13 @@ def _evaluate_class_metric(
     active = (ig_det_s != -1) & (score[:, None] >= thr[None, :])
     assigned, tp_pair = _greedy_match(
         cand,
-        _on(active, device),
-        _on(np.ascontiguousarray(ig_det_s), device),
-        _on(np.ascontiguousarray(ig_gt[:, cand.gt].T[:, diff_of]), device),
+        xp.on_device(active, device),
+        xp.on_device(np.ascontiguousarray(ig_det_s), device),
+        xp.on_device(np.ascontiguousarray(ig_gt[:, cand.gt].T[:, diff_of]), device),
         score_on,
         by_score=False,
     )
-    assigned, tp_pair = _to_numpy(assigned), _to_numpy(tp_pair)
+    assigned, tp_pair = xp.to_numpy(assigned), xp.to_numpy(tp_pair)
     similarity = None
     if compute_aos:
         similarity = (1.0 + np.cos(gt.alpha[cand.gt] - det.alpha[ids][cand_det])) / 2.0

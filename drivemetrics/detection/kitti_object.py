@@ -14,6 +14,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from drivemetrics._internal import arrays
 from drivemetrics._internal.extras import require
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, plot_metric
 from drivemetrics._internal.ragged import RaggedStateMixin
@@ -248,7 +249,7 @@ class KittiObjectMetrics(RaggedStateMixin, MetricFamily):
             ``(figure, axes)``.
         """
         plt = require("plot", "matplotlib.pyplot", "plot()")
-        is_flat = isinstance(val, dict) and all(isinstance(v, Tensor) for v in val.values())
+        is_flat = isinstance(val, dict) and all(arrays.is_tensor(v) for v in val.values())
         if is_flat or (isinstance(val, Sequence) and not isinstance(val, str)):
             return plot_metric(self, val, ax)
         result = self.evaluate() if val is None else val

@@ -366,23 +366,23 @@ def _resample_lanes(lanes: OpenLane3DLanes, use_visibility: bool, order_free: bo
     planes = points.detach().to(torch.float64).T.contiguous()
     # the point masks on host arrays (numpy on the CPU: its comparisons, repeats and cumulative sums are several
     # times faster than torch's)
-    x, y, lengths_host = _host(planes[0]), _host(planes[1]), _host(lengths)
+    x, y, lengths_host = arrays.host(planes[0]), arrays.host(planes[1]), arrays.host(lengths)
     ends = lengths_host.cumsum(0)
     starts = ends - lengths_host
-    valid = _host(lanes.visibility) > 0 if use_visibility and lanes.visibility is not None else None
+    valid = arrays.host(lanes.visibility) > 0 if use_visibility and lanes.visibility is not None else None
     lane_ok = _lane_in_range(y, starts, ends, valid, order_free)
-    keep = _repeat(lane_ok, lengths_host)
+    keep = arrays.repeat(lane_ok, lengths_host)
     if valid is not None:
         keep &= valid
     keep &= y > Y_POINT_RANGE[0]
     keep &= y < Y_POINT_RANGE[1]
     keep &= x > -X_RANGE
     keep &= x < X_RANGE
-    count_host = _segment_count(keep, starts, ends)
+    count_host = arrays.segment_count(keep, starts, ends)
     lane_ok &= count_host >= 2
-    kept_points = _from_host(arrays.flatnonzero(keep), device)
-    lane_of_kept = _from_host(_repeat(arrays.arange(count_lanes, like=lengths_host), count_host), device)
-    count, lane_ok = _from_host(count_host, device), _from_host(lane_ok, device)
+    kept_points = arrays.from_host(arrays.flatnonzero(keep), device)
+    lane_of_kept = arrays.from_host(arrays.repeat(arrays.arange(count_lanes, like=lengths_host), count_host), device)
+    count, lane_ok = arrays.from_host(count_host, device), arrays.from_host(lane_ok, device)
     total = max(kept_points.shape[0], 2)  # two rows at least, so that every index below is in range
     kept = torch.zeros(3, total, dtype=torch.float64, device=device)
     for row in range(3):  # one 1-D gather per coordinate (a 2-D gather along dim 1 is several times slower)
@@ -417,25 +417,13 @@ def _resample_lanes(lanes: OpenLane3DLanes, use_visibility: bool, order_free: bo
     y_min = ky.index_select(0, start.clamp(max=total - 1))[:, None]
     y_max = ky.index_select(0, (start + count - 1).clamp_(min=0, max=total - 1))[:, None]
     # |x| <= 10 is False for NaN too
-    visible = abs(_host(x_s)) <= X_RANGE
-    visible &= _host(queries) >= _host(y_min)
-    visible &= _host(queries) <= _host(y_max)
-    visible = _from_host(visible, device)
+    visible = abs(arrays.host(x_s)) <= X_RANGE
+    visible &= arrays.host(queries) >= arrays.host(y_min)
+    visible &= arrays.host(queries) <= arrays.host(y_max)
+    visible = arrays.from_host(visible, device)
     lane_kept = lane_ok & (visible.sum(-1, dtype=torch.int32) >= 2)
     visible &= lane_kept[:, None]
     return {"x": x_s, "z": z_s, "visible": visible, "kept": lane_kept}
-
-
-def _host(tensor: Tensor) -> Any:
-    """A CPU tensor as a numpy view (sharing its memory), where numpy's kernels are faster than torch's (masks from
-    comparisons, repeats); a tensor on another device as it is. Code on these runs on either. (The scores are not
-    differentiable: a tensor that requires a gradient is detached.)"""
-    return tensor.detach().numpy() if tensor.device.type == "cpu" else tensor
-
-
-def _from_host(values: Any, device: torch.device) -> Tensor:
-    """The tensor of a :func:`_host` result (no copy on the CPU)."""
-    return torch.from_numpy(values) if isinstance(values, np.ndarray) else values.to(device)
 
 
 def _flat_pair_details(
@@ -445,10 +433,10 @@ def _flat_pair_details(
     ``(K,)`` long and the four mean errors ``(K, 4)`` float64 (``-1`` without samples). ``care``: ``(K, 100)``
     predicted samples that count (default: the visible ones). On the CPU in numpy, whose sums are the tool's (bit
     for bit its errors)."""
-    g = {key: _host(target[key]) for key in ("x", "z", "visible")}
-    p = {key: _host(preds[key]) for key in ("x", "z", "visible")}
-    gi, pj = _host(gt), _host(pred)
-    both = g["visible"][gi] & (p["visible"][pj] if care is None else _host(care))
+    g = {key: arrays.host(target[key]) for key in ("x", "z", "visible")}
+    p = {key: arrays.host(preds[key]) for key in ("x", "z", "visible")}
+    gi, pj = arrays.host(gt), arrays.host(pred)
+    both = g["visible"][gi] & (p["visible"][pj] if care is None else arrays.host(care))
     with arrays.overflow_allowed():  # lanes with a repeated y: NaN / inf beyond their ends, as in the tool
         dx = abs(g["x"][gi] - p["x"][pj])
         dz = abs(g["z"][gi] - p["z"][pj])
@@ -462,16 +450,11 @@ def _flat_pair_details(
             for n, part in zip(counts, (values[:, :CLOSE_SAMPLES], values[:, CLOSE_SAMPLES:]), strict=True):
                 mean = part.sum(-1) / arrays.where(n > 0, n, 1)
                 errors.append(arrays.where(n > 0, mean, -1.0)[:, None])
-    return _from_host(num_match, gt.device).long(), _from_host(arrays.cat(errors, 1), gt.device)
-
-
-def _repeat(values: Any, counts: Any) -> Any:
-    """``values[i]`` repeated ``counts[i]`` times (numpy arrays or tensors)."""
-    return np.repeat(values, counts) if isinstance(values, np.ndarray) else values.repeat_interleave(counts)
+    return arrays.from_host(num_match, gt.device).long(), arrays.from_host(arrays.cat(errors, 1), gt.device)
 
 
 def _lane_in_range(y: Any, starts: Any, ends: Any, valid: Any, order_free: bool) -> Any:
-    """``(M,)`` bool, host arrays (:func:`_host`): lanes (points ``starts[m]`` to ``ends[m]``, each lane one
+    """``(M,)`` bool, host arrays (``arrays.host``): lanes (points ``starts[m]`` to ``ends[m]``, each lane one
     point at least) with 2 valid points at least whose first valid point lies before y = 102 m and last after
     y = 3 m (in file order; ``order_free``: their lowest and highest y). ``valid``: ``(T,)`` or ``None`` (all)."""
     if valid is None:
@@ -481,34 +464,14 @@ def _lane_in_range(y: Any, starts: Any, ends: Any, valid: Any, order_free: bool)
         before = seen[starts] - arrays.astype(valid[starts], "int64")  # valid points before each lane
         n_valid = seen[ends - 1] - before
         top = y.shape[0] - 1  # a lane without a valid point reads any point (it is dropped)
-        first = _searchsorted(seen, before + 1).clip(max=top)
-        last = _searchsorted(seen, before + n_valid).clip(max=top)
+        first = arrays.searchsorted(seen, before + 1).clip(max=top)
+        last = arrays.searchsorted(seen, before + n_valid).clip(max=top)
     if order_free:
-        y_first = _segment_min(y if valid is None else arrays.where(valid, y, np.inf), starts, ends)
-        y_last = -_segment_min(-y if valid is None else arrays.where(valid, -y, np.inf), starts, ends)
+        y_first = arrays.segment_min(y if valid is None else arrays.where(valid, y, np.inf), starts, ends)
+        y_last = -arrays.segment_min(-y if valid is None else arrays.where(valid, -y, np.inf), starts, ends)
     else:
         y_first, y_last = y[first], y[last]
     return (n_valid >= 2) & (y_first < Y_FIRST_MAX) & (y_last > Y_LAST_MIN)
-
-
-def _segment_count(mask: Any, starts: Any, ends: Any) -> Any:
-    """True entries of ``mask`` ``(T,)`` within each segment ``[starts[m], ends[m])`` (non-empty), host arrays."""
-    seen = mask.cumsum(0)
-    return seen[ends - 1] - seen[starts] + arrays.astype(mask[starts], "int64")
-
-
-def _segment_min(values: Any, starts: Any, ends: Any) -> Any:
-    """The minimum of ``values`` ``(T,)`` within each non-empty segment ``[starts[m], ends[m])``, host arrays."""
-    if isinstance(values, np.ndarray):
-        return np.minimum.reduceat(values, starts)
-    return torch.segment_reduce(values, "min", lengths=ends - starts)
-
-
-def _searchsorted(sorted_values: Any, queries: Any) -> Any:
-    """``searchsorted`` (side "left") of host arrays."""
-    if isinstance(sorted_values, np.ndarray):
-        return np.searchsorted(sorted_values, queries)
-    return torch.searchsorted(sorted_values, queries)
 
 
 def _sort_by_y_within_lanes(kept: Tensor, lane: Tensor) -> Tensor:

@@ -101,15 +101,6 @@ UNMATCHED_RELATION = 0.5 + _EPS32
 
 # ---------------------------------------------------------------------------------------------------------------
 # distances
-def _on(array: np.ndarray, device: Device) -> Array:
-    """``array`` itself (``device`` None), or as a torch tensor on ``device``."""
-    if device is None:
-        return array
-    import torch
-
-    return torch.from_numpy(array).to(device)
-
-
 def _pad(lines: Sequence[np.ndarray], device: Device) -> tuple[Array, Array]:
     """Stack polylines of different lengths: ``(K, N_max, 3)`` float64 zero-padded, and their lengths ``(K,)``."""
     lengths = np.fromiter((len(x) for x in lines), dtype=np.int64, count=len(lines))
@@ -120,7 +111,7 @@ def _pad(lines: Sequence[np.ndarray], device: Device) -> tuple[Array, Array]:
             np.repeat(np.arange(len(lines)), lengths),
             np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths),
         ] = np.concatenate(lines)
-    return _on(out, device), _on(lengths, device)
+    return xp.on_device(out, device), xp.on_device(lengths, device)
 
 
 def frame_pairs(rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -219,8 +210,8 @@ def lane_distance_matrices(
     num_g = np.fromiter((len(x) for x in gt_frames), dtype=np.int64, count=len(gt_frames))
     num_p = np.fromiter((len(x) for x in pred_frames), dtype=np.int64, count=len(pred_frames))
     gi_np, pj_np, _ = frame_pairs(num_g, num_p)
-    gi, pj = _on(gi_np, device), _on(pj_np, device)
-    relax = _on(ego_relaxation(gt_all), device)
+    gi, pj = xp.on_device(gi_np, device), xp.on_device(pj_np, device)
+    relax = xp.on_device(ego_relaxation(gt_all), device)
     values = xp.full(len(gi_np), REJECTED_DISTANCE, like=relax)
     if len(gi_np):
         g_pts, g_len = _pad(gt_all, device)

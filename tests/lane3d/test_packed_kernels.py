@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from drivemetrics._internal import arrays
 from drivemetrics.lane3d import openlane as ol
 from drivemetrics.lane3d.evaluate import _camera_to_ground, _frames_to_lanes, evaluate_openlane3d_frames
 from drivemetrics.lane3d.io import Lane3DFrame
@@ -181,7 +182,7 @@ def test_torch_branch_of_the_host_kernels_equals_their_numpy_branch(monkeypatch,
     rng = np.random.default_rng(7)
     gt, preds = _camera_frames([_random_frame(rng) for _ in range(40)])
     numpy_branch = evaluate_openlane3d_frames(gt, preds, compat, batch_size=16)
-    monkeypatch.setattr(ol, "_host", lambda tensor: tensor)
+    monkeypatch.setattr(arrays, "host", lambda tensor: tensor)
     torch_branch = evaluate_openlane3d_frames(gt, preds, compat, batch_size=16)
     for mine, theirs in zip(numpy_branch["per_frame"], torch_branch["per_frame"], strict=True):
         for key, value in mine.items():
@@ -199,12 +200,12 @@ def test_segment_helpers_on_tensors_equal_numpy():
     mask = rng.random(int(ends[-1])) > 0.4
     values = rng.normal(size=int(ends[-1]))
     want = [np.count_nonzero(mask[s:e]) for s, e in zip(starts, ends, strict=True)]
-    assert ol._segment_count(mask, starts, ends).tolist() == want
+    assert arrays.segment_count(mask, starts, ends).tolist() == want
     t = torch.from_numpy
-    assert ol._segment_count(t(mask), t(starts), t(ends)).tolist() == want
+    assert arrays.segment_count(t(mask), t(starts), t(ends)).tolist() == want
     want_min = [values[s:e].min() for s, e in zip(starts, ends, strict=True)]
-    assert ol._segment_min(values, starts, ends).tolist() == want_min
-    assert ol._segment_min(t(values), t(starts), t(ends)).tolist() == want_min
+    assert arrays.segment_min(values, starts, ends).tolist() == want_min
+    assert arrays.segment_min(t(values), t(starts), t(ends)).tolist() == want_min
     for order_free in (False, True):
         y = rng.uniform(-10, 150, int(ends[-1]))
         np_out = ol._lane_in_range(y, starts, ends, mask, order_free)
