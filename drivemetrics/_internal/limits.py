@@ -29,6 +29,7 @@ import json
 import math
 import os
 import re
+import reprlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,7 @@ __all__ = [
     "load_json",
     "png_size",
     "set_limits",
+    "short_repr",
 ]
 
 #: Environment variable read by :func:`get_limits`: ``"name=value,name=value"``.
@@ -433,3 +435,21 @@ def check_map_coordinates(values: Any, where: object) -> None:
             f"{where}: the coordinate {worst:.6g} m is larger than max_map_coordinate={limit:,} m "
             f"({_how_to_raise('max_map_coordinate')})"
         )
+
+
+def short_repr(value: Any, limit: int = 80) -> str:
+    """A ``repr`` of ``value`` of at most ``limit`` characters (``...`` marks a cut), for error messages.
+
+    A key or line of a hostile file can be megabytes long or deeply nested; :mod:`reprlib` abbreviates long strings,
+    big containers and deep nesting without building the full ``repr`` first.
+    """
+    try:
+        text = _REPR.repr(value)
+    except Exception:  # e.g. an int beyond Python's digit limit, a hostile __repr__
+        return f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel = 4
+_REPR.maxstring = _REPR.maxother = _REPR.maxlong = 80

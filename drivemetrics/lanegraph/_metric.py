@@ -13,7 +13,7 @@ import torch
 from torch import Tensor
 
 from drivemetrics._internal.metric import MetricFamily
-from drivemetrics.roadnet.geometry import graph_pairs
+from drivemetrics.graph.geometry import graph_pairs
 
 __all__ = ["PerSampleMean"]
 

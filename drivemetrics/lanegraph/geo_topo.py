@@ -12,6 +12,7 @@ from scipy.spatial import cKDTree
 from torch import Tensor
 
 from drivemetrics._internal.compat import Compat, check_compat
+from drivemetrics.graph.geometry import index_in_group
 from drivemetrics.lanegraph.geometry import (
     INTERP_SPACING,
     MATCH_DIST,
@@ -24,7 +25,6 @@ from drivemetrics.lanegraph.geometry import (
     length_graph,
 )
 from drivemetrics.lanegraph.reference import reference_pair_order
-from drivemetrics.roadnet.geometry import index_in_group
 
 __all__ = ["geo_topo", "greedy_matching"]
 

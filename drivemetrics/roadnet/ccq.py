@@ -37,7 +37,7 @@ from drivemetrics._internal import arrays as xp
 from drivemetrics._internal.compat import Compat
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
 from drivemetrics._internal.validation import check_same_shape, check_shape, check_tensor
-from drivemetrics.roadnet.geometry import (
+from drivemetrics.graph.geometry import (
     check_compat,
     graph_arrays,
     graph_pairs,

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import io
 import math
-import reprlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -29,8 +28,9 @@ import networkx as nx
 import numpy as np
 
 from drivemetrics._internal.files import atomic_write_text, read_text
-from drivemetrics._internal.limits import check_graph_size, load_json
+from drivemetrics._internal.limits import check_graph_size, load_json, short_repr
 from drivemetrics._internal.safe_pickle import UnsafePickleError, safe_pickle_load
+from drivemetrics.graph.geometry import node_positions
 
 __all__ = [
     "UnsafePickleError",
@@ -46,24 +46,6 @@ __all__ = [
 ]
 
 EARTH_RADIUS_M = 6_378_137.0  # WGS84 equatorial radius, metres
-
-
-def short_repr(value: Any, limit: int = 80) -> str:
-    """A ``repr`` of ``value`` of at most ``limit`` characters (``...`` marks a cut), for error messages.
-
-    A key or line of a hostile file can be megabytes long or deeply nested; :mod:`reprlib` abbreviates long strings,
-    big containers and deep nesting without building the full ``repr`` first.
-    """
-    try:
-        text = _REPR.repr(value)
-    except Exception:  # e.g. an int beyond Python's digit limit, a hostile __repr__
-        return f"<{type(value).__name__}>"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-_REPR = reprlib.Repr()
-_REPR.maxlevel = 4
-_REPR.maxstring = _REPR.maxother = _REPR.maxlong = 80
 
 
 def _check_xy(x: float, y: float, where: str) -> tuple[float, float]:
@@ -257,40 +239,6 @@ def read_networkx_pickle(path: str | Path) -> Any:
     Returns the raw object; convert each graph with :func:`to_graph`.
     """
     return safe_pickle_load(path)
-
-
-def node_positions(
-    graph: nx.Graph, name: str, pos_key: str = "pos", allow_extra: bool = False
-) -> tuple[list[Any], np.ndarray]:
-    """The nodes of ``graph`` (in its order) and their positions ``(N, 2)`` float64, checked.
-
-    Every node needs ``pos_key`` holding two finite numbers (``allow_extra``: the first two of a longer sequence);
-    otherwise a ``ValueError`` names ``name``, the node and the value (abbreviated).
-    """
-    nodes = list(graph.nodes)
-    pos = np.empty((len(nodes), 2), dtype=np.float64)
-    for i, n in enumerate(nodes):
-        attrs = graph.nodes[n]
-        if pos_key not in attrs:
-            raise ValueError(f"`{name}` node {short_repr(n)} has no '{pos_key}' attribute (expected {pos_key}=(x, y))")
-        try:
-            p = np.asarray(attrs[pos_key], dtype=np.float64).reshape(-1)
-        except (TypeError, ValueError):
-            p = np.empty(0)
-        if p.shape[0] < 2 or (p.shape[0] > 2 and not allow_extra):
-            raise ValueError(
-                f"`{name}` node {short_repr(n)}: '{pos_key}' must be two finite numbers (x, y); got "
-                f"{short_repr(attrs[pos_key])}, not two numbers"
-            )
-        pos[i] = p[:2]
-    bad = ~np.isfinite(pos).all(axis=1)
-    if bad.any():
-        n = nodes[int(np.flatnonzero(bad)[0])]
-        raise ValueError(
-            f"`{name}` has {int(bad.sum())} node(s) with NaN or infinite '{pos_key}' (it must be two finite numbers), "
-            f"e.g. node {short_repr(n)}"
-        )
-    return nodes, pos
 
 
 def to_graph(graph: nx.Graph, *, pos_key: str = "pos", scale: float = 1.0) -> nx.Graph:

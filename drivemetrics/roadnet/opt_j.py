@@ -33,8 +33,7 @@ from torch import Tensor
 
 from drivemetrics._internal.compat import Compat
 from drivemetrics._internal.metric import ScalarMetric, add_config_state
-from drivemetrics.roadnet._metric import GraphMetric, tensor_ratios
-from drivemetrics.roadnet.geometry import (
+from drivemetrics.graph.geometry import (
     PointMatching,
     check_compat,
     control_nodes,
@@ -46,6 +45,7 @@ from drivemetrics.roadnet.geometry import (
     snap_points,
     validate_graph,
 )
+from drivemetrics.roadnet._metric import GraphMetric, tensor_ratios
 
 __all__ = ["OptJF1Score", "OptJMetrics", "OptJPrecision", "OptJRecall", "OptJResult", "opt_j"]
 

@@ -31,7 +31,7 @@ from scipy.spatial import cKDTree
 from torch import Tensor
 
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
-from drivemetrics.roadnet.geometry import (
+from drivemetrics.graph.geometry import (
     CHUNK,
     dense_arrays,
     graph_pairs,
