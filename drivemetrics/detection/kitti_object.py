@@ -1,7 +1,7 @@
 """KITTI object Metric classes: :class:`KittiObjectMetrics` (every curve and AP) and
 :class:`KittiObjectAveragePrecision` (one AP), over per-frame boxes accumulated in a validation loop.
 
-The evaluation itself (the official ``evaluate_object.cpp`` protocol) is :mod:`drivemetrics.detection.evaluate`;
+The evaluation itself (the official ``evaluate_object.cpp`` protocol) is :mod:`drivemetrics.detection.kitti_ap`;
 its names are re-exported here.
 """
 
@@ -18,7 +18,8 @@ from drivemetrics._internal import arrays
 from drivemetrics._internal.extras import require
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, plot_metric
 from drivemetrics._internal.ragged import RaggedStateMixin
-from drivemetrics.detection.evaluate import (
+from drivemetrics.detection.io import KittiObjects
+from drivemetrics.detection.kitti_ap import (
     DIFFICULTIES,
     KITTI_CLASSES,
     LOOSE_OVERLAPS,
@@ -34,7 +35,6 @@ from drivemetrics.detection.evaluate import (
     evaluate_kitti_objects,
     kitti_recall_thresholds,
 )
-from drivemetrics.detection.io import KittiObjects
 
 __all__ = [
     "DIFFICULTIES",

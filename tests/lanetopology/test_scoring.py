@@ -8,13 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from drivemetrics.lanetopology.scoring import (
-    DEVKIT_NAMES,
-    devkit_name,
-    relation_average_precision,
-    relation_rows,
-    topology_vertex_ap,
-)
+from drivemetrics.lanetopology.average_precision import relation_average_precision
+from drivemetrics.lanetopology.scoring import DEVKIT_NAMES, devkit_name
+from drivemetrics.lanetopology.topology import relation_rows, topology_vertex_ap
 
 
 def test_devkit_vertex_ap_leaves_edges_below_the_last_correct_one_free() -> None:
@@ -84,7 +80,7 @@ def test_min_cost_assignments_equal_the_solver() -> None:
     """The shortcut (strict, distinct minima) picks what the solver picks; ties and conflicts go to the solver."""
     from scipy.optimize import linear_sum_assignment
 
-    from drivemetrics.lanetopology.scoring import _min_cost_assignments
+    from drivemetrics.lanetopology.fscore import _min_cost_assignments
 
     rng = np.random.default_rng(5)
     for trial in range(200):
