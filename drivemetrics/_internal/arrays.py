@@ -45,6 +45,7 @@ __all__ = [
     "detach",
     "dtype_name",
     "flatnonzero",
+    "floor",
     "from_host",
     "full",
     "gather",
@@ -151,6 +152,11 @@ def cos(x: Array) -> Array:
 def sin(x: Array) -> Array:
     """Elementwise sine (not an IEEE-exact operation: numpy and torch may differ in the last bit)."""
     return np.sin(x) if is_numpy(x) else x.sin()
+
+
+def floor(x: Array) -> Array:
+    """Elementwise floor (exact on both sides)."""
+    return np.floor(x) if is_numpy(x) else x.floor()
 
 
 def stack(parts: Sequence[Array], axis: int = 0) -> Array:

@@ -1,5 +1,6 @@
 """OpenLane (v1) 3D lanes, step 3 of the evaluator: the one-to-one assignment of GT and predicted lanes (maximum
-cardinality, minimal cost; scipy on the CPU), for one cost matrix or all frames of a flat pair list.
+cardinality, minimal cost; scipy on the CPU), for one cost matrix or all frames of a flat pair list: the F-score
+rule shared with OpenLane-V2, :func:`drivemetrics.polyline.lane_fscore.min_cost_assignments`.
 """
 
 from __future__ import annotations
@@ -8,48 +9,35 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from drivemetrics._internal import arrays
+from drivemetrics.polyline.lane_fscore import min_cost_assignments
+
 __all__ = [
     "assign_frames",
 ]
 
 
 def _assign(cost: np.ndarray, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    """Maximum-cardinality minimum-cost assignment of a ``(G, P)`` matrix (over the ``allowed`` pairs only)."""
-    from scipy.optimize import linear_sum_assignment
-
+    """Maximum-cardinality minimum-cost assignment of a ``(G, P)`` matrix (over the ``allowed`` pairs only): rows
+    (increasing) and columns (:func:`~drivemetrics.polyline.lane_fscore.min_cost_assignments` of one frame)."""
     if cost.size == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    if allowed is None:
-        rows, cols = linear_sum_assignment(cost)
-        return rows, cols
-    # a forbidden pair costs more than any set of allowed ones: the solver first maximises the allowed pairs
-    big = float(np.abs(np.where(allowed, cost, 0.0)).sum()) * 2 + 1.0
-    rows, cols = linear_sum_assignment(np.where(allowed, cost, big))
-    keep = allowed[rows, cols]
-    return rows[keep], cols[keep]
+    rows, cols = cost.shape
+    flat_allowed = None if allowed is None else allowed.reshape(-1)
+    index = min_cost_assignments(cost.reshape(-1), np.array([rows]), np.array([cols]), flat_allowed)
+    return index // cols, index % cols
 
 
 def assign_frames(cost: Tensor, allowed: Tensor | None, first: Tensor, n_gt: Tensor, n_pred: Tensor) -> Tensor:
-    """The assignment of every frame (scipy on the CPU): indices into the pairs of :func:`pair_index`, frame after
-    frame, each frame's in GT order."""
-    from scipy.optimize import linear_sum_assignment
-
-    cost_np = cost.detach().cpu().numpy()
-    allowed_np = None if allowed is None else allowed.cpu().numpy()
-    frames = (n_gt * n_pred).nonzero()[:, 0]
-    starts, widths = first[frames].cpu().numpy(), n_pred[frames].cpu().numpy()
-    rows_of, cols_of = [], []
-    for start, rows, cols in zip(starts.tolist(), n_gt[frames].tolist(), widths.tolist(), strict=True):
-        stop = start + rows * cols
-        if allowed_np is None:
-            r, c = linear_sum_assignment(cost_np[start:stop].reshape(rows, cols))
-        else:
-            r, c = _assign(cost_np[start:stop].reshape(rows, cols), allowed_np[start:stop].reshape(rows, cols))
-        rows_of.append(r)
-        cols_of.append(c)
-    if not rows_of:
-        return torch.zeros(0, dtype=torch.long, device=cost.device)
-    per_frame = np.fromiter(map(len, rows_of), np.int64, len(rows_of))
-    index = np.concatenate(rows_of) * np.repeat(widths, per_frame) + np.concatenate(cols_of)
-    index += np.repeat(starts, per_frame)
-    return torch.from_numpy(index.astype(np.int64)).to(cost.device)
+    """The assignment of every frame (on the host: :func:`~drivemetrics.polyline.lane_fscore.min_cost_assignments`,
+    the F-score rule shared with OpenLane-V2): indices into the pairs of :func:`~drivemetrics.lane3d.pairs.pair_index`,
+    frame after frame, each frame's in GT order. ``first``: each frame's first pair (the frames' blocks lie back to
+    back, so it is implied by ``n_gt`` and ``n_pred``; checked)."""
+    rows, cols = arrays.to_numpy(n_gt).astype(np.int64), arrays.to_numpy(n_pred).astype(np.int64)
+    pairs = rows * cols
+    if not np.array_equal(arrays.to_numpy(first)[pairs > 0], (np.cumsum(pairs) - pairs)[pairs > 0]):
+        raise ValueError("`first` must be the frames' first pairs, the frames' (n_gt, n_pred) blocks back to back")
+    index = min_cost_assignments(
+        arrays.to_numpy(cost), rows, cols, None if allowed is None else arrays.to_numpy(allowed)
+    )
+    return torch.from_numpy(index).to(cost.device)

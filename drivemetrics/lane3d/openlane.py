@@ -43,7 +43,6 @@ from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
 from drivemetrics.lane3d.assignment import assign_frames
 from drivemetrics.lane3d.pairs import (
-    COST_GATE,
     ERROR_NAMES,
     flat_pair_cost,
     flat_pair_details,
@@ -54,6 +53,7 @@ from drivemetrics.lane3d.pairs import (
     pair_terms,
 )
 from drivemetrics.lane3d.resample import Y_SAMPLES, OpenLane3DLanes, lanes_from_padded, resample_lanes
+from drivemetrics.polyline.lane_fscore import COST_GATE, ratio_hits
 
 __all__ = [
     "DEFAULT_FIXES",
@@ -73,9 +73,6 @@ __all__ = [
     "openlane3d_resample",
     "openlane3d_scores",
 ]
-
-
-RATIO_THRESHOLD = 0.75
 
 
 LEFT_CURB, RIGHT_CURB = 20, 21
@@ -375,8 +372,8 @@ def _match_lanes(gt: OpenLane3DLanes, pr: OpenLane3DLanes, batch: int, fixes: fr
     fb, gl, pl = pair_frame[chosen], gi[chosen], pj[chosen]
     pred_visible = p["visible"].index_select(0, pl) if care is None else care[chosen]
     pred_samples = pred_visible.sum(-1, dtype=torch.int32)
-    recall_hit = matched >= RATIO_THRESHOLD * g["visible"].index_select(0, gl).sum(-1, dtype=torch.int32)
-    precision_hit = matched >= RATIO_THRESHOLD * pred_samples
+    recall_hit = ratio_hits(matched, g["visible"].index_select(0, gl).sum(-1, dtype=torch.int32))
+    precision_hit = ratio_hits(matched, pred_samples)
     category_ok = _category_correct(pr.labels[pl], gt.labels[gl], "curb" not in fixes)
     counts = torch.zeros(batch, 6, dtype=torch.long, device=device)
     counts[:, 0].index_add_(0, fb, recall_hit.long())

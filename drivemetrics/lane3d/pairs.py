@@ -12,7 +12,7 @@ import torch
 from torch import Tensor
 
 from drivemetrics._internal import arrays
-from drivemetrics.lane3d.resample import Y_SAMPLES
+from drivemetrics.polyline.lane_fscore import DIST_THRESHOLD, tool_integer_cost
 
 __all__ = [
     "CLOSE_SAMPLES",
@@ -28,12 +28,6 @@ __all__ = [
 
 #: Samples with y <= 40 m count as close (the first 38), the others as far.
 CLOSE_SAMPLES = 38
-
-
-DIST_THRESHOLD = 1.5
-
-
-COST_GATE = DIST_THRESHOLD * len(Y_SAMPLES)  # 150
 
 
 #: Names of the four errors, in the order of the ``errors`` arrays.
@@ -67,7 +61,7 @@ def pair_cost(terms: _PairTerms, reference: bool) -> Tensor:
     one_sided = terms.gt_visible.sum(-1) + terms.pred_visible.sum(-1) - 2 * both.sum(-1)
     cost = torch.where(both, terms.dist, 0.0).sum(-1) + DIST_THRESHOLD * one_sided  # 0 where neither is visible
     if reference:
-        cost = torch.where((cost > 0) & (cost < 1), torch.ones_like(cost), torch.floor(cost))
+        cost = tool_integer_cost(cost)
     return cost
 
 
@@ -98,7 +92,7 @@ def flat_pair_cost(
         one_sided = gt_count.index_select(0, gi) + n_pred - 2 * n_both
         cost[start : start + PAIR_CHUNK] = dist.sum(-1) + DIST_THRESHOLD * one_sided
     if reference:
-        cost = torch.where((cost > 0) & (cost < 1), torch.ones_like(cost), torch.floor(cost))
+        cost = tool_integer_cost(cost)
     return cost
 
 

@@ -1,5 +1,7 @@
 """The OpenLane-V2 lane F-score (OpenLane v1's 3D-lane evaluator applied to the centerlines): samples at x = -50 .. 49.5
-m, per-pair costs, one min-cost assignment per frame, hits at 0.75 of the visible samples.
+m and the pair costs in the devkit's summation order here; the F-score rule itself (integer cost, one min-cost
+assignment per frame, the gate, hits at 0.75 of the visible samples) is the one of the 3D-lane metric,
+:mod:`drivemetrics.polyline.lane_fscore`.
 """
 
 from __future__ import annotations
@@ -13,6 +15,14 @@ from drivemetrics.lanetopology.distances import frame_pairs
 from drivemetrics.lanetopology.frames import (
     LaneFrame,
 )
+from drivemetrics.polyline.lane_fscore import (
+    COST_GATE,
+    DIST_THRESHOLD,
+    RATIO_THRESHOLD,
+    min_cost_assignments,
+    ratio_hits,
+    tool_integer_cost,
+)
 
 __all__ = ["FSCORE_DIST_TH", "FSCORE_RATIO_TH", "fscore_batch_counts", "fscore_frame_counts", "kept_lane_samples"]
 
@@ -22,11 +32,11 @@ _X_SAMPLES = np.linspace(-50, 50, num=100, endpoint=False)
 
 
 #: F-score: a sample pair matches below this distance (metres); a lane pair matches if its cost is below 100 x it.
-FSCORE_DIST_TH = 1.5
+FSCORE_DIST_TH = DIST_THRESHOLD
 
 
 #: F-score: a matched lane counts if this share of its visible samples match.
-FSCORE_RATIO_TH = 0.75
+FSCORE_RATIO_TH = RATIO_THRESHOLD
 
 
 def kept_lane_samples(lanes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -112,8 +122,9 @@ def fscore_frame_counts(
         gt_count / pred_count: ``(F,)`` kept lanes per frame.
 
     Every GT x prediction pair of every frame is costed as one flat list (:func:`_fscore_pair_costs`), then one
-    min-cost assignment per frame (:func:`_min_cost_assignments`); a matched pair counts if its cost is below
-    ``100 x 1.5``, for recall / precision if ``0.75`` of the GT's / prediction's visible samples match.
+    min-cost assignment per frame (:func:`~drivemetrics.polyline.lane_fscore.min_cost_assignments`); a matched pair
+    counts if its cost is below ``100 x 1.5``, for recall / precision if ``0.75`` of the GT's / prediction's visible
+    samples match (:mod:`drivemetrics.polyline.lane_fscore`, the rule shared with the 3D-lane metric).
 
     Examples:
         >>> y = np.zeros((1, 100)); visible = np.arange(100)[None] < 40
@@ -126,64 +137,13 @@ def fscore_frame_counts(
         return out
     gi, pj, _ = frame_pairs(gt_count, pred_count)
     cost, matched = _fscore_pair_costs(gt, pred, gi, pj)
-    cost_int = np.where((cost > 0) & (cost < 1), 1, np.trunc(cost)).astype(np.int64)
-    pick = _min_cost_assignments(cost_int, gt_count, pred_count)
-    pick = pick[cost_int[pick] < FSCORE_DIST_TH * 100]
+    cost_int = tool_integer_cost(cost).astype(np.int64)
+    pick = min_cost_assignments(cost_int, gt_count, pred_count)
+    pick = pick[cost_int[pick] < COST_GATE]
     out[4] = len(pick)
-    out[0] = (matched[pick] / gt[2].sum(1)[gi[pick]] >= FSCORE_RATIO_TH).sum()
-    out[1] = (matched[pick] / pred[2].sum(1)[pj[pick]] >= FSCORE_RATIO_TH).sum()
+    out[0] = ratio_hits(matched[pick], gt[2].sum(1)[gi[pick]]).sum()
+    out[1] = ratio_hits(matched[pick], pred[2].sum(1)[pj[pick]]).sum()
     return out
-
-
-def _min_cost_assignments(cost: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-    """Flat indices (into ``cost``, the frames' row-major ``(rows[f], cols[f])`` blocks) of a min-cost one-to-one
-    assignment of every frame, ``min(rows, cols)`` pairs each.
-
-    Where every row of a frame (every column, if it has more rows than columns) has a strict minimum and these
-    minima lie in distinct columns (rows), taking them is the one optimal assignment, so it is what any solver
-    returns; the other frames go to :func:`scipy.optimize.linear_sum_assignment` one by one (scipy is imported only
-    for them: its import costs more than the whole F-score of a small split).
-    """
-    pairs = rows * cols
-    starts = np.cumsum(pairs) - pairs
-    frames = np.flatnonzero(pairs)
-    wide = np.zeros(len(rows), dtype=bool)
-    wide[frames] = rows[frames] <= cols[frames]  # rows pick their minimum; else columns do
-    big = np.iinfo(np.int64).max
-    if not frames.size:
-        return np.zeros(0, dtype=np.int64)
-    padded = np.full((len(rows), int(rows.max()), int(cols.max())), big, dtype=np.int64)
-    frame = np.repeat(np.arange(len(rows)), pairs)
-    local = np.arange(pairs.sum()) - starts[frame]
-    padded[frame, local // cols[frame], local % cols[frame]] = cost
-    chosen = []
-    for transpose, sel in ((False, frames[wide[frames]]), (True, frames[~wide[frames]])):
-        if not sel.size:
-            continue
-        block = padded[sel].transpose(0, 2, 1) if transpose else padded[sel]
-        lines = (cols if transpose else rows)[sel]
-        valid = np.arange(block.shape[1])[None] < lines[:, None]
-        best = block.argmin(2)
-        two = (
-            np.partition(block, 1, axis=2)[..., :2]
-            if block.shape[2] > 1
-            else np.concatenate([block, np.full_like(block, big)], axis=2)
-        )
-        strict = (two[..., 0] < two[..., 1]) | ~valid
-        taken = np.sort(np.where(valid, best, -1 - np.arange(block.shape[1])[None]), axis=1)
-        distinct = (taken[:, 1:] != taken[:, :-1]).all(1)
-        easy = strict.all(1) & distinct
-        f_easy = sel[easy]
-        r, line = np.nonzero(valid[easy])
-        other = best[easy][r, line]
-        row, col = (other, line) if transpose else (line, other)
-        chosen.append(starts[f_easy[r]] + row * cols[f_easy[r]] + col)
-        for f in sel[~easy]:
-            from scipy.optimize import linear_sum_assignment
-
-            r_idx, c_idx = linear_sum_assignment(cost[starts[f] : starts[f] + pairs[f]].reshape(rows[f], cols[f]))
-            chosen.append(starts[f] + r_idx * cols[f] + c_idx)
-    return np.concatenate(chosen) if chosen else np.zeros(0, dtype=np.int64)
 
 
 def _fscore_pair_costs(
