@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from drivemetrics.roadnet.evaluate import METRICS  # noqa: E402
-from drivemetrics.roadnet.geometry import (  # noqa: E402
+from drivemetrics.graph.geometry import (  # noqa: E402
     crop,
     dense_arrays,
     validate_graph,

@@ -182,17 +182,18 @@ def frames_with_tied_assignments(gt: list, pred: list) -> list[int]:
     from scipy.optimize import linear_sum_assignment
 
     from drivemetrics.lane3d import openlane as ol
+    from drivemetrics.lane3d import pairs, resample
     from drivemetrics.lane3d.evaluate import _frames_to_lanes
 
     tied = []
     for start in range(0, len(gt), 256):
         gt_lanes = _frames_to_lanes(gt[start : start + 256], True, "cpu")
         pred_lanes = _frames_to_lanes(pred[start : start + 256], False, "cpu")
-        g = ol._resample_lanes(gt_lanes, True, False)
-        p = ol._resample_lanes(pred_lanes, False, False)
+        g = resample.resample_lanes(gt_lanes, True, False)
+        p = resample.resample_lanes(pred_lanes, False, False)
         batch = len(gt[start : start + 256])
-        gi, pj, _, first, n_gt, n_pred = ol._pair_index(gt_lanes.frame, g["kept"], pred_lanes.frame, p["kept"], batch)
-        cost = ol._pair_cost(ol._pair_terms(ol._take(g, gi), ol._take(p, pj), None), True)[:, 0, 0].numpy()
+        gi, pj, _, first, n_gt, n_pred = pairs.pair_index(gt_lanes.frame, g["kept"], pred_lanes.frame, p["kept"], batch)
+        cost = pairs.pair_cost(pairs.pair_terms(ol._take(g, gi), ol._take(p, pj), None), True)[:, 0, 0].numpy()
         for b, (offset, rows, cols) in enumerate(zip(first.tolist(), n_gt.tolist(), n_pred.tolist(), strict=True)):
             if rows * cols == 0:
                 continue

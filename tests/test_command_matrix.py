@@ -283,7 +283,7 @@ def _check_sensitivity(compat: str) -> Callable[[Path, Path, str], None]:
     def check(fx: Path, tmp: Path, stdout: str) -> None:
         import csv
 
-        from drivemetrics.roadnet.geometry import crop, graph_arrays
+        from drivemetrics.graph.geometry import crop, graph_arrays
         from drivemetrics.roadnet.io import read_graph
         from drivemetrics.roadnet.sensitivity import fast_options, run_sensitivity
 

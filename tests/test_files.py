@@ -116,9 +116,9 @@ def test_atomic_write_keeps_the_mode_of_the_replaced_file(tmp_path, mode):
 
 
 def _read_detection_list(path):
-    from drivemetrics.detection.cli import _read_list
+    from drivemetrics.detection.evaluate import read_list
 
-    return _read_list(str(path))
+    return read_list(str(path))
 
 
 def _reader(module: str, name: str, **kwargs):

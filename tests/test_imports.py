@@ -54,12 +54,21 @@ PLAIN_MODULES = (
     "drivemetrics.lane.control",
     "drivemetrics.lane.road_center",
     "drivemetrics.lane.stats",
-    "drivemetrics.roadnet.geometry",
+    "drivemetrics.graph.geometry",
     "drivemetrics.roadnet.io",
     "drivemetrics.roadnet.perturb",
-    "drivemetrics.roadnet.path_similarity",
+    "drivemetrics.graph.path_similarity",
     "drivemetrics.lanetopology.frames",
     "drivemetrics.lanetopology.scoring",
+    "drivemetrics.lanetopology.distances",
+    "drivemetrics.lanetopology.matching",
+    "drivemetrics.lanetopology.average_precision",
+    "drivemetrics.lanetopology.topology",
+    "drivemetrics.lanetopology.fscore",
+    "drivemetrics.lane3d.resample",
+    "drivemetrics.lane3d.pairs",
+    "drivemetrics.lane3d.assignment",
+    "drivemetrics.detection.evaluate",
     "drivemetrics.lanetopology.io",
     "drivemetrics.lanetopology.matching_loss",
     "drivemetrics.polyline.frechet",
@@ -205,11 +214,11 @@ def test_kitti_object_eval_engine_imports_no_torch():
     modules = loaded_after(
         """
         import drivemetrics.detection.cli, drivemetrics.detection.io, drivemetrics.detection.box_iou
-        import drivemetrics.detection.evaluate, drivemetrics._internal.read_ahead
+        import drivemetrics.detection.kitti_ap, drivemetrics._internal.read_ahead
         print(json.dumps(mods()))
         """
     )
-    assert "drivemetrics.detection.evaluate" in modules
+    assert "drivemetrics.detection.kitti_ap" in modules
     assert present(modules, HEAVY_OR_TORCH) == []
 
 

@@ -116,8 +116,8 @@ def test_graph_size_limits_admit_the_largest_real_graphs(road_graphs, full_tile)
 
 
 def test_max_graph_extent_admits_regions_tiles_and_full_lane_graph_tiles(road_graphs, full_tile):
+    from drivemetrics.graph.geometry import graph_arrays
     from drivemetrics.lanegraph.evaluate import prepare_checked_sample
-    from drivemetrics.roadnet.geometry import graph_arrays
 
     spans = {}
     for name, graph in road_graphs.items():

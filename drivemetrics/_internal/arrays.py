@@ -8,6 +8,12 @@ order), so a kernel gives the same bits either way; :func:`sqrt` is the one plac
 vectorised CPU square root can be 1 ulp off the correctly rounded value, so on the CPU it is numpy's for tensors too
 (tensors that need a gradient, or live on another device, keep torch's).
 
+Everything else in the library that must know numpy from torch asks this module: moving host arrays to a device
+(:func:`on_device`) and back (:func:`to_numpy`), numpy views of CPU tensors for the kernels where numpy is faster
+(:func:`host` / :func:`from_host`), segment reductions, ``searchsorted``, ``repeat``, detaching, and the type
+predicates (:func:`is_numpy`, :func:`is_ndarray`, :func:`is_tensor`, :func:`is_array`). ``tests/test_layering.py``
+fails on a numpy-or-torch type check anywhere else.
+
 Dtypes are named by strings (``"float64"``, ``"float32"``, ``"int64"``, ``"bool"``) so that a kernel can ask for one
 without importing torch.
 """
@@ -16,9 +22,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = [
     "amax",
@@ -33,25 +42,38 @@ __all__ = [
     "clamp_min",
     "contiguous",
     "cos",
+    "detach",
     "dtype_name",
     "flatnonzero",
+    "float64_like",
+    "floor",
+    "from_host",
     "full",
     "gather",
+    "host",
     "inverse_permutation",
     "is_array",
+    "is_ndarray",
     "is_numpy",
+    "is_tensor",
     "largest_float",
     "maximum",
     "minimum",
+    "on_device",
     "overflow_allowed",
     "pad_rows",
     "promote",
     "put_along_last",
+    "repeat",
     "reverse_cummax",
     "roll",
     "scatter_amin",
     "scatter_reduce_rows",
+    "searchsorted",
     "searchsorted_rows",
+    "segment_count",
+    "segment_min",
+    "set_true_rows",
     "sin",
     "sqrt",
     "stable_descending_order",
@@ -131,6 +153,11 @@ def cos(x: Array) -> Array:
 def sin(x: Array) -> Array:
     """Elementwise sine (not an IEEE-exact operation: numpy and torch may differ in the last bit)."""
     return np.sin(x) if is_numpy(x) else x.sin()
+
+
+def floor(x: Array) -> Array:
+    """Elementwise floor (exact on both sides)."""
+    return np.floor(x) if is_numpy(x) else x.floor()
 
 
 def stack(parts: Sequence[Array], axis: int = 0) -> Array:
@@ -224,6 +251,14 @@ def as_values(values: Any, like: Array) -> Array:
     return _torch().as_tensor(values, dtype=like.dtype, device=like.device)
 
 
+def float64_like(values: np.ndarray, like: Array) -> Array:
+    """Host float64 ``values`` where ``like`` lives: ``values`` itself when ``like`` is a numpy array, else a float64
+    tensor on ``like``'s device (no rounding through ``like``'s dtype)."""
+    if is_numpy(like):
+        return values
+    return _torch().as_tensor(values, dtype=_torch().float64, device=like.device)
+
+
 def broadcast_to(x: Array, shape: Sequence[int]) -> Array:
     """A read-only broadcast view of ``x`` with ``shape``."""
     return np.broadcast_to(x, tuple(shape)) if is_numpy(x) else x.expand(*shape)
@@ -312,6 +347,78 @@ def overflow_allowed() -> Any:
     return np.errstate(over="ignore", invalid="ignore")
 
 
-def to_numpy(x: Array) -> np.ndarray:
-    """``x`` as a numpy array on the host (a tensor is detached and copied from its device; a CPU tensor is shared)."""
-    return np.asarray(x) if is_numpy(x) else x.detach().cpu().numpy()
+def is_ndarray(x: object) -> TypeGuard[np.ndarray]:
+    """Whether ``x`` is a numpy array (not a numpy scalar, not a tensor): e.g. a value read from a pickle."""
+    return isinstance(x, np.ndarray)
+
+
+def is_tensor(x: object) -> TypeGuard[torch.Tensor]:
+    """Whether ``x`` is a torch tensor (never imports torch: without torch imported nothing is a tensor)."""
+    module = sys.modules.get("torch")
+    return module is not None and isinstance(x, module.Tensor)
+
+
+def detach(x: Array) -> Array:
+    """``x`` without its autograd history (a numpy array as it is)."""
+    return x if is_numpy(x) else x.detach()
+
+
+def on_device(values: np.ndarray, device: Any) -> Array:
+    """Host ``values`` where a kernel runs: the numpy array itself (``device`` None: the torch-free CPU path), or a
+    torch tensor on ``device`` (imports torch)."""
+    if device is None:
+        return values
+    import torch
+
+    return torch.from_numpy(values).to(device)
+
+
+def to_numpy(values: Array) -> np.ndarray:
+    """A kernel's result as a numpy array (a tensor is detached and copied to the host)."""
+    return values if is_numpy(values) else values.detach().cpu().numpy()
+
+
+def host(tensor: Any) -> Array:
+    """A CPU tensor as a numpy view sharing its memory (detached), for the kernels where numpy's loops are faster
+    than torch's (masks from comparisons, repeats); a tensor on another device as it is. Undo with
+    :func:`from_host`."""
+    return tensor.detach().numpy() if tensor.device.type == "cpu" else tensor
+
+
+def from_host(values: Array, device: Any) -> Any:
+    """The tensor on ``device`` of a :func:`host` result (no copy for a numpy array on the CPU)."""
+    return _torch().from_numpy(values) if is_numpy(values) else values.to(device)
+
+
+def repeat(values: Array, counts: Array) -> Array:
+    """``values[i]`` repeated ``counts[i]`` times (``numpy.repeat`` / ``torch.repeat_interleave``)."""
+    return np.repeat(values, counts) if is_numpy(values) else values.repeat_interleave(counts)
+
+
+def segment_count(mask: Array, starts: Array, ends: Array) -> Array:
+    """True entries of ``mask`` ``(T,)`` within each non-empty segment ``[starts[m], ends[m])`` (int64)."""
+    seen = mask.cumsum(0)
+    return seen[ends - 1] - seen[starts] + astype(mask[starts], "int64")
+
+
+def segment_min(values: Array, starts: Array, ends: Array) -> Array:
+    """The minimum of ``values`` ``(T,)`` within each non-empty segment ``[starts[m], ends[m])`` (segments back to
+    back, in order)."""
+    if is_numpy(values):
+        return np.minimum.reduceat(values, starts)
+    return _torch().segment_reduce(values, "min", lengths=ends - starts)
+
+
+def searchsorted(sorted_values: Array, queries: Array) -> Array:
+    """``searchsorted(sorted_values, queries, side="left")`` of a 1-D sorted array."""
+    if is_numpy(sorted_values):
+        return np.searchsorted(sorted_values, queries)
+    return _torch().searchsorted(sorted_values, queries)
+
+
+def set_true_rows(x: Array, rows: Array) -> None:
+    """``x[rows[g, s], s] = True`` for every ``g, s`` (``x`` ``(R, S)`` bool, ``rows`` ``(G, S)``), in place."""
+    if is_numpy(x):
+        x[rows, np.arange(x.shape[1])[None, :]] = True
+    else:
+        x.scatter_(0, rows, True)

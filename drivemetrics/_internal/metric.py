@@ -29,6 +29,7 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
+from drivemetrics._internal import arrays
 from drivemetrics._internal.extras import require
 
 __all__ = ["DictFamilyLogCheck", "MetricFamily", "ScalarMetric", "add_config_state", "config_key", "plot_metric"]
@@ -67,7 +68,7 @@ def plot_metric(metric: Metric, val: Any = None, ax: Any = None) -> tuple[Any, A
         ``(figure, axes)``.
     """
     require("plot", "matplotlib.pyplot", "plot()")
-    if isinstance(val, Sequence) and not isinstance(val, (str, Tensor)):
+    if isinstance(val, Sequence) and not isinstance(val, str) and not arrays.is_tensor(val):
         val = list(val)
     return metric._plot(val, ax)
 

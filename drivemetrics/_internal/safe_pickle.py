@@ -51,6 +51,8 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from drivemetrics._internal import arrays as xp
+
 __all__ = ["BASE_BUDGET_BYTES", "BYTES_PER_FILE_BYTE", "MAX_NESTING", "UnsafePickleError", "safe_pickle_load"]
 
 #: Fixed part of the allocation budget, bytes; the rest is :data:`BYTES_PER_FILE_BYTE` x the file size.
@@ -782,7 +784,7 @@ class _RestrictedUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc
             self._new(result, result, kind.__name__)
         elif kind is dict:
             self._new(result, (*result, *result.values()), "dict")
-        elif isinstance(result, (_PendingDtype, _PendingArray, np.ndarray)) or _is_graph_class(kind):
+        elif (isinstance(result, (_PendingDtype, _PendingArray)) or xp.is_ndarray(result)) or _is_graph_class(kind):
             self._record(result, 1 + size, 1 + height, "")  # objects whose state BUILD may set
         return result
 
@@ -886,7 +888,7 @@ def _check_structure(obj: Any, limit: int, max_elements: int) -> None:
             return [*item, *item.values()]
         if isinstance(item, (list, tuple, set, frozenset)):
             return list(item)
-        if hasattr(item, "__dict__") and not isinstance(item, (type, np.ndarray)) and not callable(item):
+        if hasattr(item, "__dict__") and not isinstance(item, type) and not xp.is_ndarray(item) and not callable(item):
             return [vars(item)]
         return None
 

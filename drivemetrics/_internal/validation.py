@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from drivemetrics._internal.arrays import is_numpy
+from drivemetrics._internal import arrays
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -35,15 +35,9 @@ __all__ = [
 ]
 
 
-def _tensor_type() -> Any:
-    torch = sys.modules.get("torch")
-    return None if torch is None else torch.Tensor
-
-
 def check_tensor(x: object, name: str) -> Tensor:
     """Raise ``TypeError`` unless ``x`` is a tensor; return it."""
-    tensor = _tensor_type()
-    if tensor is None or not isinstance(x, tensor):
+    if not arrays.is_tensor(x):
         raise TypeError(f"`{name}` must be a torch.Tensor, got {type(x).__name__}")
     return x  # type: ignore[return-value]
 
@@ -86,10 +80,7 @@ def check_not_meta(x: Any, name: str) -> None:
 
 def _host(x: Any, name: str) -> np.ndarray:
     """The values of a tensor or array as a numpy array on the host (a read-back from the device)."""
-    if is_numpy(x):
-        return np.asarray(x)
-    tensor = _tensor_type()
-    if tensor is None or not isinstance(x, tensor):
+    if not arrays.is_tensor(x):
         return np.asarray(x)
     check_not_meta(x, name)
     x = x.detach()

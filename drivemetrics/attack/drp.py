@@ -38,6 +38,7 @@ from typing import Any, Literal, NamedTuple
 import torch
 from torch import Tensor
 
+from drivemetrics._internal import arrays
 from drivemetrics._internal.validation import check_finite, check_shape, check_tensor
 from drivemetrics.attack.patch import (
     PatchSpec,
@@ -288,7 +289,7 @@ def _shift_pose(poses: Tensor, lateral: Tensor, yaw: Tensor) -> Tensor:
 
 def _tensors(output: Any) -> list[Tensor]:
     """The tensors in a model output (a tensor, or mappings / sequences of them, nested)."""
-    if isinstance(output, Tensor):
+    if arrays.is_tensor(output):
         return [output]
     if isinstance(output, dict):
         output = list(output.values())
@@ -358,8 +359,8 @@ def _rollout(
         view = _render(prep, clip, frame, pose, perturbation, config.patch, shift, brightness)
         output = model.forward(view)
         lanes = model.lanes(output)
-        if not isinstance(lanes, Tensor) or lanes.ndim != 4 or lanes.shape[:2] != (clip.shape[0], 2):
-            got = tuple(lanes.shape) if isinstance(lanes, Tensor) else type(lanes).__name__
+        if not arrays.is_tensor(lanes) or lanes.ndim != 4 or lanes.shape[:2] != (clip.shape[0], 2):
+            got = tuple(lanes.shape) if arrays.is_tensor(lanes) else type(lanes).__name__
             raise ValueError(f"`model.lanes` must return {clip.shape[0]} x 2 x P x 2 lane points (pixels), got {got}")
         center = _lane_center(prep, clip, output, lanes, config, t)
         command = control(VehiclePath(prep.z_samples, center), state.steering_wheel)

@@ -2,7 +2,8 @@
 2D / AOS / BEV / 3D average precision, R11 and R40).
 
 Metric, loss and result classes are exported here (lazily); the functional kernels are in
-:mod:`drivemetrics.functional`; file reading in ``drivemetrics.detection.io``, dataset evaluation in
+:mod:`drivemetrics.functional`; file reading in ``drivemetrics.detection.io``, the AP kernel (the official
+protocol) in ``drivemetrics.detection.kitti_ap``, the evaluation of a label and a result folder in
 ``drivemetrics.detection.evaluate``.
 """
 

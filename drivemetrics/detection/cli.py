@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import sys
 from pathlib import Path
-from typing import Any
 
 from drivemetrics._internal.options import (
     add_compat,
@@ -40,7 +37,7 @@ def format_stats(curves: list[list[float]]) -> str:
 
 def format_table(result: dict) -> str:
     """The AP table: per class, one row per metric, R11 and R40 for easy / moderate / hard."""
-    from drivemetrics.detection.evaluate import DIFFICULTIES
+    from drivemetrics.detection.kitti_ap import DIFFICULTIES
 
     lines = []
     for cls, per_metric in result.items():
@@ -54,65 +51,8 @@ def format_table(result: dict) -> str:
     return "\n".join(lines)
 
 
-def _read_list(path: str) -> list[str]:
-    file = Path(path)
-    if not file.is_file():
-        raise FileNotFoundError(f"--list file not found: {file}")
-    names = []
-    from drivemetrics._internal.files import read_text
-
-    for line_no, line in enumerate(read_text(file, what="--list file").splitlines(), start=1):
-        fields = line.split()
-        if not fields:
-            continue
-        if len(fields) != 1:
-            raise ValueError(f"{file}:{line_no}: expected one frame name per line, got {line!r}")
-        names.append(fields[0][:-4] if fields[0].endswith(".txt") else fields[0])
-    if not names:
-        raise ValueError(f"--list file {file} names no frame")
-    return names
-
-
-def _gather_frames(shard: Any, gts: list, dets: list, count: int) -> tuple[list, list]:
-    """Every rank's frames (``KittiObjects``) on every rank, in frame order: numbers as float64 rows, types as
-    UTF-8 bytes (:mod:`drivemetrics._internal.distributed`)."""
-    import torch
-
-    from drivemetrics._internal.distributed import bytes_to_strings, strings_to_bytes
-    from drivemetrics._internal.ragged import RaggedRows
-    from drivemetrics.detection.io import KittiObjects
-
-    def fields(prefix: str, objects: list, columns: int) -> dict[str, RaggedRows]:
-        values = RaggedRows.from_frames([o.to_array() for o in objects], (columns,), torch.float64)
-        types = RaggedRows.from_frames([strings_to_bytes(o.type) for o in objects], (), torch.uint8)
-        return {f"{prefix}_values": values, f"{prefix}_types": types}
-
-    frames = shard.gather_frames(shard.indices(count), **fields("gt", gts, 14), **fields("det", dets, 15))
-    out = []
-    for prefix in ("gt", "det"):
-        values, types = frames.fields[f"{prefix}_values"].split(), frames.fields[f"{prefix}_types"].split()
-        out.append(
-            [KittiObjects.from_array(bytes_to_strings(t), v.numpy()) for t, v in zip(types, values, strict=True)]
-        )
-    return out[0], out[1]
-
-
-def _frame_names(gt_dir: Path, list_file: str | None) -> list[str]:
-    """The frames to evaluate: those of ``--list``, else every ``.txt`` of the label folder, sorted; no repeats."""
-    if list_file:
-        frames = _read_list(list_file)
-    else:
-        with os.scandir(gt_dir) as entries:
-            frames = sorted(e.name[:-4] for e in entries if e.name.endswith(".txt") and len(e.name) > 4)
-    frames = list(dict.fromkeys(frames))
-    if not frames:
-        raise ValueError(f"--gt folder {gt_dir} holds no .txt label file")
-    return frames
-
-
 def _kitti_object_eval(args: argparse.Namespace) -> int:
-    from drivemetrics._internal.read_ahead import read_ahead_all
-    from drivemetrics.detection.io import read_object_table
+    from drivemetrics.detection.evaluate import evaluate_kitti_object_folders
 
     gt_dir, det_dir = Path(args.gt), Path(args.det)
     for name, folder in (("--gt", gt_dir), ("--pred", det_dir)):
@@ -133,49 +73,18 @@ def _kitti_object_eval(args: argparse.Namespace) -> int:
             option="--json",
             is_folder=False,
         )
-    frames = _frame_names(gt_dir, args.list)
-    mine = frames
-    progress = progress_setting(args)
-    sharded = os.environ.get("WORLD_SIZE", "1").strip() not in ("", "0", "1")  # torchrun: ranks share the frames
-    if sharded:  # this rank's frames (torch is imported: the readers run in this process)
-        from drivemetrics._internal.distributed import current_shard
-
-        mine = current_shard().take(frames)
-        progress = progress if current_shard().is_main else False
-    # one process: the label and the result folder are read and parsed side by side in two forked children (one
-    # per core) while this process imports the evaluation; neither needs torch (the evaluation runs on numpy).
-    # One progress bar (the labels'): two would overwrite each other on the terminal.
-    readers = [
-        (read_object_table, (gt_dir, mine, False, "error", progress)),
-        (read_object_table, (det_dir, mine, True, "warn", False)),
-    ]
-    with read_ahead_all(readers) as (gt_pending, det_pending):
-        from drivemetrics.detection.evaluate import evaluate_kitti_objects
-
-        gt_table = gt_pending.result()  # a label error first, as when the folders are read one after the other
-        det_table = det_pending.result()
-    if det_table.absent:
-        print(f"warning: {det_table.absent_message()}", file=sys.stderr)
-    groundtruth, detections = gt_table, det_table  # one table per folder: evaluated without building the frames
-    if sharded:
-        from drivemetrics._internal.distributed import current_shard
-
-        shard = current_shard()
-        if shard.world > 1:  # torchrun: every rank read its shard of the frames
-            gts, dets = _gather_frames(
-                shard, list(gt_table.frames().values()), list(det_table.frames().values()), len(frames)
-            )
-            if not shard.is_main:
-                return 0
-            groundtruth, detections = gts, dets
-    result = evaluate_kitti_objects(
-        detections,
-        groundtruth,
+    done = evaluate_kitti_object_folders(
+        gt_dir,
+        det_dir,
+        list_file=args.list,
         overlaps=args.overlaps,
         workers=resolve_workers(args.workers),
-        progress=progress,
+        progress=progress_setting(args),
     )
-    print(f"{len(frames)} frames, overlaps: {args.overlaps}")
+    if done is None:  # torchrun: another rank reports
+        return 0
+    result, frames = done
+    print(f"{frames} frames, overlaps: {args.overlaps}")
     if not result:
         print("no class was evaluated (no detection of Car, Pedestrian or Cyclist with a usable box)")
     print(format_table(result))

@@ -1,7 +1,7 @@
 """KITTI object Metric classes: :class:`KittiObjectMetrics` (every curve and AP) and
 :class:`KittiObjectAveragePrecision` (one AP), over per-frame boxes accumulated in a validation loop.
 
-The evaluation itself (the official ``evaluate_object.cpp`` protocol) is :mod:`drivemetrics.detection.evaluate`;
+The evaluation itself (the official ``evaluate_object.cpp`` protocol) is :mod:`drivemetrics.detection.kitti_ap`;
 its names are re-exported here.
 """
 
@@ -14,11 +14,13 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from drivemetrics._internal import arrays
 from drivemetrics._internal.extras import require
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, plot_metric
 from drivemetrics._internal.ragged import RaggedStateMixin
 from drivemetrics._internal.validation import check_coordinates_within_limit
-from drivemetrics.detection.evaluate import (
+from drivemetrics.detection.io import KittiObjects
+from drivemetrics.detection.kitti_ap import (
     DIFFICULTIES,
     KITTI_CLASSES,
     LOOSE_OVERLAPS,
@@ -34,7 +36,6 @@ from drivemetrics.detection.evaluate import (
     evaluate_kitti_objects,
     kitti_recall_thresholds,
 )
-from drivemetrics.detection.io import KittiObjects
 
 __all__ = [
     "DIFFICULTIES",
@@ -256,7 +257,7 @@ class KittiObjectMetrics(RaggedStateMixin, MetricFamily):
             ``(figure, axes)``.
         """
         plt = require("plot", "matplotlib.pyplot", "plot()")
-        is_flat = isinstance(val, dict) and all(isinstance(v, Tensor) for v in val.values())
+        is_flat = isinstance(val, dict) and all(arrays.is_tensor(v) for v in val.values())
         if is_flat or (isinstance(val, Sequence) and not isinstance(val, str)):
             return plot_metric(self, val, ax)
         result = self.evaluate() if val is None else val

@@ -16,6 +16,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from drivemetrics._internal import arrays
 from drivemetrics._internal.validation import check_finite, check_shape, check_tensor
 from drivemetrics.geometry.pose import road_from_world
 
@@ -36,7 +37,7 @@ __all__ = [
 
 
 def _as_tensor(value: Tensor | float, like: Tensor | None = None) -> Tensor:
-    if isinstance(value, Tensor):
+    if arrays.is_tensor(value):
         return value if like is None else value.to(dtype=like.dtype, device=like.device)
     if like is None:
         return torch.tensor(float(value), dtype=torch.get_default_dtype())
@@ -48,7 +49,7 @@ def intrinsic_matrix(fx: Tensor | float, fy: Tensor | float, cx: Tensor | float,
 
     Tensor arguments broadcast against each other (e.g. one focal length per batch element).
     """
-    ref = next((a for a in (fx, fy, cx, cy) if isinstance(a, Tensor)), None)
+    ref = next((a for a in (fx, fy, cx, cy) if arrays.is_tensor(a)), None)
     fx_t, fy_t, cx_t, cy_t = torch.broadcast_tensors(*(_as_tensor(a, ref) for a in (fx, fy, cx, cy)))
     zero, one = torch.zeros_like(fx_t), torch.ones_like(fx_t)
     rows = [
@@ -70,7 +71,7 @@ def road_to_camera_rotation(
     down). The camera is first yawed, then pitched about its own x axis, then rolled: ``R = Rz(roll) Rx(pitch)
     Ry(yaw)`` with the signs above.
     """
-    ref = like if like is not None else next((a for a in (pitch, yaw, roll) if isinstance(a, Tensor)), None)
+    ref = like if like is not None else next((a for a in (pitch, yaw, roll) if arrays.is_tensor(a)), None)
     p, y, r = torch.broadcast_tensors(*(_as_tensor(a, ref) for a in (pitch, yaw, roll)))
     zero, one = torch.zeros_like(p), torch.ones_like(p)
     cp, sp, cy, sy, cr, sr = torch.cos(p), torch.sin(p), torch.cos(y), torch.sin(y), torch.cos(r), torch.sin(r)

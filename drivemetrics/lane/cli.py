@@ -426,7 +426,7 @@ def _register_llamas(subparsers: argparse._SubParsersAction) -> None:
 def _register_curvelanes(subparsers: argparse._SubParsersAction) -> None:
     curvelanes = subparsers.add_parser(
         "curvelanes-eval",
-        epilog="example:\n  drivemetrics curvelanes-eval --gt valid --pred pred --score-threshold 0.5 --json curvelanes.json",
+        epilog="example:\n  drivemetrics curvelanes-eval --gt valid --pred pred --json curvelanes.json",
         help="CurveLanes lane precision / recall / F1 (the vega lane metric) of .lines.json predictions",
         description=(
             "Scale every lane to 224 x 224, draw its chord-length natural cubic spline 5 px wide, match one-to-one "

@@ -30,6 +30,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
+from drivemetrics._internal import arrays
 from drivemetrics._internal.validation import check_finite, check_shape
 from drivemetrics.geometry.camera import synthesize_shifted_view
 from drivemetrics.geometry.pose import relative_pose
@@ -147,8 +148,8 @@ def e2e_ld(
             images[:, t].to(dtype), hom, lateral[:batch], yaw[:batch], longitudinal_offset=longitudinal[:batch]
         )
         lanes = detector(view)
-        if not isinstance(lanes, Tensor) or lanes.ndim != 4 or lanes.shape[0] != batch or lanes.shape[1] != 2:
-            got = tuple(lanes.shape) if isinstance(lanes, Tensor) else type(lanes).__name__
+        if not arrays.is_tensor(lanes) or lanes.ndim != 4 or lanes.shape[0] != batch or lanes.shape[1] != 2:
+            got = tuple(lanes.shape) if arrays.is_tensor(lanes) else type(lanes).__name__
             raise ValueError(
                 f"`detector` must return lanes of shape {batch} x 2 x P x 2 (ego-left, ego-right), got {got}"
             )

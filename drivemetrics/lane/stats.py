@@ -9,6 +9,8 @@ import numpy as np
 from scipy import stats
 from torch import Tensor
 
+from drivemetrics._internal import arrays as xp
+
 __all__ = ["Correlation", "correlation_matrix", "pearson_r"]
 
 
@@ -21,7 +23,7 @@ class Correlation(NamedTuple):
 
 
 def _as_array(values: Tensor | Sequence[float] | np.ndarray, name: str) -> np.ndarray:
-    if isinstance(values, Tensor):
+    if xp.is_tensor(values):
         values = values.detach().cpu().double().numpy()
     array = np.asarray(values, dtype=np.float64)
     if array.ndim != 1:

@@ -309,7 +309,7 @@ def apollo3d_matches(
         "counts": arrays.as_index(counts, like),
         "pair_frame": arrays.as_index(pf, like),
         "pair_threshold": arrays.as_index(pt, like),
-        "pair_errors": pe if arrays.is_numpy(like) else arrays.astype(arrays.as_values(pe, like), "float64"),
+        "pair_errors": arrays.float64_like(pe, like),
     }
 
 

@@ -31,14 +31,9 @@ from drivemetrics._internal.pool import check_workers_or_auto, map_in_processes,
 from drivemetrics._internal.progress import progress_bar
 from drivemetrics._internal.ragged import RaggedRows
 from drivemetrics.lane3d.io import Lane3DFrame, read_openlane_gt, read_openlane_pred, read_test_list
-from drivemetrics.lane3d.openlane import (
-    COUNT_NAMES,
-    DEFAULT_FIXES,
-    ERROR_NAMES,
-    OpenLane3DLanes,
-    openlane3d_lane_matches,
-    openlane3d_scores,
-)
+from drivemetrics.lane3d.openlane import COUNT_NAMES, DEFAULT_FIXES, openlane3d_lane_matches, openlane3d_scores
+from drivemetrics.lane3d.pairs import ERROR_NAMES
+from drivemetrics.lane3d.resample import OpenLane3DLanes
 
 __all__ = ["evaluate_openlane3d_files", "evaluate_openlane3d_frames", "pack_lanes"]
 

@@ -301,11 +301,7 @@ def once3d_matches(
                         tp += 1
                 memo[key] = (tp, total)
             counts[f, t, 2], dsum[f, t] = memo[key]
-    return {"counts": arrays.as_index(counts, like), "distance_sum": _as_float64(dsum, like)}
-
-
-def _as_float64(values: np.ndarray, like: Any) -> Any:
-    return values if arrays.is_numpy(like) else arrays.astype(arrays.as_values(values, like), "float64")
+    return {"counts": arrays.as_index(counts, like), "distance_sum": arrays.float64_like(dsum, like)}
 
 
 def once3d_scores(counts: Any, distance_sum: Any, *, compat: Compat = "default") -> dict[str, Any]:

@@ -14,7 +14,7 @@ from torch import Tensor
 
 from drivemetrics._internal.metric import MetricFamily
 from drivemetrics._internal.validation import check_graph
-from drivemetrics.roadnet.geometry import graph_pairs
+from drivemetrics.graph.geometry import graph_pairs
 
 __all__ = ["PerSampleMean"]
 

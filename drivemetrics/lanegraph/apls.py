@@ -1,4 +1,4 @@
-"""APLS with the UrbanLaneGraph parameter set, on the one APLS core (:mod:`drivemetrics.roadnet.path_similarity`)."""
+"""APLS with the UrbanLaneGraph parameter set, on the one APLS core (:mod:`drivemetrics.graph.path_similarity`)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from torch import Tensor
 
 from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.validation import check_graph
+from drivemetrics.graph.geometry import index_in_group
+from drivemetrics.graph.path_similarity import apls_scores, path_differences
 from drivemetrics.lanegraph.geometry import (
     APLS_MIN_PATH_M,
     APLS_REFERENCE_MAX_NODES,
@@ -22,8 +24,6 @@ from drivemetrics.lanegraph.geometry import (
     as_scalar,
     length_graph,
 )
-from drivemetrics.roadnet.geometry import index_in_group
-from drivemetrics.roadnet.path_similarity import apls_scores, path_differences
 
 __all__ = ["lanegraph_apls"]
 
@@ -48,9 +48,9 @@ def _apls_control_points(pos: np.ndarray, edges: np.ndarray, spacing: float) -> 
 
 
 def _apls_default(pred: LaneArrays, gt: LaneArrays, max_sources: int | None, seed: int) -> float:
-    """The one APLS core (:func:`~drivemetrics.roadnet.path_similarity.path_differences`) with the UrbanLaneGraph
+    """The one APLS core (:func:`~drivemetrics.graph.path_similarity.path_differences`) with the UrbanLaneGraph
     parameter set, on graphs in metres whose control points are every node plus CosmiQ's per-edge midpoints."""
-    from drivemetrics.roadnet.geometry import graph_arrays, graph_from_arrays, validate_graph
+    from drivemetrics.graph.geometry import graph_arrays, graph_from_arrays, validate_graph
 
     g_gt = validate_graph(graph_from_arrays(gt.pos * METRES_PER_PX, gt.edges), "target")
     g_pred = validate_graph(graph_from_arrays(pred.pos * METRES_PER_PX, pred.edges), "preds")

@@ -36,14 +36,14 @@ from scipy.spatial import cKDTree
 from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.distributed import Shard, current_shard
 from drivemetrics._internal.files import atomic_write_text, check_output_path
-from drivemetrics._internal.limits import check_coordinates, check_graph_extent, check_graph_size
+from drivemetrics._internal.limits import check_coordinates, check_graph_extent, check_graph_size, short_repr
 from drivemetrics._internal.pool import check_workers_or_auto, map_in_processes
 from drivemetrics._internal.progress import progress_bar
 from drivemetrics._internal.ragged import RaggedRows
+from drivemetrics.graph.geometry import node_positions
 from drivemetrics.lanegraph.geometry import LANE_METRICS, PLANNING_METRICS, lane_arrays
 from drivemetrics.lanegraph.lanegraph import lanegraph_pair_values, missing_sample_values
 from drivemetrics.lanegraph.planning import ReferencePlanningRandom, planning_values
-from drivemetrics.roadnet.io import node_positions, short_repr
 
 __all__ = [
     "REFERENCE_CITIES",

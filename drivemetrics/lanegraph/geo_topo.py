@@ -13,6 +13,7 @@ from torch import Tensor
 
 from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.validation import check_graph
+from drivemetrics.graph.geometry import index_in_group
 from drivemetrics.lanegraph.geometry import (
     INTERP_SPACING,
     MATCH_DIST,
@@ -25,7 +26,6 @@ from drivemetrics.lanegraph.geometry import (
     length_graph,
 )
 from drivemetrics.lanegraph.reference import reference_pair_order
-from drivemetrics.roadnet.geometry import index_in_group
 
 __all__ = ["geo_topo", "greedy_matching"]
 

@@ -12,8 +12,8 @@ import networkx as nx
 import numpy as np
 from scipy.sparse import csr_matrix
 
-from drivemetrics.roadnet.io import node_positions
-from drivemetrics.roadnet.path_similarity import PARAMETER_SETS
+from drivemetrics.graph.geometry import node_positions
+from drivemetrics.graph.path_similarity import PARAMETER_SETS
 
 __all__ = [
     "APLS_MIN_PATH_M",

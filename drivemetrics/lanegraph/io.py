@@ -6,7 +6,8 @@ from pathlib import Path
 
 import networkx as nx
 
-from drivemetrics.roadnet.io import safe_pickle_load, short_repr
+from drivemetrics._internal.limits import short_repr
+from drivemetrics._internal.safe_pickle import safe_pickle_load
 
 __all__ = ["load_lanegraph_pickle"]
 

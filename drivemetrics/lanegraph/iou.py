@@ -10,9 +10,9 @@ from torch import Tensor
 
 from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.validation import check_graph
+from drivemetrics.graph.geometry import index_in_group
 from drivemetrics.lanegraph.geometry import LaneArrays, as_lane_arrays, as_scalar
 from drivemetrics.lanegraph.reference import opencv_graph_iou
-from drivemetrics.roadnet.geometry import index_in_group
 
 __all__ = ["graph_iou"]
 

@@ -8,8 +8,8 @@ import networkx as nx
 
 from drivemetrics._internal.extras import pyplot_for_files
 from drivemetrics._internal.files import atomic_save_figure
+from drivemetrics._internal.limits import short_repr
 from drivemetrics.lanegraph.geometry import lane_arrays
-from drivemetrics.roadnet.io import short_repr
 
 __all__ = ["figure_path", "plot_sample"]
 

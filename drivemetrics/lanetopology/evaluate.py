@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from drivemetrics._internal import arrays
 from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.gc_pause import gc_paused
 from drivemetrics._internal.pool import check_workers_or_auto, map_in_processes
@@ -38,7 +39,7 @@ def _frame_size(frame: Mapping[str, Any]) -> tuple[int, int]:
         if isinstance(lane, Mapping):
             for name in _LINE_FIELDS:
                 value = lane.get(name)
-                if isinstance(value, (list, tuple, np.ndarray)):
+                if isinstance(value, (list, tuple)) or arrays.is_ndarray(value):
                     longest = max(longest, len(value))
     return len(lanes), longest
 

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from drivemetrics._internal import arrays as xp
 from drivemetrics._internal.limits import check_count, check_map_coordinates, get_limits
 
 __all__ = [
@@ -105,7 +106,7 @@ def _as_array(value: Any, where: str) -> np.ndarray:
 
 
 def _points(value: Any, where: str, dim: int = 3) -> np.ndarray:
-    if isinstance(value, (list, tuple, np.ndarray)):  # counted before converting anything
+    if isinstance(value, (list, tuple)) or xp.is_ndarray(value):  # counted before converting anything
         check_count(len(value), "max_map_line_points", where, "points in one lane")
     arr = _as_array(value, where)
     if arr.ndim != 2 or arr.shape[1] != dim or arr.shape[0] < 2:
@@ -119,7 +120,7 @@ def _points_unchecked(value: Any, where: str, dim: int = 3, max_points: int | No
     """:func:`_points` without the finiteness check for a float array of the right shape (the caller checks all
     points at once: :func:`check_frames_finite`); anything else goes through :func:`_points`. ``max_points``: the
     limit in force (the caller's one read of it per frame; default: read here)."""
-    usable = isinstance(value, np.ndarray) and value.dtype.kind == "f" and value.ndim == 2
+    usable = xp.is_ndarray(value) and value.dtype.kind == "f" and value.ndim == 2
     limit = get_limits().max_map_line_points if max_points is None else max_points
     if usable and 2 <= value.shape[0] <= limit and value.shape[1] == dim:
         return value.astype(np.float64, copy=False)
@@ -144,7 +145,7 @@ def _number(raw: Any, where: str) -> float:
     (never text, never a bool)."""
     if hasattr(raw, "detach"):  # a torch tensor
         raw = raw.detach().cpu().numpy()
-    if isinstance(raw, np.ndarray) and raw.size == 1 and raw.dtype.kind in "iuf":
+    if xp.is_ndarray(raw) and raw.size == 1 and raw.dtype.kind in "iuf":
         return float(raw.reshape(-1)[0])
     if isinstance(raw, (int, float, np.integer, np.floating)) and not isinstance(raw, (bool, np.bool_)):
         return float(raw)
@@ -259,7 +260,7 @@ def check_frame_input(ann: Any, *, track: Track | None, is_pred: bool, where: st
                 _confidence(item, f"{where}: {key}[{k}]")
             for name in fields:
                 value = item.get(name)
-                if isinstance(value, (list, tuple, np.ndarray)):
+                if isinstance(value, (list, tuple)) or xp.is_ndarray(value):
                     if len(value) > limits.max_map_line_points:
                         check_count(len(value), "max_map_line_points", f"{where}: {key}[{k}].{name}", "points")
                     try:
@@ -288,7 +289,7 @@ def _traffic_elements(
         if "points" not in item:
             raise ValueError(f"{at}.points: missing")
         box = item["points"]
-        if not (isinstance(box, np.ndarray) and box.dtype.kind == "f" and box.shape == (2, 2)):
+        if not (xp.is_ndarray(box) and box.dtype.kind == "f" and box.shape == (2, 2)):
             box = _as_array(box, f"{at}.points")
         if box.shape != (2, 2):
             raise ValueError(f"{at}.points: expected a finite box [[x1, y1], [x2, y2]], got shape {box.shape}")

@@ -70,7 +70,7 @@ def pooled_precision_recall(
             f"`scores` must be (N,) and `true_positive` (..., N); got {tuple(scores.shape)}, "
             f"{tuple(true_positive.shape)}"
         )
-    order = xp.stable_descending_order(scores if xp.is_numpy(scores) else scores.detach())
+    order = xp.stable_descending_order(xp.detach(scores))
     tp = xp.astype(true_positive[..., order], "float64")
     cum_tp = tp.cumsum(-1)
     cum_fp = (1 - tp).cumsum(-1)

@@ -119,8 +119,7 @@ def bounded_frechet_distance_pairs(
         raise ValueError(f"`a` and `b` must be (K, N, D) and (K, M, D), got {tuple(a.shape)} and {tuple(b.shape)}")
     a_len = _check_pairs(a, a_lengths, "a", validate_args)
     b_len = _check_pairs(b, b_lengths, "b", validate_args)
-    if not xp.is_numpy(a):
-        a, b = a.detach(), b.detach()
+    a, b = xp.detach(a), xp.detach(b)
     a = _zero_padding(a, a_len)
     b = _zero_padding(b, b_len)
     k, n, m = a.shape[0], a.shape[1], b.shape[1]

@@ -24,6 +24,7 @@ import math
 import torch
 from torch import Tensor
 
+from drivemetrics._internal import arrays
 from drivemetrics.polyline.bounded_frechet import MAX_ELEMENTS, bounded_frechet_distance_pairs
 from drivemetrics.polyline.bounded_frechet import norms as _norms
 
@@ -36,7 +37,7 @@ __all__ = [
 
 
 def _check_polylines(points: Tensor, lengths: Tensor | None, name: str, check_values: bool = True) -> Tensor:
-    if not isinstance(points, Tensor):
+    if not arrays.is_tensor(points):
         raise TypeError(f"`{name}` must be a torch.Tensor, got {type(points).__name__}")
     if points.ndim < 2:
         raise ValueError(f"`{name}` must have shape (..., N, D), got {tuple(points.shape)}")
@@ -254,7 +255,7 @@ def frechet_distance_matrix(
         >>> frechet_distance_matrix(preds, None, target, None)
         tensor([[[1., 4.]]])
     """
-    if not isinstance(preds, Tensor) or not isinstance(target, Tensor):
+    if not arrays.is_tensor(preds) or not arrays.is_tensor(target):
         raise TypeError("`preds` and `target` must be torch.Tensors")
     if preds.ndim < 3 or target.ndim != preds.ndim or preds.shape[:-3] != target.shape[:-3]:
         raise ValueError(

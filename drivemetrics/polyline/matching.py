@@ -31,10 +31,6 @@ __all__ = ["greedy_match", "greedy_match_index", "nearest_target", "score_rank"]
 Tensor = Any  # a torch.Tensor, or a numpy array
 
 
-def _detach(x: Tensor) -> Tensor:
-    return x if xp.is_numpy(x) else x.detach()
-
-
 def score_rank(scores: Tensor, valid: Tensor | None = None, *, validate_args: bool = True) -> Tensor:
     """``(..., P)`` rank of each prediction in its frame by descending score (0 = best), ties in input order.
 
@@ -50,7 +46,7 @@ def score_rank(scores: Tensor, valid: Tensor | None = None, *, validate_args: bo
     """
     if validate_args:
         check_values(scores, "scores", finite=False, what="scores")
-    key = _detach(scores)
+    key = xp.detach(scores)
     if valid is not None:
         key = xp.where(valid, key, -math.inf)
     return xp.inverse_permutation(xp.stable_descending_order(key, -1))
@@ -83,7 +79,7 @@ def nearest_target(
         shape = distances.shape[:-1]
         return xp.full(shape, 0, like=distances, dtype="int64"), xp.full(shape, math.inf, like=distances)
     # argmin returns the first minimum's index (torch documents it; torch.min's index is any one of them)
-    distances = _detach(distances)
+    distances = xp.detach(distances)
     index = distances.argmin(-1)
     return index, xp.gather(distances, -1, index[..., None])[..., 0]
 
@@ -147,7 +143,7 @@ def greedy_match(
     lead = distances.shape[:-2]
     if preds_valid is None:
         preds_valid = xp.full(distances.shape[:-1], True, like=distances, dtype="bool")
-    distances = _detach(distances)
+    distances = xp.detach(distances)
     if target_valid is not None:
         distances = xp.where(target_valid[..., None, :], distances, math.inf)
     passes_fn = operator.le if inclusive else operator.lt
@@ -214,14 +210,14 @@ def greedy_match_index(
         )
         if num_targets == 0:
             return xp.full(tp.shape, -1, like=distances, dtype="int64")
-        index, _ = nearest_target(_detach(distances), target_valid, validate_args=False)
+        index, _ = nearest_target(xp.detach(distances), target_valid, validate_args=False)
         return xp.where(tp, index[..., None], -1)
     if preds_valid is None:
         preds_valid = xp.full(distances.shape[:-1], True, like=distances, dtype="bool")
     match = xp.full((*lead, num_preds, num_thr), -1, like=distances, dtype="int64")
     if num_targets == 0 or num_preds == 0:
         return match
-    distances = _detach(distances)
+    distances = xp.detach(distances)
     if target_valid is not None:
         distances = xp.where(target_valid[..., None, :], distances, math.inf)
     passes_fn = operator.le if inclusive else operator.lt

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from drivemetrics._internal import arrays
 from drivemetrics.polyline.pairs import drop_closing_point
 
 __all__ = ["check_polylines", "drop_closing_point", "pad_polylines", "point_mask", "unpad_polylines"]
@@ -32,11 +33,11 @@ def check_polylines(points: Tensor, lengths: Tensor, name: str = "points", *, ch
         ...
         ValueError: `points_lengths` must lie in [0, 4] (the padded point count), got values in [2, 5]
     """
-    if not isinstance(points, Tensor) or not points.is_floating_point():
+    if not arrays.is_tensor(points) or not points.is_floating_point():
         raise TypeError(f"`{name}` must be a floating-point tensor (..., N, P, D)")
     if points.ndim < 3 or points.shape[-1] not in (2, 3):
         raise ValueError(f"`{name}` must have shape (..., N, P, D) with D = 2 or 3, got {tuple(points.shape)}")
-    if not isinstance(lengths, Tensor) or lengths.is_floating_point() or lengths.is_complex():
+    if not arrays.is_tensor(lengths) or lengths.is_floating_point() or lengths.is_complex():
         raise TypeError(f"`{name}_lengths` must be an integer tensor (..., N)")
     if lengths.shape != points.shape[:-2]:
         raise ValueError(f"`{name}_lengths` must have shape {tuple(points.shape[:-2])}, got {tuple(lengths.shape)}")

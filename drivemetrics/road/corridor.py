@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 import torch
 from torch import Tensor
 
+from drivemetrics._internal import arrays
 from drivemetrics._internal.compute import safe_divide
 from drivemetrics._internal.extras import require
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state, plot_metric
@@ -257,7 +258,7 @@ def _prepare_mask(mask: Tensor | None, name: str, like: Tensor, grid: BevGrid, v
 
 
 def _check_threshold(threshold: float) -> float:
-    if isinstance(threshold, Tensor):
+    if arrays.is_tensor(threshold):
         threshold = float(threshold.item())
     if not (isinstance(threshold, int | float) and 0 < threshold <= 1):
         raise ValueError(f"`threshold` must lie in (0, 1] (the pixel working point), got {threshold!r}")

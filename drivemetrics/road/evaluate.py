@@ -13,6 +13,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from drivemetrics._internal import arrays
 from drivemetrics._internal.compat import Compat
 from drivemetrics._internal.files import InputFiles, atomic_save_png, check_output_path, load_image, present_file
 from drivemetrics._internal.limits import check_image_fits_camera, png_size
@@ -386,7 +387,7 @@ def corridor_table(
     """
 
     def stack(x: Tensor | Sequence[Tensor] | None, name: str) -> Tensor | None:
-        if x is None or isinstance(x, Tensor):
+        if x is None or arrays.is_tensor(x):
             return x
         if len(x) == 0:
             raise ValueError(f"`{name}` holds no frames")

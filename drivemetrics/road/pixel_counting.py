@@ -19,6 +19,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
+from drivemetrics._internal import arrays
 from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.validation import check_binary, check_finite, check_same_shape, check_tensor, check_values
 from drivemetrics.road.bev_inputs import as_batch
@@ -89,7 +90,7 @@ def format_thresholds(
         return kitti_thresholds(256, device=device)
     if isinstance(thresholds, int) and not isinstance(thresholds, bool):
         return kitti_thresholds(thresholds, device=device)
-    if isinstance(thresholds, Tensor):
+    if arrays.is_tensor(thresholds):
         t = thresholds.detach().to(device=device if device is not None else thresholds.device, dtype=torch.float64)
     elif isinstance(thresholds, Sequence) and not isinstance(thresholds, str):
         t = torch.tensor([float(v) for v in thresholds], dtype=torch.float64, device=device)

@@ -2,7 +2,7 @@
 
 One representation: an undirected :class:`networkx.Graph` whose nodes carry ``pos = (x, y)`` (pixels, or metres).
 Readers are in :mod:`drivemetrics.roadnet.io`, shared geometry and kernel helpers in
-:mod:`drivemetrics.roadnet.geometry`, the APLS core in :mod:`drivemetrics.roadnet.path_similarity`.
+:mod:`drivemetrics.graph.geometry`, the APLS core in :mod:`drivemetrics.graph.path_similarity`.
 
 One module per family holds its kernel and its Metric classes (``opt_j``: :func:`~drivemetrics.roadnet.opt_j.opt_j`,
 :class:`OptJMetrics`, :class:`OptJPrecision`, ...): ``opt_p``, ``opt_j``, ``opt_g``, ``apls``, ``ccq``, ``tlts``,
@@ -45,10 +45,10 @@ _METRICS = {
 }
 _EXPORTS = {
     **_METRICS,
-    "GraphArrays": "drivemetrics.roadnet.geometry",
-    "Projection": "drivemetrics.roadnet.geometry",
+    "GraphArrays": "drivemetrics.graph.geometry",
+    "Projection": "drivemetrics.graph.geometry",
     "roadnet_example_inputs": "drivemetrics.roadnet.examples",
-    "SegmentIndex": "drivemetrics.roadnet.geometry",
+    "SegmentIndex": "drivemetrics.graph.geometry",
     "UnsafePickleError": "drivemetrics.roadnet.io",
 }
 

@@ -44,8 +44,8 @@ from torch import Tensor
 from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
 from drivemetrics._internal.validation import check_graph
-from drivemetrics.roadnet.geometry import graph_pairs, result_tensors, validate_graph
-from drivemetrics.roadnet.path_similarity import PARAMETER_SETS, apls_scores, control_points, path_differences
+from drivemetrics.graph.geometry import graph_pairs, result_tensors, validate_graph
+from drivemetrics.graph.path_similarity import PARAMETER_SETS, apls_scores, control_points, path_differences
 
 __all__ = ["PROTOCOLS", "APLSMetrics", "APLSProtocol", "APLSResult", "APLSScore", "apls"]
 

@@ -33,10 +33,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from drivemetrics._internal import arrays as xp
 from drivemetrics._internal.compat import Compat
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
 from drivemetrics._internal.validation import check_graph, check_same_shape, check_shape, check_tensor
-from drivemetrics.roadnet.geometry import (
+from drivemetrics.graph.geometry import (
     check_compat,
     graph_arrays,
     graph_pairs,
@@ -395,7 +396,7 @@ class CCQMetrics(MetricFamily):
         self, preds: Tensor | nx.Graph | Sequence[nx.Graph], target: Tensor | nx.Graph | Sequence[nx.Graph]
     ) -> None:
         """Add one batch of images or one / several graph pairs."""
-        if isinstance(preds, Tensor):
+        if xp.is_tensor(preds):
             counts = ccq_counts(preds, target, self.slack).sum(0)
         else:
             pairs = graph_pairs(preds, target)

@@ -226,7 +226,7 @@ def _run_sensitivity(args: argparse.Namespace) -> int:
     from drivemetrics._internal.files import check_output_path
 
     pyplot_for_files()  # it ends with a figure: matplotlib is checked before any work
-    from drivemetrics.roadnet.geometry import crop, graph_arrays
+    from drivemetrics.graph.geometry import crop, graph_arrays
     from drivemetrics.roadnet.io import read_graph
     from drivemetrics.roadnet.sensitivity import (
         fast_options,

@@ -29,9 +29,9 @@ from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.limits import check_graph_extent, check_window
 from drivemetrics._internal.pool import check_workers_or_auto, map_in_processes
 from drivemetrics._internal.progress import progress_bar
+from drivemetrics.graph.geometry import crop, graph_arrays, translate
 from drivemetrics.roadnet.apls import apls
 from drivemetrics.roadnet.ccq import ccq_graph, ccq_scores
-from drivemetrics.roadnet.geometry import crop, graph_arrays, translate
 from drivemetrics.roadnet.io import read_graph
 from drivemetrics.roadnet.junct import junct, junct_scores
 from drivemetrics.roadnet.opt_g import opt_g

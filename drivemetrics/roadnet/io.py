@@ -30,6 +30,7 @@ import numpy as np
 from drivemetrics._internal.files import atomic_write_text, read_text
 from drivemetrics._internal.limits import check_graph_size, load_json, short_repr
 from drivemetrics._internal.safe_pickle import UnsafePickleError, safe_pickle_load
+from drivemetrics.graph.geometry import node_positions
 
 __all__ = [
     "UnsafePickleError",
@@ -238,40 +239,6 @@ def read_networkx_pickle(path: str | Path) -> Any:
     Returns the raw object; convert each graph with :func:`to_graph`.
     """
     return safe_pickle_load(path)
-
-
-def node_positions(
-    graph: nx.Graph, name: str, pos_key: str = "pos", allow_extra: bool = False
-) -> tuple[list[Any], np.ndarray]:
-    """The nodes of ``graph`` (in its order) and their positions ``(N, 2)`` float64, checked.
-
-    Every node needs ``pos_key`` holding two finite numbers (``allow_extra``: the first two of a longer sequence);
-    otherwise a ``ValueError`` names ``name``, the node and the value (abbreviated).
-    """
-    nodes = list(graph.nodes)
-    pos = np.empty((len(nodes), 2), dtype=np.float64)
-    for i, n in enumerate(nodes):
-        attrs = graph.nodes[n]
-        if pos_key not in attrs:
-            raise ValueError(f"`{name}` node {short_repr(n)} has no '{pos_key}' attribute (expected {pos_key}=(x, y))")
-        try:
-            p = np.asarray(attrs[pos_key], dtype=np.float64).reshape(-1)
-        except (TypeError, ValueError):
-            p = np.empty(0)
-        if p.shape[0] < 2 or (p.shape[0] > 2 and not allow_extra):
-            raise ValueError(
-                f"`{name}` node {short_repr(n)}: '{pos_key}' must be two finite numbers (x, y); got "
-                f"{short_repr(attrs[pos_key])}, not two numbers"
-            )
-        pos[i] = p[:2]
-    bad = ~np.isfinite(pos).all(axis=1)
-    if bad.any():
-        n = nodes[int(np.flatnonzero(bad)[0])]
-        raise ValueError(
-            f"`{name}` has {int(bad.sum())} node(s) with NaN or infinite '{pos_key}' (it must be two finite numbers), "
-            f"e.g. node {short_repr(n)}"
-        )
-    return nodes, pos
 
 
 def to_graph(graph: nx.Graph, *, pos_key: str = "pos", scale: float = 1.0) -> nx.Graph:

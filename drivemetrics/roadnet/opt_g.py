@@ -48,8 +48,7 @@ from torch import Tensor
 from drivemetrics._internal.compat import Compat
 from drivemetrics._internal.metric import ScalarMetric, add_config_state
 from drivemetrics._internal.validation import check_graph
-from drivemetrics.roadnet._metric import GraphMetric, tensor_f1, tensor_ratios
-from drivemetrics.roadnet.geometry import (
+from drivemetrics.graph.geometry import (
     PointMatching,
     check_compat,
     f1_from,
@@ -62,6 +61,7 @@ from drivemetrics.roadnet.geometry import (
     safe_ratio,
     validate_graph,
 )
+from drivemetrics.roadnet._metric import GraphMetric, tensor_f1, tensor_ratios
 
 __all__ = ["OptGF1Score", "OptGMetrics", "OptGPrecision", "OptGRecall", "OptGResult", "opt_g"]
 

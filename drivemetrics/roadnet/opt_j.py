@@ -34,8 +34,7 @@ from torch import Tensor
 from drivemetrics._internal.compat import Compat
 from drivemetrics._internal.metric import ScalarMetric, add_config_state
 from drivemetrics._internal.validation import check_graph
-from drivemetrics.roadnet._metric import GraphMetric, tensor_ratios
-from drivemetrics.roadnet.geometry import (
+from drivemetrics.graph.geometry import (
     PointMatching,
     check_compat,
     control_nodes,
@@ -47,6 +46,7 @@ from drivemetrics.roadnet.geometry import (
     snap_points,
     validate_graph,
 )
+from drivemetrics.roadnet._metric import GraphMetric, tensor_ratios
 
 __all__ = ["OptJF1Score", "OptJMetrics", "OptJPrecision", "OptJRecall", "OptJResult", "opt_j"]
 

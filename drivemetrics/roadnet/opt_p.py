@@ -56,8 +56,7 @@ from torch import Tensor
 from drivemetrics._internal.compat import Compat
 from drivemetrics._internal.metric import ScalarMetric, add_config_state
 from drivemetrics._internal.validation import check_graph
-from drivemetrics.roadnet._metric import GraphMetric, tensor_f1
-from drivemetrics.roadnet.geometry import (
+from drivemetrics.graph.geometry import (
     SegmentIndex,
     check_compat,
     densify_arrays,
@@ -68,6 +67,7 @@ from drivemetrics.roadnet.geometry import (
     result_tensors,
     validate_graph,
 )
+from drivemetrics.roadnet._metric import GraphMetric, tensor_f1
 
 __all__ = [
     "OptPF1Score",

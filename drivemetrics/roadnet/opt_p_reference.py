@@ -66,7 +66,7 @@ def prepare_released_graph(graph: nx.Graph) -> nx.Graph:
     """A copy of ``graph`` as the released code sees it: integer ids, tuple positions, no self-loops, coincident
     nodes merged (edges moved to the first node at that position), nodes without edges removed.
 
-    Node ids (the ``source_id`` :func:`~drivemetrics.roadnet.geometry.validate_graph` records, else the ids) are kept
+    Node ids (the ``source_id`` :func:`~drivemetrics.graph.geometry.validate_graph` records, else the ids) are kept
     when they are all integers: the released code needs them (new nodes get ``max(id) + 1, ...``, and a route node
     with id 0 is special, see :func:`remove_matched_routes`); otherwise nodes are numbered ``0..N-1`` in graph order.
 

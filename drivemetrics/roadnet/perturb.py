@@ -23,7 +23,7 @@ import networkx as nx
 import numpy as np
 from scipy.spatial import cKDTree
 
-from drivemetrics.roadnet.geometry import graph_arrays, road_chains, validate_graph
+from drivemetrics.graph.geometry import graph_arrays, road_chains, validate_graph
 
 __all__ = [
     "PERTURBATIONS",

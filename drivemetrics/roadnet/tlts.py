@@ -42,7 +42,7 @@ from torch import Tensor
 from drivemetrics._internal.compat import Compat
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
 from drivemetrics._internal.validation import check_graph
-from drivemetrics.roadnet.geometry import (
+from drivemetrics.graph.geometry import (
     CHUNK,
     check_compat,
     dense_arrays,

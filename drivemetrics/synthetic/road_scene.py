@@ -18,6 +18,7 @@ from dataclasses import dataclass, fields
 import torch
 from torch import Tensor
 
+from drivemetrics._internal import arrays
 from drivemetrics.geometry.bev import BevGrid
 
 __all__ = [
@@ -720,7 +721,7 @@ class RenderedScene:
 
 def _homographies(image_from_road: Tensor | None, batch_size: int, device: torch.device) -> Tensor:
     h = default_image_from_road(device=device) if image_from_road is None else image_from_road
-    if not isinstance(h, Tensor):
+    if not arrays.is_tensor(h):
         raise TypeError(f"`image_from_road` must be a torch.Tensor, got {type(h).__name__}")
     if h.shape == (3, 3):
         h = h.expand(batch_size, 3, 3)

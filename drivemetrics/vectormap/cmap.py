@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from drivemetrics._internal import arrays
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
 from drivemetrics._internal.ragged import RaggedRows, RaggedStateMixin
 from drivemetrics.vectormap.consistency import (
@@ -37,7 +38,7 @@ __all__ = [
 
 def _scene_ids(scene: Sequence[str] | Sequence[int] | Tensor, count: int) -> Tensor:
     """``(B,)`` int64 scene ids: integers as given, names by their CRC-32 (names must not collide)."""
-    if isinstance(scene, Tensor):
+    if arrays.is_tensor(scene):
         ids = scene.reshape(-1).to(torch.int64)
     else:
         values = list(scene)

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from drivemetrics._internal import arrays
 from drivemetrics._internal.files import read_text
 from drivemetrics._internal.gc_pause import gc_paused
 from drivemetrics._internal.limits import check_count, check_map_points, get_limits, load_json
@@ -546,7 +547,7 @@ def read_streammapnet_gt(path: str | Path) -> list[MapSample]:
                     raise ValueError(f"{where}: label {label_id}: must be a list of lines")
                 _check_lines(len(sample.points) + len(lines), where)
                 for j, line in enumerate(lines):
-                    value = line.tolist() if isinstance(line, np.ndarray) else line
+                    value = line.tolist() if arrays.is_ndarray(line) else line
                     sample.points.append(_points(value, f"{where}: label {label_id}[{j}]", (2, 3)))
                     sample.labels.append(AV2_CLASSES[label_id])
             samples.append(sample)

@@ -30,6 +30,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from drivemetrics._internal import arrays
 from drivemetrics._internal.validation import check_values
 from drivemetrics.polyline import (
     arc_length,
@@ -125,7 +126,7 @@ def _check_inputs(
     name: str, points: Tensor, lengths: Tensor | None, labels: Tensor, num_classes: int, check_values: bool = True
 ) -> Tensor:
     if lengths is None:
-        if not isinstance(points, Tensor) or points.ndim != 4:
+        if not arrays.is_tensor(points) or points.ndim != 4:
             raise ValueError(f"`{name}` must have shape (B, N, P, D), got {getattr(points, 'shape', type(points))}")
         lengths = torch.full(points.shape[:2], points.shape[2], dtype=torch.long, device=points.device)
     check_polylines(points, lengths, name, check_values=check_values)
@@ -164,13 +165,13 @@ def _batch_frames(frames: Sequence[Mapping[str, Tensor]], name: str) -> dict[str
         if set(frame) != keys:
             raise ValueError(f"`{name}[{b}]` has keys {sorted(frame)}, `{name}[0]` has {sorted(keys)}; they must agree")
         points = frame.get("points")
-        if not isinstance(points, Tensor) or points.ndim != 3:
+        if not arrays.is_tensor(points) or points.ndim != 3:
             raise ValueError(
                 f'`{name}[{b}]["points"]` must be a tensor of shape (M, Q, D), got {getattr(points, "shape", points)}'
             )
         for key in keys - {"points"}:
             value = frame[key]
-            if not isinstance(value, Tensor) or value.shape != points.shape[:1]:
+            if not arrays.is_tensor(value) or value.shape != points.shape[:1]:
                 shape = getattr(value, "shape", type(value).__name__)
                 raise ValueError(f'`{name}[{b}]["{key}"]` must be a tensor of shape ({points.shape[0]},), got {shape}')
     dims = {frame["points"].shape[2] for frame in frames}

@@ -102,7 +102,7 @@ def test_package_exports_classes_and_functional_the_kernels():
         module = importlib.import_module(f"drivemetrics.roadnet.{name}")
         assert inspect.isfunction(getattr(F, name))
         assert getattr(module, name) is getattr(F, name)
-    assert not hasattr(importlib.import_module("drivemetrics.roadnet.geometry"), "_chains")
+    assert not hasattr(importlib.import_module("drivemetrics.graph.geometry"), "_chains")
 
 
 def test_junct_sees_overconnections_far_from_gt_junctions(quick_demo):

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from drivemetrics.lane3d import assignment, pairs, resample
 from drivemetrics.lane3d import openlane as ol
 from drivemetrics.lane3d.evaluate import evaluate_openlane3d_frames, pack_lanes
 from drivemetrics.lane3d.io import Lane3DFrame, read_openlane_gt, read_openlane_pred, read_test_list
@@ -208,7 +209,7 @@ def test_reference_equals_the_official_evaluator_on_the_fixture(fixtures_dir):
         assert got["file_path"] == want["file_path"]
         for key in ("r_lane", "p_lane", "c_lane", "cnt_gt", "cnt_pred", "match_num"):
             assert got[key] == want[key], (want["index"], key)
-        for key in ol.ERROR_NAMES:
+        for key in pairs.ERROR_NAMES:
             np.testing.assert_allclose(sorted(got[key]), sorted(want[key]), atol=1e-9)
 
 
@@ -220,7 +221,7 @@ def _run(gt, pred, fixes):
 
 
 def _changed_frames(a, b):
-    keys = ("r_lane", "p_lane", "c_lane", "cnt_gt", "cnt_pred", "match_num", *ol.ERROR_NAMES)
+    keys = ("r_lane", "p_lane", "c_lane", "cnt_gt", "cnt_pred", "match_num", *pairs.ERROR_NAMES)
     return [
         i
         for i, (x, y) in enumerate(zip(a["per_frame"], b["per_frame"], strict=True))
@@ -279,9 +280,9 @@ def test_fix_gate_before_the_assignment():
     """Pairs costing 150 or more take no part: the tool's maximum-cardinality assignment keeps (10 + 160) over
     two valid pairs (100 + 100), then drops the 160 pair: one match instead of two."""
     cost = np.array([[10.0, 100.0], [100.0, 160.0]])
-    rows, cols = ol._assign(cost, cost < 150)
+    rows, cols = assignment._assign(cost, cost < 150)
     assert sorted(zip(rows.tolist(), cols.tolist(), strict=True)) == [(0, 1), (1, 0)]
-    rows, cols = ol._assign(cost, None)  # the tool
+    rows, cols = assignment._assign(cost, None)  # the tool
     assert sorted(zip(rows.tolist(), cols.tolist(), strict=True)) == [(0, 0), (1, 1)]
 
 
@@ -350,11 +351,13 @@ def test_repeated_y_gives_nan_errors_in_reference_and_finite_ones_by_default():
     assert default["error_counts"][0, 0].item() == 1
 
 
-def _packed(frame: list[int], lengths: list[int]) -> ol.OpenLane3DLanes:
+def _packed(frame: list[int], lengths: list[int]) -> resample.OpenLane3DLanes:
     total = sum(lengths)
     points = torch.stack([torch.zeros(total), torch.linspace(3.0, 50.0, total), torch.zeros(total)], -1).double()
     m = len(lengths)
-    return ol.OpenLane3DLanes(points, torch.tensor(lengths), torch.tensor(frame), torch.arange(m), torch.ones(m), None)
+    return resample.OpenLane3DLanes(
+        points, torch.tensor(lengths), torch.tensor(frame), torch.arange(m), torch.ones(m), None
+    )
 
 
 @pytest.mark.parametrize(

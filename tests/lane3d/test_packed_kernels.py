@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 import torch
 
+from drivemetrics._internal import arrays
 from drivemetrics.lane3d import openlane as ol
+from drivemetrics.lane3d import pairs, resample
 from drivemetrics.lane3d.evaluate import _camera_to_ground, _frames_to_lanes, evaluate_openlane3d_frames
 from drivemetrics.lane3d.io import Lane3DFrame
 from tests.lane3d.test_openlane import Y, _frame_loop, _interp, _random_frame
@@ -53,9 +55,9 @@ def _random_lanes(seed: int, count: int):
     return lanes, visibility
 
 
-def _packed(lanes: list[np.ndarray], visibility: list[np.ndarray] | None) -> ol.OpenLane3DLanes:
+def _packed(lanes: list[np.ndarray], visibility: list[np.ndarray] | None) -> resample.OpenLane3DLanes:
     count = len(lanes)
-    return ol.OpenLane3DLanes(
+    return resample.OpenLane3DLanes(
         torch.from_numpy(np.concatenate(lanes)),
         torch.tensor([len(lane) for lane in lanes]),
         torch.zeros(count, dtype=torch.long),
@@ -74,7 +76,7 @@ def _same(got: torch.Tensor, want: np.ndarray) -> bool:
 @pytest.mark.parametrize("use_visibility", [False, True])
 def test_packed_resampling_equals_a_per_lane_numpy_loop(order_free, use_visibility):
     lanes, visibility = _random_lanes(0, 300)
-    out = ol._resample_lanes(_packed(lanes, visibility), use_visibility, order_free)
+    out = resample.resample_lanes(_packed(lanes, visibility), use_visibility, order_free)
     kept_lanes = 0
     for k, lane in enumerate(lanes):
         kept, xs, zs, visible = _lane_loop(lane, visibility[k] if use_visibility else None, order_free)
@@ -90,7 +92,7 @@ def test_packed_resampling_equals_a_per_lane_numpy_loop(order_free, use_visibili
 
 
 def test_packed_resampling_of_no_lane_and_of_lanes_without_a_valid_point():
-    empty = ol._resample_lanes(
+    empty = resample.resample_lanes(
         _packed([np.zeros((1, 3))], None)._replace(
             points=torch.zeros(0, 3, dtype=torch.float64),
             lengths=torch.zeros(0, dtype=torch.long),
@@ -104,7 +106,7 @@ def test_packed_resampling_of_no_lane_and_of_lanes_without_a_valid_point():
     assert empty["x"].shape == (0, 100)
     assert empty["kept"].shape == (0,)
     lanes = [np.array([[0.0, 5.0, 0.0], [0.0, 60.0, 0.0]])] * 2
-    hidden = ol._resample_lanes(_packed(lanes, [np.zeros(2), np.zeros(2)]), True, False)
+    hidden = resample.resample_lanes(_packed(lanes, [np.zeros(2), np.zeros(2)]), True, False)
     assert not hidden["kept"].any()
     assert hidden["kept"].shape == (2,)
 
@@ -159,7 +161,7 @@ def test_file_evaluation_equals_a_per_frame_numpy_loop(batch_size):
         counts, errors = _frame_loop(*frame)
         row = out["per_frame"][k]
         assert [row[key] for key in ("r_lane", "p_lane", "c_lane", "cnt_gt", "cnt_pred", "match_num")] == counts, k
-        got = np.array([row[key] for key in ol.ERROR_NAMES], dtype=float).T.reshape(-1, 4)
+        got = np.array([row[key] for key in pairs.ERROR_NAMES], dtype=float).T.reshape(-1, 4)
         np.testing.assert_allclose(np.sort(got, 0), np.sort(np.array(errors).reshape(-1, 4), 0), atol=1e-9)
     assert out["metrics"]["n_gt"] > 50
     assert out["per_frame"][3]["cnt_gt"] == out["per_frame"][3]["cnt_pred"] == 0
@@ -181,7 +183,7 @@ def test_torch_branch_of_the_host_kernels_equals_their_numpy_branch(monkeypatch,
     rng = np.random.default_rng(7)
     gt, preds = _camera_frames([_random_frame(rng) for _ in range(40)])
     numpy_branch = evaluate_openlane3d_frames(gt, preds, compat, batch_size=16)
-    monkeypatch.setattr(ol, "_host", lambda tensor: tensor)
+    monkeypatch.setattr(arrays, "host", lambda tensor: tensor)
     torch_branch = evaluate_openlane3d_frames(gt, preds, compat, batch_size=16)
     for mine, theirs in zip(numpy_branch["per_frame"], torch_branch["per_frame"], strict=True):
         for key, value in mine.items():
@@ -199,16 +201,16 @@ def test_segment_helpers_on_tensors_equal_numpy():
     mask = rng.random(int(ends[-1])) > 0.4
     values = rng.normal(size=int(ends[-1]))
     want = [np.count_nonzero(mask[s:e]) for s, e in zip(starts, ends, strict=True)]
-    assert ol._segment_count(mask, starts, ends).tolist() == want
+    assert arrays.segment_count(mask, starts, ends).tolist() == want
     t = torch.from_numpy
-    assert ol._segment_count(t(mask), t(starts), t(ends)).tolist() == want
+    assert arrays.segment_count(t(mask), t(starts), t(ends)).tolist() == want
     want_min = [values[s:e].min() for s, e in zip(starts, ends, strict=True)]
-    assert ol._segment_min(values, starts, ends).tolist() == want_min
-    assert ol._segment_min(t(values), t(starts), t(ends)).tolist() == want_min
+    assert arrays.segment_min(values, starts, ends).tolist() == want_min
+    assert arrays.segment_min(t(values), t(starts), t(ends)).tolist() == want_min
     for order_free in (False, True):
         y = rng.uniform(-10, 150, int(ends[-1]))
-        np_out = ol._lane_in_range(y, starts, ends, mask, order_free)
-        torch_out = ol._lane_in_range(t(y), t(starts), t(ends), t(mask), order_free)
+        np_out = resample._lane_in_range(y, starts, ends, mask, order_free)
+        torch_out = resample._lane_in_range(t(y), t(starts), t(ends), t(mask), order_free)
         assert np_out.tolist() == torch_out.tolist()
 
 

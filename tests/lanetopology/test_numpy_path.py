@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from drivemetrics.lanetopology.scoring import devkit_name, frame_statistics, lane_distance_matrices
+from drivemetrics.lanetopology.distances import lane_distance_matrices
+from drivemetrics.lanetopology.scoring import devkit_name, frame_statistics
 from drivemetrics.polyline.bounded_frechet import bounded_frechet_distance_pairs
 from drivemetrics.polyline.matching import greedy_match_index
 from drivemetrics.polyline.pairs import paired_chamfer_means

@@ -12,7 +12,11 @@ import numpy as np
 import pytest
 import torch
 
+from drivemetrics.lanetopology.average_precision import detection_average_precision
+from drivemetrics.lanetopology.distances import area_distance_matrix, iou_distance_matrix, lane_distance_matrices
 from drivemetrics.lanetopology.frames import TRAFFIC_ELEMENT_ATTRIBUTES, parse_frame
+from drivemetrics.lanetopology.fscore import fscore_batch_counts
+from drivemetrics.lanetopology.matching import match_frames
 from drivemetrics.lanetopology.openlanev2 import (
     OpenLaneV2F1Score,
     OpenLaneV2LaneAP,
@@ -21,16 +25,8 @@ from drivemetrics.lanetopology.openlanev2 import (
     OpenLaneV2UniScore,
     openlanev2_scores,
 )
-from drivemetrics.lanetopology.scoring import (
-    area_distance_matrix,
-    detection_average_precision,
-    devkit_name,
-    fscore_batch_counts,
-    iou_distance_matrix,
-    lane_distance_matrices,
-    match_frames,
-    topology_vertex_ap,
-)
+from drivemetrics.lanetopology.scoring import devkit_name
+from drivemetrics.lanetopology.topology import topology_vertex_ap
 
 TOL = 1e-6
 

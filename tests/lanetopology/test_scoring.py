@@ -8,13 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from drivemetrics.lanetopology.scoring import (
-    DEVKIT_NAMES,
-    devkit_name,
-    relation_average_precision,
-    relation_rows,
-    topology_vertex_ap,
-)
+from drivemetrics.lanetopology.average_precision import relation_average_precision
+from drivemetrics.lanetopology.scoring import DEVKIT_NAMES, devkit_name
+from drivemetrics.lanetopology.topology import relation_rows, topology_vertex_ap
 
 
 def test_devkit_vertex_ap_leaves_edges_below_the_last_correct_one_free() -> None:
@@ -78,30 +74,3 @@ def test_devkit_names_table() -> None:
     assert devkit_name("top_lsls@2.0") == "TOP_lsls@2.0"
     assert devkit_name("det_t@red") == "DET_t@red"
     assert all(name.lower() == key for key, name in DEVKIT_NAMES.items())
-
-
-def test_min_cost_assignments_equal_the_solver() -> None:
-    """The shortcut (strict, distinct minima) picks what the solver picks; ties and conflicts go to the solver."""
-    from scipy.optimize import linear_sum_assignment
-
-    from drivemetrics.lanetopology.scoring import _min_cost_assignments
-
-    rng = np.random.default_rng(5)
-    for trial in range(200):
-        frames = int(rng.integers(1, 10))
-        rows, cols = rng.integers(0, 6, frames), rng.integers(0, 6, frames)
-        high = (2, 30, 1000)[trial % 3]  # many ties, some, almost none
-        blocks = [rng.integers(0, high, (r, c)) for r, c in zip(rows, cols, strict=True)]
-        cost = np.concatenate([b.reshape(-1) for b in blocks]).astype(np.int64)
-        got = set(_min_cost_assignments(cost, rows, cols).tolist())
-        want = set()
-        start = 0
-        for b in blocks:
-            if b.size:
-                r, c = linear_sum_assignment(b)
-                want |= set((start + r * b.shape[1] + c).tolist())
-            start += b.size
-        assert got == want
-    # a frame with a clear diagonal takes the shortcut; one with a conflict needs the solver: both as scipy
-    cost = np.array([1, 9, 9, 1, 1, 2, 2, 9], dtype=np.int64)  # frame 0: [[1, 9], [9, 1]]; frame 1: [[1, 2], [2, 9]]
-    assert sorted(_min_cost_assignments(cost, np.array([2, 2]), np.array([2, 2])).tolist()) == [0, 3, 5, 6]

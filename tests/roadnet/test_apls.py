@@ -4,10 +4,10 @@ import networkx as nx
 import numpy as np
 import pytest
 
+from drivemetrics.graph.geometry import crop
+from drivemetrics.graph.path_similarity import apls_scores, control_points
 from drivemetrics.roadnet.apls import APLSMetrics, apls
-from drivemetrics.roadnet.geometry import crop
 from drivemetrics.roadnet.io import read_graph
-from drivemetrics.roadnet.path_similarity import apls_scores, control_points
 
 
 def _graph(points, edges):

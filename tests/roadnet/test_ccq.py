@@ -4,6 +4,7 @@ import pytest
 import torch
 from scipy import ndimage
 
+from drivemetrics.graph.geometry import crop
 from drivemetrics.roadnet.ccq import (
     CCQMetrics,
     ccq,
@@ -13,7 +14,6 @@ from drivemetrics.roadnet.ccq import (
     disc_dilation,
     render_graph,
 )
-from drivemetrics.roadnet.geometry import crop
 from drivemetrics.roadnet.io import read_graph
 
 
@@ -185,7 +185,7 @@ def test_default_render_agrees_with_pil_lines_of_unrounded_points(fixtures_dir, 
     """
     from PIL import Image, ImageDraw
 
-    from drivemetrics.roadnet.geometry import graph_arrays
+    from drivemetrics.graph.geometry import graph_arrays
 
     folder = fixtures_dir / "graphs" / "roadtracer_vancouver"
     gt, pred = read_graph(folder / "gt.graph"), read_graph(folder / name)

@@ -3,10 +3,10 @@ import math
 import networkx as nx
 import pytest
 
+from drivemetrics.graph.geometry import crop
 from drivemetrics.roadnet.apls import APLSMetrics
 from drivemetrics.roadnet.ccq import CCQMetrics
 from drivemetrics.roadnet.evaluate import METRICS, aggregate, evaluate_dataset, evaluate_pair, find_pairs
-from drivemetrics.roadnet.geometry import crop
 from drivemetrics.roadnet.io import read_graph, write_roadtracer_graph
 from drivemetrics.roadnet.junct import JunctionMetrics
 from drivemetrics.roadnet.subg import SubgraphMetrics

@@ -7,6 +7,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
+from drivemetrics._internal.limits import short_repr
 from drivemetrics.roadnet.io import (
     UnsafePickleError,
     read_geojson,
@@ -15,7 +16,6 @@ from drivemetrics.roadnet.io import (
     read_roadtracer_graph,
     read_sat2graph_pickle,
     safe_pickle_load,
-    short_repr,
     to_graph,
     write_roadtracer_graph,
 )
@@ -285,7 +285,7 @@ def test_networkx_pickle_with_a_bad_pos_names_the_file(tmp_path, pos):
 
 
 def test_error_messages_cap_reprs():
-    from drivemetrics.roadnet.geometry import validate_graph
+    from drivemetrics.graph.geometry import validate_graph
 
     huge = "x" * 5_000_000
     nested: tuple = ()

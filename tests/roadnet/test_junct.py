@@ -4,7 +4,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from drivemetrics.roadnet.geometry import crop, validate_graph
+from drivemetrics.graph.geometry import crop, validate_graph
 from drivemetrics.roadnet.io import read_graph
 from drivemetrics.roadnet.junct import JunctionMetrics, junct, junct_scores, junction_clusters
 

@@ -13,9 +13,9 @@ import json
 import numpy as np
 import pytest
 
+from drivemetrics.graph.geometry import crop
 from drivemetrics.roadnet.ccq import CCQMetrics, ccq_graph
 from drivemetrics.roadnet.evaluate import crop_protocol
-from drivemetrics.roadnet.geometry import crop
 from drivemetrics.roadnet.io import read_roadtracer_graph
 from drivemetrics.roadnet.opt_g import OptGMetrics, opt_g
 from drivemetrics.roadnet.opt_j import OptJMetrics, opt_j

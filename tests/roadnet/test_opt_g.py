@@ -2,8 +2,8 @@ import networkx as nx
 import numpy as np
 import pytest
 
+from drivemetrics.graph.geometry import crop
 from drivemetrics.roadnet import OptGMetrics
-from drivemetrics.roadnet.geometry import crop
 from drivemetrics.roadnet.io import read_graph
 from drivemetrics.roadnet.opt_g import _greedy_pairs, opt_g
 

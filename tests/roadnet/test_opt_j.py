@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 
+from drivemetrics.graph.geometry import crop, validate_graph
 from drivemetrics.roadnet import OptJMetrics
-from drivemetrics.roadnet.geometry import crop, validate_graph
 from drivemetrics.roadnet.io import read_graph
 from drivemetrics.roadnet.opt_j import opt_j
 

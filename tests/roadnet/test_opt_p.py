@@ -4,8 +4,8 @@ import networkx as nx
 import numpy as np
 import pytest
 
+from drivemetrics.graph.geometry import crop, validate_graph
 from drivemetrics.roadnet import OptPMetrics
-from drivemetrics.roadnet.geometry import crop, validate_graph
 from drivemetrics.roadnet.io import read_graph
 from drivemetrics.roadnet.opt_p import decompose_into_paths, opt_p
 

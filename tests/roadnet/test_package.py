@@ -57,8 +57,8 @@ def test_kernel_modules_import_no_metric_module():
             if "(GraphMetric)" in sources[name] or "(PerSampleMean)" in sources[name] or "(Metric)" in sources[name]:
                 metric_modules.add(name)
     helpers = {
-        "drivemetrics.roadnet.geometry",
-        "drivemetrics.roadnet.path_similarity",
+        "drivemetrics.graph.geometry",
+        "drivemetrics.graph.path_similarity",
         "drivemetrics.roadnet.io",
         "drivemetrics.lanegraph.geometry",
         "drivemetrics.lanegraph.geo_topo",

@@ -2,7 +2,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from drivemetrics.roadnet.geometry import SegmentIndex, graph_arrays, graph_length
+from drivemetrics.graph.geometry import SegmentIndex, graph_arrays, graph_length
 from drivemetrics.roadnet.perturb import (
     PERTURBATIONS,
     doubled_gt,

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import cdist
 
-from drivemetrics.roadnet.geometry import crop, dense_arrays, validate_graph
+from drivemetrics.graph.geometry import crop, dense_arrays, validate_graph
 from drivemetrics.roadnet.io import read_graph
 from drivemetrics.roadnet.subg import SubgraphMetrics, subg, subg_scores
 

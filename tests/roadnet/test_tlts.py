@@ -2,7 +2,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from drivemetrics.roadnet.geometry import crop, length_csgraph
+from drivemetrics.graph.geometry import crop, length_csgraph
 from drivemetrics.roadnet.io import read_graph
 from drivemetrics.roadnet.tlts import TLTSMetrics, path_lengths, tlts
 

@@ -6,7 +6,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from drivemetrics.roadnet.geometry import validate_graph
+from drivemetrics.graph.geometry import validate_graph
 from drivemetrics.synthetic import make_road_network
 
 

@@ -280,7 +280,7 @@ def test_bad_per_frame_input_is_named():
 
 def test_a_class_name_means_the_same_class_under_every_protocol():
     """Issue 50: label ids follow MAP_CLASSES under every preset, so ``"divider"`` (label 0 in the example inputs)
-    scores the divider whatever the protocol: 0.6 m off, found at the thresholds above 0.6 m (0.5 / 1.0 / 1.5 m -> 2/3)."""
+    scores the divider whatever the protocol: 0.6 m off, found above 0.6 m (AP 2/3 at 0.5 / 1.0 / 1.5 m)."""
     from drivemetrics.vectormap import PROTOCOLS, MapProtocol, VectorMapAveragePrecision, vector_map_example_inputs
     from drivemetrics.vectormap.protocol import MAP_CLASSES
 

@@ -15,7 +15,7 @@ import networkx as nx
 import numpy as np
 from scipy.sparse.csgraph import dijkstra
 
-from drivemetrics.roadnet.geometry import CHUNK, graph_arrays, length_csgraph, road_chains, snap_points
+from drivemetrics.graph.geometry import CHUNK, graph_arrays, length_csgraph, road_chains, snap_points
 
 __all__ = ["PARAMETER_SETS", "apls_scores", "control_points", "path_differences"]
 

@@ -1,8 +1,10 @@
 """Geometry helpers shared by every road-network metric (each written once, used everywhere).
 
-Graphs follow the representation of :mod:`drivemetrics.roadnet.io`: an undirected :class:`networkx.Graph` whose nodes
+Shared by ``roadnet`` and ``lanegraph`` (the one lower package both import: no domain imports another). Graphs
+follow the representation of :mod:`drivemetrics.roadnet.io`: an undirected :class:`networkx.Graph` whose nodes
 carry ``pos = (x, y)`` (pixels, or metres). Functions never modify their input graphs.
 
+- :func:`node_positions`: the nodes of a graph and their checked positions ``(N, 2)``.
 - :func:`validate_graph`: the input check and clean-up every metric runs first.
 - :func:`graph_arrays`: node positions ``(N, 2)`` and edge index pairs ``(E, 2)`` as numpy arrays.
 - :func:`densify`: insert nodes so that no edge is longer than a spacing.
@@ -21,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import networkx as nx
 import numpy as np
@@ -31,7 +33,7 @@ from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
 from drivemetrics._internal.compat import Compat, check_compat
-from drivemetrics.roadnet.io import node_positions
+from drivemetrics._internal.limits import short_repr
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -57,6 +59,7 @@ __all__ = [
     "length_csgraph",
     "match_points",
     "max_matching_min_cost",
+    "node_positions",
     "project_points",
     "resample_chains",
     "road_chains",
@@ -65,6 +68,41 @@ __all__ = [
     "translate",
     "validate_graph",
 ]
+
+
+def node_positions(
+    graph: nx.Graph, name: str, pos_key: str = "pos", allow_extra: bool = False
+) -> tuple[list[Any], np.ndarray]:
+    """The nodes of ``graph`` (in its order) and their positions ``(N, 2)`` float64, checked.
+
+    Every node needs ``pos_key`` holding two finite numbers (``allow_extra``: the first two of a longer sequence);
+    otherwise a ``ValueError`` names ``name``, the node and the value (abbreviated).
+    """
+    nodes = list(graph.nodes)
+    pos = np.empty((len(nodes), 2), dtype=np.float64)
+    for i, n in enumerate(nodes):
+        attrs = graph.nodes[n]
+        if pos_key not in attrs:
+            raise ValueError(f"`{name}` node {short_repr(n)} has no '{pos_key}' attribute (expected {pos_key}=(x, y))")
+        try:
+            p = np.asarray(attrs[pos_key], dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError):
+            p = np.empty(0)
+        if p.shape[0] < 2 or (p.shape[0] > 2 and not allow_extra):
+            raise ValueError(
+                f"`{name}` node {short_repr(n)}: '{pos_key}' must be two finite numbers (x, y); got "
+                f"{short_repr(attrs[pos_key])}, not two numbers"
+            )
+        pos[i] = p[:2]
+    bad = ~np.isfinite(pos).all(axis=1)
+    if bad.any():
+        n = nodes[int(np.flatnonzero(bad)[0])]
+        raise ValueError(
+            f"`{name}` has {int(bad.sum())} node(s) with NaN or infinite '{pos_key}' (it must be two finite numbers), "
+            f"e.g. node {short_repr(n)}"
+        )
+    return nodes, pos
+
 
 #: How OPT-G / OPT-J pair points: the optimal one-to-one assignment or the greedy one of the released tools.
 PointMatching = Literal["optimal", "greedy"]

@@ -5,7 +5,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from drivemetrics.roadnet.geometry import (
+from drivemetrics.graph.geometry import (
     SegmentIndex,
     control_nodes,
     crop,
