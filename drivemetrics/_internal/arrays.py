@@ -45,6 +45,7 @@ __all__ = [
     "detach",
     "dtype_name",
     "flatnonzero",
+    "float64_like",
     "floor",
     "from_host",
     "full",
@@ -362,6 +363,15 @@ def on_device(values: np.ndarray, device: Any) -> Array:
     import torch
 
     return torch.from_numpy(values).to(device)
+
+
+def float64_like(values: np.ndarray, like: Array) -> Array:
+    """Host float64 ``values`` in ``like``'s library and on its device: the numpy array itself when ``like`` is a
+    numpy array, else a float64 tensor on ``like``'s device (results computed on the host, returned as the inputs
+    came)."""
+    if is_numpy(like):
+        return values
+    return _torch().as_tensor(values, dtype=_torch().float64, device=like.device)
 
 
 def to_numpy(values: Array) -> np.ndarray:
