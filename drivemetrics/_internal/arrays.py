@@ -373,6 +373,15 @@ def on_device(values: np.ndarray, device: Any) -> Array:
     return torch.from_numpy(values).to(device)
 
 
+def float64_like(values: np.ndarray, like: Array) -> Array:
+    """Host float64 ``values`` in ``like``'s library and on its device: the numpy array itself when ``like`` is a
+    numpy array, else a float64 tensor on ``like``'s device (results computed on the host, returned as the inputs
+    came)."""
+    if is_numpy(like):
+        return values
+    return _torch().as_tensor(values, dtype=_torch().float64, device=like.device)
+
+
 def to_numpy(values: Array) -> np.ndarray:
     """A kernel's result as a numpy array (a tensor is detached and copied to the host)."""
     return values if is_numpy(values) else values.detach().cpu().numpy()

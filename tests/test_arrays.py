@@ -1,0 +1,79 @@
+"""The array layer (drivemetrics/_internal/arrays.py, issue 46): each function gives the same values on numpy arrays
+and on torch tensors, and the numpy path never imports torch."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import torch
+
+from drivemetrics._internal import arrays as xp
+
+
+def test_host_and_device_moves():
+    values = np.array([1.0, 2.0])
+    assert xp.on_device(values, None) is values  # the torch-free path: the array itself
+    moved = xp.on_device(values, "cpu")
+    assert isinstance(moved, torch.Tensor)
+    assert moved.tolist() == [1.0, 2.0]
+    assert xp.to_numpy(moved.requires_grad_()).tolist() == [1.0, 2.0]  # detached, on the host
+    assert xp.to_numpy(values) is values
+    tensor = torch.arange(4.0)
+    view = xp.host(tensor)
+    assert isinstance(view, np.ndarray)
+    assert np.shares_memory(view, tensor.numpy())
+    back = xp.from_host(view, tensor.device)
+    assert back.data_ptr() == tensor.data_ptr()  # no copy on the CPU
+    assert xp.float64_like(values, np.zeros(1, np.float32)) is values
+    as_tensor = xp.float64_like(values, torch.zeros(1, dtype=torch.float32))
+    assert as_tensor.dtype == torch.float64
+    assert as_tensor.tolist() == [1.0, 2.0]
+
+
+def test_segment_searchsorted_repeat_floor_and_scatter_agree():
+    rng = np.random.default_rng(4)
+    lengths = rng.integers(1, 5, 30)
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    values = rng.normal(size=int(ends[-1]))
+    mask = values > 0
+    t = torch.from_numpy
+    want_min = [values[s:e].min() for s, e in zip(starts, ends, strict=True)]
+    want_count = [int(mask[s:e].sum()) for s, e in zip(starts, ends, strict=True)]
+    for lib in (lambda x: x, t):
+        assert xp.segment_min(lib(values), lib(starts), lib(ends)).tolist() == want_min
+        assert xp.segment_count(lib(mask), lib(starts), lib(ends)).tolist() == want_count
+        assert xp.repeat(lib(np.array([7, 8])), lib(np.array([2, 1]))).tolist() == [7, 7, 8]
+        assert xp.searchsorted(lib(np.array([0.0, 1.0, 2.0])), lib(np.array([1.0, 1.5]))).tolist() == [1, 2]
+        assert xp.floor(lib(np.array([1.5, -0.5]))).tolist() == [1.0, -1.0]
+        x = lib(np.zeros((3, 2), dtype=bool))
+        xp.set_true_rows(x, lib(np.array([[0, 2]])))
+        assert x.tolist() == [[True, False], [False, False], [False, True]]
+
+
+def test_type_predicates_and_detach():
+    tensor = torch.ones(2, requires_grad=True)
+    assert xp.is_tensor(tensor)
+    assert not xp.is_tensor(np.ones(2))
+    assert not xp.is_tensor([1.0])
+    assert xp.is_ndarray(np.ones(2))
+    assert not xp.is_ndarray(np.float64(1.0))
+    assert not xp.is_ndarray(tensor)
+    assert not xp.detach(tensor).requires_grad
+    array = np.ones(2)
+    assert xp.detach(array) is array
+
+
+def test_the_numpy_path_never_imports_torch():
+    code = (
+        "import sys, numpy as np\n"
+        "from drivemetrics._internal import arrays as xp\n"
+        "v = xp.on_device(np.arange(5.0), None)\n"
+        "xp.segment_min(v, np.array([0, 2]), np.array([2, 5])); xp.to_numpy(v); xp.is_tensor(v); xp.detach(v)\n"
+        "xp.repeat(v, np.ones(5, dtype=np.int64)); xp.searchsorted(v, v); xp.floor(v); xp.sqrt(v)\n"
+        "assert 'torch' not in sys.modules, 'torch imported'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
