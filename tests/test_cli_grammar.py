@@ -198,14 +198,12 @@ def test_global_options_after_the_subcommand_add_to_those_before(monkeypatch):
     assert args.verbose is True
 
 
-def test_a_warning_is_one_line_without_a_source_path(capsys):
-    with warnings.catch_warnings():  # Python's own printing of warnings (pytest records them otherwise)
-        warnings.simplefilter("always")
-        warnings.showwarning = warnings._showwarning_orig  # type: ignore[attr-defined]
-        with one_line_warnings("drivemetrics culane-eval"):
-            warnings.warn("3 prediction files are missing\n(counted as no lanes)", UserWarning, stacklevel=1)
-    err = capsys.readouterr().err
-    assert err == "drivemetrics culane-eval: warning: 3 prediction files are missing (counted as no lanes)\n"
+def test_a_warning_is_one_line_without_a_source_path():
+    """While a command runs, Python's warning format is one line (the end-to-end case is the next test)."""
+    with one_line_warnings("drivemetrics culane-eval"):
+        text = warnings.formatwarning("3 prediction files are missing\n(counted as no lanes)", UserWarning, "x.py", 7)
+    assert text == "drivemetrics culane-eval: warning: 3 prediction files are missing (counted as no lanes)\n"
+    assert "x.py:7" in warnings.formatwarning("m", UserWarning, "x.py", 7)  # Python's format again afterwards
 
 
 def test_a_command_warning_reaches_the_terminal_as_one_line(tmp_path):

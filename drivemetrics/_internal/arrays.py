@@ -251,14 +251,6 @@ def as_values(values: Any, like: Array) -> Array:
     return _torch().as_tensor(values, dtype=like.dtype, device=like.device)
 
 
-def float64_like(values: np.ndarray, like: Array) -> Array:
-    """Host float64 ``values`` where ``like`` lives: ``values`` itself when ``like`` is a numpy array, else a float64
-    tensor on ``like``'s device (no rounding through ``like``'s dtype)."""
-    if is_numpy(like):
-        return values
-    return _torch().as_tensor(values, dtype=_torch().float64, device=like.device)
-
-
 def broadcast_to(x: Array, shape: Sequence[int]) -> Array:
     """A read-only broadcast view of ``x`` with ``shape``."""
     return np.broadcast_to(x, tuple(shape)) if is_numpy(x) else x.expand(*shape)

@@ -212,7 +212,7 @@ _REPR.maxlevel = 4
 _REPR.maxstring = _REPR.maxother = _REPR.maxlong = 80
 
 
-def _how_to_raise(name: str) -> str:
+def how_to_raise(name: str) -> str:
     return f"raise it with --limit {name}=N, DRIVEMETRICS_LIMITS or drivemetrics._internal.limits.set_limits"
 
 
@@ -220,7 +220,7 @@ def check_count(count: int, name: str, where: object, what: str) -> None:
     """Raise ``ValueError`` ``"WHERE: COUNT WHAT exceed the limit ..."`` when ``count`` is above limit ``name``."""
     limit = getattr(get_limits(), name)
     if count > limit:
-        raise ValueError(f"{where}: {count:,} {what}, more than {name}={limit:,} ({_how_to_raise(name)})")
+        raise ValueError(f"{where}: {count:,} {what}, more than {name}={limit:,} ({how_to_raise(name)})")
 
 
 def check_canvas(height: float, width: float, where: object, line_width: float | None = None) -> None:
@@ -233,7 +233,7 @@ def check_canvas(height: float, width: float, where: object, line_width: float |
     if height * width > limit:
         raise ValueError(
             f"{where}: a {height:.6g} x {width:.6g} px canvas, more than max_png_pixels={limit:,} "
-            f"({_how_to_raise('max_png_pixels')})"
+            f"({how_to_raise('max_png_pixels')})"
         )
     if line_width is not None and not (0 < line_width <= max(height, width)):
         raise ValueError(f"{where}: line width {line_width:.6g} px, expected in (0, {max(height, width):g}] px")
@@ -252,7 +252,7 @@ def check_window(window: Any, where: object) -> None:
     if max(xmax - xmin, ymax - ymin) > limit:
         raise ValueError(
             f"{where}: a {xmax - xmin:.6g} x {ymax - ymin:.6g} px window, more than max_graph_extent={limit:,} px "
-            f"({_how_to_raise('max_graph_extent')})"
+            f"({how_to_raise('max_graph_extent')})"
         )
 
 
@@ -275,7 +275,7 @@ def check_image_size(path: str | Path, width: int, height: int) -> None:
     if width * height > limit:
         raise ValueError(
             f"{path}: the image declares {width} x {height} = {width * height:,} pixels, more than "
-            f"max_png_pixels={limit:,} ({_how_to_raise('max_png_pixels')})"
+            f"max_png_pixels={limit:,} ({how_to_raise('max_png_pixels')})"
         )
 
 
@@ -356,7 +356,7 @@ def load_json(text: str, where: object, *, allow_non_finite: bool = False) -> An
     if depth > limits.max_json_depth:
         raise ValueError(
             f"{where}: JSON nested {depth} levels deep, more than max_json_depth={limits.max_json_depth} "
-            f"({_how_to_raise('max_json_depth')})"
+            f"({how_to_raise('max_json_depth')})"
         )
     checked = _may_exceed_number_limits(skeleton, limits.max_json_int_digits)
     del skeleton
@@ -365,7 +365,7 @@ def load_json(text: str, where: object, *, allow_non_finite: bool = False) -> An
         if len(digits.lstrip("-")) > limits.max_json_int_digits:
             raise ValueError(
                 f"{where}: a JSON integer of {len(digits.lstrip('-'))} digits ({digits[:20]}...), more than "
-                f"max_json_int_digits={limits.max_json_int_digits} ({_how_to_raise('max_json_int_digits')})"
+                f"max_json_int_digits={limits.max_json_int_digits} ({how_to_raise('max_json_int_digits')})"
             )
         return int(digits)
 
@@ -426,7 +426,7 @@ def check_graph_extent(pos: Any, where: object) -> None:
         far = int(np.argmax(np.abs(pos).max(axis=1)))
         raise ValueError(
             f"{where}: the nodes span {span[0]:.6g} x {span[1]:.6g} px (e.g. a node at ({pos[far, 0]:.6g}, "
-            f"{pos[far, 1]:.6g})), more than max_graph_extent={limit:,} px ({_how_to_raise('max_graph_extent')})"
+            f"{pos[far, 1]:.6g})), more than max_graph_extent={limit:,} px ({how_to_raise('max_graph_extent')})"
         )
 
 
@@ -458,7 +458,7 @@ def check_coordinates(values: Any, where: object) -> None:
         worst = float(values.flat[int(np.argmax(np.abs(values)))])
         raise ValueError(
             f"{where}: the coordinate {worst:.6g} px is larger than max_abs_coordinate={limit:.3g} "
-            f"({_how_to_raise('max_abs_coordinate')})"
+            f"({how_to_raise('max_abs_coordinate')})"
         )
 
 
@@ -476,7 +476,7 @@ def check_map_points(points: Any, where: object) -> None:
     if count > limits.max_map_line_points:
         raise ValueError(
             f"{where}: {count:,} points in one line, more than max_map_line_points={limits.max_map_line_points:,} "
-            f"({_how_to_raise('max_map_line_points')})"
+            f"({how_to_raise('max_map_line_points')})"
         )
     check_map_coordinates(np.asarray(points, dtype=np.float64), where)
 
@@ -495,5 +495,5 @@ def check_map_coordinates(values: Any, where: object) -> None:
             raise ValueError(f"{where}: contains NaN or infinite values")
         raise ValueError(
             f"{where}: the coordinate {worst:.6g} m is larger than max_map_coordinate={limit:,} m "
-            f"({_how_to_raise('max_map_coordinate')})"
+            f"({how_to_raise('max_map_coordinate')})"
         )

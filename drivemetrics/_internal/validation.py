@@ -169,7 +169,7 @@ def check_coordinates_within_limit(
     ``max_abs_coordinate`` (pixels: image lanes, boxes, graphs), ``max_map_coordinate`` (metres: map lines,
     OpenLane-V2 lanes), ``max_lane3d_abs_metres`` (3D lanes); raise it with ``set_limits`` as for the commands.
     """
-    from drivemetrics._internal.limits import _how_to_raise, get_limits
+    from drivemetrics._internal.limits import get_limits, how_to_raise
 
     values = _host(x, name).astype(np.float64, copy=False)
     if nan_ok:
@@ -182,7 +182,7 @@ def check_coordinates_within_limit(
     if values.size and not (np.abs(values) <= bound).all():
         worst = float(values.flat[int(np.argmax(np.abs(values)))])
         raise ValueError(
-            f"`{name}`: the coordinate {worst:.6g} is larger than {limit}={bound:,} ({_how_to_raise(limit)})"
+            f"`{name}`: the coordinate {worst:.6g} is larger than {limit}={bound:,} ({how_to_raise(limit)})"
         )
 
 

@@ -289,6 +289,13 @@ def _curvelanes_eval(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the lane subcommands."""
+    _register_tusimple(subparsers)
+    _register_culane(subparsers)
+    _register_llamas(subparsers)
+    _register_curvelanes(subparsers)
+
+
+def _register_tusimple(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "tusimple-eval",
         help="TuSimple lane accuracy / FP / FN / F1 of a prediction file (official LaneEval rules)",
@@ -321,6 +328,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.set_defaults(func=_tusimple_eval)
 
+
+def _register_culane(subparsers: argparse._SubParsersAction) -> None:
     culane = subparsers.add_parser(
         "culane-eval",
         help="CULane lane precision / recall / F1 of a folder of .lines.txt predictions",
@@ -383,8 +392,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_no_progress(culane)
     culane.add_argument("--json", default=None, metavar="OUT", help="also write the scores (fractions) to OUT")
     culane.set_defaults(func=_culane_eval, sharded=True)
-    _register_llamas(subparsers)
-    _register_curvelanes(subparsers)
 
 
 def _register_llamas(subparsers: argparse._SubParsersAction) -> None:

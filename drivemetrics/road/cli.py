@@ -18,6 +18,11 @@ SPACES: tuple[str, ...] = ("perspective", "bev")
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``road-eval`` and ``road-bev`` to the ``drivemetrics`` command."""
+    _register_road_eval(subparsers)
+    _register_road_bev(subparsers)
+
+
+def _register_road_eval(subparsers: argparse._SubParsersAction) -> None:
     ev = subparsers.add_parser(
         "road-eval",
         help="evaluate KITTI-ROAD result PNGs (pooled MaxF, AP, working point per category), like the devkit",
@@ -74,6 +79,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_workers(ev, "threads decoding PNGs")
     ev.set_defaults(func=run_road_eval)
 
+
+def _register_road_bev(subparsers: argparse._SubParsersAction) -> None:
     bev = subparsers.add_parser(
         "road-bev",
         help="warp perspective PNGs to the KITTI-ROAD BEV grid (for submitting to the KITTI server)",
