@@ -202,7 +202,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         help="raise an input limit (repeatable), e.g. --limit max_lane_points=50000; names and defaults: "
         "max_png_pixels, max_lane_points, max_lanes_per_frame, max_abs_coordinate, max_graph_nodes, max_graph_edges, "
         "max_graph_extent, max_json_depth, max_json_int_digits, max_lane3d_points, max_lane3d_lanes, "
-        "max_lane3d_abs_metres, max_map_line_points, max_map_lines_per_frame, max_map_frames, max_map_coordinate "
+        "max_lane3d_abs_metres, max_map_line_points, max_map_lines_per_frame, max_map_frames, max_map_coordinate, "
+        "max_objects_per_frame, max_samples_per_mb "
         "(see the README's promises)",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from drivemetrics._internal.files import decode_text, present_file, read_text
+from drivemetrics._internal.limits import check_count, get_limits
 from drivemetrics._internal.progress import progress_bar
 
 if TYPE_CHECKING:  # torch is imported where a function needs it: reading and parsing label files run without it
@@ -343,6 +344,15 @@ def _parse_texts(texts: Sequence[str], sources: Sequence[str], with_score: bool 
     return out  # type: ignore[return-value]
 
 
+def _check_object_count(data: bytes, path: str) -> None:
+    """Refuse a file of more than ``max_objects_per_frame`` objects (non-blank lines), before it is parsed."""
+    limit = get_limits().max_objects_per_frame
+    if data.count(b"\n") >= limit:  # cheap bound first; then the non-blank lines
+        check_count(
+            sum(1 for line in data.splitlines() if line.strip()), "max_objects_per_frame", path, "objects in one frame"
+        )
+
+
 def read_kitti_objects(path: str | Path, with_score: bool | None = None) -> KittiObjects:
     """Read one label or result file (see :func:`parse_kitti_objects`).
 
@@ -354,6 +364,7 @@ def read_kitti_objects(path: str | Path, with_score: bool | None = None) -> Kitt
     if not path.is_file():
         raise FileNotFoundError(f"KITTI object file not found: {path}")
     text = read_text(path, what="KITTI object file")
+    _check_object_count(text.encode("utf-8", "replace"), str(path))
     return parse_kitti_objects(text, source=str(path), with_score=with_score)
 
 
@@ -500,6 +511,7 @@ def read_object_table(
             try:  # one open per file; a missing file (or a folder of that name) is what `missing` says
                 with open(path, "rb") as stream:
                     contents[name] = stream.read()
+                _check_object_count(contents[name], path)
             except OSError:
                 try:
                     read_text(path, what="KITTI object file")  # its message for an unreadable file

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from drivemetrics._internal.limits import short_repr
 from drivemetrics._internal.pool import map_in_processes, one_torch_thread_per_worker, parallel_map, usable_cores
 from drivemetrics._internal.progress import progress_bar
 from drivemetrics.vectormap.flat import FlatLines, ap_from_rows, flatten_samples, match_flat, resample_lines
@@ -368,7 +369,16 @@ def read_resampled(path: str | Path, role: str, protocol: ProtocolName | MapProt
             )
         lines = flatten_samples(samples, proto.class_names, 2, with_scores=True)
         lines = lines.take(np.flatnonzero(lines.counts >= proto.min_pred_points))
-    return resample_lines(lines, proto)
+    try:
+        return resample_lines(lines, proto)
+    except ValueError as err:  # a line too long for its points: name the file and the sample
+        line = int(str(err).split(":", 1)[0].removeprefix("line ")) if str(err).startswith("line ") else None
+        if line is None:
+            raise ValueError(f"{path}: {err}") from None
+        sample = int(lines.sample[line])
+        position = line - int(np.searchsorted(lines.sample, sample))
+        detail = str(err).split(":", 1)[1]
+        raise ValueError(f"{path}: sample {short_repr(lines.tokens[sample])}: line {position}:{detail}") from None
 
 
 def _match_flat_job(job: tuple[FlatLines, FlatLines, MapProtocol]) -> tuple[np.ndarray, np.ndarray]:
