@@ -283,7 +283,7 @@ def _road_eval(tmp: Path) -> tuple[list[str], list[str]]:
     _small_png(tmp / "ok" / "um_road_000000.png", (375, 1242))
     (tmp / "bad").mkdir()
     _png_bomb(tmp / "bad" / "um_road_000000.png")
-    args = ["road-eval", "--no-progress", "--workers", "1", "--categories", "um_road", "--data", "data", "--results"]
+    args = ["road-eval", "--no-progress", "--threads", "1", "--categories", "um_road", "--data", "data", "--results"]
     return [*args, "bad"], [*args, "ok"]
 
 
@@ -293,7 +293,7 @@ def _road_bev(tmp: Path) -> tuple[list[str], list[str]]:
     _small_png(tmp / "ok" / "um_road_000000.png", (375, 1242))
     (tmp / "bad").mkdir()
     _png_bomb(tmp / "bad" / "um_road_000000.png")
-    args = ["road-bev", "--no-progress", "--workers", "1", "--calib", "calib", "--output", "out", "--input"]
+    args = ["road-bev", "--no-progress", "--threads", "1", "--calib", "calib", "--output", "out", "--input"]
     return [*args, "bad"], [*args, "ok"]
 
 
@@ -589,7 +589,7 @@ def _kitti_crowd(tmp: Path, objects: int) -> tuple:
         (tmp / folder).mkdir()
         score = " 0.9" if "det" in folder else ""
         (tmp / folder / "000000.txt").write_text(f"{KITTI_ROW}{score}\n" * count)
-    args = ["kitti-object-eval", "--no-progress", "--workers", "1"]
+    args = ["kitti-object-eval", "--no-progress", "--threads", "1"]
     return [*args, "--gt", "gt", "--det", "det"], [*args, "--gt", "ok_gt", "--det", "ok_det"]
 
 

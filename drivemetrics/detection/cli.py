@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from drivemetrics._internal.options import add_input, add_no_progress, add_workers, progress_setting, resolve_workers
+from drivemetrics._internal.options import add_input, add_no_progress, add_threads, progress_setting, resolve_workers
 
 __all__ = ["KITTI_DEVKIT_NAMES", "STATS_NAMES", "format_stats", "format_table", "register", "with_devkit_names"]
 
@@ -164,7 +164,7 @@ def _kitti_object_eval(args: argparse.Namespace) -> int:
         detections,
         groundtruth,
         overlaps=args.overlaps,
-        workers=resolve_workers(args.workers),
+        threads=resolve_workers(args.threads),
         progress=progress,
     )
     print(f"{len(frames)} frames, overlaps: {args.overlaps}")
@@ -227,6 +227,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="strict",
         help="minimum overlaps: strict (official, 0.7/0.5/0.5) or loose (BEV/3D 0.5/0.25/0.25)",
     )
-    add_workers(parser, "threads evaluating classes / metrics in parallel")
+    add_threads(parser, "threads evaluating classes / metrics in parallel")
     add_no_progress(parser)
     parser.set_defaults(func=_kitti_object_eval, sharded=True)

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from drivemetrics._internal import arrays as xp
-from drivemetrics._internal.pool import one_torch_thread_per_worker, parallel_map
+from drivemetrics._internal.pool import one_torch_thread_per_worker, parallel_map, threads_argument
 from drivemetrics._internal.progress import progress_bar
 from drivemetrics.detection.box_iou import bev_intersection_area, box2d_overlap, box3d_from_bev_area
 from drivemetrics.detection.io import KittiObjects, ObjectTable
@@ -690,10 +690,11 @@ def evaluate_kitti_objects(
     classes: Sequence[str] = KITTI_CLASSES,
     overlaps: Overlaps | Mapping[str, Sequence[float]] = "strict",
     only_detected: bool = True,
-    workers: int = 1,
+    threads: int = 1,
     device: torch.device | str | None = None,
     progress: bool | None = False,
     validate_args: bool = True,
+    workers: int | None = None,
 ) -> dict[str, dict[str, dict[str, dict[str, object]]]]:
     """The official KITTI object evaluation of the detections ``preds`` against the labels ``target``, frame by frame.
 
@@ -706,7 +707,8 @@ def evaluate_kitti_objects(
             ``{"2d" | "bev" | "3d": (car, pedestrian, cyclist)}``.
         only_detected: as the C++, evaluate a class and overlap kind only if some detection of the class carries
             that box (``False``: evaluate every class and kind; a class never detected gets AP 0).
-        workers: threads evaluating the (class, kind) combinations in parallel. With a torch ``device`` on the
+        threads: threads evaluating the (class, kind) combinations in parallel (at most one per usable core).
+            With a torch ``device`` on the
             CPU the evaluation runs with ``torch.set_num_threads(1)`` (restored afterwards): the tensors are small,
             so torch's intra-op parallelism only adds overhead.
         device: ``None`` (default): numpy on the CPU, without importing torch; a torch device (``"cpu"``,
@@ -715,6 +717,7 @@ def evaluate_kitti_objects(
         progress: a tqdm bar over the (class, kind) curves on stderr (``None``: only when stdout and stderr are
             terminals).
         validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
+        workers: deprecated name of ``threads`` (``workers`` means processes in every other function).
 
     Returns:
         ``{class: {"2d" | "aos" | "bev" | "3d": {difficulty: {"curve": 41 floats, "ap_r11": float,
@@ -730,6 +733,7 @@ def evaluate_kitti_objects(
         >>> result["car"]["3d"]["moderate"]["ap_r40"]  # percent; 40 objects fill 40 of the 41 official recall points
         97.5
     """
+    threads = threads_argument(threads, workers, "evaluate_kitti_objects") or 1
     n_preds = len(preds.names) if isinstance(preds, ObjectTable) else len(preds)
     n_target = len(target.names) if isinstance(target, ObjectTable) else len(target)
     if n_preds != n_target:
@@ -747,12 +751,12 @@ def evaluate_kitti_objects(
             raise ValueError(f"unknown class {name!r}: expected one of {KITTI_CLASSES}")
     table = _overlap_table(overlaps)
     if device is None:  # numpy: torch is not needed (nor imported)
-        return _evaluate(target, preds, names, table, only_detected, workers, None, progress)
+        return _evaluate(target, preds, names, table, only_detected, threads, None, progress)
     import torch
 
     device = torch.device(device)
     with one_torch_thread_per_worker() if device.type == "cpu" else contextlib.nullcontext():
-        return _evaluate(target, preds, names, table, only_detected, workers, device, progress)
+        return _evaluate(target, preds, names, table, only_detected, threads, device, progress)
 
 
 def _evaluate(

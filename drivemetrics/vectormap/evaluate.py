@@ -395,8 +395,9 @@ def evaluate_flat(
     names: tuple[str, str] = ("GT", "predictions"),
 ) -> MapEvaluation:
     """:func:`evaluate_map_samples` on numpy arrays: resampled GT and prediction lines (:func:`read_resampled`),
-    paired by token, matched in ``workers`` processes (forked where torch is not imported; ``None``: one per core
-    for large inputs), pooled into the report. Same report, without torch; for the protocols of
+    paired by token, matched in ``workers`` processes (forked where torch is not imported; ``None``: the pool's
+    measured auto policy, :func:`~drivemetrics._internal.pool.map_in_processes`), pooled into the report. Same
+    report, without torch; for the protocols of
     :func:`flat_path_applies`.
 
     Examples:
@@ -431,11 +432,12 @@ def evaluate_flat(
         preds = preds.take(kept)
     preds = replace(preds, sample=sample[kept], tokens=gt.tokens)
     # jobs: consecutive GT samples, about four per process
-    processes = workers
-    if processes is None:  # one per core where each gets enough lines
-        processes = usable_cores() if len(preds.counts) >= MIN_LINES_PER_PROCESS * 2 else 1
-    processes = max(1, min(processes, usable_cores(), len(gt.tokens)))  # --workers 10000: no fork storm
-    num_jobs = 1 if processes == 1 else 4 * processes
+    processes = workers  # None: the pool's measured auto policy (forks once the timed jobs say it pays)
+    if processes is None:
+        num_jobs = 4 * usable_cores() if len(preds.counts) >= MIN_LINES_PER_PROCESS * 2 else 1
+    else:
+        processes = max(1, min(processes, usable_cores(), len(gt.tokens)))  # --workers 10000: no fork storm
+        num_jobs = 1 if processes == 1 else 4 * processes
     bounds = np.linspace(0, len(gt.tokens), num_jobs + 1).round().astype(np.int64)
     gt_bounds = np.searchsorted(gt.sample, bounds)
     pred_bounds = np.searchsorted(preds.sample, bounds)
