@@ -76,7 +76,8 @@ def add_workers(parser: argparse.ArgumentParser, what: str, auto: bool = False) 
 def add_threads(parser: argparse.ArgumentParser, what: str) -> None:
     """``--threads N`` (default ``None``: one per usable core) for a command whose pool is threads of one process:
     ``--workers`` means processes in every command (issue 46). ``--workers N`` is still accepted here, hidden, as
-    the deprecated spelling of ``--threads N``."""
+    the old spelling of ``--threads N``: ``benchmarks/workers.py`` passes ``--workers`` to every pooled command of
+    this checkout and of an older one (``--before``)."""
     parser.add_argument(
         "--threads",
         type=positive_int,

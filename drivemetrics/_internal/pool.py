@@ -48,7 +48,6 @@ __all__ = [
     "map_in_processes",
     "one_torch_thread_per_worker",
     "parallel_map",
-    "threads_argument",
 ]
 
 T = TypeVar("T")
@@ -248,29 +247,12 @@ def check_workers_or_auto(workers: int | None) -> int | None:
     return check_workers(workers)
 
 
-def check_workers(workers: int | None) -> int:
-    """``workers`` as a positive int (``None``: ``os.cpu_count()``)."""
+def check_workers(workers: int | None, name: str = "workers") -> int:
+    """``workers`` as a positive int (``None``: ``os.cpu_count()``); ``name``: the argument named in the error."""
     if workers is None:
         return os.cpu_count() or 1
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
-        raise ValueError(f"`workers` must be a positive int (or None for one per CPU core), got {workers!r}")
-    return workers
-
-
-def threads_argument(threads: int | None, workers: int | None, where: str) -> int | None:
-    """``threads`` of a function that runs a thread pool, taking the deprecated ``workers`` keyword of earlier
-    releases (``workers`` now always means processes, issue 46) with a ``DeprecationWarning``."""
-    if workers is None:
-        return threads
-    import warnings
-
-    warnings.warn(
-        f"{where}: `workers` is now `threads` (threads of one process; `workers` means processes everywhere)",
-        DeprecationWarning,
-        stacklevel=3,
-    )
-    if threads is not None and threads != workers:
-        raise ValueError(f"{where}: give `threads` or the deprecated `workers`, not both ({threads} vs {workers})")
+        raise ValueError(f"`{name}` must be a positive int (or None for one per CPU core), got {workers!r}")
     return workers
 
 

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from drivemetrics._internal import arrays as xp
-from drivemetrics._internal.pool import one_torch_thread_per_worker, parallel_map, threads_argument
+from drivemetrics._internal.pool import one_torch_thread_per_worker, parallel_map
 from drivemetrics._internal.progress import progress_bar
 from drivemetrics.detection.box_iou import bev_intersection_area, box2d_overlap, box3d_from_bev_area
 from drivemetrics.detection.io import KittiObjects, ObjectTable
@@ -694,7 +694,6 @@ def evaluate_kitti_objects(
     device: torch.device | str | None = None,
     progress: bool | None = False,
     validate_args: bool = True,
-    workers: int | None = None,
 ) -> dict[str, dict[str, dict[str, dict[str, object]]]]:
     """The official KITTI object evaluation of the detections ``preds`` against the labels ``target``, frame by frame.
 
@@ -717,7 +716,6 @@ def evaluate_kitti_objects(
         progress: a tqdm bar over the (class, kind) curves on stderr (``None``: only when stdout and stderr are
             terminals).
         validate_args: check the inputs' values (reads back from the device); ``False`` skips those checks.
-        workers: deprecated name of ``threads`` (``workers`` means processes in every other function).
 
     Returns:
         ``{class: {"2d" | "aos" | "bev" | "3d": {difficulty: {"curve": 41 floats, "ap_r11": float,
@@ -733,7 +731,6 @@ def evaluate_kitti_objects(
         >>> result["car"]["3d"]["moderate"]["ap_r40"]  # percent; 40 objects fill 40 of the 41 official recall points
         97.5
     """
-    threads = threads_argument(threads, workers, "evaluate_kitti_objects") or 1
     n_preds = len(preds.names) if isinstance(preds, ObjectTable) else len(preds)
     n_target = len(target.names) if isinstance(target, ObjectTable) else len(target)
     if n_preds != n_target:

@@ -16,7 +16,7 @@ from torch import Tensor
 from drivemetrics._internal.compat import Compat
 from drivemetrics._internal.files import InputFiles, atomic_save_png, check_output_path, load_image, present_file
 from drivemetrics._internal.limits import check_image_fits_camera, png_size
-from drivemetrics._internal.pool import check_workers, one_torch_thread_per_worker, parallel_map, threads_argument
+from drivemetrics._internal.pool import check_workers, one_torch_thread_per_worker, parallel_map
 from drivemetrics._internal.validation import check_tensor
 from drivemetrics.geometry.bev import BevGrid
 from drivemetrics.geometry.calib import read_kitti_calib
@@ -183,7 +183,6 @@ def evaluate_results(
     progress: bool | None = None,
     log: Callable[[str], None] | None = None,
     threads: int | None = None,
-    workers: int | None = None,
 ) -> dict[str, dict[str, float]]:
     """Evaluate a folder of result PNGs against KITTI-ROAD ground truth, pooled per category (the devkit's way).
 
@@ -204,8 +203,8 @@ def evaluate_results(
         compat: ``"reference"``: working-point values from float32 counts, as the devkit computes them.
         progress: show a tqdm bar (``None``: only on a terminal).
         log: called with one line per skipped category (default: silent).
-        threads: threads reading and counting frames (default and most: one per usable core; 1: no thread).
-        workers: deprecated name of ``threads`` (``workers`` means processes in every other function).
+        threads: threads reading and counting frames (default and most: one per usable core; 1: no thread;
+            named ``workers`` before issue 46: ``workers`` means processes in every function).
 
     Returns:
         ``{category: {key: value}}`` with :data:`RESULT_KEYS`; values are fractions, ``best_threshold`` is
@@ -228,7 +227,7 @@ def evaluate_results(
     if not results_dir.is_dir():
         raise FileNotFoundError(f"results folder not found: {results_dir}")
     log = log or (lambda _line: None)
-    workers = check_workers(threads_argument(threads, workers, "evaluate_results"))
+    threads = check_workers(threads, "threads")
     frames: list[tuple[str, _Frame]] = []
     for category in categories:
         keys = category_frames(layout.gt_dir, category)
@@ -259,7 +258,7 @@ def evaluate_results(
 
     bar = _progress([c for c, _ in frames], progress, f"road-eval ({space})")  # advances as frames complete
     with one_torch_thread_per_worker():
-        for hist, category in zip(parallel_map(count, [f for _, f in frames], workers), bar, strict=True):
+        for hist, category in zip(parallel_map(count, [f for _, f in frames], threads), bar, strict=True):
             histograms[category] = hist if category not in histograms else histograms[category] + hist
     totals = {category: counts_from_histograms(hist) for category, hist in histograms.items()}
     if not totals:
@@ -331,14 +330,13 @@ def transform_to_bev(
     grid: BevGrid | None = None,
     progress: bool | None = None,
     threads: int | None = None,
-    workers: int | None = None,
 ) -> list[Path]:
     """Warp every ``*.png`` of ``input_dir`` to the BEV like the devkit's ``transform2BEV`` (for submission).
 
     Each file's calibration is found with :func:`calib_file_for`; the image is read unchanged (8-bit grey or
     colour) and warped with the devkit's lookup (unseen cells 0), then written to ``output_dir/<name>.png``
     (a temporary file renamed into place). ``threads`` threads (default and most: one per usable core) decode, warp
-    and encode a few files at a time (``workers``: its deprecated name).
+    and encode a few files at a time.
 
     Returns:
         The written paths.
@@ -366,7 +364,6 @@ def transform_to_bev(
 
     bar = _progress([str(f) for f in files], progress, "to BEV")
     with one_torch_thread_per_worker():
-        threads = threads_argument(threads, workers, "transform_to_bev")
         return [out for out, _ in zip(parallel_map(warp, files, threads), bar, strict=True)]
 
 

@@ -318,7 +318,7 @@ def test_evaluate_results_threads_count_like_frame_counts(fixtures_dir, tmp_path
             *(a + b for a, b in zip(per_frame["uu_road_000000"], per_frame["uu_road_000093"], strict=True))
         )
         assert scores["uu_road"]["max_f"] == pytest.approx(float(scores_from_counts(uu)["max_f"]), abs=1e-12)
-    with pytest.raises(ValueError, match="`workers` must be a positive int"):
+    with pytest.raises(ValueError, match="`threads` must be a positive int"):
         evaluate_results(root.parent, results, space=space, crop=True, progress=False, threads=0)
 
 
