@@ -150,6 +150,9 @@ def is_input_error(err: BaseException) -> bool:
 def error_line(err: BaseException) -> str:
     """The message of ``err`` on one line (a ``KeyError`` without its quotes; the type where it has no text)."""
     message = str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err)
+    if isinstance(err, OSError) and err.filename is not None and err.strerror:  # [Errno 36] ...: 'a 100 KB name'
+        name = os.fsdecode(err.filename)
+        message = f"{name if len(name) <= 80 else name[:77] + '...'}: {err.strerror}"
     if isinstance(err, MemoryError) or type(err).__name__ == "OutOfMemoryError":
         detail = f" ({message})" if message else ""
         message = f"out of memory{detail}: the input is larger than this machine can evaluate"

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from drivemetrics._internal.files import decode_text, present_file, read_text
-from drivemetrics._internal.limits import check_count, get_limits
+from drivemetrics._internal.limits import check_count, get_limits, short_repr
 from drivemetrics._internal.progress import progress_bar
 
 if TYPE_CHECKING:  # torch is imported where a function needs it: reading and parsing label files run without it
@@ -179,7 +179,8 @@ def _parse_lines(text: str, source: str, with_score: bool | None) -> KittiObject
         if expected is None:
             if len(fields) not in (15, 16):
                 raise ValueError(
-                    f"{source}:{line_no}: expected 15 (label) or 16 (result) columns, got {len(fields)}: {raw!r}"
+                    f"{source}:{line_no}: expected 15 (label) or 16 (result) columns, got {len(fields)}: "
+                    f"{short_repr(raw)}"
                 )
             expected = len(fields)
         if len(fields) != expected:
@@ -188,9 +189,11 @@ def _parse_lines(text: str, source: str, with_score: bool | None) -> KittiObject
         try:
             rows.append([float(v) for v in fields[1:]])
         except ValueError as err:
-            raise ValueError(f"{source}:{line_no}: columns 2..{expected} must be numbers: {raw.strip()!r}") from err
+            raise ValueError(
+                f"{source}:{line_no}: columns 2..{expected} must be numbers: {short_repr(raw.strip())}"
+            ) from err
         if not all(np.isfinite(rows[-1])):
-            raise ValueError(f"{source}:{line_no}: non-finite number in {raw.strip()!r}")
+            raise ValueError(f"{source}:{line_no}: non-finite number in {short_repr(raw.strip())}")
         types.append(fields[0])
     width = (expected if expected is not None else (16 if with_score else 15)) - 1
     return KittiObjects.from_array(types, np.asarray(rows, dtype=np.float64).reshape(len(rows), width))
