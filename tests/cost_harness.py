@@ -559,10 +559,14 @@ SCENARIOS.update(TRUST_SCENARIOS)
 
 
 def _av2_zigzag(tmp: Path, lines: int, metres: float) -> tuple:
-    """``lines`` AV2 prediction lines of ``metres`` each, back and forth within +-1,000 m (a few dozen bytes each)."""
+    """``lines`` AV2 GT and prediction lines of ``metres`` each, back and forth within +-1,000 m (a few dozen bytes
+    each): the Chamfer distances of every pair grow with the resampled lengths squared."""
     legs = max(1, round(metres / 2000))
     vectors = [[[-1000.0 if j % 2 == 0 else 1000.0, float(k)] for j in range(legs + 1)] for k in range(lines)]
-    return _av2_files(tmp, {"1": {"vectors": vectors, "scores": [0.5] * lines, "labels": [1] * lines}})
+    bad, ok = _av2_files(tmp, {"1": {"vectors": vectors, "scores": [0.5] * lines, "labels": [1] * lines}})
+    gt = {"seg": [{"timestamp": "1", "annotation": {"divider": [[[*p, 0.0] for p in v] for v in vectors]}}]}
+    (tmp / "bad_gt.json").write_text(json.dumps(gt))
+    return [a if a != "gt.json" else "bad_gt.json" for a in bad], ok
 
 
 def _lanegraph_shared(tmp: Path, samples: int) -> tuple:

@@ -62,8 +62,8 @@ EXPECTED_ERROR = {
     "map_gt_token_twice": ["bad_gt.json: sample token a appears twice", "GTs[0]", "GTs[2]"],
     "map_av2_timestamp_twice": ["bad_gt.json: sample token 1 appears twice", "segment seg", "segment other"],
     # issue 51: cost bounded by the input's size, never by its coordinates
-    "map_av2_five_4km_lines": ["bad.json: sample '1': line 0", "max_map_line_points"],
-    "map_av2_2km_line": ["bad.json: sample '1': line 0", "max_map_line_points"],
+    "map_av2_five_4km_lines": ["bad_gt.json: sample '1': line 0", "max_map_line_points"],
+    "map_av2_2km_line": ["bad_gt.json: sample '1': line 0", "max_map_line_points"],
     "graph_window_40000px": ["--window", "max_graph_extent"],
     "graph_nodes_32000px_diagonal": ["pred.graph", "max_graph_area"],
     "graph_nodes_far_from_the_gt": ["gt.graph with pred.graph", "max_graph_area"],

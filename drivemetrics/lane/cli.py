@@ -176,6 +176,17 @@ def _with_devkit_names(result: dict) -> dict:
     return renamed
 
 
+def _add_canvas_options(culane: argparse.ArgumentParser) -> None:
+    """``culane-eval``'s canvas: ``--height``, ``--width`` and ``--line-width``, each with its range."""
+    pixels = number_in(1, 100_000, kind=int)
+    culane.add_argument("--height", type=pixels, default=590, help="canvas height, px (default 590)")
+    culane.add_argument("--width", type=pixels, default=1640, help="canvas width, px (default 1640)")
+    width = number_in(0, 1000, low_open=True)
+    culane.add_argument(
+        "--line-width", type=width, default=30.0, help="drawn lane width, px (in (0, 1000], default 30)"
+    )
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the lane subcommands."""
     parser = subparsers.add_parser(
@@ -234,18 +245,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="list file(s) of the images to score (default: every GT file); several files or a folder such as "
         "list/test_split give one table row each (row name = file name without the testN_ prefix)",
     )
-    culane.add_argument(
-        "--height", type=number_in(1, 100_000, kind=int), default=590, help="canvas height, px (default 590)"
-    )
-    culane.add_argument(
-        "--width", type=number_in(1, 100_000, kind=int), default=1640, help="canvas width, px (default 1640)"
-    )
-    culane.add_argument(
-        "--line-width",
-        type=number_in(0, 1000, low_open=True),
-        default=30.0,
-        help="drawn lane width in pixels (in (0, 1000], default 30)",
-    )
+    _add_canvas_options(culane)
     culane.add_argument(
         "--iou",
         type=number_in(0, 1),
