@@ -229,7 +229,7 @@ def main() -> None:
     print(f"{'input':<18} {'detections':>10} {'vectorised s':>13} {'per-frame loop s':>17} {'speed-up':>9}  car 3D mod")
     for name, dets in inputs.items():
         start = time.perf_counter()
-        result = evaluate_kitti_objects(dets, gts, only_detected=False, workers=args.workers)
+        result = evaluate_kitti_objects(dets, gts, only_detected=False, threads=args.workers)
         fast = time.perf_counter() - start
         n = min(args.baseline_frames, args.frames)
         start = time.perf_counter()

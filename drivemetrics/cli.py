@@ -160,6 +160,9 @@ def is_input_error(err: BaseException) -> bool:
 def error_line(err: BaseException) -> str:
     """The message of ``err`` on one line (a ``KeyError`` without its quotes; the type where it has no text)."""
     message = str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err)
+    if isinstance(err, OSError) and err.filename is not None and err.strerror:  # [Errno 36] ...: 'a 100 KB name'
+        name = os.fsdecode(err.filename)
+        message = f"{name if len(name) <= 80 else name[:77] + '...'}: {err.strerror}"
     if isinstance(err, MemoryError) or type(err).__name__ == "OutOfMemoryError":
         detail = f" ({message})" if message else ""
         message = f"out of memory{detail}: the input is larger than this machine can evaluate"
@@ -237,7 +240,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         help="raise an input limit (repeatable), e.g. --limit max_lane_points=50000; names and defaults: "
         "max_png_pixels, max_lane_points, max_lanes_per_frame, max_abs_coordinate, max_graph_nodes, max_graph_edges, "
         "max_graph_extent, max_json_depth, max_json_int_digits, max_lane3d_points, max_lane3d_lanes, "
-        "max_lane3d_abs_metres, max_map_line_points, max_map_lines_per_frame, max_map_frames, max_map_coordinate "
+        "max_lane3d_abs_metres, max_map_line_points, max_map_lines_per_frame, max_map_frames, max_map_coordinate, "
+        "max_objects_per_frame, max_samples_per_mb "
         "(see docs/pages/promises.md)",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

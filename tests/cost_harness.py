@@ -283,7 +283,7 @@ def _road_eval(tmp: Path) -> tuple[list[str], list[str]]:
     _small_png(tmp / "ok" / "um_road_000000.png", (375, 1242))
     (tmp / "bad").mkdir()
     _png_bomb(tmp / "bad" / "um_road_000000.png")
-    args = ["road-eval", "--no-progress", "--workers", "1", "--categories", "um_road", "--data", "data", "--results"]
+    args = ["road-eval", "--no-progress", "--threads", "1", "--categories", "um_road", "--data", "data", "--results"]
     return [*args, "bad"], [*args, "ok"]
 
 
@@ -293,7 +293,7 @@ def _road_bev(tmp: Path) -> tuple[list[str], list[str]]:
     _small_png(tmp / "ok" / "um_road_000000.png", (375, 1242))
     (tmp / "bad").mkdir()
     _png_bomb(tmp / "bad" / "um_road_000000.png")
-    args = ["road-bev", "--no-progress", "--workers", "1", "--calib", "calib", "--output", "out", "--input"]
+    args = ["road-bev", "--no-progress", "--threads", "1", "--calib", "calib", "--output", "out", "--input"]
     return [*args, "bad"], [*args, "ok"]
 
 
@@ -554,11 +554,75 @@ TRUST_SCENARIOS = {
 SCENARIOS.update(TRUST_SCENARIOS)
 
 
-def _replace_json(argvs: tuple[list[str], list[str]], target: str) -> tuple[list[str], list[str]]:
+# ---------------------------------------------------------------------------------------------------------------
+# issue 51: cost bounded by the input's size, never by its coordinates
+
+
+def _av2_zigzag(tmp: Path, lines: int, metres: float) -> tuple:
+    """``lines`` AV2 GT and prediction lines of ``metres`` each, back and forth within +-1,000 m (a few dozen bytes
+    each): the Chamfer distances of every pair grow with the resampled lengths squared."""
+    legs = max(1, round(metres / 2000))
+    vectors = [[[-1000.0 if j % 2 == 0 else 1000.0, float(k)] for j in range(legs + 1)] for k in range(lines)]
+    bad, ok = _av2_files(tmp, {"1": {"vectors": vectors, "scores": [0.5] * lines, "labels": [1] * lines}})
+    gt = {"seg": [{"timestamp": "1", "annotation": {"divider": [[[*p, 0.0] for p in v] for v in vectors]}}]}
+    (tmp / "bad_gt.json").write_text(json.dumps(gt))
+    return [a if a != "gt.json" else "bad_gt.json" for a in bad], ok
+
+
+def _lanegraph_shared(tmp: Path, samples: int) -> tuple:
+    import networkx as nx
+    import numpy as np
+
+    graph = nx.DiGraph()
+    graph.add_node(0, pos=np.array([20.0, 128.0]))
+    graph.add_node(1, pos=np.array([200.0, 128.0]))
+    graph.add_edge(0, 1)
+    shared = {f"austin_{k}_0_0": graph for k in range(samples)}  # one graph, pickled once, evaluated per sample
+    (tmp / "bad.pickle").write_bytes(pickle.dumps({"austin": {"eval": shared}}, protocol=4))
+    _lane_graph_pickle(tmp / "gt.pickle", far=False)
+    _lane_graph_pickle(tmp / "ok.pickle", far=False)
+    args = ["lanegraph-eval", "--no-progress", "--workers", "1", "--task", "successor"]
+    return [*args, "--gt", "bad.pickle", "--pred", "bad.pickle"], [*args, "--gt", "gt.pickle", "--pred", "ok.pickle"]
+
+
+KITTI_ROW = "Car 0.00 0 -1.58 587.01 173.33 614.12 200.12 1.65 1.67 3.64 -0.65 1.71 46.70 -1.59"
+
+
+def _kitti_crowd(tmp: Path, objects: int) -> tuple:
+    for folder, count in (("gt", objects), ("det", objects), ("ok_gt", 1), ("ok_det", 1)):
+        (tmp / folder).mkdir()
+        score = " 0.9" if "det" in folder else ""
+        (tmp / folder / "000000.txt").write_text(f"{KITTI_ROW}{score}\n" * count)
+    args = ["kitti-object-eval", "--no-progress", "--threads", "1"]
+    return [*args, "--gt", "gt", "--det", "det"], [*args, "--gt", "ok_gt", "--det", "ok_det"]
+
+
+ISSUE51_SCENARIOS = {
+    "map_av2_five_4km_lines": (lambda t: _av2_zigzag(t, 5, 4000.0), "error"),
+    "map_av2_2km_line": (lambda t: _av2_zigzag(t, 1, 2000.0), "error"),
+    "graph_nodes_32000px_apart": (lambda t: _graph(t, "0 0\n32000 0\n\n0 1\n"), "ok"),
+    "graph_nodes_32000px_diagonal": (lambda t: _graph(t, "0 0\n32000 32000\n\n0 1\n"), "error"),
+    "graph_nodes_far_from_the_gt": (lambda t: _graph(t, "16000 16000\n16010 16010\n\n0 1\n"), "error"),
+    "graph_window_40000px": (
+        lambda t: _graph(t, ROAD_GRAPH, extra=("--window", "0", "0", "40000", "40000")), "error"
+    ),
+    "culane_line_width_1e6": (
+        lambda t: _replace_json(_culane(t, "800 580 810 450 820 300\n"), "out.json", ("--line-width", "1e6")),
+        "error",
+    ),
+    "lanegraph_20000_shared_samples": (lambda t: _lanegraph_shared(t, 20_000), "error"),
+    "kitti_5000_objects_in_a_frame": (lambda t: _kitti_crowd(t, 5_000), "error"),
+}  # fmt: skip
+SCENARIOS.update(ISSUE51_SCENARIOS)
+
+
+def _replace_json(
+    argvs: tuple[list[str], list[str]], target: str, extra: tuple[str, ...] = ()
+) -> tuple[list[str], list[str]]:
     bad, ok = argvs
     bad = list(bad)
     bad[bad.index("--json") + 1] = target
-    return bad, ok
+    return [*bad, *extra], ok
 
 
 def measure(name: str, tmp: Path, root: Path = REPO_ROOT, timeout: float = 120.0) -> tuple[Run, Run]:

@@ -61,6 +61,15 @@ EXPECTED_ERROR = {
     "map_confidence_5": ["bad.json: sample a: vectors[0].confidence_level", "[0, 1]"],
     "map_gt_token_twice": ["bad_gt.json: sample token a appears twice", "GTs[0]", "GTs[2]"],
     "map_av2_timestamp_twice": ["bad_gt.json: sample token 1 appears twice", "segment seg", "segment other"],
+    # issue 51: cost bounded by the input's size, never by its coordinates
+    "map_av2_five_4km_lines": ["bad_gt.json: sample '1': line 0", "max_map_line_points"],
+    "map_av2_2km_line": ["bad_gt.json: sample '1': line 0", "max_map_line_points"],
+    "graph_window_40000px": ["--window", "max_graph_extent"],
+    "graph_nodes_32000px_diagonal": ["pred.graph", "max_graph_area"],
+    "graph_nodes_far_from_the_gt": ["gt.graph with pred.graph", "max_graph_area"],
+    "culane_line_width_1e6": ["--line-width", "(0, 1000]"],
+    "lanegraph_20000_shared_samples": ["bad.pickle", "20,000 samples", "max_samples_per_mb"],
+    "kitti_5000_objects_in_a_frame": ["000000.txt", "max_objects_per_frame"],
 }
 #: exit-0 rows of issue 36 and the scores their output must hold: no prediction scores 0, not NaN and not a crash
 EXPECTED_SCORES = {

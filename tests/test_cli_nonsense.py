@@ -221,3 +221,26 @@ def test_a_second_ctrl_c_during_the_workers_prints_no_traceback(tmp_path):
     assert "Traceback" not in stderr, stderr[-2000:]
     assert proc.returncode == 130, stderr[-600:]
     assert stderr.strip().splitlines() == ["drivemetrics culane-eval: interrupted"]
+
+
+def test_a_100_kb_list_entry_is_not_quoted_whole(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    from tests.cost_harness import _culane
+
+    _, ok = _culane(tmp_path, "800 580 810 450\n", "a.jpg\n")
+    (tmp_path / "ok_list.txt").write_text("x" * 100_000 + "\n")
+    assert _exit_code(ok) == 2
+    line = _one_line(capsys)
+    assert "File name too long" in line
+    assert len(line) < 200
+
+
+def test_a_kitti_line_with_a_5000_digit_number_is_quoted_to_80_characters(tmp_path, capsys):
+    from tests.cost_harness import KITTI_ROW, _kitti_crowd
+
+    _, ok = _kitti_crowd(tmp_path, 1)
+    (tmp_path / "ok_det" / "000000.txt").write_text(KITTI_ROW.replace("587.01", "9" * 5000) + " 0.9\n")
+    assert _exit_code([a if a not in ("ok_gt", "ok_det") else str(tmp_path / a) for a in ok]) == 2
+    line = _one_line(capsys)
+    assert "000000.txt:1" in line
+    assert len(line) < 250

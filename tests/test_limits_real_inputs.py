@@ -44,6 +44,9 @@ def test_the_defaults_are_the_documented_ones():
             max_map_lines_per_frame=1_000,
             max_map_frames=200_000,
             max_map_coordinate=1_000,
+            max_objects_per_frame=1_000,
+            max_graph_area=128_000_000,
+            max_samples_per_mb=10_000,
         )
         == DEFAULTS
     )
@@ -205,3 +208,29 @@ def test_map_limits_admit_every_map_and_openlanev2_fixture(fixtures_dir):
     assert lines <= DEFAULTS.max_map_lines_per_frame // 10
     assert points <= DEFAULTS.max_map_line_points // 10
     assert extent <= DEFAULTS.max_map_coordinate / 4
+
+
+def test_the_budgets_of_issue_51_admit_the_real_inputs(fixtures_dir):
+    # lane-graph pickles: 561 samples in 1.4 MB (the budget: 1,000 + 10,000 per MB); road graphs: their area
+    from drivemetrics.roadnet.geometry import graph_arrays
+
+    from drivemetrics._internal.limits import check_graph_area
+    from drivemetrics.lanegraph.io import load_lanegraph_pickle
+    from drivemetrics.roadnet.evaluate import GRAPH_SUFFIXES
+    from drivemetrics.roadnet.io import read_graph
+
+    pickles = sorted((fixtures_dir / "lanegraph").glob("*.pickle"))
+    assert pickles
+    for path in pickles:
+        load_lanegraph_pickle(path)
+    graphs = [p for p in sorted(fixtures_dir.rglob("*")) if p.suffix in GRAPH_SUFFIXES and "lanegraph" not in p.parts]
+    checked = 0
+    for path in graphs:
+        try:
+            graph = read_graph(path)
+        except ValueError:
+            continue  # not a road graph file (e.g. a JSON of another kind)
+        if graph.number_of_nodes():
+            check_graph_area(graph_arrays(graph).pos, path)
+            checked += 1
+    assert checked

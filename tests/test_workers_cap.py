@@ -58,14 +58,17 @@ def test_parallel_map_starts_at_most_one_thread_per_core(started):
 
 @pytest.mark.parametrize("name", list(_valid_runs()))
 def test_workers_10000_starts_at_most_one_per_core(name, tmp_path, monkeypatch, capsys, started):
-    if not any(a.dest == "workers" for a in _subparser(name.split()[0])._actions):
-        pytest.skip(f"{name} has no --workers")
+    dests = {a.dest for a in _subparser(name.split()[0])._actions}
+    flag = "--workers" if "workers" in dests else "--threads" if "threads" in dests else None
+    if flag is None:
+        pytest.skip(f"{name} has neither --workers nor --threads")
     monkeypatch.chdir(tmp_path)
     argv = list(_valid_runs()[name](tmp_path))
-    if "--workers" in argv:
-        at = argv.index("--workers")
-        argv = argv[:at] + argv[at + 2 :]
-    assert main([*argv, "--workers", "10000"]) == 0, capsys.readouterr().err
+    for old in ("--workers", "--threads"):
+        if old in argv:
+            at = argv.index(old)
+            argv = argv[:at] + argv[at + 2 :]
+    assert main([*argv, flag, "10000"]) == 0, capsys.readouterr().err
     assert started["processes"] <= usable_cores() + 1, started
     assert started["threads"] <= usable_cores(), started
 
@@ -80,3 +83,18 @@ def test_culane_workers_10000_on_five_frames_starts_one_process_per_core(tmp_pat
     argv += ["--list", str(tmp_path / "list.txt"), "--chunk", "1", "--workers", "10000", "--no-progress"]
     assert main(argv) == 0, capsys.readouterr().err
     assert started["processes"] <= min(usable_cores(), 5) + 1, started
+
+
+def test_workers_means_processes_in_every_command():
+    # issue 46: one meaning of --workers (processes; default: the pool's auto policy); thread pools say --threads
+    from drivemetrics.cli import COMMANDS
+
+    for command in COMMANDS:
+        for action in _subparser(command)._actions:
+            if action.help == "==SUPPRESS==":
+                continue
+            if "--workers" in action.option_strings:
+                assert "process" in action.help, (command, action.help)
+                assert "thread" not in action.help.split("(")[0], (command, action.help)
+            if "--threads" in action.option_strings:
+                assert "thread" in action.help, (command, action.help)

@@ -42,12 +42,14 @@ __all__ = [
     "check_canvas",
     "check_coordinates",
     "check_count",
+    "check_graph_area",
     "check_graph_extent",
     "check_graph_size",
     "check_image_fits_camera",
     "check_image_size",
     "check_window",
     "get_limits",
+    "how_to_raise",
     "json_depth",
     "limit_options",
     "load_json",
@@ -90,6 +92,15 @@ class Limits:
         max_map_coordinate: largest absolute lane / map-line coordinate, metres (ego frame; the evaluated ranges
             reach 50 m, long-range variants 100 m). Beyond it a value is a unit error, and resampling every 0.3 m
             (``av2-cvpr23``) would grow with it.
+        max_graph_area: area, in square pixels, of the bounding box of one road graph's nodes (or of a GT and a
+            prediction together), plus 16,000 px² per node: the CCQ canvas (at scale 1/4) grows with the area, not
+            with the input (two nodes 32,000 px apart diagonally drew a 1.5 GB canvas). RoadTracer's 8,192 px regions
+            cover 67 M px²; a city-wide graph has enough nodes for its area.
+        max_objects_per_frame: objects of one KITTI label or result file (KITTI frames hold fewer than 100, kept
+            detections a few hundred): the box overlaps of a frame grow with GT x detections.
+        max_samples_per_mb: samples a lane-graph pickle may hold per megabyte of its size, on top of 1,000 (a
+            pickle can share one graph between any number of samples, each evaluated again; the UrbanLaneGraph
+            pickles hold a few hundred samples per megabyte).
     """
 
     max_png_pixels: int = 50_000_000
@@ -108,6 +119,9 @@ class Limits:
     max_map_lines_per_frame: int = 1_000
     max_map_frames: int = 200_000
     max_map_coordinate: int = 1_000
+    max_objects_per_frame: int = 1_000
+    max_graph_area: int = 128_000_000
+    max_samples_per_mb: int = 10_000
 
 
 _overrides: list[dict[str, int]] = []
@@ -213,6 +227,7 @@ _REPR.maxstring = _REPR.maxother = _REPR.maxlong = 80
 
 
 def how_to_raise(name: str) -> str:
+    """The hint every limit error ends with: how to raise limit ``name``."""
     return f"raise it with --limit {name}=N, DRIVEMETRICS_LIMITS or drivemetrics._internal.limits.set_limits"
 
 
@@ -427,6 +442,32 @@ def check_graph_extent(pos: Any, where: object) -> None:
         raise ValueError(
             f"{where}: the nodes span {span[0]:.6g} x {span[1]:.6g} px (e.g. a node at ({pos[far, 0]:.6g}, "
             f"{pos[far, 1]:.6g})), more than max_graph_extent={limit:,} px ({how_to_raise('max_graph_extent')})"
+        )
+    check_graph_area(pos, where)
+
+
+#: square pixels of bounding box each node of a road graph adds to ``max_graph_area``
+AREA_PER_NODE = 16_000
+
+
+def check_graph_area(pos: Any, where: object) -> None:
+    """Refuse node positions (``(N, 2)``, pixels) whose bounding box covers more than ``max_graph_area`` +
+    :data:`AREA_PER_NODE` per node square pixels: a raster of the graph (the CCQ canvas) would cost more than the
+    input's size allows."""
+    import numpy as np
+
+    pos = np.asarray(pos, dtype=np.float64).reshape(-1, 2)
+    if len(pos) < 2:
+        return
+    limit = get_limits().max_graph_area
+    with np.errstate(over="ignore", invalid="ignore"):
+        span = pos.max(axis=0) - pos.min(axis=0)
+        area = float(span[0]) * float(span[1])
+    allowed = limit + AREA_PER_NODE * len(pos)
+    if not area <= allowed:
+        raise ValueError(
+            f"{where}: {len(pos):,} nodes spread over {span[0]:.6g} x {span[1]:.6g} px, more than "
+            f"max_graph_area={limit:,} px² + {AREA_PER_NODE:,} px² per node ({how_to_raise('max_graph_area')})"
         )
 
 

@@ -43,7 +43,13 @@ from typing import Any, TypeVar
 
 from drivemetrics._internal.read_ahead import fork_is_safe
 
-__all__ = ["T", "check_workers", "map_in_processes", "one_torch_thread_per_worker", "parallel_map"]
+__all__ = [
+    "T",
+    "check_workers",
+    "map_in_processes",
+    "one_torch_thread_per_worker",
+    "parallel_map",
+]
 
 T = TypeVar("T")
 
@@ -249,12 +255,12 @@ def check_workers_or_auto(workers: int | None) -> int | None:
     return check_workers(workers)
 
 
-def check_workers(workers: int | None) -> int:
-    """``workers`` as a positive int (``None``: ``os.cpu_count()``)."""
+def check_workers(workers: int | None, name: str = "workers") -> int:
+    """``workers`` as a positive int (``None``: ``os.cpu_count()``); ``name``: the argument named in the error."""
     if workers is None:
         return os.cpu_count() or 1
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
-        raise ValueError(f"`workers` must be a positive int (or None for one per CPU core), got {workers!r}")
+        raise ValueError(f"`{name}` must be a positive int (or None for one per CPU core), got {workers!r}")
     return workers
 
 

@@ -10,7 +10,7 @@ from drivemetrics._internal.options import (
     add_compat,
     add_input,
     add_no_progress,
-    add_workers,
+    add_threads,
     hide_aliases,
     progress_setting,
     resolve_workers,
@@ -78,7 +78,7 @@ def _kitti_object_eval(args: argparse.Namespace) -> int:
         det_dir,
         list_file=args.list,
         overlaps=args.overlaps,
-        workers=resolve_workers(args.workers),
+        threads=resolve_workers(args.threads),
         progress=progress_setting(args),
     )
     if done is None:  # torchrun: another rank reports
@@ -165,6 +165,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="strict",
         help="minimum overlaps: strict (official, 0.7/0.5/0.5) or loose (BEV/3D 0.5/0.25/0.25)",
     )
-    add_workers(parser, "threads evaluating classes / metrics in parallel")
+    add_threads(parser, "threads evaluating classes / metrics in parallel")
     add_no_progress(parser)
     parser.set_defaults(func=_kitti_object_eval, sharded=True)

@@ -80,7 +80,7 @@ def evaluate_kitti_object_folders(
     *,
     list_file: str | None = None,
     overlaps: Overlaps = "strict",
-    workers: int = 1,
+    threads: int = 1,
     progress: bool | None = False,
 ) -> tuple[dict, int] | None:
     """The official KITTI object evaluation of the result folder ``det_dir`` against the label folder ``gt_dir``.
@@ -89,7 +89,7 @@ def evaluate_kitti_object_folders(
         gt_dir / det_dir: label and result folders (``<frame>.txt``, the devkit's formats).
         list_file: the frames to evaluate, one name per line (default: every ``.txt`` of ``gt_dir``, sorted).
         overlaps: ``"strict"`` or ``"loose"`` (:func:`~drivemetrics.detection.kitti_ap.evaluate_kitti_objects`).
-        workers: threads evaluating the (class, kind) curves in parallel.
+        threads: threads evaluating the (class, kind) curves in parallel.
         progress: a progress bar over the labels read and the curves (``None``: only on a terminal).
 
     Returns:
@@ -151,5 +151,5 @@ def evaluate_kitti_object_folders(
             if not shard.is_main:
                 return None
             groundtruth, detections = gts, dets
-    result = evaluate_kitti_objects(detections, groundtruth, overlaps=overlaps, workers=workers, progress=progress)
+    result = evaluate_kitti_objects(detections, groundtruth, overlaps=overlaps, threads=threads, progress=progress)
     return result, len(frames)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from drivemetrics._internal.files import decode_text, present_file, read_text
+from drivemetrics._internal.limits import check_count, get_limits, short_repr
 from drivemetrics._internal.progress import progress_bar
 
 if TYPE_CHECKING:  # torch is imported where a function needs it: reading and parsing label files run without it
@@ -178,7 +179,8 @@ def _parse_lines(text: str, source: str, with_score: bool | None) -> KittiObject
         if expected is None:
             if len(fields) not in (15, 16):
                 raise ValueError(
-                    f"{source}:{line_no}: expected 15 (label) or 16 (result) columns, got {len(fields)}: {raw!r}"
+                    f"{source}:{line_no}: expected 15 (label) or 16 (result) columns, got {len(fields)}: "
+                    f"{short_repr(raw)}"
                 )
             expected = len(fields)
         if len(fields) != expected:
@@ -187,9 +189,11 @@ def _parse_lines(text: str, source: str, with_score: bool | None) -> KittiObject
         try:
             rows.append([float(v) for v in fields[1:]])
         except ValueError as err:
-            raise ValueError(f"{source}:{line_no}: columns 2..{expected} must be numbers: {raw.strip()!r}") from err
+            raise ValueError(
+                f"{source}:{line_no}: columns 2..{expected} must be numbers: {short_repr(raw.strip())}"
+            ) from err
         if not all(np.isfinite(rows[-1])):
-            raise ValueError(f"{source}:{line_no}: non-finite number in {raw.strip()!r}")
+            raise ValueError(f"{source}:{line_no}: non-finite number in {short_repr(raw.strip())}")
         types.append(fields[0])
     width = (expected if expected is not None else (16 if with_score else 15)) - 1
     return KittiObjects.from_array(types, np.asarray(rows, dtype=np.float64).reshape(len(rows), width))
@@ -343,6 +347,15 @@ def _parse_texts(texts: Sequence[str], sources: Sequence[str], with_score: bool 
     return out  # type: ignore[return-value]
 
 
+def _check_object_count(data: bytes, path: str) -> None:
+    """Refuse a file of more than ``max_objects_per_frame`` objects (non-blank lines), before it is parsed."""
+    limit = get_limits().max_objects_per_frame
+    if data.count(b"\n") >= limit:  # cheap bound first; then the non-blank lines
+        check_count(
+            sum(1 for line in data.splitlines() if line.strip()), "max_objects_per_frame", path, "objects in one frame"
+        )
+
+
 def read_kitti_objects(path: str | Path, with_score: bool | None = None) -> KittiObjects:
     """Read one label or result file (see :func:`parse_kitti_objects`).
 
@@ -354,6 +367,7 @@ def read_kitti_objects(path: str | Path, with_score: bool | None = None) -> Kitt
     if not path.is_file():
         raise FileNotFoundError(f"KITTI object file not found: {path}")
     text = read_text(path, what="KITTI object file")
+    _check_object_count(text.encode("utf-8", "replace"), str(path))
     return parse_kitti_objects(text, source=str(path), with_score=with_score)
 
 
@@ -500,6 +514,7 @@ def read_object_table(
             try:  # one open per file; a missing file (or a folder of that name) is what `missing` says
                 with open(path, "rb") as stream:
                     contents[name] = stream.read()
+                _check_object_count(contents[name], path)
             except OSError:
                 try:
                     read_text(path, what="KITTI object file")  # its message for an unreadable file

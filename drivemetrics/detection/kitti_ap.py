@@ -673,7 +673,7 @@ def evaluate_kitti_objects(
     classes: Sequence[str] = KITTI_CLASSES,
     overlaps: Overlaps | Mapping[str, Sequence[float]] = "strict",
     only_detected: bool = True,
-    workers: int = 1,
+    threads: int = 1,
     device: torch.device | str | None = None,
     progress: bool | None = False,
     validate_args: bool = True,
@@ -689,7 +689,8 @@ def evaluate_kitti_objects(
             ``{"2d" | "bev" | "3d": (car, pedestrian, cyclist)}``.
         only_detected: as the C++, evaluate a class and overlap kind only if some detection of the class carries
             that box (``False``: evaluate every class and kind; a class never detected gets AP 0).
-        workers: threads evaluating the (class, kind) combinations in parallel. With a torch ``device`` on the
+        threads: threads evaluating the (class, kind) combinations in parallel (at most one per usable core).
+            With a torch ``device`` on the
             CPU the evaluation runs with ``torch.set_num_threads(1)`` (restored afterwards): the tensors are small,
             so torch's intra-op parallelism only adds overhead.
         device: ``None`` (default): numpy on the CPU, without importing torch; a torch device (``"cpu"``,
@@ -734,12 +735,12 @@ def evaluate_kitti_objects(
         _check_object_values(preds, "preds")
         _check_object_values(target, "target")
     if device is None:  # numpy: torch is not needed (nor imported)
-        return _evaluate(target, preds, names, table, only_detected, workers, None, progress)
+        return _evaluate(target, preds, names, table, only_detected, threads, None, progress)
     import torch
 
     device = torch.device(device)
     with one_torch_thread_per_worker() if device.type == "cpu" else contextlib.nullcontext():
-        return _evaluate(target, preds, names, table, only_detected, workers, device, progress)
+        return _evaluate(target, preds, names, table, only_detected, threads, device, progress)
 
 
 def _check_object_values(frames: Sequence[KittiObjects] | ObjectTable, name: str) -> None:

@@ -12,6 +12,7 @@ from drivemetrics._internal.options import (
     add_compat,
     add_input,
     add_no_progress,
+    add_threads,
     add_workers,
     number_in,
     progress_setting,
@@ -29,10 +30,10 @@ def _tusimple_eval(args: argparse.Namespace) -> int:
 
     if args.json:
         check_output_path(args.json, input_files=[args.pred, args.gt], option="--json", is_folder=False)
-    if args.workers is not None:  # the images are scored in one batch: its torch threads
+    if args.threads is not None:  # the images are scored in one batch: its torch threads
         import torch
 
-        torch.set_num_threads(args.workers)
+        torch.set_num_threads(args.threads)
     overall, per_image = evaluate_tusimple_files(
         args.pred,
         args.gt,
@@ -287,6 +288,17 @@ def _curvelanes_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_canvas_options(culane: argparse.ArgumentParser) -> None:
+    """``culane-eval``'s canvas: ``--height``, ``--width`` and ``--line-width``, each with its range."""
+    pixels = number_in(1, 100_000, kind=int)
+    culane.add_argument("--height", type=pixels, default=590, help="canvas height, px (default 590)")
+    culane.add_argument("--width", type=pixels, default=1640, help="canvas width, px (default 1640)")
+    width = number_in(0, 1000, low_open=True)
+    culane.add_argument(
+        "--line-width", type=width, default=30.0, help="drawn lane width, px (in (0, 1000], default 30)"
+    )
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the lane subcommands."""
     _register_tusimple(subparsers)
@@ -313,7 +325,7 @@ def _register_tusimple(subparsers: argparse._SubParsersAction) -> None:
         "--per-image", action="store_true", help="with --json, add the per-image scores under the key per_image"
     )
     add_no_progress(parser)
-    add_workers(parser, "threads scoring the images (one batch; torch's intra-op threads)")
+    add_threads(parser, "threads scoring the images (one batch; torch's intra-op threads)")
     parser.add_argument("--ego-only", action="store_true", help="score only the ego-left and ego-right lanes")
     parser.add_argument(
         "--image-width",
@@ -360,18 +372,7 @@ def _register_culane(subparsers: argparse._SubParsersAction) -> None:
         help="list file(s) of the images to score (default: every GT file); several files or a folder such as "
         "list/test_split give one table row each (row name = file name without the testN_ prefix)",
     )
-    culane.add_argument(
-        "--height", type=number_in(1, 100_000, kind=int), default=590, help="canvas height, px (default 590)"
-    )
-    culane.add_argument(
-        "--width", type=number_in(1, 100_000, kind=int), default=1640, help="canvas width, px (default 1640)"
-    )
-    culane.add_argument(
-        "--line-width",
-        type=number_in(0, 1000, low_open=True),
-        default=30.0,
-        help="drawn lane width in pixels (in (0, 1000], default 30)",
-    )
+    _add_canvas_options(culane)
     culane.add_argument(
         "--iou",
         type=number_in(0, 1),

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import networkx as nx
 
-from drivemetrics._internal.limits import short_repr
+from drivemetrics._internal.limits import get_limits, how_to_raise, short_repr
 from drivemetrics._internal.safe_pickle import safe_pickle_load
 
 __all__ = ["load_lanegraph_pickle"]
@@ -37,4 +37,12 @@ def load_lanegraph_pickle(path: str | Path, what: str = "file") -> dict:
                         "networkx.DiGraph, "
                         f"got {type(graph).__name__}"
                     )
+    samples = sum(len(samples) for splits in data.values() for samples in splits.values())
+    per_mb = get_limits().max_samples_per_mb
+    allowed = 1_000 + per_mb * path.stat().st_size // 1_000_000  # 561 samples in 1.4 MB in the real pickles
+    if samples > allowed:  # shared graphs: a small pickle of many samples, each evaluated again
+        raise ValueError(
+            f"{path}: {samples:,} samples in {path.stat().st_size:,} bytes, more than 1,000 + "
+            f"max_samples_per_mb={per_mb:,} per MB = {allowed:,} ({how_to_raise('max_samples_per_mb')})"
+        )
     return data

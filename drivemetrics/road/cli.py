@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from drivemetrics._internal.options import add_input, add_no_progress, add_workers, hide_aliases, progress_setting
+from drivemetrics._internal.options import add_input, add_no_progress, add_threads, hide_aliases, progress_setting
 
 __all__ = ["ROAD_CATEGORIES", "SPACES", "register", "run_road_bev", "run_road_eval"]
 
@@ -76,7 +76,7 @@ def _register_road_eval(subparsers: argparse._SubParsersAction) -> None:
         "fitted at the category's BEV working point",
     )
     add_no_progress(ev)
-    add_workers(ev, "threads decoding PNGs")
+    add_threads(ev, "threads decoding PNGs")
     ev.set_defaults(func=run_road_eval)
 
 
@@ -113,7 +113,7 @@ def _register_road_bev(subparsers: argparse._SubParsersAction) -> None:
         "--output",
     )
     add_no_progress(bev)
-    add_workers(bev, "threads decoding PNGs")
+    add_threads(bev, "threads decoding PNGs")
     bev.set_defaults(func=run_road_bev)
 
 
@@ -143,7 +143,7 @@ def run_road_eval(args: argparse.Namespace) -> int:
         compat=args.compat,
         progress=progress_setting(args),
         log=lambda line: print(line, file=sys.stderr),
-        workers=args.workers,
+        threads=args.threads,
     )
     print(format_scores_table(scores, args.space))
     if args.corridor:
@@ -173,7 +173,7 @@ def run_road_bev(args: argparse.Namespace) -> int:
     from drivemetrics.road.evaluate import transform_to_bev
 
     written = transform_to_bev(
-        args.calib, args.input, args.output, progress=progress_setting(args), workers=args.workers
+        args.calib, args.input, args.output, progress=progress_setting(args), threads=args.threads
     )
     print(f"wrote {len(written)} BEV image(s) to {args.output}")
     return 0

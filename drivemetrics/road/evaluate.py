@@ -183,11 +183,11 @@ def evaluate_results(
     compat: Compat = "default",
     progress: bool | None = None,
     log: Callable[[str], None] | None = None,
-    workers: int | None = None,
+    threads: int | None = None,
 ) -> dict[str, dict[str, float]]:
     """Evaluate a folder of result PNGs against KITTI-ROAD ground truth, pooled per category (the devkit's way).
 
-    The frames are decoded and counted by a pool of ``workers`` threads (PNG decoding and the counting kernels
+    The frames are decoded and counted by a pool of ``threads`` threads (PNG decoding and the counting kernels
     release the GIL), a few frames at a time, so memory does not grow with the number of frames; torch's own
     intra-op threads are set to 1 meanwhile (``torch.set_num_threads``, restored on return).
 
@@ -204,7 +204,8 @@ def evaluate_results(
         compat: ``"reference"``: working-point values from float32 counts, as the devkit computes them.
         progress: show a tqdm bar (``None``: only on a terminal).
         log: called with one line per skipped category (default: silent).
-        workers: threads reading and counting frames (default: ``os.cpu_count()``; 1: no thread).
+        threads: threads reading and counting frames (default and most: one per usable core; 1: no thread;
+            named ``workers`` before issue 46: ``workers`` means processes in every function).
 
     Returns:
         ``{category: {key: value}}`` with :data:`RESULT_KEYS`; values are fractions, ``best_threshold`` is
@@ -227,7 +228,7 @@ def evaluate_results(
     if not results_dir.is_dir():
         raise FileNotFoundError(f"results folder not found: {results_dir}")
     log = log or (lambda _line: None)
-    workers = check_workers(workers)
+    threads = check_workers(threads, "threads")
     frames: list[tuple[str, _Frame]] = []
     for category in categories:
         keys = category_frames(layout.gt_dir, category)
@@ -258,7 +259,7 @@ def evaluate_results(
 
     bar = _progress([c for c, _ in frames], progress, f"road-eval ({space})")  # advances as frames complete
     with one_torch_thread_per_worker():
-        for hist, category in zip(parallel_map(count, [f for _, f in frames], workers), bar, strict=True):
+        for hist, category in zip(parallel_map(count, [f for _, f in frames], threads), bar, strict=True):
             histograms[category] = hist if category not in histograms else histograms[category] + hist
     totals = {category: counts_from_histograms(hist) for category, hist in histograms.items()}
     if not totals:
@@ -329,14 +330,14 @@ def transform_to_bev(
     output_dir: str | Path,
     grid: BevGrid | None = None,
     progress: bool | None = None,
-    workers: int | None = None,
+    threads: int | None = None,
 ) -> list[Path]:
     """Warp every ``*.png`` of ``input_dir`` to the BEV like the devkit's ``transform2BEV`` (for submission).
 
     Each file's calibration is found with :func:`calib_file_for`; the image is read unchanged (8-bit grey or
     colour) and warped with the devkit's lookup (unseen cells 0), then written to ``output_dir/<name>.png``
-    (a temporary file renamed into place). ``workers`` threads (default: ``os.cpu_count()``) decode, warp and
-    encode a few files at a time.
+    (a temporary file renamed into place). ``threads`` threads (default and most: one per usable core) decode, warp
+    and encode a few files at a time.
 
     Returns:
         The written paths.
@@ -364,7 +365,7 @@ def transform_to_bev(
 
     bar = _progress([str(f) for f in files], progress, "to BEV")
     with one_torch_thread_per_worker():
-        return [out for out, _ in zip(parallel_map(warp, files, workers), bar, strict=True)]
+        return [out for out, _ in zip(parallel_map(warp, files, threads), bar, strict=True)]
 
 
 def corridor_table(

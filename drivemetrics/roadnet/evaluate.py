@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import networkx as nx
+import numpy as np
 
 from drivemetrics._internal.compat import Compat, check_compat
-from drivemetrics._internal.limits import check_graph_extent, check_window
+from drivemetrics._internal.limits import check_graph_area, check_graph_extent, check_window
 from drivemetrics._internal.pool import check_workers_or_auto, map_in_processes
 from drivemetrics._internal.progress import progress_bar
 from drivemetrics.graph.geometry import crop, graph_arrays, translate
@@ -250,6 +251,9 @@ def _evaluate_files(job: tuple) -> tuple[str, dict[str, dict[str, float]]]:
     check_graph_extent(graph_arrays(target).pos, gt_path)
     if pred_path is not None:
         check_graph_extent(graph_arrays(preds).pos, pred_path)
+        if window is None:  # the CCQ canvas covers both graphs
+            both = np.concatenate([graph_arrays(target).pos, graph_arrays(preds).pos])
+            check_graph_area(both, f"{gt_path} with {pred_path}")
     if window is not None or border:
         extent = None
         if window is None:  # the GT's bounding box

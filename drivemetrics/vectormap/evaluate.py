@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from drivemetrics._internal.limits import short_repr
 from drivemetrics._internal.pool import map_in_processes, one_torch_thread_per_worker, parallel_map, usable_cores
 from drivemetrics._internal.progress import progress_bar
 from drivemetrics.vectormap.flat import FlatLines, ap_from_rows, flatten_samples, match_flat, resample_lines
@@ -376,7 +377,16 @@ def read_resampled(path: str | Path, role: str, protocol: ProtocolName | MapProt
             )
         lines = flatten_samples(samples, proto.class_names, 2, with_scores=True)
         lines = lines.take(np.flatnonzero(lines.counts >= proto.min_pred_points))
-    return resample_lines(lines, proto)
+    try:
+        return resample_lines(lines, proto)
+    except ValueError as err:  # a line too long for its points: name the file and the sample
+        line = int(str(err).split(":", 1)[0].removeprefix("line ")) if str(err).startswith("line ") else None
+        if line is None:
+            raise ValueError(f"{path}: {err}") from None
+        sample = int(lines.sample[line])
+        position = line - int(np.searchsorted(lines.sample, sample))
+        detail = str(err).split(":", 1)[1]
+        raise ValueError(f"{path}: sample {short_repr(lines.tokens[sample])}: line {position}:{detail}") from None
 
 
 def _match_flat_job(job: tuple[FlatLines, FlatLines, MapProtocol]) -> tuple[np.ndarray, np.ndarray]:
@@ -393,8 +403,9 @@ def evaluate_flat(
     names: tuple[str, str] = ("GT", "predictions"),
 ) -> MapEvaluation:
     """:func:`evaluate_map_samples` on numpy arrays: resampled GT and prediction lines (:func:`read_resampled`),
-    paired by token, matched in ``workers`` processes (forked where torch is not imported; ``None``: one per core
-    for large inputs), pooled into the report. Same report, without torch; for the protocols of
+    paired by token, matched in ``workers`` processes (forked where torch is not imported; ``None``: the pool's
+    measured auto policy, :func:`~drivemetrics._internal.pool.map_in_processes`), pooled into the report. Same
+    report, without torch; for the protocols of
     :func:`flat_path_applies`.
 
     Examples:
@@ -433,11 +444,12 @@ def evaluate_flat(
         preds = preds.take(kept)
     preds = replace(preds, sample=sample[kept], tokens=gt.tokens)
     # jobs: consecutive GT samples, about four per process
-    processes = workers
-    if processes is None:  # one per core where each gets enough lines
-        processes = usable_cores() if len(preds.counts) >= MIN_LINES_PER_PROCESS * 2 else 1
-    processes = max(1, min(processes, usable_cores(), len(gt.tokens)))  # --workers 10000: no fork storm
-    num_jobs = 1 if processes == 1 else 4 * processes
+    processes = workers  # None: the pool's measured auto policy (forks once the timed jobs say it pays)
+    if processes is None:
+        num_jobs = 4 * usable_cores() if len(preds.counts) >= MIN_LINES_PER_PROCESS * 2 else 1
+    else:
+        processes = max(1, min(processes, usable_cores(), len(gt.tokens)))  # --workers 10000: no fork storm
+        num_jobs = 1 if processes == 1 else 4 * processes
     bounds = np.linspace(0, len(gt.tokens), num_jobs + 1).round().astype(np.int64)
     gt_bounds = np.searchsorted(gt.sample, bounds)
     pred_bounds = np.searchsorted(preds.sample, bounds)

@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from drivemetrics._internal.limits import get_limits, how_to_raise
 from drivemetrics.polyline.average_precision import pooled_precision_recall
 from drivemetrics.vectormap.protocol import MapProtocol
 
@@ -209,7 +210,7 @@ def _grid(proto: MapProtocol, total: np.ndarray, line: np.ndarray, step: np.ndar
 
 
 def resample_flat(
-    points: np.ndarray, counts: np.ndarray, proto: MapProtocol, max_samples: int = 100_000
+    points: np.ndarray, counts: np.ndarray, proto: MapProtocol, max_samples: int | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """The protocol's resampling of flat lines (see :class:`FlatLines`): ``(samples (M, D), sample counts (L,))``.
 
@@ -218,7 +219,8 @@ def resample_flat(
     ``i * (length / (n - 1))``, the last one the length (:func:`~drivemetrics.polyline.resample_by_count`). Each
     point as GEOS' ``interpolate``: the segment whose running end first exceeds the position, then
     ``p0 + t * (p1 - p0)``. Every line needs at least one point. A line needing more than ``max_samples`` samples
-    raises ``ValueError``.
+    (default: the limit ``max_map_line_points`` of :mod:`drivemetrics._internal.limits`, so that the cost follows
+    the input's points, never the length its coordinates describe) raises ``ValueError`` before any is made.
 
     Examples:
         >>> from drivemetrics.vectormap.protocol import get_protocol
@@ -229,6 +231,8 @@ def resample_flat(
         >>> samples[:, 0].tolist(), counts.tolist()
         ([0.0, 0.3, 0.6, 0.8999999999999999, 1.0], [5])
     """
+    if max_samples is None:
+        max_samples = get_limits().max_map_line_points
     if max_samples < 2:
         raise ValueError(f"`max_samples` must be >= 2, got {max_samples}")
     if len(counts) <= LINES_PER_STEP:
@@ -261,9 +265,11 @@ def _resample_step(
         inner = np.maximum(np.ceil((total - proto.spacing) / proto.spacing), 0).astype(np.int64)
         largest = int(inner.max()) + 2 if num_lines else 2
         if largest > max_samples:
+            line = int(np.argmax(total))
             raise ValueError(
-                f"a polyline of length {float(total.max()):.6g} needs {largest} samples at spacing {proto.spacing}, "
-                f"more than `max_samples` = {max_samples}"
+                f"line {line}: {float(total[line]):.6g} m long, it resamples to {largest:,} points at "
+                f"{proto.spacing} m, more than max_map_line_points={max_samples:,} "
+                f"({how_to_raise('max_map_line_points')})"
             )
     else:
         if proto.num_samples < 2:

@@ -252,9 +252,9 @@ def test_cli_choices_equal_the_library_constants():
 
 def test_road_eval_rejects_zero_workers(capsys):
     with pytest.raises(SystemExit) as exit_info:
-        main(["road-eval", "--data", "d", "--results", "r", "--workers", "0"])
+        main(["road-eval", "--data", "d", "--results", "r", "--threads", "0"])
     assert exit_info.value.code == 2
-    assert "--workers: must be >= 1, got 0" in capsys.readouterr().err
+    assert "--threads: must be >= 1, got 0" in capsys.readouterr().err
 
 
 def test_road_eval_json_never_over_a_file_of_the_input_folders(fixtures_dir, baseline_results, capsys):

@@ -310,7 +310,7 @@ def test_evaluate_results_threads_count_like_frame_counts(fixtures_dir, tmp_path
         Image.fromarray(prior).save(results / f"{key}.png")
     total, per_frame = pooled_counts(fixtures_dir, space)
     for workers in (1, 3):
-        scores = evaluate_results(root.parent, results, space=space, crop=True, progress=False, workers=workers)
+        scores = evaluate_results(root.parent, results, space=space, crop=True, progress=False, threads=workers)
         assert scores["urban_road"]["total_positives"] == int(total.tp[0] + total.fn[0])
         assert scores["urban_road"]["total_negatives"] == int(total.fp[0] + total.tn[0])
         assert scores["urban_road"]["max_f"] == pytest.approx(EXPECTED[space]["max_f"], abs=1e-12)
@@ -318,8 +318,8 @@ def test_evaluate_results_threads_count_like_frame_counts(fixtures_dir, tmp_path
             *(a + b for a, b in zip(per_frame["uu_road_000000"], per_frame["uu_road_000093"], strict=True))
         )
         assert scores["uu_road"]["max_f"] == pytest.approx(float(scores_from_counts(uu)["max_f"]), abs=1e-12)
-    with pytest.raises(ValueError, match="`workers` must be a positive int"):
-        evaluate_results(root.parent, results, space=space, crop=True, progress=False, workers=0)
+    with pytest.raises(ValueError, match="`threads` must be a positive int"):
+        evaluate_results(root.parent, results, space=space, crop=True, progress=False, threads=0)
 
 
 def test_parallel_map_keeps_order_bounds_the_queue_and_raises():
@@ -360,7 +360,7 @@ def test_transform_to_bev_real_gt(fixtures_dir, tmp_path, workers):
         (inputs / f"{key}.png").write_bytes((root / "gt_image_2" / f"{key}.png").read_bytes())
     grey = np.asarray(Image.open(root / "gt_image_2" / "um_road_000000.png").convert("RGB"))[..., 2]
     Image.fromarray(grey).save(inputs / "uu_road_000093.png")  # 8-bit grey, with another frame's calibration
-    written = transform_to_bev(root / "calib", inputs, tmp_path / "out", progress=False, workers=workers)
+    written = transform_to_bev(root / "calib", inputs, tmp_path / "out", progress=False, threads=workers)
     assert not list((tmp_path / "out").glob("*.tmp*"))
     assert [p.name for p in written] == ["um_lane_000000.png", "um_road_000000.png", "uu_road_000093.png"]
     # kitti_road.md section 7: BEV colour counts (black incl. unseen, red, magenta)

@@ -109,7 +109,7 @@ def test_resample_flat_in_steps_equals_one_step(monkeypatch):
 
 
 def test_resample_flat_refuses_a_line_needing_too_many_samples():
-    with pytest.raises(ValueError, match="more than `max_samples` = 10"):
+    with pytest.raises(ValueError, match="more than max_map_line_points=10 "):
         resample_flat(np.array([[0.0, 0.0], [10.0, 0.0]]), np.array([2]), AV2, max_samples=10)
 
 
