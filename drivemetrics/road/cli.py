@@ -73,7 +73,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_no_progress(ev)
     add_workers(ev, "threads decoding PNGs")
     ev.set_defaults(func=run_road_eval)
+    _register_road_bev(subparsers)
 
+
+def _register_road_bev(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``road-bev``."""
     bev = subparsers.add_parser(
         "road-bev",
         help="warp perspective PNGs to the KITTI-ROAD BEV grid (for submitting to the KITTI server)",
