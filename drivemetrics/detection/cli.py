@@ -14,6 +14,7 @@ from drivemetrics._internal.options import (
     add_input,
     add_no_progress,
     add_workers,
+    device_name,
     hide_aliases,
     progress_setting,
     resolve_workers,
@@ -114,6 +115,10 @@ def _kitti_object_eval(args: argparse.Namespace) -> int:
     from drivemetrics._internal.read_ahead import read_ahead_all
     from drivemetrics.detection.io import read_object_table
 
+    if args.device is not None:
+        from drivemetrics._internal.options import check_device
+
+        check_device(args.device)  # before any work: one line naming --device
     gt_dir, det_dir = Path(args.gt), Path(args.det)
     for name, folder in (("--gt", gt_dir), ("--pred", det_dir)):
         if not folder.is_dir():
@@ -174,6 +179,7 @@ def _kitti_object_eval(args: argparse.Namespace) -> int:
         overlaps=args.overlaps,
         workers=resolve_workers(args.workers),
         progress=progress,
+        device=args.device,
     )
     print(f"{len(frames)} frames, overlaps: {args.overlaps}")
     if not result:
@@ -245,6 +251,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             help="write the C++'s stats_<class>_<detection|orientation|detection_ground|detection_3d>.txt files here",
         ),
         "--write-stats",
+    )
+    parser.add_argument(
+        "--device",
+        type=device_name,
+        default=None,
+        metavar="NAME",
+        help="torch device of the overlaps and the matching (default: numpy on the CPU, without torch)",
     )
     add_compat(
         parser,
