@@ -143,11 +143,17 @@ def _check_tusimple(compat: str) -> Callable[[Path, Path, str], None]:
 # KITTI object (one mode: the official C++ evaluate_object)
 
 
-def _kitti_object_argv(fx: Path, tmp: Path) -> list[str]:
-    (tmp / "list.txt").write_text("".join(f"{i:06d}\n" for i in range(100)))
-    root = fx / "kitti_object"
-    paths = ["--gt", str(root / "label_2"), "--det", str(root / "det_100"), "--list", str(tmp / "list.txt")]
-    return [*paths, "--write-stats", str(tmp / "stats"), "--json", str(tmp / "out.json")]
+def _kitti_object_argv(compat: str) -> Callable[[Path, Path], list[str]]:
+    """Both modes are the official C++'s numbers; the default row spells --pred / --out the old way (hidden aliases)."""
+
+    def argv(fx: Path, tmp: Path) -> list[str]:
+        (tmp / "list.txt").write_text("".join(f"{i:06d}\n" for i in range(100)))
+        root = fx / "kitti_object"
+        pred, out = ("--pred", "--out") if compat == "reference" else ("--det", "--write-stats")
+        paths = ["--gt", str(root / "label_2"), pred, str(root / "det_100"), "--list", str(tmp / "list.txt")]
+        return [*paths, out, str(tmp / "stats"), "--json", str(tmp / "out.json"), "--compat", compat]
+
+    return argv
 
 
 def _check_kitti_object(fx: Path, tmp: Path, stdout: str) -> None:
@@ -789,8 +795,11 @@ ROWS: dict[str, Row] = {
     "tusimple-eval/tusimple/default": Row(
         "tusimple-eval", "tusimple", "default", _tusimple_argv("default"), _check_tusimple("default")
     ),
-    "kitti-object-eval/kitti_object/-": Row(
-        "kitti-object-eval", "kitti_object", "-", _kitti_object_argv, _check_kitti_object
+    "kitti-object-eval/kitti_object/reference": Row(
+        "kitti-object-eval", "kitti_object", "reference", _kitti_object_argv("reference"), _check_kitti_object
+    ),
+    "kitti-object-eval/kitti_object/default": Row(
+        "kitti-object-eval", "kitti_object", "default", _kitti_object_argv("default"), _check_kitti_object
     ),
     "road-eval/kitti_road/reference": Row(
         "road-eval", "kitti_road", "reference", _road_eval_argv("reference"), _check_road_eval("reference")

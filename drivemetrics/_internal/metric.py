@@ -23,14 +23,19 @@ import hashlib
 import inspect
 from collections.abc import Sequence
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor
-from torchmetrics import Metric
 
 from drivemetrics._internal import arrays
 from drivemetrics._internal.extras import require
+from drivemetrics._internal.torchmetrics_base import base_metric
+
+if TYPE_CHECKING:
+    from torchmetrics import Metric
+else:
+    Metric = base_metric()  # torchmetrics.Metric without the rest of torchmetrics (start-up: see the module)
 
 __all__ = ["DictFamilyLogCheck", "MetricFamily", "ScalarMetric", "add_config_state", "config_key", "plot_metric"]
 

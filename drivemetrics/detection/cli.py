@@ -11,6 +11,7 @@ from drivemetrics._internal.options import (
     add_input,
     add_no_progress,
     add_threads,
+    device_name,
     hide_aliases,
     progress_setting,
     resolve_workers,
@@ -54,6 +55,10 @@ def format_table(result: dict) -> str:
 def _kitti_object_eval(args: argparse.Namespace) -> int:
     from drivemetrics.detection.evaluate import evaluate_kitti_object_folders
 
+    if args.device is not None:
+        from drivemetrics._internal.options import check_device
+
+        check_device(args.device)  # before any work: one line naming --device
     gt_dir, det_dir = Path(args.gt), Path(args.det)
     for name, folder in (("--gt", gt_dir), ("--pred", det_dir)):
         if not folder.is_dir():
@@ -80,6 +85,7 @@ def _kitti_object_eval(args: argparse.Namespace) -> int:
         overlaps=args.overlaps,
         threads=resolve_workers(args.threads),
         progress=progress_setting(args),
+        device=args.device,
     )
     if done is None:  # torchrun: another rank reports
         return 0
@@ -154,6 +160,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             help="write the C++'s stats_<class>_<detection|orientation|detection_ground|detection_3d>.txt files here",
         ),
         "--write-stats",
+    )
+    parser.add_argument(
+        "--device",
+        type=device_name,
+        default=None,
+        metavar="NAME",
+        help="torch device of the overlaps and the matching (default: numpy on the CPU, without torch)",
     )
     add_compat(
         parser,

@@ -82,6 +82,7 @@ def evaluate_kitti_object_folders(
     overlaps: Overlaps = "strict",
     threads: int = 1,
     progress: bool | None = False,
+    device: str | None = None,
 ) -> tuple[dict, int] | None:
     """The official KITTI object evaluation of the result folder ``det_dir`` against the label folder ``gt_dir``.
 
@@ -90,6 +91,8 @@ def evaluate_kitti_object_folders(
         list_file: the frames to evaluate, one name per line (default: every ``.txt`` of ``gt_dir``, sorted).
         overlaps: ``"strict"`` or ``"loose"`` (:func:`~drivemetrics.detection.kitti_ap.evaluate_kitti_objects`).
         threads: threads evaluating the (class, kind) curves in parallel.
+        device: ``None``: numpy on the CPU, without torch; a torch device name: the overlaps and the matching there
+            (:func:`~drivemetrics.detection.kitti_ap.evaluate_kitti_objects`).
         progress: a progress bar over the labels read and the curves (``None``: only on a terminal).
 
     Returns:
@@ -151,5 +154,7 @@ def evaluate_kitti_object_folders(
             if not shard.is_main:
                 return None
             groundtruth, detections = gts, dets
-    result = evaluate_kitti_objects(detections, groundtruth, overlaps=overlaps, threads=threads, progress=progress)
+    result = evaluate_kitti_objects(
+        detections, groundtruth, overlaps=overlaps, threads=threads, progress=progress, device=device
+    )
     return result, len(frames)

@@ -31,9 +31,8 @@ from typing import Any, Literal
 
 import torch
 from torch import Tensor, nn
-from torchmetrics import Metric
 
-from drivemetrics._internal.metric import plot_metric
+from drivemetrics._internal.metric import Metric, plot_metric
 from drivemetrics._internal.precision import float32_if_half
 from drivemetrics._internal.validation import check_finite, check_tensor
 from drivemetrics.lane.control import LateralController, LinearMPC, PosedPath, VehiclePath, sample_profile

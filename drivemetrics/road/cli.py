@@ -81,6 +81,7 @@ def _register_road_eval(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _register_road_bev(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``road-bev``."""
     bev = subparsers.add_parser(
         "road-bev",
         help="warp perspective PNGs to the KITTI-ROAD BEV grid (for submitting to the KITTI server)",

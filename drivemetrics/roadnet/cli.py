@@ -72,7 +72,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="default",
         help="reproduce the released code (lcit/metrics_delin): its crop, OPT-J, OPT-P, OPT-G, TLTS and CCQ "
         "(APLS, JUNCT and SUBG: scored in the default mode, with a warning; Sat2Graph's released APLS: "
-        "--set apls.protocol=sat2graph --set apls.compat=reference)",
+        "--protocol sat2graph --set apls.compat=reference)",
+    )
+    ev.add_argument(
+        "--protocol",
+        choices=("cosmiq", "sat2graph"),
+        default=None,
+        help="APLS preset: cosmiq (SpaceNet's apls.py) or sat2graph (Sat2Graph's); the same as "
+        "--set apls.protocol=NAME (default: the APLS default, cosmiq)",
     )
     add_no_progress(ev)
     ev.add_argument(
@@ -198,7 +205,8 @@ def _run_eval(args: argparse.Namespace) -> int:
         )
     pairs, orphans = find_pairs(args.gt, args.pred)
     missing = [name for name, _, p in pairs if p is None]
-    options = apply_settings(_seeded_options(args.seed), args.set)
+    presets = [f"apls.protocol={args.protocol}"] if args.protocol else []  # --set given after it wins
+    options = apply_settings(_seeded_options(args.seed), [*presets, *args.set])
     warn_default_mode(args.metrics, args.compat)
     per_tile, scores = evaluate_dataset(
         pairs,

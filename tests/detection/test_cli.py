@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 
 from drivemetrics.cli import main
 
@@ -69,3 +70,21 @@ def test_json_never_over_a_frame_file(kitti_dir, tmp_path, capsys):
     assert main([*args, "--json", str(det / "000000.txt")]) == 2
     assert "inside the input folder" in capsys.readouterr().err
     assert (det / "000000.txt").read_bytes() == source.read_bytes()
+
+
+def test_device_gives_the_numpy_numbers(kitti_dir, tmp_path, capsys):
+    """``--device cpu`` runs the overlaps and the matching in torch: the same JSON as the numpy default."""
+    frames = tmp_path / "frames.txt"
+    frames.write_text("".join(f"{i:06d}\n" for i in range(20)))
+    outputs = []
+    for device in ([], ["--device", "cpu"]):
+        out = tmp_path / f"out{len(outputs)}.json"
+        argv = ["kitti-object-eval", "--gt", str(kitti_dir / "label_2"), "--pred", str(kitti_dir / "det_100")]
+        assert main([*argv, "--list", str(frames), "--json", str(out), "--no-progress", *device]) == 0
+        outputs.append(json.loads(out.read_text()))
+    capsys.readouterr()
+    assert outputs[0] == outputs[1]
+    assert outputs[0]  # some class was evaluated
+    if not torch.cuda.is_available():
+        assert main([*argv, "--device", "cuda"]) == 2
+        assert "--device cuda" in capsys.readouterr().err

@@ -239,3 +239,26 @@ def test_graph_eval_json_never_into_a_graph_folder_as_a_graph(tmp_path, capsys):
         assert main([*args, "--no-progress", "--json", str(target)]) == 2
         assert "inside the input folder" in capsys.readouterr().err
         assert (target.read_bytes() if target.exists() else None) == before
+
+
+def test_graph_eval_protocol_is_the_apls_preset(tmp_path, monkeypatch, capsys):
+    """``--protocol NAME`` (the grammar's name for presets) sets ``apls.protocol``; a ``--set`` given too wins."""
+    import drivemetrics.roadnet.evaluate as evaluate
+
+    write_roadtracer_graph(grid(), tmp_path / "gt.graph")
+    write_roadtracer_graph(grid(), tmp_path / "pred.graph")
+    seen = []
+    real = evaluate.evaluate_dataset
+
+    def recording(pairs, metrics, options, *args, **kwargs):
+        seen.append(options["apls"].get("protocol"))
+        return real(pairs, metrics, options, *args, **kwargs)
+
+    monkeypatch.setattr(evaluate, "evaluate_dataset", recording)
+    argv = ["graph-eval", "--gt", str(tmp_path / "gt.graph"), "--pred", str(tmp_path / "pred.graph")]
+    argv += ["--metrics", "apls", "--no-progress"]
+    assert main([*argv, "--protocol", "sat2graph"]) == 0
+    assert main([*argv, "--protocol", "sat2graph", "--set", "apls.protocol=cosmiq"]) == 0
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert seen == ["sat2graph", "cosmiq", None]
