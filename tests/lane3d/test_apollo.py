@@ -196,3 +196,15 @@ def test_probes_invisible_stretch_and_equal_thresholds(fixtures_dir):
     want = probes["all_thresholds_equal"]
     assert got["ap"] == pytest.approx(want["AP"], abs=1e-12)
     assert got["max_f_threshold"] == pytest.approx(want["max_F_prob_th"])
+
+
+def test_probe_probability_exactly_on_a_threshold(fixtures_dir):
+    from drivemetrics.lane3d.apollo import APOLLO_THRESHOLDS
+
+    probes = _probes(fixtures_dir)
+    gt = [_lane(-1.8), _lane(1.8)]
+    g = pack_lane_lists([gt], visibility=[[np.ones(len(lane)) for lane in gt]])
+    p = pack_lane_lists([[_lane(-1.8), _lane(1.8)]], scores=[[0.5, 0.95]])
+    counts = apollo3d_matches(p, g, frames=1, thresholds=(0.5, APOLLO_THRESHOLDS[9]))["counts"][0]
+    for row, key in zip(counts, ("prob_exactly_0.5_fixed_th_0.5", "prob_exactly_0.5_fixed_th_linspace9"), strict=True):
+        assert row[0] / (row[2] + 1e-6) == pytest.approx(probes[key]["R"], abs=1e-12)
