@@ -154,3 +154,57 @@ def test_metric_class_accumulates_like_the_kernel():
         metric.update({"points": inputs["preds"]["points"]}, inputs["target"])
     assert not math.isnan(float(twice["ap"]))
     assert torch.is_tensor(twice["ap"])
+
+
+def _frame_vis(gt, vis, preds, probs, compat="reference"):
+    g = pack_lane_lists([gt], visibility=[vis])
+    out = apollo3d_matches(pack_lane_lists([preds], scores=[probs]), g, frames=1, compat=compat)
+    t = out["counts"].shape[1]
+    sums = np.zeros((t, 4))
+    np.add.at(sums, out["pair_threshold"], out["pair_errors"])
+    return apollo3d_scores(out["counts"].sum(0), sums, np.bincount(out["pair_threshold"], minlength=t))
+
+
+def test_probe_no_far_both_visible_samples(fixtures_dir):
+    want = _probes(fixtures_dir)["no_far_both_visible_samples"]
+    gt = [_lane(-1.8), _lane(1.8)]
+    vis = [(lane[:, 1] <= 40).astype(float) for lane in gt]
+    got = _frame_vis(gt, vis, [_lane(-1.6, 3, 40), _lane(1.6, 3, 40)], [0.9, 0.9])
+    for key, name in (("x_close", "x_error_close"), ("x_far", "x_error_far"), ("z_far", "z_error_far")):
+        assert got[name] == pytest.approx(want[key], abs=1e-12)
+    assert got["max_f"] == pytest.approx(want["F"], abs=1e-12)
+
+
+def test_probe_gt_far_to_near_and_its_default_fix(fixtures_dir):
+    want = _probes(fixtures_dir)["gt_far_to_near_from_120m"]
+    gt = [_lane(-1.8, 3, 120)[::-1], _lane(1.8)]
+    preds = [_lane(-1.8), _lane(1.8)]
+    got = _frame_vis(gt, [np.ones(len(lane)) for lane in gt], preds, [0.9, 0.9])
+    assert (got["recall"], got["precision"]) == pytest.approx((want["R"], want["P"]), abs=1e-12)
+    fixed = _frame_vis(gt, [np.ones(len(lane)) for lane in gt], preds, [0.9, 0.9], "default")
+    assert fixed["precision"] == pytest.approx(1.0, abs=1e-5)  # the reversed GT lane is evaluated
+
+
+def test_probes_invisible_stretch_and_equal_thresholds(fixtures_dir):
+    probes = _probes(fixtures_dir)
+    stretch = _lane(1.8)  # one GT line, invisible for 30 <= y <= 60, and its exact prediction
+    vis = [((stretch[:, 1] < 30) | (stretch[:, 1] > 60)).astype(float)]
+    got = _frame_vis([stretch], vis, [_lane(1.8)], [0.9])
+    assert got["max_f"] == pytest.approx(probes["gt_invisible_stretch"]["F"], abs=1e-12)
+    gt = [_lane(-1.8), _lane(1.8)]
+    got = _frame_vis(gt, [np.ones(len(lane)) for lane in gt], [_lane(-1.8), _lane(1.8)], [0.99, 0.99])
+    want = probes["all_thresholds_equal"]
+    assert got["ap"] == pytest.approx(want["AP"], abs=1e-12)
+    assert got["max_f_threshold"] == pytest.approx(want["max_F_prob_th"])
+
+
+def test_probe_probability_exactly_on_a_threshold(fixtures_dir):
+    from drivemetrics.lane3d.apollo import APOLLO_THRESHOLDS
+
+    probes = _probes(fixtures_dir)
+    gt = [_lane(-1.8), _lane(1.8)]
+    g = pack_lane_lists([gt], visibility=[[np.ones(len(lane)) for lane in gt]])
+    p = pack_lane_lists([[_lane(-1.8), _lane(1.8)]], scores=[[0.5, 0.95]])
+    counts = apollo3d_matches(p, g, frames=1, thresholds=(0.5, APOLLO_THRESHOLDS[9]))["counts"][0]
+    for row, key in zip(counts, ("prob_exactly_0.5_fixed_th_0.5", "prob_exactly_0.5_fixed_th_linspace9"), strict=True):
+        assert row[0] / (row[2] + 1e-6) == pytest.approx(probes[key]["R"], abs=1e-12)
