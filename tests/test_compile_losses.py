@@ -89,7 +89,8 @@ def _lane_matching_soft(distance: str) -> tuple[Callable[..., torch.Tensor], tup
 
 def _center_maps() -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...]]:
     def loss(maps: torch.Tensor) -> torch.Tensor:
-        return road_center_attack_loss(expected_center_from_maps(maps, lanes=(1, 2), validate_args=False))
+        center = expected_center_from_maps(maps, lanes=(1, 2), validate_args=False)
+        return road_center_attack_loss(center, validate_args=False)
 
     return loss, (torch.randn(2, 4, 8, 16, requires_grad=True),)
 
@@ -97,14 +98,15 @@ def _center_maps() -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...
 def _center_polynomials() -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...]]:
     def loss(coefficients: torch.Tensor, confidence: torch.Tensor) -> torch.Tensor:
         center = expected_center_from_polynomials(coefficients, confidence, validate_args=False)
-        return road_center_attack_loss(center, "left")
+        return road_center_attack_loss(center, "left", validate_args=False)
 
     return loss, (torch.randn(2, 4, 3, requires_grad=True), torch.rand(2, 4))
 
 
 def _center_anchors() -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...]]:
     def loss(xs: torch.Tensor, confidence: torch.Tensor) -> torch.Tensor:
-        return road_center_attack_loss(expected_center_from_anchors(xs, confidence, validate_args=False))
+        center = expected_center_from_anchors(xs, confidence, validate_args=False)
+        return road_center_attack_loss(center, validate_args=False)
 
     return loss, (torch.rand(2, 5, 8, requires_grad=True), torch.rand(2, 5, requires_grad=True))
 

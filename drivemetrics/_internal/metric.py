@@ -37,9 +37,19 @@ if TYPE_CHECKING:
 else:
     Metric = base_metric()  # torchmetrics.Metric without the rest of torchmetrics (start-up: see the module)
 
-__all__ = ["DictFamilyLogCheck", "MetricFamily", "ScalarMetric", "add_config_state", "config_key", "plot_metric"]
+__all__ = [
+    "CheckedStateMetric",
+    "DictFamilyLogCheck",
+    "MetricFamily",
+    "ScalarMetric",
+    "add_config_state",
+    "config_key",
+    "plot_metric",
+]
 
 CONFIG_STATE = "config_key"
+#: The constant states that say what a family counts (``counting_config``: the road pixel metrics' own form).
+CONFIG_STATES = (CONFIG_STATE, "counting_config")
 
 
 def config_key(config: object) -> Tensor:
@@ -59,6 +69,7 @@ def add_config_state(metric: Metric, config: object) -> None:
     """
     if CONFIG_STATE not in metric._defaults:
         metric.add_state(CONFIG_STATE, config_key(config), dist_reduce_fx="max")
+    metric.__dict__["_config"] = config  # named in the errors of merge_state / load_state_dict
 
 
 def plot_metric(metric: Metric, val: Any = None, ax: Any = None) -> tuple[Any, Any]:
@@ -149,7 +160,43 @@ class DictFamilyLogCheck:
         self.__dict__["_dict_family_forward_cache"] = value
 
 
-class MetricFamily(DictFamilyLogCheck, Metric):
+class CheckedStateMetric(Metric):
+    """``merge_state`` and ``load_state_dict`` that refuse the states of a metric made with another configuration
+    (one ``ValueError`` naming the difference: :func:`add_config_state`'s configuration, a configuration state, or
+    a state of another shape) and drop the cached ``compute()`` value, which torchmetrics keeps (its ``SumMetric``
+    returns the value from before the merge). Every family has it through :class:`MetricFamily`."""
+
+    def merge_state(self, incoming_state: dict[str, Any] | Metric) -> None:
+        """torchmetrics' ``merge_state``, after checking that both were made with the same configuration (one
+        ``ValueError`` naming the difference), and without a stale ``compute()`` value afterwards."""
+        if isinstance(incoming_state, Metric) and isinstance(incoming_state, type(self)):
+            _check_same_config(self, getattr(incoming_state, "_config", None), incoming_state.metric_state, "merge")
+        elif isinstance(incoming_state, dict):
+            _check_same_config(self, None, incoming_state, "merge")
+        super().merge_state(incoming_state)
+        self._computed = None  # the cached value counted without the merged state
+
+    def _load_from_state_dict(
+        self,
+        state_dict: dict[str, Any],
+        prefix: str,
+        local_metadata: dict[str, Any],
+        strict: bool,
+        missing_keys: list[str],
+        unexpected_keys: list[str],
+        error_msgs: list[str],
+    ) -> None:
+        """Refuse the states of a metric made with another configuration (one ``ValueError`` naming the state that
+        differs) before loading them, and drop the cached ``compute()`` value."""
+        states = {key: state_dict[prefix + key] for key in self._defaults if prefix + key in state_dict}
+        _check_same_config(self, None, states, "load")
+        super()._load_from_state_dict(
+            state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+        )
+        self._computed = None
+
+
+class MetricFamily(DictFamilyLogCheck, CheckedStateMetric):
     """Base of a family: its subclass holds the states, ``update`` and ``compute() -> dict[str, Tensor]``.
 
     ``plot`` draws the dict's values (or a sequence of dicts, one per epoch); ``self.log(name, family)`` fails at
@@ -159,6 +206,41 @@ class MetricFamily(DictFamilyLogCheck, Metric):
     def plot(self, val: Any = None, ax: Any = None) -> tuple[Any, Any]:
         """Plot the values (default: the current ones), or a sequence of them over epochs; ``(fig, ax)``."""
         return plot_metric(self, val, ax)
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _check_same_config(metric: Metric, config: object, states: dict[str, Any], action: str) -> None:
+    """One ``ValueError`` when ``states`` (of another metric of ``metric``'s class, or a state dict) were counted
+    with another configuration: the configurations differ (named where known), a configuration state differs, or a
+    tensor state has another shape (another threshold count, another number of classes)."""
+    name = type(metric).__name__
+    what = "merge the state of" if action == "merge" else "load a state_dict of"
+    mine = metric.__dict__.get("_config")
+    if config is not None and mine is not None and repr(config) != repr(mine):
+        if isinstance(config, tuple) and isinstance(mine, tuple) and len(config) == len(mine):
+            config, mine = next((a, b) for a, b in zip(config, mine, strict=True) if repr(a) != repr(b))
+        raise ValueError(
+            f"cannot {what} a {name} made with another configuration: {_short(config)} there, {_short(mine)} here"
+        )
+    for key, value in states.items():
+        default = metric._defaults.get(key)
+        if not isinstance(default, Tensor) or not isinstance(value, Tensor):
+            continue
+        ours = getattr(metric, key)
+        if key in CONFIG_STATES and (value.shape != ours.shape or not torch.equal(value.cpu(), ours.cpu())):
+            raise ValueError(
+                f"cannot {what} a {name} made with another configuration (its `{key}` differs; this one: "
+                f"{_short(mine) if mine is not None else 'see its arguments'})"
+            )
+        if value.shape != ours.shape:
+            raise ValueError(
+                f"cannot {what} a {name} made with another configuration: state `{key}` has shape "
+                f"{tuple(value.shape)} there, {tuple(ours.shape)} here (other thresholds or classes?)"
+            )
 
 
 def _dict_family_of(cls: type) -> type | None:

@@ -144,6 +144,12 @@ def check_values(
 
 def check_finite(x: Any, name: str) -> None:
     """Raise ``ValueError`` if a floating tensor or array holds NaN or +-inf."""
+    tensor = _tensor_type()
+    if tensor is not None and isinstance(x, tensor):  # one reduction on the device, one bool read back
+        check_not_meta(x, name)
+        if x.is_floating_point() and not bool(sys.modules["torch"].isfinite(x).all()):
+            raise ValueError(f"`{name}` contains NaN or infinite values")
+        return
     values = _host(x, name)
     if values.dtype.kind == "f" and not np.isfinite(values).all():
         raise ValueError(f"`{name}` contains NaN or infinite values")

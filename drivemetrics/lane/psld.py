@@ -32,7 +32,7 @@ from typing import Any, Literal
 import torch
 from torch import Tensor, nn
 
-from drivemetrics._internal.metric import Metric, plot_metric
+from drivemetrics._internal.metric import CheckedStateMetric, add_config_state, plot_metric
 from drivemetrics._internal.precision import float32_if_half
 from drivemetrics._internal.validation import check_finite, check_tensor
 from drivemetrics.lane.control import LateralController, LinearMPC, PosedPath, VehiclePath, sample_profile
@@ -381,7 +381,7 @@ class PSLDLoss(nn.Module):
         return _reduce(smooth, self.reduction)
 
 
-class PSLD(Metric):
+class PSLD(CheckedStateMetric):
     """PSLD accumulated over frames (``torchmetrics``): the mean (default) or the max of the per-frame values.
 
     States: ``total`` (sum of per-frame PSLD), ``count`` (frames), ``peak`` (largest per-frame value), synced with
@@ -438,6 +438,8 @@ class PSLD(Metric):
         self.add_state("total", torch.tensor(0.0, dtype=torch.float64), dist_reduce_fx="sum")
         self.add_state("count", torch.tensor(0, dtype=torch.long), dist_reduce_fx="sum")
         self.add_state("peak", torch.tensor(0.0, dtype=torch.float64), dist_reduce_fx="max")
+        controller_config = (type(self.controller).__name__, sorted(vars(self.controller).items()))
+        add_config_state(self, ("PSLD", aggregate, self.horizon_frames, x_ref_source, controller_config))
 
     def update(self, preds: Tensor, target: Tensor, *, speed: Tensor | float) -> None:
         """Add the frames of a batch of profiles ``(B, M)``."""

@@ -33,7 +33,7 @@ from torch import Tensor
 from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.compute import f1_score
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
-from drivemetrics._internal.validation import check_shape, check_tensor, check_values
+from drivemetrics._internal.validation import check_coordinates_within_limit, check_shape, check_tensor, check_values
 from drivemetrics.lane.geometry import lane_slot_mask
 
 __all__ = [
@@ -67,8 +67,10 @@ def _validate(preds: Tensor, target: Tensor, h_samples: Tensor, check_values: bo
     if h_samples.ndim == 1:
         h_samples = h_samples.unsqueeze(0).expand(preds.shape[0], -1)
     check_shape(h_samples, "h_samples", (preds.shape[0], preds.shape[2]))
-    if check_values and (bool(torch.isinf(preds).any()) or bool(torch.isinf(target).any())):
-        raise ValueError("`preds` and `target` must not contain infinite values (use NaN for a missing point)")
+    if check_values:  # NaN marks a missing point; the readers' coordinate limit (`max_abs_coordinate`) applies
+        check_coordinates_within_limit(preds, "preds", nan_ok=True)
+        check_coordinates_within_limit(target, "target", nan_ok=True)
+        check_coordinates_within_limit(h_samples, "h_samples", nan_ok=True)  # NaN: padding rows
     return h_samples
 
 

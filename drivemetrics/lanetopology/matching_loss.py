@@ -16,6 +16,7 @@ import torch
 from torch import Tensor, nn
 
 from drivemetrics._internal.precision import float32_if_half
+from drivemetrics._internal.validation import check_finite
 from drivemetrics.polyline.frechet import soft_frechet_distance_pairs
 
 __all__ = ["LaneMatchingLoss", "lane_matching_loss"]
@@ -33,6 +34,9 @@ def _pair_costs(
     validate_args: bool = True,
 ) -> Tensor:
     """``(B, P, G)`` soft distances between every predicted and every ground-truth lane."""
+    if validate_args:  # a NaN would reach the assignment (scipy: "matrix contains invalid numeric entries")
+        check_finite(preds, "preds")
+        check_finite(target, "target")
     batch, num_p, n, dim = preds.shape
     num_g, m = target.shape[1], target.shape[2]
     a = preds[:, :, None].expand(batch, num_p, num_g, n, dim)

@@ -31,7 +31,7 @@ import torch
 from torch import Tensor
 
 from drivemetrics._internal import arrays
-from drivemetrics._internal.validation import check_values
+from drivemetrics._internal.validation import check_coordinates_within_limit, check_values
 from drivemetrics.polyline import (
     arc_length,
     average_precision_area,
@@ -141,6 +141,9 @@ def _check_inputs(
         )
     if not torch.isfinite(points).all():
         raise ValueError(f"`{name}` holds NaN or infinite coordinates")
+    if check_values:  # the map readers' limit on the lines' points (padding points are not read)
+        valid = torch.arange(points.shape[-2], device=points.device) < lengths.to(points.device)[..., None]
+        check_coordinates_within_limit(points[valid], f'{name}["points"]', limit="max_map_coordinate")
     return lengths
 
 
