@@ -244,8 +244,9 @@ def main() -> None:
         official = json.loads((work / f"{name}_official.json").read_text())
         ours = json.loads((work / f"{name}_reference.json").read_text())
         if name == "llamas":
-            equal = all(ours["pooled"][k.lower()] == official[k] for k in ("TP", "FP", "FN")) and all(
-                abs(ours["pooled"][k.lower()] - official[k]) < 1e-12 for k in ("Precision", "Recall", "F1"))  # fmt: skip
+            counts = all(ours["pooled"][k.lower()] == official[k] for k in ("TP", "FP", "FN"))
+            values = all(abs(ours["pooled"][k.lower()] - official[k]) < 1e-12 for k in ("Precision", "Recall", "F1"))
+            equal = counts and values
         else:
             equal = all(
                 ours["per_score_threshold"][f"{float(t):g}"]["hit_num"] == v["hit_num"]
