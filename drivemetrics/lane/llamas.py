@@ -122,23 +122,22 @@ def _extend_lane(markers: list[dict], compat: Compat, where: str) -> list[dict]:
 
 
 def _sample_points(markers: list[dict], compat: Compat, where: str) -> np.ndarray:
-    """``SplineCreator._sample_points``: the mean x per image row (``-1`` = none), gaps between markers filled."""
+    """``SplineCreator._sample_points`` up to its gap filling (:func:`_fill_gaps`): the mean x per row, ``-1`` =
+    none."""
     height = LLAMAS_HEIGHT
-    rows_parts, xs_parts = [], []
-    for m in markers:
-        sx, sy = _marker_px(m, "pixel_start")
-        ex, ey = _marker_px(m, "pixel_end")
-        rows_parts.append(np.array([sy], dtype=np.int64))
-        xs_parts.append(np.array([sx], dtype=np.float64))
-        tall = sy - ey
-        if tall > 2:
-            i = np.arange(tall + 1, dtype=np.float64)
-            slope = (ex - sx) / tall
-            step = (sy - ey) / float(tall)
-            rows_parts.append(_ir(sy - step * i))
-            xs_parts.append(_ir(sx + slope * step * i).astype(np.float64))
-    rows = np.concatenate(rows_parts)
-    xs = np.concatenate(xs_parts)
+    m = np.array([[*_marker_px(m, "pixel_start"), *_marker_px(m, "pixel_end")] for m in markers], dtype=np.int64)
+    sx, sy, ex, ey = m.T
+    tall = sy - ey
+    # every marker's start at its row; markers taller than 2 px sampled row by row, all markers at once
+    count = np.where(tall > 2, tall + 1, 0)
+    which = np.repeat(np.arange(len(m)), count)
+    i = (np.arange(which.size) - np.repeat(np.cumsum(count) - count, count)).astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slope = (ex - sx) / np.where(tall > 2, tall, 1)
+        step = (sy - ey) / np.where(tall > 2, tall, 1).astype(np.float64)
+    st, sl = step[which], slope[which]
+    rows = np.concatenate([sy, _ir(sy[which] - st * i)])
+    xs = np.concatenate([sx.astype(np.float64), _ir(sx[which] + sl * st * i).astype(np.float64)])
     if compat == "reference":
         if (rows >= height).any() or (rows < -height).any():
             raise ValueError(
@@ -151,21 +150,24 @@ def _sample_points(markers: list[dict], compat: Compat, where: str) -> np.ndarra
         rows, xs = rows[keep], xs[keep]
     total = np.bincount(rows, weights=xs, minlength=height)
     count = np.bincount(rows, minlength=height)
-    values = np.where(count > 0, total / np.maximum(count, 1), -1.0)
-    # fill the gaps between set rows as the official loop does, row after row (a recurrence, not a closed form)
-    is_set = values != -1
-    set_rows = np.flatnonzero(is_set)
-    if set_rows.size < 2:
-        return values
-    starts, ends = set_rows[:-1] + 1, set_rows[1:]  # unset rows starts..ends-1 lie before the set row `ends`
-    gap = ends > starts
+    return np.where(count > 0, total / np.maximum(count, 1), -1.0)
+
+
+def _fill_gaps(values: np.ndarray) -> np.ndarray:
+    """The official gap filling of ``_sample_points`` on ``(N, 717)`` row means (``-1`` = none), all lanes at once:
+    every unset row between two set rows of a lane gets ``x[r - 1] + (x[next] - x[r - 1]) / (next - r + 1)``, row
+    after row (a recurrence, not a closed form, so the same floats)."""
+    flat = values.reshape(-1)
+    set_idx = np.flatnonzero(flat != -1)
+    starts, ends = set_idx[:-1] + 1, set_idx[1:]  # unset rows starts..ends-1 lie before the set row `ends`
+    gap = (ends > starts) & (set_idx[:-1] // values.shape[1] == set_idx[1:] // values.shape[1])  # within a lane
     starts, ends = starts[gap], ends[gap]
-    target = values[ends]
+    target = flat[ends]
     for k in range(int((ends - starts).max(initial=0))):  # over the offset in a gap, every gap at once
         live = starts + k < ends
         cur = starts[live] + k
-        prev = values[cur - 1]
-        values[cur] = prev + (target[live] - prev) / (ends[live] - cur + 1)
+        prev = flat[cur - 1]
+        flat[cur] = prev + (target[live] - prev) / (ends[live] - cur + 1)
     return values
 
 
@@ -250,6 +252,9 @@ def llamas_label_lanes(
             notes.append(f"{lane_where}: all markers vertical or horizontal, not extended")
     out = []
     rows_all = np.arange(LLAMAS_HEIGHT, dtype=np.float64)
+    if by_id:
+        filled = _fill_gaps(np.stack(list(by_id.values())))
+        by_id = dict(zip(by_id, filled, strict=True))
     for slot in LANE_SLOTS:
         if slot not in by_id:
             continue
