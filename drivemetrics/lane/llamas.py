@@ -49,6 +49,7 @@ __all__ = [
     "LLAMAS_HEIGHT",
     "LLAMAS_WIDTH",
     "LlamasF1Score",
+    "LlamasF1Score75",
     "LlamasMeanF1Score",
     "LlamasMetrics",
     "LlamasPrecision",
@@ -664,6 +665,17 @@ class LlamasF1Score(ScalarMetric, LlamasMetrics):
     """
 
     key = "f1"
+
+
+class LlamasF1Score75(ScalarMetric, LlamasMetrics):
+    """CLRNet's LLAMAS F1@75: F1 at IoU > 0.75 over all frames seen (arguments as :class:`LlamasMetrics`).
+
+    Examples:
+        >>> LlamasF1Score75()(**drivemetrics.lane.llamas_example_inputs())
+        tensor(0.6667, dtype=torch.float64)
+    """
+
+    key = "f1_75"
 
 
 class LlamasMeanF1Score(ScalarMetric, LlamasMetrics):
