@@ -273,9 +273,12 @@ def main() -> None:
             "load_after": os.getloadavg(),
         }
         report[name] = row
-        print(f"{name:<11} {frames} frames: official {med['official']:.1f} s, reference {med['reference']:.1f} s "
-              f"({row['ratio_reference']:.1f}x; {row['ratio_reference_after_start_up']:.1f}x after start-up), default {med['default']:.1f} s ({row['ratio_default']:.1f}x), "
-              f"numbers equal: {equal}, load {os.getloadavg()[0]:.2f}")  # fmt: skip
+        print(
+            f"{name:<11} {frames} frames: official {med['official']:.1f} s, reference {med['reference']:.1f} s "
+            f"({row['ratio_reference']:.1f}x; {row['ratio_reference_after_start_up']:.1f}x after start-up), "
+            f"default {med['default']:.1f} s ({row['ratio_default']:.1f}x), numbers equal: {equal}, "
+            f"load {os.getloadavg()[0]:.2f}"
+        )
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(report, indent=1) + "\n")
