@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -65,7 +65,8 @@ LLAMAS_HEIGHT, LLAMAS_WIDTH = 717, 1276
 #: The first GT row scored (``add_ys``), the lane slots scored, in the evaluator's order.
 GT_FIRST_ROW = 300
 LANE_SLOTS = ("l1", "l0", "r0", "r1")
-IOU_KINDS = ("pixel", "shapely")
+IoUKind = Literal["pixel", "shapely"]
+IOU_KINDS: tuple[IoUKind, ...] = ("pixel", "shapely")
 #: CLRNet's IoU thresholds 0.50:0.05:0.95 (F1@50, F1@75, mF1), as CULane's ``IOU_RANGE``.
 IOU_RANGE = tuple(round(0.5 + 0.05 * k, 2) for k in range(10))
 
@@ -342,7 +343,7 @@ def _shapely_iou(gts: list[np.ndarray], preds: list[np.ndarray], line_width: flo
     return iou
 
 
-def _check_extras(iou: str) -> None:
+def _check_extras(iou: IoUKind) -> None:
     """OpenCV (pixel IoU) or shapely (``iou="shapely"``), with the one-line install hint when missing."""
     if iou == "pixel":
         from drivemetrics.lane.culane_official import load_cv2
@@ -392,7 +393,7 @@ def llamas_matches(
     preds_mask: Tensor | None = None,
     target_mask: Tensor | None = None,
     line_width: float = 30.0,
-    iou: str = "pixel",
+    iou: IoUKind = "pixel",
     compat: Compat = "default",
     validate_args: bool = True,
 ) -> dict[str, Tensor]:
@@ -467,7 +468,7 @@ def llamas_counts(
     preds_mask: Tensor | None = None,
     target_mask: Tensor | None = None,
     line_width: float = 30.0,
-    iou: str = "pixel",
+    iou: IoUKind = "pixel",
     iou_thresholds: Sequence[float] = (0.5,),
     compat: Compat = "default",
     validate_args: bool = True,
@@ -513,7 +514,7 @@ def llamas_f1(
     preds_mask: Tensor | None = None,
     target_mask: Tensor | None = None,
     line_width: float = 30.0,
-    iou: str = "pixel",
+    iou: IoUKind = "pixel",
     compat: Compat = "default",
     validate_args: bool = True,
 ) -> dict[str, Tensor]:
@@ -592,7 +593,7 @@ class LlamasMetrics(MetricFamily):
     def __init__(
         self,
         line_width: float = 30.0,
-        iou: str = "pixel",
+        iou: IoUKind = "pixel",
         compat: Compat = "default",
         validate_args: bool = True,
         **kwargs: Any,
