@@ -26,6 +26,7 @@ from drivemetrics.lane.curvelanes import CurveLanesMetrics as CurveLanesMetrics
 from drivemetrics.lane.curvelanes import CurveLanesPrecision as CurveLanesPrecision
 from drivemetrics.lane.curvelanes import CurveLanesRecall as CurveLanesRecall
 from drivemetrics.lane.llamas import LlamasF1Score as LlamasF1Score
+from drivemetrics.lane.llamas import LlamasF1Score75 as LlamasF1Score75
 from drivemetrics.lane.llamas import LlamasMeanF1Score as LlamasMeanF1Score
 from drivemetrics.lane.llamas import LlamasMetrics as LlamasMetrics
 from drivemetrics.lane.llamas import LlamasPrecision as LlamasPrecision
@@ -175,6 +176,7 @@ __all__ = [
     "LaneGraphTopoRecall",
     "LaneMatchingLoss",
     "LlamasF1Score",
+    "LlamasF1Score75",
     "LlamasMeanF1Score",
     "LlamasMetrics",
     "LlamasPrecision",

@@ -37,7 +37,14 @@ from drivemetrics.geometry.bev import BevGrid
 from drivemetrics.lane.culane import CULaneF1Score, CULaneMetrics, CULanePrecision, CULaneRecall
 from drivemetrics.lane.curvelanes import CurveLanesF1Score, CurveLanesMetrics, CurveLanesPrecision, CurveLanesRecall
 from drivemetrics.lane.geometry import default_z_samples
-from drivemetrics.lane.llamas import LlamasF1Score, LlamasMeanF1Score, LlamasMetrics, LlamasPrecision, LlamasRecall
+from drivemetrics.lane.llamas import (
+    LlamasF1Score,
+    LlamasF1Score75,
+    LlamasMeanF1Score,
+    LlamasMetrics,
+    LlamasPrecision,
+    LlamasRecall,
+)
 from drivemetrics.lane.psld import PSLD
 from drivemetrics.lane.tusimple import (
     TuSimpleAccuracy,
@@ -266,7 +273,7 @@ def _road_lanes(g: torch.Generator, batch: int, noise: float, rows: Tensor, star
     return (target + shift * torch.tensor([1.0, 0.0])).clone(), target
 
 
-@register(LlamasMetrics, LlamasPrecision, LlamasRecall, LlamasF1Score, LlamasMeanF1Score)
+@register(LlamasMetrics, LlamasPrecision, LlamasRecall, LlamasF1Score, LlamasF1Score75, LlamasMeanF1Score)
 def _llamas_case(cls: type[Metric]) -> MetricCase:
     g = _generator(11)
     rows = torch.arange(300.0, 717.0, 16.0)

@@ -115,7 +115,33 @@ def _openlanev2(tmp_path):
     return [*argv, "--workers", "1"], "openlanev2-eval"
 
 
+def _llamas(tmp_path):
+    marker = {"world_start": {"x": 1, "y": 1.6, "z": 5}, "world_end": {"x": 1, "y": 1.6, "z": 11}}
+    near = {**marker, "pixel_start": {"x": 700, "y": 700}, "pixel_end": {"x": 680, "y": 600}}
+    far = {**marker, "world_start": {"x": 1, "y": 1.6, "z": 15}, "pixel_start": {"x": 672, "y": 560}}
+    far["pixel_end"] = {"x": 652, "y": 460}
+    (tmp_path / "labels" / "s").mkdir(parents=True)
+    (tmp_path / "pred" / "s").mkdir(parents=True)
+    label = {"lanes": [{"lane_id": "r0", "markers": [near, far]}]}
+    (tmp_path / "labels" / "s" / "a.json").write_text(json.dumps(label))
+    (tmp_path / "pred" / "s" / "a.lines.txt").write_text("700 700 652 460\n")
+    argv = ["llamas-eval", "--gt", str(tmp_path / "labels"), "--pred", str(tmp_path / "pred"), "--workers", "1"]
+    return argv, "llamas-eval"
+
+
+def _curvelanes(tmp_path):
+    (tmp_path / "valid" / "labels").mkdir(parents=True)
+    (tmp_path / "pred").mkdir()
+    lane = [{"x": "1000", "y": "1439"}, {"x": "1200", "y": "700"}]
+    (tmp_path / "valid" / "labels" / "a.lines.json").write_text(json.dumps({"Lines": [lane]}))
+    (tmp_path / "pred" / "a.lines.json").write_text(json.dumps({"Lines": [{"score": 0.9, "points": lane}]}))
+    argv = ["curvelanes-eval", "--gt", str(tmp_path / "valid"), "--pred", str(tmp_path / "pred")]
+    return [*argv, "--image-size", "2560x1440", "--workers", "1"], "curvelanes-eval"
+
+
 COMMANDS = {
+    "llamas-eval": _llamas,
+    "curvelanes-eval": _curvelanes,
     "openlanev2-eval": _openlanev2,
     "culane-eval": _culane,
     "tusimple-eval": _tusimple,

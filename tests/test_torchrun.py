@@ -70,6 +70,18 @@ def test_culane_eval_with_3_processes(fixtures_dir, tmp_path):
     _assert_same_as_one_process(args, [3], tmp_path)
 
 
+def test_llamas_and_curvelanes_eval_with_2_processes(fixtures_dir, tmp_path):
+    llamas, curvelanes = fixtures_dir / "llamas" / "cases", fixtures_dir / "curvelanes" / "cases"
+    if not (llamas.is_dir() and curvelanes.is_dir()):
+        pytest.skip("llamas / curvelanes fixtures absent")
+    (tmp_path / "llamas").mkdir()
+    (tmp_path / "curvelanes").mkdir()
+    args = ["llamas-eval", "--gt", str(llamas / "labels" / "valid"), "--pred", str(llamas / "pred"), "--per-image"]
+    _assert_same_as_one_process([*args, "--compat", "reference"], [2], tmp_path / "llamas")
+    args = ["curvelanes-eval", "--gt", str(curvelanes / "valid"), "--pred", str(curvelanes / "pred"), "--per-image"]
+    _assert_same_as_one_process(args, [2], tmp_path / "curvelanes")
+
+
 def test_a_command_that_does_not_shard_runs_on_rank_0_alone(monkeypatch, capsys):
     monkeypatch.setenv("WORLD_SIZE", "2")
     monkeypatch.setenv("RANK", "1")

@@ -44,6 +44,14 @@ from drivemetrics.lane import (
     CULaneF1Score,
     CULanePrecision,
     CULaneRecall,
+    CurveLanesF1Score,
+    CurveLanesPrecision,
+    CurveLanesRecall,
+    LlamasF1Score,
+    LlamasF1Score75,
+    LlamasMeanF1Score,
+    LlamasPrecision,
+    LlamasRecall,
     TuSimpleAccuracy,
     TuSimpleF1Score,
     TuSimpleFalseNegatives,
@@ -81,6 +89,14 @@ CULanePrecision(height="590")  # wrong
 CULaneRecall(line_width="30")  # wrong
 CULaneF1Score(compat="official")  # wrong
 TuSimpleAccuracy(image_width="1280")  # wrong
+LlamasPrecision(line_width="30")  # wrong
+LlamasRecall(compat="official")  # wrong
+LlamasF1Score(iou="area")  # wrong
+LlamasF1Score75(line_width="30")  # wrong
+LlamasMeanF1Score(compat="official")  # wrong
+CurveLanesPrecision(score_threshold="0.5")  # wrong
+CurveLanesRecall(compat="official")  # wrong
+CurveLanesF1Score(iou_threshold="0.5")  # wrong
 TuSimpleFalsePositives(pixel_threshold="20")  # wrong
 TuSimpleFalseNegatives(compat="official")  # wrong
 TuSimpleF1Score(image_width="1280")  # wrong

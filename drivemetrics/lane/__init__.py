@@ -22,6 +22,7 @@ _METRICS = {
     "CurveLanesPrecision": "drivemetrics.lane.curvelanes",
     "CurveLanesRecall": "drivemetrics.lane.curvelanes",
     "LlamasF1Score": "drivemetrics.lane.llamas",
+    "LlamasF1Score75": "drivemetrics.lane.llamas",
     "LlamasMeanF1Score": "drivemetrics.lane.llamas",
     "LlamasMetrics": "drivemetrics.lane.llamas",
     "LlamasPrecision": "drivemetrics.lane.llamas",

@@ -19,6 +19,7 @@ from drivemetrics.lane.examples import llamas_example_inputs as llamas_example_i
 from drivemetrics.lane.examples import tusimple_example_inputs as tusimple_example_inputs
 from drivemetrics.lane.io import TuSimpleRecords as TuSimpleRecords
 from drivemetrics.lane.llamas import LlamasF1Score as LlamasF1Score
+from drivemetrics.lane.llamas import LlamasF1Score75 as LlamasF1Score75
 from drivemetrics.lane.llamas import LlamasMeanF1Score as LlamasMeanF1Score
 from drivemetrics.lane.llamas import LlamasMetrics as LlamasMetrics
 from drivemetrics.lane.llamas import LlamasPrecision as LlamasPrecision
@@ -46,6 +47,7 @@ __all__ = [
     "LateralController",
     "LinearMPC",
     "LlamasF1Score",
+    "LlamasF1Score75",
     "LlamasMeanF1Score",
     "LlamasMetrics",
     "LlamasPrecision",

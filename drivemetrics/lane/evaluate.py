@@ -388,7 +388,7 @@ _LLAMAS_SHORT = ".*with fewer than 2 distinct points dropped"
 
 
 def _score_llamas_chunk(
-    keys: list[str], labels_dir: str, pred_dir: str, line_width: float, ious: tuple[str, ...], compat: Compat
+    keys: list[str], labels_dir: str, pred_dir: str, line_width: float, ious: tuple[Any, ...], compat: Compat
 ) -> tuple[np.ndarray, list[str]]:
     """``(F, 2 + 10 * len(ious))`` int rows ``[n_gt, n_pred, TP at IoU 0.50 .. 0.95 per IoU kind]`` of a chunk of
     LLAMAS frames, and the default mode's notes."""

@@ -413,16 +413,20 @@ def read_llamas_label(path: str | Path) -> dict:
         ):
             raise ValueError(f"{path}: lanes[{i}] needs a string `lane_id` and a list `markers`")
         check_count(len(lane["markers"]), "max_lane_points", path, f"markers in lanes[{i}]")
+        values = []
         for j, marker in enumerate(lane["markers"]):
             for key, axes in (("pixel_start", "xy"), ("pixel_end", "xy"), ("world_start", "xyz"), ("world_end", "xyz")):
                 point = marker.get(key) if isinstance(marker, dict) else None
                 if not isinstance(point, dict) or not all(_finite_number(point.get(a)) for a in axes):
                     raise ValueError(f"{path}: lanes[{i}].markers[{j}].{key} needs finite numbers {', '.join(axes)}")
-                check_coordinates(np.array([float(point[a]) for a in axes]), f"{path}: lanes[{i}].markers[{j}]")
+                values.extend(float(point[a]) for a in axes)
+        check_coordinates(np.array(values), f"{path}: lanes[{i}]")
     return label
 
 
 def _finite_number(value: object) -> bool:
+    if type(value) is int or (type(value) is float and math.isfinite(value)):  # the common case, fast
+        return True
     if isinstance(value, str):
         try:
             value = float(value)

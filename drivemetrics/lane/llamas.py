@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -49,6 +49,7 @@ __all__ = [
     "LLAMAS_HEIGHT",
     "LLAMAS_WIDTH",
     "LlamasF1Score",
+    "LlamasF1Score75",
     "LlamasMeanF1Score",
     "LlamasMetrics",
     "LlamasPrecision",
@@ -64,7 +65,8 @@ LLAMAS_HEIGHT, LLAMAS_WIDTH = 717, 1276
 #: The first GT row scored (``add_ys``), the lane slots scored, in the evaluator's order.
 GT_FIRST_ROW = 300
 LANE_SLOTS = ("l1", "l0", "r0", "r1")
-IOU_KINDS = ("pixel", "shapely")
+IoUKind = Literal["pixel", "shapely"]
+IOU_KINDS: tuple[IoUKind, ...] = ("pixel", "shapely")
 #: CLRNet's IoU thresholds 0.50:0.05:0.95 (F1@50, F1@75, mF1), as CULane's ``IOU_RANGE``.
 IOU_RANGE = tuple(round(0.5 + 0.05 * k, 2) for k in range(10))
 
@@ -122,23 +124,22 @@ def _extend_lane(markers: list[dict], compat: Compat, where: str) -> list[dict]:
 
 
 def _sample_points(markers: list[dict], compat: Compat, where: str) -> np.ndarray:
-    """``SplineCreator._sample_points``: the mean x per image row (``-1`` = none), gaps between markers filled."""
+    """``SplineCreator._sample_points`` up to its gap filling (:func:`_fill_gaps`): the mean x per row, ``-1`` =
+    none."""
     height = LLAMAS_HEIGHT
-    rows_parts, xs_parts = [], []
-    for m in markers:
-        sx, sy = _marker_px(m, "pixel_start")
-        ex, ey = _marker_px(m, "pixel_end")
-        rows_parts.append(np.array([sy], dtype=np.int64))
-        xs_parts.append(np.array([sx], dtype=np.float64))
-        tall = sy - ey
-        if tall > 2:
-            i = np.arange(tall + 1, dtype=np.float64)
-            slope = (ex - sx) / tall
-            step = (sy - ey) / float(tall)
-            rows_parts.append(_ir(sy - step * i))
-            xs_parts.append(_ir(sx + slope * step * i).astype(np.float64))
-    rows = np.concatenate(rows_parts)
-    xs = np.concatenate(xs_parts)
+    m = np.array([[*_marker_px(m, "pixel_start"), *_marker_px(m, "pixel_end")] for m in markers], dtype=np.int64)
+    sx, sy, ex, ey = m.T
+    tall = sy - ey
+    # every marker's start at its row; markers taller than 2 px sampled row by row, all markers at once
+    count = np.where(tall > 2, tall + 1, 0)
+    which = np.repeat(np.arange(len(m)), count)
+    i = (np.arange(which.size) - np.repeat(np.cumsum(count) - count, count)).astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slope = (ex - sx) / np.where(tall > 2, tall, 1)
+        step = (sy - ey) / np.where(tall > 2, tall, 1).astype(np.float64)
+    st, sl = step[which], slope[which]
+    rows = np.concatenate([sy, _ir(sy[which] - st * i)])
+    xs = np.concatenate([sx.astype(np.float64), _ir(sx[which] + sl * st * i).astype(np.float64)])
     if compat == "reference":
         if (rows >= height).any() or (rows < -height).any():
             raise ValueError(
@@ -151,21 +152,24 @@ def _sample_points(markers: list[dict], compat: Compat, where: str) -> np.ndarra
         rows, xs = rows[keep], xs[keep]
     total = np.bincount(rows, weights=xs, minlength=height)
     count = np.bincount(rows, minlength=height)
-    values = np.where(count > 0, total / np.maximum(count, 1), -1.0)
-    # fill the gaps between set rows as the official loop does, row after row (a recurrence, not a closed form)
-    is_set = values != -1
-    set_rows = np.flatnonzero(is_set)
-    if set_rows.size < 2:
-        return values
-    starts, ends = set_rows[:-1] + 1, set_rows[1:]  # unset rows starts..ends-1 lie before the set row `ends`
-    gap = ends > starts
+    return np.where(count > 0, total / np.maximum(count, 1), -1.0)
+
+
+def _fill_gaps(values: np.ndarray) -> np.ndarray:
+    """The official gap filling of ``_sample_points`` on ``(N, 717)`` row means (``-1`` = none), all lanes at once:
+    every unset row between two set rows of a lane gets ``x[r - 1] + (x[next] - x[r - 1]) / (next - r + 1)``, row
+    after row (a recurrence, not a closed form, so the same floats)."""
+    flat = values.reshape(-1)
+    set_idx = np.flatnonzero(flat != -1)
+    starts, ends = set_idx[:-1] + 1, set_idx[1:]  # unset rows starts..ends-1 lie before the set row `ends`
+    gap = (ends > starts) & (set_idx[:-1] // values.shape[1] == set_idx[1:] // values.shape[1])  # within a lane
     starts, ends = starts[gap], ends[gap]
-    target = values[ends]
+    target = flat[ends]
     for k in range(int((ends - starts).max(initial=0))):  # over the offset in a gap, every gap at once
         live = starts + k < ends
         cur = starts[live] + k
-        prev = values[cur - 1]
-        values[cur] = prev + (target[live] - prev) / (ends[live] - cur + 1)
+        prev = flat[cur - 1]
+        flat[cur] = prev + (target[live] - prev) / (ends[live] - cur + 1)
     return values
 
 
@@ -250,6 +254,9 @@ def llamas_label_lanes(
             notes.append(f"{lane_where}: all markers vertical or horizontal, not extended")
     out = []
     rows_all = np.arange(LLAMAS_HEIGHT, dtype=np.float64)
+    if by_id:
+        filled = _fill_gaps(np.stack(list(by_id.values())))
+        by_id = dict(zip(by_id, filled, strict=True))
     for slot in LANE_SLOTS:
         if slot not in by_id:
             continue
@@ -336,7 +343,7 @@ def _shapely_iou(gts: list[np.ndarray], preds: list[np.ndarray], line_width: flo
     return iou
 
 
-def _check_extras(iou: str) -> None:
+def _check_extras(iou: IoUKind) -> None:
     """OpenCV (pixel IoU) or shapely (``iou="shapely"``), with the one-line install hint when missing."""
     if iou == "pixel":
         from drivemetrics.lane.culane_official import load_cv2
@@ -386,7 +393,7 @@ def llamas_matches(
     preds_mask: Tensor | None = None,
     target_mask: Tensor | None = None,
     line_width: float = 30.0,
-    iou: str = "pixel",
+    iou: IoUKind = "pixel",
     compat: Compat = "default",
     validate_args: bool = True,
 ) -> dict[str, Tensor]:
@@ -461,7 +468,7 @@ def llamas_counts(
     preds_mask: Tensor | None = None,
     target_mask: Tensor | None = None,
     line_width: float = 30.0,
-    iou: str = "pixel",
+    iou: IoUKind = "pixel",
     iou_thresholds: Sequence[float] = (0.5,),
     compat: Compat = "default",
     validate_args: bool = True,
@@ -507,7 +514,7 @@ def llamas_f1(
     preds_mask: Tensor | None = None,
     target_mask: Tensor | None = None,
     line_width: float = 30.0,
-    iou: str = "pixel",
+    iou: IoUKind = "pixel",
     compat: Compat = "default",
     validate_args: bool = True,
 ) -> dict[str, Tensor]:
@@ -586,7 +593,7 @@ class LlamasMetrics(MetricFamily):
     def __init__(
         self,
         line_width: float = 30.0,
-        iou: str = "pixel",
+        iou: IoUKind = "pixel",
         compat: Compat = "default",
         validate_args: bool = True,
         **kwargs: Any,
@@ -659,6 +666,17 @@ class LlamasF1Score(ScalarMetric, LlamasMetrics):
     """
 
     key = "f1"
+
+
+class LlamasF1Score75(ScalarMetric, LlamasMetrics):
+    """CLRNet's LLAMAS F1@75: F1 at IoU > 0.75 over all frames seen (arguments as :class:`LlamasMetrics`).
+
+    Examples:
+        >>> LlamasF1Score75()(**drivemetrics.lane.llamas_example_inputs())
+        tensor(0.6667, dtype=torch.float64)
+    """
+
+    key = "f1_75"
 
 
 class LlamasMeanF1Score(ScalarMetric, LlamasMetrics):
