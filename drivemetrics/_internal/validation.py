@@ -144,8 +144,7 @@ def check_values(
 
 def check_finite(x: Any, name: str) -> None:
     """Raise ``ValueError`` if a floating tensor or array holds NaN or +-inf."""
-    tensor = _tensor_type()
-    if tensor is not None and isinstance(x, tensor):  # one reduction on the device, one bool read back
+    if arrays.is_tensor(x):  # one reduction on the device, one bool read back
         check_not_meta(x, name)
         if x.is_floating_point() and not bool(sys.modules["torch"].isfinite(x).all()):
             raise ValueError(f"`{name}` contains NaN or infinite values")

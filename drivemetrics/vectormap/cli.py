@@ -28,7 +28,6 @@ RANGED = ("streammapnet", "maptracker")
 
 def _map_eval(args: argparse.Namespace) -> int:
     from drivemetrics._internal.files import atomic_write_text, check_output_path
-    from drivemetrics.vectormap.evaluate import flat_path_applies, running_sharded
 
     if args.json:
         check_output_path(args.json, input_files=[args.gt, args.pred], option="--json", is_folder=False)
@@ -43,6 +42,8 @@ def _map_eval(args: argparse.Namespace) -> int:
         )
     if args.protocol == "maptracker":
         return _maptracker_eval(args)
+    from drivemetrics.vectormap.evaluate import flat_path_applies, running_sharded
+
     family = args.protocol
     if family in RANGED:
         args.protocol = f"{family}-{args.roi}"
@@ -107,13 +108,9 @@ def _maptracker_eval(args: argparse.Namespace) -> int:
         result = evaluate_cmap(frames, gt, preds, args.roi, compat, details=bool(args.json), workers=args.workers)
     except ValueError as error:
         raise ValueError(f"{args.pred}: {error}") from None
-    from drivemetrics.vectormap.evaluate import running_sharded
-
-    if running_sharded():
-        from drivemetrics._internal.distributed import current_shard
-
-        if not current_shard().is_main:
-            return 0
+    distributed = sys.modules.get("drivemetrics._internal.distributed")  # imported by torchrun's set-up only
+    if distributed is not None and not distributed.current_shard().is_main:
+        return 0
     if result["unknown_samples"]:
         unknown = result["unknown_samples"]
         print(

@@ -364,3 +364,33 @@ def test_sample_list_checks(tmp_path):
     path.write_text(json.dumps({"samples": [base, other, {**base, "token": "t2", "local_idx": 1}]}))
     with pytest.raises(ValueError, match="must be consecutive"):
         read_maptracker_samples(path)
+
+
+def test_links_equal_scipys_assignment():
+    """The shortcut (no row or column with two positive IoUs) and the extension loaded alone give the links of
+    scipy.optimize.linear_sum_assignment, as the tools compute them."""
+    from scipy.optimize import linear_sum_assignment
+
+    from drivemetrics.vectormap.consistency import _linear_sum_assignment, _link
+
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        src = rng.random((int(rng.integers(0, 6)), 40)) < 0.2
+        tgt = rng.random((int(rng.integers(0, 6)), 40)) < 0.2
+        if rng.random() < 0.5 and len(src) and len(tgt):  # sparse overlaps: the shortcut
+            src[:, 20:] = False
+            tgt[:, :20] = False
+            tgt[0, :20] = src[0, :20]
+        want = [-1] * len(tgt)
+        if len(src) and len(tgt):
+            inter = (src[:, None] & tgt[None]).sum(-1)
+            union = (src[:, None] | tgt[None]).sum(-1)
+            iou = np.where(inter > 0, inter / np.maximum(union, 1), 0.0)
+            for i, j in zip(*linear_sum_assignment(-iou), strict=True):
+                if iou[i, j] > 0.01:
+                    want[j] = i
+            cost = -rng.random((len(src), len(tgt)))
+            assert [a.tolist() for a in _linear_sum_assignment()(cost)] == [
+                a.tolist() for a in linear_sum_assignment(cost)
+            ]
+        assert _link(src, tgt, 0.01) == want
