@@ -520,29 +520,6 @@ def _eleven_point_ap(precision: Tensor, recall: Tensor, kept: Tensor) -> Tensor:
     return avg_prec / len(AP_RECALL_LEVELS)
 
 
-def _checked_counts(
-    counts: PixelCounts | Sequence[Tensor],
-    thresholds: int | Sequence[float] | Tensor | None,
-    beta: float,
-    validate_args: bool,
-) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
-    """The four count tensors of :func:`scores_from_counts` and its thresholds, checked (one line per problem)."""
-    tp, fp, fn, tn = (torch.as_tensor(c) for c in counts)
-    if not (tp.shape == fp.shape == fn.shape == tn.shape) or tp.ndim < 1:
-        raise ValueError(
-            "`counts` must be four tensors (tp, fp, fn, tn) of the same shape (..., T), got shapes "
-            f"{[tuple(c.shape) for c in (tp, fp, fn, tn)]}"
-        )
-    thr = format_thresholds(thresholds, device=tp.device)
-    if thr.numel() != tp.shape[-1]:
-        raise ValueError(f"`thresholds` has {thr.numel()} values but `counts` have {tp.shape[-1]} thresholds")
-    if not beta > 0 or not math.isfinite(beta):
-        raise ValueError(f"`beta` must be a finite number > 0, got {beta}")
-    if validate_args:
-        _check_counts((tp, fp, fn, tn))
-    return tp, fp, fn, tn, thr
-
-
 def scores_from_counts(
     counts: PixelCounts | Sequence[Tensor],
     *,
@@ -597,7 +574,12 @@ def scores_from_counts(
         (0.75, 0.5, 0.75)
     """
     reference = check_compat(compat)
-    tp, fp, fn, tn, thr = _checked_counts(counts, thresholds, beta, validate_args)
+    tp, fp, fn, tn = _count_tensors(counts, validate_args)
+    thr = format_thresholds(thresholds, device=tp.device)
+    if thr.numel() != tp.shape[-1]:
+        raise ValueError(f"`thresholds` has {thr.numel()} values but `counts` have {tp.shape[-1]} thresholds")
+    if not beta > 0 or not math.isfinite(beta):
+        raise ValueError(f"`beta` must be a finite number > 0, got {beta}")
     tp64, fp64, fn64, tn64 = (c.to(torch.float64) for c in (tp, fp, fn, tn))
     pos_num = (tp64 + fn64)[..., 0]
     neg_num = (fp64 + tn64)[..., 0]
@@ -746,3 +728,16 @@ def _check_counts(counts: PixelCounts | Sequence[Tensor]) -> None:
         raise ValueError(f"`counts` must be four tensors (tp, fp, fn, tn), got {len(counts)}")
     for name, values in zip(("tp", "fp", "fn", "tn"), counts, strict=True):
         check_values(values, f"counts.{name}", low=0, what="pixel counts")
+
+
+def _count_tensors(counts: PixelCounts | Sequence[Tensor], validate_args: bool) -> tuple[Tensor, ...]:
+    """``(tp, fp, fn, tn)`` of one shape ``(..., T)``; with ``validate_args`` also finite and >= 0."""
+    tp, fp, fn, tn = (torch.as_tensor(c) for c in counts)
+    if not (tp.shape == fp.shape == fn.shape == tn.shape) or tp.ndim < 1:
+        raise ValueError(
+            "`counts` must be four tensors (tp, fp, fn, tn) of the same shape (..., T), got shapes "
+            f"{[tuple(c.shape) for c in (tp, fp, fn, tn)]}"
+        )
+    if validate_args:
+        _check_counts((tp, fp, fn, tn))
+    return tp, fp, fn, tn
