@@ -45,7 +45,7 @@ def _scene_ids(scene: Sequence[str] | Sequence[int] | Tensor, count: int) -> Ten
         if values and all(isinstance(v, str) for v in values):
             ids = torch.tensor([zlib.crc32(str(v).encode()) for v in values], dtype=torch.int64)
         elif all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values):
-            ids = torch.tensor([int(v) for v in values], dtype=torch.int64)
+            ids = torch.tensor([int(v) for v in values if isinstance(v, (int, np.integer))], dtype=torch.int64)
         else:
             raise ValueError("`scene` must be one name (str) or one integer id per frame")
     if ids.numel() != count:

@@ -192,7 +192,9 @@ def _linear_sum_assignment() -> Any:
                 loader.exec_module(loaded)
                 function = loaded.linear_sum_assignment
             except Exception:  # another layout: the public import
-                from scipy.optimize import linear_sum_assignment as function
+                from scipy.optimize import linear_sum_assignment
+
+                function = linear_sum_assignment
         _LSAP.append(function)
     return _LSAP[0]
 
