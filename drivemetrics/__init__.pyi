@@ -15,10 +15,14 @@ from drivemetrics import vectormap as vectormap
 from drivemetrics import vehicle as vehicle
 from drivemetrics.detection.kitti_object import KittiObjectAveragePrecision as KittiObjectAveragePrecision
 from drivemetrics.detection.kitti_object import KittiObjectMetrics as KittiObjectMetrics
+from drivemetrics.lane.control_weighted_loss import ControlWeightedLoss as ControlWeightedLoss
 from drivemetrics.lane.culane import CULaneF1Score as CULaneF1Score
 from drivemetrics.lane.culane import CULaneMetrics as CULaneMetrics
 from drivemetrics.lane.culane import CULanePrecision as CULanePrecision
 from drivemetrics.lane.culane import CULaneRecall as CULaneRecall
+from drivemetrics.lane.expected_psld_loss import ExpectedPSLDLoss as ExpectedPSLDLoss
+from drivemetrics.lane.line_iou_loss import BEVLineIoULoss as BEVLineIoULoss
+from drivemetrics.lane.lookahead_loss import LookaheadLaneLoss as LookaheadLaneLoss
 from drivemetrics.lane.psld import PSLD as PSLD
 from drivemetrics.lane.psld import PSLDLoss as PSLDLoss
 from drivemetrics.lane.tusimple import TuSimpleAccuracy as TuSimpleAccuracy
@@ -101,6 +105,7 @@ __all__ = [
     "PSLD",
     "APLSMetrics",
     "APLSScore",
+    "BEVLineIoULoss",
     "CCQCompleteness",
     "CCQCorrectness",
     "CCQMetrics",
@@ -109,10 +114,12 @@ __all__ = [
     "CULaneMetrics",
     "CULanePrecision",
     "CULaneRecall",
+    "ControlWeightedLoss",
     "DrivingCorridorHitRate",
     "DrivingCorridorLateralPrecision",
     "DrivingCorridorLongitudinalF1Score",
     "DrivingCorridorMetrics",
+    "ExpectedPSLDLoss",
     "JunctionFCorrect",
     "JunctionFError",
     "JunctionMetrics",
@@ -132,6 +139,7 @@ __all__ = [
     "LaneGraphTopoPrecision",
     "LaneGraphTopoRecall",
     "LaneMatchingLoss",
+    "LookaheadLaneLoss",
     "MapChamferLoss",
     "OpenLane3DCategoryAccuracy",
     "OpenLane3DFScore",

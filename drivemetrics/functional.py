@@ -17,8 +17,12 @@ Examples:
 
 from drivemetrics.detection.box_iou import bev_overlap, box2d_overlap, box3d_overlap
 from drivemetrics.detection.kitti_object import evaluate_kitti_objects
+from drivemetrics.lane.control_weighted_loss import control_sensitivity_weights, control_weighted_loss
 from drivemetrics.lane.culane import culane_counts, culane_f1, culane_matches, lane_iou_matrix
 from drivemetrics.lane.e2e import e2e_ld
+from drivemetrics.lane.expected_psld_loss import expected_psld_loss
+from drivemetrics.lane.line_iou_loss import bev_line_iou_loss
+from drivemetrics.lane.lookahead_loss import lookahead_lane_loss
 from drivemetrics.lane.psld import psld, psld_deviations, smooth_psld
 from drivemetrics.lane.road_center import (
     expected_center_from_anchors,
@@ -94,6 +98,7 @@ __all__ = [
     "arc_length",
     "average_precision_11point",
     "average_precision_area",
+    "bev_line_iou_loss",
     "bev_overlap",
     "bounded_frechet_distance_pairs",
     "box2d_overlap",
@@ -104,6 +109,8 @@ __all__ = [
     "chamfer_distance",
     "chamfer_distance_matrix",
     "chamfer_distance_pairs",
+    "control_sensitivity_weights",
+    "control_weighted_loss",
     "corridor_curves",
     "corridor_row_statistics",
     "counts_at_threshold",
@@ -117,6 +124,7 @@ __all__ = [
     "expected_center_from_anchors",
     "expected_center_from_maps",
     "expected_center_from_polynomials",
+    "expected_psld_loss",
     "fit_driving_corridor",
     "fixed_threshold_scores",
     "frechet_distance_matrix",
@@ -131,6 +139,7 @@ __all__ = [
     "lane_iou_matrix",
     "lane_matching_loss",
     "lanegraph_apls",
+    "lookahead_lane_loss",
     "map_chamfer_loss",
     "nearest_target",
     "openlane3d_gt_to_ground",

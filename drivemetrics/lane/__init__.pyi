@@ -5,13 +5,17 @@ from drivemetrics.lane.control import LinearMPC as LinearMPC
 from drivemetrics.lane.control import PosedPath as PosedPath
 from drivemetrics.lane.control import PurePursuit as PurePursuit
 from drivemetrics.lane.control import VehiclePath as VehiclePath
+from drivemetrics.lane.control_weighted_loss import ControlWeightedLoss as ControlWeightedLoss
 from drivemetrics.lane.culane import CULaneF1Score as CULaneF1Score
 from drivemetrics.lane.culane import CULaneMetrics as CULaneMetrics
 from drivemetrics.lane.culane import CULanePrecision as CULanePrecision
 from drivemetrics.lane.culane import CULaneRecall as CULaneRecall
 from drivemetrics.lane.examples import culane_example_inputs as culane_example_inputs
 from drivemetrics.lane.examples import tusimple_example_inputs as tusimple_example_inputs
+from drivemetrics.lane.expected_psld_loss import ExpectedPSLDLoss as ExpectedPSLDLoss
 from drivemetrics.lane.io import TuSimpleRecords as TuSimpleRecords
+from drivemetrics.lane.line_iou_loss import BEVLineIoULoss as BEVLineIoULoss
+from drivemetrics.lane.lookahead_loss import LookaheadLaneLoss as LookaheadLaneLoss
 from drivemetrics.lane.psld import PSLD as PSLD
 from drivemetrics.lane.psld import PSLDLoss as PSLDLoss
 from drivemetrics.lane.stats import Correlation as Correlation
@@ -23,13 +27,17 @@ from drivemetrics.lane.tusimple import TuSimpleMetrics as TuSimpleMetrics
 
 __all__ = [
     "PSLD",
+    "BEVLineIoULoss",
     "CULaneF1Score",
     "CULaneMetrics",
     "CULanePrecision",
     "CULaneRecall",
+    "ControlWeightedLoss",
     "Correlation",
+    "ExpectedPSLDLoss",
     "LateralController",
     "LinearMPC",
+    "LookaheadLaneLoss",
     "PSLDLoss",
     "PosedPath",
     "PurePursuit",
