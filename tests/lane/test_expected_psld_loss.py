@@ -33,7 +33,7 @@ def test_the_noise_is_applied():
         noise = torch.zeros(1, 1, 3)
         noise[0, 0, k] = 2.0
         moved = expected_psld_loss(preds, target, speed=20.0, noise=noise, samples=1)
-        assert abs(float(moved) - float(base)) > 1e-6
+        assert abs(float(moved) - float(base)) > 1e-8
 
 
 def test_gradient_moves_the_lane_towards_the_ground_truth():
@@ -47,13 +47,14 @@ def test_gradient_moves_the_lane_towards_the_ground_truth():
         points = torch.stack([cols, start[..., 1]], -1)
         return loss_fn(points, center, speed=20.0, image_from_road=homography(), noise=noise)
 
+    floor = float(loss(straight_lanes()[..., 0]))  # the smooth PSLD of the ground truth (log-sum-exp offset)
     first = float(loss(u).detach())
     opt = torch.optim.Adam([u], lr=0.5)
     for _ in range(60):
         opt.zero_grad()
         loss(u).backward()
         opt.step()
-    assert float(loss(u).detach()) < 0.5 * first
+    assert float(loss(u).detach()) - floor < 0.3 * (first - floor)
     # the lane center moved towards the ground truth (left, smaller u) on the rows the controller reads
     moved = (u.detach() - start[..., 0]).mean(1)  # (1, N) mean column change of the two lines
     assert float(moved.sum()) < 0
