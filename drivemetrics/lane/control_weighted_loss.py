@@ -25,7 +25,7 @@ from drivemetrics._internal.validation import check_finite, check_tensor
 from drivemetrics.lane.control import LateralController
 from drivemetrics.lane.geometry import center_from_image_lanes
 from drivemetrics.lane.loss_inputs import LossReduction, check_lane_points, check_reduction, reduce_frames
-from drivemetrics.lane.psld import psld_deviations
+from drivemetrics.lane.psld_rollout import psld_deviations
 
 __all__ = ["ControlWeightedLoss", "control_sensitivity_weights", "control_weighted_loss"]
 

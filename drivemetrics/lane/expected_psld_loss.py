@@ -31,7 +31,7 @@ from drivemetrics._internal.validation import check_finite, check_tensor
 from drivemetrics.lane.control import LateralController, LinearMPC
 from drivemetrics.lane.geometry import DEFAULT_LANE_WIDTH, center_from_image_lanes, default_z_samples
 from drivemetrics.lane.loss_inputs import LossReduction, check_reduction, check_speed, reduce_frames
-from drivemetrics.lane.psld import psld_deviations, smooth_psld
+from drivemetrics.lane.psld_rollout import psld_deviations, smooth_psld
 
 __all__ = ["ExpectedPSLDLoss", "default_controllers", "expected_psld_loss"]
 
