@@ -17,6 +17,7 @@ from drivemetrics import vectormap as vectormap
 from drivemetrics import vehicle as vehicle
 from drivemetrics.detection.kitti_object import KittiObjectAveragePrecision as KittiObjectAveragePrecision
 from drivemetrics.detection.kitti_object import KittiObjectMetrics as KittiObjectMetrics
+from drivemetrics.lane.control_weighted_loss import ControlWeightedLoss as ControlWeightedLoss
 from drivemetrics.lane.culane import CULaneF1Score as CULaneF1Score
 from drivemetrics.lane.culane import CULaneMetrics as CULaneMetrics
 from drivemetrics.lane.culane import CULanePrecision as CULanePrecision
@@ -25,12 +26,15 @@ from drivemetrics.lane.curvelanes import CurveLanesF1Score as CurveLanesF1Score
 from drivemetrics.lane.curvelanes import CurveLanesMetrics as CurveLanesMetrics
 from drivemetrics.lane.curvelanes import CurveLanesPrecision as CurveLanesPrecision
 from drivemetrics.lane.curvelanes import CurveLanesRecall as CurveLanesRecall
+from drivemetrics.lane.expected_psld_loss import ExpectedPSLDLoss as ExpectedPSLDLoss
+from drivemetrics.lane.line_iou_loss import BEVLineIoULoss as BEVLineIoULoss
 from drivemetrics.lane.llamas import LlamasF1Score as LlamasF1Score
 from drivemetrics.lane.llamas import LlamasF1Score75 as LlamasF1Score75
 from drivemetrics.lane.llamas import LlamasMeanF1Score as LlamasMeanF1Score
 from drivemetrics.lane.llamas import LlamasMetrics as LlamasMetrics
 from drivemetrics.lane.llamas import LlamasPrecision as LlamasPrecision
 from drivemetrics.lane.llamas import LlamasRecall as LlamasRecall
+from drivemetrics.lane.lookahead_loss import LookaheadLaneLoss as LookaheadLaneLoss
 from drivemetrics.lane.psld import PSLD as PSLD
 from drivemetrics.lane.psld import PSLDLoss as PSLDLoss
 from drivemetrics.lane.tusimple import TuSimpleAccuracy as TuSimpleAccuracy
@@ -137,6 +141,7 @@ __all__ = [
     "Apollo3DXErrorFar",
     "Apollo3DZErrorClose",
     "Apollo3DZErrorFar",
+    "BEVLineIoULoss",
     "CCQCompleteness",
     "CCQCorrectness",
     "CCQMetrics",
@@ -148,6 +153,7 @@ __all__ = [
     "ConsistentMapAPMetrics",
     "ConsistentMapAveragePrecision",
     "ConsistentMapMeanAveragePrecision",
+    "ControlWeightedLoss",
     "CurveLanesF1Score",
     "CurveLanesMetrics",
     "CurveLanesPrecision",
@@ -156,6 +162,7 @@ __all__ = [
     "DrivingCorridorLateralPrecision",
     "DrivingCorridorLongitudinalF1Score",
     "DrivingCorridorMetrics",
+    "ExpectedPSLDLoss",
     "JunctionFCorrect",
     "JunctionFError",
     "JunctionMetrics",
@@ -181,6 +188,7 @@ __all__ = [
     "LlamasMetrics",
     "LlamasPrecision",
     "LlamasRecall",
+    "LookaheadLaneLoss",
     "MapChamferLoss",
     "ONCE3DDistanceError",
     "ONCE3DF1Score",

@@ -17,10 +17,14 @@ Examples:
 
 from drivemetrics.detection.box_iou import bev_overlap, box2d_overlap, box3d_overlap
 from drivemetrics.detection.kitti_object import evaluate_kitti_objects
+from drivemetrics.lane.control_weighted_loss import control_sensitivity_weights, control_weighted_loss
 from drivemetrics.lane.culane import culane_counts, culane_f1, culane_matches, lane_iou_matrix
 from drivemetrics.lane.curvelanes import curvelanes_counts, curvelanes_f1, curvelanes_matches
 from drivemetrics.lane.e2e import e2e_ld
+from drivemetrics.lane.expected_psld_loss import expected_psld_loss
+from drivemetrics.lane.line_iou_loss import bev_line_iou_loss
 from drivemetrics.lane.llamas import llamas_counts, llamas_f1, llamas_matches
+from drivemetrics.lane.lookahead_loss import lookahead_lane_loss
 from drivemetrics.lane.psld import psld, psld_deviations, smooth_psld
 from drivemetrics.lane.road_center import (
     expected_center_from_anchors,
@@ -102,6 +106,7 @@ __all__ = [
     "arc_length",
     "average_precision_11point",
     "average_precision_area",
+    "bev_line_iou_loss",
     "bev_overlap",
     "bounded_frechet_distance_pairs",
     "box2d_overlap",
@@ -113,6 +118,8 @@ __all__ = [
     "chamfer_distance_matrix",
     "chamfer_distance_pairs",
     "consistent_true_positive",
+    "control_sensitivity_weights",
+    "control_weighted_loss",
     "corridor_curves",
     "corridor_row_statistics",
     "counts_at_threshold",
@@ -129,6 +136,7 @@ __all__ = [
     "expected_center_from_anchors",
     "expected_center_from_maps",
     "expected_center_from_polynomials",
+    "expected_psld_loss",
     "fit_driving_corridor",
     "fixed_threshold_scores",
     "frechet_distance_matrix",
@@ -146,6 +154,7 @@ __all__ = [
     "llamas_counts",
     "llamas_f1",
     "llamas_matches",
+    "lookahead_lane_loss",
     "map_chamfer_loss",
     "nearest_target",
     "once3d_iou",

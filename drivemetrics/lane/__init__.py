@@ -13,6 +13,8 @@ from drivemetrics._internal.lazy import lazy_exports
 
 #: Metric and loss classes, exported by ``drivemetrics`` too (its stub: python -m drivemetrics._internal.stubs).
 _METRICS = {
+    "BEVLineIoULoss": "drivemetrics.lane.line_iou_loss",
+    "ControlWeightedLoss": "drivemetrics.lane.control_weighted_loss",
     "CULaneF1Score": "drivemetrics.lane.culane",
     "CULaneMetrics": "drivemetrics.lane.culane",
     "CULanePrecision": "drivemetrics.lane.culane",
@@ -27,6 +29,8 @@ _METRICS = {
     "LlamasMetrics": "drivemetrics.lane.llamas",
     "LlamasPrecision": "drivemetrics.lane.llamas",
     "LlamasRecall": "drivemetrics.lane.llamas",
+    "ExpectedPSLDLoss": "drivemetrics.lane.expected_psld_loss",
+    "LookaheadLaneLoss": "drivemetrics.lane.lookahead_loss",
     "PSLD": "drivemetrics.lane.psld",
     "PSLDLoss": "drivemetrics.lane.psld",
     "TuSimpleAccuracy": "drivemetrics.lane.tusimple",

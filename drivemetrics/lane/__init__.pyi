@@ -5,6 +5,7 @@ from drivemetrics.lane.control import LinearMPC as LinearMPC
 from drivemetrics.lane.control import PosedPath as PosedPath
 from drivemetrics.lane.control import PurePursuit as PurePursuit
 from drivemetrics.lane.control import VehiclePath as VehiclePath
+from drivemetrics.lane.control_weighted_loss import ControlWeightedLoss as ControlWeightedLoss
 from drivemetrics.lane.culane import CULaneF1Score as CULaneF1Score
 from drivemetrics.lane.culane import CULaneMetrics as CULaneMetrics
 from drivemetrics.lane.culane import CULanePrecision as CULanePrecision
@@ -17,13 +18,16 @@ from drivemetrics.lane.examples import culane_example_inputs as culane_example_i
 from drivemetrics.lane.examples import curvelanes_example_inputs as curvelanes_example_inputs
 from drivemetrics.lane.examples import llamas_example_inputs as llamas_example_inputs
 from drivemetrics.lane.examples import tusimple_example_inputs as tusimple_example_inputs
+from drivemetrics.lane.expected_psld_loss import ExpectedPSLDLoss as ExpectedPSLDLoss
 from drivemetrics.lane.io import TuSimpleRecords as TuSimpleRecords
+from drivemetrics.lane.line_iou_loss import BEVLineIoULoss as BEVLineIoULoss
 from drivemetrics.lane.llamas import LlamasF1Score as LlamasF1Score
 from drivemetrics.lane.llamas import LlamasF1Score75 as LlamasF1Score75
 from drivemetrics.lane.llamas import LlamasMeanF1Score as LlamasMeanF1Score
 from drivemetrics.lane.llamas import LlamasMetrics as LlamasMetrics
 from drivemetrics.lane.llamas import LlamasPrecision as LlamasPrecision
 from drivemetrics.lane.llamas import LlamasRecall as LlamasRecall
+from drivemetrics.lane.lookahead_loss import LookaheadLaneLoss as LookaheadLaneLoss
 from drivemetrics.lane.psld import PSLD as PSLD
 from drivemetrics.lane.psld import PSLDLoss as PSLDLoss
 from drivemetrics.lane.stats import Correlation as Correlation
@@ -35,15 +39,18 @@ from drivemetrics.lane.tusimple import TuSimpleMetrics as TuSimpleMetrics
 
 __all__ = [
     "PSLD",
+    "BEVLineIoULoss",
     "CULaneF1Score",
     "CULaneMetrics",
     "CULanePrecision",
     "CULaneRecall",
+    "ControlWeightedLoss",
     "Correlation",
     "CurveLanesF1Score",
     "CurveLanesMetrics",
     "CurveLanesPrecision",
     "CurveLanesRecall",
+    "ExpectedPSLDLoss",
     "LateralController",
     "LinearMPC",
     "LlamasF1Score",
@@ -52,6 +59,7 @@ __all__ = [
     "LlamasMetrics",
     "LlamasPrecision",
     "LlamasRecall",
+    "LookaheadLaneLoss",
     "PSLDLoss",
     "PosedPath",
     "PurePursuit",
