@@ -211,6 +211,7 @@ def short_repr(value: Any, limit: int = 80) -> str:
     big containers and deep nesting without building the full ``repr`` first.
 
     Examples:
+        >>> from drivemetrics._internal.limits import short_repr
         >>> short_repr("a" * 1000, limit=12)
         "'aaaaaaaa..."
     """

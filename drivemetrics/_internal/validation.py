@@ -113,6 +113,7 @@ def check_values(
 
     Examples:
         >>> import numpy as np
+        >>> from drivemetrics._internal.validation import check_values
         >>> check_values(np.array([0.2, 1.5]), "scores", low=0, high=1)
         Traceback (most recent call last):
         ...

@@ -708,6 +708,7 @@ def evaluate_kitti_objects(
 
     Examples:
         >>> from drivemetrics.detection.io import parse_kitti_objects
+        >>> from drivemetrics.functional import evaluate_kitti_objects
         >>> line = "Car 0.00 0 -1.57 100.00 150.00 300.00 250.00 1.50 1.60 4.00 1.00 1.70 15.00 -1.57"
         >>> target = [parse_kitti_objects(line)] * 40  # 40 frames, one car each
         >>> preds = [parse_kitti_objects(line + " 0.9")] * 40  # each detected exactly (score 0.9)

@@ -66,6 +66,7 @@ def curvelanes_spline(lanes: Sequence[np.ndarray]) -> list[np.ndarray]:
 
     Examples:
         >>> import numpy as np
+        >>> from drivemetrics.lane.curvelanes import curvelanes_spline
         >>> curvelanes_spline([np.array([[0.0, 0.0], [3.0, 4.0]])])[0].tolist()
         [[0.0, 0.0], [0.6, 0.8], [1.2, 1.6], [1.7999999999999998, 2.4000000000000004], [2.4, 3.2], [3.0, 4.0]]
     """
@@ -202,6 +203,7 @@ def curvelanes_matches(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.functional import curvelanes_matches
         >>> gt = torch.tensor([[[[1000.0, 1439.0], [1200.0, 700.0]]]])  # (B, L, Q, 2) in a 2560 x 1440 image
         >>> preds = torch.cat([gt, gt + torch.tensor([600.0, 0.0])], 1)  # the lane and a false one
         >>> size = torch.tensor([[2560.0, 1440.0]])
@@ -282,6 +284,7 @@ def curvelanes_scores(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.lane.curvelanes import curvelanes_scores
         >>> one = torch.tensor(1)
         >>> curvelanes_scores(one, one, one, compat="reference")["recall"].item()
         0.9999999999999998
@@ -314,6 +317,7 @@ def curvelanes_counts(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.functional import curvelanes_counts
         >>> gt = torch.tensor([[[[1000.0, 1439.0], [1200.0, 700.0]]]])
         >>> preds = torch.cat([gt, gt + torch.tensor([600.0, 0.0])], 1)
         >>> curvelanes_counts(preds, gt, image_size=torch.tensor([[2560.0, 1440.0]]))
@@ -354,6 +358,7 @@ def curvelanes_f1(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.functional import curvelanes_f1
         >>> gt = torch.tensor([[[[1000.0, 1439.0], [1200.0, 700.0]]]])
         >>> preds = torch.cat([gt, gt + torch.tensor([600.0, 0.0])], 1)
         >>> scores = curvelanes_f1(preds, gt, image_size=torch.tensor([[2560.0, 1440.0]]))
@@ -394,6 +399,7 @@ class CurveLanesMetrics(MetricFamily):
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.lane import CurveLanesMetrics
         >>> gt = torch.tensor([[[[1000.0, 1439.0], [1200.0, 700.0]]]])  # (B, L, Q, 2) in a 2560 x 1440 image
         >>> preds = torch.cat([gt, gt + torch.tensor([600.0, 0.0])], 1)  # the lane and a false one
         >>> metric = CurveLanesMetrics()
@@ -481,7 +487,8 @@ class CurveLanesPrecision(ScalarMetric, CurveLanesMetrics):
     """CurveLanes precision at score > 0.5 over all frames seen (arguments as :class:`CurveLanesMetrics`).
 
     Examples:
-        >>> CurveLanesPrecision()(**drivemetrics.lane.curvelanes_example_inputs())
+        >>> from drivemetrics.lane import CurveLanesPrecision, curvelanes_example_inputs
+        >>> CurveLanesPrecision()(**curvelanes_example_inputs())
         tensor(0.5000, dtype=torch.float64)
     """
 
@@ -492,7 +499,8 @@ class CurveLanesRecall(ScalarMetric, CurveLanesMetrics):
     """CurveLanes recall at score > 0.5 over all frames seen (arguments as :class:`CurveLanesMetrics`).
 
     Examples:
-        >>> CurveLanesRecall()(**drivemetrics.lane.curvelanes_example_inputs())
+        >>> from drivemetrics.lane import CurveLanesRecall, curvelanes_example_inputs
+        >>> CurveLanesRecall()(**curvelanes_example_inputs())
         tensor(1., dtype=torch.float64)
     """
 
@@ -503,7 +511,8 @@ class CurveLanesF1Score(ScalarMetric, CurveLanesMetrics):
     """CurveLanes F1 at score > 0.5, a scalar for ``self.log`` (arguments as :class:`CurveLanesMetrics`).
 
     Examples:
-        >>> CurveLanesF1Score()(**drivemetrics.lane.curvelanes_example_inputs())
+        >>> from drivemetrics.lane import CurveLanesF1Score, curvelanes_example_inputs
+        >>> CurveLanesF1Score()(**curvelanes_example_inputs())
         tensor(0.6667, dtype=torch.float64)
     """
 

@@ -208,6 +208,7 @@ def llamas_label_lanes(
         (the lanes, notes on what the default mode handled differently from the official code).
 
     Examples:
+        >>> from drivemetrics.lane.llamas import llamas_label_lanes
         >>> marker = {"world_start": {"x": 1.5, "y": 1.6, "z": 8.0}, "world_end": {"x": 1.5, "y": 1.6, "z": 14.0},
         ...           "pixel_start": {"x": 900, "y": 560}, "pixel_end": {"x": 780, "y": 470}}
         >>> far = {"world_start": {"x": 1.5, "y": 1.6, "z": 20.0}, "world_end": {"x": 1.5, "y": 1.6, "z": 26.0},
@@ -287,6 +288,7 @@ def llamas_interpolate(points: np.ndarray, n: int = 50, where: str = "prediction
 
     Examples:
         >>> import numpy as np
+        >>> from drivemetrics.lane.llamas import llamas_interpolate
         >>> llamas_interpolate(np.array([[600.0, 700.0], [640.0, 500.0], [640.0, 500.0]]), n=3).round(6).tolist()
         [[600.0, 700.0], [620.0, 600.0], [640.0, 500.0]]
     """
@@ -417,6 +419,7 @@ def llamas_matches(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.functional import llamas_matches
         >>> rows = torch.arange(300.0, 717.0)
         >>> gt = torch.stack([640 + 0.5 * (rows - 300), rows], -1)[None, None]  # (B, L, Q, 2) = (1, 1, 417, 2)
         >>> preds = torch.tensor([[[[640.0, 300.0], [848.0, 716.0]], [[100.0, 716.0], [300.0, 400.0]]]])
@@ -479,6 +482,7 @@ def llamas_counts(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.functional import llamas_counts
         >>> rows = torch.arange(300.0, 717.0)
         >>> gt = torch.stack([640 + 0.5 * (rows - 300), rows], -1)[None, None]
         >>> preds = torch.tensor([[[[640.0, 300.0], [848.0, 716.0]], [[100.0, 716.0], [300.0, 400.0]]]])
@@ -523,6 +527,7 @@ def llamas_f1(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.functional import llamas_f1
         >>> rows = torch.arange(300.0, 717.0)
         >>> gt = torch.stack([640 + 0.5 * (rows - 300), rows], -1)[None, None]
         >>> preds = torch.tensor([[[[640.0, 300.0], [848.0, 716.0]], [[100.0, 716.0], [300.0, 400.0]]]])
@@ -571,6 +576,7 @@ class LlamasMetrics(MetricFamily):
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.lane import LlamasMetrics
         >>> rows = torch.arange(300.0, 717.0)
         >>> gt = torch.stack([640 + 0.5 * (rows - 300), rows], -1)[None, None]  # (B, L, Q, 2) GT at rows 300..716
         >>> preds = torch.tensor([[[[640.0, 300.0], [848.0, 716.0]], [[100.0, 716.0], [300.0, 400.0]]]])
@@ -639,7 +645,8 @@ class LlamasPrecision(ScalarMetric, LlamasMetrics):
     """LLAMAS precision at IoU > 0.5 over all frames seen (arguments as :class:`LlamasMetrics`).
 
     Examples:
-        >>> LlamasPrecision()(**drivemetrics.lane.llamas_example_inputs())
+        >>> from drivemetrics.lane import LlamasPrecision, llamas_example_inputs
+        >>> LlamasPrecision()(**llamas_example_inputs())
         tensor(0.5000, dtype=torch.float64)
     """
 
@@ -650,7 +657,8 @@ class LlamasRecall(ScalarMetric, LlamasMetrics):
     """LLAMAS recall at IoU > 0.5 over all frames seen (arguments as :class:`LlamasMetrics`).
 
     Examples:
-        >>> LlamasRecall()(**drivemetrics.lane.llamas_example_inputs())
+        >>> from drivemetrics.lane import LlamasRecall, llamas_example_inputs
+        >>> LlamasRecall()(**llamas_example_inputs())
         tensor(1., dtype=torch.float64)
     """
 
@@ -661,7 +669,8 @@ class LlamasF1Score(ScalarMetric, LlamasMetrics):
     """LLAMAS F1 at IoU > 0.5 over all frames seen, a scalar for ``self.log`` (arguments as :class:`LlamasMetrics`).
 
     Examples:
-        >>> LlamasF1Score()(**drivemetrics.lane.llamas_example_inputs())
+        >>> from drivemetrics.lane import LlamasF1Score, llamas_example_inputs
+        >>> LlamasF1Score()(**llamas_example_inputs())
         tensor(0.6667, dtype=torch.float64)
     """
 
@@ -672,7 +681,8 @@ class LlamasF1Score75(ScalarMetric, LlamasMetrics):
     """CLRNet's LLAMAS F1@75: F1 at IoU > 0.75 over all frames seen (arguments as :class:`LlamasMetrics`).
 
     Examples:
-        >>> LlamasF1Score75()(**drivemetrics.lane.llamas_example_inputs())
+        >>> from drivemetrics.lane import LlamasF1Score75, llamas_example_inputs
+        >>> LlamasF1Score75()(**llamas_example_inputs())
         tensor(0.6667, dtype=torch.float64)
     """
 
@@ -683,7 +693,8 @@ class LlamasMeanF1Score(ScalarMetric, LlamasMetrics):
     """CLRNet's LLAMAS mF1: mean F1 over IoU 0.50:0.05:0.95 (arguments as :class:`LlamasMetrics`).
 
     Examples:
-        >>> LlamasMeanF1Score()(**drivemetrics.lane.llamas_example_inputs())
+        >>> from drivemetrics.lane import LlamasMeanF1Score, llamas_example_inputs
+        >>> LlamasMeanF1Score()(**llamas_example_inputs())
         tensor(0.6667, dtype=torch.float64)
     """
 

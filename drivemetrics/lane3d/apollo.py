@@ -89,6 +89,7 @@ def apollo3d_resample(
     Examples:
         >>> import numpy as np
         >>> from drivemetrics.lane3d.packed import pack_lane_lists
+        >>> from drivemetrics.functional import apollo3d_resample
         >>> lanes = pack_lane_lists([[np.array([[0.5, 2.0, 0.0], [1.5, 12.0, 1.0]])]], visibility=[[np.ones(2)]])
         >>> out = apollo3d_resample(lanes, gt=True)
         >>> out["kept"].tolist(), int(out["visible"].sum()), round(float(out["x"][0, 3]), 2)
@@ -232,6 +233,7 @@ def apollo3d_matches(
     Examples:
         >>> import numpy as np
         >>> from drivemetrics.lane3d.packed import pack_lane_lists
+        >>> from drivemetrics.functional import apollo3d_matches
         >>> lane = np.array([[1.8, 3.0, 0.0], [1.8, 100.0, 0.0]])
         >>> gt = pack_lane_lists([[lane, lane - np.array([3.6, 0, 0])]], visibility=[[np.ones(2), np.ones(2)]])
         >>> pred = pack_lane_lists([[lane + np.array([0.2, 0, 0])]], scores=[[0.6]])
@@ -345,6 +347,7 @@ def apollo3d_scores(counts: Any, error_sums: Any, pair_counts: Any, *, compat: C
 
     Examples:
         >>> import numpy as np
+        >>> from drivemetrics.functional import apollo3d_scores
         >>> counts = np.array([[2, 2, 2, 2]] * 19)
         >>> out = apollo3d_scores(counts, np.full((19, 4), 0.4), np.full(19, 2))
         >>> round(out["ap"], 6), round(out["max_f"], 6), out["max_f_threshold"], out["x_error_close"]
@@ -391,6 +394,7 @@ class Apollo3DMetrics(MetricFamily):
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.lane3d import Apollo3DMetrics
         >>> lane = torch.tensor([[1.8, 3.0, 0.0], [1.8, 100.0, 0.0]], dtype=torch.float64)
         >>> target = {"points": torch.stack([lane, lane - torch.tensor([3.6, 0, 0])])[None]}
         >>> preds = {"points": (lane + torch.tensor([0.2, 0, 0.1]))[None, None], "scores": torch.tensor([[0.6]])}
@@ -455,7 +459,8 @@ class Apollo3DAveragePrecision(ScalarMetric, Apollo3DMetrics):
     :class:`Apollo3DMetrics`).
 
     Examples:
-        >>> Apollo3DAveragePrecision()(**drivemetrics.lane3d.apollo3d_example_inputs())
+        >>> from drivemetrics.lane3d import Apollo3DAveragePrecision, apollo3d_example_inputs
+        >>> Apollo3DAveragePrecision()(**apollo3d_example_inputs())
         tensor(0.9211, dtype=torch.float64)
     """
 
@@ -467,7 +472,8 @@ class Apollo3DMaxFScore(ScalarMetric, Apollo3DMetrics):
     :class:`Apollo3DMetrics`).
 
     Examples:
-        >>> Apollo3DMaxFScore()(**drivemetrics.lane3d.apollo3d_example_inputs())
+        >>> from drivemetrics.lane3d import Apollo3DMaxFScore, apollo3d_example_inputs
+        >>> Apollo3DMaxFScore()(**apollo3d_example_inputs())
         tensor(1.0000, dtype=torch.float64)
     """
 
@@ -479,7 +485,8 @@ class Apollo3DXErrorClose(ScalarMetric, Apollo3DMetrics):
     :class:`Apollo3DMetrics`).
 
     Examples:
-        >>> Apollo3DXErrorClose()(**drivemetrics.lane3d.apollo3d_example_inputs())
+        >>> from drivemetrics.lane3d import Apollo3DXErrorClose, apollo3d_example_inputs
+        >>> Apollo3DXErrorClose()(**apollo3d_example_inputs())
         tensor(0.3500, dtype=torch.float64)
     """
 
@@ -493,7 +500,8 @@ class Apollo3DXErrorFar(ScalarMetric, Apollo3DMetrics):
     :class:`Apollo3DMetrics`).
 
     Examples:
-        >>> Apollo3DXErrorFar()(**drivemetrics.lane3d.apollo3d_example_inputs())
+        >>> from drivemetrics.lane3d import Apollo3DXErrorFar, apollo3d_example_inputs
+        >>> Apollo3DXErrorFar()(**apollo3d_example_inputs())
         tensor(0.3500, dtype=torch.float64)
     """
 
@@ -507,7 +515,8 @@ class Apollo3DZErrorClose(ScalarMetric, Apollo3DMetrics):
     :class:`Apollo3DMetrics`).
 
     Examples:
-        >>> Apollo3DZErrorClose()(**drivemetrics.lane3d.apollo3d_example_inputs())
+        >>> from drivemetrics.lane3d import Apollo3DZErrorClose, apollo3d_example_inputs
+        >>> Apollo3DZErrorClose()(**apollo3d_example_inputs())
         tensor(0.2000, dtype=torch.float64)
     """
 
@@ -521,7 +530,8 @@ class Apollo3DZErrorFar(ScalarMetric, Apollo3DMetrics):
     :class:`Apollo3DMetrics`).
 
     Examples:
-        >>> Apollo3DZErrorFar()(**drivemetrics.lane3d.apollo3d_example_inputs())
+        >>> from drivemetrics.lane3d import Apollo3DZErrorFar, apollo3d_example_inputs
+        >>> Apollo3DZErrorFar()(**apollo3d_example_inputs())
         tensor(0.2000, dtype=torch.float64)
     """
 

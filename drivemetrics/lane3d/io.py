@@ -221,6 +221,7 @@ class ScoredLanesFrame:
 
     Examples:
         >>> import numpy as np
+        >>> from drivemetrics.lane3d.io import ScoredLanesFrame
         >>> ScoredLanesFrame("images/00/1.jpg", [np.zeros((2, 3))], [0.5]).scores
         [0.5]
     """
@@ -289,6 +290,7 @@ def read_apollo_gt(path: str | Path) -> dict[str, tuple[ScoredLanesFrame, Scored
 
     Examples:
         >>> import json, os, tempfile
+        >>> from drivemetrics.lane3d.io import read_apollo_gt
         >>> line = {"raw_file": "images/00/1.jpg", "laneLines": [[[1, 5, 0], [1, 50, 0]]],
         ...         "laneLines_visibility": [[1, 1]], "centerLines": [], "centerLines_visibility": []}
         >>> with tempfile.TemporaryDirectory() as d:
@@ -313,6 +315,7 @@ def read_apollo_pred(path: str | Path) -> list[tuple[ScoredLanesFrame, ScoredLan
 
     Examples:
         >>> import json, os, tempfile
+        >>> from drivemetrics.lane3d.io import read_apollo_pred
         >>> line = {"raw_file": "images/00/1.jpg", "laneLines": [[[1, 5, 0], [1, 50, 0]]], "laneLines_prob": [0.9],
         ...         "centerLines": [], "centerLines_prob": []}
         >>> with tempfile.TemporaryDirectory() as d:
@@ -337,6 +340,7 @@ def list_once_frames(gt_dir: str | Path) -> list[str]:
 
     Examples:
         >>> import os, tempfile
+        >>> from drivemetrics.lane3d.io import list_once_frames
         >>> with tempfile.TemporaryDirectory() as d:
         ...     os.makedirs(os.path.join(d, "000001", "cam01"))
         ...     _ = open(os.path.join(d, "000001", "cam01", "1.json"), "w").write("{}")
@@ -362,6 +366,7 @@ def read_once_file(path: str | Path, *, prediction: bool) -> ScoredLanesFrame:
 
     Examples:
         >>> import json, os, tempfile
+        >>> from drivemetrics.lane3d.io import read_once_file
         >>> with tempfile.TemporaryDirectory() as d:
         ...     _ = open(os.path.join(d, "1.json"), "w").write(json.dumps({"lanes": [{"points": [[1, 1.6, 5]],
         ...                                                                         "score": "0.9"}]}))

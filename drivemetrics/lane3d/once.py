@@ -101,6 +101,7 @@ def once3d_iou(gt: list[np.ndarray], preds: list[np.ndarray], *, compat: Compat 
 
     Examples:
         >>> import numpy as np
+        >>> from drivemetrics.functional import once3d_iou
         >>> z = np.arange(5.0, 41.0)
         >>> lane = np.stack([np.full_like(z, 1.0), np.full_like(z, 1.6), z], 1)
         >>> shifted = lane + np.array([0.5, 0.0, 0.0])
@@ -194,6 +195,7 @@ def once3d_mean_distance(gt: np.ndarray, pred: np.ndarray, *, compat: Compat = "
 
     Examples:
         >>> import numpy as np
+        >>> from drivemetrics.functional import once3d_mean_distance
         >>> near = np.array([[1.0, 1.6, 5.0], [1.0, 1.6, 20.0]])
         >>> far = np.array([[1.0, 1.6, 30.0], [1.0, 1.6, 50.0]])
         >>> once3d_mean_distance(near, far, compat="reference"), once3d_mean_distance(near, far)
@@ -243,6 +245,7 @@ def once3d_matches(
     Examples:
         >>> import numpy as np
         >>> from drivemetrics.lane3d.packed import pack_lane_lists
+        >>> from drivemetrics.functional import once3d_matches
         >>> z = np.arange(3.0, 41.0)
         >>> lane = np.stack([np.full_like(z, 1.8), np.full_like(z, 1.6), z], 1)
         >>> gt = pack_lane_lists([[lane, lane - np.array([3.6, 0, 0])]])
@@ -313,6 +316,7 @@ def once3d_scores(counts: Any, distance_sum: Any, *, compat: Compat = "default")
 
     Examples:
         >>> import numpy as np
+        >>> from drivemetrics.functional import once3d_scores
         >>> out = once3d_scores(np.array([[4, 2, 2], [4, 0, 0]]), np.array([0.2, 0.0]), compat="reference")
         >>> out["F1"].tolist()[0], bool(np.isnan(out["precision"][1]))
         (0.6666666865348816, True)
@@ -357,6 +361,7 @@ class ONCE3DMetrics(MetricFamily):
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.lane3d import ONCE3DMetrics
         >>> z = torch.arange(3.0, 41.0)
         >>> lane = torch.stack([torch.full_like(z, 1.8), torch.full_like(z, 1.6), z], 1)
         >>> target = {"points": torch.stack([lane, lane - torch.tensor([3.6, 0, 0])])[None]}
@@ -419,7 +424,8 @@ class ONCE3DF1Score(ScalarMetric, ONCE3DMetrics):
     :class:`ONCE3DMetrics`).
 
     Examples:
-        >>> ONCE3DF1Score()(**drivemetrics.lane3d.once3d_example_inputs())
+        >>> from drivemetrics.lane3d import ONCE3DF1Score, once3d_example_inputs
+        >>> ONCE3DF1Score()(**once3d_example_inputs())
         tensor(0.6667, dtype=torch.float64)
     """
 
@@ -430,7 +436,8 @@ class ONCE3DPrecision(ScalarMetric, ONCE3DMetrics):
     """ONCE-3DLanes precision at one score threshold (0.95 by default) (arguments as :class:`ONCE3DMetrics`).
 
     Examples:
-        >>> ONCE3DPrecision()(**drivemetrics.lane3d.once3d_example_inputs())
+        >>> from drivemetrics.lane3d import ONCE3DPrecision, once3d_example_inputs
+        >>> ONCE3DPrecision()(**once3d_example_inputs())
         tensor(1., dtype=torch.float64)
     """
 
@@ -441,7 +448,8 @@ class ONCE3DRecall(ScalarMetric, ONCE3DMetrics):
     """ONCE-3DLanes recall at one score threshold (0.95 by default) (arguments as :class:`ONCE3DMetrics`).
 
     Examples:
-        >>> ONCE3DRecall()(**drivemetrics.lane3d.once3d_example_inputs())
+        >>> from drivemetrics.lane3d import ONCE3DRecall, once3d_example_inputs
+        >>> ONCE3DRecall()(**once3d_example_inputs())
         tensor(0.5000, dtype=torch.float64)
     """
 
@@ -453,7 +461,8 @@ class ONCE3DDistanceError(ScalarMetric, ONCE3DMetrics):
     (arguments as :class:`ONCE3DMetrics`).
 
     Examples:
-        >>> ONCE3DDistanceError()(**drivemetrics.lane3d.once3d_example_inputs())
+        >>> from drivemetrics.lane3d import ONCE3DDistanceError, once3d_example_inputs
+        >>> ONCE3DDistanceError()(**once3d_example_inputs())
         tensor(0.1000, dtype=torch.float64)
     """
 

@@ -108,6 +108,7 @@ def openlane3d_gt_to_ground(points: Tensor, extrinsic: Tensor, *, validate_args:
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.functional import openlane3d_gt_to_ground
         >>> extrinsic = torch.eye(4, dtype=torch.float64)
         >>> extrinsic[:3, 3] = torch.tensor([1.5, 0.2, 2.0])  # 1.5 m ahead, 0.2 m left, 2 m high
         >>> points = torch.tensor([[[[10.0, 1.0, -2.0]]]], dtype=torch.float64)  # 10 m ahead, 1 m left
@@ -154,6 +155,7 @@ def openlane3d_resample(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.functional import openlane3d_resample
         >>> lane = torch.tensor([[[[0.5, 2.0, 0.0], [1.5, 12.0, 1.0]]]])  # (B, L, N, 3) = (1, 1, 2, 3)
         >>> out = openlane3d_resample(lane)
         >>> out["kept"].tolist(), int(out["visible"].sum()), round(out["x"][0, 0, 3].item(), 2)
@@ -207,6 +209,7 @@ def openlane3d_pair_matrices(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.functional import openlane3d_pair_matrices, openlane3d_resample
         >>> gt = openlane3d_resample(torch.tensor([[[[0.0, 3.0, 0.0], [0.0, 52.0, 0.0]]]]))
         >>> pred = openlane3d_resample(torch.tensor([[[[0.3, 3.0, 0.0], [0.3, 52.0, 0.0]]]]))
         >>> out = openlane3d_pair_matrices(pred, gt)
@@ -268,6 +271,7 @@ def openlane3d_matches(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.functional import openlane3d_matches
         >>> lane = torch.tensor([[[[0.0, 3.0, 0.0], [0.0, 52.0, 0.0]]]])  # (B, L, N, 3) = (1, 1, 2, 3)
         >>> target = {"points": lane, "labels": torch.tensor([[1]])}
         >>> out = openlane3d_matches({"points": lane + 0.2, "labels": torch.tensor([[1]])}, target)
@@ -362,6 +366,8 @@ def openlane3d_lane_matches(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.functional import openlane3d_lane_matches
+        >>> from drivemetrics.lane3d.resample import OpenLane3DLanes
         >>> points = torch.tensor([[0.0, 3.0, 0.0], [0.0, 52.0, 0.0]], dtype=torch.float64)
         >>> one = torch.tensor([1])
         >>> gt = OpenLane3DLanes(points, torch.tensor([2]), torch.tensor([0]), torch.tensor([0]), one, None)
@@ -481,6 +487,7 @@ def openlane3d_scores(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.functional import openlane3d_scores
         >>> counts = torch.tensor([3, 2, 2, 4, 2, 3])  # recall hits, precision hits, correct, GT, pred, pairs
         >>> out = openlane3d_scores(counts, torch.tensor([0.3, 0.6, 0.1, 0.2]), torch.tensor([3, 2, 3, 2]))
         >>> round(out["f_score"].item(), 4), round(out["x_error_close"].item(), 4)
@@ -530,6 +537,7 @@ class OpenLane3DMetrics(MetricFamily):
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.lane3d import OpenLane3DMetrics
         >>> lane = torch.tensor([[[[0.0, 3.0, 0.0], [0.0, 52.0, 0.0]]]])  # (B, L, N, 3), metres
         >>> preds = torch.cat([lane + 0.2, lane + torch.tensor([5.0, 0.0, 0.0])], 1)  # the lane and a false one
         >>> metric = OpenLane3DMetrics()
@@ -577,8 +585,9 @@ class OpenLane3DFScore(ScalarMetric, OpenLane3DMetrics):
     """OpenLane F-score ``2PR / (P + R)`` over all frames seen (arguments as :class:`OpenLane3DMetrics`).
 
     Examples:
+        >>> from drivemetrics.lane3d import OpenLane3DFScore, openlane3d_example_inputs
         >>> metric = OpenLane3DFScore()
-        >>> metric(**drivemetrics.lane3d.openlane3d_example_inputs())  # recall 1, precision 2 / 3
+        >>> metric(**openlane3d_example_inputs())  # recall 1, precision 2 / 3
         tensor(0.8000, dtype=torch.float64)
     """
 
@@ -591,8 +600,9 @@ class OpenLane3DRecall(ScalarMetric, OpenLane3DMetrics):
     Arguments as :class:`OpenLane3DMetrics`.
 
     Examples:
+        >>> from drivemetrics.lane3d import OpenLane3DRecall, openlane3d_example_inputs
         >>> metric = OpenLane3DRecall()
-        >>> metric(**drivemetrics.lane3d.openlane3d_example_inputs())
+        >>> metric(**openlane3d_example_inputs())
         tensor(1., dtype=torch.float64)
     """
 
@@ -605,8 +615,9 @@ class OpenLane3DPrecision(ScalarMetric, OpenLane3DMetrics):
     Arguments as :class:`OpenLane3DMetrics`.
 
     Examples:
+        >>> from drivemetrics.lane3d import OpenLane3DPrecision, openlane3d_example_inputs
         >>> metric = OpenLane3DPrecision()
-        >>> metric(**drivemetrics.lane3d.openlane3d_example_inputs())  # the lane at x = 7 m is false
+        >>> metric(**openlane3d_example_inputs())  # the lane at x = 7 m is false
         tensor(0.6667, dtype=torch.float64)
     """
 
@@ -617,8 +628,9 @@ class OpenLane3DCategoryAccuracy(ScalarMetric, OpenLane3DMetrics):
     """OpenLane category accuracy over the counted pairs (arguments as :class:`OpenLane3DMetrics`).
 
     Examples:
+        >>> from drivemetrics.lane3d import OpenLane3DCategoryAccuracy, openlane3d_example_inputs
         >>> metric = OpenLane3DCategoryAccuracy()
-        >>> metric(**drivemetrics.lane3d.openlane3d_example_inputs())
+        >>> metric(**openlane3d_example_inputs())
         tensor(0.5000, dtype=torch.float64)
     """
 
@@ -636,8 +648,9 @@ class OpenLane3DXErrorClose(_OpenLane3DMeanMetres):
     """Mean lateral error of the counted pairs, y <= 40 m, metres (arguments as :class:`OpenLane3DMetrics`).
 
     Examples:
+        >>> from drivemetrics.lane3d import OpenLane3DXErrorClose, openlane3d_example_inputs
         >>> metric = OpenLane3DXErrorClose()
-        >>> metric(**drivemetrics.lane3d.openlane3d_example_inputs())  # 0.2 and 0.5 m
+        >>> metric(**openlane3d_example_inputs())  # 0.2 and 0.5 m
         tensor(0.3500, dtype=torch.float64)
     """
 
@@ -648,8 +661,9 @@ class OpenLane3DXErrorFar(_OpenLane3DMeanMetres):
     """Mean lateral error of the counted pairs, y > 40 m, metres (arguments as :class:`OpenLane3DMetrics`).
 
     Examples:
+        >>> from drivemetrics.lane3d import OpenLane3DXErrorFar, openlane3d_example_inputs
         >>> metric = OpenLane3DXErrorFar()
-        >>> metric(**drivemetrics.lane3d.openlane3d_example_inputs())
+        >>> metric(**openlane3d_example_inputs())
         tensor(0.3500, dtype=torch.float64)
     """
 
@@ -660,8 +674,9 @@ class OpenLane3DZErrorClose(_OpenLane3DMeanMetres):
     """Mean height error of the counted pairs, y <= 40 m, metres (arguments as :class:`OpenLane3DMetrics`).
 
     Examples:
+        >>> from drivemetrics.lane3d import OpenLane3DZErrorClose, openlane3d_example_inputs
         >>> metric = OpenLane3DZErrorClose()
-        >>> metric(**drivemetrics.lane3d.openlane3d_example_inputs())  # 0.1 and 0.3 m
+        >>> metric(**openlane3d_example_inputs())  # 0.1 and 0.3 m
         tensor(0.2000, dtype=torch.float64)
     """
 
@@ -672,8 +687,9 @@ class OpenLane3DZErrorFar(_OpenLane3DMeanMetres):
     """Mean height error of the counted pairs, y > 40 m, metres (arguments as :class:`OpenLane3DMetrics`).
 
     Examples:
+        >>> from drivemetrics.lane3d import OpenLane3DZErrorFar, openlane3d_example_inputs
         >>> metric = OpenLane3DZErrorFar()
-        >>> metric(**drivemetrics.lane3d.openlane3d_example_inputs())
+        >>> metric(**openlane3d_example_inputs())
         tensor(0.2000, dtype=torch.float64)
     """
 

@@ -24,6 +24,7 @@ class PackedLanes(NamedTuple):
 
     Examples:
         >>> import numpy as np
+        >>> from drivemetrics.lane3d.packed import pack_lane_lists
         >>> lanes = pack_lane_lists([[np.zeros((2, 3))], [np.ones((3, 3)), np.ones((1, 3))]], scores=[[0.5], [0.2, 1]])
         >>> lanes.lengths.tolist(), lanes.frame.tolist(), lanes.scores.tolist()
         ([2, 3, 1], [0, 1, 1], [0.5, 0.2, 1.0])

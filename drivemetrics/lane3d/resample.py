@@ -45,6 +45,8 @@ class OpenLane3DLanes(NamedTuple):
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.functional import openlane3d_lane_matches
+        >>> from drivemetrics.lane3d.resample import OpenLane3DLanes
         >>> lanes = OpenLane3DLanes(
         ...     torch.tensor([[0.0, 3.0, 0.0], [0.0, 52.0, 0.0]], dtype=torch.float64), torch.tensor([2]),
         ...     torch.tensor([0]), torch.tensor([0]), torch.tensor([1]), None)

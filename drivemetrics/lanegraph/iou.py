@@ -103,7 +103,7 @@ def graph_iou(
         lane_width (float): Width of the drawn lanes, pixels.
         compat (str): ``"default"`` or ``"reference"``.
         validate_args: check that both are networkx graphs whose nodes carry a finite
-        ``pos`` within ``max_abs_coordinate`` (the graph readers' limit); ``False`` skips it.
+            ``pos`` within ``max_abs_coordinate`` (the graph readers' limit); ``False`` skips it.
 
     Returns:
         Tensor: 0-d float64 IoU in [0, 1] (NaN when neither graph has an edge).

@@ -108,7 +108,7 @@ def evaluate_lanegraph_pair(
         apls_max_sources (int or None): Control points per direction that start APLS paths (default mode).
         seed (int): Seed of the APLS source draw.
         validate_args: check that both are networkx graphs whose nodes carry a finite
-        ``pos`` within ``max_abs_coordinate`` (the graph readers' limit); ``False`` skips it.
+            ``pos`` within ``max_abs_coordinate`` (the graph readers' limit); ``False`` skips it.
 
     Examples:
         >>> import networkx as nx, numpy as np

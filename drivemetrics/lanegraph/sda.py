@@ -42,7 +42,7 @@ def sda(
         threshold (float): Largest distance of a true-positive pair, pixels.
         compat (str): ``"default"`` or ``"reference"`` (same result).
         validate_args: check that both are networkx graphs whose nodes carry a finite
-        ``pos`` within ``max_abs_coordinate`` (the graph readers' limit); ``False`` skips it.
+            ``pos`` within ``max_abs_coordinate`` (the graph readers' limit); ``False`` skips it.
 
     Returns:
         Tensor: 0-d float64 SDA in [0, 1] (NaN when the GT has no split node).

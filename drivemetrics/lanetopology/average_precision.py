@@ -26,6 +26,8 @@ def detection_average_precision(confidence: np.ndarray, tp: np.ndarray, num_gt: 
             recall levels, tied confidences as one operating point, NaN without ground truth.
 
     Examples:
+        >>> import numpy as np
+        >>> from drivemetrics.lanetopology.average_precision import detection_average_precision
         >>> detection_average_precision(np.array([0.9, 0.8]), np.array([1, 0]), 2, compat="reference")
         0.5454545...
     """
@@ -89,6 +91,8 @@ def relation_average_precision(confidence: np.ndarray, tp: np.ndarray, num_gt: i
         The AP in [0, 1]; NaN without any ground-truth relation.
 
     Examples:
+        >>> import numpy as np
+        >>> from drivemetrics.lanetopology.average_precision import relation_average_precision
         >>> relation_average_precision(np.array([0.9, 0.8, 0.7]), np.array([1, 0, 1]), 3)  # (1 + 2/3) / 3
         0.5555...
         >>> relation_average_precision(np.array([0.6, 0.6]), np.array([1, 0]), 1)  # a tie: one operating point

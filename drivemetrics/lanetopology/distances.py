@@ -62,6 +62,8 @@ def frame_pairs(rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndar
         ``(row index (Q,), column index (Q,), pairs per frame (F,))``; frame ``f``'s pairs are row-major, GT rows.
 
     Examples:
+        >>> import numpy as np
+        >>> from drivemetrics.lanetopology.distances import frame_pairs
         >>> [x.tolist() for x in frame_pairs(np.array([2, 1]), np.array([1, 2]))]
         [[0, 1, 2, 2], [0, 0, 1, 2], [2, 2]]
     """
@@ -93,6 +95,8 @@ def ego_relaxation(lines: Sequence[np.ndarray]) -> np.ndarray:
     """The devkit's distance relaxation of each ground-truth lane: ``max(0.5, 1 - 0.005 * nearest point norm)``.
 
     Examples:
+        >>> import numpy as np
+        >>> from drivemetrics.lanetopology.distances import ego_relaxation
         >>> ego_relaxation([np.array([[30.0, 40.0, 0.0], [60.0, 80.0, 0.0]])])
         array([0.75])
     """
@@ -136,6 +140,8 @@ def lane_distance_matrices(
         One float64 array ``(G_f, P_f)`` per frame.
 
     Examples:
+        >>> import numpy as np
+        >>> from drivemetrics.lanetopology.distances import lane_distance_matrices
         >>> gt = [[np.array([[0.0, 0.0, 0.0], [10.0, 0.0, 0.0]])]]
         >>> pred = [[np.array([[0.0, 1.0, 0.0], [10.0, 1.0, 0.0]]), np.array([[10.0, 0.0, 0.0], [0.0, 0.0, 0.0]])]]
         >>> lane_distance_matrices(gt, pred)[0]
@@ -201,6 +207,8 @@ def area_distance_matrix(gt: Sequence[np.ndarray], pred: Sequence[np.ndarray]) -
     """Chamfer distances (GT rows x prediction columns) between areas, metres, closed GT polygons opened.
 
     Examples:
+        >>> import numpy as np
+        >>> from drivemetrics.lanetopology.distances import area_distance_matrix
         >>> area_distance_matrix([np.zeros((2, 3))], [np.ones((2, 3))]).round(4)
         array([[1.7321]])
     """
@@ -217,6 +225,8 @@ def iou_distance_matrix(gt_boxes: np.ndarray, pred_boxes: np.ndarray) -> np.ndar
     """``1 - IoU`` of axis-aligned boxes ``(G, 2, 2)`` x ``(P, 2, 2)`` (pixels, no +1), computed in float32.
 
     Examples:
+        >>> import numpy as np
+        >>> from drivemetrics.lanetopology.distances import iou_distance_matrix
         >>> iou_distance_matrix(np.array([[[0, 0], [2, 2]]]), np.array([[[1, 0], [3, 2]]]))
         array([[0.6666666]], dtype=float32)
     """
@@ -229,6 +239,8 @@ def iou_distance_matrices(gt_frames: Sequence[np.ndarray], pred_frames: Sequence
     """:func:`iou_distance_matrix` of many frames at once (boxes ``(G_f, 2, 2)`` / ``(P_f, 2, 2)`` per frame).
 
     Examples:
+        >>> import numpy as np
+        >>> from drivemetrics.lanetopology.distances import iou_distance_matrices
         >>> gt = [np.zeros((2, 2, 2)), np.zeros((0, 2, 2))]
         >>> [m.shape for m in iou_distance_matrices(gt, [np.ones((3, 2, 2))] * 2)]
         [(2, 3), (0, 3)]

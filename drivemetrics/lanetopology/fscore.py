@@ -127,6 +127,8 @@ def fscore_frame_counts(
     samples match (:mod:`drivemetrics.polyline.lane_fscore`, the rule shared with the 3D-lane metric).
 
     Examples:
+        >>> import numpy as np
+        >>> from drivemetrics.lanetopology.fscore import fscore_frame_counts
         >>> y = np.zeros((1, 100)); visible = np.arange(100)[None] < 40
         >>> fscore_frame_counts((y, y, visible), (y + 0.5, y, visible), np.array([1]), np.array([1])).tolist()
         [1.0, 1.0, 1.0, 1.0, 1.0]
@@ -193,7 +195,9 @@ def fscore_batch_counts(gts: Sequence[LaneFrame], prs: Sequence[LaneFrame]) -> n
     several assignments are optimal, OR-Tools (the devkit) may pick another one.
 
     Examples:
+        >>> import numpy as np
         >>> from drivemetrics.lanetopology.frames import parse_frame
+        >>> from drivemetrics.lanetopology.fscore import fscore_batch_counts
         >>> lane = np.stack([np.linspace(0, 40, 11), np.zeros(11), np.zeros(11)], 1).tolist()
         >>> gt = parse_frame({"lane_centerline": [{"points": lane}], "traffic_element": [],
         ...                   "topology_lclc": [[0]], "topology_lcte": [[]]}, track="centerline", is_pred=False)

@@ -41,6 +41,8 @@ def match_frames(
         Per frame ``(P_f, T)`` int64 GT index per prediction and threshold (-1: none).
 
     Examples:
+        >>> import numpy as np
+        >>> from drivemetrics.lanetopology.matching import match_frames
         >>> d = np.array([[0.5, 0.6], [2.0, 0.9]])
         >>> match_frames([d], [np.array([0.9, 0.8])], [1.0], compat="reference")[0][:, 0].tolist()
         [0, -1]

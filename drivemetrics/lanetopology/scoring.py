@@ -137,6 +137,7 @@ def devkit_name(key: str) -> str:
     """The devkit's name of a result key (``"top_ll@1.0"`` -> ``"TOP_ll@1.0"``), through :data:`DEVKIT_NAMES`.
 
     Examples:
+        >>> from drivemetrics.lanetopology.scoring import devkit_name
         >>> devkit_name("ols"), devkit_name("det_a@road_boundary@1.0")
         ('OLS', 'DET_a@road_boundary@1.0')
     """
@@ -148,6 +149,7 @@ def check_track(track: object) -> Track:
     """Validate a track name (``"centerline"`` or ``"lanesegment"``).
 
     Examples:
+        >>> from drivemetrics.lanetopology.scoring import check_track
         >>> check_track("lanesegment")
         'lanesegment'
     """
@@ -189,6 +191,7 @@ def frame_statistics(
         device: where the lane distance matrices are computed (``None``: numpy, no torch; else torch there).
 
     Examples:
+        >>> from drivemetrics.lanetopology.scoring import frame_statistics
         >>> gt = {"lane_centerline": [{"points": [[0, 0, 0], [10, 0, 0]]}], "traffic_element": [],
         ...       "topology_lclc": [[0]], "topology_lcte": []}
         >>> pred = {"lane_centerline": [{"points": [[0, 0.5, 0], [10, 0.5, 0]], "confidence": 0.9}],
@@ -229,6 +232,7 @@ def batch_statistics(
 
     Examples:
         >>> from drivemetrics.lanetopology.frames import parse_frame
+        >>> from drivemetrics.lanetopology.scoring import batch_statistics
         >>> gt = parse_frame({"lane_centerline": [{"points": [[0, 0, 0], [10, 0, 0]]}], "traffic_element": [],
         ...                   "topology_lclc": [[0]], "topology_lcte": [[]]}, track="centerline", is_pred=False)
         >>> pred = parse_frame({"lane_centerline": [{"points": [[0, 0.5, 0], [10, 0.5, 0]], "confidence": 0.9}],
@@ -425,6 +429,8 @@ def scores_from_statistics(
         gives the devkit's names.
 
     Examples:
+        >>> import numpy as np
+        >>> from drivemetrics.lanetopology.scoring import NUM_AP_CHANNELS, scores_from_statistics
         >>> stats = {"ap_rows": np.zeros((0, 3)), "ap_num_gt": np.zeros(NUM_AP_CHANNELS),
         ...          "topology": np.zeros((2, 2, 3)), "fscore": np.zeros(5)}
         >>> scores_from_statistics(**stats, compat="reference")["det_l"]

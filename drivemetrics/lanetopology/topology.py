@@ -56,6 +56,8 @@ def relation_rows(
         row-major) and the number of GT relations of all frames.
 
     Examples:
+        >>> import numpy as np
+        >>> from drivemetrics.lanetopology.topology import relation_rows
         >>> gt = [np.array([[0, 1], [0, 0]])]
         >>> pred = [np.array([[0.1, 0.8, 0.9], [0.2, 0.1, 0.0], [0.3, 0.2, 0.1]])]  # lane 2 matches nothing
         >>> conf, tp, num_gt = relation_rows(gt, pred, [np.array([[0], [1], [-1]])], [np.array([[0], [1], [-1]])])
@@ -93,6 +95,8 @@ def topology_vertex_ap(gt: np.ndarray, scores: np.ndarray) -> np.ndarray:
         scores: ``(R, C)`` relation confidences.
 
     Examples:
+        >>> import numpy as np
+        >>> from drivemetrics.lanetopology.topology import topology_vertex_ap
         >>> topology_vertex_ap(np.array([[0, 1], [0, 0]]), np.array([[0.9, 0.8], [0.1, 0.2]]))
         array([0.5, 1. , 0. , 1. ])
     """

@@ -50,6 +50,7 @@ def tool_integer_cost(cost: Array) -> Array:
 
     Examples:
         >>> import numpy as np
+        >>> from drivemetrics.polyline.lane_fscore import tool_integer_cost
         >>> tool_integer_cost(np.array([0.0, 0.25, 1.0, 7.9])).tolist()
         [0.0, 1.0, 1.0, 7.0]
     """
@@ -62,6 +63,7 @@ def ratio_hits(matched: Array, visible: Array) -> Array:
 
     Examples:
         >>> import numpy as np
+        >>> from drivemetrics.polyline.lane_fscore import ratio_hits
         >>> ratio_hits(np.array([3, 2, 0]), np.array([4, 4, 0])).tolist()
         [True, False, True]
     """
@@ -90,6 +92,7 @@ def min_cost_assignments(
 
     Examples:
         >>> import numpy as np
+        >>> from drivemetrics.polyline.lane_fscore import min_cost_assignments
         >>> cost = np.array([1.0, 5.0, 4.0, 2.0,  3.0, 3.0])  # a 2 x 2 frame, then a 1 x 2 frame with a tie
         >>> min_cost_assignments(cost, np.array([2, 1]), np.array([2, 2])).tolist()
         [0, 3, 4]

@@ -116,7 +116,7 @@ def resample_by_count(points: Tensor, lengths: Tensor, *, num_samples: int, vali
         lengths: ``(..., N)`` valid point counts.
         num_samples: output point count (>= 2).
         validate_args: refuse ``lengths`` outside ``[0, P]`` and NaN or infinite points (a read-back);
-        ``False`` skips those checks (the shapes are always checked).
+            ``False`` skips those checks (the shapes are always checked).
 
     Returns:
         ``(..., N, num_samples, D)``; every output line is full (lengths ``num_samples``), except 0-point inputs
@@ -158,7 +158,7 @@ def resample_by_spacing(
         spacing: sample distance in metres (> 0).
         max_samples: a line needing more samples than this raises ``ValueError`` (cost bounded by input size).
         validate_args: refuse ``lengths`` outside ``[0, P]`` and NaN or infinite points (a read-back);
-        ``False`` skips those checks (the shapes are always checked).
+            ``False`` skips those checks (the shapes are always checked).
 
     Returns:
         ``(samples (..., N, M, D), sample_lengths (..., N))`` with ``M`` the largest count; 0-point inputs give

@@ -95,7 +95,7 @@ def apls(
         max_sources: at most this many path sources per direction (seeded draw); ``None`` = all control points.
         seed: seed of the source draw.
         validate_args: check that both are networkx graphs whose nodes carry a finite
-        ``pos`` within ``max_abs_coordinate`` (the graph readers' limit); ``False`` skips it.
+            ``pos`` within ``max_abs_coordinate`` (the graph readers' limit); ``False`` skips it.
 
     Examples:
         >>> import networkx as nx

@@ -304,7 +304,7 @@ def ccq_graph(
             lines, no merging of nodes) on the released canvas; on graphs cut by ``crop_protocol`` (or with the
             protocol's canvas ``(0, 0, size / 4, size / 4)``) the pixel counts equal the released ones.
         validate_args: check that both are networkx graphs whose nodes carry a finite
-        ``pos`` within ``max_abs_coordinate`` (the graph readers' limit); ``False`` skips it.
+            ``pos`` within ``max_abs_coordinate`` (the graph readers' limit); ``False`` skips it.
 
     Examples:
         >>> import networkx as nx, numpy as np

@@ -254,7 +254,7 @@ def junct(
         context: cluster predicted junctions around the GT clusters (Go's behaviour); ``False`` clusters them like
             the GT ones.
         validate_args: check that both are networkx graphs whose nodes carry a finite
-        ``pos`` within ``max_abs_coordinate`` (the graph readers' limit); ``False`` skips it.
+            ``pos`` within ``max_abs_coordinate`` (the graph readers' limit); ``False`` skips it.
 
     Examples:
         >>> import networkx as nx

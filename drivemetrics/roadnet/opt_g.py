@@ -253,7 +253,7 @@ def opt_g(
         seed: seed of every random choice; equal seeds give equal results.
         compat: ``"default"`` or ``"reference"``: the released procedure (see the module doc).
         validate_args: check that both are networkx graphs whose nodes carry a finite
-        ``pos`` within ``max_abs_coordinate`` (the graph readers' limit); ``False`` skips it.
+            ``pos`` within ``max_abs_coordinate`` (the graph readers' limit); ``False`` skips it.
 
     Returns:
         ``dict[str, Tensor]``: the summed counts (int64) and ``precision``, ``recall``, ``f1`` (float64).

@@ -152,7 +152,7 @@ def opt_j(
         compat: ``"default"`` or ``"reference"``: the released code's numbers (greedy matching, no merging of
             nodes at identical positions, an empty prediction scores all zeros).
         validate_args: check that both are networkx graphs whose nodes carry a finite
-        ``pos`` within ``max_abs_coordinate`` (the graph readers' limit); ``False`` skips it.
+            ``pos`` within ``max_abs_coordinate`` (the graph readers' limit); ``False`` skips it.
 
     Returns:
         ``dict[str, Tensor]``: int64 counts ``tp``, ``pp``, ``ap`` and float64 ``precision``, ``recall``, ``f1``.

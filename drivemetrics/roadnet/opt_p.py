@@ -533,7 +533,7 @@ def opt_p(
             (``benchmarks/graph_sampling_cost.py``).
         compat: ``"default"`` or ``"reference"``: the released code's choices (see the module doc).
         validate_args: check that both are networkx graphs whose nodes carry a finite
-        ``pos`` within ``max_abs_coordinate`` (the graph readers' limit); ``False`` skips it.
+            ``pos`` within ``max_abs_coordinate`` (the graph readers' limit); ``False`` skips it.
 
     Returns:
         ``dict[str, Tensor]`` (float64 ``precision``, ``recall``, ``f1``; int64 path / interruption counts are

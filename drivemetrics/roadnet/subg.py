@@ -88,7 +88,7 @@ def subg(
         n_subgraphs: number of roots.
         seed: seed of the root sampling.
         validate_args: check that both are networkx graphs whose nodes carry a finite
-        ``pos`` within ``max_abs_coordinate`` (the graph readers' limit); ``False`` skips it.
+            ``pos`` within ``max_abs_coordinate`` (the graph readers' limit); ``False`` skips it.
 
     Examples:
         >>> import networkx as nx

@@ -192,7 +192,7 @@ def tlts(
         seed: seed of the path sampling.
         compat: ``"default"`` or ``"reference"``: the released procedure (see the module doc).
         validate_args: check that both are networkx graphs whose nodes carry a finite
-        ``pos`` within ``max_abs_coordinate`` (the graph readers' limit); ``False`` skips it.
+            ``pos`` within ``max_abs_coordinate`` (the graph readers' limit); ``False`` skips it.
 
     Examples:
         >>> import networkx as nx

@@ -159,7 +159,7 @@ def buffers_intersect(
         mitre_limit: GEOS mitre limit (default 5).
         max_elements: memory bound of the vectorised pre-test (pairs are chunked).
         validate_args: refuse lengths outside ``[0, P]`` and NaN or infinite points (a read-back);
-        ``False`` skips those checks.
+            ``False`` skips those checks.
 
     Returns:
         ``(K,)`` bool.

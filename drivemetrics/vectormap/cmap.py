@@ -113,6 +113,8 @@ class ConsistentMapAPMetrics(RaggedStateMixin, MetricFamily):
         validate_args: check shapes, labels, finite points and scores in [0, 1] in ``update``.
 
     Examples:
+        >>> import torch
+        >>> from drivemetrics.vectormap import ConsistentMapAPMetrics
         >>> metric = ConsistentMapAPMetrics(roi="60x30")
         >>> line = torch.tensor([[[[-20.0, 1.0], [20.0, 1.0]]]])  # (B, N, P, 2): one frame, one divider
         >>> for k in range(3):  # the ego drives 2 m forward per frame
@@ -249,7 +251,8 @@ class ConsistentMapMeanAveragePrecision(ScalarMetric, ConsistentMapAPMetrics):
     :class:`ConsistentMapAPMetrics`).
 
     Examples:
-        >>> ConsistentMapMeanAveragePrecision()(**drivemetrics.vectormap.consistent_map_example_inputs())
+        >>> from drivemetrics.vectormap import ConsistentMapMeanAveragePrecision, consistent_map_example_inputs
+        >>> ConsistentMapMeanAveragePrecision()(**consistent_map_example_inputs())
         tensor(0.4444, dtype=torch.float64)
     """
 
@@ -267,8 +270,9 @@ class ConsistentMapAveragePrecision(ScalarMetric, ConsistentMapAPMetrics):
         compat: see :class:`ConsistentMapAPMetrics`.
 
     Examples:
+        >>> from drivemetrics.vectormap import ConsistentMapAveragePrecision, consistent_map_example_inputs
         >>> metric = ConsistentMapAveragePrecision("divider", threshold=1.0, consistent=False)
-        >>> metric(**drivemetrics.vectormap.consistent_map_example_inputs())
+        >>> metric(**consistent_map_example_inputs())
         tensor(1., dtype=torch.float64)
     """
 

@@ -74,6 +74,7 @@ class TrackSettings:
         small_mask: masks with fewer pixels are dilated by a 7 x 7 ellipse.
 
     Examples:
+        >>> from drivemetrics.vectormap import TrackSettings
         >>> TrackSettings().window, TrackSettings(window=3).window
         (5, 3)
     """
@@ -246,6 +247,7 @@ def gt_track_ids(
     Examples:
         >>> import numpy as np
         >>> from drivemetrics.vectormap.io import MapFrame, MapSample
+        >>> from drivemetrics.vectormap.consistency import gt_track_ids
         >>> frames = [MapFrame(t, "s", k, np.array([2.0 * k, 0, 0]), np.eye(3)) for k, t in enumerate("ab")]
         >>> line = np.array([[-20.0, 1.0], [20.0, 1.0]])
         >>> gt = [MapSample("a", [line], ["divider"]), MapSample("b", [line, line + [0, 8]], ["divider"] * 2)]
@@ -305,6 +307,7 @@ def pred_track_ids(
     Examples:
         >>> import numpy as np
         >>> from drivemetrics.vectormap.io import MapFrame, MapSample
+        >>> from drivemetrics.vectormap.consistency import pred_track_ids
         >>> frames = [MapFrame(t, "s", k, np.array([2.0 * k, 0, 0]), np.eye(3)) for k, t in enumerate("abc")]
         >>> line = np.array([[-20.0, 1.0], [20.0, 1.0]])
         >>> preds = [MapSample("a", [line], ["divider"], [0.9]), MapSample("b"),
@@ -410,6 +413,7 @@ def consistent_true_positive(
 
     Examples:
         >>> import torch
+        >>> from drivemetrics.functional import consistent_true_positive
         >>> tp = torch.tensor([[True], [True], [True]])
         >>> ones = torch.zeros(3, dtype=torch.long)
         >>> consistent_true_positive(tp, ones, torch.tensor([0, 1, 2]), ones, torch.tensor([5, 6, 5]), ones)
@@ -616,6 +620,7 @@ def evaluate_cmap(
     Examples:
         >>> import numpy as np
         >>> from drivemetrics.vectormap.io import MapFrame, MapSample
+        >>> from drivemetrics.vectormap import evaluate_cmap
         >>> frames = [MapFrame(t, "s", k, np.array([2.0 * k, 0, 0]), np.eye(3)) for k, t in enumerate("abc")]
         >>> line = np.array([[-20.0, 1.0], [20.0, 1.0]])
         >>> gt = [MapSample(t, [line - [2.0 * k, 0]], ["divider"]) for k, t in enumerate("abc")]

@@ -508,6 +508,7 @@ def read_streammapnet_gt(path: str | Path) -> list[MapSample]:
 
     Examples:
         >>> import tempfile, json, os
+        >>> from drivemetrics.vectormap import read_streammapnet_gt
         >>> gts = {"gts": {"a": {"1": [[[0, 0], [0, 10]]], "0": [], "2": []}}}
         >>> with tempfile.TemporaryDirectory() as d:
         ...     _ = open(os.path.join(d, "gts.json"), "w").write(json.dumps(gts))
@@ -561,6 +562,8 @@ class MapFrame:
     (ego -> global: ``translation (3,)`` metres and ``rotation (3, 3)``).
 
     Examples:
+        >>> import numpy as np
+        >>> from drivemetrics.vectormap import MapFrame
         >>> frame = MapFrame("a", "scene-1", 0, np.zeros(3), np.eye(3))
         >>> frame.scene, frame.index, frame.rotation.shape
         ('scene-1', 0, (3, 3))
@@ -592,6 +595,7 @@ def read_maptracker_samples(path: str | Path) -> tuple[list[MapFrame], list[MapS
 
     Examples:
         >>> import tempfile, json, os
+        >>> from drivemetrics.vectormap import read_maptracker_samples
         >>> sample = {"token": "a", "scene_name": "s", "local_idx": 0, "ego2global_translation": [0, 0, 0],
         ...           "ego2global_rotation": [[1, 0, 0], [0, 1, 0], [0, 0, 1]],
         ...           "map_geoms": {"1": [[[0, 0], [0, 10]]]}}
