@@ -56,6 +56,62 @@ def _center() -> Case:
     return (lambda c: F.road_center_attack_loss(c, "left")), (torch.rand(4),)
 
 
+def _ego_lines() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Two ego lines (1, 2, N, 2) in pixels of the synthetic camera, a prediction 3 px off, and the homography."""
+    from drivemetrics.synthetic.lane_clips import LaneCamera
+
+    rows = torch.linspace(60.0, 120.0, 12)
+    target = torch.stack([torch.stack([128 + s * 1.6 * (rows - 52), rows], -1) for s in (-1, 1)])[None]
+    return target + torch.tensor([3.0, 0.0]), target, LaneCamera().image_from_road()
+
+
+def _lookahead(functional: bool) -> Callable[[], Case]:
+    def case() -> Case:
+        preds, target, h = _ego_lines()
+        if functional:
+            return (lambda p, t: F.lookahead_lane_loss(p, t, image_from_road=h, speed=20.0)), (preds, target)
+        loss = drivemetrics.LookaheadLaneLoss()
+        return (lambda p, t: loss(p, t, image_from_road=h, speed=20.0)), (preds, target)
+
+    return case
+
+
+def _line_iou(functional: bool) -> Callable[[], Case]:
+    def case() -> Case:
+        preds, target, h = _ego_lines()
+        if functional:
+            return (lambda p, t: F.bev_line_iou_loss(p, t, image_from_road=h)), (preds, target)
+        loss = drivemetrics.BEVLineIoULoss()
+        return (lambda p, t: loss(p, t, image_from_road=h)), (preds, target)
+
+    return case
+
+
+def _control_weighted(functional: bool) -> Callable[[], Case]:
+    def case() -> Case:
+        preds, target, _ = _ego_lines()
+        weights = torch.rand(target.shape[:3]) + 0.5
+        if functional:
+            return (lambda p, t: F.control_weighted_loss(p, t, weights=weights)), (preds, target)
+        loss = drivemetrics.ControlWeightedLoss()
+        return (lambda p, t: loss(p, t, weights=weights)), (preds, target)
+
+    return case
+
+
+def _expected_psld(functional: bool) -> Callable[[], Case]:
+    def case() -> Case:
+        m = default_z_samples().numel()
+        inputs = (0.3 * torch.randn(2, m), torch.zeros(2, m))
+        noise = torch.randn(3, 2, 3)  # fixed draws: the half and the by-hand call see the same controllers
+        if functional:
+            return (lambda p, t: F.expected_psld_loss(p, t, speed=20.0, noise=noise)), inputs
+        loss = drivemetrics.ExpectedPSLDLoss()
+        return (lambda p, t: loss(p, t, speed=20.0, noise=noise)), inputs
+
+    return case
+
+
 #: Loss name -> cases (one per mode whose arithmetic differs).
 CASES: dict[str, dict[str, Callable[[], Case]]] = {
     "PSLDLoss": {"default": _psld},
@@ -67,6 +123,14 @@ CASES: dict[str, dict[str, Callable[[], Case]]] = {
     "map_chamfer_loss": {"default": _map_chamfer_fn},
     "lane_matching_loss": {"default": _lane_matching_fn},
     "road_center_attack_loss": {"default": _center},
+    "LookaheadLaneLoss": {"default": _lookahead(False)},
+    "lookahead_lane_loss": {"default": _lookahead(True)},
+    "BEVLineIoULoss": {"default": _line_iou(False)},
+    "bev_line_iou_loss": {"default": _line_iou(True)},
+    "ControlWeightedLoss": {"default": _control_weighted(False)},
+    "control_weighted_loss": {"default": _control_weighted(True)},
+    "ExpectedPSLDLoss": {"default": _expected_psld(False)},
+    "expected_psld_loss": {"default": _expected_psld(True)},
 }
 
 

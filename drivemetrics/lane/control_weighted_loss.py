@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from drivemetrics._internal.precision import float32_if_half
 from drivemetrics._internal.validation import check_finite, check_tensor
 from drivemetrics.lane.control import LateralController
 from drivemetrics.lane.geometry import center_from_image_lanes
@@ -144,6 +145,7 @@ def control_weighted_loss(
         check_finite(weights, "weights")
         if bool((weights < 0).any()):
             raise ValueError("`weights` must be >= 0")
+    preds, target = float32_if_half(preds), float32_if_half(target)  # half inputs compute in float32
     present = torch.isfinite(target).all(-1) & (torch.nan_to_num(target[..., 0], nan=-1.0) >= 0)
     safe = torch.where(present[..., None], target, preds.detach())
     diff = preds - safe

@@ -27,6 +27,7 @@ from typing import Literal
 import torch
 from torch import Tensor, nn
 
+from drivemetrics._internal.precision import float32_if_half
 from drivemetrics._internal.validation import check_finite, check_tensor
 from drivemetrics.lane.control import LateralController, LinearMPC
 from drivemetrics.lane.geometry import DEFAULT_LANE_WIDTH, center_from_image_lanes, default_z_samples
@@ -118,6 +119,7 @@ def expected_psld_loss(
     if validate_args:
         check_finite(preds, "preds")
         check_finite(target, "target")
+    preds, target = float32_if_half(preds), float32_if_half(target)  # half inputs compute in float32
     z = default_z_samples(preds.dtype, preds.device) if z_samples is None else z_samples.to(preds)
     if z.ndim != 1 or z.shape[0] != preds.shape[1]:
         raise ValueError(f"`z_samples` must have shape ({preds.shape[1]},), got {tuple(z.shape)}")
@@ -212,6 +214,7 @@ class ExpectedPSLDLoss(nn.Module):
         noise: Tensor | None = None,
     ) -> Tensor:
         """The expected smooth PSLD (m per step)."""
+        preds, target = float32_if_half(preds), float32_if_half(target)
         z = self.z_samples.to(preds.dtype)
         if self.input_type == "points":
             if image_from_road is None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from drivemetrics._internal.precision import float32_if_half
 from drivemetrics.lane.loss_inputs import (
     LossReduction,
     check_lane_points,
@@ -101,6 +102,7 @@ def lookahead_lane_loss(
     check_lane_points(preds, target, image_from_road, validate_args)
     _check_options(window, weights, softness, heading_length, eps)
     check_reduction(reduction)
+    preds, target = float32_if_half(preds), float32_if_half(target)  # half inputs compute in float32
     v = check_speed(speed, preds, validate_args)
     xz_p, ok_p = road_points(preds, image_from_road)
     xz_g, ok_g = road_points(target, image_from_road)
