@@ -134,6 +134,20 @@ def _detector(view: torch.Tensor) -> torch.Tensor:  # pragma: no cover - never r
     raise AssertionError("the invalid target must be refused before the detector runs")
 
 
+def _ego_lines() -> tuple[torch.Tensor, torch.Tensor]:
+    """Two ego lines ``(1, 2, N, 2)`` in pixels of the synthetic camera and its image-from-road homography."""
+    from drivemetrics.synthetic.lane_clips import LaneCamera
+
+    rows = torch.linspace(60.0, 120.0, 12, dtype=torch.float64)
+    lines = torch.stack([torch.stack([128 + s * 1.6 * (rows - 52), rows], -1) for s in (-1, 1)])[None]
+    return lines, LaneCamera().image_from_road()
+
+
+def _inf_lines() -> torch.Tensor:
+    lines, _ = _ego_lines()
+    return lines.clone().index_fill_(2, torch.tensor([0]), math.inf)
+
+
 #: ``name -> (call, the argument the message must name)``: every public kernel and loss function.
 KERNEL_CASES: dict[str, tuple[Callable[[], object], str]] = {
     # detection
@@ -325,6 +339,32 @@ KERNEL_CASES: dict[str, tuple[Callable[[], object], str]] = {
         lambda: F.map_chamfer_loss(LINE[None], LINE[None], target_lengths=torch.tensor([[9]])),
         "target_lengths",
     ),
+    "lookahead_lane_loss": (
+        lambda: F.lookahead_lane_loss(*[_ego_lines()[0]] * 2, image_from_road=_ego_lines()[1], speed=-5.0),
+        "speed",
+    ),
+    "bev_line_iou_loss": (
+        lambda: F.bev_line_iou_loss(_inf_lines(), _ego_lines()[0], image_from_road=_ego_lines()[1]),
+        "preds",
+    ),
+    "control_weighted_loss": (
+        lambda: F.control_weighted_loss(*[_ego_lines()[0]] * 2, weights=-torch.ones(1, 2, 12, dtype=torch.float64)),
+        "weights",
+    ),
+    "control_sensitivity_weights": (
+        lambda: F.control_sensitivity_weights(
+            _ego_lines()[0],
+            torch.full((1, Z.numel()), NAN),
+            speed=20.0,
+            image_from_road=_ego_lines()[1],
+            z_samples=Z,
+        ),
+        "center",
+    ),
+    "expected_psld_loss": (
+        lambda: F.expected_psld_loss(torch.full((2, Z.numel()), NAN), torch.zeros(2, Z.numel()), speed=20.0),
+        "preds",
+    ),
 }
 
 
@@ -363,6 +403,31 @@ FAMILY_CASES: dict[str, tuple[Callable[[], dict], str]] = {
     "MapChamferLoss": (
         lambda: {"preds": LINE[None], "target": LINE[None], "target_lengths": torch.tensor([[9]])},
         "target_lengths",
+    ),
+    "LookaheadLaneLoss": (
+        lambda: {
+            "preds": _ego_lines()[0],
+            "target": _ego_lines()[0],
+            "image_from_road": _ego_lines()[1],
+            "speed": -5.0,
+        },
+        "speed",
+    ),
+    "BEVLineIoULoss": (
+        lambda: {"preds": _inf_lines(), "target": _ego_lines()[0], "image_from_road": _ego_lines()[1]},
+        "preds",
+    ),
+    "ControlWeightedLoss": (
+        lambda: {
+            "preds": _ego_lines()[0],
+            "target": _ego_lines()[0],
+            "weights": -torch.ones(1, 2, 12, dtype=torch.float64),
+        },
+        "weights",
+    ),
+    "ExpectedPSLDLoss": (
+        lambda: {"preds": torch.full((2, Z.numel()), NAN), "target": torch.zeros(2, Z.numel()), "speed": 20.0},
+        "preds",
     ),
 }
 

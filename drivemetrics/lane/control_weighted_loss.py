@@ -42,6 +42,7 @@ def control_sensitivity_weights(
     controller: LateralController | None = None,
     smoothing: int = 2,
     floor: float = 0.1,
+    validate_args: bool = True,
 ) -> Tensor:
     """Frozen control-sensitivity weights ``(B, 2, N)`` of ground-truth lane points (module docstring).
 
@@ -54,6 +55,7 @@ def control_sensitivity_weights(
         horizon_frames, controller: as :func:`~drivemetrics.lane.psld.psld`.
         smoothing: passes of the ``[1, 2, 1] / 4`` filter along the rows (0: none).
         floor: smallest weight relative to the frame's mean (in ``[0, 1]``).
+        validate_args: refuse a NaN or infinite ``center`` or homography (a read-back); shapes are always checked.
 
     Returns:
         ``(B, 2, N)`` weights with mean 1 over each frame's present points, 0 at absent points; no gradient.
@@ -70,11 +72,13 @@ def control_sensitivity_weights(
         >>> w.shape, bool(w.max() > 2 * w[w > 0].min())  # a few rows matter much more than others
         (torch.Size([2, 2, 21]), True)
     """
-    check_lane_points(target, target, image_from_road, False)
+    check_lane_points(target, target, image_from_road, False)  # NaN marks an absent GT point
     check_tensor(center, "center")
     if center.ndim != 2 or center.shape[0] != target.shape[0]:
         raise ValueError(f"`center` must have shape {target.shape[0]} x M, got {tuple(center.shape)}")
-    check_finite(center, "center")
+    if validate_args:
+        check_finite(center, "center")
+        check_finite(image_from_road, "image_from_road")
     if int(smoothing) != smoothing or smoothing < 0:
         raise ValueError(f"`smoothing` must be an integer >= 0, got {smoothing}")
     if not 0 <= floor <= 1:
@@ -216,6 +220,7 @@ class ControlWeightedLoss(nn.Module):
             controller=self.controller,
             smoothing=self.smoothing,
             floor=self.floor,
+            validate_args=self.validate_args,
         )
 
     def forward(self, preds: Tensor, target: Tensor, *, weights: Tensor) -> Tensor:
