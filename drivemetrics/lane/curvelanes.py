@@ -34,7 +34,7 @@ from torch import Tensor
 from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.compute import precision_recall_f1
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
-from drivemetrics._internal.validation import check_shape, check_tensor
+from drivemetrics._internal.validation import check_shape, check_tensor, check_values
 from drivemetrics.lane.raster import check_lane_points
 
 __all__ = [
@@ -229,11 +229,15 @@ def curvelanes_matches(
     p_sizes = sizes if preds_size is None else preds_size.detach().cpu().double().numpy()
     if preds_size is not None:
         check_shape(preds_size, "preds_size", (b, 2))
-    if validate_args and not (np.isfinite(sizes).all() and (sizes > 0).all() and (p_sizes > 0).all()):
-        raise ValueError("`image_size` and `preds_size` must be finite and > 0")
+    if validate_args and not (np.isfinite(sizes).all() and (sizes > 0).all()):
+        raise ValueError("`image_size` must be finite and > 0")
+    if validate_args and not (np.isfinite(p_sizes).all() and (p_sizes > 0).all()):
+        raise ValueError("`preds_size` must be finite and > 0")
     score_np = np.full(pred_lane.shape, np.nan)
     if scores is not None:
         check_shape(scores, "scores", tuple(pred_lane.shape))
+        if validate_args:  # NaN: unscored (always kept)
+            check_values(scores, "scores", nan_ok=True, what="scores")
         score_np = scores.detach().cpu().double().numpy()
     pred_lane = pred_lane & p_valid.any(-1)
     gt_lane = gt_lane & g_valid.any(-1)

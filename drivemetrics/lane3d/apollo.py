@@ -41,7 +41,8 @@ from torch import Tensor
 from drivemetrics._internal import arrays
 from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
-from drivemetrics.lane3d.packed import PackedLanes, check_packed, packed_from_padded
+from drivemetrics._internal.validation import check_values
+from drivemetrics.lane3d.packed import PackedLanes, check_packed, check_packed_values, packed_from_padded
 
 __all__ = [
     "APOLLO_THRESHOLDS",
@@ -80,7 +81,8 @@ def apollo3d_resample(
         lanes: ground-frame lanes (GT: with ``visibility``, points with visibility <= 0 dropped first).
         gt: GT lanes (always filtered) or predictions (filtered in the default mode only).
         compat: ``"reference"`` or ``"default"`` (module doc).
-        validate_args: check shapes and finite values; in reference mode a prediction of fewer than 2 points raises.
+        validate_args: refuse points beyond ``max_lane3d_abs_metres`` (the readers' limit); in reference mode a
+            prediction of fewer than 2 points raises. Shapes and finite values are always checked.
 
     Returns:
         host numpy arrays ``x``, ``z`` ``(M, 100)`` float64 (unspecified for dropped lanes), ``visible``
@@ -97,6 +99,8 @@ def apollo3d_resample(
     reference = check_compat(compat)
     frames = int(arrays.to_numpy(lanes.frame).max(initial=-1)) + 1
     packed = check_packed(lanes, "target" if gt else "preds", frames, scores=False, visibility=gt)
+    if validate_args:
+        check_packed_values(packed, "target" if gt else "preds")
     points, lengths = packed.points, packed.lengths
     count = lengths.shape[0]
     x, y = points[:, 0], points[:, 1]
@@ -243,6 +247,8 @@ def apollo3d_matches(
     like = preds.points
     p_lanes = check_packed(preds, "preds", frames, scores=True, visibility=False)
     g_lanes = check_packed(target, "target", frames, scores=False, visibility=True)
+    if validate_args:  # the points are checked by apollo3d_resample
+        check_values(p_lanes.scores, "preds.scores", low=0.0, high=1.0, what="scores")
     g = apollo3d_resample(g_lanes, gt=True, compat=compat, validate_args=validate_args)
     p = apollo3d_resample(p_lanes, gt=False, compat=compat, validate_args=validate_args)
     thr = np.asarray(thresholds, dtype=np.float64)
@@ -329,7 +335,9 @@ def _interp_ap(recall: np.ndarray, precision: np.ndarray) -> float:
     return float(np.mean(values))
 
 
-def apollo3d_scores(counts: Any, error_sums: Any, pair_counts: Any, *, compat: Compat = "default") -> dict[str, Any]:
+def apollo3d_scores(
+    counts: Any, error_sums: Any, pair_counts: Any, *, compat: Compat = "default", validate_args: bool = True
+) -> dict[str, Any]:
     """AP, max F and its threshold, R / P there, and the four mean errors at it, from per-threshold sums.
 
     Args:
@@ -337,6 +345,7 @@ def apollo3d_scores(counts: Any, error_sums: Any, pair_counts: Any, *, compat: C
         error_sums: ``(T, 4)`` sums of the counted pairs' errors (:data:`ERROR_NAMES`).
         pair_counts: ``(T,)`` counted pairs.
         compat: accepted for symmetry (both modes score alike: R, P, F carry the tool's 1e-6).
+        validate_args: refuse negative or non-finite counts and error sums (a one-line ``ValueError``).
 
     Returns:
         ``ap``, ``max_f``, ``max_f_index``, ``max_f_threshold``, ``recall``, ``precision`` (at max F), the four
@@ -356,6 +365,10 @@ def apollo3d_scores(counts: Any, error_sums: Any, pair_counts: Any, *, compat: C
     n = arrays.to_numpy(pair_counts).astype(np.float64)
     if c.ndim != 2 or c.shape[1] != 4 or sums.shape != c.shape or n.shape != c.shape[:1]:
         raise ValueError("`counts` and `error_sums` must be (T, 4) and `pair_counts` (T,)")
+    if validate_args:
+        check_values(c, "counts", low=0, what="counts")
+        check_values(sums, "error_sums", low=0.0, what="error sums")
+        check_values(n, "pair_counts", low=0, what="counts")
     recall = c[:, 0] / (c[:, 2] + 1e-6)
     precision = c[:, 1] / (c[:, 3] + 1e-6)
     f = 2 * recall * precision / (recall + precision + 1e-6)
@@ -387,7 +400,7 @@ class Apollo3DMetrics(MetricFamily):
 
     Args:
         compat: ``"default"`` or ``"reference"`` (the module doc).
-        validate_args: check the inputs.
+        validate_args: refuse points beyond ``max_lane3d_abs_metres`` and scores outside [0, 1] in ``update``.
 
     Examples:
         >>> import torch
@@ -444,7 +457,9 @@ class Apollo3DMetrics(MetricFamily):
         )
 
     def compute(self) -> dict[str, Tensor]:
-        scores = apollo3d_scores(self.counts, self.error_sums, self.pair_counts, compat=self.compat)
+        scores = apollo3d_scores(
+            self.counts, self.error_sums, self.pair_counts, compat=self.compat, validate_args=False
+        )
         device = self.counts.device
         keys = ("ap", "max_f", "max_f_threshold", "recall", "precision", *ERROR_NAMES)
         return {k: torch.tensor(float(scores[k]), dtype=torch.float64, device=device) for k in keys}

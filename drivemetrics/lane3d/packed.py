@@ -11,8 +11,18 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from drivemetrics._internal import arrays
+from drivemetrics._internal.validation import check_coordinates_within_limit, check_values
 
-__all__ = ["PackedLanes", "pack_lane_lists", "packed_from_padded"]
+__all__ = [
+    "PackedLanes",
+    "check_lane_list",
+    "check_packed_values",
+    "pack_lane_lists",
+    "packed_from_padded",
+]
+
+#: The readers' limit on 3D lane coordinates (:mod:`drivemetrics.lane3d.io`), applied by ``validate_args``.
+_LIMIT = "max_lane3d_abs_metres"
 
 
 class PackedLanes(NamedTuple):
@@ -120,3 +130,19 @@ def check_packed(lanes: PackedLanes, name: str, frames: int, scores: bool, visib
         if out_vis.shape != (points.shape[0],):
             raise ValueError(f"`{name}.visibility` must be (T,) = ({points.shape[0]},)")
     return PackedLanes(points, lengths, frame, out_scores, out_vis)
+
+
+def check_packed_values(lanes: PackedLanes, name: str, *, scores: bool = False) -> None:
+    """The ``validate_args`` value checks of checked packed lanes (:func:`check_packed`): every point within the
+    readers' ``max_lane3d_abs_metres`` and, with ``scores``, every score a probability in [0, 1] (one-line
+    ``ValueError`` naming ``name.points`` / ``name.scores``)."""
+    check_coordinates_within_limit(lanes.points, f"{name}.points", limit=_LIMIT)
+    if scores and lanes.scores is not None:
+        check_values(lanes.scores, f"{name}.scores", low=0.0, high=1.0, what="scores")
+
+
+def check_lane_list(lanes: Sequence[Any], name: str) -> None:
+    """``validate_args`` of the per-frame kernels: every ``(n, 3)`` lane of ``lanes`` finite and within the
+    readers' ``max_lane3d_abs_metres`` (one-line ``ValueError`` naming ``name``)."""
+    parts = [np.asarray(lane, dtype=np.float64).reshape(-1) for lane in lanes]
+    check_coordinates_within_limit(np.concatenate(parts) if parts else np.zeros(0), name, limit=_LIMIT)
