@@ -226,7 +226,8 @@ def apollo3d_matches(
         frames: the number of frames ``B``.
         thresholds: probability thresholds (a lane counts when its probability is strictly above).
         compat: ``"reference"`` (the tool) or ``"default"`` (the module doc's fixes).
-        validate_args: check shapes, finite values, frame indices.
+        validate_args: refuse points beyond ``max_lane3d_abs_metres`` and probabilities outside [0, 1] (shapes,
+            finite values and frame indices are always checked).
 
     Returns:
         ``counts`` ``(B, T, 4)`` int64 (:data:`COUNT_NAMES`); ``pair_frame``, ``pair_threshold`` ``(K,)`` int64 and
@@ -256,8 +257,7 @@ def apollo3d_matches(
     p_ids = np.flatnonzero(p["kept"])
     g_frame, p_frame = g_lanes.frame[g_ids], p_lanes.frame[p_ids]
     scores = p_lanes.scores[p_ids]
-    g_n = np.bincount(g_frame, minlength=frames)
-    p_n = np.bincount(p_frame, minlength=frames)
+    g_n, p_n = np.bincount(g_frame, minlength=frames), np.bincount(p_frame, minlength=frames)
     g_start, p_start = np.cumsum(g_n) - g_n, np.cumsum(p_n) - p_n
     # every same-frame GT x prediction pair, frame after frame, GT-major
     pairs_per_frame = g_n * p_n
@@ -267,8 +267,7 @@ def apollo3d_matches(
     gi = g_ids[g_start[pair_frame] + local // width]
     pj = p_ids[p_start[pair_frame] + local % width]
     cost, num_match, errors = _pair_terms(g, p, gi, pj, reference)
-    g_vis = g["visible"].sum(1)
-    p_vis = p["visible"].sum(1)
+    g_vis, p_vis = g["visible"].sum(1), p["visible"].sum(1)
     kept_pred = scores[None, :] > thr[:, None]  # (T, P kept)
     counts = np.zeros((frames, thr.shape[0], 4), dtype=np.int64)
     counts[:, :, 2] = g_n[:, None]
