@@ -65,6 +65,7 @@ def curvelanes_spline(lanes: Sequence[np.ndarray]) -> list[np.ndarray]:
     lanes of one point count are computed together.
 
     Examples:
+        >>> from drivemetrics.lane.curvelanes import curvelanes_spline
         >>> import numpy as np
         >>> curvelanes_spline([np.array([[0.0, 0.0], [3.0, 4.0]])])[0].tolist()
         [[0.0, 0.0], [0.6, 0.8], [1.2, 1.6], [1.7999999999999998, 2.4000000000000004], [2.4, 3.2], [3.0, 4.0]]
@@ -201,6 +202,7 @@ def curvelanes_matches(
         ``{"hits", "num_pred"}``: ``(B, T)`` long per score threshold; ``"num_gt"``: ``(B,)`` long.
 
     Examples:
+        >>> from drivemetrics.lane.curvelanes import curvelanes_matches
         >>> import torch
         >>> gt = torch.tensor([[[[1000.0, 1439.0], [1200.0, 700.0]]]])  # (B, L, Q, 2) in a 2560 x 1440 image
         >>> preds = torch.cat([gt, gt + torch.tensor([600.0, 0.0])], 1)  # the lane and a false one
@@ -285,6 +287,7 @@ def curvelanes_scores(
     when undefined).
 
     Examples:
+        >>> from drivemetrics.lane.curvelanes import curvelanes_scores
         >>> import torch
         >>> one = torch.tensor(1)
         >>> curvelanes_scores(one, one, one, compat="reference")["recall"].item()
@@ -317,6 +320,7 @@ def curvelanes_counts(
     """Per-frame ``tp``, ``fp``, ``fn`` (``(B,)`` long) at one score threshold; arguments as :func:`curvelanes_matches`.
 
     Examples:
+        >>> from drivemetrics.lane.curvelanes import curvelanes_counts
         >>> import torch
         >>> gt = torch.tensor([[[[1000.0, 1439.0], [1200.0, 700.0]]]])
         >>> preds = torch.cat([gt, gt + torch.tensor([600.0, 0.0])], 1)
@@ -357,6 +361,7 @@ def curvelanes_f1(
     """CurveLanes ``precision``, ``recall``, ``f1`` of the batch's totals; arguments as :func:`curvelanes_matches`.
 
     Examples:
+        >>> from drivemetrics.lane.curvelanes import curvelanes_f1
         >>> import torch
         >>> gt = torch.tensor([[[[1000.0, 1439.0], [1200.0, 700.0]]]])
         >>> preds = torch.cat([gt, gt + torch.tensor([600.0, 0.0])], 1)
@@ -397,6 +402,7 @@ class CurveLanesMetrics(MetricFamily):
         kwargs: torchmetrics ``Metric`` keyword arguments.
 
     Examples:
+        >>> from drivemetrics.lane.curvelanes import CurveLanesMetrics
         >>> import torch
         >>> gt = torch.tensor([[[[1000.0, 1439.0], [1200.0, 700.0]]]])  # (B, L, Q, 2) in a 2560 x 1440 image
         >>> preds = torch.cat([gt, gt + torch.tensor([600.0, 0.0])], 1)  # the lane and a false one
@@ -485,6 +491,8 @@ class CurveLanesPrecision(ScalarMetric, CurveLanesMetrics):
     """CurveLanes precision at score > 0.5 over all frames seen (arguments as :class:`CurveLanesMetrics`).
 
     Examples:
+        >>> import drivemetrics
+        >>> from drivemetrics.lane.curvelanes import CurveLanesPrecision
         >>> CurveLanesPrecision()(**drivemetrics.lane.curvelanes_example_inputs())
         tensor(0.5000, dtype=torch.float64)
     """
@@ -496,6 +504,8 @@ class CurveLanesRecall(ScalarMetric, CurveLanesMetrics):
     """CurveLanes recall at score > 0.5 over all frames seen (arguments as :class:`CurveLanesMetrics`).
 
     Examples:
+        >>> import drivemetrics
+        >>> from drivemetrics.lane.curvelanes import CurveLanesRecall
         >>> CurveLanesRecall()(**drivemetrics.lane.curvelanes_example_inputs())
         tensor(1., dtype=torch.float64)
     """
@@ -507,6 +517,8 @@ class CurveLanesF1Score(ScalarMetric, CurveLanesMetrics):
     """CurveLanes F1 at score > 0.5, a scalar for ``self.log`` (arguments as :class:`CurveLanesMetrics`).
 
     Examples:
+        >>> import drivemetrics
+        >>> from drivemetrics.lane.curvelanes import CurveLanesF1Score
         >>> CurveLanesF1Score()(**drivemetrics.lane.curvelanes_example_inputs())
         tensor(0.6667, dtype=torch.float64)
     """

@@ -51,6 +51,7 @@ def llamas_example_inputs() -> dict[str, Tensor]:
     of the :class:`~drivemetrics.lane.LlamasMetrics` example.
 
     Examples:
+        >>> from drivemetrics.lane.examples import llamas_example_inputs
         >>> {name: tuple(value.shape) for name, value in llamas_example_inputs().items()}
         {'preds': (1, 2, 2, 2), 'target': (1, 1, 417, 2)}
     """
@@ -68,6 +69,7 @@ def curvelanes_example_inputs() -> dict[str, Tensor]:
     :class:`~drivemetrics.lane.CurveLanesMetrics` scalar examples.
 
     Examples:
+        >>> from drivemetrics.lane.examples import curvelanes_example_inputs
         >>> curvelanes_example_inputs()["image_size"]
         tensor([[2560., 1440.]])
     """

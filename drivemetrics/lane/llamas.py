@@ -208,6 +208,7 @@ def llamas_label_lanes(
         (the lanes, notes on what the default mode handled differently from the official code).
 
     Examples:
+        >>> from drivemetrics.lane.llamas import llamas_label_lanes
         >>> marker = {"world_start": {"x": 1.5, "y": 1.6, "z": 8.0}, "world_end": {"x": 1.5, "y": 1.6, "z": 14.0},
         ...           "pixel_start": {"x": 900, "y": 560}, "pixel_end": {"x": 780, "y": 470}}
         >>> far = {"world_start": {"x": 1.5, "y": 1.6, "z": 20.0}, "world_end": {"x": 1.5, "y": 1.6, "z": 26.0},
@@ -286,6 +287,7 @@ def llamas_interpolate(points: np.ndarray, n: int = 50, where: str = "prediction
     ``TypeError`` from ``splprep``).
 
     Examples:
+        >>> from drivemetrics.lane.llamas import llamas_interpolate
         >>> import numpy as np
         >>> llamas_interpolate(np.array([[600.0, 700.0], [640.0, 500.0], [640.0, 500.0]]), n=3).round(6).tolist()
         [[600.0, 700.0], [620.0, 600.0], [640.0, 500.0]]
@@ -416,6 +418,7 @@ def llamas_matches(
         ``"num_pred"``, ``"num_gt"``: ``(B,)`` long numbers of scored lanes.
 
     Examples:
+        >>> from drivemetrics.lane.llamas import llamas_matches
         >>> import torch
         >>> rows = torch.arange(300.0, 717.0)
         >>> gt = torch.stack([640 + 0.5 * (rows - 300), rows], -1)[None, None]  # (B, L, Q, 2) = (1, 1, 417, 2)
@@ -478,6 +481,7 @@ def llamas_counts(
     Other arguments as :func:`llamas_matches`.
 
     Examples:
+        >>> from drivemetrics.lane.llamas import llamas_counts
         >>> import torch
         >>> rows = torch.arange(300.0, 717.0)
         >>> gt = torch.stack([640 + 0.5 * (rows - 300), rows], -1)[None, None]
@@ -522,6 +526,7 @@ def llamas_f1(
     from the batch's totals (0 when undefined). Arguments as :func:`llamas_matches`.
 
     Examples:
+        >>> from drivemetrics.lane.llamas import llamas_f1
         >>> import torch
         >>> rows = torch.arange(300.0, 717.0)
         >>> gt = torch.stack([640 + 0.5 * (rows - 300), rows], -1)[None, None]
@@ -570,6 +575,7 @@ class LlamasMetrics(MetricFamily):
         kwargs: torchmetrics ``Metric`` keyword arguments.
 
     Examples:
+        >>> from drivemetrics.lane.llamas import LlamasMetrics
         >>> import torch
         >>> rows = torch.arange(300.0, 717.0)
         >>> gt = torch.stack([640 + 0.5 * (rows - 300), rows], -1)[None, None]  # (B, L, Q, 2) GT at rows 300..716
@@ -639,6 +645,8 @@ class LlamasPrecision(ScalarMetric, LlamasMetrics):
     """LLAMAS precision at IoU > 0.5 over all frames seen (arguments as :class:`LlamasMetrics`).
 
     Examples:
+        >>> import drivemetrics
+        >>> from drivemetrics.lane.llamas import LlamasPrecision
         >>> LlamasPrecision()(**drivemetrics.lane.llamas_example_inputs())
         tensor(0.5000, dtype=torch.float64)
     """
@@ -650,6 +658,8 @@ class LlamasRecall(ScalarMetric, LlamasMetrics):
     """LLAMAS recall at IoU > 0.5 over all frames seen (arguments as :class:`LlamasMetrics`).
 
     Examples:
+        >>> import drivemetrics
+        >>> from drivemetrics.lane.llamas import LlamasRecall
         >>> LlamasRecall()(**drivemetrics.lane.llamas_example_inputs())
         tensor(1., dtype=torch.float64)
     """
@@ -661,6 +671,8 @@ class LlamasF1Score(ScalarMetric, LlamasMetrics):
     """LLAMAS F1 at IoU > 0.5 over all frames seen, a scalar for ``self.log`` (arguments as :class:`LlamasMetrics`).
 
     Examples:
+        >>> import drivemetrics
+        >>> from drivemetrics.lane.llamas import LlamasF1Score
         >>> LlamasF1Score()(**drivemetrics.lane.llamas_example_inputs())
         tensor(0.6667, dtype=torch.float64)
     """
@@ -672,6 +684,8 @@ class LlamasF1Score75(ScalarMetric, LlamasMetrics):
     """CLRNet's LLAMAS F1@75: F1 at IoU > 0.75 over all frames seen (arguments as :class:`LlamasMetrics`).
 
     Examples:
+        >>> import drivemetrics
+        >>> from drivemetrics.lane.llamas import LlamasF1Score75
         >>> LlamasF1Score75()(**drivemetrics.lane.llamas_example_inputs())
         tensor(0.6667, dtype=torch.float64)
     """
@@ -683,6 +697,8 @@ class LlamasMeanF1Score(ScalarMetric, LlamasMetrics):
     """CLRNet's LLAMAS mF1: mean F1 over IoU 0.50:0.05:0.95 (arguments as :class:`LlamasMetrics`).
 
     Examples:
+        >>> import drivemetrics
+        >>> from drivemetrics.lane.llamas import LlamasMeanF1Score
         >>> LlamasMeanF1Score()(**drivemetrics.lane.llamas_example_inputs())
         tensor(0.6667, dtype=torch.float64)
     """

@@ -89,6 +89,7 @@ def apollo3d_resample(
         ``(M, 100)`` bool, ``kept`` ``(M,)`` bool (the lanes that are evaluated and counted).
 
     Examples:
+        >>> from drivemetrics.lane3d.apollo import apollo3d_resample
         >>> import numpy as np
         >>> from drivemetrics.lane3d.packed import pack_lane_lists
         >>> lanes = pack_lane_lists([[np.array([[0.5, 2.0, 0.0], [1.5, 12.0, 1.0]])]], visibility=[[np.ones(2)]])
@@ -235,6 +236,7 @@ def apollo3d_matches(
         threshold, frame after frame in assignment order; numpy arrays or tensors as ``preds.points``.
 
     Examples:
+        >>> from drivemetrics.lane3d.apollo import apollo3d_matches
         >>> import numpy as np
         >>> from drivemetrics.lane3d.packed import pack_lane_lists
         >>> lane = np.array([[1.8, 3.0, 0.0], [1.8, 100.0, 0.0]])
@@ -352,6 +354,7 @@ def apollo3d_scores(
         (numpy float64).
 
     Examples:
+        >>> from drivemetrics.lane3d.apollo import apollo3d_scores
         >>> import numpy as np
         >>> counts = np.array([[2, 2, 2, 2]] * 19)
         >>> out = apollo3d_scores(counts, np.full((19, 4), 0.4), np.full(19, 2))
@@ -402,6 +405,7 @@ class Apollo3DMetrics(MetricFamily):
         validate_args: refuse points beyond ``max_lane3d_abs_metres`` and scores outside [0, 1] in ``update``.
 
     Examples:
+        >>> from drivemetrics.lane3d.apollo import Apollo3DMetrics
         >>> import torch
         >>> lane = torch.tensor([[1.8, 3.0, 0.0], [1.8, 100.0, 0.0]], dtype=torch.float64)
         >>> target = {"points": torch.stack([lane, lane - torch.tensor([3.6, 0, 0])])[None]}
@@ -469,6 +473,8 @@ class Apollo3DAveragePrecision(ScalarMetric, Apollo3DMetrics):
     :class:`Apollo3DMetrics`).
 
     Examples:
+        >>> import drivemetrics
+        >>> from drivemetrics.lane3d.apollo import Apollo3DAveragePrecision
         >>> Apollo3DAveragePrecision()(**drivemetrics.lane3d.apollo3d_example_inputs())
         tensor(0.9211, dtype=torch.float64)
     """
@@ -481,6 +487,8 @@ class Apollo3DMaxFScore(ScalarMetric, Apollo3DMetrics):
     :class:`Apollo3DMetrics`).
 
     Examples:
+        >>> import drivemetrics
+        >>> from drivemetrics.lane3d.apollo import Apollo3DMaxFScore
         >>> Apollo3DMaxFScore()(**drivemetrics.lane3d.apollo3d_example_inputs())
         tensor(1.0000, dtype=torch.float64)
     """
@@ -493,6 +501,8 @@ class Apollo3DXErrorClose(ScalarMetric, Apollo3DMetrics):
     :class:`Apollo3DMetrics`).
 
     Examples:
+        >>> import drivemetrics
+        >>> from drivemetrics.lane3d.apollo import Apollo3DXErrorClose
         >>> Apollo3DXErrorClose()(**drivemetrics.lane3d.apollo3d_example_inputs())
         tensor(0.3500, dtype=torch.float64)
     """
@@ -507,6 +517,8 @@ class Apollo3DXErrorFar(ScalarMetric, Apollo3DMetrics):
     :class:`Apollo3DMetrics`).
 
     Examples:
+        >>> import drivemetrics
+        >>> from drivemetrics.lane3d.apollo import Apollo3DXErrorFar
         >>> Apollo3DXErrorFar()(**drivemetrics.lane3d.apollo3d_example_inputs())
         tensor(0.3500, dtype=torch.float64)
     """
@@ -521,6 +533,8 @@ class Apollo3DZErrorClose(ScalarMetric, Apollo3DMetrics):
     :class:`Apollo3DMetrics`).
 
     Examples:
+        >>> import drivemetrics
+        >>> from drivemetrics.lane3d.apollo import Apollo3DZErrorClose
         >>> Apollo3DZErrorClose()(**drivemetrics.lane3d.apollo3d_example_inputs())
         tensor(0.2000, dtype=torch.float64)
     """
@@ -535,6 +549,8 @@ class Apollo3DZErrorFar(ScalarMetric, Apollo3DMetrics):
     :class:`Apollo3DMetrics`).
 
     Examples:
+        >>> import drivemetrics
+        >>> from drivemetrics.lane3d.apollo import Apollo3DZErrorFar
         >>> Apollo3DZErrorFar()(**drivemetrics.lane3d.apollo3d_example_inputs())
         tensor(0.2000, dtype=torch.float64)
     """

@@ -483,6 +483,7 @@ def evaluate_apollo3d_files(
 
     Examples:
         >>> import json, os, tempfile
+        >>> from drivemetrics.lane3d.evaluate import evaluate_apollo3d_files
         >>> gt = {"raw_file": "a.jpg", "laneLines": [[[1.8, 3, 0], [1.8, 100, 0]]], "laneLines_visibility": [[1, 1]],
         ...       "centerLines": [], "centerLines_visibility": []}
         >>> pred = {"raw_file": "a.jpg", "laneLines": [[[1.9, 3, 0], [1.9, 100, 0]]], "laneLines_prob": [0.9],
@@ -659,6 +660,7 @@ def evaluate_once3d_files(
 
     Examples:
         >>> import json, os, tempfile
+        >>> from drivemetrics.lane3d.evaluate import evaluate_once3d_files
         >>> lane = [[1.8, 1.6, z] for z in range(3, 41)]
         >>> with tempfile.TemporaryDirectory() as d:
         ...     for sub, data in (("gt", {"lanes": [lane]}), ("pred", {"lanes": [{"points": lane, "score": 0.99}]})):

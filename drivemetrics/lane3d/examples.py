@@ -45,6 +45,7 @@ def apollo3d_example_inputs() -> dict[str, dict[str, Tensor]]:
     below the threshold 0.3 (the false lane counts), max F 1 from 0.3 on, AP 0.9211, x errors 0.35 m, z errors 0.2 m.
 
     Examples:
+        >>> from drivemetrics.lane3d.examples import apollo3d_example_inputs
         >>> apollo3d_example_inputs()["preds"]["scores"]
         tensor([[0.9000, 0.6000, 0.3000]], dtype=torch.float64)
     """
@@ -58,6 +59,7 @@ def once3d_example_inputs() -> dict[str, dict[str, Tensor]]:
     0.1 m right of the first with score 0.97: at 0.95, F1 2 / 3, precision 1, recall 0.5, distance error 0.1 m.
 
     Examples:
+        >>> from drivemetrics.lane3d.examples import once3d_example_inputs
         >>> once3d_example_inputs()["preds"]["scores"]
         tensor([[0.9700]])
     """

@@ -31,6 +31,7 @@ def munkres_assignment(cost: Sequence[Sequence[float]]) -> list[tuple[int, int]]
         ``min(rows, columns)`` pairs of a minimum-cost assignment, sorted by row then column.
 
     Examples:
+        >>> from drivemetrics.lane3d.munkres import munkres_assignment
         >>> munkres_assignment([[1.0, 1.0], [1.0, 1.0]])  # every assignment is optimal: munkres 1.1.4 picks this one
         [(0, 0), (1, 1)]
         >>> munkres_assignment([[4.0, 1.0, 3.0], [2.0, 0.0, 5.0]])

@@ -110,6 +110,7 @@ def once3d_iou(
     ``max_lane3d_abs_metres``, the readers' limit) coordinates, which would raster without bound.
 
     Examples:
+        >>> from drivemetrics.lane3d.once import once3d_iou
         >>> import numpy as np
         >>> z = np.arange(5.0, 41.0)
         >>> lane = np.stack([np.full_like(z, 1.0), np.full_like(z, 1.6), z], 1)
@@ -209,6 +210,7 @@ def once3d_mean_distance(
     infinite or huge (beyond ``max_lane3d_abs_metres``) coordinates.
 
     Examples:
+        >>> from drivemetrics.lane3d.once import once3d_mean_distance
         >>> import numpy as np
         >>> near = np.array([[1.0, 1.6, 5.0], [1.0, 1.6, 20.0]])
         >>> far = np.array([[1.0, 1.6, 30.0], [1.0, 1.6, 50.0]])
@@ -261,6 +263,7 @@ def once3d_matches(
         tensors as ``preds.points``.
 
     Examples:
+        >>> from drivemetrics.lane3d.once import once3d_matches
         >>> import numpy as np
         >>> from drivemetrics.lane3d.packed import pack_lane_lists
         >>> z = np.arange(3.0, 41.0)
@@ -340,6 +343,7 @@ def once3d_scores(
     negative or non-finite counts and distance sums (a one-line ``ValueError``).
 
     Examples:
+        >>> from drivemetrics.lane3d.once import once3d_scores
         >>> import numpy as np
         >>> out = once3d_scores(np.array([[4, 2, 2], [4, 0, 0]]), np.array([0.2, 0.0]), compat="reference")
         >>> out["F1"].tolist()[0], bool(np.isnan(out["precision"][1]))
@@ -387,6 +391,7 @@ class ONCE3DMetrics(MetricFamily):
         validate_args: refuse points beyond ``max_lane3d_abs_metres`` and scores outside [0, 1] in ``update``.
 
     Examples:
+        >>> from drivemetrics.lane3d.once import ONCE3DMetrics
         >>> import torch
         >>> z = torch.arange(3.0, 41.0)
         >>> lane = torch.stack([torch.full_like(z, 1.8), torch.full_like(z, 1.6), z], 1)
@@ -450,6 +455,8 @@ class ONCE3DF1Score(ScalarMetric, ONCE3DMetrics):
     :class:`ONCE3DMetrics`).
 
     Examples:
+        >>> import drivemetrics
+        >>> from drivemetrics.lane3d.once import ONCE3DF1Score
         >>> ONCE3DF1Score()(**drivemetrics.lane3d.once3d_example_inputs())
         tensor(0.6667, dtype=torch.float64)
     """
@@ -461,6 +468,8 @@ class ONCE3DPrecision(ScalarMetric, ONCE3DMetrics):
     """ONCE-3DLanes precision at one score threshold (0.95 by default) (arguments as :class:`ONCE3DMetrics`).
 
     Examples:
+        >>> import drivemetrics
+        >>> from drivemetrics.lane3d.once import ONCE3DPrecision
         >>> ONCE3DPrecision()(**drivemetrics.lane3d.once3d_example_inputs())
         tensor(1., dtype=torch.float64)
     """
@@ -472,6 +481,8 @@ class ONCE3DRecall(ScalarMetric, ONCE3DMetrics):
     """ONCE-3DLanes recall at one score threshold (0.95 by default) (arguments as :class:`ONCE3DMetrics`).
 
     Examples:
+        >>> import drivemetrics
+        >>> from drivemetrics.lane3d.once import ONCE3DRecall
         >>> ONCE3DRecall()(**drivemetrics.lane3d.once3d_example_inputs())
         tensor(0.5000, dtype=torch.float64)
     """
@@ -484,6 +495,8 @@ class ONCE3DDistanceError(ScalarMetric, ONCE3DMetrics):
     (arguments as :class:`ONCE3DMetrics`).
 
     Examples:
+        >>> import drivemetrics
+        >>> from drivemetrics.lane3d.once import ONCE3DDistanceError
         >>> ONCE3DDistanceError()(**drivemetrics.lane3d.once3d_example_inputs())
         tensor(0.1000, dtype=torch.float64)
     """

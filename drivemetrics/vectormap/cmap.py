@@ -115,6 +115,8 @@ class ConsistentMapAPMetrics(RaggedStateMixin, MetricFamily):
             finite and scores in [0, 1] in ``update``.
 
     Examples:
+        >>> import torch
+        >>> from drivemetrics.vectormap.cmap import ConsistentMapAPMetrics
         >>> metric = ConsistentMapAPMetrics(roi="60x30")
         >>> line = torch.tensor([[[[-20.0, 1.0], [20.0, 1.0]]]])  # (B, N, P, 2): one frame, one divider
         >>> for k in range(3):  # the ego drives 2 m forward per frame
@@ -251,6 +253,8 @@ class ConsistentMapMeanAveragePrecision(ScalarMetric, ConsistentMapAPMetrics):
     :class:`ConsistentMapAPMetrics`).
 
     Examples:
+        >>> import drivemetrics
+        >>> from drivemetrics.vectormap.cmap import ConsistentMapMeanAveragePrecision
         >>> ConsistentMapMeanAveragePrecision()(**drivemetrics.vectormap.consistent_map_example_inputs())
         tensor(0.4444, dtype=torch.float64)
     """
@@ -269,6 +273,8 @@ class ConsistentMapAveragePrecision(ScalarMetric, ConsistentMapAPMetrics):
         compat: see :class:`ConsistentMapAPMetrics`.
 
     Examples:
+        >>> import drivemetrics
+        >>> from drivemetrics.vectormap.cmap import ConsistentMapAveragePrecision
         >>> metric = ConsistentMapAveragePrecision("divider", threshold=1.0, consistent=False)
         >>> metric(**drivemetrics.vectormap.consistent_map_example_inputs())
         tensor(1., dtype=torch.float64)

@@ -74,6 +74,7 @@ class TrackSettings:
         small_mask: masks with fewer pixels are dilated by a 7 x 7 ellipse.
 
     Examples:
+        >>> from drivemetrics.vectormap.consistency import TrackSettings
         >>> TrackSettings().window, TrackSettings(window=3).window
         (5, 3)
     """
@@ -244,6 +245,7 @@ def gt_track_ids(
     frame takes its id, any other line a new id.
 
     Examples:
+        >>> from drivemetrics.vectormap.consistency import gt_track_ids
         >>> import numpy as np
         >>> from drivemetrics.vectormap.io import MapFrame, MapSample
         >>> frames = [MapFrame(t, "s", k, np.array([2.0 * k, 0, 0]), np.eye(3)) for k, t in enumerate("ab")]
@@ -303,6 +305,7 @@ def pred_track_ids(
     yet taken in its frame, and a prediction without such a link a new id.
 
     Examples:
+        >>> from drivemetrics.vectormap.consistency import pred_track_ids
         >>> import numpy as np
         >>> from drivemetrics.vectormap.io import MapFrame, MapSample
         >>> frames = [MapFrame(t, "s", k, np.array([2.0 * k, 0, 0]), np.eye(3)) for k, t in enumerate("abc")]
@@ -409,6 +412,7 @@ def consistent_true_positive(
         owner turned into false positives (also after the owner has ended: no hand-over).
 
     Examples:
+        >>> from drivemetrics.vectormap.consistency import consistent_true_positive
         >>> import torch
         >>> tp = torch.tensor([[True], [True], [True]])
         >>> ones = torch.zeros(3, dtype=torch.long)
@@ -614,6 +618,7 @@ def evaluate_cmap(
         ``"unknown_samples"``.
 
     Examples:
+        >>> from drivemetrics.vectormap.consistency import evaluate_cmap
         >>> import numpy as np
         >>> from drivemetrics.vectormap.io import MapFrame, MapSample
         >>> frames = [MapFrame(t, "s", k, np.array([2.0 * k, 0, 0]), np.eye(3)) for k, t in enumerate("abc")]

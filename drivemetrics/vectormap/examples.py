@@ -40,6 +40,7 @@ def consistent_map_example_inputs() -> dict[str, object]:
     ``(3, 4, 4)`` ego -> global).
 
     Examples:
+        >>> from drivemetrics.vectormap.examples import consistent_map_example_inputs
         >>> inputs = consistent_map_example_inputs()
         >>> inputs["pose"][:, 0, 3], inputs["scene"]
         (tensor([0., 2., 4.]), ['scene-1', 'scene-1', 'scene-1'])

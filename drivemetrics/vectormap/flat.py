@@ -523,6 +523,8 @@ def nearest_targets(
     ``(P,)`` float64.
 
     Examples:
+        >>> import numpy as np
+        >>> from drivemetrics.vectormap.flat import FlatLines, nearest_targets
         >>> gt = FlatLines(np.array([[0.0, 0.0], [0.0, 10.0]]), np.array([2]), np.array([0]), np.array([1]))
         >>> pred = FlatLines(gt.points + [0.7, 0.0], np.array([2]), np.array([0]), np.array([1]), np.array([0.9]))
         >>> nearest_targets(pred, gt, 3, 1.5)
@@ -555,6 +557,8 @@ def greedy_flags(
     within it (inclusive) and no earlier prediction took that GT there.
 
     Examples:
+        >>> import numpy as np
+        >>> from drivemetrics.vectormap.flat import greedy_flags
         >>> greedy_flags(np.array([0.5, 0.9]), np.array([0, 0]), np.array([0.2, 0.8]), (0.5, 1.0)).tolist()
         [[True, False], [False, True]]
     """

@@ -507,6 +507,7 @@ def read_streammapnet_gt(path: str | Path) -> list[MapSample]:
     ``ValueError`` naming the file, the token and the place.
 
     Examples:
+        >>> from drivemetrics.vectormap.io import read_streammapnet_gt
         >>> import tempfile, json, os
         >>> gts = {"gts": {"a": {"1": [[[0, 0], [0, 10]]], "0": [], "2": []}}}
         >>> with tempfile.TemporaryDirectory() as d:
@@ -561,6 +562,8 @@ class MapFrame:
     (ego -> global: ``translation (3,)`` metres and ``rotation (3, 3)``).
 
     Examples:
+        >>> import numpy as np
+        >>> from drivemetrics.vectormap.io import MapFrame
         >>> frame = MapFrame("a", "scene-1", 0, np.zeros(3), np.eye(3))
         >>> frame.scene, frame.index, frame.rotation.shape
         ('scene-1', 0, (3, 3))
@@ -591,6 +594,7 @@ def read_maptracker_samples(path: str | Path) -> tuple[list[MapFrame], list[MapS
     (``local_idx`` 0, 1, ...). Malformed input raises one ``ValueError`` naming the file, the sample and the field.
 
     Examples:
+        >>> from drivemetrics.vectormap.io import read_maptracker_samples
         >>> import tempfile, json, os
         >>> sample = {"token": "a", "scene_name": "s", "local_idx": 0, "ego2global_translation": [0, 0, 0],
         ...           "ego2global_rotation": [[1, 0, 0], [0, 1, 0], [0, 0, 1]],
