@@ -599,3 +599,15 @@ def test_map_loss_lengths_are_checked_only_with_validate_args():
     with pytest.raises(ValueError, match="target_lengths"):
         MapChamferLoss()(preds, preds, target_lengths=lengths)
     MapChamferLoss(validate_args=False)(preds, preds, target_lengths=lengths)
+
+
+def test_lane_benchmark_checks_are_skipped_with_validate_args_false():
+    """The value checks of the LLAMAS / CurveLanes / Apollo / ONCE kernels run only when asked."""
+    F.apollo3d_scores(np.array([[2, -1, 2, 2]] * 19), np.zeros((19, 4)), np.full(19, 2), validate_args=False)
+    F.once3d_scores(np.array([[4, 2, 2]]), np.array([-0.5]), validate_args=False)
+    assert F.once3d_mean_distance(LANE3D, LANE3D + np.array([0.5, 0.0, 0.0]), validate_args=False) == 0.5
+    inputs = _lane3d_packed(apollo3d_example_inputs, scores=torch.tensor([[0.9, 1.5, 0.3]]))
+    assert F.apollo3d_matches(**inputs, validate_args=False)["counts"].shape == (1, 19, 4)
+    with pytest.raises(ValueError, match=r"`scores` contains infinite scores"):
+        F.curvelanes_matches(**curvelanes_example_inputs(), scores=torch.tensor([[0.9, math.inf]]))
+    F.curvelanes_matches(**curvelanes_example_inputs(), scores=torch.tensor([[0.9, math.inf]]), validate_args=False)
