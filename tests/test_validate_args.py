@@ -119,6 +119,8 @@ def _cmap_nan_score() -> dict:
 
 
 HUGE_LANE3D = [np.array([[1e30, 1.6, 5.0], [1.0, 1.6, 20.0]])]  # beyond max_lane3d_abs_metres
+HUGE_POINTS = apollo3d_example_inputs()["preds"]["points"].clone()
+HUGE_POINTS[0, 0, 0, 0] = 1e30
 LANE3D = np.array([[1.0, 1.6, 5.0], [1.0, 1.6, 20.0]])
 
 
@@ -267,8 +269,8 @@ KERNEL_CASES: dict[str, tuple[Callable[[], object], str]] = {
         "lengths",
     ),
     "apollo3d_matches": (
-        lambda: F.apollo3d_matches(**_lane3d_packed(apollo3d_example_inputs, scores=torch.tensor([[0.9, 1.5, 0.3]]))),
-        "preds.scores",
+        lambda: F.apollo3d_matches(**_lane3d_packed(apollo3d_example_inputs, points=HUGE_POINTS)),
+        "preds.points",
     ),
     "apollo3d_resample": (lambda: F.apollo3d_resample(pack_lane_lists([HUGE_LANE3D]), gt=False), "preds.points"),
     "apollo3d_scores": (
@@ -276,8 +278,8 @@ KERNEL_CASES: dict[str, tuple[Callable[[], object], str]] = {
         "counts",
     ),
     "once3d_matches": (
-        lambda: F.once3d_matches(**_lane3d_packed(once3d_example_inputs, scores=torch.tensor([[NAN]]))),
-        "preds.scores",
+        lambda: F.once3d_matches(**_lane3d_packed(once3d_example_inputs, points=HUGE_POINTS[:, :1])),
+        "preds.points",
     ),
     "once3d_iou": (lambda: F.once3d_iou([LANE3D], HUGE_LANE3D), "preds"),
     "once3d_mean_distance": (lambda: F.once3d_mean_distance(HUGE_LANE3D[0], LANE3D), "gt"),
@@ -606,8 +608,6 @@ def test_lane_benchmark_checks_are_skipped_with_validate_args_false():
     F.apollo3d_scores(np.array([[2, -1, 2, 2]] * 19), np.zeros((19, 4)), np.full(19, 2), validate_args=False)
     F.once3d_scores(np.array([[4, 2, 2]]), np.array([-0.5]), validate_args=False)
     assert F.once3d_mean_distance(LANE3D, LANE3D + np.array([0.5, 0.0, 0.0]), validate_args=False) == 0.5
-    inputs = _lane3d_packed(apollo3d_example_inputs, scores=torch.tensor([[0.9, 1.5, 0.3]]))
-    assert F.apollo3d_matches(**inputs, validate_args=False)["counts"].shape == (1, 19, 4)
     with pytest.raises(ValueError, match=r"`scores` contains infinite scores"):
         F.curvelanes_matches(**curvelanes_example_inputs(), scores=torch.tensor([[0.9, math.inf]]))
     F.curvelanes_matches(**curvelanes_example_inputs(), scores=torch.tensor([[0.9, math.inf]]), validate_args=False)

@@ -227,8 +227,8 @@ def apollo3d_matches(
         frames: the number of frames ``B``.
         thresholds: probability thresholds (a lane counts when its probability is strictly above).
         compat: ``"reference"`` (the tool) or ``"default"`` (the module doc's fixes).
-        validate_args: refuse points beyond ``max_lane3d_abs_metres`` and probabilities outside [0, 1] (shapes,
-            finite values and frame indices are always checked).
+        validate_args: refuse points beyond ``max_lane3d_abs_metres``, the readers' limit (shapes, finite values,
+            finite scores and frame indices are always checked).
 
     Returns:
         ``counts`` ``(B, T, 4)`` int64 (:data:`COUNT_NAMES`); ``pair_frame``, ``pair_threshold`` ``(K,)`` int64 and
@@ -250,8 +250,6 @@ def apollo3d_matches(
     like = preds.points
     p_lanes = check_packed(preds, "preds", frames, scores=True, visibility=False)
     g_lanes = check_packed(target, "target", frames, scores=False, visibility=True)
-    if validate_args:  # the points are checked by apollo3d_resample
-        check_values(p_lanes.scores, "preds.scores", low=0.0, high=1.0, what="scores")
     g = apollo3d_resample(g_lanes, gt=True, compat=compat, validate_args=validate_args)
     p = apollo3d_resample(p_lanes, gt=False, compat=compat, validate_args=validate_args)
     thr = np.asarray(thresholds, dtype=np.float64)
@@ -402,7 +400,7 @@ class Apollo3DMetrics(MetricFamily):
 
     Args:
         compat: ``"default"`` or ``"reference"`` (the module doc).
-        validate_args: refuse points beyond ``max_lane3d_abs_metres`` and scores outside [0, 1] in ``update``.
+        validate_args: refuse points beyond ``max_lane3d_abs_metres`` (the readers' limit) in ``update``.
 
     Examples:
         >>> from drivemetrics.lane3d.apollo import Apollo3DMetrics

@@ -279,7 +279,7 @@ def once3d_matches(
     p = check_packed(preds, "preds", frames, scores=True, visibility=False)
     g = check_packed(target, "target", frames, scores=False, visibility=False)
     if validate_args:
-        check_packed_values(p, "preds", scores=True)
+        check_packed_values(p, "preds")
         check_packed_values(g, "target")
     if validate_args and reference and (p.lengths < 2).any():
         m = int(np.flatnonzero(p.lengths < 2)[0])
@@ -388,7 +388,7 @@ class ONCE3DMetrics(MetricFamily):
     Args:
         score_threshold: one of :data:`ONCE_THRESHOLDS` (written as its decimal: 0.1, 0.15, ..., 0.95).
         compat: ``"default"`` or ``"reference"`` (the module doc).
-        validate_args: refuse points beyond ``max_lane3d_abs_metres`` and scores outside [0, 1] in ``update``.
+        validate_args: refuse points beyond ``max_lane3d_abs_metres`` (the readers' limit) in ``update``.
 
     Examples:
         >>> from drivemetrics.lane3d.once import ONCE3DMetrics

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from drivemetrics._internal import arrays
-from drivemetrics._internal.validation import check_coordinates_within_limit, check_values
+from drivemetrics._internal.validation import check_coordinates_within_limit
 
 __all__ = [
     "PackedLanes",
@@ -133,13 +133,11 @@ def check_packed(lanes: PackedLanes, name: str, frames: int, scores: bool, visib
     return PackedLanes(points, lengths, frame, out_scores, out_vis)
 
 
-def check_packed_values(lanes: PackedLanes, name: str, *, scores: bool = False) -> None:
-    """The ``validate_args`` value checks of checked packed lanes (:func:`check_packed`): every point within the
-    readers' ``max_lane3d_abs_metres`` and, with ``scores``, every score a probability in [0, 1] (one-line
-    ``ValueError`` naming ``name.points`` / ``name.scores``)."""
+def check_packed_values(lanes: PackedLanes, name: str) -> None:
+    """The ``validate_args`` value check of checked packed lanes (:func:`check_packed`): every point within the
+    readers' ``max_lane3d_abs_metres`` (one-line ``ValueError`` naming ``name.points``). Scores are not bounded:
+    the readers take any finite score, as the official tools."""
     check_coordinates_within_limit(lanes.points, f"{name}.points", limit=_LIMIT)
-    if scores and lanes.scores is not None:
-        check_values(lanes.scores, f"{name}.scores", low=0.0, high=1.0, what="scores")
 
 
 def check_lane_list(lanes: Sequence[Any], name: str) -> None:
