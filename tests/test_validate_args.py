@@ -28,15 +28,21 @@ from torchmetrics import Metric
 import drivemetrics
 import drivemetrics.functional as F
 from drivemetrics.detection import kitti_object_example_inputs
-from drivemetrics.lane import culane_example_inputs, tusimple_example_inputs
+from drivemetrics.lane import (
+    culane_example_inputs,
+    curvelanes_example_inputs,
+    llamas_example_inputs,
+    tusimple_example_inputs,
+)
 from drivemetrics.lane.geometry import default_z_samples
-from drivemetrics.lane3d import openlane3d_example_inputs
+from drivemetrics.lane3d import apollo3d_example_inputs, once3d_example_inputs, openlane3d_example_inputs
 from drivemetrics.lane3d.openlane import OpenLane3DLanes
+from drivemetrics.lane3d.packed import pack_lane_lists, packed_from_padded
 from drivemetrics.lanegraph import lanegraph_example_inputs, planning_example_inputs
 from drivemetrics.lanetopology import openlanev2_example_inputs
 from drivemetrics.road import corridor_example_inputs, road_pixel_example_inputs
 from drivemetrics.roadnet import roadnet_example_inputs
-from drivemetrics.vectormap import vector_map_example_inputs
+from drivemetrics.vectormap import consistent_map_example_inputs, vector_map_example_inputs
 
 DOMAINS = ("detection", "lane", "lane3d", "lanegraph", "lanetopology", "road", "roadnet", "vectormap")
 NAN = math.nan
@@ -78,6 +84,44 @@ def _culane_huge() -> dict:
     inputs["preds"] = inputs["preds"].clone()
     inputs["preds"][0, 0, 0, 0] = 1e30  # squares overflow: beyond max_abs_coordinate
     return inputs
+
+
+def _image_lanes_huge(inputs: dict) -> dict:
+    """``inputs`` with one predicted coordinate beyond ``max_abs_coordinate`` (LLAMAS, CurveLanes)."""
+    inputs["preds"] = inputs["preds"].clone()
+    inputs["preds"][0, 0, 0, 0] = 1e30
+    return inputs
+
+
+def _lane3d_packed(example: Callable[[], dict], **changes: torch.Tensor) -> dict:
+    """Packed ``preds`` / ``target`` of an Apollo / ONCE example, ``changes`` applied to the padded ``preds``."""
+    inputs = example()
+    preds = {**inputs["preds"], **changes}
+    return {
+        "preds": packed_from_padded(preds["points"], scores=preds["scores"], name="preds"),
+        "target": packed_from_padded(inputs["target"]["points"], name="target"),
+        "frames": 1,
+    }
+
+
+def _lane3d_family_huge(example: Callable[[], dict]) -> dict:
+    inputs = example()
+    points = inputs["preds"]["points"].clone()
+    points[0, 0, 0, 0] = 1e30  # beyond max_lane3d_abs_metres
+    inputs["preds"] = {**inputs["preds"], "points": points}
+    return inputs
+
+
+def _cmap_nan_score() -> dict:
+    inputs = consistent_map_example_inputs()
+    inputs["preds"] = {**inputs["preds"], "scores": torch.full_like(inputs["preds"]["scores"], NAN)}
+    return inputs
+
+
+HUGE_LANE3D = [np.array([[1e30, 1.6, 5.0], [1.0, 1.6, 20.0]])]  # beyond max_lane3d_abs_metres
+HUGE_POINTS = apollo3d_example_inputs()["preds"]["points"].clone()
+HUGE_POINTS[0, 0, 0, 0] = 1e30
+LANE3D = np.array([[1.0, 1.6, 5.0], [1.0, 1.6, 20.0]])
 
 
 def _tusimple_inf() -> dict:
@@ -160,6 +204,15 @@ KERNEL_CASES: dict[str, tuple[Callable[[], object], str]] = {
     "culane_counts": (lambda: F.culane_counts(**_culane_huge()), "preds"),
     "culane_f1": (lambda: F.culane_f1(**_culane_huge()), "preds"),
     "lane_iou_matrix": (lambda: F.lane_iou_matrix(**_culane_huge()), "preds"),
+    "llamas_matches": (lambda: F.llamas_matches(**_image_lanes_huge(llamas_example_inputs())), "preds"),
+    "llamas_counts": (lambda: F.llamas_counts(**_image_lanes_huge(llamas_example_inputs())), "preds"),
+    "llamas_f1": (lambda: F.llamas_f1(**_image_lanes_huge(llamas_example_inputs())), "preds"),
+    "curvelanes_matches": (
+        lambda: F.curvelanes_matches(**_image_lanes_huge(curvelanes_example_inputs())),
+        "preds",
+    ),
+    "curvelanes_counts": (lambda: F.curvelanes_counts(**_image_lanes_huge(curvelanes_example_inputs())), "preds"),
+    "curvelanes_f1": (lambda: F.curvelanes_f1(**_image_lanes_huge(curvelanes_example_inputs())), "preds"),
     "tusimple_image_scores": (lambda: F.tusimple_image_scores(**_tusimple_inf()), "preds"),
     "tusimple_metrics": (lambda: F.tusimple_metrics(**_tusimple_inf()), "preds"),
     "tusimple_f1": (lambda: F.tusimple_f1(torch.tensor(1.5), torch.tensor(0.1)), "fp"),
@@ -229,6 +282,22 @@ KERNEL_CASES: dict[str, tuple[Callable[[], object], str]] = {
         ),
         "lengths",
     ),
+    "apollo3d_matches": (
+        lambda: F.apollo3d_matches(**_lane3d_packed(apollo3d_example_inputs, points=HUGE_POINTS)),
+        "preds.points",
+    ),
+    "apollo3d_resample": (lambda: F.apollo3d_resample(pack_lane_lists([HUGE_LANE3D]), gt=False), "preds.points"),
+    "apollo3d_scores": (
+        lambda: F.apollo3d_scores(np.array([[2, -1, 2, 2]] * 19), np.zeros((19, 4)), np.full(19, 2)),
+        "counts",
+    ),
+    "once3d_matches": (
+        lambda: F.once3d_matches(**_lane3d_packed(once3d_example_inputs, points=HUGE_POINTS[:, :1])),
+        "preds.points",
+    ),
+    "once3d_iou": (lambda: F.once3d_iou([LANE3D], HUGE_LANE3D), "preds"),
+    "once3d_mean_distance": (lambda: F.once3d_mean_distance(HUGE_LANE3D[0], LANE3D), "gt"),
+    "once3d_scores": (lambda: F.once3d_scores(np.array([[4, 2, 2]]), np.array([-0.5])), "distance_sum"),
     # lanegraph
     "geo_topo": (lambda: F.geo_topo(**_graphs(lanegraph_example_inputs())), "preds"),
     "graph_iou": (lambda: F.graph_iou(**_graphs(lanegraph_example_inputs())), "preds"),
@@ -334,6 +403,17 @@ KERNEL_CASES: dict[str, tuple[Callable[[], object], str]] = {
         ),
         "labels",
     ),
+    "consistent_true_positive": (
+        lambda: F.consistent_true_positive(
+            torch.tensor([[True], [True]]),
+            torch.zeros(2, dtype=torch.long),
+            torch.zeros(2, dtype=torch.long),  # both in frame 0
+            torch.zeros(2, dtype=torch.long),
+            torch.tensor([5, 6]),
+            torch.zeros(2, dtype=torch.long),  # one GT track matched twice in one frame
+        ),
+        "gt_track",
+    ),
     "buffers_intersect": (lambda: F.buffers_intersect(LINE, TOO_LONG, LINE, torch.tensor([3])), "a_lengths"),
     "map_chamfer_loss": (
         lambda: F.map_chamfer_loss(LINE[None], LINE[None], target_lengths=torch.tensor([[9]])),
@@ -374,6 +454,10 @@ FAMILY_CASES: dict[str, tuple[Callable[[], dict], str]] = {
     "KittiObjectMetrics": (_kitti_nan_box, "preds"),
     "CULaneMetrics": (_culane_huge, "preds"),
     "TuSimpleMetrics": (_tusimple_inf, "preds"),
+    "LlamasMetrics": (lambda: _image_lanes_huge(llamas_example_inputs()), "preds"),
+    "CurveLanesMetrics": (lambda: _image_lanes_huge(curvelanes_example_inputs()), "preds"),
+    "Apollo3DMetrics": (lambda: _lane3d_family_huge(apollo3d_example_inputs), "preds.points"),
+    "ONCE3DMetrics": (lambda: _lane3d_family_huge(once3d_example_inputs), "preds.points"),
     "PSLD": (
         lambda: {"preds": torch.full((2, Z.numel()), NAN), "target": torch.zeros(2, Z.numel()), "speed": 20.0},
         "preds",
@@ -400,6 +484,7 @@ FAMILY_CASES: dict[str, tuple[Callable[[], dict], str]] = {
     "SubgraphMetrics": (lambda: _graphs(roadnet_example_inputs()), "preds"),
     "TLTSMetrics": (lambda: _graphs(roadnet_example_inputs()), "preds"),
     "VectorMapAPMetrics": (_map_nan_score, "scores"),
+    "ConsistentMapAPMetrics": (_cmap_nan_score, "scores"),
     "MapChamferLoss": (
         lambda: {"preds": LINE[None], "target": LINE[None], "target_lengths": torch.tensor([[9]])},
         "target_lengths",
@@ -439,6 +524,7 @@ CONSTRUCT: dict[str, dict] = {
     "DrivingCorridorLateralPrecision": {"threshold": 0.5, "distance": 20.0},
     "DrivingCorridorLongitudinalF1Score": {"threshold": 0.5, "distance": 20.0},
     "VectorMapAveragePrecision": {"class_name": "divider"},
+    "ConsistentMapAveragePrecision": {"class_name": "divider"},
 }
 
 
@@ -580,3 +666,13 @@ def test_map_loss_lengths_are_checked_only_with_validate_args():
     with pytest.raises(ValueError, match="target_lengths"):
         MapChamferLoss()(preds, preds, target_lengths=lengths)
     MapChamferLoss(validate_args=False)(preds, preds, target_lengths=lengths)
+
+
+def test_lane_benchmark_checks_are_skipped_with_validate_args_false():
+    """The value checks of the LLAMAS / CurveLanes / Apollo / ONCE kernels run only when asked."""
+    F.apollo3d_scores(np.array([[2, -1, 2, 2]] * 19), np.zeros((19, 4)), np.full(19, 2), validate_args=False)
+    F.once3d_scores(np.array([[4, 2, 2]]), np.array([-0.5]), validate_args=False)
+    assert F.once3d_mean_distance(LANE3D, LANE3D + np.array([0.5, 0.0, 0.0]), validate_args=False) == 0.5
+    with pytest.raises(ValueError, match=r"`scores` contains infinite scores"):
+        F.curvelanes_matches(**curvelanes_example_inputs(), scores=torch.tensor([[0.9, math.inf]]))
+    F.curvelanes_matches(**curvelanes_example_inputs(), scores=torch.tensor([[0.9, math.inf]]), validate_args=False)

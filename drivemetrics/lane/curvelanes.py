@@ -34,7 +34,7 @@ from torch import Tensor
 from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.compute import precision_recall_f1
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
-from drivemetrics._internal.validation import check_shape, check_tensor
+from drivemetrics._internal.validation import check_shape, check_tensor, check_values
 from drivemetrics.lane.raster import check_lane_points
 
 __all__ = [
@@ -65,6 +65,7 @@ def curvelanes_spline(lanes: Sequence[np.ndarray]) -> list[np.ndarray]:
     lanes of one point count are computed together.
 
     Examples:
+        >>> from drivemetrics.lane.curvelanes import curvelanes_spline
         >>> import numpy as np
         >>> from drivemetrics.lane.curvelanes import curvelanes_spline
         >>> curvelanes_spline([np.array([[0.0, 0.0], [3.0, 4.0]])])[0].tolist()
@@ -202,6 +203,7 @@ def curvelanes_matches(
         ``{"hits", "num_pred"}``: ``(B, T)`` long per score threshold; ``"num_gt"``: ``(B,)`` long.
 
     Examples:
+        >>> from drivemetrics.lane.curvelanes import curvelanes_matches
         >>> import torch
         >>> from drivemetrics.functional import curvelanes_matches
         >>> gt = torch.tensor([[[[1000.0, 1439.0], [1200.0, 700.0]]]])  # (B, L, Q, 2) in a 2560 x 1440 image
@@ -231,11 +233,15 @@ def curvelanes_matches(
     p_sizes = sizes if preds_size is None else preds_size.detach().cpu().double().numpy()
     if preds_size is not None:
         check_shape(preds_size, "preds_size", (b, 2))
-    if validate_args and not (np.isfinite(sizes).all() and (sizes > 0).all() and (p_sizes > 0).all()):
-        raise ValueError("`image_size` and `preds_size` must be finite and > 0")
+    if validate_args and not (np.isfinite(sizes).all() and (sizes > 0).all()):
+        raise ValueError("`image_size` must be finite and > 0")
+    if validate_args and not (np.isfinite(p_sizes).all() and (p_sizes > 0).all()):
+        raise ValueError("`preds_size` must be finite and > 0")
     score_np = np.full(pred_lane.shape, np.nan)
     if scores is not None:
         check_shape(scores, "scores", tuple(pred_lane.shape))
+        if validate_args:  # NaN: unscored (always kept)
+            check_values(scores, "scores", nan_ok=True, what="scores")
         score_np = scores.detach().cpu().double().numpy()
     pred_lane = pred_lane & p_valid.any(-1)
     gt_lane = gt_lane & g_valid.any(-1)
@@ -283,6 +289,7 @@ def curvelanes_scores(
     when undefined).
 
     Examples:
+        >>> from drivemetrics.lane.curvelanes import curvelanes_scores
         >>> import torch
         >>> from drivemetrics.lane.curvelanes import curvelanes_scores
         >>> one = torch.tensor(1)
@@ -316,6 +323,7 @@ def curvelanes_counts(
     """Per-frame ``tp``, ``fp``, ``fn`` (``(B,)`` long) at one score threshold; arguments as :func:`curvelanes_matches`.
 
     Examples:
+        >>> from drivemetrics.lane.curvelanes import curvelanes_counts
         >>> import torch
         >>> from drivemetrics.functional import curvelanes_counts
         >>> gt = torch.tensor([[[[1000.0, 1439.0], [1200.0, 700.0]]]])
@@ -357,6 +365,7 @@ def curvelanes_f1(
     """CurveLanes ``precision``, ``recall``, ``f1`` of the batch's totals; arguments as :func:`curvelanes_matches`.
 
     Examples:
+        >>> from drivemetrics.lane.curvelanes import curvelanes_f1
         >>> import torch
         >>> from drivemetrics.functional import curvelanes_f1
         >>> gt = torch.tensor([[[[1000.0, 1439.0], [1200.0, 700.0]]]])
@@ -398,6 +407,7 @@ class CurveLanesMetrics(MetricFamily):
         kwargs: torchmetrics ``Metric`` keyword arguments.
 
     Examples:
+        >>> from drivemetrics.lane.curvelanes import CurveLanesMetrics
         >>> import torch
         >>> from drivemetrics.lane import CurveLanesMetrics
         >>> gt = torch.tensor([[[[1000.0, 1439.0], [1200.0, 700.0]]]])  # (B, L, Q, 2) in a 2560 x 1440 image

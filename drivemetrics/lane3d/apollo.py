@@ -41,7 +41,8 @@ from torch import Tensor
 from drivemetrics._internal import arrays
 from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
-from drivemetrics.lane3d.packed import PackedLanes, check_packed, packed_from_padded
+from drivemetrics._internal.validation import check_values
+from drivemetrics.lane3d.packed import PackedLanes, check_packed, check_packed_values, packed_from_padded
 
 __all__ = [
     "APOLLO_THRESHOLDS",
@@ -80,13 +81,15 @@ def apollo3d_resample(
         lanes: ground-frame lanes (GT: with ``visibility``, points with visibility <= 0 dropped first).
         gt: GT lanes (always filtered) or predictions (filtered in the default mode only).
         compat: ``"reference"`` or ``"default"`` (module doc).
-        validate_args: check shapes and finite values; in reference mode a prediction of fewer than 2 points raises.
+        validate_args: refuse points beyond ``max_lane3d_abs_metres`` (the readers' limit); in reference mode a
+            prediction of fewer than 2 points raises. Shapes and finite values are always checked.
 
     Returns:
         host numpy arrays ``x``, ``z`` ``(M, 100)`` float64 (unspecified for dropped lanes), ``visible``
         ``(M, 100)`` bool, ``kept`` ``(M,)`` bool (the lanes that are evaluated and counted).
 
     Examples:
+        >>> from drivemetrics.lane3d.apollo import apollo3d_resample
         >>> import numpy as np
         >>> from drivemetrics.lane3d.packed import pack_lane_lists
         >>> from drivemetrics.functional import apollo3d_resample
@@ -98,6 +101,8 @@ def apollo3d_resample(
     reference = check_compat(compat)
     frames = int(arrays.to_numpy(lanes.frame).max(initial=-1)) + 1
     packed = check_packed(lanes, "target" if gt else "preds", frames, scores=False, visibility=gt)
+    if validate_args:
+        check_packed_values(packed, "target" if gt else "preds")
     points, lengths = packed.points, packed.lengths
     count = lengths.shape[0]
     x, y = points[:, 0], points[:, 1]
@@ -223,7 +228,8 @@ def apollo3d_matches(
         frames: the number of frames ``B``.
         thresholds: probability thresholds (a lane counts when its probability is strictly above).
         compat: ``"reference"`` (the tool) or ``"default"`` (the module doc's fixes).
-        validate_args: check shapes, finite values, frame indices.
+        validate_args: refuse points beyond ``max_lane3d_abs_metres``, the readers' limit (shapes, finite values,
+            finite scores and frame indices are always checked).
 
     Returns:
         ``counts`` ``(B, T, 4)`` int64 (:data:`COUNT_NAMES`); ``pair_frame``, ``pair_threshold`` ``(K,)`` int64 and
@@ -231,6 +237,7 @@ def apollo3d_matches(
         threshold, frame after frame in assignment order; numpy arrays or tensors as ``preds.points``.
 
     Examples:
+        >>> from drivemetrics.lane3d.apollo import apollo3d_matches
         >>> import numpy as np
         >>> from drivemetrics.lane3d.packed import pack_lane_lists
         >>> from drivemetrics.functional import apollo3d_matches
@@ -252,8 +259,7 @@ def apollo3d_matches(
     p_ids = np.flatnonzero(p["kept"])
     g_frame, p_frame = g_lanes.frame[g_ids], p_lanes.frame[p_ids]
     scores = p_lanes.scores[p_ids]
-    g_n = np.bincount(g_frame, minlength=frames)
-    p_n = np.bincount(p_frame, minlength=frames)
+    g_n, p_n = np.bincount(g_frame, minlength=frames), np.bincount(p_frame, minlength=frames)
     g_start, p_start = np.cumsum(g_n) - g_n, np.cumsum(p_n) - p_n
     # every same-frame GT x prediction pair, frame after frame, GT-major
     pairs_per_frame = g_n * p_n
@@ -263,8 +269,7 @@ def apollo3d_matches(
     gi = g_ids[g_start[pair_frame] + local // width]
     pj = p_ids[p_start[pair_frame] + local % width]
     cost, num_match, errors = _pair_terms(g, p, gi, pj, reference)
-    g_vis = g["visible"].sum(1)
-    p_vis = p["visible"].sum(1)
+    g_vis, p_vis = g["visible"].sum(1), p["visible"].sum(1)
     kept_pred = scores[None, :] > thr[:, None]  # (T, P kept)
     counts = np.zeros((frames, thr.shape[0], 4), dtype=np.int64)
     counts[:, :, 2] = g_n[:, None]
@@ -331,7 +336,9 @@ def _interp_ap(recall: np.ndarray, precision: np.ndarray) -> float:
     return float(np.mean(values))
 
 
-def apollo3d_scores(counts: Any, error_sums: Any, pair_counts: Any, *, compat: Compat = "default") -> dict[str, Any]:
+def apollo3d_scores(
+    counts: Any, error_sums: Any, pair_counts: Any, *, compat: Compat = "default", validate_args: bool = True
+) -> dict[str, Any]:
     """AP, max F and its threshold, R / P there, and the four mean errors at it, from per-threshold sums.
 
     Args:
@@ -339,6 +346,7 @@ def apollo3d_scores(counts: Any, error_sums: Any, pair_counts: Any, *, compat: C
         error_sums: ``(T, 4)`` sums of the counted pairs' errors (:data:`ERROR_NAMES`).
         pair_counts: ``(T,)`` counted pairs.
         compat: accepted for symmetry (both modes score alike: R, P, F carry the tool's 1e-6).
+        validate_args: refuse negative or non-finite counts and error sums (a one-line ``ValueError``).
 
     Returns:
         ``ap``, ``max_f``, ``max_f_index``, ``max_f_threshold``, ``recall``, ``precision`` (at max F), the four
@@ -346,6 +354,7 @@ def apollo3d_scores(counts: Any, error_sums: Any, pair_counts: Any, *, compat: C
         (numpy float64).
 
     Examples:
+        >>> from drivemetrics.lane3d.apollo import apollo3d_scores
         >>> import numpy as np
         >>> from drivemetrics.functional import apollo3d_scores
         >>> counts = np.array([[2, 2, 2, 2]] * 19)
@@ -359,6 +368,10 @@ def apollo3d_scores(counts: Any, error_sums: Any, pair_counts: Any, *, compat: C
     n = arrays.to_numpy(pair_counts).astype(np.float64)
     if c.ndim != 2 or c.shape[1] != 4 or sums.shape != c.shape or n.shape != c.shape[:1]:
         raise ValueError("`counts` and `error_sums` must be (T, 4) and `pair_counts` (T,)")
+    if validate_args:
+        check_values(c, "counts", low=0, what="counts")
+        check_values(sums, "error_sums", low=0.0, what="error sums")
+        check_values(n, "pair_counts", low=0, what="counts")
     recall = c[:, 0] / (c[:, 2] + 1e-6)
     precision = c[:, 1] / (c[:, 3] + 1e-6)
     f = 2 * recall * precision / (recall + precision + 1e-6)
@@ -390,9 +403,10 @@ class Apollo3DMetrics(MetricFamily):
 
     Args:
         compat: ``"default"`` or ``"reference"`` (the module doc).
-        validate_args: check the inputs.
+        validate_args: refuse points beyond ``max_lane3d_abs_metres`` (the readers' limit) in ``update``.
 
     Examples:
+        >>> from drivemetrics.lane3d.apollo import Apollo3DMetrics
         >>> import torch
         >>> from drivemetrics.lane3d import Apollo3DMetrics
         >>> lane = torch.tensor([[1.8, 3.0, 0.0], [1.8, 100.0, 0.0]], dtype=torch.float64)
@@ -448,7 +462,9 @@ class Apollo3DMetrics(MetricFamily):
         )
 
     def compute(self) -> dict[str, Tensor]:
-        scores = apollo3d_scores(self.counts, self.error_sums, self.pair_counts, compat=self.compat)
+        scores = apollo3d_scores(
+            self.counts, self.error_sums, self.pair_counts, compat=self.compat, validate_args=False
+        )
         device = self.counts.device
         keys = ("ap", "max_f", "max_f_threshold", "recall", "precision", *ERROR_NAMES)
         return {k: torch.tensor(float(scores[k]), dtype=torch.float64, device=device) for k in keys}

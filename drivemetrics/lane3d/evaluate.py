@@ -559,8 +559,8 @@ def _apollo_report(
         s = np.zeros((t, 4))
         np.add.at(s, rows[:, 0].astype(np.int64), rows[:, 1:])
         sums[k] = (s, np.bincount(rows[:, 0].astype(np.int64), minlength=t))
-    lane = apollo3d_scores(fixed["counts0"].sum(0), *sums[0], compat=compat)
-    center = apollo3d_scores(fixed["counts1"].sum(0), *sums[1], compat=compat)
+    lane = apollo3d_scores(fixed["counts0"].sum(0), *sums[0], compat=compat, validate_args=False)
+    center = apollo3d_scores(fixed["counts1"].sum(0), *sums[1], compat=compat, validate_args=False)
     i = lane["max_f_index"]
     metrics: dict[str, Any] = {
         "laneline_AP": lane["ap"],
@@ -696,7 +696,7 @@ def evaluate_once3d_files(
     fixed, _ = _gather_rows(mine, {"counts": counts, "distance_sum": dsum}, {})
     counts, dsum = fixed["counts"], fixed["distance_sum"]
     total, total_d = counts.sum(0), dsum.sum(0)
-    scores = once3d_scores(total, total_d, compat=compat)
+    scores = once3d_scores(total, total_d, compat=compat, validate_args=False)
 
     def num(value: float) -> float | None:
         return None if value != value else float(value)

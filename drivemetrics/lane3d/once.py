@@ -33,8 +33,15 @@ from drivemetrics._internal import arrays
 from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.extras import require
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
+from drivemetrics._internal.validation import check_values
 from drivemetrics.lane3d.munkres import munkres_assignment
-from drivemetrics.lane3d.packed import PackedLanes, check_packed, packed_from_padded
+from drivemetrics.lane3d.packed import (
+    PackedLanes,
+    check_lane_list,
+    check_packed,
+    check_packed_values,
+    packed_from_padded,
+)
 
 __all__ = [
     "ONCE_THRESHOLDS",
@@ -92,14 +99,18 @@ def _raster(lane: np.ndarray, reference: bool) -> tuple[np.ndarray, tuple[int, i
     return image > 0, (r0, r1, c0, c1)
 
 
-def once3d_iou(gt: list[np.ndarray], preds: list[np.ndarray], *, compat: Compat = "default") -> np.ndarray:
+def once3d_iou(
+    gt: list[np.ndarray], preds: list[np.ndarray], *, compat: Compat = "default", validate_args: bool = True
+) -> np.ndarray:
     """BEV IoU of every GT x predicted lane of one frame, ``(G, P)`` float64 (0 where the union is empty).
 
     Lanes ``(n, 3)`` in the camera frame, already oriented (:func:`once3d_matches` reverses far-to-near lanes).
     ``"reference"``: only the points with z < 10 m are drawn, as the tool; ``"default"``: the whole lane. Drawn with
-    OpenCV (``cv2``, the ``culane`` extra), as the tool.
+    OpenCV (``cv2``, the ``culane`` extra), as the tool. ``validate_args``: refuse NaN, infinite or huge (beyond
+    ``max_lane3d_abs_metres``, the readers' limit) coordinates, which would raster without bound.
 
     Examples:
+        >>> from drivemetrics.lane3d.once import once3d_iou
         >>> import numpy as np
         >>> from drivemetrics.functional import once3d_iou
         >>> z = np.arange(5.0, 41.0)
@@ -109,6 +120,9 @@ def once3d_iou(gt: list[np.ndarray], preds: list[np.ndarray], *, compat: Compat 
         [[1.0, 0.4898]]
     """
     reference = check_compat(compat)
+    if validate_args:
+        check_lane_list(gt, "gt")
+        check_lane_list(preds, "preds")
     g = [_raster(lane, reference) for lane in gt]
     p = [_raster(lane, reference) for lane in preds]
     iou = np.zeros((len(gt), len(preds)))
@@ -186,14 +200,18 @@ def _point_polyline_distance(points: np.ndarray, lane: np.ndarray, dims: int) ->
     return dist.min(1)
 
 
-def once3d_mean_distance(gt: np.ndarray, pred: np.ndarray, *, compat: Compat = "default") -> float:
+def once3d_mean_distance(
+    gt: np.ndarray, pred: np.ndarray, *, compat: Compat = "default", validate_args: bool = True
+) -> float:
     """Mean distance (metres) from 10 points along the GT lane (5 %, 15 %, ..., 95 % of its length) to the
     predicted polyline, the tool's ``cal_mean_dist``.
 
     ``"reference"``: shapely's, in the x-y plane (lateral x, height y; the forward depth z is ignored, so a lane at
-    the same x / y over another depth range is at distance 0); ``"default"``: in 3D.
+    the same x / y over another depth range is at distance 0); ``"default"``: in 3D. ``validate_args``: refuse NaN,
+    infinite or huge (beyond ``max_lane3d_abs_metres``) coordinates.
 
     Examples:
+        >>> from drivemetrics.lane3d.once import once3d_mean_distance
         >>> import numpy as np
         >>> from drivemetrics.functional import once3d_mean_distance
         >>> near = np.array([[1.0, 1.6, 5.0], [1.0, 1.6, 20.0]])
@@ -207,6 +225,9 @@ def once3d_mean_distance(gt: np.ndarray, pred: np.ndarray, *, compat: Compat = "
         raise ValueError(f"`gt` must be (n >= 2, 3), got {tuple(gt.shape)}")
     if pred.ndim != 2 or pred.shape[1] != 3 or pred.shape[0] < 1:
         raise ValueError(f"`pred` must be (n >= 1, 3), got {tuple(pred.shape)}")
+    if validate_args:
+        check_lane_list([gt], "gt")
+        check_lane_list([pred], "pred")
     dist = _point_polyline_distance(_lane_samples(gt, dims), pred, dims)
     total = 0.0
     for value in dist.tolist():  # the tool's running sum
@@ -236,13 +257,15 @@ def once3d_matches(
         thresholds: score thresholds (a lane counts when its score is strictly above).
         compat: ``"reference"``: the tool (x-y distance, 10 m raster, a prediction of < 2 points raises);
             ``"default"``: the fixes of the module doc.
-        validate_args: check shapes, finite values and frame indices (a one-line ``ValueError``).
+        validate_args: refuse points beyond ``max_lane3d_abs_metres`` (the readers' limit) and scores outside
+            [0, 1] (a one-line ``ValueError``); shapes, finite values and frame indices are always checked.
 
     Returns:
         ``counts`` ``(B, T, 3)`` int64 (#GT, #pred, TP) and ``distance_sum`` ``(B, T)`` float64, numpy arrays or
         tensors as ``preds.points``.
 
     Examples:
+        >>> from drivemetrics.lane3d.once import once3d_matches
         >>> import numpy as np
         >>> from drivemetrics.lane3d.packed import pack_lane_lists
         >>> from drivemetrics.functional import once3d_matches
@@ -258,6 +281,9 @@ def once3d_matches(
     like = preds.points
     p = check_packed(preds, "preds", frames, scores=True, visibility=False)
     g = check_packed(target, "target", frames, scores=False, visibility=False)
+    if validate_args:
+        check_packed_values(p, "preds")
+        check_packed_values(g, "target")
     if validate_args and reference and (p.lengths < 2).any():
         m = int(np.flatnonzero(p.lengths < 2)[0])
         raise ValueError(
@@ -281,7 +307,7 @@ def once3d_matches(
         counts[f, :, 1] = kept.sum(1)
         if not gt or not pr or not kept.any():
             continue
-        iou = once3d_iou(gt, pr, compat=compat)
+        iou = once3d_iou(gt, pr, compat=compat, validate_args=False)
         dist: dict[int, float] = {}
         memo: dict[bytes, tuple[int, float]] = {}
         for t in range(thr.shape[0]):
@@ -297,7 +323,9 @@ def once3d_matches(
                     k = row * len(pr) + j
                     if k not in dist:
                         dist[k] = (
-                            once3d_mean_distance(gt[row], pr[j], compat=compat) if pr[j].shape[0] else float("inf")
+                            once3d_mean_distance(gt[row], pr[j], compat=compat, validate_args=False)
+                            if pr[j].shape[0]
+                            else float("inf")
                         )
                     if dist[k] < DISTANCE_THRESHOLD:
                         total += dist[k]
@@ -307,14 +335,18 @@ def once3d_matches(
     return {"counts": arrays.as_index(counts, like), "distance_sum": arrays.float64_like(dsum, like)}
 
 
-def once3d_scores(counts: Any, distance_sum: Any, *, compat: Compat = "default") -> dict[str, Any]:
+def once3d_scores(
+    counts: Any, distance_sum: Any, *, compat: Compat = "default", validate_args: bool = True
+) -> dict[str, Any]:
     """F1, precision, recall and distance error per threshold from the summed ``(T, 3)`` counts and ``(T,)``
     distances of :func:`once3d_matches` (summed over frames).
 
     ``"reference"``: the tool's float32 arithmetic, NaN at 0 / 0, distance error = sum / (TP + 1e-5);
-    ``"default"``: float64, 0 at 0 / 0, distance error = sum / TP (0 without TP).
+    ``"default"``: float64, 0 at 0 / 0, distance error = sum / TP (0 without TP). ``validate_args``: refuse
+    negative or non-finite counts and distance sums (a one-line ``ValueError``).
 
     Examples:
+        >>> from drivemetrics.lane3d.once import once3d_scores
         >>> import numpy as np
         >>> from drivemetrics.functional import once3d_scores
         >>> out = once3d_scores(np.array([[4, 2, 2], [4, 0, 0]]), np.array([0.2, 0.0]), compat="reference")
@@ -326,6 +358,9 @@ def once3d_scores(counts: Any, distance_sum: Any, *, compat: Compat = "default")
     d = arrays.to_numpy(distance_sum).astype(np.float64)
     if c.ndim != 2 or c.shape[1] != 3 or d.shape != c.shape[:1]:
         raise ValueError(f"`counts` must be (T, 3) and `distance_sum` (T,), got {c.shape} and {d.shape}")
+    if validate_args:
+        check_values(c, "counts", low=0, what="counts")
+        check_values(d, "distance_sum", low=0.0, what="distances")
     gt, pred, tp = c.T
     with np.errstate(invalid="ignore", divide="ignore"):
         if reference:
@@ -357,9 +392,10 @@ class ONCE3DMetrics(MetricFamily):
     Args:
         score_threshold: one of :data:`ONCE_THRESHOLDS` (written as its decimal: 0.1, 0.15, ..., 0.95).
         compat: ``"default"`` or ``"reference"`` (the module doc).
-        validate_args: check the inputs.
+        validate_args: refuse points beyond ``max_lane3d_abs_metres`` (the readers' limit) in ``update``.
 
     Examples:
+        >>> from drivemetrics.lane3d.once import ONCE3DMetrics
         >>> import torch
         >>> from drivemetrics.lane3d import ONCE3DMetrics
         >>> z = torch.arange(3.0, 41.0)
@@ -408,7 +444,7 @@ class ONCE3DMetrics(MetricFamily):
         self.distance_sum = self.distance_sum + torch.as_tensor(out["distance_sum"].sum(0), device=self.counts.device)
 
     def compute(self) -> dict[str, Tensor]:
-        scores = once3d_scores(self.counts, self.distance_sum, compat=self.compat)
+        scores = once3d_scores(self.counts, self.distance_sum, compat=self.compat, validate_args=False)
         device = self.counts.device
         out = {}
         names = (("f1", "F1"), ("precision", "precision"), ("recall", "recall"), ("distance_error", "distance_error"))

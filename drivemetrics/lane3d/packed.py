@@ -11,8 +11,18 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from drivemetrics._internal import arrays
+from drivemetrics._internal.validation import check_coordinates_within_limit
 
-__all__ = ["PackedLanes", "pack_lane_lists", "packed_from_padded"]
+__all__ = [
+    "PackedLanes",
+    "check_lane_list",
+    "check_packed_values",
+    "pack_lane_lists",
+    "packed_from_padded",
+]
+
+#: The readers' limit on 3D lane coordinates (:mod:`drivemetrics.lane3d.io`), applied by ``validate_args``.
+_LIMIT = "max_lane3d_abs_metres"
 
 
 class PackedLanes(NamedTuple):
@@ -23,6 +33,7 @@ class PackedLanes(NamedTuple):
     scores (predictions) or ``None``; ``visibility`` ``(T,)`` per point (GT) or ``None``.
 
     Examples:
+        >>> from drivemetrics.lane3d.packed import pack_lane_lists
         >>> import numpy as np
         >>> from drivemetrics.lane3d.packed import pack_lane_lists
         >>> lanes = pack_lane_lists([[np.zeros((2, 3))], [np.ones((3, 3)), np.ones((1, 3))]], scores=[[0.5], [0.2, 1]])
@@ -121,3 +132,17 @@ def check_packed(lanes: PackedLanes, name: str, frames: int, scores: bool, visib
         if out_vis.shape != (points.shape[0],):
             raise ValueError(f"`{name}.visibility` must be (T,) = ({points.shape[0]},)")
     return PackedLanes(points, lengths, frame, out_scores, out_vis)
+
+
+def check_packed_values(lanes: PackedLanes, name: str) -> None:
+    """The ``validate_args`` value check of checked packed lanes (:func:`check_packed`): every point within the
+    readers' ``max_lane3d_abs_metres`` (one-line ``ValueError`` naming ``name.points``). Scores are not bounded:
+    the readers take any finite score, as the official tools."""
+    check_coordinates_within_limit(lanes.points, f"{name}.points", limit=_LIMIT)
+
+
+def check_lane_list(lanes: Sequence[Any], name: str) -> None:
+    """``validate_args`` of the per-frame kernels: every ``(n, 3)`` lane of ``lanes`` finite and within the
+    readers' ``max_lane3d_abs_metres`` (one-line ``ValueError`` naming ``name``)."""
+    parts = [np.asarray(lane, dtype=np.float64).reshape(-1) for lane in lanes]
+    check_coordinates_within_limit(np.concatenate(parts) if parts else np.zeros(0), name, limit=_LIMIT)

@@ -20,6 +20,7 @@ from torch import Tensor
 from drivemetrics._internal import arrays
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
 from drivemetrics._internal.ragged import RaggedRows, RaggedStateMixin
+from drivemetrics._internal.validation import check_coordinates_within_limit, check_finite
 from drivemetrics.vectormap.consistency import (
     CMAP_CLASSES,
     Compat,
@@ -78,8 +79,8 @@ def _lines(
             raise ValueError(f"`{name}['lengths']` must be 0 (padding) or 2 to P")
         if bool((present & ((labels < 0) | (labels >= len(CMAP_CLASSES)))).any()):
             raise ValueError(f"`{name}['labels']` must be class ids 0 (ped_crossing), 1 (divider), 2 (boundary)")
-        if not bool(torch.isfinite(points[present]).all()):
-            raise ValueError(f"`{name}['points']` must be finite")
+        # finite and within the map readers' limit (`max_map_coordinate`, metres), as the commands
+        check_coordinates_within_limit(points[present], f"{name}['points']", limit="max_map_coordinate")
         if scores is not None and not bool(((scores[present] >= 0) & (scores[present] <= 1)).all()):
             raise ValueError(f"`{name}['scores']` must lie in [0, 1]")
     return points, lengths, labels, scores
@@ -110,7 +111,8 @@ class ConsistentMapAPMetrics(RaggedStateMixin, MetricFamily):
         roi: perception range, ``"60x30"`` or ``"100x50"`` (thresholds 0.5 / 1.0 / 1.5 or 1.0 / 1.5 / 2.0 m).
         compat: ``"default"`` (the library's fixes) or ``"reference"`` (MapTracker's tools), see
             :mod:`drivemetrics.vectormap.consistency`.
-        validate_args: check shapes, labels, finite points and scores in [0, 1] in ``update``.
+        validate_args: check shapes, labels, lengths, points finite and within ``max_map_coordinate``, poses
+            finite and scores in [0, 1] in ``update``.
 
     Examples:
         >>> import torch
@@ -165,8 +167,8 @@ class ConsistentMapAPMetrics(RaggedStateMixin, MetricFamily):
             raise ValueError(f"`preds` and `target` differ in frames ({batch}, {gt_points.shape[0]})")
         if pose.shape != (batch, 4, 4):
             raise ValueError(f"`pose` must be ({batch}, 4, 4) ego -> global, got {tuple(pose.shape)}")
-        if self.validate_args and not bool(torch.isfinite(pose).all()):
-            raise ValueError("`pose` must be finite")
+        if self.validate_args:
+            check_finite(pose, "pose")  # global frame: beyond the ego-frame limit
         ids = _scene_ids(scene, batch).to(pose.device)
         rank = (
             torch.distributed.get_rank()

@@ -245,6 +245,7 @@ def gt_track_ids(
     frame takes its id, any other line a new id.
 
     Examples:
+        >>> from drivemetrics.vectormap.consistency import gt_track_ids
         >>> import numpy as np
         >>> from drivemetrics.vectormap.io import MapFrame, MapSample
         >>> from drivemetrics.vectormap.consistency import gt_track_ids
@@ -305,6 +306,7 @@ def pred_track_ids(
     yet taken in its frame, and a prediction without such a link a new id.
 
     Examples:
+        >>> from drivemetrics.vectormap.consistency import pred_track_ids
         >>> import numpy as np
         >>> from drivemetrics.vectormap.io import MapFrame, MapSample
         >>> from drivemetrics.vectormap.consistency import pred_track_ids
@@ -412,6 +414,7 @@ def consistent_true_positive(
         owner turned into false positives (also after the owner has ended: no hand-over).
 
     Examples:
+        >>> from drivemetrics.vectormap.consistency import consistent_true_positive
         >>> import torch
         >>> from drivemetrics.functional import consistent_true_positive
         >>> tp = torch.tensor([[True], [True], [True]])
@@ -618,6 +621,7 @@ def evaluate_cmap(
         ``"unknown_samples"``.
 
     Examples:
+        >>> from drivemetrics.vectormap.consistency import evaluate_cmap
         >>> import numpy as np
         >>> from drivemetrics.vectormap.io import MapFrame, MapSample
         >>> from drivemetrics.vectormap import evaluate_cmap
