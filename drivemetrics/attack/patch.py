@@ -290,7 +290,17 @@ def project_perturbation(
 
 
 def check_budget(linf: float, l2: float | None = None, top_k: int | None = None) -> None:
-    """Raise ``ValueError`` for a negative or non-finite budget."""
+    """Raise ``ValueError`` for a negative or non-finite budget.
+
+    Examples:
+        >>> from drivemetrics.attack.patch import check_budget
+        >>> check_budget(0.3, l2=1.0, top_k=10)  # fine: returns None
+        >>> try:
+        ...     check_budget(-0.1)
+        ... except ValueError as error:
+        ...     print("ValueError")
+        ValueError
+    """
     if not (isinstance(linf, (int, float)) and math.isfinite(linf) and linf >= 0):
         raise ValueError(f"`linf` budget must be a finite number >= 0 (image units), got {linf!r}")
     if l2 is not None and not (math.isfinite(l2) and l2 >= 0):

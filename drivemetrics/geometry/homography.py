@@ -90,7 +90,18 @@ def image_from_road_calib(calib: Mapping[str, Tensor]) -> Tensor:
 
 def image_from_road_calib_file(path: str | Path) -> Tensor:
     """:func:`image_from_road_calib` of a KITTI-ROAD calibration file; every failure (a missing key, NaN values, a
-    singular ``Tr_cam_to_road`` or homography) is a ``ValueError`` naming the file."""
+    singular ``Tr_cam_to_road`` or homography) is a ``ValueError`` naming the file.
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from drivemetrics.geometry.homography import image_from_road_calib_file
+        >>> road = "1 0 0 0 0 1 0 1.65 0 0 1 0"  # camera 1.65 m above the road
+        >>> path = Path(tempfile.mkdtemp()) / "um_000000.txt"
+        >>> _ = path.write_text(f"P2: 1 0 0 0 0 1 0 0 0 0 1 0\\nR0_rect: 1 0 0 0 1 0 0 0 1\\nTr_cam_to_road: {road}\\n")
+        >>> tuple(image_from_road_calib_file(path).shape)
+        (3, 3)
+    """
     from drivemetrics.geometry.calib import read_kitti_calib
 
     calib = read_kitti_calib(path)
@@ -195,6 +206,14 @@ def horizon_depths(image_from_road: Tensor, grid: BevGrid) -> Tensor:
     """Homogeneous ``w`` (depth) of the four outer corners of ``grid``, ``(B, 4)``.
 
     ``w`` is affine on the road plane, so its extremes over the grid are at these corners.
+
+    Examples:
+        >>> from drivemetrics.geometry import BevGrid, image_from_road_homography, intrinsic_matrix
+        >>> H = image_from_road_homography(intrinsic_matrix(720.0, 720.0, 620.0, 190.0), camera_height=1.65)
+        >>> from drivemetrics.geometry.homography import horizon_depths
+        >>> depths = horizon_depths(H[None], BevGrid())  # (B, 3, 3)
+        >>> tuple(depths.shape), bool((depths > 0).all())  # the whole grid lies in front of the camera
+        ((1, 4), True)
     """
     x = torch.tensor([grid.x_min, grid.x_max, grid.x_min, grid.x_max], dtype=image_from_road.dtype)
     z = torch.tensor([grid.z_min, grid.z_min, grid.z_max, grid.z_max], dtype=image_from_road.dtype)
@@ -204,6 +223,14 @@ def horizon_depths(image_from_road: Tensor, grid: BevGrid) -> Tensor:
 
 
 def grid_side(image_from_road: Tensor, grid: BevGrid) -> Tensor:
-    """Sign (+1 / -1) of ``w`` over the grid for each homography, ``B``; valid after :func:`check_road_homography`."""
+    """Sign (+1 / -1) of ``w`` over the grid for each homography, ``B``; valid after :func:`check_road_homography`.
+
+    Examples:
+        >>> from drivemetrics.geometry import BevGrid, image_from_road_homography, intrinsic_matrix
+        >>> H = image_from_road_homography(intrinsic_matrix(720.0, 720.0, 620.0, 190.0), camera_height=1.65)
+        >>> from drivemetrics.geometry.homography import grid_side
+        >>> grid_side(H[None], BevGrid()).tolist()  # (B, 3, 3)
+        [1.0]
+    """
     with torch.no_grad():
         return torch.sign(horizon_depths(image_from_road.detach(), grid)[:, 0])
