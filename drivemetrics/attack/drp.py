@@ -82,6 +82,20 @@ class LaneModel:
         lanes: ``output -> (N, 2, P, 2)`` ego-left / ego-right lane points ``(u, v)`` in pixels (NaN = absent),
             what the car steers by.
         name: label for tables.
+
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.attack import DriveClips, DRPConfig, PatchSpec
+        >>> from drivemetrics.synthetic.lane_clips import LaneCamera, make_lane_clips
+        >>> from drivemetrics.synthetic.lane_detectors import TinyLineDetector
+        >>> camera = LaneCamera(width=128, height=64, focal=100.0, cx=63.5, cy=26.0)
+        >>> c = make_lane_clips(batch=1, frames=4, seed=3, camera=camera, max_wander=0.1)
+        >>> clips = DriveClips(c.images.double(), c.speed, c.image_from_road, c.poses, c.center_road, c.z_samples)
+        >>> model = TinyLineDetector(c.h_samples, camera.width).lane_model()
+        >>> config = DRPConfig(patch=PatchSpec(length=12.0, start=5.0, cell=0.2), iterations=2, eot_samples=1)
+        >>> from drivemetrics.attack import LaneModel
+        >>> isinstance(model, LaneModel), tuple(model.center(model.forward(clips.images[:, 0])).shape)
+        (True, (1,))
     """
 
     forward: Callable[[Tensor], Any]
@@ -99,6 +113,11 @@ class EOTNoise:
         yaw: camera pose yaw, radians.
         patch_lateral, patch_longitudinal: patch position in the world, metres.
         brightness: relative frame brightness (factor ``1 + N(0, brightness)``).
+
+    Examples:
+        >>> from drivemetrics.attack import DRPConfig, EOTNoise
+        >>> DRPConfig(eot=EOTNoise(lateral=0.0, brightness=0.0)).eot.yaw
+        0.005
     """
 
     lateral: float = 0.1
@@ -131,6 +150,12 @@ class DRPConfig:
             the clips carry no lane widths.
         car_width: metres; success = a side of the car crosses a line of the ego lane.
         seed: seed of the EOT noise.
+
+    Examples:
+        >>> from drivemetrics.attack import DRPConfig, PatchSpec
+        >>> config = DRPConfig(patch=PatchSpec(length=12.0, cell=0.2), linf=0.2, iterations=10)
+        >>> config.patch.shape, config.linf, config.direction
+        ((60, 18), 0.2, 'right')
     """
 
     patch: PatchSpec = field(default_factory=PatchSpec)
@@ -189,6 +214,19 @@ class DriveClips:
         z_samples: ``(M,)`` metres, distances of the controller's path samples and of ``lane_center``
             (default 0..100 m every metre).
         lane_width: optional ``(B,)`` true lane widths, metres (success); default the config's.
+
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.attack import DriveClips, DRPConfig, PatchSpec
+        >>> from drivemetrics.synthetic.lane_clips import LaneCamera, make_lane_clips
+        >>> from drivemetrics.synthetic.lane_detectors import TinyLineDetector
+        >>> camera = LaneCamera(width=128, height=64, focal=100.0, cx=63.5, cy=26.0)
+        >>> c = make_lane_clips(batch=1, frames=4, seed=3, camera=camera, max_wander=0.1)
+        >>> clips = DriveClips(c.images.double(), c.speed, c.image_from_road, c.poses, c.center_road, c.z_samples)
+        >>> model = TinyLineDetector(c.h_samples, camera.width).lane_model()
+        >>> config = DRPConfig(patch=PatchSpec(length=12.0, start=5.0, cell=0.2), iterations=2, eot_samples=1)
+        >>> tuple(clips.images.shape)  # (B, T, C, H, W)
+        (1, 4, 1, 64, 128)
     """
 
     images: Tensor
@@ -388,6 +426,20 @@ def simulate_drive(
     Raises:
         ValueError: bad shapes, a perturbation outside ``[0, config.linf]`` (or the L2 / top-k budget), a patch no
             recorded frame sees, or non-finite model outputs.
+
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.attack import DriveClips, DRPConfig, PatchSpec
+        >>> from drivemetrics.synthetic.lane_clips import LaneCamera, make_lane_clips
+        >>> from drivemetrics.synthetic.lane_detectors import TinyLineDetector
+        >>> camera = LaneCamera(width=128, height=64, focal=100.0, cx=63.5, cy=26.0)
+        >>> c = make_lane_clips(batch=1, frames=4, seed=3, camera=camera, max_wander=0.1)
+        >>> clips = DriveClips(c.images.double(), c.speed, c.image_from_road, c.poses, c.center_road, c.z_samples)
+        >>> model = TinyLineDetector(c.h_samples, camera.width).lane_model()
+        >>> config = DRPConfig(patch=PatchSpec(length=12.0, start=5.0, cell=0.2), iterations=2, eot_samples=1)
+        >>> from drivemetrics.attack import simulate_drive
+        >>> tuple(simulate_drive(clips, model, config=config).shape)  # (B, T, 3) world poses
+        (1, 4, 3)
     """
     config = DRPConfig() if config is None else config
     controller = LinearMPC() if controller is None else controller
@@ -401,6 +453,20 @@ def simulate_drive(
 def lane_offsets(clips: DriveClips, poses: Tensor) -> Tensor:
     """Signed lateral offsets ``(B, T)`` of ``poses`` (metres, right positive) from the ground-truth lane center
     (``clips.lane_center``), or from the recorded path when the clips carry no lane center.
+
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.attack import DriveClips, DRPConfig, PatchSpec
+        >>> from drivemetrics.synthetic.lane_clips import LaneCamera, make_lane_clips
+        >>> from drivemetrics.synthetic.lane_detectors import TinyLineDetector
+        >>> camera = LaneCamera(width=128, height=64, focal=100.0, cx=63.5, cy=26.0)
+        >>> c = make_lane_clips(batch=1, frames=4, seed=3, camera=camera, max_wander=0.1)
+        >>> clips = DriveClips(c.images.double(), c.speed, c.image_from_road, c.poses, c.center_road, c.z_samples)
+        >>> model = TinyLineDetector(c.h_samples, camera.width).lane_model()
+        >>> config = DRPConfig(patch=PatchSpec(length=12.0, start=5.0, cell=0.2), iterations=2, eot_samples=1)
+        >>> from drivemetrics.attack import lane_offsets, simulate_drive
+        >>> tuple(lane_offsets(clips, simulate_drive(clips, model, config=config)).shape)
+        (1, 4)
     """
     prep = _prepare(clips)
     return _offsets(prep, poses)
@@ -482,6 +548,22 @@ class DRPEvaluation(NamedTuple):
         benign_max_deviation, attacked_max_deviation: max |offset|, metres.
         benign_e2e_ld, attacked_e2e_ld: max lateral distance from the reference drive, metres (None without it).
         benign_success, success: a side of the car crossed an ego-lane line (bool).
+
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.attack import DriveClips, DRPConfig, PatchSpec
+        >>> from drivemetrics.synthetic.lane_clips import LaneCamera, make_lane_clips
+        >>> from drivemetrics.synthetic.lane_detectors import TinyLineDetector
+        >>> camera = LaneCamera(width=128, height=64, focal=100.0, cx=63.5, cy=26.0)
+        >>> c = make_lane_clips(batch=1, frames=4, seed=3, camera=camera, max_wander=0.1)
+        >>> clips = DriveClips(c.images.double(), c.speed, c.image_from_road, c.poses, c.center_road, c.z_samples)
+        >>> model = TinyLineDetector(c.h_samples, camera.width).lane_model()
+        >>> config = DRPConfig(patch=PatchSpec(length=12.0, start=5.0, cell=0.2), iterations=2, eot_samples=1)
+        >>> from drivemetrics.attack import DRPEvaluation, evaluate_patch
+        >>> no_patch = torch.zeros(1, 1, *config.patch.shape, dtype=torch.float64)
+        >>> evaluation = evaluate_patch(clips, model, no_patch, config)
+        >>> isinstance(evaluation, DRPEvaluation), tuple(evaluation.attacked_offsets.shape)
+        (True, (1, 4))
     """
 
     benign_poses: Tensor
@@ -508,6 +590,22 @@ def evaluate_patch(
 
     Raises:
         ValueError: as :func:`simulate_drive` (the patch must be seen in some frame of the benign drive).
+
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.attack import DriveClips, DRPConfig, PatchSpec
+        >>> from drivemetrics.synthetic.lane_clips import LaneCamera, make_lane_clips
+        >>> from drivemetrics.synthetic.lane_detectors import TinyLineDetector
+        >>> camera = LaneCamera(width=128, height=64, focal=100.0, cx=63.5, cy=26.0)
+        >>> c = make_lane_clips(batch=1, frames=4, seed=3, camera=camera, max_wander=0.1)
+        >>> clips = DriveClips(c.images.double(), c.speed, c.image_from_road, c.poses, c.center_road, c.z_samples)
+        >>> model = TinyLineDetector(c.h_samples, camera.width).lane_model()
+        >>> config = DRPConfig(patch=PatchSpec(length=12.0, start=5.0, cell=0.2), iterations=2, eot_samples=1)
+        >>> from drivemetrics.attack import evaluate_patch
+        >>> no_patch = torch.zeros(1, 1, *config.patch.shape, dtype=torch.float64)
+        >>> evaluation = evaluate_patch(clips, model, no_patch, config)
+        >>> torch.equal(evaluation.benign_poses, evaluation.attacked_poses), evaluation.success.tolist()
+        (True, [False])
     """
     config = DRPConfig() if config is None else config
     controller = LinearMPC() if controller is None else controller
@@ -579,6 +677,21 @@ class DRPResult(NamedTuple):
             drive at each iteration, before its update.
         iterations: iterations run.
         seconds: wall time of the iterations.
+
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.attack import DriveClips, DRPConfig, PatchSpec
+        >>> from drivemetrics.synthetic.lane_clips import LaneCamera, make_lane_clips
+        >>> from drivemetrics.synthetic.lane_detectors import TinyLineDetector
+        >>> camera = LaneCamera(width=128, height=64, focal=100.0, cx=63.5, cy=26.0)
+        >>> c = make_lane_clips(batch=1, frames=4, seed=3, camera=camera, max_wander=0.1)
+        >>> clips = DriveClips(c.images.double(), c.speed, c.image_from_road, c.poses, c.center_road, c.z_samples)
+        >>> model = TinyLineDetector(c.h_samples, camera.width).lane_model()
+        >>> config = DRPConfig(patch=PatchSpec(length=12.0, start=5.0, cell=0.2), iterations=2, eot_samples=1)
+        >>> from drivemetrics.attack import DRPResult, drp_attack
+        >>> result = drp_attack(clips, model, config)
+        >>> isinstance(result, DRPResult), tuple(result.history.shape)  # (iterations, B)
+        (True, (2, 1))
     """
 
     perturbation: Tensor
@@ -659,6 +772,21 @@ def drp_attack(
 
     Raises:
         ValueError: bad shapes, a patch that no frame sees, a negative budget, or non-finite model outputs.
+
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.attack import DriveClips, DRPConfig, PatchSpec
+        >>> from drivemetrics.synthetic.lane_clips import LaneCamera, make_lane_clips
+        >>> from drivemetrics.synthetic.lane_detectors import TinyLineDetector
+        >>> camera = LaneCamera(width=128, height=64, focal=100.0, cx=63.5, cy=26.0)
+        >>> c = make_lane_clips(batch=1, frames=4, seed=3, camera=camera, max_wander=0.1)
+        >>> clips = DriveClips(c.images.double(), c.speed, c.image_from_road, c.poses, c.center_road, c.z_samples)
+        >>> model = TinyLineDetector(c.h_samples, camera.width).lane_model()
+        >>> config = DRPConfig(patch=PatchSpec(length=12.0, start=5.0, cell=0.2), iterations=2, eot_samples=1)
+        >>> from drivemetrics.attack import drp_attack
+        >>> result = drp_attack(clips, model, config)
+        >>> tuple(result.perturbation.shape), result.iterations, bool(result.perturbation.max() <= config.linf)
+        ((1, 1, 60, 18), 2, True)
     """
     config = DRPConfig() if config is None else config
     controller = LinearMPC() if controller is None else controller
@@ -737,6 +865,20 @@ def render_drive(
 
     ``perturbation`` ``(B, C', rows, cols)`` must be a darkening (``>= 0``) within ``linf`` when it is given, and
     visible in some frame of ``poses`` for every clip.
+
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.attack import DriveClips, DRPConfig, PatchSpec
+        >>> from drivemetrics.synthetic.lane_clips import LaneCamera, make_lane_clips
+        >>> from drivemetrics.synthetic.lane_detectors import TinyLineDetector
+        >>> camera = LaneCamera(width=128, height=64, focal=100.0, cx=63.5, cy=26.0)
+        >>> c = make_lane_clips(batch=1, frames=4, seed=3, camera=camera, max_wander=0.1)
+        >>> clips = DriveClips(c.images.double(), c.speed, c.image_from_road, c.poses, c.center_road, c.z_samples)
+        >>> model = TinyLineDetector(c.h_samples, camera.width).lane_model()
+        >>> config = DRPConfig(patch=PatchSpec(length=12.0, start=5.0, cell=0.2), iterations=2, eot_samples=1)
+        >>> from drivemetrics.attack import render_drive
+        >>> tuple(render_drive(clips, clips.recorded_poses).shape)
+        (1, 4, 1, 64, 128)
     """
     prep = _prepare(clips)
     batch, length = prep.images.shape[:2]

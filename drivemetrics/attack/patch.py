@@ -54,6 +54,11 @@ class PatchSpec:
         start: distance from the anchor pose to the near edge.
         lateral: X of the patch center line in the anchor's road frame (right positive).
         cell: texture cell size.
+
+    Examples:
+        >>> from drivemetrics.attack import PatchSpec
+        >>> PatchSpec(width=3.6, length=12.0, cell=0.2).shape  # (rows, cols) of the texture
+        (60, 18)
     """
 
     width: float = 3.6
@@ -106,6 +111,15 @@ def image_from_texture(
         anchor: ``(..., 3)`` world pose whose road frame the patch is given in.
         spec: the patch geometry.
         shift: optional ``(..., 2)`` displacement ``(dX, dZ)`` of the patch in the anchor frame, metres (EOT).
+
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.geometry import image_from_road_homography, intrinsic_matrix
+        >>> H = image_from_road_homography(intrinsic_matrix(100.0, 100.0, 63.5, 26.0), camera_height=1.5)
+        >>> from drivemetrics.attack import PatchSpec, image_from_texture
+        >>> pose = torch.zeros(3)  # camera at the anchor: (x, z, heading)
+        >>> tuple(image_from_texture(H, pose, pose, PatchSpec(length=12.0, start=5.0, cell=0.2)).shape)
+        (3, 3)
     """
     dtype = torch.float64
     hom = image_from_road.to(dtype)
@@ -123,6 +137,14 @@ def road_pixel_mask(image_from_road: Tensor, image_size: tuple[int, int]) -> Ten
     """Boolean ``(..., H, W)``: pixels whose ray meets the road plane in front of the camera (below the horizon).
 
     Motion on the road plane does not move the horizon, so one mask serves every pose of a camera.
+
+    Examples:
+        >>> from drivemetrics.geometry import image_from_road_homography, intrinsic_matrix
+        >>> H = image_from_road_homography(intrinsic_matrix(100.0, 100.0, 63.5, 26.0), camera_height=1.5)
+        >>> from drivemetrics.attack import road_pixel_mask
+        >>> mask = road_pixel_mask(H, (64, 128))
+        >>> tuple(mask.shape), mask[0, 0].item(), mask[-1, 0].item()  # top row: sky; bottom row: road
+        ((64, 128), False, True)
     """
     height, width = image_size
     inv = torch.linalg.inv(image_from_road.to(torch.float64))
@@ -142,6 +164,17 @@ def check_image_size(image_from_road: Tensor, image_size: tuple[int, int]) -> No
 
     Catches images of another size than the homography was made for (e.g. a 1280 x 720 calibration on
     256 x 128 frames).
+
+    Examples:
+        >>> from drivemetrics.geometry import image_from_road_homography, intrinsic_matrix
+        >>> H = image_from_road_homography(intrinsic_matrix(100.0, 100.0, 63.5, 26.0), camera_height=1.5)
+        >>> from drivemetrics.attack import check_image_size
+        >>> check_image_size(H, (64, 128))  # fine: returns None
+        >>> try:
+        ...     check_image_size(H, (16, 32))
+        ... except ValueError as error:
+        ...     print(str(error)[:44])
+        image size 16 x 32 does not match `image_fro
     """
     height, width = image_size
     ahead = torch.tensor([[0.0, 10.0], [0.0, 30.0]], dtype=torch.float64, device=image_from_road.device)
@@ -179,6 +212,17 @@ def composite_patch(
     Returns:
         ``(patched, coverage)``: ``(N, C, H, W)`` frames and ``(N, 1, H, W)`` patch coverage in [0, 1]
         (differentiable w.r.t. ``perturbation``).
+
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.geometry import image_from_road_homography, intrinsic_matrix
+        >>> H = image_from_road_homography(intrinsic_matrix(100.0, 100.0, 63.5, 26.0), camera_height=1.5)
+        >>> from drivemetrics.attack import PatchSpec, composite_patch, image_from_texture
+        >>> spec = PatchSpec(length=12.0, start=5.0, cell=0.2)
+        >>> to_image = image_from_texture(H, torch.zeros(3), torch.zeros(3), spec)
+        >>> out, mask = composite_patch(torch.ones(1, 3, 64, 128), torch.full((1, 1, *spec.shape), 0.2), to_image)
+        >>> tuple(out.shape), round(out.min().item(), 2), round(out.max().item(), 2)  # darkened by 0.2 under the patch
+        ((1, 3, 64, 128), 0.8, 1.0)
     """
     check_shape(images, "images", ("N", "C", "H", "W"))
     check_tensor(perturbation, "perturbation")
@@ -216,6 +260,15 @@ def project_perturbation(
     ``0 <= delta <= linf`` (darken only, L-infinity budget); then, if ``top_k``, only the ``top_k`` cells with the
     largest darkening (summed over channels) are kept; then, if ``l2``, the patch is scaled down to
     ``||delta||_2 <= l2``. Each step keeps the earlier constraints, so the result satisfies all of them.
+
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.attack import project_perturbation
+        >>> delta = torch.tensor([[[[-0.1, 0.25, 0.5]]]])
+        >>> [round(x, 2) for x in project_perturbation(delta, linf=0.3).flatten().tolist()]  # darken only, <= linf
+        [0.0, 0.25, 0.3]
+        >>> [round(x, 2) for x in project_perturbation(delta, linf=0.3, top_k=1).flatten().tolist()]
+        [0.0, 0.0, 0.3]
     """
     check_tensor(perturbation, "perturbation")
     if perturbation.ndim != 4:
@@ -237,7 +290,17 @@ def project_perturbation(
 
 
 def check_budget(linf: float, l2: float | None = None, top_k: int | None = None) -> None:
-    """Raise ``ValueError`` for a negative or non-finite budget."""
+    """Raise ``ValueError`` for a negative or non-finite budget.
+
+    Examples:
+        >>> from drivemetrics.attack.patch import check_budget
+        >>> check_budget(0.3, l2=1.0, top_k=10)  # fine: returns None
+        >>> try:
+        ...     check_budget(-0.1)
+        ... except ValueError as error:
+        ...     print("ValueError")
+        ValueError
+    """
     if not (isinstance(linf, (int, float)) and math.isfinite(linf) and linf >= 0):
         raise ValueError(f"`linf` budget must be a finite number >= 0 (image units), got {linf!r}")
     if l2 is not None and not (math.isfinite(l2) and l2 >= 0):

@@ -16,6 +16,12 @@ class BevGrid:
 
     Row 0 is the far edge (``z_max``), column 0 the left edge (``x_min``); values live at cell centers. The
     default is the KITTI-ROAD benchmark grid: X in [-10, 10] m, Z in [6, 46] m at 0.05 m, 800 rows x 400 columns.
+
+    Examples:
+        >>> from drivemetrics.geometry import BevGrid
+        >>> grid = BevGrid(x_min=-2.0, x_max=2.0, z_min=6.0, z_max=10.0, resolution=0.5)
+        >>> grid.rows, grid.cols
+        (8, 8)
     """
 
     x_min: float = -10.0

@@ -53,6 +53,13 @@ def parse_kitti_calib(
 
     Raises:
         ValueError: a malformed line, a non-number, a wrong value count, a repeated or a missing required key.
+
+    Examples:
+        >>> from drivemetrics.geometry import parse_kitti_calib
+        >>> text = "P2: 1 0 0 0 0 1 0 0 0 0 1 0\\nR0_rect: 1 0 0 0 1 0 0 0 1\\n"
+        >>> calib = parse_kitti_calib(text, required=("P2",))
+        >>> sorted(calib), tuple(calib["P2"].shape), calib["P2"].dtype
+        (['P2', 'R0_rect'], (3, 4), torch.float64)
     """
     calib: dict[str, Tensor] = {}
     for line_no, raw in enumerate(text.splitlines(), start=1):
@@ -99,6 +106,16 @@ def read_kitti_calib(
     Raises:
         FileNotFoundError: the file does not exist.
         ValueError: see :func:`parse_kitti_calib`.
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from drivemetrics.geometry import read_kitti_calib
+        >>> path = Path(tempfile.mkdtemp()) / "um_000000.txt"
+        >>> identity = "1 0 0 0 0 1 0 0 0 0 1 0"
+        >>> _ = path.write_text(f"P2: {identity}\\nR0_rect: 1 0 0 0 1 0 0 0 1\\nTr_cam_to_road: {identity}\\n")
+        >>> {key: tuple(value.shape) for key, value in read_kitti_calib(path).items()}
+        {'P2': (3, 4), 'R0_rect': (3, 3), 'Tr_cam_to_road': (3, 4)}
     """
     path = Path(path)
     if not path.is_file():
@@ -108,7 +125,14 @@ def read_kitti_calib(
 
 
 def stack_calibs(calibs: Iterable[Mapping[str, Tensor]], key: str) -> Tensor:
-    """Stack one matrix of several calibrations into a batch ``(B, rows, cols)``."""
+    """Stack one matrix of several calibrations into a batch ``(B, rows, cols)``.
+
+    Examples:
+        >>> from drivemetrics.geometry import parse_kitti_calib, stack_calibs
+        >>> calib = parse_kitti_calib("P2: 1 0 0 0 0 1 0 0 0 0 1 0\\n")
+        >>> tuple(stack_calibs([calib, calib], "P2").shape)
+        (2, 3, 4)
+    """
     mats = []
     for i, calib in enumerate(calibs):
         if key not in calib:

@@ -48,6 +48,11 @@ def intrinsic_matrix(fx: Tensor | float, fy: Tensor | float, cx: Tensor | float,
     """Pinhole intrinsics ``K = [[fx, 0, cx], [0, fy, cy], [0, 0, 1]]`` (pixels), shape ``(..., 3, 3)``.
 
     Tensor arguments broadcast against each other (e.g. one focal length per batch element).
+
+    Examples:
+        >>> from drivemetrics.geometry import intrinsic_matrix
+        >>> intrinsic_matrix(720.0, 720.0, 620.0, 190.0).tolist()
+        [[720.0, 0.0, 620.0], [0.0, 720.0, 190.0], [0.0, 0.0, 1.0]]
     """
     ref = next((a for a in (fx, fy, cx, cy) if arrays.is_tensor(a)), None)
     fx_t, fy_t, cx_t, cy_t = torch.broadcast_tensors(*(_as_tensor(a, ref) for a in (fx, fy, cx, cy)))
@@ -70,6 +75,14 @@ def road_to_camera_rotation(
     ``roll`` > 0 turns the camera clockwise about its optical axis as seen from behind (the image x axis tilts
     down). The camera is first yawed, then pitched about its own x axis, then rolled: ``R = Rz(roll) Rx(pitch)
     Ry(yaw)`` with the signs above.
+
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.geometry import road_to_camera_rotation
+        >>> torch.equal(road_to_camera_rotation(), torch.eye(3))
+        True
+        >>> tuple(road_to_camera_rotation(pitch=torch.zeros(4)).shape)
+        (4, 3, 3)
     """
     ref = like if like is not None else next((a for a in (pitch, yaw, roll) if arrays.is_tensor(a)), None)
     p, y, r = torch.broadcast_tensors(*(_as_tensor(a, ref) for a in (pitch, yaw, roll)))
@@ -105,6 +118,14 @@ def image_from_road_homography(
 
     Returns:
         ``H`` of shape ``(..., 3, 3)`` (batch shape broadcast over all arguments).
+
+    Examples:
+        >>> from drivemetrics.geometry import image_from_road_homography, intrinsic_matrix
+        >>> H = image_from_road_homography(intrinsic_matrix(720.0, 720.0, 620.0, 190.0), camera_height=1.65)
+        >>> tuple(H.shape)
+        (3, 3)
+        >>> [round(x, 1) for x in (H @ H.new_tensor([0.0, 20.0, 1.0])).tolist()]  # 20 m ahead, homogeneous
+        [12400.0, 4988.0, 20.0]
     """
     _check_mat(intrinsics, "intrinsics")
     h = _as_tensor(camera_height, intrinsics)
@@ -132,6 +153,13 @@ def normalize_image_from_road(matrix: Tensor, reference_point: tuple[float, floa
     Args:
         matrix: ``(..., 3, 3)`` mapping road ``(X, Z, 1)`` to pixels ``(u, v, 1)``.
         reference_point: a road point known to be in front of the camera.
+
+    Examples:
+        >>> from drivemetrics.geometry import image_from_road_homography, intrinsic_matrix
+        >>> H = image_from_road_homography(intrinsic_matrix(720.0, 720.0, 620.0, 190.0), camera_height=1.65)
+        >>> from drivemetrics.geometry import normalize_image_from_road
+        >>> normalize_image_from_road(-2.0 * H).allclose(normalize_image_from_road(H))  # scale and sign fixed
+        True
     """
     _check_mat(matrix, "image_from_road")
     if bool((torch.linalg.det(matrix.double()).abs() <= 1e-12 * matrix.abs().amax((-2, -1)).double() ** 3).any()):
@@ -151,6 +179,13 @@ def homography_from_correspondences(image_points: Tensor, road_points: Tensor) -
 
     Returns:
         ``(B, 3, 3)`` normalised as in :func:`normalize_image_from_road` (depth of the first point positive).
+
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.geometry import homography_from_correspondences
+        >>> road = torch.tensor([[[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]]])
+        >>> homography_from_correspondences(2 * road, road).round(decimals=3).tolist()  # pixels = 2 x metres
+        [[[2.0, 0.0, 0.0], [0.0, 2.0, 0.0], [0.0, 0.0, 1.0]]]
     """
     check_shape(image_points, "image_points", ("B", 4, 2))
     check_shape(road_points, "road_points", ("B", 4, 2))
@@ -170,6 +205,13 @@ def apply_homography(matrix: Tensor, points: Tensor) -> tuple[Tensor, Tensor]:
 
     ``mapped`` is ``(..., N, 2)`` after the homogeneous divide, ``w`` (``(..., N)``) the homogeneous coordinate
     before it (its sign tells whether the point is in front of the camera when mapping road -> image).
+
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.geometry import apply_homography
+        >>> mapped, w = apply_homography(2 * torch.eye(3), torch.tensor([[1.0, 2.0]]))
+        >>> mapped.tolist(), w.tolist()
+        ([[1.0, 2.0]], [2.0])
     """
     hom = torch.cat([points, torch.ones_like(points[..., :1])], -1)
     out = hom @ matrix.transpose(-1, -2)
@@ -181,6 +223,14 @@ def road_to_image(image_from_road: Tensor, points_xz: Tensor) -> Tensor:
     """Project road points ``(..., N, 2)`` (``(X, Z)`` metres) to pixels ``(..., N, 2)`` (``(u, v)``).
 
     Points behind the camera (non-positive depth) become NaN.
+
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.geometry import image_from_road_homography, intrinsic_matrix
+        >>> H = image_from_road_homography(intrinsic_matrix(720.0, 720.0, 620.0, 190.0), camera_height=1.65)
+        >>> from drivemetrics.geometry import road_to_image
+        >>> [round(c, 1) for c in road_to_image(H, torch.tensor([[0.0, 20.0]]))[0].tolist()]  # 20 m straight ahead
+        [620.0, 249.4]
     """
     uv, w = apply_homography(image_from_road, points_xz)
     return torch.where((w > 0)[..., None], uv, torch.full_like(uv, float("nan")))
@@ -193,6 +243,15 @@ def image_to_road(image_from_road: Tensor, points_uv: Tensor) -> tuple[Tensor, T
         ``(points_xz, on_road)``: road points ``(..., N, 2)`` in metres and a boolean ``(..., N)`` that is False
         for pixels at or above the horizon (their ray never meets the road in front of the camera). Off-road
         entries hold finite but meaningless values (not NaN, so gradients stay finite under masking).
+
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.geometry import image_from_road_homography, intrinsic_matrix
+        >>> H = image_from_road_homography(intrinsic_matrix(720.0, 720.0, 620.0, 190.0), camera_height=1.65)
+        >>> from drivemetrics.geometry import image_to_road
+        >>> points, on_road = image_to_road(H, torch.tensor([[620.0, 249.4], [620.0, 100.0]]))
+        >>> points[0].round(decimals=1).tolist(), on_road.tolist()  # the second pixel is above the horizon
+        ([0.0, 20.0], [True, False])
     """
     road_from_image = torch.linalg.inv(image_from_road)
     hom = torch.cat([points_uv, torch.ones_like(points_uv[..., :1])], -1) @ road_from_image.transpose(-1, -2)
@@ -208,6 +267,13 @@ def horizon_row(image_from_road: Tensor, u: Tensor | float) -> Tensor:
     """Image row ``v`` of the horizon (the vanishing line of the road plane) at column(s) ``u``.
 
     Rows with larger ``v`` (below the horizon) see the road. ``u`` broadcasts against the batch shape.
+
+    Examples:
+        >>> from drivemetrics.geometry import image_from_road_homography, intrinsic_matrix
+        >>> H = image_from_road_homography(intrinsic_matrix(720.0, 720.0, 620.0, 190.0), camera_height=1.65)
+        >>> from drivemetrics.geometry import horizon_row
+        >>> round(horizon_row(H, 620.0).item(), 1)  # a level camera: the horizon is the principal row
+        190.0
     """
     inv = torch.linalg.inv(image_from_road)
     u_t = _as_tensor(u, image_from_road)
@@ -217,6 +283,14 @@ def horizon_row(image_from_road: Tensor, u: Tensor | float) -> Tensor:
 def view_road_mask(image_from_road: Tensor, image_size: tuple[int, int], max_distance: float = 120.0) -> Tensor:
     """Boolean ``(B, 1, H, W)`` (``(3, 3)`` input: ``B = 1``): pixels whose ray meets the road closer than
     ``max_distance`` metres, the pixels :func:`synthesize_shifted_view` re-projects (the same for every pose).
+
+    Examples:
+        >>> from drivemetrics.geometry import image_from_road_homography, intrinsic_matrix
+        >>> H = image_from_road_homography(intrinsic_matrix(720.0, 720.0, 620.0, 190.0), camera_height=1.65)
+        >>> from drivemetrics.geometry import view_road_mask
+        >>> mask = view_road_mask(H, (375, 1242))
+        >>> tuple(mask.shape), mask[0, 0, 0, 0].item(), mask[0, 0, -1, 0].item()  # sky row, bottom row
+        ((1, 1, 375, 1242), False, True)
     """
     height, width = image_size
     hom = image_from_road.to(torch.float64).reshape(-1, 3, 3)
@@ -246,6 +320,16 @@ def shifted_view_homography(
     Returns:
         ``(..., 3, 3)`` source (recorded) -> destination (new view) pixel homography, as taken by
         ``kornia.geometry.transform.warp_perspective``.
+
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.geometry import image_from_road_homography, intrinsic_matrix
+        >>> H = image_from_road_homography(intrinsic_matrix(720.0, 720.0, 620.0, 190.0), camera_height=1.65)
+        >>> from drivemetrics.geometry import shifted_view_homography
+        >>> shifted_view_homography(H, 0.0, 0.0).allclose(torch.eye(3))  # no motion: identity
+        True
+        >>> tuple(shifted_view_homography(H, torch.tensor([0.5, -0.5]), 0.0).shape)
+        (2, 3, 3)
     """
     _check_mat(image_from_road, "image_from_road")
     dx = _as_tensor(lateral_offset, image_from_road)
@@ -284,6 +368,15 @@ def synthesize_shifted_view(
 
     Returns:
         ``(B, C, H, W)`` synthesised frames.
+
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.geometry import image_from_road_homography, intrinsic_matrix
+        >>> H = image_from_road_homography(intrinsic_matrix(720.0, 720.0, 620.0, 190.0), camera_height=1.65)
+        >>> from drivemetrics.geometry import synthesize_shifted_view
+        >>> images = torch.rand(2, 3, 375, 1242)
+        >>> tuple(synthesize_shifted_view(images, H, lateral_offset=torch.tensor([0.5, -0.5]), yaw_offset=0.0).shape)
+        (2, 3, 375, 1242)
     """
     check_shape(images, "images", ("B", "C", "H", "W"))
     if not images.is_floating_point():

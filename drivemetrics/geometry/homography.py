@@ -51,6 +51,14 @@ def image_from_road(P2: Tensor, R0_rect: Tensor, Tr_cam_to_road: Tensor) -> Tens
     Returns:
         ``(..., 3, 3)`` homography mapping road points ``(X, Z, 1)`` (metres, Y = 0) to image pixels
         ``(u w, v w, w)``.
+
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.geometry import image_from_road
+        >>> P2 = torch.eye(3, 4, dtype=torch.float64)
+        >>> Tr_cam_to_road = torch.eye(3, 4, dtype=torch.float64)
+        >>> image_from_road(P2, torch.eye(3, dtype=torch.float64), Tr_cam_to_road).tolist()  # columns X, Z, 1
+        [[1.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 1.0, 0.0]]
     """
     for x, name, cols in ((P2, "P2", 4), (R0_rect, "R0_rect", 3), (Tr_cam_to_road, "Tr_cam_to_road", 4)):
         check_tensor(x, name)
@@ -65,7 +73,15 @@ def image_from_road(P2: Tensor, R0_rect: Tensor, Tr_cam_to_road: Tensor) -> Tens
 
 
 def image_from_road_calib(calib: Mapping[str, Tensor]) -> Tensor:
-    """:func:`image_from_road` of a parsed KITTI-ROAD calibration (see ``read_kitti_calib``); ``(3, 3)``."""
+    """:func:`image_from_road` of a parsed KITTI-ROAD calibration (see ``read_kitti_calib``); ``(3, 3)``.
+
+    Examples:
+        >>> from drivemetrics.geometry import image_from_road_calib, parse_kitti_calib
+        >>> identity = "1 0 0 0 0 1 0 0 0 0 1 0"
+        >>> text = f"P2: {identity}\\nR0_rect: 1 0 0 0 1 0 0 0 1\\nTr_cam_to_road: {identity}\\n"
+        >>> tuple(image_from_road_calib(parse_kitti_calib(text)).shape)
+        (3, 3)
+    """
     missing = [k for k in ROAD_CALIB_KEYS if k not in calib]
     if missing:
         raise KeyError(f"calibration lacks {', '.join(missing)} (needed for the road homography)")
@@ -74,7 +90,18 @@ def image_from_road_calib(calib: Mapping[str, Tensor]) -> Tensor:
 
 def image_from_road_calib_file(path: str | Path) -> Tensor:
     """:func:`image_from_road_calib` of a KITTI-ROAD calibration file; every failure (a missing key, NaN values, a
-    singular ``Tr_cam_to_road`` or homography) is a ``ValueError`` naming the file."""
+    singular ``Tr_cam_to_road`` or homography) is a ``ValueError`` naming the file.
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from drivemetrics.geometry.homography import image_from_road_calib_file
+        >>> road = "1 0 0 0 0 1 0 1.65 0 0 1 0"  # camera 1.65 m above the road
+        >>> path = Path(tempfile.mkdtemp()) / "um_000000.txt"
+        >>> _ = path.write_text(f"P2: 1 0 0 0 0 1 0 0 0 0 1 0\\nR0_rect: 1 0 0 0 1 0 0 0 1\\nTr_cam_to_road: {road}\\n")
+        >>> tuple(image_from_road_calib_file(path).shape)
+        (3, 3)
+    """
     from drivemetrics.geometry.calib import read_kitti_calib
 
     calib = read_kitti_calib(path)
@@ -92,6 +119,12 @@ def road_from_bev_cell(grid: BevGrid, dtype: torch.dtype = torch.float64, device
     """Affine ``(3, 3)`` map from continuous BEV cell coordinates ``(col, row, 1)`` to road ``(X, Z, 1)`` (metres).
 
     Integer ``(col, row)`` are cell centers, as in :meth:`BevGrid.metric_from_cell`.
+
+    Examples:
+        >>> from drivemetrics.geometry import BevGrid, road_from_bev_cell
+        >>> grid = BevGrid(x_min=-2.0, x_max=2.0, z_min=6.0, z_max=10.0, resolution=1.0)
+        >>> road_from_bev_cell(grid).tolist()  # column 0 is X = -1.5 m, row 0 the far edge Z = 9.5 m
+        [[1.0, 0.0, -1.5], [0.0, -1.0, 9.5], [0.0, 0.0, 1.0]]
     """
     r = grid.resolution
     return torch.tensor(
@@ -104,6 +137,13 @@ def image_from_bev_cell(image_from_road: Tensor, grid: BevGrid) -> Tensor:
 
     This is the source -> destination matrix ``kornia.geometry.transform.warp_perspective`` expects for a
     BEV -> image warp (its inverse does image -> BEV).
+
+    Examples:
+        >>> from drivemetrics.geometry import image_from_road_homography, intrinsic_matrix
+        >>> H = image_from_road_homography(intrinsic_matrix(720.0, 720.0, 620.0, 190.0), camera_height=1.65)
+        >>> from drivemetrics.geometry import BevGrid, image_from_bev_cell
+        >>> tuple(image_from_bev_cell(H, BevGrid()).shape)
+        (3, 3)
     """
     return image_from_road @ road_from_bev_cell(grid, image_from_road.dtype, image_from_road.device)
 
@@ -121,6 +161,13 @@ def check_road_homography(
     Raises:
         ValueError: a bad shape or value, naming ``name`` and, for batches, the offending sample.
         TypeError: a tensor of the wrong type or dtype, naming ``name``.
+
+    Examples:
+        >>> from drivemetrics.geometry import image_from_road_homography, intrinsic_matrix
+        >>> H = image_from_road_homography(intrinsic_matrix(720.0, 720.0, 620.0, 190.0), camera_height=1.65)
+        >>> from drivemetrics.geometry import BevGrid, check_road_homography
+        >>> tuple(check_road_homography(H, BevGrid()).shape)  # batched
+        (1, 3, 3)
     """
     check_tensor(image_from_road, name)
     if image_from_road.ndim == 2:
@@ -159,6 +206,14 @@ def horizon_depths(image_from_road: Tensor, grid: BevGrid) -> Tensor:
     """Homogeneous ``w`` (depth) of the four outer corners of ``grid``, ``(B, 4)``.
 
     ``w`` is affine on the road plane, so its extremes over the grid are at these corners.
+
+    Examples:
+        >>> from drivemetrics.geometry import BevGrid, image_from_road_homography, intrinsic_matrix
+        >>> H = image_from_road_homography(intrinsic_matrix(720.0, 720.0, 620.0, 190.0), camera_height=1.65)
+        >>> from drivemetrics.geometry.homography import horizon_depths
+        >>> depths = horizon_depths(H[None], BevGrid())  # (B, 3, 3)
+        >>> tuple(depths.shape), bool((depths > 0).all())  # the whole grid lies in front of the camera
+        ((1, 4), True)
     """
     x = torch.tensor([grid.x_min, grid.x_max, grid.x_min, grid.x_max], dtype=image_from_road.dtype)
     z = torch.tensor([grid.z_min, grid.z_min, grid.z_max, grid.z_max], dtype=image_from_road.dtype)
@@ -168,6 +223,14 @@ def horizon_depths(image_from_road: Tensor, grid: BevGrid) -> Tensor:
 
 
 def grid_side(image_from_road: Tensor, grid: BevGrid) -> Tensor:
-    """Sign (+1 / -1) of ``w`` over the grid for each homography, ``B``; valid after :func:`check_road_homography`."""
+    """Sign (+1 / -1) of ``w`` over the grid for each homography, ``B``; valid after :func:`check_road_homography`.
+
+    Examples:
+        >>> from drivemetrics.geometry import BevGrid, image_from_road_homography, intrinsic_matrix
+        >>> H = image_from_road_homography(intrinsic_matrix(720.0, 720.0, 620.0, 190.0), camera_height=1.65)
+        >>> from drivemetrics.geometry.homography import grid_side
+        >>> grid_side(H[None], BevGrid()).tolist()  # (B, 3, 3)
+        [1.0]
+    """
     with torch.no_grad():
         return torch.sign(horizon_depths(image_from_road.detach(), grid)[:, 0])

@@ -26,6 +26,12 @@ def road_from_world(pose: Tensor) -> Tensor:
     """``(..., 3, 3)`` matrix taking homogeneous world road points ``(X, Z, 1)`` into the road frame of ``pose``.
 
     ``X' = cos(h) (X - x) - sin(h) (Z - z)``, ``Z' = sin(h) (X - x) + cos(h) (Z - z)``.
+
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.geometry import road_from_world
+        >>> (road_from_world(torch.tensor([1.0, 2.0, 0.0])) + 0.0).tolist()  # a translation when yaw is 0
+        [[1.0, 0.0, -1.0], [0.0, 1.0, -2.0], [0.0, 0.0, 1.0]]
     """
     _check_pose(pose, "pose")
     x, z, h = pose.unbind(-1)
@@ -40,7 +46,15 @@ def road_from_world(pose: Tensor) -> Tensor:
 
 
 def world_from_road(pose: Tensor) -> Tensor:
-    """``(..., 3, 3)`` inverse of :func:`road_from_world`: vehicle road frame -> world road frame."""
+    """``(..., 3, 3)`` inverse of :func:`road_from_world`: vehicle road frame -> world road frame.
+
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.geometry import road_from_world, world_from_road
+        >>> pose = torch.tensor([1.0, 2.0, 0.5], dtype=torch.float64)
+        >>> (world_from_road(pose) @ road_from_world(pose)).allclose(torch.eye(3, dtype=torch.float64))
+        True
+    """
     _check_pose(pose, "pose")
     x, z, h = pose.unbind(-1)
     c, s = torch.cos(h), torch.sin(h)
@@ -59,6 +73,15 @@ def relative_pose(pose: Tensor, reference: Tensor) -> Tensor:
     Returns:
         ``(..., 3)``: ``(lateral, longitudinal, yaw)`` = the position of ``pose`` along the reference's X (right)
         and Z (forward) axes, metres, and ``pose``'s heading minus the reference heading, radians (not wrapped).
+
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.geometry import relative_pose
+        >>> reference = torch.tensor([0.0, 0.0, 0.0])
+        >>> relative_pose(torch.tensor([1.0, 2.0, 0.5]), reference).tolist()  # (X, Z, yaw)
+        [1.0, 2.0, 0.5]
+        >>> relative_pose(reference, reference).tolist()
+        [0.0, 0.0, 0.0]
     """
     _check_pose(pose, "pose")
     _check_pose(reference, "reference")
@@ -73,6 +96,12 @@ def compose_pose(reference: Tensor, offset: Tensor) -> Tensor:
     ``offset`` is ``(lateral, longitudinal, yaw)``: metres along the reference's X (right) and Z (forward) axes and
     radians added to its heading (not wrapped). The inverse of :func:`relative_pose`:
     ``relative_pose(compose_pose(reference, offset), reference) == offset``.
+
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.geometry import compose_pose
+        >>> compose_pose(torch.tensor([1.0, 2.0, 0.0]), torch.tensor([0.5, 3.0, 0.0])).tolist()
+        [1.5, 5.0, 0.0]
     """
     _check_pose(reference, "reference")
     _check_pose(offset, "offset")

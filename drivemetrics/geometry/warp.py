@@ -100,6 +100,12 @@ def devkit_cell_centers(grid: BevGrid, device: torch.device | str | None = None)
     The devkit uses ``numpy.arange(x_min + res / 2, x_max, res)`` and ``numpy.arange(z_max - res / 2, z_min,
     -res)`` in float64 and casts the meshes to float32 before projecting; the values returned here are those
     float32 numbers (as float32 tensors).
+
+    Examples:
+        >>> from drivemetrics.geometry import BevGrid, devkit_cell_centers
+        >>> X, Z = devkit_cell_centers(BevGrid(x_min=-2.0, x_max=2.0, z_min=6.0, z_max=10.0, resolution=1.0))
+        >>> X[0].tolist(), Z[:, 0].tolist()  # row 0 is the far edge
+        ([-1.5, -0.5, 0.5, 1.5], [9.5, 8.5, 7.5, 6.5])
     """
     device = torch.device(device) if device is not None else None
     r = grid.resolution
@@ -202,6 +208,15 @@ def bev_sample_pixels(
     Returns:
         ``(row, col, valid)``, each ``(B, rows, cols)``; ``row`` / ``col`` are long image indices, meaningful
         where ``valid`` (elsewhere -1).
+
+    Examples:
+        >>> from drivemetrics.geometry import image_from_road_homography, intrinsic_matrix
+        >>> H = image_from_road_homography(intrinsic_matrix(720.0, 720.0, 620.0, 190.0), camera_height=1.65)
+        >>> from drivemetrics.geometry import BevGrid, bev_sample_pixels
+        >>> grid = BevGrid(x_min=-2.0, x_max=2.0, z_min=6.0, z_max=10.0, resolution=1.0)
+        >>> u, v, inside = bev_sample_pixels(H, (375, 1242), grid)
+        >>> tuple(u.shape), inside.all().item()
+        ((1, 4, 4), True)
     """
     grid = BevGrid() if grid is None else grid
     if mode not in ("devkit", "nearest"):
@@ -276,6 +291,16 @@ def warp_image_to_bev(
     Raises:
         ValueError: bad shapes, unknown mode, singular homography, or the horizon inside the grid.
         TypeError: a wrong dtype.
+
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.geometry import image_from_road_homography, intrinsic_matrix
+        >>> H = image_from_road_homography(intrinsic_matrix(720.0, 720.0, 620.0, 190.0), camera_height=1.65)
+        >>> from drivemetrics.geometry import BevGrid, warp_image_to_bev
+        >>> grid = BevGrid(x_min=-2.0, x_max=2.0, z_min=6.0, z_max=10.0, resolution=1.0)
+        >>> bev, valid = warp_image_to_bev(torch.rand(1, 3, 375, 1242), H, grid)
+        >>> tuple(bev.shape), tuple(valid.shape), valid.all().item()
+        ((1, 3, 4, 4), (1, 4, 4), True)
     """
     grid = BevGrid() if grid is None else grid
     h = _check_inputs(image, "image", image_from_road, grid, mode, validate_args)
@@ -328,6 +353,16 @@ def warp_bev_to_image(
     Returns:
         ``(image, valid)``: ``image`` is ``(B, C, H, W)`` in ``bev``'s dtype; ``valid`` a bool ``(B, H, W)``
         mask of the pixels that see the grid.
+
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.geometry import image_from_road_homography, intrinsic_matrix
+        >>> H = image_from_road_homography(intrinsic_matrix(720.0, 720.0, 620.0, 190.0), camera_height=1.65)
+        >>> from drivemetrics.geometry import BevGrid, warp_bev_to_image
+        >>> grid = BevGrid(x_min=-2.0, x_max=2.0, z_min=6.0, z_max=10.0, resolution=1.0)
+        >>> image, valid = warp_bev_to_image(torch.ones(1, 1, 4, 4), H, (375, 1242), grid)
+        >>> tuple(image.shape), tuple(valid.shape), valid[0, -1, 620].item()  # bottom centre: on the grid
+        ((1, 1, 375, 1242), (1, 375, 1242), True)
     """
     grid = BevGrid() if grid is None else grid
     h = _check_inputs(bev, "bev", image_from_road, grid, mode, validate_args)

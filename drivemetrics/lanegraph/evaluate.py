@@ -216,7 +216,7 @@ def evaluate_submission(
             if pred is None:
                 missing.append(sample_id)
                 if compat == "reference":
-                    samples[sample_id] = missing_sample_values(task, compat)
+                    samples[sample_id] = missing_sample_values(task)
                     continue
             jobs.append((city, sample_id, gt, pred, task, compat, seed))
     # under torchrun each rank evaluates its shard of the samples (reference planning: one random stream, rank 0)

@@ -168,7 +168,7 @@ def lanegraph_pair_values(
     return {k: float(out[k]) for k in LANE_METRICS}
 
 
-def missing_sample_values(task: str, compat: str) -> dict[str, float]:
+def missing_sample_values(task: str) -> dict[str, float]:
     """What a sample without prediction scores in the reference mode: 0.0 for every metric, MMD / MED included
     (the evaluator's documentation says 5000; the default mode scores the sample as an empty prediction)."""
     keys = PLANNING_METRICS if task == "planning" else LANE_METRICS

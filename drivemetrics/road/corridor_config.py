@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -91,10 +91,6 @@ class CorridorConfig:
     def stage_length(self) -> float:
         """Arc length in metres of a straight manoeuvre (the longest one), ``v dt S``."""
         return self.speed * self.dt * self.steps_per_stage
-
-    def to_dict(self) -> dict[str, Any]:
-        """The fields as a plain dict."""
-        return asdict(self)
 
 
 def load_corridor_config(path: str | Path | None = None, **overrides: Any) -> CorridorConfig:

@@ -48,6 +48,11 @@ class DetectorModel:
         sidewalk_fp: confidence on sidewalks (0 disables).
         off_target_fp: confidence on road outside the ego lane (``target="lane"`` only; 0 disables).
         potholes: holes per scene inside the target; pothole_radius: (min, max) radius.
+
+    Examples:
+        >>> from drivemetrics.synthetic import DETECTOR_PRESETS, DetectorModel
+        >>> DetectorModel(noise=0.0).target, isinstance(DETECTOR_PRESETS["good"], DetectorModel)
+        ('road', True)
     """
 
     target: str = "road"
@@ -110,6 +115,13 @@ class SyntheticDetector:
         shadows: ``(B, M, 3)`` shadow discs ``(x, z, radius)``, metres.
         potholes: ``(B, P, 3)`` pot-hole discs ``(x, z, radius)``, metres.
         waves: ``(B, Q, 4)`` texture plane waves ``(k_x, k_z, phase, amplitude)`` (rad/m, rad, logit units).
+
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.synthetic import SyntheticDetector, sample_detector, sample_road_geometry
+        >>> detector = sample_detector("good", sample_road_geometry(2, torch.Generator().manual_seed(0)))
+        >>> isinstance(detector, SyntheticDetector), detector.model.target
+        (True, 'road')
     """
 
     model: DetectorModel
@@ -189,6 +201,14 @@ def sample_detector(
             target (road or ego lane) between 8 and 40 m.
         generator: the random source (its device is used for drawing; results go to the geometry's device).
         num_waves: plane waves of the texture noise.
+
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.synthetic import sample_detector, sample_road_geometry
+        >>> roads = sample_road_geometry(3, torch.Generator().manual_seed(0))
+        >>> detector = sample_detector("good", roads, torch.Generator().manual_seed(0))
+        >>> type(detector).__name__, detector.shadows.shape[0]
+        ('SyntheticDetector', 3)
     """
     if isinstance(model, str):
         if model not in DETECTOR_PRESETS:

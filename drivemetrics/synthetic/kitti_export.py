@@ -27,6 +27,11 @@ def kitti_calib_text(image_from_road: Tensor | None = None) -> str:
 
     It uses ``R0_rect = I`` and ``Tr_cam_to_road = [I | 0]``, so ``P2``'s X, Z and translation columns are the
     homography's columns; the Y column (unused on the road plane Y = 0) is ``(0, fy, 0)``.
+
+    Examples:
+        >>> from drivemetrics.synthetic import kitti_calib_text
+        >>> [line.split(":")[0] for line in kitti_calib_text().splitlines()[1:]]
+        ['P2', 'R0_rect', 'Tr_cam_to_road']
     """
     h = default_image_from_road() if image_from_road is None else image_from_road.detach().cpu().double()
     if h.shape != (3, 3):
@@ -68,6 +73,17 @@ def write_kitti_road_folder(
 
     Returns:
         The frame keys written, e.g. ``["um_road_000000", ...]``.
+
+    Examples:
+        >>> import tempfile
+        >>> import torch
+        >>> from drivemetrics.geometry import image_from_road_homography, intrinsic_matrix
+        >>> from drivemetrics.synthetic import synthetic_scenes, write_kitti_road_folder
+        >>> H = image_from_road_homography(intrinsic_matrix(100.0, 100.0, 63.5, 26.0), camera_height=1.5)
+        >>> generator = torch.Generator().manual_seed(0)
+        >>> _, scene = synthetic_scenes(1, generator, space="perspective", image_from_road=H, image_size=(64, 128))
+        >>> write_kitti_road_folder(tempfile.mkdtemp(), scene, image_from_road=H)  # the frame names written
+        ['um_road_000000']
     """
     if category not in ("um_road", "umm_road", "uu_road", "um_lane"):
         raise ValueError(f"`category` must be um_road, umm_road, uu_road or um_lane, got {category!r}")

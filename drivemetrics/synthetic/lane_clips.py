@@ -50,7 +50,14 @@ EGO_LANE_INDICES = (1, 2)
 
 @dataclass(frozen=True)
 class LaneCamera:
-    """Forward camera of the synthetic clips (pixels, metres, radians)."""
+    """Forward camera of the synthetic clips (pixels, metres, radians).
+
+    Examples:
+        >>> from drivemetrics.synthetic.lane_clips import LaneCamera
+        >>> camera = LaneCamera(width=128, height=64, focal=100.0, cx=63.5, cy=26.0)
+        >>> camera.width, camera.height, camera.camera_height
+        (128, 64, 1.5)
+    """
 
     width: int = 256
     height: int = 128
@@ -91,6 +98,14 @@ class LaneClips:
         image_from_road: ``(3, 3)`` homography of the camera.
         dt: frame period (s).
         ego_lanes: indices of the ego-left and ego-right line along ``L``.
+
+    Examples:
+        >>> from drivemetrics.synthetic.lane_clips import LaneCamera, make_lane_clips
+        >>> camera = LaneCamera(width=128, height=64, focal=100.0, cx=63.5, cy=26.0)
+        >>> clips = make_lane_clips(batch=1, frames=3, seed=0, camera=camera)
+        >>> from drivemetrics.synthetic.lane_clips import LaneClips
+        >>> isinstance(clips, LaneClips), tuple(clips.poses.shape), tuple(clips.lanes_road.shape)
+        (True, (1, 3, 3), (1, 3, 4, 59))
     """
 
     images: Tensor
@@ -144,6 +159,16 @@ def road_lanes_to_image(
 
     Returns:
         ``(..., L, N)`` lane x (pixels), NaN where the lane is not visible at that row.
+
+    Examples:
+        >>> from drivemetrics.synthetic.lane_clips import LaneCamera, make_lane_clips
+        >>> camera = LaneCamera(width=128, height=64, focal=100.0, cx=63.5, cy=26.0)
+        >>> clips = make_lane_clips(batch=1, frames=3, seed=0, camera=camera)
+        >>> from drivemetrics.synthetic.lane_clips import road_lanes_to_image
+        >>> lanes = clips.lanes_road[:, 0]  # (B, L, M) lateral X at clips.z_samples, first frame
+        >>> x = road_lanes_to_image(lanes, clips.z_samples, clips.image_from_road, clips.h_samples, 128)
+        >>> tuple(x.shape)  # (B, L, N) x at the rows h_samples
+        (1, 4, 10)
     """
     check_shape(z_samples, "z_samples", ("M",))
     if lanes_road.shape[-1] != z_samples.shape[0]:
@@ -190,6 +215,13 @@ def make_lane_clips(
 
     Returns:
         :class:`LaneClips` (float32 images, float64 geometry).
+
+    Examples:
+        >>> from drivemetrics.synthetic.lane_clips import LaneCamera, make_lane_clips
+        >>> camera = LaneCamera(width=128, height=64, focal=100.0, cx=63.5, cy=26.0)
+        >>> clips = make_lane_clips(batch=1, frames=3, seed=0, camera=camera)
+        >>> tuple(clips.images.shape), tuple(clips.lanes_image.shape), clips.ego_lanes  # (B, T, C, H, W), (B, T, L, N)
+        ((1, 3, 1, 64, 128), (1, 3, 4, 10), (1, 2))
     """
     if batch < 1 or frames < 1:
         raise ValueError(f"`batch` and `frames` must be >= 1, got {batch}, {frames}")
@@ -398,6 +430,12 @@ class LaneNoise:
     ``X'(z) = X(z) + lateral_bias + tan(heading_error) z + curvature_error z^2 / 2 + jitter * N(0, 1)``, and
     points farther than ``max_range`` metres become missing (NaN). Every field may also be a tensor broadcasting
     against ``(B, T)`` (one value per clip / frame).
+
+    Examples:
+        >>> from drivemetrics.synthetic.lane_clips import LaneNoise
+        >>> noise = LaneNoise(lateral_bias=0.5, max_range=40.0)
+        >>> noise.lateral_bias, noise.jitter
+        (0.5, 0.0)
     """
 
     lateral_bias: float | Tensor = 0.0
@@ -420,7 +458,16 @@ NOISE_MODELS: dict[str, LaneNoise] = {
 def perturb_road_lanes(
     lanes_road: Tensor, z_samples: Tensor, noise: LaneNoise, generator: torch.Generator | None = None
 ) -> Tensor:
-    """Apply a :class:`LaneNoise` to ``(B, T, L, M)`` road-frame lanes (X metres at ``z_samples``)."""
+    """Apply a :class:`LaneNoise` to ``(B, T, L, M)`` road-frame lanes (X metres at ``z_samples``).
+
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.synthetic.lane_clips import LaneNoise, perturb_road_lanes
+        >>> lanes = torch.zeros(1, 1, 2, 3)  # (B, T, L, M): X = 0 m at three distances
+        >>> z = torch.tensor([10.0, 20.0, 30.0])
+        >>> perturb_road_lanes(lanes, z, LaneNoise(lateral_bias=0.5))[0, 0, 0].tolist()
+        [0.5, 0.5, 0.5]
+    """
     check_tensor(lanes_road, "lanes_road")
     check_shape(lanes_road, "lanes_road", ("B", "T", "L", z_samples.shape[0]))
     z = z_samples.to(lanes_road)
@@ -448,6 +495,17 @@ def detections_from_gt(
     Returns:
         ``(lanes_road, lanes_image)``: ``(B, T, L, M)`` perturbed X (metres) at ``clips.z_samples`` and the same
         lanes projected to ``(B, T, L, N)`` x (pixels) at ``clips.h_samples`` (NaN where missing or off-image).
+
+    Examples:
+        >>> from drivemetrics.synthetic.lane_clips import LaneCamera, make_lane_clips
+        >>> camera = LaneCamera(width=128, height=64, focal=100.0, cx=63.5, cy=26.0)
+        >>> clips = make_lane_clips(batch=1, frames=3, seed=0, camera=camera)
+        >>> from drivemetrics.synthetic.lane_clips import LaneNoise, detections_from_gt
+        >>> lanes_road, lanes_image = detections_from_gt(clips, LaneNoise(lateral_bias=0.5))
+        >>> tuple(lanes_road.shape), tuple(lanes_image.shape)
+        ((1, 3, 4, 59), (1, 3, 4, 10))
+        >>> round((lanes_road - clips.lanes_road).nan_to_num(0.0).abs().max().item(), 3)  # every line moved 0.5 m
+        0.5
     """
     road = perturb_road_lanes(clips.lanes_road, clips.z_samples, noise, generator)
     width = clips.images.shape[-1]
@@ -471,6 +529,14 @@ class PaintedLineDetector:
         ``detector(images)`` with ``images`` ``(B, C, H, W)`` returns ``(B, 2, N, 2)`` lane points ``(u, v)``
         (pixels) of the ego-left and ego-right line, NaN where absent (the detector format of
         :func:`drivemetrics.lane.e2e.e2e_ld`); :meth:`detect_x` returns only the x, ``(B, 2, N)``.
+
+    Examples:
+        >>> from drivemetrics.synthetic.lane_clips import LaneCamera, make_lane_clips
+        >>> camera = LaneCamera(width=128, height=64, focal=100.0, cx=63.5, cy=26.0)
+        >>> clips = make_lane_clips(batch=1, frames=3, seed=0, camera=camera)
+        >>> from drivemetrics.synthetic.lane_clips import PaintedLineDetector
+        >>> tuple(PaintedLineDetector(clips.h_samples)(clips.images[:, 0]).shape)  # (N, 2, R, 2) ego lines (x, y)
+        (1, 2, 10, 2)
     """
 
     def __init__(self, h_samples: Tensor, threshold: float = 0.6) -> None:
@@ -539,6 +605,16 @@ class NoisyLaneDetector:
         noise: the error model.
         image_from_road: ``(3, 3)`` homography of the camera.
         seed: seed of the jitter (each call draws new jitter from one generator).
+
+    Examples:
+        >>> from drivemetrics.synthetic.lane_clips import LaneCamera, make_lane_clips
+        >>> camera = LaneCamera(width=128, height=64, focal=100.0, cx=63.5, cy=26.0)
+        >>> clips = make_lane_clips(batch=1, frames=3, seed=0, camera=camera)
+        >>> from drivemetrics.synthetic.lane_clips import LaneNoise, NoisyLaneDetector, PaintedLineDetector
+        >>> painted = PaintedLineDetector(clips.h_samples)
+        >>> detector = NoisyLaneDetector(painted, LaneNoise(lateral_bias=0.5), clips.image_from_road)
+        >>> tuple(detector(clips.images[:, 0]).shape)
+        (1, 2, 10, 2)
     """
 
     def __init__(self, detector: PaintedLineDetector, noise: LaneNoise, image_from_road: Tensor, seed: int = 0) -> None:

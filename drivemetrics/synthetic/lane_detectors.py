@@ -45,6 +45,15 @@ class TinyLineDetector:
 
     Output ``{"maps": (N, 2, R, W)}`` logits (``sharpness`` x grey level, the other half of the row masked with a
     large negative value); center = :func:`expected_center_from_maps`; lanes = per-row expected column.
+
+    Examples:
+        >>> from drivemetrics.synthetic.lane_clips import LaneCamera, make_lane_clips
+        >>> camera = LaneCamera(width=128, height=64, focal=100.0, cx=63.5, cy=26.0)
+        >>> clips = make_lane_clips(batch=1, frames=3, seed=0, camera=camera)
+        >>> from drivemetrics.synthetic.lane_detectors import TinyLineDetector
+        >>> detector = TinyLineDetector(clips.h_samples, camera.width)
+        >>> tuple(detector(clips.images[:, 0])["maps"].shape)  # (N, 2, R, W) logits
+        (1, 2, 10, 128)
     """
 
     def __init__(self, h_samples: Tensor, width: int, divider: float | None = None, sharpness: float = 40.0) -> None:
@@ -86,6 +95,14 @@ class LaneDetector(nn.Module):
         image_size: ``(H, W)`` of the input frames.
         vanishing_point: ``(u, v)`` pixels, for the anchor family's anchors.
         cells: grid cells of the row-wise family; anchors of the anchor family.
+
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.synthetic.lane_detectors import FAMILIES, LaneDetector
+        >>> _ = torch.manual_seed(0)
+        >>> detector = LaneDetector("rowwise", torch.linspace(30.0, 60.0, 4), image_size=(64, 128))
+        >>> FAMILIES, detector.family
+        (('segmentation', 'rowwise', 'polynomial', 'anchor'), 'rowwise')
     """
 
     def __init__(
@@ -242,7 +259,16 @@ def make_detector(
     vanishing_point: tuple[float, float] | None = None,
 ) -> LaneDetector:
     """A fresh :class:`LaneDetector` (seeded by the caller's ``torch.manual_seed``); the vanishing point defaults to
-    that of the default :class:`~drivemetrics.synthetic.lane_clips.LaneCamera` scaled to ``image_size``."""
+    that of the default :class:`~drivemetrics.synthetic.lane_clips.LaneCamera` scaled to ``image_size``.
+
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.synthetic.lane_detectors import make_detector
+        >>> _ = torch.manual_seed(0)
+        >>> detector = make_detector("polynomial", torch.linspace(30.0, 60.0, 4), image_size=(64, 128))
+        >>> type(detector).__name__, detector.family
+        ('LaneDetector', 'polynomial')
+    """
     if vanishing_point is None:
         vanishing_point = (127.5 * image_size[1] / 256, 40.0 * image_size[0] / 128)
     return LaneDetector(family, h_samples, image_size, vanishing_point)
@@ -260,6 +286,16 @@ def train_detector(
     """Train on frames ``(N, C, H, W)`` with ego-lane x ``(N, 2, R)`` (pixels, NaN = absent); returns losses.
 
     Adam with a cosine learning-rate decay; mini-batches drawn with a seeded generator.
+
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.synthetic.lane_detectors import make_detector, train_detector
+        >>> _ = torch.manual_seed(0)
+        >>> detector = make_detector("rowwise", torch.linspace(30.0, 60.0, 4), image_size=(64, 128))
+        >>> images, target_x = torch.rand(2, 1, 64, 128), torch.full((2, 2, 4), 50.0)  # (N, 2, R) ego-lane x
+        >>> losses = train_detector(detector, images, target_x, steps=1, batch_size=2)
+        >>> len(losses)
+        1
     """
     gen = torch.Generator().manual_seed(seed)
     opt = torch.optim.Adam(detector.parameters(), lr=lr)

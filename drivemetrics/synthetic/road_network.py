@@ -75,6 +75,12 @@ def make_road_network(
 
     Returns:
         ``networkx.Graph``, nodes ``0..N-1`` with ``pos = (x, y)`` (floats, px); connected, maximum degree 4.
+
+    Examples:
+        >>> from drivemetrics.synthetic import make_road_network
+        >>> graph = make_road_network(size=256.0, spacing=128.0, seed=0)
+        >>> graph.number_of_nodes() > 0, all("pos" in data for _, data in graph.nodes(data=True))
+        (True, True)
     """
     if not (isinstance(size, (int, float)) and size > 0):
         raise ValueError(f"`size` must be a positive number of pixels, got {size!r}")

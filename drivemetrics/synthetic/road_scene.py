@@ -53,7 +53,14 @@ KITTI_IMAGE_SIZE: tuple[int, int] = (375, 1242)  # (height, width) of um_000000
 
 
 def default_image_from_road(dtype: torch.dtype = torch.float64, device: torch.device | str | None = None) -> Tensor:
-    """The embedded KITTI-ROAD camera (um_000000 road homography), ``(3, 3)``, columns X, Z, 1."""
+    """The embedded KITTI-ROAD camera (um_000000 road homography), ``(3, 3)``, columns X, Z, 1.
+
+    Examples:
+        >>> from drivemetrics.synthetic import default_image_from_road
+        >>> H = default_image_from_road()
+        >>> tuple(H.shape), H.dtype
+        ((3, 3), torch.float64)
+    """
     return torch.tensor(KITTI_UM_000000_IMAGE_FROM_ROAD, dtype=dtype, device=device)
 
 
@@ -77,6 +84,13 @@ class Profile:
     """A piecewise-linear function of arc length ``s`` (metres), one per scene; constant beyond the end knots.
 
     ``knots`` is ``(B, K)`` (non-decreasing, metres) and ``values`` is ``(B, K)``. Two equal knots make a step.
+
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.synthetic import Profile
+        >>> profile = Profile(knots=torch.tensor([[0.0, 10.0]]), values=torch.tensor([[1.0, 2.0]]))
+        >>> profile.batch_size
+        1
     """
 
     knots: Tensor
@@ -183,6 +197,12 @@ class Centerline:
             linearly inside a segment (equal values: a circular arc; 0 and 0: straight; different: a clothoid).
 
     Beyond its length the curve continues straight (used only to project points; they are not on the road).
+
+    Examples:
+        >>> from drivemetrics.synthetic import Centerline, make_road
+        >>> centerline = make_road(((40.0, 0.0, 0.0),)).centerline
+        >>> isinstance(centerline, Centerline), centerline.segment_lengths.tolist()
+        (True, [[40.0]])
     """
 
     start_x: Tensor
@@ -341,6 +361,14 @@ class RoadCoordinates:
         d: signed lateral offset from the centerline, metres, positive to the right.
         on_centerline: True where the point projects perpendicularly onto the centerline inside
             ``[0, length]`` (points behind the start, beyond the end or not on the ground plane are False).
+
+    Examples:
+        >>> from drivemetrics.geometry import BevGrid
+        >>> grid = BevGrid(x_min=-4.0, x_max=4.0, z_min=6.0, z_max=14.0, resolution=1.0)
+        >>> from drivemetrics.synthetic import RoadCoordinates, make_road, render_bev
+        >>> coords = render_bev(make_road(), grid).coords
+        >>> isinstance(coords, RoadCoordinates), tuple(coords.d.shape)
+        (True, (1, 8, 8))
     """
 
     s: Tensor
@@ -357,6 +385,12 @@ class RoadGeometry:
         road_left, road_right: offsets of the left and right road edges (``road_left < road_right``).
         lane_left, lane_right: offsets of the ego lane's left and right boundaries.
         sidewalk_width: width of the sidewalk beyond each road edge, :class:`Profile` (metres).
+
+    Examples:
+        >>> from drivemetrics.synthetic import RoadGeometry, make_road
+        >>> road = make_road(lanes_left=2)
+        >>> isinstance(road, RoadGeometry), road.batch_size
+        (True, 1)
     """
 
     centerline: Centerline
@@ -563,6 +597,12 @@ def make_road(
 
     Lane ``k`` boundaries are at ``d = +-lane_width / 2 + ...``; the road spans
     ``[-(lanes_left + 1/2) lane_width - shoulder, (lanes_right + 1/2) lane_width + shoulder]``.
+
+    Examples:
+        >>> from drivemetrics.synthetic import make_road
+        >>> road = make_road(((50.0, 0.0, 0.0), (50.0, 0.0, 0.02)), lane_width=3.5)  # straight, then a right curve
+        >>> road.batch_size, road.centerline.segment_lengths.tolist()
+        (1, [[50.0, 50.0]])
     """
     if lane_width <= 0 or shoulder < 0 or sidewalk_width < 0 or lanes_left < 0 or lanes_right < 0:
         raise ValueError("`lane_width` must be > 0 and `shoulder`, `sidewalk_width`, lane counts >= 0")
@@ -611,6 +651,13 @@ def sample_road_geometry(
     The centerline is the ego lane's center, starting near ``x = 0, z = 0``; lane width 2.8-3.8 m,
     0-2 lanes on the left, 0-1 on the right, shoulder 0-0.5 m, sidewalk 1.5-3 m. With probability
     ``narrowing_probability`` the ego lane narrows by 0.4-1.2 m over 10-20 m somewhere between 10 and 35 m.
+
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.synthetic import sample_road_geometry
+        >>> roads = sample_road_geometry(3, torch.Generator().manual_seed(0))
+        >>> roads.batch_size, tuple(roads.centerline.segment_lengths.shape)  # 4 segments per road
+        (3, (3, 4))
     """
     if batch_size < 1:
         raise ValueError(f"`batch_size` must be >= 1, got {batch_size}")
@@ -700,6 +747,14 @@ class RenderedScene:
         on_ground: False for image pixels at or above the horizon.
         coords: the points' :class:`RoadCoordinates`.
         confidence: detector confidence in [0, 1] when a detector was given, else None.
+
+    Examples:
+        >>> from drivemetrics.geometry import BevGrid
+        >>> grid = BevGrid(x_min=-4.0, x_max=4.0, z_min=6.0, z_max=14.0, resolution=1.0)
+        >>> from drivemetrics.synthetic import RenderedScene, make_road, render_bev
+        >>> scene = render_bev(make_road(), grid)
+        >>> isinstance(scene, RenderedScene), tuple(scene.valid.shape), scene.confidence is None  # no detector given
+        (True, (1, 8, 8), True)
     """
 
     road: Tensor
@@ -785,6 +840,14 @@ def render_bev(
 
     Returns:
         A :class:`RenderedScene` with ``(B, rows, cols)`` masks.
+
+    Examples:
+        >>> from drivemetrics.geometry import BevGrid
+        >>> grid = BevGrid(x_min=-4.0, x_max=4.0, z_min=6.0, z_max=14.0, resolution=1.0)
+        >>> from drivemetrics.synthetic import make_road, render_bev
+        >>> scene = render_bev(make_road(), grid)
+        >>> tuple(scene.road.shape), scene.lane[0, -1, 3:5].tolist()  # the ego lane straight ahead
+        ((1, 8, 8), [True, True])
     """
     grid = BevGrid() if grid is None else grid
     b, device = geometry.batch_size, geometry.device
@@ -817,6 +880,12 @@ def road_points_from_pixels(
 
     Returns ``(x, z, on_ground)``, each ``(B, H, W)`` (float64 metres; bool). Pixels whose ray does not hit the
     road plane in front of the camera (at or above the horizon) have ``on_ground = False`` and ``x = z = 0``.
+
+    Examples:
+        >>> from drivemetrics.synthetic import road_points_from_pixels
+        >>> x, z, on_ground = road_points_from_pixels(image_size=(375, 1242))
+        >>> tuple(x.shape), on_ground[0, 0, 0].item(), on_ground[0, -1, 620].item()
+        ((1, 375, 1242), False, True)
     """
     height, width = _check_image_size(image_size)
     device = torch.device("cpu") if device is None else torch.device(device)
@@ -856,6 +925,14 @@ def render_perspective(
         detector, boundary_dont_care, target: as in :func:`render_bev`.
 
     Pixels at or above the horizon are valid non-road (KITTI marks the sky red).
+
+    Examples:
+        >>> from drivemetrics.geometry import image_from_road_homography, intrinsic_matrix
+        >>> from drivemetrics.synthetic import make_road, render_perspective
+        >>> H = image_from_road_homography(intrinsic_matrix(100.0, 100.0, 63.5, 26.0), camera_height=1.5)
+        >>> scene = render_perspective(make_road(), H, image_size=(64, 128))
+        >>> tuple(scene.road.shape), scene.road[0, -1, 64].item(), scene.road[0, 0, 64].item()  # bottom: road; top: sky
+        ((1, 64, 128), True, False)
     """
     x, z, on_ground = road_points_from_pixels(image_from_road, image_size, geometry.batch_size, geometry.device)
     dtype = geometry.dtype
@@ -903,6 +980,13 @@ def kitti_gt_image(target: Tensor, valid: Tensor | None = None) -> Tensor:
     Args:
         target: ``(B, H, W)`` bool road (or ego-lane) mask.
         valid: ``(B, H, W)`` bool evaluation area (default: everything).
+
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.synthetic import kitti_gt_image
+        >>> colours = kitti_gt_image(torch.tensor([[[True, False]]]))  # one road pixel, one non-road pixel
+        >>> tuple(colours.shape), colours[0, :, 0, 0].tolist(), colours[0, :, 0, 1].tolist()  # magenta, red
+        ((1, 3, 1, 2), [255, 0, 255], [255, 0, 0])
     """
     if target.ndim != 3:
         raise ValueError(f"`target` must have shape B x H x W, got {tuple(target.shape)}")
@@ -924,6 +1008,12 @@ def mean_gt_prior(masks: Tensor, valid: Tensor | None = None) -> Tensor:
 
     Returns:
         ``(H, W)`` float32 frequency in [0, 1].
+
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.synthetic import mean_gt_prior
+        >>> mean_gt_prior(torch.tensor([[[1, 0]], [[1, 1]]])).tolist()
+        [[1.0, 0.5]]
     """
     if masks.ndim != 3 or masks.shape[0] < 1:
         raise ValueError(f"`masks` must have shape N x H x W with N >= 1, got {tuple(masks.shape)}")
@@ -954,6 +1044,15 @@ def baseline_prior(
     This is the synthetic counterpart of the KITTI-ROAD baseline prior (``computeBaseline``): a confidence map
     that is high where the road / ego lane usually is. The BEV mean is taken over the raster (cells outside the
     camera view included), ``(H, W)`` float32.
+
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.geometry import BevGrid
+        >>> grid = BevGrid(x_min=-4.0, x_max=4.0, z_min=6.0, z_max=14.0, resolution=1.0)
+        >>> from drivemetrics.synthetic import baseline_prior
+        >>> prior = baseline_prior(4, torch.Generator().manual_seed(0), grid=grid)
+        >>> tuple(prior.shape), bool(((prior >= 0) & (prior <= 1)).all())
+        ((8, 8), True)
     """
     if num_scenes < 1:
         raise ValueError(f"`num_scenes` must be >= 1, got {num_scenes}")

@@ -49,6 +49,15 @@ def synthetic_scenes(
     Returns:
         ``(geometry, scene)``; ``scene.road`` / ``scene.lane`` are the GT, ``scene.valid`` the evaluation area and
         ``scene.confidence`` the detector output in [0, 1].
+
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.geometry import BevGrid
+        >>> grid = BevGrid(x_min=-4.0, x_max=4.0, z_min=6.0, z_max=14.0, resolution=1.0)
+        >>> from drivemetrics.synthetic import synthetic_scenes
+        >>> geometry, scene = synthetic_scenes(2, torch.Generator().manual_seed(0), grid=grid)
+        >>> tuple(scene.road.shape), scene.road.dtype, tuple(scene.confidence.shape)
+        ((2, 8, 8), torch.bool, (2, 8, 8))
     """
     if space not in ("bev", "perspective"):
         raise ValueError(f"`space` must be 'bev' or 'perspective', got {space!r}")
@@ -80,6 +89,15 @@ def ego_lane_scenes(
     The GT is ``scene.lane``; the default detector (``"lane_potholes"``) punches holes into the ego lane's
     confidence. Arguments as in :func:`synthetic_scenes`. For the baseline prior (mean of GT masks over many
     scenes) see :func:`baseline_prior` with ``target="lane"``.
+
+    Examples:
+        >>> import torch
+        >>> from drivemetrics.geometry import BevGrid
+        >>> grid = BevGrid(x_min=-4.0, x_max=4.0, z_min=6.0, z_max=14.0, resolution=1.0)
+        >>> from drivemetrics.synthetic import ego_lane_scenes
+        >>> geometry, scene = ego_lane_scenes(2, torch.Generator().manual_seed(0), grid=grid)
+        >>> tuple(scene.lane.shape), tuple(scene.confidence.shape)  # GT: the ego lane
+        ((2, 8, 8), (2, 8, 8))
     """
     if isinstance(detector, DetectorModel) and detector.target != "lane":
         raise ValueError("`detector` for ego-lane scenes must have target='lane'")
