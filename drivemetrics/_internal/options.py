@@ -141,14 +141,21 @@ def add_input(
     parser.set_defaults(input_kinds=kinds)
 
 
-def add_output(parser: argparse.ArgumentParser, flag: str, **kwargs: object) -> None:
-    """``parser.add_argument(flag, **kwargs)`` for an output path (file or folder), recording it for the one output
-    rule (:func:`drivemetrics._internal.files.check_outputs`: it must not be, contain or sit inside an input). The
-    usual names (``--json``, ``--figures``, ``--write-stats``, ``--out``, ``--output``) are checked without it."""
-    action = parser.add_argument(flag, **kwargs)  # type: ignore[arg-type]
+def add_output(
+    parser: argparse.ArgumentParser, flag: str, *, aliases: tuple[str, ...] = (), **kwargs: object
+) -> argparse.Action:
+    """``parser.add_argument(flag, *aliases, **kwargs)`` for an output path (file or folder), recording it for the one
+    output rule (:func:`drivemetrics._internal.files.check_outputs`: it must not be, contain or sit inside an input),
+    whose refusals name ``flag``. ``aliases`` are old spellings: they parse, ``--help`` omits them
+    (:func:`hide_aliases`). The usual names (``--json``, ``--figures``, ``--write-stats``, ``--out``, ``--output``)
+    are checked without it, named after their ``dest``."""
+    action = parser.add_argument(flag, *aliases, **kwargs)  # type: ignore[arg-type]
+    if aliases:
+        hide_aliases(action, *aliases)
     flags = dict(parser.get_default("output_flags") or {})
     flags[action.dest] = flag
     parser.set_defaults(output_flags=flags)
+    return action
 
 
 def device_name(text: str) -> str:
