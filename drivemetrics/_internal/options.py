@@ -79,15 +79,19 @@ def add_threads(parser: argparse.ArgumentParser, what: str) -> None:
     """``--threads N`` (default ``None``: one per usable core) for a command whose pool is threads of one process:
     ``--workers`` means processes in every command (issue 46). ``--workers N`` is still accepted here, hidden, as
     the old spelling of ``--threads N``: ``benchmarks/workers.py`` passes ``--workers`` to every pooled command of
-    this checkout and of an older one (``--before``)."""
-    parser.add_argument(
+    this checkout and of an older one (``--before``). The action carries ``pool = "threads"``: the command grammar
+    (``tests/test_cli_grammar.py``) accepts ``--threads`` in place of ``--workers`` only on such an action."""
+    action = parser.add_argument(
         "--threads",
+        "--workers",
         type=positive_int,
         default=None,
+        dest="threads",
         metavar="N",
         help=f"{what} (default and most: one per usable core, here {os.cpu_count()})",
     )
-    parser.add_argument("--workers", type=positive_int, dest="threads", help=argparse.SUPPRESS)
+    hide_aliases(action, "--workers")
+    action.pool = "threads"  # type: ignore[attr-defined]  # the grammar's mark: --threads instead of --workers
 
 
 def resolve_workers(workers: int | None) -> int:
