@@ -209,7 +209,8 @@ def test_road_eval_empty_road_gives_null_in_json(tmp_path):
     assert run.returncode == 0, run.stderr[-600:]
     err = run.stderr  # the warning as the command prints it: one line, no source path
     assert "drivemetrics road-eval: warning: road pixel metrics: no valid ground-truth road pixel" in err
-    assert "evaluate.py" not in err and "scores_from_counts(" not in err, err
+    assert "evaluate.py" not in err, err
+    assert "scores_from_counts(" not in err, err
     scores = json.loads(out.read_text())
     assert scores["uu_road"]["MaxF"] is None
     assert scores["uu_road"]["totalPosNum"] == 0
