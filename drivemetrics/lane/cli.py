@@ -244,9 +244,9 @@ def _image_size(text: str) -> tuple[float, float]:
     try:
         w, h = (float(v) for v in text.lower().split("x"))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected WxH (e.g. 2560x1440), got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected WxH (e.g. 2560x1440), got {text[:80]!r}") from None
     if not (w > 0 and h > 0 and w < 1e6 and h < 1e6):
-        raise argparse.ArgumentTypeError(f"width and height must be in (0, 1e6), got {text!r}")
+        raise argparse.ArgumentTypeError(f"width and height must be in (0, 1e6), got {text[:80]!r}")
     return w, h
 
 
