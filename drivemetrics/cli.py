@@ -195,6 +195,11 @@ class _OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         message = " ".join(message.split())
+        for action in self._actions:  # argparse names an option by all its strings: the hidden aliases left out
+            hidden = getattr(action, "hidden_aliases", ())
+            if hidden:
+                shown = "/".join(o for o in action.option_strings if o not in hidden)
+                message = message.replace(f"argument {'/'.join(action.option_strings)}:", f"argument {shown}:")
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 

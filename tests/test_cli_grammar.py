@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from drivemetrics._internal.options import add_compat, add_input, hide_aliases
+from drivemetrics._internal.options import add_compat, add_input, add_threads, hide_aliases
 from drivemetrics._internal.progress import one_line_warnings
 from drivemetrics.cli import COMMANDS, _add_global_options, build_parser, main
 
@@ -87,6 +87,12 @@ def example_lines(name: str, parser: argparse.ArgumentParser) -> list[list[str]]
     return found
 
 
+def thread_pool(action: argparse.Action) -> bool:
+    """Whether ``action`` is a thread pool's size (``add_threads``): ``--threads``, with ``--workers`` (which means
+    processes everywhere, issue 46) kept only as its hidden old spelling."""
+    return getattr(action, "pool", None) == "threads" and "--workers" in getattr(action, "hidden_aliases", ())
+
+
 def grammar_problems(name: str, parser: argparse.ArgumentParser) -> list[str]:
     """Every rule of the grammar that ``parser`` (the subcommand ``name``) breaks, one line each."""
     problems = []
@@ -97,18 +103,23 @@ def grammar_problems(name: str, parser: argparse.ArgumentParser) -> list[str]:
         if help_text == argparse.SUPPRESS or len(help_text) < 12 or re.fullmatch(r"default:?\s*\S+", help_text):
             problems.append(f"{name} {flags}: no help text that says what the option is ({help_text!r})")
         for flag in flags:
-            if flag in REPLACED:
+            if flag == "--threads" and thread_pool(action):
+                pass  # a thread pool is named --threads: --workers means processes (issue 46)
+            elif flag in REPLACED:
                 problems.append(f"{name} {flag}: spell it {REPLACED[flag]} (keep {flag} as a hidden alias if needed)")
             if flag in OUTPUT_METAVARS and action.metavar != OUTPUT_METAVARS[flag]:
                 problems.append(f"{name} {flag}: metavar {OUTPUT_METAVARS[flag]}, got {action.metavar}")
-        if "--workers" in flags and (action.default is not None or action.type is int):
-            problems.append(f"{name} --workers: default None (the auto policy), type positive_int")
+        for flag in ("--workers", "--threads"):
+            if flag in flags and (action.default is not None or action.type is int):
+                problems.append(f"{name} {flag}: default None (the auto policy), type positive_int")
         if "--compat" in flags and (
             tuple(action.choices or ()) != ("default", "reference") or action.default != "default"
         ):
             problems.append(f"{name} --compat: choices (default, reference), default 'default'")
     if name.endswith("-eval"):
         for flag in ("--gt", "--pred", "--json", "--workers"):
+            if flag == "--workers" and "--threads" in by_flag and thread_pool(by_flag["--threads"]):
+                continue  # its pool is threads: --threads (and --workers parses, hidden)
             if flag not in by_flag:
                 problems.append(f"{name}: a dataset command takes {flag}")
         if "--compat" not in by_flag and name not in NO_RELEASED_TOOL:
@@ -140,6 +151,7 @@ def _broken() -> argparse.ArgumentParser:
     parser.add_argument("--results", help="default: found")
     parser.add_argument("--json", help="write the scores here")
     parser.add_argument("--workers", type=int, default=1, help="processes scoring the frames")
+    parser.add_argument("--threads", type=lambda s: int(s), default=None, help="threads decoding the images")
     return parser
 
 
@@ -151,6 +163,7 @@ def test_the_rules_reject_a_broken_parser(capsys):
         "['--results']: no help text",
         "--json: metavar OUT",
         "--workers: default None",
+        "--threads: spell it --workers",  # not marked as a thread pool (add_threads)
         "takes --gt",
         "takes --pred",
         "no --compat",
@@ -178,6 +191,23 @@ def test_a_fixed_parser_passes_and_hidden_aliases_still_parse(capsys):
     assert (args.gt, args.pred) == ("g", "p")
     assert "--data" not in parser.format_help()
     assert "--results" not in parser.format_help()
+    capsys.readouterr()
+
+
+def test_a_thread_pool_command_takes_threads_with_workers_as_its_hidden_alias(capsys):
+    parser = argparse.ArgumentParser(
+        prog="drivemetrics threaded-eval",
+        epilog="example:\n  drivemetrics threaded-eval --gt g --pred p --threads 2",
+    )
+    add_input(parser, "--gt", "folder", required=True, help="folder with the ground truth")
+    add_input(parser, "--pred", "folder", required=True, help="folder with the predictions")
+    parser.add_argument("--json", metavar="OUT", help="write the scores here")
+    add_threads(parser, "threads decoding the images")
+    add_compat(parser, "the released tool")
+    _add_global_options(parser)
+    assert grammar_problems("threaded-eval", parser) == []
+    assert parser.parse_args(["--gt", "g", "--pred", "p", "--workers", "3"]).threads == 3  # the old spelling
+    assert "--workers" not in parser.format_help()
     capsys.readouterr()
 
 

@@ -158,6 +158,13 @@ def test_numpy_warnings_are_one_line_each_without_source_lines(tmp_path):
         )
     argv = ["kitti-object-eval", "--gt", str(tmp_path / "gt"), "--det", str(tmp_path / "det"), "--no-progress"]
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    # issue 51: a 1e308 coordinate is refused by default (max_abs_coordinate), in one line
+    run = subprocess.run([sys.executable, "-m", "drivemetrics", *argv], capture_output=True, text=True, env=env)
+    assert run.returncode == 2, run.stderr[-600:]
+    assert run.stderr.count("\n") == 1, run.stderr
+    assert "max_abs_coordinate" in run.stderr, run.stderr
+    # with the limit raised to the largest float it admits, numpy overflows: each warning one line, no source line
+    argv += ["--limit", f"max_abs_coordinate={10**308}"]
     run = subprocess.run([sys.executable, "-m", "drivemetrics", *argv], capture_output=True, text=True, env=env)
     assert run.returncode == 0, run.stderr[-600:]
     lines = run.stderr.strip().splitlines()

@@ -93,7 +93,10 @@ def test_culane_cost_is_bounded_by_the_canvas_and_far_points_draw_as_the_visible
     assert lane_iou_matrix(far, other)[0, 0, 0].item() == 0.0
     huge = torch.tensor([[[[-1e12, 300.0], [1e12, 300.0]]]], dtype=torch.float64)  # a horizontal line
     row = torch.tensor([[[[-10.0, 300.0], [2000.0, 300.0]]]], dtype=torch.float64)
-    assert lane_iou_matrix(huge, row)[0, 0, 0].item() == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="max_abs_coordinate"):  # issue 51: refused by default, in one line
+        lane_iou_matrix(huge, row)
+    with set_limits(max_abs_coordinate=10**13):  # admitted: drawn as its visible part, the cost still the canvas's
+        assert lane_iou_matrix(huge, row)[0, 0, 0].item() == pytest.approx(1.0)
 
 
 def test_culane_reader_limits_name_the_file_and_line(tmp_path):

@@ -140,7 +140,11 @@ def test_json_limits_admit_every_fixture_file_and_long_timestamps(fixtures_dir):
     for path in sorted(fixtures_dir.rglob("*.json")):
         text = path.read_text()
         depths[path.relative_to(fixtures_dir).as_posix()] = json_depth(text)
-        lines = path.parent.name == "tusimple" and path.name != "expected_official.json"  # TuSimple: JSON lines
+        # JSON lines, one record per image, as the official tools read them: TuSimple's files and the Apollo
+        # 3D Lane Synthetic test.json (and the predictions written in its format)
+        tusimple = path.parent.name == "tusimple" and path.name != "expected_official.json"
+        apollo = path.parent.as_posix().endswith("apollo3d/cases") and path.name != "manifest.json"
+        lines = tusimple or apollo
         for record in filter(None, text.splitlines() if lines else [text]):
             load_json(record, path)
     assert len(depths) >= 10
@@ -212,9 +216,8 @@ def test_map_limits_admit_every_map_and_openlanev2_fixture(fixtures_dir):
 
 def test_the_budgets_of_issue_51_admit_the_real_inputs(fixtures_dir):
     # lane-graph pickles: 561 samples in 1.4 MB (the budget: 1,000 + 10,000 per MB); road graphs: their area
-    from drivemetrics.roadnet.geometry import graph_arrays
-
     from drivemetrics._internal.limits import check_graph_area
+    from drivemetrics.graph.geometry import graph_arrays  # moved to the shared graph package (issue 46)
     from drivemetrics.lanegraph.io import load_lanegraph_pickle
     from drivemetrics.roadnet.evaluate import GRAPH_SUFFIXES
     from drivemetrics.roadnet.io import read_graph

@@ -139,7 +139,30 @@ def _curvelanes(tmp_path):
     return [*argv, "--image-size", "2560x1440", "--workers", "1"], "curvelanes-eval"
 
 
+def _apollo3d(tmp_path):
+    lane = [[1.0, float(y), 0.0] for y in range(5, 100, 5)]
+    gt = {"raw_file": "images/00/1.jpg", "cam_height": 1.8, "cam_pitch": 0.04, "laneLines": [lane]}
+    gt |= {"laneLines_visibility": [[1.0] * len(lane)], "centerLines": [lane], "centerLines_visibility": [[1.0] * 19]}
+    pred = {"raw_file": "images/00/1.jpg", "laneLines": [lane], "laneLines_prob": [0.9]}
+    pred |= {"centerLines": [lane], "centerLines_prob": [0.9]}
+    (tmp_path / "test.json").write_text(json.dumps(gt) + "\n")
+    (tmp_path / "pred.json").write_text(json.dumps(pred) + "\n")
+    argv = ["apollo3d-eval", "--gt", str(tmp_path / "test.json"), "--pred", str(tmp_path / "pred.json")]
+    return [*argv, "--workers", "1"], "apollo3d-eval"
+
+
+def _once3d(tmp_path):
+    lane = [[1.0, 1.6, float(z)] for z in range(5, 50, 5)]
+    for folder, data in (("gt", {"lanes": [lane]}), ("pred", {"lanes": [{"points": lane, "score": 0.99}]})):
+        (tmp_path / folder / "s" / "cam01").mkdir(parents=True)
+        (tmp_path / folder / "s" / "cam01" / "1.json").write_text(json.dumps(data))
+    argv = ["once3d-eval", "--gt", str(tmp_path / "gt"), "--pred", str(tmp_path / "pred"), "--workers", "1"]
+    return argv, "once3d-eval"
+
+
 COMMANDS = {
+    "apollo3d-eval": _apollo3d,
+    "once3d-eval": _once3d,
     "llamas-eval": _llamas,
     "curvelanes-eval": _curvelanes,
     "openlanev2-eval": _openlanev2,

@@ -228,7 +228,7 @@ def _check_same_config(metric: Metric, config: object, states: dict[str, Any], a
         )
     for key, value in states.items():
         default = metric._defaults.get(key)
-        if not isinstance(default, Tensor) or not isinstance(value, Tensor):
+        if not arrays.is_tensor(default) or not arrays.is_tensor(value):
             continue
         ours = getattr(metric, key)
         if key in CONFIG_STATES and (value.shape != ours.shape or not torch.equal(value.cpu(), ours.cpu())):

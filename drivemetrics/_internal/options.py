@@ -79,15 +79,19 @@ def add_threads(parser: argparse.ArgumentParser, what: str) -> None:
     """``--threads N`` (default ``None``: one per usable core) for a command whose pool is threads of one process:
     ``--workers`` means processes in every command (issue 46). ``--workers N`` is still accepted here, hidden, as
     the old spelling of ``--threads N``: ``benchmarks/workers.py`` passes ``--workers`` to every pooled command of
-    this checkout and of an older one (``--before``)."""
-    parser.add_argument(
+    this checkout and of an older one (``--before``). The action carries ``pool = "threads"``: the command grammar
+    (``tests/test_cli_grammar.py``) accepts ``--threads`` in place of ``--workers`` only on such an action."""
+    action = parser.add_argument(
         "--threads",
+        "--workers",
         type=positive_int,
         default=None,
+        dest="threads",
         metavar="N",
         help=f"{what} (default and most: one per usable core, here {os.cpu_count()})",
     )
-    parser.add_argument("--workers", type=positive_int, dest="threads", help=argparse.SUPPRESS)
+    hide_aliases(action, "--workers")
+    action.pool = "threads"  # type: ignore[attr-defined]  # the grammar's mark: --threads instead of --workers
 
 
 def resolve_workers(workers: int | None) -> int:
@@ -141,14 +145,21 @@ def add_input(
     parser.set_defaults(input_kinds=kinds)
 
 
-def add_output(parser: argparse.ArgumentParser, flag: str, **kwargs: object) -> None:
-    """``parser.add_argument(flag, **kwargs)`` for an output path (file or folder), recording it for the one output
-    rule (:func:`drivemetrics._internal.files.check_outputs`: it must not be, contain or sit inside an input). The
-    usual names (``--json``, ``--figures``, ``--write-stats``, ``--out``, ``--output``) are checked without it."""
-    action = parser.add_argument(flag, **kwargs)  # type: ignore[arg-type]
+def add_output(
+    parser: argparse.ArgumentParser, flag: str, *, aliases: tuple[str, ...] = (), **kwargs: object
+) -> argparse.Action:
+    """``parser.add_argument(flag, *aliases, **kwargs)`` for an output path (file or folder), recording it for the one
+    output rule (:func:`drivemetrics._internal.files.check_outputs`: it must not be, contain or sit inside an input),
+    whose refusals name ``flag``. ``aliases`` are old spellings: they parse, ``--help`` omits them
+    (:func:`hide_aliases`). The usual names (``--json``, ``--figures``, ``--write-stats``, ``--out``, ``--output``)
+    are checked without it, named after their ``dest``."""
+    action = parser.add_argument(flag, *aliases, **kwargs)  # type: ignore[arg-type]
+    if aliases:
+        hide_aliases(action, *aliases)
     flags = dict(parser.get_default("output_flags") or {})
     flags[action.dest] = flag
     parser.set_defaults(output_flags=flags)
+    return action
 
 
 def device_name(text: str) -> str:

@@ -10,9 +10,9 @@ from drivemetrics._internal.options import (
     add_compat,
     add_input,
     add_no_progress,
+    add_output,
     add_threads,
     device_name,
-    hide_aliases,
     progress_setting,
     resolve_workers,
 )
@@ -63,9 +63,6 @@ def _kitti_object_eval(args: argparse.Namespace) -> int:
     for name, folder in (("--gt", gt_dir), ("--pred", det_dir)):
         if not folder.is_dir():
             raise FileNotFoundError(f"{name} folder not found: {folder}")
-    inputs = {gt_dir.resolve(), det_dir.resolve()}
-    if args.write_stats and Path(args.write_stats).resolve() in inputs:
-        raise ValueError("--out must not be the --gt or --pred folder (the stats would be read as frames)")
     if args.json:
         from drivemetrics._internal.files import check_output_path
 
@@ -151,15 +148,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--json", metavar="OUT", help="write {class: {metric: {difficulty: {curve, AP_R11, AP_R40}}}} here (AP in %%)"
     )
-    hide_aliases(
-        parser.add_argument(
-            "--out",
-            "--write-stats",
-            dest="write_stats",
-            metavar="DIR",
-            help="write the C++'s stats_<class>_<detection|orientation|detection_ground|detection_3d>.txt files here",
-        ),
-        "--write-stats",
+    add_output(
+        parser,
+        "--out",
+        aliases=("--write-stats",),
+        dest="write_stats",
+        metavar="DIR",
+        help="write the C++'s stats_<class>_<detection|orientation|detection_ground|detection_3d>.txt files here",
     )
     parser.add_argument(
         "--device",

@@ -244,9 +244,9 @@ def _image_size(text: str) -> tuple[float, float]:
     try:
         w, h = (float(v) for v in text.lower().split("x"))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected WxH (e.g. 2560x1440), got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected WxH (e.g. 2560x1440), got {text[:80]!r}") from None
     if not (w > 0 and h > 0 and w < 1e6 and h < 1e6):
-        raise argparse.ArgumentTypeError(f"width and height must be in (0, 1e6), got {text!r}")
+        raise argparse.ArgumentTypeError(f"width and height must be in (0, 1e6), got {text[:80]!r}")
     return w, h
 
 
@@ -418,12 +418,19 @@ def _register_llamas(subparsers: argparse._SubParsersAction) -> None:
         help="IoU: pixel (drawn lanes, the official numbers), shapely (the evaluator's unofficial area IoU, needs "
         "shapely) or both",
     )
-    llamas.add_argument("--line-width", type=float, default=30.0, help="drawn lane width in pixels (30)")
+    llamas.add_argument(
+        "--line-width",
+        type=number_in(0, 1000, low_open=True),  # the 1276 x 717 canvas, as culane-eval's
+        default=30.0,
+        help="drawn lane width in pixels (in (0, 1000], default 30)",
+    )
     add_compat(
         llamas,
         "the official evaluator: lanes renamed after a drop, crashes on the cases the default handles (see the docs)",
     )
-    llamas.add_argument("--chunk", type=int, default=64, help="frames scored per batch")
+    llamas.add_argument(
+        "--chunk", type=number_in(1, 100_000, kind=int), default=64, help="frames scored per batch (default 64)"
+    )
     add_workers(llamas, "processes reading and scoring the files", auto=True)
     llamas.add_argument("--per-image", action="store_true", help="with --json, add per-frame TP / FP / FN")
     add_no_progress(llamas)
@@ -459,15 +466,18 @@ def _register_curvelanes(subparsers: argparse._SubParsersAction) -> None:
         help="image size of every frame without images/<name>.jpg or an image_sizes.json entry",
     )
     curvelanes.add_argument(
-        "--score-threshold", type=float, default=0.5, help="score a kept prediction must exceed (0.5, the papers')"
+        "--score-threshold",
+        type=number_in(0, 1),  # scores are probabilities, as the library checks (curvelanes.py)
+        default=0.5,
+        help="score a kept prediction must exceed (in [0, 1], default 0.5, the papers')",
     )
     curvelanes.add_argument(
         "--score-thresholds",
-        type=float,
+        type=number_in(0, 1),
         nargs="+",
         default=None,
         metavar="T",
-        help="thresholds of the per-threshold table and vega's max F1 (0.1 .. 0.9)",
+        help="thresholds of the per-threshold table and vega's max F1, each in [0, 1] (default 0.1 .. 0.9)",
     )
     curvelanes.add_argument(
         "--protocol",
@@ -476,7 +486,9 @@ def _register_curvelanes(subparsers: argparse._SubParsersAction) -> None:
         help="headline: F1 at --score-threshold (CondLaneNet, CLRerNet) or also vega's max F1 over the thresholds",
     )
     add_compat(curvelanes, "the vega metric's epsilon in P / R / F1 and its crash on repeated points")
-    curvelanes.add_argument("--chunk", type=int, default=64, help="frames scored per batch")
+    curvelanes.add_argument(
+        "--chunk", type=number_in(1, 100_000, kind=int), default=64, help="frames scored per batch (default 64)"
+    )
     add_workers(curvelanes, "processes reading and scoring the files", auto=True)
     curvelanes.add_argument("--per-image", action="store_true", help="with --json, add per-frame hits and counts")
     add_no_progress(curvelanes)

@@ -51,7 +51,11 @@ def test_missing_result_files_count_as_empty_with_a_warning(kitti_dir, tmp_path,
 def test_bad_inputs_exit_2(kitti_dir, tmp_path, capsys):
     gt, det = str(kitti_dir / "label_2"), str(kitti_dir / "det_100")
     assert main(["kitti-object-eval", "--gt", gt, "--det", det, "--write-stats", det]) == 2
-    assert "--out must not be" in capsys.readouterr().err
+    err = capsys.readouterr().err  # the one output rule (issue 51), named after the documented spelling
+    assert "`--out`" in err, err
+    assert "is the input `--pred`" in err, err
+    assert main(["kitti-object-eval", "--gt", gt, "--det", det, "--out", gt]) == 2
+    assert "is the input `--gt`" in capsys.readouterr().err
     assert main(["kitti-object-eval", "--gt", str(tmp_path / "none"), "--det", det]) == 2
     assert "--gt folder not found" in capsys.readouterr().err
     bad = tmp_path / "det"
