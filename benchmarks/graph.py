@@ -32,12 +32,12 @@ from scipy.spatial.distance import cdist
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from drivemetrics.roadnet.evaluate import METRICS  # noqa: E402
 from drivemetrics.graph.geometry import (  # noqa: E402
     crop,
     dense_arrays,
     validate_graph,
 )
+from drivemetrics.roadnet.evaluate import METRICS  # noqa: E402
 from drivemetrics.roadnet.io import read_graph  # noqa: E402
 
 
