@@ -176,12 +176,16 @@ def run_official(venv: Path, source: Path, root: Path, test_list: Path, frames: 
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def _take(resampled: dict, index: torch.Tensor) -> dict:
+    """The resampled values of the lanes ``index`` as ``(K, 1, 100)`` (one lane per frame of a pair batch)."""
+    return {key: resampled[key].index_select(0, index)[:, None] for key in ("x", "z", "visible")}
+
+
 def frames_with_tied_assignments(gt: list, pred: list) -> list[int]:
     """Frames whose integer-cost maximum-cardinality assignment is not unique (OR-Tools and scipy may then pick
     different optima, which moves the errors and, rarely, the counts); frame ``i`` pairs annotation ``i``."""
     from scipy.optimize import linear_sum_assignment
 
-    from drivemetrics.lane3d import openlane as ol
     from drivemetrics.lane3d import pairs, resample
     from drivemetrics.lane3d.evaluate import _frames_to_lanes
 
@@ -193,7 +197,7 @@ def frames_with_tied_assignments(gt: list, pred: list) -> list[int]:
         p = resample.resample_lanes(pred_lanes, False, False)
         batch = len(gt[start : start + 256])
         gi, pj, _, first, n_gt, n_pred = pairs.pair_index(gt_lanes.frame, g["kept"], pred_lanes.frame, p["kept"], batch)
-        cost = pairs.pair_cost(pairs.pair_terms(ol._take(g, gi), ol._take(p, pj), None), True)[:, 0, 0].numpy()
+        cost = pairs.pair_cost(pairs.pair_terms(_take(g, gi), _take(p, pj), None), True)[:, 0, 0].numpy()
         for b, (offset, rows, cols) in enumerate(zip(first.tolist(), n_gt.tolist(), n_pred.tolist(), strict=True)):
             if rows * cols == 0:
                 continue
