@@ -345,7 +345,12 @@ SCENARIOS = {
         lambda t: _replace_json(_culane(t, "800 580 810 450 820 300\n"), "/proc/nonexistent/out.json"),
         "error",
     ),
-    "json_into_a_folder": (lambda t: _replace_json(_culane(t, "800 580 810 450 820 300\n"), "."), "error"),
+    # a folder that holds no input (a folder holding one is refused by the output rule first: next row)
+    "json_into_a_folder": (
+        lambda t: (t / "empty").mkdir() or _replace_json(_culane(t, "800 580 810 450 820 300\n"), "empty"),
+        "error",
+    ),
+    "json_over_the_inputs": (lambda t: _replace_json(_culane(t, "800 580 810 450 820 300\n"), "."), "error"),
 }
 
 

@@ -41,7 +41,8 @@ EXPECTED_ERROR = {
     "road_png_bomb": ["um_road_000000.png", "max_png_pixels"],
     "road_bev_size_mismatch": ["um_road_000000.png", "does not fit the camera"],
     "json_into_proc": ["/proc/nonexistent/out.json", "cannot write"],
-    "json_into_a_folder": ["`--json` . is a folder"],
+    "json_into_a_folder": ["`--json` empty is a folder"],
+    "json_over_the_inputs": ["`--json` .", "contains the input `--pred` bad"],
     # issue 36: openlanev2-eval and map-eval
     "olv2_3000_lanes": ["bad.json: frame val/10000/315970000000000000: lane_centerline", "max_map_lines_per_frame"],
     "olv2_1e6_point_lane": ["bad.pkl: frame val/10000/", "lane_centerline[0].points", "max_map_line_points"],
