@@ -44,7 +44,7 @@ from drivemetrics.lane.geometry import (
 )
 from drivemetrics.lane.psld_rollout import (
     XRefSource,
-    _check_horizon,
+    check_horizon,
     psld_deviations,
     smooth_psld,
 )
@@ -167,7 +167,7 @@ class PSLDLoss(nn.Module):
             )
         if input_type == "row_scores" and rows is None:
             raise ValueError("`rows` (image rows of the row-wise scores, pixels) is required for 'row_scores'")
-        _check_horizon(horizon_frames)
+        check_horizon(horizon_frames)
         self.input_type = input_type
         self.horizon_frames = int(horizon_frames)
         self.x_ref_source = x_ref_source
@@ -274,7 +274,7 @@ class PSLD(CheckedStateMetric):
         self.validate_args = bool(validate_args)
         if aggregate not in ("mean", "max"):
             raise ValueError(f"`aggregate` must be 'mean' or 'max', got {aggregate!r}")
-        _check_horizon(horizon_frames)
+        check_horizon(horizon_frames)
         self.aggregate = aggregate
         self.horizon_frames = int(horizon_frames)
         self.x_ref_source = x_ref_source

@@ -62,7 +62,7 @@ def _check_speed(speed: Tensor | float, like: Tensor, values: bool = True) -> Te
     return v.expand(like.shape[0])
 
 
-def _check_horizon(horizon_frames: int) -> None:
+def check_horizon(horizon_frames: int) -> None:
     if int(horizon_frames) != horizon_frames or horizon_frames < 1:
         raise ValueError(f"`horizon_frames` (Tp) must be an integer >= 1, got {horizon_frames}")
 
@@ -109,7 +109,7 @@ def psld_deviations(
     preds, target = float32_if_half(preds), float32_if_half(target)  # 8 mantissa bits lose the rollout's centimetres
     z_samples = default_z_samples(preds.dtype, preds.device) if z_samples is None else z_samples.to(preds)
     _check_profiles(preds, target, z_samples, validate_args)
-    _check_horizon(horizon_frames)
+    check_horizon(horizon_frames)
     if x_ref_source not in ("rollout", "center"):
         raise ValueError(f"`x_ref_source` must be 'rollout' or 'center', got {x_ref_source!r}")
     controller = LinearMPC() if controller is None else controller
