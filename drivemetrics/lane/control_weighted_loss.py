@@ -88,7 +88,7 @@ def control_sensitivity_weights(
         points = target.detach().clone().requires_grad_()
         profile = center_from_image_lanes(points, image_from_road.detach(), z_samples.to(target))
         dev = psld_deviations(profile, center.detach().to(profile), speed=speed, z_samples=z_samples.to(target),
-                              horizon_frames=horizon_frames, controller=controller)  # fmt: skip
+                              horizon_frames=horizon_frames, controller=controller, validate_args=False)  # fmt: skip
         sens = torch.zeros_like(target[..., 0])
         for t in range(horizon_frames):  # |d dev_t / d u| per step; PSLD of a 1-px shift = max over steps / Tp
             (grad,) = torch.autograd.grad(dev[:, t].sum(), points, retain_graph=t + 1 < horizon_frames)

@@ -141,7 +141,7 @@ def expected_psld_loss(
         shift = offset_std * n[:, 1:2] + z * torch.tan((yaw_std_deg * 0.017453292519943295) * n[:, 2:3])
         dev = psld_deviations(preds - shift, target - shift, speed=speed_s, z_samples=z, horizon_frames=horizon_frames,
                               controller=controllers[s % len(controllers)], validate_args=False)  # fmt: skip
-        total = total + smooth_psld(dev, temperature=temperature, abs_eps=abs_eps)
+        total = total + smooth_psld(dev, temperature=temperature, abs_eps=abs_eps, validate_args=False)
     return reduce_frames(total / samples, reduction)
 
 
