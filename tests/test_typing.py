@@ -327,7 +327,6 @@ def _wrong_lines(script: Path) -> set[int]:
     return {i for i, line in enumerate(script.read_text().splitlines(), 1) if line.endswith("# wrong")}
 
 
-@pytest.mark.slow
 def test_mypy_reports_exactly_the_wrong_calls(tmp_path, editable_install):
     pytest.importorskip("mypy", reason="mypy is a dev dependency")
     script = tmp_path / "user_script.py"
@@ -361,7 +360,6 @@ def test_mypy_reports_exactly_the_wrong_calls(tmp_path, editable_install):
     assert set(reported) == _wrong_lines(script), (result.stdout[-6000:], result.stderr[-2000:])
 
 
-@pytest.mark.slow
 def test_pyright_reports_exactly_the_wrong_calls(tmp_path, editable_install):
     pyright = shutil.which("pyright") or str(Path(sys.executable).with_name("pyright"))
     if not Path(pyright).exists():
