@@ -65,7 +65,6 @@ def curvelanes_spline(lanes: Sequence[np.ndarray]) -> list[np.ndarray]:
     lanes of one point count are computed together.
 
     Examples:
-        >>> from drivemetrics.lane.curvelanes import curvelanes_spline
         >>> import numpy as np
         >>> from drivemetrics.lane.curvelanes import curvelanes_spline
         >>> curvelanes_spline([np.array([[0.0, 0.0], [3.0, 4.0]])])[0].tolist()
@@ -203,7 +202,6 @@ def curvelanes_matches(
         ``{"hits", "num_pred"}``: ``(B, T)`` long per score threshold; ``"num_gt"``: ``(B,)`` long.
 
     Examples:
-        >>> from drivemetrics.lane.curvelanes import curvelanes_matches
         >>> import torch
         >>> from drivemetrics.functional import curvelanes_matches
         >>> gt = torch.tensor([[[[1000.0, 1439.0], [1200.0, 700.0]]]])  # (B, L, Q, 2) in a 2560 x 1440 image
@@ -289,7 +287,6 @@ def curvelanes_scores(
     when undefined).
 
     Examples:
-        >>> from drivemetrics.lane.curvelanes import curvelanes_scores
         >>> import torch
         >>> from drivemetrics.lane.curvelanes import curvelanes_scores
         >>> one = torch.tensor(1)
@@ -323,7 +320,6 @@ def curvelanes_counts(
     """Per-frame ``tp``, ``fp``, ``fn`` (``(B,)`` long) at one score threshold; arguments as :func:`curvelanes_matches`.
 
     Examples:
-        >>> from drivemetrics.lane.curvelanes import curvelanes_counts
         >>> import torch
         >>> from drivemetrics.functional import curvelanes_counts
         >>> gt = torch.tensor([[[[1000.0, 1439.0], [1200.0, 700.0]]]])
@@ -365,7 +361,6 @@ def curvelanes_f1(
     """CurveLanes ``precision``, ``recall``, ``f1`` of the batch's totals; arguments as :func:`curvelanes_matches`.
 
     Examples:
-        >>> from drivemetrics.lane.curvelanes import curvelanes_f1
         >>> import torch
         >>> from drivemetrics.functional import curvelanes_f1
         >>> gt = torch.tensor([[[[1000.0, 1439.0], [1200.0, 700.0]]]])
@@ -407,7 +402,6 @@ class CurveLanesMetrics(MetricFamily):
         kwargs: torchmetrics ``Metric`` keyword arguments.
 
     Examples:
-        >>> from drivemetrics.lane.curvelanes import CurveLanesMetrics
         >>> import torch
         >>> from drivemetrics.lane import CurveLanesMetrics
         >>> gt = torch.tensor([[[[1000.0, 1439.0], [1200.0, 700.0]]]])  # (B, L, Q, 2) in a 2560 x 1440 image

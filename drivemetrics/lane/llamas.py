@@ -287,7 +287,6 @@ def llamas_interpolate(points: np.ndarray, n: int = 50, where: str = "prediction
     ``TypeError`` from ``splprep``).
 
     Examples:
-        >>> from drivemetrics.lane.llamas import llamas_interpolate
         >>> import numpy as np
         >>> from drivemetrics.lane.llamas import llamas_interpolate
         >>> llamas_interpolate(np.array([[600.0, 700.0], [640.0, 500.0], [640.0, 500.0]]), n=3).round(6).tolist()
@@ -419,7 +418,6 @@ def llamas_matches(
         ``"num_pred"``, ``"num_gt"``: ``(B,)`` long numbers of scored lanes.
 
     Examples:
-        >>> from drivemetrics.lane.llamas import llamas_matches
         >>> import torch
         >>> from drivemetrics.functional import llamas_matches
         >>> rows = torch.arange(300.0, 717.0)
@@ -483,7 +481,6 @@ def llamas_counts(
     Other arguments as :func:`llamas_matches`.
 
     Examples:
-        >>> from drivemetrics.lane.llamas import llamas_counts
         >>> import torch
         >>> from drivemetrics.functional import llamas_counts
         >>> rows = torch.arange(300.0, 717.0)
@@ -529,7 +526,6 @@ def llamas_f1(
     from the batch's totals (0 when undefined). Arguments as :func:`llamas_matches`.
 
     Examples:
-        >>> from drivemetrics.lane.llamas import llamas_f1
         >>> import torch
         >>> from drivemetrics.functional import llamas_f1
         >>> rows = torch.arange(300.0, 717.0)
@@ -579,7 +575,6 @@ class LlamasMetrics(MetricFamily):
         kwargs: torchmetrics ``Metric`` keyword arguments.
 
     Examples:
-        >>> from drivemetrics.lane.llamas import LlamasMetrics
         >>> import torch
         >>> from drivemetrics.lane import LlamasMetrics
         >>> rows = torch.arange(300.0, 717.0)

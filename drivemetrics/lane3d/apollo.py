@@ -89,7 +89,6 @@ def apollo3d_resample(
         ``(M, 100)`` bool, ``kept`` ``(M,)`` bool (the lanes that are evaluated and counted).
 
     Examples:
-        >>> from drivemetrics.lane3d.apollo import apollo3d_resample
         >>> import numpy as np
         >>> from drivemetrics.lane3d.packed import pack_lane_lists
         >>> from drivemetrics.functional import apollo3d_resample
@@ -237,7 +236,6 @@ def apollo3d_matches(
         threshold, frame after frame in assignment order; numpy arrays or tensors as ``preds.points``.
 
     Examples:
-        >>> from drivemetrics.lane3d.apollo import apollo3d_matches
         >>> import numpy as np
         >>> from drivemetrics.lane3d.packed import pack_lane_lists
         >>> from drivemetrics.functional import apollo3d_matches
@@ -354,7 +352,6 @@ def apollo3d_scores(
         (numpy float64).
 
     Examples:
-        >>> from drivemetrics.lane3d.apollo import apollo3d_scores
         >>> import numpy as np
         >>> from drivemetrics.functional import apollo3d_scores
         >>> counts = np.array([[2, 2, 2, 2]] * 19)
@@ -406,7 +403,6 @@ class Apollo3DMetrics(MetricFamily):
         validate_args: refuse points beyond ``max_lane3d_abs_metres`` (the readers' limit) in ``update``.
 
     Examples:
-        >>> from drivemetrics.lane3d.apollo import Apollo3DMetrics
         >>> import torch
         >>> from drivemetrics.lane3d import Apollo3DMetrics
         >>> lane = torch.tensor([[1.8, 3.0, 0.0], [1.8, 100.0, 0.0]], dtype=torch.float64)

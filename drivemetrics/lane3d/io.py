@@ -220,7 +220,6 @@ class ScoredLanesFrame:
     (Apollo GT); ``name`` the frame's ``raw_file`` (Apollo) or ``<sequence>/cam01/<timestamp>.json`` (ONCE).
 
     Examples:
-        >>> from drivemetrics.lane3d.io import ScoredLanesFrame
         >>> import numpy as np
         >>> from drivemetrics.lane3d.io import ScoredLanesFrame
         >>> ScoredLanesFrame("images/00/1.jpg", [np.zeros((2, 3))], [0.5]).scores
@@ -290,7 +289,6 @@ def read_apollo_gt(path: str | Path) -> dict[str, tuple[ScoredLanesFrame, Scored
     The last line of a ``raw_file`` wins, as the evaluator's dict.
 
     Examples:
-        >>> from drivemetrics.lane3d.io import read_apollo_gt
         >>> import json, os, tempfile
         >>> from drivemetrics.lane3d.io import read_apollo_gt
         >>> line = {"raw_file": "images/00/1.jpg", "laneLines": [[[1, 5, 0], [1, 50, 0]]],
@@ -316,7 +314,6 @@ def read_apollo_pred(path: str | Path) -> list[tuple[ScoredLanesFrame, ScoredLan
     ``centerLines_prob``): (lane lines, centre lines) per line, in file order.
 
     Examples:
-        >>> from drivemetrics.lane3d.io import read_apollo_pred
         >>> import json, os, tempfile
         >>> from drivemetrics.lane3d.io import read_apollo_pred
         >>> line = {"raw_file": "images/00/1.jpg", "laneLines": [[[1, 5, 0], [1, 50, 0]]], "laneLines_prob": [0.9],
@@ -342,7 +339,6 @@ def list_once_frames(gt_dir: str | Path) -> list[str]:
     ``file_parser`` lists them (``cam01`` hard-coded).
 
     Examples:
-        >>> from drivemetrics.lane3d.io import list_once_frames
         >>> import os, tempfile
         >>> from drivemetrics.lane3d.io import list_once_frames
         >>> with tempfile.TemporaryDirectory() as d:
@@ -369,7 +365,6 @@ def read_once_file(path: str | Path, *, prediction: bool) -> ScoredLanesFrame:
     "score": s}, ...]}``) file, camera frame.
 
     Examples:
-        >>> from drivemetrics.lane3d.io import read_once_file
         >>> import json, os, tempfile
         >>> from drivemetrics.lane3d.io import read_once_file
         >>> with tempfile.TemporaryDirectory() as d:

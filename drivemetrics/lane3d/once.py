@@ -110,7 +110,6 @@ def once3d_iou(
     ``max_lane3d_abs_metres``, the readers' limit) coordinates, which would raster without bound.
 
     Examples:
-        >>> from drivemetrics.lane3d.once import once3d_iou
         >>> import numpy as np
         >>> from drivemetrics.functional import once3d_iou
         >>> z = np.arange(5.0, 41.0)
@@ -211,7 +210,6 @@ def once3d_mean_distance(
     infinite or huge (beyond ``max_lane3d_abs_metres``) coordinates.
 
     Examples:
-        >>> from drivemetrics.lane3d.once import once3d_mean_distance
         >>> import numpy as np
         >>> from drivemetrics.functional import once3d_mean_distance
         >>> near = np.array([[1.0, 1.6, 5.0], [1.0, 1.6, 20.0]])
@@ -265,7 +263,6 @@ def once3d_matches(
         tensors as ``preds.points``.
 
     Examples:
-        >>> from drivemetrics.lane3d.once import once3d_matches
         >>> import numpy as np
         >>> from drivemetrics.lane3d.packed import pack_lane_lists
         >>> from drivemetrics.functional import once3d_matches
@@ -346,7 +343,6 @@ def once3d_scores(
     negative or non-finite counts and distance sums (a one-line ``ValueError``).
 
     Examples:
-        >>> from drivemetrics.lane3d.once import once3d_scores
         >>> import numpy as np
         >>> from drivemetrics.functional import once3d_scores
         >>> out = once3d_scores(np.array([[4, 2, 2], [4, 0, 0]]), np.array([0.2, 0.0]), compat="reference")
@@ -395,7 +391,6 @@ class ONCE3DMetrics(MetricFamily):
         validate_args: refuse points beyond ``max_lane3d_abs_metres`` (the readers' limit) in ``update``.
 
     Examples:
-        >>> from drivemetrics.lane3d.once import ONCE3DMetrics
         >>> import torch
         >>> from drivemetrics.lane3d import ONCE3DMetrics
         >>> z = torch.arange(3.0, 41.0)

@@ -33,7 +33,6 @@ class PackedLanes(NamedTuple):
     scores (predictions) or ``None``; ``visibility`` ``(T,)`` per point (GT) or ``None``.
 
     Examples:
-        >>> from drivemetrics.lane3d.packed import pack_lane_lists
         >>> import numpy as np
         >>> from drivemetrics.lane3d.packed import pack_lane_lists
         >>> lanes = pack_lane_lists([[np.zeros((2, 3))], [np.ones((3, 3)), np.ones((1, 3))]], scores=[[0.5], [0.2, 1]])

@@ -245,7 +245,6 @@ def gt_track_ids(
     frame takes its id, any other line a new id.
 
     Examples:
-        >>> from drivemetrics.vectormap.consistency import gt_track_ids
         >>> import numpy as np
         >>> from drivemetrics.vectormap.io import MapFrame, MapSample
         >>> from drivemetrics.vectormap.consistency import gt_track_ids
@@ -306,7 +305,6 @@ def pred_track_ids(
     yet taken in its frame, and a prediction without such a link a new id.
 
     Examples:
-        >>> from drivemetrics.vectormap.consistency import pred_track_ids
         >>> import numpy as np
         >>> from drivemetrics.vectormap.io import MapFrame, MapSample
         >>> from drivemetrics.vectormap.consistency import pred_track_ids
@@ -414,7 +412,6 @@ def consistent_true_positive(
         owner turned into false positives (also after the owner has ended: no hand-over).
 
     Examples:
-        >>> from drivemetrics.vectormap.consistency import consistent_true_positive
         >>> import torch
         >>> from drivemetrics.functional import consistent_true_positive
         >>> tp = torch.tensor([[True], [True], [True]])
@@ -621,7 +618,6 @@ def evaluate_cmap(
         ``"unknown_samples"``.
 
     Examples:
-        >>> from drivemetrics.vectormap.consistency import evaluate_cmap
         >>> import numpy as np
         >>> from drivemetrics.vectormap.io import MapFrame, MapSample
         >>> from drivemetrics.vectormap import evaluate_cmap

@@ -507,7 +507,6 @@ def read_streammapnet_gt(path: str | Path) -> list[MapSample]:
     ``ValueError`` naming the file, the token and the place.
 
     Examples:
-        >>> from drivemetrics.vectormap.io import read_streammapnet_gt
         >>> import tempfile, json, os
         >>> from drivemetrics.vectormap import read_streammapnet_gt
         >>> gts = {"gts": {"a": {"1": [[[0, 0], [0, 10]]], "0": [], "2": []}}}
@@ -595,7 +594,6 @@ def read_maptracker_samples(path: str | Path) -> tuple[list[MapFrame], list[MapS
     (``local_idx`` 0, 1, ...). Malformed input raises one ``ValueError`` naming the file, the sample and the field.
 
     Examples:
-        >>> from drivemetrics.vectormap.io import read_maptracker_samples
         >>> import tempfile, json, os
         >>> from drivemetrics.vectormap import read_maptracker_samples
         >>> sample = {"token": "a", "scene_name": "s", "local_idx": 0, "ego2global_translation": [0, 0, 0],
