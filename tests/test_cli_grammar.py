@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from drivemetrics._internal.options import add_compat, add_input, add_threads, hide_aliases
+from drivemetrics._internal.options import add_compat, add_device, add_input, add_threads, device_name, hide_aliases
 from drivemetrics._internal.progress import one_line_warnings
 from drivemetrics.cli import COMMANDS, _add_global_options, build_parser, main
 
@@ -60,6 +60,15 @@ REPLACED = {
 OUTPUT_METAVARS = {"--json": "OUT", "--figures": "DIR", "--out": "DIR"}
 #: ``*-eval`` commands whose benchmark has no released evaluation tool (so no ``--compat``), with the reason.
 NO_RELEASED_TOOL: dict[str, str] = {}
+#: ``*-eval`` commands without ``--device``: their scoring is host code by nature (no tensor path), with the reason.
+#: Every other ``*-eval`` takes ``--device NAME`` (``add_device``), so a new command without it fails here.
+HOST_ONLY: dict[str, str] = {
+    "lanegraph-eval": "networkx graphs scored on the host (GEO / TOPO / APLS / SDA matching); torch only gathers "
+    "the per-sample rows under torchrun",
+}
+#: ``*-eval`` commands that gain ``--device`` on another branch of issue 50 (delete an entry when it lands; the
+#: test then checks the command like every other).
+DEVICE_ON_ANOTHER_BRANCH: frozenset[str] = frozenset({"road-eval", "llamas-eval", "curvelanes-eval"})
 
 
 def command_parser(name: str) -> argparse.ArgumentParser:
@@ -124,6 +133,14 @@ def grammar_problems(name: str, parser: argparse.ArgumentParser) -> list[str]:
                 problems.append(f"{name}: a dataset command takes {flag}")
         if "--compat" not in by_flag and name not in NO_RELEASED_TOOL:
             problems.append(f"{name}: no --compat (list it in NO_RELEASED_TOOL with the reason if no tool exists)")
+        if "--device" in by_flag and name in HOST_ONLY:
+            problems.append(f"{name}: takes --device but is listed in HOST_ONLY (remove it there)")
+        elif "--device" not in by_flag and name not in HOST_ONLY and name not in DEVICE_ON_ANOTHER_BRANCH:
+            problems.append(
+                f"{name}: no --device (add_device; or list it in HOST_ONLY with the reason if it has no tensor path)"
+            )
+    if "--device" in by_flag and by_flag["--device"].type is not device_name:
+        problems.append(f"{name} --device: type device_name, via add_device")
     for flag in ("--verbose", "--limit"):
         if flag not in by_flag:
             problems.append(f"{name}: the global option {flag} is not accepted after the subcommand")
@@ -155,6 +172,37 @@ def _broken() -> argparse.ArgumentParser:
     return parser
 
 
+def test_a_dataset_command_without_device_fails_unless_listed_host_only(capsys):
+    """Every ``*-eval`` takes ``--device`` (issue 50) or is in HOST_ONLY with a reason; a ``--device`` of its own
+    making (not ``add_device``'s type) is refused too."""
+    problems = "\n".join(grammar_problems("broken-eval", _broken()))
+    assert "broken-eval: no --device" in problems, problems
+    with_str = _broken()
+    with_str.add_argument("--device", default="cpu", help="torch device of the kernels")
+    assert "--device: type device_name" in "\n".join(grammar_problems("broken-eval", with_str))
+    fixed = _broken()
+    add_device(fixed, "torch device of the kernels")
+    assert "--device" not in "\n".join(grammar_problems("broken-eval", fixed))
+    host = _broken()
+    HOST_ONLY["broken-eval"] = "test"
+    try:
+        assert "no --device" not in "\n".join(grammar_problems("broken-eval", host))
+        add_device(host, "torch device of the kernels")
+        assert "listed in HOST_ONLY" in "\n".join(grammar_problems("broken-eval", host))
+    finally:
+        del HOST_ONLY["broken-eval"]
+    capsys.readouterr()
+
+
+def test_every_dataset_command_takes_device_or_says_why_not():
+    evals = sorted(name for name in COMMANDS if name.endswith("-eval"))
+    assert set(HOST_ONLY) <= set(evals), sorted(set(HOST_ONLY) - set(evals))
+    assert all(len(reason) > 20 for reason in HOST_ONLY.values())
+    for name in evals:
+        has = any("--device" in visible(a) for a in options(command_parser(name)))
+        assert has or name in HOST_ONLY or name in DEVICE_ON_ANOTHER_BRANCH, name
+
+
 def test_the_rules_reject_a_broken_parser(capsys):
     problems = "\n".join(grammar_problems("broken-eval", _broken()))
     capsys.readouterr()
@@ -184,6 +232,7 @@ def test_a_fixed_parser_passes_and_hidden_aliases_still_parse(capsys):
     parser.add_argument("--json", metavar="OUT", help="write the scores here")
     parser.add_argument("--workers", type=lambda s: int(s), default=None, help="processes scoring the frames")
     add_compat(parser, "the released tool")
+    add_device(parser, "torch device of the kernels")
     _add_global_options(parser)
     checked = [p for p in grammar_problems("fixed-eval", parser) if "does not parse" not in p]
     assert checked == []
@@ -204,6 +253,7 @@ def test_a_thread_pool_command_takes_threads_with_workers_as_its_hidden_alias(ca
     parser.add_argument("--json", metavar="OUT", help="write the scores here")
     add_threads(parser, "threads decoding the images")
     add_compat(parser, "the released tool")
+    add_device(parser, "torch device of the kernels")
     _add_global_options(parser)
     assert grammar_problems("threaded-eval", parser) == []
     assert parser.parse_args(["--gt", "g", "--pred", "p", "--workers", "3"]).threads == 3  # the old spelling

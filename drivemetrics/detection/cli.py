@@ -8,11 +8,11 @@ from pathlib import Path
 
 from drivemetrics._internal.options import (
     add_compat,
+    add_device,
     add_input,
     add_no_progress,
     add_output,
     add_threads,
-    device_name,
     progress_setting,
     resolve_workers,
 )
@@ -184,12 +184,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="DIR",
         help="write the C++'s stats_<class>_<detection|orientation|detection_ground|detection_3d>.txt files here",
     )
-    parser.add_argument(
-        "--device",
-        type=device_name,
+    add_device(
+        parser,
+        "torch device of the overlaps and the matching",
         default=None,
-        metavar="NAME",
-        help="torch device of the overlaps and the matching (default: numpy on the CPU, without torch)",
+        default_text="default: numpy on the CPU, without torch",
     )
     add_compat(
         parser,

@@ -8,6 +8,7 @@ import sys
 
 from drivemetrics._internal.options import (
     SEED_RANGE,
+    add_device,
     add_input,
     add_no_progress,
     add_workers,
@@ -48,6 +49,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     ev.add_argument("--json", default=None, metavar="OUT", help="write per-tile and aggregated results as JSON")
     add_workers(ev, "processes scoring the tiles", auto=True)
+    add_device(
+        ev,
+        "torch device of CCQ's raster and dilation, the one metric on tensors (the graph metrics are host code); "
+        "the same as --set ccq.device=NAME",
+        default=None,
+        default_text="default: the CPU",
+    )
     ev.add_argument(
         "--seed", type=number_in(*SEED_RANGE, kind=int), default=0, help="seed of the sampled metrics (default 0)"
     )
@@ -206,7 +214,13 @@ def _run_eval(args: argparse.Namespace) -> int:
     pairs, orphans = find_pairs(args.gt, args.pred)
     missing = [name for name, _, p in pairs if p is None]
     presets = [f"apls.protocol={args.protocol}"] if args.protocol else []  # --set given after it wins
-    options = apply_settings(_seeded_options(args.seed), [*presets, *args.set])
+    devices = [f"ccq.device={args.device}"] if args.device else []  # --set given after it wins
+    options = apply_settings(_seeded_options(args.seed), [*presets, *devices, *args.set])
+    ccq_device = options.get("ccq", {}).get("device")
+    if ccq_device is not None:
+        from drivemetrics._internal.options import check_device
+
+        check_device(str(ccq_device))  # before any work: one line naming --device
     warn_default_mode(args.metrics, args.compat)
     per_tile, scores = evaluate_dataset(
         pairs,
