@@ -162,6 +162,24 @@ def test_every_command_follows_the_grammar(name, capsys):
     assert not problems, "\n".join(problems)
 
 
+def test_the_top_level_help_shows_examples_that_parse(capsys):
+    """``drivemetrics --help`` ends with examples too (the walk of issue 50 found it had none)."""
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    assert done.value.code == 0
+    text = capsys.readouterr().out
+    assert "examples:" in text
+    lines = [line.split("#")[0].strip() for line in text.split("examples:", 1)[1].splitlines()]
+    found = [shlex.split(line)[1:] for line in lines if line.startswith("drivemetrics ")]
+    assert len(found) >= 2, text
+    for argv in found:
+        command = next(token for token in argv if token in COMMANDS)
+        if "--help" in argv:
+            continue
+        args = build_parser(command).parse_args(argv)
+        assert args.command == command
+
+
 def _broken() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="drivemetrics broken-eval")
     add_input(parser, "--data", "folder", help="folder with the ground truth")
