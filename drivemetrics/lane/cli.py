@@ -215,7 +215,7 @@ def _llamas_eval(args: argparse.Namespace) -> int:
     if args.iou in ("pixel", "both"):  # the optional dependencies, before anything is read
         from drivemetrics.lane.culane_official import load_cv2
 
-        load_cv2()
+        load_cv2("the LLAMAS pixel IoU")
     if args.iou in ("shapely", "both"):
         from drivemetrics._internal.extras import require
 
@@ -265,7 +265,7 @@ def _curvelanes_eval(args: argparse.Namespace) -> int:
     from drivemetrics.lane.culane_official import load_cv2
     from drivemetrics.lane.evaluate import evaluate_curvelanes_dirs
 
-    load_cv2()  # before anything is read
+    load_cv2("the CurveLanes lane metric")  # before anything is read
     torch.set_num_threads(1)
     _check_json(args, [args.pred, args.gt], (".json", ".txt"))
     result = evaluate_curvelanes_dirs(

@@ -535,7 +535,7 @@ def evaluate_llamas_dirs(
     if "pixel" in kinds:
         from drivemetrics.lane.culane_official import load_cv2
 
-        load_cv2()
+        load_cv2("the LLAMAS pixel IoU")
     if "shapely" in kinds:
         from drivemetrics._internal.extras import require
 
@@ -701,7 +701,7 @@ def evaluate_curvelanes_dirs(
         raise FileNotFoundError(f"prediction folder not found: {pred_dir}")
     from drivemetrics.lane.culane_official import load_cv2
 
-    load_cv2()
+    load_cv2("the CurveLanes lane metric")
     names = read_curvelanes_list(valid_dir)
     sizes = curvelanes_image_sizes(valid_dir, names, image_size)
     score = partial(
