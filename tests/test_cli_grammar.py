@@ -319,6 +319,7 @@ def test_a_command_warning_reaches_the_terminal_as_one_line(tmp_path):
     lines = [line for line in done.stderr.splitlines() if "warning" in line.lower()]
     assert len(lines) == 1, done.stderr
     assert "have no file in" in lines[0]
+    assert lines[0].startswith("drivemetrics kitti-object-eval: warning: "), lines[0]
     assert not re.search(r"\.py:\d+|UserWarning", done.stderr), done.stderr
 
 
@@ -344,3 +345,33 @@ def test_tusimple_json_has_one_shape_whatever_the_flags(tmp_path, capsys):
     assert set(flat) == {"Accuracy", "FP", "FN", "F1"}
     assert set(nested) == set(flat) | {"per_image"}
     assert {key: nested[key] for key in flat} == flat == {"Accuracy": 1.0, "FP": 0.0, "FN": 0.0, "F1": 1.0}
+
+
+def test_a_command_prints_its_own_warnings_with_its_name():
+    """The commands' own warning lines (not Python warnings) read like the Python ones: ``drivemetrics COMMAND:
+    warning: ...`` (the walk of issue 50 found bare ``warning: ...`` lines from map-eval, graph-eval and
+    kitti-object-eval); only a worker process (``_internal/pool.py``) prints ``warning: ...`` alone."""
+    import contextlib
+    import io
+
+    from drivemetrics._internal.progress import one_line_warnings, warning_line
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        with one_line_warnings("drivemetrics map-eval"):
+            warning_line("1 prediction sample(s)  have no GT sample")
+            warning_line("2 GT sample(s) count as empty", kind="note")
+        warning_line("outside a command")
+    assert err.getvalue().splitlines() == [
+        "drivemetrics map-eval: warning: 1 prediction sample(s) have no GT sample",
+        "drivemetrics map-eval: note: 2 GT sample(s) count as empty",
+        "warning: outside a command",
+    ]
+    bare = re.compile(r"""print\(\s*f?["'](warning|note): """)
+    allowed = {"drivemetrics/_internal/pool.py", "drivemetrics/_internal/progress.py"}
+    found = [
+        str(path.relative_to(REPO_ROOT))
+        for path in sorted((REPO_ROOT / "drivemetrics").rglob("*.py"))
+        if bare.search(path.read_text(encoding="utf-8")) and str(path.relative_to(REPO_ROOT)) not in allowed
+    ]
+    assert not found, f"print a command's warning with warning_line (drivemetrics._internal.progress): {found}"

@@ -9,7 +9,6 @@ reads its shard of the frames and rank 0 evaluates them all.
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -141,7 +140,9 @@ def evaluate_kitti_object_folders(
         gt_table = gt_pending.result()  # a label error first, as when the folders are read one after the other
         det_table = det_pending.result()
     if det_table.absent:
-        print(f"warning: {det_table.absent_message()}", file=sys.stderr)
+        from drivemetrics._internal.progress import warning_line
+
+        warning_line(det_table.absent_message())
     groundtruth, detections = gt_table, det_table  # one table per folder: evaluated without building the frames
     if sharded:
         from drivemetrics._internal.distributed import current_shard

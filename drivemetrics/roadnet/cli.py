@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from drivemetrics._internal.options import (
     SEED_RANGE,
@@ -191,10 +190,9 @@ def warn_default_mode(metrics: list[str], compat: str) -> None:
 
     plain = metrics_without_compat(metrics) if compat == "reference" else []
     if plain:
-        print(
-            f"warning: --compat {compat}: {', '.join(plain)} have no compat mode and are scored in the default mode",
-            file=sys.stderr,
-        )
+        from drivemetrics._internal.progress import warning_line
+
+        warning_line(f"--compat {compat}: {', '.join(plain)} have no compat mode and are scored in the default mode")
 
 
 def _run_eval(args: argparse.Namespace) -> int:
