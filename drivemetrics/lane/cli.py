@@ -15,6 +15,7 @@ from drivemetrics._internal.options import (
     add_no_progress,
     add_threads,
     add_workers,
+    check_device,
     number_in,
     progress_setting,
 )
@@ -27,7 +28,6 @@ _TUSIMPLE_NAMES = {"accuracy": "Accuracy", "fp": "FP", "fn": "FN", "f1": "F1"}
 
 def _tusimple_eval(args: argparse.Namespace) -> int:
     from drivemetrics._internal.files import atomic_write_text, check_output_path
-    from drivemetrics._internal.options import check_device
     from drivemetrics.lane.evaluate import evaluate_tusimple_files
 
     check_device(args.device)  # before any work: one line naming --device
@@ -88,8 +88,6 @@ def _f1_label(t: float) -> str:
 
 
 def _culane_eval(args: argparse.Namespace) -> int:
-    from drivemetrics._internal.options import check_device
-
     check_device(args.device)  # before any work: one line naming --device
     if args.compat == "reference":  # OpenCV draws the lanes: checked before anything is read
         from drivemetrics.lane.culane_official import load_cv2
