@@ -46,7 +46,8 @@ def format_stats(curves: list[list[float]]) -> str:
 
 def format_table(result: dict) -> str:
     """The AP table: per class, one row per metric, R11 and R40 for easy / moderate / hard, in % (as the devkit and
-    every KITTI paper print it; the heading says so)."""
+    every KITTI paper print it; the heading says so). ``result`` holds fractions (the API's unit); each is printed
+    ``* 100``, which gives the devkit's ``sum / 40 * 100`` bit for bit (the same operations in the same order)."""
     from drivemetrics.detection.kitti_ap import DIFFICULTIES
 
     lines = []
@@ -55,7 +56,7 @@ def format_table(result: dict) -> str:
         lines.append(f"{'':8}" + "".join(f"{d:>20}" for d in DIFFICULTIES))
         lines.append(f"{'AP in %':8}" + "".join(f"{'R11':>10}{'R40':>10}" for _ in DIFFICULTIES))
         for metric, per_diff in per_metric.items():
-            values = "".join(f"{per_diff[d]['ap_r11']:>10.4f}{per_diff[d]['ap_r40']:>10.4f}" for d in DIFFICULTIES)
+            values = "".join(f"{per_diff[d]['ap_r11'] * 100:>10.4f}{per_diff[d]['ap_r40'] * 100:>10.4f}" for d in DIFFICULTIES)
             lines.append(f"{metric:8}{values}")
         lines.append("")
     return "\n".join(lines)
@@ -129,17 +130,10 @@ def with_devkit_names(result: dict) -> dict:
 
 
 def json_result(result: dict) -> dict:
-    """The ``--json`` document: :func:`with_devkit_names` of ``result`` with ``AP_R11`` / ``AP_R40`` as fractions
-    (0-1, the one unit of every command's JSON); ``curve`` (precisions) is already a fraction. The printed table and
-    the ``stats_*.txt`` files stay as the devkit writes them (AP in %, the curves as fractions)."""
-    renamed = with_devkit_names(result)
-    for per_metric in renamed.values():
-        for per_diff in per_metric.values():
-            for entry in per_diff.values():
-                for key in KITTI_DEVKIT_NAMES.values():
-                    if key in entry:
-                        entry[key] = entry[key] / 100
-    return renamed
+    """The ``--json`` document: :func:`with_devkit_names` of ``result``: ``AP_R11`` / ``AP_R40`` and ``curve`` as
+    fractions (0-1, the unit of the Python API and of every command's JSON). The printed table and the
+    ``stats_*.txt`` files stay as the devkit writes them (AP in %, the curves as fractions)."""
+    return with_devkit_names(result)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

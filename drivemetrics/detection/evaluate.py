@@ -95,8 +95,8 @@ def evaluate_kitti_object_folders(
         progress: a progress bar over the labels read and the curves (``None``: only on a terminal).
 
     Returns:
-        ``(result, frames)``: :func:`~drivemetrics.detection.kitti_ap.evaluate_kitti_objects`'s result and the
-        number of frames; ``None`` on a ``torchrun`` rank other than 0.
+        ``(result, frames)``: :func:`~drivemetrics.detection.kitti_ap.evaluate_kitti_objects`'s result (AP as
+        fractions in [0, 1]) and the number of frames; ``None`` on a ``torchrun`` rank other than 0.
 
     Examples:
         >>> import tempfile
@@ -110,7 +110,7 @@ def evaluate_kitti_object_folders(
         ...         _ = (root / folder / f"{i:06d}.txt").write_text(text + "\\n")
         >>> result, frames = evaluate_kitti_object_folders(root / "label_2", root / "results")
         >>> frames, result["car"]["3d"]["moderate"]["ap_r40"]
-        (40, 97.5)
+        (40, 0.975)
     """
     from drivemetrics._internal.read_ahead import read_ahead_all
     from drivemetrics.detection.io import read_object_table
