@@ -226,7 +226,8 @@ def main() -> None:
     print(
         f"{args.frames} frames, {sum(len(g) for g in gts)} label lines; classes car/pedestrian/cyclist; 2D+AOS+BEV+3D"
     )
-    print(f"{'input':<18} {'detections':>10} {'vectorised s':>13} {'per-frame loop s':>17} {'speed-up':>9}  car 3D mod AP %")
+    header = f"{'input':<18} {'detections':>10} {'vectorised s':>13} {'per-frame loop s':>17} {'speed-up':>9}"
+    print(f"{header}  car 3D mod AP %")
     for name, dets in inputs.items():
         start = time.perf_counter()
         result = evaluate_kitti_objects(dets, gts, only_detected=False, threads=args.workers)

@@ -56,7 +56,8 @@ def format_table(result: dict) -> str:
         lines.append(f"{'':8}" + "".join(f"{d:>20}" for d in DIFFICULTIES))
         lines.append(f"{'AP in %':8}" + "".join(f"{'R11':>10}{'R40':>10}" for _ in DIFFICULTIES))
         for metric, per_diff in per_metric.items():
-            values = "".join(f"{per_diff[d]['ap_r11'] * 100:>10.4f}{per_diff[d]['ap_r40'] * 100:>10.4f}" for d in DIFFICULTIES)
+            percent = [(per_diff[d]["ap_r11"] * 100, per_diff[d]["ap_r40"] * 100) for d in DIFFICULTIES]
+            values = "".join(f"{r11:>10.4f}{r40:>10.4f}" for r11, r40 in percent)
             lines.append(f"{metric:8}{values}")
         lines.append("")
     return "\n".join(lines)

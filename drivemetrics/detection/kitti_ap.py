@@ -16,8 +16,8 @@ hard) the C++ does, per frame:
    less those covering a DontCare region: overlap over the detection's own size ``>`` the minimum overlap) and the
    orientation similarity ``sum_TP (1 + cos(alpha_gt - alpha_det)) / 2`` are summed over all frames.
 4. ``precision[k] = TP / (TP + FP)`` (and AOS likewise), then each value is replaced by the maximum at and after
-   it (41 slots, unused ones 0). AP R11 = mean of slots 0, 4, ..., 40; AP R40 = mean of slots 1..40 (fractions in [0, 1]; the devkit
-   prints them x 100, and so does the table of ``kitti-object-eval``).
+   it (41 slots, unused ones 0). AP R11 = mean of slots 0, 4, ..., 40; AP R40 = mean of slots 1..40 (fractions in
+   [0, 1]; the devkit prints them x 100, and so does the table of ``kitti-object-eval``).
 
 This implementation runs pass 1 and pass 2 for every frame, threshold and difficulty at once. The candidate pairs
 (overlap above the minimum) link detections and GTs into components whose matchings are independent; almost every
@@ -721,8 +721,8 @@ def evaluate_kitti_objects(
 
     Returns:
         ``{class: {"2d" | "aos" | "bev" | "3d": {difficulty: {"curve": 41 floats, "ap_r11": float,
-        "ap_r40": float}}}}``, every value a fraction in [0, 1] (the devkit prints AP ``* 100``); AOS is absent if any detection has ``alpha == -10`` (as the C++ does), and so are
-        the classes / kinds not evaluated.
+        "ap_r40": float}}}}``, every value a fraction in [0, 1] (the devkit prints AP ``* 100``); AOS is absent if
+        any detection has ``alpha == -10`` (as the C++ does), and so are the classes / kinds not evaluated.
 
     Examples:
         >>> from drivemetrics.detection.io import parse_kitti_objects

@@ -149,8 +149,8 @@ class KittiObjectMetrics(RaggedStateMixin, MetricFamily):
     ``update`` (e.g. dataset indices) fix the frame order, which does not change the values. ``compute()`` returns a
     flat dict of float64 scalars ``"{class}_{metric}_{difficulty}_r11"`` / ``"..._r40"`` (class ``car`` /
     ``pedestrian`` / ``cyclist``, metric ``2d`` / ``aos`` / ``bev`` / ``3d``, difficulty ``easy`` /
-    ``moderate`` / ``hard``), fractions in [0, 1] (the devkit prints them ``* 100``); every class and metric is always present (a class never detected has
-    AP 0; AOS is NaN when a detection has no alpha).
+    ``moderate`` / ``hard``), fractions in [0, 1] (the devkit prints them ``* 100``); every class and metric is
+    always present (a class never detected has AP 0; AOS is NaN when a detection has no alpha).
     :meth:`evaluate` returns the full nested result with the 41-point curves.
 
     Args:
@@ -275,7 +275,8 @@ class KittiObjectMetrics(RaggedStateMixin, MetricFamily):
 
 
 class KittiObjectAveragePrecision(ScalarMetric, KittiObjectMetrics):
-    """One KITTI AP as a scalar (a fraction in [0, 1], float64) for ``self.log(...)``; same states as :class:`KittiObjectMetrics`.
+    """One KITTI AP as a scalar (a fraction in [0, 1], float64) for ``self.log(...)``; same states as
+    :class:`KittiObjectMetrics`.
 
     Args:
         cls: ``car`` (default), ``pedestrian`` or ``cyclist``.

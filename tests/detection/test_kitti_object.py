@@ -55,7 +55,8 @@ def test_official_cpp_stats_real_detector(kitti_dir, labels):
     for metric in STATS:
         for d in DIFFICULTIES:
             entry = result["car"][metric][d]
-            assert 0 <= entry["ap_r40"] <= 1 and 0 <= entry["ap_r11"] <= 1
+            assert 0 <= entry["ap_r40"] <= 1
+            assert 0 <= entry["ap_r11"] <= 1
             assert entry["ap_r40"] * 100 == sum(entry["curve"][1:]) / 40 * 100  # the devkit's percentage, exactly
             assert entry["ap_r11"] * 100 == sum(entry["curve"][0::4]) / 11 * 100
 

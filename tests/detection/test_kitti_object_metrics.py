@@ -236,7 +236,8 @@ def test_metric_classes_return_fractions_the_table_prints_in_percent(fixtures_di
     full.update(dets, gts)
     values = full.compute()
     finite = [v.item() for v in values.values() if not torch.isnan(v)]
-    assert finite and all(0.0 <= v <= 1.0 for v in finite)
+    assert finite
+    assert all(0.0 <= v <= 1.0 for v in finite)
     assert KittiObjectMetrics.plot_upper_bound == 1.0
     one = KittiObjectAveragePrecision(cls="car", metric="3d", difficulty="moderate")
     one.update(dets, gts)
