@@ -228,10 +228,24 @@ def _add_global_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+#: The examples of ``drivemetrics --help`` (every ``--help`` shows one; tests/test_cli_grammar.py parses them).
+TOP_EXAMPLES = (
+    "examples:\n"
+    "  drivemetrics demo --out demo_out  # every domain's demo on synthetic scenes\n"
+    "  drivemetrics culane-eval --help  # a command's options and its own example\n"
+    "  drivemetrics --limit max_lane_points=50000 culane-eval --gt culane --pred pred --json culane.json"
+)
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The argument parser: ``command``'s module registers its real subcommands, the others are placeholders."""
+    from drivemetrics._internal.options import GrammarHelpFormatter
+
     parser = _OneLineParser(
-        prog="drivemetrics", description="Driving-oriented metrics and losses for road, lane and lane-graph perception."
+        prog="drivemetrics",
+        description="Driving-oriented metrics and losses for road, lane and lane-graph perception.",
+        epilog=TOP_EXAMPLES,
+        formatter_class=GrammarHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"drivemetrics {__version__}")
     parser.add_argument(

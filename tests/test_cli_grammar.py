@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from drivemetrics._internal.options import add_compat, add_input, add_threads, hide_aliases
+from drivemetrics._internal.options import add_compat, add_device, add_input, add_threads, device_name, hide_aliases
 from drivemetrics._internal.progress import one_line_warnings
 from drivemetrics.cli import COMMANDS, _add_global_options, build_parser, main
 
@@ -60,6 +60,15 @@ REPLACED = {
 OUTPUT_METAVARS = {"--json": "OUT", "--figures": "DIR", "--out": "DIR"}
 #: ``*-eval`` commands whose benchmark has no released evaluation tool (so no ``--compat``), with the reason.
 NO_RELEASED_TOOL: dict[str, str] = {}
+#: ``*-eval`` commands without ``--device``: their scoring is host code by nature (no tensor path), with the reason.
+#: Every other ``*-eval`` takes ``--device NAME`` (``add_device``), so a new command without it fails here.
+HOST_ONLY: dict[str, str] = {
+    "lanegraph-eval": "networkx graphs scored on the host (GEO / TOPO / APLS / SDA matching); torch only gathers "
+    "the per-sample rows under torchrun",
+}
+#: ``*-eval`` commands that gain ``--device`` on another branch of issue 50 (delete an entry when it lands; the
+#: test then checks the command like every other).
+DEVICE_ON_ANOTHER_BRANCH: frozenset[str] = frozenset({"road-eval", "llamas-eval", "curvelanes-eval"})
 
 
 def command_parser(name: str) -> argparse.ArgumentParser:
@@ -124,6 +133,14 @@ def grammar_problems(name: str, parser: argparse.ArgumentParser) -> list[str]:
                 problems.append(f"{name}: a dataset command takes {flag}")
         if "--compat" not in by_flag and name not in NO_RELEASED_TOOL:
             problems.append(f"{name}: no --compat (list it in NO_RELEASED_TOOL with the reason if no tool exists)")
+        if "--device" in by_flag and name in HOST_ONLY:
+            problems.append(f"{name}: takes --device but is listed in HOST_ONLY (remove it there)")
+        elif "--device" not in by_flag and name not in HOST_ONLY and name not in DEVICE_ON_ANOTHER_BRANCH:
+            problems.append(
+                f"{name}: no --device (add_device; or list it in HOST_ONLY with the reason if it has no tensor path)"
+            )
+    if "--device" in by_flag and by_flag["--device"].type is not device_name:
+        problems.append(f"{name} --device: type device_name, via add_device")
     for flag in ("--verbose", "--limit"):
         if flag not in by_flag:
             problems.append(f"{name}: the global option {flag} is not accepted after the subcommand")
@@ -145,6 +162,24 @@ def test_every_command_follows_the_grammar(name, capsys):
     assert not problems, "\n".join(problems)
 
 
+def test_the_top_level_help_shows_examples_that_parse(capsys):
+    """``drivemetrics --help`` ends with examples too (the walk of issue 50 found it had none)."""
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    assert done.value.code == 0
+    text = capsys.readouterr().out
+    assert "examples:" in text
+    lines = [line.split("#")[0].strip() for line in text.split("examples:", 1)[1].splitlines()]
+    found = [shlex.split(line)[1:] for line in lines if line.startswith("drivemetrics ")]
+    assert len(found) >= 2, text
+    for argv in found:
+        command = next(token for token in argv if token in COMMANDS)
+        if "--help" in argv:
+            continue
+        args = build_parser(command).parse_args(argv)
+        assert args.command == command
+
+
 def _broken() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="drivemetrics broken-eval")
     add_input(parser, "--data", "folder", help="folder with the ground truth")
@@ -153,6 +188,37 @@ def _broken() -> argparse.ArgumentParser:
     parser.add_argument("--workers", type=int, default=1, help="processes scoring the frames")
     parser.add_argument("--threads", type=lambda s: int(s), default=None, help="threads decoding the images")
     return parser
+
+
+def test_a_dataset_command_without_device_fails_unless_listed_host_only(capsys):
+    """Every ``*-eval`` takes ``--device`` (issue 50) or is in HOST_ONLY with a reason; a ``--device`` of its own
+    making (not ``add_device``'s type) is refused too."""
+    problems = "\n".join(grammar_problems("broken-eval", _broken()))
+    assert "broken-eval: no --device" in problems, problems
+    with_str = _broken()
+    with_str.add_argument("--device", default="cpu", help="torch device of the kernels")
+    assert "--device: type device_name" in "\n".join(grammar_problems("broken-eval", with_str))
+    fixed = _broken()
+    add_device(fixed, "torch device of the kernels")
+    assert "--device" not in "\n".join(grammar_problems("broken-eval", fixed))
+    host = _broken()
+    HOST_ONLY["broken-eval"] = "test"
+    try:
+        assert "no --device" not in "\n".join(grammar_problems("broken-eval", host))
+        add_device(host, "torch device of the kernels")
+        assert "listed in HOST_ONLY" in "\n".join(grammar_problems("broken-eval", host))
+    finally:
+        del HOST_ONLY["broken-eval"]
+    capsys.readouterr()
+
+
+def test_every_dataset_command_takes_device_or_says_why_not():
+    evals = sorted(name for name in COMMANDS if name.endswith("-eval"))
+    assert set(HOST_ONLY) <= set(evals), sorted(set(HOST_ONLY) - set(evals))
+    assert all(len(reason) > 20 for reason in HOST_ONLY.values())
+    for name in evals:
+        has = any("--device" in visible(a) for a in options(command_parser(name)))
+        assert has or name in HOST_ONLY or name in DEVICE_ON_ANOTHER_BRANCH, name
 
 
 def test_the_rules_reject_a_broken_parser(capsys):
@@ -184,6 +250,7 @@ def test_a_fixed_parser_passes_and_hidden_aliases_still_parse(capsys):
     parser.add_argument("--json", metavar="OUT", help="write the scores here")
     parser.add_argument("--workers", type=lambda s: int(s), default=None, help="processes scoring the frames")
     add_compat(parser, "the released tool")
+    add_device(parser, "torch device of the kernels")
     _add_global_options(parser)
     checked = [p for p in grammar_problems("fixed-eval", parser) if "does not parse" not in p]
     assert checked == []
@@ -204,6 +271,7 @@ def test_a_thread_pool_command_takes_threads_with_workers_as_its_hidden_alias(ca
     parser.add_argument("--json", metavar="OUT", help="write the scores here")
     add_threads(parser, "threads decoding the images")
     add_compat(parser, "the released tool")
+    add_device(parser, "torch device of the kernels")
     _add_global_options(parser)
     assert grammar_problems("threaded-eval", parser) == []
     assert parser.parse_args(["--gt", "g", "--pred", "p", "--workers", "3"]).threads == 3  # the old spelling
@@ -251,6 +319,7 @@ def test_a_command_warning_reaches_the_terminal_as_one_line(tmp_path):
     lines = [line for line in done.stderr.splitlines() if "warning" in line.lower()]
     assert len(lines) == 1, done.stderr
     assert "have no file in" in lines[0]
+    assert lines[0].startswith("drivemetrics kitti-object-eval: warning: "), lines[0]
     assert not re.search(r"\.py:\d+|UserWarning", done.stderr), done.stderr
 
 
@@ -276,3 +345,33 @@ def test_tusimple_json_has_one_shape_whatever_the_flags(tmp_path, capsys):
     assert set(flat) == {"Accuracy", "FP", "FN", "F1"}
     assert set(nested) == set(flat) | {"per_image"}
     assert {key: nested[key] for key in flat} == flat == {"Accuracy": 1.0, "FP": 0.0, "FN": 0.0, "F1": 1.0}
+
+
+def test_a_command_prints_its_own_warnings_with_its_name():
+    """The commands' own warning lines (not Python warnings) read like the Python ones: ``drivemetrics COMMAND:
+    warning: ...`` (the walk of issue 50 found bare ``warning: ...`` lines from map-eval, graph-eval and
+    kitti-object-eval); only a worker process (``_internal/pool.py``) prints ``warning: ...`` alone."""
+    import contextlib
+    import io
+
+    from drivemetrics._internal.progress import one_line_warnings, warning_line
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        with one_line_warnings("drivemetrics map-eval"):
+            warning_line("1 prediction sample(s)  have no GT sample")
+            warning_line("2 GT sample(s) count as empty", kind="note")
+        warning_line("outside a command")
+    assert err.getvalue().splitlines() == [
+        "drivemetrics map-eval: warning: 1 prediction sample(s) have no GT sample",
+        "drivemetrics map-eval: note: 2 GT sample(s) count as empty",
+        "warning: outside a command",
+    ]
+    bare = re.compile(r"""print\(\s*f?["'](warning|note): """)
+    allowed = {"drivemetrics/_internal/pool.py", "drivemetrics/_internal/progress.py"}
+    found = [
+        str(path.relative_to(REPO_ROOT))
+        for path in sorted((REPO_ROOT / "drivemetrics").rglob("*.py"))
+        if bare.search(path.read_text(encoding="utf-8")) and str(path.relative_to(REPO_ROOT)) not in allowed
+    ]
+    assert not found, f"print a command's warning with warning_line (drivemetrics._internal.progress): {found}"

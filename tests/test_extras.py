@@ -154,3 +154,46 @@ except MissingExtraError as error:
         "CULane compat='reference' needs OpenCV: pip install 'drivemetrics[culane]'",
         "plot() needs matplotlib: pip install 'drivemetrics[plot]'",
     ]
+
+
+#: What needs OpenCV (the ``culane`` extra) in every mode, not only ``compat="reference"``: each class is refused
+#: without it (checked below), and the install lines of the README and docs/pages/install.md name each (issue 50's
+#: walk: the README said "OpenCV for compat=\"reference\"", and the ONCE-3DLanes example died on a base install).
+OPENCV_IN_EVERY_MODE = {
+    "LLAMAS": ("drivemetrics.lane", "LlamasMetrics", "llamas_example_inputs", "the LLAMAS pixel IoU"),
+    "CurveLanes": ("drivemetrics.lane", "CurveLanesMetrics", "curvelanes_example_inputs", "the CurveLanes lane metric"),
+    "ONCE-3DLanes": ("drivemetrics.lane3d", "ONCE3DMetrics", "once3d_example_inputs", "the ONCE-3DLanes BEV IoU"),
+    "C-mAP": (
+        "drivemetrics.vectormap",
+        "ConsistentMapAPMetrics",
+        "consistent_map_example_inputs",
+        "MapTracker's track formation (C-mAP)",
+    ),
+}
+
+
+def test_what_needs_opencv_in_every_mode_says_so_and_the_install_lines_name_it(tmp_path):
+    lines = []
+    for module, cls, inputs, _ in OPENCV_IN_EVERY_MODE.values():
+        lines += [
+            f"from {module} import {cls}, {inputs}",
+            "try:",
+            f"    metric = {cls}()",
+            f"    metric.update(**{inputs}())",
+            "    metric.compute()",
+            f"    print({cls!r}, 'ran')",
+            "except MissingExtraError as error:",
+            "    print(error)",
+        ]
+    code = "from drivemetrics._internal.extras import MissingExtraError\n" + "\n".join(lines) + "\n"
+    done = _run_without(("cv2",), code, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines() == [
+        f"{what} needs OpenCV: pip install 'drivemetrics[culane]'" for *_, what in OPENCV_IN_EVERY_MODE.values()
+    ]
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    install = (REPO / "docs" / "pages" / "install.md").read_text(encoding="utf-8")
+    for page, text in (("README.md", readme.split("## Install", 1)[1].split("```", 2)[1]), ("install.md", install)):
+        culane = " ".join(line for line in text.splitlines() if "[culane]" in line or line.strip().startswith("#"))
+        for name in OPENCV_IN_EVERY_MODE:
+            assert name in culane, (page, name)

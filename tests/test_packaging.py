@@ -2,12 +2,14 @@
 
 The wheel test builds the wheel from this checkout, installs it with the CPU torch into a fresh venv that does not
 see this interpreter's packages (no ``--system-site-packages``), runs it from a folder outside the checkout, and
-checks that what the library reads at run time (the shipped configs) came along.
+checks that what the library reads at run time (the shipped configs) came along, and runs every ```python block of
+the README and docs/pages against it (with the plot and culane extras; blocks that import Lightning are left out).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -102,7 +104,7 @@ def test_wheel_works_in_a_clean_venv(tmp_path):
     bin_dir = env_dir / ("Scripts" if sys.platform == "win32" else "bin")
     python = bin_dir / "python"
     _run(python, "-m", "pip", "install", "-q", TORCH_SPEC, cwd=tmp_path)  # CPU build first: no CUDA pull
-    _run(python, "-m", "pip", "install", "-q", f"{wheel}[plot]", cwd=tmp_path)
+    _run(python, "-m", "pip", "install", "-q", f"{wheel}[plot,culane]", cwd=tmp_path)  # culane: OpenCV, see below
 
     outside = tmp_path / "elsewhere"  # not the checkout: nothing may be found through the working directory
     outside.mkdir()
@@ -120,6 +122,27 @@ def test_wheel_works_in_a_clean_venv(tmp_path):
     table = _run(bin_dir / "drivemetrics", "demo", "--quick", "--only", "lane", "--out", "demo", cwd=outside)
     assert table.strip()
     assert any((outside / "demo").iterdir())
+    # every doc block runs against the installed wheel as a reader copies it (issue 50's walk: tests/test_docs.py
+    # runs them against the checkout): a fresh interpreter, an empty folder, no PYTHONPATH, no DRIVEMETRICS_*
+    from tests.test_docs import BLOCKS, EXTRA_IMPORTS
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DRIVEMETRICS") and k != "PYTHONPATH"}
+    env.update({"OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg"})
+    failed, ran = [], 0
+    for block in BLOCKS:
+        needs = [m for m in EXTRA_IMPORTS if re.search(rf"^\s*(import|from) {m}\b", block.code, re.MULTILINE)]
+        if block.skip_reason is not None or any(m not in ("matplotlib", "cv2") for m in needs):
+            continue  # marked in the page, or the lightning / lanegraph extra (not installed here)
+        folder = tmp_path / f"block{ran}"
+        folder.mkdir()
+        done = subprocess.run(
+            [python, "-c", block.code], cwd=folder, env=env, capture_output=True, text=True, check=False
+        )
+        ran += 1
+        if done.returncode != 0:
+            failed.append(f"{block.name}: {done.stderr.strip().splitlines()[-1:]}")
+    assert ran >= 20
+    assert not failed, failed
 
 
 def _project() -> dict:

@@ -169,9 +169,13 @@ def device_name(text: str) -> str:
     return text
 
 
-def add_device(parser: argparse.ArgumentParser, what: str) -> None:
-    """``--device NAME`` (default ``cpu``), checked by :func:`device_name` (and :func:`check_device` before work)."""
-    parser.add_argument("--device", type=device_name, default="cpu", metavar="NAME", help=f"{what} (default cpu)")
+def add_device(parser: argparse.ArgumentParser, what: str, default: str | None = "cpu", default_text: str = "") -> None:
+    """``--device NAME`` (default ``cpu``), checked by :func:`device_name` (and :func:`check_device` before work).
+
+    ``default=None`` is for a command whose default path is host code without torch (numpy), as
+    ``kitti-object-eval`` and ``openlanev2-eval``: ``default_text`` then says what runs without the option."""
+    shown = default_text or f"default {default}"
+    parser.add_argument("--device", type=device_name, default=default, metavar="NAME", help=f"{what} ({shown})")
 
 
 def check_device(name: str) -> None:

@@ -18,7 +18,15 @@ from typing import TypeVar
 
 from tqdm import tqdm
 
-__all__ = ["T", "is_rank_zero", "one_line_warnings", "progress_bar", "progress_enabled", "progress_iter"]
+__all__ = [
+    "T",
+    "is_rank_zero",
+    "one_line_warnings",
+    "progress_bar",
+    "progress_enabled",
+    "progress_iter",
+    "warning_line",
+]
 
 T = TypeVar("T")
 
@@ -57,6 +65,27 @@ def progress_iter(items: Iterable[T], total: int, desc: str, unit: str, enabled:
     return _Bar(items, total=total, desc=desc, unit=unit, leave=False, file=sys.stderr)
 
 
+#: The running command's prefix (``drivemetrics COMMAND``), set by :func:`one_line_warnings`.
+_COMMAND: list[str] = []
+
+
+def warning_line(message: str, kind: str = "warning") -> None:
+    """Print a command's own warning (or ``kind="note"``) as one line on stderr, as Python warnings are printed
+    while a command runs: ``drivemetrics COMMAND: warning: MESSAGE`` (``warning: MESSAGE`` outside a command).
+
+    Examples:
+        >>> import sys
+        >>> from drivemetrics._internal.progress import one_line_warnings, warning_line
+        >>> sys.stderr = sys.stdout  # to show the line here
+        >>> with one_line_warnings("drivemetrics map-eval"):
+        ...     warning_line("2 prediction sample(s) have no GT sample")
+        drivemetrics map-eval: warning: 2 prediction sample(s) have no GT sample
+        >>> sys.stderr = sys.__stderr__
+    """
+    prefix = f"{_COMMAND[-1]}: " if _COMMAND else ""
+    print(f"{prefix}{kind}: {' '.join(str(message).split())}", file=sys.stderr)
+
+
 @contextlib.contextmanager
 def one_line_warnings(prefix: str) -> Iterator[None]:
     """While a command runs, each warning is one line on stderr, ``PREFIX: warning: MESSAGE`` (at most 300
@@ -76,7 +105,9 @@ def one_line_warnings(prefix: str) -> Iterator[None]:
         return f"{prefix}: warning{kind}: {text}\n"
 
     warnings.formatwarning = one_line
+    _COMMAND.append(prefix)
     try:
         yield
     finally:
         warnings.formatwarning = previous
+        _COMMAND.pop()

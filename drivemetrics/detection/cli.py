@@ -8,16 +8,24 @@ from pathlib import Path
 
 from drivemetrics._internal.options import (
     add_compat,
+    add_device,
     add_input,
     add_no_progress,
     add_output,
     add_threads,
-    device_name,
     progress_setting,
     resolve_workers,
 )
 
-__all__ = ["KITTI_DEVKIT_NAMES", "STATS_NAMES", "format_stats", "format_table", "register", "with_devkit_names"]
+__all__ = [
+    "KITTI_DEVKIT_NAMES",
+    "STATS_NAMES",
+    "format_stats",
+    "format_table",
+    "json_result",
+    "register",
+    "with_devkit_names",
+]
 
 #: Stats file suffix of each metric, as the official C++ names them.
 STATS_NAMES = {"2d": "detection", "aos": "orientation", "bev": "detection_ground", "3d": "detection_3d"}
@@ -37,16 +45,19 @@ def format_stats(curves: list[list[float]]) -> str:
 
 
 def format_table(result: dict) -> str:
-    """The AP table: per class, one row per metric, R11 and R40 for easy / moderate / hard."""
+    """The AP table: per class, one row per metric, R11 and R40 for easy / moderate / hard, in % (as the devkit and
+    every KITTI paper print it; the heading says so). ``result`` holds fractions (the API's unit); each is printed
+    ``* 100``, which gives the devkit's ``sum / 40 * 100`` bit for bit (the same operations in the same order)."""
     from drivemetrics.detection.kitti_ap import DIFFICULTIES
 
     lines = []
     for cls, per_metric in result.items():
         lines.append(f"{cls.capitalize()}")
         lines.append(f"{'':8}" + "".join(f"{d:>20}" for d in DIFFICULTIES))
-        lines.append(f"{'AP':8}" + "".join(f"{'R11':>10}{'R40':>10}" for _ in DIFFICULTIES))
+        lines.append(f"{'AP in %':8}" + "".join(f"{'R11':>10}{'R40':>10}" for _ in DIFFICULTIES))
         for metric, per_diff in per_metric.items():
-            values = "".join(f"{per_diff[d]['ap_r11']:>10.4f}{per_diff[d]['ap_r40']:>10.4f}" for d in DIFFICULTIES)
+            percent = [(per_diff[d]["ap_r11"] * 100, per_diff[d]["ap_r40"] * 100) for d in DIFFICULTIES]
+            values = "".join(f"{r11:>10.4f}{r40:>10.4f}" for r11, r40 in percent)
             lines.append(f"{metric:8}{values}")
         lines.append("")
     return "\n".join(lines)
@@ -98,7 +109,7 @@ def _kitti_object_eval(args: argparse.Namespace) -> int:
                 curves = [per_diff[d]["curve"] for d in ("easy", "moderate", "hard")]
                 _atomic_write(out / f"stats_{cls}_{STATS_NAMES[metric]}.txt", format_stats(curves))
     if args.json:
-        _atomic_write(Path(args.json), json.dumps(with_devkit_names(result), indent=1) + "\n")
+        _atomic_write(Path(args.json), json.dumps(json_result(result), indent=1) + "\n")
     return 0
 
 
@@ -117,6 +128,13 @@ def with_devkit_names(result: dict) -> dict:
         }
         for cls, per_metric in result.items()
     }
+
+
+def json_result(result: dict) -> dict:
+    """The ``--json`` document: :func:`with_devkit_names` of ``result``: ``AP_R11`` / ``AP_R40`` and ``curve`` as
+    fractions (0-1, the unit of the Python API and of every command's JSON). The printed table and the
+    ``stats_*.txt`` files stay as the devkit writes them (AP in %, the curves as fractions)."""
+    return with_devkit_names(result)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -146,7 +164,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_input(parser, "--list", "file", help="file of frame names (one per line, e.g. 000123) to evaluate")
     parser.add_argument(
-        "--json", metavar="OUT", help="write {class: {metric: {difficulty: {curve, AP_R11, AP_R40}}}} here (AP in %%)"
+        "--json",
+        metavar="OUT",
+        help=(
+            "write {class: {metric: {difficulty: {curve, AP_R11, AP_R40}}}} here; AP as fractions 0-1 as in every "
+            "command's JSON (the printed table and the --out stats files keep the devkit's %%)"
+        ),
     )
     add_output(
         parser,
@@ -156,12 +179,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="DIR",
         help="write the C++'s stats_<class>_<detection|orientation|detection_ground|detection_3d>.txt files here",
     )
-    parser.add_argument(
-        "--device",
-        type=device_name,
+    add_device(
+        parser,
+        "torch device of the overlaps and the matching",
         default=None,
-        metavar="NAME",
-        help="torch device of the overlaps and the matching (default: numpy on the CPU, without torch)",
+        default_text="default: numpy on the CPU, without torch",
     )
     add_compat(
         parser,

@@ -9,7 +9,6 @@ reads its shard of the frames and rank 0 evaluates them all.
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -96,8 +95,8 @@ def evaluate_kitti_object_folders(
         progress: a progress bar over the labels read and the curves (``None``: only on a terminal).
 
     Returns:
-        ``(result, frames)``: :func:`~drivemetrics.detection.kitti_ap.evaluate_kitti_objects`'s result and the
-        number of frames; ``None`` on a ``torchrun`` rank other than 0.
+        ``(result, frames)``: :func:`~drivemetrics.detection.kitti_ap.evaluate_kitti_objects`'s result (AP as
+        fractions in [0, 1]) and the number of frames; ``None`` on a ``torchrun`` rank other than 0.
 
     Examples:
         >>> import tempfile
@@ -111,7 +110,7 @@ def evaluate_kitti_object_folders(
         ...         _ = (root / folder / f"{i:06d}.txt").write_text(text + "\\n")
         >>> result, frames = evaluate_kitti_object_folders(root / "label_2", root / "results")
         >>> frames, result["car"]["3d"]["moderate"]["ap_r40"]
-        (40, 97.5)
+        (40, 0.975)
     """
     from drivemetrics._internal.read_ahead import read_ahead_all
     from drivemetrics.detection.io import read_object_table
@@ -141,7 +140,9 @@ def evaluate_kitti_object_folders(
         gt_table = gt_pending.result()  # a label error first, as when the folders are read one after the other
         det_table = det_pending.result()
     if det_table.absent:
-        print(f"warning: {det_table.absent_message()}", file=sys.stderr)
+        from drivemetrics._internal.progress import warning_line
+
+        warning_line(det_table.absent_message())
     groundtruth, detections = gt_table, det_table  # one table per folder: evaluated without building the frames
     if sharded:
         from drivemetrics._internal.distributed import current_shard

@@ -16,7 +16,8 @@ hard) the C++ does, per frame:
    less those covering a DontCare region: overlap over the detection's own size ``>`` the minimum overlap) and the
    orientation similarity ``sum_TP (1 + cos(alpha_gt - alpha_det)) / 2`` are summed over all frames.
 4. ``precision[k] = TP / (TP + FP)`` (and AOS likewise), then each value is replaced by the maximum at and after
-   it (41 slots, unused ones 0). AP R11 = mean of slots 0, 4, ..., 40; AP R40 = mean of slots 1..40 (x 100).
+   it (41 slots, unused ones 0). AP R11 = mean of slots 0, 4, ..., 40; AP R40 = mean of slots 1..40 (fractions in
+   [0, 1]; the devkit prints them x 100, and so does the table of ``kitti-object-eval``).
 
 This implementation runs pass 1 and pass 2 for every frame, threshold and difficulty at once. The candidate pairs
 (overlap above the minimum) link detections and GTs into components whose matchings are independent; almost every
@@ -141,13 +142,30 @@ def _suffix_max_like_cpp(values: list[float]) -> list[float]:
 
 
 def average_precision_r11(curve: Sequence[float]) -> float:
-    """AP over 11 recall points: the mean of slots 0, 4, ..., 40 of a 41-point curve, in percent."""
-    return sum(curve[0::4]) / 11 * 100
+    """AP over 11 recall points: the mean of slots 0, 4, ..., 40 of a 41-point curve, a fraction in [0, 1].
+
+    The devkit's percentage ``sum / 11 * 100`` is this value ``* 100``, bit for bit (same operation order).
+
+    Examples:
+        >>> from drivemetrics.detection.kitti_ap import average_precision_r11
+        >>> average_precision_r11([1.0] * 20 + [0.0] * 21)  # slots 0, 4, ..., 16 of the 11 sampled: 5 of 11
+        0.45454545454545453
+    """
+    return sum(curve[0::4]) / 11
 
 
 def average_precision_r40(curve: Sequence[float]) -> float:
-    """AP over 40 recall points (official since 2019): the mean of slots 1..40 of a 41-point curve, in percent."""
-    return sum(curve[1:]) / 40 * 100
+    """AP over 40 recall points (official since 2019): the mean of slots 1..40 of a 41-point curve, a fraction in
+    [0, 1].
+
+    The devkit's percentage ``sum / 40 * 100`` is this value ``* 100``, bit for bit (same operation order).
+
+    Examples:
+        >>> from drivemetrics.detection.kitti_ap import average_precision_r40
+        >>> average_precision_r40([1.0] * 40 + [0.0])  # slots 1..39 filled, slot 40 empty
+        0.975
+    """
+    return sum(curve[1:]) / 40
 
 
 @dataclass
@@ -703,8 +721,8 @@ def evaluate_kitti_objects(
 
     Returns:
         ``{class: {"2d" | "aos" | "bev" | "3d": {difficulty: {"curve": 41 floats, "ap_r11": float,
-        "ap_r40": float}}}}``; AOS is absent if any detection has ``alpha == -10`` (as the C++ does), and so are
-        the classes / kinds not evaluated.
+        "ap_r40": float}}}}``, every value a fraction in [0, 1] (the devkit prints AP ``* 100``); AOS is absent if
+        any detection has ``alpha == -10`` (as the C++ does), and so are the classes / kinds not evaluated.
 
     Examples:
         >>> from drivemetrics.detection.io import parse_kitti_objects
@@ -713,8 +731,8 @@ def evaluate_kitti_objects(
         >>> target = [parse_kitti_objects(line)] * 40  # 40 frames, one car each
         >>> preds = [parse_kitti_objects(line + " 0.9")] * 40  # each detected exactly (score 0.9)
         >>> result = evaluate_kitti_objects(preds, target)
-        >>> result["car"]["3d"]["moderate"]["ap_r40"]  # percent; 40 objects fill 40 of the 41 official recall points
-        97.5
+        >>> result["car"]["3d"]["moderate"]["ap_r40"]  # a fraction; 40 objects fill 40 of the 41 official recall points
+        0.975
     """
     n_preds = len(preds.names) if isinstance(preds, ObjectTable) else len(preds)
     n_target = len(target.names) if isinstance(target, ObjectTable) else len(target)

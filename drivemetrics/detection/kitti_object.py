@@ -149,8 +149,8 @@ class KittiObjectMetrics(RaggedStateMixin, MetricFamily):
     ``update`` (e.g. dataset indices) fix the frame order, which does not change the values. ``compute()`` returns a
     flat dict of float64 scalars ``"{class}_{metric}_{difficulty}_r11"`` / ``"..._r40"`` (class ``car`` /
     ``pedestrian`` / ``cyclist``, metric ``2d`` / ``aos`` / ``bev`` / ``3d``, difficulty ``easy`` /
-    ``moderate`` / ``hard``), in percent; every class and metric is always present (a class never detected has
-    AP 0; AOS is NaN when a detection has no alpha).
+    ``moderate`` / ``hard``), fractions in [0, 1] (the devkit prints them ``* 100``); every class and metric is
+    always present (a class never detected has AP 0; AOS is NaN when a detection has no alpha).
     :meth:`evaluate` returns the full nested result with the 41-point curves.
 
     Args:
@@ -168,14 +168,14 @@ class KittiObjectMetrics(RaggedStateMixin, MetricFamily):
         >>> metric = KittiObjectMetrics()
         >>> metric.update(preds, target)
         >>> metric.compute()["car_3d_moderate_r40"]
-        tensor(97.5000, dtype=torch.float64)
+        tensor(0.9750, dtype=torch.float64)
     """
 
     is_differentiable = False
     higher_is_better = True
     full_state_update = False
     plot_lower_bound = 0.0
-    plot_upper_bound = 100.0
+    plot_upper_bound = 1.0
 
     def __init__(
         self, overlaps: Overlaps | Mapping[str, Sequence[float]] = "strict", validate_args: bool = True, **kwargs: Any
@@ -229,7 +229,7 @@ class KittiObjectMetrics(RaggedStateMixin, MetricFamily):
         )
 
     def compute(self) -> dict[str, Tensor]:
-        """Flat dict of AP values in percent (see the class docstring)."""
+        """Flat dict of AP values, fractions in [0, 1] (see the class docstring)."""
         result = self.evaluate()
         out = {}
         for cls in KITTI_CLASSES:
@@ -264,7 +264,7 @@ class KittiObjectMetrics(RaggedStateMixin, MetricFamily):
         fig, ax = plt.subplots() if ax is None else (ax.figure, ax)
         recall = np.arange(41) / 40
         for diff, entry in result.get(cls, {}).get(metric, {}).items():
-            ax.plot(recall, entry["curve"], label=f"{diff}: R40 {entry['ap_r40']:.2f}, R11 {entry['ap_r11']:.2f}")
+            ax.plot(recall, entry["curve"], label=f"{diff}: R40 {entry['ap_r40']:.2%}, R11 {entry['ap_r11']:.2%}")
         ax.set_xlabel("recall")
         ax.set_ylabel("orientation similarity" if metric == "aos" else "precision")
         ax.set_title(f"KITTI {cls} {metric}")
@@ -275,7 +275,8 @@ class KittiObjectMetrics(RaggedStateMixin, MetricFamily):
 
 
 class KittiObjectAveragePrecision(ScalarMetric, KittiObjectMetrics):
-    """One KITTI AP as a scalar (percent, float64) for ``self.log(...)``; same states as :class:`KittiObjectMetrics`.
+    """One KITTI AP as a scalar (a fraction in [0, 1], float64) for ``self.log(...)``; same states as
+    :class:`KittiObjectMetrics`.
 
     Args:
         cls: ``car`` (default), ``pedestrian`` or ``cyclist``.
@@ -288,7 +289,7 @@ class KittiObjectAveragePrecision(ScalarMetric, KittiObjectMetrics):
         >>> from drivemetrics.detection import KittiObjectAveragePrecision, kitti_object_example_inputs
         >>> metric = KittiObjectAveragePrecision(cls="car", metric="bev", difficulty="easy", recall_points=11)
         >>> metric(**kitti_object_example_inputs())
-        tensor(90.9091, dtype=torch.float64)
+        tensor(0.9091, dtype=torch.float64)
     """
 
     def __init__(

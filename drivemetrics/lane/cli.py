@@ -10,10 +10,12 @@ from pathlib import Path
 
 from drivemetrics._internal.options import (
     add_compat,
+    add_device,
     add_input,
     add_no_progress,
     add_threads,
     add_workers,
+    check_device,
     number_in,
     progress_setting,
 )
@@ -28,6 +30,7 @@ def _tusimple_eval(args: argparse.Namespace) -> int:
     from drivemetrics._internal.files import atomic_write_text, check_output_path
     from drivemetrics.lane.evaluate import evaluate_tusimple_files
 
+    check_device(args.device)  # before any work: one line naming --device
     if args.json:
         check_output_path(args.json, input_files=[args.pred, args.gt], option="--json", is_folder=False)
     if args.threads is not None:  # the images are scored in one batch: its torch threads
@@ -41,6 +44,7 @@ def _tusimple_eval(args: argparse.Namespace) -> int:
         image_width=args.image_width,
         compat=args.compat,
         progress=progress_setting(args),
+        device=args.device,
     )
     overall = {devkit: overall[key] for key, devkit in _TUSIMPLE_NAMES.items()}  # the devkit's names
     for name, value in overall.items():
@@ -84,6 +88,7 @@ def _f1_label(t: float) -> str:
 
 
 def _culane_eval(args: argparse.Namespace) -> int:
+    check_device(args.device)  # before any work: one line naming --device
     if args.compat == "reference":  # OpenCV draws the lanes: checked before anything is read
         from drivemetrics.lane.culane_official import load_cv2
 
@@ -126,6 +131,7 @@ def _culane_eval(args: argparse.Namespace) -> int:
         per_image=args.per_image,
         categories=categories,
         progress=progress_setting(args),
+        device=args.device,
     )
     from drivemetrics._internal.distributed import current_shard
 
@@ -207,7 +213,7 @@ def _llamas_eval(args: argparse.Namespace) -> int:
     if args.iou in ("pixel", "both"):  # the optional dependencies, before anything is read
         from drivemetrics.lane.culane_official import load_cv2
 
-        load_cv2()
+        load_cv2("the LLAMAS pixel IoU")
     if args.iou in ("shapely", "both"):
         from drivemetrics._internal.extras import require
 
@@ -257,7 +263,7 @@ def _curvelanes_eval(args: argparse.Namespace) -> int:
     from drivemetrics.lane.culane_official import load_cv2
     from drivemetrics.lane.evaluate import evaluate_curvelanes_dirs
 
-    load_cv2()  # before anything is read
+    load_cv2("the CurveLanes lane metric")  # before anything is read
     torch.set_num_threads(1)
     _check_json(args, [args.pred, args.gt], (".json", ".txt"))
     result = evaluate_curvelanes_dirs(
@@ -326,6 +332,7 @@ def _register_tusimple(subparsers: argparse._SubParsersAction) -> None:
     )
     add_no_progress(parser)
     add_threads(parser, "threads scoring the images (one batch; torch's intra-op threads)")
+    add_device(parser, "torch device scoring the images (the files are read on the host)")
     parser.add_argument("--ego-only", action="store_true", help="score only the ego-left and ego-right lanes")
     parser.add_argument(
         "--image-width",
@@ -389,6 +396,9 @@ def _register_culane(subparsers: argparse._SubParsersAction) -> None:
         "--chunk", type=number_in(1, 100_000, kind=int), default=64, help="images scored per batch (default 64)"
     )
     add_workers(culane, "processes reading and scoring the files (torch runs one thread per process)", auto=True)
+    add_device(
+        culane, "torch device matching the lanes in every process (--compat reference draws with OpenCV on the host)"
+    )
     culane.add_argument("--per-image", action="store_true", help="with --json, add per-image TP / FP / FN")
     add_no_progress(culane)
     culane.add_argument("--json", default=None, metavar="OUT", help="also write the scores (fractions) to OUT")

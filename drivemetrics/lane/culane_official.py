@@ -176,9 +176,10 @@ CV2_VERSIONS = ((4, 10), (4, 13))
 _checked_cv2: list[bool] = []
 
 
-def load_cv2() -> object:
-    """``cv2``, with an install hint when missing and a warning (once) for releases that draw differently."""
-    cv2 = require("culane", "cv2", "CULane compat='reference'")
+def load_cv2(what: str = "CULane compat='reference'") -> object:
+    """``cv2``, with an install hint naming ``what`` (the path that draws) when missing and a warning (once) for
+    releases that draw differently."""
+    cv2 = require("culane", "cv2", what)
     if not _checked_cv2:
         _checked_cv2.append(True)
         version = tuple(int(v) for v in cv2.__version__.split(".")[:2])

@@ -134,7 +134,7 @@ def _draw(samples: list[np.ndarray], compat: Compat, where: str) -> np.ndarray:
     """``(n, 224 * 224)`` float32 0/1 drawings: consecutive samples truncated to int joined by 5 px lines."""
     from drivemetrics.lane.culane_official import load_cv2
 
-    cv2: Any = load_cv2()
+    cv2: Any = load_cv2("the CurveLanes lane metric")
     out = np.zeros((len(samples), EVAL_SIZE * EVAL_SIZE), dtype=np.float32)
     for k, s in enumerate(samples):
         if len(s) < 2:
@@ -441,7 +441,7 @@ class CurveLanesMetrics(MetricFamily):
             raise ValueError(f"`iou_threshold` must be in [0, 1), got {iou_threshold}")
         from drivemetrics.lane.culane_official import load_cv2
 
-        load_cv2()  # OpenCV draws the lanes: checked here, not at the first update
+        load_cv2("the CurveLanes lane metric")  # OpenCV draws the lanes: checked here, not at the first update
         self.thresholds = tuple(thresholds)
         self.primary = self.thresholds.index(float(score_threshold))
         self.iou_threshold, self.compat = float(iou_threshold), compat

@@ -46,11 +46,20 @@ def _map_chunks(fn: Callable[[list[str]], object], chunks: list[list[str]], work
 
 
 def _score_chunk(
-    names: list[str], gt_dir: str, pred_dir: str, height: int, width: int, line_width: float, compat: Compat
+    names: list[str],
+    gt_dir: str,
+    pred_dir: str,
+    height: int,
+    width: int,
+    line_width: float,
+    compat: Compat,
+    device: str = "cpu",
 ) -> tuple[list[tuple[int, int, np.ndarray]], dict[str, int]]:
     """(scored GT lanes, scored predicted lanes, matched IoU per GT line) of every frame of a chunk read from its
-    files, and the lanes of < 2 points the kernel dropped (default mode; the totals are warned about once)."""
+    files, and the lanes of < 2 points the kernel dropped (default mode; the totals are warned about once).
+    ``device``: where the chunk is matched (its files are read on the host)."""
     preds, preds_mask, target, target_mask = read_culane_frames(names, gt_dir, pred_dir)
+    preds, preds_mask, target, target_mask = (t.to(device) for t in (preds, preds_mask, target, target_mask))
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=_DROPPED_WARNING)
         result = culane_matches(
@@ -82,6 +91,7 @@ def score_culane_dirs(
     chunk: int = 64,
     workers: int | None = 1,
     progress: bool | None = False,
+    device: str = "cpu",
 ) -> dict[str, object]:
     """Match every listed frame: ``{"n_gt", "n_pred"}`` (``F`` int arrays of scored lanes), ``"matched"`` (list of
     per-GT-line matched IoU arrays, NaN = unmatched or dropped) and ``"dropped"`` (``{"pred", "gt"}`` lanes of < 2
@@ -89,6 +99,7 @@ def score_culane_dirs(
     scored by :func:`drivemetrics.lane.culane.culane_matches` in either ``compat`` mode. ``names``: relative
     ``.lines.txt`` paths; a missing prediction file is a frame without lanes.
     ``progress``: a tqdm bar over the frames (``None``: only when stdout and stderr are terminals).
+    ``device``: where the chunks are matched (a torch device name; the files are read on the host).
     """
     check_compat(compat)
     pred_dir, gt_dir = Path(pred_dir), Path(gt_dir)
@@ -114,6 +125,7 @@ def score_culane_dirs(
         width=width,
         line_width=line_width,
         compat=compat,
+        device=str(device),
     )
     parts = _map_chunks(score, chunks, workers)
     with progress_bar(len(names), "culane-eval", "image", progress) as bar:
@@ -186,6 +198,7 @@ def evaluate_culane_dirs(
     per_image: bool = False,
     categories: dict[str, list[str]] | None = None,
     progress: bool | None = False,
+    device: str = "cpu",
 ) -> dict[str, object]:
     """CULane precision / recall / F1 of a folder of ``.lines.txt`` predictions against a GT folder.
 
@@ -203,6 +216,7 @@ def evaluate_culane_dirs(
         per_image: add ``"per_image": {frame: {"tp", "fp", "fn"}}`` at the first threshold; ``frame`` is the name
             as given (list entry or path under ``gt_dir``) without extension.
         categories: ``{row name: names}``, e.g. the CULane test splits; each row is scored from the same matches.
+        device: where the frames are matched (a torch device name such as ``"cuda"``; files are read on the host).
 
     Returns:
         ``{"precision", "recall", "f1", "tp", "fp", "fn"}`` at the first threshold, ``"images"``,
@@ -236,7 +250,7 @@ def evaluate_culane_dirs(
             warnings.filterwarnings("ignore", message=_DROPPED_WARNING)
         shown = progress if shard.is_main else False  # rank 0 shows its shard's progress
         scored = score_culane_dirs(
-            pred_dir, gt_dir, shard.take(names), height, width, line_width, compat, chunk, workers, shown
+            pred_dir, gt_dir, shard.take(names), height, width, line_width, compat, chunk, workers, shown, device
         )
     if shard.world > 1:
         scored = _gather_scored(shard, scored, len(names))
@@ -284,13 +298,15 @@ def evaluate_tusimple_files(
     image_width: float = 1280.0,
     compat: Compat = "default",
     progress: bool | None = False,
+    device: str | torch.device = "cpu",
 ) -> tuple[dict[str, float], list[dict[str, object]]]:
     """Score a TuSimple prediction file against a label file (``LaneEval.bench_one_submit`` semantics).
 
     Every label ``raw_file`` needs exactly one prediction with the same ``raw_file`` (order may differ) and the
     same number of values per lane as the label's ``h_samples``. ``progress``: a tqdm bar over the three stages
     (read the labels, read the predictions, score every image in one batch) on stderr (``None``: only when stdout
-    and stderr are terminals).
+    and stderr are terminals). ``device``: where the images are scored (the files are read on the host; the
+    scores come back as Python floats).
 
     Returns:
         ``({"accuracy", "fp", "fn", "f1"}, per_image)`` with fractions, and per image
@@ -307,7 +323,7 @@ def evaluate_tusimple_files(
         pred = read_tusimple_json(pred_path, require_h_samples=False, max_points=rows)
         bar.update()
         bar.set_postfix_str(f"scoring {len(gt.raw_files)} images")
-        result = _score_tusimple_records(gt, pred, pred_path, gt_path, ego_only, image_width, compat)
+        result = _score_tusimple_records(gt, pred, pred_path, gt_path, ego_only, image_width, compat, device)
         bar.update()
     return result
 
@@ -320,6 +336,7 @@ def _score_tusimple_records(
     ego_only: bool,
     image_width: float,
     compat: Compat,
+    device: str | torch.device = "cpu",
 ) -> tuple[dict[str, float], list[dict[str, object]]]:
     """The body of :func:`evaluate_tusimple_files` once both files are read."""
     if gt.h_samples is None:  # pragma: no cover - guaranteed by require_h_samples
@@ -353,21 +370,22 @@ def _score_tusimple_records(
         pad = torch.full((*pred_lanes.shape[:2], n - pred_lanes.shape[2]), torch.nan, dtype=torch.float64)
         pred_lanes = torch.cat([pred_lanes, pad], dim=2)
     pred_lanes = pred_lanes[:, :, :n]
-    run_time = pred.run_time[order] if pred.run_time is not None else None
+    run_time = pred.run_time[order].to(device) if pred.run_time is not None else None
+    pred_lanes, pred_mask = pred_lanes.to(device), pred_mask.to(device)
+    gt_lanes, gt_mask, h_samples = gt.lanes.to(device), gt.lane_mask.to(device), gt.h_samples.to(device)
     if ego_only:
         pred_mask = select_ego_lanes(pred_lanes, pred_mask, image_width)
-        gt_mask = select_ego_lanes(gt.lanes, gt.lane_mask, image_width)
-    else:
-        gt_mask = gt.lane_mask
+        gt_mask = select_ego_lanes(gt_lanes, gt_mask, image_width)
     scores = tusimple_image_scores(
         pred_lanes,
-        gt.lanes,
-        h_samples=gt.h_samples,
+        gt_lanes,
+        h_samples=h_samples,
         run_time=run_time,
         preds_mask=pred_mask,
         target_mask=gt_mask,
         compat=compat,
     )
+    scores = {key: value.cpu() for key, value in scores.items()}  # one read-back of the device
     per_image = [
         {"raw_file": name, "accuracy": float(a), "fp": float(p), "fn": float(f)}
         for name, a, p, f in zip(gt.raw_files, scores["accuracy"], scores["fp"], scores["fn"], strict=True)
@@ -517,7 +535,7 @@ def evaluate_llamas_dirs(
     if "pixel" in kinds:
         from drivemetrics.lane.culane_official import load_cv2
 
-        load_cv2()
+        load_cv2("the LLAMAS pixel IoU")
     if "shapely" in kinds:
         from drivemetrics._internal.extras import require
 
@@ -683,7 +701,7 @@ def evaluate_curvelanes_dirs(
         raise FileNotFoundError(f"prediction folder not found: {pred_dir}")
     from drivemetrics.lane.culane_official import load_cv2
 
-    load_cv2()
+    load_cv2("the CurveLanes lane metric")
     names = read_curvelanes_list(valid_dir)
     sizes = curvelanes_image_sizes(valid_dir, names, image_size)
     score = partial(

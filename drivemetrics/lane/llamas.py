@@ -350,7 +350,7 @@ def _check_extras(iou: IoUKind) -> None:
     if iou == "pixel":
         from drivemetrics.lane.culane_official import load_cv2
 
-        load_cv2()
+        load_cv2("the LLAMAS pixel IoU")
     else:
         from drivemetrics._internal.extras import require
 

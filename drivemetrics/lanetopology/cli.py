@@ -6,7 +6,7 @@ import argparse
 import json
 import math
 
-from drivemetrics._internal.options import add_input, add_no_progress, add_workers, progress_setting
+from drivemetrics._internal.options import add_device, add_input, add_no_progress, add_workers, progress_setting
 
 __all__ = ["HEADLINE", "register"]
 
@@ -21,6 +21,10 @@ def _openlanev2_eval(args: argparse.Namespace) -> int:
     from drivemetrics._internal.read_ahead import read_ahead_all
     from drivemetrics.lanetopology import io
 
+    if args.device is not None:
+        from drivemetrics._internal.options import check_device
+
+        check_device(args.device)  # before any work: one line naming --device
     if args.json:
         check_output_path(args.json, input_files=[args.gt, args.pred], option="--json", is_folder=False)
     # the scoring runs on numpy arrays and never imports torch (nor scipy unless an F-score assignment needs it);
@@ -33,7 +37,14 @@ def _openlanev2_eval(args: argparse.Namespace) -> int:
         target, preds = target_read.result(), preds_read.result()
     track = args.track or io.detect_track(target, args.gt)
     scores = evaluate_openlanev2(
-        preds, target, track, args.compat, args.workers, sources=(args.pred, args.gt), progress=progress_setting(args)
+        preds,
+        target,
+        track,
+        args.compat,
+        args.workers,
+        device=args.device,
+        sources=(args.pred, args.gt),
+        progress=progress_setting(args),
     )
     shard = current_rank_shard()
     if shard is not None and not shard.is_main:  # torchrun: rank 0 reports
@@ -78,5 +89,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--json", default=None, metavar="OUT", help="also write the scores as JSON to OUT")
     add_workers(parser, "processes scoring chunks of frames", auto=True)
+    add_device(
+        parser,
+        "torch device of the lane distances",
+        default=None,
+        default_text="default: numpy on the CPU, without torch",
+    )
     add_no_progress(parser)
     parser.set_defaults(func=_openlanev2_eval, sharded=True)

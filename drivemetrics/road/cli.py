@@ -115,6 +115,9 @@ def _register_road_bev(subparsers: argparse._SubParsersAction) -> None:
     )
     add_no_progress(bev)
     add_threads(bev, "threads decoding PNGs")
+    from drivemetrics._internal.options import add_device  # local: road-eval's options are edited apart (issue 50)
+
+    add_device(bev, "torch device warping the images (PNGs are decoded and written on the host)")
     bev.set_defaults(func=run_road_bev)
 
 
@@ -171,10 +174,12 @@ def run_road_eval(args: argparse.Namespace) -> int:
 
 def run_road_bev(args: argparse.Namespace) -> int:
     """``drivemetrics road-bev``: write one BEV PNG per input PNG; exit code 0."""
+    from drivemetrics._internal.options import check_device
     from drivemetrics.road.evaluate import transform_to_bev
 
+    check_device(args.device)  # before any work: one line naming --device
     written = transform_to_bev(
-        args.calib, args.input, args.output, progress=progress_setting(args), threads=args.threads
+        args.calib, args.input, args.output, progress=progress_setting(args), threads=args.threads, device=args.device
     )
     print(f"wrote {len(written)} BEV image(s) to {args.output}")
     return 0

@@ -294,11 +294,17 @@ def format_scores_table(scores: dict[str, dict[str, float]], space: str = "persp
 
 
 def _warp_file_to_bev(
-    path: Path, calib_dir: Path, output_dir: Path, grid: BevGrid | None, inputs: InputFiles | None = None
+    path: Path,
+    calib_dir: Path,
+    output_dir: Path,
+    grid: BevGrid | None,
+    inputs: InputFiles | None = None,
+    device: str | torch.device = "cpu",
 ) -> Path:
     """Warp one PNG to the BEV (its calibration by :func:`calib_file_for`) and write it atomically; the path.
 
     ``inputs``: the command's input files; the output is refused (``ValueError``) if it resolves to one of them.
+    ``device``: where the image is warped (decoded and encoded on the host).
     """
     calib = calib_file_for(calib_dir, path.stem)
     homography = image_from_road_calib_file(calib)
@@ -314,7 +320,7 @@ def _warp_file_to_bev(
     array = np.array(img.convert("L") if img.mode == "1" else img)
     image = torch.from_numpy(array)
     image = image[None, None] if image.ndim == 2 else image.permute(2, 0, 1)[None]
-    bev = warp_image_to_bev(image, homography, grid, mode="devkit")[0][0]
+    bev = warp_image_to_bev(image.to(device), homography.to(device), grid, mode="devkit")[0][0].cpu()
     array_out = bev[0].numpy() if bev.shape[0] == 1 else np.ascontiguousarray(bev.permute(1, 2, 0).numpy())
     out = output_dir / f"{path.stem}.png"
     if inputs is not None:
@@ -331,13 +337,14 @@ def transform_to_bev(
     grid: BevGrid | None = None,
     progress: bool | None = None,
     threads: int | None = None,
+    device: str | torch.device = "cpu",
 ) -> list[Path]:
     """Warp every ``*.png`` of ``input_dir`` to the BEV like the devkit's ``transform2BEV`` (for submission).
 
     Each file's calibration is found with :func:`calib_file_for`; the image is read unchanged (8-bit grey or
     colour) and warped with the devkit's lookup (unseen cells 0), then written to ``output_dir/<name>.png``
     (a temporary file renamed into place). ``threads`` threads (default and most: one per usable core) decode, warp
-    and encode a few files at a time.
+    and encode a few files at a time; ``device``: where the images are warped (a torch device).
 
     Returns:
         The written paths.
@@ -361,7 +368,7 @@ def transform_to_bev(
     output_dir.mkdir(parents=True, exist_ok=True)
 
     def warp(path: Path) -> Path:
-        return _warp_file_to_bev(path, calib_dir, output_dir, grid, inputs)
+        return _warp_file_to_bev(path, calib_dir, output_dir, grid, inputs, device)
 
     bar = _progress([str(f) for f in files], progress, "to BEV")
     with one_torch_thread_per_worker():

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from drivemetrics._internal.options import (
     SEED_RANGE,
+    add_device,
     add_input,
     add_no_progress,
     add_workers,
@@ -48,6 +48,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     ev.add_argument("--json", default=None, metavar="OUT", help="write per-tile and aggregated results as JSON")
     add_workers(ev, "processes scoring the tiles", auto=True)
+    add_device(
+        ev,
+        "torch device of CCQ's raster and dilation, the one metric on tensors (the graph metrics are host code); "
+        "the same as --set ccq.device=NAME",
+        default=None,
+        default_text="default: the CPU",
+    )
     ev.add_argument(
         "--seed", type=number_in(*SEED_RANGE, kind=int), default=0, help="seed of the sampled metrics (default 0)"
     )
@@ -183,10 +190,9 @@ def warn_default_mode(metrics: list[str], compat: str) -> None:
 
     plain = metrics_without_compat(metrics) if compat == "reference" else []
     if plain:
-        print(
-            f"warning: --compat {compat}: {', '.join(plain)} have no compat mode and are scored in the default mode",
-            file=sys.stderr,
-        )
+        from drivemetrics._internal.progress import warning_line
+
+        warning_line(f"--compat {compat}: {', '.join(plain)} have no compat mode and are scored in the default mode")
 
 
 def _run_eval(args: argparse.Namespace) -> int:
@@ -206,7 +212,13 @@ def _run_eval(args: argparse.Namespace) -> int:
     pairs, orphans = find_pairs(args.gt, args.pred)
     missing = [name for name, _, p in pairs if p is None]
     presets = [f"apls.protocol={args.protocol}"] if args.protocol else []  # --set given after it wins
-    options = apply_settings(_seeded_options(args.seed), [*presets, *args.set])
+    devices = [f"ccq.device={args.device}"] if args.device else []  # --set given after it wins
+    options = apply_settings(_seeded_options(args.seed), [*presets, *devices, *args.set])
+    ccq_device = options.get("ccq", {}).get("device")
+    if ccq_device is not None:
+        from drivemetrics._internal.options import check_device
+
+        check_device(str(ccq_device))  # before any work: one line naming --device
     warn_default_mode(args.metrics, args.compat)
     per_tile, scores = evaluate_dataset(
         pairs,

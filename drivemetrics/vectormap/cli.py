@@ -55,19 +55,17 @@ def _map_eval(args: argparse.Namespace) -> int:
     if result is None:  # torchrun: rank 0 reports
         return 0
     from drivemetrics._internal.limits import short_repr
+    from drivemetrics._internal.progress import warning_line
 
     unknown, missing = result.unknown_samples, result.missing_samples
     if unknown:
-        print(
-            f"warning: {len(unknown)} prediction sample(s) have no GT sample and were ignored "
-            f"(first: {short_repr(unknown[0])})",
-            file=sys.stderr,
+        warning_line(
+            f"{len(unknown)} prediction sample(s) have no GT sample and were ignored (first: {short_repr(unknown[0])})"
         )
     if missing:
-        print(
-            f"note: {len(missing)} GT sample(s) have no prediction and count as empty "
-            f"(first: {short_repr(missing[0])})",
-            file=sys.stderr,
+        warning_line(
+            f"{len(missing)} GT sample(s) have no prediction and count as empty (first: {short_repr(missing[0])})",
+            kind="note",
         )
     report = result.report
     thresholds = [k for k in next(iter(report["classes"].values())) if k.startswith("AP@")]
@@ -94,6 +92,7 @@ def _maptracker_eval(args: argparse.Namespace) -> int:
     """C-mAP and plain mAP (MapTracker): sample list with poses and GT, submission; scenes sharded under torchrun."""
     from drivemetrics._internal.files import atomic_write_text
     from drivemetrics._internal.options import check_device
+    from drivemetrics._internal.progress import warning_line
     from drivemetrics.vectormap.consistency import evaluate_cmap
     from drivemetrics.vectormap.io import read_map_preds, read_maptracker_samples
 
@@ -113,15 +112,11 @@ def _maptracker_eval(args: argparse.Namespace) -> int:
         return 0
     if result["unknown_samples"]:
         unknown = result["unknown_samples"]
-        print(
-            f"warning: {len(unknown)} prediction sample(s) have no GT sample and were ignored (first: {unknown[0]})",
-            file=sys.stderr,
-        )
+        warning_line(f"{len(unknown)} prediction sample(s) have no GT sample and were ignored (first: {unknown[0]})")
     if result["missing_samples"]:
         missing = result["missing_samples"]
-        print(
-            f"note: {len(missing)} GT sample(s) have no prediction and count as empty (first: {missing[0]})",
-            file=sys.stderr,
+        warning_line(
+            f"{len(missing)} GT sample(s) have no prediction and count as empty (first: {missing[0]})", kind="note"
         )
     thresholds = [f"AP@{t}" for t in result["cmap"]["thresholds"]]
     print(f"protocol: maptracker-{args.roi} (compat {compat})")

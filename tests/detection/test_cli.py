@@ -34,10 +34,20 @@ def test_stats_files_equal_official_cpp_bytes(kitti_dir, tmp_path, capsys):
     assert list(result["car"]) == ["2d", "aos", "bev", "3d"]
     moderate = result["car"]["3d"]["moderate"]
     assert len(moderate["curve"]) == 41
-    assert round(moderate["AP_R40"], 4) == 31.7419
+    # the JSON is in fractions (issue 50: one unit in every command's JSON); the official C++ prints 31.7419 (%)
+    assert 0 <= moderate["AP_R40"] <= 1
+    assert abs(moderate["AP_R40"] - 0.317419) < 5e-7
+    assert abs(moderate["AP_R40"] - sum(moderate["curve"][1:]) / 40) < 1e-12  # the curve (fractions) it averages
+    assert abs(moderate["AP_R11"] - sum(moderate["curve"][0::4]) / 11) < 1e-12
+    assert abs(result["car"]["2d"]["moderate"]["AP_R40"] - 0.387411) < 5e-7
+    for per_diff in result["car"].values():
+        for entry in per_diff.values():
+            assert 0 <= entry["AP_R11"] <= 1
+            assert 0 <= entry["AP_R40"] <= 1
     printed = capsys.readouterr().out
     assert "100 frames" in printed
-    assert "38.7411" in printed  # Car 2D moderate R40
+    assert "38.7411" in printed  # Car 2D moderate R40: the table keeps the devkit's %, and says so
+    assert "AP in %" in printed
 
 
 def test_missing_result_files_count_as_empty_with_a_warning(kitti_dir, tmp_path, capsys):

@@ -46,11 +46,19 @@ def test_official_cpp_stats_real_detector(kitti_dir, labels):
         expected = np.loadtxt(kitti_dir / "expected_official_100" / f"stats_car_{name}.txt")
         printed = np.array([[float(f"{v:f}") for v in row] for row in _curves(result, "car", metric)])
         np.testing.assert_array_equal(printed, expected)
-    # the AP values derived from the official curves (reference notes, section 6.3)
-    ap = [round(result["car"]["2d"][d]["ap_r40"], 4) for d in DIFFICULTIES]
+    # the AP values derived from the official curves (reference notes, section 6.3): fractions in the API, the
+    # devkit's percentages once multiplied by 100 (bit for bit: the devkit's ``sum / 40 * 100``, same order)
+    ap = [round(result["car"]["2d"][d]["ap_r40"] * 100, 4) for d in DIFFICULTIES]
     assert ap == [42.1458, 38.7411, 36.2159]
-    ap = [round(result["car"]["3d"][d]["ap_r40"], 4) for d in DIFFICULTIES]
+    ap = [round(result["car"]["3d"][d]["ap_r40"] * 100, 4) for d in DIFFICULTIES]
     assert ap == [34.9166, 31.7419, 29.0839]
+    for metric in STATS:
+        for d in DIFFICULTIES:
+            entry = result["car"][metric][d]
+            assert 0 <= entry["ap_r40"] <= 1
+            assert 0 <= entry["ap_r11"] <= 1
+            assert entry["ap_r40"] * 100 == sum(entry["curve"][1:]) / 40 * 100  # the devkit's percentage, exactly
+            assert entry["ap_r11"] * 100 == sum(entry["curve"][0::4]) / 11 * 100
 
 
 def test_folders_read_as_tables_give_the_frames_values(kitti_dir, labels, tmp_path):
@@ -91,11 +99,11 @@ def test_groundtruth_as_detections_gives_100_where_cpp_does(labels):
         for metric, per_diff in per_metric.items():
             for diff, values in per_diff.items():
                 if cls == "cyclist" and diff == "easy":  # n_gt = 34 <= 40: the C++ recall-sampling artefact
-                    assert values["ap_r40"] == pytest.approx(82.5, abs=1e-9), metric
-                    assert values["ap_r11"] == pytest.approx(9 / 11 * 100, abs=1e-9), metric
+                    assert values["ap_r40"] == pytest.approx(0.825, abs=1e-11), metric
+                    assert values["ap_r11"] == pytest.approx(9 / 11, abs=1e-11), metric
                 else:
-                    assert values["ap_r40"] == pytest.approx(100.0, abs=1e-9), (cls, metric, diff)
-                    assert values["ap_r11"] == pytest.approx(100.0, abs=1e-9), (cls, metric, diff)
+                    assert values["ap_r40"] == pytest.approx(1.0, abs=1e-11), (cls, metric, diff)
+                    assert values["ap_r11"] == pytest.approx(1.0, abs=1e-11), (cls, metric, diff)
 
 
 def _compare_with_oracle(
@@ -114,7 +122,7 @@ def test_matches_per_frame_port_of_cpp_on_synthetic_detections(labels, seed):
     dets = kitti_oracle.jitter_detections(gts, seed=seed)
     result = evaluate_kitti_objects(dets, gts, only_detected=False)
     _compare_with_oracle(result, kitti_oracle.evaluate(gts, dets))
-    assert result["car"]["2d"]["moderate"]["ap_r40"] > 10  # a meaningful case, not all zeros
+    assert result["car"]["2d"]["moderate"]["ap_r40"] > 0.1  # a meaningful case, not all zeros
 
 
 def test_loose_overlaps_match_port(labels):
@@ -188,7 +196,7 @@ def test_aos_skipped_when_an_alpha_is_missing():
     assert "aos" not in evaluate_kitti_objects([det], [gt])["car"]
     with_alpha = _frame("Car -1 -1 0.1 100 100 200 180 1.5 1.6 3.9 0 1.6 20 0.1 0.9\n", True)
     aos = evaluate_kitti_objects([with_alpha], [gt])["car"]["aos"]["easy"]
-    assert aos["ap_r11"] == pytest.approx(100 / 11)  # n_gt = 1: one threshold, recall sampling slot 0 only
+    assert aos["ap_r11"] == pytest.approx(1 / 11)  # n_gt = 1: one threshold, recall sampling slot 0 only
     assert math.isclose(aos["curve"][0], 1.0)
 
 
@@ -201,9 +209,9 @@ def test_zero_size_groundtruth_is_not_matched_in_bev_or_3d():
     matched = evaluate_kitti_objects([det], [sized])["car"]
     result = evaluate_kitti_objects([det], [point])["car"]
     for diff in DIFFICULTIES:
-        for metric in ("2d", "bev", "3d"):  # n_gt = 1: a match gives R11 100 / 11
-            assert matched[metric][diff]["ap_r11"] == pytest.approx(100 / 11), (metric, diff)
-        assert result["2d"][diff]["ap_r11"] == pytest.approx(100 / 11)  # the 2D boxes still match
+        for metric in ("2d", "bev", "3d"):  # n_gt = 1: a match gives R11 1 / 11
+            assert matched[metric][diff]["ap_r11"] == pytest.approx(1 / 11), (metric, diff)
+        assert result["2d"][diff]["ap_r11"] == pytest.approx(1 / 11)  # the 2D boxes still match
         for metric in ("bev", "3d"):
             assert result[metric][diff]["ap_r11"] == 0.0, (metric, diff)
             assert result[metric][diff]["ap_r40"] == 0.0, (metric, diff)

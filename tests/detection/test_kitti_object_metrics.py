@@ -70,7 +70,7 @@ def test_streaming_dict_inputs_equal_functional(fixtures_dir):
                     got = values[f"{cls}_{metric_name}_{diff}_{points}"]
                     assert got.dtype == torch.float64
                     assert got.item() == pytest.approx(expected[cls][metric_name][diff][f"ap_{points}"], abs=1e-9)
-    assert values["car_2d_moderate_r40"] > 10
+    assert values["car_2d_moderate_r40"] > 0.1
 
 
 def test_kitti_objects_inputs_and_scalar_ap(fixtures_dir):
@@ -92,7 +92,7 @@ def test_gt_as_detections_is_100_and_missing_alpha_gives_nan_aos(fixtures_dir):
     dets = [g.with_score(1.0) for g in gts]
     metric = KittiObjectAveragePrecision(cls="car", metric="3d", difficulty="moderate")
     metric.update(dets, gts)
-    assert metric.compute().item() == pytest.approx(100.0)
+    assert metric.compute().item() == pytest.approx(1.0)
     full = KittiObjectMetrics()
     full.update(dets, gts)
     assert torch.isnan(full.compute()["car_aos_easy_r40"])  # DontCare rows carry alpha -10
@@ -221,3 +221,33 @@ def test_a_collection_of_aps_stores_the_frames_once_and_gives_each_its_value(fix
     assert len({round(v, 6) for v in expected.values()}) == 3  # three different numbers to tell apart
     for name, value in expected.items():
         assert values[name].item() == pytest.approx(value, abs=1e-9), name
+
+
+def test_metric_classes_return_fractions_the_table_prints_in_percent(fixtures_dir):
+    """One unit (issue 50): compute() gives fractions in [0, 1] (as every other Metric class, so Lightning logs
+    0.317 beside the others' fractions), and ``kitti-object-eval``'s table prints the same value x 100 under
+    'AP in %', the official devkit's number (31.7419 for the fixture's detector, car 3D moderate R40)."""
+    from drivemetrics.detection.cli import format_table
+
+    gts = _labels(fixtures_dir, 100)
+    frames = [f"{i:06d}" for i in range(100)]
+    dets = list(read_kitti_object_folder(fixtures_dir / "kitti_object" / "det_100", frames, with_score=True).values())
+    full = KittiObjectMetrics()
+    full.update(dets, gts)
+    values = full.compute()
+    finite = [v.item() for v in values.values() if not torch.isnan(v)]
+    assert finite
+    assert all(0.0 <= v <= 1.0 for v in finite)
+    assert KittiObjectMetrics.plot_upper_bound == 1.0
+    one = KittiObjectAveragePrecision(cls="car", metric="3d", difficulty="moderate")
+    one.update(dets, gts)
+    ap = one.compute().item()
+    assert ap == values["car_3d_moderate_r40"].item()
+    assert round(ap, 6) == 0.317419  # the official 31.7419 %, as a fraction
+    table = format_table(evaluate_kitti_objects(dets, gts)).splitlines()
+    assert any(line.startswith("AP in %") for line in table)
+    row = next(line for line in table if line.startswith("3d"))
+    printed = [float(x) for x in row.split()[1:]]  # easy R11 R40, moderate R11 R40, hard R11 R40
+    assert printed[3] == 31.7419
+    assert printed[3] / 100 == pytest.approx(ap, abs=5e-7)
+    assert printed[3] == float(f"{ap * 100:.4f}")
