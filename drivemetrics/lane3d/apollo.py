@@ -19,7 +19,8 @@ the errors are taken at the first threshold of maximal F.
 and its last after 3 m, GT points pruned to 0 < y < 200 and -30 < x < 30; predictions not filtered at all (one of
 fewer than 2 points raises, as the tool stops); 1.5 m charged wherever either lane is invisible, also where both
 are (kept in the default mode: every pair is costed over the same 100 samples); the cost truncated to an int for
-the min-cost flow. The default mode (docs page "3D lanes"):
+OR-Tools' min-cost flow, whose choice among tied optimal assignments is kept (:mod:`drivemetrics.lane3d.mincostflow`).
+The default mode (docs page "3D lanes"):
 
 - predictions are pruned in step with the GT (range test, 0 < y < 200, -30 < x < 30, 2 points): a prediction
   wholly outside the evaluated area no longer counts as a false positive, and a 1-point prediction is dropped
@@ -42,6 +43,7 @@ from drivemetrics._internal import arrays
 from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
 from drivemetrics._internal.validation import check_values
+from drivemetrics.lane3d.mincostflow import ortools_lane_assignment
 from drivemetrics.lane3d.packed import PackedLanes, check_packed, check_packed_values, packed_from_padded
 
 __all__ = [
@@ -196,13 +198,15 @@ def _pair_terms(
 
 
 def _assign(cost: np.ndarray, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    """Maximum-cardinality minimum-cost assignment of a ``(G, P)`` matrix (over the ``allowed`` pairs only)."""
-    from scipy.optimize import linear_sum_assignment
-
+    """Maximum-cardinality minimum-cost assignment of a ``(G, P)`` matrix (over the ``allowed`` pairs only; ``None``:
+    the tool's, every pair allowed, integer costs, OR-Tools' choice among tied optima)."""
     if cost.size == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     if allowed is None:
-        return linear_sum_assignment(cost)
+        pairs = ortools_lane_assignment(cost.astype(np.int64))
+        return np.array([i for i, _ in pairs], dtype=np.int64), np.array([j for _, j in pairs], dtype=np.int64)
+    from scipy.optimize import linear_sum_assignment
+
     big = float(np.abs(np.where(allowed, cost, 0.0)).sum()) * 2 + 1.0
     rows, cols = linear_sum_assignment(np.where(allowed, cost, big))
     keep = allowed[rows, cols]
