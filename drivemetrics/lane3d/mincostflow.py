@@ -129,10 +129,12 @@ def min_cost_flow(
     # the augmented graph: new source n, new sink n + 1
     all_tails, all_heads, all_caps, all_costs = list(tails), list(heads), list(capacities), list(costs)
     for node in range(n):
-        if supplies[node] > 0:
-            all_tails.append(n), all_heads.append(node), all_caps.append(supplies[node]), all_costs.append(0)
-        elif supplies[node] < 0:
-            all_tails.append(node), all_heads.append(n + 1), all_caps.append(-supplies[node]), all_costs.append(0)
+        if supplies[node] != 0:
+            tail, head = (n, node) if supplies[node] > 0 else (node, n + 1)
+            all_tails.append(tail)
+            all_heads.append(head)
+            all_caps.append(abs(supplies[node]))
+            all_costs.append(0)
     total = sum(s for s in supplies if s > 0)
     if _max_flow(n + 2, all_tails, all_heads, all_caps, n, n + 1) != total:
         return None  # INFEASIBLE
