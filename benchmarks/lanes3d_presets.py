@@ -17,8 +17,9 @@ end to end (the evaluators read the files themselves), the official evaluator fi
   and imports included, as for the official scripts).
 
 The official code runs in its own virtual environment (``--venv``; ``--setup`` creates it with the Python running
-this script: numpy 1.23.5 for ``np.int`` / ``np.float``, scipy 1.9.3, OR-Tools 9.x, opencv-python-headless 4.8,
-shapely 2.0, munkres 1.1.4, prettytable, matplotlib, ujson). Printed: wall and CPU seconds (CPU: the process and its
+this script: numpy 1.23.5 for ``np.int`` / ``np.float``, scipy 1.9.3, OR-Tools 9.14 (whose tie choices
+``compat="reference"`` reproduces), opencv-python-headless 4.8, shapely 2.0, munkres 1.1.4, prettytable, matplotlib,
+ujson). Printed: wall and CPU seconds (CPU: the process and its
 children), the ratio, the load average, and the largest difference between the official numbers and the library's
 (Apollo: AP, F, R, P, 4 errors of lane lines, AP and F of centre lines; ONCE: F1, P, R, distance error of the 18
 rows). ``--json`` / ``--markdown`` write the same.
@@ -48,7 +49,7 @@ import numpy as np
 PACKAGES = [
     "numpy==1.23.5",
     "scipy==1.9.3",
-    "ortools>=9.8,<10",
+    "ortools==9.14.6206",  # the version drivemetrics.lane3d.mincostflow re-implements
     "ujson",
     "opencv-python-headless==4.8.1.78",
     "shapely==2.0.6",

@@ -104,17 +104,15 @@ def _nan(value: object) -> str:
 
 
 def _apollo3d_eval(args: argparse.Namespace) -> int:
-    import torch
-
-    from drivemetrics._internal.distributed import current_shard
+    # host code on numpy: torch is imported only to check a --device other than the CPU
     from drivemetrics._internal.files import atomic_write_text, check_output_path
     from drivemetrics._internal.options import check_device
-    from drivemetrics.lane3d.evaluate import evaluate_apollo3d_files
+    from drivemetrics.lane3d.evaluate import current_rank_shard, evaluate_apollo3d_files
 
-    check_device(args.device)
+    if args.device.partition(":")[0] != "cpu":
+        check_device(args.device)
     if args.json:
         check_output_path(args.json, input_files=[args.gt, args.pred], option="--json", is_folder=False)
-    torch.set_num_threads(1)
     result = evaluate_apollo3d_files(
         args.gt,
         args.pred,
@@ -123,7 +121,8 @@ def _apollo3d_eval(args: argparse.Namespace) -> int:
         device=args.device,
         progress=progress_setting(args),
     )
-    if not current_shard().is_main:
+    shard = current_rank_shard()
+    if shard is not None and not shard.is_main:  # torchrun: rank 0 reports
         return 0
     m = result["metrics"]
     print(f"Apollo 3D Lane Synthetic ({len(result['per_frame'])} frames, compat={args.compat})")
@@ -168,17 +167,15 @@ def _register_apollo(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _once3d_eval(args: argparse.Namespace) -> int:
-    import torch
-
-    from drivemetrics._internal.distributed import current_shard
+    # host code on numpy: torch is imported only to check a --device other than the CPU
     from drivemetrics._internal.files import atomic_write_text, check_output_path
     from drivemetrics._internal.options import check_device
-    from drivemetrics.lane3d.evaluate import evaluate_once3d_files
+    from drivemetrics.lane3d.evaluate import current_rank_shard, evaluate_once3d_files
 
-    check_device(args.device)
+    if args.device.partition(":")[0] != "cpu":
+        check_device(args.device)
     if args.json:
         check_output_path(args.json, input_files=[args.gt, args.pred], option="--json", is_folder=False)
-    torch.set_num_threads(1)
     result = evaluate_once3d_files(
         args.gt,
         args.pred,
@@ -187,7 +184,8 @@ def _once3d_eval(args: argparse.Namespace) -> int:
         device=args.device,
         progress=progress_setting(args),
     )
-    if not current_shard().is_main:
+    shard = current_rank_shard()
+    if shard is not None and not shard.is_main:  # torchrun: rank 0 reports
         return 0
     print(f"ONCE-3DLanes ({len(result['per_frame'])} frames, compat={args.compat})")
     print(f"  {'prob_thresh':>11} {'F1':>12} {'precision':>12} {'recall':>12} {'D error':>12}")

@@ -15,25 +15,27 @@ the one-process result.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
-import torch
-from torch import Tensor
 
 from drivemetrics._internal.compat import Compat, check_compat
-from drivemetrics._internal.distributed import bytes_to_strings, current_shard, strings_to_bytes
 from drivemetrics._internal.gc_pause import gc_paused
 from drivemetrics._internal.pool import check_workers_or_auto, map_in_processes, one_torch_thread_per_worker
 from drivemetrics._internal.progress import progress_bar
-from drivemetrics._internal.ragged import RaggedRows
 from drivemetrics.lane3d.io import Lane3DFrame, read_openlane_gt, read_openlane_pred, read_test_list
-from drivemetrics.lane3d.openlane import COUNT_NAMES, DEFAULT_FIXES, openlane3d_lane_matches, openlane3d_scores
-from drivemetrics.lane3d.pairs import ERROR_NAMES
-from drivemetrics.lane3d.resample import OpenLane3DLanes
+
+if TYPE_CHECKING:
+    import torch
+    from torch import Tensor
+
+    from drivemetrics._internal.distributed import Shard
+    from drivemetrics.lane3d.resample import OpenLane3DLanes
 
 __all__ = ["evaluate_openlane3d_files", "evaluate_openlane3d_frames", "pack_lanes"]
 
@@ -56,6 +58,8 @@ def pack_lanes(frames: Sequence[Sequence[np.ndarray]], device: torch.device | st
         >>> tuple(points.shape), lengths.tolist()
         ((2, 2, 3, 3), [[2, 3], [0, 0]])
     """
+    import torch
+
     lanes_per_frame = np.fromiter(map(len, frames), np.int64, len(frames))
     lanes = [np.asarray(lane, dtype=np.float64).reshape(-1, 3) for frame in frames for lane in frame]
     lengths = np.fromiter(map(len, lanes), np.int64, len(lanes))
@@ -76,6 +80,10 @@ def _frames_to_lanes(frames: Sequence[Lane3DFrame], annotations: bool, device: A
 
     The points are built as ``(3, T)`` coordinate planes (one concatenation of all lanes), and ``points`` is their
     ``(T, 3)`` view, which the resampling reads without a copy."""
+    import torch
+
+    from drivemetrics.lane3d.resample import OpenLane3DLanes
+
     lanes_per_frame = np.fromiter((len(f.points) for f in frames), np.int64, len(frames))
     arrays = [lane for f in frames for lane in f.points]
     lengths = np.fromiter(map(len, arrays), np.int64, len(arrays))
@@ -138,6 +146,10 @@ class _Scored(NamedTuple):
 def _score_batch(
     gt: Sequence[Lane3DFrame], preds: Sequence[Lane3DFrame], fixes: frozenset[str], device: Any
 ) -> _Scored:
+    import torch
+
+    from drivemetrics.lane3d.openlane import openlane3d_lane_matches
+
     target = _frames_to_lanes(gt, True, device)
     out = openlane3d_lane_matches(_frames_to_lanes(preds, False, device), target, frames=len(preds), fixes=fixes)
     pairs = torch.bincount(out["pairs"][:, 0], minlength=len(preds))
@@ -145,6 +157,8 @@ def _score_batch(
 
 
 def _fixes(compat: Compat) -> frozenset[str]:
+    from drivemetrics.lane3d.openlane import DEFAULT_FIXES
+
     return frozenset() if check_compat(compat) else DEFAULT_FIXES
 
 
@@ -221,6 +235,11 @@ def evaluate_openlane3d_frames(
 def _report(file_paths: Sequence[str], scored: _Scored) -> dict[str, Any]:
     """The result dict from the per-frame arrays; the error means are taken over the pairs in frame order, as the
     evaluator's ``np.average``."""
+    import torch
+
+    from drivemetrics.lane3d.openlane import openlane3d_scores
+    from drivemetrics.lane3d.pairs import ERROR_NAMES
+
     has = scored.errors > -1 + 1e-6  # NaN errors are left out too
     # numpy's sum of the values kept, as the tool's np.average: the same bits
     sums = np.array([scored.errors[has[:, k], k].sum() for k in range(len(ERROR_NAMES))])
@@ -256,6 +275,8 @@ def _report(file_paths: Sequence[str], scored: _Scored) -> dict[str, Any]:
 
 def _json_metrics(scores: dict[str, Tensor]) -> dict[str, Any]:
     """The scores under the evaluator's names (``F_score``, ...): floats, and ints for the counts."""
+    from drivemetrics.lane3d.openlane import COUNT_NAMES
+
     return {
         ("F_score" if name == "f_score" else name): (int(value) if name in COUNT_NAMES else float(value))
         for name, value in scores.items()
@@ -296,6 +317,11 @@ def _score_files(job: tuple[list[int], list[tuple[str, str]], frozenset[str], st
 def _annotation_lines(mine: Sequence[int], gt_paths: Sequence[str]) -> dict[str, int]:
     """``file_path`` -> the test-list line of its annotation over the whole list (the last line of a path, as the
     evaluator's dict); under torchrun the ranks exchange the paths of their lines."""
+    import torch
+
+    from drivemetrics._internal.distributed import bytes_to_strings, current_shard, strings_to_bytes
+    from drivemetrics._internal.ragged import RaggedRows
+
     shard = current_shard()
     if shard.world > 1:
         names = [strings_to_bytes([path]) for path in gt_paths]
@@ -362,6 +388,11 @@ def evaluate_openlane3d_files(
         >>> out["metrics"]["F_score"], out["metrics"]["n_gt"]
         (1.0, 1)
     """
+    import torch
+
+    from drivemetrics._internal.distributed import bytes_to_strings, current_shard, strings_to_bytes
+    from drivemetrics._internal.ragged import RaggedRows
+
     fixes = _fixes(compat)
     lines = read_test_list(test_list)
     shard = current_shard()
@@ -424,11 +455,28 @@ def evaluate_openlane3d_files(
 SCORED_CHUNK_FRAMES = 256
 
 
+def current_rank_shard() -> Shard | None:
+    """This rank's :class:`~drivemetrics._internal.distributed.Shard` under torchrun, ``None`` in one process: the
+    Apollo / ONCE evaluations run on numpy and import neither torch nor the distributed module (the command's
+    process-group setup imports it first)."""
+    module = sys.modules.get("drivemetrics._internal.distributed")
+    return None if module is None else module.current_shard()
+
+
+def _torch_threads() -> contextlib.AbstractContextManager[None]:
+    """One torch intra-op thread while frames are scored, where torch is loaded (it is not on the CPU path)."""
+    return one_torch_thread_per_worker() if "torch" in sys.modules else contextlib.nullcontext()
+
+
 def _gather_rows(mine: Sequence[int], fixed: dict[str, np.ndarray], ragged: dict[str, tuple[np.ndarray, np.ndarray]]):
     """Per-frame rows of every rank on every rank, in frame order (torchrun); the arrays as given otherwise."""
-    shard = current_shard()
-    if shard.world == 1:
+    shard = current_rank_shard()
+    if shard is None or shard.world == 1:
         return fixed, ragged
+    import torch
+
+    from drivemetrics._internal.ragged import RaggedRows
+
     fields = {
         k: RaggedRows(torch.from_numpy(v.reshape(len(mine), -1)), torch.ones(len(mine), dtype=torch.int64))
         for k, v in fixed.items()
@@ -443,7 +491,7 @@ def _gather_rows(mine: Sequence[int], fixed: dict[str, np.ndarray], ragged: dict
 
 
 def _score_apollo_chunk(job: tuple[list[Any], list[Any], str]) -> dict[str, np.ndarray]:
-    from drivemetrics.lane3d.apollo import apollo3d_matches
+    from drivemetrics.lane3d.apollo_scoring import apollo3d_matches
     from drivemetrics.lane3d.packed import pack_lane_lists
 
     gts, preds, compat = job
@@ -495,7 +543,7 @@ def evaluate_apollo3d_files(
         >>> round(out["metrics"]["F_score"], 6), round(out["metrics"]["x_error_close"], 6)
         (0.999999, 0.1)
     """
-    from drivemetrics.lane3d.apollo import APOLLO_THRESHOLDS
+    from drivemetrics.lane3d.apollo_scoring import APOLLO_THRESHOLDS
     from drivemetrics.lane3d.io import ScoredLanesFrame, read_apollo_gt, read_apollo_pred
 
     reference = check_compat(compat)
@@ -516,8 +564,8 @@ def evaluate_apollo3d_files(
         seen = {lanes.name for lanes, _ in preds}
         preds = preds + [(ScoredLanesFrame(name), ScoredLanesFrame(name)) for name in gt if name not in seen]
     names = [lanes.name for lanes, _ in preds]
-    shard = current_shard()
-    mine = shard.indices(len(preds))
+    shard = current_rank_shard()
+    mine = list(range(len(preds))) if shard is None else shard.indices(len(preds))
     jobs = [
         (
             [gt[names[i]] for i in mine[s : s + SCORED_CHUNK_FRAMES]],
@@ -528,7 +576,7 @@ def evaluate_apollo3d_files(
     ]
     workers = check_workers_or_auto(workers)
     parts = []
-    with one_torch_thread_per_worker(), progress_bar(len(mine), "apollo3d-eval", "frames", progress) as bar:
+    with _torch_threads(), progress_bar(len(mine), "apollo3d-eval", "frames", progress) as bar:
         for part in map_in_processes(_score_apollo_chunk, jobs, workers if len(jobs) > 1 else 1):
             parts.append(part)
             bar.update(part["counts0"].shape[0])
@@ -550,7 +598,7 @@ def _apollo_report(
 ) -> dict[str, Any]:
     """The result dict of :func:`evaluate_apollo3d_files` from the per-frame counts and per-pair rows
     ``[threshold, 4 errors]`` of lane lines (0) and centre lines (1)."""
-    from drivemetrics.lane3d.apollo import APOLLO_THRESHOLDS, ERROR_NAMES, apollo3d_scores
+    from drivemetrics.lane3d.apollo_scoring import APOLLO_THRESHOLDS, ERROR_NAMES, apollo3d_scores
 
     t = len(APOLLO_THRESHOLDS)
     sums = {}
@@ -612,7 +660,7 @@ def _apollo_report(
 
 def _score_once_chunk(job: tuple[list[str], str, str, str]) -> dict[str, Any]:
     from drivemetrics.lane3d.io import ScoredLanesFrame, read_once_file
-    from drivemetrics.lane3d.once import once3d_matches
+    from drivemetrics.lane3d.once_scoring import once3d_matches
     from drivemetrics.lane3d.packed import pack_lane_lists
 
     names, gt_dir, pred_dir, compat = job
@@ -671,21 +719,21 @@ def evaluate_once3d_files(
         (1.0, 1)
     """
     from drivemetrics.lane3d.io import list_once_frames
-    from drivemetrics.lane3d.once import ONCE_LABELS, ONCE_THRESHOLDS, once3d_scores
+    from drivemetrics.lane3d.once_scoring import ONCE_LABELS, ONCE_THRESHOLDS, once3d_scores
 
     check_compat(compat)
     if not Path(pred_dir).is_dir():
         raise ValueError(f"{pred_dir}: not a folder (ONCE-3DLanes predictions)")
     names = list_once_frames(gt_dir)
-    shard = current_shard()
-    mine = shard.indices(len(names))
+    shard = current_rank_shard()
+    mine = list(range(len(names))) if shard is None else shard.indices(len(names))
     jobs = [
         ([names[i] for i in mine[s : s + SCORED_CHUNK_FRAMES]], str(gt_dir), str(pred_dir), compat)
         for s in range(0, len(mine), SCORED_CHUNK_FRAMES)
     ]
     workers = check_workers_or_auto(workers)
     parts = []
-    with one_torch_thread_per_worker(), progress_bar(len(mine), "once3d-eval", "frames", progress) as bar:
+    with _torch_threads(), progress_bar(len(mine), "once3d-eval", "frames", progress) as bar:
         for part in map_in_processes(_score_once_chunk, jobs, workers if len(jobs) > 1 else 1):
             parts.append(part)
             bar.update(part["counts"].shape[0])

@@ -112,6 +112,17 @@ def test_default_does_not_truncate_the_cost():
     assert fixed["pair_errors"][0, 0] == pytest.approx(0.61)
 
 
+def test_reference_mode_takes_or_tools_choice_among_tied_assignments():
+    # every truncated cost is 0 (|dx| < 0.01 m over 100 samples): OR-Tools' min-cost flow pairs GT 0 with
+    # prediction 1 and GT 1 with prediction 0 (tests/lane3d/test_mincostflow.py: [[3, 3], [3, 3]]); scipy the others
+    gt, preds = [_lane(0.0, y1=103.0), _lane(0.005, y1=103.0)], [_lane(0.002, y1=103.0), _lane(0.009, y1=103.0)]
+    _, out = _frame(gt, preds, [0.6, 0.7])
+    first = out["pair_threshold"] == 0
+    np.testing.assert_allclose(out["pair_errors"][first][:, 0], [0.009, 0.003], atol=1e-9)
+    _, fixed = _frame(gt, preds, [0.6, 0.7], compat="default")  # the float cost: the closer pairs
+    np.testing.assert_allclose(fixed["pair_errors"][fixed["pair_threshold"] == 0][:, 0], [0.002, 0.004], atol=1e-9)
+
+
 def test_batched_equals_one_by_one_and_a_numpy_loop():
     rng = np.random.default_rng(0)
     frames_gt, frames_pred, probs = [], [], []

@@ -120,3 +120,25 @@ def test_once_bad_score_names_the_field(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "lanes[0].score" in err
     assert "1.json" in err
+
+
+@pytest.mark.parametrize("compat", ["reference", "default"])
+def test_the_cpu_path_imports_neither_torch_nor_torchmetrics(tmp_path, compat):
+    import subprocess
+    import sys
+
+    apollo = _apollo(tmp_path, [GT], [PRED])
+    once_lane = [[1.8, 1.6, float(z)] for z in range(3, 41)]
+    for sub, data in (("gt", {"lanes": [once_lane]}), ("pred", {"lanes": [{"points": once_lane, "score": 0.99}]})):
+        (tmp_path / sub / "000001" / "cam01").mkdir(parents=True)
+        (tmp_path / sub / "000001" / "cam01" / "1.json").write_text(json.dumps(data))
+    once = ["once3d-eval", "--gt", str(tmp_path / "gt"), "--pred", str(tmp_path / "pred"), "--no-progress"]
+    for argv in (apollo, once):
+        code = (
+            "import sys\nfrom drivemetrics.cli import main\n"
+            f"assert main({[*argv, '--compat', compat, '--workers', '1']!r}) == 0\n"
+            "loaded = [m for m in ('torch', 'torchmetrics') if m in sys.modules]\n"
+            "assert not loaded, loaded\n"
+        )
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+        assert done.returncode == 0, f"{argv[0]}: {done.stderr[-2000:]}"
