@@ -12,7 +12,7 @@ import numpy as np
 from drivemetrics._internal.limits import short_repr
 from drivemetrics._internal.pool import map_in_processes, one_torch_thread_per_worker, parallel_map, usable_cores
 from drivemetrics._internal.progress import progress_bar
-from drivemetrics.vectormap.flat import FlatLines, ap_from_rows, flatten_samples, match_flat, resample_lines
+from drivemetrics.vectormap.lines import FlatLines, ap_from_rows, flatten_samples, match_flat, resample_lines
 from drivemetrics.vectormap.io import (
     PROTOCOL_FORMATS,
     MapSample,
@@ -281,7 +281,7 @@ def evaluate_map_samples(
 
 def _report(out: Any, num_targets: list[int], proto: MapProtocol) -> dict[str, Any]:
     """``{"mAP", "classes": {name: {"AP", "AP@<thr>", "num_gts", "num_preds"}}}`` of pooled APs (``out``: the
-    dict of :func:`~drivemetrics.vectormap.flat.ap_from_rows` or of ``vector_map_ap_from_matches``)."""
+    dict of :func:`~drivemetrics.vectormap.lines.ap_from_rows` or of ``vector_map_ap_from_matches``)."""
     classes: dict[str, dict[str, float | int]] = {}
     for c, name in enumerate(proto.class_names):
         entry: dict[str, float | int] = {"AP": float(out["ap"][c])}
@@ -433,9 +433,9 @@ def evaluate_flat(
     :func:`flat_path_applies`.
 
     Examples:
-        >>> from drivemetrics.vectormap.flat import resample_lines
+        >>> from drivemetrics.vectormap.lines import resample_lines
         >>> import numpy as np
-        >>> from drivemetrics.vectormap.flat import FlatLines
+        >>> from drivemetrics.vectormap.lines import FlatLines
         >>> from drivemetrics.vectormap.protocol import get_protocol
         >>> from drivemetrics.vectormap.evaluate import evaluate_flat
         >>> line = np.array([[0.0, 0.0], [0.0, 10.0]])

@@ -12,7 +12,7 @@ import torch
 
 from drivemetrics.polyline import resample_by_count, resample_by_spacing
 from drivemetrics.vectormap.evaluate import evaluate_flat, evaluate_map_samples, read_resampled
-from drivemetrics.vectormap.flat import (
+from drivemetrics.vectormap.lines import (
     FlatLines,
     ap_from_rows,
     bounded_chamfer,
@@ -98,7 +98,7 @@ def test_resample_flat_equals_a_plain_geos_loop_and_the_torch_kernels(proto):
 
 
 def test_resample_flat_in_steps_equals_one_step(monkeypatch):
-    import drivemetrics.vectormap.flat as flat
+    import drivemetrics.vectormap.lines as flat
 
     lines = _random_lines(np.random.default_rng(1), 50)
     points, counts = np.concatenate(lines), np.array([len(line) for line in lines])
