@@ -1,4 +1,5 @@
-"""The numpy path of map-eval (``vectormap/flat.py``, ``evaluate_flat``): equal to plain loops and to the torch path."""
+"""The map kernel written once (``vectormap/lines.py``, ``evaluate_flat``): equal to plain loops, and the same bits on
+numpy arrays and on tensors."""
 
 from __future__ import annotations
 
@@ -183,6 +184,36 @@ def test_match_flat_and_ap_from_rows_equal_the_torch_kernels():
     )
     np.testing.assert_allclose(mine["ap_per_threshold"], reference["ap_per_threshold"].numpy(), rtol=0, atol=1e-15)
     assert mine["num_preds"].tolist() == reference["num_preds"].tolist()
+
+
+@pytest.mark.parametrize("proto", [AV2, COUNT, get_protocol("streammapnet-100x50")], ids=["spacing", "count", "smn"])
+def test_the_kernel_gives_the_same_bits_on_numpy_arrays_and_on_tensors(proto, monkeypatch):
+    # issue 46: one kernel, called with numpy arrays (map-eval's CPU path) and with tensors (any device); steps of 7
+    # lines, so the stepped resampling is covered on both
+    import drivemetrics.vectormap.lines as lines_module
+
+    monkeypatch.setattr(lines_module, "LINES_PER_STEP", 7)
+    gt, preds = _random_frames(5, 30, proto.class_names)
+    flat_gt = flatten_samples(gt, proto.class_names, 2, with_scores=False)
+    flat_preds = flatten_samples(preds, proto.class_names, 2, with_scores=True)
+    flat_preds = flat_preds.take(np.flatnonzero(flat_preds.counts >= 2))
+    on_numpy = [resample_lines(lines, proto) for lines in (flat_preds, flat_gt)]
+    on_torch = [resample_lines(lines.apply(torch.from_numpy), proto) for lines in (flat_preds, flat_gt)]
+    for a, b in zip(on_numpy, on_torch, strict=True):
+        assert torch.is_tensor(b.points) and torch.is_tensor(b.counts)
+        assert np.array_equal(a.points, b.points.numpy()) and np.array_equal(a.counts, b.counts.numpy())
+    pairs = candidate_pairs(*on_numpy, len(proto.class_names))
+    torch_pairs = candidate_pairs(*on_torch, len(proto.class_names))
+    assert [p.tolist() for p in pairs] == [p.tolist() for p in torch_pairs]
+    distance = bounded_chamfer(*on_numpy, *pairs, 1.5)
+    torch_distance = bounded_chamfer(*on_torch, *torch_pairs, 1.5)
+    assert np.array_equal(distance, torch_distance.numpy())
+    assert np.isfinite(distance).any() and np.isinf(distance).any()
+    rows, num_targets = match_flat(*on_numpy, proto)
+    torch_rows, torch_num_targets = match_flat(*on_torch, proto)
+    assert torch.is_tensor(torch_rows)
+    assert np.array_equal(rows, torch_rows.numpy()) and np.array_equal(num_targets, torch_num_targets.numpy())
+    assert 0 < rows[:, 2:].sum() < rows[:, 2:].size
 
 
 def test_match_flat_refuses_the_fallback_rule():
