@@ -13,6 +13,7 @@ import torch
 
 from drivemetrics.polyline import resample_by_count, resample_by_spacing
 from drivemetrics.vectormap.evaluate import evaluate_flat, evaluate_map_samples, read_resampled
+from drivemetrics.vectormap.io import MapSample, pack_samples
 from drivemetrics.vectormap.lines import (
     FlatLines,
     ap_from_rows,
@@ -23,7 +24,6 @@ from drivemetrics.vectormap.lines import (
     resample_flat,
     resample_lines,
 )
-from drivemetrics.vectormap.io import MapSample, pack_samples
 from drivemetrics.vectormap.protocol import MapProtocol, get_protocol
 from drivemetrics.vectormap.scoring import vector_map_ap_from_matches, vector_map_matches
 
@@ -200,19 +200,23 @@ def test_the_kernel_gives_the_same_bits_on_numpy_arrays_and_on_tensors(proto, mo
     on_numpy = [resample_lines(lines, proto) for lines in (flat_preds, flat_gt)]
     on_torch = [resample_lines(lines.apply(torch.from_numpy), proto) for lines in (flat_preds, flat_gt)]
     for a, b in zip(on_numpy, on_torch, strict=True):
-        assert torch.is_tensor(b.points) and torch.is_tensor(b.counts)
-        assert np.array_equal(a.points, b.points.numpy()) and np.array_equal(a.counts, b.counts.numpy())
+        assert torch.is_tensor(b.points)
+        assert torch.is_tensor(b.counts)
+        assert np.array_equal(a.points, b.points.numpy())
+        assert np.array_equal(a.counts, b.counts.numpy())
     pairs = candidate_pairs(*on_numpy, len(proto.class_names))
     torch_pairs = candidate_pairs(*on_torch, len(proto.class_names))
     assert [p.tolist() for p in pairs] == [p.tolist() for p in torch_pairs]
     distance = bounded_chamfer(*on_numpy, *pairs, 1.5)
     torch_distance = bounded_chamfer(*on_torch, *torch_pairs, 1.5)
     assert np.array_equal(distance, torch_distance.numpy())
-    assert np.isfinite(distance).any() and np.isinf(distance).any()
+    assert np.isfinite(distance).any()
+    assert np.isinf(distance).any()
     rows, num_targets = match_flat(*on_numpy, proto)
     torch_rows, torch_num_targets = match_flat(*on_torch, proto)
     assert torch.is_tensor(torch_rows)
-    assert np.array_equal(rows, torch_rows.numpy()) and np.array_equal(num_targets, torch_num_targets.numpy())
+    assert np.array_equal(rows, torch_rows.numpy())
+    assert np.array_equal(num_targets, torch_num_targets.numpy())
     assert 0 < rows[:, 2:].sum() < rows[:, 2:].size
 
 
@@ -255,3 +259,54 @@ def test_read_resampled_names_the_file_for_one_point_gt_and_3d_predictions(tmp_p
         read_resampled(tmp_path / "pred.json", "pred", "av2-cvpr23")
     with pytest.raises(ValueError, match="numpy path"):
         read_resampled(tmp_path / "pred.json", "pred", "nuscenes-maptr")
+
+
+@pytest.mark.parametrize("protocol", ["av2-cvpr23", "streammapnet"])
+def test_a_cpu_map_eval_run_never_imports_torch(tmp_path, protocol):
+    # issue 46: the kernel is written once for numpy and torch, and the CPU path still never imports torch: a fresh
+    # interpreter runs the whole command (reading, resampling, matching in forked workers, AP) and then looks
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from drivemetrics.vectormap.io import AV2_CLASSES
+
+    gt, preds = _random_frames(6, 30, AV2.class_names)
+    if protocol == "av2-cvpr23":
+        gt_data: dict = {"log": [{"timestamp": s.token, "annotation": _by_class(s, lift=True)} for s in gt]}
+    else:
+        gt_data = {"gts": {s.token: _by_class(s, lift=False) for s in gt}}
+    pred_data = {
+        "results": {
+            s.token: {
+                "vectors": [line.tolist() for line in s.points],
+                "scores": list(s.scores),
+                "labels": [AV2_CLASSES.index(name) for name in s.labels],
+            }
+            for s in preds
+        }
+    }
+    (tmp_path / "gt.json").write_text(json.dumps(gt_data))
+    (tmp_path / "pred.json").write_text(json.dumps(pred_data))
+    extra = ["--roi", "60x30"] if protocol == "streammapnet" else []
+    argv = ["map-eval", "--protocol", protocol, *extra, "--gt", str(tmp_path / "gt.json")]
+    argv += ["--pred", str(tmp_path / "pred.json"), "--json", str(tmp_path / "out.json"), "--workers", "2"]
+    code = f"import sys\nfrom drivemetrics.cli import main\nassert main({argv!r}) == 0\nprint('torch' in sys.modules)\n"
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "False"
+    report = json.loads((tmp_path / "out.json").read_text())
+    assert 0 < report["mAP"] < 1
+
+
+def _by_class(sample: MapSample, lift: bool) -> dict:
+    """One sample's lines grouped by class: Argoverse 2 GT (class names, 3-D points, ``lift``) or StreamMapNet's GT
+    cache (its class ids as strings, 2-D points)."""
+    from drivemetrics.vectormap.io import AV2_CLASSES
+
+    out: dict = {(name if lift else str(i)): [] for i, name in enumerate(AV2_CLASSES)}
+    for line, name in zip(sample.points, sample.labels, strict=True):
+        points = np.concatenate([line, np.zeros((len(line), 1))], 1) if lift else line
+        out[name if lift else str(AV2_CLASSES.index(name))].append(points.tolist())
+    return out
