@@ -326,11 +326,12 @@ def orjson_installed() -> bool:
 
 
 def run_library_end_to_end(
-    protocol: str, gt: Path, pred: Path, out: Path, device: str, fast_json: bool = True
+    protocol: str, gt: Path, pred: Path, out: Path, device: str, fast_json: bool = True, root: Path = ROOT
 ) -> tuple[float, dict]:
     """One ``drivemetrics map-eval`` process with its default workers: (wall seconds, the 13 values).
-    ``fast_json=False`` makes it parse with the standard library's ``json`` even where orjson is installed."""
-    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    ``fast_json=False`` makes it parse with the standard library's ``json`` even where orjson is installed;
+    ``root``: the checkout whose library runs (``--before``: an older one)."""
+    path = os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH", "")]))
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": path, "DRIVEMETRICS_FAST_JSON": str(int(fast_json))}
     command = [sys.executable, "-m", "drivemetrics", "map-eval", "--protocol", protocol, "--gt", str(gt)]
     command += ["--pred", str(pred), "--json", str(out), "--no-progress", "--device", device]
@@ -370,6 +371,13 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads of the in-process library run")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--json-out", type=Path, help="write the results here (JSON)")
+    parser.add_argument(
+        "--before",
+        type=Path,
+        metavar="CHECKOUT",
+        help="an older checkout of the library, run end to end too (after the official code, alternating with this "
+        "checkout's run): old against new in the same run, all 13 numbers compared",
+    )
     args = parser.parse_args()
     if args.setup:
         setup_official_venv(args.setup)
@@ -404,7 +412,10 @@ def main() -> None:
                 package, runner = prepare_official(protocol, sources[protocol], work)
             official_walls, official_inner, library_walls, loads = [], [], [], [os.getloadavg()[0]]
             stdlib_walls: list[float] = []
+            before_walls: list[float] = []
             official_detail: dict = {}
+            library_detail: dict = {}
+            before_detail: dict = {}
             for _ in range(args.repeat):  # official first, alternating
                 if official:
                     wall, out = run_official(args.official_python, package, runner, gt_file, pred_file, args.workers)
@@ -412,10 +423,16 @@ def main() -> None:
                     official_inner.append(out["seconds"])
                     official_detail = out["detail"]
                     loads.append(os.getloadavg()[0])
-                wall, library_detail = run_library_end_to_end(
-                    protocol, gt_file, pred_file, work / "out.json", args.device
-                )
-                library_walls.append(wall)
+                sides = [(ROOT, library_walls), (args.before, before_walls)] if args.before else [(ROOT, library_walls)]
+                for root, walls in sides if len(library_walls) % 2 == 0 else sides[::-1]:  # new first, then old first
+                    wall, detail = run_library_end_to_end(
+                        protocol, gt_file, pred_file, work / "out.json", args.device, root=root
+                    )
+                    walls.append(wall)
+                    if root == ROOT:
+                        library_detail = detail
+                    else:
+                        before_detail = detail
                 if with_orjson:  # the same without orjson (standard-library JSON), as without the fast extra
                     wall, _ = run_library_end_to_end(
                         protocol, gt_file, pred_file, work / "out.json", args.device, fast_json=False
@@ -436,6 +453,16 @@ def main() -> None:
                 "library": library_detail,
             }
             line = f"{protocol}: library {library_s:.2f} s end to end ({in_process:.2f} s in process)"
+            before_text = ""
+            if args.before:
+                before_s = statistics.median(before_walls)
+                same = before_detail == library_detail
+                record.update(before=str(args.before), before_end_to_end_s=before_walls, before_numbers_equal=same)
+                record.update(before_detail=before_detail, new_over_before=library_s / before_s)
+                before_text = (
+                    f"; before ({args.before}) {before_s:.2f} s ({min(before_walls):.2f}-{max(before_walls):.2f} s), "
+                    f"new / before = {library_s / before_s:.3f}, numbers {'equal' if same else 'DIFFER'}"
+                )
             if official:
                 official_s = statistics.median(official_walls)
                 diff = max(
@@ -456,7 +483,7 @@ def main() -> None:
                     stdlib_s = statistics.median(stdlib_walls)
                     line += f"; without orjson {stdlib_s:.2f} s = {official_s / stdlib_s:.1f}x"
                     record["ratio_stdlib_json"] = official_s / stdlib_s
-            line += f"; load {min(loads):.1f}-{max(loads):.1f}"
+            line += before_text + f"; load {min(loads):.1f}-{max(loads):.1f}"
             print(line, flush=True)
             lines.append(line)
             records.append(record)

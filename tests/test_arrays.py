@@ -53,6 +53,31 @@ def test_segment_searchsorted_repeat_floor_and_scatter_agree():
         assert x.tolist() == [[True, False], [False, False], [False, True]]
 
 
+def test_the_map_kernel_operations_agree():
+    # the operations vectormap/lines.py needs (issue 46): the same values on both sides, against hand-computed ones
+    values = np.array([3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0])
+    counts = np.array([2, 3, 3])
+    starts = np.array([0, 2, 5])
+    ints = np.array([2, 0, 2, 5, 0])
+    for side in (lambda x: x, torch.from_numpy):
+        v, c, s, i = side(values), side(counts), side(starts), side(ints)
+        assert xp.segment_reduce(v, "min", s, c).tolist() == [1.0, 1.0, 2.0]
+        assert xp.segment_reduce(v[:, None], "max", s, c)[:, 0].tolist() == [3.0, 5.0, 9.0]
+        assert xp.stable_argsort(i).tolist() == [1, 4, 0, 2, 3]  # ties in input order
+        assert xp.bincount(i, 7).tolist() == [2, 0, 2, 0, 0, 1, 0]
+        assert xp.searchsorted(side(np.array([1, 2, 2, 3])), side(np.array([2])), right=True).tolist() == [3]
+        assert xp.searchsorted(side(np.array([1, 2, 2, 3])), side(np.array([2]))).tolist() == [1]
+        assert xp.ceil(v / 4).tolist() == [1.0, 1.0, 1.0, 1.0, 2.0, 3.0, 1.0, 2.0]
+        assert xp.nan_to_num(side(np.array([np.nan, 1.5]))).tolist() == [0.0, 1.5]
+        copied = xp.copy(v)
+        copied[0] = -1.0
+        assert float(v[0]) == 3.0
+        a = [side(np.array([[0.0, 1.0]])), side(np.array([[0.0, 0.0]]))]  # one pair, 2 points, x and y planes
+        b = [side(np.array([[3.0]])), side(np.array([[4.0]]))]
+        out, scratch = xp.full((1, 2, 1), 0.0, like=v), xp.full((1, 2, 1), 0.0, like=v)
+        assert xp.sum_squared_differences(a, b, out, scratch)[0, :, 0].tolist() == [25.0, 20.0]
+
+
 def test_type_predicates_and_detach():
     tensor = torch.ones(2, requires_grad=True)
     assert xp.is_tensor(tensor)

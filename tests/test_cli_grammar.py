@@ -112,8 +112,8 @@ def grammar_problems(name: str, parser: argparse.ArgumentParser) -> list[str]:
         if help_text == argparse.SUPPRESS or len(help_text) < 12 or re.fullmatch(r"default:?\s*\S+", help_text):
             problems.append(f"{name} {flags}: no help text that says what the option is ({help_text!r})")
         for flag in flags:
-            if flag == "--threads" and thread_pool(action):
-                pass  # a thread pool is named --threads: --workers means processes (issue 46)
+            if flag == "--threads" and getattr(action, "pool", None) == "threads":
+                pass  # a thread pool is named --threads (alone or beside --workers): --workers means processes
             elif flag in REPLACED:
                 problems.append(f"{name} {flag}: spell it {REPLACED[flag]} (keep {flag} as a hidden alias if needed)")
             if flag in OUTPUT_METAVARS and action.metavar != OUTPUT_METAVARS[flag]:

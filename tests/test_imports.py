@@ -226,10 +226,10 @@ def test_map_eval_numpy_path_imports_no_torch():
     # map-eval --protocol av2-cvpr23 reads, resamples, matches and scores on numpy: torch's import is not needed
     modules = loaded_after(
         """
-        import drivemetrics.vectormap.cli, drivemetrics.vectormap.evaluate, drivemetrics.vectormap.flat
+        import drivemetrics.vectormap.cli, drivemetrics.vectormap.evaluate, drivemetrics.vectormap.lines
         import drivemetrics.vectormap.io, drivemetrics._internal.read_ahead, drivemetrics._internal.pool
         print(json.dumps(mods()))
         """
     )
-    assert "drivemetrics.vectormap.flat" in modules
+    assert "drivemetrics.vectormap.lines" in modules
     assert present(modules, HEAVY_OR_TORCH) == []

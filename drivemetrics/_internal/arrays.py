@@ -37,10 +37,13 @@ __all__ = [
     "as_values",
     "astype",
     "astype_like",
+    "bincount",
     "broadcast_to",
     "cat",
+    "ceil",
     "clamp_min",
     "contiguous",
+    "copy",
     "cos",
     "detach",
     "dtype_name",
@@ -59,6 +62,7 @@ __all__ = [
     "largest_float",
     "maximum",
     "minimum",
+    "nan_to_num",
     "on_device",
     "overflow_allowed",
     "pad_rows",
@@ -73,11 +77,14 @@ __all__ = [
     "searchsorted_rows",
     "segment_count",
     "segment_min",
+    "segment_reduce",
     "set_true_rows",
     "sin",
     "sqrt",
+    "stable_argsort",
     "stable_descending_order",
     "stack",
+    "sum_squared_differences",
     "to_numpy",
     "transpose",
     "where",
@@ -410,11 +417,11 @@ def segment_min(values: Array, starts: Array, ends: Array) -> Array:
     return _torch().segment_reduce(values, "min", lengths=ends - starts)
 
 
-def searchsorted(sorted_values: Array, queries: Array) -> Array:
-    """``searchsorted(sorted_values, queries, side="left")`` of a 1-D sorted array."""
+def searchsorted(sorted_values: Array, queries: Array, right: bool = False) -> Array:
+    """``searchsorted(sorted_values, queries, side="left")`` (``"right"`` with ``right``) of a 1-D sorted array."""
     if is_numpy(sorted_values):
-        return np.searchsorted(sorted_values, queries)
-    return _torch().searchsorted(sorted_values, queries)
+        return np.searchsorted(sorted_values, queries, side="right" if right else "left")
+    return _torch().searchsorted(sorted_values, queries, right=right)
 
 
 def set_true_rows(x: Array, rows: Array) -> None:
@@ -423,3 +430,59 @@ def set_true_rows(x: Array, rows: Array) -> None:
         x[rows, np.arange(x.shape[1])[None, :]] = True
     else:
         x.scatter_(0, rows, True)
+
+
+def copy(x: Array) -> Array:
+    """A copy of ``x`` (its own memory)."""
+    return x.copy() if is_numpy(x) else x.clone()
+
+
+def ceil(x: Array) -> Array:
+    """Elementwise ceiling (exact on both sides)."""
+    return np.ceil(x) if is_numpy(x) else x.ceil()
+
+
+def nan_to_num(x: Array) -> Array:
+    """NaN as 0 and the infinities as the dtype's largest finite values (``numpy.nan_to_num``)."""
+    return np.nan_to_num(x) if is_numpy(x) else x.nan_to_num()
+
+
+def stable_argsort(x: Array) -> Array:
+    """Indices that sort the 1-D ``x`` in increasing order, ties in input order (no NaN)."""
+    if is_numpy(x):
+        return np.argsort(x, kind="stable")
+    return _torch().sort(x, stable=True).indices
+
+
+def bincount(x: Array, minlength: int) -> Array:
+    """Occurrences of each value ``0 .. max(x.max() + 1, minlength) - 1`` in the non-negative int64 ``x`` (int64)."""
+    if is_numpy(x):
+        return np.bincount(x, minlength=minlength).astype(np.int64, copy=False)
+    return _torch().bincount(x, minlength=minlength)
+
+
+def segment_reduce(values: Array, reduce: str, starts: Array, lengths: Array) -> Array:
+    """``reduce`` (``"min"`` or ``"max"``) of the rows of ``values`` ``(N, ...)`` within each non-empty segment of
+    ``lengths`` rows starting at ``starts`` (segments back to back, in order): ``(S, ...)``."""
+    if is_numpy(values):
+        ufunc = np.minimum if reduce == "min" else np.maximum
+        return ufunc.reduceat(values, starts, axis=0)
+    return _torch().segment_reduce(values, reduce, lengths=lengths, axis=0)
+
+
+def sum_squared_differences(a: Sequence[Array], b: Sequence[Array], out: Array, scratch: Array) -> Array:
+    """``out (K, Pa, Pb) = sum_d (a[d][:, :, None] - b[d][:, None, :]) ** 2``, coordinate planes ``a[d] (K, Pa)``,
+    ``b[d] (K, Pb)``, summed in coordinate order (scipy's ``cdist``) in place: ``out`` and ``scratch`` (same shape)
+    are written, no other memory is taken."""
+    if is_numpy(out):
+        subtract, multiply, add = np.subtract, np.multiply, np.add
+    else:
+        torch = _torch()
+        subtract, multiply, add = torch.sub, torch.mul, torch.add
+    subtract(a[0][:, :, None], b[0][:, None, :], out=out)
+    multiply(out, out, out=out)
+    for d in range(1, len(a)):
+        subtract(a[d][:, :, None], b[d][:, None, :], out=scratch)
+        multiply(scratch, scratch, out=scratch)
+        add(out, scratch, out=out)
+    return out

@@ -172,6 +172,7 @@ def _evaluate_on_torch(args: argparse.Namespace) -> MapEvaluation | None:
         workers=args.workers,
         progress=progress_setting(args),
         names=(str(args.gt), str(args.pred)),
+        threads=args.threads,
     )
     from drivemetrics._internal.distributed import current_shard
 
@@ -242,9 +243,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=positive_int,
         default=None,
         metavar="N",
-        help="processes matching batches of samples (CPU; default: av2-cvpr23 forks one per core for large inputs "
-        "(no torch); the other protocols match batches in one thread per core in one process, as a spawned process "
-        "would first import torch)",
+        help="processes matching the samples (CPU; default: the measured auto policy, which starts a pool only "
+        "once the timed first jobs say that it pays for its start-up: forked on the torch-free path of av2-cvpr23 "
+        "and the streammapnet presets, spawned (importing torch) for the other protocols)",
     )
+    threads = parser.add_argument(
+        "--threads",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="threads matching batches of samples in each process, on the tensor path (--protocol default, "
+        "nuscenes-maptr, or a --device; default: one per core in the command's process, one in each worker "
+        "process)",
+    )
+    threads.pool = "threads"  # type: ignore[attr-defined]  # the grammar's mark: a thread pool, beside --workers
     add_no_progress(parser)
     parser.set_defaults(func=_map_eval, sharded=True)

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from drivemetrics._internal import arrays as xp
-from drivemetrics.vectormap.flat import FlatLines, greedy_flags, nearest_targets, resample_flat
+from drivemetrics.vectormap.lines import FlatLines, greedy_flags, nearest_targets, resample_flat
 from drivemetrics.vectormap.protocol import STREAM_RANGES, MapProtocol, get_protocol
 
 if TYPE_CHECKING:
@@ -480,7 +480,7 @@ def _pool(
     rows_score: np.ndarray, rows_label: np.ndarray, flags: np.ndarray, num_gts: np.ndarray, thresholds: Sequence[float]
 ) -> dict[str, Any]:
     """Per-class AP per threshold (VOC area, float64), class APs (mean over thresholds) and mAP (sum / 9)."""
-    from drivemetrics.vectormap.flat import ap_from_rows
+    from drivemetrics.vectormap.lines import ap_from_rows
 
     proto = MapProtocol("pool", CMAP_CLASSES, thresholds=tuple(thresholds), fallback=False, empty_class_ap="zero")
     rows = np.concatenate([rows_score[:, None], rows_label[:, None].astype(np.float64), flags.astype(np.float64)], 1)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -13,7 +12,7 @@ import numpy as np
 from drivemetrics._internal.limits import short_repr
 from drivemetrics._internal.pool import map_in_processes, one_torch_thread_per_worker, parallel_map, usable_cores
 from drivemetrics._internal.progress import progress_bar
-from drivemetrics.vectormap.flat import FlatLines, ap_from_rows, flatten_samples, match_flat, resample_lines
+from drivemetrics.vectormap.lines import FlatLines, ap_from_rows, flatten_samples, match_flat, resample_lines
 from drivemetrics.vectormap.io import (
     PROTOCOL_FORMATS,
     MapSample,
@@ -127,6 +126,21 @@ def _match_batch(job: tuple) -> tuple[Tensor, Tensor]:
     return rows, matches["num_targets"].to(device)
 
 
+def _match_group(job: tuple[list[tuple], int | None]) -> list[tuple[Tensor, Tensor]]:
+    """One job of :func:`_match_samples`: its batches matched by ``threads`` threads of this process (``None``: one
+    per core in the command's process, one in a worker process, where the workers already share the cores)."""
+    import multiprocessing
+
+    batches, threads = job
+    if threads is None:
+        threads = 1 if multiprocessing.parent_process() is not None else usable_cores()
+    threads = min(threads, len(batches))
+    if threads <= 1:
+        return [_match_batch(batch) for batch in batches]
+    with one_torch_thread_per_worker():  # batches in threads: the kernels release the GIL, a thread costs no start
+        return list(parallel_map(_match_batch, batches, threads))
+
+
 def _match_samples(
     gt: list[MapSample],
     preds: list[MapSample],
@@ -135,39 +149,38 @@ def _match_samples(
     pred_dims: int,
     device: torch.device | str,
     batch_size: int,
-    workers: int | None = 1,
+    workers: int | None = None,
     progress: bool | None = False,
+    threads: int | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Match paired samples in batches (cut by padded size, see :func:`_batches`): ``workers`` processes on the
-    CPU, ``None``: one thread per core with one torch thread each (the kernels release the GIL; a spawned process
-    would first import torch): rows ``(S, 2 + T)`` float64 (score, class id, true-positive flags) and the GT count
-    per class ``(C,)``. The rows do not depend on the batches."""
+    CPU (``None``: the pool's measured auto policy, :func:`~drivemetrics._internal.pool.map_in_processes`), each
+    matching its batches in ``threads`` threads (``None``: one per core in this process, one in a worker): rows
+    ``(S, 2 + T)`` float64 (score, class id, true-positive flags) and the GT count per class ``(C,)``. The rows do
+    not depend on the batches, the processes or the threads."""
     import torch
 
     if torch.device(device).type != "cpu":
-        workers = 1  # one process drives the accelerator
+        workers, threads = 1, 1  # one process, one thread drives the accelerator
     if workers is not None:
         workers = max(1, min(workers, len(gt) // MIN_SAMPLES_PER_PROCESS))  # a process costs its start-up (imports)
-    if workers is None or workers > 1:  # at least two batches per worker, so that the processes share the work
-        batch_size = max(1, min(batch_size, -(-len(gt) // (2 * (workers or usable_cores())))))
-    jobs = [
+    lanes = (workers or usable_cores()) * (threads or usable_cores())
+    if lanes > 1:  # at least two batches per thread, so that the threads and processes share the work
+        batch_size = max(1, min(batch_size, -(-len(gt) // (2 * lanes))))
+    batches = [
         (gt[batch.start : batch.stop], preds[batch.start : batch.stop], proto, gt_dims, pred_dims, device)
         for batch in _batches(gt, preds, proto, batch_size)
     ]
+    per_job = max(1, min(len(batches), threads or usable_cores()))
+    jobs = [(batches[k : k + per_job], threads) for k in range(0, len(batches), per_job)]
     rows = [torch.zeros(0, 2 + len(proto.thresholds), dtype=torch.float64, device=device)]
     num_targets = torch.zeros(len(proto.class_names), dtype=torch.long, device=device)
-    threads = usable_cores() if workers is None and torch.device(device).type == "cpu" and len(jobs) > 1 else 1
-    with contextlib.ExitStack() as stack:
-        if threads > 1:  # batches in threads: the kernels release the GIL, and a thread costs no start-up
-            stack.enter_context(one_torch_thread_per_worker())
-            results = parallel_map(_match_batch, jobs, threads)
-        else:
-            results = map_in_processes(_match_batch, jobs, workers or 1)
-        bar = stack.enter_context(progress_bar(len(gt), "map-eval", "sample", progress))
-        for job, (part, counts) in zip(jobs, results, strict=True):
-            rows.append(part)
-            num_targets += counts
-            bar.update(len(job[0]))
+    with progress_bar(len(gt), "map-eval", "sample", progress) as bar:
+        for job, parts in zip(jobs, map_in_processes(_match_group, jobs, workers), strict=True):
+            for part, counts in parts:
+                rows.append(part.to(device))
+                num_targets += counts.to(device)
+            bar.update(sum(len(batch[0]) for batch in job[0]))
     return torch.cat(rows), num_targets
 
 
@@ -180,14 +193,16 @@ def evaluate_map_samples(
     workers: int | None = 1,
     progress: bool | None = False,
     names: tuple[str, str] = ("GT", "predictions"),
+    threads: int | None = None,
 ) -> MapEvaluation:
     """Evaluate prediction samples against GT samples (paired by token; GT without predictions count as empty).
 
     Under ``torchrun`` (the ``map-eval`` command, see :mod:`drivemetrics._internal.distributed`) each rank matches the
     GT samples ``rank, rank + world, ...`` and the matches are pooled across the ranks: every rank returns the report
-    of one process. ``workers`` processes match batches of samples (CPU only; the result does not depend on it;
-    ``None``: one thread per core in this process), ``progress`` draws a
-    bar on stderr (``None``: only when stdout and stderr are terminals).
+    of one process. ``workers`` processes match batches of samples (CPU only; ``None``: the pool's measured auto
+    policy, :func:`~drivemetrics._internal.pool.map_in_processes`), each in ``threads`` threads (``None``: one per
+    core in this process, one in a worker process); the result depends on neither. ``progress`` draws a bar on
+    stderr (``None``: only when stdout and stderr are terminals).
 
     Returns:
         ``report = {"mAP": float, "classes": {name: {"AP", "AP@<thr>", "num_gts", "num_preds"}}}``.
@@ -249,6 +264,7 @@ def evaluate_map_samples(
         batch_size,
         workers,
         progress if shard.is_main else False,
+        threads,
     )
     if shard.world > 1:  # tied scores are ordered by content: the pooled AP does not depend on the sharding
         frames = shard.gather_frames([shard.rank], matches=RaggedRows(rows, torch.tensor([rows.shape[0]])))
@@ -265,7 +281,7 @@ def evaluate_map_samples(
 
 def _report(out: Any, num_targets: list[int], proto: MapProtocol) -> dict[str, Any]:
     """``{"mAP", "classes": {name: {"AP", "AP@<thr>", "num_gts", "num_preds"}}}`` of pooled APs (``out``: the
-    dict of :func:`~drivemetrics.vectormap.flat.ap_from_rows` or of ``vector_map_ap_from_matches``)."""
+    dict of :func:`~drivemetrics.vectormap.lines.ap_from_rows` or of ``vector_map_ap_from_matches``)."""
     classes: dict[str, dict[str, float | int]] = {}
     for c, name in enumerate(proto.class_names):
         entry: dict[str, float | int] = {"AP": float(out["ap"][c])}
@@ -291,10 +307,11 @@ def evaluate_map_files(
     device: torch.device | str = "cpu",
     workers: int | None = 1,
     progress: bool | None = False,
+    threads: int | None = None,
 ) -> MapEvaluation:
-    """Read a GT and a prediction file in the protocol's native format and evaluate them (``workers`` and
-    ``progress`` as in :func:`evaluate_map_samples`). The protocols of :func:`flat_path_applies` run on numpy
-    (:func:`read_resampled`, :func:`evaluate_flat`: the same report).
+    """Read a GT and a prediction file in the protocol's native format and evaluate them (``workers``, ``threads``
+    and ``progress`` as in :func:`evaluate_map_samples`). The protocols of :func:`flat_path_applies` run on numpy
+    (:func:`read_resampled`, :func:`evaluate_flat`: the same report; processes only, ``threads`` does not apply).
 
     Examples:
         >>> import tempfile, json, os
@@ -314,7 +331,14 @@ def evaluate_map_files(
         return evaluate_flat(gt_lines, pred_lines, protocol, workers, progress, names=(str(gt_path), str(pred_path)))
     gt, preds = read_map_files(gt_path, pred_path, protocol)
     return evaluate_map_samples(
-        gt, preds, protocol, device, workers=workers, progress=progress, names=(str(gt_path), str(pred_path))
+        gt,
+        preds,
+        protocol,
+        device,
+        workers=workers,
+        progress=progress,
+        names=(str(gt_path), str(pred_path)),
+        threads=threads,
     )
 
 
@@ -409,9 +433,9 @@ def evaluate_flat(
     :func:`flat_path_applies`.
 
     Examples:
-        >>> from drivemetrics.vectormap.flat import resample_lines
+        >>> from drivemetrics.vectormap.lines import resample_lines
         >>> import numpy as np
-        >>> from drivemetrics.vectormap.flat import FlatLines
+        >>> from drivemetrics.vectormap.lines import FlatLines
         >>> from drivemetrics.vectormap.protocol import get_protocol
         >>> from drivemetrics.vectormap.evaluate import evaluate_flat
         >>> line = np.array([[0.0, 0.0], [0.0, 10.0]])

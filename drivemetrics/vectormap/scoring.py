@@ -25,6 +25,7 @@ This module needs neither torchmetrics nor the Metric classes (:mod:`drivemetric
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -33,93 +34,24 @@ from torch import Tensor
 from drivemetrics._internal import arrays
 from drivemetrics._internal.validation import check_coordinates_within_limit, check_values
 from drivemetrics.polyline import (
-    arc_length,
     average_precision_area,
-    chamfer_distance_pairs,
     check_polylines,
     greedy_match,
+    point_mask,
     pooled_precision_recall,
-    resample_by_count,
-    resample_by_spacing,
 )
 from drivemetrics.vectormap.buffer import buffers_intersect
+from drivemetrics.vectormap.lines import (
+    FlatLines,
+    bounded_chamfer,
+    candidate_pairs,
+    greedy_flags,
+    nearest_targets,
+    resample_lines,
+)
 from drivemetrics.vectormap.protocol import MapProtocol, ProtocolName, get_protocol
 
 __all__ = ["vector_map_ap", "vector_map_ap_from_matches", "vector_map_matches"]
-
-
-def _group_by_class(points: Tensor, lengths: Tensor, labels: Tensor, num_classes: int) -> tuple[Tensor, Tensor, Tensor]:
-    """Regroup ``(B, N, P, D)`` into ``(B, C, K, P, D)`` by label; returns points, lengths, source index (-1 = none)."""
-    batch = lengths.shape[0]
-    valid = lengths > 0
-    onehot = (labels.unsqueeze(-1) == torch.arange(num_classes, device=labels.device)) & valid.unsqueeze(-1)
-    position = onehot.long().cumsum(1) - 1  # (B, N, C)
-    size = int(onehot.sum(1).max()) if onehot.numel() else 0
-    source = torch.full((batch, num_classes, max(size, 0)), -1, dtype=torch.long, device=lengths.device)
-    b, n, c = onehot.nonzero(as_tuple=True)
-    source[b, c, position[b, n, c]] = n
-    safe = source.clamp_min(0)
-    rows = torch.arange(batch, device=lengths.device)[:, None]
-    flat = safe.reshape(batch, source.shape[1] * source.shape[2])  # explicit sizes: empty batches and frames work
-    grouped = points[rows, flat].reshape(*source.shape, *points.shape[-2:])  # row copies
-    grouped_lengths = torch.where(source >= 0, lengths.gather(1, flat).reshape(source.shape), 0)
-    return grouped, grouped_lengths, source
-
-
-def _resample_by_spacing_in_chunks(
-    points: Tensor, lengths: Tensor, spacing: float, chunk: int = 1024
-) -> tuple[Tensor, Tensor]:
-    """:func:`resample_by_spacing` of ``(L, P, D)`` lines, the same tensors, with less padding work: lines sorted by
-    arc length, ``chunk`` at a time (each chunk only as wide as its longest line), longest first (so a too long line
-    raises the same error); each line is then padded with its last sample, the point at its full length, which is
-    what one call puts in every slot beyond a line's count."""
-    if points.shape[0] <= chunk:
-        return resample_by_spacing(points, lengths, spacing=spacing, validate_args=False)
-    order = torch.argsort(arc_length(points, lengths), descending=True, stable=True)
-    pieces = [
-        (index, *resample_by_spacing(points[index], lengths[index], spacing=spacing, validate_args=False))
-        for index in order.split(chunk)
-    ]
-    width = pieces[0][1].shape[1]
-    samples = points.new_empty(points.shape[0], width, points.shape[-1])
-    counts = torch.empty_like(lengths)
-    for index, part, part_counts in pieces:
-        samples[index] = torch.cat([part, part[:, -1:].expand(-1, width - part.shape[1], -1)], 1)
-        counts[index] = part_counts
-    return samples, counts
-
-
-def _resample_lines(points: Tensor, lengths: Tensor, proto: MapProtocol) -> tuple[Tensor, Tensor, Tensor]:
-    """Resample the present polylines of ``(..., N, P, D)`` as the protocol says, stored once and flat.
-
-    Returns ``(lines (L, S, D), counts (L,), line (..., N))``: the ``L`` present lines' samples (each padded with
-    its last sample), their sample counts, and each slot's row in ``lines`` (-1 for an absent slot). Padding slots
-    cost nothing, and no ``(..., N, S, D)`` tensor (mostly padding for fixed-spacing samples) is made.
-    """
-    present = lengths > 0
-    flat_points, flat_lengths = points[present], lengths[present]  # (L, P, D), (L,)
-    if proto.resample == "count":
-        if flat_points.shape[0]:
-            # 1024 lines at a time: the temporaries stay in cache (3x faster than all lines at once, same values)
-            samples = torch.cat(
-                [
-                    resample_by_count(
-                        flat_points[start : start + 1024],
-                        flat_lengths[start : start + 1024],
-                        num_samples=proto.num_samples,
-                        validate_args=False,
-                    )
-                    for start in range(0, flat_points.shape[0], 1024)
-                ]
-            )
-        else:
-            samples = points.new_zeros(0, proto.num_samples, points.shape[-1])
-        counts = torch.full_like(flat_lengths, proto.num_samples)
-    else:
-        samples, counts = _resample_by_spacing_in_chunks(flat_points, flat_lengths, proto.spacing)
-    line = torch.full(lengths.shape, -1, dtype=torch.long, device=lengths.device)
-    line[present] = torch.arange(samples.shape[0], device=lengths.device)
-    return samples, counts, line
 
 
 def _check_inputs(
@@ -250,39 +182,106 @@ def _buffer_prefilter(
         distances[b[~meet], c[~meet], k[~meet], g[~meet]] = torch.inf
 
 
-def _distance_matrix(
-    pred_lines: Tensor,
-    pred_counts: Tensor,
-    pred_line: Tensor,
-    gt_lines: Tensor,
-    gt_counts: Tensor,
-    gt_line: Tensor,
-    proto: MapProtocol,
-    reach: float,
+def _flat_lines(points: Tensor, lengths: Tensor, labels: Tensor, scores: Tensor | None) -> FlatLines:
+    """The present lines (``lengths > 0``) of ``(B, N, P, D)`` as :class:`FlatLines` (float64 points, frame-major,
+    lines in input order), on the CPU as numpy views (numpy's loops are faster there), else on the device."""
+    present = lengths > 0
+    valid = point_mask(lengths, points.shape[-2]) & present[..., None]
+    frame = present.nonzero()[:, 0]
+    no_scores = points.new_zeros(0, dtype=torch.float64)
+    lines = FlatLines(
+        points.detach().to(torch.float64)[valid],
+        lengths[present].long(),
+        frame,
+        labels[present].long(),
+        no_scores if scores is None else scores.detach()[present].to(torch.float64),
+    )
+    return lines.apply(arrays.host)
+
+
+def _slots(lines: FlatLines, num_classes: int) -> tuple[Tensor, Tensor]:
+    """Each line's group ``sample * C + class`` and its rank within the group (input order): ``(L,)`` each."""
+    group = lines.sample * num_classes + lines.labels
+    order = torch.sort(group, stable=True).indices
+    sorted_group = group[order]
+    first = torch.ones_like(sorted_group, dtype=torch.bool)
+    first[1:] = sorted_group[1:] != sorted_group[:-1]
+    starts = torch.arange(group.shape[0], device=group.device)[first]
+    run = first.long().cumsum(0) - 1
+    slot = torch.empty_like(group)
+    slot[order] = torch.arange(group.shape[0], device=group.device) - starts[run]
+    return group, slot
+
+
+def _padded_lines(lines: FlatLines) -> Tensor:
+    """``(L, S, D)`` the lines padded to the longest with their last point."""
+    width = max(1, int(lines.counts.max())) if lines.counts.numel() else 1
+    slot = torch.arange(width, device=lines.counts.device)[None, :]
+    rows = lines.offsets[:-1, None] + torch.minimum(slot, (lines.counts[:, None] - 1).clamp_min(0))
+    return lines.points[rows]
+
+
+def _dense_flags(
+    preds: FlatLines, target: FlatLines, proto: MapProtocol, thresholds: tuple[float, ...], frames: int, device: Any
 ) -> Tensor:
-    """``(B, C, K, L)`` Chamfer distances of every prediction to every GT line of its frame and class (lines as
-    :func:`_resample_lines` gives them); pairs provably farther than ``reach`` (the largest threshold) never match:
-    not computed (inf), see ``max_distance``; then the protocol's buffer prefilter."""
-    b, c, k, g = ((pred_line >= 0)[..., :, None] & (gt_line >= 0)[..., None, :]).nonzero(as_tuple=True)
-    pair_distances = chamfer_distance_pairs(
-        pred_lines,
-        pred_counts,
-        gt_lines,
-        gt_counts,
-        pred_line[b, c, k],
-        gt_line[b, c, g],
-        max_distance=reach,
-        validate_args=False,
-    )
-    distances = torch.full(
-        (*pred_line.shape, gt_line.shape[-1]), torch.inf, dtype=pred_lines.dtype, device=pred_lines.device
-    )
-    distances[b, c, k, g] = pair_distances
-    if proto.buffer_prefilter is not None and distances.numel() and distances.shape[-1]:
+    """``(P, T)`` true-positive flags of the resampled lines under the fall-back rule and / or MapTR's buffer
+    prefilter: the distances of :func:`~drivemetrics.vectormap.lines.bounded_chamfer` laid out per frame and class
+    ``(B, C, K, G)``, the prefilter, then :func:`~drivemetrics.polyline.greedy_match`."""
+    num_classes, reach = len(proto.class_names), max(thresholds)
+    pair_pred, pair_gt = candidate_pairs(preds, target, num_classes)
+    distance = bounded_chamfer(preds, target, pair_pred, pair_gt, reach)
+    preds, target = (lines.apply(lambda x: arrays.from_host(x, device)) for lines in (preds, target))
+    pair_pred, pair_gt = arrays.from_host(pair_pred, device), arrays.from_host(pair_gt, device)
+    distance = arrays.from_host(distance, device)
+    pred_group, pred_slot = _slots(preds, num_classes)
+    gt_group, gt_slot = _slots(target, num_classes)
+    most_preds = int(pred_slot.max()) + 1 if pred_slot.numel() else 0
+    most_gt = int(gt_slot.max()) + 1 if gt_slot.numel() else 0
+    shape = (frames * num_classes, most_preds, most_gt)
+    dense = torch.full(shape, torch.inf, dtype=torch.float64, device=device)
+    dense[pred_group[pair_pred], pred_slot[pair_pred], gt_slot[pair_gt]] = distance
+    pred_line = torch.full(shape[:2], -1, dtype=torch.long, device=device)
+    pred_line[pred_group, pred_slot] = torch.arange(pred_group.shape[0], device=device)
+    gt_line = torch.full((shape[0], most_gt), -1, dtype=torch.long, device=device)
+    gt_line[gt_group, gt_slot] = torch.arange(gt_group.shape[0], device=device)
+    if proto.buffer_prefilter is not None and dense.numel():
         _buffer_prefilter(
-            distances, pred_lines, pred_counts, pred_line, gt_lines, gt_counts, gt_line, proto.buffer_prefilter, reach
+            dense.view(frames, num_classes, most_preds, most_gt),
+            _padded_lines(preds),
+            preds.counts,
+            pred_line.view(frames, num_classes, most_preds),
+            _padded_lines(target),
+            target.counts,
+            gt_line.view(frames, num_classes, most_gt),
+            proto.buffer_prefilter,
+            reach,
         )
-    return distances
+    scores = torch.zeros(shape[:2], dtype=torch.float64, device=device)
+    scores[pred_group, pred_slot] = preds.scores
+    flags = greedy_match(
+        dense,
+        scores,
+        thresholds=list(thresholds),
+        preds_valid=pred_line >= 0,
+        target_valid=gt_line >= 0,
+        inclusive=True,
+        fallback=proto.fallback,
+        validate_args=False,
+    )  # (B * C, K, T)
+    return flags[pred_group, pred_slot]
+
+
+def _match_lines(
+    preds: FlatLines, target: FlatLines, proto: MapProtocol, thresholds: tuple[float, ...], frames: int, device: Any
+) -> Tensor:
+    """``(P, T)`` true-positive flags of the (unresampled) prediction lines against the GT lines of ``frames``
+    frames (:func:`_flat_lines`), as a tensor on ``device``: the kernels of :mod:`drivemetrics.vectormap.lines`,
+    the references' rule there, the fall-back rule or the buffer prefilter by :func:`_dense_flags`."""
+    preds, target = resample_lines(preds, proto), resample_lines(target, proto)
+    if proto.fallback or proto.buffer_prefilter is not None:
+        return _dense_flags(preds, target, proto, thresholds, frames, device)
+    nearest_gt, nearest_distance = nearest_targets(preds, target, len(proto.class_names), max(thresholds))
+    return arrays.from_host(greedy_flags(preds.scores, nearest_gt, nearest_distance, thresholds), device)
 
 
 def vector_map_matches(
@@ -351,33 +350,14 @@ def vector_map_matches(
         raise ValueError(f"target polyline {m} of frame {b} has 1 point; a polyline needs 2 or more")
     kept = (preds_lengths >= proto.min_pred_points) & (preds_lengths > 0)
     preds_lengths = torch.where(kept, preds_lengths, torch.zeros_like(preds_lengths))
-    dtype = torch.float64
-    # regroup by class (the input points, fewer than the samples), then resample the present lines only (flat):
-    # padding slots cost nothing
-    pred_g, pred_gl, source = _group_by_class(preds.detach().to(dtype), preds_lengths, preds_labels, num_classes)
-    gt_g, gt_gl, _ = _group_by_class(target.detach().to(dtype), target_lengths, target_labels, num_classes)
-    pred_lines, pred_counts, pred_line = _resample_lines(pred_g, pred_gl, proto)
-    gt_lines, gt_counts, gt_line = _resample_lines(gt_g, gt_gl, proto)
-    distances = _distance_matrix(
-        pred_lines, pred_counts, pred_line, gt_lines, gt_counts, gt_line, proto, max(thresholds_t)
+    true_positive = _match_lines(
+        _flat_lines(preds, preds_lengths, preds_labels, preds_scores),
+        _flat_lines(target, target_lengths, target_labels, None),
+        proto,
+        thresholds_t,
+        preds.shape[0],
+        preds.device,
     )
-    scores_g = torch.where(
-        source >= 0, preds_scores.detach().gather(1, source.clamp_min(0).flatten(1)).reshape(source.shape), 0
-    )
-    tp_g = greedy_match(
-        distances,
-        scores_g.to(dtype),
-        thresholds=list(thresholds_t),
-        preds_valid=pred_line >= 0,
-        target_valid=gt_line >= 0,
-        inclusive=True,
-        fallback=proto.fallback,
-        validate_args=False,
-    )  # (B, C, K, T)
-    batch, num = preds_lengths.shape
-    tp = torch.zeros(batch, num, len(thresholds_t), dtype=torch.bool, device=preds.device)
-    fb, fc, fk = (source >= 0).nonzero(as_tuple=True)
-    tp[fb, source[fb, fc, fk]] = tp_g[fb, fc, fk]
     keep = preds_lengths > 0
     labels_all = torch.where(keep, preds_labels, 0)
     num_targets = torch.zeros(num_classes, dtype=torch.long, device=preds.device)
@@ -387,7 +367,7 @@ def vector_map_matches(
     return {
         "scores": preds_scores.detach()[keep],
         "labels": labels_all[keep].long(),
-        "true_positive": tp[keep],
+        "true_positive": true_positive.reshape(-1, len(thresholds_t)),
         "num_kept": keep.sum(1),
         "num_targets": num_targets,
     }

@@ -232,11 +232,14 @@ def test_fast_av2_reader_equals_the_checked_reader(fixtures_dir, tmp_path):
 
 
 @pytest.mark.parametrize("case", ["nuscenes_maptr", "av2_cvpr23"])
-def test_default_threads_give_the_one_process_rows(fixtures_dir, case):
-    # without --workers, batches are matched in one thread per core: the same rows, in the same order
+def test_threads_and_the_auto_workers_give_the_one_thread_rows(fixtures_dir, case, monkeypatch):
+    # issue 46: `workers` is processes (None: the pool's measured auto policy), `threads` the threads of a process;
+    # either way the same rows in the same order
+    import multiprocessing.process
+
     import torch
 
-    from drivemetrics.vectormap.evaluate import _match_samples
+    from drivemetrics.vectormap import evaluate
     from drivemetrics.vectormap.io import MapSample, read_map_files
     from drivemetrics.vectormap.protocol import get_protocol
 
@@ -247,11 +250,53 @@ def test_default_threads_give_the_one_process_rows(fixtures_dir, case):
     gt, preds = read_map_files(root / "gt.json", root / "pred.json", protocol)
     by_token = {s.token: s for s in preds}
     paired = [by_token.get(s.token, MapSample(s.token)) for s in gt]
-    one = _match_samples(gt, paired, get_protocol(protocol), 2, 2, "cpu", batch_size=7, workers=1)
-    threads = _match_samples(gt, paired, get_protocol(protocol), 2, 2, "cpu", batch_size=7, workers=None)
-    assert torch.equal(one[0], threads[0])
-    assert torch.equal(one[1], threads[1])
+    proto = get_protocol(protocol)
+    calls = []
+    monkeypatch.setattr(evaluate, "map_in_processes", lambda fn, jobs, workers: calls.append(workers) or map(fn, jobs))
+    one = evaluate._match_samples(gt, paired, proto, 2, 2, "cpu", batch_size=7, workers=1, threads=1)
+    threads = evaluate._match_samples(gt, paired, proto, 2, 2, "cpu", batch_size=7, workers=1, threads=2)
+    auto = evaluate._match_samples(gt, paired, proto, 2, 2, "cpu", batch_size=7, workers=None)
+    assert calls == [1, 1, None]  # None goes to the pool's auto policy, not to threads
+    for other in (threads, auto):
+        assert torch.equal(one[0], other[0])
+        assert torch.equal(one[1], other[1])
     assert one[0].shape[0] == sum(len(s.points) for s in paired)
+    monkeypatch.undo()
+    started = []
+    start = multiprocessing.process.BaseProcess.start
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", lambda self: started.append(1) or start(self))
+    auto = evaluate._match_samples(gt, paired, proto, 2, 2, "cpu", batch_size=7, workers=None)
+    assert started == []  # a small input: the auto policy starts no process
+    assert torch.equal(one[0], auto[0])
+
+
+def test_the_map_eval_threads_option_reaches_the_tensor_path(fixtures_dir, tmp_path, monkeypatch):
+    from drivemetrics.cli import main
+    from drivemetrics.vectormap import evaluate
+
+    root = fixtures_dir / "map_ap" / "cases" / "nuscenes_maptr"
+    if not (root / "gt.json").is_file():
+        pytest.skip("map_ap fixtures absent")
+    seen = []
+    real = evaluate._match_samples
+
+    def spy(*args, **kwargs):
+        seen.append((args[7], args[9]))  # workers, threads
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(evaluate, "_match_samples", spy)
+    argv = [
+        "map-eval",
+        "--protocol",
+        "nuscenes-maptr",
+        "--gt",
+        str(root / "gt.json"),
+        "--pred",
+        str(root / "pred.json"),
+    ]
+    assert main([*argv, "--no-progress", "--threads", "2"]) == 0
+    assert main([*argv, "--no-progress"]) == 0
+    assert seen == [(None, 2), (None, None)]
 
 
 def test_the_map_readers_import_no_torch():

@@ -200,23 +200,6 @@ def test_tied_scores_do_not_depend_on_frame_order(protocol):
     assert values == [0.25, 0.25]
 
 
-def test_spacing_resampling_in_chunks_equals_one_call():
-    # lines of 1..6 points and very different lengths, several chunks: the same samples and counts, bit for bit,
-    # padding slots included (the last sample)
-    from drivemetrics.polyline import resample_by_spacing
-    from drivemetrics.vectormap.scoring import _resample_by_spacing_in_chunks
-
-    gen = torch.Generator().manual_seed(0)
-    lines, points = 50, 6
-    scale = torch.rand(lines, 1, 1, generator=gen, dtype=torch.float64) * 30
-    pts = torch.randn(lines, points, 2, generator=gen, dtype=torch.float64).cumsum(1) * scale
-    lengths = torch.randint(1, points + 1, (lines,), generator=gen)
-    want, want_counts = resample_by_spacing(pts, lengths, spacing=0.3)
-    got, got_counts = _resample_by_spacing_in_chunks(pts, lengths, 0.3, chunk=7)
-    assert torch.equal(got_counts, want_counts)
-    assert torch.equal(got, want)
-
-
 def _per_frame_batch(seed: int, ragged: bool) -> tuple[list[dict], list[dict]]:
     """Per-frame dicts (torchmetrics' detection convention); ``ragged``: frames differ in line and point counts."""
     g = torch.Generator().manual_seed(seed)

@@ -1,4 +1,5 @@
-"""The numpy path of map-eval (``vectormap/flat.py``, ``evaluate_flat``): equal to plain loops and to the torch path."""
+"""The map kernel written once (``vectormap/lines.py``, ``evaluate_flat``): equal to plain loops, and the same bits on
+numpy arrays and on tensors."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import torch
 
 from drivemetrics.polyline import resample_by_count, resample_by_spacing
 from drivemetrics.vectormap.evaluate import evaluate_flat, evaluate_map_samples, read_resampled
-from drivemetrics.vectormap.flat import (
+from drivemetrics.vectormap.io import MapSample, pack_samples
+from drivemetrics.vectormap.lines import (
     FlatLines,
     ap_from_rows,
     bounded_chamfer,
@@ -22,7 +24,6 @@ from drivemetrics.vectormap.flat import (
     resample_flat,
     resample_lines,
 )
-from drivemetrics.vectormap.io import MapSample, pack_samples
 from drivemetrics.vectormap.protocol import MapProtocol, get_protocol
 from drivemetrics.vectormap.scoring import vector_map_ap_from_matches, vector_map_matches
 
@@ -98,7 +99,7 @@ def test_resample_flat_equals_a_plain_geos_loop_and_the_torch_kernels(proto):
 
 
 def test_resample_flat_in_steps_equals_one_step(monkeypatch):
-    import drivemetrics.vectormap.flat as flat
+    import drivemetrics.vectormap.lines as flat
 
     lines = _random_lines(np.random.default_rng(1), 50)
     points, counts = np.concatenate(lines), np.array([len(line) for line in lines])
@@ -185,6 +186,40 @@ def test_match_flat_and_ap_from_rows_equal_the_torch_kernels():
     assert mine["num_preds"].tolist() == reference["num_preds"].tolist()
 
 
+@pytest.mark.parametrize("proto", [AV2, COUNT, get_protocol("streammapnet-100x50")], ids=["spacing", "count", "smn"])
+def test_the_kernel_gives_the_same_bits_on_numpy_arrays_and_on_tensors(proto, monkeypatch):
+    # issue 46: one kernel, called with numpy arrays (map-eval's CPU path) and with tensors (any device); steps of 7
+    # lines, so the stepped resampling is covered on both
+    import drivemetrics.vectormap.lines as lines_module
+
+    monkeypatch.setattr(lines_module, "LINES_PER_STEP", 7)
+    gt, preds = _random_frames(5, 30, proto.class_names)
+    flat_gt = flatten_samples(gt, proto.class_names, 2, with_scores=False)
+    flat_preds = flatten_samples(preds, proto.class_names, 2, with_scores=True)
+    flat_preds = flat_preds.take(np.flatnonzero(flat_preds.counts >= 2))
+    on_numpy = [resample_lines(lines, proto) for lines in (flat_preds, flat_gt)]
+    on_torch = [resample_lines(lines.apply(torch.from_numpy), proto) for lines in (flat_preds, flat_gt)]
+    for a, b in zip(on_numpy, on_torch, strict=True):
+        assert torch.is_tensor(b.points)
+        assert torch.is_tensor(b.counts)
+        assert np.array_equal(a.points, b.points.numpy())
+        assert np.array_equal(a.counts, b.counts.numpy())
+    pairs = candidate_pairs(*on_numpy, len(proto.class_names))
+    torch_pairs = candidate_pairs(*on_torch, len(proto.class_names))
+    assert [p.tolist() for p in pairs] == [p.tolist() for p in torch_pairs]
+    distance = bounded_chamfer(*on_numpy, *pairs, 1.5)
+    torch_distance = bounded_chamfer(*on_torch, *torch_pairs, 1.5)
+    assert np.array_equal(distance, torch_distance.numpy())
+    assert np.isfinite(distance).any()
+    assert np.isinf(distance).any()
+    rows, num_targets = match_flat(*on_numpy, proto)
+    torch_rows, torch_num_targets = match_flat(*on_torch, proto)
+    assert torch.is_tensor(torch_rows)
+    assert np.array_equal(rows, torch_rows.numpy())
+    assert np.array_equal(num_targets, torch_num_targets.numpy())
+    assert 0 < rows[:, 2:].sum() < rows[:, 2:].size
+
+
 def test_match_flat_refuses_the_fallback_rule():
     with pytest.raises(ValueError, match="references' rule only"):
         match_flat(
@@ -224,3 +259,54 @@ def test_read_resampled_names_the_file_for_one_point_gt_and_3d_predictions(tmp_p
         read_resampled(tmp_path / "pred.json", "pred", "av2-cvpr23")
     with pytest.raises(ValueError, match="numpy path"):
         read_resampled(tmp_path / "pred.json", "pred", "nuscenes-maptr")
+
+
+@pytest.mark.parametrize("protocol", ["av2-cvpr23", "streammapnet"])
+def test_a_cpu_map_eval_run_never_imports_torch(tmp_path, protocol):
+    # issue 46: the kernel is written once for numpy and torch, and the CPU path still never imports torch: a fresh
+    # interpreter runs the whole command (reading, resampling, matching in forked workers, AP) and then looks
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from drivemetrics.vectormap.io import AV2_CLASSES
+
+    gt, preds = _random_frames(6, 30, AV2.class_names)
+    if protocol == "av2-cvpr23":
+        gt_data: dict = {"log": [{"timestamp": s.token, "annotation": _by_class(s, lift=True)} for s in gt]}
+    else:
+        gt_data = {"gts": {s.token: _by_class(s, lift=False) for s in gt}}
+    pred_data = {
+        "results": {
+            s.token: {
+                "vectors": [line.tolist() for line in s.points],
+                "scores": list(s.scores),
+                "labels": [AV2_CLASSES.index(name) for name in s.labels],
+            }
+            for s in preds
+        }
+    }
+    (tmp_path / "gt.json").write_text(json.dumps(gt_data))
+    (tmp_path / "pred.json").write_text(json.dumps(pred_data))
+    extra = ["--roi", "60x30"] if protocol == "streammapnet" else []
+    argv = ["map-eval", "--protocol", protocol, *extra, "--gt", str(tmp_path / "gt.json")]
+    argv += ["--pred", str(tmp_path / "pred.json"), "--json", str(tmp_path / "out.json"), "--workers", "2"]
+    code = f"import sys\nfrom drivemetrics.cli import main\nassert main({argv!r}) == 0\nprint('torch' in sys.modules)\n"
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "False"
+    report = json.loads((tmp_path / "out.json").read_text())
+    assert 0 < report["mAP"] < 1
+
+
+def _by_class(sample: MapSample, lift: bool) -> dict:
+    """One sample's lines grouped by class: Argoverse 2 GT (class names, 3-D points, ``lift``) or StreamMapNet's GT
+    cache (its class ids as strings, 2-D points)."""
+    from drivemetrics.vectormap.io import AV2_CLASSES
+
+    out: dict = {(name if lift else str(i)): [] for i, name in enumerate(AV2_CLASSES)}
+    for line, name in zip(sample.points, sample.labels, strict=True):
+        points = np.concatenate([line, np.zeros((len(line), 1))], 1) if lift else line
+        out[name if lift else str(AV2_CLASSES.index(name))].append(points.tolist())
+    return out
