@@ -37,6 +37,7 @@ __all__ = [
     "as_values",
     "astype",
     "astype_like",
+    "bincount",
     "broadcast_to",
     "cat",
     "clamp_min",
@@ -410,11 +411,32 @@ def segment_min(values: Array, starts: Array, ends: Array) -> Array:
     return _torch().segment_reduce(values, "min", lengths=ends - starts)
 
 
-def searchsorted(sorted_values: Array, queries: Array) -> Array:
-    """``searchsorted(sorted_values, queries, side="left")`` of a 1-D sorted array."""
+def searchsorted(sorted_values: Array, queries: Array, right: bool = False) -> Array:
+    """``searchsorted(sorted_values, queries, side="left")`` of a 1-D sorted array (``side="right"`` with
+    ``right``)."""
     if is_numpy(sorted_values):
-        return np.searchsorted(sorted_values, queries)
-    return _torch().searchsorted(sorted_values, queries)
+        return np.searchsorted(sorted_values, queries, side="right" if right else "left")
+    return _torch().searchsorted(sorted_values, queries, right=right)
+
+
+def bincount(codes: Array, minlength: int) -> Array:
+    """int64 counts ``(minlength,)`` of the non-negative integer ``codes`` (1-D, every code ``< minlength``).
+
+    numpy's ``bincount`` for arrays and CPU tensors (through a shared view: the fastest counter there); off the CPU
+    a fixed-size ``index_add_``, which reads nothing back to the host (CUDA's ``bincount`` reads the codes' range).
+
+    Examples:
+        >>> import numpy as np
+        >>> from drivemetrics._internal.arrays import bincount
+        >>> bincount(np.array([0, 2, 2], dtype=np.uint8), 4).tolist()
+        [1, 0, 2, 0]
+    """
+    if is_numpy(codes):
+        return np.bincount(codes, minlength=minlength)
+    if codes.device.type == "cpu":
+        return _torch().from_numpy(np.bincount(codes.detach().numpy(), minlength=minlength))
+    flat = codes.to(_torch().int64)
+    return _torch().zeros(minlength, dtype=flat.dtype, device=flat.device).index_add_(0, flat, _torch().ones_like(flat))
 
 
 def set_true_rows(x: Array, rows: Array) -> None:

@@ -6,7 +6,15 @@ import argparse
 import json
 import sys
 
-from drivemetrics._internal.options import add_input, add_no_progress, add_threads, hide_aliases, progress_setting
+from drivemetrics._internal.options import (
+    add_input,
+    add_no_progress,
+    add_threads,
+    add_workers,
+    device_name,
+    hide_aliases,
+    progress_setting,
+)
 
 __all__ = ["ROAD_CATEGORIES", "SPACES", "register", "run_road_bev", "run_road_eval"]
 
@@ -76,7 +84,18 @@ def _register_road_eval(subparsers: argparse._SubParsersAction) -> None:
         "fitted at the category's BEV working point",
     )
     add_no_progress(ev)
-    add_threads(ev, "threads decoding PNGs")
+    add_workers(ev, "processes decoding and counting the frames (forked: the CPU path imports no torch)", auto=True)
+    workers = next(a for a in ev._actions if a.dest == "workers")
+    workers.option_strings.append("--threads")  # its spelling while the pool was threads: accepted, hidden
+    ev._option_string_actions["--threads"] = workers
+    hide_aliases(workers, "--threads")
+    ev.add_argument(
+        "--device",
+        type=device_name,
+        default=None,
+        metavar="NAME",
+        help="torch device counting the pixels (default: numpy on the CPU, without torch; the same numbers)",
+    )
     ev.set_defaults(func=run_road_eval)
 
 
@@ -135,6 +154,10 @@ def run_road_eval(args: argparse.Namespace) -> int:
         raise ValueError("`--corridor` needs `--space bev` (the corridor is fitted in the bird's-eye view)")
     if args.corridor and "um_lane" not in args.categories:
         raise ValueError("`--corridor` scores the ego-lane: include um_lane in `--categories`")
+    if args.device is not None:
+        from drivemetrics._internal.options import check_device
+
+        check_device(args.device)  # before any work: one line naming --device
     scores = evaluate_results(
         args.data,
         args.results,
@@ -144,7 +167,8 @@ def run_road_eval(args: argparse.Namespace) -> int:
         compat=args.compat,
         progress=progress_setting(args),
         log=lambda line: print(line, file=sys.stderr),
-        threads=args.threads,
+        workers=args.workers,
+        device=args.device,
     )
     print(format_scores_table(scores, args.space))
     if args.corridor:

@@ -266,12 +266,12 @@ def test_cli_choices_equal_the_library_constants():
 
 def test_road_eval_rejects_zero_workers(capsys):
     with pytest.raises(SystemExit) as exit_info:
-        main(["road-eval", "--data", "d", "--results", "r", "--threads", "0"])
+        main(["road-eval", "--data", "d", "--results", "r", "--workers", "0"])
     assert exit_info.value.code == 2
-    assert "--threads: must be >= 1, got 0" in capsys.readouterr().err
+    assert "--workers: must be >= 1, got 0" in capsys.readouterr().err
     with pytest.raises(SystemExit):  # the hidden old spelling: the error names the grammar's option only
-        main(["road-eval", "--gt", "d", "--pred", "r", "--workers", "0"])
-    assert "argument --threads: must be >= 1, got 0" in capsys.readouterr().err
+        main(["road-eval", "--gt", "d", "--pred", "r", "--threads", "0"])
+    assert "argument --workers: must be >= 1, got 0" in capsys.readouterr().err
 
 
 def test_road_eval_json_never_over_a_file_of_the_input_folders(fixtures_dir, baseline_results, capsys):
