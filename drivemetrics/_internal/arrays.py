@@ -40,6 +40,7 @@ __all__ = [
     "bincount",
     "broadcast_to",
     "cat",
+    "clamp_max",
     "clamp_min",
     "contiguous",
     "cos",
@@ -144,6 +145,11 @@ def maximum(x: Array, y: Array) -> Array:
 def clamp_min(x: Array, value: float) -> Array:
     """``max(x, value)`` elementwise (NaN stays NaN, as ``torch.clamp_min`` and ``numpy.maximum``)."""
     return np.maximum(x, value) if is_numpy(x) else x.clamp_min(value)
+
+
+def clamp_max(x: Array, value: float) -> Array:
+    """``min(x, value)`` elementwise, in ``x``'s dtype (a Python number as ``value``)."""
+    return np.minimum(x, value) if is_numpy(x) else x.clamp_max(value)
 
 
 def cos(x: Array) -> Array:

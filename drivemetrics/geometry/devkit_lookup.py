@@ -98,8 +98,9 @@ def _devkit_points(grid: BevGrid) -> np.ndarray:
 
 
 class DevkitLookup(NamedTuple):
-    """Where each BEV cell samples the image: ``index`` (int64, flat ``row * W + col``) of the valid cells, in
-    cell order, and ``valid`` (bool ``(rows, cols)``)."""
+    """Where each BEV cell samples the image: ``index`` (``intp`` ``(rows * cols,)``, the flat image index
+    ``row * W + col`` of every cell, clamped into the image where the cell is not valid) and ``valid`` (bool
+    ``(rows, cols)``)."""
 
     index: np.ndarray
     valid: np.ndarray
@@ -118,8 +119,8 @@ def devkit_lookup(
         >>> from drivemetrics.geometry.devkit_lookup import devkit_lookup
         >>> h = np.array([[720.0, 620.0 * 1.0, 0.0], [0.0, 190.0, 720.0 * 1.65], [0.0, 1.0, 0.0]])
         >>> lookup = devkit_lookup(h, (375, 1242), BevGrid(x_min=-2.0, x_max=2.0, z_min=6.0, z_max=10.0))
-        >>> lookup.valid.shape, lookup.index.shape == (lookup.valid.sum(),)  # one image pixel per valid cell
-        ((80, 80), True)
+        >>> lookup.valid.shape, lookup.index.shape  # one image pixel per cell
+        ((80, 80), (6400,))
     """
     grid = BevGrid() if grid is None else grid
     homography = np.asarray(homography, dtype=np.float64)
@@ -127,12 +128,18 @@ def devkit_lookup(
         raise ValueError(f"{source}: the road homography must be a finite 3 x 3 matrix")
     _check_homography(homography, grid, source)
     height, width = image_size
-    p = homography @ _devkit_points(grid)
+    p = homography @ _devkit_points(grid)  # one float64 matrix product, as the devkit's numpy.dot
     u, v = p[0] / p[2], p[1] / p[2]
     valid = (v >= 1) & (u >= 1) & (v <= height) & (u <= width)
-    row = np.floor(v[valid]) - 1
-    col = np.floor(u[valid]) - 1
-    return DevkitLookup((row * width + col).astype(np.int64), valid.reshape(grid.shape))
+    row, col = v, u  # (floor(v) - 1, floor(u) - 1) where valid, clamped into the image elsewhere
+    for values, top in ((row, height), (col, width)):
+        np.maximum(values, 1, out=values)
+        np.minimum(values, top, out=values)
+        np.floor(values, out=values)
+        values -= 1
+    row *= width
+    row += col
+    return DevkitLookup(row.astype(np.intp), valid.reshape(grid.shape))
 
 
 def warp_planes_to_bev(planes: np.ndarray, lookup: DevkitLookup) -> np.ndarray:
@@ -142,10 +149,10 @@ def warp_planes_to_bev(planes: np.ndarray, lookup: DevkitLookup) -> np.ndarray:
     Examples:
         >>> import numpy as np
         >>> from drivemetrics.geometry.devkit_lookup import DevkitLookup, warp_planes_to_bev
-        >>> lookup = DevkitLookup(np.array([3, 0]), np.array([[True, False, True]]))
+        >>> lookup = DevkitLookup(np.array([3, 0, 1]), np.array([[True, False, True]]))
         >>> warp_planes_to_bev(np.arange(4, dtype=np.uint8).reshape(1, 2, 2), lookup).tolist()
-        [[[3, 0, 0]]]
+        [[[3, 0, 1]]]
     """
-    out = np.zeros((planes.shape[0], *lookup.valid.shape), dtype=planes.dtype)
-    out.reshape(planes.shape[0], -1)[:, lookup.valid.reshape(-1)] = planes.reshape(planes.shape[0], -1)[:, lookup.index]
-    return out
+    out = np.take(planes.reshape(planes.shape[0], -1), lookup.index, axis=1)
+    out *= lookup.valid.reshape(-1)
+    return out.reshape(planes.shape[0], *lookup.valid.shape)

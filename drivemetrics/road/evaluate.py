@@ -172,23 +172,15 @@ def _frame_planes(frame: _Frame, crop: bool) -> tuple[np.ndarray, np.ndarray, np
     return red, blue, preds
 
 
-@functools.lru_cache(maxsize=8)
-def _cached_lookup(homography: bytes, image_size: tuple[int, int], grid: BevGrid, source: str) -> Any:
-    """The devkit's lookup table of a homography (frames of one drive share their calibration values)."""
-    from drivemetrics.geometry.devkit_lookup import devkit_lookup
-
-    return devkit_lookup(np.frombuffer(homography).reshape(3, 3), image_size, grid, source)
-
-
 def _frame_histogram(frame: _Frame, crop: bool, grid: BevGrid) -> np.ndarray:
     """Raw-value histograms ``(2, 256)`` (valid non-road, road; :func:`value_histograms`) of one frame, on numpy
     arrays (no torch): in the image, or (with a calibration file) in the BEV warped by the devkit's lookup table."""
     planes = _frame_planes(frame, crop)
     if frame.calib_path is not None:
-        from drivemetrics.geometry.devkit_lookup import image_from_road_array, warp_planes_to_bev
+        from drivemetrics.geometry.devkit_lookup import devkit_lookup, image_from_road_array, warp_planes_to_bev
 
         homography = image_from_road_array(frame.calib_path)
-        lookup = _cached_lookup(homography.tobytes(), planes[0].shape, grid, str(frame.calib_path))
+        lookup = devkit_lookup(homography, planes[0].shape, grid, str(frame.calib_path))
         planes = tuple(warp_planes_to_bev(np.stack(planes), lookup))
     red, blue, preds = planes
     return value_histograms(preds, red, blue)

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AP_RECALL_LEVELS",
     "DEVKIT_EPS",
+    "HISTOGRAM_LANES",
     "VALUE_LEVELS",
     "PixelCounts",
     "buckets_from_value_histograms",
@@ -39,6 +40,8 @@ AP_RECALL_LEVELS: tuple[float, ...] = tuple(i * 0.1 for i in range(11))
 DEVKIT_EPS = 1e-10
 #: The values of an 8-bit confidence map (``p = v / 255``).
 VALUE_LEVELS = 256
+#: Sub-histograms of :func:`value_histograms` (pixel ``i`` of a row counts into sub-histogram ``i % 4``).
+HISTOGRAM_LANES = 4
 
 Array = Any  # numpy.ndarray or torch.Tensor
 
@@ -81,7 +84,7 @@ def value_histograms(preds: Array, red: Array, blue: Array) -> Array:
     A pixel is valid iff ``red > 0`` and road iff ``blue > 0`` (the devkit's rules on the ground truth's red and
     blue channels). ``preds``, ``red`` and ``blue`` are ``uint8`` arrays of one shape (any, e.g. ``(H, W)`` or
     ``(B, H, W)``), numpy or tensors on one device. One pass: each pixel gets the code ``value + 256 * class``
-    (``class = 2 * valid + road``) and one ``bincount`` counts them.
+    (``class = 2 * valid + road``) and one ``bincount`` counts them (into :data:`HISTOGRAM_LANES` sub-histograms).
 
     Examples:
         >>> import numpy as np
@@ -98,9 +101,16 @@ def value_histograms(preds: Array, red: Array, blue: Array) -> Array:
     for name, values in (("preds", preds), ("red", red), ("blue", blue)):
         if arrays.dtype_name(values.dtype) != "uint8":
             raise TypeError(f"`{name}` must be uint8, got {values.dtype}")
-    group = arrays.astype(red > 0, "int16") * 2 + arrays.astype(blue > 0, "int16")
-    code = group * VALUE_LEVELS + arrays.astype(preds, "int16")
-    return arrays.bincount(code.reshape(-1), 4 * VALUE_LEVELS).reshape(4, VALUE_LEVELS)[2:]
+    group = arrays.clamp_max(red, 1) * 2  # uint8: 2 * valid + road
+    group += arrays.clamp_max(blue, 1)
+    code = arrays.astype(group, "int16")
+    code *= VALUE_LEVELS
+    code += arrays.astype(preds, "int16")
+    # neighbouring pixels count into different sub-histograms: long runs of one code (saturated road, sky) would
+    # otherwise increment one counter back to back, each increment waiting for the previous one
+    code += arrays.astype(arrays.arange(code.shape[-1], like=code) % HISTOGRAM_LANES, "int16") * (4 * VALUE_LEVELS)
+    hist = arrays.bincount(code.reshape(-1), HISTOGRAM_LANES * 4 * VALUE_LEVELS)
+    return hist.reshape(HISTOGRAM_LANES, 4, VALUE_LEVELS).sum(0)[2:]
 
 
 def buckets_from_value_histograms(hist: Array, thresholds: Array) -> Array:
