@@ -255,7 +255,7 @@ def commands(folder: Path, tmp: Path, cpus: int, space: str, torch_row: bool) ->
         }
     settings: list[tuple[int | None, str | None, str]] = [(None, None, "auto"), (1, None, "auto"), (2, None, "auto")]
     settings.append((None, None, "pillow"))
-    if torch_row:
+    if torch_row and space == "perspective":  # the tensor path on the CPU, for comparison (its BEV warps are slow)
         settings.append((None, "cpu", "auto"))
     for workers, device, decoder in settings:
         out = tmp / f"scores_{space}_{workers}_{device}_{decoder}.json"

@@ -85,16 +85,35 @@ def _numpy_arange(start: float, stop: float, step: float, count: int) -> np.ndar
     return (start + np.arange(count, dtype=np.float64) * delta).astype(np.float32)
 
 
+#: Cell centers per matrix product: OpenBLAS multiplies a 3 x 3 by a 3 x N matrix in one thread below about
+#: 29,000 columns; one product over the whole grid starts its threads, which on a busy machine cost 6x the CPU time
+#: (measured: 6.7 ms against 1.0 ms for the KITTI grid). Each column is computed the same way either way.
+PROJECT_CHUNK = 16384
+
+
 @functools.lru_cache(maxsize=4)
-def _devkit_points(grid: BevGrid) -> np.ndarray:
-    """``(3, N)`` float64 homogeneous devkit cell centers ``(X, Z, 1)`` (float32 values; read-only, cached)."""
+def _devkit_points(grid: BevGrid) -> tuple[np.ndarray, ...]:
+    """``(3, n)`` float64 homogeneous devkit cell centers ``(X, Z, 1)`` (float32 values), in contiguous chunks of
+    :data:`PROJECT_CHUNK` columns (read-only, cached)."""
     r = grid.resolution
     x = _numpy_arange(grid.x_min + r / 2, grid.x_max, r, grid.cols)
     z = _numpy_arange(grid.z_max - r / 2, grid.z_min, -r, grid.rows)
     zz, xx = np.meshgrid(z, x, indexing="ij")
     points = np.stack((xx.ravel(), zz.ravel(), np.ones(xx.size, dtype=np.float32))).astype(np.float64)
-    points.flags.writeable = False
-    return points
+    chunks = tuple(np.ascontiguousarray(points[:, i : i + PROJECT_CHUNK]) for i in range(0, xx.size, PROJECT_CHUNK))
+    for chunk in chunks:
+        chunk.flags.writeable = False
+    return chunks
+
+
+def _project(homography: np.ndarray, grid: BevGrid) -> np.ndarray:
+    """``homography @ points`` ``(3, N)`` of the devkit cell centers: float64 matrix products, as the devkit's
+    ``numpy.dot``, chunk by chunk."""
+    chunks = _devkit_points(grid)
+    out = np.empty((3, grid.rows * grid.cols), dtype=np.float64)
+    for i, chunk in enumerate(chunks):
+        np.matmul(homography, chunk, out=out[:, i * PROJECT_CHUNK : i * PROJECT_CHUNK + chunk.shape[1]])
+    return out
 
 
 class DevkitLookup(NamedTuple):
@@ -128,7 +147,7 @@ def devkit_lookup(
         raise ValueError(f"{source}: the road homography must be a finite 3 x 3 matrix")
     _check_homography(homography, grid, source)
     height, width = image_size
-    p = homography @ _devkit_points(grid)  # one float64 matrix product, as the devkit's numpy.dot
+    p = _project(homography, grid)
     u, v = p[0] / p[2], p[1] / p[2]
     valid = (v >= 1) & (u >= 1) & (v <= height) & (u <= width)
     row, col = v, u  # (floor(v) - 1, floor(u) - 1) where valid, clamped into the image elsewhere
