@@ -5,6 +5,7 @@ folders, and the driving-corridor table over a KITTI-ROAD folder. File reading a
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -252,8 +253,9 @@ def _category_histograms(
             _frame_histogram_on(frame, planes, grid, device) for frame, planes in zip(jobs, decoded, strict=True)
         )
     histograms: dict[str, Any] = {}
-    for hist, (category, _), _ in zip(results, frames, bar, strict=True):
-        histograms[category] = hist if category not in histograms else histograms[category] + hist
+    with contextlib.nullcontext() if device is None else one_torch_thread_per_worker():  # a frame's ops are small
+        for hist, (category, _), _ in zip(results, frames, bar, strict=True):
+            histograms[category] = hist if category not in histograms else histograms[category] + hist
     return histograms
 
 

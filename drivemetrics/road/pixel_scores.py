@@ -105,7 +105,7 @@ def value_histograms(preds: Array, red: Array, blue: Array) -> Array:
     group += arrays.clamp_max(blue, 1)
     code = arrays.astype(group, "int16")
     code *= VALUE_LEVELS
-    code += arrays.astype(preds, "int16")
+    code += preds  # uint8, widened on the fly
     # neighbouring pixels count into different sub-histograms: long runs of one code (saturated road, sky) would
     # otherwise increment one counter back to back, each increment waiting for the previous one
     code += arrays.astype(arrays.arange(code.shape[-1], like=code) % HISTOGRAM_LANES, "int16") * (4 * VALUE_LEVELS)
