@@ -101,14 +101,14 @@ def value_histograms(preds: Array, red: Array, blue: Array) -> Array:
     for name, values in (("preds", preds), ("red", red), ("blue", blue)):
         if arrays.dtype_name(values.dtype) != "uint8":
             raise TypeError(f"`{name}` must be uint8, got {values.dtype}")
-    group = arrays.clamp_max(red, 1) * 2  # uint8: 2 * valid + road
+    group = arrays.clamp_max(red, 1) * 2  # uint8: class = 2 * valid + road
     group += arrays.clamp_max(blue, 1)
+    # neighbouring pixels count into different sub-histograms (group = class + 4 * lane): long runs of one code
+    # (saturated road, sky) would otherwise increment one counter back to back, each waiting for the previous one
+    group += arrays.astype(arrays.arange(group.shape[-1], like=group) % HISTOGRAM_LANES, "uint8") * 4
     code = arrays.astype(group, "int16")
     code *= VALUE_LEVELS
     code += preds  # uint8, widened on the fly
-    # neighbouring pixels count into different sub-histograms: long runs of one code (saturated road, sky) would
-    # otherwise increment one counter back to back, each increment waiting for the previous one
-    code += arrays.astype(arrays.arange(code.shape[-1], like=code) % HISTOGRAM_LANES, "int16") * (4 * VALUE_LEVELS)
     hist = arrays.bincount(code.reshape(-1), HISTOGRAM_LANES * 4 * VALUE_LEVELS)
     return hist.reshape(HISTOGRAM_LANES, 4, VALUE_LEVELS).sum(0)[2:]
 
