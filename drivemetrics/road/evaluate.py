@@ -366,17 +366,14 @@ def _warp_file_to_bev(
 
     ``inputs``: the command's input files; the output is refused (``ValueError``) if it resolves to one of them.
     """
-    import torch
-
-    from drivemetrics.geometry.calib import read_kitti_calib
-    from drivemetrics.geometry.homography import image_from_road_calib_file
-    from drivemetrics.geometry.warp import warp_image_to_bev
+    from drivemetrics.geometry.calib import read_kitti_calib_arrays
+    from drivemetrics.geometry.devkit_lookup import devkit_lookup, image_from_road_array, warp_planes_to_bev
 
     calib = calib_file_for(calib_dir, path.stem)
-    homography = image_from_road_calib_file(calib)
+    homography = image_from_road_array(calib)
     size = png_size(path)
     if size is not None:  # before decoding: the image must be one of the calibration's camera
-        p2 = read_kitti_calib(calib)["P2"]
+        p2 = read_kitti_calib_arrays(calib)["P2"]
         check_image_fits_camera(path, *size, (float(p2[0, 2]), float(p2[1, 2])), calib)
     img = load_image(path, what="input PNG")
     if img.mode == "P":
@@ -384,10 +381,10 @@ def _warp_file_to_bev(
     if img.mode not in ("L", "RGB", "RGBA", "LA", "1"):
         raise ValueError(f"{path}: expected an 8-bit PNG, got mode {img.mode}")
     array = np.array(img.convert("L") if img.mode == "1" else img)
-    image = torch.from_numpy(array)
-    image = image[None, None] if image.ndim == 2 else image.permute(2, 0, 1)[None]
-    bev = warp_image_to_bev(image, homography, grid, mode="devkit")[0][0]
-    array_out = bev[0].numpy() if bev.shape[0] == 1 else np.ascontiguousarray(bev.permute(1, 2, 0).numpy())
+    lookup = devkit_lookup(homography, array.shape[:2], grid, str(calib))
+    planes = array[None] if array.ndim == 2 else array.transpose(2, 0, 1)
+    bev = warp_planes_to_bev(planes, lookup)
+    array_out = bev[0] if array.ndim == 2 else np.ascontiguousarray(bev.transpose(1, 2, 0))
     out = output_dir / f"{path.stem}.png"
     if inputs is not None:
         inputs.check(out, "output_dir file")
@@ -409,7 +406,7 @@ def transform_to_bev(
     Each file's calibration is found with :func:`calib_file_for`; the image is read unchanged (8-bit grey or
     colour) and warped with the devkit's lookup (unseen cells 0), then written to ``output_dir/<name>.png``
     (a temporary file renamed into place). ``threads`` threads (default and most: one per usable core) decode, warp
-    and encode a few files at a time.
+    (numpy, without torch: :mod:`drivemetrics.geometry.devkit_lookup`) and encode a few files at a time.
 
     Returns:
         The written paths.
@@ -436,8 +433,7 @@ def transform_to_bev(
         return _warp_file_to_bev(path, calib_dir, output_dir, grid, inputs)
 
     bar = _progress([str(f) for f in files], progress, "to BEV")
-    with one_torch_thread_per_worker():
-        return [out for out, _ in zip(parallel_map(warp, files, threads), bar, strict=True)]
+    return [out for out, _ in zip(parallel_map(warp, files, threads), bar, strict=True)]
 
 
 def corridor_table(
