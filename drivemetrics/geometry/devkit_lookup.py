@@ -117,16 +117,16 @@ def _project(homography: np.ndarray, grid: BevGrid) -> np.ndarray:
 
 
 class DevkitLookup(NamedTuple):
-    """Where each BEV cell samples the image: ``index`` (``intp`` ``(rows * cols,)``, the flat image index
+    """Where each BEV cell samples the image: ``pixels`` (``intp`` ``(rows * cols,)``, the flat image index
     ``row * W + col`` of every cell, clamped into the image where the cell is not valid) and ``valid`` (bool
     ``(rows, cols)``)."""
 
-    index: np.ndarray
+    pixels: np.ndarray
     valid: np.ndarray
 
 
 def devkit_lookup(
-    homography: np.ndarray, image_size: tuple[int, int], grid: BevGrid | None = None, source: str = "homography"
+    homography: np.ndarray, image_size: tuple[int, ...], grid: BevGrid | None = None, source: str = "homography"
 ) -> DevkitLookup:
     """The devkit's lookup table of a float64 ``(3, 3)`` road homography for ``(H, W)`` images (see the module).
 
@@ -138,7 +138,7 @@ def devkit_lookup(
         >>> from drivemetrics.geometry.devkit_lookup import devkit_lookup
         >>> h = np.array([[720.0, 620.0 * 1.0, 0.0], [0.0, 190.0, 720.0 * 1.65], [0.0, 1.0, 0.0]])
         >>> lookup = devkit_lookup(h, (375, 1242), BevGrid(x_min=-2.0, x_max=2.0, z_min=6.0, z_max=10.0))
-        >>> lookup.valid.shape, lookup.index.shape  # one image pixel per cell
+        >>> lookup.valid.shape, lookup.pixels.shape  # one image pixel per cell
         ((80, 80), (6400,))
     """
     grid = BevGrid() if grid is None else grid
@@ -146,6 +146,8 @@ def devkit_lookup(
     if homography.shape != (3, 3) or not np.isfinite(homography).all():
         raise ValueError(f"{source}: the road homography must be a finite 3 x 3 matrix")
     _check_homography(homography, grid, source)
+    if len(image_size) != 2 or min(image_size) < 1:
+        raise ValueError(f"`image_size` must be (H, W) with positive integers, got {image_size!r}")
     height, width = image_size
     p = _project(homography, grid)
     u, v = p[0] / p[2], p[1] / p[2]
@@ -172,6 +174,6 @@ def warp_planes_to_bev(planes: np.ndarray, lookup: DevkitLookup) -> np.ndarray:
         >>> warp_planes_to_bev(np.arange(4, dtype=np.uint8).reshape(1, 2, 2), lookup).tolist()
         [[[3, 0, 1]]]
     """
-    out = np.take(planes.reshape(planes.shape[0], -1), lookup.index, axis=1)
+    out = np.take(planes.reshape(planes.shape[0], -1), lookup.pixels, axis=1)
     out *= lookup.valid.reshape(-1)
     return out.reshape(planes.shape[0], *lookup.valid.shape)

@@ -113,8 +113,8 @@ def _progress(items: Sequence[str], enabled: bool | None, desc: str) -> Iterable
     return progress_iter(items, len(items), desc, "frame", enabled)  # None: only on a terminal
 
 
-def _match_size(pred: Tensor, gt_hw: tuple[int, int], name: str, crop: bool) -> Tensor:
-    """``pred`` (``(H, W)``) cropped to ``gt_hw`` when ``crop`` allows it; ValueError otherwise."""
+def _match_size(pred: Any, gt_hw: tuple[int, ...], name: str, crop: bool) -> Any:
+    """``pred`` (``(H, W)``, numpy or tensor) cropped to ``gt_hw`` when ``crop`` allows it; ValueError otherwise."""
     if tuple(pred.shape) == gt_hw:
         return pred
     if crop and pred.shape[0] >= gt_hw[0] and pred.shape[1] >= gt_hw[1]:
@@ -520,6 +520,7 @@ def kitti_corridor_table(
     if missing:
         raise FileNotFoundError(f"{len(missing)} of {len(keys)} {category} results missing in {results}: {missing[:3]}")
     preds, lanes, valids = [], [], []
+    assert layout.calib_dir is not None  # need_calib
     for key in keys:
         gt = read_gt_png(layout.gt_dir / f"{key}.png")
         pred = _match_size(read_confidence_png(results / f"{key}.png"), tuple(gt.shape[1:]), key, crop)

@@ -28,7 +28,7 @@ def test_lookup_and_warp_equal_the_tensor_devkit_mode(fixtures_dir, name, grid):
     row, col, valid = bev_sample_pixels(torch.from_numpy(expected_h), (375, 1242), grid, mode="devkit")
     np.testing.assert_array_equal(lookup.valid, valid[0].numpy())
     flat = (row[0] * 1242 + col[0]).numpy()[valid[0].numpy()]
-    np.testing.assert_array_equal(lookup.index.reshape(grid.shape)[lookup.valid], flat)
+    np.testing.assert_array_equal(lookup.pixels.reshape(grid.shape)[lookup.valid], flat)
     image = np.random.default_rng(0).integers(0, 256, (3, 375, 1242), dtype=np.uint8)
     warped = warp_planes_to_bev(image, lookup)
     expected, _ = warp_image_to_bev(torch.from_numpy(image)[None], torch.from_numpy(expected_h), grid, mode="devkit")
