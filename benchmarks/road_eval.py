@@ -239,7 +239,7 @@ def cli_argv(folder: Path, space: str, out: Path, workers: int | None, device: s
     return cli
 
 
-def commands(folder: Path, tmp: Path, cpus: int, space: str, torch_row: bool) -> dict[str, dict]:
+def commands(folder: Path, tmp: Path, cpus: int, space: str, torch_row: bool, pillow_row: bool) -> dict[str, dict]:
     """The timed commands of one space: label -> ``{argv, env, check}`` (``check``: the JSON file to compare)."""
     data, results = str(folder / "data"), str(folder / "results")
     rows: dict[str, dict] = {
@@ -254,7 +254,8 @@ def commands(folder: Path, tmp: Path, cpus: int, space: str, torch_row: bool) ->
             "stdout": True,
         }
     settings: list[tuple[int | None, str | None, str]] = [(None, None, "auto"), (1, None, "auto"), (2, None, "auto")]
-    settings.append((None, None, "pillow"))
+    if pillow_row:
+        settings.append((None, None, "pillow"))
     if torch_row and space == "perspective":  # the tensor path on the CPU, for comparison (its BEV warps are slow)
         settings.append((None, "cpu", "auto"))
     for workers, device, decoder in settings:
@@ -276,6 +277,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2, help="rounds, each command once per round, best kept")
     parser.add_argument("--spaces", nargs="+", default=["perspective", "bev"], choices=("perspective", "bev"))
     parser.add_argument("--no-torch-row", action="store_true", help="skip the `--device cpu` (tensor path) row")
+    parser.add_argument("--no-pillow-row", action="store_true", help="skip the row with Pillow forced as decoder")
     parser.add_argument("--out", type=Path, help="write the rows, loads and settings here as JSON")
     args = parser.parse_args()
     repeat = 1 if args.quick else args.repeat
@@ -288,7 +290,7 @@ def main() -> None:
         print(f"{frames} frames of ~375 x 1242, {cpus} CPU(s); wall time of a fresh process, best of {repeat} rounds")
         print(f"{'space':<12} {'command':<52} {'wall s':>7} {'frames/s':>9} {'vs loop':>8} {'CPU s':>6}")
         for space in args.spaces:
-            rows = commands(folder, Path(tmp), cpus, space, not args.no_torch_row)
+            rows = commands(folder, Path(tmp), cpus, space, not args.no_torch_row, not args.no_pillow_row)
             timings: dict[str, list[tuple[float, float, str]]] = {label: [] for label in rows}
             for _ in range(repeat):  # interleaved: one run of every command per round
                 for label, row in rows.items():
