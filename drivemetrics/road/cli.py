@@ -140,7 +140,10 @@ def _register_road_bev(subparsers: argparse._SubParsersAction) -> None:
 def run_road_eval(args: argparse.Namespace) -> int:
     """``drivemetrics road-eval``: print the table, optionally write JSON; exit code 0."""
     from drivemetrics._internal.files import atomic_write_text, check_output_path
+    from drivemetrics._internal.memory import keep_freed_memory
     from drivemetrics.road.evaluate import DEVKIT_NAMES, evaluate_results, format_scores_table
+
+    keep_freed_memory()  # a few MB of temporaries per frame: without it, every frame touches fresh pages
 
     if args.json:
         check_output_path(
@@ -195,7 +198,10 @@ def run_road_eval(args: argparse.Namespace) -> int:
 
 def run_road_bev(args: argparse.Namespace) -> int:
     """``drivemetrics road-bev``: write one BEV PNG per input PNG; exit code 0."""
+    from drivemetrics._internal.memory import keep_freed_memory
     from drivemetrics.road.evaluate import transform_to_bev
+
+    keep_freed_memory()  # each PNG decoded, warped and encoded in fresh arrays
 
     written = transform_to_bev(
         args.calib, args.input, args.output, progress=progress_setting(args), threads=args.threads
