@@ -12,11 +12,15 @@ thresholds; for BEV, each frame's devkit lookup table (``BirdsEyeView.compute``:
 calibration homography, truncation, 1-based offset) warps both maps first. Both must give the same MaxF per
 category. Two more rows bound what any tool can do: the floor (the same PNGs decoded by Pillow in one thread per
 core, nothing else) and a torch-free sketch of the perspective evaluation (numpy ``bincount`` counting in the same
-threads, MaxF only, no checks; its MaxF asserted equal too). The CLI is timed with ``--workers 1`` and
-``--workers 2`` (and the default, ``os.cpu_count()``). Wall time is the target; the CPU time of each process
-(user + system) is printed too, as a shared machine's load inflates wall time.
+threads, MaxF only, no checks; its MaxF asserted equal too). The CLI (numpy, no torch) is timed with its default
+``--workers`` (the pool's measured policy: forked processes on the free cores once the first frames' time says
+they pay), ``--workers 1`` and ``--workers 2``, with Pillow forced, and with ``--device cpu`` (the tensor path,
+torch imported). The commands run interleaved (one run of each per round) and the best of the rounds is kept.
+Wall time is the target; the CPU time of each process and its workers (user + system) is printed too, as a
+shared machine's load inflates wall time.
 
-    python benchmarks/road_eval.py            # 289 frames, perspective and BEV, best of 2 runs
+    python benchmarks/road_eval.py            # 289 frames, perspective and BEV, best of 2 rounds
+    python benchmarks/road_eval.py --scale 5  # 1,445 frames (the fixture frames replicated 5 times as many)
     python benchmarks/road_eval.py --quick    # 40 frames, 1 run
 """
 
@@ -212,7 +216,7 @@ print(json.dumps(scores))
 
 
 def run_timed(argv: list[str], extra_env: dict[str, str] | None = None) -> tuple[float, float, str]:
-    """``(wall s, CPU s of the child (user + system), stdout)`` of one run of ``argv``."""
+    """``(wall s, CPU s of the child and its workers (user + system), stdout)`` of one run of ``argv``."""
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), **(extra_env or {})}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
@@ -223,66 +227,100 @@ def run_timed(argv: list[str], extra_env: dict[str, str] | None = None) -> tuple
     return wall, cpu, done.stdout
 
 
-def best_of(argv: list[str], repeat: int, extra_env: dict[str, str] | None = None) -> tuple[float, float, str]:
-    """Best wall time and best CPU time over ``repeat`` runs, and the first run's stdout."""
-    runs = [run_timed(argv, extra_env) for _ in range(repeat)]
-    return min(r[0] for r in runs), min(r[1] for r in runs), runs[0][2]
+def cli_argv(folder: Path, space: str, out: Path, workers: int | None, device: str | None) -> list[str]:
+    """``drivemetrics road-eval`` on the built folder, the three road categories, writing ``out``."""
+    cli = [sys.executable, "-m", "drivemetrics", "road-eval", "--gt", str(folder / "data")]
+    cli += ["--pred", str(folder / "results"), "--space", space, "--no-progress", "--json", str(out)]
+    cli += ["--categories", "um_road", "umm_road", "uu_road"]
+    if workers is not None:
+        cli += ["--workers", str(workers)]
+    if device is not None:
+        cli += ["--device", device]
+    return cli
+
+
+def commands(folder: Path, tmp: Path, cpus: int, space: str, torch_row: bool, pillow_row: bool) -> dict[str, dict]:
+    """The timed commands of one space: label -> ``{argv, env, check}`` (``check``: the JSON file to compare)."""
+    data, results = str(folder / "data"), str(folder / "results")
+    rows: dict[str, dict] = {
+        "plain loop (Pillow + np.histogram)": {"argv": [sys.executable, "-c", BASELINE, data, results, space]}
+    }
+    if space == "perspective":
+        rows[f"floor: Pillow decoding only, {cpus} threads"] = {
+            "argv": [sys.executable, "-c", DECODE_FLOOR, data, results, str(cpus)]
+        }
+        rows[f"sketch: numpy only, {cpus} threads"] = {
+            "argv": [sys.executable, "-c", NUMPY_SKETCH, data, results, str(cpus)],
+            "stdout": True,
+        }
+    settings: list[tuple[int | None, str | None, str]] = [(None, None, "auto"), (1, None, "auto"), (2, None, "auto")]
+    if pillow_row:
+        settings.append((None, None, "pillow"))
+    if torch_row and space == "perspective":  # the tensor path on the CPU, for comparison (its BEV warps are slow)
+        settings.append((None, "cpu", "auto"))
+    for workers, device, decoder in settings:
+        out = tmp / f"scores_{space}_{workers}_{device}_{decoder}.json"
+        used = "pillow" if decoder == "pillow" else fast_decoder()
+        label = f"road-eval --workers {workers or 'auto (default)'}{f' --device {device}' if device else ''}, {used}"
+        rows[label] = {
+            "argv": cli_argv(folder, space, out, workers, device),
+            "env": {"DRIVEMETRICS_PNG_DECODER": decoder},
+            "json": out,
+        }
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="40 frames, one run each")
-    parser.add_argument("--repeat", type=int, default=2, help="runs per command, best kept (default 2)")
+    parser.add_argument("--scale", type=float, default=1.0, help="frames = 289 x scale (5: 1,445 frames)")
+    parser.add_argument("--repeat", type=int, default=2, help="rounds, each command once per round, best kept")
+    parser.add_argument("--spaces", nargs="+", default=["perspective", "bev"], choices=("perspective", "bev"))
+    parser.add_argument("--no-torch-row", action="store_true", help="skip the `--device cpu` (tensor path) row")
+    parser.add_argument("--no-pillow-row", action="store_true", help="skip the row with Pillow forced as decoder")
+    parser.add_argument("--out", type=Path, help="write the rows, loads and settings here as JSON")
     args = parser.parse_args()
     repeat = 1 if args.quick else args.repeat
-    python = sys.executable
+    record: dict = {"date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "rows": []}
     with tempfile.TemporaryDirectory() as tmp:
-        folder = build_folder(Path(tmp), scale=40 / 289 if args.quick else 1.0)
+        folder = build_folder(Path(tmp), scale=40 / 289 if args.quick else args.scale)
         frames = len(list((folder / "data" / "gt_image_2").glob("*.png")))
-        cpus = os.cpu_count()
-        print(f"{frames} frames of ~375 x 1242, {cpus} CPU(s); wall time of a fresh process, best of {repeat}")
-        print(f"{'space':<12} {'command':<44} {'wall s':>7} {'frames/s':>9} {'vs loop':>8} {'CPU s':>6}")
-        folders = [str(folder / "data"), str(folder / "results"), str(cpus)]
-        floor_s, floor_cpu, _ = best_of([python, "-c", DECODE_FLOOR, *folders], repeat)
-        sketch_s, sketch_cpu, sketch_out = best_of([python, "-c", NUMPY_SKETCH, *folders], repeat)
-        for space in ("perspective", "bev"):
-            loop_s, loop_cpu, loop_out = best_of(
-                [python, "-c", BASELINE, str(folder / "data"), str(folder / "results"), space], repeat
-            )
-            expected = json.loads(loop_out)
-            if space == "perspective":
-                loop_s_persp = loop_s
-            label = "plain loop (Pillow + np.histogram)"
-            print(f"{space:<12} {label:<44} {loop_s:>7.2f} {frames / loop_s:>9.1f} {'':>8} {loop_cpu:>6.2f}")
-            if space == "perspective":
-                label = f"floor: Pillow decoding only, {cpus} threads"
-                ceiling, rate = loop_s / floor_s, frames / floor_s
-                print(f"{space:<12} {label:<44} {floor_s:>7.2f} {rate:>9.1f} {ceiling:>7.2f}x {floor_cpu:>6.2f}")
-                label, speed, rate = f"sketch: numpy only, {cpus} threads", loop_s / sketch_s, frames / sketch_s
-                print(f"{space:<12} {label:<44} {sketch_s:>7.2f} {rate:>9.1f} {speed:>7.2f}x {sketch_cpu:>6.2f}")
-                for cat, value in json.loads(sketch_out).items():
-                    assert abs(expected[cat] - value) < 1e-9, ("sketch", cat, value, expected[cat])
-            for workers, decoder in ((1, "auto"), (2, "auto"), (None, "auto"), (None, "pillow")):
-                out = Path(tmp) / f"scores_{space}_{workers}_{decoder}.json"
-                cli = [python, "-m", "drivemetrics", "road-eval", "--data", str(folder / "data")]
-                cli += ["--results", str(folder / "results"), "--space", space, "--no-progress", "--json", str(out)]
-                cli += ["--categories", "um_road", "umm_road", "uu_road"]
-                if workers is not None:
-                    cli += ["--workers", str(workers)]
-                cli_s, cli_cpu, _ = best_of(cli, repeat, {"DRIVEMETRICS_PNG_DECODER": decoder})
-                got = json.loads(out.read_text())
-                for cat, value in expected.items():
-                    assert abs(got[cat]["MaxF"] - value) < 1e-9, (space, cat, got[cat]["MaxF"], value)
-                used = "pillow" if decoder == "pillow" else fast_decoder()
-                label = f"road-eval --workers {workers or f'{cpus} (default)'}, {used}"
-                speed = f"{loop_s / cli_s:.2f}x"
-                print(f"{space:<12} {label:<44} {cli_s:>7.2f} {frames / cli_s:>9.1f} {speed:>8} {cli_cpu:>6.2f}")
+        cpus = os.cpu_count() or 1
+        record.update(frames=frames, cpus=cpus, repeat=repeat, load_before=os.getloadavg())
+        print(f"{frames} frames of ~375 x 1242, {cpus} CPU(s); wall time of a fresh process, best of {repeat} rounds")
+        print(f"{'space':<12} {'command':<52} {'wall s':>7} {'frames/s':>9} {'vs loop':>8} {'CPU s':>6}")
+        for space in args.spaces:
+            rows = commands(folder, Path(tmp), cpus, space, not args.no_torch_row, not args.no_pillow_row)
+            timings: dict[str, list[tuple[float, float, str]]] = {label: [] for label in rows}
+            for _ in range(repeat):  # interleaved: one run of every command per round
+                for label, row in rows.items():
+                    timings[label].append(run_timed(row["argv"], row.get("env")))
+            loop = "plain loop (Pillow + np.histogram)"
+            expected = json.loads(timings[loop][0][2])
+            loop_s = min(t[0] for t in timings[loop])
+            for label, row in rows.items():
+                wall, cpu = min(t[0] for t in timings[label]), min(t[1] for t in timings[label])
+                got = None
+                if "json" in row:
+                    got = {cat: v["MaxF"] for cat, v in json.loads(row["json"].read_text()).items()}
+                elif row.get("stdout"):
+                    got = json.loads(timings[label][0][2])
+                for cat, value in expected.items():  # the loop's categories (the command adds urban_road)
+                    if got is not None:
+                        assert abs(got[cat] - value) < 1e-9, (space, label, cat, got[cat], value)
+                ratio = loop_s / wall
+                shown = "" if label == loop else f"{ratio:.2f}x"
+                print(f"{space:<12} {label:<52} {wall:>7.2f} {frames / wall:>9.1f} {shown:>8} {cpu:>6.2f}")
+                runs = [round(t[0], 3) for t in timings[label]]
+                record["rows"].append(
+                    {"space": space, "command": label, "wall_s": wall, "cpu_s": cpu, "vs_loop": ratio, "runs_s": runs}
+                )
+        record["load_after"] = os.getloadavg()
         print("MaxF of every category equal to the loop's (|diff| < 1e-9)")
-        print(
-            f"floor: decoding the same PNGs with Pillow in {cpus} threads, nothing else (no counting, no torch), "
-            f"takes {floor_s:.2f} s: no Pillow-based tool can be more than {loop_s_persp / floor_s:.2f}x faster than "
-            f"the perspective loop on this machine; a torch-free numpy sketch (MaxF only) takes {sketch_s:.2f} s"
-        )
+        print(f"load average before {record['load_before']}, after {record['load_after']}")
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(record, indent=2) + "\n")
 
 
 if __name__ == "__main__":

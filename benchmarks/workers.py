@@ -13,10 +13,10 @@ defaults are what is measured; run the script under ``nice -n 5`` on a shared ma
     python benchmarks/workers.py --cases road-eval-289 graph-eval-vegas-x4 --repeat 5
     python benchmarks/workers.py --list
 
-Commands covered here: road-eval, road-bev (threads decoding PNGs), graph-eval (processes over tiles),
-lanegraph-eval (processes over samples), culane-eval (processes over frame chunks) and map-eval's AV2 protocol
-(forked workers), the last two on the synthetic inputs of ``culane.py`` and ``vectormap_ap.py``. The other pooled
-commands have their own scripts (``openlanev2.py``, ``kitti_object.py``, ``openlane3d.py``).
+Commands covered here: road-eval (forked processes, numpy), road-bev (threads decoding PNGs), graph-eval (processes
+over tiles), lanegraph-eval (processes over samples), culane-eval (processes over frame chunks) and map-eval's AV2
+protocol (forked workers), the last two on the synthetic inputs of ``culane.py`` and ``vectormap_ap.py``. The other
+pooled commands have their own scripts (``openlanev2.py``, ``kitti_object.py``, ``openlane3d.py``).
 """
 
 from __future__ import annotations

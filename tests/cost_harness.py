@@ -283,7 +283,7 @@ def _road_eval(tmp: Path) -> tuple[list[str], list[str]]:
     _small_png(tmp / "ok" / "um_road_000000.png", (375, 1242))
     (tmp / "bad").mkdir()
     _png_bomb(tmp / "bad" / "um_road_000000.png")
-    args = ["road-eval", "--no-progress", "--threads", "1", "--categories", "um_road", "--data", "data", "--results"]
+    args = ["road-eval", "--no-progress", "--workers", "1", "--categories", "um_road", "--data", "data", "--results"]
     return [*args, "bad"], [*args, "ok"]
 
 

@@ -68,7 +68,7 @@ HOST_ONLY: dict[str, str] = {
 }
 #: ``*-eval`` commands that gain ``--device`` on another branch of issue 50 (delete an entry when it lands; the
 #: test then checks the command like every other).
-DEVICE_ON_ANOTHER_BRANCH: frozenset[str] = frozenset({"road-eval", "llamas-eval", "curvelanes-eval"})
+DEVICE_ON_ANOTHER_BRANCH: frozenset[str] = frozenset({"llamas-eval", "curvelanes-eval"})
 
 
 def command_parser(name: str) -> argparse.ArgumentParser:

@@ -41,6 +41,7 @@ __all__ = [
     "broadcast_to",
     "cat",
     "ceil",
+    "clamp_max",
     "clamp_min",
     "contiguous",
     "copy",
@@ -150,6 +151,11 @@ def maximum(x: Array, y: Array) -> Array:
 def clamp_min(x: Array, value: float) -> Array:
     """``max(x, value)`` elementwise (NaN stays NaN, as ``torch.clamp_min`` and ``numpy.maximum``)."""
     return np.maximum(x, value) if is_numpy(x) else x.clamp_min(value)
+
+
+def clamp_max(x: Array, value: float) -> Array:
+    """``min(x, value)`` elementwise, in ``x``'s dtype (a Python number as ``value``)."""
+    return np.minimum(x, value) if is_numpy(x) else x.clamp_max(value)
 
 
 def cos(x: Array) -> Array:
@@ -418,10 +424,31 @@ def segment_min(values: Array, starts: Array, ends: Array) -> Array:
 
 
 def searchsorted(sorted_values: Array, queries: Array, right: bool = False) -> Array:
-    """``searchsorted(sorted_values, queries, side="left")`` (``"right"`` with ``right``) of a 1-D sorted array."""
+    """``searchsorted(sorted_values, queries, side="left")`` of a 1-D sorted array (``side="right"`` with
+    ``right``)."""
     if is_numpy(sorted_values):
         return np.searchsorted(sorted_values, queries, side="right" if right else "left")
     return _torch().searchsorted(sorted_values, queries, right=right)
+
+
+def bincount(codes: Array, minlength: int) -> Array:
+    """int64 counts ``(minlength,)`` of the non-negative integer ``codes`` (1-D, every code ``< minlength``).
+
+    numpy's ``bincount`` for arrays and CPU tensors (through a shared view: the fastest counter there); off the CPU
+    a fixed-size ``index_add_``, which reads nothing back to the host (CUDA's ``bincount`` reads the codes' range).
+
+    Examples:
+        >>> import numpy as np
+        >>> from drivemetrics._internal.arrays import bincount
+        >>> bincount(np.array([0, 2, 2], dtype=np.uint8), 4).tolist()
+        [1, 0, 2, 0]
+    """
+    if is_numpy(codes):
+        return np.bincount(codes, minlength=minlength)
+    if codes.device.type == "cpu":
+        return _torch().from_numpy(np.bincount(codes.detach().numpy(), minlength=minlength))
+    flat = codes.to(_torch().int64)
+    return _torch().zeros(minlength, dtype=flat.dtype, device=flat.device).index_add_(0, flat, _torch().ones_like(flat))
 
 
 def set_true_rows(x: Array, rows: Array) -> None:
@@ -452,13 +479,6 @@ def stable_argsort(x: Array) -> Array:
     if is_numpy(x):
         return np.argsort(x, kind="stable")
     return _torch().sort(x, stable=True).indices
-
-
-def bincount(x: Array, minlength: int) -> Array:
-    """Occurrences of each value ``0 .. max(x.max() + 1, minlength) - 1`` in the non-negative int64 ``x`` (int64)."""
-    if is_numpy(x):
-        return np.bincount(x, minlength=minlength).astype(np.int64, copy=False)
-    return _torch().bincount(x, minlength=minlength)
 
 
 def segment_reduce(values: Array, reduce: str, starts: Array, lengths: Array) -> Array:

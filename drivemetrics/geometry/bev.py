@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import torch
-from torch import Tensor
+if TYPE_CHECKING:  # the grid itself needs no torch (road-eval's numpy path uses it); its tensor methods import it
+    import torch
+    from torch import Tensor
 
 __all__ = ["BevGrid"]
 
@@ -53,20 +55,26 @@ class BevGrid:
         """``(rows, cols)``."""
         return self.rows, self.cols
 
-    def x_centers(self, dtype: torch.dtype = torch.float32, device: torch.device | str | None = None) -> Tensor:
-        """X of each column's center, metres, shape ``(cols,)``, increasing."""
-        j = torch.arange(self.cols, dtype=torch.float64, device=device)
-        return (self.x_min + (j + 0.5) * self.resolution).to(dtype)
+    def x_centers(self, dtype: torch.dtype | None = None, device: torch.device | str | None = None) -> Tensor:
+        """X of each column's center, metres, shape ``(cols,)``, increasing (``dtype`` default float32)."""
+        import torch
 
-    def z_centers(self, dtype: torch.dtype = torch.float32, device: torch.device | str | None = None) -> Tensor:
-        """Z of each row's center, metres, shape ``(rows,)``, decreasing (row 0 is far)."""
+        j = torch.arange(self.cols, dtype=torch.float64, device=device)
+        return (self.x_min + (j + 0.5) * self.resolution).to(dtype or torch.float32)
+
+    def z_centers(self, dtype: torch.dtype | None = None, device: torch.device | str | None = None) -> Tensor:
+        """Z of each row's center, metres, shape ``(rows,)``, decreasing (row 0 is far; ``dtype`` default float32)."""
+        import torch
+
         i = torch.arange(self.rows, dtype=torch.float64, device=device)
-        return (self.z_max - (i + 0.5) * self.resolution).to(dtype)
+        return (self.z_max - (i + 0.5) * self.resolution).to(dtype or torch.float32)
 
     def cell_centers(
-        self, dtype: torch.dtype = torch.float32, device: torch.device | str | None = None
+        self, dtype: torch.dtype | None = None, device: torch.device | str | None = None
     ) -> tuple[Tensor, Tensor]:
-        """Meshes ``(X, Z)`` of cell centers, each ``(rows, cols)``, metres."""
+        """Meshes ``(X, Z)`` of cell centers, each ``(rows, cols)``, metres (``dtype`` default float32)."""
+        import torch
+
         z, x = torch.meshgrid(self.z_centers(dtype, device), self.x_centers(dtype, device), indexing="ij")
         return x, z
 

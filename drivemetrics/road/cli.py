@@ -6,7 +6,15 @@ import argparse
 import json
 import sys
 
-from drivemetrics._internal.options import add_input, add_no_progress, add_threads, hide_aliases, progress_setting
+from drivemetrics._internal.options import (
+    add_input,
+    add_no_progress,
+    add_threads,
+    add_workers,
+    device_name,
+    hide_aliases,
+    progress_setting,
+)
 
 __all__ = ["ROAD_CATEGORIES", "SPACES", "register", "run_road_bev", "run_road_eval"]
 
@@ -76,7 +84,18 @@ def _register_road_eval(subparsers: argparse._SubParsersAction) -> None:
         "fitted at the category's BEV working point",
     )
     add_no_progress(ev)
-    add_threads(ev, "threads decoding PNGs")
+    add_workers(ev, "processes decoding and counting the frames (forked: the CPU path imports no torch)", auto=True)
+    workers = next(a for a in ev._actions if a.dest == "workers")
+    workers.option_strings.append("--threads")  # its spelling while the pool was threads: accepted, hidden
+    ev._option_string_actions["--threads"] = workers
+    hide_aliases(workers, "--threads")
+    ev.add_argument(
+        "--device",
+        type=device_name,
+        default=None,
+        metavar="NAME",
+        help="torch device counting the pixels (default: numpy on the CPU, without torch; the same numbers)",
+    )
     ev.set_defaults(func=run_road_eval)
 
 
@@ -117,14 +136,22 @@ def _register_road_bev(subparsers: argparse._SubParsersAction) -> None:
     add_threads(bev, "threads decoding PNGs")
     from drivemetrics._internal.options import add_device  # local: road-eval's options are edited apart (issue 50)
 
-    add_device(bev, "torch device warping the images (PNGs are decoded and written on the host)")
+    add_device(
+        bev,
+        "torch device warping the images (PNGs are decoded and written on the host; the same pixels)",
+        default=None,
+        default_text="default: numpy on the CPU, without torch",
+    )
     bev.set_defaults(func=run_road_bev)
 
 
 def run_road_eval(args: argparse.Namespace) -> int:
     """``drivemetrics road-eval``: print the table, optionally write JSON; exit code 0."""
     from drivemetrics._internal.files import atomic_write_text, check_output_path
+    from drivemetrics._internal.memory import keep_freed_memory
     from drivemetrics.road.evaluate import DEVKIT_NAMES, evaluate_results, format_scores_table
+
+    keep_freed_memory()  # a few MB of temporaries per frame: without it, every frame touches fresh pages
 
     if args.json:
         check_output_path(
@@ -138,6 +165,10 @@ def run_road_eval(args: argparse.Namespace) -> int:
         raise ValueError("`--corridor` needs `--space bev` (the corridor is fitted in the bird's-eye view)")
     if args.corridor and "um_lane" not in args.categories:
         raise ValueError("`--corridor` scores the ego-lane: include um_lane in `--categories`")
+    if args.device is not None:
+        from drivemetrics._internal.options import check_device
+
+        check_device(args.device)  # before any work: one line naming --device
     scores = evaluate_results(
         args.data,
         args.results,
@@ -147,7 +178,8 @@ def run_road_eval(args: argparse.Namespace) -> int:
         compat=args.compat,
         progress=progress_setting(args),
         log=lambda line: print(line, file=sys.stderr),
-        threads=args.threads,
+        workers=args.workers,
+        device=args.device,
     )
     print(format_scores_table(scores, args.space))
     if args.corridor:
@@ -174,10 +206,14 @@ def run_road_eval(args: argparse.Namespace) -> int:
 
 def run_road_bev(args: argparse.Namespace) -> int:
     """``drivemetrics road-bev``: write one BEV PNG per input PNG; exit code 0."""
-    from drivemetrics._internal.options import check_device
+    from drivemetrics._internal.memory import keep_freed_memory
     from drivemetrics.road.evaluate import transform_to_bev
 
-    check_device(args.device)  # before any work: one line naming --device
+    keep_freed_memory()  # each PNG decoded, warped and encoded in fresh arrays
+    if args.device is not None:
+        from drivemetrics._internal.options import check_device
+
+        check_device(args.device)  # before any work: one line naming --device
     written = transform_to_bev(
         args.calib, args.input, args.output, progress=progress_setting(args), threads=args.threads, device=args.device
     )

@@ -5,24 +5,26 @@ folders, and the driving-corridor table over a KITTI-ROAD folder. File reading a
 
 from __future__ import annotations
 
+import contextlib
+import functools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
-from torch import Tensor
 
 from drivemetrics._internal import arrays
-from drivemetrics._internal.compat import Compat
+from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.files import InputFiles, atomic_save_png, check_output_path, load_image, present_file
 from drivemetrics._internal.limits import check_image_fits_camera, png_size
-from drivemetrics._internal.pool import check_workers, one_torch_thread_per_worker, parallel_map
-from drivemetrics._internal.validation import check_tensor
+from drivemetrics._internal.pool import (
+    check_workers_or_auto,
+    map_in_processes,
+    one_torch_thread_per_worker,
+    parallel_map,
+)
 from drivemetrics.geometry.bev import BevGrid
-from drivemetrics.geometry.calib import read_kitti_calib
-from drivemetrics.geometry.homography import image_from_road_calib_file
-from drivemetrics.geometry.warp import warp_image_to_bev
 from drivemetrics.road.corridor_config import CorridorConfig
 from drivemetrics.road.io import (
     ROAD_CATEGORIES,
@@ -30,18 +32,22 @@ from drivemetrics.road.io import (
     category_frames,
     find_layout,
     gt_masks,
+    read_confidence_array,
     read_confidence_png,
     read_gt_png,
     read_gt_red_blue,
 )
-from drivemetrics.road.pixel_counting import (
+from drivemetrics.road.pixel_scores import (
     PixelCounts,
-    bucket_histograms,
+    buckets_from_value_histograms,
     counts_from_histograms,
-    kitti_thresholds,
-    pixel_counts,
-    scores_from_counts,
+    devkit_scores,
+    threshold_grid,
+    value_histograms,
 )
+
+if TYPE_CHECKING:  # road-eval on the CPU runs on numpy arrays and never imports torch; the tensor paths import it
+    from torch import Tensor
 
 #: The road categories pooled into the extra ``urban_road`` entry (all their frames' pixels together).
 URBAN_ROAD_PARTS: tuple[str, ...] = ("um_road", "umm_road", "uu_road")
@@ -107,8 +113,8 @@ def _progress(items: Sequence[str], enabled: bool | None, desc: str) -> Iterable
     return progress_iter(items, len(items), desc, "frame", enabled)  # None: only on a terminal
 
 
-def _match_size(pred: Tensor, gt_hw: tuple[int, int], name: str, crop: bool) -> Tensor:
-    """``pred`` (``(H, W)``) cropped to ``gt_hw`` when ``crop`` allows it; ValueError otherwise."""
+def _match_size(pred: Any, gt_hw: tuple[int, ...], name: str, crop: bool) -> Any:
+    """``pred`` (``(H, W)``, numpy or tensor) cropped to ``gt_hw`` when ``crop`` allows it; ValueError otherwise."""
     if tuple(pred.shape) == gt_hw:
         return pred
     if crop and pred.shape[0] >= gt_hw[0] and pred.shape[1] >= gt_hw[1]:
@@ -139,6 +145,9 @@ def frame_counts(
     Returns:
         :class:`PixelCounts` of shape ``T = 256``.
     """
+    from drivemetrics.geometry.warp import warp_image_to_bev
+    from drivemetrics.road.pixel_counting import pixel_counts
+
     if image_from_road is not None:
         gt_rgb = warp_image_to_bev(gt_rgb.unsqueeze(0), image_from_road, grid, mode="devkit")[0][0]
         pred = warp_image_to_bev(pred[None, None], image_from_road, grid, mode="devkit")[0][0, 0]
@@ -156,79 +165,45 @@ class _Frame:
     calib_path: Path | None
 
 
-def _frame_histogram(frame: _Frame, crop: bool, grid: BevGrid | None, thresholds: Tensor) -> Tensor:
-    """Bucket histogram ``(2, (T + 1))`` (negatives, positives; see :func:`bucket_histograms`) of one frame.
-
-    The same counts as :func:`frame_counts` on :func:`read_gt_png` / :func:`read_confidence_png`, read for less:
-    only the ground truth's red (valid) and blue (road) channels are extracted, all uint8, and the BEV warp moves
-    the three planes in one gather.
-    """
+def _frame_planes(frame: _Frame, crop: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(red, blue, preds)`` of one frame in the image, ``uint8`` ``(H, W)`` numpy arrays: only the ground truth's
+    red (valid) and blue (road) channels are extracted; the result is cropped when ``crop`` allows it."""
     red, blue = read_gt_red_blue(frame.gt_path)
-    pred = _match_size(read_confidence_png(frame.result_path), red.shape, frame.key, crop)
-    planes = torch.stack((torch.from_numpy(red), torch.from_numpy(blue), pred))
+    preds = _match_size(read_confidence_array(frame.result_path), red.shape, frame.key, crop)
+    return red, blue, preds
+
+
+def _frame_histogram(frame: _Frame, crop: bool, grid: BevGrid) -> np.ndarray:
+    """Raw-value histograms ``(2, 256)`` (valid non-road, road; :func:`value_histograms`) of one frame, on numpy
+    arrays (no torch): in the image, or (with a calibration file) in the BEV warped by the devkit's lookup table."""
+    planes = _frame_planes(frame, crop)
     if frame.calib_path is not None:
-        homography = image_from_road_calib_file(frame.calib_path)
-        planes = warp_image_to_bev(planes.unsqueeze(0), homography, grid, mode="devkit")[0][0]
-    valid, road, pred = planes[0:1] > 0, planes[1:2] > 0, planes[2:3]
-    return bucket_histograms(pred, road, valid, thresholds, per_image=False)[0]
+        from drivemetrics.geometry.devkit_lookup import devkit_lookup, image_from_road_array, warp_planes_to_bev
+
+        homography = image_from_road_array(frame.calib_path)
+        lookup = devkit_lookup(homography, planes[0].shape, grid, str(frame.calib_path))
+        planes = tuple(warp_planes_to_bev(np.stack(planes), lookup))
+    red, blue, preds = planes
+    return value_histograms(preds, red, blue)
 
 
-def evaluate_results(
-    data_dir: str | Path,
-    results_dir: str | Path,
-    space: str = "perspective",
-    crop: bool = False,
-    categories: Sequence[str] = ROAD_CATEGORIES,
-    grid: BevGrid | None = None,
-    compat: Compat = "default",
-    progress: bool | None = None,
-    log: Callable[[str], None] | None = None,
-    threads: int | None = None,
-) -> dict[str, dict[str, float]]:
-    """Evaluate a folder of result PNGs against KITTI-ROAD ground truth, pooled per category (the devkit's way).
+def _frame_histogram_on(frame: _Frame, planes: tuple[np.ndarray, ...], grid: BevGrid, device: str) -> Tensor:
+    """:func:`_frame_histogram` of decoded planes on a torch ``device`` (the BEV by the tensor warp's devkit mode)."""
+    stacked = arrays.on_device(np.stack(planes), device)
+    if frame.calib_path is not None:
+        from drivemetrics.geometry.homography import image_from_road_calib_file
+        from drivemetrics.geometry.warp import warp_image_to_bev
 
-    The frames are decoded and counted by a pool of ``threads`` threads (PNG decoding and the counting kernels
-    release the GIL), a few frames at a time, so memory does not grow with the number of frames; torch's own
-    intra-op threads are set to 1 meanwhile (``torch.set_num_threads``, restored on return).
+        homography = image_from_road_calib_file(frame.calib_path).to(stacked.device)
+        stacked = warp_image_to_bev(stacked[None], homography, grid, mode="devkit")[0][0]
+    return value_histograms(stacked[2], stacked[0], stacked[1])
 
-    Args:
-        data_dir: holds ``gt_image_2/`` and ``calib/`` (or ``training/`` with them).
-        results_dir: the result PNGs, named like the ground truth, at its top level.
-        space: ``"perspective"`` (the devkit's ``evaluateRoad``) or ``"bev"`` (ground truth and results
-            warped with each frame's calibration by the devkit's lookup, then evaluated the same way).
-        crop: allow results larger than their ground truth, cropped to it at the top-left (the devkit's
-            ``computeBaseline`` writes 376 x 1242 maps); otherwise a size mismatch is an error.
-        categories: which of :data:`ROAD_CATEGORIES` to evaluate; those without ground truth files or without
-            any result file are skipped (and logged).
-        grid: the BEV grid for ``space="bev"`` (default: the KITTI-ROAD grid).
-        compat: ``"reference"``: working-point values from float32 counts, as the devkit computes them.
-        progress: show a tqdm bar (``None``: only on a terminal).
-        log: called with one line per skipped category (default: silent).
-        threads: threads reading and counting frames (default and most: one per usable core; 1: no thread;
-            named ``workers`` before issue 46: ``workers`` means processes in every function).
 
-    Returns:
-        ``{category: {key: value}}`` with :data:`RESULT_KEYS`; values are fractions, ``best_threshold`` is
-        ``k / 255``; ``total_positives`` / ``total_negatives`` are pixel (or cell) counts. When um_road, umm_road and
-        uu_road are all evaluated, an extra entry ``urban_road`` pools the pixels of all their frames (one best
-        threshold overall; not a devkit category: the KITTI server's URBAN_ROAD aggregation is not public).
-
-    Raises:
-        ValueError: unknown space or category, unknown layout, a size mismatch, a category whose results are
-            only partly present, or no result at all.
-        FileNotFoundError: missing folders or calibration files.
-    """
-    if space not in SPACES:
-        raise ValueError(f"`space` must be one of {', '.join(SPACES)}, got {space!r}")
-    unknown = [c for c in categories if c not in ROAD_CATEGORIES]
-    if unknown:
-        raise ValueError(f"unknown categories {unknown}; expected some of {', '.join(ROAD_CATEGORIES)}")
-    layout = find_layout(data_dir, need_calib=space == "bev")
-    results_dir = Path(results_dir)
-    if not results_dir.is_dir():
-        raise FileNotFoundError(f"results folder not found: {results_dir}")
-    log = log or (lambda _line: None)
-    threads = check_workers(threads, "threads")
+def _frames_to_evaluate(
+    layout: Any, results_dir: Path, space: str, categories: Sequence[str], log: Callable[[str], None]
+) -> list[tuple[str, _Frame]]:
+    """``(category, frame)`` of every frame to evaluate, in category order; categories without ground truth or
+    without any result are logged and skipped, a partly missing category is an error."""
     frames: list[tuple[str, _Frame]] = []
     for category in categories:
         keys = category_frames(layout.gt_dir, category)
@@ -251,25 +226,116 @@ def evaluate_results(
                 assert layout.calib_dir is not None
                 calib = calib_file_for(layout.calib_dir, key)  # a missing file fails before any decoding
             frames.append((category, _Frame(key, layout.gt_dir / f"{key}.png", results_dir / f"{key}.png", calib)))
-    thresholds = kitti_thresholds()
-    histograms: dict[str, Tensor] = {}
+    return frames
 
-    def count(frame: _Frame) -> Tensor:
-        return _frame_histogram(frame, crop, grid, thresholds)
 
-    bar = _progress([c for c, _ in frames], progress, f"road-eval ({space})")  # advances as frames complete
-    with one_torch_thread_per_worker():
-        for hist, category in zip(parallel_map(count, [f for _, f in frames], threads), bar, strict=True):
+def _category_histograms(
+    frames: list[tuple[str, _Frame]],
+    crop: bool,
+    grid: BevGrid,
+    workers: int | None,
+    device: str | None,
+    bar: Iterable[str],
+) -> dict[str, Any]:
+    """Raw-value histograms ``(2, 256)`` per category, summed over its frames as they come (bounded memory).
+
+    ``device`` None: each frame decoded and counted on numpy by ``workers`` processes (forked: this process has no
+    torch); a torch device: the frames decoded by the processes, warped and counted there.
+    """
+    jobs = [frame for _, frame in frames]
+    if device is None:
+        results: Iterable[Any] = map_in_processes(
+            functools.partial(_frame_histogram, crop=crop, grid=grid), jobs, workers
+        )
+    else:
+        decoded = map_in_processes(functools.partial(_frame_planes, crop=crop), jobs, workers)
+        results = (
+            _frame_histogram_on(frame, planes, grid, device) for frame, planes in zip(jobs, decoded, strict=True)
+        )
+    histograms: dict[str, Any] = {}
+    with contextlib.nullcontext() if device is None else one_torch_thread_per_worker():  # a frame's ops are small
+        for hist, (category, _), _ in zip(results, frames, bar, strict=True):
             histograms[category] = hist if category not in histograms else histograms[category] + hist
-    totals = {category: counts_from_histograms(hist) for category, hist in histograms.items()}
-    if not totals:
+    return histograms
+
+
+def evaluate_results(
+    data_dir: str | Path,
+    results_dir: str | Path,
+    space: str = "perspective",
+    crop: bool = False,
+    categories: Sequence[str] = ROAD_CATEGORIES,
+    grid: BevGrid | None = None,
+    compat: Compat = "default",
+    progress: bool | None = None,
+    log: Callable[[str], None] | None = None,
+    workers: int | None = None,
+    device: str | None = None,
+) -> dict[str, dict[str, float]]:
+    """Evaluate a folder of result PNGs against KITTI-ROAD ground truth, pooled per category (the devkit's way).
+
+    Each frame is decoded and counted into a 512-bin histogram (8-bit value x road / non-road of the valid pixels)
+    as it comes, so memory does not grow with the number of frames; the histograms of a category are summed, and
+    the devkit's scores come from the sums. Without ``device`` everything runs on numpy arrays, without importing
+    torch, in ``workers`` forked processes; with a torch ``device`` the same kernels
+    (:mod:`drivemetrics.road.pixel_scores`) count tensors there (the BEV warped by the tensor warp's devkit
+    mode). Both give the same numbers.
+
+    Args:
+        data_dir: holds ``gt_image_2/`` and ``calib/`` (or ``training/`` with them).
+        results_dir: the result PNGs, named like the ground truth, at its top level.
+        space: ``"perspective"`` (the devkit's ``evaluateRoad``) or ``"bev"`` (ground truth and results
+            warped with each frame's calibration by the devkit's lookup, then evaluated the same way).
+        crop: allow results larger than their ground truth, cropped to it at the top-left (the devkit's
+            ``computeBaseline`` writes 376 x 1242 maps); otherwise a size mismatch is an error.
+        categories: which of :data:`ROAD_CATEGORIES` to evaluate; those without ground truth files or without
+            any result file are skipped (and logged).
+        grid: the BEV grid for ``space="bev"`` (default: the KITTI-ROAD grid).
+        compat: ``"reference"``: working-point values from float32 counts, as the devkit computes them.
+        progress: show a tqdm bar (``None``: only on a terminal).
+        log: called with one line per skipped category (default: silent).
+        workers: processes decoding and counting the frames (``None``: the pool's measured policy,
+            :func:`~drivemetrics._internal.pool.map_in_processes`: one process unless the time of the first
+            frames says a pool on the free cores pays; 1: this process only).
+        device: ``None`` (numpy, no torch) or a torch device (``"cpu"``, ``"cuda"``...) counting tensors.
+
+    Returns:
+        ``{category: {key: value}}`` with :data:`RESULT_KEYS`; values are fractions, ``best_threshold`` is
+        ``k / 255``; ``total_positives`` / ``total_negatives`` are pixel (or cell) counts. When um_road, umm_road and
+        uu_road are all evaluated, an extra entry ``urban_road`` pools the pixels of all their frames (one best
+        threshold overall; not a devkit category: the KITTI server's URBAN_ROAD aggregation is not public).
+
+    Raises:
+        ValueError: unknown space or category, unknown layout, a size mismatch, a category whose results are
+            only partly present, or no result at all.
+        FileNotFoundError: missing folders or calibration files.
+    """
+    if space not in SPACES:
+        raise ValueError(f"`space` must be one of {', '.join(SPACES)}, got {space!r}")
+    unknown = [c for c in categories if c not in ROAD_CATEGORIES]
+    if unknown:
+        raise ValueError(f"unknown categories {unknown}; expected some of {', '.join(ROAD_CATEGORIES)}")
+    reference = check_compat(compat)
+    workers = check_workers_or_auto(workers)
+    layout = find_layout(data_dir, need_calib=space == "bev")
+    results_dir = Path(results_dir)
+    if not results_dir.is_dir():
+        raise FileNotFoundError(f"results folder not found: {results_dir}")
+    frames = _frames_to_evaluate(layout, results_dir, space, categories, log or (lambda _line: None))
+    bar = _progress([c for c, _ in frames], progress, f"road-eval ({space})")  # advances as frames complete
+    histograms = _category_histograms(frames, crop, grid or BevGrid(), workers, device, bar)
+    if not histograms:
         raise ValueError(f"no result PNG named like the ground truth in {layout.gt_dir} was found in {results_dir}")
+    thresholds = threshold_grid(256)
+    if device is not None:
+        thresholds = arrays.on_device(thresholds, next(iter(histograms.values())).device)
+    totals = {c: counts_from_histograms(buckets_from_value_histograms(h, thresholds)) for c, h in histograms.items()}
     if all(c in totals for c in URBAN_ROAD_PARTS):
         parts = [totals[c] for c in URBAN_ROAD_PARTS]
         totals["urban_road"] = PixelCounts(*(sum(counts) for counts in zip(*parts, strict=True)))
     scores: dict[str, dict[str, float]] = {}
     for category, total in totals.items():
-        result = scores_from_counts(total, compat=compat)
+        result = devkit_scores(total, thresholds, reference=reference)
         scores[category] = {k: float(result[k]) for k in RESULT_KEYS}
         scores[category]["total_positives"] = int(result["total_positives"])
         scores[category]["total_negatives"] = int(result["total_negatives"])
@@ -293,24 +359,37 @@ def format_scores_table(scores: dict[str, dict[str, float]], space: str = "persp
 # ------------------------------------------------------------------------------------------------ BEV transform
 
 
+def _warp_planes_on(planes: np.ndarray, calib: Path, grid: BevGrid | None, device: str) -> np.ndarray:
+    """``(C, H, W)`` uint8 planes warped to the BEV by the tensor warp's devkit mode on a torch ``device``."""
+    from drivemetrics.geometry.homography import image_from_road_calib_file
+    from drivemetrics.geometry.warp import warp_image_to_bev
+
+    image = arrays.on_device(np.ascontiguousarray(planes), device)[None]
+    homography = image_from_road_calib_file(calib).to(image.device)
+    return arrays.to_numpy(warp_image_to_bev(image, homography, grid, mode="devkit")[0][0])
+
+
 def _warp_file_to_bev(
     path: Path,
     calib_dir: Path,
     output_dir: Path,
     grid: BevGrid | None,
     inputs: InputFiles | None = None,
-    device: str | torch.device = "cpu",
+    device: str | None = None,
 ) -> Path:
     """Warp one PNG to the BEV (its calibration by :func:`calib_file_for`) and write it atomically; the path.
 
     ``inputs``: the command's input files; the output is refused (``ValueError``) if it resolves to one of them.
-    ``device``: where the image is warped (decoded and encoded on the host).
+    ``device``: ``None`` warps on numpy (no torch), a torch device warps there (decoded and encoded on the host).
     """
+    from drivemetrics.geometry.calib import read_kitti_calib_arrays
+    from drivemetrics.geometry.devkit_lookup import devkit_lookup, image_from_road_array, warp_planes_to_bev
+
     calib = calib_file_for(calib_dir, path.stem)
-    homography = image_from_road_calib_file(calib)
+    homography = image_from_road_array(calib)
     size = png_size(path)
     if size is not None:  # before decoding: the image must be one of the calibration's camera
-        p2 = read_kitti_calib(calib)["P2"]
+        p2 = read_kitti_calib_arrays(calib)["P2"]
         check_image_fits_camera(path, *size, (float(p2[0, 2]), float(p2[1, 2])), calib)
     img = load_image(path, what="input PNG")
     if img.mode == "P":
@@ -318,10 +397,12 @@ def _warp_file_to_bev(
     if img.mode not in ("L", "RGB", "RGBA", "LA", "1"):
         raise ValueError(f"{path}: expected an 8-bit PNG, got mode {img.mode}")
     array = np.array(img.convert("L") if img.mode == "1" else img)
-    image = torch.from_numpy(array)
-    image = image[None, None] if image.ndim == 2 else image.permute(2, 0, 1)[None]
-    bev = warp_image_to_bev(image.to(device), homography.to(device), grid, mode="devkit")[0][0].cpu()
-    array_out = bev[0].numpy() if bev.shape[0] == 1 else np.ascontiguousarray(bev.permute(1, 2, 0).numpy())
+    planes = array[None] if array.ndim == 2 else array.transpose(2, 0, 1)
+    if device is None:
+        bev = warp_planes_to_bev(planes, devkit_lookup(homography, array.shape[:2], grid, str(calib)))
+    else:
+        bev = _warp_planes_on(planes, calib, grid, device)
+    array_out = bev[0] if array.ndim == 2 else np.ascontiguousarray(bev.transpose(1, 2, 0))
     out = output_dir / f"{path.stem}.png"
     if inputs is not None:
         inputs.check(out, "output_dir file")
@@ -337,14 +418,15 @@ def transform_to_bev(
     grid: BevGrid | None = None,
     progress: bool | None = None,
     threads: int | None = None,
-    device: str | torch.device = "cpu",
+    device: str | None = None,
 ) -> list[Path]:
     """Warp every ``*.png`` of ``input_dir`` to the BEV like the devkit's ``transform2BEV`` (for submission).
 
     Each file's calibration is found with :func:`calib_file_for`; the image is read unchanged (8-bit grey or
     colour) and warped with the devkit's lookup (unseen cells 0), then written to ``output_dir/<name>.png``
     (a temporary file renamed into place). ``threads`` threads (default and most: one per usable core) decode, warp
-    and encode a few files at a time; ``device``: where the images are warped (a torch device).
+    (numpy, without torch: :mod:`drivemetrics.geometry.devkit_lookup`; with a torch ``device``, the tensor warp's
+    devkit mode there: the same pixels) and encode a few files at a time.
 
     Returns:
         The written paths.
@@ -371,8 +453,7 @@ def transform_to_bev(
         return _warp_file_to_bev(path, calib_dir, output_dir, grid, inputs, device)
 
     bar = _progress([str(f) for f in files], progress, "to BEV")
-    with one_torch_thread_per_worker():
-        return [out for out, _ in zip(parallel_map(warp, files, threads), bar, strict=True)]
+    return [out for out, _ in zip(parallel_map(warp, files, threads), bar, strict=True)]
 
 
 def corridor_table(
@@ -393,6 +474,9 @@ def corridor_table(
         threshold: the working point of the pixel evaluation (e.g. the MaxF threshold), in (0, 1].
         batch_size: frames fitted at once.
     """
+    import torch
+
+    from drivemetrics._internal.validation import check_tensor
 
     def stack(x: Tensor | Sequence[Tensor] | None, name: str) -> Tensor | None:
         if x is None or arrays.is_tensor(x):
@@ -443,6 +527,9 @@ def kitti_corridor_table(
     Returns:
         The dict of :func:`corridor_table`.
     """
+    from drivemetrics.geometry.homography import image_from_road_calib_file
+    from drivemetrics.geometry.warp import warp_image_to_bev
+
     grid = grid if grid is not None else BevGrid()
     layout = find_layout(data_dir, need_calib=True)
     keys = category_frames(layout.gt_dir, category)
@@ -453,6 +540,7 @@ def kitti_corridor_table(
     if missing:
         raise FileNotFoundError(f"{len(missing)} of {len(keys)} {category} results missing in {results}: {missing[:3]}")
     preds, lanes, valids = [], [], []
+    assert layout.calib_dir is not None  # need_calib
     for key in keys:
         gt = read_gt_png(layout.gt_dir / f"{key}.png")
         pred = _match_size(read_confidence_png(results / f"{key}.png"), tuple(gt.shape[1:]), key, crop)

@@ -16,14 +16,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 from PIL import Image
-from torch import Tensor
 
 from drivemetrics._internal.files import atomic_save_png, load_image
 from drivemetrics._internal.png import decode_png_array
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 __all__ = [
     "ROAD_CATEGORIES",
@@ -33,6 +35,7 @@ __all__ = [
     "find_layout",
     "gt_masks",
     "parse_gt_name",
+    "read_confidence_array",
     "read_confidence_png",
     "read_gt_png",
     "read_gt_red_blue",
@@ -138,19 +141,22 @@ def read_gt_png(path: str | Path) -> Tensor:
         FileNotFoundError: missing file.
         ValueError: not a colour PNG.
     """
+    import torch
+
     rgb = np.array(_open_gt(Path(path)))[..., :3]
     return torch.from_numpy(rgb).permute(2, 0, 1).contiguous()
 
 
 def read_gt_red_blue(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """The red and blue channels (``uint8`` ``(H, W)``) of a ground-truth PNG: all the evaluation needs.
+    """The red and blue channels (``uint8`` ``(H, W)``, views of one decoded image) of a ground-truth PNG: all the
+    evaluation needs.
 
     Cheaper than :func:`read_gt_png`: libspng decodes where installed (:mod:`drivemetrics._internal.png`), else Pillow
     extracts the two bands without building an RGB array.
     """
     rgb = decode_png_array(path)
     if rgb is not None and rgb.ndim == 3:
-        return np.ascontiguousarray(rgb[..., 0]), np.ascontiguousarray(rgb[..., 2])
+        return rgb[..., 0], rgb[..., 2]
     img = _open_gt(path)
     return np.array(img.getchannel(0)), np.array(img.getchannel(2))
 
@@ -165,8 +171,8 @@ def gt_masks(gt_rgb: Tensor) -> tuple[Tensor, Tensor]:
     return gt_rgb[..., 2, :, :] > 0, gt_rgb[..., 0, :, :] > 0
 
 
-def read_confidence_png(path: str | Path) -> Tensor:
-    """A result PNG as a ``uint8`` tensor ``(H, W)`` (confidence ``v / 255``), like ``cv2.imread(path, 0)``.
+def read_confidence_array(path: str | Path) -> np.ndarray:
+    """A result PNG as a ``uint8`` numpy array ``(H, W)`` (confidence ``v / 255``), like ``cv2.imread(path, 0)``.
 
     Raises:
         FileNotFoundError: missing file.
@@ -174,18 +180,31 @@ def read_confidence_png(path: str | Path) -> Tensor:
     """
     gray = decode_png_array(path)
     if gray is not None and gray.ndim == 2:
-        return torch.from_numpy(gray)
+        return gray
     img = load_image(path, what="result PNG")
     if img.mode not in ("L", "1", "P", "RGB", "RGBA", "LA"):
         raise ValueError(f"{path}: results must be 8-bit PNGs (greyscale 0..255), got mode {img.mode}")
     if img.mode != "L":
         img = img.convert("L")
-    gray = np.array(img)
-    return torch.from_numpy(gray)
+    return np.array(img)
+
+
+def read_confidence_png(path: str | Path) -> Tensor:
+    """:func:`read_confidence_array` as a ``uint8`` tensor ``(H, W)``.
+
+    Raises:
+        FileNotFoundError: missing file.
+        ValueError: a 16-bit or floating-point PNG.
+    """
+    import torch
+
+    return torch.from_numpy(read_confidence_array(path))
 
 
 def write_png(path: str | Path, image: Tensor) -> None:
     """Write a ``uint8`` ``(H, W)`` (greyscale) or ``(3, H, W)`` (RGB) tensor as PNG, creating folders."""
+    import torch
+
     if image.dtype != torch.uint8 or image.ndim not in (2, 3) or (image.ndim == 3 and image.shape[0] != 3):
         raise ValueError(f"`image` must be uint8 H x W or 3 x H x W, got {image.dtype} {tuple(image.shape)}")
     array = image.detach().cpu().numpy()

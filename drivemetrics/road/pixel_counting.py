@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import math
-import warnings
 import weakref
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
@@ -23,6 +22,14 @@ from drivemetrics._internal import arrays
 from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.validation import check_binary, check_finite, check_same_shape, check_tensor, check_values
 from drivemetrics.road.bev_inputs import as_batch
+from drivemetrics.road.pixel_scores import (  # the kernels written once for numpy and torch (re-exported here)
+    AP_RECALL_LEVELS,
+    DEVKIT_EPS,
+    PixelCounts,
+    buckets_from_value_histograms,
+    counts_from_histograms,
+    devkit_scores,
+)
 
 __all__ = [
     "AP_RECALL_LEVELS",
@@ -44,29 +51,6 @@ __all__ = [
     "validate_pixel_inputs",
     "with_fixed_threshold",
 ]
-
-
-#: The devkit's 11 recall levels, as ``np.arange(0, 1.1, 0.1)`` produces them (0.30000000000000004 etc.).
-AP_RECALL_LEVELS: tuple[float, ...] = tuple(i * 0.1 for i in range(11))
-#: The devkit adds this to the denominators of precision and F (so a perfect 0.8 reads 0.79999999995).
-DEVKIT_EPS = 1e-10
-
-
-class PixelCounts(NamedTuple):
-    """Confusion counts per threshold, int64 tensors of shape ``(..., T)`` (pixels).
-
-    ``tp[..., k]``: valid road pixels with ``p >= t_k``; ``fp``: valid non-road pixels with ``p >= t_k``;
-    ``fn``: valid road pixels with ``p < t_k``; ``tn``: valid non-road pixels with ``p < t_k``.
-    """
-
-    tp: Tensor
-    fp: Tensor
-    fn: Tensor
-    tn: Tensor
-
-    def sum(self, dim: int = 0) -> PixelCounts:
-        """Pool the counts over a batch dimension (default: the first)."""
-        return PixelCounts(*(c.sum(dim) for c in self))
 
 
 def kitti_thresholds(
@@ -384,19 +368,9 @@ def bucket_histograms(
 
 
 def _regroup_uint8_histogram(hist: Tensor, thresholds: Tensor) -> Tensor:
-    """Raw-value histograms ``(..., 256)`` of uint8 maps -> bucket histograms ``(..., T + 1)``.
-
-    Value ``v`` (``p = v / 255``) falls in bucket ``#{k : t_k <= v / 255}``, which is non-decreasing in ``v``; the
-    bucket histogram is the difference of the raw cumulative histogram read at each bucket's last value
-    (cumsum + gather, deterministic on every device).
-    """
-    levels = torch.arange(256, dtype=torch.float64, device=hist.device) / 255.0
-    bucket_of_value = torch.bucketize(levels, thresholds, right=True)  # (256,), non-decreasing
-    buckets = torch.arange(thresholds.numel() + 1, device=hist.device)
-    last_value = torch.searchsorted(bucket_of_value, buckets, right=True) - 1  # -1: bucket holds no value
-    cumulative = torch.cat([torch.zeros_like(hist[..., :1]), hist.cumsum(-1)], -1)
-    bucket_cumulative = cumulative[..., last_value + 1]
-    return torch.diff(bucket_cumulative, dim=-1, prepend=torch.zeros_like(bucket_cumulative[..., :1]))
+    """Raw-value histograms ``(..., 256)`` of uint8 maps -> bucket histograms ``(..., T + 1)``
+    (:func:`~drivemetrics.road.pixel_scores.buckets_from_value_histograms`)."""
+    return buckets_from_value_histograms(hist, thresholds)
 
 
 def _as_uint8(mask: Tensor) -> Tensor:
@@ -404,16 +378,6 @@ def _as_uint8(mask: Tensor) -> Tensor:
     if mask.dtype == torch.bool:
         return mask.view(torch.uint8)
     return (mask != 0).view(torch.uint8)
-
-
-def counts_from_histograms(hist: Tensor) -> PixelCounts:
-    """Per-threshold counts ``(..., T)`` from bucket histograms ``(..., 2, T + 1)`` (see :func:`bucket_histograms`)."""
-    below = hist.cumsum(-1)[..., :-1]  # below[..., c, k] = #{class c : p < t_k}
-    neg_num = hist[..., 0, :].sum(-1, keepdim=True)
-    pos_num = hist[..., 1, :].sum(-1, keepdim=True)
-    fn = below[..., 1, :]
-    tn = below[..., 0, :]
-    return PixelCounts(tp=pos_num - fn, fp=neg_num - tn, fn=fn, tn=tn)
 
 
 def validate_pixel_inputs(
@@ -503,23 +467,6 @@ def counts_at_threshold(
     return PixelCounts(*(c[..., 0] for c in counts))
 
 
-def _gather_last(x: Tensor, index: Tensor) -> Tensor:
-    return torch.gather(x, -1, index.unsqueeze(-1)).squeeze(-1)
-
-
-def _eleven_point_ap(precision: Tensor, recall: Tensor, kept: Tensor) -> Tensor:
-    """The devkit's 11-point interpolated AP ``(...)``: mean over the recall levels of the best precision at recall
-    ``>=`` level (0 for a level no threshold reaches), summed in the devkit's order for an identical float."""
-    levels = torch.tensor(AP_RECALL_LEVELS, dtype=torch.float64, device=precision.device)
-    reach = (recall.unsqueeze(-2) >= levels.unsqueeze(-1)) & kept.unsqueeze(-2)  # (..., 11, T)
-    best_prec = torch.where(reach, precision.unsqueeze(-2), torch.full_like(reach, -math.inf, dtype=torch.float64))
-    best_prec = best_prec.amax(-1).clamp_min(0.0)
-    avg_prec = torch.zeros_like(best_prec[..., 0])
-    for level in range(len(AP_RECALL_LEVELS)):
-        avg_prec = avg_prec + best_prec[..., level]
-    return avg_prec / len(AP_RECALL_LEVELS)
-
-
 def scores_from_counts(
     counts: PixelCounts | Sequence[Tensor],
     *,
@@ -580,74 +527,7 @@ def scores_from_counts(
         raise ValueError(f"`thresholds` has {thr.numel()} values but `counts` have {tp.shape[-1]} thresholds")
     if not beta > 0 or not math.isfinite(beta):
         raise ValueError(f"`beta` must be a finite number > 0, got {beta}")
-    tp64, fp64, fn64, tn64 = (c.to(torch.float64) for c in (tp, fp, fn, tn))
-    pos_num = (tp64 + fn64)[..., 0]
-    neg_num = (fp64 + tn64)[..., 0]
-    if warn_empty and bool((pos_num == 0).any()):
-        warnings.warn(
-            "road pixel metrics: no valid ground-truth road pixel (empty ground truth or all pixels invalid); "
-            "the scores are NaN",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-
-    # -- the devkit's curves (float64, epsilon in the precision and F denominators) --
-    recall = tp64 / pos_num.unsqueeze(-1)
-    precision = tp64 / (tp64 + fp64 + DEVKIT_EPS)
-    kept = tp > 0  # the devkit drops recall == precision == 0, i.e. TP == 0 (a suffix of the thresholds)
-    recall = torch.where(kept, recall, torch.zeros_like(recall))
-    beta2 = float(beta) ** 2
-    f_curve = (1 + beta2) * (precision * recall) / (beta2 * precision + recall + DEVKIT_EPS)  # devkit's order
-
-    # -- MaxF and the working point: argmax returns the first (lowest-threshold) maximum, as numpy does --
-    masked_f = torch.where(kept, f_curve, torch.full_like(f_curve, -math.inf))
-    best = masked_f.argmax(-1)
-    max_f = _gather_last(f_curve, best)
-
-    avg_prec = _eleven_point_ap(precision, recall, kept)
-
-    # -- integrated AP: area under the step precision-recall curve (precision without epsilon) --
-    exact_prec = torch.where(kept, tp64 / (tp64 + fp64).clamp_min(1.0), torch.zeros_like(tp64))
-    next_recall = torch.cat([recall[..., 1:], torch.zeros_like(recall[..., :1])], -1)
-    ap_integrated = ((recall - next_recall) * exact_prec).sum(-1)
-
-    # -- values at the working point --
-    wp_dtype = torch.float32 if reference else torch.float64
-    if reference:  # the devkit packs the counts into uint32 and casts to float32
-        tp_w, fp_w, fn_w, tn_w = (_gather_last(c, best).to(torch.float32) for c in (tp, fp, fn, tn))
-    else:
-        tp_w, fp_w, fn_w, tn_w = (_gather_last(c, best) for c in (tp64, fp64, fn64, tn64))
-    pos_w = tp_w + fn_w
-    neg_w = tn_w + fp_w
-    scores = {
-        "max_f": max_f,
-        "average_precision": avg_prec,
-        "average_precision_integrated": ap_integrated,
-        "best_threshold": thr[best],
-        "best_threshold_index": best,
-        "precision_wp": tp_w / (tp_w + fp_w),
-        "recall_wp": tp_w / pos_w,
-        "tpr_wp": tp_w / pos_w,
-        "fpr_wp": fp_w / neg_w,
-        "fnr_wp": fn_w / pos_w,
-        "accuracy_wp": (tp_w + tn_w) / (pos_w + neg_w),
-        "iou_wp": tp_w / (tp_w + fp_w + fn_w),
-        "tp_wp": tp_w.to(wp_dtype),
-        "fp_wp": fp_w.to(wp_dtype),
-        "fn_wp": fn_w.to(wp_dtype),
-        "tn_wp": tn_w.to(wp_dtype),
-        "total_positives": pos_num,
-        "total_negatives": neg_num,
-        "precision": precision,
-        "recall": recall,
-        "f_measure": f_curve,
-        "thresholds": thr.expand(tp.shape),
-    }
-    empty = pos_num == 0  # no device read: a where over every undefined key
-    undefined = ("max_f", "average_precision", "average_precision_integrated", "best_threshold")
-    for key in (*undefined, *(k for k in scores if k.endswith("_wp"))):
-        scores[key] = torch.where(empty, torch.full_like(scores[key], math.nan), scores[key])
-    return scores
+    return devkit_scores(PixelCounts(tp, fp, fn, tn), thr, beta=beta, reference=reference, warn_empty=warn_empty)
 
 
 def fixed_threshold_scores(

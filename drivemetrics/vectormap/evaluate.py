@@ -12,7 +12,6 @@ import numpy as np
 from drivemetrics._internal.limits import short_repr
 from drivemetrics._internal.pool import map_in_processes, one_torch_thread_per_worker, parallel_map, usable_cores
 from drivemetrics._internal.progress import progress_bar
-from drivemetrics.vectormap.lines import FlatLines, ap_from_rows, flatten_samples, match_flat, resample_lines
 from drivemetrics.vectormap.io import (
     PROTOCOL_FORMATS,
     MapSample,
@@ -21,6 +20,7 @@ from drivemetrics.vectormap.io import (
     read_map_gt,
     read_map_preds,
 )
+from drivemetrics.vectormap.lines import FlatLines, ap_from_rows, flatten_samples, match_flat, resample_lines
 from drivemetrics.vectormap.protocol import MapProtocol, ProtocolName, get_protocol
 
 if TYPE_CHECKING:  # the numpy path (evaluate_flat, read_resampled) never imports torch

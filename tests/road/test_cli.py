@@ -266,12 +266,12 @@ def test_cli_choices_equal_the_library_constants():
 
 def test_road_eval_rejects_zero_workers(capsys):
     with pytest.raises(SystemExit) as exit_info:
-        main(["road-eval", "--data", "d", "--results", "r", "--threads", "0"])
+        main(["road-eval", "--data", "d", "--results", "r", "--workers", "0"])
     assert exit_info.value.code == 2
-    assert "--threads: must be >= 1, got 0" in capsys.readouterr().err
+    assert "--workers: must be >= 1, got 0" in capsys.readouterr().err
     with pytest.raises(SystemExit):  # the hidden old spelling: the error names the grammar's option only
-        main(["road-eval", "--gt", "d", "--pred", "r", "--workers", "0"])
-    assert "argument --threads: must be >= 1, got 0" in capsys.readouterr().err
+        main(["road-eval", "--gt", "d", "--pred", "r", "--threads", "0"])
+    assert "argument --workers: must be >= 1, got 0" in capsys.readouterr().err
 
 
 def test_road_eval_json_never_over_a_file_of_the_input_folders(fixtures_dir, baseline_results, capsys):
@@ -288,3 +288,36 @@ def test_road_eval_json_never_over_a_file_of_the_input_folders(fixtures_dir, bas
     assert main([*base, "--json", str(baseline_results / "scores.json")]) == 2
     assert "inside the input folder `--pred`" in capsys.readouterr().err  # the grammar's name of --results
     assert not (baseline_results / "scores.json").exists()
+
+
+@pytest.mark.parametrize("space", ["perspective", "bev"])
+def test_road_eval_on_the_cpu_imports_no_torch_and_equals_the_tensor_path(
+    fixtures_dir, baseline_results, tmp_path, space
+):
+    """In a fresh interpreter: ``road-eval`` (two forked workers) leaves torch and torchmetrics out of
+    ``sys.modules``; ``--device cpu`` (the tensor path: tensor warp, the same kernels on tensors) writes the same
+    numbers, bit for bit."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO_ROOT
+
+    code = (
+        "import sys; from drivemetrics.cli import main; rc = main(sys.argv[1:]); "
+        "print('loaded', 'torch' in sys.modules, 'torchmetrics' in sys.modules); sys.exit(rc)"
+    )
+    base = ["road-eval", "--gt", str(fixtures_dir / "kitti_road"), "--pred", str(baseline_results), "--crop"]
+    base += ["--space", space, "--no-progress", "--compat", "reference"]
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    scores, loaded = {}, {}
+    for name, extra in (("numpy", ["--workers", "2"]), ("tensors", ["--workers", "1", "--device", "cpu"])):
+        out = tmp_path / f"{name}.json"
+        argv = [sys.executable, "-c", code, *base, "--json", str(out), *extra]
+        run = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp_path)
+        assert run.returncode == 0, run.stderr[-600:]
+        scores[name] = json.loads(out.read_text())
+        loaded[name] = run.stdout.strip().splitlines()[-1]
+    assert loaded == {"numpy": "loaded False False", "tensors": "loaded True False"}
+    assert scores["numpy"] == scores["tensors"]
+    assert set(scores["numpy"]) == {"um_road", "umm_road", "uu_road", "urban_road"}

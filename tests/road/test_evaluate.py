@@ -300,8 +300,9 @@ def test_conformance_baseline_prior(fixtures_dir, space):
 
 
 @pytest.mark.parametrize("space", ["perspective", "bev"])
-def test_evaluate_results_threads_count_like_frame_counts(fixtures_dir, tmp_path, space):
-    # the threaded reader (red / blue channels only, one gather for the BEV) against the plain per-frame path
+def test_evaluate_results_count_like_frame_counts(fixtures_dir, tmp_path, space):
+    # the numpy path (red / blue channels only, the devkit's lookup table for the BEV) and the tensor path
+    # (device="cpu": the tensor warp, the same kernels on tensors) against the plain per-frame tensor path
     root = fixtures_dir / "kitti_road/training"
     results = tmp_path / "res"
     results.mkdir()
@@ -309,8 +310,13 @@ def test_evaluate_results_threads_count_like_frame_counts(fixtures_dir, tmp_path
     for key in FRAMES:
         Image.fromarray(prior).save(results / f"{key}.png")
     total, per_frame = pooled_counts(fixtures_dir, space)
-    for workers in (1, 3):
-        scores = evaluate_results(root.parent, results, space=space, crop=True, progress=False, threads=workers)
+    runs = []
+    for compat in ("default", "reference"):
+        for device in (None, "cpu"):
+            kwargs = {"space": space, "crop": True, "progress": False, "compat": compat, "workers": 1}
+            runs.append(evaluate_results(root.parent, results, device=device, **kwargs))
+        assert runs[-2] == runs[-1]  # every number of every category equal, bit for bit
+    for scores in runs:
         assert scores["urban_road"]["total_positives"] == int(total.tp[0] + total.fn[0])
         assert scores["urban_road"]["total_negatives"] == int(total.fp[0] + total.tn[0])
         assert scores["urban_road"]["max_f"] == pytest.approx(EXPECTED[space]["max_f"], abs=1e-12)
@@ -318,8 +324,8 @@ def test_evaluate_results_threads_count_like_frame_counts(fixtures_dir, tmp_path
             *(a + b for a, b in zip(per_frame["uu_road_000000"], per_frame["uu_road_000093"], strict=True))
         )
         assert scores["uu_road"]["max_f"] == pytest.approx(float(scores_from_counts(uu)["max_f"]), abs=1e-12)
-    with pytest.raises(ValueError, match="`threads` must be a positive int"):
-        evaluate_results(root.parent, results, space=space, crop=True, progress=False, threads=0)
+    with pytest.raises(ValueError, match="`workers` must be a positive int"):
+        evaluate_results(root.parent, results, space=space, crop=True, progress=False, workers=0)
 
 
 def test_parallel_map_keeps_order_bounds_the_queue_and_raises():
