@@ -233,3 +233,17 @@ def test_map_eval_numpy_path_imports_no_torch():
     )
     assert "drivemetrics.vectormap.flat" in modules
     assert present(modules, HEAVY_OR_TORCH) == []
+
+
+def test_llamas_curvelanes_eval_engine_imports_no_torch():
+    # llamas-eval and curvelanes-eval read, draw (OpenCV), match (SciPy) and score on numpy without --device: torch's
+    # import is not needed, and their worker processes fork (issue 47)
+    modules = loaded_after(
+        """
+        import drivemetrics.lane.cli, drivemetrics.lane.evaluate_lanes2d, drivemetrics.lane.io
+        import drivemetrics.lane.llamas_scoring, drivemetrics.lane.curvelanes_scoring, drivemetrics._internal.pool
+        print(json.dumps(mods()))
+        """
+    )
+    assert "drivemetrics.lane.evaluate_lanes2d" in modules
+    assert present(modules, HEAVY_OR_TORCH) == []

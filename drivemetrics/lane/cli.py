@@ -199,11 +199,12 @@ def _write_json(args: argparse.Namespace, result: dict) -> None:
 
 
 def _llamas_eval(args: argparse.Namespace) -> int:
-    import torch
+    from drivemetrics.lane.evaluate_lanes2d import evaluate_llamas_dirs, rank_is_main
 
-    from drivemetrics._internal.distributed import current_shard
-    from drivemetrics.lane.evaluate import evaluate_llamas_dirs
+    if args.device is not None:  # before any work: one line naming --device
+        from drivemetrics._internal.options import check_device
 
+        check_device(args.device)
     if args.iou in ("pixel", "both"):  # the optional dependencies, before anything is read
         from drivemetrics.lane.culane_official import load_cv2
 
@@ -212,7 +213,7 @@ def _llamas_eval(args: argparse.Namespace) -> int:
         from drivemetrics._internal.extras import require
 
         require("llamas", "shapely.geometry", "LLAMAS iou='shapely'")
-    torch.set_num_threads(1)  # OpenCV and scipy do the work; parallel work through --workers
+    # numpy, OpenCV and SciPy do the work (torch is not imported without --device); parallel work via --workers
     _check_json(args, [args.pred, args.gt], (".json", ".txt"))
     result = evaluate_llamas_dirs(
         args.pred,
@@ -224,8 +225,9 @@ def _llamas_eval(args: argparse.Namespace) -> int:
         workers=args.workers,
         per_image=args.per_image,
         progress=progress_setting(args),
+        device=args.device,
     )
-    if not current_shard().is_main:  # torchrun: rank 0 reports
+    if not rank_is_main():  # torchrun: rank 0 reports
         return 0
     blocks = [("", result["pooled"], result["multi_threshold"])]
     if "pooled_unofficial" in result:
@@ -251,14 +253,15 @@ def _image_size(text: str) -> tuple[float, float]:
 
 
 def _curvelanes_eval(args: argparse.Namespace) -> int:
-    import torch
-
-    from drivemetrics._internal.distributed import current_shard
     from drivemetrics.lane.culane_official import load_cv2
-    from drivemetrics.lane.evaluate import evaluate_curvelanes_dirs
+    from drivemetrics.lane.evaluate_lanes2d import evaluate_curvelanes_dirs, rank_is_main
 
+    if args.device is not None:  # before any work: one line naming --device
+        from drivemetrics._internal.options import check_device
+
+        check_device(args.device)
     load_cv2()  # before anything is read
-    torch.set_num_threads(1)
+    # numpy, OpenCV and SciPy do the work (torch is not imported without --device); parallel work via --workers
     _check_json(args, [args.pred, args.gt], (".json", ".txt"))
     result = evaluate_curvelanes_dirs(
         args.pred,
@@ -271,8 +274,9 @@ def _curvelanes_eval(args: argparse.Namespace) -> int:
         workers=args.workers,
         per_image=args.per_image,
         progress=progress_setting(args),
+        device=args.device,
     )
-    if not current_shard().is_main:
+    if not rank_is_main():
         return 0
     pooled = result["pooled"]
     if args.protocol == "vega":
@@ -396,6 +400,8 @@ def _register_culane(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _register_llamas(subparsers: argparse._SubParsersAction) -> None:
+    from drivemetrics._internal.options import device_name
+
     llamas = subparsers.add_parser(
         "llamas-eval",
         epilog="example:\n  drivemetrics llamas-eval --gt labels/valid --pred pred --json llamas.json",
@@ -432,6 +438,14 @@ def _register_llamas(subparsers: argparse._SubParsersAction) -> None:
         "--chunk", type=number_in(1, 100_000, kind=int), default=64, help="frames scored per batch (default 64)"
     )
     add_workers(llamas, "processes reading and scoring the files", auto=True)
+    llamas.add_argument(
+        "--device",
+        type=device_name,
+        default=None,
+        metavar="NAME",
+        help="torch device of the pixel IoU's intersections (a matrix product of the drawn masks; the lanes are "
+        "drawn by OpenCV on the host); default: numpy on the CPU, without torch",
+    )
     llamas.add_argument("--per-image", action="store_true", help="with --json, add per-frame TP / FP / FN")
     add_no_progress(llamas)
     llamas.add_argument("--json", default=None, metavar="OUT", help="also write the scores to OUT")
@@ -439,6 +453,8 @@ def _register_llamas(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _register_curvelanes(subparsers: argparse._SubParsersAction) -> None:
+    from drivemetrics._internal.options import device_name
+
     curvelanes = subparsers.add_parser(
         "curvelanes-eval",
         epilog="example:\n  drivemetrics curvelanes-eval --gt valid --pred pred --json curvelanes.json",
@@ -490,6 +506,14 @@ def _register_curvelanes(subparsers: argparse._SubParsersAction) -> None:
         "--chunk", type=number_in(1, 100_000, kind=int), default=64, help="frames scored per batch (default 64)"
     )
     add_workers(curvelanes, "processes reading and scoring the files", auto=True)
+    curvelanes.add_argument(
+        "--device",
+        type=device_name,
+        default=None,
+        metavar="NAME",
+        help="torch device of the mask IoUs' intersections (a matrix product of the drawn masks; the lanes are "
+        "drawn by OpenCV on the host); default: numpy on the CPU, without torch",
+    )
     curvelanes.add_argument("--per-image", action="store_true", help="with --json, add per-frame hits and counts")
     add_no_progress(curvelanes)
     curvelanes.add_argument("--json", default=None, metavar="OUT", help="also write the scores to OUT")
