@@ -779,6 +779,14 @@ ROWS: dict[str, Row] = {
         _curvelanes_argv("reference", "--device", "cpu"),
         _check_curvelanes("reference"),
     ),
+    # --protocol ufldv2: also UFLDv2's C++ variant, the fixture's ufldv2_cpp_variant (compare.py's key ufldv2)
+    "curvelanes-eval/curvelanes/ufldv2/reference": Row(
+        "curvelanes-eval",
+        "curvelanes",
+        "reference",
+        _curvelanes_argv("reference", "--protocol", "ufldv2"),
+        _check_curvelanes("reference"),
+    ),
     "curvelanes-eval/curvelanes/device_cpu/default": Row(
         "curvelanes-eval",
         "curvelanes",

@@ -275,6 +275,7 @@ def _curvelanes_eval(args: argparse.Namespace) -> int:
         per_image=args.per_image,
         progress=progress_setting(args),
         device=args.device,
+        protocol=args.protocol,
     )
     if not rank_is_main():
         return 0
@@ -282,6 +283,13 @@ def _curvelanes_eval(args: argparse.Namespace) -> int:
     if args.protocol == "vega":
         best = result["vega_max_f1_threshold"]
         print(f"vega max F1 {result['vega_max_f1']:.6f} (score > {best:g})")
+    if args.protocol == "ufldv2":
+        ufld = result["ufldv2"]
+        print(
+            f"UFLDv2 C++ variant: precision {ufld['precision']:.6f}  recall {ufld['recall']:.6f}  F1 "
+            f"{ufld['f1']:.6f}  TP {ufld['tp']}  FP {ufld['fp']}  FN {ufld['fn']}"
+        )
+        print("vega metric (CondLaneNet, CLRerNet):")
     for key in ("precision", "recall", "f1"):
         print(f"{key:<10} {pooled[key]:.6f}")
     print(
@@ -497,9 +505,11 @@ def _register_curvelanes(subparsers: argparse._SubParsersAction) -> None:
     )
     curvelanes.add_argument(
         "--protocol",
-        choices=("condlanenet", "vega"),
+        choices=("condlanenet", "vega", "ufldv2"),
         default="condlanenet",
-        help="headline: F1 at --score-threshold (CondLaneNet, CLRerNet) or also vega's max F1 over the thresholds",
+        help="headline: F1 at --score-threshold (CondLaneNet, CLRerNet), also vega's max F1 over the thresholds, or "
+        "also UFLDv2's C++ variant (lanes at 2560 x 1440, the CULane C++ rules on 224 x 224, 5 px, IoU > 0.5; "
+        "JSON key ufldv2)",
     )
     add_compat(curvelanes, "the vega metric's epsilon in P / R / F1 and its crash on repeated points")
     curvelanes.add_argument(

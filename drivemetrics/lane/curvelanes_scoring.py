@@ -19,12 +19,15 @@ __all__ = [
     "EVAL_SIZE",
     "LINE_WIDTH",
     "SCORE_THRESHOLDS",
+    "UFLDV2_FRAME",
+    "UFLDV2_LINE_WIDTH",
     "curvelanes_spline",
     "draw_lanes",
     "frame_hits",
     "mask_ious",
     "merge_repeats",
     "score_lane_frames",
+    "ufldv2_counts",
 ]
 
 #: vega's score thresholds (CondLaneNet's test_curvelanes.py); 0.5 is the papers' number.
@@ -231,3 +234,70 @@ def score_lane_frames(
         iou = mask_ious(gt_draw[g_start[i] : g_start[i + 1]], pr_draw[p_start[i] : p_start[i + 1]], device)
         hits[i] = frame_hits(iou, kept, iou_threshold)
     return hits, n_pred, n_gt
+
+
+#: UFLDv2's CurveLanes evaluation (``evaluation/eval_wrapper.py::call_curvelane_eval``): lanes written at 2560 x 1440,
+#: then its CULane C++ ``evaluate -w 5 -t 0.5 -c 224 -r 224 -x 224/2560 -y 224/1440``.
+UFLDV2_FRAME = (2560.0, 1440.0)
+UFLDV2_LINE_WIDTH = 5
+
+
+def ufldv2_counts(
+    gts: list[list[np.ndarray]],
+    gt_sizes: np.ndarray,
+    preds: list[list[np.ndarray]],
+    pred_sizes: np.ndarray,
+    empty_gt: Sequence[int] | None = None,
+    iou_threshold: float = 0.5,
+) -> np.ndarray:
+    """``(F, 3)`` int64 ``[tp, fp, fn]`` per frame as UFLDv2 scores CurveLanes (its patched CULane C++ tool).
+
+    Its converter (``scripts/make_curvelane_as_culane_test.py``) scales every GT lane to 2560 x 1440 (``x * (2560 /
+    W)``, ``y * (1440 / H)`` in double) and sorts its points by ``y``; the predictions (the lanes kept, in their own
+    frame ``pred_sizes``) are scaled the same way, unsorted. The tool reads each point as a double, multiplies it by
+    the factor ``224 / 2560`` (``224 / 1440``) held in a C++ ``float`` and stores a ``cv::Point2f``; then the CULane
+    rules on a 224 x 224 image (:mod:`drivemetrics.lane.culane_official`: the natural cubic spline of lanes of 3 or
+    more points, ``cvRound``, ``cv::line`` 5 px wide, its Kuhn-Munkres, TP when IoU > ``iou_threshold``). ``empty_gt``:
+    GT lanes without points per frame (the converter writes an empty line: a lane that is never matched).
+
+    Examples:
+        >>> import numpy as np
+        >>> from drivemetrics.lane.curvelanes_scoring import ufldv2_counts
+        >>> gt = np.array([[1000.0, 1439.0], [1100.0, 1000.0], [1200.0, 700.0]])
+        >>> size = np.array([[2560.0, 1440.0]])
+        >>> ufldv2_counts([[gt]], size, [[gt, gt + [600.0, 0.0]]], size).tolist()
+        [[1, 1, 0]]
+    """
+    from drivemetrics.lane.culane_official import (
+        matched_ious,
+        official_iou_from_pixels,
+        official_lanes_pixels,
+        official_match,
+    )
+
+    fx, fy = float(np.float32(EVAL_SIZE / UFLDV2_FRAME[0])), float(np.float32(EVAL_SIZE / UFLDV2_FRAME[1]))
+
+    def read(lane: np.ndarray, size: np.ndarray, sort: bool) -> np.ndarray:
+        x = lane[:, 0] * (UFLDV2_FRAME[0] / float(size[0]))
+        y = lane[:, 1] * (UFLDV2_FRAME[1] / float(size[1]))
+        if sort:  # sorted(zip(y, x)): by y, then x
+            order = np.lexsort((x, y))
+            x, y = x[order], y[order]
+        return np.stack([(x * fx).astype(np.float32), (y * fy).astype(np.float32)], axis=1)
+
+    g_lanes = [read(lane, gt_sizes[i], True) for i, frame in enumerate(gts) for lane in frame]
+    p_lanes = [read(lane, pred_sizes[i], False) for i, frame in enumerate(preds) for lane in frame]
+    g_px, p_px = official_lanes_pixels(g_lanes), official_lanes_pixels(p_lanes)
+    out = np.zeros((len(gts), 3), dtype=np.int64)
+    g0 = p0 = 0
+    for i, (g, p) in enumerate(zip(gts, preds, strict=True)):
+        n_g = len(g) + (int(empty_gt[i]) if empty_gt is not None else 0)
+        tp = 0
+        if g and p:
+            iou = official_iou_from_pixels(
+                g_px[g0 : g0 + len(g)], p_px[p0 : p0 + len(p)], EVAL_SIZE, EVAL_SIZE, UFLDV2_LINE_WIDTH
+            )
+            tp = int((matched_ious(iou, official_match(iou)) > iou_threshold).sum())
+        g0, p0 = g0 + len(g), p0 + len(p)
+        out[i] = tp, len(p) - tp, n_g - tp
+    return out

@@ -11,12 +11,13 @@ set-up then). :mod:`drivemetrics.lane.evaluate` re-exports both functions.
 
 from __future__ import annotations
 
+import math
 import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -26,7 +27,19 @@ from drivemetrics._internal.progress import progress_bar
 if TYPE_CHECKING:
     from drivemetrics._internal.distributed import Shard
 
-__all__ = ["evaluate_curvelanes_dirs", "evaluate_llamas_dirs", "rank_is_main", "score_frames"]
+#: ``curvelanes-eval --protocol``: CondLaneNet's F1 at score > 0.5, vega's max F1 over the score thresholds (the same
+#: counts), or also UFLDv2's C++ variant.
+CurveLanesProtocol = Literal["condlanenet", "vega", "ufldv2"]
+CURVELANES_PROTOCOLS: tuple[CurveLanesProtocol, ...] = ("condlanenet", "vega", "ufldv2")
+
+__all__ = [
+    "CURVELANES_PROTOCOLS",
+    "CurveLanesProtocol",
+    "evaluate_curvelanes_dirs",
+    "evaluate_llamas_dirs",
+    "rank_is_main",
+    "score_frames",
+]
 
 
 def _rank_shard() -> Shard | None:
@@ -294,15 +307,18 @@ def _score_curvelanes_chunk(
     thresholds: tuple[float, ...],
     compat: Compat,
     device: Any = None,
+    ufldv2: bool = False,
 ) -> tuple[np.ndarray, list[str]]:
-    """``(F, 1 + 2 T)`` int rows ``[n_gt, hits per threshold, n_pred per threshold]`` and notes."""
-    from drivemetrics.lane.curvelanes_scoring import score_lane_frames
+    """``(F, 1 + 2 T)`` int rows ``[n_gt, hits per threshold, n_pred per threshold]`` (and ``[tp, fp, fn]`` of
+    the UFLDv2 C++ variant at the first threshold with ``ufldv2``) and notes."""
+    from drivemetrics.lane.curvelanes_scoring import score_lane_frames, ufldv2_counts
     from drivemetrics.lane.io import read_curvelanes_label, read_curvelanes_pred
 
-    gts, preds, scores, p_sizes, notes = [], [], [], [], []
+    gts, preds, scores, p_sizes, notes, empty = [], [], [], [], [], []
     for name in names:
         label = Path(valid_dir, "labels", name + ".lines.json")
         lanes, n_empty = read_curvelanes_label(label, compat)
+        empty.append(n_empty)
         if n_empty and compat == "default":
             notes.append(f"{label}: {n_empty} empty lane(s) skipped")
         gts.append(lanes)
@@ -341,7 +357,22 @@ def _score_curvelanes_chunk(
         compat=compat,
         device=device,
     )
-    return np.concatenate([n_gt[:, None], hits, n_pred], 1), notes
+    rows = [n_gt[:, None], hits, n_pred]
+    if ufldv2:  # the lanes UFLDv2's writer keeps: score > the primary threshold, unscored lanes always
+        kept_01 = [
+            [lane for lane, v in zip(p, s, strict=True) if np.isnan(v) or v > thresholds[0]]
+            for p, s in zip(kept_lanes, kept_scores, strict=True)
+        ]
+        rows.append(
+            ufldv2_counts(
+                gts,
+                np.array([sizes[n] for n in names], dtype=np.float64).reshape(-1, 2),
+                kept_01,
+                np.array(p_sizes, dtype=np.float64).reshape(-1, 2),
+                empty,
+            )
+        )
+    return np.concatenate(rows, 1), notes
 
 
 def evaluate_curvelanes_dirs(
@@ -357,6 +388,7 @@ def evaluate_curvelanes_dirs(
     per_image: bool = False,
     progress: bool | None = False,
     device: str | None = None,
+    protocol: CurveLanesProtocol = "condlanenet",
 ) -> dict[str, object]:
     """CurveLanes precision / recall / F1 (the vega lane metric) of a folder of ``<name>.lines.json`` predictions.
 
@@ -370,15 +402,21 @@ def evaluate_curvelanes_dirs(
         chunk, workers, progress: frames per batch, processes, a tqdm bar.
         per_image: add ``"per_frame": {name: {"hit", "pr_num", "gt_num"}}`` at ``score_threshold``.
         device: a torch device for the mask IoUs' intersections (None: numpy on the CPU, torch never imported).
+        protocol: ``"condlanenet"`` or ``"vega"`` (the same numbers; the command's headline differs) or
+            ``"ufldv2"``: also UFLDv2's C++ variant (:func:`drivemetrics.lane.curvelanes_scoring.ufldv2_counts`) at
+            ``score_threshold``, under ``"ufldv2"``.
 
     Returns:
         ``{"pooled": {precision, recall, f1, hit_num, pr_num, gt_num}, "per_score_threshold": {"0.1": ...},
-        "vega_max_f1", "vega_max_f1_threshold", "images"}`` (and ``"per_frame"``, ``"notes"``).
+        "vega_max_f1", "vega_max_f1_threshold", "images"}`` (and ``"ufldv2": {precision, recall, f1, tp, fp,
+        fn}``, ``"per_frame"``, ``"notes"``).
     """
     from drivemetrics.lane.curvelanes_scoring import SCORE_THRESHOLDS
     from drivemetrics.lane.io import curvelanes_image_sizes, read_curvelanes_list
 
     check_compat(compat)
+    if protocol not in CURVELANES_PROTOCOLS:
+        raise ValueError(f"`protocol` must be one of {CURVELANES_PROTOCOLS}, got {protocol!r}")
     torch_device = _check_device(device)
     listed = tuple(float(t) for t in (SCORE_THRESHOLDS if score_thresholds is None else score_thresholds))
     thresholds = tuple(dict.fromkeys((float(score_threshold), *listed)))
@@ -402,12 +440,14 @@ def evaluate_curvelanes_dirs(
         thresholds=thresholds,
         compat=compat,
         device=torch_device,
+        ufldv2=protocol == "ufldv2",
     )
     t_count = len(thresholds)
-    rows, notes = score_frames(score, names, 1 + 2 * t_count, chunk, workers, progress, "curvelanes-eval")
+    width = 1 + 2 * t_count + (3 if protocol == "ufldv2" else 0)
+    rows, notes = score_frames(score, names, width, chunk, workers, progress, "curvelanes-eval")
     gt = int(rows[:, 0].sum())
     hits = rows[:, 1 : 1 + t_count].sum(0)
-    n_pred = rows[:, 1 + t_count :].sum(0)
+    n_pred = rows[:, 1 + t_count : 1 + 2 * t_count].sum(0)
 
     def entry(j: int) -> dict[str, object]:
         h, p = int(hits[j]), int(n_pred[j])
@@ -430,11 +470,22 @@ def evaluate_curvelanes_dirs(
         "vega_max_f1": per[f"{best:g}"]["f1"],
         "vega_max_f1_threshold": best,
     }
+    if protocol == "ufldv2":
+        tp, fp, fn = (int(v) for v in rows[:, 1 + 2 * t_count :].sum(0))
+        if compat == "reference":  # the C++: -1 for an empty denominator, F = 2PR / (P + R), no guard
+            precision = tp / (tp + fp) if tp + fp else -1.0
+            recall = tp / (tp + fn) if tp + fn else -1.0
+            f1 = 2 * precision * recall / (precision + recall) if precision + recall else math.nan
+            result["ufldv2"] = {"precision": precision, "recall": recall, "f1": f1, "tp": tp, "fp": fp, "fn": fn}
+        else:
+            result["ufldv2"] = _prf(tp, fp, fn)
     if per_image:
-        result["per_frame"] = {
-            name: {"hit": int(r[1]), "pr_num": int(r[1 + t_count]), "gt_num": int(r[0])}
-            for name, r in zip(names, rows.tolist(), strict=True)
-        }
+        frames: dict[str, dict[str, object]] = {}
+        for name, r in zip(names, rows.tolist(), strict=True):
+            frames[name] = {"hit": int(r[1]), "pr_num": int(r[1 + t_count]), "gt_num": int(r[0])}
+            if protocol == "ufldv2":
+                frames[name]["ufldv2"] = dict(zip(("tp", "fp", "fn"), r[1 + 2 * t_count :], strict=True))
+        result["per_frame"] = frames
     if compat == "default":
         result["notes"] = notes
     return result
