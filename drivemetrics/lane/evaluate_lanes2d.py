@@ -222,7 +222,7 @@ def evaluate_llamas_dirs(
         is scored, ``"notes"`` (default mode: what was handled where the official code crashes).
     """
     from drivemetrics.lane.io import read_llamas_keys
-    from drivemetrics.lane.llamas_scoring import IOU_KINDS, IOU_RANGE
+    from drivemetrics.lane.llamas_scoring import IOU_KINDS
 
     check_compat(compat)
     kinds = ("pixel", "shapely") if iou == "both" else (iou,)
@@ -251,6 +251,15 @@ def evaluate_llamas_dirs(
         device=torch_device,
     )
     rows, notes = score_frames(score, keys, 2 + 10 * len(kinds), chunk, workers, progress, "llamas-eval")
+    return _llamas_result(rows, keys, kinds, per_image, compat, notes)
+
+
+def _llamas_result(
+    rows: np.ndarray, keys: list[str], kinds: tuple[str, ...], per_image: bool, compat: Compat, notes: list[str]
+) -> dict[str, object]:
+    """The JSON of :func:`evaluate_llamas_dirs` from the per-frame rows of :func:`_score_llamas_chunk`."""
+    from drivemetrics.lane.llamas_scoring import IOU_RANGE
+
     n_gt, n_pred = int(rows[:, 0].sum()), int(rows[:, 1].sum())
 
     def block(k: int) -> tuple[dict[str, object], dict[str, object]]:
@@ -291,7 +300,7 @@ def evaluate_llamas_dirs(
             warnings.warn(
                 f"{len(notes)} case(s) where the official evaluator crashes were handled: {notes[0]}"
                 + (" ..." if len(notes) > 1 else ""),
-                stacklevel=2,
+                stacklevel=3,
             )
     return result
 
@@ -445,6 +454,22 @@ def evaluate_curvelanes_dirs(
     t_count = len(thresholds)
     width = 1 + 2 * t_count + (3 if protocol == "ufldv2" else 0)
     rows, notes = score_frames(score, names, width, chunk, workers, progress, "curvelanes-eval")
+    return _curvelanes_result(rows, names, thresholds, listed, score_threshold, protocol, compat, per_image, notes)
+
+
+def _curvelanes_result(
+    rows: np.ndarray,
+    names: list[str],
+    thresholds: tuple[float, ...],
+    listed: tuple[float, ...],
+    score_threshold: float,
+    protocol: str,
+    compat: Compat,
+    per_image: bool,
+    notes: list[str],
+) -> dict[str, object]:
+    """The JSON of :func:`evaluate_curvelanes_dirs` from the per-frame rows of :func:`_score_curvelanes_chunk`."""
+    t_count = len(thresholds)
     gt = int(rows[:, 0].sum())
     hits = rows[:, 1 : 1 + t_count].sum(0)
     n_pred = rows[:, 1 + t_count : 1 + 2 * t_count].sum(0)
