@@ -51,34 +51,27 @@ def _ir(values: np.ndarray) -> np.ndarray:
     return np.rint(np.asarray(values, dtype=np.float64)).astype(np.int64)
 
 
-def _marker_px(marker: dict, key: str) -> tuple[Any, Any]:
-    return marker[key]["x"], marker[key]["y"]
+def _usable(px: np.ndarray) -> np.ndarray:
+    """The markers (rows of ``(n, 4)`` pixels ``sx, sy, ex, ey``) ``_extend_lane`` may extend: neither vertical nor
+    horizontal in the image."""
+    return (px[:, 1] != px[:, 3]) & (px[:, 0] != px[:, 2])
 
 
-def _usable_markers(markers: list[dict]) -> list[dict]:
-    """The markers ``_extend_lane`` may extend: neither vertical nor horizontal in the image."""
-    return [
-        m
-        for m in markers
-        if m["pixel_start"]["y"] != m["pixel_end"]["y"] and m["pixel_start"]["x"] != m["pixel_end"]["x"]
-    ]
-
-
-def _extend_lane(markers: list[dict], compat: Compat, where: str) -> list[dict]:
-    """``spline_creator._extend_lane``: a marker from the nearest marker's start to row 716 or the image side."""
-    usable = _usable_markers(markers)
-    if not usable:
+def _extend_lane(px: np.ndarray, z: list[float], compat: Compat, where: str) -> np.ndarray:
+    """``spline_creator._extend_lane`` on ``(n, 4)`` int64 marker pixels and the markers' ``world_start.z``: a
+    marker from the nearest marker's start to row 716 or the image side, prepended."""
+    usable = np.flatnonzero(_usable(px))
+    if not usable.size:
         if compat == "reference":
             raise ValueError(
                 f"{where}: a lane whose markers are all vertical or horizontal in the image has no marker to extend "
                 "(the official _extend_lane raises `min() arg is an empty sequence`)"
             )
-        return markers  # default: nothing to extend from, the lane is scored as its markers give it
-    closest = min(usable, key=lambda m: m["world_start"]["z"])  # the first of equals, as min()
-    if closest["world_start"]["z"] < 0:
-        return markers
-    sx, sy = _marker_px(closest, "pixel_start")
-    ex, ey = _marker_px(closest, "pixel_end")
+        return px  # default: nothing to extend from, the lane is scored as its markers give it
+    closest = min(usable.tolist(), key=lambda k: z[k])  # the first of equals, as min()
+    if z[closest] < 0:
+        return px
+    sx, sy, ex, ey = px[closest].tolist()  # Python ints and floats, as the official code computes
     x_gradient = (ex - sx) / (ey - sy)
     y_gradient = (ey - sy) / (ex - sx)
     zero_x = sx + (716 - sy) * x_gradient
@@ -88,21 +81,19 @@ def _extend_lane(markers: list[dict], compat: Compat, where: str) -> list[dict]:
         new = (1276, sy + (1276 - sx) * y_gradient)
     else:
         new = (zero_x, 716)
-    fake = {
-        "pixel_start": {"x": round(new[0]), "y": round(new[1])},  # helper_scripts.ir
-        "pixel_end": {"x": sx, "y": sy},
-    }
-    return [fake, *markers]
+    fake = np.array([[round(new[0]), round(new[1]), sx, sy]], dtype=np.int64)  # helper_scripts.ir
+    return np.concatenate([fake, px])
 
 
-def _sample_points(markers: list[dict], compat: Compat, where: str) -> np.ndarray:
-    """``SplineCreator._sample_points`` up to its gap filling (:func:`_fill_gaps`): the mean x per row, ``-1`` =
-    none."""
+def _sample_lanes(lanes: list[np.ndarray], compat: Compat, wheres: list[str]) -> np.ndarray:
+    """``SplineCreator._sample_points`` up to its gap filling (:func:`_fill_gaps`) of every lane at once (``(n,
+    4)`` marker pixels each): ``(L, 717)`` mean x per row, ``-1`` = none. Within a lane every marker's start comes
+    first, then the samples of the markers taller than 2 px, in marker order (the official order of the sums)."""
     height = LLAMAS_HEIGHT
-    m = np.array([[*_marker_px(m, "pixel_start"), *_marker_px(m, "pixel_end")] for m in markers], dtype=np.int64)
+    m = np.concatenate(lanes) if lanes else np.zeros((0, 4), dtype=np.int64)
+    lane_of = np.repeat(np.arange(len(lanes)), [len(px) for px in lanes])
     sx, sy, ex, ey = m.T
     tall = sy - ey
-    # every marker's start at its row; markers taller than 2 px sampled row by row, all markers at once
     count = np.where(tall > 2, tall + 1, 0)
     which = np.repeat(np.arange(len(m)), count)
     i = (np.arange(which.size) - np.repeat(np.cumsum(count) - count, count)).astype(np.float64)
@@ -112,18 +103,22 @@ def _sample_points(markers: list[dict], compat: Compat, where: str) -> np.ndarra
     st, sl = step[which], slope[which]
     rows = np.concatenate([sy, _ir(sy[which] - st * i)])
     xs = np.concatenate([sx.astype(np.float64), _ir(sx[which] + sl * st * i).astype(np.float64)])
+    lane = np.concatenate([lane_of, lane_of[which]])
     if compat == "reference":
-        if (rows >= height).any() or (rows < -height).any():
+        bad = (rows >= height) | (rows < -height)
+        if bad.any():
+            k = int(lane[bad].min())
             raise ValueError(
-                f"{where}: a marker reaches row {int(rows.max())}, outside the 717-row image (the official "
-                "_sample_points stops in pdb.set_trace)"
+                f"{wheres[k]}: a marker reaches row {int(rows[lane == k].max())}, outside the 717-row image (the "
+                "official _sample_points stops in pdb.set_trace)"
             )
         rows = rows % height  # a negative row indexes from the end of the list, as in Python
     else:
         keep = (rows >= 0) & (rows < height)
-        rows, xs = rows[keep], xs[keep]
-    total = np.bincount(rows, weights=xs, minlength=height)
-    count = np.bincount(rows, minlength=height)
+        rows, xs, lane = rows[keep], xs[keep], lane[keep]
+    size = len(lanes) * height
+    total = np.bincount(lane * height + rows, weights=xs, minlength=size).reshape(len(lanes), height)
+    count = np.bincount(lane * height + rows, minlength=size).reshape(len(lanes), height)
     return np.where(count > 0, total / np.maximum(count, 1), -1.0)
 
 
@@ -136,12 +131,15 @@ def _fill_gaps(values: np.ndarray) -> np.ndarray:
     starts, ends = set_idx[:-1] + 1, set_idx[1:]  # unset rows starts..ends-1 lie before the set row `ends`
     gap = (ends > starts) & (set_idx[:-1] // values.shape[1] == set_idx[1:] // values.shape[1])  # within a lane
     starts, ends = starts[gap], ends[gap]
-    target = flat[ends]
-    for k in range(int((ends - starts).max(initial=0))):  # over the offset in a gap, every gap at once
-        live = starts + k < ends
-        cur = starts[live] + k
-        prev = flat[cur - 1]
-        flat[cur] = prev + (target[live] - prev) / (ends[live] - cur + 1)
+    if not starts.size:
+        return values
+    x = flat.tolist()  # Python floats: the same IEEE operations, without numpy's per-call cost on short gaps
+    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+        target = x[end]
+        for r in range(start, end):
+            prev = x[r - 1]
+            x[r] = prev + (target - prev) / (end - r + 1)
+    flat[:] = x
     return values
 
 
@@ -202,29 +200,37 @@ def llamas_label_lanes(
     # l0 makes l1 the scored l0 and brings l2 in; the default renames the JSON's lanes before dropping any
     ids = [lane["lane_id"] for lane in (kept if compat == "reference" else lanes)]
     mapping = _rename(ids)
-    by_id: dict[str, np.ndarray] = {}
     notes: list[str] = []
+    names, sampled, wheres = [], [], []
+    error: ValueError | None = None
     for lane in kept:
-        markers = [
-            {
-                "pixel_start": {k: int(v) for k, v in m["pixel_start"].items()},
-                "pixel_end": {k: int(v) for k, v in m["pixel_end"].items()},
-                "world_start": {k: float(v) for k, v in m["world_start"].items()},
-                "world_end": {k: float(v) for k, v in m["world_end"].items()},
-            }
-            for m in lane["markers"]
-        ]
+        markers = lane["markers"]
+        px = np.array(
+            [[int(m[k][a]) for k in ("pixel_start", "pixel_end") for a in ("x", "y")] for m in markers], dtype=np.int64
+        )
         name = mapping.get(lane["lane_id"], lane["lane_id"])
         lane_where = f"{where} lane {lane['lane_id']}"
+        usable = bool(_usable(px).any())
         if compat != "reference" and name not in LANE_SLOTS:  # the official code samples every lane
-            if not _usable_markers(markers):
+            if not usable:
                 notes.append(
                     f"{lane_where}: all markers vertical or horizontal, not scored (the official code crashes)"
                 )
             continue
-        by_id[name] = _sample_points(_extend_lane(markers, compat, lane_where), compat, lane_where)
-        if compat != "reference" and not _usable_markers(markers):
+        try:
+            extended = _extend_lane(px, [float(m["world_start"]["z"]) for m in markers], compat, lane_where)
+        except ValueError as err:  # raised after the lanes before it are sampled (their errors come first)
+            error = err
+            break
+        names.append(name)
+        sampled.append(extended)
+        wheres.append(lane_where)
+        if compat != "reference" and not usable:
             notes.append(f"{lane_where}: all markers vertical or horizontal, not extended")
+    rows_x = _sample_lanes(sampled, compat, wheres)
+    if error is not None:
+        raise error
+    by_id: dict[str, np.ndarray] = dict(zip(names, rows_x, strict=True))  # a repeated name: the last lane
     out = []
     rows_all = np.arange(LLAMAS_HEIGHT, dtype=np.float64)
     if by_id:
