@@ -25,6 +25,7 @@ numpy only (``cv2``, from the ``culane`` extra, is imported when a lane is drawn
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -259,8 +260,8 @@ def official_iou_from_pixels(
 
 
 def official_iou_on_device(
-    gt_pixels: list[np.ndarray | None],
-    pred_pixels: list[np.ndarray | None],
+    gt_pixels: Sequence[np.ndarray | None],
+    pred_pixels: Sequence[np.ndarray | None],
     height: int,
     width: int,
     line_width: int,

@@ -482,7 +482,7 @@ def _curvelanes_result(
             f1 = 2 * precision * recall / (precision + recall + eps)
         else:
             s = _prf(h, p - h, gt - h)
-            precision, recall, f1 = s["precision"], s["recall"], s["f1"]
+            precision, recall, f1 = float(s["precision"]), float(s["recall"]), float(s["f1"])  # type: ignore[arg-type]
         return {"precision": precision, "recall": recall, "f1": f1, "hit_num": h, "pr_num": p, "gt_num": gt}
 
     per = {f"{t:g}": entry(thresholds.index(t)) for t in listed}
