@@ -215,6 +215,9 @@ def _llamas_eval(args: argparse.Namespace) -> int:
         require("llamas", "shapely.geometry", "LLAMAS iou='shapely'")
     # numpy, OpenCV and SciPy do the work (torch is not imported without --device); parallel work via --workers
     _check_json(args, [args.pred, args.gt], (".json", ".txt"))
+    from drivemetrics._internal.memory import keep_freed_memory
+
+    keep_freed_memory()  # a frame's crops (~0.2 MB each) reuse freed memory, not fresh pages (forked workers too)
     result = evaluate_llamas_dirs(
         args.pred,
         args.gt,
@@ -263,6 +266,9 @@ def _curvelanes_eval(args: argparse.Namespace) -> int:
     load_cv2()  # before anything is read
     # numpy, OpenCV and SciPy do the work (torch is not imported without --device); parallel work via --workers
     _check_json(args, [args.pred, args.gt], (".json", ".txt"))
+    from drivemetrics._internal.memory import keep_freed_memory
+
+    keep_freed_memory()  # a chunk's masks reuse freed memory, not fresh pages (forked workers too)
     result = evaluate_curvelanes_dirs(
         args.pred,
         args.gt,
