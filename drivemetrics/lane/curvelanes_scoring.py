@@ -221,19 +221,66 @@ def score_lane_frames(
         lanes = [lane / ratios[i] for i, frame in enumerate(frames) for lane in frame]
         return [merge_repeats(lane) for lane in lanes] if compat == "default" else lanes
 
-    gt_draw = draw_lanes(curvelanes_spline(scaled(gts, gt_sizes)), "target")
-    pr_draw = draw_lanes(curvelanes_spline(scaled(preds, pred_sizes)), "preds")
+    gt_samples = _drawable(curvelanes_spline(scaled(gts, gt_sizes)), "target")
+    pr_samples = _drawable(curvelanes_spline(scaled(preds, pred_sizes)), "preds")
     g_start = np.concatenate([[0], np.cumsum(n_gt)])
     p_start = np.concatenate([[0], np.cumsum([len(p) for p in preds])]).astype(np.int64)
+    canvas = np.zeros((0, EVAL_SIZE * EVAL_SIZE), dtype=np.float32)  # reused frame after frame
     for i in range(f_count):
         s = np.asarray(scores[i], dtype=np.float64)
         kept = np.isnan(s)[None, :] | (s[None, :] > t[:, None])
         n_pred[i] = kept.sum(1)
         if not (n_gt[i] and len(s)):
             continue
-        iou = mask_ious(gt_draw[g_start[i] : g_start[i + 1]], pr_draw[p_start[i] : p_start[i + 1]], device)
+        lanes = gt_samples[g_start[i] : g_start[i + 1]] + pr_samples[p_start[i] : p_start[i + 1]]
+        if len(lanes) > len(canvas):
+            canvas = np.zeros((len(lanes), EVAL_SIZE * EVAL_SIZE), dtype=np.float32)
+        iou = _frame_ious(lanes, int(n_gt[i]), canvas[: len(lanes)], device)
         hits[i] = frame_hits(iou, kept, iou_threshold)
     return hits, n_pred, n_gt
+
+
+def _drawable(samples: list[np.ndarray], where: str) -> list[np.ndarray | None]:
+    """The int32 pixels ``(k, 1, 2)`` OpenCV joins of every lane (None: fewer than 2 samples, nothing drawn), as
+    :func:`draw_lanes` makes them; NaN samples raise ``ValueError`` naming ``where``."""
+    out: list[np.ndarray | None] = []
+    for lane in samples:
+        if len(lane) < 2:
+            out.append(None)
+            continue
+        if not np.isfinite(lane).all():
+            raise ValueError(
+                f"{where}: a lane with a repeated consecutive point (chord length 0) makes NaN spline points (the "
+                "official calc_iou raises `cannot convert float NaN to integer`)"
+            )
+        px = np.trunc(lane).astype(np.int64)
+        if np.abs(px).max() >= 2**31:
+            px = np.clip(px, -(2**31) + 1, 2**31 - 1)
+        out.append(px.astype(np.int32).reshape(-1, 1, 2))
+    return out
+
+
+def _frame_ious(lanes: list[np.ndarray | None], n_gt: int, canvas: np.ndarray, device: Any) -> np.ndarray:
+    """``(n_gt, n_pred)`` IoUs of one frame's lanes (GT first) drawn as 0 / 1 float32 rows of ``canvas``: the Gram
+    matrix of the rows holds every intersection and, on its diagonal, every lane's pixel count (exact integers)."""
+    from drivemetrics.lane.culane_official import load_cv2
+
+    cv2: Any = load_cv2()
+    canvas[:] = 0.0
+    for k, px in enumerate(lanes):
+        if px is not None:  # the same pixels as on a uint8 image: only the value written differs
+            cv2.polylines(canvas[k].reshape(EVAL_SIZE, EVAL_SIZE), [px], False, 1.0, thickness=LINE_WIDTH)
+    if device is None:
+        gram = (canvas @ canvas.T).astype(np.int64)
+    else:
+        import torch
+
+        rows = torch.from_numpy(canvas).to(device)
+        gram = (rows @ rows.T).round().to(torch.int64).cpu().numpy()
+    sums = np.diagonal(gram)
+    inter = gram[:n_gt, n_gt:]
+    union = sums[:n_gt, None] + sums[None, n_gt:] - inter
+    return np.where(union > 0, inter / np.maximum(union, 1), 0.0)
 
 
 #: UFLDv2's CurveLanes evaluation (``evaluation/eval_wrapper.py::call_curvelane_eval``): lanes written at 2560 x 1440,
