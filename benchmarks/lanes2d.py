@@ -16,7 +16,8 @@ repositories given on the command line (no default paths):
 ``drivemetrics`` runs as a user runs it (a fresh ``python -m drivemetrics`` process, JSON written), both compat
 modes. Printed: wall seconds of each side (median of ``--repeat`` alternating runs), the ratio, whether the numbers
 are equal (reference mode: every count and value), the load average. ``python benchmarks/lanes2d.py --work DIR
---llamas-repo R1 --condlane-repo R2 [--llamas-frames N] [--curvelanes-frames N] [--repeat 1] [--json OUT]``.
+--llamas-repo R1 --condlane-repo R2 [--llamas-frames N] [--curvelanes-frames N] [--repeat 1] [--json OUT]``
+(``--llamas-frames 0`` or ``--curvelanes-frames 0`` skips that benchmark).
 """
 
 from __future__ import annotations
@@ -206,8 +207,8 @@ def main() -> None:
     ap.add_argument("--work", type=Path, required=True, help="folder for the data, the venv and the outputs")
     ap.add_argument("--llamas-repo", type=Path, required=True, help="git clone of unsupervised_llamas")
     ap.add_argument("--condlane-repo", type=Path, required=True, help="git clone of conditional-lane-detection")
-    ap.add_argument("--llamas-frames", type=int, default=5000)
-    ap.add_argument("--curvelanes-frames", type=int, default=5000)
+    ap.add_argument("--llamas-frames", type=int, default=5000, help="LLAMAS frames (0: skip LLAMAS)")
+    ap.add_argument("--curvelanes-frames", type=int, default=5000, help="CurveLanes frames (0: skip CurveLanes)")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
@@ -216,9 +217,9 @@ def main() -> None:
     env_ours = dict(os.environ, PYTHONPATH=str(REPO))
     report: dict[str, object] = {"load_before": os.getloadavg(), "python": sys.version.split()[0]}
     ll, cl = work / f"llamas_{args.llamas_frames}", work / f"curvelanes_{args.curvelanes_frames}"
-    if not ll.exists():
+    if args.llamas_frames and not ll.exists():
         _llamas_frames(ll, args.llamas_frames, 7)
-    if not cl.exists():
+    if args.curvelanes_frames and not cl.exists():
         _curvelanes_frames(cl, args.curvelanes_frames, 7)
     (work / "llamas_runner.py").write_text(_LLAMAS_RUNNER)
     (work / "curvelanes_runner.py").write_text(_CURVELANES_RUNNER)
@@ -237,13 +238,14 @@ def main() -> None:
     }  # fmt: skip
     # what a fresh process pays before its first frame (interpreter, torch, the library): reported to separate the
     # per-frame ratio from start-up at these scales
-    start_up = statistics.median(
-        _timed([sys.executable, "-c", "import torch, drivemetrics.lane.evaluate, drivemetrics.lane.llamas"])
-        for _ in range(3)
-    )
+    # the commands' CPU path imports no torch: numpy, SciPy, OpenCV and the lane modules
+    imports = "import cv2, scipy.interpolate, scipy.optimize, drivemetrics.lane.cli, drivemetrics.lane.evaluate_lanes2d"
+    start_up = statistics.median(_timed([sys.executable, "-c", imports]) for _ in range(3))
     report["start_up_seconds"] = start_up
-    print(f"start-up of a drivemetrics process (python, torch, the lane modules): {start_up:.1f} s")
+    print(f"start-up of a drivemetrics process (python, numpy, SciPy, OpenCV, the lane modules): {start_up:.1f} s")
     for name, (official_argv, command, gt, pred, frames) in runs.items():
+        if not frames:  # --llamas-frames 0 / --curvelanes-frames 0: that benchmark is skipped
+            continue
         times: dict[str, list[float]] = {"official": [], "reference": [], "default": []}
         for _ in range(args.repeat):
             times["official"].append(_timed(official_argv, cwd=work))

@@ -66,9 +66,6 @@ HOST_ONLY: dict[str, str] = {
     "lanegraph-eval": "networkx graphs scored on the host (GEO / TOPO / APLS / SDA matching); torch only gathers "
     "the per-sample rows under torchrun",
 }
-#: ``*-eval`` commands that gain ``--device`` on another branch of issue 50 (delete an entry when it lands; the
-#: test then checks the command like every other).
-DEVICE_ON_ANOTHER_BRANCH: frozenset[str] = frozenset({"llamas-eval", "curvelanes-eval"})
 
 
 def command_parser(name: str) -> argparse.ArgumentParser:
@@ -135,7 +132,7 @@ def grammar_problems(name: str, parser: argparse.ArgumentParser) -> list[str]:
             problems.append(f"{name}: no --compat (list it in NO_RELEASED_TOOL with the reason if no tool exists)")
         if "--device" in by_flag and name in HOST_ONLY:
             problems.append(f"{name}: takes --device but is listed in HOST_ONLY (remove it there)")
-        elif "--device" not in by_flag and name not in HOST_ONLY and name not in DEVICE_ON_ANOTHER_BRANCH:
+        elif "--device" not in by_flag and name not in HOST_ONLY:
             problems.append(
                 f"{name}: no --device (add_device; or list it in HOST_ONLY with the reason if it has no tensor path)"
             )
@@ -218,7 +215,7 @@ def test_every_dataset_command_takes_device_or_says_why_not():
     assert all(len(reason) > 20 for reason in HOST_ONLY.values())
     for name in evals:
         has = any("--device" in visible(a) for a in options(command_parser(name)))
-        assert has or name in HOST_ONLY or name in DEVICE_ON_ANOTHER_BRANCH, name
+        assert has or name in HOST_ONLY, name
 
 
 def test_the_rules_reject_a_broken_parser(capsys):

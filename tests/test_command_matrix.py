@@ -573,11 +573,11 @@ def _compare_script(fx: Path, folder: str, tmp: Path) -> None:
     assert done.returncode == 0, done.stdout[-3000:]
 
 
-def _llamas_argv(compat: str) -> Callable[[Path, Path], list[str]]:
+def _llamas_argv(compat: str, *extra: str) -> Callable[[Path, Path], list[str]]:
     def argv(fx: Path, tmp: Path) -> list[str]:
         root = fx / "llamas" / "cases"
         paths = ["--gt", str(root / "labels" / "valid"), "--pred", str(root / "pred")]
-        return [*paths, "--compat", compat, "--per-image", "--workers", "1", "--json", str(tmp / "out.json")]
+        return [*paths, "--compat", compat, "--per-image", "--workers", "1", "--json", str(tmp / "out.json"), *extra]
 
     return argv
 
@@ -604,11 +604,11 @@ def _check_llamas(compat: str) -> Callable[[Path, Path, str], None]:
     return check
 
 
-def _curvelanes_argv(compat: str) -> Callable[[Path, Path], list[str]]:
+def _curvelanes_argv(compat: str, *extra: str) -> Callable[[Path, Path], list[str]]:
     def argv(fx: Path, tmp: Path) -> list[str]:
         root = fx / "curvelanes" / "cases"
         paths = ["--gt", str(root / "valid"), "--pred", str(root / "pred")]
-        return [*paths, "--compat", compat, "--per-image", "--workers", "1", "--json", str(tmp / "out.json")]
+        return [*paths, "--compat", compat, "--per-image", "--workers", "1", "--json", str(tmp / "out.json"), *extra]
 
     return argv
 
@@ -764,6 +764,35 @@ ROWS: dict[str, Row] = {
     ),
     "curvelanes-eval/curvelanes/default": Row(
         "curvelanes-eval", "curvelanes", "default", _curvelanes_argv("default"), _check_curvelanes("default")
+    ),
+    # --device cpu: the IoUs' intersections as a torch matrix product, the same numbers as numpy (CI has no GPU)
+    "llamas-eval/llamas/device_cpu/reference": Row(
+        "llamas-eval", "llamas", "reference", _llamas_argv("reference", "--device", "cpu"), _check_llamas("reference")
+    ),
+    "llamas-eval/llamas/device_cpu/default": Row(
+        "llamas-eval", "llamas", "default", _llamas_argv("default", "--device", "cpu"), _check_llamas("default")
+    ),
+    "curvelanes-eval/curvelanes/device_cpu/reference": Row(
+        "curvelanes-eval",
+        "curvelanes",
+        "reference",
+        _curvelanes_argv("reference", "--device", "cpu"),
+        _check_curvelanes("reference"),
+    ),
+    # --protocol ufldv2: also UFLDv2's C++ variant, the fixture's ufldv2_cpp_variant (compare.py's key ufldv2)
+    "curvelanes-eval/curvelanes/ufldv2/reference": Row(
+        "curvelanes-eval",
+        "curvelanes",
+        "reference",
+        _curvelanes_argv("reference", "--protocol", "ufldv2"),
+        _check_curvelanes("reference"),
+    ),
+    "curvelanes-eval/curvelanes/device_cpu/default": Row(
+        "curvelanes-eval",
+        "curvelanes",
+        "default",
+        _curvelanes_argv("default", "--device", "cpu"),
+        _check_curvelanes("default"),
     ),
     "culane-eval/culane_official/reference": Row(
         "culane-eval",

@@ -233,3 +233,42 @@ def test_map_eval_numpy_path_imports_no_torch():
     )
     assert "drivemetrics.vectormap.lines" in modules
     assert present(modules, HEAVY_OR_TORCH) == []
+
+
+def test_llamas_curvelanes_eval_engine_imports_no_torch():
+    # llamas-eval and curvelanes-eval read, draw (OpenCV), match (SciPy) and score on numpy without --device: torch's
+    # import is not needed, and their worker processes fork (issue 47)
+    modules = loaded_after(
+        """
+        import drivemetrics.lane.cli, drivemetrics.lane.evaluate_lanes2d, drivemetrics.lane.io
+        import drivemetrics.lane.llamas_scoring, drivemetrics.lane.curvelanes_scoring, drivemetrics._internal.pool
+        print(json.dumps(mods()))
+        """
+    )
+    assert "drivemetrics.lane.evaluate_lanes2d" in modules
+    assert present(modules, HEAVY_OR_TORCH) == []
+
+
+def test_llamas_and_curvelanes_eval_run_without_torch(fixtures_dir, tmp_path):
+    # the whole command, not only its modules: reading, scoring and writing the JSON import no torch (issue 47)
+    llamas, curvelanes = fixtures_dir / "llamas" / "cases", fixtures_dir / "curvelanes" / "cases"
+    if not (llamas.is_dir() and curvelanes.is_dir()):
+        pytest.skip("llamas / curvelanes fixtures absent")
+    runs = [
+        ["llamas-eval", "--gt", str(llamas / "labels" / "valid"), "--pred", str(llamas / "pred")],
+        ["curvelanes-eval", "--gt", str(curvelanes / "valid"), "--pred", str(curvelanes / "pred")],
+    ]
+    for k, argv in enumerate(runs):
+        argv = [*argv, "--compat", "reference", "--no-progress", "--json", str(tmp_path / f"{k}.json")]
+        modules = loaded_after(
+            f"""
+            import contextlib, io
+            from drivemetrics.cli import main
+            with contextlib.redirect_stdout(io.StringIO()):
+                assert main({argv!r}) == 0
+            print(json.dumps(mods()))
+            """
+        )
+        assert "drivemetrics.lane.evaluate_lanes2d" in modules
+        assert present(modules, ("torch", "torchmetrics")) == []
+        assert json.loads((tmp_path / f"{k}.json").read_text())["pooled"]["f1"] > 0

@@ -205,11 +205,12 @@ def _write_json(args: argparse.Namespace, result: dict) -> None:
 
 
 def _llamas_eval(args: argparse.Namespace) -> int:
-    import torch
+    from drivemetrics.lane.evaluate_lanes2d import evaluate_llamas_dirs, rank_is_main
 
-    from drivemetrics._internal.distributed import current_shard
-    from drivemetrics.lane.evaluate import evaluate_llamas_dirs
+    if args.device is not None:  # before any work: one line naming --device
+        from drivemetrics._internal.options import check_device
 
+        check_device(args.device)
     if args.iou in ("pixel", "both"):  # the optional dependencies, before anything is read
         from drivemetrics.lane.culane_official import load_cv2
 
@@ -218,8 +219,11 @@ def _llamas_eval(args: argparse.Namespace) -> int:
         from drivemetrics._internal.extras import require
 
         require("llamas", "shapely.geometry", "LLAMAS iou='shapely'")
-    torch.set_num_threads(1)  # OpenCV and scipy do the work; parallel work through --workers
+    # numpy, OpenCV and SciPy do the work (torch is not imported without --device); parallel work via --workers
     _check_json(args, [args.pred, args.gt], (".json", ".txt"))
+    from drivemetrics._internal.memory import keep_freed_memory
+
+    keep_freed_memory()  # a frame's crops (~0.2 MB each) reuse freed memory, not fresh pages (forked workers too)
     result = evaluate_llamas_dirs(
         args.pred,
         args.gt,
@@ -230,8 +234,9 @@ def _llamas_eval(args: argparse.Namespace) -> int:
         workers=args.workers,
         per_image=args.per_image,
         progress=progress_setting(args),
+        device=args.device,
     )
-    if not current_shard().is_main:  # torchrun: rank 0 reports
+    if not rank_is_main():  # torchrun: rank 0 reports
         return 0
     blocks = [("", result["pooled"], result["multi_threshold"])]
     if "pooled_unofficial" in result:
@@ -257,15 +262,19 @@ def _image_size(text: str) -> tuple[float, float]:
 
 
 def _curvelanes_eval(args: argparse.Namespace) -> int:
-    import torch
-
-    from drivemetrics._internal.distributed import current_shard
     from drivemetrics.lane.culane_official import load_cv2
-    from drivemetrics.lane.evaluate import evaluate_curvelanes_dirs
+    from drivemetrics.lane.evaluate_lanes2d import evaluate_curvelanes_dirs, rank_is_main
 
+    if args.device is not None:  # before any work: one line naming --device
+        from drivemetrics._internal.options import check_device
+
+        check_device(args.device)
     load_cv2("the CurveLanes lane metric")  # before anything is read
-    torch.set_num_threads(1)
+    # numpy, OpenCV and SciPy do the work (torch is not imported without --device); parallel work via --workers
     _check_json(args, [args.pred, args.gt], (".json", ".txt"))
+    from drivemetrics._internal.memory import keep_freed_memory
+
+    keep_freed_memory()  # a chunk's masks reuse freed memory, not fresh pages (forked workers too)
     result = evaluate_curvelanes_dirs(
         args.pred,
         args.gt,
@@ -277,13 +286,22 @@ def _curvelanes_eval(args: argparse.Namespace) -> int:
         workers=args.workers,
         per_image=args.per_image,
         progress=progress_setting(args),
+        device=args.device,
+        protocol=args.protocol,
     )
-    if not current_shard().is_main:
+    if not rank_is_main():
         return 0
     pooled = result["pooled"]
     if args.protocol == "vega":
         best = result["vega_max_f1_threshold"]
         print(f"vega max F1 {result['vega_max_f1']:.6f} (score > {best:g})")
+    if args.protocol == "ufldv2":
+        ufld = result["ufldv2"]
+        print(
+            f"UFLDv2 C++ variant: precision {ufld['precision']:.6f}  recall {ufld['recall']:.6f}  F1 "
+            f"{ufld['f1']:.6f}  TP {ufld['tp']}  FP {ufld['fp']}  FN {ufld['fn']}"
+        )
+        print("vega metric (CondLaneNet, CLRerNet):")
     for key in ("precision", "recall", "f1"):
         print(f"{key:<10} {pooled[key]:.6f}")
     print(
@@ -406,6 +424,8 @@ def _register_culane(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _register_llamas(subparsers: argparse._SubParsersAction) -> None:
+    from drivemetrics._internal.options import device_name
+
     llamas = subparsers.add_parser(
         "llamas-eval",
         epilog="example:\n  drivemetrics llamas-eval --gt labels/valid --pred pred --json llamas.json",
@@ -442,6 +462,14 @@ def _register_llamas(subparsers: argparse._SubParsersAction) -> None:
         "--chunk", type=number_in(1, 100_000, kind=int), default=64, help="frames scored per batch (default 64)"
     )
     add_workers(llamas, "processes reading and scoring the files", auto=True)
+    llamas.add_argument(
+        "--device",
+        type=device_name,
+        default=None,
+        metavar="NAME",
+        help="torch device of the pixel IoU's intersections (a matrix product of the drawn masks; the lanes are "
+        "drawn by OpenCV on the host); default: numpy on the CPU, without torch",
+    )
     llamas.add_argument("--per-image", action="store_true", help="with --json, add per-frame TP / FP / FN")
     add_no_progress(llamas)
     llamas.add_argument("--json", default=None, metavar="OUT", help="also write the scores to OUT")
@@ -449,6 +477,8 @@ def _register_llamas(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _register_curvelanes(subparsers: argparse._SubParsersAction) -> None:
+    from drivemetrics._internal.options import device_name
+
     curvelanes = subparsers.add_parser(
         "curvelanes-eval",
         epilog="example:\n  drivemetrics curvelanes-eval --gt valid --pred pred --json curvelanes.json",
@@ -491,15 +521,25 @@ def _register_curvelanes(subparsers: argparse._SubParsersAction) -> None:
     )
     curvelanes.add_argument(
         "--protocol",
-        choices=("condlanenet", "vega"),
+        choices=("condlanenet", "vega", "ufldv2"),
         default="condlanenet",
-        help="headline: F1 at --score-threshold (CondLaneNet, CLRerNet) or also vega's max F1 over the thresholds",
+        help="headline: F1 at --score-threshold (CondLaneNet, CLRerNet), also vega's max F1 over the thresholds, or "
+        "also UFLDv2's C++ variant (lanes at 2560 x 1440, the CULane C++ rules on 224 x 224, 5 px, IoU > 0.5; "
+        "JSON key ufldv2)",
     )
     add_compat(curvelanes, "the vega metric's epsilon in P / R / F1 and its crash on repeated points")
     curvelanes.add_argument(
         "--chunk", type=number_in(1, 100_000, kind=int), default=64, help="frames scored per batch (default 64)"
     )
     add_workers(curvelanes, "processes reading and scoring the files", auto=True)
+    curvelanes.add_argument(
+        "--device",
+        type=device_name,
+        default=None,
+        metavar="NAME",
+        help="torch device of the mask IoUs' intersections (a matrix product of the drawn masks; the lanes are "
+        "drawn by OpenCV on the host); default: numpy on the CPU, without torch",
+    )
     curvelanes.add_argument("--per-image", action="store_true", help="with --json, add per-frame hits and counts")
     add_no_progress(curvelanes)
     curvelanes.add_argument("--json", default=None, metavar="OUT", help="also write the scores to OUT")

@@ -35,6 +35,7 @@ from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.compute import precision_recall_f1
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
 from drivemetrics._internal.validation import check_shape, check_tensor, check_values
+from drivemetrics.lane.curvelanes_scoring import SCORE_THRESHOLDS, curvelanes_spline, score_lane_frames
 from drivemetrics.lane.raster import check_lane_points
 
 __all__ = [
@@ -49,121 +50,6 @@ __all__ = [
     "curvelanes_scores",
     "curvelanes_spline",
 ]
-
-#: vega's score thresholds (CondLaneNet's test_curvelanes.py); 0.5 is the papers' number.
-SCORE_THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
-EVAL_SIZE = 224
-LINE_WIDTH = 5
-
-
-def curvelanes_spline(lanes: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """vega's ``spline_interp(step_t=1)`` of many lanes: ``(n, 2)`` float64 points -> ``(k, 2)`` float64 samples.
-
-    Natural cubic spline in chord length (the official arithmetic, operation by operation, so the same bits);
-    samples at ``t = 0, 1, ... < h`` on every interval, then the last point; 2-point lanes are straight, lanes of
-    fewer than 2 points are returned as they are. A zero chord makes NaN samples, as in the official code. The
-    lanes of one point count are computed together.
-
-    Examples:
-        >>> import numpy as np
-        >>> from drivemetrics.lane.curvelanes import curvelanes_spline
-        >>> curvelanes_spline([np.array([[0.0, 0.0], [3.0, 4.0]])])[0].tolist()
-        [[0.0, 0.0], [0.6, 0.8], [1.2, 1.6], [1.7999999999999998, 2.4000000000000004], [2.4, 3.2], [3.0, 4.0]]
-    """
-    out: list[np.ndarray] = [np.asarray(lane, dtype=np.float64).reshape(-1, 2) for lane in lanes]
-    by_count: dict[int, list[int]] = {}
-    for k, lane in enumerate(out):
-        if len(lane) >= 2:
-            by_count.setdefault(len(lane), []).append(k)
-    for n, members in by_count.items():
-        p = np.stack([out[k] for k in members])  # G x n x 2
-        x, y = p[..., 0], p[..., 1]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            if n == 2:
-                dx, dy = x[:, 0] - x[:, 1], y[:, 0] - y[:, 1]
-                h = np.sqrt(dx * dx + dy * dy)[:, None]
-                bx, by = ((x[:, 1] - x[:, 0]) / h[:, 0])[:, None], ((y[:, 1] - y[:, 0]) / h[:, 0])[:, None]
-                cx = cy = dxc = dyc = np.zeros_like(bx)
-            else:
-                dx, dy = x[:, :-1] - x[:, 1:], y[:, :-1] - y[:, 1:]
-                h = np.sqrt(dx * dx + dy * dy)  # G x (n - 1)
-                a_, b_, c_ = h[:, :-1], 2 * (h[:, :-1] + h[:, 1:]), h[:, 1:].copy()
-                sx = (x[:, 1:] - x[:, :-1]) / h
-                sy = (y[:, 1:] - y[:, :-1]) / h
-                tx, ty = 6 * (sx[:, 1:] - sx[:, :-1]), 6 * (sy[:, 1:] - sy[:, :-1])
-                d_x, d_y = np.empty_like(tx), np.empty_like(ty)
-                c_[:, 0] = c_[:, 0] / b_[:, 0]
-                d_x[:, 0], d_y[:, 0] = tx[:, 0] / b_[:, 0], ty[:, 0] / b_[:, 0]
-                for i in range(1, n - 2):  # the Thomas sweep runs over the knots, every lane at once
-                    base = b_[:, i] - a_[:, i] * c_[:, i - 1]
-                    c_[:, i] = c_[:, i] / base
-                    d_x[:, i] = (tx[:, i] - a_[:, i] * d_x[:, i - 1]) / base
-                    d_y[:, i] = (ty[:, i] - a_[:, i] * d_y[:, i - 1]) / base
-                mx, my = np.zeros((len(members), n)), np.zeros((len(members), n))
-                mx[:, n - 2], my[:, n - 2] = d_x[:, n - 3], d_y[:, n - 3]
-                for i in range(n - 4, -1, -1):
-                    mx[:, i + 1] = d_x[:, i] - c_[:, i] * mx[:, i + 2]
-                    my[:, i + 1] = d_y[:, i] - c_[:, i] * my[:, i + 2]
-                mx[:, 0] = mx[:, -1] = my[:, 0] = my[:, -1] = 0.0
-                bx = (x[:, 1:] - x[:, :-1]) / h - (2 * h * mx[:, :-1] + h * mx[:, 1:]) / 6
-                by = (y[:, 1:] - y[:, :-1]) / h - (2 * h * my[:, :-1] + h * my[:, 1:]) / 6
-                cx, cy = mx[:, :-1] / 2, my[:, :-1] / 2
-                dxc, dyc = (mx[:, 1:] - mx[:, :-1]) / (6 * h), (my[:, 1:] - my[:, :-1]) / (6 * h)
-            # samples t = 0, 1, ... < h of every interval: one flat index over all intervals of the group
-            steps = np.where(h > 0, np.ceil(np.nan_to_num(h, nan=0.0, posinf=0.0)), 0).astype(np.int64)
-            flat = steps.ravel()
-            seg = np.repeat(np.arange(flat.size), flat)
-            t = (np.arange(seg.size) - np.repeat(np.cumsum(flat) - flat, flat)).astype(np.float64)
-            ax_, ay_ = x[:, :-1].ravel()[seg], y[:, :-1].ravel()[seg]
-            sx_ = ax_ + bx.ravel()[seg] * t + cx.ravel()[seg] * t * t + dxc.ravel()[seg] * t * t * t
-            sy_ = ay_ + by.ravel()[seg] * t + cy.ravel()[seg] * t * t + dyc.ravel()[seg] * t * t * t
-        per_lane = steps.sum(axis=1)
-        cuts = np.cumsum(per_lane)[:-1]
-        for g, (k, xs, ys) in enumerate(zip(members, np.split(sx_, cuts), np.split(sy_, cuts), strict=True)):
-            out[k] = np.concatenate([np.stack([xs, ys], axis=1), p[g, -1:]], axis=0)
-    return out
-
-
-def _merge_repeats(points: np.ndarray) -> np.ndarray:
-    keep = np.ones(len(points), dtype=bool)
-    keep[1:] = (points[1:] != points[:-1]).any(axis=1)
-    return points[keep]
-
-
-def _draw(samples: list[np.ndarray], compat: Compat, where: str) -> np.ndarray:
-    """``(n, 224 * 224)`` float32 0/1 drawings: consecutive samples truncated to int joined by 5 px lines."""
-    from drivemetrics.lane.culane_official import load_cv2
-
-    cv2: Any = load_cv2("the CurveLanes lane metric")
-    out = np.zeros((len(samples), EVAL_SIZE * EVAL_SIZE), dtype=np.float32)
-    for k, s in enumerate(samples):
-        if len(s) < 2:
-            continue  # one point draws nothing
-        if not np.isfinite(s).all():
-            raise ValueError(
-                f"{where}: a lane with a repeated consecutive point (chord length 0) makes NaN spline points (the "
-                "official calc_iou raises `cannot convert float NaN to integer`)"
-            )
-        px = np.trunc(s).astype(np.int64)
-        if np.abs(px).max() >= 2**31:
-            px = np.clip(px, -(2**31) + 1, 2**31 - 1)
-        image = np.zeros((EVAL_SIZE, EVAL_SIZE), dtype=np.uint8)
-        cv2.polylines(image, [px.astype(np.int32).reshape(-1, 1, 2)], False, 1, thickness=LINE_WIDTH)
-        out[k] = image.ravel()
-    return out
-
-
-def _scaled_drawings(
-    points: np.ndarray, valid: np.ndarray, lanes: np.ndarray, sizes: np.ndarray, compat: Compat, name: str
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(drawings ``(n, 224 * 224)``, frame of each, slot of each) of the lanes ``lanes`` of ``(B, L, P, 2)``
-    ``points``, scaled by ``x / (W / 224)``, ``y / (H / 224)`` (the official divisor, per frame)."""
-    frame, slot = np.nonzero(lanes)
-    ratios = np.stack([np.true_divide(sizes[:, 0], EVAL_SIZE), np.true_divide(sizes[:, 1], EVAL_SIZE)], axis=1)
-    scaled = [points[i, k][valid[i, k]] / ratios[i] for i, k in zip(frame, slot, strict=True)]
-    if compat == "default":
-        scaled = [_merge_repeats(lane) for lane in scaled]
-    return _draw(curvelanes_spline(scaled), compat, name), frame, slot
 
 
 def curvelanes_matches(
@@ -211,8 +97,6 @@ def curvelanes_matches(
         >>> curvelanes_matches(preds, gt, image_size=size, scores=scores, score_thresholds=(0.1, 0.5))
         {'hits': tensor([[1, 1]]), 'num_pred': tensor([[2, 1]]), 'num_gt': tensor([1])}
     """
-    from scipy.optimize import linear_sum_assignment
-
     check_compat(compat)
     thresholds = [float(t) for t in score_thresholds]
     if not thresholds or not all(0 <= t <= 1 for t in thresholds):
@@ -246,30 +130,13 @@ def curvelanes_matches(
     p_np, g_np = preds.detach().cpu().double().numpy(), target.detach().cpu().double().numpy()
     pv, gv = p_valid.cpu().numpy(), g_valid.cpu().numpy()
     pl, gl = pred_lane.cpu().numpy(), gt_lane.cpu().numpy()
-    hits = np.zeros((b, len(thresholds)), dtype=np.int64)
-    n_pred = np.zeros((b, len(thresholds)), dtype=np.int64)
-    # every lane of the batch scaled to 224 x 224, splined and drawn once
-    gt_draw, g_of, _ = _scaled_drawings(g_np, gv, gl, sizes, compat, "target")
-    pr_draw, p_of, p_slot = _scaled_drawings(p_np, pv, pl, p_sizes, compat, "preds")
-    for i in range(b):  # per frame: one matrix product for the IoUs, scipy's assignment per threshold
-        gi, pi = np.flatnonzero(g_of == i), np.flatnonzero(p_of == i)
-        if pi.size:
-            lane_scores = score_np[i, p_slot[pi]]
-            kept_all = np.isnan(lane_scores)[None, :] | (lane_scores[None, :] > np.array(thresholds)[:, None])
-            n_pred[i] = kept_all.sum(1)
-        if not (gi.size and pi.size):
-            continue
-        a, c = gt_draw[gi], pr_draw[pi]
-        inter = a @ c.T
-        union = a.sum(1)[:, None] + c.sum(1)[None, :] - inter
-        iou = np.where(union > 0, inter / np.maximum(union, 1), 0.0)
-        for j in range(len(thresholds)):
-            cols = np.flatnonzero(kept_all[j])
-            if cols.size == 0:
-                continue
-            sub = iou[:, cols]
-            rows, cc = linear_sum_assignment(1 - sub)
-            hits[i, j] = int((sub[rows, cc] > iou_threshold).sum())
+    # every lane of the batch scaled to 224 x 224, splined and drawn once; per frame one product for the IoUs
+    gts = [[g_np[i, k][gv[i, k]] for k in np.flatnonzero(gl[i])] for i in range(b)]
+    prs = [[p_np[i, k][pv[i, k]] for k in np.flatnonzero(pl[i])] for i in range(b)]
+    lane_scores = [score_np[i, np.flatnonzero(pl[i])] for i in range(b)]
+    hits, n_pred, _ = score_lane_frames(
+        gts, sizes, prs, lane_scores, p_sizes, thresholds, iou_threshold=iou_threshold, compat=compat
+    )
     device = preds.device
     return {
         "hits": torch.from_numpy(hits).to(device),

@@ -14,15 +14,16 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
-from torch import Tensor
 
 from drivemetrics._internal.files import atomic_open, read_text
 from drivemetrics._internal.limits import check_coordinates, check_count, get_limits, load_json
 from drivemetrics._internal.validation import check_shape
-from drivemetrics.lane.geometry import lane_slot_mask
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 __all__ = [
     "TuSimpleRecords",
@@ -83,6 +84,8 @@ def read_culane_lines(path: str | Path) -> Tensor:
     non-number or an odd number of values raises ``ValueError`` naming the file and 1-based line number. An empty
     file gives ``(0, 0, 2)``. :func:`read_culane_file` keeps every line.
     """
+    import torch
+
     lanes = read_culane_file(path)
     kept = [lane for lane in lanes if len(lane) >= 2]
     if len(kept) < len(lanes):
@@ -116,12 +119,16 @@ def pad_lanes(frames: list[list[np.ndarray]]) -> tuple[Tensor, Tensor]:
 
 def _lane_slots(frames: list[list[np.ndarray]]) -> Tensor:
     """``(B, L)`` bools of the lanes of :func:`_stack_lanes` (``L`` as there)."""
+    import torch
+
     n_lanes = max([len(f) for f in frames] + [1])
     return torch.arange(n_lanes)[None, :] < torch.tensor([len(f) for f in frames], dtype=torch.long)[:, None]
 
 
 def _stack_lanes(frames: list[list[np.ndarray]]) -> Tensor:
     """``(B, L, P, 2)`` NaN-padded float64 tensor of per-frame lists of ``(n, 2)`` lanes."""
+    import torch
+
     n_lanes = max([len(f) for f in frames] + [1])
     n_points = max([len(lane) for f in frames for lane in f] + [2])
     out = np.full((len(frames), n_lanes, n_points, 2), np.nan)
@@ -247,6 +254,8 @@ def read_tusimple_json(
         FileNotFoundError: missing file.
         ValueError: malformed line, naming the file and 1-based line number.
     """
+    import torch
+
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"TuSimple file not found: {path}")
@@ -340,6 +349,10 @@ def write_tusimple_json(
         h_samples: optional ``N`` or ``(B, N)`` rows (labels); NaN-padded rows are dropped with their values.
         run_time: optional ``B`` milliseconds (predictions).
     """
+    import torch
+
+    from drivemetrics.lane.geometry import lane_slot_mask
+
     check_shape(lanes, "lanes", (len(raw_files), "L", "N"))
     mask = lane_slot_mask(lanes, lane_mask, "lanes").cpu()
     values = lanes.detach().to("cpu", torch.float64)
@@ -405,7 +418,9 @@ def read_llamas_label(path: str | Path) -> dict:
     if not isinstance(lanes, list):
         raise ValueError(f"{path}: expected an object with a list `lanes`")
     check_count(len(lanes), "max_lanes_per_frame", path, "lanes")
-    for i, lane in enumerate(lanes):
+    if _llamas_label_is_plain(lanes, path):
+        return label
+    for i, lane in enumerate(lanes):  # the slow path names what is wrong
         if (
             not isinstance(lane, dict)
             or not isinstance(lane.get("lane_id"), str)
@@ -422,6 +437,36 @@ def read_llamas_label(path: str | Path) -> dict:
                 values.extend(float(point[a]) for a in axes)
         check_coordinates(np.array(values), f"{path}: lanes[{i}]")
     return label
+
+
+_MARKER_AXES = (("pixel_start", "xy"), ("pixel_end", "xy"), ("world_start", "xyz"), ("world_end", "xyz"))
+
+
+def _llamas_label_is_plain(lanes: list, path: Path) -> bool:
+    """Whether every lane is well formed with int / float (finite) marker values within the limits, checked at
+    once (the common case); ``False`` sends the label through the checks that name the first fault."""
+    limits = get_limits()
+    try:
+        values = []
+        for lane in lanes:
+            markers = lane["markers"]
+            if type(lane["lane_id"]) is not str or type(markers) is not list:
+                return False
+            if len(markers) > limits.max_lane_points:
+                return False
+            values.extend([m[key][a] for m in markers for key, axes in _MARKER_AXES for a in axes])
+    except (TypeError, KeyError):
+        return False
+    if not all(type(v) is int or type(v) is float for v in values):
+        return False
+    array = np.array(values, dtype=np.float64)
+    if not np.isfinite(array).all():
+        return False
+    try:
+        check_coordinates(array, str(path))
+    except ValueError:
+        return False
+    return True
 
 
 def _finite_number(value: object) -> bool:

@@ -30,10 +30,9 @@ buffered by ``line_width / 2`` (round caps, mitre joins), cut to the image polyg
 
 from __future__ import annotations
 
-import json
 import warnings
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import torch
@@ -43,6 +42,17 @@ from drivemetrics._internal.compat import Compat, check_compat
 from drivemetrics._internal.compute import precision_recall_f1
 from drivemetrics._internal.metric import MetricFamily, ScalarMetric, add_config_state
 from drivemetrics._internal.validation import check_tensor
+from drivemetrics.lane.llamas_scoring import (
+    IOU_KINDS,
+    IOU_RANGE,
+    LLAMAS_HEIGHT,
+    LLAMAS_WIDTH,
+    IoUKind,
+    check_iou_extras,
+    frame_matched_ious,
+    llamas_interpolate,
+    llamas_label_lanes,
+)
 from drivemetrics.lane.raster import check_lane_points
 
 __all__ = [
@@ -60,312 +70,6 @@ __all__ = [
     "llamas_label_lanes",
     "llamas_matches",
 ]
-
-LLAMAS_HEIGHT, LLAMAS_WIDTH = 717, 1276
-#: The first GT row scored (``add_ys``), the lane slots scored, in the evaluator's order.
-GT_FIRST_ROW = 300
-LANE_SLOTS = ("l1", "l0", "r0", "r1")
-IoUKind = Literal["pixel", "shapely"]
-IOU_KINDS: tuple[IoUKind, ...] = ("pixel", "shapely")
-#: CLRNet's IoU thresholds 0.50:0.05:0.95 (F1@50, F1@75, mF1), as CULane's ``IOU_RANGE``.
-IOU_RANGE = tuple(round(0.5 + 0.05 * k, 2) for k in range(10))
-
-
-# --------------------------------------------------------------------------------------------------- label pipeline
-
-
-def _ir(values: np.ndarray) -> np.ndarray:
-    """``helper_scripts.ir``: ``int(round(v))``, Python's round half to even (float64 -> int64)."""
-    return np.rint(np.asarray(values, dtype=np.float64)).astype(np.int64)
-
-
-def _marker_px(marker: dict, key: str) -> tuple[Any, Any]:
-    return marker[key]["x"], marker[key]["y"]
-
-
-def _usable_markers(markers: list[dict]) -> list[dict]:
-    """The markers ``_extend_lane`` may extend: neither vertical nor horizontal in the image."""
-    return [
-        m
-        for m in markers
-        if m["pixel_start"]["y"] != m["pixel_end"]["y"] and m["pixel_start"]["x"] != m["pixel_end"]["x"]
-    ]
-
-
-def _extend_lane(markers: list[dict], compat: Compat, where: str) -> list[dict]:
-    """``spline_creator._extend_lane``: a marker from the nearest marker's start to row 716 or the image side."""
-    usable = _usable_markers(markers)
-    if not usable:
-        if compat == "reference":
-            raise ValueError(
-                f"{where}: a lane whose markers are all vertical or horizontal in the image has no marker to extend "
-                "(the official _extend_lane raises `min() arg is an empty sequence`)"
-            )
-        return markers  # default: nothing to extend from, the lane is scored as its markers give it
-    closest = min(usable, key=lambda m: m["world_start"]["z"])  # the first of equals, as min()
-    if closest["world_start"]["z"] < 0:
-        return markers
-    sx, sy = _marker_px(closest, "pixel_start")
-    ex, ey = _marker_px(closest, "pixel_end")
-    x_gradient = (ex - sx) / (ey - sy)
-    y_gradient = (ey - sy) / (ex - sx)
-    zero_x = sx + (716 - sy) * x_gradient
-    if zero_x < 0:
-        new = (0, sy - sx * y_gradient)
-    elif zero_x > 1276:
-        new = (1276, sy + (1276 - sx) * y_gradient)
-    else:
-        new = (zero_x, 716)
-    fake = {
-        "pixel_start": {"x": round(new[0]), "y": round(new[1])},  # helper_scripts.ir
-        "pixel_end": {"x": sx, "y": sy},
-    }
-    return [fake, *markers]
-
-
-def _sample_points(markers: list[dict], compat: Compat, where: str) -> np.ndarray:
-    """``SplineCreator._sample_points`` up to its gap filling (:func:`_fill_gaps`): the mean x per row, ``-1`` =
-    none."""
-    height = LLAMAS_HEIGHT
-    m = np.array([[*_marker_px(m, "pixel_start"), *_marker_px(m, "pixel_end")] for m in markers], dtype=np.int64)
-    sx, sy, ex, ey = m.T
-    tall = sy - ey
-    # every marker's start at its row; markers taller than 2 px sampled row by row, all markers at once
-    count = np.where(tall > 2, tall + 1, 0)
-    which = np.repeat(np.arange(len(m)), count)
-    i = (np.arange(which.size) - np.repeat(np.cumsum(count) - count, count)).astype(np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        slope = (ex - sx) / np.where(tall > 2, tall, 1)
-        step = (sy - ey) / np.where(tall > 2, tall, 1).astype(np.float64)
-    st, sl = step[which], slope[which]
-    rows = np.concatenate([sy, _ir(sy[which] - st * i)])
-    xs = np.concatenate([sx.astype(np.float64), _ir(sx[which] + sl * st * i).astype(np.float64)])
-    if compat == "reference":
-        if (rows >= height).any() or (rows < -height).any():
-            raise ValueError(
-                f"{where}: a marker reaches row {int(rows.max())}, outside the 717-row image (the official "
-                "_sample_points stops in pdb.set_trace)"
-            )
-        rows = rows % height  # a negative row indexes from the end of the list, as in Python
-    else:
-        keep = (rows >= 0) & (rows < height)
-        rows, xs = rows[keep], xs[keep]
-    total = np.bincount(rows, weights=xs, minlength=height)
-    count = np.bincount(rows, minlength=height)
-    return np.where(count > 0, total / np.maximum(count, 1), -1.0)
-
-
-def _fill_gaps(values: np.ndarray) -> np.ndarray:
-    """The official gap filling of ``_sample_points`` on ``(N, 717)`` row means (``-1`` = none), all lanes at once:
-    every unset row between two set rows of a lane gets ``x[r - 1] + (x[next] - x[r - 1]) / (next - r + 1)``, row
-    after row (a recurrence, not a closed form, so the same floats)."""
-    flat = values.reshape(-1)
-    set_idx = np.flatnonzero(flat != -1)
-    starts, ends = set_idx[:-1] + 1, set_idx[1:]  # unset rows starts..ends-1 lie before the set row `ends`
-    gap = (ends > starts) & (set_idx[:-1] // values.shape[1] == set_idx[1:] // values.shape[1])  # within a lane
-    starts, ends = starts[gap], ends[gap]
-    target = flat[ends]
-    for k in range(int((ends - starts).max(initial=0))):  # over the offset in a gap, every gap at once
-        live = starts + k < ends
-        cur = starts[live] + k
-        prev = flat[cur - 1]
-        flat[cur] = prev + (target[live] - prev) / (ends[live] - cur + 1)
-    return values
-
-
-def _rename(lane_ids: list[str]) -> dict[str, str]:
-    """``label_file_scripts._fix_lane_names``: ids per side renumbered in sorted (string) order."""
-    mapping, counters = {}, {"l": 0, "r": 0}
-    for key in sorted(lane_ids):
-        side = key[:1]
-        if side in counters:
-            mapping[key] = f"{side}{counters[side]}"
-            counters[side] += 1
-    return mapping
-
-
-def llamas_label_lanes(
-    label: dict | str, *, compat: Compat = "default", where: str = "label"
-) -> tuple[list[np.ndarray], list[str]]:
-    """The GT lanes of a LLAMAS label as the evaluator builds them: ``(n, 2)`` float64 points ``(x, y)``.
-
-    ``read_json`` drops lanes whose markers' ``pixel_start.y`` span fewer than 20 px and lanes of fewer than 2
-    markers, truncates the pixel values to integers, and renames the lane ids per side in sorted order (after the
-    drops in ``compat="reference"``, so that dropping ``l0`` makes ``l1`` the scored ``l0``); the nearest marker is
-    extended to row 716 or the image side; the markers are sampled row by row, averaged per row, the gaps between
-    them filled linearly; the lanes ``l1, l0, r0, r1`` (in that order, empty slots skipped) keep their rows
-    300-716 with ``x >= 0``; a lane of fewer than 2 such points: ``compat="reference"`` raises ``ValueError`` (the
-    official ``add_ys`` assertion), the default drops it with a note.
-
-    Args:
-        label: the label JSON (text or parsed dict): ``projection_matrix`` and ``lanes`` of ``markers``.
-        compat: ``"default"`` renames the lane ids before the drops (a dropped lane leaves its slot empty instead
-            of promoting its neighbour) and handles the official crashes (notes); ``"reference"`` renames after the
-            drops and raises where the official code raises.
-        where: the label's name in error messages and notes.
-
-    Returns:
-        (the lanes, notes on what the default mode handled differently from the official code).
-
-    Examples:
-        >>> from drivemetrics.lane.llamas import llamas_label_lanes
-        >>> marker = {"world_start": {"x": 1.5, "y": 1.6, "z": 8.0}, "world_end": {"x": 1.5, "y": 1.6, "z": 14.0},
-        ...           "pixel_start": {"x": 900, "y": 560}, "pixel_end": {"x": 780, "y": 470}}
-        >>> far = {"world_start": {"x": 1.5, "y": 1.6, "z": 20.0}, "world_end": {"x": 1.5, "y": 1.6, "z": 26.0},
-        ...        "pixel_start": {"x": 720, "y": 425}, "pixel_end": {"x": 690, "y": 403}}
-        >>> lanes, notes = llamas_label_lanes({"lanes": [{"lane_id": "r0", "markers": [marker, far]}]})
-        >>> lanes[0][0].tolist(), lanes[0][-1].tolist(), len(lanes[0])  # from the far marker down to row 716
-        ([690.0, 403.0], [1108.0, 716.0], 314)
-    """
-    check_compat(compat)
-    content = json.loads(label) if isinstance(label, str) else label
-    lanes = content["lanes"]
-    kept = []
-    for lane in lanes:
-        rows = [int(m["pixel_start"]["y"]) for m in lane["markers"]]
-        if not rows or max(rows) - min(rows) < 20 or len(lane["markers"]) < 2:
-            continue
-        kept.append(lane)
-    # the renaming closes gaps in the ids (l3, l2, l0 -> l2, l1, l0); done after the drops (reference), a dropped
-    # l0 makes l1 the scored l0 and brings l2 in; the default renames the JSON's lanes before dropping any
-    ids = [lane["lane_id"] for lane in (kept if compat == "reference" else lanes)]
-    mapping = _rename(ids)
-    by_id: dict[str, np.ndarray] = {}
-    notes: list[str] = []
-    for lane in kept:
-        markers = [
-            {
-                "pixel_start": {k: int(v) for k, v in m["pixel_start"].items()},
-                "pixel_end": {k: int(v) for k, v in m["pixel_end"].items()},
-                "world_start": {k: float(v) for k, v in m["world_start"].items()},
-                "world_end": {k: float(v) for k, v in m["world_end"].items()},
-            }
-            for m in lane["markers"]
-        ]
-        name = mapping.get(lane["lane_id"], lane["lane_id"])
-        lane_where = f"{where} lane {lane['lane_id']}"
-        if compat != "reference" and name not in LANE_SLOTS:  # the official code samples every lane
-            if not _usable_markers(markers):
-                notes.append(
-                    f"{lane_where}: all markers vertical or horizontal, not scored (the official code crashes)"
-                )
-            continue
-        by_id[name] = _sample_points(_extend_lane(markers, compat, lane_where), compat, lane_where)
-        if compat != "reference" and not _usable_markers(markers):
-            notes.append(f"{lane_where}: all markers vertical or horizontal, not extended")
-    out = []
-    rows_all = np.arange(LLAMAS_HEIGHT, dtype=np.float64)
-    if by_id:
-        filled = _fill_gaps(np.stack(list(by_id.values())))
-        by_id = dict(zip(by_id, filled, strict=True))
-    for slot in LANE_SLOTS:
-        if slot not in by_id:
-            continue
-        xs = by_id[slot]
-        if (xs >= 0).sum() <= 1:  # "lanes annotated with a single point are ignored"
-            continue
-        keep = xs[GT_FIRST_ROW:] >= 0
-        if keep.sum() <= 1:
-            if compat == "reference":
-                raise ValueError(
-                    f"{where} lane {slot}: fewer than 2 points at rows >= 300 (the official add_ys assertion fails)"
-                )
-            notes.append(f"{where} lane {slot}: no points at rows >= 300, not scored")
-            continue
-        out.append(np.stack([xs[GT_FIRST_ROW:][keep], rows_all[GT_FIRST_ROW:][keep]], axis=1))
-    return out, notes
-
-
-# ------------------------------------------------------------------------------------------- prediction resampling
-
-
-def llamas_interpolate(points: np.ndarray, n: int = 50, where: str = "prediction") -> np.ndarray:
-    """The evaluator's ``interpolate_lane``: consecutive duplicate points removed, then ``splprep(s=0, k=min(3,
-    m - 1))`` evaluated at ``n`` uniform parameters: ``(n, 2)`` float64.
-
-    Raises ``ValueError`` for a lane of fewer than 2 distinct consecutive points (the official code raises
-    ``TypeError`` from ``splprep``).
-
-    Examples:
-        >>> import numpy as np
-        >>> from drivemetrics.lane.llamas import llamas_interpolate
-        >>> llamas_interpolate(np.array([[600.0, 700.0], [640.0, 500.0], [640.0, 500.0]]), n=3).round(6).tolist()
-        [[600.0, 700.0], [620.0, 600.0], [640.0, 500.0]]
-    """
-    from scipy.interpolate import splev, splprep
-
-    p = np.asarray(points, dtype=np.float64).reshape(-1, 2)
-    keep = np.ones(len(p), dtype=bool)
-    keep[1:] = (p[1:] != p[:-1]).any(axis=1)
-    p = p[keep]
-    if len(p) < 2:
-        raise ValueError(
-            f"{where}: all points of the lane are equal, no curve to fit (the official splprep raises "
-            "`1 <= k= 0 <=5 must hold`)"
-        )
-    tck, _ = splprep([p[:, 0].tolist(), p[:, 1].tolist()], s=0, t=n, k=min(3, len(p) - 1))
-    return np.array(splev(np.linspace(0.0, 1.0, n), tck)).T
-
-
-# ------------------------------------------------------------------------------------------------------- IoUs
-
-
-def _pixel_iou(gts: list[np.ndarray], preds: list[np.ndarray], line_width: int) -> np.ndarray:
-    """``discrete_cross_iou`` (``(n_pred, n_gt)``): points truncated to int32, ``cv2.line`` segments."""
-    from drivemetrics.lane.culane_official import official_iou_from_pixels
-
-    def pixels(lane: np.ndarray) -> np.ndarray:
-        px = np.asarray(lane).astype(np.int32)
-        return px if len(px) > 1 else np.repeat(px, 2, axis=0)  # cv2.line(p, p) draws a disc
-
-    iou = official_iou_from_pixels(
-        [pixels(g) for g in gts], [pixels(p) for p in preds], LLAMAS_HEIGHT, LLAMAS_WIDTH, int(line_width)
-    )
-    return iou.T
-
-
-def _shapely_iou(gts: list[np.ndarray], preds: list[np.ndarray], line_width: float) -> np.ndarray:
-    """``continuous_cross_iou`` (``(n_pred, n_gt)``): buffered lines cut to the image polygon, area IoU."""
-    from drivemetrics._internal.extras import require
-
-    geometry = require("llamas", "shapely.geometry", "LLAMAS iou='shapely'")
-    h, w = LLAMAS_HEIGHT, LLAMAS_WIDTH
-    image = geometry.Polygon([(0, 0), (0, h - 1), (w - 1, h - 1), (w - 1, 0)])
-
-    def shape(lane: np.ndarray) -> Any:
-        return (
-            geometry.LineString(lane).buffer(distance=line_width / 2.0, cap_style=1, join_style=2).intersection(image)
-        )
-
-    ps, gs = [shape(p) for p in preds], [shape(g) for g in gts]
-    iou = np.zeros((len(ps), len(gs)))
-    for i, p in enumerate(ps):
-        for j, g in enumerate(gs):
-            iou[i, j] = p.intersection(g).area / p.union(g).area
-    return iou
-
-
-def _check_extras(iou: IoUKind) -> None:
-    """OpenCV (pixel IoU) or shapely (``iou="shapely"``), with the one-line install hint when missing."""
-    if iou == "pixel":
-        from drivemetrics.lane.culane_official import load_cv2
-
-        load_cv2("the LLAMAS pixel IoU")
-    else:
-        from drivemetrics._internal.extras import require
-
-        require("llamas", "shapely.geometry", "LLAMAS iou='shapely'")
-
-
-def _assign(iou_pred_gt: np.ndarray) -> np.ndarray:
-    """Matched IoU per GT lane (NaN: none) of ``linear_sum_assignment(1 - IoU)`` on ``(n_pred, n_gt)``."""
-    from scipy.optimize import linear_sum_assignment
-
-    out = np.full(iou_pred_gt.shape[1], np.nan)
-    if iou_pred_gt.size:
-        rows, cols = linear_sum_assignment(1 - iou_pred_gt)
-        out[cols] = iou_pred_gt[rows, cols]
-    return out
 
 
 def _drop_short(points: Tensor, valid: Tensor, lane: Tensor, name: str) -> Tensor:
@@ -445,7 +149,7 @@ def llamas_matches(
         pred_lane = _drop_short(preds, p_valid, pred_lane, "predicted")
     device = preds.device
     matched = np.full(target.shape[:2], np.nan)
-    _check_extras(iou)
+    check_iou_extras(iou)
     p_np, g_np = preds.detach().cpu().double().numpy(), target.detach().cpu().double().numpy()
     pv, gv = p_valid.cpu().numpy(), g_valid.cpu().numpy()
     pl, gl = pred_lane.cpu().numpy(), gt_lane.cpu().numpy()
@@ -453,10 +157,9 @@ def llamas_matches(
         pc, gc = np.flatnonzero(pl[i]), np.flatnonzero(gl[i])
         if not (pc.size and gc.size):
             continue
-        pr = [llamas_interpolate(p_np[i, k][pv[i, k]], where=f"frame {i} prediction lane {k}") for k in pc]
+        pr = [p_np[i, k][pv[i, k]] for k in pc]
         gs = [g_np[i, k][gv[i, k]] for k in gc]
-        ious = _pixel_iou(gs, pr, round(line_width)) if iou == "pixel" else _shapely_iou(gs, pr, line_width)
-        matched[i, gc] = _assign(ious)
+        matched[i, gc] = frame_matched_ious(gs, pr, line_width, iou, where=f"frame {i}")
     return {
         "matched_iou": torch.from_numpy(matched).to(device),
         "num_pred": pred_lane.sum(-1).to(device),
@@ -611,7 +314,7 @@ class LlamasMetrics(MetricFamily):
         if iou not in IOU_KINDS:
             raise ValueError(f"`iou` must be one of {IOU_KINDS}, got {iou!r}")
         check_compat(compat)
-        _check_extras(iou)  # checked here, not at the first update
+        check_iou_extras(iou)  # checked here, not at the first update
         self.line_width, self.iou, self.compat = float(line_width), iou, compat
         for name in ("tp", "fp", "fn"):
             self.add_state(name, torch.zeros(len(IOU_RANGE), dtype=torch.long), dist_reduce_fx="sum")

@@ -268,3 +268,59 @@ def test_max_f1_takes_the_best_threshold():
     out = metric.compute()
     assert out["f1"].item() == 1.0  # at 0.5: the false lane is dropped
     assert out["max_f1"].item() == 1.0
+
+
+# ------------------------------------------------------------------------------------------- UFLDv2's C++ variant
+
+
+def test_ufldv2_variant_equals_the_cpp_tool(curvelanes):
+    root, expected = curvelanes
+    want = expected["ufldv2_cpp_variant"]
+    for compat in ("reference", "default"):
+        got = evaluate_curvelanes_dirs(
+            root / "cases" / "pred", root / "cases" / "valid", protocol="ufldv2", compat=compat, per_image=True
+        )
+        for key in ("tp", "fp", "fn", "precision", "recall", "f1"):
+            assert got["ufldv2"][key] == want["pooled"][key], (compat, key)
+        frames = {name: frame["ufldv2"] for name, frame in got["per_frame"].items()}
+        assert frames == want["frames"]
+        # the one frame the C++ rules score differently from the vega metric at score > 0.5
+        (differs,) = want["frames_differing_from_condlanenet_metric_at_0.5"]
+        assert frames[differs]["tp"] != got["per_frame"][differs]["hit"]
+
+
+def test_ufldv2_sorts_gt_by_y_and_reads_through_float_factors():
+    from drivemetrics.lane.curvelanes_scoring import ufldv2_counts
+
+    size = np.array([[2560.0, 1440.0]])
+    gt = np.array([[1000.0, 1439.0], [1100.0, 1000.0], [1300.0, 600.0]])
+    pred = gt + np.array([40.0, 0.0])  # 3.5 px at 224 / 2560: IoU below 0.5 with a 5 px line
+    folded = gt[[0, 2, 1]]  # the GT's points out of order: sorted by y it is the lane, as given it folds back
+    assert ufldv2_counts([[folded]], size, [[gt]], size).tolist() == [[1, 0, 0]]
+    assert ufldv2_counts([[gt]], size, [[folded]], size).tolist() == [[0, 1, 1]]  # predictions are not sorted
+    assert ufldv2_counts([[gt]], size, [[pred]], size).tolist() == [[0, 1, 1]]
+    # a GT lane without points (an empty line of the converter) is a lane: never matched, one FN
+    assert ufldv2_counts([[gt]], size, [[gt]], size, empty_gt=[1]).tolist() == [[1, 0, 1]]
+    # the frame is scaled to 2560 x 1440 first: a 1280 x 720 frame scores as the same lanes at half the coordinates
+    half = np.array([[1280.0, 720.0]])
+    assert ufldv2_counts([[gt / 2]], half, [[gt]], size).tolist() == [[1, 0, 0]]
+
+
+def test_protocol_is_checked(curvelanes):
+    root, _ = curvelanes
+    with pytest.raises(ValueError, match="protocol"):
+        evaluate_curvelanes_dirs(root / "cases" / "pred", root / "cases" / "valid", protocol="ufld")  # type: ignore[arg-type]
+
+
+def test_device_cpu_equals_numpy(curvelanes):
+    from drivemetrics.lane.curvelanes_scoring import mask_ious
+
+    rng = np.random.default_rng(0)
+    a, c = (rng.random((4, 300)) < 0.3).astype(np.uint8), (rng.random((5, 300)) < 0.3).astype(np.uint8)
+    c[4] = 0  # an empty drawing
+    assert np.array_equal(mask_ious(a, c, device=torch.device("cpu")), mask_ious(a, c))
+    root, _ = curvelanes
+    args = (root / "cases" / "pred", root / "cases" / "valid")
+    assert evaluate_curvelanes_dirs(*args, device="cpu", per_image=True) == evaluate_curvelanes_dirs(
+        *args, per_image=True
+    )

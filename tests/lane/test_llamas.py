@@ -263,3 +263,30 @@ def test_bad_label_is_one_line(tmp_path):
     path.write_text(json.dumps({"lanes": [{"lane_id": "l0", "markers": [{"pixel_start": {"x": 1}}]}]}))
     with pytest.raises(ValueError, match=r"markers\[0\]\.pixel_start"):
         read_llamas_label(path)
+
+
+def test_pixel_iou_on_a_torch_device_equals_numpy():
+    # --device: the intersections as a matrix product of the drawn masks (here on the CPU; CI has no GPU)
+    from drivemetrics.lane.llamas_scoring import pixel_iou
+
+    rows = np.arange(300.0, 717.0)
+    gts = [np.stack([640 + s * (rows - 300), rows], 1) for s in (-0.8, 0.5, 1.4)]
+    gts.append(np.array([[-500.0, 300.0], [-400.0, 716.0]]))  # drawn outside the image: union 0 with another such
+    preds = [g[::40] + np.array([dx, 0.0]) for g, dx in zip(gts, (3.0, 25.0, 60.0, 0.0), strict=True)]
+    want = pixel_iou(gts, preds, 30)
+    got = pixel_iou(gts, preds, 30, device=torch.device("cpu"))
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    assert np.array_equal(np.nan_to_num(got), np.nan_to_num(want))
+    assert 0 < want[0, 0] < 1
+    assert np.isnan(want[3, 3])
+
+
+def test_device_cpu_equals_numpy_on_the_fixture(llamas):
+    root, _ = llamas
+    args = (root / "cases" / "pred", root / "cases" / "labels" / "valid")
+    for compat in ("reference", "default"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = evaluate_llamas_dirs(*args, compat=compat, per_image=True)
+            got = evaluate_llamas_dirs(*args, compat=compat, per_image=True, device="cpu")
+        assert got == want
