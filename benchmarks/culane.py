@@ -29,6 +29,10 @@ the official tool first (``evaluate -a gt/ -d pred/ -i . -l list.txt -w 30 -t 0.
 differs from the tool by definition, its TP difference is printed) and the load average.
 ``python benchmarks/culane.py --official /path/to/SCNN/tools/lane_evaluation [--sizes 5000] [--repeat 2]
 [--json OUT]``.
+
+``--before OLD_CHECKOUT`` (with ``--official``) also runs each mode from another checkout of the library
+(``PYTHONPATH=OLD_CHECKOUT``, e.g. a ``git worktree`` of an earlier commit) right after this checkout's run: the
+like-for-like check that a change did not slow the command down (its counts must equal this checkout's).
 """
 
 from __future__ import annotations
@@ -166,12 +170,14 @@ def baseline(root: Path, names: list[str]) -> tuple[int, int, int]:
     return tp, fp, fn
 
 
-def run_cli(root: Path, *extra: str) -> tuple[float, dict]:
-    out = root / f"result{'_'.join(extra).replace('-', '')}.json"
+def run_cli(root: Path, *extra: str, checkout: Path | None = None) -> tuple[float, dict]:
+    """One ``culane-eval`` process (of the library on ``PYTHONPATH``, or of ``checkout``): wall seconds, its JSON."""
+    out = root / f"result{'_'.join(extra).replace('-', '')}{'_before' if checkout else ''}.json"
     argv = [sys.executable, "-m", "drivemetrics", "culane-eval", "--pred", str(root / "pred"), "--gt", str(root / "gt")]
     argv += ["--list", str(root / "list.txt"), "--json", str(out), *extra]
+    env = {**os.environ, "PYTHONPATH": str(checkout)} if checkout else None
     start = time.perf_counter()
-    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     return time.perf_counter() - start, json.loads(out.read_text())
 
 
@@ -229,7 +235,8 @@ def compare_official(args: argparse.Namespace) -> None:
             official_cmd = [str(binary), "-a", f"{root}/gt", "-d", f"{root}/pred", "-i", f"{root}/", "-l"]
             official_cmd += [f"{root}/list.txt", "-w", "30", "-t", "0.5", "-c", "1640", "-r", "590", "-o", str(out)]
             official, library, loads = [], {m: [] for m in modes}, [os.getloadavg()[0]]
-            results = {}
+            before: dict[str, list] = {m: [] for m in modes}
+            results, before_results = {}, {}
             for _ in range(args.repeat):
                 official.append(_timed(official_cmd))
                 for mode, extra in modes.items():
@@ -237,6 +244,12 @@ def compare_official(args: argparse.Namespace) -> None:
                     wall, results[mode] = run_cli(root, *extra)
                     end = resource.getrusage(resource.RUSAGE_CHILDREN)
                     library[mode].append((wall, end.ru_utime - start.ru_utime + end.ru_stime - start.ru_stime))
+                    if args.before:
+                        start = resource.getrusage(resource.RUSAGE_CHILDREN)
+                        old = Path(args.before).resolve()
+                        wall, before_results[mode] = run_cli(root, *extra, checkout=old)
+                        end = resource.getrusage(resource.RUSAGE_CHILDREN)
+                        before[mode].append((wall, end.ru_utime - start.ru_utime + end.ru_stime - start.ru_stime))
                 loads.append(os.getloadavg()[0])
             counts = _official_counts(out)
             off_wall = statistics.median(t[0] for t in official)
@@ -270,6 +283,22 @@ def compare_official(args: argparse.Namespace) -> None:
                         "load": loads,
                     }
                 )
+                if before[mode]:
+                    old_wall = statistics.median(t[0] for t in before[mode])
+                    old_cpu = statistics.median(t[1] for t in before[mode])
+                    same = all(before_results[mode][k] == results[mode][k] for k in ("tp", "fp", "fn", "f1"))
+                    print(
+                        f"{'':>7} {'  before':<20} {'':>10} {old_wall:>10.2f} new/old wall {lib_wall / old_wall:.3f}"
+                        f", CPU {old_cpu:.2f} (new/old {lib_cpu / old_cpu:.3f}); equal to this checkout's: "
+                        f"{'yes' if same else 'NO'}"
+                    )
+                    rows[-1].update(
+                        before_s=[t[0] for t in before[mode]],
+                        before_cpu_s=[t[1] for t in before[mode]],
+                        new_over_before=lib_wall / old_wall,
+                        new_over_before_cpu=lib_cpu / old_cpu,
+                        before_equal=same,
+                    )
     if args.json:
         meta = {"machine": machine, "date": time.strftime("%Y-%m-%d %H:%M %Z"), "official_cxx": args.official_cxx}
         Path(args.json).write_text(json.dumps({**meta, "rows": rows}, indent=1) + "\n")
@@ -282,6 +311,12 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[5000], help="frame counts (with --official)")
     parser.add_argument("--repeat", type=int, default=2, help="alternating runs per side (with --official)")
     parser.add_argument("--json", default=None, help="also write the timings here (with --official)")
+    parser.add_argument(
+        "--before",
+        default=None,
+        metavar="OLD_CHECKOUT",
+        help="also run each mode from this checkout of the library (PYTHONPATH), each round (with --official)",
+    )
     parser.add_argument("--frames", type=int, default=CULANE_TEST_FRAMES)
     parser.add_argument(
         "--baseline-frames", type=int, default=1000, help="time the loop on the first N frames, scaled (0: all)"

@@ -31,6 +31,11 @@ medians, the ratio, the CPU seconds of each side (process and children: less sen
 machine), whether the numbers agree (every ``stats_*.txt`` the C++ wrote equals the library's to the printed 6
 decimals) and the load average. ``python benchmarks/kitti_object.py --devkit /path/to/kitti-devkit [--sizes 7481]
 [--repeat 3] [--json OUT]``.
+
+``--before OLD_CHECKOUT`` (with ``--devkit``) also times the same command from another checkout of the library
+(``PYTHONPATH=OLD_CHECKOUT``, e.g. a ``git worktree`` of an earlier commit) in each round, right after this
+checkout's run: the like-for-like check that a change did not slow the command down (its stats must equal this
+checkout's).
 """
 
 from __future__ import annotations
@@ -161,13 +166,18 @@ def compare_official(args: argparse.Namespace) -> None:
             gt, det = root / "data" / "object" / "label_2", result_dir / "data"
             command = [*python, "kitti-object-eval", "--gt", str(gt), "--det", str(det), "--no-progress"]
             command += ["--write-stats", str(library_out), *args.library_args]
-            official, library, loads = [], [], [os.getloadavg()[0]]
+            before_out = root / "before_stats"
+            before_command = [*command[: command.index("--write-stats") + 1], str(before_out), *args.library_args]
+            before_env = {**env, "PYTHONPATH": str(Path(args.before).resolve())} if args.before else None
+            official, library, before, loads = [], [], [], [os.getloadavg()[0]]
             for _ in range(args.repeat):
                 shutil.rmtree(result_dir / "plot", ignore_errors=True)
                 for stale in result_dir.glob("stats_*.txt"):
                     stale.unlink()
                 official.append(_timed([str(binary), "bench"], cwd=root))
                 library.append(_timed(command, env=env))
+                if before_env is not None:
+                    before.append(_timed(before_command, env=before_env))
                 loads.append(os.getloadavg()[0])
             agree, worst = _stats_agree(result_dir, library_out)
             off_wall, lib_wall = (statistics.median(t[0] for t in runs) for runs in (official, library))
@@ -191,6 +201,22 @@ def compare_official(args: argparse.Namespace) -> None:
                     "load": loads,
                 }
             )
+            if before:
+                same, diff = _stats_agree(library_out, before_out)
+                old_wall, old_cpu = (statistics.median(t[i] for t in before) for i in (0, 1))
+                print(
+                    f"{'before':>7} {'':>11} {old_wall:>10.2f} new/old wall {lib_wall / old_wall:.3f}, "
+                    f"CPU {old_cpu:.2f} (new/old {lib_cpu / old_cpu:.3f}); stats equal to this checkout's: "
+                    f"{'yes' if same else 'NO'} (largest difference {diff:g})"
+                )
+                rows[-1].update(
+                    before_s=[t[0] for t in before],
+                    before_cpu_s=[t[1] for t in before],
+                    new_over_before=lib_wall / old_wall,
+                    new_over_before_cpu=lib_cpu / old_cpu,
+                    before_agree=same,
+                    before_largest_difference=diff,
+                )
     if args.json:
         meta = {"machine": platform.node(), "cores": os.cpu_count(), "date": time.strftime("%Y-%m-%d %H:%M %Z")}
         meta["library_args"] = args.library_args
@@ -206,6 +232,12 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[7481], help="frame counts (with --devkit)")
     parser.add_argument("--repeat", type=int, default=3, help="alternating runs per side (with --devkit)")
     parser.add_argument("--json", default=None, help="also write the timings here (with --devkit)")
+    parser.add_argument(
+        "--before",
+        default=None,
+        metavar="OLD_CHECKOUT",
+        help="also time the command from this checkout of the library (PYTHONPATH), each round (with --devkit)",
+    )
     parser.add_argument(
         "--library-args",
         nargs="*",

@@ -26,6 +26,10 @@ difference over DET_l, DET_t, TOP_ll, TOP_lt, OLS below 1e-6; the F-score can di
 is not unique, as OR-Tools and scipy may pick different optima, so its difference is printed apart), and the load.
 
 Run ``python benchmarks/openlanev2.py --devkit-python VENV/bin/python [--sizes 150x11 1000x11] [--device cuda]``.
+
+``--before OLD_CHECKOUT`` also times another checkout of the library (``PYTHONPATH=OLD_CHECKOUT``, e.g. a ``git
+worktree`` of an earlier commit) on the same frames: end to end in each round right after this checkout's run, and in
+memory in a fresh process; its numbers must equal this checkout's (the like-for-like check of a change's speed).
 """
 
 from __future__ import annotations
@@ -244,10 +248,13 @@ def _devkit(python: Path, src: Path | None, runner: Path, gt: Path, pred: Path, 
     return wall, {**json.loads(done.stdout.strip().splitlines()[-1]), "process_cpu": cpu}
 
 
-def _library_end_to_end(gt: Path, pred: Path, out: Path, compat: str) -> tuple[float, float, dict[str, float]]:
-    """One ``drivemetrics openlanev2-eval`` process with its default workers: (wall seconds, CPU seconds of it and
-    its children, headline values)."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+def _library_end_to_end(
+    gt: Path, pred: Path, out: Path, compat: str, checkout: Path | None = None
+) -> tuple[float, float, dict[str, float]]:
+    """One ``drivemetrics openlanev2-eval`` process with its default workers (from ``checkout``, default this one):
+    (wall seconds, CPU seconds of it and its children, headline values)."""
+    checkout = checkout or Path(__file__).resolve().parents[1]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(checkout)}
     command = [sys.executable, "-m", "drivemetrics", "openlanev2-eval", "--gt", str(gt), "--pred", str(pred)]
     command += ["--compat", compat, "--json", str(out)]
     start, cpu = time.perf_counter(), _children_cpu()
@@ -256,6 +263,29 @@ def _library_end_to_end(gt: Path, pred: Path, out: Path, compat: str) -> tuple[f
     if done.returncode:
         raise SystemExit(f"drivemetrics failed (exit {done.returncode}): {done.stderr[-2000:]}")
     return wall, cpu, {k: float(v) for k, v in json.loads(out.read_text()).items() if k in HEADLINE}
+
+
+_BEFORE_IN_MEMORY = r"""
+import json, sys
+import torch
+sys.path.insert(0, sys.argv[1])
+import openlanev2 as bench
+torch.set_num_threads(1)
+gt, submission = bench.make_frames(int(sys.argv[2]), int(sys.argv[3]))
+wall, cpu, values = bench.run_library(gt, submission, sys.argv[4] or None, int(sys.argv[5]), sys.argv[6])
+print(json.dumps({"wall": wall, "cpu": cpu, "metrics": values}))
+"""
+
+
+def _before_in_memory(checkout: Path, frames: int, num_points: int, args: argparse.Namespace) -> dict:
+    """``run_library`` of another checkout of the library on the same frames, in a fresh process."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(checkout)}
+    command = [sys.executable, "-c", _BEFORE_IN_MEMORY, str(Path(__file__).resolve().parent), str(frames)]
+    command += [str(num_points), args.device or "", str(args.repeat), args.compat]
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    if done.returncode:
+        raise SystemExit(f"--before {checkout} failed in memory (exit {done.returncode}): {done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def _agreement(devkit: dict[str, float], library: dict[str, float]) -> tuple[float, float]:
@@ -280,6 +310,13 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="library runs in memory (the median is reported)")
     parser.add_argument("--e2e-repeat", type=int, default=3, help="end-to-end runs of each side (median)")
     parser.add_argument(
+        "--before",
+        type=Path,
+        default=None,
+        metavar="OLD_CHECKOUT",
+        help="also time the library of this checkout (PYTHONPATH) on the same frames, each round",
+    )
+    parser.add_argument(
         "--compat", choices=("reference", "default"), default="reference", help="the library's mode (default: devkit)"
     )
     args = parser.parse_args()
@@ -300,6 +337,7 @@ def main() -> None:
             runner = Path(tmp) / "runner.py"
             runner.write_text(_RUNNER)
             dev_e2e, lib_e2e, dev_cpu, lib_cpu, loads = [], [], [], [], [os.getloadavg()[0]]
+            old_e2e: list[tuple[float, float, dict[str, float]]] = []
             for _ in range(args.e2e_repeat):  # official first, alternating
                 if not args.skip_devkit:
                     wall, dev_files = _devkit(args.devkit_python, args.devkit_src, runner, gt_path, pred_path, "files")
@@ -308,11 +346,27 @@ def main() -> None:
                 wall, cpu, lib_files = _library_end_to_end(gt_path, pred_path, out, args.compat)
                 lib_e2e.append(wall)
                 lib_cpu.append(cpu)
+                if args.before is not None:
+                    old_e2e.append(_library_end_to_end(gt_path, pred_path, out, args.compat, args.before.resolve()))
                 loads.append(os.getloadavg()[0])
             if not args.skip_devkit:
                 _, dev = _devkit(args.devkit_python, args.devkit_src, runner, gt_path, pred_path, "memory")
         lib_s, _, lib = run_library(gt, submission, args.device, args.repeat, args.compat)
         loads.append(os.getloadavg()[0])
+        if args.before is not None:
+            old = _before_in_memory(args.before.resolve(), frames, num_points, args)
+            loads.append(os.getloadavg()[0])
+            old_wall, old_cpu = (float(np.median([t[i] for t in old_e2e])) for i in (0, 1))
+            new_wall, new_cpu = float(np.median(lib_e2e)), float(np.median(lib_cpu))
+            same = max(abs(old_e2e[-1][2][k] - lib_files[k]) for k in HEADLINE)
+            same = max(same, max(abs(old["metrics"][k] - lib[k]) for k in HEADLINE))
+            print(
+                f"{frames} frames x {num_points} points, before ({args.before}): end to end {old_wall:.2f} s "
+                f"(CPU {old_cpu:.2f} s) vs this checkout {new_wall:.2f} s (CPU {new_cpu:.2f} s): new/old "
+                f"{new_wall / old_wall:.3f} (CPU {new_cpu / old_cpu:.3f}); in memory {old['wall']:.3f} s vs "
+                f"{lib_s:.3f} s: new/old {lib_s / old['wall']:.3f}; numbers max |new - old| {same:.1e}; "
+                f"before's runs {', '.join(f'{t[0]:.2f}' for t in old_e2e)}"
+            )
         lib_e = float(np.median(lib_e2e))
         line = f"{frames} frames x {num_points} points: end to end drivemetrics {lib_e:.2f} s"
         if args.skip_devkit:

@@ -300,3 +300,29 @@ def test_hostile_json_costs_what_valid_json_of_the_same_size_costs(hostile):
     assert len(hostile) >= 1e6
     base = _cpu_seconds(load_json, valid)
     assert _cpu_seconds(load_json, hostile) <= 2 * base + 0.02, (base, hostile[:20])
+
+
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+def test_coordinate_check_passes_the_bound_and_tells_nan_inf_and_too_large_apart(kind):
+    """``check_coordinates_within_limit`` (``validate_args``): values at the bound pass in its one-pass path; a NaN,
+    an infinite and a too-large value each get their own message, wherever they sit among valid values."""
+    from drivemetrics._internal.validation import check_coordinates_within_limit
+
+    def array(*values: float):
+        x = np.array([[1.0, -2.0, 3.0], [4.0, 5.0, 6.0], list(values)])
+        return x if kind == "numpy" else torch.from_numpy(x)
+
+    with set_limits(max_abs_coordinate=100):
+        check_coordinates_within_limit(array(-100.0, 100.0, 0.0), "x")
+        for values, message in (
+            ((0.0, math.nan, 1e300), "`x` contains NaN coordinates"),
+            ((math.inf, 0.0, 0.0), "`x` contains infinite coordinates"),
+            ((0.0, -math.inf, math.nan), "`x` contains NaN coordinates"),
+            ((0.0, 100.5, 0.0), r"`x`: the coordinate 100\.5 is larger than max_abs_coordinate=100"),
+        ):
+            with pytest.raises(ValueError, match=message):
+                check_coordinates_within_limit(array(*values), "x")
+        check_coordinates_within_limit(array(math.nan, 1.0, -1.0), "x", nan_ok=True)  # padding
+        with pytest.raises(ValueError, match="larger than max_abs_coordinate"):
+            check_coordinates_within_limit(array(math.nan, 101.0, -1.0), "x", nan_ok=True)
+        check_coordinates_within_limit(np.zeros((0, 3)), "x")

@@ -347,9 +347,10 @@ def _parse_texts(texts: Sequence[str], sources: Sequence[str], with_score: bool 
     return out  # type: ignore[return-value]
 
 
-def _check_object_count(data: bytes, path: str) -> None:
-    """Refuse a file of more than ``max_objects_per_frame`` objects (non-blank lines), before it is parsed."""
-    limit = get_limits().max_objects_per_frame
+def _check_object_count(data: bytes, path: str, limit: int | None = None) -> None:
+    """Refuse a file of more than ``max_objects_per_frame`` objects (non-blank lines), before it is parsed
+    (``limit``: that limit, read once by a caller that checks many files)."""
+    limit = get_limits().max_objects_per_frame if limit is None else limit
     if data.count(b"\n") >= limit:  # cheap bound first; then the non-blank lines
         check_count(
             sum(1 for line in data.splitlines() if line.strip()), "max_objects_per_frame", path, "objects in one frame"
@@ -507,6 +508,7 @@ def read_object_table(
     names = list(dict.fromkeys(names)) if frames is not None else names
     contents: dict[str, bytes] = {}
     absent = []
+    limit = get_limits().max_objects_per_frame  # once, not per file
     with progress_bar(len(names), f"reading {folder.name}", "frame", progress) as bar:
         for name in names:
             bar.update()
@@ -514,7 +516,7 @@ def read_object_table(
             try:  # one open per file; a missing file (or a folder of that name) is what `missing` says
                 with open(path, "rb") as stream:
                     contents[name] = stream.read()
-                _check_object_count(contents[name], path)
+                _check_object_count(contents[name], path, limit)
             except OSError:
                 try:
                     read_text(path, what="KITTI object file")  # its message for an unreadable file

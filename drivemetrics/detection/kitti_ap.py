@@ -763,11 +763,20 @@ def evaluate_kitti_objects(
 
 
 def _check_object_values(frames: Sequence[KittiObjects] | ObjectTable, name: str) -> None:
-    """``validate_args``: finite boxes within ``max_abs_coordinate`` and finite scores, one line naming the argument."""
-    flat = _flatten(frames)
-    check_coordinates_within_limit(flat.bbox, f"{name}.bbox")
-    check_coordinates_within_limit(flat.box3d, f"{name}.location/dimensions/rotation_y")
-    check_values(flat.score, f"{name}.score", what="scores")
+    """``validate_args``: finite boxes within ``max_abs_coordinate`` and finite scores, one line naming the argument.
+
+    A folder's table is checked on its parsed columns as they are (flattening it, as the evaluation does next, would
+    cost that work twice: 5 % of ``kitti-object-eval``'s evaluation on 7,481 frames)."""
+    if isinstance(frames, ObjectTable) and isinstance(frames.parsed, tuple):
+        values = frames.parsed[1]  # file column order: truncated, occluded, alpha, bbox 4, h w l, x y z, ry, [score]
+        bbox, box3d = values[:, 3:7], values[:, 7:14]
+        score = values[:, 14] if values.shape[1] == 15 else np.zeros(0)
+    else:
+        flat = _flatten(frames)
+        bbox, box3d, score = flat.bbox, flat.box3d, flat.score
+    check_coordinates_within_limit(bbox, f"{name}.bbox")
+    check_coordinates_within_limit(box3d, f"{name}.location/dimensions/rotation_y")
+    check_values(score, f"{name}.score", what="scores")
 
 
 def _evaluate(

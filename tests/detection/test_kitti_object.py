@@ -90,6 +90,52 @@ def test_folders_read_as_tables_give_the_frames_values(kitti_dir, labels, tmp_pa
         evaluate_kitti_objects(gt_table, gt_table)
 
 
+def test_validate_args_checks_a_folder_table_as_its_frames(kitti_dir, labels):
+    """``validate_args`` on a folder's table (checked on its parsed columns, not flattened twice): the values the
+    frames' check refuses are refused on the table too, naming the same argument and column."""
+    import dataclasses
+
+    from drivemetrics._internal.limits import set_limits
+    from drivemetrics.detection.io import read_object_table
+
+    frames = [f"{i:06d}" for i in range(40)]
+    gt_table = read_object_table(kitti_dir / "label_2", frames, with_score=False)
+    det = [lab.with_score(0.5) for lab in labels[:40]]
+    det_table = dataclasses.replace(
+        gt_table,
+        with_score=True,
+        parsed=(
+            gt_table.parsed[0],
+            np.c_[gt_table.parsed[1], np.full(len(gt_table.parsed[1]), 0.5)],
+            gt_table.parsed[2],
+        ),
+    )
+    assert evaluate_kitti_objects(det_table, gt_table) == evaluate_kitti_objects(det, labels[:40])
+
+    def changed(table, column: int, value: float):
+        values = table.parsed[1].copy()
+        values[7, column] = value
+        return dataclasses.replace(table, parsed=(table.parsed[0], values, table.parsed[2]))
+
+    with set_limits(max_abs_coordinate=10_000):
+        for table_args, match in (
+            ((changed(det_table, 5, 1e5), gt_table), r"`preds\.bbox`: the coordinate 100000 is larger"),
+            ((changed(det_table, 12, -1e5), gt_table), r"`preds\.location/dimensions/rotation_y`: the coordinate"),
+            ((changed(det_table, 14, math.nan), gt_table), r"`preds\.score` contains NaN"),
+            (
+                (det_table, changed(gt_table, 9, math.inf)),
+                r"`target\.location/dimensions/rotation_y` contains infinite",
+            ),
+            ((det_table, changed(gt_table, 3, math.nan)), r"`target\.bbox` contains NaN"),
+        ):
+            with pytest.raises(ValueError, match=match):
+                evaluate_kitti_objects(*table_args)
+            frames_args = [list(t.frames().values()) for t in table_args]
+            with pytest.raises(ValueError, match=match):
+                evaluate_kitti_objects(*frames_args)
+        evaluate_kitti_objects(changed(det_table, 14, math.nan), gt_table, validate_args=False)  # not checked
+
+
 def test_groundtruth_as_detections_gives_100_where_cpp_does(labels):
     det = [lab.with_score(1.0) for lab in labels]
     result = evaluate_kitti_objects(det, labels)
