@@ -179,12 +179,14 @@ def add_device(parser: argparse.ArgumentParser, what: str, default: str | None =
 
 
 def check_device(name: str) -> None:
-    """Raise ``ValueError`` naming ``--device`` when this host cannot run on ``name`` (before any work is done)."""
-    import torch
+    """Raise ``ValueError`` naming ``--device`` when this host cannot run on ``name`` (before any work is done).
 
+    The CPU needs no check, so a host-code command (numpy) calls this without importing torch."""
     kind, _, index = name.partition(":")
     if kind == "cpu":
         return
+    import torch
+
     backend = getattr(torch, kind, None)
     available = backend is not None and bool(getattr(backend, "is_available", lambda: False)())
     if not available:

@@ -109,8 +109,7 @@ def _apollo3d_eval(args: argparse.Namespace) -> int:
     from drivemetrics._internal.options import check_device
     from drivemetrics.lane3d.evaluate import current_rank_shard, evaluate_apollo3d_files
 
-    if args.device.partition(":")[0] != "cpu":
-        check_device(args.device)
+    check_device(args.device)
     if args.json:
         check_output_path(args.json, input_files=[args.gt, args.pred], option="--json", is_folder=False)
     result = evaluate_apollo3d_files(
@@ -172,8 +171,7 @@ def _once3d_eval(args: argparse.Namespace) -> int:
     from drivemetrics._internal.options import check_device
     from drivemetrics.lane3d.evaluate import current_rank_shard, evaluate_once3d_files
 
-    if args.device.partition(":")[0] != "cpu":
-        check_device(args.device)
+    check_device(args.device)
     if args.json:
         check_output_path(args.json, input_files=[args.gt, args.pred], option="--json", is_folder=False)
     result = evaluate_once3d_files(
