@@ -102,3 +102,33 @@ def test_the_numpy_path_never_imports_torch():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def _nearest_by_scipy(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Row / column minima of scipy's ``cdist`` for each pair of ``a (K, Pa, D)``, ``b (K, Pb, D)`` (the reference
+    values of the map evaluators)."""
+    from scipy.spatial.distance import cdist
+
+    pairs = [cdist(x, y) for x, y in zip(a, b, strict=True)]
+    return np.stack([d.min(1) for d in pairs]), np.stack([d.min(0) for d in pairs])
+
+
+def test_nearest_distances_are_scipys_cdist_bits_on_every_path(monkeypatch):
+    rng = np.random.default_rng(3)
+    for dims in (2, 3):
+        a, b = rng.normal(size=(7, 31, dims)) * 20, rng.normal(size=(7, 23, dims)) * 20
+        expected = _nearest_by_scipy(a, b)
+        planes_a, planes_b = list(np.moveaxis(a, -1, 0)), list(np.moveaxis(b, -1, 0))
+        buffers = np.empty((7, 31, 23)), np.empty((7, 31, 23))
+        numpy_result = xp.nearest_distances(planes_a, planes_b, *buffers)  # torch imported: cdist in 2-D
+        tensor_result = xp.nearest_distances(
+            [torch.from_numpy(x) for x in planes_a],
+            [torch.from_numpy(x) for x in planes_b],
+            *(torch.from_numpy(x) for x in buffers),
+        )
+        with monkeypatch.context() as patch:
+            patch.setitem(sys.modules, "torch", None)  # a torch-free process: the elementwise passes
+            no_torch_result = xp.nearest_distances(planes_a, planes_b, *buffers)
+        for result in (numpy_result, tensor_result, no_torch_result):
+            assert np.array_equal(np.asarray(result[0]), expected[0])
+            assert np.array_equal(np.asarray(result[1]), expected[1])

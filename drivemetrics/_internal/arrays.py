@@ -64,6 +64,7 @@ __all__ = [
     "maximum",
     "minimum",
     "nan_to_num",
+    "nearest_distances",
     "on_device",
     "overflow_allowed",
     "pad_rows",
@@ -488,6 +489,30 @@ def segment_reduce(values: Array, reduce: str, starts: Array, lengths: Array) ->
         ufunc = np.minimum if reduce == "min" else np.maximum
         return ufunc.reduceat(values, starts, axis=0)
     return _torch().segment_reduce(values, reduce, lengths=lengths, axis=0)
+
+
+def nearest_distances(a: Sequence[Array], b: Sequence[Array], out: Array, scratch: Array) -> tuple[Array, Array]:
+    """Each point's distance to the nearest point of its partner set, both ways: ``(K, Pa)`` and ``(K, Pb)`` for
+    ``K`` pairs of point sets given as coordinate planes ``a[d] (K, Pa)``, ``b[d] (K, Pb)``.
+
+    The values of scipy's ``cdist`` (squared differences summed coordinate by coordinate, correctly rounded root;
+    the root is monotone, so the root of the smallest square is the smallest distance). Planar sets on the CPU go
+    through ``torch.cdist`` (``donot_use_mm_for_euclid_dist``: one pass, the same bits in 2-D, about 1.1-1.5x
+    faster than the elementwise passes) where torch is already imported; otherwise, and in 3-D (where ``cdist``
+    can be 1 ulp off) or on another device, :func:`sum_squared_differences` into ``out`` and ``scratch``
+    ``(K, Pa, Pb)``. No gradient.
+    """
+    torch = sys.modules.get("torch")
+    on_cpu = is_numpy(out) or out.device.type == "cpu"
+    if torch is not None and on_cpu and len(a) == 2 and str(out.dtype).endswith("float64"):
+        planes_a, planes_b = ([torch.as_tensor(x) for x in planes] for planes in (a, b))
+        distance = torch.cdist(
+            torch.stack(planes_a, -1), torch.stack(planes_b, -1), compute_mode="donot_use_mm_for_euclid_dist"
+        )
+        forward, backward = distance.amin(2), distance.amin(1)
+        return (forward.numpy(), backward.numpy()) if is_numpy(out) else (forward, backward)
+    squared = sum_squared_differences(a, b, out, scratch)
+    return sqrt(amin(squared, 2)), sqrt(amin(squared, 1))
 
 
 def sum_squared_differences(a: Sequence[Array], b: Sequence[Array], out: Array, scratch: Array) -> Array:

@@ -458,13 +458,12 @@ def _mean_distance_to_box(points: Array, mask: Array, low: Array, high: Array) -
 def _chamfer_of_group(a: Array, a_mask: Array, b: Array, b_mask: Array, buffers: tuple[Array, Array]) -> Array:
     """``(K,)`` symmetric Chamfer distances of the lines ``a (D, K, Pa)`` and ``b (D, K, Pb)`` (coordinate planes;
     padding repeats a line's last point, so it never changes a nearest distance, and is left out of the means).
-    Nearest points are found on squared distances (summed coordinate by coordinate, as scipy's ``cdist``), rooted
-    once per point."""
+    Nearest distances: :func:`~drivemetrics._internal.arrays.nearest_distances` (scipy's ``cdist`` values)."""
     k = a.shape[1]
-    squared = xp.sum_squared_differences(a, b, buffers[0][:k], buffers[1][:k])
+    forward, backward = xp.nearest_distances(a, b, buffers[0][:k], buffers[1][:k])
     # sequential sums (cumsum): the same value whatever padding a group adds (trailing zeros add nothing)
-    forward = xp.where(a_mask, xp.sqrt(xp.amin(squared, 2)), 0.0).cumsum(1)[:, -1] / a_mask.sum(1)
-    backward = xp.where(b_mask, xp.sqrt(xp.amin(squared, 1)), 0.0).cumsum(1)[:, -1] / b_mask.sum(1)
+    forward = xp.where(a_mask, forward, 0.0).cumsum(1)[:, -1] / a_mask.sum(1)
+    backward = xp.where(b_mask, backward, 0.0).cumsum(1)[:, -1] / b_mask.sum(1)
     return (forward + backward) / 2
 
 
