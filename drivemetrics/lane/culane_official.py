@@ -321,7 +321,9 @@ def _draw_cropped(
     columns ``left:`` it can reach (None for lanes of < 2 points)."""
     if pixels is None:
         return None
-    reach = int(line_width) + 4  # a round cap's radius is line_width / 2: a generous margin
+    # the farthest pixel of a thick line or its round caps lies line_width // 2 + 1 from its points (ThickLine's
+    # offsets and cap radius round (line_width / 2) * 2**16 to a pixel): two more pixels of margin
+    reach = int(line_width) // 2 + 3
     lo, hi = pixels.min(axis=0), pixels.max(axis=0)
     if lo.min() < -_FAR or hi.max() > _FAR:
         top = left = 0

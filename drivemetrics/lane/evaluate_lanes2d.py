@@ -151,14 +151,16 @@ def _score_llamas_chunk(
     """``(F, 2 + 10 * len(ious))`` int rows ``[n_gt, n_pred, TP at IoU 0.50 .. 0.95 per IoU kind]`` of a chunk of
     LLAMAS frames, and the default mode's notes."""
     from drivemetrics.lane.io import read_culane_file, read_llamas_label
-    from drivemetrics.lane.llamas_scoring import IOU_RANGE, frame_matched_ious, llamas_label_lanes
+    from drivemetrics.lane.llamas_scoring import IOU_RANGE, frame_matched_ious, llamas_labels_lanes
 
     thresholds = np.array(IOU_RANGE)
     rows = np.zeros((len(keys), 2 + 10 * len(ious)), dtype=np.int64)
     notes: list[str] = []
-    for f, key in enumerate(keys):
-        label_path = Path(labels_dir, key + ".json")
-        gts, label_notes = llamas_label_lanes(read_llamas_label(label_path), compat=compat, where=str(label_path))
+    # the chunk's labels first, their lanes built in one pass (as the official evaluator loads every label before
+    # any prediction, a bad label is named before a bad prediction file)
+    label_paths = [str(Path(labels_dir, key + ".json")) for key in keys]
+    gt_frames = llamas_labels_lanes([read_llamas_label(p) for p in label_paths], compat=compat, wheres=label_paths)
+    for f, (key, (gts, label_notes)) in enumerate(zip(keys, gt_frames, strict=True)):
         notes.extend(label_notes)
         pred_path = Path(pred_dir, key + ".lines.txt")
         if not pred_path.is_file():

@@ -9,7 +9,9 @@ their masks on that torch device (the drawing stays OpenCV's, the official raste
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -29,6 +31,7 @@ __all__ = [
     "frame_matched_ious",
     "llamas_interpolate",
     "llamas_label_lanes",
+    "llamas_labels_lanes",
     "pixel_iou",
     "shapely_iou",
 ]
@@ -85,10 +88,13 @@ def _extend_lane(px: np.ndarray, z: list[float], compat: Compat, where: str) -> 
     return np.concatenate([fake, px])
 
 
-def _sample_lanes(lanes: list[np.ndarray], compat: Compat, wheres: list[str]) -> np.ndarray:
+def _sample_lanes(lanes: list[np.ndarray], compat: Compat) -> tuple[np.ndarray, np.ndarray]:
     """``SplineCreator._sample_points`` up to its gap filling (:func:`_fill_gaps`) of every lane at once (``(n,
     4)`` marker pixels each): ``(L, 717)`` mean x per row, ``-1`` = none. Within a lane every marker's start comes
-    first, then the samples of the markers taller than 2 px, in marker order (the official order of the sums)."""
+    first, then the samples of the markers taller than 2 px, in marker order (the official order of the sums).
+
+    Also returns, per lane, the lowest row a marker reaches when it lies outside the 717-row image in
+    ``compat="reference"`` (the official code stops there; the caller raises), else ``-1``."""
     height = LLAMAS_HEIGHT
     m = np.concatenate(lanes) if lanes else np.zeros((0, 4), dtype=np.int64)
     lane_of = np.repeat(np.arange(len(lanes)), [len(px) for px in lanes])
@@ -104,14 +110,12 @@ def _sample_lanes(lanes: list[np.ndarray], compat: Compat, wheres: list[str]) ->
     rows = np.concatenate([sy, _ir(sy[which] - st * i)])
     xs = np.concatenate([sx.astype(np.float64), _ir(sx[which] + sl * st * i).astype(np.float64)])
     lane = np.concatenate([lane_of, lane_of[which]])
+    outside = np.full(len(lanes), -1, dtype=np.int64)
     if compat == "reference":
         bad = (rows >= height) | (rows < -height)
         if bad.any():
-            k = int(lane[bad].min())
-            raise ValueError(
-                f"{wheres[k]}: a marker reaches row {int(rows[lane == k].max())}, outside the 717-row image (the "
-                "official _sample_points stops in pdb.set_trace)"
-            )
+            for k in np.unique(lane[bad]).tolist():
+                outside[k] = int(rows[lane == k].max())
         rows = rows % height  # a negative row indexes from the end of the list, as in Python
     else:
         keep = (rows >= 0) & (rows < height)
@@ -119,13 +123,15 @@ def _sample_lanes(lanes: list[np.ndarray], compat: Compat, wheres: list[str]) ->
     size = len(lanes) * height
     total = np.bincount(lane * height + rows, weights=xs, minlength=size).reshape(len(lanes), height)
     count = np.bincount(lane * height + rows, minlength=size).reshape(len(lanes), height)
-    return np.where(count > 0, total / np.maximum(count, 1), -1.0)
+    return np.where(count > 0, total / np.maximum(count, 1), -1.0), outside
 
 
 def _fill_gaps(values: np.ndarray) -> np.ndarray:
     """The official gap filling of ``_sample_points`` on ``(N, 717)`` row means (``-1`` = none), all lanes at once:
     every unset row between two set rows of a lane gets ``x[r - 1] + (x[next] - x[r - 1]) / (next - r + 1)``, row
-    after row (a recurrence, not a closed form, so the same floats)."""
+    after row (a recurrence, not a closed form, so the same floats). The recurrence steps every gap at once: step
+    ``k`` sets the ``k``-th row of every gap longer than ``k`` (the same IEEE operations as the official Python
+    floats, one element each)."""
     flat = values.reshape(-1)
     set_idx = np.flatnonzero(flat != -1)
     starts, ends = set_idx[:-1] + 1, set_idx[1:]  # unset rows starts..ends-1 lie before the set row `ends`
@@ -133,13 +139,15 @@ def _fill_gaps(values: np.ndarray) -> np.ndarray:
     starts, ends = starts[gap], ends[gap]
     if not starts.size:
         return values
-    x = flat.tolist()  # Python floats: the same IEEE operations, without numpy's per-call cost on short gaps
-    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
-        target = x[end]
-        for r in range(start, end):
-            prev = x[r - 1]
-            x[r] = prev + (target - prev) / (end - r + 1)
-    flat[:] = x
+    order = np.argsort(starts - ends, kind="stable")  # the longest gaps first: gaps still open are a prefix
+    starts, ends = starts[order], ends[order]
+    length = ends - starts  # descending
+    still_open = len(length) - np.searchsorted(length[::-1], np.arange(int(length[0])), side="right")
+    targets = flat[ends]
+    for k, n in enumerate(still_open.tolist()):  # gaps longer than k
+        r = starts[:n] + k
+        prev = flat[r - 1]
+        flat[r] = prev + (targets[:n] - prev) / (ends[:n] - r + 1)
     return values
 
 
@@ -187,71 +195,114 @@ def llamas_label_lanes(
         >>> lanes[0][0].tolist(), lanes[0][-1].tolist(), len(lanes[0])  # from the far marker down to row 716
         ([690.0, 403.0], [1108.0, 716.0], 314)
     """
+    return llamas_labels_lanes([label], compat=compat, wheres=[where])[0]
+
+
+def llamas_labels_lanes(
+    labels: Sequence[dict | str], *, compat: Compat = "default", wheres: Sequence[str] | None = None
+) -> list[tuple[list[np.ndarray], list[str]]]:
+    """:func:`llamas_label_lanes` of several labels at once (the sampling and the gap filling of all their lanes
+    in one pass): per label, its lanes and notes. ``wheres``: the labels' names in messages (``label 0``, ...).
+    In ``compat="reference"`` the first label that the official code fails on raises, its own first error (the
+    labels before it are done first, as one by one).
+
+    Examples:
+        >>> from drivemetrics.lane.llamas_scoring import llamas_labels_lanes
+        >>> marker = {"world_start": {"x": 1.5, "y": 1.6, "z": 8.0}, "world_end": {"x": 1.5, "y": 1.6, "z": 14.0},
+        ...           "pixel_start": {"x": 900, "y": 560}, "pixel_end": {"x": 780, "y": 470}}
+        >>> far = {"world_start": {"x": 1.5, "y": 1.6, "z": 20.0}, "world_end": {"x": 1.5, "y": 1.6, "z": 26.0},
+        ...        "pixel_start": {"x": 720, "y": 425}, "pixel_end": {"x": 690, "y": 403}}
+        >>> label = {"lanes": [{"lane_id": "r0", "markers": [marker, far]}]}
+        >>> [len(lanes[0]) for lanes, notes in llamas_labels_lanes([label, {"lanes": []}, label])[::2]]
+        [314, 314]
+    """
     check_compat(compat)
-    content = json.loads(label) if isinstance(label, str) else label
-    lanes = content["lanes"]
-    kept = []
-    for lane in lanes:
-        rows = [int(m["pixel_start"]["y"]) for m in lane["markers"]]
-        if not rows or max(rows) - min(rows) < 20 or len(lane["markers"]) < 2:
-            continue
-        kept.append(lane)
-    # the renaming closes gaps in the ids (l3, l2, l0 -> l2, l1, l0); done after the drops (reference), a dropped
-    # l0 makes l1 the scored l0 and brings l2 in; the default renames the JSON's lanes before dropping any
-    ids = [lane["lane_id"] for lane in (kept if compat == "reference" else lanes)]
-    mapping = _rename(ids)
-    notes: list[str] = []
-    names, sampled, wheres = [], [], []
-    error: ValueError | None = None
-    for lane in kept:
-        markers = lane["markers"]
-        px = np.array(
-            [[int(m[k][a]) for k in ("pixel_start", "pixel_end") for a in ("x", "y")] for m in markers], dtype=np.int64
-        )
-        name = mapping.get(lane["lane_id"], lane["lane_id"])
-        lane_where = f"{where} lane {lane['lane_id']}"
-        usable = bool(_usable(px).any())
-        if compat != "reference" and name not in LANE_SLOTS:  # the official code samples every lane
-            if not usable:
-                notes.append(
-                    f"{lane_where}: all markers vertical or horizontal, not scored (the official code crashes)"
-                )
-            continue
-        try:
-            extended = _extend_lane(px, [float(m["world_start"]["z"]) for m in markers], compat, lane_where)
-        except ValueError as err:  # raised after the lanes before it are sampled (their errors come first)
-            error = err
-            break
-        names.append(name)
-        sampled.append(extended)
-        wheres.append(lane_where)
-        if compat != "reference" and not usable:
-            notes.append(f"{lane_where}: all markers vertical or horizontal, not extended")
-    rows_x = _sample_lanes(sampled, compat, wheres)
-    if error is not None:
-        raise error
-    by_id: dict[str, np.ndarray] = dict(zip(names, rows_x, strict=True))  # a repeated name: the last lane
-    out = []
+    if wheres is None:
+        wheres = [f"label {k}" for k in range(len(labels))]
+    frames = []  # per label: its sampled lanes' names, first lane index, notes, deferred error
+    sampled: list[np.ndarray] = []
+    lane_wheres: list[str] = []
+    for label, where in zip(labels, wheres, strict=True):
+        content = json.loads(label) if isinstance(label, str) else label
+        lanes = content["lanes"]
+        kept = []
+        for lane in lanes:
+            rows = [int(m["pixel_start"]["y"]) for m in lane["markers"]]
+            if not rows or max(rows) - min(rows) < 20 or len(lane["markers"]) < 2:
+                continue
+            kept.append(lane)
+        # the renaming closes gaps in the ids (l3, l2, l0 -> l2, l1, l0); done after the drops (reference), a
+        # dropped l0 makes l1 the scored l0 and brings l2 in; the default renames the JSON's lanes before dropping
+        ids = [lane["lane_id"] for lane in (kept if compat == "reference" else lanes)]
+        mapping = _rename(ids)
+        notes: list[str] = []
+        names: list[str] = []
+        first = len(sampled)
+        error: ValueError | None = None
+        for lane in kept:
+            markers = lane["markers"]
+            px = np.array(
+                [[int(m[k][a]) for k in ("pixel_start", "pixel_end") for a in ("x", "y")] for m in markers],
+                dtype=np.int64,
+            )
+            name = mapping.get(lane["lane_id"], lane["lane_id"])
+            lane_where = f"{where} lane {lane['lane_id']}"
+            usable = bool(_usable(px).any())
+            if compat != "reference" and name not in LANE_SLOTS:  # the official code samples every lane
+                if not usable:
+                    notes.append(
+                        f"{lane_where}: all markers vertical or horizontal, not scored (the official code crashes)"
+                    )
+                continue
+            try:
+                extended = _extend_lane(px, [float(m["world_start"]["z"]) for m in markers], compat, lane_where)
+            except ValueError as err:  # raised after the lanes before it are sampled (their errors come first)
+                error = err
+                break
+            names.append(name)
+            sampled.append(extended)
+            lane_wheres.append(lane_where)
+            if compat != "reference" and not usable:
+                notes.append(f"{lane_where}: all markers vertical or horizontal, not extended")
+        frames.append((names, first, notes, error))
+    rows_x, outside = _sample_lanes(sampled, compat)
+    by_frame: list[dict[str, np.ndarray]] = []
+    for names, first, _, _ in frames:
+        by_frame.append(dict(zip(names, rows_x[first : first + len(names)], strict=True)))  # a repeated name: last
+    kept_rows = [xs for by_id in by_frame for xs in by_id.values()]
+    if kept_rows:
+        filled = iter(_fill_gaps(np.stack(kept_rows)))
+        by_frame = [{name: next(filled) for name in by_id} for by_id in by_frame]
     rows_all = np.arange(LLAMAS_HEIGHT, dtype=np.float64)
-    if by_id:
-        filled = _fill_gaps(np.stack(list(by_id.values())))
-        by_id = dict(zip(by_id, filled, strict=True))
-    for slot in LANE_SLOTS:
-        if slot not in by_id:
-            continue
-        xs = by_id[slot]
-        if (xs >= 0).sum() <= 1:  # "lanes annotated with a single point are ignored"
-            continue
-        keep = xs[GT_FIRST_ROW:] >= 0
-        if keep.sum() <= 1:
-            if compat == "reference":
+    out = []
+    for (names, first, notes, error), by_id, where in zip(frames, by_frame, wheres, strict=True):
+        for k in range(first, first + len(names)):
+            if outside[k] >= 0:
                 raise ValueError(
-                    f"{where} lane {slot}: fewer than 2 points at rows >= 300 (the official add_ys assertion fails)"
+                    f"{lane_wheres[k]}: a marker reaches row {int(outside[k])}, outside the 717-row image (the "
+                    "official _sample_points stops in pdb.set_trace)"
                 )
-            notes.append(f"{where} lane {slot}: no points at rows >= 300, not scored")
-            continue
-        out.append(np.stack([xs[GT_FIRST_ROW:][keep], rows_all[GT_FIRST_ROW:][keep]], axis=1))
-    return out, notes
+        if error is not None:
+            raise error
+        lanes_out = []
+        for slot in LANE_SLOTS:
+            if slot not in by_id:
+                continue
+            xs = by_id[slot]
+            if (xs >= 0).sum() <= 1:  # "lanes annotated with a single point are ignored"
+                continue
+            keep = xs[GT_FIRST_ROW:] >= 0
+            if keep.sum() <= 1:
+                if compat == "reference":
+                    raise ValueError(
+                        f"{where} lane {slot}: fewer than 2 points at rows >= 300 (the official add_ys assertion "
+                        "fails)"
+                    )
+                notes.append(f"{where} lane {slot}: no points at rows >= 300, not scored")
+                continue
+            lanes_out.append(np.stack([xs[GT_FIRST_ROW:][keep], rows_all[GT_FIRST_ROW:][keep]], axis=1))
+        out.append((lanes_out, notes))
+    return out
 
 
 # ------------------------------------------------------------------------------------------- prediction resampling
@@ -281,8 +332,16 @@ def llamas_interpolate(points: np.ndarray, n: int = 50, where: str = "prediction
             f"{where}: all points of the lane are equal, no curve to fit (the official splprep raises "
             "`1 <= k= 0 <=5 must hold`)"
         )
-    tck, _ = splprep([p[:, 0].tolist(), p[:, 1].tolist()], s=0, t=n, k=min(3, len(p) - 1))
-    return np.array(splev(np.linspace(0.0, 1.0, n), tck)).T
+    tck, _ = splprep(p.T, s=0, t=n, k=min(3, len(p) - 1))  # the same float64 values as the official lists
+    return np.array(splev(_uniform(n), tck)).T
+
+
+@functools.cache
+def _uniform(n: int) -> np.ndarray:
+    """``np.linspace(0, 1, n)``, made once per ``n`` (read-only)."""
+    out = np.linspace(0.0, 1.0, n)
+    out.flags.writeable = False
+    return out
 
 
 # ------------------------------------------------------------------------------------------------------- IoUs
