@@ -295,8 +295,7 @@ def llamas_labels_lanes(
             if keep.sum() <= 1:
                 if compat == "reference":
                     raise ValueError(
-                        f"{where} lane {slot}: fewer than 2 points at rows >= 300 (the official add_ys assertion "
-                        "fails)"
+                        f"{where} lane {slot}: fewer than 2 points at rows >= 300 (the official add_ys assertion fails)"
                     )
                 notes.append(f"{where} lane {slot}: no points at rows >= 300, not scored")
                 continue
@@ -332,8 +331,65 @@ def llamas_interpolate(points: np.ndarray, n: int = 50, where: str = "prediction
             f"{where}: all points of the lane are equal, no curve to fit (the official splprep raises "
             "`1 <= k= 0 <=5 must hold`)"
         )
-    tck, _ = splprep(p.T, s=0, t=n, k=min(3, len(p) - 1))  # the same float64 values as the official lists
+    k = min(3, len(p) - 1)
+    fitpack = _fitpack_calls()
+    if fitpack is not None:
+        out = _fit_and_sample(p, k, n, *fitpack)
+        if out is not None:
+            return out
+    tck, _ = splprep(p.T, s=0, t=n, k=k)  # the same float64 values as the official lists
     return np.array(splev(_uniform(n), tck)).T
+
+
+def _fit_and_sample(p: np.ndarray, k: int, n: int, parcur: Any, spline_at: Any) -> np.ndarray | None:
+    """``splprep(p.T, s=0, t=n, k=k)`` and ``splev`` at ``n`` uniform parameters as the FITPACK calls that SciPy's
+    wrappers make with those arguments (the same arrays in, the same floats out; the wrappers' argument handling
+    costs more than the fit of a 50-point lane). ``None`` where FITPACK reports an error or a warning: the public
+    functions then raise or warn as the official code's."""
+    m = len(p)
+    knots, coef, info = parcur(
+        p.reshape(-1), np.ones(m), np.zeros(m), 0, 1, k, 0, False, 0, np.atleast_1d(n), max(m + k + 1, 2 * k + 3),
+        np.array([], float), np.array([], _FITPACK_INT), 0,
+    )  # fmt: skip
+    if info["ier"] > 0:
+        return None
+    coef = coef.reshape(2, len(knots) - k - 1)
+    x, ier_x = spline_at(knots, coef[0], k, _uniform(n), 0)
+    y, ier_y = spline_at(knots, coef[1], k, _uniform(n), 0)
+    if ier_x or ier_y:
+        return None
+    return np.array([x, y]).T
+
+
+@functools.cache
+def _fitpack_calls() -> tuple[Any, Any] | None:
+    """SciPy's ``_fitpack._parcur`` and ``_dfitpack.splev`` (the FITPACK calls behind ``splprep`` and ``splev``;
+    private, so used only where they give the public functions' floats on a check lane), else ``None``."""
+    try:
+        from scipy.interpolate import _dfitpack, _fitpack, splev, splprep
+
+        global _FITPACK_INT
+        _FITPACK_INT = _dfitpack.types.intvar.dtype  # splprep's empty integer work array
+        calls = (_fitpack._parcur, _dfitpack.splev)
+        for lane in _CHECK_LANES:
+            k = min(3, len(lane) - 1)
+            tck, _ = splprep(lane.T, s=0, t=50, k=k)
+            want = np.array(splev(_uniform(50), tck)).T
+            got = _fit_and_sample(lane, k, 50, *calls)
+            if got is None or got.tobytes() != want.tobytes():
+                return None
+    except Exception:  # another SciPy: the public functions
+        return None
+    return calls
+
+
+_FITPACK_INT: Any = np.int32
+#: Lanes of 2, 3 and 9 points (k = 1, 2, 3) on which :func:`_fitpack_calls` checks the FITPACK calls.
+_CHECK_LANES = (
+    np.array([[600.0, 700.0], [640.0, 500.0]]),
+    np.array([[600.0, 700.0], [630.5, 560.25], [640.0, 500.0]]),
+    np.array([[700.0 + 3.0 * i - 0.37 * i * i, 716.0 - 40.0 * i] for i in range(9)]),
+)
 
 
 @functools.cache
