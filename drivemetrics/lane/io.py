@@ -63,7 +63,23 @@ def read_culane_file(path: str | Path, missing_ok: bool = False) -> list[np.ndar
         raise FileNotFoundError(f"CULane lane file not found: {path}") from None
     lines = text.splitlines()
     check_count(len(lines), "max_lanes_per_frame", path, "lines (lanes)")
-    lanes = []
+    try:  # the common case, every line well formed: checked all at once
+        lanes = [np.array(line.split(), dtype=np.float64) for line in lines]
+    except ValueError:
+        lanes = None
+    if lanes is not None and lanes:
+        values = np.concatenate(lanes)
+        longest = max(lane.size for lane in lanes)
+        limits = get_limits()
+        if (
+            not any(lane.size % 2 for lane in lanes)
+            and longest // 2 <= limits.max_lane_points
+            and bool((np.abs(values) <= limits.max_abs_coordinate).all())  # NaN fails too
+        ):
+            return [lane.reshape(-1, 2) for lane in lanes]
+    elif lanes is not None:
+        return []
+    lanes = []  # line by line: the first bad line named
     for number, line in enumerate(lines, start=1):
         try:
             values = np.array(line.split(), dtype=np.float64)
