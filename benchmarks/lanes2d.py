@@ -14,10 +14,11 @@ repositories given on the command line (no default paths):
   ``test_curvelanes.py``, nine passes for the score thresholds 0.1 .. 0.9 (vega's ``LaneMetric``).
 
 ``drivemetrics`` runs as a user runs it (a fresh ``python -m drivemetrics`` process, JSON written), both compat
-modes. Printed: wall seconds of each side (median of ``--repeat`` alternating runs), the ratio, whether the numbers
-are equal (reference mode: every count and value), the load average. ``python benchmarks/lanes2d.py --work DIR
---llamas-repo R1 --condlane-repo R2 [--llamas-frames N] [--curvelanes-frames N] [--repeat 1] [--json OUT]``
-(``--llamas-frames 0`` or ``--curvelanes-frames 0`` skips that benchmark).
+modes, with ``--workers 1`` (``--workers`` here: like for like with the official evaluators, which run sequentially;
+``auto`` for the pool's own policy). Printed: wall seconds of each side (median of ``--repeat`` alternating runs),
+the ratio, whether the numbers are equal (reference mode: every count and value), the load average. ``python
+benchmarks/lanes2d.py --work DIR --llamas-repo R1 --condlane-repo R2 [--llamas-frames N] [--curvelanes-frames N]
+[--repeat 1] [--json OUT]`` (``--llamas-frames 0`` or ``--curvelanes-frames 0`` skips that benchmark).
 """
 
 from __future__ import annotations
@@ -197,9 +198,10 @@ def _timed(argv: list[str], cwd: Path | None = None) -> float:
     return time.perf_counter() - start
 
 
-def _ours(command: str, gt: Path, pred: Path, out: Path, compat: str) -> list[str]:
-    return [sys.executable, "-m", "drivemetrics", command, "--gt", str(gt), "--pred", str(pred), "--compat", compat,
+def _ours(command: str, gt: Path, pred: Path, out: Path, compat: str, workers: str) -> list[str]:
+    argv = [sys.executable, "-m", "drivemetrics", command, "--gt", str(gt), "--pred", str(pred), "--compat", compat,
             "--no-progress", "--json", str(out)]  # fmt: skip
+    return argv if workers == "auto" else [*argv, "--workers", workers]
 
 
 def main() -> None:
@@ -211,11 +213,21 @@ def main() -> None:
     ap.add_argument("--curvelanes-frames", type=int, default=5000, help="CurveLanes frames (0: skip CurveLanes)")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument(
+        "--workers",
+        default="1",
+        help="drivemetrics' --workers: 1 (default) is like for like with the official evaluators, which run "
+        "sequentially here; 'auto' leaves it to the pool's policy (a pool only on free cores)",
+    )
     args = ap.parse_args()
     work = args.work.resolve()
     python = _official_env(work, args.llamas_repo, args.condlane_repo)
     env_ours = dict(os.environ, PYTHONPATH=str(REPO))
-    report: dict[str, object] = {"load_before": os.getloadavg(), "python": sys.version.split()[0]}
+    report: dict[str, object] = {
+        "load_before": os.getloadavg(),
+        "python": sys.version.split()[0],
+        "drivemetrics_workers": args.workers,
+    }
     ll, cl = work / f"llamas_{args.llamas_frames}", work / f"curvelanes_{args.curvelanes_frames}"
     if args.llamas_frames and not ll.exists():
         _llamas_frames(ll, args.llamas_frames, 7)
@@ -250,7 +262,9 @@ def main() -> None:
         for _ in range(args.repeat):
             times["official"].append(_timed(official_argv, cwd=work))
             for compat in ("reference", "default"):
-                times[compat].append(_timed(_ours(command, gt, pred, work / f"{name}_{compat}.json", compat)))
+                times[compat].append(
+                    _timed(_ours(command, gt, pred, work / f"{name}_{compat}.json", compat, args.workers))
+                )
         official = json.loads((work / f"{name}_official.json").read_text())
         ours = json.loads((work / f"{name}_reference.json").read_text())
         if name == "llamas":
