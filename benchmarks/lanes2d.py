@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -190,11 +191,23 @@ json.dump(res, open(out, "w"))
 """
 
 
-def _timed(argv: list[str], cwd: Path | None = None) -> float:
-    start = time.perf_counter()
+#: CPU seconds (user + system) of each timed command, by the label _timed was given: on a shared machine the wall
+#: seconds also depend on the share of a core each command got, the CPU seconds do not
+CPU_SECONDS: dict[str, list[float]] = {}
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _timed(argv: list[str], cwd: Path | None = None, label: str | None = None) -> float:
+    start, cpu = time.perf_counter(), _children_cpu()
     done = subprocess.run(argv, capture_output=True, text=True, cwd=cwd)
     if done.returncode:
         raise RuntimeError(f"{' '.join(argv[:4])} ...: {done.stderr[-2000:]}")
+    if label is not None:
+        CPU_SECONDS.setdefault(label, []).append(_children_cpu() - cpu)
     return time.perf_counter() - start
 
 
@@ -260,10 +273,13 @@ def main() -> None:
             continue
         times: dict[str, list[float]] = {"official": [], "reference": [], "default": []}
         for _ in range(args.repeat):
-            times["official"].append(_timed(official_argv, cwd=work))
+            times["official"].append(_timed(official_argv, cwd=work, label=f"{name} official"))
             for compat in ("reference", "default"):
                 times[compat].append(
-                    _timed(_ours(command, gt, pred, work / f"{name}_{compat}.json", compat, args.workers))
+                    _timed(
+                        _ours(command, gt, pred, work / f"{name}_{compat}.json", compat, args.workers),
+                        label=f"{name} {compat}",
+                    )
                 )
         official = json.loads((work / f"{name}_official.json").read_text())
         ours = json.loads((work / f"{name}_reference.json").read_text())
@@ -279,9 +295,12 @@ def main() -> None:
                 for t, v in official.items()
             )
         med = {k: statistics.median(v) for k, v in times.items()}
+        cpu = {k: statistics.median(CPU_SECONDS[f"{name} {k}"]) for k in times}
         row = {
             "frames": frames,
             "seconds": med,
+            "cpu_seconds": cpu,  # user + system of the command and its children
+            "cpu_ratio_reference": cpu["official"] / cpu["reference"],
             "ratio_reference": med["official"] / med["reference"],
             "ratio_default": med["official"] / med["default"],
             "ratio_reference_after_start_up": med["official"] / max(med["reference"] - start_up, 1e-9),
@@ -292,7 +311,9 @@ def main() -> None:
         print(
             f"{name:<11} {frames} frames: official {med['official']:.1f} s, reference {med['reference']:.1f} s "
             f"({row['ratio_reference']:.1f}x; {row['ratio_reference_after_start_up']:.1f}x after start-up), "
-            f"default {med['default']:.1f} s ({row['ratio_default']:.1f}x), numbers equal: {equal}, "
+            f"default {med['default']:.1f} s ({row['ratio_default']:.1f}x), CPU seconds official "
+            f"{cpu['official']:.1f} / reference {cpu['reference']:.1f} ({row['cpu_ratio_reference']:.1f}x), "
+            f"numbers equal: {equal}, "
             f"load {os.getloadavg()[0]:.2f}"
         )
     if args.json:

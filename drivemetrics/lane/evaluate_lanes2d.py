@@ -166,8 +166,10 @@ def _llamas_chunk_rows(
     notes: list[str] = []
     # the chunk's labels first, their lanes built in one pass (as the official evaluator loads every label before
     # any prediction, a bad label is named before a bad prediction file)
-    label_paths = [str(Path(labels_dir, key + ".json")) for key in keys]
-    gt_frames = llamas_labels_lanes([read_llamas_label(p) for p in label_paths], compat=compat, wheres=label_paths)
+    label_paths = [Path(labels_dir, key + ".json") for key in keys]
+    gt_frames = llamas_labels_lanes(
+        [read_llamas_label(p) for p in label_paths], compat=compat, wheres=[str(p) for p in label_paths]
+    )
     for f, (key, (gts, label_notes)) in enumerate(zip(keys, gt_frames, strict=True)):
         notes.extend(label_notes)
         pred_path = Path(pred_dir, key + ".lines.txt")

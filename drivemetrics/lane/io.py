@@ -54,7 +54,7 @@ def read_culane_file(path: str | Path, missing_ok: bool = False) -> list[np.ndar
     the 1-based line. ``missing_ok``: a missing file reads as no lanes (the official tool's behaviour for
     prediction files); otherwise ``FileNotFoundError``.
     """
-    path = Path(path)
+    path = path if isinstance(path, Path) else Path(path)
     try:
         text = read_text(path, what="CULane lane file")
     except FileNotFoundError:
@@ -424,7 +424,7 @@ def read_llamas_label(path: str | Path) -> dict:
     """A LLAMAS label JSON, checked: ``lanes`` of ``{"lane_id", "markers"}`` whose markers have ``pixel_start``,
     ``pixel_end`` (``x``, ``y`` numbers) and ``world_start``, ``world_end`` (``x``, ``y``, ``z``); bad structure
     raises ``ValueError`` naming the file."""
-    path = Path(path)
+    path = path if isinstance(path, Path) else Path(path)
     try:
         text = read_text(path, what="LLAMAS label")
     except FileNotFoundError:
