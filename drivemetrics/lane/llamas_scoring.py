@@ -54,27 +54,30 @@ def _ir(values: np.ndarray) -> np.ndarray:
     return np.rint(np.asarray(values, dtype=np.float64)).astype(np.int64)
 
 
-def _usable(px: np.ndarray) -> np.ndarray:
-    """The markers (rows of ``(n, 4)`` pixels ``sx, sy, ex, ey``) ``_extend_lane`` may extend: neither vertical nor
+def _usable(px: list[tuple[int, int, int, int]]) -> list[int]:
+    """The markers (``sx, sy, ex, ey`` pixels) ``_extend_lane`` may extend, by index: neither vertical nor
     horizontal in the image."""
-    return (px[:, 1] != px[:, 3]) & (px[:, 0] != px[:, 2])
+    return [k for k, (sx, sy, ex, ey) in enumerate(px) if sy != ey and sx != ex]
 
 
-def _extend_lane(px: np.ndarray, z: list[float], compat: Compat, where: str) -> np.ndarray:
-    """``spline_creator._extend_lane`` on ``(n, 4)`` int64 marker pixels and the markers' ``world_start.z``: a
-    marker from the nearest marker's start to row 716 or the image side, prepended."""
-    usable = np.flatnonzero(_usable(px))
-    if not usable.size:
+def _extend_lane(
+    px: list[tuple[int, int, int, int]], z: list[float], compat: Compat, where: str
+) -> list[tuple[int, int, int, int]]:
+    """``spline_creator._extend_lane`` on the marker pixels (``sx, sy, ex, ey`` Python ints, as the official code
+    computes) and the markers' ``world_start.z``: a marker from the nearest marker's start to row 716 or the image
+    side, prepended."""
+    usable = _usable(px)
+    if not usable:
         if compat == "reference":
             raise ValueError(
                 f"{where}: a lane whose markers are all vertical or horizontal in the image has no marker to extend "
                 "(the official _extend_lane raises `min() arg is an empty sequence`)"
             )
         return px  # default: nothing to extend from, the lane is scored as its markers give it
-    closest = min(usable.tolist(), key=lambda k: z[k])  # the first of equals, as min()
+    closest = min(usable, key=lambda k: z[k])  # the first of equals, as min()
     if z[closest] < 0:
         return px
-    sx, sy, ex, ey = px[closest].tolist()  # Python ints and floats, as the official code computes
+    sx, sy, ex, ey = px[closest]
     x_gradient = (ex - sx) / (ey - sy)
     y_gradient = (ey - sy) / (ex - sx)
     zero_x = sx + (716 - sy) * x_gradient
@@ -84,19 +87,19 @@ def _extend_lane(px: np.ndarray, z: list[float], compat: Compat, where: str) -> 
         new = (1276, sy + (1276 - sx) * y_gradient)
     else:
         new = (zero_x, 716)
-    fake = np.array([[round(new[0]), round(new[1]), sx, sy]], dtype=np.int64)  # helper_scripts.ir
-    return np.concatenate([fake, px])
+    return [(round(new[0]), round(new[1]), sx, sy), *px]  # helper_scripts.ir
 
 
-def _sample_lanes(lanes: list[np.ndarray], compat: Compat) -> tuple[np.ndarray, np.ndarray]:
-    """``SplineCreator._sample_points`` up to its gap filling (:func:`_fill_gaps`) of every lane at once (``(n,
-    4)`` marker pixels each): ``(L, 717)`` mean x per row, ``-1`` = none. Within a lane every marker's start comes
-    first, then the samples of the markers taller than 2 px, in marker order (the official order of the sums).
+def _sample_lanes(lanes: list[list[tuple[int, int, int, int]]], compat: Compat) -> tuple[np.ndarray, np.ndarray]:
+    """``SplineCreator._sample_points`` up to its gap filling (:func:`_fill_gaps`) of every lane at once (its
+    markers' pixels ``sx, sy, ex, ey`` each): ``(L, 717)`` mean x per row, ``-1`` = none. Within a lane every
+    marker's start comes first, then the samples of the markers taller than 2 px, in marker order (the official
+    order of the sums).
 
     Also returns, per lane, the lowest row a marker reaches when it lies outside the 717-row image in
     ``compat="reference"`` (the official code stops there; the caller raises), else ``-1``."""
     height = LLAMAS_HEIGHT
-    m = np.concatenate(lanes) if lanes else np.zeros((0, 4), dtype=np.int64)
+    m = np.array([row for px in lanes for row in px], dtype=np.int64).reshape(-1, 4)
     lane_of = np.repeat(np.arange(len(lanes)), [len(px) for px in lanes])
     sx, sy, ex, ey = m.T
     tall = sy - ey
@@ -220,7 +223,7 @@ def llamas_labels_lanes(
     if wheres is None:
         wheres = [f"label {k}" for k in range(len(labels))]
     frames = []  # per label: its sampled lanes' names, first lane index, notes, deferred error
-    sampled: list[np.ndarray] = []
+    sampled: list[list[tuple[int, int, int, int]]] = []
     lane_wheres: list[str] = []
     for label, where in zip(labels, wheres, strict=True):
         content = json.loads(label) if isinstance(label, str) else label
@@ -241,13 +244,11 @@ def llamas_labels_lanes(
         error: ValueError | None = None
         for lane in kept:
             markers = lane["markers"]
-            px = np.array(
-                [[int(m[k][a]) for k in ("pixel_start", "pixel_end") for a in ("x", "y")] for m in markers],
-                dtype=np.int64,
-            )
+            ends = [(m["pixel_start"], m["pixel_end"]) for m in markers]
+            px = [(int(ps["x"]), int(ps["y"]), int(pe["x"]), int(pe["y"])) for ps, pe in ends]  # read_json's int()
             name = mapping.get(lane["lane_id"], lane["lane_id"])
             lane_where = f"{where} lane {lane['lane_id']}"
-            usable = bool(_usable(px).any())
+            usable = bool(_usable(px))
             if compat != "reference" and name not in LANE_SLOTS:  # the official code samples every lane
                 if not usable:
                     notes.append(
