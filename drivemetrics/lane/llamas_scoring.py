@@ -271,12 +271,17 @@ def llamas_labels_lanes(
     for names, first, _, _ in frames:
         by_frame.append(dict(zip(names, rows_x[first : first + len(names)], strict=True)))  # a repeated name: last
     kept_rows = [xs for by_id in by_frame for xs in by_id.values()]
-    if kept_rows:
-        filled = iter(_fill_gaps(np.stack(kept_rows)))
-        by_frame = [{name: next(filled) for name in by_id} for by_id in by_frame]
-    rows_all = np.arange(LLAMAS_HEIGHT, dtype=np.float64)
+    # per kept lane, at once: its filled rows, how many are set, and its points (x, row) at rows >= 300
+    filled = _fill_gaps(np.stack(kept_rows)) if kept_rows else np.full((0, LLAMAS_HEIGHT), -1.0)
+    n_set = np.count_nonzero(filled >= 0, axis=1).tolist()
+    scored = filled[:, GT_FIRST_ROW:] >= 0
+    n_scored = np.count_nonzero(scored, axis=1).tolist()
+    rows_scored = np.arange(GT_FIRST_ROW, LLAMAS_HEIGHT, dtype=np.float64)
+    points = np.stack([filled[:, GT_FIRST_ROW:], np.broadcast_to(rows_scored, scored.shape)], axis=2)
+    index = iter(range(len(kept_rows)))
+    by_frame_index = [{name: next(index) for name in by_id} for by_id in by_frame]
     out = []
-    for (names, first, notes, error), by_id, where in zip(frames, by_frame, wheres, strict=True):
+    for (names, first, notes, error), by_id, where in zip(frames, by_frame_index, wheres, strict=True):
         for k in range(first, first + len(names)):
             if outside[k] >= 0:
                 raise ValueError(
@@ -289,18 +294,17 @@ def llamas_labels_lanes(
         for slot in LANE_SLOTS:
             if slot not in by_id:
                 continue
-            xs = by_id[slot]
-            if (xs >= 0).sum() <= 1:  # "lanes annotated with a single point are ignored"
+            k = by_id[slot]
+            if n_set[k] <= 1:  # "lanes annotated with a single point are ignored"
                 continue
-            keep = xs[GT_FIRST_ROW:] >= 0
-            if keep.sum() <= 1:
+            if n_scored[k] <= 1:
                 if compat == "reference":
                     raise ValueError(
                         f"{where} lane {slot}: fewer than 2 points at rows >= 300 (the official add_ys assertion fails)"
                     )
                 notes.append(f"{where} lane {slot}: no points at rows >= 300, not scored")
                 continue
-            lanes_out.append(np.stack([xs[GT_FIRST_ROW:][keep], rows_all[GT_FIRST_ROW:][keep]], axis=1))
+            lanes_out.append(points[k][scored[k]])
         out.append((lanes_out, notes))
     return out
 
