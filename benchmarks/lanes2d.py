@@ -14,10 +14,11 @@ repositories given on the command line (no default paths):
   ``test_curvelanes.py``, nine passes for the score thresholds 0.1 .. 0.9 (vega's ``LaneMetric``).
 
 ``drivemetrics`` runs as a user runs it (a fresh ``python -m drivemetrics`` process, JSON written), both compat
-modes. Printed: wall seconds of each side (median of ``--repeat`` alternating runs), the ratio, whether the numbers
-are equal (reference mode: every count and value), the load average. ``python benchmarks/lanes2d.py --work DIR
---llamas-repo R1 --condlane-repo R2 [--llamas-frames N] [--curvelanes-frames N] [--repeat 1] [--json OUT]``
-(``--llamas-frames 0`` or ``--curvelanes-frames 0`` skips that benchmark).
+modes, with ``--workers 1`` (``--workers`` here: like for like with the official evaluators, which run sequentially;
+``auto`` for the pool's own policy). Printed: wall seconds of each side (median of ``--repeat`` alternating runs),
+the ratio, whether the numbers are equal (reference mode: every count and value), the load average. ``python
+benchmarks/lanes2d.py --work DIR --llamas-repo R1 --condlane-repo R2 [--llamas-frames N] [--curvelanes-frames N]
+[--repeat 1] [--json OUT]`` (``--llamas-frames 0`` or ``--curvelanes-frames 0`` skips that benchmark).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -189,17 +191,30 @@ json.dump(res, open(out, "w"))
 """
 
 
-def _timed(argv: list[str], cwd: Path | None = None) -> float:
-    start = time.perf_counter()
+#: CPU seconds (user + system) of each timed command, by the label _timed was given: on a shared machine the wall
+#: seconds also depend on the share of a core each command got, the CPU seconds do not
+CPU_SECONDS: dict[str, list[float]] = {}
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _timed(argv: list[str], cwd: Path | None = None, label: str | None = None) -> float:
+    start, cpu = time.perf_counter(), _children_cpu()
     done = subprocess.run(argv, capture_output=True, text=True, cwd=cwd)
     if done.returncode:
         raise RuntimeError(f"{' '.join(argv[:4])} ...: {done.stderr[-2000:]}")
+    if label is not None:
+        CPU_SECONDS.setdefault(label, []).append(_children_cpu() - cpu)
     return time.perf_counter() - start
 
 
-def _ours(command: str, gt: Path, pred: Path, out: Path, compat: str) -> list[str]:
-    return [sys.executable, "-m", "drivemetrics", command, "--gt", str(gt), "--pred", str(pred), "--compat", compat,
+def _ours(command: str, gt: Path, pred: Path, out: Path, compat: str, workers: str) -> list[str]:
+    argv = [sys.executable, "-m", "drivemetrics", command, "--gt", str(gt), "--pred", str(pred), "--compat", compat,
             "--no-progress", "--json", str(out)]  # fmt: skip
+    return argv if workers == "auto" else [*argv, "--workers", workers]
 
 
 def main() -> None:
@@ -211,11 +226,21 @@ def main() -> None:
     ap.add_argument("--curvelanes-frames", type=int, default=5000, help="CurveLanes frames (0: skip CurveLanes)")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument(
+        "--workers",
+        default="1",
+        help="drivemetrics' --workers: 1 (default) is like for like with the official evaluators, which run "
+        "sequentially here; 'auto' leaves it to the pool's policy (a pool only on free cores)",
+    )
     args = ap.parse_args()
     work = args.work.resolve()
     python = _official_env(work, args.llamas_repo, args.condlane_repo)
     env_ours = dict(os.environ, PYTHONPATH=str(REPO))
-    report: dict[str, object] = {"load_before": os.getloadavg(), "python": sys.version.split()[0]}
+    report: dict[str, object] = {
+        "load_before": os.getloadavg(),
+        "python": sys.version.split()[0],
+        "drivemetrics_workers": args.workers,
+    }
     ll, cl = work / f"llamas_{args.llamas_frames}", work / f"curvelanes_{args.curvelanes_frames}"
     if args.llamas_frames and not ll.exists():
         _llamas_frames(ll, args.llamas_frames, 7)
@@ -248,9 +273,14 @@ def main() -> None:
             continue
         times: dict[str, list[float]] = {"official": [], "reference": [], "default": []}
         for _ in range(args.repeat):
-            times["official"].append(_timed(official_argv, cwd=work))
+            times["official"].append(_timed(official_argv, cwd=work, label=f"{name} official"))
             for compat in ("reference", "default"):
-                times[compat].append(_timed(_ours(command, gt, pred, work / f"{name}_{compat}.json", compat)))
+                times[compat].append(
+                    _timed(
+                        _ours(command, gt, pred, work / f"{name}_{compat}.json", compat, args.workers),
+                        label=f"{name} {compat}",
+                    )
+                )
         official = json.loads((work / f"{name}_official.json").read_text())
         ours = json.loads((work / f"{name}_reference.json").read_text())
         if name == "llamas":
@@ -265,9 +295,12 @@ def main() -> None:
                 for t, v in official.items()
             )
         med = {k: statistics.median(v) for k, v in times.items()}
+        cpu = {k: statistics.median(CPU_SECONDS[f"{name} {k}"]) for k in times}
         row = {
             "frames": frames,
             "seconds": med,
+            "cpu_seconds": cpu,  # user + system of the command and its children
+            "cpu_ratio_reference": cpu["official"] / cpu["reference"],
             "ratio_reference": med["official"] / med["reference"],
             "ratio_default": med["official"] / med["default"],
             "ratio_reference_after_start_up": med["official"] / max(med["reference"] - start_up, 1e-9),
@@ -278,7 +311,9 @@ def main() -> None:
         print(
             f"{name:<11} {frames} frames: official {med['official']:.1f} s, reference {med['reference']:.1f} s "
             f"({row['ratio_reference']:.1f}x; {row['ratio_reference_after_start_up']:.1f}x after start-up), "
-            f"default {med['default']:.1f} s ({row['ratio_default']:.1f}x), numbers equal: {equal}, "
+            f"default {med['default']:.1f} s ({row['ratio_default']:.1f}x), CPU seconds official "
+            f"{cpu['official']:.1f} / reference {cpu['reference']:.1f} ({row['cpu_ratio_reference']:.1f}x), "
+            f"numbers equal: {equal}, "
             f"load {os.getloadavg()[0]:.2f}"
         )
     if args.json:

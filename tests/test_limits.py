@@ -326,3 +326,17 @@ def test_coordinate_check_passes_the_bound_and_tells_nan_inf_and_too_large_apart
         with pytest.raises(ValueError, match="larger than max_abs_coordinate"):
             check_coordinates_within_limit(array(math.nan, 101.0, -1.0), "x", nan_ok=True)
         check_coordinates_within_limit(np.zeros((0, 3)), "x")
+
+
+def test_strings_dropped_by_a_split_where_there_are_no_escapes_as_by_the_regex():
+    from drivemetrics._internal.limits import _STRING, _without_strings
+
+    texts = [
+        '{"lanes": [{"lane_id": "l0", "markers": [[1, 2]]}]}',
+        '{"a": "[[[", "b": [1]}',
+        '{"a": "unterminated [[[',  # the last string runs to the end: dropped
+        '"', '""', 'a"b"c"d', '{"a": "x\\"]]", "b": "\\\\"}',  # escapes: the regex
+    ]  # fmt: skip
+    for text in texts:
+        assert _without_strings(text) == _STRING.sub("", text), text
+    assert json_depth('{"a": "[[[[", "b": [[1]]}') == 3

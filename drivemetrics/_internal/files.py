@@ -365,7 +365,7 @@ def read_text(path: str | Path, *, what: str = "file") -> str:
     Invalid UTF-8 raises ``ValueError`` naming the file, the line and the byte offset (a ``UnicodeDecodeError``
     alone names neither). A missing file raises ``FileNotFoundError`` naming ``what`` and the file.
     """
-    path = Path(path)
+    path = path if isinstance(path, Path) else Path(path)  # re-wrapping a Path parses it again
     try:
         data = path.read_bytes()
     except FileNotFoundError:

@@ -321,14 +321,16 @@ def _draw_cropped(
     columns ``left:`` it can reach (None for lanes of < 2 points)."""
     if pixels is None:
         return None
-    reach = int(line_width) + 4  # a round cap's radius is line_width / 2: a generous margin
-    lo, hi = pixels.min(axis=0), pixels.max(axis=0)
-    if lo.min() < -_FAR or hi.max() > _FAR:
+    # the farthest pixel of a thick line or its round caps lies line_width // 2 + 1 from its points (ThickLine's
+    # offsets and cap radius round (line_width / 2) * 2**16 to a pixel): two more pixels of margin
+    reach = int(line_width) // 2 + 3
+    (lo_x, lo_y), (hi_x, hi_y) = pixels.min(axis=0).tolist(), pixels.max(axis=0).tolist()
+    if min(lo_x, lo_y) < -_FAR or max(hi_x, hi_y) > _FAR:
         top = left = 0
         bottom, right = height, width
     else:
-        left, top = max(0, int(lo[0]) - reach), max(0, int(lo[1]) - reach)
-        right, bottom = min(width, int(hi[0]) + reach + 1), min(height, int(hi[1]) + reach + 1)
+        left, top = max(0, lo_x - reach), max(0, lo_y - reach)
+        right, bottom = min(width, hi_x + reach + 1), min(height, hi_y + reach + 1)
         if right <= left or bottom <= top:  # nothing of the lane reaches the image
             return np.zeros((0, 0), dtype=np.uint8), 0, 0
     image = np.zeros((bottom - top, right - left), dtype=np.uint8)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from drivemetrics._internal.compat import Compat, check_compat
+from drivemetrics._internal.gc_pause import gc_paused
 from drivemetrics._internal.progress import progress_bar
 
 if TYPE_CHECKING:
@@ -139,7 +140,14 @@ def _distinct_points(lane: np.ndarray) -> int:
     return 1 + int((lane[1:] != lane[:-1]).any(axis=1).sum()) if len(lane) else 0
 
 
-def _score_llamas_chunk(
+def _score_llamas_chunk(keys: list[str], *args: Any, **kwargs: Any) -> tuple[np.ndarray, list[str]]:
+    """:func:`_llamas_chunk_rows` without automatic garbage collection (each frame makes many small dicts and
+    arrays, none in a cycle: the collector's passes over them cost a few per cent of the time)."""
+    with gc_paused():
+        return _llamas_chunk_rows(keys, *args, **kwargs)
+
+
+def _llamas_chunk_rows(
     keys: list[str],
     labels_dir: str,
     pred_dir: str,
@@ -151,23 +159,29 @@ def _score_llamas_chunk(
     """``(F, 2 + 10 * len(ious))`` int rows ``[n_gt, n_pred, TP at IoU 0.50 .. 0.95 per IoU kind]`` of a chunk of
     LLAMAS frames, and the default mode's notes."""
     from drivemetrics.lane.io import read_culane_file, read_llamas_label
-    from drivemetrics.lane.llamas_scoring import IOU_RANGE, frame_matched_ious, llamas_label_lanes
+    from drivemetrics.lane.llamas_scoring import IOU_RANGE, frame_matched_ious, llamas_labels_lanes
 
     thresholds = np.array(IOU_RANGE)
     rows = np.zeros((len(keys), 2 + 10 * len(ious)), dtype=np.int64)
     notes: list[str] = []
-    for f, key in enumerate(keys):
-        label_path = Path(labels_dir, key + ".json")
-        gts, label_notes = llamas_label_lanes(read_llamas_label(label_path), compat=compat, where=str(label_path))
+    # the chunk's labels first, their lanes built in one pass (as the official evaluator loads every label before
+    # any prediction, a bad label is named before a bad prediction file)
+    label_paths = [Path(labels_dir, key + ".json") for key in keys]
+    gt_frames = llamas_labels_lanes(
+        [read_llamas_label(p) for p in label_paths], compat=compat, wheres=[str(p) for p in label_paths]
+    )
+    for f, (key, (gts, label_notes)) in enumerate(zip(keys, gt_frames, strict=True)):
         notes.extend(label_notes)
         pred_path = Path(pred_dir, key + ".lines.txt")
-        if not pred_path.is_file():
+        try:
+            lanes = read_culane_file(pred_path)
+        except FileNotFoundError:
             raise FileNotFoundError(
                 f"LLAMAS prediction not found: {pred_path} (the official evaluator raises too; write an empty file "
                 "for a frame without lanes)"
-            )
+            ) from None
         preds = []
-        for number, lane in enumerate(read_culane_file(pred_path), start=1):
+        for number, lane in enumerate(lanes, start=1):
             if len(lane) < 2:  # load_prediction: lines of < 2 points are no lanes
                 continue
             if _distinct_points(lane) < 2:

@@ -54,7 +54,7 @@ def read_culane_file(path: str | Path, missing_ok: bool = False) -> list[np.ndar
     the 1-based line. ``missing_ok``: a missing file reads as no lanes (the official tool's behaviour for
     prediction files); otherwise ``FileNotFoundError``.
     """
-    path = Path(path)
+    path = path if isinstance(path, Path) else Path(path)
     try:
         text = read_text(path, what="CULane lane file")
     except FileNotFoundError:
@@ -63,7 +63,23 @@ def read_culane_file(path: str | Path, missing_ok: bool = False) -> list[np.ndar
         raise FileNotFoundError(f"CULane lane file not found: {path}") from None
     lines = text.splitlines()
     check_count(len(lines), "max_lanes_per_frame", path, "lines (lanes)")
-    lanes = []
+    try:  # the common case, every line well formed: checked all at once
+        lanes = [np.array(line.split(), dtype=np.float64) for line in lines]
+    except ValueError:
+        lanes = None
+    if lanes is not None and lanes:
+        values = np.concatenate(lanes)
+        longest = max(lane.size for lane in lanes)
+        limits = get_limits()
+        if (
+            not any(lane.size % 2 for lane in lanes)
+            and longest // 2 <= limits.max_lane_points
+            and bool((np.abs(values) <= limits.max_abs_coordinate).all())  # NaN fails too
+        ):
+            return [lane.reshape(-1, 2) for lane in lanes]
+    elif lanes is not None:
+        return []
+    lanes = []  # line by line: the first bad line named
     for number, line in enumerate(lines, start=1):
         try:
             values = np.array(line.split(), dtype=np.float64)
@@ -408,7 +424,7 @@ def read_llamas_label(path: str | Path) -> dict:
     """A LLAMAS label JSON, checked: ``lanes`` of ``{"lane_id", "markers"}`` whose markers have ``pixel_start``,
     ``pixel_end`` (``x``, ``y`` numbers) and ``world_start``, ``world_end`` (``x``, ``y``, ``z``); bad structure
     raises ``ValueError`` naming the file."""
-    path = Path(path)
+    path = path if isinstance(path, Path) else Path(path)
     try:
         text = read_text(path, what="LLAMAS label")
     except FileNotFoundError:
@@ -454,19 +470,15 @@ def _llamas_label_is_plain(lanes: list, path: Path) -> bool:
                 return False
             if len(markers) > limits.max_lane_points:
                 return False
-            values.extend([m[key][a] for m in markers for key, axes in _MARKER_AXES for a in axes])
+            for m in markers:  # _MARKER_AXES, spelled out (the label's hot loop)
+                ps, pe, ws, we = m["pixel_start"], m["pixel_end"], m["world_start"], m["world_end"]
+                values += (ps["x"], ps["y"], pe["x"], pe["y"], ws["x"], ws["y"], ws["z"], we["x"], we["y"], we["z"])
     except (TypeError, KeyError):
         return False
-    if not all(type(v) is int or type(v) is float for v in values):
+    if not set(map(type, values)) <= {int, float}:  # no bool, str, None, ...
         return False
-    array = np.array(values, dtype=np.float64)
-    if not np.isfinite(array).all():
-        return False
-    try:
-        check_coordinates(array, str(path))
-    except ValueError:
-        return False
-    return True
+    # finite and within max_abs_coordinate (NaN and infinities fail the comparison)
+    return bool((np.abs(np.array(values, dtype=np.float64)) <= limits.max_abs_coordinate).all())
 
 
 def _finite_number(value: object) -> bool:

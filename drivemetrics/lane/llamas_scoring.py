@@ -9,7 +9,9 @@ their masks on that torch device (the drawing stays OpenCV's, the official raste
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -29,6 +31,7 @@ __all__ = [
     "frame_matched_ious",
     "llamas_interpolate",
     "llamas_label_lanes",
+    "llamas_labels_lanes",
     "pixel_iou",
     "shapely_iou",
 ]
@@ -51,27 +54,30 @@ def _ir(values: np.ndarray) -> np.ndarray:
     return np.rint(np.asarray(values, dtype=np.float64)).astype(np.int64)
 
 
-def _usable(px: np.ndarray) -> np.ndarray:
-    """The markers (rows of ``(n, 4)`` pixels ``sx, sy, ex, ey``) ``_extend_lane`` may extend: neither vertical nor
+def _usable(px: list[tuple[int, int, int, int]]) -> list[int]:
+    """The markers (``sx, sy, ex, ey`` pixels) ``_extend_lane`` may extend, by index: neither vertical nor
     horizontal in the image."""
-    return (px[:, 1] != px[:, 3]) & (px[:, 0] != px[:, 2])
+    return [k for k, (sx, sy, ex, ey) in enumerate(px) if sy != ey and sx != ex]
 
 
-def _extend_lane(px: np.ndarray, z: list[float], compat: Compat, where: str) -> np.ndarray:
-    """``spline_creator._extend_lane`` on ``(n, 4)`` int64 marker pixels and the markers' ``world_start.z``: a
-    marker from the nearest marker's start to row 716 or the image side, prepended."""
-    usable = np.flatnonzero(_usable(px))
-    if not usable.size:
+def _extend_lane(
+    px: list[tuple[int, int, int, int]], z: list[float], compat: Compat, where: str
+) -> list[tuple[int, int, int, int]]:
+    """``spline_creator._extend_lane`` on the marker pixels (``sx, sy, ex, ey`` Python ints, as the official code
+    computes) and the markers' ``world_start.z``: a marker from the nearest marker's start to row 716 or the image
+    side, prepended."""
+    usable = _usable(px)
+    if not usable:
         if compat == "reference":
             raise ValueError(
                 f"{where}: a lane whose markers are all vertical or horizontal in the image has no marker to extend "
                 "(the official _extend_lane raises `min() arg is an empty sequence`)"
             )
         return px  # default: nothing to extend from, the lane is scored as its markers give it
-    closest = min(usable.tolist(), key=lambda k: z[k])  # the first of equals, as min()
+    closest = min(usable, key=lambda k: z[k])  # the first of equals, as min()
     if z[closest] < 0:
         return px
-    sx, sy, ex, ey = px[closest].tolist()  # Python ints and floats, as the official code computes
+    sx, sy, ex, ey = px[closest]
     x_gradient = (ex - sx) / (ey - sy)
     y_gradient = (ey - sy) / (ex - sx)
     zero_x = sx + (716 - sy) * x_gradient
@@ -81,16 +87,19 @@ def _extend_lane(px: np.ndarray, z: list[float], compat: Compat, where: str) -> 
         new = (1276, sy + (1276 - sx) * y_gradient)
     else:
         new = (zero_x, 716)
-    fake = np.array([[round(new[0]), round(new[1]), sx, sy]], dtype=np.int64)  # helper_scripts.ir
-    return np.concatenate([fake, px])
+    return [(round(new[0]), round(new[1]), sx, sy), *px]  # helper_scripts.ir
 
 
-def _sample_lanes(lanes: list[np.ndarray], compat: Compat, wheres: list[str]) -> np.ndarray:
-    """``SplineCreator._sample_points`` up to its gap filling (:func:`_fill_gaps`) of every lane at once (``(n,
-    4)`` marker pixels each): ``(L, 717)`` mean x per row, ``-1`` = none. Within a lane every marker's start comes
-    first, then the samples of the markers taller than 2 px, in marker order (the official order of the sums)."""
+def _sample_lanes(lanes: list[list[tuple[int, int, int, int]]], compat: Compat) -> tuple[np.ndarray, np.ndarray]:
+    """``SplineCreator._sample_points`` up to its gap filling (:func:`_fill_gaps`) of every lane at once (its
+    markers' pixels ``sx, sy, ex, ey`` each): ``(L, 717)`` mean x per row, ``-1`` = none. Within a lane every
+    marker's start comes first, then the samples of the markers taller than 2 px, in marker order (the official
+    order of the sums).
+
+    Also returns, per lane, the lowest row a marker reaches when it lies outside the 717-row image in
+    ``compat="reference"`` (the official code stops there; the caller raises), else ``-1``."""
     height = LLAMAS_HEIGHT
-    m = np.concatenate(lanes) if lanes else np.zeros((0, 4), dtype=np.int64)
+    m = np.array([row for px in lanes for row in px], dtype=np.int64).reshape(-1, 4)
     lane_of = np.repeat(np.arange(len(lanes)), [len(px) for px in lanes])
     sx, sy, ex, ey = m.T
     tall = sy - ey
@@ -104,14 +113,12 @@ def _sample_lanes(lanes: list[np.ndarray], compat: Compat, wheres: list[str]) ->
     rows = np.concatenate([sy, _ir(sy[which] - st * i)])
     xs = np.concatenate([sx.astype(np.float64), _ir(sx[which] + sl * st * i).astype(np.float64)])
     lane = np.concatenate([lane_of, lane_of[which]])
+    outside = np.full(len(lanes), -1, dtype=np.int64)
     if compat == "reference":
         bad = (rows >= height) | (rows < -height)
         if bad.any():
-            k = int(lane[bad].min())
-            raise ValueError(
-                f"{wheres[k]}: a marker reaches row {int(rows[lane == k].max())}, outside the 717-row image (the "
-                "official _sample_points stops in pdb.set_trace)"
-            )
+            for k in np.unique(lane[bad]).tolist():
+                outside[k] = int(rows[lane == k].max())
         rows = rows % height  # a negative row indexes from the end of the list, as in Python
     else:
         keep = (rows >= 0) & (rows < height)
@@ -119,13 +126,15 @@ def _sample_lanes(lanes: list[np.ndarray], compat: Compat, wheres: list[str]) ->
     size = len(lanes) * height
     total = np.bincount(lane * height + rows, weights=xs, minlength=size).reshape(len(lanes), height)
     count = np.bincount(lane * height + rows, minlength=size).reshape(len(lanes), height)
-    return np.where(count > 0, total / np.maximum(count, 1), -1.0)
+    return np.where(count > 0, total / np.maximum(count, 1), -1.0), outside
 
 
 def _fill_gaps(values: np.ndarray) -> np.ndarray:
     """The official gap filling of ``_sample_points`` on ``(N, 717)`` row means (``-1`` = none), all lanes at once:
     every unset row between two set rows of a lane gets ``x[r - 1] + (x[next] - x[r - 1]) / (next - r + 1)``, row
-    after row (a recurrence, not a closed form, so the same floats)."""
+    after row (a recurrence, not a closed form, so the same floats). The recurrence steps every gap at once: step
+    ``k`` sets the ``k``-th row of every gap longer than ``k`` (the same IEEE operations as the official Python
+    floats, one element each)."""
     flat = values.reshape(-1)
     set_idx = np.flatnonzero(flat != -1)
     starts, ends = set_idx[:-1] + 1, set_idx[1:]  # unset rows starts..ends-1 lie before the set row `ends`
@@ -133,13 +142,15 @@ def _fill_gaps(values: np.ndarray) -> np.ndarray:
     starts, ends = starts[gap], ends[gap]
     if not starts.size:
         return values
-    x = flat.tolist()  # Python floats: the same IEEE operations, without numpy's per-call cost on short gaps
-    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
-        target = x[end]
-        for r in range(start, end):
-            prev = x[r - 1]
-            x[r] = prev + (target - prev) / (end - r + 1)
-    flat[:] = x
+    order = np.argsort(starts - ends, kind="stable")  # the longest gaps first: gaps still open are a prefix
+    starts, ends = starts[order], ends[order]
+    length = ends - starts  # descending
+    still_open = len(length) - np.searchsorted(length[::-1], np.arange(int(length[0])), side="right")
+    targets = flat[ends]
+    for k, n in enumerate(still_open.tolist()):  # gaps longer than k
+        r = starts[:n] + k
+        prev = flat[r - 1]
+        flat[r] = prev + (targets[:n] - prev) / (ends[:n] - r + 1)
     return values
 
 
@@ -187,71 +198,115 @@ def llamas_label_lanes(
         >>> lanes[0][0].tolist(), lanes[0][-1].tolist(), len(lanes[0])  # from the far marker down to row 716
         ([690.0, 403.0], [1108.0, 716.0], 314)
     """
+    return llamas_labels_lanes([label], compat=compat, wheres=[where])[0]
+
+
+def llamas_labels_lanes(
+    labels: Sequence[dict | str], *, compat: Compat = "default", wheres: Sequence[str] | None = None
+) -> list[tuple[list[np.ndarray], list[str]]]:
+    """:func:`llamas_label_lanes` of several labels at once (the sampling and the gap filling of all their lanes
+    in one pass): per label, its lanes and notes. ``wheres``: the labels' names in messages (``label 0``, ...).
+    In ``compat="reference"`` the first label that the official code fails on raises, its own first error (the
+    labels before it are done first, as one by one).
+
+    Examples:
+        >>> from drivemetrics.lane.llamas_scoring import llamas_labels_lanes
+        >>> marker = {"world_start": {"x": 1.5, "y": 1.6, "z": 8.0}, "world_end": {"x": 1.5, "y": 1.6, "z": 14.0},
+        ...           "pixel_start": {"x": 900, "y": 560}, "pixel_end": {"x": 780, "y": 470}}
+        >>> far = {"world_start": {"x": 1.5, "y": 1.6, "z": 20.0}, "world_end": {"x": 1.5, "y": 1.6, "z": 26.0},
+        ...        "pixel_start": {"x": 720, "y": 425}, "pixel_end": {"x": 690, "y": 403}}
+        >>> label = {"lanes": [{"lane_id": "r0", "markers": [marker, far]}]}
+        >>> [len(lanes[0]) for lanes, notes in llamas_labels_lanes([label, {"lanes": []}, label])[::2]]
+        [314, 314]
+    """
     check_compat(compat)
-    content = json.loads(label) if isinstance(label, str) else label
-    lanes = content["lanes"]
-    kept = []
-    for lane in lanes:
-        rows = [int(m["pixel_start"]["y"]) for m in lane["markers"]]
-        if not rows or max(rows) - min(rows) < 20 or len(lane["markers"]) < 2:
-            continue
-        kept.append(lane)
-    # the renaming closes gaps in the ids (l3, l2, l0 -> l2, l1, l0); done after the drops (reference), a dropped
-    # l0 makes l1 the scored l0 and brings l2 in; the default renames the JSON's lanes before dropping any
-    ids = [lane["lane_id"] for lane in (kept if compat == "reference" else lanes)]
-    mapping = _rename(ids)
-    notes: list[str] = []
-    names, sampled, wheres = [], [], []
-    error: ValueError | None = None
-    for lane in kept:
-        markers = lane["markers"]
-        px = np.array(
-            [[int(m[k][a]) for k in ("pixel_start", "pixel_end") for a in ("x", "y")] for m in markers], dtype=np.int64
-        )
-        name = mapping.get(lane["lane_id"], lane["lane_id"])
-        lane_where = f"{where} lane {lane['lane_id']}"
-        usable = bool(_usable(px).any())
-        if compat != "reference" and name not in LANE_SLOTS:  # the official code samples every lane
-            if not usable:
-                notes.append(
-                    f"{lane_where}: all markers vertical or horizontal, not scored (the official code crashes)"
-                )
-            continue
-        try:
-            extended = _extend_lane(px, [float(m["world_start"]["z"]) for m in markers], compat, lane_where)
-        except ValueError as err:  # raised after the lanes before it are sampled (their errors come first)
-            error = err
-            break
-        names.append(name)
-        sampled.append(extended)
-        wheres.append(lane_where)
-        if compat != "reference" and not usable:
-            notes.append(f"{lane_where}: all markers vertical or horizontal, not extended")
-    rows_x = _sample_lanes(sampled, compat, wheres)
-    if error is not None:
-        raise error
-    by_id: dict[str, np.ndarray] = dict(zip(names, rows_x, strict=True))  # a repeated name: the last lane
+    if wheres is None:
+        wheres = [f"label {k}" for k in range(len(labels))]
+    frames = []  # per label: its sampled lanes' names, first lane index, notes, deferred error
+    sampled: list[list[tuple[int, int, int, int]]] = []
+    lane_wheres: list[str] = []
+    for label, where in zip(labels, wheres, strict=True):
+        content = json.loads(label) if isinstance(label, str) else label
+        lanes = content["lanes"]
+        kept = []
+        for lane in lanes:
+            rows = [int(m["pixel_start"]["y"]) for m in lane["markers"]]
+            if not rows or max(rows) - min(rows) < 20 or len(lane["markers"]) < 2:
+                continue
+            kept.append(lane)
+        # the renaming closes gaps in the ids (l3, l2, l0 -> l2, l1, l0); done after the drops (reference), a
+        # dropped l0 makes l1 the scored l0 and brings l2 in; the default renames the JSON's lanes before dropping
+        ids = [lane["lane_id"] for lane in (kept if compat == "reference" else lanes)]
+        mapping = _rename(ids)
+        notes: list[str] = []
+        names: list[str] = []
+        first = len(sampled)
+        error: ValueError | None = None
+        for lane in kept:
+            markers = lane["markers"]
+            ends = [(m["pixel_start"], m["pixel_end"]) for m in markers]
+            px = [(int(ps["x"]), int(ps["y"]), int(pe["x"]), int(pe["y"])) for ps, pe in ends]  # read_json's int()
+            name = mapping.get(lane["lane_id"], lane["lane_id"])
+            lane_where = f"{where} lane {lane['lane_id']}"
+            usable = bool(_usable(px))
+            if compat != "reference" and name not in LANE_SLOTS:  # the official code samples every lane
+                if not usable:
+                    notes.append(
+                        f"{lane_where}: all markers vertical or horizontal, not scored (the official code crashes)"
+                    )
+                continue
+            try:
+                extended = _extend_lane(px, [float(m["world_start"]["z"]) for m in markers], compat, lane_where)
+            except ValueError as err:  # raised after the lanes before it are sampled (their errors come first)
+                error = err
+                break
+            names.append(name)
+            sampled.append(extended)
+            lane_wheres.append(lane_where)
+            if compat != "reference" and not usable:
+                notes.append(f"{lane_where}: all markers vertical or horizontal, not extended")
+        frames.append((names, first, notes, error))
+    rows_x, outside = _sample_lanes(sampled, compat)
+    by_frame: list[dict[str, np.ndarray]] = []
+    for names, first, _, _ in frames:
+        by_frame.append(dict(zip(names, rows_x[first : first + len(names)], strict=True)))  # a repeated name: last
+    kept_rows = [xs for by_id in by_frame for xs in by_id.values()]
+    # per kept lane, at once: its filled rows, how many are set, and its points (x, row) at rows >= 300
+    filled = _fill_gaps(np.stack(kept_rows)) if kept_rows else np.full((0, LLAMAS_HEIGHT), -1.0)
+    n_set = np.count_nonzero(filled >= 0, axis=1).tolist()
+    scored = filled[:, GT_FIRST_ROW:] >= 0
+    n_scored = np.count_nonzero(scored, axis=1).tolist()
+    rows_scored = np.arange(GT_FIRST_ROW, LLAMAS_HEIGHT, dtype=np.float64)
+    points = np.stack([filled[:, GT_FIRST_ROW:], np.broadcast_to(rows_scored, scored.shape)], axis=2)
+    index = iter(range(len(kept_rows)))
+    by_frame_index = [{name: next(index) for name in by_id} for by_id in by_frame]
     out = []
-    rows_all = np.arange(LLAMAS_HEIGHT, dtype=np.float64)
-    if by_id:
-        filled = _fill_gaps(np.stack(list(by_id.values())))
-        by_id = dict(zip(by_id, filled, strict=True))
-    for slot in LANE_SLOTS:
-        if slot not in by_id:
-            continue
-        xs = by_id[slot]
-        if (xs >= 0).sum() <= 1:  # "lanes annotated with a single point are ignored"
-            continue
-        keep = xs[GT_FIRST_ROW:] >= 0
-        if keep.sum() <= 1:
-            if compat == "reference":
+    for (names, first, notes, error), by_id, where in zip(frames, by_frame_index, wheres, strict=True):
+        for k in range(first, first + len(names)):
+            if outside[k] >= 0:
                 raise ValueError(
-                    f"{where} lane {slot}: fewer than 2 points at rows >= 300 (the official add_ys assertion fails)"
+                    f"{lane_wheres[k]}: a marker reaches row {int(outside[k])}, outside the 717-row image (the "
+                    "official _sample_points stops in pdb.set_trace)"
                 )
-            notes.append(f"{where} lane {slot}: no points at rows >= 300, not scored")
-            continue
-        out.append(np.stack([xs[GT_FIRST_ROW:][keep], rows_all[GT_FIRST_ROW:][keep]], axis=1))
-    return out, notes
+        if error is not None:
+            raise error
+        lanes_out = []
+        for slot in LANE_SLOTS:
+            if slot not in by_id:
+                continue
+            k = by_id[slot]
+            if n_set[k] <= 1:  # "lanes annotated with a single point are ignored"
+                continue
+            if n_scored[k] <= 1:
+                if compat == "reference":
+                    raise ValueError(
+                        f"{where} lane {slot}: fewer than 2 points at rows >= 300 (the official add_ys assertion fails)"
+                    )
+                notes.append(f"{where} lane {slot}: no points at rows >= 300, not scored")
+                continue
+            lanes_out.append(points[k][scored[k]])
+        out.append((lanes_out, notes))
+    return out
 
 
 # ------------------------------------------------------------------------------------------- prediction resampling
@@ -281,8 +336,73 @@ def llamas_interpolate(points: np.ndarray, n: int = 50, where: str = "prediction
             f"{where}: all points of the lane are equal, no curve to fit (the official splprep raises "
             "`1 <= k= 0 <=5 must hold`)"
         )
-    tck, _ = splprep([p[:, 0].tolist(), p[:, 1].tolist()], s=0, t=n, k=min(3, len(p) - 1))
-    return np.array(splev(np.linspace(0.0, 1.0, n), tck)).T
+    k = min(3, len(p) - 1)
+    fitpack = _fitpack_calls()
+    if fitpack is not None:
+        out = _fit_and_sample(p, k, n, *fitpack)
+        if out is not None:
+            return out
+    tck, _ = splprep(p.T, s=0, t=n, k=k)  # the same float64 values as the official lists
+    return np.array(splev(_uniform(n), tck)).T
+
+
+def _fit_and_sample(p: np.ndarray, k: int, n: int, parcur: Any, spline_at: Any) -> np.ndarray | None:
+    """``splprep(p.T, s=0, t=n, k=k)`` and ``splev`` at ``n`` uniform parameters as the FITPACK calls that SciPy's
+    wrappers make with those arguments (the same arrays in, the same floats out; the wrappers' argument handling
+    costs more than the fit of a 50-point lane). ``None`` where FITPACK reports an error or a warning: the public
+    functions then raise or warn as the official code's."""
+    m = len(p)
+    knots, coef, info = parcur(
+        p.reshape(-1), np.ones(m), np.zeros(m), 0, 1, k, 0, False, 0, np.atleast_1d(n), max(m + k + 1, 2 * k + 3),
+        np.array([], float), np.array([], _FITPACK_INT), 0,
+    )  # fmt: skip
+    if info["ier"] > 0:
+        return None
+    coef = coef.reshape(2, len(knots) - k - 1)
+    x, ier_x = spline_at(knots, coef[0], k, _uniform(n), 0)
+    y, ier_y = spline_at(knots, coef[1], k, _uniform(n), 0)
+    if ier_x or ier_y:
+        return None
+    return np.array([x, y]).T
+
+
+@functools.cache
+def _fitpack_calls() -> tuple[Any, Any] | None:
+    """SciPy's ``_fitpack._parcur`` and ``_dfitpack.splev`` (the FITPACK calls behind ``splprep`` and ``splev``;
+    private, so used only where they give the public functions' floats on a check lane), else ``None``."""
+    try:
+        from scipy.interpolate import _dfitpack, _fitpack, splev, splprep
+
+        global _FITPACK_INT
+        _FITPACK_INT = _dfitpack.types.intvar.dtype  # splprep's empty integer work array
+        calls = (_fitpack._parcur, _dfitpack.splev)
+        for lane in _CHECK_LANES:
+            k = min(3, len(lane) - 1)
+            tck, _ = splprep(lane.T, s=0, t=50, k=k)
+            want = np.array(splev(_uniform(50), tck)).T
+            got = _fit_and_sample(lane, k, 50, *calls)
+            if got is None or got.tobytes() != want.tobytes():
+                return None
+    except Exception:  # another SciPy: the public functions
+        return None
+    return calls
+
+
+_FITPACK_INT: Any = np.int32
+#: Lanes of 2, 3 and 9 points (k = 1, 2, 3) on which :func:`_fitpack_calls` checks the FITPACK calls.
+_CHECK_LANES = (
+    np.array([[600.0, 700.0], [640.0, 500.0]]),
+    np.array([[600.0, 700.0], [630.5, 560.25], [640.0, 500.0]]),
+    np.array([[700.0 + 3.0 * i - 0.37 * i * i, 716.0 - 40.0 * i] for i in range(9)]),
+)
+
+
+@functools.cache
+def _uniform(n: int) -> np.ndarray:
+    """``np.linspace(0, 1, n)``, made once per ``n`` (read-only)."""
+    out = np.linspace(0.0, 1.0, n)
+    out.flags.writeable = False
+    return out
 
 
 # ------------------------------------------------------------------------------------------------------- IoUs

@@ -4,6 +4,7 @@ fixture (unsupervised_llamas 9b99f46 evaluate.py) where it is present."""
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import warnings
 
@@ -290,3 +291,187 @@ def test_device_cpu_equals_numpy_on_the_fixture(llamas):
             want = evaluate_llamas_dirs(*args, compat=compat, per_image=True)
             got = evaluate_llamas_dirs(*args, compat=compat, per_image=True, device="cpu")
         assert got == want
+
+
+# --------------------------------------------------------------------------------- speed tricks change no number
+
+
+def _gt_like_lane(rng, rows=417):
+    """A GT-like lane: one vertex per image row (rows 300-716), x drifting by up to a few pixels per row, the way
+    the label pipeline makes them (cut where x < 0)."""
+    x = rng.uniform(-200, 1476) + np.cumsum(rng.normal(rng.uniform(-3, 3), rng.uniform(0.1, 2.0), rows))
+    lane = np.stack([x, np.arange(300.0, 300.0 + rows)], axis=1)
+    return lane[lane[:, 0] >= 0] if rng.random() < 0.7 else lane
+
+
+def test_one_polyline_draws_the_official_per_segment_lines_on_gt_like_lanes():
+    # the evaluator's draw_lane: cv2.line per segment (both round caps); one cv2.polylines call draws the same pixels
+    import cv2
+
+    from drivemetrics.lane.culane_official import _draw_cropped
+
+    rng = np.random.default_rng(47)
+    checked = 0
+    for _ in range(60):
+        lane = _gt_like_lane(rng)
+        if len(lane) < 2:
+            continue
+        pixels = lane.astype(np.int32)
+        official = np.zeros((717, 1276), np.uint8)
+        for a, b in itertools.pairwise(pixels.tolist()):
+            cv2.line(official, tuple(a), tuple(b), color=(1,), thickness=30)
+        crop, top, left = _draw_cropped(cv2, pixels, 717, 1276, 30)
+        ours = np.zeros_like(official)
+        ours[top : top + crop.shape[0], left : left + crop.shape[1]] = crop
+        assert np.array_equal(ours, official)
+        checked += int(official.any())
+    assert checked > 40
+
+
+@pytest.mark.parametrize("width", [1, 2, 3, 5, 15, 30, 31])
+def test_lanes_drawn_on_a_crop_equal_the_whole_image(width):
+    # the crop is the lane's box grown by width // 2 + 3: nothing of the thick line (nor its caps) falls outside it
+    import cv2
+
+    from drivemetrics.lane.culane_official import _draw_cropped
+
+    rng = np.random.default_rng(width)
+    for k in range(80):
+        if k % 2:
+            lane = _gt_like_lane(rng, rows=int(rng.integers(2, 417)))
+        else:  # short lanes of a few points anywhere, in and around the image
+            n = int(rng.integers(2, 8))
+            lane = np.stack([rng.uniform(-60, 1336, n), rng.uniform(-60, 777, n)], axis=1)
+        if len(lane) < 2:
+            continue
+        pixels = lane.astype(np.int32)
+        whole = np.zeros((717, 1276), np.uint8)
+        cv2.polylines(whole, [pixels.reshape(-1, 1, 2)], isClosed=False, color=1, thickness=width)
+        crop, top, left = _draw_cropped(cv2, pixels, 717, 1276, width)
+        ours = np.zeros_like(whole)
+        ours[top : top + crop.shape[0], left : left + crop.shape[1]] = crop
+        assert np.array_equal(ours, whole), (width, k)
+
+
+def _fill_gaps_one_row_at_a_time(values):
+    """The official gap filling, row after row in Python floats (spline_creator._sample_points)."""
+    out = values.copy()
+    for lane in out:
+        x = lane.tolist()
+        set_rows = [r for r, v in enumerate(x) if v != -1]
+        for a, b in itertools.pairwise(set_rows):
+            for r in range(a + 1, b):
+                x[r] = x[r - 1] + (x[b] - x[r - 1]) / (b - r + 1)
+        lane[:] = x
+    return out
+
+
+def test_gap_filling_of_all_gaps_at_once_gives_the_row_by_row_floats():
+    from drivemetrics.lane.llamas_scoring import _fill_gaps
+
+    rng = np.random.default_rng(9)
+    values = np.full((40, 717), -1.0)
+    for lane in values:
+        rows = np.sort(rng.choice(717, size=int(rng.integers(0, 60)), replace=False))
+        lane[rows] = (
+            rng.uniform(0, 1276, len(rows)) if rng.random() < 0.5 else np.round(rng.uniform(0, 1276, len(rows)))
+        )
+    values[0, [3, 700]] = [10.0, 20.0]  # one gap of 696 rows
+    want = _fill_gaps_one_row_at_a_time(values)
+    got = _fill_gaps(values.copy())
+    assert got.tobytes() == want.tobytes()
+    assert (got != values).sum() > 1000  # gaps were filled
+
+
+def test_labels_in_one_pass_equal_one_by_one(llamas):
+    from drivemetrics.lane.llamas_scoring import llamas_labels_lanes
+
+    root, _ = llamas
+    paths = sorted((root / "cases" / "labels" / "valid").rglob("*.json"))
+    labels = [read_llamas_label(p) for p in paths]
+    for compat in ("reference", "default"):
+        batched = llamas_labels_lanes(labels, compat=compat, wheres=[str(p) for p in paths])
+        for path, label, (lanes, notes) in zip(paths, labels, batched, strict=True):
+            want_lanes, want_notes = llamas_label_lanes(label, compat=compat, where=str(path))
+            assert notes == want_notes
+            assert [lane.tobytes() for lane in lanes] == [lane.tobytes() for lane in want_lanes]
+
+
+def test_labels_in_one_pass_raise_the_first_failing_labels_error():
+    from drivemetrics.lane.llamas_scoring import llamas_labels_lanes
+
+    good = {"lanes": [_lane("l0", 500), _lane("r0", 800)]}
+    vertical = {"lane_id": "r0", "markers": [_marker(700, 700, 700, 600, 5.0), _marker(700, 560, 700, 460, 15.0)]}
+    low = {"lane_id": "l0", "markers": [_marker(500, 900, 520, 800, 5.0), _marker(530, 700, 540, 600, 15.0)]}
+    high = {"lane_id": "r0", "markers": [_marker(700, 290, 690, 250, -1.0), _marker(690, 260, 680, 200, 30.0)]}
+    # a marker below the image comes before the all-vertical lane after it (the official order), labels in order
+    labels = [good, {"lanes": [high]}, {"lanes": [low, vertical]}]
+    with pytest.raises(ValueError, match="b lane r0: fewer than 2 points"):
+        llamas_labels_lanes(labels, compat="reference", wheres=["a", "b", "c"])
+    with pytest.raises(ValueError, match="c lane l0: a marker reaches row 900"):
+        llamas_labels_lanes([good, labels[2]], compat="reference", wheres=["a", "c"])
+    with pytest.raises(ValueError, match=r"min\(\) arg is an empty sequence"):
+        llamas_labels_lanes([good, {"lanes": [vertical]}], compat="reference", wheres=["a", "c"])
+    out = llamas_labels_lanes(labels, compat="default", wheres=["a", "b", "c"])
+    assert [len(lanes) for lanes, _ in out] == [2, 0, 2]
+
+
+def test_fitpack_calls_give_splprep_and_splev_floats():
+    from scipy.interpolate import splev, splprep
+
+    from drivemetrics.lane import llamas_scoring
+
+    assert llamas_scoring._fitpack_calls() is not None  # this SciPy: the direct calls are used
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        m = int(rng.integers(2, 40))
+        p = np.stack([rng.uniform(0, 1276) + np.cumsum(rng.normal(0, 20, m)), np.sort(rng.uniform(0, 717, m))[::-1]], 1)
+        if rng.random() < 0.3:
+            p = np.round(p)
+        got = llamas_interpolate(p)
+        # the evaluator's interpolate_lane: consecutive repeats removed, splprep on lists, splev
+        p = p[np.r_[True, (p[1:] != p[:-1]).any(axis=1)]]
+        if len(p) < 2:
+            continue
+        tck, _ = splprep([p[:, 0].tolist(), p[:, 1].tolist()], s=0, t=50, k=min(3, len(p) - 1))
+        want = np.array(splev(np.linspace(0.0, 1.0, 50), tck)).T
+        assert got.tobytes() == want.tobytes()
+
+
+def test_interpolate_without_the_fitpack_calls_is_the_same(monkeypatch):
+    from drivemetrics.lane import llamas_scoring
+
+    p = np.array([[600.0, 700.0], [612.5, 640.0], [630.0, 560.0], [640.0, 500.0]])
+    fast = llamas_interpolate(p)
+    monkeypatch.setattr(llamas_scoring, "_fitpack_calls", lambda: None)
+    assert llamas_interpolate(p).tobytes() == fast.tobytes()
+
+
+def test_culane_files_read_at_once_equal_line_by_line(tmp_path):
+    from drivemetrics._internal.limits import set_limits
+
+    path = tmp_path / "a.lines.txt"
+    path.write_text("1.5 700 2.25 650 3 600\n\n640 716\n-3e2 1e3 4 5\n")
+    lanes = read_culane_file(path)
+    assert [lane.tolist() for lane in lanes] == [
+        [[1.5, 700.0], [2.25, 650.0], [3.0, 600.0]],
+        [],
+        [[640.0, 716.0]],
+        [[-300.0, 1000.0], [4.0, 5.0]],
+    ]
+    assert lanes[1].shape == (0, 2)
+    # a bad line is still named, whichever check finds it
+    for text, message in [
+        ("1 2 3 4\n1 2 3\n", r":2: a lane needs an even number"),
+        ("1 2 3 4\n1 nan\n", r":2: a lane needs an even number of finite"),
+        ("1 2\n1 x\n", r":2: expected numbers"),
+        ("1 2\n1 2e12\n", r":2: the coordinate 2e\+12 px is larger than max_abs_coordinate"),
+    ]:
+        path.write_text(text)
+        with pytest.raises(ValueError, match=message):
+            read_culane_file(path)
+    path.write_text("1 2 3 4 5 6\n")
+    with set_limits(max_lane_points=2), pytest.raises(ValueError, match=r":1: 3 points in one lane"):
+        read_culane_file(path)
+    path.write_text("")
+    assert read_culane_file(path) == []
