@@ -201,6 +201,31 @@ def llamas_label_lanes(
     return llamas_labels_lanes([label], compat=compat, wheres=[where])[0]
 
 
+def _kept_and_renamed(content: dict, compat: Compat) -> tuple[list[dict], dict[str, str]]:
+    """A label's lanes of at least 2 markers spanning 20 rows, and the renaming of their ids."""
+    lanes = content["lanes"]
+    kept = []
+    for lane in lanes:
+        rows = [int(m["pixel_start"]["y"]) for m in lane["markers"]]
+        if not rows or max(rows) - min(rows) < 20 or len(lane["markers"]) < 2:
+            continue
+        kept.append(lane)
+    # the renaming closes gaps in the ids (l3, l2, l0 -> l2, l1, l0); done after the drops (reference), a dropped
+    # l0 makes l1 the scored l0 and brings l2 in; the default renames the JSON's lanes before dropping
+    ids = [lane["lane_id"] for lane in (kept if compat == "reference" else lanes)]
+    return kept, _rename(ids)
+
+
+def _check_rows_inside(lane_wheres: list[str], outside: Any, lanes: range) -> None:
+    """One line for the first of ``lanes`` with a marker outside the image (``outside[k] >= 0``: the row)."""
+    for k in lanes:
+        if outside[k] >= 0:
+            raise ValueError(
+                f"{lane_wheres[k]}: a marker reaches row {int(outside[k])}, outside the 717-row image (the "
+                "official _sample_points stops in pdb.set_trace)"
+            )
+
+
 def llamas_labels_lanes(
     labels: Sequence[dict | str], *, compat: Compat = "default", wheres: Sequence[str] | None = None
 ) -> list[tuple[list[np.ndarray], list[str]]]:
@@ -226,18 +251,7 @@ def llamas_labels_lanes(
     sampled: list[list[tuple[int, int, int, int]]] = []
     lane_wheres: list[str] = []
     for label, where in zip(labels, wheres, strict=True):
-        content = json.loads(label) if isinstance(label, str) else label
-        lanes = content["lanes"]
-        kept = []
-        for lane in lanes:
-            rows = [int(m["pixel_start"]["y"]) for m in lane["markers"]]
-            if not rows or max(rows) - min(rows) < 20 or len(lane["markers"]) < 2:
-                continue
-            kept.append(lane)
-        # the renaming closes gaps in the ids (l3, l2, l0 -> l2, l1, l0); done after the drops (reference), a
-        # dropped l0 makes l1 the scored l0 and brings l2 in; the default renames the JSON's lanes before dropping
-        ids = [lane["lane_id"] for lane in (kept if compat == "reference" else lanes)]
-        mapping = _rename(ids)
+        kept, mapping = _kept_and_renamed(json.loads(label) if isinstance(label, str) else label, compat)
         notes: list[str] = []
         names: list[str] = []
         first = len(sampled)
@@ -282,12 +296,7 @@ def llamas_labels_lanes(
     by_frame_index = [{name: next(index) for name in by_id} for by_id in by_frame]
     out = []
     for (names, first, notes, error), by_id, where in zip(frames, by_frame_index, wheres, strict=True):
-        for k in range(first, first + len(names)):
-            if outside[k] >= 0:
-                raise ValueError(
-                    f"{lane_wheres[k]}: a marker reaches row {int(outside[k])}, outside the 717-row image (the "
-                    "official _sample_points stops in pdb.set_trace)"
-                )
+        _check_rows_inside(lane_wheres, outside, range(first, first + len(names)))
         if error is not None:
             raise error
         lanes_out = []
