@@ -148,7 +148,10 @@ def _stats_agree(official: Path, library: Path) -> tuple[bool, float]:
 
 def compare_official(args: argparse.Namespace) -> None:
     devkit = Path(args.devkit)
+    # PYTHONSAFEPATH: ``-m`` would otherwise put the working folder first on the path, and a run started in this
+    # checkout would import this checkout's package whatever PYTHONPATH says (``--before`` would time this one)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+    env["PYTHONSAFEPATH"] = "1"
     python = [sys.executable, "-m", "drivemetrics"]
     machine = f"{platform.node()}: {os.cpu_count()} cores, {platform.processor() or platform.machine()}"
     print(f"{machine}; {time.strftime('%Y-%m-%d %H:%M %Z')}")
