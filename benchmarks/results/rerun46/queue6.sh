@@ -9,7 +9,7 @@ PY=/work/main/.venv/bin/python
 SLOT=/work/wt/bench_slot.sh
 export DRIVEMETRICS_FIXTURES=/work/shared/fixtures
 cd "$NEW"
-while pgrep -f "rerun46/queue5.sh" > /dev/null; do sleep 15; done
+while pgrep -f "queue5[.]sh" > /dev/null; do sleep 15; done
 step() { echo "$(date -u +%T) start $1 (load $(cut -d' ' -f1-3 /proc/loadavg))" >> "$R/queue.log"; }
 done_() { echo "$(date -u +%T) end $1 rc=$2 (load $(cut -d' ' -f1-3 /proc/loadavg))" >> "$R/queue.log"; }
 with_slot() {  # name log command...
