@@ -172,13 +172,24 @@ def baseline(root: Path, names: list[str]) -> tuple[int, int, int]:
 
 def run_cli(root: Path, *extra: str, checkout: Path | None = None) -> tuple[float, dict]:
     """One ``culane-eval`` process (of the library on ``PYTHONPATH``, or of ``checkout``): wall seconds, its JSON."""
-    out = root / f"result{'_'.join(extra).replace('-', '')}{'_before' if checkout else ''}.json"
+    out = root / f"result{'_'.join(extra).replace('-', '')}{'_' + checkout.name if checkout else ''}.json"
     argv = [sys.executable, "-m", "drivemetrics", "culane-eval", "--pred", str(root / "pred"), "--gt", str(root / "gt")]
     argv += ["--list", str(root / "list.txt"), "--json", str(out), *extra]
-    env = {**os.environ, "PYTHONPATH": str(checkout)} if checkout else None
+    # PYTHONSAFEPATH: ``-m`` would otherwise put the working folder first on the path, and a run started in this
+    # checkout would import this checkout's package whatever PYTHONPATH says
+    env = {**os.environ, "PYTHONPATH": str(checkout), "PYTHONSAFEPATH": "1"} if checkout else None
     start = time.perf_counter()
     subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     return time.perf_counter() - start, json.loads(out.read_text())
+
+
+def _check_checkout(checkout: Path) -> None:
+    """Exit unless a run with ``PYTHONPATH=checkout`` (from this checkout's folder) imports that checkout's package."""
+    env = {**os.environ, "PYTHONPATH": str(checkout), "PYTHONSAFEPATH": "1"}
+    command = [sys.executable, "-c", "import drivemetrics; print(drivemetrics.__file__)"]
+    found = subprocess.run(command, env=env, capture_output=True, text=True).stdout.strip()
+    if not found.startswith(str(checkout) + os.sep):
+        sys.exit(f"--before {checkout}: its runs would import {found or 'nothing'}")
 
 
 def build_official(source: Path, into: Path, cxx: str) -> Path:
@@ -237,19 +248,21 @@ def compare_official(args: argparse.Namespace) -> None:
             official, library, loads = [], {m: [] for m in modes}, [os.getloadavg()[0]]
             before: dict[str, list] = {m: [] for m in modes}
             results, before_results = {}, {}
-            for _ in range(args.repeat):
+            if args.before:
+                _check_checkout(Path(args.before).resolve())
+            for round_ in range(args.repeat):
                 official.append(_timed(official_cmd))
                 for mode, extra in modes.items():
-                    start = resource.getrusage(resource.RUSAGE_CHILDREN)
-                    wall, results[mode] = run_cli(root, *extra)
-                    end = resource.getrusage(resource.RUSAGE_CHILDREN)
-                    library[mode].append((wall, end.ru_utime - start.ru_utime + end.ru_stime - start.ru_stime))
-                    if args.before:
+                    sides = ["new", "old"] if args.before else ["new"]
+                    for side in sides if round_ % 2 == 0 else sides[::-1]:  # the order alternates each round
                         start = resource.getrusage(resource.RUSAGE_CHILDREN)
-                        old = Path(args.before).resolve()
-                        wall, before_results[mode] = run_cli(root, *extra, checkout=old)
+                        if side == "new":
+                            wall, results[mode] = run_cli(root, *extra, checkout=Path(__file__).resolve().parents[1])
+                        else:
+                            wall, before_results[mode] = run_cli(root, *extra, checkout=Path(args.before).resolve())
                         end = resource.getrusage(resource.RUSAGE_CHILDREN)
-                        before[mode].append((wall, end.ru_utime - start.ru_utime + end.ru_stime - start.ru_stime))
+                        cpu = end.ru_utime - start.ru_utime + end.ru_stime - start.ru_stime
+                        (library if side == "new" else before)[mode].append((wall, cpu))
                 loads.append(os.getloadavg()[0])
             counts = _official_counts(out)
             off_wall = statistics.median(t[0] for t in official)

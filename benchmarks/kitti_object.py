@@ -148,7 +148,10 @@ def _stats_agree(official: Path, library: Path) -> tuple[bool, float]:
 
 def compare_official(args: argparse.Namespace) -> None:
     devkit = Path(args.devkit)
+    # PYTHONSAFEPATH: ``-m`` would otherwise put the working folder first on the path, and a run started in this
+    # checkout would import this checkout's package whatever PYTHONPATH says (``--before`` would time this one)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+    env["PYTHONSAFEPATH"] = "1"
     python = [sys.executable, "-m", "drivemetrics"]
     machine = f"{platform.node()}: {os.cpu_count()} cores, {platform.processor() or platform.machine()}"
     print(f"{machine}; {time.strftime('%Y-%m-%d %H:%M %Z')}")
@@ -169,14 +172,22 @@ def compare_official(args: argparse.Namespace) -> None:
             before_out = root / "before_stats"
             before_command = [*command[: command.index("--write-stats") + 1], str(before_out), *args.library_args]
             before_env = {**env, "PYTHONPATH": str(Path(args.before).resolve())} if args.before else None
+            for side in [env, before_env] if before_env else [env]:  # each side imports its own checkout
+                probe = [sys.executable, "-c", "import drivemetrics; print(drivemetrics.__file__)"]
+                found = subprocess.run(probe, env=side, capture_output=True, text=True).stdout.strip()
+                if not found.startswith(side["PYTHONPATH"] + os.sep):
+                    sys.exit(f"PYTHONPATH={side['PYTHONPATH']}: the runs would import {found or 'nothing'}")
             official, library, before, loads = [], [], [], [os.getloadavg()[0]]
-            for _ in range(args.repeat):
+            for round_ in range(args.repeat):
                 shutil.rmtree(result_dir / "plot", ignore_errors=True)
                 for stale in result_dir.glob("stats_*.txt"):
                     stale.unlink()
                 official.append(_timed([str(binary), "bench"], cwd=root))
+                # the old checkout right after the C++ every other round: that place costs more (see rerun46)
+                if before_env is not None and round_ % 2 == 1:
+                    before.append(_timed(before_command, env=before_env))
                 library.append(_timed(command, env=env))
-                if before_env is not None:
+                if before_env is not None and round_ % 2 == 0:
                     before.append(_timed(before_command, env=before_env))
                 loads.append(os.getloadavg()[0])
             agree, worst = _stats_agree(result_dir, library_out)

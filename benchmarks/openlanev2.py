@@ -254,7 +254,9 @@ def _library_end_to_end(
     """One ``drivemetrics openlanev2-eval`` process with its default workers (from ``checkout``, default this one):
     (wall seconds, CPU seconds of it and its children, headline values)."""
     checkout = checkout or Path(__file__).resolve().parents[1]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(checkout)}
+    # PYTHONSAFEPATH: ``-m`` / ``-c`` would otherwise put the working folder first on the path, and a run started in
+    # this checkout would import this checkout's package whatever PYTHONPATH says
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(checkout), "PYTHONSAFEPATH": "1"}
     command = [sys.executable, "-m", "drivemetrics", "openlanev2-eval", "--gt", str(gt), "--pred", str(pred)]
     command += ["--compat", compat, "--json", str(out)]
     start, cpu = time.perf_counter(), _children_cpu()
@@ -278,8 +280,17 @@ print(json.dumps({"wall": wall, "cpu": cpu, "metrics": values}))
 
 
 def _before_in_memory(checkout: Path, frames: int, num_points: int, args: argparse.Namespace) -> dict:
-    """``run_library`` of another checkout of the library on the same frames, in a fresh process."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(checkout)}
+    """``run_library`` of a checkout of the library on the same frames, in a fresh process (the one of this
+    checkout too, with ``--before``: the script's own process holds the frames and the pickles)."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(checkout), "PYTHONSAFEPATH": "1"}
+    found = subprocess.run(
+        [sys.executable, "-c", "import drivemetrics; print(drivemetrics.__file__)"],
+        capture_output=True,
+        text=True,
+        env=env,
+    ).stdout.strip()
+    if not found.startswith(str(checkout) + os.sep):
+        raise SystemExit(f"{checkout}: its runs would import {found or 'nothing'}")
     command = [sys.executable, "-c", _BEFORE_IN_MEMORY, str(Path(__file__).resolve().parent), str(frames)]
     command += [str(num_points), args.device or "", str(args.repeat), args.compat]
     done = subprocess.run(command, capture_output=True, text=True, env=env)
@@ -338,15 +349,17 @@ def main() -> None:
             runner.write_text(_RUNNER)
             dev_e2e, lib_e2e, dev_cpu, lib_cpu, loads = [], [], [], [], [os.getloadavg()[0]]
             old_e2e: list[tuple[float, float, dict[str, float]]] = []
-            for _ in range(args.e2e_repeat):  # official first, alternating
+            for round_ in range(args.e2e_repeat):  # official first, alternating
                 if not args.skip_devkit:
                     wall, dev_files = _devkit(args.devkit_python, args.devkit_src, runner, gt_path, pred_path, "files")
                     dev_e2e.append(wall)
                     dev_cpu.append(dev_files["process_cpu"])
+                if args.before is not None and round_ % 2 == 1:  # the old checkout first every other round
+                    old_e2e.append(_library_end_to_end(gt_path, pred_path, out, args.compat, args.before.resolve()))
                 wall, cpu, lib_files = _library_end_to_end(gt_path, pred_path, out, args.compat)
                 lib_e2e.append(wall)
                 lib_cpu.append(cpu)
-                if args.before is not None:
+                if args.before is not None and round_ % 2 == 0:
                     old_e2e.append(_library_end_to_end(gt_path, pred_path, out, args.compat, args.before.resolve()))
                 loads.append(os.getloadavg()[0])
             if not args.skip_devkit:
@@ -355,6 +368,7 @@ def main() -> None:
         loads.append(os.getloadavg()[0])
         if args.before is not None:
             old = _before_in_memory(args.before.resolve(), frames, num_points, args)
+            mine = _before_in_memory(Path(__file__).resolve().parents[1], frames, num_points, args)
             loads.append(os.getloadavg()[0])
             old_wall, old_cpu = (float(np.median([t[i] for t in old_e2e])) for i in (0, 1))
             new_wall, new_cpu = float(np.median(lib_e2e)), float(np.median(lib_cpu))
@@ -363,9 +377,11 @@ def main() -> None:
             print(
                 f"{frames} frames x {num_points} points, before ({args.before}): end to end {old_wall:.2f} s "
                 f"(CPU {old_cpu:.2f} s) vs this checkout {new_wall:.2f} s (CPU {new_cpu:.2f} s): new/old "
-                f"{new_wall / old_wall:.3f} (CPU {new_cpu / old_cpu:.3f}); in memory {old['wall']:.3f} s vs "
-                f"{lib_s:.3f} s: new/old {lib_s / old['wall']:.3f}; numbers max |new - old| {same:.1e}; "
-                f"before's runs {', '.join(f'{t[0]:.2f}' for t in old_e2e)}"
+                f"{new_wall / old_wall:.3f} (CPU {new_cpu / old_cpu:.3f}); in memory, each in a fresh process, "
+                f"{old['wall']:.3f} s (CPU {old['cpu']:.3f}) vs {mine['wall']:.3f} s (CPU {mine['cpu']:.3f}): new/old "
+                f"{mine['wall'] / old['wall']:.3f} (CPU {mine['cpu'] / old['cpu']:.3f}); numbers max |new - old| "
+                f"{same:.1e}; before's runs {', '.join(f'{t[0]:.2f}' for t in old_e2e)}, this checkout's "
+                f"{', '.join(f'{t:.2f}' for t in lib_e2e)}"
             )
         lib_e = float(np.median(lib_e2e))
         line = f"{frames} frames x {num_points} points: end to end drivemetrics {lib_e:.2f} s"

@@ -194,9 +194,9 @@ CASES: dict[str, tuple[str, Callable[[Path, Path], list[str]]]] = {
 # -------------------------------------------------------------------------------------------------- timing
 
 
-def run_timed(argv: list[str], root: Path) -> tuple[float, float]:
-    """``(wall s, CPU s of the child and its workers)`` of ``python -m drivemetrics *argv`` with ``root`` first on
-    the import path."""
+def run_timed(argv: list[str], root: Path) -> tuple[float, float, str]:
+    """``(wall s, CPU s of the child and its workers, its standard output)`` of ``python -m drivemetrics *argv``
+    with ``root`` first on the import path."""
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
     env["PYTHONPATH"] = str(root)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -212,7 +212,7 @@ def run_timed(argv: list[str], root: Path) -> tuple[float, float]:
     if done.returncode != 0:
         sys.exit(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), done.stdout
 
 
 def measure(name: str, fx: Path, tmp: Path, repeat: int, root: Path, before: Path | None) -> str:
@@ -223,11 +223,13 @@ def measure(name: str, fx: Path, tmp: Path, repeat: int, root: Path, before: Pat
     walls: dict[str, list[float]] = {label: [] for label, _, _ in settings}
     cpus: dict[str, list[float]] = {label: [] for label, _, _ in settings}
     loads = []
+    outputs: dict[str, str] = {}  # the printed results of each setting's first run, compared below
     for rep in range(repeat):
         order = settings[rep % len(settings) :] + settings[: rep % len(settings)]
         for label, flags, where in order:
             loads.append(os.getloadavg()[0])
-            wall, cpu = run_timed([*build(fx, tmp), *flags], where)
+            wall, cpu, out = run_timed([*build(fx, tmp), *flags], where)
+            outputs.setdefault(label, out)
             walls[label].append(wall)
             cpus[label].append(cpu)
     med = {label: statistics.median(v) for label, v in walls.items()}
@@ -235,9 +237,11 @@ def measure(name: str, fx: Path, tmp: Path, repeat: int, root: Path, before: Pat
     ratio = med["1"] / med["default"]
     times = " ".join(f"{label} {med[label]:6.2f} s (CPU {cpu[label]:5.2f})" for label, _, _ in settings)
     verdict = "ok" if ratio >= 0.95 else "DEFAULT SLOWER"
+    differ = [label for label in outputs if outputs[label] != outputs["default"]]
+    same = "outputs equal" if not differ else f"OUTPUTS DIFFER from the default's: {', '.join(differ)}"
     return (
         f"{name:<26} {times} | 1/default {ratio:4.2f} 2/default {med['2'] / med['default']:4.2f} | "
-        f"load {min(loads):.1f}-{max(loads):.1f} | {verdict} ({what})"
+        f"load {min(loads):.1f}-{max(loads):.1f} | {verdict}, {same} ({what})"
     )
 
 
