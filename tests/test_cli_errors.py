@@ -130,7 +130,7 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the process tree from /proc")
 def test_sigterm_ends_the_workers_and_the_resource_tracker_and_keeps_outputs(tmp_path):
-    _write_culane_frames(tmp_path, 3000)
+    _write_culane_frames(tmp_path, 6000)  # still running at the signal
     out = tmp_path / "out.json"
     out.write_text('{"old": 1}\n')
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
@@ -148,7 +148,8 @@ def test_sigterm_ends_the_workers_and_the_resource_tracker_and_keeps_outputs(tmp
                 break
             time.sleep(0.2)
         assert len(children) >= 3, f"workers never started: {children}, exit {proc.poll()}"
-        time.sleep(1.0)
+        time.sleep(0.3)
+        assert proc.poll() is None, "the command ended before the signal: the test needs more frames"
         proc.send_signal(signal.SIGTERM)
         _, stderr = proc.communicate(timeout=60)
     finally:

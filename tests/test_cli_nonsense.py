@@ -204,7 +204,7 @@ def test_a_second_ctrl_c_during_the_workers_prints_no_traceback(tmp_path):
     from tests.conftest import REPO_ROOT
     from tests.test_cli_errors import _children, _write_culane_frames
 
-    _write_culane_frames(tmp_path, 3000)
+    _write_culane_frames(tmp_path, 6000)  # still running at the signal
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "OMP_NUM_THREADS": "1"}
     argv = ["culane-eval", "--gt", str(tmp_path / "gt"), "--pred", str(tmp_path / "pred")]
     argv += ["--list", str(tmp_path / "list.txt"), "--workers", "2", "--chunk", "16", "--no-progress"]
@@ -215,7 +215,8 @@ def test_a_second_ctrl_c_during_the_workers_prints_no_traceback(tmp_path):
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and proc.poll() is None and len(_children(proc.pid)) < 3:
             time.sleep(0.2)
-        time.sleep(1.0)
+        time.sleep(0.3)
+        assert proc.poll() is None, "the command ended before the signal: the test needs more frames"
         proc.send_signal(signal.SIGINT)
         for _ in range(10):  # Ctrl-C again and again while the command cleans up and exits
             time.sleep(0.05)
