@@ -209,7 +209,14 @@ def test_a_second_ctrl_c_during_the_workers_prints_no_traceback(tmp_path):
     argv = ["culane-eval", "--gt", str(tmp_path / "gt"), "--pred", str(tmp_path / "pred")]
     argv += ["--list", str(tmp_path / "list.txt"), "--workers", "2", "--chunk", "16", "--no-progress"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "drivemetrics", *argv], env=env, stderr=subprocess.PIPE, text=True, cwd=tmp_path
+        [sys.executable, "-m", "drivemetrics", *argv],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        # Ctrl-C as a terminal delivers it: a test run started in the background (`make test-slow &`) ignores
+        # SIGINT, and an ignored SIGINT is inherited, so the command would rightly run to its end (exit 0)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         deadline = time.monotonic() + 120
